@@ -1,0 +1,119 @@
+"""The one result type: a `Finding`, and a hypothesis `Verdict` built from findings.
+
+Runtime checks, lint rules and experiments all return `Finding` objects; renderers only ever
+see these. The JSON shape is the public contract of ../docs/catalog.md (schema versions below).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from ddp_doctor.catalog import FINDINGS, Lang, Severity, finding
+
+REPORT_SCHEMA = "ddp-doctor.report/1"
+LINT_SCHEMA = "ddp-doctor.lint/1"
+
+Status = Literal["confirmed", "ruled-out", "not-measured", "inconclusive"]
+Verdict = Literal["confirmed", "ruled-out", "inconclusive", "not-measured"]
+STATUSES: tuple[str, ...] = ("confirmed", "ruled-out", "not-measured", "inconclusive")
+SEVERITY_ORDER: dict[str, int] = {"error": 0, "warning": 1, "info": 2}
+
+
+@dataclass
+class Finding:
+    """One measured (or statically found) fact about a run or a script.
+
+    ``summary`` states the result with its numbers; ``evidence`` holds those numbers (and the
+    threshold used, under the key ``threshold`` where one applies). ``summary_zh`` is the same
+    sentence in Chinese where the producer wrote one; renderers fall back to the catalog text.
+    ``path``/``line`` locate lint findings; runtime findings leave them unset.
+    """
+
+    id: str
+    status: Status
+    severity: Severity
+    summary: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+    fix: str = ""
+    summary_zh: str | None = None
+    path: str | None = None
+    line: int | None = None
+    source: Literal["runtime", "lint", "experiment"] = "runtime"
+
+    def __post_init__(self) -> None:
+        spec = finding(self.id)  # raises on unknown IDs: the catalog is the single source of IDs
+        if self.status not in STATUSES:
+            raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
+        if self.severity not in SEVERITY_ORDER:
+            raise ValueError(f"severity must be one of {tuple(SEVERITY_ORDER)}, got {self.severity!r}")
+        if not self.fix:
+            self.fix = spec.fix.en
+
+    def summary_in(self, lang: Lang) -> str:
+        if lang == "zh":
+            return self.summary_zh or FINDINGS[self.id].meaning.zh
+        return self.summary
+
+    def fix_in(self, lang: Lang) -> str:
+        spec = FINDINGS[self.id]
+        if lang == "zh":
+            return spec.fix.zh if self.fix == spec.fix.en else self.fix
+        return self.fix
+
+    def to_report_json(self) -> dict[str, Any]:
+        out = {"id": self.id, "status": self.status, "severity": self.severity,
+               "summary": self.summary, "evidence": _jsonable(self.evidence), "fix": self.fix}
+        if self.summary_zh:
+            out["summary_zh"] = self.summary_zh
+        return out
+
+    def to_lint_json(self) -> dict[str, Any]:
+        return {"id": self.id, "path": self.path, "line": self.line, "severity": self.severity,
+                "message": self.summary, "fix": self.fix}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Finding:
+        return cls(id=data["id"], status=data.get("status", "confirmed"),
+                   severity=data["severity"], summary=data.get("summary", data.get("message", "")),
+                   evidence=data.get("evidence", {}), fix=data.get("fix", ""),
+                   summary_zh=data.get("summary_zh"), path=data.get("path"), line=data.get("line"))
+
+
+@dataclass
+class HypothesisVerdict:
+    """The answer to one hypothesis: a verdict and the findings behind it."""
+
+    id: str
+    verdict: Verdict
+    findings: list[str]
+    summary: str
+    summary_zh: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        if self.summary_zh is None:
+            out.pop("summary_zh")
+        return out
+
+
+def _jsonable(value: Any) -> Any:
+    """Make evidence JSON-safe: NaN/Inf become strings, tuples lists, numpy scalars floats."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            return str(value)
+        return value
+    if hasattr(value, "item") and callable(value.item):  # numpy / torch scalars
+        return _jsonable(value.item())
+    return value
+
+
+def sort_findings(findings: list[Finding]) -> list[Finding]:
+    """Confirmed first, then by severity, then by catalog order."""
+    order = {fid: i for i, fid in enumerate(FINDINGS)}
+    return sorted(findings, key=lambda f: (f.status != "confirmed", SEVERITY_ORDER[f.severity],
+                                           order[f.id], f.path or "", f.line or 0))

@@ -1,0 +1,9 @@
+"""CLI sub-command(s) of ddp_doctor.lint (placeholder until the area lands)."""
+
+from __future__ import annotations
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    """Add this area's sub-commands to the root app."""
