@@ -1,0 +1,106 @@
+"""How to launch the reference trainer on N local ranks, and how to watch it run.
+
+`build_command` only builds the command (torch's own launcher module, `torch.distributed.run`,
+i.e. torchrun; gloo on CPU; OMP_NUM_THREADS=1 per rank so N ranks do not oversubscribe the
+cores). `run_command` runs any such command with its output in a log file and a progress bar fed
+by rank 0's metrics.jsonl — so a wrapper (the probe's `ddp-doctor run`) can take the command and
+launch it its own way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+
+from ddp_doctor.trainer.config import TrainConfig, config_to_argv
+
+METRICS_FILE = "metrics.jsonl"  # same name as loop.METRICS_FILE (loop imports torch; this must not)
+LOG_FILE = "launch.log"
+SUMMARY_FILE = "summary.txt"  # written by summary.py on rank 0
+POLL_SECONDS = 0.5
+
+
+def free_port() -> int:
+    """A TCP port free right now on 127.0.0.1 (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass(frozen=True)
+class LaunchCommand:
+    argv: list[str]
+    env: dict[str, str]
+
+
+def build_command(cfg: TrainConfig, nproc: int, port: int | None = None,
+                  python: str = sys.executable) -> LaunchCommand:
+    """`python -m torch.distributed.run --nproc_per_node N ... -m ddp_doctor.trainer <flags of cfg>`."""
+    argv = [python, "-m", "torch.distributed.run", "--nproc_per_node", str(nproc),
+            "--master_addr", "127.0.0.1", "--master_port", str(port or free_port()),
+            "-m", "ddp_doctor.trainer", *config_to_argv(cfg)]
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    return LaunchCommand(argv=argv, env=env)
+
+
+def _last_step(metrics: Path) -> tuple[int, str]:
+    """Steps completed and the latest logged loss, from rank 0's metrics file."""
+    try:
+        lines = metrics.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return 0, ""
+    for line in reversed(lines):
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:  # a line being written right now
+            continue
+        loss = record["loss"]
+        return int(record["step"]) + 1, f"loss {loss:.3f}" if isinstance(loss, float) else f"loss {loss}"
+    return 0, ""
+
+
+def run_command(command: LaunchCommand, out_dir: str, total_steps: int,
+                console: Console | None = None) -> int:
+    """Run `command`, output to <out_dir>/launch.log, with a progress bar; return its exit code."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = console or Console()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    metrics = out / METRICS_FILE
+    with open(out / LOG_FILE, "w", encoding="utf-8") as log, \
+            Progress(TextColumn("{task.fields[phase]}"), BarColumn(), MofNCompleteColumn(),
+                     TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
+                     transient=False) as progress:
+        task = progress.add_task("", total=total_steps, phase="starting ranks")
+        # A new session, so that Ctrl-C can stop torchrun and every rank it started, and only them.
+        proc = subprocess.Popen(command.argv, env=command.env, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        try:
+            while proc.poll() is None:
+                done, loss = _last_step(metrics)
+                if done:
+                    progress.update(task, completed=done, description=loss, phase="training")
+                time.sleep(POLL_SECONDS)
+        except KeyboardInterrupt:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait()
+            raise
+        done, loss = _last_step(metrics)
+        progress.update(task, completed=done, description=loss, phase="finished")
+    return proc.returncode
+
+
+def log_tail(out_dir: str, lines: int = 40) -> str:
+    """The last lines of the launch log (shown when a run fails)."""
+    path = Path(out_dir) / LOG_FILE
+    return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
