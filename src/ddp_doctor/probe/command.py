@@ -1,9 +1,49 @@
-"""CLI sub-command(s) of ddp_doctor.probe (placeholder until the area lands)."""
+"""`ddp-doctor run`: instrument a training command with zero code change (docs/probe.md)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Optional
+
 import typer
+
+USAGE_ERROR = 2
 
 
 def register(app: typer.Typer) -> None:
-    """Add this area's sub-commands to the root app."""
+    """Add `run` to the root app."""
+
+    @app.command(
+        "run",
+        context_settings={"allow_interspersed_args": False},
+        help="Run CMD with the probe in every rank and record a run directory.\n\n"
+        "Example: ddp-doctor run --out runs/a -- torchrun --nproc_per_node 4 train.py",
+    )
+    def run_command(
+        command: Optional[list[str]] = typer.Argument(None, metavar="-- CMD [ARGS]...",
+                                                      help="The training command (python, torchrun, accelerate launch, ...)."),
+        out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default: ddp-doctor-runs/run-<UTC time>)."),
+        level: str = typer.Option("basic", "--level", help="basic: counts, losses, norms, data, checksums; "
+                                  "full: adds per-layer-group norms and Adam statistics every N steps."),
+        every: int = typer.Option(50, "--every", min=1, help="Replica checksum (and `full` statistics) every N optimizer steps."),
+    ) -> None:
+        from ddp_doctor.probe import launcher
+        from ddp_doctor.probe.options import LEVELS, ProbeOptions
+        from ddp_doctor.rundir import manifest_path
+
+        if not command:
+            typer.echo("ddp-doctor run: no command given; usage: ddp-doctor run [OPTIONS] -- CMD [ARGS]...", err=True)
+            raise typer.Exit(USAGE_ERROR)
+        if level not in LEVELS:
+            typer.echo(f"ddp-doctor run: --level must be one of {', '.join(LEVELS)}, got {level!r}", err=True)
+            raise typer.Exit(USAGE_ERROR)
+        run_dir = out if out is not None else launcher.default_run_dir()
+        if manifest_path(run_dir).exists():
+            typer.echo(f"ddp-doctor run: {run_dir} already holds a run; choose another --out", err=True)
+            raise typer.Exit(USAGE_ERROR)
+        options = ProbeOptions(run_dir=run_dir.resolve(), level=level, every=every)  # type: ignore[arg-type]
+        typer.echo(f"ddp-doctor: recording to {run_dir}", err=True)
+        code = launcher.run(list(command), options)
+        typer.echo(f"ddp-doctor: run directory {run_dir} (exit code {code}); next: ddp-doctor report {run_dir}",
+                   err=True)
+        raise typer.Exit(code)

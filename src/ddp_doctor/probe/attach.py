@@ -1,0 +1,107 @@
+"""Start the probe in this process: patch torch once, write records to the run directory.
+
+`ddp-doctor run` reaches every rank through `inject/sitecustomize.py`, which calls
+`attach_from_env()` right after `import torch`. Launchers that drop the environment (ssh/pdsh
+multi-node, `mpirun` without `-x`, `python -I/-E/-S`) need the explicit form at the top of the
+training script: `import ddp_doctor; ddp_doctor.attach(run_dir=..., level=..., every=...)`.
+Interventions (`run --set`, a later issue) will be applied here, where torch is first patched.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ddp_doctor.probe.options import DEFAULT_EVERY, ENV_FAULT, ProbeOptions
+from ddp_doctor.probe.state import PROBE, guarded
+
+DEFAULT_ATTACH_DIR = "ddp-doctor-run"
+
+
+def attach(run_dir: str | os.PathLike[str] | None = None, level: str | None = None,
+           every: int | None = None) -> None:
+    """Start the probe explicitly; options default to those `ddp-doctor run` passed, if any.
+
+    Idempotent. Without `ddp-doctor run` there is no launcher to write the manifest, so rank 0
+    writes a minimal one (command, level, start) when it opens its file.
+    """
+    from_env = ProbeOptions.from_env()
+    options = ProbeOptions(
+        run_dir=Path(run_dir) if run_dir is not None else (from_env.run_dir if from_env else Path(DEFAULT_ATTACH_DIR)),
+        level=level or (from_env.level if from_env else "basic"),  # type: ignore[arg-type]
+        every=every or (from_env.every if from_env else DEFAULT_EVERY),
+        fault=os.environ.get(ENV_FAULT) or None,
+    )
+    _start(options, write_manifest=from_env is None)
+
+
+def attach_from_env() -> None:
+    """Called by the sitecustomize shim once torch is imported; does nothing outside `ddp-doctor run`."""
+    options = ProbeOptions.from_env()
+    if options is not None:
+        _start(options, write_manifest=False)
+
+
+def _start(options: ProbeOptions, write_manifest: bool) -> None:
+    if PROBE.active:
+        return
+    from ddp_doctor.probe.steps import StepAccumulator
+
+    PROBE.start(options)
+    PROBE.steps = StepAccumulator()
+    _install_all()
+    if write_manifest:
+        PROBE.on_open = _write_own_manifest
+    atexit.register(_at_exit)
+    from ddp_doctor.probe.instruments import config
+
+    config.dist_ready()  # the process group may predate an explicit attach()
+
+
+def _install_all() -> None:
+    from ddp_doctor.probe.instruments import (backward, clip, commhook, compile, config, data, ddp, fsdp,
+                                              lossfn, optimizer, scaler, scheduler)
+
+    for instrument in (backward, commhook, ddp, fsdp, optimizer, scaler, scheduler, clip, data,
+                       lossfn, config, compile):
+        _install(instrument)
+
+
+def _install(module: Any) -> None:
+    name = module.__name__.rsplit(".", 1)[-1]
+
+    @guarded(name)
+    def install() -> None:
+        module.install()
+
+    install()
+
+
+@guarded("exit")
+def _at_exit() -> None:
+    from ddp_doctor.probe.instruments.optimizer import finish_step, primary
+
+    finish_step(primary())
+    if PROBE.recorder is not None and PROBE.recorder.is_open:
+        PROBE.emit({"kind": "end", "time": time.time(), "steps": PROBE.steps.step, "reason": "exit"})
+        PROBE.recorder.close()
+
+
+def _write_own_manifest(rank: int) -> None:
+    from ddp_doctor.rundir import RUN_SCHEMA, manifest_path
+
+    assert PROBE.options is not None
+    path = manifest_path(PROBE.options.run_dir)
+    if rank != 0 or path.exists():
+        return
+    manifest = {"schema": RUN_SCHEMA, "command": [sys.executable, *sys.argv], "cwd": os.getcwd(),
+                "level": PROBE.options.level, "every": PROBE.options.every, "interventions": {},
+                "start": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "attached": True}
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(manifest, indent=2))
+    os.replace(tmp, path)

@@ -1,0 +1,84 @@
+"""ddp-doctor's sitecustomize shim: `ddp-doctor run` puts this directory first on PYTHONPATH.
+
+It runs at start-up of every Python process the command starts, and must stay cheap and safe:
+1. it runs the `sitecustomize` it shadows (the venv's or the distribution's), if any;
+2. in launcher processes (torchrun / `python -m torch.distributed.run` / accelerate agents,
+   recognised by their command line and the absence of RANK) it does nothing more;
+3. otherwise it only installs a meta-path hook, and starts the probe right after `import torch`
+   finishes (importing the probe eagerly cost ~86 ms per process, deferred ~10 ms: probe-notes).
+Nothing here may raise: a failure prints one line to stderr and the program runs unprobed.
+"""
+
+import os
+import sys
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_LAUNCHER_SCRIPTS = ("torchrun", "accelerate", "deepspeed")
+_LAUNCHER_MODULES = ("torch.distributed.run", "torch.distributed.launch", "accelerate.commands.launch",
+                     "accelerate.commands.accelerate_cli")
+
+
+def _chain_shadowed_sitecustomize():
+    import importlib.machinery
+    import importlib.util
+
+    path = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", path)
+    if spec is None or spec.loader is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+
+def _is_launcher():
+    if "RANK" in os.environ:
+        return False
+    argv = list(getattr(sys, "orig_argv", sys.argv))
+    scripts = [os.path.basename(a) for a in argv[:2]]
+    if any(s in _LAUNCHER_SCRIPTS for s in scripts):
+        return True
+    return any(argv[i] == "-m" and argv[i + 1] in _LAUNCHER_MODULES for i in range(len(argv) - 1))
+
+
+def _start_probe():
+    try:
+        from ddp_doctor.probe.attach import attach_from_env
+    except ImportError:  # the training interpreter lacks ddp_doctor: use the copy beside this file
+        sys.path.append(os.path.dirname(os.path.dirname(os.path.dirname(_HERE))))
+        from ddp_doctor.probe.attach import attach_from_env
+    attach_from_env()
+
+
+class _AfterTorchImport:
+    """Meta-path finder that runs `_start_probe` once the top-level `torch` module has executed."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "torch":
+            return None
+        sys.meta_path.remove(self)
+        import importlib.util
+
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
+            return spec
+        loader = spec.loader
+        exec_module = loader.exec_module
+
+        def exec_then_probe(module):
+            exec_module(module)
+            try:
+                _start_probe()
+            except Exception as error:  # noqa: BLE001 - never break the user's import
+                sys.stderr.write(f"ddp-doctor: probe not started ({type(error).__name__}: {error})\n")
+
+        loader.exec_module = exec_then_probe
+        return spec
+
+
+try:
+    _chain_shadowed_sitecustomize()
+except Exception as _error:  # noqa: BLE001 - same as Python does for a failing sitecustomize
+    sys.stderr.write(f"ddp-doctor: the shadowed sitecustomize failed ({type(_error).__name__}: {_error})\n")
+
+if os.environ.get("DDP_DOCTOR_RUN_DIR") and not _is_launcher():
+    sys.meta_path.insert(0, _AfterTorchImport())

@@ -1,0 +1,41 @@
+"""Gradient clipping: every `clip_grad_norm_` call, its returned total norm, and whether it ran
+after `scaler.unscale_` (clipping loss-scaled gradients clips at max_norm × scale: clip-before-unscale).
+
+`torch.nn.utils.clip_grad_norm_` is looked up at call time by user code, accelerate and HF
+Trainer, so replacing the attribute (on both `torch.nn.utils` and its `clip_grad` module) sees
+them all. The total norm stays a tensor until the optimizer step.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.utils
+import torch.nn.utils.clip_grad
+
+from ddp_doctor.probe.state import PROBE, guarded, patch
+
+
+@guarded("clip")
+def _clipped(args: tuple[Any, ...], kwargs: dict[str, Any], total: Any) -> None:
+    max_norm = args[1] if len(args) > 1 else kwargs.get("max_norm")
+    steps = PROBE.steps
+    PROBE.steps.clip.append({
+        "max_norm": float(max_norm) if max_norm is not None else None,
+        "total_norm": total.detach() if isinstance(total, torch.Tensor) else total,
+        "after_unscale": steps.unscaled, "scaler": steps.scaler_seen,
+    })
+
+
+def install() -> None:
+    def make(original):
+        def clip_grad_norm_(*args: Any, **kwargs: Any) -> Any:
+            total = original(*args, **kwargs)
+            _clipped(args, kwargs, total)
+            return total
+
+        return clip_grad_norm_
+
+    patch(torch.nn.utils.clip_grad, "clip_grad_norm_", make)
+    patch(torch.nn.utils, "clip_grad_norm_", make)

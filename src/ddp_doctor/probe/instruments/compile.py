@@ -1,0 +1,64 @@
+"""torch.compile wrapping: what was compiled, with which backend/mode, and in which order with DDP.
+
+`torch.compile` is wrapped (`nn.Module.compile` goes through it too). A target that already is a
+DDP model is `after_ddp`; otherwise the record waits until the first optimizer step, by which
+time a DDP wrapping of the compiled module (`before_ddp`) would have been seen, else `no_ddp`.
+Both orders work on torch 2.13 (probe-notes); the record lets the report say which one ran.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch.nn.parallel import DistributedDataParallel
+
+from ddp_doctor.probe.state import PROBE, guarded, patch
+
+_waiting: list[dict[str, Any]] = []
+
+
+def _target(model: Any) -> Any:
+    return getattr(model, "__self__", model)  # Module.compile passes the bound `_call_impl`
+
+
+@guarded("compile")
+def _compiled(model: Any, out: Any, kwargs: dict[str, Any]) -> None:
+    target = _target(model)
+    backend = kwargs.get("backend", "inductor")
+    record = {"kind": "config", "what": "compile", "step": PROBE.step_index(),
+              "target": type(target).__name__ if isinstance(target, torch.nn.Module) else getattr(target, "__name__", "function"),
+              "backend": backend if isinstance(backend, str) else getattr(backend, "__name__", str(backend)),
+              "mode": kwargs.get("mode")}
+    if isinstance(target, DistributedDataParallel):
+        PROBE.emit({**record, "order": "after_ddp"})
+    else:
+        _waiting.append({**record, "_out": out, "_target": target})
+
+
+@guarded("compile")
+def wrapped_by_ddp(module: Any) -> None:
+    for record in list(_waiting):
+        if module is record["_out"] or module is record["_target"]:
+            _waiting.remove(record)
+            PROBE.emit({k: v for k, v in record.items() if not k.startswith("_")} | {"order": "before_ddp"})
+
+
+@guarded("compile")
+def flush_waiting() -> None:
+    while _waiting:
+        record = _waiting.pop(0)
+        PROBE.emit({k: v for k, v in record.items() if not k.startswith("_")} | {"order": "no_ddp"})
+
+
+def install() -> None:
+    def make(original):
+        def compile(model: Any = None, **kwargs: Any) -> Any:
+            out = original(model, **kwargs)
+            if model is not None:
+                _compiled(model, out, kwargs)
+            return out
+
+        return compile
+
+    patch(torch, "compile", make)

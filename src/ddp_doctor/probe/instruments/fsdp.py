@@ -1,0 +1,84 @@
+"""FSDP2 (`fully_shard`): settings, sync pattern and gradient norms from the reduce-scatter.
+
+`DefaultReduceScatter.__call__` receives the flattened LOCAL gradient (input) and returns this
+rank's shard of the averaged GLOBAL gradient (output); for float32/bfloat16 gradients FSDP2 uses
+ReduceOp.AVG without pre-division, so the input is the raw local gradient. `grad_sq_global` is
+the squared norm of this rank's shard only: the analysis sums shards over ranks (run-format.md).
+One call per FSDP parameter group per synced micro-step gives the sync pattern
+(`set_requires_gradient_sync(False)` skips it). FSDP1 is recorded as not observed.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import torch
+import torch.distributed.fsdp as fsdp_api
+from torch.distributed.fsdp._fully_shard import _fsdp_collectives, _fully_shard
+
+from ddp_doctor.probe.instruments import data, params
+from ddp_doctor.probe.state import PROBE, guarded, patch
+
+
+def _sq_norm(t: torch.Tensor) -> torch.Tensor:
+    return torch.linalg.vector_norm(t, dtype=torch.float32).square()
+
+
+@guarded("fsdp")
+def _sharded(module: torch.nn.Module, kwargs: dict[str, Any]) -> None:
+    if not PROBE.fsdp:
+        PROBE.fsdp = True
+        PROBE.mark_training()
+    data.watch_inputs(module)
+    # The root is the last module sharded in the usual bottom-up order; keep one entry per model.
+    PROBE.models = [ref for ref in PROBE.models if not _contains(module, ref())]
+    params.watch(module, module)
+    PROBE.emit({"kind": "config", "what": "fsdp", "step": PROBE.step_index(), "version": 2,
+                "module": type(module).__name__, "n_params": sum(1 for _ in module.parameters()),
+                "reshard_after_forward": kwargs.get("reshard_after_forward")}, training=True)
+
+
+def _contains(outer: torch.nn.Module, inner: Any) -> bool:
+    return inner is not None and any(m is inner for m in outer.modules())
+
+
+@guarded("fsdp")
+def _before_reduce(input_tensor: torch.Tensor) -> Any:
+    micro = PROBE.steps.current
+    if micro is None:
+        return None
+    micro.sync += 1
+    micro.local.append((len(micro.local), _sq_norm(input_tensor)))
+    return micro
+
+
+@guarded("fsdp")
+def _after_reduce(micro: Any, output_tensor: torch.Tensor) -> None:
+    micro.global_.append(_sq_norm(output_tensor))
+
+
+def install() -> None:
+    def make_shard(original):
+        @functools.wraps(original)
+        def fully_shard(module: Any, *args: Any, **kwargs: Any) -> Any:
+            out = original(module, *args, **kwargs)
+            if isinstance(module, torch.nn.Module):
+                _sharded(module, kwargs)
+            return out
+
+        return fully_shard
+
+    def make_reduce(original):
+        def __call__(self, output_tensor: torch.Tensor, input_tensor: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+            micro = _before_reduce(input_tensor)
+            work = original(self, output_tensor, input_tensor, *args, **kwargs)
+            if micro is not None and not kwargs.get("async_op"):  # FSDP2 calls it synchronously
+                _after_reduce(micro, output_tensor)
+            return work
+
+        return __call__
+
+    patch(fsdp_api, "fully_shard", make_shard)
+    patch(_fully_shard, "fully_shard", make_shard)
+    patch(_fsdp_collectives.DefaultReduceScatter, "__call__", make_reduce)

@@ -1,0 +1,121 @@
+"""Optimizer steps: they close the step window; lr per group; hyper-parameters; zero_grad calls.
+
+The global hooks `register_optimizer_step_pre_hook/post_hook` fire for every torch optimizer,
+including the one inside HF's AcceleratedOptimizer (probe-notes). The first optimizer that steps
+is the one that defines step numbers; other optimizers are recorded as configuration only.
+Backward calls between two steps are the accumulation count. `zero_grad` is counted on
+`Optimizer.zero_grad` and `Module.zero_grad` (outermost call only).
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Any
+
+import torch
+from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+
+from ddp_doctor.probe.instruments import compile as compile_instrument
+from ddp_doctor.probe.instruments import full, params, replicas
+from ddp_doctor.probe.state import PROBE, guarded, patch
+
+HYPER_PARAMS = ("lr", "eps", "betas", "weight_decay", "momentum")
+_configured: "weakref.WeakSet[torch.optim.Optimizer]" = weakref.WeakSet()
+_primary: list[weakref.ref] = []
+_zero_depth = threading.local()
+
+
+def _number(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.item() if value.numel() == 1 else value.tolist()
+    if isinstance(value, tuple):
+        return [_number(v) for v in value]
+    return value
+
+
+def _config(optimizer: torch.optim.Optimizer) -> None:
+    groups = []
+    for group in optimizer.param_groups:
+        entry = {k: _number(group[k]) for k in HYPER_PARAMS if k in group}
+        entry["n_params"] = len(group["params"])
+        entry["numel"] = sum(p.numel() for p in group["params"])
+        groups.append(entry)
+    PROBE.emit({"kind": "config", "what": "optimizer", "step": PROBE.step_index(),
+                "type": type(optimizer).__name__, "groups": groups}, training=True)
+
+
+def is_primary(optimizer: torch.optim.Optimizer) -> bool:
+    if not _primary:
+        _primary.append(weakref.ref(optimizer))
+    return _primary[0]() is optimizer
+
+
+def primary() -> torch.optim.Optimizer | None:
+    return _primary[0]() if _primary else None
+
+
+def lr_of(optimizer: torch.optim.Optimizer) -> list[float]:
+    return [float(_number(group["lr"])) for group in optimizer.param_groups]
+
+
+@guarded("optimizer")
+def _pre(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+    if optimizer not in _configured:
+        _configured.add(optimizer)
+        _config(optimizer)
+    if not is_primary(optimizer):
+        return
+    steps = PROBE.steps
+    if steps.pending is not None:
+        steps.write_pending()
+    if steps.step == 0:
+        params.report_unused(optimizer)
+        compile_instrument.flush_waiting()
+    full.before_step(optimizer, steps.step)
+    steps.close(lr_of(optimizer), skipped=False)
+    steps.closed_during_scaler_step = True
+
+
+@guarded("optimizer")
+def _post(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+    if not is_primary(optimizer):
+        return
+    step = PROBE.steps.step - 1
+    full.after_step(optimizer, step)
+    if not PROBE.steps.scaler_seen:
+        finish_step(optimizer)
+
+
+def finish_step(optimizer: torch.optim.Optimizer | None, scale: float | None = None,
+                found_inf: bool | None = None) -> None:
+    """Write the closed step record, then the replica checksum when this step is due."""
+    record = PROBE.steps.write_pending(scale, found_inf)
+    if record is not None:
+        replicas.maybe_checksum(record["step"], optimizer)
+
+
+@guarded("optimizer")
+def _zero_grad() -> None:
+    PROBE.steps.zero_grad += 1
+
+
+def install() -> None:
+    register_optimizer_step_pre_hook(_pre)
+    register_optimizer_step_post_hook(_post)
+
+    def make(original):
+        def zero_grad(self, *args: Any, **kwargs: Any) -> Any:
+            outer = not getattr(_zero_depth, "value", 0)
+            if outer:
+                _zero_grad()
+            _zero_depth.value = getattr(_zero_depth, "value", 0) + 1
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                _zero_depth.value -= 1
+
+        return zero_grad
+
+    patch(torch.optim.Optimizer, "zero_grad", make)
+    patch(torch.nn.Module, "zero_grad", make)

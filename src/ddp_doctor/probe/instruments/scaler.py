@@ -1,0 +1,136 @@
+"""GradScaler: settings, the scale, skipped steps, the un-scaled loss, and `unscale_` calls.
+
+* `scale(loss)` is wrapped to remember which tensor is loss × scale, so the backward instrument
+  records the loss itself and the comm hook's squared norms can be divided by scale².
+* A skipped step is a `scaler.step()` that returned without calling `optimizer.step()` (the
+  optimizer's hooks never fired); the window is closed there with `skipped: true`.
+* `update()` is wrapped: found_inf is read before it (it resets the per-optimizer state), the new
+  scale after it, and the step record is written then. GradScaler itself already synchronises on
+  found_inf inside `step()`, so reading it adds no new synchronisation point.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import torch
+from torch.amp.grad_scaler import GradScaler
+
+from ddp_doctor.probe.state import PROBE, guarded, patch
+
+# id(scaled tensor) -> (weak ref to it, loss before scaling, scale tensor)
+_scaled: dict[int, tuple[weakref.ref, torch.Tensor, torch.Tensor]] = {}
+_configured: "weakref.WeakSet[GradScaler]" = weakref.WeakSet()
+
+
+def unscaled_loss(root: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """(loss before scaling, scale) when `root` came out of GradScaler.scale, else None."""
+    entry = _scaled.pop(id(root), None)
+    if entry is None or entry[0]() is not root:
+        return None
+    return entry[1], entry[2]
+
+
+@guarded("scaler")
+def _config(scaler: GradScaler) -> None:
+    if scaler in _configured:
+        return
+    _configured.add(scaler)
+    PROBE.emit({"kind": "config", "what": "scaler", "step": PROBE.step_index(),
+                "init_scale": scaler._init_scale, "growth_factor": scaler._growth_factor,
+                "backoff_factor": scaler._backoff_factor, "growth_interval": scaler._growth_interval,
+                "enabled": scaler.is_enabled()})
+
+
+@guarded("scaler")
+def _scaled_output(scaler: GradScaler, loss: Any, out: Any) -> None:
+    if not scaler.is_enabled() or not isinstance(loss, torch.Tensor) or out is loss:
+        return
+    _config(scaler)
+    PROBE.steps.scaler_seen = True
+    if len(_scaled) > 64:  # scaled tensors that never reached backward (e.g. evaluation)
+        _scaled.clear()
+    _scaled[id(out)] = (weakref.ref(out), loss.detach(), scaler._scale)
+
+
+@guarded("scaler")
+def _unscale() -> None:
+    PROBE.steps.unscale_calls += 1
+    PROBE.steps.unscaled = True
+
+
+@guarded("scaler")
+def _before_step() -> None:
+    PROBE.steps.closed_during_scaler_step = False
+
+
+@guarded("scaler")
+def _after_step(scaler: GradScaler, optimizer: torch.optim.Optimizer) -> None:
+    from ddp_doctor.probe.instruments.optimizer import is_primary, lr_of
+
+    steps = PROBE.steps
+    if scaler.is_enabled() and not steps.closed_during_scaler_step and is_primary(optimizer):
+        steps.close(lr_of(optimizer), skipped=True)
+
+
+@guarded("scaler")
+def _found_inf(scaler: GradScaler) -> bool | None:
+    found = [v for state in scaler._per_optimizer_states.values()
+             for v in state["found_inf_per_device"].values()]
+    return bool(sum(v.item() for v in found)) if found else None
+
+
+@guarded("scaler")
+def _after_update(scaler: GradScaler, found_inf: bool | None) -> None:
+    from ddp_doctor.probe.instruments.optimizer import finish_step, primary
+
+    if scaler.is_enabled():
+        finish_step(primary(), scale=float(scaler._scale.item()), found_inf=found_inf)
+
+
+def install() -> None:
+    def make_init(original):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            original(self, *args, **kwargs)
+            _config(self)
+
+        return __init__
+
+    def make_scale(original):
+        def scale(self, outputs: Any) -> Any:
+            out = original(self, outputs)
+            _scaled_output(self, outputs, out)
+            return out
+
+        return scale
+
+    def make_unscale(original):
+        def unscale_(self, optimizer: torch.optim.Optimizer) -> None:
+            original(self, optimizer)
+            _unscale()
+
+        return unscale_
+
+    def make_step(original):
+        def step(self, optimizer: torch.optim.Optimizer, *args: Any, **kwargs: Any) -> Any:
+            _before_step()
+            out = original(self, optimizer, *args, **kwargs)
+            _after_step(self, optimizer)
+            return out
+
+        return step
+
+    def make_update(original):
+        def update(self, new_scale: Any = None) -> None:
+            found_inf = _found_inf(self) if self.is_enabled() else None
+            original(self, new_scale)
+            _after_update(self, found_inf)
+
+        return update
+
+    patch(GradScaler, "__init__", make_init)
+    patch(GradScaler, "scale", make_scale)
+    patch(GradScaler, "unscale_", make_unscale)
+    patch(GradScaler, "step", make_step)
+    patch(GradScaler, "update", make_update)

@@ -1,0 +1,128 @@
+"""`ddp-doctor run`: start a training command with the probe injected, write the manifest.
+
+The command runs as a child process with `inject/` first on PYTHONPATH and the probe options in
+the environment, so every Python process it starts (every torchrun worker) loads the probe. The
+manifest is written at start and rewritten atomically at exit with the exit code; signals sent
+to ddp-doctor are forwarded to the command; the command's exit code is returned (128 + signal
+number when it died from a signal, as shells report it).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import platform
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ddp_doctor import __version__
+from ddp_doctor.probe.options import ProbeOptions
+from ddp_doctor.rundir import RANKS_DIR, RUN_SCHEMA, manifest_path
+
+INJECT_DIR = Path(__file__).resolve().parent / "inject"
+DEFAULT_RUNS_DIR = Path("ddp-doctor-runs")
+
+# Environment variables that may reach the manifest: launcher, NCCL/torch and threading settings.
+ENV_ALLOW_NAMES = frozenset({
+    "WORLD_SIZE", "LOCAL_WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT",
+    "CUDA_VISIBLE_DEVICES", "CUDA_LAUNCH_BLOCKING", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+    "PYTORCH_CUDA_ALLOC_CONF", "GLOO_SOCKET_IFNAME", "CUBLAS_WORKSPACE_CONFIG",
+})
+ENV_ALLOW_PREFIXES = ("NCCL_", "TORCH_", "TORCHELASTIC_", "ACCELERATE_")
+# Even an allowed name is dropped when it looks like it holds a credential.
+ENV_DENY_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD", "CREDENTIAL", "PASS", "AUTH")
+VERSIONED_PACKAGES = ("torch", "transformers", "accelerate", "numpy")
+
+
+def allowed_env(environ: dict[str, str]) -> dict[str, str]:
+    """The allow-listed part of `environ`, credentials removed (docs/run-format.md, manifest `env`)."""
+    out = {}
+    for name, value in environ.items():
+        upper = name.upper()
+        if upper not in ENV_ALLOW_NAMES and not upper.startswith(ENV_ALLOW_PREFIXES):
+            continue
+        if any(word in upper for word in ENV_DENY_WORDS):
+            continue
+        out[name] = value
+    return dict(sorted(out.items()))
+
+
+def _versions() -> dict[str, str]:
+    versions = {"python": platform.python_version(), "ddp_doctor": __version__}
+    for package in VERSIONED_PACKAGES:
+        try:
+            versions[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return versions
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def default_run_dir() -> Path:
+    return DEFAULT_RUNS_DIR / time.strftime("run-%Y%m%d-%H%M%S", time.gmtime())
+
+
+def write_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
+    """Replace the manifest atomically: readers see the old or the new file, never half of one."""
+    path = manifest_path(run_dir)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(manifest, indent=2) + "\n")
+    os.replace(tmp, path)
+
+
+def child_env(options: ProbeOptions, environ: dict[str, str]) -> dict[str, str]:
+    env = dict(environ)
+    env.update(options.to_env())
+    existing = env.get("PYTHONPATH")
+    env["PYTHONPATH"] = str(INJECT_DIR) + (os.pathsep + existing if existing else "")
+    return env
+
+
+def run(command: list[str], options: ProbeOptions) -> int:
+    """Run `command` under the probe; return its exit code."""
+    run_dir = options.run_dir
+    (run_dir / RANKS_DIR).mkdir(parents=True, exist_ok=True)
+    manifest: dict[str, Any] = {
+        "schema": RUN_SCHEMA, "command": command, "cwd": os.getcwd(), "level": options.level,
+        "every": options.every, "interventions": {}, "start": _now(), "end": None, "exit_code": None,
+        "host": socket.gethostname(), "versions": _versions(), "env": allowed_env(dict(os.environ)),
+    }
+    del manifest["end"], manifest["exit_code"]  # absent until the command has finished
+    write_manifest(run_dir, manifest)
+    try:
+        child = subprocess.Popen(command, env=child_env(options, dict(os.environ)))
+    except OSError as error:
+        sys.stderr.write(f"ddp-doctor: cannot start {command[0]!r}: {error}\n")
+        code = 127
+    else:
+        code = _wait_forwarding_signals(child)
+    manifest.update(end=_now(), exit_code=code,
+                    ranks=len(list((run_dir / RANKS_DIR).glob("rank-*.jsonl"))))
+    write_manifest(run_dir, manifest)
+    return code
+
+
+def _wait_forwarding_signals(child: subprocess.Popen) -> int:
+    forwarded = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {}
+
+    def forward(signum: int, frame: Any) -> None:
+        child.send_signal(signum)
+
+    for signum in forwarded:
+        previous[signum] = signal.signal(signum, forward)
+    try:
+        code = child.wait()
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    return 128 - code if code < 0 else code

@@ -1,0 +1,54 @@
+"""Probe options and the environment variables that carry them from `ddp-doctor run` to each rank.
+
+Kept free of torch so the launcher and the sitecustomize shim stay light.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+ENV_RUN_DIR = "DDP_DOCTOR_RUN_DIR"
+ENV_LEVEL = "DDP_DOCTOR_LEVEL"
+ENV_EVERY = "DDP_DOCTOR_EVERY"
+# Names one instrument that must raise inside its hook: the safety tests use it to prove that a
+# failing instrument is disabled and recorded without touching the training results.
+ENV_FAULT = "DDP_DOCTOR_PROBE_FAULT"
+
+Level = Literal["basic", "full"]
+LEVELS: tuple[str, ...] = ("basic", "full")
+# Replica checksums and `full` statistics every 50 optimizer steps by default: a checksum costs
+# about one pass over the parameters (probe-notes: ~12 ms for 21M params), so 1/50 of a step is noise.
+DEFAULT_EVERY = 50
+
+
+@dataclass(frozen=True)
+class ProbeOptions:
+    run_dir: Path
+    level: Level = "basic"
+    every: int = DEFAULT_EVERY
+    fault: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.level not in LEVELS:
+            raise ValueError(f"level must be one of {LEVELS}, got {self.level!r}")
+        if self.every < 1:
+            raise ValueError(f"every must be >= 1, got {self.every}")
+
+    def to_env(self) -> dict[str, str]:
+        return {ENV_RUN_DIR: str(self.run_dir), ENV_LEVEL: self.level, ENV_EVERY: str(self.every)}
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None) -> ProbeOptions | None:
+        """The options `ddp-doctor run` put in the environment, or None when it did not run us."""
+        env = os.environ if environ is None else environ
+        if not env.get(ENV_RUN_DIR):
+            return None
+        return cls(
+            run_dir=Path(env[ENV_RUN_DIR]),
+            level=env.get(ENV_LEVEL, "basic"),  # type: ignore[arg-type]
+            every=int(env.get(ENV_EVERY, DEFAULT_EVERY)),
+            fault=env.get(ENV_FAULT) or None,
+        )

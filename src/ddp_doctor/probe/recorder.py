@@ -1,0 +1,79 @@
+"""Per-rank append-only JSON Lines writer (docs/run-format.md, "Crash safety").
+
+Each record is serialised first and handed to the kernel with one `os.write` on an `O_APPEND`
+descriptor, so a SIGKILL at any moment leaves every earlier line complete: data in the page cache
+survives the death of the process. Nothing is buffered in user space once the file is open.
+
+The file is opened lazily, on the first event that proves this process is a training rank
+(process group created, model wrapped, backward or optimizer step). The torchrun agent, DataLoader
+workers and helper processes import torch too, but never produce such an event, so they never
+create a rank file. Records seen before that (e.g. a GradScaler built before the process group)
+are held in memory and written right after the header.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+from ddp_doctor.rundir import rank_file
+
+# Records kept before the rank file exists; configuration events are few, so this only bounds
+# memory in a process that builds objects in a loop without ever training.
+MAX_EARLY_RECORDS = 1000
+
+
+def jsonable(value: Any) -> Any:
+    """Replace non-finite floats by the strings "nan"/"inf"/"-inf" (run-format.md, "Rank files")."""
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return {k: jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    return value
+
+
+def encode(record: dict[str, Any]) -> bytes:
+    return (json.dumps(jsonable(record), allow_nan=False, separators=(",", ":")) + "\n").encode()
+
+
+class RankRecorder:
+    """Writes one rank's records to RUN/ranks/rank-NNNNN.jsonl."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = Path(run_dir)
+        self.path: Path | None = None
+        self._fd: int | None = None
+        self._early: list[bytes] = []
+
+    @property
+    def is_open(self) -> bool:
+        return self._fd is not None
+
+    def open(self, rank: int, header: dict[str, Any]) -> None:
+        path = rank_file(self.run_dir, rank)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self.path = path
+        os.write(self._fd, encode(header) + b"".join(self._early))
+        self._early.clear()
+
+    def write(self, record: dict[str, Any]) -> None:
+        line = encode(record)
+        if self._fd is None:
+            if len(self._early) < MAX_EARLY_RECORDS:
+                self._early.append(line)
+            return
+        os.write(self._fd, line)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+

@@ -1,0 +1,155 @@
+"""The probe's per-process state, and `guarded`: the one rule that keeps hooks from hurting training.
+
+Every hook body runs through `guarded(instrument)`: an exception disables that instrument for the
+rest of the run, is written once as a `probe_error` record, and never reaches user code. Patched
+torch functions always call the original outside the guard, so the user's own errors propagate
+unchanged and a disabled instrument leaves plain PyTorch behaviour.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import socket
+import time
+import traceback
+import weakref
+from typing import Any, Callable, TypeVar
+
+from ddp_doctor.probe.options import ProbeOptions
+from ddp_doctor.probe.recorder import RankRecorder
+from ddp_doctor.rundir import RANK_SCHEMA
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class Probe:
+    """Everything one training process knows about itself; a single instance lives in `PROBE`."""
+
+    def __init__(self) -> None:
+        self.options: ProbeOptions | None = None
+        self.recorder: RankRecorder | None = None
+        self.owner_pid = -1
+        self.disabled: set[str] = set()
+        self.errors_written: set[str] = set()
+        # Models whose gradients we watch: DDP wrappers and FSDP2 roots, by weak reference.
+        self.models: list[weakref.ref] = []
+        self.fsdp = False
+        self.param_names: dict[int, str] = {}
+        self.steps: Any = None  # steps.StepAccumulator, set by attach
+        self.on_open: Callable[[int], None] | None = None  # explicit attach(): rank 0 writes a manifest
+
+    @property
+    def active(self) -> bool:
+        # A forked DataLoader worker inherits this object: only the process that attached records.
+        return self.options is not None and os.getpid() == self.owner_pid
+
+    def start(self, options: ProbeOptions) -> None:
+        self.options = options
+        self.recorder = RankRecorder(options.run_dir)
+        self.owner_pid = os.getpid()
+
+    # --- writing -------------------------------------------------------------------------------
+    def emit(self, record: dict[str, Any], *, training: bool = False) -> None:
+        """Write a record; `training=True` marks an event only a training rank produces (opens the file)."""
+        if not self.active or self.recorder is None:
+            return
+        if training:
+            self.mark_training()
+        self.recorder.write(record)
+
+    def mark_training(self) -> None:
+        """This process is a training rank: create its file (header first, then early records)."""
+        if self.active and self.recorder is not None and not self.recorder.is_open and not _in_dataloader_worker():
+            rank, header = self._header()
+            self.recorder.open(rank, header)
+            if self.on_open is not None:
+                try:
+                    self.on_open(rank)
+                except Exception as error:  # noqa: BLE001
+                    self.fail("manifest", error)
+
+    def _header(self) -> tuple[int, dict[str, Any]]:
+        import torch
+        import torch.distributed as dist
+
+        env = os.environ
+        if dist.is_available() and dist.is_initialized():
+            rank, world, backend = dist.get_rank(), dist.get_world_size(), str(dist.get_backend())
+        else:
+            rank, world, backend = int(env.get("RANK", 0)), int(env.get("WORLD_SIZE", 1)), None
+        local_rank = int(env.get("LOCAL_RANK", 0))
+        assert self.options is not None
+        header = {
+            "kind": "header", "schema": RANK_SCHEMA, "rank": rank, "world_size": world,
+            "local_rank": local_rank, "local_world_size": int(env.get("LOCAL_WORLD_SIZE", 1)),
+            "host": socket.gethostname(), "pid": os.getpid(), "time": time.time(),
+            "level": self.options.level, "every": self.options.every,
+            "torch": torch.__version__.split("+")[0], "backend": backend,
+            "device": f"cuda:{local_rank}" if torch.cuda.is_available() else "cpu",
+        }
+        return rank, header
+
+    def fail(self, instrument: str, error: BaseException) -> None:
+        self.disabled.add(instrument)
+        if instrument in self.errors_written:
+            return
+        self.errors_written.add(instrument)
+        try:
+            self.emit({
+                "kind": "probe_error", "instrument": instrument, "step": self.step_index(),
+                "error": f"{type(error).__name__}: {error}",
+                "traceback": "".join(traceback.format_exception(error))[-4000:],
+            })
+        except Exception:  # noqa: BLE001 - the error report itself must never raise either
+            pass
+
+    def step_index(self) -> int:
+        return self.steps.step if self.steps is not None else 0
+
+    def enabled(self, instrument: str) -> bool:
+        return self.active and instrument not in self.disabled
+
+    def watched_models(self) -> list[Any]:
+        return [m for m in (ref() for ref in self.models) if m is not None]
+
+
+PROBE = Probe()
+
+
+def _in_dataloader_worker() -> bool:
+    from torch.utils.data import get_worker_info
+
+    return get_worker_info() is not None
+
+
+def guarded(instrument: str, default: Any = None) -> Callable[[F], F]:
+    """Run the decorated hook body only while `instrument` is enabled; never let it raise."""
+
+    def decorate(fn: F) -> F:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if not PROBE.enabled(instrument):
+                return default
+            try:
+                if PROBE.options is not None and PROBE.options.fault == instrument:
+                    raise RuntimeError(f"fault injected into instrument {instrument!r} ({'DDP_DOCTOR_PROBE_FAULT'})")
+                return fn(*args, **kwargs)
+            except Exception as error:  # noqa: BLE001 - any failure disables the instrument only
+                PROBE.fail(instrument, error)
+                return default
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
+
+
+def patch(owner: Any, name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+    """Replace `owner.name` by `make(original)`, once; keeps the original reachable for tests."""
+    original = getattr(owner, name)
+    if getattr(original, "__ddp_doctor_original__", None) is not None:
+        return
+    replacement = make(original)
+    functools.update_wrapper(replacement, original)
+    replacement.__ddp_doctor_original__ = original  # type: ignore[attr-defined]
+    setattr(owner, name, replacement)

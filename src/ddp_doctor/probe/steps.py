@@ -1,0 +1,201 @@
+"""What happened between two optimizer steps on this rank: the `step` record of docs/run-format.md.
+
+Instruments append tensors (losses, squared bucket norms, token counts, input hashes) to the
+micro-step that is running; nothing is moved to the host until the optimizer step closes the
+window, and then all values of the window move in one transfer per device (on a GPU every
+`.item()` is a synchronisation, so one per step instead of one per value).
+
+A window closes at `optimizer.step()` (the global step pre-hook) or, when a GradScaler skips the
+step, when `scaler.step()` returns without having called it. The record is written as soon as
+it is complete: at once without a GradScaler, after `scaler.update()` with one (so it carries the
+new scale), and at the latest at the next backward or at exit.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from ddp_doctor.probe.state import PROBE
+
+HASH_MASK = (1 << 64) - 1
+
+
+@dataclass
+class Micro:
+    """One backward call (micro-step) and what was observed while it ran."""
+
+    loss: torch.Tensor | None = None
+    scale: torch.Tensor | None = None  # GradScaler scale the backward ran with
+    loss_fn: dict[str, Any] | None = None
+    samples: int | None = None
+    tokens: torch.Tensor | None = None
+    input_hash: torch.Tensor | None = None
+    input_shape: tuple[int, ...] = ()
+    sync: int = 0
+    local: list[tuple[int, torch.Tensor]] = field(default_factory=list)  # (bucket index, ||g||^2)
+    global_: list[torch.Tensor] = field(default_factory=list)
+
+
+class StepAccumulator:
+    def __init__(self) -> None:
+        self.step = 0
+        self.last_close = time.time()
+        self._new_window()
+        self.pending: dict[str, Any] | None = None
+        self.scaler_seen = False
+
+    def _new_window(self) -> None:
+        self.micros: list[Micro] = []
+        self.current: Micro | None = None
+        self.forward: dict[str, Any] | None = None  # inputs of the latest forward with grad enabled
+        self.loss_fn: dict[str, Any] | None = None  # latest loss-function call
+        self.zero_grad = 0
+        self.sched_steps = 0
+        self.unscale_calls = 0
+        self.unscaled = False
+        self.clip: list[dict[str, Any]] = []
+        self.autocast: str | None = None
+        self.closed_during_scaler_step = False
+
+    # --- micro-steps -----------------------------------------------------------------------------
+    def begin_backward(self, loss: torch.Tensor | None, scale: torch.Tensor | None) -> Micro:
+        micro = Micro(loss=loss, scale=scale, loss_fn=self.loss_fn)
+        if self.forward is not None:
+            micro.samples = self.forward["samples"]
+            micro.tokens = self.forward["tokens"]
+            micro.input_hash = self.forward["hash"]
+            micro.input_shape = self.forward["shape"]
+        if micro.tokens is None and micro.loss_fn is not None:
+            micro.tokens = micro.loss_fn.get("n_valid")
+        self.forward = None
+        self.loss_fn = None
+        self.micros.append(micro)
+        self.current = micro
+        return micro
+
+    # --- closing a window ------------------------------------------------------------------------
+    def close(self, lr: list[float], skipped: bool) -> None:
+        """Turn the window into a `step` record (host transfer happens here) and start the next."""
+        now = time.time()
+        micros = self.micros
+        values = _fetch([t for m in micros for t in _value_tensors(m)] + [c["total_norm"] for c in self.clip
+                                                                          if isinstance(c["total_norm"], torch.Tensor)])
+        hash_values = iter(_fetch_ints([m.input_hash for m in micros if m.input_hash is not None]))
+        vals = iter(values)
+        losses, loss_fn, tokens, local, global_, nonfinite = [], [], [], [], [], None
+        for index, m in enumerate(micros):
+            inv_scale_sq = 1.0
+            if m.scale is not None:
+                scale = next(vals)
+                inv_scale_sq = 1.0 / (scale * scale) if scale else 1.0
+            loss = next(vals) if m.loss is not None else None
+            losses.append(loss)
+            if m.loss_fn is not None:
+                entry = {"value": next(vals), "reduction": m.loss_fn["reduction"]}
+                entry["n_valid"] = int(next(vals)) if m.loss_fn.get("n_valid") is not None else None
+                loss_fn.append(entry)
+            else:
+                loss_fn.append(None)
+            tokens.append(int(next(vals)) if m.tokens is not None else None)
+            buckets = [(b, next(vals)) for b, _ in m.local]
+            glob = [next(vals) for _ in m.global_]
+            local.append(sum(v for _, v in buckets) * inv_scale_sq if buckets else None)
+            global_.append(sum(glob) * inv_scale_sq if glob else None)
+            if nonfinite is None and loss is not None and not math.isfinite(loss):
+                nonfinite = {"where": "loss", "micro": index, "bucket": None, "param": None}
+            if nonfinite is None:
+                bad = next((b for b, v in buckets if not math.isfinite(v)), None)
+                if bad is not None:
+                    nonfinite = {"where": "grad", "micro": index, "bucket": bad, "param": _first_nonfinite_param()}
+        clip = []
+        for c in self.clip:
+            total = next(vals) if isinstance(c["total_norm"], torch.Tensor) else c["total_norm"]
+            clip.append({**c, "total_norm": total})
+        self.pending = {
+            "kind": "step", "step": self.step, "time": now, "dt": now - self.last_close,
+            "micro_steps": len(micros), "losses": losses, "loss_fn": loss_fn,
+            "samples": [m.samples for m in micros], "tokens": tokens,
+            "input_hashes": [_hash_hex(next(hash_values), m.input_shape) if m.input_hash is not None else None
+                             for m in micros],
+            "sync": [m.sync for m in micros], "grad_sq_local": local, "grad_sq_global": global_,
+            "zero_grad": self.zero_grad, "sched_steps": self.sched_steps, "lr": lr,
+            "skipped": skipped, "scale": None, "found_inf": skipped, "clip": clip,
+            "unscale_calls": self.unscale_calls, "nonfinite": nonfinite, "autocast": self.autocast,
+        }
+        self.last_close = now
+        self.step += 1
+        autocast = self.autocast
+        self._new_window()
+        self.autocast = autocast  # an autocast context usually spans several steps
+
+    def write_pending(self, scale: float | None = None, found_inf: bool | None = None) -> dict[str, Any] | None:
+        record, self.pending = self.pending, None
+        if record is None:
+            return None
+        if scale is not None:
+            record["scale"] = scale
+        if found_inf is not None:
+            record["found_inf"] = found_inf
+        PROBE.emit(record, training=True)
+        return record
+
+
+def _value_tensors(m: Micro) -> list[torch.Tensor]:
+    """The tensors of one micro-step, in the order `StepAccumulator.close` pops their values."""
+    out = []
+    if m.scale is not None:
+        out.append(m.scale)
+    if m.loss is not None:
+        out.append(m.loss)
+    if m.loss_fn is not None:
+        out.append(m.loss_fn["value"])
+        if m.loss_fn.get("n_valid") is not None:
+            out.append(m.loss_fn["n_valid"])
+    if m.tokens is not None:
+        out.append(m.tokens)
+    out.extend(t for _, t in m.local)
+    out.extend(m.global_)
+    return out
+
+
+def _fetch(tensors: list[torch.Tensor]) -> list[float]:
+    """Values of 0-d tensors, one host transfer per device."""
+    if not tensors:
+        return []
+    out: list[float] = [0.0] * len(tensors)
+    by_device: dict[torch.device, list[int]] = {}
+    for i, t in enumerate(tensors):
+        by_device.setdefault(t.device, []).append(i)
+    for device, indices in by_device.items():
+        stacked = torch.stack([tensors[i].detach().reshape(()).to(torch.float64) for i in indices])
+        for i, v in zip(indices, stacked.tolist()):
+            out[i] = v
+    return out
+
+
+def _fetch_ints(tensors: list[torch.Tensor]) -> list[int]:
+    if not tensors:
+        return []
+    devices = {t.device for t in tensors}
+    if len(devices) == 1:
+        return torch.stack([t.reshape(()) for t in tensors]).tolist()
+    return [int(t) for t in tensors]
+
+
+def _hash_hex(value: int, shape: tuple[int, ...]) -> str:
+    # Fold the shape in so equal contents with different shapes do not collide.
+    mixed = (value ^ (hash(shape) * 0x9E3779B97F4A7C15)) & HASH_MASK
+    return f"{mixed:016x}"
+
+
+def _first_nonfinite_param() -> str | None:
+    for model in PROBE.watched_models():
+        for name, p in model.named_parameters():
+            if p.grad is not None and not bool(torch.isfinite(p.grad).all()):
+                return name
+    return None
