@@ -1,0 +1,204 @@
+"""Run the lint rules over files: parse, check, suppress, locate, and optionally fix.
+
+The engine reads each file once, parses it with ``ast`` (never imports or executes it), builds
+one ``FileContext`` and runs every selected rule on it. A file that cannot be read or parsed
+yields a per-file ``Diagnostic`` and the run continues; a rule that fails on a file yields an
+``internal-error`` diagnostic instead of stopping the run.
+
+Suppression: ``# ddp-doctor: ignore[ID, ID]`` (or bare ``# ddp-doctor: ignore``) on the
+reported line silences those findings there.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ddp_doctor.catalog import FINDINGS, lint_ids
+from ddp_doctor.findings import Finding
+from ddp_doctor.lint.config import LintConfig, config_for
+from ddp_doctor.lint.context import FileContext
+from ddp_doctor.lint.discover import exclude_patterns, iter_files
+from ddp_doctor.lint.loops import LoopFacts
+from ddp_doctor.lint.notebook import NotebookSource, read_notebook
+from ddp_doctor.lint.rules import RULES, Edit, Violation
+
+SUPPRESS = re.compile(r"#\s*ddp-doctor:\s*ignore(?:\[(?P<ids>[^\]]*)\])?", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """A file the linter could not check (or a rule that failed on it): never a finding."""
+
+    path: str
+    line: int | None
+    kind: str  # "read-error" | "parse-error" | "internal-error" | "config-error"
+    message: str
+
+    def to_json(self) -> dict[str, object]:
+        return {"path": self.path, "line": self.line, "kind": self.kind, "message": self.message}
+
+
+@dataclass
+class FileResult:
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    edits: list[Edit] = field(default_factory=list)  # autofix edits of unsuppressed findings
+    notebook: bool = False
+
+
+@dataclass
+class LintResult:
+    findings: list[Finding] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    files: int = 0
+    fixed: int = 0
+
+
+def resolve_ids(select: tuple[str, ...] | None, ignore: tuple[str, ...]) -> tuple[str, ...]:
+    """Selected rule IDs in catalog order; raises ValueError naming unknown IDs."""
+    unknown = [i for i in (*(select or ()), *ignore) if i not in RULES]
+    if unknown:
+        raise ValueError(f"unknown lint id(s): {', '.join(unknown)}; known: {', '.join(lint_ids())}")
+    chosen = set(select) if select else set(RULES)
+    return tuple(i for i in lint_ids() if i in chosen and i not in ignore)
+
+
+def lint_source(source: str, path: str, ids: tuple[str, ...] | None = None,
+                notebook: NotebookSource | None = None) -> FileResult:
+    """Lint one file's source text (``notebook`` maps lines back to cells)."""
+    result = FileResult(path, notebook=notebook is not None)
+    try:
+        tree = ast.parse(source, filename=path)
+    except SyntaxError as exc:
+        line = exc.lineno
+        where = ""
+        if notebook is not None and line:
+            cell, line = notebook.locate(line)
+            where = f" (cell {cell})"
+        result.diagnostics.append(Diagnostic(path, line, "parse-error", f"cannot parse{where}: {exc.msg}"))
+        return result
+    except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, absurd nesting
+        result.diagnostics.append(Diagnostic(path, None, "parse-error", f"cannot parse: {type(exc).__name__}: {exc}"))
+        return result
+    try:
+        ctx = FileContext.build(path, source, tree)
+        facts = LoopFacts(ctx)
+    except RecursionError:
+        result.diagnostics.append(Diagnostic(path, None, "parse-error", "cannot analyse: nesting too deep"))
+        return result
+    seen: set[tuple[str, int]] = set()
+    for rule_id in ids if ids is not None else tuple(RULES):
+        try:
+            violations = list(RULES[rule_id].check(ctx, facts))
+        except RecursionError:
+            result.diagnostics.append(Diagnostic(path, None, "internal-error", f"{rule_id}: nesting too deep"))
+            continue
+        except Exception as exc:  # a bug in one rule must not hide the other rules' results
+            result.diagnostics.append(Diagnostic(path, None, "internal-error",
+                                                 f"{rule_id}: {type(exc).__name__}: {exc}"))
+            continue
+        for v in violations:
+            if (v.rule_id, v.line) in seen or _suppressed(ctx.lines, v):
+                continue
+            seen.add((v.rule_id, v.line))
+            result.findings.append(_to_finding(v, path, notebook))
+            result.edits.extend(v.edits)
+    return result
+
+
+def _suppressed(lines: list[str], v: Violation) -> bool:
+    for line in {v.line, v.end_line}:
+        text = lines[line - 1] if 0 < line <= len(lines) else ""
+        m = SUPPRESS.search(text)
+        if m and (m.group("ids") is None or v.rule_id in {i.strip() for i in m.group("ids").split(",")}):
+            return True
+    return False
+
+
+def _to_finding(v: Violation, path: str, notebook: NotebookSource | None) -> Finding:
+    spec = FINDINGS[v.rule_id]
+    evidence = dict(v.evidence)
+    line = v.line
+    if notebook is not None:
+        evidence["cell"], line = notebook.locate(v.line)
+    evidence["autofix"] = bool(v.edits) and notebook is None
+    return Finding(id=v.rule_id, status="confirmed", severity=spec.severity, summary=v.message,
+                   summary_zh=v.message_zh, evidence=evidence, fix=spec.fix.en, path=path, line=line,
+                   source="lint")
+
+
+def lint_file(path: Path, ids: tuple[str, ...] | None = None) -> FileResult:
+    shown = str(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        return FileResult(shown, diagnostics=[Diagnostic(shown, None, "read-error", f"cannot read: {exc.strerror}")])
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        return FileResult(shown, diagnostics=[Diagnostic(shown, None, "read-error", f"not UTF-8: {exc.reason}")])
+    if path.suffix == ".ipynb":
+        try:
+            nb = read_notebook(text)
+        except ValueError as exc:
+            return FileResult(shown, diagnostics=[Diagnostic(shown, None, "parse-error", str(exc))], notebook=True)
+        return lint_source(nb.source, shown, ids, nb)
+    return lint_source(text, shown, ids)
+
+
+def apply_edits(source: str, edits: list[Edit]) -> tuple[str, int]:
+    """Apply non-overlapping edits (later ones first); returns the new text and how many applied."""
+    starts = [0]
+    for line in source.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+
+    def offset(line: int, col: int) -> int:
+        return starts[min(max(line, 1), len(starts)) - 1] + col
+
+    spans = sorted(((offset(e.line, e.col), offset(e.end_line, e.end_col), e.text) for e in set(edits)), reverse=True)
+    applied = 0
+    limit = len(source) + 1
+    for start, end, text in spans:
+        if end > limit or (end == limit and start != end):
+            continue  # overlaps an edit already applied
+        source = source[:start] + text + source[end:]
+        limit = start
+        applied += 1
+    return source, applied
+
+
+def fix_file(path: Path, edits: list[Edit]) -> int:
+    source = path.read_text(encoding="utf-8")
+    new, applied = apply_edits(source, edits)
+    if applied:
+        path.write_text(new, encoding="utf-8")
+    return applied
+
+
+def lint_paths(paths: list[Path], select: tuple[str, ...] | None = None, ignore: tuple[str, ...] = (),
+               fix: bool = False) -> LintResult:
+    """Lint files and directories. CLI ``select`` replaces the config's; ``ignore`` adds to it."""
+    result = LintResult()
+    files: list[tuple[Path, LintConfig]] = []
+    for given in paths:
+        config = config_for(given)
+        result.diagnostics.extend(Diagnostic(str(given), None, "config-error", p) for p in config.problems)
+        if given.is_dir():
+            excludes = exclude_patterns(config.root, config.exclude) if config.root else []
+            files.extend((f, config_for(f)) for f in sorted(iter_files(given, excludes)))
+        else:
+            files.append((given, config))
+    for path, config in files:
+        ids = resolve_ids(select if select is not None else config.select, (*config.ignore, *ignore))
+        file_result = lint_file(path, ids)
+        if fix and file_result.edits and not file_result.notebook:
+            result.fixed += fix_file(path, file_result.edits)
+            file_result = lint_file(path, ids)
+        result.files += 1
+        result.findings.extend(file_result.findings)
+        result.diagnostics.extend(file_result.diagnostics)
+    return result

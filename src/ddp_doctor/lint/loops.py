@@ -1,0 +1,280 @@
+"""Where are the micro-steps? Static structure of a training loop, for the accumulation rules.
+
+A loop is an *accumulation loop* when its body runs backward more often than the optimizer
+steps. Two shapes are recognised, and nothing else is (precision first):
+
+- nested: a loop whose body calls backward but never steps the optimizer, followed (in the
+  same block or an enclosing non-loop block) by an optimizer step — ``for micro in range(A):
+  loss.backward()`` then ``optimizer.step()`` (nanoGPT, torchtitan);
+- guarded: a loop that calls backward unconditionally and steps the optimizer only under an
+  accumulation guard — ``if (i + 1) % accum == 0: optimizer.step()``.
+
+The *micro-step scope* of such a loop is the statements that run on every micro-step: its body
+outside any ``if`` (``with`` and ``try`` bodies included), plus the unconditional bodies of
+same-file helpers it calls. Anything under a condition is left alone: the linter cannot tell
+how often it runs. Loops driven by Hugging Face accelerate (``with accelerator.accumulate(...)``)
+are skipped: accelerate divides the loss and skips non-final optimizer/scheduler calls itself.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
+
+# Receivers whose `.step()` is an optimizer step / a scheduler step, by name when no constructor
+# is visible. Schedulers are tested first: `lr_scheduler` contains neither `opt` nor `optim`.
+SCHEDULER_NAME = re.compile(r"sched", re.IGNORECASE)
+OPTIMIZER_NAME = re.compile(r"(^|[._])(opt|optim|optimi[sz]er\w*|\w*_optimi[sz]er)s?(\[.*\])?$", re.IGNORECASE)
+# Identifiers that make an `if` an accumulation guard (besides a `%` in the test).
+ACCUM_GUARD_NAME = re.compile(r"accum|micro|sync_grad|is_last|last_step|should_step|do_step|update_step|boundary",
+                              re.IGNORECASE)
+# Framework objects whose `.backward(loss)` does its own scaling (accelerate, DeepSpeed, Fabric).
+FRAMEWORK_BACKWARD = re.compile(r"(accelerator|engine|fabric|deepspeed)$", re.IGNORECASE)
+HELPER_DEPTH = 2  # "simple helper calls in the same file": follow at most two calls deep
+
+OPTIMIZER_CTORS = re.compile(r"^(torch\.optim\.(?!lr_scheduler)\w+|transformers\.(optimization\.)?AdamW|"
+                             r"torch\.distributed\.optim\.ZeroRedundancyOptimizer|bitsandbytes\.optim\.\w+)$")
+SCHEDULER_CTORS = re.compile(r"^(torch\.optim\.lr_scheduler\.\w+|transformers\.(optimization\.)?get_\w*schedule\w*)$")
+
+
+@dataclass(frozen=True)
+class Backward:
+    call: ast.Call
+    root: ast.expr | None  # the tensor backward starts from; None when the call hides it
+    framework: bool  # accelerator.backward(loss) and friends: they normalise by themselves
+
+
+def backward_of(node: ast.AST) -> Backward | None:
+    """Recognise ``x.backward()``, ``scaler.scale(x).backward()``, ``accelerator.backward(x)``,
+    ``torch.autograd.backward(x)``."""
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute) or node.func.attr != "backward":
+        return None
+    receiver = node.func.value
+    text = dotted(receiver)
+    if text is not None and (FRAMEWORK_BACKWARD.search(text) or text == "torch.autograd" or text == "autograd"):
+        root = node.args[0] if node.args else None
+        return Backward(node, root, framework=text not in ("torch.autograd", "autograd"))
+    if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute) and receiver.func.attr == "scale" \
+            and receiver.args:
+        return Backward(node, receiver.args[0], framework=False)
+    return Backward(node, receiver, framework=False)
+
+
+class LoopFacts:
+    """Per-file knowledge of which names hold optimizers, schedulers, accelerate objects."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self.optimizers: set[str] = set()
+        self.schedulers: set[str] = set()
+        self.prepared: set[str] = set()  # names returned by accelerator.prepare(...)
+        for node in ast.walk(ctx.tree):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+                names = [dotted(t) for t in node.targets] + [
+                    dotted(e) for t in node.targets if isinstance(t, (ast.Tuple, ast.List)) for e in t.elts]
+                names_set = {n for n in names if n}
+                q = ctx.call_qualname(node.value) or ""
+                if OPTIMIZER_CTORS.match(q):
+                    self.optimizers |= names_set
+                elif SCHEDULER_CTORS.match(q):
+                    self.schedulers |= names_set
+                m = method(node.value)
+                if m and m[1] == "prepare" and m[0] and "accelerator" in m[0].lower():
+                    self.prepared |= names_set
+        self._accum: list[AccumLoop] | None = None
+
+    def accumulation_loops(self) -> list[AccumLoop]:
+        """Computed once per file and shared by the accumulation rules."""
+        if self._accum is None:
+            self._accum = accumulation_loops(self)
+        return self._accum
+
+    def is_scheduler(self, receiver: str | None) -> bool:
+        if receiver is None or receiver in self.optimizers:
+            return False
+        return receiver in self.schedulers or bool(SCHEDULER_NAME.search(receiver.split(".")[-1]))
+
+    def is_optimizer(self, receiver: str | None) -> bool:
+        if receiver is None or self.is_scheduler(receiver):
+            return False
+        return receiver in self.optimizers or bool(OPTIMIZER_NAME.search(receiver))
+
+    def is_optimizer_step(self, node: ast.AST) -> bool:
+        """``optimizer.step()`` or ``scaler.step(optimizer)``."""
+        m = method(node)
+        if not m or m[1] != "step":
+            return False
+        if self.is_optimizer(m[0]):
+            return True
+        assert isinstance(node, ast.Call)
+        return len(node.args) == 1 and self.is_optimizer(dotted(node.args[0]))
+
+    # --- deep searches that follow same-file helpers -------------------------------------------
+
+    def nodes(self, body: list[ast.stmt], depth: int = HELPER_DEPTH, seen: frozenset[int] = frozenset()
+              ) -> Iterator[ast.AST]:
+        """Every node under ``body`` (not entering nested defs), then those of called helpers."""
+        for node in walk_local(body):
+            yield node
+            if depth and isinstance(node, ast.Call):
+                fn = self.ctx.helper(node)
+                if fn is not None and id(fn) not in seen:
+                    yield from self.nodes(fn.body, depth - 1, seen | {id(fn)})
+
+    def has_backward(self, body: list[ast.stmt]) -> bool:
+        return any(backward_of(n) for n in self.nodes(body))
+
+    def has_optimizer_step(self, body: list[ast.stmt]) -> bool:
+        return any(self.is_optimizer_step(n) for n in self.nodes(body))
+
+    def in_accelerate_accumulate(self, loop: ast.AST) -> bool:
+        """The loop body or an enclosing ``with`` is ``accelerator.accumulate(...)``."""
+        for node in walk_local(loop):
+            if isinstance(node, ast.withitem) and _is_accumulate(node.context_expr):
+                return True
+        cur = self.ctx.parents.get(loop)
+        while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if isinstance(cur, (ast.With, ast.AsyncWith)) and any(_is_accumulate(i.context_expr) for i in cur.items):
+                return True
+            cur = self.ctx.parents.get(cur)
+        return False
+
+
+def _is_accumulate(expr: ast.expr) -> bool:
+    m = method(expr)
+    return bool(m and m[1] == "accumulate")
+
+
+def is_accum_guard(test: ast.expr) -> bool:
+    for node in ast.walk(test):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+            return True
+        name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+        if name and ACCUM_GUARD_NAME.search(name):
+            return True
+    return False
+
+
+@dataclass(frozen=True)
+class AccumLoop:
+    loop: ast.For | ast.AsyncFor | ast.While
+    shape: str  # "nested" or "guarded"
+    step_line: int  # a line where the optimizer steps
+
+
+LOOPS = (ast.For, ast.AsyncFor, ast.While)
+_BLOCK_FIELDS = ("body", "orelse", "finalbody")
+
+
+def _step_after(facts: LoopFacts, loop: ast.AST) -> int | None:
+    """Line of an optimizer step that follows ``loop`` in its block or an enclosing non-loop block."""
+    ctx = facts.ctx
+    node = loop
+    while True:
+        parent = ctx.parents.get(node)
+        if parent is None or isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            return None
+        for field_name in _BLOCK_FIELDS + ("handlers",):
+            block = getattr(parent, field_name, None)
+            if isinstance(block, list) and node in block:
+                for stmt in block[block.index(node) + 1:]:
+                    for n in facts.nodes([stmt]) if isinstance(stmt, ast.stmt) else ():
+                        if facts.is_optimizer_step(n):
+                            return n.lineno
+        if isinstance(parent, LOOPS) or isinstance(parent, ast.Module):
+            return None
+        node = parent
+
+
+def unconditional(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Statements of ``body`` that run every time it runs: through with/try, not if/loops."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, (ast.With, ast.AsyncWith)):
+            yield from unconditional(stmt.body)
+        elif isinstance(stmt, ast.Try):
+            yield from unconditional(stmt.body)
+            yield from unconditional(stmt.finalbody)
+
+
+def accumulation_loops(facts: LoopFacts) -> list[AccumLoop]:
+    """Every accumulation loop of the file (see the module docstring for the two shapes)."""
+    found: list[AccumLoop] = []
+    for loop in ast.walk(facts.ctx.tree):
+        if not isinstance(loop, LOOPS) or facts.in_accelerate_accumulate(loop):
+            continue
+        if not facts.has_backward(loop.body):
+            continue
+        if not facts.has_optimizer_step(loop.body):
+            line = _step_after(facts, loop)
+            if line is not None:
+                found.append(AccumLoop(loop, "nested", line))
+            continue
+        guarded = _guarded_step(facts, loop)
+        if guarded is not None:
+            found.append(AccumLoop(loop, "guarded", guarded))
+    return found
+
+
+def _runs_backward(facts: LoopFacts, body: list[ast.stmt]) -> bool:
+    """Backward runs on every pass through ``body`` (or in both branches of an if/else)."""
+    if any(backward_of(n) for n in _unconditional_nodes(facts, body, HELPER_DEPTH, frozenset())):
+        return True
+    return any(isinstance(s, ast.If) and s.orelse and _runs_backward(facts, s.body) and _runs_backward(facts, s.orelse)
+               for s in unconditional(body))
+
+
+def _guarded_step(facts: LoopFacts, loop: ast.AST) -> int | None:
+    """Line of the step when the loop backprops unconditionally and steps only under a guard."""
+    body = loop.body  # type: ignore[attr-defined]
+    if not _runs_backward(facts, body):
+        return None
+    step_line = None
+    for stmt in unconditional(body):
+        if isinstance(stmt, ast.If):
+            if is_accum_guard(stmt.test) and facts.has_optimizer_step(stmt.body):
+                step_line = step_line or next(n.lineno for n in facts.nodes(stmt.body) if facts.is_optimizer_step(n))
+            elif facts.has_optimizer_step([stmt]):
+                return None  # stepped under some other condition: cannot tell how often
+        elif not isinstance(stmt, (ast.With, ast.AsyncWith, ast.Try)) and facts.has_optimizer_step([stmt]):
+            return None  # an unconditional step: every iteration is an optimizer step
+    return step_line
+
+
+def micro_scope(facts: LoopFacts, loop: AccumLoop) -> Iterator[ast.AST]:
+    """Nodes that run on every micro-step of ``loop`` (unconditional; through simple helpers)."""
+    yield from _unconditional_nodes(facts, loop.loop.body, HELPER_DEPTH, frozenset())
+
+
+_CONDITIONAL_EXPRS = (ast.IfExp, ast.BoolOp, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _expr_nodes(node: ast.AST) -> Iterator[ast.AST]:
+    """Nodes of one simple statement, not entering sub-expressions that may not run."""
+    stack = [node]
+    while stack:
+        cur = stack.pop()
+        yield cur
+        stack.extend(c for c in ast.iter_child_nodes(cur) if not isinstance(c, _CONDITIONAL_EXPRS))
+
+
+def _unconditional_nodes(facts: LoopFacts, body: list[ast.stmt], depth: int, seen: frozenset[int]
+                         ) -> Iterator[ast.AST]:
+    for stmt in unconditional(body):
+        if isinstance(stmt, (ast.If, *LOOPS, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Try, ast.Match)):
+            continue  # conditional or nested bodies; try bodies come through `unconditional`
+        if isinstance(stmt, (ast.With, ast.AsyncWith)):
+            roots: list[ast.AST] = list(stmt.items)
+        else:
+            roots = [stmt]
+        for root in roots:
+            for node in _expr_nodes(root):
+                yield node
+                if depth and isinstance(node, ast.Call):
+                    fn = facts.ctx.helper(node)
+                    if fn is not None and id(fn) not in seen:
+                        yield from _unconditional_nodes(facts, fn.body, depth - 1, seen | {id(fn)})

@@ -1,0 +1,67 @@
+"""Shared by the data-order rules: which names hold a DataLoader and which loops iterate it."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from ddp_doctor.lint.context import FileContext, dotted, walk_local
+from ddp_doctor.lint.loops import LOOPS, LoopFacts
+
+DATALOADER = "torch.utils.data.DataLoader"
+DISTRIBUTED_SAMPLER = "torch.utils.data.DistributedSampler"
+
+
+def bound_names(ctx: FileContext, value: ast.AST) -> set[str]:
+    """Names that end up holding ``value``: ``x = value``, or ``x = f()`` where ``f`` returns it."""
+    names: set[str] = set()
+    parent = ctx.parents.get(value)
+    if isinstance(parent, ast.Assign) and parent.value is value:
+        names |= {d for t in parent.targets if (d := dotted(t))}
+    elif isinstance(parent, ast.Return):
+        fn = ctx.enclosing_function(parent)
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for node in ast.walk(ctx.tree):
+                if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and ctx.helper(node.value) is fn:
+                    names |= {d for t in node.targets if (d := dotted(t))}
+    return names
+
+
+def _aliases(ctx: FileContext, names: set[str]) -> set[str]:
+    """Add names assigned from an expression over ``names`` (``it = iter(loader)``), one level."""
+    out = set(names)
+    for node in ast.walk(ctx.tree):
+        if isinstance(node, ast.Assign) and any(dotted(n) in names for n in ast.walk(node.value)):
+            out |= {d for t in node.targets if (d := dotted(t))}
+    return out
+
+
+def loops_iterating(ctx: FileContext, names: set[str], follow_aliases: bool = True
+                    ) -> Iterator[ast.For | ast.AsyncFor | ast.While]:
+    """Loops that draw batches from one of ``names``: ``for b in names``/``enumerate(...)``/``next(it)``."""
+    if not names:
+        return
+    if follow_aliases:
+        names = _aliases(ctx, names)
+    for loop in ast.walk(ctx.tree):
+        if not isinstance(loop, LOOPS):
+            continue
+        if isinstance(loop, (ast.For, ast.AsyncFor)) and any(dotted(n) in names for n in ast.walk(loop.iter)):
+            yield loop
+        elif any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "next"
+                 and n.args and dotted(n.args[0]) in names for n in walk_local(loop.body)):
+            yield loop
+
+
+def trains_on(facts: LoopFacts, names: set[str]) -> bool:
+    """Some loop that backprops iterates one of ``names``."""
+    return any(facts.has_backward(loop.body) for loop in loops_iterating(facts.ctx, names))
+
+
+def enclosing_loop(ctx: FileContext, node: ast.AST) -> ast.For | ast.AsyncFor | ast.While | None:
+    cur = ctx.parents.get(node)
+    while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if isinstance(cur, LOOPS):
+            return cur
+        cur = ctx.parents.get(cur)
+    return None

@@ -1,0 +1,132 @@
+"""Is the tensor passed to backward divided (by the accumulation count or a token count)?
+
+Answers ``"scaled"``, ``"raw"`` or ``"unknown"`` by following the expression back through its
+assignments in the same function and through same-file helpers' ``return`` statements. Only a
+value that provably comes straight from a loss function or a model forward, with no division
+on the way, is ``"raw"``; a multiplication, an unknown call or a parameter is ``"unknown"``,
+and unknown is never flagged.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from ddp_doctor.lint.context import FileContext, dotted, keyword, method, walk_local
+
+LOSS_FUNCTIONS = re.compile(r"^torch\.nn\.functional\.(\w*loss\w*|cross_entropy|nll_loss|kl_div|binary_cross_entropy\w*)$")
+LOSS_MODULES = re.compile(r"^torch\.nn\.\w*Loss$")
+# The last name of a callee that runs a model forward (`model(x)`, `self.net(x)`, `ddp_model(x)`).
+FORWARD_CALLEE = re.compile(r"(model|net|engine|ddp|fsdp)$", re.IGNORECASE)
+PASS_THROUGH = {"mean", "sum", "float", "double", "squeeze", "clone", "contiguous", "to", "view", "reshape"}
+MAX_DEPTH = 6
+
+State = str  # "scaled" | "raw" | "unknown"
+
+
+class LossTracer:
+    def __init__(self, ctx: FileContext) -> None:
+        self.ctx = ctx
+        self.criteria = {d for n in ast.walk(ctx.tree) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
+                         and LOSS_MODULES.match(ctx.call_qualname(n.value) or "") for t in n.targets if (d := dotted(t))}
+
+    def state(self, expr: ast.AST | None, at: ast.AST, depth: int = MAX_DEPTH) -> State:
+        if expr is None or depth <= 0:
+            return "unknown"
+        if isinstance(expr, ast.BinOp):
+            if isinstance(expr.op, (ast.Div, ast.FloorDiv)):
+                return "scaled"
+            if isinstance(expr.op, (ast.Add, ast.Sub)):
+                left, right = self.state(expr.left, at, depth - 1), self.state(expr.right, at, depth - 1)
+                return "raw" if left == right == "raw" else "unknown"
+            return "unknown"
+        if isinstance(expr, ast.Call):
+            return self._call_state(expr, at, depth)
+        if isinstance(expr, (ast.Attribute, ast.Subscript)):
+            return self._output_state(expr, at, depth)
+        if isinstance(expr, ast.Name):
+            return self._name_state(expr.id, at, depth)
+        return "unknown"
+
+    def _call_state(self, call: ast.Call, at: ast.AST, depth: int) -> State:
+        if keyword(call, "num_items_in_batch") is not None:
+            return "scaled"  # HF models divide by the given global token count
+        m = method(call)
+        if m and isinstance(call.func, ast.Attribute):
+            if m[1] in ("div", "div_", "true_divide"):
+                return "scaled"
+            if m[1] in PASS_THROUGH or m[1] == "scale":
+                inner = call.args[0] if m[1] == "scale" and call.args else call.func.value
+                return self.state(inner, at, depth - 1)
+        qual = self.ctx.call_qualname(call) or ""
+        if LOSS_FUNCTIONS.match(qual) or dotted(call.func) in self.criteria:
+            return "raw"
+        fn = self.ctx.helper(call)
+        if fn is not None:
+            states = {self.state(r.value, r, depth - 1) for r in walk_local(fn.body) if isinstance(r, ast.Return)}
+            return states.pop() if len(states) == 1 else "scaled" if "scaled" in states else "unknown"
+        if FORWARD_CALLEE.search(dotted(call.func) or ""):
+            return "raw"
+        return "unknown"
+
+    def _output_state(self, expr: ast.Attribute | ast.Subscript, at: ast.AST, depth: int) -> State:
+        """``outputs.loss`` / ``outputs["loss"]`` of a model forward."""
+        is_loss = (isinstance(expr, ast.Attribute) and expr.attr == "loss") or (
+            isinstance(expr, ast.Subscript) and isinstance(expr.slice, ast.Constant) and expr.slice.value == "loss")
+        if not is_loss:
+            return "unknown"
+        base = expr.value
+        if isinstance(base, ast.Name):
+            base = self._reaching_value(base.id, at)
+        if isinstance(base, ast.Call):
+            if keyword(base, "num_items_in_batch") is not None:
+                return "scaled"
+            return "raw" if FORWARD_CALLEE.search(dotted(base.func) or "") else "unknown"
+        return "unknown"
+
+    def _name_state(self, name: str, at: ast.AST, depth: int) -> State:
+        definition = self._reaching_def(name, at)
+        if definition is None:
+            return "unknown"
+        if isinstance(definition, ast.AugAssign):
+            return "scaled" if isinstance(definition.op, (ast.Div, ast.FloorDiv)) else "unknown"
+        if isinstance(definition, ast.Assign):
+            target = definition.targets[0]
+            if isinstance(target, ast.Name):
+                return self.state(definition.value, definition, depth - 1)
+            if isinstance(target, ast.Tuple) and isinstance(definition.value, ast.Call) \
+                    and FORWARD_CALLEE.search(dotted(definition.value.func) or "") \
+                    and keyword(definition.value, "num_items_in_batch") is None:
+                return "raw"  # `logits, loss = model(x, y)`
+        return "unknown"
+
+    def _reaching_value(self, name: str, at: ast.AST) -> ast.AST | None:
+        d = self._reaching_def(name, at)
+        return d.value if isinstance(d, ast.Assign) and isinstance(d.targets[0], ast.Name) else None
+
+    def _reaching_def(self, name: str, at: ast.AST) -> ast.AST | None:
+        """The last statement before ``at`` (source order, same function) that binds ``name``."""
+        scope = self.ctx.enclosing_function(at)
+        line = getattr(at, "lineno", 0)
+        best: ast.AST | None = None
+        for node in walk_local(scope.body):
+            if getattr(node, "lineno", line) >= line or node is at:
+                continue
+            if _binds(node, name) and (best is None or (node.lineno, node.col_offset) > (best.lineno, best.col_offset)):
+                best = node
+        return best
+
+
+def _binds(node: ast.AST, name: str) -> bool:
+    targets: list[ast.AST]
+    if isinstance(node, ast.Assign):
+        targets = node.targets
+    elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.NamedExpr)):
+        targets = [node.target]
+    elif isinstance(node, ast.withitem):
+        return False
+    elif isinstance(node, (ast.With, ast.AsyncWith)):
+        targets = [i.optional_vars for i in node.items if i.optional_vars is not None]
+    else:
+        return False
+    return any(isinstance(n, ast.Name) and n.id == name for t in targets for n in ast.walk(t))

@@ -1,0 +1,51 @@
+"""accum-loss-unscaled: inside an accumulation loop, backward runs on an undivided loss.
+
+Gradients of A micro-steps add up, so the loss must be divided by A (or the whole step's loss
+normalised by its global token count) for the update to equal one large-batch step (torch
+docs, "gradient accumulation"; torchtitan normalises by the global valid-token count). Flagged
+only when the backward root provably comes from a loss function or a model forward with no
+division on the way (``ddp_doctor.lint.rules._loss``); division anywhere — in a helper, by a
+token count, by ``num_items_in_batch`` — or gradient scaling (``p.grad.div_``) is accepted, and
+accelerate's ``accelerator.backward`` divides by itself.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
+from ddp_doctor.lint.loops import LoopFacts, backward_of
+from ddp_doctor.lint.rules._loss import LossTracer
+from ddp_doctor.lint.rules.base import Rule, Violation
+
+
+class AccumLossUnscaled(Rule):
+    id = "accum-loss-unscaled"
+
+    def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
+        tracer = LossTracer(ctx)
+        for loop in facts.accumulation_loops():
+            if _scales_gradients(ctx.enclosing_function(loop.loop)):
+                continue
+            for node in facts.nodes(loop.loop.body):
+                bw = backward_of(node)
+                if bw is None or bw.framework or tracer.state(bw.root, bw.call) != "raw":
+                    continue
+                root = ctx.segment(bw.root) if bw.root is not None else "loss"
+                yield self.violation(
+                    bw.call, f"`{root}` reaches backward undivided inside the accumulation loop at line "
+                    f"{loop.loop.lineno}: the gradient is the sum over micro-steps, not their mean.",
+                    f"`{root}` 在第 {loop.loop.lineno} 行的梯度累积循环中未经除法就传给了 backward：梯度是各微步之和而不是平均。",
+                    accumulation_loop_line=loop.loop.lineno)
+
+
+def _scales_gradients(scope: ast.AST) -> bool:
+    """The function divides or multiplies ``.grad`` itself (``p.grad.div_(n)``, ``p.grad /= n``)."""
+    for node in walk_local(scope.body):  # type: ignore[attr-defined]
+        m = method(node)
+        if m and m[1] in ("div_", "mul_") and (m[0] or "").endswith((".grad", ".grad.data")):
+            return True
+        if isinstance(node, ast.AugAssign) and (dotted(node.target) or "").endswith(".grad"):
+            return True
+    return False

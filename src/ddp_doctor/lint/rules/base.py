@@ -1,0 +1,92 @@
+"""The shape every lint rule shares: an ID from the catalog, a check, and optional autofix edits.
+
+One class per rule (TorchFix style). Severity and fix text come from the catalog
+(``ddp_doctor.catalog.FINDINGS``) in English and Chinese, so a rule only says *where* and *why
+here*; the edits of an autofix travel with the violation.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from ddp_doctor.catalog import FINDINGS, FindingSpec, Severity
+from ddp_doctor.lint.context import FileContext
+from ddp_doctor.lint.loops import LoopFacts
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace source from (line, col) to (end_line, end_col) — 1-based lines, character columns."""
+
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+    text: str
+
+
+@dataclass
+class Violation:
+    rule_id: str
+    line: int
+    end_line: int
+    message: str
+    message_zh: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+    edits: tuple[Edit, ...] = ()
+
+
+class Rule:
+    """Base class: subclasses set ``id`` and implement ``check``."""
+
+    id: ClassVar[str]
+
+    @property
+    def spec(self) -> FindingSpec:
+        return FINDINGS[self.id]
+
+    @property
+    def severity(self) -> Severity:
+        return self.spec.severity
+
+    def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
+        raise NotImplementedError
+
+    def violation(self, node: ast.AST, message: str, message_zh: str, edits: tuple[Edit, ...] = (),
+                  **evidence: Any) -> Violation:
+        line = getattr(node, "lineno", 1)
+        return Violation(self.id, line, getattr(node, "end_lineno", None) or line, message, message_zh,
+                         evidence, edits)
+
+
+def char_col(ctx: FileContext, line: int, byte_col: int) -> int:
+    """ast columns are UTF-8 byte offsets; edits use character offsets."""
+    text = ctx.lines[line - 1] if 0 < line <= len(ctx.lines) else ""
+    return len(text.encode("utf-8")[:byte_col].decode("utf-8", errors="ignore"))
+
+
+def replace_node(ctx: FileContext, node: ast.AST, text: str) -> Edit:
+    return Edit(node.lineno, char_col(ctx, node.lineno, node.col_offset),
+                node.end_lineno or node.lineno, char_col(ctx, node.end_lineno or node.lineno, node.end_col_offset or 0),
+                text)
+
+
+def insert_line_before(ctx: FileContext, stmt: ast.stmt, text: str) -> Edit:
+    """Insert ``text`` as a new line above ``stmt`` with the statement's indentation."""
+    return Edit(stmt.lineno, 0, stmt.lineno, 0, f"{ctx.indent_of(stmt.lineno)}{text}\n")
+
+
+def statement_of(ctx: FileContext, node: ast.AST) -> ast.stmt | None:
+    cur: ast.AST | None = node
+    while cur is not None and not isinstance(cur, ast.stmt):
+        cur = ctx.parents.get(cur)
+    return cur
+
+
+def starts_own_line(ctx: FileContext, stmt: ast.stmt) -> bool:
+    """True when the statement is the first thing on its line (not after `;` or `if x:`)."""
+    text = ctx.lines[stmt.lineno - 1] if 0 < stmt.lineno <= len(ctx.lines) else ""
+    return char_col(ctx, stmt.lineno, stmt.col_offset) == len(text) - len(text.lstrip())

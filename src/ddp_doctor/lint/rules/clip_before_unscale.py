@@ -1,0 +1,72 @@
+"""clip-before-unscale: gradients clipped while still multiplied by the GradScaler's scale.
+
+After ``scaler.scale(loss).backward()`` the gradients are scaled by ~2**16; clipping them before
+``scaler.unscale_(optimizer)`` clips at a threshold that many times too small (torch docs,
+"Automatic Mixed Precision examples — gradient clipping": unscale_ first). Events are taken in
+source order within one function, following same-file helpers: a clip after a scaled backward
+with no ``unscale_`` of that scaler in between is flagged. accelerate's ``clip_grad_norm_``
+unscales by itself and is not matched. Autofix: insert ``scaler.unscale_(optimizer)`` above the
+clip, when the later ``scaler.step(optimizer)`` names the optimizer.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
+from ddp_doctor.lint.loops import HELPER_DEPTH, LoopFacts
+from ddp_doctor.lint.rules.base import Edit, Rule, Violation, insert_line_before, starts_own_line, statement_of
+
+CLIPS = ("torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_value_", "torch.nn.utils.clip_grads_with_norm_")
+
+
+class ClipBeforeUnscale(Rule):
+    id = "clip-before-unscale"
+
+    def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
+        for scope in ctx.scopes():
+            events = list(_events(ctx, scope.body, HELPER_DEPTH, frozenset()))
+            scaled_by: str | None = None  # the scaler of the last scaled backward not yet unscaled
+            for i, (kind, scaler, node) in enumerate(events):
+                if kind == "backward":
+                    scaled_by = scaler
+                elif kind == "unscale" and scaler == scaled_by:
+                    scaled_by = None
+                elif kind == "clip" and scaled_by is not None:
+                    step = next((n for k, s, n in events[i:] if k == "step" and s == scaled_by), None)
+                    yield self.violation(
+                        node, f"`{ctx.segment(node.func)}` clips gradients still scaled by `{scaled_by}`: call "
+                        f"`{scaled_by}.unscale_(optimizer)` first.",
+                        f"`{ctx.segment(node.func)}` 裁剪的梯度仍被 `{scaled_by}` 缩放：请先调用 `{scaled_by}.unscale_(optimizer)`。",
+                        edits=_fix(ctx, node, scaled_by, step), scaler=scaled_by)
+
+
+def _events(ctx: FileContext, body: list[ast.stmt], depth: int, seen: frozenset[int]
+            ) -> Iterator[tuple[str, str | None, ast.Call]]:
+    """(kind, scaler, call) in source order; helper bodies are spliced in at their call."""
+    calls = sorted((n for n in walk_local(body) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset))
+    for call in calls:
+        m = method(call)
+        if m and m[1] == "backward" and isinstance(call.func.value, ast.Call):  # type: ignore[union-attr]
+            inner = method(call.func.value)  # type: ignore[union-attr]
+            if inner and inner[1] == "scale" and inner[0]:
+                yield "backward", inner[0], call
+        elif m and m[1] == "unscale_" and m[0]:
+            yield "unscale", m[0], call
+        elif m and m[1] == "step" and m[0] and call.args:
+            yield "step", m[0], call
+        elif ctx.call_qualname(call) in CLIPS:
+            yield "clip", None, call
+        elif depth:
+            fn = ctx.helper(call)
+            if fn is not None and id(fn) not in seen:
+                yield from _events(ctx, fn.body, depth - 1, seen | {id(fn)})
+
+
+def _fix(ctx: FileContext, clip: ast.Call, scaler: str, step: ast.Call | None) -> tuple[Edit, ...]:
+    stmt = statement_of(ctx, clip)
+    optimizer = dotted(step.args[0]) if step is not None else None
+    if optimizer is None or stmt is None or not starts_own_line(ctx, stmt):
+        return ()
+    return (insert_line_before(ctx, stmt, f"{scaler}.unscale_({optimizer})"),)

@@ -1,0 +1,54 @@
+"""compile-before-ddp: ``torch.compile`` applied to a model that is then wrapped in DDP.
+
+Both orders work (torch docs, "torch.compile with DDP"); compiling the DDP-wrapped model lets
+DDPOptimizer split graphs at bucket boundaries so communication overlaps compute. Info only.
+Detected: ``DDP(torch.compile(m))``, ``m = torch.compile(m); DDP(m)`` and ``m.compile(); DDP(m)``
+in the same function, compile first in source order.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
+from ddp_doctor.lint.loops import LoopFacts
+from ddp_doctor.lint.rules.base import Rule, Violation
+
+DDP = "torch.nn.parallel.DistributedDataParallel"
+COMPILE = "torch.compile"
+
+
+class CompileBeforeDdp(Rule):
+    id = "compile-before-ddp"
+
+    def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
+        for scope in ctx.scopes():
+            body = scope.body
+            compiled: dict[str, int] = {}  # name -> line where it became a compiled module
+            events: list[ast.AST] = sorted(
+                (n for n in walk_local(body) if isinstance(n, (ast.Assign, ast.Call))),
+                key=lambda n: (n.lineno, n.col_offset))
+            for node in events:
+                if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+                    if ctx.call_qualname(node.value) == COMPILE:
+                        for t in node.targets:
+                            if dotted(t):
+                                compiled[dotted(t)] = node.lineno  # type: ignore[index]
+                    elif ctx.call_qualname(node.value) != DDP:
+                        for t in node.targets:  # rebinding to something else forgets it
+                            compiled.pop(dotted(t) or "", None)
+                elif isinstance(node, ast.Call):
+                    m = method(node)
+                    if m and m[1] == "compile" and m[0] and ctx.qualname(node.func) is None:
+                        compiled[m[0]] = node.lineno
+                    if ctx.call_qualname(node) == DDP and node.args:
+                        arg = node.args[0]
+                        line = (arg.lineno if isinstance(arg, ast.Call) and ctx.call_qualname(arg) == COMPILE
+                                else compiled.get(dotted(arg) or ""))
+                        if line is not None:
+                            yield self.violation(
+                                node, f"torch.compile (line {line}) is applied before DDP wrapping (line "
+                                f"{node.lineno}); both orders work, compiling the DDP model overlaps communication.",
+                                f"torch.compile（第 {line} 行）在 DDP 包装（第 {node.lineno} 行）之前；两种顺序都可以。",
+                                compile_line=line, ddp_line=node.lineno)

@@ -1,0 +1,40 @@
+"""find-unused-true: DDP built with ``find_unused_parameters=True``.
+
+With it, DDP traverses the autograd graph after every forward to find parameters that will get
+no gradient (torch docs, DistributedDataParallel: "this flag results in an extra traversal of the
+autograd graph every iteration"). It costs time, not accuracy: severity info.
+Autofix: ``True`` → ``False`` (DDP raises a clear error if a parameter really gets no gradient).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from ddp_doctor.lint.context import FileContext, keyword
+from ddp_doctor.lint.loops import LoopFacts
+from ddp_doctor.lint.rules.base import Rule, Violation, replace_node
+
+# Constructors whose keyword configures DDP's find_unused_parameters.
+DDP_CONFIGS: dict[str, str] = {
+    "torch.nn.parallel.DistributedDataParallel": "find_unused_parameters",
+    "accelerate.utils.DistributedDataParallelKwargs": "find_unused_parameters",
+    "accelerate.DistributedDataParallelKwargs": "find_unused_parameters",
+    "transformers.TrainingArguments": "ddp_find_unused_parameters",
+}
+
+
+class FindUnusedTrue(Rule):
+    id = "find-unused-true"
+
+    def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
+        for node in ast.walk(ctx.tree):
+            if not isinstance(node, ast.Call):
+                continue
+            kw_name = DDP_CONFIGS.get(ctx.call_qualname(node) or "")
+            value = keyword(node, kw_name) if kw_name else None
+            if isinstance(value, ast.Constant) and value.value is True:
+                yield self.violation(
+                    value, f"`{kw_name}=True`: DDP re-traverses the autograd graph every step (speed, not accuracy).",
+                    f"`{kw_name}=True`：DDP 每步都要重新遍历 autograd 图（影响速度，不影响精度）。",
+                    edits=(replace_node(ctx, value, "False"),), setting=True)

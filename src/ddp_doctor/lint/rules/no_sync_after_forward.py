@@ -1,0 +1,89 @@
+"""no-sync-after-forward: gradient sync toggled between the forward and the backward.
+
+DDP decides in its forward whether the coming backward will all-reduce: ``_pre_forward`` /
+``_post_forward`` read ``require_backward_grad_sync`` and call ``reducer.prepare_for_backward``
+only when it is True (torch/nn/parallel/distributed.py). Setting the flag, or entering
+``no_sync()``, after ``model(...)`` but before ``backward`` therefore does not affect that
+micro-step. Flagged in one block: a forward of ``M``, then the toggle of ``M``, then a backward
+with no new forward of ``M`` in between. nanoGPT's ``model.require_backward_grad_sync = ...``
+before the forward is the correct idiom and is not flagged.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
+from ddp_doctor.lint.loops import LoopFacts, backward_of
+from ddp_doctor.lint.rules.base import Rule, Violation
+
+TOGGLE_ATTR = "require_backward_grad_sync"
+
+
+class NoSyncAfterForward(Rule):
+    id = "no-sync-after-forward"
+
+    def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
+        for node in ast.walk(ctx.tree):
+            for field_name in ("body", "orelse", "finalbody"):
+                block = getattr(node, field_name, None)
+                if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+                    yield from self._block(ctx, block)
+
+    def _block(self, ctx: FileContext, block: list[ast.stmt]) -> Iterator[Violation]:
+        for i, stmt in enumerate(block):
+            toggled = _toggled_model(ctx, stmt)
+            if toggled is None:
+                continue
+            forward = _first(n for s in block[:i] for n in walk_local(s) if _is_forward(n, toggled))
+            if forward is None:
+                continue
+            after = [stmt.body] if isinstance(stmt, (ast.With, ast.AsyncWith)) else [block[i + 1:]]
+            for stmts in after:
+                nodes = sorted((n for s in stmts for n in walk_local(s) if isinstance(n, ast.Call)),
+                               key=lambda n: (n.lineno, n.col_offset))
+                for n in nodes:
+                    if _is_forward(n, toggled):
+                        break  # a fresh forward after the toggle: the toggle applies to it
+                    if backward_of(n):
+                        yield self.violation(
+                            stmt, f"Gradient sync of `{toggled}` is toggled at line {stmt.lineno}, after its forward "
+                            f"at line {forward.lineno}: DDP already decided during that forward, so the backward at "
+                            f"line {n.lineno} ignores it.",
+                            f"`{toggled}` 的梯度同步在第 {stmt.lineno} 行才切换，晚于第 {forward.lineno} 行的前向："
+                            f"第 {n.lineno} 行的 backward 不受其影响。",
+                            forward_line=forward.lineno, toggle_line=stmt.lineno, backward_line=n.lineno)
+                        break
+
+
+def _first(it: Iterator[ast.AST]) -> ast.AST | None:
+    return next(it, None)
+
+
+def _is_forward(node: ast.AST, model: str) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    name = dotted(node.func)
+    return name == model or name == f"{model}.forward"
+
+
+def _toggled_model(ctx: FileContext, stmt: ast.stmt) -> str | None:
+    """``M`` when ``stmt`` is ``M.require_backward_grad_sync = ...`` or ``with M.no_sync():``."""
+    if isinstance(stmt, ast.Assign):
+        for t in stmt.targets:
+            if isinstance(t, ast.Attribute) and t.attr == TOGGLE_ATTR:
+                return dotted(t.value)
+    if isinstance(stmt, (ast.With, ast.AsyncWith)):
+        for item in stmt.items:
+            expr = item.context_expr
+            if isinstance(expr, ast.Name):  # `ctx = model.no_sync() if ... else nullcontext()`
+                scope = ctx.enclosing_function(stmt)
+                values = [n.value for n in walk_local(scope.body) if isinstance(n, ast.Assign)
+                          and any(isinstance(t, ast.Name) and t.id == expr.id for t in n.targets)]
+                expr = values[-1] if len(values) == 1 else expr
+            for n in ast.walk(expr):
+                m = method(n)
+                if m and m[1] == "no_sync" and m[0]:
+                    return m[0]
+    return None

@@ -1,0 +1,87 @@
+"""set-epoch-missing: a shuffling DistributedSampler over several epochs, and no ``set_epoch``.
+
+DistributedSampler seeds its shuffle with ``seed + epoch``; without ``set_epoch(epoch)`` every
+epoch uses the same permutation (torch docs, DistributedSampler: "calling set_epoch() at the
+beginning of each epoch before creating the DataLoader iterator is necessary to make shuffling
+work properly across multiple epochs"). Flagged when: the sampler shuffles (default), no
+``set_epoch`` is called anywhere in the file, and the loader is iterated inside an outer loop
+(or handed to a function from a loop over epochs). Autofix: ``sampler.set_epoch(epoch)`` as the
+first statement of that outer loop, when the sampler has a name and the loop variable is a name.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from ddp_doctor.lint.context import FileContext, dotted, keyword, method
+from ddp_doctor.lint.loops import LoopFacts
+from ddp_doctor.lint.rules._data import DATALOADER, DISTRIBUTED_SAMPLER, bound_names, enclosing_loop, loops_iterating
+from ddp_doctor.lint.rules.base import Edit, Rule, Violation, insert_line_before, starts_own_line
+
+
+class SetEpochMissing(Rule):
+    id = "set-epoch-missing"
+
+    def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
+        nodes = list(ast.walk(ctx.tree))
+        if any((m := method(n)) and m[1] == "set_epoch" for n in nodes if isinstance(n, ast.Call)):
+            return
+        for call in nodes:
+            if not isinstance(call, ast.Call) or ctx.call_qualname(call) != DISTRIBUTED_SAMPLER:
+                continue
+            shuffle = keyword(call, "shuffle")
+            if isinstance(shuffle, ast.Constant) and not shuffle.value or len(call.args) > 3:
+                continue  # shuffle=False (or positional, unreadable): the order is meant to repeat
+            samplers = bound_names(ctx, call)
+            loaders = self._loaders(ctx, nodes, call, samplers)
+            epoch_loop = self._epoch_loop(ctx, nodes, loaders)
+            if epoch_loop is None:
+                continue
+            handle = min(samplers) if samplers else (f"{min(loaders)}.sampler" if loaders else None)
+            yield self.violation(
+                call, f"DistributedSampler (line {call.lineno}) shuffles but `set_epoch` is never called: the loop "
+                f"at line {epoch_loop.lineno} sees the same order every epoch.",
+                f"DistributedSampler（第 {call.lineno} 行）开启了 shuffle 但从未调用 `set_epoch`：第 {epoch_loop.lineno} "
+                "行的循环每个 epoch 顺序都相同。",
+                edits=self._fix(ctx, epoch_loop, handle), epoch_loop_line=epoch_loop.lineno)
+
+    @staticmethod
+    def _loaders(ctx: FileContext, nodes: list[ast.AST], sampler: ast.Call, names: set[str]) -> set[str]:
+        out: set[str] = set()
+        for node in nodes:
+            if isinstance(node, ast.Call) and ctx.call_qualname(node) == DATALOADER:
+                arg = keyword(node, "sampler")
+                if arg is sampler or (arg is not None and dotted(arg) in names):
+                    out |= bound_names(ctx, node)
+        return out
+
+    @staticmethod
+    def _epoch_loop(ctx: FileContext, nodes: list[ast.AST], loaders: set[str]) -> ast.AST | None:
+        for loop in loops_iterating(ctx, loaders, follow_aliases=False):
+            outer = enclosing_loop(ctx, loop)
+            if outer is not None and isinstance(loop, (ast.For, ast.AsyncFor)):
+                return outer
+        for node in nodes:  # `it = iter(loader)` re-created inside a loop
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "iter" \
+                    and node.args and dotted(node.args[0]) in loaders:
+                outer = enclosing_loop(ctx, node)
+                if outer is not None:
+                    return outer
+        for loop in nodes:  # `for epoch in ...: train_one_epoch(loader)`
+            if isinstance(loop, (ast.For, ast.AsyncFor)) and "epoch" in ctx.segment(loop.target).lower():
+                for n in ast.walk(loop):
+                    if isinstance(n, ast.Call) and any(dotted(a) in loaders for a in n.args):
+                        return loop
+        return None
+
+    @staticmethod
+    def _fix(ctx: FileContext, loop: ast.AST, handle: str | None) -> tuple[Edit, ...]:
+        target = getattr(loop, "target", None)
+        if handle is None or not isinstance(target, ast.Name) or target.id == "_" or isinstance(loop, ast.While):
+            return ()
+        first = loop.body[0]  # type: ignore[attr-defined]
+        if first.lineno == loop.lineno or not starts_own_line(ctx, first):
+            return ()
+        return (insert_line_before(ctx, first, f"{handle}.set_epoch({target.id})"),)
+
