@@ -1,0 +1,98 @@
+"""Hypothesis `lr-schedule`: warmup too short, scheduler stepped per micro-batch, lr too high.
+
+* warmup length = the first optimizer step where the lr of group 0 reaches 99 % of its maximum.
+  Minimum for Adam-type optimizers: 2 / (1 − β2) steps (Ma & Yarats 2021, "On the adequacy of
+  untuned warmup for adaptive optimization"). Confirmed when loss spikes start within
+  max(:data:`MIN_WINDOW`, warmup/2) steps of the warmup's end, or when the warmup is shorter than
+  the minimum and a spike starts before that minimum. Without spikes a short warmup alone is not a
+  finding (it is reported in the evidence).
+* scheduler-per-microstep: ``sched_steps`` per optimizer step equals the micro-step count (≥ 2)
+  in most steps.
+* update-ratio-high: shared with `optimizer` (see :mod:`.optimizer`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ddp_doctor.analysis.checks.optimizer import update_ratio
+from ddp_doctor.analysis.context import Context
+from ddp_doctor.analysis.make import confirmed, not_measured, ruled_out
+from ddp_doctor.findings import Finding
+
+WARMUP_REACHED = 0.99
+MIN_WINDOW = 10
+MAJORITY = 0.5
+
+
+def check(ctx: Context) -> list[Finding]:
+    return [_warmup(ctx), _per_micro(ctx), update_ratio(ctx)]
+
+
+def warmup_length(lr: np.ndarray) -> int | None:
+    ok = np.isfinite(lr)
+    if ok.sum() < 2:
+        return None
+    peak = np.nanmax(lr)
+    return int(np.flatnonzero(ok & (lr >= WARMUP_REACHED * peak))[0])
+
+
+def _warmup(ctx: Context) -> Finding:
+    fid = "warmup-short"
+    w = warmup_length(ctx.series.lr)
+    if w is None:
+        return not_measured(fid, "No lr trace recorded.", "未记录学习率曲线。")
+    opt = ctx.config("optimizer") or {}
+    groups = opt.get("groups") or [{}]
+    betas = groups[0].get("betas") or [0.9, 0.999]
+    beta2 = float(betas[1])
+    w_min = 2.0 / (1.0 - beta2)
+    window = max(MIN_WINDOW, w // 2)
+    starts = [s.step for s in ctx.loss_spikes]
+    near = [s for s in starts if abs(s - w) <= window]
+    early = [s for s in starts if s < w_min] if w < w_min else []
+    ev = dict(warmup_steps=w, min_warmup_steps=w_min, beta2=beta2, loss_spike_steps=starts[:20],
+              spikes_near_warmup_end=near[:20], spikes_before_min_warmup=early[:20],
+              threshold=f"spike within {window} steps of warmup end, or warmup < 2/(1-β2) = {w_min:g} "
+              "with a spike before that")
+    if near or early:
+        return confirmed(fid, f"Warmup ends at step {w} (minimum 2/(1-β2) = {w_min:g}) and loss spikes "
+                         f"start at step(s) {(near or early)[:5]}.", f"warmup 在第 {w} 步结束（最小值 2/(1-β2) = {w_min:g}），"
+                         f"损失尖峰始于第 {(near or early)[:5]} 步。", **ev)
+    note = f" (shorter than 2/(1-β2) = {w_min:g}, but no spike followed)" if w < w_min else ""
+    return ruled_out(fid, f"Warmup of {w} optimizer steps{note}; no loss spike near its end.",
+                     f"warmup 为 {w} 个优化步；其结束附近没有损失尖峰。", **ev)
+
+
+def _per_micro(ctx: Context) -> Finding:
+    fid = "scheduler-per-microstep"
+    sched = ctx.config("scheduler")
+    ss, ms = [], []
+    for d in ctx.run.ranks.values():
+        if d.steps is not None and len(d.steps):
+            ss.append(d.steps.sched_steps)
+            ms.append(d.steps.micro_steps)
+    if not ss:
+        return not_measured(fid, "No optimizer step recorded yet.", "尚未记录到优化步。")
+    s, m = np.concatenate(ss), np.concatenate(ms)
+    known = s >= 0
+    if not known.any() or (s[known].max() == 0 and sched is None):
+        return ruled_out(fid, "No lr scheduler was stepped.", "没有调用学习率调度器。", scheduler=None)
+    multi = known & (m >= 2)
+    if not multi.any():
+        return ruled_out(fid, "No gradient accumulation: one micro-batch per optimizer step.",
+                         "没有梯度累积：每个优化步只有一个微批次。", multi_micro_steps=0)
+    bad = multi & (s == m)
+    lr = ctx.series.lr
+    ev = dict(median_sched_steps_per_optimizer_step=float(np.median(s[multi])),
+              micro_steps=float(np.median(m[multi])), warmup_steps_from_lr=warmup_length(lr),
+              lr_first=float(lr[np.isfinite(lr)][0]) if np.isfinite(lr).any() else None,
+              lr_max=float(np.nanmax(lr)) if np.isfinite(lr).any() else None,
+              threshold="scheduler steps = micro-steps (≥ 2) in > 50% of steps")
+    if bad.sum() / multi.sum() > MAJORITY:
+        return confirmed(fid, f"The scheduler stepped {ev['median_sched_steps_per_optimizer_step']:g} times per "
+                         f"optimizer step (= micro-steps): the schedule runs {ev['micro_steps']:g}× too fast.",
+                         f"每个优化步调度器步进 {ev['median_sched_steps_per_optimizer_step']:g} 次（= 微步数）："
+                         f"学习率计划快了 {ev['micro_steps']:g} 倍。", **ev)
+    return ruled_out(fid, f"The scheduler stepped {ev['median_sched_steps_per_optimizer_step']:g} time(s) per "
+                     "optimizer step.", f"每个优化步调度器步进 {ev['median_sched_steps_per_optimizer_step']:g} 次。", **ev)

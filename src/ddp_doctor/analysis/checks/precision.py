@@ -1,0 +1,111 @@
+"""Hypothesis `precision`: fp16 loss-scale overflow/underflow, NaN/Inf.
+
+* fp16-overflow: a GradScaler normally skips a few steps at the start while the scale (2^16 by
+  default) backs off to a representable value (PyTorch AMP docs, "GradScaler": "it's possible a
+  scale value that is too large ... skipped iterations"). Confirmed when, after the first
+  :data:`SETTLE_STEPS` steps, at least :data:`MIN_SKIPS` steps and :data:`MIN_SKIP_SHARE` of the
+  steps were skipped.
+* fp16-no-scaler: float16 autocast seen (config or step records) and no enabled GradScaler.
+* nonfinite: a NaN/Inf loss on any rank, or a non-finite gradient the GradScaler did not handle
+  (not on a skipped step). First step, rank and parameter/bucket are reported.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ddp_doctor.analysis.context import Context
+from ddp_doctor.analysis.make import confirmed, not_measured, ruled_out
+from ddp_doctor.findings import Finding
+
+SETTLE_STEPS = 20
+MIN_SKIPS = 3
+MIN_SKIP_SHARE = 0.01
+
+
+def check(ctx: Context) -> list[Finding]:
+    return [_overflow(ctx), _no_scaler(ctx), _nonfinite(ctx)]
+
+
+def _has_scaler(ctx: Context) -> bool:
+    cfg = ctx.config("scaler")
+    return bool(cfg and cfg.get("enabled", True)) or bool(np.isfinite(ctx.series.scale).any())
+
+
+def _overflow(ctx: Context) -> Finding:
+    fid = "fp16-overflow"
+    if not _has_scaler(ctx):
+        return ruled_out(fid, "No GradScaler in use: there is no loss scale to overflow.",
+                         "未使用 GradScaler：不存在会溢出的损失缩放。", scaler=False)
+    s = ctx.series
+    skipped = np.flatnonzero(s.skipped)
+    late = skipped[skipped >= SETTLE_STEPS]
+    n_late = max(1, s.n_steps - SETTLE_STEPS)
+    scale = s.scale[np.isfinite(s.scale)]
+    ev = dict(skipped_steps=int(skipped.size), skipped_after_settle=int(late.size),
+              first_skipped=[int(x) for x in skipped[:20]],
+              scale_min=float(scale.min()) if scale.size else None,
+              scale_max=float(scale.max()) if scale.size else None,
+              scale_last=float(scale[-1]) if scale.size else None,
+              threshold=f"≥ {MIN_SKIPS} skipped steps and ≥ {MIN_SKIP_SHARE:.0%} of steps after step {SETTLE_STEPS}")
+    if late.size >= MIN_SKIPS and late.size / n_late >= MIN_SKIP_SHARE:
+        return confirmed(fid, f"The GradScaler skipped {late.size} steps after step {SETTLE_STEPS} "
+                         f"({late.size / n_late:.1%}); scale went down to {ev['scale_min']:g}.",
+                         f"GradScaler 在第 {SETTLE_STEPS} 步之后跳过了 {late.size} 步（{late.size / n_late:.1%}）；"
+                         f"缩放系数降到 {ev['scale_min']:g}。", **ev)
+    return ruled_out(fid, f"{skipped.size} skipped step(s), {late.size} after step {SETTLE_STEPS}.",
+                     f"共跳过 {skipped.size} 步，其中第 {SETTLE_STEPS} 步之后 {late.size} 步。", **ev)
+
+
+def _no_scaler(ctx: Context) -> Finding:
+    fid = "fp16-no-scaler"
+    dtypes: set[str] = set()
+    cfg = ctx.config("autocast")
+    if cfg and cfg.get("dtype"):
+        dtypes.add(str(cfg["dtype"]))
+    for d in ctx.run.ranks.values():
+        if d.steps is not None:
+            dtypes |= d.steps.autocast
+    fp16 = any("float16" == t or t.endswith(".float16") or t == "half" for t in dtypes)
+    ev = dict(autocast_dtypes=sorted(dtypes), scaler=_has_scaler(ctx),
+              threshold="float16 autocast without an enabled GradScaler")
+    if fp16 and not ev["scaler"]:
+        return confirmed(fid, "float16 autocast ran without a GradScaler.", "在 float16 autocast 下训练却没有 GradScaler。",
+                         **ev)
+    what = "no autocast" if not dtypes else f"autocast {sorted(dtypes)}"
+    return ruled_out(fid, f"{what}{' with a GradScaler' if ev['scaler'] else ''}.",
+                     f"{what}{'，并使用了 GradScaler' if ev['scaler'] else ''}。", **ev)
+
+
+def _nonfinite(ctx: Context) -> Finding:
+    fid = "nonfinite"
+    events = []
+    skipped = ctx.series.skipped
+    for r, d in sorted(ctx.run.ranks.items()):
+        c = d.steps
+        if c is None or not len(c):
+            continue
+        for step, rec in c.nonfinite:
+            handled = rec.get("where") == "grad" and 0 <= step < skipped.size and skipped[step]
+            if not handled:
+                events.append((step, r, rec))
+        bad = ~np.isfinite(c.losses)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            step = int(np.repeat(c.step, c.micro_steps)[i])
+            events.append((step, r, {"where": "loss", "micro": int(i - c.offsets[np.searchsorted(
+                c.offsets, i, side="right") - 1])}))
+    if not any(d.steps is not None and len(d.steps) for d in ctx.run.ranks.values()):
+        return not_measured(fid, "No optimizer step recorded yet.", "尚未记录到优化步。")
+    if events:
+        step, rank, rec = min(events, key=lambda e: (e[0], e[1]))
+        where = rec.get("param") or (f"bucket {rec['bucket']}" if rec.get("bucket") is not None else None)
+        loc = f" in {where}" if where else ""
+        return confirmed(fid, f"First non-finite {rec.get('where', 'value')} at step {step} on rank {rank}{loc}.",
+                         f"首个非有限值（{rec.get('where', 'value')}）出现在第 {step} 步、rank {rank}{loc}。",
+                         first_step=step, rank=rank, where=rec.get("where"), parameter=rec.get("param"),
+                         bucket=rec.get("bucket"), events=len(events),
+                         threshold="any NaN/Inf not handled by the GradScaler")
+    return ruled_out(fid, "No NaN/Inf in losses or gradients (outside GradScaler-skipped steps).",
+                     "损失和梯度中没有 NaN/Inf（GradScaler 跳过的步除外）。",
+                     threshold="any NaN/Inf not handled by the GradScaler")

@@ -1,0 +1,127 @@
+"""Hypothesis `spikes-clipping`: gradient spikes, clipping missing or misapplied.
+
+* loss-spike / grad-spike: the robust rule of :mod:`ddp_doctor.analysis.quantities.spikes` on the
+  global loss and on the global gradient norm (comm hook, else clip_grad_norm_'s total_norm);
+  gradient spikes carry the lag to the loss spike that follows.
+* clip-saturated: clipping is active when total_norm > max_norm; saturated when that holds on more
+  than :data:`SATURATED_SHARE` of the (non-skipped) clipped steps — then clipping rescales most
+  updates, i.e. it lowers the lr.
+* clip-before-unscale: a clip call recorded with a GradScaler active and ``after_unscale`` false
+  (PyTorch AMP docs, "Gradient clipping": call ``scaler.unscale_(optimizer)`` first).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ddp_doctor.analysis.context import Context
+from ddp_doctor.analysis.make import confirmed, fmt, not_measured, ruled_out
+from ddp_doctor.analysis.quantities.spikes import MAX_LAG, MIN_HISTORY, MIN_REL_RISE, SPIKE_Z, WINDOW, lags
+from ddp_doctor.findings import Finding
+
+SATURATED_SHARE = 0.5
+LISTED = 20
+RULE = (f"robust z > {SPIKE_Z:g} (median/MAD of the previous {WINDOW} steps) and > "
+        f"{MIN_REL_RISE:.0%} above the median")
+
+
+def check(ctx: Context) -> list[Finding]:
+    return [_loss_spike(ctx), _grad_spike(ctx), _clip_saturated(ctx), _clip_before_unscale(ctx)]
+
+
+def _loss_spike(ctx: Context) -> Finding:
+    fid = "loss-spike"
+    if ctx.series.n_steps <= MIN_HISTORY:
+        return not_measured(fid, f"Needs more than {MIN_HISTORY} optimizer steps.",
+                            f"需要多于 {MIN_HISTORY} 个优化步。", steps=ctx.series.n_steps)
+    sp = ctx.loss_spikes
+    ev = dict(spikes=[s.to_json() for s in sp[:LISTED]], count=len(sp), threshold=RULE,
+              steps_checked=ctx.series.n_steps)
+    if sp:
+        first = sp[0]
+        return confirmed(fid, f"{len(sp)} loss spike(s); first at step {first.step}: {first.peak:.4g} vs "
+                         f"median {first.baseline:.4g} (z = {first.z:.0f}).",
+                         f"{len(sp)} 个损失尖峰；首个在第 {first.step} 步：{first.peak:.4g}，中位数 {first.baseline:.4g}"
+                         f"（z = {first.z:.0f}）。", **ev)
+    return ruled_out(fid, f"No loss spike in {ctx.series.n_steps} steps by the robust rule.",
+                     f"按稳健规则，{ctx.series.n_steps} 步中没有损失尖峰。", **ev)
+
+
+def _grad_spike(ctx: Context) -> Finding:
+    fid = "grad-spike"
+    if ctx.grad_norm_source is None:
+        return not_measured(fid, "No gradient norm recorded (no DDP comm hook data and no "
+                            "clip_grad_norm_ calls).", "未记录梯度范数（没有 DDP 通信钩子数据，也没有 clip_grad_norm_ 调用）。")
+    sp = ctx.grad_spikes
+    lag = lags(sp, ctx.loss_spikes)
+    followed = [x for x in lag if x["lag"] is not None]
+    ev = dict(spikes=[s.to_json() for s in sp[:LISTED]], count=len(sp), source=ctx.grad_norm_source,
+              lag_to_loss_spike=lag[:LISTED], followed_by_loss_spike=len(followed), max_lag=MAX_LAG,
+              threshold=RULE)
+    if sp:
+        tail = (f"; {len(followed)} followed by a loss spike (lag {followed[0]['lag']} step(s))"
+                if followed else "; no loss spike followed")
+        return confirmed(fid, f"{len(sp)} gradient-norm spike(s), first at step {sp[0].step} "
+                         f"({fmt(sp[0].peak)} vs median {fmt(sp[0].baseline)}){tail}.",
+                         f"{len(sp)} 个梯度范数尖峰，首个在第 {sp[0].step} 步（{fmt(sp[0].peak)}，中位数 {fmt(sp[0].baseline)}）；"
+                         f"其后有 {len(followed)} 个损失尖峰。", **ev)
+    return ruled_out(fid, "No gradient-norm spike by the robust rule.", "按稳健规则，没有梯度范数尖峰。", **ev)
+
+
+def _clips(ctx: Context) -> list[tuple[int, dict]]:
+    lowest = min(ctx.run.ranks)
+    cols = ctx.run.ranks[lowest].steps
+    return cols.clips if cols is not None else []
+
+
+def _clip_saturated(ctx: Context) -> Finding:
+    fid = "clip-saturated"
+    clips = _clips(ctx)
+    if not clips:
+        return ruled_out(fid, "No gradient clipping was called, so it cannot saturate.",
+                         "没有调用梯度裁剪，因此不会饱和。", clip_calls=0)
+    skipped = set(int(s) for s in ctx.series.steps[ctx.series.skipped])
+    active = total = 0
+    max_norm = None
+    for step, rec in clips:
+        try:
+            tn, mx = float(rec.get("total_norm")), float(rec.get("max_norm"))
+        except (TypeError, ValueError):
+            continue
+        if step in skipped or not math.isfinite(tn):
+            continue
+        total += 1
+        active += tn > mx
+        max_norm = mx
+    if total == 0:
+        return not_measured(fid, "No finite clip record.", "没有有限值的裁剪记录。")
+    share = active / total
+    ev = dict(clipped_steps=active, clip_calls=total, share=share, max_norm=max_norm,
+              threshold=f"> {SATURATED_SHARE:.0%} of steps clipped")
+    if share > SATURATED_SHARE:
+        return confirmed(fid, f"Clipping was active on {share:.0%} of steps ({active}/{total}, max_norm "
+                         f"{max_norm:g}): it effectively lowers the lr.", f"{share:.0%} 的步触发了裁剪（{active}/{total}，"
+                         f"max_norm {max_norm:g}）：实际上降低了学习率。", **ev)
+    return ruled_out(fid, f"Clipping was active on {share:.0%} of steps ({active}/{total}).",
+                     f"{share:.0%} 的步触发了裁剪（{active}/{total}）。", **ev)
+
+
+def _clip_before_unscale(ctx: Context) -> Finding:
+    fid = "clip-before-unscale"
+    clips = _clips(ctx)
+    with_scaler = [(s, c) for s, c in clips if c.get("scaler")]
+    scaler = ctx.config("scaler")
+    if not with_scaler:
+        why = "no GradScaler" if not (scaler and scaler.get("enabled", True)) else "no clip call"
+        return ruled_out(fid, f"No clip call on scaled gradients ({why}).", f"没有在缩放后的梯度上裁剪（{why}）。",
+                         clip_calls=len(clips), scaler=bool(scaler))
+    bad = [s for s, c in with_scaler if c.get("after_unscale") is False]
+    ev = dict(clip_calls_with_scaler=len(with_scaler), before_unscale=len(bad), first_step=bad[0] if bad else None,
+              threshold="any clip call before scaler.unscale_")
+    if bad:
+        return confirmed(fid, f"clip_grad_norm_ ran before scaler.unscale_ in {len(bad)} of {len(with_scaler)} "
+                         f"steps (first at step {bad[0]}): it clipped loss-scaled gradients.",
+                         f"{len(with_scaler)} 个步中有 {len(bad)} 个在 scaler.unscale_ 之前调用了 clip_grad_norm_"
+                         f"（首次在第 {bad[0]} 步）：裁剪的是缩放后的梯度。", **ev)
+    return ruled_out(fid, f"All {len(with_scaler)} clip calls came after scaler.unscale_.",
+                     f"全部 {len(with_scaler)} 次裁剪都在 scaler.unscale_ 之后。", **ev)

@@ -1,0 +1,125 @@
+"""Everything the checks read: the run as read, its aligned series and the measured quantities.
+
+Quantities are computed once here so that two checks that need the same number (the loss spikes
+for `loss-spike` and `warmup-short`, the noise band for `batch-size` and `logging`) agree on it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ddp_doctor.analysis.quantities.effective_batch import EffectiveBatch, effective_batch
+from ddp_doctor.analysis.quantities.gns import GNS, gradient_noise_scale
+from ddp_doctor.analysis.quantities.noise_band import NoiseBand, noise_band
+from ddp_doctor.analysis.quantities.ratios import Ratios, ratios
+from ddp_doctor.analysis.quantities.series import Series, build_series, segment_sum
+from ddp_doctor.analysis.quantities.spikes import Spike, find_spikes
+from ddp_doctor.rundir import RunData
+
+
+@dataclass
+class SyncPattern:
+    """Where in the micro-steps gradient all-reduces happened, over all ranks' step records."""
+
+    steps: int  # step records with ≥ 2 micro-steps
+    steps_single: int  # step records with 1 micro-step
+    total_syncs: int
+    last_only: int  # multi-micro records: only the last micro-step synced
+    every_micro: int  # multi-micro records: every micro-step synced
+    last_unsynced: int  # multi-micro records: some micro-step synced, the last did not
+    none: int  # records (any micro count) with no sync at all
+
+    def gns_valid(self, series: Series) -> np.ndarray:
+        """Steps whose local buffer holds the whole accumulated local gradient: sync only on the
+        last micro-step (or one micro-step per optimizer step) throughout the run."""
+        return np.full(series.n_steps, self.every_micro == 0 and self.last_unsynced == 0)
+
+
+def sync_pattern(run: RunData) -> SyncPattern:
+    steps = single = total = last_only = every = last_unsynced = none = 0
+    for data in run.ranks.values():
+        c = data.steps
+        if c is None or not len(c):
+            continue
+        synced = (c.sync > 0).astype(np.float64)
+        n_synced = segment_sum(synced, c.offsets)
+        last = c.last_micro_index()
+        last_synced = np.where(last >= 0, synced[np.maximum(last, 0)] > 0, False)
+        multi = c.micro_steps >= 2
+        total += int(c.sync.sum())
+        steps += int(multi.sum())
+        single += int((c.micro_steps == 1).sum())
+        none += int((n_synced == 0).sum())
+        last_only += int((multi & last_synced & (n_synced == 1)).sum())
+        every += int((multi & (n_synced == c.micro_steps)).sum())
+        last_unsynced += int((multi & ~last_synced & (n_synced > 0)).sum())
+    return SyncPattern(steps, single, total, last_only, every, last_unsynced, none)
+
+
+@dataclass
+class Context:
+    run: RunData
+    series: Series
+    world_size: int
+    batch: EffectiveBatch
+    sync: SyncPattern
+    gns: GNS
+    noise: NoiseBand
+    grad_norm: np.ndarray  # [T] global gradient norm (hook, else clip total_norm)
+    grad_norm_source: str | None
+    loss_spikes: list[Spike]
+    grad_spikes: list[Spike]
+    ratios: Ratios | None
+    level: str
+
+    def config(self, what: str) -> dict[str, Any] | None:
+        return self.run.config(what)
+
+    @property
+    def optimizer_steps(self) -> int:
+        return max((len(d.steps) for d in self.run.ranks.values() if d.steps is not None), default=0)
+
+
+def _grad_norm(run: RunData, series: Series) -> tuple[np.ndarray, str | None]:
+    with np.errstate(invalid="ignore"):
+        g = np.sqrt(np.nanmax(series.gsq_global, axis=0, initial=-np.inf)) if series.ranks else \
+            np.full(series.n_steps, np.nan)
+    g = np.where(np.isfinite(g), g, np.nan)
+    if np.isfinite(g).sum() >= 10:
+        return g, "comm hook (all-reduced gradient)"
+    clip = np.full(series.n_steps, np.nan)
+    lowest = min(run.ranks) if run.ranks else None
+    if lowest is not None and run.ranks[lowest].steps is not None:
+        for step, rec in run.ranks[lowest].steps.clips:
+            if 0 <= step < series.n_steps:
+                try:
+                    clip[step] = float(rec.get("total_norm"))
+                except (TypeError, ValueError):
+                    pass
+    if np.isfinite(clip).sum() >= 10:
+        return clip, "clip_grad_norm_ total_norm"
+    return g, None
+
+
+def build_context(run: RunData) -> Context:
+    series = build_series(run)
+    sync = sync_pattern(run)
+    world = run.world_size
+    gns = gradient_noise_scale(series, world, sync.gns_valid(series))
+    grad_norm, source = _grad_norm(run, series)
+    full = []
+    for r in sorted(run.ranks):
+        if run.ranks[r].full:
+            full = run.ranks[r].full
+            break
+    level = str(run.manifest.get("level") or next(
+        (d.header.get("level") for d in run.ranks.values() if d.header), "basic"))
+    loss = np.where(series.skipped, np.nan, series.global_loss)
+    return Context(run=run, series=series, world_size=world, batch=effective_batch(series, world),
+                   sync=sync, gns=gns, noise=noise_band(run, series), grad_norm=grad_norm,
+                   grad_norm_source=source, loss_spikes=find_spikes(loss),
+                   grad_spikes=find_spikes(grad_norm) if source else [],
+                   ratios=ratios(full), level=level)

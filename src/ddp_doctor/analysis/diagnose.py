@@ -1,0 +1,128 @@
+"""Run every check on a run directory and give every hypothesis of the catalog its verdict.
+
+Verdict of a hypothesis from its findings (docs/report.md):
+* ``confirmed`` — a finding under it is confirmed, except the informational facts in
+  :data:`NOT_A_CAUSE` (they say "set, but numerically harmless" or "this is just noise");
+* ``ruled-out`` — every finding under it was measured and is absent (or is one of those facts);
+* ``not-measured`` — none could be measured (the summary says what to enable);
+* ``inconclusive`` — anything in between (some absent, some not measured or inconclusive).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ddp_doctor.analysis.checks import (accumulation, batch_size, batchnorm, compile, data_order,
+                                        ddp_config, fsdp, loss_logging, loss_normalization, lr_schedule,
+                                        optimizer, precision, spikes_clipping)
+from ddp_doctor.analysis.context import Context, build_context
+from ddp_doctor.catalog import FINDINGS, HYPOTHESES
+from ddp_doctor.findings import Finding, HypothesisVerdict, sort_findings
+from ddp_doctor.rundir import RunData, read_run
+
+CHECKS = (compile, accumulation, batch_size, optimizer, data_order, loss_logging, lr_schedule,
+          spikes_clipping, precision, ddp_config, batchnorm, loss_normalization, fsdp)
+
+# Confirmed facts that do not make their hypothesis the cause of the instability.
+NOT_A_CAUSE = frozenset({"accum-no-sync-missing", "find-unused-true", "ddp-bucket-config",
+                         "compile-before-ddp", "oscillation-within-noise"})
+
+_CONFIG_KINDS = ("dist", "ddp", "fsdp", "zero", "optimizer", "scaler", "autocast", "compile",
+                 "scheduler", "sampler")
+
+
+@dataclass
+class Diagnosis:
+    run_info: dict[str, Any]
+    findings: list[Finding]
+    hypotheses: list[HypothesisVerdict]
+    context: Context
+
+
+def run_findings(ctx: Context) -> list[Finding]:
+    """All checks' findings, one per catalog ID (the first producer wins for shared IDs)."""
+    seen: dict[str, Finding] = {}
+    for module in CHECKS:
+        for f in module.check(ctx):
+            seen.setdefault(f.id, f)
+    for fid in FINDINGS:  # the contract: every ID gets a status
+        if fid not in seen:
+            seen[fid] = Finding(id=fid, status="not-measured", severity="info",
+                                summary="No runtime measurement exists for this finding.",
+                                summary_zh="该发现没有运行时测量。")
+    return sort_findings(list(seen.values()))
+
+
+def verdict(hid: str, by_id: dict[str, Finding]) -> HypothesisVerdict:
+    ids = list(HYPOTHESES[hid].findings)
+    fs = [by_id[i] for i in ids]
+    causes = [f for f in fs if f.status == "confirmed" and f.id not in NOT_A_CAUSE]
+    absent = [f for f in fs if f.status == "ruled-out" or (f.status == "confirmed" and f.id in NOT_A_CAUSE)]
+    unmeasured = [f for f in fs if f.status == "not-measured"]
+    if causes:
+        v = "confirmed"
+        en = " | ".join(f"{f.id}: {f.summary}" for f in causes)
+        zh = " | ".join(f"{f.id}：{f.summary_in('zh')}" for f in causes)
+    elif len(absent) == len(fs):
+        v = "ruled-out"
+        en = "All measured, none present. " + " | ".join(f"{f.id}: {f.summary}" for f in fs)
+        zh = "全部已测量，均不存在。" + " | ".join(f"{f.id}：{f.summary_in('zh')}" for f in fs)
+    elif len(unmeasured) == len(fs):
+        v = "not-measured"
+        en = "Not measured. " + " | ".join(f"{f.id}: {f.summary}" for f in fs)
+        zh = "未测量。" + " | ".join(f"{f.id}：{f.summary_in('zh')}" for f in fs)
+    else:
+        v = "inconclusive"
+        en = " | ".join(f"{f.id} ({f.status}): {f.summary}" for f in fs if f not in absent) + \
+            " — absent: " + (", ".join(f.id for f in absent) or "none")
+        zh = " | ".join(f"{f.id}（{f.status}）：{f.summary_in('zh')}" for f in fs if f not in absent) + \
+            " — 不存在：" + ("、".join(f.id for f in absent) or "无")
+    return HypothesisVerdict(id=hid, verdict=v, findings=ids, summary=en, summary_zh=zh)
+
+
+def _strip(rec: dict[str, Any] | None) -> dict[str, Any] | None:
+    if rec is None:
+        return None
+    return {k: v for k, v in rec.items() if k not in ("kind", "what", "step")}
+
+
+def run_info(ctx: Context) -> dict[str, Any]:
+    run: RunData = ctx.run
+    m = run.manifest
+    info: dict[str, Any] = {
+        "path": str(run.path), "world_size": ctx.world_size,
+        "ranks_present": sorted(run.ranks), "missing_ranks": run.missing_ranks,
+        "optimizer_steps": ctx.optimizer_steps,
+        "micro_steps_per_optimizer_step": ctx.batch.micro_steps,
+        "effective_batch": {"samples": ctx.batch.samples, "tokens": ctx.batch.tokens,
+                            "samples_range": [ctx.batch.samples_min, ctx.batch.samples_max],
+                            "tokens_range": [ctx.batch.tokens_min, ctx.batch.tokens_max],
+                            "per_rank_samples": ctx.batch.per_rank_samples,
+                            "estimated": ctx.batch.estimated},
+        "settings": {k: _strip(run.config(k)) for k in _CONFIG_KINDS if run.config(k) is not None},
+        "level": ctx.level, "every": m.get("every"), "command": m.get("command"),
+        "start": m.get("start"), "end": m.get("end"), "exit_code": m.get("exit_code"),
+        "in_progress": run.in_progress, "versions": m.get("versions"),
+        "interventions": m.get("interventions"),
+        "loss_source": ctx.series.loss_source,
+        "gradient_noise_scale": ctx.gns.to_json(),
+        "noise_band": ctx.noise.to_json(),
+        "grad_norm_source": ctx.grad_norm_source,
+        "problems": list(run.problems),
+    }
+    return info
+
+
+def diagnose_run(run: RunData) -> Diagnosis:
+    ctx = build_context(run)
+    findings = run_findings(ctx)
+    by_id = {f.id: f for f in findings}
+    hyps = [verdict(h, by_id) for h in HYPOTHESES]
+    return Diagnosis(run_info=run_info(ctx), findings=findings, hypotheses=hyps, context=ctx)
+
+
+def diagnose(path: Path | str) -> Diagnosis:
+    """Read the run directory at ``path`` and diagnose it (raises RunDirError for a non-run)."""
+    return diagnose_run(read_run(path))

@@ -1,0 +1,125 @@
+"""Gradient noise scale B_simple from the local and global gradient norms DDP already computes.
+
+McCandlish, Kaplan, Amodei et al. 2018, "An Empirical Model of Large-Batch Training",
+Appendix A.1: with two batch sizes B_small < B_big and the squared norms of gradients estimated on
+them,
+
+    |G|^2  ≈ (B_big |G_big|^2 − B_small |G_small|^2) / (B_big − B_small)
+    tr(Σ)  ≈ (|G_small|^2 − |G_big|^2) / (1/B_small − 1/B_big)
+    B_simple = tr(Σ) / |G|^2
+
+Here B_small is one rank's batch per optimizer step (all its micro-steps), |G_small|^2 the mean
+over ranks of the local squared norm at the synchronising micro-step, B_big = world_size × B_small
+and |G_big|^2 the squared norm after the all-reduce. Both estimators are unbiased but very noisy
+per step, so (as the paper does) numerator and denominator are averaged separately before the
+ratio: an exponential moving average for the plotted trace, and block means over the whole run for
+the headline value. Its standard error is the ratio-estimator error from the block means
+(blocks of :data:`BLOCK` steps absorb step-to-step correlation):
+
+    se(S̄/Ḡ) ≈ sqrt( Var_b(S_b − B·G_b) / n_b ) / Ḡ
+
+Valid only where the local buffer holds the whole accumulated local gradient (sync on the last
+micro-step only, or one micro-step per optimizer step); the caller passes that mask.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ddp_doctor.analysis.quantities.series import Series
+
+BLOCK = 10  # steps per block for the standard error
+EMA_ALPHA = 0.05  # smoothing of the plotted trace (about a 20-step memory)
+MIN_STEPS = 20  # fewer usable steps than this: not measured
+
+
+@dataclass
+class GNS:
+    b_simple: float | None  # in samples
+    stderr: float | None
+    lower_bound: bool  # |G|^2 not resolved above 0: b_simple is a lower bound
+    b_simple_tokens: float | None
+    stderr_tokens: float | None
+    steps_used: int
+    trace: np.ndarray  # [T] EMA estimate (nan where undefined)
+    reason: str | None = None  # why not measured
+
+    def to_json(self) -> dict:
+        return {"b_simple": self.b_simple, "stderr": self.stderr, "lower_bound": self.lower_bound,
+                "b_simple_tokens": self.b_simple_tokens, "stderr_tokens": self.stderr_tokens,
+                "steps_used": self.steps_used, "reason": self.reason}
+
+
+def per_step_estimates(gsq_small: np.ndarray, gsq_big: np.ndarray, b_small: np.ndarray,
+                       b_big: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Unbiased per-step estimates (|G|^2, tr Σ) from the two squared norms (App. A.1)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        g2 = (b_big * gsq_big - b_small * gsq_small) / (b_big - b_small)
+        s = (gsq_small - gsq_big) / (1.0 / b_small - 1.0 / b_big)
+    return g2, s
+
+
+def ratio_with_stderr(s: np.ndarray, g2: np.ndarray, block: int = BLOCK) -> tuple[float, float, bool]:
+    """B = mean(S)/mean(G²) with its block standard error; flags a lower bound when G² ≤ 2 se."""
+    n_b = len(s) // block
+    if n_b >= 2:
+        s_b = s[: n_b * block].reshape(n_b, block).mean(axis=1)
+        g_b = g2[: n_b * block].reshape(n_b, block).mean(axis=1)
+    else:
+        s_b, g_b = s, g2
+        n_b = len(s)
+    s_m, g_m = float(s_b.mean()), float(g_b.mean())
+    se_g = float(g_b.std(ddof=1) / math.sqrt(n_b)) if n_b > 1 else math.inf
+    if g_m <= 2 * se_g:
+        # |G|^2 is not resolved: quote the value at the upper end of |G|^2 as a lower bound
+        return s_m / (g_m + 2 * se_g), math.nan, True
+    b = s_m / g_m
+    se = float(np.std(s_b - b * g_b, ddof=1) / math.sqrt(n_b) / g_m) if n_b > 1 else math.nan
+    return b, se, False
+
+
+def _ema(x: np.ndarray, alpha: float) -> np.ndarray:
+    out = np.full_like(x, np.nan)
+    acc = math.nan
+    for i, v in enumerate(x):  # T ≤ 1e5 floats: a plain loop is fast enough and exact
+        if math.isfinite(v):
+            acc = v if math.isnan(acc) else (1 - alpha) * acc + alpha * v
+        out[i] = acc
+    return out
+
+
+def gradient_noise_scale(series: Series, world_size: int, valid: np.ndarray) -> GNS:
+    """B_simple over the steps where ``valid`` is true and both norms were recorded."""
+    empty = np.full(series.n_steps, np.nan)
+    if world_size < 2:
+        return GNS(None, None, False, None, None, 0, empty, "needs world size ≥ 2 (two batch sizes)")
+    gs = np.nanmean(np.where(np.isfinite(series.gsq_local), series.gsq_local, np.nan), axis=0) \
+        if series.gsq_local.size else empty
+    gb = np.nanmax(series.gsq_global, axis=0, initial=-np.inf) if series.gsq_global.size else empty
+    gb = np.where(np.isfinite(gb), gb, np.nan)
+    bs = np.nanmean(series.samples, axis=0)
+    ok = valid & np.isfinite(gs) & np.isfinite(gb) & np.isfinite(bs) & (bs > 0)
+    n = int(ok.sum())
+    if n < MIN_STEPS:
+        return GNS(None, None, False, None, None, n, empty,
+                   f"only {n} steps with local and global gradient norms (need {MIN_STEPS})")
+    g2, s = per_step_estimates(gs[ok], gb[ok], bs[ok], world_size * bs[ok])
+    b, se, lower = ratio_with_stderr(s, g2)
+    bt, set_ = None, None
+    tok = np.nanmean(series.tokens, axis=0)
+    okt = ok & np.isfinite(tok) & (tok > 0)
+    if okt.sum() >= MIN_STEPS:
+        g2t, st = per_step_estimates(gs[okt], gb[okt], tok[okt], world_size * tok[okt])
+        bt_, set_raw, lower_t = ratio_with_stderr(st, g2t)
+        bt, set_ = bt_, (None if math.isnan(set_raw) else set_raw)
+    g2_full = np.full(series.n_steps, np.nan)
+    s_full = np.full(series.n_steps, np.nan)
+    g2_full[ok], s_full[ok] = g2, s
+    with np.errstate(invalid="ignore", divide="ignore"):
+        trace = _ema(s_full, EMA_ALPHA) / _ema(g2_full, EMA_ALPHA)
+    trace[~np.isfinite(trace) | (trace < 0)] = np.nan
+    return GNS(b_simple=b, stderr=None if math.isnan(se) else se, lower_bound=lower,
+               b_simple_tokens=bt, stderr_tokens=set_, steps_used=n, trace=trace)

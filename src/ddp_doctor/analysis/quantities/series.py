@@ -1,0 +1,133 @@
+"""Per-step series aligned across ranks: what every other quantity is computed from.
+
+Rank ``r``'s loss at optimizer step ``t`` is the loss-function output of its micro-batches,
+weighted by their valid-token counts where known:
+
+    L_r(t) = sum_i n_i * l_i / sum_i n_i          (i over the micro-steps of step t on rank r)
+
+falling back to the plain mean of ``l_i`` (no token counts) and then to the sum of backward roots
+(no loss-function record). The global loss weights ranks the same way:
+``L(t) = sum_r N_r(t) L_r(t) / sum_r N_r(t)`` — the value an all-reduced, token-normalised loss
+would log, whatever the script itself logs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ddp_doctor.rundir import RunData, StepColumns
+
+
+def segment_sum(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Sum of ``values[offsets[i]:offsets[i+1]]`` for each i (empty segments give 0)."""
+    csum = np.concatenate(([0.0], np.cumsum(values, dtype=np.float64)))
+    return csum[offsets[1:]] - csum[offsets[:-1]]
+
+
+def segment_nansum(values: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sum and count of the finite values of each segment."""
+    ok = np.isfinite(values)
+    return segment_sum(np.where(ok, values, 0.0), offsets), segment_sum(ok.astype(np.float64), offsets)
+
+
+@dataclass
+class Series:
+    """Rank × step matrices (nan where a rank has no record for a step)."""
+
+    ranks: list[int]  # row order
+    steps: np.ndarray  # 0..T-1
+    local_loss: np.ndarray  # [R, T]
+    weight: np.ndarray  # [R, T] tokens (or samples) behind local_loss
+    samples: np.ndarray  # [R, T] samples per optimizer step
+    tokens: np.ndarray  # [R, T] valid tokens per optimizer step (nan unknown)
+    micro: np.ndarray  # [R, T] micro-steps per optimizer step
+    gsq_local: np.ndarray  # [R, T] ||local grad||^2 at the last micro-step
+    gsq_global: np.ndarray  # [R, T] ||global grad||^2 at the last micro-step
+    lr: np.ndarray  # [T] lr of group 0 (lowest rank that has it)
+    skipped: np.ndarray  # [T] bool
+    scale: np.ndarray  # [T]
+    global_loss: np.ndarray  # [T]
+    loss_source: str  # "loss_fn (token-weighted)", "loss_fn", "backward root"
+
+    @property
+    def n_steps(self) -> int:
+        return int(self.steps.shape[0])
+
+    def row(self, rank: int) -> int:
+        return self.ranks.index(rank)
+
+
+def _local_loss(cols: StepColumns) -> tuple[np.ndarray, np.ndarray, str]:
+    """Per-step local loss and its weight for one rank (see module docstring)."""
+    off = cols.offsets
+    value = cols.fn_value
+    n = cols.fn_n_valid
+    if value.size and np.isfinite(value).any():
+        # a "sum"-reduced loss-function output is a token sum: turn it into a mean first
+        mean = np.where(cols.fn_sum, value / np.where(n > 0, n, np.nan), value)
+        if np.isfinite(n).any():
+            num, _ = segment_nansum(mean * n, off)
+            den, _ = segment_nansum(np.where(np.isfinite(mean), n, np.nan), off)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                loss = num / den
+            nonfinite = segment_sum((~np.isfinite(mean)).astype(float), off) > 0
+            loss[nonfinite] = np.nan
+            return loss, den, "loss_fn (token-weighted)"
+        s, c = segment_nansum(mean, off)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            loss = s / c
+        loss[segment_sum((~np.isfinite(mean)).astype(float), off) > 0] = np.nan
+        return loss, segment_sum(cols.samples, off), "loss_fn"
+    return segment_sum(cols.losses, off), segment_sum(cols.samples, off), "backward root"
+
+
+def build_series(run: RunData) -> Series:
+    ranks = sorted(r for r, d in run.ranks.items() if d.steps is not None and len(d.steps))
+    T = 0
+    for r in ranks:
+        T = max(T, int(run.ranks[r].steps.step.max()) + 1)
+    R = len(ranks)
+    shape = (R, T)
+    mats = {k: np.full(shape, np.nan) for k in (
+        "local_loss", "weight", "samples", "tokens", "micro", "gsq_local", "gsq_global")}
+    lr = np.full(T, np.nan)
+    skipped = np.zeros(T, dtype=bool)
+    scale = np.full(T, np.nan)
+    source = "backward root"
+    for i, r in enumerate(ranks):
+        cols = run.ranks[r].steps
+        idx = cols.step
+        ok = (idx >= 0) & (idx < T)
+        idx = idx[ok]
+        loss, weight, source = _local_loss(cols)
+        mats["local_loss"][i, idx] = loss[ok]
+        mats["weight"][i, idx] = weight[ok]
+        mats["samples"][i, idx] = segment_sum(cols.samples, cols.offsets)[ok]
+        tok, cnt = segment_nansum(cols.tokens, cols.offsets)
+        mats["tokens"][i, idx] = np.where(cnt == cols.micro_steps, tok, np.nan)[ok]
+        mats["micro"][i, idx] = cols.micro_steps[ok]
+        last = cols.last_micro_index()
+        has = last >= 0
+        gl = np.full(len(cols), np.nan)
+        gg = np.full(len(cols), np.nan)
+        gl[has] = cols.grad_sq_local[last[has]]
+        gg[has] = cols.grad_sq_global[last[has]]
+        mats["gsq_local"][i, idx] = gl[ok]
+        mats["gsq_global"][i, idx] = gg[ok]
+        fill = np.isnan(lr[idx])
+        lr[idx[fill]] = cols.lr[ok][fill]
+        skipped[idx] |= cols.skipped[ok]
+        sfill = np.isnan(scale[idx])
+        scale[idx[sfill]] = cols.scale[ok][sfill]
+    w = mats["weight"]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        wl = np.where(np.isfinite(mats["local_loss"]) & np.isfinite(w), w * mats["local_loss"], 0.0)
+        present = np.isfinite(mats["local_loss"]) & np.isfinite(w)
+        global_loss = wl.sum(axis=0) / np.where(present, w, 0.0).sum(axis=0)
+        # a nan on any rank makes the all-reduced loss nan, as it would in training
+        anynan = (np.isnan(mats["local_loss"]) & ~np.isnan(mats["micro"])).any(axis=0)
+        global_loss[anynan] = np.nan
+    return Series(ranks=ranks, steps=np.arange(T), lr=lr, skipped=skipped, scale=scale,
+                  global_loss=global_loss, loss_source=source, **mats)

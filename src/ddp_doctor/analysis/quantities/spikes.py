@@ -1,0 +1,88 @@
+"""Spikes in a series (loss, gradient norm) by a robust trailing-window rule, and their lag.
+
+A step t is a spike when, against the previous :data:`WINDOW` finite values,
+
+    z(t) = (x(t) − median) / (1.4826 · MAD) > SPIKE_Z     and     x(t) / median − 1 > MIN_REL_RISE
+
+Rules in the field, for comparison (docs/report.md):
+* MosaicML llm-foundry `KillLossSpike` callback: loss > 2 × the running mean of a 100-step window,
+  for `patience` = 4 consecutive steps;
+* Megatron-based trainers' `SpikyLossDetector`: a relative rise of more than 0.2 over the
+  previous step's loss;
+* OLMo 2 (Team OLMo 2024) counts spikes as values more than 7 standard deviations above a rolling
+  mean.
+The median/MAD form is the robust version of the OLMo rule: earlier spikes do not inflate the
+spread. The relative-rise floor keeps a nearly constant series (MAD → 0) from flagging noise.
+Consecutive spike steps form one event. A loss spike "follows" a gradient-norm spike when it
+starts within :data:`MAX_LAG` steps after it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import warnings
+
+import numpy as np
+
+WINDOW = 50
+SPIKE_Z = 6.0
+MIN_REL_RISE = 0.10
+MIN_HISTORY = 10  # finite values in the window before a step can be judged
+MAX_LAG = 10
+MAD_TO_STD = 1.4826
+
+
+@dataclass
+class Spike:
+    step: int  # first step of the event
+    length: int
+    peak: float
+    baseline: float  # trailing median
+    z: float
+
+    def to_json(self) -> dict:
+        return {"step": self.step, "length": self.length, "peak": round(self.peak, 6),
+                "baseline": round(self.baseline, 6), "z": round(self.z, 1)}
+
+
+def robust_z(x: np.ndarray, window: int = WINDOW) -> tuple[np.ndarray, np.ndarray]:
+    """Trailing-window median and robust z of each value (nan until MIN_HISTORY values exist)."""
+    pad = np.concatenate((np.full(window, np.nan), x))
+    view = np.lib.stride_tricks.sliding_window_view(pad[:-1], window)  # the `window` values before t
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        med = np.nanmedian(view, axis=1)
+        mad = np.nanmedian(np.abs(view - med[:, None]), axis=1)
+    enough = np.isfinite(view).sum(axis=1) >= MIN_HISTORY
+    floor = 1e-12 + 1e-6 * np.abs(med)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        z = (x - med) / (MAD_TO_STD * np.maximum(mad, floor))
+    z[~enough] = np.nan
+    return med, z
+
+
+def find_spikes(x: np.ndarray, z_min: float = SPIKE_Z, rel_min: float = MIN_REL_RISE) -> list[Spike]:
+    med, z = robust_z(x)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        flag = (z > z_min) & (x / med - 1 > rel_min) & np.isfinite(x)
+    events: list[Spike] = []
+    idx = np.flatnonzero(flag)
+    for t in idx:
+        if events and t == events[-1].step + events[-1].length:
+            e = events[-1]
+            e.length += 1
+            e.peak = max(e.peak, float(x[t]))
+            e.z = max(e.z, float(z[t]))
+        else:
+            events.append(Spike(int(t), 1, float(x[t]), float(med[t]), float(z[t])))
+    return events
+
+
+def lags(grad_spikes: list[Spike], loss_spikes: list[Spike], max_lag: int = MAX_LAG) -> list[dict]:
+    """For each gradient spike, the first loss spike starting 0..max_lag steps later (or None)."""
+    out = []
+    for g in grad_spikes:
+        follow = [s for s in loss_spikes if 0 <= s.step - g.step <= max_lag]
+        out.append({"grad_step": g.step, "loss_step": follow[0].step if follow else None,
+                    "lag": follow[0].step - g.step if follow else None})
+    return out
