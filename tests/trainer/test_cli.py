@@ -1,0 +1,61 @@
+"""`ddp-doctor --help`, `demo --help` and a short real demo run (torchrun, 2 gloo ranks)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from typer.testing import CliRunner
+
+from ddp_doctor.cli import app
+from ddp_doctor.trainer.command import DEMO_FAULTS
+from ddp_doctor.trainer.config import TrainConfig
+from ddp_doctor.trainer.launch import build_command
+
+runner = CliRunner()
+
+
+def test_root_help_lists_demo_and_train() -> None:
+    result = runner.invoke(app, ["--help"])
+    assert result.exit_code == 0
+    assert "demo" in result.output and "train" in result.output
+
+
+def test_demo_help_shows_its_options() -> None:
+    result = runner.invoke(app, ["demo", "--help"])
+    assert result.exit_code == 0
+    for option in ("--clean", "--fault", "--steps", "--world", "--out"):
+        assert option in result.output
+
+
+def test_help_does_not_import_torch_or_transformers() -> None:
+    code = ("import sys; from ddp_doctor.cli import app; "
+            "print(any(m in sys.modules for m in ('torch', 'transformers')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_demo_rejects_unknown_faults() -> None:
+    result = runner.invoke(app, ["demo", "--fault", "not-a-fault"])
+    assert result.exit_code == 2
+
+
+def test_launch_command_uses_torchs_launcher_with_one_thread_per_rank() -> None:
+    command = build_command(TrainConfig(steps=3, faults=("no-set-epoch",)), nproc=4, port=12345)
+    assert command.argv[1:8] == ["-m", "torch.distributed.run", "--nproc_per_node", "4",
+                                 "--master_addr", "127.0.0.1", "--master_port"]
+    assert command.argv[command.argv.index("-m", 2):] == ["-m", "ddp_doctor.trainer", "--steps", "3",
+                                                          "--fault", "no-set-epoch"]
+    assert command.env["OMP_NUM_THREADS"] == "1"
+
+
+def test_short_demo_runs_two_ranks_and_writes_metrics_and_summary(tmp_path) -> None:
+    result = runner.invoke(app, ["demo", "--world", "2", "--steps", "3", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(l) for l in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [l["step"] for l in lines] == [0, 1, 2]
+    assert lines[0]["samples"] == 2 * 8 * 2  # micro-batch 2, accumulation 8, world 2
+    assert "world size 2" in result.output
+    for fault in DEMO_FAULTS:
+        assert fault in result.output
