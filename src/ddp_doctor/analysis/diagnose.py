@@ -18,7 +18,7 @@ from ddp_doctor.analysis.checks import (accumulation, batch_size, batchnorm, com
                                         ddp_config, fsdp, loss_logging, loss_normalization, lr_schedule,
                                         optimizer, precision, spikes_clipping)
 from ddp_doctor.analysis.context import Context, build_context
-from ddp_doctor.catalog import FINDINGS, HYPOTHESES
+from ddp_doctor.catalog import FINDINGS, HYPOTHESES, UI
 from ddp_doctor.findings import Finding, HypothesisVerdict, sort_findings
 from ddp_doctor.rundir import RunData, read_run
 
@@ -75,10 +75,10 @@ def verdict(hid: str, by_id: dict[str, Finding]) -> HypothesisVerdict:
         zh = "未测量。" + " | ".join(f"{f.id}：{f.summary_in('zh')}" for f in fs)
     else:
         v = "inconclusive"
-        en = " | ".join(f"{f.id} ({f.status}): {f.summary}" for f in fs if f not in absent) + \
-            " — absent: " + (", ".join(f.id for f in absent) or "none")
-        zh = " | ".join(f"{f.id}（{f.status}）：{f.summary_in('zh')}" for f in fs if f not in absent) + \
-            " — 不存在：" + ("、".join(f.id for f in absent) or "无")
+        en = " | ".join(f"{f.id} ({UI[f.status].en}): {f.summary}" for f in fs if f not in absent) + \
+            " — absent or harmless: " + (", ".join(f.id for f in absent) or "none")
+        zh = " | ".join(f"{f.id}（{UI[f.status].zh}）：{f.summary_in('zh')}" for f in fs if f not in absent) + \
+            " — 不存在或无害：" + ("、".join(f.id for f in absent) or "无")
     return HypothesisVerdict(id=hid, verdict=v, findings=ids, summary=en, summary_zh=zh)
 
 

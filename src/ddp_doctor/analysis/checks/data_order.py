@@ -34,28 +34,42 @@ def _keyed_hashes(ctx: Context, rank: int) -> tuple[np.ndarray, np.ndarray]:
     return keys, np.asarray(c.input_hashes, dtype=object)
 
 
-def _sampler(ctx: Context) -> Finding:
-    fid = "sampler-missing"
+def overlap_by_step(ctx: Context) -> tuple[np.ndarray, np.ndarray, int]:
+    """Per optimizer step: micro-batches identical to the lowest rank's, and micro-batches compared.
+
+    Returns (identical[T], compared[T], ranks with hashes)."""
+    T = ctx.series.n_steps
+    same, total = np.zeros(T), np.zeros(T)
     ranks = [r for r in sorted(ctx.run.ranks) if ctx.run.ranks[r].steps is not None
              and any(h is not None for h in ctx.run.ranks[r].steps.input_hashes)]
     if len(ranks) < 2:
-        return not_measured(fid, "Needs input hashes from ≥ 2 ranks.", "需要至少 2 个 rank 的输入哈希。",
-                            ranks_with_hashes=len(ranks))
+        return same, total, len(ranks)
     k0, h0 = _keyed_hashes(ctx, ranks[0])
-    same = total = 0
     for r in ranks[1:]:
         k, h = _keyed_hashes(ctx, r)
         _, i0, i = np.intersect1d(k0, k, assume_unique=True, return_indices=True)
         a, b = h0[i0], h[i]
-        valid = np.array([x is not None for x in a]) & np.array([x is not None for x in b])
-        same += int((a[valid] == b[valid]).sum())
-        total += int(valid.sum())
+        valid = np.array([x is not None for x in a], dtype=bool) & np.array([x is not None for x in b], dtype=bool)
+        step = k0[i0] // 65536
+        ok = valid & (step < T)
+        same += np.bincount(step[ok], weights=(a[ok] == b[ok]).astype(float), minlength=T)[:T]
+        total += np.bincount(step[ok], minlength=T)[:T]
+    return same, total, len(ranks)
+
+
+def _sampler(ctx: Context) -> Finding:
+    fid = "sampler-missing"
+    same_t, total_t, n_ranks = overlap_by_step(ctx)
+    if n_ranks < 2:
+        return not_measured(fid, "Needs input hashes from ≥ 2 ranks.", "需要至少 2 个 rank 的输入哈希。",
+                            ranks_with_hashes=n_ranks)
+    same, total = int(same_t.sum()), int(total_t.sum())
     if total == 0:
         return not_measured(fid, "No micro-batch was hashed on two ranks at the same step.",
                             "没有在同一步被两个 rank 哈希的微批次。")
     share = same / total
     ev = dict(identical_micro_batches=same, compared=total, share=share,
-              threshold=f"> {IDENTICAL_SHARE:.0%} identical to rank {ranks[0]}'s")
+              threshold=f"> {IDENTICAL_SHARE:.0%} identical to the lowest rank's")
     if share > IDENTICAL_SHARE:
         return confirmed(fid, f"{share:.0%} of micro-batches ({same}/{total}) were identical across ranks: "
                          "every rank reads the same data.", f"{share:.0%} 的微批次（{same}/{total}）在各 rank 之间完全相同："

@@ -1,0 +1,94 @@
+"""The report as a terminal page (rich): run facts, the hypothesis table, then findings by severity."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from ddp_doctor.analysis.diagnose import Diagnosis
+from ddp_doctor.catalog import HYPOTHESES, Lang
+from ddp_doctor.findings import SEVERITY_ORDER
+from ddp_doctor.report.i18n import w
+
+VERDICT_STYLE = {"confirmed": "bold red", "ruled-out": "green", "inconclusive": "yellow",
+                 "not-measured": "dim"}
+SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+SUMMARY_CHARS = 220  # hypothesis summaries are cut here in the table; the JSON has them whole
+
+
+def _num(x: object) -> str:
+    return f"{x:.4g}" if isinstance(x, float) else str(x)
+
+
+def run_lines(diag: Diagnosis, lang: Lang) -> list[str]:
+    r = diag.run_info
+    eb = r["effective_batch"]
+    lines = [f"{w('world_size', lang)}: {r['world_size']}   {w('optimizer_steps', lang)}: {r['optimizer_steps']}"
+             f"   {w('micro_steps', lang)}: {_num(r['micro_steps_per_optimizer_step'])}",
+             f"{w('effective_batch', lang)}: {_num(eb['samples'])} {w('samples', lang)}"
+             + (f", {_num(eb['tokens'])} {w('tokens', lang)}" if eb["tokens"] is not None else "")]
+    g = r["gradient_noise_scale"]
+    if g["b_simple"] is not None:
+        pm = f" ± {g['stderr']:.3g}" if g["stderr"] else ""
+        lines.append(f"{w('gns', lang)}: {'≥ ' if g['lower_bound'] else ''}{g['b_simple']:.4g}{pm} "
+                     f"{w('samples', lang)} ({g['steps_used']} {w('steps', lang)})")
+    n = r["noise_band"]
+    if n["ratio"] is not None:
+        lines.append(f"{w('noise_band', lang)}: {n['observed_std']:.3g} / {n['predicted_std']:.3g} "
+                     f"= {n['ratio']:.2f}")
+    if r["in_progress"]:
+        lines.append(f"[yellow]{w('in_progress', lang)}[/]")
+    return lines
+
+
+def render_console(diag: Diagnosis, console: Console, lang: Lang = "en") -> None:
+    console.print(f"[bold]{w('title', lang)}[/] — {escape(str(diag.run_info['path']))}")
+    for line in run_lines(diag, lang):
+        console.print(line)
+    if diag.run_info["problems"]:
+        console.print(f"[yellow]{w('problems', lang)}:[/]")
+        for p in diag.run_info["problems"]:
+            console.print(f"  • {escape(p)}")
+    table = Table(title=w("hypothesis", lang), show_lines=True, expand=True)
+    table.add_column(w("hypothesis", lang), max_width=32)
+    table.add_column(w("verdict", lang), no_wrap=True, min_width=10)
+    table.add_column(w("summary", lang), ratio=1)
+    for h in diag.hypotheses:
+        summary = (h.summary_zh if lang == "zh" and h.summary_zh else h.summary)
+        if len(summary) > SUMMARY_CHARS:
+            summary = summary[: SUMMARY_CHARS - 1] + "…"
+        guess = HYPOTHESES[h.id].guess.get(lang)
+        table.add_row(f"{h.id}\n[dim]{escape(guess)}[/]",
+                      f"[{VERDICT_STYLE[h.verdict]}]{w(h.verdict, lang)}[/]", escape(summary))
+    console.print(table)
+    confirmed = sorted((f for f in diag.findings if f.status == "confirmed"),
+                       key=lambda f: SEVERITY_ORDER[f.severity])
+    console.print(f"[bold]{w('confirmed_findings', lang)}[/]")
+    if not confirmed:
+        console.print(f"  {w('none_confirmed', lang)}")
+    for f in confirmed:
+        console.print(f"[{SEVERITY_STYLE[f.severity]}]{w(f.severity, lang)}[/] [bold]{f.id}[/]: "
+                      f"{escape(f.summary_in(lang))}")
+        console.print(f"    [dim]{w('fix', lang)}:[/] {escape(f.fix_in(lang))}")
+        thr = f.evidence.get("threshold")
+        if thr:
+            console.print(f"    [dim]{w('threshold', lang)}:[/] {escape(str(thr))}")
+    rest = Table(title=w("other_findings", lang), expand=True)
+    rest.add_column(w("finding", lang), max_width=34)
+    rest.add_column(w("status", lang), no_wrap=True, min_width=10)
+    rest.add_column(w("summary", lang), ratio=1)
+    for f in diag.findings:
+        if f.status != "confirmed":
+            rest.add_row(f.id, w(f.status, lang), escape(f.summary_in(lang)))
+    console.print(rest)
+
+
+def render_text(diag: Diagnosis, lang: Lang = "en", width: int = 120, color: bool = False) -> str:
+    buf = io.StringIO()
+    console = Console(file=buf, width=width, force_terminal=color, no_color=not color,
+                      highlight=False, soft_wrap=False)
+    render_console(diag, console, lang)
+    return buf.getvalue()
