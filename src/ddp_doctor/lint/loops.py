@@ -58,10 +58,20 @@ def backward_of(node: ast.AST) -> Backward | None:
     if text is not None and (FRAMEWORK_BACKWARD.search(text) or text == "torch.autograd" or text == "autograd"):
         root = node.args[0] if node.args else None
         return Backward(node, root, framework=text not in ("torch.autograd", "autograd"))
-    if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute) and receiver.func.attr == "scale" \
-            and receiver.args:
-        return Backward(node, receiver.args[0], framework=False)
+    scaled = scale_call(receiver)
+    if scaled is not None and scaled.args:
+        return Backward(node, scaled.args[0], framework=False)
     return Backward(node, receiver, framework=False)
+
+
+def scale_call(receiver: ast.expr) -> ast.Call | None:
+    """The ``scaler.scale(loss)`` a backward runs on: direct, or the scaled branch of
+    ``(scaler.scale(loss) if scaler is not None else loss).backward()``."""
+    if isinstance(receiver, ast.IfExp):
+        return scale_call(receiver.body) or scale_call(receiver.orelse)
+    if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute) and receiver.func.attr == "scale":
+        return receiver
+    return None
 
 
 class LoopFacts:
@@ -176,7 +186,7 @@ def _step_after(facts: LoopFacts, loop: ast.AST) -> int | None:
     node = loop
     while True:
         parent = ctx.parents.get(node)
-        if parent is None or isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+        if parent is None or isinstance(parent, (ast.ClassDef, ast.Lambda)):
             return None
         for field_name in _BLOCK_FIELDS + ("handlers",):
             block = getattr(parent, field_name, None)
@@ -185,7 +195,7 @@ def _step_after(facts: LoopFacts, loop: ast.AST) -> int | None:
                     for n in facts.nodes([stmt]) if isinstance(stmt, ast.stmt) else ():
                         if facts.is_optimizer_step(n):
                             return n.lineno
-        if isinstance(parent, LOOPS) or isinstance(parent, ast.Module):
+        if isinstance(parent, (*LOOPS, ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)):
             return None
         node = parent
 

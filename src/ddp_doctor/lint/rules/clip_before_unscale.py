@@ -15,7 +15,7 @@ import ast
 from collections.abc import Iterator
 
 from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
-from ddp_doctor.lint.loops import HELPER_DEPTH, LoopFacts
+from ddp_doctor.lint.loops import HELPER_DEPTH, LoopFacts, scale_call
 from ddp_doctor.lint.rules.base import Edit, Rule, Violation, insert_line_before, starts_own_line, statement_of
 
 CLIPS = ("torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_value_", "torch.nn.utils.clip_grads_with_norm_")
@@ -48,10 +48,11 @@ def _events(ctx: FileContext, body: list[ast.stmt], depth: int, seen: frozenset[
     calls = sorted((n for n in walk_local(body) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset))
     for call in calls:
         m = method(call)
-        if m and m[1] == "backward" and isinstance(call.func.value, ast.Call):  # type: ignore[union-attr]
-            inner = method(call.func.value)  # type: ignore[union-attr]
-            if inner and inner[1] == "scale" and inner[0]:
-                yield "backward", inner[0], call
+        if m and m[1] == "backward":
+            scaled = scale_call(call.func.value)  # type: ignore[union-attr]
+            scaler = dotted(scaled.func.value) if scaled is not None else None  # type: ignore[union-attr]
+            if scaler:
+                yield "backward", scaler, call
         elif m and m[1] == "unscale_" and m[0]:
             yield "unscale", m[0], call
         elif m and m[1] == "step" and m[0] and call.args:

@@ -26,6 +26,7 @@ class CompileBeforeDdp(Rule):
         for scope in ctx.scopes():
             body = scope.body
             compiled: dict[str, int] = {}  # name -> line where it became a compiled module
+            compiled_at: dict[str, ast.AST] = {}
             events: list[ast.AST] = sorted(
                 (n for n in walk_local(body) if isinstance(n, (ast.Assign, ast.Call))),
                 key=lambda n: (n.lineno, n.col_offset))
@@ -35,6 +36,7 @@ class CompileBeforeDdp(Rule):
                         for t in node.targets:
                             if dotted(t):
                                 compiled[dotted(t)] = node.lineno  # type: ignore[index]
+                                compiled_at[dotted(t)] = node  # type: ignore[index]
                     elif ctx.call_qualname(node.value) != DDP:
                         for t in node.targets:  # rebinding to something else forgets it
                             compiled.pop(dotted(t) or "", None)
@@ -42,13 +44,32 @@ class CompileBeforeDdp(Rule):
                     m = method(node)
                     if m and m[1] == "compile" and m[0] and ctx.qualname(node.func) is None:
                         compiled[m[0]] = node.lineno
+                        compiled_at[m[0]] = node
                     if ctx.call_qualname(node) == DDP and node.args:
                         arg = node.args[0]
                         line = (arg.lineno if isinstance(arg, ast.Call) and ctx.call_qualname(arg) == COMPILE
                                 else compiled.get(dotted(arg) or ""))
-                        if line is not None:
+                        if line is not None and _same_branch(ctx, compiled_at.get(dotted(arg) or ""), node):
                             yield self.violation(
                                 node, f"torch.compile (line {line}) is applied before DDP wrapping (line "
                                 f"{node.lineno}); both orders work, compiling the DDP model overlaps communication.",
                                 f"torch.compile（第 {line} 行）在 DDP 包装（第 {node.lineno} 行）之前；两种顺序都可以。",
                                 compile_line=line, ddp_line=node.lineno)
+
+
+def _same_branch(ctx: FileContext, compiled: ast.AST | None, wrap: ast.AST) -> bool:
+    """Every ``if`` around the compile also surrounds the DDP wrap: the order does not hang on a
+    runtime flag (``if cfg.compile == "before_ddp": ...`` is a choice, not a finding)."""
+    if compiled is None:
+        return True  # compiled inline: DDP(torch.compile(m))
+    wrap_parents = set()
+    cur = ctx.parents.get(wrap)
+    while cur is not None:
+        wrap_parents.add(id(cur))
+        cur = ctx.parents.get(cur)
+    cur = ctx.parents.get(compiled)
+    while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
+        if isinstance(cur, (ast.If, ast.IfExp, ast.Try, ast.Match)) and id(cur) not in wrap_parents:
+            return False
+        cur = ctx.parents.get(cur)
+    return True

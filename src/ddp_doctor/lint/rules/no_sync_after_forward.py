@@ -32,29 +32,43 @@ class NoSyncAfterForward(Rule):
                     yield from self._block(ctx, block)
 
     def _block(self, ctx: FileContext, block: list[ast.stmt]) -> Iterator[Violation]:
-        for i, stmt in enumerate(block):
-            toggled = _toggled_model(ctx, stmt)
-            if toggled is None:
-                continue
-            forward = _first(n for s in block[:i] for n in walk_local(s) if _is_forward(n, toggled))
-            if forward is None:
-                continue
-            after = [stmt.body] if isinstance(stmt, (ast.With, ast.AsyncWith)) else [block[i + 1:]]
-            for stmts in after:
-                nodes = sorted((n for s in stmts for n in walk_local(s) if isinstance(n, ast.Call)),
-                               key=lambda n: (n.lineno, n.col_offset))
-                for n in nodes:
-                    if _is_forward(n, toggled):
-                        break  # a fresh forward after the toggle: the toggle applies to it
-                    if backward_of(n):
-                        yield self.violation(
-                            stmt, f"Gradient sync of `{toggled}` is toggled at line {stmt.lineno}, after its forward "
-                            f"at line {forward.lineno}: DDP already decided during that forward, so the backward at "
-                            f"line {n.lineno} ignores it.",
-                            f"`{toggled}` 的梯度同步在第 {stmt.lineno} 行才切换，晚于第 {forward.lineno} 行的前向："
-                            f"第 {n.lineno} 行的 backward 不受其影响。",
-                            forward_line=forward.lineno, toggle_line=stmt.lineno, backward_line=n.lineno)
-                        break
+        for i, outer in enumerate(block):
+            for stmt in _guarded(outer):
+                yield from self._toggle(ctx, block, i, stmt)
+
+    def _toggle(self, ctx: FileContext, block: list[ast.stmt], i: int, stmt: ast.stmt) -> Iterator[Violation]:
+        """``stmt`` is ``block[i]`` or a toggle under an ``if`` at ``block[i]``."""
+        toggled = _toggled_model(ctx, stmt)
+        if toggled is None:
+            return
+        forward = _first(n for s in block[:i] for n in walk_local(s) if _is_forward(n, toggled))
+        if forward is None:
+            return
+        after = [stmt.body] if isinstance(stmt, (ast.With, ast.AsyncWith)) else [block[i + 1:]]
+        for stmts in after:
+            nodes = sorted((n for s in stmts for n in walk_local(s) if isinstance(n, ast.Call)),
+                           key=lambda n: (n.lineno, n.col_offset))
+            for n in nodes:
+                if _is_forward(n, toggled):
+                    break  # a fresh forward after the toggle: the toggle applies to it
+                if backward_of(n):
+                    yield self.violation(
+                        stmt, f"Gradient sync of `{toggled}` is toggled at line {stmt.lineno}, after its forward "
+                        f"at line {forward.lineno}: DDP already decided during that forward, so the backward at "
+                        f"line {n.lineno} ignores it.",
+                        f"`{toggled}` 的梯度同步在第 {stmt.lineno} 行才切换，晚于第 {forward.lineno} 行的前向："
+                        f"第 {n.lineno} 行的 backward 不受其影响。",
+                        forward_line=forward.lineno, toggle_line=stmt.lineno, backward_line=n.lineno)
+                    break
+
+
+def _guarded(stmt: ast.stmt) -> Iterator[ast.stmt]:
+    """``stmt`` itself, and statements under (nested) ``if`` branches of it: a toggle under
+    ``if ddp:`` still comes after a forward that precedes the ``if``."""
+    yield stmt
+    if isinstance(stmt, ast.If):
+        for s in (*stmt.body, *stmt.orelse):
+            yield from _guarded(s)
 
 
 def _first(it: Iterator[ast.AST]) -> ast.AST | None:

@@ -1,0 +1,13 @@
+import torch
+from torch.nn.parallel import DistributedDataParallel
+
+
+def train(model, batches, accum, rank):
+    model = DistributedDataParallel(model, device_ids=[rank])
+    optimizer = torch.optim.AdamW(model.parameters())
+    for step in range(100):
+        for micro in range(accum):  # expect: accum-no-sync-missing
+            loss = model(batches[micro]).mean() / accum
+            loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
