@@ -10,7 +10,9 @@ intermediate i, heads n, KV width k = kv_heads·head_dim, vocab V, layers L:
   a·(2bsh + 2bsk) + 4·bns. RoPE saves cos and sin once per forward (shared by every layer).
 * MLP `down(silu(gate(y)) * up(y))`: gate out, silu out, up out, their product: 4a·bsi.
 * outside the layers: input ids (8·bs), the final norm, and the loss: `log_softmax` of the fp32
-  logits (4·bsV) plus the flattened labels (8·bs) and two fp32 scalars.
+  logits (4·bsV) plus the shifted labels and two fp32 scalars. The labels are padded by one and
+  sliced; flattening copies them (8·bs) when b > 1 and is a view of the padded row (8·(s+1))
+  when b = 1.
 
 Under `torch.autocast` with fp32 weights (DDP + native AMP) the residual stream stays fp32, every
 nn.Linear saves its own half copy of its input (5 per layer), and the half copies of all linear
@@ -89,7 +91,8 @@ def activation_bytes(model: ModelPreset, micro_batch: int, seq_len: int, mode: M
     per_layer = 2 * norm + casts + attention + mlp
 
     final_norm = norm + (a * bsh if mode == "autocast" else 0)  # lm_head's half copy of y
-    loss = FP32 * bs * V + INT64 * bs + 2 * FP32
+    labels = INT64 * (bs if b > 1 else s + 1)
+    loss = FP32 * bs * V + labels + 2 * FP32
     rope = 2 * s * d * rope_dtype
     outside = INT64 * bs + rope + final_norm + loss
 

@@ -6,12 +6,16 @@ which checks of `ddp-doctor run` / `report` matter for their setup before they l
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from itertools import product
 
 from ddp_doctor.catalog import FINDINGS, HYPOTHESES, Severity, hypotheses_of
-from ddp_doctor.plan.planner import Setup, StrategyPlan
+from ddp_doctor.plan.planner import Setup, StrategyPlan, plan
 
 GIB = 2**30
+# LoRA rank tried when nothing fits: Hu et al. 2021 (LoRA, Table 6) find r = 4–8 enough for
+# GPT-3 175B adaptation.
+SUGGESTED_LORA_RANK = 8
 
 
 @dataclass(frozen=True)
@@ -88,6 +92,37 @@ def warnings(setup: Setup, plans: list[StrategyPlan]) -> list[PlanWarning]:
             out.append(PlanWarning("checkpointing-raises-batch", "info",
                                 f"{p.strategy}: activation checkpointing raises the largest micro-batch "
                                 f"from {p.max_micro_batch} to {p.max_micro_batch_ckpt} (~33% more compute)."))
+    return out
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """A change of flags and the strategies that fit with it (largest micro-batch each)."""
+
+    flags: str
+    fits: dict[str, int]
+
+
+def alternatives(setup: Setup, plans: list[StrategyPlan]) -> list[Alternative]:
+    """When nothing fits: which of checkpointing, offload and LoRA (alone or together) would."""
+    if any(p.fits for p in plans):
+        return []
+    strategies = tuple(p.strategy for p in plans)
+    ckpts = (True,) if setup.checkpointing else (False, True)
+    offloads = (True,) if setup.offload else (False, True)
+    ranks = (setup.lora_rank,) if setup.lora_rank else (0, SUGGESTED_LORA_RANK)
+    variants: list[tuple[str, Setup]] = []
+    for ckpt, off, rank in product(ckpts, offloads, ranks):
+        flags = [f for f, changed in (("--checkpointing", ckpt != setup.checkpointing),
+                                      ("--offload", off != setup.offload),
+                                      (f"--lora-rank {rank}", rank != setup.lora_rank)) if changed]
+        if flags:
+            variants.append((" ".join(flags),
+                             replace(setup, checkpointing=ckpt, offload=off, lora_rank=rank)))
+    out = []
+    for flags, changed in variants:
+        fitting = {p.strategy: p.max_micro_batch for p in plan(changed, strategies) if p.fits}
+        out.append(Alternative(flags=flags, fits=fitting))
     return out
 
 

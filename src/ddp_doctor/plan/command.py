@@ -85,12 +85,13 @@ def register(app: typer.Typer) -> None:
         plans = plan(setup, strategies)
         warnings = precision_warnings + advice.warnings(setup, plans)
         hypotheses = advice.applicable_hypotheses(setup, plans)
+        alternatives = advice.alternatives(setup, plans)
         if fmt is FormatChoice.json:
-            text = render.render_json(setup, plans, warnings, hypotheses) + "\n"
+            text = render.render_json(setup, plans, warnings, hypotheses, alternatives) + "\n"
         elif fmt is FormatChoice.table:
             text = render.render_table(setup, plans)
         else:
-            text = render.render_text(setup, plans, warnings, hypotheses)
+            text = render.render_text(setup, plans, warnings, hypotheses, alternatives)
         if output:
             output.write_text(text, encoding="utf-8")
         else:

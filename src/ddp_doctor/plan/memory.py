@@ -103,10 +103,12 @@ def model_states(frozen: int, trainable: int, tensors: int, strategy: Strategy, 
     """Per-GPU bytes of weights (frozen and trainable), gradients and Adam states (trainable only).
 
     `tensors` is the number of trainable parameter tensors (for Adam's step scalars). Frozen
-    weights (the base model under LoRA) are stored in the strategy's weight dtype.
+    weights (the base model under LoRA) are loaded in the compute dtype, as PEFT users do
+    (`torch_dtype=torch.bfloat16`): they need no fp32 master copy.
     """
     sb = state_bytes(strategy, precision)
-    weights = float((frozen + trainable) * sb.weight)
+    frozen_bytes = 4 if precision == "fp32" else 2
+    weights = float(frozen * frozen_bytes + trainable * sb.weight)
     grads = float(trainable * sb.grad)
     optimizer = float(trainable * sb.optimizer + tensors * ADAM_STEP_BYTES)
     if sb.shard_weights:

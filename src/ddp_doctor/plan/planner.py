@@ -91,10 +91,12 @@ class StrategyPlan:
     comm_bytes_per_step: float
 
 
-def activation_mode(strategy: mem.Strategy, precision: mem.Precision) -> act.Mode:
+def activation_mode(strategy: mem.Strategy, precision: mem.Precision, lora: bool) -> act.Mode:
+    """fp32; DDP + autocast over fp32 weights; or weights in the compute dtype (sharded
+    strategies, and LoRA whose frozen base is loaded in half precision)."""
     if precision == "fp32":
         return "fp32"
-    return "autocast" if strategy == "ddp" else "half"
+    return "autocast" if strategy == "ddp" and not lora else "half"
 
 
 def _trainable(setup: Setup) -> tuple[int, int, int]:
@@ -112,7 +114,7 @@ def memory_breakdown(setup: Setup, strategy: mem.Strategy, micro_batch: int,
     frozen, trainable, tensors = _trainable(setup)
     states = mem.model_states(frozen, trainable, tensors, strategy, setup.precision, setup.world,
                               setup.offload)
-    mode = activation_mode(strategy, setup.precision)
+    mode = activation_mode(strategy, setup.precision, lora=bool(setup.lora_rank))
     plain = act.activation_bytes(m, micro_batch, setup.seq_len, mode, checkpointing=False)
     ckpt = act.activation_bytes(m, micro_batch, setup.seq_len, mode, checkpointing=True)
     chosen = ckpt if checkpointing else plain

@@ -13,7 +13,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from ddp_doctor.plan.advice import Applies, PlanWarning
+from ddp_doctor.plan.advice import Alternative, Applies, PlanWarning
 from ddp_doctor.plan.planner import CUDA_OVERHEAD_BYTES, FRAGMENTATION, Setup, StrategyPlan
 
 PLAN_SCHEMA = "ddp-doctor.plan/1"
@@ -35,7 +35,7 @@ MEMORY_ROWS: tuple[tuple[str, str], ...] = (
 
 
 def to_json(setup: Setup, plans: list[StrategyPlan], warnings: list[PlanWarning],
-            hypotheses: list[Applies]) -> dict[str, Any]:
+            hypotheses: list[Applies], alternatives: list[Alternative]) -> dict[str, Any]:
     m = setup.model
     return {
         "schema": PLAN_SCHEMA,
@@ -58,6 +58,7 @@ def to_json(setup: Setup, plans: list[StrategyPlan], warnings: list[PlanWarning]
         "warnings": [{"code": w.code, "severity": w.severity, "message": w.message} for w in warnings],
         "hypotheses": [{"id": h.hypothesis, "findings": list(h.findings), "reason": h.reason}
                        for h in hypotheses],
+        "alternatives": [{"flags": a.flags, "fits": a.fits} for a in alternatives],
     }
 
 
@@ -79,13 +80,13 @@ def _strategy_json(p: StrategyPlan, setup: Setup) -> dict[str, Any]:
 
 
 def render_json(setup: Setup, plans: list[StrategyPlan], warnings: list[PlanWarning],
-                hypotheses: list[Applies]) -> str:
-    return json.dumps(to_json(setup, plans, warnings, hypotheses), indent=2)
+                hypotheses: list[Applies], alternatives: list[Alternative]) -> str:
+    return json.dumps(to_json(setup, plans, warnings, hypotheses, alternatives), indent=2)
 
 
 def _console(width: int) -> tuple[Console, io.StringIO]:
     buf = io.StringIO()
-    return Console(file=buf, width=width, no_color=True, highlight=False), buf
+    return Console(file=buf, width=width, no_color=True, highlight=False, markup=False), buf
 
 
 def _header(setup: Setup) -> str:
@@ -98,8 +99,9 @@ def _header(setup: Setup) -> str:
             f"{setup.precision}" + "".join(f", {e}" for e in extra))
 
 
-def _batch(p: StrategyPlan) -> str:
-    return str(p.max_micro_batch) if p.max_micro_batch else "none fits"
+def _batch(p: StrategyPlan, ckpt: bool = False) -> str:
+    best = p.max_micro_batch_ckpt if ckpt else p.max_micro_batch
+    return str(best) if best else "none fits"
 
 
 def render_table(setup: Setup, plans: list[StrategyPlan], width: int = 120) -> str:
@@ -110,14 +112,14 @@ def render_table(setup: Setup, plans: list[StrategyPlan], width: int = 120) -> s
         table.add_column(col, justify="left" if col == "strategy" else "right")
     for p in plans:
         table.add_row(p.strategy, f"{p.memory.total / GIB:.1f}", "yes" if p.fits else "NO", _batch(p),
-                      str(p.max_micro_batch_ckpt), f"{p.micro_batch}×{p.accum}",
+                      _batch(p, ckpt=True), f"{p.micro_batch}×{p.accum}",
                       f"{p.time.overlapped_s:.2f}", f"{p.comm_bytes_per_step / 1e9:.1f}")
     console.print(table)
     return buf.getvalue()
 
 
 def render_text(setup: Setup, plans: list[StrategyPlan], warnings: list[PlanWarning],
-                hypotheses: list[Applies], width: int = 120) -> str:
+                hypotheses: list[Applies], alternatives: list[Alternative], width: int = 120) -> str:
     console, buf = _console(width)
     console.print(_header(setup))
     micro = {p.micro_batch for p in plans}
@@ -131,7 +133,7 @@ def render_text(setup: Setup, plans: list[StrategyPlan], warnings: list[PlanWarn
     table.add_row("total", *(f"{p.memory.total / GIB:.2f}" for p in plans), style="bold")
     table.add_row("fits", *("yes" if p.fits else "NO" for p in plans))
     table.add_row("largest micro-batch", *(_batch(p) for p in plans))
-    table.add_row("  with checkpointing", *(str(p.max_micro_batch_ckpt) for p in plans))
+    table.add_row("  with checkpointing", *(_batch(p, ckpt=True) for p in plans))
     table.add_row("micro-batch × accum", *(f"{p.micro_batch}×{p.accum}" for p in plans))
     table.add_row("global batch (samples)", *(str(p.global_batch_samples) for p in plans))
     table.add_row("global batch (tokens)", *(f"{p.global_batch_tokens:,}" for p in plans))
@@ -150,6 +152,11 @@ def render_text(setup: Setup, plans: list[StrategyPlan], warnings: list[PlanWarn
         console.print("\nWarnings:")
         for w in warnings:
             console.print(f"  [{w.severity}] {w.message}")
+    if alternatives:
+        console.print("\nWhat would fit (strategy: largest micro-batch):")
+        for a in alternatives:
+            fits = ", ".join(f"{s}: {b}" for s, b in a.fits.items()) or "nothing"
+            console.print(f"  {a.flags}: {fits}")
     console.print("\nHypotheses that apply to this setup (catalog IDs; `ddp-doctor run` measures them):")
     for h in hypotheses:
         console.print(f"  {h.hypothesis or '(ungrouped)'}: watch {', '.join(h.findings)} — {h.reason}")
