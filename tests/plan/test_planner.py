@@ -9,7 +9,7 @@ import pytest
 from ddp_doctor.catalog import FINDINGS, HYPOTHESES
 from ddp_doctor.plan import advice
 from ddp_doctor.plan.hardware import get_gpu, gpu_table
-from ddp_doctor.plan.planner import Setup, memory_breakdown, plan, plan_strategy
+from ddp_doctor.plan.planner import Setup, memory_breakdown, micro_and_accum, plan, plan_strategy
 from ddp_doctor.plan.throughput import comm_bytes_per_step, flops_per_token
 from ddp_doctor.trainer.presets import PRESETS
 
@@ -100,3 +100,9 @@ def test_gpu_table_rows_are_complete_and_v100_has_no_bf16() -> None:
         assert gpu.bf16 == ("bf16" in gpu.peak_tflops)
     assert not get_gpu("v100-32gb").bf16
     assert get_gpu(None, 48).memory_gib == 48
+
+
+def test_auto_micro_batch_spreads_the_target_over_the_fewest_micro_steps() -> None:
+    assert micro_and_accum(FORUM, largest=12) == (8, 2)  # 64 samples on 4 GPUs, ≤ 12 each
+    assert micro_and_accum(FORUM, largest=0) == (1, 16)  # nothing fits: shown at micro-batch 1
+    assert micro_and_accum(replace(FORUM, global_batch=None), largest=5) == (5, 1)

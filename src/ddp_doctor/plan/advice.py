@@ -66,6 +66,10 @@ def warnings(setup: Setup, plans: list[StrategyPlan]) -> list[PlanWarning]:
         out.append(PlanWarning("seq-too-long", "warning",
                             f"--seq-len {setup.seq_len} exceeds the model's max_position_embeddings "
                             f"({m.max_position_embeddings})."))
+    if setup.offload:
+        out.append(PlanWarning("offload-time", "info",
+                               "With --offload the Adam step runs on the CPU and weights/gradients cross "
+                               "PCIe every step; that time is not in the step-time estimate."))
     if setup.offload and any(p.strategy == "ddp" for p in plans):
         out.append(PlanWarning("offload-ddp", "info",
                             "DDP cannot offload optimizer states; --offload applies to zero1/2/3 and fsdp."))

@@ -150,16 +150,26 @@ def max_micro_batch(setup: Setup, strategy: mem.Strategy, checkpointing: bool) -
     return lo
 
 
+def micro_and_accum(setup: Setup, largest: int) -> tuple[int, int]:
+    """Micro-batch and accumulation: the user's, else the fewest micro-steps that reach the
+    target global batch with a micro-batch that fits, spread evenly (64 on 4 GPUs with at most
+    12 per GPU: 8 × 2, not 12 × 2 = 96)."""
+    limit = max(largest, 1)
+    micro = setup.micro_batch
+    if setup.accum:
+        return micro or limit, setup.accum
+    if not setup.global_batch:
+        return micro or limit, 1
+    accum = max(1, math.ceil(setup.global_batch / ((micro or limit) * setup.world)))
+    if micro is None:
+        micro = math.ceil(setup.global_batch / (accum * setup.world))
+    return micro, accum
+
+
 def plan_strategy(setup: Setup, strategy: mem.Strategy) -> StrategyPlan:
     best = max_micro_batch(setup, strategy, setup.checkpointing)
     best_ckpt = best if setup.checkpointing else max_micro_batch(setup, strategy, True)
-    micro = setup.micro_batch or max(best, 1)
-    if setup.accum:
-        accum = setup.accum
-    elif setup.global_batch:
-        accum = max(1, math.ceil(setup.global_batch / (micro * setup.world)))
-    else:
-        accum = 1
+    micro, accum = micro_and_accum(setup, best)
     breakdown = memory_breakdown(setup, strategy, micro, setup.checkpointing)
     samples = micro * accum * setup.world
     tokens = samples * setup.seq_len
