@@ -28,9 +28,10 @@ class ClipBeforeUnscale(Rule):
         for scope in ctx.scopes():
             events = list(_events(ctx, scope.body, HELPER_DEPTH, frozenset()))
             scaled_by: str | None = None  # the scaler of the last scaled backward not yet unscaled
+            backward: ast.Call | None = None
             for i, (kind, scaler, node) in enumerate(events):
                 if kind == "backward":
-                    scaled_by = scaler
+                    scaled_by, backward = scaler, node
                 elif kind == "unscale" and scaler == scaled_by:
                     scaled_by = None
                 elif kind == "clip" and scaled_by is not None:
@@ -39,7 +40,7 @@ class ClipBeforeUnscale(Rule):
                         node, f"`{ctx.segment(node.func)}` clips gradients still scaled by `{scaled_by}`: call "
                         f"`{scaled_by}.unscale_(optimizer)` first.",
                         f"`{ctx.segment(node.func)}` 裁剪的梯度仍被 `{scaled_by}` 缩放：请先调用 `{scaled_by}.unscale_(optimizer)`。",
-                        edits=_fix(ctx, node, scaled_by, step), scaler=scaled_by)
+                        edits=_fix(ctx, node, scaled_by, step, backward), scaler=scaled_by)
 
 
 def _events(ctx: FileContext, body: list[ast.stmt], depth: int, seen: frozenset[int]
@@ -65,7 +66,13 @@ def _events(ctx: FileContext, body: list[ast.stmt], depth: int, seen: frozenset[
                 yield from _events(ctx, fn.body, depth - 1, seen | {id(fn)})
 
 
-def _fix(ctx: FileContext, clip: ast.Call, scaler: str, step: ast.Call | None) -> tuple[Edit, ...]:
+def _fix(ctx: FileContext, clip: ast.Call, scaler: str, step: ast.Call | None, backward: ast.Call | None
+         ) -> tuple[Edit, ...]:
+    """Only when backward, clip and step share one function: a helper may not see the names."""
+    scope = ctx.enclosing_function(clip)
+    if step is None or backward is None or ctx.enclosing_function(step) is not scope \
+            or ctx.enclosing_function(backward) is not scope:
+        return ()
     stmt = statement_of(ctx, clip)
     optimizer = dotted(step.args[0]) if step is not None else None
     if optimizer is None or stmt is None or not starts_own_line(ctx, stmt):
