@@ -13,8 +13,8 @@ from typing import Literal
 ENV_RUN_DIR = "DDP_DOCTOR_RUN_DIR"
 ENV_LEVEL = "DDP_DOCTOR_LEVEL"
 ENV_EVERY = "DDP_DOCTOR_EVERY"
-# Names one instrument that must raise inside its hook: the safety tests use it to prove that a
-# failing instrument is disabled and recorded without touching the training results.
+# Comma-separated instruments that must raise inside their hooks: the safety tests use it to prove
+# that a failing instrument is disabled and recorded without touching the training results.
 ENV_FAULT = "DDP_DOCTOR_PROBE_FAULT"
 
 Level = Literal["basic", "full"]
@@ -36,6 +36,10 @@ class ProbeOptions:
             raise ValueError(f"level must be one of {LEVELS}, got {self.level!r}")
         if self.every < 1:
             raise ValueError(f"every must be >= 1, got {self.every}")
+
+    @property
+    def faults(self) -> tuple[str, ...]:
+        return tuple(self.fault.split(",")) if self.fault else ()
 
     def to_env(self) -> dict[str, str]:
         return {ENV_RUN_DIR: str(self.run_dir), ENV_LEVEL: self.level, ENV_EVERY: str(self.every)}

@@ -132,8 +132,8 @@ def guarded(instrument: str, default: Any = None) -> Callable[[F], F]:
             if not PROBE.enabled(instrument):
                 return default
             try:
-                if PROBE.options is not None and PROBE.options.fault == instrument:
-                    raise RuntimeError(f"fault injected into instrument {instrument!r} ({'DDP_DOCTOR_PROBE_FAULT'})")
+                if PROBE.options is not None and instrument in PROBE.options.faults:
+                    raise RuntimeError(f"fault injected into instrument {instrument!r} (DDP_DOCTOR_PROBE_FAULT)")
                 return fn(*args, **kwargs)
             except Exception as error:  # noqa: BLE001 - any failure disables the instrument only
                 PROBE.fail(instrument, error)

@@ -1,0 +1,124 @@
+"""`ddp-doctor run` itself: usage errors, exit codes, crash safety, secrets, non-distributed runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from probe.helpers import DDP_DOCTOR, SCRIPTS, base_env, kind, rank_files, read_rank, run_probe, torchrun
+
+SECRET = "sekrit-3f9a1c"
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*DDP_DOCTOR, *args], capture_output=True, text=True, timeout=60, env=base_env())
+
+
+def test_run_without_a_command_is_a_usage_error():
+    proc = _cli("run")
+    assert proc.returncode == 2 and "no command given" in proc.stderr
+
+
+def test_run_with_an_unknown_flag_is_a_usage_error():
+    proc = _cli("run", "--bogus", "python", "x.py")
+    assert proc.returncode == 2 and "--bogus" in proc.stderr
+
+
+def test_run_with_a_bad_level_is_a_usage_error(tmp_path):
+    proc = _cli("run", "--out", str(tmp_path / "r"), "--level", "max", "--", sys.executable, "-c", "pass")
+    assert proc.returncode == 2 and "--level" in proc.stderr
+
+
+def test_exit_code_passes_through_and_manifest_records_it(tmp_path):
+    proc = run_probe(tmp_path / "run", [sys.executable, "-c", "import sys; sys.exit(7)"], check=False)
+    assert proc.returncode == 7
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["exit_code"] == 7 and manifest["end"] and manifest["schema"] == "ddp-doctor.run/1"
+    assert manifest["ranks"] == 0 and rank_files(tmp_path / "run") == []  # no torch, no rank file
+
+
+def test_non_distributed_script_is_recorded_as_rank_0_without_sync(tmp_path):
+    out = tmp_path / "run"
+    run_probe(out, [sys.executable, str(SCRIPTS / "single_process.py")])
+    records = read_rank(out, 0)
+    header = records[0]
+    assert header["rank"] == 0 and header["world_size"] == 1 and header["backend"] is None
+    steps = kind(records, "step")
+    assert len(steps) == 3
+    for step in steps:
+        assert step["micro_steps"] == 1 and step["sync"] == [0] and step["grad_sq_local"] == [None]
+        (loss_fn,) = step["loss_fn"]
+        assert loss_fn["reduction"] == "mean" and loss_fn["n_valid"] == 3
+        assert loss_fn["value"] == step["losses"][0]  # backward root is the loss function's output
+        assert step["tokens"] == [3]
+    (opt,) = kind(records, "config", "optimizer")
+    assert opt["type"] == "Adam"
+    assert [r["step"] for r in kind(records, "replica")] == [0]  # every=50: only step 0
+    assert records[-1]["kind"] == "end"
+
+
+def test_crashing_script_keeps_its_records_and_exit_code(tmp_path):
+    out = tmp_path / "run"
+    proc = run_probe(out, [sys.executable, str(SCRIPTS / "crash.py")], check=False)
+    assert proc.returncode == 1 and "boom at step 1" in proc.stderr
+    records = read_rank(out, 0)
+    assert [s["step"] for s in kind(records, "step")] == [0, 1]
+    assert records[-1]["kind"] == "end"
+    assert json.loads((out / "manifest.json").read_text())["exit_code"] == 1
+
+
+def test_secret_environment_variables_never_reach_disk(tmp_path):
+    out = tmp_path / "run"
+    env = base_env(MY_SERVICE_TOKEN=SECRET, NCCL_AUTH_KEY=SECRET, TORCH_HUB_TOKEN=SECRET,
+                   HF_TOKEN=SECRET, NCCL_DEBUG="WARN")
+    run_probe(out, [sys.executable, str(SCRIPTS / "single_process.py")], env=env)
+    files = [p for p in out.rglob("*") if p.is_file()]
+    assert len(files) == 2
+    assert all(SECRET not in p.read_text() for p in files)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["env"]["NCCL_DEBUG"] == "WARN" and manifest["env"]["OMP_NUM_THREADS"] == "1"
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def test_sigkill_mid_run_leaves_every_complete_line_readable(tmp_path):
+    out = tmp_path / "run"
+    proc = subprocess.Popen([*DDP_DOCTOR, "run", "--out", str(out), "--every", "1", "--",
+                             *torchrun("long_run.py")], env=base_env(), start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:
+            files = rank_files(out)
+            if len(files) == 2 and all(f.read_bytes().count(b'"kind":"step"') >= 20 for f in files):
+                break
+            time.sleep(0.2)
+        else:
+            raise AssertionError("the run never reached 20 steps")
+    finally:
+        # torchrun starts each worker in its own session: kill the ranks by the pids in their
+        # headers, then the launcher and the torchrun agent (our session).
+        for path in rank_files(out):
+            first = path.read_text().split("\n", 1)[0]
+            if first:
+                _kill(json.loads(first)["pid"])
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+    for path in rank_files(out):
+        data = path.read_bytes()
+        complete = data[: data.rfind(b"\n") + 1].decode().splitlines()
+        records = [json.loads(line) for line in complete]  # every complete line parses
+        assert records[0]["kind"] == "header"
+        steps = kind(records, "step")
+        assert len(steps) >= 20 and [s["step"] for s in steps] == list(range(len(steps)))
+        assert not kind(records, "end")
+    assert "end" not in json.loads((out / "manifest.json").read_text())
