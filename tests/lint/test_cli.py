@@ -128,6 +128,19 @@ def test_no_autofix_when_the_clip_sits_in_a_helper_without_the_scaler(tmp_path: 
     assert target.read_text(encoding="utf-8") == before
 
 
+def test_no_set_epoch_autofix_when_the_sampler_lives_in_another_function(tmp_path: Path) -> None:
+    target = tmp_path / "split.py"
+    target.write_text(
+        "from torch.utils.data import DataLoader, DistributedSampler\n\n\n"
+        "def build(ds):\n    sampler = DistributedSampler(ds)\n    loader = DataLoader(ds, sampler=sampler)\n"
+        "    return loader\n\n\n"
+        "def main(model, ds, opt):\n    loader = build(ds)\n    for epoch in range(3):\n"
+        "        for batch in loader:\n            model(batch).loss.backward()\n            opt.step()\n",
+        encoding="utf-8")
+    [finding] = lint_file(target).findings
+    assert (finding.id, finding.evidence["autofix"]) == ("set-epoch-missing", False)
+
+
 def test_fix_leaves_notebooks_untouched(tmp_path: Path) -> None:
     nb = tmp_path / "n.ipynb"
     src = ["from torch.nn.parallel import DistributedDataParallel as DDP\n", "m = DDP(n, find_unused_parameters=True)"]

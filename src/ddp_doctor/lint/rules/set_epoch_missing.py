@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ddp_doctor.lint.context import FileContext, dotted, keyword, method
+from ddp_doctor.lint.context import FileContext, dotted, keyword, method, walk_local
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.rules._data import DATALOADER, DISTRIBUTED_SAMPLER, bound_names, enclosing_loop, loops_iterating
 from ddp_doctor.lint.rules.base import Edit, Rule, Violation, insert_line_before, starts_own_line
@@ -80,8 +80,26 @@ class SetEpochMissing(Rule):
         target = getattr(loop, "target", None)
         if handle is None or not isinstance(target, ast.Name) or target.id == "_" or isinstance(loop, ast.While):
             return ()
+        if not _visible(ctx, handle, loop):
+            return ()
         first = loop.body[0]  # type: ignore[attr-defined]
         if first.lineno == loop.lineno or not starts_own_line(ctx, first):
             return ()
         return (insert_line_before(ctx, first, f"{handle}.set_epoch({target.id})"),)
 
+
+
+def _visible(ctx: FileContext, handle: str, loop: ast.AST) -> bool:
+    """The handle's root name is bound in the loop's function (or is ``self`` in the same class
+    that assigns the attribute), so the inserted ``set_epoch`` line cannot raise NameError."""
+    root, _, attr = handle.partition(".")
+    scope = ctx.enclosing_function(loop)
+    if root == "self":
+        cls = ctx.parents.get(scope)
+        attr_root = f"self.{attr.split('.')[0]}"
+        return isinstance(cls, ast.ClassDef) and any(
+            isinstance(n, ast.Assign) and any(dotted(t) == attr_root for t in n.targets) for n in ast.walk(cls))
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
+            a.arg == root for a in (*scope.args.posonlyargs, *scope.args.args, *scope.args.kwonlyargs)):
+        return True
+    return any(isinstance(n, ast.Name) and n.id == root and isinstance(n.ctx, ast.Store) for n in walk_local(scope.body))
