@@ -7,6 +7,8 @@ from pathlib import Path
 
 import typer
 
+from ddp_doctor.plan.throughput import DEFAULT_MFU, DEFAULT_NODE_NETWORK_GBPS  # plain arithmetic, no torch
+
 
 class StrategyChoice(str, Enum):
     ddp = "ddp"
@@ -56,8 +58,8 @@ def register(app: typer.Typer) -> None:
         offload: bool = typer.Option(False, "--offload", help="Optimizer states (ZeRO-2: and gradients; "
                                      "ZeRO-3/FSDP: and weights) in CPU memory."),
         lora_rank: int = typer.Option(0, "--lora-rank", min=0, help="LoRA on q_proj, v_proj (0: full fine-tune)."),
-        mfu: float = typer.Option(0.40, "--mfu", min=0.01, max=1.0, help="Assumed model FLOPs utilisation."),
-        node_network_gbps: float = typer.Option(12.5, "--node-network-gbps", min=0.1,
+        mfu: float = typer.Option(DEFAULT_MFU, "--mfu", min=0.01, max=1.0, help="Assumed model FLOPs utilisation."),
+        node_network_gbps: float = typer.Option(DEFAULT_NODE_NETWORK_GBPS, "--node-network-gbps", min=0.1,
                                                 help="Inter-node bandwidth per node, GB/s."),
         fmt: FormatChoice = typer.Option(FormatChoice.text, "--format"),
         output: Path | None = typer.Option(None, "--output", help="Write here instead of stdout."),
