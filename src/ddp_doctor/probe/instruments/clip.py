@@ -1,9 +1,11 @@
 """Gradient clipping: every `clip_grad_norm_` call, its returned total norm, and whether it ran
 after `scaler.unscale_` (clipping loss-scaled gradients clips at max_norm × scale: clip-before-unscale).
 
-`torch.nn.utils.clip_grad_norm_` is looked up at call time by user code, accelerate and HF
-Trainer, so replacing the attribute (on both `torch.nn.utils` and its `clip_grad` module) sees
-them all. The total norm stays a tensor until the optimizer step.
+`torch.nn.utils.clip_grad_norm_` is looked up at call time by user code and HF Trainer, so
+replacing the attribute (on both `torch.nn.utils` and its `clip_grad` module) sees them. accelerate
+computes `get_total_norm` itself and then calls the public `torch.nn.utils.clip_grads_with_norm_`,
+which is wrapped too (`clip_grad_norm_` calls the private alias, so nothing is counted twice).
+The total norm stays a tensor until the optimizer step.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from ddp_doctor.probe.state import PROBE, guarded, patch
 @guarded("clip")
 def _clipped(args: tuple[Any, ...], kwargs: dict[str, Any], total: Any) -> None:
     max_norm = args[1] if len(args) > 1 else kwargs.get("max_norm")
+    if total is None:  # clip_grads_with_norm_(parameters, max_norm, total_norm, foreach)
+        total = args[2] if len(args) > 2 else kwargs.get("total_norm")
     steps = PROBE.steps
     PROBE.steps.clip.append({
         "max_norm": float(max_norm) if max_norm is not None else None,
@@ -37,5 +41,13 @@ def install() -> None:
 
         return clip_grad_norm_
 
+    def make_with_norm(original):
+        def clip_grads_with_norm_(*args: Any, **kwargs: Any) -> None:
+            original(*args, **kwargs)
+            _clipped(args, kwargs, None)
+
+        return clip_grads_with_norm_
+
     patch(torch.nn.utils.clip_grad, "clip_grad_norm_", make)
     patch(torch.nn.utils, "clip_grad_norm_", make)
+    patch(torch.nn.utils, "clip_grads_with_norm_", make_with_norm)

@@ -20,6 +20,8 @@ from torch.distributed.fsdp._fully_shard import _fsdp_collectives, _fully_shard
 from ddp_doctor.probe.instruments import data, params
 from ddp_doctor.probe.state import PROBE, guarded, patch
 
+_settings: dict[str, Any] = {}
+
 
 def _sq_norm(t: torch.Tensor) -> torch.Tensor:
     return torch.linalg.vector_norm(t, dtype=torch.float32).square()
@@ -34,9 +36,18 @@ def _sharded(module: torch.nn.Module, kwargs: dict[str, Any]) -> None:
     # The root is the last module sharded in the usual bottom-up order; keep one entry per model.
     PROBE.models = [ref for ref in PROBE.models if not _contains(module, ref())]
     params.watch(module, module)
-    PROBE.emit({"kind": "config", "what": "fsdp", "step": PROBE.step_index(), "version": 2,
-                "module": type(module).__name__, "n_params": sum(1 for _ in module.parameters()),
-                "reshard_after_forward": kwargs.get("reshard_after_forward")}, training=True)
+    _settings["reshard_after_forward"] = kwargs.get("reshard_after_forward", _settings.get("reshard_after_forward"))
+
+
+@guarded("fsdp")
+def emit_config() -> None:
+    """One `config`/`fsdp` record per sharded model, at the first optimizer step (sharding is done)."""
+    if not PROBE.fsdp:
+        return
+    for model in PROBE.watched_models():
+        PROBE.emit({"kind": "config", "what": "fsdp", "step": PROBE.step_index(), "version": 2,
+                    "module": type(model).__name__, "n_params": sum(1 for _ in model.parameters()),
+                    "reshard_after_forward": _settings.get("reshard_after_forward")})
 
 
 def _contains(outer: torch.nn.Module, inner: Any) -> bool:
