@@ -43,7 +43,7 @@ def build_llama(preset: ModelPreset, mode: str, checkpointing: bool) -> torch.nn
     if mode == "half":
         model = model.to(torch.bfloat16)
     if checkpointing:
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
     return model.train()
 
 

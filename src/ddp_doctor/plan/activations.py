@@ -18,7 +18,7 @@ Under `torch.autocast` with fp32 weights (DDP + native AMP) the residual stream 
 nn.Linear saves its own half copy of its input (5 per layer), and the half copies of all linear
 weights stay cached for backward (2 bytes per linear parameter).
 
-With per-layer activation checkpointing (HF `gradient_checkpointing_enable`) only each layer's
+With per-layer activation checkpointing (HF `gradient_checkpointing_enable` / `activation_checkpointing_enable`) only each layer's
 input (and the position ids) is kept; backward recomputes one layer at a time, so the peak adds
 one layer's activations back.
 
