@@ -4,8 +4,11 @@
   global loss and on the global gradient norm (comm hook, else clip_grad_norm_'s total_norm);
   gradient spikes carry the lag to the loss spike that follows.
 * clip-saturated: clipping is active when total_norm > max_norm; saturated when that holds on more
-  than :data:`SATURATED_SHARE` of the (non-skipped) clipped steps — then clipping rescales most
-  updates, i.e. it lowers the lr.
+  than :data:`SATURATED_SHARE` of the (non-skipped) clipped steps after warmup — then clipping
+  rescales most updates, i.e. it lowers the lr. Gradient norms are large early in training by
+  nature (clip=1.0 is routinely active in the first steps), so the share is judged only on steps
+  after the lr warmup and only once :data:`MIN_JUDGED_STEPS` such steps exist; before that the
+  finding is inconclusive with the share so far.
 * clip-before-unscale: a clip call recorded with a GradScaler active and ``after_unscale`` false
   (PyTorch AMP docs, "Gradient clipping": call ``scaler.unscale_(optimizer)`` first).
 """
@@ -15,11 +18,13 @@ from __future__ import annotations
 import math
 
 from ddp_doctor.analysis.context import Context
-from ddp_doctor.analysis.make import confirmed, fmt, not_measured, ruled_out
+from ddp_doctor.analysis.checks.lr_schedule import warmup_length
+from ddp_doctor.analysis.make import confirmed, fmt, inconclusive, not_measured, ruled_out
 from ddp_doctor.analysis.quantities.spikes import MAX_LAG, MIN_HISTORY, MIN_REL_RISE, SPIKE_Z, WINDOW, lags
 from ddp_doctor.findings import Finding
 
 SATURATED_SHARE = 0.5
+MIN_JUDGED_STEPS = 50
 LISTED = 20
 RULE = (f"robust z > {SPIKE_Z:g} (median/MAD of the previous {WINDOW} steps) and > "
         f"{MIN_REL_RISE:.0%} above the median")
@@ -81,7 +86,8 @@ def _clip_saturated(ctx: Context) -> Finding:
         return ruled_out(fid, "No gradient clipping was called, so it cannot saturate.",
                          "没有调用梯度裁剪，因此不会饱和。", clip_calls=0)
     skipped = set(int(s) for s in ctx.series.steps[ctx.series.skipped])
-    active = total = 0
+    start = warmup_length(ctx.series.lr) or 0
+    active = total = early_active = early_total = 0
     max_norm = None
     for step, rec in clips:
         try:
@@ -90,14 +96,26 @@ def _clip_saturated(ctx: Context) -> Finding:
             continue
         if step in skipped or not math.isfinite(tn):
             continue
+        max_norm = mx
+        if step < start:
+            early_total += 1
+            early_active += tn > mx
+            continue
         total += 1
         active += tn > mx
-        max_norm = mx
-    if total == 0:
+    if total + early_total == 0:
         return not_measured(fid, "No finite clip record.", "没有有限值的裁剪记录。")
+    ev = dict(clipped_steps=active, judged_steps=total, warmup_steps=start,
+              clipped_during_warmup=early_active, warmup_clip_calls=early_total, max_norm=max_norm,
+              threshold=f"> {SATURATED_SHARE:.0%} of ≥ {MIN_JUDGED_STEPS} post-warmup steps clipped")
+    if total < MIN_JUDGED_STEPS:
+        a, n = active + early_active, total + early_total
+        return inconclusive(fid, f"Clipping was active on {a} of {n} steps so far, but only {total} steps after "
+                            f"warmup (need {MIN_JUDGED_STEPS}): early-training gradients are large by nature.",
+                            f"目前 {n} 步中有 {a} 步触发了裁剪，但 warmup 之后只有 {total} 步（需要 {MIN_JUDGED_STEPS} 步）："
+                            "训练初期梯度本来就大。", **ev)
     share = active / total
-    ev = dict(clipped_steps=active, clip_calls=total, share=share, max_norm=max_norm,
-              threshold=f"> {SATURATED_SHARE:.0%} of steps clipped")
+    ev["share"] = share
     if share > SATURATED_SHARE:
         return confirmed(fid, f"Clipping was active on {share:.0%} of steps ({active}/{total}, max_norm "
                          f"{max_norm:g}): it effectively lowers the lr.", f"{share:.0%} 的步触发了裁剪（{active}/{total}，"

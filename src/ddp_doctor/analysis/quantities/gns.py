@@ -96,8 +96,10 @@ def gradient_noise_scale(series: Series, world_size: int, valid: np.ndarray) -> 
     empty = np.full(series.n_steps, np.nan)
     if world_size < 2:
         return GNS(None, None, False, None, None, 0, empty, "needs world size ≥ 2 (two batch sizes)")
-    gs = np.nanmean(np.where(np.isfinite(series.gsq_local), series.gsq_local, np.nan), axis=0) \
-        if series.gsq_local.size else empty
+    finite = np.isfinite(series.gsq_local)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        gs = np.where(finite, series.gsq_local, 0.0).sum(axis=0) / finite.sum(axis=0) \
+            if series.gsq_local.size else empty
     gb = np.nanmax(series.gsq_global, axis=0, initial=-np.inf) if series.gsq_global.size else empty
     gb = np.where(np.isfinite(gb), gb, np.nan)
     bs = np.nanmean(series.samples, axis=0)

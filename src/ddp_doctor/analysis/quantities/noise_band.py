@@ -110,7 +110,7 @@ def noise_band(run: RunData, series: Series) -> NoiseBand:
     n = int(ok.sum())
     if n < MIN_STEPS:
         reason = ("needs ≥ 2 micro-batches per optimizer step with a recorded loss-function value"
-                  if np.isfinite(pred).sum() < MIN_STEPS else f"only {n} usable steps (need {MIN_STEPS})")
+                  if not np.isfinite(pred).any() else f"only {n} usable steps (need {MIN_STEPS})")
         return NoiseBand(None, None, None, None, None, None, units, n, pred, trend, reason)
     observed = robust_std(resid[ok])
     predicted = float(np.sqrt(np.nanmedian(pred[ok] ** 2)))

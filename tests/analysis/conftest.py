@@ -1,0 +1,29 @@
+"""Fixtures: synthetic run directories in the exact run format (tests/fixtures/synth_run.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from ddp_doctor.analysis.diagnose import Diagnosis, diagnose
+from fixtures.synth_run import SynthSpec, write_run
+
+
+@pytest.fixture
+def make_run(tmp_path: Path) -> Callable[..., Path]:
+    counter = iter(range(1000))
+
+    def make(**kw) -> Path:
+        return write_run(tmp_path / f"run{next(counter)}", SynthSpec(**kw))
+
+    return make
+
+
+@pytest.fixture
+def diag_of(make_run: Callable[..., Path]) -> Callable[..., Diagnosis]:
+    def run(**kw) -> Diagnosis:
+        return diagnose(make_run(**kw))
+
+    return run
