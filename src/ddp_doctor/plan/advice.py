@@ -11,6 +11,7 @@ from itertools import product
 
 from ddp_doctor.catalog import FINDINGS, HYPOTHESES, Severity, hypotheses_of
 from ddp_doctor.plan.planner import Setup, StrategyPlan, plan
+from ddp_doctor.plan.throughput import flops_per_token
 
 GIB = 2**30
 # LoRA rank tried when nothing fits: Hu et al. 2021 (LoRA, Table 6) find r = 4–8 enough for
@@ -49,13 +50,13 @@ def resolve_precision(requested: str | None, gpu_bf16: bool, gpu_name: str) -> t
         if gpu_bf16:
             return "bf16", []
         return "fp16", [PlanWarning("no-bf16", "warning",
-                                 f"{gpu_name} has no bf16: mixed precision means fp16, which needs a "
-                                 "GradScaler (loss scaling); watch fp16-overflow (skipped steps).")]
+                                    f"{gpu_name} has no bf16: mixed precision means fp16, which needs a "
+                                    "GradScaler (loss scaling); watch fp16-overflow (skipped steps).")]
     if requested == "bf16" and not gpu_bf16:
         return "fp16", [PlanWarning("no-bf16", "error",
-                                 f"{gpu_name} has no bf16 tensor cores (compute capability < 8.0): "
-                                 "bf16 would run at fp32 speed at best; planned as fp16 + GradScaler "
-                                 "instead — watch fp16-overflow.")]
+                                    f"{gpu_name} has no bf16 tensor cores (compute capability < 8.0): "
+                                    "bf16 would run at fp32 speed at best; planned as fp16 + GradScaler "
+                                    "instead — watch fp16-overflow.")]
     return requested, []
 
 
@@ -64,38 +65,42 @@ def warnings(setup: Setup, plans: list[StrategyPlan]) -> list[PlanWarning]:
     m = setup.model
     if setup.seq_len > m.max_position_embeddings:
         out.append(PlanWarning("seq-too-long", "warning",
-                            f"--seq-len {setup.seq_len} exceeds the model's max_position_embeddings "
-                            f"({m.max_position_embeddings})."))
+                               f"--seq-len {setup.seq_len} exceeds the model's max_position_embeddings "
+                               f"({m.max_position_embeddings})."))
     if setup.offload:
         out.append(PlanWarning("offload-time", "info",
                                "With --offload the Adam step runs on the CPU and weights/gradients cross "
                                "PCIe every step; that time is not in the step-time estimate."))
     if setup.offload and any(p.strategy == "ddp" for p in plans):
         out.append(PlanWarning("offload-ddp", "info",
-                            "DDP cannot offload optimizer states; --offload applies to zero1/2/3 and fsdp."))
+                               "DDP cannot offload optimizer states; --offload applies to zero1/2/3 and fsdp."))
     fitting = [p for p in plans if p.fits]
     if not fitting:
         out.append(PlanWarning("nothing-fits", "error",
-                            f"No strategy fits {setup.gpu.memory_gib:g} GiB per GPU at micro-batch "
-                            f"{plans[0].micro_batch}: try --checkpointing, --offload, --lora-rank, "
-                            "more GPUs, or a GPU with more memory."))
+                               f"No strategy fits {setup.gpu.memory_gib:g} GiB per GPU at micro-batch "
+                               f"{plans[0].micro_batch}: try --checkpointing, --offload, --lora-rank, "
+                               "more GPUs, or a GPU with more memory."))
     for p in plans:
-        if p.strategy == "ddp" and not p.fits and p.memory.weights + p.memory.grads + p.memory.optimizer > setup.gpu.memory_bytes:
-            states = p.memory.weights + p.memory.grads + p.memory.optimizer
+        states = p.memory.weights + p.memory.grads + p.memory.optimizer
+        if p.strategy == "ddp" and states > setup.gpu.memory_bytes:
             out.append(PlanWarning("ddp-states", "error",
-                                f"DDP replicates the full model states on every GPU: {states / GIB:.1f} GiB "
-                                f"(~16 bytes per trainable parameter with Adam) before any activation; "
-                                f"the GPU has {setup.gpu.memory_gib:g} GiB. Shard them (zero2/zero3/fsdp)."))
+                                   f"DDP replicates the full model states on every GPU: {states / GIB:.1f} GiB "
+                                   f"(~16 bytes per trainable parameter with Adam) before any activation; "
+                                   f"the GPU has {setup.gpu.memory_gib:g} GiB. Shard them (zero2/zero3/fsdp)."))
         if p.strategy in ("zero3", "fsdp") and setup.nodes > 1:
             out.append(PlanWarning("zero3-cross-node", "warning",
-                                f"{p.strategy}: weights are all-gathered in forward and backward on every "
-                                f"micro-step across nodes: {p.comm_bytes_per_step / 1e9:.1f} GB per rank per "
-                                f"step, ~{p.time.comm_s:.1f} s on the network vs ~{p.time.compute_s:.1f} s "
-                                "of compute. Consider hybrid sharding (shard inside a node, replicate across)."))
+                                   f"{p.strategy}: weights are all-gathered in forward and backward on every "
+                                   f"micro-step across nodes: {p.comm_bytes_per_step / 1e9:.1f} GB per rank per "
+                                   f"step, ~{p.time.comm_s:.1f} s on the network vs ~{p.time.compute_s:.1f} s "
+                                   "of compute. Consider hybrid sharding (shard inside a node, replicate across)."))
         if p.fits and not setup.checkpointing and p.max_micro_batch_ckpt > p.max_micro_batch:
+            lora = bool(setup.lora_rank)
+            extra = (flops_per_token(m, setup.seq_len, True, lora)
+                     / flops_per_token(m, setup.seq_len, False, lora) - 1)
             out.append(PlanWarning("checkpointing-raises-batch", "info",
-                                f"{p.strategy}: activation checkpointing raises the largest micro-batch "
-                                f"from {p.max_micro_batch} to {p.max_micro_batch_ckpt} (~33% more compute)."))
+                                   f"{p.strategy}: activation checkpointing raises the largest micro-batch "
+                                   f"from {p.max_micro_batch} to {p.max_micro_batch_ckpt} "
+                                   f"(+{extra:.0%} compute for the recomputed forward)."))
     return out
 
 
