@@ -1,0 +1,87 @@
+"""The reader keeps every readable record and names each kind of damage."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from ddp_doctor.analysis.diagnose import diagnose
+from ddp_doctor.rundir import RunDirError, read_run
+from fixtures.synth_run import damage
+
+
+def test_missing_directory_is_an_input_error(tmp_path):
+    with pytest.raises(RunDirError, match="no such directory"):
+        read_run(tmp_path / "nope")
+
+
+def test_empty_directory_is_not_a_run(tmp_path):
+    with pytest.raises(RunDirError, match="not a ddp-doctor run directory"):
+        read_run(tmp_path)
+
+
+def test_manifest_without_rank_files_says_so(tmp_path):
+    (tmp_path / "manifest.json").write_text(json.dumps({"schema": "ddp-doctor.run/1"}))
+    with pytest.raises(RunDirError, match="no rank data"):
+        read_run(tmp_path)
+
+
+def test_clean_run_reads_without_problems(make_run):
+    run = read_run(make_run(steps=60))
+    assert run.problems == []
+    assert sorted(run.ranks) == [0, 1]
+    assert len(run.ranks[0].steps) == 60
+    assert not run.in_progress
+
+
+def test_truncated_last_line_is_reported_and_the_rest_kept(make_run):
+    path = make_run(steps=60)
+    damage(path, truncate_rank=1)
+    run = read_run(path)
+    assert any("rank 1: last line is truncated" in p for p in run.problems)
+    assert len(run.ranks[1].steps) >= 59
+
+
+def test_corrupt_line_is_reported_with_its_line_number(make_run):
+    path = make_run(steps=60)
+    damage(path, corrupt_rank=0)
+    run = read_run(path)
+    assert any("rank 0: 1 corrupt line(s) skipped" in p and "line 11" in p for p in run.problems)
+
+
+def test_missing_rank_is_reported_and_analysis_still_runs(make_run):
+    path = make_run(world_size=3, steps=80)
+    damage(path, drop_rank=2)
+    diag = diagnose(path)
+    assert diag.run_info["missing_ranks"] == [2]
+    assert any("missing for rank(s) 2 of world size 3" in p for p in diag.run_info["problems"])
+    assert diag.run_info["effective_batch"]["estimated"] is True
+
+
+def test_run_in_progress_is_reported(make_run):
+    path = make_run(steps=60, ended=False)
+    damage(path, drop_end=True)
+    diag = diagnose(path)
+    assert diag.run_info["in_progress"] is True
+    assert any("still in progress" in p for p in diag.run_info["problems"])
+    # an in-progress run is not "uneven" just because the ranks have no end record
+    assert {f.id: f.status for f in diag.findings}["accum-uneven"] == "ruled-out"
+
+
+def test_nan_strings_become_nan_and_are_found(make_run):
+    path = make_run(steps=80, faults=("nonfinite",))
+    run = read_run(path)
+    assert any(math.isnan(x) for x in run.ranks[1].steps.losses)
+    f = {f.id: f for f in diagnose(path).findings}["nonfinite"]
+    assert (f.evidence["first_step"], f.evidence["rank"]) == (40, 1)
+
+
+def test_unknown_record_kinds_and_fields_are_ignored(make_run):
+    path = make_run(steps=30)
+    with open(path / "ranks" / "rank-00000.jsonl", "a") as fh:
+        fh.write(json.dumps({"kind": "future-thing", "x": 1}) + "\n")
+    run = read_run(path)
+    assert run.ranks[0].unknown_kinds == 1
+    assert run.problems == []
