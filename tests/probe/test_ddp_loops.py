@@ -139,7 +139,7 @@ def test_failing_instruments_are_recorded_once_and_training_is_unchanged(tmp_pat
 
 def test_nanogpt_toggle_with_adamw_warmup_clip_and_a_dataloader_worker(tmp_path):
     out = tmp_path / "run"
-    run_probe(out, torchrun("nanogpt_toggle.py", str(tmp_path / "p.pt")))
+    run_probe(out, torchrun("nanogpt_toggle.py", str(tmp_path / "p.pt")), "--level", "full", "--every", "2")
     expected = replay(WORLD, lambda p: torch.optim.AdamW(p, lr=1e-2, eps=1e-8, betas=(0.9, 0.95), weight_decay=0.1),
                       lambda o: torch.optim.lr_scheduler.LambdaLR(o, lambda s: min(1.0, (s + 1) / 2)),
                       max_norm=1.0)
@@ -153,6 +153,17 @@ def test_nanogpt_toggle_with_adamw_warmup_clip_and_a_dataloader_worker(tmp_path)
             (clip,) = step["clip"]
             assert clip["max_norm"] == 1.0 and clip["after_unscale"] is False
             assert close(clip["total_norm"], math.sqrt(want.global_sq))
+        fulls = kind(records, "full")
+        assert [f["step"] for f in fulls] == [0, 2]
+        for full in fulls:
+            want = expected[full["step"]]
+            groups = full["groups"]
+            assert set(groups) == {"other"}  # nn.Sequential names ("0.weight") match no layer group
+            # The optimizer sees the clipped gradient: norm min(total, max_norm).
+            assert close(groups["other"]["grad_norm"], min(math.sqrt(want.global_sq), 1.0), rel=1e-4)
+            assert groups["other"]["numel"] == 161 and groups["other"]["update_norm"] > 0
+            (adam,) = full["adam"]
+            assert adam["eps"] == 1e-8 and adam["numel"] == 161 and 0.0 <= adam["frac_v_below_eps2"] <= 1.0
 
 
 def test_grad_scaler_skip_scale_trace_unscaled_norms_and_clip_order(tmp_path):

@@ -57,6 +57,11 @@ def test_non_distributed_script_is_recorded_as_rank_0_without_sync(tmp_path):
         assert step["tokens"] == [3]
     (opt,) = kind(records, "config", "optimizer")
     assert opt["type"] == "Adam"
+    (autocast,) = kind(records, "config", "autocast")
+    assert autocast["dtype"] == "bfloat16" and autocast["device_type"] == "cpu"
+    assert all(s["autocast"] == "bfloat16" for s in steps)
+    (unused,) = kind(records, "unused")
+    assert unused["names"] == ["group0.6", "group0.7"]  # no DDP model to name them: optimizer order
     assert [r["step"] for r in kind(records, "replica")] == [0]  # every=50: only step 0
     assert records[-1]["kind"] == "end"
 

@@ -21,6 +21,7 @@ from ddp_doctor.probe.options import DEFAULT_EVERY, ENV_FAULT, ProbeOptions
 from ddp_doctor.probe.state import PROBE, guarded
 
 DEFAULT_ATTACH_DIR = "ddp-doctor-run"
+INTERVENTIONS_ENV = "DDP_DOCTOR_SET"  # = ddp_doctor.experiments.interventions.ENV_VAR (not imported: light)
 
 
 def attach(run_dir: str | os.PathLike[str] | None = None, level: str | None = None,
@@ -54,6 +55,7 @@ def _start(options: ProbeOptions, write_manifest: bool) -> None:
 
     PROBE.start(options)
     PROBE.steps = StepAccumulator()
+    _apply_interventions()  # before the instruments, so their records show the effective values
     _install_all()
     if write_manifest:
         PROBE.on_open = _write_own_manifest
@@ -61,6 +63,25 @@ def _start(options: ProbeOptions, write_manifest: bool) -> None:
     from ddp_doctor.probe.instruments import config
 
     config.dist_ready()  # the process group may predate an explicit attach()
+
+
+@guarded("interventions")
+def _apply_interventions() -> None:
+    """`run --set KEY=VALUE` (ddp_doctor.probe.interventions): patched in here, at torch import."""
+    if not os.environ.get(INTERVENTIONS_ENV):
+        return
+    from ddp_doctor.probe.interventions import apply_from_env
+
+    result = apply_from_env()
+    PROBE.emit({"kind": "config", "what": "interventions", "step": 0, **result})
+
+
+def _intervention_effects() -> dict[str, int] | None:
+    if not os.environ.get(INTERVENTIONS_ENV):
+        return None
+    from ddp_doctor.probe.interventions import EFFECTS
+
+    return dict(EFFECTS)
 
 
 def _install_all() -> None:
@@ -88,7 +109,11 @@ def _at_exit() -> None:
 
     finish_step(primary())
     if PROBE.recorder is not None and PROBE.recorder.is_open:
-        PROBE.emit({"kind": "end", "time": time.time(), "steps": PROBE.steps.step, "reason": "exit"})
+        end = {"kind": "end", "time": time.time(), "steps": PROBE.steps.step, "reason": "exit"}
+        effects = _intervention_effects()
+        if effects is not None:
+            end["interventions"] = effects
+        PROBE.emit(end)
         PROBE.recorder.close()
 
 
