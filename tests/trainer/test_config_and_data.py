@@ -43,6 +43,12 @@ def test_fp16_faults_switch_precision_to_fp16_and_unknown_faults_are_rejected() 
         config_from_argv(["--precision", "fp8"])
 
 
+def test_static_graph_with_no_sync_accumulation_is_refused_with_a_clear_message() -> None:
+    with pytest.raises(ValueError, match="static_graph"):
+        TrainConfig(static_graph=True, accum=8)
+    assert TrainConfig(static_graph=True, accum=1).static_graph
+
+
 def test_stationary_distribution_is_exact_and_floor_matches_an_empirical_estimate() -> None:
     source = MarkovSource(seed=3)
     p, pi = source.transition, source.stationary

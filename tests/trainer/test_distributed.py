@@ -13,6 +13,8 @@ import math
 import pytest
 import torch.distributed as dist
 
+from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+
 from ddp_doctor.trainer.loop import build, next_micro_batches, train_step
 
 from .distributed import run_ranks
@@ -28,6 +30,24 @@ EQUIVALENT = {  # name -> TrainConfig changes; each must match the single-proces
     "fsdp": {"strategy": "fsdp"},
 }
 ONE_STEP_FAULTS = ("replica-desync", "bypass-ddp", "sync-toggle-after-forward", "rank0-loss-log")
+# The tiny model's gradients fit in one 25 MB DDP bucket: one all-reduce call per synced micro-step.
+SYNC_CASES = {"healthy": (), "sync-every-micro": ("sync-every-micro",), "bypass-ddp": ("bypass-ddp",),
+              "sync-toggle-after-forward": ("sync-toggle-after-forward",)}
+
+
+def _all_reduces_per_step(faults: tuple[str, ...], steps: int = 2) -> float:
+    """Bucket all-reduces per optimizer step, counted by a DDP comm hook around the default one."""
+    state = build(cfg(faults=faults))
+    calls = []
+
+    def counting_hook(_, bucket):
+        calls.append(bucket.index())
+        return allreduce_hook(None, bucket)
+
+    state.ddp.register_comm_hook(None, counting_hook)
+    for _ in range(steps):
+        train_step(state, next_micro_batches(state))
+    return len(calls) / steps
 
 
 def _scenarios() -> dict[str, object]:
@@ -47,6 +67,7 @@ def _scenarios() -> dict[str, object]:
     for faults in ((), ("no-sampler",)):
         state = build(cfg(faults=faults))
         out["indices" + "+".join(faults)] = [int(i) for b in next_micro_batches(state) for i in b["index"]]
+    out["all-reduces"] = {name: _all_reduces_per_step(f) for name, f in SYNC_CASES.items()}
     state = build(cfg(faults=("nan-at-step",), fault_step=0))
     train_step(state, next_micro_batches(state))
     out["nan"] = any(bool(p.isnan().any()) for p in state.raw_model.parameters())
@@ -105,3 +126,36 @@ def test_without_a_sampler_every_rank_reads_the_same_samples(ranks) -> None:
 
 def test_a_nan_on_rank_zero_reaches_rank_ones_parameters_through_the_all_reduce(ranks) -> None:
     assert ranks[0]["nan"] and ranks[1]["nan"]
+
+
+def test_sync_pattern_all_reduces_once_per_step_unless_a_fault_changes_it(ranks) -> None:
+    counts = ranks[0]["all-reduces"]
+    assert counts["healthy"] == 1  # no_sync on the accum - 1 earlier micro-steps
+    assert counts["sync-every-micro"] == cfg().accum
+    assert counts["bypass-ddp"] == 0
+    # The flag set after the forward only takes effect in the NEXT forward: the first micro-step
+    # (flag still True from the previous step's last one) syncs, the final one does not.
+    assert counts["sync-toggle-after-forward"] == 1
+
+
+def test_four_ranks_with_accumulation_equal_one_process(reference_world4) -> None:
+    ranks4, (ref_grads, ref_params) = reference_world4
+    for g, p in ranks4:
+        assert max_rel_error(g, ref_grads) < EQUIV_RTOL
+        assert max_rel_error(p, ref_params) < EQUIV_RTOL
+
+
+def _ddp_step_world4() -> tuple[dict, dict]:
+    c = cfg(accum=2)
+    state = build(c)
+    rank = dist.get_rank()
+    train_step(state, global_micro_batches(c, 4)[rank * c.accum:(rank + 1) * c.accum])
+    return grads(state.raw_model), params(state.raw_model)
+
+
+@pytest.fixture(scope="module")
+def reference_world4():
+    c = cfg(accum=2)
+    state = build(c)
+    train_step(state, global_micro_batches(c, 4))
+    return run_ranks(_ddp_step_world4, 4), (grads(state.raw_model), params(state.raw_model))

@@ -12,10 +12,12 @@ from pathlib import Path
 
 import typer
 
-# The default demo: three mistakes from the forum thread that the probe and report can measure —
-# the plotted loss is rank 0's alone, the scheduler steps per micro-batch (warmup over 8x too
-# fast) and the sampler's order repeats every epoch.
-DEMO_FAULTS: tuple[str, ...] = ("rank0-loss-log", "sched-per-micro", "no-set-epoch")
+# The default demo: three mistakes from the forum thread that the runtime probe can measure
+# (catalog: scheduler-per-microstep, set-epoch-missing, loss-normalization-variable-tokens) — the
+# scheduler steps per micro-batch (warmup and decay run 8x too fast), the sampler's order repeats
+# every epoch, and each micro-batch's loss is its own token mean (the Hugging Face default before
+# num_items_in_batch). rank0-loss-log is not in the mix: the catalog finds it by lint only.
+DEMO_FAULTS: tuple[str, ...] = ("sched-per-micro", "no-set-epoch", "per-microbatch-mean-loss")
 DEMO_WORLD = 4
 # 40 optimizer steps of 64 samples over 256 documents: 10 epochs (so a repeated order shows), and
 # about 40 s of steps on 2 shared cores plus ~20 s of torchrun start-up (docs/trainer.md).

@@ -73,6 +73,11 @@ class TrainConfig:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if not 2 <= self.doc_min_len <= self.seq_len + 1:
             raise ValueError("doc_min_len must be in [2, seq_len + 1] (a document needs one target)")
+        if self.static_graph and self.accum > 1 and not self.has("sync-every-micro"):
+            # Measured on torch 2.13 (gloo): DDP(static_graph=True) + no_sync fails on the first
+            # backward with "expect_autograd_hooks_ INTERNAL ASSERT FAILED" (reducer.cpp).
+            raise ValueError("static_graph with gradient accumulation (no_sync) fails inside "
+                             "PyTorch's DDP; use --accum 1 or --no-static-graph")
         if FP16_FAULTS.intersection(self.faults):
             # These pitfalls only exist under float16 mixed precision.
             self.precision = "fp16"
