@@ -127,3 +127,16 @@ def test_sigkill_mid_run_leaves_every_complete_line_readable(tmp_path):
         assert len(steps) >= 20 and [s["step"] for s in steps] == list(range(len(steps)))
         assert not kind(records, "end")
     assert "end" not in json.loads((out / "manifest.json").read_text())
+
+
+def test_explicit_attach_without_the_launcher_writes_rank_file_and_manifest(tmp_path):
+    out = tmp_path / "run"
+    env = {k: v for k, v in base_env().items() if not k.startswith("DDP_DOCTOR_")}
+    proc = subprocess.run([sys.executable, str(SCRIPTS / "attach_explicit.py"), str(out)], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    records = read_rank(out, 0)
+    assert [s["step"] for s in kind(records, "step")] == [0, 1]
+    assert [r["step"] for r in kind(records, "replica")] == [0, 1]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["attached"] is True and manifest["every"] == 1 and "env" not in manifest

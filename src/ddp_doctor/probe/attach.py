@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ddp_doctor.probe.options import DEFAULT_EVERY, ENV_FAULT, ProbeOptions
-from ddp_doctor.probe.state import PROBE, guarded
+from ddp_doctor.probe.state import PROBE, after_import, guarded
 
 DEFAULT_ATTACH_DIR = "ddp-doctor-run"
 INTERVENTIONS_ENV = "DDP_DOCTOR_SET"  # = ddp_doctor.experiments.interventions.ENV_VAR (not imported: light)
@@ -85,12 +85,20 @@ def _intervention_effects() -> dict[str, int] | None:
 
 
 def _install_all() -> None:
-    from ddp_doctor.probe.instruments import (backward, clip, commhook, compile, config, data, ddp, fsdp,
-                                              lossfn, optimizer, scaler, scheduler)
+    from ddp_doctor.probe.instruments import (backward, clip, commhook, compile, config, data, ddp, lossfn,
+                                              optimizer, scaler, scheduler)
 
-    for instrument in (backward, commhook, ddp, fsdp, optimizer, scaler, scheduler, clip, data,
-                       lossfn, config, compile):
+    for instrument in (backward, commhook, ddp, optimizer, scaler, scheduler, clip, data, lossfn, config,
+                       compile):
         _install(instrument)
+    after_import("torch.distributed.fsdp", _install_fsdp)
+
+
+@guarded("fsdp")
+def _install_fsdp() -> None:
+    from ddp_doctor.probe.instruments import fsdp
+
+    _install(fsdp)
 
 
 def _install(module: Any) -> None:

@@ -72,9 +72,10 @@ def _pre(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
     if steps.step == 0:
         params.report_unused(optimizer)
         compile_instrument.flush_waiting()
-        from ddp_doctor.probe.instruments import fsdp  # torch.distributed.fsdp only when it is used
+        if PROBE.fsdp:
+            from ddp_doctor.probe.instruments import fsdp
 
-        fsdp.emit_config()
+            fsdp.emit_config()
     full.before_step(optimizer, steps.step)
     steps.close(lr_of(optimizer), skipped=False)
     steps.closed_during_scaler_step = True

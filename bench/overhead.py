@@ -1,0 +1,94 @@
+"""What does the probe cost? Step time of the reference trainer with and without `ddp-doctor run`.
+
+Runs the reference trainer (default: `small` preset, 4 ranks, gloo on CPU) once per arm — no
+probe, `--level basic`, `--level full` — repeated and interleaved (none, basic, full, none, ...)
+so that load drift on a shared machine hits every arm alike. Step times come from the trainer's
+own timer (rank 0's metrics.jsonl), after dropping the first warm-up steps. Prints the ratio of
+median step times per level (goal, issue 3: basic <= 1.03x, full <= 1.10x at --every 10) and the
+bytes the probe wrote per optimizer step and rank.
+
+    python bench/overhead.py [--preset small] [--nproc 4] [--steps 14] [--repeats 2] [--every 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from ddp_doctor.trainer.config import TrainConfig
+from ddp_doctor.trainer.launch import METRICS_FILE, build_command
+
+ARMS = ("none", "basic", "full")
+
+
+def step_times(out_dir: Path, warmup: int) -> list[float]:
+    lines = (out_dir / METRICS_FILE).read_text().splitlines()
+    return [json.loads(line)["time"] for line in lines][warmup:]
+
+
+def run_arm(arm: str, cfg: TrainConfig, nproc: int, every: int, work: Path) -> Path:
+    out_dir = work / "trainer"
+    command = build_command(TrainConfig(**{**cfg.__dict__, "out_dir": str(out_dir), "progress": False}), nproc)
+    argv = command.argv
+    if arm != "none":
+        argv = [sys.executable, "-m", "ddp_doctor.cli", "run", "--out", str(work / "run"), "--level", arm,
+                "--every", str(every), "--", *argv]
+    subprocess.run(argv, env=command.env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return work
+
+
+def bytes_per_step(run_dir: Path) -> tuple[float, float]:
+    """(mean bytes of a `step` record, all bytes written per optimizer step) over rank files."""
+    step_bytes, total, steps = [], 0, 0
+    for path in sorted((run_dir / "ranks").glob("rank-*.jsonl")):
+        data = path.read_bytes()
+        total += len(data)
+        for line in data.splitlines():
+            if b'"kind":"step"' in line:
+                step_bytes.append(len(line) + 1)
+        steps += sum(1 for line in data.splitlines() if b'"kind":"step"' in line)
+    return statistics.mean(step_bytes), total / steps
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--preset", default="small")
+    parser.add_argument("--nproc", type=int, default=4)
+    parser.add_argument("--steps", type=int, default=14)
+    parser.add_argument("--accum", type=int, default=8)
+    parser.add_argument("--micro-batch", type=int, default=2)
+    parser.add_argument("--seq-len", type=int, default=128)
+    parser.add_argument("--warmup", type=int, default=4, help="first steps dropped (start-up, allocator)")
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--every", type=int, default=10)
+    args = parser.parse_args()
+    cfg = TrainConfig(preset=args.preset, steps=args.steps, accum=args.accum, micro_batch=args.micro_batch,
+                      seq_len=args.seq_len)
+    times: dict[str, list[float]] = {arm: [] for arm in ARMS}
+    sizes: dict[str, tuple[float, float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for repeat in range(args.repeats):
+            for arm in ARMS:
+                work = run_arm(arm, cfg, args.nproc, args.every, Path(tmp) / f"{arm}-{repeat}")
+                times[arm] += step_times(work / "trainer", args.warmup)
+                if arm != "none":
+                    sizes[arm] = bytes_per_step(work / "run")
+                print(f"repeat {repeat} {arm:5s}: median step {statistics.median(times[arm]):.3f} s", flush=True)
+    base = statistics.median(times["none"])
+    print(f"\n{args.preset} preset, {args.nproc} ranks, accum {args.accum}, --every {args.every}, "
+          f"{args.repeats} interleaved repeats, {len(times['none'])} steps per arm")
+    print(f"no probe: median step {base:.3f} s")
+    for arm in ARMS[1:]:
+        step_record, per_step = sizes[arm]
+        print(f"{arm:5s}: median step {statistics.median(times[arm]):.3f} s, "
+              f"ratio {statistics.median(times[arm]) / base:.3f}x; step record {step_record:.0f} B, "
+              f"all records {per_step:.0f} B per optimizer step and rank")
+
+
+if __name__ == "__main__":
+    main()
