@@ -36,6 +36,12 @@ MAX_LISTED_BAD_LINES = 5
 # below it the process start-up costs more than it saves.
 PARALLEL_MIN_BYTES = 32 * 2**20
 
+# Parsed columns of rank files of at least this size are cached in RUN/.ddp-doctor-cache/ keyed by
+# (size, mtime); a finished run is then parsed once, and a running one again only when it grew.
+CACHE_DIR = ".ddp-doctor-cache"
+CACHE_MIN_BYTES = 4 * 2**20
+CACHE_VERSION = 1
+
 try:  # optional (`pip install ddp-doctor[fast]`): decodes JSON several times faster
     from orjson import loads as _loads
 except ImportError:  # pragma: no cover - exercised when orjson is absent
@@ -307,9 +313,72 @@ def read_rank_file(path: Path, rank: int, problems: list[str]) -> RankData:
     return data
 
 
+def _cache_path(path: Path) -> Path:
+    return path.parent.parent / CACHE_DIR / (path.stem + ".npz")
+
+
+def _cache_key(path: Path) -> dict[str, int]:
+    st = path.stat()
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "version": CACHE_VERSION}
+
+
+_ARRAYS = ("step", "micro_steps", "offsets", "time", "zero_grad", "sched_steps", "lr", "skipped", "scale",
+           "found_inf", "unscale_calls", "losses", "fn_value", "fn_sum", "fn_n_valid", "samples", "tokens",
+           "sync", "grad_sq_local", "grad_sq_global")
+_LISTS = ("configs", "sampler", "replica", "full", "compile_check", "unused", "probe_errors")
+
+
+def _save_cache(path: Path, data: RankData, problems: list[str], key: dict[str, int]) -> None:
+    """Columns as .npz (no pickle: a run directory may come from someone else), records as JSON."""
+    c = data.steps
+    meta = {"key": key, "problems": problems, "header": data.header, "end": data.end,
+            "unknown_kinds": data.unknown_kinds, "clips": c.clips, "nonfinite": c.nonfinite,
+            "autocast": sorted(c.autocast), **{k: getattr(data, k) for k in _LISTS}}
+    out = _cache_path(path)
+    try:
+        out.parent.mkdir(exist_ok=True)
+        tmp = out.with_suffix(f".tmp{os.getpid()}.npz")
+        np.savez(tmp, meta=np.array(json.dumps(meta)),
+                 input_hashes=np.array(["" if h is None else str(h) for h in c.input_hashes]),
+                 **{k: getattr(c, k) for k in _ARRAYS})
+        os.replace(tmp, out)
+    except OSError:  # a read-only run directory: no cache, no problem
+        pass
+
+
+def _load_cache(path: Path, rank: int, key: dict[str, int]) -> tuple[RankData, list[str]] | None:
+    cached = _cache_path(path)
+    if not cached.exists():
+        return None
+    try:
+        with np.load(cached, allow_pickle=False) as z:
+            meta = json.loads(str(z["meta"]))
+            if meta["key"] != key:
+                return None
+            cols = {k: z[k] for k in _ARRAYS}
+            hashes = [h or None for h in z["input_hashes"].tolist()]
+    except (OSError, ValueError, KeyError):
+        return None
+    steps = StepColumns(**cols, input_hashes=hashes, clips=[tuple(x) for x in meta["clips"]],
+                        nonfinite=[tuple(x) for x in meta["nonfinite"]], autocast=set(meta["autocast"]))
+    data = RankData(rank=rank, header=meta["header"], steps=steps, end=meta["end"],
+                    unknown_kinds=meta["unknown_kinds"], **{k: meta[k] for k in _LISTS})
+    return data, meta["problems"]
+
+
 def _read_one(item: tuple[Path, int]) -> tuple[int, RankData, list[str]]:
+    """One rank file, from the cache when the file has not changed since it was parsed."""
+    path, rank = item
+    key = _cache_key(path)
+    if key["size"] >= CACHE_MIN_BYTES:
+        hit = _load_cache(path, rank, key)
+        if hit is not None:
+            return rank, hit[0], hit[1]
     problems: list[str] = []
-    return item[1], read_rank_file(item[0], item[1], problems), problems
+    data = read_rank_file(path, rank, problems)
+    if key["size"] >= CACHE_MIN_BYTES and _cache_key(path) == key:  # unchanged while we read it
+        _save_cache(path, data, problems, key)
+    return rank, data, problems
 
 
 def _read_all(named: list[tuple[Path, int]]) -> list[tuple[int, RankData, list[str]]]:

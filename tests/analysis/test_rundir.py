@@ -85,3 +85,27 @@ def test_unknown_record_kinds_and_fields_are_ignored(make_run):
     run = read_run(path)
     assert run.ranks[0].unknown_kinds == 1
     assert run.problems == []
+
+
+def test_column_cache_gives_the_same_data_and_follows_file_changes(make_run, monkeypatch):
+    import numpy as np
+
+    import ddp_doctor.rundir as rundir
+
+    monkeypatch.setattr(rundir, "CACHE_MIN_BYTES", 1)
+    path = make_run(steps=80, faults=("nonfinite", "fp16-overflow"))
+    cold = read_run(path)
+    assert (path / rundir.CACHE_DIR / "rank-00000.npz").exists()
+    warm = read_run(path)
+    for r in cold.ranks:
+        a, b = cold.ranks[r], warm.ranks[r]
+        for k in ("losses", "fn_value", "grad_sq_local", "tokens", "scale", "sync", "skipped"):
+            assert np.array_equal(getattr(a.steps, k), getattr(b.steps, k), equal_nan=True), k
+        assert a.steps.input_hashes == b.steps.input_hashes
+        assert (a.steps.clips, a.steps.nonfinite) == (b.steps.clips, b.steps.nonfinite)
+        assert (a.configs, a.replica, a.header, a.end) == (b.configs, b.replica, b.header, b.end)
+    # the file grows (a run in progress): the cache is stale and the new line is read
+    with open(path / "ranks" / "rank-00000.jsonl", "a") as fh:
+        fh.write("not json\n")
+    again = read_run(path)
+    assert any("corrupt line" in p for p in again.problems)
