@@ -2,7 +2,7 @@
 
 A stand-in for `ddp-doctor run` in the ablate tests: the "training" is a decaying loss plus noise
 whose size follows the lr the interventions leave (lr.scale), with spikes that clipping removes;
-seeds change the noise draw. Fast and deterministic, so the ranking logic is tested exactly.
+seeds change the noise draw; adam.eps never takes effect. Fast and deterministic, so the ranking logic is tested exactly.
 """
 
 from __future__ import annotations
@@ -35,7 +35,9 @@ def write_run(run_dir: Path, sets: dict[str, str], exit_code: int = 0, world: in
             lines.append({"kind": "step", "step": s, "micro_steps": 1, "losses": [float(loss[s])],
                           "samples": [2], "sync": [1], "grad_sq_local": [float(grad[s]) ** 2],
                           "grad_sq_global": [float(grad[s]) ** 2], "lr": [min(1.0, (s + 1) / 5)]})
-        lines.append({"kind": "end", "steps": STEPS, "reason": "exit"})
+        # adam.eps acts on nothing here (think: an SGD script); the probe counts 0 effects for it
+        effects = {key: 0 if key == "adam.eps" else STEPS for key in sets}
+        lines.append({"kind": "end", "steps": STEPS, "reason": "exit", "interventions": effects})
         text = "".join(json.dumps(rec) + "\n" for rec in lines)
         (run_dir / "ranks" / f"rank-{rank:05d}.jsonl").write_text(text)
     manifest = {"schema": "ddp-doctor.run/1", "command": ["train.py"], "interventions": sets,

@@ -37,7 +37,8 @@ def test_lr_scale_removing_the_noise_and_spikes_ranks_first(tmp_path):
     names = [v.name for v in result.variants]
     assert names[:3] == ["baseline", "lr.scale=0.1", "clip=1.0"]
     assert [v.verdict for v in result.variants[1:3]] == ["helped", "helped"]
-    assert result.variants[3].verdict == "unclear"  # adam.eps does nothing in the synthetic run
+    assert result.variants[3].verdict == "not applied"  # adam.eps took effect in no run
+    assert result.variants[3].not_applied == ["adam.eps"]
     assert {c["seed"] for c in runner.calls} == {"0", "1", "2"}
     table = json.loads((tmp_path / "ablate.json").read_text())
     assert table["schema"] == "ddp-doctor.ablate/1"

@@ -16,11 +16,14 @@ from ddp_doctor.experiments.interventions import (ENV_VAR, SPECS, InterventionEr
 SCENARIO = Path(__file__).with_name("scenario_interventions.py")
 
 
-def run_scenario(name: str, sets: dict[str, str]) -> dict:
+def run_scenario(name: str, sets: dict[str, str], probe_dir: Path | None = None) -> dict:
+    """Run a scenario in a fresh process; under `ddp-doctor run` (the probe) when probe_dir is given."""
     env = dict(os.environ, **{ENV_VAR: to_env(sets)})
-    out = subprocess.run([sys.executable, str(SCENARIO), name], env=env, capture_output=True,
-                         text=True, timeout=180, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    argv = [sys.executable, str(SCENARIO), name]
+    if probe_dir is not None:
+        argv = [sys.executable, "-m", "ddp_doctor.cli", "run", "--out", str(probe_dir), "--", *argv]
+    out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=180, check=True)
+    return json.loads([line for line in out.stdout.splitlines() if line.startswith("{")][-1])
 
 
 def test_parse_sets_keeps_values_as_written():
@@ -99,3 +102,11 @@ def test_seed_changes_a_script_that_seeds_itself_and_is_reproducible():
     draws = [run_scenario("seed", {"seed": s})["observed"]["draw"] for s in ("1", "2", "1")]
     assert draws[0] == draws[2]
     assert draws[0] != draws[1]
+
+
+def test_applying_again_from_inside_the_torch_import_does_not_undo_the_seed(tmp_path):
+    # Under the probe, apply_from_env runs at torch import, here nested inside the script's own
+    # call (which imports torch): a second seed wrapper would XOR the seed away.
+    direct = run_scenario("seed", {"seed": "1"})["observed"]["draw"]
+    probed = run_scenario("seed", {"seed": "1"}, probe_dir=tmp_path / "run")["observed"]["draw"]
+    assert probed == direct

@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ddp_doctor.experiments.interventions import InterventionError, parse_sets
+from ddp_doctor.experiments.interventions import ENV_VAR, InterventionError, parse_sets, to_env
 from ddp_doctor.experiments.stability import METRICS, Stability, stability_of_run
 from ddp_doctor.experiments.stats import bootstrap_diff_ci, mean, symmetric_change
 
@@ -49,7 +49,7 @@ DEFAULT_VARIANTS: tuple[str, ...] = (
 
 # Runs one probed command: (command, run directory, interventions) -> exit code.
 Runner = Callable[[Sequence[str], Path, dict[str, str]], int]
-Verdict = Literal["helped", "hurt", "unclear", "baseline", "no runs"]
+Verdict = Literal["helped", "hurt", "unclear", "baseline", "no runs", "not applied"]
 
 
 @dataclass(frozen=True)
@@ -90,14 +90,33 @@ def is_finished(run_dir: Path) -> bool:
 
 
 def probe_runner(command: Sequence[str], run_dir: Path, sets: dict[str, str]) -> int:
-    """`ddp-doctor run --out RUN --set K=V ... -- CMD` in a subprocess (its output to RUN/ablate.log)."""
-    argv = [sys.executable, "-m", "ddp_doctor.cli", "run", "--out", str(run_dir)]
-    for key, value in sets.items():
-        argv += ["--set", f"{key}={value}"]
-    argv += ["--", *command]
-    run_dir.mkdir(parents=True, exist_ok=True)
+    """`ddp-doctor run --out RUN -- CMD` in a subprocess, interventions in `DDP_DOCTOR_SET`.
+
+    The environment variable is what `run --set` itself hands to every rank (the probe applies it
+    at torch import); output goes to RUN.log beside the run directory.
+    """
+    argv = [sys.executable, "-m", "ddp_doctor.cli", "run", "--out", str(run_dir), "--", *command]
+    env = dict(os.environ, **{ENV_VAR: to_env(sets)})
+    run_dir.parent.mkdir(parents=True, exist_ok=True)
     with open(run_dir.parent / f"{run_dir.name}.log", "w", encoding="utf-8") as log:
-        return subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT).returncode
+        return subprocess.run(argv, env=env, stdout=log, stderr=subprocess.STDOUT).returncode
+
+
+def intervention_effects(run_dir: Path) -> dict[str, int] | None:
+    """How often each intervention took effect, summed over ranks (the probe's `end` records).
+
+    None when no rank recorded it (an older probe, or a run killed before its end).
+    """
+    from ddp_doctor.rundir import read_run
+
+    effects: dict[str, int] | None = None
+    for rank in read_run(run_dir).ranks.values():
+        counts = (rank.end or {}).get("interventions")
+        if isinstance(counts, dict):
+            effects = effects or {}
+            for key, n in counts.items():
+                effects[key] = effects.get(key, 0) + int(n)
+    return effects
 
 
 @dataclass
@@ -117,6 +136,7 @@ class VariantResult:
     failed: int  # runs that exited non-zero or left no readable data
     diverged: int
     metrics: dict[str, list[float]]  # metric -> value per seed
+    not_applied: list[str] = field(default_factory=list)  # keys that took effect in no run
     diffs: dict[str, MetricDiff] = field(default_factory=dict)
     score: float = math.nan
     verdict: Verdict = "unclear"
@@ -181,9 +201,13 @@ def _run_ok(run_dir: Path) -> bool:
 
 
 def collect(plan: list[tuple[Variant, int, Path]],
-            measure: Callable[[Path], Stability] = stability_of_run) -> list[VariantResult]:
-    """Metrics of every finished run, grouped by variant (baseline first, in plan order)."""
+            measure: Callable[[Path], Stability] = stability_of_run,
+            effects_of: Callable[[Path], dict[str, int] | None] = intervention_effects,
+            ) -> list[VariantResult]:
+    """Metrics of every finished run, grouped by variant (baseline first, in plan order), and the
+    variant's keys that took effect in none of its runs (e.g. adam.eps on an SGD script)."""
     results: dict[str, VariantResult] = {}
+    seen: dict[str, dict[str, int]] = {}
     for variant, _seed, run_dir in plan:
         res = results.setdefault(variant.name, VariantResult(
             name=variant.name, sets=variant.sets, runs=0, failed=0, diverged=0,
@@ -201,6 +225,13 @@ def collect(plan: list[tuple[Variant, int, Path]],
         res.diverged += stab.diverged
         for m in METRICS:
             res.metrics[m].append(getattr(stab, m))
+        effects = effects_of(run_dir)
+        if effects is not None:
+            counts = seen.setdefault(variant.name, {})
+            for key in variant.sets:
+                counts[key] = counts.get(key, 0) + effects.get(key, 0)
+    for name, counts in seen.items():
+        results[name].not_applied = sorted(k for k, n in counts.items() if n == 0)
     return list(results.values())
 
 
@@ -228,6 +259,9 @@ def rank(results: list[VariantResult]) -> list[VariantResult]:
                 worse += 1
         if not res.runs:
             res.verdict = "no runs"
+            continue
+        if res.not_applied and set(res.not_applied) == set(res.sets):
+            res.verdict = "not applied"  # the script has nothing these keys act on
             continue
         res.score = sum(changes) / len(changes) if changes else math.nan
         if res.score < 0 and better and not worse:

@@ -83,16 +83,20 @@ def apply_from_env(environ: dict[str, str] | None = None) -> dict[str, Any]:
         if key in _applied:
             result["applied"][key] = value
             continue
+        # Marked applied before patching: patching imports torch, whose import hook (the probe's
+        # start-up) calls apply_from_env again; that nested call must not patch a second time
+        # (a second seed wrapper would XOR the seed away again).
+        _applied[key] = value
         try:
             needs_step_hooks |= _APPLY[key](value)
-            _applied[key] = value
             result["applied"][key] = value
         except Exception as err:  # never raise into user code
+            del _applied[key]
             result["errors"][key] = f"{type(err).__name__}: {err}"
     if needs_step_hooks and "_step_hooks" not in _applied:
+        _applied["_step_hooks"] = True
         try:
             _install_step_hooks()
-            _applied["_step_hooks"] = True
         except Exception as err:
             for key in ("adam.eps", "adam.beta2", "lr.scale", "warmup", "clip"):
                 if key in result["applied"]:
@@ -175,7 +179,6 @@ def _patch_adam_init() -> None:
 
 def _apply_adam(key: str):
     def apply(value: object) -> bool:
-        _applied[key] = value  # visible to the __init__ override from now on
         _patch_adam_init()
         return True
     return apply
