@@ -41,9 +41,17 @@ def test_exit_code_passes_through_and_manifest_records_it(tmp_path):
     assert manifest["ranks"] == 0 and rank_files(tmp_path / "run") == []  # no torch, no rank file
 
 
-def test_non_distributed_script_is_recorded_as_rank_0_without_sync(tmp_path):
+def test_non_distributed_script_is_recorded_as_rank_0_and_secrets_never_reach_disk(tmp_path):
     out = tmp_path / "run"
-    run_probe(out, [sys.executable, str(SCRIPTS / "single_process.py")])
+    env = base_env(MY_SERVICE_TOKEN=SECRET, NCCL_AUTH_KEY=SECRET, TORCH_HUB_TOKEN=SECRET,
+                   HF_TOKEN=SECRET, NCCL_DEBUG="WARN")
+    run_probe(out, [sys.executable, str(SCRIPTS / "single_process.py")], env=env)
+    files = [p for p in out.rglob("*") if p.is_file()]
+    assert len(files) == 2 and all(SECRET not in p.read_text() for p in files)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["env"]["NCCL_DEBUG"] == "WARN" and manifest["env"]["OMP_NUM_THREADS"] == "1"
+    assert not {"MY_SERVICE_TOKEN", "NCCL_AUTH_KEY", "TORCH_HUB_TOKEN", "HF_TOKEN"} & set(manifest["env"])
+
     records = read_rank(out, 0)
     header = records[0]
     assert header["rank"] == 0 and header["world_size"] == 1 and header["backend"] is None
@@ -74,18 +82,6 @@ def test_crashing_script_keeps_its_records_and_exit_code(tmp_path):
     assert [s["step"] for s in kind(records, "step")] == [0, 1]
     assert records[-1]["kind"] == "end"
     assert json.loads((out / "manifest.json").read_text())["exit_code"] == 1
-
-
-def test_secret_environment_variables_never_reach_disk(tmp_path):
-    out = tmp_path / "run"
-    env = base_env(MY_SERVICE_TOKEN=SECRET, NCCL_AUTH_KEY=SECRET, TORCH_HUB_TOKEN=SECRET,
-                   HF_TOKEN=SECRET, NCCL_DEBUG="WARN")
-    run_probe(out, [sys.executable, str(SCRIPTS / "single_process.py")], env=env)
-    files = [p for p in out.rglob("*") if p.is_file()]
-    assert len(files) == 2
-    assert all(SECRET not in p.read_text() for p in files)
-    manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["env"]["NCCL_DEBUG"] == "WARN" and manifest["env"]["OMP_NUM_THREADS"] == "1"
 
 
 def _kill(pid: int) -> None:
