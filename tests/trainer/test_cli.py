@@ -59,3 +59,18 @@ def test_short_demo_runs_two_ranks_and_writes_metrics_and_summary(tmp_path) -> N
     assert "world size 2" in result.output
     for fault in DEMO_FAULTS:
         assert fault in result.output
+
+
+def test_train_help_lists_every_trainer_flag() -> None:
+    result = runner.invoke(app, ["train", "--help"])
+    assert result.exit_code == 0
+    for flag in ("--fault", "--accum", "--micro-batch", "--strategy", "--precision", "--out-dir"):
+        assert flag in result.output
+
+
+def test_train_in_one_process_writes_metrics(tmp_path) -> None:
+    result = runner.invoke(app, ["train", "--steps", "2", "--accum", "1", "--seq-len", "32",
+                                 "--out-dir", str(tmp_path), "--no-progress"])
+    assert result.exit_code == 0, result.output
+    assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 2
+    assert "world size 1" in (tmp_path / "summary.txt").read_text()

@@ -8,8 +8,6 @@ to the same bound.
 
 from __future__ import annotations
 
-import math
-
 import pytest
 import torch.distributed as dist
 
@@ -35,7 +33,7 @@ SYNC_CASES = {"healthy": (), "sync-every-micro": ("sync-every-micro",), "bypass-
               "sync-toggle-after-forward": ("sync-toggle-after-forward",)}
 
 
-def _all_reduces_per_step(faults: tuple[str, ...], steps: int = 2) -> float:
+def _all_reduces_per_step(faults: tuple[str, ...], steps: int = 1) -> float:
     """Bucket all-reduces per optimizer step, counted by a DDP comm hook around the default one."""
     state = build(cfg(faults=faults))
     calls = []

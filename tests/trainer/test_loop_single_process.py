@@ -35,7 +35,7 @@ def test_lr_schedule_warms_up_linearly_then_decays_by_cosine_to_min_ratio() -> N
 
 
 def test_tiny_model_loss_decreases_toward_the_entropy_floor(tmp_path) -> None:
-    c = cfg(steps=40, accum=1, micro_batch=4, lr=3e-3, warmup_steps=5, dataset_docs=4096,
+    c = cfg(steps=30, accum=1, micro_batch=4, lr=3e-3, warmup_steps=5, dataset_docs=4096,
             out_dir=str(tmp_path))
     result = train(c)
     floor = entropy_floor(c.seed)
@@ -43,7 +43,7 @@ def test_tiny_model_loss_decreases_toward_the_entropy_floor(tmp_path) -> None:
     assert first == pytest.approx(math.log(256), abs=0.1)  # random init predicts ~uniform bytes
     assert last < first - 1.5 and last > floor  # most of the way down, never below the floor
     lines = [json.loads(l) for l in (tmp_path / "metrics.jsonl").read_text().splitlines()]
-    assert [l["step"] for l in lines] == list(range(40))
+    assert [l["step"] for l in lines] == list(range(30))
     assert {"loss", "lr", "grad_norm", "tokens", "time"} <= lines[0].keys()
 
 
@@ -148,11 +148,11 @@ def test_bf16_autocast_runs_on_cpu() -> None:
 
 def test_fp16_overflow_makes_the_scaler_skip_steps_and_halve_its_scale_repeatedly() -> None:
     state = build(cfg(faults=("fp16-overflow",), accum=1))
-    results = [train_step(state, next_micro_batches(state)) for _ in range(6)]
-    skipped = [r.skipped for r in results]
-    assert sum(skipped) >= 3, skipped
+    results = [train_step(state, next_micro_batches(state)) for _ in range(4)]
+    assert all(r.skipped for r in results)
+    assert [r.loss_scale for r in results] == [2.0**31, 2.0**30, 2.0**29, 2.0**28]
     healthy = build(cfg(precision="fp16", accum=1))
-    assert not any(train_step(healthy, next_micro_batches(healthy)).skipped for _ in range(3))
+    assert not any(train_step(healthy, next_micro_batches(healthy)).skipped for _ in range(2))
 
 
 def test_clip_before_unscale_clips_the_loss_scaled_gradient() -> None:

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
+
+if TYPE_CHECKING:
+    from ddp_doctor.trainer.config import TrainConfig
 
 # The default demo: three mistakes from the forum thread that the runtime probe can measure
 # (catalog: scheduler-per-microstep, set-epoch-missing, loss-normalization-variable-tokens) — the
@@ -81,11 +85,11 @@ def _launch(world: int, out_dir: str, **fields: object) -> None:
     _run(world, cfg, out_dir)
 
 
-def _run(world: int, cfg: "TrainConfig", out_dir: str) -> None:  # noqa: F821
+def _run(world: int, cfg: TrainConfig, out_dir: str) -> None:
     from rich.console import Console
 
-    from ddp_doctor.trainer.config import TrainConfig
-    from ddp_doctor.trainer.launch import SUMMARY_FILE, build_command, log_tail, run_command
+    from ddp_doctor.trainer.config import METRICS_FILE, SUMMARY_FILE, TrainConfig
+    from ddp_doctor.trainer.launch import LOG_FILE, build_command, log_tail, run_command
 
     console = Console()
     if cfg.out_dir != out_dir or cfg.progress:
@@ -98,7 +102,7 @@ def _run(world: int, cfg: "TrainConfig", out_dir: str) -> None:  # noqa: F821
     summary = Path(out_dir) / SUMMARY_FILE
     if code != 0 or not summary.exists():
         console.print(log_tail(out_dir), markup=False, highlight=False)
-        console.print(f"[red]trainer failed (exit code {code})[/]; full log: {Path(out_dir) / 'launch.log'}")
+        console.print(f"[red]trainer failed (exit code {code})[/]; full log: {Path(out_dir) / LOG_FILE}")
         raise typer.Exit(code or 1)
     console.print(summary.read_text(encoding="utf-8"), markup=False, highlight=False, end="")
-    console.print(f"metrics: {Path(out_dir) / 'metrics.jsonl'}   launcher log: {Path(out_dir) / 'launch.log'}")
+    console.print(f"metrics: {Path(out_dir) / METRICS_FILE}   launcher log: {Path(out_dir) / LOG_FILE}")

@@ -20,6 +20,10 @@ CompileMode = Literal["off", "before_ddp", "after_ddp"]
 Strategy = Literal["ddp", "zero1", "fsdp"]
 AttnImplementation = Literal["sdpa", "eager"]
 
+# Files a run writes into `out_dir` (rank 0 only).
+METRICS_FILE = "metrics.jsonl"  # one JSON line per logged optimizer step
+SUMMARY_FILE = "summary.txt"  # the end-of-run summary table, as printed
+
 
 @dataclass
 class TrainConfig:

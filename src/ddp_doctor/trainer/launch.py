@@ -21,11 +21,9 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ddp_doctor.trainer.config import TrainConfig, config_to_argv
+from ddp_doctor.trainer.config import METRICS_FILE, TrainConfig, config_to_argv
 
-METRICS_FILE = "metrics.jsonl"  # same name as loop.METRICS_FILE (loop imports torch; this must not)
 LOG_FILE = "launch.log"
-SUMMARY_FILE = "summary.txt"  # written by summary.py on rank 0
 POLL_SECONDS = 0.5
 
 

@@ -34,7 +34,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, DistributedSampler
 
-from ddp_doctor.trainer.config import TrainConfig
+from ddp_doctor.trainer.config import METRICS_FILE, TrainConfig
 from ddp_doctor.trainer.data import dataset_for
 from ddp_doctor.trainer.faults import (
     FP16_OVERFLOW_GROWTH_INTERVAL,
@@ -45,7 +45,6 @@ from ddp_doctor.trainer.faults import (
 from ddp_doctor.trainer.model import build_model, token_loss_sum, valid_tokens
 
 Batch = dict[str, torch.Tensor]
-METRICS_FILE = "metrics.jsonl"
 
 
 @dataclass
