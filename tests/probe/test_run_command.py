@@ -136,3 +136,12 @@ def test_explicit_attach_without_the_launcher_writes_rank_file_and_manifest(tmp_
     assert [r["step"] for r in kind(records, "replica")] == [0, 1]
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["attached"] is True and manifest["every"] == 1 and "env" not in manifest
+
+
+def test_a_sitecustomize_already_on_the_path_still_runs(tmp_path):
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text("import os\nopen(os.environ['MARK'], 'w').write('ran')\n")
+    env = base_env(PYTHONPATH=str(site), MARK=str(tmp_path / "mark"))
+    run_probe(tmp_path / "run", [sys.executable, "-c", "import sitecustomize"], env=env)
+    assert (tmp_path / "mark").read_text() == "ran"

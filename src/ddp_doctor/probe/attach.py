@@ -53,13 +53,15 @@ def _start(options: ProbeOptions, write_manifest: bool) -> None:
         return
     from ddp_doctor.probe.steps import StepAccumulator
 
+    first = PROBE.owner_pid == -1  # else a forked child attaching again: torch is patched already
     PROBE.start(options)
     PROBE.steps = StepAccumulator()
-    _apply_interventions()  # before the instruments, so their records show the effective values
-    _install_all()
     if write_manifest:
         PROBE.on_open = _write_own_manifest
-    atexit.register(_at_exit)
+    if first:
+        _apply_interventions()  # before the instruments, so their records show the effective values
+        _install_all()
+        atexit.register(_at_exit)
     from ddp_doctor.probe.instruments import config
 
     config.dist_ready()  # the process group may predate an explicit attach()

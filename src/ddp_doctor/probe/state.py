@@ -8,14 +8,16 @@ unchanged and a disabled instrument leaves plain PyTorch behaviour.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import socket
 import sys
+import threading
 import time
 import traceback
 import weakref
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Iterator, TypeVar
 
 from ddp_doctor.probe.options import ProbeOptions
 from ddp_doctor.probe.recorder import RankRecorder
@@ -143,6 +145,26 @@ def guarded(instrument: str, default: Any = None) -> Callable[[F], F]:
         return wrapper  # type: ignore[return-value]
 
     return decorate
+
+
+class Nesting:
+    """Per-thread call depth of a patched function: only its outermost call is an event.
+
+    (Reentrant checkpointing calls backward inside backward; SequentialLR steps inner schedulers;
+    `AcceleratedOptimizer.zero_grad` calls the inner optimizer's.)
+    """
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    @contextlib.contextmanager
+    def enter(self) -> Iterator[bool]:
+        depth = getattr(self._local, "value", 0)
+        self._local.value = depth + 1
+        try:
+            yield depth == 0
+        finally:
+            self._local.value = depth
 
 
 class _AfterImport:

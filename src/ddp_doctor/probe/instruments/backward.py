@@ -12,15 +12,14 @@ hook, and only before the first backward; see instruments/commhook.py).
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import torch
 
 from ddp_doctor.probe.instruments import commhook, scaler
-from ddp_doctor.probe.state import PROBE, guarded, patch
+from ddp_doctor.probe.state import PROBE, Nesting, guarded, patch
 
-_depth = threading.local()
+_nesting = Nesting()
 
 
 @guarded("backward")
@@ -44,16 +43,14 @@ def _before(tensors: Any) -> None:
 def install() -> None:
     def make(original):
         def backward(tensors, *args: Any, **kwargs: Any):
-            outer = not getattr(_depth, "value", 0)
-            if outer:
-                _before(tensors)
-            _depth.value = getattr(_depth, "value", 0) + 1
-            try:
-                return original(tensors, *args, **kwargs)
-            finally:
-                _depth.value -= 1
+            with _nesting.enter() as outer:
                 if outer:
-                    _after()
+                    _before(tensors)
+                try:
+                    return original(tensors, *args, **kwargs)
+                finally:
+                    if outer:
+                        _after()
 
         return backward
 

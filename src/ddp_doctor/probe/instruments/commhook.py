@@ -24,6 +24,7 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 from ddp_doctor.probe.state import PROBE, guarded, patch
+from ddp_doctor.probe.steps import sq_norm
 
 # DDP models waiting for our hook, and the ones that must not get one (a built-in C++ hook is set).
 _pending: list[weakref.ref] = []
@@ -44,9 +45,6 @@ def register_pending() -> None:
         DistributedDataParallel.register_comm_hook.__ddp_doctor_original__(ddp, None, _make_hook(ddp, None))
 
 
-def _sq_norm(t: torch.Tensor) -> torch.Tensor:
-    return torch.linalg.vector_norm(t, dtype=torch.float32).square()
-
 
 @guarded("commhook")
 def _observe_local(bucket: Any) -> Any:
@@ -54,14 +52,14 @@ def _observe_local(bucket: Any) -> Any:
     if micro is None:  # a backward we did not see (torch.autograd.grad, compiled autograd)
         return None
     micro.sync += 1
-    micro.local.append((bucket.index(), _sq_norm(bucket.buffer())))
+    micro.local.append((bucket.index(), sq_norm(bucket.buffer())))
     return micro
 
 
 @guarded("commhook")
 def _observe_global(micro: Any, reduced: Any) -> None:
     tensor = reduced[0] if isinstance(reduced, (list, tuple)) else reduced
-    micro.global_.append(_sq_norm(tensor))
+    micro.global_.append(sq_norm(tensor))
 
 
 def _make_hook(ddp: DistributedDataParallel, user: tuple[Callable[..., Any], Any] | None) -> Callable[..., Any]:

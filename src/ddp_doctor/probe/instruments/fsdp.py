@@ -19,12 +19,10 @@ from torch.distributed.fsdp._fully_shard import _fsdp_collectives, _fully_shard
 
 from ddp_doctor.probe.instruments import data, params
 from ddp_doctor.probe.state import PROBE, guarded, patch
+from ddp_doctor.probe.steps import sq_norm
 
 _settings: dict[str, Any] = {}
 
-
-def _sq_norm(t: torch.Tensor) -> torch.Tensor:
-    return torch.linalg.vector_norm(t, dtype=torch.float32).square()
 
 
 @guarded("fsdp")
@@ -60,13 +58,13 @@ def _before_reduce(input_tensor: torch.Tensor) -> Any:
     if micro is None:
         return None
     micro.sync += 1
-    micro.local.append((len(micro.local), _sq_norm(input_tensor)))
+    micro.local.append((len(micro.local), sq_norm(input_tensor)))
     return micro
 
 
 @guarded("fsdp")
 def _after_reduce(micro: Any, output_tensor: torch.Tensor) -> None:
-    micro.global_.append(_sq_norm(output_tensor))
+    micro.global_.append(sq_norm(output_tensor))
 
 
 def install() -> None:

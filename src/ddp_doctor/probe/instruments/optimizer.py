@@ -9,7 +9,6 @@ Backward calls between two steps are the accumulation count. `zero_grad` is coun
 
 from __future__ import annotations
 
-import threading
 import weakref
 from typing import Any
 
@@ -18,12 +17,12 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 
 from ddp_doctor.probe.instruments import compile as compile_instrument
 from ddp_doctor.probe.instruments import full, params, replicas
-from ddp_doctor.probe.state import PROBE, guarded, patch
+from ddp_doctor.probe.state import PROBE, Nesting, guarded, patch
 
 HYPER_PARAMS = ("lr", "eps", "betas", "weight_decay", "momentum")
 _configured: "weakref.WeakSet[torch.optim.Optimizer]" = weakref.WeakSet()
 _primary: list[weakref.ref] = []
-_zero_depth = threading.local()
+_zero_nesting = Nesting()
 
 
 def _number(value: Any) -> Any:
@@ -110,14 +109,10 @@ def install() -> None:
 
     def make(original):
         def zero_grad(self, *args: Any, **kwargs: Any) -> Any:
-            outer = not getattr(_zero_depth, "value", 0)
-            if outer:
-                _zero_grad()
-            _zero_depth.value = getattr(_zero_depth, "value", 0) + 1
-            try:
+            with _zero_nesting.enter() as outer:
+                if outer:
+                    _zero_grad()
                 return original(self, *args, **kwargs)
-            finally:
-                _zero_depth.value -= 1
 
         return zero_grad
 

@@ -9,15 +9,14 @@ step (so a schedule written for one process ends on time); that is recorded as i
 
 from __future__ import annotations
 
-import threading
 import weakref
 from typing import Any
 
 from torch.optim.lr_scheduler import LRScheduler
 
-from ddp_doctor.probe.state import PROBE, guarded, patch
+from ddp_doctor.probe.state import PROBE, Nesting, guarded, patch
 
-_depth = threading.local()
+_nesting = Nesting()
 _configured: "weakref.WeakSet[LRScheduler]" = weakref.WeakSet()
 
 
@@ -35,14 +34,12 @@ def _stepped(scheduler: LRScheduler) -> None:
 def install() -> None:
     def make(original):
         def step(self, *args: Any, **kwargs: Any) -> None:
-            outer = not getattr(_depth, "value", 0)
-            _depth.value = getattr(_depth, "value", 0) + 1
-            try:
-                return original(self, *args, **kwargs)
-            finally:
-                _depth.value -= 1
-                if outer:
-                    _stepped(self)
+            with _nesting.enter() as outer:
+                try:
+                    return original(self, *args, **kwargs)
+                finally:
+                    if outer:
+                        _stepped(self)
 
         return step
 
