@@ -40,7 +40,7 @@ PARALLEL_MIN_BYTES = 32 * 2**20
 # (size, mtime); a finished run is then parsed once, and a running one again only when it grew.
 CACHE_DIR = ".ddp-doctor-cache"
 CACHE_MIN_BYTES = 4 * 2**20
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 
 try:  # optional (`pip install ddp-doctor[fast]`): decodes JSON several times faster
     from orjson import loads as _loads
@@ -97,7 +97,7 @@ class StepColumns:
     sync: np.ndarray
     grad_sq_local: np.ndarray
     grad_sq_global: np.ndarray
-    input_hashes: list[str | None]
+    input_hashes: np.ndarray  # bytes (dtype "S"), b"" where not recorded
     # sparse per-step facts: (step, value)
     clips: list[tuple[int, dict[str, Any]]]
     nonfinite: list[tuple[int, dict[str, Any]]]
@@ -226,7 +226,9 @@ class _StepBuilder:
             sync=np.nan_to_num(self._micro("sync", micro_l, total, num, f64)).astype(np.int64),
             grad_sq_local=self._micro("grad_sq_local", micro_l, total, num, f64),
             grad_sq_global=self._micro("grad_sq_global", micro_l, total, num, f64),
-            input_hashes=list(self._micro("input_hashes", micro_l, total, lambda x: x, object)),
+            input_hashes=np.array([h.encode("ascii", "replace") if isinstance(h, str) else b""
+                                   for h in self._micro("input_hashes", micro_l, total, lambda x: x, object)],
+                                  dtype="S"),
             clips=clips, nonfinite=nonfinite,
             autocast={str(r["autocast"]) for r in recs if r.get("autocast")})
 
@@ -325,21 +327,33 @@ def _cache_key(path: Path) -> dict[str, int]:
 _ARRAYS = ("step", "micro_steps", "offsets", "time", "zero_grad", "sched_steps", "lr", "skipped", "scale",
            "found_inf", "unscale_calls", "losses", "fn_value", "fn_sum", "fn_n_valid", "samples", "tokens",
            "sync", "grad_sq_local", "grad_sq_global")
+_CLIP_KEYS = ("max_norm", "total_norm", "after_unscale", "scaler")
+_CLIP_FLAGS = ("after_unscale", "scaler")
 _LISTS = ("configs", "sampler", "replica", "full", "compile_check", "unused", "probe_errors")
+
+
+def _decode_clip(key: str, value: float) -> float | bool | None:
+    if key in _CLIP_FLAGS:  # flags were stored as 1/0, unknown (null) as nan
+        return None if math.isnan(value) else bool(value)
+    return value
 
 
 def _save_cache(path: Path, data: RankData, problems: list[str], key: dict[str, int]) -> None:
     """Columns as .npz (no pickle: a run directory may come from someone else), records as JSON."""
     c = data.steps
+    # clip records (one per step) as arrays: as JSON they would dominate the cache's load time
+    clip_step = np.array([s for s, _ in c.clips], dtype=np.int64)
+    clip_values = np.array([[num(r.get(k)) for k in _CLIP_KEYS] for _, r in c.clips],
+                           dtype=np.float64).reshape(len(c.clips), len(_CLIP_KEYS))
     meta = {"key": key, "problems": problems, "header": data.header, "end": data.end,
-            "unknown_kinds": data.unknown_kinds, "clips": c.clips, "nonfinite": c.nonfinite,
+            "unknown_kinds": data.unknown_kinds, "nonfinite": c.nonfinite,
             "autocast": sorted(c.autocast), **{k: getattr(data, k) for k in _LISTS}}
     out = _cache_path(path)
     try:
         out.parent.mkdir(exist_ok=True)
         tmp = out.with_suffix(f".tmp{os.getpid()}.npz")
         np.savez(tmp, meta=np.array(json.dumps(meta)),
-                 input_hashes=np.array(["" if h is None else str(h) for h in c.input_hashes]),
+                 input_hashes=c.input_hashes, clip_step=clip_step, clip_values=clip_values,
                  **{k: getattr(c, k) for k in _ARRAYS})
         os.replace(tmp, out)
     except OSError:  # a read-only run directory: no cache, no problem
@@ -356,10 +370,12 @@ def _load_cache(path: Path, rank: int, key: dict[str, int]) -> tuple[RankData, l
             if meta["key"] != key:
                 return None
             cols = {k: z[k] for k in _ARRAYS}
-            hashes = [h or None for h in z["input_hashes"].tolist()]
+            hashes = z["input_hashes"]
+            clips = [(int(st), {k: _decode_clip(k, v) for k, v in zip(_CLIP_KEYS, row.tolist())})
+                     for st, row in zip(z["clip_step"], z["clip_values"])]
     except (OSError, ValueError, KeyError):
         return None
-    steps = StepColumns(**cols, input_hashes=hashes, clips=[tuple(x) for x in meta["clips"]],
+    steps = StepColumns(**cols, input_hashes=hashes, clips=clips,
                         nonfinite=[tuple(x) for x in meta["nonfinite"]], autocast=set(meta["autocast"]))
     data = RankData(rank=rank, header=meta["header"], steps=steps, end=meta["end"],
                     unknown_kinds=meta["unknown_kinds"], **{k: meta[k] for k in _LISTS})

@@ -10,6 +10,7 @@ Verdict of a hypothesis from its findings (docs/report.md):
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -116,8 +117,12 @@ def run_info(ctx: Context) -> dict[str, Any]:
 
 
 def diagnose_run(run: RunData) -> Diagnosis:
-    ctx = build_context(run)
-    findings = run_findings(ctx)
+    # Steps that no rank recorded (gaps, missing ranks, a run in progress) are all-nan columns;
+    # numpy warns "Mean of empty slice" and returns nan, which every quantity handles as missing.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        ctx = build_context(run)
+        findings = run_findings(ctx)
     by_id = {f.id: f for f in findings}
     hyps = [verdict(h, by_id) for h in HYPOTHESES]
     return Diagnosis(run_info=run_info(ctx), findings=findings, hypotheses=hyps, context=ctx)

@@ -73,9 +73,9 @@ def _charts(diag: Diagnosis, lang: Lang) -> list[str]:
     if np.isfinite(s.scale).any():
         charts.append(render(Chart(w("plot_scale", lang), [Line("scale", s.scale, PALETTE[3])],
                                    log_y=True, x_label=xl)))
-    with np.errstate(invalid="ignore"):
-        local = np.sqrt(np.nanmean(np.where(np.isfinite(s.gsq_local), s.gsq_local, np.nan), axis=0)) \
-            if np.isfinite(s.gsq_local).any() else np.full(T, np.nan)
+    finite = np.isfinite(s.gsq_local)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        local = np.sqrt(np.where(finite, s.gsq_local, 0.0).sum(axis=0) / finite.sum(axis=0))
     grad = Chart(w("plot_grad", lang), [Line(w("local", lang), local, PALETTE[1]),
                                         Line(w("global", lang), ctx.grad_norm, PALETTE[0])],
                  log_y=True, x_label=xl)

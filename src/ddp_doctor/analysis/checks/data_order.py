@@ -31,7 +31,7 @@ def _keyed_hashes(ctx: Context, rank: int) -> tuple[np.ndarray, np.ndarray]:
     step_of = np.repeat(c.step, c.micro_steps)
     micro_idx = np.arange(step_of.size) - np.repeat(c.offsets[:-1], c.micro_steps)
     keys = step_of * 65536 + micro_idx
-    return keys, np.asarray(c.input_hashes, dtype=object)
+    return keys, c.input_hashes
 
 
 def overlap_by_step(ctx: Context) -> tuple[np.ndarray, np.ndarray, int]:
@@ -41,7 +41,7 @@ def overlap_by_step(ctx: Context) -> tuple[np.ndarray, np.ndarray, int]:
     T = ctx.series.n_steps
     same, total = np.zeros(T), np.zeros(T)
     ranks = [r for r in sorted(ctx.run.ranks) if ctx.run.ranks[r].steps is not None
-             and any(h is not None for h in ctx.run.ranks[r].steps.input_hashes)]
+             and (ctx.run.ranks[r].steps.input_hashes != b"").any()]
     if len(ranks) < 2:
         return same, total, len(ranks)
     k0, h0 = _keyed_hashes(ctx, ranks[0])
@@ -49,7 +49,7 @@ def overlap_by_step(ctx: Context) -> tuple[np.ndarray, np.ndarray, int]:
         k, h = _keyed_hashes(ctx, r)
         _, i0, i = np.intersect1d(k0, k, assume_unique=True, return_indices=True)
         a, b = h0[i0], h[i]
-        valid = np.array([x is not None for x in a], dtype=bool) & np.array([x is not None for x in b], dtype=bool)
+        valid = (a != b"") & (b != b"")
         step = k0[i0] // 65536
         ok = valid & (step < T)
         same += np.bincount(step[ok], weights=(a[ok] == b[ok]).astype(float), minlength=T)[:T]

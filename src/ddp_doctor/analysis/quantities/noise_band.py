@@ -11,8 +11,8 @@ over K(t) = Σ_j k_j units, has the predicted step-to-step standard deviation
     σ_pred(t) = sqrt( σ̂²(t) / K(t) ).
 
 The observed fluctuation is the robust standard deviation (1.4826 × MAD) of the global loss minus
-its centred rolling median over :data:`TREND_WINDOW` steps, so the slow training trend and rare
-spikes do not count. ``observed / predicted ≤`` :data:`WITHIN_NOISE_RATIO` means the oscillation
+its centred rolling median over :data:`TREND_WINDOW` steps (steps with a full window only), so the
+slow training trend and rare spikes do not count. ``observed / predicted ≤`` :data:`WITHIN_NOISE_RATIO` means the oscillation
 is minibatch noise. The same residual on rank 0's local loss gives how much noisier a rank-0-only
 log looks (≈ sqrt(world size) expected). Amplitude trend: the residual std of the last third over
 the first third of the run.
@@ -21,21 +21,23 @@ the first third of the run.
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 from ddp_doctor.analysis.quantities.series import Series
+from ddp_doctor.analysis.quantities.spikes import window_median
 from ddp_doctor.rundir import RunData
 
 TREND_WINDOW = 21  # steps; odd, centred
 MAD_TO_STD = 1.4826  # std of a normal = 1.4826 × MAD
 # Observed/predicted ratio up to which the fluctuation counts as minibatch noise. Sampling error of
-# both stds over ≥ 30 steps is ~15-25 %, and the rolling-median residual adds ~4 %; 1.5 leaves room
+# both stds over ≥ 63 steps is ~10-20 %, and the rolling-median residual adds ~4 %; 1.5 leaves room
 # for that and for mild non-stationarity (documented in docs/report.md).
 WITHIN_NOISE_RATIO = 1.5
-MIN_STEPS = 30
+# Three trend windows: on shorter runs the rolling median cannot follow a fast-falling loss and the
+# residual overstates the noise.
+MIN_STEPS = 3 * TREND_WINDOW
 
 
 @dataclass
@@ -60,10 +62,7 @@ def rolling_median(x: np.ndarray, window: int) -> np.ndarray:
     """Centred rolling median ignoring nan (edges use the available part of the window)."""
     half = window // 2
     pad = np.concatenate((np.full(half, np.nan), x, np.full(half, np.nan)))
-    view = np.lib.stride_tricks.sliding_window_view(pad, window)
-    with warnings.catch_warnings():  # all-nan windows (a gap in the run) give nan, not a warning
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return np.nanmedian(view, axis=1)
+    return window_median(np.lib.stride_tricks.sliding_window_view(pad, window))
 
 
 def robust_std(x: np.ndarray) -> float:
@@ -106,7 +105,9 @@ def noise_band(run: RunData, series: Series) -> NoiseBand:
     pred[(cnt < 2) | ~np.isfinite(pred)] = np.nan
     trend = rolling_median(series.global_loss, TREND_WINDOW) if T else empty
     resid = series.global_loss - trend
-    ok = np.isfinite(resid) & np.isfinite(pred) & ~series.skipped
+    inner = np.zeros(T, dtype=bool)
+    inner[TREND_WINDOW // 2: T - TREND_WINDOW // 2] = True  # full windows only: no edge effect
+    ok = inner & np.isfinite(resid) & np.isfinite(pred) & ~series.skipped
     n = int(ok.sum())
     if n < MIN_STEPS:
         reason = ("needs ≥ 2 micro-batches per optimizer step with a recorded loss-function value"

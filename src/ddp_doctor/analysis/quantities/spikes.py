@@ -45,14 +45,26 @@ class Spike:
                 "baseline": round(self.baseline, 6), "z": round(self.z, 1)}
 
 
+def window_median(view: np.ndarray) -> np.ndarray:
+    """Row medians ignoring nan. Rows without nan (nearly all of them) take np.median, which is
+    ~20x faster than np.nanmedian's masked-array path on 10^5 rows."""
+    out = np.empty(view.shape[0])
+    has_nan = np.isnan(view).any(axis=1)
+    if (~has_nan).any():
+        out[~has_nan] = np.median(view[~has_nan], axis=1)
+    if has_nan.any():
+        with warnings.catch_warnings():  # an all-nan window (a gap) gives nan, not a warning
+            warnings.simplefilter("ignore", RuntimeWarning)
+            out[has_nan] = np.nanmedian(view[has_nan], axis=1)
+    return out
+
+
 def robust_z(x: np.ndarray, window: int = WINDOW) -> tuple[np.ndarray, np.ndarray]:
     """Trailing-window median and robust z of each value (nan until MIN_HISTORY values exist)."""
     pad = np.concatenate((np.full(window, np.nan), x))
     view = np.lib.stride_tricks.sliding_window_view(pad[:-1], window)  # the `window` values before t
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        med = np.nanmedian(view, axis=1)
-        mad = np.nanmedian(np.abs(view - med[:, None]), axis=1)
+    med = window_median(view)
+    mad = window_median(np.abs(view - med[:, None]))
     enough = np.isfinite(view).sum(axis=1) >= MIN_HISTORY
     floor = 1e-12 + 1e-6 * np.abs(med)
     with np.errstate(invalid="ignore", divide="ignore"):
