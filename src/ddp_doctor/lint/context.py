@@ -72,6 +72,13 @@ def keyword(call: ast.Call, name: str) -> ast.expr | None:
     return None
 
 
+SCOPE_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+# Fields holding shared singleton nodes (Load/Store, operators): read them as attributes, never
+# index them — the same object sits under every Name/BinOp of the file.
+_SHARED_FIELDS = frozenset({"ctx", "op", "ops"})
+_FIELDS_CACHE: dict[type, tuple[str, ...]] = {}
+
+
 def walk_local(nodes: ast.AST | list[ast.stmt]) -> Iterator[ast.AST]:
     """``ast.walk`` that does not enter nested function, lambda or class bodies."""
     stack: list[ast.AST] = list(nodes) if isinstance(nodes, list) else [nodes]
@@ -94,30 +101,94 @@ class FileContext:
     functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = field(default_factory=dict)
     parents: dict[ast.AST, ast.AST] = field(default_factory=dict)
     lines: list[str] = field(default_factory=list)
+    nodes: list[ast.AST] = field(default_factory=list)  # every node, walked once
+    _local: dict[int, list[ast.AST]] = field(default_factory=dict)
+    _bindings: dict[int, dict[str, list[ast.AST]]] = field(default_factory=dict)
+    _qualnames: dict[int, str | None] = field(default_factory=dict)
+    _owner: dict[int, int] = field(default_factory=dict)  # node -> innermost def/lambda/class (or module)
+    _end: dict[int, int] = field(default_factory=dict)  # node -> end of its subtree in `nodes`
+    _pos: dict[int, int] = field(default_factory=dict)  # node -> its index in `nodes`
+    _by_type: dict[type, list[ast.AST]] = field(default_factory=dict)
+    words: set[str] = field(default_factory=set)  # every identifier, attribute, keyword and import part
 
     @classmethod
     def build(cls, path: str, source: str, tree: ast.Module) -> FileContext:
         ctx = cls(path=path, source=source, tree=tree, lines=source.splitlines())
-        for node in ast.walk(tree):
-            for child in ast.iter_child_nodes(node):
-                ctx.parents[child] = node
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    if alias.asname:
-                        ctx.imports[alias.asname] = alias.name
-                    else:  # `import torch.nn` binds `torch`
-                        head = alias.name.split(".")[0]
-                        ctx.imports[head] = head
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+        # One iterative depth-first pass. Preorder makes every subtree a contiguous slice of
+        # `nodes`, so `local()` is a slice filtered by owner instead of a fresh tree walk.
+        nodes, parents, owner, end, pos = ctx.nodes, ctx.parents, ctx._owner, ctx._end, ctx._pos
+        by_type = ctx._by_type
+        stack: list[tuple[ast.AST, ast.AST, bool]] = [(tree, tree, False)]
+        fields_of = _FIELDS_CACHE
+        push, add = stack.append, nodes.append
+        while stack:
+            node, own, leaving = stack.pop()
+            key = id(node)
+            if leaving:
+                end[key] = len(nodes)
+                continue
+            kind = type(node)
+            pos[key] = len(nodes)
+            owner[key] = id(own)
+            add(node)
+            bucket = by_type.get(kind)
+            if bucket is None:
+                by_type[kind] = bucket = []
+            bucket.append(node)
+            push((node, own, True))
+            child_owner = node if kind in SCOPE_NODES else own
+            names = fields_of.get(kind)
+            if names is None:
+                names = fields_of[kind] = tuple(f for f in kind._fields if f not in _SHARED_FIELDS)
+            children: list[ast.AST] = []
+            for name in names:
+                value = getattr(node, name, None)
+                if type(value) is list:
+                    children.extend(v for v in value if isinstance(v, ast.AST))
+                elif isinstance(value, ast.AST):
+                    children.append(value)
+            for child in reversed(children):
+                parents[child] = node
+                push((child, child_owner, False))
+        words = ctx.words
+        words.update(n.id for n in ctx.of_type(ast.Name))
+        words.update(n.attr for n in ctx.of_type(ast.Attribute))
+        words.update(n.arg for n in ctx.of_type(ast.keyword) if n.arg)
+        for node in ctx.of_type(ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    ctx.imports[alias.asname] = alias.name
+                else:  # `import torch.nn` binds `torch`
+                    head = alias.name.split(".")[0]
+                    ctx.imports[head] = head
+        for node in ctx.of_type(ast.ImportFrom):
+            if node.module and not node.level:
                 for alias in node.names:
                     if alias.name != "*":
                         ctx.imports[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                ctx.functions.setdefault(node.name, []).append(node)
+        for node in (*ctx.of_type(ast.FunctionDef), *ctx.of_type(ast.AsyncFunctionDef)):
+            ctx.functions.setdefault(node.name, []).append(node)
+        for target in ctx.imports.values():
+            words.update(target.split("."))
         return ctx
+
+    def of_type(self, kind: type) -> list:  # type: ignore[type-arg]
+        """Every node of exactly this type (``ast.Call``, ``ast.Assign`` ...), in source preorder."""
+        return self._by_type.get(kind, [])
+
+    def mentions(self, *names: str) -> bool:
+        """Any of ``names`` appears as an identifier, attribute, keyword or import part: a cheap
+        pre-check that lets a rule skip files that cannot contain its pattern."""
+        return any(n in self.words for n in names)
 
     def qualname(self, node: ast.AST | None) -> str | None:
         """Qualified, canonical name of an imported object (``nn.BatchNorm2d`` → ``torch.nn.BatchNorm2d``)."""
+        key = id(node)
+        if key not in self._qualnames:
+            self._qualnames[key] = self._qualname(node)
+        return self._qualnames[key]
+
+    def _qualname(self, node: ast.AST | None) -> str | None:
         text = dotted(node)
         if text is None:
             return None
@@ -151,8 +222,58 @@ class FileContext:
             cur = self.parents.get(cur)
         return cur if cur is not None else self.tree
 
+    def local(self, node: ast.AST) -> list[ast.AST]:
+        """``walk_local`` of a function's body (or of one statement), computed once."""
+        key = id(node)
+        if key not in self._local:
+            if key not in self._pos:  # not part of this file's tree
+                return list(walk_local(node))
+            start, stop = self._pos[key], self._end[key]
+            if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)):
+                start, want = start + 1, key  # the body (and signature), not the def itself
+            else:
+                want = self._owner[key]
+            owner, nodes = self._owner, self.nodes
+            self._local[key] = [n for n in nodes[start:stop] if owner[id(n)] == want]
+        return self._local[key]
+
+    def bindings(self, scope: ast.AST) -> dict[str, list[ast.AST]]:
+        """Name -> statements of ``scope`` that bind it (assign, augassign, for, with-as), in order."""
+        key = id(scope)
+        if key not in self._bindings:
+            out: dict[str, list[ast.AST]] = {}
+            for node in self.local(scope):
+                if isinstance(node, ast.Assign):
+                    targets: list[ast.AST] = list(node.targets)
+                elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.NamedExpr)):
+                    targets = [node.target]
+                elif isinstance(node, (ast.With, ast.AsyncWith)):
+                    targets = [i.optional_vars for i in node.items if i.optional_vars is not None]
+                else:
+                    continue
+                for t in targets:
+                    for n in ast.walk(t):
+                        if isinstance(n, ast.Name):
+                            out.setdefault(n.id, []).append(node)
+            for defs in out.values():
+                defs.sort(key=lambda n: (n.lineno, n.col_offset))
+            self._bindings[key] = out
+        return self._bindings[key]
+
     def segment(self, node: ast.AST) -> str:
-        return ast.get_source_segment(self.source, node) or ""
+        """Source text of ``node`` (like ``ast.get_source_segment`` without re-splitting the file)."""
+        try:
+            start, end = node.lineno, node.end_lineno or node.lineno  # type: ignore[attr-defined]
+            col, end_col = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]
+        except AttributeError:
+            return ""
+        raw = [line.encode("utf-8") for line in self.lines[start - 1:end]]
+        if not raw or end_col is None:
+            return ""
+        if len(raw) == 1:
+            return raw[0][col:end_col].decode("utf-8", errors="replace")
+        raw[0], raw[-1] = raw[0][col:], raw[-1][:end_col]
+        return b"\n".join(raw).decode("utf-8", errors="replace")
 
     def indent_of(self, line: int) -> str:
         text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""

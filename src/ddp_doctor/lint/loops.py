@@ -82,8 +82,8 @@ class LoopFacts:
         self.optimizers: set[str] = set()
         self.schedulers: set[str] = set()
         self.prepared: set[str] = set()  # names returned by accelerator.prepare(...)
-        for node in ast.walk(ctx.tree):
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+        for node in ctx.of_type(ast.Assign):
+            if isinstance(node.value, ast.Call):
                 names = [dotted(t) for t in node.targets] + [
                     dotted(e) for t in node.targets if isinstance(t, (ast.Tuple, ast.List)) for e in t.elts]
                 names_set = {n for n in names if n}
@@ -96,6 +96,7 @@ class LoopFacts:
                 if m and m[1] == "prepare" and m[0] and "accelerator" in m[0].lower():
                     self.prepared |= names_set
         self._accum: list[AccumLoop] | None = None
+        self._stmt_flags: dict[int, tuple[bool, bool]] = {}
 
     def accumulation_loops(self) -> list[AccumLoop]:
         """Computed once per file and shared by the accumulation rules."""
@@ -128,21 +129,33 @@ class LoopFacts:
     def nodes(self, body: list[ast.stmt], depth: int = HELPER_DEPTH, seen: frozenset[int] = frozenset()
               ) -> Iterator[ast.AST]:
         """Every node under ``body`` (not entering nested defs), then those of called helpers."""
-        for node in walk_local(body):
-            yield node
-            if depth and isinstance(node, ast.Call):
-                fn = self.ctx.helper(node)
-                if fn is not None and id(fn) not in seen:
-                    yield from self.nodes(fn.body, depth - 1, seen | {id(fn)})
+        for stmt in body:
+            for node in self.ctx.local(stmt):
+                yield node
+                if depth and isinstance(node, ast.Call):
+                    fn = self.ctx.helper(node)
+                    if fn is not None and id(fn) not in seen:
+                        yield from self.nodes(fn.body, depth - 1, seen | {id(fn)})
+
+    def _flags(self, stmt: ast.stmt) -> tuple[bool, bool]:
+        """(runs backward, steps the optimizer) somewhere under ``stmt`` or its helpers; cached."""
+        key = id(stmt)
+        if key not in self._stmt_flags:
+            nodes = list(self.nodes([stmt]))
+            self._stmt_flags[key] = (any(backward_of(n) for n in nodes),
+                                     any(self.is_optimizer_step(n) for n in nodes))
+        return self._stmt_flags[key]
 
     def has_backward(self, body: list[ast.stmt]) -> bool:
-        return any(backward_of(n) for n in self.nodes(body))
+        return any(self._flags(s)[0] for s in body)
 
     def has_optimizer_step(self, body: list[ast.stmt]) -> bool:
-        return any(self.is_optimizer_step(n) for n in self.nodes(body))
+        return any(self._flags(s)[1] for s in body)
 
     def in_accelerate_accumulate(self, loop: ast.AST) -> bool:
         """The loop body or an enclosing ``with`` is ``accelerator.accumulate(...)``."""
+        if not self.ctx.mentions("accumulate"):
+            return False
         for node in walk_local(loop):
             if isinstance(node, ast.withitem) and _is_accumulate(node.context_expr):
                 return True
@@ -192,9 +205,8 @@ def _step_after(facts: LoopFacts, loop: ast.AST) -> int | None:
             block = getattr(parent, field_name, None)
             if isinstance(block, list) and node in block:
                 for stmt in block[block.index(node) + 1:]:
-                    for n in facts.nodes([stmt]) if isinstance(stmt, ast.stmt) else ():
-                        if facts.is_optimizer_step(n):
-                            return n.lineno
+                    if isinstance(stmt, ast.stmt) and facts.has_optimizer_step([stmt]):
+                        return next(n.lineno for n in facts.nodes([stmt]) if facts.is_optimizer_step(n))
         if isinstance(parent, (*LOOPS, ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)):
             return None
         node = parent
@@ -214,10 +226,9 @@ def unconditional(body: list[ast.stmt]) -> Iterator[ast.stmt]:
 def accumulation_loops(facts: LoopFacts) -> list[AccumLoop]:
     """Every accumulation loop of the file (see the module docstring for the two shapes)."""
     found: list[AccumLoop] = []
-    for loop in ast.walk(facts.ctx.tree):
-        if not isinstance(loop, LOOPS) or facts.in_accelerate_accumulate(loop):
-            continue
-        if not facts.has_backward(loop.body):
+    ctx = facts.ctx
+    for loop in (*ctx.of_type(ast.For), *ctx.of_type(ast.AsyncFor), *ctx.of_type(ast.While)):
+        if not facts.has_backward(loop.body) or facts.in_accelerate_accumulate(loop):
             continue
         if not facts.has_optimizer_step(loop.body):
             line = _step_after(facts, loop)

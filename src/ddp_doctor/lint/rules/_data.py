@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ddp_doctor.lint.context import FileContext, dotted, walk_local
+from ddp_doctor.lint.context import FileContext, dotted
 from ddp_doctor.lint.loops import LOOPS, LoopFacts
 
 DATALOADER = "torch.utils.data.DataLoader"
@@ -21,8 +21,8 @@ def bound_names(ctx: FileContext, value: ast.AST) -> set[str]:
     elif isinstance(parent, ast.Return):
         fn = ctx.enclosing_function(parent)
         if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            for node in ast.walk(ctx.tree):
-                if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and ctx.helper(node.value) is fn:
+            for node in ctx.of_type(ast.Assign):
+                if isinstance(node.value, ast.Call) and ctx.helper(node.value) is fn:
                     names |= {d for t in node.targets if (d := dotted(t))}
     return names
 
@@ -30,8 +30,8 @@ def bound_names(ctx: FileContext, value: ast.AST) -> set[str]:
 def _aliases(ctx: FileContext, names: set[str]) -> set[str]:
     """Add names assigned from an expression over ``names`` (``it = iter(loader)``), one level."""
     out = set(names)
-    for node in ast.walk(ctx.tree):
-        if isinstance(node, ast.Assign) and any(dotted(n) in names for n in ast.walk(node.value)):
+    for node in ctx.of_type(ast.Assign):
+        if any(dotted(n) in names for n in ast.walk(node.value)):
             out |= {d for t in node.targets if (d := dotted(t))}
     return out
 
@@ -43,13 +43,11 @@ def loops_iterating(ctx: FileContext, names: set[str], follow_aliases: bool = Tr
         return
     if follow_aliases:
         names = _aliases(ctx, names)
-    for loop in ast.walk(ctx.tree):
-        if not isinstance(loop, LOOPS):
-            continue
+    for loop in (*ctx.of_type(ast.For), *ctx.of_type(ast.AsyncFor), *ctx.of_type(ast.While)):
         if isinstance(loop, (ast.For, ast.AsyncFor)) and any(dotted(n) in names for n in ast.walk(loop.iter)):
             yield loop
         elif any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "next"
-                 and n.args and dotted(n.args[0]) in names for n in walk_local(loop.body)):
+                 and n.args and dotted(n.args[0]) in names for n in ctx.local(loop)):
             yield loop
 
 

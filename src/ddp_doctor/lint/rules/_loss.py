@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import re
 
-from ddp_doctor.lint.context import FileContext, dotted, keyword, method, walk_local
+from ddp_doctor.lint.context import FileContext, dotted, keyword, method
 
 LOSS_FUNCTIONS = re.compile(r"^torch\.nn\.functional\.(\w*loss\w*|cross_entropy|nll_loss|kl_div|binary_cross_entropy\w*)$")
 LOSS_MODULES = re.compile(r"^torch\.nn\.\w*Loss$")
@@ -27,7 +27,7 @@ State = str  # "scaled" | "raw" | "unknown"
 class LossTracer:
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
-        self.criteria = {d for n in ast.walk(ctx.tree) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
+        self.criteria = {d for n in ctx.of_type(ast.Assign) if isinstance(n.value, ast.Call)
                          and LOSS_MODULES.match(ctx.call_qualname(n.value) or "") for t in n.targets if (d := dotted(t))}
 
     def state(self, expr: ast.AST | None, at: ast.AST, depth: int = MAX_DEPTH) -> State:
@@ -63,7 +63,7 @@ class LossTracer:
             return "raw"
         fn = self.ctx.helper(call)
         if fn is not None:
-            states = {self.state(r.value, r, depth - 1) for r in walk_local(fn.body) if isinstance(r, ast.Return)}
+            states = {self.state(r.value, r, depth - 1) for r in self.ctx.local(fn) if isinstance(r, ast.Return)}
             return states.pop() if len(states) == 1 else "scaled" if "scaled" in states else "unknown"
         if FORWARD_CALLEE.search(dotted(call.func) or ""):
             return "raw"
@@ -108,25 +108,6 @@ class LossTracer:
         """The last statement before ``at`` (source order, same function) that binds ``name``."""
         scope = self.ctx.enclosing_function(at)
         line = getattr(at, "lineno", 0)
-        best: ast.AST | None = None
-        for node in walk_local(scope.body):
-            if getattr(node, "lineno", line) >= line or node is at:
-                continue
-            if _binds(node, name) and (best is None or (node.lineno, node.col_offset) > (best.lineno, best.col_offset)):
-                best = node
-        return best
+        before = [n for n in self.ctx.bindings(scope).get(name, []) if n.lineno < line and n is not at]
+        return before[-1] if before else None
 
-
-def _binds(node: ast.AST, name: str) -> bool:
-    targets: list[ast.AST]
-    if isinstance(node, ast.Assign):
-        targets = node.targets
-    elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.NamedExpr)):
-        targets = [node.target]
-    elif isinstance(node, ast.withitem):
-        return False
-    elif isinstance(node, (ast.With, ast.AsyncWith)):
-        targets = [i.optional_vars for i in node.items if i.optional_vars is not None]
-    else:
-        return False
-    return any(isinstance(n, ast.Name) and n.id == name for t in targets for n in ast.walk(t))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
+from ddp_doctor.lint.context import FileContext, dotted, method
 from ddp_doctor.lint.loops import LoopFacts, backward_of
 from ddp_doctor.lint.rules._loss import LossTracer
 from ddp_doctor.lint.rules.base import Rule, Violation
@@ -24,9 +24,11 @@ class AccumLossUnscaled(Rule):
     id = "accum-loss-unscaled"
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
+        if not ctx.mentions("backward"):
+            return
         tracer = LossTracer(ctx)
         for loop in facts.accumulation_loops():
-            if _scales_gradients(ctx.enclosing_function(loop.loop)):
+            if _scales_gradients(ctx, ctx.enclosing_function(loop.loop)):
                 continue
             for node in facts.nodes(loop.loop.body):
                 bw = backward_of(node)
@@ -40,9 +42,9 @@ class AccumLossUnscaled(Rule):
                     accumulation_loop_line=loop.loop.lineno)
 
 
-def _scales_gradients(scope: ast.AST) -> bool:
+def _scales_gradients(ctx: FileContext, scope: ast.AST) -> bool:
     """The function divides or multiplies ``.grad`` itself (``p.grad.div_(n)``, ``p.grad /= n``)."""
-    for node in walk_local(scope.body):  # type: ignore[attr-defined]
+    for node in ctx.local(scope):
         m = method(node)
         if m and m[1] in ("div_", "mul_") and (m[0] or "").endswith((".grad", ".grad.data")):
             return True

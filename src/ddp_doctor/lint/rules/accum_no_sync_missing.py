@@ -24,10 +24,11 @@ class AccumNoSyncMissing(Rule):
     id = "accum-no-sync-missing"
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
-        nodes = list(ast.walk(ctx.tree))
-        if facts.prepared or not any(isinstance(n, ast.Call) and ctx.call_qualname(n) == DDP for n in nodes):
+        if not ctx.mentions("DistributedDataParallel") or not ctx.mentions("backward"):
             return
-        if any(isinstance(n, ast.Attribute) and n.attr in SYNC_CONTROLS for n in nodes):
+        if facts.prepared or ctx.mentions(*SYNC_CONTROLS):
+            return
+        if not any(ctx.call_qualname(n) == DDP for n in ctx.of_type(ast.Call)):
             return
         for loop in facts.accumulation_loops():
             yield self.violation(

@@ -30,18 +30,18 @@ class BatchnormUnsynced(Rule):
     id = "batchnorm-unsynced"
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
+        if not ctx.mentions("DistributedDataParallel"):
+            return
         bn_lines: list[int] = []
         ddp_calls: list[ast.Call] = []
-        for node in ast.walk(ctx.tree):
-            if isinstance(node, ast.Attribute) and node.attr == "SyncBatchNorm" or \
-                    isinstance(node, ast.Name) and ctx.qualname(node) == SYNC:
-                return  # SyncBatchNorm is used somewhere: the author knows about it
-            if isinstance(node, ast.Call):
-                q = ctx.call_qualname(node) or ""
-                if BATCHNORM.match(q) or TORCHVISION_BN.match(q):
-                    bn_lines.append(node.lineno)
-                elif q == DDP:
-                    ddp_calls.append(node)
+        if ctx.mentions("SyncBatchNorm") or any(q.endswith(".SyncBatchNorm") for q in ctx.imports.values()):
+            return  # SyncBatchNorm is used somewhere: the author knows about it
+        for node in ctx.of_type(ast.Call):
+            q = ctx.call_qualname(node) or ""
+            if BATCHNORM.match(q) or TORCHVISION_BN.match(q):
+                bn_lines.append(node.lineno)
+            elif q == DDP:
+                ddp_calls.append(node)
         if not bn_lines or not ddp_calls:
             return
         for call in ddp_calls:

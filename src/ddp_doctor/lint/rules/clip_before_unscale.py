@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
+from ddp_doctor.lint.context import FileContext, dotted, method
 from ddp_doctor.lint.loops import HELPER_DEPTH, LoopFacts, scale_call
 from ddp_doctor.lint.rules.base import Edit, Rule, Violation, insert_line_before, starts_own_line, statement_of
 
@@ -25,8 +25,10 @@ class ClipBeforeUnscale(Rule):
     id = "clip-before-unscale"
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
+        if not ctx.mentions("scale") or not ctx.mentions(*(c.split(".")[-1] for c in CLIPS)):
+            return
         for scope in ctx.scopes():
-            events = list(_events(ctx, scope.body, HELPER_DEPTH, frozenset()))
+            events = list(_events(ctx, scope, HELPER_DEPTH, frozenset()))
             scaled_by: str | None = None  # the scaler of the last scaled backward not yet unscaled
             backward: ast.Call | None = None
             for i, (kind, scaler, node) in enumerate(events):
@@ -43,10 +45,10 @@ class ClipBeforeUnscale(Rule):
                         edits=_fix(ctx, node, scaled_by, step, backward), scaler=scaled_by)
 
 
-def _events(ctx: FileContext, body: list[ast.stmt], depth: int, seen: frozenset[int]
+def _events(ctx: FileContext, scope: ast.AST, depth: int, seen: frozenset[int]
             ) -> Iterator[tuple[str, str | None, ast.Call]]:
     """(kind, scaler, call) in source order; helper bodies are spliced in at their call."""
-    calls = sorted((n for n in walk_local(body) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset))
+    calls = sorted((n for n in ctx.local(scope) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset))
     for call in calls:
         m = method(call)
         if m and m[1] == "backward":
@@ -63,7 +65,7 @@ def _events(ctx: FileContext, body: list[ast.stmt], depth: int, seen: frozenset[
         elif depth:
             fn = ctx.helper(call)
             if fn is not None and id(fn) not in seen:
-                yield from _events(ctx, fn.body, depth - 1, seen | {id(fn)})
+                yield from _events(ctx, fn, depth - 1, seen | {id(fn)})
 
 
 def _fix(ctx: FileContext, clip: ast.Call, scaler: str, step: ast.Call | None, backward: ast.Call | None

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
+from ddp_doctor.lint.context import FileContext, dotted, method
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.rules.base import Rule, Violation
 
@@ -23,12 +23,13 @@ class CompileBeforeDdp(Rule):
     id = "compile-before-ddp"
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
+        if not ctx.mentions("compile") or not ctx.mentions("DistributedDataParallel"):
+            return
         for scope in ctx.scopes():
-            body = scope.body
             compiled: dict[str, int] = {}  # name -> line where it became a compiled module
             compiled_at: dict[str, ast.AST] = {}
             events: list[ast.AST] = sorted(
-                (n for n in walk_local(body) if isinstance(n, (ast.Assign, ast.Call))),
+                (n for n in ctx.local(scope) if isinstance(n, (ast.Assign, ast.Call))),
                 key=lambda n: (n.lineno, n.col_offset))
             for node in events:
                 if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):

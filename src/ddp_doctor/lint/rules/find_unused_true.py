@@ -28,9 +28,9 @@ class FindUnusedTrue(Rule):
     id = "find-unused-true"
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
-        for node in ast.walk(ctx.tree):
-            if not isinstance(node, ast.Call):
-                continue
+        if not ctx.mentions(*DDP_CONFIGS.values()):
+            return
+        for node in ctx.of_type(ast.Call):
             kw_name = DDP_CONFIGS.get(ctx.call_qualname(node) or "")
             value = keyword(node, kw_name) if kw_name else None
             if isinstance(value, ast.Constant) and value.value is True:

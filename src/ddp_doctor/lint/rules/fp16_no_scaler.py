@@ -29,20 +29,17 @@ class Fp16NoScaler(Rule):
     id = "fp16-no-scaler"
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
+        if not ctx.mentions("autocast") or not ctx.mentions("backward"):
+            return
         if any(ctx.imports_module(m) for m in SELF_SCALING):
             return
-        nodes = list(ast.walk(ctx.tree))
-        if not any(backward_of(n) for n in nodes):
+        if any("GradScaler" in w for w in ctx.words):
+            return  # a scaler class is named somewhere (torch.amp, ShardedGradScaler, ...)
+        calls = ctx.of_type(ast.Call)
+        if not any(backward_of(n) for n in calls) or any((method(n) or (None, ""))[1] == "scale" for n in calls):
             return
-        for n in nodes:
-            if isinstance(n, ast.Call) and ("GradScaler" in (ctx.call_qualname(n) or "") or
-                                            (method(n) or (None, ""))[1] == "scale"):
-                return
-            if isinstance(n, (ast.Name, ast.Attribute)) and "GradScaler" in (
-                    n.id if isinstance(n, ast.Name) else n.attr):
-                return
-        for n in nodes:
-            if isinstance(n, ast.Call) and self._is_fp16_autocast(ctx, n):
+        for n in calls:
+            if self._is_fp16_autocast(ctx, n):
                 yield self.violation(
                     n, f"`{ctx.segment(n)}` trains in float16 but no GradScaler is used: small gradients underflow "
                     "to zero, large ones overflow.",

@@ -25,15 +25,17 @@ class FsdpClipWrong(Rule):
     id = "fsdp-clip-wrong"
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
+        if not ctx.mentions("FullyShardedDataParallel"):
+            return
         wrapped: set[str] = set()
-        for node in ast.walk(ctx.tree):
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) \
+        for node in ctx.of_type(ast.Assign):
+            if isinstance(node.value, ast.Call) \
                     and ctx.call_qualname(node.value) == FSDP1 and not _no_shard(node.value):
                 wrapped |= {d for t in node.targets if (d := dotted(t))}
         if not wrapped:
             return
-        for node in ast.walk(ctx.tree):
-            if not isinstance(node, ast.Call) or ctx.call_qualname(node) != CLIP or not node.args:
+        for node in ctx.of_type(ast.Call):
+            if ctx.call_qualname(node) != CLIP or not node.args:
                 continue
             m = method(node.args[0])
             if m and m[1] == "parameters" and m[0] in wrapped:

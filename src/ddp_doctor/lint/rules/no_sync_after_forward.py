@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
+from ddp_doctor.lint.context import FileContext, dotted, method
 from ddp_doctor.lint.loops import LoopFacts, backward_of
 from ddp_doctor.lint.rules.base import Rule, Violation
 
@@ -25,7 +25,9 @@ class NoSyncAfterForward(Rule):
     id = "no-sync-after-forward"
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
-        for node in ast.walk(ctx.tree):
+        if not ctx.mentions(TOGGLE_ATTR, "no_sync"):
+            return
+        for node in ctx.nodes:
             for field_name in ("body", "orelse", "finalbody"):
                 block = getattr(node, field_name, None)
                 if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
@@ -41,12 +43,12 @@ class NoSyncAfterForward(Rule):
         toggled = _toggled_model(ctx, stmt)
         if toggled is None:
             return
-        forward = _first(n for s in block[:i] for n in walk_local(s) if _is_forward(n, toggled))
+        forward = _first(n for s in block[:i] for n in ctx.local(s) if _is_forward(n, toggled))
         if forward is None:
             return
         after = [stmt.body] if isinstance(stmt, (ast.With, ast.AsyncWith)) else [block[i + 1:]]
         for stmts in after:
-            nodes = sorted((n for s in stmts for n in walk_local(s) if isinstance(n, ast.Call)),
+            nodes = sorted((n for s in stmts for n in ctx.local(s) if isinstance(n, ast.Call)),
                            key=lambda n: (n.lineno, n.col_offset))
             for n in nodes:
                 if _is_forward(n, toggled):
@@ -93,7 +95,7 @@ def _toggled_model(ctx: FileContext, stmt: ast.stmt) -> str | None:
             expr = item.context_expr
             if isinstance(expr, ast.Name):  # `ctx = model.no_sync() if ... else nullcontext()`
                 scope = ctx.enclosing_function(stmt)
-                values = [n.value for n in walk_local(scope.body) if isinstance(n, ast.Assign)
+                values = [n.value for n in ctx.local(scope) if isinstance(n, ast.Assign)
                           and any(isinstance(t, ast.Name) and t.id == expr.id for t in n.targets)]
                 expr = values[-1] if len(values) == 1 else expr
             for n in ast.walk(expr):

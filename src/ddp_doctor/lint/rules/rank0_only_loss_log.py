@@ -16,7 +16,7 @@ import ast
 import re
 from collections.abc import Iterator
 
-from ddp_doctor.lint.context import FileContext, dotted, walk_local
+from ddp_doctor.lint.context import FileContext, dotted
 from ddp_doctor.lint.loops import LoopFacts, backward_of
 from ddp_doctor.lint.rules.base import Rule, Violation
 
@@ -33,15 +33,24 @@ class Rank0OnlyLossLog(Rule):
     id = "rank0-only-loss-log"
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
-        returns_loss = {id(fn) for defs in ctx.functions.values() for fn in defs if _tainted(ctx, fn, set())[1]}
-        for scope in ctx.scopes():
+        if not ctx.mentions("backward"):
+            return
+        backward_scopes = {id(ctx.enclosing_function(n)): ctx.enclosing_function(n) for n in ctx.of_type(ast.Attribute)
+                           if n.attr == "backward"}
+        returns_loss = {key for key, fn in backward_scopes.items() if _tainted(ctx, fn, set())[1]}
+        scopes = dict(backward_scopes)
+        for n in ctx.of_type(ast.Call) if returns_loss else ():  # callers of helpers returning the local loss
+            if id(ctx.helper(n)) in returns_loss:
+                scope = ctx.enclosing_function(n)
+                scopes[id(scope)] = scope
+        for scope in scopes.values():
             tainted, _ = _tainted(ctx, scope, returns_loss)
             if not tainted:
                 continue
-            for guard in walk_local(scope.body):
+            for guard in ctx.local(scope):
                 if not isinstance(guard, ast.If) or not _is_rank0(guard.test):
                     continue
-                for node in walk_local(guard.body):
+                for node in ctx.local(guard):
                     if isinstance(node, ast.Call) and _is_log(node):
                         names = {n.id for a in [*node.args, *(k.value for k in node.keywords)]
                                  for n in ast.walk(a) if isinstance(n, ast.Name)}
@@ -56,32 +65,35 @@ class Rank0OnlyLossLog(Rule):
 
 def _tainted(ctx: FileContext, scope: ast.AST, returns_loss: set[int]) -> tuple[set[str], bool]:
     """Names holding the local training loss in ``scope``, and whether ``scope`` returns one."""
-    body = scope.body  # type: ignore[attr-defined]
-    nodes = list(walk_local(body))
+    nodes = ctx.local(scope)
     reduced: set[str] = set()
-    for n in nodes:  # in-place reductions make a name global: dist.all_reduce(t)
-        if isinstance(n, ast.Call) and REDUCE_CALL.search((dotted(n.func) or "").split(".")[-1]):
-            reduced |= {x.id for a in n.args[:1] for x in ast.walk(a) if isinstance(x, ast.Name)}
     tainted: set[str] = set()
+    flows: list[tuple[set[str], set[str]]] = []  # (names read, names written) of non-reducing assignments
     for n in nodes:
-        bw = backward_of(n)
-        if bw is not None and bw.root is not None:
-            tainted |= _loss_names(bw.root)
-        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call):
-            fn = ctx.helper(n.value)
-            if fn is not None and id(fn) in returns_loss:
-                tainted |= {x.id for t in n.targets for x in ast.walk(t) if isinstance(x, ast.Name)}
+        if isinstance(n, ast.Call):
+            if REDUCE_CALL.search((dotted(n.func) or "").split(".")[-1]):  # in place: dist.all_reduce(t)
+                reduced |= {x.id for a in n.args[:1] for x in ast.walk(a) if isinstance(x, ast.Name)}
+            bw = backward_of(n)
+            if bw is not None and bw.root is not None:
+                tainted |= _loss_names(bw.root)
+        elif isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and n.value is not None:
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+            written = {x.id for t in targets for x in ast.walk(t) if isinstance(x, ast.Name)}
+            if isinstance(n.value, ast.Call):
+                fn = ctx.helper(n.value)
+                if fn is not None and id(fn) in returns_loss:
+                    tainted |= written
+            if not _reduces(n.value):
+                flows.append(({x.id for x in ast.walk(n.value) if isinstance(x, ast.Name)}, written))
     tainted -= reduced
-    for _ in range(TAINT_PASSES):
-        for n in nodes:
-            if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and n.value is not None:
-                if _reduces(n.value):
-                    continue
-                if any(isinstance(x, ast.Name) and x.id in tainted for x in ast.walk(n.value)):
-                    targets = n.targets if isinstance(n, ast.Assign) else [n.target]
-                    tainted |= {x.id for t in targets for x in ast.walk(t) if isinstance(x, ast.Name)} - reduced
-    returns = any(isinstance(r, ast.Return) and r.value is not None and
-                  any(isinstance(x, ast.Name) and x.id in tainted for x in ast.walk(r.value)) for r in nodes)
+    if tainted:
+        for _ in range(TAINT_PASSES):
+            for read, written in flows:
+                if read & tainted:
+                    tainted |= written - reduced
+    returns = bool(tainted) and any(isinstance(r, ast.Return) and r.value is not None and
+                                    any(isinstance(x, ast.Name) and x.id in tainted for x in ast.walk(r.value))
+                                    for r in nodes)
     return tainted, returns
 
 

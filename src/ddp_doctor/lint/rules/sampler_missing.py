@@ -31,9 +31,11 @@ class SamplerMissing(Rule):
     id = "sampler-missing"
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
+        if not ctx.mentions("DataLoader") or not ctx.mentions(*(q.split(".")[-1] for q in DATA_PARALLEL)):
+            return
         if facts.prepared or ctx.imports_module("lightning") or ctx.imports_module("pytorch_lightning"):
             return
-        calls = [n for n in ast.walk(ctx.tree) if isinstance(n, ast.Call)]
+        calls = ctx.of_type(ast.Call)
         if not any(ctx.call_qualname(c) in DATA_PARALLEL for c in calls):
             return
         for call in calls:
@@ -59,8 +61,7 @@ def _sharded(ctx: FileContext, dataset: ast.expr) -> bool:
     exprs: list[ast.AST] = [dataset]
     name = dotted(dataset)
     if name:
-        exprs += [n.value for n in ast.walk(ctx.tree)
-                  if isinstance(n, ast.Assign) and any(dotted(t) == name for t in n.targets)]
+        exprs += [n.value for n in ctx.of_type(ast.Assign) if any(dotted(t) == name for t in n.targets)]
     for expr in exprs:
         for node in ast.walk(expr):
             word = (node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute)
@@ -79,8 +80,8 @@ def _self_sharding_class(ctx: FileContext, call: ast.Call) -> bool:
         return True
     if not isinstance(call.func, ast.Name):
         return False
-    for node in ast.walk(ctx.tree):
-        if isinstance(node, ast.ClassDef) and node.name == call.func.id:
+    for node in ctx.of_type(ast.ClassDef):
+        if node.name == call.func.id:
             if any("IterableDataset" in (dotted(b) or "") for b in node.bases):
                 return True
             return any(SHARDING_WORDS.search(n.id if isinstance(n, ast.Name) else n.attr)

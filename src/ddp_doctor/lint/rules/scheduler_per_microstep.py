@@ -21,6 +21,8 @@ class SchedulerPerMicrostep(Rule):
     id = "scheduler-per-microstep"
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
+        if not ctx.mentions("backward"):
+            return
         for loop in facts.accumulation_loops():
             for node in micro_scope(facts, loop):
                 m = method(node)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ddp_doctor.lint.context import FileContext, dotted, keyword, method, walk_local
+from ddp_doctor.lint.context import FileContext, dotted, keyword, method
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.rules._data import DATALOADER, DISTRIBUTED_SAMPLER, bound_names, enclosing_loop, loops_iterating
 from ddp_doctor.lint.rules.base import Edit, Rule, Violation, insert_line_before, starts_own_line
@@ -24,7 +24,9 @@ class SetEpochMissing(Rule):
     id = "set-epoch-missing"
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
-        nodes = list(ast.walk(ctx.tree))
+        if not ctx.mentions("DistributedSampler"):
+            return
+        nodes = list(ctx.nodes)
         if any((m := method(n)) and m[1] == "set_epoch" for n in nodes if isinstance(n, ast.Call)):
             return
         for call in nodes:
@@ -102,4 +104,4 @@ def _visible(ctx: FileContext, handle: str, loop: ast.AST) -> bool:
     if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
             a.arg == root for a in (*scope.args.posonlyargs, *scope.args.args, *scope.args.kwonlyargs)):
         return True
-    return any(isinstance(n, ast.Name) and n.id == root and isinstance(n.ctx, ast.Store) for n in walk_local(scope.body))
+    return any(isinstance(n, ast.Name) and n.id == root and isinstance(n.ctx, ast.Store) for n in ctx.local(scope))

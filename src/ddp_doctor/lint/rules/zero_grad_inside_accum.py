@@ -21,6 +21,8 @@ class ZeroGradInsideAccum(Rule):
     id = "zero-grad-inside-accum"
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
+        if not ctx.mentions("zero_grad"):
+            return
         for loop in facts.accumulation_loops():
             for node in micro_scope(facts, loop):
                 m = method(node)
