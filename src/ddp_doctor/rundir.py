@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 RUN_SCHEMA = "ddp-doctor.run/1"
+CLIP_COLUMNS = ("max_norm", "total_norm", "after_unscale", "scaler")  # of a step record's `clip` entries
 RANK_SCHEMA = "ddp-doctor.rank/1"
 MANIFEST = "manifest.json"
 RANKS_DIR = "ranks"
@@ -40,7 +41,7 @@ PARALLEL_MIN_BYTES = 32 * 2**20
 # (size, mtime); a finished run is then parsed once, and a running one again only when it grew.
 CACHE_DIR = ".ddp-doctor-cache"
 CACHE_MIN_BYTES = 4 * 2**20
-CACHE_VERSION = 2
+CACHE_VERSION = 3
 
 try:  # optional (`pip install ddp-doctor[fast]`): decodes JSON several times faster
     from orjson import loads as _loads
@@ -99,7 +100,8 @@ class StepColumns:
     grad_sq_global: np.ndarray
     input_hashes: np.ndarray  # bytes (dtype "S"), b"" where not recorded
     # sparse per-step facts: (step, value)
-    clips: list[tuple[int, dict[str, Any]]]
+    clip_step: np.ndarray  # one row per clip_grad_norm_ call: its optimizer step
+    clip: np.ndarray  # [calls, 4]: CLIP_COLUMNS; flags as 1/0, nan where not recorded
     nonfinite: list[tuple[int, dict[str, Any]]]
     autocast: set[str]
 
@@ -204,7 +206,8 @@ class _StepBuilder:
 
         fns = self._micro("loss_fn", micro_l, total, lambda x: x, object)
         fn_ok = [isinstance(f, dict) for f in fns]
-        clips = [(int(r.get("step", -1)), c) for r in recs for c in (r.get("clip") or ())]
+        calls = [(r.get("step", -1), c) for r in recs for c in (r.get("clip") or ()) if isinstance(c, dict)]
+        clip_rows = [[c.get(k) for k in CLIP_COLUMNS] for _, c in calls]
         nonfinite = [(int(r.get("step", -1)), r["nonfinite"]) for r in recs if r.get("nonfinite")]
         lr = [(r.get("lr") or [None])[0] for r in recs]
         return StepColumns(
@@ -229,7 +232,8 @@ class _StepBuilder:
             input_hashes=np.array([h.encode("ascii", "replace") if isinstance(h, str) else b""
                                    for h in self._micro("input_hashes", micro_l, total, lambda x: x, object)],
                                   dtype="S"),
-            clips=clips, nonfinite=nonfinite,
+            clip_step=np.asarray([st for st, _ in calls], dtype=np.int64),
+            clip=_floats(clip_rows).reshape(len(calls), len(CLIP_COLUMNS)), nonfinite=nonfinite,
             autocast={str(r["autocast"]) for r in recs if r.get("autocast")})
 
 
@@ -237,6 +241,8 @@ def _floats(values: list[Any]) -> np.ndarray:
     try:
         return np.asarray(values, dtype=np.float64)
     except (TypeError, ValueError):
+        if values and isinstance(values[0], list):
+            return np.asarray([[num(v) for v in row] for row in values], dtype=np.float64)
         return np.asarray([num(v) for v in values], dtype=np.float64)
 
 
@@ -327,24 +333,12 @@ def _cache_key(path: Path) -> dict[str, int]:
 _ARRAYS = ("step", "micro_steps", "offsets", "time", "zero_grad", "sched_steps", "lr", "skipped", "scale",
            "found_inf", "unscale_calls", "losses", "fn_value", "fn_sum", "fn_n_valid", "samples", "tokens",
            "sync", "grad_sq_local", "grad_sq_global")
-_CLIP_KEYS = ("max_norm", "total_norm", "after_unscale", "scaler")
-_CLIP_FLAGS = ("after_unscale", "scaler")
 _LISTS = ("configs", "sampler", "replica", "full", "compile_check", "unused", "probe_errors")
-
-
-def _decode_clip(key: str, value: float) -> float | bool | None:
-    if key in _CLIP_FLAGS:  # flags were stored as 1/0, unknown (null) as nan
-        return None if math.isnan(value) else bool(value)
-    return value
 
 
 def _save_cache(path: Path, data: RankData, problems: list[str], key: dict[str, int]) -> None:
     """Columns as .npz (no pickle: a run directory may come from someone else), records as JSON."""
     c = data.steps
-    # clip records (one per step) as arrays: as JSON they would dominate the cache's load time
-    clip_step = np.array([s for s, _ in c.clips], dtype=np.int64)
-    clip_values = np.array([[num(r.get(k)) for k in _CLIP_KEYS] for _, r in c.clips],
-                           dtype=np.float64).reshape(len(c.clips), len(_CLIP_KEYS))
     meta = {"key": key, "problems": problems, "header": data.header, "end": data.end,
             "unknown_kinds": data.unknown_kinds, "nonfinite": c.nonfinite,
             "autocast": sorted(c.autocast), **{k: getattr(data, k) for k in _LISTS}}
@@ -353,7 +347,7 @@ def _save_cache(path: Path, data: RankData, problems: list[str], key: dict[str, 
         out.parent.mkdir(exist_ok=True)
         tmp = out.with_suffix(f".tmp{os.getpid()}.npz")
         np.savez(tmp, meta=np.array(json.dumps(meta)),
-                 input_hashes=c.input_hashes, clip_step=clip_step, clip_values=clip_values,
+                 input_hashes=c.input_hashes, clip_step=c.clip_step, clip=c.clip,
                  **{k: getattr(c, k) for k in _ARRAYS})
         os.replace(tmp, out)
     except OSError:  # a read-only run directory: no cache, no problem
@@ -371,25 +365,18 @@ def _load_cache(path: Path, rank: int, key: dict[str, int]) -> tuple[RankData, l
                 return None
             cols = {k: z[k] for k in _ARRAYS}
             hashes = z["input_hashes"]
-            clips = [(int(st), {k: _decode_clip(k, v) for k, v in zip(_CLIP_KEYS, row.tolist())})
-                     for st, row in zip(z["clip_step"], z["clip_values"])]
+            clip_step, clip = z["clip_step"], z["clip"]
     except (OSError, ValueError, KeyError):
         return None
-    steps = StepColumns(**cols, input_hashes=hashes, clips=clips,
+    steps = StepColumns(**cols, input_hashes=hashes, clip_step=clip_step, clip=clip,
                         nonfinite=[tuple(x) for x in meta["nonfinite"]], autocast=set(meta["autocast"]))
     data = RankData(rank=rank, header=meta["header"], steps=steps, end=meta["end"],
                     unknown_kinds=meta["unknown_kinds"], **{k: meta[k] for k in _LISTS})
     return data, meta["problems"]
 
 
-def _read_one(item: tuple[Path, int]) -> tuple[int, RankData, list[str]]:
-    """One rank file, from the cache when the file has not changed since it was parsed."""
-    path, rank = item
-    key = _cache_key(path)
-    if key["size"] >= CACHE_MIN_BYTES:
-        hit = _load_cache(path, rank, key)
-        if hit is not None:
-            return rank, hit[0], hit[1]
+def _parse(item: tuple[Path, int, dict[str, int]]) -> tuple[int, RankData, list[str]]:
+    path, rank, key = item
     problems: list[str] = []
     data = read_rank_file(path, rank, problems)
     if key["size"] >= CACHE_MIN_BYTES and _cache_key(path) == key:  # unchanged while we read it
@@ -398,12 +385,24 @@ def _read_one(item: tuple[Path, int]) -> tuple[int, RankData, list[str]]:
 
 
 def _read_all(named: list[tuple[Path, int]]) -> list[tuple[int, RankData, list[str]]]:
-    """Read every rank file; in worker processes when there is enough data to pay for them."""
-    workers = min(len(named), os.cpu_count() or 1)
-    if workers > 1 and sum(f.stat().st_size for f, _ in named) > PARALLEL_MIN_BYTES:
+    """Every rank file: from the column cache when unchanged since it was parsed, else parsed —
+    in worker processes (one per core) when there is enough new data to pay for them."""
+    done: list[tuple[int, RankData, list[str]]] = []
+    todo: list[tuple[Path, int, dict[str, int]]] = []
+    for path, rank in named:
+        key = _cache_key(path)
+        hit = _load_cache(path, rank, key) if key["size"] >= CACHE_MIN_BYTES else None
+        if hit is not None:
+            done.append((rank, hit[0], hit[1]))
+        else:
+            todo.append((path, rank, key))
+    workers = min(len(todo), os.cpu_count() or 1)
+    if workers > 1 and sum(k["size"] for _, _, k in todo) > PARALLEL_MIN_BYTES:
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            return list(pool.map(_read_one, named))
-    return [_read_one(item) for item in named]
+            done.extend(pool.map(_parse, todo))
+    else:
+        done.extend(_parse(item) for item in todo)
+    return sorted(done, key=lambda x: x[0])
 
 
 def read_run(run_dir: Path | str) -> RunData:

@@ -17,7 +17,7 @@ from ddp_doctor.analysis.quantities.noise_band import NoiseBand, noise_band
 from ddp_doctor.analysis.quantities.ratios import Ratios, ratios
 from ddp_doctor.analysis.quantities.series import Series, build_series, segment_sum
 from ddp_doctor.analysis.quantities.spikes import Spike, find_spikes
-from ddp_doctor.rundir import RunData
+from ddp_doctor.rundir import CLIP_COLUMNS, RunData
 
 
 @dataclass
@@ -93,12 +93,9 @@ def _grad_norm(run: RunData, series: Series) -> tuple[np.ndarray, str | None]:
     clip = np.full(series.n_steps, np.nan)
     lowest = min(run.ranks) if run.ranks else None
     if lowest is not None and run.ranks[lowest].steps is not None:
-        for step, rec in run.ranks[lowest].steps.clips:
-            if 0 <= step < series.n_steps:
-                try:
-                    clip[step] = float(rec.get("total_norm"))
-                except (TypeError, ValueError):
-                    pass
+        cols = run.ranks[lowest].steps
+        ok = (cols.clip_step >= 0) & (cols.clip_step < series.n_steps)
+        clip[cols.clip_step[ok]] = cols.clip[ok, CLIP_COLUMNS.index("total_norm")]
     if np.isfinite(clip).sum() >= 10:
         return clip, "clip_grad_norm_ total_norm"
     return g, None

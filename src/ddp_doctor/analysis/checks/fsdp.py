@@ -16,7 +16,7 @@ def check(ctx: Context) -> list[Finding]:
     if cfg is None or cfg.get("version") != 1:
         return [ruled_out(fid, "No FSDP1 model: the FSDP1 clipping pitfall cannot occur.",
                           "没有 FSDP1 模型：不会出现 FSDP1 的裁剪问题。", fsdp_version=cfg.get("version") if cfg else None)]
-    clips = sum(len(d.steps.clips) for d in ctx.run.ranks.values() if d.steps is not None)
+    clips = sum(len(d.steps.clip_step) for d in ctx.run.ranks.values() if d.steps is not None)
     if clips == 0:
         return [ruled_out(fid, "FSDP1 without gradient clipping.", "FSDP1 未使用梯度裁剪。", fsdp_version=1, clip_calls=0)]
     return [inconclusive(fid, f"FSDP1 with {clips} clip calls: which clip function was used is not "

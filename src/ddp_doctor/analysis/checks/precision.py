@@ -72,9 +72,10 @@ def _no_scaler(ctx: Context) -> Finding:
     if fp16 and not ev["scaler"]:
         return confirmed(fid, "float16 autocast ran without a GradScaler.", "在 float16 autocast 下训练却没有 GradScaler。",
                          **ev)
-    what = "no autocast" if not dtypes else f"autocast {sorted(dtypes)}"
+    what = "No autocast" if not dtypes else f"Autocast {sorted(dtypes)}"
+    what_zh = "未使用 autocast" if not dtypes else f"autocast {sorted(dtypes)}"
     return ruled_out(fid, f"{what}{' with a GradScaler' if ev['scaler'] else ''}.",
-                     f"{what}{'，并使用了 GradScaler' if ev['scaler'] else ''}。", **ev)
+                     f"{what_zh}{'，并使用了 GradScaler' if ev['scaler'] else ''}。", **ev)
 
 
 def _nonfinite(ctx: Context) -> Finding:

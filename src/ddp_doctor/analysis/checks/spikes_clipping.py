@@ -15,13 +15,14 @@
 
 from __future__ import annotations
 
-import math
+import numpy as np
 
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.checks.lr_schedule import warmup_length
 from ddp_doctor.analysis.make import confirmed, fmt, inconclusive, not_measured, ruled_out
 from ddp_doctor.analysis.quantities.spikes import MAX_LAG, MIN_HISTORY, MIN_REL_RISE, SPIKE_Z, WINDOW, lags
 from ddp_doctor.findings import Finding
+from ddp_doctor.rundir import CLIP_COLUMNS
 
 SATURATED_SHARE = 0.5
 MIN_JUDGED_STEPS = 50
@@ -73,36 +74,32 @@ def _grad_spike(ctx: Context) -> Finding:
     return ruled_out(fid, "No gradient-norm spike by the robust rule.", "按稳健规则，没有梯度范数尖峰。", **ev)
 
 
-def _clips(ctx: Context) -> list[tuple[int, dict]]:
-    lowest = min(ctx.run.ranks)
-    cols = ctx.run.ranks[lowest].steps
-    return cols.clips if cols is not None else []
+def _clips(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
+    """The lowest rank's clip calls: steps and [calls, 4] values (rundir.CLIP_COLUMNS)."""
+    cols = ctx.run.ranks[min(ctx.run.ranks)].steps
+    if cols is None:
+        return np.zeros(0, dtype=np.int64), np.zeros((0, len(CLIP_COLUMNS)))
+    return cols.clip_step, cols.clip
 
 
 def _clip_saturated(ctx: Context) -> Finding:
     fid = "clip-saturated"
-    clips = _clips(ctx)
-    if not clips:
+    step, clip = _clips(ctx)
+    if step.size == 0:
         return ruled_out(fid, "No gradient clipping was called, so it cannot saturate.",
                          "没有调用梯度裁剪，因此不会饱和。", clip_calls=0)
-    skipped = set(int(s) for s in ctx.series.steps[ctx.series.skipped])
+    mx, tn = clip[:, CLIP_COLUMNS.index("max_norm")], clip[:, CLIP_COLUMNS.index("total_norm")]
+    skipped = ctx.series.skipped
+    in_range = (step >= 0) & (step < skipped.size)
+    on_skipped = np.zeros(step.size, dtype=bool)
+    on_skipped[in_range] = skipped[step[in_range]]
+    usable = np.isfinite(tn) & np.isfinite(mx) & ~on_skipped
     start = warmup_length(ctx.series.lr) or 0
-    active = total = early_active = early_total = 0
-    max_norm = None
-    for step, rec in clips:
-        try:
-            tn, mx = float(rec.get("total_norm")), float(rec.get("max_norm"))
-        except (TypeError, ValueError):
-            continue
-        if step in skipped or not math.isfinite(tn):
-            continue
-        max_norm = mx
-        if step < start:
-            early_total += 1
-            early_active += tn > mx
-            continue
-        total += 1
-        active += tn > mx
+    early, late = usable & (step < start), usable & (step >= start)
+    clipped = tn > mx
+    active, total = int((clipped & late).sum()), int(late.sum())
+    early_active, early_total = int((clipped & early).sum()), int(early.sum())
+    max_norm = float(mx[usable][-1]) if usable.any() else None
     if total + early_total == 0:
         return not_measured(fid, "No finite clip record.", "没有有限值的裁剪记录。")
     ev = dict(clipped_steps=active, judged_steps=total, warmup_steps=start,
@@ -126,20 +123,21 @@ def _clip_saturated(ctx: Context) -> Finding:
 
 def _clip_before_unscale(ctx: Context) -> Finding:
     fid = "clip-before-unscale"
-    clips = _clips(ctx)
-    with_scaler = [(s, c) for s, c in clips if c.get("scaler")]
+    step, clip = _clips(ctx)
+    with_scaler = clip[:, CLIP_COLUMNS.index("scaler")] == 1
     scaler = ctx.config("scaler")
-    if not with_scaler:
+    if not with_scaler.any():
         why = "no GradScaler" if not (scaler and scaler.get("enabled", True)) else "no clip call"
         return ruled_out(fid, f"No clip call on scaled gradients ({why}).", f"没有在缩放后的梯度上裁剪（{why}）。",
-                         clip_calls=len(clips), scaler=bool(scaler))
-    bad = [s for s, c in with_scaler if c.get("after_unscale") is False]
-    ev = dict(clip_calls_with_scaler=len(with_scaler), before_unscale=len(bad), first_step=bad[0] if bad else None,
-              threshold="any clip call before scaler.unscale_")
-    if bad:
-        return confirmed(fid, f"clip_grad_norm_ ran before scaler.unscale_ in {len(bad)} of {len(with_scaler)} "
+                         clip_calls=int(step.size), scaler=bool(scaler))
+    n = int(with_scaler.sum())
+    bad = step[with_scaler & (clip[:, CLIP_COLUMNS.index("after_unscale")] == 0)]
+    ev = dict(clip_calls_with_scaler=n, before_unscale=int(bad.size),
+              first_step=int(bad[0]) if bad.size else None, threshold="any clip call before scaler.unscale_")
+    if bad.size:
+        return confirmed(fid, f"clip_grad_norm_ ran before scaler.unscale_ in {bad.size} of {n} "
                          f"steps (first at step {bad[0]}): it clipped loss-scaled gradients.",
-                         f"{len(with_scaler)} 个步中有 {len(bad)} 个在 scaler.unscale_ 之前调用了 clip_grad_norm_"
+                         f"{n} 个步中有 {bad.size} 个在 scaler.unscale_ 之前调用了 clip_grad_norm_"
                          f"（首次在第 {bad[0]} 步）：裁剪的是缩放后的梯度。", **ev)
-    return ruled_out(fid, f"All {len(with_scaler)} clip calls came after scaler.unscale_.",
-                     f"全部 {len(with_scaler)} 次裁剪都在 scaler.unscale_ 之后。", **ev)
+    return ruled_out(fid, f"All {n} clip calls came after scaler.unscale_.",
+                     f"全部 {n} 次裁剪都在 scaler.unscale_ 之后。", **ev)
