@@ -85,7 +85,7 @@ def test_linted_code_is_never_imported_or_executed(tmp_path: Path) -> None:
     assert result.diagnostics == [] and not marker.exists()
 
 
-def test_pyproject_config_selects_ignores_and_excludes(tmp_path: Path) -> None:
+def test_pyproject_config_selects_ignores_and_excludes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "pyproject.toml").write_text(
         '[tool.ddp-doctor]\nignore = ["find-unused-true"]\nexclude = ["generated/", "legacy_*.py"]\n',
         encoding="utf-8")
@@ -96,6 +96,9 @@ def test_pyproject_config_selects_ignores_and_excludes(tmp_path: Path) -> None:
     result = lint_paths([tmp_path])
     assert result.files == 1
     assert [f.id for f in result.findings] == ["compile-before-ddp"]
+    # the same with a relative path argument, as `ddp-doctor lint .` gives
+    monkeypatch.chdir(tmp_path)
+    assert [(f.id, f.path) for f in lint_paths([Path(".")]).findings] == [("compile-before-ddp", "train.py")]
     # the command line's --select replaces the config's, its --ignore adds to it
     assert lint_paths([tmp_path], select=("find-unused-true",), ignore=()).findings == []
     assert lint_paths([tmp_path], ignore=("compile-before-ddp",)).findings == []

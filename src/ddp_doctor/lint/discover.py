@@ -88,7 +88,14 @@ def _gitignore(folder: Path) -> list[Pattern]:
 
 
 def iter_files(root: Path, extra: list[Pattern]) -> Iterator[Path]:
-    """Lintable files under ``root`` in a stable order, honouring excludes."""
+    """Lintable files under ``root``, honouring excludes; paths are spelled from ``root`` as given
+    (``.`` stays relative) while patterns match on absolute paths."""
+    given, root = root, root.resolve()
+    for path in _walk(root, extra):
+        yield given / path.relative_to(root)
+
+
+def _walk(root: Path, extra: list[Pattern]) -> Iterator[Path]:
     base = [p for text in DEFAULT_EXCLUDES if (p := Pattern.parse(root, text))]
     stack: list[tuple[Path, list[Pattern]]] = [(root, base + extra + _gitignore(root))]
     while stack:

@@ -3,9 +3,10 @@
 A loop is an *accumulation loop* when its body runs backward more often than the optimizer
 steps. Two shapes are recognised, and nothing else is (precision first):
 
-- nested: a loop whose body calls backward but never steps the optimizer, followed (in the
-  same block or an enclosing non-loop block) by an optimizer step — ``for micro in range(A):
-  loss.backward()`` then ``optimizer.step()`` (nanoGPT, torchtitan);
+- nested: a loop whose body runs backward on every pass (not only in a nested loop) but never
+  steps the optimizer, followed (in the same block or an enclosing non-loop block) by an
+  optimizer step — ``for micro in range(A): loss.backward()`` then ``optimizer.step()``
+  (nanoGPT, torchtitan);
 - guarded: a loop that calls backward unconditionally and steps the optimizer only under an
   accumulation guard — ``if (i + 1) % accum == 0: optimizer.step()``.
 
@@ -231,6 +232,8 @@ def accumulation_loops(facts: LoopFacts) -> list[AccumLoop]:
         if not facts.has_backward(loop.body) or facts.in_accelerate_accumulate(loop):
             continue
         if not facts.has_optimizer_step(loop.body):
+            if not _runs_backward(facts, loop.body):
+                continue  # backward only in a nested loop: that inner loop is the accumulation loop
             line = _step_after(facts, loop)
             if line is not None:
                 found.append(AccumLoop(loop, "nested", line))
