@@ -49,6 +49,11 @@ def test_static_graph_with_no_sync_accumulation_is_refused_with_a_clear_message(
     assert TrainConfig(static_graph=True, accum=1).static_graph
 
 
+def test_ddp_only_faults_are_refused_under_fsdp() -> None:
+    with pytest.raises(ValueError, match="bypass-ddp"):
+        TrainConfig(strategy="fsdp", faults=("bypass-ddp",))
+
+
 def test_stationary_distribution_is_exact_and_floor_matches_an_empirical_estimate() -> None:
     source = MarkovSource(seed=3)
     p, pi = source.transition, source.stationary

@@ -12,7 +12,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Literal, get_args, get_type_hints
 
-from ddp_doctor.trainer.faults import FAULTS, FP16_FAULTS, check_faults
+from ddp_doctor.trainer.faults import DDP_ONLY_FAULTS, FAULTS, FP16_FAULTS, check_faults
 from ddp_doctor.trainer.presets import PRESETS
 
 Precision = Literal["fp32", "bf16", "fp16"]
@@ -82,6 +82,9 @@ class TrainConfig:
             # backward with "expect_autograd_hooks_ INTERNAL ASSERT FAILED" (reducer.cpp).
             raise ValueError("static_graph with gradient accumulation (no_sync) fails inside "
                              "PyTorch's DDP; use --accum 1 or --no-static-graph")
+        if self.strategy == "fsdp" and DDP_ONLY_FAULTS.intersection(self.faults):
+            raise ValueError(f"faults {', '.join(sorted(DDP_ONLY_FAULTS.intersection(self.faults)))} "
+                             "need --strategy ddp or zero1 (they act on DDP's replicas)")
         if FP16_FAULTS.intersection(self.faults):
             # These pitfalls only exist under float16 mixed precision.
             self.precision = "fp16"

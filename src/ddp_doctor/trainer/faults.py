@@ -8,6 +8,9 @@ Plain data: no torch import.
 
 from __future__ import annotations
 
+# Faults that need a DDP wrapper (replicated parameters, DDP's sync flag); FSDP shards instead.
+DDP_ONLY_FAULTS: frozenset[str] = frozenset({"bypass-ddp", "sync-toggle-after-forward", "replica-desync"})
+
 # lr-too-high: factor on the configured lr. Measured on the tiny preset (docs/trainer.md), AdamW,
 # clip 1.0, 5 warmup steps: lr 3e-2 (x100 of 3e-4) still falls smoothly; lr 1e-1 sends the loss
 # back ABOVE its random-init value (5.56 -> 6.16 nats) at the end of warmup. x300 -> 9e-2.

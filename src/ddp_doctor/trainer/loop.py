@@ -263,10 +263,11 @@ def train_step(state: TrainState, micro_batches: Sequence[Batch]) -> StepResult:
     params = [p for p in state.raw_model.parameters() if p.requires_grad]
     optimizer.zero_grad(set_to_none=True)
 
-    counts = [valid_tokens(b["labels"]) for b in micro_batches]
+    # Counts and loss sums live on the device: NCCL cannot all-reduce CPU tensors.
+    counts = [valid_tokens(b["labels"]).to(state.device) for b in micro_batches]
     local_tokens = torch.stack(counts).sum().to(torch.float64)
     global_tokens = _all_reduce_sum(local_tokens.clone(), state)
-    ce_local = torch.zeros((), dtype=torch.float64)
+    ce_local = torch.zeros((), dtype=torch.float64, device=state.device)
     autocast = (torch.autocast(state.device.type, dtype=state.autocast_dtype)
                 if state.autocast_dtype is not None else contextlib.nullcontext())
 
@@ -288,13 +289,13 @@ def train_step(state: TrainState, micro_batches: Sequence[Batch]) -> StepResult:
                 ce_sum = ce_sum * float("nan")  # fault: a bad batch on rank 0
             if cfg.has("per-microbatch-mean-loss"):
                 # fault: each micro-batch averaged over its own tokens, then over micro-steps.
-                loss = ce_sum / counts[i].to(labels.device) / cfg.accum
+                loss = ce_sum / counts[i] / cfg.accum
             else:
-                loss = ce_sum * state.world_size / global_tokens.to(labels.device, torch.float32)
+                loss = ce_sum * state.world_size / global_tokens.to(torch.float32)
             if cfg.has("loss-unscaled"):  # fault: the division by the accumulation count forgotten
                 loss = loss * cfg.accum
             (scaler.scale(loss) if scaler is not None else loss).backward()
-        ce_local += ce_sum.detach().to("cpu", torch.float64)
+        ce_local += ce_sum.detach().to(torch.float64)
         if cfg.has("sched-per-micro"):  # fault: the scheduler stepped with every micro-batch
             state.scheduler.step()
 
