@@ -12,8 +12,8 @@ Here B_small is one rank's batch per optimizer step (all its micro-steps), |G_sm
 over ranks of the local squared norm at the synchronising micro-step, B_big = world_size × B_small
 and |G_big|^2 the squared norm after the all-reduce. Both estimators are unbiased but very noisy
 per step, so (as the paper does) numerator and denominator are averaged separately before the
-ratio: an exponential moving average for the plotted trace, and block means over the whole run for
-the headline value. Its standard error is the ratio-estimator error from the block means
+ratio: sums over a trailing 50-step window for the plotted trace, and block means over the whole
+run for the headline value. Its standard error is the ratio-estimator error from the block means
 (blocks of :data:`BLOCK` steps absorb step-to-step correlation):
 
     se(S̄/Ḡ) ≈ sqrt( Var_b(S_b − B·G_b) / n_b ) / Ḡ
@@ -32,7 +32,7 @@ import numpy as np
 from ddp_doctor.analysis.quantities.series import Series
 
 BLOCK = 10  # steps per block for the standard error
-EMA_ALPHA = 0.05  # smoothing of the plotted trace (about a 20-step memory)
+TRACE_WINDOW = 50  # steps summed for the plotted trace
 MIN_STEPS = 20  # fewer usable steps than this: not measured
 
 
@@ -44,7 +44,7 @@ class GNS:
     b_simple_tokens: float | None
     stderr_tokens: float | None
     steps_used: int
-    trace: np.ndarray  # [T] EMA estimate (nan where undefined)
+    trace: np.ndarray  # [T] trailing-window estimate (nan where undefined)
     reason: str | None = None  # why not measured
 
     def to_json(self) -> dict:
@@ -81,13 +81,17 @@ def ratio_with_stderr(s: np.ndarray, g2: np.ndarray, block: int = BLOCK) -> tupl
     return b, se, False
 
 
-def _ema(x: np.ndarray, alpha: float) -> np.ndarray:
-    out = np.full_like(x, np.nan)
-    acc = math.nan
-    for i, v in enumerate(x):  # T ≤ 1e5 floats: a plain loop is fast enough and exact
-        if math.isfinite(v):
-            acc = v if math.isnan(acc) else (1 - alpha) * acc + alpha * v
-        out[i] = acc
+def rolling_ratio(s: np.ndarray, g2: np.ndarray, window: int = TRACE_WINDOW) -> np.ndarray:
+    """Σ S / Σ |G|² over the last ``window`` steps (nan steps skipped; ≥ window/2 values needed)."""
+    ok = np.isfinite(s) & np.isfinite(g2)
+    cs = np.concatenate(([0.0], np.cumsum(np.where(ok, s, 0.0))))
+    cg = np.concatenate(([0.0], np.cumsum(np.where(ok, g2, 0.0))))
+    cn = np.concatenate(([0], np.cumsum(ok)))
+    lo = np.maximum(np.arange(1, s.size + 1) - window, 0)
+    hi = np.arange(1, s.size + 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = (cs[hi] - cs[lo]) / (cg[hi] - cg[lo])
+    out[(cn[hi] - cn[lo]) < window // 2] = np.nan
     return out
 
 
@@ -120,8 +124,7 @@ def gradient_noise_scale(series: Series, world_size: int, valid: np.ndarray) -> 
     g2_full = np.full(series.n_steps, np.nan)
     s_full = np.full(series.n_steps, np.nan)
     g2_full[ok], s_full[ok] = g2, s
-    with np.errstate(invalid="ignore", divide="ignore"):
-        trace = _ema(s_full, EMA_ALPHA) / _ema(g2_full, EMA_ALPHA)
+    trace = rolling_ratio(s_full, g2_full)
     trace[~np.isfinite(trace) | (trace < 0)] = np.nan
     return GNS(b_simple=b, stderr=None if math.isnan(se) else se, lower_bound=lower,
                b_simple_tokens=bt, stderr_tokens=set_, steps_used=n, trace=trace)
