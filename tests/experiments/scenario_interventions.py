@@ -5,7 +5,6 @@ Each scenario observes the effect the intervention claims, through torch's publi
 """
 
 import json
-import os
 import sys
 
 from ddp_doctor.probe.interventions import EFFECTS, apply_from_env

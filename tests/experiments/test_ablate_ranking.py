@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -59,6 +60,12 @@ def test_finished_runs_are_skipped_and_killed_ones_rerun(tmp_path):
     assert runner.calls[4:] == [{"lr.scale": "0.1", "seed": "1"}]
 
 
+def test_resuming_with_another_command_is_refused(tmp_path):
+    ablate(["train.py"], tmp_path, parse_variants(["clip=1"]), seeds=1, runner=RecordingRunner())
+    with pytest.raises(ValueError, match="another command"):
+        ablate(["other.py"], tmp_path, parse_variants(["clip=1"]), seeds=1, runner=RecordingRunner())
+
+
 def test_failed_runs_are_counted_not_measured(tmp_path):
     def runner(command, run_dir, sets):
         write_run(run_dir, sets, exit_code=1 if "clip" in sets else 0)
@@ -103,3 +110,33 @@ def test_loss_std_ignores_the_trend_and_divergence_is_worst():
     loss[50] = np.nan
     diverged = stability_of_series(loss, np.ones(100), np.ones(100))
     assert diverged.diverged and diverged.final_loss == math.inf
+
+
+def test_cli_runs_each_variant_through_the_probe_and_flags_keys_that_never_applied(tmp_path):
+    from typer.testing import CliRunner
+
+    from ddp_doctor.cli import app
+
+    script = Path(__file__).with_name("trivial_train.py")
+    out = tmp_path / "ablate"
+    result = CliRunner().invoke(app, ["ablate", "--seeds", "1", "--variant", "lr.scale=0.5",
+                                      "--variant", "adam.eps=1e-10", "--out", str(out),
+                                      "--format", "json", "--", sys.executable, str(script)])
+    assert result.exit_code == 0, result.output
+    table = json.loads(result.output[result.output.index("{"):])
+    by_name = {v["name"]: v for v in table["variants"]}
+    assert [v["failed"] for v in table["variants"]] == [0, 0, 0]
+    assert by_name["adam.eps=1e-10"]["verdict"] == "not applied"  # the script uses SGD
+    assert by_name["lr.scale=0.5"]["not_applied"] == []
+    assert (out / "runs" / "lr.scale-0.5" / "seed-0" / "manifest.json").exists()
+
+
+def test_cli_rejects_a_bad_variant_before_running_anything(tmp_path):
+    from typer.testing import CliRunner
+
+    from ddp_doctor.cli import app
+
+    result = CliRunner().invoke(app, ["ablate", "--variant", "adam.epsilon=1", "--out",
+                                      str(tmp_path / "a"), "--", "python", "x.py"])
+    assert result.exit_code == 2
+    assert not (tmp_path / "a").exists()

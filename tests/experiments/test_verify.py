@@ -77,3 +77,13 @@ def test_only_keeps_the_rows_a_row_is_compared_with():
 def test_verify_cli_rejects_unknown_rows():
     result = CliRunner().invoke(app, ["verify", "--only", "nope"])
     assert result.exit_code == 2
+
+
+@pytest.mark.slow
+def test_compile_row_rules_out_compile_numerics_on_the_clean_trainer():
+    result = CliRunner().invoke(app, ["verify", "--compile", "--only", "compile", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert {r["name"] for r in data["rows"]} == {"ddp", "eager-repeat", "compile"}
+    [finding] = [f for f in data["findings"] if f["id"] == "compile-numerics"]
+    assert finding["status"] == "ruled-out"

@@ -13,6 +13,7 @@ metric's CI lies entirely below 0 and none entirely above; "hurt" mirrored; othe
 
 Layout of OUT (resumable: a run whose manifest has an `end` is never run again; one that started
 and has none was killed, and is started again from scratch):
+    OUT/command.json                   the command (resuming with another one is an error)
     OUT/ablate.json                    the table (written when every run is done)
     OUT/runs/<variant>/seed-<k>/       one run directory per run (docs/run-format.md)
 """
@@ -40,6 +41,7 @@ ABLATE_SCHEMA = "ddp-doctor.ablate/1"
 BASELINE = "baseline"
 RUNS_DIR = "runs"
 TABLE_FILE = "ablate.json"
+COMMAND_FILE = "command.json"
 # The forum's suggestions (docs/experiments.md): lower the lr, clip, warm up longer, change
 # Adam's eps/beta2, turn compile off, fix the sampler epoch. `warmup` is in optimizer steps.
 DEFAULT_VARIANTS: tuple[str, ...] = (
@@ -274,6 +276,18 @@ def rank(results: list[VariantResult]) -> list[VariantResult]:
     return [baseline, *ranked]
 
 
+def _claim(out: Path, command: Sequence[str]) -> None:
+    """Resuming is only sound for the same command: OUT/command.json pins it."""
+    pin = out / COMMAND_FILE
+    if pin.exists():
+        before = json.loads(pin.read_text(encoding="utf-8"))
+        if before != list(command):
+            raise ValueError(f"{out} holds runs of another command ({' '.join(before)}); "
+                             "choose another --out")
+    else:
+        pin.write_text(json.dumps(list(command)), encoding="utf-8")
+
+
 def ablate(command: Sequence[str], out: Path, variants: Sequence[Variant], seeds: int,
            runner: Runner = probe_runner, jobs: int = 1,
            on_done: Callable[[Variant, int, bool], None] | None = None) -> AblateResult:
@@ -281,6 +295,7 @@ def ablate(command: Sequence[str], out: Path, variants: Sequence[Variant], seeds
     if seeds < 1:
         raise ValueError("--seeds must be >= 1")
     out.mkdir(parents=True, exist_ok=True)
+    _claim(out, command)
     plan = plan_runs(out, variants, seeds)
     execute(command, plan, runner, jobs=jobs, on_done=on_done)
     result = AblateResult(command=list(command), seeds=seeds, variants=rank(collect(plan)))

@@ -102,7 +102,12 @@ def ablate(
             note = "done before" if skipped else "finished"
             progress.update(task, advance=1, description=f"{variant.name} seed {seed} {note}")
 
-        result = run_ablate(command, out, parsed, seeds, jobs=jobs, on_done=done)
+        try:
+            result = run_ablate(command, out, parsed, seeds, jobs=jobs, on_done=done)
+        except ValueError as err:
+            progress.stop()
+            typer.echo(f"error: {err}", err=True)
+            raise typer.Exit(EXIT_USAGE)
     if fmt == "json":
         typer.echo(json.dumps(result.to_json(), indent=1))
     else:

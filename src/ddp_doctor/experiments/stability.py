@@ -81,9 +81,10 @@ def stability_of_run(run_dir: Path | str) -> Stability:
     # FSDP2 records each rank's shard of the global gradient: the squared norms add up over ranks;
     # under DDP every rank holds the same all-reduced gradient, so one rank's value is the norm.
     fsdp = run.config("fsdp") is not None
-    with np.errstate(invalid="ignore"):
-        sq = np.nansum(gsq, axis=0) if fsdp else np.nanmax(gsq, axis=0) if gsq.size else gsq
-        if gsq.size:
-            sq = np.where(np.isfinite(gsq).any(axis=0), sq, np.nan)
-    grad_norm = np.sqrt(sq) if gsq.size else np.full(series.n_steps, np.nan)
+    sq = np.full(series.n_steps, np.nan)
+    have = np.isfinite(gsq).any(axis=0) if gsq.size else np.zeros(series.n_steps, dtype=bool)
+    if have.any():
+        steps = gsq[:, have]
+        sq[have] = np.nansum(steps, axis=0) if fsdp else np.nanmax(steps, axis=0)
+    grad_norm = np.sqrt(sq)
     return stability_of_series(series.global_loss, grad_norm, series.lr)
