@@ -2,7 +2,9 @@
 
 * loss-spike / grad-spike: the robust rule of :mod:`ddp_doctor.analysis.quantities.spikes` on the
   global loss and on the global gradient norm (comm hook, else clip_grad_norm_'s total_norm);
-  gradient spikes carry the lag to the loss spike that follows.
+  gradient spikes carry the lag to the loss spike that follows. A gradient spike that clipping
+  cut to max_norm on each of its steps, with no loss spike after it, reached the update bounded:
+  it is reported in the evidence but does not confirm the finding.
 * clip-saturated: clipping is active when total_norm > max_norm; saturated when that holds on more
   than :data:`SATURATED_SHARE` of the (non-skipped) clipped steps after warmup — then clipping
   rescales most updates, i.e. it lowers the lr. Gradient norms are large early in training by
@@ -53,6 +55,13 @@ def _loss_spike(ctx: Context) -> Finding:
                      f"按稳健规则，{ctx.series.n_steps} 步中没有损失尖峰。", **ev)
 
 
+def _clipped_steps(ctx: Context) -> set[int]:
+    """Steps whose gradient was rescaled by clip_grad_norm_ (total_norm > max_norm)."""
+    step, clip = _clips(ctx)
+    mx, tn = clip[:, CLIP_COLUMNS.index("max_norm")], clip[:, CLIP_COLUMNS.index("total_norm")]
+    return {int(x) for x in step[np.isfinite(tn) & (tn > mx)]}
+
+
 def _grad_spike(ctx: Context) -> Finding:
     fid = "grad-spike"
     if ctx.grad_norm_source is None:
@@ -61,16 +70,26 @@ def _grad_spike(ctx: Context) -> Finding:
     sp = ctx.grad_spikes
     lag = lags(sp, ctx.loss_spikes)
     followed = [x for x in lag if x["lag"] is not None]
+    clipped = _clipped_steps(ctx)
+    # a spike clipped on every one of its steps reached the update only at max_norm
+    absorbed = [g for g, x in zip(sp, lag) if x["lag"] is None
+                and all(t in clipped for t in range(g.step, g.step + g.length))]
     ev = dict(spikes=[s.to_json() for s in sp[:LISTED]], count=len(sp), source=ctx.grad_norm_source,
               lag_to_loss_spike=lag[:LISTED], followed_by_loss_spike=len(followed), max_lag=MAX_LAG,
-              threshold=RULE)
-    if sp:
+              absorbed_by_clipping=len(absorbed),
+              threshold=RULE + "; spikes clipped to max_norm with no loss spike after them do not count")
+    if sp and len(absorbed) < len(sp):
         tail = (f"; {len(followed)} followed by a loss spike (lag {followed[0]['lag']} step(s))"
                 if followed else "; no loss spike followed")
         return confirmed(fid, f"{len(sp)} gradient-norm spike(s), first at step {sp[0].step} "
                          f"({fmt(sp[0].peak)} vs median {fmt(sp[0].baseline)}){tail}.",
                          f"{len(sp)} 个梯度范数尖峰，首个在第 {sp[0].step} 步（{fmt(sp[0].peak)}，中位数 {fmt(sp[0].baseline)}）；"
                          f"其后有 {len(followed)} 个损失尖峰。", **ev)
+    if sp:
+        return ruled_out(fid, f"{len(sp)} gradient-norm spike(s) (first at step {sp[0].step}: {fmt(sp[0].peak)} vs "
+                         f"median {fmt(sp[0].baseline)}) were all clipped to max_norm and no loss spike followed.",
+                         f"{len(sp)} 个梯度范数尖峰（首个在第 {sp[0].step} 步：{fmt(sp[0].peak)}，中位数 {fmt(sp[0].baseline)}）"
+                         "都被裁剪到 max_norm，其后没有损失尖峰。", **ev)
     return ruled_out(fid, "No gradient-norm spike by the robust rule.", "按稳健规则，没有梯度范数尖峰。", **ev)
 
 

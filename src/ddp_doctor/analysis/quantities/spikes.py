@@ -29,7 +29,7 @@ WINDOW = 50
 STRIDE = 5  # baseline recomputed every STRIDE steps (see robust_z)
 SPIKE_Z = 6.0
 MIN_REL_RISE = 0.10
-MIN_HISTORY = 10  # finite values in the window before a step can be judged
+MIN_HISTORY = 8  # finite values in the window before a step can be judged
 MAX_LAG = 10
 MAD_TO_STD = 1.4826
 
@@ -68,10 +68,18 @@ def robust_z(x: np.ndarray, window: int = WINDOW) -> tuple[np.ndarray, np.ndarra
     before that step and held for the next STRIDE steps: it moves slowly, and this makes the rule
     STRIDE times cheaper on 10^5-step runs. A step is never part of its own baseline."""
     pad = np.concatenate((np.full(window, np.nan), x))
-    view = np.lib.stride_tricks.sliding_window_view(pad[:-1], window)[::STRIDE]  # values before t
-    med = np.repeat(window_median(view), STRIDE)[: x.size]
-    mad = np.repeat(window_median(np.abs(view - med[::STRIDE, None])), STRIDE)[: x.size]
-    enough = np.repeat(np.isfinite(view).sum(axis=1) >= MIN_HISTORY, STRIDE)[: x.size]
+    full = np.lib.stride_tricks.sliding_window_view(pad[:-1], window)  # row t: the values before t
+    med, mad, enough = (np.empty(x.size), np.empty(x.size), np.empty(x.size, dtype=bool))
+    # the first `window` steps exactly (the history is still filling up), then every STRIDE steps
+    for lo, hi, stride in ((0, min(window, x.size), 1), (min(window, x.size), x.size, STRIDE)):
+        if hi <= lo:
+            continue
+        view = full[lo:hi:stride]
+        m = window_median(view)
+        n = hi - lo
+        med[lo:hi] = np.repeat(m, stride)[:n]
+        mad[lo:hi] = np.repeat(window_median(np.abs(view - m[:, None])), stride)[:n]
+        enough[lo:hi] = np.repeat(np.isfinite(view).sum(axis=1) >= MIN_HISTORY, stride)[:n]
     floor = 1e-12 + 1e-6 * np.abs(med)
     with np.errstate(invalid="ignore", divide="ignore"):
         z = (x - med) / (MAD_TO_STD * np.maximum(mad, floor))
