@@ -117,3 +117,9 @@ def test_not_measured_says_what_to_enable(diag_of):
     f = _by_id(diag_of())["update-ratio-high"]
     assert f.status == "not-measured"
     assert "--level full" in f.summary
+
+
+def test_grad_spike_absorbed_by_clipping_without_loss_spike_is_not_confirmed(diag_of):
+    f = _by_id(diag_of(faults=("grad-spike-clipped",)))["grad-spike"]
+    assert f.status == "ruled-out"
+    assert f.evidence["count"] == 1 and f.evidence["absorbed_by_clipping"] == 1
