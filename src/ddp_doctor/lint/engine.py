@@ -84,6 +84,9 @@ def lint_source(source: str, path: str, ids: tuple[str, ...] | None = None,
     except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, absurd nesting
         result.diagnostics.append(Diagnostic(path, None, "parse-error", f"cannot parse: {type(exc).__name__}: {exc}"))
         return result
+    ids = tuple(i for i in (ids if ids is not None else tuple(RULES)) if RULES[i].may_apply(source))
+    if not ids:
+        return result  # parsed (so syntax errors are still reported), but no rule can match
     try:
         ctx = FileContext.build(path, source, tree)
         facts = LoopFacts(ctx)
@@ -91,7 +94,7 @@ def lint_source(source: str, path: str, ids: tuple[str, ...] | None = None,
         result.diagnostics.append(Diagnostic(path, None, "parse-error", "cannot analyse: nesting too deep"))
         return result
     seen: set[tuple[str, int]] = set()
-    for rule_id in ids if ids is not None else tuple(RULES):
+    for rule_id in ids:
         try:
             violations = list(RULES[rule_id].check(ctx, facts))
         except RecursionError:

@@ -22,9 +22,10 @@ from ddp_doctor.lint.rules.base import Rule, Violation
 
 class AccumLossUnscaled(Rule):
     id = "accum-loss-unscaled"
+    required = (("backward",),)
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
-        if not ctx.mentions("backward"):
+        if not self.applies(ctx):
             return
         tracer = LossTracer(ctx)
         for loop in facts.accumulation_loops():

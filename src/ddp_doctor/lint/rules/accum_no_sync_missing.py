@@ -22,9 +22,10 @@ SYNC_CONTROLS = {"no_sync", "require_backward_grad_sync", "set_requires_gradient
 
 class AccumNoSyncMissing(Rule):
     id = "accum-no-sync-missing"
+    required = (("DistributedDataParallel",), ("backward",))
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
-        if not ctx.mentions("DistributedDataParallel") or not ctx.mentions("backward"):
+        if not self.applies(ctx):
             return
         if facts.prepared or ctx.mentions(*SYNC_CONTROLS):
             return

@@ -43,6 +43,16 @@ class Rule:
     """Base class: subclasses set ``id`` and implement ``check``."""
 
     id: ClassVar[str]
+    # Words the file must contain for the rule to possibly fire: every group needs one of its
+    # words. Checked on the identifier set (``applies``) and, before any analysis, on the raw
+    # text (``may_apply``): an identifier always appears in the text, so skipping is safe.
+    required: ClassVar[tuple[tuple[str, ...], ...]] = ()
+
+    def applies(self, ctx: FileContext) -> bool:
+        return all(ctx.mentions(*group) for group in self.required)
+
+    def may_apply(self, source: str) -> bool:
+        return all(any(word in source for word in group) for group in self.required)
 
     @property
     def spec(self) -> FindingSpec:

@@ -28,9 +28,10 @@ SYNC = "torch.nn.SyncBatchNorm"
 
 class BatchnormUnsynced(Rule):
     id = "batchnorm-unsynced"
+    required = (("DistributedDataParallel",),)
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
-        if not ctx.mentions("DistributedDataParallel"):
+        if not self.applies(ctx):
             return
         bn_lines: list[int] = []
         ddp_calls: list[ast.Call] = []

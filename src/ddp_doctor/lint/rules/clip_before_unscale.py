@@ -23,9 +23,10 @@ CLIPS = ("torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_value_", "t
 
 class ClipBeforeUnscale(Rule):
     id = "clip-before-unscale"
+    required = (("scale",), tuple(c.split(".")[-1] for c in CLIPS))
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
-        if not ctx.mentions("scale") or not ctx.mentions(*(c.split(".")[-1] for c in CLIPS)):
+        if not self.applies(ctx):
             return
         for scope in ctx.scopes():
             events = list(_events(ctx, scope, HELPER_DEPTH, frozenset()))

@@ -21,9 +21,10 @@ COMPILE = "torch.compile"
 
 class CompileBeforeDdp(Rule):
     id = "compile-before-ddp"
+    required = (("compile",), ("DistributedDataParallel",))
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
-        if not ctx.mentions("compile") or not ctx.mentions("DistributedDataParallel"):
+        if not self.applies(ctx):
             return
         for scope in ctx.scopes():
             compiled: dict[str, int] = {}  # name -> line where it became a compiled module

@@ -26,9 +26,10 @@ DDP_CONFIGS: dict[str, str] = {
 
 class FindUnusedTrue(Rule):
     id = "find-unused-true"
+    required = (tuple(DDP_CONFIGS.values()),)
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
-        if not ctx.mentions(*DDP_CONFIGS.values()):
+        if not self.applies(ctx):
             return
         for node in ctx.of_type(ast.Call):
             kw_name = DDP_CONFIGS.get(ctx.call_qualname(node) or "")

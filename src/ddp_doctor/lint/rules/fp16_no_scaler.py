@@ -27,9 +27,10 @@ SELF_SCALING = ("accelerate", "lightning", "pytorch_lightning", "deepspeed")
 
 class Fp16NoScaler(Rule):
     id = "fp16-no-scaler"
+    required = (("autocast",), ("backward",))
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
-        if not ctx.mentions("autocast") or not ctx.mentions("backward"):
+        if not self.applies(ctx):
             return
         if any(ctx.imports_module(m) for m in SELF_SCALING):
             return

@@ -23,9 +23,10 @@ CLIP = "torch.nn.utils.clip_grad_norm_"
 
 class FsdpClipWrong(Rule):
     id = "fsdp-clip-wrong"
+    required = (("FullyShardedDataParallel",),)
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
-        if not ctx.mentions("FullyShardedDataParallel"):
+        if not self.applies(ctx):
             return
         wrapped: set[str] = set()
         for node in ctx.of_type(ast.Assign):

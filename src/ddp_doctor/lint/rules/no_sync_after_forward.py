@@ -23,9 +23,10 @@ TOGGLE_ATTR = "require_backward_grad_sync"
 
 class NoSyncAfterForward(Rule):
     id = "no-sync-after-forward"
+    required = ((TOGGLE_ATTR, "no_sync"),)
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
-        if not ctx.mentions(TOGGLE_ATTR, "no_sync"):
+        if not self.applies(ctx):
             return
         for node in ctx.nodes:
             for field_name in ("body", "orelse", "finalbody"):

@@ -31,9 +31,10 @@ TAINT_PASSES = 3  # assignment chains like loss -> lossf -> running_loss
 
 class Rank0OnlyLossLog(Rule):
     id = "rank0-only-loss-log"
+    required = (("backward",),)
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
-        if not ctx.mentions("backward"):
+        if not self.applies(ctx):
             return
         backward_scopes = {id(ctx.enclosing_function(n)): ctx.enclosing_function(n) for n in ctx.of_type(ast.Attribute)
                            if n.attr == "backward"}

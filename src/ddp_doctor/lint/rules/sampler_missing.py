@@ -29,9 +29,10 @@ SAMPLER_POSITION = 3  # DataLoader(dataset, batch_size, shuffle, sampler, batch_
 
 class SamplerMissing(Rule):
     id = "sampler-missing"
+    required = (("DataLoader",), tuple(q.split(".")[-1] for q in DATA_PARALLEL))
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
-        if not ctx.mentions("DataLoader") or not ctx.mentions(*(q.split(".")[-1] for q in DATA_PARALLEL)):
+        if not self.applies(ctx):
             return
         if facts.prepared or ctx.imports_module("lightning") or ctx.imports_module("pytorch_lightning"):
             return

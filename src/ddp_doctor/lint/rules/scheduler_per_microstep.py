@@ -19,9 +19,10 @@ from ddp_doctor.lint.rules.base import Rule, Violation
 
 class SchedulerPerMicrostep(Rule):
     id = "scheduler-per-microstep"
+    required = (("backward",),)
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
-        if not ctx.mentions("backward"):
+        if not self.applies(ctx):
             return
         for loop in facts.accumulation_loops():
             for node in micro_scope(facts, loop):

@@ -22,9 +22,10 @@ from ddp_doctor.lint.rules.base import Edit, Rule, Violation, insert_line_before
 
 class SetEpochMissing(Rule):
     id = "set-epoch-missing"
+    required = (("DistributedSampler",),)
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
-        if not ctx.mentions("DistributedSampler"):
+        if not self.applies(ctx):
             return
         nodes = list(ctx.nodes)
         if any((m := method(n)) and m[1] == "set_epoch" for n in nodes if isinstance(n, ast.Call)):

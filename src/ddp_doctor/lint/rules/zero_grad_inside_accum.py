@@ -19,9 +19,10 @@ from ddp_doctor.lint.rules.base import Rule, Violation
 
 class ZeroGradInsideAccum(Rule):
     id = "zero-grad-inside-accum"
+    required = (("zero_grad",),)
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
-        if not ctx.mentions("zero_grad"):
+        if not self.applies(ctx):
             return
         for loop in facts.accumulation_loops():
             for node in micro_scope(facts, loop):
