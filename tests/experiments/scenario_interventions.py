@@ -63,6 +63,23 @@ def ddp() -> dict:
         dist.destroy_process_group()
 
 
+def zero() -> dict:
+    import torch.distributed as dist
+    from torch.distributed.optim import ZeroRedundancyOptimizer
+
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        model = torch.nn.Linear(4, 1, bias=False)
+        with torch.no_grad():
+            model.weight.zero_()
+        opt = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.SGD, lr=1.0)
+        model.weight.grad = torch.full_like(model.weight, 10.0)  # norm 20
+        opt.step()
+        return {"update_norm": float(model.weight.detach().norm()), "lr_after": opt.param_groups[0]["lr"]}
+    finally:
+        dist.destroy_process_group()
+
+
 def sampler() -> dict:
     from torch.utils.data.distributed import DistributedSampler
 
@@ -84,7 +101,7 @@ def seed() -> dict:
     return {"draw": torch.rand(3).tolist()}
 
 
-SCENARIOS = {"optimizers": optimizers, "lr_and_clip": lr_and_clip, "ddp": ddp,
+SCENARIOS = {"optimizers": optimizers, "lr_and_clip": lr_and_clip, "ddp": ddp, "zero": zero,
              "sampler": sampler, "seed": seed}
 
 observed = SCENARIOS[sys.argv[1]]()

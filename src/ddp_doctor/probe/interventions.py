@@ -52,6 +52,8 @@ EFFECTS: Counter[str] = Counter()
 _optimizer_steps: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
 _saved_lrs: weakref.WeakKeyDictionary[Any, list[Any]] = weakref.WeakKeyDictionary()
 _applied: dict[str, object] = {}
+# ids of optimizers wrapped by another hooked optimizer (ZeroRedundancyOptimizer.optim): skipped.
+_inner_ids: set[int] = set()
 
 
 def apply_from_env(environ: dict[str, str] | None = None) -> dict[str, Any]:
@@ -249,8 +251,27 @@ def _noop(*args: Any, **kwargs: Any) -> None:
     return None
 
 
+def _is_inner(optimizer: Any) -> bool:
+    """Is this the inner optimizer of a wrapper whose own step is hooked (ZeroRedundancyOptimizer's
+    `optim`)? The wrapper already applied the intervention: scaling again would apply lr.scale²,
+    and clipping the inner one would use only this rank's shard of the gradient norm."""
+    return id(optimizer) in _inner_ids
+
+
+def _mark_inner(optimizer: Any) -> None:
+    from torch.optim import Optimizer
+
+    for name in ("optim", "optimizer"):
+        inner = getattr(optimizer, name, None)
+        if isinstance(inner, Optimizer) and inner is not optimizer:
+            _inner_ids.add(id(inner))
+
+
 @_guarded("optimizer-pre-hook", _noop)
 def _pre_step(optimizer: Any, args: Any, kwargs: Any) -> None:
+    _mark_inner(optimizer)
+    if _is_inner(optimizer):
+        return
     if "adam.eps" in _applied or "adam.beta2" in _applied:
         _set_adam_groups(optimizer)
     if "clip" in _applied:
@@ -261,6 +282,8 @@ def _pre_step(optimizer: Any, args: Any, kwargs: Any) -> None:
 
 @_guarded("optimizer-post-hook", _noop)
 def _post_step(optimizer: Any, args: Any, kwargs: Any) -> None:
+    if _is_inner(optimizer):
+        return
     if "lr.scale" in _applied or "warmup" in _applied:
         _restore_lrs(optimizer)
 
