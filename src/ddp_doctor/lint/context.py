@@ -9,6 +9,7 @@ TorchFix's qualified-name matching. The linted code is only parsed, never import
 from __future__ import annotations
 
 import ast
+from ast import AST
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -135,8 +136,6 @@ class FileContext:
             if bucket is None:
                 by_type[kind] = bucket = []
             bucket.append(node)
-            push((node, own, True))
-            child_owner = node if kind in SCOPE_NODES else own
             names = fields_of.get(kind)
             if names is None:
                 names = fields_of[kind] = tuple(f for f in kind._fields if f not in _SHARED_FIELDS)
@@ -144,9 +143,14 @@ class FileContext:
             for name in names:
                 value = getattr(node, name, None)
                 if type(value) is list:
-                    children.extend(v for v in value if isinstance(v, ast.AST))
-                elif isinstance(value, ast.AST):
+                    children += [v for v in value if isinstance(v, AST)]
+                elif isinstance(value, AST):
                     children.append(value)
+            if not children:  # a leaf: its subtree ends right here, no exit marker needed
+                end[key] = len(nodes)
+                continue
+            push((node, own, True))
+            child_owner = node if kind in SCOPE_NODES else own
             for child in reversed(children):
                 parents[child] = node
                 push((child, child_owner, False))
