@@ -23,7 +23,7 @@ def _e(x: float | None) -> str:
 def verify_table(result: VerifyResult, console: Console) -> None:
     cfg = result.config
     table = Table(title=f"verify: {cfg.world} gloo ranks, accum {cfg.accum}, preset {cfg.preset}, "
-                        f"{cfg.steps} optimizer steps, fp32")
+                        f"{cfg.steps} optimizer step(s), fp32")
     for col in ("row", "grad max abs", "grad rel", "param max abs", "param rel", "replica spread",
                 "tol (rel)", "verdict"):
         table.add_column(col, justify="left" if col in ("row", "verdict") else "right")
