@@ -79,13 +79,15 @@ def _tainted(ctx: FileContext, scope: ast.AST, returns_loss: set[int]) -> tuple[
                 tainted |= _loss_names(bw.root)
         elif isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and n.value is not None:
             targets = n.targets if isinstance(n, ast.Assign) else [n.target]
-            written = {x.id for t in targets for x in ast.walk(t) if isinstance(x, ast.Name)}
+            written = {x.id for t in targets for x in ctx.local(t) if type(x) is ast.Name}
             if isinstance(n.value, ast.Call):
                 fn = ctx.helper(n.value)
                 if fn is not None and id(fn) in returns_loss:
                     tainted |= written
-            if not _reduces(n.value):
-                flows.append(({x.id for x in ast.walk(n.value) if isinstance(x, ast.Name)}, written))
+            value_nodes = ctx.local(n.value)
+            if not any(type(x) is ast.Call and REDUCE_CALL.search((dotted(x.func) or "").split(".")[-1])
+                       for x in value_nodes):
+                flows.append(({x.id for x in value_nodes if type(x) is ast.Name}, written))
     tainted -= reduced
     if tainted:
         for _ in range(TAINT_PASSES):
@@ -106,11 +108,6 @@ def _loss_names(root: ast.AST) -> set[str]:
         return {root.id}
     return {n.id for n in ast.walk(root) if isinstance(n, ast.Name)
             and not any(isinstance(p, ast.BinOp) and n in ast.walk(p.right) for p in ast.walk(root))}
-
-
-def _reduces(expr: ast.AST) -> bool:
-    return any(isinstance(n, ast.Call) and REDUCE_CALL.search((dotted(n.func) or "").split(".")[-1])
-               for n in ast.walk(expr))
 
 
 def _is_log(call: ast.Call) -> bool:

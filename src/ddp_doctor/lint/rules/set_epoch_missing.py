@@ -61,19 +61,21 @@ class SetEpochMissing(Rule):
 
     @staticmethod
     def _epoch_loop(ctx: FileContext, nodes: list[ast.AST], loaders: set[str]) -> ast.AST | None:
+        if not loaders:
+            return None
         for loop in loops_iterating(ctx, loaders, follow_aliases=False):
             outer = enclosing_loop(ctx, loop)
             if outer is not None and isinstance(loop, (ast.For, ast.AsyncFor)):
                 return outer
-        for node in nodes:  # `it = iter(loader)` re-created inside a loop
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "iter" \
+        for node in ctx.of_type(ast.Call):  # `it = iter(loader)` re-created inside a loop
+            if isinstance(node.func, ast.Name) and node.func.id == "iter" \
                     and node.args and dotted(node.args[0]) in loaders:
                 outer = enclosing_loop(ctx, node)
                 if outer is not None:
                     return outer
-        for loop in nodes:  # `for epoch in ...: train_one_epoch(loader)`
-            if isinstance(loop, (ast.For, ast.AsyncFor)) and "epoch" in ctx.segment(loop.target).lower():
-                for n in ast.walk(loop):
+        for loop in (*ctx.of_type(ast.For), *ctx.of_type(ast.AsyncFor)):  # `for epoch in ...: train(loader)`
+            if "epoch" in ctx.segment(loop.target).lower():
+                for n in ctx.local(loop):
                     if isinstance(n, ast.Call) and any(dotted(a) in loaders for a in n.args):
                         return loop
         return None
