@@ -3,7 +3,10 @@
 Runs the reference trainer (default: `small` preset, 4 ranks, gloo on CPU) once per arm — no
 probe, `--level basic`, `--level full` — repeated and interleaved (none, basic, full, none, ...)
 so that load drift on a shared machine hits every arm alike. Step times come from the trainer's
-own timer (rank 0's metrics.jsonl), after dropping the first warm-up steps. Prints the ratio of
+own timer (rank 0's metrics.jsonl), after dropping the first warm-up steps. Because wall time on
+a shared machine drifts with other users' load, it also reports the CPU time (user + sys) of the
+whole process tree per run, which load does not inflate; it includes start-up (~60 ms of probe
+import per process), so it overstates the per-step ratio slightly. Prints the ratio of
 median step times per level (goal, issue 3: basic <= 1.03x, full <= 1.10x at --every 10) and the
 bytes the probe wrote per optimizer step and rank.
 
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import statistics
 import subprocess
 import sys
@@ -31,15 +35,22 @@ def step_times(out_dir: Path, warmup: int) -> list[float]:
     return [json.loads(line)["time"] for line in lines][warmup:]
 
 
-def run_arm(arm: str, cfg: TrainConfig, nproc: int, every: int, work: Path) -> Path:
+def children_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_arm(arm: str, cfg: TrainConfig, nproc: int, every: int, work: Path) -> float:
+    """Run one arm; return the CPU seconds its whole process tree used."""
     out_dir = work / "trainer"
     command = build_command(TrainConfig(**{**cfg.__dict__, "out_dir": str(out_dir), "progress": False}), nproc)
     argv = command.argv
     if arm != "none":
         argv = [sys.executable, "-m", "ddp_doctor.cli", "run", "--out", str(work / "run"), "--level", arm,
                 "--every", str(every), "--", *argv]
+    before = children_cpu_seconds()
     subprocess.run(argv, env=command.env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return work
+    return children_cpu_seconds() - before
 
 
 def bytes_per_step(run_dir: Path) -> tuple[float, float]:
@@ -70,23 +81,28 @@ def main() -> None:
     cfg = TrainConfig(preset=args.preset, steps=args.steps, accum=args.accum, micro_batch=args.micro_batch,
                       seq_len=args.seq_len)
     times: dict[str, list[float]] = {arm: [] for arm in ARMS}
+    cpu: dict[str, list[float]] = {arm: [] for arm in ARMS}
     sizes: dict[str, tuple[float, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for repeat in range(args.repeats):
             for arm in ARMS:
-                work = run_arm(arm, cfg, args.nproc, args.every, Path(tmp) / f"{arm}-{repeat}")
+                work = Path(tmp) / f"{arm}-{repeat}"
+                cpu[arm].append(run_arm(arm, cfg, args.nproc, args.every, work))
                 times[arm] += step_times(work / "trainer", args.warmup)
                 if arm != "none":
                     sizes[arm] = bytes_per_step(work / "run")
-                print(f"repeat {repeat} {arm:5s}: median step {statistics.median(times[arm]):.3f} s", flush=True)
+                print(f"repeat {repeat} {arm:5s}: median step {statistics.median(times[arm]):.3f} s, "
+                      f"CPU {cpu[arm][-1]:.1f} s", flush=True)
     base = statistics.median(times["none"])
     print(f"\n{args.preset} preset, {args.nproc} ranks, accum {args.accum}, --every {args.every}, "
           f"{args.repeats} interleaved repeats, {len(times['none'])} steps per arm")
-    print(f"no probe: median step {base:.3f} s")
+    base_cpu = statistics.median(cpu["none"])
+    print(f"no probe: median step {base:.3f} s, median CPU per run {base_cpu:.1f} s")
     for arm in ARMS[1:]:
         step_record, per_step = sizes[arm]
         print(f"{arm:5s}: median step {statistics.median(times[arm]):.3f} s, "
-              f"ratio {statistics.median(times[arm]) / base:.3f}x; step record {step_record:.0f} B, "
+              f"ratio {statistics.median(times[arm]) / base:.3f}x; CPU ratio "
+              f"{statistics.median(cpu[arm]) / base_cpu:.3f}x; step record {step_record:.0f} B, "
               f"all records {per_step:.0f} B per optimizer step and rank")
 
 
