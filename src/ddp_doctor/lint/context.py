@@ -176,6 +176,14 @@ class FileContext:
             words.update(target.split("."))
         return ctx
 
+    def position(self, node: ast.AST) -> int:
+        """Index of ``node`` in the preorder ``nodes`` list."""
+        return self._pos[id(node)]
+
+    def subtree_end(self, node: ast.AST) -> int:
+        """One past the last preorder index of ``node``'s subtree."""
+        return self._end[id(node)]
+
     def of_type(self, kind: type) -> list:  # type: ignore[type-arg]
         """Every node of exactly this type (``ast.Call``, ``ast.Assign`` ...), in source preorder."""
         return self._by_type.get(kind, [])

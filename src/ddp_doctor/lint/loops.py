@@ -20,6 +20,7 @@ are skipped: accelerate divides the loss and skips non-final optimizer/scheduler
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -98,6 +99,7 @@ class LoopFacts:
                     self.prepared |= names_set
         self._accum: list[AccumLoop] | None = None
         self._stmt_flags: dict[int, tuple[bool, bool]] = {}
+        self._backward_marks: list[int] | None = None
 
     def accumulation_loops(self) -> list[AccumLoop]:
         """Computed once per file and shared by the accumulation rules."""
@@ -146,6 +148,23 @@ class LoopFacts:
             self._stmt_flags[key] = (any(backward_of(n) for n in nodes),
                                      any(self.is_optimizer_step(n) for n in nodes))
         return self._stmt_flags[key]
+
+    def may_backward(self, node: ast.AST) -> bool:
+        """Cheap pre-check: ``node``'s subtree holds a ``.backward`` or a call of a same-file
+        function that (within the helper depth) does."""
+        if self._backward_marks is None:
+            ctx = self.ctx
+            backwards = [n for n in ctx.of_type(ast.Attribute) if n.attr == "backward"]
+            marks = [ctx.position(n) for n in backwards]
+            fns = {id(ctx.enclosing_function(n)) for n in backwards}
+            for _ in range(HELPER_DEPTH):
+                callers = [c for c in ctx.of_type(ast.Call) if id(ctx.helper(c)) in fns]
+                marks += [ctx.position(c) for c in callers]
+                fns |= {id(ctx.enclosing_function(c)) for c in callers}
+            self._backward_marks = sorted(marks)
+        start, stop = self.ctx.position(node), self.ctx.subtree_end(node)
+        i = bisect.bisect_left(self._backward_marks, start)
+        return i < len(self._backward_marks) and self._backward_marks[i] < stop
 
     def has_backward(self, body: list[ast.stmt]) -> bool:
         return any(self._flags(s)[0] for s in body)
@@ -229,7 +248,7 @@ def accumulation_loops(facts: LoopFacts) -> list[AccumLoop]:
     found: list[AccumLoop] = []
     ctx = facts.ctx
     for loop in (*ctx.of_type(ast.For), *ctx.of_type(ast.AsyncFor), *ctx.of_type(ast.While)):
-        if not facts.has_backward(loop.body) or facts.in_accelerate_accumulate(loop):
+        if not facts.may_backward(loop) or not facts.has_backward(loop.body) or facts.in_accelerate_accumulate(loop):
             continue
         if not facts.has_optimizer_step(loop.body):
             if not _runs_backward(facts, loop.body):
