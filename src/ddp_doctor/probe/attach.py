@@ -87,11 +87,11 @@ def _intervention_effects() -> dict[str, int] | None:
 
 
 def _install_all() -> None:
-    from ddp_doctor.probe.instruments import (backward, clip, commhook, compile, config, data, ddp, lossfn,
-                                              optimizer, scaler, scheduler)
+    from ddp_doctor.probe.instruments import (backward, clip, commhook, compile, compile_check, config, data,
+                                              ddp, lossfn, optimizer, scaler, scheduler)
 
     for instrument in (backward, commhook, ddp, optimizer, scaler, scheduler, clip, data, lossfn, config,
-                       compile):
+                       compile, compile_check):
         _install(instrument)
     after_import("torch.distributed.fsdp", _install_fsdp)
 

@@ -186,7 +186,10 @@ class _AfterImport:
 
         def exec_then_callback(module: Any) -> None:
             exec_module(module)
-            callback()
+            try:
+                callback()
+            except Exception as error:  # noqa: BLE001 - never break the program's import
+                PROBE.fail(f"after_import:{fullname}", error)
 
         spec.loader.exec_module = exec_then_callback  # type: ignore[method-assign]
         return spec
