@@ -33,6 +33,23 @@ def test_run_with_a_bad_level_is_a_usage_error(tmp_path):
     assert proc.returncode == 2 and "--level" in proc.stderr
 
 
+def test_run_with_an_unknown_or_bad_intervention_is_a_usage_error(tmp_path):
+    unknown = _cli("run", "--out", str(tmp_path / "a"), "--set", "adam.epsilon=1e-8", "--", sys.executable, "-c", "pass")
+    assert unknown.returncode == 2 and "unknown intervention key 'adam.epsilon'" in unknown.stderr
+    bad = _cli("run", "--out", str(tmp_path / "b"), "--set", "lr.scale=-1", "--", sys.executable, "-c", "pass")
+    assert bad.returncode == 2 and "lr.scale" in bad.stderr
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()  # nothing started
+
+
+def test_set_reaches_the_ranks_and_the_manifest(tmp_path):
+    out = tmp_path / "run"
+    script = ("import torch; m = torch.nn.Linear(2, 1); "
+              "o = torch.optim.AdamW(m.parameters(), eps=1e-8); print('eps', o.param_groups[0]['eps'])")
+    proc = run_probe(out, [sys.executable, "-c", script], "--set", "adam.eps=1e-10")
+    assert "eps 1e-10" in proc.stdout
+    assert json.loads((out / "manifest.json").read_text())["interventions"] == {"adam.eps": "1e-10"}
+
+
 def test_exit_code_passes_through_and_manifest_records_it(tmp_path):
     proc = run_probe(tmp_path / "run", [sys.executable, "-c", "import sys; sys.exit(7)"], check=False)
     assert proc.returncode == 7

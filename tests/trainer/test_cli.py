@@ -50,15 +50,27 @@ def test_launch_command_uses_torchs_launcher_with_one_thread_per_rank() -> None:
     assert command.env["OMP_NUM_THREADS"] == "1"
 
 
-def test_short_demo_runs_two_ranks_and_writes_metrics_and_summary(tmp_path) -> None:
+def test_short_demo_runs_two_ranks_under_the_probe_and_ends_with_the_diagnosis(tmp_path) -> None:
     result = runner.invoke(app, ["demo", "--world", "2", "--steps", "3", "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
-    lines = [json.loads(l) for l in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    lines = [json.loads(l) for l in (tmp_path / "trainer" / "metrics.jsonl").read_text().splitlines()]
     assert [l["step"] for l in lines] == [0, 1, 2]
     assert lines[0]["samples"] == 2 * 8 * 2  # micro-batch 2, accumulation 8, world 2
     assert "world size 2" in result.output
     for fault in DEMO_FAULTS:
         assert fault in result.output
+    # The probe recorded both ranks and the report ran: the per-micro-batch scheduler is caught
+    # after 3 steps already (the repeated epoch order needs more steps than this).
+    assert sorted(p.name for p in (tmp_path / "ranks").iterdir()) == ["rank-00000.jsonl", "rank-00001.jsonl"]
+    assert json.loads((tmp_path / "manifest.json").read_text())["exit_code"] == 0
+    assert "lr-schedule" in result.output and "scheduler-per-microstep" in result.output
+    assert "<html" in (tmp_path / "report.html").read_text()
+
+
+def test_demo_refuses_a_directory_that_already_holds_a_run(tmp_path) -> None:
+    (tmp_path / "manifest.json").write_text("{}")
+    result = runner.invoke(app, ["demo", "--out", str(tmp_path)])
+    assert result.exit_code == 2
 
 
 def test_train_help_lists_every_trainer_flag() -> None:

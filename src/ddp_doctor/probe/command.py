@@ -26,7 +26,15 @@ def register(app: typer.Typer) -> None:
         level: str = typer.Option("basic", "--level", help="basic: counts, losses, norms, data, checksums; "
                                   "full: adds per-layer-group norms and Adam statistics every N steps."),
         every: int = typer.Option(50, "--every", min=1, help="Replica checksum (and `full` statistics) every N optimizer steps."),
+        sets: Optional[list[str]] = typer.Option(None, "--set", metavar="KEY=VALUE",
+                                                 help="Apply a forum suggestion without editing the script (repeatable): "
+                                                 "compile=off, adam.eps=1e-10, adam.beta2=0.95, lr.scale=0.5, clip=1.0, "
+                                                 "warmup=100, ddp.bucket_cap_mb=100, ddp.find_unused=false, "
+                                                 "sampler.set_epoch=auto, seed=0. See docs/experiments.md."),
     ) -> None:
+        import os
+
+        from ddp_doctor.experiments.interventions import ENV_VAR, InterventionError, parse_sets, to_env
         from ddp_doctor.probe import launcher
         from ddp_doctor.probe.options import LEVELS, ProbeOptions
         from ddp_doctor.rundir import manifest_path
@@ -37,13 +45,20 @@ def register(app: typer.Typer) -> None:
         if level not in LEVELS:
             typer.echo(f"ddp-doctor run: --level must be one of {', '.join(LEVELS)}, got {level!r}", err=True)
             raise typer.Exit(USAGE_ERROR)
+        environ = dict(os.environ)
+        if sets:
+            try:
+                environ[ENV_VAR] = to_env(parse_sets(sets))
+            except InterventionError as error:
+                typer.echo(f"ddp-doctor run: --set: {error}", err=True)
+                raise typer.Exit(USAGE_ERROR) from None
         run_dir = out if out is not None else launcher.default_run_dir()
         if manifest_path(run_dir).exists():
             typer.echo(f"ddp-doctor run: {run_dir} already holds a run; choose another --out", err=True)
             raise typer.Exit(USAGE_ERROR)
         options = ProbeOptions(run_dir=run_dir.resolve(), level=level, every=every)  # type: ignore[arg-type]
         typer.echo(f"ddp-doctor: recording to {run_dir}", err=True)
-        code = launcher.run(list(command), options)
+        code = launcher.run(list(command), options, environ=environ)
         typer.echo(f"ddp-doctor: run directory {run_dir} (exit code {code}); next: ddp-doctor report {run_dir}",
                    err=True)
         raise typer.Exit(code)

@@ -18,10 +18,12 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from ddp_doctor import __version__
+from ddp_doctor.experiments.interventions import ENV_VAR as INTERVENTIONS_ENV
 from ddp_doctor.probe.options import ProbeOptions
 from ddp_doctor.rundir import RANKS_DIR, RUN_SCHEMA, manifest_path
 
@@ -79,7 +81,13 @@ def write_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def child_env(options: ProbeOptions, environ: dict[str, str]) -> dict[str, str]:
+# Runs the instrumented command given its argv and environment; returns its exit code. The default
+# starts it in the foreground with signals forwarded; `ddp-doctor demo` passes one that logs to a
+# file and shows progress.
+Runner = Callable[[list[str], dict[str, str]], int]
+
+
+def child_env(options: ProbeOptions, environ: Mapping[str, str]) -> dict[str, str]:
     env = dict(environ)
     env.update(options.to_env())
     existing = env.get("PYTHONPATH")
@@ -87,28 +95,46 @@ def child_env(options: ProbeOptions, environ: dict[str, str]) -> dict[str, str]:
     return env
 
 
-def run(command: list[str], options: ProbeOptions) -> int:
-    """Run `command` under the probe; return its exit code."""
+def run(command: list[str], options: ProbeOptions, environ: Mapping[str, str] | None = None,
+        runner: Runner | None = None) -> int:
+    """Run `command` under the probe; return its exit code.
+
+    `environ` is the command's base environment (default: ours). Interventions travel in its
+    `DDP_DOCTOR_SET` (JSON, see ddp_doctor.experiments.interventions) and are recorded in the
+    manifest, whether `run --set` or an outer tool such as `ablate` put them there.
+    """
     run_dir = options.run_dir
     (run_dir / RANKS_DIR).mkdir(parents=True, exist_ok=True)
+    base_env = dict(os.environ if environ is None else environ)
     manifest: dict[str, Any] = {
         "schema": RUN_SCHEMA, "command": command, "cwd": os.getcwd(), "level": options.level,
-        "every": options.every, "interventions": {}, "start": _now(), "end": None, "exit_code": None,
-        "host": socket.gethostname(), "versions": _versions(), "env": allowed_env(dict(os.environ)),
-    }
-    del manifest["end"], manifest["exit_code"]  # absent until the command has finished
+        "every": options.every, "interventions": _interventions(base_env), "start": _now(),
+        "host": socket.gethostname(), "versions": _versions(), "env": allowed_env(base_env),
+    }  # `end` and `exit_code` are absent until the command has finished
     write_manifest(run_dir, manifest)
-    try:
-        child = subprocess.Popen(command, env=child_env(options, dict(os.environ)))
-    except OSError as error:
-        sys.stderr.write(f"ddp-doctor: cannot start {command[0]!r}: {error}\n")
-        code = 127
-    else:
-        code = _wait_forwarding_signals(child)
+    code = (runner or _run_foreground)(command, child_env(options, base_env))
     manifest.update(end=_now(), exit_code=code,
                     ranks=len(list((run_dir / RANKS_DIR).glob("rank-*.jsonl"))))
     write_manifest(run_dir, manifest)
     return code
+
+
+def _interventions(environ: Mapping[str, str]) -> dict[str, str]:
+    """The interventions object carried by DDP_DOCTOR_SET; {} when absent or not a JSON object."""
+    try:
+        value = json.loads(environ.get(INTERVENTIONS_ENV, "") or "{}")
+    except json.JSONDecodeError:
+        return {}
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+
+
+def _run_foreground(command: list[str], env: dict[str, str]) -> int:
+    try:
+        child = subprocess.Popen(command, env=env)
+    except OSError as error:
+        sys.stderr.write(f"ddp-doctor: cannot start {command[0]!r}: {error}\n")
+        return 127
+    return _wait_forwarding_signals(child)
 
 
 def _wait_forwarding_signals(child: subprocess.Popen) -> int:

@@ -1,7 +1,8 @@
 """`ddp-doctor demo` and `ddp-doctor train`: the reference trainer from the command line.
 
 `demo` reproduces the forum setup (DDP on 4 ranks, micro-batch 2, accumulation 8, warmup) at tiny
-scale on CPU with a realistic mix of pitfalls, and ends with the trainer's own summary. Nothing
+scale on CPU with a realistic mix of pitfalls, under the probe (`ddp-doctor run`), and ends with
+the trainer's own summary and the diagnosis (text, plus an HTML report in the run directory). Nothing
 heavy is imported here at module level, so `ddp-doctor --help` stays fast.
 """
 
@@ -14,6 +15,8 @@ from typing import TYPE_CHECKING
 import typer
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from ddp_doctor.trainer.config import TrainConfig
 
 # The default demo: three mistakes from the forum thread that the runtime probe can measure
@@ -44,8 +47,9 @@ def register(app: typer.Typer) -> None:
                                         "replaces the default mix. See `ddp-doctor train --help`."),
         steps: int = typer.Option(DEMO_STEPS, "--steps", help="Optimizer steps."),
         world: int = typer.Option(DEMO_WORLD, "--world", help="Number of CPU ranks (torchrun)."),
-        out: Path | None = typer.Option(None, "--out", help="Where metrics.jsonl and the log go "
-                                        "(default: a new temporary directory)."),
+        out: Path | None = typer.Option(None, "--out", help="The run directory (probe records, "
+                                        "trainer/metrics.jsonl, report.html; default: a new "
+                                        "temporary directory)."),
     ) -> None:
         """Run the reference LLaMA trainer on CPU ranks with the forum's setup and its pitfalls."""
         from ddp_doctor.trainer.faults import FAULTS
@@ -57,6 +61,8 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter(f"unknown fault(s) {', '.join(unknown)}; choose from "
                                      f"{', '.join(FAULTS)}", param_hint="--fault")
         faults = () if clean else tuple(fault) or DEMO_FAULTS
+        if out is not None and (out / "manifest.json").exists():
+            raise typer.BadParameter(f"{out} already holds a run; choose another", param_hint="--out")
         out_dir = str(out) if out is not None else tempfile.mkdtemp(prefix="ddp-doctor-demo-")
         _launch(world, out_dir, steps=steps, faults=faults, lr=DEMO_LR, warmup_steps=DEMO_WARMUP,
                 dataset_docs=DEMO_DOCS)
@@ -80,30 +86,70 @@ def register(app: typer.Typer) -> None:
 
 
 def _launch(world: int, out_dir: str, **fields: object) -> None:
-    from ddp_doctor.trainer.config import TrainConfig
+    """The demo: the trainer under the probe (`ddp-doctor run`), then the report in text and HTML."""
+    from rich.console import Console
 
-    cfg = TrainConfig(out_dir=out_dir, progress=False, **fields)  # type: ignore[arg-type]
-    _run(world, cfg, out_dir)
+    from ddp_doctor.analysis.diagnose import diagnose
+    from ddp_doctor.probe import launcher
+    from ddp_doctor.probe.options import ProbeOptions
+    from ddp_doctor.report.command import write_report
+    from ddp_doctor.report.text import render_console
+    from ddp_doctor.rundir import TRAINER_DIR
+    from ddp_doctor.trainer.config import TrainConfig
+    from ddp_doctor.trainer.launch import LaunchCommand, build_command, run_command
+
+    console = Console(highlight=False)
+    run_dir = Path(out_dir).resolve()
+    # The trainer's own metrics go beside the probe's rank files (docs/run-format.md), so the
+    # report can compare what the script logged with what the ranks computed.
+    cfg = TrainConfig(out_dir=str(run_dir / TRAINER_DIR), progress=False, **fields)  # type: ignore[arg-type]
+    command = build_command(cfg, world)
+    _announce(console, cfg, world)
+    code = launcher.run(command.argv, ProbeOptions(run_dir=run_dir), environ=command.env,
+                        runner=lambda argv, env: run_command(LaunchCommand(argv, env), cfg.out_dir,
+                                                             cfg.steps, console))
+    _print_summary(console, cfg.out_dir, code)
+    console.rule("[bold]ddp-doctor report")
+    render_console(diagnose(run_dir), console, "en")
+    html = run_dir / "report.html"
+    write_report(run_dir, "html", html)
+    console.print(f"run directory: {run_dir}\nHTML report:   {html}\n"
+                  f"again:         ddp-doctor report {run_dir} [--format json|html] [--lang zh]")
+    if code != 0:
+        raise typer.Exit(code)
 
 
 def _run(world: int, cfg: TrainConfig, out_dir: str) -> None:
     from rich.console import Console
 
-    from ddp_doctor.trainer.config import METRICS_FILE, SUMMARY_FILE, TrainConfig
-    from ddp_doctor.trainer.launch import LOG_FILE, build_command, log_tail, run_command
+    from ddp_doctor.trainer.config import TrainConfig
+    from ddp_doctor.trainer.launch import build_command, run_command
 
     console = Console()
     if cfg.out_dir != out_dir or cfg.progress:
         cfg = TrainConfig(**{**vars(cfg), "out_dir": out_dir, "progress": False})
-    command = build_command(cfg, world)
+    _announce(console, cfg, world)
+    code = run_command(build_command(cfg, world), out_dir, cfg.steps, console)
+    _print_summary(console, out_dir, code)
+    if code != 0:
+        raise typer.Exit(code)
+
+
+def _announce(console: Console, cfg: TrainConfig, world: int) -> None:
     console.print(f"[bold]ddp-doctor[/] reference trainer: {cfg.preset} LLaMA, {world} CPU ranks "
                   f"(gloo), micro-batch {cfg.micro_batch}, accumulation {cfg.accum}, "
                   f"faults: {', '.join(cfg.faults) or 'none'}")
-    code = run_command(command, out_dir, cfg.steps, console)
+
+
+def _print_summary(console: Console, out_dir: str, code: int) -> None:
+    """The trainer's own summary, or the tail of its log when it failed."""
+    from ddp_doctor.trainer.config import SUMMARY_FILE
+    from ddp_doctor.trainer.launch import LOG_FILE, log_tail
+
     summary = Path(out_dir) / SUMMARY_FILE
     if code != 0 or not summary.exists():
         console.print(log_tail(out_dir), markup=False, highlight=False)
         console.print(f"[red]trainer failed (exit code {code})[/]; full log: {Path(out_dir) / LOG_FILE}")
-        raise typer.Exit(code or 1)
+        return
     console.print(summary.read_text(encoding="utf-8"), markup=False, highlight=False, end="")
-    console.print(f"metrics: {Path(out_dir) / METRICS_FILE}   launcher log: {Path(out_dir) / LOG_FILE}")
+    console.print(f"metrics: {Path(out_dir) / 'metrics.jsonl'}   launcher log: {Path(out_dir) / LOG_FILE}")

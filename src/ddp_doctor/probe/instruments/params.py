@@ -47,6 +47,8 @@ def trainable(optimizer: torch.optim.Optimizer | None = None) -> list[tuple[str,
 @guarded("params")
 def report_unused(optimizer: torch.optim.Optimizer | None) -> None:
     names = tuple(name for name, p in trainable(optimizer) if p.grad is None)
-    if names and names not in _unused_reported:
+    # The first report is written even when empty: "every parameter got a gradient" is a
+    # measurement the report needs to rule unused-parameters out; later ones only on change.
+    if names not in _unused_reported:
         _unused_reported.add(names)
         PROBE.emit({"kind": "unused", "step": PROBE.step_index(), "names": list(names)})
