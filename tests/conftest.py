@@ -1,4 +1,4 @@
-"""Fixtures: synthetic run directories in the exact run format (tests/fixtures/synth_run.py)."""
+"""Shared fixtures: synthetic run directories in the exact run format (tests/fixtures/synth_run.py)."""
 
 from __future__ import annotations
 
