@@ -83,12 +83,17 @@ class Context:
         return max((len(d.steps) for d in self.run.ranks.values() if d.steps is not None), default=0)
 
 
+# Gradient-norm spikes are judged against a rolling window (quantities/spikes.py, MIN_HISTORY);
+# with fewer recorded norms than this the series is not used at all.
+MIN_GRAD_NORM_STEPS = 10
+
+
 def _grad_norm(run: RunData, series: Series) -> tuple[np.ndarray, str | None]:
     with np.errstate(invalid="ignore"):
         g = np.sqrt(np.nanmax(series.gsq_global, axis=0, initial=-np.inf)) if series.ranks else \
             np.full(series.n_steps, np.nan)
     g = np.where(np.isfinite(g), g, np.nan)
-    if np.isfinite(g).sum() >= 10:
+    if np.isfinite(g).sum() >= MIN_GRAD_NORM_STEPS:
         return g, "comm hook (all-reduced gradient)"
     clip = np.full(series.n_steps, np.nan)
     lowest = min(run.ranks) if run.ranks else None
@@ -96,7 +101,7 @@ def _grad_norm(run: RunData, series: Series) -> tuple[np.ndarray, str | None]:
         cols = run.ranks[lowest].steps
         ok = (cols.clip_step >= 0) & (cols.clip_step < series.n_steps)
         clip[cols.clip_step[ok]] = cols.clip[ok, CLIP_COLUMNS.index("total_norm")]
-    if np.isfinite(clip).sum() >= 10:
+    if np.isfinite(clip).sum() >= MIN_GRAD_NORM_STEPS:
         return clip, "clip_grad_norm_ total_norm"
     return g, None
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ddp_doctor.analysis.context import Context
+from ddp_doctor.analysis.context import MIN_GRAD_NORM_STEPS, Context
 from ddp_doctor.analysis.checks.lr_schedule import warmup_length
 from ddp_doctor.analysis.make import confirmed, fmt, inconclusive, not_measured, ruled_out
 from ddp_doctor.analysis.quantities.spikes import MAX_LAG, MIN_HISTORY, MIN_REL_RISE, SPIKE_Z, WINDOW, lags
@@ -65,8 +65,11 @@ def _clipped_steps(ctx: Context) -> set[int]:
 def _grad_spike(ctx: Context) -> Finding:
     fid = "grad-spike"
     if ctx.grad_norm_source is None:
-        return not_measured(fid, "No gradient norm recorded (no DDP comm hook data and no "
-                            "clip_grad_norm_ calls).", "未记录梯度范数（没有 DDP 通信钩子数据，也没有 clip_grad_norm_ 调用）。")
+        n = int(np.isfinite(ctx.grad_norm).sum())
+        return not_measured(fid, f"Gradient norms on {n} optimizer steps (need {MIN_GRAD_NORM_STEPS}; from the "
+                            "DDP comm hook or clip_grad_norm_ calls).",
+                            f"仅 {n} 个优化步有梯度范数（至少需要 {MIN_GRAD_NORM_STEPS} 个；来自 DDP 通信钩子或 "
+                            "clip_grad_norm_ 调用）。", steps_with_grad_norm=n)
     sp = ctx.grad_spikes
     lag = lags(sp, ctx.loss_spikes)
     followed = [x for x in lag if x["lag"] is not None]
