@@ -47,6 +47,14 @@ def test_accelerate_accumulate_records_two_micro_steps_synced_once(tmp_path):
         assert [s["lr"][0] for s in steps] == pytest.approx(expected_lr)
         (ddp,) = kind(read_rank(out, rank), "config", "ddp")
         assert ddp["module"] == "Sequential"
+        (sched,) = kind(read_rank(out, rank), "config", "scheduler")
+        assert (sched["type"], sched["wrapper"], sched["split_batches"]) == \
+            ("LinearLR", "AcceleratedScheduler", False)
+    # accumulation == world size: accelerate's WORLD steps per optimizer step are not per-micro.
+    from ddp_doctor.analysis.diagnose import diagnose
+
+    (per_micro,) = [f for f in diagnose(out).findings if f.id == "scheduler-per-microstep"]
+    assert per_micro.status == "ruled-out", per_micro.summary
 
 
 def test_hf_trainer_tiny_llama_records_tokens_loss_function_and_schedule(tmp_path):

@@ -6,8 +6,11 @@
   max(:data:`MIN_WINDOW`, warmup/2) steps of the warmup's end, or when the warmup is shorter than
   the minimum and a spike starts before that minimum. Without spikes a short warmup alone is not a
   finding (it is reported in the evidence).
-* scheduler-per-microstep: ``sched_steps`` per optimizer step equals the micro-step count (≥ 2)
-  in most steps.
+* scheduler-per-microstep: ``sched_steps`` per optimizer step equals micro-steps (≥ 2) × the
+  steps one correct call makes, in most steps. That is 1, except under accelerate's
+  AcceleratedScheduler with ``split_batches=False``, which steps the wrapped scheduler
+  ``num_processes`` times per optimizer step on purpose (accelerate/scheduler.py), so that a
+  schedule sized for one process ends on time: there a correct loop shows world-size steps.
 * update-ratio-high: shared with `optimizer` (see :mod:`.optimizer`).
 """
 
@@ -82,17 +85,26 @@ def _per_micro(ctx: Context) -> Finding:
     if not multi.any():
         return ruled_out(fid, "No gradient accumulation: one micro-batch per optimizer step.",
                          "没有梯度累积：每个优化步只有一个微批次。", multi_micro_steps=0)
-    bad = multi & (s == m)
+    per_call = _steps_per_call(sched, ctx.world_size)
+    bad = multi & (s == m * per_call)
     lr = ctx.series.lr
     ev = dict(median_sched_steps_per_optimizer_step=float(np.median(s[multi])),
-              micro_steps=float(np.median(m[multi])), warmup_steps_from_lr=warmup_length(lr),
+              micro_steps=float(np.median(m[multi])), expected_per_optimizer_step=per_call,
+              wrapper=(sched or {}).get("wrapper"), warmup_steps_from_lr=warmup_length(lr),
               lr_first=float(lr[np.isfinite(lr)][0]) if np.isfinite(lr).any() else None,
               lr_max=float(np.nanmax(lr)) if np.isfinite(lr).any() else None,
-              threshold="scheduler steps = micro-steps (≥ 2) in > 50% of steps")
+              threshold=f"scheduler steps = micro-steps (≥ 2) × {per_call} in > 50% of steps")
     if bad.sum() / multi.sum() > MAJORITY:
         return confirmed(fid, f"The scheduler stepped {ev['median_sched_steps_per_optimizer_step']:g} times per "
-                         f"optimizer step (= micro-steps): the schedule runs {ev['micro_steps']:g}× too fast.",
+                         f"optimizer step (= micro-steps × {per_call}): the schedule runs {ev['micro_steps']:g}× too fast.",
                          f"每个优化步调度器步进 {ev['median_sched_steps_per_optimizer_step']:g} 次（= 微步数）："
                          f"学习率计划快了 {ev['micro_steps']:g} 倍。", **ev)
+    note = f" (accelerate steps it {per_call}× per optimizer step by design)" if per_call > 1 else ""
     return ruled_out(fid, f"The scheduler stepped {ev['median_sched_steps_per_optimizer_step']:g} time(s) per "
-                     "optimizer step.", f"每个优化步调度器步进 {ev['median_sched_steps_per_optimizer_step']:g} 次。", **ev)
+                     f"optimizer step{note}.", f"每个优化步调度器步进 {ev['median_sched_steps_per_optimizer_step']:g} 次。", **ev)
+
+
+def _steps_per_call(sched: dict | None, world_size: int) -> int:
+    """Scheduler steps one correct per-optimizer-step call makes (see the module docstring)."""
+    accelerate = sched is not None and sched.get("wrapper") == "AcceleratedScheduler"
+    return max(world_size, 1) if accelerate and not sched.get("split_batches") else 1
