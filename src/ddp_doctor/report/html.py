@@ -9,6 +9,7 @@ import json
 from html import escape
 
 import numpy as np
+from rich.text import Text
 
 from ddp_doctor.analysis.checks.data_order import overlap_by_step
 from ddp_doctor.analysis.diagnose import Diagnosis
@@ -46,8 +47,8 @@ JS = """
 
 
 def _plain(line: str) -> str:
-    """Run-facts lines are rich markup for the terminal; strip the colour tags."""
-    return line.replace("[yellow]", "").replace("[/]", "")
+    """Run-facts lines are rich markup for the terminal; keep the text (tags and escapes undone)."""
+    return Text.from_markup(line).plain
 
 
 def _charts(diag: Diagnosis, lang: Lang) -> list[str]:

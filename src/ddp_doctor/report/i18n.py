@@ -12,6 +12,7 @@ WORDS: dict[str, Text] = {
     "optimizer_steps": Text("Optimizer steps", "优化步数"),
     "micro_steps": Text("Micro-steps per optimizer step", "每个优化步的微步数"),
     "effective_batch": Text("Effective batch (measured)", "有效批量（实测）"),
+    "interventions": Text("Interventions (--set)", "干预（--set）"),
     "samples": Text("samples", "样本"),
     "tokens": Text("tokens", "token"),
     "gns": Text("Gradient noise scale B_simple", "梯度噪声尺度 B_simple"),

@@ -39,6 +39,9 @@ def run_lines(diag: Diagnosis, lang: Lang) -> list[str]:
     if n["ratio"] is not None:
         lines.append(f"{w('noise_band', lang)}: {n['observed_std']:.3g} / {n['predicted_std']:.3g} "
                      f"= {n['ratio']:.2f}")
+    if r.get("interventions"):  # `ddp-doctor run --set K=V` / ablate: this run is not the script as written
+        sets = ", ".join(f"{k}={v}" for k, v in sorted(r["interventions"].items()))
+        lines.append(f"{w('interventions', lang)}: {escape(sets)}")
     if r["in_progress"]:
         lines.append(f"[yellow]{w('in_progress', lang)}[/]")
     return lines
