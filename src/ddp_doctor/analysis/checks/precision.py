@@ -2,9 +2,10 @@
 
 * fp16-overflow: a GradScaler normally skips a few steps at the start while the scale (2^16 by
   default) backs off to a representable value (PyTorch AMP docs, "GradScaler": "it's possible a
-  scale value that is too large ... skipped iterations"). Confirmed when, after the first
-  :data:`SETTLE_STEPS` steps, at least :data:`MIN_SKIPS` steps and :data:`MIN_SKIP_SHARE` of the
-  steps were skipped.
+  scale value that is too large ... skipped iterations"). That start ends at the first step that
+  is not skipped, or at :data:`SETTLE_STEPS` at the latest. Confirmed when, after it, at least
+  :data:`MIN_SKIPS` steps and :data:`MIN_SKIP_SHARE` of the steps were skipped — or when no step
+  at all got through (≥ :data:`MIN_SKIPS` steps, every one skipped: the model never trained).
 * fp16-no-scaler: float16 autocast seen (config or step records) and no enabled GradScaler.
 * nonfinite: a NaN/Inf loss on any rank, or a non-finite gradient the GradScaler did not handle
   (not on a skipped step). First step, rank and parameter/bucket are reported.
@@ -39,22 +40,30 @@ def _overflow(ctx: Context) -> Finding:
                          "未使用 GradScaler：不存在会溢出的损失缩放。", scaler=False)
     s = ctx.series
     skipped = np.flatnonzero(s.skipped)
-    late = skipped[skipped >= SETTLE_STEPS]
-    n_late = max(1, s.n_steps - SETTLE_STEPS)
+    good = np.flatnonzero(~np.asarray(s.skipped, dtype=bool))
+    settle = min(int(good[0]) if good.size else s.n_steps, SETTLE_STEPS)
+    late = skipped[skipped >= settle]
+    n_late = max(1, s.n_steps - settle)
     scale = s.scale[np.isfinite(s.scale)]
     ev = dict(skipped_steps=int(skipped.size), skipped_after_settle=int(late.size),
-              first_skipped=[int(x) for x in skipped[:20]],
+              first_skipped=[int(x) for x in skipped[:20]], settled_at=settle,
               scale_min=float(scale.min()) if scale.size else None,
               scale_max=float(scale.max()) if scale.size else None,
               scale_last=float(scale[-1]) if scale.size else None,
-              threshold=f"≥ {MIN_SKIPS} skipped steps and ≥ {MIN_SKIP_SHARE:.0%} of steps after step {SETTLE_STEPS}")
+              threshold=f"≥ {MIN_SKIPS} skipped steps and ≥ {MIN_SKIP_SHARE:.0%} of steps after the first "
+              f"good step (at most step {SETTLE_STEPS}), or every step skipped")
+    if not good.size and skipped.size >= MIN_SKIPS:
+        return confirmed(fid, f"The GradScaler skipped all {skipped.size} steps (scale {ev['scale_max']:g} → "
+                         f"{ev['scale_min']:g}): no optimizer step was applied.",
+                         f"GradScaler 跳过了全部 {skipped.size} 步（缩放系数 {ev['scale_max']:g} → "
+                         f"{ev['scale_min']:g}）：没有任何优化步生效。", **ev)
     if late.size >= MIN_SKIPS and late.size / n_late >= MIN_SKIP_SHARE:
-        return confirmed(fid, f"The GradScaler skipped {late.size} steps after step {SETTLE_STEPS} "
+        return confirmed(fid, f"The GradScaler skipped {late.size} steps after step {settle} "
                          f"({late.size / n_late:.1%}); scale went down to {ev['scale_min']:g}.",
-                         f"GradScaler 在第 {SETTLE_STEPS} 步之后跳过了 {late.size} 步（{late.size / n_late:.1%}）；"
+                         f"GradScaler 在第 {settle} 步之后跳过了 {late.size} 步（{late.size / n_late:.1%}）；"
                          f"缩放系数降到 {ev['scale_min']:g}。", **ev)
-    return ruled_out(fid, f"{skipped.size} skipped step(s), {late.size} after step {SETTLE_STEPS}.",
-                     f"共跳过 {skipped.size} 步，其中第 {SETTLE_STEPS} 步之后 {late.size} 步。", **ev)
+    return ruled_out(fid, f"{skipped.size} skipped step(s), {late.size} after step {settle}.",
+                     f"共跳过 {skipped.size} 步，其中第 {settle} 步之后 {late.size} 步。", **ev)
 
 
 def _no_scaler(ctx: Context) -> Finding:
