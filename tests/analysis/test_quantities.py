@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from ddp_doctor.analysis.quantities.skew import rank_skew
 from ddp_doctor.analysis.quantities.spikes import find_spikes, lags
@@ -58,3 +59,16 @@ def test_rank0_loss_is_noisier_than_global_by_about_sqrt_world(diag_of):
     diag = diag_of(world_size=4, steps=400)
     ratio = diag.run_info["noise_band"]["rank0_over_global"]
     assert 1.5 < ratio < 2.6  # sqrt(4) = 2
+
+
+def test_early_loss_spike_rule_before_the_robust_window_fills():
+    # The reference trainer's lr-too-high run (2 ranks, lr 0.3): divergence at step 4, too early
+    # for the median/MAD rule (MIN_HISTORY values needed).
+    loss = np.array([5.55, 5.98, 5.72, 8.55, 16.9, 20.5, 13.9, 12.0, 8.2, 7.9, 6.7, 5.9])
+    assert find_spikes(loss) == []
+    (spike,) = find_spikes(loss, early_factor=2.0)
+    assert (spike.step, spike.peak) == (4, 20.5)
+    assert spike.baseline == pytest.approx(np.mean(loss[:4]))
+    assert spike.to_json()["z"] is None
+    # A healthy start (falling loss, noisy) is not a spike.
+    assert find_spikes(np.array([5.5, 5.9, 4.1, 4.0, 3.2, 3.6, 3.0, 2.9, 2.8]), early_factor=2.0) == []

@@ -53,8 +53,9 @@ def test_fault_confirms_its_finding(fault: str, tmp_path: Path, clean_run: Path)
     confirmed = fault_matrix.confirmed_ids(d, ("error", "warning", "info"))
     expected = fault_matrix.expected_ids(fault)
     assert set(expected) <= set(confirmed), (fault, confirmed, (run_dir / "launch.log").read_text()[-3000:])
-    if not expected:  # lint-only: the run still completes and is diagnosed
-        assert code == 0 and d.run_info["optimizer_steps"] == fault_matrix.BASE["steps"]
+    # Every step is recorded and diagnosed. (Not the exit code: with sync-toggle-after-forward a
+    # rank sometimes aborts in teardown, after its last step and `end` record — docs/report.md.)
+    assert d.run_info["optimizer_steps"] == CASES[fault].fields.get("steps", fault_matrix.BASE["steps"]), code
     # The same finding is not confirmed on the clean run (the fault made the difference).
     clean = fault_matrix.confirmed_ids(diagnose(clean_run), ("error", "warning", "info"))
     assert not set(expected) & set(clean)

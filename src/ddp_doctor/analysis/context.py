@@ -16,7 +16,7 @@ from ddp_doctor.analysis.quantities.gns import GNS, gradient_noise_scale
 from ddp_doctor.analysis.quantities.noise_band import NoiseBand, noise_band
 from ddp_doctor.analysis.quantities.ratios import Ratios, ratios
 from ddp_doctor.analysis.quantities.series import Series, build_series, segment_sum
-from ddp_doctor.analysis.quantities.spikes import Spike, find_spikes
+from ddp_doctor.analysis.quantities.spikes import EARLY_LOSS_FACTOR, Spike, find_spikes
 from ddp_doctor.rundir import CLIP_COLUMNS, RunData
 
 
@@ -122,6 +122,6 @@ def build_context(run: RunData) -> Context:
     loss = np.where(series.skipped, np.nan, series.global_loss)
     return Context(run=run, series=series, world_size=world, batch=effective_batch(series, world),
                    sync=sync, gns=gns, noise=noise_band(run, series), grad_norm=grad_norm,
-                   grad_norm_source=source, loss_spikes=find_spikes(loss),
+                   grad_norm_source=source, loss_spikes=find_spikes(loss, early_factor=EARLY_LOSS_FACTOR),
                    grad_spikes=find_spikes(grad_norm) if source else [],
                    ratios=ratios(full), level=level)

@@ -22,7 +22,7 @@ import numpy as np
 from ddp_doctor.analysis.context import MIN_GRAD_NORM_STEPS, Context
 from ddp_doctor.analysis.checks.lr_schedule import warmup_length
 from ddp_doctor.analysis.make import confirmed, fmt, inconclusive, not_measured, ruled_out
-from ddp_doctor.analysis.quantities.spikes import MAX_LAG, MIN_HISTORY, MIN_REL_RISE, SPIKE_Z, WINDOW, lags
+from ddp_doctor.analysis.quantities.spikes import EARLY_LOSS_FACTOR, MAX_LAG, MIN_HISTORY, MIN_REL_RISE, SPIKE_Z, WINDOW, lags
 from ddp_doctor.findings import Finding
 from ddp_doctor.rundir import CLIP_COLUMNS
 
@@ -31,6 +31,7 @@ MIN_JUDGED_STEPS = 50
 LISTED = 20
 RULE = (f"robust z > {SPIKE_Z:g} (median/MAD of the previous {WINDOW} steps) and > "
         f"{MIN_REL_RISE:.0%} above the median")
+LOSS_RULE = RULE + f"; before {MIN_HISTORY} steps of history: > {EARLY_LOSS_FACTOR:g}× the mean of the steps before"
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -39,18 +40,21 @@ def check(ctx: Context) -> list[Finding]:
 
 def _loss_spike(ctx: Context) -> Finding:
     fid = "loss-spike"
-    if ctx.series.n_steps <= MIN_HISTORY:
-        return not_measured(fid, f"Needs more than {MIN_HISTORY} optimizer steps.",
-                            f"需要多于 {MIN_HISTORY} 个优化步。", steps=ctx.series.n_steps)
     sp = ctx.loss_spikes
-    ev = dict(spikes=[s.to_json() for s in sp[:LISTED]], count=len(sp), threshold=RULE,
+    ev = dict(spikes=[s.to_json() for s in sp[:LISTED]], count=len(sp), threshold=LOSS_RULE,
               steps_checked=ctx.series.n_steps)
     if sp:
         first = sp[0]
-        return confirmed(fid, f"{len(sp)} loss spike(s); first at step {first.step}: {first.peak:.4g} vs "
-                         f"median {first.baseline:.4g} (z = {first.z:.0f}).",
-                         f"{len(sp)} 个损失尖峰；首个在第 {first.step} 步：{first.peak:.4g}，中位数 {first.baseline:.4g}"
-                         f"（z = {first.z:.0f}）。", **ev)
+        if np.isfinite(first.z):
+            vs, vs_zh = f"median {first.baseline:.4g} (z = {first.z:.0f})", f"中位数 {first.baseline:.4g}（z = {first.z:.0f}）"
+        else:
+            vs = f"{first.baseline:.4g}, the mean of the steps before (> {EARLY_LOSS_FACTOR:g}×)"
+            vs_zh = f"之前各步均值 {first.baseline:.4g}（> {EARLY_LOSS_FACTOR:g} 倍）"
+        return confirmed(fid, f"{len(sp)} loss spike(s); first at step {first.step}: {first.peak:.4g} vs {vs}.",
+                         f"{len(sp)} 个损失尖峰；首个在第 {first.step} 步：{first.peak:.4g}，{vs_zh}。", **ev)
+    if ctx.series.n_steps <= MIN_HISTORY:
+        return not_measured(fid, f"Needs more than {MIN_HISTORY} optimizer steps.",
+                            f"需要多于 {MIN_HISTORY} 个优化步。", steps=ctx.series.n_steps)
     return ruled_out(fid, f"No loss spike in {ctx.series.n_steps} steps by the robust rule.",
                      f"按稳健规则，{ctx.series.n_steps} 步中没有损失尖峰。", **ev)
 
