@@ -61,19 +61,14 @@ def register(app: typer.Typer) -> None:
         if fmt == "html" and output is None and run_dir.is_dir():
             output = run_dir / "report.html"
         if fmt == "text" and output is None:
-            from rich.console import Console
-
             from ddp_doctor.analysis.diagnose import diagnose
-            from ddp_doctor.report.text import render_console
+            from ddp_doctor.report.text import render_console, report_console
             try:
                 diag = diagnose(run_dir)
             except RunDirError as exc:
                 typer.echo(f"error: {exc}", err=True)
                 raise typer.Exit(2) from None
-            console = Console(highlight=False)  # colour on a TTY
-            if not console.is_terminal:
-                console = Console(highlight=False, width=120)  # piped: a readable fixed width
-            render_console(diag, console, lang)
+            render_console(diag, report_console(), lang)
             return
         try:
             text = write_report(run_dir, fmt, output, lang)

@@ -47,6 +47,16 @@ def run_lines(diag: Diagnosis, lang: Lang) -> list[str]:
     return lines
 
 
+# Width when the output is piped or captured (CI logs, files): wide enough for the tables.
+PIPED_WIDTH = 120
+
+
+def report_console() -> Console:
+    """A console for the report: colour and the terminal's width on a TTY, plain 120 columns otherwise."""
+    console = Console(highlight=False)
+    return console if console.is_terminal else Console(highlight=False, width=PIPED_WIDTH)
+
+
 def render_console(diag: Diagnosis, console: Console, lang: Lang = "en") -> None:
     console.print(f"[bold]{w('title', lang)}[/] — {escape(str(diag.run_info['path']))}")
     for line in run_lines(diag, lang):

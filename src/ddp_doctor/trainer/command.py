@@ -87,18 +87,16 @@ def register(app: typer.Typer) -> None:
 
 def _launch(world: int, out_dir: str, **fields: object) -> None:
     """The demo: the trainer under the probe (`ddp-doctor run`), then the report in text and HTML."""
-    from rich.console import Console
-
     from ddp_doctor.analysis.diagnose import diagnose
     from ddp_doctor.probe import launcher
     from ddp_doctor.probe.options import ProbeOptions
     from ddp_doctor.report.command import write_report
-    from ddp_doctor.report.text import render_console
+    from ddp_doctor.report.text import render_console, report_console
     from ddp_doctor.rundir import TRAINER_DIR
     from ddp_doctor.trainer.config import TrainConfig
     from ddp_doctor.trainer.launch import LaunchCommand, build_command, run_command
 
-    console = Console(highlight=False)
+    console = report_console()
     run_dir = Path(out_dir).resolve()
     # The trainer's own metrics go beside the probe's rank files (docs/run-format.md), so the
     # report can compare what the script logged with what the ranks computed.
