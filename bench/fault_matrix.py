@@ -141,7 +141,8 @@ def format_table(rows: list[Row]) -> str:
              "|---|---|---|---|---|"]
     for r in rows:
         found = [f if f in r.alerts else f"({f})" for f in r.confirmed]
-        lines.append(f"| {r.fault} | {', '.join(r.expected) or '— (lint-only)'} | "
+        none = "— (clean)" if r.fault == CLEAN else "— (lint-only ID)"
+        lines.append(f"| {r.fault} | {', '.join(r.expected) or none} | "
                      f"{', '.join(found) or '—'} | {', '.join(r.hypotheses) or '—'} | "
                      f"{'yes' if r.ok else 'NO'} |")
     return "\n".join(lines)
