@@ -293,6 +293,17 @@ def micro_scope(facts: LoopFacts, loop: AccumLoop) -> Iterator[ast.AST]:
     yield from _unconditional_nodes(facts, loop.loop.body, HELPER_DEPTH, frozenset())
 
 
+def micro_method_calls(facts: LoopFacts, name: str) -> Iterator[tuple[AccumLoop, ast.Call, str | None]]:
+    """``(loop, call, receiver)`` for every ``receiver.name(...)`` that runs on each micro-step of an
+    accumulation loop, skipping receivers prepared by accelerate (which skips non-final calls)."""
+    for loop in facts.accumulation_loops():
+        for node in micro_scope(facts, loop):
+            m = method(node)
+            if m and m[1] == name and m[0] not in facts.prepared:
+                assert isinstance(node, ast.Call)
+                yield loop, node, m[0]
+
+
 _CONDITIONAL_EXPRS = (ast.IfExp, ast.BoolOp, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 

@@ -9,11 +9,10 @@ accelerate's prepared optimizer skips non-final zero_grad calls by itself.
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Iterator
 
-from ddp_doctor.lint.context import FileContext, method
-from ddp_doctor.lint.loops import LoopFacts, micro_scope
+from ddp_doctor.lint.context import FileContext
+from ddp_doctor.lint.loops import LoopFacts, micro_method_calls
 from ddp_doctor.lint.rules.base import Rule, Violation
 
 
@@ -24,15 +23,11 @@ class ZeroGradInsideAccum(Rule):
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
         if not self.applies(ctx):
             return
-        for loop in facts.accumulation_loops():
-            for node in micro_scope(facts, loop):
-                m = method(node)
-                if m and m[1] == "zero_grad" and m[0] not in facts.prepared:
-                    assert isinstance(node, ast.Call)
-                    yield self.violation(
-                        node, f"`{m[0]}.zero_grad()` runs on every micro-step of the accumulation loop at line "
-                        f"{loop.loop.lineno} (the optimizer steps at line {loop.step_line}): only the last "
-                        "micro-batch's gradient survives.",
-                        f"`{m[0]}.zero_grad()` 在第 {loop.loop.lineno} 行的梯度累积循环的每个微步都会执行（优化器在第 "
-                        f"{loop.step_line} 行更新）：只有最后一个微批次的梯度被保留。",
-                        accumulation_loop_line=loop.loop.lineno, optimizer_step_line=loop.step_line)
+        for loop, node, receiver in micro_method_calls(facts, "zero_grad"):
+            yield self.violation(
+                node, f"`{receiver}.zero_grad()` runs on every micro-step of the accumulation loop at line "
+                f"{loop.loop.lineno} (the optimizer steps at line {loop.step_line}): only the last "
+                "micro-batch's gradient survives.",
+                f"`{receiver}.zero_grad()` 在第 {loop.loop.lineno} 行的梯度累积循环的每个微步都会执行（优化器在第 "
+                f"{loop.step_line} 行更新）：只有最后一个微批次的梯度被保留。",
+                accumulation_loop_line=loop.loop.lineno, optimizer_step_line=loop.step_line)
