@@ -97,6 +97,7 @@ def test_one_optimizer_step_on_two_ranks_equals_one_process_on_the_global_batch(
 
 def test_healthy_ddp_replicas_are_bit_identical(ranks) -> None:
     (g0, p0), (g1, p1) = ranks[0]["ddp"], ranks[1]["ddp"]
+    assert all((g0[k] == g1[k]).all() for k in g0)  # the all-reduced gradient is the same everywhere
     assert all((p0[k] == p1[k]).all() for k in p0)
 
 

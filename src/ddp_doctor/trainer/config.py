@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal, get_args, get_type_hints
 
 from ddp_doctor.trainer.faults import DDP_ONLY_FAULTS, FAULTS, FP16_FAULTS, check_faults
