@@ -63,7 +63,7 @@ class Finding:
 
     def to_report_json(self) -> dict[str, Any]:
         out = {"id": self.id, "status": self.status, "severity": self.severity,
-               "summary": self.summary, "evidence": _jsonable(self.evidence), "fix": self.fix}
+               "summary": self.summary, "evidence": jsonable(self.evidence), "fix": self.fix}
         if self.summary_zh:
             out["summary_zh"] = self.summary_zh
         return out
@@ -97,18 +97,18 @@ class HypothesisVerdict:
         return out
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
     """Make evidence JSON-safe: NaN/Inf become strings, tuples lists, numpy scalars floats."""
     if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
+        return [jsonable(v) for v in value]
     if isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
             return str(value)
         return value
     if hasattr(value, "item") and callable(value.item):  # numpy / torch scalars
-        return _jsonable(value.item())
+        return jsonable(value.item())
     return value
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -12,14 +11,10 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
+from ddp_doctor.trainer.launch import free_port
+
 # Generous: a hung collective fails the test instead of hanging CI.
 TIMEOUT_S = 240
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _entry(rank: int, fn: Callable[..., Any], world: int, port: int, out: str, args: tuple) -> None:
@@ -40,6 +35,6 @@ def run_ranks(fn: Callable[..., Any], world: int, *args: Any) -> list[Any]:
     """fn(*args) on every rank of a fresh gloo group; returns [result of rank 0, rank 1, ...]."""
     with tempfile.TemporaryDirectory() as out:
         # fork: the parent has already imported torch and transformers, so ranks start in ~1 s.
-        mp.start_processes(_entry, args=(fn, world, _free_port(), out, args), nprocs=world,
+        mp.start_processes(_entry, args=(fn, world, free_port(), out, args), nprocs=world,
                            join=True, start_method="fork")
         return [torch.load(Path(out) / f"rank{r}.pt", weights_only=False) for r in range(world)]

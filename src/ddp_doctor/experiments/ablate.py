@@ -36,6 +36,7 @@ from typing import Any, Literal
 from ddp_doctor.experiments.interventions import ENV_VAR, InterventionError, parse_sets, to_env
 from ddp_doctor.experiments.stability import METRICS, Stability, stability_of_run
 from ddp_doctor.experiments.stats import bootstrap_diff_ci, mean, symmetric_change
+from ddp_doctor.findings import jsonable
 
 ABLATE_SCHEMA = "ddp-doctor.ablate/1"
 BASELINE = "baseline"
@@ -152,17 +153,7 @@ class AblateResult:
 
     def to_json(self) -> dict[str, Any]:
         return {"schema": ABLATE_SCHEMA, "command": self.command, "seeds": self.seeds,
-                "metrics": list(METRICS), "variants": [_jsonable(asdict(v)) for v in self.variants]}
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    return value
+                "metrics": list(METRICS), "variants": [jsonable(asdict(v)) for v in self.variants]}
 
 
 def plan_runs(out: Path, variants: Sequence[Variant], seeds: int) -> list[tuple[Variant, int, Path]]:

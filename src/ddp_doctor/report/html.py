@@ -14,7 +14,7 @@ from rich.text import Text
 from ddp_doctor.analysis.checks.data_order import overlap_by_step
 from ddp_doctor.analysis.diagnose import Diagnosis
 from ddp_doctor.catalog import HYPOTHESES, Lang
-from ddp_doctor.findings import SEVERITY_ORDER, _jsonable
+from ddp_doctor.findings import SEVERITY_ORDER, jsonable
 from ddp_doctor.report.i18n import w
 from ddp_doctor.report.svg import PALETTE, Chart, Line, render
 from ddp_doctor.report.text import run_lines
@@ -127,7 +127,7 @@ def render_html(diag: Diagnosis, lang: Lang = "en") -> str:
         cls = "" if f.status == "confirmed" else " class='other'"
         sev = f"<span class='s-{escape(f.severity)}'>{escape(w(f.severity, lang))}</span>" \
             if f.status == "confirmed" else ""
-        evidence = escape(json.dumps(_jsonable(f.evidence), ensure_ascii=False, indent=1))
+        evidence = escape(json.dumps(jsonable(f.evidence), ensure_ascii=False, indent=1))
         parts.append(f"<tr{cls}><td><b>{escape(f.id)}</b><br>{sev}</td><td class='v-{escape(f.status)}'>"
                      f"{escape(w(f.status, lang))}</td><td>{escape(f.summary_in(lang))}"
                      f"<br><span class='muted'>{escape(w('fix', lang))}: {escape(f.fix_in(lang))}</span>"

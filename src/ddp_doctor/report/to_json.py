@@ -11,7 +11,7 @@ from typing import Any
 
 from ddp_doctor.analysis.diagnose import Diagnosis
 from ddp_doctor.catalog import Lang
-from ddp_doctor.findings import REPORT_SCHEMA, _jsonable
+from ddp_doctor.findings import REPORT_SCHEMA, jsonable
 
 
 def report_dict(diag: Diagnosis, lang: Lang = "en") -> dict[str, Any]:
@@ -28,7 +28,7 @@ def report_dict(diag: Diagnosis, lang: Lang = "en") -> dict[str, Any]:
             d["summary_en"], d["summary"] = d["summary"], h.summary_zh
         d.pop("summary_zh", None)
         hyps.append(d)
-    return {"schema": REPORT_SCHEMA, "lang": lang, "run": _jsonable(diag.run_info),
+    return {"schema": REPORT_SCHEMA, "lang": lang, "run": jsonable(diag.run_info),
             "findings": findings, "hypotheses": hyps}
 
 
