@@ -26,8 +26,17 @@ CLEAN = "clean"
 # epoch-order and sampler checks, and the faults fire at step 3 (`fault_step`). lr is the trainer's
 # default 3e-4: at the demo's 1e-3 the tiny model's first AdamW steps move weights by ~2 % per step
 # (update/parameter ratio 0.015–0.024 measured, clean run), which `update-ratio-high` rightly flags.
-BASE: dict[str, Any] = {"preset": "tiny", "steps": 12, "micro_batch": 2, "accum": 4, "seq_len": 64,
-                        "dataset_docs": 64, "warmup_steps": 4, "lr": 3e-4, "fault_step": 3}
+BASE: dict[str, Any] = {
+    "preset": "tiny",
+    "steps": 12,
+    "micro_batch": 2,
+    "accum": 4,
+    "seq_len": 64,
+    "dataset_docs": 64,
+    "warmup_steps": 4,
+    "lr": 3e-4,
+    "fault_step": 3,
+}
 
 
 @dataclass(frozen=True)
@@ -47,8 +56,15 @@ def _cases() -> dict[str, Case]:
 
     # `full` records per-micro-step statistics (gradient norms, checksums of replicas) every
     # `every` steps: the findings that compare micro-steps or replicas need it.
-    full = {"clean", "zero-grad-per-micro", "sync-every-micro", "replica-desync", "bypass-ddp",
-            "loss-unscaled", "sync-toggle-after-forward"}
+    full = {
+        "clean",
+        "zero-grad-per-micro",
+        "sync-every-micro",
+        "replica-desync",
+        "bypass-ddp",
+        "loss-unscaled",
+        "sync-toggle-after-forward",
+    }
     # lr-too-high: x300 of the base lr. From 3e-4 (9e-2) the loss rises 4.1 -> 9.2 nats at step 5,
     # above its init value but < 2x the running mean; from 1e-3 (0.3) it jumps to > 2x by step 5.
     fields = {"lr-too-high": {"lr": 1e-3}}
@@ -79,8 +95,15 @@ def run_case(case: Case, run_dir: Path, sets: dict[str, str] | None = None) -> i
     from ddp_doctor.trainer.launch import build_command
 
     run_dir.mkdir(parents=True, exist_ok=True)
-    cfg = TrainConfig(**{**BASE, **case.fields, "faults": case.faults,
-                         "out_dir": str(run_dir / TRAINER_DIR), "progress": False})
+    cfg = TrainConfig(
+        **{
+            **BASE,
+            **case.fields,
+            "faults": case.faults,
+            "out_dir": str(run_dir / TRAINER_DIR),
+            "progress": False,
+        }
+    )
     command = build_command(cfg, WORLD)
     env = dict(command.env)
     if sets:
@@ -91,12 +114,20 @@ def run_case(case: Case, run_dir: Path, sets: dict[str, str] | None = None) -> i
 
     def runner(argv: list[str], child_env: dict[str, str]) -> int:
         with log.open("w") as out:
-            return subprocess.run(argv, env=child_env, stdout=out, stderr=subprocess.STDOUT,
-                                  timeout=RUN_TIMEOUT_S, check=False).returncode
+            return subprocess.run(
+                argv, env=child_env, stdout=out, stderr=subprocess.STDOUT, timeout=RUN_TIMEOUT_S, check=False
+            ).returncode
 
-    return launcher.run(command.argv, ProbeOptions(run_dir=run_dir, level=case.level,  # type: ignore[arg-type]
-                                                   every=case.every),
-                        environ=env, runner=runner)
+    return launcher.run(
+        command.argv,
+        ProbeOptions(
+            run_dir=run_dir,
+            level=case.level,  # type: ignore[arg-type]
+            every=case.every,
+        ),
+        environ=env,
+        runner=runner,
+    )
 
 
 @dataclass
@@ -130,21 +161,30 @@ def matrix_row(case: Case, run_dir: Path) -> Row:
     code = run_case(case, run_dir)
     seconds = time.perf_counter() - t
     d = diagnose(run_dir)
-    return Row(fault=case.fault, expected=expected_ids(case.fault),
-               confirmed=confirmed_ids(d, ("error", "warning", "info")), alerts=confirmed_ids(d),
-               hypotheses=[h.id for h in d.hypotheses if h.verdict == "confirmed"],
-               exit_code=code, seconds=seconds)
+    return Row(
+        fault=case.fault,
+        expected=expected_ids(case.fault),
+        confirmed=confirmed_ids(d, ("error", "warning", "info")),
+        alerts=confirmed_ids(d),
+        hypotheses=[h.id for h in d.hypotheses if h.verdict == "confirmed"],
+        exit_code=code,
+        seconds=seconds,
+    )
 
 
 def format_table(rows: list[Row]) -> str:
-    lines = ["| fault | expected (runtime) | confirmed findings (info in parentheses) | confirmed hypotheses | ok |",
-             "|---|---|---|---|---|"]
+    lines = [
+        "| fault | expected (runtime) | confirmed findings (info in parentheses) | confirmed hypotheses | ok |",
+        "|---|---|---|---|---|",
+    ]
     for r in rows:
         found = [f if f in r.alerts else f"({f})" for f in r.confirmed]
         none = "— (clean)" if r.fault == CLEAN else "— (lint-only ID)"
-        lines.append(f"| {r.fault} | {', '.join(r.expected) or none} | "
-                     f"{', '.join(found) or '—'} | {', '.join(r.hypotheses) or '—'} | "
-                     f"{'yes' if r.ok else 'NO'} |")
+        lines.append(
+            f"| {r.fault} | {', '.join(r.expected) or none} | "
+            f"{', '.join(found) or '—'} | {', '.join(r.hypotheses) or '—'} | "
+            f"{'yes' if r.ok else 'NO'} |"
+        )
     return "\n".join(lines)
 
 
@@ -162,8 +202,11 @@ def main() -> None:
 
             shutil.rmtree(run_dir)
         row = matrix_row(cases[name], run_dir)
-        print(f"{name}: exit {row.exit_code}, {row.seconds:.0f} s, confirmed {row.confirmed}",
-              file=sys.stderr, flush=True)
+        print(
+            f"{name}: exit {row.exit_code}, {row.seconds:.0f} s, confirmed {row.confirmed}",
+            file=sys.stderr,
+            flush=True,
+        )
         rows.append(row)
     print(format_table(rows))
 

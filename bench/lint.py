@@ -127,13 +127,22 @@ def make_file(rng: random.Random, n: int) -> str:
         template = rng.choice([NESTED, GUARDED])
         opt = rng.choice(["optimizer", "opt", "optim"])
         sched = rng.choice(["scheduler", "lr_scheduler", "sched"])
-        parts.append(template.format(
-            n=f"{n}_{j}", opt=opt, sched=sched,
-            find_unused=rng.choice(["", "", ", find_unused_parameters=True"]),
-            set_epoch=rng.choice(["sampler.set_epoch(epoch)", "pass"]),
-            zero_grad_micro=rng.choice(["pass", "pass", f"{'self.' if template is GUARDED else ''}{opt}.zero_grad()"]),
-            sched_micro=rng.choice(["pass", "pass", f"{'self.' if template is GUARDED else ''}{sched}.step()"]),
-            divide=rng.choice([" / accum" if template is NESTED else " / self.accumulation_steps", ""])))
+        parts.append(
+            template.format(
+                n=f"{n}_{j}",
+                opt=opt,
+                sched=sched,
+                find_unused=rng.choice(["", "", ", find_unused_parameters=True"]),
+                set_epoch=rng.choice(["sampler.set_epoch(epoch)", "pass"]),
+                zero_grad_micro=rng.choice(
+                    ["pass", "pass", f"{'self.' if template is GUARDED else ''}{opt}.zero_grad()"]
+                ),
+                sched_micro=rng.choice(
+                    ["pass", "pass", f"{'self.' if template is GUARDED else ''}{sched}.step()"]
+                ),
+                divide=rng.choice([" / accum" if template is NESTED else " / self.accumulation_steps", ""]),
+            )
+        )
     parts += [FILLER.format(n=f"{n}_{k}", k=k) for k in range(rng.randint(2, 25))]
     return "\n\n".join(parts)
 
@@ -143,8 +152,12 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--training-share", type=float, default=1.0,
-                        help="fraction of files that are training scripts (default 1.0: the worst case)")
+    parser.add_argument(
+        "--training-share",
+        type=float,
+        default=1.0,
+        help="fraction of files that are training scripts (default 1.0: the worst case)",
+    )
     args = parser.parse_args()
     rng = random.Random(args.seed)
     with tempfile.TemporaryDirectory() as tmp:
@@ -167,13 +180,17 @@ def main() -> None:
             findings = len(result.findings)
             assert result.files == args.files and not result.diagnostics, result.diagnostics[:3]
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-        print(f"training scripts: {100 * args.training_share:.0f}%  files: {args.files}  lines: {lines}  (mean {lines / args.files:.0f} lines/file)  findings: {findings}  "
-              f"load average: {load:.1f} on {os.cpu_count()} CPUs")
+        print(
+            f"training scripts: {100 * args.training_share:.0f}%  files: {args.files}  lines: {lines}  (mean {lines / args.files:.0f} lines/file)  findings: {findings}  "
+            f"load average: {load:.1f} on {os.cpu_count()} CPUs"
+        )
         for label, key in (("read+parse only", "parse"), ("ddp-doctor lint", "lint")):
             wall_s = statistics.median(t[0] for t in timings[key])
             cpu_s = statistics.median(t[1] for t in timings[key])
-            print(f"{label}: {args.files / wall_s:7.0f} files/s wall   {args.files / cpu_s:7.0f} files/s per CPU-second "
-                  f"({lines / cpu_s:,.0f} lines/CPU-s; median of {args.repeat})")
+            print(
+                f"{label}: {args.files / wall_s:7.0f} files/s wall   {args.files / cpu_s:7.0f} files/s per CPU-second "
+                f"({lines / cpu_s:,.0f} lines/CPU-s; median of {args.repeat})"
+            )
 
 
 if __name__ == "__main__":

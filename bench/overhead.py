@@ -43,11 +43,25 @@ def children_cpu_seconds() -> float:
 def run_arm(arm: str, cfg: TrainConfig, nproc: int, every: int, work: Path) -> float:
     """Run one arm; return the CPU seconds its whole process tree used."""
     out_dir = work / "trainer"
-    command = build_command(TrainConfig(**{**cfg.__dict__, "out_dir": str(out_dir), "progress": False}), nproc)
+    command = build_command(
+        TrainConfig(**{**cfg.__dict__, "out_dir": str(out_dir), "progress": False}), nproc
+    )
     argv = command.argv
     if arm != "none":
-        argv = [sys.executable, "-m", "ddp_doctor.cli", "run", "--out", str(work / "run"), "--level", arm,
-                "--every", str(every), "--", *argv]
+        argv = [
+            sys.executable,
+            "-m",
+            "ddp_doctor.cli",
+            "run",
+            "--out",
+            str(work / "run"),
+            "--level",
+            arm,
+            "--every",
+            str(every),
+            "--",
+            *argv,
+        ]
     before = children_cpu_seconds()
     subprocess.run(argv, env=command.env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return children_cpu_seconds() - before
@@ -67,7 +81,9 @@ def bytes_per_step(run_dir: Path) -> tuple[float, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--preset", default="small")
     parser.add_argument("--nproc", type=int, default=4)
     parser.add_argument("--steps", type=int, default=14)
@@ -78,8 +94,13 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--every", type=int, default=10)
     args = parser.parse_args()
-    cfg = TrainConfig(preset=args.preset, steps=args.steps, accum=args.accum, micro_batch=args.micro_batch,
-                      seq_len=args.seq_len)
+    cfg = TrainConfig(
+        preset=args.preset,
+        steps=args.steps,
+        accum=args.accum,
+        micro_batch=args.micro_batch,
+        seq_len=args.seq_len,
+    )
     times: dict[str, list[float]] = {arm: [] for arm in ARMS}
     cpu: dict[str, list[float]] = {arm: [] for arm in ARMS}
     sizes: dict[str, tuple[float, float]] = {}
@@ -91,19 +112,26 @@ def main() -> None:
                 times[arm] += step_times(work / "trainer", args.warmup)
                 if arm != "none":
                     sizes[arm] = bytes_per_step(work / "run")
-                print(f"repeat {repeat} {arm:5s}: median step {statistics.median(times[arm]):.3f} s, "
-                      f"CPU {cpu[arm][-1]:.1f} s", flush=True)
+                print(
+                    f"repeat {repeat} {arm:5s}: median step {statistics.median(times[arm]):.3f} s, "
+                    f"CPU {cpu[arm][-1]:.1f} s",
+                    flush=True,
+                )
     base = statistics.median(times["none"])
-    print(f"\n{args.preset} preset, {args.nproc} ranks, accum {args.accum}, --every {args.every}, "
-          f"{args.repeats} interleaved repeats, {len(times['none'])} steps per arm")
+    print(
+        f"\n{args.preset} preset, {args.nproc} ranks, accum {args.accum}, --every {args.every}, "
+        f"{args.repeats} interleaved repeats, {len(times['none'])} steps per arm"
+    )
     base_cpu = statistics.median(cpu["none"])
     print(f"no probe: median step {base:.3f} s, median CPU per run {base_cpu:.1f} s")
     for arm in ARMS[1:]:
         step_record, per_step = sizes[arm]
-        print(f"{arm:5s}: median step {statistics.median(times[arm]):.3f} s, "
-              f"ratio {statistics.median(times[arm]) / base:.3f}x; CPU ratio "
-              f"{statistics.median(cpu[arm]) / base_cpu:.3f}x; step record {step_record:.0f} B, "
-              f"all records {per_step:.0f} B per optimizer step and rank")
+        print(
+            f"{arm:5s}: median step {statistics.median(times[arm]):.3f} s, "
+            f"ratio {statistics.median(times[arm]) / base:.3f}x; CPU ratio "
+            f"{statistics.median(cpu[arm]) / base_cpu:.3f}x; step record {step_record:.0f} B, "
+            f"all records {per_step:.0f} B per optimizer step and rank"
+        )
 
 
 if __name__ == "__main__":

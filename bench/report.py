@@ -30,8 +30,18 @@ def ensure_run(path: Path, ranks: int, steps: int, accum: int) -> Path:
     if marker.exists() and json.loads(marker.read_text()) == shape:
         return path
     t = time.perf_counter()
-    write_run(path, SynthSpec(world_size=ranks, steps=steps, accum=accum, every=500,
-                              steps_per_epoch=1000, tau=steps / 5, faults=("loss-spike",)))
+    write_run(
+        path,
+        SynthSpec(
+            world_size=ranks,
+            steps=steps,
+            accum=accum,
+            every=500,
+            steps_per_epoch=1000,
+            tau=steps / 5,
+            faults=("loss-spike",),
+        ),
+    )
     marker.write_text(json.dumps(shape))
     print(f"generated {path} in {time.perf_counter() - t:.1f} s")
     return path
@@ -46,8 +56,10 @@ def main() -> None:
     args = ap.parse_args()
     run = ensure_run(args.dir, args.ranks, args.steps, args.accum)
     size = sum(f.stat().st_size for f in (run / "ranks").glob("*.jsonl"))
-    print(f"run: {args.ranks} ranks × {args.steps} steps, accumulation {args.accum}, "
-          f"{size / 1e6:.0f} MB of rank files")
+    print(
+        f"run: {args.ranks} ranks × {args.steps} steps, accumulation {args.accum}, "
+        f"{size / 1e6:.0f} MB of rank files"
+    )
 
     from ddp_doctor.analysis.context import build_context
     from ddp_doctor.analysis.diagnose import diagnose_run, run_findings
@@ -63,12 +75,27 @@ def main() -> None:
     t3 = time.perf_counter()
     render_json(diagnose_run(data))
     t4 = time.perf_counter()
-    print(f"cold read (parse + write cache) {t1 - t0:.2f} s ({size / 1e6 / (t1 - t0):.0f} MB/s) | "
-          f"quantities {t2 - t1:.2f} s | "
-          f"checks {t3 - t2:.2f} s | diagnose+render {t4 - t3:.2f} s")
+    print(
+        f"cold read (parse + write cache) {t1 - t0:.2f} s ({size / 1e6 / (t1 - t0):.0f} MB/s) | "
+        f"quantities {t2 - t1:.2f} s | "
+        f"checks {t3 - t2:.2f} s | diagnose+render {t4 - t3:.2f} s"
+    )
     t = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "ddp_doctor.cli", "report", str(run), "--format", "json",
-                    "--output", "/dev/null"], check=True, stderr=subprocess.DEVNULL)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ddp_doctor.cli",
+            "report",
+            str(run),
+            "--format",
+            "json",
+            "--output",
+            "/dev/null",
+        ],
+        check=True,
+        stderr=subprocess.DEVNULL,
+    )
     total = time.perf_counter() - t
     print(f"`ddp-doctor report --format json`, warm cache: {total:.2f} s (goal < {GOAL_S:g} s)")
 

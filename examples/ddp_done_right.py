@@ -44,11 +44,22 @@ def lr_at(step: int) -> float:
 def main() -> None:
     dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
-    device = torch.device("cuda", int(os.environ["LOCAL_RANK"])) if torch.cuda.is_available() else torch.device("cpu")
+    device = (
+        torch.device("cuda", int(os.environ["LOCAL_RANK"]))
+        if torch.cuda.is_available()
+        else torch.device("cpu")
+    )
     torch.manual_seed(0)
-    model = LlamaForCausalLM(LlamaConfig(vocab_size=256, hidden_size=128, intermediate_size=352,
-                                         num_hidden_layers=4, num_attention_heads=4,
-                                         attn_implementation="sdpa")).to(device)
+    model = LlamaForCausalLM(
+        LlamaConfig(
+            vocab_size=256,
+            hidden_size=128,
+            intermediate_size=352,
+            num_hidden_layers=4,
+            num_attention_heads=4,
+            attn_implementation="sdpa",
+        )
+    ).to(device)
     ddp = DDP(model)
     optimizer = torch.optim.AdamW(model.parameters(), lr=LR, betas=(0.9, 0.95), weight_decay=0.1)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_at)
@@ -76,8 +87,9 @@ def main() -> None:
                 # RIGHT: no_sync wraps forward AND backward of non-final micro-steps.
                 with ddp.no_sync() if not last else contextlib.nullcontext():
                     logits = ddp(input_ids=x).logits  # RIGHT: through the DDP wrapper, never model(...)
-                    ce = F.cross_entropy(logits.float().flatten(0, 1), y.flatten(),
-                                         ignore_index=IGNORE, reduction="sum")
+                    ce = F.cross_entropy(
+                        logits.float().flatten(0, 1), y.flatten(), ignore_index=IGNORE, reduction="sum"
+                    )
                     (ce * world / tokens).backward()
                 ce_total += ce.detach()
             torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP)  # (with fp16: scaler.unscale_ first)

@@ -6,9 +6,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import teardown_race
+from fixtures.synth_run import SynthSpec, write_run
 
 from ddp_doctor.analysis.diagnose import Diagnosis, diagnose
-from fixtures.synth_run import SynthSpec, write_run
 
 
 @pytest.fixture
@@ -27,3 +28,12 @@ def diag_of(make_run: Callable[..., Path]) -> Callable[..., Diagnosis]:
         return diagnose(make_run(**kw))
 
     return run
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """Say how often the known torch/gloo teardown abort was tolerated or retried (tests/teardown_race.py)."""
+    events = teardown_race.EVENTS
+    terminalreporter.write_line(
+        f"torch/gloo teardown aborts after a complete run: {len(events)} tolerated or retried"
+        + (f" ({'; '.join(events)})" if events else "")
+    )

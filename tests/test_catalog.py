@@ -66,8 +66,13 @@ def test_finding_rejects_unknown_ids_and_statuses() -> None:
 
 
 def test_finding_json_is_finite_and_carries_default_fix() -> None:
-    f = Finding(id="nonfinite", status="confirmed", severity="error", summary="NaN at step 3",
-                evidence={"value": float("nan"), "steps": (3, 4)})
+    f = Finding(
+        id="nonfinite",
+        status="confirmed",
+        severity="error",
+        summary="NaN at step 3",
+        evidence={"value": float("nan"), "steps": (3, 4)},
+    )
     data = f.to_report_json()
     assert data["evidence"] == {"value": "nan", "steps": [3, 4]}
     assert data["fix"] == FINDINGS["nonfinite"].fix.en

@@ -52,279 +52,555 @@ class HypothesisSpec:
     findings: tuple[str, ...]
 
 
-def _f(id: str, kinds: str, severity: Severity, title: tuple[str, str], meaning: tuple[str, str],
-       evidence: tuple[str, str], fix: tuple[str, str]) -> FindingSpec:
-    return FindingSpec(id=id, runtime="R" in kinds, lint="L" in kinds, severity=severity,
-                       title=Text(*title), meaning=Text(*meaning), evidence=Text(*evidence),
-                       fix=Text(*fix))
+def _f(
+    id: str,
+    kinds: str,
+    severity: Severity,
+    title: tuple[str, str],
+    meaning: tuple[str, str],
+    evidence: tuple[str, str],
+    fix: tuple[str, str],
+) -> FindingSpec:
+    return FindingSpec(
+        id=id,
+        runtime="R" in kinds,
+        lint="L" in kinds,
+        severity=severity,
+        title=Text(*title),
+        meaning=Text(*meaning),
+        evidence=Text(*evidence),
+        fix=Text(*fix),
+    )
 
 
 _FINDING_LIST: tuple[FindingSpec, ...] = (
-    _f("sampler-missing", "RL", "error",
-       ("Ranks read the same data", "各 rank 读取相同的数据"),
-       ("Ranks read the same samples: there is no DistributedSampler or equivalent sharding, so "
-        "the effective batch holds duplicates and data parallelism adds no new data.",
-        "各 rank 读到相同的样本：没有使用 DistributedSampler 或等价的分片方式，因此有效批次中全是重复样本，"
-        "数据并行没有带来新的数据。"),
-       ("Fraction of micro-batches identical across ranks.", "各 rank 之间完全相同的微批次所占比例。"),
-       ("Pass `sampler=DistributedSampler(dataset)` to the DataLoader (or shard by rank) and call "
-        "`sampler.set_epoch(epoch)` at the start of every epoch.",
-        "给 DataLoader 传入 `sampler=DistributedSampler(dataset)`（或按 rank 分片），并在每个 epoch 开始时调用 "
-        "`sampler.set_epoch(epoch)`。")),
-    _f("set-epoch-missing", "RL", "warning",
-       ("DistributedSampler order repeats every epoch", "DistributedSampler 每个 epoch 顺序相同"),
-       ("DistributedSampler shuffles, but set_epoch is never called, so every epoch visits the "
-        "samples in exactly the same order.",
-        "DistributedSampler 开启了 shuffle，但从未调用 set_epoch，因此每个 epoch 的样本顺序完全相同。"),
-       ("Epochs seen and whether the index order repeated.", "观察到的 epoch 数以及索引顺序是否重复。"),
-       ("Call `sampler.set_epoch(epoch)` before iterating the DataLoader in each epoch.",
-        "在每个 epoch 遍历 DataLoader 之前调用 `sampler.set_epoch(epoch)`。")),
-    _f("rank-data-skew", "R", "warning",
-       ("One rank's data differs persistently", "某个 rank 的数据持续偏离"),
-       ("One rank's loss or gradient norm differs persistently from the other ranks', which points "
-        "at skewed shards (sorted data, one rank with the long documents, a bad file).",
-        "某个 rank 的损失或梯度范数持续与其他 rank 不同，说明数据分片有偏（数据已排序、长文档集中在一个 rank、"
-        "某个文件有问题）。"),
-       ("Per-rank means and the test statistic with its p-value.", "各 rank 的均值，以及检验统计量和 p 值。"),
-       ("Shuffle before sharding; check that each rank's shard is drawn from the same distribution.",
-        "先打乱再分片；检查每个 rank 的分片是否来自同一分布。")),
-    _f("accum-loss-unscaled", "RL", "error",
-       ("Loss not divided by the accumulation count", "损失未除以梯度累积步数"),
-       ("The loss passed to backward is not divided by the number of accumulation steps, so the "
-        "gradient (and with plain SGD-like behaviour, the step) is that many times too large.",
-        "传给 backward 的损失没有除以梯度累积步数，梯度因此被放大了累积步数倍。"),
-       ("Ratio of the backward root to the loss function's output, and the accumulation count.",
-        "backward 根节点与损失函数输出之比，以及累积步数。"),
-       ("Divide the loss by the accumulation count (or by the global number of valid tokens of the "
-        "optimizer step) before calling backward.",
-        "调用 backward 前把损失除以累积步数（或除以整个优化步内全局有效 token 数）。")),
-    _f("zero-grad-inside-accum", "RL", "error",
-       ("Gradients zeroed inside the accumulation loop", "在梯度累积循环内清零了梯度"),
-       ("Gradients are zeroed between micro-steps of one optimizer step, so only the last "
-        "micro-batch contributes to the update.",
-        "在同一个优化步的微步之间清零了梯度，因此只有最后一个微批次参与更新。"),
-       ("zero_grad calls per optimizer step.", "每个优化步中 zero_grad 的调用次数。"),
-       ("Call `optimizer.zero_grad()` once per optimizer step, right after `optimizer.step()`.",
-        "每个优化步只调用一次 `optimizer.zero_grad()`，放在 `optimizer.step()` 之后。")),
-    _f("accum-no-sync-missing", "RL", "info",
-       ("Gradients all-reduced on every micro-step", "每个微步都做了梯度 all-reduce"),
-       ("Gradients are all-reduced on every micro-step instead of only the last one. This wastes "
-        "bandwidth but is numerically equivalent: it is not the cause of unstable loss.",
-        "每个微步都做了梯度 all-reduce，而不是只在最后一步做。这浪费带宽，但数值上等价：它不是损失不稳定的原因。"),
-       ("All-reduces per optimizer step vs micro-steps.", "每个优化步的 all-reduce 次数与微步数。"),
-       ("Wrap non-final micro-steps in `with model.no_sync():` (or set "
-        "`model.require_backward_grad_sync = is_last_micro_step` before the forward).",
-        "把非最后的微步放进 `with model.no_sync():`（或在前向之前设置 "
-        "`model.require_backward_grad_sync = is_last_micro_step`）。")),
-    _f("no-sync-after-forward", "L", "error",
-       ("Gradient sync toggled after the forward pass", "在前向之后才切换梯度同步"),
-       ("`require_backward_grad_sync` or `no_sync` is toggled after the forward pass; DDP reads the "
-        "flag during forward, so the toggle does not take effect for this micro-step.",
-        "在前向之后才切换 `require_backward_grad_sync` 或 `no_sync`；DDP 在前向时读取该标志，因此本微步不会生效。"),
-       ("Line numbers of the forward and of the toggle.", "前向调用与切换语句的行号。"),
-       ("Set `require_backward_grad_sync` (or enter `no_sync()`) before calling the model.",
-        "在调用模型之前设置 `require_backward_grad_sync`（或进入 `no_sync()`）。")),
-    _f("replica-divergence", "R", "error",
-       ("Model replicas differ across ranks", "各 rank 的模型副本不一致"),
-       ("Model replicas differ across ranks, although DDP keeps them bit-identical. Each rank is now "
-        "training a different model and the averaged gradient no longer matches any of them.",
-        "各 rank 的模型副本不一致，而 DDP 本应保持它们逐位相同。每个 rank 实际在训练不同的模型，平均梯度不再对应任何一个。"),
-       ("First optimizer step and parameter where checksums differ.", "校验和首次不同的优化步与参数名。"),
-       ("Do not modify parameters outside DDP on one rank; seed every rank identically before "
-        "building the model; let DDP broadcast the initial state.",
-        "不要只在某个 rank 上修改参数；构建模型前对所有 rank 使用相同的随机种子；让 DDP 广播初始状态。")),
-    _f("accum-uneven", "R", "error",
-       ("Ranks run different numbers of steps", "各 rank 的步数不同"),
-       ("Ranks run different numbers of micro-steps or optimizer steps, so collectives pair up "
-        "across different steps (or the job hangs at the end).",
-        "各 rank 的微步数或优化步数不同，集合通信会错位配对（或在结束时挂起）。"),
-       ("Per-rank counts of micro-steps and optimizer steps.", "各 rank 的微步数与优化步数。"),
-       ("Give every rank the same number of batches (DistributedSampler with drop_last, or the "
-        "`join` context manager for uneven inputs).",
-        "让每个 rank 处理相同数量的批次（DistributedSampler 配合 drop_last，或使用 `join` 上下文处理不均匀输入）。")),
-    _f("ddp-bypassed", "R", "error",
-       ("Backward ran with no gradient all-reduce", "反向传播时没有梯度 all-reduce"),
-       ("World size > 1 but backward ran with no gradient all-reduce: the raw module was called "
-        "instead of the DDP wrapper, or synchronisation was never switched on.",
-        "world size 大于 1，但反向传播时没有任何梯度 all-reduce：调用的是原始模块而不是 DDP 包装器，或者同步从未开启。"),
-       ("All-reduce count (0) and optimizer steps.", "all-reduce 次数（为 0）与优化步数。"),
-       ("Call the DDP-wrapped model (`ddp_model(x)`), not `ddp_model.module(x)`, for the forward.",
-        "前向时调用 DDP 包装后的模型（`ddp_model(x)`），而不是 `ddp_model.module(x)`。")),
-    _f("loss-normalization-variable-tokens", "R", "warning",
-       ("Mean loss per micro-batch with varying token counts", "按微批次求平均的损失，而 token 数不同"),
-       ("The loss is mean-reduced per micro-batch while the number of valid tokens varies, so tokens "
-        "in short micro-batches weigh more than tokens in long ones; the result differs from the "
-        "single-GPU loss over the same data.",
-        "损失按微批次求平均，而有效 token 数在变化，短微批次中的 token 权重更大；结果与单卡在相同数据上的损失不同。"),
-       ("Spread of valid-token counts across micro-batches and ranks, implied weight error.",
-        "各微批次与各 rank 之间有效 token 数的离散程度，以及由此带来的权重误差。"),
-       ("Sum the per-token loss and divide by the global number of valid tokens of the whole "
-        "optimizer step (all micro-steps, all ranks; all-reduce the count).",
-        "对逐 token 损失求和，再除以整个优化步（所有微步、所有 rank）的全局有效 token 数（对该计数做 all-reduce）。")),
-    _f("rank0-only-loss-log", "L", "warning",
-       ("Logged loss is rank 0's alone", "记录的损失只是 rank 0 的"),
-       ("The logged \"training loss\" is rank 0's local value, which is noisier than the global loss "
-        "by about sqrt(world size) and makes the curve look unstable.",
-        "记录的“训练损失”只是 rank 0 的本地值，其噪声约为全局损失的 sqrt(world size) 倍，使曲线看起来不稳定。"),
-       ("Line numbers of the logging call.", "记录语句的行号。"),
-       ("All-reduce the loss (average over ranks) before logging it.",
-        "记录前对损失做 all-reduce（跨 rank 求平均）。")),
-    _f("oscillation-within-noise", "R", "info",
-       ("Loss fluctuation is minibatch noise", "损失波动属于小批量噪声"),
-       ("The observed loss fluctuation is within the band expected from minibatch noise at this "
-        "effective batch size: this is not a bug.",
-        "观察到的损失波动在当前有效批量下小批量噪声的预期范围之内：这不是 bug。"),
-       ("Observed vs predicted step-to-step standard deviation.", "观察到的与预测的逐步标准差。"),
-       ("Nothing to fix. Plot the all-reduced loss or a moving average; raise the batch only if you "
-        "need a smoother curve.",
-        "无需修复。绘制 all-reduce 后的损失或滑动平均；只有需要更平滑的曲线时才增大批量。")),
-    _f("batch-below-noise-scale", "R", "info",
-       ("Effective batch far below the gradient noise scale", "有效批量远小于梯度噪声尺度"),
-       ("The effective batch is far below the measured gradient noise scale B_simple, so each step "
-        "is dominated by gradient noise (McCandlish et al. 2018).",
-        "有效批量远小于测得的梯度噪声尺度 B_simple，每一步都被梯度噪声主导（McCandlish 等，2018）。"),
-       ("B_simple with its uncertainty, and the effective batch.", "B_simple 及其不确定度，以及有效批量。"),
-       ("Raise the effective batch (more accumulation) towards B_simple, or lower the learning rate.",
-        "把有效批量（增加梯度累积）提高到接近 B_simple，或降低学习率。")),
-    _f("scheduler-per-microstep", "RL", "warning",
-       ("LR scheduler stepped per micro-batch", "学习率调度器按微批次步进"),
-       ("The learning-rate scheduler is stepped once per micro-batch instead of once per optimizer "
-        "step, so warmup ends (and decay runs) accumulation-count times too early.",
-        "学习率调度器在每个微批次都步进，而不是每个优化步一次，因此 warmup 提前结束（衰减也提前）了累积步数倍。"),
-       ("Scheduler steps per optimizer step, and the lr trace.", "每个优化步的调度器步数，以及学习率曲线。"),
-       ("Call `scheduler.step()` next to `optimizer.step()`, once per optimizer step.",
-        "把 `scheduler.step()` 放在 `optimizer.step()` 旁边，每个优化步调用一次。")),
-    _f("warmup-short", "R", "warning",
-       ("Warmup too short", "warmup 太短"),
-       ("Warmup ends within the window where the loss spikes start, or is shorter than the "
-        "documented minimum for Adam-type optimizers (about 2/(1-beta2) steps, Ma & Yarats 2021).",
-        "warmup 在损失开始出现尖峰的窗口内结束，或短于 Adam 类优化器的建议最小值（约 2/(1-beta2) 步，Ma & Yarats 2021）。"),
-       ("Warmup length in optimizer steps, spike steps.", "以优化步计的 warmup 长度，以及尖峰所在步。"),
-       ("Lengthen the warmup to at least 2/(1-beta2) optimizer steps.",
-        "把 warmup 延长到至少 2/(1-beta2) 个优化步。")),
-    _f("update-ratio-high", "R", "warning",
-       ("Update/parameter ratio too high", "更新量与参数之比过高"),
-       ("The per-layer-group ratio ||update|| / ||parameter|| is far above the usual range "
-        "(around 1e-3 per step), so the learning rate is too high for those layers.",
-        "按层组计算的 ||更新量|| / ||参数|| 远高于通常范围（每步约 1e-3），这些层的学习率过高。"),
-       ("Ratio per layer group, and which groups exceed the threshold.", "各层组的比值，以及超过阈值的层组。"),
-       ("Lower the learning rate (or use a per-group lr for the affected groups).",
-        "降低学习率（或为受影响的层组设置单独的学习率）。")),
-    _f("loss-spike", "R", "warning",
-       ("Loss spikes", "损失尖峰"),
-       ("The loss spikes: steps whose loss lies far above the rolling median by a robust "
-        "(median/MAD) rule.",
-        "损失出现尖峰：按稳健（中位数/MAD）规则，某些步的损失远高于滚动中位数。"),
-       ("Spike steps and magnitudes.", "尖峰所在步及幅度。"),
-       ("Look at the grad-spike, warmup and lr findings for the cause; clip gradients; lower the lr.",
-        "结合梯度尖峰、warmup、学习率相关的发现查找原因；做梯度裁剪；降低学习率。")),
-    _f("grad-spike", "R", "warning",
-       ("Gradient-norm spikes", "梯度范数尖峰"),
-       ("The global gradient norm spikes, and loss spikes may follow it.",
-        "全局梯度范数出现尖峰，损失尖峰可能随之而来。"),
-       ("Spike steps and the lag to the following loss spikes.", "尖峰所在步及其后损失尖峰的滞后步数。"),
-       ("Enable gradient clipping (`clip_grad_norm_(params, 1.0)`), lower the lr or lengthen warmup.",
-        "开启梯度裁剪（`clip_grad_norm_(params, 1.0)`），降低学习率或延长 warmup。")),
-    _f("clip-saturated", "R", "warning",
-       ("Clipping active on most steps", "大多数步都触发了梯度裁剪"),
-       ("Gradient clipping is active on most steps, which lowers the effective learning rate and "
-        "hides how large the gradients really are.",
-        "大多数步都触发了梯度裁剪，实际上降低了学习率，并掩盖了真实的梯度大小。"),
-       ("Fraction of clipped steps and the clip threshold.", "被裁剪的步数比例以及裁剪阈值。"),
-       ("Lower the learning rate or raise max_norm so that clipping only catches outliers.",
-        "降低学习率或提高 max_norm，让裁剪只处理异常值。")),
-    _f("clip-before-unscale", "RL", "error",
-       ("Clipping on loss-scaled gradients", "在损失缩放后的梯度上做裁剪"),
-       ("clip_grad_norm_ runs on gradients still multiplied by the GradScaler's scale (before "
-        "`scaler.unscale_`), so it clips at a threshold thousands of times too small.",
-        "clip_grad_norm_ 在仍乘着 GradScaler 缩放系数的梯度上运行（在 `scaler.unscale_` 之前），裁剪阈值实际上小了成千上万倍。"),
-       ("Order of clip and unscale_ calls.", "clip 与 unscale_ 的调用顺序。"),
-       ("Call `scaler.unscale_(optimizer)` before `clip_grad_norm_`.",
-        "在 `clip_grad_norm_` 之前调用 `scaler.unscale_(optimizer)`。")),
-    _f("fp16-overflow", "R", "warning",
-       ("fp16 loss-scale overflow", "fp16 损失缩放溢出"),
-       ("The GradScaler skips steps and halves its scale repeatedly: gradients overflow float16.",
-        "GradScaler 反复跳过优化步并把缩放系数减半：梯度在 float16 中溢出。"),
-       ("Skipped steps and the scale trace.", "被跳过的步以及缩放系数曲线。"),
-       ("Use bf16 where the hardware has it; otherwise lower the lr, clip after unscale_, or lower "
-        "init_scale.",
-        "硬件支持时改用 bf16；否则降低学习率、在 unscale_ 之后裁剪，或降低 init_scale。")),
-    _f("fp16-no-scaler", "RL", "error",
-       ("float16 without a GradScaler", "使用 float16 但没有 GradScaler"),
-       ("Training runs under float16 autocast without a GradScaler, so small gradients underflow to "
-        "zero and large ones overflow.",
-        "在 float16 autocast 下训练却没有 GradScaler，小梯度会下溢为零，大梯度会溢出。"),
-       ("Autocast dtype, and that no scaler was seen.", "autocast 的数据类型，以及未检测到 scaler。"),
-       ("Use `torch.amp.GradScaler` with float16, or switch to bfloat16.",
-        "float16 训练时使用 `torch.amp.GradScaler`，或改用 bfloat16。")),
-    _f("nonfinite", "R", "error",
-       ("NaN/Inf in loss or gradients", "损失或梯度中出现 NaN/Inf"),
-       ("A NaN or Inf appeared in the loss or in the gradients.", "损失或梯度中出现了 NaN 或 Inf。"),
-       ("First step, rank, and parameter/bucket.", "首次出现的步、rank 以及参数/桶。"),
-       ("Find the first step and rank in the evidence; check the data at that step, the lr, and "
-        "fp16 overflow.",
-        "根据证据找到首次出现的步和 rank；检查该步的数据、学习率以及 fp16 溢出。")),
-    _f("adam-eps-dominated", "R", "warning",
-       ("Adam epsilon dominates the update", "Adam 的 epsilon 主导了更新"),
-       ("A large share of Adam's second-moment entries are below eps², so eps, not the gradient, "
-        "sets the step size for those entries.",
-        "Adam 二阶矩中有很大比例小于 eps²，这些元素的步长由 eps 而不是梯度决定。"),
-       ("Share of entries below eps² per parameter group, and eps.", "各参数组中小于 eps² 的比例，以及 eps。"),
-       ("Lower Adam's eps (e.g. 1e-8 → 1e-10 or below) for the affected groups.",
-        "降低受影响参数组的 Adam eps（例如从 1e-8 降到 1e-10 或更低）。")),
-    _f("compile-numerics", "R", "warning",
-       ("Compiled forward differs from eager", "编译后的前向与 eager 不一致"),
-       ("The torch.compile'd forward differs from eager beyond the eager run-to-run noise.",
-        "torch.compile 编译后的前向结果与 eager 的差异超出了 eager 自身多次运行的噪声。"),
-       ("Max abs/rel difference vs the eager baseline noise.", "相对于 eager 基准噪声的最大绝对/相对差。"),
-       ("Report the difference upstream; train with `compile` off for the affected module.",
-        "向上游报告该差异；对受影响的模块关闭 compile 训练。")),
-    _f("compile-before-ddp", "L", "info",
-       ("torch.compile applied before DDP", "在 DDP 包装之前调用了 torch.compile"),
-       ("torch.compile is applied before DDP wrapping. Both orders are supported; this is "
-        "informational.",
-        "在 DDP 包装之前调用了 torch.compile。两种顺序都受支持；仅供参考。"),
-       ("Line numbers.", "行号。"),
-       ("Nothing required. Compiling the DDP-wrapped model lets DDPOptimizer split graphs at bucket "
-        "boundaries.",
-        "无需修改。对 DDP 包装后的模型编译可以让 DDPOptimizer 按桶边界切分计算图。")),
-    _f("find-unused-true", "RL", "info",
-       ("find_unused_parameters=True", "find_unused_parameters=True"),
-       ("DDP was built with find_unused_parameters=True, which traverses the autograd graph every "
-        "step. It costs time, not accuracy.",
-        "DDP 使用了 find_unused_parameters=True，每步都要遍历 autograd 图。它影响速度，不影响精度。"),
-       ("The setting.", "该设置的值。"),
-       ("Set `find_unused_parameters=False` unless some parameters really get no gradient.",
-        "除非确有参数得不到梯度，否则设置 `find_unused_parameters=False`。")),
-    _f("unused-parameters", "R", "warning",
-       ("Parameters that never receive a gradient", "从未得到梯度的参数"),
-       ("Some trainable parameters never receive a gradient.", "部分可训练参数从未得到梯度。"),
-       ("Parameter names.", "参数名。"),
-       ("Freeze them (`requires_grad_(False)`) or find why the forward skips them.",
-        "冻结它们（`requires_grad_(False)`），或查明前向为何跳过了它们。")),
-    _f("batchnorm-unsynced", "RL", "warning",
-       ("BatchNorm statistics not synced", "BatchNorm 统计量未跨 rank 同步"),
-       ("BatchNorm layers under DDP without SyncBatchNorm compute statistics on the local "
-        "micro-batch only.",
-        "DDP 下的 BatchNorm 层没有使用 SyncBatchNorm，只在本地微批次上计算统计量。"),
-       ("Module names.", "模块名。"),
-       ("Convert with `torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)` before wrapping in DDP.",
-        "在 DDP 包装前用 `torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)` 转换。")),
-    _f("fsdp-clip-wrong", "RL", "error",
-       ("clip_grad_norm_ on a sharded FSDP1 model", "对分片的 FSDP1 模型使用了 clip_grad_norm_"),
-       ("torch.nn.utils.clip_grad_norm_ on a sharded FSDP1 model sees only this rank's shard, so "
-        "each rank clips with a different norm.",
-        "对分片的 FSDP1 模型调用 torch.nn.utils.clip_grad_norm_ 只能看到本 rank 的分片，每个 rank 按不同的范数裁剪。"),
-       ("Line or module.", "行号或模块。"),
-       ("Call `model.clip_grad_norm_(max_norm)` (the FSDP method), or move to FSDP2 `fully_shard`.",
-        "调用 `model.clip_grad_norm_(max_norm)`（FSDP 自带的方法），或改用 FSDP2 `fully_shard`。")),
-    _f("ddp-bucket-config", "R", "info",
-       ("DDP bucket settings", "DDP 桶设置"),
-       ("bucket_cap_mb and gradient_as_bucket_view as set. They change speed and memory, not the "
-        "numerics.",
-        "bucket_cap_mb 与 gradient_as_bucket_view 的当前设置。它们影响速度与内存，不影响数值。"),
-       ("The values.", "设置值。"),
-       ("Nothing required for stability.", "与稳定性无关，无需修改。")),
+    _f(
+        "sampler-missing",
+        "RL",
+        "error",
+        ("Ranks read the same data", "各 rank 读取相同的数据"),
+        (
+            "Ranks read the same samples: there is no DistributedSampler or equivalent sharding, so "
+            "the effective batch holds duplicates and data parallelism adds no new data.",
+            "各 rank 读到相同的样本：没有使用 DistributedSampler 或等价的分片方式，因此有效批次中全是重复样本，"
+            "数据并行没有带来新的数据。",
+        ),
+        ("Fraction of micro-batches identical across ranks.", "各 rank 之间完全相同的微批次所占比例。"),
+        (
+            "Pass `sampler=DistributedSampler(dataset)` to the DataLoader (or shard by rank) and call "
+            "`sampler.set_epoch(epoch)` at the start of every epoch.",
+            "给 DataLoader 传入 `sampler=DistributedSampler(dataset)`（或按 rank 分片），并在每个 epoch 开始时调用 "
+            "`sampler.set_epoch(epoch)`。",
+        ),
+    ),
+    _f(
+        "set-epoch-missing",
+        "RL",
+        "warning",
+        ("DistributedSampler order repeats every epoch", "DistributedSampler 每个 epoch 顺序相同"),
+        (
+            "DistributedSampler shuffles, but set_epoch is never called, so every epoch visits the "
+            "samples in exactly the same order.",
+            "DistributedSampler 开启了 shuffle，但从未调用 set_epoch，因此每个 epoch 的样本顺序完全相同。",
+        ),
+        ("Epochs seen and whether the index order repeated.", "观察到的 epoch 数以及索引顺序是否重复。"),
+        (
+            "Call `sampler.set_epoch(epoch)` before iterating the DataLoader in each epoch.",
+            "在每个 epoch 遍历 DataLoader 之前调用 `sampler.set_epoch(epoch)`。",
+        ),
+    ),
+    _f(
+        "rank-data-skew",
+        "R",
+        "warning",
+        ("One rank's data differs persistently", "某个 rank 的数据持续偏离"),
+        (
+            "One rank's loss or gradient norm differs persistently from the other ranks', which points "
+            "at skewed shards (sorted data, one rank with the long documents, a bad file).",
+            "某个 rank 的损失或梯度范数持续与其他 rank 不同，说明数据分片有偏（数据已排序、长文档集中在一个 rank、"
+            "某个文件有问题）。",
+        ),
+        (
+            "Per-rank means and the test statistic with its p-value.",
+            "各 rank 的均值，以及检验统计量和 p 值。",
+        ),
+        (
+            "Shuffle before sharding; check that each rank's shard is drawn from the same distribution.",
+            "先打乱再分片；检查每个 rank 的分片是否来自同一分布。",
+        ),
+    ),
+    _f(
+        "accum-loss-unscaled",
+        "RL",
+        "error",
+        ("Loss not divided by the accumulation count", "损失未除以梯度累积步数"),
+        (
+            "The loss passed to backward is not divided by the number of accumulation steps, so the "
+            "gradient (and with plain SGD-like behaviour, the step) is that many times too large.",
+            "传给 backward 的损失没有除以梯度累积步数，梯度因此被放大了累积步数倍。",
+        ),
+        (
+            "Ratio of the backward root to the loss function's output, and the accumulation count.",
+            "backward 根节点与损失函数输出之比，以及累积步数。",
+        ),
+        (
+            "Divide the loss by the accumulation count (or by the global number of valid tokens of the "
+            "optimizer step) before calling backward.",
+            "调用 backward 前把损失除以累积步数（或除以整个优化步内全局有效 token 数）。",
+        ),
+    ),
+    _f(
+        "zero-grad-inside-accum",
+        "RL",
+        "error",
+        ("Gradients zeroed inside the accumulation loop", "在梯度累积循环内清零了梯度"),
+        (
+            "Gradients are zeroed between micro-steps of one optimizer step, so only the last "
+            "micro-batch contributes to the update.",
+            "在同一个优化步的微步之间清零了梯度，因此只有最后一个微批次参与更新。",
+        ),
+        ("zero_grad calls per optimizer step.", "每个优化步中 zero_grad 的调用次数。"),
+        (
+            "Call `optimizer.zero_grad()` once per optimizer step, right after `optimizer.step()`.",
+            "每个优化步只调用一次 `optimizer.zero_grad()`，放在 `optimizer.step()` 之后。",
+        ),
+    ),
+    _f(
+        "accum-no-sync-missing",
+        "RL",
+        "info",
+        ("Gradients all-reduced on every micro-step", "每个微步都做了梯度 all-reduce"),
+        (
+            "Gradients are all-reduced on every micro-step instead of only the last one. This wastes "
+            "bandwidth but is numerically equivalent: it is not the cause of unstable loss.",
+            "每个微步都做了梯度 all-reduce，而不是只在最后一步做。这浪费带宽，但数值上等价：它不是损失不稳定的原因。",
+        ),
+        ("All-reduces per optimizer step vs micro-steps.", "每个优化步的 all-reduce 次数与微步数。"),
+        (
+            "Wrap non-final micro-steps in `with model.no_sync():` (or set "
+            "`model.require_backward_grad_sync = is_last_micro_step` before the forward).",
+            "把非最后的微步放进 `with model.no_sync():`（或在前向之前设置 "
+            "`model.require_backward_grad_sync = is_last_micro_step`）。",
+        ),
+    ),
+    _f(
+        "no-sync-after-forward",
+        "L",
+        "error",
+        ("Gradient sync toggled after the forward pass", "在前向之后才切换梯度同步"),
+        (
+            "`require_backward_grad_sync` or `no_sync` is toggled after the forward pass; DDP reads the "
+            "flag during forward, so the toggle does not take effect for this micro-step.",
+            "在前向之后才切换 `require_backward_grad_sync` 或 `no_sync`；DDP 在前向时读取该标志，因此本微步不会生效。",
+        ),
+        ("Line numbers of the forward and of the toggle.", "前向调用与切换语句的行号。"),
+        (
+            "Set `require_backward_grad_sync` (or enter `no_sync()`) before calling the model.",
+            "在调用模型之前设置 `require_backward_grad_sync`（或进入 `no_sync()`）。",
+        ),
+    ),
+    _f(
+        "replica-divergence",
+        "R",
+        "error",
+        ("Model replicas differ across ranks", "各 rank 的模型副本不一致"),
+        (
+            "Model replicas differ across ranks, although DDP keeps them bit-identical. Each rank is now "
+            "training a different model and the averaged gradient no longer matches any of them.",
+            "各 rank 的模型副本不一致，而 DDP 本应保持它们逐位相同。每个 rank 实际在训练不同的模型，平均梯度不再对应任何一个。",
+        ),
+        ("First optimizer step and parameter where checksums differ.", "校验和首次不同的优化步与参数名。"),
+        (
+            "Do not modify parameters outside DDP on one rank; seed every rank identically before "
+            "building the model; let DDP broadcast the initial state.",
+            "不要只在某个 rank 上修改参数；构建模型前对所有 rank 使用相同的随机种子；让 DDP 广播初始状态。",
+        ),
+    ),
+    _f(
+        "accum-uneven",
+        "R",
+        "error",
+        ("Ranks run different numbers of steps", "各 rank 的步数不同"),
+        (
+            "Ranks run different numbers of micro-steps or optimizer steps, so collectives pair up "
+            "across different steps (or the job hangs at the end).",
+            "各 rank 的微步数或优化步数不同，集合通信会错位配对（或在结束时挂起）。",
+        ),
+        ("Per-rank counts of micro-steps and optimizer steps.", "各 rank 的微步数与优化步数。"),
+        (
+            "Give every rank the same number of batches (DistributedSampler with drop_last, or the "
+            "`join` context manager for uneven inputs).",
+            "让每个 rank 处理相同数量的批次（DistributedSampler 配合 drop_last，或使用 `join` 上下文处理不均匀输入）。",
+        ),
+    ),
+    _f(
+        "ddp-bypassed",
+        "R",
+        "error",
+        ("Backward ran with no gradient all-reduce", "反向传播时没有梯度 all-reduce"),
+        (
+            "World size > 1 but backward ran with no gradient all-reduce: the raw module was called "
+            "instead of the DDP wrapper, or synchronisation was never switched on.",
+            "world size 大于 1，但反向传播时没有任何梯度 all-reduce：调用的是原始模块而不是 DDP 包装器，或者同步从未开启。",
+        ),
+        ("All-reduce count (0) and optimizer steps.", "all-reduce 次数（为 0）与优化步数。"),
+        (
+            "Call the DDP-wrapped model (`ddp_model(x)`), not `ddp_model.module(x)`, for the forward.",
+            "前向时调用 DDP 包装后的模型（`ddp_model(x)`），而不是 `ddp_model.module(x)`。",
+        ),
+    ),
+    _f(
+        "loss-normalization-variable-tokens",
+        "R",
+        "warning",
+        ("Mean loss per micro-batch with varying token counts", "按微批次求平均的损失，而 token 数不同"),
+        (
+            "The loss is mean-reduced per micro-batch while the number of valid tokens varies, so tokens "
+            "in short micro-batches weigh more than tokens in long ones; the result differs from the "
+            "single-GPU loss over the same data.",
+            "损失按微批次求平均，而有效 token 数在变化，短微批次中的 token 权重更大；结果与单卡在相同数据上的损失不同。",
+        ),
+        (
+            "Spread of valid-token counts across micro-batches and ranks, implied weight error.",
+            "各微批次与各 rank 之间有效 token 数的离散程度，以及由此带来的权重误差。",
+        ),
+        (
+            "Sum the per-token loss and divide by the global number of valid tokens of the whole "
+            "optimizer step (all micro-steps, all ranks; all-reduce the count).",
+            "对逐 token 损失求和，再除以整个优化步（所有微步、所有 rank）的全局有效 token 数（对该计数做 all-reduce）。",
+        ),
+    ),
+    _f(
+        "rank0-only-loss-log",
+        "L",
+        "warning",
+        ("Logged loss is rank 0's alone", "记录的损失只是 rank 0 的"),
+        (
+            'The logged "training loss" is rank 0\'s local value, which is noisier than the global loss '
+            "by about sqrt(world size) and makes the curve look unstable.",
+            "记录的“训练损失”只是 rank 0 的本地值，其噪声约为全局损失的 sqrt(world size) 倍，使曲线看起来不稳定。",
+        ),
+        ("Line numbers of the logging call.", "记录语句的行号。"),
+        (
+            "All-reduce the loss (average over ranks) before logging it.",
+            "记录前对损失做 all-reduce（跨 rank 求平均）。",
+        ),
+    ),
+    _f(
+        "oscillation-within-noise",
+        "R",
+        "info",
+        ("Loss fluctuation is minibatch noise", "损失波动属于小批量噪声"),
+        (
+            "The observed loss fluctuation is within the band expected from minibatch noise at this "
+            "effective batch size: this is not a bug.",
+            "观察到的损失波动在当前有效批量下小批量噪声的预期范围之内：这不是 bug。",
+        ),
+        ("Observed vs predicted step-to-step standard deviation.", "观察到的与预测的逐步标准差。"),
+        (
+            "Nothing to fix. Plot the all-reduced loss or a moving average; raise the batch only if you "
+            "need a smoother curve.",
+            "无需修复。绘制 all-reduce 后的损失或滑动平均；只有需要更平滑的曲线时才增大批量。",
+        ),
+    ),
+    _f(
+        "batch-below-noise-scale",
+        "R",
+        "info",
+        ("Effective batch far below the gradient noise scale", "有效批量远小于梯度噪声尺度"),
+        (
+            "The effective batch is far below the measured gradient noise scale B_simple, so each step "
+            "is dominated by gradient noise (McCandlish et al. 2018).",
+            "有效批量远小于测得的梯度噪声尺度 B_simple，每一步都被梯度噪声主导（McCandlish 等，2018）。",
+        ),
+        ("B_simple with its uncertainty, and the effective batch.", "B_simple 及其不确定度，以及有效批量。"),
+        (
+            "Raise the effective batch (more accumulation) towards B_simple, or lower the learning rate.",
+            "把有效批量（增加梯度累积）提高到接近 B_simple，或降低学习率。",
+        ),
+    ),
+    _f(
+        "scheduler-per-microstep",
+        "RL",
+        "warning",
+        ("LR scheduler stepped per micro-batch", "学习率调度器按微批次步进"),
+        (
+            "The learning-rate scheduler is stepped once per micro-batch instead of once per optimizer "
+            "step, so warmup ends (and decay runs) accumulation-count times too early.",
+            "学习率调度器在每个微批次都步进，而不是每个优化步一次，因此 warmup 提前结束（衰减也提前）了累积步数倍。",
+        ),
+        ("Scheduler steps per optimizer step, and the lr trace.", "每个优化步的调度器步数，以及学习率曲线。"),
+        (
+            "Call `scheduler.step()` next to `optimizer.step()`, once per optimizer step.",
+            "把 `scheduler.step()` 放在 `optimizer.step()` 旁边，每个优化步调用一次。",
+        ),
+    ),
+    _f(
+        "warmup-short",
+        "R",
+        "warning",
+        ("Warmup too short", "warmup 太短"),
+        (
+            "Warmup ends within the window where the loss spikes start, or is shorter than the "
+            "documented minimum for Adam-type optimizers (about 2/(1-beta2) steps, Ma & Yarats 2021).",
+            "warmup 在损失开始出现尖峰的窗口内结束，或短于 Adam 类优化器的建议最小值（约 2/(1-beta2) 步，Ma & Yarats 2021）。",
+        ),
+        ("Warmup length in optimizer steps, spike steps.", "以优化步计的 warmup 长度，以及尖峰所在步。"),
+        (
+            "Lengthen the warmup to at least 2/(1-beta2) optimizer steps.",
+            "把 warmup 延长到至少 2/(1-beta2) 个优化步。",
+        ),
+    ),
+    _f(
+        "update-ratio-high",
+        "R",
+        "warning",
+        ("Update/parameter ratio too high", "更新量与参数之比过高"),
+        (
+            "The per-layer-group ratio ||update|| / ||parameter|| is far above the usual range "
+            "(around 1e-3 per step), so the learning rate is too high for those layers.",
+            "按层组计算的 ||更新量|| / ||参数|| 远高于通常范围（每步约 1e-3），这些层的学习率过高。",
+        ),
+        (
+            "Ratio per layer group, and which groups exceed the threshold.",
+            "各层组的比值，以及超过阈值的层组。",
+        ),
+        (
+            "Lower the learning rate (or use a per-group lr for the affected groups).",
+            "降低学习率（或为受影响的层组设置单独的学习率）。",
+        ),
+    ),
+    _f(
+        "loss-spike",
+        "R",
+        "warning",
+        ("Loss spikes", "损失尖峰"),
+        (
+            "The loss spikes: steps whose loss lies far above the rolling median by a robust "
+            "(median/MAD) rule.",
+            "损失出现尖峰：按稳健（中位数/MAD）规则，某些步的损失远高于滚动中位数。",
+        ),
+        ("Spike steps and magnitudes.", "尖峰所在步及幅度。"),
+        (
+            "Look at the grad-spike, warmup and lr findings for the cause; clip gradients; lower the lr.",
+            "结合梯度尖峰、warmup、学习率相关的发现查找原因；做梯度裁剪；降低学习率。",
+        ),
+    ),
+    _f(
+        "grad-spike",
+        "R",
+        "warning",
+        ("Gradient-norm spikes", "梯度范数尖峰"),
+        (
+            "The global gradient norm spikes, and loss spikes may follow it.",
+            "全局梯度范数出现尖峰，损失尖峰可能随之而来。",
+        ),
+        ("Spike steps and the lag to the following loss spikes.", "尖峰所在步及其后损失尖峰的滞后步数。"),
+        (
+            "Enable gradient clipping (`clip_grad_norm_(params, 1.0)`), lower the lr or lengthen warmup.",
+            "开启梯度裁剪（`clip_grad_norm_(params, 1.0)`），降低学习率或延长 warmup。",
+        ),
+    ),
+    _f(
+        "clip-saturated",
+        "R",
+        "warning",
+        ("Clipping active on most steps", "大多数步都触发了梯度裁剪"),
+        (
+            "Gradient clipping is active on most steps, which lowers the effective learning rate and "
+            "hides how large the gradients really are.",
+            "大多数步都触发了梯度裁剪，实际上降低了学习率，并掩盖了真实的梯度大小。",
+        ),
+        ("Fraction of clipped steps and the clip threshold.", "被裁剪的步数比例以及裁剪阈值。"),
+        (
+            "Lower the learning rate or raise max_norm so that clipping only catches outliers.",
+            "降低学习率或提高 max_norm，让裁剪只处理异常值。",
+        ),
+    ),
+    _f(
+        "clip-before-unscale",
+        "RL",
+        "error",
+        ("Clipping on loss-scaled gradients", "在损失缩放后的梯度上做裁剪"),
+        (
+            "clip_grad_norm_ runs on gradients still multiplied by the GradScaler's scale (before "
+            "`scaler.unscale_`), so it clips at a threshold thousands of times too small.",
+            "clip_grad_norm_ 在仍乘着 GradScaler 缩放系数的梯度上运行（在 `scaler.unscale_` 之前），裁剪阈值实际上小了成千上万倍。",
+        ),
+        ("Order of clip and unscale_ calls.", "clip 与 unscale_ 的调用顺序。"),
+        (
+            "Call `scaler.unscale_(optimizer)` before `clip_grad_norm_`.",
+            "在 `clip_grad_norm_` 之前调用 `scaler.unscale_(optimizer)`。",
+        ),
+    ),
+    _f(
+        "fp16-overflow",
+        "R",
+        "warning",
+        ("fp16 loss-scale overflow", "fp16 损失缩放溢出"),
+        (
+            "The GradScaler skips steps and halves its scale repeatedly: gradients overflow float16.",
+            "GradScaler 反复跳过优化步并把缩放系数减半：梯度在 float16 中溢出。",
+        ),
+        ("Skipped steps and the scale trace.", "被跳过的步以及缩放系数曲线。"),
+        (
+            "Use bf16 where the hardware has it; otherwise lower the lr, clip after unscale_, or lower "
+            "init_scale.",
+            "硬件支持时改用 bf16；否则降低学习率、在 unscale_ 之后裁剪，或降低 init_scale。",
+        ),
+    ),
+    _f(
+        "fp16-no-scaler",
+        "RL",
+        "error",
+        ("float16 without a GradScaler", "使用 float16 但没有 GradScaler"),
+        (
+            "Training runs under float16 autocast without a GradScaler, so small gradients underflow to "
+            "zero and large ones overflow.",
+            "在 float16 autocast 下训练却没有 GradScaler，小梯度会下溢为零，大梯度会溢出。",
+        ),
+        ("Autocast dtype, and that no scaler was seen.", "autocast 的数据类型，以及未检测到 scaler。"),
+        (
+            "Use `torch.amp.GradScaler` with float16, or switch to bfloat16.",
+            "float16 训练时使用 `torch.amp.GradScaler`，或改用 bfloat16。",
+        ),
+    ),
+    _f(
+        "nonfinite",
+        "R",
+        "error",
+        ("NaN/Inf in loss or gradients", "损失或梯度中出现 NaN/Inf"),
+        ("A NaN or Inf appeared in the loss or in the gradients.", "损失或梯度中出现了 NaN 或 Inf。"),
+        ("First step, rank, and parameter/bucket.", "首次出现的步、rank 以及参数/桶。"),
+        (
+            "Find the first step and rank in the evidence; check the data at that step, the lr, and "
+            "fp16 overflow.",
+            "根据证据找到首次出现的步和 rank；检查该步的数据、学习率以及 fp16 溢出。",
+        ),
+    ),
+    _f(
+        "adam-eps-dominated",
+        "R",
+        "warning",
+        ("Adam epsilon dominates the update", "Adam 的 epsilon 主导了更新"),
+        (
+            "A large share of Adam's second-moment entries are below eps², so eps, not the gradient, "
+            "sets the step size for those entries.",
+            "Adam 二阶矩中有很大比例小于 eps²，这些元素的步长由 eps 而不是梯度决定。",
+        ),
+        (
+            "Share of entries below eps² per parameter group, and eps.",
+            "各参数组中小于 eps² 的比例，以及 eps。",
+        ),
+        (
+            "Lower Adam's eps (e.g. 1e-8 → 1e-10 or below) for the affected groups.",
+            "降低受影响参数组的 Adam eps（例如从 1e-8 降到 1e-10 或更低）。",
+        ),
+    ),
+    _f(
+        "compile-numerics",
+        "R",
+        "warning",
+        ("Compiled forward differs from eager", "编译后的前向与 eager 不一致"),
+        (
+            "The torch.compile'd forward differs from eager beyond the eager run-to-run noise.",
+            "torch.compile 编译后的前向结果与 eager 的差异超出了 eager 自身多次运行的噪声。",
+        ),
+        ("Max abs/rel difference vs the eager baseline noise.", "相对于 eager 基准噪声的最大绝对/相对差。"),
+        (
+            "Report the difference upstream; train with `compile` off for the affected module.",
+            "向上游报告该差异；对受影响的模块关闭 compile 训练。",
+        ),
+    ),
+    _f(
+        "compile-before-ddp",
+        "L",
+        "info",
+        ("torch.compile applied before DDP", "在 DDP 包装之前调用了 torch.compile"),
+        (
+            "torch.compile is applied before DDP wrapping. Both orders are supported; this is informational.",
+            "在 DDP 包装之前调用了 torch.compile。两种顺序都受支持；仅供参考。",
+        ),
+        ("Line numbers.", "行号。"),
+        (
+            "Nothing required. Compiling the DDP-wrapped model lets DDPOptimizer split graphs at bucket "
+            "boundaries.",
+            "无需修改。对 DDP 包装后的模型编译可以让 DDPOptimizer 按桶边界切分计算图。",
+        ),
+    ),
+    _f(
+        "find-unused-true",
+        "RL",
+        "info",
+        ("find_unused_parameters=True", "find_unused_parameters=True"),
+        (
+            "DDP was built with find_unused_parameters=True, which traverses the autograd graph every "
+            "step. It costs time, not accuracy.",
+            "DDP 使用了 find_unused_parameters=True，每步都要遍历 autograd 图。它影响速度，不影响精度。",
+        ),
+        ("The setting.", "该设置的值。"),
+        (
+            "Set `find_unused_parameters=False` unless some parameters really get no gradient.",
+            "除非确有参数得不到梯度，否则设置 `find_unused_parameters=False`。",
+        ),
+    ),
+    _f(
+        "unused-parameters",
+        "R",
+        "warning",
+        ("Parameters that never receive a gradient", "从未得到梯度的参数"),
+        ("Some trainable parameters never receive a gradient.", "部分可训练参数从未得到梯度。"),
+        ("Parameter names.", "参数名。"),
+        (
+            "Freeze them (`requires_grad_(False)`) or find why the forward skips them.",
+            "冻结它们（`requires_grad_(False)`），或查明前向为何跳过了它们。",
+        ),
+    ),
+    _f(
+        "batchnorm-unsynced",
+        "RL",
+        "warning",
+        ("BatchNorm statistics not synced", "BatchNorm 统计量未跨 rank 同步"),
+        (
+            "BatchNorm layers under DDP without SyncBatchNorm compute statistics on the local "
+            "micro-batch only.",
+            "DDP 下的 BatchNorm 层没有使用 SyncBatchNorm，只在本地微批次上计算统计量。",
+        ),
+        ("Module names.", "模块名。"),
+        (
+            "Convert with `torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)` before wrapping in DDP.",
+            "在 DDP 包装前用 `torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)` 转换。",
+        ),
+    ),
+    _f(
+        "fsdp-clip-wrong",
+        "RL",
+        "error",
+        ("clip_grad_norm_ on a sharded FSDP1 model", "对分片的 FSDP1 模型使用了 clip_grad_norm_"),
+        (
+            "torch.nn.utils.clip_grad_norm_ on a sharded FSDP1 model sees only this rank's shard, so "
+            "each rank clips with a different norm.",
+            "对分片的 FSDP1 模型调用 torch.nn.utils.clip_grad_norm_ 只能看到本 rank 的分片，每个 rank 按不同的范数裁剪。",
+        ),
+        ("Line or module.", "行号或模块。"),
+        (
+            "Call `model.clip_grad_norm_(max_norm)` (the FSDP method), or move to FSDP2 `fully_shard`.",
+            "调用 `model.clip_grad_norm_(max_norm)`（FSDP 自带的方法），或改用 FSDP2 `fully_shard`。",
+        ),
+    ),
+    _f(
+        "ddp-bucket-config",
+        "R",
+        "info",
+        ("DDP bucket settings", "DDP 桶设置"),
+        (
+            "bucket_cap_mb and gradient_as_bucket_view as set. They change speed and memory, not the "
+            "numerics.",
+            "bucket_cap_mb 与 gradient_as_bucket_view 的当前设置。它们影响速度与内存，不影响数值。",
+        ),
+        ("The values.", "设置值。"),
+        ("Nothing required for stability.", "与稳定性无关，无需修改。"),
+    ),
 )
 
 FINDINGS: dict[str, FindingSpec] = {spec.id: spec for spec in _FINDING_LIST}
@@ -336,42 +612,79 @@ def _h(id: str, guess: tuple[str, str], findings: str) -> HypothesisSpec:
 
 
 _HYPOTHESIS_LIST: tuple[HypothesisSpec, ...] = (
-    _h("compile", ("torch.compile interacts badly with DDP", "torch.compile 与 DDP 相互干扰"),
-       "compile-numerics, compile-before-ddp"),
-    _h("accumulation-sync",
-       ("Gradient accumulation fights DDP's gradient sync", "梯度累积与 DDP 的梯度同步冲突"),
-       "accum-no-sync-missing, no-sync-after-forward, replica-divergence, accum-uneven, ddp-bypassed, "
-       "zero-grad-inside-accum, accum-loss-unscaled"),
-    _h("batch-size", ("The effective batch is too small for the model", "有效批量对模型来说太小"),
-       "batch-below-noise-scale, oscillation-within-noise"),
-    _h("optimizer", ("Adam epsilon / beta2 / optimizer-state start-up", "Adam 的 epsilon / beta2 / 优化器状态启动"),
-       "adam-eps-dominated, update-ratio-high"),
-    _h("data-order",
-       ("Sampler, shuffle, seed or set_epoch wrong; ranks see skewed data",
-        "sampler、shuffle、种子或 set_epoch 有误；各 rank 数据有偏"),
-       "sampler-missing, set-epoch-missing, rank-data-skew"),
-    _h("logging",
-       ("The plotted loss is rank 0's alone, so it looks noisier than it is",
-        "绘制的损失只是 rank 0 的，看起来比实际更嘈杂"),
-       "rank0-only-loss-log, oscillation-within-noise"),
-    _h("lr-schedule",
-       ("Warmup too short, scheduler stepped per micro-batch, lr too high",
-        "warmup 太短、调度器按微批次步进、学习率过高"),
-       "warmup-short, scheduler-per-microstep, update-ratio-high"),
-    _h("spikes-clipping",
-       ("Gradient spikes, clipping missing or misapplied", "梯度尖峰，缺少裁剪或裁剪用错"),
-       "loss-spike, grad-spike, clip-saturated, clip-before-unscale"),
-    _h("precision", ("fp16 loss-scale overflow/underflow, NaN/Inf", "fp16 损失缩放溢出/下溢，NaN/Inf"),
-       "fp16-overflow, fp16-no-scaler, nonfinite"),
-    _h("ddp-config",
-       ("find_unused_parameters, bucket_cap_mb, gradient_as_bucket_view",
-        "find_unused_parameters、bucket_cap_mb、gradient_as_bucket_view"),
-       "find-unused-true, unused-parameters, ddp-bucket-config"),
-    _h("batchnorm", ("BatchNorm statistics not synced across ranks", "BatchNorm 统计量未跨 rank 同步"),
-       "batchnorm-unsynced"),
-    _h("loss-normalization",
-       ("Loss averaged per micro-batch while token counts vary", "按微批次平均损失而 token 数变化"),
-       "loss-normalization-variable-tokens"),
+    _h(
+        "compile",
+        ("torch.compile interacts badly with DDP", "torch.compile 与 DDP 相互干扰"),
+        "compile-numerics, compile-before-ddp",
+    ),
+    _h(
+        "accumulation-sync",
+        ("Gradient accumulation fights DDP's gradient sync", "梯度累积与 DDP 的梯度同步冲突"),
+        "accum-no-sync-missing, no-sync-after-forward, replica-divergence, accum-uneven, ddp-bypassed, "
+        "zero-grad-inside-accum, accum-loss-unscaled",
+    ),
+    _h(
+        "batch-size",
+        ("The effective batch is too small for the model", "有效批量对模型来说太小"),
+        "batch-below-noise-scale, oscillation-within-noise",
+    ),
+    _h(
+        "optimizer",
+        ("Adam epsilon / beta2 / optimizer-state start-up", "Adam 的 epsilon / beta2 / 优化器状态启动"),
+        "adam-eps-dominated, update-ratio-high",
+    ),
+    _h(
+        "data-order",
+        (
+            "Sampler, shuffle, seed or set_epoch wrong; ranks see skewed data",
+            "sampler、shuffle、种子或 set_epoch 有误；各 rank 数据有偏",
+        ),
+        "sampler-missing, set-epoch-missing, rank-data-skew",
+    ),
+    _h(
+        "logging",
+        (
+            "The plotted loss is rank 0's alone, so it looks noisier than it is",
+            "绘制的损失只是 rank 0 的，看起来比实际更嘈杂",
+        ),
+        "rank0-only-loss-log, oscillation-within-noise",
+    ),
+    _h(
+        "lr-schedule",
+        (
+            "Warmup too short, scheduler stepped per micro-batch, lr too high",
+            "warmup 太短、调度器按微批次步进、学习率过高",
+        ),
+        "warmup-short, scheduler-per-microstep, update-ratio-high",
+    ),
+    _h(
+        "spikes-clipping",
+        ("Gradient spikes, clipping missing or misapplied", "梯度尖峰，缺少裁剪或裁剪用错"),
+        "loss-spike, grad-spike, clip-saturated, clip-before-unscale",
+    ),
+    _h(
+        "precision",
+        ("fp16 loss-scale overflow/underflow, NaN/Inf", "fp16 损失缩放溢出/下溢，NaN/Inf"),
+        "fp16-overflow, fp16-no-scaler, nonfinite",
+    ),
+    _h(
+        "ddp-config",
+        (
+            "find_unused_parameters, bucket_cap_mb, gradient_as_bucket_view",
+            "find_unused_parameters、bucket_cap_mb、gradient_as_bucket_view",
+        ),
+        "find-unused-true, unused-parameters, ddp-bucket-config",
+    ),
+    _h(
+        "batchnorm",
+        ("BatchNorm statistics not synced across ranks", "BatchNorm 统计量未跨 rank 同步"),
+        "batchnorm-unsynced",
+    ),
+    _h(
+        "loss-normalization",
+        ("Loss averaged per micro-batch while token counts vary", "按微批次平均损失而 token 数变化"),
+        "loss-normalization-variable-tokens",
+    ),
 )
 
 HYPOTHESES: dict[str, HypothesisSpec] = {spec.id: spec for spec in _HYPOTHESIS_LIST}

@@ -17,12 +17,12 @@ import typer
 from ddp_doctor import __version__
 
 COMMAND_MODULES: tuple[str, ...] = (
-    "ddp_doctor.probe.command",       # run
-    "ddp_doctor.report.command",      # report
-    "ddp_doctor.lint.command",        # lint
-    "ddp_doctor.trainer.command",     # demo, train
-    "ddp_doctor.experiments.command", # verify, ablate
-    "ddp_doctor.plan.command",        # plan
+    "ddp_doctor.probe.command",  # run
+    "ddp_doctor.report.command",  # report
+    "ddp_doctor.lint.command",  # lint
+    "ddp_doctor.trainer.command",  # demo, train
+    "ddp_doctor.experiments.command",  # verify, ablate
+    "ddp_doctor.plan.command",  # plan
 )
 
 app = typer.Typer(
@@ -45,8 +45,9 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                 help="Print the version and exit."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
 ) -> None:
     """ddp-doctor: measured answers for unstable distributed training."""
 

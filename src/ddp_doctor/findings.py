@@ -62,22 +62,41 @@ class Finding:
         return self.fix
 
     def to_report_json(self) -> dict[str, Any]:
-        out = {"id": self.id, "status": self.status, "severity": self.severity,
-               "summary": self.summary, "evidence": jsonable(self.evidence), "fix": self.fix}
+        out = {
+            "id": self.id,
+            "status": self.status,
+            "severity": self.severity,
+            "summary": self.summary,
+            "evidence": jsonable(self.evidence),
+            "fix": self.fix,
+        }
         if self.summary_zh:
             out["summary_zh"] = self.summary_zh
         return out
 
     def to_lint_json(self) -> dict[str, Any]:
-        return {"id": self.id, "path": self.path, "line": self.line, "severity": self.severity,
-                "message": self.summary, "fix": self.fix}
+        return {
+            "id": self.id,
+            "path": self.path,
+            "line": self.line,
+            "severity": self.severity,
+            "message": self.summary,
+            "fix": self.fix,
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Finding:
-        return cls(id=data["id"], status=data.get("status", "confirmed"),
-                   severity=data["severity"], summary=data.get("summary", data.get("message", "")),
-                   evidence=data.get("evidence", {}), fix=data.get("fix", ""),
-                   summary_zh=data.get("summary_zh"), path=data.get("path"), line=data.get("line"))
+        return cls(
+            id=data["id"],
+            status=data.get("status", "confirmed"),
+            severity=data["severity"],
+            summary=data.get("summary", data.get("message", "")),
+            evidence=data.get("evidence", {}),
+            fix=data.get("fix", ""),
+            summary_zh=data.get("summary_zh"),
+            path=data.get("path"),
+            line=data.get("line"),
+        )
 
 
 @dataclass
@@ -115,5 +134,13 @@ def jsonable(value: Any) -> Any:
 def sort_findings(findings: list[Finding]) -> list[Finding]:
     """Confirmed first, then by severity, then by catalog order."""
     order = {fid: i for i, fid in enumerate(FINDINGS)}
-    return sorted(findings, key=lambda f: (f.status != "confirmed", SEVERITY_ORDER[f.severity],
-                                           order[f.id], f.path or "", f.line or 0))
+    return sorted(
+        findings,
+        key=lambda f: (
+            f.status != "confirmed",
+            SEVERITY_ORDER[f.severity],
+            order[f.id],
+            f.path or "",
+            f.line or 0,
+        ),
+    )

@@ -211,7 +211,9 @@ class _StepBuilder:
         nonfinite = [(int(r.get("step", -1)), r["nonfinite"]) for r in recs if r.get("nonfinite")]
         lr = [(r.get("lr") or [None])[0] for r in recs]
         return StepColumns(
-            step=col("step", -1, np.int64), micro_steps=micro, offsets=offsets,
+            step=col("step", -1, np.int64),
+            micro_steps=micro,
+            offsets=offsets,
             time=col("time", None, f64),
             zero_grad=np.asarray([_int_or(r.get("zero_grad"), -1) for r in recs], dtype=np.int64),
             sched_steps=np.asarray([_int_or(r.get("sched_steps"), -1) for r in recs], dtype=np.int64),
@@ -229,12 +231,18 @@ class _StepBuilder:
             sync=np.nan_to_num(self._micro("sync", micro_l, total, num, f64)).astype(np.int64),
             grad_sq_local=self._micro("grad_sq_local", micro_l, total, num, f64),
             grad_sq_global=self._micro("grad_sq_global", micro_l, total, num, f64),
-            input_hashes=np.array([h.encode("ascii", "replace") if isinstance(h, str) else b""
-                                   for h in self._micro("input_hashes", micro_l, total, lambda x: x, object)],
-                                  dtype="S"),
+            input_hashes=np.array(
+                [
+                    h.encode("ascii", "replace") if isinstance(h, str) else b""
+                    for h in self._micro("input_hashes", micro_l, total, lambda x: x, object)
+                ],
+                dtype="S",
+            ),
             clip_step=np.asarray([st for st, _ in calls], dtype=np.int64),
-            clip=_floats(clip_rows).reshape(len(calls), len(CLIP_COLUMNS)), nonfinite=nonfinite,
-            autocast={str(r["autocast"]) for r in recs if r.get("autocast")})
+            clip=_floats(clip_rows).reshape(len(calls), len(CLIP_COLUMNS)),
+            nonfinite=nonfinite,
+            autocast={str(r["autocast"]) for r in recs if r.get("autocast")},
+        )
 
 
 def _floats(values: list[Any]) -> np.ndarray:
@@ -271,8 +279,10 @@ def read_rank_file(path: Path, rank: int, problems: list[str]) -> RankData:
     lines = raw.split(b"\n")
     tail = lines.pop()  # b"" when the file ends with a newline
     if tail.strip():
-        problems.append(f"rank {rank}: last line is truncated (no newline; {len(tail)} bytes "
-                        "ignored) — the run was killed or is still writing")
+        problems.append(
+            f"rank {rank}: last line is truncated (no newline; {len(tail)} bytes "
+            "ignored) — the run was killed or is still writing"
+        )
     builder = _StepBuilder()
     bad: list[int] = []
     for lineno, line in enumerate(lines, start=1):
@@ -310,14 +320,17 @@ def read_rank_file(path: Path, rank: int, problems: list[str]) -> RankData:
     if bad:
         listed = ", ".join(str(n) for n in bad[:MAX_LISTED_BAD_LINES])
         more = f" and {len(bad) - MAX_LISTED_BAD_LINES} more" if len(bad) > MAX_LISTED_BAD_LINES else ""
-        problems.append(f"rank {rank}: {len(bad)} corrupt line(s) skipped (not a JSON record): "
-                        f"line {listed}{more}")
+        problems.append(
+            f"rank {rank}: {len(bad)} corrupt line(s) skipped (not a JSON record): line {listed}{more}"
+        )
     if data.header is None:
         problems.append(f"rank {rank}: no header record")
     data.steps = builder.build()
     for err in data.probe_errors:
-        problems.append(f"rank {rank}: probe instrument {err.get('instrument')!r} failed at step "
-                        f"{err.get('step')} and was disabled: {err.get('error')}")
+        problems.append(
+            f"rank {rank}: probe instrument {err.get('instrument')!r} failed at step "
+            f"{err.get('step')} and was disabled: {err.get('error')}"
+        )
     return data
 
 
@@ -330,25 +343,56 @@ def _cache_key(path: Path) -> dict[str, int]:
     return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "version": CACHE_VERSION}
 
 
-_ARRAYS = ("step", "micro_steps", "offsets", "time", "zero_grad", "sched_steps", "lr", "skipped", "scale",
-           "found_inf", "unscale_calls", "losses", "fn_value", "fn_sum", "fn_n_valid", "samples", "tokens",
-           "sync", "grad_sq_local", "grad_sq_global")
+_ARRAYS = (
+    "step",
+    "micro_steps",
+    "offsets",
+    "time",
+    "zero_grad",
+    "sched_steps",
+    "lr",
+    "skipped",
+    "scale",
+    "found_inf",
+    "unscale_calls",
+    "losses",
+    "fn_value",
+    "fn_sum",
+    "fn_n_valid",
+    "samples",
+    "tokens",
+    "sync",
+    "grad_sq_local",
+    "grad_sq_global",
+)
 _LISTS = ("configs", "sampler", "replica", "full", "compile_check", "unused", "probe_errors")
 
 
 def _save_cache(path: Path, data: RankData, problems: list[str], key: dict[str, int]) -> None:
     """Columns as .npz (no pickle: a run directory may come from someone else), records as JSON."""
     c = data.steps
-    meta = {"key": key, "problems": problems, "header": data.header, "end": data.end,
-            "unknown_kinds": data.unknown_kinds, "nonfinite": c.nonfinite,
-            "autocast": sorted(c.autocast), **{k: getattr(data, k) for k in _LISTS}}
+    meta = {
+        "key": key,
+        "problems": problems,
+        "header": data.header,
+        "end": data.end,
+        "unknown_kinds": data.unknown_kinds,
+        "nonfinite": c.nonfinite,
+        "autocast": sorted(c.autocast),
+        **{k: getattr(data, k) for k in _LISTS},
+    }
     out = _cache_path(path)
     try:
         out.parent.mkdir(exist_ok=True)
         tmp = out.with_suffix(f".tmp{os.getpid()}.npz")
-        np.savez(tmp, meta=np.array(json.dumps(meta)),
-                 input_hashes=c.input_hashes, clip_step=c.clip_step, clip=c.clip,
-                 **{k: getattr(c, k) for k in _ARRAYS})
+        np.savez(
+            tmp,
+            meta=np.array(json.dumps(meta)),
+            input_hashes=c.input_hashes,
+            clip_step=c.clip_step,
+            clip=c.clip,
+            **{k: getattr(c, k) for k in _ARRAYS},
+        )
         os.replace(tmp, out)
     except OSError:  # a read-only run directory: no cache, no problem
         pass
@@ -368,10 +412,22 @@ def _load_cache(path: Path, rank: int, key: dict[str, int]) -> tuple[RankData, l
             clip_step, clip = z["clip_step"], z["clip"]
     except (OSError, ValueError, KeyError):
         return None
-    steps = StepColumns(**cols, input_hashes=hashes, clip_step=clip_step, clip=clip,
-                        nonfinite=[tuple(x) for x in meta["nonfinite"]], autocast=set(meta["autocast"]))
-    data = RankData(rank=rank, header=meta["header"], steps=steps, end=meta["end"],
-                    unknown_kinds=meta["unknown_kinds"], **{k: meta[k] for k in _LISTS})
+    steps = StepColumns(
+        **cols,
+        input_hashes=hashes,
+        clip_step=clip_step,
+        clip=clip,
+        nonfinite=[tuple(x) for x in meta["nonfinite"]],
+        autocast=set(meta["autocast"]),
+    )
+    data = RankData(
+        rank=rank,
+        header=meta["header"],
+        steps=steps,
+        end=meta["end"],
+        unknown_kinds=meta["unknown_kinds"],
+        **{k: meta[k] for k in _LISTS},
+    )
     return data, meta["problems"]
 
 
@@ -411,8 +467,7 @@ def read_run(run_dir: Path | str) -> RunData:
     if not path.exists():
         raise RunDirError(f"{path}: no such directory")
     if not path.is_dir():
-        raise RunDirError(f"{path}: not a directory (expected a run directory written by "
-                          "`ddp-doctor run`)")
+        raise RunDirError(f"{path}: not a directory (expected a run directory written by `ddp-doctor run`)")
     problems: list[str] = []
     manifest: dict[str, Any] = {}
     mpath = manifest_path(path)
@@ -426,8 +481,10 @@ def read_run(run_dir: Path | str) -> RunData:
             manifest = {}
     files = sorted((path / RANKS_DIR).glob("rank-*.jsonl")) if (path / RANKS_DIR).is_dir() else []
     if not mpath.exists() and not files:
-        raise RunDirError(f"{path}: not a ddp-doctor run directory (no {MANIFEST} and no "
-                          f"{RANKS_DIR}/rank-*.jsonl); create one with `ddp-doctor run -- CMD`")
+        raise RunDirError(
+            f"{path}: not a ddp-doctor run directory (no {MANIFEST} and no "
+            f"{RANKS_DIR}/rank-*.jsonl); create one with `ddp-doctor run -- CMD`"
+        )
     if not mpath.exists():
         problems.append("manifest.json is missing; using the rank files alone")
     schema = str(manifest.get("schema", RUN_SCHEMA))
@@ -444,27 +501,43 @@ def read_run(run_dir: Path | str) -> RunData:
         ranks[rank] = data
         problems.extend(rank_problems)
     if not ranks:
-        raise RunDirError(f"{path}: no rank data ({RANKS_DIR}/rank-*.jsonl is empty or missing) — "
-                          "did the training command start and import torch?")
-    sizes = {int(r.header["world_size"]) for r in ranks.values()
-             if r.header and isinstance(r.header.get("world_size"), int)}
+        raise RunDirError(
+            f"{path}: no rank data ({RANKS_DIR}/rank-*.jsonl is empty or missing) — "
+            "did the training command start and import torch?"
+        )
+    sizes = {
+        int(r.header["world_size"])
+        for r in ranks.values()
+        if r.header and isinstance(r.header.get("world_size"), int)
+    }
     env_ws = manifest.get("env", {}).get("WORLD_SIZE") if isinstance(manifest.get("env"), dict) else None
     world_size = max(sizes) if sizes else int(env_ws) if str(env_ws or "").isdigit() else max(ranks) + 1
     if len(sizes) > 1:
         problems.append(f"rank headers disagree on world_size: {sorted(sizes)}")
     missing = [r for r in range(world_size) if r not in ranks]
     if missing:
-        problems.append(f"rank file(s) missing for rank(s) {_ranges(missing)} of world size "
-                        f"{world_size}: per-rank checks use the {len(ranks)} present")
+        problems.append(
+            f"rank file(s) missing for rank(s) {_ranges(missing)} of world size "
+            f"{world_size}: per-rank checks use the {len(ranks)} present"
+        )
     if all(len(r.steps) == 0 for r in ranks.values()):
         problems.append("no optimizer step was recorded yet")
     in_progress = "end" not in manifest
     if in_progress:
-        problems.append("manifest has no end time: the run is still in progress or its launcher "
-                        "was killed; the report covers the steps recorded so far")
+        problems.append(
+            "manifest has no end time: the run is still in progress or its launcher "
+            "was killed; the report covers the steps recorded so far"
+        )
     trainer_metrics = _read_trainer_metrics(path / TRAINER_DIR / "metrics.jsonl")
-    return RunData(path=path, manifest=manifest, ranks=ranks, world_size=world_size,
-                   problems=problems, in_progress=in_progress, trainer_metrics=trainer_metrics)
+    return RunData(
+        path=path,
+        manifest=manifest,
+        ranks=ranks,
+        world_size=world_size,
+        problems=problems,
+        in_progress=in_progress,
+        trainer_metrics=trainer_metrics,
+    )
 
 
 def _read_trainer_metrics(path: Path) -> list[dict[str, Any]]:

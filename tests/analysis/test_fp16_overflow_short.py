@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 
 import pytest
+from fixtures.synth_run import SynthSpec, write_run
 
 from ddp_doctor.analysis.diagnose import diagnose
-from fixtures.synth_run import SynthSpec, write_run
 
 STEPS = 12
 
@@ -27,12 +27,15 @@ def _with_skips(run: Path, skipped: set[int]) -> Path:
     return run
 
 
-@pytest.mark.parametrize(("skipped", "status"), [
-    (set(range(STEPS)), "confirmed"),  # never a good step: the model never trained
-    ({0, 1, 2}, "ruled-out"),  # the usual start-up back-off, then good steps
-    ({0, 1, 2, 5, 7, 9}, "confirmed"),  # skips keep coming after the first good step
-    ({0, 1}, "ruled-out"),
-])
+@pytest.mark.parametrize(
+    ("skipped", "status"),
+    [
+        (set(range(STEPS)), "confirmed"),  # never a good step: the model never trained
+        ({0, 1, 2}, "ruled-out"),  # the usual start-up back-off, then good steps
+        ({0, 1, 2, 5, 7, 9}, "confirmed"),  # skips keep coming after the first good step
+        ({0, 1}, "ruled-out"),
+    ],
+)
 def test_fp16_overflow_on_a_short_run(tmp_path: Path, skipped: set[int], status: str) -> None:
     run = _with_skips(write_run(tmp_path / "run", SynthSpec(steps=STEPS, fp16=True)), skipped)
     f = next(f for f in diagnose(run).findings if f.id == "fp16-overflow")

@@ -49,8 +49,8 @@ def estimate(per_example: torch.Tensor, seed: int) -> tuple[float, float]:
     idx = rng.integers(0, N, size=(STEPS, WORLD, LOCAL_BATCH))
     local = pe[idx].mean(axis=2)  # [steps, world, dim]
     glob = local.mean(axis=1)
-    gsq_small = (local ** 2).sum(axis=2).mean(axis=1)  # mean over ranks of ||local||^2
-    gsq_big = (glob ** 2).sum(axis=1)
+    gsq_small = (local**2).sum(axis=2).mean(axis=1)  # mean over ranks of ||local||^2
+    gsq_big = (glob**2).sum(axis=1)
     b_small = np.full(STEPS, float(LOCAL_BATCH))
     g2, s = per_step_estimates(gsq_small, gsq_big, b_small, WORLD * b_small)
     b, se, lower = ratio_with_stderr(s, g2)
@@ -92,7 +92,7 @@ def test_unresolved_gradient_gives_a_lower_bound():
     rng = np.random.default_rng(1)
     # |G| = 0: pure noise; the |G|^2 estimate is not resolved above zero (in ~98 % of seeds)
     local = rng.normal(size=(200, 4, 8)) / math.sqrt(8)
-    gs = (local ** 2).sum(axis=2).mean(axis=1)
+    gs = (local**2).sum(axis=2).mean(axis=1)
     gb = (local.mean(axis=1) ** 2).sum(axis=1)
     g2, s = per_step_estimates(gs, gb, np.full(200, 8.0), np.full(200, 32.0))
     b, se, lower = ratio_with_stderr(s, g2)

@@ -6,10 +6,10 @@ import json
 import math
 
 import pytest
+from fixtures.synth_run import damage
 
 from ddp_doctor.analysis.diagnose import diagnose
 from ddp_doctor.rundir import RunDirError, read_run
-from fixtures.synth_run import damage
 
 
 def test_missing_directory_is_an_input_error(tmp_path):

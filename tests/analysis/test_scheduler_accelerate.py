@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 
 import pytest
+from fixtures.synth_run import SynthSpec, write_run
 
 from ddp_doctor.analysis.diagnose import diagnose
-from fixtures.synth_run import SynthSpec, write_run
 
 WORLD = ACCUM = 2
 
@@ -32,15 +32,19 @@ def _rewrite(run: Path, sched_steps: int, wrapper: dict | None) -> None:
 ACCELERATE = {"wrapper": "AcceleratedScheduler", "split_batches": False}
 
 
-@pytest.mark.parametrize(("sched_steps", "wrapper", "status"), [
-    (WORLD, ACCELERATE, "ruled-out"),  # accelerate's design: num_processes steps, accum == world
-    (ACCUM * WORLD, ACCELERATE, "confirmed"),  # per micro-batch through the wrapper's step loop
-    (ACCUM, {**ACCELERATE, "split_batches": True}, "confirmed"),  # split_batches: one step per call
-    (ACCUM, None, "confirmed"),  # plain loop: scheduler stepped once per micro-batch
-    (1, None, "ruled-out"),
-])
-def test_scheduler_per_microstep_accelerate(tmp_path: Path, sched_steps: int, wrapper: dict | None,
-                                             status: str) -> None:
+@pytest.mark.parametrize(
+    ("sched_steps", "wrapper", "status"),
+    [
+        (WORLD, ACCELERATE, "ruled-out"),  # accelerate's design: num_processes steps, accum == world
+        (ACCUM * WORLD, ACCELERATE, "confirmed"),  # per micro-batch through the wrapper's step loop
+        (ACCUM, {**ACCELERATE, "split_batches": True}, "confirmed"),  # split_batches: one step per call
+        (ACCUM, None, "confirmed"),  # plain loop: scheduler stepped once per micro-batch
+        (1, None, "ruled-out"),
+    ],
+)
+def test_scheduler_per_microstep_accelerate(
+    tmp_path: Path, sched_steps: int, wrapper: dict | None, status: str
+) -> None:
     run = write_run(tmp_path / "run", SynthSpec(world_size=WORLD, accum=ACCUM, steps=40))
     _rewrite(run, sched_steps, wrapper)
     f = next(f for f in diagnose(run).findings if f.id == "scheduler-per-microstep")

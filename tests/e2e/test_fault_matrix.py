@@ -32,7 +32,9 @@ CI_FAULTS = ("sched-per-micro", "no-sampler")
 @pytest.fixture(scope="module")
 def clean_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     run_dir = tmp_path_factory.mktemp("e2e") / "clean"
-    assert fault_matrix.run_case(CASES[fault_matrix.CLEAN], run_dir) == 0, (run_dir / "launch.log").read_text()
+    assert fault_matrix.run_case(CASES[fault_matrix.CLEAN], run_dir) == 0, (
+        run_dir / "launch.log"
+    ).read_text()
     return run_dir
 
 
@@ -44,8 +46,9 @@ def test_clean_run_confirms_no_warning_or_error(clean_run: Path) -> None:
     assert not [h.id for h in d.hypotheses if h.verdict == "confirmed"]
 
 
-@pytest.mark.parametrize("fault", [
-    pytest.param(f, marks=() if f in CI_FAULTS else pytest.mark.slow) for f in FAULTS])
+@pytest.mark.parametrize(
+    "fault", [pytest.param(f, marks=() if f in CI_FAULTS else pytest.mark.slow) for f in FAULTS]
+)
 def test_fault_confirms_its_finding(fault: str, tmp_path: Path, clean_run: Path) -> None:
     run_dir = tmp_path / fault
     code = fault_matrix.run_case(CASES[fault], run_dir)

@@ -25,11 +25,14 @@ def optimizers() -> dict:
         return 2 * x
 
     model.compile()
-    return {"adam_group": {"eps": adam.param_groups[0]["eps"], "betas": list(adam.param_groups[0]["betas"])},
-            "adamw_group": {"eps": adamw.param_groups[0]["eps"], "betas": list(adamw.param_groups[0]["betas"])},
-            "compile_identity": compiled is model,
-            "decorator_identity": double.__name__ == "double" and not hasattr(double, "_torchdynamo_orig_callable"),
-            "forward_is_eager": type(model.forward).__name__ == "method"}
+    return {
+        "adam_group": {"eps": adam.param_groups[0]["eps"], "betas": list(adam.param_groups[0]["betas"])},
+        "adamw_group": {"eps": adamw.param_groups[0]["eps"], "betas": list(adamw.param_groups[0]["betas"])},
+        "compile_identity": compiled is model,
+        "decorator_identity": double.__name__ == "double"
+        and not hasattr(double, "_torchdynamo_orig_callable"),
+        "forward_is_eager": type(model.forward).__name__ == "method",
+    }
 
 
 def lr_and_clip() -> dict:
@@ -55,10 +58,13 @@ def ddp() -> dict:
 
     dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
     try:
-        module = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 2), bucket_cap_mb=25,
-                                                           find_unused_parameters=True)
-        return {"bucket_bytes_cap": module.bucket_bytes_cap,
-                "find_unused_parameters": module.find_unused_parameters}
+        module = torch.nn.parallel.DistributedDataParallel(
+            torch.nn.Linear(4, 2), bucket_cap_mb=25, find_unused_parameters=True
+        )
+        return {
+            "bucket_bytes_cap": module.bucket_bytes_cap,
+            "find_unused_parameters": module.find_unused_parameters,
+        }
     finally:
         dist.destroy_process_group()
 
@@ -92,8 +98,10 @@ def sampler() -> dict:
     explicit = list(s)
     fresh = make()
     fresh.set_epoch(7)
-    return {"orders_distinct": len({tuple(e) for e in epochs}) == 3,
-            "explicit_epoch_kept": explicit == list(fresh) and s.epoch == 7}
+    return {
+        "orders_distinct": len({tuple(e) for e in epochs}) == 3,
+        "explicit_epoch_kept": explicit == list(fresh) and s.epoch == 7,
+    }
 
 
 def seed() -> dict:
@@ -101,8 +109,14 @@ def seed() -> dict:
     return {"draw": torch.rand(3).tolist()}
 
 
-SCENARIOS = {"optimizers": optimizers, "lr_and_clip": lr_and_clip, "ddp": ddp, "zero": zero,
-             "sampler": sampler, "seed": seed}
+SCENARIOS = {
+    "optimizers": optimizers,
+    "lr_and_clip": lr_and_clip,
+    "ddp": ddp,
+    "zero": zero,
+    "sampler": sampler,
+    "seed": seed,
+}
 
 observed = SCENARIOS[sys.argv[1]]()
 print(json.dumps({"result": result, "observed": observed, "effects": dict(EFFECTS)}, default=str))

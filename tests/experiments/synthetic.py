@@ -32,15 +32,31 @@ def write_run(run_dir: Path, sets: dict[str, str], exit_code: int = 0, world: in
     for rank in range(world):
         lines = [{"kind": "header", "schema": "ddp-doctor.rank/1", "rank": rank, "world_size": world}]
         for s in range(STEPS):
-            lines.append({"kind": "step", "step": s, "micro_steps": 1, "losses": [float(loss[s])],
-                          "samples": [2], "sync": [1], "grad_sq_local": [float(grad[s]) ** 2],
-                          "grad_sq_global": [float(grad[s]) ** 2], "lr": [min(1.0, (s + 1) / 5)]})
+            lines.append(
+                {
+                    "kind": "step",
+                    "step": s,
+                    "micro_steps": 1,
+                    "losses": [float(loss[s])],
+                    "samples": [2],
+                    "sync": [1],
+                    "grad_sq_local": [float(grad[s]) ** 2],
+                    "grad_sq_global": [float(grad[s]) ** 2],
+                    "lr": [min(1.0, (s + 1) / 5)],
+                }
+            )
         # adam.eps acts on nothing here (think: an SGD script); the probe counts 0 effects for it
         effects = {key: 0 if key == "adam.eps" else STEPS for key in sets}
         lines.append({"kind": "end", "steps": STEPS, "reason": "exit", "interventions": effects})
         text = "".join(json.dumps(rec) + "\n" for rec in lines)
         (run_dir / "ranks" / f"rank-{rank:05d}.jsonl").write_text(text)
-    manifest = {"schema": "ddp-doctor.run/1", "command": ["train.py"], "interventions": sets,
-                "start": "2026-12-02T14:00:00Z", "end": "2026-12-02T14:01:00Z", "exit_code": exit_code}
+    manifest = {
+        "schema": "ddp-doctor.run/1",
+        "command": ["train.py"],
+        "interventions": sets,
+        "start": "2026-12-02T14:00:00Z",
+        "end": "2026-12-02T14:01:00Z",
+        "exit_code": exit_code,
+    }
     (run_dir / "manifest.json").write_text(json.dumps(manifest))
     assert math.isfinite(float(loss.sum()))

@@ -9,14 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from synthetic import write_run
 
-from ddp_doctor.experiments.ablate import (ablate, is_finished, parse_variants, plan_runs,
-                                           run_dir_name)
+from ddp_doctor.experiments.ablate import ablate, is_finished, parse_variants, plan_runs, run_dir_name
 from ddp_doctor.experiments.interventions import InterventionError
 from ddp_doctor.experiments.stability import stability_of_series
 from ddp_doctor.experiments.stats import bootstrap_diff_ci, symmetric_change
-
-from synthetic import write_run
 
 
 class RecordingRunner:
@@ -119,11 +117,27 @@ def test_cli_runs_each_variant_through_the_probe_and_flags_keys_that_never_appli
 
     script = Path(__file__).with_name("trivial_train.py")
     out = tmp_path / "ablate"
-    result = CliRunner().invoke(app, ["ablate", "--seeds", "1", "--variant", "lr.scale=0.5",
-                                      "--variant", "adam.eps=1e-10", "--out", str(out),
-                                      "--format", "json", "--", sys.executable, str(script)])
+    result = CliRunner().invoke(
+        app,
+        [
+            "ablate",
+            "--seeds",
+            "1",
+            "--variant",
+            "lr.scale=0.5",
+            "--variant",
+            "adam.eps=1e-10",
+            "--out",
+            str(out),
+            "--format",
+            "json",
+            "--",
+            sys.executable,
+            str(script),
+        ],
+    )
     assert result.exit_code == 0, result.output
-    table = json.loads(result.output[result.output.index("{"):])
+    table = json.loads(result.output[result.output.index("{") :])
     by_name = {v["name"]: v for v in table["variants"]}
     assert [v["failed"] for v in table["variants"]] == [0, 0, 0]
     assert by_name["adam.eps=1e-10"]["verdict"] == "not applied"  # the script uses SGD
@@ -136,7 +150,8 @@ def test_cli_rejects_a_bad_variant_before_running_anything(tmp_path):
 
     from ddp_doctor.cli import app
 
-    result = CliRunner().invoke(app, ["ablate", "--variant", "adam.epsilon=1", "--out",
-                                      str(tmp_path / "a"), "--", "python", "x.py"])
+    result = CliRunner().invoke(
+        app, ["ablate", "--variant", "adam.epsilon=1", "--out", str(tmp_path / "a"), "--", "python", "x.py"]
+    )
     assert result.exit_code == 2
     assert not (tmp_path / "a").exists()

@@ -15,10 +15,10 @@ SCENARIO = Path(__file__).with_name("scenario_compile_check.py")
 @pytest.mark.slow
 def test_compile_check_records_each_step_with_an_eager_baseline(tmp_path):
     run = tmp_path / "run"
-    subprocess.run([sys.executable, str(SCENARIO), str(run)], check=True, timeout=600,
-                   capture_output=True)
-    records = [json.loads(line) for f in (run / "ranks").glob("*.jsonl")
-               for line in f.read_text().splitlines()]
+    subprocess.run([sys.executable, str(SCENARIO), str(run)], check=True, timeout=600, capture_output=True)
+    records = [
+        json.loads(line) for f in (run / "ranks").glob("*.jsonl") for line in f.read_text().splitlines()
+    ]
     checks = [r for r in records if r["kind"] == "compile_check"]
     errors = [r for r in records if r["kind"] == "probe_error"]
     assert errors == []

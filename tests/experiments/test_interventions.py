@@ -10,8 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from ddp_doctor.experiments.interventions import (ENV_VAR, SPECS, InterventionError, parse_sets,
-                                                  parse_value, to_env)
+from ddp_doctor.experiments.interventions import (
+    ENV_VAR,
+    SPECS,
+    InterventionError,
+    parse_sets,
+    parse_value,
+    to_env,
+)
 
 SCENARIO = Path(__file__).with_name("scenario_interventions.py")
 
@@ -28,19 +34,25 @@ def run_scenario(name: str, sets: dict[str, str], probe_dir: Path | None = None)
 
 def test_parse_sets_keeps_values_as_written():
     assert parse_sets(["adam.eps=1e-10", " lr.scale = 0.1", "compile=off"]) == {
-        "adam.eps": "1e-10", "lr.scale": "0.1", "compile": "off"}
+        "adam.eps": "1e-10",
+        "lr.scale": "0.1",
+        "compile": "off",
+    }
 
 
-@pytest.mark.parametrize("item, message", [
-    ("nokey", "expected KEY=VALUE"),
-    ("adam.epsilon=1e-8", "unknown intervention key 'adam.epsilon'"),
-    ("adam.eps=-1", "bad value for adam.eps"),
-    ("adam.beta2=1.0", "strictly between 0 and 1"),
-    ("compile=on", "must be one of off"),
-    ("warmup=0.5", "bad value for warmup"),
-    ("ddp.find_unused=maybe", "must be true or false"),
-    ("clip=nan", "finite number > 0"),
-])
+@pytest.mark.parametrize(
+    "item, message",
+    [
+        ("nokey", "expected KEY=VALUE"),
+        ("adam.epsilon=1e-8", "unknown intervention key 'adam.epsilon'"),
+        ("adam.eps=-1", "bad value for adam.eps"),
+        ("adam.beta2=1.0", "strictly between 0 and 1"),
+        ("compile=on", "must be one of off"),
+        ("warmup=0.5", "bad value for warmup"),
+        ("ddp.find_unused=maybe", "must be true or false"),
+        ("clip=nan", "finite number > 0"),
+    ],
+)
 def test_parse_sets_rejects_with_a_clear_message(item, message):
     with pytest.raises(InterventionError, match=message.replace("(", r"\(").replace(".", r"\.")):
         parse_sets([item])

@@ -14,16 +14,25 @@ from ddp_doctor.experiments.verify import FP32_REL_TOL, VerifyConfig, compare, m
 @pytest.fixture(scope="module")
 def table():
     # 2 ranks, accum 2, 2 optimizer steps on the tiny preset: every default row in one spawn.
-    result = CliRunner().invoke(app, ["verify", "--world", "2", "--accum", "2", "--steps", "2",
-                                      "--format", "json"])
+    result = CliRunner().invoke(
+        app, ["verify", "--world", "2", "--accum", "2", "--steps", "2", "--format", "json"]
+    )
     assert result.exit_code == 0, result.output
     return json.loads(result.output)
 
 
 def test_equivalent_rows_are_equal_at_fp32(table):
     rows = {r["name"]: r for r in table["rows"]}
-    for name in ("ddp", "eager-repeat", "sync-every-micro", "bucket-small", "bucket-view",
-                 "find-unused", "zero1", "fsdp2"):
+    for name in (
+        "ddp",
+        "eager-repeat",
+        "sync-every-micro",
+        "bucket-small",
+        "bucket-view",
+        "find-unused",
+        "zero1",
+        "fsdp2",
+    ):
         assert rows[name]["verdict"] == "equal", rows[name]
         assert rows[name]["grad_rel"] <= FP32_REL_TOL and rows[name]["param_rel"] <= FP32_REL_TOL
     assert rows["ddp"]["replica_spread"] == 0.0
@@ -51,21 +60,29 @@ def test_compile_is_judged_against_eager_noise():
 
     rows = [v for v in variants(VerifyConfig(compile=True)) if v.name in ("ddp", "eager-repeat", "compile")]
     same = {"grads": {"w": torch.ones(3)}, "params": {"w": torch.ones(3)}, "replica_spread": 0.0}
-    noisy = {"grads": {"w": torch.tensor([1.0, 1.0, 1.5])}, "params": {"w": torch.ones(3)},
-             "replica_spread": 0.0}
-    table = {r.name: r for r in compare(rows, {"single": same, "ddp": same, "eager-repeat": same,
-                                               "compile": noisy})}
+    noisy = {
+        "grads": {"w": torch.tensor([1.0, 1.0, 1.5])},
+        "params": {"w": torch.ones(3)},
+        "replica_spread": 0.0,
+    }
+    table = {
+        r.name: r
+        for r in compare(rows, {"single": same, "ddp": same, "eager-repeat": same, "compile": noisy})
+    }
     assert table["compile"].verdict == "differ" and table["compile"].tolerance == FP32_REL_TOL
-    table = {r.name: r for r in compare(rows, {"single": same, "ddp": same, "eager-repeat": noisy,
-                                               "compile": noisy})}
+    table = {
+        r.name: r
+        for r in compare(rows, {"single": same, "ddp": same, "eager-repeat": noisy, "compile": noisy})
+    }
     assert table["compile"].verdict == "equal"  # within 10x the run-to-run noise
 
 
 def test_max_diff_is_relative_to_the_largest_reference_value():
     import torch
 
-    assert max_diff({"a": torch.tensor([1.0, 2.001])}, {"a": torch.tensor([1.0, 2.0])}) == \
-        pytest.approx((1e-3, 5e-4), rel=1e-3)
+    assert max_diff({"a": torch.tensor([1.0, 2.001])}, {"a": torch.tensor([1.0, 2.0])}) == pytest.approx(
+        (1e-3, 5e-4), rel=1e-3
+    )
     assert max_diff({"a": torch.ones(1)}, {"b": torch.ones(1)})[0] == float("inf")
 
 

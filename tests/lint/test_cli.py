@@ -37,12 +37,15 @@ def test_exit_0_when_only_info_findings() -> None:
     assert code == 0 and "find-unused-true" in out
 
 
-@pytest.mark.parametrize("args", [
-    ["does/not/exist.py"],
-    ["--select", "no-such-rule", "."],
-    ["--format", "xml", "."],
-    ["--lang", "fr", "."],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["does/not/exist.py"],
+        ["--select", "no-such-rule", "."],
+        ["--format", "xml", "."],
+        ["--lang", "fr", "."],
+    ],
+)
 def test_exit_2_on_usage_errors(args: list[str]) -> None:
     assert _lint(*args)[0] == 2
 
@@ -98,13 +101,18 @@ AUTOFIXED = [
     ("fsdp-clip-wrong", "bad_fsdp1.py", "model.clip_grad_norm_(1.0)"),
     ("fsdp-clip-wrong", "bad_attribute_model.py", "self.model.clip_grad_norm_(max_norm)"),
     ("batchnorm-unsynced", "bad_conv_net.py", "model = nn.SyncBatchNorm.convert_sync_batchnorm(model)"),
-    ("batchnorm-unsynced", "bad_torchvision.py", "model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)"),
+    (
+        "batchnorm-unsynced",
+        "bad_torchvision.py",
+        "model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)",
+    ),
 ]
 
 
 @pytest.mark.parametrize("rule, name, expected_text", AUTOFIXED, ids=[f"{r}/{n}" for r, n, _ in AUTOFIXED])
-def test_fix_removes_the_finding_and_keeps_valid_python(tmp_path: Path, rule: str, name: str,
-                                                        expected_text: str) -> None:
+def test_fix_removes_the_finding_and_keeps_valid_python(
+    tmp_path: Path, rule: str, name: str, expected_text: str
+) -> None:
     target = tmp_path / name
     shutil.copy(CORPUS / rule / name, target)
     before = {f.id for f in lint_file(target).findings}
@@ -136,14 +144,18 @@ def test_no_set_epoch_autofix_when_the_sampler_lives_in_another_function(tmp_pat
         "    return loader\n\n\n"
         "def main(model, ds, opt):\n    loader = build(ds)\n    for epoch in range(3):\n"
         "        for batch in loader:\n            model(batch).loss.backward()\n            opt.step()\n",
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     [finding] = lint_file(target).findings
     assert (finding.id, finding.evidence["autofix"]) == ("set-epoch-missing", False)
 
 
 def test_fix_leaves_notebooks_untouched(tmp_path: Path) -> None:
     nb = tmp_path / "n.ipynb"
-    src = ["from torch.nn.parallel import DistributedDataParallel as DDP\n", "m = DDP(n, find_unused_parameters=True)"]
+    src = [
+        "from torch.nn.parallel import DistributedDataParallel as DDP\n",
+        "m = DDP(n, find_unused_parameters=True)",
+    ]
     nb.write_text(json.dumps({"cells": [{"cell_type": "code", "source": src}]}), encoding="utf-8")
     before = nb.read_text(encoding="utf-8")
     _lint("--fix", str(nb))

@@ -23,13 +23,16 @@ def _ids(source: str) -> list[str]:
     return [f.id for f in lint_source(source, "x.py").findings]
 
 
-@pytest.mark.parametrize("comment, silenced", [
-    ("  # ddp-doctor: ignore[find-unused-true]", True),
-    ("  # ddp-doctor: ignore[sampler-missing, find-unused-true]", True),
-    ("  # ddp-doctor: ignore", True),
-    ("  # ddp-doctor: ignore[sampler-missing]", False),
-    ("  # some other comment", False),
-])
+@pytest.mark.parametrize(
+    "comment, silenced",
+    [
+        ("  # ddp-doctor: ignore[find-unused-true]", True),
+        ("  # ddp-doctor: ignore[sampler-missing, find-unused-true]", True),
+        ("  # ddp-doctor: ignore", True),
+        ("  # ddp-doctor: ignore[sampler-missing]", False),
+        ("  # some other comment", False),
+    ],
+)
 def test_inline_ignore_silences_only_the_named_ids(comment: str, silenced: bool) -> None:
     assert _ids(FIND_UNUSED.format(comment=comment)) == ([] if silenced else ["find-unused-true"])
 
@@ -40,18 +43,35 @@ def test_raw_text_without_imports_is_not_matched() -> None:
 
 
 def _notebook(cells: list[tuple[str, str]]) -> str:
-    return json.dumps({"cells": [{"cell_type": kind, "source": src.splitlines(keepends=True), "metadata": {}}
-                                 for kind, src in cells], "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    return json.dumps(
+        {
+            "cells": [
+                {"cell_type": kind, "source": src.splitlines(keepends=True), "metadata": {}}
+                for kind, src in cells
+            ],
+            "metadata": {},
+            "nbformat": 4,
+            "nbformat_minor": 5,
+        }
+    )
 
 
 def test_notebook_findings_report_cell_and_line(tmp_path: Path) -> None:
     nb = tmp_path / "train.ipynb"
-    nb.write_text(_notebook([
-        ("markdown", "# Training\nsome text"),
-        ("code", "%matplotlib inline\n!nvidia-smi\nfrom torch.nn.parallel import DistributedDataParallel as DDP"),
-        ("code", "%%bash\necho not python ( at all"),
-        ("code", "x = 1\nmodel = DDP(net, find_unused_parameters=True)"),
-    ]), encoding="utf-8")
+    nb.write_text(
+        _notebook(
+            [
+                ("markdown", "# Training\nsome text"),
+                (
+                    "code",
+                    "%matplotlib inline\n!nvidia-smi\nfrom torch.nn.parallel import DistributedDataParallel as DDP",
+                ),
+                ("code", "%%bash\necho not python ( at all"),
+                ("code", "x = 1\nmodel = DDP(net, find_unused_parameters=True)"),
+            ]
+        ),
+        encoding="utf-8",
+    )
     result = lint_paths([nb])
     assert result.diagnostics == []
     [finding] = result.findings
@@ -71,7 +91,11 @@ def test_unparsable_and_undecodable_files_are_reported_and_the_run_continues(tmp
     (tmp_path / "c_bad_nb.ipynb").write_text("{not json", encoding="utf-8")
     (tmp_path / "d_ok.py").write_text(FIND_UNUSED.format(comment=""), encoding="utf-8")
     result = lint_paths([tmp_path])
-    assert sorted(Path(d.path).name for d in result.diagnostics) == ["a_broken.py", "b_binary.py", "c_bad_nb.ipynb"]
+    assert sorted(Path(d.path).name for d in result.diagnostics) == [
+        "a_broken.py",
+        "b_binary.py",
+        "c_bad_nb.ipynb",
+    ]
     assert next(d for d in result.diagnostics if d.path.endswith("a_broken.py")).line == 1
     assert [f.id for f in result.findings] == ["find-unused-true"]
     assert result.files == 4
@@ -79,16 +103,21 @@ def test_unparsable_and_undecodable_files_are_reported_and_the_run_continues(tmp
 
 def test_linted_code_is_never_imported_or_executed(tmp_path: Path) -> None:
     marker = tmp_path / "executed"
-    (tmp_path / "evil.py").write_text(f"open({str(marker)!r}, 'w').write('x')\nimport no_such_module_xyz\n"
-                                      "raise SystemExit(3)\n", encoding="utf-8")
+    (tmp_path / "evil.py").write_text(
+        f"open({str(marker)!r}, 'w').write('x')\nimport no_such_module_xyz\nraise SystemExit(3)\n",
+        encoding="utf-8",
+    )
     result = lint_paths([tmp_path])
     assert result.diagnostics == [] and not marker.exists()
 
 
-def test_pyproject_config_selects_ignores_and_excludes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pyproject_config_selects_ignores_and_excludes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "pyproject.toml").write_text(
         '[tool.ddp-doctor]\nignore = ["find-unused-true"]\nexclude = ["generated/", "legacy_*.py"]\n',
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     bad = FIND_UNUSED.format(comment="") + "import torch\nm2 = DDP(torch.compile(net))\n"
     for rel in ("train.py", "generated/gen.py", "legacy_train.py", "sub/legacy_old.py"):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -128,6 +157,8 @@ def test_apply_edits_keeps_text_outside_edits_and_handles_insertions() -> None:
 
 
 def test_lint_package_does_not_import_torch() -> None:
-    code = ("import sys, ddp_doctor.lint.engine, ddp_doctor.lint.output, ddp_doctor.lint.command;"
-            "assert 'torch' not in sys.modules, 'torch imported'")
+    code = (
+        "import sys, ddp_doctor.lint.engine, ddp_doctor.lint.output, ddp_doctor.lint.command;"
+        "assert 'torch' not in sys.modules, 'torch imported'"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -37,7 +37,7 @@ def test_random_text_never_crashes(text: str) -> None:
 @given(st.sampled_from(SNIPPETS), st.integers(0, 10_000), st.integers(0, 40), st.text(max_size=12))
 def test_mangled_snippets_never_crash(snippet: str, at: int, cut: int, insert: str) -> None:
     at %= len(snippet) + 1
-    _check(snippet[:at] + insert + snippet[at + cut:])
+    _check(snippet[:at] + insert + snippet[at + cut :])
 
 
 @FUZZ
@@ -47,18 +47,49 @@ def test_shuffled_statements_never_crash(lines: list[tuple[str, int]]) -> None:
     _check("\n".join("    " * depth + line.strip() for line, depth in lines) + "\n")
 
 
-PRELUDE = ("import torch\nimport torch.distributed as dist\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
-           "from torch.utils.data import DataLoader, DistributedSampler\n")
-ATOMS = ["loss = model(x).mean()", "loss = loss / accum", "logits, loss = model(x, y)", "loss.backward()",
-         "scaler.scale(loss).backward()", "optimizer.step()", "scaler.step(optimizer)", "optimizer.zero_grad()",
-         "scheduler.step()", "model.require_backward_grad_sync = last", "scaler.unscale_(optimizer)",
-         "torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)", "model = DDP(model, find_unused_parameters=True)",
-         "model = torch.compile(model)", "sampler = DistributedSampler(ds)", "loader = DataLoader(ds, sampler=sampler)",
-         "loader = DataLoader(ds, shuffle=True)", "print(loss.item())", "dist.all_reduce(loss)", "x = helper(model, x)",
-         "return loss", "pass", "layer = torch.nn.BatchNorm2d(8)", "optimizer = torch.optim.AdamW(model.parameters())"]
-HEADERS = ["for i in range(n):", "for x in loader:", "while cond:", "if (i + 1) % accum == 0:", "if rank == 0:",
-           "with model.no_sync():", "with torch.autocast('cuda', dtype=torch.float16):", "def helper(model, x):",
-           "def train(model, loader, optimizer):", "class Trainer:", "try:"]
+PRELUDE = (
+    "import torch\nimport torch.distributed as dist\nfrom torch.nn.parallel import DistributedDataParallel as DDP\n"
+    "from torch.utils.data import DataLoader, DistributedSampler\n"
+)
+ATOMS = [
+    "loss = model(x).mean()",
+    "loss = loss / accum",
+    "logits, loss = model(x, y)",
+    "loss.backward()",
+    "scaler.scale(loss).backward()",
+    "optimizer.step()",
+    "scaler.step(optimizer)",
+    "optimizer.zero_grad()",
+    "scheduler.step()",
+    "model.require_backward_grad_sync = last",
+    "scaler.unscale_(optimizer)",
+    "torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)",
+    "model = DDP(model, find_unused_parameters=True)",
+    "model = torch.compile(model)",
+    "sampler = DistributedSampler(ds)",
+    "loader = DataLoader(ds, sampler=sampler)",
+    "loader = DataLoader(ds, shuffle=True)",
+    "print(loss.item())",
+    "dist.all_reduce(loss)",
+    "x = helper(model, x)",
+    "return loss",
+    "pass",
+    "layer = torch.nn.BatchNorm2d(8)",
+    "optimizer = torch.optim.AdamW(model.parameters())",
+]
+HEADERS = [
+    "for i in range(n):",
+    "for x in loader:",
+    "while cond:",
+    "if (i + 1) % accum == 0:",
+    "if rank == 0:",
+    "with model.no_sync():",
+    "with torch.autocast('cuda', dtype=torch.float16):",
+    "def helper(model, x):",
+    "def train(model, loader, optimizer):",
+    "class Trainer:",
+    "try:",
+]
 
 
 def _block(depth: int) -> st.SearchStrategy[list[str]]:

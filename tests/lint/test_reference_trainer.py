@@ -37,7 +37,7 @@ NOT_STATIC: dict[str, str] = {
     "no-set-epoch": "same: the sampler reaches the epoch loop through TrainState, and set_epoch is elsewhere",
     "loss-unscaled": "the fault multiplies the token-normalised loss back (`loss * accum`): a product is not provably raw",
     "sync-toggle-after-forward": "the forward runs through an alias (`forward = model`) of a different object than "
-                                 "the toggled `state.ddp`: not provably the same module",
+    "the toggled `state.ddp`: not provably the same module",
     "fp16-no-scaler": "the autocast dtype is a runtime value (cfg.precision), never a literal float16",
     "rank0-loss-log": "the logged value is a local CE sum returned in a dataclass, not logged under a rank-0 guard",
     "replica-desync": "runtime-only finding (no lint ID)",
@@ -57,8 +57,13 @@ class _Specialise(ast.NodeTransformer):
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
         self.generic_visit(node)
-        if isinstance(node.func, ast.Attribute) and node.func.attr == "has" and len(node.args) == 1 \
-                and isinstance(node.args[0], ast.Constant) and node.args[0].value in FAULTS:
+        if (
+            isinstance(node.func, ast.Attribute)
+            and node.func.attr == "has"
+            and len(node.args) == 1
+            and isinstance(node.args[0], ast.Constant)
+            and node.args[0].value in FAULTS
+        ):
             return ast.copy_location(ast.Constant(node.args[0].value in self.faults), node)
         return node
 
@@ -100,7 +105,7 @@ def _tidy(tree: ast.AST) -> None:
                 continue
             for i, stmt in enumerate(block):
                 if isinstance(stmt, (ast.Return, ast.Raise)):
-                    del block[i + 1:]
+                    del block[i + 1 :]
                     break
             if not block and field_name == "body":
                 block.append(ast.Pass())

@@ -47,12 +47,12 @@ def build_llama(preset: ModelPreset, mode: str, checkpointing: bool) -> torch.nn
     return model.train()
 
 
-def measured_activation_bytes(model: torch.nn.Module, vocab: int, micro_batch: int, seq_len: int,
-                              mode: str) -> int:
+def measured_activation_bytes(
+    model: torch.nn.Module, vocab: int, micro_batch: int, seq_len: int, mode: str
+) -> int:
     params = {p.untyped_storage().data_ptr() for p in model.parameters()}
     ids = torch.randint(0, vocab, (micro_batch, seq_len))
-    autocast = (torch.autocast("cpu", dtype=torch.bfloat16) if mode == "autocast"
-                else contextlib.nullcontext())
+    autocast = torch.autocast("cpu", dtype=torch.bfloat16) if mode == "autocast" else contextlib.nullcontext()
     tracker = _StorageTracker()
     with tracker, autocast:
         loss = model(input_ids=ids, labels=ids).loss

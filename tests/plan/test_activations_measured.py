@@ -31,7 +31,8 @@ def test_activation_formula_equals_measured_saved_bytes(name: str, mode: str, ch
 @pytest.mark.parametrize("mode", ["fp32", "half"])
 @pytest.mark.parametrize("micro_batch,seq_len", [(1, 100), (3, 33)])
 def test_activation_formula_holds_for_other_shapes_and_grouped_query_attention(
-        mode: str, micro_batch: int, seq_len: int) -> None:
+    mode: str, micro_batch: int, seq_len: int
+) -> None:
     model = build_llama(TINY_GQA, mode, checkpointing=False)
     measured = measured_activation_bytes(model, TINY_GQA.vocab_size, micro_batch, seq_len, mode)
     assert activation_bytes(TINY_GQA, micro_batch, seq_len, mode).stored == measured

@@ -32,8 +32,13 @@ def test_json_output_lists_every_strategy_with_memory_components_and_hypotheses(
 def test_text_and_table_formats_show_the_verdicts() -> None:
     text = CliRunner().invoke(app, FORUM_ARGS).output
     assert "optimizer states" in text and "[error]" in text and "fp16-overflow" in text
-    table = CliRunner().invoke(app, [*FORUM_ARGS, "--format", "table", "--strategy", "zero3",
-                                     "--offload", "--checkpointing"]).output
+    table = (
+        CliRunner()
+        .invoke(
+            app, [*FORUM_ARGS, "--format", "table", "--strategy", "zero3", "--offload", "--checkpointing"]
+        )
+        .output
+    )
     assert "zero3" in table and "yes" in table and "ddp" not in table
 
 
@@ -48,12 +53,17 @@ def test_hf_config_json_gives_the_same_plan_as_the_preset(tmp_path) -> None:  # 
 
 
 def test_unknown_gpu_or_model_is_a_usage_error() -> None:
-    assert CliRunner().invoke(app, ["plan", "--model", "llama-13b", "--gpus", "4", "--gpu", "k80"]).exit_code == 2
+    assert (
+        CliRunner().invoke(app, ["plan", "--model", "llama-13b", "--gpus", "4", "--gpu", "k80"]).exit_code
+        == 2
+    )
     assert CliRunner().invoke(app, ["plan", "--model", "nope", "--gpus", "4", "--gpu", "h200"]).exit_code == 2
 
 
 def test_planning_does_not_import_torch_or_transformers() -> None:
-    code = ("import sys; from ddp_doctor.plan import advice, render, planner; "
-            "print('torch' in sys.modules or 'transformers' in sys.modules)")
+    code = (
+        "import sys; from ddp_doctor.plan import advice, render, planner; "
+        "print('torch' in sys.modules or 'transformers' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from ddp_doctor.plan.memory import model_states
-from ddp_doctor.plan.model import (lora_parameter_tensors, lora_parameters, num_parameter_tensors)
+from ddp_doctor.plan.model import lora_parameter_tensors, lora_parameters, num_parameter_tensors
 from ddp_doctor.trainer.presets import PRESETS
 
 from .measure import build_llama
@@ -29,8 +29,9 @@ def test_fp32_model_states_equal_measured_bytes_after_one_adamw_step(name: str) 
     params = list(model.parameters())
     measured_weights = _nbytes(params)
     measured_grads = _nbytes(p.grad for p in params)
-    measured_optimizer = _nbytes(t for state in opt.state.values() for t in state.values()
-                                 if isinstance(t, torch.Tensor))
+    measured_optimizer = _nbytes(
+        t for state in opt.state.values() for t in state.values() if isinstance(t, torch.Tensor)
+    )
 
     psi = preset.num_parameters()
     assert sum(p.numel() for p in params) == psi
@@ -48,7 +49,9 @@ def test_lora_parameter_count_matches_adapters_on_q_and_v_of_the_real_model(name
     adapters = []
     for layer in model.model.layers:
         for proj in (layer.self_attn.q_proj, layer.self_attn.v_proj):
-            adapters += [torch.nn.Linear(proj.in_features, rank, bias=False),
-                         torch.nn.Linear(rank, proj.out_features, bias=False)]
+            adapters += [
+                torch.nn.Linear(proj.in_features, rank, bias=False),
+                torch.nn.Linear(rank, proj.out_features, bias=False),
+            ]
     assert sum(a.weight.numel() for a in adapters) == lora_parameters(preset, rank)
     assert len(adapters) == lora_parameter_tensors(preset)

@@ -13,8 +13,14 @@ from ddp_doctor.plan.planner import Setup, memory_breakdown, micro_and_accum, pl
 from ddp_doctor.plan.throughput import comm_bytes_per_step, flops_per_token
 from ddp_doctor.trainer.presets import PRESETS
 
-FORUM = Setup(model=PRESETS["llama-13b"], gpu=get_gpu("v100-32gb"), gpus_per_node=4, seq_len=2048,
-              precision="fp16", global_batch=64)
+FORUM = Setup(
+    model=PRESETS["llama-13b"],
+    gpu=get_gpu("v100-32gb"),
+    gpus_per_node=4,
+    seq_len=2048,
+    precision="fp16",
+    global_batch=64,
+)
 
 
 def test_forum_case_ddp_needs_about_16_bytes_per_parameter_and_does_not_fit() -> None:

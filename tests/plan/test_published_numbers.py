@@ -27,8 +27,9 @@ MFU_TOLERANCE = 0.10
 
 @pytest.mark.parametrize("stage", [0, 1, 2, 3])
 def test_zero_paper_fig1_per_gpu_memory_is_reproduced(stage: int) -> None:
-    assert zero_paper_states(ZERO_PSI, ZERO_ND, stage) / 1e9 == pytest.approx(ZERO_FIG1_GB[stage],
-                                                                              abs=FIG1_ROUNDING_GB)
+    assert zero_paper_states(ZERO_PSI, ZERO_ND, stage) / 1e9 == pytest.approx(
+        ZERO_FIG1_GB[stage], abs=FIG1_ROUNDING_GB
+    )
 
 
 @pytest.mark.parametrize("strategy,stage", [("zero1", 1), ("zero2", 2), ("zero3", 3)])

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import teardown_race
+
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
 DDP_DOCTOR = [sys.executable, "-m", "ddp_doctor.cli"]
 # Generous: 2 ranks share 2 CPU cores with other test runs; a hang must still end the test.
@@ -17,29 +19,54 @@ RUN_TIMEOUT_S = 300
 
 def torchrun(script: str, *args: str, nproc: int = 2) -> list[str]:
     # --standalone picks a free port for the rendezvous: tests run in parallel with others.
-    return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}",
-            str(SCRIPTS / script), *args]
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc_per_node={nproc}",
+        str(SCRIPTS / script),
+        *args,
+    ]
 
 
 def base_env(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
-    env.update(OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false", HF_HUB_OFFLINE="1",
-               TRANSFORMERS_OFFLINE="1", PYTHONUNBUFFERED="1")
+    env.update(
+        OMP_NUM_THREADS="1",
+        TOKENIZERS_PARALLELISM="false",
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        PYTHONUNBUFFERED="1",
+    )
     env.update(extra)
     return env
 
 
-def run_probe(out: Path, command: list[str], *options: str, env: dict[str, str] | None = None,
-              check: bool = True) -> subprocess.CompletedProcess:
-    proc = subprocess.run([*DDP_DOCTOR, "run", "--out", str(out), *options, "--", *command],
-                          env=env or base_env(), capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"exit {proc.returncode}\nstdout:\n{proc.stdout[-4000:]}\nstderr:\n{proc.stderr[-4000:]}")
+def run_probe(
+    out: Path, command: list[str], *options: str, env: dict[str, str] | None = None, check: bool = True
+) -> subprocess.CompletedProcess:
+    proc = subprocess.run(
+        [*DDP_DOCTOR, "run", "--out", str(out), *options, "--", *command],
+        env=env or base_env(),
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+    )
+    if check and proc.returncode != 0 and not teardown_race.tolerated(proc, out, f"run_probe {command[-1]}"):
+        raise AssertionError(
+            f"exit {proc.returncode}\nstdout:\n{proc.stdout[-4000:]}\nstderr:\n{proc.stderr[-4000:]}"
+        )
     return proc
 
 
 def run_plain(command: list[str], env: dict[str, str] | None = None) -> None:
-    proc = subprocess.run(command, env=env or base_env(), capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    proc = teardown_race.run_retrying(
+        lambda: subprocess.run(
+            command, env=env or base_env(), capture_output=True, text=True, timeout=RUN_TIMEOUT_S
+        ),
+        f"run_plain {command[-1]}",
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
 
 

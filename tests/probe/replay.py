@@ -9,8 +9,8 @@ with explicit num_replicas/rank, exactly as the script's sampler draws it.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import torch
 import torch.nn.functional as F
@@ -35,11 +35,16 @@ def shard_batches(world: int, rank: int, epoch: int) -> list[list[int]]:
     sampler = DistributedSampler(toy.make_dataset(), num_replicas=world, rank=rank, shuffle=True, seed=0)
     sampler.set_epoch(epoch)
     indices = list(sampler)
-    return [indices[i:i + toy.BATCH] for i in range(0, len(indices), toy.BATCH)]
+    return [indices[i : i + toy.BATCH] for i in range(0, len(indices), toy.BATCH)]
 
 
-def replay(world: int, make_optimizer: Callable, make_scheduler: Callable | None = None,
-           max_norm: float | None = None, skip_steps: tuple[int, ...] = ()) -> list[Step]:
+def replay(
+    world: int,
+    make_optimizer: Callable,
+    make_scheduler: Callable | None = None,
+    max_norm: float | None = None,
+    skip_steps: tuple[int, ...] = (),
+) -> list[Step]:
     model = toy.make_model()
     dataset = toy.make_dataset()
     optimizer = make_optimizer(model.parameters())

@@ -44,8 +44,11 @@ def _assert_matches_replay(out, expected, scale_free=True):
 
 
 def test_no_sync_loop_records_accumulation_sync_pattern_norms_and_lr(no_sync_run):
-    expected = replay(WORLD, lambda p: torch.optim.SGD(p, lr=toy.LR, momentum=0.9),
-                      lambda o: torch.optim.lr_scheduler.StepLR(o, step_size=1, gamma=0.5))
+    expected = replay(
+        WORLD,
+        lambda p: torch.optim.SGD(p, lr=toy.LR, momentum=0.9),
+        lambda o: torch.optim.lr_scheduler.StepLR(o, step_size=1, gamma=0.5),
+    )
     assert len(expected) == N_STEPS
     _assert_matches_replay(no_sync_run / "run", expected)
     steps = _steps(no_sync_run / "run", 0)
@@ -123,8 +126,11 @@ def test_failing_instruments_are_recorded_once_and_training_is_unchanged(tmp_pat
     from probe.helpers import base_env
 
     failing = ["commhook", "data", "scheduler"]
-    run_probe(tmp_path / "run", torchrun("plain_no_sync.py", str(tmp_path / "p.pt")),
-              env=base_env(DDP_DOCTOR_PROBE_FAULT=",".join(failing)))
+    run_probe(
+        tmp_path / "run",
+        torchrun("plain_no_sync.py", str(tmp_path / "p.pt")),
+        env=base_env(DDP_DOCTOR_PROBE_FAULT=",".join(failing)),
+    )
     probed, reference = torch.load(tmp_path / "p.pt"), torch.load(no_sync_run / "probed.pt")
     assert all(torch.equal(probed[k], reference[k]) for k in reference)
     for rank in range(WORLD):
@@ -140,15 +146,22 @@ def test_failing_instruments_are_recorded_once_and_training_is_unchanged(tmp_pat
 def test_nanogpt_toggle_with_adamw_warmup_clip_and_a_dataloader_worker(tmp_path):
     out = tmp_path / "run"
     run_probe(out, torchrun("nanogpt_toggle.py", str(tmp_path / "p.pt")), "--level", "full", "--every", "2")
-    expected = replay(WORLD, lambda p: torch.optim.AdamW(p, lr=1e-2, eps=1e-8, betas=(0.9, 0.95), weight_decay=0.1),
-                      lambda o: torch.optim.lr_scheduler.LambdaLR(o, lambda s: min(1.0, (s + 1) / 2)),
-                      max_norm=1.0)
+    expected = replay(
+        WORLD,
+        lambda p: torch.optim.AdamW(p, lr=1e-2, eps=1e-8, betas=(0.9, 0.95), weight_decay=0.1),
+        lambda o: torch.optim.lr_scheduler.LambdaLR(o, lambda s: min(1.0, (s + 1) / 2)),
+        max_norm=1.0,
+    )
     _assert_matches_replay(out, expected)
     assert len(rank_files(out)) == WORLD  # the DataLoader worker wrote nothing
     for rank in range(WORLD):
         records = read_rank(out, rank)
         (opt,) = kind(records, "config", "optimizer")
-        assert opt["type"] == "AdamW" and opt["groups"][0]["betas"] == [0.9, 0.95] and opt["groups"][0]["eps"] == 1e-8
+        assert (
+            opt["type"] == "AdamW"
+            and opt["groups"][0]["betas"] == [0.9, 0.95]
+            and opt["groups"][0]["eps"] == 1e-8
+        )
         for step, want in zip(kind(records, "step"), expected):
             (clip,) = step["clip"]
             assert clip["max_norm"] == 1.0 and clip["after_unscale"] is False

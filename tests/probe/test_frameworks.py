@@ -48,8 +48,11 @@ def test_accelerate_accumulate_records_two_micro_steps_synced_once(tmp_path):
         (ddp,) = kind(read_rank(out, rank), "config", "ddp")
         assert ddp["module"] == "Sequential"
         (sched,) = kind(read_rank(out, rank), "config", "scheduler")
-        assert (sched["type"], sched["wrapper"], sched["split_batches"]) == \
-            ("LinearLR", "AcceleratedScheduler", False)
+        assert (sched["type"], sched["wrapper"], sched["split_batches"]) == (
+            "LinearLR",
+            "AcceleratedScheduler",
+            False,
+        )
     # accumulation == world size: accelerate's WORLD steps per optimizer step are not per-micro.
     from ddp_doctor.analysis.diagnose import diagnose
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -34,17 +35,23 @@ def test_run_with_a_bad_level_is_a_usage_error(tmp_path):
 
 
 def test_run_with_an_unknown_or_bad_intervention_is_a_usage_error(tmp_path):
-    unknown = _cli("run", "--out", str(tmp_path / "a"), "--set", "adam.epsilon=1e-8", "--", sys.executable, "-c", "pass")
+    unknown = _cli(
+        "run", "--out", str(tmp_path / "a"), "--set", "adam.epsilon=1e-8", "--", sys.executable, "-c", "pass"
+    )
     assert unknown.returncode == 2 and "unknown intervention key 'adam.epsilon'" in unknown.stderr
-    bad = _cli("run", "--out", str(tmp_path / "b"), "--set", "lr.scale=-1", "--", sys.executable, "-c", "pass")
+    bad = _cli(
+        "run", "--out", str(tmp_path / "b"), "--set", "lr.scale=-1", "--", sys.executable, "-c", "pass"
+    )
     assert bad.returncode == 2 and "lr.scale" in bad.stderr
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()  # nothing started
 
 
 def test_set_reaches_the_ranks_and_the_manifest(tmp_path):
     out = tmp_path / "run"
-    script = ("import torch; m = torch.nn.Linear(2, 1); "
-              "o = torch.optim.AdamW(m.parameters(), eps=1e-8); print('eps', o.param_groups[0]['eps'])")
+    script = (
+        "import torch; m = torch.nn.Linear(2, 1); "
+        "o = torch.optim.AdamW(m.parameters(), eps=1e-8); print('eps', o.param_groups[0]['eps'])"
+    )
     proc = run_probe(out, [sys.executable, "-c", script], "--set", "adam.eps=1e-10")
     assert "eps 1e-10" in proc.stdout
     assert json.loads((out / "manifest.json").read_text())["interventions"] == {"adam.eps": "1e-10"}
@@ -60,8 +67,13 @@ def test_exit_code_passes_through_and_manifest_records_it(tmp_path):
 
 def test_non_distributed_script_is_recorded_as_rank_0_and_secrets_never_reach_disk(tmp_path):
     out = tmp_path / "run"
-    env = base_env(MY_SERVICE_TOKEN=SECRET, NCCL_AUTH_KEY=SECRET, TORCH_HUB_TOKEN=SECRET,
-                   HF_TOKEN=SECRET, NCCL_DEBUG="WARN")
+    env = base_env(
+        MY_SERVICE_TOKEN=SECRET,
+        NCCL_AUTH_KEY=SECRET,
+        TORCH_HUB_TOKEN=SECRET,
+        HF_TOKEN=SECRET,
+        NCCL_DEBUG="WARN",
+    )
     run_probe(out, [sys.executable, str(SCRIPTS / "single_process.py")], env=env)
     files = [p for p in out.rglob("*") if p.is_file()]
     assert len(files) == 2 and all(SECRET not in p.read_text() for p in files)
@@ -102,17 +114,19 @@ def test_crashing_script_keeps_its_records_and_exit_code(tmp_path):
 
 
 def _kill(pid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def test_sigkill_mid_run_leaves_every_complete_line_readable(tmp_path):
     out = tmp_path / "run"
-    proc = subprocess.Popen([*DDP_DOCTOR, "run", "--out", str(out), "--every", "1", "--",
-                             *torchrun("long_run.py")], env=base_env(), start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [*DDP_DOCTOR, "run", "--out", str(out), "--every", "1", "--", *torchrun("long_run.py")],
+        env=base_env(),
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline:
@@ -145,8 +159,13 @@ def test_sigkill_mid_run_leaves_every_complete_line_readable(tmp_path):
 def test_explicit_attach_without_the_launcher_writes_rank_file_and_manifest(tmp_path):
     out = tmp_path / "run"
     env = {k: v for k, v in base_env().items() if not k.startswith("DDP_DOCTOR_")}
-    proc = subprocess.run([sys.executable, str(SCRIPTS / "attach_explicit.py"), str(out)], env=env,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPTS / "attach_explicit.py"), str(out)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     records = read_rank(out, 0)
     assert [s["step"] for s in kind(records, "step")] == [0, 1]

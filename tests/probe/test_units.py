@@ -9,17 +9,30 @@ import torch
 from ddp_doctor.probe.instruments.data import input_hash
 from ddp_doctor.probe.instruments.full import layer_group
 from ddp_doctor.probe.instruments.replicas import _bits_sum, _wrap32
-from ddp_doctor.probe.launcher import allowed_env, child_env, INJECT_DIR
+from ddp_doctor.probe.launcher import INJECT_DIR, allowed_env, child_env
 from ddp_doctor.probe.options import ProbeOptions
 from ddp_doctor.probe.recorder import RankRecorder, encode
 
 
 def test_env_allow_list_keeps_launcher_settings_and_drops_credentials():
-    env = {"WORLD_SIZE": "4", "NCCL_DEBUG": "INFO", "TORCH_DISTRIBUTED_DEBUG": "DETAIL", "HOME": "/root",
-           "NCCL_IB_AUTH_KEY": "x", "TORCH_HUB_TOKEN": "x", "AWS_SECRET_ACCESS_KEY": "x", "PATH": "/bin",
-           "ACCELERATE_MIXED_PRECISION": "bf16", "WANDB_API_KEY": "x"}
-    assert allowed_env(env) == {"ACCELERATE_MIXED_PRECISION": "bf16", "NCCL_DEBUG": "INFO",
-                                "TORCH_DISTRIBUTED_DEBUG": "DETAIL", "WORLD_SIZE": "4"}
+    env = {
+        "WORLD_SIZE": "4",
+        "NCCL_DEBUG": "INFO",
+        "TORCH_DISTRIBUTED_DEBUG": "DETAIL",
+        "HOME": "/root",
+        "NCCL_IB_AUTH_KEY": "x",
+        "TORCH_HUB_TOKEN": "x",
+        "AWS_SECRET_ACCESS_KEY": "x",
+        "PATH": "/bin",
+        "ACCELERATE_MIXED_PRECISION": "bf16",
+        "WANDB_API_KEY": "x",
+    }
+    assert allowed_env(env) == {
+        "ACCELERATE_MIXED_PRECISION": "bf16",
+        "NCCL_DEBUG": "INFO",
+        "TORCH_DISTRIBUTED_DEBUG": "DETAIL",
+        "WORLD_SIZE": "4",
+    }
 
 
 def test_child_env_puts_the_shim_first_and_keeps_the_users_pythonpath(tmp_path):

@@ -16,8 +16,9 @@ import pytest
 from ddp_doctor.report.command import write_report
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
-                                reason="Chromium not installed (apt-get install -y chromium)")
+pytestmark = pytest.mark.skipif(
+    not Path(CHROMIUM).exists(), reason="Chromium not installed (apt-get install -y chromium)"
+)
 MIN_COLOURS = 20  # text, table borders, coloured verdicts and plot lines: far more than a blank page
 
 
@@ -26,8 +27,8 @@ def png_pixels(data: bytes) -> list[bytes]:
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     pos, idat, width = 8, b"", 0
     while pos < len(data):
-        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
-        body = data[pos + 8:pos + 8 + length]
+        length, kind = struct.unpack(">I4s", data[pos : pos + 8])
+        body = data[pos + 8 : pos + 8 + length]
         if kind == b"IHDR":
             width, height, depth, colour, _, _, interlace = struct.unpack(">IIBBBBB", body)
             assert depth == 8 and colour in (2, 6) and interlace == 0
@@ -40,7 +41,7 @@ def png_pixels(data: bytes) -> list[bytes]:
     rows, prev = [], bytearray(stride)
     for y in range(height):
         f = raw[y * (stride + 1)]
-        line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        line = bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
         for i in range(stride):
             a = line[i - bpp] if i >= bpp else 0
             b = prev[i]
@@ -57,15 +58,29 @@ def png_pixels(data: bytes) -> list[bytes]:
                 line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
         rows.append(bytes(line))
         prev = line
-    return [bytes(r[i:i + 3]) for r in rows for i in range(0, len(r), bpp)]
+    return [bytes(r[i : i + 3]) for r in rows for i in range(0, len(r), bpp)]
 
 
 def _open(page: Path, shot: Path, profile: Path) -> str:
     proc = subprocess.run(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--no-first-run", f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0",
-         "--window-size=1000,1200", f"--screenshot={shot}", page.as_uri()],
-        capture_output=True, text=True, timeout=120)
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--no-first-run",
+            f"--user-data-dir={profile}",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--window-size=1000,1200",
+            f"--screenshot={shot}",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     return proc.stderr
 
 

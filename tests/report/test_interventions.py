@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from fixtures.synth_run import SynthSpec, write_run
+
 from ddp_doctor.analysis.diagnose import diagnose
 from ddp_doctor.report.html import render_html
 from ddp_doctor.report.text import render_text
 from ddp_doctor.report.to_json import render_json
-from fixtures.synth_run import SynthSpec, write_run
 
 SETS = {"lr.scale": "0.1", "sampler.set_epoch": "auto"}
 

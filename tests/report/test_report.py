@@ -23,8 +23,14 @@ def test_json_follows_the_catalog_contract(make_run):
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
     assert data["schema"] == REPORT_SCHEMA
-    for key in ("world_size", "optimizer_steps", "micro_steps_per_optimizer_step", "effective_batch",
-                "settings", "problems"):
+    for key in (
+        "world_size",
+        "optimizer_steps",
+        "micro_steps_per_optimizer_step",
+        "effective_batch",
+        "settings",
+        "problems",
+    ):
         assert key in data["run"]
     assert data["run"]["effective_batch"]["samples"] == 8
     assert {"ddp", "optimizer", "sampler"} <= set(data["run"]["settings"])

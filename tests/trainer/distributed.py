@@ -23,8 +23,13 @@ def _entry(rank: int, fn: Callable[..., Any], world: int, port: int, out: str, a
     torch.set_num_threads(1)
     from datetime import timedelta
 
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
-                            world_size=world, timeout=timedelta(seconds=TIMEOUT_S))
+    dist.init_process_group(
+        "gloo",
+        init_method=f"tcp://127.0.0.1:{port}",
+        rank=rank,
+        world_size=world,
+        timeout=timedelta(seconds=TIMEOUT_S),
+    )
     try:
         torch.save(fn(*args), Path(out) / f"rank{rank}.pt")
     finally:
@@ -35,6 +40,7 @@ def run_ranks(fn: Callable[..., Any], world: int, *args: Any) -> list[Any]:
     """fn(*args) on every rank of a fresh gloo group; returns [result of rank 0, rank 1, ...]."""
     with tempfile.TemporaryDirectory() as out:
         # fork: the parent has already imported torch and transformers, so ranks start in ~1 s.
-        mp.start_processes(_entry, args=(fn, world, free_port(), out, args), nprocs=world,
-                           join=True, start_method="fork")
+        mp.start_processes(
+            _entry, args=(fn, world, free_port(), out, args), nprocs=world, join=True, start_method="fork"
+        )
         return [torch.load(Path(out) / f"rank{r}.pt", weights_only=False) for r in range(world)]

@@ -12,8 +12,18 @@ from ddp_doctor.trainer.config import TrainConfig
 from ddp_doctor.trainer.data import dataset_for
 
 # The tiny preset on short sequences with strongly varying document lengths (4..65 tokens).
-BASE = TrainConfig(preset="tiny", steps=4, micro_batch=2, accum=4, seq_len=64, lr=1e-3,
-                   warmup_steps=1, doc_min_len=4, dataset_docs=64, progress=False)
+BASE = TrainConfig(
+    preset="tiny",
+    steps=4,
+    micro_batch=2,
+    accum=4,
+    seq_len=64,
+    lr=1e-3,
+    warmup_steps=1,
+    doc_min_len=4,
+    dataset_docs=64,
+    progress=False,
+)
 
 
 def cfg(**changes: Any) -> TrainConfig:

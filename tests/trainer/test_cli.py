@@ -30,8 +30,10 @@ def test_demo_help_shows_its_options() -> None:
 
 
 def test_help_does_not_import_torch_or_transformers() -> None:
-    code = ("import sys; from ddp_doctor.cli import app; "
-            "print(any(m in sys.modules for m in ('torch', 'transformers')))")
+    code = (
+        "import sys; from ddp_doctor.cli import app; "
+        "print(any(m in sys.modules for m in ('torch', 'transformers')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -43,18 +45,31 @@ def test_demo_rejects_unknown_faults() -> None:
 
 def test_launch_command_uses_torchs_launcher_with_one_thread_per_rank() -> None:
     command = build_command(TrainConfig(steps=3, faults=("no-set-epoch",)), nproc=4, port=12345)
-    assert command.argv[1:8] == ["-m", "torch.distributed.run", "--nproc_per_node", "4",
-                                 "--master_addr", "127.0.0.1", "--master_port"]
-    assert command.argv[command.argv.index("-m", 2):] == ["-m", "ddp_doctor.trainer", "--steps", "3",
-                                                          "--fault", "no-set-epoch"]
+    assert command.argv[1:8] == [
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        "4",
+        "--master_addr",
+        "127.0.0.1",
+        "--master_port",
+    ]
+    assert command.argv[command.argv.index("-m", 2) :] == [
+        "-m",
+        "ddp_doctor.trainer",
+        "--steps",
+        "3",
+        "--fault",
+        "no-set-epoch",
+    ]
     assert command.env["OMP_NUM_THREADS"] == "1"
 
 
 def test_short_demo_runs_two_ranks_under_the_probe_and_ends_with_the_diagnosis(tmp_path) -> None:
     result = runner.invoke(app, ["demo", "--world", "2", "--steps", "3", "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
-    lines = [json.loads(l) for l in (tmp_path / "trainer" / "metrics.jsonl").read_text().splitlines()]
-    assert [l["step"] for l in lines] == [0, 1, 2]
+    lines = [json.loads(line) for line in (tmp_path / "trainer" / "metrics.jsonl").read_text().splitlines()]
+    assert [rec["step"] for rec in lines] == [0, 1, 2]
     assert lines[0]["samples"] == 2 * 8 * 2  # micro-batch 2, accumulation 8, world 2
     assert "world size 2" in result.output
     for fault in DEMO_FAULTS:
@@ -81,8 +96,21 @@ def test_train_help_lists_every_trainer_flag() -> None:
 
 
 def test_train_in_one_process_writes_metrics(tmp_path) -> None:
-    result = runner.invoke(app, ["train", "--steps", "2", "--accum", "1", "--seq-len", "32",
-                                 "--out-dir", str(tmp_path), "--no-progress"])
+    result = runner.invoke(
+        app,
+        [
+            "train",
+            "--steps",
+            "2",
+            "--accum",
+            "1",
+            "--seq-len",
+            "32",
+            "--out-dir",
+            str(tmp_path),
+            "--no-progress",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert len((tmp_path / "metrics.jsonl").read_text().splitlines()) == 2
     assert "world size 1" in (tmp_path / "summary.txt").read_text()

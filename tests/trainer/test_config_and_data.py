@@ -11,9 +11,24 @@ from ddp_doctor.trainer.config import TrainConfig, config_from_argv, config_to_a
 from ddp_doctor.trainer.data import IGNORE_INDEX, PAD_TOKEN, MarkovDocuments, MarkovSource, entropy_floor
 from ddp_doctor.trainer.faults import FAULT_FINDINGS, FAULTS
 
-ISSUE_FAULTS = ("no-sampler no-set-epoch loss-unscaled zero-grad-per-micro sched-per-micro sync-every-micro "
-                "sync-toggle-after-forward replica-desync bypass-ddp clip-before-unscale fp16-no-scaler "
-                "fp16-overflow nan-at-step rank0-loss-log per-microbatch-mean-loss lr-too-high").split()
+ISSUE_FAULTS = [
+    "no-sampler",
+    "no-set-epoch",
+    "loss-unscaled",
+    "zero-grad-per-micro",
+    "sched-per-micro",
+    "sync-every-micro",
+    "sync-toggle-after-forward",
+    "replica-desync",
+    "bypass-ddp",
+    "clip-before-unscale",
+    "fp16-no-scaler",
+    "fp16-overflow",
+    "nan-at-step",
+    "rank0-loss-log",
+    "per-microbatch-mean-loss",
+    "lr-too-high",
+]
 
 
 def test_fault_names_are_exactly_the_issues_sixteen_and_map_to_catalog_findings() -> None:
@@ -25,9 +40,26 @@ def test_fault_names_are_exactly_the_issues_sixteen_and_map_to_catalog_findings(
 
 
 def test_argv_round_trips_every_kind_of_flag() -> None:
-    cfg = config_from_argv(["--steps", "7", "--lr", "1e-3", "--clip", "none", "--fault", "nan-at-step",
-                            "--fault", "rank0-loss-log", "--checkpointing", "--strategy", "zero1",
-                            "--out-dir", "/tmp/x", "--no-progress"])
+    cfg = config_from_argv(
+        [
+            "--steps",
+            "7",
+            "--lr",
+            "1e-3",
+            "--clip",
+            "none",
+            "--fault",
+            "nan-at-step",
+            "--fault",
+            "rank0-loss-log",
+            "--checkpointing",
+            "--strategy",
+            "zero1",
+            "--out-dir",
+            "/tmp/x",
+            "--no-progress",
+        ]
+    )
     assert cfg.steps == 7 and cfg.lr == 1e-3 and cfg.clip is None and cfg.checkpointing
     assert cfg.faults == ("nan-at-step", "rank0-loss-log") and cfg.strategy == "zero1"
     assert config_from_argv(config_to_argv(cfg)) == cfg

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import pytest
 import torch.distributed as dist
-
 from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
 
 from ddp_doctor.trainer.loop import build, next_micro_batches, train_step
@@ -29,8 +28,12 @@ EQUIVALENT = {  # name -> TrainConfig changes; each must match the single-proces
 }
 ONE_STEP_FAULTS = ("replica-desync", "bypass-ddp", "sync-toggle-after-forward", "rank0-loss-log")
 # The tiny model's gradients fit in one 25 MB DDP bucket: one all-reduce call per synced micro-step.
-SYNC_CASES = {"healthy": (), "sync-every-micro": ("sync-every-micro",), "bypass-ddp": ("bypass-ddp",),
-              "sync-toggle-after-forward": ("sync-toggle-after-forward",)}
+SYNC_CASES = {
+    "healthy": (),
+    "sync-every-micro": ("sync-every-micro",),
+    "bypass-ddp": ("bypass-ddp",),
+    "sync-toggle-after-forward": ("sync-toggle-after-forward",),
+}
 
 
 def _all_reduces_per_step(faults: tuple[str, ...], steps: int = 1) -> float:
@@ -54,13 +57,13 @@ def _scenarios() -> dict[str, object]:
     for name, changes in EQUIVALENT.items():
         c = cfg(**changes)
         state = build(c)
-        mine = global_micro_batches(c, WORLD)[rank * c.accum:(rank + 1) * c.accum]
+        mine = global_micro_batches(c, WORLD)[rank * c.accum : (rank + 1) * c.accum]
         train_step(state, mine)
         out[name] = (grads(state.raw_model), params(state.raw_model))
     for fault in ONE_STEP_FAULTS:
         c = cfg(faults=(fault,), fault_step=0)
         state = build(c)
-        result = train_step(state, global_micro_batches(c, WORLD)[rank * c.accum:(rank + 1) * c.accum])
+        result = train_step(state, global_micro_batches(c, WORLD)[rank * c.accum : (rank + 1) * c.accum])
         out[fault] = (grads(state.raw_model), params(state.raw_model), result)
     for faults in ((), ("no-sampler",)):
         state = build(cfg(faults=faults))
@@ -87,7 +90,9 @@ def reference() -> tuple[dict, dict]:
 
 
 @pytest.mark.parametrize("name", list(EQUIVALENT))
-def test_one_optimizer_step_on_two_ranks_equals_one_process_on_the_global_batch(ranks, reference, name) -> None:
+def test_one_optimizer_step_on_two_ranks_equals_one_process_on_the_global_batch(
+    ranks, reference, name
+) -> None:
     ref_grads, ref_params = reference
     for rank in ranks:
         g, p = rank[name]
@@ -148,7 +153,7 @@ def _ddp_step_world4() -> tuple[dict, dict]:
     c = cfg(accum=2)
     state = build(c)
     rank = dist.get_rank()
-    train_step(state, global_micro_batches(c, 4)[rank * c.accum:(rank + 1) * c.accum])
+    train_step(state, global_micro_batches(c, 4)[rank * c.accum : (rank + 1) * c.accum])
     return grads(state.raw_model), params(state.raw_model)
 
 
@@ -164,7 +169,7 @@ def _compiled_step(mode: str) -> dict:
     c = cfg(clip=None, compile=mode)
     state = build(c)
     rank = dist.get_rank()
-    train_step(state, global_micro_batches(c, WORLD)[rank * c.accum:(rank + 1) * c.accum])
+    train_step(state, global_micro_batches(c, WORLD)[rank * c.accum : (rank + 1) * c.accum])
     return grads(state.raw_model)
 
 

@@ -35,15 +35,16 @@ def test_lr_schedule_warms_up_linearly_then_decays_by_cosine_to_min_ratio() -> N
 
 
 def test_tiny_model_loss_decreases_toward_the_entropy_floor(tmp_path) -> None:
-    c = cfg(steps=30, accum=1, micro_batch=4, lr=3e-3, warmup_steps=5, dataset_docs=4096,
-            out_dir=str(tmp_path))
+    c = cfg(
+        steps=30, accum=1, micro_batch=4, lr=3e-3, warmup_steps=5, dataset_docs=4096, out_dir=str(tmp_path)
+    )
     result = train(c)
     floor = entropy_floor(c.seed)
     first, last = result.losses[0], sum(result.losses[-5:]) / 5
     assert first == pytest.approx(math.log(256), abs=0.1)  # random init predicts ~uniform bytes
     assert last < first - 1.5 and last > floor  # most of the way down, never below the floor
-    lines = [json.loads(l) for l in (tmp_path / "metrics.jsonl").read_text().splitlines()]
-    assert [l["step"] for l in lines] == list(range(30))
+    lines = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [rec["step"] for rec in lines] == list(range(30))
     assert {"loss", "lr", "grad_norm", "tokens", "time"} <= lines[0].keys()
 
 

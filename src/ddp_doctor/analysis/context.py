@@ -90,8 +90,11 @@ MIN_GRAD_NORM_STEPS = 10
 
 def _grad_norm(run: RunData, series: Series) -> tuple[np.ndarray, str | None]:
     with np.errstate(invalid="ignore"):
-        g = np.sqrt(np.nanmax(series.gsq_global, axis=0, initial=-np.inf)) if series.ranks else \
-            np.full(series.n_steps, np.nan)
+        g = (
+            np.sqrt(np.nanmax(series.gsq_global, axis=0, initial=-np.inf))
+            if series.ranks
+            else np.full(series.n_steps, np.nan)
+        )
     g = np.where(np.isfinite(g), g, np.nan)
     if np.isfinite(g).sum() >= MIN_GRAD_NORM_STEPS:
         return g, "comm hook (all-reduced gradient)"
@@ -117,11 +120,23 @@ def build_context(run: RunData) -> Context:
         if run.ranks[r].full:
             full = run.ranks[r].full
             break
-    level = str(run.manifest.get("level") or next(
-        (d.header.get("level") for d in run.ranks.values() if d.header), "basic"))
+    level = str(
+        run.manifest.get("level")
+        or next((d.header.get("level") for d in run.ranks.values() if d.header), "basic")
+    )
     loss = np.where(series.skipped, np.nan, series.global_loss)
-    return Context(run=run, series=series, world_size=world, batch=effective_batch(series, world),
-                   sync=sync, gns=gns, noise=noise_band(run, series), grad_norm=grad_norm,
-                   grad_norm_source=source, loss_spikes=find_spikes(loss, early_factor=EARLY_LOSS_FACTOR),
-                   grad_spikes=find_spikes(grad_norm) if source else [],
-                   ratios=ratios(full), level=level)
+    return Context(
+        run=run,
+        series=series,
+        world_size=world,
+        batch=effective_batch(series, world),
+        sync=sync,
+        gns=gns,
+        noise=noise_band(run, series),
+        grad_norm=grad_norm,
+        grad_norm_source=source,
+        loss_spikes=find_spikes(loss, early_factor=EARLY_LOSS_FACTOR),
+        grad_spikes=find_spikes(grad_norm) if source else [],
+        ratios=ratios(full),
+        level=level,
+    )

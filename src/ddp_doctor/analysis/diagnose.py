@@ -15,23 +15,65 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ddp_doctor.analysis.checks import (accumulation, batch_size, batchnorm, compile, data_order,
-                                        ddp_config, fsdp, loss_logging, loss_normalization, lr_schedule,
-                                        optimizer, precision, spikes_clipping)
+from ddp_doctor.analysis.checks import (
+    accumulation,
+    batch_size,
+    batchnorm,
+    compile,
+    data_order,
+    ddp_config,
+    fsdp,
+    loss_logging,
+    loss_normalization,
+    lr_schedule,
+    optimizer,
+    precision,
+    spikes_clipping,
+)
 from ddp_doctor.analysis.context import Context, build_context
 from ddp_doctor.catalog import FINDINGS, HYPOTHESES, UI
 from ddp_doctor.findings import Finding, HypothesisVerdict, sort_findings
 from ddp_doctor.rundir import RunData, read_run
 
-CHECKS = (compile, accumulation, batch_size, optimizer, data_order, loss_logging, lr_schedule,
-          spikes_clipping, precision, ddp_config, batchnorm, loss_normalization, fsdp)
+CHECKS = (
+    compile,
+    accumulation,
+    batch_size,
+    optimizer,
+    data_order,
+    loss_logging,
+    lr_schedule,
+    spikes_clipping,
+    precision,
+    ddp_config,
+    batchnorm,
+    loss_normalization,
+    fsdp,
+)
 
 # Confirmed facts that do not make their hypothesis the cause of the instability.
-NOT_A_CAUSE = frozenset({"accum-no-sync-missing", "find-unused-true", "ddp-bucket-config",
-                         "compile-before-ddp", "oscillation-within-noise"})
+NOT_A_CAUSE = frozenset(
+    {
+        "accum-no-sync-missing",
+        "find-unused-true",
+        "ddp-bucket-config",
+        "compile-before-ddp",
+        "oscillation-within-noise",
+    }
+)
 
-_CONFIG_KINDS = ("dist", "ddp", "fsdp", "zero", "optimizer", "scaler", "autocast", "compile",
-                 "scheduler", "sampler")
+_CONFIG_KINDS = (
+    "dist",
+    "ddp",
+    "fsdp",
+    "zero",
+    "optimizer",
+    "scaler",
+    "autocast",
+    "compile",
+    "scheduler",
+    "sampler",
+)
 
 
 @dataclass
@@ -50,9 +92,13 @@ def run_findings(ctx: Context) -> list[Finding]:
             seen.setdefault(f.id, f)
     for fid in FINDINGS:  # the contract: every ID gets a status
         if fid not in seen:
-            seen[fid] = Finding(id=fid, status="not-measured", severity="info",
-                                summary="No runtime measurement exists for this finding.",
-                                summary_zh="该发现没有运行时测量。")
+            seen[fid] = Finding(
+                id=fid,
+                status="not-measured",
+                severity="info",
+                summary="No runtime measurement exists for this finding.",
+                summary_zh="该发现没有运行时测量。",
+            )
     return sort_findings(list(seen.values()))
 
 
@@ -76,10 +122,16 @@ def verdict(hid: str, by_id: dict[str, Finding]) -> HypothesisVerdict:
         zh = "未测量。" + " | ".join(f"{f.id}：{f.summary_in('zh')}" for f in fs)
     else:
         v = "inconclusive"
-        en = " | ".join(f"{f.id} ({UI[f.status].en}): {f.summary}" for f in fs if f not in absent) + \
-            " — absent or harmless: " + (", ".join(f.id for f in absent) or "none")
-        zh = " | ".join(f"{f.id}（{UI[f.status].zh}）：{f.summary_in('zh')}" for f in fs if f not in absent) + \
-            " — 不存在或无害：" + ("、".join(f.id for f in absent) or "无")
+        en = (
+            " | ".join(f"{f.id} ({UI[f.status].en}): {f.summary}" for f in fs if f not in absent)
+            + " — absent or harmless: "
+            + (", ".join(f.id for f in absent) or "none")
+        )
+        zh = (
+            " | ".join(f"{f.id}（{UI[f.status].zh}）：{f.summary_in('zh')}" for f in fs if f not in absent)
+            + " — 不存在或无害："
+            + ("、".join(f.id for f in absent) or "无")
+        )
     return HypothesisVerdict(id=hid, verdict=v, findings=ids, summary=en, summary_zh=zh)
 
 
@@ -93,19 +145,29 @@ def run_info(ctx: Context) -> dict[str, Any]:
     run: RunData = ctx.run
     m = run.manifest
     info: dict[str, Any] = {
-        "path": str(run.path), "world_size": ctx.world_size,
-        "ranks_present": sorted(run.ranks), "missing_ranks": run.missing_ranks,
+        "path": str(run.path),
+        "world_size": ctx.world_size,
+        "ranks_present": sorted(run.ranks),
+        "missing_ranks": run.missing_ranks,
         "optimizer_steps": ctx.optimizer_steps,
         "micro_steps_per_optimizer_step": ctx.batch.micro_steps,
-        "effective_batch": {"samples": ctx.batch.samples, "tokens": ctx.batch.tokens,
-                            "samples_range": [ctx.batch.samples_min, ctx.batch.samples_max],
-                            "tokens_range": [ctx.batch.tokens_min, ctx.batch.tokens_max],
-                            "per_rank_samples": ctx.batch.per_rank_samples,
-                            "estimated": ctx.batch.estimated},
+        "effective_batch": {
+            "samples": ctx.batch.samples,
+            "tokens": ctx.batch.tokens,
+            "samples_range": [ctx.batch.samples_min, ctx.batch.samples_max],
+            "tokens_range": [ctx.batch.tokens_min, ctx.batch.tokens_max],
+            "per_rank_samples": ctx.batch.per_rank_samples,
+            "estimated": ctx.batch.estimated,
+        },
         "settings": {k: _strip(run.config(k)) for k in _CONFIG_KINDS if run.config(k) is not None},
-        "level": ctx.level, "every": m.get("every"), "command": m.get("command"),
-        "start": m.get("start"), "end": m.get("end"), "exit_code": m.get("exit_code"),
-        "in_progress": run.in_progress, "versions": m.get("versions"),
+        "level": ctx.level,
+        "every": m.get("every"),
+        "command": m.get("command"),
+        "start": m.get("start"),
+        "end": m.get("end"),
+        "exit_code": m.get("exit_code"),
+        "in_progress": run.in_progress,
+        "versions": m.get("versions"),
         "interventions": m.get("interventions"),
         "loss_source": ctx.series.loss_source,
         "gradient_noise_scale": ctx.gns.to_json(),

@@ -13,23 +13,30 @@ from ddp_doctor.findings import Finding
 
 
 def confirmed(fid: str, en: str, zh: str, **evidence: Any) -> Finding:
-    return Finding(id=fid, status="confirmed", severity=FINDINGS[fid].severity, summary=en,
-                   summary_zh=zh, evidence=evidence)
+    return Finding(
+        id=fid,
+        status="confirmed",
+        severity=FINDINGS[fid].severity,
+        summary=en,
+        summary_zh=zh,
+        evidence=evidence,
+    )
 
 
 def ruled_out(fid: str, en: str, zh: str, **evidence: Any) -> Finding:
-    return Finding(id=fid, status="ruled-out", severity="info", summary=en, summary_zh=zh,
-                   evidence=evidence)
+    return Finding(id=fid, status="ruled-out", severity="info", summary=en, summary_zh=zh, evidence=evidence)
 
 
 def not_measured(fid: str, en: str, zh: str, **evidence: Any) -> Finding:
-    return Finding(id=fid, status="not-measured", severity="info", summary=en, summary_zh=zh,
-                   evidence=evidence)
+    return Finding(
+        id=fid, status="not-measured", severity="info", summary=en, summary_zh=zh, evidence=evidence
+    )
 
 
 def inconclusive(fid: str, en: str, zh: str, **evidence: Any) -> Finding:
-    return Finding(id=fid, status="inconclusive", severity="info", summary=en, summary_zh=zh,
-                   evidence=evidence)
+    return Finding(
+        id=fid, status="inconclusive", severity="info", summary=en, summary_zh=zh, evidence=evidence
+    )
 
 
 def fmt(x: float | None, digits: int = 3) -> str:

@@ -46,8 +46,14 @@ COMMAND_FILE = "command.json"
 # The forum's suggestions (docs/experiments.md): lower the lr, clip, warm up longer, change
 # Adam's eps/beta2, turn compile off, fix the sampler epoch. `warmup` is in optimizer steps.
 DEFAULT_VARIANTS: tuple[str, ...] = (
-    "lr.scale=0.5", "lr.scale=0.1", "clip=1.0", "warmup=100", "adam.eps=1e-10",
-    "adam.beta2=0.95", "compile=off", "sampler.set_epoch=auto",
+    "lr.scale=0.5",
+    "lr.scale=0.1",
+    "clip=1.0",
+    "warmup=100",
+    "adam.eps=1e-10",
+    "adam.beta2=0.95",
+    "compile=off",
+    "sampler.set_epoch=auto",
 )
 
 # Runs one probed command: (command, run directory, interventions) -> exit code.
@@ -152,8 +158,13 @@ class AblateResult:
     variants: list[VariantResult]  # baseline first, then ranked
 
     def to_json(self) -> dict[str, Any]:
-        return {"schema": ABLATE_SCHEMA, "command": self.command, "seeds": self.seeds,
-                "metrics": list(METRICS), "variants": [jsonable(asdict(v)) for v in self.variants]}
+        return {
+            "schema": ABLATE_SCHEMA,
+            "command": self.command,
+            "seeds": self.seeds,
+            "metrics": list(METRICS),
+            "variants": [jsonable(asdict(v)) for v in self.variants],
+        }
 
 
 def plan_runs(out: Path, variants: Sequence[Variant], seeds: int) -> list[tuple[Variant, int, Path]]:
@@ -162,8 +173,13 @@ def plan_runs(out: Path, variants: Sequence[Variant], seeds: int) -> list[tuple[
     return [(v, s, out / RUNS_DIR / run_dir_name(v) / f"seed-{s}") for v in arms for s in range(seeds)]
 
 
-def execute(command: Sequence[str], plan: list[tuple[Variant, int, Path]], runner: Runner,
-            jobs: int = 1, on_done: Callable[[Variant, int, bool], None] | None = None) -> None:
+def execute(
+    command: Sequence[str],
+    plan: list[tuple[Variant, int, Path]],
+    runner: Runner,
+    jobs: int = 1,
+    on_done: Callable[[Variant, int, bool], None] | None = None,
+) -> None:
     """Run every planned run that is not finished yet, `jobs` at a time."""
     todo = [(v, s, d) for v, s, d in plan if not is_finished(d)]
     for v, s, d in plan:
@@ -193,18 +209,27 @@ def _run_ok(run_dir: Path) -> bool:
         return False
 
 
-def collect(plan: list[tuple[Variant, int, Path]],
-            measure: Callable[[Path], Stability] = stability_of_run,
-            effects_of: Callable[[Path], dict[str, int] | None] = intervention_effects,
-            ) -> list[VariantResult]:
+def collect(
+    plan: list[tuple[Variant, int, Path]],
+    measure: Callable[[Path], Stability] = stability_of_run,
+    effects_of: Callable[[Path], dict[str, int] | None] = intervention_effects,
+) -> list[VariantResult]:
     """Metrics of every finished run, grouped by variant (baseline first, in plan order), and the
     variant's keys that took effect in none of its runs (e.g. adam.eps on an SGD script)."""
     results: dict[str, VariantResult] = {}
     seen: dict[str, dict[str, int]] = {}
     for variant, _seed, run_dir in plan:
-        res = results.setdefault(variant.name, VariantResult(
-            name=variant.name, sets=variant.sets, runs=0, failed=0, diverged=0,
-            metrics={m: [] for m in METRICS}))
+        res = results.setdefault(
+            variant.name,
+            VariantResult(
+                name=variant.name,
+                sets=variant.sets,
+                runs=0,
+                failed=0,
+                diverged=0,
+                metrics={m: [] for m in METRICS},
+            ),
+        )
         stab = None
         if _run_ok(run_dir):
             try:
@@ -243,8 +268,9 @@ def rank(results: list[VariantResult]) -> list[VariantResult]:
             b_mean, v_mean = mean(b_vals), mean(v_vals)
             low, high = bootstrap_diff_ci(v_vals, b_vals)
             change = symmetric_change(v_mean, b_mean)
-            res.diffs[m] = MetricDiff(baseline=b_mean, variant=v_mean, change=change,
-                                      ci_low=low, ci_high=high)
+            res.diffs[m] = MetricDiff(
+                baseline=b_mean, variant=v_mean, change=change, ci_low=low, ci_high=high
+            )
             changes.append(change)
             if high < 0 or (math.isinf(b_mean) and not math.isinf(v_mean)):
                 better += 1
@@ -273,15 +299,22 @@ def _claim(out: Path, command: Sequence[str]) -> None:
     if pin.exists():
         before = json.loads(pin.read_text(encoding="utf-8"))
         if before != list(command):
-            raise ValueError(f"{out} holds runs of another command ({' '.join(before)}); "
-                             "choose another --out")
+            raise ValueError(
+                f"{out} holds runs of another command ({' '.join(before)}); choose another --out"
+            )
     else:
         pin.write_text(json.dumps(list(command)), encoding="utf-8")
 
 
-def ablate(command: Sequence[str], out: Path, variants: Sequence[Variant], seeds: int,
-           runner: Runner = probe_runner, jobs: int = 1,
-           on_done: Callable[[Variant, int, bool], None] | None = None) -> AblateResult:
+def ablate(
+    command: Sequence[str],
+    out: Path,
+    variants: Sequence[Variant],
+    seeds: int,
+    runner: Runner = probe_runner,
+    jobs: int = 1,
+    on_done: Callable[[Variant, int, bool], None] | None = None,
+) -> AblateResult:
     """Run (or resume) the whole ablation and write OUT/ablate.json."""
     if seeds < 1:
         raise ValueError("--seeds must be >= 1")

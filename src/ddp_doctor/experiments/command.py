@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
@@ -14,8 +13,7 @@ EXIT_USAGE = 2
 def register(app: typer.Typer) -> None:
     """Add `verify` and `ablate` to the root app."""
     app.command("verify")(verify)
-    app.command("ablate", context_settings={"allow_extra_args": True,
-                                            "ignore_unknown_options": True})(ablate)
+    app.command("ablate", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(ablate)
 
 
 def verify(
@@ -25,9 +23,9 @@ def verify(
     steps: int = typer.Option(2, "--steps", help="Optimizer steps k before comparing."),
     seq_len: int = typer.Option(32, "--seq-len", help="Tokens per sample."),
     compile_row: bool = typer.Option(False, "--compile", help="Add compile vs eager (slow on CPU: ~1 min)."),
-    only: Optional[List[str]] = typer.Option(None, "--only", help="Run only this row (repeatable)."),
+    only: list[str] | None = typer.Option(None, "--only", help="Run only this row (repeatable)."),
     fmt: str = typer.Option("text", "--format", help="text or json."),
-    output: Optional[Path] = typer.Option(None, "--output", help="Also write the JSON here."),
+    output: Path | None = typer.Option(None, "--output", help="Also write the JSON here."),
 ) -> None:
     """Measure on real gloo ranks that DDP, its knobs, ZeRO-1, FSDP2 (and compile) are equivalent.
 
@@ -41,12 +39,19 @@ def verify(
     if fmt not in ("text", "json"):
         raise typer.BadParameter("--format must be text or json")
     try:
-        cfg = VerifyConfig(world=world, accum=accum, preset=preset, steps=steps, seq_len=seq_len,
-                           compile=compile_row, only=tuple(only or ()))
+        cfg = VerifyConfig(
+            world=world,
+            accum=accum,
+            preset=preset,
+            steps=steps,
+            seq_len=seq_len,
+            compile=compile_row,
+            only=tuple(only or ()),
+        )
         result = run_verify(cfg)
     except ValueError as err:
         typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(EXIT_USAGE)
+        raise typer.Exit(EXIT_USAGE) from err
     data = json.dumps(result.to_json(), indent=1)
     if output is not None:
         output.write_text(data, encoding="utf-8")
@@ -60,9 +65,12 @@ def verify(
 def ablate(
     ctx: typer.Context,
     seeds: int = typer.Option(3, "--seeds", help="Seeds per variant (the seed= intervention)."),
-    variants: Optional[List[str]] = typer.Option(
-        None, "--variant", "--variants",
-        help="One variant: KEY=VALUE, or several joined by ',' (repeatable). Default: the forum's suggestions."),
+    variants: list[str] | None = typer.Option(
+        None,
+        "--variant",
+        "--variants",
+        help="One variant: KEY=VALUE, or several joined by ',' (repeatable). Default: the forum's suggestions.",
+    ),
     jobs: int = typer.Option(1, "--jobs", help="Runs at the same time."),
     out: Path = typer.Option(Path("ddp-doctor-ablate"), "--out", help="Output directory (resumable)."),
     fmt: str = typer.Option("text", "--format", help="text or json."),
@@ -74,7 +82,8 @@ def ablate(
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from ddp_doctor.experiments.ablate import DEFAULT_VARIANTS, ablate as run_ablate, parse_variants, plan_runs
+    from ddp_doctor.experiments.ablate import DEFAULT_VARIANTS, parse_variants, plan_runs
+    from ddp_doctor.experiments.ablate import ablate as run_ablate
     from ddp_doctor.experiments.interventions import InterventionError
     from ddp_doctor.experiments.render import ablate_table
 
@@ -88,14 +97,20 @@ def ablate(
         parsed = parse_variants(variants or list(DEFAULT_VARIANTS))
     except InterventionError as err:
         typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(EXIT_USAGE)
+        raise typer.Exit(EXIT_USAGE) from err
     if fmt not in ("text", "json") or seeds < 1 or jobs < 1:
         typer.echo("error: --format text|json, --seeds >= 1, --jobs >= 1", err=True)
         raise typer.Exit(EXIT_USAGE)
     console = Console(stderr=fmt == "json")
     total = len(plan_runs(out, parsed, seeds))
-    with Progress(TextColumn("ablate"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
-                  TimeElapsedColumn(), console=console) as progress:
+    with Progress(
+        TextColumn("ablate"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=console,
+    ) as progress:
         task = progress.add_task("", total=total)
 
         def done(variant, seed, skipped) -> None:
@@ -107,7 +122,7 @@ def ablate(
         except ValueError as err:
             progress.stop()
             typer.echo(f"error: {err}", err=True)
-            raise typer.Exit(EXIT_USAGE)
+            raise typer.Exit(EXIT_USAGE) from err
     if fmt == "json":
         typer.echo(json.dumps(result.to_json(), indent=1))
     else:

@@ -58,6 +58,7 @@ def _choice(*allowed: str) -> Callable[[str], str]:
         if word not in allowed:
             raise ValueError(f"must be one of {', '.join(allowed)}")
         return word
+
     return parse
 
 
@@ -83,40 +84,70 @@ class InterventionSpec:
 SPECS: dict[str, InterventionSpec] = {
     s.key: s
     for s in (
-        InterventionSpec("compile", _choice("off"),
-                         "torch.compile and nn.Module.compile become identity: the model runs eager.",
-                         "compile=off"),
-        InterventionSpec("adam.eps", _positive_float,
-                         "every Adam/AdamW-style optimizer (any whose param groups have `eps`) uses this eps.",
-                         "adam.eps=1e-10"),
-        InterventionSpec("adam.beta2", _open_unit_float,
-                         "every Adam/AdamW-style optimizer (param groups with `betas`) uses this beta2.",
-                         "adam.beta2=0.95"),
-        InterventionSpec("lr.scale", _positive_float,
-                         "each optimizer step runs with lr × scale; the lr is restored after the step, "
-                         "so schedulers keep their own state.",
-                         "lr.scale=0.1"),
-        InterventionSpec("clip", _positive_float,
-                         "before each optimizer step, clip the total gradient norm of the optimizer's "
-                         "parameters to this value (after GradScaler unscaling).",
-                         "clip=1.0"),
-        InterventionSpec("warmup", _positive_int,
-                         "linear lr warmup: optimizer step k runs with lr × min(1, (k+1)/N).",
-                         "warmup=100"),
-        InterventionSpec("ddp.bucket_cap_mb", _positive_float,
-                         "DistributedDataParallel is built with this bucket_cap_mb.",
-                         "ddp.bucket_cap_mb=100"),
-        InterventionSpec("ddp.find_unused", _bool_word,
-                         "DistributedDataParallel is built with find_unused_parameters set to this.",
-                         "ddp.find_unused=false"),
-        InterventionSpec("sampler.set_epoch", _choice("auto"),
-                         "a DistributedSampler iterated again without set_epoch advances its epoch "
-                         "itself, so each epoch gets a new order.",
-                         "sampler.set_epoch=auto"),
-        InterventionSpec("seed", _seed,
-                         "seeds torch/random/numpy at start and mixes this seed into every later "
-                         "torch.manual_seed call of the script, so runs differ only by this seed.",
-                         "seed=1"),
+        InterventionSpec(
+            "compile",
+            _choice("off"),
+            "torch.compile and nn.Module.compile become identity: the model runs eager.",
+            "compile=off",
+        ),
+        InterventionSpec(
+            "adam.eps",
+            _positive_float,
+            "every Adam/AdamW-style optimizer (any whose param groups have `eps`) uses this eps.",
+            "adam.eps=1e-10",
+        ),
+        InterventionSpec(
+            "adam.beta2",
+            _open_unit_float,
+            "every Adam/AdamW-style optimizer (param groups with `betas`) uses this beta2.",
+            "adam.beta2=0.95",
+        ),
+        InterventionSpec(
+            "lr.scale",
+            _positive_float,
+            "each optimizer step runs with lr × scale; the lr is restored after the step, "
+            "so schedulers keep their own state.",
+            "lr.scale=0.1",
+        ),
+        InterventionSpec(
+            "clip",
+            _positive_float,
+            "before each optimizer step, clip the total gradient norm of the optimizer's "
+            "parameters to this value (after GradScaler unscaling).",
+            "clip=1.0",
+        ),
+        InterventionSpec(
+            "warmup",
+            _positive_int,
+            "linear lr warmup: optimizer step k runs with lr × min(1, (k+1)/N).",
+            "warmup=100",
+        ),
+        InterventionSpec(
+            "ddp.bucket_cap_mb",
+            _positive_float,
+            "DistributedDataParallel is built with this bucket_cap_mb.",
+            "ddp.bucket_cap_mb=100",
+        ),
+        InterventionSpec(
+            "ddp.find_unused",
+            _bool_word,
+            "DistributedDataParallel is built with find_unused_parameters set to this.",
+            "ddp.find_unused=false",
+        ),
+        InterventionSpec(
+            "sampler.set_epoch",
+            _choice("auto"),
+            "a DistributedSampler iterated again without set_epoch advances its epoch "
+            "itself, so each epoch gets a new order.",
+            "sampler.set_epoch=auto",
+        ),
+        InterventionSpec(
+            "seed",
+            _seed,
+            "seeds torch/random/numpy at start and mixes this seed into every later "
+            "torch.manual_seed call of the script, so runs differ only by this seed.",
+            "seed=1",
+        ),
     )
 }
 
@@ -125,14 +156,14 @@ def parse_value(key: str, value: str) -> object:
     """The typed value of one intervention; InterventionError names the key and what is allowed."""
     spec = SPECS.get(key)
     if spec is None:
-        raise InterventionError(
-            f"unknown intervention key {key!r}; known keys: {', '.join(SPECS)}")
+        raise InterventionError(f"unknown intervention key {key!r}; known keys: {', '.join(SPECS)}")
     try:
         return spec.parse(value)
     except ValueError as err:
         detail = str(err) if "must" in str(err) else "is not a valid value"
         raise InterventionError(
-            f"bad value for {key}: {value!r} {detail} (example: {spec.example})") from None
+            f"bad value for {key}: {value!r} {detail} (example: {spec.example})"
+        ) from None
 
 
 def parse_sets(items: Iterable[str]) -> dict[str, str]:
@@ -158,4 +189,3 @@ def parse_sets(items: Iterable[str]) -> dict[str, str]:
 def to_env(sets: Mapping[str, str]) -> str:
     """The `DDP_DOCTOR_SET` value for these interventions (a JSON object, keys sorted)."""
     return json.dumps(dict(sorted(sets.items())))
-

@@ -22,16 +22,34 @@ def _e(x: float | None) -> str:
 
 def verify_table(result: VerifyResult, console: Console) -> None:
     cfg = result.config
-    table = Table(title=f"verify: {cfg.world} gloo ranks, accum {cfg.accum}, preset {cfg.preset}, "
-                        f"{cfg.steps} optimizer step(s), fp32")
-    for col in ("row", "grad max abs", "grad rel", "param max abs", "param rel", "replica spread",
-                "tol (rel)", "verdict"):
+    table = Table(
+        title=f"verify: {cfg.world} gloo ranks, accum {cfg.accum}, preset {cfg.preset}, "
+        f"{cfg.steps} optimizer step(s), fp32"
+    )
+    for col in (
+        "row",
+        "grad max abs",
+        "grad rel",
+        "param max abs",
+        "param rel",
+        "replica spread",
+        "tol (rel)",
+        "verdict",
+    ):
         table.add_column(col, justify="left" if col in ("row", "verdict") else "right")
     for r in result.rows:
         mark = "[green]✓[/]" if r.as_expected else "[red]✗[/]"
         verdict = f"{mark} {r.verdict}" + ("" if r.expect == "equal" else " (expected)")
-        table.add_row(r.label, _e(r.grad_max_abs), _e(r.grad_rel), _e(r.param_max_abs),
-                      _e(r.param_rel), _e(r.replica_spread), f"{r.tolerance:.0e}", verdict)
+        table.add_row(
+            r.label,
+            _e(r.grad_max_abs),
+            _e(r.grad_rel),
+            _e(r.param_max_abs),
+            _e(r.param_rel),
+            _e(r.replica_spread),
+            f"{r.tolerance:.0e}",
+            verdict,
+        )
     console.print(table)
     for f in result.findings:
         console.print(f"[bold]{f.id}[/] {f.status}: {f.summary}")
@@ -45,8 +63,10 @@ def _ci(low: float, high: float) -> str:
 
 
 def ablate_table(result: AblateResult, console: Console) -> None:
-    table = Table(title=f"ablate: what actually helped ({result.seeds} seed(s) each; "
-                        "mean, Δ vs baseline with 95% bootstrap CI; lower is better)")
+    table = Table(
+        title=f"ablate: what actually helped ({result.seeds} seed(s) each; "
+        "mean, Δ vs baseline with 95% bootstrap CI; lower is better)"
+    )
     table.add_column("#", justify="right")
     table.add_column("variant")
     for m in METRICS:
@@ -59,8 +79,11 @@ def ablate_table(result: AblateResult, console: Console) -> None:
             d = v.diffs.get(m)
             values = [x for x in v.metrics[m] if not math.isnan(x)]
             if d is None:
-                cells.append(f"{sum(values) / len(values):.3g}" if values and all(map(math.isfinite, values))
-                             else ("inf" if values else "—"))
+                cells.append(
+                    f"{sum(values) / len(values):.3g}"
+                    if values and all(map(math.isfinite, values))
+                    else ("inf" if values else "—")
+                )
             else:
                 cells.append(f"{d.variant:.3g}{_ci(d.ci_low, d.ci_high)}")
         extra = f" ({v.failed} failed)" if v.failed else ""

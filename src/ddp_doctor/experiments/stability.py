@@ -65,12 +65,18 @@ def stability_of_series(loss: np.ndarray, grad_norm: np.ndarray, lr: np.ndarray)
     if diverged:
         loss_std = final = math.inf
     else:
-        tail = loss[post_warmup_start(lr):]
+        tail = loss[post_warmup_start(lr) :]
         loss_std = float(np.std(np.diff(tail, n=2), ddof=1) / math.sqrt(6)) if tail.size >= 4 else math.nan
-        final = float(np.mean(loss[-max(1, math.ceil(FINAL_FRACTION * n)):]))
+        final = float(np.mean(loss[-max(1, math.ceil(FINAL_FRACTION * n)) :]))
     grad_spikes = float(len(find_spikes(grad_norm))) if np.isfinite(grad_norm).any() else math.nan
-    return Stability(loss_std=loss_std, loss_spikes=float(len(find_spikes(loss))),
-                     final_loss=final, grad_spikes=grad_spikes, steps=n, diverged=diverged)
+    return Stability(
+        loss_std=loss_std,
+        loss_spikes=float(len(find_spikes(loss))),
+        final_loss=final,
+        grad_spikes=grad_spikes,
+        steps=n,
+        diverged=diverged,
+    )
 
 
 def stability_of_run(run_dir: Path | str) -> Stability:

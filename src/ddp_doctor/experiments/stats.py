@@ -32,9 +32,13 @@ def mean(values: list[float]) -> float:
     return float(np.mean(values))
 
 
-def bootstrap_diff_ci(variant: list[float], baseline: list[float],
-                      samples: int = BOOTSTRAP_SAMPLES, confidence: float = CONFIDENCE,
-                      seed: int = BOOTSTRAP_SEED) -> tuple[float, float]:
+def bootstrap_diff_ci(
+    variant: list[float],
+    baseline: list[float],
+    samples: int = BOOTSTRAP_SAMPLES,
+    confidence: float = CONFIDENCE,
+    seed: int = BOOTSTRAP_SEED,
+) -> tuple[float, float]:
     """Percentile-bootstrap CI of mean(variant) − mean(baseline); (nan, nan) if not computable."""
     v = np.asarray(variant, dtype=float)
     b = np.asarray(baseline, dtype=float)

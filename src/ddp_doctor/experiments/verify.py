@@ -71,44 +71,82 @@ class VerifyConfig:
     only: tuple[str, ...] = ()  # run only these variant names (plus what they are compared with)
 
     def base_overrides(self) -> dict[str, Any]:
-        return {"preset": self.preset, "steps": self.steps, "accum": self.accum,
-                "micro_batch": self.micro_batch, "seq_len": self.seq_len, "clip": None,
-                "progress": False, "fault_step": 0}
+        return {
+            "preset": self.preset,
+            "steps": self.steps,
+            "accum": self.accum,
+            "micro_batch": self.micro_batch,
+            "seq_len": self.seq_len,
+            "clip": None,
+            "progress": False,
+            "fault_step": 0,
+        }
 
 
 def variants(cfg: VerifyConfig) -> list[Variant]:
     """The rows of the table, in order."""
     rows = [
-        Variant("ddp", f"DDP({cfg.world} ranks, accum {cfg.accum}, no_sync) vs 1 process, global batch",
-                {}, "single"),
+        Variant(
+            "ddp",
+            f"DDP({cfg.world} ranks, accum {cfg.accum}, no_sync) vs 1 process, global batch",
+            {},
+            "single",
+        ),
         Variant("eager-repeat", "eager vs eager (run-to-run noise)", {}, "ddp"),
-        Variant("sync-every-micro", "sync every micro-step vs no_sync",
-                {"faults": ("sync-every-micro",)}, "ddp"),
+        Variant(
+            "sync-every-micro", "sync every micro-step vs no_sync", {"faults": ("sync-every-micro",)}, "ddp"
+        ),
         Variant("bucket-small", "bucket_cap_mb=0.25 vs 25", {"bucket_cap_mb": 0.25}, "ddp"),
-        Variant("bucket-view", "gradient_as_bucket_view=True vs False",
-                {"gradient_as_bucket_view": True}, "ddp"),
-        Variant("find-unused", "find_unused_parameters=True vs False",
-                {"find_unused_parameters": True}, "ddp"),
+        Variant(
+            "bucket-view", "gradient_as_bucket_view=True vs False", {"gradient_as_bucket_view": True}, "ddp"
+        ),
+        Variant(
+            "find-unused", "find_unused_parameters=True vs False", {"find_unused_parameters": True}, "ddp"
+        ),
         Variant("zero1", "ZeRO-1 (ZeroRedundancyOptimizer) vs DDP", {"strategy": "zero1"}, "ddp"),
         Variant("fsdp2", "FSDP2 (fully_shard) vs DDP", {"strategy": "fsdp"}, "ddp"),
     ]
     if cfg.compile:
-        rows.append(Variant("compile", "compile (after DDP) vs eager", {"compile": "after_ddp"},
-                            "ddp", judged_against_noise=True))
+        rows.append(
+            Variant(
+                "compile",
+                "compile (after DDP) vs eager",
+                {"compile": "after_ddp"},
+                "ddp",
+                judged_against_noise=True,
+            )
+        )
     rows += [
-        Variant("replica-desync", "known-broken: replica-desync vs 1 process",
-                {"faults": ("replica-desync",)}, "single", expect="differ"),
-        Variant("per-microbatch-mean", "known-broken: per-micro-batch mean loss (variable lengths)",
-                {"faults": ("per-microbatch-mean-loss",)}, "single", expect="differ"),
-        Variant("loss-unscaled", "known-broken: loss not divided by accum",
-                {"faults": ("loss-unscaled",)}, "single", expect="differ"),
+        Variant(
+            "replica-desync",
+            "known-broken: replica-desync vs 1 process",
+            {"faults": ("replica-desync",)},
+            "single",
+            expect="differ",
+        ),
+        Variant(
+            "per-microbatch-mean",
+            "known-broken: per-micro-batch mean loss (variable lengths)",
+            {"faults": ("per-microbatch-mean-loss",)},
+            "single",
+            expect="differ",
+        ),
+        Variant(
+            "loss-unscaled",
+            "known-broken: loss not divided by accum",
+            {"faults": ("loss-unscaled",)},
+            "single",
+            expect="differ",
+        ),
     ]
     if cfg.only:
         wanted = set(cfg.only)
         unknown = wanted - {v.name for v in rows}
         if unknown:
-            raise ValueError(f"unknown verify row(s) {', '.join(sorted(unknown))}; "
-                             f"known: {', '.join(v.name for v in rows)}")
+            raise ValueError(
+                f"unknown verify row(s) {', '.join(sorted(unknown))}; "
+                f"known: {', '.join(v.name for v in rows)}"
+            )
         for v in rows:
             if v.name in wanted and v.reference != "single":
                 wanted.add(v.reference)
@@ -151,12 +189,17 @@ class VerifyResult:
         return all(r.as_expected for r in self.rows)
 
     def to_json(self) -> dict[str, Any]:
-        return {"schema": "ddp-doctor.verify/1", "config": dataclasses.asdict(self.config),
-                "ok": self.ok, "rows": [r.to_json() for r in self.rows],
-                "findings": [f.to_report_json() | {"source": f.source} for f in self.findings]}
+        return {
+            "schema": "ddp-doctor.verify/1",
+            "config": dataclasses.asdict(self.config),
+            "ok": self.ok,
+            "rows": [r.to_json() for r in self.rows],
+            "findings": [f.to_report_json() | {"source": f.source} for f in self.findings],
+        }
 
 
 # --- measurement (imports torch) -----------------------------------------------------------
+
 
 def _train_config(cfg: VerifyConfig, variant: Variant):
     from ddp_doctor.trainer.config import TrainConfig
@@ -169,8 +212,9 @@ def _full(t):
     return t.full_tensor() if hasattr(t, "full_tensor") else t
 
 
-def _worker(rank: int, world: int, init_file: str, cfg: VerifyConfig, rows: list[Variant],
-            out_dir: str) -> None:
+def _worker(
+    rank: int, world: int, init_file: str, cfg: VerifyConfig, rows: list[Variant], out_dir: str
+) -> None:
     """One rank: run every distributed variant for k steps; rank 0 saves grads and params."""
     import torch
     import torch.distributed as dist
@@ -201,8 +245,10 @@ def _worker(rank: int, world: int, init_file: str, cfg: VerifyConfig, rows: list
                 dist.all_reduce(diff, op=dist.ReduceOp.MAX)
                 spread = float(diff)
             if rank == 0:
-                torch.save({"grads": grads, "params": params, "replica_spread": spread},
-                           Path(out_dir) / f"{variant.name}.pt")
+                torch.save(
+                    {"grads": grads, "params": params, "replica_spread": spread},
+                    Path(out_dir) / f"{variant.name}.pt",
+                )
             dist.barrier()
     finally:
         dist.destroy_process_group()
@@ -219,9 +265,14 @@ def _single_process_reference(cfg: VerifyConfig, out_dir: Path) -> None:
     for step in range(cfg.steps):
         train_step(state, [b for rank_batches in per_rank for b in rank_batches[step]])
     named = [(n, p) for n, p in state.raw_model.named_parameters() if p.requires_grad]
-    torch.save({"grads": {n: p.grad.detach().clone() for n, p in named if p.grad is not None},
-                "params": {n: p.detach().clone() for n, p in named}, "replica_spread": None},
-               out_dir / "single.pt")
+    torch.save(
+        {
+            "grads": {n: p.grad.detach().clone() for n, p in named if p.grad is not None},
+            "params": {n: p.detach().clone() for n, p in named},
+            "replica_spread": None,
+        },
+        out_dir / "single.pt",
+    )
 
 
 def max_diff(a: dict[str, Any], b: dict[str, Any]) -> tuple[float, float]:
@@ -249,10 +300,22 @@ def compare(rows: list[Variant], saved: dict[str, dict[str, Any]]) -> list[Row]:
         spread = got["replica_spread"]
         equal = g_rel <= tolerance and p_rel <= tolerance and not spread
         verdict: Literal["equal", "differ"] = "equal" if equal else "differ"
-        out.append(Row(name=v.name, label=v.label, reference=v.reference, expect=v.expect,
-                       grad_max_abs=g_abs, grad_rel=g_rel, param_max_abs=p_abs, param_rel=p_rel,
-                       replica_spread=spread, tolerance=tolerance, verdict=verdict,
-                       as_expected=verdict == v.expect))
+        out.append(
+            Row(
+                name=v.name,
+                label=v.label,
+                reference=v.reference,
+                expect=v.expect,
+                grad_max_abs=g_abs,
+                grad_rel=g_rel,
+                param_max_abs=p_abs,
+                param_rel=p_rel,
+                replica_spread=spread,
+                tolerance=tolerance,
+                verdict=verdict,
+                as_expected=verdict == v.expect,
+            )
+        )
     return out
 
 
@@ -262,39 +325,67 @@ def findings_from(rows: list[Row]) -> list[Finding]:
     out: list[Finding] = []
 
     def evidence(*names: str) -> dict[str, Any]:
-        return {n: {"grad_rel": by_name[n].grad_rel, "param_rel": by_name[n].param_rel,
-                    "tolerance": by_name[n].tolerance} for n in names if n in by_name}
+        return {
+            n: {
+                "grad_rel": by_name[n].grad_rel,
+                "param_rel": by_name[n].param_rel,
+                "tolerance": by_name[n].tolerance,
+            }
+            for n in names
+            if n in by_name
+        }
 
     if "compile" in by_name:
         row = by_name["compile"]
         noise = by_name["eager-repeat"]
         confirmed = row.verdict == "differ"
-        out.append(Finding(
-            id="compile-numerics", status="confirmed" if confirmed else "ruled-out",
-            severity="warning" if confirmed else "info", source="experiment",
-            summary=(f"compiled vs eager: gradients differ by {row.grad_rel:.2e} and parameters by "
-                     f"{row.param_rel:.2e} (relative) after the checked steps; eager run-to-run noise "
-                     f"{max(noise.grad_rel, noise.param_rel):.2e}, threshold {row.tolerance:.1e}."),
-            evidence=evidence("compile", "eager-repeat") | {"threshold": row.tolerance}))
+        out.append(
+            Finding(
+                id="compile-numerics",
+                status="confirmed" if confirmed else "ruled-out",
+                severity="warning" if confirmed else "info",
+                source="experiment",
+                summary=(
+                    f"compiled vs eager: gradients differ by {row.grad_rel:.2e} and parameters by "
+                    f"{row.param_rel:.2e} (relative) after the checked steps; eager run-to-run noise "
+                    f"{max(noise.grad_rel, noise.param_rel):.2e}, threshold {row.tolerance:.1e}."
+                ),
+                evidence=evidence("compile", "eager-repeat") | {"threshold": row.tolerance},
+            )
+        )
     bucket = [n for n in ("bucket-small", "bucket-view") if n in by_name]
     if bucket:
         worst = max(max(by_name[n].grad_rel, by_name[n].param_rel) for n in bucket)
         differ = any(by_name[n].verdict == "differ" for n in bucket)
-        out.append(Finding(
-            id="ddp-bucket-config", status="confirmed" if differ else "ruled-out", severity="info",
-            source="experiment",
-            summary=(f"bucket_cap_mb and gradient_as_bucket_view variations change gradients and "
-                     f"parameters by at most {worst:.2e} (relative; tolerance {FP32_REL_TOL:.0e})."),
-            evidence=evidence(*bucket) | {"threshold": FP32_REL_TOL}))
+        out.append(
+            Finding(
+                id="ddp-bucket-config",
+                status="confirmed" if differ else "ruled-out",
+                severity="info",
+                source="experiment",
+                summary=(
+                    f"bucket_cap_mb and gradient_as_bucket_view variations change gradients and "
+                    f"parameters by at most {worst:.2e} (relative; tolerance {FP32_REL_TOL:.0e})."
+                ),
+                evidence=evidence(*bucket) | {"threshold": FP32_REL_TOL},
+            )
+        )
     if "find-unused" in by_name:
         row = by_name["find-unused"]
-        out.append(Finding(
-            id="find-unused-true", status="confirmed" if row.verdict == "differ" else "ruled-out",
-            severity="info", source="experiment",
-            summary=(f"find_unused_parameters=True changes gradients by {row.grad_rel:.2e} and "
-                     f"parameters by {row.param_rel:.2e} (relative; tolerance {FP32_REL_TOL:.0e}): "
-                     "it costs time, not accuracy."),
-            evidence=evidence("find-unused") | {"threshold": FP32_REL_TOL}))
+        out.append(
+            Finding(
+                id="find-unused-true",
+                status="confirmed" if row.verdict == "differ" else "ruled-out",
+                severity="info",
+                source="experiment",
+                summary=(
+                    f"find_unused_parameters=True changes gradients by {row.grad_rel:.2e} and "
+                    f"parameters by {row.param_rel:.2e} (relative; tolerance {FP32_REL_TOL:.0e}): "
+                    "it costs time, not accuracy."
+                ),
+                evidence=evidence("find-unused") | {"threshold": FP32_REL_TOL},
+            )
+        )
     return out
 
 
@@ -312,15 +403,13 @@ def run_verify(cfg: VerifyConfig) -> VerifyResult:
         env_before = os.environ.get("OMP_NUM_THREADS")
         os.environ["OMP_NUM_THREADS"] = "1"
         try:
-            mp.spawn(_worker, args=(cfg.world, init_file, cfg, rows, tmp),
-                     nprocs=cfg.world, join=True)
+            mp.spawn(_worker, args=(cfg.world, init_file, cfg, rows, tmp), nprocs=cfg.world, join=True)
         finally:
             if env_before is None:
                 os.environ.pop("OMP_NUM_THREADS", None)
             else:
                 os.environ["OMP_NUM_THREADS"] = env_before
         _single_process_reference(cfg, out_dir)
-        saved = {p.stem: torch.load(p) for p in out_dir.glob("*.pt")
-                 if not p.stem.startswith("batches-")}
+        saved = {p.stem: torch.load(p) for p in out_dir.glob("*.pt") if not p.stem.startswith("batches-")}
     table = compare(rows, saved)
     return VerifyResult(config=cfg, rows=table, findings=findings_from(table))

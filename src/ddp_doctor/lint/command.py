@@ -23,9 +23,15 @@ def _ids(values: list[str] | None) -> tuple[str, ...] | None:
 def lint(
     paths: list[Path] = typer.Argument(..., help="Files, directories (recursive) or notebooks to check."),
     format: str = typer.Option("text", "--format", "-f", help="text, json or sarif."),
-    select: list[str] = typer.Option(None, "--select", help="Only these lint IDs (comma-separated or repeated)."),
-    ignore: list[str] = typer.Option(None, "--ignore", help="Skip these lint IDs (comma-separated or repeated)."),
-    fix: bool = typer.Option(False, "--fix", help="Apply the mechanical autofixes in place (.py files only)."),
+    select: list[str] = typer.Option(
+        None, "--select", help="Only these lint IDs (comma-separated or repeated)."
+    ),
+    ignore: list[str] = typer.Option(
+        None, "--ignore", help="Skip these lint IDs (comma-separated or repeated)."
+    ),
+    fix: bool = typer.Option(
+        False, "--fix", help="Apply the mechanical autofixes in place (.py files only)."
+    ),
     lang: str = typer.Option("en", "--lang", help="en or zh."),
 ) -> None:
     """Find distributed-training pitfalls in source code, without running it."""

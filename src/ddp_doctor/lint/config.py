@@ -48,7 +48,9 @@ def config_for(path: Path) -> LintConfig:
 def _read(pyproject: Path) -> LintConfig:
     root = pyproject.parent
     if tomllib is None:
-        return LintConfig(root=root, problems=(f"{pyproject}: [tool.ddp-doctor] needs Python >= 3.11 to read",))
+        return LintConfig(
+            root=root, problems=(f"{pyproject}: [tool.ddp-doctor] needs Python >= 3.11 to read",)
+        )
     try:
         data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
@@ -67,5 +69,10 @@ def _read(pyproject: Path) -> LintConfig:
         problems.append(f"{pyproject}: [tool.ddp-doctor] {key} must be a list of strings")
         return None
 
-    return LintConfig(root=root, select=strings("select"), ignore=strings("ignore") or (),
-                      exclude=strings("exclude") or (), problems=tuple(problems))
+    return LintConfig(
+        root=root,
+        select=strings("select"),
+        ignore=strings("ignore") or (),
+        exclude=strings("exclude") or (),
+        problems=tuple(problems),
+    )

@@ -16,8 +16,7 @@ from dataclasses import dataclass, field
 # Public spellings that name the same object; rules compare against the canonical (first) one.
 _ALIASES: dict[str, str] = {
     "torch.nn.parallel.distributed.DistributedDataParallel": "torch.nn.parallel.DistributedDataParallel",
-    "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel":
-        "torch.distributed.fsdp.FullyShardedDataParallel",
+    "torch.distributed.fsdp.fully_sharded_data_parallel.FullyShardedDataParallel": "torch.distributed.fsdp.FullyShardedDataParallel",
     "torch.distributed._composable.fsdp.fully_shard": "torch.distributed.fsdp.fully_shard",
     "torch.nn.utils.clip_grad.clip_grad_norm_": "torch.nn.utils.clip_grad_norm_",
     "torch.nn.utils.clip_grad.clip_grad_value_": "torch.nn.utils.clip_grad_value_",
@@ -221,7 +220,11 @@ class FileContext:
         func = call.func
         if isinstance(func, ast.Name):
             name = func.id
-        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
+        elif (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id in ("self", "cls")
+        ):
             name = func.attr
         else:
             return None
@@ -279,7 +282,7 @@ class FileContext:
             col, end_col = node.col_offset, node.end_col_offset  # type: ignore[attr-defined]
         except AttributeError:
             return ""
-        raw = [line.encode("utf-8") for line in self.lines[start - 1:end]]
+        raw = [line.encode("utf-8") for line in self.lines[start - 1 : end]]
         if not raw or end_col is None:
             return ""
         if len(raw) == 1:

@@ -16,9 +16,24 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SUFFIXES = (".py", ".pyi", ".ipynb")
-DEFAULT_EXCLUDES = (".git/", ".hg/", ".venv/", "venv/", "env/", "__pycache__/", "build/", "dist/", ".tox/",
-                    ".nox/", ".eggs/", "*.egg-info/", "node_modules/", ".mypy_cache/", ".pytest_cache/",
-                    ".ipynb_checkpoints/")
+DEFAULT_EXCLUDES = (
+    ".git/",
+    ".hg/",
+    ".venv/",
+    "venv/",
+    "env/",
+    "__pycache__/",
+    "build/",
+    "dist/",
+    ".tox/",
+    ".nox/",
+    ".eggs/",
+    "*.egg-info/",
+    "node_modules/",
+    ".mypy_cache/",
+    ".pytest_cache/",
+    ".ipynb_checkpoints/",
+)
 
 
 @dataclass(frozen=True)

@@ -67,8 +67,9 @@ def resolve_ids(select: tuple[str, ...] | None, ignore: tuple[str, ...]) -> tupl
     return tuple(i for i in lint_ids() if i in chosen and i not in ignore)
 
 
-def lint_source(source: str, path: str, ids: tuple[str, ...] | None = None,
-                notebook: NotebookSource | None = None) -> FileResult:
+def lint_source(
+    source: str, path: str, ids: tuple[str, ...] | None = None, notebook: NotebookSource | None = None
+) -> FileResult:
     """Lint one file's source text (``notebook`` maps lines back to cells)."""
     result = FileResult(path, notebook=notebook is not None)
     try:
@@ -82,7 +83,9 @@ def lint_source(source: str, path: str, ids: tuple[str, ...] | None = None,
         result.diagnostics.append(Diagnostic(path, line, "parse-error", f"cannot parse{where}: {exc.msg}"))
         return result
     except (ValueError, RecursionError, MemoryError) as exc:  # null bytes, absurd nesting
-        result.diagnostics.append(Diagnostic(path, None, "parse-error", f"cannot parse: {type(exc).__name__}: {exc}"))
+        result.diagnostics.append(
+            Diagnostic(path, None, "parse-error", f"cannot parse: {type(exc).__name__}: {exc}")
+        )
         return result
     ids = tuple(i for i in (ids if ids is not None else tuple(RULES)) if RULES[i].may_apply(source))
     if not ids:
@@ -98,11 +101,14 @@ def lint_source(source: str, path: str, ids: tuple[str, ...] | None = None,
         try:
             violations = list(RULES[rule_id].check(ctx, facts))
         except RecursionError:
-            result.diagnostics.append(Diagnostic(path, None, "internal-error", f"{rule_id}: nesting too deep"))
+            result.diagnostics.append(
+                Diagnostic(path, None, "internal-error", f"{rule_id}: nesting too deep")
+            )
             continue
         except Exception as exc:  # a bug in one rule must not hide the other rules' results
-            result.diagnostics.append(Diagnostic(path, None, "internal-error",
-                                                 f"{rule_id}: {type(exc).__name__}: {exc}"))
+            result.diagnostics.append(
+                Diagnostic(path, None, "internal-error", f"{rule_id}: {type(exc).__name__}: {exc}")
+            )
             continue
         for v in violations:
             if (v.rule_id, v.line) in seen or _suppressed(ctx.lines, v):
@@ -129,9 +135,18 @@ def _to_finding(v: Violation, path: str, notebook: NotebookSource | None) -> Fin
     if notebook is not None:
         evidence["cell"], line = notebook.locate(v.line)
     evidence["autofix"] = bool(v.edits) and notebook is None
-    return Finding(id=v.rule_id, status="confirmed", severity=spec.severity, summary=v.message,
-                   summary_zh=v.message_zh, evidence=evidence, fix=spec.fix.en, path=path, line=line,
-                   source="lint")
+    return Finding(
+        id=v.rule_id,
+        status="confirmed",
+        severity=spec.severity,
+        summary=v.message,
+        summary_zh=v.message_zh,
+        evidence=evidence,
+        fix=spec.fix.en,
+        path=path,
+        line=line,
+        source="lint",
+    )
 
 
 def lint_file(path: Path, ids: tuple[str, ...] | None = None) -> FileResult:
@@ -139,16 +154,22 @@ def lint_file(path: Path, ids: tuple[str, ...] | None = None) -> FileResult:
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        return FileResult(shown, diagnostics=[Diagnostic(shown, None, "read-error", f"cannot read: {exc.strerror}")])
+        return FileResult(
+            shown, diagnostics=[Diagnostic(shown, None, "read-error", f"cannot read: {exc.strerror}")]
+        )
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        return FileResult(shown, diagnostics=[Diagnostic(shown, None, "read-error", f"not UTF-8: {exc.reason}")])
+        return FileResult(
+            shown, diagnostics=[Diagnostic(shown, None, "read-error", f"not UTF-8: {exc.reason}")]
+        )
     if path.suffix == ".ipynb":
         try:
             nb = read_notebook(text)
         except ValueError as exc:
-            return FileResult(shown, diagnostics=[Diagnostic(shown, None, "parse-error", str(exc))], notebook=True)
+            return FileResult(
+                shown, diagnostics=[Diagnostic(shown, None, "parse-error", str(exc))], notebook=True
+            )
         return lint_source(nb.source, shown, ids, nb)
     return lint_source(text, shown, ids)
 
@@ -162,7 +183,9 @@ def apply_edits(source: str, edits: list[Edit]) -> tuple[str, int]:
     def offset(line: int, col: int) -> int:
         return starts[min(max(line, 1), len(starts)) - 1] + col
 
-    spans = sorted(((offset(e.line, e.col), offset(e.end_line, e.end_col), e.text) for e in set(edits)), reverse=True)
+    spans = sorted(
+        ((offset(e.line, e.col), offset(e.end_line, e.end_col), e.text) for e in set(edits)), reverse=True
+    )
     applied = 0
     limit = len(source) + 1
     for start, end, text in spans:
@@ -182,8 +205,9 @@ def fix_file(path: Path, edits: list[Edit]) -> int:
     return applied
 
 
-def lint_paths(paths: list[Path], select: tuple[str, ...] | None = None, ignore: tuple[str, ...] = (),
-               fix: bool = False) -> LintResult:
+def lint_paths(
+    paths: list[Path], select: tuple[str, ...] | None = None, ignore: tuple[str, ...] = (), fix: bool = False
+) -> LintResult:
     """Lint files and directories. CLI ``select`` replaces the config's; ``ignore`` adds to it."""
     result = LintResult()
     files: list[tuple[Path, LintConfig]] = []

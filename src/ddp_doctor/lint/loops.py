@@ -30,17 +30,24 @@ from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
 # Receivers whose `.step()` is an optimizer step / a scheduler step, by name when no constructor
 # is visible. Schedulers are tested first: `lr_scheduler` contains neither `opt` nor `optim`.
 SCHEDULER_NAME = re.compile(r"sched", re.IGNORECASE)
-OPTIMIZER_NAME = re.compile(r"(^|[._])(opt|optim|optimi[sz]er\w*|\w*_optimi[sz]er)s?(\[.*\])?$", re.IGNORECASE)
+OPTIMIZER_NAME = re.compile(
+    r"(^|[._])(opt|optim|optimi[sz]er\w*|\w*_optimi[sz]er)s?(\[.*\])?$", re.IGNORECASE
+)
 # Identifiers that make an `if` an accumulation guard (besides a `%` in the test).
-ACCUM_GUARD_NAME = re.compile(r"accum|micro|sync_grad|is_last|last_step|should_step|do_step|update_step|boundary",
-                              re.IGNORECASE)
+ACCUM_GUARD_NAME = re.compile(
+    r"accum|micro|sync_grad|is_last|last_step|should_step|do_step|update_step|boundary", re.IGNORECASE
+)
 # Framework objects whose `.backward(loss)` does its own scaling (accelerate, DeepSpeed, Fabric).
 FRAMEWORK_BACKWARD = re.compile(r"(accelerator|engine|fabric|deepspeed)$", re.IGNORECASE)
 HELPER_DEPTH = 2  # "simple helper calls in the same file": follow at most two calls deep
 
-OPTIMIZER_CTORS = re.compile(r"^(torch\.optim\.(?!lr_scheduler)\w+|transformers\.(optimization\.)?AdamW|"
-                             r"torch\.distributed\.optim\.ZeroRedundancyOptimizer|bitsandbytes\.optim\.\w+)$")
-SCHEDULER_CTORS = re.compile(r"^(torch\.optim\.lr_scheduler\.\w+|transformers\.(optimization\.)?get_\w*schedule\w*)$")
+OPTIMIZER_CTORS = re.compile(
+    r"^(torch\.optim\.(?!lr_scheduler)\w+|transformers\.(optimization\.)?AdamW|"
+    r"torch\.distributed\.optim\.ZeroRedundancyOptimizer|bitsandbytes\.optim\.\w+)$"
+)
+SCHEDULER_CTORS = re.compile(
+    r"^(torch\.optim\.lr_scheduler\.\w+|transformers\.(optimization\.)?get_\w*schedule\w*)$"
+)
 
 
 @dataclass(frozen=True)
@@ -53,11 +60,17 @@ class Backward:
 def backward_of(node: ast.AST) -> Backward | None:
     """Recognise ``x.backward()``, ``scaler.scale(x).backward()``, ``accelerator.backward(x)``,
     ``torch.autograd.backward(x)``."""
-    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute) or node.func.attr != "backward":
+    if (
+        not isinstance(node, ast.Call)
+        or not isinstance(node.func, ast.Attribute)
+        or node.func.attr != "backward"
+    ):
         return None
     receiver = node.func.value
     text = dotted(receiver)
-    if text is not None and (FRAMEWORK_BACKWARD.search(text) or text == "torch.autograd" or text == "autograd"):
+    if text is not None and (
+        FRAMEWORK_BACKWARD.search(text) or text == "torch.autograd" or text == "autograd"
+    ):
         root = node.args[0] if node.args else None
         return Backward(node, root, framework=text not in ("torch.autograd", "autograd"))
     scaled = scale_call(receiver)
@@ -71,7 +84,11 @@ def scale_call(receiver: ast.expr) -> ast.Call | None:
     ``(scaler.scale(loss) if scaler is not None else loss).backward()``."""
     if isinstance(receiver, ast.IfExp):
         return scale_call(receiver.body) or scale_call(receiver.orelse)
-    if isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Attribute) and receiver.func.attr == "scale":
+    if (
+        isinstance(receiver, ast.Call)
+        and isinstance(receiver.func, ast.Attribute)
+        and receiver.func.attr == "scale"
+    ):
         return receiver
     return None
 
@@ -87,7 +104,8 @@ class LoopFacts:
         for node in ctx.of_type(ast.Assign):
             if isinstance(node.value, ast.Call):
                 names = [dotted(t) for t in node.targets] + [
-                    dotted(e) for t in node.targets if isinstance(t, (ast.Tuple, ast.List)) for e in t.elts]
+                    dotted(e) for t in node.targets if isinstance(t, (ast.Tuple, ast.List)) for e in t.elts
+                ]
                 names_set = {n for n in names if n}
                 q = ctx.call_qualname(node.value) or ""
                 if OPTIMIZER_CTORS.match(q):
@@ -129,8 +147,9 @@ class LoopFacts:
 
     # --- deep searches that follow same-file helpers -------------------------------------------
 
-    def nodes(self, body: list[ast.stmt], depth: int = HELPER_DEPTH, seen: frozenset[int] = frozenset()
-              ) -> Iterator[ast.AST]:
+    def nodes(
+        self, body: list[ast.stmt], depth: int = HELPER_DEPTH, seen: frozenset[int] = frozenset()
+    ) -> Iterator[ast.AST]:
         """Every node under ``body`` (not entering nested defs), then those of called helpers."""
         for stmt in body:
             for node in self.ctx.local(stmt):
@@ -145,8 +164,10 @@ class LoopFacts:
         key = id(stmt)
         if key not in self._stmt_flags:
             nodes = list(self.nodes([stmt]))
-            self._stmt_flags[key] = (any(backward_of(n) for n in nodes),
-                                     any(self.is_optimizer_step(n) for n in nodes))
+            self._stmt_flags[key] = (
+                any(backward_of(n) for n in nodes),
+                any(self.is_optimizer_step(n) for n in nodes),
+            )
         return self._stmt_flags[key]
 
     def may_backward(self, node: ast.AST) -> bool:
@@ -181,7 +202,9 @@ class LoopFacts:
                 return True
         cur = self.ctx.parents.get(loop)
         while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            if isinstance(cur, (ast.With, ast.AsyncWith)) and any(_is_accumulate(i.context_expr) for i in cur.items):
+            if isinstance(cur, (ast.With, ast.AsyncWith)) and any(
+                _is_accumulate(i.context_expr) for i in cur.items
+            ):
                 return True
             cur = self.ctx.parents.get(cur)
         return False
@@ -196,7 +219,9 @@ def is_accum_guard(test: ast.expr) -> bool:
     for node in ast.walk(test):
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
             return True
-        name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+        name = (
+            node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+        )
         if name and ACCUM_GUARD_NAME.search(name):
             return True
     return False
@@ -224,7 +249,7 @@ def _step_after(facts: LoopFacts, loop: ast.AST) -> int | None:
         for field_name in _BLOCK_FIELDS + ("handlers",):
             block = getattr(parent, field_name, None)
             if isinstance(block, list) and node in block:
-                for stmt in block[block.index(node) + 1:]:
+                for stmt in block[block.index(node) + 1 :]:
                     if isinstance(stmt, ast.stmt) and facts.has_optimizer_step([stmt]):
                         return next(n.lineno for n in facts.nodes([stmt]) if facts.is_optimizer_step(n))
         if isinstance(parent, (*LOOPS, ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -248,7 +273,11 @@ def accumulation_loops(facts: LoopFacts) -> list[AccumLoop]:
     found: list[AccumLoop] = []
     ctx = facts.ctx
     for loop in (*ctx.of_type(ast.For), *ctx.of_type(ast.AsyncFor), *ctx.of_type(ast.While)):
-        if not facts.may_backward(loop) or not facts.has_backward(loop.body) or facts.in_accelerate_accumulate(loop):
+        if (
+            not facts.may_backward(loop)
+            or not facts.has_backward(loop.body)
+            or facts.in_accelerate_accumulate(loop)
+        ):
             continue
         if not facts.has_optimizer_step(loop.body):
             if not _runs_backward(facts, loop.body):
@@ -267,8 +296,13 @@ def _runs_backward(facts: LoopFacts, body: list[ast.stmt]) -> bool:
     """Backward runs on every pass through ``body`` (or in both branches of an if/else)."""
     if any(backward_of(n) for n in _unconditional_nodes(facts, body, HELPER_DEPTH, frozenset())):
         return True
-    return any(isinstance(s, ast.If) and s.orelse and _runs_backward(facts, s.body) and _runs_backward(facts, s.orelse)
-               for s in unconditional(body))
+    return any(
+        isinstance(s, ast.If)
+        and s.orelse
+        and _runs_backward(facts, s.body)
+        and _runs_backward(facts, s.orelse)
+        for s in unconditional(body)
+    )
 
 
 def _guarded_step(facts: LoopFacts, loop: ast.AST) -> int | None:
@@ -280,7 +314,9 @@ def _guarded_step(facts: LoopFacts, loop: ast.AST) -> int | None:
     for stmt in unconditional(body):
         if isinstance(stmt, ast.If):
             if is_accum_guard(stmt.test) and facts.has_optimizer_step(stmt.body):
-                step_line = step_line or next(n.lineno for n in facts.nodes(stmt.body) if facts.is_optimizer_step(n))
+                step_line = step_line or next(
+                    n.lineno for n in facts.nodes(stmt.body) if facts.is_optimizer_step(n)
+                )
             elif facts.has_optimizer_step([stmt]):
                 return None  # stepped under some other condition: cannot tell how often
         elif not isinstance(stmt, (ast.With, ast.AsyncWith, ast.Try)) and facts.has_optimizer_step([stmt]):
@@ -304,7 +340,15 @@ def micro_method_calls(facts: LoopFacts, name: str) -> Iterator[tuple[AccumLoop,
                 yield loop, node, m[0]
 
 
-_CONDITIONAL_EXPRS = (ast.IfExp, ast.BoolOp, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_CONDITIONAL_EXPRS = (
+    ast.IfExp,
+    ast.BoolOp,
+    ast.Lambda,
+    ast.ListComp,
+    ast.SetComp,
+    ast.DictComp,
+    ast.GeneratorExp,
+)
 
 
 def _expr_nodes(node: ast.AST) -> Iterator[ast.AST]:
@@ -316,10 +360,13 @@ def _expr_nodes(node: ast.AST) -> Iterator[ast.AST]:
         stack.extend(c for c in ast.iter_child_nodes(cur) if not isinstance(c, _CONDITIONAL_EXPRS))
 
 
-def _unconditional_nodes(facts: LoopFacts, body: list[ast.stmt], depth: int, seen: frozenset[int]
-                         ) -> Iterator[ast.AST]:
+def _unconditional_nodes(
+    facts: LoopFacts, body: list[ast.stmt], depth: int, seen: frozenset[int]
+) -> Iterator[ast.AST]:
     for stmt in unconditional(body):
-        if isinstance(stmt, (ast.If, *LOOPS, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Try, ast.Match)):
+        if isinstance(
+            stmt, (ast.If, *LOOPS, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Try, ast.Match)
+        ):
             continue  # conditional or nested bodies; try bodies come through `unconditional`
         if isinstance(stmt, (ast.With, ast.AsyncWith)):
             roots: list[ast.AST] = list(stmt.items)

@@ -42,31 +42,66 @@ def _finding_json(f: Finding, lang: Lang) -> dict[str, Any]:
 
 
 def to_json(result: LintResult, lang: Lang = "en") -> str:
-    return json.dumps({"schema": LINT_SCHEMA,
-                       "findings": [_finding_json(f, lang) for f in sort_findings(result.findings)],
-                       "diagnostics": [d.to_json() for d in result.diagnostics],
-                       "files": result.files}, ensure_ascii=False, indent=2)
+    return json.dumps(
+        {
+            "schema": LINT_SCHEMA,
+            "findings": [_finding_json(f, lang) for f in sort_findings(result.findings)],
+            "diagnostics": [d.to_json() for d in result.diagnostics],
+            "files": result.files,
+        },
+        ensure_ascii=False,
+        indent=2,
+    )
 
 
 def to_sarif(result: LintResult, lang: Lang = "en") -> str:
     ids = sorted({f.id for f in result.findings})
-    rules = [{"id": i, "name": i, "shortDescription": {"text": FINDINGS[i].title.get(lang)},
-              "fullDescription": {"text": FINDINGS[i].meaning.get(lang)},
-              "help": {"text": FINDINGS[i].fix.get(lang)},
-              "defaultConfiguration": {"level": SARIF_LEVEL[FINDINGS[i].severity]}} for i in ids]
-    results = [{"ruleId": f.id, "level": SARIF_LEVEL[f.severity], "message": {"text": f.summary_in(lang)},
-                "locations": [{"physicalLocation": {"artifactLocation": {"uri": (f.path or "").replace("\\", "/")},
-                                                    "region": {"startLine": f.line or 1}}}],
-                **({"properties": {"cell": f.evidence["cell"]}} if "cell" in f.evidence else {})}
-               for f in sort_findings(result.findings)]
-    notifications = [{"level": "error", "message": {"text": f"{d.kind}: {d.message}"},
-                      "locations": [{"physicalLocation": {"artifactLocation": {"uri": d.path}}}]}
-                     for d in result.diagnostics]
-    run = {"tool": {"driver": {"name": "ddp-doctor", "version": __version__, "rules": rules}},
-           "results": results,
-           "invocations": [{"executionSuccessful": not result.diagnostics,
-                            "toolExecutionNotifications": notifications}]}
-    return json.dumps({"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}, ensure_ascii=False, indent=2)
+    rules = [
+        {
+            "id": i,
+            "name": i,
+            "shortDescription": {"text": FINDINGS[i].title.get(lang)},
+            "fullDescription": {"text": FINDINGS[i].meaning.get(lang)},
+            "help": {"text": FINDINGS[i].fix.get(lang)},
+            "defaultConfiguration": {"level": SARIF_LEVEL[FINDINGS[i].severity]},
+        }
+        for i in ids
+    ]
+    results = [
+        {
+            "ruleId": f.id,
+            "level": SARIF_LEVEL[f.severity],
+            "message": {"text": f.summary_in(lang)},
+            "locations": [
+                {
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": (f.path or "").replace("\\", "/")},
+                        "region": {"startLine": f.line or 1},
+                    }
+                }
+            ],
+            **({"properties": {"cell": f.evidence["cell"]}} if "cell" in f.evidence else {}),
+        }
+        for f in sort_findings(result.findings)
+    ]
+    notifications = [
+        {
+            "level": "error",
+            "message": {"text": f"{d.kind}: {d.message}"},
+            "locations": [{"physicalLocation": {"artifactLocation": {"uri": d.path}}}],
+        }
+        for d in result.diagnostics
+    ]
+    run = {
+        "tool": {"driver": {"name": "ddp-doctor", "version": __version__, "rules": rules}},
+        "results": results,
+        "invocations": [
+            {"executionSuccessful": not result.diagnostics, "toolExecutionNotifications": notifications}
+        ],
+    }
+    return json.dumps(
+        {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}, ensure_ascii=False, indent=2
+    )
 
 
 RENDERERS = {"text": to_text, "json": to_json, "sarif": to_sarif}

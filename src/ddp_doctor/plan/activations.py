@@ -68,8 +68,9 @@ class ActivationBytes:
         return self.stored + self.recompute
 
 
-def activation_bytes(model: ModelPreset, micro_batch: int, seq_len: int, mode: Mode,
-                     checkpointing: bool = False) -> ActivationBytes:
+def activation_bytes(
+    model: ModelPreset, micro_batch: int, seq_len: int, mode: Mode, checkpointing: bool = False
+) -> ActivationBytes:
     b, s, h, i = micro_batch, seq_len, model.hidden_size, model.intermediate_size
     n, d, L, V = model.num_attention_heads, model.head_dim, model.num_hidden_layers, model.vocab_size
     k = model.num_key_value_heads * d
@@ -105,8 +106,9 @@ def activation_bytes(model: ModelPreset, micro_batch: int, seq_len: int, mode: M
         layers = L * per_layer
         weight_cache = HALF * linear_parameters(model) if mode == "autocast" else 0
         recompute = 0
-    return ActivationBytes(per_layer=per_layer, layers=layers, outside=outside,
-                           weight_cache=weight_cache, recompute=recompute)
+    return ActivationBytes(
+        per_layer=per_layer, layers=layers, outside=outside, weight_cache=weight_cache, recompute=recompute
+    )
 
 
 def logits_transient_bytes(model: ModelPreset, micro_batch: int, seq_len: int, mode: Mode) -> int:

@@ -36,31 +36,54 @@ def register(app: typer.Typer) -> None:
 
     @app.command("plan")
     def plan_command(
-        model: str = typer.Option(..., "--model", help="Preset (tiny, small, llama-7b, llama-13b, "
-                                  "llama-70b, llama3-8b) or a HF LLaMA-style config.json path."),
+        model: str = typer.Option(
+            ...,
+            "--model",
+            help="Preset (tiny, small, llama-7b, llama-13b, "
+            "llama-70b, llama3-8b) or a HF LLaMA-style config.json path.",
+        ),
         gpus: int = typer.Option(..., "--gpus", min=1, help="GPUs per node."),
-        gpu: str | None = typer.Option(None, "--gpu", help="GPU name from the table "
-                                       "(v100-32gb, a100-80gb, h100-80gb, h200, ...)."),
-        gpu_mem: float | None = typer.Option(None, "--gpu-mem", min=1,
-                                             help="GPU memory in GiB (overrides the table's)."),
+        gpu: str | None = typer.Option(
+            None, "--gpu", help="GPU name from the table (v100-32gb, a100-80gb, h100-80gb, h200, ...)."
+        ),
+        gpu_mem: float | None = typer.Option(
+            None, "--gpu-mem", min=1, help="GPU memory in GiB (overrides the table's)."
+        ),
         nodes: int = typer.Option(1, "--nodes", min=1),
         seq_len: int = typer.Option(2048, "--seq-len", min=1),
-        micro_batch: int | None = typer.Option(None, "--micro-batch", min=1,
-                                               help="Default: the largest that fits."),
-        accum: int | None = typer.Option(None, "--accum", min=1,
-                                         help="Default: from --global-batch, else 1."),
-        global_batch: int | None = typer.Option(None, "--global-batch", min=1,
-                                                help="Target samples per optimizer step."),
-        precision: PrecisionChoice | None = typer.Option(None, "--precision",
-                                                         help="Default: bf16 where the GPU has it, else fp16."),
+        micro_batch: int | None = typer.Option(
+            None, "--micro-batch", min=1, help="Default: the largest that fits."
+        ),
+        accum: int | None = typer.Option(
+            None, "--accum", min=1, help="Default: from --global-batch, else 1."
+        ),
+        global_batch: int | None = typer.Option(
+            None, "--global-batch", min=1, help="Target samples per optimizer step."
+        ),
+        precision: PrecisionChoice | None = typer.Option(
+            None, "--precision", help="Default: bf16 where the GPU has it, else fp16."
+        ),
         strategy: StrategyChoice = typer.Option(StrategyChoice.all, "--strategy"),
-        checkpointing: bool = typer.Option(False, "--checkpointing", help="Per-layer activation checkpointing."),
-        offload: bool = typer.Option(False, "--offload", help="Optimizer states (ZeRO-2: and gradients; "
-                                     "ZeRO-3/FSDP: and weights) in CPU memory."),
-        lora_rank: int = typer.Option(0, "--lora-rank", min=0, help="LoRA on q_proj, v_proj (0: full fine-tune)."),
-        mfu: float = typer.Option(DEFAULT_MFU, "--mfu", min=0.01, max=1.0, help="Assumed model FLOPs utilisation."),
-        node_network_gbps: float = typer.Option(DEFAULT_NODE_NETWORK_GBPS, "--node-network-gbps", min=0.1,
-                                                help="Inter-node bandwidth per node, GB/s."),
+        checkpointing: bool = typer.Option(
+            False, "--checkpointing", help="Per-layer activation checkpointing."
+        ),
+        offload: bool = typer.Option(
+            False,
+            "--offload",
+            help="Optimizer states (ZeRO-2: and gradients; ZeRO-3/FSDP: and weights) in CPU memory.",
+        ),
+        lora_rank: int = typer.Option(
+            0, "--lora-rank", min=0, help="LoRA on q_proj, v_proj (0: full fine-tune)."
+        ),
+        mfu: float = typer.Option(
+            DEFAULT_MFU, "--mfu", min=0.01, max=1.0, help="Assumed model FLOPs utilisation."
+        ),
+        node_network_gbps: float = typer.Option(
+            DEFAULT_NODE_NETWORK_GBPS,
+            "--node-network-gbps",
+            min=0.1,
+            help="Inter-node bandwidth per node, GB/s.",
+        ),
         fmt: FormatChoice = typer.Option(FormatChoice.text, "--format"),
         output: Path | None = typer.Option(None, "--output", help="Write here instead of stdout."),
     ) -> None:
@@ -78,11 +101,24 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"error: {err}", err=True)
             raise typer.Exit(2) from None
         chosen, precision_warnings = advice.resolve_precision(
-            precision.value if precision else None, hw.bf16, hw.name)
-        setup = Setup(model=spec, gpu=hw, gpus_per_node=gpus, nodes=nodes, seq_len=seq_len,
-                      micro_batch=micro_batch, accum=accum, global_batch=global_batch,
-                      precision=chosen, checkpointing=checkpointing, offload=offload,
-                      lora_rank=lora_rank, mfu=mfu, node_network_gbps=node_network_gbps)
+            precision.value if precision else None, hw.bf16, hw.name
+        )
+        setup = Setup(
+            model=spec,
+            gpu=hw,
+            gpus_per_node=gpus,
+            nodes=nodes,
+            seq_len=seq_len,
+            micro_batch=micro_batch,
+            accum=accum,
+            global_batch=global_batch,
+            precision=chosen,
+            checkpointing=checkpointing,
+            offload=offload,
+            lora_rank=lora_rank,
+            mfu=mfu,
+            node_network_gbps=node_network_gbps,
+        )
         strategies = STRATEGIES if strategy is StrategyChoice.all else (strategy.value,)
         plans = plan(setup, strategies)
         warnings = precision_warnings + advice.warnings(setup, plans)

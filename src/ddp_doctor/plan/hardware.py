@@ -55,5 +55,11 @@ def get_gpu(name: str | None, memory_gib: float | None = None) -> GpuSpec:
         return base
     label = name or f"custom-{memory_gib:g}gb"
     source = base.source if name else f"--gpu-mem {memory_gib:g}; FLOPs and links assumed as {base.name}"
-    return GpuSpec(name=label, memory_gib=memory_gib, bf16=base.bf16, peak_tflops=base.peak_tflops,
-                   link_gbps=base.link_gbps, source=source)
+    return GpuSpec(
+        name=label,
+        memory_gib=memory_gib,
+        bf16=base.bf16,
+        peak_tflops=base.peak_tflops,
+        link_gbps=base.link_gbps,
+        source=source,
+    )

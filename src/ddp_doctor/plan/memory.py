@@ -80,8 +80,14 @@ def state_bytes(strategy: Strategy, precision: Precision) -> StateBytes:
     else:
         w, g, o = 2, 2, ADAM_MIXED_K
     stage = {"ddp": 0, "zero1": 1, "zero2": 2, "zero3": 3, "fsdp": 3}[strategy]
-    return StateBytes(weight=w, grad=g, optimizer=o, shard_weights=stage >= 3,
-                      shard_grads=stage >= 2, shard_optimizer=stage >= 1)
+    return StateBytes(
+        weight=w,
+        grad=g,
+        optimizer=o,
+        shard_weights=stage >= 3,
+        shard_grads=stage >= 2,
+        shard_optimizer=stage >= 1,
+    )
 
 
 @dataclass(frozen=True)
@@ -98,8 +104,15 @@ class ModelStates:
         return self.weights + self.grads + self.optimizer
 
 
-def model_states(frozen: int, trainable: int, tensors: int, strategy: Strategy, precision: Precision,
-                 world: int, offload: bool = False) -> ModelStates:
+def model_states(
+    frozen: int,
+    trainable: int,
+    tensors: int,
+    strategy: Strategy,
+    precision: Precision,
+    world: int,
+    offload: bool = False,
+) -> ModelStates:
     """Per-GPU bytes of weights (frozen and trainable), gradients and Adam states (trainable only).
 
     `tensors` is the number of trainable parameter tensors (for Adam's step scalars). Frozen
@@ -134,8 +147,14 @@ def zero_paper_states(psi: float, world: int, stage: int, k: int = ADAM_MIXED_K)
     return 2 * psi / (world if p else 1) + 2 * psi / (world if g else 1) + k * psi / (world if o else 1)
 
 
-def comm_buffer_bytes(strategy: Strategy, precision: Precision, trainable: int, largest_module: int,
-                      largest_unit: int, world: int) -> float:
+def comm_buffer_bytes(
+    strategy: Strategy,
+    precision: Precision,
+    trainable: int,
+    largest_module: int,
+    largest_unit: int,
+    world: int,
+) -> float:
     """Communication buffers per GPU (module docstring); none when there is a single rank."""
     if world == 1:
         return 0.0

@@ -27,14 +27,24 @@ def load_model(spec: str) -> ModelPreset:
     if path.is_dir():
         path = path / "config.json"
     if not path.is_file():
-        raise ValueError(f"--model {spec!r} is neither a preset ({', '.join(PRESETS)}) "
-                         "nor a config.json path")
+        raise ValueError(
+            f"--model {spec!r} is neither a preset ({', '.join(PRESETS)}) nor a config.json path"
+        )
     try:
         cfg = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as err:
         raise ValueError(f"{path}: not valid JSON ({err})") from None
-    missing = [k for k in ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
-                           "num_attention_heads") if k not in cfg]
+    missing = [
+        k
+        for k in (
+            "vocab_size",
+            "hidden_size",
+            "intermediate_size",
+            "num_hidden_layers",
+            "num_attention_heads",
+        )
+        if k not in cfg
+    ]
     if missing:
         raise ValueError(f"{path}: not a LLaMA-style config, missing {', '.join(missing)}")
     return ModelPreset(

@@ -71,8 +71,16 @@ class MemoryBreakdown:
 
     @property
     def total(self) -> float:
-        return (self.weights + self.grads + self.optimizer + self.activations + self.logits_transient
-                + self.comm_buffers + self.cuda_overhead + self.fragmentation)
+        return (
+            self.weights
+            + self.grads
+            + self.optimizer
+            + self.activations
+            + self.logits_transient
+            + self.comm_buffers
+            + self.cuda_overhead
+            + self.fragmentation
+        )
 
 
 @dataclass(frozen=True)
@@ -103,17 +111,22 @@ def _trainable(setup: Setup) -> tuple[int, int, int]:
     """(frozen, trainable, trainable tensors)."""
     m = setup.model
     if setup.lora_rank:
-        return (m.num_parameters(), shapes.lora_parameters(m, setup.lora_rank),
-                shapes.lora_parameter_tensors(m))
+        return (
+            m.num_parameters(),
+            shapes.lora_parameters(m, setup.lora_rank),
+            shapes.lora_parameter_tensors(m),
+        )
     return 0, m.num_parameters(), shapes.num_parameter_tensors(m)
 
 
-def memory_breakdown(setup: Setup, strategy: mem.Strategy, micro_batch: int,
-                     checkpointing: bool) -> MemoryBreakdown:
+def memory_breakdown(
+    setup: Setup, strategy: mem.Strategy, micro_batch: int, checkpointing: bool
+) -> MemoryBreakdown:
     m = setup.model
     frozen, trainable, tensors = _trainable(setup)
-    states = mem.model_states(frozen, trainable, tensors, strategy, setup.precision, setup.world,
-                              setup.offload)
+    states = mem.model_states(
+        frozen, trainable, tensors, strategy, setup.precision, setup.world, setup.offload
+    )
     mode = activation_mode(strategy, setup.precision, lora=bool(setup.lora_rank))
     plain = act.activation_bytes(m, micro_batch, setup.seq_len, mode, checkpointing=False)
     ckpt = act.activation_bytes(m, micro_batch, setup.seq_len, mode, checkpointing=True)
@@ -121,15 +134,23 @@ def memory_breakdown(setup: Setup, strategy: mem.Strategy, micro_batch: int,
     logits = act.logits_transient_bytes(m, micro_batch, setup.seq_len, mode)
     largest_module = max(m.vocab_size * m.hidden_size, m.hidden_size * m.intermediate_size)
     largest_unit = max(shapes.layer_parameters(m), shapes.embedding_parameters(m) + m.hidden_size)
-    buffers = mem.comm_buffer_bytes(strategy, setup.precision, trainable, largest_module,
-                                    largest_unit, setup.world)
+    buffers = mem.comm_buffer_bytes(
+        strategy, setup.precision, trainable, largest_module, largest_unit, setup.world
+    )
     dynamic = chosen.peak + logits + buffers
     return MemoryBreakdown(
-        weights=states.weights, grads=states.grads, optimizer=states.optimizer,
-        activations=float(chosen.peak), activations_no_ckpt=float(plain.peak),
-        activations_ckpt=float(ckpt.peak), logits_transient=float(logits), comm_buffers=buffers,
-        cuda_overhead=float(CUDA_OVERHEAD_BYTES), fragmentation=FRAGMENTATION * dynamic,
-        cpu_offload=states.cpu)
+        weights=states.weights,
+        grads=states.grads,
+        optimizer=states.optimizer,
+        activations=float(chosen.peak),
+        activations_no_ckpt=float(plain.peak),
+        activations_ckpt=float(ckpt.peak),
+        logits_transient=float(logits),
+        comm_buffers=buffers,
+        cuda_overhead=float(CUDA_OVERHEAD_BYTES),
+        fragmentation=FRAGMENTATION * dynamic,
+        cpu_offload=states.cpu,
+    )
 
 
 def max_micro_batch(setup: Setup, strategy: mem.Strategy, checkpointing: bool) -> int:
@@ -173,21 +194,40 @@ def plan_strategy(setup: Setup, strategy: mem.Strategy) -> StrategyPlan:
     breakdown = memory_breakdown(setup, strategy, micro, setup.checkpointing)
     samples = micro * accum * setup.world
     tokens = samples * setup.seq_len
-    flops = tokens * tp.flops_per_token(setup.model, setup.seq_len, setup.checkpointing,
-                                        lora=bool(setup.lora_rank))
+    flops = tokens * tp.flops_per_token(
+        setup.model, setup.seq_len, setup.checkpointing, lora=bool(setup.lora_rank)
+    )
     frozen, trainable, _ = _trainable(setup)
     comm_weight = 4 if setup.precision == "fp32" else 2  # weights travel in the compute dtype
     comm_grad = mem.state_bytes(strategy, setup.precision).grad if strategy != "fsdp" else comm_weight
-    comm = tp.comm_bytes_per_step(strategy, trainable, frozen + trainable, comm_grad, comm_weight,
-                                  accum, setup.world)
-    time = tp.step_time(flops, setup.world, setup.gpu.peak_flops(setup.precision), setup.mfu, comm,
-                        setup.gpu.link_gbps, setup.nodes, setup.gpus_per_node,
-                        setup.node_network_gbps)
+    comm = tp.comm_bytes_per_step(
+        strategy, trainable, frozen + trainable, comm_grad, comm_weight, accum, setup.world
+    )
+    time = tp.step_time(
+        flops,
+        setup.world,
+        setup.gpu.peak_flops(setup.precision),
+        setup.mfu,
+        comm,
+        setup.gpu.link_gbps,
+        setup.nodes,
+        setup.gpus_per_node,
+        setup.node_network_gbps,
+    )
     return StrategyPlan(
-        strategy=strategy, micro_batch=micro, accum=accum, memory=breakdown,
-        fits=breakdown.total <= setup.gpu.memory_bytes, max_micro_batch=best,
-        max_micro_batch_ckpt=best_ckpt, global_batch_samples=samples, global_batch_tokens=tokens,
-        flops_per_step=flops, time=time, comm_bytes_per_step=comm)
+        strategy=strategy,
+        micro_batch=micro,
+        accum=accum,
+        memory=breakdown,
+        fits=breakdown.total <= setup.gpu.memory_bytes,
+        max_micro_batch=best,
+        max_micro_batch_ckpt=best_ckpt,
+        global_batch_samples=samples,
+        global_batch_tokens=tokens,
+        flops_per_step=flops,
+        time=time,
+        comm_bytes_per_step=comm,
+    )
 
 
 def plan(setup: Setup, strategies: tuple[mem.Strategy, ...] = mem.STRATEGIES) -> list[StrategyPlan]:

@@ -34,30 +34,55 @@ MEMORY_ROWS: tuple[tuple[str, str], ...] = (
 )
 
 
-def to_json(setup: Setup, plans: list[StrategyPlan], warnings: list[PlanWarning],
-            hypotheses: list[Applies], alternatives: list[Alternative]) -> dict[str, Any]:
+def to_json(
+    setup: Setup,
+    plans: list[StrategyPlan],
+    warnings: list[PlanWarning],
+    hypotheses: list[Applies],
+    alternatives: list[Alternative],
+) -> dict[str, Any]:
     m = setup.model
     return {
         "schema": PLAN_SCHEMA,
         "setup": {
-            "model": {"name": m.name, "parameters": m.num_parameters(), "layers": m.num_hidden_layers,
-                      "hidden_size": m.hidden_size, "intermediate_size": m.intermediate_size,
-                      "heads": m.num_attention_heads, "kv_heads": m.num_key_value_heads,
-                      "vocab_size": m.vocab_size},
-            "gpu": {"name": setup.gpu.name, "memory_gib": setup.gpu.memory_gib, "bf16": setup.gpu.bf16,
-                    "source": setup.gpu.source},
-            "gpus_per_node": setup.gpus_per_node, "nodes": setup.nodes, "world_size": setup.world,
-            "seq_len": setup.seq_len, "precision": setup.precision,
-            "checkpointing": setup.checkpointing, "offload": setup.offload, "lora_rank": setup.lora_rank,
+            "model": {
+                "name": m.name,
+                "parameters": m.num_parameters(),
+                "layers": m.num_hidden_layers,
+                "hidden_size": m.hidden_size,
+                "intermediate_size": m.intermediate_size,
+                "heads": m.num_attention_heads,
+                "kv_heads": m.num_key_value_heads,
+                "vocab_size": m.vocab_size,
+            },
+            "gpu": {
+                "name": setup.gpu.name,
+                "memory_gib": setup.gpu.memory_gib,
+                "bf16": setup.gpu.bf16,
+                "source": setup.gpu.source,
+            },
+            "gpus_per_node": setup.gpus_per_node,
+            "nodes": setup.nodes,
+            "world_size": setup.world,
+            "seq_len": setup.seq_len,
+            "precision": setup.precision,
+            "checkpointing": setup.checkpointing,
+            "offload": setup.offload,
+            "lora_rank": setup.lora_rank,
             "global_batch_target": setup.global_batch,
         },
-        "assumptions": {"mfu": setup.mfu, "node_network_gbps": setup.node_network_gbps,
-                        "cuda_overhead_gib": CUDA_OVERHEAD_BYTES / GIB, "fragmentation": FRAGMENTATION,
-                        "optimizer": "Adam/AdamW"},
+        "assumptions": {
+            "mfu": setup.mfu,
+            "node_network_gbps": setup.node_network_gbps,
+            "cuda_overhead_gib": CUDA_OVERHEAD_BYTES / GIB,
+            "fragmentation": FRAGMENTATION,
+            "optimizer": "Adam/AdamW",
+        },
         "strategies": [_strategy_json(p, setup) for p in plans],
         "warnings": [{"code": w.code, "severity": w.severity, "message": w.message} for w in warnings],
-        "hypotheses": [{"id": h.hypothesis, "findings": list(h.findings), "reason": h.reason}
-                       for h in hypotheses],
+        "hypotheses": [
+            {"id": h.hypothesis, "findings": list(h.findings), "reason": h.reason} for h in hypotheses
+        ],
         "alternatives": [{"flags": a.flags, "fits": a.fits} for a in alternatives],
     }
 
@@ -66,21 +91,33 @@ def _strategy_json(p: StrategyPlan, setup: Setup) -> dict[str, Any]:
     memory = {key: round(getattr(p.memory, key) / GIB, 3) for key, _ in MEMORY_ROWS}
     memory["total"] = round(p.memory.total / GIB, 3)
     return {
-        "strategy": p.strategy, "fits": p.fits, "micro_batch": p.micro_batch,
-        "max_micro_batch": p.max_micro_batch, "max_micro_batch_checkpointing": p.max_micro_batch_ckpt,
+        "strategy": p.strategy,
+        "fits": p.fits,
+        "micro_batch": p.micro_batch,
+        "max_micro_batch": p.max_micro_batch,
+        "max_micro_batch_checkpointing": p.max_micro_batch_ckpt,
         "accumulation": p.accum,
         "global_batch": {"samples": p.global_batch_samples, "tokens": p.global_batch_tokens},
         "memory_gib": memory,
         "cpu_offload_gib_per_node": round(p.memory.cpu_offload * setup.gpus_per_node / GIB, 3),
-        "step_time_s": {"compute": p.time.compute_s, "communication": p.time.comm_s,
-                        "overlapped": p.time.overlapped_s, "serial": p.time.serial_s},
+        "step_time_s": {
+            "compute": p.time.compute_s,
+            "communication": p.time.comm_s,
+            "overlapped": p.time.overlapped_s,
+            "serial": p.time.serial_s,
+        },
         "pflops_per_step": p.flops_per_step / 1e15,
         "comm_gb_per_step": p.comm_bytes_per_step / 1e9,
     }
 
 
-def render_json(setup: Setup, plans: list[StrategyPlan], warnings: list[PlanWarning],
-                hypotheses: list[Applies], alternatives: list[Alternative]) -> str:
+def render_json(
+    setup: Setup,
+    plans: list[StrategyPlan],
+    warnings: list[PlanWarning],
+    hypotheses: list[Applies],
+    alternatives: list[Alternative],
+) -> str:
     return json.dumps(to_json(setup, plans, warnings, hypotheses, alternatives), indent=2)
 
 
@@ -94,9 +131,11 @@ def _header(setup: Setup) -> str:
     extra = [f"LoRA r={setup.lora_rank}"] if setup.lora_rank else []
     extra += ["checkpointing"] if setup.checkpointing else []
     extra += ["offload"] if setup.offload else []
-    return (f"{m.name} ({m.num_parameters() / 1e9:.2f}B parameters) on {setup.world} × {setup.gpu.name} "
-            f"({setup.gpu.memory_gib:g} GiB; {setup.nodes} node(s)), seq {setup.seq_len}, "
-            f"{setup.precision}" + "".join(f", {e}" for e in extra))
+    return (
+        f"{m.name} ({m.num_parameters() / 1e9:.2f}B parameters) on {setup.world} × {setup.gpu.name} "
+        f"({setup.gpu.memory_gib:g} GiB; {setup.nodes} node(s)), seq {setup.seq_len}, "
+        f"{setup.precision}" + "".join(f", {e}" for e in extra)
+    )
 
 
 def _batch(p: StrategyPlan, ckpt: bool = False) -> str:
@@ -107,19 +146,40 @@ def _batch(p: StrategyPlan, ckpt: bool = False) -> str:
 def render_table(setup: Setup, plans: list[StrategyPlan], width: int = 120) -> str:
     console, buf = _console(width)
     table = Table(title=_header(setup), title_justify="left")
-    for col in ("strategy", "GiB/GPU", "fits", "max micro-batch", "with ckpt", "micro×accum",
-                "step s", "comm GB/step"):
+    for col in (
+        "strategy",
+        "GiB/GPU",
+        "fits",
+        "max micro-batch",
+        "with ckpt",
+        "micro×accum",
+        "step s",
+        "comm GB/step",
+    ):
         table.add_column(col, justify="left" if col == "strategy" else "right")
     for p in plans:
-        table.add_row(p.strategy, f"{p.memory.total / GIB:.1f}", "yes" if p.fits else "NO", _batch(p),
-                      _batch(p, ckpt=True), f"{p.micro_batch}×{p.accum}",
-                      f"{p.time.overlapped_s:.2f}", f"{p.comm_bytes_per_step / 1e9:.1f}")
+        table.add_row(
+            p.strategy,
+            f"{p.memory.total / GIB:.1f}",
+            "yes" if p.fits else "NO",
+            _batch(p),
+            _batch(p, ckpt=True),
+            f"{p.micro_batch}×{p.accum}",
+            f"{p.time.overlapped_s:.2f}",
+            f"{p.comm_bytes_per_step / 1e9:.1f}",
+        )
     console.print(table)
     return buf.getvalue()
 
 
-def render_text(setup: Setup, plans: list[StrategyPlan], warnings: list[PlanWarning],
-                hypotheses: list[Applies], alternatives: list[Alternative], width: int = 120) -> str:
+def render_text(
+    setup: Setup,
+    plans: list[StrategyPlan],
+    warnings: list[PlanWarning],
+    hypotheses: list[Applies],
+    alternatives: list[Alternative],
+    width: int = 120,
+) -> str:
     console, buf = _console(width)
     console.print(_header(setup))
     micro = {p.micro_batch for p in plans}
@@ -141,13 +201,17 @@ def render_text(setup: Setup, plans: list[StrategyPlan], warnings: list[PlanWarn
     table.add_row("comm GB/step/rank", *(f"{p.comm_bytes_per_step / 1e9:.1f}" for p in plans))
     table.add_row("comm s/step", *(f"{p.time.comm_s:.2f}" for p in plans))
     if setup.offload:
-        table.add_row("CPU RAM per node (GiB)",
-                      *(f"{p.memory.cpu_offload * setup.gpus_per_node / GIB:.1f}" for p in plans))
+        table.add_row(
+            "CPU RAM per node (GiB)",
+            *(f"{p.memory.cpu_offload * setup.gpus_per_node / GIB:.1f}" for p in plans),
+        )
     console.print(table)
-    console.print(f"Step time from 6·N·tokens + attention FLOPs at MFU {setup.mfu:.0%} of "
-                  f"{setup.gpu.peak_flops(setup.precision) / 1e12:g} TFLOPS ({setup.precision}); "
-                  f"allocator slack {FRAGMENTATION:.0%} of dynamic memory and "
-                  f"{CUDA_OVERHEAD_BYTES / GIB:g} GiB CUDA overhead are assumptions. Formulas: docs/plan.md.")
+    console.print(
+        f"Step time from 6·N·tokens + attention FLOPs at MFU {setup.mfu:.0%} of "
+        f"{setup.gpu.peak_flops(setup.precision) / 1e12:g} TFLOPS ({setup.precision}); "
+        f"allocator slack {FRAGMENTATION:.0%} of dynamic memory and "
+        f"{CUDA_OVERHEAD_BYTES / GIB:g} GiB CUDA overhead are assumptions. Formulas: docs/plan.md."
+    )
     if warnings:
         console.print("\nWarnings:")
         for w in warnings:

@@ -44,8 +44,15 @@ def flops_per_token(model: ModelPreset, seq_len: int, checkpointing: bool, lora:
     return matmul + attention
 
 
-def comm_bytes_per_step(strategy: Strategy, trainable: int, weights_total: int, grad_bytes: int,
-                        weight_bytes: int, accum: int, world: int) -> float:
+def comm_bytes_per_step(
+    strategy: Strategy,
+    trainable: int,
+    weights_total: int,
+    grad_bytes: int,
+    weight_bytes: int,
+    accum: int,
+    world: int,
+) -> float:
     """Bytes each rank sends per optimizer step (module docstring)."""
     if world == 1:
         return 0.0
@@ -74,8 +81,17 @@ class StepTime:
         return self.compute_s + self.comm_s
 
 
-def step_time(flops: float, gpus: int, peak_flops: float, mfu: float, comm_bytes: float,
-              link_gbps: float, nodes: int, gpus_per_node: int, node_network_gbps: float) -> StepTime:
+def step_time(
+    flops: float,
+    gpus: int,
+    peak_flops: float,
+    mfu: float,
+    comm_bytes: float,
+    link_gbps: float,
+    nodes: int,
+    gpus_per_node: int,
+    node_network_gbps: float,
+) -> StepTime:
     compute = flops / (gpus * peak_flops * mfu)
     bandwidth = link_gbps if nodes == 1 else min(link_gbps, node_network_gbps / gpus_per_node)
     return StepTime(compute_s=compute, comm_s=comm_bytes / (bandwidth * 1e9))

@@ -24,8 +24,9 @@ DEFAULT_ATTACH_DIR = "ddp-doctor-run"
 INTERVENTIONS_ENV = "DDP_DOCTOR_SET"  # = ddp_doctor.experiments.interventions.ENV_VAR (not imported: light)
 
 
-def attach(run_dir: str | os.PathLike[str] | None = None, level: str | None = None,
-           every: int | None = None) -> None:
+def attach(
+    run_dir: str | os.PathLike[str] | None = None, level: str | None = None, every: int | None = None
+) -> None:
     """Start the probe explicitly; options default to those `ddp-doctor run` passed, if any.
 
     Idempotent. Without `ddp-doctor run` there is no launcher to write the manifest, so rank 0
@@ -33,7 +34,9 @@ def attach(run_dir: str | os.PathLike[str] | None = None, level: str | None = No
     """
     from_env = ProbeOptions.from_env()
     options = ProbeOptions(
-        run_dir=Path(run_dir) if run_dir is not None else (from_env.run_dir if from_env else Path(DEFAULT_ATTACH_DIR)),
+        run_dir=Path(run_dir)
+        if run_dir is not None
+        else (from_env.run_dir if from_env else Path(DEFAULT_ATTACH_DIR)),
         level=level or (from_env.level if from_env else "basic"),  # type: ignore[arg-type]
         every=every or (from_env.every if from_env else DEFAULT_EVERY),
         fault=os.environ.get(ENV_FAULT) or None,
@@ -87,11 +90,35 @@ def _intervention_effects() -> dict[str, int] | None:
 
 
 def _install_all() -> None:
-    from ddp_doctor.probe.instruments import (backward, clip, commhook, compile, compile_check, config, data,
-                                              ddp, lossfn, optimizer, scaler, scheduler)
+    from ddp_doctor.probe.instruments import (
+        backward,
+        clip,
+        commhook,
+        compile,
+        compile_check,
+        config,
+        data,
+        ddp,
+        lossfn,
+        optimizer,
+        scaler,
+        scheduler,
+    )
 
-    for instrument in (backward, commhook, ddp, optimizer, scaler, scheduler, clip, data, lossfn, config,
-                       compile, compile_check):
+    for instrument in (
+        backward,
+        commhook,
+        ddp,
+        optimizer,
+        scaler,
+        scheduler,
+        clip,
+        data,
+        lossfn,
+        config,
+        compile,
+        compile_check,
+    ):
         _install(instrument)
     after_import("torch.distributed.fsdp", _install_fsdp)
 
@@ -134,9 +161,16 @@ def _write_own_manifest(rank: int) -> None:
     path = manifest_path(PROBE.options.run_dir)
     if rank != 0 or path.exists():
         return
-    manifest = {"schema": RUN_SCHEMA, "command": [sys.executable, *sys.argv], "cwd": os.getcwd(),
-                "level": PROBE.options.level, "every": PROBE.options.every, "interventions": {},
-                "start": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "attached": True}
+    manifest = {
+        "schema": RUN_SCHEMA,
+        "command": [sys.executable, *sys.argv],
+        "cwd": os.getcwd(),
+        "level": PROBE.options.level,
+        "every": PROBE.options.every,
+        "interventions": {},
+        "start": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "attached": True,
+    }
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(manifest, indent=2))
     os.replace(tmp, path)

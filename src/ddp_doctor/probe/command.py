@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -20,17 +19,32 @@ def register(app: typer.Typer) -> None:
         "Example: ddp-doctor run --out runs/a -- torchrun --nproc_per_node 4 train.py",
     )
     def run_command(
-        command: Optional[list[str]] = typer.Argument(None, metavar="-- CMD [ARGS]...",
-                                                      help="The training command (python, torchrun, accelerate launch, ...)."),
-        out: Optional[Path] = typer.Option(None, "--out", help="Run directory (default: ddp-doctor-runs/run-<UTC time>)."),
-        level: str = typer.Option("basic", "--level", help="basic: counts, losses, norms, data, checksums; "
-                                  "full: adds per-layer-group norms and Adam statistics every N steps."),
-        every: int = typer.Option(50, "--every", min=1, help="Replica checksum (and `full` statistics) every N optimizer steps."),
-        sets: Optional[list[str]] = typer.Option(None, "--set", metavar="KEY=VALUE",
-                                                 help="Apply a forum suggestion without editing the script (repeatable): "
-                                                 "compile=off, adam.eps=1e-10, adam.beta2=0.95, lr.scale=0.5, clip=1.0, "
-                                                 "warmup=100, ddp.bucket_cap_mb=100, ddp.find_unused=false, "
-                                                 "sampler.set_epoch=auto, seed=0. See docs/experiments.md."),
+        command: list[str] | None = typer.Argument(
+            None,
+            metavar="-- CMD [ARGS]...",
+            help="The training command (python, torchrun, accelerate launch, ...).",
+        ),
+        out: Path | None = typer.Option(
+            None, "--out", help="Run directory (default: ddp-doctor-runs/run-<UTC time>)."
+        ),
+        level: str = typer.Option(
+            "basic",
+            "--level",
+            help="basic: counts, losses, norms, data, checksums; "
+            "full: adds per-layer-group norms and Adam statistics every N steps.",
+        ),
+        every: int = typer.Option(
+            50, "--every", min=1, help="Replica checksum (and `full` statistics) every N optimizer steps."
+        ),
+        sets: list[str] | None = typer.Option(
+            None,
+            "--set",
+            metavar="KEY=VALUE",
+            help="Apply a forum suggestion without editing the script (repeatable): "
+            "compile=off, adam.eps=1e-10, adam.beta2=0.95, lr.scale=0.5, clip=1.0, "
+            "warmup=100, ddp.bucket_cap_mb=100, ddp.find_unused=false, "
+            "sampler.set_epoch=auto, seed=0. See docs/experiments.md.",
+        ),
     ) -> None:
         import os
 
@@ -40,7 +54,9 @@ def register(app: typer.Typer) -> None:
         from ddp_doctor.rundir import manifest_path
 
         if not command:
-            typer.echo("ddp-doctor run: no command given; usage: ddp-doctor run [OPTIONS] -- CMD [ARGS]...", err=True)
+            typer.echo(
+                "ddp-doctor run: no command given; usage: ddp-doctor run [OPTIONS] -- CMD [ARGS]...", err=True
+            )
             raise typer.Exit(USAGE_ERROR)
         if level not in LEVELS:
             typer.echo(f"ddp-doctor run: --level must be one of {', '.join(LEVELS)}, got {level!r}", err=True)
@@ -59,6 +75,8 @@ def register(app: typer.Typer) -> None:
         options = ProbeOptions(run_dir=run_dir.resolve(), level=level, every=every)  # type: ignore[arg-type]
         typer.echo(f"ddp-doctor: recording to {run_dir}", err=True)
         code = launcher.run(list(command), options, environ=environ)
-        typer.echo(f"ddp-doctor: run directory {run_dir} (exit code {code}); next: ddp-doctor report {run_dir}",
-                   err=True)
+        typer.echo(
+            f"ddp-doctor: run directory {run_dir} (exit code {code}); next: ddp-doctor report {run_dir}",
+            err=True,
+        )
         raise typer.Exit(code)

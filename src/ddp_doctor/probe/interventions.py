@@ -109,6 +109,7 @@ def apply_from_env(environ: dict[str, str] | None = None) -> dict[str, Any]:
 
 def _guarded(key: str, fallback: Any):
     """Decorator: run the patch body; on any exception count it and call ``fallback`` instead."""
+
     def wrap(body):
         @functools.wraps(body)
         def run(*args, **kwargs):
@@ -117,11 +118,14 @@ def _guarded(key: str, fallback: Any):
             except Exception:
                 EFFECTS[f"{key}:error"] += 1
                 return fallback(*args, **kwargs)
+
         return run
+
     return wrap
 
 
 # --- compile=off ---------------------------------------------------------------------------
+
 
 def _apply_compile(_: object) -> bool:
     import torch
@@ -143,6 +147,7 @@ def _apply_compile(_: object) -> bool:
 
 # --- adam.eps / adam.beta2 -----------------------------------------------------------------
 
+
 def _override_adam_kwargs(kwargs: dict[str, Any]) -> None:
     if "adam.eps" in _applied:
         kwargs["eps"] = _applied["adam.eps"]
@@ -154,8 +159,9 @@ def _override_adam_kwargs(kwargs: dict[str, Any]) -> None:
 
 
 def _patch_adam_init() -> None:
-    import torch
     import inspect
+
+    import torch
 
     for cls in (torch.optim.Adam, torch.optim.AdamW):
         if getattr(cls.__init__, "_ddp_doctor_adam", False):
@@ -183,6 +189,7 @@ def _apply_adam(key: str):
     def apply(value: object) -> bool:
         _patch_adam_init()
         return True
+
     return apply
 
 
@@ -192,13 +199,18 @@ def _set_adam_groups(optimizer: Any) -> None:
             group["eps"] = _applied["adam.eps"]
             EFFECTS["adam.eps"] += 1
         betas = group.get("betas")
-        if "adam.beta2" in _applied and isinstance(betas, (tuple, list)) and len(betas) == 2 \
-                and betas[1] != _applied["adam.beta2"]:
+        if (
+            "adam.beta2" in _applied
+            and isinstance(betas, (tuple, list))
+            and len(betas) == 2
+            and betas[1] != _applied["adam.beta2"]
+        ):
             group["betas"] = (betas[0], _applied["adam.beta2"])
             EFFECTS["adam.beta2"] += 1
 
 
 # --- lr.scale / warmup ---------------------------------------------------------------------
+
 
 def _lr_factor(optimizer: Any) -> float:
     factor = float(_applied.get("lr.scale", 1.0))
@@ -231,6 +243,7 @@ def _restore_lrs(optimizer: Any, count: bool = True) -> None:
 
 # --- clip ----------------------------------------------------------------------------------
 
+
 def _clip(optimizer: Any) -> None:
     import torch
 
@@ -246,6 +259,7 @@ def _clip(optimizer: Any) -> None:
 
 
 # --- the global optimizer-step hooks shared by the keys above ------------------------------
+
 
 def _noop(*args: Any, **kwargs: Any) -> None:
     return None
@@ -289,8 +303,7 @@ def _post_step(optimizer: Any, args: Any, kwargs: Any) -> None:
 
 
 def _install_step_hooks() -> None:
-    from torch.optim.optimizer import (register_optimizer_step_post_hook,
-                                       register_optimizer_step_pre_hook)
+    from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
     register_optimizer_step_pre_hook(_pre_step)
     register_optimizer_step_post_hook(_post_step)
@@ -301,6 +314,7 @@ def _apply_step_key(value: object) -> bool:
 
 
 # --- ddp.bucket_cap_mb / ddp.find_unused ---------------------------------------------------
+
 
 def _apply_ddp(key: str, kwarg: str):
     def apply(value: object) -> bool:
@@ -321,10 +335,12 @@ def _apply_ddp(key: str, kwarg: str):
             DDP.__init__ = init
         overrides[kwarg] = (key, value)
         return False
+
     return apply
 
 
 # --- sampler.set_epoch=auto ----------------------------------------------------------------
+
 
 def _apply_set_epoch(_: object) -> bool:
     from torch.utils.data.distributed import DistributedSampler
@@ -340,8 +356,9 @@ def _apply_set_epoch(_: object) -> bool:
     @functools.wraps(original_iter)
     def iterate(self):
         try:
-            if getattr(self, "_ddp_doctor_iterated", False) and \
-                    not getattr(self, "_ddp_doctor_epoch_set", False):
+            if getattr(self, "_ddp_doctor_iterated", False) and not getattr(
+                self, "_ddp_doctor_epoch_set", False
+            ):
                 self.epoch += 1
                 EFFECTS["sampler.set_epoch"] += 1
             self._ddp_doctor_iterated = True
@@ -356,6 +373,7 @@ def _apply_set_epoch(_: object) -> bool:
 
 
 # --- seed ----------------------------------------------------------------------------------
+
 
 def _apply_seed(value: object) -> bool:
     import random

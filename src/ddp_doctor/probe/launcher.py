@@ -9,6 +9,7 @@ number when it died from a signal, as shells report it).
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import json
 import os
@@ -31,11 +32,23 @@ INJECT_DIR = Path(__file__).resolve().parent / "inject"
 DEFAULT_RUNS_DIR = Path("ddp-doctor-runs")
 
 # Environment variables that may reach the manifest: launcher, NCCL/torch and threading settings.
-ENV_ALLOW_NAMES = frozenset({
-    "WORLD_SIZE", "LOCAL_WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT",
-    "CUDA_VISIBLE_DEVICES", "CUDA_LAUNCH_BLOCKING", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
-    "PYTORCH_CUDA_ALLOC_CONF", "GLOO_SOCKET_IFNAME", "CUBLAS_WORKSPACE_CONFIG",
-})
+ENV_ALLOW_NAMES = frozenset(
+    {
+        "WORLD_SIZE",
+        "LOCAL_WORLD_SIZE",
+        "RANK",
+        "LOCAL_RANK",
+        "MASTER_ADDR",
+        "MASTER_PORT",
+        "CUDA_VISIBLE_DEVICES",
+        "CUDA_LAUNCH_BLOCKING",
+        "OMP_NUM_THREADS",
+        "MKL_NUM_THREADS",
+        "PYTORCH_CUDA_ALLOC_CONF",
+        "GLOO_SOCKET_IFNAME",
+        "CUBLAS_WORKSPACE_CONFIG",
+    }
+)
 ENV_ALLOW_PREFIXES = ("NCCL_", "TORCH_", "TORCHELASTIC_", "ACCELERATE_")
 # Even an allowed name is dropped when it looks like it holds a credential.
 ENV_DENY_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD", "CREDENTIAL", "PASS", "AUTH")
@@ -58,10 +71,8 @@ def allowed_env(environ: dict[str, str]) -> dict[str, str]:
 def _versions() -> dict[str, str]:
     versions = {"python": platform.python_version(), "ddp_doctor": __version__}
     for package in VERSIONED_PACKAGES:
-        try:
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
             versions[package] = importlib.metadata.version(package)
-        except importlib.metadata.PackageNotFoundError:
-            pass
     return versions
 
 
@@ -95,8 +106,12 @@ def child_env(options: ProbeOptions, environ: Mapping[str, str]) -> dict[str, st
     return env
 
 
-def run(command: list[str], options: ProbeOptions, environ: Mapping[str, str] | None = None,
-        runner: Runner | None = None) -> int:
+def run(
+    command: list[str],
+    options: ProbeOptions,
+    environ: Mapping[str, str] | None = None,
+    runner: Runner | None = None,
+) -> int:
     """Run `command` under the probe; return its exit code.
 
     `environ` is the command's base environment (default: ours). Interventions travel in its
@@ -107,14 +122,20 @@ def run(command: list[str], options: ProbeOptions, environ: Mapping[str, str] | 
     (run_dir / RANKS_DIR).mkdir(parents=True, exist_ok=True)
     base_env = dict(os.environ if environ is None else environ)
     manifest: dict[str, Any] = {
-        "schema": RUN_SCHEMA, "command": command, "cwd": os.getcwd(), "level": options.level,
-        "every": options.every, "interventions": _interventions(base_env), "start": _now(),
-        "host": socket.gethostname(), "versions": _versions(), "env": allowed_env(base_env),
+        "schema": RUN_SCHEMA,
+        "command": command,
+        "cwd": os.getcwd(),
+        "level": options.level,
+        "every": options.every,
+        "interventions": _interventions(base_env),
+        "start": _now(),
+        "host": socket.gethostname(),
+        "versions": _versions(),
+        "env": allowed_env(base_env),
     }  # `end` and `exit_code` are absent until the command has finished
     write_manifest(run_dir, manifest)
     code = (runner or _run_foreground)(command, child_env(options, base_env))
-    manifest.update(end=_now(), exit_code=code,
-                    ranks=len(list((run_dir / RANKS_DIR).glob("rank-*.jsonl"))))
+    manifest.update(end=_now(), exit_code=code, ranks=len(list((run_dir / RANKS_DIR).glob("rank-*.jsonl"))))
     write_manifest(run_dir, manifest)
     return code
 

@@ -76,4 +76,3 @@ class RankRecorder:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
-

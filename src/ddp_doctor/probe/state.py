@@ -17,7 +17,8 @@ import threading
 import time
 import traceback
 import weakref
-from typing import Any, Callable, Iterator, TypeVar
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 from ddp_doctor.probe.options import ProbeOptions
 from ddp_doctor.probe.recorder import RankRecorder
@@ -63,7 +64,12 @@ class Probe:
 
     def mark_training(self) -> None:
         """This process is a training rank: create its file (header first, then early records)."""
-        if self.active and self.recorder is not None and not self.recorder.is_open and not _in_dataloader_worker():
+        if (
+            self.active
+            and self.recorder is not None
+            and not self.recorder.is_open
+            and not _in_dataloader_worker()
+        ):
             rank, header = self._header()
             self.recorder.open(rank, header)
             if self.on_open is not None:
@@ -84,11 +90,19 @@ class Probe:
         local_rank = int(env.get("LOCAL_RANK", 0))
         assert self.options is not None
         header = {
-            "kind": "header", "schema": RANK_SCHEMA, "rank": rank, "world_size": world,
-            "local_rank": local_rank, "local_world_size": int(env.get("LOCAL_WORLD_SIZE", 1)),
-            "host": socket.gethostname(), "pid": os.getpid(), "time": time.time(),
-            "level": self.options.level, "every": self.options.every,
-            "torch": torch.__version__.split("+")[0], "backend": backend,
+            "kind": "header",
+            "schema": RANK_SCHEMA,
+            "rank": rank,
+            "world_size": world,
+            "local_rank": local_rank,
+            "local_world_size": int(env.get("LOCAL_WORLD_SIZE", 1)),
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "time": time.time(),
+            "level": self.options.level,
+            "every": self.options.every,
+            "torch": torch.__version__.split("+")[0],
+            "backend": backend,
             "device": f"cuda:{local_rank}" if torch.cuda.is_available() else "cpu",
         }
         return rank, header
@@ -98,12 +112,16 @@ class Probe:
         if instrument in self.errors_written:
             return
         self.errors_written.add(instrument)
-        try:
-            self.emit({
-                "kind": "probe_error", "instrument": instrument, "step": self.step_index(),
-                "error": f"{type(error).__name__}: {error}",
-                "traceback": "".join(traceback.format_exception(error))[-4000:],
-            })
+        try:  # noqa: SIM105 - a plain try reads clearer in the one place that must never raise
+            self.emit(
+                {
+                    "kind": "probe_error",
+                    "instrument": instrument,
+                    "step": self.step_index(),
+                    "error": f"{type(error).__name__}: {error}",
+                    "traceback": "".join(traceback.format_exception(error))[-4000:],
+                }
+            )
         except Exception:  # noqa: BLE001 - the error report itself must never raise either
             pass
 
@@ -136,7 +154,9 @@ def guarded(instrument: str, default: Any = None) -> Callable[[F], F]:
                 return default
             try:
                 if PROBE.options is not None and instrument in PROBE.options.faults:
-                    raise RuntimeError(f"fault injected into instrument {instrument!r} (DDP_DOCTOR_PROBE_FAULT)")
+                    raise RuntimeError(
+                        f"fault injected into instrument {instrument!r} (DDP_DOCTOR_PROBE_FAULT)"
+                    )
                 return fn(*args, **kwargs)
             except Exception as error:  # noqa: BLE001 - any failure disables the instrument only
                 PROBE.fail(instrument, error)

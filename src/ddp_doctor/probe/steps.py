@@ -89,8 +89,10 @@ class StepAccumulator:
         """Turn the window into a `step` record (host transfer happens here) and start the next."""
         now = time.time()
         micros = self.micros
-        values = _fetch([t for m in micros for t in _value_tensors(m)] + [c["total_norm"] for c in self.clip
-                                                                          if isinstance(c["total_norm"], torch.Tensor)])
+        values = _fetch(
+            [t for m in micros for t in _value_tensors(m)]
+            + [c["total_norm"] for c in self.clip if isinstance(c["total_norm"], torch.Tensor)]
+        )
         hash_values = iter(_fetch_ints([m.input_hash for m in micros if m.input_hash is not None]))
         vals = iter(values)
         losses, loss_fn, tokens, local, global_, nonfinite = [], [], [], [], [], None
@@ -117,21 +119,43 @@ class StepAccumulator:
             if nonfinite is None:
                 bad = next((b for b, v in buckets if not math.isfinite(v)), None)
                 if bad is not None:
-                    nonfinite = {"where": "grad", "micro": index, "bucket": bad, "param": _first_nonfinite_param()}
+                    nonfinite = {
+                        "where": "grad",
+                        "micro": index,
+                        "bucket": bad,
+                        "param": _first_nonfinite_param(),
+                    }
         clip = []
         for c in self.clip:
             total = next(vals) if isinstance(c["total_norm"], torch.Tensor) else c["total_norm"]
             clip.append({**c, "total_norm": total})
         self.pending = {
-            "kind": "step", "step": self.step, "time": now, "dt": now - self.last_close,
-            "micro_steps": len(micros), "losses": losses, "loss_fn": loss_fn,
-            "samples": [m.samples for m in micros], "tokens": tokens,
-            "input_hashes": [_hash_hex(next(hash_values), m.input_shape) if m.input_hash is not None else None
-                             for m in micros],
-            "sync": [m.sync for m in micros], "grad_sq_local": local, "grad_sq_global": global_,
-            "zero_grad": self.zero_grad, "sched_steps": self.sched_steps, "lr": lr,
-            "skipped": skipped, "scale": None, "found_inf": skipped, "clip": clip,
-            "unscale_calls": self.unscale_calls, "nonfinite": nonfinite, "autocast": self.autocast,
+            "kind": "step",
+            "step": self.step,
+            "time": now,
+            "dt": now - self.last_close,
+            "micro_steps": len(micros),
+            "losses": losses,
+            "loss_fn": loss_fn,
+            "samples": [m.samples for m in micros],
+            "tokens": tokens,
+            "input_hashes": [
+                _hash_hex(next(hash_values), m.input_shape) if m.input_hash is not None else None
+                for m in micros
+            ],
+            "sync": [m.sync for m in micros],
+            "grad_sq_local": local,
+            "grad_sq_global": global_,
+            "zero_grad": self.zero_grad,
+            "sched_steps": self.sched_steps,
+            "lr": lr,
+            "skipped": skipped,
+            "scale": None,
+            "found_inf": skipped,
+            "clip": clip,
+            "unscale_calls": self.unscale_calls,
+            "nonfinite": nonfinite,
+            "autocast": self.autocast,
         }
         self.last_close = now
         self.step += 1
@@ -139,7 +163,9 @@ class StepAccumulator:
         self._new_window()
         self.autocast = autocast  # an autocast context usually spans several steps
 
-    def write_pending(self, scale: float | None = None, found_inf: bool | None = None) -> dict[str, Any] | None:
+    def write_pending(
+        self, scale: float | None = None, found_inf: bool | None = None
+    ) -> dict[str, Any] | None:
         record, self.pending = self.pending, None
         if record is None:
             return None
@@ -182,7 +208,7 @@ def _fetch(tensors: list[torch.Tensor]) -> list[float]:
     by_device: dict[torch.device, list[int]] = {}
     for i, t in enumerate(tensors):
         by_device.setdefault(t.device, []).append(i)
-    for device, indices in by_device.items():
+    for indices in by_device.values():
         stacked = torch.stack([tensors[i].detach().reshape(()).to(torch.float64) for i in indices])
         for i, v in zip(indices, stacked.tolist()):
             out[i] = v

@@ -26,12 +26,15 @@ def write_report(run_dir: Path, fmt: str = "text", output: Path | None = None, l
     diag = diagnose(run_dir)
     if fmt == "json":
         from ddp_doctor.report.to_json import render_json
+
         out = render_json(diag, lang) + "\n"
     elif fmt == "html":
         from ddp_doctor.report.html import render_html
+
         out = render_html(diag, lang)
     else:
         from ddp_doctor.report.text import render_text
+
         out = render_text(diag, lang)
     if output is not None:
         Path(output).write_text(out, encoding="utf-8")
@@ -45,8 +48,9 @@ def register(app: typer.Typer) -> None:
     def report(
         run_dir: Path = typer.Argument(..., help="Run directory written by `ddp-doctor run`."),
         fmt: str = typer.Option("text", "--format", "-f", help="text | json | html"),
-        output: Path = typer.Option(None, "--output", "-o",
-                                    help="Write the report here (html default: DIR/report.html)."),
+        output: Path = typer.Option(
+            None, "--output", "-o", help="Write the report here (html default: DIR/report.html)."
+        ),
         lang: str = typer.Option("en", "--lang", help="en | zh"),
     ) -> None:
         """Diagnose a run: every hypothesis confirmed, ruled out (with numbers) or not measured."""
@@ -63,6 +67,7 @@ def register(app: typer.Typer) -> None:
         if fmt == "text" and output is None:
             from ddp_doctor.analysis.diagnose import diagnose
             from ddp_doctor.report.text import render_console, report_console
+
             try:
                 diag = diagnose(run_dir)
             except RunDirError as exc:

@@ -59,38 +59,53 @@ def _charts(diag: Diagnosis, lang: Lang) -> list[str]:
     xl = w("step", lang)
     loss = Chart(w("plot_loss", lang), x_label=xl)
     for i, r in enumerate(s.ranks[:MAX_RANK_LINES]):
-        loss.lines.append(Line(f"{w('rank', lang)} {r} {w('local', lang)}", s.local_loss[i],
-                               PALETTE[(i + 1) % len(PALETTE)], width=0.8, opacity=0.45))
+        loss.lines.append(
+            Line(
+                f"{w('rank', lang)} {r} {w('local', lang)}",
+                s.local_loss[i],
+                PALETTE[(i + 1) % len(PALETTE)],
+                width=0.8,
+                opacity=0.45,
+            )
+        )
     loss.lines.append(Line(w("global", lang), s.global_loss, PALETTE[0], width=1.6))
     nb = ctx.noise
     if nb.ratio is not None:
         sd = np.where(np.isfinite(nb.predicted_trace), nb.predicted_trace, np.nan)
         loss.band = (nb.trend - 2 * sd, nb.trend + 2 * sd)
         loss.band_label = w("band", lang)
-    loss.markers = [(sp.step, sp.peak, f"{w('spike', lang)} @ {sp.step}: {sp.peak:.4g}")
-                    for sp in ctx.loss_spikes[:200]]
+    loss.markers = [
+        (sp.step, sp.peak, f"{w('spike', lang)} @ {sp.step}: {sp.peak:.4g}") for sp in ctx.loss_spikes[:200]
+    ]
     charts.append(render(loss))
     charts.append(render(Chart(w("plot_lr", lang), [Line("lr", s.lr, PALETTE[2])], x_label=xl)))
     if np.isfinite(s.scale).any():
-        charts.append(render(Chart(w("plot_scale", lang), [Line("scale", s.scale, PALETTE[3])],
-                                   log_y=True, x_label=xl)))
+        charts.append(
+            render(Chart(w("plot_scale", lang), [Line("scale", s.scale, PALETTE[3])], log_y=True, x_label=xl))
+        )
     finite = np.isfinite(s.gsq_local)
     with np.errstate(invalid="ignore", divide="ignore"):
         local = np.sqrt(np.where(finite, s.gsq_local, 0.0).sum(axis=0) / finite.sum(axis=0))
-    grad = Chart(w("plot_grad", lang), [Line(w("local", lang), local, PALETTE[1]),
-                                        Line(w("global", lang), ctx.grad_norm, PALETTE[0])],
-                 log_y=True, x_label=xl)
+    grad = Chart(
+        w("plot_grad", lang),
+        [Line(w("local", lang), local, PALETTE[1]), Line(w("global", lang), ctx.grad_norm, PALETTE[0])],
+        log_y=True,
+        x_label=xl,
+    )
     grad.markers = [(sp.step, sp.peak, f"{w('spike', lang)} @ {sp.step}") for sp in ctx.grad_spikes[:200]]
     charts.append(render(grad))
     gns = Chart(w("plot_gns", lang), [Line("B_simple", ctx.gns.trace, PALETTE[4])], log_y=True, x_label=xl)
     if ctx.batch.samples:
-        gns.lines.append(Line(w("effective_batch_line", lang), np.full(T, ctx.batch.samples), PALETTE[7],
-                              dash="4 3"))
+        gns.lines.append(
+            Line(w("effective_batch_line", lang), np.full(T, ctx.batch.samples), PALETTE[7], dash="4 3")
+        )
     charts.append(render(gns))
     if ctx.ratios is not None and ctx.ratios.trace:
         x = np.asarray(ctx.ratios.steps, dtype=float)
-        lines = [Line(g, np.asarray(v, dtype=float), PALETTE[i % len(PALETTE)], x=x)
-                 for i, (g, v) in enumerate(sorted(ctx.ratios.trace.items()))]
+        lines = [
+            Line(g, np.asarray(v, dtype=float), PALETTE[i % len(PALETTE)], x=x)
+            for i, (g, v) in enumerate(sorted(ctx.ratios.trace.items()))
+        ]
         charts.append(render(Chart(w("plot_ratio", lang), lines, log_y=True, x_label=xl)))
     same, total, _ = overlap_by_step(ctx)
     if total.sum():
@@ -102,37 +117,53 @@ def _charts(diag: Diagnosis, lang: Lang) -> list[str]:
 
 def render_html(diag: Diagnosis, lang: Lang = "en") -> str:
     info = diag.run_info
-    parts = [f'<!DOCTYPE html><html lang="{"zh-CN" if lang == "zh" else "en"}"><head><meta charset="utf-8">'
-             f'<meta name="viewport" content="width=device-width, initial-scale=1">'
-             f"<title>{escape(w('title', lang))}</title><style>{CSS}</style></head><body>",
-             f"<h1>{escape(w('title', lang))}</h1><p class='muted'>{escape(str(info['path']))}</p>"]
+    parts = [
+        f'<!DOCTYPE html><html lang="{"zh-CN" if lang == "zh" else "en"}"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{escape(w('title', lang))}</title><style>{CSS}</style></head><body>",
+        f"<h1>{escape(w('title', lang))}</h1><p class='muted'>{escape(str(info['path']))}</p>",
+    ]
     parts.append("<p>" + "<br>".join(escape(_plain(x)) for x in run_lines(diag, lang)) + "</p>")
     if info["problems"]:
-        parts.append(f"<div class='problems'><b>{escape(w('problems', lang))}</b><ul>"
-                     + "".join(f"<li>{escape(p)}</li>" for p in info["problems"]) + "</ul></div>")
-    parts.append(f"<h2>{escape(w('hypothesis', lang))}</h2><table><tr><th>{escape(w('hypothesis', lang))}</th>"
-                 f"<th>{escape(w('verdict', lang))}</th><th>{escape(w('summary', lang))}</th></tr>")
+        parts.append(
+            f"<div class='problems'><b>{escape(w('problems', lang))}</b><ul>"
+            + "".join(f"<li>{escape(p)}</li>" for p in info["problems"])
+            + "</ul></div>"
+        )
+    parts.append(
+        f"<h2>{escape(w('hypothesis', lang))}</h2><table><tr><th>{escape(w('hypothesis', lang))}</th>"
+        f"<th>{escape(w('verdict', lang))}</th><th>{escape(w('summary', lang))}</th></tr>"
+    )
     for h in diag.hypotheses:
         summary = h.summary_zh if lang == "zh" and h.summary_zh else h.summary
-        parts.append(f"<tr><td><b>{escape(h.id)}</b><br><span class='muted'>"
-                     f"{escape(HYPOTHESES[h.id].guess.get(lang))}</span></td>"
-                     f"<td class='v-{escape(h.verdict)}'>{escape(w(h.verdict, lang))}</td>"
-                     f"<td>{escape(summary)}</td></tr>")
+        parts.append(
+            f"<tr><td><b>{escape(h.id)}</b><br><span class='muted'>"
+            f"{escape(HYPOTHESES[h.id].guess.get(lang))}</span></td>"
+            f"<td class='v-{escape(h.verdict)}'>{escape(w(h.verdict, lang))}</td>"
+            f"<td>{escape(summary)}</td></tr>"
+        )
     parts.append("</table>")
-    parts.append(f"<h2>{escape(w('findings', lang))}</h2><label><input type='checkbox' id='show-all'> "
-                 f"{escape(w('show_all', lang))}</label><table><tr><th>{escape(w('finding', lang))}</th>"
-                 f"<th>{escape(w('status', lang))}</th><th>{escape(w('summary', lang))}</th></tr>")
+    parts.append(
+        f"<h2>{escape(w('findings', lang))}</h2><label><input type='checkbox' id='show-all'> "
+        f"{escape(w('show_all', lang))}</label><table><tr><th>{escape(w('finding', lang))}</th>"
+        f"<th>{escape(w('status', lang))}</th><th>{escape(w('summary', lang))}</th></tr>"
+    )
     ordered = sorted(diag.findings, key=lambda f: (f.status != "confirmed", SEVERITY_ORDER[f.severity]))
     for f in ordered:
         cls = "" if f.status == "confirmed" else " class='other'"
-        sev = f"<span class='s-{escape(f.severity)}'>{escape(w(f.severity, lang))}</span>" \
-            if f.status == "confirmed" else ""
+        sev = (
+            f"<span class='s-{escape(f.severity)}'>{escape(w(f.severity, lang))}</span>"
+            if f.status == "confirmed"
+            else ""
+        )
         evidence = escape(json.dumps(jsonable(f.evidence), ensure_ascii=False, indent=1))
-        parts.append(f"<tr{cls}><td><b>{escape(f.id)}</b><br>{sev}</td><td class='v-{escape(f.status)}'>"
-                     f"{escape(w(f.status, lang))}</td><td>{escape(f.summary_in(lang))}"
-                     f"<br><span class='muted'>{escape(w('fix', lang))}: {escape(f.fix_in(lang))}</span>"
-                     f"<details><summary class='muted'>{escape(w('evidence', lang))}</summary>"
-                     f"<pre>{evidence}</pre></details></td></tr>")
+        parts.append(
+            f"<tr{cls}><td><b>{escape(f.id)}</b><br>{sev}</td><td class='v-{escape(f.status)}'>"
+            f"{escape(w(f.status, lang))}</td><td>{escape(f.summary_in(lang))}"
+            f"<br><span class='muted'>{escape(w('fix', lang))}: {escape(f.fix_in(lang))}</span>"
+            f"<details><summary class='muted'>{escape(w('evidence', lang))}</summary>"
+            f"<pre>{evidence}</pre></details></td></tr>"
+        )
     parts.append("</table>")
     parts.append(f"<h2>{escape(w('plots', lang))}</h2>")
     parts.extend(f"<div>{svg}</div>" for svg in _charts(diag, lang))

@@ -26,15 +26,24 @@ WORDS: dict[str, Text] = {
     "other_findings": Text("Measured and absent, or not measured", "已测量但不存在，或未测量"),
     "none_confirmed": Text("No finding confirmed.", "没有已确认的发现。"),
     "plots": Text("Plots", "图表"),
-    "plot_loss": Text("Loss: global (all-reduced) vs per-rank local, spikes and noise band",
-                      "损失：全局（all-reduce 后）与各 rank 本地损失、尖峰与噪声带"),
+    "plot_loss": Text(
+        "Loss: global (all-reduced) vs per-rank local, spikes and noise band",
+        "损失：全局（all-reduce 后）与各 rank 本地损失、尖峰与噪声带",
+    ),
     "plot_lr": Text("Learning rate", "学习率"),
     "plot_scale": Text("GradScaler loss scale", "GradScaler 损失缩放系数"),
-    "plot_grad": Text("Gradient norm: local (mean over ranks) vs global", "梯度范数：本地（各 rank 平均）与全局"),
-    "plot_gns": Text("B_simple over time (50-step window) and the effective batch", "B_simple 随时间变化（50 步窗口）与有效批量"),
+    "plot_grad": Text(
+        "Gradient norm: local (mean over ranks) vs global", "梯度范数：本地（各 rank 平均）与全局"
+    ),
+    "plot_gns": Text(
+        "B_simple over time (50-step window) and the effective batch",
+        "B_simple 随时间变化（50 步窗口）与有效批量",
+    ),
     "plot_ratio": Text("Update / parameter norm ratio per layer group", "各层组的更新量 / 参数范数之比"),
-    "plot_overlap": Text("Data overlap: share of micro-batches identical across ranks",
-                         "数据重叠：各 rank 之间相同微批次的比例"),
+    "plot_overlap": Text(
+        "Data overlap: share of micro-batches identical across ranks",
+        "数据重叠：各 rank 之间相同微批次的比例",
+    ),
     "no_data": Text("not recorded", "未记录"),
     "global": Text("global", "全局"),
     "rank": Text("rank", "rank"),

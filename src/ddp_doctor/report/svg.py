@@ -15,8 +15,18 @@ import numpy as np
 MAX_POINTS = 1200
 WIDTH, HEIGHT = 860, 240
 PAD_L, PAD_R, PAD_T, PAD_B = 64, 16, 26, 34
-PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f",
-           "#bcbd22", "#17becf")
+PALETTE = (
+    "#1f77b4",
+    "#d62728",
+    "#2ca02c",
+    "#9467bd",
+    "#ff7f0e",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+)
 
 
 @dataclass
@@ -90,9 +100,11 @@ def render(chart: Chart) -> str:
             bx_r, hi_r = reduce_points(bx[ok], hi_b[ok])
             band = (bx_r, lo_r, hi_r)
             all_y = np.concatenate([all_y, lo_r, hi_r])
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" '
-           f'width="{WIDTH}" height="{HEIGHT}" role="img" aria-label="{escape(chart.title)}">',
-           f'<text x="{PAD_L}" y="16" font-size="13" font-weight="bold">{escape(chart.title)}</text>']
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" '
+        f'width="{WIDTH}" height="{HEIGHT}" role="img" aria-label="{escape(chart.title)}">',
+        f'<text x="{PAD_L}" y="16" font-size="13" font-weight="bold">{escape(chart.title)}</text>',
+    ]
     if all_x.size == 0 or not np.isfinite(all_y).any():
         out.append(f'<text x="{WIDTH / 2}" y="{HEIGHT / 2}" text-anchor="middle" fill="#888">—</text></svg>')
         return "".join(out)
@@ -115,34 +127,51 @@ def render(chart: Chart) -> str:
     out.append(f'<rect x="{PAD_L}" y="{PAD_T}" width="{pw}" height="{ph}" fill="#fff" stroke="#ccc"/>')
     for t in _ticks(y0, y1):
         yy = float(sy(t))
-        label = _fmt(10 ** t) if chart.log_y else _fmt(t)
-        out.append(f'<line x1="{PAD_L}" x2="{PAD_L + pw}" y1="{yy:.1f}" y2="{yy:.1f}" stroke="#eee"/>'
-                   f'<text x="{PAD_L - 4}" y="{yy + 4:.1f}" font-size="10" text-anchor="end">{label}</text>')
+        label = _fmt(10**t) if chart.log_y else _fmt(t)
+        out.append(
+            f'<line x1="{PAD_L}" x2="{PAD_L + pw}" y1="{yy:.1f}" y2="{yy:.1f}" stroke="#eee"/>'
+            f'<text x="{PAD_L - 4}" y="{yy + 4:.1f}" font-size="10" text-anchor="end">{label}</text>'
+        )
     for t in _ticks(x0, x1):
         xx = float(sx(t))
-        out.append(f'<text x="{xx:.1f}" y="{PAD_T + ph + 14}" font-size="10" text-anchor="middle">{_fmt(t)}</text>')
-    out.append(f'<text x="{PAD_L + pw / 2}" y="{HEIGHT - 4}" font-size="10" text-anchor="middle">'
-               f'{escape(chart.x_label)}</text>')
+        out.append(
+            f'<text x="{xx:.1f}" y="{PAD_T + ph + 14}" font-size="10" text-anchor="middle">{_fmt(t)}</text>'
+        )
+    out.append(
+        f'<text x="{PAD_L + pw / 2}" y="{HEIGHT - 4}" font-size="10" text-anchor="middle">'
+        f"{escape(chart.x_label)}</text>"
+    )
     if band is not None:
         bx, lo, hi = band
-        poly = " ".join(f"{a:.1f},{b:.1f}" for a, b in zip(sx(bx), sy(hi))) + " " + \
-            " ".join(f"{a:.1f},{b:.1f}" for a, b in zip(sx(bx[::-1]), sy(lo[::-1])))
-        out.append(f'<polygon points="{poly}" fill="#2ca02c" fill-opacity="0.15" stroke="none">'
-                   f'<title>{escape(chart.band_label)}</title></polygon>')
+        poly = (
+            " ".join(f"{a:.1f},{b:.1f}" for a, b in zip(sx(bx), sy(hi)))
+            + " "
+            + " ".join(f"{a:.1f},{b:.1f}" for a, b in zip(sx(bx[::-1]), sy(lo[::-1])))
+        )
+        out.append(
+            f'<polygon points="{poly}" fill="#2ca02c" fill-opacity="0.15" stroke="none">'
+            f"<title>{escape(chart.band_label)}</title></polygon>"
+        )
     legend_x = PAD_L + 8
     for ln, xs, ys in pts:
         if xs.size:
             path = " ".join(f"{a:.1f},{b:.1f}" for a, b in zip(sx(xs), sy(ys)))
             dash = f' stroke-dasharray="{ln.dash}"' if ln.dash else ""
-            out.append(f'<polyline points="{path}" fill="none" stroke="{ln.color}" stroke-width="{ln.width}"'
-                       f' stroke-opacity="{ln.opacity}"{dash}><title>{escape(ln.label)}</title></polyline>')
-        out.append(f'<rect x="{legend_x}" y="{PAD_T + 6}" width="10" height="3" fill="{ln.color}"/>'
-                   f'<text x="{legend_x + 13}" y="{PAD_T + 11}" font-size="10">{escape(ln.label)}</text>')
+            out.append(
+                f'<polyline points="{path}" fill="none" stroke="{ln.color}" stroke-width="{ln.width}"'
+                f' stroke-opacity="{ln.opacity}"{dash}><title>{escape(ln.label)}</title></polyline>'
+            )
+        out.append(
+            f'<rect x="{legend_x}" y="{PAD_T + 6}" width="10" height="3" fill="{ln.color}"/>'
+            f'<text x="{legend_x + 13}" y="{PAD_T + 11}" font-size="10">{escape(ln.label)}</text>'
+        )
         legend_x += 20 + 6 * len(ln.label)
     for mx, my, label in chart.markers:
         yv = tf(np.asarray([my], dtype=float))[0]
         if math.isfinite(mx) and math.isfinite(yv):
-            out.append(f'<circle cx="{float(sx(mx)):.1f}" cy="{float(sy(yv)):.1f}" r="4" fill="none" '
-                       f'stroke="#d62728" stroke-width="1.5"><title>{escape(label)}</title></circle>')
+            out.append(
+                f'<circle cx="{float(sx(mx)):.1f}" cy="{float(sy(yv)):.1f}" r="4" fill="none" '
+                f'stroke="#d62728" stroke-width="1.5"><title>{escape(label)}</title></circle>'
+            )
     out.append("</svg>")
     return "".join(out)

@@ -13,8 +13,12 @@ from ddp_doctor.catalog import HYPOTHESES, Lang
 from ddp_doctor.findings import SEVERITY_ORDER
 from ddp_doctor.report.i18n import w
 
-VERDICT_STYLE = {"confirmed": "bold red", "ruled-out": "green", "inconclusive": "yellow",
-                 "not-measured": "dim"}
+VERDICT_STYLE = {
+    "confirmed": "bold red",
+    "ruled-out": "green",
+    "inconclusive": "yellow",
+    "not-measured": "dim",
+}
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 SUMMARY_CHARS = 220  # hypothesis summaries are cut here in the table; the JSON has them whole
 
@@ -26,19 +30,24 @@ def _num(x: object) -> str:
 def run_lines(diag: Diagnosis, lang: Lang) -> list[str]:
     r = diag.run_info
     eb = r["effective_batch"]
-    lines = [f"{w('world_size', lang)}: {r['world_size']}   {w('optimizer_steps', lang)}: {r['optimizer_steps']}"
-             f"   {w('micro_steps', lang)}: {_num(r['micro_steps_per_optimizer_step'])}",
-             f"{w('effective_batch', lang)}: {_num(eb['samples'])} {w('samples', lang)}"
-             + (f", {_num(eb['tokens'])} {w('tokens', lang)}" if eb["tokens"] is not None else "")]
+    lines = [
+        f"{w('world_size', lang)}: {r['world_size']}   {w('optimizer_steps', lang)}: {r['optimizer_steps']}"
+        f"   {w('micro_steps', lang)}: {_num(r['micro_steps_per_optimizer_step'])}",
+        f"{w('effective_batch', lang)}: {_num(eb['samples'])} {w('samples', lang)}"
+        + (f", {_num(eb['tokens'])} {w('tokens', lang)}" if eb["tokens"] is not None else ""),
+    ]
     g = r["gradient_noise_scale"]
     if g["b_simple"] is not None:
         pm = f" ± {g['stderr']:.3g}" if g["stderr"] else ""
-        lines.append(f"{w('gns', lang)}: {'≥ ' if g['lower_bound'] else ''}{g['b_simple']:.4g}{pm} "
-                     f"{w('samples', lang)} ({g['steps_used']} {w('steps', lang)})")
+        lines.append(
+            f"{w('gns', lang)}: {'≥ ' if g['lower_bound'] else ''}{g['b_simple']:.4g}{pm} "
+            f"{w('samples', lang)} ({g['steps_used']} {w('steps', lang)})"
+        )
     n = r["noise_band"]
     if n["ratio"] is not None:
-        lines.append(f"{w('noise_band', lang)}: {n['observed_std']:.3g} / {n['predicted_std']:.3g} "
-                     f"= {n['ratio']:.2f}")
+        lines.append(
+            f"{w('noise_band', lang)}: {n['observed_std']:.3g} / {n['predicted_std']:.3g} = {n['ratio']:.2f}"
+        )
     if r.get("interventions"):  # `ddp-doctor run --set K=V` / ablate: this run is not the script as written
         sets = ", ".join(f"{k}={v}" for k, v in sorted(r["interventions"].items()))
         lines.append(f"{w('interventions', lang)}: {escape(sets)}")
@@ -70,21 +79,27 @@ def render_console(diag: Diagnosis, console: Console, lang: Lang = "en") -> None
     table.add_column(w("verdict", lang), no_wrap=True, min_width=10)
     table.add_column(w("summary", lang), ratio=1)
     for h in diag.hypotheses:
-        summary = (h.summary_zh if lang == "zh" and h.summary_zh else h.summary)
+        summary = h.summary_zh if lang == "zh" and h.summary_zh else h.summary
         if len(summary) > SUMMARY_CHARS:
             summary = summary[: SUMMARY_CHARS - 1] + "…"
         guess = HYPOTHESES[h.id].guess.get(lang)
-        table.add_row(f"{h.id}\n[dim]{escape(guess)}[/]",
-                      f"[{VERDICT_STYLE[h.verdict]}]{w(h.verdict, lang)}[/]", escape(summary))
+        table.add_row(
+            f"{h.id}\n[dim]{escape(guess)}[/]",
+            f"[{VERDICT_STYLE[h.verdict]}]{w(h.verdict, lang)}[/]",
+            escape(summary),
+        )
     console.print(table)
-    confirmed = sorted((f for f in diag.findings if f.status == "confirmed"),
-                       key=lambda f: SEVERITY_ORDER[f.severity])
+    confirmed = sorted(
+        (f for f in diag.findings if f.status == "confirmed"), key=lambda f: SEVERITY_ORDER[f.severity]
+    )
     console.print(f"[bold]{w('confirmed_findings', lang)}[/]")
     if not confirmed:
         console.print(f"  {w('none_confirmed', lang)}")
     for f in confirmed:
-        console.print(f"[{SEVERITY_STYLE[f.severity]}]{w(f.severity, lang)}[/] [bold]{f.id}[/]: "
-                      f"{escape(f.summary_in(lang))}")
+        console.print(
+            f"[{SEVERITY_STYLE[f.severity]}]{w(f.severity, lang)}[/] [bold]{f.id}[/]: "
+            f"{escape(f.summary_in(lang))}"
+        )
         console.print(f"    [dim]{w('fix', lang)}:[/] {escape(f.fix_in(lang))}")
         thr = f.evidence.get("threshold")
         if thr:
@@ -101,7 +116,8 @@ def render_console(diag: Diagnosis, console: Console, lang: Lang = "en") -> None
 
 def render_text(diag: Diagnosis, lang: Lang = "en", width: int = 120, color: bool = False) -> str:
     buf = io.StringIO()
-    console = Console(file=buf, width=width, force_terminal=color, no_color=not color,
-                      highlight=False, soft_wrap=False)
+    console = Console(
+        file=buf, width=width, force_terminal=color, no_color=not color, highlight=False, soft_wrap=False
+    )
     render_console(diag, console, lang)
     return buf.getvalue()

@@ -28,8 +28,13 @@ def report_dict(diag: Diagnosis, lang: Lang = "en") -> dict[str, Any]:
             d["summary_en"], d["summary"] = d["summary"], h.summary_zh
         d.pop("summary_zh", None)
         hyps.append(d)
-    return {"schema": REPORT_SCHEMA, "lang": lang, "run": jsonable(diag.run_info),
-            "findings": findings, "hypotheses": hyps}
+    return {
+        "schema": REPORT_SCHEMA,
+        "lang": lang,
+        "run": jsonable(diag.run_info),
+        "findings": findings,
+        "hypotheses": hyps,
+    }
 
 
 def render_json(diag: Diagnosis, lang: Lang = "en") -> str:

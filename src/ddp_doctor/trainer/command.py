@@ -43,13 +43,21 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def demo(
         clean: bool = typer.Option(False, "--clean", help="The healthy run: no faults."),
-        fault: list[str] = typer.Option([], "--fault", help="Reproduce this pitfall (repeatable); "
-                                        "replaces the default mix. See `ddp-doctor train --help`."),
+        fault: list[str] = typer.Option(
+            [],
+            "--fault",
+            help="Reproduce this pitfall (repeatable); "
+            "replaces the default mix. See `ddp-doctor train --help`.",
+        ),
         steps: int = typer.Option(DEMO_STEPS, "--steps", help="Optimizer steps."),
         world: int = typer.Option(DEMO_WORLD, "--world", help="Number of CPU ranks (torchrun)."),
-        out: Path | None = typer.Option(None, "--out", help="The run directory (probe records, "
-                                        "trainer/metrics.jsonl, report.html; default: a new "
-                                        "temporary directory)."),
+        out: Path | None = typer.Option(
+            None,
+            "--out",
+            help="The run directory (probe records, "
+            "trainer/metrics.jsonl, report.html; default: a new "
+            "temporary directory).",
+        ),
     ) -> None:
         """Run the reference LLaMA trainer on CPU ranks with the forum's setup and its pitfalls."""
         from ddp_doctor.trainer.faults import FAULTS
@@ -58,17 +66,27 @@ def register(app: typer.Typer) -> None:
             raise typer.BadParameter("--clean and --fault exclude each other")
         unknown = [f for f in fault if f not in FAULTS]
         if unknown:
-            raise typer.BadParameter(f"unknown fault(s) {', '.join(unknown)}; choose from "
-                                     f"{', '.join(FAULTS)}", param_hint="--fault")
+            raise typer.BadParameter(
+                f"unknown fault(s) {', '.join(unknown)}; choose from {', '.join(FAULTS)}",
+                param_hint="--fault",
+            )
         faults = () if clean else tuple(fault) or DEMO_FAULTS
         if out is not None and (out / "manifest.json").exists():
             raise typer.BadParameter(f"{out} already holds a run; choose another", param_hint="--out")
         out_dir = str(out) if out is not None else tempfile.mkdtemp(prefix="ddp-doctor-demo-")
-        _launch(world, out_dir, steps=steps, faults=faults, lr=DEMO_LR, warmup_steps=DEMO_WARMUP,
-                dataset_docs=DEMO_DOCS)
+        _launch(
+            world,
+            out_dir,
+            steps=steps,
+            faults=faults,
+            lr=DEMO_LR,
+            warmup_steps=DEMO_WARMUP,
+            dataset_docs=DEMO_DOCS,
+        )
 
-    @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True,
-                                   "help_option_names": []})
+    @app.command(
+        context_settings={"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
+    )
     def train(
         ctx: typer.Context,
         world: int = typer.Option(1, "--world", help="Ranks (torchrun) — 1 runs in this process."),
@@ -103,16 +121,21 @@ def _launch(world: int, out_dir: str, **fields: object) -> None:
     cfg = TrainConfig(out_dir=str(run_dir / TRAINER_DIR), progress=False, **fields)  # type: ignore[arg-type]
     command = build_command(cfg, world)
     _announce(console, cfg, world)
-    code = launcher.run(command.argv, ProbeOptions(run_dir=run_dir), environ=command.env,
-                        runner=lambda argv, env: run_command(LaunchCommand(argv, env), cfg.out_dir,
-                                                             cfg.steps, console))
+    code = launcher.run(
+        command.argv,
+        ProbeOptions(run_dir=run_dir),
+        environ=command.env,
+        runner=lambda argv, env: run_command(LaunchCommand(argv, env), cfg.out_dir, cfg.steps, console),
+    )
     _print_summary(console, cfg.out_dir, code)
     console.rule("[bold]ddp-doctor report")
     render_console(diagnose(run_dir), console, "en")
     html = run_dir / "report.html"
     write_report(run_dir, "html", html)
-    console.print(f"run directory: {run_dir}\nHTML report:   {html}\n"
-                  f"again:         ddp-doctor report {run_dir} [--format json|html] [--lang zh]")
+    console.print(
+        f"run directory: {run_dir}\nHTML report:   {html}\n"
+        f"again:         ddp-doctor report {run_dir} [--format json|html] [--lang zh]"
+    )
     if code != 0:
         raise typer.Exit(code)
 
@@ -134,9 +157,11 @@ def _run(world: int, cfg: TrainConfig, out_dir: str) -> None:
 
 
 def _announce(console: Console, cfg: TrainConfig, world: int) -> None:
-    console.print(f"[bold]ddp-doctor[/] reference trainer: {cfg.preset} LLaMA, {world} CPU ranks "
-                  f"(gloo), micro-batch {cfg.micro_batch}, accumulation {cfg.accum}, "
-                  f"faults: {', '.join(cfg.faults) or 'none'}")
+    console.print(
+        f"[bold]ddp-doctor[/] reference trainer: {cfg.preset} LLaMA, {world} CPU ranks "
+        f"(gloo), micro-batch {cfg.micro_batch}, accumulation {cfg.accum}, "
+        f"faults: {', '.join(cfg.faults) or 'none'}"
+    )
 
 
 def _print_summary(console: Console, out_dir: str, code: int) -> None:

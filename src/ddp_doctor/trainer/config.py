@@ -80,11 +80,15 @@ class TrainConfig:
         if self.static_graph and self.accum > 1 and not self.has("sync-every-micro"):
             # Measured on torch 2.13 (gloo): DDP(static_graph=True) + no_sync fails on the first
             # backward with "expect_autograd_hooks_ INTERNAL ASSERT FAILED" (reducer.cpp).
-            raise ValueError("static_graph with gradient accumulation (no_sync) fails inside "
-                             "PyTorch's DDP; use --accum 1 or --no-static-graph")
+            raise ValueError(
+                "static_graph with gradient accumulation (no_sync) fails inside "
+                "PyTorch's DDP; use --accum 1 or --no-static-graph"
+            )
         if self.strategy == "fsdp" and DDP_ONLY_FAULTS.intersection(self.faults):
-            raise ValueError(f"faults {', '.join(sorted(DDP_ONLY_FAULTS.intersection(self.faults)))} "
-                             "need --strategy ddp or zero1 (they act on DDP's replicas)")
+            raise ValueError(
+                f"faults {', '.join(sorted(DDP_ONLY_FAULTS.intersection(self.faults)))} "
+                "need --strategy ddp or zero1 (they act on DDP's replicas)"
+            )
         if FP16_FAULTS.intersection(self.faults):
             # These pitfalls only exist under float16 mixed precision.
             self.precision = "fp16"
@@ -113,15 +117,22 @@ def _parser() -> argparse.ArgumentParser:
         tp = hints[f.name]
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
         if f.name == "faults":
-            parser.add_argument("--fault", dest="faults", action="append", default=[],
-                                choices=tuple(FAULTS), help="reproduce this pitfall (repeatable)")
+            parser.add_argument(
+                "--fault",
+                dest="faults",
+                action="append",
+                default=[],
+                choices=tuple(FAULTS),
+                help="reproduce this pitfall (repeatable)",
+            )
         elif tp is bool:
             parser.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction, default=default)
         elif _choices(tp):
             parser.add_argument(flag, dest=f.name, choices=_choices(tp), default=default)
         elif f.name == "clip":
-            parser.add_argument(flag, dest=f.name, type=_optional_float, default=default,
-                                help="max gradient norm, or 'none'")
+            parser.add_argument(
+                flag, dest=f.name, type=_optional_float, default=default, help="max gradient norm, or 'none'"
+            )
         elif f.name == "out_dir":
             parser.add_argument(flag, dest=f.name, default=default)
         else:

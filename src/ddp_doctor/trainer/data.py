@@ -52,8 +52,11 @@ class MarkovSource:
         rng = np.random.default_rng([self.seed, 0xD0C])
         p = np.zeros((self.states, self.states))
         for i in range(self.states):
-            others = rng.choice(np.delete(np.arange(self.states), (i + 1) % self.states),
-                                size=self.branching - 1, replace=False)
+            others = rng.choice(
+                np.delete(np.arange(self.states), (i + 1) % self.states),
+                size=self.branching - 1,
+                replace=False,
+            )
             successors = np.concatenate([[(i + 1) % self.states], others])
             p[i, successors] = rng.dirichlet(np.full(self.branching, DIRICHLET_ALPHA))
         return p

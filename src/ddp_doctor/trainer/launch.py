@@ -40,12 +40,24 @@ class LaunchCommand:
     env: dict[str, str]
 
 
-def build_command(cfg: TrainConfig, nproc: int, port: int | None = None,
-                  python: str = sys.executable) -> LaunchCommand:
+def build_command(
+    cfg: TrainConfig, nproc: int, port: int | None = None, python: str = sys.executable
+) -> LaunchCommand:
     """`python -m torch.distributed.run --nproc_per_node N ... -m ddp_doctor.trainer <flags of cfg>`."""
-    argv = [python, "-m", "torch.distributed.run", "--nproc_per_node", str(nproc),
-            "--master_addr", "127.0.0.1", "--master_port", str(port or free_port()),
-            "-m", "ddp_doctor.trainer", *config_to_argv(cfg)]
+    argv = [
+        python,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        str(nproc),
+        "--master_addr",
+        "127.0.0.1",
+        "--master_port",
+        str(port or free_port()),
+        "-m",
+        "ddp_doctor.trainer",
+        *config_to_argv(cfg),
+    ]
     env = dict(os.environ, OMP_NUM_THREADS="1")
     return LaunchCommand(argv=argv, env=env)
 
@@ -66,8 +78,9 @@ def _last_step(metrics: Path) -> tuple[int, str]:
     return 0, ""
 
 
-def run_command(command: LaunchCommand, out_dir: str, total_steps: int,
-                console: Console | None = None) -> int:
+def run_command(
+    command: LaunchCommand, out_dir: str, total_steps: int, console: Console | None = None
+) -> int:
     """Run `command`, output to <out_dir>/launch.log, with a progress bar; return its exit code."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -75,14 +88,23 @@ def run_command(command: LaunchCommand, out_dir: str, total_steps: int,
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     metrics = out / METRICS_FILE
-    with open(out / LOG_FILE, "w", encoding="utf-8") as log, \
-            Progress(TextColumn("{task.fields[phase]}"), BarColumn(), MofNCompleteColumn(),
-                     TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
-                     transient=False) as progress:
+    with (
+        open(out / LOG_FILE, "w", encoding="utf-8") as log,
+        Progress(
+            TextColumn("{task.fields[phase]}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.description}"),
+            TimeElapsedColumn(),
+            console=console,
+            transient=False,
+        ) as progress,
+    ):
         task = progress.add_task("", total=total_steps, phase="starting ranks")
         # A new session, so that Ctrl-C can stop torchrun and every rank it started, and only them.
-        proc = subprocess.Popen(command.argv, env=command.env, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            command.argv, env=command.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         try:
             while proc.poll() is None:
                 done, loss = _last_step(metrics)

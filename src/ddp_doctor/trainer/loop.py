@@ -116,8 +116,9 @@ def _autocast_dtype(cfg: TrainConfig, device: torch.device) -> torch.dtype | Non
         with torch.autocast(device.type, dtype=dtype):
             torch.ones(2, 2, device=device) @ torch.ones(2, 2, device=device)
     except RuntimeError as err:
-        raise RuntimeError(f"{cfg.precision} autocast is not supported on {device.type} by torch "
-                           f"{torch.__version__}: {err}") from err
+        raise RuntimeError(
+            f"{cfg.precision} autocast is not supported on {device.type} by torch {torch.__version__}: {err}"
+        ) from err
     return dtype
 
 
@@ -134,11 +135,14 @@ def _wrap(cfg: TrainConfig, model: nn.Module, device: torch.device) -> tuple[nn.
                 fully_shard(layer)
             fully_shard(model)
         else:
-            ddp = DDP(model, device_ids=[device.index] if device.type == "cuda" else None,
-                      bucket_cap_mb=cfg.bucket_cap_mb,
-                      find_unused_parameters=cfg.find_unused_parameters,
-                      gradient_as_bucket_view=cfg.gradient_as_bucket_view,
-                      static_graph=cfg.static_graph)
+            ddp = DDP(
+                model,
+                device_ids=[device.index] if device.type == "cuda" else None,
+                bucket_cap_mb=cfg.bucket_cap_mb,
+                find_unused_parameters=cfg.find_unused_parameters,
+                gradient_as_bucket_view=cfg.gradient_as_bucket_view,
+                static_graph=cfg.static_graph,
+            )
             model = ddp
     if cfg.compile == "after_ddp":
         model = torch.compile(model)
@@ -148,8 +152,9 @@ def _wrap(cfg: TrainConfig, model: nn.Module, device: torch.device) -> tuple[nn.
 def _optimizer(cfg: TrainConfig, model: nn.Module) -> torch.optim.Optimizer:
     lr = cfg.lr * (LR_TOO_HIGH_FACTOR if cfg.has("lr-too-high") else 1.0)  # fault: lr-too-high
     params = [p for p in model.parameters() if p.requires_grad]
-    kwargs: dict[str, Any] = dict(lr=lr, betas=(cfg.adam_beta1, cfg.adam_beta2), eps=cfg.adam_eps,
-                                  weight_decay=cfg.weight_decay)
+    kwargs: dict[str, Any] = dict(
+        lr=lr, betas=(cfg.adam_beta1, cfg.adam_beta2), eps=cfg.adam_eps, weight_decay=cfg.weight_decay
+    )
     if cfg.strategy == "zero1" and dist.is_initialized() and dist.get_world_size() > 1:
         from torch.distributed.optim import ZeroRedundancyOptimizer
 
@@ -161,8 +166,9 @@ def _scaler(cfg: TrainConfig, device: torch.device) -> torch.amp.GradScaler | No
     if cfg.precision != "fp16" or cfg.has("fp16-no-scaler"):  # fault: fp16-no-scaler
         return None
     if cfg.has("fp16-overflow"):  # fault: a scale that overflows float16 and keeps growing back
-        return torch.amp.GradScaler(device.type, init_scale=FP16_OVERFLOW_INIT_SCALE,
-                                    growth_interval=FP16_OVERFLOW_GROWTH_INTERVAL)
+        return torch.amp.GradScaler(
+            device.type, init_scale=FP16_OVERFLOW_INIT_SCALE, growth_interval=FP16_OVERFLOW_GROWTH_INTERVAL
+        )
     return torch.amp.GradScaler(device.type)
 
 
@@ -171,10 +177,12 @@ def _data(cfg: TrainConfig, rank: int, world: int) -> tuple[DataLoader, Distribu
     if cfg.has("no-sampler"):
         # fault: the single-GPU loader kept under DDP; every rank seeds alike, so reads alike.
         generator = torch.Generator().manual_seed(cfg.seed)
-        return DataLoader(dataset, batch_size=cfg.micro_batch, shuffle=True, drop_last=True,
-                          generator=generator), None
-    sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True,
-                                 seed=cfg.seed, drop_last=True)
+        return DataLoader(
+            dataset, batch_size=cfg.micro_batch, shuffle=True, drop_last=True, generator=generator
+        ), None
+    sampler = DistributedSampler(
+        dataset, num_replicas=world, rank=rank, shuffle=True, seed=cfg.seed, drop_last=True
+    )
     return DataLoader(dataset, batch_size=cfg.micro_batch, sampler=sampler, drop_last=True), sampler
 
 
@@ -191,13 +199,24 @@ def build(cfg: TrainConfig) -> TrainState:
     model, ddp = _wrap(cfg, raw, device)
     optimizer = _optimizer(cfg, raw)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, partial(lr_lambda, warmup=cfg.warmup_steps, total=cfg.steps,
-                           min_ratio=cfg.min_lr_ratio))
+        optimizer, partial(lr_lambda, warmup=cfg.warmup_steps, total=cfg.steps, min_ratio=cfg.min_lr_ratio)
+    )
     loader, sampler = _data(cfg, rank, world)
-    return TrainState(cfg=cfg, model=model, raw_model=raw, ddp=ddp, optimizer=optimizer,
-                      scheduler=scheduler, scaler=_scaler(cfg, device), loader=loader,
-                      sampler=sampler, rank=rank, world_size=world, device=device,
-                      autocast_dtype=_autocast_dtype(cfg, device))
+    return TrainState(
+        cfg=cfg,
+        model=model,
+        raw_model=raw,
+        ddp=ddp,
+        optimizer=optimizer,
+        scheduler=scheduler,
+        scaler=_scaler(cfg, device),
+        loader=loader,
+        sampler=sampler,
+        rank=rank,
+        world_size=world,
+        device=device,
+        autocast_dtype=_autocast_dtype(cfg, device),
+    )
 
 
 def _start_epoch(state: TrainState) -> None:
@@ -268,8 +287,11 @@ def train_step(state: TrainState, micro_batches: Sequence[Batch]) -> StepResult:
     local_tokens = torch.stack(counts).sum().to(torch.float64)
     global_tokens = _all_reduce_sum(local_tokens.clone(), state)
     ce_local = torch.zeros((), dtype=torch.float64, device=state.device)
-    autocast = (torch.autocast(state.device.type, dtype=state.autocast_dtype)
-                if state.autocast_dtype is not None else contextlib.nullcontext())
+    autocast = (
+        torch.autocast(state.device.type, dtype=state.autocast_dtype)
+        if state.autocast_dtype is not None
+        else contextlib.nullcontext()
+    )
 
     for i, batch in enumerate(micro_batches):
         last = i == len(micro_batches) - 1
@@ -324,9 +346,15 @@ def train_step(state: TrainState, micro_batches: Sequence[Batch]) -> StepResult:
     logged = loss_value
     if cfg.has("rank0-loss-log"):  # fault: log this rank's own loss, never all-reduced
         logged = float(ce_local / local_tokens)
-    return StepResult(loss=loss_value, logged_loss=logged, grad_norm=grad_norm, lr=lr,
-                      tokens=int(global_tokens), skipped=skipped,
-                      loss_scale=scaler.get_scale() if scaler is not None else None)
+    return StepResult(
+        loss=loss_value,
+        logged_loss=logged,
+        grad_norm=grad_norm,
+        lr=lr,
+        tokens=int(global_tokens),
+        skipped=skipped,
+        loss_scale=scaler.get_scale() if scaler is not None else None,
+    )
 
 
 class _MetricsWriter:
@@ -336,13 +364,14 @@ class _MetricsWriter:
         self.file = None
         if out_dir is not None and rank == 0:
             Path(out_dir).mkdir(parents=True, exist_ok=True)
-            self.file = open(Path(out_dir) / METRICS_FILE, "a", encoding="utf-8")
+            self.file = open(Path(out_dir) / METRICS_FILE, "a", encoding="utf-8")  # noqa: SIM115 (closed in close())
 
     def write(self, record: dict[str, Any]) -> None:
         if self.file is None:
             return
-        clean = {k: (str(v) if isinstance(v, float) and not math.isfinite(v) else v)
-                 for k, v in record.items()}
+        clean = {
+            k: (str(v) if isinstance(v, float) and not math.isfinite(v) else v) for k, v in record.items()
+        }
         self.file.write(json.dumps(clean) + "\n")
         self.file.flush()
 
@@ -360,8 +389,13 @@ def train(cfg: TrainConfig) -> TrainResult:
     if show:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        progress = Progress(TextColumn("training"), BarColumn(), MofNCompleteColumn(),
-                            TextColumn("{task.description}"), TimeElapsedColumn())
+        progress = Progress(
+            TextColumn("training"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.description}"),
+            TimeElapsedColumn(),
+        )
         task = progress.add_task("", total=cfg.steps)
         progress.start()
     results: list[StepResult] = []
@@ -375,17 +409,31 @@ def train(cfg: TrainConfig) -> TrainResult:
             step_seconds.append(time.perf_counter() - t0)
             results.append(result)
             if (state.step - 1) % cfg.log_every == 0 or state.step == cfg.steps:
-                writer.write({"step": state.step - 1, "loss": result.logged_loss, "lr": result.lr,
-                              "grad_norm": result.grad_norm, "tokens": result.tokens,
-                              "samples": cfg.micro_batch * cfg.accum * state.world_size,
-                              "epoch": state.epoch, "skipped": result.skipped,
-                              "loss_scale": result.loss_scale, "time": step_seconds[-1],
-                              "elapsed": time.perf_counter() - start})
+                writer.write(
+                    {
+                        "step": state.step - 1,
+                        "loss": result.logged_loss,
+                        "lr": result.lr,
+                        "grad_norm": result.grad_norm,
+                        "tokens": result.tokens,
+                        "samples": cfg.micro_batch * cfg.accum * state.world_size,
+                        "epoch": state.epoch,
+                        "skipped": result.skipped,
+                        "loss_scale": result.loss_scale,
+                        "time": step_seconds[-1],
+                        "elapsed": time.perf_counter() - start,
+                    }
+                )
             if progress is not None:
                 progress.update(task, advance=1, description=f"loss {result.logged_loss:.3f}")
     finally:
         if progress is not None:
             progress.stop()
         writer.close()
-    return TrainResult(steps=results, model=state.raw_model, state=state,
-                       seconds=time.perf_counter() - start, step_seconds=step_seconds)
+    return TrainResult(
+        steps=results,
+        model=state.raw_model,
+        state=state,
+        seconds=time.perf_counter() - start,
+        step_seconds=step_seconds,
+    )

@@ -26,8 +26,9 @@ def build_model(cfg: TrainConfig) -> nn.Module:
     if preset.name not in CPU_PRESETS and not torch.cuda.is_available():
         raise ValueError(f"preset {preset.name!r} is for planning only; on CPU use one of {CPU_PRESETS}")
     # attn_implementation set explicitly: "sdpa" works eagerly and under torch.compile on CPU.
-    config = LlamaConfig(**preset.hf_config_kwargs(), use_cache=False,
-                         attn_implementation=cfg.attn_implementation)
+    config = LlamaConfig(
+        **preset.hf_config_kwargs(), use_cache=False, attn_implementation=cfg.attn_implementation
+    )
     torch.manual_seed(cfg.seed)
     model = LlamaForCausalLM(config)
     if cfg.freeze_layers:
@@ -41,8 +42,9 @@ def build_model(cfg: TrainConfig) -> nn.Module:
 
 def token_loss_sum(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """Sum over valid targets of -log p(label), in float32. Labels are already shifted (data.py)."""
-    return F.cross_entropy(logits.float().flatten(0, -2), labels.flatten(),
-                           ignore_index=IGNORE_INDEX, reduction="sum")
+    return F.cross_entropy(
+        logits.float().flatten(0, -2), labels.flatten(), ignore_index=IGNORE_INDEX, reduction="sum"
+    )
 
 
 def valid_tokens(labels: torch.Tensor) -> torch.Tensor:

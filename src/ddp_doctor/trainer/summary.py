@@ -19,21 +19,33 @@ def print_summary(cfg: TrainConfig, result: TrainResult) -> None:
     console = Console(record=True)
     state, steps = result.state, result.steps
     table = Table(title="reference trainer: run summary", show_header=False)
-    table.add_row("model", f"{cfg.preset} ({get_preset(cfg.preset).num_parameters() / 1e6:.2f}M params, "
-                           f"{cfg.precision}, compile {cfg.compile})")
+    table.add_row(
+        "model",
+        f"{cfg.preset} ({get_preset(cfg.preset).num_parameters() / 1e6:.2f}M params, "
+        f"{cfg.precision}, compile {cfg.compile})",
+    )
     table.add_row("strategy", f"{cfg.strategy}, world size {state.world_size}")
-    table.add_row("effective batch", f"{cfg.micro_batch} x {cfg.accum} x {state.world_size} = "
-                                     f"{cfg.micro_batch * cfg.accum * state.world_size} samples / step")
+    table.add_row(
+        "effective batch",
+        f"{cfg.micro_batch} x {cfg.accum} x {state.world_size} = "
+        f"{cfg.micro_batch * cfg.accum * state.world_size} samples / step",
+    )
     table.add_row("optimizer steps", f"{len(steps)} (epochs started: {state.epoch + 1})")
     table.add_row("faults", ", ".join(cfg.faults) or "none (healthy run)")
     if steps:
-        table.add_row("loss (global)", f"{steps[0].loss:.4f} -> {steps[-1].loss:.4f}  "
-                                       f"(entropy floor {entropy_floor(cfg.seed):.4f} nats/token)")
+        table.add_row(
+            "loss (global)",
+            f"{steps[0].loss:.4f} -> {steps[-1].loss:.4f}  "
+            f"(entropy floor {entropy_floor(cfg.seed):.4f} nats/token)",
+        )
         if cfg.has("rank0-loss-log"):
-            table.add_row("loss (logged)", f"{steps[0].logged_loss:.4f} -> {steps[-1].logged_loss:.4f} "
-                                           "(rank 0 only)")
-        table.add_row("step time", f"{statistics.median(result.step_seconds):.3f} s median, "
-                                   f"{result.seconds:.1f} s total")
+            table.add_row(
+                "loss (logged)", f"{steps[0].logged_loss:.4f} -> {steps[-1].logged_loss:.4f} (rank 0 only)"
+            )
+        table.add_row(
+            "step time",
+            f"{statistics.median(result.step_seconds):.3f} s median, {result.seconds:.1f} s total",
+        )
         skipped = sum(s.skipped for s in steps)
         if state.scaler is not None:
             table.add_row("GradScaler", f"{skipped} skipped steps, final scale {steps[-1].loss_scale:g}")

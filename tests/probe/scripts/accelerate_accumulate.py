@@ -4,7 +4,6 @@ import torch
 import torch.nn.functional as F
 from accelerate import Accelerator
 from torch.utils.data import DataLoader
-
 from toy import ACCUM, BATCH, EPOCHS, make_dataset, make_model
 
 accelerator = Accelerator(gradient_accumulation_steps=ACCUM, cpu=True)

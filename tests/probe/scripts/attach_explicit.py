@@ -7,7 +7,6 @@ import ddp_doctor
 ddp_doctor.attach(run_dir=sys.argv[1], every=1)
 
 import torch  # noqa: E402
-
 from toy import FEATURES, make_model  # noqa: E402
 
 model = make_model()

@@ -6,7 +6,6 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
-
 from toy import ACCUM, BATCH, FEATURES, make_model
 
 dist.init_process_group("gloo")

@@ -1,7 +1,6 @@
 """A training loop that raises after two optimizer steps."""
 
 import torch
-
 from toy import FEATURES, make_model
 
 model = make_model()

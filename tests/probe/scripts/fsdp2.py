@@ -7,7 +7,6 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch.distributed.fsdp import fully_shard
 from torch.utils.data import DataLoader, DistributedSampler
-
 from toy import ACCUM, BATCH, EPOCHS, LR, make_dataset, make_model
 
 dist.init_process_group("gloo")

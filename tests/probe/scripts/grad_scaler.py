@@ -8,7 +8,6 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, DistributedSampler
-
 from toy import ACCUM, BATCH, EPOCHS, LR, make_dataset, make_model, save_params
 
 OVERFLOW_STEP = 1  # the loss of this optimizer step's first micro-batch is made infinite

@@ -4,7 +4,6 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
-
 from toy import FEATURES, make_model
 
 STEPS = 100_000

@@ -3,7 +3,6 @@ autocast, and one parameter the optimizer holds that never gets a gradient."""
 
 import torch
 import torch.nn.functional as F
-
 from toy import FEATURES, make_model
 
 torch.manual_seed(0)

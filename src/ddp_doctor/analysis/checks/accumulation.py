@@ -30,52 +30,90 @@ MAJORITY = 0.5  # share of steps that must show a pattern before it is called th
 
 
 def check(ctx: Context) -> list[Finding]:
-    return [_no_sync(ctx), _after_forward(ctx), _replicas(ctx), _uneven(ctx), _bypassed(ctx),
-            _zero_grad(ctx), _unscaled(ctx)]
+    return [
+        _no_sync(ctx),
+        _after_forward(ctx),
+        _replicas(ctx),
+        _uneven(ctx),
+        _bypassed(ctx),
+        _zero_grad(ctx),
+        _unscaled(ctx),
+    ]
 
 
 def _no_sync(ctx: Context) -> Finding:
     fid, p = "accum-no-sync-missing", ctx.sync
     if p.steps == 0:
-        return ruled_out(fid, "No gradient accumulation (1 micro-step per optimizer step): nothing to "
-                         "skip syncing.", "没有梯度累积（每个优化步 1 个微步），无需跳过同步。",
-                         multi_micro_steps=0)
+        return ruled_out(
+            fid,
+            "No gradient accumulation (1 micro-step per optimizer step): nothing to skip syncing.",
+            "没有梯度累积（每个优化步 1 个微步），无需跳过同步。",
+            multi_micro_steps=0,
+        )
     if p.total_syncs == 0:
-        return not_measured(fid, "No gradient all-reduce was recorded, so the sync pattern is unknown.",
-                            "未记录到梯度 all-reduce，无法判断同步模式。", all_reduces=0)
+        return not_measured(
+            fid,
+            "No gradient all-reduce was recorded, so the sync pattern is unknown.",
+            "未记录到梯度 all-reduce，无法判断同步模式。",
+            all_reduces=0,
+        )
     share = p.every_micro / p.steps
-    ev = dict(steps_syncing_every_micro=p.every_micro, steps_syncing_last_only=p.last_only,
-              multi_micro_steps=p.steps, micro_steps_per_optimizer_step=ctx.batch.micro_steps,
-              threshold=f"> {MAJORITY:.0%} of accumulation steps sync on every micro-step")
+    ev = dict(
+        steps_syncing_every_micro=p.every_micro,
+        steps_syncing_last_only=p.last_only,
+        multi_micro_steps=p.steps,
+        micro_steps_per_optimizer_step=ctx.batch.micro_steps,
+        threshold=f"> {MAJORITY:.0%} of accumulation steps sync on every micro-step",
+    )
     if share > MAJORITY:
-        return confirmed(fid, f"Gradients were all-reduced on every micro-step in {p.every_micro} of "
-                         f"{p.steps} accumulation steps ({share:.0%}); with no_sync only the last "
-                         "micro-step needs it. Costs bandwidth, not accuracy.",
-                         f"{p.steps} 个累积步中有 {p.every_micro} 个（{share:.0%}）在每个微步都做了 all-reduce；"
-                         "使用 no_sync 只需最后一个微步同步。只浪费带宽，不影响精度。", **ev)
-    return ruled_out(fid, f"Sync only on the last micro-step in {p.last_only} of {p.steps} "
-                     "accumulation steps.", f"{p.steps} 个累积步中有 {p.last_only} 个只在最后一个微步同步。",
-                     **ev)
+        return confirmed(
+            fid,
+            f"Gradients were all-reduced on every micro-step in {p.every_micro} of "
+            f"{p.steps} accumulation steps ({share:.0%}); with no_sync only the last "
+            "micro-step needs it. Costs bandwidth, not accuracy.",
+            f"{p.steps} 个累积步中有 {p.every_micro} 个（{share:.0%}）在每个微步都做了 all-reduce；"
+            "使用 no_sync 只需最后一个微步同步。只浪费带宽，不影响精度。",
+            **ev,
+        )
+    return ruled_out(
+        fid,
+        f"Sync only on the last micro-step in {p.last_only} of {p.steps} accumulation steps.",
+        f"{p.steps} 个累积步中有 {p.last_only} 个只在最后一个微步同步。",
+        **ev,
+    )
 
 
 def _after_forward(ctx: Context) -> Finding:
     fid, p = "no-sync-after-forward", ctx.sync
     if p.steps == 0 or p.total_syncs == 0:
-        return not_measured(fid, "Needs gradient accumulation with recorded all-reduces; run "
-                            "`ddp-doctor lint` on the script for the static check.",
-                            "需要带有 all-reduce 记录的梯度累积；可对脚本运行 `ddp-doctor lint` 做静态检查。",
-                            multi_micro_steps=p.steps)
-    ev = dict(steps_last_micro_unsynced=p.last_unsynced, multi_micro_steps=p.steps,
-              threshold="last micro-step unsynced while another micro-step synced, in > 50% of steps")
+        return not_measured(
+            fid,
+            "Needs gradient accumulation with recorded all-reduces; run "
+            "`ddp-doctor lint` on the script for the static check.",
+            "需要带有 all-reduce 记录的梯度累积；可对脚本运行 `ddp-doctor lint` 做静态检查。",
+            multi_micro_steps=p.steps,
+        )
+    ev = dict(
+        steps_last_micro_unsynced=p.last_unsynced,
+        multi_micro_steps=p.steps,
+        threshold="last micro-step unsynced while another micro-step synced, in > 50% of steps",
+    )
     if p.last_unsynced / p.steps > MAJORITY:
-        return confirmed(fid, f"In {p.last_unsynced} of {p.steps} accumulation steps the last "
-                         "micro-step was not synced while an earlier one was: the sync flag takes "
-                         "effect one micro-step late (toggled after the forward).",
-                         f"{p.steps} 个累积步中有 {p.last_unsynced} 个最后一个微步没有同步而更早的微步同步了："
-                         "同步标志晚了一个微步生效（在前向之后才切换）。", **ev)
-    return ruled_out(fid, f"The last micro-step synced in {p.steps - p.last_unsynced} of {p.steps} "
-                     "accumulation steps.", f"{p.steps} 个累积步中有 {p.steps - p.last_unsynced} 个在最后一个微步同步。",
-                     **ev)
+        return confirmed(
+            fid,
+            f"In {p.last_unsynced} of {p.steps} accumulation steps the last "
+            "micro-step was not synced while an earlier one was: the sync flag takes "
+            "effect one micro-step late (toggled after the forward).",
+            f"{p.steps} 个累积步中有 {p.last_unsynced} 个最后一个微步没有同步而更早的微步同步了："
+            "同步标志晚了一个微步生效（在前向之后才切换）。",
+            **ev,
+        )
+    return ruled_out(
+        fid,
+        f"The last micro-step synced in {p.steps - p.last_unsynced} of {p.steps} accumulation steps.",
+        f"{p.steps} 个累积步中有 {p.steps - p.last_unsynced} 个在最后一个微步同步。",
+        **ev,
+    )
 
 
 def _replicas(ctx: Context) -> Finding:
@@ -86,9 +124,12 @@ def _replicas(ctx: Context) -> Finding:
             by_step.setdefault(int(rec.get("step", -1)), {})[r] = rec
     common = sorted(s for s, recs in by_step.items() if len(recs) >= 2)
     if len(ctx.run.ranks) < 2 or not common:
-        return not_measured(fid, "Needs `replica` checksum records from ≥ 2 ranks (written every "
-                            "`--every` steps).", "需要至少 2 个 rank 的 `replica` 校验和记录（每 `--every` 步写一次）。",
-                            ranks_with_checksums=sum(1 for d in ctx.run.ranks.values() if d.replica))
+        return not_measured(
+            fid,
+            "Needs `replica` checksum records from ≥ 2 ranks (written every `--every` steps).",
+            "需要至少 2 个 rank 的 `replica` 校验和记录（每 `--every` 步写一次）。",
+            ranks_with_checksums=sum(1 for d in ctx.run.ranks.values() if d.replica),
+        )
     params = ctx.config("params")
     names = params.get("names", []) if params else []
     for s in common:
@@ -100,24 +141,38 @@ def _replicas(ctx: Context) -> Finding:
             if v != ref:
                 diff = [i for i, (a, b) in enumerate(zip(ref, v)) if a != b] or [min(len(ref), len(v))]
                 name = names[diff[0]] if diff[0] < len(names) else f"parameter #{diff[0]}"
-                return confirmed(fid, f"Replicas differ from step {s}: rank {r} vs rank {ref_rank}, "
-                                 f"first at {name} ({len(diff)} parameter tensor(s) differ).",
-                                 f"从第 {s} 步起副本不一致：rank {r} 与 rank {ref_rank} 不同，首个不同参数为 {name}"
-                                 f"（共 {len(diff)} 个参数张量不同）。",
-                                 first_step=s, ranks=[ref_rank, r], parameter=name,
-                                 differing_tensors=len(diff), checked_steps=len(common),
-                                 threshold="any bit difference of the per-parameter checksums")
-    return ruled_out(fid, f"Bit-exact replica checksums agree on all ranks at {len(common)} checked "
-                     f"steps (last {common[-1]}).", f"在检查的 {len(common)} 个步（最后为第 {common[-1]} 步）"
-                     "所有 rank 的逐位校验和一致。", checked_steps=len(common), last_step=common[-1],
-                     threshold="any bit difference of the per-parameter checksums")
+                return confirmed(
+                    fid,
+                    f"Replicas differ from step {s}: rank {r} vs rank {ref_rank}, "
+                    f"first at {name} ({len(diff)} parameter tensor(s) differ).",
+                    f"从第 {s} 步起副本不一致：rank {r} 与 rank {ref_rank} 不同，首个不同参数为 {name}"
+                    f"（共 {len(diff)} 个参数张量不同）。",
+                    first_step=s,
+                    ranks=[ref_rank, r],
+                    parameter=name,
+                    differing_tensors=len(diff),
+                    checked_steps=len(common),
+                    threshold="any bit difference of the per-parameter checksums",
+                )
+    return ruled_out(
+        fid,
+        f"Bit-exact replica checksums agree on all ranks at {len(common)} checked steps (last {common[-1]}).",
+        f"在检查的 {len(common)} 个步（最后为第 {common[-1]} 步）所有 rank 的逐位校验和一致。",
+        checked_steps=len(common),
+        last_step=common[-1],
+        threshold="any bit difference of the per-parameter checksums",
+    )
 
 
 def _uneven(ctx: Context) -> Finding:
     fid = "accum-uneven"
     if len(ctx.run.ranks) < 2:
-        return not_measured(fid, "Needs step records from ≥ 2 ranks.", "需要至少 2 个 rank 的步记录。",
-                            ranks=len(ctx.run.ranks))
+        return not_measured(
+            fid,
+            "Needs step records from ≥ 2 ranks.",
+            "需要至少 2 个 rank 的步记录。",
+            ranks=len(ctx.run.ranks),
+        )
     m = ctx.series.micro
     counts = {r: int(np.isfinite(m[i]).sum()) for i, r in enumerate(ctx.series.ranks)}
     micro_tot = {r: int(np.nansum(m[i])) for i, r in enumerate(ctx.series.ranks)}
@@ -127,41 +182,78 @@ def _uneven(ctx: Context) -> Finding:
     step_gap = max(counts.values()) - min(counts.values())
     # a run in progress may be one step apart between ranks: only a finished run's totals count
     uneven_steps = step_gap > (0 if ended else 1)
-    ev = dict(optimizer_steps_per_rank=counts, micro_steps_per_rank=micro_tot,
-              steps_with_different_micro_counts=len(differ),
-              threshold="any difference (finished run); > 1 step (run in progress)")
+    ev = dict(
+        optimizer_steps_per_rank=counts,
+        micro_steps_per_rank=micro_tot,
+        steps_with_different_micro_counts=len(differ),
+        threshold="any difference (finished run); > 1 step (run in progress)",
+    )
     if len(differ) or uneven_steps:
         first = int(differ[0]) if len(differ) else None
-        return confirmed(fid, f"Ranks ran different numbers of steps: optimizer steps {counts}; "
-                         f"{len(differ)} step(s) with different micro-step counts"
-                         + (f" (first at step {first})." if first is not None else "."),
-                         f"各 rank 步数不同：优化步数 {counts}；有 {len(differ)} 个步的微步数不同。",
-                         first_step=first, **ev)
-    return ruled_out(fid, f"All ranks ran {min(counts.values())} optimizer steps with equal micro-step "
-                     "counts.", f"所有 rank 都运行了 {min(counts.values())} 个优化步，微步数相同。", **ev)
+        return confirmed(
+            fid,
+            f"Ranks ran different numbers of steps: optimizer steps {counts}; "
+            f"{len(differ)} step(s) with different micro-step counts"
+            + (f" (first at step {first})." if first is not None else "."),
+            f"各 rank 步数不同：优化步数 {counts}；有 {len(differ)} 个步的微步数不同。",
+            first_step=first,
+            **ev,
+        )
+    return ruled_out(
+        fid,
+        f"All ranks ran {min(counts.values())} optimizer steps with equal micro-step counts.",
+        f"所有 rank 都运行了 {min(counts.values())} 个优化步，微步数相同。",
+        **ev,
+    )
 
 
 def _bypassed(ctx: Context) -> Finding:
     fid, p = "ddp-bypassed", ctx.sync
     records = p.steps + p.steps_single
     if ctx.world_size < 2 or records == 0:
-        return ruled_out(fid, "World size 1: no all-reduce is needed.", "world size 为 1，不需要 all-reduce。",
-                         world_size=ctx.world_size) if ctx.world_size < 2 else \
-            not_measured(fid, "No optimizer step recorded yet.", "尚未记录到优化步。", steps=0)
+        return (
+            ruled_out(
+                fid,
+                "World size 1: no all-reduce is needed.",
+                "world size 为 1，不需要 all-reduce。",
+                world_size=ctx.world_size,
+            )
+            if ctx.world_size < 2
+            else not_measured(fid, "No optimizer step recorded yet.", "尚未记录到优化步。", steps=0)
+        )
     fsdp = ctx.config("fsdp")
     if fsdp and fsdp.get("version") == 1 and p.total_syncs == 0:
-        return not_measured(fid, "FSDP1 without a comm hook: all-reduces are not observable.",
-                            "FSDP1 未使用通信钩子：无法观察 all-reduce。", fsdp_version=1)
-    ev = dict(all_reduces=p.total_syncs, step_records=records, world_size=ctx.world_size,
-              ddp_wrapped=ctx.config("ddp") is not None, threshold="0 all-reduces with world size > 1")
+        return not_measured(
+            fid,
+            "FSDP1 without a comm hook: all-reduces are not observable.",
+            "FSDP1 未使用通信钩子：无法观察 all-reduce。",
+            fsdp_version=1,
+        )
+    ev = dict(
+        all_reduces=p.total_syncs,
+        step_records=records,
+        world_size=ctx.world_size,
+        ddp_wrapped=ctx.config("ddp") is not None,
+        threshold="0 all-reduces with world size > 1",
+    )
     if p.total_syncs == 0:
-        how = "the DDP wrapper was built but never synced (raw module called?)" if ev["ddp_wrapped"] \
+        how = (
+            "the DDP wrapper was built but never synced (raw module called?)"
+            if ev["ddp_wrapped"]
             else "no DDP wrapper was seen"
-        return confirmed(fid, f"World size {ctx.world_size} but 0 gradient all-reduces in {records} step "
-                         f"records: {how}.", f"world size 为 {ctx.world_size}，但 {records} 条步记录中梯度 all-reduce "
-                         "次数为 0。", **ev)
-    return ruled_out(fid, f"{p.total_syncs} gradient all-reduce calls in {records} step records.",
-                     f"{records} 条步记录中共有 {p.total_syncs} 次梯度 all-reduce。", **ev)
+        )
+        return confirmed(
+            fid,
+            f"World size {ctx.world_size} but 0 gradient all-reduces in {records} step records: {how}.",
+            f"world size 为 {ctx.world_size}，但 {records} 条步记录中梯度 all-reduce 次数为 0。",
+            **ev,
+        )
+    return ruled_out(
+        fid,
+        f"{p.total_syncs} gradient all-reduce calls in {records} step records.",
+        f"{records} 条步记录中共有 {p.total_syncs} 次梯度 all-reduce。",
+        **ev,
+    )
 
 
 def _zero_grad(ctx: Context) -> Finding:
@@ -178,21 +270,36 @@ def _zero_grad(ctx: Context) -> Finding:
     known = z >= 0
     multi = known & (m >= 2)
     if multi.sum() == 0:
-        return ruled_out(fid, "No gradient accumulation: zeroing between micro-steps cannot happen.",
-                         "没有梯度累积，不会在微步之间清零。", multi_micro_steps=0)
+        return ruled_out(
+            fid,
+            "No gradient accumulation: zeroing between micro-steps cannot happen.",
+            "没有梯度累积，不会在微步之间清零。",
+            multi_micro_steps=0,
+        )
     bad = multi & (z > 1)
-    ev = dict(median_zero_grad_per_step=float(np.median(z[multi])),
-              steps_with_extra_zero_grad=int(bad.sum()), multi_micro_steps=int(multi.sum()),
-              threshold="> 1 zero_grad call per optimizer step in > 50% of accumulation steps")
+    ev = dict(
+        median_zero_grad_per_step=float(np.median(z[multi])),
+        steps_with_extra_zero_grad=int(bad.sum()),
+        multi_micro_steps=int(multi.sum()),
+        threshold="> 1 zero_grad call per optimizer step in > 50% of accumulation steps",
+    )
     if bad.sum() / multi.sum() > MAJORITY:
-        return confirmed(fid, f"zero_grad ran {ev['median_zero_grad_per_step']:g} times per optimizer "
-                         f"step (median) with {int(np.median(m[multi]))} micro-steps: only the last "
-                         "micro-batch reaches the update.", f"每个优化步调用 zero_grad {ev['median_zero_grad_per_step']:g} 次"
-                         f"（中位数），而微步数为 {int(np.median(m[multi]))}：只有最后一个微批次参与了更新。", **ev)
-    return ruled_out(fid, f"zero_grad ran at most once per optimizer step in "
-                     f"{int(multi.sum() - bad.sum())} of {int(multi.sum())} accumulation steps.",
-                     f"{int(multi.sum())} 个累积步中有 {int(multi.sum() - bad.sum())} 个每步至多调用一次 zero_grad。",
-                     **ev)
+        return confirmed(
+            fid,
+            f"zero_grad ran {ev['median_zero_grad_per_step']:g} times per optimizer "
+            f"step (median) with {int(np.median(m[multi]))} micro-steps: only the last "
+            "micro-batch reaches the update.",
+            f"每个优化步调用 zero_grad {ev['median_zero_grad_per_step']:g} 次"
+            f"（中位数），而微步数为 {int(np.median(m[multi]))}：只有最后一个微批次参与了更新。",
+            **ev,
+        )
+    return ruled_out(
+        fid,
+        f"zero_grad ran at most once per optimizer step in "
+        f"{int(multi.sum() - bad.sum())} of {int(multi.sum())} accumulation steps.",
+        f"{int(multi.sum())} 个累积步中有 {int(multi.sum() - bad.sum())} 个每步至多调用一次 zero_grad。",
+        **ev,
+    )
 
 
 def _unscaled(ctx: Context) -> Finding:
@@ -202,8 +309,7 @@ def _unscaled(ctx: Context) -> Finding:
         c = data.steps
         if c is None or not len(c):
             continue
-        mean = np.where(c.fn_sum, c.fn_value / np.where(c.fn_n_valid > 0, c.fn_n_valid, np.nan),
-                        c.fn_value)
+        mean = np.where(c.fn_sum, c.fn_value / np.where(c.fn_n_valid > 0, c.fn_n_valid, np.nan), c.fn_value)
         with np.errstate(invalid="ignore", divide="ignore"):
             r = c.losses / mean
         ratios.append(r)
@@ -214,20 +320,38 @@ def _unscaled(ctx: Context) -> Finding:
     ok = np.isfinite(r) & (r > 0) & (a >= 2)
     if ok.sum() == 0:
         if (a >= 2).any():
-            return not_measured(fid, "The loss-function output was not recorded next to the backward "
-                                "root (loss computed inside a compiled region, or a custom loss).",
-                                "未在 backward 根节点旁记录到损失函数输出（损失在编译区域内计算或为自定义损失）。")
-        return ruled_out(fid, "No gradient accumulation: there is no count to divide by.",
-                         "没有梯度累积，无需除以累积步数。", accumulation=1)
+            return not_measured(
+                fid,
+                "The loss-function output was not recorded next to the backward "
+                "root (loss computed inside a compiled region, or a custom loss).",
+                "未在 backward 根节点旁记录到损失函数输出（损失在编译区域内计算或为自定义损失）。",
+            )
+        return ruled_out(
+            fid,
+            "No gradient accumulation: there is no count to divide by.",
+            "没有梯度累积，无需除以累积步数。",
+            accumulation=1,
+        )
     A = float(np.median(a[ok]))
     med = float(np.median(r[ok]))
-    ev = dict(median_root_over_loss=med, accumulation=A, root_times_accumulation=med * A,
-              threshold=f"ratio × A ≥ sqrt(A) = {math.sqrt(A):.3g} (1 = divided by A, A = undivided)")
+    ev = dict(
+        median_root_over_loss=med,
+        accumulation=A,
+        root_times_accumulation=med * A,
+        threshold=f"ratio × A ≥ sqrt(A) = {math.sqrt(A):.3g} (1 = divided by A, A = undivided)",
+    )
     if med * A >= math.sqrt(A):
-        return confirmed(fid, f"The backward root is {fmt(med)} × the loss with accumulation {A:g}: "
-                         f"the loss is not divided by the accumulation count (expected ≈ {1 / A:.3g}).",
-                         f"backward 根节点是损失的 {fmt(med)} 倍，累积步数为 {A:g}：损失没有除以累积步数"
-                         f"（应约为 {1 / A:.3g}）。", **ev)
-    return ruled_out(fid, f"The backward root is {fmt(med)} × the loss with accumulation {A:g} "
-                     f"(≈ 1/{A:g}: divided).", f"backward 根节点是损失的 {fmt(med)} 倍，累积步数为 {A:g}"
-                     f"（≈ 1/{A:g}，已正确除以累积步数）。", **ev)
+        return confirmed(
+            fid,
+            f"The backward root is {fmt(med)} × the loss with accumulation {A:g}: "
+            f"the loss is not divided by the accumulation count (expected ≈ {1 / A:.3g}).",
+            f"backward 根节点是损失的 {fmt(med)} 倍，累积步数为 {A:g}：损失没有除以累积步数"
+            f"（应约为 {1 / A:.3g}）。",
+            **ev,
+        )
+    return ruled_out(
+        fid,
+        f"The backward root is {fmt(med)} × the loss with accumulation {A:g} (≈ 1/{A:g}: divided).",
+        f"backward 根节点是损失的 {fmt(med)} 倍，累积步数为 {A:g}（≈ 1/{A:g}，已正确除以累积步数）。",
+        **ev,
+    )

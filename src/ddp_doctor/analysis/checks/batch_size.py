@@ -25,53 +25,92 @@ def check(ctx: Context) -> list[Finding]:
 def _below_noise_scale(ctx: Context) -> Finding:
     fid, g, b = "batch-below-noise-scale", ctx.gns, ctx.batch.samples
     if g.b_simple is None or b is None:
-        return not_measured(fid, f"B_simple not measured: {g.reason}.", f"未测得 B_simple：{g.reason}。",
-                            reason=g.reason, effective_batch_samples=b)
+        return not_measured(
+            fid,
+            f"B_simple not measured: {g.reason}.",
+            f"未测得 B_simple：{g.reason}。",
+            reason=g.reason,
+            effective_batch_samples=b,
+        )
     se = g.stderr or 0.0
     lo, hi = g.b_simple - 2 * se, (float("inf") if g.lower_bound else g.b_simple + 2 * se)
-    ev = dict(b_simple=g.b_simple, b_simple_stderr=g.stderr, b_simple_is_lower_bound=g.lower_bound,
-              b_simple_tokens=g.b_simple_tokens, effective_batch_samples=b,
-              effective_batch_tokens=ctx.batch.tokens, steps_used=g.steps_used,
-              threshold=f"effective batch < B_simple / {FAR_BELOW:g} (McCandlish et al. 2018)")
+    ev = dict(
+        b_simple=g.b_simple,
+        b_simple_stderr=g.stderr,
+        b_simple_is_lower_bound=g.lower_bound,
+        b_simple_tokens=g.b_simple_tokens,
+        effective_batch_samples=b,
+        effective_batch_tokens=ctx.batch.tokens,
+        steps_used=g.steps_used,
+        threshold=f"effective batch < B_simple / {FAR_BELOW:g} (McCandlish et al. 2018)",
+    )
     bound = "≥ " if g.lower_bound else ""
     pm = f" ± {fmt(se)}" if g.stderr else ""
     if b * FAR_BELOW < lo or (g.lower_bound and b * FAR_BELOW < g.b_simple):
-        return confirmed(fid, f"Effective batch {b:g} samples is far below the gradient noise scale "
-                         f"B_simple = {bound}{fmt(g.b_simple)}{pm} samples: steps are noise-dominated.",
-                         f"有效批量 {b:g} 个样本远小于梯度噪声尺度 B_simple = {bound}{fmt(g.b_simple)}{pm} 个样本："
-                         "每一步都由噪声主导。", **ev)
+        return confirmed(
+            fid,
+            f"Effective batch {b:g} samples is far below the gradient noise scale "
+            f"B_simple = {bound}{fmt(g.b_simple)}{pm} samples: steps are noise-dominated.",
+            f"有效批量 {b:g} 个样本远小于梯度噪声尺度 B_simple = {bound}{fmt(g.b_simple)}{pm} 个样本："
+            "每一步都由噪声主导。",
+            **ev,
+        )
     if b * FAR_BELOW >= hi:
-        return ruled_out(fid, f"Effective batch {b:g} samples vs B_simple = {fmt(g.b_simple)}{pm} "
-                         "samples: not far below.", f"有效批量 {b:g} 个样本，B_simple = {fmt(g.b_simple)}{pm} "
-                         "个样本：并非远小于。", **ev)
-    return inconclusive(fid, f"Effective batch {b:g} samples vs B_simple = {fmt(g.b_simple)}{pm} samples: "
-                        "the uncertainty straddles the threshold; record more steps.",
-                        f"有效批量 {b:g} 个样本，B_simple = {fmt(g.b_simple)}{pm} 个样本：不确定度跨越阈值，"
-                        "需要记录更多步。", **ev)
+        return ruled_out(
+            fid,
+            f"Effective batch {b:g} samples vs B_simple = {fmt(g.b_simple)}{pm} samples: not far below.",
+            f"有效批量 {b:g} 个样本，B_simple = {fmt(g.b_simple)}{pm} 个样本：并非远小于。",
+            **ev,
+        )
+    return inconclusive(
+        fid,
+        f"Effective batch {b:g} samples vs B_simple = {fmt(g.b_simple)}{pm} samples: "
+        "the uncertainty straddles the threshold; record more steps.",
+        f"有效批量 {b:g} 个样本，B_simple = {fmt(g.b_simple)}{pm} 个样本：不确定度跨越阈值，需要记录更多步。",
+        **ev,
+    )
 
 
 def oscillation_within_noise(ctx: Context) -> Finding:
     fid, n = "oscillation-within-noise", ctx.noise
     if n.ratio is None:
-        return not_measured(fid, f"Noise band not measured: {n.reason}.", f"未测得噪声带：{n.reason}。",
-                            reason=n.reason)
-    ev = dict(observed_std=n.observed_std, predicted_std=n.predicted_std, ratio=n.ratio,
-              units=n.units, steps_used=n.steps_used, rank0_local_std=n.rank0_std,
-              rank0_over_global=n.rank0_over_global,
-              amplitude_last_third_over_first=n.amplitude_last_over_first,
-              effective_batch_samples=ctx.batch.samples, effective_batch_tokens=ctx.batch.tokens,
-              threshold=f"observed / predicted ≤ {WITHIN_NOISE_RATIO}")
+        return not_measured(
+            fid, f"Noise band not measured: {n.reason}.", f"未测得噪声带：{n.reason}。", reason=n.reason
+        )
+    ev = dict(
+        observed_std=n.observed_std,
+        predicted_std=n.predicted_std,
+        ratio=n.ratio,
+        units=n.units,
+        steps_used=n.steps_used,
+        rank0_local_std=n.rank0_std,
+        rank0_over_global=n.rank0_over_global,
+        amplitude_last_third_over_first=n.amplitude_last_over_first,
+        effective_batch_samples=ctx.batch.samples,
+        effective_batch_tokens=ctx.batch.tokens,
+        threshold=f"observed / predicted ≤ {WITHIN_NOISE_RATIO}",
+    )
     trend = ""
     if n.amplitude_last_over_first is not None:
-        trend = (f" The fluctuation {'shrinks' if n.amplitude_last_over_first < 1 else 'does not shrink'}"
-                 f" over the run (last/first third = {n.amplitude_last_over_first:.2f}).")
+        trend = (
+            f" The fluctuation {'shrinks' if n.amplitude_last_over_first < 1 else 'does not shrink'}"
+            f" over the run (last/first third = {n.amplitude_last_over_first:.2f})."
+        )
     if n.ratio <= WITHIN_NOISE_RATIO:
-        return confirmed(fid, f"Step-to-step loss std {fmt(n.observed_std)} is within the minibatch-noise "
-                         f"band {fmt(n.predicted_std)} predicted for this batch (ratio {n.ratio:.2f}): "
-                         "this is not a bug." + trend,
-                         f"逐步损失标准差 {fmt(n.observed_std)} 在当前批量预测的小批量噪声带 {fmt(n.predicted_std)} 之内"
-                         f"（比值 {n.ratio:.2f}）：这不是 bug。", **ev)
-    return ruled_out(fid, f"Step-to-step loss std {fmt(n.observed_std)} is {n.ratio:.2f}× the minibatch-noise "
-                     f"band {fmt(n.predicted_std)}: the oscillation is larger than batch noise explains."
-                     + trend, f"逐步损失标准差 {fmt(n.observed_std)} 是小批量噪声带 {fmt(n.predicted_std)} 的 "
-                     f"{n.ratio:.2f} 倍：波动大于批量噪声所能解释的范围。", **ev)
+        return confirmed(
+            fid,
+            f"Step-to-step loss std {fmt(n.observed_std)} is within the minibatch-noise "
+            f"band {fmt(n.predicted_std)} predicted for this batch (ratio {n.ratio:.2f}): "
+            "this is not a bug." + trend,
+            f"逐步损失标准差 {fmt(n.observed_std)} 在当前批量预测的小批量噪声带 {fmt(n.predicted_std)} 之内"
+            f"（比值 {n.ratio:.2f}）：这不是 bug。",
+            **ev,
+        )
+    return ruled_out(
+        fid,
+        f"Step-to-step loss std {fmt(n.observed_std)} is {n.ratio:.2f}× the minibatch-noise "
+        f"band {fmt(n.predicted_std)}: the oscillation is larger than batch noise explains." + trend,
+        f"逐步损失标准差 {fmt(n.observed_std)} 是小批量噪声带 {fmt(n.predicted_std)} 的 "
+        f"{n.ratio:.2f} 倍：波动大于批量噪声所能解释的范围。",
+        **ev,
+    )

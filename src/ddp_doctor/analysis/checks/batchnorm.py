@@ -18,8 +18,19 @@ def check(ctx: Context) -> list[Finding]:
     names = list(ddp.get("batchnorm") or [])
     ev = dict(modules=names, syncbatchnorm=ddp.get("syncbatchnorm"))
     if names:
-        return [confirmed(fid, f"{len(names)} BatchNorm layer(s) without SyncBatchNorm under DDP: "
-                          f"{', '.join(names[:5])}.", f"DDP 下有 {len(names)} 个 BatchNorm 层未使用 SyncBatchNorm："
-                          f"{', '.join(names[:5])}。", **ev)]
-    return [ruled_out(fid, "No unsynchronised BatchNorm layer in the DDP module.",
-                      "DDP 模块中没有未同步的 BatchNorm 层。", **ev)]
+        return [
+            confirmed(
+                fid,
+                f"{len(names)} BatchNorm layer(s) without SyncBatchNorm under DDP: {', '.join(names[:5])}.",
+                f"DDP 下有 {len(names)} 个 BatchNorm 层未使用 SyncBatchNorm：{', '.join(names[:5])}。",
+                **ev,
+            )
+        ]
+    return [
+        ruled_out(
+            fid,
+            "No unsynchronised BatchNorm layer in the DDP module.",
+            "DDP 模块中没有未同步的 BatchNorm 层。",
+            **ev,
+        )
+    ]

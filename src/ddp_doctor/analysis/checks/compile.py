@@ -27,21 +27,40 @@ def _numerics(ctx: Context) -> Finding:
         return ruled_out(fid, "torch.compile was not used.", "未使用 torch.compile。", compiled=False)
     recs = [rec for d in ctx.run.ranks.values() for rec in d.compile_check]
     if not recs:
-        return not_measured(fid, "The model is compiled but compiled-vs-eager checks need "
-                            "`ddp-doctor run --level full`.", "模型已编译，但编译与 eager 的对比需要 `ddp-doctor run --level full`。",
-                            compiled=True, level=ctx.level)
+        return not_measured(
+            fid,
+            "The model is compiled but compiled-vs-eager checks need `ddp-doctor run --level full`.",
+            "模型已编译，但编译与 eager 的对比需要 `ddp-doctor run --level full`。",
+            compiled=True,
+            level=ctx.level,
+        )
     worst = max(recs, key=lambda r: float(r.get("max_abs") or 0.0))
     max_abs = float(worst.get("max_abs") or 0.0)
     base = max(float(rec.get("baseline_abs") or 0.0) for rec in recs)
     tol = max(NOISE_FACTOR * base, ATOL)
-    ev = dict(max_abs=max_abs, max_rel=worst.get("max_rel"), baseline_abs=base, step=worst.get("step"),
-              checks=len(recs), threshold=f"max_abs > max({NOISE_FACTOR:g} × eager noise, {ATOL:g}) = {tol:g}")
+    ev = dict(
+        max_abs=max_abs,
+        max_rel=worst.get("max_rel"),
+        baseline_abs=base,
+        step=worst.get("step"),
+        checks=len(recs),
+        threshold=f"max_abs > max({NOISE_FACTOR:g} × eager noise, {ATOL:g}) = {tol:g}",
+    )
     if max_abs > tol:
-        return confirmed(fid, f"The compiled forward differs from eager by {max_abs:.2g} (eager run-to-run "
-                         f"{base:.2g}) at step {worst.get('step')}.", f"编译后的前向与 eager 相差 {max_abs:.2g}"
-                         f"（eager 自身差异 {base:.2g}），出现在第 {worst.get('step')} 步。", **ev)
-    return ruled_out(fid, f"Compiled vs eager max difference {max_abs:.2g} ≤ {tol:.2g} in {len(recs)} checks.",
-                     f"{len(recs)} 次检查中编译与 eager 的最大差异为 {max_abs:.2g} ≤ {tol:.2g}。", **ev)
+        return confirmed(
+            fid,
+            f"The compiled forward differs from eager by {max_abs:.2g} (eager run-to-run "
+            f"{base:.2g}) at step {worst.get('step')}.",
+            f"编译后的前向与 eager 相差 {max_abs:.2g}"
+            f"（eager 自身差异 {base:.2g}），出现在第 {worst.get('step')} 步。",
+            **ev,
+        )
+    return ruled_out(
+        fid,
+        f"Compiled vs eager max difference {max_abs:.2g} ≤ {tol:.2g} in {len(recs)} checks.",
+        f"{len(recs)} 次检查中编译与 eager 的最大差异为 {max_abs:.2g} ≤ {tol:.2g}。",
+        **ev,
+    )
 
 
 def _order(ctx: Context) -> Finding:
@@ -51,6 +70,10 @@ def _order(ctx: Context) -> Finding:
     order = cfg.get("order")
     ev = dict(order=order, target=cfg.get("target"), backend=cfg.get("backend"), mode=cfg.get("mode"))
     if order == "before_ddp":
-        return confirmed(fid, "torch.compile was applied before DDP wrapping (supported; info).",
-                         "在 DDP 包装之前调用了 torch.compile（受支持；仅供参考）。", **ev)
+        return confirmed(
+            fid,
+            "torch.compile was applied before DDP wrapping (supported; info).",
+            "在 DDP 包装之前调用了 torch.compile（受支持；仅供参考）。",
+            **ev,
+        )
     return ruled_out(fid, f"torch.compile order: {order}.", f"torch.compile 的顺序：{order}。", **ev)

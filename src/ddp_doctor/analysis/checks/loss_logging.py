@@ -25,8 +25,10 @@ def check(ctx: Context) -> list[Finding]:
 
 def _rank0_log(ctx: Context) -> Finding:
     fid, s = "rank0-only-loss-log", ctx.series
-    noise = dict(rank0_over_global_std=ctx.noise.rank0_over_global,
-                 expected_if_rank0_only=float(np.sqrt(ctx.world_size)))
+    noise = dict(
+        rank0_over_global_std=ctx.noise.rank0_over_global,
+        expected_if_rank0_only=float(np.sqrt(ctx.world_size)),
+    )
     logged = np.full(s.n_steps, np.nan)
     for rec in ctx.run.trainer_metrics:
         try:
@@ -36,24 +38,45 @@ def _rank0_log(ctx: Context) -> Finding:
         if 0 <= step < s.n_steps:
             logged[step] = loss
     if ctx.world_size < 2 or 0 not in s.ranks:
-        return ruled_out(fid, "World size 1: rank 0's loss is the global loss.",
-                         "world size 为 1：rank 0 的损失就是全局损失。", **noise) if ctx.world_size < 2 else \
-            not_measured(fid, "Rank 0's records are missing.", "缺少 rank 0 的记录。", **noise)
+        return (
+            ruled_out(
+                fid,
+                "World size 1: rank 0's loss is the global loss.",
+                "world size 为 1：rank 0 的损失就是全局损失。",
+                **noise,
+            )
+            if ctx.world_size < 2
+            else not_measured(fid, "Rank 0's records are missing.", "缺少 rank 0 的记录。", **noise)
+        )
     r0 = s.local_loss[s.row(0)]
     ok = np.isfinite(logged) & np.isfinite(r0) & np.isfinite(s.global_loss)
     if ok.sum() < MIN_POINTS:
-        return not_measured(fid, "The script's logged loss was not captured; run `ddp-doctor lint` on "
-                            "the script for this check.", "未捕获脚本记录的损失；请对脚本运行 `ddp-doctor lint` 进行检查。",
-                            **noise)
+        return not_measured(
+            fid,
+            "The script's logged loss was not captured; run `ddp-doctor lint` on the script for this check.",
+            "未捕获脚本记录的损失；请对脚本运行 `ddp-doctor lint` 进行检查。",
+            **noise,
+        )
     d_r0 = float(np.median(np.abs(logged[ok] - r0[ok])))
     d_glob = float(np.median(np.abs(logged[ok] - s.global_loss[ok])))
-    ev = dict(median_abs_diff_to_rank0=d_r0, median_abs_diff_to_global=d_glob, points=int(ok.sum()),
-              threshold=f"distance to rank 0 < {CLOSER} × distance to global", **noise)
+    ev = dict(
+        median_abs_diff_to_rank0=d_r0,
+        median_abs_diff_to_global=d_glob,
+        points=int(ok.sum()),
+        threshold=f"distance to rank 0 < {CLOSER} × distance to global",
+        **noise,
+    )
     if d_r0 < CLOSER * d_glob:
-        return confirmed(fid, f"The logged loss matches rank 0's local loss (median |Δ| {d_r0:.2g}) and "
-                         f"not the global loss (median |Δ| {d_glob:.2g}).",
-                         f"记录的损失与 rank 0 的本地损失一致（中位 |Δ| {d_r0:.2g}），而不是全局损失（中位 |Δ| {d_glob:.2g}）。",
-                         **ev)
-    return ruled_out(fid, f"The logged loss follows the global loss (median |Δ| {d_glob:.2g}, vs "
-                     f"{d_r0:.2g} to rank 0's).", f"记录的损失与全局损失一致（中位 |Δ| {d_glob:.2g}，与 rank 0 相差 {d_r0:.2g}）。",
-                     **ev)
+        return confirmed(
+            fid,
+            f"The logged loss matches rank 0's local loss (median |Δ| {d_r0:.2g}) and "
+            f"not the global loss (median |Δ| {d_glob:.2g}).",
+            f"记录的损失与 rank 0 的本地损失一致（中位 |Δ| {d_r0:.2g}），而不是全局损失（中位 |Δ| {d_glob:.2g}）。",
+            **ev,
+        )
+    return ruled_out(
+        fid,
+        f"The logged loss follows the global loss (median |Δ| {d_glob:.2g}, vs {d_r0:.2g} to rank 0's).",
+        f"记录的损失与全局损失一致（中位 |Δ| {d_glob:.2g}，与 rank 0 相差 {d_r0:.2g}）。",
+        **ev,
+    )

@@ -51,8 +51,13 @@ def check(ctx: Context) -> list[Finding]:
     r, k, s = np.concatenate(rho), np.concatenate(n), np.concatenate(step)
     ok = np.isfinite(r) & np.isfinite(k) & (k > 0) & (r > 0) & (s >= 0)
     if ok.sum() < 4:
-        return [not_measured(fid, "Needs the loss-function output with its valid-token count next to each "
-                             "backward root.", "需要每个 backward 根节点旁的损失函数输出及其有效 token 数。")]
+        return [
+            not_measured(
+                fid,
+                "Needs the loss-function output with its valid-token count next to each backward root.",
+                "需要每个 backward 根节点旁的损失函数输出及其有效 token 数。",
+            )
+        ]
     r, k, s = r[ok], k[ok], s[ok]
     T = int(s.max()) + 1
     cv_n = _within_step_cv(k, s, T)
@@ -60,20 +65,43 @@ def check(ctx: Context) -> list[Finding]:
     cv_rho_n = _within_step_cv(r / k, s, T)
     mean_n = np.bincount(s, weights=k, minlength=T) / np.maximum(np.bincount(s, minlength=T), 1)
     weight = mean_n[s] / k  # relative weight of a token under a per-micro-batch mean
-    ev = dict(token_cv_within_step=cv_n, root_ratio_cv=cv_rho, root_ratio_per_token_cv=cv_rho_n,
-              token_weight_p5=float(np.percentile(weight, 5)), token_weight_p95=float(np.percentile(weight, 95)),
-              threshold=f"token CV > {TOKEN_CV_MIN} and CV(root/loss) < {CV_RATIO} × CV(root/loss/tokens)")
+    ev = dict(
+        token_cv_within_step=cv_n,
+        root_ratio_cv=cv_rho,
+        root_ratio_per_token_cv=cv_rho_n,
+        token_weight_p5=float(np.percentile(weight, 5)),
+        token_weight_p95=float(np.percentile(weight, 95)),
+        threshold=f"token CV > {TOKEN_CV_MIN} and CV(root/loss) < {CV_RATIO} × CV(root/loss/tokens)",
+    )
     if not np.isfinite(cv_n) or cv_n <= TOKEN_CV_MIN:
-        return [ruled_out(fid, f"Valid-token counts barely vary within a step (CV {cv_n:.3f}): any "
-                          "normalisation weighs tokens equally.", f"同一步内有效 token 数几乎不变（CV {cv_n:.3f}）："
-                          "任何归一化方式下 token 权重都相同。", **ev)]
+        return [
+            ruled_out(
+                fid,
+                f"Valid-token counts barely vary within a step (CV {cv_n:.3f}): any "
+                "normalisation weighs tokens equally.",
+                f"同一步内有效 token 数几乎不变（CV {cv_n:.3f}）：任何归一化方式下 token 权重都相同。",
+                **ev,
+            )
+        ]
     if cv_rho < CV_RATIO * cv_rho_n:
-        return [confirmed(fid, f"Each micro-batch's mean loss gets the same weight while its token count "
-                          f"varies (CV {cv_n:.2f}): a token weighs {ev['token_weight_p5']:.2f}–"
-                          f"{ev['token_weight_p95']:.2f}× its correct share (5th–95th percentile).",
-                          f"每个微批次的平均损失权重相同，而 token 数在变化（CV {cv_n:.2f}）：单个 token 的权重是其应有权重的 "
-                          f"{ev['token_weight_p5']:.2f}–{ev['token_weight_p95']:.2f} 倍（第 5–95 百分位）。", **ev)]
-    return [ruled_out(fid, f"The backward root scales with the token count (CV of root/loss/tokens "
-                      f"{cv_rho_n:.3f} vs {cv_rho:.3f}): tokens are weighted equally.",
-                      f"backward 根节点随 token 数缩放（root/loss/tokens 的 CV 为 {cv_rho_n:.3f}，对比 {cv_rho:.3f}）："
-                      "各 token 权重相同。", **ev)]
+        return [
+            confirmed(
+                fid,
+                f"Each micro-batch's mean loss gets the same weight while its token count "
+                f"varies (CV {cv_n:.2f}): a token weighs {ev['token_weight_p5']:.2f}–"
+                f"{ev['token_weight_p95']:.2f}× its correct share (5th–95th percentile).",
+                f"每个微批次的平均损失权重相同，而 token 数在变化（CV {cv_n:.2f}）：单个 token 的权重是其应有权重的 "
+                f"{ev['token_weight_p5']:.2f}–{ev['token_weight_p95']:.2f} 倍（第 5–95 百分位）。",
+                **ev,
+            )
+        ]
+    return [
+        ruled_out(
+            fid,
+            f"The backward root scales with the token count (CV of root/loss/tokens "
+            f"{cv_rho_n:.3f} vs {cv_rho:.3f}): tokens are weighted equally.",
+            f"backward 根节点随 token 数缩放（root/loss/tokens 的 CV 为 {cv_rho_n:.3f}，对比 {cv_rho:.3f}）："
+            "各 token 权重相同。",
+            **ev,
+        )
+    ]

@@ -54,17 +54,32 @@ def _warmup(ctx: Context) -> Finding:
     starts = [s.step for s in ctx.loss_spikes]
     near = [s for s in starts if abs(s - w) <= window]
     early = [s for s in starts if s < w_min] if w < w_min else []
-    ev = dict(warmup_steps=w, min_warmup_steps=w_min, beta2=beta2, loss_spike_steps=starts[:20],
-              spikes_near_warmup_end=near[:20], spikes_before_min_warmup=early[:20],
-              threshold=f"spike within {window} steps of warmup end, or warmup < 2/(1-β2) = {w_min:g} "
-              "with a spike before that")
+    ev = dict(
+        warmup_steps=w,
+        min_warmup_steps=w_min,
+        beta2=beta2,
+        loss_spike_steps=starts[:20],
+        spikes_near_warmup_end=near[:20],
+        spikes_before_min_warmup=early[:20],
+        threshold=f"spike within {window} steps of warmup end, or warmup < 2/(1-β2) = {w_min:g} "
+        "with a spike before that",
+    )
     if near or early:
-        return confirmed(fid, f"Warmup ends at step {w} (minimum 2/(1-β2) = {w_min:g}) and loss spikes "
-                         f"start at step(s) {(near or early)[:5]}.", f"warmup 在第 {w} 步结束（最小值 2/(1-β2) = {w_min:g}），"
-                         f"损失尖峰始于第 {(near or early)[:5]} 步。", **ev)
+        return confirmed(
+            fid,
+            f"Warmup ends at step {w} (minimum 2/(1-β2) = {w_min:g}) and loss spikes "
+            f"start at step(s) {(near or early)[:5]}.",
+            f"warmup 在第 {w} 步结束（最小值 2/(1-β2) = {w_min:g}），"
+            f"损失尖峰始于第 {(near or early)[:5]} 步。",
+            **ev,
+        )
     note = f" (shorter than 2/(1-β2) = {w_min:g}, but no spike followed)" if w < w_min else ""
-    return ruled_out(fid, f"Warmup of {w} optimizer steps{note}; no loss spike near its end.",
-                     f"warmup 为 {w} 个优化步；其结束附近没有损失尖峰。", **ev)
+    return ruled_out(
+        fid,
+        f"Warmup of {w} optimizer steps{note}; no loss spike near its end.",
+        f"warmup 为 {w} 个优化步；其结束附近没有损失尖峰。",
+        **ev,
+    )
 
 
 def _per_micro(ctx: Context) -> Finding:
@@ -83,25 +98,42 @@ def _per_micro(ctx: Context) -> Finding:
         return ruled_out(fid, "No lr scheduler was stepped.", "没有调用学习率调度器。", scheduler=None)
     multi = known & (m >= 2)
     if not multi.any():
-        return ruled_out(fid, "No gradient accumulation: one micro-batch per optimizer step.",
-                         "没有梯度累积：每个优化步只有一个微批次。", multi_micro_steps=0)
+        return ruled_out(
+            fid,
+            "No gradient accumulation: one micro-batch per optimizer step.",
+            "没有梯度累积：每个优化步只有一个微批次。",
+            multi_micro_steps=0,
+        )
     per_call = _steps_per_call(sched, ctx.world_size)
     bad = multi & (s == m * per_call)
     lr = ctx.series.lr
-    ev = dict(median_sched_steps_per_optimizer_step=float(np.median(s[multi])),
-              micro_steps=float(np.median(m[multi])), expected_per_optimizer_step=per_call,
-              wrapper=(sched or {}).get("wrapper"), warmup_steps_from_lr=warmup_length(lr),
-              lr_first=float(lr[np.isfinite(lr)][0]) if np.isfinite(lr).any() else None,
-              lr_max=float(np.nanmax(lr)) if np.isfinite(lr).any() else None,
-              threshold=f"scheduler steps = micro-steps (≥ 2) × {per_call} in > 50% of steps")
+    ev = dict(
+        median_sched_steps_per_optimizer_step=float(np.median(s[multi])),
+        micro_steps=float(np.median(m[multi])),
+        expected_per_optimizer_step=per_call,
+        wrapper=(sched or {}).get("wrapper"),
+        warmup_steps_from_lr=warmup_length(lr),
+        lr_first=float(lr[np.isfinite(lr)][0]) if np.isfinite(lr).any() else None,
+        lr_max=float(np.nanmax(lr)) if np.isfinite(lr).any() else None,
+        threshold=f"scheduler steps = micro-steps (≥ 2) × {per_call} in > 50% of steps",
+    )
     if bad.sum() / multi.sum() > MAJORITY:
-        return confirmed(fid, f"The scheduler stepped {ev['median_sched_steps_per_optimizer_step']:g} times per "
-                         f"optimizer step (= micro-steps × {per_call}): the schedule runs {ev['micro_steps']:g}× too fast.",
-                         f"每个优化步调度器步进 {ev['median_sched_steps_per_optimizer_step']:g} 次（= 微步数）："
-                         f"学习率计划快了 {ev['micro_steps']:g} 倍。", **ev)
+        return confirmed(
+            fid,
+            f"The scheduler stepped {ev['median_sched_steps_per_optimizer_step']:g} times per "
+            f"optimizer step (= micro-steps × {per_call}): the schedule runs {ev['micro_steps']:g}× too fast.",
+            f"每个优化步调度器步进 {ev['median_sched_steps_per_optimizer_step']:g} 次（= 微步数）："
+            f"学习率计划快了 {ev['micro_steps']:g} 倍。",
+            **ev,
+        )
     note = f" (accelerate steps it {per_call}× per optimizer step by design)" if per_call > 1 else ""
-    return ruled_out(fid, f"The scheduler stepped {ev['median_sched_steps_per_optimizer_step']:g} time(s) per "
-                     f"optimizer step{note}.", f"每个优化步调度器步进 {ev['median_sched_steps_per_optimizer_step']:g} 次。", **ev)
+    return ruled_out(
+        fid,
+        f"The scheduler stepped {ev['median_sched_steps_per_optimizer_step']:g} time(s) per "
+        f"optimizer step{note}.",
+        f"每个优化步调度器步进 {ev['median_sched_steps_per_optimizer_step']:g} 次。",
+        **ev,
+    )
 
 
 def _steps_per_call(sched: dict | None, world_size: int) -> int:

@@ -36,8 +36,12 @@ def _has_scaler(ctx: Context) -> bool:
 def _overflow(ctx: Context) -> Finding:
     fid = "fp16-overflow"
     if not _has_scaler(ctx):
-        return ruled_out(fid, "No GradScaler in use: there is no loss scale to overflow.",
-                         "未使用 GradScaler：不存在会溢出的损失缩放。", scaler=False)
+        return ruled_out(
+            fid,
+            "No GradScaler in use: there is no loss scale to overflow.",
+            "未使用 GradScaler：不存在会溢出的损失缩放。",
+            scaler=False,
+        )
     s = ctx.series
     skipped = np.flatnonzero(s.skipped)
     good = np.flatnonzero(~np.asarray(s.skipped, dtype=bool))
@@ -45,25 +49,41 @@ def _overflow(ctx: Context) -> Finding:
     late = skipped[skipped >= settle]
     n_late = max(1, s.n_steps - settle)
     scale = s.scale[np.isfinite(s.scale)]
-    ev = dict(skipped_steps=int(skipped.size), skipped_after_settle=int(late.size),
-              first_skipped=[int(x) for x in skipped[:20]], settled_at=settle,
-              scale_min=float(scale.min()) if scale.size else None,
-              scale_max=float(scale.max()) if scale.size else None,
-              scale_last=float(scale[-1]) if scale.size else None,
-              threshold=f"≥ {MIN_SKIPS} skipped steps and ≥ {MIN_SKIP_SHARE:.0%} of steps after the first "
-              f"good step (at most step {SETTLE_STEPS}), or every step skipped")
+    ev = dict(
+        skipped_steps=int(skipped.size),
+        skipped_after_settle=int(late.size),
+        first_skipped=[int(x) for x in skipped[:20]],
+        settled_at=settle,
+        scale_min=float(scale.min()) if scale.size else None,
+        scale_max=float(scale.max()) if scale.size else None,
+        scale_last=float(scale[-1]) if scale.size else None,
+        threshold=f"≥ {MIN_SKIPS} skipped steps and ≥ {MIN_SKIP_SHARE:.0%} of steps after the first "
+        f"good step (at most step {SETTLE_STEPS}), or every step skipped",
+    )
     if not good.size and skipped.size >= MIN_SKIPS:
-        return confirmed(fid, f"The GradScaler skipped all {skipped.size} steps (scale {ev['scale_max']:g} → "
-                         f"{ev['scale_min']:g}): no optimizer step was applied.",
-                         f"GradScaler 跳过了全部 {skipped.size} 步（缩放系数 {ev['scale_max']:g} → "
-                         f"{ev['scale_min']:g}）：没有任何优化步生效。", **ev)
+        return confirmed(
+            fid,
+            f"The GradScaler skipped all {skipped.size} steps (scale {ev['scale_max']:g} → "
+            f"{ev['scale_min']:g}): no optimizer step was applied.",
+            f"GradScaler 跳过了全部 {skipped.size} 步（缩放系数 {ev['scale_max']:g} → "
+            f"{ev['scale_min']:g}）：没有任何优化步生效。",
+            **ev,
+        )
     if late.size >= MIN_SKIPS and late.size / n_late >= MIN_SKIP_SHARE:
-        return confirmed(fid, f"The GradScaler skipped {late.size} steps after step {settle} "
-                         f"({late.size / n_late:.1%}); scale went down to {ev['scale_min']:g}.",
-                         f"GradScaler 在第 {settle} 步之后跳过了 {late.size} 步（{late.size / n_late:.1%}）；"
-                         f"缩放系数降到 {ev['scale_min']:g}。", **ev)
-    return ruled_out(fid, f"{skipped.size} skipped step(s), {late.size} after step {settle}.",
-                     f"共跳过 {skipped.size} 步，其中第 {settle} 步之后 {late.size} 步。", **ev)
+        return confirmed(
+            fid,
+            f"The GradScaler skipped {late.size} steps after step {settle} "
+            f"({late.size / n_late:.1%}); scale went down to {ev['scale_min']:g}.",
+            f"GradScaler 在第 {settle} 步之后跳过了 {late.size} 步（{late.size / n_late:.1%}）；"
+            f"缩放系数降到 {ev['scale_min']:g}。",
+            **ev,
+        )
+    return ruled_out(
+        fid,
+        f"{skipped.size} skipped step(s), {late.size} after step {settle}.",
+        f"共跳过 {skipped.size} 步，其中第 {settle} 步之后 {late.size} 步。",
+        **ev,
+    )
 
 
 def _no_scaler(ctx: Context) -> Finding:
@@ -75,16 +95,27 @@ def _no_scaler(ctx: Context) -> Finding:
     for d in ctx.run.ranks.values():
         if d.steps is not None:
             dtypes |= d.steps.autocast
-    fp16 = any("float16" == t or t.endswith(".float16") or t == "half" for t in dtypes)
-    ev = dict(autocast_dtypes=sorted(dtypes), scaler=_has_scaler(ctx),
-              threshold="float16 autocast without an enabled GradScaler")
+    fp16 = any(t == "float16" or t.endswith(".float16") or t == "half" for t in dtypes)
+    ev = dict(
+        autocast_dtypes=sorted(dtypes),
+        scaler=_has_scaler(ctx),
+        threshold="float16 autocast without an enabled GradScaler",
+    )
     if fp16 and not ev["scaler"]:
-        return confirmed(fid, "float16 autocast ran without a GradScaler.", "在 float16 autocast 下训练却没有 GradScaler。",
-                         **ev)
+        return confirmed(
+            fid,
+            "float16 autocast ran without a GradScaler.",
+            "在 float16 autocast 下训练却没有 GradScaler。",
+            **ev,
+        )
     what = "No autocast" if not dtypes else f"Autocast {sorted(dtypes)}"
     what_zh = "未使用 autocast" if not dtypes else f"autocast {sorted(dtypes)}"
-    return ruled_out(fid, f"{what}{' with a GradScaler' if ev['scaler'] else ''}.",
-                     f"{what_zh}{'，并使用了 GradScaler' if ev['scaler'] else ''}。", **ev)
+    return ruled_out(
+        fid,
+        f"{what}{' with a GradScaler' if ev['scaler'] else ''}.",
+        f"{what_zh}{'，并使用了 GradScaler' if ev['scaler'] else ''}。",
+        **ev,
+    )
 
 
 def _nonfinite(ctx: Context) -> Finding:
@@ -103,19 +134,37 @@ def _nonfinite(ctx: Context) -> Finding:
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             step = int(np.repeat(c.step, c.micro_steps)[i])
-            events.append((step, r, {"where": "loss", "micro": int(i - c.offsets[np.searchsorted(
-                c.offsets, i, side="right") - 1])}))
+            events.append(
+                (
+                    step,
+                    r,
+                    {
+                        "where": "loss",
+                        "micro": int(i - c.offsets[np.searchsorted(c.offsets, i, side="right") - 1]),
+                    },
+                )
+            )
     if not any(d.steps is not None and len(d.steps) for d in ctx.run.ranks.values()):
         return not_measured(fid, "No optimizer step recorded yet.", "尚未记录到优化步。")
     if events:
         step, rank, rec = min(events, key=lambda e: (e[0], e[1]))
         where = rec.get("param") or (f"bucket {rec['bucket']}" if rec.get("bucket") is not None else None)
         loc = f" in {where}" if where else ""
-        return confirmed(fid, f"First non-finite {rec.get('where', 'value')} at step {step} on rank {rank}{loc}.",
-                         f"首个非有限值（{rec.get('where', 'value')}）出现在第 {step} 步、rank {rank}{loc}。",
-                         first_step=step, rank=rank, where=rec.get("where"), parameter=rec.get("param"),
-                         bucket=rec.get("bucket"), events=len(events),
-                         threshold="any NaN/Inf not handled by the GradScaler")
-    return ruled_out(fid, "No NaN/Inf in losses or gradients (outside GradScaler-skipped steps).",
-                     "损失和梯度中没有 NaN/Inf（GradScaler 跳过的步除外）。",
-                     threshold="any NaN/Inf not handled by the GradScaler")
+        return confirmed(
+            fid,
+            f"First non-finite {rec.get('where', 'value')} at step {step} on rank {rank}{loc}.",
+            f"首个非有限值（{rec.get('where', 'value')}）出现在第 {step} 步、rank {rank}{loc}。",
+            first_step=step,
+            rank=rank,
+            where=rec.get("where"),
+            parameter=rec.get("param"),
+            bucket=rec.get("bucket"),
+            events=len(events),
+            threshold="any NaN/Inf not handled by the GradScaler",
+        )
+    return ruled_out(
+        fid,
+        "No NaN/Inf in losses or gradients (outside GradScaler-skipped steps).",
+        "损失和梯度中没有 NaN/Inf（GradScaler 跳过的步除外）。",
+        threshold="any NaN/Inf not handled by the GradScaler",
+    )

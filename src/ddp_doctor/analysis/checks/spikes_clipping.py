@@ -19,19 +19,31 @@ from __future__ import annotations
 
 import numpy as np
 
-from ddp_doctor.analysis.context import MIN_GRAD_NORM_STEPS, Context
 from ddp_doctor.analysis.checks.lr_schedule import warmup_length
+from ddp_doctor.analysis.context import MIN_GRAD_NORM_STEPS, Context
 from ddp_doctor.analysis.make import confirmed, fmt, inconclusive, not_measured, ruled_out
-from ddp_doctor.analysis.quantities.spikes import EARLY_LOSS_FACTOR, MAX_LAG, MIN_HISTORY, MIN_REL_RISE, SPIKE_Z, WINDOW, lags
+from ddp_doctor.analysis.quantities.spikes import (
+    EARLY_LOSS_FACTOR,
+    MAX_LAG,
+    MIN_HISTORY,
+    MIN_REL_RISE,
+    SPIKE_Z,
+    WINDOW,
+    lags,
+)
 from ddp_doctor.findings import Finding
 from ddp_doctor.rundir import CLIP_COLUMNS
 
 SATURATED_SHARE = 0.5
 MIN_JUDGED_STEPS = 50
 LISTED = 20
-RULE = (f"robust z > {SPIKE_Z:g} (median/MAD of the previous {WINDOW} steps) and > "
-        f"{MIN_REL_RISE:.0%} above the median")
-LOSS_RULE = RULE + f"; before {MIN_HISTORY} steps of history: > {EARLY_LOSS_FACTOR:g}× the mean of the steps before"
+RULE = (
+    f"robust z > {SPIKE_Z:g} (median/MAD of the previous {WINDOW} steps) and > "
+    f"{MIN_REL_RISE:.0%} above the median"
+)
+LOSS_RULE = (
+    RULE + f"; before {MIN_HISTORY} steps of history: > {EARLY_LOSS_FACTOR:g}× the mean of the steps before"
+)
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -41,22 +53,41 @@ def check(ctx: Context) -> list[Finding]:
 def _loss_spike(ctx: Context) -> Finding:
     fid = "loss-spike"
     sp = ctx.loss_spikes
-    ev = dict(spikes=[s.to_json() for s in sp[:LISTED]], count=len(sp), threshold=LOSS_RULE,
-              steps_checked=ctx.series.n_steps)
+    ev = dict(
+        spikes=[s.to_json() for s in sp[:LISTED]],
+        count=len(sp),
+        threshold=LOSS_RULE,
+        steps_checked=ctx.series.n_steps,
+    )
     if sp:
         first = sp[0]
         if np.isfinite(first.z):
-            vs, vs_zh = f"median {first.baseline:.4g} (z = {first.z:.0f})", f"中位数 {first.baseline:.4g}（z = {first.z:.0f}）"
+            vs, vs_zh = (
+                f"median {first.baseline:.4g} (z = {first.z:.0f})",
+                f"中位数 {first.baseline:.4g}（z = {first.z:.0f}）",
+            )
         else:
             vs = f"{first.baseline:.4g}, the mean of the steps before (> {EARLY_LOSS_FACTOR:g}×)"
             vs_zh = f"之前各步均值 {first.baseline:.4g}（> {EARLY_LOSS_FACTOR:g} 倍）"
-        return confirmed(fid, f"{len(sp)} loss spike(s); first at step {first.step}: {first.peak:.4g} vs {vs}.",
-                         f"{len(sp)} 个损失尖峰；首个在第 {first.step} 步：{first.peak:.4g}，{vs_zh}。", **ev)
+        return confirmed(
+            fid,
+            f"{len(sp)} loss spike(s); first at step {first.step}: {first.peak:.4g} vs {vs}.",
+            f"{len(sp)} 个损失尖峰；首个在第 {first.step} 步：{first.peak:.4g}，{vs_zh}。",
+            **ev,
+        )
     if ctx.series.n_steps <= MIN_HISTORY:
-        return not_measured(fid, f"Needs more than {MIN_HISTORY} optimizer steps.",
-                            f"需要多于 {MIN_HISTORY} 个优化步。", steps=ctx.series.n_steps)
-    return ruled_out(fid, f"No loss spike in {ctx.series.n_steps} steps by the robust rule.",
-                     f"按稳健规则，{ctx.series.n_steps} 步中没有损失尖峰。", **ev)
+        return not_measured(
+            fid,
+            f"Needs more than {MIN_HISTORY} optimizer steps.",
+            f"需要多于 {MIN_HISTORY} 个优化步。",
+            steps=ctx.series.n_steps,
+        )
+    return ruled_out(
+        fid,
+        f"No loss spike in {ctx.series.n_steps} steps by the robust rule.",
+        f"按稳健规则，{ctx.series.n_steps} 步中没有损失尖峰。",
+        **ev,
+    )
 
 
 def _clipped_steps(ctx: Context) -> set[int]:
@@ -70,34 +101,60 @@ def _grad_spike(ctx: Context) -> Finding:
     fid = "grad-spike"
     if ctx.grad_norm_source is None:
         n = int(np.isfinite(ctx.grad_norm).sum())
-        return not_measured(fid, f"Gradient norms on {n} optimizer steps (need {MIN_GRAD_NORM_STEPS}; from the "
-                            "DDP comm hook or clip_grad_norm_ calls).",
-                            f"仅 {n} 个优化步有梯度范数（至少需要 {MIN_GRAD_NORM_STEPS} 个；来自 DDP 通信钩子或 "
-                            "clip_grad_norm_ 调用）。", steps_with_grad_norm=n)
+        return not_measured(
+            fid,
+            f"Gradient norms on {n} optimizer steps (need {MIN_GRAD_NORM_STEPS}; from the "
+            "DDP comm hook or clip_grad_norm_ calls).",
+            f"仅 {n} 个优化步有梯度范数（至少需要 {MIN_GRAD_NORM_STEPS} 个；来自 DDP 通信钩子或 "
+            "clip_grad_norm_ 调用）。",
+            steps_with_grad_norm=n,
+        )
     sp = ctx.grad_spikes
     lag = lags(sp, ctx.loss_spikes)
     followed = [x for x in lag if x["lag"] is not None]
     clipped = _clipped_steps(ctx)
     # a spike clipped on every one of its steps reached the update only at max_norm
-    absorbed = [g for g, x in zip(sp, lag) if x["lag"] is None
-                and all(t in clipped for t in range(g.step, g.step + g.length))]
-    ev = dict(spikes=[s.to_json() for s in sp[:LISTED]], count=len(sp), source=ctx.grad_norm_source,
-              lag_to_loss_spike=lag[:LISTED], followed_by_loss_spike=len(followed), max_lag=MAX_LAG,
-              absorbed_by_clipping=len(absorbed),
-              threshold=RULE + "; spikes clipped to max_norm with no loss spike after them do not count")
+    absorbed = [
+        g
+        for g, x in zip(sp, lag)
+        if x["lag"] is None and all(t in clipped for t in range(g.step, g.step + g.length))
+    ]
+    ev = dict(
+        spikes=[s.to_json() for s in sp[:LISTED]],
+        count=len(sp),
+        source=ctx.grad_norm_source,
+        lag_to_loss_spike=lag[:LISTED],
+        followed_by_loss_spike=len(followed),
+        max_lag=MAX_LAG,
+        absorbed_by_clipping=len(absorbed),
+        threshold=RULE + "; spikes clipped to max_norm with no loss spike after them do not count",
+    )
     if sp and len(absorbed) < len(sp):
-        tail = (f"; {len(followed)} followed by a loss spike (lag {followed[0]['lag']} step(s))"
-                if followed else "; no loss spike followed")
-        return confirmed(fid, f"{len(sp)} gradient-norm spike(s), first at step {sp[0].step} "
-                         f"({fmt(sp[0].peak)} vs median {fmt(sp[0].baseline)}){tail}.",
-                         f"{len(sp)} 个梯度范数尖峰，首个在第 {sp[0].step} 步（{fmt(sp[0].peak)}，中位数 {fmt(sp[0].baseline)}）；"
-                         f"其后有 {len(followed)} 个损失尖峰。", **ev)
+        tail = (
+            f"; {len(followed)} followed by a loss spike (lag {followed[0]['lag']} step(s))"
+            if followed
+            else "; no loss spike followed"
+        )
+        return confirmed(
+            fid,
+            f"{len(sp)} gradient-norm spike(s), first at step {sp[0].step} "
+            f"({fmt(sp[0].peak)} vs median {fmt(sp[0].baseline)}){tail}.",
+            f"{len(sp)} 个梯度范数尖峰，首个在第 {sp[0].step} 步（{fmt(sp[0].peak)}，中位数 {fmt(sp[0].baseline)}）；"
+            f"其后有 {len(followed)} 个损失尖峰。",
+            **ev,
+        )
     if sp:
-        return ruled_out(fid, f"{len(sp)} gradient-norm spike(s) (first at step {sp[0].step}: {fmt(sp[0].peak)} vs "
-                         f"median {fmt(sp[0].baseline)}) were all clipped to max_norm and no loss spike followed.",
-                         f"{len(sp)} 个梯度范数尖峰（首个在第 {sp[0].step} 步：{fmt(sp[0].peak)}，中位数 {fmt(sp[0].baseline)}）"
-                         "都被裁剪到 max_norm，其后没有损失尖峰。", **ev)
-    return ruled_out(fid, "No gradient-norm spike by the robust rule.", "按稳健规则，没有梯度范数尖峰。", **ev)
+        return ruled_out(
+            fid,
+            f"{len(sp)} gradient-norm spike(s) (first at step {sp[0].step}: {fmt(sp[0].peak)} vs "
+            f"median {fmt(sp[0].baseline)}) were all clipped to max_norm and no loss spike followed.",
+            f"{len(sp)} 个梯度范数尖峰（首个在第 {sp[0].step} 步：{fmt(sp[0].peak)}，中位数 {fmt(sp[0].baseline)}）"
+            "都被裁剪到 max_norm，其后没有损失尖峰。",
+            **ev,
+        )
+    return ruled_out(
+        fid, "No gradient-norm spike by the robust rule.", "按稳健规则，没有梯度范数尖峰。", **ev
+    )
 
 
 def _clips(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
@@ -112,8 +169,12 @@ def _clip_saturated(ctx: Context) -> Finding:
     fid = "clip-saturated"
     step, clip = _clips(ctx)
     if step.size == 0:
-        return ruled_out(fid, "No gradient clipping was called, so it cannot saturate.",
-                         "没有调用梯度裁剪，因此不会饱和。", clip_calls=0)
+        return ruled_out(
+            fid,
+            "No gradient clipping was called, so it cannot saturate.",
+            "没有调用梯度裁剪，因此不会饱和。",
+            clip_calls=0,
+        )
     mx, tn = clip[:, CLIP_COLUMNS.index("max_norm")], clip[:, CLIP_COLUMNS.index("total_norm")]
     skipped = ctx.series.skipped
     in_range = (step >= 0) & (step < skipped.size)
@@ -128,23 +189,41 @@ def _clip_saturated(ctx: Context) -> Finding:
     max_norm = float(mx[usable][-1]) if usable.any() else None
     if total + early_total == 0:
         return not_measured(fid, "No finite clip record.", "没有有限值的裁剪记录。")
-    ev = dict(clipped_steps=active, judged_steps=total, warmup_steps=start,
-              clipped_during_warmup=early_active, warmup_clip_calls=early_total, max_norm=max_norm,
-              threshold=f"> {SATURATED_SHARE:.0%} of ≥ {MIN_JUDGED_STEPS} post-warmup steps clipped")
+    ev = dict(
+        clipped_steps=active,
+        judged_steps=total,
+        warmup_steps=start,
+        clipped_during_warmup=early_active,
+        warmup_clip_calls=early_total,
+        max_norm=max_norm,
+        threshold=f"> {SATURATED_SHARE:.0%} of ≥ {MIN_JUDGED_STEPS} post-warmup steps clipped",
+    )
     if total < MIN_JUDGED_STEPS:
         a, n = active + early_active, total + early_total
-        return inconclusive(fid, f"Clipping was active on {a} of {n} steps so far, but only {total} steps after "
-                            f"warmup (need {MIN_JUDGED_STEPS}): early-training gradients are large by nature.",
-                            f"目前 {n} 步中有 {a} 步触发了裁剪，但 warmup 之后只有 {total} 步（需要 {MIN_JUDGED_STEPS} 步）："
-                            "训练初期梯度本来就大。", **ev)
+        return inconclusive(
+            fid,
+            f"Clipping was active on {a} of {n} steps so far, but only {total} steps after "
+            f"warmup (need {MIN_JUDGED_STEPS}): early-training gradients are large by nature.",
+            f"目前 {n} 步中有 {a} 步触发了裁剪，但 warmup 之后只有 {total} 步（需要 {MIN_JUDGED_STEPS} 步）："
+            "训练初期梯度本来就大。",
+            **ev,
+        )
     share = active / total
     ev["share"] = share
     if share > SATURATED_SHARE:
-        return confirmed(fid, f"Clipping was active on {share:.0%} of steps ({active}/{total}, max_norm "
-                         f"{max_norm:g}): it effectively lowers the lr.", f"{share:.0%} 的步触发了裁剪（{active}/{total}，"
-                         f"max_norm {max_norm:g}）：实际上降低了学习率。", **ev)
-    return ruled_out(fid, f"Clipping was active on {share:.0%} of steps ({active}/{total}).",
-                     f"{share:.0%} 的步触发了裁剪（{active}/{total}）。", **ev)
+        return confirmed(
+            fid,
+            f"Clipping was active on {share:.0%} of steps ({active}/{total}, max_norm "
+            f"{max_norm:g}): it effectively lowers the lr.",
+            f"{share:.0%} 的步触发了裁剪（{active}/{total}，max_norm {max_norm:g}）：实际上降低了学习率。",
+            **ev,
+        )
+    return ruled_out(
+        fid,
+        f"Clipping was active on {share:.0%} of steps ({active}/{total}).",
+        f"{share:.0%} 的步触发了裁剪（{active}/{total}）。",
+        **ev,
+    )
 
 
 def _clip_before_unscale(ctx: Context) -> Finding:
@@ -154,16 +233,33 @@ def _clip_before_unscale(ctx: Context) -> Finding:
     scaler = ctx.config("scaler")
     if not with_scaler.any():
         why = "no GradScaler" if not (scaler and scaler.get("enabled", True)) else "no clip call"
-        return ruled_out(fid, f"No clip call on scaled gradients ({why}).", f"没有在缩放后的梯度上裁剪（{why}）。",
-                         clip_calls=int(step.size), scaler=bool(scaler))
+        return ruled_out(
+            fid,
+            f"No clip call on scaled gradients ({why}).",
+            f"没有在缩放后的梯度上裁剪（{why}）。",
+            clip_calls=int(step.size),
+            scaler=bool(scaler),
+        )
     n = int(with_scaler.sum())
     bad = step[with_scaler & (clip[:, CLIP_COLUMNS.index("after_unscale")] == 0)]
-    ev = dict(clip_calls_with_scaler=n, before_unscale=int(bad.size),
-              first_step=int(bad[0]) if bad.size else None, threshold="any clip call before scaler.unscale_")
+    ev = dict(
+        clip_calls_with_scaler=n,
+        before_unscale=int(bad.size),
+        first_step=int(bad[0]) if bad.size else None,
+        threshold="any clip call before scaler.unscale_",
+    )
     if bad.size:
-        return confirmed(fid, f"clip_grad_norm_ ran before scaler.unscale_ in {bad.size} of {n} "
-                         f"steps (first at step {bad[0]}): it clipped loss-scaled gradients.",
-                         f"{n} 个步中有 {bad.size} 个在 scaler.unscale_ 之前调用了 clip_grad_norm_"
-                         f"（首次在第 {bad[0]} 步）：裁剪的是缩放后的梯度。", **ev)
-    return ruled_out(fid, f"All {n} clip calls came after scaler.unscale_.",
-                     f"全部 {n} 次裁剪都在 scaler.unscale_ 之后。", **ev)
+        return confirmed(
+            fid,
+            f"clip_grad_norm_ ran before scaler.unscale_ in {bad.size} of {n} "
+            f"steps (first at step {bad[0]}): it clipped loss-scaled gradients.",
+            f"{n} 个步中有 {bad.size} 个在 scaler.unscale_ 之前调用了 clip_grad_norm_"
+            f"（首次在第 {bad[0]} 步）：裁剪的是缩放后的梯度。",
+            **ev,
+        )
+    return ruled_out(
+        fid,
+        f"All {n} clip calls came after scaler.unscale_.",
+        f"全部 {n} 次裁剪都在 scaler.unscale_ 之后。",
+        **ev,
+    )

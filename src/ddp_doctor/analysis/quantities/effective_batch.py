@@ -49,6 +49,13 @@ def effective_batch(series: Series, world_size: int) -> EffectiveBatch:
     tk, tmin, tmax = _stat(tokens)
     micro = series.micro[np.isfinite(series.micro)]
     return EffectiveBatch(
-        samples=s, tokens=tk, samples_min=smin, samples_max=smax, tokens_min=tmin, tokens_max=tmax,
+        samples=s,
+        tokens=tk,
+        samples_min=smin,
+        samples_max=smax,
+        tokens_min=tmin,
+        tokens_max=tmax,
         per_rank_samples=_stat(series.samples.ravel())[0],
-        micro_steps=float(np.median(micro)) if micro.size else None, estimated=present < world_size)
+        micro_steps=float(np.median(micro)) if micro.size else None,
+        estimated=present < world_size,
+    )

@@ -48,13 +48,20 @@ class GNS:
     reason: str | None = None  # why not measured
 
     def to_json(self) -> dict:
-        return {"b_simple": self.b_simple, "stderr": self.stderr, "lower_bound": self.lower_bound,
-                "b_simple_tokens": self.b_simple_tokens, "stderr_tokens": self.stderr_tokens,
-                "steps_used": self.steps_used, "reason": self.reason}
+        return {
+            "b_simple": self.b_simple,
+            "stderr": self.stderr,
+            "lower_bound": self.lower_bound,
+            "b_simple_tokens": self.b_simple_tokens,
+            "stderr_tokens": self.stderr_tokens,
+            "steps_used": self.steps_used,
+            "reason": self.reason,
+        }
 
 
-def per_step_estimates(gsq_small: np.ndarray, gsq_big: np.ndarray, b_small: np.ndarray,
-                       b_big: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def per_step_estimates(
+    gsq_small: np.ndarray, gsq_big: np.ndarray, b_small: np.ndarray, b_big: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Unbiased per-step estimates (|G|^2, tr Σ) from the two squared norms (App. A.1)."""
     with np.errstate(invalid="ignore", divide="ignore"):
         g2 = (b_big * gsq_big - b_small * gsq_small) / (b_big - b_small)
@@ -102,16 +109,27 @@ def gradient_noise_scale(series: Series, world_size: int, valid: np.ndarray) -> 
         return GNS(None, None, False, None, None, 0, empty, "needs world size ≥ 2 (two batch sizes)")
     finite = np.isfinite(series.gsq_local)
     with np.errstate(invalid="ignore", divide="ignore"):
-        gs = np.where(finite, series.gsq_local, 0.0).sum(axis=0) / finite.sum(axis=0) \
-            if series.gsq_local.size else empty
+        gs = (
+            np.where(finite, series.gsq_local, 0.0).sum(axis=0) / finite.sum(axis=0)
+            if series.gsq_local.size
+            else empty
+        )
     gb = np.nanmax(series.gsq_global, axis=0, initial=-np.inf) if series.gsq_global.size else empty
     gb = np.where(np.isfinite(gb), gb, np.nan)
     bs = np.nanmean(series.samples, axis=0)
     ok = valid & np.isfinite(gs) & np.isfinite(gb) & np.isfinite(bs) & (bs > 0)
     n = int(ok.sum())
     if n < MIN_STEPS:
-        return GNS(None, None, False, None, None, n, empty,
-                   f"only {n} steps with local and global gradient norms (need {MIN_STEPS})")
+        return GNS(
+            None,
+            None,
+            False,
+            None,
+            None,
+            n,
+            empty,
+            f"only {n} steps with local and global gradient norms (need {MIN_STEPS})",
+        )
     g2, s = per_step_estimates(gs[ok], gb[ok], bs[ok], world_size * bs[ok])
     b, se, lower = ratio_with_stderr(s, g2)
     bt, set_ = None, None
@@ -126,5 +144,12 @@ def gradient_noise_scale(series: Series, world_size: int, valid: np.ndarray) -> 
     g2_full[ok], s_full[ok] = g2, s
     trace = rolling_ratio(s_full, g2_full)
     trace[~np.isfinite(trace) | (trace < 0)] = np.nan
-    return GNS(b_simple=b, stderr=None if math.isnan(se) else se, lower_bound=lower,
-               b_simple_tokens=bt, stderr_tokens=set_, steps_used=n, trace=trace)
+    return GNS(
+        b_simple=b,
+        stderr=None if math.isnan(se) else se,
+        lower_bound=lower,
+        b_simple_tokens=bt,
+        stderr_tokens=set_,
+        steps_used=n,
+        trace=trace,
+    )

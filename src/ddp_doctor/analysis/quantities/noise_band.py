@@ -106,12 +106,15 @@ def noise_band(run: RunData, series: Series) -> NoiseBand:
     trend = rolling_median(series.global_loss, TREND_WINDOW) if T else empty
     resid = series.global_loss - trend
     inner = np.zeros(T, dtype=bool)
-    inner[TREND_WINDOW // 2: T - TREND_WINDOW // 2] = True  # full windows only: no edge effect
+    inner[TREND_WINDOW // 2 : T - TREND_WINDOW // 2] = True  # full windows only: no edge effect
     ok = inner & np.isfinite(resid) & np.isfinite(pred) & ~series.skipped
     n = int(ok.sum())
     if n < MIN_STEPS:
-        reason = ("needs ≥ 2 micro-batches per optimizer step with a recorded loss-function value"
-                  if not np.isfinite(pred).any() else f"only {n} usable steps (need {MIN_STEPS})")
+        reason = (
+            "needs ≥ 2 micro-batches per optimizer step with a recorded loss-function value"
+            if not np.isfinite(pred).any()
+            else f"only {n} usable steps (need {MIN_STEPS})"
+        )
         return NoiseBand(None, None, None, None, None, None, units, n, pred, trend, reason)
     observed = robust_std(resid[ok])
     predicted = float(np.sqrt(np.nanmedian(pred[ok] ** 2)))
@@ -127,7 +130,15 @@ def noise_band(run: RunData, series: Series) -> NoiseBand:
         r = resid[ok]
         first, last = robust_std(r[:third]), robust_std(r[-third:])
         amp = last / first if first > 0 else None
-    return NoiseBand(observed_std=observed, predicted_std=predicted,
-                     ratio=observed / predicted if predicted > 0 else None, rank0_std=rank0_std,
-                     rank0_over_global=r0_ratio, amplitude_last_over_first=amp, units=units,
-                     steps_used=n, predicted_trace=pred, trend=trend)
+    return NoiseBand(
+        observed_std=observed,
+        predicted_std=predicted,
+        ratio=observed / predicted if predicted > 0 else None,
+        rank0_std=rank0_std,
+        rank0_over_global=r0_ratio,
+        amplitude_last_over_first=amp,
+        units=units,
+        steps_used=n,
+        predicted_trace=pred,
+        trend=trend,
+    )

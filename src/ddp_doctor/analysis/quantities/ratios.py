@@ -59,5 +59,12 @@ def ratios(full_records: list[dict]) -> Ratios | None:
     med = {g: float(np.nanmedian(v)) for g, v in per.items() if np.isfinite(v).any()}
     mx = {g: float(np.nanmax(v)) for g, v in per.items() if np.isfinite(v).any()}
     share = {g: float(np.median(v)) for g, v in adam.items() if v}
-    return Ratios(update_ratio=med, update_ratio_max=mx, adam_share=share, adam_eps=eps,
-                  records=len(full_records), steps=steps, trace=per)
+    return Ratios(
+        update_ratio=med,
+        update_ratio_max=mx,
+        adam_share=share,
+        adam_eps=eps,
+        records=len(full_records),
+        steps=steps,
+        trace=per,
+    )

@@ -90,8 +90,10 @@ def build_series(run: RunData) -> Series:
         T = max(T, int(run.ranks[r].steps.step.max()) + 1)
     R = len(ranks)
     shape = (R, T)
-    mats = {k: np.full(shape, np.nan) for k in (
-        "local_loss", "weight", "samples", "tokens", "micro", "gsq_local", "gsq_global")}
+    mats = {
+        k: np.full(shape, np.nan)
+        for k in ("local_loss", "weight", "samples", "tokens", "micro", "gsq_local", "gsq_global")
+    }
     lr = np.full(T, np.nan)
     skipped = np.zeros(T, dtype=bool)
     scale = np.full(T, np.nan)
@@ -129,5 +131,13 @@ def build_series(run: RunData) -> Series:
         # a nan on any rank makes the all-reduced loss nan, as it would in training
         anynan = (np.isnan(mats["local_loss"]) & ~np.isnan(mats["micro"])).any(axis=0)
         global_loss[anynan] = np.nan
-    return Series(ranks=ranks, steps=np.arange(T), lr=lr, skipped=skipped, scale=scale,
-                  global_loss=global_loss, loss_source=source, **mats)
+    return Series(
+        ranks=ranks,
+        steps=np.arange(T),
+        lr=lr,
+        skipped=skipped,
+        scale=scale,
+        global_loss=global_loss,
+        loss_source=source,
+        **mats,
+    )

@@ -36,11 +36,17 @@ class RankSkew:
     skewed: bool
 
     def to_json(self) -> dict:
-        return {"signal": self.signal, "per_rank_mean": {str(k): round(v, 6) for k, v in
-                                                         self.per_rank_mean.items()},
-                "worst_rank": self.worst_rank, "shift": self.shift,
-                "relative_shift": self.relative_shift, "t": self.t, "p_bonferroni": self.p,
-                "alpha": ALPHA, "min_relative_shift": MIN_REL_EFFECT}
+        return {
+            "signal": self.signal,
+            "per_rank_mean": {str(k): round(v, 6) for k, v in self.per_rank_mean.items()},
+            "worst_rank": self.worst_rank,
+            "shift": self.shift,
+            "relative_shift": self.relative_shift,
+            "t": self.t,
+            "p_bonferroni": self.p,
+            "alpha": ALPHA,
+            "min_relative_shift": MIN_REL_EFFECT,
+        }
 
 
 def rank_skew(x: np.ndarray, ranks: list[int], signal: str) -> RankSkew | None:
@@ -62,9 +68,16 @@ def rank_skew(x: np.ndarray, ranks: list[int], signal: str) -> RankSkew | None:
         shift = float(db.mean())
         t = shift / (sd / math.sqrt(n_b)) if sd > 0 else (math.inf if shift else 0.0)
         p = min(1.0, math.erfc(abs(t) / math.sqrt(2)) * R)
-        cand = RankSkew(signal=signal, per_rank_mean={r: float(v) for r, v in zip(ranks, x.mean(axis=1))},
-                        worst_rank=ranks[i], shift=shift, relative_shift=abs(shift) / scale, t=t, p=p,
-                        skewed=p < ALPHA and abs(shift) / scale > MIN_REL_EFFECT)
+        cand = RankSkew(
+            signal=signal,
+            per_rank_mean={r: float(v) for r, v in zip(ranks, x.mean(axis=1))},
+            worst_rank=ranks[i],
+            shift=shift,
+            relative_shift=abs(shift) / scale,
+            t=t,
+            p=p,
+            skewed=p < ALPHA and abs(shift) / scale > MIN_REL_EFFECT,
+        )
         if best is None or (cand.skewed, abs(cand.t)) > (best.skewed, abs(best.t)):
             best = cand
     return best

@@ -24,8 +24,8 @@ starts within :data:`MAX_LAG` steps after it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -48,9 +48,13 @@ class Spike:
     z: float
 
     def to_json(self) -> dict:
-        return {"step": self.step, "length": self.length, "peak": round(self.peak, 6),
-                "baseline": round(self.baseline, 6),
-                "z": round(self.z, 1) if np.isfinite(self.z) else None}  # None: early rule
+        return {
+            "step": self.step,
+            "length": self.length,
+            "peak": round(self.peak, 6),
+            "baseline": round(self.baseline, 6),
+            "z": round(self.z, 1) if np.isfinite(self.z) else None,
+        }  # None: early rule
 
 
 def window_median(view: np.ndarray) -> np.ndarray:
@@ -93,8 +97,9 @@ def robust_z(x: np.ndarray, window: int = WINDOW) -> tuple[np.ndarray, np.ndarra
     return med, z
 
 
-def find_spikes(x: np.ndarray, z_min: float = SPIKE_Z, rel_min: float = MIN_REL_RISE,
-                early_factor: float | None = None) -> list[Spike]:
+def find_spikes(
+    x: np.ndarray, z_min: float = SPIKE_Z, rel_min: float = MIN_REL_RISE, early_factor: float | None = None
+) -> list[Spike]:
     """Spike events of `x`; with `early_factor`, steps the robust rule cannot judge yet (too little
     history) are spikes above early_factor × the mean of the finite values before them."""
     med, z = robust_z(x)
@@ -125,6 +130,11 @@ def lags(grad_spikes: list[Spike], loss_spikes: list[Spike], max_lag: int = MAX_
     out = []
     for g in grad_spikes:
         follow = [s for s in loss_spikes if 0 <= s.step - g.step <= max_lag]
-        out.append({"grad_step": g.step, "loss_step": follow[0].step if follow else None,
-                    "lag": follow[0].step - g.step if follow else None})
+        out.append(
+            {
+                "grad_step": g.step,
+                "loss_step": follow[0].step if follow else None,
+                "lag": follow[0].step - g.step if follow else None,
+            }
+        )
     return out

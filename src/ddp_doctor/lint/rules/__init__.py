@@ -19,9 +19,20 @@ from ddp_doctor.lint.rules.set_epoch_missing import SetEpochMissing
 from ddp_doctor.lint.rules.zero_grad_inside_accum import ZeroGradInsideAccum
 
 ALL_RULES: tuple[Rule, ...] = (
-    SamplerMissing(), SetEpochMissing(), AccumLossUnscaled(), ZeroGradInsideAccum(), AccumNoSyncMissing(),
-    NoSyncAfterForward(), SchedulerPerMicrostep(), ClipBeforeUnscale(), Fp16NoScaler(), Rank0OnlyLossLog(),
-    FindUnusedTrue(), BatchnormUnsynced(), FsdpClipWrong(), CompileBeforeDdp(),
+    SamplerMissing(),
+    SetEpochMissing(),
+    AccumLossUnscaled(),
+    ZeroGradInsideAccum(),
+    AccumNoSyncMissing(),
+    NoSyncAfterForward(),
+    SchedulerPerMicrostep(),
+    ClipBeforeUnscale(),
+    Fp16NoScaler(),
+    Rank0OnlyLossLog(),
+    FindUnusedTrue(),
+    BatchnormUnsynced(),
+    FsdpClipWrong(),
+    CompileBeforeDdp(),
 )
 RULES: dict[str, Rule] = {rule.id: rule for rule in ALL_RULES}
 

@@ -36,18 +36,27 @@ def _aliases(ctx: FileContext, names: set[str]) -> set[str]:
     return out
 
 
-def loops_iterating(ctx: FileContext, names: set[str], follow_aliases: bool = True
-                    ) -> Iterator[ast.For | ast.AsyncFor | ast.While]:
+def loops_iterating(
+    ctx: FileContext, names: set[str], follow_aliases: bool = True
+) -> Iterator[ast.For | ast.AsyncFor | ast.While]:
     """Loops that draw batches from one of ``names``: ``for b in names``/``enumerate(...)``/``next(it)``."""
     if not names:
         return
     if follow_aliases:
         names = _aliases(ctx, names)
     for loop in (*ctx.of_type(ast.For), *ctx.of_type(ast.AsyncFor), *ctx.of_type(ast.While)):
-        if isinstance(loop, (ast.For, ast.AsyncFor)) and any(dotted(n) in names for n in ast.walk(loop.iter)):
-            yield loop
-        elif any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "next"
-                 and n.args and dotted(n.args[0]) in names for n in ctx.local(loop)):
+        if (
+            isinstance(loop, (ast.For, ast.AsyncFor))
+            and any(dotted(n) in names for n in ast.walk(loop.iter))
+            or any(
+                isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Name)
+                and n.func.id == "next"
+                and n.args
+                and dotted(n.args[0]) in names
+                for n in ctx.local(loop)
+            )
+        ):
             yield loop
 
 

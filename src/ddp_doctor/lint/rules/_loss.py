@@ -14,7 +14,9 @@ import re
 
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method
 
-LOSS_FUNCTIONS = re.compile(r"^torch\.nn\.functional\.(\w*loss\w*|cross_entropy|nll_loss|kl_div|binary_cross_entropy\w*)$")
+LOSS_FUNCTIONS = re.compile(
+    r"^torch\.nn\.functional\.(\w*loss\w*|cross_entropy|nll_loss|kl_div|binary_cross_entropy\w*)$"
+)
 LOSS_MODULES = re.compile(r"^torch\.nn\.\w*Loss$")
 # The last name of a callee that runs a model forward (`model(x)`, `self.net(x)`, `ddp_model(x)`).
 FORWARD_CALLEE = re.compile(r"(model|net|engine|ddp|fsdp)$", re.IGNORECASE)
@@ -27,8 +29,13 @@ State = str  # "scaled" | "raw" | "unknown"
 class LossTracer:
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
-        self.criteria = {d for n in ctx.of_type(ast.Assign) if isinstance(n.value, ast.Call)
-                         and LOSS_MODULES.match(ctx.call_qualname(n.value) or "") for t in n.targets if (d := dotted(t))}
+        self.criteria = {
+            d
+            for n in ctx.of_type(ast.Assign)
+            if isinstance(n.value, ast.Call) and LOSS_MODULES.match(ctx.call_qualname(n.value) or "")
+            for t in n.targets
+            if (d := dotted(t))
+        }
 
     def state(self, expr: ast.AST | None, at: ast.AST, depth: int = MAX_DEPTH) -> State:
         if expr is None or depth <= 0:
@@ -63,7 +70,9 @@ class LossTracer:
             return "raw"
         fn = self.ctx.helper(call)
         if fn is not None:
-            states = {self.state(r.value, r, depth - 1) for r in self.ctx.local(fn) if isinstance(r, ast.Return)}
+            states = {
+                self.state(r.value, r, depth - 1) for r in self.ctx.local(fn) if isinstance(r, ast.Return)
+            }
             return states.pop() if len(states) == 1 else "scaled" if "scaled" in states else "unknown"
         if FORWARD_CALLEE.search(dotted(call.func) or ""):
             return "raw"
@@ -72,7 +81,10 @@ class LossTracer:
     def _output_state(self, expr: ast.Attribute | ast.Subscript, at: ast.AST, depth: int) -> State:
         """``outputs.loss`` / ``outputs["loss"]`` of a model forward."""
         is_loss = (isinstance(expr, ast.Attribute) and expr.attr == "loss") or (
-            isinstance(expr, ast.Subscript) and isinstance(expr.slice, ast.Constant) and expr.slice.value == "loss")
+            isinstance(expr, ast.Subscript)
+            and isinstance(expr.slice, ast.Constant)
+            and expr.slice.value == "loss"
+        )
         if not is_loss:
             return "unknown"
         base = expr.value
@@ -94,9 +106,12 @@ class LossTracer:
             target = definition.targets[0]
             if isinstance(target, ast.Name):
                 return self.state(definition.value, definition, depth - 1)
-            if isinstance(target, ast.Tuple) and isinstance(definition.value, ast.Call) \
-                    and FORWARD_CALLEE.search(dotted(definition.value.func) or "") \
-                    and keyword(definition.value, "num_items_in_batch") is None:
+            if (
+                isinstance(target, ast.Tuple)
+                and isinstance(definition.value, ast.Call)
+                and FORWARD_CALLEE.search(dotted(definition.value.func) or "")
+                and keyword(definition.value, "num_items_in_batch") is None
+            ):
                 return "raw"  # `logits, loss = model(x, y)`
         return "unknown"
 
@@ -110,4 +125,3 @@ class LossTracer:
         line = getattr(at, "lineno", 0)
         before = [n for n in self.ctx.bindings(scope).get(name, []) if n.lineno < line and n is not at]
         return before[-1] if before else None
-

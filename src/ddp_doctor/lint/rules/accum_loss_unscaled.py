@@ -37,10 +37,12 @@ class AccumLossUnscaled(Rule):
                     continue
                 root = ctx.segment(bw.root) if bw.root is not None else "loss"
                 yield self.violation(
-                    bw.call, f"`{root}` reaches backward undivided inside the accumulation loop at line "
+                    bw.call,
+                    f"`{root}` reaches backward undivided inside the accumulation loop at line "
                     f"{loop.loop.lineno}: the gradient is the sum over micro-steps, not their mean.",
                     f"`{root}` 在第 {loop.loop.lineno} 行的梯度累积循环中未经除法就传给了 backward：梯度是各微步之和而不是平均。",
-                    accumulation_loop_line=loop.loop.lineno)
+                    accumulation_loop_line=loop.loop.lineno,
+                )
 
 
 def _scales_gradients(ctx: FileContext, scope: ast.AST) -> bool:

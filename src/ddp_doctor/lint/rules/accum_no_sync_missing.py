@@ -33,7 +33,9 @@ class AccumNoSyncMissing(Rule):
             return
         for loop in facts.accumulation_loops():
             yield self.violation(
-                loop.loop, f"The accumulation loop at line {loop.loop.lineno} all-reduces gradients on every "
+                loop.loop,
+                f"The accumulation loop at line {loop.loop.lineno} all-reduces gradients on every "
                 "micro-step (no `no_sync`): wasted bandwidth, numerically the same.",
                 f"第 {loop.loop.lineno} 行的梯度累积循环在每个微步都做 all-reduce（没有 `no_sync`）：浪费带宽，数值上等价。",
-                accumulation_loop_line=loop.loop.lineno)
+                accumulation_loop_line=loop.loop.lineno,
+            )

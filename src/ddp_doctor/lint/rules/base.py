@@ -65,11 +65,13 @@ class Rule:
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
         raise NotImplementedError
 
-    def violation(self, node: ast.AST, message: str, message_zh: str, edits: tuple[Edit, ...] = (),
-                  **evidence: Any) -> Violation:
+    def violation(
+        self, node: ast.AST, message: str, message_zh: str, edits: tuple[Edit, ...] = (), **evidence: Any
+    ) -> Violation:
         line = getattr(node, "lineno", 1)
-        return Violation(self.id, line, getattr(node, "end_lineno", None) or line, message, message_zh,
-                         evidence, edits)
+        return Violation(
+            self.id, line, getattr(node, "end_lineno", None) or line, message, message_zh, evidence, edits
+        )
 
 
 def char_col(ctx: FileContext, line: int, byte_col: int) -> int:
@@ -79,9 +81,13 @@ def char_col(ctx: FileContext, line: int, byte_col: int) -> int:
 
 
 def replace_node(ctx: FileContext, node: ast.AST, text: str) -> Edit:
-    return Edit(node.lineno, char_col(ctx, node.lineno, node.col_offset),
-                node.end_lineno or node.lineno, char_col(ctx, node.end_lineno or node.lineno, node.end_col_offset or 0),
-                text)
+    return Edit(
+        node.lineno,
+        char_col(ctx, node.lineno, node.col_offset),
+        node.end_lineno or node.lineno,
+        char_col(ctx, node.end_lineno or node.lineno, node.end_col_offset or 0),
+        text,
+    )
 
 
 def insert_line_before(ctx: FileContext, stmt: ast.stmt, text: str) -> Edit:

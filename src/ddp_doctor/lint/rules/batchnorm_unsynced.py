@@ -21,8 +21,10 @@ from ddp_doctor.lint.rules.base import Rule, Violation, insert_line_before, star
 DDP = "torch.nn.parallel.DistributedDataParallel"
 BATCHNORM = re.compile(r"^torch\.nn\.(BatchNorm[123]d|LazyBatchNorm[123]d)$")
 # torchvision constructors whose models contain BatchNorm layers (torchvision.models source).
-TORCHVISION_BN = re.compile(r"^torchvision\.models\.(resnet|resnext|wide_resnet|densenet|mobilenet|efficientnet|"
-                            r"vgg\d+_bn|regnet|inception_v3|googlenet|shufflenet|mnasnet)\w*$")
+TORCHVISION_BN = re.compile(
+    r"^torchvision\.models\.(resnet|resnext|wide_resnet|densenet|mobilenet|efficientnet|"
+    r"vgg\d+_bn|regnet|inception_v3|googlenet|shufflenet|mnasnet)\w*$"
+)
 SYNC = "torch.nn.SyncBatchNorm"
 
 
@@ -47,10 +49,13 @@ class BatchnormUnsynced(Rule):
             return
         for call in ddp_calls:
             yield self.violation(
-                call, f"BatchNorm layers (line {', '.join(map(str, sorted(bn_lines)[:5]))}) are wrapped in DDP without "
+                call,
+                f"BatchNorm layers (line {', '.join(map(str, sorted(bn_lines)[:5]))}) are wrapped in DDP without "
                 "SyncBatchNorm: each rank normalises with its own micro-batch statistics.",
                 f"BatchNorm 层（第 {', '.join(map(str, sorted(bn_lines)[:5]))} 行）被 DDP 包装却未转换为 SyncBatchNorm。",
-                edits=self._fix(ctx, call), batchnorm_lines=sorted(bn_lines))
+                edits=self._fix(ctx, call),
+                batchnorm_lines=sorted(bn_lines),
+            )
 
     def _fix(self, ctx: FileContext, call: ast.Call) -> tuple:
         model = dotted(call.args[0]) if call.args else None
@@ -58,7 +63,11 @@ class BatchnormUnsynced(Rule):
         prefix = _torch_nn_prefix(ctx)
         if model is None or stmt is None or prefix is None or not starts_own_line(ctx, stmt):
             return ()
-        return (insert_line_before(ctx, stmt, f"{model} = {prefix}.SyncBatchNorm.convert_sync_batchnorm({model})"),)
+        return (
+            insert_line_before(
+                ctx, stmt, f"{model} = {prefix}.SyncBatchNorm.convert_sync_batchnorm({model})"
+            ),
+        )
 
 
 def _torch_nn_prefix(ctx: FileContext) -> str | None:

@@ -16,9 +16,20 @@ from collections.abc import Iterator
 
 from ddp_doctor.lint.context import FileContext, dotted, method
 from ddp_doctor.lint.loops import HELPER_DEPTH, LoopFacts, scale_call
-from ddp_doctor.lint.rules.base import Edit, Rule, Violation, insert_line_before, starts_own_line, statement_of
+from ddp_doctor.lint.rules.base import (
+    Edit,
+    Rule,
+    Violation,
+    insert_line_before,
+    starts_own_line,
+    statement_of,
+)
 
-CLIPS = ("torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_value_", "torch.nn.utils.clip_grads_with_norm_")
+CLIPS = (
+    "torch.nn.utils.clip_grad_norm_",
+    "torch.nn.utils.clip_grad_value_",
+    "torch.nn.utils.clip_grads_with_norm_",
+)
 
 
 class ClipBeforeUnscale(Rule):
@@ -40,16 +51,22 @@ class ClipBeforeUnscale(Rule):
                 elif kind == "clip" and scaled_by is not None:
                     step = next((n for k, s, n in events[i:] if k == "step" and s == scaled_by), None)
                     yield self.violation(
-                        node, f"`{ctx.segment(node.func)}` clips gradients still scaled by `{scaled_by}`: call "
+                        node,
+                        f"`{ctx.segment(node.func)}` clips gradients still scaled by `{scaled_by}`: call "
                         f"`{scaled_by}.unscale_(optimizer)` first.",
                         f"`{ctx.segment(node.func)}` 裁剪的梯度仍被 `{scaled_by}` 缩放：请先调用 `{scaled_by}.unscale_(optimizer)`。",
-                        edits=_fix(ctx, node, scaled_by, step, backward), scaler=scaled_by)
+                        edits=_fix(ctx, node, scaled_by, step, backward),
+                        scaler=scaled_by,
+                    )
 
 
-def _events(ctx: FileContext, scope: ast.AST, depth: int, seen: frozenset[int]
-            ) -> Iterator[tuple[str, str | None, ast.Call]]:
+def _events(
+    ctx: FileContext, scope: ast.AST, depth: int, seen: frozenset[int]
+) -> Iterator[tuple[str, str | None, ast.Call]]:
     """(kind, scaler, call) in source order; helper bodies are spliced in at their call."""
-    calls = sorted((n for n in ctx.local(scope) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset))
+    calls = sorted(
+        (n for n in ctx.local(scope) if isinstance(n, ast.Call)), key=lambda n: (n.lineno, n.col_offset)
+    )
     for call in calls:
         m = method(call)
         if m and m[1] == "backward":
@@ -69,12 +86,17 @@ def _events(ctx: FileContext, scope: ast.AST, depth: int, seen: frozenset[int]
                 yield from _events(ctx, fn, depth - 1, seen | {id(fn)})
 
 
-def _fix(ctx: FileContext, clip: ast.Call, scaler: str, step: ast.Call | None, backward: ast.Call | None
-         ) -> tuple[Edit, ...]:
+def _fix(
+    ctx: FileContext, clip: ast.Call, scaler: str, step: ast.Call | None, backward: ast.Call | None
+) -> tuple[Edit, ...]:
     """Only when backward, clip and step share one function: a helper may not see the names."""
     scope = ctx.enclosing_function(clip)
-    if step is None or backward is None or ctx.enclosing_function(step) is not scope \
-            or ctx.enclosing_function(backward) is not scope:
+    if (
+        step is None
+        or backward is None
+        or ctx.enclosing_function(step) is not scope
+        or ctx.enclosing_function(backward) is not scope
+    ):
         return ()
     stmt = statement_of(ctx, clip)
     optimizer = dotted(step.args[0]) if step is not None else None

@@ -31,7 +31,8 @@ class CompileBeforeDdp(Rule):
             compiled_at: dict[str, ast.AST] = {}
             events: list[ast.AST] = sorted(
                 (n for n in ctx.local(scope) if isinstance(n, (ast.Assign, ast.Call))),
-                key=lambda n: (n.lineno, n.col_offset))
+                key=lambda n: (n.lineno, n.col_offset),
+            )
             for node in events:
                 if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
                     if ctx.call_qualname(node.value) == COMPILE:
@@ -49,14 +50,20 @@ class CompileBeforeDdp(Rule):
                         compiled_at[m[0]] = node
                     if ctx.call_qualname(node) == DDP and node.args:
                         arg = node.args[0]
-                        line = (arg.lineno if isinstance(arg, ast.Call) and ctx.call_qualname(arg) == COMPILE
-                                else compiled.get(dotted(arg) or ""))
+                        line = (
+                            arg.lineno
+                            if isinstance(arg, ast.Call) and ctx.call_qualname(arg) == COMPILE
+                            else compiled.get(dotted(arg) or "")
+                        )
                         if line is not None and _same_branch(ctx, compiled_at.get(dotted(arg) or ""), node):
                             yield self.violation(
-                                node, f"torch.compile (line {line}) is applied before DDP wrapping (line "
+                                node,
+                                f"torch.compile (line {line}) is applied before DDP wrapping (line "
                                 f"{node.lineno}); both orders work, compiling the DDP model overlaps communication.",
                                 f"torch.compile（第 {line} 行）在 DDP 包装（第 {node.lineno} 行）之前；两种顺序都可以。",
-                                compile_line=line, ddp_line=node.lineno)
+                                compile_line=line,
+                                ddp_line=node.lineno,
+                            )
 
 
 def _same_branch(ctx: FileContext, compiled: ast.AST | None, wrap: ast.AST) -> bool:

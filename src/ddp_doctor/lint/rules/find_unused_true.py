@@ -36,6 +36,9 @@ class FindUnusedTrue(Rule):
             value = keyword(node, kw_name) if kw_name else None
             if isinstance(value, ast.Constant) and value.value is True:
                 yield self.violation(
-                    value, f"`{kw_name}=True`: DDP re-traverses the autograd graph every step (speed, not accuracy).",
+                    value,
+                    f"`{kw_name}=True`: DDP re-traverses the autograd graph every step (speed, not accuracy).",
                     f"`{kw_name}=True`：DDP 每步都要重新遍历 autograd 图（影响速度，不影响精度）。",
-                    edits=(replace_node(ctx, value, "False"),), setting=True)
+                    edits=(replace_node(ctx, value, "False"),),
+                    setting=True,
+                )

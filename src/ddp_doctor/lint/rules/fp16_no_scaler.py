@@ -37,15 +37,19 @@ class Fp16NoScaler(Rule):
         if any("GradScaler" in w for w in ctx.words):
             return  # a scaler class is named somewhere (torch.amp, ShardedGradScaler, ...)
         calls = ctx.of_type(ast.Call)
-        if not any(backward_of(n) for n in calls) or any((method(n) or (None, ""))[1] == "scale" for n in calls):
+        if not any(backward_of(n) for n in calls) or any(
+            (method(n) or (None, ""))[1] == "scale" for n in calls
+        ):
             return
         for n in calls:
             if self._is_fp16_autocast(ctx, n):
                 yield self.violation(
-                    n, f"`{ctx.segment(n)}` trains in float16 but no GradScaler is used: small gradients underflow "
+                    n,
+                    f"`{ctx.segment(n)}` trains in float16 but no GradScaler is used: small gradients underflow "
                     "to zero, large ones overflow.",
                     f"`{ctx.segment(n)}` 以 float16 训练但没有使用 GradScaler：小梯度下溢为零，大梯度溢出。",
-                    autocast=ctx.segment(n))
+                    autocast=ctx.segment(n),
+                )
 
     @staticmethod
     def _is_fp16_autocast(ctx: FileContext, call: ast.Call) -> bool:

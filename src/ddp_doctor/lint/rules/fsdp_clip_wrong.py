@@ -30,8 +30,11 @@ class FsdpClipWrong(Rule):
             return
         wrapped: set[str] = set()
         for node in ctx.of_type(ast.Assign):
-            if isinstance(node.value, ast.Call) \
-                    and ctx.call_qualname(node.value) == FSDP1 and not _no_shard(node.value):
+            if (
+                isinstance(node.value, ast.Call)
+                and ctx.call_qualname(node.value) == FSDP1
+                and not _no_shard(node.value)
+            ):
                 wrapped |= {d for t in node.targets if (d := dotted(t))}
         if not wrapped:
             return
@@ -41,13 +44,20 @@ class FsdpClipWrong(Rule):
             m = method(node.args[0])
             if m and m[1] == "parameters" and m[0] in wrapped:
                 rest = [ctx.segment(a) for a in node.args[1:]] + [ctx.segment(k) for k in node.keywords]
-                fix = replace_node(ctx, node, f"{m[0]}.clip_grad_norm_({', '.join(rest)})") if all(rest) else None
+                fix = (
+                    replace_node(ctx, node, f"{m[0]}.clip_grad_norm_({', '.join(rest)})")
+                    if all(rest)
+                    else None
+                )
                 yield self.violation(
-                    node, f"torch.nn.utils.clip_grad_norm_ on the FSDP1 model `{m[0]}` sees only this rank's shard; "
+                    node,
+                    f"torch.nn.utils.clip_grad_norm_ on the FSDP1 model `{m[0]}` sees only this rank's shard; "
                     f"use `{m[0]}.clip_grad_norm_(...)`.",
                     f"对 FSDP1 模型 `{m[0]}` 调用 torch.nn.utils.clip_grad_norm_ 只看到本 rank 的分片；"
                     f"请用 `{m[0]}.clip_grad_norm_(...)`。",
-                    edits=(fix,) if fix else (), module=m[0])
+                    edits=(fix,) if fix else (),
+                    module=m[0],
+                )
 
 
 def _no_shard(call: ast.Call) -> bool:

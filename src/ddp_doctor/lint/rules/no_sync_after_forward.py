@@ -47,21 +47,27 @@ class NoSyncAfterForward(Rule):
         forward = _first(n for s in block[:i] for n in ctx.local(s) if _is_forward(n, toggled))
         if forward is None:
             return
-        after = [stmt.body] if isinstance(stmt, (ast.With, ast.AsyncWith)) else [block[i + 1:]]
+        after = [stmt.body] if isinstance(stmt, (ast.With, ast.AsyncWith)) else [block[i + 1 :]]
         for stmts in after:
-            nodes = sorted((n for s in stmts for n in ctx.local(s) if isinstance(n, ast.Call)),
-                           key=lambda n: (n.lineno, n.col_offset))
+            nodes = sorted(
+                (n for s in stmts for n in ctx.local(s) if isinstance(n, ast.Call)),
+                key=lambda n: (n.lineno, n.col_offset),
+            )
             for n in nodes:
                 if _is_forward(n, toggled):
                     break  # a fresh forward after the toggle: the toggle applies to it
                 if backward_of(n):
                     yield self.violation(
-                        stmt, f"Gradient sync of `{toggled}` is toggled at line {stmt.lineno}, after its forward "
+                        stmt,
+                        f"Gradient sync of `{toggled}` is toggled at line {stmt.lineno}, after its forward "
                         f"at line {forward.lineno}: DDP already decided during that forward, so the backward at "
                         f"line {n.lineno} ignores it.",
                         f"`{toggled}` 的梯度同步在第 {stmt.lineno} 行才切换，晚于第 {forward.lineno} 行的前向："
                         f"第 {n.lineno} 行的 backward 不受其影响。",
-                        forward_line=forward.lineno, toggle_line=stmt.lineno, backward_line=n.lineno)
+                        forward_line=forward.lineno,
+                        toggle_line=stmt.lineno,
+                        backward_line=n.lineno,
+                    )
                     break
 
 
@@ -96,8 +102,12 @@ def _toggled_model(ctx: FileContext, stmt: ast.stmt) -> str | None:
             expr = item.context_expr
             if isinstance(expr, ast.Name):  # `ctx = model.no_sync() if ... else nullcontext()`
                 scope = ctx.enclosing_function(stmt)
-                values = [n.value for n in ctx.local(scope) if isinstance(n, ast.Assign)
-                          and any(isinstance(t, ast.Name) and t.id == expr.id for t in n.targets)]
+                values = [
+                    n.value
+                    for n in ctx.local(scope)
+                    if isinstance(n, ast.Assign)
+                    and any(isinstance(t, ast.Name) and t.id == expr.id for t in n.targets)
+                ]
                 expr = values[-1] if len(values) == 1 else expr
             for n in ast.walk(expr):
                 m = method(n)

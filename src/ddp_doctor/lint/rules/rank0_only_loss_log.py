@@ -21,11 +21,15 @@ from ddp_doctor.lint.loops import LoopFacts, backward_of
 from ddp_doctor.lint.rules.base import Rule, Violation
 
 REDUCE_CALL = re.compile(r"(all_?reduce|reduce|gather|average|sync)", re.IGNORECASE)
-LOG_CALL = re.compile(r"^(print|log|info|debug|warning|log_metrics?|log_dict|add_scalars?|set_postfix(_str)?|"
-                      r"set_description|write)$")
+LOG_CALL = re.compile(
+    r"^(print|log|info|debug|warning|log_metrics?|log_dict|add_scalars?|set_postfix(_str)?|"
+    r"set_description|write)$"
+)
 RANK_NAME = re.compile(r"rank", re.IGNORECASE)
-MAIN_FLAG = re.compile(r"^(is_)?(master|main)(_process|_rank)?$|^is_rank_?(zero|0)$|^is_global_zero$|^rank_?(zero|0)$",
-                       re.IGNORECASE)
+MAIN_FLAG = re.compile(
+    r"^(is_)?(master|main)(_process|_rank)?$|^is_rank_?(zero|0)$|^is_global_zero$|^rank_?(zero|0)$",
+    re.IGNORECASE,
+)
 TAINT_PASSES = 3  # assignment chains like loss -> lossf -> running_loss
 
 
@@ -36,8 +40,11 @@ class Rank0OnlyLossLog(Rule):
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
         if not self.applies(ctx):
             return
-        backward_scopes = {id(ctx.enclosing_function(n)): ctx.enclosing_function(n) for n in ctx.of_type(ast.Attribute)
-                           if n.attr == "backward"}
+        backward_scopes = {
+            id(ctx.enclosing_function(n)): ctx.enclosing_function(n)
+            for n in ctx.of_type(ast.Attribute)
+            if n.attr == "backward"
+        }
         returns_loss = {key for key, fn in backward_scopes.items() if _tainted(ctx, fn, set())[1]}
         scopes = dict(backward_scopes)
         for n in ctx.of_type(ast.Call) if returns_loss else ():  # callers of helpers returning the local loss
@@ -53,15 +60,22 @@ class Rank0OnlyLossLog(Rule):
                     continue
                 for node in ctx.local(guard):
                     if isinstance(node, ast.Call) and _is_log(node):
-                        names = {n.id for a in [*node.args, *(k.value for k in node.keywords)]
-                                 for n in ast.walk(a) if isinstance(n, ast.Name)}
+                        names = {
+                            n.id
+                            for a in [*node.args, *(k.value for k in node.keywords)]
+                            for n in ast.walk(a)
+                            if isinstance(n, ast.Name)
+                        }
                         hit = sorted(names & tainted)
                         if hit:
                             yield self.violation(
-                                node, f"`{hit[0]}` is logged under the rank-0 check at line {guard.lineno} without an "
+                                node,
+                                f"`{hit[0]}` is logged under the rank-0 check at line {guard.lineno} without an "
                                 "all-reduce: it is rank 0's local loss, noisier than the global one.",
                                 f"`{hit[0]}` 在第 {guard.lineno} 行的 rank 0 判断下被记录，但没有 all-reduce：它只是 rank 0 的本地损失。",
-                                guard_line=guard.lineno, value=hit[0])
+                                guard_line=guard.lineno,
+                                value=hit[0],
+                            )
 
 
 def _tainted(ctx: FileContext, scope: ast.AST, returns_loss: set[int]) -> tuple[set[str], bool]:
@@ -85,8 +99,10 @@ def _tainted(ctx: FileContext, scope: ast.AST, returns_loss: set[int]) -> tuple[
                 if fn is not None and id(fn) in returns_loss:
                     tainted |= written
             value_nodes = ctx.local(n.value)
-            if not any(type(x) is ast.Call and REDUCE_CALL.search((dotted(x.func) or "").split(".")[-1])
-                       for x in value_nodes):
+            if not any(
+                type(x) is ast.Call and REDUCE_CALL.search((dotted(x.func) or "").split(".")[-1])
+                for x in value_nodes
+            ):
                 flows.append(({x.id for x in value_nodes if type(x) is ast.Name}, written))
     tainted -= reduced
     if tainted:
@@ -94,9 +110,12 @@ def _tainted(ctx: FileContext, scope: ast.AST, returns_loss: set[int]) -> tuple[
             for read, written in flows:
                 if read & tainted:
                     tainted |= written - reduced
-    returns = bool(tainted) and any(isinstance(r, ast.Return) and r.value is not None and
-                                    any(isinstance(x, ast.Name) and x.id in tainted for x in ast.walk(r.value))
-                                    for r in nodes)
+    returns = bool(tainted) and any(
+        isinstance(r, ast.Return)
+        and r.value is not None
+        and any(isinstance(x, ast.Name) and x.id in tainted for x in ast.walk(r.value))
+        for r in nodes
+    )
     return tainted, returns
 
 
@@ -106,8 +125,12 @@ def _loss_names(root: ast.AST) -> set[str]:
         return _loss_names(root.left)
     if isinstance(root, ast.Name):
         return {root.id}
-    return {n.id for n in ast.walk(root) if isinstance(n, ast.Name)
-            and not any(isinstance(p, ast.BinOp) and n in ast.walk(p.right) for p in ast.walk(root))}
+    return {
+        n.id
+        for n in ast.walk(root)
+        if isinstance(n, ast.Name)
+        and not any(isinstance(p, ast.BinOp) and n in ast.walk(p.right) for p in ast.walk(root))
+    }
 
 
 def _is_log(call: ast.Call) -> bool:
@@ -122,8 +145,15 @@ def _is_rank0(test: ast.expr) -> bool:
         left, right = test.left, test.comparators[0]
         for a, b in ((left, right), (right, left)):
             if isinstance(b, ast.Constant) and b.value == 0 and not isinstance(b.value, bool):
-                text = " ".join(d for n in ast.walk(a) if (d := dotted(n)) is not None) + " " + " ".join(
-                    n.value for n in ast.walk(a) if isinstance(n, ast.Constant) and isinstance(n.value, str))
+                text = (
+                    " ".join(d for n in ast.walk(a) if (d := dotted(n)) is not None)
+                    + " "
+                    + " ".join(
+                        n.value
+                        for n in ast.walk(a)
+                        if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                    )
+                )
                 if RANK_NAME.search(text):
                     return True
         return False

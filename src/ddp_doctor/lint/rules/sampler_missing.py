@@ -20,10 +20,14 @@ from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.rules._data import DATALOADER, bound_names, trains_on
 from ddp_doctor.lint.rules.base import Rule, Violation
 
-DATA_PARALLEL = ("torch.nn.parallel.DistributedDataParallel", "torch.distributed.fsdp.FullyShardedDataParallel",
-                 "torch.distributed.fsdp.fully_shard")
-SHARDING_WORDS = re.compile(r"rank|world|shard|replica|process_index|num_processes|split_dataset_by_node",
-                            re.IGNORECASE)
+DATA_PARALLEL = (
+    "torch.nn.parallel.DistributedDataParallel",
+    "torch.distributed.fsdp.FullyShardedDataParallel",
+    "torch.distributed.fsdp.fully_shard",
+)
+SHARDING_WORDS = re.compile(
+    r"rank|world|shard|replica|process_index|num_processes|split_dataset_by_node", re.IGNORECASE
+)
 SAMPLER_POSITION = 3  # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, ...)
 
 
@@ -51,10 +55,12 @@ class SamplerMissing(Rule):
             if not trains_on(facts, names):
                 continue
             yield self.violation(
-                call, f"`{ctx.segment(call).splitlines()[0]}` has no DistributedSampler and the dataset is not "
+                call,
+                f"`{ctx.segment(call).splitlines()[0]}` has no DistributedSampler and the dataset is not "
                 "sharded by rank: every rank trains on the same samples.",
                 "该 DataLoader 没有 DistributedSampler，数据集也未按 rank 分片：每个 rank 都在相同的样本上训练。",
-                loader=sorted(names))
+                loader=sorted(names),
+            )
 
 
 def _sharded(ctx: FileContext, dataset: ast.expr) -> bool:
@@ -65,8 +71,15 @@ def _sharded(ctx: FileContext, dataset: ast.expr) -> bool:
         exprs += [n.value for n in ctx.of_type(ast.Assign) if any(dotted(t) == name for t in n.targets)]
     for expr in exprs:
         for node in ast.walk(expr):
-            word = (node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute)
-                    else node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None)
+            word = (
+                node.id
+                if isinstance(node, ast.Name)
+                else node.attr
+                if isinstance(node, ast.Attribute)
+                else node.value
+                if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                else None
+            )
             if word and SHARDING_WORDS.search(word):
                 return True
             if isinstance(node, ast.Call) and _self_sharding_class(ctx, node):
@@ -85,6 +98,9 @@ def _self_sharding_class(ctx: FileContext, call: ast.Call) -> bool:
         if node.name == call.func.id:
             if any("IterableDataset" in (dotted(b) or "") for b in node.bases):
                 return True
-            return any(SHARDING_WORDS.search(n.id if isinstance(n, ast.Name) else n.attr)
-                       for n in ast.walk(node) if isinstance(n, (ast.Name, ast.Attribute)))
+            return any(
+                SHARDING_WORDS.search(n.id if isinstance(n, ast.Name) else n.attr)
+                for n in ast.walk(node)
+                if isinstance(n, (ast.Name, ast.Attribute))
+            )
     return False

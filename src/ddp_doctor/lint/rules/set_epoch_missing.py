@@ -16,7 +16,13 @@ from collections.abc import Iterator
 
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method
 from ddp_doctor.lint.loops import LoopFacts
-from ddp_doctor.lint.rules._data import DATALOADER, DISTRIBUTED_SAMPLER, bound_names, enclosing_loop, loops_iterating
+from ddp_doctor.lint.rules._data import (
+    DATALOADER,
+    DISTRIBUTED_SAMPLER,
+    bound_names,
+    enclosing_loop,
+    loops_iterating,
+)
 from ddp_doctor.lint.rules.base import Edit, Rule, Violation, insert_line_before, starts_own_line
 
 
@@ -43,11 +49,14 @@ class SetEpochMissing(Rule):
                 continue
             handle = min(samplers) if samplers else (f"{min(loaders)}.sampler" if loaders else None)
             yield self.violation(
-                call, f"DistributedSampler (line {call.lineno}) shuffles but `set_epoch` is never called: the loop "
+                call,
+                f"DistributedSampler (line {call.lineno}) shuffles but `set_epoch` is never called: the loop "
                 f"at line {epoch_loop.lineno} sees the same order every epoch.",
                 f"DistributedSampler（第 {call.lineno} 行）开启了 shuffle 但从未调用 `set_epoch`：第 {epoch_loop.lineno} "
                 "行的循环每个 epoch 顺序都相同。",
-                edits=self._fix(ctx, epoch_loop, handle), epoch_loop_line=epoch_loop.lineno)
+                edits=self._fix(ctx, epoch_loop, handle),
+                epoch_loop_line=epoch_loop.lineno,
+            )
 
     @staticmethod
     def _loaders(ctx: FileContext, nodes: list[ast.AST], sampler: ast.Call, names: set[str]) -> set[str]:
@@ -68,8 +77,12 @@ class SetEpochMissing(Rule):
             if outer is not None and isinstance(loop, (ast.For, ast.AsyncFor)):
                 return outer
         for node in ctx.of_type(ast.Call):  # `it = iter(loader)` re-created inside a loop
-            if isinstance(node.func, ast.Name) and node.func.id == "iter" \
-                    and node.args and dotted(node.args[0]) in loaders:
+            if (
+                isinstance(node.func, ast.Name)
+                and node.func.id == "iter"
+                and node.args
+                and dotted(node.args[0]) in loaders
+            ):
                 outer = enclosing_loop(ctx, node)
                 if outer is not None:
                     return outer
@@ -83,7 +96,12 @@ class SetEpochMissing(Rule):
     @staticmethod
     def _fix(ctx: FileContext, loop: ast.AST, handle: str | None) -> tuple[Edit, ...]:
         target = getattr(loop, "target", None)
-        if handle is None or not isinstance(target, ast.Name) or target.id == "_" or isinstance(loop, ast.While):
+        if (
+            handle is None
+            or not isinstance(target, ast.Name)
+            or target.id == "_"
+            or isinstance(loop, ast.While)
+        ):
             return ()
         if not _visible(ctx, handle, loop):
             return ()
@@ -91,7 +109,6 @@ class SetEpochMissing(Rule):
         if first.lineno == loop.lineno or not starts_own_line(ctx, first):
             return ()
         return (insert_line_before(ctx, first, f"{handle}.set_epoch({target.id})"),)
-
 
 
 def _visible(ctx: FileContext, handle: str, loop: ast.AST) -> bool:
@@ -103,8 +120,13 @@ def _visible(ctx: FileContext, handle: str, loop: ast.AST) -> bool:
         cls = ctx.parents.get(scope)
         attr_root = f"self.{attr.split('.')[0]}"
         return isinstance(cls, ast.ClassDef) and any(
-            isinstance(n, ast.Assign) and any(dotted(t) == attr_root for t in n.targets) for n in ast.walk(cls))
+            isinstance(n, ast.Assign) and any(dotted(t) == attr_root for t in n.targets)
+            for n in ast.walk(cls)
+        )
     if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
-            a.arg == root for a in (*scope.args.posonlyargs, *scope.args.args, *scope.args.kwonlyargs)):
+        a.arg == root for a in (*scope.args.posonlyargs, *scope.args.args, *scope.args.kwonlyargs)
+    ):
         return True
-    return any(isinstance(n, ast.Name) and n.id == root and isinstance(n.ctx, ast.Store) for n in ctx.local(scope))
+    return any(
+        isinstance(n, ast.Name) and n.id == root and isinstance(n.ctx, ast.Store) for n in ctx.local(scope)
+    )

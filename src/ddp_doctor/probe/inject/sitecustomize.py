@@ -14,8 +14,12 @@ import sys
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _LAUNCHER_SCRIPTS = ("torchrun", "accelerate", "deepspeed")
-_LAUNCHER_MODULES = ("torch.distributed.run", "torch.distributed.launch", "accelerate.commands.launch",
-                     "accelerate.commands.accelerate_cli")
+_LAUNCHER_MODULES = (
+    "torch.distributed.run",
+    "torch.distributed.launch",
+    "accelerate.commands.launch",
+    "accelerate.commands.accelerate_cli",
+)
 
 
 def _chain_shadowed_sitecustomize():

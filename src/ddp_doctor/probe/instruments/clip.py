@@ -25,11 +25,14 @@ def _clipped(args: tuple[Any, ...], kwargs: dict[str, Any], total: Any) -> None:
     if total is None:  # clip_grads_with_norm_(parameters, max_norm, total_norm, foreach)
         total = args[2] if len(args) > 2 else kwargs.get("total_norm")
     steps = PROBE.steps
-    PROBE.steps.clip.append({
-        "max_norm": float(max_norm) if max_norm is not None else None,
-        "total_norm": total.detach() if isinstance(total, torch.Tensor) else total,
-        "after_unscale": steps.unscaled, "scaler": steps.scaler_seen,
-    })
+    PROBE.steps.clip.append(
+        {
+            "max_norm": float(max_norm) if max_norm is not None else None,
+            "total_norm": total.detach() if isinstance(total, torch.Tensor) else total,
+            "after_unscale": steps.unscaled,
+            "scaler": steps.scaler_seen,
+        }
+    )
 
 
 def install() -> None:

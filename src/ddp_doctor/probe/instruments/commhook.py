@@ -17,7 +17,8 @@ The norm uses `vector_norm(dtype=float32)`: `pow(2).sum()` was ~9x slower (probe
 from __future__ import annotations
 
 import weakref
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -28,7 +29,7 @@ from ddp_doctor.probe.steps import sq_norm
 
 # DDP models waiting for our hook, and the ones that must not get one (a built-in C++ hook is set).
 _pending: list[weakref.ref] = []
-_hooked: "weakref.WeakSet[Any]" = weakref.WeakSet()
+_hooked: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 def watch(ddp: DistributedDataParallel) -> None:
@@ -43,7 +44,6 @@ def register_pending() -> None:
             continue
         _hooked.add(ddp)
         DistributedDataParallel.register_comm_hook.__ddp_doctor_original__(ddp, None, _make_hook(ddp, None))
-
 
 
 @guarded("commhook")
@@ -62,7 +62,9 @@ def _observe_global(micro: Any, reduced: Any) -> None:
     micro.global_.append(sq_norm(tensor))
 
 
-def _make_hook(ddp: DistributedDataParallel, user: tuple[Callable[..., Any], Any] | None) -> Callable[..., Any]:
+def _make_hook(
+    ddp: DistributedDataParallel, user: tuple[Callable[..., Any], Any] | None
+) -> Callable[..., Any]:
     group = ddp.process_group
 
     # No annotations: DDP compares them with dist.GradBucket, and this module's are strings.
@@ -85,7 +87,9 @@ def _make_hook(ddp: DistributedDataParallel, user: tuple[Callable[..., Any], Any
     return ddp_doctor_hook
 
 
-def _reduce(user: tuple[Callable[..., Any], Any] | None, state: object, bucket: Any, group: Any) -> torch.futures.Future:
+def _reduce(
+    user: tuple[Callable[..., Any], Any] | None, state: object, bucket: Any, group: Any
+) -> torch.futures.Future:
     if user is not None:
         hook, user_state = user
         return hook(user_state, bucket)

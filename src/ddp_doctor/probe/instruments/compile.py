@@ -26,10 +26,16 @@ def _target(model: Any) -> Any:
 def _compiled(model: Any, out: Any, kwargs: dict[str, Any]) -> None:
     target = _target(model)
     backend = kwargs.get("backend", "inductor")
-    record = {"kind": "config", "what": "compile", "step": PROBE.step_index(),
-              "target": type(target).__name__ if isinstance(target, torch.nn.Module) else getattr(target, "__name__", "function"),
-              "backend": backend if isinstance(backend, str) else getattr(backend, "__name__", str(backend)),
-              "mode": kwargs.get("mode")}
+    record = {
+        "kind": "config",
+        "what": "compile",
+        "step": PROBE.step_index(),
+        "target": type(target).__name__
+        if isinstance(target, torch.nn.Module)
+        else getattr(target, "__name__", "function"),
+        "backend": backend if isinstance(backend, str) else getattr(backend, "__name__", str(backend)),
+        "mode": kwargs.get("mode"),
+    }
     if isinstance(target, DistributedDataParallel):
         PROBE.emit({**record, "order": "after_ddp"})
     else:

@@ -75,10 +75,16 @@ def _after_forward(module: Any, args: tuple, kwargs: dict, output: Any) -> None:
     reference = first.detach().double()
     max_abs = float((compiled.detach().double() - reference).abs().max())
     scale = float(reference.abs().max())
-    PROBE.emit({"kind": "compile_check", "step": step, "max_abs": max_abs,
-                "max_rel": max_abs / scale if scale > 0 else 0.0,
-                "baseline_abs": float((second.detach().double() - reference).abs().max())},
-               training=True)
+    PROBE.emit(
+        {
+            "kind": "compile_check",
+            "step": step,
+            "max_abs": max_abs,
+            "max_rel": max_abs / scale if scale > 0 else 0.0,
+            "baseline_abs": float((second.detach().double() - reference).abs().max()),
+        },
+        training=True,
+    )
 
 
 @guarded("compile_check")

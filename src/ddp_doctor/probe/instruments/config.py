@@ -21,9 +21,17 @@ _autocasts: set[tuple[str, str]] = set()
 def dist_ready() -> None:
     if not (dist.is_available() and dist.is_initialized()):
         return
-    PROBE.emit({"kind": "config", "what": "dist", "step": PROBE.step_index(),
-                "backend": str(dist.get_backend()), "world_size": dist.get_world_size(),
-                "rank": dist.get_rank()}, training=True)
+    PROBE.emit(
+        {
+            "kind": "config",
+            "what": "dist",
+            "step": PROBE.step_index(),
+            "backend": str(dist.get_backend()),
+            "world_size": dist.get_world_size(),
+            "rank": dist.get_rank(),
+        },
+        training=True,
+    )
 
 
 @guarded("config")
@@ -35,8 +43,15 @@ def _autocast_entered(ctx: Any) -> None:
     key = (ctx.device, dtype)
     if key not in _autocasts:
         _autocasts.add(key)
-        PROBE.emit({"kind": "config", "what": "autocast", "step": PROBE.step_index(),
-                    "dtype": dtype, "device_type": ctx.device})
+        PROBE.emit(
+            {
+                "kind": "config",
+                "what": "autocast",
+                "step": PROBE.step_index(),
+                "dtype": dtype,
+                "device_type": ctx.device,
+            }
+        )
 
 
 def install() -> None:

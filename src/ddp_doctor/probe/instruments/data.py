@@ -45,7 +45,9 @@ def input_hash(x: torch.Tensor) -> torch.Tensor:
     """A 0-d int64 tensor that changes when any element of `x` changes (computed where `x` lives)."""
     flat = x.detach().reshape(-1)
     if flat.is_floating_point() or flat.is_complex():
-        flat = flat.view({2: torch.int16, 4: torch.int32, 8: torch.int64}.get(flat.element_size(), torch.uint8))
+        flat = flat.view(
+            {2: torch.int16, 4: torch.int32, 8: torch.int64}.get(flat.element_size(), torch.uint8)
+        )
     return (flat.to(torch.int64) * _multiplier(flat.numel(), flat.device)).sum()
 
 
@@ -94,14 +96,31 @@ def watch_inputs(model: torch.nn.Module) -> None:
 def _sampler_epoch(sampler: DistributedSampler, indices: list[int]) -> None:
     if id(sampler) not in _sampler_configs:
         _sampler_configs.add(id(sampler))
-        PROBE.emit({
-            "kind": "config", "what": "sampler", "step": PROBE.step_index(), "type": type(sampler).__name__,
-            "shuffle": sampler.shuffle, "seed": sampler.seed, "drop_last": sampler.drop_last,
-            "num_replicas": sampler.num_replicas, "rank": sampler.rank, "dataset_len": len(sampler.dataset),
-        })
+        PROBE.emit(
+            {
+                "kind": "config",
+                "what": "sampler",
+                "step": PROBE.step_index(),
+                "type": type(sampler).__name__,
+                "shuffle": sampler.shuffle,
+                "seed": sampler.seed,
+                "drop_last": sampler.drop_last,
+                "num_replicas": sampler.num_replicas,
+                "rank": sampler.rank,
+                "dataset_len": len(sampler.dataset),
+            }
+        )
     digest = hashlib.blake2b(",".join(map(str, indices)).encode(), digest_size=8).hexdigest()
-    PROBE.emit({"kind": "sampler", "step": PROBE.step_index(), "epoch": sampler.epoch, "n": len(indices),
-                "hash": digest, "head": indices[:HEAD]})
+    PROBE.emit(
+        {
+            "kind": "sampler",
+            "step": PROBE.step_index(),
+            "epoch": sampler.epoch,
+            "n": len(indices),
+            "hash": digest,
+            "head": indices[:HEAD],
+        }
+    )
 
 
 def install() -> None:

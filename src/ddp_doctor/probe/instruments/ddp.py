@@ -23,21 +23,30 @@ MIB = 1024 * 1024
 def _constructed(ddp: DistributedDataParallel) -> None:
     module = ddp.module
     trainable = [p for p in module.parameters() if p.requires_grad]
-    batchnorm = [name for name, m in module.named_modules()
-                 if isinstance(m, _BatchNorm) and not isinstance(m, SyncBatchNorm)]
-    PROBE.emit({
-        "kind": "config", "what": "ddp", "step": PROBE.step_index(),
-        "module": type(_unwrap(module)).__name__,
-        "find_unused_parameters": bool(ddp.find_unused_parameters),
-        "bucket_cap_mb": ddp.bucket_bytes_cap / MIB,
-        "gradient_as_bucket_view": bool(ddp.gradient_as_bucket_view),
-        "static_graph": bool(ddp.static_graph),
-        "broadcast_buffers": ddp.broadcast_buffers,
-        "n_params": sum(1 for _ in module.parameters()), "n_trainable": len(trainable),
-        "n_trainable_numel": sum(p.numel() for p in trainable),
-        "batchnorm": batchnorm,
-        "syncbatchnorm": sum(1 for m in module.modules() if isinstance(m, SyncBatchNorm)),
-    }, training=True)
+    batchnorm = [
+        name
+        for name, m in module.named_modules()
+        if isinstance(m, _BatchNorm) and not isinstance(m, SyncBatchNorm)
+    ]
+    PROBE.emit(
+        {
+            "kind": "config",
+            "what": "ddp",
+            "step": PROBE.step_index(),
+            "module": type(_unwrap(module)).__name__,
+            "find_unused_parameters": bool(ddp.find_unused_parameters),
+            "bucket_cap_mb": ddp.bucket_bytes_cap / MIB,
+            "gradient_as_bucket_view": bool(ddp.gradient_as_bucket_view),
+            "static_graph": bool(ddp.static_graph),
+            "broadcast_buffers": ddp.broadcast_buffers,
+            "n_params": sum(1 for _ in module.parameters()),
+            "n_trainable": len(trainable),
+            "n_trainable_numel": sum(p.numel() for p in trainable),
+            "batchnorm": batchnorm,
+            "syncbatchnorm": sum(1 for m in module.modules() if isinstance(m, SyncBatchNorm)),
+        },
+        training=True,
+    )
     params.watch(ddp, ddp.module)
     commhook.watch(ddp)
     data.watch_inputs(ddp)

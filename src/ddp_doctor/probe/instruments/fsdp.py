@@ -24,7 +24,6 @@ from ddp_doctor.probe.steps import sq_norm
 _settings: dict[str, Any] = {}
 
 
-
 @guarded("fsdp")
 def _sharded(module: torch.nn.Module, kwargs: dict[str, Any]) -> None:
     if not PROBE.fsdp:
@@ -34,7 +33,9 @@ def _sharded(module: torch.nn.Module, kwargs: dict[str, Any]) -> None:
     # The root is the last module sharded in the usual bottom-up order; keep one entry per model.
     PROBE.models = [ref for ref in PROBE.models if not _contains(module, ref())]
     params.watch(module, module)
-    _settings["reshard_after_forward"] = kwargs.get("reshard_after_forward", _settings.get("reshard_after_forward"))
+    _settings["reshard_after_forward"] = kwargs.get(
+        "reshard_after_forward", _settings.get("reshard_after_forward")
+    )
 
 
 @guarded("fsdp")
@@ -43,9 +44,17 @@ def emit_config() -> None:
     if not PROBE.fsdp:
         return
     for model in PROBE.watched_models():
-        PROBE.emit({"kind": "config", "what": "fsdp", "step": PROBE.step_index(), "version": 2,
-                    "module": type(model).__name__, "n_params": sum(1 for _ in model.parameters()),
-                    "reshard_after_forward": _settings.get("reshard_after_forward")})
+        PROBE.emit(
+            {
+                "kind": "config",
+                "what": "fsdp",
+                "step": PROBE.step_index(),
+                "version": 2,
+                "module": type(model).__name__,
+                "n_params": sum(1 for _ in model.parameters()),
+                "reshard_after_forward": _settings.get("reshard_after_forward"),
+            }
+        )
 
 
 def _contains(outer: torch.nn.Module, inner: Any) -> bool:
@@ -79,7 +88,9 @@ def install() -> None:
         return fully_shard
 
     def make_reduce(original):
-        def __call__(self, output_tensor: torch.Tensor, input_tensor: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+        def __call__(
+            self, output_tensor: torch.Tensor, input_tensor: torch.Tensor, *args: Any, **kwargs: Any
+        ) -> Any:
             micro = _before_reduce(input_tensor)
             work = original(self, output_tensor, input_tensor, *args, **kwargs)
             if micro is not None and not kwargs.get("async_op"):  # FSDP2 calls it synchronously

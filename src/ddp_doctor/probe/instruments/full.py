@@ -49,8 +49,12 @@ def before_step(optimizer: torch.optim.Optimizer, step: int) -> None:
     _before["step"] = step
     _before["named"] = named
     _before["params"] = [p.detach().clone() for _, p in named]
-    _before["grad_sq"] = [torch.linalg.vector_norm(p.grad, dtype=torch.float32).square() if p.grad is not None
-                          else torch.zeros((), device=p.device) for _, p in named]
+    _before["grad_sq"] = [
+        torch.linalg.vector_norm(p.grad, dtype=torch.float32).square()
+        if p.grad is not None
+        else torch.zeros((), device=p.device)
+        for _, p in named
+    ]
 
 
 @guarded("full")
@@ -60,29 +64,52 @@ def after_step(optimizer: torch.optim.Optimizer, step: int) -> None:
     named, old, grad_sq = _before["named"], _before["params"], _before["grad_sq"]
     _before.clear()
     device = named[0][1].device
-    param_sq = [torch.linalg.vector_norm(p.detach(), dtype=torch.float32).square().to(device) for _, p in named]
-    update_sq = [torch.linalg.vector_norm(p.detach() - o, dtype=torch.float32).square().to(device)
-                 for (_, p), o in zip(named, old)]
-    values = torch.stack([torch.stack([g.to(device) for g in grad_sq]), torch.stack(param_sq),
-                          torch.stack(update_sq)]).tolist()
+    param_sq = [
+        torch.linalg.vector_norm(p.detach(), dtype=torch.float32).square().to(device) for _, p in named
+    ]
+    update_sq = [
+        torch.linalg.vector_norm(p.detach() - o, dtype=torch.float32).square().to(device)
+        for (_, p), o in zip(named, old)
+    ]
+    values = torch.stack(
+        [torch.stack([g.to(device) for g in grad_sq]), torch.stack(param_sq), torch.stack(update_sq)]
+    ).tolist()
     groups: dict[str, dict[str, float]] = {}
     for i, (name, p) in enumerate(named):
-        g = groups.setdefault(layer_group(name), {"grad_sq": 0.0, "param_sq": 0.0, "update_sq": 0.0, "numel": 0})
+        g = groups.setdefault(
+            layer_group(name), {"grad_sq": 0.0, "param_sq": 0.0, "update_sq": 0.0, "numel": 0}
+        )
         g["grad_sq"] += values[0][i]
         g["param_sq"] += values[1][i]
         g["update_sq"] += values[2][i]
         g["numel"] += p.numel()
-    PROBE.emit({"kind": "full", "step": step, "adam": _adam(optimizer), "groups": {
-        k: {"grad_norm": v["grad_sq"] ** 0.5, "param_norm": v["param_sq"] ** 0.5,
-            "update_norm": v["update_sq"] ** 0.5, "numel": v["numel"]} for k, v in groups.items()}})
+    PROBE.emit(
+        {
+            "kind": "full",
+            "step": step,
+            "adam": _adam(optimizer),
+            "groups": {
+                k: {
+                    "grad_norm": v["grad_sq"] ** 0.5,
+                    "param_norm": v["param_sq"] ** 0.5,
+                    "update_norm": v["update_sq"] ** 0.5,
+                    "numel": v["numel"],
+                }
+                for k, v in groups.items()
+            },
+        }
+    )
 
 
 def _adam(optimizer: torch.optim.Optimizer) -> list[dict[str, Any]]:
     out = []
     for index, group in enumerate(optimizer.param_groups):
         eps = group.get("eps")
-        states = [optimizer.state[p]["exp_avg_sq"] for p in group["params"]
-                  if p in optimizer.state and "exp_avg_sq" in optimizer.state[p]]
+        states = [
+            optimizer.state[p]["exp_avg_sq"]
+            for p in group["params"]
+            if p in optimizer.state and "exp_avg_sq" in optimizer.state[p]
+        ]
         if eps is None or not states:
             continue
         below = torch.stack([(v < eps * eps).sum() for v in states]).sum().item()

@@ -20,7 +20,7 @@ from ddp_doctor.probe.instruments import full, params, replicas
 from ddp_doctor.probe.state import PROBE, Nesting, guarded, patch
 
 HYPER_PARAMS = ("lr", "eps", "betas", "weight_decay", "momentum")
-_configured: "weakref.WeakSet[torch.optim.Optimizer]" = weakref.WeakSet()
+_configured: weakref.WeakSet[torch.optim.Optimizer] = weakref.WeakSet()
 _primary: list[weakref.ref] = []
 _zero_nesting = Nesting()
 
@@ -40,8 +40,16 @@ def _config(optimizer: torch.optim.Optimizer) -> None:
         entry["n_params"] = len(group["params"])
         entry["numel"] = sum(p.numel() for p in group["params"])
         groups.append(entry)
-    PROBE.emit({"kind": "config", "what": "optimizer", "step": PROBE.step_index(),
-                "type": type(optimizer).__name__, "groups": groups}, training=True)
+    PROBE.emit(
+        {
+            "kind": "config",
+            "what": "optimizer",
+            "step": PROBE.step_index(),
+            "type": type(optimizer).__name__,
+            "groups": groups,
+        },
+        training=True,
+    )
 
 
 def is_primary(optimizer: torch.optim.Optimizer) -> bool:
@@ -90,8 +98,9 @@ def _post(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
         finish_step(optimizer)
 
 
-def finish_step(optimizer: torch.optim.Optimizer | None, scale: float | None = None,
-                found_inf: bool | None = None) -> None:
+def finish_step(
+    optimizer: torch.optim.Optimizer | None, scale: float | None = None, found_inf: bool | None = None
+) -> None:
     """Write the closed step record, then the replica checksum when this step is due."""
     record = PROBE.steps.write_pending(scale, found_inf)
     if record is not None:

@@ -39,9 +39,12 @@ def trainable(optimizer: torch.optim.Optimizer | None = None) -> list[tuple[str,
         return out
     if optimizer is None:
         return []
-    return [(PROBE.param_names.get(id(p), f"group{g}.{i}"), p)
-            for g, group in enumerate(optimizer.param_groups) for i, p in enumerate(group["params"])
-            if p.requires_grad]
+    return [
+        (PROBE.param_names.get(id(p), f"group{g}.{i}"), p)
+        for g, group in enumerate(optimizer.param_groups)
+        for i, p in enumerate(group["params"])
+        if p.requires_grad
+    ]
 
 
 @guarded("params")

@@ -49,6 +49,8 @@ def maybe_checksum(step: int, optimizer: torch.optim.Optimizer | None) -> None:
     sums = torch.stack([_bits_sum(p).to(device) for _, p in named]).tolist()
     values = [_wrap32(s) for s in sums]
     buffers = [b for model in PROBE.watched_models() for b in model.buffers()]
-    buffer_sum = _wrap32(sum(torch.stack([_bits_sum(b).to(device) for b in buffers]).tolist())) if buffers else 0
+    buffer_sum = (
+        _wrap32(sum(torch.stack([_bits_sum(b).to(device) for b in buffers]).tolist())) if buffers else 0
+    )
     total = hashlib.blake2b(repr((values, buffer_sum)).encode(), digest_size=8).hexdigest()
     PROBE.emit({"kind": "replica", "step": step, "total": total, "params": values, "buffers": buffer_sum})

@@ -21,7 +21,7 @@ from ddp_doctor.probe.state import PROBE, guarded, patch
 
 # id(scaled tensor) -> (weak ref to it, loss before scaling, scale tensor)
 _scaled: dict[int, tuple[weakref.ref, torch.Tensor, torch.Tensor]] = {}
-_configured: "weakref.WeakSet[GradScaler]" = weakref.WeakSet()
+_configured: weakref.WeakSet[GradScaler] = weakref.WeakSet()
 
 
 def unscaled_loss(root: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
@@ -37,10 +37,18 @@ def _config(scaler: GradScaler) -> None:
     if scaler in _configured:
         return
     _configured.add(scaler)
-    PROBE.emit({"kind": "config", "what": "scaler", "step": PROBE.step_index(),
-                "init_scale": scaler._init_scale, "growth_factor": scaler._growth_factor,
-                "backoff_factor": scaler._backoff_factor, "growth_interval": scaler._growth_interval,
-                "enabled": scaler.is_enabled()})
+    PROBE.emit(
+        {
+            "kind": "config",
+            "what": "scaler",
+            "step": PROBE.step_index(),
+            "init_scale": scaler._init_scale,
+            "growth_factor": scaler._growth_factor,
+            "backoff_factor": scaler._backoff_factor,
+            "growth_interval": scaler._growth_interval,
+            "enabled": scaler.is_enabled(),
+        }
+    )
 
 
 @guarded("scaler")
@@ -76,8 +84,9 @@ def _after_step(scaler: GradScaler, optimizer: torch.optim.Optimizer) -> None:
 
 @guarded("scaler")
 def _found_inf(scaler: GradScaler) -> bool | None:
-    found = [v for state in scaler._per_optimizer_states.values()
-             for v in state["found_inf_per_device"].values()]
+    found = [
+        v for state in scaler._per_optimizer_states.values() for v in state["found_inf_per_device"].values()
+    ]
     return bool(sum(v.item() for v in found)) if found else None
 
 

@@ -20,7 +20,7 @@ from torch.optim.lr_scheduler import LRScheduler
 from ddp_doctor.probe.state import PROBE, Nesting, guarded, patch
 
 _nesting = Nesting()
-_configured: "weakref.WeakSet[LRScheduler]" = weakref.WeakSet()
+_configured: weakref.WeakSet[LRScheduler] = weakref.WeakSet()
 # accelerate's wrapper class; it is not an LRScheduler, so it is found as the caller of step().
 ACCELERATE_WRAPPER = "AcceleratedScheduler"
 # Frames between the wrapper's loop and `_stepped`: our patched step, the guard, and slack for
@@ -34,8 +34,15 @@ def _stepped(scheduler: LRScheduler) -> None:
         return
     if scheduler not in _configured:
         _configured.add(scheduler)
-        PROBE.emit({"kind": "config", "what": "scheduler", "step": PROBE.step_index(),
-                    "type": type(scheduler).__name__, **_wrapper(scheduler)})
+        PROBE.emit(
+            {
+                "kind": "config",
+                "what": "scheduler",
+                "step": PROBE.step_index(),
+                "type": type(scheduler).__name__,
+                **_wrapper(scheduler),
+            }
+        )
     PROBE.steps.sched_steps += 1
 
 
@@ -49,7 +56,10 @@ def _wrapper(scheduler: LRScheduler) -> dict[str, Any]:
             break
         owner = frame.f_locals.get("self")
         if type(owner).__name__ == ACCELERATE_WRAPPER and getattr(owner, "scheduler", None) is scheduler:
-            return {"wrapper": ACCELERATE_WRAPPER, "split_batches": bool(getattr(owner, "split_batches", False))}
+            return {
+                "wrapper": ACCELERATE_WRAPPER,
+                "split_batches": bool(getattr(owner, "split_batches", False)),
+            }
     return {}
 
 
