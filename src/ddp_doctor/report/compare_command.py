@@ -1,0 +1,106 @@
+"""`ddp-doctor compare RUN_A RUN_B`: two runs of your script, aligned by data consumed, and why they
+differ ("one GPU was stable, four GPUs oscillate"). RUN_A is the reference (the stable run).
+
+Exit codes: 0 compared (whatever the conclusion); 1 with ``--assert-equal`` when the aligned curves
+differ beyond ``--rtol``/``--atol``; 2 for a path that is not a run, or bad flags.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import typer
+
+FORMATS = ("text", "json", "html")
+LANGS = ("en", "zh")
+
+
+def _write(path: Path, text: str) -> None:
+    """Temp file in the destination's directory + rename: never half-written, never through a symlink."""
+    target = Path(path)
+    if target.is_dir():
+        raise OSError(f"{target} is a directory")
+    fd, tmp = tempfile.mkstemp(prefix=".ddp-doctor-", dir=target.parent if str(target.parent) else ".")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def register(app: typer.Typer) -> None:
+    """Add `compare` to the root app."""
+
+    @app.command("compare")
+    def compare_cmd(
+        run_a: Path = typer.Argument(..., help="The reference run directory (e.g. the stable 1-GPU run)."),
+        run_b: Path = typer.Argument(..., help="The run to explain (e.g. the 4-GPU run)."),
+        fmt: str = typer.Option("text", "--format", "-f", help="text | json | html"),
+        output: Path = typer.Option(None, "--output", "-o", help="Write the comparison here."),
+        lang: str = typer.Option("en", "--lang", help="en | zh"),
+        assert_equal: bool = typer.Option(
+            False, "--assert-equal", help="Exit 1 when the aligned loss curves differ beyond the tolerance."
+        ),
+        rtol: float = typer.Option(
+            None, "--rtol", help="Relative tolerance for --assert-equal (default 1e-4)."
+        ),
+        atol: float = typer.Option(
+            None, "--atol", help="Absolute tolerance for --assert-equal (default 1e-6)."
+        ),
+        batch_a: float = typer.Option(
+            None,
+            "--batch-a",
+            help="Global samples per optimizer step of run A, when the probe could not see it.",
+        ),
+        batch_b: float = typer.Option(None, "--batch-b", help="Same for run B."),
+    ) -> None:
+        """Compare two runs aligned by samples consumed: settings, curves, noise, and the likely cause."""
+        if fmt not in FORMATS:
+            typer.echo(f"error: --format must be one of {', '.join(FORMATS)}, got {fmt!r}", err=True)
+            raise typer.Exit(2)
+        if lang not in LANGS:
+            typer.echo(f"error: --lang must be one of {', '.join(LANGS)}, got {lang!r}", err=True)
+            raise typer.Exit(2)
+        for name, v in (("--rtol", rtol), ("--atol", atol), ("--batch-a", batch_a), ("--batch-b", batch_b)):
+            if v is not None and not (v >= 0 and v < float("inf")):
+                typer.echo(f"error: {name} must be a finite number ≥ 0, got {v}", err=True)
+                raise typer.Exit(2)
+        from ddp_doctor.analysis.compare import DEFAULT_ATOL, DEFAULT_RTOL, compare
+        from ddp_doctor.analysis.diagnose import diagnose
+        from ddp_doctor.report import compare_render as r
+        from ddp_doctor.rundir import RunDirError
+
+        diags = []
+        for p in (run_a, run_b):
+            try:
+                diags.append(diagnose(p))
+            except (RunDirError, OSError) as exc:
+                typer.echo(f"error: {r.clean(exc)}", err=True)
+                raise typer.Exit(2) from None
+        c = compare(
+            diags[0], diags[1], (run_a.name or str(run_a), run_b.name or str(run_b)), (batch_a, batch_b)
+        )
+        text = {"json": lambda: r.render_json(c) + "\n", "html": lambda: r.render_html(c, lang)}.get(
+            fmt, lambda: r.render_text(c, lang)
+        )()
+        if output is not None:
+            try:
+                _write(output, text)
+            except OSError as exc:
+                typer.echo(f"error: cannot write {r.clean(output)}: {r.clean(exc)}", err=True)
+                raise typer.Exit(2) from None
+            typer.echo(f"comparison written to {r.clean(output)}", err=True)
+        else:
+            typer.echo(text, nl=False)
+        if assert_equal:
+            ok, detail = c.assert_equal(
+                DEFAULT_RTOL if rtol is None else rtol, DEFAULT_ATOL if atol is None else atol
+            )
+            msg = ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in detail.items())
+            typer.echo(f"assert-equal: {'passed' if ok else 'FAILED'} ({msg})", err=True)
+            if not ok:
+                raise typer.Exit(1)
