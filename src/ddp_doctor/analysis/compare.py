@@ -53,6 +53,10 @@ Z_RATIO = 2.0
 # Variance of log(s) × n for a normal sample, and the MA(2) inflation of the residual.
 LOG_STD_VAR_N = 0.5
 RESID_INFLATION = 1.94
+# The noise verdict is given only when the ratio is resolved to within a factor of RESOLVE_FACTOR
+# (Z_RATIO × se of log(ratio) ≤ log RESOLVE_FACTOR); with se² ≈ 0.97 (1/n_A + 1/n_B) that needs
+# about 17 usable steps in each run.
+RESOLVE_FACTOR = 2.0
 # Fewer residuals than this: the step-to-step noise of a run is not estimated.
 MIN_NOISE_POINTS = 8
 # lr warmup ends where the lr first reaches this fraction of its peak.
@@ -108,6 +112,7 @@ class RunSummary:
     loss_source: str
     order_prefix: list[int]  # global sample order of epoch 0, reconstructed from sampler records
     confirmed: dict[str, str]  # finding id -> severity, confirmed and a possible cause
+    statuses: dict[str, str]  # finding id -> status, every finding of the run
     warmup_samples: float | None = None  # warmup length on the comparison's axis (set by compare)
 
     def settings(self) -> dict[str, Any]:
@@ -214,7 +219,7 @@ class Comparison:
             "failing_points": int(bad.sum()),
             "max_abs_diff": float(d.max()),
             "max_rel_diff": float(np.max(d / np.maximum(np.abs(al.loss_a[ok]), 1e-30))),
-            "worst_at_samples": float(al.samples[ok][worst]),
+            f"worst_at_{al.axis}": float(al.samples[ok][worst]),
             "rtol": rtol,
             "atol": atol,
         }
@@ -408,6 +413,7 @@ def summarize(diag: Diagnosis, label: str, batch_samples: float | None = None) -
         loss_source=s.loss_source,
         order_prefix=_order_prefix(diag),
         confirmed=confirmed,
+        statuses={f.id: f.status for f in diag.findings},
     )
 
 
@@ -514,14 +520,21 @@ def _causes(
     for fid in sorted(set(a.confirmed) ^ set(b.confirmed)):
         where = "b" if fid in b.confirmed else "a"
         sev = (b.confirmed | a.confirmed)[fid]
-        run = b if where == "b" else a
+        run, other = (b, a) if where == "b" else (a, b)
+        other_status = other.statuses.get(fid)
+        if other_status == "ruled-out":
+            score, en_tail, zh_tail = 100, f"ruled out in {other.label}", f"在 {other.label} 中已排除"
+        else:  # not measured (or inconclusive) in the other run: it may be present in both
+            score = 60
+            en_tail = f"{other_status or 'absent'} in {other.label}, so it may affect both runs"
+            zh_tail = f"在 {other.label} 中为 {other_status or '缺失'}，可能两个运行都受影响"
         causes.append(
             Cause(
                 f"finding:{fid}",
-                100 + 10 * (2 - SEVERITY_ORDER[sev]),
-                f"{fid} ({sev}) is confirmed in run {where.upper()} ({run.label}) only",
-                f"{fid}（{sev}）仅在运行 {where.upper()}（{run.label}）中被确认",
-                {"finding": fid, "run": where, "severity": sev},
+                score + 10 * (2 - SEVERITY_ORDER[sev]),
+                f"{fid} ({sev}) is confirmed in run {where.upper()} ({run.label}); {en_tail}",
+                f"{fid}（{sev}）在运行 {where.upper()}（{run.label}）中被确认；{zh_tail}",
+                {"finding": fid, "run": where, "severity": sev, "other_run_status": other_status},
             )
         )
     f = _factor(a.sched_per_step, b.sched_per_step)
@@ -694,13 +707,27 @@ def compare(
         if a.noise_pred and b.noise_pred:
             pred_ratio = b.noise_pred / a.noise_pred
             gap = abs(math.log(obs_ratio / pred_ratio))
-            explained = gap <= math.log(EXPLAINED_FACTOR) or gap <= Z_RATIO * se
+            if gap <= math.log(EXPLAINED_FACTOR):
+                explained = True
+            elif Z_RATIO * se > math.log(RESOLVE_FACTOR):
+                need = (
+                    math.ceil(LOG_STD_VAR_N * RESID_INFLATION * 2 * (Z_RATIO / math.log(RESOLVE_FACTOR)) ** 2)
+                    + 2
+                )
+                notes.append(
+                    f"step-to-step noise differs from the batch-size prediction ({obs_ratio:.3g}× vs {pred_ratio:.3g}×) "
+                    f"but {a.noise_n} and {b.noise_n} steps cannot resolve it (±{math.exp(Z_RATIO * se):.3g}×); "
+                    f"about {need} steps in each run would"
+                )
+            else:
+                explained = gap <= Z_RATIO * se
         else:
             notes.append("predicted noise unknown for one run: the noise difference is not judged")
     else:
         notes.append(f"step-to-step noise needs ≥ {MIN_NOISE_POINTS + 2} finite steps in each run")
-    if a.batch_samples and b.batch_samples:
-        batch_ratio = math.sqrt(a.batch_samples / b.batch_samples)
+    ua, ub = _median(_units(a, axis)), _median(_units(b, axis))
+    if axis != "steps" and ua and ub:
+        batch_ratio = math.sqrt(ua / ub)  # σ ∝ 1/sqrt(batch) at equal per-unit variance
     ratio = {"observed": obs_ratio, "predicted": pred_ratio, "batch_only": batch_ratio, "log_se": se}
     same_order: bool | None = None
     n_order = min(len(a.order_prefix), len(b.order_prefix))

@@ -58,6 +58,12 @@ def register(app: typer.Typer) -> None:
             "trainer/metrics.jsonl, report.html; default: a new "
             "temporary directory).",
         ),
+        compare: bool = typer.Option(
+            False,
+            "--compare",
+            help="Run the same setup once on 1 rank and once on --world ranks, then "
+            "`ddp-doctor compare` them (OUT/one-rank, OUT/N-ranks, OUT/compare.html).",
+        ),
     ) -> None:
         """Run the reference LLaMA trainer on CPU ranks with the forum's setup and its pitfalls."""
         from ddp_doctor.trainer.faults import FAULTS
@@ -74,6 +80,9 @@ def register(app: typer.Typer) -> None:
         if out is not None and (out / "manifest.json").exists():
             raise typer.BadParameter(f"{out} already holds a run; choose another", param_hint="--out")
         out_dir = str(out) if out is not None else tempfile.mkdtemp(prefix="ddp-doctor-demo-")
+        if compare:
+            _compare_demo(world, out_dir, steps=steps, faults=faults)
+            return
         _launch(
             world,
             out_dir,
@@ -106,28 +115,14 @@ def register(app: typer.Typer) -> None:
 def _launch(world: int, out_dir: str, **fields: object) -> None:
     """The demo: the trainer under the probe (`ddp-doctor run`), then the report in text and HTML."""
     from ddp_doctor.analysis.diagnose import diagnose
-    from ddp_doctor.probe import launcher
-    from ddp_doctor.probe.options import ProbeOptions
     from ddp_doctor.report.command import write_report
     from ddp_doctor.report.text import render_console, report_console
     from ddp_doctor.rundir import TRAINER_DIR
-    from ddp_doctor.trainer.config import TrainConfig
-    from ddp_doctor.trainer.launch import LaunchCommand, build_command, run_command
 
     console = report_console()
     run_dir = Path(out_dir).resolve()
-    # The trainer's own metrics go beside the probe's rank files (docs/run-format.md), so the
-    # report can compare what the script logged with what the ranks computed.
-    cfg = TrainConfig(out_dir=str(run_dir / TRAINER_DIR), progress=False, **fields)  # type: ignore[arg-type]
-    command = build_command(cfg, world)
-    _announce(console, cfg, world)
-    code = launcher.run(
-        command.argv,
-        ProbeOptions(run_dir=run_dir),
-        environ=command.env,
-        runner=lambda argv, env: run_command(LaunchCommand(argv, env), cfg.out_dir, cfg.steps, console),
-    )
-    _print_summary(console, cfg.out_dir, code)
+    code = _probe_run(world, run_dir, console, **fields)
+    _print_summary(console, str(run_dir / TRAINER_DIR), code)
     console.rule("[bold]ddp-doctor report")
     render_console(diagnose(run_dir), console, "en")
     html = run_dir / "report.html"
@@ -138,6 +133,62 @@ def _launch(world: int, out_dir: str, **fields: object) -> None:
     )
     if code != 0:
         raise typer.Exit(code)
+
+
+def _probe_run(world: int, run_dir: Path, console: Console, **fields: object) -> int:
+    """The reference trainer on `world` ranks under the probe; returns the launcher's exit code.
+
+    The trainer's own metrics go beside the probe's rank files (docs/run-format.md), so the report
+    can compare what the script logged with what the ranks computed."""
+    from ddp_doctor.probe import launcher
+    from ddp_doctor.probe.options import ProbeOptions
+    from ddp_doctor.rundir import TRAINER_DIR
+    from ddp_doctor.trainer.config import TrainConfig
+    from ddp_doctor.trainer.launch import LaunchCommand, build_command, run_command
+
+    cfg = TrainConfig(out_dir=str(run_dir / TRAINER_DIR), progress=False, **fields)  # type: ignore[arg-type]
+    command = build_command(cfg, world)
+    _announce(console, cfg, world)
+    return launcher.run(
+        command.argv,
+        ProbeOptions(run_dir=run_dir),
+        environ=command.env,
+        runner=lambda argv, env: run_command(LaunchCommand(argv, env), cfg.out_dir, cfg.steps, console),
+    )
+
+
+def _compare_demo(world: int, out_dir: str, steps: int, faults: tuple[str, ...]) -> None:
+    """`demo --compare`: the forum's setup on 1 rank ("one GPU was fine") and on `world` ranks, the
+    same script and flags, then the comparison of the two runs aligned by samples consumed."""
+    from ddp_doctor.analysis.compare import compare
+    from ddp_doctor.analysis.diagnose import diagnose
+    from ddp_doctor.report.compare_render import render_html, render_text
+    from ddp_doctor.report.text import report_console
+    from ddp_doctor.trainer.config import TrainConfig
+
+    console = report_console()
+    base = Path(out_dir).resolve()
+    fields = dict(steps=steps, faults=faults, lr=DEMO_LR, warmup_steps=DEMO_WARMUP, dataset_docs=DEMO_DOCS)
+    runs = (base / "one-rank", base / f"{world}-ranks")
+    codes = [_probe_run(1, runs[0], console, **fields), _probe_run(world, runs[1], console, **fields)]
+    cfg = TrainConfig()
+    # one process has no DDP wrapper to count samples on: its global batch is micro-batch × accumulation
+    c = compare(
+        diagnose(runs[0]),
+        diagnose(runs[1]),
+        ("1 rank", f"{world} ranks"),
+        (cfg.micro_batch * cfg.accum, None),
+    )
+    console.rule("[bold]ddp-doctor compare")
+    console.print(render_text(c), markup=False, highlight=False, end="")
+    html = base / "compare.html"
+    html.write_text(render_html(c), encoding="utf-8")
+    console.print(
+        f"runs: {runs[0]}  {runs[1]}\nHTML: {html}\n"
+        f"again: ddp-doctor compare {runs[0]} {runs[1]} [--format json|html] [--lang zh]"
+    )
+    if any(codes):
+        raise typer.Exit(next(c for c in codes if c))
 
 
 def _run(world: int, cfg: TrainConfig, out_dir: str) -> None:
