@@ -106,3 +106,17 @@ def test_four_ranks_with_per_microbatch_mean_loss_is_not_explained(tmp_path):
     _, data = _compare(one, four, "--batch-a", "16")
     assert data["conclusion"] == "not-explained"
     assert data["causes"][0]["key"] == "finding:loss-normalization-variable-tokens", data["causes"]
+
+
+@pytest.mark.slow
+@pytest.mark.distributed
+def test_demo_compare_runs_one_and_four_ranks_and_writes_the_comparison(tmp_path):
+    out = tmp_path / "demo"
+    proc = subprocess.run(
+        [*DDP_DOCTOR, "demo", "--compare", "--steps", "12", "--out", str(out)],
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert proc.returncode == 0 or teardown_race.looks_like_teardown_abort(proc), proc.stderr[-3000:]
+    assert "Most likely causes" in proc.stdout
+    assert (out / "compare.html").read_text().count("<svg") == 2
+    assert (out / "one-rank" / "manifest.json").exists() and (out / "4-ranks" / "manifest.json").exists()
