@@ -90,12 +90,13 @@ def test_unknown_record_kinds_and_fields_are_ignored(make_run):
 def test_column_cache_gives_the_same_data_and_follows_file_changes(make_run, monkeypatch):
     import numpy as np
 
+    import ddp_doctor.rankfile as rankfile
     import ddp_doctor.rundir as rundir
 
-    monkeypatch.setattr(rundir, "CACHE_MIN_BYTES", 1)
+    monkeypatch.setattr(rankfile, "CACHE_MIN_BYTES", 1)
     path = make_run(steps=80, faults=("nonfinite", "fp16-overflow"))
     cold = read_run(path)
-    assert (path / rundir.CACHE_DIR / "rank-00000.npz").exists()
+    assert (path / rundir.CACHE_DIR / "rank-00000.parquet").exists()
     warm = read_run(path)
     for r in cold.ranks:
         a, b = cold.ranks[r], warm.ranks[r]
