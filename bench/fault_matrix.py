@@ -90,7 +90,7 @@ def run_case(case: Case, run_dir: Path, sets: dict[str, str] | None = None) -> i
     """
     from ddp_doctor.probe import launcher
     from ddp_doctor.probe.options import ProbeOptions
-    from ddp_doctor.rundir import TRAINER_DIR
+    from ddp_doctor.records import TRAINER_DIR
     from ddp_doctor.trainer.config import TrainConfig
     from ddp_doctor.trainer.launch import build_command
 

@@ -7,7 +7,8 @@ How (docs/report.md, "Reading rank files", has the measurements behind the choic
 2. Lines that begin the way the writer begins a `step` record (:func:`records.line_prefix`) are
    parsed by pyarrow's JSON reader into an Arrow table with the schema of :data:`records.KINDS`
    ["step"], in chunks of :data:`CHUNK_LINES` lines. The writer's non-finite strings are mapped to
-   values Arrow reads first ("nan" → null, "±inf" → ±DBL_MAX, mapped back to ±inf afterwards).
+   values Arrow reads (±DBL_MAX for "±inf", the double below DBL_MAX for "nan"; mapped back after),
+   so a recorded non-finite value stays distinct from a value not recorded (null).
 3. A chunk that Arrow refuses (a damaged line, a wrong type, a line from another writer) is parsed
    line by line with ``json.loads`` and type-checked field by field (:func:`records.sanitize`): a
    damaged line costs that line, a wrong field that field, never the file. Every other line (the
@@ -47,8 +48,9 @@ MAX_LISTED_BAD_LINES = 5
 CACHE_VERSION = 4
 CACHE_MIN_BYTES = 4 * 2**20
 _DBL_MAX = np.finfo(np.float64).max
+_NAN_MARK = float(np.nextafter(_DBL_MAX, 0))  # 1.7976931348623155e308 stands for "nan" in the fast path
 _TOKENS = (
-    (b'"nan"', b"null"),
+    (b'"nan"', repr(_NAN_MARK).encode()),
     (b'"-inf"', b"-1.7976931348623157e308"),
     (b'"inf"', b"1.7976931348623157e308"),
 )
@@ -103,6 +105,9 @@ class StepColumns:
     clip: np.ndarray  # [calls, 4]: CLIP_COLUMNS; flags as 1/0, nan where not recorded
     nonfinite: list[tuple[int, dict[str, Any]]]
     autocast: set[str]
+    # where the writer recorded a non-finite loss ("nan"/"inf"); `losses` is also nan where no
+    # loss was recorded or the value was not a number (a data-quality problem, not a non-finite loss)
+    loss_nonfinite: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     # numeric step fields declared in records.py that no attribute above reads yet (per step, or
     # per micro-step aligned with `offsets`): a new field is readable without touching this file
     extra: dict[str, np.ndarray] = field(default_factory=dict)
@@ -376,14 +381,20 @@ def _validate_steps(table: pa.Table, n_lines: int, rank: int, probs: Problems) -
 
 
 def _floats(arr: pa.Array) -> np.ndarray:
-    """Numbers as float64: nulls → nan, the writer's ±DBL_MAX stand-ins → ±inf."""
+    """Numbers as float64: nulls → nan, the fast path's stand-ins → ±inf / nan."""
     if len(arr) == 0:
         return np.zeros(0, dtype=np.float64)
     out = np.asarray(pc.cast(arr, pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64)
-    big = np.abs(out) == _DBL_MAX
+    big = np.abs(out) >= _NAN_MARK
     if big.any():
-        out = np.where(big, np.copysign(np.inf, out), out)
+        out = np.where(np.abs(out) == _DBL_MAX, np.copysign(np.inf, out), np.where(big, np.nan, out))
     return out
+
+
+def _recorded_nonfinite(arr: pa.Array) -> np.ndarray:
+    """Where the writer recorded a non-finite number (not where nothing was recorded)."""
+    valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    return valid & ~np.isfinite(_floats(arr))
 
 
 def _bools(arr: pa.Array) -> np.ndarray:
@@ -530,6 +541,9 @@ def to_columns(table: pa.Table, rank: int, probs: Problems | None = None) -> Ste
         found_inf=_bools(table["found_inf"].combine_chunks()),
         unscale_calls=_ints(table["unscale_calls"], 0),
         losses=fl("losses"),
+        loss_nonfinite=_align(
+            _recorded_nonfinite(listed["losses"][0]), listed["losses"][2], micro, offsets, False
+        ).astype(bool),
         fn_value=fn_value,
         fn_sum=np.asarray(fn_sum, dtype=bool),
         fn_n_valid=fn_n,

@@ -102,6 +102,7 @@ _GROUP = (
     F("weight_decay", "float"),
     F("n_params", "int"),
     F("numel", "int"),
+    F("momentum", "float"),
 )
 
 # Every record kind of a rank file and its fields. `config` records also carry the fields of their
@@ -249,20 +250,32 @@ MANIFEST_FIELDS: tuple[Field, ...] = (
 STEP_FIELDS = {f.name: f for f in KINDS["step"]}
 
 
-def record(kind: str, **fields: Any) -> dict[str, Any]:
-    """A record of ``kind`` with ``kind`` first (the reader's fast path relies on it).
+_NAMES = {kind: frozenset(f.name for f in fields) for kind, fields in KINDS.items()}
+_CONFIG_NAMES = {what: _NAMES["config"] | {f.name for f in fields} for what, fields in CONFIG_FIELDS.items()}
 
-    Raises KeyError for an undeclared kind or field, so a writer cannot drift from the contract
-    (in the probe the instrument that does it is disabled and a `probe_error` is written).
-    """
-    declared = KINDS[kind]
-    names = {f.name for f in declared}
-    if kind == "config":
-        names |= {f.name for f in CONFIG_FIELDS[fields["what"]]}
-    unknown = fields.keys() - names
+
+def check(rec: dict[str, Any]) -> dict[str, Any]:
+    """``rec`` itself if its kind and every field are declared here, with ``kind`` first (the
+    reader's fast path relies on it); else KeyError. The probe's writer calls it on every record,
+    so a writer cannot drift from the contract (the instrument that tries is disabled and a
+    `probe_error` is written instead)."""
+    kind = rec.get("kind")
+    names = _CONFIG_NAMES.get(rec.get("what")) if kind == "config" else _NAMES.get(kind)
+    if names is None:
+        raise KeyError(
+            f"undeclared record kind {kind!r}/{rec.get('what')!r} (declare it in ddp_doctor/records.py)"
+        )
+    unknown = [k for k in rec if k != "kind" and k not in names]
     if unknown:
         raise KeyError(f"record kind {kind!r} declares no field(s) {sorted(unknown)} (ddp_doctor/records.py)")
-    return {"kind": kind, **fields}
+    if next(iter(rec)) != "kind":
+        rec = {"kind": kind, **{k: v for k, v in rec.items() if k != "kind"}}
+    return rec
+
+
+def record(kind: str, **fields: Any) -> dict[str, Any]:
+    """A checked record of ``kind`` (see :func:`check`)."""
+    return check({"kind": kind, **fields})
 
 
 def jsonable(value: Any) -> Any:

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ddp_doctor import records
+
 STEPS = 60
 NOISE = 0.2  # loss noise at lr.scale = 1
 
@@ -28,35 +30,34 @@ def write_run(run_dir: Path, sets: dict[str, str], exit_code: int = 0, world: in
         for s in (25, 40, 55):
             loss[s] += 3.0
             grad[s] *= 20
-    (run_dir / "ranks").mkdir(parents=True, exist_ok=True)
+    (run_dir / records.RANKS_DIR).mkdir(parents=True, exist_ok=True)
     for rank in range(world):
-        lines = [{"kind": "header", "schema": "ddp-doctor.rank/1", "rank": rank, "world_size": world}]
+        lines = [records.record("header", schema=records.RANK_SCHEMA, rank=rank, world_size=world)]
         for s in range(STEPS):
             lines.append(
-                {
-                    "kind": "step",
-                    "step": s,
-                    "micro_steps": 1,
-                    "losses": [float(loss[s])],
-                    "samples": [2],
-                    "sync": [1],
-                    "grad_sq_local": [float(grad[s]) ** 2],
-                    "grad_sq_global": [float(grad[s]) ** 2],
-                    "lr": [min(1.0, (s + 1) / 5)],
-                }
+                records.record(
+                    "step",
+                    step=s,
+                    micro_steps=1,
+                    losses=[float(loss[s])],
+                    samples=[2],
+                    sync=[1],
+                    grad_sq_local=[float(grad[s]) ** 2],
+                    grad_sq_global=[float(grad[s]) ** 2],
+                    lr=[min(1.0, (s + 1) / 5)],
+                )
             )
         # adam.eps acts on nothing here (think: an SGD script); the probe counts 0 effects for it
         effects = {key: 0 if key == "adam.eps" else STEPS for key in sets}
-        lines.append({"kind": "end", "steps": STEPS, "reason": "exit", "interventions": effects})
-        text = "".join(json.dumps(rec) + "\n" for rec in lines)
-        (run_dir / "ranks" / f"rank-{rank:05d}.jsonl").write_text(text)
+        lines.append(records.record("end", steps=STEPS, reason="exit", interventions=effects))
+        records.rank_file(run_dir, rank).write_bytes(b"".join(records.encode(rec) for rec in lines))
     manifest = {
-        "schema": "ddp-doctor.run/1",
+        "schema": records.RUN_SCHEMA,
         "command": ["train.py"],
         "interventions": sets,
         "start": "2026-12-02T14:00:00Z",
         "end": "2026-12-02T14:01:00Z",
         "exit_code": exit_code,
     }
-    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+    records.manifest_path(run_dir).write_text(json.dumps(manifest))
     assert math.isfinite(float(loss.sum()))

@@ -88,7 +88,16 @@ def run_findings(ctx: Context) -> list[Finding]:
     """All checks' findings, one per catalog ID (the first producer wins for shared IDs)."""
     seen: dict[str, Finding] = {}
     for module in CHECKS:
-        for f in module.check(ctx):
+        try:
+            found = list(module.check(ctx))
+        except Exception as exc:  # noqa: BLE001 - damaged input gives a report with a note, never a traceback
+            name = module.__name__.rsplit(".", 1)[-1]
+            ctx.run.problems.append(
+                f"check {name!r} could not run on this data ({type(exc).__name__}: {str(exc)[:200]}); "
+                "its findings are not measured"
+            )
+            continue
+        for f in found:
             seen.setdefault(f.id, f)
     for fid in FINDINGS:  # the contract: every ID gets a status
         if fid not in seen:
@@ -135,6 +144,22 @@ def verdict(hid: str, by_id: dict[str, Finding]) -> HypothesisVerdict:
     return HypothesisVerdict(id=hid, verdict=v, findings=ids, summary=en, summary_zh=zh)
 
 
+def downgrade(v: HypothesisVerdict, damage: list[str]) -> HypothesisVerdict:
+    """On damaged data (corrupt lines, wrong types, duplicates, ...: ``RunData.damage``) nothing is
+    ruled out: a "ruled-out" verdict becomes "inconclusive", and the summary says why."""
+    if not damage or v.verdict != "ruled-out":
+        return v
+    n = len(damage)
+    return HypothesisVerdict(
+        id=v.id,
+        verdict="inconclusive",
+        findings=v.findings,
+        summary=f"Would be ruled out, but {n} data-quality problem(s) make the data doubtful (see data quality). "
+        + v.summary,
+        summary_zh=f"本可排除，但有 {n} 个数据质量问题使数据存疑（见数据质量）。" + v.summary_zh,
+    )
+
+
 def _strip(rec: dict[str, Any] | None) -> dict[str, Any] | None:
     if rec is None:
         return None
@@ -174,6 +199,7 @@ def run_info(ctx: Context) -> dict[str, Any]:
         "noise_band": ctx.noise.to_json(),
         "grad_norm_source": ctx.grad_norm_source,
         "problems": list(run.problems),
+        "damaged": bool(run.damage),
     }
     return info
 
@@ -186,7 +212,7 @@ def diagnose_run(run: RunData) -> Diagnosis:
         ctx = build_context(run)
         findings = run_findings(ctx)
     by_id = {f.id: f for f in findings}
-    hyps = [verdict(h, by_id) for h in HYPOTHESES]
+    hyps = [downgrade(verdict(h, by_id), run.damage) for h in HYPOTHESES]
     return Diagnosis(run_info=run_info(ctx), findings=findings, hypotheses=hyps, context=ctx)
 
 

@@ -155,7 +155,7 @@ def _at_exit() -> None:
 
 
 def _write_own_manifest(rank: int) -> None:
-    from ddp_doctor.rundir import RUN_SCHEMA, manifest_path
+    from ddp_doctor.records import RUN_SCHEMA, manifest_path
 
     assert PROBE.options is not None
     path = manifest_path(PROBE.options.run_dir)

@@ -51,7 +51,7 @@ def register(app: typer.Typer) -> None:
         from ddp_doctor.experiments.interventions import ENV_VAR, InterventionError, parse_sets, to_env
         from ddp_doctor.probe import launcher
         from ddp_doctor.probe.options import LEVELS, ProbeOptions
-        from ddp_doctor.rundir import manifest_path
+        from ddp_doctor.records import manifest_path
 
         if not command:
             typer.echo(

@@ -26,7 +26,7 @@ from typing import Any
 from ddp_doctor import __version__
 from ddp_doctor.experiments.interventions import ENV_VAR as INTERVENTIONS_ENV
 from ddp_doctor.probe.options import ProbeOptions
-from ddp_doctor.rundir import RANKS_DIR, RUN_SCHEMA, manifest_path
+from ddp_doctor.records import RANKS_DIR, RUN_SCHEMA, manifest_path
 
 INJECT_DIR = Path(__file__).resolve().parent / "inject"
 DEFAULT_RUNS_DIR = Path("ddp-doctor-runs")

@@ -13,34 +13,21 @@ are held in memory and written right after the header.
 
 from __future__ import annotations
 
-import json
-import math
 import os
 from pathlib import Path
 from typing import Any
 
-from ddp_doctor.rundir import rank_file
+from ddp_doctor.records import check, rank_file
+from ddp_doctor.records import encode as _encode
 
 # Records kept before the rank file exists; configuration events are few, so this only bounds
 # memory in a process that builds objects in a loop without ever training.
 MAX_EARLY_RECORDS = 1000
 
 
-def jsonable(value: Any) -> Any:
-    """Replace non-finite floats by the strings "nan"/"inf"/"-inf" (run-format.md, "Rank files")."""
-    if isinstance(value, float):
-        if math.isfinite(value):
-            return value
-        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    if isinstance(value, dict):
-        return {k: jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
-    return value
-
-
 def encode(record: dict[str, Any]) -> bytes:
-    return (json.dumps(jsonable(record), allow_nan=False, separators=(",", ":")) + "\n").encode()
+    """One checked record (ddp_doctor.records: declared kind and fields) as one JSON line."""
+    return _encode(check(record))
 
 
 class RankRecorder:

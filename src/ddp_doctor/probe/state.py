@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from ddp_doctor.probe.options import ProbeOptions
 from ddp_doctor.probe.recorder import RankRecorder
-from ddp_doctor.rundir import RANK_SCHEMA
+from ddp_doctor.records import RANK_SCHEMA
 
 F = TypeVar("F", bound=Callable[..., Any])
 

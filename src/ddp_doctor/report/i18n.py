@@ -17,7 +17,7 @@ WORDS: dict[str, Text] = {
     "tokens": Text("tokens", "token"),
     "gns": Text("Gradient noise scale B_simple", "梯度噪声尺度 B_simple"),
     "noise_band": Text("Loss noise: observed / predicted std", "损失噪声：观测 / 预测标准差"),
-    "problems": Text("Problems while reading", "读取时发现的问题"),
+    "problems": Text("Data quality (problems met while reading)", "数据质量（读取时发现的问题）"),
     "in_progress": Text("run still in progress (or launcher killed)", "运行仍在进行（或启动器被终止）"),
     "status": Text("Status", "状态"),
     "severity": Text("Severity", "严重程度"),

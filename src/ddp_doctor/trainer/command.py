@@ -115,9 +115,9 @@ def register(app: typer.Typer) -> None:
 def _launch(world: int, out_dir: str, **fields: object) -> None:
     """The demo: the trainer under the probe (`ddp-doctor run`), then the report in text and HTML."""
     from ddp_doctor.analysis.diagnose import diagnose
+    from ddp_doctor.records import TRAINER_DIR
     from ddp_doctor.report.command import write_report
     from ddp_doctor.report.text import render_console, report_console
-    from ddp_doctor.rundir import TRAINER_DIR
 
     console = report_console()
     run_dir = Path(out_dir).resolve()

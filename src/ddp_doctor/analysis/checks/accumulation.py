@@ -174,6 +174,8 @@ def _uneven(ctx: Context) -> Finding:
             ranks=len(ctx.run.ranks),
         )
     m = ctx.series.micro
+    if m.size == 0:
+        return not_measured(fid, "No optimizer step recorded yet.", "尚未记录到优化步。")
     counts = {r: int(np.isfinite(m[i]).sum()) for i, r in enumerate(ctx.series.ranks)}
     micro_tot = {r: int(np.nansum(m[i])) for i, r in enumerate(ctx.series.ranks)}
     both = np.isfinite(m).all(axis=0)

@@ -130,7 +130,7 @@ def _nonfinite(ctx: Context) -> Finding:
             handled = rec.get("where") == "grad" and 0 <= step < skipped.size and skipped[step]
             if not handled:
                 events.append((step, r, rec))
-        bad = ~np.isfinite(c.losses)
+        bad = c.loss_nonfinite  # recorded non-finite values, not values missing or damaged
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             step = int(np.repeat(c.step, c.micro_steps)[i])

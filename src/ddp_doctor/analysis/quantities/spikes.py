@@ -77,6 +77,8 @@ def robust_z(x: np.ndarray, window: int = WINDOW) -> tuple[np.ndarray, np.ndarra
     The baseline (median, MAD) is recomputed every :data:`STRIDE` steps from the `window` values
     before that step and held for the next STRIDE steps: it moves slowly, and this makes the rule
     STRIDE times cheaper on 10^5-step runs. A step is never part of its own baseline."""
+    if x.size == 0:  # a run polled before its first step
+        return np.zeros(0), np.zeros(0)
     pad = np.concatenate((np.full(window, np.nan), x))
     full = np.lib.stride_tricks.sliding_window_view(pad[:-1], window)  # row t: the values before t
     med, mad, enough = (np.empty(x.size), np.empty(x.size), np.empty(x.size, dtype=bool))
