@@ -50,8 +50,8 @@ def register(app: typer.Typer) -> None:
 
         from ddp_doctor.experiments.interventions import ENV_VAR, InterventionError, parse_sets, to_env
         from ddp_doctor.probe import launcher
+        from ddp_doctor.probe.claim import RunDirBusy
         from ddp_doctor.probe.options import LEVELS, ProbeOptions
-        from ddp_doctor.records import manifest_path
 
         if not command:
             typer.echo(
@@ -69,12 +69,13 @@ def register(app: typer.Typer) -> None:
                 typer.echo(f"ddp-doctor run: --set: {error}", err=True)
                 raise typer.Exit(USAGE_ERROR) from None
         run_dir = out if out is not None else launcher.default_run_dir()
-        if manifest_path(run_dir).exists():
-            typer.echo(f"ddp-doctor run: {run_dir} already holds a run; choose another --out", err=True)
-            raise typer.Exit(USAGE_ERROR)
         options = ProbeOptions(run_dir=run_dir.resolve(), level=level, every=every)  # type: ignore[arg-type]
         typer.echo(f"ddp-doctor: recording to {run_dir}", err=True)
-        code = launcher.run(list(command), options, environ=environ)
+        try:  # claims the directory, then checks it holds no run yet: a second concurrent run stops
+            code = launcher.run(list(command), options, environ=environ, require_fresh=True)
+        except (RunDirBusy, OSError) as error:
+            typer.echo(f"ddp-doctor run: {error}", err=True)
+            raise typer.Exit(USAGE_ERROR) from None
         typer.echo(
             f"ddp-doctor: run directory {run_dir} (exit code {code}); next: ddp-doctor report {run_dir}",
             err=True,

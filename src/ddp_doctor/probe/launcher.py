@@ -25,6 +25,7 @@ from typing import Any
 
 from ddp_doctor import __version__
 from ddp_doctor.experiments.interventions import ENV_VAR as INTERVENTIONS_ENV
+from ddp_doctor.probe.claim import RunDirBusy, claim, release
 from ddp_doctor.probe.options import ProbeOptions
 from ddp_doctor.records import RANKS_DIR, RUN_SCHEMA, manifest_path
 
@@ -111,13 +112,29 @@ def run(
     options: ProbeOptions,
     environ: Mapping[str, str] | None = None,
     runner: Runner | None = None,
+    require_fresh: bool = False,
 ) -> int:
     """Run `command` under the probe; return its exit code.
 
-    `environ` is the command's base environment (default: ours). Interventions travel in its
+    The run directory is claimed first (ddp_doctor.probe.claim): RunDirBusy when another launcher
+    holds it, or, with `require_fresh`, when it already holds a run. `environ` is the command's
+    base environment (default: ours). Interventions travel in its
     `DDP_DOCTOR_SET` (JSON, see ddp_doctor.experiments.interventions) and are recorded in the
     manifest, whether `run --set` or an outer tool such as `ablate` put them there.
     """
+    run_dir = options.run_dir
+    held = claim(run_dir)  # raises RunDirBusy: one launcher per run directory at a time
+    try:
+        if require_fresh and manifest_path(run_dir).exists():
+            raise RunDirBusy(f"{run_dir} already holds a run; choose another --out")
+        return _run_claimed(command, options, environ, runner)
+    finally:
+        release(held)
+
+
+def _run_claimed(
+    command: list[str], options: ProbeOptions, environ: Mapping[str, str] | None, runner: Runner | None
+) -> int:
     run_dir = options.run_dir
     (run_dir / RANKS_DIR).mkdir(parents=True, exist_ok=True)
     base_env = dict(os.environ if environ is None else environ)
