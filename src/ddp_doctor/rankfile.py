@@ -24,11 +24,13 @@ parsed once. Columns are then numpy arrays (:class:`StepColumns`), as the analys
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import json
 import math
 import os
 import stat
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,8 +45,11 @@ from ddp_doctor import records
 from ddp_doctor.records import Field
 
 CLIP_COLUMNS = ("max_norm", "total_norm", "after_unscale", "scaler")  # of a step record's `clip` entries
-CHUNK_LINES = 8192
+CHUNK_LINES = 32768
 MAX_LISTED_BAD_LINES = 5
+# Arrow parses blocks of this size in parallel threads; a longer line fails its chunk over to the
+# per-line path (slower, same result).
+BLOCK_BYTES = 1 << 20
 CACHE_VERSION = 4
 CACHE_MIN_BYTES = 4 * 2**20
 _DBL_MAX = np.finfo(np.float64).max
@@ -67,7 +72,15 @@ def _arrow_type(f: Field) -> pa.DataType:
     return {"int": pa.int64(), "float": pa.float64(), "bool": pa.bool_(), "str": pa.string()}[t]
 
 
-STEP_SCHEMA = pa.schema([pa.field(f.name, _arrow_type(f)) for f in records.KINDS["step"]])
+@functools.lru_cache(maxsize=4)
+def _schemas(fields: tuple[Field, ...]) -> tuple[pa.Schema, pa.Schema, pa.Schema]:
+    step = pa.schema([pa.field(f.name, _arrow_type(f)) for f in fields])
+    return step, step.insert(0, pa.field("kind", pa.string())), step.append(pa.field("_line", pa.int64()))
+
+
+def step_schema(which: int = 0) -> pa.Schema:
+    """The Arrow schema of `step` records (records.KINDS): 0 plain, 1 with `kind`, 2 with `_line`."""
+    return _schemas(records.KINDS["step"])[which]
 
 
 @dataclass
@@ -203,23 +216,41 @@ def read_regular(path: Path, limit: int | None = None) -> bytes:
 # --- parsing ------------------------------------------------------------------------------------
 
 
+def _arrow(blob: bytes, schema: pa.Schema) -> pa.Table | None:
+    """``blob`` (JSON Lines) parsed by Arrow with ``schema``; None when Arrow refuses it. The
+    writer's non-finite strings are mapped only after a first refusal (scanning costs time)."""
+    for attempt in range(2):
+        try:
+            return pj.read_json(
+                io.BytesIO(blob),
+                read_options=pj.ReadOptions(block_size=BLOCK_BYTES),
+                parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"),
+            )
+        except (pa.ArrowException, ValueError, OverflowError):
+            if attempt == 0 and any(old in blob for old, _ in _TOKENS):
+                for old, new in _TOKENS:
+                    blob = blob.replace(old, new)
+                continue
+            return None
+    return None
+
+
 def _lines_table(lines: list[bytes], numbers: list[int]) -> pa.Table | None:
     """Step lines of the writer's own form parsed by Arrow; None when Arrow refuses any of them."""
-    blob = b"\n".join(lines) + b"\n"
-    for old, new in _TOKENS:
-        if old in blob:
-            blob = blob.replace(old, new)
-    try:
-        tb = pj.read_json(
-            io.BytesIO(blob),
-            read_options=pj.ReadOptions(block_size=max(1 << 20, min(len(blob) + 1, 1 << 25))),
-            parse_options=pj.ParseOptions(explicit_schema=STEP_SCHEMA, unexpected_field_behavior="ignore"),
-        )
-    except (pa.ArrowException, ValueError, OverflowError):
-        return None
-    if tb.num_rows != len(lines):
+    tb = _arrow(b"\n".join(lines) + b"\n", step_schema())
+    if tb is None or tb.num_rows != len(lines):
         return None
     return tb.append_column("_line", pa.array(numbers, pa.int64()))
+
+
+def _whole_file(body: bytes, nonblank: list[int]) -> pa.Table | None:
+    """All lines of a file at once (the usual case: nothing damaged); the `step` rows, or None."""
+    tb = _arrow(body, step_schema(1))
+    if tb is None or tb.num_rows != len(nonblank):
+        return None
+    is_step = pc.equal(tb["kind"], "step")
+    lines = pc.filter(pa.array(nonblank, pa.int64()), is_step)
+    return tb.filter(is_step).drop_columns(["kind"]).append_column("_line", lines)
 
 
 def _row(rec: dict[str, Any]) -> dict[str, Any]:
@@ -254,6 +285,7 @@ def parse_rank_bytes(raw: bytes, rank: int, probs: Problems) -> tuple[RankData, 
     slow_steps: list[tuple[int, dict[str, Any]]] = []
     bad: list[int] = []
     wrong: dict[str, int] = {}
+    others: list[int] = []
     for lineno, line in enumerate(lines, start=1):
         if line.startswith(prefix):
             fast.append(line)
@@ -261,12 +293,20 @@ def parse_rank_bytes(raw: bytes, rank: int, probs: Problems) -> tuple[RankData, 
             continue
         if not line.strip():
             continue
+        others.append(lineno)
         rec = _decode(line)
         if rec is None:
             bad.append(lineno)
             continue
         _dispatch(rec, lineno, data, slow_steps, bad, wrong)
     tables = []
+    whole = None
+    if fast and not bad:  # one pass over the whole file: the common case
+        whole = _whole_file(raw[: len(raw) - len(tail)], sorted(fast_no + others))
+    if whole is not None:
+        tables.append(whole)
+        slow_steps = []  # Arrow read those too
+        fast = []
     for i in range(0, len(fast), CHUNK_LINES):
         chunk, nums = fast[i : i + CHUNK_LINES], fast_no[i : i + CHUNK_LINES]
         tb = _lines_table(chunk, nums)
@@ -281,13 +321,13 @@ def parse_rank_bytes(raw: bytes, rank: int, probs: Problems) -> tuple[RankData, 
                 _dispatch(rec, lineno, data, slow_steps, bad, wrong)
     if slow_steps:
         rows = [{**_row(r), "_line": n} for n, r in slow_steps]
-        tables.append(pa.Table.from_pylist(rows, schema=STEP_SCHEMA.append(pa.field("_line", pa.int64()))))
+        tables.append(pa.Table.from_pylist(rows, schema=step_schema(2)))
     if tables:
         table = pa.concat_tables(tables)
         if slow_steps and len(tables) > 1:
             table = table.take(pc.sort_indices(table["_line"]))
     else:
-        table = STEP_SCHEMA.append(pa.field("_line", pa.int64())).empty_table()
+        table = step_schema(2).empty_table()
     if bad:
         bad.sort()
         listed = ", ".join(str(n) for n in bad[:MAX_LISTED_BAD_LINES])
@@ -572,7 +612,14 @@ def cache_path(path: Path) -> Path:
 
 def file_key(path: Path) -> dict[str, int]:
     st = os.lstat(path)
-    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "ino": st.st_ino, "version": CACHE_VERSION}
+    schema = zlib.crc32(str(step_schema()).encode())  # a field added to records.py invalidates caches
+    return {
+        "size": st.st_size,
+        "mtime_ns": st.st_mtime_ns,
+        "ino": st.st_ino,
+        "version": CACHE_VERSION,
+        "schema": schema,
+    }
 
 
 def _meta(data: RankData, probs: Problems, key: dict[str, int]) -> dict[str, Any]:
@@ -648,7 +695,7 @@ def read_rank(path: Path, rank: int, use_cache: bool) -> tuple[RankData, Problem
         key = file_key(path)
     except OSError as exc:
         probs.add(f"rank {rank}: cannot read {path.name} ({exc.strerror}); ignored")
-        return RankData(rank=rank, steps=to_columns(STEP_SCHEMA.empty_table(), rank)), probs
+        return RankData(rank=rank, steps=to_columns(step_schema(2).empty_table(), rank)), probs
     if use_cache and key["size"] >= CACHE_MIN_BYTES:
         hit = load_cache(path, rank, key)
         if hit is not None:
@@ -657,7 +704,7 @@ def read_rank(path: Path, rank: int, use_cache: bool) -> tuple[RankData, Problem
         raw = read_regular(path)
     except OSError as exc:
         probs.add(f"rank {rank}: cannot read {exc}; ignored")
-        return RankData(rank=rank, steps=to_columns(STEP_SCHEMA.empty_table(), rank)), probs
+        return RankData(rank=rank, steps=to_columns(step_schema(2).empty_table(), rank)), probs
     data, table = parse_rank_bytes(raw, rank, probs)
     data.steps = to_columns(table, rank, probs)
     if data.headers_seen == 0:

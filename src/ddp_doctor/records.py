@@ -247,11 +247,12 @@ MANIFEST_FIELDS: tuple[Field, ...] = (
     F("attached", "bool"),
 )
 
-STEP_FIELDS = {f.name: f for f in KINDS["step"]}
 
-
-_NAMES = {kind: frozenset(f.name for f in fields) for kind, fields in KINDS.items()}
-_CONFIG_NAMES = {what: _NAMES["config"] | {f.name for f in fields} for what, fields in CONFIG_FIELDS.items()}
+def _names(kind: Any, what: Any) -> set[str] | None:
+    fields = KINDS.get(kind) if isinstance(kind, str) else None
+    if fields is None or (kind == "config" and what not in CONFIG_FIELDS):
+        return None
+    return {f.name for f in fields} | ({f.name for f in CONFIG_FIELDS[what]} if kind == "config" else set())
 
 
 def check(rec: dict[str, Any]) -> dict[str, Any]:
@@ -260,7 +261,7 @@ def check(rec: dict[str, Any]) -> dict[str, Any]:
     so a writer cannot drift from the contract (the instrument that tries is disabled and a
     `probe_error` is written instead)."""
     kind = rec.get("kind")
-    names = _CONFIG_NAMES.get(rec.get("what")) if kind == "config" else _NAMES.get(kind)
+    names = _names(kind, rec.get("what"))
     if names is None:
         raise KeyError(
             f"undeclared record kind {kind!r}/{rec.get('what')!r} (declare it in ddp_doctor/records.py)"

@@ -112,3 +112,67 @@ def test_column_cache_gives_the_same_data_and_follows_file_changes(make_run, mon
         fh.write("not json\n")
     again = read_run(path)
     assert any("corrupt line" in p for p in again.problems)
+
+
+def test_fast_chunked_and_per_line_paths_give_the_same_columns(make_run, monkeypatch):
+    """Arrow on the whole file, Arrow per chunk (a damaged line elsewhere) and json.loads per line
+    (another writer's spacing) must agree value for value, non-finite strings included."""
+    import dataclasses
+
+    import numpy as np
+
+    import ddp_doctor.rankfile as rankfile
+    from ddp_doctor import records
+
+    monkeypatch.setattr(rankfile, "CHUNK_LINES", 16)
+    path = make_run(steps=80, faults=("nonfinite", "fp16-overflow", "grad-spike"))
+    fast = read_run(path, use_cache=False).ranks[1]
+    lines = records.rank_file(path, 1).read_text().splitlines(keepends=True)
+    damaged = [*lines[:30], "not json\n", *lines[30:]]
+    records.rank_file(path, 1).write_text("".join(damaged))
+    chunked = read_run(path, use_cache=False).ranks[1]
+    spaced = "".join(json.dumps(json.loads(ln)) + "\n" for ln in lines)
+    records.rank_file(path, 1).write_text(spaced)
+    slow = read_run(path, use_cache=False).ranks[1]
+    assert fast.steps.loss_nonfinite.any()
+    for other in (chunked, slow):
+        for f in dataclasses.fields(fast.steps):
+            a, b = getattr(fast.steps, f.name), getattr(other.steps, f.name)
+            if isinstance(a, np.ndarray):
+                assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), f.name
+            else:
+                assert a == b, f.name
+        assert (fast.configs, fast.replica, fast.header, fast.end) == (
+            other.configs,
+            other.replica,
+            other.header,
+            other.end,
+        )
+
+
+def test_a_step_field_declared_in_records_is_written_read_and_cached(tmp_path, monkeypatch):
+    """Adding a field is one line in records.py: the writer's check accepts it, the reader turns a
+    numeric one into a column (StepColumns.extra), the cache keeps it."""
+    import numpy as np
+
+    import ddp_doctor.rankfile as rankfile
+    from ddp_doctor import records
+
+    extra = (records.F("update_ratio", "float", "step"), records.F("logged_loss", "list[float]", "micro"))
+    monkeypatch.setitem(records.KINDS, "step", records.KINDS["step"] + extra)
+    monkeypatch.setattr(rankfile, "CACHE_MIN_BYTES", 1)
+    lines = [records.record("header", schema=records.RANK_SCHEMA, rank=0, world_size=1)]
+    for s in range(3):
+        lines.append(
+            records.record(
+                "step", step=s, micro_steps=2, losses=[1.0, 2.0], update_ratio=0.1 * s, logged_loss=[s, "nan"]
+            )
+        )
+    records.rank_file(tmp_path, 0).parent.mkdir(parents=True)
+    records.rank_file(tmp_path, 0).write_bytes(b"".join(records.encode(r) for r in lines))
+    for _ in ("cold", "warm"):
+        cols = read_run(tmp_path).ranks[0].steps
+        assert np.allclose(cols.extra["update_ratio"], [0.0, 0.1, 0.2])
+        assert np.array_equal(cols.extra["logged_loss"], [0, np.nan, 1, np.nan, 2, np.nan], equal_nan=True)
+    with pytest.raises(KeyError, match="declares no field"):
+        records.record("step", step=0, not_declared=1)
