@@ -16,14 +16,16 @@ How (docs/report.md, "Reading rank files", has the measurements behind the choic
 4. Steps are validated (numbers within what the bytes can hold, duplicates dropped, micro-step
    counts bounded by the lists present) so no number in the data sizes an allocation by itself.
 
-The resulting Arrow table is cached as Parquet in RUN/.ddp-doctor-cache/ (keyed by size, mtime
-and inode; written to a temp file and renamed, never through a symlink), so a finished run is
-parsed once. Columns are then numpy arrays (:class:`StepColumns`), as the analysis expects.
+The resulting numpy columns (:class:`StepColumns`, as the analysis expects) are cached as an Arrow
+IPC file in RUN/.ddp-doctor-cache/ (keyed by size, mtime, inode and the step schema; written to a
+temp file and renamed, never through a symlink), so a finished run is parsed once and a warm read
+is a file read with no conversion.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import io
 import json
@@ -38,8 +40,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.ipc  # noqa: F401 - pa.ipc
 import pyarrow.json as pj
-import pyarrow.parquet as pq
 
 from ddp_doctor import records
 from ddp_doctor.records import Field
@@ -604,10 +606,13 @@ def to_columns(table: pa.Table, rank: int, probs: Problems | None = None) -> Ste
 # --- one rank file, with its cache ------------------------------------------------------------
 
 _META_LISTS = ("configs", "sampler", "replica", "full", "compile_check", "unused", "probe_errors")
+_COLUMN_ARRAYS = tuple(
+    f.name for f in dataclasses.fields(StepColumns) if f.name not in ("nonfinite", "autocast", "extra")
+)
 
 
 def cache_path(path: Path) -> Path:
-    return path.parent.parent / records.CACHE_DIR / (path.stem + ".parquet")
+    return path.parent.parent / records.CACHE_DIR / (path.stem + ".arrow")
 
 
 def file_key(path: Path) -> dict[str, int]:
@@ -623,6 +628,8 @@ def file_key(path: Path) -> dict[str, int]:
 
 
 def _meta(data: RankData, probs: Problems, key: dict[str, int]) -> dict[str, Any]:
+    c = data.steps
+    assert c is not None
     return {
         "key": key,
         "problems": probs.all,
@@ -633,46 +640,81 @@ def _meta(data: RankData, probs: Problems, key: dict[str, int]) -> dict[str, Any
         "records": data.records,
         "headers_seen": data.headers_seen,
         "lines": data.lines,
+        "nonfinite": c.nonfinite,
+        "autocast": sorted(c.autocast),
+        "extra": sorted(c.extra),
         **{k: getattr(data, k) for k in _META_LISTS},
     }
 
 
-def save_cache(path: Path, table: pa.Table, meta: dict[str, Any]) -> None:
-    """Write the cache through a fresh temp file renamed over the old one; no symlink is followed
-    (a cache directory that is a symlink, or is not ours to write, means no cache)."""
+def _column(a: np.ndarray) -> pa.Array:
+    """One numpy array as a one-row list column (arrays of different lengths share one table)."""
+    if a.dtype.kind == "S":
+        width = max(a.dtype.itemsize, 1)
+        values = pa.FixedSizeBinaryArray.from_buffers(
+            pa.binary(width), len(a), [None, pa.py_buffer(a.astype(f"S{width}").tobytes())]
+        )
+    else:
+        values = pa.array(a.reshape(-1))
+    return pa.LargeListArray.from_arrays(pa.array([0, len(values)], pa.int64()), values)
+
+
+def _array(col: pa.ChunkedArray, shape1: int | None = None) -> np.ndarray:
+    values = col.chunk(0).values
+    if pa.types.is_fixed_size_binary(values.type):
+        w = values.type.byte_width
+        out = np.frombuffer(values.buffers()[1], dtype=f"S{w}", count=len(values), offset=values.offset * w)
+    else:
+        out = values.to_numpy(zero_copy_only=False)
+    return out.reshape(-1, shape1) if shape1 else out
+
+
+def save_cache(path: Path, data: RankData, probs: Problems, key: dict[str, int]) -> bool:
+    """Write the columns as an Arrow IPC file through a fresh temp file renamed over the old one;
+    no symlink is followed (a cache directory that is a symlink, or not ours to write: no cache)."""
     out = cache_path(path)
+    c = data.steps
     try:
         with contextlib.suppress(FileExistsError):
             out.parent.mkdir(mode=0o700)
-        if not stat.S_ISDIR(os.lstat(out.parent).st_mode):
-            return
+        if c is None or not stat.S_ISDIR(os.lstat(out.parent).st_mode):
+            return False
+        arrays = {k: getattr(c, k) for k in _COLUMN_ARRAYS} | {f"extra.{k}": v for k, v in c.extra.items()}
+        table = pa.table({k: _column(v) for k, v in arrays.items()})
+        table = table.replace_schema_metadata({b"ddp_doctor": json.dumps(_meta(data, probs, key)).encode()})
         tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
         try:
-            with os.fdopen(fd, "wb") as fh:
-                schema_meta = {b"ddp_doctor": json.dumps(meta).encode()}
-                pq.write_table(table.replace_schema_metadata(schema_meta), fh)
+            with os.fdopen(fd, "wb") as fh, pa.ipc.new_file(fh, table.schema) as writer:
+                writer.write_table(table)
             os.replace(tmp, out)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise
-    except (OSError, ValueError, TypeError, pa.ArrowException, RecursionError):
-        pass  # a read-only run directory: no cache, no problem
+    except (OSError, ValueError, TypeError, pa.ArrowException, RecursionError, AssertionError):
+        return False  # a read-only run directory: no cache, no problem
+    return True
 
 
-def load_cache(path: Path, rank: int, key: dict[str, int]) -> tuple[RankData, StepColumns, Problems] | None:
-    cached = cache_path(path)
+def load_cache(path: Path, rank: int, key: dict[str, int]) -> tuple[RankData, Problems] | None:
     try:
-        raw = read_regular(cached)
-        table = pq.read_table(pa.BufferReader(raw))
+        raw = read_regular(cache_path(path))
+        table = pa.ipc.open_file(pa.py_buffer(raw)).read_all()
         meta = json.loads(table.schema.metadata[b"ddp_doctor"])
         if meta["key"] != key:
             return None
-        table = table.replace_schema_metadata(None)
+        cols = {k: _array(table[k], len(CLIP_COLUMNS) if k == "clip" else None) for k in _COLUMN_ARRAYS}
+        steps = StepColumns(
+            **cols,
+            nonfinite=[(int(s), r) for s, r in meta["nonfinite"]],
+            autocast=set(meta["autocast"]),
+            extra={k: _array(table[f"extra.{k}"]) for k in meta["extra"]},
+        )
         data = RankData(
             rank=rank,
             header=meta["header"],
+            steps=steps,
             end=meta["end"],
             unknown_kinds=int(meta["unknown_kinds"]),
             records=meta["records"],
@@ -682,24 +724,14 @@ def load_cache(path: Path, rank: int, key: dict[str, int]) -> tuple[RankData, St
         )
         probs = Problems()
         probs.all, probs.damage = list(meta["problems"]), list(meta["damage"])
-        data.steps = to_columns(table, rank)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, pa.ArrowException):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError, pa.ArrowException):
         return None
-    return data, data.steps, probs
+    return data, probs
 
 
-def read_rank(path: Path, rank: int, use_cache: bool) -> tuple[RankData, Problems]:
-    """One rank file: from the cache when unchanged since it was parsed, else parsed (and cached)."""
+def parse_rank(path: Path, rank: int) -> tuple[RankData, Problems]:
+    """One rank file parsed (no cache)."""
     probs = Problems()
-    try:
-        key = file_key(path)
-    except OSError as exc:
-        probs.add(f"rank {rank}: cannot read {path.name} ({exc.strerror}); ignored")
-        return RankData(rank=rank, steps=to_columns(step_schema(2).empty_table(), rank)), probs
-    if use_cache and key["size"] >= CACHE_MIN_BYTES:
-        hit = load_cache(path, rank, key)
-        if hit is not None:
-            return hit[0], hit[2]
     try:
         raw = read_regular(path)
     except OSError as exc:
@@ -720,10 +752,30 @@ def read_rank(path: Path, rank: int, use_cache: bool) -> tuple[RankData, Problem
             f"{err.get('step')} and was disabled: {str(err.get('error'))[:300]}",
             damage=False,
         )
-    if use_cache and key["size"] >= CACHE_MIN_BYTES:
-        with contextlib.suppress(OSError):
-            if file_key(path) == key:  # unchanged while we read it
-                save_cache(path, table, _meta(data, probs, key))
+    return data, probs
+
+
+def cacheable(key: dict[str, int] | None) -> bool:
+    return key is not None and key["size"] >= CACHE_MIN_BYTES
+
+
+def key_of(path: Path) -> dict[str, int] | None:
+    try:
+        return file_key(path)
+    except OSError:
+        return None
+
+
+def read_rank(path: Path, rank: int, use_cache: bool) -> tuple[RankData, Problems]:
+    """One rank file: from the cache when unchanged since it was parsed, else parsed (and cached)."""
+    key = key_of(path)
+    if use_cache and cacheable(key):
+        hit = load_cache(path, rank, key)  # type: ignore[arg-type]
+        if hit is not None:
+            return hit
+    data, probs = parse_rank(path, rank)
+    if use_cache and cacheable(key) and key_of(path) == key:  # unchanged while we read it
+        save_cache(path, data, probs, key)  # type: ignore[arg-type]
     return data, probs
 
 

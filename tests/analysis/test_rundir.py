@@ -96,7 +96,7 @@ def test_column_cache_gives_the_same_data_and_follows_file_changes(make_run, mon
     monkeypatch.setattr(rankfile, "CACHE_MIN_BYTES", 1)
     path = make_run(steps=80, faults=("nonfinite", "fp16-overflow"))
     cold = read_run(path)
-    assert (path / rundir.CACHE_DIR / "rank-00000.parquet").exists()
+    assert (path / rundir.CACHE_DIR / "rank-00000.arrow").exists()
     warm = read_run(path)
     for r in cold.ranks:
         a, b = cold.ranks[r], warm.ranks[r]
