@@ -53,7 +53,7 @@ MAX_LISTED_BAD_LINES = 5
 # per-line path (slower, same result).
 BLOCK_BYTES = 1 << 20
 CACHE_VERSION = 4
-CACHE_MIN_BYTES = 4 * 2**20
+CACHE_MIN_BYTES = 4 * 2**20  # runs (all rank files together) smaller than this are not cached
 _DBL_MAX = np.finfo(np.float64).max
 _NAN_MARK = float(np.nextafter(_DBL_MAX, 0))  # 1.7976931348623155e308 stands for "nan" in the fast path
 _TOKENS = (
@@ -756,7 +756,8 @@ def parse_rank(path: Path, rank: int) -> tuple[RankData, Problems]:
 
 
 def cacheable(key: dict[str, int] | None) -> bool:
-    return key is not None and key["size"] >= CACHE_MIN_BYTES
+    """Whether a file can be cached (the caller decides whether the run is big enough to)."""
+    return key is not None
 
 
 def key_of(path: Path) -> dict[str, int] | None:

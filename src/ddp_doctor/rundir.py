@@ -21,9 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ddp_doctor import records
+from ddp_doctor import rankfile, records
 from ddp_doctor.rankfile import (
-    CACHE_MIN_BYTES,
     CLIP_COLUMNS,
     Problems,
     RankData,
@@ -50,7 +49,6 @@ from ddp_doctor.records import (
 
 __all__ = [
     "CACHE_DIR",
-    "CACHE_MIN_BYTES",
     "CLIP_COLUMNS",
     "MANIFEST",
     "RANKS_DIR",
@@ -123,9 +121,12 @@ def _read_all(named: list[tuple[Path, int]], use_cache: bool = True) -> list[tup
     in worker processes (one per core) when there is enough new data to pay for them."""
     done: list[tuple[int, RankData, Problems]] = []
     todo: list[tuple[Path, int, bool]] = []
+    keys = {rank: key_of(path) for path, rank in named}
+    # a small run is parsed faster than a cache is checked; a big one is cached rank by rank
+    use_cache = use_cache and sum(k["size"] for k in keys.values() if k) >= rankfile.CACHE_MIN_BYTES
     total = 0
     for path, rank in named:
-        key = key_of(path)
+        key = keys[rank]
         hit = load_cache(path, rank, key) if use_cache and cacheable(key) else None  # type: ignore[arg-type]
         if hit is not None:
             done.append((rank, hit[0], hit[1]))
