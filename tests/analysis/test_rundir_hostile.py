@@ -249,3 +249,14 @@ def test_short_rank_without_end_and_sigkilled_rank(tmp_path):
     diag = report_all(path)
     assert has(diag.run_info["problems"], "rank 1 (last step 29)", "no end record", "exit code 1")
     assert "ruled-out" not in {h.verdict for h in diag.hypotheses}
+
+
+@pytest.mark.parametrize("where", ["missing/dir/report.json", "."])
+def test_output_into_a_missing_directory_or_onto_a_directory_is_an_input_error(run, tmp_path, where):
+    from typer.testing import CliRunner
+
+    from ddp_doctor.cli import app
+
+    result = CliRunner().invoke(app, ["report", str(run), "--format", "json", "-o", str(tmp_path / where)])
+    assert result.exit_code == 2
+    assert "cannot write" in result.output

@@ -80,6 +80,9 @@ def register(app: typer.Typer) -> None:
         except RunDirError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None
+        except OSError as exc:  # --output into a missing directory, onto a directory, read-only, ...
+            typer.echo(f"error: cannot write {output}: {exc.strerror or exc}", err=True)
+            raise typer.Exit(2) from None
         if output is None:
             typer.echo(text, nl=False)
         else:
