@@ -142,7 +142,7 @@ def _probe_run(world: int, run_dir: Path, console: Console, **fields: object) ->
     can compare what the script logged with what the ranks computed."""
     from ddp_doctor.probe import launcher
     from ddp_doctor.probe.options import ProbeOptions
-    from ddp_doctor.rundir import TRAINER_DIR
+    from ddp_doctor.records import TRAINER_DIR
     from ddp_doctor.trainer.config import TrainConfig
     from ddp_doctor.trainer.launch import LaunchCommand, build_command, run_command
 
