@@ -8,7 +8,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "attach"]
+__all__ = ["__version__", "attach", "load"]
 
 
 def attach(**options: object) -> None:
@@ -19,3 +19,14 @@ def attach(**options: object) -> None:
     from ddp_doctor.probe.attach import attach as _attach
 
     _attach(**options)
+
+
+def load(path: object, **options: object) -> object:
+    """Diagnose a run directory or an imported log; returns a :class:`ddp_doctor.report.load.Report`.
+
+    Options (``world_size``, ``micro_batch``, ``accum``, ``tokens_per_sample``, ``max_norm``,
+    ``keys``) are those of ``ddp-doctor report``; see docs/api.md.
+    """
+    from ddp_doctor.report.load import load as _load
+
+    return _load(path, **options)  # type: ignore[arg-type]

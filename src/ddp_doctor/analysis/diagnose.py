@@ -31,6 +31,7 @@ from ddp_doctor.analysis.checks import (
     spikes_clipping,
 )
 from ddp_doctor.analysis.context import Context, build_context
+from ddp_doctor.analysis.reduced import reduced_run_info, restrict
 from ddp_doctor.catalog import FINDINGS, HYPOTHESES, UI
 from ddp_doctor.findings import Finding, HypothesisVerdict, sort_findings
 from ddp_doctor.rundir import RunData, read_run
@@ -211,9 +212,14 @@ def diagnose_run(run: RunData) -> Diagnosis:
         warnings.simplefilter("ignore", RuntimeWarning)
         ctx = build_context(run)
         findings = run_findings(ctx)
+    info = run_info(ctx)
+    imported = run.manifest.get("imported")
+    if isinstance(imported, dict):  # a reduced run from logs (analysis/reduced.py, docs/import.md)
+        findings = restrict(findings, imported)
+        info = reduced_run_info(info, imported)
     by_id = {f.id: f for f in findings}
     hyps = [downgrade(verdict(h, by_id), run.damage) for h in HYPOTHESES]
-    return Diagnosis(run_info=run_info(ctx), findings=findings, hypotheses=hyps, context=ctx)
+    return Diagnosis(run_info=info, findings=findings, hypotheses=hyps, context=ctx)
 
 
 def diagnose(path: Path | str) -> Diagnosis:

@@ -1,8 +1,10 @@
-"""`ddp-doctor report DIR [--format text|json|html] [--output FILE] [--lang en|zh]`.
+"""`ddp-doctor report PATH [--format text|json|html] [--output FILE] [--lang en|zh]`.
 
-Reads a run directory, runs the analysis and renders it. Exit 0 with a report (also for a run in
-progress or with damaged files: the problems are listed in the report), 2 for a path that is not a
-run directory or bad flags. Heavy imports (numpy, rich tables) happen inside the command.
+PATH is a run directory or a log the user already has (HF trainer_state.json, TensorBoard events,
+W&B offline run: docs/import.md; `--key`, `--world-size` … fill in what a log lacks). Exit 0 with a
+report (also for a run in progress or with damaged files: the problems are listed in the report),
+1 with `--fail-on LEVEL` when a confirmed finding is at least that severe, 2 for a path that is
+neither a run nor a supported log, or bad flags. Heavy imports happen inside the command.
 """
 
 from __future__ import annotations
@@ -13,6 +15,23 @@ import typer
 
 FORMATS = ("text", "json", "html")
 LANGS = ("en", "zh")
+FAIL_ON = ("error", "warning")
+EXPORTS = ("tensorboard", "wandb")
+
+
+def render(diag, fmt: str = "text", lang: str = "en") -> str:  # type: ignore[no-untyped-def]
+    """The report of a diagnosis in ``fmt``."""
+    if fmt == "json":
+        from ddp_doctor.report.to_json import render_json
+
+        return render_json(diag, lang) + "\n"  # type: ignore[arg-type]
+    if fmt == "html":
+        from ddp_doctor.report.html import render_html
+
+        return render_html(diag, lang)  # type: ignore[arg-type]
+    from ddp_doctor.report.text import render_text
+
+    return render_text(diag, lang)  # type: ignore[arg-type]
 
 
 def write_report(run_dir: Path, fmt: str = "text", output: Path | None = None, lang: str = "en") -> str:
@@ -21,24 +40,40 @@ def write_report(run_dir: Path, fmt: str = "text", output: Path | None = None, l
     Raises :class:`ddp_doctor.rundir.RunDirError` for a directory that is not a run. Used by the
     CLI and by `ddp-doctor demo`.
     """
-    from ddp_doctor.analysis.diagnose import diagnose
+    from ddp_doctor.report.load import diagnose_path
 
-    diag = diagnose(run_dir)
-    if fmt == "json":
-        from ddp_doctor.report.to_json import render_json
-
-        out = render_json(diag, lang) + "\n"
-    elif fmt == "html":
-        from ddp_doctor.report.html import render_html
-
-        out = render_html(diag, lang)
-    else:
-        from ddp_doctor.report.text import render_text
-
-        out = render_text(diag, lang)
+    out = render(diagnose_path(run_dir), fmt, lang)
     if output is not None:
         Path(output).write_text(out, encoding="utf-8")
     return out
+
+
+def parse_export(value: str) -> tuple[str, Path | None]:
+    """``"tensorboard"`` / ``"tensorboard=DIR"`` / ``"wandb"`` → (target, DIR or None)."""
+    target, _, where = value.partition("=")
+    if target not in EXPORTS:
+        raise ValueError(f"--export must be tensorboard[=DIR] or wandb[=DIR], got {value!r}")
+    return target, Path(where) if where else None
+
+
+def default_export_dir(path: Path) -> Path:
+    """RUN/tensorboard for a run dir; beside an imported log (so TensorBoard shows both)."""
+    from ddp_doctor.importers.detect import detect
+
+    if detect(path) == "rundir":
+        return path / "tensorboard"
+    return (path if path.is_dir() else path.parent) / "ddp-doctor"
+
+
+def export(diag, target: str, where: Path | None, source: Path) -> str:  # type: ignore[no-untyped-def]
+    """Run one exporter; return where it wrote. Raises ExportError."""
+    if target == "tensorboard":
+        from ddp_doctor.report.export_tensorboard import export_tensorboard
+
+        return str(export_tensorboard(diag, where or default_export_dir(source)))
+    from ddp_doctor.report.export_wandb import export_wandb
+
+    return export_wandb(diag, where)
 
 
 def register(app: typer.Typer) -> None:
@@ -46,12 +81,48 @@ def register(app: typer.Typer) -> None:
 
     @app.command("report")
     def report(
-        run_dir: Path = typer.Argument(..., help="Run directory written by `ddp-doctor run`."),
+        run_dir: Path = typer.Argument(
+            ...,
+            help="Run directory written by `ddp-doctor run`, or a log: HF trainer_state.json, "
+            "TensorBoard log dir / event file, W&B offline run dir (docs/import.md).",
+        ),
         fmt: str = typer.Option("text", "--format", "-f", help="text | json | html"),
         output: Path = typer.Option(
             None, "--output", "-o", help="Write the report here (html default: DIR/report.html)."
         ),
         lang: str = typer.Option("en", "--lang", help="en | zh"),
+        fail_on: str = typer.Option(
+            None,
+            "--fail-on",
+            help="error | warning: exit 1 when a confirmed finding is at least this severe.",
+        ),
+        exports: list[str] | None = typer.Option(
+            None,
+            "--export",
+            metavar="tensorboard[=DIR]|wandb",
+            help="Also write the curves and findings to TensorBoard (default DIR: RUN/tensorboard, or "
+            "beside the log) or W&B (the active run, else an offline one). Repeatable.",
+        ),
+        keys: list[str] | None = typer.Option(
+            None,
+            "--key",
+            metavar="FIELD=NAME",
+            help="Imported logs: scalar NAME is FIELD (loss, grad_norm, "
+            "lr, loss_scale, epoch), e.g. --key loss=my/loss. Repeatable.",
+        ),
+        world_size: int = typer.Option(None, "--world-size", min=1, help="Imported logs: number of ranks."),
+        micro_batch: int = typer.Option(
+            None, "--micro-batch", min=1, help="Imported logs: samples per rank per micro-step."
+        ),
+        accum: int = typer.Option(
+            None, "--accum", min=1, help="Imported logs: micro-steps per optimizer step."
+        ),
+        tokens_per_sample: int = typer.Option(
+            None, "--tokens-per-sample", min=1, help="Imported logs: tokens per sample."
+        ),
+        max_norm: float = typer.Option(
+            None, "--max-norm", help="Imported logs: the clip_grad_norm_ max_norm used."
+        ),
     ) -> None:
         """Diagnose a run: every hypothesis confirmed, ruled out (with numbers) or not measured."""
         if fmt not in FORMATS:
@@ -60,30 +131,60 @@ def register(app: typer.Typer) -> None:
         if lang not in LANGS:
             typer.echo(f"error: --lang must be one of {', '.join(LANGS)}, got {lang!r}", err=True)
             raise typer.Exit(2)
+        if fail_on is not None and fail_on not in FAIL_ON:
+            typer.echo(f"error: --fail-on must be one of {', '.join(FAIL_ON)}, got {fail_on!r}", err=True)
+            raise typer.Exit(2)
+        from ddp_doctor.importers.series import ImportOptions, KeyError_, parse_keys
+        from ddp_doctor.report.export_tensorboard import ExportError
+        from ddp_doctor.report.load import diagnose_path, failing
         from ddp_doctor.rundir import RunDirError
 
-        if fmt == "html" and output is None and run_dir.is_dir():
-            output = run_dir / "report.html"
-        if fmt == "text" and output is None:
-            from ddp_doctor.analysis.diagnose import diagnose
-            from ddp_doctor.report.text import render_console, report_console
-
-            try:
-                diag = diagnose(run_dir)
-            except RunDirError as exc:
-                typer.echo(f"error: {exc}", err=True)
-                raise typer.Exit(2) from None
-            render_console(diag, report_console(), lang)
-            return
         try:
-            text = write_report(run_dir, fmt, output, lang)
+            targets = [parse_export(e) for e in exports or []]
+            options = ImportOptions(
+                keys=parse_keys(keys),
+                world_size=world_size,
+                micro_batch=micro_batch,
+                accum=accum,
+                tokens_per_sample=tokens_per_sample,
+                max_norm=max_norm,
+            )
+        except (ValueError, KeyError_) as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
+        try:
+            diag = diagnose_path(run_dir, options)
         except RunDirError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None
-        except OSError as exc:  # --output into a missing directory, onto a directory, read-only, ...
-            typer.echo(f"error: cannot write {output}: {exc.strerror or exc}", err=True)
-            raise typer.Exit(2) from None
-        if output is None:
-            typer.echo(text, nl=False)
+        if fmt == "html" and output is None and run_dir.is_dir() and "imported" not in diag.run_info:
+            output = run_dir / "report.html"
+        if fmt == "text" and output is None:
+            from ddp_doctor.report.text import render_console, report_console
+
+            render_console(diag, report_console(), lang)  # type: ignore[arg-type]
         else:
-            typer.echo(f"report written to {output}", err=True)
+            text = render(diag, fmt, lang)
+            if output is None:
+                typer.echo(text, nl=False)
+            else:
+                try:
+                    Path(output).write_text(text, encoding="utf-8")
+                except OSError as exc:  # --output into a missing directory, onto a directory, read-only
+                    typer.echo(f"error: cannot write {output}: {exc.strerror or exc}", err=True)
+                    raise typer.Exit(2) from None
+                typer.echo(f"report written to {output}", err=True)
+        for target, where in targets:
+            try:
+                typer.echo(f"exported to {target}: {export(diag, target, where, run_dir)}", err=True)
+            except ExportError as exc:
+                typer.echo(f"error: {exc}", err=True)
+                raise typer.Exit(2) from None
+        if fail_on is not None:
+            bad = failing(diag, fail_on)
+            if bad:
+                typer.echo(
+                    f"--fail-on {fail_on}: {len(bad)} confirmed finding(s): {', '.join(f.id for f in bad)}",
+                    err=True,
+                )
+                raise typer.Exit(1)

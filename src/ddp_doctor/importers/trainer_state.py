@@ -1,0 +1,52 @@
+"""HF Trainer's ``trainer_state.json`` (``Trainer.save_state()`` / every checkpoint).
+
+``log_history`` is a list of the dicts ``Trainer.log`` received: training rows (``loss``,
+``grad_norm``, ``learning_rate``, ``epoch``, ``step``), evaluation rows (``eval_*``) and one final
+summary row (``train_loss`` = the mean over the whole run, ``train_runtime`` …) that is not a
+per-step value and is skipped. ``step`` is ``global_step``, which counts optimizer steps from 1.
+A training row's ``loss`` is the mean over the ``logging_steps`` steps since the previous row,
+gathered over ranks.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ddp_doctor.importers.series import LogSeries, finite_or_nan
+
+MAX_BYTES = 512 * 2**20  # a trainer_state.json is kilobytes to a few MB; refuse what cannot be one
+SUMMARY_KEYS = ("train_runtime", "total_flos", "train_samples_per_second")
+
+
+def read_trainer_state(path: Path) -> LogSeries:
+    from ddp_doctor.importers.detect import LogImportError
+
+    try:
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            raise LogImportError(f"{path}: {size} bytes is too large for a trainer_state.json")
+        state = json.loads(path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, ValueError) as exc:
+        raise LogImportError(f"{path}: not readable as JSON ({exc})") from None
+    if not isinstance(state, dict) or not isinstance(state.get("log_history"), list):
+        raise LogImportError(f"{path}: no `log_history` list: not a HF trainer_state.json")
+    out = LogSeries(source="trainer_state", path=str(path), scalars={}, step_base=1)
+    bad = 0
+    for row in state["log_history"]:
+        if not isinstance(row, dict) or any(k in row for k in SUMMARY_KEYS):
+            continue
+        step = row.get("step")
+        if not isinstance(step, int) or isinstance(step, bool):
+            bad += 1
+            continue
+        for key, value in row.items():
+            # numbers only (json.loads gives NaN/Infinity as floats); strings, lists, bools are not scalars
+            if key != "step" and isinstance(value, (int, float)) and not isinstance(value, bool):
+                out.scalars.setdefault(key, []).append((step, finite_or_nan(value)))
+    if bad:
+        out.problems.append(f"{bad} log_history row(s) without an integer `step` skipped")
+    for key in ("train_batch_size", "logging_steps", "max_steps"):
+        if isinstance(state.get(key), int) and not isinstance(state.get(key), bool):
+            out.facts[key] = state[key]
+    return out

@@ -1,0 +1,101 @@
+"""W&B offline runs (``wandb/offline-run-*/run-*.wandb``), read with wandb's own reader.
+
+The ``.wandb`` file is wandb's transaction log (LevelDB-style framed protobuf records). wandb ≥ 0.2x
+dropped its Python ``DataStore``; the public reader is now ``wandb leet inspect --json FILE``
+(the wandb-core binary shipped in the wheel), which prints one JSON object per record. We run it
+with this interpreter (``python -m wandb``) and keep the ``history`` records: ``history.item`` is
+the dict passed to ``wandb.log`` (nested keys flattened with dots, NaN as the string ``"NaN"``),
+``history.step.num`` wandb's step. HF's WandbCallback adds ``train/global_step`` to every row: when
+present it is the step (optimizer steps counted from 1), else wandb's step.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from ddp_doctor.importers.series import LogSeries, finite_or_nan
+
+TIMEOUT_S = 600  # the reader streams; a log this slow to read is reported, not waited on forever
+MAX_BAD_LINES = 5
+GLOBAL_STEP_KEYS = ("train/global_step", "trainer/global_step", "global_step")
+
+
+def wandb_file(path: Path) -> Path | None:
+    if path.is_file():
+        return path
+    files = sorted(path.glob("*.wandb"))
+    return files[-1] if files else None
+
+
+def read_wandb_offline(path: Path) -> LogSeries:
+    from ddp_doctor.importers.detect import LogImportError
+
+    try:
+        import wandb  # noqa: F401
+    except ImportError:
+        raise LogImportError(
+            "reading W&B offline runs needs the wandb package: pip install 'ddp-doctor[import]'"
+        ) from None
+    log = wandb_file(path)
+    if log is None:
+        raise LogImportError(f"{path}: no .wandb file in this W&B run directory")
+    cmd = [sys.executable, "-m", "wandb", "leet", "inspect", "--json", str(log)]
+    try:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    except OSError as exc:
+        raise LogImportError(f"{log}: could not start wandb's reader ({exc})") from None
+    timer = threading.Timer(TIMEOUT_S, proc.kill)
+    timer.start()
+    out = LogSeries(source="wandb", path=str(log), scalars={})
+    rows = bad = 0
+    global_step_seen = False
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                bad += 1
+                continue
+            if not isinstance(rec, dict) or rec.get("type") != "history":
+                continue
+            hist = rec.get("history") or {}
+            item = hist.get("item") or {}
+            if not isinstance(item, dict):
+                continue
+            step = next((item[k] for k in GLOBAL_STEP_KEYS if isinstance(item.get(k), (int, float))), None)
+            if step is not None:
+                global_step_seen = True
+            else:
+                step = (hist.get("step") or {}).get("num", item.get("_step"))
+            try:
+                step = int(step)
+            except (TypeError, ValueError):
+                bad += 1
+                continue
+            rows += 1
+            for key, value in item.items():
+                if key.startswith("_") or isinstance(value, (bool, dict, list)) or value is None:
+                    continue
+                if isinstance(value, (int, float)) or value in ("NaN", "Infinity", "-Infinity"):
+                    out.scalars.setdefault(key, []).append((step, finite_or_nan(value)))
+        err = proc.stderr.read().decode("utf-8", "replace") if proc.stderr else ""
+        code = proc.wait()
+    finally:
+        timer.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    if code != 0 and not rows:
+        raise LogImportError(f"{log}: wandb's reader failed (exit {code}): {err.strip()[-500:]}")
+    if code != 0:
+        out.problems.append(f"wandb's reader stopped early (exit {code}); {rows} history rows read")
+    if bad:
+        out.problems.append(f"{bad} record(s) from wandb's reader were not usable")
+    if global_step_seen:
+        out.step_base = 1
+    return out
