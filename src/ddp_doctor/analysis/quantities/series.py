@@ -8,7 +8,8 @@ weighted by their valid-token counts where known:
 falling back to the plain mean of ``l_i`` (no token counts) and then to the sum of backward roots
 (no loss-function record). The global loss weights ranks the same way:
 ``L(t) = sum_r N_r(t) L_r(t) / sum_r N_r(t)`` — the value an all-reduced, token-normalised loss
-would log, whatever the script itself logs.
+would log, whatever the script itself logs. Where no rank's weight is known (samples and tokens
+unrecorded), the plain mean over ranks.
 """
 
 from __future__ import annotations
@@ -128,6 +129,11 @@ def build_series(run: RunData) -> Series:
         wl = np.where(np.isfinite(mats["local_loss"]) & np.isfinite(w), w * mats["local_loss"], 0.0)
         present = np.isfinite(mats["local_loss"]) & np.isfinite(w)
         global_loss = wl.sum(axis=0) / np.where(present, w, 0.0).sum(axis=0)
+        # no rank has a weight (samples and tokens unrecorded, or an imported log): plain mean
+        finite = np.isfinite(mats["local_loss"])
+        unweighted = ~present.any(axis=0) & finite.any(axis=0)
+        plain = np.where(finite, mats["local_loss"], 0.0).sum(axis=0) / np.maximum(finite.sum(axis=0), 1)
+        global_loss[unweighted] = plain[unweighted]
         # a nan on any rank makes the all-reduced loss nan, as it would in training
         anynan = (np.isnan(mats["local_loss"]) & ~np.isnan(mats["micro"])).any(axis=0)
         global_loss[anynan] = np.nan
