@@ -2,7 +2,9 @@
 
 A log dir may hold several runs (HF writes ``output_dir/runs/<date>_<host>/``); each directory with
 event files is one run. The one with the most points of a loss-like scalar is imported and the
-others are named in the problems. Scalars written by ``SummaryWriter.add_scalar`` (``simple_value``)
+others are named in the problems. Steps are taken as logged (0-based optimizer steps), except
+for HF's TensorBoardCallback (tags ``train/loss`` and ``train/epoch``), whose ``global_step`` counts
+from 1. Scalars written by ``SummaryWriter.add_scalar`` (``simple_value``)
 and TF2-style scalar tensors are both read.
 """
 
@@ -89,4 +91,9 @@ def read_tensorboard(path: Path) -> LogSeries:
             f"{len(runs)} TensorBoard runs under {path}; imported {best[0]} (most loss points); "
             f"pass one of the others to import it: {', '.join(others[:5])}"
         )
-    return LogSeries(source="tensorboard", path=str(best[0]), scalars=best[1], problems=problems)
+    scalars = best[1]
+    # HF's TensorBoardCallback ("train/" + the Trainer's log keys) steps by global_step, from 1
+    hf = "train/loss" in scalars and "train/epoch" in scalars
+    return LogSeries(
+        source="tensorboard", path=str(best[0]), scalars=scalars, problems=problems, step_base=int(hf)
+    )
