@@ -15,12 +15,16 @@ end a training run.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 DEFAULT_SUBDIR = "ddp-doctor"
 MAX_SUMMARY_FINDINGS = 8
@@ -28,6 +32,21 @@ MAX_SUMMARY_FINDINGS = 8
 
 def _warn(what: str, exc: BaseException) -> None:
     warnings.warn(f"ddp-doctor: {what} failed ({type(exc).__name__}: {exc}); training goes on", stacklevel=3)
+
+
+def safe(hook: F) -> F:
+    """A callback hook that turns any exception into a warning and returns None (the trainers
+    treat a None return as "no change")."""
+
+    @functools.wraps(hook)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return hook(*args, **kwargs)
+        except Exception as exc:
+            _warn(f"callback hook {hook.__name__}", exc)
+            return None
+
+    return wrapper  # type: ignore[return-value]
 
 
 def start(

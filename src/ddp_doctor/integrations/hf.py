@@ -23,7 +23,7 @@ from typing import Any
 
 from transformers import TrainerCallback
 
-from ddp_doctor.integrations.common import LossLog, start, summarise
+from ddp_doctor.integrations.common import LossLog, safe, start, summarise
 
 
 class DdpDoctorCallback(TrainerCallback):
@@ -37,25 +37,31 @@ class DdpDoctorCallback(TrainerCallback):
         self.run_dir_option = run_dir
         self.level, self.every, self.summary = level, every, summary
         self.run_dir: Path | None = None
-        self.log = LossLog()
+        self.loss_log = LossLog()
 
     def _attach(self, args: Any, state: Any) -> None:
         if self.run_dir is None:
             self.run_dir = start(self.run_dir_option, args.output_dir, level=self.level, every=self.every)
-            self.log.open(self.run_dir, 0 if state.is_world_process_zero else 1)
+            self.loss_log.open(self.run_dir, 0 if state.is_world_process_zero else 1)
 
+    @safe
     def on_init_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._attach(args, state)
 
+    @safe
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         self._attach(args, state)
 
+    @safe
     def on_log(
         self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kwargs: Any
     ) -> None:
         if logs and "loss" in logs:
-            self.log.write(state.global_step - 1, logs["loss"], mean_of_steps=int(args.logging_steps or 1))
+            self.loss_log.write(
+                state.global_step - 1, logs["loss"], mean_of_steps=int(args.logging_steps or 1)
+            )
 
+    @safe
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self.summary and state.is_world_process_zero:
             text = summarise(self.run_dir)

@@ -25,7 +25,7 @@ try:
 except ImportError:  # the standalone package
     from pytorch_lightning.callbacks import Callback  # type: ignore[no-redef]
 
-from ddp_doctor.integrations.common import LossLog, start, summarise
+from ddp_doctor.integrations.common import LossLog, safe, start, summarise
 
 LOSS_KEYS = ("train_loss", "loss", "train/loss", "train_loss_step")
 
@@ -42,15 +42,17 @@ class DdpDoctorCallback(Callback):
         self.run_dir_option = run_dir
         self.level, self.every, self.loss_keys, self.summary = level, every, loss_keys, summary
         self.run_dir: Path | None = None
-        self.log = LossLog()
+        self.loss_log = LossLog()
 
+    @safe
     def setup(self, trainer: Any, pl_module: Any, stage: str) -> None:
         if self.run_dir is None:
             self.run_dir = start(
                 self.run_dir_option, trainer.default_root_dir, level=self.level, every=self.every
             )
-            self.log.open(self.run_dir, trainer.global_rank)
+            self.loss_log.open(self.run_dir, trainer.global_rank)
 
+    @safe
     def on_train_batch_end(
         self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int
     ) -> None:
@@ -59,8 +61,9 @@ class DdpDoctorCallback(Callback):
         if loss is None and isinstance(outputs, dict):
             loss = outputs.get("loss")
         if loss is not None:
-            self.log.write(trainer.global_step - 1, loss)
+            self.loss_log.write(trainer.global_step - 1, loss)
 
+    @safe
     def on_fit_end(self, trainer: Any, pl_module: Any) -> None:
         if self.summary and trainer.is_global_zero:
             text = summarise(self.run_dir)

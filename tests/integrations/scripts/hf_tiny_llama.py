@@ -57,7 +57,7 @@ callbacks = []
 if args.callback:
     from ddp_doctor.integrations.hf import DdpDoctorCallback
 
-    callbacks.append(DdpDoctorCallback())
+    callbacks.append(DdpDoctorCallback(every=10))
 trainer = Trainer(model=model, args=training_args, train_dataset=RandomTokens(), callbacks=callbacks)
 trainer.train()
 trainer.save_state()
