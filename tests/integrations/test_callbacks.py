@@ -94,4 +94,7 @@ def test_lightning_callback_on_two_gloo_ranks(tmp_path: Path) -> None:
     report = json.loads((run_dir / "report.json").read_text())
     by_id = {f["id"]: f for f in report["findings"]}
     assert report["run"]["world_size"] == 2
-    assert by_id["replica-divergence"]["status"] == "ruled-out"
+    assert report["run"]["ranks_present"] == [0, 1]
+    assert report["run"]["optimizer_steps"] == 30
+    assert by_id["scheduler-per-microstep"]["status"] == "ruled-out"
+    assert [m["step"] for m in _metrics(run_dir)] == list(range(30))  # rank 0 only
