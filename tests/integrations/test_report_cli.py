@@ -1,0 +1,66 @@
+"""`ddp-doctor report`: --fail-on exit codes, import flags and their errors."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from ddp_doctor.cli import app
+
+
+def _invoke(*args: str):
+    return CliRunner().invoke(app, ["report", *args])
+
+
+def test_fail_on_exits_1_only_for_confirmed_findings_at_or_above_the_level(
+    make_run: Callable[..., Path],
+) -> None:
+    clean = make_run(steps=80)
+    warned = make_run(steps=80, faults=("set-epoch-missing",))  # a warning
+    errored = make_run(steps=80, faults=("sampler-missing",))  # an error
+    assert _invoke(str(clean), "--fail-on", "warning", "-f", "json").exit_code == 0
+    assert _invoke(str(warned), "--fail-on", "error", "-f", "json").exit_code == 0
+    res = _invoke(str(warned), "--fail-on", "warning", "-f", "json")
+    assert res.exit_code == 1 and "set-epoch-missing" in res.stderr
+    assert _invoke(str(errored), "--fail-on", "error", "-f", "json").exit_code == 1
+    assert _invoke(str(clean), "--fail-on", "fatal").exit_code == 2
+
+
+def test_import_flags_and_errors(tmp_path: Path) -> None:
+    state = {
+        "log_history": [{"my_loss": 2.0 + (3.0 if s == 60 else 0.0), "step": s} for s in range(1, 100)],
+        "train_batch_size": 4,
+    }
+    log = tmp_path / "trainer_state.json"
+    log.write_text(json.dumps(state))
+    res = _invoke(str(log), "-f", "json")
+    assert res.exit_code == 2 and "--key loss=NAME" in res.stderr
+    assert _invoke(str(log), "--key", "nonsense").exit_code == 2
+    res = _invoke(str(log), "-f", "json", "--key", "loss=my_loss", "--world-size", "4", "--accum", "2")
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert data["run"]["effective_batch"]["samples"] == 4 * 4 * 2
+    assert {f["id"]: f["status"] for f in data["findings"]}["loss-spike"] == "confirmed"
+    res = _invoke(str(log), "-f", "json", "--key", "loss=my_loss", "--fail-on", "warning")
+    assert res.exit_code == 1
+
+
+def test_unknown_or_damaged_inputs_exit_2_with_a_message(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("hello")
+    (tmp_path / "bad.json").write_text("{not json")
+    (tmp_path / "other.json").write_text('{"a": 1}')
+    for name, words in (
+        ("notes.txt", "no log ddp-doctor can import"),
+        ("bad.json", "not readable as JSON"),
+        ("other.json", "log_history"),
+        ("missing", "no such directory"),
+    ):
+        res = _invoke(str(tmp_path / name))
+        assert res.exit_code == 2, name
+        assert words in res.stderr, (name, res.stderr)
+    (tmp_path / "empty").mkdir()
+    res = _invoke(str(tmp_path / "empty"))
+    assert res.exit_code == 2 and "Traceback" not in res.output
