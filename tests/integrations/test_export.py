@@ -79,3 +79,27 @@ def test_wandb_export_into_an_offline_run_reads_back(
     loss = series.scalars["ddp_doctor/loss/global"]
     assert len(loss) == 60
     np.testing.assert_allclose([v for _, v in loss], diag.context.series.global_loss, rtol=1e-9)
+
+
+def test_run_export_tensorboard_writes_beside_the_run(tmp_path: Path) -> None:
+    need("tensorboard")
+    import subprocess
+    import sys
+
+    from tensorboard.backend.event_processing import event_accumulator as ea
+
+    script = Path(__file__).resolve().parents[1] / "probe" / "scripts" / "single_process.py"
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "ddp_doctor.cli", "run", "--out", str(out), "--export", "tensorboard"]
+    proc = subprocess.run(
+        [*cmd, "--", sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        env=clean_env(tmp_path),
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "exported to tensorboard" in proc.stderr
+    acc = ea.EventAccumulator(str(out / "tensorboard"), size_guidance={ea.SCALARS: 0})
+    acc.Reload()
+    assert "ddp_doctor/loss/global" in acc.Tags()[ea.SCALARS]

@@ -91,7 +91,10 @@ def read_wandb_offline(path: Path) -> LogSeries:
             proc.kill()
             proc.wait()
     if code != 0 and not rows:
-        raise LogImportError(f"{log}: wandb's reader failed (exit {code}): {err.strip()[-500:]}")
+        raise LogImportError(
+            f"{log}: wandb's reader `wandb leet inspect --json` failed (exit {code}; it needs "
+            f"wandb >= 0.31): {err.strip()[-500:]}"
+        )
     if code != 0:
         out.problems.append(f"wandb's reader stopped early (exit {code}); {rows} history rows read")
     if bad:

@@ -45,6 +45,13 @@ def register(app: typer.Typer) -> None:
             "warmup=100, ddp.bucket_cap_mb=100, ddp.find_unused=false, "
             "sampler.set_epoch=auto, seed=0. See docs/experiments.md.",
         ),
+        exports: list[str] | None = typer.Option(
+            None,
+            "--export",
+            metavar="tensorboard[=DIR]|wandb",
+            help="After the run, write its curves and findings to TensorBoard (default DIR: "
+            "RUN/tensorboard) or W&B (docs/export.md). Repeatable.",
+        ),
     ) -> None:
         import os
 
@@ -61,6 +68,13 @@ def register(app: typer.Typer) -> None:
         if level not in LEVELS:
             typer.echo(f"ddp-doctor run: --level must be one of {', '.join(LEVELS)}, got {level!r}", err=True)
             raise typer.Exit(USAGE_ERROR)
+        from ddp_doctor.report.command import parse_export
+
+        try:
+            targets = [parse_export(e) for e in exports or []]
+        except ValueError as error:
+            typer.echo(f"ddp-doctor run: {error}", err=True)
+            raise typer.Exit(USAGE_ERROR) from None
         environ = dict(os.environ)
         if sets:
             try:
@@ -80,4 +94,26 @@ def register(app: typer.Typer) -> None:
             f"ddp-doctor: run directory {run_dir} (exit code {code}); next: ddp-doctor report {run_dir}",
             err=True,
         )
+        if targets:
+            _export(run_dir, targets)
         raise typer.Exit(code)
+
+
+def _export(run_dir: Path, targets: list[tuple[str, Path | None]]) -> None:
+    """`run --export`: diagnose the run just recorded and export it; a failure is reported, and the
+    training command's exit code is passed through unchanged."""
+    from ddp_doctor.report.command import export
+    from ddp_doctor.report.export_tensorboard import ExportError
+    from ddp_doctor.report.load import diagnose_path
+    from ddp_doctor.rundir import RunDirError
+
+    try:
+        diag = diagnose_path(run_dir)
+    except RunDirError as error:
+        typer.echo(f"ddp-doctor run: --export: nothing to export ({error})", err=True)
+        return
+    for target, where in targets:
+        try:
+            typer.echo(f"ddp-doctor: exported to {target}: {export(diag, target, where, run_dir)}", err=True)
+        except ExportError as error:
+            typer.echo(f"ddp-doctor run: --export: {error}", err=True)
