@@ -105,6 +105,12 @@ def reduced_run_info(info: dict[str, Any], imported: dict[str, Any]) -> dict[str
     last = imported.get("last_step")
     info["optimizer_steps"] = last + 1 if isinstance(last, int) else info["optimizer_steps"]
     info["micro_steps_per_optimizer_step"] = imported.get("accum")
+    micro, accum = imported.get("micro_batch"), imported.get("accum") or 1
+    # the one stream stands for the whole job: its samples are the global batch, not one rank's
+    info["effective_batch"] = {
+        **info["effective_batch"],
+        "per_rank_samples": micro * accum if isinstance(micro, int) else None,
+    }
     info["loss_source"] = f"logged {keys.get('loss')!r} ({imported.get('source_name')})"
     info["grad_norm_source"] = f"logged {keys['grad_norm']!r}" if "grad_norm" in keys else None
     info["imported"] = imported
