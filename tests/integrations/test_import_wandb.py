@@ -48,3 +48,11 @@ def test_the_wandb_file_itself_can_be_given(wandb_run: Path) -> None:
 
     (log,) = wandb_run.glob("*.wandb")
     assert load(log).run["imported"]["steps"] == 200
+
+
+def test_the_wandb_dir_itself_imports_its_newest_offline_run(wandb_run: Path) -> None:
+    from ddp_doctor.report.load import load
+
+    r = load(wandb_run.parent)
+    assert r.run["imported"]["steps"] == 200
+    assert Path(r.run["imported"]["path"]).parent == wandb_run

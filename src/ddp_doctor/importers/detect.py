@@ -35,7 +35,11 @@ def detect(path: Path | str) -> str | None:
             return "rundir"
         if (p / "trainer_state.json").is_file():
             return "trainer_state"
-        if any(p.glob("*.wandb")) or (p.name.startswith(("offline-run-", "run-")) and (p / "files").is_dir()):
+        if (
+            any(p.glob("*.wandb"))
+            or any(p.glob("offline-run-*/*.wandb"))  # the `wandb/` dir itself: its latest run
+            or (p.name.startswith(("offline-run-", "run-")) and (p / "files").is_dir())
+        ):
             return "wandb"
         if _has_events(p):
             return "tensorboard"

@@ -24,11 +24,17 @@ MAX_BAD_LINES = 5
 GLOBAL_STEP_KEYS = ("train/global_step", "trainer/global_step", "global_step")
 
 
-def wandb_file(path: Path) -> Path | None:
+def wandb_file(path: Path, problems: list[str] | None = None) -> Path | None:
+    """The .wandb file of a run dir; for the ``wandb/`` dir, the newest offline run's (named in problems)."""
     if path.is_file():
         return path
     files = sorted(path.glob("*.wandb"))
-    return files[-1] if files else None
+    if files:
+        return files[-1]
+    runs = sorted(path.glob("offline-run-*/*.wandb"))  # names start with the UTC start time
+    if runs and problems is not None and len(runs) > 1:
+        problems.append(f"{len(runs)} offline runs under {path}; imported the newest, {runs[-1].parent.name}")
+    return runs[-1] if runs else None
 
 
 def read_wandb_offline(path: Path) -> LogSeries:
@@ -40,7 +46,8 @@ def read_wandb_offline(path: Path) -> LogSeries:
         raise LogImportError(
             "reading W&B offline runs needs the wandb package: pip install 'ddp-doctor[import]'"
         ) from None
-    log = wandb_file(path)
+    notes: list[str] = []
+    log = wandb_file(path, notes)
     if log is None:
         raise LogImportError(f"{path}: no .wandb file in this W&B run directory")
     cmd = [sys.executable, "-m", "wandb", "leet", "inspect", "--json", str(log)]
@@ -50,7 +57,7 @@ def read_wandb_offline(path: Path) -> LogSeries:
         raise LogImportError(f"{log}: could not start wandb's reader ({exc})") from None
     timer = threading.Timer(TIMEOUT_S, proc.kill)
     timer.start()
-    out = LogSeries(source="wandb", path=str(log), scalars={})
+    out = LogSeries(source="wandb", path=str(log), scalars={}, problems=notes)
     rows = bad = 0
     global_step_seen = False
     try:
