@@ -61,6 +61,7 @@ def test_hf_callback_on_two_gloo_ranks(tmp_path: Path) -> None:
     assert by_id["rank0-only-loss-log"]["status"] == "ruled-out", by_id["rank0-only-loss-log"]
 
 
+@pytest.mark.slow  # ~30 s (importing lightning); the HF callback test is the cheap representative
 def test_lightning_callback_single_process(tmp_path: Path) -> None:
     need("lightning")
     out = tmp_path / "out"

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from .conftest import clean_env, need
 
@@ -81,6 +82,7 @@ def test_wandb_export_into_an_offline_run_reads_back(
     np.testing.assert_allclose([v for _, v in loss], diag.context.series.global_loss, rtol=1e-9)
 
 
+@pytest.mark.slow  # ~20 s (a probed run); test_cli_exports_an_imported_log_beside_it covers the exporter
 def test_run_export_tensorboard_writes_beside_the_run(tmp_path: Path) -> None:
     need("tensorboard")
     import subprocess
