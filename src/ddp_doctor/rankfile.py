@@ -338,8 +338,21 @@ def parse_rank_bytes(raw: bytes, rank: int, probs: Problems) -> tuple[RankData, 
     if wrong:
         shown = ", ".join(f"{k} ×{n}" for k, n in sorted(wrong.items())[:8])
         probs.add(f"rank {rank}: field(s) with the wrong type ignored: {shown}")
-    table = _validate_steps(table, data.lines, rank, probs)
+    table = _validate_steps(table, data.lines * _stride(data.header), rank, probs)
     return data, table
+
+
+# A rank file written from a sparse log (importers/reduced.py) holds one step record per logged
+# step; its header's `steps_per_line` stretches the bound on believable step numbers, capped so that
+# no header can size an allocation by itself.
+MAX_STEPS_PER_LINE = 10_000
+
+
+def _stride(header: dict[str, Any] | None) -> int:
+    value = (header or {}).get("steps_per_line")
+    if isinstance(value, int) and not isinstance(value, bool) and value > 1:
+        return min(value, MAX_STEPS_PER_LINE)
+    return 1
 
 
 def _decode(line: bytes) -> dict[str, Any] | None:

@@ -122,6 +122,8 @@ KINDS: dict[str, tuple[Field, ...]] = {
         F("torch", "str"),
         F("backend", "str"),
         F("device", "str"),
+        # imported logs (importers/reduced.py): step numbers go up to steps_per_line × lines
+        F("steps_per_line", "int"),
     ),
     "config": (F("what", "str"), F("step", "int")),
     "step": (

@@ -162,6 +162,9 @@ def write_reduced_run(series: LogSeries, options: ImportOptions, out_dir: Path |
         "level": "imported",
         "time": time.time(),
     }
+    last = max((int(r["step"]) for r in records), default=0)
+    # the reader believes step numbers up to lines × steps_per_line (rankfile._stride)
+    header["steps_per_line"] = -(-(last + 1) // (len(records) + 2))
     lines = [header, *records, {"kind": "end", "time": time.time(), "steps": len(records), "reason": "exit"}]
     rank_file(out, 0).write_text(
         "".join(json.dumps(r, allow_nan=False) + "\n" for r in lines), encoding="utf-8"
