@@ -140,8 +140,21 @@ def _install(module: Any) -> None:
     install()
 
 
-@guarded("exit")
 def _at_exit() -> None:
+    """Write the last step and `end`, then drop every reference the probe still holds.
+
+    Registered right after `import torch` finishes, so it runs before the atexit handlers torch
+    registered while importing (atexit runs last-registered first) and long before interpreter
+    finalization, where the known gloo teardown race happens (docs/probe.md, "Teardown aborts").
+    """
+    try:
+        _write_end()
+    finally:
+        _release()
+
+
+@guarded("exit")
+def _write_end() -> None:
     from ddp_doctor.probe.instruments.optimizer import finish_step, primary
 
     finish_step(primary())
@@ -152,6 +165,23 @@ def _at_exit() -> None:
             end["interventions"] = effects
         PROBE.emit(end)
         PROBE.recorder.close()
+
+
+@guarded("release")
+def _release() -> None:
+    """Tensors of an unfinished window, cached multipliers, weak model lists: all let go here, while
+    the interpreter is whole, so nothing of ours is left for finalization to destroy."""
+    import gc
+
+    from ddp_doctor.probe.instruments import commhook, compile, data, full, scaler
+
+    for module in (commhook, compile, data, full, scaler):
+        module.release()
+    if PROBE.steps is not None:
+        PROBE.steps.release()
+    PROBE.models.clear()
+    PROBE.param_names.clear()
+    gc.collect()
 
 
 def _write_own_manifest(rank: int) -> None:

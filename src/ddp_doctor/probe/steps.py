@@ -66,6 +66,11 @@ class StepAccumulator:
         self.autocast: str | None = None
         self.closed_during_scaler_step = False
 
+    def release(self) -> None:
+        """Drop the tensors of an open window and of an unwritten record (at exit)."""
+        self.pending = None
+        self._new_window()
+
     # --- micro-steps -----------------------------------------------------------------------------
     def begin_backward(self, loss: torch.Tensor | None, scale: torch.Tensor | None) -> Micro:
         micro = Micro(loss=loss, scale=scale, loss_fn=self.loss_fn)

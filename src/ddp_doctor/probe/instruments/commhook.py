@@ -43,7 +43,10 @@ def register_pending() -> None:
         if ddp is None or ddp in _hooked:
             continue
         _hooked.add(ddp)
-        DistributedDataParallel.register_comm_hook.__ddp_doctor_original__(ddp, None, _make_hook(ddp, None))
+        # The process group travels as the hook's state (as for DDP's own allreduce_hook), so the
+        # hook closes over nothing of the user's.
+        register = DistributedDataParallel.register_comm_hook.__ddp_doctor_original__
+        register(ddp, ddp.process_group, _make_hook(None))
 
 
 @guarded("commhook")
@@ -62,24 +65,27 @@ def _observe_global(micro: Any, reduced: Any) -> None:
     micro.global_.append(sq_norm(tensor))
 
 
-def _make_hook(
-    ddp: DistributedDataParallel, user: tuple[Callable[..., Any], Any] | None
-) -> Callable[..., Any]:
-    group = ddp.process_group
+def _make_hook(user: tuple[Callable[..., Any], Any] | None) -> Callable[..., Any]:
+    """Our hook; `state` is the process group when it is ours, the user's state is in `user`."""
 
     # No annotations: DDP compares them with dist.GradBucket, and this module's are strings.
     def ddp_doctor_hook(state, bucket):  # noqa: ANN001, ANN202
         if not isinstance(bucket, dist.GradBucket):
             # Compiled autograd's python reducer passes (grad, param) tuples: not observable here.
-            return _reduce(user, state, bucket, group)
+            return _reduce(user, state, bucket)
         micro = _observe_local(bucket)
-        fut = _reduce(user, state, bucket, group)
+        fut = _reduce(user, state, bucket)
         if micro is None:
             return fut
+        # The reducer keeps the last future (and so this callback) after the step; a weak
+        # reference lets the micro-step's tensors go when the step record is written.
+        micro_ref = weakref.ref(micro)
 
         def observe(done: torch.futures.Future) -> Any:
             value = done.value()
-            _observe_global(micro, value)
+            live = micro_ref()
+            if live is not None:
+                _observe_global(live, value)
             return value
 
         return fut.then(observe)
@@ -87,15 +93,17 @@ def _make_hook(
     return ddp_doctor_hook
 
 
-def _reduce(
-    user: tuple[Callable[..., Any], Any] | None, state: object, bucket: Any, group: Any
-) -> torch.futures.Future:
+def _reduce(user: tuple[Callable[..., Any], Any] | None, state: Any, bucket: Any) -> torch.futures.Future:
     if user is not None:
         hook, user_state = user
         return hook(user_state, bucket)
     from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
 
-    return allreduce_hook(group, bucket)
+    return allreduce_hook(state, bucket)
+
+
+def release() -> None:
+    _pending.clear()
 
 
 def install() -> None:
@@ -104,7 +112,7 @@ def install() -> None:
             if not PROBE.enabled("commhook") or self in _hooked:
                 return original(self, state, hook)
             _hooked.add(self)
-            return original(self, state, _make_hook(self, (hook, state)))
+            return original(self, state, _make_hook((hook, state)))
 
         return register_comm_hook
 

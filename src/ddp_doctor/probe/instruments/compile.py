@@ -8,6 +8,7 @@ Both orders work on torch 2.13 (probe-notes); the record lets the report say whi
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import torch
@@ -39,13 +40,22 @@ def _compiled(model: Any, out: Any, kwargs: dict[str, Any]) -> None:
     if isinstance(target, DistributedDataParallel):
         PROBE.emit({**record, "order": "after_ddp"})
     else:
-        _waiting.append({**record, "_out": out, "_target": target})
+        # Weak references: the probe must not keep the user's modules alive (nor, through them,
+        # their process groups and pending work) past the step that used them.
+        _waiting.append({**record, "_out": _weak(out), "_target": _weak(target)})
+
+
+def _weak(obj: Any) -> Any:
+    try:
+        return weakref.ref(obj)
+    except TypeError:  # not weak-referenceable (rare callables): keep nothing, never match
+        return lambda: None
 
 
 @guarded("compile")
 def wrapped_by_ddp(module: Any) -> None:
     for record in list(_waiting):
-        if module is record["_out"] or module is record["_target"]:
+        if module is record["_out"]() or module is record["_target"]():
             _waiting.remove(record)
             PROBE.emit({k: v for k, v in record.items() if not k.startswith("_")} | {"order": "before_ddp"})
 
@@ -55,6 +65,10 @@ def flush_waiting() -> None:
     while _waiting:
         record = _waiting.pop(0)
         PROBE.emit({k: v for k, v in record.items() if not k.startswith("_")} | {"order": "no_ddp"})
+
+
+def release() -> None:
+    _waiting.clear()
 
 
 def install() -> None:

@@ -123,6 +123,12 @@ def _sampler_epoch(sampler: DistributedSampler, indices: list[int]) -> None:
     )
 
 
+def release() -> None:
+    global _running
+    _running = None
+    _multipliers.clear()
+
+
 def install() -> None:
     def make(original):
         def __iter__(self):

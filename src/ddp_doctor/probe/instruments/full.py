@@ -101,6 +101,10 @@ def after_step(optimizer: torch.optim.Optimizer, step: int) -> None:
     )
 
 
+def release() -> None:
+    _before.clear()
+
+
 def _adam(optimizer: torch.optim.Optimizer) -> list[dict[str, Any]]:
     out = []
     for index, group in enumerate(optimizer.param_groups):

@@ -98,6 +98,10 @@ def _after_update(scaler: GradScaler, found_inf: bool | None) -> None:
         finish_step(primary(), scale=float(scaler._scale.item()), found_inf=found_inf)
 
 
+def release() -> None:
+    _scaled.clear()
+
+
 def install() -> None:
     def make_init(original):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
