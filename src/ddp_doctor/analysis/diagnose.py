@@ -35,6 +35,7 @@ from ddp_doctor.analysis.reduced import reduced_run_info, restrict
 from ddp_doctor.catalog import FINDINGS, HYPOTHESES, UI
 from ddp_doctor.findings import Finding, HypothesisVerdict, sort_findings
 from ddp_doctor.rundir import RunData, read_run
+from ddp_doctor.teardown import ExitStatus, classify_run
 
 CHECKS = (
     compile,
@@ -167,6 +168,11 @@ def _strip(rec: dict[str, Any] | None) -> dict[str, Any] | None:
     return {k: v for k, v in rec.items() if k not in ("kind", "what", "step")}
 
 
+def _exit_status(run: RunData) -> ExitStatus:
+    code = run.manifest.get("exit_code")
+    return classify_run(run.path, code if isinstance(code, int) and not isinstance(code, bool) else None)
+
+
 def run_info(ctx: Context) -> dict[str, Any]:
     run: RunData = ctx.run
     m = run.manifest
@@ -192,6 +198,8 @@ def run_info(ctx: Context) -> dict[str, Any]:
         "start": m.get("start"),
         "end": m.get("end"),
         "exit_code": m.get("exit_code"),
+        # completed-or-crashed, with the teardown-abort note when it applies (ddp_doctor.teardown)
+        "exit_status": _exit_status(run).to_json(),
         "in_progress": run.in_progress,
         "versions": m.get("versions"),
         "interventions": m.get("interventions"),

@@ -203,10 +203,14 @@ def execute(
 
 
 def _run_ok(run_dir: Path) -> bool:
+    """Exit 0, or training completed and only a rank's teardown abort failed it (ddp_doctor.teardown)."""
+    from ddp_doctor.teardown import classify_run
+
     try:
-        return json.loads((run_dir / "manifest.json").read_text(encoding="utf-8")).get("exit_code") == 0
-    except (OSError, ValueError):
+        code = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8")).get("exit_code")
+    except (OSError, ValueError, AttributeError):
         return False
+    return isinstance(code, int) and classify_run(run_dir, code).ok
 
 
 def collect(

@@ -160,6 +160,11 @@ def _write_end() -> None:
     finish_step(primary())
     if PROBE.recorder is not None and PROBE.recorder.is_open:
         end = {"kind": "end", "time": time.time(), "steps": PROBE.steps.step, "reason": "exit"}
+        # An unhandled exception ended the program (Python sets sys.last_value before atexit):
+        # this `end` then does not mean "training completed" (ddp_doctor.teardown).
+        error = getattr(sys, "last_value", None)
+        if isinstance(error, BaseException):
+            end["exception"] = f"{type(error).__name__}: {error}"[:500]
         effects = _intervention_effects()
         if effects is not None:
             end["interventions"] = effects

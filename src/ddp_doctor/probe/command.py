@@ -90,6 +90,12 @@ def register(app: typer.Typer) -> None:
         except (RunDirBusy, OSError) as error:
             typer.echo(f"ddp-doctor run: {error}", err=True)
             raise typer.Exit(USAGE_ERROR) from None
+        if code != 0:
+            from ddp_doctor.teardown import classify_run
+
+            status = classify_run(options.run_dir, code)
+            if status.note is not None:
+                typer.echo(f"ddp-doctor: {status.note}", err=True)
         typer.echo(
             f"ddp-doctor: run directory {run_dir} (exit code {code}); next: ddp-doctor report {run_dir}",
             err=True,

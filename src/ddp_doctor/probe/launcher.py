@@ -26,8 +26,10 @@ from typing import Any
 from ddp_doctor import __version__
 from ddp_doctor.experiments.interventions import ENV_VAR as INTERVENTIONS_ENV
 from ddp_doctor.probe.claim import RunDirBusy, claim, release
+from ddp_doctor.probe.exits import ENV_EXITS_DIR
 from ddp_doctor.probe.options import ProbeOptions
 from ddp_doctor.records import RANKS_DIR, RUN_SCHEMA, manifest_path
+from ddp_doctor.teardown import EXITS_SUBDIR
 
 INJECT_DIR = Path(__file__).resolve().parent / "inject"
 DEFAULT_RUNS_DIR = Path("ddp-doctor-runs")
@@ -102,6 +104,13 @@ Runner = Callable[[list[str], dict[str, str]], int]
 def child_env(options: ProbeOptions, environ: Mapping[str, str]) -> dict[str, str]:
     env = dict(environ)
     env.update(options.to_env())
+    # torchrun-style launchers write how failed ranks exited here (probe/exits.py, ddp_doctor.teardown)
+    env[ENV_EXITS_DIR] = str(Path(options.run_dir) / EXITS_SUBDIR)
+    return with_inject_path(env)
+
+
+def with_inject_path(env: dict[str, str]) -> dict[str, str]:
+    """`env` with the sitecustomize shim's directory first on PYTHONPATH."""
     existing = env.get("PYTHONPATH")
     env["PYTHONPATH"] = str(INJECT_DIR) + (os.pathsep + existing if existing else "")
     return env

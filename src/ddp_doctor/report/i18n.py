@@ -19,6 +19,7 @@ WORDS: dict[str, Text] = {
     "noise_band": Text("Loss noise: observed / predicted std", "损失噪声：观测 / 预测标准差"),
     "problems": Text("Data quality (problems met while reading)", "数据质量（读取时发现的问题）"),
     "in_progress": Text("run still in progress (or launcher killed)", "运行仍在进行（或启动器被终止）"),
+    "exit_code": Text("Exit code", "退出码"),
     "status": Text("Status", "状态"),
     "severity": Text("Severity", "严重程度"),
     "guess": Text("The guess", "猜测"),

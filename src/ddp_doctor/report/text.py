@@ -53,6 +53,9 @@ def run_lines(diag: Diagnosis, lang: Lang) -> list[str]:
         lines.append(f"{w('interventions', lang)}: {escape(sets)}")
     if r["in_progress"]:
         lines.append(f"[yellow]{w('in_progress', lang)}[/]")
+    status = r.get("exit_status") or {}
+    if status.get("note"):  # e.g. a teardown abort after complete training (ddp_doctor.teardown)
+        lines.append(f"[yellow]{w('exit_code', lang)} {r.get('exit_code')}: {escape(status['note'])}[/]")
     return lines
 
 

@@ -118,11 +118,14 @@ def _launch(world: int, out_dir: str, **fields: object) -> None:
     from ddp_doctor.records import TRAINER_DIR
     from ddp_doctor.report.command import write_report
     from ddp_doctor.report.text import render_console, report_console
+    from ddp_doctor.trainer.launch import completion
 
     console = report_console()
     run_dir = Path(out_dir).resolve()
     code = _probe_run(world, run_dir, console, **fields)
-    _print_summary(console, str(run_dir / TRAINER_DIR), code)
+    steps = int(fields.get("steps", 0))  # type: ignore[call-overload]
+    status = completion(str(run_dir / TRAINER_DIR), code, steps, run_dir=run_dir)
+    _print_summary(console, str(run_dir / TRAINER_DIR), code, status.note if status.ok else None)
     console.rule("[bold]ddp-doctor report")
     render_console(diagnose(run_dir), console, "en")
     html = run_dir / "report.html"
@@ -131,7 +134,7 @@ def _launch(world: int, out_dir: str, **fields: object) -> None:
         f"run directory: {run_dir}\nHTML report:   {html}\n"
         f"again:         ddp-doctor report {run_dir} [--format json|html] [--lang zh]"
     )
-    if code != 0:
+    if not status.ok:
         raise typer.Exit(code)
 
 
@@ -164,7 +167,9 @@ def _compare_demo(world: int, out_dir: str, steps: int, faults: tuple[str, ...])
     from ddp_doctor.analysis.diagnose import diagnose
     from ddp_doctor.report.compare_render import render_html, render_text
     from ddp_doctor.report.text import report_console
+    from ddp_doctor.rundir import TRAINER_DIR
     from ddp_doctor.trainer.config import TrainConfig
+    from ddp_doctor.trainer.launch import completion
 
     console = report_console()
     base = Path(out_dir).resolve()
@@ -187,23 +192,26 @@ def _compare_demo(world: int, out_dir: str, steps: int, faults: tuple[str, ...])
         f"runs: {runs[0]}  {runs[1]}\nHTML: {html}\n"
         f"again: ddp-doctor compare {runs[0]} {runs[1]} [--format json|html] [--lang zh]"
     )
-    if any(codes):
-        raise typer.Exit(next(c for c in codes if c))
+    # a rank's teardown abort after complete training is not a failure (ddp_doctor.teardown)
+    failed = [c for r, c in zip(runs, codes) if not completion(str(r / TRAINER_DIR), c, steps, run_dir=r).ok]
+    if failed:
+        raise typer.Exit(failed[0])
 
 
 def _run(world: int, cfg: TrainConfig, out_dir: str) -> None:
     from rich.console import Console
 
     from ddp_doctor.trainer.config import TrainConfig
-    from ddp_doctor.trainer.launch import build_command, run_command
+    from ddp_doctor.trainer.launch import build_command, completion, run_command
 
     console = Console()
     if cfg.out_dir != out_dir or cfg.progress:
         cfg = TrainConfig(**{**vars(cfg), "out_dir": out_dir, "progress": False})
     _announce(console, cfg, world)
     code = run_command(build_command(cfg, world), out_dir, cfg.steps, console)
-    _print_summary(console, out_dir, code)
-    if code != 0:
+    status = completion(out_dir, code, cfg.steps)
+    _print_summary(console, out_dir, code, status.note if status.ok else None)
+    if not status.ok:
         raise typer.Exit(code)
 
 
@@ -215,12 +223,21 @@ def _announce(console: Console, cfg: TrainConfig, world: int) -> None:
     )
 
 
-def _print_summary(console: Console, out_dir: str, code: int) -> None:
-    """The trainer's own summary, or the tail of its log when it failed."""
+def _print_summary(console: Console, out_dir: str, code: int, completed_note: str | None = None) -> None:
+    """The trainer's own summary, or the tail of its log when it failed.
+
+    `completed_note`: the launcher failed only because a rank aborted at interpreter teardown after
+    the last step (ddp_doctor.teardown); the run completed, and the note says so.
+    """
+    from rich.markup import escape
+
     from ddp_doctor.trainer.config import SUMMARY_FILE
     from ddp_doctor.trainer.launch import LOG_FILE, log_tail
 
     summary = Path(out_dir) / SUMMARY_FILE
+    if completed_note is not None:
+        console.print(f"[yellow]launcher exit code {code}: {escape(completed_note)}[/]")
+        code = 0
     if code != 0 or not summary.exists():
         console.print(log_tail(out_dir), markup=False, highlight=False)
         console.print(f"[red]trainer failed (exit code {code})[/]; full log: {Path(out_dir) / LOG_FILE}")

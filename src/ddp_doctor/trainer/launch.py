@@ -2,7 +2,8 @@
 
 `build_command` only builds the command (torch's own launcher module, `torch.distributed.run`,
 i.e. torchrun; gloo on CPU; OMP_NUM_THREADS=1 per rank so N ranks do not oversubscribe the
-cores). `run_command` runs any such command with its output in a log file and a progress bar fed
+cores). `completion` judges its exit: a rank aborting at interpreter teardown after the final
+step (the known torch/gloo race) is a completed run with a note, not a failure. `run_command` runs any such command with its output in a log file and a progress bar fed
 by rank 0's metrics.jsonl — so a wrapper (the probe's `ddp-doctor run`) can take the command and
 launch it its own way.
 """
@@ -21,6 +22,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from ddp_doctor.teardown import ExitStatus
 from ddp_doctor.trainer.config import METRICS_FILE, TrainConfig, config_to_argv
 
 LOG_FILE = "launch.log"
@@ -59,7 +61,26 @@ def build_command(
         *config_to_argv(cfg),
     ]
     env = dict(os.environ, OMP_NUM_THREADS="1")
+    if cfg.out_dir is not None:
+        # torchrun reports how failed ranks exited into OUT/launcher/ (probe/exits.py): what
+        # `completion` needs to tell a teardown abort after the last step from a crash.
+        from ddp_doctor.probe.exits import ENV_EXITS_DIR
+        from ddp_doctor.probe.launcher import with_inject_path
+        from ddp_doctor.teardown import EXITS_SUBDIR
+
+        env[ENV_EXITS_DIR] = str(Path(cfg.out_dir) / EXITS_SUBDIR)
+        env = with_inject_path(env)
     return LaunchCommand(argv=argv, env=env)
+
+
+def completion(out_dir: str, code: int, steps: int, run_dir: Path | None = None) -> ExitStatus:
+    """The trainer's exit judged (ddp_doctor.teardown): from the probe's rank files when it ran under
+    the probe (`run_dir`), else from rank 0's final metrics and the launcher's failure reports."""
+    from ddp_doctor.teardown import classify_run, classify_trainer
+
+    if run_dir is not None:
+        return classify_run(run_dir, code)
+    return classify_trainer(out_dir, code, steps, METRICS_FILE)
 
 
 def _last_step(metrics: Path) -> tuple[int, str]:

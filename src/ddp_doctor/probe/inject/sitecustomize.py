@@ -3,7 +3,9 @@
 It runs at start-up of every Python process the command starts, and must stay cheap and safe:
 1. it runs the `sitecustomize` it shadows (the venv's or the distribution's), if any;
 2. in launcher processes (torchrun / `python -m torch.distributed.run` / accelerate agents,
-   recognised by their command line and the absence of RANK) it does nothing more;
+   recognised by their command line and the absence of RANK) it only records how failed workers
+   exited, when DDP_DOCTOR_EXITS_DIR is set (probe/exits.py: once torch's elastic errors module is
+   imported, ChildFailedError is wrapped; nothing runs unless a worker failed);
 3. otherwise it only installs a meta-path hook, and starts the probe right after `import torch`
    finishes (importing the probe eagerly cost ~86 ms per process, deferred ~10 ms: probe-notes).
 Nothing here may raise: a failure prints one line to stderr and the program runs unprobed.
@@ -44,20 +46,35 @@ def _is_launcher():
     return any(argv[i] == "-m" and argv[i + 1] in _LAUNCHER_MODULES for i in range(len(argv) - 1))
 
 
-def _start_probe():
+def _import_ddp_doctor():
     try:
-        from ddp_doctor.probe.attach import attach_from_env
+        import ddp_doctor  # noqa: F401
     except ImportError:  # the training interpreter lacks ddp_doctor: use the copy beside this file
         sys.path.append(os.path.dirname(os.path.dirname(os.path.dirname(_HERE))))
-        from ddp_doctor.probe.attach import attach_from_env
+
+
+def _start_probe():
+    _import_ddp_doctor()
+    from ddp_doctor.probe.attach import attach_from_env
+
     attach_from_env()
 
 
-class _AfterTorchImport:
-    """Meta-path finder that runs `_start_probe` once the top-level `torch` module has executed."""
+def _record_exits():
+    _import_ddp_doctor()
+    from ddp_doctor.probe.exits import install
+
+    install()
+
+
+class _AfterImport:
+    """Meta-path finder that runs `callback` once module `module` has executed."""
+
+    def __init__(self, module, callback):
+        self.module, self.callback = module, callback
 
     def find_spec(self, name, path=None, target=None):
-        if name != "torch":
+        if name != self.module:
             return None
         sys.meta_path.remove(self)
         import importlib.util
@@ -68,14 +85,16 @@ class _AfterTorchImport:
         loader = spec.loader
         exec_module = loader.exec_module
 
-        def exec_then_probe(module):
+        callback = self.callback
+
+        def exec_then_callback(module):
             exec_module(module)
             try:
-                _start_probe()
+                callback()
             except Exception as error:  # noqa: BLE001 - never break the user's import
                 sys.stderr.write(f"ddp-doctor: probe not started ({type(error).__name__}: {error})\n")
 
-        loader.exec_module = exec_then_probe
+        loader.exec_module = exec_then_callback
         return spec
 
 
@@ -84,5 +103,10 @@ try:
 except Exception as _error:  # noqa: BLE001 - same as Python does for a failing sitecustomize
     sys.stderr.write(f"ddp-doctor: the shadowed sitecustomize failed ({type(_error).__name__}: {_error})\n")
 
-if os.environ.get("DDP_DOCTOR_RUN_DIR") and not _is_launcher():
-    sys.meta_path.insert(0, _AfterTorchImport())
+if _is_launcher():
+    if os.environ.get("DDP_DOCTOR_EXITS_DIR"):
+        sys.meta_path.insert(
+            0, _AfterImport("torch.distributed.elastic.multiprocessing.errors", _record_exits)
+        )
+elif os.environ.get("DDP_DOCTOR_RUN_DIR"):
+    sys.meta_path.insert(0, _AfterImport("torch", _start_probe))
