@@ -46,13 +46,14 @@ import pyarrow.json as pj
 from ddp_doctor import records
 from ddp_doctor.records import Field
 
-CLIP_COLUMNS = ("max_norm", "total_norm", "after_unscale", "scaler")  # of a step record's `clip` entries
+# of a step record's `clip` entries; the last two only under FSDP2 (analysis/quantities/shards.py)
+CLIP_COLUMNS = ("max_norm", "total_norm", "after_unscale", "scaler", "total_norm_shard", "norm_type")
 CHUNK_LINES = 32768
 MAX_LISTED_BAD_LINES = 5
 # Arrow parses blocks of this size in parallel threads; a longer line fails its chunk over to the
 # per-line path (slower, same result).
 BLOCK_BYTES = 1 << 20
-CACHE_VERSION = 4
+CACHE_VERSION = 5
 CACHE_MIN_BYTES = 4 * 2**20  # runs (all rank files together) smaller than this are not cached
 _DBL_MAX = np.finfo(np.float64).max
 _NAN_MARK = float(np.nextafter(_DBL_MAX, 0))  # 1.7976931348623155e308 stands for "nan" in the fast path
@@ -117,7 +118,7 @@ class StepColumns:
     input_hashes: np.ndarray  # bytes (dtype "S"), b"" where not recorded
     # sparse per-step facts: (step, value)
     clip_step: np.ndarray  # one row per clip_grad_norm_ call: its optimizer step
-    clip: np.ndarray  # [calls, 4]: CLIP_COLUMNS; flags as 1/0, nan where not recorded
+    clip: np.ndarray  # [calls, len(CLIP_COLUMNS)]: CLIP_COLUMNS; flags as 1/0, nan where not recorded
     nonfinite: list[tuple[int, dict[str, Any]]]
     autocast: set[str]
     # where the writer recorded a non-finite loss ("nan"/"inf"); `losses` is also nan where no

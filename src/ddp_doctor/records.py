@@ -94,7 +94,15 @@ def F(name: str, type: str, per: str = "record", *fields: Field) -> Field:  # no
     return Field(name, type, per, tuple(fields))
 
 
-_CLIP = (F("max_norm", "float"), F("total_norm", "float"), F("after_unscale", "bool"), F("scaler", "bool"))
+_CLIP = (
+    F("max_norm", "float"),
+    F("total_norm", "float"),
+    F("after_unscale", "bool"),
+    F("scaler", "bool"),
+    # FSDP2: a partial DTensor total norm, per rank (docs/run-format.md, "FSDP2 / DTensor")
+    F("total_norm_shard", "float"),
+    F("norm_type", "float"),
+)
 _GROUP = (
     F("lr", "float"),
     F("eps", "float"),
@@ -173,7 +181,7 @@ KINDS: dict[str, tuple[Field, ...]] = {
         F("head", "list[int]"),
     ),
     "replica": (F("step", "int"), F("total", "str"), F("params", "list[int]"), F("buffers", "int")),
-    "full": (F("step", "int"), F("groups", "dict"), F("adam", "list[dict]")),
+    "full": (F("step", "int"), F("groups", "dict"), F("adam", "list[dict]"), F("sharded", "bool")),
     "compile_check": (
         F("step", "int"),
         F("max_abs", "float"),
@@ -182,7 +190,13 @@ KINDS: dict[str, tuple[Field, ...]] = {
     ),
     "unused": (F("step", "int"), F("names", "list[str]")),
     "probe_error": (F("instrument", "str"), F("step", "int"), F("error", "str"), F("traceback", "str")),
-    "end": (F("time", "float"), F("steps", "int"), F("reason", "str"), F("interventions", "dict")),
+    "end": (
+        F("time", "float"),
+        F("steps", "int"),
+        F("reason", "str"),
+        F("interventions", "dict"),
+        F("exception", "str"),
+    ),
 }
 
 # Fields of `config` records by their `what` (docs/run-format.md, table under `config`).

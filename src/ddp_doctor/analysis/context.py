@@ -16,6 +16,7 @@ from ddp_doctor.analysis.quantities.gns import GNS, gradient_noise_scale
 from ddp_doctor.analysis.quantities.noise_band import NoiseBand, noise_band
 from ddp_doctor.analysis.quantities.ratios import Ratios, ratios
 from ddp_doctor.analysis.quantities.series import Series, build_series, segment_sum
+from ddp_doctor.analysis.quantities.shards import combine_clip, combine_full, combine_grad_sq, is_fsdp2
 from ddp_doctor.analysis.quantities.spikes import EARLY_LOSS_FACTOR, Spike, find_spikes
 from ddp_doctor.rundir import CLIP_COLUMNS, RunData
 
@@ -99,11 +100,9 @@ def _grad_norm(run: RunData, series: Series) -> tuple[np.ndarray, str | None]:
     if np.isfinite(g).sum() >= MIN_GRAD_NORM_STEPS:
         return g, "comm hook (all-reduced gradient)"
     clip = np.full(series.n_steps, np.nan)
-    lowest = min(run.ranks) if run.ranks else None
-    if lowest is not None and run.ranks[lowest].steps is not None:
-        cols = run.ranks[lowest].steps
-        ok = (cols.clip_step >= 0) & (cols.clip_step < series.n_steps)
-        clip[cols.clip_step[ok]] = cols.clip[ok, CLIP_COLUMNS.index("total_norm")]
+    clip_step, clip_rows = combine_clip(run)
+    ok = (clip_step >= 0) & (clip_step < series.n_steps)
+    clip[clip_step[ok]] = clip_rows[ok, CLIP_COLUMNS.index("total_norm")]
     if np.isfinite(clip).sum() >= MIN_GRAD_NORM_STEPS:
         return clip, "clip_grad_norm_ total_norm"
     return g, None
@@ -111,15 +110,13 @@ def _grad_norm(run: RunData, series: Series) -> tuple[np.ndarray, str | None]:
 
 def build_context(run: RunData) -> Context:
     series = build_series(run)
+    if is_fsdp2(run):  # each rank recorded its shard: every consumer reads the global ‖g‖²
+        series.gsq_global = combine_grad_sq(series.gsq_global)
     sync = sync_pattern(run)
     world = run.world_size
     gns = gradient_noise_scale(series, world, sync.gns_valid(series))
     grad_norm, source = _grad_norm(run, series)
-    full = []
-    for r in sorted(run.ranks):
-        if run.ranks[r].full:
-            full = run.ranks[r].full
-            break
+    full = combine_full(run)
     level = str(
         run.manifest.get("level")
         or next((d.header.get("level") for d in run.ranks.values() if d.header), "basic")

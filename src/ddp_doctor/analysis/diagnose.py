@@ -89,7 +89,10 @@ class Diagnosis:
 def run_findings(ctx: Context) -> list[Finding]:
     """All checks' findings, one per catalog ID (the first producer wins for shared IDs)."""
     seen: dict[str, Finding] = {}
-    for module in CHECKS:
+    # The checks read per-step series; with no step record (a run polled before its first
+    # optimizer step, or one whose step instrument failed) there is nothing to measure yet.
+    no_steps = ctx.optimizer_steps == 0
+    for module in () if no_steps else CHECKS:
         try:
             found = list(module.check(ctx))
         except Exception as exc:  # noqa: BLE001 - damaged input gives a report with a note, never a traceback
@@ -107,8 +110,12 @@ def run_findings(ctx: Context) -> list[Finding]:
                 id=fid,
                 status="not-measured",
                 severity="info",
-                summary="No runtime measurement exists for this finding.",
-                summary_zh="该发现没有运行时测量。",
+                summary="No optimizer step was recorded: nothing to measure yet."
+                if no_steps
+                else "No runtime measurement exists for this finding.",
+                summary_zh="没有记录到任何优化步：尚无可测量的数据。"
+                if no_steps
+                else "该发现没有运行时测量。",
             )
     return sort_findings(list(seen.values()))
 

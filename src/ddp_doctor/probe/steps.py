@@ -14,6 +14,7 @@ new scale), and at the latest at the next backward or at exit.
 from __future__ import annotations
 
 import math
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +28,8 @@ HASH_MASK = (1 << 64) - 1
 # step is being seen (e.g. the optimizer instrument was disabled), and the window is dropped
 # rather than growing without bound.
 MAX_MICRO_STEPS = 4096
+# Tensor-valued fields of a clip entry, fetched with the window (instruments/clip.py).
+CLIP_TENSORS = ("total_norm", "total_norm_shard")
 
 
 @dataclass
@@ -96,7 +99,7 @@ class StepAccumulator:
         micros = self.micros
         values = _fetch(
             [t for m in micros for t in _value_tensors(m)]
-            + [c["total_norm"] for c in self.clip if isinstance(c["total_norm"], torch.Tensor)]
+            + [c[k] for c in self.clip for k in CLIP_TENSORS if isinstance(c.get(k), torch.Tensor)]
         )
         hash_values = iter(_fetch_ints([m.input_hash for m in micros if m.input_hash is not None]))
         vals = iter(values)
@@ -132,8 +135,7 @@ class StepAccumulator:
                     }
         clip = []
         for c in self.clip:
-            total = next(vals) if isinstance(c["total_norm"], torch.Tensor) else c["total_norm"]
-            clip.append({**c, "total_norm": total})
+            clip.append({**c, **{k: next(vals) for k in CLIP_TENSORS if isinstance(c.get(k), torch.Tensor)}})
         self.pending = {
             "kind": "step",
             "step": self.step,
@@ -182,6 +184,34 @@ class StepAccumulator:
         return record
 
 
+def dtensor_type() -> Any:
+    """torch's DTensor class if a DTensor can exist in this process, else None.
+
+    DTensors (FSDP2 parameters and gradients, tensor parallelism) only exist once
+    torch.distributed.tensor is imported; looking it up in sys.modules keeps the import off
+    programs that never use it.
+    """
+    module = sys.modules.get("torch.distributed.tensor")
+    return getattr(module, "DTensor", None) if module is not None else None
+
+
+def local(t: torch.Tensor) -> torch.Tensor:
+    """This rank's part of `t`: `to_local()` for a DTensor, `t` itself otherwise. Never a collective.
+
+    The probe never calls `full_tensor()`/`redistribute()`: an instrument is disabled per rank on
+    its own errors, so a collective issued from a hook could be entered by some ranks only (a hang).
+    Sharded quantities are recorded per rank and combined by the analysis (run-format.md).
+    """
+    cls = dtensor_type()
+    return t.to_local() if cls is not None and isinstance(t, cls) else t
+
+
+def is_partial(t: torch.Tensor) -> bool:
+    """True for a DTensor whose local value is not its full value (Partial or Shard placements)."""
+    cls = dtensor_type()
+    return cls is not None and isinstance(t, cls) and not all(p.is_replicate() for p in t.placements)
+
+
 def sq_norm(t: torch.Tensor) -> torch.Tensor:
     """‖t‖² as a float32 0-d tensor on t's device; `vector_norm` was ~9x faster than pow(2).sum()."""
     return torch.linalg.vector_norm(t, dtype=torch.float32).square()
@@ -214,15 +244,24 @@ def _fetch(tensors: list[torch.Tensor]) -> list[float]:
     for i, t in enumerate(tensors):
         by_device.setdefault(t.device, []).append(i)
     for indices in by_device.values():
-        stacked = torch.stack([tensors[i].detach().reshape(()).to(torch.float64) for i in indices])
+        stacked = torch.stack([_scalar(tensors[i]) for i in indices])
         for i, v in zip(indices, stacked.tolist()):
             out[i] = v
     return out
 
 
+def _scalar(t: torch.Tensor) -> torch.Tensor:
+    """A float64 0-d plain tensor: a replicated DTensor's local value is its value; the local value
+    of a partial one is not, so it is recorded as nan (unknown) rather than wrong."""
+    if is_partial(t):
+        return torch.full((), math.nan, dtype=torch.float64, device=local(t).device)
+    return local(t).detach().reshape(()).to(torch.float64)
+
+
 def _fetch_ints(tensors: list[torch.Tensor]) -> list[int]:
     if not tensors:
         return []
+    tensors = [local(t) for t in tensors]
     devices = {t.device for t in tensors}
     if len(devices) == 1:
         return torch.stack([t.reshape(()) for t in tensors]).tolist()
@@ -236,8 +275,9 @@ def _hash_hex(value: int, shape: tuple[int, ...]) -> str:
 
 
 def _first_nonfinite_param() -> str | None:
+    """The first parameter whose gradient (this rank's shard of it, under FSDP2) is not finite."""
     for model in PROBE.watched_models():
         for name, p in model.named_parameters():
-            if p.grad is not None and not bool(torch.isfinite(p.grad).all()):
+            if p.grad is not None and not bool(torch.isfinite(local(p.grad)).all()):
                 return name
     return None

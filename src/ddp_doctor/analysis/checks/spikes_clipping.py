@@ -22,6 +22,7 @@ import numpy as np
 from ddp_doctor.analysis.checks.lr_schedule import warmup_length
 from ddp_doctor.analysis.context import MIN_GRAD_NORM_STEPS, Context
 from ddp_doctor.analysis.make import confirmed, fmt, inconclusive, not_measured, ruled_out
+from ddp_doctor.analysis.quantities.shards import combine_clip
 from ddp_doctor.analysis.quantities.spikes import (
     EARLY_LOSS_FACTOR,
     MAX_LAG,
@@ -158,11 +159,8 @@ def _grad_spike(ctx: Context) -> Finding:
 
 
 def _clips(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
-    """The lowest rank's clip calls: steps and [calls, 4] values (rundir.CLIP_COLUMNS)."""
-    cols = ctx.run.ranks[min(ctx.run.ranks)].steps
-    if cols is None:
-        return np.zeros(0, dtype=np.int64), np.zeros((0, len(CLIP_COLUMNS)))
-    return cols.clip_step, cols.clip
+    """The lowest rank's clip calls: steps and values (rundir.CLIP_COLUMNS), FSDP2 shards combined."""
+    return combine_clip(ctx.run)
 
 
 def _clip_saturated(ctx: Context) -> Finding:

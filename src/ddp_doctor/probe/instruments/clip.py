@@ -5,7 +5,8 @@ after `scaler.unscale_` (clipping loss-scaled gradients clips at max_norm × sca
 replacing the attribute (on both `torch.nn.utils` and its `clip_grad` module) sees them. accelerate
 computes `get_total_norm` itself and then calls the public `torch.nn.utils.clip_grads_with_norm_`,
 which is wrapped too (`clip_grad_norm_` calls the private alias, so nothing is counted twice).
-The total norm stays a tensor until the optimizer step.
+The total norm stays a tensor until the optimizer step. Under FSDP2 it is a partial DTensor: see
+`_clipped` (recorded per rank as `total_norm_shard`, combined by the analysis).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import torch.nn.utils
 import torch.nn.utils.clip_grad
 
 from ddp_doctor.probe.state import PROBE, guarded, patch
+from ddp_doctor.probe.steps import is_partial, local
 
 
 @guarded("clip")
@@ -25,14 +27,31 @@ def _clipped(args: tuple[Any, ...], kwargs: dict[str, Any], total: Any) -> None:
     if total is None:  # clip_grads_with_norm_(parameters, max_norm, total_norm, foreach)
         total = args[2] if len(args) > 2 else kwargs.get("total_norm")
     steps = PROBE.steps
-    PROBE.steps.clip.append(
-        {
-            "max_norm": float(max_norm) if max_norm is not None else None,
-            "total_norm": total.detach() if isinstance(total, torch.Tensor) else total,
-            "after_unscale": steps.unscaled,
-            "scaler": steps.scaler_seen,
-        }
-    )
+    entry: dict[str, Any] = {
+        "max_norm": float(max_norm) if max_norm is not None else None,
+        "total_norm": total.detach() if isinstance(total, torch.Tensor) else total,
+        "after_unscale": steps.unscaled,
+        "scaler": steps.scaler_seen,
+    }
+    norm_type = _partial_norm_type(total)
+    if norm_type is not None:
+        # FSDP2 (DTensor gradients): the total norm is a partial DTensor whose local value is the
+        # p-norm of this rank's shards. No collective here: it is recorded per rank and the
+        # analysis combines ranks as (sum of shard^p)^(1/p) (max for p = inf); total_norm is null.
+        entry["total_norm"] = None
+        entry["total_norm_shard"] = local(total).detach()
+        entry["norm_type"] = norm_type
+    PROBE.steps.clip.append(entry)
+
+
+def _partial_norm_type(total: Any) -> float | None:
+    """p when `total` is a DTensor partial p-norm (torch's _NormPartial placement), else None."""
+    if not isinstance(total, torch.Tensor) or not is_partial(total):
+        return None
+    types = {getattr(p, "norm_type", None) for p in total.placements if not p.is_replicate()}
+    if len(types) != 1 or not isinstance(next(iter(types)), (int, float)):
+        return None
+    return float(next(iter(types)))
 
 
 def install() -> None:

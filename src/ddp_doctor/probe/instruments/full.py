@@ -5,6 +5,8 @@ For each layer group (from parameter names, run-format.md): ‖grad‖, ‖θ‖
 ~1e-3 for Adam in LLM training; update-ratio-high). For Adam-style optimizers the share of
 second-moment entries v below eps²: there √v < eps, so eps rather than the gradient sets the step
 size (adam-eps-dominated). Costs one copy of the parameters on the steps where it runs.
+Under FSDP2 every value is computed on this rank's shards (`to_local()`, no collective) and the
+record says `"sharded": true`; the analysis combines ranks (norms in quadrature, counts summed).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import torch
 
 from ddp_doctor.probe.instruments import params
 from ddp_doctor.probe.state import PROBE, guarded
+from ddp_doctor.probe.steps import local
 
 # Ordered: the first group whose keys match a parameter name wins.
 LAYER_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -48,11 +51,11 @@ def before_step(optimizer: torch.optim.Optimizer, step: int) -> None:
     named = params.trainable(optimizer)
     _before["step"] = step
     _before["named"] = named
-    _before["params"] = [p.detach().clone() for _, p in named]
+    _before["params"] = [local(p).detach().clone() for _, p in named]
     _before["grad_sq"] = [
-        torch.linalg.vector_norm(p.grad, dtype=torch.float32).square()
+        torch.linalg.vector_norm(local(p.grad), dtype=torch.float32).square()
         if p.grad is not None
-        else torch.zeros((), device=p.device)
+        else torch.zeros((), device=local(p).device)
         for _, p in named
     ]
 
@@ -63,12 +66,12 @@ def after_step(optimizer: torch.optim.Optimizer, step: int) -> None:
         return
     named, old, grad_sq = _before["named"], _before["params"], _before["grad_sq"]
     _before.clear()
-    device = named[0][1].device
+    device = local(named[0][1]).device
     param_sq = [
-        torch.linalg.vector_norm(p.detach(), dtype=torch.float32).square().to(device) for _, p in named
+        torch.linalg.vector_norm(local(p).detach(), dtype=torch.float32).square().to(device) for _, p in named
     ]
     update_sq = [
-        torch.linalg.vector_norm(p.detach() - o, dtype=torch.float32).square().to(device)
+        torch.linalg.vector_norm(local(p).detach() - o, dtype=torch.float32).square().to(device)
         for (_, p), o in zip(named, old)
     ]
     values = torch.stack(
@@ -82,11 +85,13 @@ def after_step(optimizer: torch.optim.Optimizer, step: int) -> None:
         g["grad_sq"] += values[0][i]
         g["param_sq"] += values[1][i]
         g["update_sq"] += values[2][i]
-        g["numel"] += p.numel()
+        g["numel"] += local(p).numel()
     PROBE.emit(
         {
             "kind": "full",
             "step": step,
+            # FSDP2: every value is this rank's shard; the analysis combines ranks (run-format.md)
+            "sharded": any(local(p) is not p for _, p in named),
             "adam": _adam(optimizer),
             "groups": {
                 k: {
@@ -110,13 +115,15 @@ def _adam(optimizer: torch.optim.Optimizer) -> list[dict[str, Any]]:
     for index, group in enumerate(optimizer.param_groups):
         eps = group.get("eps")
         states = [
-            optimizer.state[p]["exp_avg_sq"]
+            local(optimizer.state[p]["exp_avg_sq"])
             for p in group["params"]
             if p in optimizer.state and "exp_avg_sq" in optimizer.state[p]
         ]
-        if eps is None or not states:
-            continue
-        below = torch.stack([(v < eps * eps).sum() for v in states]).sum().item()
         numel = sum(v.numel() for v in states)
-        out.append({"group": index, "eps": eps, "frac_v_below_eps2": below / numel, "numel": numel})
+        if eps is None or not numel:
+            continue
+        below = int(torch.stack([(v < eps * eps).sum() for v in states]).sum().item())
+        out.append(
+            {"group": index, "eps": eps, "frac_v_below_eps2": below / numel, "below": below, "numel": numel}
+        )
     return out
