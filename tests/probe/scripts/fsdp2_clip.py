@@ -3,7 +3,7 @@
 Rank 0 writes, per optimizer step, norms computed directly with `full_tensor()` (every rank calls
 it at the same point, as user code may), for the probe tests to compare with what was recorded:
 the global gradient norm² before clipping, clip_grad_norm_'s total norm, per-parameter gradient,
-parameter and update norms², and the count of AdamW second moments below eps². argv: OUT.json
+parameter (before and after the step) and update norms², and the count of AdamW second moments below eps². argv: OUT.json
 [PARAMS.pt]: the final full parameters go to PARAMS.pt (bit-identity with and without the probe).
 """
 
@@ -59,6 +59,7 @@ for epoch in range(EPOCHS):
                     "grad_sq": grad_sq,
                     "clip_total": float(total.full_tensor()),
                     "param_sq": [float(b.double().pow(2).sum()) for b in before],
+                    "param_sq_after": [float(a.double().pow(2).sum()) for a in after],
                     "update_sq": [float((a - b).double().pow(2).sum()) for a, b in zip(after, before)],
                     "below": sum(int((t < EPS * EPS).sum()) for t in v),
                     "numel": sum(t.numel() for t in v),
