@@ -181,3 +181,26 @@ def test_a_sitecustomize_already_on_the_path_still_runs(tmp_path):
     env = base_env(PYTHONPATH=str(site), MARK=str(tmp_path / "mark"))
     run_probe(tmp_path / "run", [sys.executable, "-c", "import sitecustomize"], env=env)
     assert (tmp_path / "mark").read_text() == "ran"
+
+
+def test_secret_flags_and_env_are_redacted_in_manifest_and_json_report_and_files_are_private(tmp_path):
+    out = tmp_path / "run"
+    script = (
+        "import torch; m = torch.nn.Linear(2, 1); o = torch.optim.SGD(m.parameters(), lr=0.1); "
+        "m(torch.ones(1, 2)).sum().backward(); o.step()"
+    )
+    argv = [sys.executable, "-c", script, "--api-key", SECRET, f"--hf-token={SECRET}", "--password", SECRET]
+    env = base_env(NCCL_PWD=SECRET, TORCH_CREDS=SECRET, ACCELERATE_API_TOK=SECRET)
+    run_probe(out, argv, env=env)
+    manifest = (out / "manifest.json").read_text()
+    assert SECRET not in manifest and "--api-key" in manifest
+    assert not {"NCCL_PWD", "TORCH_CREDS", "ACCELERATE_API_TOK"} & set(json.loads(manifest)["env"])
+    report = _cli("report", str(out), "--format", "json")
+    assert report.returncode == 0 and SECRET not in report.stdout
+    assert json.loads(report.stdout)["run"]["command"][3:5] == ["--api-key", "<redacted>"]
+    for path in [out, *out.rglob("*")]:
+        mode = path.stat().st_mode & 0o777
+        if path.is_dir():
+            assert mode == 0o700, path
+        elif not path.name.endswith(".cache") and "cache" not in path.parts:  # the reader's cache: its own
+            assert mode == 0o600, path

@@ -34,6 +34,7 @@ from ddp_doctor.analysis.context import Context, build_context
 from ddp_doctor.analysis.reduced import reduced_run_info, restrict
 from ddp_doctor.catalog import FINDINGS, HYPOTHESES, UI
 from ddp_doctor.findings import Finding, HypothesisVerdict, sort_findings
+from ddp_doctor.redact import redact_argv, redact_value
 from ddp_doctor.rundir import RunData, read_run
 from ddp_doctor.teardown import ExitStatus, classify_run
 
@@ -175,6 +176,12 @@ def _strip(rec: dict[str, Any] | None) -> dict[str, Any] | None:
     return {k: v for k, v in rec.items() if k not in ("kind", "what", "step")}
 
 
+def _redacted_command(command: Any) -> Any:
+    if isinstance(command, list):
+        return redact_argv(command)
+    return redact_value(command) if isinstance(command, str) else command
+
+
 def _exit_status(run: RunData) -> ExitStatus:
     code = run.manifest.get("exit_code")
     return classify_run(run.path, code if isinstance(code, int) and not isinstance(code, bool) else None)
@@ -201,7 +208,8 @@ def run_info(ctx: Context) -> dict[str, Any]:
         "settings": {k: _strip(run.config(k)) for k in _CONFIG_KINDS if run.config(k) is not None},
         "level": ctx.level,
         "every": m.get("every"),
-        "command": m.get("command"),
+        # redacted again: a run directory from an older version or written by hand may hold secrets
+        "command": _redacted_command(m.get("command")),
         "start": m.get("start"),
         "end": m.get("end"),
         "exit_code": m.get("exit_code"),

@@ -190,7 +190,9 @@ def _release() -> None:
 
 
 def _write_own_manifest(rank: int) -> None:
+    from ddp_doctor.probe.launcher import write_private
     from ddp_doctor.records import RUN_SCHEMA, manifest_path
+    from ddp_doctor.redact import redact_argv
 
     assert PROBE.options is not None
     path = manifest_path(PROBE.options.run_dir)
@@ -198,7 +200,7 @@ def _write_own_manifest(rank: int) -> None:
         return
     manifest = {
         "schema": RUN_SCHEMA,
-        "command": [sys.executable, *sys.argv],
+        "command": redact_argv([sys.executable, *sys.argv]),
         "cwd": os.getcwd(),
         "level": PROBE.options.level,
         "every": PROBE.options.every,
@@ -207,5 +209,5 @@ def _write_own_manifest(rank: int) -> None:
         "attached": True,
     }
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(manifest, indent=2))
+    write_private(tmp, json.dumps(manifest, indent=2))
     os.replace(tmp, path)

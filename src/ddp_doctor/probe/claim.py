@@ -48,7 +48,7 @@ def _stale(path: Path) -> bool:
 
 def claim(run_dir: Path, node: int | None = None) -> Path:
     """Create the claim file of ``run_dir`` (creating the directory); raise RunDirBusy if held."""
-    Path(run_dir).mkdir(parents=True, exist_ok=True)
+    Path(run_dir).mkdir(mode=0o700, parents=True, exist_ok=True)  # owner-only (launcher.make_run_dir)
     path = claim_path(run_dir, node)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
     for attempt in range(2):

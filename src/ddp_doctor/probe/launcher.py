@@ -29,6 +29,7 @@ from ddp_doctor.probe.claim import RunDirBusy, claim, release
 from ddp_doctor.probe.exits import ENV_EXITS_DIR
 from ddp_doctor.probe.options import ProbeOptions
 from ddp_doctor.records import RANKS_DIR, RUN_SCHEMA, manifest_path
+from ddp_doctor.redact import is_secret_name, redact_argv, redact_value
 from ddp_doctor.teardown import EXITS_SUBDIR
 
 INJECT_DIR = Path(__file__).resolve().parent / "inject"
@@ -53,8 +54,9 @@ ENV_ALLOW_NAMES = frozenset(
     }
 )
 ENV_ALLOW_PREFIXES = ("NCCL_", "TORCH_", "TORCHELASTIC_", "ACCELERATE_")
-# Even an allowed name is dropped when it looks like it holds a credential.
-ENV_DENY_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD", "CREDENTIAL", "PASS", "AUTH")
+# Even an allowed name is dropped when it looks like it holds a credential (ddp_doctor.redact).
+PRIVATE_DIR = 0o700  # run directories (and ranks/, launcher/) are created owner-only
+PRIVATE_FILE = 0o600  # and so are the files the tool writes into them
 VERSIONED_PACKAGES = ("torch", "transformers", "accelerate", "numpy")
 
 
@@ -65,9 +67,9 @@ def allowed_env(environ: dict[str, str]) -> dict[str, str]:
         upper = name.upper()
         if upper not in ENV_ALLOW_NAMES and not upper.startswith(ENV_ALLOW_PREFIXES):
             continue
-        if any(word in upper for word in ENV_DENY_WORDS):
+        if is_secret_name(name):
             continue
-        out[name] = value
+        out[name] = redact_value(value)
     return dict(sorted(out.items()))
 
 
@@ -91,8 +93,26 @@ def write_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
     """Replace the manifest atomically: readers see the old or the new file, never half of one."""
     path = manifest_path(run_dir)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(manifest, indent=2) + "\n")
+    write_private(tmp, json.dumps(manifest, indent=2) + "\n")
     os.replace(tmp, path)
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write `path` readable by its owner only (0600), never through a symlink planted there."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), PRIVATE_FILE)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def make_run_dir(run_dir: Path) -> None:
+    """Create the run directory and its ranks/ readable by the owner only (0700): commands, hosts
+    and losses are nobody else's business. A directory that already exists keeps its mode."""
+    run_dir.parent.mkdir(parents=True, exist_ok=True)
+    for directory in (run_dir, run_dir / RANKS_DIR):
+        with contextlib.suppress(FileExistsError):
+            directory.mkdir(mode=PRIVATE_DIR)
 
 
 # Runs the instrumented command given its argv and environment; returns its exit code. The default
@@ -145,11 +165,11 @@ def _run_claimed(
     command: list[str], options: ProbeOptions, environ: Mapping[str, str] | None, runner: Runner | None
 ) -> int:
     run_dir = options.run_dir
-    (run_dir / RANKS_DIR).mkdir(parents=True, exist_ok=True)
+    make_run_dir(run_dir)
     base_env = dict(os.environ if environ is None else environ)
     manifest: dict[str, Any] = {
         "schema": RUN_SCHEMA,
-        "command": command,
+        "command": redact_argv(command),  # `--api-key X` → `--api-key <redacted>` (ddp_doctor.redact)
         "cwd": os.getcwd(),
         "level": options.level,
         "every": options.every,

@@ -45,8 +45,8 @@ class RankRecorder:
 
     def open(self, rank: int, header: dict[str, Any]) -> None:
         path = rank_file(self.run_dir, rank)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # owner-only, as launcher.make_run_dir
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0), 0o600)
         self.path = path
         os.write(self._fd, encode(header) + b"".join(self._early))
         self._early.clear()
