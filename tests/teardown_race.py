@@ -8,6 +8,11 @@ truthfully (see docs/probe.md); the test suite must not fail on it, or every sub
 Policy, in tests only:
 - a probed run whose every rank file ends with an `end` record, and whose launcher failed with the
   teardown message, is a completed run: it is *tolerated* (the test goes on with its outputs);
+- a probed run the product itself judges completed (ddp_doctor.teardown: every rank ended, or
+  was stopped by torchrun after its final step, and only SIGABRT failures) is tolerated too
+  (`accept_exit`, for launchers whose output is in a log file: demo, fault matrix);
+- ranks started with torch.multiprocessing that saved their outputs and then died of SIGABRT are
+  tolerated (`spawn_tolerating`);
 - a run with no run directory to prove completion (bare torchrun) is *retried* (at most RETRIES times)
   when its stderr shows the teardown message;
 - everything else is a real failure and stays one.
@@ -52,10 +57,48 @@ def all_ranks_ended(run_dir: Path) -> bool:
 
 def tolerated(proc: subprocess.CompletedProcess, run_dir: Path | None, what: str) -> bool:
     """Record and accept a teardown abort after a complete probed run."""
-    if run_dir is not None and looks_like_teardown_abort(proc) and all_ranks_ended(run_dir):
+    if run_dir is None or proc.returncode == 0:
+        return False
+    if (looks_like_teardown_abort(proc) and all_ranks_ended(run_dir)) or _product_says_completed(
+        run_dir, proc.returncode
+    ):
         EVENTS.append(f"tolerated: {what}")
         return True
     return False
+
+
+def accept_exit(run_dir: Path, code: int, what: str) -> bool:
+    """True for exit 0, or for a probed run that completed and failed only by a teardown abort
+    (judged from its run directory, as `ddp-doctor run` and `report` judge it); counted."""
+    if code == 0:
+        return True
+    if _product_says_completed(run_dir, code):
+        EVENTS.append(f"tolerated: {what}")
+        return True
+    return False
+
+
+def _product_says_completed(run_dir: Path, code: int) -> bool:
+    """ddp_doctor.teardown: every rank ended (or was stopped by torchrun after its final step) and
+    the failed ranks the launcher reported died of SIGABRT. Its own tests are tests/probe/test_teardown.py."""
+    from ddp_doctor.teardown import classify_run
+
+    return classify_run(run_dir, code).ok
+
+
+def spawn_tolerating(start: Callable[[], None], outputs_ready: Callable[[], bool], what: str) -> None:
+    """Run `start()` (torch.multiprocessing ranks, join=True); a rank that died of SIGABRT after
+    every rank had saved its outputs is a teardown abort: tolerated and counted."""
+    import signal
+
+    from torch.multiprocessing import ProcessExitedException
+
+    try:
+        start()
+    except ProcessExitedException as error:
+        if error.exit_code != -signal.SIGABRT or not outputs_ready():
+            raise
+        EVENTS.append(f"tolerated: {what}")
 
 
 def run_retrying(

@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 
 import fault_matrix  # noqa: E402  (bench/ is not a package)
+import teardown_race  # noqa: E402
 
 from ddp_doctor.analysis.diagnose import diagnose  # noqa: E402
 from ddp_doctor.report.html import render_html  # noqa: E402
@@ -32,7 +33,8 @@ CI_FAULTS = ("sched-per-micro", "no-sampler")
 @pytest.fixture(scope="module")
 def clean_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     run_dir = tmp_path_factory.mktemp("e2e") / "clean"
-    assert fault_matrix.run_case(CASES[fault_matrix.CLEAN], run_dir) == 0, (
+    code = fault_matrix.run_case(CASES[fault_matrix.CLEAN], run_dir)
+    assert teardown_race.accept_exit(run_dir, code, "fault matrix clean run"), (
         run_dir / "launch.log"
     ).read_text()
     return run_dir

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import teardown_race
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
@@ -40,7 +41,11 @@ def run_ranks(fn: Callable[..., Any], world: int, *args: Any) -> list[Any]:
     """fn(*args) on every rank of a fresh gloo group; returns [result of rank 0, rank 1, ...]."""
     with tempfile.TemporaryDirectory() as out:
         # fork: the parent has already imported torch and transformers, so ranks start in ~1 s.
-        mp.start_processes(
-            _entry, args=(fn, world, free_port(), out, args), nprocs=world, join=True, start_method="fork"
+        teardown_race.spawn_tolerating(
+            lambda: mp.start_processes(
+                _entry, args=(fn, world, free_port(), out, args), nprocs=world, join=True, start_method="fork"
+            ),
+            lambda: all((Path(out) / f"rank{r}.pt").exists() for r in range(world)),
+            f"run_ranks {getattr(fn, '__name__', fn)}",
         )
         return [torch.load(Path(out) / f"rank{r}.pt", weights_only=False) for r in range(world)]
