@@ -12,6 +12,7 @@ import ast
 from ast import AST
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 # Public spellings that name the same object; rules compare against the canonical (first) one.
 _ALIASES: dict[str, str] = {
@@ -110,6 +111,11 @@ class FileContext:
     _pos: dict[int, int] = field(default_factory=dict)  # node -> its index in `nodes`
     _by_type: dict[type, list[ast.AST]] = field(default_factory=dict)
     words: set[str] = field(default_factory=set)  # every identifier, attribute, keyword and import part
+    # Project mode (lint/project.py): the directory's summaries, this file's module name and its
+    # import table with relative imports made absolute. None/empty when linting a lone file.
+    project: Any = None
+    module: str | None = None
+    absolute_imports: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def build(cls, path: str, source: str, tree: ast.Module) -> FileContext:

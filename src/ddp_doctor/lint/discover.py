@@ -124,8 +124,19 @@ def _walk(root: Path, extra: list[Pattern]) -> Iterator[Path]:
             if entry.is_dir(follow_symlinks=False):
                 if not _excluded(path, True, patterns):
                     stack.append((path, patterns + _gitignore(path)))
-            elif entry.name.endswith(SUFFIXES) and not _excluded(path, False, patterns):
+            elif (
+                entry.name.endswith(SUFFIXES)
+                and _regular(entry)  # FIFOs, sockets, devices: reading them could block forever
+                and not _excluded(path, False, patterns)
+            ):
                 yield path
+
+
+def _regular(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_file()  # follows symlinks; False for FIFOs and other special files
+    except OSError:
+        return False
 
 
 def exclude_patterns(base: Path, texts: tuple[str, ...]) -> list[Pattern]:

@@ -12,8 +12,12 @@ reported line silences those findings there.
 from __future__ import annotations
 
 import ast
+import contextlib
+import os
 import re
-from dataclasses import dataclass, field
+import stat
+import tempfile
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ddp_doctor.catalog import FINDINGS, lint_ids
@@ -23,8 +27,13 @@ from ddp_doctor.lint.context import FileContext
 from ddp_doctor.lint.discover import exclude_patterns, iter_files
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.notebook import NotebookSource, read_notebook
+from ddp_doctor.lint.project import ProjectIndex, attach
 from ddp_doctor.lint.rules import RULES, Edit, Violation
+from ddp_doctor.lint.source import read_source
 
+# Config-gated findings (the bug exists only when a flag has a given value) are reported one
+# severity level below the catalog's, with the flag value in ``evidence["gated_by"]``.
+GATED_SEVERITY = {"error": "warning", "warning": "info", "info": "info"}
 SUPPRESS = re.compile(r"#\s*ddp-doctor:\s*ignore(?:\[(?P<ids>[^\]]*)\])?", re.IGNORECASE)
 
 
@@ -34,7 +43,7 @@ class Diagnostic:
 
     path: str
     line: int | None
-    kind: str  # "read-error" | "parse-error" | "internal-error" | "config-error"
+    kind: str  # "read-error" | "parse-error" | "internal-error" | "config-error" | "write-error"
     message: str
 
     def to_json(self) -> dict[str, object]:
@@ -68,7 +77,11 @@ def resolve_ids(select: tuple[str, ...] | None, ignore: tuple[str, ...]) -> tupl
 
 
 def lint_source(
-    source: str, path: str, ids: tuple[str, ...] | None = None, notebook: NotebookSource | None = None
+    source: str,
+    path: str,
+    ids: tuple[str, ...] | None = None,
+    notebook: NotebookSource | None = None,
+    project: ProjectIndex | None = None,
 ) -> FileResult:
     """Lint one file's source text (``notebook`` maps lines back to cells)."""
     result = FileResult(path, notebook=notebook is not None)
@@ -87,11 +100,16 @@ def lint_source(
             Diagnostic(path, None, "parse-error", f"cannot parse: {type(exc).__name__}: {exc}")
         )
         return result
-    ids = tuple(i for i in (ids if ids is not None else tuple(RULES)) if RULES[i].may_apply(source))
+    ids = tuple(
+        i
+        for i in (ids if ids is not None else tuple(RULES))
+        if RULES[i].may_apply(source, project is not None)
+    )
     if not ids:
         return result  # parsed (so syntax errors are still reported), but no rule can match
     try:
         ctx = FileContext.build(path, source, tree)
+        attach(ctx, project, Path(path))
         facts = LoopFacts(ctx)
     except RecursionError:
         result.diagnostics.append(Diagnostic(path, None, "parse-error", "cannot analyse: nesting too deep"))
@@ -135,10 +153,14 @@ def _to_finding(v: Violation, path: str, notebook: NotebookSource | None) -> Fin
     if notebook is not None:
         evidence["cell"], line = notebook.locate(v.line)
     evidence["autofix"] = bool(v.edits) and notebook is None
+    severity = spec.severity
+    if v.gated_by:  # a bug only under a given flag value: one level below the catalog's severity
+        evidence["gated_by"] = v.gated_by
+        severity = GATED_SEVERITY[severity]
     return Finding(
         id=v.rule_id,
         status="confirmed",
-        severity=spec.severity,
+        severity=severity,
         summary=v.message,
         summary_zh=v.message_zh,
         evidence=evidence,
@@ -149,20 +171,18 @@ def _to_finding(v: Violation, path: str, notebook: NotebookSource | None) -> Fin
     )
 
 
-def lint_file(path: Path, ids: tuple[str, ...] | None = None) -> FileResult:
+def lint_file(
+    path: Path, ids: tuple[str, ...] | None = None, project: ProjectIndex | None = None
+) -> FileResult:
     shown = str(path)
     try:
-        raw = path.read_bytes()
+        text, _ = read_source(path)
     except OSError as exc:
         return FileResult(
-            shown, diagnostics=[Diagnostic(shown, None, "read-error", f"cannot read: {exc.strerror}")]
+            shown, diagnostics=[Diagnostic(shown, None, "read-error", f"cannot read: {exc.strerror or exc}")]
         )
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        return FileResult(
-            shown, diagnostics=[Diagnostic(shown, None, "read-error", f"not UTF-8: {exc.reason}")]
-        )
+    except ValueError as exc:
+        return FileResult(shown, diagnostics=[Diagnostic(shown, None, "read-error", str(exc))])
     if path.suffix == ".ipynb":
         try:
             nb = read_notebook(text)
@@ -171,7 +191,7 @@ def lint_file(path: Path, ids: tuple[str, ...] | None = None) -> FileResult:
                 shown, diagnostics=[Diagnostic(shown, None, "parse-error", str(exc))], notebook=True
             )
         return lint_source(nb.source, shown, ids, nb)
-    return lint_source(text, shown, ids)
+    return lint_source(text, shown, ids, project=project)
 
 
 def apply_edits(source: str, edits: list[Edit]) -> tuple[str, int]:
@@ -198,33 +218,71 @@ def apply_edits(source: str, edits: list[Edit]) -> tuple[str, int]:
 
 
 def fix_file(path: Path, edits: list[Edit]) -> int:
-    source = path.read_text(encoding="utf-8")
+    """Apply ``edits`` in place; raises OSError with a clear message when the file cannot be
+    rewritten. Keeps the file's encoding, line endings and mode; writes a temporary file in the
+    same folder and renames it over the original (never writes through a symlink)."""
+    if path.is_symlink():
+        raise OSError(f"{path}: is a symbolic link; not rewritten (fix its target instead)")
+    if not os.access(path, os.W_OK):
+        raise OSError(f"{path}: file is read-only; not rewritten")
+    source, encoding = read_source(path)
+    newline = "\r\n" if "\r\n" in source else "\n"
+    if newline != "\n":  # inserted lines carry "\n": give them the file's own line ending
+        edits = [replace(e, text=e.text.replace("\r\n", "\n").replace("\n", newline)) for e in edits]
     new, applied = apply_edits(source, edits)
-    if applied:
-        path.write_text(new, encoding="utf-8")
+    if not applied:
+        return 0
+    mode = stat.S_IMODE(os.stat(path).st_mode)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".ddp-doctor-fix", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(new.encode(encoding))
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
     return applied
 
 
 def lint_paths(
-    paths: list[Path], select: tuple[str, ...] | None = None, ignore: tuple[str, ...] = (), fix: bool = False
+    paths: list[Path],
+    select: tuple[str, ...] | None = None,
+    ignore: tuple[str, ...] = (),
+    fix: bool = False,
+    project: bool = True,
 ) -> LintResult:
-    """Lint files and directories. CLI ``select`` replaces the config's; ``ignore`` adds to it."""
+    """Lint files and directories. CLI ``select`` replaces the config's; ``ignore`` adds to it.
+
+    With ``project`` (the default), each directory is read as one project first
+    (``lint/project.py``) so facts cross its files; a file named alone is linted by itself.
+    """
     result = LintResult()
-    files: list[tuple[Path, LintConfig]] = []
+    files: list[tuple[Path, LintConfig, ProjectIndex | None]] = []
     for given in paths:
         config = config_for(given)
         result.diagnostics.extend(Diagnostic(str(given), None, "config-error", p) for p in config.problems)
         if given.is_dir():
             excludes = exclude_patterns(config.root, config.exclude) if config.root else []
-            files.extend((f, config_for(f)) for f in sorted(iter_files(given, excludes)))
+            found = sorted(iter_files(given, excludes))
+            index = ProjectIndex.build(given, found) if project else None
+            files.extend((f, config_for(f), index) for f in found)
         else:
-            files.append((given, config))
-    for path, config in files:
+            files.append((given, config, None))
+    for path, config, index in files:
         ids = resolve_ids(select if select is not None else config.select, (*config.ignore, *ignore))
-        file_result = lint_file(path, ids)
+        file_result = lint_file(path, ids, index)
         if fix and file_result.edits and not file_result.notebook:
-            result.fixed += fix_file(path, file_result.edits)
-            file_result = lint_file(path, ids)
+            try:
+                result.fixed += fix_file(path, file_result.edits)
+            except (OSError, ValueError) as exc:
+                msg = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                file_result.diagnostics.append(
+                    Diagnostic(str(path), None, "write-error", f"cannot fix: {msg}")
+                )
+            else:
+                file_result = lint_file(path, ids, index)
         result.files += 1
         result.findings.extend(file_result.findings)
         result.diagnostics.extend(file_result.diagnostics)

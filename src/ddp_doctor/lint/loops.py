@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
+from ddp_doctor.lint.idioms import SCALER_CALLABLE
 
 # Receivers whose `.step()` is an optimizer step / a scheduler step, by name when no constructor
 # is visible. Schedulers are tested first: `lr_scheduler` contains neither `opt` nor `optim`.
@@ -55,6 +56,7 @@ class Backward:
     call: ast.Call
     root: ast.expr | None  # the tensor backward starts from; None when the call hides it
     framework: bool  # accelerator.backward(loss) and friends: they normalise by themselves
+    scaled: bool = False  # through a GradScaler (``scaler.scale(x).backward()``, ``loss_scaler(x, opt)``)
 
 
 def backward_of(node: ast.AST) -> Backward | None:
@@ -75,8 +77,23 @@ def backward_of(node: ast.AST) -> Backward | None:
         return Backward(node, root, framework=text not in ("torch.autograd", "autograd"))
     scaled = scale_call(receiver)
     if scaled is not None and scaled.args:
-        return Backward(node, scaled.args[0], framework=False)
+        return Backward(node, scaled.args[0], framework=False, scaled=True)
     return Backward(node, receiver, framework=False)
+
+
+def scaler_callable(node: ast.AST, names: set[str] | frozenset[str] = frozenset()) -> Backward | None:
+    """``loss_scaler(loss, optimizer, ...)``: a GradScaler wrapper whose ``__call__`` runs
+    ``scale(loss).backward()`` (timm NativeScaler and its copies), by spelling or because project
+    mode saw the object built from such a class (``names``)."""
+    if not isinstance(node, ast.Call) or len(node.args) < 2:
+        return None
+    name = dotted(node.func)
+    if name is None:
+        return None
+    last = name.split(".")[-1]
+    if SCALER_CALLABLE.search(last) or last in names:
+        return Backward(node, node.args[0], framework=False, scaled=True)
+    return None
 
 
 def scale_call(receiver: ast.expr) -> ast.Call | None:
@@ -115,9 +132,17 @@ class LoopFacts:
                 m = method(node.value)
                 if m and m[1] == "prepare" and m[0] and "accelerator" in m[0].lower():
                     self.prepared |= names_set
+        project = ctx.project
+        self.backward_objects: frozenset[str] = (
+            frozenset(project.backward_objects) if project else frozenset()
+        )
         self._accum: list[AccumLoop] | None = None
         self._stmt_flags: dict[int, tuple[bool, bool]] = {}
         self._backward_marks: list[int] | None = None
+
+    def backward(self, node: ast.AST) -> Backward | None:
+        """Any spelling of a backward call: ``x.backward()``, framework backward, a loss-scaler call."""
+        return backward_of(node) or scaler_callable(node, self.backward_objects)
 
     def accumulation_loops(self) -> list[AccumLoop]:
         """Computed once per file and shared by the accumulation rules."""
@@ -165,7 +190,7 @@ class LoopFacts:
         if key not in self._stmt_flags:
             nodes = list(self.nodes([stmt]))
             self._stmt_flags[key] = (
-                any(backward_of(n) for n in nodes),
+                any(self.backward(n) for n in nodes),
                 any(self.is_optimizer_step(n) for n in nodes),
             )
         return self._stmt_flags[key]
@@ -175,7 +200,8 @@ class LoopFacts:
         function that (within the helper depth) does."""
         if self._backward_marks is None:
             ctx = self.ctx
-            backwards = [n for n in ctx.of_type(ast.Attribute) if n.attr == "backward"]
+            backwards: list[ast.AST] = [n for n in ctx.of_type(ast.Attribute) if n.attr == "backward"]
+            backwards += [n for n in ctx.of_type(ast.Call) if scaler_callable(n, self.backward_objects)]
             marks = [ctx.position(n) for n in backwards]
             fns = {id(ctx.enclosing_function(n)) for n in backwards}
             for _ in range(HELPER_DEPTH):
@@ -294,7 +320,7 @@ def accumulation_loops(facts: LoopFacts) -> list[AccumLoop]:
 
 def _runs_backward(facts: LoopFacts, body: list[ast.stmt]) -> bool:
     """Backward runs on every pass through ``body`` (or in both branches of an if/else)."""
-    if any(backward_of(n) for n in _unconditional_nodes(facts, body, HELPER_DEPTH, frozenset())):
+    if any(facts.backward(n) for n in _unconditional_nodes(facts, body, HELPER_DEPTH, frozenset())):
         return True
     return any(
         isinstance(s, ast.If)

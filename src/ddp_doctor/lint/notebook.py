@@ -29,6 +29,8 @@ def read_notebook(text: str) -> NotebookSource:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ValueError(f"not valid notebook JSON: {exc}") from None
+    except RecursionError:
+        raise ValueError("not a notebook: JSON nested too deeply") from None
     cells = data.get("cells") if isinstance(data, dict) else None
     if not isinstance(cells, list):
         raise ValueError("not a notebook: no 'cells' list")
@@ -38,7 +40,12 @@ def read_notebook(text: str) -> NotebookSource:
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
         src = cell.get("source", "")
-        text_cell = "".join(src) if isinstance(src, list) else str(src)
+        if isinstance(src, list):  # nbformat: a list of strings; anything else in it is not code
+            text_cell = "".join(s for s in src if isinstance(s, str))
+        elif isinstance(src, str):
+            text_cell = src
+        else:  # a number, dict, null ...: not source text
+            continue
         cell_lines = text_cell.splitlines()
         is_cell_magic = bool(cell_lines) and cell_lines[0].lstrip().startswith("%%")
         for i, line in enumerate(cell_lines, start=1):

@@ -22,7 +22,9 @@ def _where(f: Finding) -> str:
 def to_text(result: LintResult, lang: Lang = "en") -> str:
     out: list[str] = []
     for f in sort_findings(result.findings):
-        out.append(f"{_where(f)}: {UI[f.severity].get(lang)} [{f.id}] {f.summary_in(lang)}")
+        gate = f.evidence.get("gated_by")
+        tag = f" (config-gated: {gate})" if gate else ""
+        out.append(f"{_where(f)}: {UI[f.severity].get(lang)} [{f.id}]{tag} {f.summary_in(lang)}")
         out.append(f"    {UI['fix'].get(lang)}: {f.fix_in(lang)}")
     for d in result.diagnostics:
         out.append(f"{d.path}{f':{d.line}' if d.line else ''}: {d.kind}: {d.message}")
@@ -38,6 +40,9 @@ def _finding_json(f: Finding, lang: Lang) -> dict[str, Any]:
     data["message"], data["fix"] = f.summary_in(lang), f.fix_in(lang)
     if "cell" in f.evidence:
         data["cell"] = f.evidence["cell"]
+    if f.evidence.get("gated_by"):
+        data["gated_by"] = f.evidence["gated_by"]
+        data["tags"] = ["config-gated"]
     return data
 
 
@@ -52,6 +57,16 @@ def to_json(result: LintResult, lang: Lang = "en") -> str:
         ensure_ascii=False,
         indent=2,
     )
+
+
+def _sarif_properties(f: Finding) -> dict[str, Any]:
+    props: dict[str, Any] = {}
+    if "cell" in f.evidence:
+        props["cell"] = f.evidence["cell"]
+    if f.evidence.get("gated_by"):
+        props["gated_by"] = f.evidence["gated_by"]
+        props["tags"] = ["config-gated"]
+    return {"properties": props} if props else {}
 
 
 def to_sarif(result: LintResult, lang: Lang = "en") -> str:
@@ -80,7 +95,7 @@ def to_sarif(result: LintResult, lang: Lang = "en") -> str:
                     }
                 }
             ],
-            **({"properties": {"cell": f.evidence["cell"]}} if "cell" in f.evidence else {}),
+            **_sarif_properties(f),
         }
         for f in sort_findings(result.findings)
     ]

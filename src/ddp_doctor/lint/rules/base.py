@@ -37,6 +37,8 @@ class Violation:
     message_zh: str
     evidence: dict[str, Any] = field(default_factory=dict)
     edits: tuple[Edit, ...] = ()
+    # Config-gated: the bug exists only when a flag has a given value (``--dtype float16``).
+    gated_by: str | None = None
 
 
 class Rule:
@@ -47,12 +49,18 @@ class Rule:
     # words. Checked on the identifier set (``applies``) and, before any analysis, on the raw
     # text (``may_apply``): an identifier always appears in the text, so skipping is safe.
     required: ClassVar[tuple[tuple[str, ...], ...]] = ()
+    # In project mode a fact may come from another file (DDP applied by a helper, backward in a
+    # loss-scaler object): the rule then declares the looser words it needs in this file.
+    required_in_project: ClassVar[tuple[tuple[str, ...], ...] | None] = None
+
+    def _groups(self, project: bool) -> tuple[tuple[str, ...], ...]:
+        return self.required_in_project if project and self.required_in_project is not None else self.required
 
     def applies(self, ctx: FileContext) -> bool:
-        return all(ctx.mentions(*group) for group in self.required)
+        return all(ctx.mentions(*group) for group in self._groups(ctx.project is not None))
 
-    def may_apply(self, source: str) -> bool:
-        return all(any(word in source for word in group) for group in self.required)
+    def may_apply(self, source: str, project: bool = False) -> bool:
+        return all(any(word in source for word in group) for group in self._groups(project))
 
     @property
     def spec(self) -> FindingSpec:
@@ -66,11 +74,24 @@ class Rule:
         raise NotImplementedError
 
     def violation(
-        self, node: ast.AST, message: str, message_zh: str, edits: tuple[Edit, ...] = (), **evidence: Any
+        self,
+        node: ast.AST,
+        message: str,
+        message_zh: str,
+        edits: tuple[Edit, ...] = (),
+        gated_by: str | None = None,
+        **evidence: Any,
     ) -> Violation:
         line = getattr(node, "lineno", 1)
         return Violation(
-            self.id, line, getattr(node, "end_lineno", None) or line, message, message_zh, evidence, edits
+            self.id,
+            line,
+            getattr(node, "end_lineno", None) or line,
+            message,
+            message_zh,
+            evidence,
+            edits,
+            gated_by,
         )
 
 

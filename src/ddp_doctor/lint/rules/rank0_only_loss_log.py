@@ -3,11 +3,22 @@
 Each rank's loss is the mean over its own micro-batch; rank 0's value alone has about
 sqrt(world size) times the standard deviation of the global mean, so the curve looks unstable
 when the training is not (the global loss is ``all_reduce(loss) / world_size``). Flagged when, in
-one function, a logging call (print, logger.*, wandb/TensorBoard/tqdm style) under a rank-0
-guard (``rank == 0``, ``dist.get_rank() == 0``, ``master_process``, ``is_main_process``) logs a
-value derived from the tensor passed to backward (or returned by a same-file helper that runs
-backward) with no all-reduce/gather/reduce call on the way. nanoGPT's rank-0 ``lossf`` print is
-such a case (it is rank 0's loss, as its comment says).
+one function, a value derived from the tensor passed to backward (or returned by a helper that
+runs backward), with no all-reduce/gather/reduce on the way, is logged on rank 0 only:
+
+- by a logging call (print, logger.*, wandb/TensorBoard/tqdm style, ``pbar.desc = ...``) under a
+  rank-0 test (``lint/rank0.py``: ``rank == 0``, ``RANK in {-1, 0}``, ``not fsdp or rank == 0`` ...);
+- by a call that logs on rank 0 by itself (``fabric.print``, ``fabric.log_dict``,
+  ``accelerator.print``, ``print0``/``print_rank_0``, a project function that only logs under a
+  rank-0 test);
+- through an object that exists on rank 0 only (``writer = SummaryWriter() if rank == 0 else None``,
+  also built in another file in project mode).
+
+Derived values follow assignments, the other outputs of the loss call (``loss, items =
+criterion(...)``), and metric objects updated with them (``meter.update(loss.item())``) unless the
+object syncs (torchmetrics ``compute()`` with the default ``sync_on_compute=True``). A logged name
+whose latest binding before the log is not the training value (a validation loop under
+``torch.no_grad()`` reusing ``loss``) is not flagged. nanoGPT's rank-0 ``lossf`` print is a case.
 """
 
 from __future__ import annotations
@@ -15,97 +26,240 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 
-from ddp_doctor.lint.context import FileContext, dotted
-from ddp_doctor.lint.loops import LoopFacts, backward_of
+from ddp_doctor.lint.context import FileContext, dotted, keyword, method
+from ddp_doctor.lint.idioms import SYNC_ON_COMPUTE
+from ddp_doctor.lint.loops import LoopFacts
+from ddp_doctor.lint.rank0 import LOG_ATTRS, is_log_call, is_rank0_log_call, is_rank0_test
 from ddp_doctor.lint.rules.base import Rule, Violation
 
 REDUCE_CALL = re.compile(r"(all_?reduce|reduce|gather|average|sync)", re.IGNORECASE)
-LOG_CALL = re.compile(
-    r"^(print|log|info|debug|warning|log_metrics?|log_dict|add_scalars?|set_postfix(_str)?|"
-    r"set_description|write)$"
-)
-RANK_NAME = re.compile(r"rank", re.IGNORECASE)
-MAIN_FLAG = re.compile(
-    r"^(is_)?(master|main)(_process|_rank)?$|^is_rank_?(zero|0)$|^is_global_zero$|^rank_?(zero|0)$",
-    re.IGNORECASE,
-)
 TAINT_PASSES = 3  # assignment chains like loss -> lossf -> running_loss
+UPDATE_METHODS = frozenset({"update", "append", "add", "extend", "add_", "__call__"})
+NO_GRAD = re.compile(r"(no_grad|inference_mode|evaluate|eval)", re.IGNORECASE)
 
 
 class Rank0OnlyLossLog(Rule):
     id = "rank0-only-loss-log"
-    required = (("backward",),)
+    required = (("backward", "scaler"),)
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
         if not self.applies(ctx):
             return
-        backward_scopes = {
-            id(ctx.enclosing_function(n)): ctx.enclosing_function(n)
-            for n in ctx.of_type(ast.Attribute)
-            if n.attr == "backward"
-        }
-        returns_loss = {key for key, fn in backward_scopes.items() if _tainted(ctx, fn, set())[1]}
+        backward_scopes: dict[int, ast.AST] = {}
+        for n in ctx.of_type(ast.Call):
+            if facts.backward(n):
+                scope = ctx.enclosing_function(n)
+                backward_scopes[id(scope)] = scope
+        returns_loss = {key for key, fn in backward_scopes.items() if _tainted(ctx, facts, fn, set()).returns}
         scopes = dict(backward_scopes)
         for n in ctx.of_type(ast.Call) if returns_loss else ():  # callers of helpers returning the local loss
             if id(ctx.helper(n)) in returns_loss:
                 scope = ctx.enclosing_function(n)
                 scopes[id(scope)] = scope
+        rank0_objects = _rank0_objects(ctx)
+        seen: set[int] = set()
         for scope in scopes.values():
-            tainted, _ = _tainted(ctx, scope, returns_loss)
+            taint = _tainted(ctx, facts, scope, returns_loss)
+            tainted = taint.names
             if not tainted:
                 continue
-            for guard in ctx.local(scope):
-                if not isinstance(guard, ast.If) or not _is_rank0(guard.test):
+            for node, guard in _rank0_logs(ctx, scope, rank0_objects):
+                if id(node) in seen:
                     continue
-                for node in ctx.local(guard):
-                    if isinstance(node, ast.Call) and _is_log(node):
-                        names = {
-                            n.id
-                            for a in [*node.args, *(k.value for k in node.keywords)]
-                            for n in ast.walk(a)
-                            if isinstance(n, ast.Name)
-                        }
-                        hit = sorted(names & tainted)
-                        if hit:
-                            yield self.violation(
-                                node,
-                                f"`{hit[0]}` is logged under the rank-0 check at line {guard.lineno} without an "
-                                "all-reduce: it is rank 0's local loss, noisier than the global one.",
-                                f"`{hit[0]}` 在第 {guard.lineno} 行的 rank 0 判断下被记录，但没有 all-reduce：它只是 rank 0 的本地损失。",
-                                guard_line=guard.lineno,
-                                value=hit[0],
-                            )
+                values = _logged_values(node)
+                names = {n.id for v in values for n in ast.walk(v) if isinstance(n, ast.Name)}
+                hit = sorted(
+                    n for n in names & tainted if _training_binding(ctx, facts, scope, n, node, taint)
+                )
+                if not hit:
+                    continue
+                seen.add(id(node))
+                where = (
+                    f"the rank-0 check at line {guard.lineno}" if guard is not None else "a rank-0-only call"
+                )
+                where_zh = (
+                    f"第 {guard.lineno} 行的 rank 0 判断下"
+                    if guard is not None
+                    else "仅在 rank 0 执行的调用中"
+                )
+                yield self.violation(
+                    node,
+                    f"`{hit[0]}` is logged under {where} without an all-reduce: it is rank 0's local loss, "
+                    "noisier than the global one.",
+                    f"`{hit[0]}` 在{where_zh}被记录，但没有 all-reduce：它只是 rank 0 的本地损失。",
+                    guard_line=guard.lineno if guard is not None else None,
+                    value=hit[0],
+                )
 
 
-def _tainted(ctx: FileContext, scope: ast.AST, returns_loss: set[int]) -> tuple[set[str], bool]:
+def _rank0_objects(ctx: FileContext) -> set[str]:
+    """Last parts of names bound only on rank 0, in this file or (project mode) anywhere."""
+    out: set[str] = set(ctx.project.rank0_objects) if ctx.project is not None else set()
+    for node in ctx.of_type(ast.Assign):
+        value = node.value
+        if (
+            isinstance(value, ast.IfExp)
+            and isinstance(value.orelse, ast.Constant)
+            and value.orelse.value is None
+            and is_rank0_test(value.test)
+        ):
+            out |= {d.split(".")[-1] for t in node.targets if (d := dotted(t))}
+    return out
+
+
+def _rank0_logs(
+    ctx: FileContext, scope: ast.AST, rank0_objects: set[str]
+) -> Iterator[tuple[ast.AST, ast.If | None]]:
+    """(log node, its rank-0 guard or None) for every rank-0-only log in ``scope``."""
+    for node in ctx.local(scope):
+        if isinstance(node, ast.Call):
+            guard = _guard(ctx, node)
+            if guard is not None and is_log_call(node):
+                yield node, guard
+                continue
+            if is_rank0_log_call(node):
+                yield node, None
+                continue
+            m = method(node)
+            if (
+                m
+                and m[0]
+                and m[0].split(".")[-1] in rank0_objects
+                and m[1] not in ("close", "flush", "finish")
+            ):
+                yield node, None
+                continue
+            if ctx.project is not None:
+                summary = ctx.project.summary_for(ctx, node.func)
+                if summary is not None and summary.logs_rank0:
+                    yield node, None
+        elif isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Attribute) and t.attr in LOG_ATTRS for t in node.targets
+        ):
+            guard = _guard(ctx, node)
+            if guard is not None:
+                yield node, guard
+
+
+def _guard(ctx: FileContext, node: ast.AST) -> ast.If | None:
+    child, cur = node, ctx.parents.get(node)
+    while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        if isinstance(cur, ast.If) and child in cur.body and is_rank0_test(cur.test):
+            return cur
+        child, cur = cur, ctx.parents.get(cur)
+    return None
+
+
+def _logged_values(node: ast.AST) -> list[ast.AST]:
+    if isinstance(node, ast.Call):
+        return [*node.args, *(k.value for k in node.keywords)]
+    if isinstance(node, ast.Assign):
+        return [node.value]
+    return []
+
+
+def _training_binding(
+    ctx: FileContext, facts: LoopFacts, scope: ast.AST, name: str, at: ast.AST, taint: Taint
+) -> bool:
+    """The latest binding of ``name`` before ``at`` holds the training value: a plain assignment
+    reads a tainted name, and it is not in an evaluation-only region (a ``with torch.no_grad()``
+    block or a loop that never backprops, while the log is outside it)."""
+    line = getattr(at, "lineno", 0)
+    before = [b for b in ctx.bindings(scope).get(name, []) if b.lineno < line]
+    if not before:
+        return True
+    binding = before[-1]
+    updated = any(binding.lineno < u < line for u in taint.updates.get(name, ()))
+    if (
+        name not in taint.roots
+        and not updated
+        and isinstance(binding, ast.Assign)
+        and len(binding.targets) == 1
+        and isinstance(binding.targets[0], ast.Name)
+        and not any(isinstance(x, ast.Name) and x.id in taint.names for x in ast.walk(binding.value))
+        and not (isinstance(binding.value, ast.Call) and ctx.helper(binding.value) is not None)
+    ):
+        return False  # rebound to something else (val metrics reusing the name `metrics`)
+    cur = ctx.parents.get(binding)
+    while cur is not None and cur is not scope:
+        if isinstance(cur, (ast.With, ast.AsyncWith)) and any(
+            NO_GRAD.search(
+                dotted(i.context_expr.func if isinstance(i.context_expr, ast.Call) else i.context_expr) or ""
+            )
+            for i in cur.items
+        ):
+            return _inside(ctx, at, cur)
+        if isinstance(cur, (ast.For, ast.AsyncFor, ast.While)) and not facts.has_backward(cur.body):
+            return _inside(ctx, at, cur)
+        cur = ctx.parents.get(cur)
+    return True
+
+
+def _inside(ctx: FileContext, node: ast.AST, region: ast.AST) -> bool:
+    return ctx.position(region) <= ctx.position(node) < ctx.subtree_end(region)
+
+
+@dataclass(frozen=True)
+class Taint:
+    names: set[str]  # names holding the local training loss
+    returns: bool  # the scope returns one of them
+    roots: set[str]  # names backward runs on
+    updates: dict[str, list[int]]  # object name -> lines of ``obj.update(<value>)``-style calls
+
+
+def _tainted(ctx: FileContext, facts: LoopFacts, scope: ast.AST, returns_loss: set[int]) -> Taint:
     """Names holding the local training loss in ``scope``, and whether ``scope`` returns one."""
     nodes = ctx.local(scope)
     reduced: set[str] = set()
     tainted: set[str] = set()
+    synced_metrics: set[str] = set()
+    roots: set[str] = set()  # the names backward runs on: their own binding is the forward
+    updates: dict[str, list[int]] = {}
     flows: list[tuple[set[str], set[str]]] = []  # (names read, names written) of non-reducing assignments
     for n in nodes:
         if isinstance(n, ast.Call):
-            if REDUCE_CALL.search((dotted(n.func) or "").split(".")[-1]):  # in place: dist.all_reduce(t)
+            name = dotted(n.func) or ""
+            if REDUCE_CALL.search(name.split(".")[-1]):  # in place: dist.all_reduce(t), meter.synchronize()
                 reduced |= {x.id for a in n.args[:1] for x in ast.walk(a) if isinstance(x, ast.Name)}
-            bw = backward_of(n)
+                if isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name):
+                    reduced.add(n.func.value.id)  # metric_logger.synchronize_between_processes()
+            bw = facts.backward(n)
             if bw is not None and bw.root is not None:
                 tainted |= _loss_names(bw.root)
+                roots |= _loss_names(bw.root)
+            m = method(n)
+            if m and m[0] and "." not in m[0] and m[1] in UPDATE_METHODS and n.args + n.keywords:
+                # meter.update(loss.item()) / losses.append(loss): the object now holds the loss
+                read = {x.id for a in _logged_values(n) for x in ast.walk(a) if isinstance(x, ast.Name)}
+                flows.append((read, {m[0]}))
+                updates.setdefault(m[0], []).append(n.lineno)
         elif isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and n.value is not None:
             targets = n.targets if isinstance(n, ast.Assign) else [n.target]
-            written = {x.id for t in targets for x in ctx.local(t) if type(x) is ast.Name}
+            written = {x.id for t in targets for x in _bound_names(t)}
             if isinstance(n.value, ast.Call):
                 fn = ctx.helper(n.value)
                 if fn is not None and id(fn) in returns_loss:
                     tainted |= written
+                if _synced_metric(ctx, n.value):
+                    synced_metrics |= written
+                if any(isinstance(t, ast.Tuple) for t in targets):
+                    # loss, loss_items = criterion(...): the other outputs share the loss's fate
+                    flows.append((written, written))
             value_nodes = ctx.local(n.value)
             if not any(
-                type(x) is ast.Call and REDUCE_CALL.search((dotted(x.func) or "").split(".")[-1])
+                type(x) is ast.Call
+                and (
+                    REDUCE_CALL.search((dotted(x.func) or "").split(".")[-1])
+                    or _compute_of(x) in synced_metrics
+                )
                 for x in value_nodes
             ):
                 flows.append(({x.id for x in value_nodes if type(x) is ast.Name}, written))
     tainted -= reduced
     if tainted:
+        flows = [(read, written - synced_metrics) for read, written in flows]
         for _ in range(TAINT_PASSES):
             for read, written in flows:
                 if read & tainted:
@@ -116,7 +270,32 @@ def _tainted(ctx: FileContext, scope: ast.AST, returns_loss: set[int]) -> tuple[
         and any(isinstance(x, ast.Name) and x.id in tainted for x in ast.walk(r.value))
         for r in nodes
     )
-    return tainted, returns
+    return Taint(tainted, returns, roots, updates)
+
+
+def _bound_names(target: ast.AST) -> Iterator[ast.Name]:
+    """Names a target binds: ``x``, ``a, (b, *c)`` — not the base of ``obj.attr = ...``."""
+    if isinstance(target, ast.Name):
+        yield target
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for e in target.elts:
+            yield from _bound_names(e)
+    elif isinstance(target, ast.Starred):
+        yield from _bound_names(target.value)
+
+
+def _synced_metric(ctx: FileContext, call: ast.Call) -> bool:
+    """A torchmetrics-style metric that all-reduces in ``compute()`` (``sync_on_compute`` not False)."""
+    flag = keyword(call, SYNC_ON_COMPUTE)
+    if flag is not None:
+        return not (isinstance(flag, ast.Constant) and flag.value is False)
+    qual = ctx.call_qualname(call) or ""
+    return qual.startswith(("torchmetrics.", "lightning.", "pytorch_lightning.")) and "Metric" in qual
+
+
+def _compute_of(call: ast.Call) -> str | None:
+    m = method(call)
+    return m[0] if m and m[1] == "compute" else None
 
 
 def _loss_names(root: ast.AST) -> set[str]:
@@ -131,32 +310,3 @@ def _loss_names(root: ast.AST) -> set[str]:
         if isinstance(n, ast.Name)
         and not any(isinstance(p, ast.BinOp) and n in ast.walk(p.right) for p in ast.walk(root))
     }
-
-
-def _is_log(call: ast.Call) -> bool:
-    name = dotted(call.func)
-    return bool(name and LOG_CALL.match(name.split(".")[-1]))
-
-
-def _is_rank0(test: ast.expr) -> bool:
-    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-        return any(_is_rank0(v) for v in test.values)
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
-        left, right = test.left, test.comparators[0]
-        for a, b in ((left, right), (right, left)):
-            if isinstance(b, ast.Constant) and b.value == 0 and not isinstance(b.value, bool):
-                text = (
-                    " ".join(d for n in ast.walk(a) if (d := dotted(n)) is not None)
-                    + " "
-                    + " ".join(
-                        n.value
-                        for n in ast.walk(a)
-                        if isinstance(n, ast.Constant) and isinstance(n.value, str)
-                    )
-                )
-                if RANK_NAME.search(text):
-                    return True
-        return False
-    target = test.func if isinstance(test, ast.Call) else test
-    name = dotted(target)
-    return bool(name and MAIN_FLAG.match(name.split(".")[-1]))

@@ -1,0 +1,178 @@
+"""Score ``ddp-doctor lint`` on the real-code corpus (tests/lint/real/corpus.toml).
+
+Reads the scripts from a local cache (``<cache>/<owner>+<name>/<commit>/<path>``, filled by
+``bench/lint_real_fetch.py``); needs no network, so it is not part of CI. Each script is linted
+in project mode over its ``root`` (or file by file with ``--mode file``); only findings in the
+script's ``files`` are scored. A finding matches a label with the same rule and file whose ``at``
+range holds its line (two lines of slack); several findings on one label count once; any other
+finding in a scored file is a false positive.
+
+    python bench/lint_real.py --cache /work/lintcache [--split tune|holdout|all] [--mode project|file]
+        [--show] [--markdown]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import tomllib
+
+from ddp_doctor.catalog import lint_ids
+from ddp_doctor.lint.engine import lint_paths
+
+SLACK = 2
+CORPUS = Path(__file__).resolve().parent.parent / "tests" / "lint" / "real" / "corpus.toml"
+
+
+@dataclass
+class Label:
+    rule: str
+    at: list[tuple[str, int, int]]
+    gated: str | None
+    hit: bool = False
+
+
+@dataclass
+class Tally:
+    tp: int = 0
+    fn: int = 0
+    fp: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def parse_at(text: str) -> tuple[str, int, int]:
+    path, _, lines = text.rpartition(":")
+    lo, _, hi = lines.partition("-")
+    return path, int(lo), int(hi or lo)
+
+
+def load(corpus: Path) -> list[dict]:
+    with corpus.open("rb") as fh:
+        return tomllib.load(fh)["script"]
+
+
+def repo_dir(cache: Path, script: dict) -> Path:
+    return cache / script["repo"].replace("/", "+") / script["commit"]
+
+
+def lint_script(cache: Path, script: dict, mode: str) -> tuple[list, float, int]:
+    base = repo_dir(cache, script)
+    t0 = time.perf_counter()
+    if mode == "project":
+        result = lint_paths([base / script.get("root", "")], project=True)
+    else:
+        result = lint_paths([base / f for f in script["files"]])
+    elapsed = time.perf_counter() - t0
+    scored = {str((base / f).resolve()) for f in script["files"]}
+    out = []
+    for f in result.findings:
+        path = str(Path(f.path).resolve())
+        if path in scored:
+            out.append((f.id, str(Path(path).relative_to(base.resolve())), f.line, f.evidence))
+    return out, elapsed, result.files
+
+
+def score(scripts: list[dict], cache: Path, mode: str, show: bool) -> tuple[dict[str, Tally], dict]:
+    tallies: dict[str, Tally] = defaultdict(Tally)
+    stats = {"scripts": 0, "files": 0, "seconds": 0.0, "missing": []}
+    for script in scripts:
+        if not all((repo_dir(cache, script) / f).is_file() for f in script["files"]):
+            stats["missing"].append(script["id"])
+            continue
+        labels = [
+            Label(lab["rule"], [parse_at(a) for a in lab["at"]], lab.get("gated"))
+            for lab in script.get("labels", [])
+        ]
+        findings, elapsed, nfiles = lint_script(cache, script, mode)
+        stats["scripts"] += 1
+        stats["files"] += nfiles
+        stats["seconds"] += elapsed
+        for rule, path, line, evidence in findings:
+            match = next(
+                (
+                    lab
+                    for lab in labels
+                    if lab.rule == rule
+                    and any(p == path and lo - SLACK <= line <= hi + SLACK for p, lo, hi in lab.at)
+                ),
+                None,
+            )
+            if match is None:
+                tallies[rule].fp += 1
+                tallies[rule].notes.append(f"FP {script['id']} {path}:{line}")
+            elif not match.hit:
+                match.hit = True
+                tallies[rule].tp += 1
+                gate = evidence.get("gated_by") if isinstance(evidence, dict) else None
+                if show and match.gated and not gate:
+                    tallies[rule].notes.append(f"TP (gate not stated) {script['id']} {path}:{line}")
+        for lab in labels:
+            if not lab.hit:
+                tallies[lab.rule].fn += 1
+                where = ", ".join(f"{p}:{lo}-{hi}" for p, lo, hi in lab.at)
+                tallies[lab.rule].notes.append(f"FN {script['id']} {where}")
+    return tallies, stats
+
+
+def ratio(a: int, b: int) -> str:
+    return f"{a / b:.2f}" if b else "—"
+
+
+def table(tallies: dict[str, Tally], markdown: bool) -> str:
+    rows = []
+    total = Tally()
+    for rule in lint_ids():
+        t = tallies.get(rule, Tally())
+        total.tp, total.fn, total.fp = total.tp + t.tp, total.fn + t.fn, total.fp + t.fp
+        if t.tp or t.fn or t.fp:
+            rows.append((rule, t))
+    rows.append(("**overall**" if markdown else "overall", total))
+    if markdown:
+        lines = ["| rule | positives | TP | FN | FP | recall | precision |", "|---|---|---|---|---|---|---|"]
+        lines += [
+            f"| {r} | {t.tp + t.fn} | {t.tp} | {t.fn} | {t.fp} | {ratio(t.tp, t.tp + t.fn)} | "
+            f"{ratio(t.tp, t.tp + t.fp)} |"
+            for r, t in rows
+        ]
+    else:
+        lines = [f"{'rule':28} {'pos':>4} {'TP':>4} {'FN':>4} {'FP':>4} {'recall':>7} {'prec':>6}"]
+        lines += [
+            f"{r:28} {t.tp + t.fn:>4} {t.tp:>4} {t.fn:>4} {t.fp:>4} {ratio(t.tp, t.tp + t.fn):>7} "
+            f"{ratio(t.tp, t.tp + t.fp):>6}"
+            for r, t in rows
+        ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cache", type=Path, required=True)
+    ap.add_argument("--corpus", type=Path, default=CORPUS)
+    ap.add_argument("--split", choices=("tune", "holdout", "all"), default="all")
+    ap.add_argument("--mode", choices=("project", "file"), default="project")
+    ap.add_argument("--show", action="store_true", help="list every FP and FN")
+    ap.add_argument("--markdown", action="store_true")
+    args = ap.parse_args(argv)
+    scripts = [s for s in load(args.corpus) if args.split == "all" or s.get("split", "tune") == args.split]
+    tallies, stats = score(scripts, args.cache, args.mode, args.show)
+    print(table(tallies, args.markdown))
+    print(
+        f"\n{stats['scripts']} scripts, {stats['files']} files linted in {stats['seconds']:.1f} s "
+        f"({args.mode} mode, split {args.split})"
+    )
+    if stats["missing"]:
+        print(f"not in the cache (run bench/lint_real_fetch.py): {', '.join(stats['missing'])}")
+    if args.show:
+        for rule, t in sorted(tallies.items()):
+            for note in t.notes:
+                print(f"  {rule}: {note}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""Fill the local cache that ``bench/lint_real.py`` reads: the Python files of every corpus repository
+at its pinned commit, under ``<cache>/<owner>+<name>/<commit>/``.
+
+Sources, tried in order for each repository:
+  1. the cache itself (already there: nothing to do);
+  2. ``--mirrors DIR``: git directories laid out as ``DIR/<owner>+<name>/repo`` (bare, e.g. from a
+     code-search snapshot), read with ``git archive <commit>``;
+  3. ``--clone``: ``git clone --filter=blob:none`` from GitHub, then ``git archive`` (needs network).
+Only ``*.py`` files are extracted. Nothing from the cache belongs in this repository.
+
+    python bench/lint_real_fetch.py --cache /work/lintcache --mirrors /work/.mirror
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+import tomllib
+
+CORPUS = Path(__file__).resolve().parent.parent / "tests" / "lint" / "real" / "corpus.toml"
+
+
+def extract(git_dir: Path, commit: str, dest: Path) -> bool:
+    names = subprocess.run(
+        ["git", f"--git-dir={git_dir}", "ls-tree", "-r", "--name-only", commit],
+        capture_output=True,
+        text=True,
+    )
+    if names.returncode != 0:
+        return False
+    py = [n for n in names.stdout.splitlines() if n.endswith(".py")]
+    archive = subprocess.run(
+        ["git", f"--git-dir={git_dir}", "archive", commit, "--", *py], capture_output=True
+    )
+    if archive.returncode != 0:
+        return False
+    dest.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        for member in tar.getmembers():
+            if (
+                member.isfile()
+                and not member.name.startswith(("/", ".."))
+                and ".." not in Path(member.name).parts
+            ):
+                tar.extract(member, dest, filter="data")
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cache", type=Path, required=True)
+    ap.add_argument("--corpus", type=Path, default=CORPUS)
+    ap.add_argument("--mirrors", type=Path)
+    ap.add_argument("--clone", action="store_true", help="clone missing repositories from GitHub")
+    args = ap.parse_args(argv)
+    with args.corpus.open("rb") as fh:
+        scripts = tomllib.load(fh)["script"]
+    missing = 0
+    for repo, commit in sorted({(s["repo"], s["commit"]) for s in scripts}):
+        dest = args.cache / repo.replace("/", "+") / commit
+        if dest.is_dir():
+            continue
+        done = False
+        if args.mirrors:
+            git_dir = args.mirrors / repo.replace("/", "+") / "repo"
+            done = git_dir.is_dir() and extract(git_dir, commit, dest)
+        if not done and args.clone:
+            with tempfile.TemporaryDirectory() as tmp:
+                clone = subprocess.run(
+                    ["git", "clone", "--bare", "--filter=blob:none", f"https://github.com/{repo}", tmp],
+                    capture_output=True,
+                )
+                done = clone.returncode == 0 and extract(Path(tmp), commit, dest)
+        print(f"{'ok  ' if done else 'MISS'} {repo}@{commit[:10]}")
+        missing += not done
+    return 1 if missing else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,264 @@
+"""How the frameworks people train with spell the facts the rules look for, kept as data.
+
+Each entry names the framework, the spelling (a regular expression on a dotted name, or an
+exact qualified name), and a small program that shows the idiom; tests/lint/test_idioms.py lints
+every example and checks the finding it must (or must not) produce, so an entry without a
+working example cannot be added. Sources: each framework's documentation of the named API
+(Lightning Fabric ``Fabric.print``/``log_dict`` run on global rank 0 only; accelerate
+``Accelerator.print``/``log`` on the main process only; torchmetrics ``sync_on_compute``;
+Ultralytics/YOLO ``RANK in {-1, 0}``; timm ``NativeScaler``; DeepSpeed engine ``backward``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Idiom:
+    framework: str
+    kind: str  # which table it belongs to (the constants below)
+    spelling: str  # human-readable spelling, e.g. "fabric.print(...)"
+    example: str  # a complete small program showing it
+    expect: tuple[str, ...]  # lint IDs the example must produce (exactly)
+
+
+# --- calls that log on rank 0 only (no explicit guard needed) ---------------------------------
+# Receiver (last part) -> methods that run on rank 0 only.
+RANK0_METHODS: dict[str, frozenset[str]] = {
+    "fabric": frozenset({"print", "log", "log_dict"}),  # Lightning Fabric: global rank 0
+    "accelerator": frozenset({"print", "log"}),  # accelerate: @on_main_process
+    "xm": frozenset({"master_print"}),  # torch_xla
+}
+# Free functions that print/log on one rank only (Megatron, llm.c, Lightning utilities ...).
+RANK0_FUNCTION = re.compile(
+    r"^(print|log|logger)_?(rank_?(0|zero|last)|master|main(_process)?)$|^(master|main)_?(print|log)$|"
+    r"^print0$|^rank_?zero_(info|warn|debug|print|log)$|^print_on_rank_?0$",
+    re.IGNORECASE,
+)
+
+# --- tests that are true on rank 0 only --------------------------------------------------------
+# A bare flag or call (``if master_process:``, ``if utils.is_main_process():``).
+MAIN_FLAG = re.compile(
+    r"^(is_)?(master|main)(_process|_rank|_worker|_node)?$|^is_rank_?(zero|0)$|^is_global_zero$|"
+    r"^rank_?(zero|0)$|^is_local_main_process$|^is_primary$|^is_master_ordinal$|^is_world_process_zero$",
+    re.IGNORECASE,
+)
+RANK_NAME = re.compile(r"rank|process_index", re.IGNORECASE)
+# ``RANK in {-1, 0}``: a membership test whose constants are only 0 and -1 (-1 = not distributed).
+RANK0_MEMBERS = frozenset({0, -1})
+
+# --- objects whose method calls do backward with the loss (scaling it themselves) -------------
+# timm/ConvNeXt/MAE/Swin ``loss_scaler(loss, optimizer, ...)``: a GradScaler wrapper whose
+# __call__ runs scaler.scale(loss).backward().
+SCALER_CALLABLE = re.compile(r"(^|_)(loss_?)?scaler$", re.IGNORECASE)
+SCALER_CLASS = re.compile(r"(Native|Apex)Scaler\w*$")
+
+# --- context managers that control DDP gradient sync -------------------------------------------
+SYNC_CONTROL = re.compile(
+    r"^(no_sync|no_backward_sync|ddp_sync|maybe_no_sync|sync_context|skip_sync|no_grad_sync|"
+    r"require_backward_grad_sync|set_requires_gradient_sync|set_is_last_backward)$"
+)
+
+# --- model constructors by name that contain BatchNorm -----------------------------------------
+# ``models.__dict__[arch]()``, ``getattr(models, arch)()``, ``torchvision.models.get_model(name)``.
+MODEL_REGISTRIES = frozenset({"torchvision.models", "models"})
+MODEL_GETTERS = frozenset({"torchvision.models.get_model"})
+
+# --- metric objects: local unless they sync --------------------------------------------------
+SYNC_ON_COMPUTE = "sync_on_compute"
+
+IDIOMS: tuple[Idiom, ...] = (
+    Idiom(
+        "Lightning Fabric",
+        "rank0-log",
+        "fabric.print(loss)",
+        """
+import torch.nn.functional as F
+def train(fabric, model, loader, optimizer):
+    for x, y in loader:
+        loss = F.cross_entropy(model(x), y)
+        fabric.backward(loss)
+        optimizer.step()
+        fabric.print(f"loss {loss.item():.4f}")
+""",
+        ("rank0-only-loss-log",),
+    ),
+    Idiom(
+        "Lightning Fabric",
+        "rank0-log",
+        "fabric.log_dict({...})",
+        """
+import torch.nn.functional as F
+def train(fabric, model, loader, optimizer):
+    for x, y in loader:
+        loss = F.cross_entropy(model(x), y)
+        fabric.backward(loss)
+        optimizer.step()
+        metrics = {"loss": loss.item()}
+        fabric.log_dict(metrics)
+""",
+        ("rank0-only-loss-log",),
+    ),
+    Idiom(
+        "accelerate",
+        "rank0-log",
+        "accelerator.print(loss)",
+        """
+def train(accelerator, model, loader, optimizer):
+    for batch in loader:
+        loss = model(**batch).loss
+        accelerator.backward(loss)
+        optimizer.step()
+        accelerator.print("loss", loss.item())
+""",
+        ("rank0-only-loss-log",),
+    ),
+    Idiom(
+        "Megatron / llm.c",
+        "rank0-log",
+        "print0(...) / print_rank_0(...)",
+        """
+def train(model, loader, optimizer):
+    for x, y in loader:
+        loss = model(x, y)
+        loss.backward()
+        optimizer.step()
+        print0(f"loss {loss.item()}")
+""",
+        ("rank0-only-loss-log",),
+    ),
+    Idiom(
+        "Ultralytics YOLO",
+        "rank0-guard",
+        "if RANK in {-1, 0}:",
+        """
+def train(model, loader, optimizer, compute_loss, pbar, RANK):
+    for imgs, targets in loader:
+        loss, loss_items = compute_loss(model(imgs), targets)
+        loss.backward()
+        optimizer.step()
+        if RANK in {-1, 0}:
+            pbar.set_description(str(loss_items))
+""",
+        ("rank0-only-loss-log",),
+    ),
+    Idiom(
+        "llama-recipes",
+        "rank0-guard",
+        "if not enable_fsdp or rank == 0:",
+        """
+def train(model, loader, optimizer, cfg, rank, wandb_run):
+    for batch in loader:
+        loss = model(**batch).loss
+        loss.backward()
+        optimizer.step()
+        if not cfg.enable_fsdp or rank == 0:
+            wandb_run.log({"train/loss": loss.detach().float()})
+""",
+        ("rank0-only-loss-log",),
+    ),
+    Idiom(
+        "torchmetrics / litgpt",
+        "local-metric",
+        "RunningMean(sync_on_compute=False)",
+        """
+from torchmetrics.aggregation import RunningMean
+def train(fabric, model, loader, optimizer):
+    running_loss = RunningMean(window=4, sync_on_compute=False)
+    for x, y in loader:
+        loss = model(x, y)
+        fabric.backward(loss)
+        optimizer.step()
+        running_loss.update(loss.detach())
+        fabric.log_dict({"loss": running_loss.compute().item()})
+""",
+        ("rank0-only-loss-log",),
+    ),
+    Idiom(
+        "torchmetrics",
+        "synced-metric",
+        "MeanMetric() (sync_on_compute defaults to True)",
+        """
+from torchmetrics import MeanMetric
+def train(fabric, model, loader, optimizer):
+    mean_loss = MeanMetric()
+    for x, y in loader:
+        loss = model(x, y)
+        fabric.backward(loss)
+        optimizer.step()
+        mean_loss.update(loss.detach())
+        fabric.log_dict({"loss": mean_loss.compute().item()})
+""",
+        (),
+    ),
+    Idiom(
+        "timm / MAE / ConvNeXt / Swin",
+        "scaler-callable",
+        "loss_scaler(loss, optimizer, ...)",
+        """
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+def train(model, loader, optimizer, loss_scaler, accum_iter):
+    model = DDP(model)
+    for i, (x, y) in enumerate(loader):
+        with torch.cuda.amp.autocast():
+            loss = model(x, y)
+        loss /= accum_iter
+        loss_scaler(loss, optimizer, update_grad=(i + 1) % accum_iter == 0)
+        if (i + 1) % accum_iter == 0:
+            optimizer.zero_grad()
+""",
+        ("accum-no-sync-missing",),
+    ),
+    Idiom(
+        "NVlabs EDM / StyleGAN",
+        "sync-control",
+        "with misc.ddp_sync(ddp, last_round):",
+        """
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+def train(net, loader, optimizer, rounds, misc):
+    ddp = DDP(net)
+    for x in loader:
+        optimizer.zero_grad()
+        for r in range(rounds):
+            with misc.ddp_sync(ddp, r == rounds - 1):
+                loss = ddp(x)
+                loss.sum().div(rounds).backward()
+        optimizer.step()
+""",
+        (),
+    ),
+    Idiom(
+        "DeepSpeed",
+        "framework-backward",
+        "model_engine.backward(loss); model_engine.step()",
+        """
+def train(model_engine, loader, local_rank):
+    running = 0.0
+    for i, (x, y) in enumerate(loader):
+        loss = model_engine(x, y)
+        model_engine.backward(loss)
+        model_engine.step()
+        running += loss.item()
+        if local_rank == 0 and i % 10 == 9:
+            print(running / 10)
+""",
+        ("rank0-only-loss-log",),
+    ),
+    Idiom(
+        "pytorch/examples imagenet",
+        "model-by-name",
+        "models.__dict__[args.arch]()",
+        """
+import torch
+import torchvision.models as models
+def main(args):
+    model = models.__dict__[args.arch]()
+    model = torch.nn.parallel.DistributedDataParallel(model)
+""",
+        ("batchnorm-unsynced",),
+    ),
+)

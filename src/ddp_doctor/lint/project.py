@@ -1,0 +1,381 @@
+"""Project mode: what the functions and classes of a whole directory do, so facts cross files.
+
+A training script rarely keeps everything in one file: DDP is applied by a helper in
+``utils/torch_utils.py`` (``smart_DDP``), backward runs inside a loss-scaler object defined in
+``util/misc.py``, BatchNorm lives in the model module, a writer exists only on rank 0 because
+``main.py`` built it under ``if rank == 0``. ``ProjectIndex.build`` reads every Python file of the
+directory once (parse, summarise, drop the tree) and keeps small per-function/per-class
+summaries keyed by qualified name (module path from the project root, plus every shorter
+suffix that is unique, so ``from utils.torch_utils import smart_DDP`` resolves whether the
+script runs from the repo root or from ``src/``). Rules then ask ``ctx.project`` about a call.
+
+Summaries are facts that hold for every call (no context sensitivity): ``returns_ddp``,
+``calls_backward``, ``scales_loss``, ``toggles_sync``, ``builds_batchnorm``, ``logs_rank0``.
+They are propagated through project-internal calls to a fixed point (bounded rounds).
+Names bound project-wide are tracked by spelling: an instance of a class whose ``__call__``
+runs backward (``loss_scaler = NativeScaler()``), objects created only on rank 0
+(``log_writer = ... if global_rank == 0 else None``).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
+from ddp_doctor.lint.idioms import SYNC_CONTROL
+from ddp_doctor.lint.loops import backward_of
+from ddp_doctor.lint.source import read_source
+
+DATA_PARALLEL = frozenset(
+    {
+        "torch.nn.parallel.DistributedDataParallel",
+        "torch.distributed.fsdp.FullyShardedDataParallel",
+        "torch.distributed.fsdp.fully_shard",
+    }
+)
+DDP = "torch.nn.parallel.DistributedDataParallel"
+BATCHNORM = re.compile(r"^torch\.nn\.(Lazy)?BatchNorm[123]d$")
+TORCHVISION_BN = re.compile(
+    r"^torchvision\.models\.(resnet|resnext|wide_resnet|densenet|mobilenet|efficientnet|"
+    r"vgg\d+_bn|regnet|inception_v3|googlenet|shufflenet|mnasnet)\w*$"
+)
+# Words a file must contain to hold any fact worth summarising (cheap text pre-check).
+FACT_WORDS = (
+    "DistributedDataParallel",
+    "FullyShardedDataParallel",
+    "fully_shard",
+    "backward",
+    "BatchNorm",
+    "GradScaler",
+    "no_sync",
+    "require_backward_grad_sync",
+    "Module",
+    "rank",
+    "main_process",
+    "master",
+)
+ROUNDS = 4  # fixed-point rounds for facts that flow through calls (helper of a helper ...)
+MAX_FILE_BYTES = 2_000_000  # generated giants are not summarised
+
+
+@dataclass
+class Summary:
+    qualname: str
+    path: str
+    line: int
+    returns_ddp: bool = False
+    calls_backward: bool = False
+    scales_loss: bool = False
+    toggles_sync: bool = False
+    builds_batchnorm: bool = False
+    converts_syncbn: bool = False
+    logs_rank0: bool = False
+    callees: set[str] = field(default_factory=set)  # resolved project qualnames it calls/instantiates
+    returned_callees: set[str] = field(default_factory=set)  # project qualnames whose result it returns
+
+
+@dataclass
+class ProjectIndex:
+    root: Path
+    modules: dict[str, str] = field(default_factory=dict)  # module name -> file path
+    summaries: dict[str, Summary] = field(default_factory=dict)
+    alias: dict[str, str] = field(default_factory=dict)  # unique suffix qualname -> full qualname
+    backward_objects: set[str] = field(default_factory=set)  # spellings bound to backward-running objects
+    rank0_objects: set[str] = field(default_factory=set)  # spellings bound only on rank 0
+    files: int = 0
+    wraps_ddp: bool = False  # some file wraps a model in DDP/FSDP
+    uses_scaler: bool = False  # some file uses a GradScaler (or a scaling wrapper)
+    toggles_sync: bool = False  # some file controls DDP gradient sync
+    _module_alias: dict[str, str] = field(default_factory=dict)
+    _pending: list[tuple[str, set[str]]] = field(default_factory=list)  # (class qualname, names bound)
+
+    # --- building ------------------------------------------------------------------------------
+
+    @classmethod
+    def build(cls, root: Path, files: list[Path]) -> ProjectIndex:
+        root = root.resolve()
+        index = cls(root=root)
+        contexts: list[tuple[str, FileContext]] = []
+        for path in (f.resolve() for f in files):
+            if path.suffix != ".py":
+                continue
+            try:
+                if path.stat().st_size > MAX_FILE_BYTES:
+                    continue
+                source, _ = read_source(path)
+            except (OSError, ValueError):
+                continue
+            module = module_name(root, path)
+            index.modules[module] = str(path)
+            if not any(w in source for w in FACT_WORDS):
+                continue
+            try:
+                tree = ast.parse(source)
+                ctx = FileContext.build(str(path), source, tree)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                continue
+            contexts.append((module, ctx))
+        index.files = len(index.modules)
+        index._register_aliases()
+        for module, ctx in contexts:
+            try:
+                index._summarise(module, ctx)
+            except RecursionError:
+                continue
+        index._propagate()
+        return index
+
+    def _register_aliases(self) -> None:
+        counts: dict[str, int] = {}
+        full: dict[str, str] = {}
+        for module in self.modules:
+            parts = module.split(".")
+            for i in range(1, len(parts)):
+                suffix = ".".join(parts[i:])
+                counts[suffix] = counts.get(suffix, 0) + 1
+                full[suffix] = module
+        self._module_alias = {s: full[s] for s, n in counts.items() if n == 1 and s not in self.modules}
+
+    def resolve_module(self, name: str) -> str | None:
+        if name in self.modules:
+            return name
+        return self._module_alias.get(name)
+
+    def _summarise(self, module: str, ctx: FileContext) -> None:
+        imports = absolute_imports(ctx, module)
+        self.wraps_ddp |= any(ctx.call_qualname(c) in DATA_PARALLEL for c in ctx.of_type(ast.Call))
+        self.uses_scaler |= any("GradScaler" in w for w in ctx.words)
+        self.toggles_sync |= any(SYNC_CONTROL.match(w) for w in ctx.words)
+        defs: list[tuple[str, ast.AST]] = []
+        for node in ctx.tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or isinstance(node, ast.ClassDef):
+                defs.append((f"{module}.{node.name}", node))
+        for qual, node in defs:
+            s = Summary(qual, ctx.path, node.lineno)  # type: ignore[attr-defined]
+            body = list(ast.walk(node)) if isinstance(node, ast.ClassDef) else ctx.local(node)
+            returned: set[int] = set()
+            ddp_names: set[str] = set()
+            for n in body:
+                if isinstance(n, ast.Return) and n.value is not None:
+                    returned.add(id(n.value))
+                    if isinstance(n.value, ast.IfExp):
+                        returned |= {id(n.value.body), id(n.value.orelse)}
+            for n in body:
+                if isinstance(n, ast.Call):
+                    q = ctx.call_qualname(n) or ""
+                    if backward_of(n):
+                        s.calls_backward = True
+                    m = method(n)
+                    if m and m[1] == "scale":
+                        s.scales_loss = True
+                    if m and SYNC_CONTROL.match(m[1]):
+                        s.toggles_sync = True
+                    if BATCHNORM.match(q) or TORCHVISION_BN.match(q):
+                        s.builds_batchnorm = True
+                    if "convert_sync_batchnorm" in q or (m and m[1] == "convert_sync_batchnorm"):
+                        s.converts_syncbn = True
+                    if q in DATA_PARALLEL:
+                        if id(n) in returned:
+                            s.returns_ddp = True
+                        parent = ctx.parents.get(n)
+                        if isinstance(parent, ast.Assign):
+                            ddp_names |= {d for t in parent.targets if (d := dotted(t))}
+                    target = self._project_target(imports, n.func)
+                    if target:
+                        s.callees.add(target)
+                        if id(n) in returned:
+                            s.returned_callees.add(target)
+                elif isinstance(n, ast.Attribute):
+                    if n.attr in ("require_backward_grad_sync",):
+                        s.toggles_sync = True
+                    q = ctx.qualname(n) or ""
+                    if BATCHNORM.match(q):  # norm_layer=nn.BatchNorm2d
+                        s.builds_batchnorm = True
+                elif isinstance(n, ast.Name) and "GradScaler" in n.id:
+                    s.scales_loss = True
+            if ddp_names and any(
+                isinstance(n, ast.Return) and dotted(n.value) in ddp_names for n in body if n is not None
+            ):
+                s.returns_ddp = True
+            if isinstance(node, ast.ClassDef):
+                s.scales_loss |= any(
+                    "GradScaler" in (ctx.qualname(n) or dotted(n) or "")
+                    for n in ast.walk(node)
+                    if isinstance(n, (ast.Name, ast.Attribute))
+                )
+                call = next(
+                    (b for b in node.body if isinstance(b, ast.FunctionDef) and b.name == "__call__"), None
+                )
+                # Only __call__ running backward makes instances "backward objects".
+                s.calls_backward = call is not None and any(backward_of(x) for x in walk_local(call))
+            else:
+                s.logs_rank0 = _logs_rank0_only(ctx, node)
+            self.summaries[qual] = s
+        self._bindings(ctx, imports)
+
+    def _bindings(self, ctx: FileContext, imports: dict[str, str]) -> None:
+        """Project-wide spellings: backward-running objects and rank-0-only objects."""
+        from ddp_doctor.lint.rank0 import is_rank0_test  # rank0 imports idioms only
+
+        for node in ctx.of_type(ast.Assign):
+            names = {d for t in node.targets if (d := dotted(t))}
+            value = node.value
+            if isinstance(value, ast.Call):
+                target = self._project_target(imports, value.func)
+                if target:
+                    self._pending.append((target, names))
+            if isinstance(value, ast.IfExp) and _is_none(value.orelse) and is_rank0_test(value.test):
+                self.rank0_objects |= {n.split(".")[-1] for n in names}
+            elif not _is_none(value):
+                guard = _rank0_if(ctx, node)
+                if guard is not None:
+                    self.rank0_objects |= {n.split(".")[-1] for n in names}
+
+    def _project_target(self, imports: dict[str, str], func: ast.AST) -> str | None:
+        text = dotted(func)
+        if text is None:
+            return None
+        head, _, rest = text.partition(".")
+        full = imports.get(head)
+        if full is None:
+            return None
+        full = full + ("." + rest if rest else "")
+        mod, _, name = full.rpartition(".")
+        while mod:
+            resolved = self.resolve_module(mod)
+            if resolved is not None:
+                return f"{resolved}.{name}"
+            mod, _, last = mod.rpartition(".")
+            name = f"{last}.{name}"
+        return None
+
+    def _propagate(self) -> None:
+        sums = self.summaries
+        for _ in range(ROUNDS):
+            changed = False
+            for s in sums.values():
+                for callee in s.callees:
+                    c = sums.get(callee)
+                    if c is None:
+                        continue
+                    cls = "." not in callee[len(callee.rsplit(".", 1)[0]) + 1 :]
+                    before = (
+                        s.calls_backward,
+                        s.toggles_sync,
+                        s.builds_batchnorm,
+                        s.returns_ddp,
+                        s.scales_loss,
+                    )
+                    if not _is_class_summary(c):
+                        s.calls_backward |= c.calls_backward
+                        s.toggles_sync |= c.toggles_sync
+                    s.builds_batchnorm |= c.builds_batchnorm and cls
+                    s.scales_loss |= c.scales_loss
+                    if callee in s.returned_callees:
+                        s.returns_ddp |= c.returns_ddp
+                    changed |= before != (
+                        s.calls_backward,
+                        s.toggles_sync,
+                        s.builds_batchnorm,
+                        s.returns_ddp,
+                        s.scales_loss,
+                    )
+            if not changed:
+                break
+        for target, names in self._pending:
+            s = sums.get(target)
+            if s is not None and _is_class_summary(s) and s.calls_backward:
+                self.backward_objects |= {n.split(".")[-1] for n in names}
+        self._pending = []
+        self.uses_scaler |= bool(self.backward_objects)
+
+    # --- queries ---------------------------------------------------------------------------------
+
+    def summary_for(self, ctx: FileContext, func: ast.AST) -> Summary | None:
+        """The summary of what ``func`` (a call's target) names, through the file's imports."""
+        module = ctx.module
+        if module is None:
+            return None
+        imports = ctx.absolute_imports
+        text = dotted(func)
+        if text is None:
+            return None
+        if "." not in text and text not in imports:  # a function of this same file
+            return self.summaries.get(f"{module}.{text}")
+        target = self._project_target(imports, func)
+        return self.summaries.get(target) if target else None
+
+
+def _is_class_summary(s: Summary) -> bool:
+    return s.qualname.rsplit(".", 1)[-1][:1].isupper()
+
+
+def _is_none(node: ast.AST | None) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _rank0_if(ctx: FileContext, node: ast.AST) -> ast.If | None:
+    """The ``if <rank-0 test>:`` whose body (not else) holds ``node``, in the same function."""
+    from ddp_doctor.lint.rank0 import is_rank0_test
+
+    child, cur = node, ctx.parents.get(node)
+    while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        if isinstance(cur, ast.If) and child in cur.body and is_rank0_test(cur.test):
+            return cur
+        child, cur = cur, ctx.parents.get(cur)
+    return None
+
+
+def _logs_rank0_only(ctx: FileContext, fn: ast.AST) -> bool:
+    """A small function whose every log call sits under a rank-0 test (``def print0(*a): if rank == 0:
+    print(*a)``): calling it logs on rank 0 only."""
+    from ddp_doctor.lint.rank0 import is_log_call
+
+    nodes = ctx.local(fn)
+    if len(nodes) > 200:
+        return False
+    logs = [n for n in nodes if isinstance(n, ast.Call) and is_log_call(n)]
+    return bool(logs) and all(_rank0_if(ctx, n) is not None for n in logs)
+
+
+def module_name(root: Path, path: Path) -> str:
+    rel = path.relative_to(root).with_suffix("")
+    parts = list(rel.parts)
+    if parts and parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts) or path.stem
+
+
+def absolute_imports(ctx: FileContext, module: str) -> dict[str, str]:
+    """The file's import table with relative imports made absolute (``from .misc import x``)."""
+    out = dict(ctx.imports)
+    package = module.split(".")[:-1]
+    for node in ctx.of_type(ast.ImportFrom):
+        if not node.level:
+            continue
+        base = package[: len(package) - (node.level - 1)] if node.level - 1 <= len(package) else []
+        prefix = ".".join([*base, *([node.module] if node.module else [])])
+        for alias in node.names:
+            if alias.name != "*":
+                out[alias.asname or alias.name] = f"{prefix}.{alias.name}" if prefix else alias.name
+    return out
+
+
+def project_files(paths: list[Path]) -> list[Path]:
+    return [p for p in paths if p.suffix == ".py"]
+
+
+def attach(ctx: FileContext, index: ProjectIndex | None, path: Path) -> None:
+    """Give a file's context its project (module name and absolute imports)."""
+    if index is None:
+        return
+    try:
+        module = module_name(index.root, path.resolve())
+    except ValueError:
+        return
+    ctx.project = index
+    ctx.module = module
+    ctx.absolute_imports = absolute_imports(ctx, module)
