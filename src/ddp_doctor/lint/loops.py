@@ -306,6 +306,10 @@ def accumulation_loops(facts: LoopFacts) -> list[AccumLoop]:
         ):
             continue
         if not facts.has_optimizer_step(loop.body):
+            keyword_step = _guarded_step(facts, loop)
+            if keyword_step is not None:
+                found.append(AccumLoop(loop, "guarded", keyword_step))
+                continue
             if not _runs_backward(facts, loop.body):
                 continue  # backward only in a nested loop: that inner loop is the accumulation loop
             line = _step_after(facts, loop)
@@ -336,18 +340,47 @@ def _guarded_step(facts: LoopFacts, loop: ast.AST) -> int | None:
     body = loop.body  # type: ignore[attr-defined]
     if not _runs_backward(facts, body):
         return None
-    step_line = None
+    line = _guarded_in(facts, body)
+    return line if type(line) is int else None
+
+
+def _guarded_in(facts: LoopFacts, body: list[ast.stmt]) -> int | None | bool:
+    """Line of an optimizer step of ``body`` that runs only under an accumulation guard; None when
+    ``body`` does not step; False when it steps otherwise (every pass, or under another condition).
+    ``if amp: ... else: ...`` is followed into both branches; a backward whose keyword carries the
+    guard (timm/MAE ``loss_scaler(loss, opt, update_grad=(i + 1) % accum == 0)``) steps under it."""
+    step_line: int | None = None
     for stmt in unconditional(body):
         if isinstance(stmt, ast.If):
             if is_accum_guard(stmt.test) and facts.has_optimizer_step(stmt.body):
                 step_line = step_line or next(
                     n.lineno for n in facts.nodes(stmt.body) if facts.is_optimizer_step(n)
                 )
-            elif facts.has_optimizer_step([stmt]):
-                return None  # stepped under some other condition: cannot tell how often
+            elif facts.has_optimizer_step([stmt]) or _guard_keyword_step(facts, [stmt]):
+                if not stmt.orelse:
+                    return False  # stepped under some other condition: cannot tell how often
+                branches = (_guarded_in(facts, stmt.body), _guarded_in(facts, stmt.orelse))
+                if False in branches or branches == (None, None):
+                    return False
+                step_line = step_line or next(b for b in branches if type(b) is int)
         elif not isinstance(stmt, (ast.With, ast.AsyncWith, ast.Try)) and facts.has_optimizer_step([stmt]):
-            return None  # an unconditional step: every iteration is an optimizer step
-    return step_line
+            return False  # an unconditional step: every iteration is an optimizer step
+    return step_line or _guard_keyword_step(facts, body)
+
+
+def _guard_keyword_step(facts: LoopFacts, body: list[ast.stmt]) -> int | None:
+    for node in _unconditional_nodes(facts, body, 0, frozenset()):
+        bw = facts.backward(node)
+        if bw is not None and isinstance(node, ast.Call):
+            if any(is_accum_guard(k.value) for k in node.keywords):
+                return node.lineno
+    for stmt in body:  # one level into if/else branches
+        if isinstance(stmt, ast.If):
+            for branch in (stmt.body, stmt.orelse):
+                for node in _unconditional_nodes(facts, branch, 0, frozenset()):
+                    if facts.backward(node) and any(is_accum_guard(k.value) for k in node.keywords):  # type: ignore[attr-defined]
+                        return node.lineno  # type: ignore[attr-defined]
+    return None
 
 
 def micro_scope(facts: LoopFacts, loop: AccumLoop) -> Iterator[ast.AST]:

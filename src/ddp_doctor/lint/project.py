@@ -64,9 +64,11 @@ MAX_FILE_BYTES = 2_000_000  # generated giants are not summarised
 @dataclass
 class Summary:
     qualname: str
+    module: str
     path: str
     line: int
     returns_ddp: bool = False
+    wraps_ddp: bool = False  # calls a DDP/FSDP constructor (directly or through a project helper)
     calls_backward: bool = False
     scales_loss: bool = False
     toggles_sync: bool = False
@@ -75,6 +77,9 @@ class Summary:
     logs_rank0: bool = False
     callees: set[str] = field(default_factory=set)  # resolved project qualnames it calls/instantiates
     returned_callees: set[str] = field(default_factory=set)  # project qualnames whose result it returns
+    # Project names it merely references (``norm=Conv``, ``if m in {Conv, C3}``), and ``module.*`` for
+    # modules it reaches through ``from m import *`` + ``eval`` (YOLO's parse_model): BatchNorm only.
+    refs: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -82,11 +87,12 @@ class ProjectIndex:
     root: Path
     modules: dict[str, str] = field(default_factory=dict)  # module name -> file path
     summaries: dict[str, Summary] = field(default_factory=dict)
-    alias: dict[str, str] = field(default_factory=dict)  # unique suffix qualname -> full qualname
+    methods: dict[str, list[Summary]] = field(default_factory=dict)  # method name -> every class's
     backward_objects: set[str] = field(default_factory=set)  # spellings bound to backward-running objects
     rank0_objects: set[str] = field(default_factory=set)  # spellings bound only on rank 0
     files: int = 0
     wraps_ddp: bool = False  # some file wraps a model in DDP/FSDP
+    wraps_plain_ddp: bool = False  # some file wraps a model in DistributedDataParallel itself
     uses_scaler: bool = False  # some file uses a GradScaler (or a scaling wrapper)
     toggles_sync: bool = False  # some file controls DDP gradient sync
     _module_alias: dict[str, str] = field(default_factory=dict)
@@ -147,14 +153,30 @@ class ProjectIndex:
     def _summarise(self, module: str, ctx: FileContext) -> None:
         imports = absolute_imports(ctx, module)
         self.wraps_ddp |= any(ctx.call_qualname(c) in DATA_PARALLEL for c in ctx.of_type(ast.Call))
+        self.wraps_plain_ddp |= any(ctx.call_qualname(c) == DDP for c in ctx.of_type(ast.Call))
         self.uses_scaler |= any("GradScaler" in w for w in ctx.words)
         self.toggles_sync |= any(SYNC_CONTROL.match(w) for w in ctx.words)
         defs: list[tuple[str, ast.AST]] = []
+        methods: list[tuple[str, ast.AST]] = []
         for node in ctx.tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or isinstance(node, ast.ClassDef):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 defs.append((f"{module}.{node.name}", node))
+            if isinstance(node, ast.ClassDef):
+                methods += [
+                    (f"{module}.{node.name}.{b.name}", b)
+                    for b in node.body
+                    if isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef))
+                ]
+        defs += methods
+        star = [
+            resolved
+            for node in ctx.of_type(ast.ImportFrom)
+            if any(a.name == "*" for a in node.names)
+            and (resolved := self.resolve_module(_absolute_module(node, module) or "")) is not None
+        ]
+        uses_eval = any(isinstance(c.func, ast.Name) and c.func.id == "eval" for c in ctx.of_type(ast.Call))
         for qual, node in defs:
-            s = Summary(qual, ctx.path, node.lineno)  # type: ignore[attr-defined]
+            s = Summary(qual, module, ctx.path, node.lineno)  # type: ignore[attr-defined]
             body = list(ast.walk(node)) if isinstance(node, ast.ClassDef) else ctx.local(node)
             returned: set[int] = set()
             ddp_names: set[str] = set()
@@ -178,6 +200,7 @@ class ProjectIndex:
                     if "convert_sync_batchnorm" in q or (m and m[1] == "convert_sync_batchnorm"):
                         s.converts_syncbn = True
                     if q in DATA_PARALLEL:
+                        s.wraps_ddp = True
                         if id(n) in returned:
                             s.returns_ddp = True
                         parent = ctx.parents.get(n)
@@ -194,12 +217,19 @@ class ProjectIndex:
                     q = ctx.qualname(n) or ""
                     if BATCHNORM.match(q):  # norm_layer=nn.BatchNorm2d
                         s.builds_batchnorm = True
-                elif isinstance(n, ast.Name) and "GradScaler" in n.id:
-                    s.scales_loss = True
+                elif isinstance(n, ast.Name):
+                    if "GradScaler" in n.id:
+                        s.scales_loss = True
+                    if n.id in imports:
+                        target = self._project_target(imports, n)
+                        if target:
+                            s.refs.add(target)
             if ddp_names and any(
                 isinstance(n, ast.Return) and dotted(n.value) in ddp_names for n in body if n is not None
             ):
                 s.returns_ddp = True
+            if uses_eval:
+                s.refs |= {f"{m}.*" for m in star}
             if isinstance(node, ast.ClassDef):
                 s.scales_loss |= any(
                     "GradScaler" in (ctx.qualname(n) or dotted(n) or "")
@@ -214,6 +244,8 @@ class ProjectIndex:
             else:
                 s.logs_rank0 = _logs_rank0_only(ctx, node)
             self.summaries[qual] = s
+            if (qual, node) in methods:
+                self.methods.setdefault(qual.rsplit(".", 1)[-1], []).append(s)
         self._bindings(ctx, imports)
 
     def _bindings(self, ctx: FileContext, imports: dict[str, str]) -> None:
@@ -256,12 +288,17 @@ class ProjectIndex:
         sums = self.summaries
         for _ in range(ROUNDS):
             changed = False
+            bn_modules = {q.rsplit(".", 1)[0] for q, x in sums.items() if x.builds_batchnorm}
             for s in sums.values():
+                if not s.builds_batchnorm and any(
+                    (r.endswith(".*") and r[:-2] in bn_modules) or (r in sums and sums[r].builds_batchnorm)
+                    for r in s.refs
+                ):
+                    s.builds_batchnorm = changed = True
                 for callee in s.callees:
                     c = sums.get(callee)
                     if c is None:
                         continue
-                    cls = "." not in callee[len(callee.rsplit(".", 1)[0]) + 1 :]
                     before = (
                         s.calls_backward,
                         s.toggles_sync,
@@ -272,7 +309,7 @@ class ProjectIndex:
                     if not _is_class_summary(c):
                         s.calls_backward |= c.calls_backward
                         s.toggles_sync |= c.toggles_sync
-                    s.builds_batchnorm |= c.builds_batchnorm and cls
+                    s.builds_batchnorm |= c.builds_batchnorm
                     s.scales_loss |= c.scales_loss
                     if callee in s.returned_callees:
                         s.returns_ddp |= c.returns_ddp
@@ -282,6 +319,7 @@ class ProjectIndex:
                         s.builds_batchnorm,
                         s.returns_ddp,
                         s.scales_loss,
+                        s.wraps_ddp,
                     )
             if not changed:
                 break
@@ -307,6 +345,21 @@ class ProjectIndex:
             return self.summaries.get(f"{module}.{text}")
         target = self._project_target(imports, func)
         return self.summaries.get(target) if target else None
+
+    def method_summaries(self, func: ast.AST) -> list[Summary]:
+        """Every project method that ``obj.name(...)`` may run, by method name (types unknown)."""
+        if isinstance(func, ast.Attribute):
+            return self.methods.get(func.attr, [])
+        return []
+
+    def call_wraps_ddp(self, ctx: FileContext, call: ast.Call) -> bool:
+        """``call`` wraps a model in DDP/FSDP through project code (``smart_DDP(model)``,
+        ``task.prepare_distributed(...)``)."""
+        s = self.summary_for(ctx, call.func)
+        if s is not None:
+            return s.returns_ddp  # a function that wraps and returns the model
+        found = self.method_summaries(call.func)  # obj.prepare(...): may wrap in place on self
+        return bool(found) and any(m.wraps_ddp or m.returns_ddp for m in found)
 
 
 def _is_class_summary(s: Summary) -> bool:
@@ -339,6 +392,16 @@ def _logs_rank0_only(ctx: FileContext, fn: ast.AST) -> bool:
         return False
     logs = [n for n in nodes if isinstance(n, ast.Call) and is_log_call(n)]
     return bool(logs) and all(_rank0_if(ctx, n) is not None for n in logs)
+
+
+def _absolute_module(node: ast.ImportFrom, module: str) -> str | None:
+    if not node.level:
+        return node.module
+    package = module.split(".")[:-1]
+    if node.level - 1 > len(package):
+        return None
+    base = package[: len(package) - (node.level - 1)]
+    return ".".join([*base, *([node.module] if node.module else [])]) or None
 
 
 def module_name(root: Path, path: Path) -> str:

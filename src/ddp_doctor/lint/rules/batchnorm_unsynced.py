@@ -1,63 +1,85 @@
-"""batchnorm-unsynced: BatchNorm layers in a model that this file wraps in DDP, never converted.
+"""batchnorm-unsynced: BatchNorm layers in a model that is wrapped in DDP, never converted.
 
 Under DDP each rank normalises with its local micro-batch statistics (torch docs, SyncBatchNorm:
 "use SyncBatchNorm to synchronise statistics across processes"), so small per-GPU batches give
-noisy, rank-dependent normalisation. Flagged only when the same file both builds BatchNorm
-layers (or a torchvision model known to contain them) and wraps a model in DDP, and never
-calls ``SyncBatchNorm.convert_sync_batchnorm`` nor builds ``SyncBatchNorm``: a model imported
-from elsewhere is not guessed at. Autofix: convert the wrapped model just before wrapping.
+noisy, rank-dependent normalisation. Flagged when the file wraps a model in DDP (directly, or in
+project mode through a project helper such as ``smart_DDP(model)``) and builds BatchNorm layers:
+``nn.BatchNorm2d``, a torchvision constructor known to contain them, a model chosen by name
+(``models.__dict__[arch]()``, ``getattr(models, arch)()``, ``torchvision.models.get_model``), or
+in project mode a project class/function that builds them (the model in ``models/yolo.py``).
+
+No ``SyncBatchNorm`` anywhere: flagged. A conversion (``convert_sync_batchnorm``) only behind an
+opt-in flag (``if opt.sync_bn:`` with ``--sync-bn`` off by default) leaves the default path
+unsynced: flagged as config-gated, naming the flag. A conversion under any other condition
+(``if has_batchnorms(model):``, a flag that is on by default) is trusted. Autofix (plain
+findings only): convert the wrapped model just before wrapping.
 """
 
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Iterator
 
 from ddp_doctor.lint.context import FileContext, dotted
+from ddp_doctor.lint.flags import argparse_defaults, flag_test
+from ddp_doctor.lint.idioms import MODEL_GETTERS, MODEL_REGISTRIES
 from ddp_doctor.lint.loops import LoopFacts
+from ddp_doctor.lint.project import BATCHNORM, DDP, TORCHVISION_BN
 from ddp_doctor.lint.rules.base import Rule, Violation, insert_line_before, starts_own_line, statement_of
 
-DDP = "torch.nn.parallel.DistributedDataParallel"
-BATCHNORM = re.compile(r"^torch\.nn\.(BatchNorm[123]d|LazyBatchNorm[123]d)$")
-# torchvision constructors whose models contain BatchNorm layers (torchvision.models source).
-TORCHVISION_BN = re.compile(
-    r"^torchvision\.models\.(resnet|resnext|wide_resnet|densenet|mobilenet|efficientnet|"
-    r"vgg\d+_bn|regnet|inception_v3|googlenet|shufflenet|mnasnet)\w*$"
-)
 SYNC = "torch.nn.SyncBatchNorm"
 
 
 class BatchnormUnsynced(Rule):
     id = "batchnorm-unsynced"
     required = (("DistributedDataParallel",),)
+    required_in_project = (("DDP", "DistributedDataParallel", "distributed", "parallel"),)
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
         if not self.applies(ctx):
             return
         bn_lines: list[int] = []
         ddp_calls: list[ast.Call] = []
-        if ctx.mentions("SyncBatchNorm") or any(q.endswith(".SyncBatchNorm") for q in ctx.imports.values()):
-            return  # SyncBatchNorm is used somewhere: the author knows about it
+        conversions: list[ast.AST] = []
+        project = ctx.project
         for node in ctx.of_type(ast.Call):
             q = ctx.call_qualname(node) or ""
-            if BATCHNORM.match(q) or TORCHVISION_BN.match(q):
-                bn_lines.append(node.lineno)
-            elif q == DDP:
+            if q == DDP or (project is not None and project.call_wraps_ddp(ctx, node)):
                 ddp_calls.append(node)
+            elif "SyncBatchNorm" in q or (dotted(node.func) or "").endswith("convert_sync_batchnorm"):
+                conversions.append(node)
+            elif BATCHNORM.match(q) or TORCHVISION_BN.match(q) or _model_by_name(ctx, node):
+                bn_lines.append(node.lineno)
+            elif project is not None:
+                summary = project.summary_for(ctx, node.func)
+                if summary is not None and summary.module == ctx.module:
+                    continue  # this file's own functions are read directly above
+                if summary is not None and summary.converts_syncbn:
+                    conversions.append(node)
+                elif summary is not None and summary.builds_batchnorm:
+                    bn_lines.append(node.lineno)
         if not bn_lines or not ddp_calls:
             return
+        gated_by = None
+        if conversions or ctx.mentions("SyncBatchNorm", "convert_syncbn_model"):
+            gated_by = _opt_in_gate(ctx, conversions)
+            if gated_by is None:
+                return  # converted on the default path (or under a condition we trust)
+        lines = ", ".join(map(str, sorted(bn_lines)[:5]))
         for call in ddp_calls:
             yield self.violation(
                 call,
-                f"BatchNorm layers (line {', '.join(map(str, sorted(bn_lines)[:5]))}) are wrapped in DDP without "
+                f"BatchNorm layers (line {lines}) are wrapped in DDP without "
                 "SyncBatchNorm: each rank normalises with its own micro-batch statistics.",
-                f"BatchNorm 层（第 {', '.join(map(str, sorted(bn_lines)[:5]))} 行）被 DDP 包装却未转换为 SyncBatchNorm。",
-                edits=self._fix(ctx, call),
+                f"BatchNorm 层（第 {lines} 行）被 DDP 包装却未转换为 SyncBatchNorm。",
+                edits=() if gated_by else self._fix(ctx, call),
+                gated_by=gated_by,
                 batchnorm_lines=sorted(bn_lines),
             )
 
     def _fix(self, ctx: FileContext, call: ast.Call) -> tuple:
+        if ctx.call_qualname(call) != DDP:
+            return ()
         model = dotted(call.args[0]) if call.args else None
         stmt = statement_of(ctx, call)
         prefix = _torch_nn_prefix(ctx)
@@ -68,6 +90,58 @@ class BatchnormUnsynced(Rule):
                 ctx, stmt, f"{model} = {prefix}.SyncBatchNorm.convert_sync_batchnorm({model})"
             ),
         )
+
+
+def _model_by_name(ctx: FileContext, call: ast.Call) -> bool:
+    """``models.__dict__[arch](...)``, ``getattr(models, arch)(...)``, ``torchvision.models.get_model``."""
+    func = call.func
+    if ctx.call_qualname(call) in MODEL_GETTERS:
+        return True
+    registry: ast.AST | None = None
+    if isinstance(func, ast.Subscript) and isinstance(func.value, ast.Attribute) and func.value.attr == "__dict__":
+        registry = func.value.value
+    elif (
+        isinstance(func, ast.Call)
+        and isinstance(func.func, ast.Name)
+        and func.func.id == "getattr"
+        and len(func.args) >= 2
+        and not isinstance(func.args[1], ast.Constant)
+    ):
+        registry = func.args[0]
+    if registry is None:
+        return False
+    qual = ctx.qualname(registry) or ""
+    return qual in MODEL_REGISTRIES or qual.startswith("torchvision.models")
+
+
+def _opt_in_gate(ctx: FileContext, conversions: list[ast.AST]) -> str | None:
+    """The flag a conversion hides behind when every conversion is off by default; None when the
+    default path converts (or the condition is not a plain config flag)."""
+    if not conversions:
+        return None
+    defaults = argparse_defaults(ctx)
+    gates: list[str] = []
+    for node in conversions:
+        gate = None
+        child, cur = node, ctx.parents.get(node)
+        while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
+            if isinstance(cur, ast.If):
+                test = flag_test(ctx, cur.test, defaults)
+                if test is None:
+                    return None  # a condition that is not a config flag: trust it
+                in_body = child in cur.body
+                holds = test.default_true
+                if holds is None:
+                    gate = f"{test.option} not set"
+                elif holds != in_body:
+                    gate = f"{test.option} off (the default)"
+                else:
+                    return None  # this conversion runs under the default
+            child, cur = cur, ctx.parents.get(cur)
+        if gate is None:
+            return None  # unconditional conversion
+        gates.append(gate)
+    return gates[0]
 
 
 def _torch_nn_prefix(ctx: FileContext) -> str | None:

@@ -42,7 +42,7 @@ NO_GRAD = re.compile(r"(no_grad|inference_mode|evaluate|eval)", re.IGNORECASE)
 
 class Rank0OnlyLossLog(Rule):
     id = "rank0-only-loss-log"
-    required = (("backward", "scaler"),)
+    required = (("backward", "scaler", "loss_scaler"),)
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
         if not self.applies(ctx):
