@@ -53,6 +53,25 @@ def argparse_defaults(ctx: FileContext) -> dict[str, object]:
     return out
 
 
+def module_defaults(ctx: FileContext) -> dict[str, object]:
+    """Module-level configuration variables (nanoGPT style: ``compile = True`` at the top of the
+    script, overridden from the command line by a configurator): name -> literal value."""
+    out: dict[str, object] = {}
+    for stmt in ctx.tree.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            value = _literal(stmt.value)
+            if value is not UNKNOWN:
+                out[stmt.targets[0].id] = value
+    return out
+
+
+def all_defaults(ctx: FileContext) -> dict[str, object]:
+    """argparse defaults plus module-level configuration variables (``name`` keys prefixed ``=``)."""
+    out = argparse_defaults(ctx)
+    out.update({f"={k}": v for k, v in module_defaults(ctx).items()})
+    return out
+
+
 def _literal(node: ast.AST) -> object:
     try:
         return ast.literal_eval(node)
@@ -78,11 +97,16 @@ def flag_test(ctx: FileContext, test: ast.expr, defaults: dict[str, object]) -> 
             return None
         node, compare_to, op_eq = test.left, right.value, isinstance(test.ops[0], ast.Eq)
     name = dotted(node)
-    if name is None or "." not in name or _about_distribution(name):
+    if name is None or _about_distribution(name):
         return None
-    dest = name.split(".")[-1]
-    option = str(defaults.get(f"--{dest}", dest))
-    default = defaults.get(dest, UNKNOWN)
+    if "." not in name:  # a bare name is configuration only when the module sets it (nanoGPT)
+        if f"={name}" not in defaults:
+            return None
+        option, default = name, defaults[f"={name}"]
+    else:
+        dest = name.split(".")[-1]
+        option = str(defaults.get(f"--{dest}", dest))
+        default = defaults.get(dest, UNKNOWN)
     holds: bool | None
     if default is UNKNOWN:
         holds = None
@@ -93,6 +117,31 @@ def flag_test(ctx: FileContext, test: ast.expr, defaults: dict[str, object]) -> 
     if holds is not None and negate:
         holds = not holds
     return FlagTest(name, option, holds)
+
+
+def describe(test: FlagTest, bug_when_true: bool) -> str:
+    """Human text for the flag value that triggers a bug, e.g. ``--sync-bn off (the default)``."""
+    value = "on" if bug_when_true else "off"
+    default = (
+        "" if test.default_true is None else " (the default)" if test.default_true == bug_when_true else ""
+    )
+    return f"{test.option} {value}{default}"
+
+
+def gate_of(ctx: FileContext, node: ast.AST, defaults: dict[str, object] | None = None) -> str | None:
+    """The config flag under which ``node`` runs, from the innermost enclosing ``if`` on a flag in
+    its function; None when no enclosing ``if`` tests a configuration flag."""
+    defaults = all_defaults(ctx) if defaults is None else defaults
+    child, cur = node, ctx.parents.get(node)
+    while cur is not None and not isinstance(
+        cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module, ast.Lambda)
+    ):
+        if isinstance(cur, ast.If):
+            test = flag_test(ctx, cur.test, defaults)
+            if test is not None:
+                return describe(test, child in cur.body)
+        child, cur = cur, ctx.parents.get(cur)
+    return None
 
 
 def _about_distribution(name: str) -> bool:

@@ -79,10 +79,7 @@ def is_rank0_test(test: ast.expr) -> bool:
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
         op, left, right = test.ops[0], test.left, test.comparators[0]
         if isinstance(op, ast.Eq):
-            for a, b in ((left, right), (right, left)):
-                if _int(b) == 0 and _mentions_rank(a):
-                    return True
-            return False
+            return any(_int(b) == 0 and _mentions_rank(a) for a, b in ((left, right), (right, left)))
         if isinstance(op, ast.In) and isinstance(right, (ast.Set, ast.List, ast.Tuple)):
             values = {_int(e) for e in right.elts}
             return 0 in values and values <= RANK0_MEMBERS and _mentions_rank(left)

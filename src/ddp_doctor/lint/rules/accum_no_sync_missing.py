@@ -55,6 +55,6 @@ class AccumNoSyncMissing(Rule):
 
 def _wraps_anything(ctx: FileContext) -> bool:
     """The file itself wraps models (DDP, FSDP, DeepSpeed, accelerate, Fabric): then its own wrap decides."""
-    return ctx.mentions("DistributedDataParallel", "FullyShardedDataParallel", "fully_shard", "deepspeed") or (
-        ctx.mentions("prepare", "setup") and ctx.mentions("accelerator", "fabric")
-    )
+    return ctx.mentions(
+        "DistributedDataParallel", "FullyShardedDataParallel", "fully_shard", "deepspeed"
+    ) or (ctx.mentions("prepare", "setup") and ctx.mentions("accelerator", "fabric"))

@@ -21,7 +21,7 @@ import ast
 from collections.abc import Iterator
 
 from ddp_doctor.lint.context import FileContext, dotted
-from ddp_doctor.lint.flags import argparse_defaults, flag_test
+from ddp_doctor.lint.flags import all_defaults, describe, flag_test
 from ddp_doctor.lint.idioms import MODEL_GETTERS, MODEL_REGISTRIES
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.project import BATCHNORM, DDP, TORCHVISION_BN
@@ -98,7 +98,11 @@ def _model_by_name(ctx: FileContext, call: ast.Call) -> bool:
     if ctx.call_qualname(call) in MODEL_GETTERS:
         return True
     registry: ast.AST | None = None
-    if isinstance(func, ast.Subscript) and isinstance(func.value, ast.Attribute) and func.value.attr == "__dict__":
+    if (
+        isinstance(func, ast.Subscript)
+        and isinstance(func.value, ast.Attribute)
+        and func.value.attr == "__dict__"
+    ):
         registry = func.value.value
     elif (
         isinstance(func, ast.Call)
@@ -119,7 +123,7 @@ def _opt_in_gate(ctx: FileContext, conversions: list[ast.AST]) -> str | None:
     default path converts (or the condition is not a plain config flag)."""
     if not conversions:
         return None
-    defaults = argparse_defaults(ctx)
+    defaults = all_defaults(ctx)
     gates: list[str] = []
     for node in conversions:
         gate = None
@@ -130,13 +134,9 @@ def _opt_in_gate(ctx: FileContext, conversions: list[ast.AST]) -> str | None:
                 if test is None:
                     return None  # a condition that is not a config flag: trust it
                 in_body = child in cur.body
-                holds = test.default_true
-                if holds is None:
-                    gate = f"{test.option} not set"
-                elif holds != in_body:
-                    gate = f"{test.option} off (the default)"
-                else:
+                if test.default_true is not None and test.default_true == in_body:
                     return None  # this conversion runs under the default
+                gate = describe(test, not in_body)  # the bug: the branch that skips the conversion
             child, cur = cur, ctx.parents.get(cur)
         if gate is None:
             return None  # unconditional conversion

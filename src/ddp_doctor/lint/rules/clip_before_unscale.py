@@ -15,6 +15,7 @@ import ast
 from collections.abc import Iterator
 
 from ddp_doctor.lint.context import FileContext, dotted, method
+from ddp_doctor.lint.flags import gate_of
 from ddp_doctor.lint.loops import HELPER_DEPTH, LoopFacts, scale_call
 from ddp_doctor.lint.rules.base import (
     Edit,
@@ -49,15 +50,37 @@ class ClipBeforeUnscale(Rule):
                 elif kind == "unscale" and scaler == scaled_by:
                     scaled_by = None
                 elif kind == "clip" and scaled_by is not None:
+                    if backward is not None and _exclusive(ctx, backward, node):
+                        continue  # `if amp: scaled backward ... else: backward; clip`
                     step = next((n for k, s, n in events[i:] if k == "step" and s == scaled_by), None)
+                    gated_by = gate_of(ctx, backward) if backward is not None else None
                     yield self.violation(
                         node,
                         f"`{ctx.segment(node.func)}` clips gradients still scaled by `{scaled_by}`: call "
                         f"`{scaled_by}.unscale_(optimizer)` first.",
                         f"`{ctx.segment(node.func)}` 裁剪的梯度仍被 `{scaled_by}` 缩放：请先调用 `{scaled_by}.unscale_(optimizer)`。",
-                        edits=_fix(ctx, node, scaled_by, step, backward),
+                        edits=() if gated_by else _fix(ctx, node, scaled_by, step, backward),
+                        gated_by=gated_by,
                         scaler=scaled_by,
                     )
+
+
+def _exclusive(ctx: FileContext, a: ast.AST, b: ast.AST) -> bool:
+    """``a`` and ``b`` sit in different branches of one ``if``/``else`` (never both run)."""
+    chain: dict[int, ast.AST] = {}
+    child, cur = a, ctx.parents.get(a)
+    while cur is not None:
+        chain[id(cur)] = child
+        child, cur = cur, ctx.parents.get(cur)
+    child, cur = b, ctx.parents.get(b)
+    while cur is not None:
+        if id(cur) in chain and isinstance(cur, ast.If):
+            a_side, b_side = chain[id(cur)], child
+            return (a_side in cur.body) != (b_side in cur.body) and a_side is not cur.test
+        if id(cur) in chain:
+            return False
+        child, cur = cur, ctx.parents.get(cur)
+    return False
 
 
 def _events(

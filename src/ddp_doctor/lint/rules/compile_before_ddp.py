@@ -12,6 +12,7 @@ import ast
 from collections.abc import Iterator
 
 from ddp_doctor.lint.context import FileContext, dotted, method
+from ddp_doctor.lint.flags import gate_of
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.rules.base import Rule, Violation
 
@@ -55,15 +56,25 @@ class CompileBeforeDdp(Rule):
                             if isinstance(arg, ast.Call) and ctx.call_qualname(arg) == COMPILE
                             else compiled.get(dotted(arg) or "")
                         )
-                        if line is not None and _same_branch(ctx, compiled_at.get(dotted(arg) or ""), node):
-                            yield self.violation(
-                                node,
-                                f"torch.compile (line {line}) is applied before DDP wrapping (line "
-                                f"{node.lineno}); both orders work, compiling the DDP model overlaps communication.",
-                                f"torch.compile（第 {line} 行）在 DDP 包装（第 {node.lineno} 行）之前；两种顺序都可以。",
-                                compile_line=line,
-                                ddp_line=node.lineno,
-                            )
+                        if line is None:
+                            continue
+                        at = compiled_at.get(dotted(arg) or "")
+                        gated_by = None
+                        if not _same_branch(ctx, at, node):
+                            # compile behind its own config flag (nanoGPT ``if compile:``, then
+                            # ``if ddp:``): compile-before-DDP whenever that flag is on
+                            gated_by = _compile_gate(ctx, at, node)
+                            if gated_by is None:
+                                continue
+                        yield self.violation(
+                            node,
+                            f"torch.compile (line {line}) is applied before DDP wrapping (line "
+                            f"{node.lineno}); both orders work, compiling the DDP model overlaps communication.",
+                            f"torch.compile（第 {line} 行）在 DDP 包装（第 {node.lineno} 行）之前；两种顺序都可以。",
+                            gated_by=gated_by,
+                            compile_line=line,
+                            ddp_line=node.lineno,
+                        )
 
 
 def _same_branch(ctx: FileContext, compiled: ast.AST | None, wrap: ast.AST) -> bool:
@@ -82,3 +93,24 @@ def _same_branch(ctx: FileContext, compiled: ast.AST | None, wrap: ast.AST) -> b
             return False
         cur = ctx.parents.get(cur)
     return True
+
+
+def _compile_gate(ctx: FileContext, compiled: ast.AST | None, wrap: ast.AST) -> str | None:
+    """The config flag of the ``if`` that holds the compile but not the wrap, when that ``if`` is a
+    configuration flag (a function parameter such as ``compile_first`` is a caller's choice)."""
+    if compiled is None:
+        return None
+    wrap_parents = set()
+    cur = ctx.parents.get(wrap)
+    while cur is not None:
+        wrap_parents.add(id(cur))
+        cur = ctx.parents.get(cur)
+    gate = gate_of(ctx, compiled)
+    child, cur = compiled, ctx.parents.get(compiled)
+    while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
+        if isinstance(cur, (ast.IfExp, ast.Try, ast.Match)) and id(cur) not in wrap_parents:
+            return None
+        if isinstance(cur, ast.If) and id(cur) not in wrap_parents and child not in cur.body:
+            return None  # compiled in an else branch: a choice between orders
+        child, cur = cur, ctx.parents.get(cur)
+    return gate

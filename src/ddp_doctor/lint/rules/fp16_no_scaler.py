@@ -3,11 +3,17 @@
 float16 has a 5-bit exponent: gradients below ~6e-8 flush to zero and above 65504 overflow,
 which GradScaler's dynamic loss scaling exists to prevent (torch docs, "Automatic Mixed
 Precision": "if the forward pass for a particular op has float16 inputs, the backward pass
-will produce float16 gradients ... may underflow"). Flagged when an autocast is float16 — an
-explicit ``dtype=torch.float16``/``torch.half``, or ``torch.cuda.amp.autocast()`` /
-``torch.autocast("cuda")`` whose default is float16 — the file runs backward, and it has no
-``*GradScaler``, no ``.scale(...)`` call, and no accelerate/Lightning/DeepSpeed (they scale
-themselves). A dtype held in a variable is not guessed at.
+will produce float16 gradients ... may underflow"). Flagged when float16 compute is set up:
+
+- an autocast that is float16: ``dtype=torch.float16``/``torch.half``, ``torch.cuda.amp.autocast()``
+  / ``torch.autocast("cuda")`` (float16 by default);
+- an FSDP ``MixedPrecision(param_dtype=torch.float16)`` policy (FSDP1 needs ``ShardedGradScaler``);
+
+and the file (project) runs backward and has no ``*GradScaler``, no ``.scale(...)``, no
+loss-scaler object (timm ``NativeScaler`` style) and no accelerate/Lightning/DeepSpeed (they scale
+themselves). Config-gated: a dtype chosen from a flag (nanoGPT/llm.c ``ptdtype = {"float16":
+torch.float16, ...}[dtype]``, ``torch.float16 if args.fp16 else ...``) or a policy/autocast under an
+``if`` on a configuration flag is reported with the flag value that makes it float16.
 """
 
 from __future__ import annotations
@@ -15,19 +21,26 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ddp_doctor.lint.context import FileContext, keyword, method
-from ddp_doctor.lint.loops import LoopFacts, backward_of
+from ddp_doctor.lint.context import FileContext, dotted, keyword, method
+from ddp_doctor.lint.flags import all_defaults, flag_test, gate_of
+from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.rules.base import Rule, Violation
 
 AUTOCAST = "torch.amp.autocast"
 CUDA_AUTOCAST = "torch.cuda.amp.autocast"  # defaults to float16
 FP16 = "torch.float16"
+MIXED_PRECISION = (
+    "torch.distributed.fsdp.MixedPrecision",
+    "torch.distributed.fsdp.fully_sharded_data_parallel.MixedPrecision",
+    "torch.distributed.fsdp.api.MixedPrecision",
+)
 SELF_SCALING = ("accelerate", "lightning", "pytorch_lightning", "deepspeed")
 
 
 class Fp16NoScaler(Rule):
     id = "fp16-no-scaler"
-    required = (("autocast",), ("backward",))
+    required = (("autocast", "MixedPrecision"), ("backward",))
+    required_in_project = (("autocast", "MixedPrecision"),)
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
         if not self.applies(ctx):
@@ -37,34 +50,83 @@ class Fp16NoScaler(Rule):
         if any("GradScaler" in w for w in ctx.words):
             return  # a scaler class is named somewhere (torch.amp, ShardedGradScaler, ...)
         calls = ctx.of_type(ast.Call)
-        if not any(backward_of(n) for n in calls) or any(
-            (method(n) or (None, ""))[1] == "scale" for n in calls
-        ):
+        backwards = [b for n in calls if (b := facts.backward(n))]
+        project = ctx.project
+        if any(b.scaled for b in backwards) or any((method(n) or (None, ""))[1] == "scale" for n in calls):
             return
+        if project is not None:
+            if project.uses_scaler:
+                return
+            if not backwards and not any(s.calls_backward for s in project.summaries.values()):
+                return
+        elif not backwards:
+            return
+        defaults = all_defaults(ctx)
         for n in calls:
-            if self._is_fp16_autocast(ctx, n):
-                yield self.violation(
-                    n,
-                    f"`{ctx.segment(n)}` trains in float16 but no GradScaler is used: small gradients underflow "
-                    "to zero, large ones overflow.",
-                    f"`{ctx.segment(n)}` 以 float16 训练但没有使用 GradScaler：小梯度下溢为零，大梯度溢出。",
-                    autocast=ctx.segment(n),
-                )
+            fp16, gate = self._fp16(ctx, n, defaults)
+            if not fp16:
+                continue
+            gate = gate or gate_of(ctx, n, defaults)
+            yield self.violation(
+                n,
+                f"`{ctx.segment(n).splitlines()[0]}` trains in float16 but no GradScaler is used: small "
+                "gradients underflow to zero, large ones overflow.",
+                f"`{ctx.segment(n).splitlines()[0]}` 以 float16 训练但没有使用 GradScaler：小梯度下溢为零，大梯度溢出。",
+                gated_by=gate,
+                autocast=ctx.segment(n),
+            )
 
-    @staticmethod
-    def _is_fp16_autocast(ctx: FileContext, call: ast.Call) -> bool:
+    def _fp16(self, ctx: FileContext, call: ast.Call, defaults: dict[str, object]) -> tuple[bool, str | None]:
+        """(float16 compute, the flag value that selects it or None)."""
         qual = ctx.call_qualname(call)
+        if qual in MIXED_PRECISION:
+            dtype = keyword(call, "param_dtype")
+            return (dtype is not None and ctx.qualname(dtype) == FP16), None
         if qual not in (AUTOCAST, CUDA_AUTOCAST):
-            return False
+            return False, None
         enabled = keyword(call, "enabled")
         if enabled is not None and not (isinstance(enabled, ast.Constant) and enabled.value is True):
-            return False  # disabled, or enabled by a runtime flag we cannot read
+            return False, None  # disabled, or enabled by a runtime flag we cannot read
         dtype = keyword(call, "dtype")
         if dtype is None and qual == AUTOCAST and len(call.args) > 1:
             dtype = call.args[1]
         if dtype is not None:
-            return ctx.qualname(dtype) == FP16
+            if ctx.qualname(dtype) == FP16:
+                return True, None
+            gate = _dtype_gate(ctx, dtype, call, defaults)
+            return gate is not None, gate
         if qual == CUDA_AUTOCAST:
-            return True
+            return True, None
         device = keyword(call, "device_type") or (call.args[0] if call.args else None)
-        return isinstance(device, ast.Constant) and device.value == "cuda"
+        return isinstance(device, ast.Constant) and device.value == "cuda", None
+
+
+def _dtype_gate(ctx: FileContext, dtype: ast.AST, at: ast.AST, defaults: dict[str, object]) -> str | None:
+    """The flag value that makes a variable dtype float16: ``{"float16": torch.float16}[flag]`` or
+    ``torch.float16 if flag else ...``, followed through one assignment of a name."""
+    if isinstance(dtype, ast.Name):
+        scope = ctx.enclosing_function(at)
+        binds = [b for b in ctx.bindings(scope).get(dtype.id, []) if b.lineno <= getattr(at, "lineno", 0)]
+        if not binds and scope is not ctx.tree:
+            binds = ctx.bindings(ctx.tree).get(dtype.id, [])
+        if not binds or not isinstance(binds[-1], ast.Assign) or len(binds[-1].targets) != 1:
+            return None
+        dtype = binds[-1].value
+    if isinstance(dtype, ast.Subscript) and isinstance(dtype.value, ast.Dict):
+        for key, value in zip(dtype.value.keys, dtype.value.values, strict=False):
+            if key is not None and isinstance(key, ast.Constant) and ctx.qualname(value) == FP16:
+                return f"{_flag_text(ctx, dtype.slice, defaults)} == {key.value!r}"
+        return None
+    if isinstance(dtype, ast.IfExp):
+        if ctx.qualname(dtype.body) == FP16:
+            return f"{_flag_text(ctx, dtype.test, defaults)} true"
+        if ctx.qualname(dtype.orelse) == FP16:
+            return f"{_flag_text(ctx, dtype.test, defaults)} false"
+    return None
+
+
+def _flag_text(ctx: FileContext, node: ast.AST, defaults: dict[str, object]) -> str:
+    test = flag_test(ctx, node, defaults) if isinstance(node, ast.expr) else None
+    if test is not None:
+        return test.option
+    return dotted(node) or ctx.segment(node) or "a flag"
