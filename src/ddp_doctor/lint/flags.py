@@ -21,6 +21,8 @@ class FlagTest:
     flag: str  # the attribute as written, e.g. "opt.sync_bn"
     option: str  # the command-line spelling when found, e.g. "--sync-bn", else the attribute name
     default_true: bool | None  # does the test hold under the default? None when unknown
+    value: object = UNKNOWN  # the constant a comparison tests against (``args.sync_bn == "pytorch"``)
+    equal: bool = True  # ``==`` (True) or ``!=``
 
 
 def argparse_defaults(ctx: FileContext) -> dict[str, object]:
@@ -116,7 +118,7 @@ def flag_test(ctx: FileContext, test: ast.expr, defaults: dict[str, object]) -> 
         holds = (default == compare_to) == op_eq
     if holds is not None and negate:
         holds = not holds
-    return FlagTest(name, option, holds)
+    return FlagTest(name, option, holds, compare_to, op_eq)
 
 
 def describe(test: FlagTest, bug_when_true: bool) -> str:

@@ -62,9 +62,15 @@ class CompileBeforeDdp(Rule):
                         gated_by = None
                         if not _same_branch(ctx, at, node):
                             # compile behind its own config flag (nanoGPT ``if compile:``, then
-                            # ``if ddp:``): compile-before-DDP whenever that flag is on
+                            # ``if ddp:``): compile-before-DDP whenever that flag is on -- unless
+                            # the scope also compiles after the wrap (the flag picks the order)
                             gated_by = _compile_gate(ctx, at, node)
-                            if gated_by is None:
+                            if gated_by is None or any(
+                                isinstance(n, ast.Call)
+                                and ctx.call_qualname(n) == COMPILE
+                                and n.lineno > node.lineno
+                                for n in ctx.local(scope)
+                            ):
                                 continue
                         yield self.violation(
                             node,
