@@ -371,9 +371,12 @@ def _guarded_in(facts: LoopFacts, body: list[ast.stmt]) -> int | None | bool:
 def _guard_keyword_step(facts: LoopFacts, body: list[ast.stmt]) -> int | None:
     for node in _unconditional_nodes(facts, body, 0, frozenset()):
         bw = facts.backward(node)
-        if bw is not None and isinstance(node, ast.Call):
-            if any(is_accum_guard(k.value) for k in node.keywords):
-                return node.lineno
+        if (
+            bw is not None
+            and isinstance(node, ast.Call)
+            and any(is_accum_guard(k.value) for k in node.keywords)
+        ):
+            return node.lineno
     for stmt in body:  # one level into if/else branches
         if isinstance(stmt, ast.If):
             for branch in (stmt.body, stmt.orelse):

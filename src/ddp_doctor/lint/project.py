@@ -57,6 +57,7 @@ FACT_WORDS = (
     "main_process",
     "master",
 )
+LOCAL_KEY = "\0module"  # entry of an import table naming the file's own module
 ROUNDS = 4  # fixed-point rounds for facts that flow through calls (helper of a helper ...)
 MAX_FILE_BYTES = 2_000_000  # generated giants are not summarised
 
@@ -96,7 +97,9 @@ class ProjectIndex:
     uses_scaler: bool = False  # some file uses a GradScaler (or a scaling wrapper)
     toggles_sync: bool = False  # some file controls DDP gradient sync
     _module_alias: dict[str, str] = field(default_factory=dict)
+    name_alias: dict[str, str] = field(default_factory=dict)  # ``Model = DetectionModel`` at module level
     _pending: list[tuple[str, set[str]]] = field(default_factory=list)  # (class qualname, names bound)
+    _local_names: set[str] = field(default_factory=set)  # top-level defs of the file being summarised
 
     # --- building ------------------------------------------------------------------------------
 
@@ -152,6 +155,12 @@ class ProjectIndex:
 
     def _summarise(self, module: str, ctx: FileContext) -> None:
         imports = absolute_imports(ctx, module)
+        imports[LOCAL_KEY] = module
+        self._local_names = {
+            n.name
+            for n in ctx.tree.body
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        }
         self.wraps_ddp |= any(ctx.call_qualname(c) in DATA_PARALLEL for c in ctx.of_type(ast.Call))
         self.wraps_plain_ddp |= any(ctx.call_qualname(c) == DDP for c in ctx.of_type(ast.Call))
         self.uses_scaler |= any("GradScaler" in w for w in ctx.words)
@@ -168,6 +177,18 @@ class ProjectIndex:
                     if isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef))
                 ]
         defs += methods
+        for node in ctx.tree.body:
+            if (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+                and isinstance(node.value, (ast.Name, ast.Attribute))
+            ):
+                local = dotted(node.value)
+                target = f"{module}.{local}" if local and "." not in local and local not in imports else None
+                target = target or self._project_target(imports, node.value)
+                if target:
+                    self.name_alias[f"{module}.{node.targets[0].id}"] = target
         star = [
             resolved
             for node in ctx.of_type(ast.ImportFrom)
@@ -230,6 +251,8 @@ class ProjectIndex:
                 s.returns_ddp = True
             if uses_eval:
                 s.refs |= {f"{m}.*" for m in star}
+            if isinstance(node, ast.ClassDef):  # a subclass has what its project bases build
+                s.refs |= {t for b in node.bases if (t := self._project_target(imports, b))}
             if isinstance(node, ast.ClassDef):
                 s.scales_loss |= any(
                     "GradScaler" in (ctx.qualname(n) or dotted(n) or "")
@@ -270,6 +293,9 @@ class ProjectIndex:
         text = dotted(func)
         if text is None:
             return None
+        local = imports.get(LOCAL_KEY)
+        if local is not None and "." not in text and text not in imports and text in self._local_names:
+            return f"{local}.{text}"  # a top-level function/class of the same module
         head, _, rest = text.partition(".")
         full = imports.get(head)
         if full is None:
@@ -342,9 +368,17 @@ class ProjectIndex:
         if text is None:
             return None
         if "." not in text and text not in imports:  # a function of this same file
-            return self.summaries.get(f"{module}.{text}")
+            return self._get(f"{module}.{text}")
         target = self._project_target(imports, func)
-        return self.summaries.get(target) if target else None
+        return self._get(target) if target else None
+
+    def _get(self, qualname: str) -> Summary | None:
+        for _ in range(4):  # follow ``A = B`` aliases a few hops
+            found = self.summaries.get(qualname)
+            if found is not None or qualname not in self.name_alias:
+                return found
+            qualname = self.name_alias[qualname]
+        return None
 
     def method_summaries(self, func: ast.AST) -> list[Summary]:
         """Every project method that ``obj.name(...)`` may run, by method name (types unknown)."""

@@ -83,9 +83,7 @@ def is_rank0_test(test: ast.expr) -> bool:
         if isinstance(op, ast.In) and isinstance(right, (ast.Set, ast.List, ast.Tuple)):
             values = {_int(e) for e in right.elts}
             return 0 in values and values <= RANK0_MEMBERS and _mentions_rank(left)
-        if isinstance(op, ast.LtE) and _int(right) == 0 and _mentions_rank(left):
-            return True  # rank <= 0
-        return False
+        return isinstance(op, ast.LtE) and _int(right) == 0 and _mentions_rank(left)  # rank <= 0
     target = test.func if isinstance(test, ast.Call) else test
     name = dotted(target)
     return bool(name and MAIN_FLAG.match(name.split(".")[-1]))
