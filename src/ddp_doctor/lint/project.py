@@ -81,6 +81,9 @@ class Summary:
     # Project names it merely references (``norm=Conv``, ``if m in {Conv, C3}``), and ``module.*`` for
     # modules it reaches through ``from m import *`` + ``eval`` (YOLO's parse_model): BatchNorm only.
     refs: set[str] = field(default_factory=set)
+    # Parameters (by name and position, ``self`` not counted) whose value is iterated by a loop that
+    # runs backward — directly or after ``self.x = param`` in a method of the class.
+    trains_on_params: set[str | int] = field(default_factory=set)
 
 
 @dataclass
@@ -251,6 +254,7 @@ class ProjectIndex:
                 s.returns_ddp = True
             if uses_eval:
                 s.refs |= {f"{m}.*" for m in star}
+            s.trains_on_params = _trains_on_params(ctx, node)
             if isinstance(node, ast.ClassDef):  # a subclass has what its project bases build
                 s.refs |= {t for b in node.bases if (t := self._project_target(imports, b))}
             if isinstance(node, ast.ClassDef):
@@ -394,6 +398,67 @@ class ProjectIndex:
             return s.returns_ddp  # a function that wraps and returns the model
         found = self.method_summaries(call.func)  # obj.prepare(...): may wrap in place on self
         return bool(found) and any(m.wraps_ddp or m.returns_ddp for m in found)
+
+    def trains_on_argument(self, ctx: FileContext, call: ast.Call, names: set[str]) -> bool:
+        """``call`` hands one of ``names`` to project code that trains on it (``Trainer(model,
+        train_loader)`` whose methods iterate ``self.train_data`` and run backward)."""
+        s = self.summary_for(ctx, call.func)
+        if s is None or not s.trains_on_params:
+            return False
+        for i, arg in enumerate(call.args):
+            if dotted(arg) in names and i in s.trains_on_params:
+                return True
+        return any(k.arg in s.trains_on_params and dotted(k.value) in names for k in call.keywords)
+
+
+def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef, skip_self: bool) -> list[str]:
+    names = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+    return names[1:] if skip_self and names else names
+
+
+def _trains_on_params(ctx: FileContext, node: ast.AST) -> set[str | int]:
+    """Which parameters of a function (or of a class's ``__init__``) feed a training loop."""
+    if isinstance(node, ast.ClassDef):
+        init = next((b for b in node.body if isinstance(b, ast.FunctionDef) and b.name == "__init__"), None)
+        if init is None:
+            return set()
+        params = _params(init, skip_self=True)
+        held: dict[str, str] = {}  # self.attr -> parameter
+        for n in ast.walk(init):
+            if isinstance(n, ast.Assign) and isinstance(n.value, ast.Name) and n.value.id in params:
+                for t in n.targets:
+                    if (d := dotted(t)) and d.startswith("self."):
+                        held[d] = n.value.id
+        region: ast.AST = node
+        watched = held
+    elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        params = _params(node, skip_self=False)
+        region, watched = node, {p: p for p in params}
+    else:
+        return set()
+    if not watched:
+        return set()
+    backward_fns = {
+        f.name
+        for f in ast.walk(region)
+        if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(backward_of(x) for x in ast.walk(f))
+    }
+    out: set[str | int] = set()
+    for loop in ast.walk(region):
+        if not isinstance(loop, (ast.For, ast.AsyncFor)):
+            continue
+        source = next((watched[d] for x in ast.walk(loop.iter) if (d := dotted(x)) in watched), None)
+        if source is None:
+            continue
+        body = [x for stmt in loop.body for x in ast.walk(stmt)]
+        if any(backward_of(x) for x in body) or any(
+            isinstance(x, ast.Call)
+            and isinstance(x.func, (ast.Name, ast.Attribute))
+            and (x.func.id if isinstance(x.func, ast.Name) else x.func.attr) in backward_fns
+            for x in body
+        ):
+            out |= {source, params.index(source)}
+    return out
 
 
 def _is_class_summary(s: Summary) -> bool:

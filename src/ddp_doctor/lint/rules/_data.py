@@ -61,8 +61,15 @@ def loops_iterating(
 
 
 def trains_on(facts: LoopFacts, names: set[str]) -> bool:
-    """Some loop that backprops iterates one of ``names``."""
-    return any(facts.has_backward(loop.body) for loop in loops_iterating(facts.ctx, names))
+    """Some loop that backprops iterates one of ``names`` (in project mode: or the names are handed
+    to project code that trains on that argument, in another file)."""
+    if any(facts.has_backward(loop.body) for loop in loops_iterating(facts.ctx, names)):
+        return True
+    project = facts.ctx.project
+    if project is None or not names:
+        return False
+    names = _aliases(facts.ctx, names)
+    return any(project.trains_on_argument(facts.ctx, c, names) for c in facts.ctx.of_type(ast.Call))
 
 
 def enclosing_loop(ctx: FileContext, node: ast.AST) -> ast.For | ast.AsyncFor | ast.While | None:

@@ -34,6 +34,7 @@ SAMPLER_POSITION = 3  # DataLoader(dataset, batch_size, shuffle, sampler, batch_
 class SamplerMissing(Rule):
     id = "sampler-missing"
     required = (("DataLoader",), tuple(q.split(".")[-1] for q in DATA_PARALLEL))
+    required_in_project = (("DataLoader",),)
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
         if not self.applies(ctx):
@@ -41,13 +42,17 @@ class SamplerMissing(Rule):
         if facts.prepared or ctx.imports_module("lightning") or ctx.imports_module("pytorch_lightning"):
             return
         calls = ctx.of_type(ast.Call)
-        if not any(ctx.call_qualname(c) in DATA_PARALLEL for c in calls):
-            return
+        if not any(ctx.call_qualname(c) in DATA_PARALLEL for c in calls) and not (
+            ctx.project is not None and ctx.project.wraps_ddp
+        ):
+            return  # no DDP/FSDP wrap in this file (or, in project mode, anywhere in the project)
         for call in calls:
             if ctx.call_qualname(call) != DATALOADER or len(call.args) > SAMPLER_POSITION:
                 continue
             if keyword(call, "sampler") is not None or keyword(call, "batch_sampler") is not None:
                 continue
+            if any(k.arg is None for k in call.keywords) or any(isinstance(a, ast.Starred) for a in call.args):
+                continue  # DataLoader(ds, **kwargs): the sampler may be in there
             dataset = call.args[0] if call.args else keyword(call, "dataset")
             if dataset is None or _sharded(ctx, dataset):
                 continue
