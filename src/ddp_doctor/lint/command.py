@@ -33,6 +33,12 @@ def lint(
         False, "--fix", help="Apply the mechanical autofixes in place (.py files only)."
     ),
     lang: str = typer.Option("en", "--lang", help="en or zh."),
+    project: bool = typer.Option(
+        True,
+        "--project/--no-project",
+        help="Read each directory as one project so facts cross files (default); --no-project lints "
+        "every file on its own.",
+    ),
 ) -> None:
     """Find distributed-training pitfalls in source code, without running it."""
     from ddp_doctor.lint.engine import lint_paths
@@ -46,7 +52,7 @@ def lint(
         typer.echo(f"error: no such file or directory: {', '.join(missing)}", err=True)
         raise typer.Exit(EXIT_INPUT)
     try:
-        result = lint_paths(paths, select=_ids(select), ignore=_ids(ignore) or (), fix=fix)
+        result = lint_paths(paths, select=_ids(select), ignore=_ids(ignore) or (), fix=fix, project=project)
     except ValueError as exc:  # unknown IDs on the command line or in [tool.ddp-doctor]
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(EXIT_INPUT) from None

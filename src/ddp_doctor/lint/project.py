@@ -54,6 +54,8 @@ FACT_WORDS = (
     "require_backward_grad_sync",
     "Module",
     "rank",
+    "RANK",
+    "Rank",
     "main_process",
     "master",
 )

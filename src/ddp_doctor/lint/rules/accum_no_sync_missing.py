@@ -25,7 +25,7 @@ DDP = "torch.nn.parallel.DistributedDataParallel"
 
 class AccumNoSyncMissing(Rule):
     id = "accum-no-sync-missing"
-    required = (("DistributedDataParallel",), ("backward",))
+    required = (("DistributedDataParallel",), ("backward", "scaler", "loss_scaler"))
     required_in_project = (("backward", "scaler", "loss_scaler"),)
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:

@@ -33,7 +33,7 @@ SYNC = "torch.nn.SyncBatchNorm"
 class BatchnormUnsynced(Rule):
     id = "batchnorm-unsynced"
     required = (("DistributedDataParallel",),)
-    required_in_project = (("DDP", "DistributedDataParallel", "distributed", "parallel"),)
+    required_in_project = ()  # the wrap and the layers may both come from other files
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
         if not self.applies(ctx):

@@ -221,7 +221,8 @@ def _tainted(ctx: FileContext, facts: LoopFacts, scope: ast.AST, returns_loss: s
     for n in nodes:
         if isinstance(n, ast.Call):
             name = dotted(n.func) or ""
-            if REDUCE_CALL.search(name.split(".")[-1]):  # in place: dist.all_reduce(t), meter.synchronize()
+            if REDUCE_CALL.search(name.split(".")[-1]) and isinstance(ctx.parents.get(n), ast.Expr):
+                # in place (a statement): dist.all_reduce(t), meter.synchronize_between_processes()
                 reduced |= {x.id for a in n.args[:1] for x in ast.walk(a) if isinstance(x, ast.Name)}
                 if isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name):
                     reduced.add(n.func.value.id)  # metric_logger.synchronize_between_processes()

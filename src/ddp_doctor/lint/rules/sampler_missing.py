@@ -51,7 +51,9 @@ class SamplerMissing(Rule):
                 continue
             if keyword(call, "sampler") is not None or keyword(call, "batch_sampler") is not None:
                 continue
-            if any(k.arg is None for k in call.keywords) or any(isinstance(a, ast.Starred) for a in call.args):
+            if any(k.arg is None for k in call.keywords) or any(
+                isinstance(a, ast.Starred) for a in call.args
+            ):
                 continue  # DataLoader(ds, **kwargs): the sampler may be in there
             dataset = call.args[0] if call.args else keyword(call, "dataset")
             if dataset is None or _sharded(ctx, dataset):
