@@ -95,8 +95,11 @@ def _excluded(path: Path, is_dir: bool, patterns: list[Pattern]) -> bool:
 
 
 def _gitignore(folder: Path) -> list[Pattern]:
+    path = folder / ".gitignore"
+    if not path.is_file():  # absent, or a FIFO/device that would block the read
+        return []
     try:
-        text = (folder / ".gitignore").read_text(encoding="utf-8", errors="replace")
+        text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return []
     return [p for line in text.splitlines() if (p := Pattern.parse(folder, line))]

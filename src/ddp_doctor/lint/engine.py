@@ -223,7 +223,7 @@ def fix_file(path: Path, edits: list[Edit]) -> int:
     same folder and renames it over the original (never writes through a symlink)."""
     if path.is_symlink():
         raise OSError(f"{path}: is a symbolic link; not rewritten (fix its target instead)")
-    if not os.access(path, os.W_OK):
+    if not os.access(path, os.W_OK) or not os.stat(path).st_mode & 0o222:  # (root ignores modes)
         raise OSError(f"{path}: file is read-only; not rewritten")
     source, encoding = read_source(path)
     newline = "\r\n" if "\r\n" in source else "\n"

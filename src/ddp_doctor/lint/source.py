@@ -24,9 +24,12 @@ def read_source(path: Path) -> tuple[str, str]:
     if path.suffix != ".ipynb":  # notebooks are JSON: always UTF-8
         try:
             encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
-        except SyntaxError as exc:  # unknown codec, or a BOM that contradicts the cookie
-            raise ValueError(f"bad encoding declaration: {exc.msg if hasattr(exc, 'msg') else exc}") from None
+        except SyntaxError as exc:  # no cookie and not UTF-8, an unknown codec, or BOM vs cookie
+            if "missing" not in str(exc):
+                raise ValueError(f"bad encoding declaration: {exc.msg}") from None
+            encoding = "utf-8"  # undeclared: the decode below says where it is not UTF-8
     try:
         return raw.decode(encoding), encoding
     except UnicodeDecodeError as exc:
-        raise ValueError(f"not valid {encoding}: {exc.reason}") from None
+        hint = "" if encoding != "utf-8" else " (declare the encoding with a PEP 263 `# coding:` line)"
+        raise ValueError(f"not valid {encoding}: {exc.reason}{hint}") from None
