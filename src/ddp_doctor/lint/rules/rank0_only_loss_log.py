@@ -34,7 +34,8 @@ from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.rank0 import LOG_ATTRS, is_log_call, is_rank0_log_call, is_rank0_test
 from ddp_doctor.lint.rules.base import Rule, Violation
 
-REDUCE_CALL = re.compile(r"(all_?reduce|reduce|gather|average|sync)", re.IGNORECASE)
+REDUCE_WORDS = frozenset({"reduce", "allreduce", "gather", "allgather", "average", "sync", "synchronize"})
+NOT_REDUCE_WORDS = frozenset({"batchnorm", "bn", "convert", "time", "timer"})
 TAINT_PASSES = 3  # assignment chains like loss -> lossf -> running_loss
 UPDATE_METHODS = frozenset({"update", "append", "add", "extend", "add_", "__call__"})
 NO_GRAD = re.compile(r"(no_grad|inference_mode|evaluate|eval)", re.IGNORECASE)
@@ -171,6 +172,10 @@ def _training_binding(
     if not before:
         return True
     binding = before[-1]
+    if isinstance(binding, ast.Assign) and any(
+        isinstance(x, ast.Name) and x.id in taint.gathered for x in ast.walk(binding.value)
+    ):
+        return False  # rebound from gathered values: ``loss = sum(all_gather(loss)) / n``
     updated = any(binding.lineno < u < line for u in taint.updates.get(name, ()))
     if (
         name not in taint.roots
@@ -207,6 +212,7 @@ class Taint:
     returns: bool  # the scope returns one of them
     roots: set[str]  # names backward runs on
     updates: dict[str, list[int]]  # object name -> lines of ``obj.update(<value>)``-style calls
+    gathered: set[str]  # names assigned from a reduce/gather call (``parts = all_gather(loss)``)
 
 
 def _tainted(ctx: FileContext, facts: LoopFacts, scope: ast.AST, returns_loss: set[int]) -> Taint:
@@ -217,11 +223,13 @@ def _tainted(ctx: FileContext, facts: LoopFacts, scope: ast.AST, returns_loss: s
     synced_metrics: set[str] = set()
     roots: set[str] = set()  # the names backward runs on: their own binding is the forward
     updates: dict[str, list[int]] = {}
+    gathered: set[str] = set()
+    all_flows: list[tuple[set[str], set[str]]] = []
     flows: list[tuple[set[str], set[str]]] = []  # (names read, names written) of non-reducing assignments
     for n in nodes:
         if isinstance(n, ast.Call):
             name = dotted(n.func) or ""
-            if REDUCE_CALL.search(name.split(".")[-1]) and isinstance(ctx.parents.get(n), ast.Expr):
+            if _is_reduce(name) and isinstance(ctx.parents.get(n), ast.Expr):
                 # in place (a statement): dist.all_reduce(t), meter.synchronize_between_processes()
                 reduced |= {x.id for a in n.args[:1] for x in ast.walk(a) if isinstance(x, ast.Name)}
                 if isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name):
@@ -249,15 +257,18 @@ def _tainted(ctx: FileContext, facts: LoopFacts, scope: ast.AST, returns_loss: s
                     # loss, loss_items = criterion(...): the other outputs share the loss's fate
                     flows.append((written, written))
             value_nodes = ctx.local(n.value)
+            if any(type(x) is ast.Call and _is_reduce(dotted(x.func) or "") for x in value_nodes):
+                gathered |= written
+            all_flows.append(({x.id for x in value_nodes if type(x) is ast.Name}, written))
             if not any(
-                type(x) is ast.Call
-                and (
-                    REDUCE_CALL.search((dotted(x.func) or "").split(".")[-1])
-                    or _compute_of(x) in synced_metrics
-                )
+                type(x) is ast.Call and (_is_reduce(dotted(x.func) or "") or _compute_of(x) in synced_metrics)
                 for x in value_nodes
             ):
                 flows.append(({x.id for x in value_nodes if type(x) is ast.Name}, written))
+    for _ in range(TAINT_PASSES if gathered else 0):
+        for read, written in all_flows:
+            if read & gathered:
+                gathered |= written
     tainted -= reduced
     if tainted:
         flows = [(read, written - synced_metrics) for read, written in flows]
@@ -271,7 +282,15 @@ def _tainted(ctx: FileContext, facts: LoopFacts, scope: ast.AST, returns_loss: s
         and any(isinstance(x, ast.Name) and x.id in tainted for x in ast.walk(r.value))
         for r in nodes
     )
-    return Taint(tainted, returns, roots, updates)
+    return Taint(tainted, returns, roots, updates, gathered)
+
+
+def _is_reduce(name: str) -> bool:
+    """A call that combines values across ranks, by its last name's words (``all_reduce``,
+    ``reduce_dict``, ``all_gather``, ``synchronize_between_processes``; not ``convert_sync_batchnorm``
+    nor ``time_sync``)."""
+    words = set(name.split(".")[-1].lower().split("_"))
+    return bool(words & REDUCE_WORDS) and not words & NOT_REDUCE_WORDS
 
 
 def _bound_names(target: ast.AST) -> Iterator[ast.Name]:
