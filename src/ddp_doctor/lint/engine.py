@@ -100,11 +100,7 @@ def lint_source(
             Diagnostic(path, None, "parse-error", f"cannot parse: {type(exc).__name__}: {exc}")
         )
         return result
-    ids = tuple(
-        i
-        for i in (ids if ids is not None else tuple(RULES))
-        if RULES[i].may_apply(source, project is not None)
-    )
+    ids = tuple(i for i in (ids if ids is not None else tuple(RULES)) if RULES[i].may_apply(source, project))
     if not ids:
         return result  # parsed (so syntax errors are still reported), but no rule can match
     try:

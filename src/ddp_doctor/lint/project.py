@@ -60,7 +60,14 @@ FACT_WORDS = (
     "master",
 )
 LOCAL_KEY = "\0module"  # entry of an import table naming the file's own module
-ROUNDS = 4  # fixed-point rounds for facts that flow through calls (helper of a helper ...)
+ROUNDS = 4
+# ``obj.method(...)`` with an unknown ``obj`` is matched by method name only when few classes of the
+# project define that name (``prepare_distributed``), never for common names (``__init__``, ``setup``
+# defined by dozens of classes).
+MAX_SAME_NAME_METHODS = 4
+LOG_SINK = re.compile(
+    r"(Writer|Logger|logger|writer|Tensorboard|tensorboard|Visualizer|^wandb\.init$)"
+)  # fixed-point rounds for facts that flow through calls (helper of a helper ...)
 MAX_FILE_BYTES = 2_000_000  # generated giants are not summarised
 
 
@@ -104,6 +111,7 @@ class ProjectIndex:
     _module_alias: dict[str, str] = field(default_factory=dict)
     name_alias: dict[str, str] = field(default_factory=dict)  # ``Model = DetectionModel`` at module level
     _pending: list[tuple[str, set[str]]] = field(default_factory=list)  # (class qualname, names bound)
+    _wrapper_names: tuple[str, ...] | None = None
     _local_names: set[str] = field(default_factory=set)  # top-level defs of the file being summarised
 
     # --- building ------------------------------------------------------------------------------
@@ -201,6 +209,15 @@ class ProjectIndex:
             and (resolved := self.resolve_module(_absolute_module(node, module) or "")) is not None
         ]
         uses_eval = any(isinstance(c.func, ast.Name) and c.func.id == "eval" for c in ctx.of_type(ast.Call))
+        has_scaler_word = any("GradScaler" in w for w in ctx.words)
+        backward_defs: set[int] = set()  # top-level defs/classes (and methods) holding a `.backward`
+        for attr in ctx.of_type(ast.Attribute):
+            if attr.attr == "backward":
+                cur = ctx.parents.get(attr)
+                while cur is not None:
+                    if isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                        backward_defs.add(id(cur))
+                    cur = ctx.parents.get(cur)
         for qual, node in defs:
             s = Summary(qual, module, ctx.path, node.lineno)  # type: ignore[attr-defined]
             body = list(ast.walk(node)) if isinstance(node, ast.ClassDef) else ctx.local(node)
@@ -256,11 +273,13 @@ class ProjectIndex:
                 s.returns_ddp = True
             if uses_eval:
                 s.refs |= {f"{m}.*" for m in star}
-            s.trains_on_params = _trains_on_params(ctx, node)
+            if id(node) in backward_defs:  # only code that runs backward can train on a parameter
+                s.trains_on_params = _trains_on_params(ctx, node)
             if isinstance(node, ast.ClassDef):  # a subclass has what its project bases build
                 s.refs |= {t for b in node.bases if (t := self._project_target(imports, b))}
             if isinstance(node, ast.ClassDef):
-                s.scales_loss |= any(
+                s.returns_ddp = False  # calling a class builds an instance of it, never a DDP wrap
+                s.scales_loss |= has_scaler_word and any(
                     "GradScaler" in (ctx.qualname(n) or dotted(n) or "")
                     for n in ast.walk(node)
                     if isinstance(n, (ast.Name, ast.Attribute))
@@ -288,9 +307,14 @@ class ProjectIndex:
                 target = self._project_target(imports, value.func)
                 if target:
                     self._pending.append((target, names))
-            if isinstance(value, ast.IfExp) and _is_none(value.orelse) and is_rank0_test(value.test):
+            if (
+                isinstance(value, ast.IfExp)
+                and _is_none(value.orelse)
+                and is_rank0_test(value.test)
+                and _is_log_sink(value.body)
+            ):
                 self.rank0_objects |= {n.split(".")[-1] for n in names}
-            elif not _is_none(value):
+            elif _is_log_sink(value):
                 guard = _rank0_if(ctx, node)
                 if guard is not None:
                     self.rank0_objects |= {n.split(".")[-1] for n in names}
@@ -398,8 +422,27 @@ class ProjectIndex:
         s = self.summary_for(ctx, call.func)
         if s is not None:
             return s.returns_ddp  # a function that wraps and returns the model
-        found = self.method_summaries(call.func)  # obj.prepare(...): may wrap in place on self
-        return bool(found) and any(m.wraps_ddp or m.returns_ddp for m in found)
+        func = call.func
+        if (
+            not isinstance(func, ast.Attribute)
+            or func.attr.startswith("__")
+            or (isinstance(func.value, ast.Call) and dotted(func.value.func) == "super")
+        ):
+            return False
+        found = self.method_summaries(func)  # obj.prepare_distributed(...): may wrap in place on self
+        return 0 < len(found) <= MAX_SAME_NAME_METHODS and any(m.wraps_ddp or m.returns_ddp for m in found)
+
+    def ddp_wrapper_names(self) -> tuple[str, ...]:
+        """Bare names of project functions returning a wrapped model and of methods wrapping in place
+        (computed once): the words a file must contain to wrap through project code."""
+        if self._wrapper_names is None:
+            names = {q.rsplit(".", 1)[-1] for q, s in self.summaries.items() if s.returns_ddp}
+            names |= {n for n, found in self.methods.items() if any(m.wraps_ddp for m in found)}
+            names |= {
+                a.rsplit(".", 1)[-1] for a, t in self.name_alias.items() if t.rsplit(".", 1)[-1] in names
+            }
+            self._wrapper_names = tuple(sorted(names))
+        return self._wrapper_names
 
     def trains_on_argument(self, ctx: FileContext, call: ast.Call, names: set[str]) -> bool:
         """``call`` hands one of ``names`` to project code that trains on it (``Trainer(model,
@@ -465,6 +508,15 @@ def _trains_on_params(ctx: FileContext, node: ast.AST) -> set[str | int]:
 
 def _is_class_summary(s: Summary) -> bool:
     return s.qualname.rsplit(".", 1)[-1][:1].isupper()
+
+
+def _is_log_sink(node: ast.AST) -> bool:
+    """A call that builds a logger/writer (``SummaryWriter(...)``, ``utils.TensorboardLogger(...)``,
+    ``wandb.init(...)``): the objects rank-0-only logging goes through."""
+    if not isinstance(node, ast.Call):
+        return False
+    name = dotted(node.func) or ""
+    return bool(LOG_SINK.search(name))
 
 
 def _is_none(node: ast.AST | None) -> bool:

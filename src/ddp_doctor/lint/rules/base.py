@@ -53,13 +53,24 @@ class Rule:
     # loss-scaler object): the rule then declares the looser words it needs in this file.
     required_in_project: ClassVar[tuple[tuple[str, ...], ...] | None] = None
 
-    def _groups(self, project: bool) -> tuple[tuple[str, ...], ...]:
-        return self.required_in_project if project and self.required_in_project is not None else self.required
+    def _groups(self, project: Any = None) -> tuple[tuple[str, ...], ...]:
+        if project is None or self.required_in_project is None:
+            return self.required
+        groups = self.required_in_project
+        extra = self.project_words(project)
+        if extra and groups:
+            groups = ((*groups[0], *extra), *groups[1:])
+        return groups
+
+    def project_words(self, project: Any) -> tuple[str, ...]:
+        """Names defined by this project that can stand for the first required group (a DDP helper's
+        name for the DDP wrap): added to ``required_in_project``'s first group."""
+        return ()
 
     def applies(self, ctx: FileContext) -> bool:
-        return all(ctx.mentions(*group) for group in self._groups(ctx.project is not None))
+        return all(ctx.mentions(*group) for group in self._groups(ctx.project))
 
-    def may_apply(self, source: str, project: bool = False) -> bool:
+    def may_apply(self, source: str, project: Any = None) -> bool:
         return all(any(word in source for word in group) for group in self._groups(project))
 
     @property

@@ -24,7 +24,7 @@ from ddp_doctor.lint.context import FileContext, dotted
 from ddp_doctor.lint.flags import all_defaults, describe, flag_test
 from ddp_doctor.lint.idioms import MODEL_GETTERS, MODEL_REGISTRIES
 from ddp_doctor.lint.loops import LoopFacts
-from ddp_doctor.lint.project import BATCHNORM, DDP, TORCHVISION_BN
+from ddp_doctor.lint.project import BATCHNORM, DDP, TORCHVISION_BN, ProjectIndex
 from ddp_doctor.lint.rules.base import Rule, Violation, insert_line_before, starts_own_line, statement_of
 
 SYNC = "torch.nn.SyncBatchNorm"
@@ -33,7 +33,11 @@ SYNC = "torch.nn.SyncBatchNorm"
 class BatchnormUnsynced(Rule):
     id = "batchnorm-unsynced"
     required = (("DistributedDataParallel",),)
-    required_in_project = ()  # the wrap and the layers may both come from other files
+    # The layers may come from another file; the wrap is DDP itself or a project helper (by name).
+    required_in_project = (("DistributedDataParallel",),)
+
+    def project_words(self, project: ProjectIndex) -> tuple[str, ...]:
+        return project.ddp_wrapper_names()
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
         if not self.applies(ctx):

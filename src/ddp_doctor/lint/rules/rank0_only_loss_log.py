@@ -105,6 +105,7 @@ def _rank0_objects(ctx: FileContext) -> set[str]:
             and isinstance(value.orelse, ast.Constant)
             and value.orelse.value is None
             and is_rank0_test(value.test)
+            and isinstance(value.body, ast.Call)
         ):
             out |= {d.split(".")[-1] for t in node.targets if (d := dotted(t))}
     return out
