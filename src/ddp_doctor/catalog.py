@@ -371,6 +371,35 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
         ),
     ),
     _f(
+        "loss-unstable",
+        "R",
+        "warning",
+        (
+            "Loss unstable: above its starting level or oscillating far beyond noise",
+            "损失不稳定：高于初始水平或波动远超噪声",
+        ),
+        (
+            "The global loss rose above its value at the first step and stayed there for many steps, "
+            "or its step-to-step fluctuation is far above the minibatch-noise band: training is "
+            "unstable, most often because the learning rate is too high for this model and warmup "
+            '(Wortsman et al. 2023, "Small-scale proxies for large-scale Transformer training '
+            'instabilities").',
+            "全局损失升到第一步的水平之上并持续多步，或其逐步波动远超小批量噪声带：训练不稳定，最常见的原因是学习率"
+            "对该模型和 warmup 而言过高（Wortsman 等，2023，“Small-scale proxies for large-scale Transformer "
+            "training instabilities”）。",
+        ),
+        (
+            "Initial loss, the longest run of steps above it and its margin; observed/predicted "
+            "step-to-step std with its confidence interval.",
+            "初始损失、高于它的最长连续步数及其阈值；观测/预测逐步标准差之比及其置信区间。",
+        ),
+        (
+            "Lower the learning rate (try 3–10× lower) and add a warmup of a few hundred steps; clip "
+            "gradients (`clip_grad_norm_(params, 1.0)`).",
+            "降低学习率（先试 3–10 倍）并加入几百步的 warmup；做梯度裁剪（`clip_grad_norm_(params, 1.0)`）。",
+        ),
+    ),
+    _f(
         "loss-spike",
         "R",
         "warning",
@@ -655,12 +684,12 @@ _HYPOTHESIS_LIST: tuple[HypothesisSpec, ...] = (
             "Warmup too short, scheduler stepped per micro-batch, lr too high",
             "warmup 太短、调度器按微批次步进、学习率过高",
         ),
-        "warmup-short, scheduler-per-microstep, update-ratio-high",
+        "warmup-short, scheduler-per-microstep, update-ratio-high, loss-unstable",
     ),
     _h(
         "spikes-clipping",
         ("Gradient spikes, clipping missing or misapplied", "梯度尖峰，缺少裁剪或裁剪用错"),
-        "loss-spike, grad-spike, clip-saturated, clip-before-unscale",
+        "loss-spike, grad-spike, clip-saturated, clip-before-unscale, loss-unstable",
     ),
     _h(
         "precision",
@@ -721,6 +750,7 @@ UI: dict[str, Text] = {
     "ruled-out": Text("ruled out", "已排除"),
     "inconclusive": Text("inconclusive", "无定论"),
     "not-measured": Text("not measured", "未测量"),
+    "observed": Text("observed (fact)", "已观察（事实）"),
     "error": Text("error", "错误"),
     "warning": Text("warning", "警告"),
     "info": Text("info", "信息"),

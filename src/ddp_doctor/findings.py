@@ -14,9 +14,10 @@ from ddp_doctor.catalog import FINDINGS, Lang, Severity, finding
 REPORT_SCHEMA = "ddp-doctor.report/1"
 LINT_SCHEMA = "ddp-doctor.lint/1"
 
-Status = Literal["confirmed", "ruled-out", "not-measured", "inconclusive"]
+# "observed": a fact the run shows (settings as set) that is not a diagnosis; never a problem.
+Status = Literal["confirmed", "ruled-out", "not-measured", "inconclusive", "observed"]
 Verdict = Literal["confirmed", "ruled-out", "inconclusive", "not-measured"]
-STATUSES: tuple[str, ...] = ("confirmed", "ruled-out", "not-measured", "inconclusive")
+STATUSES: tuple[str, ...] = ("confirmed", "ruled-out", "not-measured", "inconclusive", "observed")
 SEVERITY_ORDER: dict[str, int] = {"error": 0, "warning": 1, "info": 2}
 
 
@@ -27,7 +28,9 @@ class Finding:
     ``summary`` states the result with its numbers; ``evidence`` holds those numbers (and the
     threshold used, under the key ``threshold`` where one applies). ``summary_zh`` is the same
     sentence in Chinese where the producer wrote one; renderers fall back to the catalog text.
-    ``path``/``line`` locate lint findings; runtime findings leave them unset.
+    ``path``/``line`` locate lint findings; runtime findings leave them unset. ``coverage`` says
+    what a runtime check covered (optimizer steps covered of the run, and on which basis); it is
+    set on every runtime "ruled out" (analysis/make.py, analysis/diagnose.py).
     """
 
     id: str
@@ -40,6 +43,7 @@ class Finding:
     path: str | None = None
     line: int | None = None
     source: Literal["runtime", "lint", "experiment"] = "runtime"
+    coverage: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         spec = finding(self.id)  # raises on unknown IDs: the catalog is the single source of IDs
@@ -72,6 +76,8 @@ class Finding:
         }
         if self.summary_zh:
             out["summary_zh"] = self.summary_zh
+        if self.coverage is not None:
+            out["coverage"] = jsonable(self.coverage)
         return out
 
     def to_lint_json(self) -> dict[str, Any]:
@@ -96,6 +102,7 @@ class Finding:
             summary_zh=data.get("summary_zh"),
             path=data.get("path"),
             line=data.get("line"),
+            coverage=data.get("coverage"),
         )
 
 

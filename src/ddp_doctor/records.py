@@ -180,7 +180,29 @@ KINDS: dict[str, tuple[Field, ...]] = {
         F("hash", "str"),
         F("head", "list[int]"),
     ),
-    "replica": (F("step", "int"), F("total", "str"), F("params", "list[int]"), F("buffers", "int")),
+    "replica": (
+        F("step", "int"),
+        F("total", "str"),
+        F("params", "list[int]"),
+        F("buffers", "int"),
+        F("final", "bool"),  # the final state, written at exit / destroy_process_group
+    ),
+    # every level: a sampled update/parameter ratio (probe/instruments/update_sample.py)
+    "update": (
+        F("step", "int"),
+        F(
+            "tensors",
+            "list[dict]",
+            "record",
+            F("name", "str"),
+            F("group", "str"),
+            F("type", "str"),
+            F("numel", "int"),
+            F("sampled", "int"),
+            F("param_norm", "float"),
+            F("update_norm", "float"),
+        ),
+    ),
     "full": (F("step", "int"), F("groups", "dict"), F("adam", "list[dict]"), F("sharded", "bool")),
     "compile_check": (
         F("step", "int"),

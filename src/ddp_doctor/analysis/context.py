@@ -14,10 +14,12 @@ import numpy as np
 from ddp_doctor.analysis.quantities.effective_batch import EffectiveBatch, effective_batch
 from ddp_doctor.analysis.quantities.gns import GNS, gradient_noise_scale
 from ddp_doctor.analysis.quantities.noise_band import NoiseBand, noise_band
+from ddp_doctor.analysis.quantities.oscillation import Oscillation, oscillation
 from ddp_doctor.analysis.quantities.ratios import Ratios, ratios
 from ddp_doctor.analysis.quantities.series import Series, build_series, segment_sum
 from ddp_doctor.analysis.quantities.shards import combine_clip, combine_full, combine_grad_sq, is_fsdp2
 from ddp_doctor.analysis.quantities.spikes import EARLY_LOSS_FACTOR, Spike, find_spikes
+from ddp_doctor.analysis.quantities.update_ratio import UpdateRatios, update_ratios
 from ddp_doctor.rundir import CLIP_COLUMNS, RunData
 
 
@@ -69,11 +71,13 @@ class Context:
     sync: SyncPattern
     gns: GNS
     noise: NoiseBand
+    oscillation: Oscillation  # observed vs predicted step-to-step std of the global loss, with CI
     grad_norm: np.ndarray  # [T] global gradient norm (hook, else clip total_norm)
     grad_norm_source: str | None
     loss_spikes: list[Spike]
     grad_spikes: list[Spike]
     ratios: Ratios | None
+    updates: UpdateRatios | None
     level: str
 
     def config(self, what: str) -> dict[str, Any] | None:
@@ -117,11 +121,16 @@ def build_context(run: RunData) -> Context:
     gns = gradient_noise_scale(series, world, sync.gns_valid(series))
     grad_norm, source = _grad_norm(run, series)
     full = combine_full(run)
+    updates = next(
+        (run.ranks[r].records["update"] for r in sorted(run.ranks) if run.ranks[r].records.get("update")), []
+    )
     level = str(
         run.manifest.get("level")
         or next((d.header.get("level") for d in run.ranks.values() if d.header), "basic")
     )
     loss = np.where(series.skipped, np.nan, series.global_loss)
+    noise = noise_band(run, series)
+    dof = (noise.micro_count - 1.0) if noise.micro_count is not None else np.zeros(series.n_steps)
     return Context(
         run=run,
         series=series,
@@ -129,11 +138,13 @@ def build_context(run: RunData) -> Context:
         batch=effective_batch(series, world),
         sync=sync,
         gns=gns,
-        noise=noise_band(run, series),
+        noise=noise,
+        oscillation=oscillation(loss, noise.predicted_trace, np.clip(dof, 0.0, None)),
         grad_norm=grad_norm,
         grad_norm_source=source,
         loss_spikes=find_spikes(loss, early_factor=EARLY_LOSS_FACTOR),
         grad_spikes=find_spikes(grad_norm) if source else [],
         ratios=ratios(full),
+        updates=update_ratios(updates, full),
         level=level,
     )

@@ -6,6 +6,10 @@ Verdict of a hypothesis from its findings (docs/report.md):
 * ``ruled-out`` — every finding under it was measured and is absent (or is one of those facts);
 * ``not-measured`` — none could be measured (the summary says what to enable);
 * ``inconclusive`` — anything in between (some absent, some not measured or inconclusive).
+
+Findings with status ``observed`` (facts such as the DDP bucket settings) count as absent.
+Every runtime "ruled out" carries a ``coverage`` (what it covered): checks that cover part of
+the run set their own; the rest covered every recorded optimizer step, and say so.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ddp_doctor.analysis.answer import oscillation_answer
 from ddp_doctor.analysis.checks import (
     accumulation,
     batch_size,
@@ -23,6 +28,7 @@ from ddp_doctor.analysis.checks import (
     data_order,
     ddp_config,
     fsdp,
+    instability,
     loss_logging,
     loss_normalization,
     lr_schedule,
@@ -31,6 +37,8 @@ from ddp_doctor.analysis.checks import (
     spikes_clipping,
 )
 from ddp_doctor.analysis.context import Context, build_context
+from ddp_doctor.analysis.fixes import refine_fixes
+from ddp_doctor.analysis.make import coverage, with_coverage
 from ddp_doctor.analysis.reduced import reduced_run_info, restrict
 from ddp_doctor.catalog import FINDINGS, HYPOTHESES, UI
 from ddp_doctor.findings import Finding, HypothesisVerdict, sort_findings
@@ -47,6 +55,7 @@ CHECKS = (
     loss_logging,
     lr_schedule,
     spikes_clipping,
+    instability,
     precision,
     ddp_config,
     batchnorm,
@@ -105,6 +114,10 @@ def run_findings(ctx: Context) -> list[Finding]:
             continue
         for f in found:
             seen.setdefault(f.id, f)
+    n = ctx.optimizer_steps
+    for f in seen.values():
+        if f.status == "ruled-out" and f.coverage is None and n > 0:
+            with_coverage(f, coverage(n, n, "", ""))
     for fid in FINDINGS:  # the contract: every ID gets a status
         if fid not in seen:
             seen[fid] = Finding(
@@ -118,14 +131,18 @@ def run_findings(ctx: Context) -> list[Finding]:
                 if no_steps
                 else "该发现没有运行时测量。",
             )
-    return sort_findings(list(seen.values()))
+    return sort_findings(refine_fixes(list(seen.values())))
 
 
 def verdict(hid: str, by_id: dict[str, Finding]) -> HypothesisVerdict:
     ids = list(HYPOTHESES[hid].findings)
     fs = [by_id[i] for i in ids]
     causes = [f for f in fs if f.status == "confirmed" and f.id not in NOT_A_CAUSE]
-    absent = [f for f in fs if f.status == "ruled-out" or (f.status == "confirmed" and f.id in NOT_A_CAUSE)]
+    absent = [
+        f
+        for f in fs
+        if f.status in ("ruled-out", "observed") or (f.status == "confirmed" and f.id in NOT_A_CAUSE)
+    ]
     unmeasured = [f for f in fs if f.status == "not-measured"]
     if causes:
         v = "confirmed"
@@ -242,6 +259,10 @@ def diagnose_run(run: RunData) -> Diagnosis:
         info = reduced_run_info(info, imported)
     by_id = {f.id: f for f in findings}
     hyps = [downgrade(verdict(h, by_id), run.damage) for h in HYPOTHESES]
+    try:
+        info["oscillation"] = oscillation_answer(ctx, findings)
+    except Exception as exc:  # noqa: BLE001 - damaged input gives a report with a note, never a traceback
+        run.problems.append(f"the oscillation answer could not be computed ({type(exc).__name__})")
     return Diagnosis(run_info=info, findings=findings, hypotheses=hyps, context=ctx)
 
 

@@ -1,7 +1,11 @@
 """Small constructors for findings, so every check states status, numbers and threshold the same way.
 
 Severity: the catalog severity when confirmed; ``info`` for ruled-out / not-measured /
-inconclusive, so that a script filtering on ``severity == "error"`` sees only real problems.
+inconclusive / observed, so that a script filtering on ``severity == "error"`` sees only real problems.
+
+Coverage: a "ruled out" states what it covered (the ``coverage`` field, see :func:`coverage`). A
+check that covered less than :data:`MIN_COVERAGE` of the run's optimizer steps is not allowed to
+rule anything out: :func:`ruled_out` turns it into ``inconclusive`` and says why.
 """
 
 from __future__ import annotations
@@ -23,8 +27,56 @@ def confirmed(fid: str, en: str, zh: str, **evidence: Any) -> Finding:
     )
 
 
-def ruled_out(fid: str, en: str, zh: str, **evidence: Any) -> Finding:
-    return Finding(id=fid, status="ruled-out", severity="info", summary=en, summary_zh=zh, evidence=evidence)
+# Share of the run's optimizer steps a check must cover to rule a finding out (ddp-doctor's choice:
+# a problem confined to the uncovered quarter would still be missed, so below this it is inconclusive).
+MIN_COVERAGE = 0.75
+
+
+def coverage(covered: int, total: int, basis: str, basis_zh: str) -> dict[str, Any]:
+    """What a check looked at: ``covered`` of ``total`` optimizer steps, and on which basis."""
+    total = max(int(total), 0)
+    covered = max(0, min(int(covered), total))
+    return {
+        "steps_covered": covered,
+        "steps_total": total,
+        "fraction": covered / total if total else 0.0,
+        "basis": basis,
+        "basis_zh": basis_zh,
+    }
+
+
+def coverage_text(cov: dict[str, Any], lang: str = "en") -> str:
+    n, of = cov.get("steps_covered"), cov.get("steps_total")
+    basis = cov.get("basis_zh") if lang == "zh" else cov.get("basis")
+    if lang == "zh":
+        return f"覆盖 {of} 个优化步中的 {n} 个" + (f"（{basis}）" if basis else "")
+    return f"over {n} of {of} optimizer steps" + (f" ({basis})" if basis else "")
+
+
+def with_coverage(f: Finding, cov: dict[str, Any]) -> Finding:
+    """Attach what a "ruled out" covered to ``f`` (and say it); too little makes it inconclusive."""
+    f.coverage = cov
+    if f.status != "ruled-out":
+        return f
+    tail_en, tail_zh = coverage_text(cov), coverage_text(cov, "zh")
+    if cov["fraction"] < MIN_COVERAGE:
+        f.status = "inconclusive"
+        tail_en += f" — less than {MIN_COVERAGE:.0%} of the run, so inconclusive, not ruled out"
+        tail_zh += f" — 不足运行的 {MIN_COVERAGE:.0%}，因此无定论而非排除"
+    f.summary = f"{f.summary.rstrip('.')}; {tail_en}."
+    if f.summary_zh:
+        f.summary_zh = f"{f.summary_zh.rstrip('。')}；{tail_zh}。"
+    return f
+
+
+def ruled_out(fid: str, en: str, zh: str, coverage: dict[str, Any] | None = None, **evidence: Any) -> Finding:
+    f = Finding(id=fid, status="ruled-out", severity="info", summary=en, summary_zh=zh, evidence=evidence)
+    return f if coverage is None else with_coverage(f, coverage)
+
+
+def observed(fid: str, en: str, zh: str, **evidence: Any) -> Finding:
+    """A fact the run shows that is not a diagnosis (e.g. DDP bucket settings): never a problem."""
+    return Finding(id=fid, status="observed", severity="info", summary=en, summary_zh=zh, evidence=evidence)
 
 
 def not_measured(fid: str, en: str, zh: str, **evidence: Any) -> Finding:

@@ -101,6 +101,7 @@ def _install_all() -> None:
         ddp,
         lossfn,
         optimizer,
+        replicas,
         scaler,
         scheduler,
     )
@@ -118,6 +119,7 @@ def _install_all() -> None:
         config,
         compile,
         compile_check,
+        replicas,
     ):
         _install(instrument)
     after_import("torch.distributed.fsdp", _install_fsdp)
@@ -156,8 +158,10 @@ def _at_exit() -> None:
 @guarded("exit")
 def _write_end() -> None:
     from ddp_doctor.probe.instruments.optimizer import finish_step, primary
+    from ddp_doctor.probe.instruments.replicas import final_checksum
 
     finish_step(primary())
+    final_checksum(primary())  # no-op when destroy_process_group already wrote it
     if PROBE.recorder is not None and PROBE.recorder.is_open:
         end = {"kind": "end", "time": time.time(), "steps": PROBE.steps.step, "reason": "exit"}
         # An unhandled exception ended the program (Python sets sys.last_value before atexit):

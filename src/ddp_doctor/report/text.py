@@ -71,6 +71,9 @@ def report_console() -> Console:
 
 def render_console(diag: Diagnosis, console: Console, lang: Lang = "en") -> None:
     console.print(f"[bold]{w('title', lang)}[/] — {escape(str(diag.run_info['path']))}")
+    answer = diag.run_info.get("oscillation")
+    if answer:  # the question the user came with, answered first
+        console.print(f"[bold]{escape(answer['summary_zh' if lang == 'zh' else 'summary'])}[/]")
     for line in run_lines(diag, lang):
         console.print(line)
     if diag.run_info["problems"]:

@@ -7,6 +7,9 @@ Rules (all from the recorded counts; no threshold is tuned on data):
 * no-sync-after-forward: DDP reads ``require_backward_grad_sync`` in forward, so toggling it after
   forward shifts the sync by one micro-step: the last micro-step unsynced while another synced.
 * replica-divergence: per-parameter int32 bit-sums (`replica` records) must be equal on all ranks.
+  Replicas that diverged stay diverged (nothing re-synchronises parameters), so a checksum at step
+  s covers steps 0..s: the check covers the run up to its last common checksum (the probe writes
+  one for the final state at exit); less than MIN_COVERAGE of the run is inconclusive.
 * accum-uneven: every rank must record the same optimizer steps with the same micro-step counts.
 * ddp-bypassed: world size > 1 and zero all-reduces in every recorded step.
 * zero-grad-inside-accum: more than one zero_grad call in an optimizer step of ≥ 2 micro-steps.
@@ -23,7 +26,7 @@ import math
 import numpy as np
 
 from ddp_doctor.analysis.context import Context
-from ddp_doctor.analysis.make import confirmed, fmt, not_measured, ruled_out
+from ddp_doctor.analysis.make import confirmed, coverage, fmt, not_measured, ruled_out
 from ddp_doctor.findings import Finding
 
 MAJORITY = 0.5  # share of steps that must show a pattern before it is called the run's pattern
@@ -75,10 +78,17 @@ def _no_sync(ctx: Context) -> Finding:
             "使用 no_sync 只需最后一个微步同步。只浪费带宽，不影响精度。",
             **ev,
         )
+    other = p.steps - p.every_micro - p.last_only
+    how = f"{p.last_only} synced on the last micro-step only"
+    how_zh = f"{p.last_only} 个只在最后一个微步同步"
+    if other:
+        how += f", {other} in another pattern (see no-sync-after-forward)"
+        how_zh += f"，{other} 个为其他模式（见 no-sync-after-forward）"
     return ruled_out(
         fid,
-        f"Sync only on the last micro-step in {p.last_only} of {p.steps} accumulation steps.",
-        f"{p.steps} 个累积步中有 {p.last_only} 个只在最后一个微步同步。",
+        f"Gradients were all-reduced on every micro-step in only {p.every_micro} of {p.steps} "
+        f"accumulation steps ({how}).",
+        f"{p.steps} 个累积步中只有 {p.every_micro} 个在每个微步都做了 all-reduce（{how_zh}）。",
         **ev,
     )
 
@@ -132,6 +142,8 @@ def _replicas(ctx: Context) -> Finding:
         )
     params = ctx.config("params")
     names = params.get("names", []) if params else []
+    finals = sorted(s for s in common if any(rec.get("final") for rec in by_step[s].values()))
+    previous = None
     for s in common:
         recs = by_step[s]
         vecs = {r: rec.get("params") or [] for r, rec in recs.items()}
@@ -141,25 +153,39 @@ def _replicas(ctx: Context) -> Finding:
             if v != ref:
                 diff = [i for i, (a, b) in enumerate(zip(ref, v)) if a != b] or [min(len(ref), len(v))]
                 name = names[diff[0]] if diff[0] < len(names) else f"parameter #{diff[0]}"
+                since = (
+                    f" (equal at step {previous}: it started after that step)" if previous is not None else ""
+                )
+                since_zh = f"（第 {previous} 步时仍一致：分歧始于其后）" if previous is not None else ""
                 return confirmed(
                     fid,
-                    f"Replicas differ from step {s}: rank {r} vs rank {ref_rank}, "
+                    f"Replicas differ at step {s}{since}: rank {r} vs rank {ref_rank}, "
                     f"first at {name} ({len(diff)} parameter tensor(s) differ).",
-                    f"从第 {s} 步起副本不一致：rank {r} 与 rank {ref_rank} 不同，首个不同参数为 {name}"
+                    f"第 {s} 步副本不一致{since_zh}：rank {r} 与 rank {ref_rank} 不同，首个不同参数为 {name}"
                     f"（共 {len(diff)} 个参数张量不同）。",
                     first_step=s,
+                    last_equal_step=previous,
                     ranks=[ref_rank, r],
                     parameter=name,
                     differing_tensors=len(diff),
-                    checked_steps=len(common),
+                    checked_steps=common,
                     threshold="any bit difference of the per-parameter checksums",
                 )
+        previous = s
+    shown = ", ".join(str(x) for x in (common if len(common) <= 6 else [*common[:4], "…", common[-1]]))
     return ruled_out(
         fid,
-        f"Bit-exact replica checksums agree on all ranks at {len(common)} checked steps (last {common[-1]}).",
+        f"Bit-exact replica checksums agree on all ranks at {len(common)} checked step(s) (last {common[-1]}).",
         f"在检查的 {len(common)} 个步（最后为第 {common[-1]} 步）所有 rank 的逐位校验和一致。",
-        checked_steps=len(common),
+        coverage=coverage(
+            common[-1] + 1,
+            max(ctx.optimizer_steps, common[-1] + 1),
+            f"checksums at steps {shown}" + ("" if finals else "; no final-state checksum"),
+            f"在第 {shown} 步做了校验" + ("" if finals else "；没有最终状态的校验和"),
+        ),
+        checked_steps=common,
         last_step=common[-1],
+        final_checksum=bool(finals),
         threshold="any bit difference of the per-parameter checksums",
     )
 

@@ -1,15 +1,17 @@
 """Hypothesis `ddp-config`: find_unused_parameters, bucket_cap_mb, gradient_as_bucket_view.
 
 All three are read from the `ddp` config record. find-unused-true and ddp-bucket-config are info:
-they change speed and memory, not the numerics (PyTorch DDP docs and design notes), so they are
-"confirmed" as facts without confirming the hypothesis (see :mod:`ddp_doctor.analysis.diagnose`).
+they change speed and memory, not the numerics (PyTorch DDP docs and design notes). find-unused-true
+is "confirmed" (a real cost, without confirming the hypothesis, see
+:mod:`ddp_doctor.analysis.diagnose`); ddp-bucket-config is a plain fact: status ``observed``, never
+listed among the problems.
 unused-parameters: the names in the last `unused` record of each rank (written at exit).
 """
 
 from __future__ import annotations
 
 from ddp_doctor.analysis.context import Context
-from ddp_doctor.analysis.make import confirmed, not_measured, ruled_out
+from ddp_doctor.analysis.make import confirmed, not_measured, observed, ruled_out
 from ddp_doctor.findings import Finding
 
 NO_DDP = "No DDP wrapper was recorded."
@@ -71,7 +73,7 @@ def _buckets(ctx: Context) -> Finding:
         return not_measured(fid, NO_DDP, NO_DDP_ZH)
     keys = ("bucket_cap_mb", "gradient_as_bucket_view", "static_graph", "broadcast_buffers")
     ev = {k: ddp.get(k) for k in keys}
-    return confirmed(
+    return observed(
         fid,
         f"bucket_cap_mb={ev['bucket_cap_mb']}, gradient_as_bucket_view="
         f"{ev['gradient_as_bucket_view']}, static_graph={ev['static_graph']} (no effect on the "

@@ -1,14 +1,17 @@
 """Hypothesis `optimizer`: Adam epsilon / beta2 / optimizer-state start-up.
 
-Both findings need level `full` (per-group norms and Adam state); thresholds and sources are in
-:mod:`ddp_doctor.analysis.quantities.ratios` (update/param > 1e-2; share of v̂ < eps² > 0.25).
+adam-eps-dominated needs level `full` (Adam state; :mod:`ddp_doctor.analysis.quantities.ratios`:
+share of v̂ < eps² > 0.25). update-ratio-high is measured at every level from the sampled
+`update` records (:mod:`ddp_doctor.analysis.quantities.update_ratio`: per-type thresholds,
+judged from step 10 on).
 """
 
 from __future__ import annotations
 
 from ddp_doctor.analysis.context import Context
-from ddp_doctor.analysis.make import confirmed, fmt, not_measured, ruled_out
-from ddp_doctor.analysis.quantities.ratios import ADAM_EPS_SHARE, UPDATE_RATIO_HIGH
+from ddp_doctor.analysis.make import confirmed, coverage, fmt, inconclusive, not_measured, ruled_out
+from ddp_doctor.analysis.quantities.ratios import ADAM_EPS_SHARE
+from ddp_doctor.analysis.quantities.update_ratio import EARLY_STEPS, MIN_SAMPLES, NOT_JUDGED, THRESHOLDS
 from ddp_doctor.findings import Finding
 
 ENABLE_FULL = "run with `ddp-doctor run --level full`"
@@ -67,34 +70,73 @@ def _eps(ctx: Context) -> Finding:
 
 
 def update_ratio(ctx: Context) -> Finding:
-    fid, r = "update-ratio-high", ctx.ratios
-    if r is None or not r.update_ratio:
+    fid, u = "update-ratio-high", ctx.updates
+    if u is None:
         return not_measured(
             fid,
-            f"Needs per-layer-group update norms: {ENABLE_FULL}.",
-            f"需要按层组的更新范数：{ENABLE_FULL_ZH}。",
+            "No update/parameter norms were recorded (the probe samples them every few optimizer "
+            "steps at every level; `update` records).",
+            "没有记录到更新量/参数范数（探针在各级别都会每隔几个优化步采样一次；`update` 记录）。",
             level=ctx.level,
         )
-    bad = {g: v for g, v in r.update_ratio.items() if v > UPDATE_RATIO_HIGH}
+    per_type = {t: r.to_json() for t, r in sorted(u.per_type.items())}
     ev = dict(
-        median_ratio_per_group=r.update_ratio,
-        max_ratio_per_group=r.update_ratio_max,
-        records=r.records,
-        threshold=f"median ‖update‖/‖param‖ > {UPDATE_RATIO_HIGH:g} (usual ≈ 1e-3, CS231n)",
+        source=u.source,
+        per_type=per_type,
+        judged_from_step=EARLY_STEPS,
+        thresholds={t: THRESHOLDS[t] for t in sorted(THRESHOLDS)},
+        not_judged=list(NOT_JUDGED),
+        threshold=(
+            "median ‖update‖/‖param‖ over steps ≥ "
+            f"{EARLY_STEPS} above: "
+            + ", ".join(f"{t} {THRESHOLDS[t]:g}" for t in sorted(THRESHOLDS))
+            + " (CS231n ≈ 1e-3 × 10 for norm gains; init-scale allowance for matrices/embeddings)"
+        ),
     )
-    if bad:
-        names = ", ".join(f"{g} {fmt(v)}" for g, v in sorted(bad.items(), key=lambda kv: -kv[1]))
+    judged = u.judged
+    cov_steps = len(u.judged_steps)
+    # samples spread over the run: they cover it up to the last one (steps < EARLY_STEPS are not judged)
+    last = u.judged_steps[-1] if u.judged_steps else EARLY_STEPS - 1
+    cover = coverage(
+        last + 1 - EARLY_STEPS,
+        max(ctx.series.n_steps - EARLY_STEPS, 1),
+        f"ratios sampled at steps {_steps_text(u.judged_steps)}; steps < {EARLY_STEPS} not judged",
+        f"在第 {_steps_text(u.judged_steps)} 步采样；前 {EARLY_STEPS} 步不参与判断",
+    )
+    if u.high:
+        names = ", ".join(
+            f"{t} {fmt(v)} (> {THRESHOLDS[t]:g})" for t, v in sorted(u.high.items(), key=lambda kv: -kv[1])
+        )
         return confirmed(
             fid,
-            f"Update/parameter ratio far above ~1e-3 in: {names}.",
-            f"以下层组的更新量/参数之比远高于约 1e-3：{names}。",
-            groups=sorted(bad),
+            f"Median update/parameter ratio far above the usual ~1e-3 for: {names}; judged on "
+            f"{cov_steps} sampled step(s) from step {EARLY_STEPS} on: the lr is too high for these tensors.",
+            f"以下参数类型的更新量/参数之比中位数远高于通常的约 1e-3：{names}；基于第 {EARLY_STEPS} 步之后"
+            f"的 {cov_steps} 个采样步：这些参数的学习率过高。",
+            types=sorted(u.high),
             **ev,
         )
-    g, v = max(r.update_ratio.items(), key=lambda kv: kv[1])
+    if not judged:
+        return inconclusive(
+            fid,
+            f"Too few update samples after the first {EARLY_STEPS} steps (need {MIN_SAMPLES} per "
+            "parameter type; early steps measure the lr against the init scale, not instability).",
+            f"前 {EARLY_STEPS} 步之后的更新采样太少（每种参数类型至少需要 {MIN_SAMPLES} 个；早期步只反映学习率与"
+            "初始化尺度之比，而不是不稳定）。",
+            **ev,
+        )
+    t, r = max(judged.items(), key=lambda kv: (kv[1].median or 0.0) / THRESHOLDS[kv[0]])
     return ruled_out(
         fid,
-        f"Largest median update/parameter ratio is {fmt(v)} ({g}).",
-        f"最大的更新量/参数之比中位数为 {fmt(v)}（{g}）。",
+        f"Median update/parameter ratio per parameter type within thresholds; closest: {t} "
+        f"{fmt(r.median)} (threshold {THRESHOLDS[t]:g}).",
+        f"各参数类型的更新量/参数之比中位数均在阈值内；最接近的是 {t} {fmt(r.median)}（阈值 {THRESHOLDS[t]:g}）。",
+        coverage=cover,
         **ev,
     )
+
+
+def _steps_text(steps: list[int], limit: int = 8) -> str:
+    if len(steps) <= limit:
+        return ", ".join(str(s) for s in steps)
+    return ", ".join(str(s) for s in steps[: limit - 2]) + f", …, {steps[-1]}"

@@ -53,9 +53,12 @@ class NoiseBand:
     predicted_trace: np.ndarray  # [T] σ_pred(t)
     trend: np.ndarray  # [T] rolling median of the global loss
     reason: str | None = None
+    micro_count: np.ndarray | None = None  # [T] M(t), micro-batches behind σ̂²(t)
 
     def to_json(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k not in ("predicted_trace", "trend")}
+        return {
+            k: v for k, v in self.__dict__.items() if k not in ("predicted_trace", "trend", "micro_count")
+        }
 
 
 def rolling_median(x: np.ndarray, window: int) -> np.ndarray:
@@ -115,7 +118,7 @@ def noise_band(run: RunData, series: Series) -> NoiseBand:
             if not np.isfinite(pred).any()
             else f"only {n} usable steps (need {MIN_STEPS})"
         )
-        return NoiseBand(None, None, None, None, None, None, units, n, pred, trend, reason)
+        return NoiseBand(None, None, None, None, None, None, units, n, pred, trend, reason, micro_count=cnt)
     observed = robust_std(resid[ok])
     predicted = float(np.sqrt(np.nanmedian(pred[ok] ** 2)))
     rank0_std = r0_ratio = None
@@ -141,4 +144,5 @@ def noise_band(run: RunData, series: Series) -> NoiseBand:
         steps_used=n,
         predicted_trace=pred,
         trend=trend,
+        micro_count=cnt,
     )

@@ -16,7 +16,7 @@ import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
 from ddp_doctor.probe.instruments import compile as compile_instrument
-from ddp_doctor.probe.instruments import full, params, replicas
+from ddp_doctor.probe.instruments import full, params, replicas, update_sample
 from ddp_doctor.probe.state import PROBE, Nesting, guarded, patch
 
 HYPER_PARAMS = ("lr", "eps", "betas", "weight_decay", "momentum")
@@ -84,6 +84,7 @@ def _pre(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
 
             fsdp.emit_config()
     full.before_step(optimizer, steps.step)
+    update_sample.before_step(optimizer, steps.step)
     steps.close(lr_of(optimizer), skipped=False)
     steps.closed_during_scaler_step = True
 
@@ -94,6 +95,7 @@ def _post(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
         return
     step = PROBE.steps.step - 1
     full.after_step(optimizer, step)
+    update_sample.after_step(step)
     if not PROBE.steps.scaler_seen:
         finish_step(optimizer)
 

@@ -6,21 +6,29 @@ the same width), plus one for all buffers. Any single-bit difference changes the
 float sum or norm (probe-notes: it caught a 1e-6 change in 21M parameters in ~12 ms, where float32
 sums and norms missed it). Every rank writes at the same step numbers and the analysis compares
 ranks offline, so the basic level has no per-step collective.
+
+The final state is checksummed too (``final: true``), once, whichever comes first: when the
+script calls `dist.destroy_process_group()` (the model is usually still alive there) or at
+interpreter exit (if a watched model is still alive). A divergence that starts mid-run persists,
+so the last checksum decides the whole run: without it, a mid-run divergence after the last
+`every` step would go unseen. No collective: each rank writes its own, the analysis compares.
 FSDP2 shards differ by design across ranks, so they are not checksummed.
 """
 
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 import torch
 
 from ddp_doctor.probe.instruments import params
-from ddp_doctor.probe.state import PROBE, guarded
+from ddp_doctor.probe.state import PROBE, guarded, patch
 
 INT32 = 1 << 32
 _BITS = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 _names_written = False
+_last_step = -1  # last optimizer step checksummed on this rank
 
 
 def _bits_sum(t: torch.Tensor) -> torch.Tensor:
@@ -36,9 +44,22 @@ def _wrap32(value: int) -> int:
 
 @guarded("replicas")
 def maybe_checksum(step: int, optimizer: torch.optim.Optimizer | None) -> None:
-    global _names_written
     if PROBE.fsdp or PROBE.options is None or step % PROBE.options.every:
         return
+    _checksum(step, optimizer, final=False)
+
+
+@guarded("replicas")
+def final_checksum(optimizer: torch.optim.Optimizer | None) -> None:
+    """Checksum the state after the last optimizer step, unless that step already has one."""
+    step = PROBE.steps.step - 1 if PROBE.steps is not None else -1
+    if PROBE.fsdp or PROBE.options is None or step < 0 or step == _last_step:
+        return
+    _checksum(step, optimizer, final=True)
+
+
+def _checksum(step: int, optimizer: torch.optim.Optimizer | None, final: bool) -> None:
+    global _names_written, _last_step
     named = params.trainable(optimizer)
     if not named:
         return
@@ -53,4 +74,29 @@ def maybe_checksum(step: int, optimizer: torch.optim.Optimizer | None) -> None:
         _wrap32(sum(torch.stack([_bits_sum(b).to(device) for b in buffers]).tolist())) if buffers else 0
     )
     total = hashlib.blake2b(repr((values, buffer_sum)).encode(), digest_size=8).hexdigest()
-    PROBE.emit({"kind": "replica", "step": step, "total": total, "params": values, "buffers": buffer_sum})
+    record = {"kind": "replica", "step": step, "total": total, "params": values, "buffers": buffer_sum}
+    if final:
+        record["final"] = True
+    _last_step = step
+    PROBE.emit(record)
+
+
+def install() -> None:
+    import torch.distributed as dist
+
+    def make(original):
+        def destroy_process_group(*args: Any, **kwargs: Any) -> Any:
+            from ddp_doctor.probe.instruments.optimizer import finish_step, primary
+
+            _before_destroy(finish_step, primary)
+            return original(*args, **kwargs)
+
+        return destroy_process_group
+
+    patch(dist, "destroy_process_group", make)
+
+
+@guarded("replicas")
+def _before_destroy(finish_step: Any, primary: Any) -> None:
+    finish_step(primary())  # a pending step record (GradScaler runs) comes before the final checksum
+    final_checksum(primary())

@@ -37,18 +37,16 @@ def _config(scaler: GradScaler) -> None:
     if scaler in _configured:
         return
     _configured.add(scaler)
-    PROBE.emit(
-        {
-            "kind": "config",
-            "what": "scaler",
-            "step": PROBE.step_index(),
-            "init_scale": scaler._init_scale,
-            "growth_factor": scaler._growth_factor,
-            "backoff_factor": scaler._backoff_factor,
-            "growth_interval": scaler._growth_interval,
-            "enabled": scaler.is_enabled(),
-        }
-    )
+    record = {"kind": "config", "what": "scaler", "step": PROBE.step_index(), "enabled": scaler.is_enabled()}
+    if record["enabled"]:
+        # GradScaler(enabled=False) (nanoGPT's idiom for fp32/bf16) never sets these attributes.
+        record.update(
+            init_scale=scaler._init_scale,
+            growth_factor=scaler._growth_factor,
+            backoff_factor=scaler._backoff_factor,
+            growth_interval=scaler._growth_interval,
+        )
+    PROBE.emit(record)
 
 
 @guarded("scaler")

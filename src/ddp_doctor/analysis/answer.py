@@ -1,0 +1,162 @@
+"""The first line of the report: "is the oscillation I see a bug or noise?"
+
+Observed vs predicted step-to-step std of the global loss with its 95 % interval
+(:mod:`ddp_doctor.analysis.quantities.oscillation`), the same for the loss the script itself
+logged when the probe captured it (`logged_loss` records, compared with the global loss's
+predicted band), and — when the global loss is above the band — the confirmed findings that
+explain it, ranked: causes before symptoms, then by severity, then by :data:`CAUSE_ORDER` (the
+findings that change the update most directly first), then catalog order.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ddp_doctor.analysis.context import Context
+from ddp_doctor.analysis.make import fmt
+from ddp_doctor.analysis.quantities.noise_band import WITHIN_NOISE_RATIO
+from ddp_doctor.analysis.quantities.oscillation import obs_dof, robust_second_diff_std, var_interval
+from ddp_doctor.catalog import FINDINGS
+from ddp_doctor.findings import SEVERITY_ORDER, Finding
+
+# Confirmed findings that describe the oscillation itself rather than a cause of it.
+SYMPTOMS = ("loss-unstable", "loss-spike", "grad-spike", "clip-saturated", "nonfinite")
+# Causes that act on the update directly come first (a wrong gradient or replicas apart, then a
+# too-large step), then those acting through the data or the loss weighting.
+CAUSE_ORDER = (
+    "replica-divergence",
+    "no-sync-after-forward",
+    "accum-loss-unscaled",
+    "zero-grad-inside-accum",
+    "ddp-bypassed",
+    "clip-before-unscale",
+    "fsdp-clip-wrong",
+    "update-ratio-high",
+    "warmup-short",
+    "scheduler-per-microstep",
+    "fp16-overflow",
+    "fp16-no-scaler",
+    "sampler-missing",
+    "rank-data-skew",
+    "loss-normalization-variable-tokens",
+    "batchnorm-unsynced",
+    "compile-numerics",
+    "adam-eps-dominated",
+)
+EVAL_WORDS = ("val", "eval", "test", "valid", "dev")
+
+
+def explaining(findings: list[Finding]) -> list[str]:
+    """Confirmed warning/error findings, ranked (see module docstring)."""
+    catalog = {fid: i for i, fid in enumerate(FINDINGS)}
+    order = {fid: i for i, fid in enumerate(CAUSE_ORDER)}
+    chosen = [f for f in findings if f.status == "confirmed" and f.severity in ("error", "warning")]
+    chosen.sort(
+        key=lambda f: (
+            f.id in SYMPTOMS,
+            SEVERITY_ORDER[f.severity],
+            order.get(f.id, len(order)),
+            catalog.get(f.id, 0),
+        )
+    )
+    return [f.id for f in chosen]
+
+
+def _logged(ctx: Context) -> dict[str, Any] | None:
+    """The main logged training-loss series (most values; evaluation keys excluded), if captured."""
+    series: dict[tuple[str, str, int], list[float]] = {}
+    for r in sorted(ctx.run.ranks):
+        data = ctx.run.ranks[r]
+        for rec in getattr(data, "logged_loss", None) or data.records.get("logged_loss") or ():
+            key = str(rec.get("key", ""))
+            if any(w in key.lower() for w in EVAL_WORDS):
+                continue
+            try:
+                value = float(rec["value"])
+            except (KeyError, TypeError, ValueError):
+                continue
+            series.setdefault((str(rec.get("source", "")), key, int(rec.get("rank", r))), []).append(value)
+    if not series:
+        return None
+    (source, key, rank), values = max(series.items(), key=lambda kv: len(kv[1]))
+    obs, n = robust_second_diff_std(np.asarray(values))
+    out: dict[str, Any] = {"source": source, "key": key, "rank": rank, "values": len(values)}
+    pred = ctx.oscillation.predicted_std
+    if obs is None or not pred:
+        out["observed_std"] = obs
+        return out
+    lo, hi = var_interval(obs * obs, obs_dof(n))
+    out.update(
+        observed_std=obs,
+        over_global_band=obs / pred,
+        over_global_band_low=(lo**0.5) / pred,
+        over_global_band_high=(hi**0.5) / pred,
+    )
+    return out
+
+
+def oscillation_answer(ctx: Context, findings: list[Finding]) -> dict[str, Any]:
+    o = ctx.oscillation
+    causes = explaining(findings) if o.decision == "above-band" else []
+    logged = _logged(ctx)
+    out: dict[str, Any] = {"question": "Is the oscillation I see a bug or noise?", **o.to_json()}
+    out["explained_by"] = causes
+    out["logged"] = logged
+    stats = ""
+    stats_zh = ""
+    if o.ratio is not None:
+        stats = (
+            f"the global loss's step-to-step std {fmt(o.observed_std)} is {o.ratio:.2f}× the "
+            f"{fmt(o.predicted_std)} minibatch noise predicted for this batch (95% interval "
+            f"{o.ratio_low:.2f}–{o.ratio_high:.2f}, {o.steps_used + 2} steps; band limit {WITHIN_NOISE_RATIO})"
+        )
+        stats_zh = (
+            f"全局损失的逐步标准差 {fmt(o.observed_std)} 是当前批量下预测小批量噪声 {fmt(o.predicted_std)} 的 "
+            f"{o.ratio:.2f} 倍（95% 区间 {o.ratio_low:.2f}–{o.ratio_high:.2f}，{o.steps_used + 2} 步；"
+            f"噪声带上限 {WITHIN_NOISE_RATIO}）"
+        )
+    if o.decision == "above-band":
+        en = f"Bug or noise? Not noise: {stats}."
+        zh = f"是 bug 还是噪声？不是噪声：{stats_zh}。"
+        if causes:
+            en += " Confirmed findings that explain it, most likely first: " + ", ".join(causes) + "."
+            zh += "可以解释它的已确认发现（按可能性排序）：" + "、".join(causes) + "。"
+        else:
+            en += " No confirmed finding explains it: see the inconclusive and not-measured ones."
+            zh += "没有已确认的发现能解释它：请查看无定论和未测量的发现。"
+    elif o.decision == "within-band":
+        en = f"Bug or noise? Noise: {stats}: within the minibatch-noise band."
+        zh = f"是 bug 还是噪声？是噪声：{stats_zh}：在小批量噪声带之内。"
+    elif o.decision == "undecided":
+        more = (
+            f"a run of about {o.steps_needed} steps at this ratio would decide it"
+            if o.steps_needed
+            else "the ratio is too close to the limit to decide with any practical run length"
+        )
+        more_zh = (
+            f"按当前比值，约 {o.steps_needed} 步的运行即可判定"
+            if o.steps_needed
+            else "比值太接近上限，实际运行长度内无法判定"
+        )
+        en = f"Bug or noise? Not decided yet: {stats}; the interval straddles the limit, {more}."
+        zh = f"是 bug 还是噪声？尚无定论：{stats_zh}；区间跨越上限，{more_zh}。"
+    else:
+        en = f"Bug or noise? Not measured: {o.reason}."
+        zh = f"是 bug 还是噪声？未测量：{o.reason}。"
+    if logged and logged.get("over_global_band") is not None:
+        who = f"{logged['source']} '{logged['key']}'" + (
+            f", rank {logged['rank']}" if logged["rank"] >= 0 else ""
+        )
+        en += (
+            f" The loss the script logs ({who}) moves {logged['over_global_band']:.2f}× the global band "
+            f"(95% interval {logged['over_global_band_low']:.2f}–{logged['over_global_band_high']:.2f})."
+        )
+        zh += (
+            f"脚本记录的损失（{who}）的波动是全局噪声带的 {logged['over_global_band']:.2f} 倍"
+            f"（95% 区间 {logged['over_global_band_low']:.2f}–{logged['over_global_band_high']:.2f}）。"
+        )
+    out["summary"] = en
+    out["summary_zh"] = zh
+    return out
