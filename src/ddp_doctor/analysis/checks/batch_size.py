@@ -74,9 +74,7 @@ def _below_noise_scale(ctx: Context) -> Finding:
 def oscillation_within_noise(ctx: Context) -> Finding:
     fid, n = "oscillation-within-noise", ctx.noise
     if n.ratio is None:
-        return not_measured(
-            fid, f"Noise band not measured: {n.reason}.", f"未测得噪声带：{n.reason}。", reason=n.reason
-        )
+        return _short_run(ctx, n.reason)
     ev = dict(
         observed_std=n.observed_std,
         predicted_std=n.predicted_std,
@@ -112,5 +110,56 @@ def oscillation_within_noise(ctx: Context) -> Finding:
         f"band {fmt(n.predicted_std)}: the oscillation is larger than batch noise explains." + trend,
         f"逐步损失标准差 {fmt(n.observed_std)} 是小批量噪声带 {fmt(n.predicted_std)} 的 "
         f"{n.ratio:.2f} 倍：波动大于批量噪声所能解释的范围。",
+        **ev,
+    )
+
+
+def _short_run(ctx: Context, band_reason: str | None) -> Finding:
+    """Fewer steps than the rolling-median band needs: decide from the second-difference estimate
+    (quantities/oscillation.py) only when its 95 % interval lies on one side of the limit."""
+    fid, o = "oscillation-within-noise", ctx.oscillation
+    if o.ratio is None:
+        return not_measured(
+            fid,
+            f"Noise band not measured: {band_reason}; short-run estimate: {o.reason}.",
+            f"未测得噪声带：{band_reason}；短程估计：{o.reason}。",
+            reason=band_reason,
+            short_run=o.to_json(),
+        )
+    ev = dict(
+        observed_std=o.observed_std,
+        predicted_std=o.predicted_std,
+        ratio=o.ratio,
+        ratio_95=[o.ratio_low, o.ratio_high],
+        steps_used=o.steps_used + 2,
+        estimator="second differences (short run)",
+        effective_batch_samples=ctx.batch.samples,
+        threshold=f"95% interval of observed / predicted entirely ≤ {WITHIN_NOISE_RATIO} (or above it)",
+    )
+    nums = f"ratio {o.ratio:.2f}, 95% interval {o.ratio_low:.2f}–{o.ratio_high:.2f}, {o.steps_used + 2} steps"
+    if o.decision == "within-band":
+        return confirmed(
+            fid,
+            f"Step-to-step loss std {fmt(o.observed_std)} is within the minibatch-noise band "
+            f"{fmt(o.predicted_std)} ({nums}): this is not a bug.",
+            f"逐步损失标准差 {fmt(o.observed_std)} 在小批量噪声带 {fmt(o.predicted_std)} 之内（{nums}）：这不是 bug。",
+            **ev,
+        )
+    if o.decision == "above-band":
+        return ruled_out(
+            fid,
+            f"Step-to-step loss std {fmt(o.observed_std)} is above the minibatch-noise band "
+            f"{fmt(o.predicted_std)} ({nums}): larger than batch noise explains.",
+            f"逐步损失标准差 {fmt(o.observed_std)} 高于小批量噪声带 {fmt(o.predicted_std)}（{nums}）：大于批量噪声所能解释的范围。",
+            **ev,
+        )
+    need = f"about {o.steps_needed} steps" if o.steps_needed else "a much longer run"
+    return inconclusive(
+        fid,
+        f"Step-to-step loss std {fmt(o.observed_std)} vs band {fmt(o.predicted_std)} ({nums}): the "
+        f"interval straddles {WITHIN_NOISE_RATIO}; {need} would decide it.",
+        f"逐步损失标准差 {fmt(o.observed_std)}，噪声带 {fmt(o.predicted_std)}（{nums}）：区间跨越 "
+        f"{WITHIN_NOISE_RATIO}；需要{'约 ' + str(o.steps_needed) + ' 步' if o.steps_needed else '长得多的运行'}才能判定。",
+        steps_needed=o.steps_needed,
         **ev,
     )

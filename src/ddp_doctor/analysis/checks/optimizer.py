@@ -74,9 +74,10 @@ def update_ratio(ctx: Context) -> Finding:
     if u is None:
         return not_measured(
             fid,
-            "No update/parameter norms were recorded (the probe samples them every few optimizer "
-            "steps at every level; `update` records).",
-            "没有记录到更新量/参数范数（探针在各级别都会每隔几个优化步采样一次；`update` 记录）。",
+            "No update/parameter norms were recorded: record the run again with this version (it "
+            f"samples them every few steps at every level) or {ENABLE_FULL}.",
+            "没有记录到更新量/参数范数：请用当前版本重新记录（各级别都会每隔几个优化步采样）"
+            f"或{ENABLE_FULL_ZH}。",
             level=ctx.level,
         )
     per_type = {t: r.to_json() for t, r in sorted(u.per_type.items())}

@@ -36,6 +36,7 @@ from ddp_doctor.findings import Finding
 from ddp_doctor.rundir import CLIP_COLUMNS
 
 SATURATED_SHARE = 0.5
+ALONE_FACTOR = 2.0  # a grad spike with no loss spike after it counts from 2× its median on
 MIN_JUDGED_STEPS = 50
 LISTED = 20
 RULE = (
@@ -120,17 +121,28 @@ def _grad_spike(ctx: Context) -> Finding:
         for g, x in zip(sp, lag)
         if x["lag"] is None and all(t in clipped for t in range(g.step, g.step + g.length))
     ]
+    # a spike that no loss spike followed and that stayed below 2× its baseline is gradient noise
+    # of a small batch, not an event (the 2× factor of llm-foundry's loss rule, applied to the norm)
+    absorbed_ids = {id(g) for g in absorbed}
+    small = [
+        g
+        for g, x in zip(sp, lag)
+        if x["lag"] is None and id(g) not in absorbed_ids and g.peak < ALONE_FACTOR * g.baseline
+    ]
     ev = dict(
         spikes=[s.to_json() for s in sp[:LISTED]],
         count=len(sp),
+        below_2x_without_loss_spike=len(small),
         source=ctx.grad_norm_source,
         lag_to_loss_spike=lag[:LISTED],
         followed_by_loss_spike=len(followed),
         max_lag=MAX_LAG,
         absorbed_by_clipping=len(absorbed),
-        threshold=RULE + "; spikes clipped to max_norm with no loss spike after them do not count",
+        threshold=RULE
+        + "; spikes clipped to max_norm, or below "
+        + f"{ALONE_FACTOR:g}× the median, with no loss spike after them do not count",
     )
-    if sp and len(absorbed) < len(sp):
+    if sp and len(absorbed) + len(small) < len(sp):
         tail = (
             f"; {len(followed)} followed by a loss spike (lag {followed[0]['lag']} step(s))"
             if followed
@@ -148,9 +160,10 @@ def _grad_spike(ctx: Context) -> Finding:
         return ruled_out(
             fid,
             f"{len(sp)} gradient-norm spike(s) (first at step {sp[0].step}: {fmt(sp[0].peak)} vs "
-            f"median {fmt(sp[0].baseline)}) were all clipped to max_norm and no loss spike followed.",
+            f"median {fmt(sp[0].baseline)}) were clipped to max_norm or stayed below {ALONE_FACTOR:g}× "
+            "the median, and no loss spike followed.",
             f"{len(sp)} 个梯度范数尖峰（首个在第 {sp[0].step} 步：{fmt(sp[0].peak)}，中位数 {fmt(sp[0].baseline)}）"
-            "都被裁剪到 max_norm，其后没有损失尖峰。",
+            f"被裁剪到 max_norm 或低于中位数的 {ALONE_FACTOR:g} 倍，其后没有损失尖峰。",
             **ev,
         )
     return ruled_out(
