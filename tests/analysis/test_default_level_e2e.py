@@ -73,3 +73,16 @@ def test_mid_run_replica_divergence_is_confirmed_from_the_final_checksum(tmp_pat
     assert f.status == "confirmed" and f.evidence["first_step"] == 47
     assert f.evidence["last_equal_step"] == 0
     assert set(_problems(diag)) == {"replica-divergence"}
+
+
+def test_disabled_grad_scaler_is_recorded_as_disabled_not_as_a_probe_error(tmp_path):
+    import sys
+
+    run_probe(tmp_path / "run", [sys.executable, str(SCRIPTS / "scaler_disabled.py")], env=base_env())
+    lines = (tmp_path / "run" / "ranks" / "rank-00000.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    assert [r for r in records if r["kind"] == "probe_error"] == []
+    (scaler,) = [r for r in records if r["kind"] == "config" and r.get("what") == "scaler"]
+    assert scaler["enabled"] is False and "init_scale" not in scaler
+    assert [r["step"] for r in records if r["kind"] == "step"] == [0, 1, 2]
+    assert diagnose(tmp_path / "run").run_info["problems"] == []

@@ -99,7 +99,8 @@ def test_non_distributed_script_is_recorded_as_rank_0_and_secrets_never_reach_di
     assert all(s["autocast"] == "bfloat16" for s in steps)
     (unused,) = kind(records, "unused")
     assert unused["names"] == ["group0.6", "group0.7"]  # no DDP model to name them: optimizer order
-    assert [r["step"] for r in kind(records, "replica")] == [0]  # every=50: only step 0
+    # every=50: step 0, and the final state at exit
+    assert [(r["step"], r.get("final", False)) for r in kind(records, "replica")] == [(0, False), (2, True)]
     assert records[-1]["kind"] == "end"
 
 
