@@ -44,6 +44,7 @@ class Finding:
     line: int | None = None
     source: Literal["runtime", "lint", "experiment"] = "runtime"
     coverage: dict[str, Any] | None = None
+    fix_zh: str | None = None  # set with a ``fix`` that differs from the catalog's
 
     def __post_init__(self) -> None:
         spec = finding(self.id)  # raises on unknown IDs: the catalog is the single source of IDs
@@ -62,7 +63,7 @@ class Finding:
     def fix_in(self, lang: Lang) -> str:
         spec = FINDINGS[self.id]
         if lang == "zh":
-            return spec.fix.zh if self.fix == spec.fix.en else self.fix
+            return spec.fix.zh if self.fix == spec.fix.en else (self.fix_zh or self.fix)
         return self.fix
 
     def to_report_json(self) -> dict[str, Any]:

@@ -99,9 +99,18 @@ def _logged(ctx: Context) -> dict[str, Any] | None:
 
 def oscillation_answer(ctx: Context, findings: list[Finding]) -> dict[str, Any]:
     o = ctx.oscillation
-    causes = explaining(findings) if o.decision == "above-band" else []
+    unstable = next(
+        (f for f in findings if f.id == "loss-unstable" and f.status == "confirmed"), None
+    )  # a sustained excursion is not noise even when the robust std of the rest is in the band
+    not_noise = o.decision == "above-band" or unstable is not None
+    causes = explaining(findings) if not_noise else []
     logged = _logged(ctx)
     out: dict[str, Any] = {"question": "Is the oscillation I see a bug or noise?", **o.to_json()}
+    out["answer"] = (
+        "not-noise"
+        if not_noise
+        else {"within-band": "noise", "undecided": "undecided"}.get(o.decision, "not-measured")
+    )
     out["explained_by"] = causes
     out["logged"] = logged
     stats = ""
@@ -117,9 +126,14 @@ def oscillation_answer(ctx: Context, findings: list[Finding]) -> dict[str, Any]:
             f"{o.ratio:.2f} 倍（95% 区间 {o.ratio_low:.2f}–{o.ratio_high:.2f}，{o.steps_used + 2} 步；"
             f"噪声带上限 {WITHIN_NOISE_RATIO}）"
         )
-    if o.decision == "above-band":
-        en = f"Bug or noise? Not noise: {stats}."
-        zh = f"是 bug 还是噪声？不是噪声：{stats_zh}。"
+    if not_noise:
+        if o.decision == "above-band":
+            en = f"Bug or noise? Not noise: {stats}."
+            zh = f"是 bug 还是噪声？不是噪声：{stats_zh}。"
+        else:
+            assert unstable is not None
+            en = f"Bug or noise? Not noise: {unstable.summary.removeprefix('Training is unstable: ')}"
+            zh = f"是 bug 还是噪声？不是噪声：{unstable.summary_in('zh').removeprefix('训练不稳定：')}"
         if causes:
             en += " Confirmed findings that explain it, most likely first: " + ", ".join(causes) + "."
             zh += "可以解释它的已确认发现（按可能性排序）：" + "、".join(causes) + "。"

@@ -47,6 +47,8 @@ def refine_fixes(findings: list[Finding]) -> list[Finding]:
         lead = " ".join(
             f"Confirmed in this run and a cause of this: {c} — {confirmed[c].fix.rstrip('.')}." for c in found
         )
+        lead_zh = "".join(f"本次运行已确认、且是其原因：{c} — {confirmed[c].fix_in('zh')}" for c in found)
         f.fix = f"{lead} Then: {FINDINGS[effect].fix.en}"
+        f.fix_zh = f"{lead_zh} 然后：{FINDINGS[effect].fix.zh}"
         f.evidence.setdefault("explained_by", found)
     return findings

@@ -123,6 +123,11 @@ def render_html(diag: Diagnosis, lang: Lang = "en") -> str:
         f"<title>{escape(w('title', lang))}</title><style>{CSS}</style></head><body>",
         f"<h1>{escape(w('title', lang))}</h1><p class='muted'>{escape(str(info['path']))}</p>",
     ]
+    answer = info.get("oscillation")
+    if answer:  # the question the user came with, answered first
+        parts.append(
+            f"<p class='answer'><b>{escape(answer['summary_zh' if lang == 'zh' else 'summary'])}</b></p>"
+        )
     parts.append("<p>" + "<br>".join(escape(_plain(x)) for x in run_lines(diag, lang)) + "</p>")
     if info["problems"]:
         parts.append(
