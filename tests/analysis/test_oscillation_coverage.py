@@ -149,3 +149,22 @@ def test_accum_no_sync_ruled_out_text_reads_without_contradiction(diag_of):
     assert f.status == "ruled-out"
     assert "all-reduced on every micro-step in only 0 of" in f.summary
     assert "another pattern (see no-sync-after-forward)" in f.summary
+
+
+def test_answer_compares_the_logged_loss_with_the_global_band_when_captured(make_run):
+    from ddp_doctor.analysis.answer import oscillation_answer
+    from ddp_doctor.analysis.context import build_context
+    from ddp_doctor.rundir import read_run
+
+    ctx = build_context(read_run(make_run(steps=120)))
+    rng = np.random.default_rng(0)
+    noisy = ctx.series.global_loss + rng.normal(0, 4 * ctx.oscillation.predicted_std, ctx.series.n_steps)
+    ctx.run.ranks[0].logged_loss = [  # what probe/capture writes (capture branch): one per step
+        {"kind": "logged_loss", "step": t, "source": "stdout", "key": "loss", "value": float(v), "rank": 0}
+        for t, v in enumerate(noisy)
+    ] + [{"kind": "logged_loss", "step": 5, "source": "stdout", "key": "val_loss", "value": 1.0, "rank": 0}]
+    answer = oscillation_answer(ctx, [])
+    logged = answer["logged"]
+    assert logged["key"] == "loss" and logged["values"] == ctx.series.n_steps
+    assert logged["over_global_band_low"] > 1.5
+    assert "The loss the script logs (stdout 'loss', rank 0)" in answer["summary"]

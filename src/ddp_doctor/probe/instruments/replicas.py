@@ -88,7 +88,9 @@ def install() -> None:
         def destroy_process_group(*args: Any, **kwargs: Any) -> Any:
             from ddp_doctor.probe.instruments.optimizer import finish_step, primary
 
-            _before_destroy(finish_step, primary)
+            group = args[0] if args else kwargs.get("group")
+            if group is None:  # the default group: the end of training (a subgroup may end mid-run)
+                _before_destroy(finish_step, primary)
             return original(*args, **kwargs)
 
         return destroy_process_group
