@@ -75,6 +75,7 @@ def loss_unstable(ctx: Context) -> Finding:
     above[: t0 + 1] = False
     need = max(MIN_RUN, int(np.ceil(MIN_SHARE * T)))
     length, start = _longest_run(above)
+    peak, final = float(np.nanmax(loss)), float(loss[finite[-1]])
     osc = ctx.oscillation
     ev = dict(
         initial_loss=l0,
@@ -84,8 +85,8 @@ def loss_unstable(ctx: Context) -> Finding:
         longest_run_above=length,
         longest_run_start=start if length else None,
         run_needed=need,
-        peak=float(np.nanmax(loss)),
-        final_loss=float(loss[finite[-1]]),
+        peak=peak,
+        final_loss=final,
         oscillation=osc.to_json(),
         threshold=(
             f"≥ {need} consecutive steps above the initial loss + max({REL_RISE:.0%}, "
@@ -99,11 +100,11 @@ def loss_unstable(ctx: Context) -> Finding:
         if excursion:
             parts_en.append(
                 f"the global loss stayed above its initial {fmt(l0)} + {fmt(margin)} for {length} "
-                f"consecutive steps from step {start} (peak {fmt(ev['peak'])}, final {fmt(ev['final_loss'])})"
+                f"consecutive steps from step {start} (peak {fmt(peak)}, final {fmt(final)})"
             )
             parts_zh.append(
                 f"全局损失从第 {start} 步起连续 {length} 步高于初始值 {fmt(l0)} + {fmt(margin)}"
-                f"（峰值 {fmt(ev['peak'])}，最终 {fmt(ev['final_loss'])}）"
+                f"（峰值 {fmt(peak)}，最终 {fmt(final)}）"
             )
         if oscillating:
             parts_en.append(

@@ -1,4 +1,5 @@
-"""Every level, every :data:`SAMPLE_EVERY` optimizer steps: the update/parameter ratio of a few tensors.
+"""Every level, every :data:`SAMPLE_EVERY` optimizer steps (after :data:`DENSE_STEPS`, every `--every`
+steps): the update/parameter ratio of a few tensors.
 
 For each sampled tensor θ (or its first :data:`MAX_ELEMENTS` elements, flattened):
 
@@ -24,7 +25,8 @@ from ddp_doctor.probe.instruments import params
 from ddp_doctor.probe.instruments.full import layer_group
 from ddp_doctor.probe.state import PROBE, guarded
 
-SAMPLE_EVERY = 5  # optimizer steps between samples (steps 0, 5, 10, ...)
+SAMPLE_EVERY = 5  # optimizer steps between samples (steps 0, 5, 10, ...) during the first DENSE_STEPS
+DENSE_STEPS = 200  # later, every `--every` steps (default 50): bounded records on long runs
 MAX_TENSORS_PER_TYPE = 2
 MAX_ELEMENTS = 1 << 20  # per tensor: a flat prefix of larger tensors (4 MiB in float32)
 _before: dict[str, Any] = {}
@@ -60,7 +62,7 @@ def select(named: list[tuple[str, torch.nn.Parameter]]) -> list[tuple[str, str, 
     by_type: dict[str, list[tuple[str, torch.nn.Parameter]]] = {}
     for name, p in named:
         by_type.setdefault(param_type(name, p, embedding_ids), []).append((name, p))
-    out = []
+    out: list[tuple[str, str, torch.nn.Parameter]] = []
     for kind, items in by_type.items():
         picks = [items[0], items[-1]][:MAX_TENSORS_PER_TYPE] if len(items) > 1 else items
         out.extend((name, kind, p) for name, p in picks)
@@ -68,7 +70,10 @@ def select(named: list[tuple[str, torch.nn.Parameter]]) -> list[tuple[str, str, 
 
 
 def _due(step: int) -> bool:
-    return PROBE.options is not None and step % SAMPLE_EVERY == 0
+    options = PROBE.options
+    if options is None or step % SAMPLE_EVERY:
+        return False
+    return step < DENSE_STEPS or step % max(options.every, SAMPLE_EVERY) == 0
 
 
 @guarded("update_sample")
