@@ -28,14 +28,15 @@ def _contract_rows() -> tuple[dict[str, str], dict[str, list[str]]]:
 
 @pytest.mark.skipif(not SHARED_CATALOG.exists(), reason="../shared/catalog.md not beside the checkout")
 def test_catalog_ids_and_kinds_match_shared_contract() -> None:
+    # The contract: keep every ID and field; adding is fine (new IDs, new findings under a hypothesis).
     findings, hypotheses = _contract_rows()
-    assert set(findings) == set(FINDINGS)
+    assert set(findings) <= set(FINDINGS)
     for fid, kinds in findings.items():
         assert FINDINGS[fid].runtime == ("R" in kinds), fid
         assert FINDINGS[fid].lint == ("L" in kinds), fid
-    assert set(hypotheses) == set(HYPOTHESES)
+    assert set(hypotheses) <= set(HYPOTHESES)
     for hid, fids in hypotheses.items():
-        assert list(HYPOTHESES[hid].findings) == fids, hid
+        assert list(HYPOTHESES[hid].findings)[: len(fids)] == fids, hid
 
 
 def test_every_text_exists_in_every_language() -> None:
