@@ -75,6 +75,10 @@ def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
 
 
 def _fmt(v: float) -> str:
+    try:
+        v = float(v)
+    except OverflowError:  # 10**tick of a damaged series' huge exponent: an int beyond float range
+        return "inf"
     if v != 0 and (abs(v) >= 1e4 or abs(v) < 1e-2):
         return f"{v:.1e}"
     return f"{v:.4g}"
