@@ -211,6 +211,18 @@ KINDS: dict[str, tuple[Field, ...]] = {
         F("baseline_abs", "float"),
     ),
     "unused": (F("step", "int"), F("names", "list[str]")),
+    # the loss the script itself logged (probe/capture; docs/run-format.md `logged_loss`)
+    "logged_loss": (
+        F("step", "int"),
+        F("micro", "int"),
+        F("source", "str"),
+        F("key", "str"),
+        F("value", "float"),
+        F("resolution", "float"),
+        F("rank", "int"),
+        F("user_step", "int"),
+        F("reduce", "str"),
+    ),
     "probe_error": (F("instrument", "str"), F("step", "int"), F("error", "str"), F("traceback", "str")),
     "end": (
         F("time", "float"),

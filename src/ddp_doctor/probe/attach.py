@@ -122,6 +122,9 @@ def _install_all() -> None:
         replicas,
     ):
         _install(instrument)
+    from ddp_doctor.probe import capture
+
+    _install(capture)  # the loss the script logs: stdout/stderr and logging libraries
     after_import("torch.distributed.fsdp", _install_fsdp)
 
 
@@ -162,6 +165,7 @@ def _write_end() -> None:
 
     finish_step(primary())
     final_checksum(primary())  # no-op when destroy_process_group already wrote it
+    _finish_capture()
     if PROBE.recorder is not None and PROBE.recorder.is_open:
         end = {"kind": "end", "time": time.time(), "steps": PROBE.steps.step, "reason": "exit"}
         # An unhandled exception ended the program (Python sets sys.last_value before atexit):
@@ -191,6 +195,13 @@ def _release() -> None:
     PROBE.models.clear()
     PROBE.param_names.clear()
     gc.collect()
+
+
+@guarded("capture")
+def _finish_capture() -> None:
+    from ddp_doctor.probe import capture
+
+    capture.finish()
 
 
 def _write_own_manifest(rank: int) -> None:

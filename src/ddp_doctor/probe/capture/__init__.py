@@ -1,0 +1,26 @@
+"""The loss the script itself logs (issue 11): what the user looks at, next to what the probe measured.
+
+Sources (docs/probe.md, "Logged loss"): the lines the rank prints (streams.py: `print`, `logging`,
+tqdm postfixes, matched by patterns.py) and the logging libraries it calls (loggers.py:
+TensorBoard, wandb, HF Trainer, Lightning, Fabric, accelerate). Every value ends in one
+`logged_loss` record (sink.py); the analysis (analysis/quantities/logged_loss.py) works out which
+form of the loss it is — rank 0's micro-batch loss, a rank-local mean, the all-reduced loss, ... —
+for the finding rank0-only-loss-log.
+
+Cost at the basic level: one extra Python call per write to stdout/stderr, and a regular
+expression only on the lines that contain "loss"; nothing per training step.
+"""
+
+from __future__ import annotations
+
+from ddp_doctor.probe.capture import loggers, sink, streams
+
+
+def install() -> None:
+    streams.install()
+    loggers.install()
+
+
+def finish() -> None:
+    """At exit: record the device values still being copied to the host."""
+    sink.flush(wait=True)

@@ -1,0 +1,139 @@
+"""The `stdout`/`stderr` source: what the script prints, seen inside the rank, without changing it.
+
+Choice (docs/probe.md, "Logged loss"): the probe runs inside every rank, so it wraps the rank's
+`sys.stdout` and `sys.stderr` there instead of piping the ranks' output through the launcher. The
+launcher does not own the ranks' streams under torchrun (its agent hands them the terminal) and a
+pipe would change what the user sees (isatty false: no colours, no progress bars) and lose which
+rank printed a line.
+
+`TeeStream` is a transparent proxy: `write` hands the text to the real stream first and returns
+its result unchanged, then looks at the text; every other attribute (`buffer`, `fileno`, `isatty`,
+`encoding`, `flush`, ...) is the real stream's. Text is split into lines on "\\n" and "\\r" (tqdm
+redraws its bar with "\\r"); a partial line is kept until its end arrives (at most MAX_PENDING
+characters). Only lines that contain "loss" are parsed (patterns.py). Binary writes through
+`.buffer` and writes to the file descriptor by C code pass by unseen. `logging.StreamHandler`s that
+already hold the real stream when the probe starts are pointed at the proxy (`setStream`), so
+`logging` output is seen whenever it was configured.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+import threading
+from typing import Any
+
+from ddp_doctor.probe.capture import sink
+from ddp_doctor.probe.capture.patterns import parse_line
+from ddp_doctor.probe.state import PROBE
+
+MAX_PENDING = 8192  # characters of an unfinished line kept; beyond, the line is dropped
+INSTRUMENT = "capture_stdout"
+
+_LINE = re.compile(r"([^\r\n]*)([\r\n])")
+_busy = threading.local()  # set while a line is parsed: a write made by the probe itself is not re-read
+
+
+class TeeStream:
+    """Wraps a text stream; every write reaches it unchanged, loss lines are recorded on the side."""
+
+    def __init__(self, stream: Any, name: str) -> None:
+        self.__dict__["_ddp_doctor_stream"] = stream
+        self.__dict__["_ddp_doctor_name"] = name
+        self.__dict__["_ddp_doctor_pending"] = ""
+        self.__dict__["_ddp_doctor_last"] = None  # (key, value) of the last "\r"-ended line
+
+    def write(self, text: Any) -> Any:
+        result = self._ddp_doctor_stream.write(text)
+        if PROBE.enabled(INSTRUMENT) and isinstance(text, str) and not getattr(_busy, "on", False):
+            self._ddp_doctor_see(text)
+        return result
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:  # through write(), so each piece is seen like a print's
+            self.write(line)
+
+    def _ddp_doctor_see(self, text: str) -> None:
+        pending = self._ddp_doctor_pending
+        if "\n" not in text and "\r" not in text:
+            if len(pending) + len(text) <= MAX_PENDING:
+                self.__dict__["_ddp_doctor_pending"] = pending + text
+            else:
+                self.__dict__["_ddp_doctor_pending"] = ""
+            return
+        _busy.on = True
+        try:
+            _parse(self, pending + text)
+        except Exception as error:  # noqa: BLE001 - never into the user's print
+            PROBE.fail(INSTRUMENT, error)
+        finally:
+            _busy.on = False
+
+    # --- transparency: everything else is the real stream's --------------------------------------
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._ddp_doctor_stream, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._ddp_doctor_stream, name, value)
+
+    def __iter__(self) -> Any:
+        return iter(self._ddp_doctor_stream)
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: Any) -> Any:
+        return self._ddp_doctor_stream.__exit__(*exc)
+
+    def __repr__(self) -> str:
+        return repr(self._ddp_doctor_stream)
+
+
+def _parse(tee: TeeStream, text: str) -> None:
+    """Record the loss values of the complete lines in `text`; keep its unfinished tail."""
+    end = max(text.rfind("\n"), text.rfind("\r"))
+    tail = text[end + 1 :]
+    tee.__dict__["_ddp_doctor_pending"] = tail if len(tail) <= MAX_PENDING else ""
+    done = text[: end + 1]
+    if "oss" not in done and "OSS" not in done:  # the common case: nothing to parse
+        return
+    for match in _LINE.finditer(done):
+        _line(tee, match.group(1), carriage=match.group(2) == "\r")
+
+
+def _line(tee: TeeStream, line: str, carriage: bool) -> None:
+    values, user_step = parse_line(line)
+    if not values:
+        return
+    source = tee._ddp_doctor_name
+    for v in values:
+        if carriage:
+            # a progress bar redraws the same postfix many times: one record per new value
+            if tee._ddp_doctor_last == (v.key, v.value):
+                continue
+            tee.__dict__["_ddp_doctor_last"] = (v.key, v.value)
+        sink.emit(source, v.key, v.value, v.resolution, user_step)
+
+
+def install() -> None:
+    """Wrap sys.stdout and sys.stderr (once) and repoint logging handlers that hold the real ones."""
+    originals = {}
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name, None)
+        if stream is None or isinstance(stream, TeeStream):
+            continue
+        tee = TeeStream(stream, name)
+        originals[id(stream)] = tee
+        setattr(sys, name, tee)
+    if originals:
+        _repoint_handlers(originals)
+
+
+def _repoint_handlers(originals: dict[int, TeeStream]) -> None:
+    loggers = [logging.getLogger()]
+    loggers += [lg for lg in logging.Logger.manager.loggerDict.values() if isinstance(lg, logging.Logger)]
+    for lg in loggers:
+        for handler in list(lg.handlers):
+            if type(handler) is logging.StreamHandler and id(handler.stream) in originals:
+                handler.setStream(originals[id(handler.stream)])
