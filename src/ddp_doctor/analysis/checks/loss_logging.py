@@ -1,10 +1,13 @@
 """Hypothesis `logging`: is the plotted loss rank 0's alone, so it looks noisier than it is?
 
-rank0-only-loss-log is a lint finding; at run time it is decided when the trainer's own metrics
-(``trainer/metrics.jsonl`` with ``step`` and ``loss``) were captured: the logged value is compared
-with rank 0's local loss and with the global loss from the probe, and it is called rank-0-only when
-its median distance to the rank-0 loss is less than :data:`CLOSER` × its distance to the global
-loss. The noise band's rank-0/global std ratio (≈ sqrt(world size) expected) is reported either way.
+The loss the script logs is captured by the probe (probe/capture: printed lines, TensorBoard,
+wandb, HF Trainer, Lightning, Fabric, accelerate) or read from the reference trainer's
+metrics.jsonl, and its form is recognised by analysis/quantities/logged_loss.py: which of rank
+0's micro-batch loss (÷ or × the accumulation count), its step loss, its running mean, or the
+all-reduced loss it equals, value by value. rank0-only-loss-log is confirmed when a training-loss
+series is recognised as a rank-local form and no all-reduced form fits it; ruled out when it is
+recognised as an all-reduced form. The noise band's rank-0/global std ratio (≈ sqrt(world size)
+expected) and the logged curve's own step-to-step noise relative to the global loss are reported.
 """
 
 from __future__ import annotations
@@ -12,11 +15,26 @@ from __future__ import annotations
 import numpy as np
 
 from ddp_doctor.analysis.context import Context
-from ddp_doctor.analysis.make import confirmed, not_measured, ruled_out
+from ddp_doctor.analysis.make import confirmed, fmt, inconclusive, not_measured, ruled_out
+from ddp_doctor.analysis.quantities.logged_loss import (
+    DISTINCT_MAX,
+    LOCAL,
+    MATCH_MIN,
+    MIN_POINTS,
+    LoggedSeries,
+    logged_loss,
+)
 from ddp_doctor.findings import Finding
 
-CLOSER = 0.1
-MIN_POINTS = 10
+# What the probe looks at for a logged loss (probe/capture); named in "not measured".
+LOOKED_AT = (
+    "lines printed to stdout/stderr (print, logging, tqdm)",
+    "TensorBoard SummaryWriter.add_scalar",
+    "wandb.log",
+    "HF Trainer.log",
+    "Lightning LightningModule.log / Fabric.log",
+    "Accelerator.log",
+)
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -29,54 +47,91 @@ def _rank0_log(ctx: Context) -> Finding:
         rank0_over_global_std=ctx.noise.rank0_over_global,
         expected_if_rank0_only=float(np.sqrt(ctx.world_size)),
     )
-    logged = np.full(s.n_steps, np.nan)
-    for rec in ctx.run.trainer_metrics:
-        try:
-            step, loss = int(rec["step"]), float(rec["loss"])
-        except (KeyError, TypeError, ValueError):
-            continue
-        if 0 <= step < s.n_steps:
-            logged[step] = loss
-    if ctx.world_size < 2 or 0 not in s.ranks:
-        return (
-            ruled_out(
-                fid,
-                "World size 1: rank 0's loss is the global loss.",
-                "world size 为 1：rank 0 的损失就是全局损失。",
-                **noise,
-            )
-            if ctx.world_size < 2
-            else not_measured(fid, "Rank 0's records are missing.", "缺少 rank 0 的记录。", **noise)
-        )
-    r0 = s.local_loss[s.row(0)]
-    ok = np.isfinite(logged) & np.isfinite(r0) & np.isfinite(s.global_loss)
-    if ok.sum() < MIN_POINTS:
-        return not_measured(
+    if ctx.world_size < 2:
+        return ruled_out(
             fid,
-            "The script's logged loss was not captured; run `ddp-doctor lint` on the script for this check.",
-            "未捕获脚本记录的损失；请对脚本运行 `ddp-doctor lint` 进行检查。",
+            "World size 1: rank 0's loss is the global loss.",
+            "world size 为 1：rank 0 的损失就是全局损失。",
             **noise,
         )
-    d_r0 = float(np.median(np.abs(logged[ok] - r0[ok])))
-    d_glob = float(np.median(np.abs(logged[ok] - s.global_loss[ok])))
-    ev = dict(
-        median_abs_diff_to_rank0=d_r0,
-        median_abs_diff_to_global=d_glob,
-        points=int(ok.sum()),
-        threshold=f"distance to rank 0 < {CLOSER} × distance to global",
+    if 0 not in s.ranks:
+        return not_measured(fid, "Rank 0's records are missing.", "缺少 rank 0 的记录。", **noise)
+    found = logged_loss(ctx.run, s)
+    evidence = dict(
+        logged=[x.as_evidence() for x in found.series],
+        keys_seen=found.looked_at,
+        threshold=(
+            f"a form matches ≥ {MATCH_MIN:.0%} of ≥ {MIN_POINTS} logged values (within the printed "
+            f"resolution); rank-local only when the best all-reduced form matches ≤ {DISTINCT_MAX:.0%}"
+        ),
         **noise,
     )
-    if d_r0 < CLOSER * d_glob:
-        return confirmed(
-            fid,
-            f"The logged loss matches rank 0's local loss (median |Δ| {d_r0:.2g}) and "
-            f"not the global loss (median |Δ| {d_glob:.2g}).",
-            f"记录的损失与 rank 0 的本地损失一致（中位 |Δ| {d_r0:.2g}），而不是全局损失（中位 |Δ| {d_glob:.2g}）。",
-            **ev,
+    main = found.main
+    if main is None:
+        seen = (
+            f" Loss-like keys seen: {', '.join(found.looked_at)} (evaluation keys only)."
+            if found.looked_at
+            else ""
         )
+        return not_measured(
+            fid,
+            f"No logged training loss found (looked at {'; '.join(LOOKED_AT)}).{seen} "
+            "Run `ddp-doctor lint` on the script for the static check.",
+            f"未找到脚本记录的训练损失（查看了 {'；'.join(LOOKED_AT)}）。请对脚本运行 `ddp-doctor lint` 进行静态检查。",
+            **evidence,
+        )
+    if not main.recognised:
+        best = main.best
+        best_text = f"best: {best.name}, {best.matched} of {main.points}" if best else "no candidate"
+        return not_measured(
+            fid,
+            f"The logged {main.label} ({main.points} values) matches none of the forms of the loss the probe "
+            f"measured ({best_text}; needs ≥ {MATCH_MIN:.0%} of ≥ {MIN_POINTS}).",
+            f"记录的 {main.label}（{main.points} 个值）与探针测得的任何损失形式都不匹配（{best_text}）。",
+            **evidence,
+        )
+    best = main.best
+    assert best is not None
+    other = main.best_other
+    other_text = f"{other.matched} of {main.points} match {other.name}" if other else "no other form"
+    if not main.distinct:
+        return inconclusive(
+            fid,
+            f"The logged {main.label} matches {best.name} ({best.matched} of {main.points}) but also "
+            f"{other_text}: rank 0's loss and the global loss coincide in this run (same data on every rank?), "
+            "so they cannot be told apart.",
+            f"记录的 {main.label} 与 {best.name} 一致（{best.matched}/{main.points}），但也 {other_text}："
+            "本次运行中 rank 0 的损失与全局损失重合，无法区分。",
+            **evidence,
+        )
+    if best.family == LOCAL:
+        return confirmed(fid, *_local_text(main, other_text), **evidence)
     return ruled_out(
         fid,
-        f"The logged loss follows the global loss (median |Δ| {d_glob:.2g}, vs {d_r0:.2g} to rank 0's).",
-        f"记录的损失与全局损失一致（中位 |Δ| {d_glob:.2g}，与 rank 0 相差 {d_r0:.2g}）。",
-        **ev,
+        f"The logged {main.label} is the all-reduced loss: {best.matched} of {main.points} values match "
+        f"the {best.name}; {other_text}.",
+        f"记录的 {main.label} 是 all-reduce 后的损失：{best.matched}/{main.points} 个值与 {best.name} 一致；{other_text}。",
+        **evidence,
     )
+
+
+def _local_text(main: LoggedSeries, other_text: str) -> tuple[str, str]:
+    best = main.best
+    assert best is not None
+    who = "rank 0's" if main.rank == 0 else f"rank {main.rank}'s"
+    noisier = (
+        f", {fmt(main.noise_ratio, 2)}× noisier step to step than the global loss"
+        if main.noise_ratio is not None
+        else ""
+    )
+    en = (
+        f"The logged {main.label} is {who} {best.name}, not an all-reduced loss: {best.matched} of "
+        f"{main.points} values match it, {other_text}. The curve you are looking at is {who} "
+        f"{best.name}{noisier}."
+    )
+    zh_noise = f"，逐步噪声是全局损失的 {fmt(main.noise_ratio, 2)} 倍" if main.noise_ratio is not None else ""
+    zh = (
+        f"记录的 {main.label} 是 rank {main.rank} 的 {best.name}，不是 all-reduce 后的损失："
+        f"{best.matched}/{main.points} 个值与之一致。你看到的曲线是 rank {main.rank} 的 {best.name}{zh_noise}。"
+    )
+    return en, zh

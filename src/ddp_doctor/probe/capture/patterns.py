@@ -29,6 +29,7 @@ _LOSS = re.compile(
     (?P<key>[\w./-]*loss[\w./-]*)                     # the key itself: loss, train/loss, loss_avg
     ['"]?\)?\s*(?:[:=]|is)?\s*                        # 'loss': / loss= / loss / loss is
     (?:tensor\(|array\(|np\.float\d*\()?              # loss: tensor(2.31, grad_fn=...)
+    ['"]?                                             # {'loss': '2.31'} (HF's printed logs)
     (?P<value>"""
     + NUMBER
     + r""")(?![\w.])"""
