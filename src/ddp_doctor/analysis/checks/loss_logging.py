@@ -93,14 +93,18 @@ def _rank0_log(ctx: Context) -> Finding:
     best = main.best
     assert best is not None
     other = main.best_other
-    other_text = f"{other.matched} of {main.points} match {other.name}" if other else "no other form"
+    other_text = (
+        f"the best {other.family} form ({other.name}) matches {other.matched} of {main.points}"
+        if other
+        else "no other form was computed"
+    )
     if not main.distinct:
         return inconclusive(
             fid,
             f"The logged {main.label} matches {best.name} ({best.matched} of {main.points}) but also "
             f"{other_text}: rank 0's loss and the global loss coincide in this run (same data on every rank?), "
             "so they cannot be told apart.",
-            f"记录的 {main.label} 与 {best.name} 一致（{best.matched}/{main.points}），但也 {other_text}："
+            f"记录的 {main.label} 与 {best.name} 一致（{best.matched}/{main.points}），但另一类形式也一致："
             "本次运行中 rank 0 的损失与全局损失重合，无法区分。",
             **evidence,
         )

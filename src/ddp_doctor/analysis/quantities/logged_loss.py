@@ -10,10 +10,12 @@ candidate values computed from the probe's own records, for the logging rank r a
 
     rank-local:  u_r(t, i)           micro-batch loss (loss-function output, else backward root)
                  u_r(t, i) / A, × A  the same divided / multiplied by the accumulation count A
+                 root_r(t, i)        the backward root as it was
                  L_r(t)              the rank's step loss (mean over its micro-batches)
                  Σ_i u_r(t, i)       the step sum (loss.item() accumulated undivided)
                  mean L_r over (t_prev, t]   mean since the previous logged value ("running loss")
-    global:      L(t), mean_r u_r(t, i), mean_r u_r(t, i) / A, mean L over (t_prev, t]
+    global:      each rank-local form averaged over ranks (what an all-reduce of it logs), the
+                 token-weighted global step loss L(t) and its mean over (t_prev, t]
 
 A logged value v matches a candidate c when |v − c| ≤ resolution + REL_TOL·|c| (resolution:
 half a unit of the last printed digit). The form of a series is the candidate that matches the
@@ -230,42 +232,61 @@ def _window_mean(loss: np.ndarray, steps: list[int]) -> list[float]:
     return out
 
 
+def _rank_forms(
+    points: list[_Point], pos: list[tuple[int, int]], m: _Micro, local: np.ndarray | None, step_level: bool
+) -> dict[str, list[float]]:
+    """The rank-local forms of the loss for one rank, at each logged value's position."""
+    steps = [t for t, _ in pos]
+    vals = [m.at(t, i) for t, i in pos]
+    u = [v[0] for v in vals]
+    acc = [float(v[2]) if v[2] else math.nan for v in vals]
+    out = {
+        "micro-batch loss": u,
+        "micro-batch loss ÷ accumulation": [x / a for x, a in zip(u, acc)],
+        "micro-batch loss × accumulation": [x * a for x, a in zip(u, acc)],
+        "backward root": [v[1] for v in vals],
+    }
+    if step_level and local is not None:
+        T = local.shape[0]
+        out["step loss (mean over micro-batches)"] = [
+            float(local[t]) if 0 <= t < T else math.nan for t in steps
+        ]
+        out["step sum over micro-batches"] = [m.step_sum(t) for t in steps]
+        out["mean since the previous logged value"] = _window_mean(local, steps)
+    return out
+
+
 def _candidates(
     points: list[_Point], alignment: str, rank: int, micro: dict[int, _Micro], series: Series
 ) -> dict[tuple[str, str], list[float]]:
+    """Candidate values per (family, form): the logging rank's forms, and the same forms averaged
+    over ranks (what an all-reduce of that quantity logs) plus the token-weighted global loss."""
     pos = _positions(points, alignment)
     steps = [t for t, _ in pos]
-    T = series.n_steps
-    glob = series.global_loss
-
-    def at_step(arr: np.ndarray) -> list[float]:
-        return [float(arr[t]) if 0 <= t < T else math.nan for t in steps]
-
+    # step-level forms describe a finished step: only for values logged after optimizer.step()
+    step_level = alignment == "after" or all(p.micro == 0 for p in points)
+    per_rank = {
+        r: _rank_forms(
+            points, pos, micro[r], series.local_loss[series.row(r)] if r in series.ranks else None, step_level
+        )
+        for r in series.ranks
+        if r in micro
+    }
     out: dict[tuple[str, str], list[float]] = {}
-    ranks = [r for r in series.ranks if r in micro]
-    if rank >= 0 and rank in micro:
-        m = micro[rank]
-        vals = [m.at(t, i) for t, i in pos]
-        u = [v[0] for v in vals]
-        acc = [float(v[2]) if v[2] else math.nan for v in vals]
-        out[(LOCAL, "micro-batch loss")] = u
-        out[(LOCAL, "micro-batch loss ÷ accumulation")] = [x / a for x, a in zip(u, acc)]
-        out[(LOCAL, "micro-batch loss × accumulation")] = [x * a for x, a in zip(u, acc)]
-        out[(LOCAL, "backward root")] = [v[1] for v in vals]
-        if rank in series.ranks and (alignment == "after" or all(p.micro == 0 for p in points)):
-            local = series.local_loss[series.row(rank)]
-            out[(LOCAL, "step loss (mean over micro-batches)")] = at_step(local)
-            out[(LOCAL, "step sum over micro-batches")] = [m.step_sum(t) for t in steps]
-            out[(LOCAL, "mean since the previous logged value")] = _window_mean(local, steps)
-    if ranks:
-        per_rank = np.array([[micro[r].at(t, i)[0] for t, i in pos] for r in ranks])
-        accs = np.array([[micro[r].at(t, i)[2] for t, i in pos] for r in ranks], dtype=float)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            gm = per_rank.mean(axis=0)
-            out[(GLOBAL, "micro-batch loss averaged over ranks")] = list(gm)
-            out[(GLOBAL, "micro-batch loss averaged over ranks ÷ accumulation")] = list(gm / accs[0])
-    out[(GLOBAL, "global step loss")] = at_step(glob)
-    out[(GLOBAL, "global mean since the previous logged value")] = _window_mean(glob, steps)
+    if rank in per_rank:
+        for name, values in per_rank[rank].items():
+            out[(LOCAL, name)] = values
+    if per_rank:
+        first = next(iter(per_rank.values()))
+        for name in [n for n in first if all(n in f for f in per_rank.values())]:
+            with np.errstate(invalid="ignore"):
+                mean = np.mean(np.array([per_rank[r][name] for r in per_rank], dtype=float), axis=0)
+            out[(GLOBAL, f"{name} averaged over ranks")] = [float(x) for x in mean]
+    if step_level:
+        glob = series.global_loss
+        T = series.n_steps
+        out[(GLOBAL, "global step loss")] = [float(glob[t]) if 0 <= t < T else math.nan for t in steps]
+        out[(GLOBAL, "global mean since the previous logged value")] = _window_mean(glob, steps)
     return out
 
 
@@ -303,7 +324,10 @@ def match_series(
     result.distinct = result.best_other is None or result.best_other.fraction <= DISTINCT_MAX
     if result.recognised:
         logged = np.array([p.value for p in points])
-        glob = np.array(values_of[(GLOBAL, "global step loss", best.alignment)])
+        key = (GLOBAL, "global step loss", best.alignment)
+        if key not in values_of:
+            key = (GLOBAL, f"{best.name} averaged over ranks", best.alignment)
+        glob = np.array(values_of.get(key, [math.nan] * len(points)))
         ok = np.isfinite(logged) & np.isfinite(glob)
         if ok.sum() >= 3:
             d_glob = np.std(np.diff(glob[ok]))
