@@ -30,6 +30,8 @@ from ddp_doctor.trainer.config import TrainConfig
 from ddp_doctor.trainer.launch import METRICS_FILE, build_command
 
 ARMS = ("none", "basic", "full")
+# `basic` without the logged-loss capture (probe/capture, DDP_DOCTOR_CAPTURE=0): its cost side by side
+NO_CAPTURE = "basic-nocapture"
 
 
 def step_times(out_dir: Path, warmup: int) -> list[float]:
@@ -49,6 +51,9 @@ def run_arm(arm: str, cfg: TrainConfig, nproc: int, every: int, work: Path) -> f
         TrainConfig(**{**cfg.__dict__, "out_dir": str(out_dir), "progress": False}), nproc
     )
     argv = command.argv
+    env = dict(command.env)
+    if arm == NO_CAPTURE:
+        arm, env["DDP_DOCTOR_CAPTURE"] = "basic", "0"
     if arm != "none":
         argv = [
             sys.executable,
@@ -65,7 +70,7 @@ def run_arm(arm: str, cfg: TrainConfig, nproc: int, every: int, work: Path) -> f
             *argv,
         ]
     before = children_cpu_seconds()
-    subprocess.run(argv, env=command.env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return children_cpu_seconds() - before
 
 
@@ -95,7 +100,11 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=4, help="first steps dropped (start-up, allocator)")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--every", type=int, default=10)
+    parser.add_argument(
+        "--arms", default=",".join(ARMS), help=f"comma-separated, first is the baseline; also {NO_CAPTURE}"
+    )
     args = parser.parse_args()
+    arms = tuple(args.arms.split(","))
     cfg = TrainConfig(
         preset=args.preset,
         steps=args.steps,
@@ -103,34 +112,34 @@ def main() -> None:
         micro_batch=args.micro_batch,
         seq_len=args.seq_len,
     )
-    times: dict[str, list[float]] = {arm: [] for arm in ARMS}
-    cpu: dict[str, list[float]] = {arm: [] for arm in ARMS}
+    times: dict[str, list[float]] = {arm: [] for arm in arms}
+    cpu: dict[str, list[float]] = {arm: [] for arm in arms}
     sizes: dict[str, tuple[float, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for repeat in range(args.repeats):
-            for arm in ARMS:
+            for arm in arms:
                 work = Path(tmp) / f"{arm}-{repeat}"
                 cpu[arm].append(run_arm(arm, cfg, args.nproc, args.every, work))
                 times[arm] += step_times(work / "trainer", args.warmup)
                 if arm != "none":
                     sizes[arm] = bytes_per_step(work / "run")
                 print(
-                    f"repeat {repeat} {arm:5s}: median step {statistics.median(times[arm]):.3f} s, "
+                    f"repeat {repeat} {arm:15s}: median step {statistics.median(times[arm]):.3f} s, "
                     f"CPU {cpu[arm][-1]:.1f} s",
                     flush=True,
                 )
-    base = statistics.median(times["none"])
-    base_mean = statistics.mean(times["none"])
+    base = statistics.median(times[arms[0]])
+    base_mean = statistics.mean(times[arms[0]])
     print(
         f"\n{args.preset} preset, {args.nproc} ranks, accum {args.accum}, --every {args.every}, "
-        f"{args.repeats} interleaved repeats, {len(times['none'])} steps per arm"
+        f"{args.repeats} interleaved repeats, {len(times[arms[0]])} steps per arm"
     )
-    base_cpu = statistics.median(cpu["none"])
-    print(f"no probe: median step {base:.3f} s, median CPU per run {base_cpu:.1f} s")
-    for arm in ARMS[1:]:
-        step_record, per_step = sizes[arm]
+    base_cpu = statistics.median(cpu[arms[0]])
+    print(f"{arms[0]}: median step {base:.3f} s, median CPU per run {base_cpu:.1f} s")
+    for arm in arms[1:]:
+        step_record, per_step = sizes.get(arm, (float("nan"), float("nan")))
         print(
-            f"{arm:5s}: median step {statistics.median(times[arm]):.3f} s, "
+            f"{arm:15s}: median step {statistics.median(times[arm]):.3f} s, "
             f"ratio {statistics.median(times[arm]) / base:.3f}x (mean-step ratio "
             f"{statistics.mean(times[arm]) / base_mean:.3f}x: includes the every-5-steps update sample); CPU ratio "
             f"{statistics.median(cpu[arm]) / base_cpu:.3f}x; step record {step_record:.0f} B, "

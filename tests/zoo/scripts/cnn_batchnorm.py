@@ -26,7 +26,7 @@ def main():
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(0)
     model = DDP(SmallCNN())
-    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9, nesterov=True)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     g = torch.Generator().manual_seed(rank)
     images = torch.randn(320, 1, 16, 16, generator=g)
     labels = torch.randint(0, 10, (320,), generator=g)

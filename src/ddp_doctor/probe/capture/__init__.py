@@ -13,10 +13,18 @@ expression only on the lines that contain "loss"; nothing per training step.
 
 from __future__ import annotations
 
+import os
+
 from ddp_doctor.probe.capture import loggers, sink, streams
+
+# `DDP_DOCTOR_CAPTURE=0` leaves the streams and logging libraries alone (bench/overhead.py's
+# `basic-nocapture` arm; a script whose output must not pass through any wrapper).
+ENV_CAPTURE = "DDP_DOCTOR_CAPTURE"
 
 
 def install() -> None:
+    if os.environ.get(ENV_CAPTURE, "1") == "0":
+        return
     streams.install()
     loggers.install()
 

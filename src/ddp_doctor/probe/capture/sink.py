@@ -112,11 +112,17 @@ def flush(wait: bool = False) -> None:
         emit(meta["source"], meta["key"], float(host), reduce=meta["reduce"], at=meta["at"])
 
 
+_rank_cache: list[int] = []  # the process group's rank, once it exists (it does not change)
+
+
 def _rank() -> int:
+    if _rank_cache:
+        return _rank_cache[0]
     import torch.distributed as dist
 
     if dist.is_available() and dist.is_initialized():
-        return dist.get_rank()
+        _rank_cache.append(dist.get_rank())
+        return _rank_cache[0]
     try:
         return int(os.environ.get("RANK", "0"))
     except ValueError:
