@@ -8,7 +8,7 @@ rank printed a line.
 
 `TeeStream` is a transparent proxy: `write` hands the text to the real stream first and returns
 its result unchanged, then looks at the text; every other attribute (`buffer`, `fileno`, `isatty`,
-`encoding`, `flush`, ...) is the real stream's. Text is split into lines on "\\n" and "\\r" (tqdm
+`encoding`, `flush`, ...) is the real stream's; attributes assigned to it stay on the proxy. Text is split into lines on "\\n" and "\\r" (tqdm
 redraws its bar with "\\r"); a partial line is kept until its end arrives (at most MAX_PENDING
 characters). Only lines that contain "loss" are parsed (patterns.py). Binary writes through
 `.buffer` and writes to the file descriptor by C code pass by unseen. `logging.StreamHandler`s that
@@ -75,7 +75,10 @@ class TeeStream:
         return getattr(self._ddp_doctor_stream, name)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        setattr(self._ddp_doctor_stream, name, value)
+        # Kept on the proxy, never passed down: wandb's console capture does
+        # `sys.stdout.write = wrapper(sys.stdout.write)`; set on the real stream, its wrapper would
+        # call our write, which calls the real stream's write: the wrapper again, forever.
+        self.__dict__[name] = value
 
     def __iter__(self) -> Any:
         return iter(self._ddp_doctor_stream)

@@ -94,6 +94,10 @@ def _post(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
     if not is_primary(optimizer):
         return
     step = PROBE.steps.step - 1
+    if step == 0:
+        # again after the first step: a closure (`optimizer.step(closure)`, Lightning) runs the
+        # backward inside the step, so the pre-hook saw no gradient yet; written only on change
+        params.report_unused(optimizer)
     full.after_step(optimizer, step)
     update_sample.after_step(step)
     if not PROBE.steps.scaler_seen:
