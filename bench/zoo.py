@@ -6,7 +6,8 @@ Every script in tests/zoo/scripts/ declares what a correct diagnosis confirms in
     # zoo: expect=update-ratio-high|loss-spike                 (one of the alternatives)
     # zoo: expect=none                                         (a clean script)
 
-optionally followed by `; requires=MODULE` (skipped when MODULE does not import) and
+optionally followed by `; allow=ID,...` (consequences of the fault that may also be confirmed:
+neither required nor a false alarm), `; requires=MODULE` (skipped when MODULE does not import) and
 `; nproc=N` (default 2). Each script runs unmodified under `ddp-doctor run` (basic level, default
 options) with torchrun and 2 gloo ranks on CPU, then `diagnose`. Scores per script:
 
@@ -41,6 +42,7 @@ ALERTS = ("warning", "error")
 @dataclass
 class Header:
     expect: list[tuple[str, ...]]  # groups of alternatives; [] for a clean script
+    allow: list[str] = field(default_factory=list)
     requires: list[str] = field(default_factory=list)
     nproc: int = 2
 
@@ -59,7 +61,8 @@ def read_header(path: Path) -> Header:
                 else [tuple(a.strip() for a in g.split("|")) for g in expect.split(",")]
             )
             requires = [m.strip() for m in fields.get("requires", "").split(",") if m.strip()]
-            return Header(groups, requires, int(fields.get("nproc", 2)))
+            allow = [m.strip() for m in fields.get("allow", "").split(",") if m.strip()]
+            return Header(groups, allow, requires, int(fields.get("nproc", 2)))
     raise ValueError(f"{path.name}: no '# zoo:' header line")
 
 
@@ -161,7 +164,7 @@ def score_script(path: Path, run_dir: Path) -> Score:
     confirmed = [f for f in diagnosis.findings if f.status == "confirmed"]
     score.confirmed = [f.id for f in confirmed]
     score.alerts = [f.id for f in confirmed if f.severity in ALERTS]
-    expected_ids = {i for group in header.expect for i in group}
+    expected_ids = {i for group in header.expect for i in group} | set(header.allow)
     score.detected = sum(1 for group in header.expect if set(group) & set(score.confirmed))
     score.false_alarms = [i for i in score.alerts if i not in expected_ids]
     return score

@@ -145,3 +145,18 @@ def test_damaged_logged_records_are_skipped(tmp_path, bad):
     u = micro_losses()
     logged = [bad] + [rec(t + 1, u[0, t, -1]) for t in range(STEPS)]
     assert finding(write(tmp_path, u, {0: logged})).status == "confirmed"
+
+
+def test_mean_since_the_start_of_the_epoch_uses_the_sampler_epochs(tmp_path):
+    u = micro_losses()
+    step_loss = u[0].mean(axis=1)
+    epoch_start = [0, 8]  # a DistributedSampler iterated at steps 0 and 8
+    logged = [rec(t + 1, step_loss[(0 if t < 8 else 8) : t + 1].mean()) for t in range(STEPS)]
+    run_dir = write(tmp_path, u, {0: logged})
+    for r in range(WORLD):
+        with (run_dir / "ranks" / f"rank-{r:05d}.jsonl").open("a") as f:
+            for s in epoch_start:
+                f.write(json.dumps({"kind": "sampler", "step": s, "epoch": s // 8, "n": 64}) + "\n")
+    main = main_form(run_dir)
+    assert main.recognised and main.best.name == "mean since the start of the epoch"
+    assert main.best.family == LOCAL

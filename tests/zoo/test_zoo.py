@@ -36,6 +36,7 @@ def test_the_zoo_has_twenty_scripts_with_valid_headers():
     for name, header in headers.items():
         for group in header.expect:
             assert any(i in FINDINGS for i in group), f"{name}: {group} names no catalog finding"
+        assert all(i in FINDINGS for i in header.allow), name
 
 
 def _score(name: str, tmp_path: Path) -> zoo.Score:

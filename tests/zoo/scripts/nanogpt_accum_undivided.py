@@ -63,8 +63,7 @@ def get_lr(it):
     return 0.1 * learning_rate + 0.5 * (1 + math.cos(math.pi * ratio)) * 0.9 * learning_rate
 
 
-torch.manual_seed(1337)
-model = DDP(TinyGPT())
+model = DDP(TinyGPT())  # DDP broadcasts rank 0's initial weights
 optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate, betas=(0.9, 0.95), weight_decay=0.1)
 
 X, Y = get_batch()

@@ -1,4 +1,4 @@
-# zoo: expect=no-sync-after-forward
+# zoo: expect=no-sync-after-forward; allow=replica-divergence
 # nanoGPT-style loop where the sync flag is set after the forward (too late: DDP reads it in
 # forward), so the last micro-step does not all-reduce. Loss averaged over ranks before printing.
 import math
@@ -64,8 +64,7 @@ def get_lr(it):
     return 0.1 * learning_rate + 0.5 * (1 + math.cos(math.pi * ratio)) * 0.9 * learning_rate
 
 
-torch.manual_seed(1337)
-model = DDP(TinyGPT())
+model = DDP(TinyGPT())  # DDP broadcasts rank 0's initial weights
 optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate, betas=(0.9, 0.95), weight_decay=0.1)
 
 X, Y = get_batch()

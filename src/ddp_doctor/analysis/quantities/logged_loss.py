@@ -14,6 +14,9 @@ candidate values computed from the probe's own records, for the logging rank r a
                  L_r(t)              the rank's step loss (mean over its micro-batches)
                  Σ_i u_r(t, i)       the step sum (loss.item() accumulated undivided)
                  mean L_r over (t_prev, t]   mean since the previous logged value ("running loss")
+                 mean L_r over [epoch start, t]   mean since the start of the epoch (tqdm's
+                                     ``total / (i + 1)``; epochs start where a DistributedSampler
+                                     was iterated, else at step 0)
     global:      each rank-local form averaged over ranks (what an all-reduce of it logs), the
                  token-weighted global step loss L(t) and its mean over (t_prev, t]
 
@@ -232,8 +235,26 @@ def _window_mean(loss: np.ndarray, steps: list[int]) -> list[float]:
     return out
 
 
+def _epoch_mean(loss: np.ndarray, steps: list[int], starts: list[int]) -> list[float]:
+    """Mean of loss from the start of the epoch of each logged step to it (``total / (i + 1)``).
+
+    Epochs start where a DistributedSampler was iterated (`sampler` records), else at step 0.
+    """
+    out = []
+    for t in steps:
+        lo = max([s for s in starts if s <= t], default=0)
+        seg = loss[lo : t + 1] if 0 <= t < loss.shape[0] else np.array([])
+        out.append(float(np.mean(seg)) if seg.size else math.nan)
+    return out
+
+
 def _rank_forms(
-    points: list[_Point], pos: list[tuple[int, int]], m: _Micro, local: np.ndarray | None, step_level: bool
+    points: list[_Point],
+    pos: list[tuple[int, int]],
+    m: _Micro,
+    local: np.ndarray | None,
+    step_level: bool,
+    starts: list[int],
 ) -> dict[str, list[float]]:
     """The rank-local forms of the loss for one rank, at each logged value's position."""
     steps = [t for t, _ in pos]
@@ -253,11 +274,17 @@ def _rank_forms(
         ]
         out["step sum over micro-batches"] = [m.step_sum(t) for t in steps]
         out["mean since the previous logged value"] = _window_mean(local, steps)
+        out["mean since the start of the epoch"] = _epoch_mean(local, steps, starts)
     return out
 
 
 def _candidates(
-    points: list[_Point], alignment: str, rank: int, micro: dict[int, _Micro], series: Series
+    points: list[_Point],
+    alignment: str,
+    rank: int,
+    micro: dict[int, _Micro],
+    series: Series,
+    starts: list[int],
 ) -> dict[tuple[str, str], list[float]]:
     """Candidate values per (family, form): the logging rank's forms, and the same forms averaged
     over ranks (what an all-reduce of that quantity logs) plus the token-weighted global loss."""
@@ -267,7 +294,12 @@ def _candidates(
     step_level = alignment == "after" or all(p.micro == 0 for p in points)
     per_rank = {
         r: _rank_forms(
-            points, pos, micro[r], series.local_loss[series.row(r)] if r in series.ranks else None, step_level
+            points,
+            pos,
+            micro[r],
+            series.local_loss[series.row(r)] if r in series.ranks else None,
+            step_level,
+            starts,
         )
         for r in series.ranks
         if r in micro
@@ -287,6 +319,7 @@ def _candidates(
         T = series.n_steps
         out[(GLOBAL, "global step loss")] = [float(glob[t]) if 0 <= t < T else math.nan for t in steps]
         out[(GLOBAL, "global mean since the previous logged value")] = _window_mean(glob, steps)
+        out[(GLOBAL, "global mean since the start of the epoch")] = _epoch_mean(glob, steps, starts)
     return out
 
 
@@ -303,13 +336,21 @@ def _score(points: list[_Point], values: list[float]) -> tuple[int, float]:
 
 
 def match_series(
-    source: str, key: str, rank: int, points: list[_Point], micro: dict[int, _Micro], series: Series
+    source: str,
+    key: str,
+    rank: int,
+    points: list[_Point],
+    micro: dict[int, _Micro],
+    series: Series,
+    starts: list[int] | None = None,
 ) -> LoggedSeries:
     result = LoggedSeries(source, key, rank, len(points))
     forms: list[Form] = []
     values_of: dict[tuple[str, str, str], list[float]] = {}
     for alignment in ("after", "before"):
-        for (family, name), values in _candidates(points, alignment, rank, micro, series).items():
+        for (family, name), values in _candidates(
+            points, alignment, rank, micro, series, starts or []
+        ).items():
             matched, err = _score(points, values)
             forms.append(Form(name, family, alignment, matched, len(points), err))
             values_of[(family, name, alignment)] = values
@@ -347,7 +388,18 @@ def logged_loss(run: RunData, series: Series) -> LoggedLoss:
     for source, key, rank in sorted(groups, key=lambda g: (g[2] < 0, g[2])):
         if not is_eval_key(key):
             chosen.setdefault((source, key), rank)
-    results = [match_series(s, k, r, groups[(s, k, r)], micro, series) for (s, k), r in chosen.items()]
+    # epochs start where a DistributedSampler was iterated
+    starts = sorted(
+        {
+            int(rec["step"])
+            for d in run.ranks.values()
+            for rec in d.sampler
+            if isinstance(rec.get("step"), int)
+        }
+    )
+    results = [
+        match_series(s, k, r, groups[(s, k, r)], micro, series, starts) for (s, k), r in chosen.items()
+    ]
     results.sort(
         key=lambda x: (
             not x.recognised,
