@@ -280,7 +280,11 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "by about sqrt(world size) and makes the curve look unstable.",
             "记录的“训练损失”只是 rank 0 的本地值，其噪声约为全局损失的 sqrt(world size) 倍，使曲线看起来不稳定。",
         ),
-        ("Line numbers of the logging call.", "记录语句的行号。"),
+        (
+            "Line numbers of the logging call (lint); at run time, the logger and key captured and the "
+            "form of the loss its values match (rank 0's micro-batch loss, a running mean, ...).",
+            "记录语句的行号（lint）；运行时：捕获到的记录器与键名，以及其数值匹配的损失形式（rank 0 的微批次损失、滑动平均等）。",
+        ),
         (
             "All-reduce the loss (average over ranks) before logging it.",
             "记录前对损失做 all-reduce（跨 rank 求平均）。",

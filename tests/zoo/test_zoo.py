@@ -23,7 +23,9 @@ SCRIPTS = sorted(p.name for p in zoo.ZOO.glob("*.py"))
 FAST = ("mlp_print_rank0.py", "mlp_allreduce_print.py", "nanogpt_accum_undivided.py")
 # Waiting for issue 11 items 1 and 4 (another branch): the lr-too-high run and a replica divergence
 # that starts mid-run are not confirmed at the default level yet.
-PENDING: dict[str, str] = {}
+PENDING: dict[str, str] = {
+    "replica_drift_midrun.py": "issue 11 item 4: replicas are checksummed at step 0 only at the default level",
+}
 
 
 def test_the_zoo_has_twenty_scripts_with_valid_headers():
