@@ -4,7 +4,7 @@ In one process, with the probe started on a temporary run directory (records rea
 times `print()` of three kinds of lines to /dev/null through the real stream and through the
 capture's TeeStream, interleaved in rounds: a line without "loss", a loss line
 (`step 10 | loss 2.3100 | lr 3e-4`, parsed and recorded), and a tqdm-style redraw ("\\r").
-Prints the cost per call in microseconds and the extra cost per optimizer step of a script that
+Prints the cost per call in microseconds (best round: the least disturbed by other load) and the extra cost per optimizer step of a script that
 prints one loss line per step. bench/overhead.py --arms basic-nocapture,basic measures the same
 on whole runs of the reference trainer.
 
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -58,11 +57,11 @@ def main() -> None:
                 wrapped[kind].append(per_call(tee, text, args.lines))
         size = PROBE.recorder.path.stat().st_size
         PROBE.recorder.close()
-    print(f"{args.rounds} rounds x {args.lines} print() calls each, to /dev/null (median per call):")
+    print(f"{args.rounds} rounds x {args.lines} print() calls each, to /dev/null (best round, per call):")
     for kind in LINES:
-        r, w = statistics.median(raw[kind]), statistics.median(wrapped[kind])
+        r, w = min(raw[kind]), min(wrapped[kind])
         print(f"  {kind:12s}: {r:6.2f} us plain, {w:6.2f} us captured (+{w - r:.2f} us)")
-    extra = statistics.median(wrapped["loss line"]) - statistics.median(raw["loss line"])
+    extra = min(wrapped["loss line"]) - min(raw["loss line"])
     print(f"one loss line per optimizer step costs {extra:.1f} us per step; records written: {size} bytes")
 
 

@@ -19,9 +19,9 @@ already hold the real stream when the probe starts are pointed at the proxy (`se
 from __future__ import annotations
 
 import logging
+import os
 import re
 import sys
-import threading
 from typing import Any
 
 from ddp_doctor.probe.capture import sink
@@ -32,7 +32,22 @@ MAX_PENDING = 8192  # characters of an unfinished line kept; beyond, the line is
 INSTRUMENT = "capture_stdout"
 
 _LINE = re.compile(r"([^\r\n]*)([\r\n])")
-_busy = threading.local()  # set while a line is parsed: a write made by the probe itself is not re-read
+# True while lines are parsed: a write made meanwhile (by the probe, another thread) is passed on
+# unread rather than parsed re-entrantly
+_parsing = False
+# Set in a forked child (DataLoader worker): only the training process records; checked per write
+# instead of os.getpid(), a system call.
+_forked = False
+
+
+def _after_fork_in_child() -> None:
+    global _forked
+    _forked = True
+
+
+os.register_at_fork(
+    after_in_child=_after_fork_in_child
+)  # set while a line is parsed: a write made by the probe itself is not re-read
 
 
 class TeeStream:
@@ -46,7 +61,13 @@ class TeeStream:
 
     def write(self, text: Any) -> Any:
         result = self._ddp_doctor_stream.write(text)
-        if PROBE.enabled(INSTRUMENT) and isinstance(text, str) and not getattr(_busy, "on", False):
+        # cheapest checks first: this runs on every write of the program (bench/capture_overhead.py)
+        if (
+            type(text) is str
+            and not _forked
+            and PROBE.options is not None
+            and INSTRUMENT not in PROBE.disabled
+        ):
             self._ddp_doctor_see(text)
         return result
 
@@ -55,20 +76,29 @@ class TeeStream:
             self.write(line)
 
     def _ddp_doctor_see(self, text: str) -> None:
-        pending = self._ddp_doctor_pending
+        state = self.__dict__
+        pending = state["_ddp_doctor_pending"]
         if "\n" not in text and "\r" not in text:
-            if len(pending) + len(text) <= MAX_PENDING:
-                self.__dict__["_ddp_doctor_pending"] = pending + text
-            else:
-                self.__dict__["_ddp_doctor_pending"] = ""
+            state["_ddp_doctor_pending"] = pending + text if len(pending) + len(text) <= MAX_PENDING else ""
             return
-        _busy.on = True
+        global _parsing
+        whole = pending + text if pending else text
+        if text[-1] == "\n" or text[-1] == "\r":  # print() ends with its own "\n" write
+            end, state["_ddp_doctor_pending"] = len(whole) - 1, ""
+        else:
+            end = max(whole.rfind("\n"), whole.rfind("\r"))
+            tail = whole[end + 1 :]
+            state["_ddp_doctor_pending"] = tail if len(tail) <= MAX_PENDING else ""
+        if ("oss" not in whole and "OSS" not in whole) or _parsing:
+            return  # the common case: no loss on these lines
+        _parsing = True
         try:
-            _parse(self, pending + text)
+            for match in _LINE.finditer(whole, 0, end + 1):
+                _line(self, match.group(1), carriage=match.group(2) == "\r")
         except Exception as error:  # noqa: BLE001 - never into the user's print
             PROBE.fail(INSTRUMENT, error)
         finally:
-            _busy.on = False
+            _parsing = False
 
     # --- transparency: everything else is the real stream's --------------------------------------
     def __getattr__(self, name: str) -> Any:
@@ -91,18 +121,6 @@ class TeeStream:
 
     def __repr__(self) -> str:
         return repr(self._ddp_doctor_stream)
-
-
-def _parse(tee: TeeStream, text: str) -> None:
-    """Record the loss values of the complete lines in `text`; keep its unfinished tail."""
-    end = max(text.rfind("\n"), text.rfind("\r"))
-    tail = text[end + 1 :]
-    tee.__dict__["_ddp_doctor_pending"] = tail if len(tail) <= MAX_PENDING else ""
-    done = text[: end + 1]
-    if "oss" not in done and "OSS" not in done:  # the common case: nothing to parse
-        return
-    for match in _LINE.finditer(done):
-        _line(tee, match.group(1), carriage=match.group(2) == "\r")
 
 
 def _line(tee: TeeStream, line: str, carriage: bool) -> None:
