@@ -76,7 +76,7 @@ def test_rank0_last_micro_batch_loss_printed_after_the_step_is_confirmed(tmp_pat
     logged = [rec(t + 1, u[0, t, -1]) for t in range(STEPS)]  # nanoGPT: loss.item() * accum
     f = finding(write(tmp_path, u, {0: logged}))
     assert f.status == "confirmed"
-    assert "rank 0's micro-batch loss" in f.summary and "noisier" in f.summary
+    assert "rank 0's micro-batch loss" in f.summary and "step-to-step noise" in f.summary
     main = f.evidence["logged"][0]
     assert main["family"] == LOCAL and main["matched"] == STEPS and main["noise_ratio_vs_global"] > 1
 

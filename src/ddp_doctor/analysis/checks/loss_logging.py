@@ -124,7 +124,7 @@ def _local_text(main: LoggedSeries, other_text: str) -> tuple[str, str]:
     assert best is not None
     who = "rank 0's" if main.rank == 0 else f"rank {main.rank}'s"
     noisier = (
-        f", {fmt(main.noise_ratio, 2)}× noisier step to step than the global loss"
+        f", with {fmt(main.noise_ratio, 2)}× the global loss's step-to-step noise (relative to its level)"
         if main.noise_ratio is not None
         else ""
     )
@@ -133,7 +133,11 @@ def _local_text(main: LoggedSeries, other_text: str) -> tuple[str, str]:
         f"{main.points} values match it, {other_text}. The curve you are looking at is {who} "
         f"{best.name}{noisier}."
     )
-    zh_noise = f"，逐步噪声是全局损失的 {fmt(main.noise_ratio, 2)} 倍" if main.noise_ratio is not None else ""
+    zh_noise = (
+        f"，其逐步噪声（相对其水平）是全局损失的 {fmt(main.noise_ratio, 2)} 倍"
+        if main.noise_ratio is not None
+        else ""
+    )
     zh = (
         f"记录的 {main.label} 是 rank {main.rank} 的 {best.name}，不是 all-reduce 后的损失："
         f"{best.matched}/{main.points} 个值与之一致。你看到的曲线是 rank {main.rank} 的 {best.name}{zh_noise}。"

@@ -27,8 +27,10 @@ MATCH_MIN of at least MIN_POINTS values, and a rank-local form is told apart fro
 only when the best global form matches at most DISTINCT_MAX of them (ranks whose losses are equal —
 identical data on every rank — make the two indistinguishable).
 
-Noise: ``k = std(Δ logged) / std(Δ L)`` over the logged steps, with Δ the difference between
-consecutive logged values — how much more the curve the user looks at jumps than the global loss.
+Noise: ``k = (std(Δ logged) / mean|logged|) / (std(Δ L) / mean|L|)`` over the logged steps, with
+Δ the difference between consecutive logged values and L the global step loss at the same steps
+(the mean over ranks of the same micro-batch when no step loss applies) — how much more, relative
+to its level, the curve the user looks at jumps than the global loss.
 """
 
 from __future__ import annotations
@@ -335,6 +337,22 @@ def _score(points: list[_Point], values: list[float]) -> tuple[int, float]:
     return matched, float(np.median(errors)) if errors else math.inf
 
 
+def relative_noise_ratio(logged: np.ndarray, glob: np.ndarray) -> float | None:
+    """k = (std(Δ logged) / mean|logged|) / (std(Δ global) / mean|global|) over the values both have.
+
+    Relative, so a form scaled by the accumulation count (÷A, ×A) compares on the loss's scale.
+    """
+    ok = np.isfinite(logged) & np.isfinite(glob)
+    if ok.sum() < 3:
+        return None
+    x, g = logged[ok], glob[ok]
+    mx, mg = float(np.mean(np.abs(x))), float(np.mean(np.abs(g)))
+    dg = float(np.std(np.diff(g)))
+    if mx <= 0 or mg <= 0 or dg <= 0:
+        return None
+    return float((np.std(np.diff(x)) / mx) / (dg / mg))
+
+
 def match_series(
     source: str,
     key: str,
@@ -365,15 +383,13 @@ def match_series(
     result.distinct = result.best_other is None or result.best_other.fraction <= DISTINCT_MAX
     if result.recognised:
         logged = np.array([p.value for p in points])
-        key = (GLOBAL, "global step loss", best.alignment)
-        if key not in values_of:
-            key = (GLOBAL, f"{best.name} averaged over ranks", best.alignment)
-        glob = np.array(values_of.get(key, [math.nan] * len(points)))
-        ok = np.isfinite(logged) & np.isfinite(glob)
-        if ok.sum() >= 3:
-            d_glob = np.std(np.diff(glob[ok]))
-            if d_glob > 0:
-                result.noise_ratio = float(np.std(np.diff(logged[ok])) / d_glob)
+        glob = np.full(len(points), math.nan)
+        for key in ((GLOBAL, "global step loss"), (GLOBAL, "micro-batch loss averaged over ranks")):
+            candidate = np.array(values_of.get((*key, best.alignment), glob), dtype=float)
+            if np.isfinite(candidate).sum() >= 3:
+                glob = candidate
+                break
+        result.noise_ratio = relative_noise_ratio(logged, glob)
     return result
 
 
