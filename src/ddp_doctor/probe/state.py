@@ -188,31 +188,42 @@ class Nesting:
 
 
 class _AfterImport:
-    """Meta-path finder that calls `callback` once module `name` has been executed."""
+    """The one meta-path finder that runs callbacks once the named modules have been executed.
 
-    def __init__(self, name: str, callback: Callable[[], None]) -> None:
-        self.name, self.callback = name, callback
+    One finder for every watched name: each import the program makes costs one dict lookup here,
+    however many libraries the probe waits for (capture alone waits for eight).
+    """
+
+    def __init__(self) -> None:
+        self.waiting: dict[str, list[Callable[[], None]]] = {}
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        if fullname != self.name:
+        if fullname not in self.waiting:
             return None
+        callbacks = self.waiting.pop(fullname)
+        if not self.waiting and self in sys.meta_path:
+            sys.meta_path.remove(self)
         import importlib.util
 
-        sys.meta_path.remove(self)
+        # the real finders locate it (we are asked again below, and pass: no longer waiting)
         spec = importlib.util.find_spec(fullname)
         if spec is None or spec.loader is None:
             return spec
-        exec_module, callback = spec.loader.exec_module, self.callback
+        exec_module = spec.loader.exec_module
 
-        def exec_then_callback(module: Any) -> None:
+        def exec_then_callbacks(module: Any) -> None:
             exec_module(module)
-            try:
-                callback()
-            except Exception as error:  # noqa: BLE001 - never break the program's import
-                PROBE.fail(f"after_import:{fullname}", error)
+            for callback in callbacks:
+                try:
+                    callback()
+                except Exception as error:  # noqa: BLE001 - never break the program's import
+                    PROBE.fail(f"after_import:{fullname}", error)
 
-        spec.loader.exec_module = exec_then_callback  # type: ignore[method-assign]
+        spec.loader.exec_module = exec_then_callbacks  # type: ignore[method-assign]
         return spec
+
+
+_AFTER_IMPORT = _AfterImport()
 
 
 def after_import(name: str, callback: Callable[[], None]) -> None:
@@ -223,8 +234,10 @@ def after_import(name: str, callback: Callable[[], None]) -> None:
     """
     if name in sys.modules:
         callback()
-    else:
-        sys.meta_path.insert(0, _AfterImport(name, callback))
+        return
+    _AFTER_IMPORT.waiting.setdefault(name, []).append(callback)
+    if _AFTER_IMPORT not in sys.meta_path:
+        sys.meta_path.insert(0, _AFTER_IMPORT)
 
 
 def patch(owner: Any, name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
