@@ -143,7 +143,7 @@ def collect(run: RunData) -> dict[tuple[str, str, int], list[_Point]]:
     groups: dict[tuple[str, str, int], list[_Point]] = {}
     reduced: dict[tuple[str, str], dict[tuple[int, int], list[_Point]]] = {}
     for rank in sorted(run.ranks):
-        for rec in run.ranks[rank].logged_loss:
+        for rec in run.ranks[rank].records.get("logged_loss", []):
             try:
                 point = _Point(
                     int(rec["step"]),
