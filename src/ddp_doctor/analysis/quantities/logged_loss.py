@@ -54,6 +54,7 @@ EVAL_WORDS = ("val", "eval", "test", "valid", "dev")
 TRAINER_METRICS = "trainer/metrics.jsonl"
 
 LOCAL, GLOBAL = "rank-local", "global"
+PRINTED = ("stdout", "stderr")  # sources read from printed text (rounded values)
 
 
 @dataclass
@@ -422,6 +423,8 @@ def logged_loss(run: RunData, series: Series) -> LoggedLoss:
             not x.distinct,
             -(x.best.fraction if x.best else 0.0),
             -x.points,
+            x.source in PRINTED,  # on a tie, the exact value a library was given beats its printout
+            x.source,
         )
     )
     out.series = results
