@@ -52,6 +52,8 @@ class Chart:
 
 
 def reduce_points(x: np.ndarray, y: np.ndarray, n: int = MAX_POINTS) -> tuple[np.ndarray, np.ndarray]:
+    m = min(x.size, y.size)  # damaged runs can give a series shorter than its x axis
+    x, y = x[:m], y[:m]
     ok = np.isfinite(x) & np.isfinite(y)
     x, y = x[ok], y[ok]
     if x.size <= n:

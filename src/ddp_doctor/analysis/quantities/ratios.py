@@ -43,13 +43,17 @@ def ratios(full_records: list[dict]) -> Ratios | None:
     steps = []
     for rec in full_records:
         steps.append(int(rec.get("step", -1)))
-        for g, v in (rec.get("groups") or {}).items():
+        groups = rec.get("groups")
+        for g, v in (groups if isinstance(groups, dict) else {}).items():
             try:
                 ratio = float(v["update_norm"]) / float(v["param_norm"])
             except (KeyError, TypeError, ValueError, ZeroDivisionError):
                 ratio = float("nan")
             per.setdefault(g, []).append(ratio)
-        for a in rec.get("adam") or ():
+        adam_recs = rec.get("adam")
+        for a in adam_recs if isinstance(adam_recs, list) else ():
+            if not isinstance(a, dict):
+                continue
             key = f"group {a.get('group', 0)}"
             try:
                 adam.setdefault(key, []).append(float(a["frac_v_below_eps2"]))
