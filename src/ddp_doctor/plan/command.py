@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from enum import Enum
 from pathlib import Path
 
@@ -97,6 +98,8 @@ def register(app: typer.Typer) -> None:
         try:
             spec = load_model(model)
             hw = get_gpu(gpu, gpu_mem)
+            if output is not None:
+                _check_output(output)
         except ValueError as err:
             typer.echo(f"error: {err}", err=True)
             raise typer.Exit(2) from None
@@ -131,6 +134,34 @@ def register(app: typer.Typer) -> None:
         else:
             text = render.render_text(setup, plans, warnings, hypotheses, alternatives)
         if output:
-            output.write_text(text, encoding="utf-8")
+            try:
+                _write(output, text)
+            except OSError as err:
+                typer.echo(f"error: cannot write --output {output}: {err.strerror or err}", err=True)
+                raise typer.Exit(2) from None
         else:
             typer.echo(text, nl=False)
+
+
+def _check_output(output: Path) -> None:
+    """Refuse, before any work, an --output whose folder is missing or that names a folder."""
+    if not output.parent.is_dir():
+        raise ValueError(f"--output {output}: folder {output.parent} does not exist")
+    if output.is_dir():
+        raise ValueError(f"--output {output}: is a folder; give a file name")
+
+
+def _write(output: Path, text: str) -> None:
+    """Write to a temp file beside `output`, then rename over it: never writes through a symlink."""
+    import os
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(prefix=f".{output.name}.", suffix=".tmp", dir=output.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, output)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

@@ -12,6 +12,9 @@ from functools import cache
 from importlib import resources
 
 GIB = 2**30
+# Accepted `--gpu-mem` range in GiB: above the largest accelerator memory by orders of magnitude,
+# finite so that byte counts stay integers.
+MAX_GPU_MEMORY_GIB = 1e6
 
 # Used for `--gpu-mem` when the GPU is not in the table: unknown FLOPs and links, so the plan
 # assumes an A100-class part for time estimates and says so.
@@ -51,6 +54,10 @@ def get_gpu(name: str | None, memory_gib: float | None = None) -> GpuSpec:
     if name is not None and name not in table:
         raise ValueError(f"unknown --gpu {name!r}; known: {', '.join(table)} (or use --gpu-mem GB)")
     base = table[name or CUSTOM_GPU_TEMPLATE]
+    if memory_gib is not None and not 0 < memory_gib <= MAX_GPU_MEMORY_GIB:  # also rejects nan/inf
+        raise ValueError(
+            f"--gpu-mem must be a finite number of GiB up to {MAX_GPU_MEMORY_GIB:g}, got {memory_gib:g}"
+        )
     if memory_gib is None:
         return base
     label = name or f"custom-{memory_gib:g}gb"

@@ -14,6 +14,12 @@ from ddp_doctor.trainer.presets import PRESETS, ModelPreset
 
 # Parameter tensors per decoder layer of LlamaForCausalLM: q, k, v, o, gate, up, down, 2 RMSNorms.
 TENSORS_PER_LAYER = 9
+# Largest accepted model dimension (vocabulary, widths, layers, heads): 2^24 is above every
+# published LLM config (vocabularies ≤ ~260k, widths ≤ ~50k) and keeps the planner's integer
+# arithmetic far from float overflow. Larger values are rejected as input errors.
+MAX_DIMENSION = 2**24
+# A config.json larger than this is not a model config (HF configs are a few KiB).
+MAX_CONFIG_BYTES = 1 << 20
 # Projections PEFT's LoraConfig targets by default for LLaMA
 # (peft/utils/constants.py, TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING["llama"]).
 LORA_TARGETS: tuple[str, ...] = ("q_proj", "v_proj")
@@ -31,9 +37,19 @@ def load_model(spec: str) -> ModelPreset:
             f"--model {spec!r} is neither a preset ({', '.join(PRESETS)}) nor a config.json path"
         )
     try:
+        if path.stat().st_size > MAX_CONFIG_BYTES:
+            raise ValueError(f"{path}: {path.stat().st_size} bytes is too large for a model config.json")
         cfg = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise ValueError(f"{path}: not valid JSON ({err})") from None
+    except RecursionError:
+        raise ValueError(f"{path}: JSON nested too deeply to be a model config") from None
+    except OSError as err:
+        raise ValueError(f"{path}: cannot read ({err.strerror or err})") from None
+    if not isinstance(cfg, dict):
+        raise ValueError(
+            f"{path}: not a LLaMA-style config (a JSON object expected, got {type(cfg).__name__})"
+        )
     missing = [
         k
         for k in (
@@ -47,18 +63,40 @@ def load_model(spec: str) -> ModelPreset:
     ]
     if missing:
         raise ValueError(f"{path}: not a LLaMA-style config, missing {', '.join(missing)}")
+    heads = _dimension(cfg, "num_attention_heads", path)
+    kv_heads = _dimension(cfg, "num_key_value_heads", path) if cfg.get("num_key_value_heads") else heads
+    hidden = _dimension(cfg, "hidden_size", path)
+    if heads > hidden:
+        raise ValueError(f"{path}: num_attention_heads ({heads}) exceeds hidden_size ({hidden})")
+    if kv_heads > heads:
+        raise ValueError(f"{path}: num_key_value_heads ({kv_heads}) exceeds num_attention_heads ({heads})")
+    eps = cfg.get("rms_norm_eps", 1e-6)
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 <= eps < 1:
+        raise ValueError(f"{path}: rms_norm_eps must be a number in [0, 1), got {eps!r}")
+    name = cfg.get("_name_or_path")
     return ModelPreset(
-        name=cfg.get("_name_or_path") or path.parent.name or path.stem,
-        vocab_size=int(cfg["vocab_size"]),
-        hidden_size=int(cfg["hidden_size"]),
-        intermediate_size=int(cfg["intermediate_size"]),
-        num_hidden_layers=int(cfg["num_hidden_layers"]),
-        num_attention_heads=int(cfg["num_attention_heads"]),
-        num_key_value_heads=int(cfg.get("num_key_value_heads") or cfg["num_attention_heads"]),
-        max_position_embeddings=int(cfg.get("max_position_embeddings", 2048)),
+        name=name if isinstance(name, str) and name else (path.parent.name or path.stem),
+        vocab_size=_dimension(cfg, "vocab_size", path),
+        hidden_size=hidden,
+        intermediate_size=_dimension(cfg, "intermediate_size", path),
+        num_hidden_layers=_dimension(cfg, "num_hidden_layers", path),
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
+        max_position_embeddings=_dimension(cfg, "max_position_embeddings", path, default=2048),
         tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)),
-        rms_norm_eps=float(cfg.get("rms_norm_eps", 1e-6)),
+        rms_norm_eps=float(eps),
     )
+
+
+def _dimension(cfg: dict, key: str, path: Path, default: int | None = None) -> int:
+    """`cfg[key]` as a positive integer ≤ MAX_DIMENSION, else a ValueError naming the field."""
+    value = cfg.get(key, default)
+    if isinstance(value, float) and value.is_integer() and abs(value) <= MAX_DIMENSION:
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_DIMENSION:
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:40] + "..."
+        raise ValueError(f"{path}: {key} must be an integer from 1 to {MAX_DIMENSION}, got {shown}")
+    return value
 
 
 def num_parameter_tensors(model: ModelPreset) -> int:
