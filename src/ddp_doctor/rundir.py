@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ddp_doctor import rankfile, records
+from ddp_doctor.manifests import merge_instances
 from ddp_doctor.rankfile import (
     CLIP_COLUMNS,
     Problems,
@@ -198,8 +199,14 @@ def _shown(name: str) -> str:
 
 def _read_manifest(path: Path, probs: Problems) -> tuple[dict[str, Any], bool]:
     mpath = manifest_path(path)
-    if not os.path.lexists(mpath):
-        return {}, False
+    if not os.path.lexists(mpath):  # several `ddp-doctor run` instances (nodes, Slurm tasks)?
+        notes: list[str] = []
+        merged = merge_instances(path, notes)
+        for note in notes:
+            probs.add(note)
+        if merged is None:
+            return {}, False
+        return records.sanitize_fields(merged, records.MANIFEST_FIELDS, "manifest", []), True
     try:
         raw = read_regular(mpath, MAX_MANIFEST_BYTES + 1)
         if len(raw) > MAX_MANIFEST_BYTES:

@@ -204,6 +204,19 @@ def _exit_status(run: RunData) -> ExitStatus:
     return classify_run(run.path, code if isinstance(code, int) and not isinstance(code, bool) else None)
 
 
+def nodes(run: RunData) -> list[dict[str, Any]]:
+    """Which ranks ran where: one entry per node (the header's `node`, else its host), in rank order."""
+    by_node: dict[str, dict[str, Any]] = {}
+    for rank in sorted(run.ranks):
+        header = run.ranks[rank].header or {}
+        host = header.get("host") if isinstance(header.get("host"), str) else None
+        node = header.get("node") if isinstance(header.get("node"), str) else None
+        key = node or host or "?"
+        entry = by_node.setdefault(key, {"node": node, "host": host, "ranks": []})
+        entry["ranks"].append(rank)
+    return list(by_node.values())
+
+
 def run_info(ctx: Context) -> dict[str, Any]:
     run: RunData = ctx.run
     m = run.manifest
@@ -212,6 +225,7 @@ def run_info(ctx: Context) -> dict[str, Any]:
         "world_size": ctx.world_size,
         "ranks_present": sorted(run.ranks),
         "missing_ranks": run.missing_ranks,
+        "nodes": nodes(run),
         "optimizer_steps": ctx.optimizer_steps,
         "micro_steps_per_optimizer_step": ctx.batch.micro_steps,
         "effective_batch": {

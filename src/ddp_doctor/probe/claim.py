@@ -28,8 +28,11 @@ class RunDirBusy(Exception):
     """Another `ddp-doctor run` holds this run directory (or it already holds a finished run)."""
 
 
-def claim_path(run_dir: Path, node: int | None = None) -> Path:
-    return Path(run_dir) / (CLAIM if node is None else f"{CLAIM}.node-{node}")
+def claim_path(run_dir: Path, node: int | str | None = None) -> Path:
+    """`node`: a node rank, or an instance name from probe/launch_env.py (`node-1`, `task-3`)."""
+    if node is None:
+        return Path(run_dir) / CLAIM
+    return Path(run_dir) / (f"{CLAIM}.node-{node}" if isinstance(node, int) else f"{CLAIM}.{node}")
 
 
 def _stale(path: Path) -> bool:
@@ -46,7 +49,7 @@ def _stale(path: Path) -> bool:
     return False
 
 
-def claim(run_dir: Path, node: int | None = None) -> Path:
+def claim(run_dir: Path, node: int | str | None = None) -> Path:
     """Create the claim file of ``run_dir`` (creating the directory); raise RunDirBusy if held."""
     Path(run_dir).mkdir(mode=0o700, parents=True, exist_ok=True)  # owner-only (launcher.make_run_dir)
     path = claim_path(run_dir, node)

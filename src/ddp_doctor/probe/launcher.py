@@ -25,6 +25,8 @@ from typing import Any
 
 from ddp_doctor import __version__
 from ddp_doctor.experiments.interventions import ENV_VAR as INTERVENTIONS_ENV
+from ddp_doctor.manifests import instance_manifest_path, instance_names
+from ddp_doctor.probe import launch_env
 from ddp_doctor.probe.claim import RunDirBusy, claim, release
 from ddp_doctor.probe.exits import ENV_EXITS_DIR
 from ddp_doctor.probe.options import ProbeOptions
@@ -89,9 +91,9 @@ def default_run_dir() -> Path:
     return DEFAULT_RUNS_DIR / time.strftime("run-%Y%m%d-%H%M%S", time.gmtime())
 
 
-def write_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
+def write_manifest(run_dir: Path, manifest: dict[str, Any], path: Path | None = None) -> None:
     """Replace the manifest atomically: readers see the old or the new file, never half of one."""
-    path = manifest_path(run_dir)
+    path = path or manifest_path(run_dir)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     write_private(tmp, json.dumps(manifest, indent=2) + "\n")
     os.replace(tmp, path)
@@ -152,21 +154,31 @@ def run(
     manifest, whether `run --set` or an outer tool such as `ablate` put them there.
     """
     run_dir = options.run_dir
-    held = claim(run_dir)  # raises RunDirBusy: one launcher per run directory at a time
+    # One of several `ddp-doctor run`s sharing this directory (a node's torchrun agent, a Slurm
+    # task: docs/probe.md, "Several nodes") claims per instance; ranks learn the name from
+    # DDP_DOCTOR_NODE.
+    name, expected = launch_env.instance(command, dict(os.environ if environ is None else environ))
+    held = claim(run_dir, node=name)  # raises RunDirBusy: one launcher per run directory (or instance)
     try:
-        if require_fresh and manifest_path(run_dir).exists():
+        if require_fresh and (manifest_path(run_dir).exists() or (name is None and instance_names(run_dir))):
             raise RunDirBusy(f"{run_dir} already holds a run; choose another --out")
-        return _run_claimed(command, options, environ, runner)
+        return _run_claimed(command, options, environ, runner, name, expected)
     finally:
         release(held)
 
 
 def _run_claimed(
-    command: list[str], options: ProbeOptions, environ: Mapping[str, str] | None, runner: Runner | None
+    command: list[str],
+    options: ProbeOptions,
+    environ: Mapping[str, str] | None,
+    runner: Runner | None,
+    name: str | None = None,
+    expected: int | None = None,
 ) -> int:
     run_dir = options.run_dir
     make_run_dir(run_dir)
     base_env = dict(os.environ if environ is None else environ)
+    path = claim_instance(run_dir, name) if name is not None else None
     manifest: dict[str, Any] = {
         "schema": RUN_SCHEMA,
         "command": redact_argv(command),  # `--api-key X` → `--api-key <redacted>` (ddp_doctor.redact)
@@ -179,11 +191,32 @@ def _run_claimed(
         "versions": _versions(),
         "env": allowed_env(base_env),
     }  # `end` and `exit_code` are absent until the command has finished
-    write_manifest(run_dir, manifest)
-    code = (runner or _run_foreground)(command, child_env(options, base_env))
+    env = child_env(options, base_env)
+    if name is not None:
+        manifest.update(instance=name, instances_expected=expected)
+        env[launch_env.ENV_NODE] = name
+    write_manifest(run_dir, manifest, path)
+    code = (runner or _run_foreground)(command, env)
     manifest.update(end=_now(), exit_code=code, ranks=len(list((run_dir / RANKS_DIR).glob("rank-*.jsonl"))))
-    write_manifest(run_dir, manifest)
+    write_manifest(run_dir, manifest, path)
     return code
+
+
+def claim_instance(run_dir: Path, name: str) -> Path:
+    """Create `manifest.<name>.json` with O_EXCL: an instance of that name that already recorded
+    here (a finished run, or a second agent with the same node rank) is refused."""
+    if manifest_path(run_dir).exists():
+        raise RunDirBusy(f"{run_dir} already holds a single-launcher run (manifest.json)")
+    path = instance_manifest_path(run_dir, name)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    except FileExistsError:
+        raise RunDirBusy(
+            f"{run_dir} already holds {path.name}: another `ddp-doctor run` recorded as {name!r} here "
+            "(each node needs its own --node_rank; a new run needs a new --out)"
+        ) from None
+    os.close(fd)
+    return path
 
 
 def _interventions(environ: Mapping[str, str]) -> dict[str, str]:

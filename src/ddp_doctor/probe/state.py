@@ -82,12 +82,14 @@ class Probe:
         import torch
         import torch.distributed as dist
 
-        env = os.environ
+        from ddp_doctor.probe.launch_env import placement
+
+        where = placement()  # RANK/WORLD_SIZE..., else Slurm's or Open MPI's variables
         if dist.is_available() and dist.is_initialized():
             rank, world, backend = dist.get_rank(), dist.get_world_size(), str(dist.get_backend())
         else:
-            rank, world, backend = int(env.get("RANK", 0)), int(env.get("WORLD_SIZE", 1)), None
-        local_rank = int(env.get("LOCAL_RANK", 0))
+            rank, world, backend = where.rank, where.world_size, None
+        local_rank = where.local_rank
         assert self.options is not None
         header = {
             "kind": "header",
@@ -95,8 +97,9 @@ class Probe:
             "rank": rank,
             "world_size": world,
             "local_rank": local_rank,
-            "local_world_size": int(env.get("LOCAL_WORLD_SIZE", 1)),
+            "local_world_size": where.local_world_size,
             "host": socket.gethostname(),
+            "node": where.node,
             "pid": os.getpid(),
             "time": time.time(),
             "level": self.options.level,

@@ -9,6 +9,7 @@ WORDS: dict[str, Text] = {
     "title": Text("ddp-doctor report", "ddp-doctor 诊断报告"),
     "run": Text("Run", "运行"),
     "world_size": Text("World size", "进程数"),
+    "nodes": Text("Nodes", "节点"),
     "optimizer_steps": Text("Optimizer steps", "优化步数"),
     "micro_steps": Text("Micro-steps per optimizer step", "每个优化步的微步数"),
     "effective_batch": Text("Effective batch (measured)", "有效批量（实测）"),

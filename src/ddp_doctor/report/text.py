@@ -12,6 +12,7 @@ from ddp_doctor.analysis.diagnose import Diagnosis
 from ddp_doctor.catalog import HYPOTHESES, Lang
 from ddp_doctor.findings import SEVERITY_ORDER
 from ddp_doctor.report.i18n import w
+from ddp_doctor.rundir import _ranges
 
 VERDICT_STYLE = {
     "confirmed": "bold red",
@@ -36,6 +37,9 @@ def run_lines(diag: Diagnosis, lang: Lang) -> list[str]:
         f"{w('effective_batch', lang)}: {_num(eb['samples'])} {w('samples', lang)}"
         + (f", {_num(eb['tokens'])} {w('tokens', lang)}" if eb["tokens"] is not None else ""),
     ]
+    if len(r.get("nodes") or ()) > 1:  # multi-node: which ranks ran where
+        where = "; ".join(_node_line(n) for n in r["nodes"])
+        lines.append(f"{w('nodes', lang)}: {len(r['nodes'])} — {escape(where)}")
     g = r["gradient_noise_scale"]
     if g["b_simple"] is not None:
         pm = f" ± {g['stderr']:.3g}" if g["stderr"] else ""
@@ -57,6 +61,12 @@ def run_lines(diag: Diagnosis, lang: Lang) -> list[str]:
     if status.get("note"):  # e.g. a teardown abort after complete training (ddp_doctor.teardown)
         lines.append(f"[yellow]{w('exit_code', lang)} {r.get('exit_code')}: {escape(status['note'])}[/]")
     return lines
+
+
+def _node_line(node: dict) -> str:
+    name = node["node"] or node["host"] or "?"
+    host = f" ({node['host']})" if node["node"] and node["host"] else ""
+    return f"{name}{host}: ranks {_ranges(node['ranks'])}"
 
 
 # Width when the output is piped or captured (CI logs, files): wide enough for the tables.

@@ -21,6 +21,8 @@ _LAUNCHER_MODULES = (
     "torch.distributed.launch",
     "accelerate.commands.launch",
     "accelerate.commands.accelerate_cli",
+    "deepspeed.launcher.runner",
+    "deepspeed.launcher.launch",
 )
 
 
