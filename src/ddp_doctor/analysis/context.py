@@ -18,6 +18,7 @@ from ddp_doctor.analysis.quantities.oscillation import Oscillation, oscillation
 from ddp_doctor.analysis.quantities.ratios import Ratios, ratios
 from ddp_doctor.analysis.quantities.series import Series, build_series, segment_sum
 from ddp_doctor.analysis.quantities.shards import combine_clip, combine_full, combine_grad_sq, is_fsdp2
+from ddp_doctor.analysis.quantities.sharding import global_sq, shard_replicas
 from ddp_doctor.analysis.quantities.spikes import EARLY_LOSS_FACTOR, Spike, find_spikes
 from ddp_doctor.analysis.quantities.update_ratio import UpdateRatios, update_ratios
 from ddp_doctor.rundir import CLIP_COLUMNS, RunData
@@ -93,10 +94,16 @@ class Context:
 MIN_GRAD_NORM_STEPS = 10
 
 
+def fsdp1_replicas(run: RunData) -> int | None:
+    """FSDP1/HSDP shard replicas (quantities/sharding.py); None when unsharded or FSDP2, whose shards
+    build_context already combined across ranks (quantities/shards.py)."""
+    return None if is_fsdp2(run) else shard_replicas(run.config("fsdp"))
+
+
 def _grad_norm(run: RunData, series: Series) -> tuple[np.ndarray, str | None]:
     with np.errstate(invalid="ignore"):
         g = (
-            np.sqrt(np.nanmax(series.gsq_global, axis=0, initial=-np.inf))
+            np.sqrt(global_sq(series.gsq_global, fsdp1_replicas(run)))
             if series.ranks
             else np.full(series.n_steps, np.nan)
         )
@@ -118,7 +125,7 @@ def build_context(run: RunData) -> Context:
         series.gsq_global = combine_grad_sq(series.gsq_global)
     sync = sync_pattern(run)
     world = run.world_size
-    gns = gradient_noise_scale(series, world, sync.gns_valid(series))
+    gns = gradient_noise_scale(series, world, sync.gns_valid(series), fsdp1_replicas(run))
     grad_norm, source = _grad_norm(run, series)
     full = combine_full(run)
     updates = next(

@@ -130,9 +130,10 @@ def _install_all() -> None:
 
 @guarded("fsdp")
 def _install_fsdp() -> None:
-    from ddp_doctor.probe.instruments import fsdp
+    from ddp_doctor.probe.instruments import fsdp, fsdp1
 
     _install(fsdp)
+    _install(fsdp1)  # FullyShardedDataParallel (FSDP1) and HSDP
 
 
 def _install(module: Any) -> None:

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ddp_doctor.analysis.quantities.series import Series
+from ddp_doctor.analysis.quantities.sharding import global_sq
 
 BLOCK = 10  # steps per block for the standard error
 TRACE_WINDOW = 50  # steps summed for the plotted trace
@@ -102,7 +103,9 @@ def rolling_ratio(s: np.ndarray, g2: np.ndarray, window: int = TRACE_WINDOW) -> 
     return out
 
 
-def gradient_noise_scale(series: Series, world_size: int, valid: np.ndarray) -> GNS:
+def gradient_noise_scale(
+    series: Series, world_size: int, valid: np.ndarray, replicas: int | None = None
+) -> GNS:
     """B_simple over the steps where ``valid`` is true and both norms were recorded."""
     empty = np.full(series.n_steps, np.nan)
     if world_size < 2:
@@ -114,8 +117,7 @@ def gradient_noise_scale(series: Series, world_size: int, valid: np.ndarray) -> 
             if series.gsq_local.size
             else empty
         )
-    gb = np.nanmax(series.gsq_global, axis=0, initial=-np.inf) if series.gsq_global.size else empty
-    gb = np.where(np.isfinite(gb), gb, np.nan)
+    gb = global_sq(series.gsq_global, replicas) if series.gsq_global.size else empty
     bs = np.nanmean(series.samples, axis=0)
     ok = valid & np.isfinite(gs) & np.isfinite(gb) & np.isfinite(bs) & (bs > 0)
     n = int(ok.sum())

@@ -11,6 +11,7 @@ The total norm stays a tensor until the optimizer step. Under FSDP2 it is a part
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import torch
@@ -42,6 +43,11 @@ def _clipped(args: tuple[Any, ...], kwargs: dict[str, Any], total: Any) -> None:
         entry["total_norm_shard"] = local(total).detach()
         entry["norm_type"] = norm_type
     PROBE.steps.clip.append(entry)
+    if "torch.distributed.fsdp" in sys.modules:  # on an FSDP1 model this clips by the shard's norm
+        from ddp_doctor.probe.instruments import fsdp1
+
+        if not fsdp1.in_fsdp_clip():
+            fsdp1.clip_called(fsdp1.TORCH_CLIP)
 
 
 def _partial_norm_type(total: Any) -> float | None:
