@@ -130,6 +130,8 @@ KINDS: dict[str, tuple[Field, ...]] = {
         F("torch", "str"),
         F("backend", "str"),
         F("device", "str"),
+        # several nodes / Slurm tasks (probe/launch_env.py): instance name or node-<node rank>
+        F("node", "str"),
         # imported logs (importers/reduced.py): step numbers go up to steps_per_line × lines
         F("steps_per_line", "int"),
     ),
@@ -254,7 +256,17 @@ CONFIG_FIELDS: dict[str, tuple[Field, ...]] = {
         F("n_params", "int"),
         F("reshard_after_forward", "any"),
         F("module", "str"),
+        # FSDP1 / HSDP (probe/instruments/fsdp1.py)
+        F("sharding_strategy", "str"),
+        F("hsdp", "bool"),
+        F("shard_group_size", "int"),
+        F("replicas", "int"),
+        F("use_orig_params", "bool"),
+        F("cpu_offload", "bool"),
+        F("param_dtype", "str"),
+        F("reduce_dtype", "str"),
     ),
+    "fsdp_clip": (F("function", "str"),),
     "zero": (F("optimizer", "str"),),
     "optimizer": (F("type", "str"), F("groups", "list[dict]", "record", *_GROUP)),
     "scaler": (
@@ -295,6 +307,10 @@ MANIFEST_FIELDS: tuple[Field, ...] = (
     F("env", "dict"),
     F("ranks", "int"),
     F("attached", "bool"),
+    # one of several `ddp-doctor run` instances sharing the directory (manifests.py)
+    F("instance", "str"),
+    F("instances_expected", "int"),
+    F("instances", "dict"),
 )
 
 
