@@ -71,13 +71,25 @@ def _findings(path: Path) -> dict[str, str]:
     return {f.id: f.status for f in diagnose(path).findings}
 
 
+def _agent_shutdown_race(proc: subprocess.CompletedProcess, out: Path) -> bool:
+    """torchrun's c10d rendezvous: the agent hosting the TCPStore may exit first, and the other
+    agent then fails in its own shutdown ("DistNetworkError: Broken pipe") after its ranks ended.
+    Tolerated (and counted) only when every rank file ends with its `end` record."""
+    if "DistNetworkError" in proc.stderr and teardown_race.all_ranks_ended(out):
+        teardown_race.EVENTS.append("tolerated: c10d agent shutdown after a complete two-node run")
+        return True
+    return False
+
+
 @pytest.fixture(scope="module")
 def shared(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("multinode") / "shared"
     for proc in _two_nodes(out):
-        assert proc.returncode == 0 or teardown_race.tolerated(proc, out, "two-node agent"), proc.stderr[
-            -3000:
-        ]
+        assert (
+            proc.returncode == 0
+            or teardown_race.tolerated(proc, out, "two-node agent")
+            or _agent_shutdown_race(proc, out)
+        ), proc.stderr[-3000:]
     return out
 
 
