@@ -17,8 +17,8 @@ from ddp_doctor.analysis.quantities.noise_band import NoiseBand, noise_band
 from ddp_doctor.analysis.quantities.oscillation import Oscillation, oscillation
 from ddp_doctor.analysis.quantities.ratios import Ratios, ratios
 from ddp_doctor.analysis.quantities.series import Series, build_series, segment_sum
-from ddp_doctor.analysis.quantities.shards import combine_clip, combine_full, combine_grad_sq, is_fsdp2
 from ddp_doctor.analysis.quantities.sharding import global_sq, shard_replicas
+from ddp_doctor.analysis.quantities.shards import combine_clip, combine_full, combine_grad_sq, is_fsdp2
 from ddp_doctor.analysis.quantities.spikes import EARLY_LOSS_FACTOR, Spike, find_spikes
 from ddp_doctor.analysis.quantities.update_ratio import UpdateRatios, update_ratios
 from ddp_doctor.rundir import CLIP_COLUMNS, RunData
