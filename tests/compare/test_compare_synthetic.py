@@ -149,3 +149,22 @@ def test_output_replaces_a_planted_symlink_not_its_target(runs, tmp_path):
     assert res.exit_code == 0, res.output
     assert target.read_text() == "keep me"
     assert not link.is_symlink() and "Conclusion" in link.read_text()
+
+
+def test_an_imported_tensorboard_log_can_be_either_side(runs, tmp_path):
+    pytest.importorskip("tensorboard")
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(str(tmp_path / "tb"))
+    for t in range(60):
+        writer.add_scalar("train/loss", 5.0 - 0.02 * t, t)
+        writer.add_scalar("train/learning_rate", 3e-4, t)
+    writer.close()
+    res = CliRunner().invoke(
+        app, ["compare", str(tmp_path / "tb"), str(runs["w2"]), "--format", "json", "--batch-a", "16"]
+    )
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    jsonschema.validate(data, SCHEMA)
+    assert data["runs"]["a"]["settings"]["optimizer_steps"] == 60
+    assert data["curves"]["axis"] == "samples"

@@ -1,5 +1,6 @@
 """`ddp-doctor compare RUN_A RUN_B`: two runs of your script, aligned by data consumed, and why they
-differ ("one GPU was stable, four GPUs oscillate"). RUN_A is the reference (the stable run).
+differ ("one GPU was stable, four GPUs oscillate"). RUN_A is the reference (the stable run). Either
+side may be a log that `report` imports (docs/import.md): it is compared as the reduced run it gives.
 
 Exit codes: 0 compared (whatever the conclusion); 1 with ``--assert-equal`` when the aligned curves
 differ beyond ``--rtol``/``--atol``; 2 for a path that is not a run, or bad flags.
@@ -37,8 +38,12 @@ def register(app: typer.Typer) -> None:
 
     @app.command("compare")
     def compare_cmd(
-        run_a: Path = typer.Argument(..., help="The reference run directory (e.g. the stable 1-GPU run)."),
-        run_b: Path = typer.Argument(..., help="The run to explain (e.g. the 4-GPU run)."),
+        run_a: Path = typer.Argument(
+            ...,
+            help="The reference run (e.g. the stable 1-GPU run): a run directory, or a log "
+            "`report` can import (trainer_state.json, TensorBoard, W&B offline).",
+        ),
+        run_b: Path = typer.Argument(..., help="The run to explain (e.g. the 4-GPU run), same kinds."),
         fmt: str = typer.Option("text", "--format", "-f", help="text | json | html"),
         output: Path = typer.Option(None, "--output", "-o", help="Write the comparison here."),
         lang: str = typer.Option("en", "--lang", help="en | zh"),
@@ -70,14 +75,14 @@ def register(app: typer.Typer) -> None:
                 typer.echo(f"error: {name} must be a finite number ≥ 0, got {v}", err=True)
                 raise typer.Exit(2)
         from ddp_doctor.analysis.compare import DEFAULT_ATOL, DEFAULT_RTOL, compare
-        from ddp_doctor.analysis.diagnose import diagnose
         from ddp_doctor.report import compare_render as r
+        from ddp_doctor.report.load import diagnose_path
         from ddp_doctor.rundir import RunDirError
 
         diags = []
         for p in (run_a, run_b):
             try:
-                diags.append(diagnose(p))
+                diags.append(diagnose_path(p))  # a run dir, or a log imported as a reduced run
             except (RunDirError, OSError) as exc:
                 typer.echo(f"error: {r.clean(exc)}", err=True)
                 raise typer.Exit(2) from None
