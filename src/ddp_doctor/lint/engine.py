@@ -12,14 +12,13 @@ reported line silences those findings there.
 from __future__ import annotations
 
 import ast
-import contextlib
 import os
 import re
 import stat
-import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ddp_doctor.atomic_write import write_bytes_atomic
 from ddp_doctor.catalog import FINDINGS, lint_ids
 from ddp_doctor.findings import Finding
 from ddp_doctor.lint.config import LintConfig, config_for
@@ -228,17 +227,7 @@ def fix_file(path: Path, edits: list[Edit]) -> int:
     new, applied = apply_edits(source, edits)
     if not applied:
         return 0
-    mode = stat.S_IMODE(os.stat(path).st_mode)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".ddp-doctor-fix", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(new.encode(encoding))
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    write_bytes_atomic(path, new.encode(encoding), mode=stat.S_IMODE(os.stat(path).st_mode))
     return applied
 
 

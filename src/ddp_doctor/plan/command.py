@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from enum import Enum
 from pathlib import Path
 
@@ -152,16 +151,7 @@ def _check_output(output: Path) -> None:
 
 
 def _write(output: Path, text: str) -> None:
-    """Write to a temp file beside `output`, then rename over it: never writes through a symlink."""
-    import os
-    import tempfile
+    """Temp file beside `output`, renamed over it: never writes through a symlink."""
+    from ddp_doctor.atomic_write import write_text_atomic
 
-    fd, tmp = tempfile.mkstemp(prefix=f".{output.name}.", suffix=".tmp", dir=output.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, output)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    write_text_atomic(output, text)

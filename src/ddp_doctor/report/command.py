@@ -76,6 +76,13 @@ def export(diag, target: str, where: Path | None, source: Path) -> str:  # type:
     return export_wandb(diag, where)
 
 
+def check_choice(flag: str, value: str, choices: tuple[str, ...]) -> None:
+    """Exit 2 with one message when ``value`` is not one of ``choices`` (report and compare)."""
+    if value not in choices:
+        typer.echo(f"error: {flag} must be one of {', '.join(choices)}, got {value!r}", err=True)
+        raise typer.Exit(2)
+
+
 def register(app: typer.Typer) -> None:
     """Add `report` to the root app."""
 
@@ -125,12 +132,8 @@ def register(app: typer.Typer) -> None:
         ),
     ) -> None:
         """Diagnose a run: every hypothesis confirmed, ruled out (with numbers) or not measured."""
-        if fmt not in FORMATS:
-            typer.echo(f"error: --format must be one of {', '.join(FORMATS)}, got {fmt!r}", err=True)
-            raise typer.Exit(2)
-        if lang not in LANGS:
-            typer.echo(f"error: --lang must be one of {', '.join(LANGS)}, got {lang!r}", err=True)
-            raise typer.Exit(2)
+        check_choice("--format", fmt, FORMATS)
+        check_choice("--lang", lang, LANGS)
         if fail_on is not None and fail_on not in FAIL_ON:
             typer.echo(f"error: --fail-on must be one of {', '.join(FAIL_ON)}, got {fail_on!r}", err=True)
             raise typer.Exit(2)

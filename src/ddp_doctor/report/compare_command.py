@@ -8,29 +8,18 @@ differ beyond ``--rtol``/``--atol``; 2 for a path that is not a run, or bad flag
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import typer
 
-FORMATS = ("text", "json", "html")
-LANGS = ("en", "zh")
+from ddp_doctor.atomic_write import write_text_atomic
+from ddp_doctor.report.command import FORMATS, LANGS, check_choice
 
 
 def _write(path: Path, text: str) -> None:
-    """Temp file in the destination's directory + rename: never half-written, never through a symlink."""
-    target = Path(path)
-    if target.is_dir():
-        raise OSError(f"{target} is a directory")
-    fd, tmp = tempfile.mkstemp(prefix=".ddp-doctor-", dir=target.parent if str(target.parent) else ".")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    if Path(path).is_dir():
+        raise OSError(f"{path} is a directory")
+    write_text_atomic(path, text)
 
 
 def register(app: typer.Typer) -> None:
@@ -64,12 +53,8 @@ def register(app: typer.Typer) -> None:
         batch_b: float = typer.Option(None, "--batch-b", help="Same for run B."),
     ) -> None:
         """Compare two runs aligned by samples consumed: settings, curves, noise, and the likely cause."""
-        if fmt not in FORMATS:
-            typer.echo(f"error: --format must be one of {', '.join(FORMATS)}, got {fmt!r}", err=True)
-            raise typer.Exit(2)
-        if lang not in LANGS:
-            typer.echo(f"error: --lang must be one of {', '.join(LANGS)}, got {lang!r}", err=True)
-            raise typer.Exit(2)
+        check_choice("--format", fmt, FORMATS)
+        check_choice("--lang", lang, LANGS)
         for name, v in (("--rtol", rtol), ("--atol", atol), ("--batch-a", batch_a), ("--batch-b", batch_b)):
             if v is not None and not (v >= 0 and v < float("inf")):
                 typer.echo(f"error: {name} must be a finite number ≥ 0, got {v}", err=True)
