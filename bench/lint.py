@@ -4,7 +4,7 @@ Generates N training scripts (about 100-400 lines each: a DDP training loop in o
 shapes — nested or guarded accumulation, class-based or plain functions, with or without each
 pitfall — plus ordinary helper code), then times ``lint_paths`` over the folder: discovery,
 reading, parsing and all 14 rules, exactly what the CLI does. Also times ``ast.parse`` alone,
-so the rules' own cost is visible. The goal (issue 5) is >= 200 files/s on the 2-core CI machine.
+so the rules' own cost is visible. The goal is >= 200 files/s on the 2-core CI machine.
 
 Both wall-clock and CPU time (``time.process_time``, this process only) are reported: on a
 shared machine other jobs stretch the wall clock, while CPU seconds are what lint itself costs.

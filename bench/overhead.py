@@ -7,7 +7,7 @@ own timer (rank 0's metrics.jsonl), after dropping the first warm-up steps. Beca
 a shared machine drifts with other users' load, it also reports the CPU time (user + sys) of the
 whole process tree per run, which load does not inflate; it includes start-up (~60 ms of probe
 import per process), so it overstates the per-step ratio slightly. Prints the ratio of
-median step times per level (goal, issue 3: basic <= 1.03x, full <= 1.10x at --every 10), the ratio
+median step times per level (goal: basic <= 1.03x, full <= 1.10x at --every 10), the ratio
 of mean step times (which, unlike the median, includes the update/parameter sample taken every 5
 steps at every level, and the checksum steps), and the
 bytes the probe wrote per optimizer step and rank.

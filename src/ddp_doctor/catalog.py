@@ -722,11 +722,6 @@ _HYPOTHESIS_LIST: tuple[HypothesisSpec, ...] = (
 
 HYPOTHESES: dict[str, HypothesisSpec] = {spec.id: spec for spec in _HYPOTHESIS_LIST}
 
-# Findings that belong to no hypothesis of the user's list but are reported anyway.
-UNGROUPED_FINDINGS: tuple[str, ...] = tuple(
-    fid for fid in FINDINGS if not any(fid in h.findings for h in _HYPOTHESIS_LIST)
-)
-
 
 def finding(id: str) -> FindingSpec:
     """The spec of a finding ID; a KeyError names the unknown ID."""

@@ -21,7 +21,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "ddp_doctor.report.command",  # report
     "ddp_doctor.report.compare_command",  # compare
     "ddp_doctor.lint.command",  # lint
-    "ddp_doctor.trainer.command",  # demo, train
+    "ddp_doctor.trainer.command",  # train
+    "ddp_doctor.demo",  # demo
     "ddp_doctor.experiments.command",  # verify, ablate
     "ddp_doctor.plan.command",  # plan
 )

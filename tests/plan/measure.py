@@ -15,7 +15,7 @@ from torch.multiprocessing.reductions import StorageWeakRef
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-from ddp_doctor.trainer.presets import ModelPreset
+from ddp_doctor.presets import ModelPreset
 
 
 class _StorageTracker(TorchDispatchMode):

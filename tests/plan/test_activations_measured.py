@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from ddp_doctor.plan.activations import activation_bytes
-from ddp_doctor.trainer.presets import PRESETS
+from ddp_doctor.presets import PRESETS
 
 from .measure import build_llama, measured_activation_bytes
 

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from ddp_doctor.cli import app
 from ddp_doctor.plan.render import PLAN_SCHEMA
-from ddp_doctor.trainer.presets import PRESETS
+from ddp_doctor.presets import PRESETS
 
 FORUM_ARGS = ["plan", "--model", "llama-13b", "--gpus", "4", "--gpu", "v100-32gb", "--global-batch", "64"]
 

@@ -8,7 +8,7 @@ import torch
 
 from ddp_doctor.plan.memory import model_states
 from ddp_doctor.plan.model import lora_parameter_tensors, lora_parameters, num_parameter_tensors
-from ddp_doctor.trainer.presets import PRESETS
+from ddp_doctor.presets import PRESETS
 
 from .measure import build_llama
 

@@ -11,7 +11,7 @@ from ddp_doctor.plan import advice
 from ddp_doctor.plan.hardware import get_gpu, gpu_table
 from ddp_doctor.plan.planner import Setup, memory_breakdown, micro_and_accum, plan, plan_strategy
 from ddp_doctor.plan.throughput import comm_bytes_per_step, flops_per_token
-from ddp_doctor.trainer.presets import PRESETS
+from ddp_doctor.presets import PRESETS
 
 FORUM = Setup(
     model=PRESETS["llama-13b"],

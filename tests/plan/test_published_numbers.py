@@ -7,7 +7,7 @@ import pytest
 from ddp_doctor.plan.hardware import get_gpu
 from ddp_doctor.plan.memory import model_states, zero_paper_states
 from ddp_doctor.plan.throughput import DEFAULT_MFU, flops_per_token
-from ddp_doctor.trainer.presets import PRESETS
+from ddp_doctor.presets import PRESETS
 
 # Rajbhandari et al. 2020, Fig. 1: Ψ = 7.5B, N_d = 64, K = 12; per-GPU model-state memory in GB.
 ZERO_PSI = 7.5e9

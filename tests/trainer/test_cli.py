@@ -10,7 +10,7 @@ import teardown_race
 from typer.testing import CliRunner
 
 from ddp_doctor.cli import app
-from ddp_doctor.trainer.command import DEMO_FAULTS
+from ddp_doctor.demo import DEMO_FAULTS
 from ddp_doctor.trainer.config import TrainConfig
 from ddp_doctor.trainer.launch import build_command
 

@@ -1,4 +1,4 @@
-"""`ddp-doctor verify` and `ddp-doctor ablate` (issue 6). Heavy imports happen inside the commands."""
+"""`ddp-doctor verify` and `ddp-doctor ablate`. Heavy imports happen inside the commands."""
 
 from __future__ import annotations
 

@@ -54,11 +54,6 @@ def dotted(node: ast.AST | None) -> str | None:
     return None
 
 
-def call_name(call: ast.AST) -> str | None:
-    """The dotted text of what a Call calls (``optimizer.zero_grad``), else None."""
-    return dotted(call.func) if isinstance(call, ast.Call) else None
-
-
 def method(call: ast.AST) -> tuple[str | None, str] | None:
     """``(receiver text, method name)`` of ``recv.name(...)``; receiver is None when not dotted."""
     if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute):

@@ -111,8 +111,11 @@ def lint_source(
         return result
     seen: set[tuple[str, int]] = set()
     for rule_id in ids:
+        rule = RULES[rule_id]
+        if not rule.applies(ctx):
+            continue  # the identifier pre-check: a rule's check() may assume its required words
         try:
-            violations = list(RULES[rule_id].check(ctx, facts))
+            violations = list(rule.check(ctx, facts))
         except RecursionError:
             result.diagnostics.append(
                 Diagnostic(path, None, "internal-error", f"{rule_id}: nesting too deep")

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ddp_doctor.plan.model import linear_parameters
-from ddp_doctor.trainer.presets import ModelPreset
+from ddp_doctor.presets import ModelPreset
 
 # "fp32": everything fp32. "half": weights and compute in fp16/bf16 (DeepSpeed, FSDP
 # MixedPrecision). "autocast": fp32 weights, torch.autocast to fp16/bf16 (DDP + native AMP).

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ddp_doctor.trainer.presets import PRESETS, ModelPreset
+from ddp_doctor.presets import PRESETS, ModelPreset
 
 # Parameter tensors per decoder layer of LlamaForCausalLM: q, k, v, o, gate, up, down, 2 RMSNorms.
 TENSORS_PER_LAYER = 9

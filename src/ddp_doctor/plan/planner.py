@@ -16,7 +16,7 @@ from ddp_doctor.plan import memory as mem
 from ddp_doctor.plan import model as shapes
 from ddp_doctor.plan import throughput as tp
 from ddp_doctor.plan.hardware import GpuSpec
-from ddp_doctor.trainer.presets import ModelPreset
+from ddp_doctor.presets import ModelPreset
 
 # Assumed, not measured here (no GPU in CI): the CUDA context, cuBLAS workspaces and NCCL
 # channel buffers of one training process. Lazy-loaded CUDA 12 contexts take ~0.3–0.5 GiB;

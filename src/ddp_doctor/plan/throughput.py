@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ddp_doctor.plan.memory import Strategy
-from ddp_doctor.trainer.presets import ModelPreset
+from ddp_doctor.presets import ModelPreset
 
 # Model FLOPs utilisation assumed when the user gives none. PaLM reports 46.2% (540B, TPU v4);
 # Megatron-LM trains GPT models at 44–52% of A100 peak (Narayanan et al. 2021, Table 1); typical

@@ -4,7 +4,7 @@
 `attach_from_env()` right after `import torch`. Launchers that drop the environment (ssh/pdsh
 multi-node, `mpirun` without `-x`, `python -I/-E/-S`) need the explicit form at the top of the
 training script: `import ddp_doctor; ddp_doctor.attach(run_dir=..., level=..., every=...)`.
-Interventions (`run --set`, a later issue) will be applied here, where torch is first patched.
+Interventions (`run --set`) are applied here, where torch is first patched.
 """
 
 from __future__ import annotations

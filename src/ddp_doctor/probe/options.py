@@ -20,7 +20,7 @@ ENV_FAULT = "DDP_DOCTOR_PROBE_FAULT"
 Level = Literal["basic", "full"]
 LEVELS: tuple[str, ...] = ("basic", "full")
 # Replica checksums and `full` statistics every 50 optimizer steps by default: a checksum costs
-# about one pass over the parameters (probe-notes: ~12 ms for 21M params), so 1/50 of a step is noise.
+# about one pass over the parameters (docs/probe.md, measured facts: ~12 ms for 21M params), so 1/50 of a step is noise.
 DEFAULT_EVERY = 50
 
 

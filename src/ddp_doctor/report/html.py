@@ -11,8 +11,8 @@ from html import escape
 import numpy as np
 from rich.text import Text
 
-from ddp_doctor.analysis.checks.data_order import overlap_by_step
 from ddp_doctor.analysis.diagnose import Diagnosis
+from ddp_doctor.analysis.quantities.data_overlap import overlap_by_step
 from ddp_doctor.catalog import HYPOTHESES, Lang
 from ddp_doctor.findings import SEVERITY_ORDER, jsonable
 from ddp_doctor.report.i18n import w
@@ -107,7 +107,7 @@ def _charts(diag: Diagnosis, lang: Lang) -> list[str]:
             for i, (g, v) in enumerate(sorted(ctx.ratios.trace.items()))
         ]
         charts.append(render(Chart(w("plot_ratio", lang), lines, log_y=True, x_label=xl)))
-    same, total, _ = overlap_by_step(ctx)
+    same, total, _ = overlap_by_step(ctx.run, ctx.series.n_steps)
     if total.sum():
         with np.errstate(invalid="ignore", divide="ignore"):
             share = np.where(total > 0, same / total, np.nan)

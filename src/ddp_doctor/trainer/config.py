@@ -12,8 +12,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Literal, get_args, get_type_hints
 
+from ddp_doctor.presets import PRESETS
 from ddp_doctor.trainer.faults import DDP_ONLY_FAULTS, FAULTS, FP16_FAULTS, check_faults
-from ddp_doctor.trainer.presets import PRESETS
 
 Precision = Literal["fp32", "bf16", "fp16"]
 CompileMode = Literal["off", "before_ddp", "after_ddp"]

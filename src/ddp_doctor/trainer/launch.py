@@ -23,7 +23,7 @@ from pathlib import Path
 from rich.console import Console
 
 from ddp_doctor.teardown import ExitStatus
-from ddp_doctor.trainer.config import METRICS_FILE, TrainConfig, config_to_argv
+from ddp_doctor.trainer.config import METRICS_FILE, SUMMARY_FILE, TrainConfig, config_to_argv
 
 LOG_FILE = "launch.log"
 POLL_SECONDS = 0.5
@@ -145,3 +145,32 @@ def log_tail(out_dir: str, lines: int = 40) -> str:
     """The last lines of the launch log (shown when a run fails)."""
     path = Path(out_dir) / LOG_FILE
     return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+
+
+def announce(console: Console, cfg: TrainConfig, world: int) -> None:
+    """One line before a launch: what runs, on how many ranks, with which faults."""
+    console.print(
+        f"[bold]ddp-doctor[/] reference trainer: {cfg.preset} LLaMA, {world} CPU ranks "
+        f"(gloo), micro-batch {cfg.micro_batch}, accumulation {cfg.accum}, "
+        f"faults: {', '.join(cfg.faults) or 'none'}"
+    )
+
+
+def print_outcome(console: Console, out_dir: str, code: int, completed_note: str | None = None) -> None:
+    """After a launch: the trainer's own summary, or the tail of its log when it failed.
+
+    `completed_note`: the launcher failed only because a rank aborted at interpreter teardown after
+    the last step (ddp_doctor.teardown); the run completed, and the note says so.
+    """
+    from rich.markup import escape
+
+    summary = Path(out_dir) / SUMMARY_FILE
+    if completed_note is not None:
+        console.print(f"[yellow]launcher exit code {code}: {escape(completed_note)}[/]")
+        code = 0
+    if code != 0 or not summary.exists():
+        console.print(log_tail(out_dir), markup=False, highlight=False)
+        console.print(f"[red]trainer failed (exit code {code})[/]; full log: {Path(out_dir) / LOG_FILE}")
+        return
+    console.print(summary.read_text(encoding="utf-8"), markup=False, highlight=False, end="")
+    console.print(f"metrics: {Path(out_dir) / 'metrics.jsonl'}   launcher log: {Path(out_dir) / LOG_FILE}")

@@ -13,9 +13,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ddp_doctor.presets import CPU_PRESETS, get_preset
 from ddp_doctor.trainer.config import TrainConfig
 from ddp_doctor.trainer.data import IGNORE_INDEX
-from ddp_doctor.trainer.presets import CPU_PRESETS, get_preset
 
 
 def build_model(cfg: TrainConfig) -> nn.Module:

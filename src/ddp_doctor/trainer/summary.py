@@ -8,10 +8,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from ddp_doctor.presets import get_preset
 from ddp_doctor.trainer.config import METRICS_FILE, SUMMARY_FILE, TrainConfig
 from ddp_doctor.trainer.data import entropy_floor
 from ddp_doctor.trainer.loop import TrainResult
-from ddp_doctor.trainer.presets import get_preset
 
 
 def print_summary(cfg: TrainConfig, result: TrainResult) -> None:

@@ -1,7 +1,7 @@
 """Hypothesis `data-order`: sampler, shuffle, seed or set_epoch wrong; ranks see skewed data.
 
 * sampler-missing: the probe hashes every micro-batch's input tensor; with sharded data the hashes
-  never coincide across ranks (probe-notes: 0/16 identical in correct setups, 32/32 without a
+  never coincide across ranks (docs/probe.md, measured facts: 0/16 identical in correct setups, 32/32 without a
   DistributedSampler). Confirmed when more than :data:`IDENTICAL_SHARE` of the micro-batches match
   rank 0's at the same (step, micro-step).
 * set-epoch-missing: each DistributedSampler iteration records the hash of its index list;
@@ -16,6 +16,7 @@ import numpy as np
 
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, fmt, not_measured, ruled_out
+from ddp_doctor.analysis.quantities.data_overlap import overlap_by_step
 from ddp_doctor.analysis.quantities.skew import rank_skew
 from ddp_doctor.findings import Finding
 
@@ -26,43 +27,9 @@ def check(ctx: Context) -> list[Finding]:
     return [_sampler(ctx), _set_epoch(ctx), _skew(ctx)]
 
 
-def _keyed_hashes(ctx: Context, rank: int) -> tuple[np.ndarray, np.ndarray]:
-    c = ctx.run.ranks[rank].steps
-    step_of = np.repeat(c.step, c.micro_steps)
-    micro_idx = np.arange(step_of.size) - np.repeat(c.offsets[:-1], c.micro_steps)
-    keys = step_of * 65536 + micro_idx
-    return keys, c.input_hashes
-
-
-def overlap_by_step(ctx: Context) -> tuple[np.ndarray, np.ndarray, int]:
-    """Per optimizer step: micro-batches identical to the lowest rank's, and micro-batches compared.
-
-    Returns (identical[T], compared[T], ranks with hashes)."""
-    T = ctx.series.n_steps
-    same, total = np.zeros(T), np.zeros(T)
-    ranks = [
-        r
-        for r in sorted(ctx.run.ranks)
-        if ctx.run.ranks[r].steps is not None and (ctx.run.ranks[r].steps.input_hashes != b"").any()
-    ]
-    if len(ranks) < 2:
-        return same, total, len(ranks)
-    k0, h0 = _keyed_hashes(ctx, ranks[0])
-    for r in ranks[1:]:
-        k, h = _keyed_hashes(ctx, r)
-        _, i0, i = np.intersect1d(k0, k, assume_unique=True, return_indices=True)
-        a, b = h0[i0], h[i]
-        valid = (a != b"") & (b != b"")
-        step = k0[i0] // 65536
-        ok = valid & (step < T)
-        same += np.bincount(step[ok], weights=(a[ok] == b[ok]).astype(float), minlength=T)[:T]
-        total += np.bincount(step[ok], minlength=T)[:T]
-    return same, total, len(ranks)
-
-
 def _sampler(ctx: Context) -> Finding:
     fid = "sampler-missing"
-    same_t, total_t, n_ranks = overlap_by_step(ctx)
+    same_t, total_t, n_ranks = overlap_by_step(ctx.run, ctx.series.n_steps)
     if n_ranks < 2:
         return not_measured(
             fid,

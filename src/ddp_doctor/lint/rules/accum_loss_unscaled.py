@@ -25,8 +25,6 @@ class AccumLossUnscaled(Rule):
     required = (("backward",),)
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
-        if not self.applies(ctx):
-            return
         tracer = LossTracer(ctx)
         for loop in facts.accumulation_loops():
             if _scales_gradients(ctx, ctx.enclosing_function(loop.loop)):

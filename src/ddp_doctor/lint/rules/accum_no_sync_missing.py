@@ -29,8 +29,6 @@ class AccumNoSyncMissing(Rule):
     required_in_project = (("backward", "scaler", "loss_scaler"),)
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
-        if not self.applies(ctx):
-            return
         if facts.prepared or any(SYNC_CONTROL.match(w) for w in ctx.words):
             return
         project = ctx.project

@@ -48,6 +48,7 @@ class Rule:
     # Words the file must contain for the rule to possibly fire: every group needs one of its
     # words. Checked on the identifier set (``applies``) and, before any analysis, on the raw
     # text (``may_apply``): an identifier always appears in the text, so skipping is safe.
+    # The engine checks both before it calls ``check``, so a rule never repeats this test.
     required: ClassVar[tuple[tuple[str, ...], ...]] = ()
     # In project mode a fact may come from another file (DDP applied by a helper, backward in a
     # loss-scaler object): the rule then declares the looser words it needs in this file.

@@ -27,8 +27,6 @@ from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.project import BATCHNORM, DDP, TORCHVISION_BN, ProjectIndex
 from ddp_doctor.lint.rules.base import Rule, Violation, insert_line_before, starts_own_line, statement_of
 
-SYNC = "torch.nn.SyncBatchNorm"
-
 
 class BatchnormUnsynced(Rule):
     id = "batchnorm-unsynced"
@@ -40,8 +38,6 @@ class BatchnormUnsynced(Rule):
         return project.ddp_wrapper_names()
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
-        if not self.applies(ctx):
-            return
         bn_lines: list[int] = []
         ddp_calls: list[ast.Call] = []
         conversions: list[ast.AST] = []

@@ -38,8 +38,6 @@ class ClipBeforeUnscale(Rule):
     required = (("scale",), tuple(c.split(".")[-1] for c in CLIPS))
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
-        if not self.applies(ctx):
-            return
         for scope in ctx.scopes():
             events = list(_events(ctx, scope, HELPER_DEPTH, frozenset()))
             scaled_by: str | None = None  # the scaler of the last scaled backward not yet unscaled

@@ -25,8 +25,6 @@ class CompileBeforeDdp(Rule):
     required = (("compile",), ("DistributedDataParallel",))
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
-        if not self.applies(ctx):
-            return
         for scope in ctx.scopes():
             compiled: dict[str, int] = {}  # name -> line where it became a compiled module
             compiled_at: dict[str, ast.AST] = {}

@@ -43,8 +43,6 @@ class Fp16NoScaler(Rule):
     required_in_project = (("autocast", "MixedPrecision"),)
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
-        if not self.applies(ctx):
-            return
         if any(ctx.imports_module(m) for m in SELF_SCALING):
             return
         if any("GradScaler" in w for w in ctx.words):

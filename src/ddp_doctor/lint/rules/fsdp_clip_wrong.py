@@ -26,8 +26,6 @@ class FsdpClipWrong(Rule):
     required = (("FullyShardedDataParallel",),)
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
-        if not self.applies(ctx):
-            return
         wrapped: set[str] = set()
         for node in ctx.of_type(ast.Assign):
             if (

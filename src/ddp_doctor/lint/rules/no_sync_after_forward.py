@@ -26,8 +26,6 @@ class NoSyncAfterForward(Rule):
     required = ((TOGGLE_ATTR, "no_sync"),)
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
-        if not self.applies(ctx):
-            return
         for node in ctx.nodes:
             for field_name in ("body", "orelse", "finalbody"):
                 block = getattr(node, field_name, None)

@@ -46,8 +46,6 @@ class Rank0OnlyLossLog(Rule):
     required = (("backward", "scaler", "loss_scaler"),)
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
-        if not self.applies(ctx):
-            return
         backward_scopes: dict[int, ast.AST] = {}
         for n in ctx.of_type(ast.Call):
             if facts.backward(n):

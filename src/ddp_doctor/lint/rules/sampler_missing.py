@@ -37,8 +37,6 @@ class SamplerMissing(Rule):
     required_in_project = (("DataLoader",),)
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
-        if not self.applies(ctx):
-            return
         if facts.prepared or ctx.imports_module("lightning") or ctx.imports_module("pytorch_lightning"):
             return
         calls = ctx.of_type(ast.Call)

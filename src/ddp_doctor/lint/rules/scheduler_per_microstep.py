@@ -21,8 +21,6 @@ class SchedulerPerMicrostep(Rule):
     required = (("backward",),)
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
-        if not self.applies(ctx):
-            return
         for loop, node, receiver in micro_method_calls(facts, "step"):
             if not facts.is_scheduler(receiver):
                 continue

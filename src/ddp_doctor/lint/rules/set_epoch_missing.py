@@ -31,8 +31,6 @@ class SetEpochMissing(Rule):
     required = (("DistributedSampler",),)
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
-        if not self.applies(ctx):
-            return
         nodes = list(ctx.nodes)
         if any((m := method(n)) and m[1] == "set_epoch" for n in nodes if isinstance(n, ast.Call)):
             return

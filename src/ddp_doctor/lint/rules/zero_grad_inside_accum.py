@@ -21,8 +21,6 @@ class ZeroGradInsideAccum(Rule):
     required = (("zero_grad",),)
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
-        if not self.applies(ctx):
-            return
         for loop, node, receiver in micro_method_calls(facts, "zero_grad"):
             yield self.violation(
                 node,

@@ -7,7 +7,7 @@ It runs at start-up of every Python process the command starts, and must stay ch
    exited, when DDP_DOCTOR_EXITS_DIR is set (probe/exits.py: once torch's elastic errors module is
    imported, ChildFailedError is wrapped; nothing runs unless a worker failed);
 3. otherwise it only installs a meta-path hook, and starts the probe right after `import torch`
-   finishes (importing the probe eagerly cost ~86 ms per process, deferred ~10 ms: probe-notes).
+   finishes (importing the probe eagerly cost ~86 ms per process, deferred ~10 ms; docs/probe.md, measured facts).
 Nothing here may raise: a failure prints one line to stderr and the program runs unprobed.
 """
 

@@ -1,7 +1,7 @@
 """Micro-steps and their loss: every `torch.autograd.backward` call is one micro-step.
 
 `Tensor.backward()`, accelerate's `backward` and HF Trainer all go through
-`torch.autograd.backward` (probe-notes). The root's value is the micro-step loss; when it came
+`torch.autograd.backward` (docs/probe.md, measured facts). The root's value is the micro-step loss; when it came
 out of `GradScaler.scale`, the value recorded is the loss before scaling. Re-entrant calls
 (reentrant activation checkpointing runs backward inside backward) are not micro-steps.
 `torch.autograd.grad` users are not seen.

@@ -4,14 +4,14 @@ DDP calls the hook once per gradient bucket, only on micro-steps where gradient 
 the number of calls per micro-step is the sync pattern: (0, 0, 0, k) with `no_sync`, (k, k, k, k)
 without. Inside the hook the bucket buffer before the all-reduce holds this rank's LOCAL gradient
 (accumulated over the micro-steps since the last sync) and after it the GLOBAL averaged gradient;
-their squared L2 norms, summed over buckets, matched a direct computation exactly (probe-notes).
+their squared L2 norms, summed over buckets, matched a direct computation exactly (docs/probe.md, measured facts).
 
 Numerics are unchanged: our hook does what DDP's built-in reduction does, i.e. the documented
 `allreduce_hook` (torch/distributed/algorithms/ddp_comm_hooks/default_hooks.py): divide by the
 group size, then all-reduce with SUM. A hook the user registers is wrapped, not replaced. DDP
 accepts one hook, only before the first backward, so ours is registered lazily at the first
 backward of each model (instruments/backward.py) unless the user registered one by then.
-The norm uses `vector_norm(dtype=float32)`: `pow(2).sum()` was ~9x slower (probe-notes).
+The norm uses `vector_norm(dtype=float32)`: `pow(2).sum()` was ~9x slower (docs/probe.md, measured facts).
 """
 
 from __future__ import annotations

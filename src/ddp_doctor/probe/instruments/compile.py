@@ -3,7 +3,7 @@
 `torch.compile` is wrapped (`nn.Module.compile` goes through it too). A target that already is a
 DDP model is `after_ddp`; otherwise the record waits until the first optimizer step, by which
 time a DDP wrapping of the compiled module (`before_ddp`) would have been seen, else `no_ddp`.
-Both orders work on torch 2.13 (probe-notes); the record lets the report say which one ran.
+Both orders work on torch 2.13 (docs/probe.md, measured facts); the record lets the report say which one ran.
 """
 
 from __future__ import annotations

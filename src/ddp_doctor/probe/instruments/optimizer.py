@@ -1,7 +1,7 @@
 """Optimizer steps: they close the step window; lr per group; hyper-parameters; zero_grad calls.
 
 The global hooks `register_optimizer_step_pre_hook/post_hook` fire for every torch optimizer,
-including the one inside HF's AcceleratedOptimizer (probe-notes). The first optimizer that steps
+including the one inside HF's AcceleratedOptimizer (docs/probe.md, measured facts). The first optimizer that steps
 is the one that defines step numbers; other optimizers are recorded as configuration only.
 Backward calls between two steps are the accumulation count. `zero_grad` is counted on
 `Optimizer.zero_grad` and `Module.zero_grad` (outermost call only).

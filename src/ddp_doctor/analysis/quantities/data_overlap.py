@@ -1,0 +1,51 @@
+"""Cross-rank data overlap: per optimizer step, how many micro-batches equal the lowest rank's.
+
+The probe hashes every micro-batch's input tensor (rank files, ``input_hashes``). With sharded data
+two ranks' hashes at the same (step, micro-step) never coincide; without a DistributedSampler every
+rank reads the same batches, so they all do (docs/probe.md, "data"). Used by the `sampler-missing`
+check and by the HTML report's overlap chart.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ddp_doctor.rundir import RunData
+
+# A key packs (step, micro-step) into one integer; micro-steps per step stay far below this.
+_MICRO_SLOTS = 65536
+
+
+def _keyed_hashes(run: RunData, rank: int) -> tuple[np.ndarray, np.ndarray]:
+    c = run.ranks[rank].steps
+    assert c is not None
+    step_of = np.repeat(c.step, c.micro_steps)
+    micro_idx = np.arange(step_of.size) - np.repeat(c.offsets[:-1], c.micro_steps)
+    keys = step_of * _MICRO_SLOTS + micro_idx
+    return keys, c.input_hashes
+
+
+def overlap_by_step(run: RunData, n_steps: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """Per optimizer step: micro-batches identical to the lowest rank's, and micro-batches compared.
+
+    Returns (identical[n_steps], compared[n_steps], ranks with hashes)."""
+    T = n_steps
+    same, total = np.zeros(T), np.zeros(T)
+    ranks = [
+        r
+        for r in sorted(run.ranks)
+        if run.ranks[r].steps is not None and (run.ranks[r].steps.input_hashes != b"").any()
+    ]
+    if len(ranks) < 2:
+        return same, total, len(ranks)
+    k0, h0 = _keyed_hashes(run, ranks[0])
+    for r in ranks[1:]:
+        k, h = _keyed_hashes(run, r)
+        _, i0, i = np.intersect1d(k0, k, assume_unique=True, return_indices=True)
+        a, b = h0[i0], h[i]
+        valid = (a != b"") & (b != b"")
+        step = k0[i0] // _MICRO_SLOTS
+        ok = valid & (step < T)
+        same += np.bincount(step[ok], weights=(a[ok] == b[ok]).astype(float), minlength=T)[:T]
+        total += np.bincount(step[ok], minlength=T)[:T]
+    return same, total, len(ranks)
