@@ -107,7 +107,7 @@ def run_case(case: Case, run_dir: Path, sets: dict[str, str] | None = None) -> i
     command = build_command(cfg, WORLD)
     env = dict(command.env)
     if sets:
-        from ddp_doctor.experiments.interventions import ENV_VAR, to_env
+        from ddp_doctor.probe.interventions import ENV_VAR, to_env
 
         env[ENV_VAR] = to_env(sets)
     log = run_dir / "launch.log"

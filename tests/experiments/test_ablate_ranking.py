@@ -12,9 +12,9 @@ import pytest
 from synthetic import write_run
 
 from ddp_doctor.experiments.ablate import ablate, is_finished, parse_variants, plan_runs, run_dir_name
-from ddp_doctor.experiments.interventions import InterventionError
 from ddp_doctor.experiments.stability import stability_of_series
 from ddp_doctor.experiments.stats import bootstrap_diff_ci, symmetric_change
+from ddp_doctor.probe.interventions import InterventionError
 
 
 class RecordingRunner:

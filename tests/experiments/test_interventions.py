@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import teardown_race
 
-from ddp_doctor.experiments.interventions import (
+from ddp_doctor.probe.interventions import (
     ENV_VAR,
-    SPECS,
+    INTERVENTIONS,
     InterventionError,
     parse_sets,
     parse_value,
@@ -76,7 +76,7 @@ def test_parse_sets_rejects_a_key_given_twice():
 
 
 def test_every_spec_example_parses():
-    for spec in SPECS.values():
+    for spec in INTERVENTIONS.values():
         key, _, value = spec.example.partition("=")
         assert key == spec.key
         parse_value(key, value)

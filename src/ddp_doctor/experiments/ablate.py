@@ -1,7 +1,7 @@
 """Which of the forum's suggestions actually make this run more stable? Baseline vs interventions.
 
 `ddp-doctor ablate -- CMD` runs CMD as a baseline and once per variant (a set of interventions,
-ddp_doctor.experiments.interventions), each with K seeds (the `seed=` intervention), every run
+ddp_doctor.probe.interventions), each with K seeds (the `seed=` intervention), every run
 through the probe (`ddp-doctor run --out RUN --set ... -- CMD`). It then computes the stability
 metrics of every run (experiments.stability) and, per variant and metric, the difference of
 means to the baseline with a bootstrap CI and the symmetric relative change (experiments.stats).
@@ -33,10 +33,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ddp_doctor.experiments.interventions import ENV_VAR, InterventionError, parse_sets, to_env
 from ddp_doctor.experiments.stability import METRICS, Stability, stability_of_run
 from ddp_doctor.experiments.stats import bootstrap_diff_ci, mean, symmetric_change
 from ddp_doctor.findings import jsonable
+from ddp_doctor.probe.interventions import ENV_VAR, InterventionError, parse_sets, to_env
 
 ABLATE_SCHEMA = "ddp-doctor.ablate/1"
 BASELINE = "baseline"

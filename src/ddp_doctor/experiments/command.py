@@ -84,8 +84,8 @@ def ablate(
 
     from ddp_doctor.experiments.ablate import DEFAULT_VARIANTS, parse_variants, plan_runs
     from ddp_doctor.experiments.ablate import ablate as run_ablate
-    from ddp_doctor.experiments.interventions import InterventionError
     from ddp_doctor.experiments.render import ablate_table
+    from ddp_doctor.probe.interventions import InterventionError
 
     command = list(ctx.args)
     if command and command[0] == "--":

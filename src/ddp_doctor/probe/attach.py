@@ -17,11 +17,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ddp_doctor.probe.interventions import ENV_VAR
 from ddp_doctor.probe.options import DEFAULT_EVERY, ENV_FAULT, ProbeOptions
 from ddp_doctor.probe.state import PROBE, after_import, guarded
 
 DEFAULT_ATTACH_DIR = "ddp-doctor-run"
-INTERVENTIONS_ENV = "DDP_DOCTOR_SET"  # = ddp_doctor.experiments.interventions.ENV_VAR (not imported: light)
 
 
 def attach(
@@ -73,7 +73,7 @@ def _start(options: ProbeOptions, write_manifest: bool) -> None:
 @guarded("interventions")
 def _apply_interventions() -> None:
     """`run --set KEY=VALUE` (ddp_doctor.probe.interventions): patched in here, at torch import."""
-    if not os.environ.get(INTERVENTIONS_ENV):
+    if not os.environ.get(ENV_VAR):
         return
     from ddp_doctor.probe.interventions import apply_from_env
 
@@ -82,7 +82,7 @@ def _apply_interventions() -> None:
 
 
 def _intervention_effects() -> dict[str, int] | None:
-    if not os.environ.get(INTERVENTIONS_ENV):
+    if not os.environ.get(ENV_VAR):
         return None
     from ddp_doctor.probe.interventions import EFFECTS
 

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from ddp_doctor.probe.interventions import help_text
+
 USAGE_ERROR = 2
 
 
@@ -40,10 +42,7 @@ def register(app: typer.Typer) -> None:
             None,
             "--set",
             metavar="KEY=VALUE",
-            help="Apply a forum suggestion without editing the script (repeatable): "
-            "compile=off, adam.eps=1e-10, adam.beta2=0.95, lr.scale=0.5, clip=1.0, "
-            "warmup=100, ddp.bucket_cap_mb=100, ddp.find_unused=false, "
-            "sampler.set_epoch=auto, seed=0. See docs/experiments.md.",
+            help=help_text(),
         ),
         exports: list[str] | None = typer.Option(
             None,
@@ -55,9 +54,9 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         import os
 
-        from ddp_doctor.experiments.interventions import ENV_VAR, InterventionError, parse_sets, to_env
         from ddp_doctor.probe import launcher
         from ddp_doctor.probe.claim import RunDirBusy
+        from ddp_doctor.probe.interventions import ENV_VAR, InterventionError, parse_sets, to_env
         from ddp_doctor.probe.options import LEVELS, ProbeOptions
 
         if not command:

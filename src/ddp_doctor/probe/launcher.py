@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from ddp_doctor import __version__
-from ddp_doctor.experiments.interventions import ENV_VAR as INTERVENTIONS_ENV
 from ddp_doctor.manifests import instance_manifest_path, instance_names
 from ddp_doctor.probe import launch_env
 from ddp_doctor.probe.claim import RunDirBusy, claim, release
 from ddp_doctor.probe.exits import ENV_EXITS_DIR
+from ddp_doctor.probe.interventions import ENV_VAR as INTERVENTIONS_ENV
 from ddp_doctor.probe.options import ProbeOptions
 from ddp_doctor.records import RANKS_DIR, RUN_SCHEMA, manifest_path
 from ddp_doctor.redact import is_secret_name, redact_argv, redact_value
@@ -150,7 +150,7 @@ def run(
     The run directory is claimed first (ddp_doctor.probe.claim): RunDirBusy when another launcher
     holds it, or, with `require_fresh`, when it already holds a run. `environ` is the command's
     base environment (default: ours). Interventions travel in its
-    `DDP_DOCTOR_SET` (JSON, see ddp_doctor.experiments.interventions) and are recorded in the
+    `DDP_DOCTOR_SET` (JSON, see ddp_doctor.probe.interventions) and are recorded in the
     manifest, whether `run --set` or an outer tool such as `ablate` put them there.
     """
     run_dir = options.run_dir

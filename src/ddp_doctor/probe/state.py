@@ -147,13 +147,19 @@ def _in_dataloader_worker() -> bool:
     return get_worker_info() is not None
 
 
-def guarded(instrument: str, default: Any = None) -> Callable[[F], F]:
-    """Run the decorated hook body only while `instrument` is enabled; never let it raise."""
+def guarded(instrument: str, default: Any = None, *, everywhere: bool = False) -> Callable[[F], F]:
+    """Run the decorated hook body only while `instrument` is enabled; never let it raise.
+
+    By default the body runs only in the process that attached the probe. ``everywhere=True`` is
+    for interventions (`run --set`): they change what torch does, so they act in every process that
+    inherited the patch (forked DataLoader workers) and before the probe started; a failure still
+    disables the body for the rest of the process and is recorded once where the probe records.
+    """
 
     def decorate(fn: F) -> F:
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
-            if not PROBE.enabled(instrument):
+            if instrument in PROBE.disabled or not (everywhere or PROBE.active):
                 return default
             try:
                 if PROBE.options is not None and instrument in PROBE.options.faults:
@@ -243,12 +249,24 @@ def after_import(name: str, callback: Callable[[], None]) -> None:
         sys.meta_path.insert(0, _AFTER_IMPORT)
 
 
-def patch(owner: Any, name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
-    """Replace `owner.name` by `make(original)`, once; keeps the original reachable for tests."""
+def patch(
+    owner: Any, name: str, make: Callable[[Callable[..., Any]], Callable[..., Any]], *, tag: str = "probe"
+) -> None:
+    """Replace `owner.name` by `make(original)`, once per tag; keeps the original reachable for tests.
+
+    The instruments patch with the default tag, interventions with theirs: an intervention's
+    wrapper of, say, `DistributedDataParallel.__init__` does not stop the instrument from
+    wrapping it too, while a second patch with the same tag (a nested or repeated start) is a
+    no-op anywhere in the chain of wrappers.
+    """
     original = getattr(owner, name)
-    if getattr(original, "__ddp_doctor_original__", None) is not None:
-        return
+    layer: Any = original
+    while layer is not None:
+        if getattr(layer, "__ddp_doctor_tag__", None) == tag:
+            return
+        layer = getattr(layer, "__ddp_doctor_original__", None)
     replacement = make(original)
     functools.update_wrapper(replacement, original)
     replacement.__ddp_doctor_original__ = original  # type: ignore[attr-defined]
+    replacement.__ddp_doctor_tag__ = tag  # type: ignore[attr-defined]
     setattr(owner, name, replacement)
