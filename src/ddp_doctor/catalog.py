@@ -10,7 +10,8 @@ Text is kept in English and Chinese side by side so that a renderer can show eit
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Literal
 
 Severity = Literal["error", "warning", "info"]
@@ -30,6 +31,23 @@ class Text:
 
 
 @dataclass(frozen=True)
+class Threshold:
+    """When a finding is confirmed: the rule, its source, and the numbers the check uses.
+
+    ``rule`` is a format string over ``values`` ("> {share:.0%} of steps ..."), so the sentence in
+    the docs and in a finding's evidence and the constant in the check are one definition:
+    checks read the numbers with :func:`limit`.
+    """
+
+    rule: str
+    source: str
+    values: Mapping[str, float] = field(default_factory=dict)
+
+    def text(self) -> str:
+        return self.rule.format(**self.values)
+
+
+@dataclass(frozen=True)
 class FindingSpec:
     """What one finding ID means, which evidence it carries and how to fix it."""
 
@@ -41,6 +59,7 @@ class FindingSpec:
     meaning: Text
     evidence: Text  # which numbers a finding of this ID must carry
     fix: Text
+    threshold: Threshold | None = None
 
 
 @dataclass(frozen=True)
@@ -60,6 +79,7 @@ def _f(
     meaning: tuple[str, str],
     evidence: tuple[str, str],
     fix: tuple[str, str],
+    threshold: Threshold | None = None,
 ) -> FindingSpec:
     return FindingSpec(
         id=id,
@@ -70,7 +90,12 @@ def _f(
         meaning=Text(*meaning),
         evidence=Text(*evidence),
         fix=Text(*fix),
+        threshold=threshold,
     )
+
+
+def _t(rule: str, source: str, **values: float) -> Threshold:
+    return Threshold(rule, source, values)
 
 
 _FINDING_LIST: tuple[FindingSpec, ...] = (
@@ -92,6 +117,11 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "给 DataLoader 传入 `sampler=DistributedSampler(dataset)`（或按 rank 分片），并在每个 epoch 开始时调用 "
             "`sampler.set_epoch(epoch)`。",
         ),
+        threshold=_t(
+            "> {share:.0%} of micro-batches identical to the lowest rank's at the same (step, micro-step)",
+            "docs/probe.md (measured facts): 32/32 identical without a sampler, 0/16 with",
+            share=0.5,
+        ),
     ),
     _f(
         "set-epoch-missing",
@@ -107,6 +137,10 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
         (
             "Call `sampler.set_epoch(epoch)` before iterating the DataLoader in each epoch.",
             "在每个 epoch 遍历 DataLoader 之前调用 `sampler.set_epoch(epoch)`。",
+        ),
+        threshold=_t(
+            "index-list hash equal in consecutive epochs (≥ 2 epochs seen)",
+            "DistributedSampler docs (set_epoch seeds the shuffle)",
         ),
     ),
     _f(
@@ -128,6 +162,12 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "Shuffle before sharding; check that each rank's shard is drawn from the same distribution.",
             "先打乱再分片；检查每个 rank 的分片是否来自同一分布。",
         ),
+        threshold=_t(
+            "p < {alpha:g} (Bonferroni over ranks) and shift > {min_shift:.0%}",
+            "batch-means t-test (analysis/quantities/skew.py)",
+            alpha=1e-3,
+            min_shift=0.02,
+        ),
     ),
     _f(
         "accum-loss-unscaled",
@@ -148,6 +188,7 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "optimizer step) before calling backward.",
             "调用 backward 前把损失除以累积步数（或除以整个优化步内全局有效 token 数）。",
         ),
+        threshold=_t("median(root/loss) × A ≥ √A", "geometric midpoint of 1/A (divided) and 1 (undivided)"),
     ),
     _f(
         "zero-grad-inside-accum",
@@ -163,6 +204,9 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
         (
             "Call `optimizer.zero_grad()` once per optimizer step, right after `optimizer.step()`.",
             "每个优化步只调用一次 `optimizer.zero_grad()`，放在 `optimizer.step()` 之后。",
+        ),
+        threshold=_t(
+            "> 1 zero_grad call per optimizer step in > {share:.0%} of accumulation steps", "count", share=0.5
         ),
     ),
     _f(
@@ -182,6 +226,9 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "把非最后的微步放进 `with model.no_sync():`（或在前向之前设置 "
             "`model.require_backward_grad_sync = is_last_micro_step`）。",
         ),
+        threshold=_t(
+            "> {share:.0%} of accumulation steps sync on every micro-step", "DDP `no_sync` docs", share=0.5
+        ),
     ),
     _f(
         "no-sync-after-forward",
@@ -197,6 +244,11 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
         (
             "Set `require_backward_grad_sync` (or enter `no_sync()`) before calling the model.",
             "在调用模型之前设置 `require_backward_grad_sync`（或进入 `no_sync()`）。",
+        ),
+        threshold=_t(
+            "last micro-step unsynced while another micro-step synced, in > {share:.0%} of steps",
+            "DDP reads the flag in forward",
+            share=0.5,
         ),
     ),
     _f(
@@ -215,6 +267,9 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "building the model; let DDP broadcast the initial state.",
             "不要只在某个 rank 上修改参数；构建模型前对所有 rank 使用相同的随机种子；让 DDP 广播初始状态。",
         ),
+        threshold=_t(
+            "any bit difference of the per-parameter int32 checksums", "DDP keeps replicas bit-identical"
+        ),
     ),
     _f(
         "accum-uneven",
@@ -232,6 +287,7 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "`join` context manager for uneven inputs).",
             "让每个 rank 处理相同数量的批次（DistributedSampler 配合 drop_last，或使用 `join` 上下文处理不均匀输入）。",
         ),
+        threshold=_t("any count difference (finished run); > 1 step (run in progress)", "count"),
     ),
     _f(
         "ddp-bypassed",
@@ -248,6 +304,7 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "Call the DDP-wrapped model (`ddp_model(x)`), not `ddp_model.module(x)`, for the forward.",
             "前向时调用 DDP 包装后的模型（`ddp_model(x)`），而不是 `ddp_model.module(x)`。",
         ),
+        threshold=_t("0 all-reduces with world size > 1", "count"),
     ),
     _f(
         "loss-normalization-variable-tokens",
@@ -269,6 +326,12 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "optimizer step (all micro-steps, all ranks; all-reduce the count).",
             "对逐 token 损失求和，再除以整个优化步（所有微步、所有 rank）的全局有效 token 数（对该计数做 all-reduce）。",
         ),
+        threshold=_t(
+            "token CV > {token_cv:g} and CV(root/loss) < {cv_ratio:g} × CV(root/loss/tokens)",
+            "analysis/checks/loss_normalization.py",
+            token_cv=0.05,
+            cv_ratio=0.5,
+        ),
     ),
     _f(
         "rank0-only-loss-log",
@@ -289,6 +352,15 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "All-reduce the loss (average over ranks) before logging it.",
             "记录前对损失做 all-reduce（跨 rank 求平均）。",
         ),
+        threshold=_t(
+            "a form of the loss the probe measured matches ≥ {match_min:.0%} of ≥ {min_points:g} logged values "
+            "(within the printed resolution); rank-local only when the best all-reduced form matches "
+            "≤ {distinct_max:.0%}",
+            "the captured logged loss (probe/capture) vs the probe's per-rank losses",
+            match_min=0.8,
+            min_points=4,
+            distinct_max=0.5,
+        ),
     ),
     _f(
         "oscillation-within-noise",
@@ -306,6 +378,7 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "need a smoother curve.",
             "无需修复。绘制 all-reduce 后的损失或滑动平均；只有需要更平滑的曲线时才增大批量。",
         ),
+        threshold=_t("observed / predicted std ≤ {ratio:g}", "sampling error of the two stds", ratio=1.5),
     ),
     _f(
         "batch-below-noise-scale",
@@ -321,6 +394,11 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
         (
             "Raise the effective batch (more accumulation) towards B_simple, or lower the learning rate.",
             "把有效批量（增加梯度累积）提高到接近 B_simple，或降低学习率。",
+        ),
+        threshold=_t(
+            "effective batch < B_simple / {far_below:g}, outside 2 standard errors",
+            "McCandlish et al. 2018 (B_crit ≈ B_simple)",
+            far_below=10,
         ),
     ),
     _f(
@@ -338,6 +416,11 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "Call `scheduler.step()` next to `optimizer.step()`, once per optimizer step.",
             "把 `scheduler.step()` 放在 `optimizer.step()` 旁边，每个优化步调用一次。",
         ),
+        threshold=_t(
+            "scheduler steps = micro-steps × k in > {share:.0%} of steps with ≥ 2 micro-steps; k = 1, or k = world size when accelerate's `AcceleratedScheduler` (split_batches=False) made the call",
+            "count; accelerate steps the wrapped scheduler num_processes times per optimizer step on purpose",
+            share=0.5,
+        ),
     ),
     _f(
         "warmup-short",
@@ -353,6 +436,11 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
         (
             "Lengthen the warmup to at least 2/(1-beta2) optimizer steps.",
             "把 warmup 延长到至少 2/(1-beta2) 个优化步。",
+        ),
+        threshold=_t(
+            "spike within max({min_window:g}, warmup/2) steps of warmup end, or warmup < 2/(1−β2) with a spike before that",
+            "Ma & Yarats 2021, On the adequacy of untuned warmup for adaptive optimization",
+            min_window=10,
         ),
     ),
     _f(
@@ -373,6 +461,7 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "Lower the learning rate (or use a per-group lr for the affected groups).",
             "降低学习率（或为受影响的层组设置单独的学习率）。",
         ),
+        threshold=_t("median ‖update‖/‖param‖ > {ratio:g} (usual ≈ 1e-3)", "CS231n", ratio=1e-2),
     ),
     _f(
         "loss-unstable",
@@ -402,6 +491,17 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "gradients (`clip_grad_norm_(params, 1.0)`).",
             "降低学习率（先试 3–10 倍）并加入几百步的 warmup；做梯度裁剪（`clip_grad_norm_(params, 1.0)`）。",
         ),
+        threshold=_t(
+            "≥ max({min_run:g}, {min_share:.0%} of the steps) consecutive steps above the initial loss + "
+            "max({rel_rise:.0%}, {noise_z:g} σ_pred); or the observed/predicted step-to-step std's 95% "
+            "interval above {far_above:g}",
+            "loss-spike literature (OLMo 2, PaLM): a healthy run never stays 10% above its starting loss",
+            min_run=5,
+            min_share=0.10,
+            rel_rise=0.10,
+            noise_z=3.0,
+            far_above=3.0,
+        ),
     ),
     _f(
         "loss-spike",
@@ -418,6 +518,15 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "Look at the grad-spike, warmup and lr findings for the cause; clip gradients; lower the lr.",
             "结合梯度尖峰、warmup、学习率相关的发现查找原因；做梯度裁剪；降低学习率。",
         ),
+        threshold=_t(
+            "z > {z:g} (robust z over a {window:g}-step median/MAD) and > {rise:.0%} rise; before {min_history:g} values of history: > {early_factor:g}× the mean of the steps before",
+            "OLMo 2 / llm-foundry (KillLossSpike) / Megatron spike rules",
+            z=6.0,
+            rise=0.10,
+            window=50,
+            min_history=8,
+            early_factor=2.0,
+        ),
     ),
     _f(
         "grad-spike",
@@ -432,6 +541,15 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
         (
             "Enable gradient clipping (`clip_grad_norm_(params, 1.0)`), lower the lr or lengthen warmup.",
             "开启梯度裁剪（`clip_grad_norm_(params, 1.0)`），降低学习率或延长 warmup。",
+        ),
+        threshold=_t(
+            "z > {z:g} (robust z over a {window:g}-step median/MAD) and > {rise:.0%} rise; lag to a loss spike ≤ {max_lag:g}; spikes fully clipped or below {alone_factor:g}× the median with no loss spike after do not count",
+            "OLMo 2 / llm-foundry / Megatron spike rules",
+            z=6.0,
+            rise=0.10,
+            window=50,
+            max_lag=10,
+            alone_factor=2.0,
         ),
     ),
     _f(
@@ -449,6 +567,12 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "Lower the learning rate or raise max_norm so that clipping only catches outliers.",
             "降低学习率或提高 max_norm，让裁剪只处理异常值。",
         ),
+        threshold=_t(
+            "> {share:.0%} of ≥ {min_steps:g} post-warmup steps clipped",
+            "early gradients are large by nature; fewer steps → inconclusive",
+            share=0.5,
+            min_steps=50,
+        ),
     ),
     _f(
         "clip-before-unscale",
@@ -465,6 +589,7 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "Call `scaler.unscale_(optimizer)` before `clip_grad_norm_`.",
             "在 `clip_grad_norm_` 之前调用 `scaler.unscale_(optimizer)`。",
         ),
+        threshold=_t("any clip call before `scaler.unscale_`", "PyTorch AMP docs, Gradient clipping"),
     ),
     _f(
         "fp16-overflow",
@@ -480,6 +605,13 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "Use bf16 where the hardware has it; otherwise lower the lr, clip after unscale_, or lower "
             "init_scale.",
             "硬件支持时改用 bf16；否则降低学习率、在 unscale_ 之后裁剪，或降低 init_scale。",
+        ),
+        threshold=_t(
+            "≥ {min_skips:g} and ≥ {min_share:.0%} skipped steps after the start-up back-off (ends at the first good step, step {settle:g} at the latest); or ≥ {min_skips:g} steps, all skipped",
+            "GradScaler backs off from 2^16 in the first steps (AMP docs)",
+            min_skips=3,
+            min_share=0.01,
+            settle=20,
         ),
     ),
     _f(
@@ -497,6 +629,7 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "Use `torch.amp.GradScaler` with float16, or switch to bfloat16.",
             "float16 训练时使用 `torch.amp.GradScaler`，或改用 bfloat16。",
         ),
+        threshold=_t("float16 autocast without an enabled GradScaler", "AMP docs"),
     ),
     _f(
         "nonfinite",
@@ -510,6 +643,7 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "fp16 overflow.",
             "根据证据找到首次出现的步和 rank；检查该步的数据、学习率以及 fp16 溢出。",
         ),
+        threshold=_t("any NaN/Inf not handled by the GradScaler", "—"),
     ),
     _f(
         "adam-eps-dominated",
@@ -529,6 +663,7 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "Lower Adam's eps (e.g. 1e-8 → 1e-10 or below) for the affected groups.",
             "降低受影响参数组的 Adam eps（例如从 1e-8 降到 1e-10 或更低）。",
         ),
+        threshold=_t("median share of v̂ < eps² > {share:g}", "ddp-doctor's choice", share=0.25),
     ),
     _f(
         "compile-numerics",
@@ -543,6 +678,12 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
         (
             "Report the difference upstream; train with `compile` off for the affected module.",
             "向上游报告该差异；对受影响的模块关闭 compile 训练。",
+        ),
+        threshold=_t(
+            "max_abs > max({noise_factor:g} × eager noise, {atol:g})",
+            "`torch._dynamo.utils.same` default tol 1e-4",
+            noise_factor=10.0,
+            atol=1e-4,
         ),
     ),
     _f(
@@ -560,6 +701,7 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "boundaries.",
             "无需修改。对 DDP 包装后的模型编译可以让 DDPOptimizer 按桶边界切分计算图。",
         ),
+        threshold=_t("the recorded order (info)", "DDP docs"),
     ),
     _f(
         "find-unused-true",
@@ -576,6 +718,7 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "Set `find_unused_parameters=False` unless some parameters really get no gradient.",
             "除非确有参数得不到梯度，否则设置 `find_unused_parameters=False`。",
         ),
+        threshold=_t("the recorded setting (info)", "DDP docs"),
     ),
     _f(
         "unused-parameters",
@@ -588,6 +731,7 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "Freeze them (`requires_grad_(False)`) or find why the forward skips them.",
             "冻结它们（`requires_grad_(False)`），或查明前向为何跳过了它们。",
         ),
+        threshold=_t("any name in the last `unused` record", "—"),
     ),
     _f(
         "batchnorm-unsynced",
@@ -604,6 +748,7 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "Convert with `torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)` before wrapping in DDP.",
             "在 DDP 包装前用 `torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)` 转换。",
         ),
+        threshold=_t("any non-Sync BatchNorm under DDP", "SyncBatchNorm docs"),
     ),
     _f(
         "fsdp-clip-wrong",
@@ -620,6 +765,7 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "Call `model.clip_grad_norm_(max_norm)` (the FSDP method), or move to FSDP2 `fully_shard`.",
             "调用 `model.clip_grad_norm_(max_norm)`（FSDP 自带的方法），或改用 FSDP2 `fully_shard`。",
         ),
+        threshold=_t("inconclusive at run time on FSDP1 with clip calls", "lint decides"),
     ),
     _f(
         "ddp-bucket-config",
@@ -633,6 +779,7 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
         ),
         ("The values.", "设置值。"),
         ("Nothing required for stability.", "与稳定性无关，无需修改。"),
+        threshold=_t("the recorded setting (info)", "DDP docs"),
     ),
 )
 
@@ -729,6 +876,20 @@ def finding(id: str) -> FindingSpec:
         return FINDINGS[id]
     except KeyError:
         raise KeyError(f"unknown finding id {id!r}; known ids are listed in docs/catalog.md") from None
+
+
+def limit(finding_id: str, name: str) -> float:
+    """A number of a finding's threshold (the one definition the check and the docs share)."""
+    spec = finding(finding_id)
+    if spec.threshold is None or name not in spec.threshold.values:
+        raise KeyError(f"finding {finding_id!r} has no threshold value {name!r}")
+    return spec.threshold.values[name]
+
+
+def threshold_text(finding_id: str) -> str:
+    """The rule of a finding's threshold with its numbers filled in ("" when it has none)."""
+    spec = finding(finding_id)
+    return spec.threshold.text() if spec.threshold is not None else ""
 
 
 def runtime_ids() -> tuple[str, ...]:

@@ -27,9 +27,13 @@ import numpy as np
 
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, coverage, fmt, not_measured, ruled_out
+from ddp_doctor.catalog import limit, threshold_text
 from ddp_doctor.findings import Finding
 
-MAJORITY = 0.5  # share of steps that must show a pattern before it is called the run's pattern
+# Share of steps that must show a pattern before it is called the run's pattern (catalog thresholds).
+NO_SYNC_SHARE = limit("accum-no-sync-missing", "share")
+AFTER_FORWARD_SHARE = limit("no-sync-after-forward", "share")
+ZERO_GRAD_SHARE = limit("zero-grad-inside-accum", "share")
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -66,9 +70,9 @@ def _no_sync(ctx: Context) -> Finding:
         steps_syncing_last_only=p.last_only,
         multi_micro_steps=p.steps,
         micro_steps_per_optimizer_step=ctx.batch.micro_steps,
-        threshold=f"> {MAJORITY:.0%} of accumulation steps sync on every micro-step",
+        threshold=threshold_text(fid),
     )
-    if share > MAJORITY:
+    if share > NO_SYNC_SHARE:
         return confirmed(
             fid,
             f"Gradients were all-reduced on every micro-step in {p.every_micro} of "
@@ -106,9 +110,9 @@ def _after_forward(ctx: Context) -> Finding:
     ev = dict(
         steps_last_micro_unsynced=p.last_unsynced,
         multi_micro_steps=p.steps,
-        threshold="last micro-step unsynced while another micro-step synced, in > 50% of steps",
+        threshold=threshold_text(fid),
     )
-    if p.last_unsynced / p.steps > MAJORITY:
+    if p.last_unsynced / p.steps > AFTER_FORWARD_SHARE:
         return confirmed(
             fid,
             f"In {p.last_unsynced} of {p.steps} accumulation steps the last "
@@ -309,9 +313,9 @@ def _zero_grad(ctx: Context) -> Finding:
         median_zero_grad_per_step=float(np.median(z[multi])),
         steps_with_extra_zero_grad=int(bad.sum()),
         multi_micro_steps=int(multi.sum()),
-        threshold="> 1 zero_grad call per optimizer step in > 50% of accumulation steps",
+        threshold=threshold_text(fid),
     )
-    if bad.sum() / multi.sum() > MAJORITY:
+    if bad.sum() / multi.sum() > ZERO_GRAD_SHARE:
         return confirmed(
             fid,
             f"zero_grad ran {ev['median_zero_grad_per_step']:g} times per optimizer "

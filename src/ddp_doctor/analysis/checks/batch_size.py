@@ -13,9 +13,10 @@ from __future__ import annotations
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, fmt, inconclusive, not_measured, ruled_out
 from ddp_doctor.analysis.quantities.noise_band import WITHIN_NOISE_RATIO
+from ddp_doctor.catalog import limit
 from ddp_doctor.findings import Finding
 
-FAR_BELOW = 10.0
+FAR_BELOW = limit("batch-below-noise-scale", "far_below")
 
 
 def check(ctx: Context) -> list[Finding]:

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, not_measured, ruled_out
+from ddp_doctor.catalog import limit
 from ddp_doctor.findings import Finding
 
-NOISE_FACTOR = 10.0
-ATOL = 1e-4
+NOISE_FACTOR = limit("compile-numerics", "noise_factor")
+ATOL = limit("compile-numerics", "atol")
 
 
 def check(ctx: Context) -> list[Finding]:

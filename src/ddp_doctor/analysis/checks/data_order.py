@@ -18,9 +18,10 @@ from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, fmt, not_measured, ruled_out
 from ddp_doctor.analysis.quantities.data_overlap import overlap_by_step
 from ddp_doctor.analysis.quantities.skew import rank_skew
+from ddp_doctor.catalog import limit, threshold_text
 from ddp_doctor.findings import Finding
 
-IDENTICAL_SHARE = 0.5
+IDENTICAL_SHARE = limit("sampler-missing", "share")
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -49,7 +50,7 @@ def _sampler(ctx: Context) -> Finding:
         identical_micro_batches=same,
         compared=total,
         share=share,
-        threshold=f"> {IDENTICAL_SHARE:.0%} identical to the lowest rank's",
+        threshold=threshold_text(fid),
     )
     if share > IDENTICAL_SHARE:
         return confirmed(
@@ -106,7 +107,7 @@ def _set_epoch(ctx: Context) -> Finding:
         epoch_values_seen=sorted(epochs),
         repeated_orders=repeats,
         consecutive_pairs=pairs,
-        threshold="index order identical in consecutive epochs",
+        threshold=threshold_text(fid),
     )
     if repeats > pairs / 2:
         return confirmed(

@@ -25,13 +25,14 @@ import numpy as np
 
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, coverage, fmt, inconclusive, not_measured, ruled_out
+from ddp_doctor.catalog import limit
 from ddp_doctor.findings import Finding
 
-REL_RISE = 0.10
-NOISE_Z = 3.0
-MIN_RUN = 5
-MIN_SHARE = 0.10
-FAR_ABOVE = 3.0
+REL_RISE = limit("loss-unstable", "rel_rise")
+NOISE_Z = limit("loss-unstable", "noise_z")
+MIN_RUN = int(limit("loss-unstable", "min_run"))
+MIN_SHARE = limit("loss-unstable", "min_share")
+FAR_ABOVE = limit("loss-unstable", "far_above")
 MIN_STEPS = MIN_RUN + 2
 
 

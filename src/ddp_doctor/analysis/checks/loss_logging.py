@@ -16,14 +16,8 @@ import numpy as np
 
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, fmt, inconclusive, not_measured, ruled_out
-from ddp_doctor.analysis.quantities.logged_loss import (
-    DISTINCT_MAX,
-    LOCAL,
-    MATCH_MIN,
-    MIN_POINTS,
-    LoggedSeries,
-    logged_loss,
-)
+from ddp_doctor.analysis.quantities.logged_loss import LOCAL, LoggedSeries, logged_loss
+from ddp_doctor.catalog import threshold_text
 from ddp_doctor.findings import Finding
 
 # What the probe looks at for a logged loss (probe/capture); named in "not measured".
@@ -60,10 +54,7 @@ def _rank0_log(ctx: Context) -> Finding:
     evidence = dict(
         logged=[x.as_evidence() for x in found.series],
         keys_seen=found.looked_at,
-        threshold=(
-            f"a form matches ≥ {MATCH_MIN:.0%} of ≥ {MIN_POINTS} logged values (within the printed "
-            f"resolution); rank-local only when the best all-reduced form matches ≤ {DISTINCT_MAX:.0%}"
-        ),
+        threshold=threshold_text(fid),
         **noise,
     )
     main = found.main
@@ -86,7 +77,7 @@ def _rank0_log(ctx: Context) -> Finding:
         return not_measured(
             fid,
             f"The logged {main.label} ({main.points} values) matches none of the forms of the loss the probe "
-            f"measured ({best_text}; needs ≥ {MATCH_MIN:.0%} of ≥ {MIN_POINTS}).",
+            f"measured ({best_text}; needs {threshold_text(fid)}).",
             f"记录的 {main.label}（{main.points} 个值）与探针测得的任何损失形式都不匹配（{best_text}）。",
             **evidence,
         )

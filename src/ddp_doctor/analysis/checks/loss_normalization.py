@@ -15,10 +15,11 @@ import numpy as np
 
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, not_measured, ruled_out
+from ddp_doctor.catalog import limit
 from ddp_doctor.findings import Finding
 
-TOKEN_CV_MIN = 0.05
-CV_RATIO = 0.5  # CV(ρ) < 0.5 × CV(ρ/n): ρ is the constant one
+TOKEN_CV_MIN = limit("loss-normalization-variable-tokens", "token_cv")
+CV_RATIO = limit("loss-normalization-variable-tokens", "cv_ratio")  # CV(ρ) < this × CV(ρ/n): ρ is constant
 
 
 def _within_step_cv(x: np.ndarray, step: np.ndarray, T: int) -> float:

@@ -21,11 +21,12 @@ import numpy as np
 from ddp_doctor.analysis.checks.optimizer import update_ratio
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, not_measured, ruled_out
+from ddp_doctor.catalog import limit, threshold_text
 from ddp_doctor.findings import Finding
 
 WARMUP_REACHED = 0.99
-MIN_WINDOW = 10
-MAJORITY = 0.5
+MIN_WINDOW = int(limit("warmup-short", "min_window"))
+PER_MICRO_SHARE = limit("scheduler-per-microstep", "share")
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -115,9 +116,9 @@ def _per_micro(ctx: Context) -> Finding:
         warmup_steps_from_lr=warmup_length(lr),
         lr_first=float(lr[np.isfinite(lr)][0]) if np.isfinite(lr).any() else None,
         lr_max=float(np.nanmax(lr)) if np.isfinite(lr).any() else None,
-        threshold=f"scheduler steps = micro-steps (≥ 2) × {per_call} in > 50% of steps",
+        threshold=f"{threshold_text(fid)} (here k = {per_call})",
     )
-    if bad.sum() / multi.sum() > MAJORITY:
+    if bad.sum() / multi.sum() > PER_MICRO_SHARE:
         return confirmed(
             fid,
             f"The scheduler stepped {ev['median_sched_steps_per_optimizer_step']:g} times per "

@@ -17,11 +17,12 @@ import numpy as np
 
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, not_measured, ruled_out
+from ddp_doctor.catalog import limit
 from ddp_doctor.findings import Finding
 
-SETTLE_STEPS = 20
-MIN_SKIPS = 3
-MIN_SKIP_SHARE = 0.01
+SETTLE_STEPS = int(limit("fp16-overflow", "settle"))
+MIN_SKIPS = int(limit("fp16-overflow", "min_skips"))
+MIN_SKIP_SHARE = limit("fp16-overflow", "min_share")
 
 
 def check(ctx: Context) -> list[Finding]:

@@ -32,12 +32,14 @@ from ddp_doctor.analysis.quantities.spikes import (
     WINDOW,
     lags,
 )
+from ddp_doctor.catalog import limit
 from ddp_doctor.findings import Finding
 from ddp_doctor.rundir import CLIP_COLUMNS
 
-SATURATED_SHARE = 0.5
-ALONE_FACTOR = 2.0  # a grad spike with no loss spike after it counts from 2× its median on
-MIN_JUDGED_STEPS = 50
+SATURATED_SHARE = limit("clip-saturated", "share")
+MIN_JUDGED_STEPS = int(limit("clip-saturated", "min_steps"))
+# a grad spike with no loss spike after it counts from this many times its median on
+ALONE_FACTOR = limit("grad-spike", "alone_factor")
 LISTED = 20
 RULE = (
     f"robust z > {SPIKE_Z:g} (median/MAD of the previous {WINDOW} steps) and > "

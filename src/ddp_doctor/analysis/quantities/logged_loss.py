@@ -43,12 +43,13 @@ from typing import Any
 import numpy as np
 
 from ddp_doctor.analysis.quantities.series import Series
+from ddp_doctor.catalog import limit
 from ddp_doctor.rundir import RunData, StepColumns, num
 
 REL_TOL = 1e-3  # float32 vs float64 arithmetic, means computed in another order
-MIN_POINTS = 4
-MATCH_MIN = 0.8
-DISTINCT_MAX = 0.5
+MIN_POINTS = int(limit("rank0-only-loss-log", "min_points"))
+MATCH_MIN = limit("rank0-only-loss-log", "match_min")
+DISTINCT_MAX = limit("rank0-only-loss-log", "distinct_max")
 # keys naming an evaluation loss: the user watches them too, but they are not the training curve
 EVAL_WORDS = ("val", "eval", "test", "valid", "dev")
 TRAINER_METRICS = "trainer/metrics.jsonl"

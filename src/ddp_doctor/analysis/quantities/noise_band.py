@@ -27,6 +27,7 @@ import numpy as np
 
 from ddp_doctor.analysis.quantities.series import Series
 from ddp_doctor.analysis.quantities.spikes import window_median
+from ddp_doctor.catalog import limit
 from ddp_doctor.rundir import RunData
 
 TREND_WINDOW = 21  # steps; odd, centred
@@ -34,7 +35,7 @@ MAD_TO_STD = 1.4826  # std of a normal = 1.4826 × MAD
 # Observed/predicted ratio up to which the fluctuation counts as minibatch noise. Sampling error of
 # both stds over ≥ 63 steps is ~10-20 %, and the rolling-median residual adds ~4 %; 1.5 leaves room
 # for that and for mild non-stationarity (documented in docs/report.md).
-WITHIN_NOISE_RATIO = 1.5
+WITHIN_NOISE_RATIO = limit("oscillation-within-noise", "ratio")
 # Three trend windows: on shorter runs the rolling median cannot follow a fast-falling loss and the
 # residual overstates the noise.
 MIN_STEPS = 3 * TREND_WINDOW

@@ -19,8 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-UPDATE_RATIO_HIGH = 1e-2
-ADAM_EPS_SHARE = 0.25
+from ddp_doctor.catalog import limit
+
+UPDATE_RATIO_HIGH = limit("update-ratio-high", "ratio")
+ADAM_EPS_SHARE = limit("adam-eps-dominated", "share")
 
 
 @dataclass

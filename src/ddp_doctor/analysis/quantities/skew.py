@@ -18,9 +18,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ddp_doctor.catalog import limit
+
 BLOCK = 10
-ALPHA = 1e-3
-MIN_REL_EFFECT = 0.02
+ALPHA = limit("rank-data-skew", "alpha")
+MIN_REL_EFFECT = limit("rank-data-skew", "min_shift")
 MIN_BLOCKS = 5
 
 

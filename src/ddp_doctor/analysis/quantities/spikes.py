@@ -29,14 +29,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-WINDOW = 50
+from ddp_doctor.catalog import limit
+
+WINDOW = int(limit("loss-spike", "window"))
 STRIDE = 5  # baseline recomputed every STRIDE steps (see robust_z)
-SPIKE_Z = 6.0
-MIN_REL_RISE = 0.10
-MIN_HISTORY = 8  # finite values in the window before a step can be judged
-MAX_LAG = 10
+SPIKE_Z = limit("loss-spike", "z")
+MIN_REL_RISE = limit("loss-spike", "rise")
+MIN_HISTORY = int(
+    limit("loss-spike", "min_history")
+)  # finite values in the window before a step can be judged
+MAX_LAG = int(limit("grad-spike", "max_lag"))
 MAD_TO_STD = 1.4826
-EARLY_LOSS_FACTOR = 2.0  # MosaicML llm-foundry KillLossSpike: loss > 2 x the running mean
+EARLY_LOSS_FACTOR = limit(
+    "loss-spike", "early_factor"
+)  # MosaicML llm-foundry KillLossSpike: loss > 2 x the running mean
 
 
 @dataclass
