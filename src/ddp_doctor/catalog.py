@@ -10,24 +10,52 @@ Text is kept in English and Chinese side by side so that a renderer can show eit
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 Severity = Literal["error", "warning", "info"]
 Lang = Literal["en", "zh"]
 LANGS: tuple[Lang, ...] = ("en", "zh")
 
 
-@dataclass(frozen=True)
-class Text:
-    """A string in every supported language."""
+class Text(str):
+    """A string in every supported language: catalog texts, finding and verdict summaries.
 
-    en: str
+    A Text *is* its English string (``str`` subclass), so code that logs, compares or searches a
+    summary keeps working; renderers ask for a language with :meth:`get`, which falls back to
+    English where no translation was written.
+    """
+
     zh: str
 
+    def __new__(cls, en: str, zh: str = "") -> Text:
+        text = super().__new__(cls, en)
+        text.zh = zh
+        return text
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Text, (self.en, self.zh))
+
+    @property
+    def en(self) -> str:
+        return str.__str__(self)
+
     def get(self, lang: Lang = "en") -> str:
-        return self.zh if lang == "zh" else self.en
+        return self.zh if lang == "zh" and self.zh else self.en
+
+    def joining(self, parts: Iterable[Text], sep: Text) -> Text:
+        """``self`` followed by ``parts`` separated by ``sep``, language by language."""
+        items = list(parts)
+        return Text(
+            self.en + sep.en.join(p.en for p in items),
+            self.get("zh") + sep.get("zh").join(p.get("zh") for p in items),
+        )
+
+    def __add__(self, other: str) -> Text:
+        if isinstance(other, Text):
+            return Text(self.en + other.en, self.get("zh") + other.get("zh"))
+        return Text(self.en + other, self.get("zh") + other)
 
 
 @dataclass(frozen=True)

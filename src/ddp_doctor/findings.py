@@ -6,10 +6,10 @@ see these. The JSON shape is the public contract of ../docs/catalog.md (schema v
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import InitVar, dataclass, field
 from typing import Any, Literal
 
-from ddp_doctor.catalog import FINDINGS, Lang, Severity, finding
+from ddp_doctor.catalog import FINDINGS, Lang, Severity, Text, finding
 
 REPORT_SCHEMA = "ddp-doctor.report/1"
 LINT_SCHEMA = "ddp-doctor.lint/1"
@@ -25,40 +25,41 @@ SEVERITY_ORDER: dict[str, int] = {"error": 0, "warning": 1, "info": 2}
 class Finding:
     """One measured (or statically found) fact about a run or a script.
 
-    ``summary`` states the result with its numbers; ``evidence`` holds those numbers (and the
-    threshold used, under the key ``threshold`` where one applies). ``summary_zh`` is the same
-    sentence in Chinese where the producer wrote one; renderers fall back to the catalog text.
-    ``path``/``line`` locate lint findings; runtime findings leave them unset. ``coverage`` says
-    what a runtime check covered (optimizer steps covered of the run, and on which basis); it is
-    set on every runtime "ruled out" (analysis/make.py, analysis/diagnose.py).
+    ``summary`` states the result with its numbers, in both languages (a :class:`Text`; a plain
+    string is accepted, with ``summary_zh`` for the Chinese sentence, and a missing Chinese
+    sentence falls back to the catalog's meaning). ``evidence`` holds those numbers (and the
+    threshold used, under the key ``threshold`` where one applies). ``path``/``line`` locate lint
+    findings; runtime findings leave them unset. ``coverage`` says what a runtime check covered
+    (optimizer steps covered of the run, and on which basis); it is set on every runtime "ruled
+    out" (analysis/make.py, analysis/diagnose.py).
     """
 
     id: str
     status: Status
     severity: Severity
-    summary: str
+    summary: Text
     evidence: dict[str, Any] = field(default_factory=dict)
     fix: str = ""
-    summary_zh: str | None = None
+    summary_zh: InitVar[str | None] = None
     path: str | None = None
     line: int | None = None
     source: Literal["runtime", "lint", "experiment"] = "runtime"
     coverage: dict[str, Any] | None = None
     fix_zh: str | None = None  # set with a ``fix`` that differs from the catalog's
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, summary_zh: str | None) -> None:
         spec = finding(self.id)  # raises on unknown IDs: the catalog is the single source of IDs
         if self.status not in STATUSES:
             raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
         if self.severity not in SEVERITY_ORDER:
             raise ValueError(f"severity must be one of {tuple(SEVERITY_ORDER)}, got {self.severity!r}")
+        if not isinstance(self.summary, Text):
+            self.summary = Text(str(self.summary), summary_zh or spec.meaning.zh)
         if not self.fix:
             self.fix = spec.fix.en
 
     def summary_in(self, lang: Lang) -> str:
-        if lang == "zh":
-            return self.summary_zh or FINDINGS[self.id].meaning.zh
-        return self.summary
+        return self.summary.get(lang)
 
     def fix_in(self, lang: Lang) -> str:
         spec = FINDINGS[self.id]
@@ -66,45 +67,33 @@ class Finding:
             return spec.fix.zh if self.fix == spec.fix.en else (self.fix_zh or self.fix)
         return self.fix
 
-    def to_report_json(self) -> dict[str, Any]:
-        out = {
+    def to_report_json(self, lang: Lang = "en") -> dict[str, Any]:
+        """The report's F object; in Chinese the English summary stays under ``summary_en``."""
+        out: dict[str, Any] = {
             "id": self.id,
             "status": self.status,
             "severity": self.severity,
-            "summary": self.summary,
+            "summary": self.summary.get(lang),
             "evidence": jsonable(self.evidence),
-            "fix": self.fix,
+            "fix": self.fix_in(lang),
         }
-        if self.summary_zh:
-            out["summary_zh"] = self.summary_zh
+        if lang == "zh":
+            out["summary_en"] = self.summary.en
+        else:
+            out["summary_zh"] = self.summary.zh
         if self.coverage is not None:
             out["coverage"] = jsonable(self.coverage)
         return out
 
-    def to_lint_json(self) -> dict[str, Any]:
+    def to_lint_json(self, lang: Lang = "en") -> dict[str, Any]:
         return {
             "id": self.id,
             "path": self.path,
             "line": self.line,
             "severity": self.severity,
-            "message": self.summary,
-            "fix": self.fix,
+            "message": self.summary.get(lang),
+            "fix": self.fix_in(lang),
         }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Finding:
-        return cls(
-            id=data["id"],
-            status=data.get("status", "confirmed"),
-            severity=data["severity"],
-            summary=data.get("summary", data.get("message", "")),
-            evidence=data.get("evidence", {}),
-            fix=data.get("fix", ""),
-            summary_zh=data.get("summary_zh"),
-            path=data.get("path"),
-            line=data.get("line"),
-            coverage=data.get("coverage"),
-        )
 
 
 @dataclass
@@ -114,13 +103,17 @@ class HypothesisVerdict:
     id: str
     verdict: Verdict
     findings: list[str]
-    summary: str
-    summary_zh: str | None = None
+    summary: Text
 
-    def to_json(self) -> dict[str, Any]:
-        out = asdict(self)
-        if self.summary_zh is None:
-            out.pop("summary_zh")
+    def to_json(self, lang: Lang = "en") -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "id": self.id,
+            "verdict": self.verdict,
+            "findings": list(self.findings),
+            "summary": self.summary.get(lang),
+        }
+        if lang == "zh":
+            out["summary_en"] = self.summary.en
         return out
 
 

@@ -40,8 +40,8 @@ from ddp_doctor.analysis.context import Context, build_context
 from ddp_doctor.analysis.fixes import refine_fixes
 from ddp_doctor.analysis.make import coverage, with_coverage
 from ddp_doctor.analysis.reduced import reduced_run_info, restrict
-from ddp_doctor.catalog import FINDINGS, HYPOTHESES, UI
-from ddp_doctor.findings import Finding, HypothesisVerdict, sort_findings
+from ddp_doctor.catalog import FINDINGS, HYPOTHESES, UI, Text
+from ddp_doctor.findings import Finding, HypothesisVerdict, Verdict, sort_findings
 from ddp_doctor.redact import redact_argv, redact_value
 from ddp_doctor.rundir import RunData, read_run
 from ddp_doctor.teardown import ExitStatus, classify_run
@@ -124,12 +124,12 @@ def run_findings(ctx: Context) -> list[Finding]:
                 id=fid,
                 status="not-measured",
                 severity="info",
-                summary="No optimizer step was recorded: nothing to measure yet."
+                summary=Text(
+                    "No optimizer step was recorded: nothing to measure yet.",
+                    "没有记录到任何优化步：尚无可测量的数据。",
+                )
                 if no_steps
-                else "No runtime measurement exists for this finding.",
-                summary_zh="没有记录到任何优化步：尚无可测量的数据。"
-                if no_steps
-                else "该发现没有运行时测量。",
+                else Text("No runtime measurement exists for this finding.", "该发现没有运行时测量。"),
             )
     return sort_findings(refine_fixes(list(seen.values())))
 
@@ -144,31 +144,37 @@ def verdict(hid: str, by_id: dict[str, Finding]) -> HypothesisVerdict:
         if f.status in ("ruled-out", "observed") or (f.status == "confirmed" and f.id in NOT_A_CAUSE)
     ]
     unmeasured = [f for f in fs if f.status == "not-measured"]
+    sep = Text(" | ", " | ")
     if causes:
-        v = "confirmed"
-        en = " | ".join(f"{f.id}: {f.summary}" for f in causes)
-        zh = " | ".join(f"{f.id}：{f.summary_in('zh')}" for f in causes)
+        v: Verdict = "confirmed"
+        summary = Text("", "").joining((_labelled(f) for f in causes), sep)
     elif len(absent) == len(fs):
         v = "ruled-out"
-        en = "All measured, none present. " + " | ".join(f"{f.id}: {f.summary}" for f in fs)
-        zh = "全部已测量，均不存在。" + " | ".join(f"{f.id}：{f.summary_in('zh')}" for f in fs)
+        summary = Text("All measured, none present. ", "全部已测量，均不存在。").joining(
+            map(_labelled, fs), sep
+        )
     elif len(unmeasured) == len(fs):
         v = "not-measured"
-        en = "Not measured. " + " | ".join(f"{f.id}: {f.summary}" for f in fs)
-        zh = "未测量。" + " | ".join(f"{f.id}：{f.summary_in('zh')}" for f in fs)
+        summary = Text("Not measured. ", "未测量。").joining(map(_labelled, fs), sep)
     else:
         v = "inconclusive"
-        en = (
-            " | ".join(f"{f.id} ({UI[f.status].en}): {f.summary}" for f in fs if f not in absent)
-            + " — absent or harmless: "
-            + (", ".join(f.id for f in absent) or "none")
+        summary = Text("", "").joining(
+            (_labelled(f, status=True) for f in fs if f not in absent), sep
+        ) + Text(
+            " — absent or harmless: " + (", ".join(f.id for f in absent) or "none"),
+            " — 不存在或无害：" + ("、".join(f.id for f in absent) or "无"),
         )
-        zh = (
-            " | ".join(f"{f.id}（{UI[f.status].zh}）：{f.summary_in('zh')}" for f in fs if f not in absent)
-            + " — 不存在或无害："
-            + ("、".join(f.id for f in absent) or "无")
+    return HypothesisVerdict(id=hid, verdict=v, findings=ids, summary=summary)
+
+
+def _labelled(f: Finding, status: bool = False) -> Text:
+    """``id: summary`` (with the status in brackets when asked), in both languages."""
+    if status:
+        return Text(
+            f"{f.id} ({UI[f.status].en}): {f.summary.en}",
+            f"{f.id}（{UI[f.status].zh}）：{f.summary.get('zh')}",
         )
-    return HypothesisVerdict(id=hid, verdict=v, findings=ids, summary=en, summary_zh=zh)
+    return Text(f"{f.id}: {f.summary.en}", f"{f.id}：{f.summary.get('zh')}")
 
 
 def downgrade(v: HypothesisVerdict, damage: list[str]) -> HypothesisVerdict:
@@ -181,9 +187,11 @@ def downgrade(v: HypothesisVerdict, damage: list[str]) -> HypothesisVerdict:
         id=v.id,
         verdict="inconclusive",
         findings=v.findings,
-        summary=f"Would be ruled out, but {n} data-quality problem(s) make the data doubtful (see data quality). "
+        summary=Text(
+            f"Would be ruled out, but {n} data-quality problem(s) make the data doubtful (see data quality). ",
+            f"本可排除，但有 {n} 个数据质量问题使数据存疑（见数据质量）。",
+        )
         + v.summary,
-        summary_zh=f"本可排除，但有 {n} 个数据质量问题使数据存疑（见数据质量）。" + v.summary_zh,
     )
 
 

@@ -12,19 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ddp_doctor.catalog import FINDINGS
+from ddp_doctor.catalog import FINDINGS, Text
 from ddp_doctor.findings import Finding
 
 
 def confirmed(fid: str, en: str, zh: str, **evidence: Any) -> Finding:
-    return Finding(
-        id=fid,
-        status="confirmed",
-        severity=FINDINGS[fid].severity,
-        summary=en,
-        summary_zh=zh,
-        evidence=evidence,
-    )
+    return Finding(fid, "confirmed", FINDINGS[fid].severity, Text(en, zh), evidence)
 
 
 # Share of the run's optimizer steps a check must cover to rule a finding out (ddp-doctor's choice:
@@ -63,32 +56,28 @@ def with_coverage(f: Finding, cov: dict[str, Any]) -> Finding:
         f.status = "inconclusive"
         tail_en += f" — less than {MIN_COVERAGE:.0%} of the run, so inconclusive, not ruled out"
         tail_zh += f" — 不足运行的 {MIN_COVERAGE:.0%}，因此无定论而非排除"
-    f.summary = f"{f.summary.rstrip('.')}; {tail_en}."
-    if f.summary_zh:
-        f.summary_zh = f"{f.summary_zh.rstrip('。')}；{tail_zh}。"
+    f.summary = Text(
+        f"{f.summary.en.rstrip('.')}; {tail_en}.", f"{f.summary.get('zh').rstrip('。')}；{tail_zh}。"
+    )
     return f
 
 
 def ruled_out(fid: str, en: str, zh: str, coverage: dict[str, Any] | None = None, **evidence: Any) -> Finding:
-    f = Finding(id=fid, status="ruled-out", severity="info", summary=en, summary_zh=zh, evidence=evidence)
+    f = Finding(fid, "ruled-out", "info", Text(en, zh), evidence)
     return f if coverage is None else with_coverage(f, coverage)
 
 
 def observed(fid: str, en: str, zh: str, **evidence: Any) -> Finding:
     """A fact the run shows that is not a diagnosis (e.g. DDP bucket settings): never a problem."""
-    return Finding(id=fid, status="observed", severity="info", summary=en, summary_zh=zh, evidence=evidence)
+    return Finding(fid, "observed", "info", Text(en, zh), evidence)
 
 
 def not_measured(fid: str, en: str, zh: str, **evidence: Any) -> Finding:
-    return Finding(
-        id=fid, status="not-measured", severity="info", summary=en, summary_zh=zh, evidence=evidence
-    )
+    return Finding(fid, "not-measured", "info", Text(en, zh), evidence)
 
 
 def inconclusive(fid: str, en: str, zh: str, **evidence: Any) -> Finding:
-    return Finding(
-        id=fid, status="inconclusive", severity="info", summary=en, summary_zh=zh, evidence=evidence
-    )
+    return Finding(fid, "inconclusive", "info", Text(en, zh), evidence)
 
 
 def fmt(x: float | None, digits: int = 3) -> str:

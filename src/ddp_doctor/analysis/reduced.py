@@ -19,6 +19,7 @@ from typing import Any
 
 from ddp_doctor.analysis.make import not_measured
 from ddp_doctor.analysis.quantities.spikes import MIN_HISTORY, WINDOW
+from ddp_doctor.catalog import Text
 from ddp_doctor.findings import Finding, sort_findings
 
 NEEDS: dict[str, tuple[str, ...]] = {
@@ -88,8 +89,10 @@ def restrict(findings: list[Finding], imported: dict[str, Any]) -> list[Finding]
             continue
         if f.id == "nonfinite" and f.status == "ruled-out":
             what = "loss and gradient norm" if "grad_norm" in have else "loss"
-            f.summary = f"No NaN/Inf in the {imported.get('steps')} logged values of the {what}."
-            f.summary_zh = f"{imported.get('steps')} 个记录的{what}值中没有 NaN/Inf。"
+            f.summary = Text(
+                f"No NaN/Inf in the {imported.get('steps')} logged values of the {what}.",
+                f"{imported.get('steps')} 个记录的{what}值中没有 NaN/Inf。",
+            )
         out.append(f)
     return sort_findings(out)
 

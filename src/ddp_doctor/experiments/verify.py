@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ddp_doctor.catalog import Text
 from ddp_doctor.findings import Finding
 
 # fp32 tolerance on rel. Reordering a sum of n float32 terms changes it by at most about
@@ -345,10 +346,13 @@ def findings_from(rows: list[Row]) -> list[Finding]:
                 status="confirmed" if confirmed else "ruled-out",
                 severity="warning" if confirmed else "info",
                 source="experiment",
-                summary=(
+                summary=Text(
                     f"compiled vs eager: gradients differ by {row.grad_rel:.2e} and parameters by "
                     f"{row.param_rel:.2e} (relative) after the checked steps; eager run-to-run noise "
-                    f"{max(noise.grad_rel, noise.param_rel):.2e}, threshold {row.tolerance:.1e}."
+                    f"{max(noise.grad_rel, noise.param_rel):.2e}, threshold {row.tolerance:.1e}.",
+                    f"编译与 eager 对比：检查的步数之后梯度相差 {row.grad_rel:.2e}，参数相差 {row.param_rel:.2e}"
+                    f"（相对）；eager 两次运行之间的噪声 {max(noise.grad_rel, noise.param_rel):.2e}，"
+                    f"阈值 {row.tolerance:.1e}。",
                 ),
                 evidence=evidence("compile", "eager-repeat") | {"threshold": row.tolerance},
             )
@@ -363,9 +367,11 @@ def findings_from(rows: list[Row]) -> list[Finding]:
                 status="confirmed" if differ else "ruled-out",
                 severity="info",
                 source="experiment",
-                summary=(
+                summary=Text(
                     f"bucket_cap_mb and gradient_as_bucket_view variations change gradients and "
-                    f"parameters by at most {worst:.2e} (relative; tolerance {FP32_REL_TOL:.0e})."
+                    f"parameters by at most {worst:.2e} (relative; tolerance {FP32_REL_TOL:.0e}).",
+                    f"改变 bucket_cap_mb 和 gradient_as_bucket_view 使梯度和参数最多变化 {worst:.2e}"
+                    f"（相对；容差 {FP32_REL_TOL:.0e}）。",
                 ),
                 evidence=evidence(*bucket) | {"threshold": FP32_REL_TOL},
             )
@@ -378,10 +384,12 @@ def findings_from(rows: list[Row]) -> list[Finding]:
                 status="confirmed" if row.verdict == "differ" else "ruled-out",
                 severity="info",
                 source="experiment",
-                summary=(
+                summary=Text(
                     f"find_unused_parameters=True changes gradients by {row.grad_rel:.2e} and "
                     f"parameters by {row.param_rel:.2e} (relative; tolerance {FP32_REL_TOL:.0e}): "
-                    "it costs time, not accuracy."
+                    "it costs time, not accuracy.",
+                    f"find_unused_parameters=True 使梯度变化 {row.grad_rel:.2e}，参数变化 {row.param_rel:.2e}"
+                    f"（相对；容差 {FP32_REL_TOL:.0e}）：它只耗时间，不影响精度。",
                 ),
                 evidence=evidence("find-unused") | {"threshold": FP32_REL_TOL},
             )

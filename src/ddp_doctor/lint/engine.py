@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ddp_doctor.atomic_write import write_bytes_atomic
-from ddp_doctor.catalog import FINDINGS, lint_ids
+from ddp_doctor.catalog import FINDINGS, Text, lint_ids
 from ddp_doctor.findings import Finding
 from ddp_doctor.lint.config import LintConfig, config_for
 from ddp_doctor.lint.context import FileContext
@@ -159,8 +159,7 @@ def _to_finding(v: Violation, path: str, notebook: NotebookSource | None) -> Fin
         id=v.rule_id,
         status="confirmed",
         severity=severity,
-        summary=v.message,
-        summary_zh=v.message_zh,
+        summary=Text(v.message, v.message_zh),
         evidence=evidence,
         fix=spec.fix.en,
         path=path,

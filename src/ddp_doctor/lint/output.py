@@ -36,8 +36,7 @@ def to_text(result: LintResult, lang: Lang = "en") -> str:
 
 
 def _finding_json(f: Finding, lang: Lang) -> dict[str, Any]:
-    data = f.to_lint_json()
-    data["message"], data["fix"] = f.summary_in(lang), f.fix_in(lang)
+    data = f.to_lint_json(lang)
     if "cell" in f.evidence:
         data["cell"] = f.evidence["cell"]
     if f.evidence.get("gated_by"):

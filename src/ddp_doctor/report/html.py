@@ -140,7 +140,7 @@ def render_html(diag: Diagnosis, lang: Lang = "en") -> str:
         f"<th>{escape(w('verdict', lang))}</th><th>{escape(w('summary', lang))}</th></tr>"
     )
     for h in diag.hypotheses:
-        summary = h.summary_zh if lang == "zh" and h.summary_zh else h.summary
+        summary = h.summary.get(lang)
         parts.append(
             f"<tr><td><b>{escape(h.id)}</b><br><span class='muted'>"
             f"{escape(HYPOTHESES[h.id].guess.get(lang))}</span></td>"

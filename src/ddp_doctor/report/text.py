@@ -95,7 +95,7 @@ def render_console(diag: Diagnosis, console: Console, lang: Lang = "en") -> None
     table.add_column(w("verdict", lang), no_wrap=True, min_width=10)
     table.add_column(w("summary", lang), ratio=1)
     for h in diag.hypotheses:
-        summary = h.summary_zh if lang == "zh" and h.summary_zh else h.summary
+        summary = h.summary.get(lang)
         if len(summary) > SUMMARY_CHARS:
             summary = summary[: SUMMARY_CHARS - 1] + "…"
         guess = HYPOTHESES[h.id].guess.get(lang)

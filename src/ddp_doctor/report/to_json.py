@@ -15,25 +15,12 @@ from ddp_doctor.findings import REPORT_SCHEMA, jsonable
 
 
 def report_dict(diag: Diagnosis, lang: Lang = "en") -> dict[str, Any]:
-    findings = []
-    for f in diag.findings:
-        d = f.to_report_json()
-        if lang == "zh":
-            d["summary_en"], d["summary"], d["fix"] = d["summary"], f.summary_in("zh"), f.fix_in("zh")
-        findings.append(d)
-    hyps = []
-    for h in diag.hypotheses:
-        d = h.to_json()
-        if lang == "zh" and h.summary_zh:
-            d["summary_en"], d["summary"] = d["summary"], h.summary_zh
-        d.pop("summary_zh", None)
-        hyps.append(d)
     return {
         "schema": REPORT_SCHEMA,
         "lang": lang,
         "run": jsonable(diag.run_info),
-        "findings": findings,
-        "hypotheses": hyps,
+        "findings": [f.to_report_json(lang) for f in diag.findings],
+        "hypotheses": [h.to_json(lang) for h in diag.hypotheses],
     }
 
 
