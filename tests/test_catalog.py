@@ -1,42 +1,72 @@
-"""The catalog matches the public contract in ../shared/catalog.md and is complete in both languages."""
+"""The catalog contains the public contract (tests/data/public_contract.json) and is complete in both
+languages; thresholds are one definition shared by the docs and the checks."""
 
 from __future__ import annotations
 
-import re
+import json
 from pathlib import Path
 
 import pytest
 
-from ddp_doctor.catalog import FINDINGS, HYPOTHESES, LANGS, lint_ids, runtime_ids
+from ddp_doctor.catalog import FINDINGS, HYPOTHESES, LANGS, Text, limit, lint_ids, runtime_ids, threshold_text
 from ddp_doctor.findings import Finding
 
-SHARED_CATALOG = Path(__file__).resolve().parents[1].parent / "shared" / "catalog.md"
+CONTRACT = json.loads((Path(__file__).parent / "data" / "public_contract.json").read_text(encoding="utf-8"))
 
 
-def _contract_rows() -> tuple[dict[str, str], dict[str, list[str]]]:
-    text = SHARED_CATALOG.read_text(encoding="utf-8")
-    findings: dict[str, str] = {}
-    hypotheses: dict[str, list[str]] = {}
-    for line in text.splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) == 3 and cells[0].startswith("`"):
-            hypotheses[cells[0].strip("`")] = [f.strip() for f in cells[2].split("(")[0].split(",")]
-        elif len(cells) == 4 and re.fullmatch(r"[RL ]+", cells[1] or "-"):
-            findings[cells[0]] = cells[1]
-    return findings, hypotheses
+def test_catalog_contains_every_public_finding_id_with_its_kinds() -> None:
+    for fid, kinds in CONTRACT["findings"].items():
+        assert fid in FINDINGS, f"public finding id {fid} missing from the catalog"
+        # contains, not equals: a finding may gain a kind (rank0-only-loss-log is now also measured)
+        assert FINDINGS[fid].runtime or "R" not in kinds, fid
+        assert FINDINGS[fid].lint or "L" not in kinds, fid
+        assert fid in CONTRACT["finding_meaning"] and fid in CONTRACT["finding_evidence"], fid
 
 
-@pytest.mark.skipif(not SHARED_CATALOG.exists(), reason="../shared/catalog.md not beside the checkout")
-def test_catalog_ids_and_kinds_match_shared_contract() -> None:
-    # The contract: keep every ID and field; adding is fine (new IDs, new findings under a hypothesis).
-    findings, hypotheses = _contract_rows()
-    assert set(findings) <= set(FINDINGS)
-    for fid, kinds in findings.items():
-        assert FINDINGS[fid].runtime == ("R" in kinds), fid
-        assert FINDINGS[fid].lint == ("L" in kinds), fid
-    assert set(hypotheses) <= set(HYPOTHESES)
-    for hid, fids in hypotheses.items():
-        assert list(HYPOTHESES[hid].findings)[: len(fids)] == fids, hid
+def test_catalog_contains_every_public_hypothesis_and_its_findings() -> None:
+    for hid, fids in CONTRACT["hypotheses"].items():
+        assert hid in HYPOTHESES, f"public hypothesis {hid} missing from the catalog"
+        assert set(fids) <= set(HYPOTHESES[hid].findings), hid
+
+
+def test_every_runtime_finding_states_its_threshold_in_both_languages() -> None:
+    for spec in FINDINGS.values():
+        if spec.runtime:
+            assert spec.threshold is not None, spec.id
+            assert spec.threshold.source, spec.id
+            for lang in LANGS:
+                assert threshold_text(spec.id, lang).strip(), (spec.id, lang)
+
+
+def test_threshold_numbers_are_the_ones_the_checks_use() -> None:
+    from ddp_doctor.analysis.checks import data_order, precision
+    from ddp_doctor.analysis.quantities import spikes
+
+    assert limit("sampler-missing", "share") == data_order.IDENTICAL_SHARE
+    assert limit("fp16-overflow", "min_skips") == precision.MIN_SKIPS
+    assert limit("loss-spike", "z") == spikes.SPIKE_Z
+    assert "50%" in threshold_text("sampler-missing")
+    with pytest.raises(KeyError):
+        limit("sampler-missing", "no-such-value")
+
+
+def test_text_is_its_english_string_and_keeps_the_translation() -> None:
+    t = Text("loss rose", "损失上升")
+    assert t == "loss rose" and "rose" in t and f"{t}" == "loss rose"
+    assert t.get("zh") == "损失上升" and t.get("en") == "loss rose"
+    assert Text("only english").get("zh") == "only english"
+    both = Text("a: ", "甲：").joining([Text("x", "叉"), Text("y", "歪")], Text(", ", "、"))
+    assert (both.en, both.zh) == ("a: x, y", "甲：叉、歪")
+    import pickle
+
+    assert pickle.loads(pickle.dumps(t)).zh == "损失上升"
+
+
+def test_finding_accepts_a_plain_summary_with_its_chinese_sentence() -> None:
+    f = Finding(id="nonfinite", status="confirmed", severity="error", summary="NaN", summary_zh="出现 NaN")
+    assert f.summary == "NaN" and f.summary_in("zh") == "出现 NaN"
+    g = Finding(id="nonfinite", status="confirmed", severity="error", summary="NaN")
+    assert g.summary_in("zh") == FINDINGS["nonfinite"].meaning.zh
 
 
 def test_every_text_exists_in_every_language() -> None:

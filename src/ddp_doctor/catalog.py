@@ -10,6 +10,7 @@ Text is kept in English and Chinese side by side so that a renderer can show eit
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -62,17 +63,18 @@ class Text(str):
 class Threshold:
     """When a finding is confirmed: the rule, its source, and the numbers the check uses.
 
-    ``rule`` is a format string over ``values`` ("> {share:.0%} of steps ..."), so the sentence in
+    ``rule`` is a format string over ``values`` ("> {share:.0%} of steps ...") in both languages,
+    so the sentence in
     the docs and in a finding's evidence and the constant in the check are one definition:
     checks read the numbers with :func:`limit`.
     """
 
-    rule: str
+    rule: Text
     source: str
     values: Mapping[str, float] = field(default_factory=dict)
 
-    def text(self) -> str:
-        return self.rule.format(**self.values)
+    def text(self, lang: Lang = "en") -> str:
+        return self.rule.get(lang).format(**self.values)
 
 
 @dataclass(frozen=True)
@@ -122,8 +124,8 @@ def _f(
     )
 
 
-def _t(rule: str, source: str, **values: float) -> Threshold:
-    return Threshold(rule, source, values)
+def _t(rule: str, rule_zh: str, source: str, **values: float) -> Threshold:
+    return Threshold(Text(rule, rule_zh), source, values)
 
 
 _FINDING_LIST: tuple[FindingSpec, ...] = (
@@ -147,6 +149,7 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
         ),
         threshold=_t(
             "> {share:.0%} of micro-batches identical to the lowest rank's at the same (step, micro-step)",
+            "超过 {share:.0%} 的微批次与最低 rank 在同一（步，微步）完全相同",
             "docs/probe.md (measured facts): 32/32 identical without a sampler, 0/16 with",
             share=0.5,
         ),
@@ -168,6 +171,7 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
         ),
         threshold=_t(
             "index-list hash equal in consecutive epochs (≥ 2 epochs seen)",
+            "相邻 epoch 的索引顺序哈希相同（至少需要 2 个 epoch）",
             "DistributedSampler docs (set_epoch seeds the shuffle)",
         ),
     ),
@@ -192,6 +196,7 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
         ),
         threshold=_t(
             "p < {alpha:g} (Bonferroni over ranks) and shift > {min_shift:.0%}",
+            "Bonferroni 校正后 p < {alpha:g} 且偏移超过 {min_shift:.0%}",
             "batch-means t-test (analysis/quantities/skew.py)",
             alpha=1e-3,
             min_shift=0.02,
@@ -216,7 +221,11 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "optimizer step) before calling backward.",
             "调用 backward 前把损失除以累积步数（或除以整个优化步内全局有效 token 数）。",
         ),
-        threshold=_t("median(root/loss) × A ≥ √A", "geometric midpoint of 1/A (divided) and 1 (undivided)"),
+        threshold=_t(
+            "median(root/loss) × A ≥ √A",
+            "median(backward 根节点 / 损失) × A ≥ √A",
+            "geometric midpoint of 1/A (divided) and 1 (undivided)",
+        ),
     ),
     _f(
         "zero-grad-inside-accum",
@@ -234,7 +243,10 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "每个优化步只调用一次 `optimizer.zero_grad()`，放在 `optimizer.step()` 之后。",
         ),
         threshold=_t(
-            "> 1 zero_grad call per optimizer step in > {share:.0%} of accumulation steps", "count", share=0.5
+            "> 1 zero_grad call per optimizer step in > {share:.0%} of accumulation steps",
+            "超过 {share:.0%} 的累积步中每步 zero_grad 调用多于 1 次",
+            "count",
+            share=0.5,
         ),
     ),
     _f(
@@ -255,7 +267,10 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "`model.require_backward_grad_sync = is_last_micro_step`）。",
         ),
         threshold=_t(
-            "> {share:.0%} of accumulation steps sync on every micro-step", "DDP `no_sync` docs", share=0.5
+            "> {share:.0%} of accumulation steps sync on every micro-step",
+            "超过 {share:.0%} 的累积步每个微步都同步",
+            "DDP `no_sync` docs",
+            share=0.5,
         ),
     ),
     _f(
@@ -275,6 +290,7 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
         ),
         threshold=_t(
             "last micro-step unsynced while another micro-step synced, in > {share:.0%} of steps",
+            "超过 {share:.0%} 的步最后一个微步未同步而其他微步同步",
             "DDP reads the flag in forward",
             share=0.5,
         ),
@@ -296,7 +312,9 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "不要只在某个 rank 上修改参数；构建模型前对所有 rank 使用相同的随机种子；让 DDP 广播初始状态。",
         ),
         threshold=_t(
-            "any bit difference of the per-parameter int32 checksums", "DDP keeps replicas bit-identical"
+            "any bit difference of the per-parameter int32 checksums",
+            "逐参数 int32 校验和有任何一位不同",
+            "DDP keeps replicas bit-identical",
         ),
     ),
     _f(
@@ -315,7 +333,11 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "`join` context manager for uneven inputs).",
             "让每个 rank 处理相同数量的批次（DistributedSampler 配合 drop_last，或使用 `join` 上下文处理不均匀输入）。",
         ),
-        threshold=_t("any count difference (finished run); > 1 step (run in progress)", "count"),
+        threshold=_t(
+            "any count difference (finished run); > 1 step (run in progress)",
+            "计数有任何差异（已结束的运行）；差 1 步以上（进行中的运行）",
+            "count",
+        ),
     ),
     _f(
         "ddp-bypassed",
@@ -332,7 +354,7 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "Call the DDP-wrapped model (`ddp_model(x)`), not `ddp_model.module(x)`, for the forward.",
             "前向时调用 DDP 包装后的模型（`ddp_model(x)`），而不是 `ddp_model.module(x)`。",
         ),
-        threshold=_t("0 all-reduces with world size > 1", "count"),
+        threshold=_t("0 all-reduces with world size > 1", "world size > 1 且 all-reduce 次数为 0", "count"),
     ),
     _f(
         "loss-normalization-variable-tokens",
@@ -356,6 +378,7 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
         ),
         threshold=_t(
             "token CV > {token_cv:g} and CV(root/loss) < {cv_ratio:g} × CV(root/loss/tokens)",
+            "token 数 CV > {token_cv:g} 且 CV(根/损失) < {cv_ratio:g} × CV(根/损失/token)",
             "analysis/checks/loss_normalization.py",
             token_cv=0.05,
             cv_ratio=0.5,
@@ -381,10 +404,13 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "记录前对损失做 all-reduce（跨 rank 求平均）。",
         ),
         threshold=_t(
-            "a form of the loss the probe measured matches ≥ {match_min:.0%} of ≥ {min_points:g} logged values "
-            "(within the printed resolution); rank-local only when the best all-reduced form matches "
-            "≤ {distinct_max:.0%}",
-            "the captured logged loss (probe/capture) vs the probe's per-rank losses",
+            "a rank-local form of the loss the probe measured matches ≥ {match_min:.0%} of ≥ {min_points:g} "
+            "logged values (within the printed resolution + 0.1%), and no all-reduced form matches > "
+            "{distinct_max:.0%}",
+            "探针测得的某个 rank 本地损失形式与 ≥ {min_points:g} 个记录值中的 ≥ {match_min:.0%} 一致（在打印精度 + 0.1% 以内），"
+            "且没有任何 all-reduce 后的形式一致超过 {distinct_max:.0%}",
+            "logged loss (stdout/stderr, TensorBoard, wandb, HF, Lightning, Fabric, accelerate, trainer "
+            "metrics) vs the probe's per-rank losses",
             match_min=0.8,
             min_points=4,
             distinct_max=0.5,
@@ -406,7 +432,14 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "need a smoother curve.",
             "无需修复。绘制 all-reduce 后的损失或滑动平均；只有需要更平滑的曲线时才增大批量。",
         ),
-        threshold=_t("observed / predicted std ≤ {ratio:g}", "sampling error of the two stds", ratio=1.5),
+        threshold=_t(
+            "observed / predicted std ≤ {ratio:g} (≥ 63 steps: rolling-median residuals; shorter runs: "
+            "second differences, decided only when the 95% χ² interval of the ratio lies on one side of {ratio:g})",
+            "观测 / 预测标准差 ≤ {ratio:g}（≥ 63 步：滚动中位数残差；更短的运行：二阶差分，仅当比值的 95% χ² 区间"
+            "整体位于 {ratio:g} 一侧时才判定）",
+            "sampling error of the two stds",
+            ratio=1.5,
+        ),
     ),
     _f(
         "batch-below-noise-scale",
@@ -425,6 +458,7 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
         ),
         threshold=_t(
             "effective batch < B_simple / {far_below:g}, outside 2 standard errors",
+            "有效批量 < B_simple / {far_below:g}，且在 2 倍标准误之外",
             "McCandlish et al. 2018 (B_crit ≈ B_simple)",
             far_below=10,
         ),
@@ -446,6 +480,7 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
         ),
         threshold=_t(
             "scheduler steps = micro-steps × k in > {share:.0%} of steps with ≥ 2 micro-steps; k = 1, or k = world size when accelerate's `AcceleratedScheduler` (split_batches=False) made the call",
+            "在至少 2 个微步的步中，超过 {share:.0%} 的调度器步数 = 微步数 × k；k = 1，若调用来自 accelerate 的 `AcceleratedScheduler`（split_batches=False）则 k = world size",
             "count; accelerate steps the wrapped scheduler num_processes times per optimizer step on purpose",
             share=0.5,
         ),
@@ -467,6 +502,7 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
         ),
         threshold=_t(
             "spike within max({min_window:g}, warmup/2) steps of warmup end, or warmup < 2/(1−β2) with a spike before that",
+            "尖峰出现在 warmup 结束前后 max({min_window:g}, warmup/2) 步内，或 warmup < 2/(1−β2) 且尖峰出现在此之前",
             "Ma & Yarats 2021, On the adequacy of untuned warmup for adaptive optimization",
             min_window=10,
         ),
@@ -489,7 +525,19 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "Lower the learning rate (or use a per-group lr for the affected groups).",
             "降低学习率（或为受影响的层组设置单独的学习率）。",
         ),
-        threshold=_t("median ‖update‖/‖param‖ > {ratio:g} (usual ≈ 1e-3)", "CS231n", ratio=1e-2),
+        threshold=_t(
+            "median ‖update‖/‖param‖ over sampled steps ≥ {early_steps:g} above: norm gains {norm:g}, "
+            "embeddings/matrices/vectors {matrix:g} (biases not judged; ≤ 2 tensors per type sampled every "
+            "5 steps, level full all groups)",
+            "第 {early_steps:g} 步之后采样步上 ‖更新‖/‖参数‖ 的中位数高于：归一化增益 {norm:g}，嵌入/矩阵/向量 {matrix:g}"
+            "（不判断偏置）",
+            "CS231n (~1e-3 usual) × 10 for norm gains (init 1: the ratio reads Adam's step size); init-scale "
+            "allowance for std-0.02 tensors, calibrated on healthy from-scratch runs (embeddings 0.011–0.04) "
+            "vs lr 100× (norms 0.02–0.23); see quantities/update_ratio.py",
+            norm=1e-2,
+            matrix=1e-1,
+            early_steps=10,
+        ),
     ),
     _f(
         "loss-unstable",
@@ -523,7 +571,9 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "≥ max({min_run:g}, {min_share:.0%} of the steps) consecutive steps above the initial loss + "
             "max({rel_rise:.0%}, {noise_z:g} σ_pred); or the observed/predicted step-to-step std's 95% "
             "interval above {far_above:g}",
-            "loss-spike literature (OLMo 2, PaLM): a healthy run never stays 10% above its starting loss",
+            "≥ max({min_run:g}, 步数的 {min_share:.0%}) 个连续步高于初始损失 + max({rel_rise:.0%}, {noise_z:g} σ_pred)；"
+            "或观测/预测逐步标准差之比的 95% 区间高于 {far_above:g}",
+            "the lr-too-high divergence of Wortsman et al. 2023 (small-scale proxies); margins are ddp-doctor's choice",
             min_run=5,
             min_share=0.10,
             rel_rise=0.10,
@@ -548,6 +598,7 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
         ),
         threshold=_t(
             "z > {z:g} (robust z over a {window:g}-step median/MAD) and > {rise:.0%} rise; before {min_history:g} values of history: > {early_factor:g}× the mean of the steps before",
+            "稳健 z > {z:g}（{window:g} 步中位数/MAD）且上升超过 {rise:.0%}；历史不足 {min_history:g} 个值时：超过之前各步均值的 {early_factor:g} 倍",
             "OLMo 2 / llm-foundry (KillLossSpike) / Megatron spike rules",
             z=6.0,
             rise=0.10,
@@ -571,7 +622,8 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "开启梯度裁剪（`clip_grad_norm_(params, 1.0)`），降低学习率或延长 warmup。",
         ),
         threshold=_t(
-            "z > {z:g} (robust z over a {window:g}-step median/MAD) and > {rise:.0%} rise; lag to a loss spike ≤ {max_lag:g}; spikes fully clipped or below {alone_factor:g}× the median with no loss spike after do not count",
+            "z > {z:g} (robust z over a {window:g}-step median/MAD) and > {rise:.0%} rise; lag to a loss spike ≤ {max_lag:g}; spikes fully clipped, or below {alone_factor:g}× their median, with no loss spike after do not count",
+            "稳健 z > {z:g}（{window:g} 步中位数/MAD）且上升超过 {rise:.0%}；损失尖峰滞后 ≤ {max_lag:g} 步；被完全裁剪或低于其中位数 {alone_factor:g} 倍、且之后没有损失尖峰的不计",
             "OLMo 2 / llm-foundry / Megatron spike rules",
             z=6.0,
             rise=0.10,
@@ -597,6 +649,7 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
         ),
         threshold=_t(
             "> {share:.0%} of ≥ {min_steps:g} post-warmup steps clipped",
+            "warmup 之后至少 {min_steps:g} 步中超过 {share:.0%} 被裁剪",
             "early gradients are large by nature; fewer steps → inconclusive",
             share=0.5,
             min_steps=50,
@@ -617,7 +670,11 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "Call `scaler.unscale_(optimizer)` before `clip_grad_norm_`.",
             "在 `clip_grad_norm_` 之前调用 `scaler.unscale_(optimizer)`。",
         ),
-        threshold=_t("any clip call before `scaler.unscale_`", "PyTorch AMP docs, Gradient clipping"),
+        threshold=_t(
+            "any clip call before `scaler.unscale_`",
+            "任何在 `scaler.unscale_` 之前的裁剪调用",
+            "PyTorch AMP docs, Gradient clipping",
+        ),
     ),
     _f(
         "fp16-overflow",
@@ -636,6 +693,7 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
         ),
         threshold=_t(
             "≥ {min_skips:g} and ≥ {min_share:.0%} skipped steps after the start-up back-off (ends at the first good step, step {settle:g} at the latest); or ≥ {min_skips:g} steps, all skipped",
+            "启动回退之后（在第一个正常步结束，最迟第 {settle:g} 步）跳过 ≥ {min_skips:g} 步且 ≥ {min_share:.0%}；或至少 {min_skips:g} 步且全部被跳过",
             "GradScaler backs off from 2^16 in the first steps (AMP docs)",
             min_skips=3,
             min_share=0.01,
@@ -657,7 +715,11 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "Use `torch.amp.GradScaler` with float16, or switch to bfloat16.",
             "float16 训练时使用 `torch.amp.GradScaler`，或改用 bfloat16。",
         ),
-        threshold=_t("float16 autocast without an enabled GradScaler", "AMP docs"),
+        threshold=_t(
+            "float16 autocast without an enabled GradScaler",
+            "float16 autocast 且没有启用的 GradScaler",
+            "AMP docs",
+        ),
     ),
     _f(
         "nonfinite",
@@ -671,7 +733,7 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "fp16 overflow.",
             "根据证据找到首次出现的步和 rank；检查该步的数据、学习率以及 fp16 溢出。",
         ),
-        threshold=_t("any NaN/Inf not handled by the GradScaler", "—"),
+        threshold=_t("any NaN/Inf not handled by the GradScaler", "任何未被 GradScaler 处理的 NaN/Inf", "—"),
     ),
     _f(
         "adam-eps-dominated",
@@ -691,7 +753,12 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "Lower Adam's eps (e.g. 1e-8 → 1e-10 or below) for the affected groups.",
             "降低受影响参数组的 Adam eps（例如从 1e-8 降到 1e-10 或更低）。",
         ),
-        threshold=_t("median share of v̂ < eps² > {share:g}", "ddp-doctor's choice", share=0.25),
+        threshold=_t(
+            "median share of v̂ < eps² > {share:g}",
+            "v̂ < eps² 的比例中位数 > {share:g}",
+            "ddp-doctor's choice",
+            share=0.25,
+        ),
     ),
     _f(
         "compile-numerics",
@@ -709,6 +776,7 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
         ),
         threshold=_t(
             "max_abs > max({noise_factor:g} × eager noise, {atol:g})",
+            "max_abs > max({noise_factor:g} × eager 噪声, {atol:g})",
             "`torch._dynamo.utils.same` default tol 1e-4",
             noise_factor=10.0,
             atol=1e-4,
@@ -729,7 +797,7 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "boundaries.",
             "无需修改。对 DDP 包装后的模型编译可以让 DDPOptimizer 按桶边界切分计算图。",
         ),
-        threshold=_t("the recorded order (info)", "DDP docs"),
+        threshold=_t("the recorded order (info)", "记录的顺序（信息）", "DDP docs"),
     ),
     _f(
         "find-unused-true",
@@ -746,7 +814,7 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "Set `find_unused_parameters=False` unless some parameters really get no gradient.",
             "除非确有参数得不到梯度，否则设置 `find_unused_parameters=False`。",
         ),
-        threshold=_t("the recorded setting (info)", "DDP docs"),
+        threshold=_t("the recorded setting (info)", "记录的设置（信息）", "DDP docs"),
     ),
     _f(
         "unused-parameters",
@@ -759,7 +827,7 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "Freeze them (`requires_grad_(False)`) or find why the forward skips them.",
             "冻结它们（`requires_grad_(False)`），或查明前向为何跳过了它们。",
         ),
-        threshold=_t("any name in the last `unused` record", "—"),
+        threshold=_t("any name in the last `unused` record", "最后一条 `unused` 记录中有任何参数名", "—"),
     ),
     _f(
         "batchnorm-unsynced",
@@ -776,7 +844,11 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "Convert with `torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)` before wrapping in DDP.",
             "在 DDP 包装前用 `torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)` 转换。",
         ),
-        threshold=_t("any non-Sync BatchNorm under DDP", "SyncBatchNorm docs"),
+        threshold=_t(
+            "any non-Sync BatchNorm under DDP",
+            "DDP 下有任何非 SyncBatchNorm 的 BatchNorm",
+            "SyncBatchNorm docs",
+        ),
     ),
     _f(
         "fsdp-clip-wrong",
@@ -793,7 +865,11 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "Call `model.clip_grad_norm_(max_norm)` (the FSDP method), or move to FSDP2 `fully_shard`.",
             "调用 `model.clip_grad_norm_(max_norm)`（FSDP 自带的方法），或改用 FSDP2 `fully_shard`。",
         ),
-        threshold=_t("inconclusive at run time on FSDP1 with clip calls", "lint decides"),
+        threshold=_t(
+            "inconclusive at run time on FSDP1 with clip calls",
+            "运行时：FSDP1 且有裁剪调用时无定论（由 lint 判定）",
+            "lint decides",
+        ),
     ),
     _f(
         "ddp-bucket-config",
@@ -807,7 +883,7 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
         ),
         ("The values.", "设置值。"),
         ("Nothing required for stability.", "与稳定性无关，无需修改。"),
-        threshold=_t("the recorded setting (info)", "DDP docs"),
+        threshold=_t("the recorded setting (info)", "记录的设置（信息）", "DDP docs"),
     ),
 )
 
@@ -897,6 +973,18 @@ _HYPOTHESIS_LIST: tuple[HypothesisSpec, ...] = (
 
 HYPOTHESES: dict[str, HypothesisSpec] = {spec.id: spec for spec in _HYPOTHESIS_LIST}
 
+# Findings that, when confirmed, are facts about the setup but do not make their hypothesis the
+# cause of the instability (the verdict stays `ruled-out`).
+NOT_A_CAUSE: frozenset[str] = frozenset(
+    {
+        "accum-no-sync-missing",
+        "find-unused-true",
+        "ddp-bucket-config",
+        "compile-before-ddp",
+        "oscillation-within-noise",
+    }
+)
+
 
 def finding(id: str) -> FindingSpec:
     """The spec of a finding ID; a KeyError names the unknown ID."""
@@ -914,10 +1002,10 @@ def limit(finding_id: str, name: str) -> float:
     return spec.threshold.values[name]
 
 
-def threshold_text(finding_id: str) -> str:
+def threshold_text(finding_id: str, lang: Lang = "en") -> str:
     """The rule of a finding's threshold with its numbers filled in ("" when it has none)."""
     spec = finding(finding_id)
-    return spec.threshold.text() if spec.threshold is not None else ""
+    return spec.threshold.text(lang) if spec.threshold is not None else ""
 
 
 def runtime_ids() -> tuple[str, ...]:
@@ -951,3 +1039,93 @@ UI: dict[str, Text] = {
     "summary": Text("Summary", "摘要"),
     "threshold": Text("Threshold", "阈值"),
 }
+
+
+# --- generated documentation (docs/catalog.md, the thresholds table of docs/report.md) -----------
+
+
+def _kinds(spec: FindingSpec) -> str:
+    return "+".join(k for k, on in (("runtime", spec.runtime), ("lint", spec.lint)) if on)
+
+
+def markdown() -> str:
+    """docs/catalog.md: every hypothesis and finding, in English and Chinese."""
+    out = [
+        "# Catalog: hypotheses and findings / 目录：假设与发现",
+        "",
+        "Generated from `src/ddp_doctor/catalog.py` by `python -m ddp_doctor.catalog --markdown` (the IDs "
+        "are a public contract: never renamed). Thresholds and their sources are explained in "
+        "[report.md](report.md). Severity applies when a finding is confirmed; ruled-out / not-measured / "
+        "inconclusive findings are `info`.",
+        "",
+        "本页由 `src/ddp_doctor/catalog.py` 生成（ID 是公开契约，不会改名）。阈值及其出处见 [report.md](report.md)。",
+        "",
+        "## Hypotheses / 假设",
+        "",
+        "| id | guess | 猜测 | findings |",
+        "|---|---|---|---|",
+    ]
+    for h in _HYPOTHESIS_LIST:
+        fids = ", ".join(f"`{f}`" for f in h.findings)
+        out.append(f"| `{h.id}` | {h.guess.en} | {h.guess.zh} | {fids} |")
+    harmless = ", ".join(f for f in FINDINGS if f in NOT_A_CAUSE)
+    out += [
+        "",
+        "Verdicts: `confirmed` (a finding that can cause instability is confirmed), `ruled-out` (every "
+        f"finding measured and absent, or confirmed but harmless: {harmless}), `not-measured` (nothing "
+        "measurable: the summary says what to enable), `inconclusive` (in between).",
+        "",
+        "结论：`confirmed`（某个可能导致不稳定的发现已确认）、`ruled-out`（全部已测量且不存在，或已确认但无害）、"
+        "`not-measured`（无法测量，摘要说明需要开启什么）、`inconclusive`（介于两者之间）。",
+        "",
+        "## Findings / 发现",
+    ]
+    for spec in FINDINGS.values():
+        threshold = spec.threshold
+        out += [
+            "",
+            f"### `{spec.id}` — {spec.title.en} / {spec.title.zh}",
+            "",
+            f"*{_kinds(spec)}, severity `{spec.severity}`*",
+            "",
+            f"- **Meaning**: {spec.meaning.en}",
+            f"- **Evidence**: {spec.evidence.en}",
+        ]
+        if threshold is not None:
+            out.append(f"- **Threshold**: {threshold.text('en')} (source: {threshold.source})")
+        out += [
+            f"- **Fix**: {spec.fix.en}",
+            f"- **含义**：{spec.meaning.zh}",
+            f"- **证据**：{spec.evidence.zh}",
+        ]
+        if threshold is not None:
+            out.append(f"- **阈值**：{threshold.text('zh')}")
+        out.append(f"- **修复**：{spec.fix.zh}")
+    return "\n".join(out) + "\n"
+
+
+def thresholds_markdown() -> str:
+    """The thresholds table of docs/report.md (runtime findings)."""
+    rows = ["| finding | threshold | source |", "|---|---|---|"]
+    for spec in FINDINGS.values():
+        if spec.runtime and spec.threshold is not None:
+            rows.append(f"| {spec.id} | {spec.threshold.text('en')} | {spec.threshold.source} |")
+    return "\n".join(rows) + "\n"
+
+
+def _main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m ddp_doctor.catalog", description=__doc__)
+    group = parser.add_mutually_exclusive_group(required=True)
+    group.add_argument("--markdown", action="store_true", help="print docs/catalog.md")
+    group.add_argument(
+        "--thresholds", action="store_true", help="print the thresholds table of docs/report.md"
+    )
+    args = parser.parse_args(argv)
+    sys.stdout.write(markdown() if args.markdown else thresholds_markdown())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main())

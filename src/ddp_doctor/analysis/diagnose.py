@@ -40,7 +40,7 @@ from ddp_doctor.analysis.context import Context, build_context
 from ddp_doctor.analysis.fixes import refine_fixes
 from ddp_doctor.analysis.make import coverage, with_coverage
 from ddp_doctor.analysis.reduced import reduced_run_info, restrict
-from ddp_doctor.catalog import FINDINGS, HYPOTHESES, UI, Text
+from ddp_doctor.catalog import FINDINGS, HYPOTHESES, NOT_A_CAUSE, UI, Text
 from ddp_doctor.findings import Finding, HypothesisVerdict, Verdict, sort_findings
 from ddp_doctor.redact import redact_argv, redact_value
 from ddp_doctor.rundir import RunData, read_run
@@ -61,17 +61,6 @@ CHECKS = (
     batchnorm,
     loss_normalization,
     fsdp,
-)
-
-# Confirmed facts that do not make their hypothesis the cause of the instability.
-NOT_A_CAUSE = frozenset(
-    {
-        "accum-no-sync-missing",
-        "find-unused-true",
-        "ddp-bucket-config",
-        "compile-before-ddp",
-        "oscillation-within-noise",
-    }
 )
 
 _CONFIG_KINDS = (

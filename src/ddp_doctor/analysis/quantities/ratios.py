@@ -2,8 +2,8 @@
 
 Update ratio of group g at a recorded step: ρ_g = ‖θ_after − θ_before‖ / ‖θ_before‖. The usual
 range is about 1e-3 per step (Karpathy, CS231n notes "Neural Networks Part 3": "the ratio of the
-updates to the values ... somewhere around 1e-3"); :data:`UPDATE_RATIO_HIGH` = 10× that is "far
-above". We take the median over the recorded steps, so one spike does not decide it.
+updates to the values ... somewhere around 1e-3"); the limits per parameter type are the
+catalog's (update-ratio-high, judged in quantities/update_ratio.py). We take the median over the recorded steps, so one spike does not decide it.
 
 Adam step per entry is lr · m̂ / (sqrt(v̂) + eps): where v̂ < eps², eps dominates the denominator
 and the entry moves by ≈ lr · m̂ / eps instead of ≈ lr · sign-like m̂ / sqrt(v̂) (Kingma & Ba 2015;
@@ -21,7 +21,6 @@ import numpy as np
 
 from ddp_doctor.catalog import limit
 
-UPDATE_RATIO_HIGH = limit("update-ratio-high", "ratio")
 ADAM_EPS_SHARE = limit("adam-eps-dominated", "share")
 
 

@@ -31,9 +31,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-THRESHOLDS: dict[str, float] = {"norm": 1e-2, "embedding": 1e-1, "matrix": 1e-1, "vector": 1e-1}
+from ddp_doctor.catalog import limit
+
+_MATRIX = limit("update-ratio-high", "matrix")
+THRESHOLDS: dict[str, float] = {
+    "norm": limit("update-ratio-high", "norm"),
+    "embedding": _MATRIX,
+    "matrix": _MATRIX,
+    "vector": _MATRIX,
+}
 NOT_JUDGED = ("bias",)
-EARLY_STEPS = 10
+EARLY_STEPS = int(limit("update-ratio-high", "early_steps"))
 MIN_SAMPLES = 2
 # level `full` layer groups → parameter type (groups mix biases into matrices: their norm is small)
 FULL_GROUP_TYPE = {"embedding": "embedding", "norm": "norm"}

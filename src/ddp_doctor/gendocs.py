@@ -1,0 +1,95 @@
+"""The generated parts of docs/: written from the code, checked by CI so they never go stale.
+
+* docs/catalog.md — whole file, from :func:`ddp_doctor.catalog.markdown`;
+* docs/report.md — the thresholds table, from :func:`ddp_doctor.catalog.thresholds_markdown`;
+* docs/experiments.md — the interventions table, from
+  :func:`ddp_doctor.probe.interventions.markdown_table`.
+
+A generated section of a hand-written page sits between ``<!-- generated: NAME -->`` and
+``<!-- end generated: NAME -->``. ``python -m ddp_doctor.gendocs --check`` exits 1 and names the
+stale files; ``--write`` rewrites them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from ddp_doctor import catalog
+from ddp_doctor.probe import interventions
+
+# file (relative to the repository root) -> (section name or None for the whole file, generator)
+GENERATED: dict[str, tuple[str | None, Callable[[], str]]] = {
+    "docs/catalog.md": (None, catalog.markdown),
+    "docs/report.md": ("thresholds", catalog.thresholds_markdown),
+    "docs/experiments.md": ("interventions", interventions.markdown_table),
+}
+
+
+def _section(name: str) -> re.Pattern[str]:
+    return re.compile(
+        rf"(<!-- generated: {re.escape(name)} -->\n)(.*?)(<!-- end generated: {re.escape(name)} -->)", re.S
+    )
+
+
+def render(current: str, section: str | None, body: str) -> str:
+    """``current`` with its generated part replaced by ``body``; ValueError when the markers are missing."""
+    if section is None:
+        return body
+    pattern = _section(section)
+    if not pattern.search(current):
+        raise ValueError(f"markers for the generated section {section!r} are missing")
+    return pattern.sub(lambda m: m.group(1) + body + m.group(3), current, count=1)
+
+
+def stale(root: Path) -> list[str]:
+    """The generated files under ``root`` whose committed text differs from the code's."""
+    out = []
+    for rel, (section, make) in GENERATED.items():
+        path = root / rel
+        current = path.read_text(encoding="utf-8") if path.exists() else ""
+        try:
+            fresh = render(current, section, make())
+        except ValueError:
+            out.append(rel)
+            continue
+        if fresh != current:
+            out.append(rel)
+    return out
+
+
+def write(root: Path) -> list[str]:
+    from ddp_doctor.safe_write import write_text
+
+    changed = []
+    for rel in stale(root):
+        section, make = GENERATED[rel]
+        path = root / rel
+        current = path.read_text(encoding="utf-8") if path.exists() else ""
+        write_text(path, render(current, section, make()))
+        changed.append(rel)
+    return changed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ddp_doctor.gendocs", description=__doc__)
+    parser.add_argument("--root", type=Path, default=Path.cwd(), help="repository root (default: .)")
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--check", action="store_true", help="exit 1 when a generated doc is stale")
+    mode.add_argument("--write", action="store_true", help="rewrite the stale generated docs")
+    args = parser.parse_args(argv)
+    if args.write:
+        for rel in write(args.root):
+            print(f"wrote {rel}")
+        return 0
+    old = stale(args.root)
+    for rel in old:
+        print(f"stale: {rel} (run `python -m ddp_doctor.gendocs --write`)", file=sys.stderr)
+    return 1 if old else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""The one way ddp-doctor writes a file: a temp file in the same directory, renamed over the target.
+
+Why: a reader never sees half a file (an interrupted write leaves the old file or nothing), and a
+symlink planted at the destination is *replaced*, never followed — writing `report.html` can
+not overwrite whatever the link points to. A destination that cannot be written (a missing
+directory, a directory in its place, a read-only file) raises :class:`OutputError` with a
+message for the user; the CLI turns it into exit code 2.
+
+Used for report outputs, `lint --fix`, `plan/verify/ablate --output`, the manifest and caches.
+Records that are appended while training runs (rank files, trainer metrics, launcher logs) are
+streams, not whole-file writes, and are opened by their owners.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+
+class OutputError(OSError):
+    """The destination cannot be written; the message says why, for the user."""
+
+
+def check_destination(path: str | os.PathLike[str]) -> Path:
+    """Validate where a file will go before any work is done (for `--output`); returns the path."""
+    target = Path(path)
+    parent = target.parent
+    if not parent.exists():
+        raise OutputError(f"cannot write {target}: directory {parent} does not exist")
+    if not parent.is_dir():
+        raise OutputError(f"cannot write {target}: {parent} is not a directory")
+    try:
+        st = os.lstat(target)
+    except FileNotFoundError:
+        return target
+    if stat.S_ISDIR(st.st_mode):
+        raise OutputError(f"cannot write {target}: it is a directory")
+    if stat.S_ISREG(st.st_mode) and not os.access(target, os.W_OK, follow_symlinks=False):
+        raise OutputError(f"cannot write {target}: the file is read-only")
+    return target
+
+
+def _default_mode() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int | None = None) -> None:
+    """Atomically replace ``path`` by ``data``.
+
+    ``mode``: permission bits of the new file; by default those of the regular file it replaces
+    (a symlink's target is not consulted), else 0666 minus the umask, as a plain ``open`` would.
+    """
+    target = check_destination(path)
+    if mode is None:
+        try:
+            st = os.lstat(target)
+            mode = stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else _default_mode()
+        except FileNotFoundError:
+            mode = _default_mode()
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fchmod(f.fileno(), mode)
+        os.replace(tmp, target)  # replaces a symlink itself, never its target
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def write_text(
+    path: str | os.PathLike[str], text: str, *, encoding: str = "utf-8", mode: int | None = None
+) -> None:
+    """:func:`write_bytes` for text; line endings are written exactly as they are in ``text``."""
+    write_bytes(path, text.encode(encoding), mode=mode)
