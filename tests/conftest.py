@@ -30,6 +30,19 @@ def diag_of(make_run: Callable[..., Path]) -> Callable[..., Diagnosis]:
     return run
 
 
+def pytest_collection_modifyitems(config, items) -> None:
+    """`gpu` tests need a CUDA device: skipped (with the reason) where there is none."""
+    gpu_items = [item for item in items if item.get_closest_marker("gpu")]
+    if not gpu_items:
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        skip = pytest.mark.skip(reason="needs a CUDA device (marker gpu)")
+        for item in gpu_items:
+            item.add_marker(skip)
+
+
 def pytest_terminal_summary(terminalreporter) -> None:
     """Say how often the known torch/gloo teardown abort was tolerated or retried (tests/teardown_race.py)."""
     events = teardown_race.EVENTS

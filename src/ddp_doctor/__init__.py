@@ -6,12 +6,14 @@ the report renderers must start fast. Heavy modules are imported where they are 
 
 from __future__ import annotations
 
+from typing import Any
+
 __version__ = "0.1.0"
 
 __all__ = ["__version__", "attach", "load"]
 
 
-def attach(**options: object) -> None:
+def attach(**options: Any) -> None:
     """Start the runtime probe inside this process, for launchers that drop the environment.
 
     Equivalent to what `ddp-doctor run` injects through sitecustomize; see docs/probe.md.

@@ -35,7 +35,7 @@ import stat
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import pyarrow as pa
@@ -45,6 +45,7 @@ import pyarrow.json as pj
 
 from ddp_doctor import records
 from ddp_doctor.records import Field
+from ddp_doctor.safe_write import PRIVATE_FILE, write_with
 
 # of a step record's `clip` entries; the last two only under FSDP2 (analysis/quantities/shards.py)
 CLIP_COLUMNS = ("max_norm", "total_norm", "after_unscale", "scaler", "total_norm_shard", "norm_type")
@@ -696,16 +697,12 @@ def save_cache(path: Path, data: RankData, probs: Problems, key: dict[str, int])
         arrays = {k: getattr(c, k) for k in _COLUMN_ARRAYS} | {f"extra.{k}": v for k, v in c.extra.items()}
         table = pa.table({k: _column(v) for k, v in arrays.items()})
         table = table.replace_schema_metadata({b"ddp_doctor": json.dumps(_meta(data, probs, key)).encode()})
-        tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-        try:
-            with os.fdopen(fd, "wb") as fh, pa.ipc.new_file(fh, table.schema) as writer:
+
+        def produce(fh: BinaryIO) -> None:
+            with pa.ipc.new_file(fh, table.schema) as writer:
                 writer.write_table(table)
-            os.replace(tmp, out)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+
+        write_with(out, produce, mode=PRIVATE_FILE)
     except (OSError, ValueError, TypeError, pa.ArrowException, RecursionError, AssertionError):
         return False  # a read-only run directory: no cache, no problem
     return True

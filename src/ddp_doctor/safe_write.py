@@ -6,9 +6,11 @@ not overwrite whatever the link points to. A destination that cannot be written 
 directory, a directory in its place, a read-only file) raises :class:`OutputError` with a
 message for the user; the CLI turns it into exit code 2.
 
-Used for report outputs, `lint --fix`, `plan/verify/ablate --output`, the manifest and caches.
-Records that are appended while training runs (rank files, trainer metrics, launcher logs) are
-streams, not whole-file writes, and are opened by their owners.
+Used for every whole file the tool writes: report outputs and exports, `compare/plan/verify/ablate
+--output`, `lint --fix`, manifests, the rank-file Arrow cache, imported runs, demo and integration
+outputs, generated docs. Files that must not exist yet (claims, launcher failure reports) are
+created with :func:`create_new` (O_EXCL|O_NOFOLLOW). Records appended while training runs (rank
+files, trainer metrics, launcher logs) are streams opened by their owners with O_NOFOLLOW.
 """
 
 from __future__ import annotations
@@ -17,7 +19,12 @@ import contextlib
 import os
 import stat
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO, TextIO
+
+# Run directories hold commands, hosts and losses: their files are the owner's only (issue 10).
+PRIVATE_FILE = 0o600
 
 
 class OutputError(OSError):
@@ -37,8 +44,12 @@ def check_destination(path: str | os.PathLike[str]) -> Path:
     except FileNotFoundError:
         return target
     if stat.S_ISDIR(st.st_mode):
-        raise OutputError(f"cannot write {target}: it is a directory")
-    if stat.S_ISREG(st.st_mode) and not os.access(target, os.W_OK, follow_symlinks=False):
+        raise OutputError(f"cannot write {target}: it is a directory; give a file name")
+    # The mode bits, not only access(): root may write anything, but a file marked read-only is
+    # the user saying "do not change this".
+    if stat.S_ISREG(st.st_mode) and (
+        not st.st_mode & 0o222 or not os.access(target, os.W_OK, follow_symlinks=False)
+    ):
         raise OutputError(f"cannot write {target}: the file is read-only")
     return target
 
@@ -49,8 +60,10 @@ def _default_mode() -> int:
     return 0o666 & ~umask
 
 
-def write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int | None = None) -> None:
-    """Atomically replace ``path`` by ``data``.
+def write_with(
+    path: str | os.PathLike[str], produce: Callable[[BinaryIO], object], *, mode: int | None = None
+) -> None:
+    """Atomically replace ``path`` by what ``produce`` writes into the (binary) temp file.
 
     ``mode``: permission bits of the new file; by default those of the regular file it replaces
     (a symlink's target is not consulted), else 0666 minus the umask, as a plain ``open`` would.
@@ -65,7 +78,7 @@ def write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int | None =
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            produce(f)
             f.flush()
             os.fchmod(f.fileno(), mode)
         os.replace(tmp, target)  # replaces a symlink itself, never its target
@@ -75,8 +88,31 @@ def write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int | None =
         raise
 
 
+def write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int | None = None) -> None:
+    """Atomically replace ``path`` by ``data`` (see :func:`write_with` for ``mode``)."""
+    write_with(path, lambda f: f.write(data), mode=mode)
+
+
 def write_text(
     path: str | os.PathLike[str], text: str, *, encoding: str = "utf-8", mode: int | None = None
 ) -> None:
     """:func:`write_bytes` for text; line endings are written exactly as they are in ``text``."""
     write_bytes(path, text.encode(encoding), mode=mode)
+
+
+def create_new(path: str | os.PathLike[str], data: bytes = b"", *, mode: int = PRIVATE_FILE) -> None:
+    """Create ``path``, which must not exist yet (``FileExistsError`` otherwise, also for a symlink
+    planted there: O_EXCL never follows one), and write ``data``: claims and one-off records."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), mode)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+
+
+def open_log(path: str | os.PathLike[str]) -> TextIO:
+    """Open a log the tool streams into (a launcher's output) for writing from the start: a
+    symlink planted there is removed, never written through (O_NOFOLLOW), and the file is private."""
+    with contextlib.suppress(FileNotFoundError):
+        if stat.S_ISLNK(os.lstat(path).st_mode):
+            os.unlink(path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    return os.fdopen(os.open(path, flags, PRIVATE_FILE), "w", encoding="utf-8")

@@ -26,6 +26,8 @@ from ddp_doctor.report.text import render_text  # noqa: E402
 from ddp_doctor.report.to_json import render_json  # noqa: E402
 from ddp_doctor.trainer.faults import FAULTS  # noqa: E402
 
+pytestmark = pytest.mark.distributed  # starts process groups (gloo ranks)
+
 CASES = fault_matrix._cases()
 CI_FAULTS = ("sched-per-micro", "no-sampler")
 

@@ -10,6 +10,8 @@ import pytest
 from ddp_doctor.experiments.ablate import ablate, parse_variants, probe_runner
 from ddp_doctor.trainer.launch import free_port
 
+pytestmark = pytest.mark.distributed  # starts process groups (gloo ranks)
+
 # clip none: the trainer clips at 1.0 by default, which would leave the clip= variant nothing to do.
 TRAINER = [
     "-m",

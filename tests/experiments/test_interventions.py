@@ -111,6 +111,7 @@ def test_lr_scale_warmup_and_clip_change_the_update_and_restore_the_lr():
     assert out["observed"]["lr_after_step"] == [1.0] * 4  # the scheduler sees its own lr
 
 
+@pytest.mark.distributed
 def test_zero_wrapper_is_scaled_and_clipped_once_not_again_in_its_inner_optimizer():
     # lr 1 × 0.1, grad norm 20 clipped to 1: one application gives an update of norm 0.1
     out = run_scenario("zero", {"lr.scale": "0.1", "clip": "1.0"})
@@ -118,6 +119,7 @@ def test_zero_wrapper_is_scaled_and_clipped_once_not_again_in_its_inner_optimize
     assert out["observed"]["lr_after"] == 1.0
 
 
+@pytest.mark.distributed
 def test_ddp_kwargs_are_overridden():
     out = run_scenario("ddp", {"ddp.bucket_cap_mb": "1", "ddp.find_unused": "false"})
     assert out["observed"] == {"bucket_bytes_cap": 1024 * 1024, "find_unused_parameters": False}

@@ -21,6 +21,7 @@ def table():
     return json.loads(result.output)
 
 
+@pytest.mark.distributed
 def test_equivalent_rows_are_equal_at_fp32(table):
     rows = {r["name"]: r for r in table["rows"]}
     for name in (
@@ -38,6 +39,7 @@ def test_equivalent_rows_are_equal_at_fp32(table):
     assert rows["ddp"]["replica_spread"] == 0.0
 
 
+@pytest.mark.distributed
 def test_known_broken_rows_differ(table):
     rows = {r["name"]: r for r in table["rows"]}
     assert rows["replica-desync"]["replica_spread"] > 0
@@ -47,6 +49,7 @@ def test_known_broken_rows_differ(table):
     assert table["ok"] is True
 
 
+@pytest.mark.distributed
 def test_findings_rule_out_bucket_and_find_unused(table):
     by_id = {f["id"]: f for f in table["findings"]}
     assert by_id["ddp-bucket-config"]["status"] == "ruled-out"

@@ -75,7 +75,7 @@ def test_output_into_a_missing_folder_or_onto_a_folder_is_a_usage_error(tmp_path
     code, out = _plan("--model", "tiny", "--gpu", "a100-80gb", "--output", str(tmp_path / "no" / "plan.txt"))
     assert code == 2 and "does not exist" in out
     code, out = _plan("--model", "tiny", "--gpu", "a100-80gb", "--output", str(tmp_path))
-    assert code == 2 and "is a folder" in out
+    assert code == 2 and "is a directory" in out
 
 
 def test_output_replaces_a_planted_symlink_instead_of_writing_through_it(tmp_path: Path) -> None:

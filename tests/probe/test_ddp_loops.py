@@ -11,6 +11,8 @@ import torch
 from probe.helpers import close, kind, rank_files, read_rank, run_plain, run_probe, torchrun
 from probe.replay import replay, shard_batches, toy
 
+pytestmark = pytest.mark.distributed  # starts process groups (gloo ranks)
+
 WORLD = 2
 N_STEPS = toy.EPOCHS * (toy.N_SAMPLES // WORLD // toy.BATCH) // toy.ACCUM
 

@@ -10,6 +10,8 @@ import torch
 from probe.helpers import close, kind, read_rank, run_probe, torchrun
 from probe.replay import replay, toy
 
+pytestmark = pytest.mark.distributed  # starts process groups (gloo ranks)
+
 WORLD = 2
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import teardown_race
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.distributed]
 TIMEOUT_S = 420
 
 

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 import teardown_race
 from typer.testing import CliRunner
 
@@ -66,6 +67,7 @@ def test_launch_command_uses_torchs_launcher_with_one_thread_per_rank() -> None:
     assert command.env["OMP_NUM_THREADS"] == "1"
 
 
+@pytest.mark.distributed
 def test_short_demo_runs_two_ranks_under_the_probe_and_ends_with_the_diagnosis(tmp_path) -> None:
     result = runner.invoke(app, ["demo", "--world", "2", "--steps", "3", "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output

@@ -17,6 +17,8 @@ from ddp_doctor.trainer.loop import build, next_micro_batches, train_step
 from .distributed import run_ranks
 from .helpers import cfg, global_micro_batches, grads, max_rel_error, params
 
+pytestmark = pytest.mark.distributed  # starts process groups (gloo ranks)
+
 WORLD = 2
 EQUIV_RTOL = 1e-5
 EQUIVALENT = {  # name -> TrainConfig changes; each must match the single-process reference

@@ -37,6 +37,7 @@ from ddp_doctor.experiments.stability import METRICS, Stability, stability_of_ru
 from ddp_doctor.experiments.stats import bootstrap_diff_ci, mean, symmetric_change
 from ddp_doctor.findings import jsonable
 from ddp_doctor.probe.interventions import ENV_VAR, InterventionError, parse_sets, to_env
+from ddp_doctor.safe_write import open_log, write_text
 
 ABLATE_SCHEMA = "ddp-doctor.ablate/1"
 BASELINE = "baseline"
@@ -107,7 +108,7 @@ def probe_runner(command: Sequence[str], run_dir: Path, sets: dict[str, str]) ->
     argv = [sys.executable, "-m", "ddp_doctor.cli", "run", "--out", str(run_dir), "--", *command]
     env = dict(os.environ, **{ENV_VAR: to_env(sets)})
     run_dir.parent.mkdir(parents=True, exist_ok=True)
-    with open(run_dir.parent / f"{run_dir.name}.log", "w", encoding="utf-8") as log:
+    with open_log(run_dir.parent / f"{run_dir.name}.log") as log:
         return subprocess.run(argv, env=env, stdout=log, stderr=subprocess.STDOUT).returncode
 
 
@@ -307,7 +308,7 @@ def _claim(out: Path, command: Sequence[str]) -> None:
                 f"{out} holds runs of another command ({' '.join(before)}); choose another --out"
             )
     else:
-        pin.write_text(json.dumps(list(command)), encoding="utf-8")
+        write_text(pin, json.dumps(list(command)))
 
 
 def ablate(
@@ -327,7 +328,5 @@ def ablate(
     plan = plan_runs(out, variants, seeds)
     execute(command, plan, runner, jobs=jobs, on_done=on_done)
     result = AblateResult(command=list(command), seeds=seeds, variants=rank(collect(plan)))
-    tmp = out / (TABLE_FILE + ".tmp")
-    tmp.write_text(json.dumps(result.to_json(), indent=1), encoding="utf-8")
-    os.replace(tmp, out / TABLE_FILE)
+    write_text(out / TABLE_FILE, json.dumps(result.to_json(), indent=1))
     return result

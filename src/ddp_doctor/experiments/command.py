@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-EXIT_USAGE = 2
+from ddp_doctor.cli_common import ExitCode, TextJson, check_output, fail, write_output
 
 
 def register(app: typer.Typer) -> None:
@@ -24,7 +24,7 @@ def verify(
     seq_len: int = typer.Option(32, "--seq-len", help="Tokens per sample."),
     compile_row: bool = typer.Option(False, "--compile", help="Add compile vs eager (slow on CPU: ~1 min)."),
     only: list[str] | None = typer.Option(None, "--only", help="Run only this row (repeatable)."),
-    fmt: str = typer.Option("text", "--format", help="text or json."),
+    fmt: TextJson = typer.Option(TextJson.text, "--format"),
     output: Path | None = typer.Option(None, "--output", help="Also write the JSON here."),
 ) -> None:
     """Measure on real gloo ranks that DDP, its knobs, ZeRO-1, FSDP2 (and compile) are equivalent.
@@ -36,8 +36,7 @@ def verify(
     from ddp_doctor.experiments.render import verify_table
     from ddp_doctor.experiments.verify import VerifyConfig, run_verify
 
-    if fmt not in ("text", "json"):
-        raise typer.BadParameter("--format must be text or json")
+    check_output(output)
     try:
         cfg = VerifyConfig(
             world=world,
@@ -50,16 +49,15 @@ def verify(
         )
         result = run_verify(cfg)
     except ValueError as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(EXIT_USAGE) from err
+        fail(str(err))
     data = json.dumps(result.to_json(), indent=1)
     if output is not None:
-        output.write_text(data, encoding="utf-8")
-    if fmt == "json":
+        write_output(output, data)
+    if fmt is TextJson.json:
         typer.echo(data)
     else:
         verify_table(result, Console())
-    raise typer.Exit(0 if result.ok else 1)
+    raise typer.Exit(ExitCode.OK if result.ok else ExitCode.FINDINGS)
 
 
 def ablate(
@@ -73,7 +71,7 @@ def ablate(
     ),
     jobs: int = typer.Option(1, "--jobs", help="Runs at the same time."),
     out: Path = typer.Option(Path("ddp-doctor-ablate"), "--out", help="Output directory (resumable)."),
-    fmt: str = typer.Option("text", "--format", help="text or json."),
+    fmt: TextJson = typer.Option(TextJson.text, "--format"),
 ) -> None:
     """Run `-- CMD` as a baseline and with each intervention, K seeds each; rank what helped.
 
@@ -91,17 +89,14 @@ def ablate(
     if command and command[0] == "--":
         command = command[1:]
     if not command:
-        typer.echo("error: give the training command after --", err=True)
-        raise typer.Exit(EXIT_USAGE)
+        fail("give the training command after --")
     try:
         parsed = parse_variants(variants or list(DEFAULT_VARIANTS))
     except InterventionError as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(EXIT_USAGE) from err
-    if fmt not in ("text", "json") or seeds < 1 or jobs < 1:
-        typer.echo("error: --format text|json, --seeds >= 1, --jobs >= 1", err=True)
-        raise typer.Exit(EXIT_USAGE)
-    console = Console(stderr=fmt == "json")
+        fail(str(err))
+    if seeds < 1 or jobs < 1:
+        fail("--seeds and --jobs must be >= 1")
+    console = Console(stderr=fmt is TextJson.json)
     total = len(plan_runs(out, parsed, seeds))
     with Progress(
         TextColumn("ablate"),
@@ -121,9 +116,8 @@ def ablate(
             result = run_ablate(command, out, parsed, seeds, jobs=jobs, on_done=done)
         except ValueError as err:
             progress.stop()
-            typer.echo(f"error: {err}", err=True)
-            raise typer.Exit(EXIT_USAGE) from err
-    if fmt == "json":
+            fail(str(err))
+    if fmt is TextJson.json:
         typer.echo(json.dumps(result.to_json(), indent=1))
     else:
         ablate_table(result, console)

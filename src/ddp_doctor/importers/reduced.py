@@ -30,6 +30,7 @@ from typing import Any
 
 from ddp_doctor.importers.series import ImportOptions, LogSeries
 from ddp_doctor.rundir import MANIFEST, RANK_SCHEMA, RANKS_DIR, RUN_SCHEMA, rank_file
+from ddp_doctor.safe_write import PRIVATE_FILE, write_text
 
 SOURCE_NAMES = {
     "trainer_state": "HF trainer_state.json",
@@ -166,8 +167,8 @@ def write_reduced_run(series: LogSeries, options: ImportOptions, out_dir: Path |
     # the reader believes step numbers up to lines × steps_per_line (rankfile._stride)
     header["steps_per_line"] = -(-(last + 1) // (len(records) + 2))
     lines = [header, *records, {"kind": "end", "time": time.time(), "steps": len(records), "reason": "exit"}]
-    rank_file(out, 0).write_text(
-        "".join(json.dumps(r, allow_nan=False) + "\n" for r in lines), encoding="utf-8"
+    write_text(
+        rank_file(out, 0), "".join(json.dumps(r, allow_nan=False) + "\n" for r in lines), mode=PRIVATE_FILE
     )
     manifest = {
         "schema": RUN_SCHEMA,
@@ -177,7 +178,7 @@ def write_reduced_run(series: LogSeries, options: ImportOptions, out_dir: Path |
         "end": now,
         "imported": imported,
     }
-    (out / MANIFEST).write_text(json.dumps(manifest, indent=1, allow_nan=False), encoding="utf-8")
+    write_text(out / MANIFEST, json.dumps(manifest, indent=1, allow_nan=False), mode=PRIVATE_FILE)
     return out
 
 

@@ -110,10 +110,11 @@ def summarise(run_dir: Path | None) -> str | None:
         from ddp_doctor.analysis.diagnose import diagnose
         from ddp_doctor.report.html import render_html
         from ddp_doctor.report.to_json import render_json
+        from ddp_doctor.safe_write import PRIVATE_FILE, write_text
 
         diag = diagnose(run_dir)
-        (run_dir / "report.json").write_text(render_json(diag) + "\n", encoding="utf-8")
-        (run_dir / "report.html").write_text(render_html(diag), encoding="utf-8")
+        write_text(run_dir / "report.json", render_json(diag) + "\n", mode=PRIVATE_FILE)
+        write_text(run_dir / "report.html", render_html(diag), mode=PRIVATE_FILE)
         confirmed = [f for f in diag.findings if f.status == "confirmed"]
         hyps = [h.id for h in diag.hypotheses if h.verdict == "confirmed"]
         lines = [

@@ -1,8 +1,8 @@
 """``ddp-doctor lint PATH...``: static checks for distributed-training pitfalls.
 
-Exit codes (../shared/catalog.md): 0 nothing at warning level or above; 1 a finding of
+Exit codes (cli_common.ExitCode, docs/cli.md): 0 nothing at warning level or above; 1 a finding of
 severity error or warning; 2 usage or input error (unknown ID or format, a path that does not
-exist, a file that cannot be read or parsed). Only stdlib modules are imported: no torch.
+exist, a file that cannot be read, parsed or fixed). Only stdlib modules are imported: no torch.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import typer
 
-EXIT_OK, EXIT_FINDINGS, EXIT_INPUT = 0, 1, 2
+from ddp_doctor.cli_common import ExitCode, Lang, LintFormat, fail
 
 
 def _ids(values: list[str] | None) -> tuple[str, ...] | None:
@@ -22,7 +22,7 @@ def _ids(values: list[str] | None) -> tuple[str, ...] | None:
 
 def lint(
     paths: list[Path] = typer.Argument(..., help="Files, directories (recursive) or notebooks to check."),
-    format: str = typer.Option("text", "--format", "-f", help="text, json or sarif."),
+    format: LintFormat = typer.Option(LintFormat.text, "--format", "-f"),
     select: list[str] = typer.Option(
         None, "--select", help="Only these lint IDs (comma-separated or repeated)."
     ),
@@ -32,7 +32,7 @@ def lint(
     fix: bool = typer.Option(
         False, "--fix", help="Apply the mechanical autofixes in place (.py files only)."
     ),
-    lang: str = typer.Option("en", "--lang", help="en or zh."),
+    lang: Lang = typer.Option(Lang.en, "--lang"),
     project: bool = typer.Option(
         True,
         "--project/--no-project",
@@ -44,24 +44,21 @@ def lint(
     from ddp_doctor.lint.engine import lint_paths
     from ddp_doctor.lint.output import RENDERERS
 
-    if format not in RENDERERS or lang not in ("en", "zh"):
-        typer.echo(f"error: --format must be one of {', '.join(RENDERERS)} and --lang en or zh", err=True)
-        raise typer.Exit(EXIT_INPUT)
     missing = [str(p) for p in paths if not p.exists()]
     if missing:
-        typer.echo(f"error: no such file or directory: {', '.join(missing)}", err=True)
-        raise typer.Exit(EXIT_INPUT)
+        fail(f"no such file or directory: {', '.join(missing)}")
     try:
         result = lint_paths(paths, select=_ids(select), ignore=_ids(ignore) or (), fix=fix, project=project)
     except ValueError as exc:  # unknown IDs on the command line or in [tool.ddp-doctor]
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(EXIT_INPUT) from None
-    typer.echo(RENDERERS[format](result, lang))  # type: ignore[arg-type]
+        fail(str(exc))
+    except OSError as exc:  # --fix on a file that cannot be replaced (read-only, ...)
+        fail(str(exc))
+    typer.echo(RENDERERS[format.value](result, lang.value))
     if result.diagnostics:
-        raise typer.Exit(EXIT_INPUT)
+        raise typer.Exit(ExitCode.USAGE)
     if any(f.severity in ("error", "warning") for f in result.findings):
-        raise typer.Exit(EXIT_FINDINGS)
-    raise typer.Exit(EXIT_OK)
+        raise typer.Exit(ExitCode.FINDINGS)
+    raise typer.Exit(ExitCode.OK)
 
 
 def register(app: typer.Typer) -> None:

@@ -14,11 +14,9 @@ from __future__ import annotations
 import ast
 import os
 import re
-import stat
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ddp_doctor.atomic_write import write_bytes_atomic
 from ddp_doctor.catalog import FINDINGS, Text, lint_ids
 from ddp_doctor.findings import Finding
 from ddp_doctor.lint.config import LintConfig, config_for
@@ -229,7 +227,9 @@ def fix_file(path: Path, edits: list[Edit]) -> int:
     new, applied = apply_edits(source, edits)
     if not applied:
         return 0
-    write_bytes_atomic(path, new.encode(encoding), mode=stat.S_IMODE(os.stat(path).st_mode))
+    from ddp_doctor.safe_write import write_bytes
+
+    write_bytes(path, new.encode(encoding))  # atomic; keeps the file's mode; never through a symlink
     return applied
 
 

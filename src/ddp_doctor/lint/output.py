@@ -9,6 +9,7 @@ from ddp_doctor import __version__
 from ddp_doctor.catalog import FINDINGS, UI, Lang
 from ddp_doctor.findings import LINT_SCHEMA, Finding, sort_findings
 from ddp_doctor.lint.engine import LintResult
+from ddp_doctor.terminal import safe
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
@@ -32,7 +33,7 @@ def to_text(result: LintResult, lang: Lang = "en") -> str:
     summary = ", ".join(f"{n} {UI[s].get(lang)}" for s, n in counts.items())
     fixed = f", fixed {result.fixed}" if result.fixed else ""
     out.append(f"{result.files} file(s): {summary}{fixed}; {len(result.diagnostics)} file problem(s)")
-    return "\n".join(out)
+    return safe("\n".join(out))  # paths and names come from the user's files
 
 
 def _finding_json(f: Finding, lang: Lang) -> dict[str, Any]:

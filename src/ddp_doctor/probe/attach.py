@@ -206,7 +206,6 @@ def _finish_capture() -> None:
 
 
 def _write_own_manifest(rank: int) -> None:
-    from ddp_doctor.probe.launcher import write_private
     from ddp_doctor.records import RUN_SCHEMA, manifest_path
     from ddp_doctor.redact import redact_argv
 
@@ -224,6 +223,6 @@ def _write_own_manifest(rank: int) -> None:
         "start": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "attached": True,
     }
-    tmp = path.with_suffix(".tmp")
-    write_private(tmp, json.dumps(manifest, indent=2))
-    os.replace(tmp, path)
+    from ddp_doctor.safe_write import PRIVATE_FILE, write_text
+
+    write_text(path, json.dumps(manifest, indent=2), mode=PRIVATE_FILE)

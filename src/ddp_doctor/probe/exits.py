@@ -64,9 +64,9 @@ def write_failures(directory: Path, name: Any, failures: Any) -> Path:
         "name": str(name),
         "failures": _failures(failures),
     }
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(record, f)
+    from ddp_doctor.safe_write import create_new
+
+    create_new(path, json.dumps(record).encode("utf-8"))
     return path
 
 

@@ -32,6 +32,7 @@ from ddp_doctor.probe.interventions import ENV_VAR as INTERVENTIONS_ENV
 from ddp_doctor.probe.options import ProbeOptions
 from ddp_doctor.records import RANKS_DIR, RUN_SCHEMA, manifest_path
 from ddp_doctor.redact import is_secret_name, redact_argv, redact_value
+from ddp_doctor.safe_write import PRIVATE_FILE, create_new
 from ddp_doctor.teardown import EXITS_SUBDIR
 
 INJECT_DIR = Path(__file__).resolve().parent / "inject"
@@ -58,7 +59,6 @@ ENV_ALLOW_NAMES = frozenset(
 ENV_ALLOW_PREFIXES = ("NCCL_", "TORCH_", "TORCHELASTIC_", "ACCELERATE_")
 # Even an allowed name is dropped when it looks like it holds a credential (ddp_doctor.redact).
 PRIVATE_DIR = 0o700  # run directories (and ranks/, launcher/) are created owner-only
-PRIVATE_FILE = 0o600  # and so are the files the tool writes into them
 VERSIONED_PACKAGES = ("torch", "transformers", "accelerate", "numpy")
 
 
@@ -93,19 +93,9 @@ def default_run_dir() -> Path:
 
 def write_manifest(run_dir: Path, manifest: dict[str, Any], path: Path | None = None) -> None:
     """Replace the manifest atomically: readers see the old or the new file, never half of one."""
-    path = path or manifest_path(run_dir)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    write_private(tmp, json.dumps(manifest, indent=2) + "\n")
-    os.replace(tmp, path)
+    from ddp_doctor.safe_write import write_text
 
-
-def write_private(path: Path, text: str) -> None:
-    """Write `path` readable by its owner only (0600), never through a symlink planted there."""
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(path)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), PRIVATE_FILE)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
+    write_text(path or manifest_path(run_dir), json.dumps(manifest, indent=2) + "\n", mode=PRIVATE_FILE)
 
 
 def make_run_dir(run_dir: Path) -> None:
@@ -209,13 +199,12 @@ def claim_instance(run_dir: Path, name: str) -> Path:
         raise RunDirBusy(f"{run_dir} already holds a single-launcher run (manifest.json)")
     path = instance_manifest_path(run_dir, name)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        create_new(path)
     except FileExistsError:
         raise RunDirBusy(
             f"{run_dir} already holds {path.name}: another `ddp-doctor run` recorded as {name!r} here "
             "(each node needs its own --node_rank; a new run needs a new --out)"
         ) from None
-    os.close(fd)
     return path
 
 

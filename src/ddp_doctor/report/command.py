@@ -13,6 +13,8 @@ from pathlib import Path
 
 import typer
 
+from ddp_doctor.cli_common import write_output
+
 FORMATS = ("text", "json", "html")
 LANGS = ("en", "zh")
 FAIL_ON = ("error", "warning")
@@ -44,7 +46,9 @@ def write_report(run_dir: Path, fmt: str = "text", output: Path | None = None, l
 
     out = render(diagnose_path(run_dir), fmt, lang)
     if output is not None:
-        Path(output).write_text(out, encoding="utf-8")
+        from ddp_doctor.safe_write import write_text
+
+        write_text(output, out)  # atomic, never through a planted symlink
     return out
 
 
@@ -171,11 +175,7 @@ def register(app: typer.Typer) -> None:
             if output is None:
                 typer.echo(text, nl=False)
             else:
-                try:
-                    Path(output).write_text(text, encoding="utf-8")
-                except OSError as exc:  # --output into a missing directory, onto a directory, read-only
-                    typer.echo(f"error: cannot write {output}: {exc.strerror or exc}", err=True)
-                    raise typer.Exit(2) from None
+                write_output(output, text)  # atomic, no symlink follow; unwritable: exit 2
                 typer.echo(f"report written to {output}", err=True)
         for target, where in targets:
             try:

@@ -12,14 +12,14 @@ from pathlib import Path
 
 import typer
 
-from ddp_doctor.atomic_write import write_text_atomic
 from ddp_doctor.report.command import FORMATS, LANGS, check_choice
+from ddp_doctor.safe_write import write_text
 
 
 def _write(path: Path, text: str) -> None:
     if Path(path).is_dir():
         raise OSError(f"{path} is a directory")
-    write_text_atomic(path, text)
+    write_text(path, text)
 
 
 def register(app: typer.Typer) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 
 from rich.console import Console
-from rich.markup import escape
+from rich.markup import escape as escape_markup
 from rich.table import Table
 
 from ddp_doctor.analysis.diagnose import Diagnosis
@@ -13,6 +13,7 @@ from ddp_doctor.catalog import HYPOTHESES, Lang
 from ddp_doctor.findings import SEVERITY_ORDER
 from ddp_doctor.report.i18n import w
 from ddp_doctor.rundir import _ranges
+from ddp_doctor.terminal import safe
 
 VERDICT_STYLE = {
     "confirmed": "bold red",
@@ -22,6 +23,11 @@ VERDICT_STYLE = {
 }
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 SUMMARY_CHARS = 220  # hypothesis summaries are cut here in the table; the JSON has them whole
+
+
+def escape(text: object) -> str:
+    """Rich markup escaped, and control characters from the run made visible (terminal.safe)."""
+    return escape_markup(safe(text))
 
 
 def _num(x: object) -> str:

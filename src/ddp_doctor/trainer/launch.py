@@ -22,6 +22,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from ddp_doctor.safe_write import open_log
 from ddp_doctor.teardown import ExitStatus
 from ddp_doctor.trainer.config import METRICS_FILE, SUMMARY_FILE, TrainConfig, config_to_argv
 
@@ -110,7 +111,7 @@ def run_command(
     out.mkdir(parents=True, exist_ok=True)
     metrics = out / METRICS_FILE
     with (
-        open(out / LOG_FILE, "w", encoding="utf-8") as log,
+        open_log(out / LOG_FILE) as log,
         Progress(
             TextColumn("{task.fields[phase]}"),
             BarColumn(),

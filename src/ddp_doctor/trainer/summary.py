@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ddp_doctor.presets import get_preset
+from ddp_doctor.safe_write import write_text
 from ddp_doctor.trainer.config import METRICS_FILE, SUMMARY_FILE, TrainConfig
 from ddp_doctor.trainer.data import entropy_floor
 from ddp_doctor.trainer.loop import TrainResult
@@ -53,4 +54,4 @@ def print_summary(cfg: TrainConfig, result: TrainResult) -> None:
         table.add_row("metrics", str(Path(cfg.out_dir) / METRICS_FILE))
     console.print(table)
     if cfg.out_dir is not None:
-        (Path(cfg.out_dir) / SUMMARY_FILE).write_text(console.export_text(), encoding="utf-8")
+        write_text(Path(cfg.out_dir) / SUMMARY_FILE, console.export_text())

@@ -31,11 +31,11 @@ def overlap_by_step(run: RunData, n_steps: int) -> tuple[np.ndarray, np.ndarray,
     Returns (identical[n_steps], compared[n_steps], ranks with hashes)."""
     T = n_steps
     same, total = np.zeros(T), np.zeros(T)
-    ranks = [
-        r
-        for r in sorted(run.ranks)
-        if run.ranks[r].steps is not None and (run.ranks[r].steps.input_hashes != b"").any()
-    ]
+    ranks = []
+    for r in sorted(run.ranks):
+        steps = run.ranks[r].steps
+        if steps is not None and (steps.input_hashes != b"").any():
+            ranks.append(r)
     if len(ranks) < 2:
         return same, total, len(ranks)
     k0, h0 = _keyed_hashes(run, ranks[0])

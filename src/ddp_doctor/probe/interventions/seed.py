@@ -25,11 +25,11 @@ def _apply(value: object) -> None:
     import torch.random
 
     seed = int(value)  # type: ignore[call-overload]
-    mix = (seed * SEED_MIX) & _U64
+    mix: int = (seed * SEED_MIX) & _U64
 
     @guarded(guard_name(KEY), everywhere=True)
     def mixed(s: Any) -> int:
-        out = (int(s) & _U64) ^ mix
+        out: int = (int(s) & _U64) ^ mix
         EFFECTS[KEY] += 1
         return out
 
