@@ -97,3 +97,26 @@ def test_unresolved_gradient_gives_a_lower_bound():
     g2, s = per_step_estimates(gs, gb, np.full(200, 8.0), np.full(200, 32.0))
     b, se, lower = ratio_with_stderr(s, g2)
     assert lower and b > 0
+
+
+def test_token_based_b_simple_reports_its_own_lower_bound_flag(diag_of, monkeypatch):
+    from ddp_doctor.analysis.quantities import gns as gns_module
+    from ddp_doctor.report.text import run_lines
+
+    resolved = diag_of(steps=200)
+    g = resolved.context.gns.to_json()
+    assert g["b_simple_tokens"] is not None and g["lower_bound_tokens"] is False
+
+    real = gns_module.ratio_with_stderr
+    calls = []
+
+    def second_unresolved(s, g2, block=gns_module.BLOCK):
+        calls.append(1)
+        b, se, lower = real(s, g2, block)
+        return (b, math.nan, True) if len(calls) == 2 else (b, se, lower)  # 2nd call: the token estimate
+
+    monkeypatch.setattr(gns_module, "ratio_with_stderr", second_unresolved)
+    diag = diag_of(steps=200)
+    g = diag.context.gns
+    assert g.lower_bound_tokens and not g.lower_bound
+    assert any(line.strip().startswith("= ≥") for line in run_lines(diag, "en"))

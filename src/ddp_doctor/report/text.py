@@ -53,6 +53,10 @@ def run_lines(diag: Diagnosis, lang: Lang) -> list[str]:
             f"{w('gns', lang)}: {'≥ ' if g['lower_bound'] else ''}{g['b_simple']:.4g}{pm} "
             f"{w('samples', lang)} ({g['steps_used']} {w('steps', lang)})"
         )
+        if g.get("b_simple_tokens") is not None:
+            pm_t = f" ± {g['stderr_tokens']:.3g}" if g.get("stderr_tokens") else ""
+            bound_t = "≥ " if g.get("lower_bound_tokens") else ""
+            lines.append(f"  = {bound_t}{g['b_simple_tokens']:.4g}{pm_t} {w('tokens', lang)}")
     n = r["noise_band"]
     if n["ratio"] is not None:
         lines.append(

@@ -44,6 +44,7 @@ class GNS:
     lower_bound: bool  # |G|^2 not resolved above 0: b_simple is a lower bound
     b_simple_tokens: float | None
     stderr_tokens: float | None
+    lower_bound_tokens: bool  # the same for the token-based estimate
     steps_used: int
     trace: np.ndarray  # [T] trailing-window estimate (nan where undefined)
     reason: str | None = None  # why not measured
@@ -55,6 +56,7 @@ class GNS:
             "lower_bound": self.lower_bound,
             "b_simple_tokens": self.b_simple_tokens,
             "stderr_tokens": self.stderr_tokens,
+            "lower_bound_tokens": self.lower_bound_tokens,
             "steps_used": self.steps_used,
             "reason": self.reason,
         }
@@ -109,7 +111,7 @@ def gradient_noise_scale(
     """B_simple over the steps where ``valid`` is true and both norms were recorded."""
     empty = np.full(series.n_steps, np.nan)
     if world_size < 2:
-        return GNS(None, None, False, None, None, 0, empty, "needs world size ≥ 2 (two batch sizes)")
+        return GNS(None, None, False, None, None, False, 0, empty, "needs world size ≥ 2 (two batch sizes)")
     finite = np.isfinite(series.gsq_local)
     with np.errstate(invalid="ignore", divide="ignore"):
         gs = (
@@ -128,13 +130,14 @@ def gradient_noise_scale(
             False,
             None,
             None,
+            False,
             n,
             empty,
             f"only {n} steps with local and global gradient norms (need {MIN_STEPS})",
         )
     g2, s = per_step_estimates(gs[ok], gb[ok], bs[ok], world_size * bs[ok])
     b, se, lower = ratio_with_stderr(s, g2)
-    bt, set_ = None, None
+    bt, set_, lower_t = None, None, False
     tok = np.nanmean(series.tokens, axis=0)
     okt = ok & np.isfinite(tok) & (tok > 0)
     if okt.sum() >= MIN_STEPS:
@@ -152,6 +155,7 @@ def gradient_noise_scale(
         lower_bound=lower,
         b_simple_tokens=bt,
         stderr_tokens=set_,
+        lower_bound_tokens=lower_t,
         steps_used=n,
         trace=trace,
     )
