@@ -26,6 +26,8 @@ def test_exit_codes_are_the_public_ones():
         ["ablate", "--format", "yaml", "--", "python", "x.py"],
         ["plan", "--model", "tiny", "--gpus", "1", "--format", "pdf"],
         ["run", "--level", "max", "--", "python", "x.py"],
+        ["compare", ".", ".", "--format", "pdf"],
+        ["compare", ".", ".", "--lang", "fr"],
     ],
 )
 def test_a_value_outside_the_choices_is_a_usage_error_that_lists_them(argv):
@@ -37,4 +39,4 @@ def test_a_value_outside_the_choices_is_a_usage_error_that_lists_them(argv):
 def test_every_command_is_registered_once():
     names = [c.name for c in app.registered_commands]
     assert sorted(names) == sorted(set(names))
-    assert {"run", "report", "lint", "demo", "train", "verify", "ablate", "plan"} <= set(names)
+    assert {"run", "report", "lint", "demo", "train", "verify", "ablate", "plan", "compare"} <= set(names)

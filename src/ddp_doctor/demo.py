@@ -150,6 +150,7 @@ def _compare_demo(world: int, out_dir: str, steps: int, faults: tuple[str, ...])
     from ddp_doctor.records import TRAINER_DIR
     from ddp_doctor.report.compare_render import render_html, render_text
     from ddp_doctor.report.text import report_console
+    from ddp_doctor.safe_write import write_text
     from ddp_doctor.trainer.config import TrainConfig
     from ddp_doctor.trainer.launch import completion
 
@@ -169,7 +170,7 @@ def _compare_demo(world: int, out_dir: str, steps: int, faults: tuple[str, ...])
     console.rule("[bold]ddp-doctor compare")
     console.print(render_text(c), markup=False, highlight=False, end="")
     html = base / "compare.html"
-    html.write_text(render_html(c), encoding="utf-8")
+    write_text(html, render_html(c))
     console.print(
         f"runs: {runs[0]}  {runs[1]}\nHTML: {html}\n"
         f"again: ddp-doctor compare {runs[0]} {runs[1]} [--format json|html] [--lang zh]"

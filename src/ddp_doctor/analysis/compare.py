@@ -379,7 +379,7 @@ def summarize(diag: Diagnosis, label: str, batch_samples: float | None = None) -
             ok = np.isfinite(mx) & np.isfinite(tot)
             clip_rate = float((tot[ok] > mx[ok]).mean()) if ok.any() else None
             break
-    confirmed = {
+    confirmed: dict[str, str] = {
         f.id: f.severity
         for f in diag.findings
         if f.status == "confirmed" and f.id not in NOT_A_CAUSE and f.severity in ("error", "warning")

@@ -6,7 +6,6 @@ escaped: control characters in text, ``html.escape`` in HTML.
 from __future__ import annotations
 
 import json
-import re
 from html import escape
 from typing import Any
 
@@ -14,8 +13,7 @@ import numpy as np
 
 from ddp_doctor.analysis.compare import PERSIST, Z_BAND, Comparison, settings_diff
 from ddp_doctor.report.svg import PALETTE, Chart, Line, render
-
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+from ddp_doctor.terminal import safe
 
 # (en, zh) of every label the comparison prints.
 LABELS: dict[str, tuple[str, str]] = {
@@ -40,7 +38,7 @@ def t(key: str, lang: str) -> str:
 
 def clean(text: Any) -> str:
     """Text from a run, safe for a terminal: control characters (ESC …) shown as \\xNN."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+    return safe(text)
 
 
 def _v(value: Any) -> str:
