@@ -34,6 +34,13 @@ class Lang(str, Enum):
     zh = "zh"
 
 
+class LevelChoice(str, Enum):
+    """`run --level` (probe.options.LEVELS)."""
+
+    basic = "basic"
+    full = "full"
+
+
 class TextJson(str, Enum):
     text = "text"
     json = "json"

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from ddp_doctor.cli_common import LevelChoice
 from ddp_doctor.probe.interventions import help_text
 
 USAGE_ERROR = 2
@@ -29,8 +30,8 @@ def register(app: typer.Typer) -> None:
         out: Path | None = typer.Option(
             None, "--out", help="Run directory (default: ddp-doctor-runs/run-<UTC time>)."
         ),
-        level: str = typer.Option(
-            "basic",
+        level_choice: LevelChoice = typer.Option(
+            LevelChoice.basic,
             "--level",
             help="basic: counts, losses, norms, data, checksums; "
             "full: adds per-layer-group norms and Adam statistics every N steps.",
@@ -64,6 +65,7 @@ def register(app: typer.Typer) -> None:
                 "ddp-doctor run: no command given; usage: ddp-doctor run [OPTIONS] -- CMD [ARGS]...", err=True
             )
             raise typer.Exit(USAGE_ERROR)
+        level = level_choice.value
         if level not in LEVELS:
             typer.echo(f"ddp-doctor run: --level must be one of {', '.join(LEVELS)}, got {level!r}", err=True)
             raise typer.Exit(USAGE_ERROR)

@@ -13,10 +13,9 @@ from pathlib import Path
 
 import typer
 
-from ddp_doctor.cli_common import write_output
+from ddp_doctor.cli_common import ExitCode, Lang, ReportFormat, fail, write_output
+from ddp_doctor.terminal import safe
 
-FORMATS = ("text", "json", "html")
-LANGS = ("en", "zh")
 FAIL_ON = ("error", "warning")
 EXPORTS = ("tensorboard", "wandb")
 
@@ -80,114 +79,101 @@ def export(diag, target: str, where: Path | None, source: Path) -> str:  # type:
     return export_wandb(diag, where)
 
 
-def check_choice(flag: str, value: str, choices: tuple[str, ...]) -> None:
-    """Exit 2 with one message when ``value`` is not one of ``choices`` (report and compare)."""
-    if value not in choices:
-        typer.echo(f"error: {flag} must be one of {', '.join(choices)}, got {value!r}", err=True)
-        raise typer.Exit(2)
-
-
 def register(app: typer.Typer) -> None:
     """Add `report` to the root app."""
+    app.command("report")(report)
 
-    @app.command("report")
-    def report(
-        run_dir: Path = typer.Argument(
-            ...,
-            help="Run directory written by `ddp-doctor run`, or a log: HF trainer_state.json, "
-            "TensorBoard log dir / event file, W&B offline run dir (docs/import.md).",
-        ),
-        fmt: str = typer.Option("text", "--format", "-f", help="text | json | html"),
-        output: Path = typer.Option(
-            None, "--output", "-o", help="Write the report here (html default: DIR/report.html)."
-        ),
-        lang: str = typer.Option("en", "--lang", help="en | zh"),
-        fail_on: str = typer.Option(
-            None,
-            "--fail-on",
-            help="error | warning: exit 1 when a confirmed finding is at least this severe.",
-        ),
-        exports: list[str] | None = typer.Option(
-            None,
-            "--export",
-            metavar="tensorboard[=DIR]|wandb",
-            help="Also write the curves and findings to TensorBoard (default DIR: RUN/tensorboard, or "
-            "beside the log) or W&B (the active run, else an offline one). Repeatable.",
-        ),
-        keys: list[str] | None = typer.Option(
-            None,
-            "--key",
-            metavar="FIELD=NAME",
-            help="Imported logs: scalar NAME is FIELD (loss, grad_norm, "
-            "lr, loss_scale, epoch), e.g. --key loss=my/loss. Repeatable.",
-        ),
-        world_size: int = typer.Option(None, "--world-size", min=1, help="Imported logs: number of ranks."),
-        micro_batch: int = typer.Option(
-            None, "--micro-batch", min=1, help="Imported logs: samples per rank per micro-step."
-        ),
-        accum: int = typer.Option(
-            None, "--accum", min=1, help="Imported logs: micro-steps per optimizer step."
-        ),
-        tokens_per_sample: int = typer.Option(
-            None, "--tokens-per-sample", min=1, help="Imported logs: tokens per sample."
-        ),
-        max_norm: float = typer.Option(
-            None, "--max-norm", help="Imported logs: the clip_grad_norm_ max_norm used."
-        ),
-    ) -> None:
-        """Diagnose a run: every hypothesis confirmed, ruled out (with numbers) or not measured."""
-        check_choice("--format", fmt, FORMATS)
-        check_choice("--lang", lang, LANGS)
-        if fail_on is not None and fail_on not in FAIL_ON:
-            typer.echo(f"error: --fail-on must be one of {', '.join(FAIL_ON)}, got {fail_on!r}", err=True)
-            raise typer.Exit(2)
-        from ddp_doctor.importers.series import ImportOptions, KeyError_, parse_keys
-        from ddp_doctor.report.export_tensorboard import ExportError
-        from ddp_doctor.report.load import diagnose_path, failing
-        from ddp_doctor.rundir import RunDirError
 
-        try:
-            targets = [parse_export(e) for e in exports or []]
-            options = ImportOptions(
-                keys=parse_keys(keys),
-                world_size=world_size,
-                micro_batch=micro_batch,
-                accum=accum,
-                tokens_per_sample=tokens_per_sample,
-                max_norm=max_norm,
-            )
-        except (ValueError, KeyError_) as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(2) from None
-        try:
-            diag = diagnose_path(run_dir, options)
-        except RunDirError as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(2) from None
-        if fmt == "html" and output is None and run_dir.is_dir() and "imported" not in diag.run_info:
-            output = run_dir / "report.html"
-        if fmt == "text" and output is None:
-            from ddp_doctor.report.text import render_console, report_console
+def report(
+    run_dir: Path = typer.Argument(
+        ...,
+        help="Run directory written by `ddp-doctor run`, or a log: HF trainer_state.json, "
+        "TensorBoard log dir / event file, W&B offline run dir (docs/import.md).",
+    ),
+    fmt_choice: ReportFormat = typer.Option(ReportFormat.text, "--format", "-f"),
+    output: Path = typer.Option(
+        None, "--output", "-o", help="Write the report here (html default: DIR/report.html)."
+    ),
+    lang_choice: Lang = typer.Option(Lang.en, "--lang"),
+    fail_on: str = typer.Option(
+        None,
+        "--fail-on",
+        help="error | warning: exit 1 when a confirmed finding is at least this severe.",
+    ),
+    exports: list[str] | None = typer.Option(
+        None,
+        "--export",
+        metavar="tensorboard[=DIR]|wandb",
+        help="Also write the curves and findings to TensorBoard (default DIR: RUN/tensorboard, or "
+        "beside the log) or W&B (the active run, else an offline one). Repeatable.",
+    ),
+    keys: list[str] | None = typer.Option(
+        None,
+        "--key",
+        metavar="FIELD=NAME",
+        help="Imported logs: scalar NAME is FIELD (loss, grad_norm, "
+        "lr, loss_scale, epoch), e.g. --key loss=my/loss. Repeatable.",
+    ),
+    world_size: int = typer.Option(None, "--world-size", min=1, help="Imported logs: number of ranks."),
+    micro_batch: int = typer.Option(
+        None, "--micro-batch", min=1, help="Imported logs: samples per rank per micro-step."
+    ),
+    accum: int = typer.Option(None, "--accum", min=1, help="Imported logs: micro-steps per optimizer step."),
+    tokens_per_sample: int = typer.Option(
+        None, "--tokens-per-sample", min=1, help="Imported logs: tokens per sample."
+    ),
+    max_norm: float = typer.Option(
+        None, "--max-norm", help="Imported logs: the clip_grad_norm_ max_norm used."
+    ),
+) -> None:
+    """Diagnose a run: every hypothesis confirmed, ruled out (with numbers) or not measured."""
+    fmt, lang = fmt_choice.value, lang_choice.value
+    if fail_on is not None and fail_on not in FAIL_ON:
+        fail(f"--fail-on must be one of {', '.join(FAIL_ON)}, got {fail_on!r}")
+    from ddp_doctor.importers.series import ImportOptions, KeyError_, parse_keys
+    from ddp_doctor.report.export_tensorboard import ExportError
+    from ddp_doctor.report.load import diagnose_path, failing
+    from ddp_doctor.rundir import RunDirError
 
-            render_console(diag, report_console(), lang)  # type: ignore[arg-type]
+    try:
+        targets = [parse_export(e) for e in exports or []]
+        options = ImportOptions(
+            keys=parse_keys(keys),
+            world_size=world_size,
+            micro_batch=micro_batch,
+            accum=accum,
+            tokens_per_sample=tokens_per_sample,
+            max_norm=max_norm,
+        )
+    except (ValueError, KeyError_) as exc:
+        fail(str(exc))
+    try:
+        diag = diagnose_path(run_dir, options)
+    except RunDirError as exc:
+        fail(str(exc))
+    if fmt == "html" and output is None and run_dir.is_dir() and "imported" not in diag.run_info:
+        output = run_dir / "report.html"
+    if fmt == "text" and output is None:
+        from ddp_doctor.report.text import render_console, report_console
+
+        render_console(diag, report_console(), lang)  # type: ignore[arg-type]
+    else:
+        text = render(diag, fmt, lang)
+        if output is None:
+            typer.echo(text, nl=False)
         else:
-            text = render(diag, fmt, lang)
-            if output is None:
-                typer.echo(text, nl=False)
-            else:
-                write_output(output, text)  # atomic, no symlink follow; unwritable: exit 2
-                typer.echo(f"report written to {output}", err=True)
-        for target, where in targets:
-            try:
-                typer.echo(f"exported to {target}: {export(diag, target, where, run_dir)}", err=True)
-            except ExportError as exc:
-                typer.echo(f"error: {exc}", err=True)
-                raise typer.Exit(2) from None
-        if fail_on is not None:
-            bad = failing(diag, fail_on)
-            if bad:
-                typer.echo(
-                    f"--fail-on {fail_on}: {len(bad)} confirmed finding(s): {', '.join(f.id for f in bad)}",
-                    err=True,
-                )
-                raise typer.Exit(1)
+            write_output(output, text)  # atomic, no symlink follow; unwritable: exit 2
+            typer.echo(f"report written to {safe(output)}", err=True)
+    for target, where in targets:
+        try:
+            typer.echo(f"exported to {target}: {safe(export(diag, target, where, run_dir))}", err=True)
+        except ExportError as exc:
+            fail(str(exc))
+    if fail_on is not None:
+        bad = failing(diag, fail_on)
+        if bad:
+            typer.echo(
+                f"--fail-on {fail_on}: {len(bad)} confirmed finding(s): {', '.join(f.id for f in bad)}",
+                err=True,
+            )
+            raise typer.Exit(ExitCode.FINDINGS)
