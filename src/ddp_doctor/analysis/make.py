@@ -62,7 +62,8 @@ def with_coverage(f: Finding, cov: dict[str, Any]) -> Finding:
     return f
 
 
-def ruled_out(fid: str, en: str, zh: str, coverage: dict[str, Any] | None = None, **evidence: Any) -> Finding:
+def ruled_out(fid: str, en: str, zh: str, coverage: Any = None, **evidence: Any) -> Finding:
+    """``coverage``: a :func:`coverage` dict (typed ``Any`` so evidence dicts can be splatted beside it)."""
     f = Finding(fid, "ruled-out", "info", Text(en, zh), evidence)
     return f if coverage is None else with_coverage(f, coverage)
 

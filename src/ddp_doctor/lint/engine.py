@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ddp_doctor.catalog import FINDINGS, Text, lint_ids
+from ddp_doctor.catalog import FINDINGS, Severity, Text, lint_ids
 from ddp_doctor.findings import Finding
 from ddp_doctor.lint.config import LintConfig, config_for
 from ddp_doctor.lint.context import FileContext
@@ -30,7 +30,7 @@ from ddp_doctor.lint.source import read_source
 
 # Config-gated findings (the bug exists only when a flag has a given value) are reported one
 # severity level below the catalog's, with the flag value in ``evidence["gated_by"]``.
-GATED_SEVERITY = {"error": "warning", "warning": "info", "info": "info"}
+GATED_SEVERITY: dict[str, Severity] = {"error": "warning", "warning": "info", "info": "info"}
 SUPPRESS = re.compile(r"#\s*ddp-doctor:\s*ignore(?:\[(?P<ids>[^\]]*)\])?", re.IGNORECASE)
 
 
@@ -149,7 +149,7 @@ def _to_finding(v: Violation, path: str, notebook: NotebookSource | None) -> Fin
     if notebook is not None:
         evidence["cell"], line = notebook.locate(v.line)
     evidence["autofix"] = bool(v.edits) and notebook is None
-    severity = spec.severity
+    severity: Severity = spec.severity
     if v.gated_by:  # a bug only under a given flag value: one level below the catalog's severity
         evidence["gated_by"] = v.gated_by
         severity = GATED_SEVERITY[severity]

@@ -12,6 +12,8 @@ expected) and the logged curve's own step-to-step noise relative to the global l
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ddp_doctor.analysis.context import Context
@@ -51,7 +53,7 @@ def _rank0_log(ctx: Context) -> Finding:
     if 0 not in s.ranks:
         return not_measured(fid, "Rank 0's records are missing.", "缺少 rank 0 的记录。", **noise)
     found = logged_loss(ctx.run, s)
-    evidence = dict(
+    evidence: dict[str, Any] = dict(
         logged=[x.as_evidence() for x in found.series],
         keys_seen=found.looked_at,
         threshold=threshold_text(fid),
