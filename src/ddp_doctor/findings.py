@@ -39,13 +39,12 @@ class Finding:
     severity: Severity
     summary: Text
     evidence: dict[str, Any] = field(default_factory=dict)
-    fix: str = ""
+    fix: str = ""  # a Text where the producer wrote both languages (analysis/fixes.py)
     summary_zh: InitVar[str | None] = None
     path: str | None = None
     line: int | None = None
     source: Literal["runtime", "lint", "experiment"] = "runtime"
     coverage: dict[str, Any] | None = None
-    fix_zh: str | None = None  # set with a ``fix`` that differs from the catalog's
 
     def __post_init__(self, summary_zh: str | None) -> None:
         spec = finding(self.id)  # raises on unknown IDs: the catalog is the single source of IDs
@@ -56,15 +55,19 @@ class Finding:
         if not isinstance(self.summary, Text):
             self.summary = Text(str(self.summary), summary_zh or spec.meaning.zh)
         if not self.fix:
-            self.fix = spec.fix.en
+            self.fix = spec.fix
 
     def summary_in(self, lang: Lang) -> str:
         return self.summary.get(lang)
 
     def fix_in(self, lang: Lang) -> str:
+        """``fix`` in ``lang``: a :class:`Text` knows both; a plain string equal to the catalog's
+        English fix takes the catalog's translation; any other plain string is English only."""
+        if isinstance(self.fix, Text):
+            return self.fix.get(lang)
         spec = FINDINGS[self.id]
-        if lang == "zh":
-            return spec.fix.zh if self.fix == spec.fix.en else (self.fix_zh or self.fix)
+        if lang == "zh" and self.fix == spec.fix.en:
+            return spec.fix.zh
         return self.fix
 
     def to_report_json(self, lang: Lang = "en") -> dict[str, Any]:

@@ -18,7 +18,7 @@ from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import fmt
 from ddp_doctor.analysis.quantities.noise_band import WITHIN_NOISE_RATIO
 from ddp_doctor.analysis.quantities.oscillation import obs_dof, robust_second_diff_std, var_interval
-from ddp_doctor.catalog import FINDINGS
+from ddp_doctor.catalog import FINDINGS, Text
 from ddp_doctor.findings import SEVERITY_ORDER, Finding
 
 # Confirmed findings that describe the oscillation itself rather than a cause of it.
@@ -113,64 +113,70 @@ def oscillation_answer(ctx: Context, findings: list[Finding]) -> dict[str, Any]:
     )
     out["explained_by"] = causes
     out["logged"] = logged
-    stats = ""
-    stats_zh = ""
+    stats = Text("", "")
     if o.ratio is not None:
-        stats = (
+        stats = Text(
             f"the global loss's step-to-step std {fmt(o.observed_std)} is {o.ratio:.2f}× the "
             f"{fmt(o.predicted_std)} minibatch noise predicted for this batch (95% interval "
-            f"{o.ratio_low:.2f}–{o.ratio_high:.2f}, {o.steps_used + 2} steps; band limit {WITHIN_NOISE_RATIO})"
-        )
-        stats_zh = (
+            f"{o.ratio_low:.2f}–{o.ratio_high:.2f}, {o.steps_used + 2} steps; band limit {WITHIN_NOISE_RATIO})",
             f"全局损失的逐步标准差 {fmt(o.observed_std)} 是当前批量下预测小批量噪声 {fmt(o.predicted_std)} 的 "
             f"{o.ratio:.2f} 倍（95% 区间 {o.ratio_low:.2f}–{o.ratio_high:.2f}，{o.steps_used + 2} 步；"
-            f"噪声带上限 {WITHIN_NOISE_RATIO}）"
+            f"噪声带上限 {WITHIN_NOISE_RATIO}）",
         )
     if not_noise:
         if o.decision == "above-band":
-            en = f"Bug or noise? Not noise: {stats}."
-            zh = f"是 bug 还是噪声？不是噪声：{stats_zh}。"
+            text = Text("Bug or noise? Not noise: ", "是 bug 还是噪声？不是噪声：") + stats + Text(".", "。")
         else:
             assert unstable is not None
-            en = f"Bug or noise? Not noise: {unstable.summary.removeprefix('Training is unstable: ')}"
-            zh = f"是 bug 还是噪声？不是噪声：{unstable.summary_in('zh').removeprefix('训练不稳定：')}"
+            text = Text(
+                f"Bug or noise? Not noise: {unstable.summary.en.removeprefix('Training is unstable: ')}",
+                f"是 bug 还是噪声？不是噪声：{unstable.summary.get('zh').removeprefix('训练不稳定：')}",
+            )
         if causes:
-            en += " Confirmed findings that explain it, most likely first: " + ", ".join(causes) + "."
-            zh += "可以解释它的已确认发现（按可能性排序）：" + "、".join(causes) + "。"
+            text += Text(
+                " Confirmed findings that explain it, most likely first: " + ", ".join(causes) + ".",
+                "可以解释它的已确认发现（按可能性排序）：" + "、".join(causes) + "。",
+            )
         else:
-            en += " No confirmed finding explains it: see the inconclusive and not-measured ones."
-            zh += "没有已确认的发现能解释它：请查看无定论和未测量的发现。"
+            text += Text(
+                " No confirmed finding explains it: see the inconclusive and not-measured ones.",
+                "没有已确认的发现能解释它：请查看无定论和未测量的发现。",
+            )
     elif o.decision == "within-band":
-        en = f"Bug or noise? Noise: {stats}: within the minibatch-noise band."
-        zh = f"是 bug 还是噪声？是噪声：{stats_zh}：在小批量噪声带之内。"
+        text = (
+            Text("Bug or noise? Noise: ", "是 bug 还是噪声？是噪声：")
+            + stats
+            + Text(": within the minibatch-noise band.", "：在小批量噪声带之内。")
+        )
     elif o.decision == "undecided":
-        more = (
-            f"a run of about {o.steps_needed} steps at this ratio would decide it"
-            if o.steps_needed
-            else "the ratio is too close to the limit to decide with any practical run length"
+        more = Text(
+            f"a run of about {o.steps_needed} steps at this ratio would decide it",
+            f"按当前比值，约 {o.steps_needed} 步的运行即可判定",
         )
-        more_zh = (
-            f"按当前比值，约 {o.steps_needed} 步的运行即可判定"
-            if o.steps_needed
-            else "比值太接近上限，实际运行长度内无法判定"
+        if not o.steps_needed:
+            more = Text(
+                "the ratio is too close to the limit to decide with any practical run length",
+                "比值太接近上限，实际运行长度内无法判定",
+            )
+        text = (
+            Text("Bug or noise? Not decided yet: ", "是 bug 还是噪声？尚无定论：")
+            + stats
+            + Text("; the interval straddles the limit, ", "；区间跨越上限，")
+            + more
+            + Text(".", "。")
         )
-        en = f"Bug or noise? Not decided yet: {stats}; the interval straddles the limit, {more}."
-        zh = f"是 bug 还是噪声？尚无定论：{stats_zh}；区间跨越上限，{more_zh}。"
     else:
-        en = f"Bug or noise? Not measured: {o.reason}."
-        zh = f"是 bug 还是噪声？未测量：{o.reason}。"
+        text = Text(f"Bug or noise? Not measured: {o.reason}.", f"是 bug 还是噪声？未测量：{o.reason}。")
     if logged and logged.get("over_global_band") is not None:
         who = f"{logged['source']} '{logged['key']}'" + (
             f", rank {logged['rank']}" if logged["rank"] >= 0 else ""
         )
-        en += (
+        text += Text(
             f" The loss the script logs ({who}) moves {logged['over_global_band']:.2f}× the global band "
-            f"(95% interval {logged['over_global_band_low']:.2f}–{logged['over_global_band_high']:.2f})."
-        )
-        zh += (
+            f"(95% interval {logged['over_global_band_low']:.2f}–{logged['over_global_band_high']:.2f}).",
             f"脚本记录的损失（{who}）的波动是全局噪声带的 {logged['over_global_band']:.2f} 倍"
-            f"（95% 区间 {logged['over_global_band_low']:.2f}–{logged['over_global_band_high']:.2f}）。"
+            f"（95% 区间 {logged['over_global_band_low']:.2f}–{logged['over_global_band_high']:.2f}）。",
         )
-    out["summary"] = en
-    out["summary_zh"] = zh
+    out["summary"] = text.en
+    out["summary_zh"] = text.get("zh")
     return out

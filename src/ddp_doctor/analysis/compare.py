@@ -29,13 +29,14 @@ Formulas (docs/compare.md has the derivations and sources):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ddp_doctor.analysis.diagnose import NOT_A_CAUSE, Diagnosis
 from ddp_doctor.analysis.quantities.noise_band import WITHIN_NOISE_RATIO
+from ddp_doctor.catalog import Lang, Text
 from ddp_doctor.findings import SEVERITY_ORDER, jsonable
 
 COMPARE_SCHEMA = "ddp-doctor.compare/1"
@@ -69,14 +70,14 @@ DEFAULT_RTOL = 1e-4
 DEFAULT_ATOL = 1e-6
 
 AXIS_ZH = {"samples": "样本", "tokens": "token", "steps": "步"}
-TEXT: dict[str, tuple[str, str]] = {
-    "equivalent": ("equivalent within noise", "在噪声范围内等价"),
-    "explained": (
+TEXT: dict[str, Text] = {
+    "equivalent": Text("equivalent within noise", "在噪声范围内等价"),
+    "explained": Text(
         "different, explained by the batch size (not a bug)",
         "不同，但可由批量大小解释（不是 bug）",
     ),
-    "not-explained": ("different, not explained by the batch size", "不同，无法由批量大小解释"),
-    "undecided": ("not enough data to decide", "数据不足，无法判断"),
+    "not-explained": Text("different, not explained by the batch size", "不同，无法由批量大小解释"),
+    "undecided": Text("not enough data to decide", "数据不足，无法判断"),
 }
 
 
@@ -166,14 +167,20 @@ class Aligned:
 
 @dataclass
 class Cause:
+    """A likely cause of the difference; ``en``/``zh`` become one bilingual ``summary``."""
+
     key: str
     score: int
-    en: str
-    zh: str
+    en: InitVar[str]
+    zh: InitVar[str]
     evidence: dict[str, Any] = field(default_factory=dict)
+    summary: Text = field(init=False)
+
+    def __post_init__(self, en: str, zh: str) -> None:
+        self.summary = Text(en, zh)
 
     def to_json(self) -> dict[str, Any]:
-        return {"key": self.key, "score": self.score, "summary": self.en, "summary_zh": self.zh,
+        return {"key": self.key, "score": self.score, "summary": self.summary.en, "summary_zh": self.summary.zh,
                 "evidence": jsonable(self.evidence)}  # fmt: skip
 
 
@@ -196,13 +203,11 @@ class Comparison:
     causes: list[Cause]
     notes: list[str]
 
-    def headline(self, lang: str = "en") -> str:
-        i = 1 if lang == "zh" else 0
-        head = TEXT[self.conclusion][i]
+    def headline(self, lang: Lang = "en") -> str:
+        head = TEXT[self.conclusion]
         if self.conclusion == "not-explained" and self.causes:
-            top = self.causes[0]
-            head += ("; most likely: " if i == 0 else "；最可能的原因：") + (top.zh if i else top.en)
-        return head
+            head = head + Text("; most likely: ", "；最可能的原因：") + self.causes[0].summary
+        return head.get(lang)
 
     def assert_equal(self, rtol: float, atol: float) -> tuple[bool, dict[str, Any]]:
         """Do the aligned curves agree: |L_B − L_A| ≤ atol + rtol·|L_A| at every aligned point?"""

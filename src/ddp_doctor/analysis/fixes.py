@@ -9,7 +9,7 @@ the fix of a confirmed effect then names the confirmed causes first, with their 
 
 from __future__ import annotations
 
-from ddp_doctor.catalog import FINDINGS
+from ddp_doctor.catalog import FINDINGS, Text
 from ddp_doctor.findings import Finding
 
 # effect → causes (why: the mechanism, one line each)
@@ -48,7 +48,6 @@ def refine_fixes(findings: list[Finding]) -> list[Finding]:
             f"Confirmed in this run and a cause of this: {c} — {confirmed[c].fix.rstrip('.')}." for c in found
         )
         lead_zh = "".join(f"本次运行已确认、且是其原因：{c} — {confirmed[c].fix_in('zh')}" for c in found)
-        f.fix = f"{lead} Then: {FINDINGS[effect].fix.en}"
-        f.fix_zh = f"{lead_zh} 然后：{FINDINGS[effect].fix.zh}"
+        f.fix = Text(f"{lead} Then: {FINDINGS[effect].fix.en}", f"{lead_zh} 然后：{FINDINGS[effect].fix.zh}")
         f.evidence.setdefault("explained_by", found)
     return findings

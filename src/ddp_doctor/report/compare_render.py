@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ddp_doctor.analysis.compare import PERSIST, Z_BAND, Comparison, settings_diff
+from ddp_doctor.catalog import Lang
 from ddp_doctor.report.svg import PALETTE, Chart, Line, render
 from ddp_doctor.terminal import safe
 
@@ -120,8 +121,7 @@ def _order_line(c: Comparison, lang: str) -> str:
     return f"{'same' if c.same_data_order else 'different'} (first {c.order_compared} indices of the first epoch)"
 
 
-def render_text(c: Comparison, lang: str = "en") -> str:
-    i = 1 if lang == "zh" else 0
+def render_text(c: Comparison, lang: Lang = "en") -> str:
     lines = [t("title", lang), f"A: {clean(c.a.path)}", f"B: {clean(c.b.path)}", ""]
     lines.append(f"{t('conclusion', lang)}: {clean(c.headline(lang))}")
     lines += ["", t("settings", lang)]
@@ -142,7 +142,7 @@ def render_text(c: Comparison, lang: str = "en") -> str:
     lines += ["", t("causes", lang)]
     if c.causes:
         for n, cause in enumerate(c.causes, 1):
-            lines.append(f"  {n}. {clean(cause.zh if i else cause.en)}")
+            lines.append(f"  {n}. {clean(cause.summary.get(lang))}")
     else:
         lines.append("  " + t("none", lang))
     if c.notes:
@@ -175,7 +175,7 @@ def _chart(c: Comparison, lang: str) -> str:
     return render(chart) + render(diff)
 
 
-def render_html(c: Comparison, lang: str = "en") -> str:
+def render_html(c: Comparison, lang: Lang = "en") -> str:
     from ddp_doctor.report.html import CSS
 
     i = 1 if lang == "zh" else 0
@@ -205,7 +205,7 @@ def render_html(c: Comparison, lang: str = "en") -> str:
         parts.append(f"<li>{e(t('none', lang))}</li>")
     parts.append(f"</ul><h2>{e(t('causes', lang))}</h2><ol>")
     for cause in c.causes:
-        parts.append(f"<li>{e(cause.zh if i else cause.en)}</li>")
+        parts.append(f"<li>{e(cause.summary.get(lang))}</li>")
     parts.append("</ol>")
     if c.notes:
         parts.append(
