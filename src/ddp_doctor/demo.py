@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from ddp_doctor.terminal import safe
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -112,8 +114,9 @@ def _launch(world: int, out_dir: str, **fields: object) -> None:
     html = run_dir / "report.html"
     write_report(run_dir, "html", html)
     console.print(
-        f"run directory: {run_dir}\nHTML report:   {html}\n"
-        f"again:         ddp-doctor report {run_dir} [--format json|html] [--lang zh]"
+        f"run directory: {safe(run_dir)}\nHTML report:   {safe(html)}\n"
+        f"again:         ddp-doctor report {safe(run_dir)} [--format json|html] [--lang zh]",
+        markup=False,
     )
     if not status.ok:
         raise typer.Exit(code)
@@ -172,8 +175,9 @@ def _compare_demo(world: int, out_dir: str, steps: int, faults: tuple[str, ...])
     html = base / "compare.html"
     write_text(html, render_html(c))
     console.print(
-        f"runs: {runs[0]}  {runs[1]}\nHTML: {html}\n"
-        f"again: ddp-doctor compare {runs[0]} {runs[1]} [--format json|html] [--lang zh]"
+        f"runs: {safe(runs[0])}  {safe(runs[1])}\nHTML: {safe(html)}\n"
+        f"again: ddp-doctor compare {safe(runs[0])} {safe(runs[1])} [--format json|html] [--lang zh]",
+        markup=False,
     )
     # a rank's teardown abort after complete training is not a failure (ddp_doctor.teardown)
     failed = [c for r, c in zip(runs, codes) if not completion(str(r / TRAINER_DIR), c, steps, run_dir=r).ok]

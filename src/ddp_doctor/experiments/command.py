@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from ddp_doctor.cli_common import ExitCode, TextJson, check_output, fail, write_output
+from ddp_doctor.terminal import safe
 
 
 def register(app: typer.Typer) -> None:
@@ -78,6 +79,7 @@ def ablate(
     Example: ddp-doctor ablate --seeds 3 --variant lr.scale=0.1 --variant clip=1.0 -- torchrun ... train.py
     """
     from rich.console import Console
+    from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from ddp_doctor.experiments.ablate import DEFAULT_VARIANTS, parse_variants, plan_runs
@@ -110,7 +112,7 @@ def ablate(
 
         def done(variant, seed, skipped) -> None:
             note = "done before" if skipped else "finished"
-            progress.update(task, advance=1, description=f"{variant.name} seed {seed} {note}")
+            progress.update(task, advance=1, description=escape(safe(f"{variant.name} seed {seed} {note}")))
 
         try:
             result = run_ablate(command, out, parsed, seeds, jobs=jobs, on_done=done)
@@ -121,4 +123,4 @@ def ablate(
         typer.echo(json.dumps(result.to_json(), indent=1))
     else:
         ablate_table(result, console)
-        console.print(f"run directories and ablate.json in {out}")
+        console.print(f"run directories and ablate.json in {safe(out)}", markup=False)

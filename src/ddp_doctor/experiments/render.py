@@ -5,11 +5,19 @@ from __future__ import annotations
 import math
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ddp_doctor.experiments.ablate import AblateResult
 from ddp_doctor.experiments.stability import METRICS
 from ddp_doctor.experiments.verify import VerifyResult
+from ddp_doctor.terminal import safe
+
+
+def _s(text: object) -> str:
+    """A name from the user's run (a variant's --set values, a row label): markup and control
+    characters escaped (terminal.safe)."""
+    return escape(safe(text))
 
 
 def _e(x: float | None) -> str:
@@ -41,7 +49,7 @@ def verify_table(result: VerifyResult, console: Console) -> None:
         mark = "[green]✓[/]" if r.as_expected else "[red]✗[/]"
         verdict = f"{mark} {r.verdict}" + ("" if r.expect == "equal" else " (expected)")
         table.add_row(
-            r.label,
+            _s(r.label),
             _e(r.grad_max_abs),
             _e(r.grad_rel),
             _e(r.param_max_abs),
@@ -52,7 +60,7 @@ def verify_table(result: VerifyResult, console: Console) -> None:
         )
     console.print(table)
     for f in result.findings:
-        console.print(f"[bold]{f.id}[/] {f.status}: {f.summary}")
+        console.print(f"[bold]{f.id}[/] {f.status}: {_s(f.summary)}")
     console.print("all rows as expected" if result.ok else "[red]some rows are NOT as expected[/]")
 
 
@@ -89,5 +97,5 @@ def ablate_table(result: AblateResult, console: Console) -> None:
         extra = f" ({v.failed} failed)" if v.failed else ""
         extra += f" ({v.diverged} diverged)" if v.diverged else ""
         score = "" if v.verdict == "baseline" or math.isnan(v.score) else f"{v.score:+.2f}"
-        table.add_row(str(i) if i else "", v.name + extra, *cells, score, v.verdict)
+        table.add_row(str(i) if i else "", _s(v.name) + extra, *cells, score, v.verdict)
     console.print(table)

@@ -9,6 +9,7 @@ import typer
 
 from ddp_doctor.cli_common import check_output, fail, write_output
 from ddp_doctor.plan.throughput import DEFAULT_MFU, DEFAULT_NODE_NETWORK_GBPS  # plain arithmetic, no torch
+from ddp_doctor.terminal import safe
 
 
 class StrategyChoice(str, Enum):
@@ -131,4 +132,4 @@ def plan_command(
     if output:
         write_output(output, text)
     else:
-        typer.echo(text, nl=False)
+        typer.echo(text if fmt is FormatChoice.json else safe(text), nl=False)  # names from config.json

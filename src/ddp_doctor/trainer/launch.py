@@ -24,6 +24,7 @@ from rich.console import Console
 
 from ddp_doctor.safe_write import open_log
 from ddp_doctor.teardown import ExitStatus
+from ddp_doctor.terminal import safe
 from ddp_doctor.trainer.config import METRICS_FILE, SUMMARY_FILE, TrainConfig, config_to_argv
 
 LOG_FILE = "launch.log"
@@ -167,11 +168,16 @@ def print_outcome(console: Console, out_dir: str, code: int, completed_note: str
 
     summary = Path(out_dir) / SUMMARY_FILE
     if completed_note is not None:
-        console.print(f"[yellow]launcher exit code {code}: {escape(completed_note)}[/]")
+        console.print(f"[yellow]launcher exit code {code}: {escape(safe(completed_note))}[/]")
         code = 0
     if code != 0 or not summary.exists():
-        console.print(log_tail(out_dir), markup=False, highlight=False)
-        console.print(f"[red]trainer failed (exit code {code})[/]; full log: {Path(out_dir) / LOG_FILE}")
+        console.print(safe(log_tail(out_dir)), markup=False, highlight=False)  # the script's own output
+        console.print(
+            f"[red]trainer failed (exit code {code})[/]; full log: {escape(safe(Path(out_dir) / LOG_FILE))}"
+        )
         return
-    console.print(summary.read_text(encoding="utf-8"), markup=False, highlight=False, end="")
-    console.print(f"metrics: {Path(out_dir) / 'metrics.jsonl'}   launcher log: {Path(out_dir) / LOG_FILE}")
+    console.print(safe(summary.read_text(encoding="utf-8")), markup=False, highlight=False, end="")
+    out = Path(out_dir)
+    console.print(
+        f"metrics: {safe(out / 'metrics.jsonl')}   launcher log: {safe(out / LOG_FILE)}", markup=False
+    )
