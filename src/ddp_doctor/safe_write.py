@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
-# Run directories hold commands, hosts and losses: their files are the owner's only (issue 10).
+# Run directories hold commands, hosts and losses: their files are the owner's only (docs/run-format.md).
 PRIVATE_FILE = 0o600
 
 

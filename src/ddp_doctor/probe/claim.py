@@ -1,4 +1,4 @@
-"""Claim a run directory for one `ddp-doctor run` at a time (issue 10, item 3).
+"""Claim a run directory for one `ddp-doctor run` at a time (two runs into one would interleave records).
 
 Two launchers started together into one --out would interleave their records into the same rank
 files. The launcher therefore creates RUN/.ddp-doctor.claim with O_CREAT|O_EXCL (atomic on local

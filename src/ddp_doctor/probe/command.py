@@ -50,7 +50,7 @@ def run_command(
         "--export",
         metavar="tensorboard[=DIR]|wandb",
         help="After the run, write its curves and findings to TensorBoard (default DIR: "
-        "RUN/tensorboard) or W&B (docs/export.md). Repeatable.",
+        "RUN/tensorboard) or W&B (docs/integrations.md). Repeatable.",
     ),
 ) -> None:
     import os

@@ -1,4 +1,4 @@
-"""The per-step curves an exporter writes, named once for TensorBoard and W&B (docs/export.md).
+"""The per-step curves an exporter writes, named once for TensorBoard and W&B (docs/integrations.md).
 
 x = optimizer steps completed (1-based, as HF's ``global_step``; an imported log keeps its own
 step numbers). All values come from the diagnosis' context; nothing is recomputed here.

@@ -1,4 +1,4 @@
-"""The loss the script itself logs (issue 11): what the user looks at, next to what the probe measured.
+"""The loss the script itself logs: what the user looks at, next to what the probe measured.
 
 Sources (docs/probe.md, "Logged loss"): the lines the rank prints (streams.py: `print`, `logging`,
 tqdm postfixes, matched by patterns.py) and the logging libraries it calls (loggers.py:

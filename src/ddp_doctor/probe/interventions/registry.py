@@ -2,7 +2,7 @@
 
 To add an intervention: write `interventions/<family>.py` with an ``INTERVENTIONS`` tuple of
 :class:`~ddp_doctor.probe.interventions.base.Intervention`, add the module to :data:`FAMILIES`,
-add a scenario test (tests/experiments/test_interventions.py); `python -m ddp_doctor.docs --write`
+add a scenario test (tests/experiments/test_interventions.py); `python -m ddp_doctor.gendocs --write`
 regenerates the docs table. Importing this imports no torch.
 """
 
