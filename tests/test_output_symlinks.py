@@ -139,3 +139,18 @@ def test_demo_compare_html_and_generated_docs_use_the_same_writer() -> None:
         src = inspect.getsource(module)
         assert "safe_write" in src, module
         assert not re.search(r"[\w)\]]\.(write_text|write_bytes)\(|open\([^)]*[\"']w", src), module
+
+
+def test_appended_record_streams_refuse_a_planted_symlink(plant, tmp_path: Path) -> None:
+    from ddp_doctor.safe_write import open_append
+
+    stream = tmp_path / "trainer" / "metrics.jsonl"
+    target = plant(stream)
+    with pytest.raises(OSError):
+        open_append(stream)
+    assert target.read_text() == PRECIOUS
+    fresh = tmp_path / "trainer" / "fresh.jsonl"
+    for line in ("a\n", "b\n"):
+        with open_append(fresh) as fh:
+            fh.write(line)
+    assert fresh.read_text() == "a\nb\n" and fresh.stat().st_mode & 0o077 == 0

@@ -10,7 +10,8 @@ Used for every whole file the tool writes: report outputs and exports, `compare/
 --output`, `lint --fix`, manifests, the rank-file Arrow cache, imported runs, demo and integration
 outputs, generated docs. Files that must not exist yet (claims, launcher failure reports) are
 created with :func:`create_new` (O_EXCL|O_NOFOLLOW). Records appended while training runs (rank
-files, trainer metrics, launcher logs) are streams opened by their owners with O_NOFOLLOW.
+files, trainer metrics, logged losses, launcher logs) are streams opened with O_NOFOLLOW (recorder.py,
+:func:`open_append`, :func:`open_log`).
 """
 
 from __future__ import annotations
@@ -106,6 +107,13 @@ def create_new(path: str | os.PathLike[str], data: bytes = b"", *, mode: int = P
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), mode)
     with os.fdopen(fd, "wb") as f:
         f.write(data)
+
+
+def open_append(path: str | os.PathLike[str]) -> TextIO:
+    """Open a record stream for appending (metrics.jsonl, a logged-loss file): O_NOFOLLOW, so a
+    symlink planted there raises ``OSError`` instead of being written through; private when new."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
+    return os.fdopen(os.open(path, flags, PRIVATE_FILE), "a", encoding="utf-8")
 
 
 def open_log(path: str | os.PathLike[str]) -> TextIO:

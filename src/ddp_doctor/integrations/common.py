@@ -95,7 +95,9 @@ class LossLog:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             rec = {"step": int(step), "loss": value if math.isfinite(value) else str(value), **extra}
-            with open(self.path, "a", encoding="utf-8") as f:
+            from ddp_doctor.safe_write import open_append
+
+            with open_append(self.path) as f:
                 f.write(json.dumps(rec) + "\n")
         except Exception as exc:
             _warn("recording the logged loss", exc)

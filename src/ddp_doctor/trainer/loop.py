@@ -364,7 +364,9 @@ class _MetricsWriter:
         self.file = None
         if out_dir is not None and rank == 0:
             Path(out_dir).mkdir(parents=True, exist_ok=True)
-            self.file = open(Path(out_dir) / METRICS_FILE, "a", encoding="utf-8")  # noqa: SIM115 (closed in close())
+            from ddp_doctor.safe_write import open_append
+
+            self.file = open_append(Path(out_dir) / METRICS_FILE)  # closed in close()
 
     def write(self, record: dict[str, Any]) -> None:
         if self.file is None:
