@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import io
 import json
 import math
 import os
@@ -207,7 +206,7 @@ def read_regular(path: Path, limit: int | None = None) -> bytes:
         size = st.st_size if limit is None else min(st.st_size, limit)
         chunks, got = [], 0
         while got < size:
-            b = os.read(fd, min(size - got, 1 << 24))
+            b = os.read(fd, size - got)  # one read, one buffer: no join (a copy) of chunks
             if not b:
                 break
             chunks.append(b)
@@ -220,18 +219,19 @@ def read_regular(path: Path, limit: int | None = None) -> bytes:
 # --- parsing ------------------------------------------------------------------------------------
 
 
-def _arrow(blob: bytes, schema: pa.Schema) -> pa.Table | None:
+def _arrow(blob: bytes | memoryview, schema: pa.Schema) -> pa.Table | None:
     """``blob`` (JSON Lines) parsed by Arrow with ``schema``; None when Arrow refuses it. The
     writer's non-finite strings are mapped only after a first refusal (scanning costs time)."""
     for attempt in range(2):
         try:
             return pj.read_json(
-                io.BytesIO(blob),
+                pa.BufferReader(pa.py_buffer(blob)),  # no copy of the file's bytes
                 read_options=pj.ReadOptions(block_size=BLOCK_BYTES),
                 parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"),
             )
         except (pa.ArrowException, ValueError, OverflowError):
             if attempt == 0 and any(old in blob for old, _ in _TOKENS):
+                blob = bytes(blob)
                 for old, new in _TOKENS:
                     blob = blob.replace(old, new)
                 continue
@@ -247,7 +247,7 @@ def _lines_table(lines: list[bytes], numbers: list[int]) -> pa.Table | None:
     return tb.append_column("_line", pa.array(numbers, pa.int64()))
 
 
-def _whole_file(body: bytes, nonblank: list[int]) -> pa.Table | None:
+def _whole_file(body: memoryview, nonblank: np.ndarray) -> pa.Table | None:
     """All lines of a file at once (the usual case: nothing damaged); the `step` rows, or None."""
     tb = _arrow(body, step_schema(1))
     if tb is None or tb.num_rows != len(nonblank):
@@ -271,30 +271,43 @@ def _row(rec: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _scan_lines(raw: bytes, prefix: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where each complete line of ``raw`` starts and ends (its newline), and which lines begin
+    with ``prefix`` — found by numpy over the bytes, without a Python object per line."""
+    buf = np.frombuffer(raw, dtype=np.uint8)
+    ends = np.flatnonzero(buf == 10)
+    starts = np.empty_like(ends)
+    starts[:1] = 0
+    starts[1:] = ends[:-1] + 1
+    step_like = (ends - starts) >= len(prefix)
+    if step_like.any():
+        at = starts[step_like]
+        head = buf[at[:, None] + np.arange(len(prefix))]  # the first bytes of each long-enough line
+        step_like[step_like] = (head == np.frombuffer(prefix, dtype=np.uint8)).all(axis=1)
+    return starts, ends, step_like
+
+
 def parse_rank_bytes(raw: bytes, rank: int, probs: Problems) -> tuple[RankData, pa.Table]:
     """Every record of one rank file: non-step records as dicts, step records as an Arrow table."""
     data = RankData(rank=rank)
-    lines = raw.split(b"\n")
-    tail = lines.pop()  # b"" when the file ends with a newline
-    data.lines = len(lines)
+    starts, ends, step_like = _scan_lines(raw, records.line_prefix("step"))
+    data.lines = len(ends)
+    tail = raw[int(ends[-1]) + 1 :] if len(ends) else raw  # b"" when the file ends with a newline
     if tail.strip():
         probs.add(
             f"rank {rank}: last line is truncated (no newline; {len(tail)} bytes "
             "ignored) — the run was killed or is still writing",
             damage=False,
         )
-    prefix = records.line_prefix("step")
-    fast: list[bytes] = []
-    fast_no: list[int] = []
+    fast_no = np.flatnonzero(step_like) + 1  # line numbers (from 1) of the writer's step lines
     slow_steps: list[tuple[int, dict[str, Any]]] = []
     bad: list[int] = []
     wrong: dict[str, int] = {}
     others: list[int] = []
-    for lineno, line in enumerate(lines, start=1):
-        if line.startswith(prefix):
-            fast.append(line)
-            fast_no.append(lineno)
-            continue
+    # every other line (the few non-step records, or everything in a file from another writer)
+    rest = np.flatnonzero(~step_like)
+    for lineno, a, b in zip((rest + 1).tolist(), starts[rest].tolist(), ends[rest].tolist()):
+        line = raw[a:b]
         if not line.strip():
             continue
         others.append(lineno)
@@ -305,14 +318,17 @@ def parse_rank_bytes(raw: bytes, rank: int, probs: Problems) -> tuple[RankData, 
         _dispatch(rec, lineno, data, slow_steps, bad, wrong)
     tables = []
     whole = None
-    if fast and not bad:  # one pass over the whole file: the common case
-        whole = _whole_file(raw[: len(raw) - len(tail)], sorted(fast_no + others))
+    if len(fast_no) and not bad:  # one pass over the whole file: the common case
+        nonblank = np.sort(np.concatenate((fast_no, np.asarray(others, dtype=np.int64))))
+        whole = _whole_file(memoryview(raw)[: len(raw) - len(tail)], nonblank)
     if whole is not None:
         tables.append(whole)
         slow_steps = []  # Arrow read those too
-        fast = []
-    for i in range(0, len(fast), CHUNK_LINES):
-        chunk, nums = fast[i : i + CHUNK_LINES], fast_no[i : i + CHUNK_LINES]
+        fast_no = fast_no[:0]
+    for i in range(0, len(fast_no), CHUNK_LINES):
+        at = fast_no[i : i + CHUNK_LINES] - 1
+        nums = (at + 1).tolist()
+        chunk = [raw[a:b] for a, b in zip(starts[at].tolist(), ends[at].tolist())]
         tb = _lines_table(chunk, nums)
         if tb is not None:
             tables.append(tb)

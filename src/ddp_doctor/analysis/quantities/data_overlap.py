@@ -39,13 +39,19 @@ def overlap_by_step(run: RunData, n_steps: int) -> tuple[np.ndarray, np.ndarray,
     if len(ranks) < 2:
         return same, total, len(ranks)
     k0, h0 = _keyed_hashes(run, ranks[0])
+    sorted0 = bool(np.all(k0[1:] > k0[:-1]))
+    step0, valid0 = k0 // _MICRO_SLOTS, h0 != b""
     for r in ranks[1:]:
         k, h = _keyed_hashes(run, r)
-        _, i0, i = np.intersect1d(k0, k, assume_unique=True, return_indices=True)
-        a, b = h0[i0], h[i]
-        valid = (a != b"") & (b != b"")
-        step = k0[i0] // _MICRO_SLOTS
-        ok = valid & (step < T)
-        same += np.bincount(step[ok], weights=(a[ok] == b[ok]).astype(float), minlength=T)[:T]
-        total += np.bincount(step[ok], minlength=T)[:T]
+        if sorted0 and np.array_equal(k0, k):  # the usual case: the same steps and micro-steps
+            a, b, step, ok = h0, h, step0, valid0 & (h != b"")  # intersect1d's answer, without its sort
+        else:
+            _, i0, i = np.intersect1d(k0, k, assume_unique=True, return_indices=True)
+            a, b, step, ok = h0[i0], h[i], step0[i0], valid0[i0] & (h[i] != b"")
+        ok &= step < T
+        same_micro = (a == b).astype(float)
+        if not ok.all():
+            step, same_micro = step[ok], same_micro[ok]
+        same += np.bincount(step, weights=same_micro, minlength=T)[:T]
+        total += np.bincount(step, minlength=T)[:T]
     return same, total, len(ranks)

@@ -35,6 +35,7 @@ to its level, the curve the user looks at jumps than the global loss.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -189,8 +190,12 @@ class _Micro:
             )
         self.u = np.where(np.isfinite(mean), mean, cols.losses)
         self.root = cols.losses
-        self.index = {int(s): i for i, s in enumerate(cols.step)}
         self.cols = cols
+
+    @functools.cached_property
+    def index(self) -> dict[int, int]:
+        # built on first use: most runs log no loss the probe captured, and 10^5 steps cost 50 ms
+        return {int(s): i for i, s in enumerate(self.cols.step.tolist())}
 
     def window(self, step: int) -> tuple[int, int] | None:
         i = self.index.get(step)

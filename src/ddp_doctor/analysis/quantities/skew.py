@@ -63,6 +63,7 @@ def rank_skew(x: np.ndarray, ranks: list[int], signal: str) -> RankSkew | None:
     total = x.sum(axis=0)
     best: RankSkew | None = None
     scale = abs(float(x.mean())) or 1.0
+    per_rank_mean = {r: float(v) for r, v in zip(ranks, x.mean(axis=1))}  # once: R passes at 1,024 ranks
     for i in range(R):
         d = x[i] - (total - x[i]) / (R - 1)
         db = d.reshape(n_b, BLOCK).mean(axis=1)
@@ -72,7 +73,7 @@ def rank_skew(x: np.ndarray, ranks: list[int], signal: str) -> RankSkew | None:
         p = min(1.0, math.erfc(abs(t) / math.sqrt(2)) * R)
         cand = RankSkew(
             signal=signal,
-            per_rank_mean={r: float(v) for r, v in zip(ranks, x.mean(axis=1))},
+            per_rank_mean=per_rank_mean,
             worst_rank=ranks[i],
             shift=shift,
             relative_shift=abs(shift) / scale,

@@ -64,12 +64,20 @@ class Spike:
 
 
 def window_median(view: np.ndarray) -> np.ndarray:
-    """Row medians ignoring nan. Rows without nan (nearly all of them) take np.median, which is
-    ~20x faster than np.nanmedian's masked-array path on 10^5 rows."""
+    """Row medians ignoring nan. Rows without nan (nearly all of them) take one np.partition at the
+    middle (the value np.median returns, without its nan check and mean: ~4x faster), rows with
+    nan np.nanmedian (~20x slower)."""
     out = np.empty(view.shape[0])
     has_nan = np.isnan(view).any(axis=1)
-    if (~has_nan).any():
-        out[~has_nan] = np.median(view[~has_nan], axis=1)
+    clean = view if not has_nan.any() else view[~has_nan]
+    if clean.shape[0] and view.shape[1]:
+        k = view.shape[1] // 2
+        if view.shape[1] % 2:
+            med = np.partition(clean, k, axis=1)[:, k]
+        else:  # np.median: the mean of the two middle values, (a + b) / 2
+            part = np.partition(clean, (k - 1, k), axis=1)
+            med = (part[:, k - 1] + part[:, k]) / 2
+        out[~has_nan] = med
     if has_nan.any():
         with warnings.catch_warnings():  # an all-nan window (a gap) gives nan, not a warning
             warnings.simplefilter("ignore", RuntimeWarning)
