@@ -29,6 +29,7 @@ import dataclasses
 import functools
 import json
 import math
+import mmap
 import os
 import stat
 import zlib
@@ -187,6 +188,23 @@ def read_regular(path: Path, limit: int | None = None) -> bytes:
     O_NOFOLLOW: a symlink (or a symlink loop) is refused. Reads at most the size at open time
     (and at most ``limit`` bytes), so a file that grows while we read it cannot keep us reading.
     """
+    fd, st = _open_regular(path)
+    try:
+        size = st.st_size if limit is None else min(st.st_size, limit)
+        chunks, got = [], 0
+        while got < size:
+            b = os.read(fd, size - got)  # one read, one buffer: no join (a copy) of chunks
+            if not b:
+                break
+            chunks.append(b)
+            got += len(b)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _open_regular(path: Path) -> tuple[int, os.stat_result]:
+    """An open descriptor of ``path`` and its stat, if it is a regular file (see read_regular)."""
     flags = (
         os.O_RDONLY
         | getattr(os, "O_NOFOLLOW", 0)
@@ -203,15 +221,20 @@ def read_regular(path: Path, limit: int | None = None) -> bytes:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise OSError(f"{path.name} is not a regular file")
-        size = st.st_size if limit is None else min(st.st_size, limit)
-        chunks, got = [], 0
-        while got < size:
-            b = os.read(fd, size - got)  # one read, one buffer: no join (a copy) of chunks
-            if not b:
-                break
-            chunks.append(b)
-            got += len(b)
-        return b"".join(chunks)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
+def map_regular(path: Path) -> mmap.mmap:
+    """``path`` mapped read-only (same checks as read_regular): a warm read of the column cache
+    copies nothing; numpy arrays over the cache point into the page cache."""
+    fd, st = _open_regular(path)
+    try:
+        if st.st_size == 0:
+            raise OSError(f"{path.name} is empty")
+        return mmap.mmap(fd, st.st_size, access=mmap.ACCESS_READ)
     finally:
         os.close(fd)
 
@@ -726,8 +749,7 @@ def save_cache(path: Path, data: RankData, probs: Problems, key: dict[str, int])
 
 def load_cache(path: Path, rank: int, key: dict[str, int]) -> tuple[RankData, Problems] | None:
     try:
-        raw = read_regular(cache_path(path))
-        table = pa.ipc.open_file(pa.py_buffer(raw)).read_all()
+        table = pa.ipc.open_file(pa.py_buffer(map_regular(cache_path(path)))).read_all()
         meta = json.loads(table.schema.metadata[b"ddp_doctor"])
         if meta["key"] != key:
             return None

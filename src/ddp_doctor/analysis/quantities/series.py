@@ -22,9 +22,20 @@ from ddp_doctor.rundir import RunData, StepColumns
 
 
 def segment_sum(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Sum of ``values[offsets[i]:offsets[i+1]]`` for each i (empty segments give 0)."""
-    csum = np.concatenate(([0.0], np.cumsum(values, dtype=np.float64)))
-    return csum[offsets[1:]] - csum[offsets[:-1]]
+    """Sum of ``values[offsets[i]:offsets[i+1]]`` for each i (empty segments give 0).
+
+    By differences of one running sum (one pass for all segments). A nan or inf stays in its own
+    segment: the running sum skips non-finite values and they are added to their segment after, so
+    one damaged value does not turn every later segment into nan."""
+    finite = np.isfinite(values)
+    clean = values if finite.all() else np.where(finite, values, 0.0)
+    csum = np.zeros(len(values) + 1)
+    np.cumsum(clean, dtype=np.float64, out=csum[1:])
+    out = csum[offsets[1:]] - csum[offsets[:-1]]
+    if clean is not values:
+        at = np.flatnonzero(~finite)
+        np.add.at(out, np.searchsorted(offsets, at, side="right") - 1, values[at])
+    return out
 
 
 def segment_nansum(values: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
