@@ -145,9 +145,19 @@ def rank_tails(run_dir: Path) -> tuple[int | None, dict[int, RankTail]]:
             size = header.get("world_size")
             if isinstance(size, int) and not isinstance(size, bool) and 0 < size <= MAX_RANKS:
                 world = max(world or 0, size)
-        records = [r for r in map(_record, tail.split(b"\n")[1:]) if r is not None]  # [0]: maybe cut
-        end = records[-1] if records and records[-1].get("kind") == "end" else None
-        last_step = next((r.get("step") for r in reversed(records) if r.get("kind") == "step"), None)
+        # from the last line back ([0]: maybe cut), decoding only until the last step record:
+        # a 1,024-rank report would otherwise decode ~100 lines per rank it does not need
+        end, last_step, seen = None, None, False
+        for line in reversed(tail.split(b"\n")[1:]):
+            r = _record(line)
+            if r is None:
+                continue
+            if not seen:
+                seen = True
+                end = r if r.get("kind") == "end" else None
+            if r.get("kind") == "step":
+                last_step = r.get("step")
+                break
         steps = last_step + 1 if isinstance(last_step, int) and not isinstance(last_step, bool) else None
         tails[rank] = RankTail(end, steps)
     return world, tails

@@ -22,8 +22,8 @@ TOKEN_CV_MIN = limit("loss-normalization-variable-tokens", "token_cv")
 CV_RATIO = limit("loss-normalization-variable-tokens", "cv_ratio")  # CV(ρ) < this × CV(ρ/n): ρ is constant
 
 
-def _within_step_cv(x: np.ndarray, step: np.ndarray, T: int) -> float:
-    cnt = np.bincount(step, minlength=T)
+def _within_step_cv(x: np.ndarray, step: np.ndarray, T: int, cnt: np.ndarray) -> float:
+    """Mean over steps (≥ 2 values) of the CV of x within the step; ``cnt`` values per step."""
     s1 = np.bincount(step, weights=x, minlength=T)
     s2 = np.bincount(step, weights=x * x, minlength=T)
     ok = cnt >= 2
@@ -61,10 +61,11 @@ def check(ctx: Context) -> list[Finding]:
         ]
     r, k, s = r[ok], k[ok], s[ok]
     T = int(s.max()) + 1
-    cv_n = _within_step_cv(k, s, T)
-    cv_rho = _within_step_cv(r, s, T)
-    cv_rho_n = _within_step_cv(r / k, s, T)
-    mean_n = np.bincount(s, weights=k, minlength=T) / np.maximum(np.bincount(s, minlength=T), 1)
+    cnt = np.bincount(s, minlength=T)  # once for all four
+    cv_n = _within_step_cv(k, s, T, cnt)
+    cv_rho = _within_step_cv(r, s, T, cnt)
+    cv_rho_n = _within_step_cv(r / k, s, T, cnt)
+    mean_n = np.bincount(s, weights=k, minlength=T) / np.maximum(cnt, 1)
     weight = mean_n[s] / k  # relative weight of a token under a per-micro-batch mean
     p5, p95 = np.percentile(weight, (5, 95))  # one partition for both
     ev = dict(

@@ -90,11 +90,14 @@ def _micro_moments(run: RunData, T: int) -> tuple[np.ndarray, np.ndarray, np.nda
             units = "samples"
         step_of = np.repeat(c.step, c.micro_steps)
         ok = np.isfinite(m) & np.isfinite(k) & (k > 0) & (step_of >= 0) & (step_of < T)
-        idx = step_of[ok]
-        sk += np.bincount(idx, weights=k[ok], minlength=T)
-        skm += np.bincount(idx, weights=(k * m)[ok], minlength=T)
-        skm2 += np.bincount(idx, weights=(k * m * m)[ok], minlength=T)
-        cnt += np.bincount(idx, minlength=T)
+        km = k * m
+        km2 = km * m
+        if not ok.all():  # (nearly always all are: no masked copies then)
+            step_of, k, km, km2 = step_of[ok], k[ok], km[ok], km2[ok]
+        sk += np.bincount(step_of, weights=k, minlength=T)
+        skm += np.bincount(step_of, weights=km, minlength=T)
+        skm2 += np.bincount(step_of, weights=km2, minlength=T)
+        cnt += np.bincount(step_of, minlength=T)
     return sk, skm, skm2, cnt, units
 
 

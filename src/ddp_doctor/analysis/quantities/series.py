@@ -78,19 +78,25 @@ def _local_loss(cols: StepColumns) -> tuple[np.ndarray, np.ndarray, str]:
     n = cols.fn_n_valid
     if value.size and np.isfinite(value).any():
         # a "sum"-reduced loss-function output is a token sum: turn it into a mean first
-        mean = np.where(cols.fn_sum, value / np.where(n > 0, n, np.nan), value)
-        if np.isfinite(n).any():
-            num, _ = segment_nansum(mean * n, off)
-            den, _ = segment_nansum(np.where(np.isfinite(mean), n, np.nan), off)
+        mean = (
+            np.where(cols.fn_sum, value / np.where(n > 0, n, np.nan), value) if cols.fn_sum.any() else value
+        )
+        finite = np.isfinite(mean)
+        nonfinite = segment_sum((~finite).astype(float), off) > 0
+        n_ok = np.isfinite(n)
+        if n_ok.any():
+            # the finite parts of Σ n·m and Σ n (segment_nansum's sums, without its unused counts)
+            mn = mean * n
+            num = segment_sum(np.where(np.isfinite(mn), mn, 0.0), off)
+            den = segment_sum(np.where(finite & n_ok, n, 0.0), off)
             with np.errstate(invalid="ignore", divide="ignore"):
                 loss = num / den
-            nonfinite = segment_sum((~np.isfinite(mean)).astype(float), off) > 0
             loss[nonfinite] = np.nan
             return loss, den, "loss_fn (token-weighted)"
         s, c = segment_nansum(mean, off)
         with np.errstate(invalid="ignore", divide="ignore"):
             loss = s / c
-        loss[segment_sum((~np.isfinite(mean)).astype(float), off) > 0] = np.nan
+        loss[nonfinite] = np.nan
         return loss, segment_sum(cols.samples, off), "loss_fn"
     return segment_sum(cols.losses, off), segment_sum(cols.samples, off), "backward root"
 
