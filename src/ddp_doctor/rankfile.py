@@ -511,6 +511,21 @@ def _list(table: pa.Table, name: str) -> tuple[pa.Array, np.ndarray, np.ndarray]
     return col.flatten(), starts, lengths
 
 
+def _fixed_width(arr: pa.Array) -> np.ndarray:
+    """A non-null Arrow binary array as numpy bytes (dtype "S<longest>", NUL-padded): what
+    ``np.array(arr.to_pylist(), dtype="S")`` gives, by copying the bytes into place instead of
+    building a Python object per value."""
+    arr = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
+    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32, count=len(arr) + 1, offset=arr.offset * 4)
+    lengths = np.diff(offsets)
+    width = max(int(lengths.max()), 1)
+    data = np.frombuffer(arr.buffers()[2], dtype=np.uint8)[offsets[0] : offsets[-1]]
+    out = np.zeros((len(arr), width), dtype=np.uint8)
+    row = np.repeat(np.arange(len(arr)), lengths)
+    out[row, np.arange(len(data)) - np.repeat(offsets[:-1] - offsets[0], lengths)] = data
+    return out.view(f"S{width}").reshape(-1)
+
+
 def _align(
     values: np.ndarray, lengths: np.ndarray, micro: np.ndarray, offsets: np.ndarray, fill: Any
 ) -> np.ndarray:
@@ -594,7 +609,7 @@ def to_columns(table: pa.Table, rank: int, probs: Problems | None = None) -> Ste
     )
     h_flat, _, h_len = listed["input_hashes"]
     hashes = pc.fill_null(pc.utf8_slice_codeunits(h_flat, 0, 32), "").cast(pa.binary())
-    hashes_np = np.array(hashes.to_pylist(), dtype="S") if len(hashes) else np.zeros(0, dtype="S1")
+    hashes_np = _fixed_width(hashes) if len(hashes) else np.zeros(0, dtype="S1")
     input_hashes = _align(hashes_np, h_len, micro, offsets, b"")
     sync = np.nan_to_num(fl("sync")).astype(np.int64)
     lr_flat, lr_start, lr_len = _list(table, "lr")

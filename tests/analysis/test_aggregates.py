@@ -181,9 +181,17 @@ def test_vectorised_cross_rank_aggregates_equal_a_plain_loop_over_the_records(tm
 
 
 def _numpy_row_medians(view: np.ndarray) -> np.ndarray:
+    """The medians as the analysis took them before: np.median over the rows without nan,
+    np.nanmedian over the rows with (both with axis=1: numpy's 2-D paths)."""
+    out = np.empty(view.shape[0])
+    has_nan = np.isnan(view).any(axis=1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        return np.array([np.nanmedian(r) if np.isnan(r).any() else np.median(r) for r in view])
+        if (~has_nan).any():
+            out[~has_nan] = np.median(view[~has_nan], axis=1)
+        if has_nan.any():
+            out[has_nan] = np.nanmedian(view[has_nan], axis=1)
+    return out
 
 
 _values = st.one_of(

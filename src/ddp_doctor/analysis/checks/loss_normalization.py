@@ -59,7 +59,8 @@ def check(ctx: Context) -> list[Finding]:
                 "需要每个 backward 根节点旁的损失函数输出及其有效 token 数。",
             )
         ]
-    r, k, s = r[ok], k[ok], s[ok]
+    if not ok.all():
+        r, k, s = r[ok], k[ok], s[ok]
     T = int(s.max()) + 1
     cnt = np.bincount(s, minlength=T)  # once for all four
     cv_n = _within_step_cv(k, s, T, cnt)
