@@ -291,11 +291,11 @@ def _scan_lines(raw: bytes, prefix: bytes) -> tuple[np.ndarray, np.ndarray, np.n
     starts = np.empty_like(ends)
     starts[:1] = 0
     starts[1:] = ends[:-1] + 1
-    step_like = (ends - starts) >= len(prefix)
-    if step_like.any():
-        at = starts[step_like]
-        head = buf[at[:, None] + np.arange(len(prefix))]  # the first bytes of each long-enough line
-        step_like[step_like] = (head == np.frombuffer(prefix, dtype=np.uint8)).all(axis=1)
+    candidates = np.flatnonzero((ends - starts) >= len(prefix))
+    for j, byte in enumerate(prefix):  # byte by byte, keeping the lines that still match: O(lines) memory
+        candidates = candidates[buf[starts[candidates] + j] == byte]
+    step_like = np.zeros(len(ends), dtype=bool)
+    step_like[candidates] = True
     return starts, ends, step_like
 
 
