@@ -242,8 +242,8 @@ def _arrow(blob: bytes | memoryview, schema: pa.Schema) -> pa.Table | None:
                 parse_options=pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore"),
             )
         except (pa.ArrowException, ValueError, OverflowError):
+            blob = bytes(blob)  # `in` on a memoryview compares single bytes, not substrings
             if attempt == 0 and any(old in blob for old, _ in _TOKENS):
-                blob = bytes(blob)
                 for old, new in _TOKENS:
                     blob = blob.replace(old, new)
                 continue

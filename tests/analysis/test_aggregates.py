@@ -220,3 +220,17 @@ def test_line_scan_splits_as_bytes_split(raw):
     lines = raw.split(b"\n")[:-1]  # complete lines; the tail is not a line
     assert [raw[a:b] for a, b in zip(starts.tolist(), ends.tolist())] == lines
     assert step_like.tolist() == [line.startswith(_PREFIX) for line in lines]
+
+
+def test_non_finite_markers_keep_the_whole_file_arrow_pass(tmp_path, monkeypatch):
+    """The writer's "nan"/"inf" strings are mapped and the file read in one Arrow pass — not line
+    chunks (same columns, much slower) — whatever buffer type the bytes come in."""
+    run = write_run(tmp_path / "run", SynthSpec(world_size=1, steps=150))
+    raw = records.rank_file(run, 0).read_bytes()
+    raw = raw.replace(b'"grad_sq_local":[null,', b'"grad_sq_local":["nan",', 20)
+    assert raw.count(b'"nan"') == 20
+    chunks = []
+    monkeypatch.setattr(rankfile, "_lines_table", lambda *a: chunks.append(a) or None)
+    data, table = rankfile.parse_rank_bytes(raw, 0, rankfile.Problems())
+    assert chunks == [] and table.num_rows == 150
+    assert np.isnan(rankfile.to_columns(table, 0).grad_sq_local[:40:2]).all()
