@@ -67,7 +67,7 @@ def merge_instances(run_dir: Path, problems: list[str]) -> dict[str, Any] | None
     names = instance_names(run_dir)
     if not names:
         return None
-    manifests = {}
+    manifests: dict[str, dict[str, Any]] = {}
     for name in names:
         value = _read(instance_manifest_path(run_dir, name), problems)
         if value is not None:
@@ -93,7 +93,7 @@ def merge_instances(run_dir: Path, problems: list[str]) -> dict[str, Any] | None
         merged["end"] = max(m["end"] for m in ended)
         codes = [m.get("exit_code") for m in manifests.values()]
         merged["exit_code"] = next((c for c in codes if c not in (0, None)), 0)
-        counts = [m.get("ranks") for m in ended if isinstance(m.get("ranks"), int)]
+        counts = [m["ranks"] for m in ended if isinstance(m.get("ranks"), int)]
         if counts:
             merged["ranks"] = max(counts)
     for key in ("level", "every", "command"):

@@ -160,7 +160,7 @@ class RankData:
 
     def config(self, what: str) -> dict[str, Any] | None:
         """The last `config` record of this kind (later records describe the current state)."""
-        for rec in reversed(self.configs):
+        for rec in self.configs[::-1]:  # (reversed() of dict[str, Any] items is Any to mypy)
             if rec.get("what") == what:
                 return rec
         return None
@@ -479,7 +479,8 @@ def _floats(arr: pa.Array) -> np.ndarray:
 def _recorded_nonfinite(arr: pa.Array) -> np.ndarray:
     """Where the writer recorded a non-finite number (not where nothing was recorded)."""
     valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-    return valid & ~np.isfinite(_floats(arr))
+    recorded: np.ndarray = valid & ~np.isfinite(_floats(arr))
+    return recorded
 
 
 def _bools(arr: pa.Array) -> np.ndarray:

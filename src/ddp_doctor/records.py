@@ -415,17 +415,17 @@ def check_value(value: Any, field: Field, path: str, bad: list[str]) -> Any:
             bad.append(path)
             return _MISSING
         inner = Field(field.name, typ[5:-1], field.per, field.fields)
-        out = []
+        items = []
         wrong = False
         for v in value:
             c = check_value(v, inner, path, [])
             if c is _MISSING:
                 wrong = True
                 c = None
-            out.append(c)
+            items.append(c)
         if wrong:
             bad.append(path + "[]")
-        return out
+        return items
     out = _scalar(value, typ)
     if out is _MISSING:
         bad.append(path)

@@ -312,7 +312,7 @@ def _world_size(manifest: dict[str, Any], ranks: dict[int, RankData], probs: Pro
     }
     if len(sizes) > 1:
         probs.add(f"rank headers disagree on world_size: {sorted(sizes)[:8]}")
-    env = manifest.get("env") if isinstance(manifest.get("env"), dict) else {}
+    env: dict[str, Any] = manifest["env"] if isinstance(manifest.get("env"), dict) else {}
     env_ws = str(env.get("WORLD_SIZE", ""))
     claimed = max(sizes) if sizes else int(env_ws) if env_ws.isdigit() and len(env_ws) < 10 else 0
     lowest = max(ranks) + 1
@@ -339,6 +339,10 @@ def _check_ranks(
                 probs.add(f"rank {rank}: {problem}")
 
 
+def _last_step(steps: StepColumns | None) -> int | None:
+    return int(steps.step.max()) if steps is not None and len(steps) else None
+
+
 def _check_ends(
     manifest: dict[str, Any], ranks: dict[int, RankData], in_progress: bool, probs: Problems
 ) -> None:
@@ -349,10 +353,7 @@ def _check_ends(
     if not no_end:
         return
     code = manifest.get("exit_code")
-    last = {
-        r: (int(ranks[r].steps.step.max()) if ranks[r].steps is not None and len(ranks[r].steps) else None)
-        for r in no_end
-    }
+    last = {r: _last_step(ranks[r].steps) for r in no_end}
     shown = ", ".join(f"rank {r} (last step {last[r]})" for r in no_end[:8]) + (
         " …" if len(no_end) > 8 else ""
     )
