@@ -158,11 +158,13 @@ class Aligned:
 
     @property
     def diff(self) -> np.ndarray:
-        return self.loss_b - self.loss_a
+        diff: np.ndarray = self.loss_b - self.loss_a
+        return diff
 
     @property
     def band(self) -> np.ndarray:
-        return Z_BAND * np.sqrt(self.sigma_a**2 + self.sigma_b**2)
+        band: np.ndarray = Z_BAND * np.sqrt(self.sigma_a**2 + self.sigma_b**2)
+        return band
 
 
 @dataclass
@@ -231,7 +233,7 @@ class Comparison:
 
     def to_json(self) -> dict[str, Any]:
         al = self.aligned
-        return jsonable(
+        out: dict[str, Any] = jsonable(
             {
                 "schema": COMPARE_SCHEMA,
                 "conclusion": self.conclusion,
@@ -270,6 +272,7 @@ class Comparison:
                 "notes": self.notes,
             }
         )
+        return out
 
 
 def _total(x: np.ndarray) -> float | None:
@@ -326,7 +329,7 @@ def _per_step(mat: np.ndarray, present: np.ndarray) -> np.ndarray:
     if not mat.size:
         return np.zeros(mat.shape[1] if mat.ndim == 2 else 0)
     missing = present & ~np.isfinite(mat)
-    out = np.where(np.isfinite(mat), mat, 0.0).sum(axis=0)
+    out: np.ndarray = np.where(np.isfinite(mat), mat, 0.0).sum(axis=0)
     out[missing.any(axis=0) | ~present.any(axis=0)] = np.nan
     return out
 
@@ -424,8 +427,8 @@ def summarize(diag: Diagnosis, label: str, batch_samples: float | None = None) -
 
 def choose_axis(a: RunSummary, b: RunSummary) -> str:
     """Samples when both runs know them at every step, else tokens, else optimizer steps."""
-    for axis, get in (("samples", lambda r: r.step_samples), ("tokens", lambda r: r.step_tokens)):
-        xa, xb = get(a), get(b)
+    for axis in ("samples", "tokens"):
+        xa, xb = _units(a, axis), _units(b, axis)
         if (
             xa.size
             and xb.size

@@ -22,6 +22,7 @@ Rules (all from the recorded counts; no threshold is tuned on data):
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -65,7 +66,7 @@ def _no_sync(ctx: Context) -> Finding:
             all_reduces=0,
         )
     share = p.every_micro / p.steps
-    ev = dict(
+    ev: dict[str, Any] = dict(
         steps_syncing_every_micro=p.every_micro,
         steps_syncing_last_only=p.last_only,
         multi_micro_steps=p.steps,
@@ -107,7 +108,7 @@ def _after_forward(ctx: Context) -> Finding:
             "需要带有 all-reduce 记录的梯度累积；可对脚本运行 `ddp-doctor lint` 做静态检查。",
             multi_micro_steps=p.steps,
         )
-    ev = dict(
+    ev: dict[str, Any] = dict(
         steps_last_micro_unsynced=p.last_unsynced,
         multi_micro_steps=p.steps,
         threshold=threshold_text(fid),
@@ -132,7 +133,7 @@ def _after_forward(ctx: Context) -> Finding:
 
 def _replicas(ctx: Context) -> Finding:
     fid = "replica-divergence"
-    by_step: dict[int, dict[int, dict]] = {}
+    by_step: dict[int, dict[int, dict[str, Any]]] = {}
     for r, data in ctx.run.ranks.items():
         for rec in data.replica:
             by_step.setdefault(int(rec.get("step", -1)), {})[r] = rec
@@ -214,7 +215,7 @@ def _uneven(ctx: Context) -> Finding:
     step_gap = max(counts.values()) - min(counts.values())
     # a run in progress may be one step apart between ranks: only a finished run's totals count
     uneven_steps = step_gap > (0 if ended else 1)
-    ev = dict(
+    ev: dict[str, Any] = dict(
         optimizer_steps_per_rank=counts,
         micro_steps_per_rank=micro_tot,
         steps_with_different_micro_counts=len(differ),
@@ -261,7 +262,7 @@ def _bypassed(ctx: Context) -> Finding:
             "FSDP1 未使用通信钩子：无法观察 all-reduce。",
             fsdp_version=1,
         )
-    ev = dict(
+    ev: dict[str, Any] = dict(
         all_reduces=p.total_syncs,
         step_records=records,
         world_size=ctx.world_size,
@@ -309,7 +310,7 @@ def _zero_grad(ctx: Context) -> Finding:
             multi_micro_steps=0,
         )
     bad = multi & (z > 1)
-    ev = dict(
+    ev: dict[str, Any] = dict(
         median_zero_grad_per_step=float(np.median(z[multi])),
         steps_with_extra_zero_grad=int(bad.sum()),
         multi_micro_steps=int(multi.sum()),
@@ -366,7 +367,7 @@ def _unscaled(ctx: Context) -> Finding:
         )
     A = float(np.median(a[ok]))
     med = float(np.median(r[ok]))
-    ev = dict(
+    ev: dict[str, Any] = dict(
         median_root_over_loss=med,
         accumulation=A,
         root_times_accumulation=med * A,

@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, fmt, inconclusive, not_measured, ruled_out
 from ddp_doctor.analysis.quantities.noise_band import WITHIN_NOISE_RATIO
@@ -35,7 +37,7 @@ def _below_noise_scale(ctx: Context) -> Finding:
         )
     se = g.stderr or 0.0
     lo, hi = g.b_simple - 2 * se, (float("inf") if g.lower_bound else g.b_simple + 2 * se)
-    ev = dict(
+    ev: dict[str, Any] = dict(
         b_simple=g.b_simple,
         b_simple_stderr=g.stderr,
         b_simple_is_lower_bound=g.lower_bound,
@@ -76,7 +78,7 @@ def oscillation_within_noise(ctx: Context) -> Finding:
     fid, n = "oscillation-within-noise", ctx.noise
     if n.ratio is None:
         return _short_run(ctx, n.reason)
-    ev = dict(
+    ev: dict[str, Any] = dict(
         observed_std=n.observed_std,
         predicted_std=n.predicted_std,
         ratio=n.ratio,
@@ -127,7 +129,7 @@ def _short_run(ctx: Context, band_reason: str | None) -> Finding:
             reason=band_reason,
             short_run=o.to_json(),
         )
-    ev = dict(
+    ev: dict[str, Any] = dict(
         observed_std=o.observed_std,
         predicted_std=o.predicted_std,
         ratio=o.ratio,

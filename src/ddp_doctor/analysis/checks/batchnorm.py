@@ -6,6 +6,8 @@ under DDP normalises with local-micro-batch statistics only (PyTorch docs, ``Syn
 
 from __future__ import annotations
 
+from typing import Any
+
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, not_measured, ruled_out
 from ddp_doctor.findings import Finding
@@ -16,7 +18,7 @@ def check(ctx: Context) -> list[Finding]:
     if ddp is None or "batchnorm" not in ddp:
         return [not_measured(fid, "No DDP module description was recorded.", "未记录到 DDP 模块描述。")]
     names = list(ddp.get("batchnorm") or [])
-    ev = dict(modules=names, syncbatchnorm=ddp.get("syncbatchnorm"))
+    ev: dict[str, Any] = dict(modules=names, syncbatchnorm=ddp.get("syncbatchnorm"))
     if names:
         return [
             confirmed(

@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, not_measured, ruled_out
 from ddp_doctor.catalog import limit
@@ -39,7 +41,7 @@ def _numerics(ctx: Context) -> Finding:
     max_abs = float(worst.get("max_abs") or 0.0)
     base = max(float(rec.get("baseline_abs") or 0.0) for rec in recs)
     tol = max(NOISE_FACTOR * base, ATOL)
-    ev = dict(
+    ev: dict[str, Any] = dict(
         max_abs=max_abs,
         max_rel=worst.get("max_rel"),
         baseline_abs=base,

@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ddp_doctor.analysis.context import Context
@@ -46,7 +48,7 @@ def _sampler(ctx: Context) -> Finding:
             "没有在同一步被两个 rank 哈希的微批次。",
         )
     share = same / total
-    ev = dict(
+    ev: dict[str, Any] = dict(
         identical_micro_batches=same,
         compared=total,
         share=share,
@@ -102,7 +104,7 @@ def _set_epoch(ctx: Context) -> Finding:
             pairs += 1
             repeats += a.get("hash") == b.get("hash")
         epochs.update(int(x.get("epoch", 0)) for x in recs)
-    ev = dict(
+    ev: dict[str, Any] = dict(
         sampler_iterations=n_iter,
         epoch_values_seen=sorted(epochs),
         repeated_orders=repeats,

@@ -10,6 +10,8 @@ unused-parameters: the names in the last `unused` record of each rank (written a
 
 from __future__ import annotations
 
+from typing import Any
+
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, not_measured, observed, ruled_out
 from ddp_doctor.findings import Finding
@@ -53,7 +55,7 @@ def _unused(ctx: Context) -> Finding:
             "没有 `unused` 记录（在第一个优化步之后写入）。",
         )
     names = sorted({n for rec in last.values() for n in rec.get("names") or ()})
-    ev = dict(names=names[:50], count=len(names), ranks_reporting=sorted(last))
+    ev: dict[str, Any] = dict(names=names[:50], count=len(names), ranks_reporting=sorted(last))
     if names:
         return confirmed(
             fid,

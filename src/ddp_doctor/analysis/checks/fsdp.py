@@ -12,6 +12,7 @@ named the function stay inconclusive (the lint rule decides them).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -83,7 +84,7 @@ def check(ctx: Context) -> list[Finding]:
     step, norms = _first_clip_norms(ctx)
     full = float(ctx.grad_norm[step]) if step is not None and 0 <= step < len(ctx.grad_norm) else math.nan
     shown = dict(list(norms.items())[:MAX_RANKS_SHOWN])
-    evidence = dict(
+    evidence: dict[str, Any] = dict(
         fsdp_version=1,
         clip_calls=clips,
         clip_functions=sorted(functions),

@@ -39,7 +39,7 @@ def check(ctx: Context) -> list[Finding]:
 
 def _rank0_log(ctx: Context) -> Finding:
     fid, s = "rank0-only-loss-log", ctx.series
-    noise = dict(
+    noise: dict[str, Any] = dict(
         rank0_over_global_std=ctx.noise.rank0_over_global,
         expected_if_rank0_only=float(np.sqrt(ctx.world_size)),
     )

@@ -11,6 +11,8 @@ needs the token counts to vary (CV(n) > :data:`TOKEN_CV_MIN`; below that both no
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ddp_doctor.analysis.context import Context
@@ -69,7 +71,7 @@ def check(ctx: Context) -> list[Finding]:
     mean_n = np.bincount(s, weights=k, minlength=T) / np.maximum(cnt, 1)
     weight = mean_n[s] / k  # relative weight of a token under a per-micro-batch mean
     p5, p95 = np.percentile(weight, (5, 95))  # one partition for both
-    ev = dict(
+    ev: dict[str, Any] = dict(
         token_cv_within_step=cv_n,
         root_ratio_cv=cv_rho,
         root_ratio_per_token_cv=cv_rho_n,

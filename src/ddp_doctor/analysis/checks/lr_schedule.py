@@ -16,6 +16,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ddp_doctor.analysis.checks.optimizer import update_ratio
@@ -55,7 +57,7 @@ def _warmup(ctx: Context) -> Finding:
     starts = [s.step for s in ctx.loss_spikes]
     near = [s for s in starts if abs(s - w) <= window]
     early = [s for s in starts if s < w_min] if w < w_min else []
-    ev = dict(
+    ev: dict[str, Any] = dict(
         warmup_steps=w,
         min_warmup_steps=w_min,
         beta2=beta2,
@@ -108,7 +110,7 @@ def _per_micro(ctx: Context) -> Finding:
     per_call = _steps_per_call(sched, ctx.world_size)
     bad = multi & (s == m * per_call)
     lr = ctx.series.lr
-    ev = dict(
+    ev: dict[str, Any] = dict(
         median_sched_steps_per_optimizer_step=float(np.median(s[multi])),
         micro_steps=float(np.median(m[multi])),
         expected_per_optimizer_step=per_call,
@@ -137,7 +139,8 @@ def _per_micro(ctx: Context) -> Finding:
     )
 
 
-def _steps_per_call(sched: dict | None, world_size: int) -> int:
+def _steps_per_call(sched: dict[str, Any] | None, world_size: int) -> int:
     """Scheduler steps one correct per-optimizer-step call makes (see the module docstring)."""
-    accelerate = sched is not None and sched.get("wrapper") == "AcceleratedScheduler"
-    return max(world_size, 1) if accelerate and not sched.get("split_batches") else 1
+    if sched is None or sched.get("wrapper") != "AcceleratedScheduler":
+        return 1
+    return max(world_size, 1) if not sched.get("split_batches") else 1

@@ -8,6 +8,8 @@ judged from step 10 on).
 
 from __future__ import annotations
 
+from typing import Any
+
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, coverage, fmt, inconclusive, not_measured, ruled_out
 from ddp_doctor.analysis.quantities.ratios import ADAM_EPS_SHARE
@@ -43,7 +45,7 @@ def _eps(ctx: Context) -> Finding:
             optimizer=kind or None,
         )
     bad = {g: v for g, v in r.adam_share.items() if v > ADAM_EPS_SHARE}
-    ev = dict(
+    ev: dict[str, Any] = dict(
         share_v_below_eps2=r.adam_share,
         eps=r.adam_eps,
         records=r.records,

@@ -13,6 +13,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ddp_doctor.analysis.context import Context
@@ -50,7 +52,7 @@ def _overflow(ctx: Context) -> Finding:
     late = skipped[skipped >= settle]
     n_late = max(1, s.n_steps - settle)
     scale = s.scale[np.isfinite(s.scale)]
-    ev = dict(
+    ev: dict[str, Any] = dict(
         skipped_steps=int(skipped.size),
         skipped_after_settle=int(late.size),
         first_skipped=[int(x) for x in skipped[:20]],
@@ -97,7 +99,7 @@ def _no_scaler(ctx: Context) -> Finding:
         if d.steps is not None:
             dtypes |= d.steps.autocast
     fp16 = any(t == "float16" or t.endswith(".float16") or t == "half" for t in dtypes)
-    ev = dict(
+    ev: dict[str, Any] = dict(
         autocast_dtypes=sorted(dtypes),
         scaler=_has_scaler(ctx),
         threshold="float16 autocast without an enabled GradScaler",

@@ -17,6 +17,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ddp_doctor.analysis.checks.lr_schedule import warmup_length
@@ -57,7 +59,7 @@ def check(ctx: Context) -> list[Finding]:
 def _loss_spike(ctx: Context) -> Finding:
     fid = "loss-spike"
     sp = ctx.loss_spikes
-    ev = dict(
+    ev: dict[str, Any] = dict(
         spikes=[s.to_json() for s in sp[:LISTED]],
         count=len(sp),
         threshold=LOSS_RULE,
@@ -131,7 +133,7 @@ def _grad_spike(ctx: Context) -> Finding:
         for g, x in zip(sp, lag)
         if x["lag"] is None and id(g) not in absorbed_ids and g.peak < ALONE_FACTOR * g.baseline
     ]
-    ev = dict(
+    ev: dict[str, Any] = dict(
         spikes=[s.to_json() for s in sp[:LISTED]],
         count=len(sp),
         below_2x_without_loss_spike=len(small),
@@ -202,7 +204,7 @@ def _clip_saturated(ctx: Context) -> Finding:
     max_norm = float(mx[usable][-1]) if usable.any() else None
     if total + early_total == 0:
         return not_measured(fid, "No finite clip record.", "没有有限值的裁剪记录。")
-    ev = dict(
+    ev: dict[str, Any] = dict(
         clipped_steps=active,
         judged_steps=total,
         warmup_steps=start,
@@ -255,7 +257,7 @@ def _clip_before_unscale(ctx: Context) -> Finding:
         )
     n = int(with_scaler.sum())
     bad = step[with_scaler & (clip[:, CLIP_COLUMNS.index("after_unscale")] == 0)]
-    ev = dict(
+    ev: dict[str, Any] = dict(
         clip_calls_with_scaler=n,
         before_unscale=int(bad.size),
         first_step=int(bad[0]) if bad.size else None,

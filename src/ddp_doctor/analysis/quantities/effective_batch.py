@@ -8,6 +8,7 @@ Missing ranks are extrapolated as ``present-rank median × world_size`` and flag
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -26,7 +27,7 @@ class EffectiveBatch:
     micro_steps: float | None  # median micro-steps per optimizer step (the accumulation count)
     estimated: bool  # some ranks were missing, so the totals are extrapolated
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items()}
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -49,7 +50,7 @@ class GNS:
     trace: np.ndarray  # [T] trailing-window estimate (nan where undefined)
     reason: str | None = None  # why not measured
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "b_simple": self.b_simple,
             "stderr": self.stderr,
@@ -100,7 +101,7 @@ def rolling_ratio(s: np.ndarray, g2: np.ndarray, window: int = TRACE_WINDOW) -> 
     lo = np.maximum(np.arange(1, s.size + 1) - window, 0)
     hi = np.arange(1, s.size + 1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        out = (cs[hi] - cs[lo]) / (cg[hi] - cg[lo])
+        out: np.ndarray = (cs[hi] - cs[lo]) / (cg[hi] - cg[lo])
     out[(cn[hi] - cn[lo]) < window // 2] = np.nan
     return out
 

@@ -391,8 +391,8 @@ def match_series(
     if result.recognised:
         logged = np.array([p.value for p in points])
         glob = np.full(len(points), math.nan)
-        for key in ((GLOBAL, "global step loss"), (GLOBAL, "micro-batch loss averaged over ranks")):
-            candidate = np.array(values_of.get((*key, best.alignment), glob), dtype=float)
+        for wanted in ((GLOBAL, "global step loss"), (GLOBAL, "micro-batch loss averaged over ranks")):
+            candidate = np.array(values_of.get((*wanted, best.alignment), glob), dtype=float)
             if np.isfinite(candidate).sum() >= 3:
                 glob = candidate
                 break

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -56,7 +57,7 @@ class NoiseBand:
     reason: str | None = None
     micro_count: np.ndarray | None = None  # [T] M(t), micro-batches behind σ̂²(t)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             k: v for k, v in self.__dict__.items() if k not in ("predicted_trace", "trend", "micro_count")
         }

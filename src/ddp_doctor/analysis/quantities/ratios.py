@@ -16,6 +16,7 @@ a quarter of the entries is enough to change the effective step of the group).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -35,7 +36,7 @@ class Ratios:
     trace: dict[str, list[float]]  # group → ratio per recorded step (for plots)
 
 
-def ratios(full_records: list[dict]) -> Ratios | None:
+def ratios(full_records: list[dict[str, Any]]) -> Ratios | None:
     if not full_records:
         return None
     per: dict[str, list[float]] = {}

@@ -31,7 +31,7 @@ def segment_sum(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     clean = values if finite.all() else np.where(finite, values, 0.0)
     csum = np.zeros(len(values) + 1)
     np.cumsum(clean, dtype=np.float64, out=csum[1:])
-    out = csum[offsets[1:]] - csum[offsets[:-1]]
+    out: np.ndarray = csum[offsets[1:]] - csum[offsets[:-1]]
     if clean is not values:
         at = np.flatnonzero(~finite)
         np.add.at(out, np.searchsorted(offsets, at, side="right") - 1, values[at])
@@ -102,10 +102,11 @@ def _local_loss(cols: StepColumns) -> tuple[np.ndarray, np.ndarray, str]:
 
 
 def build_series(run: RunData) -> Series:
-    ranks = sorted(r for r, d in run.ranks.items() if d.steps is not None and len(d.steps))
+    steps = {r: d.steps for r, d in run.ranks.items() if d.steps is not None and len(d.steps)}
+    ranks = sorted(steps)
     T = 0
     for r in ranks:
-        T = max(T, int(run.ranks[r].steps.step.max()) + 1)
+        T = max(T, int(steps[r].step.max()) + 1)
     R = len(ranks)
     shape = (R, T)
     mats = {
@@ -117,7 +118,7 @@ def build_series(run: RunData) -> Series:
     scale = np.full(T, np.nan)
     source = "backward root"
     for i, r in enumerate(ranks):
-        cols = run.ranks[r].steps
+        cols = steps[r]
         idx = cols.step
         ok = (idx >= 0) & (idx < T)
         idx = idx[ok]

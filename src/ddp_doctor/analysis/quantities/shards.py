@@ -26,7 +26,7 @@ from ddp_doctor.rundir import CLIP_COLUMNS, RunData
 
 def is_fsdp2(run: RunData) -> bool:
     cfg = run.config("fsdp")
-    return bool(cfg) and cfg.get("version") == 2
+    return cfg is not None and cfg.get("version") == 2
 
 
 def combine_grad_sq(gsq_global: np.ndarray) -> np.ndarray:
@@ -40,9 +40,9 @@ def combine_grad_sq(gsq_global: np.ndarray) -> np.ndarray:
 def combine_clip(run: RunData) -> tuple[np.ndarray, np.ndarray]:
     """The lowest rank's clip calls (steps, [calls, len(CLIP_COLUMNS)]) with sharded totals combined."""
     empty = (np.zeros(0, dtype=np.int64), np.zeros((0, len(CLIP_COLUMNS))))
-    if not run.ranks or run.ranks[min(run.ranks)].steps is None:
+    base = run.ranks[min(run.ranks)].steps if run.ranks else None
+    if base is None:
         return empty
-    base = run.ranks[min(run.ranks)].steps
     step, clip = base.clip_step, base.clip.copy()
     shard_col, p_col, total_col = (
         CLIP_COLUMNS.index(k) for k in ("total_norm_shard", "norm_type", "total_norm")

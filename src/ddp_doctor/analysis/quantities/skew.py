@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -37,7 +38,7 @@ class RankSkew:
     p: float
     skewed: bool
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "signal": self.signal,
             "per_rank_mean": {str(k): round(v, 6) for k, v in self.per_rank_mean.items()},

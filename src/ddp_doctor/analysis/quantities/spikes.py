@@ -25,6 +25,7 @@ starts within :data:`MAX_LAG` steps after it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -52,7 +53,7 @@ class Spike:
     baseline: float  # trailing median
     z: float
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "step": self.step,
             "length": self.length,
@@ -155,7 +156,7 @@ def find_spikes(
     return events
 
 
-def lags(grad_spikes: list[Spike], loss_spikes: list[Spike], max_lag: int = MAX_LAG) -> list[dict]:
+def lags(grad_spikes: list[Spike], loss_spikes: list[Spike], max_lag: int = MAX_LAG) -> list[dict[str, Any]]:
     """For each gradient spike, the first loss spike starting 0..max_lag steps later (or None)."""
     out = []
     for g in grad_spikes:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -55,7 +56,7 @@ class TypeRatio:
     samples: int  # judged
     tensors: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
@@ -80,7 +81,7 @@ def _ratio(update: object, param: object) -> float:
     return u / p if p > 0 and math.isfinite(u) and math.isfinite(p) else math.nan
 
 
-def _samples_from_updates(records: list[dict]) -> dict[str, list[tuple[int, float, str]]]:
+def _samples_from_updates(records: list[dict[str, Any]]) -> dict[str, list[tuple[int, float, str]]]:
     out: dict[str, list[tuple[int, float, str]]] = {}
     for rec in records:
         step = rec.get("step")
@@ -96,7 +97,7 @@ def _samples_from_updates(records: list[dict]) -> dict[str, list[tuple[int, floa
     return out
 
 
-def _samples_from_full(records: list[dict]) -> dict[str, list[tuple[int, float, str]]]:
+def _samples_from_full(records: list[dict[str, Any]]) -> dict[str, list[tuple[int, float, str]]]:
     out: dict[str, list[tuple[int, float, str]]] = {}
     for rec in records:
         step = rec.get("step")
@@ -110,7 +111,9 @@ def _samples_from_full(records: list[dict]) -> dict[str, list[tuple[int, float, 
     return out
 
 
-def update_ratios(update_records: list[dict], full_records: list[dict]) -> UpdateRatios | None:
+def update_ratios(
+    update_records: list[dict[str, Any]], full_records: list[dict[str, Any]]
+) -> UpdateRatios | None:
     if update_records:
         source, samples = "sampled (update records)", _samples_from_updates(update_records)
     elif full_records:
