@@ -12,7 +12,7 @@ import ast
 from ast import AST
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 # Public spellings that name the same object; rules compare against the canonical (first) one.
 _ALIASES: dict[str, str] = {
@@ -68,6 +68,8 @@ def keyword(call: ast.Call, name: str) -> ast.expr | None:
     return None
 
 
+NodeT = TypeVar("NodeT", bound=ast.AST)
+
 SCOPE_NODES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 # Fields holding shared singleton nodes (Load/Store, operators): read them as attributes, never
 # index them — the same object sits under every Name/BinOp of the file.
@@ -99,7 +101,7 @@ class FileContext:
     lines: list[str] = field(default_factory=list)
     nodes: list[ast.AST] = field(default_factory=list)  # every node, walked once
     _local: dict[int, list[ast.AST]] = field(default_factory=dict)
-    _bindings: dict[int, dict[str, list[ast.AST]]] = field(default_factory=dict)
+    _bindings: dict[int, dict[str, list[ast.stmt | ast.expr]]] = field(default_factory=dict)
     _qualnames: dict[int, str | None] = field(default_factory=dict)
     _owner: dict[int, int] = field(default_factory=dict)  # node -> innermost def/lambda/class (or module)
     _end: dict[int, int] = field(default_factory=dict)  # node -> end of its subtree in `nodes`
@@ -170,7 +172,7 @@ class FileContext:
                 for alias in node.names:
                     if alias.name != "*":
                         ctx.imports[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-        for node in (*ctx.of_type(ast.FunctionDef), *ctx.of_type(ast.AsyncFunctionDef)):
+        for node in ctx.of_type(ast.FunctionDef) + ctx.of_type(ast.AsyncFunctionDef):
             ctx.functions.setdefault(node.name, []).append(node)
         for target in ctx.imports.values():
             words.update(target.split("."))
@@ -184,9 +186,9 @@ class FileContext:
         """One past the last preorder index of ``node``'s subtree."""
         return self._end[id(node)]
 
-    def of_type(self, kind: type) -> list:  # type: ignore[type-arg]
+    def of_type(self, kind: type[NodeT]) -> list[NodeT]:
         """Every node of exactly this type (``ast.Call``, ``ast.Assign`` ...), in source preorder."""
-        return self._by_type.get(kind, [])
+        return self._by_type.get(kind, [])  # type: ignore[return-value]  # _by_type holds kind's nodes
 
     def mentions(self, *names: str) -> bool:
         """Any of ``names`` appears as an identifier, attribute, keyword or import part: a cheap
@@ -253,11 +255,11 @@ class FileContext:
             self._local[key] = [n for n in nodes[start:stop] if owner[id(n)] == want]
         return self._local[key]
 
-    def bindings(self, scope: ast.AST) -> dict[str, list[ast.AST]]:
+    def bindings(self, scope: ast.AST) -> dict[str, list[ast.stmt | ast.expr]]:
         """Name -> statements of ``scope`` that bind it (assign, augassign, for, with-as), in order."""
         key = id(scope)
         if key not in self._bindings:
-            out: dict[str, list[ast.AST]] = {}
+            out: dict[str, list[ast.stmt | ast.expr]] = {}
             for node in self.local(scope):
                 if isinstance(node, ast.Assign):
                     targets: list[ast.AST] = list(node.targets)

@@ -30,7 +30,7 @@ from ddp_doctor.lint.source import read_source
 
 # Config-gated findings (the bug exists only when a flag has a given value) are reported one
 # severity level below the catalog's, with the flag value in ``evidence["gated_by"]``.
-GATED_SEVERITY: dict[str, Severity] = {"error": "warning", "warning": "info", "info": "info"}
+GATED_SEVERITY: dict[Severity, Severity] = {"error": "warning", "warning": "info", "info": "info"}
 SUPPRESS = re.compile(r"#\s*ddp-doctor:\s*ignore(?:\[(?P<ids>[^\]]*)\])?", re.IGNORECASE)
 
 

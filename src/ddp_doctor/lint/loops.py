@@ -24,6 +24,7 @@ import bisect
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
 from ddp_doctor.lint.idioms import SCALER_CALLABLE
@@ -160,7 +161,7 @@ class LoopFacts:
             return False
         return receiver in self.optimizers or bool(OPTIMIZER_NAME.search(receiver))
 
-    def is_optimizer_step(self, node: ast.AST) -> bool:
+    def is_optimizer_step(self, node: ast.AST) -> TypeGuard[ast.Call]:
         """``optimizer.step()`` or ``scaler.step(optimizer)``."""
         m = method(node)
         if not m or m[1] != "step":
@@ -298,7 +299,7 @@ def accumulation_loops(facts: LoopFacts) -> list[AccumLoop]:
     """Every accumulation loop of the file (see the module docstring for the two shapes)."""
     found: list[AccumLoop] = []
     ctx = facts.ctx
-    for loop in (*ctx.of_type(ast.For), *ctx.of_type(ast.AsyncFor), *ctx.of_type(ast.While)):
+    for loop in ctx.of_type(ast.For) + ctx.of_type(ast.AsyncFor) + ctx.of_type(ast.While):
         if (
             not facts.may_backward(loop)
             or not facts.has_backward(loop.body)
@@ -381,8 +382,12 @@ def _guard_keyword_step(facts: LoopFacts, body: list[ast.stmt]) -> int | None:
         if isinstance(stmt, ast.If):
             for branch in (stmt.body, stmt.orelse):
                 for node in _unconditional_nodes(facts, branch, 0, frozenset()):
-                    if facts.backward(node) and any(is_accum_guard(k.value) for k in node.keywords):  # type: ignore[attr-defined]
-                        return node.lineno  # type: ignore[attr-defined]
+                    if (
+                        isinstance(node, ast.Call)  # (a backward is a call)
+                        and facts.backward(node)
+                        and any(is_accum_guard(k.value) for k in node.keywords)
+                    ):
+                        return node.lineno
     return None
 
 

@@ -178,8 +178,8 @@ class ProjectIndex:
         self.wraps_plain_ddp |= any(ctx.call_qualname(c) == DDP for c in ctx.of_type(ast.Call))
         self.uses_scaler |= any("GradScaler" in w for w in ctx.words)
         self.toggles_sync |= any(SYNC_CONTROL.match(w) for w in ctx.words)
-        defs: list[tuple[str, ast.AST]] = []
-        methods: list[tuple[str, ast.AST]] = []
+        defs: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef]] = []
+        methods: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef]] = []
         for node in ctx.tree.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 defs.append((f"{module}.{node.name}", node))
@@ -219,7 +219,7 @@ class ProjectIndex:
                         backward_defs.add(id(cur))
                     cur = ctx.parents.get(cur)
         for qual, node in defs:
-            s = Summary(qual, module, ctx.path, node.lineno)  # type: ignore[attr-defined]
+            s = Summary(qual, module, ctx.path, node.lineno)
             body = list(ast.walk(node)) if isinstance(node, ast.ClassDef) else ctx.local(node)
             returned: set[int] = set()
             ddp_names: set[str] = set()
@@ -361,6 +361,7 @@ class ProjectIndex:
                         s.builds_batchnorm,
                         s.returns_ddp,
                         s.scales_loss,
+                        s.wraps_ddp,
                     )
                     if not _is_class_summary(c):
                         s.calls_backward |= c.calls_backward
@@ -380,8 +381,8 @@ class ProjectIndex:
             if not changed:
                 break
         for target, names in self._pending:
-            s = sums.get(target)
-            if s is not None and _is_class_summary(s) and s.calls_backward:
+            pending = sums.get(target)
+            if pending is not None and _is_class_summary(pending) and pending.calls_backward:
                 self.backward_objects |= {n.split(".")[-1] for n in names}
         self._pending = []
         self.uses_scaler |= bool(self.backward_objects)

@@ -44,7 +44,7 @@ def loops_iterating(
         return
     if follow_aliases:
         names = _aliases(ctx, names)
-    for loop in (*ctx.of_type(ast.For), *ctx.of_type(ast.AsyncFor), *ctx.of_type(ast.While)):
+    for loop in ctx.of_type(ast.For) + ctx.of_type(ast.AsyncFor) + ctx.of_type(ast.While):
         if (
             isinstance(loop, (ast.For, ast.AsyncFor))
             and any(dotted(n) in names for n in ast.walk(loop.iter))

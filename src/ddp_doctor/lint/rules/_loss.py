@@ -87,7 +87,7 @@ class LossTracer:
         )
         if not is_loss:
             return "unknown"
-        base = expr.value
+        base: ast.AST | None = expr.value
         if isinstance(base, ast.Name):
             base = self._reaching_value(base.id, at)
         if isinstance(base, ast.Call):

@@ -113,7 +113,7 @@ def char_col(ctx: FileContext, line: int, byte_col: int) -> int:
     return len(text.encode("utf-8")[:byte_col].decode("utf-8", errors="ignore"))
 
 
-def replace_node(ctx: FileContext, node: ast.AST, text: str) -> Edit:
+def replace_node(ctx: FileContext, node: ast.expr | ast.stmt, text: str) -> Edit:
     return Edit(
         node.lineno,
         char_col(ctx, node.lineno, node.col_offset),

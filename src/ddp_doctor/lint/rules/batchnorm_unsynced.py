@@ -25,7 +25,14 @@ from ddp_doctor.lint.flags import all_defaults, describe, flag_test
 from ddp_doctor.lint.idioms import MODEL_GETTERS, MODEL_REGISTRIES
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.project import BATCHNORM, DDP, TORCHVISION_BN, ProjectIndex
-from ddp_doctor.lint.rules.base import Rule, Violation, insert_line_before, starts_own_line, statement_of
+from ddp_doctor.lint.rules.base import (
+    Edit,
+    Rule,
+    Violation,
+    insert_line_before,
+    starts_own_line,
+    statement_of,
+)
 
 
 class BatchnormUnsynced(Rule):
@@ -77,7 +84,7 @@ class BatchnormUnsynced(Rule):
                 batchnorm_lines=sorted(bn_lines),
             )
 
-    def _fix(self, ctx: FileContext, call: ast.Call) -> tuple:
+    def _fix(self, ctx: FileContext, call: ast.Call) -> tuple[Edit, ...]:
         if ctx.call_qualname(call) != DDP:
             return ()
         model = dotted(call.args[0]) if call.args else None

@@ -90,9 +90,13 @@ def _events(
     )
     for call in calls:
         m = method(call)
-        if m and m[1] == "backward":
-            scaled = scale_call(call.func.value)  # type: ignore[union-attr]
-            scaler = dotted(scaled.func.value) if scaled is not None else None  # type: ignore[union-attr]
+        if m and m[1] == "backward" and isinstance(call.func, ast.Attribute):  # (m implies the Attribute)
+            scaled = scale_call(call.func.value)
+            scaler = (
+                dotted(scaled.func.value)
+                if scaled is not None and isinstance(scaled.func, ast.Attribute)
+                else None
+            )
             if scaler:
                 yield "backward", scaler, call
         elif m and m[1] == "unscale_" and m[0]:

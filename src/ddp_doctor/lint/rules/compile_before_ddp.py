@@ -28,7 +28,7 @@ class CompileBeforeDdp(Rule):
         for scope in ctx.scopes():
             compiled: dict[str, int] = {}  # name -> line where it became a compiled module
             compiled_at: dict[str, ast.AST] = {}
-            events: list[ast.AST] = sorted(
+            events: list[ast.Assign | ast.Call] = sorted(
                 (n for n in ctx.local(scope) if isinstance(n, (ast.Assign, ast.Call))),
                 key=lambda n: (n.lineno, n.col_offset),
             )

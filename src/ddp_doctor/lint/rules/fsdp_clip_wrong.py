@@ -36,19 +36,19 @@ class FsdpClipWrong(Rule):
                 wrapped |= {d for t in node.targets if (d := dotted(t))}
         if not wrapped:
             return
-        for node in ctx.of_type(ast.Call):
-            if ctx.call_qualname(node) != CLIP or not node.args:
+        for call in ctx.of_type(ast.Call):
+            if ctx.call_qualname(call) != CLIP or not call.args:
                 continue
-            m = method(node.args[0])
+            m = method(call.args[0])
             if m and m[1] == "parameters" and m[0] in wrapped:
-                rest = [ctx.segment(a) for a in node.args[1:]] + [ctx.segment(k) for k in node.keywords]
+                rest = [ctx.segment(a) for a in call.args[1:]] + [ctx.segment(k) for k in call.keywords]
                 fix = (
-                    replace_node(ctx, node, f"{m[0]}.clip_grad_norm_({', '.join(rest)})")
+                    replace_node(ctx, call, f"{m[0]}.clip_grad_norm_({', '.join(rest)})")
                     if all(rest)
                     else None
                 )
                 yield self.violation(
-                    node,
+                    call,
                     f"torch.nn.utils.clip_grad_norm_ on the FSDP1 model `{m[0]}` sees only this rank's shard; "
                     f"use `{m[0]}.clip_grad_norm_(...)`.",
                     f"对 FSDP1 模型 `{m[0]}` 调用 torch.nn.utils.clip_grad_norm_ 只看到本 rank 的分片；"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from typing import TypeGuard
 
 from ddp_doctor.lint.context import FileContext, dotted, method
 from ddp_doctor.lint.loops import LoopFacts, backward_of
@@ -78,11 +79,11 @@ def _guarded(stmt: ast.stmt) -> Iterator[ast.stmt]:
             yield from _guarded(s)
 
 
-def _first(it: Iterator[ast.AST]) -> ast.AST | None:
+def _first(it: Iterator[ast.Call]) -> ast.Call | None:
     return next(it, None)
 
 
-def _is_forward(node: ast.AST, model: str) -> bool:
+def _is_forward(node: ast.AST, model: str) -> TypeGuard[ast.Call]:
     if not isinstance(node, ast.Call):
         return False
     name = dotted(node.func)

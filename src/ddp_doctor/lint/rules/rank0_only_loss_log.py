@@ -46,7 +46,7 @@ class Rank0OnlyLossLog(Rule):
     required = (("backward", "scaler", "loss_scaler"),)
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
-        backward_scopes: dict[int, ast.AST] = {}
+        backward_scopes: dict[int, ast.FunctionDef | ast.AsyncFunctionDef | ast.Module] = {}
         for n in ctx.of_type(ast.Call):
             if facts.backward(n):
                 scope = ctx.enclosing_function(n)

@@ -67,7 +67,9 @@ class SetEpochMissing(Rule):
         return out
 
     @staticmethod
-    def _epoch_loop(ctx: FileContext, nodes: list[ast.AST], loaders: set[str]) -> ast.AST | None:
+    def _epoch_loop(
+        ctx: FileContext, nodes: list[ast.AST], loaders: set[str]
+    ) -> ast.For | ast.AsyncFor | ast.While | None:
         if not loaders:
             return None
         for loop in loops_iterating(ctx, loaders, follow_aliases=False):
@@ -84,7 +86,7 @@ class SetEpochMissing(Rule):
                 outer = enclosing_loop(ctx, node)
                 if outer is not None:
                     return outer
-        for loop in (*ctx.of_type(ast.For), *ctx.of_type(ast.AsyncFor)):  # `for epoch in ...: train(loader)`
+        for loop in ctx.of_type(ast.For) + ctx.of_type(ast.AsyncFor):  # `for epoch in ...: train(loader)`
             if "epoch" in ctx.segment(loop.target).lower():
                 for n in ctx.local(loop):
                     if isinstance(n, ast.Call) and any(dotted(a) in loaders for a in n.args):
@@ -92,7 +94,9 @@ class SetEpochMissing(Rule):
         return None
 
     @staticmethod
-    def _fix(ctx: FileContext, loop: ast.AST, handle: str | None) -> tuple[Edit, ...]:
+    def _fix(
+        ctx: FileContext, loop: ast.For | ast.AsyncFor | ast.While, handle: str | None
+    ) -> tuple[Edit, ...]:
         target = getattr(loop, "target", None)
         if (
             handle is None
@@ -103,7 +107,7 @@ class SetEpochMissing(Rule):
             return ()
         if not _visible(ctx, handle, loop):
             return ()
-        first = loop.body[0]  # type: ignore[attr-defined]
+        first = loop.body[0]
         if first.lineno == loop.lineno or not starts_own_line(ctx, first):
             return ()
         return (insert_line_before(ctx, first, f"{handle}.set_epoch({target.id})"),)
