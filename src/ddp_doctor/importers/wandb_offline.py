@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 from ddp_doctor.importers.series import LogSeries, finite_or_nan
 
@@ -74,7 +75,9 @@ def read_wandb_offline(path: Path) -> LogSeries:
             item = hist.get("item") or {}
             if not isinstance(item, dict):
                 continue
-            step = next((item[k] for k in GLOBAL_STEP_KEYS if isinstance(item.get(k), (int, float))), None)
+            step: Any = next(
+                (item[k] for k in GLOBAL_STEP_KEYS if isinstance(item.get(k), (int, float))), None
+            )
             if step is not None:
                 global_step_seen = True
             else:

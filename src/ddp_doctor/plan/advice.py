@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from itertools import product
 
 from ddp_doctor.catalog import FINDINGS, HYPOTHESES, Severity, hypotheses_of
+from ddp_doctor.plan.memory import Precision
 from ddp_doctor.plan.planner import Setup, StrategyPlan, plan
 from ddp_doctor.plan.throughput import flops_per_token
 
@@ -44,7 +45,9 @@ class Applies:
                 raise KeyError(f"unknown finding id {fid!r}")
 
 
-def resolve_precision(requested: str | None, gpu_bf16: bool, gpu_name: str) -> tuple[str, list[PlanWarning]]:
+def resolve_precision(
+    requested: Precision | None, gpu_bf16: bool, gpu_name: str
+) -> tuple[Precision, list[PlanWarning]]:
     """bf16 where the GPU has it, else fp16 (V100, T4 have no bf16 tensor cores)."""
     if requested is None:
         if gpu_bf16:
@@ -183,9 +186,9 @@ def alternatives(setup: Setup, plans: list[StrategyPlan]) -> list[Alternative]:
                 (" ".join(flags), replace(setup, checkpointing=ckpt, offload=off, lora_rank=rank))
             )
     out = []
-    for flags, changed in variants:
-        fitting = {p.strategy: p.max_micro_batch for p in plan(changed, strategies) if p.fits}
-        out.append(Alternative(flags=flags, fits=fitting))
+    for label, changed in variants:
+        fitting: dict[str, int] = {p.strategy: p.max_micro_batch for p in plan(changed, strategies) if p.fits}
+        out.append(Alternative(flags=label, fits=fitting))
     return out
 
 
