@@ -17,11 +17,14 @@ import math
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import torch
 
 from ddp_doctor.probe.state import PROBE
+
+if TYPE_CHECKING:  # imported by the program when it uses DTensors (see dtensor_type)
+    from torch.distributed.tensor import DTensor
 
 HASH_MASK = (1 << 64) - 1
 # Micro-steps kept in one window. Real accumulation counts are far lower; more means no optimizer
@@ -103,6 +106,7 @@ class StepAccumulator:
         )
         hash_values = iter(_fetch_ints([m.input_hash for m in micros if m.input_hash is not None]))
         vals = iter(values)
+        loss_fn: list[dict[str, Any] | None]
         losses, loss_fn, tokens, local, global_, nonfinite = [], [], [], [], [], None
         for index, m in enumerate(micros):
             inv_scale_sq = 1.0
@@ -206,7 +210,7 @@ def local(t: torch.Tensor) -> torch.Tensor:
     return t.to_local() if cls is not None and isinstance(t, cls) else t
 
 
-def is_partial(t: torch.Tensor) -> bool:
+def is_partial(t: torch.Tensor) -> TypeGuard[DTensor]:
     """True for a DTensor whose local value is not its full value (Partial or Shard placements)."""
     cls = dtensor_type()
     return cls is not None and isinstance(t, cls) and not all(p.is_replicate() for p in t.placements)

@@ -96,7 +96,7 @@ class _AfterImport:
             except Exception as error:  # noqa: BLE001 - never break the user's import
                 sys.stderr.write(f"ddp-doctor: probe not started ({type(error).__name__}: {error})\n")
 
-        loader.exec_module = exec_then_callback
+        loader.exec_module = exec_then_callback  # type: ignore[method-assign]  # this one loader only
         return spec
 
 

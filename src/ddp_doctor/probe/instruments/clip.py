@@ -55,9 +55,8 @@ def _partial_norm_type(total: Any) -> float | None:
     if not isinstance(total, torch.Tensor) or not is_partial(total):
         return None
     types = {getattr(p, "norm_type", None) for p in total.placements if not p.is_replicate()}
-    if len(types) != 1 or not isinstance(next(iter(types)), (int, float)):
-        return None
-    return float(next(iter(types)))
+    norm = next(iter(types)) if len(types) == 1 else None
+    return float(norm) if isinstance(norm, (int, float)) else None
 
 
 def install() -> None:

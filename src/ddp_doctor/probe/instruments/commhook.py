@@ -45,7 +45,7 @@ def register_pending() -> None:
         _hooked.add(ddp)
         # The process group travels as the hook's state (as for DDP's own allreduce_hook), so the
         # hook closes over nothing of the user's.
-        register = DistributedDataParallel.register_comm_hook.__ddp_doctor_original__
+        register = DistributedDataParallel.register_comm_hook.__ddp_doctor_original__  # type: ignore[attr-defined]  # set by state.patch
         register(ddp, ddp.process_group, _make_hook(None))
 
 

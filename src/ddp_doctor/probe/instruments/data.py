@@ -14,7 +14,8 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from collections.abc import Sized
+from typing import Any, cast
 
 import torch
 from torch.utils.data.distributed import DistributedSampler
@@ -107,7 +108,7 @@ def _sampler_epoch(sampler: DistributedSampler, indices: list[int]) -> None:
                 "drop_last": sampler.drop_last,
                 "num_replicas": sampler.num_replicas,
                 "rank": sampler.rank,
-                "dataset_len": len(sampler.dataset),
+                "dataset_len": len(cast("Sized", sampler.dataset)),  # DistributedSampler needs len() too
             }
         )
     digest = hashlib.blake2b(",".join(map(str, indices)).encode(), digest_size=8).hexdigest()

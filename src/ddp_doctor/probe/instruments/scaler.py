@@ -20,7 +20,7 @@ from torch.amp.grad_scaler import GradScaler
 from ddp_doctor.probe.state import PROBE, guarded, patch
 
 # id(scaled tensor) -> (weak ref to it, loss before scaling, scale tensor)
-_scaled: dict[int, tuple[weakref.ref, torch.Tensor, torch.Tensor]] = {}
+_scaled: dict[int, tuple[weakref.ref[torch.Tensor], torch.Tensor, torch.Tensor]] = {}
 _configured: weakref.WeakSet[GradScaler] = weakref.WeakSet()
 
 
@@ -51,7 +51,8 @@ def _config(scaler: GradScaler) -> None:
 
 @guarded("scaler")
 def _scaled_output(scaler: GradScaler, loss: Any, out: Any) -> None:
-    if not scaler.is_enabled() or not isinstance(loss, torch.Tensor) or out is loss:
+    # (an enabled scaler's scale() has set _scale by the time its output comes back)
+    if not scaler.is_enabled() or scaler._scale is None or not isinstance(loss, torch.Tensor) or out is loss:
         return
     _config(scaler)
     PROBE.steps.scaler_seen = True
@@ -92,7 +93,7 @@ def _found_inf(scaler: GradScaler) -> bool | None:
 def _after_update(scaler: GradScaler, found_inf: bool | None) -> None:
     from ddp_doctor.probe.instruments.optimizer import finish_step, primary
 
-    if scaler.is_enabled():
+    if scaler.is_enabled() and scaler._scale is not None:  # (update() of an enabled scaler needs it set)
         finish_step(primary(), scale=float(scaler._scale.item()), found_inf=found_inf)
 
 

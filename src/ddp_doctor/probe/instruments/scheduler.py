@@ -51,9 +51,9 @@ def _wrapper(scheduler: LRScheduler) -> dict[str, Any]:
     the caller of this step, else {}."""
     frame = sys._getframe(1)
     for _ in range(_CALLER_DEPTH):
-        frame = frame.f_back
-        if frame is None:
+        if frame.f_back is None:
             break
+        frame = frame.f_back
         owner = frame.f_locals.get("self")
         if type(owner).__name__ == ACCELERATE_WRAPPER and getattr(owner, "scheduler", None) is scheduler:
             return {
