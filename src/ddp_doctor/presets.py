@@ -11,6 +11,7 @@ their published Hugging Face configs (meta-llama/Llama-2-7b-hf, Llama-2-13b-hf, 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ class ModelPreset:
         head = 0 if self.tie_word_embeddings else self.vocab_size * h
         return embed + head + L * (attention + mlp + norms) + h  # final norm
 
-    def hf_config_kwargs(self) -> dict[str, object]:
+    def hf_config_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for `transformers.LlamaConfig`."""
         kwargs = asdict(self)
         kwargs.pop("name")

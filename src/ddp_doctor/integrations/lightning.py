@@ -23,7 +23,7 @@ from typing import Any
 try:
     from lightning.pytorch.callbacks import Callback
 except ImportError:  # the standalone package
-    from pytorch_lightning.callbacks import Callback  # type: ignore[no-redef]
+    from pytorch_lightning.callbacks import Callback  # type: ignore[assignment]  # the same class
 
 from ddp_doctor.integrations.common import LossLog, safe, start, summarise
 

@@ -26,7 +26,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.distributed as dist
@@ -125,7 +125,7 @@ def _autocast_dtype(cfg: TrainConfig, device: torch.device) -> torch.dtype | Non
 def _wrap(cfg: TrainConfig, model: nn.Module, device: torch.device) -> tuple[nn.Module, DDP | None]:
     """Wrap for the strategy (nothing without a process group), compiling before or after."""
     if cfg.compile == "before_ddp":
-        model = torch.compile(model)
+        model = cast(nn.Module, torch.compile(model))  # an OptimizedModule for a Module
     ddp: DDP | None = None
     if dist.is_initialized() and dist.get_world_size() > 1:
         if cfg.strategy == "fsdp":
@@ -145,7 +145,7 @@ def _wrap(cfg: TrainConfig, model: nn.Module, device: torch.device) -> tuple[nn.
             )
             model = ddp
     if cfg.compile == "after_ddp":
-        model = torch.compile(model)
+        model = cast(nn.Module, torch.compile(model))  # an OptimizedModule for a Module
     return model, ddp
 
 
@@ -180,7 +180,7 @@ def _data(cfg: TrainConfig, rank: int, world: int) -> tuple[DataLoader, Distribu
         return DataLoader(
             dataset, batch_size=cfg.micro_batch, shuffle=True, drop_last=True, generator=generator
         ), None
-    sampler = DistributedSampler(
+    sampler: DistributedSampler[Any] = DistributedSampler(
         dataset, num_replicas=world, rank=rank, shuffle=True, seed=cfg.seed, drop_last=True
     )
     return DataLoader(dataset, batch_size=cfg.micro_batch, sampler=sampler, drop_last=True), sampler
@@ -255,7 +255,7 @@ def _sync_context(state: TrainState, last: bool) -> contextlib.AbstractContextMa
     if state.ddp is not None:
         return contextlib.nullcontext() if last else state.ddp.no_sync()
     if hasattr(state.raw_model, "set_requires_gradient_sync"):  # FSDP2
-        state.raw_model.set_requires_gradient_sync(last)
+        state.raw_model.set_requires_gradient_sync(last)  # type: ignore[operator]  # FSDPModule's method
     return contextlib.nullcontext()
 
 
@@ -334,7 +334,7 @@ def train_step(state: TrainState, micro_batches: Sequence[Batch]) -> StepResult:
     if scaler is not None:
         scaler.step(optimizer)
         scaler.update()
-        skipped = scaler.get_scale() < scale_before
+        skipped = scale_before is not None and scaler.get_scale() < scale_before
     else:
         optimizer.step()
     if not cfg.has("sched-per-micro"):

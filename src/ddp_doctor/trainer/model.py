@@ -26,7 +26,7 @@ def build_model(cfg: TrainConfig) -> nn.Module:
     if preset.name not in CPU_PRESETS and not torch.cuda.is_available():
         raise ValueError(f"preset {preset.name!r} is for planning only; on CPU use one of {CPU_PRESETS}")
     # attn_implementation set explicitly: "sdpa" works eagerly and under torch.compile on CPU.
-    config = LlamaConfig(
+    config = LlamaConfig(  # type: ignore[call-arg]  # PretrainedConfig takes it; LlamaConfig's typed __init__ omits it
         **preset.hf_config_kwargs(), use_cache=False, attn_implementation=cfg.attn_implementation
     )
     torch.manual_seed(cfg.seed)
