@@ -10,17 +10,21 @@ neither a run nor a supported log, or bad flags. Heavy imports happen inside the
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from ddp_doctor.cli_common import ExitCode, Lang, ReportFormat, fail, write_output
 from ddp_doctor.terminal import safe
 
+if TYPE_CHECKING:
+    from ddp_doctor.analysis.diagnose import Diagnosis
+
 FAIL_ON = ("error", "warning")
 EXPORTS = ("tensorboard", "wandb")
 
 
-def render(diag, fmt: str = "text", lang: str = "en") -> str:  # type: ignore[no-untyped-def]
+def render(diag: Diagnosis, fmt: str = "text", lang: str = "en") -> str:
     """The report of a diagnosis in ``fmt``."""
     if fmt == "json":
         from ddp_doctor.report.to_json import render_json
@@ -68,7 +72,7 @@ def default_export_dir(path: Path) -> Path:
     return (path if path.is_dir() else path.parent) / "ddp-doctor"
 
 
-def export(diag, target: str, where: Path | None, source: Path) -> str:  # type: ignore[no-untyped-def]
+def export(diag: Diagnosis, target: str, where: Path | None, source: Path) -> str:
     """Run one exporter; return where it wrote. Raises ExportError."""
     if target == "tensorboard":
         from ddp_doctor.report.export_tensorboard import export_tensorboard
@@ -156,7 +160,7 @@ def report(
     if fmt == "text" and output is None:
         from ddp_doctor.report.text import render_console, report_console
 
-        render_console(diag, report_console(), lang)  # type: ignore[arg-type]
+        render_console(diag, report_console(), lang)
     else:
         text = render(diag, fmt, lang)
         if output is None:

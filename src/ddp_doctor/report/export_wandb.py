@@ -40,6 +40,7 @@ def export_wandb(diag: Diagnosis, directory: Path | str | None = None, project: 
         if own
         else wandb.run
     )
+    assert run is not None  # (wandb.run was set when not own)
     try:
         run.define_metric(STEP_KEY)
         run.define_metric(f"{PREFIX}/*", step_metric=STEP_KEY)

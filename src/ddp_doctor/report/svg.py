@@ -124,11 +124,11 @@ def render(chart: Chart) -> str:
     y0, y1 = y0 - pad, y1 + pad
     pw, ph = WIDTH - PAD_L - PAD_R, HEIGHT - PAD_T - PAD_B
 
-    def sx(v: np.ndarray | float) -> np.ndarray | float:
-        return PAD_L + (np.asarray(v) - x0) / (x1 - x0) * pw
+    def sx(v: np.ndarray | float) -> np.ndarray:
+        return np.asarray(PAD_L + (np.asarray(v) - x0) / (x1 - x0) * pw)
 
-    def sy(v: np.ndarray | float) -> np.ndarray | float:
-        return PAD_T + ph - (np.asarray(v) - y0) / (y1 - y0) * ph
+    def sy(v: np.ndarray | float) -> np.ndarray:
+        return np.asarray(PAD_T + ph - (np.asarray(v) - y0) / (y1 - y0) * ph)
 
     out.append(f'<rect x="{PAD_L}" y="{PAD_T}" width="{pw}" height="{ph}" fill="#fff" stroke="#ccc"/>')
     for t in _ticks(y0, y1):
