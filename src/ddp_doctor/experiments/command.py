@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from ddp_doctor.cli_common import ExitCode, TextJson, check_output, fail, write_output
 from ddp_doctor.terminal import safe
+
+if TYPE_CHECKING:
+    from ddp_doctor.experiments.ablate import Variant
 
 
 def register(app: typer.Typer) -> None:
@@ -110,7 +114,7 @@ def ablate(
     ) as progress:
         task = progress.add_task("", total=total)
 
-        def done(variant, seed, skipped) -> None:
+        def done(variant: Variant, seed: int, skipped: bool) -> None:
             note = "done before" if skipped else "finished"
             progress.update(task, advance=1, description=escape(safe(f"{variant.name} seed {seed} {note}")))
 

@@ -53,7 +53,8 @@ def post_warmup_start(lr: np.ndarray) -> int:
     floor = math.ceil(WARMUP_SKIP_FRACTION * n)
     finite = np.isfinite(lr)
     peak = int(np.argmax(np.where(finite, lr, -np.inf))) if finite.any() else 0
-    return min(max(peak, floor), max(n - 4, 0))
+    start: int = min(max(peak, floor), max(n - 4, 0))
+    return start
 
 
 def stability_of_series(loss: np.ndarray, grad_norm: np.ndarray, lr: np.ndarray) -> Stability:

@@ -28,10 +28,15 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ddp_doctor.catalog import Text
 from ddp_doctor.findings import Finding
+
+if TYPE_CHECKING:  # torch and the trainer are imported where the measurement runs
+    import torch
+
+    from ddp_doctor.trainer.config import TrainConfig
 
 # fp32 tolerance on rel. Reordering a sum of n float32 terms changes it by at most about
 # n·u·Σ|x| (Higham, "Accuracy and Stability of Numerical Algorithms", 2nd ed., §4.2), u = 2^-24 ≈ 6e-8;
@@ -202,13 +207,13 @@ class VerifyResult:
 # --- measurement (imports torch) -----------------------------------------------------------
 
 
-def _train_config(cfg: VerifyConfig, variant: Variant):
+def _train_config(cfg: VerifyConfig, variant: Variant) -> TrainConfig:
     from ddp_doctor.trainer.config import TrainConfig
 
     return TrainConfig(**(cfg.base_overrides() | variant.overrides))
 
 
-def _full(t):
+def _full(t: torch.Tensor) -> torch.Tensor:
     """The whole tensor on every rank (FSDP2 keeps DTensor shards)."""
     return t.full_tensor() if hasattr(t, "full_tensor") else t
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from ddp_doctor.presets import PRESETS, ModelPreset
 
@@ -88,7 +89,7 @@ def load_model(spec: str) -> ModelPreset:
     )
 
 
-def _dimension(cfg: dict, key: str, path: Path, default: int | None = None) -> int:
+def _dimension(cfg: dict[str, Any], key: str, path: Path, default: int | None = None) -> int:
     """`cfg[key]` as a positive integer ≤ MAX_DIMENSION, else a ValueError naming the field."""
     value = cfg.get(key, default)
     if isinstance(value, float) and value.is_integer() and abs(value) <= MAX_DIMENSION:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape as escape_markup
@@ -73,7 +74,7 @@ def run_lines(diag: Diagnosis, lang: Lang) -> list[str]:
     return lines
 
 
-def _node_line(node: dict) -> str:
+def _node_line(node: dict[str, Any]) -> str:
     name = node["node"] or node["host"] or "?"
     host = f" ({node['host']})" if node["node"] and node["host"] else ""
     return f"{name}{host}: ranks {_ranges(node['ranks'])}"

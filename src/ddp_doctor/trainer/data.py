@@ -94,7 +94,7 @@ def entropy_floor(seed: int = 0) -> float:
     return MarkovSource(seed).entropy_floor()
 
 
-class MarkovDocuments(Dataset):
+class MarkovDocuments(Dataset[dict[str, torch.Tensor]]):
     """`num_docs` documents, each one padded training sample of `seq_len` positions.
 
     Sample i is {"input_ids": doc[:-1] padded with PAD_TOKEN, "labels": doc[1:] padded with

@@ -35,7 +35,8 @@ def free_port() -> int:
     """A TCP port free right now on 127.0.0.1 (the OS picks it)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 @dataclass(frozen=True)

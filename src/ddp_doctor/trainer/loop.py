@@ -58,8 +58,8 @@ class TrainState:
     optimizer: torch.optim.Optimizer
     scheduler: torch.optim.lr_scheduler.LRScheduler
     scaler: torch.amp.GradScaler | None
-    loader: DataLoader
-    sampler: DistributedSampler | None
+    loader: DataLoader[dict[str, torch.Tensor]]
+    sampler: DistributedSampler[dict[str, torch.Tensor]] | None
     rank: int
     world_size: int
     device: torch.device
@@ -172,7 +172,9 @@ def _scaler(cfg: TrainConfig, device: torch.device) -> torch.amp.GradScaler | No
     return torch.amp.GradScaler(device.type)
 
 
-def _data(cfg: TrainConfig, rank: int, world: int) -> tuple[DataLoader, DistributedSampler | None]:
+def _data(
+    cfg: TrainConfig, rank: int, world: int
+) -> tuple[DataLoader[dict[str, torch.Tensor]], DistributedSampler[dict[str, torch.Tensor]] | None]:
     dataset = dataset_for(cfg)
     if cfg.has("no-sampler"):
         # fault: the single-GPU loader kept under DDP; every rank seeds alike, so reads alike.
@@ -180,7 +182,7 @@ def _data(cfg: TrainConfig, rank: int, world: int) -> tuple[DataLoader, Distribu
         return DataLoader(
             dataset, batch_size=cfg.micro_batch, shuffle=True, drop_last=True, generator=generator
         ), None
-    sampler: DistributedSampler[Any] = DistributedSampler(
+    sampler: DistributedSampler[dict[str, torch.Tensor]] = DistributedSampler(
         dataset, num_replicas=world, rank=rank, shuffle=True, seed=cfg.seed, drop_last=True
     )
     return DataLoader(dataset, batch_size=cfg.micro_batch, sampler=sampler, drop_last=True), sampler

@@ -59,7 +59,7 @@ def _wrap(source: str, owner: Any, name: str, see: Callable[..., None]) -> None:
     patch(owner, name, make)
 
 
-def _arg(args: tuple, kwargs: dict, index: int, name: str) -> Any:
+def _arg(args: tuple[Any, ...], kwargs: dict[str, Any], index: int, name: str) -> Any:
     return args[index] if len(args) > index else kwargs.get(name)
 
 
