@@ -226,7 +226,7 @@ def _run_foreground(command: list[str], env: dict[str, str]) -> int:
     return _wait_forwarding_signals(child)
 
 
-def _wait_forwarding_signals(child: subprocess.Popen) -> int:
+def _wait_forwarding_signals(child: subprocess.Popen[bytes]) -> int:
     forwarded = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     previous = {}
 

@@ -18,11 +18,14 @@ import time
 import traceback
 import weakref
 from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ddp_doctor.probe.options import ProbeOptions
 from ddp_doctor.probe.recorder import RankRecorder
 from ddp_doctor.records import RANK_SCHEMA
+
+if TYPE_CHECKING:  # the probe imports torch only once the program has
+    from torch import nn
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -37,7 +40,7 @@ class Probe:
         self.disabled: set[str] = set()
         self.errors_written: set[str] = set()
         # Models whose gradients we watch: DDP wrappers and FSDP2 roots, by weak reference.
-        self.models: list[weakref.ref] = []
+        self.models: list[weakref.ref[nn.Module]] = []
         self.fsdp = False
         self.param_names: dict[int, str] = {}
         self.steps: Any = None  # steps.StepAccumulator, set by attach
@@ -134,7 +137,7 @@ class Probe:
     def enabled(self, instrument: str) -> bool:
         return self.active and instrument not in self.disabled
 
-    def watched_models(self) -> list[Any]:
+    def watched_models(self) -> list[nn.Module]:
         return [m for m in (ref() for ref in self.models) if m is not None]
 
 
