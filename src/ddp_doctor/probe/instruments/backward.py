@@ -12,6 +12,7 @@ hook, and only before the first backward; see instruments/commhook.py).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -41,8 +42,8 @@ def _before(tensors: Any) -> None:
 
 
 def install() -> None:
-    def make(original):
-        def backward(tensors, *args: Any, **kwargs: Any):
+    def make(original: Callable[..., Any]) -> Callable[..., Any]:
+        def backward(tensors: Any, *args: Any, **kwargs: Any) -> Any:
             with _nesting.enter() as outer:
                 if outer:
                     _before(tensors)

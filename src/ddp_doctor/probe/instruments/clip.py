@@ -12,6 +12,7 @@ The total norm stays a tensor until the optimizer step. Under FSDP2 it is a part
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -60,7 +61,7 @@ def _partial_norm_type(total: Any) -> float | None:
 
 
 def install() -> None:
-    def make(original):
+    def make(original: Callable[..., Any]) -> Callable[..., Any]:
         def clip_grad_norm_(*args: Any, **kwargs: Any) -> Any:
             total = original(*args, **kwargs)
             _clipped(args, kwargs, total)
@@ -68,7 +69,7 @@ def install() -> None:
 
         return clip_grad_norm_
 
-    def make_with_norm(original):
+    def make_with_norm(original: Callable[..., Any]) -> Callable[..., Any]:
         def clip_grads_with_norm_(*args: Any, **kwargs: Any) -> None:
             original(*args, **kwargs)
             _clipped(args, kwargs, None)

@@ -28,7 +28,7 @@ from ddp_doctor.probe.state import PROBE, guarded, patch
 from ddp_doctor.probe.steps import sq_norm
 
 # DDP models waiting for our hook, and the ones that must not get one (a built-in C++ hook is set).
-_pending: list[weakref.ref] = []
+_pending: list[weakref.ref[DistributedDataParallel]] = []
 _hooked: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
@@ -69,7 +69,9 @@ def _make_hook(user: tuple[Callable[..., Any], Any] | None) -> Callable[..., Any
     """Our hook; `state` is the process group when it is ours, the user's state is in `user`."""
 
     # No annotations: DDP compares them with dist.GradBucket, and this module's are strings.
-    def ddp_doctor_hook(state, bucket):  # noqa: ANN001, ANN202
+    # Unannotated on purpose: DDP compares a hook's annotations with dist.GradBucket / Future
+    # objects, and this module's annotations are strings.
+    def ddp_doctor_hook(state, bucket):  # type: ignore[no-untyped-def]  # noqa: ANN001, ANN202
         if not isinstance(bucket, dist.GradBucket):
             # Compiled autograd's python reducer passes (grad, param) tuples: not observable here.
             return _reduce(user, state, bucket)
@@ -81,7 +83,7 @@ def _make_hook(user: tuple[Callable[..., Any], Any] | None) -> Callable[..., Any
         # reference lets the micro-step's tensors go when the step record is written.
         micro_ref = weakref.ref(micro)
 
-        def observe(done: torch.futures.Future) -> Any:
+        def observe(done: torch.futures.Future[torch.Tensor]) -> Any:
             value = done.value()
             live = micro_ref()
             if live is not None:
@@ -93,10 +95,13 @@ def _make_hook(user: tuple[Callable[..., Any], Any] | None) -> Callable[..., Any
     return ddp_doctor_hook
 
 
-def _reduce(user: tuple[Callable[..., Any], Any] | None, state: Any, bucket: Any) -> torch.futures.Future:
+def _reduce(
+    user: tuple[Callable[..., Any], Any] | None, state: Any, bucket: Any
+) -> torch.futures.Future[torch.Tensor]:
     if user is not None:
         hook, user_state = user
-        return hook(user_state, bucket)
+        fut: torch.futures.Future[torch.Tensor] = hook(user_state, bucket)
+        return fut
     from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
 
     return allreduce_hook(state, bucket)
@@ -107,8 +112,8 @@ def release() -> None:
 
 
 def install() -> None:
-    def make_register(original):
-        def register_comm_hook(self, state: object, hook: Callable[..., Any]) -> None:
+    def make_register(original: Callable[..., Any]) -> Callable[..., Any]:
+        def register_comm_hook(self: Any, state: object, hook: Callable[..., Any]) -> Any:
             if not PROBE.enabled("commhook") or self in _hooked:
                 return original(self, state, hook)
             _hooked.add(self)
@@ -116,8 +121,8 @@ def install() -> None:
 
         return register_comm_hook
 
-    def make_builtin(original):
-        def _register_builtin_comm_hook(self, comm_hook_type: Any) -> None:
+    def make_builtin(original: Callable[..., Any]) -> Callable[..., Any]:
+        def _register_builtin_comm_hook(self: Any, comm_hook_type: Any) -> Any:
             _hooked.add(self)  # a C++ hook cannot be wrapped: this model reports sync 0 / null norms
             return original(self, comm_hook_type)
 

@@ -9,6 +9,7 @@ Both orders work on torch 2.13 (docs/probe.md, measured facts); the record lets 
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -72,7 +73,7 @@ def release() -> None:
 
 
 def install() -> None:
-    def make(original):
+    def make(original: Callable[..., Any]) -> Callable[..., Any]:
         def compile(model: Any = None, **kwargs: Any) -> Any:
             out = original(model, **kwargs)
             # `compile=off` (an intervention) makes torch.compile return its input: nothing compiled.

@@ -20,6 +20,7 @@ instrument already. Cost: two eager forwards without grad every `every` steps.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -55,7 +56,7 @@ def _due(module: Any) -> int | None:
 
 
 @guarded("compile_check")
-def _after_forward(module: Any, args: tuple, kwargs: dict, output: Any) -> None:
+def _after_forward(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any], output: Any) -> None:
     step = _due(module)
     if step is None:
         return
@@ -95,7 +96,7 @@ def _hook(module: Any) -> None:
 def _install_on_dynamo() -> None:
     from torch._dynamo.eval_frame import OptimizedModule
 
-    def make(original):
+    def make(original: Callable[..., Any]) -> Callable[..., Any]:
         def init(self: Any, *args: Any, **kwargs: Any) -> None:
             original(self, *args, **kwargs)
             _hook(self)

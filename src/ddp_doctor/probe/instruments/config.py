@@ -7,6 +7,7 @@ entered is recorded once; the dtype of the latest one is also put on every step 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -55,16 +56,16 @@ def _autocast_entered(ctx: Any) -> None:
 
 
 def install() -> None:
-    def make_init(original):
-        def init_process_group(*args: Any, **kwargs: Any) -> None:
+    def make_init(original: Callable[..., Any]) -> Callable[..., Any]:
+        def init_process_group(*args: Any, **kwargs: Any) -> Any:
             out = original(*args, **kwargs)
             dist_ready()
             return out
 
         return init_process_group
 
-    def make_enter(original):
-        def __enter__(self) -> Any:
+    def make_enter(original: Callable[..., Any]) -> Callable[..., Any]:
+        def __enter__(self: Any) -> Any:
             out = original(self)
             _autocast_entered(self)
             return out

@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sized
+from collections.abc import Callable, Sized
 from typing import Any, cast
 
 import torch
@@ -94,7 +94,7 @@ def watch_inputs(model: torch.nn.Module) -> None:
 
 
 @guarded("data")
-def _sampler_epoch(sampler: DistributedSampler, indices: list[int]) -> None:
+def _sampler_epoch(sampler: DistributedSampler[Any], indices: list[int]) -> None:
     if id(sampler) not in _sampler_configs:
         _sampler_configs.add(id(sampler))
         PROBE.emit(
@@ -131,8 +131,8 @@ def release() -> None:
 
 
 def install() -> None:
-    def make(original):
-        def __iter__(self):
+    def make(original: Callable[..., Any]) -> Callable[..., Any]:
+        def __iter__(self: Any) -> Any:
             if not PROBE.enabled("data"):
                 return original(self)
             indices = list(original(self))

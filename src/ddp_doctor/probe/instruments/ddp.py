@@ -8,6 +8,7 @@ BatchNorm layers that are not SyncBatchNorm are listed for the batchnorm-unsynce
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from torch.nn.modules.batchnorm import SyncBatchNorm, _BatchNorm
@@ -61,8 +62,8 @@ def _unwrap(module: Any) -> Any:
 
 
 def install() -> None:
-    def make(original):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def make(original: Callable[..., Any]) -> Callable[..., Any]:
+        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
             original(self, *args, **kwargs)
             _constructed(self)
 

@@ -11,6 +11,7 @@ One call per FSDP parameter group per synced micro-step gives the sync pattern
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -77,7 +78,7 @@ def _after_reduce(micro: Any, output_tensor: torch.Tensor) -> None:
 
 
 def install() -> None:
-    def make_shard(original):
+    def make_shard(original: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(original)
         def fully_shard(module: Any, *args: Any, **kwargs: Any) -> Any:
             out = original(module, *args, **kwargs)
@@ -87,9 +88,9 @@ def install() -> None:
 
         return fully_shard
 
-    def make_reduce(original):
+    def make_reduce(original: Callable[..., Any]) -> Callable[..., Any]:
         def __call__(
-            self, output_tensor: torch.Tensor, input_tensor: torch.Tensor, *args: Any, **kwargs: Any
+            self: Any, output_tensor: torch.Tensor, input_tensor: torch.Tensor, *args: Any, **kwargs: Any
         ) -> Any:
             micro = _before_reduce(input_tensor)
             work = original(self, output_tensor, input_tensor, *args, **kwargs)

@@ -26,6 +26,7 @@ FSDP1's own functions, without a collective of ours and without touching a value
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -40,7 +41,7 @@ FSDP_METHOD = "FullyShardedDataParallel.clip_grad_norm_"
 TORCH_CLIP = "torch.nn.utils.clip_grad_norm_"
 
 _nesting = Nesting()
-_roots: list[weakref.ref] = []
+_roots: list[weakref.ref[FullyShardedDataParallel]] = []
 _emitted = False
 _clip_functions: set[str] = set()
 
@@ -152,8 +153,8 @@ _clip_nesting_depth = [0]
 
 
 def install() -> None:
-    def make_init(original):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def make_init(original: Callable[..., Any]) -> Callable[..., Any]:
+        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
             with _nesting.enter() as outer:
                 original(self, *args, **kwargs)
                 if outer:
@@ -161,22 +162,22 @@ def install() -> None:
 
         return __init__
 
-    def make_reduce(original):
-        def _reduce_grad(state: Any, handle: Any) -> None:
+    def make_reduce(original: Callable[..., Any]) -> Callable[..., Any]:
+        def _reduce_grad(state: Any, handle: Any) -> Any:
             _before_reduce(handle)
             return original(state, handle)
 
         return _reduce_grad
 
-    def make_accumulate(original):
+    def make_accumulate(original: Callable[..., Any]) -> Callable[..., Any]:
         def _accumulate_sharded_grad(state: Any, handle: Any, sharded_grad: torch.Tensor) -> Any:
             _reduced(sharded_grad)  # this rank's shard of the averaged gradient of this micro-step
             return original(state, handle, sharded_grad)
 
         return _accumulate_sharded_grad
 
-    def make_no_shard(original):
-        def _reduce_grad_no_shard(state: Any, handle: Any) -> None:
+    def make_no_shard(original: Callable[..., Any]) -> Callable[..., Any]:
+        def _reduce_grad_no_shard(state: Any, handle: Any) -> Any:
             _before_reduce(handle)
             out = original(state, handle)
             _reduced(handle.flat_param.grad)
@@ -184,8 +185,8 @@ def install() -> None:
 
         return _reduce_grad_no_shard
 
-    def make_clip(original):
-        def clip_grad_norm_(self, max_norm: Any, *args: Any, **kwargs: Any) -> Any:
+    def make_clip(original: Callable[..., Any]) -> Callable[..., Any]:
+        def clip_grad_norm_(self: Any, max_norm: Any, *args: Any, **kwargs: Any) -> Any:
             _clip_nesting_depth[0] += 1
             try:
                 total = original(self, max_norm, *args, **kwargs)

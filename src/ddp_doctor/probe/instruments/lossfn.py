@@ -10,6 +10,7 @@ Comparing this value with the backward root reveals a loss not divided by the ac
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -36,9 +37,9 @@ def _observed(out: torch.Tensor, args: tuple[Any, ...], kwargs: dict[str, Any]) 
 
 
 def install() -> None:
-    def make(original):
+    def make(original: Callable[..., Any]) -> Callable[..., Any]:
         def cross_entropy(*args: Any, **kwargs: Any) -> torch.Tensor:
-            out = original(*args, **kwargs)
+            out: torch.Tensor = original(*args, **kwargs)
             if not torch.compiler.is_compiling():
                 _observed(out, args, kwargs)
             return out

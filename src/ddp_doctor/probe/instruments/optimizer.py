@@ -10,6 +10,7 @@ Backward calls between two steps are the accumulation count. `zero_grad` is coun
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -21,7 +22,7 @@ from ddp_doctor.probe.state import PROBE, Nesting, guarded, patch
 
 HYPER_PARAMS = ("lr", "eps", "betas", "weight_decay", "momentum")
 _configured: weakref.WeakSet[torch.optim.Optimizer] = weakref.WeakSet()
-_primary: list[weakref.ref] = []
+_primary: list[weakref.ref[torch.optim.Optimizer]] = []
 _zero_nesting = Nesting()
 
 
@@ -122,8 +123,8 @@ def install() -> None:
     register_optimizer_step_pre_hook(_pre)
     register_optimizer_step_post_hook(_post)
 
-    def make(original):
-        def zero_grad(self, *args: Any, **kwargs: Any) -> Any:
+    def make(original: Callable[..., Any]) -> Callable[..., Any]:
+        def zero_grad(self: Any, *args: Any, **kwargs: Any) -> Any:
             with _zero_nesting.enter() as outer:
                 if outer:
                     _zero_grad()

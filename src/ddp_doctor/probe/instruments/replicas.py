@@ -18,6 +18,7 @@ FSDP2 shards differ by design across ranks, so they are not checksummed.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -84,7 +85,7 @@ def _checksum(step: int, optimizer: torch.optim.Optimizer | None, final: bool) -
 def install() -> None:
     import torch.distributed as dist
 
-    def make(original):
+    def make(original: Callable[..., Any]) -> Callable[..., Any]:
         def destroy_process_group(*args: Any, **kwargs: Any) -> Any:
             from ddp_doctor.probe.instruments.optimizer import finish_step, primary
 

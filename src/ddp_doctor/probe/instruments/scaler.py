@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -102,30 +103,30 @@ def release() -> None:
 
 
 def install() -> None:
-    def make_init(original):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def make_init(original: Callable[..., Any]) -> Callable[..., Any]:
+        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
             original(self, *args, **kwargs)
             _config(self)
 
         return __init__
 
-    def make_scale(original):
-        def scale(self, outputs: Any) -> Any:
+    def make_scale(original: Callable[..., Any]) -> Callable[..., Any]:
+        def scale(self: Any, outputs: Any) -> Any:
             out = original(self, outputs)
             _scaled_output(self, outputs, out)
             return out
 
         return scale
 
-    def make_unscale(original):
-        def unscale_(self, optimizer: torch.optim.Optimizer) -> None:
+    def make_unscale(original: Callable[..., Any]) -> Callable[..., Any]:
+        def unscale_(self: Any, optimizer: torch.optim.Optimizer) -> None:
             original(self, optimizer)
             _unscale()
 
         return unscale_
 
-    def make_step(original):
-        def step(self, optimizer: torch.optim.Optimizer, *args: Any, **kwargs: Any) -> Any:
+    def make_step(original: Callable[..., Any]) -> Callable[..., Any]:
+        def step(self: Any, optimizer: torch.optim.Optimizer, *args: Any, **kwargs: Any) -> Any:
             _before_step()
             out = original(self, optimizer, *args, **kwargs)
             _after_step(self, optimizer)
@@ -133,8 +134,8 @@ def install() -> None:
 
         return step
 
-    def make_update(original):
-        def update(self, new_scale: Any = None) -> None:
+    def make_update(original: Callable[..., Any]) -> Callable[..., Any]:
+        def update(self: Any, new_scale: Any = None) -> None:
             found_inf = _found_inf(self) if self.is_enabled() else None
             original(self, new_scale)
             _after_update(self, found_inf)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sys
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 from torch.optim.lr_scheduler import LRScheduler
@@ -64,8 +65,8 @@ def _wrapper(scheduler: LRScheduler) -> dict[str, Any]:
 
 
 def install() -> None:
-    def make(original):
-        def step(self, *args: Any, **kwargs: Any) -> None:
+    def make(original: Callable[..., Any]) -> Callable[..., Any]:
+        def step(self: Any, *args: Any, **kwargs: Any) -> Any:
             with _nesting.enter() as outer:
                 try:
                     return original(self, *args, **kwargs)
