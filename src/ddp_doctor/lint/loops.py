@@ -336,9 +336,9 @@ def _runs_backward(facts: LoopFacts, body: list[ast.stmt]) -> bool:
     )
 
 
-def _guarded_step(facts: LoopFacts, loop: ast.AST) -> int | None:
+def _guarded_step(facts: LoopFacts, loop: ast.For | ast.AsyncFor | ast.While) -> int | None:
     """Line of the step when the loop backprops unconditionally and steps only under a guard."""
-    body = loop.body  # type: ignore[attr-defined]
+    body = loop.body
     if not _runs_backward(facts, body):
         return None
     line = _guarded_in(facts, body)

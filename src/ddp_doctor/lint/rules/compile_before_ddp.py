@@ -36,9 +36,9 @@ class CompileBeforeDdp(Rule):
                 if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
                     if ctx.call_qualname(node.value) == COMPILE:
                         for t in node.targets:
-                            if dotted(t):
-                                compiled[dotted(t)] = node.lineno  # type: ignore[index]
-                                compiled_at[dotted(t)] = node  # type: ignore[index]
+                            if name := dotted(t):
+                                compiled[name] = node.lineno
+                                compiled_at[name] = node
                     elif ctx.call_qualname(node.value) != DDP:
                         for t in node.targets:  # rebinding to something else forgets it
                             compiled.pop(dotted(t) or "", None)
