@@ -6,7 +6,12 @@ the report renderers must start fast. Heavy modules are imported where they are 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ddp_doctor.report.load import Report
 
 __version__ = "0.1.0"
 
@@ -23,7 +28,7 @@ def attach(**options: Any) -> None:
     _attach(**options)
 
 
-def load(path: object, **options: object) -> object:
+def load(path: Path | str, **options: Any) -> Report:
     """Diagnose a run directory or an imported log; returns a :class:`ddp_doctor.report.load.Report`.
 
     Options (``world_size``, ``micro_batch``, ``accum``, ``tokens_per_sample``, ``max_norm``,
@@ -31,4 +36,4 @@ def load(path: object, **options: object) -> object:
     """
     from ddp_doctor.report.load import load as _load
 
-    return _load(path, **options)  # type: ignore[arg-type]
+    return _load(path, **options)
