@@ -111,7 +111,7 @@ def plan_command(
         micro_batch=micro_batch,
         accum=accum,
         global_batch=global_batch,
-        precision=chosen,  # type: ignore[arg-type]  # resolve_precision returns one of PRECISIONS
+        precision=chosen,
         checkpointing=checkpointing,
         offload=offload,
         lora_rank=lora_rank,
