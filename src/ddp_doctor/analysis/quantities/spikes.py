@@ -95,7 +95,7 @@ def _nan_row_median(rows: np.ndarray) -> np.ndarray:
     at = np.arange(rows.shape[0])
     last = max(rows.shape[1] - 1, 0)
     with np.errstate(invalid="ignore", over="ignore"):
-        med = (srt[at, np.clip(low, 0, last)] + srt[at, np.clip(high, 0, last)]) / 2
+        med: np.ndarray = (srt[at, np.clip(low, 0, last)] + srt[at, np.clip(high, 0, last)]) / 2
     med[count == 0] = np.nan
     return med
 
