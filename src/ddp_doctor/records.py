@@ -174,6 +174,8 @@ KINDS: dict[str, tuple[Field, ...]] = {
             F("param", "str"),
         ),
         F("autocast", "str", "step"),
+        # DeepSpeed: the engine's global gradient norm (unscaled, before clipping; deepspeed.py)
+        F("grad_norm", "float", "step"),
     ),
     "sampler": (
         F("step", "int"),
@@ -267,6 +269,26 @@ CONFIG_FIELDS: dict[str, tuple[Field, ...]] = {
         F("reduce_dtype", "str"),
     ),
     "fsdp_clip": (F("function", "str"),),
+    # DeepSpeed engine settings (probe/instruments/deepspeed.py)
+    "deepspeed": (
+        F("version", "str"),
+        F("zero_stage", "int"),
+        F("gradient_accumulation_steps", "int"),
+        F("train_micro_batch_size_per_gpu", "int"),
+        F("train_batch_size", "int"),
+        F("dp_world_size", "int"),
+        F("gradient_clipping", "float"),
+        F("fp16", "bool"),
+        F("bf16", "bool"),
+        F("loss_scale", "float"),
+        F("dynamic_loss_scale", "bool"),
+        F("initial_loss_scale", "float"),
+        F("optimizer", "str"),
+        F("basic_optimizer", "str"),
+        F("offload_optimizer", "str"),
+        F("offload_param", "str"),
+        F("module", "str"),
+    ),
     "zero": (F("optimizer", "str"),),
     "optimizer": (F("type", "str"), F("groups", "list[dict]", "record", *_GROUP)),
     "scaler": (

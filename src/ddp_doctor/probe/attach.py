@@ -126,6 +126,7 @@ def _install_all() -> None:
 
     _install(capture)  # the loss the script logs: stdout/stderr and logging libraries
     after_import("torch.distributed.fsdp", _install_fsdp)
+    after_import("deepspeed.runtime.engine", _install_deepspeed)
 
 
 @guarded("fsdp")
@@ -134,6 +135,13 @@ def _install_fsdp() -> None:
 
     _install(fsdp)
     _install(fsdp1)  # FullyShardedDataParallel (FSDP1) and HSDP
+
+
+@guarded("deepspeed")
+def _install_deepspeed() -> None:
+    from ddp_doctor.probe.instruments import deepspeed
+
+    _install(deepspeed)  # DeepSpeedEngine: backward, step, loss scale, ZeRO stage
 
 
 def _install(module: Any) -> None:

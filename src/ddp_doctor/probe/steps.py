@@ -58,6 +58,11 @@ class StepAccumulator:
         self._new_window()
         self.pending: dict[str, Any] | None = None
         self.scaler_seen = False
+        # inside DeepSpeedEngine.step(): the engine writes the record once step() returns (deepspeed.py)
+        self.engine_step = False
+        # inside DeepSpeedEngine.__init__: its fp16/bf16 optimizers step once with zero gradients to
+        # create their states; that is not a training step (optimizer.py ignores it)
+        self.suspended = False
 
     def _new_window(self) -> None:
         self.micros: list[Micro] = []

@@ -69,6 +69,8 @@ def lr_of(optimizer: torch.optim.Optimizer) -> list[float]:
 
 @guarded("optimizer")
 def _pre(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+    if PROBE.steps.suspended:
+        return
     if optimizer not in _configured:
         _configured.add(optimizer)
         _config(optimizer)
@@ -92,7 +94,7 @@ def _pre(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
 
 @guarded("optimizer")
 def _post(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
-    if not is_primary(optimizer):
+    if PROBE.steps.suspended or not is_primary(optimizer):
         return
     step = PROBE.steps.step - 1
     if step == 0:
@@ -101,7 +103,7 @@ def _post(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
         params.report_unused(optimizer)
     full.after_step(optimizer, step)
     update_sample.after_step(step)
-    if not PROBE.steps.scaler_seen:
+    if not PROBE.steps.scaler_seen and not PROBE.steps.engine_step:
         finish_step(optimizer)
 
 
