@@ -100,6 +100,19 @@ def fsdp1_replicas(run: RunData) -> int | None:
     return None if is_fsdp2(run) else shard_replicas(run.config("fsdp"))
 
 
+def _engine_grad_norm(run: RunData, n_steps: int) -> np.ndarray:
+    """[T] the global norm a DeepSpeed engine reported (`grad_norm`; equal on every rank: the
+    lowest rank that has a step's value gives it); nan on skipped (overflow) steps and elsewhere."""
+    out = np.full(n_steps, np.nan)
+    for rank in sorted(run.ranks, reverse=True):
+        cols = run.ranks[rank].steps
+        if cols is None or "grad_norm" not in cols.extra:
+            continue
+        ok = (cols.step >= 0) & (cols.step < n_steps) & np.isfinite(cols.extra["grad_norm"]) & ~cols.skipped
+        out[cols.step[ok]] = cols.extra["grad_norm"][ok]
+    return out
+
+
 def _grad_norm(run: RunData, series: Series) -> tuple[np.ndarray, str | None]:
     with np.errstate(invalid="ignore"):
         g = (
@@ -110,6 +123,9 @@ def _grad_norm(run: RunData, series: Series) -> tuple[np.ndarray, str | None]:
     g = np.where(np.isfinite(g), g, np.nan)
     if np.isfinite(g).sum() >= MIN_GRAD_NORM_STEPS:
         return g, "comm hook (all-reduced gradient)"
+    engine = _engine_grad_norm(run, series.n_steps)
+    if np.isfinite(engine).sum() >= MIN_GRAD_NORM_STEPS:
+        return engine, "DeepSpeed engine global gradient norm"
     clip = np.full(series.n_steps, np.nan)
     clip_step, clip_rows = combine_clip(run)
     ok = (clip_step >= 0) & (clip_step < series.n_steps)

@@ -32,8 +32,9 @@ ENV_NODE = "DDP_DOCTOR_NODE"
 _RANK = ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK")
 _WORLD = ("WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE")
 _LOCAL_RANK = ("LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK")
-_LOCAL_WORLD = ("LOCAL_WORLD_SIZE", "SLURM_NTASKS_PER_NODE", "OMPI_COMM_WORLD_LOCAL_SIZE")
-_NODE_RANK = ("GROUP_RANK", "SLURM_NODEID", "OMPI_COMM_WORLD_NODE_RANK")
+# DeepSpeed's launcher (deepspeed.launcher.launch) sets LOCAL_SIZE and CROSS_RANK (its node rank).
+_LOCAL_WORLD = ("LOCAL_WORLD_SIZE", "LOCAL_SIZE", "SLURM_NTASKS_PER_NODE", "OMPI_COMM_WORLD_LOCAL_SIZE")
+_NODE_RANK = ("GROUP_RANK", "CROSS_RANK", "SLURM_NODEID", "OMPI_COMM_WORLD_NODE_RANK")
 
 # Commands that start the ranks themselves: a `ddp-doctor run` around one of them is the only
 # instance on its node (or in the whole job), whatever Slurm variables it inherited.
@@ -82,6 +83,11 @@ def _option(command: Sequence[str], *names: str) -> str | None:
             if word.startswith(name + "="):
                 return word.split("=", 1)[1]
     return None
+
+
+def launcher_name(command: Sequence[str]) -> str | None:
+    """The launcher `command` starts with: torchrun, srun, mpirun, mpiexec, deepspeed, accelerate."""
+    return _launcher(command)
 
 
 def _launcher(command: Sequence[str]) -> str | None:

@@ -25,7 +25,7 @@ from typing import Any
 
 from ddp_doctor import __version__
 from ddp_doctor.manifests import instance_manifest_path, instance_names
-from ddp_doctor.probe import launch_env
+from ddp_doctor.probe import deepspeed_env, launch_env
 from ddp_doctor.probe.claim import RunDirBusy, claim, release
 from ddp_doctor.probe.exits import ENV_EXITS_DIR
 from ddp_doctor.probe.interventions import ENV_VAR as INTERVENTIONS_ENV
@@ -185,6 +185,10 @@ def _run_claimed(
     if name is not None:
         manifest.update(instance=name, instances_expected=expected)
         env[launch_env.ENV_NODE] = name
+    if deepspeed_env.is_deepspeed_runner(command):  # its multi-node runner drops DDP_DOCTOR_*
+        probe_vars = {k: v for k, v in env.items() if k.startswith("DDP_DOCTOR_")}
+        env_file = deepspeed_env.write_env_file(run_dir / EXITS_SUBDIR, probe_vars, base_env)
+        env[deepspeed_env.ENV_FILE_VAR] = str(env_file.resolve())
     write_manifest(run_dir, manifest, path)
     code = (runner or _run_foreground)(command, env)
     manifest.update(end=_now(), exit_code=code, ranks=len(list((run_dir / RANKS_DIR).glob("rank-*.jsonl"))))

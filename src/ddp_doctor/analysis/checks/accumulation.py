@@ -58,6 +58,21 @@ def _no_sync(ctx: Context) -> Finding:
             "没有梯度累积（每个优化步 1 个微步），无需跳过同步。",
             multi_micro_steps=0,
         )
+    ds = ctx.config("deepspeed")
+    stage = ds.get("zero_stage") if ds else None
+    if isinstance(stage, int) and stage >= 2:
+        # ZeRO-2/3 reduce-scatter each micro-step's gradients into partitions by design; the engine
+        # refuses no_sync() then (DeepSpeed docs, "Gradient accumulation" / engine.no_sync)
+        return ruled_out(
+            fid,
+            f"DeepSpeed ZeRO stage {stage} reduces gradients on every micro-step by design "
+            f"({p.every_micro} of {p.steps} accumulation steps did): no_sync does not apply.",
+            f"DeepSpeed ZeRO stage {stage} 按设计在每个微步都归约梯度（{p.steps} 个累积步中 "
+            f"{p.every_micro} 个如此）：no_sync 不适用。",
+            zero_stage=stage,
+            steps_syncing_every_micro=p.every_micro,
+            multi_micro_steps=p.steps,
+        )
     if p.total_syncs == 0:
         return not_measured(
             fid,

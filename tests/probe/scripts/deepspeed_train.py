@@ -1,0 +1,78 @@
+"""A DeepSpeed training loop as its documentation writes it (`deepspeed.initialize`, `engine(x)`,
+`engine.backward(loss)`, `engine.step()`), on CPU: DS_ACCELERATOR=cpu, gloo, a tiny classifier.
+
+    python -m torch.distributed.run --nproc_per_node 2 deepspeed_train.py STAGE PRECISION GAS STEPS [FAULT] [SAVE]
+
+FAULT: `none`, or `undivided`: `engine.backward(loss, scale_wrt_gas=False)`, the loss is not
+divided by the accumulation count (# fault: accum-loss-unscaled).
+"""
+
+import sys
+
+import deepspeed
+import deepspeed.ops
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+
+# DeepSpeed's CPU accelerator JIT-compiles a shared-memory all-reduce op on first use (~1 minute,
+# then cached): declaring no op compatible makes it use plain gloo collectives (same results).
+deepspeed.ops.__compatible_ops__ = {}
+
+FEATURES, CLASSES, BATCH, LR = 8, 4, 4, 0.05
+
+
+def make_model() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(FEATURES, 16), nn.Tanh(), nn.Linear(16, CLASSES))
+
+
+def make_dataset(n: int) -> TensorDataset:
+    gen = torch.Generator().manual_seed(1)
+    x = torch.randn(n, FEATURES, generator=gen)
+    return TensorDataset(x, (x[:, :CLASSES].argmax(dim=1) + (torch.rand(n, generator=gen) < 0.2)) % CLASSES)
+
+
+def config(stage: int, precision: str, gas: int) -> dict:
+    cfg = {
+        "train_micro_batch_size_per_gpu": BATCH,
+        "gradient_accumulation_steps": gas,
+        "gradient_clipping": 1.0,
+        "zero_optimization": {"stage": stage},
+        "steps_per_print": 10**9,
+        "zero_allow_untested_optimizer": True,  # a client torch.optim.SGD under ZeRO
+    }
+    if precision == "fp16":
+        cfg["fp16"] = {"enabled": True, "initial_scale_power": 8}
+    elif precision == "bf16":
+        cfg["bf16"] = {"enabled": True}
+    return cfg
+
+
+def main() -> None:
+    stage, precision, gas, steps = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    fault = sys.argv[5] if len(sys.argv) > 5 else "none"
+    deepspeed.init_distributed(dist_backend="gloo")
+    model = make_model()
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR, momentum=0.9)
+    engine, _, _, _ = deepspeed.initialize(
+        model=model, optimizer=optimizer, config=config(stage, precision, gas)
+    )
+    world = engine.dp_world_size
+    dataset = make_dataset(BATCH * gas * steps * world)
+    sampler = DistributedSampler(dataset, shuffle=True, seed=0)
+    loader = DataLoader(dataset, batch_size=BATCH, sampler=sampler)
+    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(precision, torch.float32)
+    for x, y in loader:
+        loss = F.cross_entropy(engine(x.to(dtype)).float(), y)
+        engine.backward(loss, scale_wrt_gas=fault != "undivided")
+        engine.step()
+    if len(sys.argv) > 6 and engine.global_rank == 0:
+        torch.save(
+            {k: v.detach().float().clone() for k, v in engine.module.state_dict().items()}, sys.argv[6]
+        )
+
+
+if __name__ == "__main__":
+    main()
