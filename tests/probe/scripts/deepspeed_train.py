@@ -3,6 +3,9 @@
 
     python -m torch.distributed.run --nproc_per_node 2 deepspeed_train.py STAGE PRECISION GAS STEPS [FAULT] [SAVE]
 
+PRECISION: fp32, bf16, fp16 (dynamic loss scale), fp16-static (a static loss scale of 2^24,
+far too large: every step overflows; # fault: fp16-overflow).
+
 FAULT: `none`, or `undivided`: `engine.backward(loss, scale_wrt_gas=False)`, the loss is not
 divided by the accumulation count (# fault: accum-loss-unscaled).
 """
@@ -13,25 +16,12 @@ import deepspeed
 import deepspeed.ops
 import torch
 import torch.nn.functional as F
-from torch import nn
-from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
+from toy_classifier import BATCH, LR, make_dataset, make_model
+from torch.utils.data import DataLoader, DistributedSampler
 
 # DeepSpeed's CPU accelerator JIT-compiles a shared-memory all-reduce op on first use (~1 minute,
 # then cached): declaring no op compatible makes it use plain gloo collectives (same results).
 deepspeed.ops.__compatible_ops__ = {}
-
-FEATURES, CLASSES, BATCH, LR = 8, 4, 4, 0.05
-
-
-def make_model() -> nn.Module:
-    torch.manual_seed(0)
-    return nn.Sequential(nn.Linear(FEATURES, 16), nn.Tanh(), nn.Linear(16, CLASSES))
-
-
-def make_dataset(n: int) -> TensorDataset:
-    gen = torch.Generator().manual_seed(1)
-    x = torch.randn(n, FEATURES, generator=gen)
-    return TensorDataset(x, (x[:, :CLASSES].argmax(dim=1) + (torch.rand(n, generator=gen) < 0.2)) % CLASSES)
 
 
 def config(stage: int, precision: str, gas: int) -> dict:
@@ -45,6 +35,8 @@ def config(stage: int, precision: str, gas: int) -> dict:
     }
     if precision == "fp16":
         cfg["fp16"] = {"enabled": True, "initial_scale_power": 8}
+    elif precision == "fp16-static":  # a static loss scale far too large: every step overflows
+        cfg["fp16"] = {"enabled": True, "loss_scale": 2.0**24}
     elif precision == "bf16":
         cfg["bf16"] = {"enabled": True}
     return cfg
@@ -63,7 +55,9 @@ def main() -> None:
     dataset = make_dataset(BATCH * gas * steps * world)
     sampler = DistributedSampler(dataset, shuffle=True, seed=0)
     loader = DataLoader(dataset, batch_size=BATCH, sampler=sampler)
-    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(precision, torch.float32)
+    dtype = {"fp16": torch.float16, "fp16-static": torch.float16, "bf16": torch.bfloat16}.get(
+        precision, torch.float32
+    )
     for x, y in loader:
         loss = F.cross_entropy(engine(x.to(dtype)).float(), y)
         engine.backward(loss, scale_wrt_gas=fault != "undivided")

@@ -36,8 +36,17 @@ def _has_scaler(ctx: Context) -> bool:
     return bool(cfg and cfg.get("enabled", True)) or bool(np.isfinite(ctx.series.scale).any())
 
 
+def _scaler_name(ctx: Context) -> tuple[str, str]:
+    """Who skips steps on overflow: a GradScaler, or a DeepSpeed engine's own loss scaler."""
+    ds = ctx.config("deepspeed")
+    if ds and ds.get("fp16"):
+        return "DeepSpeed's loss scaler", "DeepSpeed 的损失缩放器"
+    return "The GradScaler", "GradScaler"
+
+
 def _overflow(ctx: Context) -> Finding:
     fid = "fp16-overflow"
+    name, name_zh = _scaler_name(ctx)
     if not _has_scaler(ctx):
         return ruled_out(
             fid,
@@ -66,18 +75,18 @@ def _overflow(ctx: Context) -> Finding:
     if not good.size and skipped.size >= MIN_SKIPS:
         return confirmed(
             fid,
-            f"The GradScaler skipped all {skipped.size} steps (scale {ev['scale_max']:g} → "
+            f"{name} skipped all {skipped.size} steps (scale {ev['scale_max']:g} → "
             f"{ev['scale_min']:g}): no optimizer step was applied.",
-            f"GradScaler 跳过了全部 {skipped.size} 步（缩放系数 {ev['scale_max']:g} → "
+            f"{name_zh} 跳过了全部 {skipped.size} 步（缩放系数 {ev['scale_max']:g} → "
             f"{ev['scale_min']:g}）：没有任何优化步生效。",
             **ev,
         )
     if late.size >= MIN_SKIPS and late.size / n_late >= MIN_SKIP_SHARE:
         return confirmed(
             fid,
-            f"The GradScaler skipped {late.size} steps after step {settle} "
+            f"{name} skipped {late.size} steps after step {settle} "
             f"({late.size / n_late:.1%}); scale went down to {ev['scale_min']:g}.",
-            f"GradScaler 在第 {settle} 步之后跳过了 {late.size} 步（{late.size / n_late:.1%}）；"
+            f"{name_zh} 在第 {settle} 步之后跳过了 {late.size} 步（{late.size / n_late:.1%}）；"
             f"缩放系数降到 {ev['scale_min']:g}。",
             **ev,
         )
