@@ -204,12 +204,22 @@ def test_user_env_file_lines_are_read_as_deepspeeds_runner_reads_them(tmp_path, 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    ("stage", "precision"), [(0, "fp32"), (1, "fp32"), (3, "fp32"), (0, "bf16"), (2, "bf16"), (1, "fp16")]
+    ("stage", "precision", "style"),
+    [
+        (0, "fp32", "none"),
+        (1, "fp32", "none"),
+        (3, "fp32", "none"),
+        (0, "bf16", "none"),
+        (2, "bf16", "none"),
+        (1, "fp16", "none"),
+        (1, "fp32", "torch-style"),  # loss.backward() on the engine's output
+        (2, "fp16", "torch-style"),  # engine.scale(loss).backward()
+    ],
 )
-def test_stages_and_precisions_record_steps_and_keep_parameters(tmp_path, stage, precision):
+def test_stages_and_precisions_record_steps_and_keep_parameters(tmp_path, stage, precision, style):
     out = tmp_path / "run"
-    run_probe(out, _script(stage, precision, "none", str(tmp_path / "probed.pt")), env=_env())
-    run_plain(_script(stage, precision, "none", str(tmp_path / "plain.pt")), env=_env())
+    run_probe(out, _script(stage, precision, style, str(tmp_path / "probed.pt")), env=_env())
+    run_plain(_script(stage, precision, style, str(tmp_path / "plain.pt")), env=_env())
     probed, plain = _load(tmp_path / "probed.pt"), _load(tmp_path / "plain.pt")
     assert probed.keys() == plain.keys() and all(torch.equal(probed[k], plain[k]) for k in probed)
     records = read_rank(out, 0)
@@ -217,6 +227,10 @@ def test_stages_and_precisions_record_steps_and_keep_parameters(tmp_path, stage,
     steps = kind(records, "step")
     assert [s["step"] for s in steps] == list(range(STEPS))  # no extra step from the engine's init
     assert all(s["micro_steps"] == GAS and s["grad_norm"] is not None for s in steps)
+    # the root the gradients come from: loss / GAS, without the fp16 loss scale, either way
+    assert all(
+        close(r, fn["value"] / GAS, rel=1e-3) for s in steps for r, fn in zip(s["losses"], s["loss_fn"])
+    )
     synced = [s["sync"] for s in steps]
     assert all(n[-1] >= 1 for n in synced) and all((n[0] >= 1) == (stage >= 2) for n in synced)
     if precision == "fp32" and stage < 3:

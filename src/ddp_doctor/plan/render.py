@@ -15,6 +15,7 @@ from rich.table import Table
 
 from ddp_doctor.plan.advice import Alternative, Applies, PlanWarning
 from ddp_doctor.plan.planner import CUDA_OVERHEAD_BYTES, FRAGMENTATION, Setup, StrategyPlan
+from ddp_doctor.plan.run_coverage import Coverage, coverage
 
 PLAN_SCHEMA = "ddp-doctor.plan/1"
 GIB = 2**30
@@ -84,7 +85,29 @@ def to_json(
             {"id": h.hypothesis, "findings": list(h.findings), "reason": h.reason} for h in hypotheses
         ],
         "alternatives": [{"flags": a.flags, "fits": a.fits} for a in alternatives],
+        "run_coverage": [
+            {
+                "setup": c.setup,
+                "engine": c.engine,
+                "diagnosable": c.diagnosable,
+                "measured": c.measured,
+                "missed": c.missed,
+            }
+            for c in run_coverage(setup, plans, alternatives)
+        ],
     }
+
+
+def run_coverage(setup: Setup, plans: list[StrategyPlan], alternatives: list[Alternative]) -> list[Coverage]:
+    """What `ddp-doctor run` measures on the strategies shown and the flags used or suggested."""
+    flags = {word for a in alternatives for word in a.flags.split() if word.startswith("--")}
+    used = (
+        ("--offload", setup.offload),
+        ("--checkpointing", setup.checkpointing),
+        ("--lora-rank", setup.lora_rank),
+    )
+    flags |= {flag for flag, on in used if on}
+    return coverage([p.strategy for p in plans], flags)
 
 
 def _strategy_json(p: StrategyPlan, setup: Setup) -> dict[str, Any]:
@@ -224,4 +247,9 @@ def render_text(
     console.print("\nHypotheses that apply to this setup (catalog IDs; `ddp-doctor run` measures them):")
     for h in hypotheses:
         console.print(f"  {h.hypothesis or '(ungrouped)'}: watch {', '.join(h.findings)} — {h.reason}")
+    console.print("\nWhat `ddp-doctor run` can diagnose on these setups:")
+    for c in run_coverage(setup, plans, alternatives):
+        console.print(f"  {c.setup} ({c.engine}): {c.diagnosable} — measured: {c.measured}")
+        if c.missed:
+            console.print(f"    `run` cannot diagnose: {c.missed}")
     return buf.getvalue()

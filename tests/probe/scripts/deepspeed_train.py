@@ -7,7 +7,8 @@ PRECISION: fp32, bf16, fp16 (dynamic loss scale), fp16-static (a static loss sca
 far too large: every step overflows; # fault: fp16-overflow).
 
 FAULT: `none`, or `undivided`: `engine.backward(loss, scale_wrt_gas=False)`, the loss is not
-divided by the accumulation count (# fault: accum-loss-unscaled).
+divided by the accumulation count (# fault: accum-loss-unscaled); or `torch-style`: a correct
+`loss.backward()` (fp16: `engine.scale(loss).backward()`) instead of engine.backward.
 """
 
 import sys
@@ -16,8 +17,8 @@ import deepspeed
 import deepspeed.ops
 import torch
 import torch.nn.functional as F
-from toy_classifier import BATCH, LR, make_dataset, make_model
 from torch.utils.data import DataLoader, DistributedSampler
+from toy_classifier import BATCH, LR, make_dataset, make_model
 
 # DeepSpeed's CPU accelerator JIT-compiles a shared-memory all-reduce op on first use (~1 minute,
 # then cached): declaring no op compatible makes it use plain gloo collectives (same results).
@@ -60,7 +61,10 @@ def main() -> None:
     )
     for x, y in loader:
         loss = F.cross_entropy(engine(x.to(dtype)).float(), y)
-        engine.backward(loss, scale_wrt_gas=fault != "undivided")
+        if fault == "torch-style":  # loss.backward() on the engine's output (ZeRO >= 1 only)
+            (engine.scale(loss) if precision.startswith("fp16") else loss).backward()
+        else:
+            engine.backward(loss, scale_wrt_gas=fault != "undivided")
         engine.step()
     if len(sys.argv) > 6 and engine.global_rank == 0:
         torch.save(

@@ -58,6 +58,9 @@ REDUCTIONS = (
 _backward_nesting = Nesting()
 _step_nesting = Nesting()
 _configured: weakref.WeakSet[Any] = weakref.WeakSet()
+# id() of this window's micro-steps whose root is final: those of engine.backward, and torch-style
+# `loss.backward()` ones once _torch_style_roots fixed them; emptied when the window closes
+_engine_micros: set[int] = set()
 _local = threading.local()  # .before: micro-steps before the engine.backward running in this thread
 
 
@@ -176,6 +179,7 @@ def _backward_done(engine: Any, loss: Any, scale_wrt_gas: bool, before: int | No
     if scale_wrt_gas:
         root = root / _getter(engine, "gradient_accumulation_steps")
     micros[-1].loss, micros[-1].scale = root, None
+    _engine_micros.add(id(micros[-1]))
 
 
 @guarded("deepspeed")
@@ -205,6 +209,7 @@ def _before_step(engine: Any) -> dict[str, Any]:
         "lr": [float(v) for v in (_getter(engine, "get_lr") or [])],
         "grad_sq": None,
     }
+    _torch_style_roots(engine)
     stage = _getter(engine, "zero_optimization_stage") or 0
     if (
         stage == 0
@@ -219,6 +224,22 @@ def _before_step(engine: Any) -> dict[str, Any]:
     return state
 
 
+def _torch_style_roots(engine: Any) -> None:
+    """Micro-steps whose backward was `loss.backward()` on the engine's output, not engine.backward:
+    the engine's output hooks divide those gradients by GAS, and with fp16 the root is
+    `engine.scale(loss)` (loss × the current scale, which only changes at a step). Record the root
+    the gradients come from, as for engine.backward: recorded root / GAS / scale."""
+    steps = PROBE.steps
+    torch_style = [m for m in steps.micros if id(m) not in _engine_micros]
+    if not torch_style:
+        return
+    divisor = float(_getter(engine, "gradient_accumulation_steps") or 1) * (loss_scale(engine) or 1.0)
+    for m in torch_style:
+        _engine_micros.add(id(m))  # fixed once (engine.step() runs after every micro-step)
+        if m.loss is not None:
+            m.loss = m.loss / divisor
+
+
 @guarded("deepspeed")
 def _after_step(engine: Any, state: dict[str, Any] | None) -> None:
     from ddp_doctor.probe.instruments.optimizer import finish_step, primary
@@ -227,6 +248,8 @@ def _after_step(engine: Any, state: dict[str, Any] | None) -> None:
     steps.engine_step = False
     if state is None:
         return
+    if steps.step != state["window"]:
+        _engine_micros.clear()  # that window's micro-steps are gone
     gs = getattr(engine, "global_steps", None)
     if not isinstance(gs, int) or not isinstance(state["global_steps"], int) or gs <= state["global_steps"]:
         if steps.pending is not None:  # not a boundary, but something closed a window: write it
@@ -242,6 +265,7 @@ def _after_step(engine: Any, state: dict[str, Any] | None) -> None:
         if steps.pending is not None:
             steps.write_pending()
         steps.close(state["lr"], skipped=True)
+    _engine_micros.clear()
     record = steps.pending
     if record is None:
         return
