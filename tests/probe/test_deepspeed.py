@@ -52,7 +52,7 @@ def _env(**extra: str) -> dict[str, str]:
     return base_env(DS_ACCELERATOR="cpu", **extra)
 
 
-def _script(stage: int, precision: str, *rest: str) -> list[str]:
+def _script(stage: int | str, precision: str, *rest: str) -> list[str]:
     return torchrun("deepspeed_train.py", str(stage), precision, str(GAS), str(STEPS), *rest)
 
 
@@ -214,6 +214,7 @@ def test_user_env_file_lines_are_read_as_deepspeeds_runner_reads_them(tmp_path, 
         (1, "fp16", "none"),
         (1, "fp32", "torch-style"),  # loss.backward() on the engine's output
         (2, "fp16", "torch-style"),  # engine.scale(loss).backward()
+        ("2+offload", "fp32", "none"),  # ZeRO-Offload (optimizer on the CPU)
     ],
 )
 def test_stages_and_precisions_record_steps_and_keep_parameters(tmp_path, stage, precision, style):
@@ -224,6 +225,9 @@ def test_stages_and_precisions_record_steps_and_keep_parameters(tmp_path, stage,
     assert probed.keys() == plain.keys() and all(torch.equal(probed[k], plain[k]) for k in probed)
     records = read_rank(out, 0)
     assert not kind(records, "probe_error")
+    (cfg,) = kind(records, "config", "deepspeed")
+    assert cfg["offload_optimizer"] == ("cpu" if "offload" in str(stage) else None)
+    stage = int(str(stage).split("+")[0])
     steps = kind(records, "step")
     assert [s["step"] for s in steps] == list(range(STEPS))  # no extra step from the engine's init
     assert all(s["micro_steps"] == GAS and s["grad_norm"] is not None for s in steps)
@@ -251,3 +255,20 @@ def test_static_fp16_loss_scale_that_overflows_every_step_is_confirmed(tmp_path)
     assert all(s["skipped"] and s["found_inf"] and s["scale"] == 2.0**24 for s in steps)
     finding = _findings(out)["fp16-overflow"]
     assert finding.status == "confirmed" and "DeepSpeed" in finding.summary
+
+
+@pytest.mark.slow
+def test_a_failing_engine_instrument_is_disabled_and_changes_nothing(tmp_path):
+    out = tmp_path / "run"
+    run_probe(
+        out,
+        _script(2, "fp32", "none", str(tmp_path / "probed.pt")),
+        env=_env(DDP_DOCTOR_PROBE_FAULT="deepspeed"),
+    )
+    run_plain(_script(2, "fp32", "none", str(tmp_path / "plain.pt")), env=_env())
+    probed, plain = _load(tmp_path / "probed.pt"), _load(tmp_path / "plain.pt")
+    assert all(torch.equal(probed[k], plain[k]) for k in plain)
+    records = read_rank(out, 0)
+    assert [e["instrument"] for e in kind(records, "probe_error")] == ["deepspeed"]
+    # the torch-level instruments still record every optimizer step
+    assert len(kind(records, "step")) == STEPS

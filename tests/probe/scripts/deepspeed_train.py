@@ -3,6 +3,7 @@
 
     python -m torch.distributed.run --nproc_per_node 2 deepspeed_train.py STAGE PRECISION GAS STEPS [FAULT] [SAVE]
 
+STAGE: 0-3, or e.g. 2+offload (offload_optimizer to the CPU).
 PRECISION: fp32, bf16, fp16 (dynamic loss scale), fp16-static (a static loss scale of 2^24,
 far too large: every step overflows; # fault: fp16-overflow).
 
@@ -25,12 +26,16 @@ from toy_classifier import BATCH, LR, make_dataset, make_model
 deepspeed.ops.__compatible_ops__ = {}
 
 
-def config(stage: int, precision: str, gas: int) -> dict:
+def config(stage: str, precision: str, gas: int) -> dict:
+    zero = {"stage": int(stage.split("+")[0])}
+    if stage.endswith("+offload"):  # ZeRO-Offload: optimizer states and step on the CPU
+        zero["offload_optimizer"] = {"device": "cpu"}
     cfg = {
         "train_micro_batch_size_per_gpu": BATCH,
         "gradient_accumulation_steps": gas,
         "gradient_clipping": 1.0,
-        "zero_optimization": {"stage": stage},
+        "zero_optimization": zero,
+        "zero_force_ds_cpu_optimizer": False,  # offload with the client torch.optim.SGD (no JIT op)
         "steps_per_print": 10**9,
         "zero_allow_untested_optimizer": True,  # a client torch.optim.SGD under ZeRO
     }
@@ -44,7 +49,7 @@ def config(stage: int, precision: str, gas: int) -> dict:
 
 
 def main() -> None:
-    stage, precision, gas, steps = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    stage, precision, gas, steps = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     fault = sys.argv[5] if len(sys.argv) > 5 else "none"
     deepspeed.init_distributed(dist_backend="gloo")
     model = make_model()

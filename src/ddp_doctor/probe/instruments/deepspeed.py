@@ -106,6 +106,12 @@ def _suspend(value: bool) -> None:
     PROBE.steps.suspended = value
 
 
+def _reset(flag: str) -> None:
+    """Clear a StepAccumulator flag set around an engine call, whatever happened to the instrument."""
+    if PROBE.steps is not None:
+        setattr(PROBE.steps, flag, False)
+
+
 @guarded("deepspeed")
 def _constructed(engine: Any) -> None:
     if engine in _configured:
@@ -309,7 +315,7 @@ def install() -> None:
             try:
                 original(self, *args, **kwargs)
             finally:
-                _suspend(False)
+                _reset("suspended")  # unguarded: a disabled instrument must not leave it set
             _constructed(self)
 
         return __init__
@@ -340,6 +346,7 @@ def install() -> None:
                     return original(self, *args, **kwargs)
                 finally:
                     _after_step(self, state)
+                    _reset("engine_step")
 
         return step
 
