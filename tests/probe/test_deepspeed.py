@@ -91,6 +91,9 @@ def test_zero2_engine_steps_norms_and_bit_identical_parameters(tmp_path):
     for rank in range(WORLD):
         records = read_rank(out, rank)
         assert not kind(records, "probe_error")
+        assert not kind(
+            records, "config", "compile"
+        )  # DeepSpeed's own torch.compile'd helpers are not the model
         (cfg,) = kind(records, "config", "deepspeed")
         assert (cfg["zero_stage"], cfg["gradient_accumulation_steps"], cfg["dp_world_size"]) == (
             2,
@@ -237,7 +240,7 @@ def test_stages_and_precisions_record_steps_and_keep_parameters(tmp_path, stage,
     )
     synced = [s["sync"] for s in steps]
     assert all(n[-1] >= 1 for n in synced) and all((n[0] >= 1) == (stage >= 2) for n in synced)
-    if precision == "fp32" and stage < 3:
+    if precision == "fp32":
         assert close(steps[0]["grad_norm"], _step0_global_norm(), rel=1e-5)
     if precision == "fp16":
         assert all(isinstance(s["scale"], float) for s in steps)

@@ -8,8 +8,10 @@ Both orders work on torch 2.13 (docs/probe.md, measured facts); the record lets 
 
 from __future__ import annotations
 
+import sys
 import weakref
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -24,9 +26,21 @@ def _target(model: Any) -> Any:
     return getattr(model, "__self__", model)  # Module.compile passes the bound `_call_impl`
 
 
+def _library_function(target: Any) -> bool:
+    """A plain function defined in an installed package: a library compiling its own kernels at
+    import (DeepSpeed decorates optimizer helpers with torch.compile), not the user's model."""
+    if isinstance(target, torch.nn.Module):
+        return False
+    module = sys.modules.get(getattr(target, "__module__", None) or "")
+    path = getattr(module, "__file__", None) or ""
+    return any(part in ("site-packages", "dist-packages") for part in Path(path).parts)
+
+
 @guarded("compile")
 def _compiled(model: Any, out: Any, kwargs: dict[str, Any]) -> None:
     target = _target(model)
+    if _library_function(target):
+        return
     backend = kwargs.get("backend", "inductor")
     record = {
         "kind": "config",
