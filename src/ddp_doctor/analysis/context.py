@@ -89,6 +89,22 @@ class Context:
         return max((len(d.steps) for d in self.run.ranks.values() if d.steps is not None), default=0)
 
 
+def deepspeed_owns_weights(run: RunData) -> str | None:
+    """Why per-parameter gradients and updates are not recorded on this run's DeepSpeed engine
+    (ZeRO ≥ 1 or fp16/bf16: they live in the engine's flat partitions when its optimizer steps, so
+    probe/instruments/deepspeed.py switches the unused-parameter, update and `full` records off);
+    None otherwise."""
+    ds = run.config("deepspeed")
+    if not ds or not (ds.get("zero_stage") or ds.get("fp16") or ds.get("bf16")):
+        return None
+    how = (
+        f"ZeRO stage {ds.get('zero_stage')}"
+        if ds.get("zero_stage")
+        else ("fp16" if ds.get("fp16") else "bf16")
+    )
+    return f"DeepSpeed engine with {how}: gradients and updated weights live in the engine's partitions"
+
+
 # Gradient-norm spikes are judged against a rolling window (quantities/spikes.py, MIN_HISTORY);
 # with fewer recorded norms than this the series is not used at all.
 MIN_GRAD_NORM_STEPS = 10

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ddp_doctor.analysis.context import Context
+from ddp_doctor.analysis.context import Context, deepspeed_owns_weights
 from ddp_doctor.analysis.make import confirmed, not_measured, observed, ruled_out
 from ddp_doctor.findings import Finding
 
@@ -48,6 +48,13 @@ def _find_unused(ctx: Context) -> Finding:
 def _unused(ctx: Context) -> Finding:
     fid = "unused-parameters"
     last = {r: d.unused[-1] for r, d in ctx.run.ranks.items() if d.unused}
+    engine = deepspeed_owns_weights(ctx.run)
+    if not last and engine is not None:
+        return not_measured(
+            fid,
+            f"Unused parameters are not recorded on this setup ({engine}).",
+            f"此设置下不记录未使用的参数（{engine}）。",
+        )
     if not last:
         return not_measured(
             fid,

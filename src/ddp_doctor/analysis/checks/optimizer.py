@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ddp_doctor.analysis.context import Context
+from ddp_doctor.analysis.context import Context, deepspeed_owns_weights
 from ddp_doctor.analysis.make import confirmed, coverage, fmt, inconclusive, not_measured, ruled_out
 from ddp_doctor.analysis.quantities.ratios import ADAM_EPS_SHARE
 from ddp_doctor.analysis.quantities.update_ratio import EARLY_STEPS, MIN_SAMPLES, NOT_JUDGED, THRESHOLDS
@@ -73,6 +73,14 @@ def _eps(ctx: Context) -> Finding:
 
 def update_ratio(ctx: Context) -> Finding:
     fid, u = "update-ratio-high", ctx.updates
+    engine = deepspeed_owns_weights(ctx.run)
+    if u is None and engine is not None:
+        return not_measured(
+            fid,
+            f"Update/parameter ratios are not recorded on this setup ({engine}).",
+            f"此设置下不记录更新量/参数比（{engine}）。",
+            level=ctx.level,
+        )
     if u is None:
         return not_measured(
             fid,
