@@ -140,6 +140,9 @@ def test_fast_chunked_and_per_line_paths_give_the_same_columns(make_run, monkeyp
             a, b = getattr(fast.steps, f.name), getattr(other.steps, f.name)
             if isinstance(a, np.ndarray):
                 assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), f.name
+            elif isinstance(a, dict):  # `extra`: declared numeric step fields (e.g. grad_norm) as arrays
+                assert a.keys() == b.keys(), f.name
+                assert all(np.array_equal(a[k], b[k], equal_nan=True) for k in a), f.name
             else:
                 assert a == b, f.name
         assert (fast.configs, fast.replica, fast.header, fast.end) == (
