@@ -110,9 +110,9 @@ def _grad_spike(ctx: Context) -> Finding:
         return not_measured(
             fid,
             f"Gradient norms on {n} optimizer steps (need {MIN_GRAD_NORM_STEPS}; from the "
-            "DDP comm hook or clip_grad_norm_ calls).",
-            f"仅 {n} 个优化步有梯度范数（至少需要 {MIN_GRAD_NORM_STEPS} 个；来自 DDP 通信钩子或 "
-            "clip_grad_norm_ 调用）。",
+            "DDP comm hook, a DeepSpeed engine or clip_grad_norm_ calls).",
+            f"仅 {n} 个优化步有梯度范数（至少需要 {MIN_GRAD_NORM_STEPS} 个；来自 DDP 通信钩子、"
+            "DeepSpeed 引擎或 clip_grad_norm_ 调用）。",
             steps_with_grad_norm=n,
         )
     sp = ctx.grad_spikes
