@@ -56,7 +56,7 @@ def user_lines(environ: Mapping[str, str], cwd: Path | None = None) -> list[str]
 
 def write_env_file(launcher_dir: Path, probe_env: Mapping[str, str], environ: Mapping[str, str]) -> Path:
     """Write RUN/launcher/deepspeed_env (the user's lines, then the probe's); return its path."""
-    from ddp_doctor.probe.launcher import write_private
+    from ddp_doctor.safe_write import PRIVATE_FILE, write_text
 
     lines = user_lines(environ)
     skipped = []
@@ -74,5 +74,5 @@ def write_env_file(launcher_dir: Path, probe_env: Mapping[str, str], environ: Ma
         )
     launcher_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     path = launcher_dir / FILE_NAME
-    write_private(path, "".join(line + "\n" for line in lines))
+    write_text(path, "".join(line + "\n" for line in lines), mode=PRIVATE_FILE)
     return path
