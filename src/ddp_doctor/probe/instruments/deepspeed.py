@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -309,8 +310,8 @@ def install() -> None:
     import deepspeed.comm
     from deepspeed.runtime.engine import DeepSpeedEngine
 
-    def make_init(original):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def make_init(original: Callable[..., Any]) -> Callable[..., Any]:
+        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
             _suspend(True)
             try:
                 original(self, *args, **kwargs)
@@ -320,8 +321,8 @@ def install() -> None:
 
         return __init__
 
-    def make_backward(original):
-        def backward(self, loss, *args: Any, **kwargs: Any) -> Any:
+    def make_backward(original: Callable[..., Any]) -> Callable[..., Any]:
+        def backward(self: Any, loss: Any, *args: Any, **kwargs: Any) -> Any:
             with _backward_nesting.enter() as outer:
                 if not outer:
                     return original(self, loss, *args, **kwargs)
@@ -336,8 +337,8 @@ def install() -> None:
 
         return backward
 
-    def make_step(original):
-        def step(self, *args: Any, **kwargs: Any) -> Any:
+    def make_step(original: Callable[..., Any]) -> Callable[..., Any]:
+        def step(self: Any, *args: Any, **kwargs: Any) -> Any:
             with _step_nesting.enter() as outer:
                 if not outer:
                     return original(self, *args, **kwargs)
@@ -350,7 +351,7 @@ def install() -> None:
 
         return step
 
-    def make_reduction(original):
+    def make_reduction(original: Callable[..., Any]) -> Callable[..., Any]:
         def reduction(*args: Any, **kwargs: Any) -> Any:
             _on_reduction()
             return original(*args, **kwargs)
