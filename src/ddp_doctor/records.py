@@ -263,6 +263,7 @@ CONFIG_FIELDS: dict[str, tuple[Field, ...]] = {
         F("hsdp", "bool"),
         F("shard_group_size", "int"),
         F("replicas", "int"),
+        F("shard_rank", "int"),
         F("use_orig_params", "bool"),
         F("cpu_offload", "bool"),
         F("param_dtype", "str"),

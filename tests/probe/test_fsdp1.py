@@ -45,6 +45,9 @@ def test_fsdp1_torch_clip_on_shards_is_confirmed_with_norms_matching_a_direct_co
     assert finding.status == "confirmed"
     assert close(finding.evidence["full_grad_norm"] ** 2, want.global_sq)
     assert len(set(finding.evidence["rank_clip_norms"].values())) == WORLD
+    # each rank checksums a different shard: no false replica-divergence
+    assert all(kind(read_rank(out, r), "config", "fsdp")[0]["shard_rank"] == r for r in range(WORLD))
+    assert _finding(out, "replica-divergence").status == "not-measured"
 
 
 @pytest.mark.slow
@@ -67,3 +70,6 @@ def test_hsdp_with_the_fsdp_clip_method_is_ruled_out_and_leaves_parameters_bit_i
         # replicated shards: Σ_ranks / replicas is the full gradient's squared norm
         assert close(sum(s[i]["grad_sq_global"][-1] for s in steps) / 2, want.global_sq)
     assert _finding(out, "fsdp-clip-wrong").status == "ruled-out"
+    # replicas of the same shard (ranks 0/2, 1/3) are compared, and agree
+    replica = _finding(out, "replica-divergence")
+    assert replica.status == "ruled-out" and "same FSDP1 shard" in replica.summary

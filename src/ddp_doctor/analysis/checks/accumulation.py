@@ -152,6 +152,21 @@ def _replicas(ctx: Context) -> Finding:
     for r, data in ctx.run.ranks.items():
         for rec in data.replica:
             by_step.setdefault(int(rec.get("step", -1)), {})[r] = rec
+    sharded = _sharded_fsdp1(ctx)
+    if sharded is not None:
+        recorded, by_step = bool(by_step), _same_shard_only(by_step, sharded)
+        if recorded and not by_step:
+            fsdp = ctx.config("fsdp") or {}
+            return not_measured(
+                fid,
+                f"FSDP1 {fsdp.get('sharding_strategy')} shards the parameters "
+                f"(shard group of {fsdp.get('shard_group_size')}, {fsdp.get('replicas')} replica(s)): "
+                "checksums are comparable only between ranks holding the same shard, and no two do.",
+                f"FSDP1 {fsdp.get('sharding_strategy')} 对参数分片（分片组 {fsdp.get('shard_group_size')}，"
+                f"{fsdp.get('replicas')} 个副本）：只有持有同一分片的 rank 之间的校验和可比，而没有两个 rank 持有同一分片。",
+                sharding_strategy=fsdp.get("sharding_strategy"),
+                shard_group_size=fsdp.get("shard_group_size"),
+            )
     common = sorted(s for s, recs in by_step.items() if len(recs) >= 2)
     if len(ctx.run.ranks) < 2 or not common:
         return not_measured(
@@ -167,9 +182,11 @@ def _replicas(ctx: Context) -> Finding:
     for s in common:
         recs = by_step[s]
         vecs = {r: rec.get("params") or [] for r, rec in recs.items()}
-        ref_rank = min(vecs)
-        ref = vecs[ref_rank]
-        for r, v in sorted(vecs.items()):
+        pairs = []  # (reference rank, rank): the lowest rank of each shard group is the reference
+        for group in _shard_groups(list(vecs), sharded):
+            pairs += [(group[0], r) for r in group[1:]]
+        for ref_rank, r in pairs:
+            ref, v = vecs[ref_rank], vecs[r]
             if v != ref:
                 diff = [i for i, (a, b) in enumerate(zip(ref, v)) if a != b] or [min(len(ref), len(v))]
                 name = names[diff[0]] if diff[0] < len(names) else f"parameter #{diff[0]}"
@@ -192,11 +209,14 @@ def _replicas(ctx: Context) -> Finding:
                     threshold="any bit difference of the per-parameter checksums",
                 )
         previous = s
+    among = " holding the same FSDP1 shard" if sharded is not None else ""
+    among_zh = "（持有同一 FSDP1 分片者之间）" if sharded is not None else ""
     shown = ", ".join(str(x) for x in (common if len(common) <= 6 else [*common[:4], "…", common[-1]]))
     return ruled_out(
         fid,
-        f"Bit-exact replica checksums agree on all ranks at {len(common)} checked step(s) (last {common[-1]}).",
-        f"在检查的 {len(common)} 个步（最后为第 {common[-1]} 步）所有 rank 的逐位校验和一致。",
+        f"Bit-exact replica checksums agree on all ranks{among} at {len(common)} checked step(s) "
+        f"(last {common[-1]}).",
+        f"在检查的 {len(common)} 个步（最后为第 {common[-1]} 步）所有 rank{among_zh}的逐位校验和一致。",
         coverage=coverage(
             common[-1] + 1,
             max(ctx.optimizer_steps, common[-1] + 1),
@@ -208,6 +228,49 @@ def _replicas(ctx: Context) -> Finding:
         final_checksum=bool(finals),
         threshold="any bit difference of the per-parameter checksums",
     )
+
+
+def _sharded_fsdp1(ctx: Context) -> dict[int, int] | None:
+    """rank → shard index on a sharded FSDP1/HSDP run (each rank checksums only its shard of the flat
+    parameters, so only ranks holding the same shard are replicas); None when parameters are
+    replicated (DDP, NO_SHARD) or FSDP2 (whose shards the probe does not checksum)."""
+    fsdp = ctx.config("fsdp")
+    if not fsdp or fsdp.get("version") != 1 or int(fsdp.get("shard_group_size") or 1) <= 1:
+        return None
+    shards: dict[int, int] = {}
+    for r, data in ctx.run.ranks.items():
+        cfg = data.config("fsdp")
+        shard = cfg.get("shard_rank") if cfg else None
+        # runs recorded before `shard_rank` existed: nothing is known to be comparable
+        shards[r] = shard if isinstance(shard, int) and not isinstance(shard, bool) else -1 - r
+    return shards
+
+
+def _same_shard_only(
+    by_step: dict[int, dict[int, dict[str, Any]]], shards: dict[int, int]
+) -> dict[int, dict[int, dict[str, Any]]]:
+    kept = {}
+    for step, recs in by_step.items():
+        keep = {
+            r: rec
+            for group in _shard_groups(list(recs), shards)
+            if len(group) >= 2
+            for r in group
+            for rec in [recs[r]]
+        }
+        if len(keep) >= 2:
+            kept[step] = keep
+    return kept
+
+
+def _shard_groups(ranks: list[int], shards: dict[int, int] | None) -> list[list[int]]:
+    """Ranks grouped by the shard they hold (one group of all ranks when parameters are replicated)."""
+    if shards is None:
+        return [sorted(ranks)]
+    groups: dict[int, list[int]] = {}
+    for r in sorted(ranks):
+        groups.setdefault(shards.get(r, -1 - r), []).append(r)
+    return list(groups.values())
 
 
 def _uneven(ctx: Context) -> Finding:

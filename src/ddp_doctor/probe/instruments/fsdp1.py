@@ -72,6 +72,7 @@ def _emit_config() -> None:
         return
     _emitted = True
     world = dist.get_world_size() if dist.is_initialized() else 1
+    rank = dist.get_rank() if dist.is_initialized() else 0
     for model in (ref() for ref in _roots):
         if model is None:
             continue
@@ -92,6 +93,9 @@ def _emit_config() -> None:
                 "hsdp": name.startswith(("HYBRID_SHARD", "_HYBRID_SHARD")),
                 "shard_group_size": shard,
                 "replicas": max(world // max(shard, 1), 1),
+                # which shard this rank holds: replica checksums compare only ranks with the same
+                # shard (a local query of the shard group, no collective)
+                "shard_rank": 0 if shard == 1 else (dist.get_rank(group) if group is not None else rank),
                 "use_orig_params": bool(getattr(model, "_use_orig_params", False)),
                 "cpu_offload": bool(getattr(getattr(model, "cpu_offload", None), "offload_params", False)),
                 "param_dtype": str(getattr(mp, "param_dtype", None) or "").removeprefix("torch.") or None,
