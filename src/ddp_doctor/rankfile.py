@@ -564,6 +564,11 @@ def to_columns(table: pa.Table, rank: int, probs: Problems | None = None) -> Ste
     listed = {name: _list(table, name) for name in micro_lists}
     longest = np.max(np.stack([ln for _, _, ln in listed.values()]), axis=0) if n else np.zeros(0, np.int64)
     declared = _ints(table["micro_steps"], -1)
+    negative = int(pc.sum(pc.less(table["micro_steps"], 0)).as_py() or 0) if n else 0
+    if negative and probs is not None:  # missing counts are null; a negative one is damage
+        probs.add(
+            f"rank {rank}: {negative} step record(s) with a negative micro_steps; their lists' length used"
+        )
     micro = np.where(declared < 0, longest, declared)
     over = micro > longest
     if over.any():  # a count the lists do not back (micro_steps 1e9) sizes nothing

@@ -47,6 +47,7 @@ from ddp_doctor.records import (
     manifest_path,
     rank_file,
 )
+from ddp_doctor.teardown import EXITS_SUBDIR, launcher_failures
 
 __all__ = [
     "CACHE_DIR",
@@ -249,6 +250,9 @@ def read_run(run_dir: Path | str, use_cache: bool = True) -> RunData:
         )
     if not has_manifest:
         probs.add(f"{MANIFEST} is missing; using the rank files alone", damage=False)
+    claimed = manifest.get("ranks")  # rank files present when the command ended
+    if isinstance(claimed, int) and not isinstance(claimed, bool) and not 0 <= claimed <= len(named):
+        probs.add(f"{MANIFEST} says {claimed} rank file(s) were written; {len(named)} found")
     if manifest:
         problem = records.schema_problem(manifest.get("schema", RUN_SCHEMA), RUN_SCHEMA)
         if problem:
@@ -289,6 +293,10 @@ def read_run(run_dir: Path | str, use_cache: bool = True) -> RunData:
             damage=False,
         )
     _check_ends(manifest, ranks, in_progress, probs)
+    notes: list[str] = []
+    launcher_failures(path / EXITS_SUBDIR, notes)
+    for note in notes:
+        probs.add(note)
     trainer_metrics = _read_trainer_metrics(records.trainer_metrics_path(path), probs)
     return RunData(
         path=path,
@@ -310,6 +318,13 @@ def _world_size(manifest: dict[str, Any], ranks: dict[int, RankData], probs: Pro
         for r in ranks.values()
         if r.header and isinstance(r.header.get("world_size"), int) and r.header["world_size"] > 0
     }
+    nonpositive = sorted(
+        rank
+        for rank, r in ranks.items()
+        if r.header and isinstance(r.header.get("world_size"), int) and r.header["world_size"] <= 0
+    )
+    if nonpositive:
+        probs.add(f"rank header(s) of rank(s) {_ranges(nonpositive)}: world_size below 1; not believed")
     if len(sizes) > 1:
         probs.add(f"rank headers disagree on world_size: {sorted(sizes)[:8]}")
     env: dict[str, Any] = manifest["env"] if isinstance(manifest.get("env"), dict) else {}
@@ -372,14 +387,19 @@ def _read_trainer_metrics(path: Path, probs: Problems) -> list[dict[str, Any]]:
     except OSError as exc:
         probs.add(f"{TRAINER_DIR}/{path.name}: cannot read ({exc}); ignored")
         return []
-    out = []
+    out, bad = [], 0
     for line in raw.split(b"\n"):
         try:
             rec = json.loads(line)
         except (ValueError, RecursionError):
+            bad += bool(line.strip())
             continue
         if isinstance(rec, dict) and not records.depth_exceeds(rec, records.MAX_DEPTH):
             out.append(rec)
+        else:
+            bad += 1
+    if bad:
+        probs.add(f"{TRAINER_DIR}/{path.name}: {bad} line(s) that are not JSON objects skipped", damage=False)
     return out
 
 

@@ -163,8 +163,10 @@ def rank_tails(run_dir: Path) -> tuple[int | None, dict[int, RankTail]]:
     return world, tails
 
 
-def launcher_failures(directory: Path) -> dict[int, int] | None:
-    """{global rank: exit code} from the launcher's failure reports; None when there is none."""
+def launcher_failures(directory: Path, problems: list[str] | None = None) -> dict[int, int] | None:
+    """{global rank: exit code} from the launcher's failure reports; None when there is none.
+    A report that is not a readable JSON object with a `failures` object is skipped and, when
+    ``problems`` is given, named there."""
     try:
         files = sorted(Path(directory).glob("exits-*.json"))[:MAX_EXIT_FILES]
     except OSError:
@@ -175,6 +177,11 @@ def launcher_failures(directory: Path) -> dict[int, int] | None:
         record = _record(data[0]) if data is not None else None
         failures = record.get("failures") if record is not None else None
         if not isinstance(failures, dict):
+            if problems is not None:
+                problems.append(
+                    f"{EXITS_SUBDIR}/{f.name[:80]!r}: not a launcher failure report (unreadable, not a "
+                    "JSON object, or no `failures` object); how the ranks exited may be unknown"
+                )
             continue
         found = found if found is not None else {}
         for rank, failure in failures.items():

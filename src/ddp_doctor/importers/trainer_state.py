@@ -11,6 +11,7 @@ gathered over ranks.
 from __future__ import annotations
 
 import json
+import stat
 from pathlib import Path
 
 from ddp_doctor.importers.series import LogSeries, finite_or_nan
@@ -23,12 +24,15 @@ def read_trainer_state(path: Path) -> LogSeries:
     from ddp_doctor.importers.detect import LogImportError
 
     try:
-        size = path.stat().st_size
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode):  # a FIFO or device would block or never end
+            raise LogImportError(f"{path}: not a regular file")
+        size = st.st_size
         if size > MAX_BYTES:
             raise LogImportError(f"{path}: {size} bytes is too large for a trainer_state.json")
         state = json.loads(path.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, ValueError) as exc:
-        raise LogImportError(f"{path}: not readable as JSON ({exc})") from None
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: JSON nested thousands deep
+        raise LogImportError(f"{path}: not readable as JSON ({type(exc).__name__}: {exc})") from None
     if not isinstance(state, dict) or not isinstance(state.get("log_history"), list):
         raise LogImportError(f"{path}: no `log_history` list: not a HF trainer_state.json")
     out = LogSeries(source="trainer_state", path=str(path), scalars={}, step_base=1)

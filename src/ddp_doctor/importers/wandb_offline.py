@@ -66,13 +66,13 @@ def read_wandb_offline(path: Path) -> LogSeries:
         for line in proc.stdout:
             try:
                 rec = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):
                 bad += 1
                 continue
             if not isinstance(rec, dict) or rec.get("type") != "history":
                 continue
             hist = rec.get("history") or {}
-            item = hist.get("item") or {}
+            item = (hist.get("item") if isinstance(hist, dict) else None) or {}
             if not isinstance(item, dict):
                 continue
             step: Any = next(
@@ -81,10 +81,11 @@ def read_wandb_offline(path: Path) -> LogSeries:
             if step is not None:
                 global_step_seen = True
             else:
-                step = (hist.get("step") or {}).get("num", item.get("_step"))
+                num = hist.get("step") if isinstance(hist, dict) else None
+                step = num.get("num", item.get("_step")) if isinstance(num, dict) else item.get("_step")
             try:
                 step = int(step)
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):  # OverflowError: a step of inf
                 bad += 1
                 continue
             rows += 1

@@ -53,9 +53,11 @@ def _read(pyproject: Path) -> LintConfig:
         )
     try:
         data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        return LintConfig(root=root, problems=(f"{pyproject}: cannot read: {exc}",))
-    section = data.get("tool", {}).get("ddp-doctor", {})
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as exc:
+        reason = "nested too deep" if isinstance(exc, RecursionError) else exc
+        return LintConfig(root=root, problems=(f"{pyproject}: cannot read: {reason}",))
+    tool = data.get("tool", {})
+    section = tool.get("ddp-doctor", {}) if isinstance(tool, dict) else {}
     if not isinstance(section, dict):
         return LintConfig(root=root, problems=(f"{pyproject}: [tool.ddp-doctor] must be a table",))
     problems: list[str] = []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from enum import Enum
 from pathlib import Path
 
@@ -95,6 +96,9 @@ def plan_command(
     from ddp_doctor.plan.planner import Setup, plan
 
     try:
+        for flag, value in (("--mfu", mfu), ("--node-network-gbps", node_network_gbps)):
+            if not math.isfinite(value):  # click's range has no upper bound here: inf got through
+                raise ValueError(f"{flag} must be a finite number, got {value}")
         spec = load_model(model)
         hw = get_gpu(gpu, gpu_mem)
     except ValueError as err:
