@@ -260,3 +260,42 @@ def test_output_into_a_missing_directory_or_onto_a_directory_is_an_input_error(r
     result = CliRunner().invoke(app, ["report", str(run), "--format", "json", "-o", str(tmp_path / where)])
     assert result.exit_code == 2
     assert "cannot write" in result.output
+
+
+# --- found by bench/hostile_matrix.py (damage that used to pass without a note) ---------------------------
+
+
+def test_header_world_size_below_one_is_a_problem(run):
+    lines = rank_lines(run, 0)
+    head = json.loads(lines[0])
+    lines[0] = json.dumps(dict(head, world_size=0)) + "\n"
+    records.rank_file(run, 0).write_text("".join(lines))
+    assert has(problems(run), "rank(s) 0", "world_size below 1")
+
+
+def test_negative_micro_steps_is_a_problem(run):
+    lines = rank_lines(run, 0)
+    i = next(i for i, ln in enumerate(lines) if '"kind":"step"' in ln.replace(" ", ""))
+    lines[i] = json.dumps(dict(json.loads(lines[i]), micro_steps=-3)) + "\n"
+    records.rank_file(run, 0).write_text("".join(lines))
+    assert has(problems(run), "rank 0", "negative micro_steps")
+
+
+def test_manifest_claiming_more_rank_files_than_present_is_a_problem(run):
+    manifest = json.loads(records.manifest_path(run).read_text())
+    records.manifest_path(run).write_text(json.dumps(dict(manifest, ranks=10**9)))
+    assert has(problems(run), "says 1000000000 rank file(s) were written; 2 found")
+
+
+@pytest.mark.parametrize("text", ["{not json", '{"failures": [1, 2]}', "[" * 50_000 + "]" * 50_000])
+def test_damaged_launcher_exits_file_is_a_problem(run, text):
+    (run / "launcher").mkdir()
+    (run / "launcher" / "exits-h-1-1.json").write_text(text)
+    assert has(problems(run), "launcher/", "not a launcher failure report")
+
+
+def test_damaged_trainer_metrics_lines_are_counted(run):
+    path = records.trainer_metrics_path(run)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('{"step": 1, "loss": 2.0}\n{broken\n[1, 2]\n' + "[" * 50_000 + "]" * 50_000 + "\n")
+    assert has(problems(run), "metrics.jsonl: 3 line(s) that are not JSON objects skipped")

@@ -56,3 +56,29 @@ def test_the_wandb_dir_itself_imports_its_newest_offline_run(wandb_run: Path) ->
     r = load(wandb_run.parent)
     assert r.run["imported"]["steps"] == 200
     assert Path(r.run["imported"]["path"]).parent == wandb_run
+
+
+def test_hostile_records_from_the_wandb_reader_are_counted_not_raised(tmp_path: Path, monkeypatch) -> None:
+    """What `wandb leet inspect --json` prints is read defensively: history of the wrong type, a step
+    of inf, a line nested thousands deep are skipped and counted (issue 10: matrix finding)."""
+    pytest.importorskip("wandb")
+    from ddp_doctor.importers import wandb_offline
+
+    lines = [
+        '{"type": "history", "history": [1, 2]}',
+        '{"type": "history", "history": {"step": 5, "item": {"loss": 1.0}}}',
+        '{"type": "history", "history": {"item": {"loss": 1.0, "_step": 1e999}}}',
+        '{"type": "history", "history": {"item": ' + "[" * 50000 + "]" * 50000 + "}}",
+        '{"type": "history", "history": {"step": {"num": 3}, "item": {"loss": 2.0}}}',
+    ]
+    out = tmp_path / "records.jsonl"
+    out.write_text("\n".join(lines) + "\n")
+    fake = tmp_path / "fake-python"
+    fake.write_text(f"#!/bin/sh\ncat {out}\n")
+    fake.chmod(0o755)
+    log = tmp_path / "run-x.wandb"
+    log.write_bytes(b"")
+    monkeypatch.setattr(wandb_offline.sys, "executable", str(fake))
+    series = wandb_offline.read_wandb_offline(log)
+    assert series.scalars["loss"] == [(3, 2.0)]
+    assert any("not usable" in p for p in series.problems)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -64,3 +65,16 @@ def test_unknown_or_damaged_inputs_exit_2_with_a_message(tmp_path: Path) -> None
     (tmp_path / "empty").mkdir()
     res = _invoke(str(tmp_path / "empty"))
     assert res.exit_code == 2 and "Traceback" not in res.output
+
+
+def test_trainer_state_nested_thousands_deep_or_a_fifo_exits_2(tmp_path: Path) -> None:
+    """Found by bench/hostile_matrix.py: RecursionError out of json.loads; a FIFO blocked the read."""
+    deep = tmp_path / "deep"
+    deep.mkdir()
+    (deep / "trainer_state.json").write_text("[" * 100_000 + "]" * 100_000)
+    fifo = tmp_path / "fifo"
+    fifo.mkdir()
+    os.mkfifo(fifo / "trainer_state.json")
+    for path, words in ((deep, "RecursionError"), (fifo / "trainer_state.json", "trainer_state.json")):
+        res = _invoke(str(path))
+        assert res.exit_code == 2 and words in res.stderr, res.output

@@ -120,3 +120,18 @@ def test_fifos_are_skipped_in_directories_and_refused_when_named(tmp_path: Path)
     named = lint_paths([fifo])
     assert [d.kind for d in named.diagnostics] == ["read-error"]
     assert "not a regular file" in named.diagnostics[0].message
+
+
+@pytest.mark.parametrize(
+    "toml",
+    [
+        "[tool.ddp-doctor]\nx = " + "[" * 5000 + "]" * 5000 + "\n",  # RecursionError in tomllib
+        "tool = 5\n",  # `tool` not a table
+    ],
+)
+def test_hostile_pyproject_is_a_config_problem_not_a_traceback(tmp_path: Path, toml: str) -> None:
+    (tmp_path / "pyproject.toml").write_text(toml)
+    (tmp_path / "train.py").write_text(FIND_UNUSED)
+    result = runner.invoke(app, ["lint", str(tmp_path)])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    assert result.exit_code in (0, 1, 2) and "Traceback" not in result.output

@@ -87,3 +87,12 @@ def test_output_replaces_a_planted_symlink_instead_of_writing_through_it(tmp_pat
     assert code == 0
     assert target.read_text() == "keep me"
     assert not link.is_symlink() and "tiny" in link.read_text()
+
+
+@pytest.mark.parametrize(
+    ("flag", "value"), [("--node-network-gbps", "inf"), ("--node-network-gbps", "nan"), ("--mfu", "nan")]
+)
+def test_rates_that_are_not_finite_are_a_usage_error(flag: str, value: str) -> None:
+    # click's ranges let nan (and inf without a max) through; the JSON plan then held bare Infinity
+    code, out = _plan("--model", "tiny", "--nodes", "2", flag, value)
+    assert code == 2 and f"{flag} must be a finite number" in out
