@@ -182,16 +182,38 @@ class Problems:
 # --- opening files safely ---------------------------------------------------------------------
 
 
-def read_regular(path: Path, limit: int | None = None) -> bytes:
+def _data_end(fd: int, size: int) -> int:
+    """Where the last written data of a file ends: a hole at the end (a file preallocated or
+    extended and never written, e.g. by a crash) is not data, and reading it would cost memory for
+    bytes that are not there. File systems without hole support report no hole."""
+    end, off = 0, 0
+    try:
+        while off < size:
+            start = os.lseek(fd, off, os.SEEK_DATA)
+            off = end = os.lseek(fd, start, os.SEEK_HOLE)
+    except (OSError, AttributeError):  # ENXIO: no data after `off`; no SEEK_DATA on this platform
+        end = end if end or off else size
+    finally:
+        os.lseek(fd, 0, os.SEEK_SET)  # the seeks above moved the offset the reads start from
+    return min(end, size)
+
+
+def read_regular(path: Path, limit: int | None = None, holes: list[int] | None = None) -> bytes:
     """The bytes of ``path`` if it is a regular file (not a symlink, FIFO, device or directory).
 
     Raises OSError with a readable message otherwise. O_NONBLOCK: opening a FIFO never blocks;
     O_NOFOLLOW: a symlink (or a symlink loop) is refused. Reads at most the size at open time
     (and at most ``limit`` bytes), so a file that grows while we read it cannot keep us reading.
+    A hole at the end of the file is not read; its size is appended to ``holes`` when given.
     """
     fd, st = _open_regular(path)
     try:
         size = st.st_size if limit is None else min(st.st_size, limit)
+        if st.st_blocks * 512 < size:  # sparse: stop where the written data ends
+            end = _data_end(fd, size)
+            if end < size and holes is not None:
+                holes.append(size - end)
+            size = end
         chunks, got = [], 0
         while got < size:
             b = os.read(fd, size - got)  # one read, one buffer: no join (a copy) of chunks
@@ -793,11 +815,17 @@ def load_cache(path: Path, rank: int, key: dict[str, int]) -> tuple[RankData, Pr
 def parse_rank(path: Path, rank: int) -> tuple[RankData, Problems]:
     """One rank file parsed (no cache)."""
     probs = Problems()
+    holes: list[int] = []
     try:
-        raw = read_regular(path)
+        raw = read_regular(path, holes=holes)
     except OSError as exc:
         probs.add(f"rank {rank}: cannot read {exc}; ignored")
         return RankData(rank=rank, steps=to_columns(step_schema(2).empty_table(), rank)), probs
+    if holes:
+        probs.add(
+            f"rank {rank}: the last {holes[0]} bytes of the file were never written (a hole: the file "
+            "was preallocated or extended, e.g. before a crash); ignored"
+        )
     data, table = parse_rank_bytes(raw, rank, probs)
     data.steps = to_columns(table, rank, probs)
     if data.headers_seen == 0:

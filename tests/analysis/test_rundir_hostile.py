@@ -15,6 +15,7 @@ from fixtures.synth_run import SynthSpec, write_run
 
 from ddp_doctor import records
 from ddp_doctor.analysis.diagnose import Diagnosis, diagnose
+from ddp_doctor.rankfile import read_regular
 from ddp_doctor.report.html import render_html
 from ddp_doctor.report.text import render_text
 from ddp_doctor.report.to_json import render_json
@@ -112,10 +113,10 @@ def test_unreadable_rank_file(run, monkeypatch):
 
     real = rankfile.read_regular
 
-    def refuse(path, limit=None):
+    def refuse(path, limit=None, **kw):
         if path.name == records.rank_file_name(1):
             raise OSError(f"{path.name}: Permission denied")
-        return real(path, limit)
+        return real(path, limit, **kw)
 
     monkeypatch.setattr(rankfile, "read_regular", refuse)  # root reads any mode; simulate EACCES
     probs = problems(run)
@@ -299,3 +300,16 @@ def test_damaged_trainer_metrics_lines_are_counted(run):
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text('{"step": 1, "loss": 2.0}\n{broken\n[1, 2]\n' + "[" * 50_000 + "]" * 50_000 + "\n")
     assert has(problems(run), "metrics.jsonl: 3 line(s) that are not JSON objects skipped")
+
+
+def test_a_hole_at_the_end_of_a_rank_file_is_not_read(run):
+    """A rank file preallocated/extended to 8 GiB and never written (a crash) used to be read whole:
+    8 GB of memory. Only the written data is read; the hole is named."""
+    path = records.rank_file(run, 1)
+    os.truncate(path, 8 << 30)
+    if os.stat(path).st_blocks * 512 >= 8 << 30:
+        pytest.skip("this file system has no sparse files")
+    holes: list[int] = []
+    assert len(read_regular(path, holes=holes)) < 1 << 20
+    assert holes and holes[0] > 8 << 29
+    assert has(problems(run), "rank 1", "never written (a hole")
