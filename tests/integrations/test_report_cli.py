@@ -78,3 +78,30 @@ def test_trainer_state_nested_thousands_deep_or_a_fifo_exits_2(tmp_path: Path) -
     for path, words in ((deep, "RecursionError"), (fifo / "trainer_state.json", "trainer_state.json")):
         res = _invoke(str(path))
         assert res.exit_code == 2 and words in res.stderr, res.output
+
+
+def test_tensorboard_event_file_that_is_a_fifo_does_not_hang(tmp_path: Path) -> None:
+    """Found by bench/hostile_matrix.py: tensorboard's reader opened a FIFO named events.out.tfevents.*
+    and waited forever."""
+    import signal
+
+    only = tmp_path / "only-fifo"
+    only.mkdir()
+    os.mkfifo(only / "events.out.tfevents.1.host")
+    mixed = tmp_path / "mixed"
+    mixed.mkdir()
+    (mixed / "events.out.tfevents.1.host").write_bytes(b"\x00" * 64)
+    os.mkfifo(mixed / "events.out.tfevents.2.host")
+
+    def hang(signum, frame):
+        raise TimeoutError("report hung on a FIFO")
+
+    old = signal.signal(signal.SIGALRM, hang)
+    signal.alarm(60)
+    try:
+        assert _invoke(str(only)).exit_code == 2
+        res = _invoke(str(mixed))
+        assert res.exit_code == 2 and "not regular files" in res.stderr, res.output
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)

@@ -11,6 +11,7 @@ and TF2-style scalar tensors are both read.
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from ddp_doctor.importers.series import ALIASES, LogSeries, finite_or_nan
@@ -19,11 +20,27 @@ TB_PREFIX = "events.out.tfevents."
 MAX_DIRS = 1000  # directories walked looking for event files (a log root, not a whole disk)
 
 
+def _regular(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _not_regular(directory: Path) -> list[str]:
+    """Event-file names in ``directory`` that are not regular files (a FIFO would block the reader)."""
+    try:
+        names = [n for n in os.listdir(directory) if n.startswith(TB_PREFIX)]
+    except OSError:
+        return []
+    return [n for n in names if not _regular(os.path.join(directory, n))]
+
+
 def event_dirs(root: Path, limit: int = 64) -> list[Path]:
     """Directories under ``root`` (itself included) that hold event files; symlinks not followed."""
     found: list[Path] = []
     for walked, (dirpath, dirnames, filenames) in enumerate(os.walk(root, followlinks=False), start=1):
-        if any(f.startswith(TB_PREFIX) for f in filenames):
+        if any(f.startswith(TB_PREFIX) and _regular(os.path.join(dirpath, f)) for f in filenames):
             found.append(Path(dirpath))
             if len(found) >= limit:
                 break
@@ -37,6 +54,9 @@ def _load(path: Path) -> dict[str, list[tuple[int, float]]]:
     """All scalars of one event file or one run directory, by tag."""
     from tensorboard.backend.event_processing import event_accumulator as ea
 
+    odd = _not_regular(path) if path.is_dir() else []
+    if odd:  # the accumulator opens every event file of a directory: a FIFO would hang it
+        raise ValueError(f"event file(s) that are not regular files (FIFO, device?): {odd[:3]}")
     acc = ea.EventAccumulator(str(path), size_guidance={ea.SCALARS: 0, ea.TENSORS: 0})
     acc.Reload()
     tags = acc.Tags()
