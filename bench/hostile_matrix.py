@@ -1239,6 +1239,7 @@ def lint_tries(cfg: Config) -> list[Try]:
                     ["lint", str(p), "--format", fmt],
                     root,
                     check=_lint_check(name, fmt),
+                    timeout=120 if name.startswith(("nb-huge", "many-defs")) else None,
                 )
             )
     # whole directories: every file at once, FIFOs, loops, unreadable files, hostile config
@@ -1257,6 +1258,7 @@ def lint_tries(cfg: Config) -> list[Try]:
             "directory with FIFOs, symlink loops, dir.py, every damaged file",
             ["lint", str(tree)],
             root,
+            timeout=180,
         )
     )
     tries.append(
@@ -1265,6 +1267,7 @@ def lint_tries(cfg: Config) -> list[Try]:
             "same directory --no-project",
             ["lint", str(tree), "--no-project", "--format", "json"],
             root,
+            timeout=180,
         )
     )
     tries.append(

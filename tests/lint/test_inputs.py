@@ -135,3 +135,36 @@ def test_hostile_pyproject_is_a_config_problem_not_a_traceback(tmp_path: Path, t
     result = runner.invoke(app, ["lint", str(tmp_path)])
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
     assert result.exit_code in (0, 1, 2) and "Traceback" not in result.output
+
+
+def test_a_notebook_repeating_the_loop_in_many_cells_is_linted_in_linear_work(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """Found by bench/hostile_matrix.py: 2000 cells each with a DistributedSampler + DataLoader took
+    minutes — set-epoch-missing resolved every DataLoader again for every sampler (quadratic). Counted
+    in calls, not seconds: each DataLoader's bound names are resolved once."""
+    import ddp_doctor.lint.rules.set_epoch_missing as rule
+
+    calls = {"n": 0}
+    real = rule.bound_names
+
+    def counting(ctx, node):
+        calls["n"] += 1
+        return real(ctx, node)
+
+    monkeypatch.setattr(rule, "bound_names", counting)
+    cell = (
+        "sampler = DistributedSampler(data)\nloader = DataLoader(data, sampler=sampler)\n"
+        "for epoch in range(3):\n    for x in loader:\n        model(x).backward()\n"
+    )
+    cells = 60
+    nb = tmp_path / "many.ipynb"
+    nb.write_text(
+        _notebook(
+            [{"cell_type": "code", "source": "from torch.utils.data import DataLoader, DistributedSampler\n"}]
+            + [{"cell_type": "code", "source": cell} for _ in range(cells)]
+        )
+    )
+    result = lint_paths([nb], select=("set-epoch-missing",))
+    assert sum(f.id == "set-epoch-missing" for f in result.findings) == cells
+    assert calls["n"] <= 3 * cells  # was cells * cells

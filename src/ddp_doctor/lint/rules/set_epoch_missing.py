@@ -34,14 +34,22 @@ class SetEpochMissing(Rule):
         nodes = list(ctx.nodes)
         if any((m := method(n)) and m[1] == "set_epoch" for n in nodes if isinstance(n, ast.Call)):
             return
-        for call in nodes:
-            if not isinstance(call, ast.Call) or ctx.call_qualname(call) != DISTRIBUTED_SAMPLER:
+        calls = [n for n in nodes if isinstance(n, ast.Call)]
+        # once, not per sampler: a notebook of many cells repeating the loop was quadratic (minutes)
+        dataloaders = [
+            (arg, dotted(arg) if arg is not None else None, bound_names(ctx, node))
+            for node in calls
+            if ctx.call_qualname(node) == DATALOADER
+            for arg in (keyword(node, "sampler"),)
+        ]
+        for call in calls:
+            if ctx.call_qualname(call) != DISTRIBUTED_SAMPLER:
                 continue
             shuffle = keyword(call, "shuffle")
             if isinstance(shuffle, ast.Constant) and not shuffle.value or len(call.args) > 3:
                 continue  # shuffle=False (or positional, unreadable): the order is meant to repeat
             samplers = bound_names(ctx, call)
-            loaders = self._loaders(ctx, nodes, call, samplers)
+            loaders = self._loaders(dataloaders, call, samplers)
             epoch_loop = self._epoch_loop(ctx, nodes, loaders)
             if epoch_loop is None:
                 continue
@@ -57,13 +65,16 @@ class SetEpochMissing(Rule):
             )
 
     @staticmethod
-    def _loaders(ctx: FileContext, nodes: list[ast.AST], sampler: ast.Call, names: set[str]) -> set[str]:
+    def _loaders(
+        dataloaders: list[tuple[ast.expr | None, str | None, set[str]]],
+        sampler: ast.Call,
+        names: set[str],
+    ) -> set[str]:
+        """Names bound to the DataLoader(sampler=...) calls that take this sampler."""
         out: set[str] = set()
-        for node in nodes:
-            if isinstance(node, ast.Call) and ctx.call_qualname(node) == DATALOADER:
-                arg = keyword(node, "sampler")
-                if arg is sampler or (arg is not None and dotted(arg) in names):
-                    out |= bound_names(ctx, node)
+        for arg, name, bound in dataloaders:
+            if arg is sampler or (name is not None and name in names):
+                out |= bound
         return out
 
     @staticmethod
