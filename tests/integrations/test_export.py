@@ -63,6 +63,24 @@ def test_cli_exports_an_imported_log_beside_it(tmp_path: Path) -> None:
     assert list((tmp_path / "logs" / "mine" / "ddp-doctor").glob("events.out.tfevents.*"))
 
 
+def test_tensorboard_export_that_cannot_be_written_is_an_input_error(
+    make_run: Callable[..., Path], tmp_path: Path
+) -> None:
+    """Found by bench/hostile_matrix.py: a read-only parent gave a PermissionError traceback (exit 1).
+    A file where the directory's parent goes fails the same way for root too."""
+    need("tensorboard")
+    from typer.testing import CliRunner
+
+    from ddp_doctor.cli import app
+
+    run = make_run(steps=20)
+    (tmp_path / "afile").write_text("x")
+    res = CliRunner().invoke(
+        app, ["report", str(run), "--export", f"tensorboard={tmp_path / 'afile' / 'tb'}"]
+    )
+    assert res.exit_code == 2 and "cannot write the TensorBoard log" in res.output, res.output
+
+
 def test_wandb_export_into_an_offline_run_reads_back(
     make_run: Callable[..., Path], tmp_path: Path, monkeypatch
 ) -> None:

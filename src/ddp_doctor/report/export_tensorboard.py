@@ -30,13 +30,16 @@ def export_tensorboard(diag: Diagnosis, out_dir: Path | str) -> Path:
     if out.is_symlink():
         raise ExportError(f"{out}: is a symlink; not writing through it")
     c = curves(diag)
-    writer = SummaryWriter(log_dir=str(out))
-    try:
-        for tag, values in c.series.items():
-            for step, value in zip(c.steps.tolist(), values.tolist()):
-                if math.isfinite(value):
-                    writer.add_scalar(tag, value, global_step=int(step))
-        writer.add_text(f"{PREFIX}/findings", findings_markdown(diag), global_step=0)
-    finally:
-        writer.close()
+    try:  # a read-only or missing parent, a file where the directory goes: a message, not a traceback
+        writer = SummaryWriter(log_dir=str(out))
+        try:
+            for tag, values in c.series.items():
+                for step, value in zip(c.steps.tolist(), values.tolist()):
+                    if math.isfinite(value):
+                        writer.add_scalar(tag, value, global_step=int(step))
+            writer.add_text(f"{PREFIX}/findings", findings_markdown(diag), global_step=0)
+        finally:
+            writer.close()
+    except OSError as exc:
+        raise ExportError(f"{out}: cannot write the TensorBoard log ({exc.strerror or exc})") from None
     return out
