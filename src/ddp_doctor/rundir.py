@@ -236,8 +236,12 @@ def _read_manifest(path: Path, probs: Problems) -> tuple[dict[str, Any], bool]:
 def read_run(run_dir: Path | str, use_cache: bool = True) -> RunData:
     """Read a run directory; raise :class:`RunDirError` only when it is not a run at all."""
     path = Path(run_dir)
-    if not os.path.lexists(path):
-        raise RunDirError(f"{path}: no such directory")
+    try:
+        os.lstat(path)
+    except FileNotFoundError:
+        raise RunDirError(f"{path}: no such directory") from None
+    except OSError as exc:  # a folder on the way we may not enter
+        raise RunDirError(f"{path}: cannot access ({exc.strerror or exc})") from None
     if not _is_dir(path):
         raise RunDirError(f"{path}: not a directory (expected a run directory written by `ddp-doctor run`)")
     probs = Problems()

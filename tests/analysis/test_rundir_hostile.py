@@ -313,3 +313,30 @@ def test_a_hole_at_the_end_of_a_rank_file_is_not_read(run):
     assert len(read_regular(path, holes=holes)) < 1 << 20
     assert holes and holes[0] > 8 << 29
     assert has(problems(run), "rank 1", "never written (a hole")
+
+
+def test_a_run_path_that_cannot_be_looked_at_is_exit_2(tmp_path, monkeypatch):
+    """Found by bench/hostile_matrix.py (run as nobody): `report DIR` under a folder we may not enter
+    raised PermissionError from Path.is_dir (Python 3.11). Root enters any folder: simulate EACCES."""
+    from typer.testing import CliRunner
+
+    from ddp_doctor.cli import app
+
+    target = tmp_path / "locked" / "run"
+    real_is_dir, real_lstat = Path.is_dir, os.lstat
+
+    def is_dir(self):
+        if self == target:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_is_dir(self)
+
+    def lstat(path, *args, **kwargs):
+        if Path(path) == target:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_lstat(path, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "is_dir", is_dir)
+    monkeypatch.setattr(os, "lstat", lstat)
+    result = CliRunner().invoke(app, ["report", str(target), "--format", "json"])
+    assert result.exit_code == 2, result.output
+    assert "cannot access (Permission denied)" in result.output

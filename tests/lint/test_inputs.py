@@ -168,3 +168,20 @@ def test_a_notebook_repeating_the_loop_in_many_cells_is_linted_in_linear_work(
     result = lint_paths([nb], select=("set-epoch-missing",))
     assert sum(f.id == "set-epoch-missing" for f in result.findings) == cells
     assert calls["n"] <= 3 * cells  # was cells * cells
+
+
+def test_a_path_that_cannot_be_looked_at_is_exit_2_not_a_traceback(tmp_path: Path, monkeypatch) -> None:
+    """Found by bench/hostile_matrix.py (run as nobody): a file under a folder we may not enter made
+    Path.exists raise PermissionError (Python 3.11). Root enters any folder: simulate EACCES."""
+    target = tmp_path / "locked" / "train.py"
+    real = Path.exists
+
+    def exists(self: Path, *args: object, **kwargs: object) -> bool:
+        if self == target:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "exists", exists)
+    result = runner.invoke(app, ["lint", "--fix", str(target)])
+    assert result.exit_code == 2, result.output
+    assert "cannot access" in result.output and "Permission denied" in result.output

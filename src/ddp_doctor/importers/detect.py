@@ -29,7 +29,13 @@ def _has_events(path: Path) -> bool:
 
 def detect(path: Path | str) -> str | None:
     """``"rundir"``, ``"trainer_state"``, ``"tensorboard"``, ``"wandb"`` or None (unknown)."""
-    p = Path(path)
+    try:
+        return _detect(Path(path))
+    except OSError:  # Python 3.11: EACCES on a folder on the way raises from is_dir/is_file
+        return None
+
+
+def _detect(p: Path) -> str | None:
     if p.is_dir():
         if (p / "manifest.json").exists() or (p / "ranks").is_dir():
             return "rundir"

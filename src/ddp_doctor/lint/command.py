@@ -44,9 +44,12 @@ def lint(
     from ddp_doctor.lint.engine import lint_paths
     from ddp_doctor.lint.output import RENDERERS
 
-    missing = [str(p) for p in paths if not p.exists()]
+    missing = [str(p) for p in paths if _unreachable(p) == "missing"]
     if missing:
         fail(f"no such file or directory: {', '.join(missing)}")
+    denied = [f"{p} ({why})" for p in paths if (why := _unreachable(p)) not in (None, "missing")]
+    if denied:  # a folder on the way we may not enter: stat itself fails
+        fail(f"cannot access {', '.join(denied)}")
     try:
         result = lint_paths(paths, select=_ids(select), ignore=_ids(ignore) or (), fix=fix, project=project)
     except ValueError as exc:  # unknown IDs on the command line or in [tool.ddp-doctor]
@@ -59,6 +62,14 @@ def lint(
     if any(f.severity in ("error", "warning") for f in result.findings):
         raise typer.Exit(ExitCode.FINDINGS)
     raise typer.Exit(ExitCode.OK)
+
+
+def _unreachable(path: Path) -> str | None:
+    """None when ``path`` exists, "missing" when it does not, else why it cannot be looked at."""
+    try:
+        return None if path.exists() else "missing"
+    except OSError as exc:  # Python 3.11: Path.exists raises PermissionError for EACCES
+        return exc.strerror or type(exc).__name__
 
 
 def register(app: typer.Typer) -> None:

@@ -31,9 +31,13 @@ def load_model(spec: str) -> ModelPreset:
     if spec in PRESETS:
         return PRESETS[spec]
     path = Path(spec)
-    if path.is_dir():
-        path = path / "config.json"
-    if not path.is_file():
+    try:
+        if path.is_dir():
+            path = path / "config.json"
+        is_file = path.is_file()
+    except OSError as err:  # Python 3.11: EACCES on a folder on the way raises instead of False
+        raise ValueError(f"--model {spec!r}: cannot access ({err.strerror or err})") from None
+    if not is_file:
         raise ValueError(
             f"--model {spec!r} is neither a preset ({', '.join(PRESETS)}) nor a config.json path"
         )

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
@@ -26,7 +27,7 @@ def diagnose_path(path: Path | str, options: ImportOptions | None = None) -> Dia
 
     Raises :class:`ddp_doctor.rundir.RunDirError` (``LogImportError`` is one) for anything else.
     """
-    if detect(path) == "rundir" or not Path(path).exists():
+    if detect(path) == "rundir" or not os.path.exists(path):  # never raises (EACCES: False)
         return diagnose(path)  # the reader's own messages for a missing path
     from ddp_doctor.importers.reduced import reduced_run
 
