@@ -156,3 +156,35 @@ def _metrics():
     from ddp_doctor.experiments.stability import METRICS
 
     return METRICS
+
+
+def test_json_outputs_escape_c1_controls_and_bidi_overrides(make_run, tmp_path):
+    """Found by bench/hostile_matrix.py: json.dumps(ensure_ascii=False) escapes C0 but left U+009B (an
+    8-bit CSI), DEL and bidi overrides raw in report/compare/lint JSON and SARIF on the terminal."""
+    from ddp_doctor.records import rank_file
+    from ddp_doctor.terminal import safe_json
+
+    text = json.dumps({"k": "a\x9b2J\u202eb\x7f\x1b"}, ensure_ascii=False)
+    assert safe_json(text) == '{"k": "a\\u009b2J\\u202eb\\u007f\\u001b"}'
+    assert json.loads(safe_json(text)) == json.loads(text)
+    c1 = "\x9b2J\u202e"
+    run = make_run(faults=("unused",))
+    for rank in (0, 1):
+        path = rank_file(run, rank)
+        lines = path.read_text().splitlines()
+        record = json.dumps({"kind": "unused", "step": 1, "names": [f"layer{c1}.weight"]}, ensure_ascii=False)
+        path.write_text("\n".join([*lines[:-1], record, lines[-1]]) + "\n")
+    script = tmp_path / f"bad{c1}.py"
+    script.write_text(
+        "import torch\nm = torch.nn.parallel.DistributedDataParallel(m, find_unused_parameters=True)\n"
+    )
+    for args in (
+        ["report", str(run), "--format", "json"],
+        ["compare", str(run), str(run), "--format", "json"],
+        ["lint", str(script), "--format", "json"],
+        ["lint", str(script), "--format", "sarif"],
+    ):
+        res = runner.invoke(app, args)
+        assert res.exit_code in (0, 1), res.output
+        assert "\x9b" not in res.stdout and "\u202e" not in res.stdout, args
+        json.loads(res.stdout)

@@ -9,7 +9,7 @@ from ddp_doctor import __version__
 from ddp_doctor.catalog import FINDINGS, UI, Lang
 from ddp_doctor.findings import LINT_SCHEMA, Finding, sort_findings
 from ddp_doctor.lint.engine import LintResult
-from ddp_doctor.terminal import safe
+from ddp_doctor.terminal import safe, safe_json
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
@@ -47,15 +47,17 @@ def _finding_json(f: Finding, lang: Lang) -> dict[str, Any]:
 
 
 def to_json(result: LintResult, lang: Lang = "en") -> str:
-    return json.dumps(
-        {
-            "schema": LINT_SCHEMA,
-            "findings": [_finding_json(f, lang) for f in sort_findings(result.findings)],
-            "diagnostics": [d.to_json() for d in result.diagnostics],
-            "files": result.files,
-        },
-        ensure_ascii=False,
-        indent=2,
+    return safe_json(
+        json.dumps(
+            {
+                "schema": LINT_SCHEMA,
+                "findings": [_finding_json(f, lang) for f in sort_findings(result.findings)],
+                "diagnostics": [d.to_json() for d in result.diagnostics],
+                "files": result.files,
+            },
+            ensure_ascii=False,
+            indent=2,
+        )
     )
 
 
@@ -114,8 +116,8 @@ def to_sarif(result: LintResult, lang: Lang = "en") -> str:
             {"executionSuccessful": not result.diagnostics, "toolExecutionNotifications": notifications}
         ],
     }
-    return json.dumps(
-        {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}, ensure_ascii=False, indent=2
+    return safe_json(
+        json.dumps({"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}, ensure_ascii=False, indent=2)
     )
 
 

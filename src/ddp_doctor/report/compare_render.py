@@ -14,7 +14,7 @@ import numpy as np
 from ddp_doctor.analysis.compare import PERSIST, Z_BAND, Comparison, settings_diff
 from ddp_doctor.catalog import Lang
 from ddp_doctor.report.svg import PALETTE, Chart, Line, render
-from ddp_doctor.terminal import safe
+from ddp_doctor.terminal import safe, safe_json
 
 # (en, zh) of every label the comparison prints.
 LABELS: dict[str, tuple[str, str]] = {
@@ -151,7 +151,7 @@ def render_text(c: Comparison, lang: Lang = "en") -> str:
 
 
 def render_json(c: Comparison) -> str:
-    return json.dumps(c.to_json(), indent=1, ensure_ascii=False, allow_nan=False)
+    return safe_json(json.dumps(c.to_json(), indent=1, ensure_ascii=False, allow_nan=False))
 
 
 def _chart(c: Comparison, lang: str) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 from ddp_doctor.analysis.diagnose import Diagnosis
 from ddp_doctor.catalog import Lang
 from ddp_doctor.findings import REPORT_SCHEMA, jsonable
+from ddp_doctor.terminal import safe_json
 
 
 def report_dict(diag: Diagnosis, lang: Lang = "en") -> dict[str, Any]:
@@ -25,4 +26,4 @@ def report_dict(diag: Diagnosis, lang: Lang = "en") -> dict[str, Any]:
 
 
 def render_json(diag: Diagnosis, lang: Lang = "en") -> str:
-    return json.dumps(report_dict(diag, lang), ensure_ascii=False, indent=1, allow_nan=False)
+    return safe_json(json.dumps(report_dict(diag, lang), ensure_ascii=False, indent=1, allow_nan=False))
