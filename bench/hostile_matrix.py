@@ -1885,7 +1885,7 @@ def locked_tries(base: Path, cfg: Config) -> list[Try]:
     shutil.copytree(base, locked / "run", symlinks=True)
     (locked / "config.json").write_text(json.dumps({"hidden_size": 512, "num_hidden_layers": 2}))
     (locked / "train.py").write_text(DDP_SCRIPT)
-    locked.chmod(0o700)
+    locked.chmod(0)  # not even its owner may enter (the harness may run as that owner)
     root.chmod(0o755)
     cases = {
         "reader": ["report", str(locked / "run"), "--format", "json"],
