@@ -1,7 +1,7 @@
 """Hostile-input matrix: an outside tester's count of tries and failures per area (issue 10).
 
 Every try runs the real command line (`python -m ddp_doctor.cli ...`) as a subprocess, in its own
-session, with a wall-clock timeout, RLIMIT_AS / RLIMIT_FSIZE / no core files, and its peak RSS read
+session, with a wall-clock timeout, RLIMIT_AS / RLIMIT_FSIZE / no core files (set with prlimit), and its peak RSS read
 from ``wait4``. The inputs are made here, from the documented formats (docs/run-format.md,
 docs/lint.md, docs/plan.md) and from real runs of the reference trainer — not from the unit tests'
 fixtures. A try FAILS when any of these holds:
@@ -115,15 +115,17 @@ def base_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def _limits(cfg: Config) -> Callable[[], None]:
+def _limit(pid: int, cfg: Config) -> None:
+    """Address-space, file-size and core limits on a started command (set from outside with prlimit:
+    a preexec_fn would run Python between fork and exec, which deadlocks in a threaded harness)."""
     as_bytes = int(cfg.as_mb * 2**20)
-
-    def pre() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (as_bytes, as_bytes))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (2**30, 2**30))
-
-    return pre
+    for res, value in (
+        (resource.RLIMIT_AS, as_bytes),
+        (resource.RLIMIT_CORE, 0),
+        (resource.RLIMIT_FSIZE, 2**30),
+    ):
+        with contextlib.suppress(OSError, AttributeError):  # already exited; no prlimit here
+            resource.prlimit(pid, res, (value, value))
 
 
 def execute(
@@ -152,8 +154,8 @@ def execute(
             stdout=slave if slave is not None else out,
             stderr=slave if slave is not None else err,
             start_new_session=True,
-            preexec_fn=_limits(cfg),
         )
+        _limit(proc.pid, cfg)
         captured = bytearray()
         if slave is not None:
             os.close(slave)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import functools
 import json
 import math
@@ -191,8 +192,10 @@ def _data_end(fd: int, size: int) -> int:
         while off < size:
             start = os.lseek(fd, off, os.SEEK_DATA)
             off = end = os.lseek(fd, start, os.SEEK_HOLE)
-    except (OSError, AttributeError):  # ENXIO: no data after `off`; no SEEK_DATA on this platform
-        end = end if end or off else size
+    except OSError as exc:  # ENXIO: no data after `off` (none at all: end 0); else unsupported
+        end = end if exc.errno == errno.ENXIO else size
+    except AttributeError:  # no SEEK_DATA on this platform
+        end = size
     finally:
         os.lseek(fd, 0, os.SEEK_SET)  # the seeks above moved the offset the reads start from
     return min(end, size)

@@ -313,6 +313,10 @@ def test_a_hole_at_the_end_of_a_rank_file_is_not_read(run):
     assert len(read_regular(path, holes=holes)) < 1 << 20
     assert holes and holes[0] > 8 << 29
     assert has(problems(run), "rank 1", "never written (a hole")
+    path.write_bytes(b"")  # all hole: nothing at all is read
+    os.truncate(path, 8 << 30)
+    holes = []
+    assert read_regular(path, holes=holes) == b"" and holes == [8 << 30]
 
 
 def test_a_run_path_that_cannot_be_looked_at_is_exit_2(tmp_path, monkeypatch):
