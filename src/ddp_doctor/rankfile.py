@@ -753,6 +753,18 @@ def _array(col: pa.ChunkedArray, shape1: int | None = None) -> np.ndarray:
     if pa.types.is_fixed_size_binary(values.type):
         w = values.type.byte_width
         out = np.frombuffer(values.buffers()[1], dtype=f"S{w}", count=len(values), offset=values.offset * w)
+    elif values.null_count == 0 and (pa.types.is_integer(values.type) or pa.types.is_floating(values.type)):
+        # the column's own buffer, no copy; also keeps pyarrow's to_numpy from importing pandas
+        # (0.15 s of a 1 s warm report)
+        dtype = np.dtype(values.type.to_pandas_dtype())
+        out = np.frombuffer(
+            values.buffers()[1], dtype=dtype, count=len(values), offset=values.offset * dtype.itemsize
+        )
+    elif values.null_count == 0 and pa.types.is_boolean(values.type):
+        bits = np.frombuffer(values.buffers()[1], dtype=np.uint8)
+        out = np.unpackbits(bits, bitorder="little", count=values.offset + len(values))[
+            values.offset :
+        ].astype(bool)
     else:
         out = values.to_numpy(zero_copy_only=False)
     return out.reshape(-1, shape1) if shape1 else out
