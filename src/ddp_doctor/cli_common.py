@@ -41,6 +41,13 @@ class LevelChoice(str, Enum):
     full = "full"
 
 
+class FailOn(str, Enum):
+    """`report --fail-on`: the least severe confirmed finding that fails (report.load.failing)."""
+
+    error = "error"
+    warning = "warning"
+
+
 class TextJson(str, Enum):
     text = "text"
     json = "json"

@@ -14,13 +14,12 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from ddp_doctor.cli_common import ExitCode, Lang, ReportFormat, fail, write_output
+from ddp_doctor.cli_common import ExitCode, FailOn, Lang, ReportFormat, fail, write_output
 from ddp_doctor.terminal import safe
 
 if TYPE_CHECKING:
     from ddp_doctor.analysis.diagnose import Diagnosis
 
-FAIL_ON = ("error", "warning")
 EXPORTS = ("tensorboard", "wandb")
 
 
@@ -99,10 +98,10 @@ def report(
         None, "--output", "-o", help="Write the report here (html default: DIR/report.html)."
     ),
     lang_choice: Lang = typer.Option(Lang.en, "--lang"),
-    fail_on: str = typer.Option(
+    fail_on: FailOn | None = typer.Option(
         None,
         "--fail-on",
-        help="error | warning: exit 1 when a confirmed finding is at least this severe.",
+        help="Exit 1 when a confirmed finding is at least this severe.",
     ),
     exports: list[str] | None = typer.Option(
         None,
@@ -132,8 +131,6 @@ def report(
 ) -> None:
     """Diagnose a run: every hypothesis confirmed, ruled out (with numbers) or not measured."""
     fmt, lang = fmt_choice.value, lang_choice.value
-    if fail_on is not None and fail_on not in FAIL_ON:
-        fail(f"--fail-on must be one of {', '.join(FAIL_ON)}, got {fail_on!r}")
     from ddp_doctor.importers.series import ImportOptions, KeyError_, parse_keys
     from ddp_doctor.report.export_tensorboard import ExportError
     from ddp_doctor.report.load import diagnose_path, failing
@@ -174,10 +171,10 @@ def report(
         except ExportError as exc:
             fail(str(exc))
     if fail_on is not None:
-        bad = failing(diag, fail_on)
+        bad = failing(diag, fail_on.value)
         if bad:
             typer.echo(
-                f"--fail-on {fail_on}: {len(bad)} confirmed finding(s): {', '.join(f.id for f in bad)}",
+                f"--fail-on {fail_on.value}: {len(bad)} confirmed finding(s): {', '.join(f.id for f in bad)}",
                 err=True,
             )
             raise typer.Exit(ExitCode.FINDINGS)
