@@ -153,21 +153,21 @@ def _replicas(ctx: Context) -> Finding:
         for rec in data.replica:
             by_step.setdefault(int(rec.get("step", -1)), {})[r] = rec
     sharded = _sharded_fsdp1(ctx)
-    if sharded is not None:
-        recorded, by_step = bool(by_step), _same_shard_only(by_step, sharded)
-        if recorded and not by_step:
-            fsdp = ctx.config("fsdp") or {}
-            return not_measured(
-                fid,
-                f"FSDP1 {fsdp.get('sharding_strategy')} shards the parameters "
-                f"(shard group of {fsdp.get('shard_group_size')}, {fsdp.get('replicas')} replica(s)): "
-                "checksums are comparable only between ranks holding the same shard, and no two do.",
-                f"FSDP1 {fsdp.get('sharding_strategy')} 对参数分片（分片组 {fsdp.get('shard_group_size')}，"
-                f"{fsdp.get('replicas')} 个副本）：只有持有同一分片的 rank 之间的校验和可比，而没有两个 rank 持有同一分片。",
-                sharding_strategy=fsdp.get("sharding_strategy"),
-                shard_group_size=fsdp.get("shard_group_size"),
-            )
-    common = sorted(s for s, recs in by_step.items() if len(recs) >= 2)
+    # (reference rank, rank) per step: ranks holding the same parameters, the lowest the reference
+    pairs = {s: p for s, recs in by_step.items() if (p := _replica_pairs(list(recs), sharded))}
+    if sharded is not None and by_step and not pairs:
+        fsdp = ctx.config("fsdp") or {}
+        return not_measured(
+            fid,
+            f"FSDP1 {fsdp.get('sharding_strategy')} shards the parameters "
+            f"(shard group of {fsdp.get('shard_group_size')}, {fsdp.get('replicas')} replica(s)): "
+            "checksums are comparable only between ranks holding the same shard, and no two do.",
+            f"FSDP1 {fsdp.get('sharding_strategy')} 对参数分片（分片组 {fsdp.get('shard_group_size')}，"
+            f"{fsdp.get('replicas')} 个副本）：只有持有同一分片的 rank 之间的校验和可比，而没有两个 rank 持有同一分片。",
+            sharding_strategy=fsdp.get("sharding_strategy"),
+            shard_group_size=fsdp.get("shard_group_size"),
+        )
+    common = sorted(pairs)
     if len(ctx.run.ranks) < 2 or not common:
         return not_measured(
             fid,
@@ -177,15 +177,11 @@ def _replicas(ctx: Context) -> Finding:
         )
     params = ctx.config("params")
     names = params.get("names", []) if params else []
-    finals = sorted(s for s in common if any(rec.get("final") for rec in by_step[s].values()))
+    finals = [s for s in common if any(by_step[s][r].get("final") for pair in pairs[s] for r in pair)]
     previous = None
     for s in common:
-        recs = by_step[s]
-        vecs = {r: rec.get("params") or [] for r, rec in recs.items()}
-        pairs = []  # (reference rank, rank): the lowest rank of each shard group is the reference
-        for group in _shard_groups(list(vecs), sharded):
-            pairs += [(group[0], r) for r in group[1:]]
-        for ref_rank, r in pairs:
+        vecs = {r: rec.get("params") or [] for r, rec in by_step[s].items()}
+        for ref_rank, r in pairs[s]:
             ref, v = vecs[ref_rank], vecs[r]
             if v != ref:
                 diff = [i for i, (a, b) in enumerate(zip(ref, v)) if a != b] or [min(len(ref), len(v))]
@@ -246,31 +242,13 @@ def _sharded_fsdp1(ctx: Context) -> dict[int, int] | None:
     return shards
 
 
-def _same_shard_only(
-    by_step: dict[int, dict[int, dict[str, Any]]], shards: dict[int, int]
-) -> dict[int, dict[int, dict[str, Any]]]:
-    kept = {}
-    for step, recs in by_step.items():
-        keep = {
-            r: rec
-            for group in _shard_groups(list(recs), shards)
-            if len(group) >= 2
-            for r in group
-            for rec in [recs[r]]
-        }
-        if len(keep) >= 2:
-            kept[step] = keep
-    return kept
-
-
-def _shard_groups(ranks: list[int], shards: dict[int, int] | None) -> list[list[int]]:
-    """Ranks grouped by the shard they hold (one group of all ranks when parameters are replicated)."""
-    if shards is None:
-        return [sorted(ranks)]
+def _replica_pairs(ranks: list[int], shards: dict[int, int] | None) -> list[tuple[int, int]]:
+    """(reference, rank) pairs of ranks holding the same parameters: all ranks when they are
+    replicated, else the ranks of each FSDP1 shard; the lowest rank of a group is its reference."""
     groups: dict[int, list[int]] = {}
     for r in sorted(ranks):
-        groups.setdefault(shards.get(r, -1 - r), []).append(r)
-    return list(groups.values())
+        groups.setdefault(0 if shards is None else shards.get(r, -1 - r), []).append(r)
+    return [(group[0], r) for group in groups.values() for r in group[1:]]
 
 
 def _uneven(ctx: Context) -> Finding:
