@@ -355,14 +355,7 @@ class ProjectIndex:
                     c = sums.get(callee)
                     if c is None:
                         continue
-                    before = (
-                        s.calls_backward,
-                        s.toggles_sync,
-                        s.builds_batchnorm,
-                        s.returns_ddp,
-                        s.scales_loss,
-                        s.wraps_ddp,
-                    )
+                    before = _propagated_flags(s)
                     if not _is_class_summary(c):
                         s.calls_backward |= c.calls_backward
                         s.toggles_sync |= c.toggles_sync
@@ -370,14 +363,7 @@ class ProjectIndex:
                     s.scales_loss |= c.scales_loss
                     if callee in s.returned_callees:
                         s.returns_ddp |= c.returns_ddp
-                    changed |= before != (
-                        s.calls_backward,
-                        s.toggles_sync,
-                        s.builds_batchnorm,
-                        s.returns_ddp,
-                        s.scales_loss,
-                        s.wraps_ddp,
-                    )
+                    changed |= before != _propagated_flags(s)
             if not changed:
                 break
         for target, names in self._pending:
@@ -507,6 +493,12 @@ def _trains_on_params(ctx: FileContext, node: ast.AST) -> set[str | int]:
     return out
 
 
+def _propagated_flags(s: Summary) -> tuple[bool, ...]:
+    """The flags `_propagate` spreads from callees to callers: one list, so its before/after
+    comparison cannot miss a field (it once compared 5 fields with 6 and never stopped early)."""
+    return (s.calls_backward, s.toggles_sync, s.builds_batchnorm, s.returns_ddp, s.scales_loss, s.wraps_ddp)
+
+
 def _is_class_summary(s: Summary) -> bool:
     return s.qualname.rsplit(".", 1)[-1][:1].isupper()
 
@@ -526,14 +518,9 @@ def _is_none(node: ast.AST | None) -> bool:
 
 def _rank0_if(ctx: FileContext, node: ast.AST) -> ast.If | None:
     """The ``if <rank-0 test>:`` whose body (not else) holds ``node``, in the same function."""
-    from ddp_doctor.lint.rank0 import is_rank0_test
+    from ddp_doctor.lint.rank0 import enclosing_rank0_if
 
-    child, cur = node, ctx.parents.get(node)
-    while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        if isinstance(cur, ast.If) and child in cur.body and is_rank0_test(cur.test):
-            return cur
-        child, cur = cur, ctx.parents.get(cur)
-    return None
+    return enclosing_rank0_if(ctx.parents, node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
 
 
 def _logs_rank0_only(ctx: FileContext, fn: ast.AST) -> bool:

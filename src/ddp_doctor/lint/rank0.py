@@ -87,3 +87,16 @@ def is_rank0_test(test: ast.expr) -> bool:
     target = test.func if isinstance(test, ast.Call) else test
     name = dotted(target)
     return bool(name and MAIN_FLAG.match(name.split(".")[-1]))
+
+
+def enclosing_rank0_if(
+    parents: dict[ast.AST, ast.AST], node: ast.AST, scopes: tuple[type[ast.AST], ...]
+) -> ast.If | None:
+    """The innermost ``if <rank-0 test>:`` whose body (not else) holds ``node``, searched up to the
+    nearest enclosing node of a ``scopes`` type."""
+    child, cur = node, parents.get(node)
+    while cur is not None and not isinstance(cur, scopes):
+        if isinstance(cur, ast.If) and child in cur.body and is_rank0_test(cur.test):
+            return cur
+        child, cur = cur, parents.get(cur)
+    return None

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method
 from ddp_doctor.lint.idioms import SYNC_ON_COMPUTE
 from ddp_doctor.lint.loops import LoopFacts
-from ddp_doctor.lint.rank0 import LOG_ATTRS, is_log_call, is_rank0_log_call, is_rank0_test
+from ddp_doctor.lint.rank0 import LOG_ATTRS, enclosing_rank0_if, is_log_call, is_rank0_log_call, is_rank0_test
 from ddp_doctor.lint.rules.base import Rule, Violation
 
 REDUCE_WORDS = frozenset({"reduce", "allreduce", "gather", "allgather", "average", "sync", "synchronize"})
@@ -144,12 +144,7 @@ def _rank0_logs(
 
 
 def _guard(ctx: FileContext, node: ast.AST) -> ast.If | None:
-    child, cur = node, ctx.parents.get(node)
-    while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-        if isinstance(cur, ast.If) and child in cur.body and is_rank0_test(cur.test):
-            return cur
-        child, cur = cur, ctx.parents.get(cur)
-    return None
+    return enclosing_rank0_if(ctx.parents, node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
 
 
 def _logged_values(node: ast.AST) -> list[ast.AST]:
