@@ -501,8 +501,10 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "把 warmup 延长到至少 2/(1-beta2) 个优化步。",
         ),
         threshold=_t(
-            "spike within max({min_window:g}, warmup/2) steps of warmup end, or warmup < 2/(1−β2) with a spike before that",
-            "尖峰出现在 warmup 结束前后 max({min_window:g}, warmup/2) 步内，或 warmup < 2/(1−β2) 且尖峰出现在此之前",
+            "spike within max({min_window:g}, warmup/2) steps of warmup end (when there is a warmup), or, for an "
+            "Adam-type optimizer (one with β2), warmup < 2/(1−β2) with a spike before that",
+            "尖峰出现在 warmup 结束前后 max({min_window:g}, warmup/2) 步内（存在 warmup 时），或对 Adam 类优化器（有 β2）："
+            "warmup < 2/(1−β2) 且尖峰出现在此之前",
             "Ma & Yarats 2021, On the adequacy of untuned warmup for adaptive optimization",
             min_window=10,
         ),

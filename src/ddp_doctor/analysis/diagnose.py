@@ -232,6 +232,7 @@ def run_info(ctx: Context) -> dict[str, Any]:
             "tokens_range": [ctx.batch.tokens_min, ctx.batch.tokens_max],
             "per_rank_samples": ctx.batch.per_rank_samples,
             "estimated": ctx.batch.estimated,
+            "reason": ctx.batch.reason,
         },
         "settings": {k: _strip(run.config(k)) for k in _CONFIG_KINDS if run.config(k) is not None},
         "level": ctx.level,

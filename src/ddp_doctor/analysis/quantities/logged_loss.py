@@ -5,7 +5,8 @@ Lightning, Fabric, accelerate; or the reference trainer's metrics.jsonl) are gro
 by (source, key, rank). Each value is lined up with the optimizer step it most likely describes
 (a value logged when ``micro == 0`` follows ``optimizer.step()`` of window ``step - 1``; one
 logged mid-window follows micro-step ``micro - 1`` — or precedes micro-step ``micro``, the
-"before" alignment, for a loss printed between forward and backward), and compared with
+"before" alignment, for a loss printed between forward and backward; or describes the step before
+that, "one step late", as HF Trainer's logged loss does), and compared with
 candidate values computed from the probe's own records, for the logging rank r and for all ranks:
 
     rank-local:  u_r(t, i)           micro-batch loss (loss-function output, else backward root)
@@ -222,12 +223,21 @@ class _Micro:
         return float(np.sum(self.u[w[0] : w[0] + w[1]]))
 
 
+# How a logged value lines up with the step it describes (module docstring): right after the step
+# ("after"), between forward and backward ("before"), or one optimizer step late ("one step late":
+# HF Trainer logs the all-reduced loss of the step before the one just taken, measured 40/40 at
+# step s−1 and 0/40 at s on run_clm.py with logging_steps=1).
+ALIGNMENTS = ("after", "before", "one step late")
+
+
 def _positions(points: list[_Point], alignment: str) -> list[tuple[int, int]]:
     """(step, micro index) each value describes; micro -1 = the last micro-step of that step."""
     out = []
     for p in points:
         if alignment == "after":
             out.append((p.step - 1, -1) if p.micro == 0 else (p.step, p.micro - 1))
+        elif alignment == "one step late":
+            out.append((p.step - 2, -1) if p.micro == 0 else (p.step - 1, -1))
         else:
             out.append((p.step, p.micro))
     return out
@@ -300,7 +310,7 @@ def _candidates(
     pos = _positions(points, alignment)
     steps = [t for t, _ in pos]
     # step-level forms describe a finished step: only for values logged after optimizer.step()
-    step_level = alignment == "after" or all(p.micro == 0 for p in points)
+    step_level = alignment != "before" or all(p.micro == 0 for p in points)
     per_rank = {
         r: _rank_forms(
             points,
@@ -372,7 +382,7 @@ def match_series(
     result = LoggedSeries(source, key, rank, len(points))
     forms: list[Form] = []
     values_of: dict[tuple[str, str, str], list[float]] = {}
-    for alignment in ("after", "before"):
+    for alignment in ALIGNMENTS:
         for (family, name), values in _candidates(
             points, alignment, rank, micro, series, starts or []
         ).items():
