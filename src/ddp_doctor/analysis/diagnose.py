@@ -34,11 +34,13 @@ from ddp_doctor.analysis.checks import (
     lr_schedule,
     optimizer,
     precision,
+    progress,
     spikes_clipping,
 )
 from ddp_doctor.analysis.context import Context, build_context
 from ddp_doctor.analysis.fixes import refine_fixes
 from ddp_doctor.analysis.make import coverage, with_coverage
+from ddp_doctor.analysis.precedence import resolve
 from ddp_doctor.analysis.reduced import reduced_run_info, restrict
 from ddp_doctor.catalog import FINDINGS, HYPOTHESES, NOT_A_CAUSE, UI, Text
 from ddp_doctor.findings import Finding, HypothesisVerdict, Verdict, sort_findings
@@ -61,6 +63,7 @@ CHECKS = (
     batchnorm,
     loss_normalization,
     fsdp,
+    progress,
 )
 
 _CONFIG_KINDS = (
@@ -120,7 +123,7 @@ def run_findings(ctx: Context) -> list[Finding]:
                 if no_steps
                 else Text("No runtime measurement exists for this finding.", "该发现没有运行时测量。"),
             )
-    return sort_findings(refine_fixes(list(seen.values())))
+    return sort_findings(resolve(refine_fixes(list(seen.values()))))
 
 
 def verdict(hid: str, by_id: dict[str, Finding]) -> HypothesisVerdict:

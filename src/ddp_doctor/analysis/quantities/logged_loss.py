@@ -16,8 +16,8 @@ candidate values computed from the probe's own records, for the logging rank r a
                  Σ_i u_r(t, i)       the step sum (loss.item() accumulated undivided)
                  mean L_r over (t_prev, t]   mean since the previous logged value ("running loss")
                  mean L_r over [epoch start, t]   mean since the start of the epoch (tqdm's
-                                     ``total / (i + 1)``; epochs start where a DistributedSampler
-                                     was iterated, else at step 0)
+                                     ``total / (i + 1)``; epochs start where the sampler feeding
+                                     the steps began a training iteration, else at step 0)
     global:      each rank-local form averaged over ranks (what an all-reduce of it logs), the
                  token-weighted global step loss L(t) and its mean over (t_prev, t]
 
@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from ddp_doctor.analysis.quantities.samplers import feeding, sampler_uses
 from ddp_doctor.analysis.quantities.series import Series
 from ddp_doctor.catalog import limit
 from ddp_doctor.rundir import RunData, StepColumns, num
@@ -257,7 +258,7 @@ def _window_mean(loss: np.ndarray, steps: list[int]) -> list[float]:
 def _epoch_mean(loss: np.ndarray, steps: list[int], starts: list[int]) -> list[float]:
     """Mean of loss from the start of the epoch of each logged step to it (``total / (i + 1)``).
 
-    Epochs start where a DistributedSampler was iterated (`sampler` records), else at step 0.
+    Epochs start where the sampler feeding the steps began a training iteration (quantities/samplers.py), else at step 0.
     """
     out = []
     for t in steps:
@@ -421,14 +422,11 @@ def logged_loss(run: RunData, series: Series) -> LoggedLoss:
     for source, key, rank in sorted(groups, key=lambda g: (g[2] < 0, g[2])):
         if not is_eval_key(key):
             chosen.setdefault((source, key), rank)
-    # epochs start where a DistributedSampler was iterated
+    # epochs start where the sampler feeding the optimizer steps began a training iteration
+    # (not where a val sampler or a one-batch peek was iterated)
+    use, _ = feeding(sampler_uses(run))
     starts = sorted(
-        {
-            int(rec["step"])
-            for d in run.ranks.values()
-            for rec in d.sampler
-            if isinstance(rec.get("step"), int)
-        }
+        {i.step for its in (use.training().values() if use else ()) for i in its if i.step is not None}
     )
     results = [
         match_series(s, k, r, groups[(s, k, r)], micro, series, starts) for (s, k), r in chosen.items()
