@@ -4,7 +4,7 @@ holds. Runs are generated in memory (tests/fixtures/gen_run.py) and go through d
 from __future__ import annotations
 
 import numpy as np
-from fixtures.gen_run import adam, run_from_records, sgd, step
+from fixtures.gen_run import adam, config, run_from_records, sgd, step
 
 from ddp_doctor.analysis.diagnose import diagnose_run
 from ddp_doctor.analysis.quantities.gns import ratio_with_stderr
@@ -80,3 +80,33 @@ def test_effective_batch_not_measured_says_why():
     assert eb["samples"] is None and "micro-batch size" in eb["reason"]
     text = render_text(diag, "en")
     assert "None samples" not in text and "not measured (no micro-batch size" in text
+
+
+def _bypassed_run(with_ddp: bool):
+    recs = [sgd()] + ([config("ddp", n_params=2, n_trainable=2)] if with_ddp else [])
+    recs += [step(t, [1.0 - 0.01 * t], sync=[0], grad_sq=None) for t in range(20)]
+    return run_from_records({0: recs, 1: recs}, 2)
+
+
+def test_ddp_bypassed_fix_fits_a_script_without_a_ddp_wrapper():
+    """nanochat: no DDP wrapper at all, so "call `ddp_model(x)`" cannot be followed."""
+    f = by_id(diagnose_run(_bypassed_run(with_ddp=False)))["ddp-bypassed"]
+    assert f.status == "confirmed"
+    assert "ddp_model(x)" not in f.fix and "No DistributedDataParallel wrapper" in f.fix
+    assert "DistributedDataParallel" in f.fix_in("zh")
+
+
+def test_ddp_bypassed_fix_with_a_wrapper_is_the_catalog_fix():
+    f = by_id(diagnose_run(_bypassed_run(with_ddp=True)))["ddp-bypassed"]
+    assert f.status == "confirmed" and "ddp_model(x)" in f.fix
+
+
+def test_a_caused_effect_chains_the_fitted_fix():
+    from ddp_doctor.analysis.fixes import refine_fixes
+    from ddp_doctor.catalog import Text
+    from ddp_doctor.findings import Finding
+
+    cause = Finding("ddp-bypassed", "confirmed", "error", Text("x", "x"), {"ddp_wrapped": False})
+    effect = Finding("replica-divergence", "confirmed", "error", Text("y", "y"))
+    refine_fixes([cause, effect])
+    assert "No DistributedDataParallel wrapper" in effect.fix and "ddp_model(x)" not in effect.fix
