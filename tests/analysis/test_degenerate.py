@@ -110,3 +110,24 @@ def test_a_caused_effect_chains_the_fitted_fix():
     effect = Finding("replica-divergence", "confirmed", "error", Text("y", "y"))
     refine_fixes([cause, effect])
     assert "No DistributedDataParallel wrapper" in effect.fix and "ddp_model(x)" not in effect.fix
+
+
+def test_the_noise_answer_names_the_missing_piece():
+    """Fabric/Lightning with F.nll_loss unseen: 2 ranks × 1 micro-batch would predict the noise, the
+    loss-function value is what is missing — the headline must say that, not 'needs ≥ 2 micro-batches'."""
+    recs = [sgd()]
+    for t in range(40):
+        rec = step(t, [2.0 - 0.01 * t])
+        rec.pop("loss_fn")
+        recs.append(rec)
+    diag = diagnose_run(run_from_records({0: recs, 1: recs}, 2))
+    answer = diag.run_info["oscillation"]
+    assert answer["answer"] == "not-measured"
+    assert "no loss-function value was recorded" in answer["summary"], answer["summary"]
+    assert "no loss-function value" in diag.run_info["noise_band"]["reason"]
+
+
+def test_one_micro_batch_per_step_names_the_count():
+    recs = [sgd()] + [step(t, [2.0 - 0.01 * t]) for t in range(40)]
+    answer = diagnose_run(run_from_records({0: recs}, 1)).run_info["oscillation"]
+    assert "at most 1 recorded in a step" in answer["summary"], answer["summary"]

@@ -183,7 +183,12 @@ def build_context(run: RunData) -> Context:
         sync=sync,
         gns=gns,
         noise=noise,
-        oscillation=oscillation(loss, noise.predicted_trace, np.clip(dof, 0.0, None)),
+        oscillation=oscillation(
+            loss,
+            noise.predicted_trace,
+            np.clip(dof, 0.0, None),
+            noise.reason if not np.isfinite(noise.predicted_trace).any() else None,
+        ),
         grad_norm=grad_norm,
         grad_norm_source=source,
         loss_spikes=find_spikes(loss, early_factor=EARLY_LOSS_FACTOR),
