@@ -62,10 +62,10 @@ def refine_fixes(findings: list[Finding]) -> list[Finding]:
     """Fit each confirmed finding's fix to the setup, then prefix the fix of each confirmed effect
     with its confirmed causes' fixes (in place)."""
     confirmed = {f.id: f for f in findings if f.status == "confirmed"}
-    for f in confirmed.values():
-        fitted = _setup_fix(f)
+    for each in confirmed.values():
+        fitted = _setup_fix(each)
         if fitted is not None:
-            f.fix = fitted
+            each.fix = fitted
     for effect, causes in CAUSES.items():
         f = confirmed.get(effect)
         if f is None:
