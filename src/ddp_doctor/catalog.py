@@ -170,9 +170,11 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "在每个 epoch 遍历 DataLoader 之前调用 `sampler.set_epoch(epoch)`。",
         ),
         threshold=_t(
-            "index-list hash equal in more than half of the consecutive training iterations of the sampler "
-            "that feeds the optimizer steps (≥ 2 seen; peeks that fed no step set aside)",
-            "为优化步提供数据的 sampler 的相邻训练迭代中，超过一半索引顺序哈希相同（至少 2 次；未为任何优化步提供数据的预取迭代不计入）",
+            "at one epoch value, the index order repeated in more than half of the consecutive training "
+            "iterations of the sampler that feeds the optimizer steps; at several epoch values, the order "
+            "unchanged across different values in more than half (≥ 2 iterations; peeks that fed no step set aside)",
+            "只有一个 epoch 值时：为优化步提供数据的 sampler 的相邻训练迭代中超过一半索引顺序相同；有多个 epoch 值时："
+            "epoch 值不同的相邻训练迭代中超过一半顺序未变（至少 2 次；未为任何优化步提供数据的预取迭代不计入）",
             "DistributedSampler docs (set_epoch seeds the shuffle)",
         ),
     ),

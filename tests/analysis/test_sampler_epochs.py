@@ -97,9 +97,12 @@ def test_set_epoch_after_the_first_iteration_repeats_one_epoch_only():
     f = set_epoch(diagnose_run(run(recs, 5)))
     assert f.status == "ruled-out", f.summary
     assert f.evidence["repeated_orders"] == 2 and f.evidence["pairs_at_the_same_epoch_value"] == 2
+    assert "set_epoch called after the first iteration" in f.summary
 
 
-def test_epoch_value_changing_every_other_epoch_is_confirmed_without_saying_not_called():
+def test_a_sampler_iterated_twice_per_epoch_is_by_design_and_said():
+    """Two loaders on one sampler (or two passes per epoch): the order repeats at one epoch value."""
+
     def recs(r):
         vals = [0, 0, 1, 1, 2, 2]
         return [
@@ -107,8 +110,27 @@ def test_epoch_value_changing_every_other_epoch_is_confirmed_without_saying_not_
         ]
 
     f = set_epoch(diagnose_run(run(recs, 6)))
+    assert f.status == "ruled-out", f.summary
+    assert "set_epoch is called" in f.summary and "more than once per epoch" in f.summary
+
+
+def test_an_order_unchanged_across_epoch_values_is_confirmed_and_says_so():
+    def recs(r):
+        return [sampler_rec(e * EPOCH, e, 50, 0, prev=(64, EPOCH) if e else None) for e in range(4)]
+
+    f = set_epoch(diagnose_run(run(recs, 4)))
     assert f.status == "confirmed", f.summary
-    assert "set_epoch is called" in f.summary and "not called before every epoch" in f.summary
+    assert "set_epoch is called" in f.summary and "ignores its epoch" in f.summary
+
+
+def test_epochs_of_one_batch():
+    """One batch per epoch: each training iteration feeds one step (prev_steps 1), none is a peek."""
+
+    def recs(r):
+        return [sampler_rec(e, 0, 9, 0, prev=(8, 1) if e else None) for e in range(EPOCH)]
+
+    f = set_epoch(diagnose_run(run(recs, 1)))
+    assert f.status == "confirmed" and f.evidence["judged"]["iterations_that_fed_no_step"] == 0
 
 
 def test_one_training_epoch_with_a_peek_is_not_measured():

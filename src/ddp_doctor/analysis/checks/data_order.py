@@ -8,9 +8,11 @@
   the epoch value it ran at; without set_epoch every iteration (epoch) yields the same list.
   Judged on the sampler that feeds the optimizer steps (train, not val/test), over its training
   iterations (peeks that fed no step set aside; :mod:`ddp_doctor.analysis.quantities.samplers`):
-  confirmed when more than half of consecutive training iterations repeat the order, and the
-  message says from the epoch values whether set_epoch is never called or not before every epoch.
-  Needs ≥ 2 training iterations.
+  decided from the epoch values and the order per epoch value: with one epoch value, confirmed
+  when more than half of consecutive training iterations repeat the order ("set_epoch is not
+  called"); with several, set_epoch is called, re-iterations at one value repeat by design (noted),
+  and it is confirmed only when the order stays the same across different values (the sampler
+  ignores its epoch). Needs ≥ 2 training iterations.
 * rank-data-skew: the batch-means test of :mod:`ddp_doctor.analysis.quantities.skew` on each
   rank's local loss and log local gradient norm².
 """
@@ -126,49 +128,76 @@ def _set_epoch(ctx: Context) -> Finding:
             epochs_seen=1,
             **ev,
         )
-    repeats = pairs = same_value = 0
+    # the order per epoch value: re-iterations at one value (two loaders on one sampler, set_epoch
+    # called after the first iteration) repeat by design; across values the order must change
+    repeats = pairs = same_value = same_value_repeats = 0
     epochs: set[int] = set()
     for its in training.values():
         for a, b in zip(its, its[1:]):
             pairs += 1
             repeats += a.hash == b.hash
-            same_value += a.epoch == b.epoch
+            if a.epoch == b.epoch:
+                same_value += 1
+                same_value_repeats += a.hash == b.hash
         epochs.update(i.epoch for i in its if i.epoch is not None)
     values = sorted(epochs)
     shown = _values_text(values)
+    across, across_repeats = pairs - same_value, repeats - same_value_repeats
     ev.update(
         sampler_iterations=n_train,
         epoch_values_seen=values[:50],
         repeated_orders=repeats,
         consecutive_pairs=pairs,
         pairs_at_the_same_epoch_value=same_value,
+        repeated_across_epoch_values=across_repeats,
+        pairs_across_epoch_values=across,
     )
-    if repeats > pairs / 2:
-        if len(values) <= 1:
-            why = f"every training iteration ran at epoch value {shown}: set_epoch is not called"
-            why_zh = f"每次训练迭代的 epoch 值都是 {shown}：没有调用 set_epoch"
-        else:
-            why = (
-                f"set_epoch is called (epoch values {shown}), but {same_value} of {pairs} consecutive "
-                "training iterations ran at the same epoch value: it is not called before every epoch"
+    again = (
+        f" ({same_value_repeats} training iteration(s) re-ran the order of the previous one at the same epoch "
+        "value: a sampler iterated more than once per epoch, or set_epoch called after the first iteration)"
+        if same_value_repeats
+        else ""
+    )
+    again_zh = (
+        f"（{same_value_repeats} 次训练迭代在相同 epoch 值下重复了上一次的顺序）"
+        if same_value_repeats
+        else ""
+    )
+    if len(values) <= 1:
+        if repeats > pairs / 2:
+            return confirmed(
+                fid,
+                f"The shuffled index order of {which} repeated in {repeats} of {pairs} consecutive training "
+                f"iterations{aside_en}, all at epoch value {shown}: set_epoch is not called.",
+                f"{which_zh}打乱后的索引顺序在 {pairs} 对相邻训练迭代中有 {repeats} 对重复{aside_zh}，epoch 值都是 {shown}："
+                "没有调用 set_epoch。",
+                **ev,
             )
-            why_zh = (
-                f"调用了 set_epoch（epoch 值 {shown}），但 {pairs} 对相邻训练迭代中有 {same_value} 对 epoch 值相同："
-                "并非在每个 epoch 之前都调用"
-            )
+        return ruled_out(
+            fid,
+            f"The index order of {which} changed between training iterations ({pairs - repeats} of {pairs} "
+            f"consecutive pairs differ) although the epoch value stayed {shown} (seed or dataset changed){aside_en}.",
+            f"{which_zh}的索引顺序在训练迭代之间发生了变化（{pairs} 对中 {pairs - repeats} 对不同），"
+            f"尽管 epoch 值一直是 {shown}{aside_zh}。",
+            **ev,
+        )
+    if across_repeats > across / 2:
         return confirmed(
             fid,
-            f"The shuffled index order of {which} repeated in {repeats} of {pairs} consecutive training "
-            f"epochs{aside_en}; {why}.",
-            f"{which_zh}打乱后的索引顺序在 {pairs} 对相邻训练 epoch 中有 {repeats} 对重复{aside_zh}；{why_zh}。",
+            f"set_epoch is called (epoch values {shown}), but the index order of {which} stayed the same in "
+            f"{across_repeats} of {across} consecutive training iterations at different epoch values: the "
+            f"sampler ignores its epoch{aside_en}.",
+            f"调用了 set_epoch（epoch 值 {shown}），但{which_zh}的索引顺序在 {across} 对 epoch 值不同的相邻训练迭代中有 "
+            f"{across_repeats} 对未变：sampler 忽略了 epoch{aside_zh}。",
             **ev,
         )
     return ruled_out(
         fid,
-        f"The index order of {which} changed between training epochs ({pairs - repeats} of {pairs} "
-        f"consecutive pairs differ; epoch values {shown}){aside_en}.",
-        f"{which_zh}的索引顺序在训练 epoch 之间发生了变化（{pairs} 对中 {pairs - repeats} 对不同；epoch 值 {shown}）"
-        f"{aside_zh}。",
+        f"set_epoch is called: the index order of {which} changed with the epoch value ({across - across_repeats} "
+        f"of {across} consecutive training iterations at different epoch values differ; epoch values {shown})"
+        f"{again}{aside_en}.",
+        f"调用了 set_epoch：{which_zh}的索引顺序随 epoch 值变化（{across} 对 epoch 值不同的相邻训练迭代中 "
+        f"{across - across_repeats} 对不同；epoch 值 {shown}）{again_zh}{aside_zh}。",
         **ev,
     )
 
