@@ -151,7 +151,14 @@ class _Indices:
 
     def __next__(self) -> int:
         index = next(self._it)
-        _drawn(self._draws)
+        draws = self._draws
+        try:  # the common case, inline (one call per index): same iteration, same step window
+            if _samplers.last is draws and PROBE.steps.step == _samplers.last_step:
+                draws.drawn += 1
+                return index
+        except Exception:  # noqa: BLE001, S110 - anything odd goes the guarded way below
+            pass
+        _drawn(draws)
         return index
 
     def __length_hint__(self) -> int:
