@@ -12,8 +12,8 @@ none): :func:`_setup_fix` gives the fix that fits what the evidence shows, befor
 
 from __future__ import annotations
 
-from ddp_doctor.catalog import FINDINGS, Text
-from ddp_doctor.findings import Finding
+from ddp_doctor.core.catalog import FINDINGS, Text
+from ddp_doctor.core.findings import Finding
 
 # effect → causes (why: the mechanism, one line each)
 CAUSES: dict[str, tuple[str, ...]] = {
