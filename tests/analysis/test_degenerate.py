@@ -103,8 +103,8 @@ def test_ddp_bypassed_fix_with_a_wrapper_is_the_catalog_fix():
 
 def test_a_caused_effect_chains_the_fitted_fix():
     from ddp_doctor.analysis.fixes import refine_fixes
-    from ddp_doctor.catalog import Text
-    from ddp_doctor.findings import Finding
+    from ddp_doctor.core.catalog import Text
+    from ddp_doctor.core.findings import Finding
 
     cause = Finding("ddp-bypassed", "confirmed", "error", Text("x", "x"), {"ddp_wrapped": False})
     effect = Finding("replica-divergence", "confirmed", "error", Text("y", "y"))

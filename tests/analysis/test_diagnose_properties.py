@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from ddp_doctor.analysis.diagnose import diagnose_run
 from ddp_doctor.analysis.precedence import PRECEDENCE
-from ddp_doctor.catalog import FINDINGS, HYPOTHESES
+from ddp_doctor.core.catalog import FINDINGS, HYPOTHESES
 from ddp_doctor.report.text import render_text
 from ddp_doctor.report.to_json import render_json
 

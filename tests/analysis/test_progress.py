@@ -9,8 +9,8 @@ from fixtures.gen_run import adam, config, run_from_records, sgd, step
 
 from ddp_doctor.analysis.diagnose import diagnose_run
 from ddp_doctor.analysis.precedence import PRECEDENCE, resolve
-from ddp_doctor.catalog import HYPOTHESES, Text
-from ddp_doctor.findings import Finding
+from ddp_doctor.core.catalog import HYPOTHESES, Text
+from ddp_doctor.core.findings import Finding
 
 STEPS = 30
 

@@ -9,8 +9,8 @@ summary says which finding overrode it and why, and its numbers stay in the evid
 
 from __future__ import annotations
 
-from ddp_doctor.catalog import Text
-from ddp_doctor.findings import Finding
+from ddp_doctor.core.catalog import Text
+from ddp_doctor.core.findings import Finding
 
 # (winner, loser, why) — why: the mechanism that makes the loser's reading wrong when the winner holds
 PRECEDENCE: tuple[tuple[str, str, Text], ...] = (

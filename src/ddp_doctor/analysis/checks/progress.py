@@ -28,8 +28,8 @@ import numpy as np
 
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, coverage, fmt, inconclusive, not_measured, ruled_out
-from ddp_doctor.catalog import limit, threshold_text
-from ddp_doctor.findings import Finding
+from ddp_doctor.core.catalog import limit, threshold_text
+from ddp_doctor.core.findings import Finding
 
 SHARE = limit("training-not-progressing", "share")
 MIN_STEPS = int(limit("training-not-progressing", "min_steps"))

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ddp_doctor.rundir import RunData
+from ddp_doctor.rundir.reader import RunData
 
 
 @dataclass
