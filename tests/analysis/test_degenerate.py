@@ -131,3 +131,23 @@ def test_one_micro_batch_per_step_names_the_count():
     recs = [sgd()] + [step(t, [2.0 - 0.01 * t]) for t in range(40)]
     answer = diagnose_run(run_from_records({0: recs}, 1)).run_info["oscillation"]
     assert "at most 1 recorded in a step" in answer["summary"], answer["summary"]
+
+
+def _confirmed(losses):
+    diag = diagnose_run(run_from_records({0: [sgd()] + [step(t, [v]) for t, v in enumerate(losses)]}, 1))
+    return {f.id for f in diag.findings if f.status == "confirmed"}
+
+
+def test_a_negative_loss_is_no_early_spike_but_its_rise_is_one():
+    """The early '> 2× the mean before' rule presumes a positive loss: -1 > 2 × -1 is no spike."""
+    flat = [-1.0] * 60
+    assert "loss-spike" not in _confirmed(flat)
+    risen = [-2.0 + 0.001 * (i % 3) for i in range(60)]
+    risen[45] = -0.2  # towards 0 is up for a negative loss
+    assert "loss-spike" in _confirmed(risen)
+
+
+def test_a_loss_of_zero_has_no_relative_spike():
+    losses = [0.0] * 60
+    losses[40] = 1e-6
+    assert "loss-spike" not in _confirmed(losses)
