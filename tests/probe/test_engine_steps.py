@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from ddp_doctor.analysis.diagnose import diagnose_run
-from ddp_doctor.rundir import read_run
+from ddp_doctor.rundir.reader import read_run
 from probe.helpers import SCRIPTS, base_env, kind, read_rank, run_plain, run_probe, torchrun
 
 SCRIPT = "engine_steps.py"
