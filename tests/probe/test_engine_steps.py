@@ -99,3 +99,17 @@ def test_every_common_loss_function_is_seen_and_a_sum_of_two_is_not_one_of_them(
     assert fns[0]["n_valid"] == 4  # nll_loss: targets != ignore_index
     assert fns[5]["n_valid"] == 4  # smooth_l1 with reduction="sum": the terms it added
     assert all(f["n_valid"] is None for f in fns[1:5])
+
+
+def test_warnings_raised_through_our_wrappers_name_the_scripts_line(tmp_path):
+    script = SCRIPTS / "warnings_through_wrappers.py"
+    lines = script.read_text().splitlines()
+    expected = {f"{script}:{i + 1}: UserWarning" for i, text in enumerate(lines) if "WARNS-HERE" in text}
+    proc = run_probe(tmp_path / "run", [sys.executable, str(script)])
+    shown = {
+        line.split(": UserWarning")[0] + ": UserWarning"
+        for line in proc.stderr.splitlines()
+        if "UserWarning" in line
+    }
+    assert shown == expected, proc.stderr[-2000:]
+    assert "ddp_doctor" not in proc.stderr.replace("ddp-doctor", "")
