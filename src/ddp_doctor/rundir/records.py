@@ -136,7 +136,7 @@ KINDS: dict[str, tuple[Field, ...]] = {
         F("device", "str"),
         # several nodes / Slurm tasks (probe/launch_env.py): instance name or node-<node rank>
         F("node", "str"),
-        # imported logs (importers/reduced.py): step numbers go up to steps_per_line × lines
+        # imported logs (rundir/sources/logs.py): step numbers go up to steps_per_line × lines
         F("steps_per_line", "int"),
     ),
     "config": (F("what", "str"), F("step", "int")),
