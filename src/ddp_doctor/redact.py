@@ -67,7 +67,7 @@ _QUERY_SECRET_NAMES = frozenset(
 # `password = "hunter2"`, `"api_key": "abc"`, `token: abc` in free text (exception messages,
 # JSON arguments): a secret-looking name, `=` or `:`, then the value (quoted or up to a space).
 _TEXT_KEY_VALUE = re.compile(
-    r"(?P<key>[A-Za-z_][\w.-]*)(?P<sep>[\"']?\s*[=:]\s*)(?P<value>\"[^\"]*\"|'[^']*'|[^\s,;}\]\"'&]+)"
+    r"(?P<key>[A-Za-z_][\w.-]*)(?P<sep>[\"']?\s*[=:]\s*)(?P<value>\"[^\"]*\"|'[^']*'|[^\s,;)}\]\"'&]+)"
 )
 # A 40-hex W&B API key is told from a git commit only by its context: a text that speaks of a key.
 _HEX40 = re.compile(r"\b[0-9a-f]{40}\b")
@@ -128,6 +128,7 @@ def _text_pair(m: re.Match[str]) -> str:
         or REDACTED in value
         or value.startswith("//")  # `https://...` is a URL, not a `https:` key
         or m.string.startswith(" " + REDACTED, m.end())  # `Authorization: Bearer <redacted>`
+        or _is_number(value)  # "max tokens: 2048" in an error message is a count, not a key
     ):
         return m.group(0)
     quote = value[0] if value[:1] in ("'", '"') else ""
@@ -172,14 +173,14 @@ def redact_argv(argv: Iterable[Any]) -> list[Any]:
             hide_next = None
             continue
         hide_next = None
-        if arg.startswith("-") and len(arg) > 1 and not _is_number(arg):
-            name, eq, value = arg.lstrip("-").partition("=")
+        name, eq, value = arg.lstrip("-").partition("=")
+        if arg.startswith("-") and len(arg) > 1 and not _is_number(arg) and not re.search(r"\s", name):
             if is_secret_name(name):
                 if eq:
-                    out.append(f"{arg.split('=', 1)[0]}={REDACTED}")
+                    out.append(arg if _is_count(name, value) else f"{arg.split('=', 1)[0]}={REDACTED}")
                 else:
                     out.append(arg)
-                    hide_next = "all"
+                    hide_next = "unless-number" if _is_count(name, "0") else "all"
                 continue
             if not eq and arg in _SHORT_SECRET_FLAGS:
                 out.append(arg)
@@ -195,7 +196,8 @@ def redact_argv(argv: Iterable[Any]) -> list[Any]:
         else:
             match = _KEY_VALUE.match(arg)
             if match and "://" not in arg[: match.end("sep") + 2] and is_secret_name(match["key"]):
-                out.append(f"{match['key']}{match['sep']}{REDACTED}")
+                keep = _is_count(match["key"], match["value"])
+                out.append(arg if keep else f"{match['key']}{match['sep']}{REDACTED}")
                 continue
         out.append(redact_text(arg))
     return out
@@ -216,6 +218,15 @@ def redact_recorded(text: str) -> str:
 def redact_env(environ: Mapping[str, str]) -> dict[str, str]:
     """`environ` without secret-looking names, and with secret-shaped values redacted."""
     return {k: redact_value(v) for k, v in environ.items() if not is_secret_name(k)}
+
+
+# `max_tokens=2048`, `--num-tokens 512`: a "token" name that counts tokens, with a number.
+_COUNT_PARTS = frozenset({"tokens", "max", "min", "num", "n", "len", "length", "size", "count", "per"})
+
+
+def _is_count(name: str, value: str) -> bool:
+    parts = {p.lower() for chunk in re.split(r"[_\-.\s/]+", name) for p in _PARTS.findall(chunk)}
+    return bool(parts & _COUNT_PARTS) and _is_number(value)
 
 
 def _is_number(arg: str) -> bool:
