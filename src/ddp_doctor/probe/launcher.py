@@ -18,6 +18,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -224,24 +225,80 @@ def _interventions(environ: Mapping[str, str]) -> dict[str, str]:
 def _run_foreground(command: list[str], env: dict[str, str]) -> int:
     try:
         child = subprocess.Popen(command, env=env)
-    except OSError as error:
+    except FileNotFoundError as error:  # what a shell answers: 127 not found, 126 not executable
         sys.stderr.write(f"ddp-doctor: cannot start {command[0]!r}: {error}\n")
         return 127
-    return _wait_forwarding_signals(child)
+    except OSError as error:  # permission denied, a directory, not an executable format
+        sys.stderr.write(f"ddp-doctor: cannot execute {command[0]!r}: {error}\n")
+        return 126
+    return wait_forwarding_signals(child)
 
 
-def _wait_forwarding_signals(child: subprocess.Popen[bytes]) -> int:
-    forwarded = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-    previous = {}
+# Every signal a terminal or a job scheduler sends to end or poke a job. Stop/continue signals
+# (TSTP, TTIN, TTOU, CONT) keep their default: a terminal sends them to the whole foreground
+# process group, so ddp-doctor stops and resumes with the command, as a shell job would.
+FORWARDED = tuple(
+    getattr(signal, name)
+    for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGWINCH")
+    if hasattr(signal, name)
+)
+SI_KERNEL = 0x80  # siginfo si_code of a signal the kernel generated: the terminal's Ctrl-C, Ctrl-\
 
-    def forward(signum: int, frame: Any) -> None:
-        child.send_signal(signum)
 
-    for signum in forwarded:
-        previous[signum] = signal.signal(signum, forward)
+def wait_forwarding_signals(child: subprocess.Popen[Any]) -> int:
+    """Wait for `child`, passing every FORWARDED signal on to it once; return its exit code
+    (128 + N when signal N killed it, as shells report it). ddp-doctor never exits before it.
+
+    A signal the terminal generated (Ctrl-C, Ctrl-\\: si_code SI_KERNEL) went to the whole
+    foreground process group, the command included when it shares ours: passing it on again would
+    give torchrun a second SIGINT in the middle of its shutdown. A signal sent to ddp-doctor's pid
+    (`kill`, a scheduler) is passed on. Telling the two apart needs the siginfo, so the signals
+    are blocked and taken with sigtimedwait; off the main thread (no signal handling there), or
+    without sigtimedwait, the child is simply waited for.
+    """
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "sigtimedwait"):
+        return _exit_code(child.wait())
+    early: list[int] = []
+
+    def record(signum: int, frame: Any) -> None:  # delivered before the block, or to another thread
+        early.append(signum)
+
+    # Installed only now, after the command started: it inherited our dispositions as they were
+    # (`nohup`'s ignored SIGHUP, a background job's ignored SIGINT/SIGQUIT). A signal ignored here
+    # is passed on all the same: the command ignores it too, or handles it as it would bare
+    # (torchrun installs its own SIGQUIT handler whatever it inherited).
+    previous = {signum: signal.signal(signum, record) for signum in FORWARDED}
+    waited = (*FORWARDED, signal.SIGCHLD)
+    old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, waited)
     try:
-        code = child.wait()
+        shares_group = _same_process_group(child)
+        while child.poll() is None:
+            while early:
+                _forward(child, early.pop(0))
+            info = signal.sigtimedwait(waited, 1.0)
+            if info is None or info.si_signo == signal.SIGCHLD:
+                continue
+            if info.si_code == SI_KERNEL and shares_group:
+                continue  # the terminal sent it to the command too
+            _forward(child, info.si_signo)
+        return _exit_code(child.returncode)
     finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)  # pending ones reach `record`
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def _same_process_group(child: subprocess.Popen[Any]) -> bool:
+    try:
+        return os.getpgid(child.pid) == os.getpgrp()
+    except OSError:
+        return True
+
+
+def _forward(child: subprocess.Popen[Any], signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        child.send_signal(signum)
+
+
+def _exit_code(code: int) -> int:
     return 128 - code if code < 0 else code
