@@ -191,10 +191,81 @@ def _run_claimed(
         env_file = deepspeed_env.write_env_file(run_dir / EXITS_SUBDIR, probe_vars, base_env)
         env[deepspeed_env.ENV_FILE_VAR] = str(env_file.resolve())
     write_manifest(run_dir, manifest, path)
+    reserve = _reserve_space(run_dir)
     code = (runner or _run_foreground)(command, env)
-    manifest.update(end=_now(), exit_code=code, ranks=len(list((run_dir / RANKS_DIR).glob("rank-*.jsonl"))))
-    write_manifest(run_dir, manifest, path)
+    _finish_manifest(run_dir, manifest, path, code, reserve)
     return code
+
+
+# Held back while the command runs, freed just before the final manifest is written: a run
+# directory on a file system the ranks filled up still gets its exit code and the note that the
+# disk was full (a manifest is ~2 KB; tmpfs and ext4 allocate 4 KB pages/blocks).
+RESERVE_BYTES = 16 * 1024
+RESERVE_NAME = ".space-reserve"
+# Free space below this when the command ends: the file system was (nearly) full, and records
+# the ranks tried to write may be missing.
+FULL_BELOW_BYTES = 64 * 1024
+
+
+def _reserve_space(run_dir: Path) -> Path | None:
+    path = run_dir / EXITS_SUBDIR / RESERVE_NAME
+    try:
+        path.parent.mkdir(mode=PRIVATE_DIR, exist_ok=True)
+        create_new(path, b"\0" * RESERVE_BYTES)
+    except OSError:
+        with contextlib.suppress(OSError):
+            path.unlink()
+        return None  # no room even for that (or a stale one from a crash): write what we can
+    return path
+
+
+def _finish_manifest(
+    run_dir: Path, manifest: dict[str, Any], path: Path | None, code: int, reserve: Path | None
+) -> None:
+    """Add `end`, `exit_code`, `ranks` and, when writing failed or the disk is full, `write_errors`.
+
+    Never raises: the exit code `ddp-doctor run` returns is the command's whatever happens here;
+    a failure is said on stderr and, where the manifest can still be written, in it.
+    """
+    errors = _disk_full_note(run_dir)
+    if reserve is not None:
+        with contextlib.suppress(OSError):
+            reserve.unlink()
+    manifest.update(end=_now(), exit_code=code)
+    try:
+        manifest["ranks"] = len(list((run_dir / RANKS_DIR).glob("rank-*.jsonl")))
+    except OSError as error:
+        errors = [*errors, f"listing {RANKS_DIR}/: {error}"]
+    if errors:
+        manifest["write_errors"] = errors
+    try:
+        write_manifest(run_dir, manifest, path)
+    except OSError as error:
+        target = path or manifest_path(run_dir)
+        sys.stderr.write(
+            f"ddp-doctor: could not write the final {target.name} ({error}); the command exited with "
+            f"code {code}, and a report of {run_dir} will read it as still in progress\n"
+        )
+        return
+    for note in errors:
+        sys.stderr.write(f"ddp-doctor: {note}\n")
+
+
+def _disk_full_note(run_dir: Path) -> list[str]:
+    """["the file system ... is full ..."] when the run directory's file system has (almost) no
+    free space left now that the command has ended; [] otherwise or when it cannot be asked."""
+    try:
+        st = os.statvfs(run_dir)
+    except OSError:
+        return []
+    free = st.f_bavail * st.f_frsize
+    if free >= FULL_BELOW_BYTES:
+        return []
+    return [
+        f"the file system holding the run directory was full when the command ended ({free:,} bytes "
+        f"free of {st.f_blocks * st.f_frsize:,}): records the ranks tried to write after that are "
+        "missing; free space or choose another --out"
+    ]
 
 
 def claim_instance(run_dir: Path, name: str) -> Path:

@@ -71,6 +71,7 @@ class Probe:
             self.active
             and self.recorder is not None
             and not self.recorder.is_open
+            and self.recorder.error is None  # a rank file that hit a full disk is not reopened
             and not _in_dataloader_worker()
         ):
             rank, header = self._header()
