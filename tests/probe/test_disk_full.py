@@ -1,6 +1,6 @@
 """`--out` on a full disk: `ddp-doctor run` exits with the command's code, says what could not be
 written on stderr and, where it still can, in the manifest; the report says the disk was full
-(probe/launcher.py `_finish_manifest`, probe/recorder.py)."""
+(launch/launcher.py `_finish_manifest`, probe/recorder.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from ddp_doctor.analysis.diagnose import diagnose
-from ddp_doctor.probe import launcher
+from ddp_doctor.launch import launcher
 from ddp_doctor.probe.options import ProbeOptions
 from ddp_doctor.probe.recorder import RankRecorder
 from probe.helpers import DDP_DOCTOR, SCRIPTS, base_env

@@ -1,5 +1,5 @@
 """`ddp-doctor run` passes every signal on to the command once, never exits before it, and
-answers a command it cannot start as a shell would (probe/launcher.py, wait_forwarding_signals)."""
+answers a command it cannot start as a shell would (launch/launcher.py, wait_forwarding_signals)."""
 
 from __future__ import annotations
 

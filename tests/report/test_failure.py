@@ -1,5 +1,5 @@
 """A failed run is the first thing the report says, and its verdicts cover only the steps before
-(analysis/failure.py, ddp_doctor.teardown.failed_ranks; docs/report.md "Failed runs")."""
+(analysis/failure.py, ddp_doctor.rundir.teardown.failed_ranks; docs/report.md "Failed runs")."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from pathlib import Path
 
 from fixtures.synth_run import SynthSpec, write_run
 
-from ddp_doctor import records
 from ddp_doctor.analysis.diagnose import diagnose
 from ddp_doctor.report.html import render_html
 from ddp_doctor.report.text import render_text
 from ddp_doctor.report.to_json import report_dict as to_json
-from ddp_doctor.teardown import EXITS_SUBDIR
+from ddp_doctor.rundir import records
+from ddp_doctor.rundir.teardown import EXITS_SUBDIR
 
 STEPS = 30
 

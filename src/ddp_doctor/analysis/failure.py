@@ -1,6 +1,6 @@
 """A failed run, said first: which rank failed, how, where, and what the verdicts then cover.
 
-`ddp_doctor.teardown.classify_run` finds the failed ranks (launcher reports, `end` records,
+`ddp_doctor.rundir.teardown.classify_run` finds the failed ranks (launcher reports, `end` records,
 missing files); this module turns them into the report's first lines (`run.failure` in the JSON,
 docs/report.md "Failed runs") and marks every verdict built on the steps before the failure as
 covering only them: a "ruled out over 5 of 5 optimizer steps" of a run whose rank 1 raised in
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ddp_doctor.catalog import Text
-from ddp_doctor.findings import Finding, HypothesisVerdict
-from ddp_doctor.teardown import ExitStatus, RankFailure
+from ddp_doctor.core.catalog import Text
+from ddp_doctor.core.findings import Finding, HypothesisVerdict
+from ddp_doctor.rundir.teardown import ExitStatus, RankFailure
 
 
 def _how(f: RankFailure) -> Text:

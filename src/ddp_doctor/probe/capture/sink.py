@@ -119,7 +119,7 @@ _rank_cache: list[int] = []  # the process group's rank, once it exists (it does
 @functools.lru_cache(maxsize=256)
 def _key(key: str) -> str:
     """The logged key, redacted (a script may log `f"loss {api_key}"`): once per distinct key."""
-    from ddp_doctor.redact import redact_recorded
+    from ddp_doctor.core.redact import redact_recorded
 
     return redact_recorded(key)
 
