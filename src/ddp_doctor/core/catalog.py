@@ -649,8 +649,9 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
         ),
         ("Fraction of clipped steps and the clip threshold.", "被裁剪的步数比例以及裁剪阈值。"),
         (
-            "Lower the learning rate or raise max_norm so that clipping only catches outliers.",
-            "降低学习率或提高 max_norm，让裁剪只处理异常值。",
+            "Lower the learning rate or raise max_norm (clip_value when clipping by value) so that "
+            "clipping only catches outliers.",
+            "降低学习率或提高 max_norm（按值裁剪时为 clip_value），让裁剪只处理异常值。",
         ),
         threshold=_t(
             "> {share:.0%} of ≥ {min_steps:g} post-warmup steps clipped",

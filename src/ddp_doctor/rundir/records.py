@@ -102,6 +102,10 @@ _CLIP = (
     # FSDP2: a partial DTensor total norm, per rank (docs/run-format.md, "FSDP2 / DTensor")
     F("total_norm_shard", "float"),
     F("norm_type", "float"),
+    # clip_grad_value_ (docs/run-format.md, "Clipping by value"); max_norm is null there
+    F("clip_value", "float"),
+    F("max_abs", "float"),
+    F("clipped_norm", "float"),
 )
 _GROUP = (
     F("lr", "float"),
@@ -132,7 +136,7 @@ KINDS: dict[str, tuple[Field, ...]] = {
         F("device", "str"),
         # several nodes / Slurm tasks (probe/launch_env.py): instance name or node-<node rank>
         F("node", "str"),
-        # imported logs (importers/reduced.py): step numbers go up to steps_per_line × lines
+        # imported logs (rundir/sources/logs.py): step numbers go up to steps_per_line × lines
         F("steps_per_line", "int"),
     ),
     "config": (F("what", "str"), F("step", "int")),

@@ -34,6 +34,10 @@ from ddp_doctor.core.findings import Finding
 IDENTICAL_SHARE = limit("sampler-missing", "share")
 
 
+# The catalog IDs check() returns (diagnose skips a check none of whose findings the data can feed).
+FINDS = ("sampler-missing", "set-epoch-missing", "rank-data-skew")
+
+
 def check(ctx: Context) -> list[Finding]:
     return [_sampler(ctx), _set_epoch(ctx), _skew(ctx)]
 

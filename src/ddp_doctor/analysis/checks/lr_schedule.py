@@ -33,6 +33,10 @@ MIN_WINDOW = int(limit("warmup-short", "min_window"))
 PER_MICRO_SHARE = limit("scheduler-per-microstep", "share")
 
 
+# The catalog IDs check() returns (diagnose skips a check none of whose findings the data can feed).
+FINDS = ("scheduler-per-microstep", "warmup-short", "update-ratio-high")  # the last shared with optimizer
+
+
 def check(ctx: Context) -> list[Finding]:
     return [_warmup(ctx), _per_micro(ctx), update_ratio(ctx)]
 
