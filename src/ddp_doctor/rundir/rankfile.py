@@ -408,7 +408,7 @@ def parse_rank_bytes(raw: bytes, rank: int, probs: Problems) -> tuple[RankData, 
     return data, table
 
 
-# A rank file written from a sparse log (importers/reduced.py) holds one step record per logged
+# A rank file written from a sparse log (rundir/sources/logs.py) holds one step record per logged
 # step; its header's `steps_per_line` stretches the bound on believable step numbers, capped so that
 # no header can size an allocation by itself.
 MAX_STEPS_PER_LINE = 10_000

@@ -53,6 +53,10 @@ LOSS_RULE = (
 )
 
 
+# The catalog IDs check() returns (diagnose skips a check none of whose findings the data can feed).
+FINDS = ("loss-spike", "grad-spike", "clip-saturated", "clip-before-unscale")
+
+
 def check(ctx: Context) -> list[Finding]:
     return [_loss_spike(ctx), _grad_spike(ctx), _clip_saturated(ctx), _clip_before_unscale(ctx)]
 
