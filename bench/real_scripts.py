@@ -77,8 +77,14 @@ class Script:
     pythonpath: tuple[str, ...] = ()  # repository-relative dirs put on PYTHONPATH (a library run from source)
     timeout: int = 600
     notes: str = ""
+    unavailable: str = ""  # a row that cannot run here, and why (kept in the table, never run)
+    # the checkpoint the script writes (a glob under cwd): its tensors from the bare and the probed run
+    # are compared bit for bit (parameters, buffers, optimizer state: the probe must not change numerics)
+    checkpoint: str = ""
 
 
+LOCAL = "local"  # the CI fixtures: tests/realscripts/scripts, written for this repository
+FIXTURE_DIR = HERE.parent / "tests" / "realscripts" / "scripts"
 PT_EXAMPLES = ("pytorch/examples", "77f55b912142e11fcfdf5b530231fb9c52f181e8")
 LIGHTNING = ("Lightning-AI/pytorch-lightning", "7f0c3436cd3f6ad3753125672024fc415cbcb414")
 TRANSFORMERS = ("huggingface/transformers", "00d481d18f914b55e65faa31e82321629691eadb")
@@ -91,7 +97,6 @@ PL_DDP = {
     "PL_TRAINER_DEVICES": "2",
     "PL_TRAINER_STRATEGY": "ddp",
     "PL_TRAINER_ENABLE_PROGRESS_BAR": "0",
-    "PL_TRAINER_ENABLE_CHECKPOINTING": "0",
     "PL_TRAINER_LOGGER": "0",
 }
 
@@ -112,6 +117,7 @@ SCRIPTS: tuple[Script, ...] = (
         stack="DDP, torchrun, SGD",
         cmd=(*TORCHRUN, "--nproc_per_node", "2", "multigpu_torchrun.py", "5", "2", "--batch_size", "64"),
         cwd="distributed/ddp-tutorial-series",
+        checkpoint="snapshot.pt",
         expect=(
             Expect(
                 "not-learning",
@@ -136,6 +142,7 @@ SCRIPTS: tuple[Script, ...] = (
         stack="DDP, torchrun 3 ranks (not a power of two), SGD",
         cmd=(*TORCHRUN, "--nproc_per_node", "3", "multinode.py", "4", "2", "--batch_size", "48"),
         cwd="distributed/ddp-tutorial-series",
+        checkpoint="snapshot.pt",
         expect=(
             Expect(
                 "not-learning",
@@ -156,6 +163,7 @@ SCRIPTS: tuple[Script, ...] = (
         cmd=("{py}", "multigpu.py", "4", "2", "--batch_size", "64"),
         cwd="distributed/ddp-tutorial-series",
         shim="cpu,gpus=2",
+        checkpoint="checkpoint.pt",
         expect=(
             Expect("not-learning", "confirmed", "the same one-column cross_entropy: loss 0, gradients 0"),
             Expect("set-epoch-missing", "absent", "set_epoch(epoch) after the b_sz peek"),
@@ -192,6 +200,7 @@ SCRIPTS: tuple[Script, ...] = (
         cmd=(*TORCHRUN, "--nproc_per_node", "2", "example.py"),
         cwd="distributed/FSDP2",
         shim="cpu,accel=2",
+        checkpoint="checkpoints/*/*.pt",
         expect=(
             Expect(
                 "sampler-missing",
@@ -229,6 +238,7 @@ SCRIPTS: tuple[Script, ...] = (
         ),
         cwd="distributed/minGPT-ddp/mingpt",
         shim="cpu,accel=2",
+        checkpoint="gpt_snapshot.pt",
         expect=(
             Expect(
                 "set-epoch-missing",
@@ -274,6 +284,7 @@ SCRIPTS: tuple[Script, ...] = (
         ),
         cwd=".",
         setup=corpus_data.nanogpt,
+        checkpoint="out/ckpt.pt",
         expect=(
             Expect(
                 "rank0-only-loss-log",
@@ -311,6 +322,7 @@ SCRIPTS: tuple[Script, ...] = (
             "PL_TRAINER_NUM_SANITY_VAL_STEPS": "0",
         },
         setup=corpus_data.wikitext2,
+        checkpoint="checkpoints/*.ckpt",
         expect=(
             Expect(
                 "no-sync-after-forward",
@@ -358,9 +370,7 @@ SCRIPTS: tuple[Script, ...] = (
         extract=("examples/fabric/language_model/train.py",),
         stack="Lightning Fabric under `fabric run`, SGD, clip_gradients(clip_val=0.25) (by value)",
         cmd=(
-            "{py}",
-            "-m",
-            "lightning.fabric.cli",
+            "fabric",
             "run",
             "--accelerator=cpu",
             "--devices=2",
@@ -496,6 +506,7 @@ SCRIPTS: tuple[Script, ...] = (
         setup=corpus_data.image_folder,
         venv="vision",
         pythonpath=(".",),
+        checkpoint="out/*/last.pth.tar",
         expect=(
             Expect("sampler-missing", "absent", "timm's create_loader uses a DistributedSampler"),
             Expect("set-epoch-missing", "absent", "train_one_epoch calls loader.sampler.set_epoch(epoch)"),
@@ -546,12 +557,12 @@ SCRIPTS: tuple[Script, ...] = (
             "gloo",
             "--output_dir",
             "out",
-            "--overwrite_output_dir",
         ),
         cwd="examples/pytorch/language-modeling",
         shim="",
         env=NO_DL_ENV,
         setup=corpus_data.hf_text,
+        checkpoint="out/model.safetensors",
         expect=(
             Expect(
                 "rank0-only-loss-log",
@@ -570,66 +581,100 @@ SCRIPTS: tuple[Script, ...] = (
     Script(
         id="accelerate-run-clm-no-trainer",
         repo=TRANSFORMERS[0],
-        commit=TRANSFORMERS[1],
+        commit="00661e38a9e1393472adae9ac71f777b74ccdcde",
         path="examples/pytorch/language-modeling/run_clm_no_trainer.py",
         extract=("examples/pytorch/language-modeling/run_clm_no_trainer.py",),
-        stack="accelerate (Accelerator.accumulate), `accelerate launch`, tiny GPT-2 from a config",
-        cmd=(
-            "{py}",
-            "-m",
-            "accelerate.commands.launch",
-            "--multi_gpu",
-            "--cpu",
-            "--num_processes",
-            "2",
-            "--num_machines",
-            "1",
-            "--mixed_precision",
-            "no",
-            "--dynamo_backend",
-            "no",
-            "run_clm_no_trainer.py",
-            "--model_type",
-            "gpt2",
-            "--config_name",
-            "gpt2cfg",
-            "--tokenizer_name",
-            "tokenizer",
-            "--train_file",
-            "train.txt",
-            "--validation_file",
-            "validation.txt",
-            "--block_size",
-            "32",
-            "--per_device_train_batch_size",
-            "4",
-            "--gradient_accumulation_steps",
-            "2",
-            "--max_train_steps",
-            "30",
-            "--num_warmup_steps",
-            "0",
-            "--output_dir",
-            "out",
-        ),
+        stack="accelerate (Accelerator), `accelerate launch`, tiny GPT-2 from a config",
+        cmd=(),
         cwd="examples/pytorch/language-modeling",
+        expect=(),
+        unavailable=(
+            "the transformers snapshot (1.3 GB) is over the mirror limit, and the stored copies of this file "
+            "(00661e38, 3c354ea2) import `transformers.AdamW`, removed before transformers 5.25 (installed)"
+        ),
+    ),
+    Script(
+        id="torchvision-detection-references",
+        repo="pytorch/vision",
+        commit="3ceb056d4c4a2d79ccdc65cbd2342b0e89a7ae47",
+        path="references/detection/train.py",
+        extract=("references/detection",),
+        stack="detection loop (Faster R-CNN, list-of-dicts targets, GroupedBatchSampler), torchrun",
+        cmd=(),
+        cwd="references/detection",
+        expect=(),
+        unavailable="the pytorch/vision snapshot (1.4 GB) is over the 500 MiB mirror limit; it also needs COCO",
+    ),
+)
+
+# The CI subset (tests/realscripts/test_fixtures.py): scripts written for this repository in the
+# style of the public rows above, scored by the same `score`.
+FIXTURES: tuple[Script, ...] = (
+    Script(
+        id="fixture-tutorial-snapshot-trainer",
+        repo=LOCAL,
+        commit="",
+        path="tutorial_snapshot_trainer.py",
+        extract=("tutorial_snapshot_trainer.py",),
+        stack="DDP tutorial style: torchrun, peek before set_epoch, one-column cross_entropy",
+        cmd=(
+            *TORCHRUN,
+            "--nproc_per_node",
+            "2",
+            "tutorial_snapshot_trainer.py",
+            "4",
+            "2",
+            "--batch_size",
+            "16",
+        ),
+        cwd=".",
         shim="",
-        env=NO_DL_ENV,
-        setup=corpus_data.hf_text_and_config,
+        checkpoint="snapshot.pt",
         expect=(
             Expect(
-                "accum-no-sync-missing",
-                "absent",
-                "accelerator.accumulate(model) uses no_sync on non-final micro-batches",
+                "not-learning", "confirmed", "one-column cross_entropy: loss 0 and gradients 0 on every step"
             ),
-            Expect("sampler-missing", "absent", "accelerator.prepare shards the DataLoader"),
-            Expect(
-                "rank0-only-loss-log",
-                "absent",
-                "the script only logs with accelerator.print at epoch end (no step log)",
-            ),
+            Expect("set-epoch-missing", "absent", "set_epoch(epoch) after the peek"),
+            Expect("sampler-missing", "absent", "DistributedSampler"),
         ),
-        notes="the transformers snapshot is larger than the mirror limit: the script comes from the file cache",
+    ),
+    Script(
+        id="fixture-gpt-accum-rank0-print",
+        repo=LOCAL,
+        commit="",
+        path="gpt_accum_rank0_print.py",
+        extract=("gpt_accum_rank0_print.py",),
+        stack="nanoGPT style: require_backward_grad_sync, accumulation 4, AdamW, warmup 40, rank-0 print",
+        cmd=(*TORCHRUN, "--nproc_per_node", "2", "gpt_accum_rank0_print.py"),
+        cwd=".",
+        shim="",
+        expect=(
+            Expect("rank0-only-loss-log", "confirmed", "master prints its own last micro-batch loss x 4"),
+            Expect("accum-no-sync-missing", "absent", "require_backward_grad_sync set before each forward"),
+            Expect("no-sync-after-forward", "absent", "set before the forward"),
+            Expect("warmup-short", "absent", "warmup 40 = 2/(1-0.95)"),
+        ),
+    ),
+    Script(
+        id="fixture-spawn-train-val-samplers",
+        repo=LOCAL,
+        commit="",
+        path="spawn_train_val_samplers.py",
+        extract=("spawn_train_val_samplers.py",),
+        stack="imagenet style: mp.spawn, shuffled train + shuffle=False val sampler, SGD momentum, no set_epoch",
+        cmd=("{py}", "spawn_train_val_samplers.py", "--epochs", "4", "--port", "{port}"),
+        cwd=".",
+        shim="",
+        expect=(
+            Expect(
+                "set-epoch-missing",
+                "confirmed",
+                "the train sampler shuffles and set_epoch is never called: the same order every epoch (the "
+                "val sampler's shuffle=False must not decide the verdict)",
+            ),
+            Expect("warmup-short", "absent", "SGD: the Adam warmup rule has no premise"),
+            Expect("sampler-missing", "absent", "DistributedSampler on both loaders"),
+        ),
     ),
 )
 
@@ -650,6 +695,10 @@ def _git_dir(mirrors: Path | None, repo: str) -> Path | None:
 
 def extract(script: Script, dest: Path, mirrors: Path | None, cache: Path | None) -> str | None:
     """Extract the script's paths into dest; return None, or why it is not available."""
+    if script.repo == LOCAL:
+        for p in script.extract:
+            shutil.copy2(FIXTURE_DIR / p, dest / p)
+        return None
     git_dir = _git_dir(mirrors, script.repo)
     if git_dir is not None:
         archive = subprocess.run(
@@ -782,6 +831,55 @@ class Result:
     ranks_present: int | None = None
     world_size: int | None = None
     optimizer_steps: int | None = None
+    numerics: str = "—"  # bare vs probed checkpoint tensors
+
+
+def _tensors(path: Path) -> dict[str, object]:
+    """Every tensor in a checkpoint file, by its key path (dicts, lists, dataclass-like dicts)."""
+    import torch
+
+    if path.suffix == ".safetensors":
+        from safetensors.torch import load_file
+
+        return dict(load_file(str(path)))
+    out: dict[str, object] = {}
+
+    def walk(obj: object, key: str) -> None:
+        if isinstance(obj, torch.Tensor):
+            out[key] = obj
+        elif isinstance(obj, dict):
+            for k, v in obj.items():
+                walk(v, f"{key}.{k}")
+        elif isinstance(obj, (list, tuple)):
+            for i, v in enumerate(obj):
+                walk(v, f"{key}[{i}]")
+
+    walk(torch.load(path, map_location="cpu", weights_only=False), "")
+    return out
+
+
+def compare_checkpoints(bare_cwd: Path, probed_cwd: Path, pattern: str) -> str:
+    import torch
+
+    bare = sorted(bare_cwd.glob(pattern))
+    probed = sorted(probed_cwd.glob(pattern))
+    # by file name: a directory may be named after its start time (timm, the FSDP2 example)
+    if not bare or [p.name for p in bare] != [p.name for p in probed]:
+        return f"not compared: {len(bare)} bare vs {len(probed)} probed files match {pattern}"
+    total = differ = 0
+    for b, p in zip(bare, probed):
+        try:
+            tb, tp = _tensors(b), _tensors(p)
+        except Exception as error:  # noqa: BLE001 - a checkpoint we cannot read is reported, not fatal
+            return f"not compared: {b.name}: {type(error).__name__}: {str(error)[:100]}"
+        keys = set(tb) | set(tp)
+        total += len(keys)
+        differ += sum(
+            1
+            for k in keys
+            if k not in tb or k not in tp or not torch.equal(tb[k], tp[k])  # type: ignore[arg-type]
+        )
+    return f"identical ({total} tensors)" if differ == 0 else f"**{differ} of {total} tensors differ**"
 
 
 def score(script: Script, findings: dict[str, str], result: Result) -> None:
@@ -816,6 +914,8 @@ def score(script: Script, findings: dict[str, str], result: Result) -> None:
 def run_one(script: Script, args: argparse.Namespace) -> Result:
     python = args.vision_python if script.venv == "vision" else sys.executable
     result = Result(script.id, available=True)
+    if script.unavailable:
+        return Result(script.id, False, script.unavailable)
     if script.venv == "vision" and not (python and Path(python).exists()):
         return Result(
             script.id, False, "needs torchvision: pass --vision-python (a venv with torch + torchvision)"
@@ -833,13 +933,17 @@ def run_one(script: Script, args: argparse.Namespace) -> Result:
             run_dir = work / "run"
             if run_dir.exists():
                 shutil.rmtree(run_dir)
-            cmd = [python, "-m", "ddp_doctor", "run", "--out", str(run_dir), "--", *cmd]
+            cmd = [sys.executable, "-m", "ddp_doctor", "run", "--out", str(run_dir), "--", *cmd]
             env["PYTHONPATH"] = env["PYTHONPATH"] + os.pathsep + str(HERE.parent / "src")
         run = _run(cmd, cwd, env, script.timeout, work / f"{kind}.log")
         setattr(result, kind, run)
         print(f"  {script.id} {kind}: exit {run.code} in {run.seconds:.0f} s", flush=True)
     if args.bare_only:
         return result
+    if script.checkpoint:
+        result.numerics = compare_checkpoints(
+            work / "bare-src" / script.cwd, work / "probed-src" / script.cwd, script.checkpoint
+        )
     run_dir = work / "run"
     report = subprocess.run(
         [sys.executable, "-m", "ddp_doctor", "report", str(run_dir), "--format", "json"],
@@ -887,21 +991,22 @@ def _fmt_code(run: Run | None) -> str:
 
 def markdown(results: list[Result]) -> str:
     lines = [
-        "| script | bare | probed | equal | ranks | steps | probe errors | report crash | false alarms | misses | not measured | confirmed as expected |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| script | bare | probed | equal | numerics | ranks | steps | probe errors | report crash | false alarms | misses | not measured | confirmed as expected |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         if not r.available:
-            lines.append(f"| `{r.id}` | not available: {r.why_unavailable} | | | | | | | | | | |")
+            lines.append(f"| `{r.id}` | not available: {r.why_unavailable} | | | | | | | | | | | |")
             continue
         equal = "yes" if r.bare and r.probed and r.bare.code == r.probed.code else "**no**"
         ranks = f"{r.ranks_present}/{r.world_size}" if r.world_size else str(r.ranks_present)
         lines.append(
-            "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
+            "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
                 r.id,
                 _fmt_code(r.bare),
                 _fmt_code(r.probed),
                 equal,
+                r.numerics,
                 ranks,
                 r.optimizer_steps if r.optimizer_steps is not None else "—",
                 len(r.probe_errors) or 0,
@@ -917,6 +1022,8 @@ def markdown(results: list[Result]) -> str:
         "scripts": len(results),
         "run": len(run),
         "exit codes equal": sum(1 for r in run if r.bare and r.probed and r.bare.code == r.probed.code),
+        "checkpoints identical": sum(1 for r in run if r.numerics.startswith("identical")),
+        "checkpoints differing": sum(1 for r in run if "differ" in r.numerics),
         "report crashes": sum(1 for r in run if r.report_crash),
         "probe errors": sum(len(r.probe_errors) for r in run),
         "false alarms": sum(len(r.false_alarms) for r in run),
@@ -938,12 +1045,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--vision-python", help="interpreter of a venv with torch + torchvision (+ ddp_doctor's deps)"
     )
+    ap.add_argument("--fixtures", action="store_true", help="also run the CI fixtures (tests/realscripts)")
     ap.add_argument("--bare-only", action="store_true", help="run each script bare only (to check its shims)")
     ap.add_argument("--json", type=Path, help="write the results here")
     ap.add_argument("--markdown", type=Path, help="write the table here")
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    chosen = [s for s in SCRIPTS if not args.only or s.id in args.only]
+    rows = SCRIPTS + FIXTURES if args.fixtures else SCRIPTS
+    chosen = [s for s in rows if not args.only or s.id in args.only]
     results = []
     for script in chosen:
         print(f"{script.id}: {script.repo}@{script.commit[:10]} {script.path}", flush=True)

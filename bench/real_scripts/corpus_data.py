@@ -24,10 +24,10 @@ def _text(n_words: int, seed: int = 0, per_line: int = 12) -> str:
 
 
 def wikitext2(cwd: Path, blocks: int = 4160) -> None:
-    """`lightning.pytorch.demos.WikiText2(data_dir="data")` reads data/wikitext-2/train.txt and
+    """`lightning.pytorch.demos.WikiText2(data_dir="data")` reads data/wikitext-2.txt and
     downloads it only when missing. The Lightning examples split off 4,000 samples (35 tokens each)
     for val and test, so `blocks` = 4,000 + the training samples."""
-    path = cwd / "data" / "wikitext-2" / "train.txt"
+    path = cwd / "data" / "wikitext-2.txt"
     path.parent.mkdir(parents=True, exist_ok=True)
     # WikiText2 counts one <eos> per line: 12 words + 1 per line
     path.write_text(_text(blocks * 35 * 12 // 13 + 600))
