@@ -421,6 +421,8 @@ SCRIPTS: tuple[Script, ...] = (
             "2",
             "--print-freq",
             "4",
+            "--lr",
+            "0.01",
             "--dist-backend",
             "gloo",
             "--dist-url",
@@ -491,12 +493,10 @@ SCRIPTS: tuple[Script, ...] = (
             "--lr",
             "1e-3",
             "--workers",
-            "0",
+            "1",
             "--no-prefetcher",
             "--device",
             "cpu",
-            "--dist-backend",
-            "gloo",
             "--log-interval",
             "1",
             "--output",
@@ -1036,6 +1036,20 @@ def markdown(results: list[Result]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def expectations(rows: tuple[Script, ...]) -> str:
+    """The rows and their expected verdicts as a markdown table (docs/real-scripts.md)."""
+    lines = ["| script | source (pinned) | stack | expected | why |", "|---|---|---|---|---|"]
+    for s in rows:
+        source = f"`{s.repo}@{s.commit[:10]}` `{s.path}`" if s.repo != LOCAL else f"fixture `{s.path}`"
+        if s.unavailable:
+            lines.append(f"| `{s.id}` | {source} | {s.stack} | not runnable here | {s.unavailable} |")
+            continue
+        for i, e in enumerate(s.expect):
+            head = (f"`{s.id}`", source, s.stack) if i == 0 else ("", "", "")
+            lines.append(f"| {head[0]} | {head[1]} | {head[2]} | `{e.finding}` {e.verdict} | {e.why} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     ap.add_argument("--mirrors", type=Path, help="git mirrors: DIR/<owner>+<name>/repo")
@@ -1049,7 +1063,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--bare-only", action="store_true", help="run each script bare only (to check its shims)")
     ap.add_argument("--json", type=Path, help="write the results here")
     ap.add_argument("--markdown", type=Path, help="write the table here")
+    ap.add_argument("--expectations", action="store_true", help="print the expected verdicts table and exit")
     args = ap.parse_args(argv)
+    if args.expectations:
+        print(expectations(SCRIPTS + FIXTURES), end="")
+        return 0
     args.out.mkdir(parents=True, exist_ok=True)
     rows = SCRIPTS + FIXTURES if args.fixtures else SCRIPTS
     chosen = [s for s in rows if not args.only or s.id in args.only]
