@@ -43,6 +43,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 SHIM = HERE / "real_scripts" / "shim"
 NODES = HERE / "real_scripts" / "nodes.py"
+DDP_DOCTOR = str(Path(sys.executable).parent / "ddp-doctor")  # the console script of this venv
 sys.path.insert(0, str(HERE / "real_scripts"))
 
 import corpus_data  # noqa: E402  (beside this file, not a package)
@@ -83,6 +84,7 @@ class Script:
     checkpoint: str = ""
 
 
+SEED = 1234
 LOCAL = "local"  # the CI fixtures: tests/realscripts/scripts, written for this repository
 FIXTURE_DIR = HERE.parent / "tests" / "realscripts" / "scripts"
 PT_EXAMPLES = ("pytorch/examples", "77f55b912142e11fcfdf5b530231fb9c52f181e8")
@@ -766,7 +768,8 @@ def _env(script: Script, python: str, root: Path) -> dict[str, str]:
     env.pop("PYTHONPATH", None)
     paths = [str(SHIM)] + [str(root / p) for p in script.pythonpath]
     env["PYTHONPATH"] = os.pathsep.join(paths)
-    env["DDP_REALSCRIPTS_SHIM"] = script.shim
+    # every row is seeded (shim part seed): an unseeded script is otherwise not comparable run to run
+    env["DDP_REALSCRIPTS_SHIM"] = ",".join(p for p in (script.shim, f"seed={SEED}") if p)
     env["OMP_NUM_THREADS"] = "1"
     env["PYTHONUNBUFFERED"] = "1"
     env["PATH"] = str(Path(python).parent) + os.pathsep + env.get("PATH", "")
@@ -933,7 +936,7 @@ def run_one(script: Script, args: argparse.Namespace) -> Result:
             run_dir = work / "run"
             if run_dir.exists():
                 shutil.rmtree(run_dir)
-            cmd = [sys.executable, "-m", "ddp_doctor", "run", "--out", str(run_dir), "--", *cmd]
+            cmd = [DDP_DOCTOR, "run", "--out", str(run_dir), "--", *cmd]
             env["PYTHONPATH"] = env["PYTHONPATH"] + os.pathsep + str(HERE.parent / "src")
         run = _run(cmd, cwd, env, script.timeout, work / f"{kind}.log")
         setattr(result, kind, run)
@@ -946,7 +949,7 @@ def run_one(script: Script, args: argparse.Namespace) -> Result:
         )
     run_dir = work / "run"
     report = subprocess.run(
-        [sys.executable, "-m", "ddp_doctor", "report", str(run_dir), "--format", "json"],
+        [DDP_DOCTOR, "report", str(run_dir), "--format", "json"],
         capture_output=True,
         text=True,
         timeout=600,
@@ -957,7 +960,7 @@ def run_one(script: Script, args: argparse.Namespace) -> Result:
     if "Traceback" in report.stderr or report.returncode not in (0, 1):
         result.report_crash = (report.stderr.strip().splitlines() or [f"exit {report.returncode}"])[-1][:300]
     subprocess.run(
-        [sys.executable, "-m", "ddp_doctor", "report", str(run_dir)],
+        [DDP_DOCTOR, "report", str(run_dir)],
         stdout=(work / "report.txt").open("w"),
         stderr=subprocess.STDOUT,
         timeout=600,

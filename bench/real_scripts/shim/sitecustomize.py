@@ -12,6 +12,10 @@ DDP_REALSCRIPTS_SHIM (comma-separated):
   accel=N    `torch.accelerator` reports N devices of type cpu (scripts that refuse to start
              without two accelerators); the device index calls do nothing.
   fakedata=N torchvision's `FakeData` holds at most N samples (the script has no flag for it).
+  seed=N     torch, random and numpy seeded with N + RANK at torch import: torch 2.13 starts each
+             process from a random seed, so an unseeded script differs run to run; seeded, the bare
+             and the probed run can be compared bit for bit. Ranks keep different seeds, as
+             unseeded ranks have (processes started by mp.spawn have no RANK: they share N).
 Under `ddp-doctor run`, the probe's sitecustomize runs this one first (it chains the shadowed
 sitecustomize). The patches are applied right after `import torch` finishes, whoever imports it
 first, so the script's own import order is kept (a probe bug that depends on it stays visible).
@@ -148,7 +152,22 @@ def _patch_fakedata(n):
     datasets.FakeData.__init__ = small
 
 
+def _seed(n):
+    import random
+
+    import torch
+
+    seed = n + int(os.environ.get("RANK", "0") or 0)
+    torch.manual_seed(seed)
+    random.seed(seed)
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed(seed)
+
+
 def _apply():
+    if "seed" in _PARTS:
+        _seed(int(_PARTS["seed"]))
     if "cpu" in _PARTS:
         _patch_cpu()
     if "gpus" in _PARTS:
