@@ -959,12 +959,18 @@ def run_one(script: Script, args: argparse.Namespace) -> Result:
     result.report_code = report.returncode
     if "Traceback" in report.stderr or report.returncode not in (0, 1):
         result.report_crash = (report.stderr.strip().splitlines() or [f"exit {report.returncode}"])[-1][:300]
-    subprocess.run(
-        [DDP_DOCTOR, "report", str(run_dir)],
-        stdout=(work / "report.txt").open("w"),
-        stderr=subprocess.STDOUT,
-        timeout=600,
-    )
+    if getattr(args, "text_report", True):  # the text renderer crashed where JSON did not, once
+        with (work / "report.txt").open("w") as out:
+            text = subprocess.run(
+                [DDP_DOCTOR, "report", str(run_dir)],
+                stdout=out,
+                stderr=subprocess.PIPE,
+                text=True,
+                timeout=600,
+            )
+        if not result.report_crash and ("Traceback" in text.stderr or text.returncode not in (0, 1)):
+            lines = text.stderr.strip().splitlines() or [f"exit {text.returncode}"]
+            result.report_crash = "text report: " + lines[-1][:300]
     result.probe_errors = _probe_errors(run_dir)
     if result.probed is not None and result.probed.probe_not_started:
         result.probe_errors.append(f"{result.probed.probe_not_started} 'probe not started' line(s)")

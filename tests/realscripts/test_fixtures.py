@@ -31,7 +31,9 @@ FIXTURES = {s.id: s for s in runner.FIXTURES}
 
 
 def _args(out: Path) -> argparse.Namespace:
-    return argparse.Namespace(out=out, mirrors=None, cache=None, bare_only=False, vision_python=None)
+    return argparse.Namespace(
+        out=out, mirrors=None, cache=None, bare_only=False, vision_python=None, text_report=False
+    )
 
 
 def test_every_corpus_row_names_a_pinned_source_and_catalog_expectations():
