@@ -46,6 +46,13 @@ MAIN_FLAG = re.compile(
     re.IGNORECASE,
 )
 RANK_NAME = re.compile(r"rank|process_index", re.IGNORECASE)
+# The GPU a spawned process drives (``mp.spawn(main_worker)`` passes it as ``gpu``): its local rank.
+# Not ``n_gpu``/``num_gpus`` (a count: ``n_gpu == 0`` means CPU).
+GPU_NAME = re.compile(r"^(local_)?gpu(_id|_idx|_index)?$", re.IGNORECASE)
+# Receivers of ``.info(...)``-style calls that go through the logging configuration.
+LOGGER_NAME = re.compile(r"^_*(logger|log|logging|LOGGER|LOG)$")
+# Levels that silence ordinary ``info`` records when set on the ranks other than 0.
+QUIET_LEVELS = frozenset({"WARN", "WARNING", "ERROR", "CRITICAL", "FATAL"})
 # ``RANK in {-1, 0}``: a membership test whose constants are only 0 and -1 (-1 = not distributed).
 RANK0_MEMBERS = frozenset({0, -1})
 

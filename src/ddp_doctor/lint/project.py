@@ -103,6 +103,8 @@ class ProjectIndex:
     methods: dict[str, list[Summary]] = field(default_factory=dict)  # method name -> every class's
     backward_objects: set[str] = field(default_factory=set)  # spellings bound to backward-running objects
     rank0_objects: set[str] = field(default_factory=set)  # spellings bound only on rank 0
+    rank0_predicates: set[str] = field(default_factory=set)  # functions answering "am I rank 0?"
+    silences_other_ranks: bool = False  # some file's logging setup keeps rank 0's records only
     files: int = 0
     wraps_ddp: bool = False  # some file wraps a model in DDP/FSDP
     wraps_plain_ddp: bool = False  # some file wraps a model in DistributedDataParallel itself
@@ -298,7 +300,11 @@ class ProjectIndex:
 
     def _bindings(self, ctx: FileContext, imports: dict[str, str]) -> None:
         """Project-wide spellings: backward-running objects and rank-0-only objects."""
-        from ddp_doctor.lint.rank0 import is_rank0_test  # rank0 imports idioms only
+        from ddp_doctor.lint.rank0 import is_rank0_test, rank0_predicates, silences_other_ranks
+
+        predicates = rank0_predicates(ctx.tree)
+        self.rank0_predicates |= predicates
+        self.silences_other_ranks |= silences_other_ranks(ctx.tree, predicates)
 
         for node in ctx.of_type(ast.Assign):
             names = {d for t in node.targets if (d := dotted(t))}
@@ -310,7 +316,7 @@ class ProjectIndex:
             if (
                 isinstance(value, ast.IfExp)
                 and _is_none(value.orelse)
-                and is_rank0_test(value.test)
+                and is_rank0_test(value.test, predicates)
                 and _is_log_sink(value.body)
             ):
                 self.rank0_objects |= {n.split(".")[-1] for n in names}
