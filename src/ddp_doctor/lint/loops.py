@@ -242,6 +242,23 @@ def _is_accumulate(expr: ast.expr) -> bool:
     return bool(m and m[1] == "accumulate")
 
 
+def accelerate_accumulate_blocks(facts: LoopFacts) -> list[ast.With | ast.AsyncWith]:
+    """Every ``with accelerator.accumulate(...):`` block of the file that runs backward."""
+    ctx = facts.ctx
+    if not ctx.mentions("accumulate"):
+        return []
+    return [
+        w
+        for w in ctx.of_type(ast.With) + ctx.of_type(ast.AsyncWith)
+        if any(_is_accumulate(i.context_expr) for i in w.items) and facts.has_backward(w.body)
+    ]
+
+
+def unconditional_nodes(facts: LoopFacts, body: list[ast.stmt]) -> Iterator[ast.AST]:
+    """Nodes of ``body`` that run whenever it runs, through simple same-file helpers."""
+    yield from _unconditional_nodes(facts, body, HELPER_DEPTH, frozenset())
+
+
 def is_accum_guard(test: ast.expr) -> bool:
     for node in ast.walk(test):
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
