@@ -228,3 +228,47 @@ def test_project_mode_on_a_directory_without_python_is_empty(tmp_path: Path) -> 
     (tmp_path / "notes.txt").write_text("nothing here", encoding="utf-8")
     result = lint_paths([tmp_path])
     assert result.files == 0 and not result.findings and not result.diagnostics
+
+
+def test_a_single_process_script_stays_single_process_in_a_ddp_project(tmp_path: Path) -> None:
+    # issue #27: another file wrapping DDP must not make a plain script's loader "distributed"
+    root = _write(
+        tmp_path,
+        {
+            "train_ddp.py": """
+                import torch
+                from torch.utils.data import DataLoader, DistributedSampler
+                from torch.nn.parallel import DistributedDataParallel as DDP
+
+                def main(ds, model, opt):
+                    torch.distributed.init_process_group("nccl")
+                    model = DDP(model)
+                    loader = DataLoader(ds, sampler=DistributedSampler(ds), batch_size=8)
+                    for x, y in loader:
+                        model(x, y).backward()
+                        opt.step()
+            """,
+            "train_single.py": """
+                from torch.utils.data import DataLoader
+
+                def main(ds, model, opt):
+                    loader = DataLoader(ds, shuffle=True, batch_size=8)
+                    for x, y in loader:
+                        model(x, y).backward()
+                        opt.step()
+            """,
+            "train_rank_aware.py": """
+                import os
+                from torch.utils.data import DataLoader
+
+                def main(ds, model, opt):
+                    local_rank = int(os.environ["LOCAL_RANK"])
+                    loader = DataLoader(ds, shuffle=True, batch_size=8)
+                    for x, y in loader:
+                        model(x, y).backward()
+                        opt.step()
+            """,
+        },
+    )
+    found = {f[:2] for f in _found(root) if f[0] == "sampler-missing"}
+    assert found == {("sampler-missing", "train_rank_aware.py")}

@@ -437,6 +437,15 @@ class ProjectIndex:
             self._wrapper_names = tuple(sorted(names))
         return self._wrapper_names
 
+    def hands_to_ddp_code(self, ctx: FileContext, names: set[str]) -> bool:
+        """One of ``names`` goes to project code that trains on it and wraps the model in DDP/FSDP
+        (``Trainer(model, train_loader)`` whose ``__init__`` wraps): the loader is distributed."""
+        for call in ctx.of_type(ast.Call):
+            s = self.summary_for(ctx, call.func)
+            if s is not None and (s.wraps_ddp or s.returns_ddp) and self.trains_on_argument(ctx, call, names):
+                return True
+        return False
+
     def trains_on_argument(self, ctx: FileContext, call: ast.Call, names: set[str]) -> bool:
         """``call`` hands one of ``names`` to project code that trains on it (``Trainer(model,
         train_loader)`` whose methods iterate ``self.train_data`` and run backward)."""
