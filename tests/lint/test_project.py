@@ -272,3 +272,28 @@ def test_a_single_process_script_stays_single_process_in_a_ddp_project(tmp_path:
     )
     found = {f[:2] for f in _found(root) if f[0] == "sampler-missing"}
     assert found == {("sampler-missing", "train_rank_aware.py")}
+
+
+def test_project_module_used_as_a_model_registry(tmp_path: Path) -> None:
+    # vicreg-style ``resnet.__dict__[args.arch]()`` where resnet.py is the project's own module
+    root = _write(
+        tmp_path,
+        {
+            "resnet.py": """
+                import torch.nn as nn
+
+                def resnet50():
+                    return nn.Sequential(nn.Conv2d(3, 64, 7), nn.BatchNorm2d(64))
+            """,
+            "evaluate.py": """
+                import torch
+                import resnet
+
+                def main(args):
+                    model = resnet.__dict__[args.arch]()
+                    model = torch.nn.parallel.DistributedDataParallel(model)
+            """,
+        },
+    )
+    assert ("batchnorm-unsynced", "evaluate.py", None) in _found(root)
+    assert not any(f[0] == "batchnorm-unsynced" for f in _found(root, project=False))

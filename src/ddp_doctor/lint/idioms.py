@@ -72,6 +72,15 @@ SYNC_CONTROL = re.compile(
 # ``models.__dict__[arch]()``, ``getattr(models, arch)()``, ``torchvision.models.get_model(name)``.
 MODEL_REGISTRIES = frozenset({"torchvision.models", "models"})
 MODEL_GETTERS = frozenset({"torchvision.models.get_model"})
+# Factories that build a model from a name (timm): BatchNorm when the name — a literal or the
+# default of the flag it comes from — is of a BatchNorm family (ViT/Swin/ConvNeXt use LayerNorm).
+MODEL_FACTORIES = frozenset({"timm.create_model"})
+BATCHNORM_ARCH = re.compile(
+    r"^(resnet|resnext|wide_resnet|seresnet|seresnext|res2net|resnest|senet|legacy_se|efficientnet|"
+    r"tf_efficientnet|mobilenet|mnasnet|regnet|densenet|vgg\d+_bn|inception|dla|dpn|hrnet|csp|darknet|"
+    r"rexnet|ghostnet|mixnet|gernet|repvgg|selecsls|tresnet|dm_nfnet_no)\w*",
+    re.IGNORECASE,
+)
 
 # --- metric objects: local unless they sync --------------------------------------------------
 SYNC_ON_COMPUTE = "sync_on_compute"

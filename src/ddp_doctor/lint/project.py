@@ -114,6 +114,7 @@ class ProjectIndex:
     name_alias: dict[str, str] = field(default_factory=dict)  # ``Model = DetectionModel`` at module level
     _pending: list[tuple[str, set[str]]] = field(default_factory=list)  # (class qualname, names bound)
     _wrapper_names: tuple[str, ...] | None = None
+    _bn_modules: set[str] | None = None
     _local_names: set[str] = field(default_factory=set)  # top-level defs of the file being summarised
 
     # --- building ------------------------------------------------------------------------------
@@ -403,6 +404,12 @@ class ProjectIndex:
             qualname = self.name_alias[qualname]
         return None
 
+    def module_builds_batchnorm(self, module: str) -> bool:
+        """Some function or class of ``module`` builds BatchNorm (after propagation)."""
+        if self._bn_modules is None:
+            self._bn_modules = {s.module for s in self.summaries.values() if s.builds_batchnorm}
+        return module in self._bn_modules
+
     def method_summaries(self, func: ast.AST) -> list[Summary]:
         """Every project method that ``obj.name(...)`` may run, by method name (types unknown)."""
         if isinstance(func, ast.Attribute):
@@ -423,7 +430,10 @@ class ProjectIndex:
         ):
             return False
         found = self.method_summaries(func)  # obj.prepare_distributed(...): may wrap in place on self
-        return 0 < len(found) <= MAX_SAME_NAME_METHODS and any(m.wraps_ddp or m.returns_ddp for m in found)
+        wrapping = sum(m.wraps_ddp or m.returns_ddp for m in found)
+        # Few candidates: any that wraps. Many (timm's five ``prepare_distributed`` task classes): most
+        # of them must wrap, so that a common name wrapped by one class in thirty does not count.
+        return wrapping > 0 and (len(found) <= MAX_SAME_NAME_METHODS or 2 * wrapping > len(found))
 
     def ddp_wrapper_names(self) -> tuple[str, ...]:
         """Bare names of project functions returning a wrapped model and of methods wrapping in place
