@@ -26,16 +26,15 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ddp_doctor.lint.context import FileContext, keyword, method
+from ddp_doctor.lint.context import FileContext, method
 from ddp_doctor.lint.loops import (
     LoopFacts,
     accelerate_accumulate_blocks,
+    accelerator_accumulates,
     micro_method_calls,
     unconditional_nodes,
 )
 from ddp_doctor.lint.rules.base import Rule, Violation
-
-ACCUM_KEYWORD = "gradient_accumulation_steps"
 
 
 class ZeroGradInsideAccum(Rule):
@@ -57,7 +56,7 @@ class ZeroGradInsideAccum(Rule):
         blocks = accelerate_accumulate_blocks(facts)
         if not blocks:
             return
-        accumulates, gate = _accelerator_accumulates(ctx)
+        accumulates, gate = accelerator_accumulates(ctx)
         if not accumulates:
             return
         for block in blocks:
@@ -94,25 +93,3 @@ class ZeroGradInsideAccum(Rule):
                         gated_by=gate,
                         accumulate_line=block.lineno,
                     )
-
-
-def _accelerator_accumulates(ctx: FileContext) -> tuple[bool, str | None]:
-    """(accumulation may be on, the gate when it depends on configuration) from the file's
-    ``Accelerator(...)`` calls."""
-    ctors = [c for c in ctx.of_type(ast.Call) if ctx.call_qualname(c) == "accelerate.Accelerator"]
-    if not ctors:
-        return True, f"{ACCUM_KEYWORD} > 1 (the Accelerator is built elsewhere)"
-    for call in ctors:
-        value = keyword(call, ACCUM_KEYWORD)
-        if value is None:
-            if keyword(call, "gradient_accumulation_plugin") is not None or any(
-                k.arg is None for k in call.keywords
-            ):
-                return True, f"{ACCUM_KEYWORD} > 1 (set through a plugin or **kwargs)"
-            continue
-        if isinstance(value, ast.Constant) and isinstance(value.value, int):
-            if value.value > 1:
-                return True, None
-            continue
-        return True, f"{ctx.segment(value)} > 1"
-    return False, None
