@@ -142,9 +142,10 @@ def test_backward_inside_a_loss_scaler_object_and_a_rank0_writer_built_in_anothe
     assert not any(f[0] == "fp16-no-scaler" for f in found)  # the scaler object scales
 
 
-def test_a_sync_control_anywhere_in_the_project_silences_accum_no_sync(tmp_path: Path) -> None:
-    files = dict(MAE_LIKE)
-    files["util/dist.py"] = """
+def test_a_sync_control_the_loop_never_uses_does_not_silence_accum_no_sync(tmp_path: Path) -> None:
+    # issue #27: a no_sync helper that exists in the project but is not used by the accumulation
+    # loop skips nothing; used around the micro-step, it does
+    helper = """
         import contextlib
 
         @contextlib.contextmanager
@@ -155,6 +156,15 @@ def test_a_sync_control_anywhere_in_the_project_silences_accum_no_sync(tmp_path:
                 with module.no_sync():
                     yield
     """
+    files = dict(MAE_LIKE)
+    files["util/dist.py"] = helper
+    root = _write(tmp_path, files)
+    assert any(f[0] == "accum-no-sync-missing" for f in _found(root))
+    files["engine.py"] = files["engine.py"].replace(
+        "                with torch.cuda.amp.autocast():\n                    loss = model(x, y)",
+        "                with ddp_sync(model, (i + 1) % accum_iter == 0):\n                    loss = model(x, y)",
+    ).replace("        import torch\n", "        import torch\n        from util.dist import ddp_sync\n", 1)
+    assert "ddp_sync(model" in files["engine.py"]
     root = _write(tmp_path, files)
     assert not any(f[0] == "accum-no-sync-missing" for f in _found(root))
 

@@ -78,6 +78,7 @@ class Summary:
     path: str
     line: int
     returns_ddp: bool = False
+    fsdp_only: bool = False  # its own wraps are all FSDP (no DistributedDataParallel)
     wraps_ddp: bool = False  # calls a DDP/FSDP constructor (directly or through a project helper)
     calls_backward: bool = False
     scales_loss: bool = False
@@ -246,6 +247,7 @@ class ProjectIndex:
                     if "convert_sync_batchnorm" in q or (m and m[1] == "convert_sync_batchnorm"):
                         s.converts_syncbn = True
                     if q in DATA_PARALLEL:
+                        s.fsdp_only = (q != DDP) and (s.fsdp_only or not s.wraps_ddp)
                         s.wraps_ddp = True
                         if id(n) in returned:
                             s.returns_ddp = True
@@ -416,12 +418,14 @@ class ProjectIndex:
             return self.methods.get(func.attr, [])
         return []
 
-    def call_wraps_ddp(self, ctx: FileContext, call: ast.Call) -> bool:
+    def call_wraps_ddp(self, ctx: FileContext, call: ast.Call, plain: bool = False) -> bool:
         """``call`` wraps a model in DDP/FSDP through project code (``smart_DDP(model)``,
-        ``task.prepare_distributed(...)``)."""
+        ``task.prepare_distributed(...)``); ``plain``: in DistributedDataParallel, not FSDP."""
         s = self.summary_for(ctx, call.func)
         if s is not None:
-            return s.returns_ddp  # a function that wraps and returns the model
+            return s.returns_ddp and not (
+                plain and s.fsdp_only
+            )  # a function that wraps and returns the model
         func = call.func
         if (
             not isinstance(func, ast.Attribute)
@@ -430,7 +434,7 @@ class ProjectIndex:
         ):
             return False
         found = self.method_summaries(func)  # obj.prepare_distributed(...): may wrap in place on self
-        wrapping = sum(m.wraps_ddp or m.returns_ddp for m in found)
+        wrapping = sum((m.wraps_ddp or m.returns_ddp) and not (plain and m.fsdp_only) for m in found)
         # Few candidates: any that wraps. Many (timm's five ``prepare_distributed`` task classes): most
         # of them must wrap, so that a common name wrapped by one class in thirty does not count.
         return wrapping > 0 and (len(found) <= MAX_SAME_NAME_METHODS or 2 * wrapping > len(found))
