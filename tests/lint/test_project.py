@@ -160,10 +160,16 @@ def test_a_sync_control_the_loop_never_uses_does_not_silence_accum_no_sync(tmp_p
     files["util/dist.py"] = helper
     root = _write(tmp_path, files)
     assert any(f[0] == "accum-no-sync-missing" for f in _found(root))
-    files["engine.py"] = files["engine.py"].replace(
-        "                with torch.cuda.amp.autocast():\n                    loss = model(x, y)",
-        "                with ddp_sync(model, (i + 1) % accum_iter == 0):\n                    loss = model(x, y)",
-    ).replace("        import torch\n", "        import torch\n        from util.dist import ddp_sync\n", 1)
+    files["engine.py"] = (
+        files["engine.py"]
+        .replace(
+            "                with torch.cuda.amp.autocast():\n                    loss = model(x, y)",
+            "                with ddp_sync(model, (i + 1) % accum_iter == 0):\n                    loss = model(x, y)",
+        )
+        .replace(
+            "        import torch\n", "        import torch\n        from util.dist import ddp_sync\n", 1
+        )
+    )
     assert "ddp_sync(model" in files["engine.py"]
     root = _write(tmp_path, files)
     assert not any(f[0] == "accum-no-sync-missing" for f in _found(root))
