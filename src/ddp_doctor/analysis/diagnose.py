@@ -34,11 +34,14 @@ from ddp_doctor.analysis.checks import (
     lr_schedule,
     optimizer,
     precision,
+    progress,
     spikes_clipping,
 )
 from ddp_doctor.analysis.context import Context, build_context
+from ddp_doctor.analysis.failure import failure_info, mark_findings, mark_verdict
 from ddp_doctor.analysis.fixes import refine_fixes
 from ddp_doctor.analysis.make import coverage, with_coverage
+from ddp_doctor.analysis.precedence import resolve
 from ddp_doctor.analysis.reduced import fed, reduced_run_info, restrict
 from ddp_doctor.core.catalog import FINDINGS, HYPOTHESES, NOT_A_CAUSE, UI, Text
 from ddp_doctor.core.findings import Finding, HypothesisVerdict, Verdict, sort_findings
@@ -61,6 +64,7 @@ CHECKS = (
     batchnorm,
     loss_normalization,
     fsdp,
+    progress,
 )
 
 _CONFIG_KINDS = (
@@ -126,7 +130,7 @@ def run_findings(ctx: Context, fed: set[str] | None = None) -> list[Finding]:
                 if no_steps
                 else Text("No runtime measurement exists for this finding.", "该发现没有运行时测量。"),
             )
-    return sort_findings(refine_fixes(list(seen.values())))
+    return sort_findings(resolve(refine_fixes(list(seen.values()))))
 
 
 def verdict(hid: str, by_id: dict[str, Finding]) -> HypothesisVerdict:
@@ -225,6 +229,7 @@ def nodes(run: RunData) -> list[dict[str, Any]]:
 def run_info(ctx: Context) -> dict[str, Any]:
     run: RunData = ctx.run
     m = run.manifest
+    status = _exit_status(run)
     info: dict[str, Any] = {
         "path": str(run.path),
         "world_size": ctx.world_size,
@@ -240,6 +245,7 @@ def run_info(ctx: Context) -> dict[str, Any]:
             "tokens_range": [ctx.batch.tokens_min, ctx.batch.tokens_max],
             "per_rank_samples": ctx.batch.per_rank_samples,
             "estimated": ctx.batch.estimated,
+            "reason": ctx.batch.reason,
         },
         "settings": {k: _strip(run.config(k)) for k in _CONFIG_KINDS if run.config(k) is not None},
         "level": ctx.level,
@@ -250,7 +256,9 @@ def run_info(ctx: Context) -> dict[str, Any]:
         "end": m.get("end"),
         "exit_code": m.get("exit_code"),
         # completed-or-crashed, with the teardown-abort note when it applies (ddp_doctor.rundir.teardown)
-        "exit_status": _exit_status(run).to_json(),
+        "exit_status": status.to_json(),
+        # which rank failed, how and where, said first by every renderer (analysis/failure.py)
+        "failure": failure_info(status),
         "in_progress": run.in_progress,
         "versions": m.get("versions"),
         "interventions": m.get("interventions"),
@@ -277,8 +285,9 @@ def diagnose_run(run: RunData) -> Diagnosis:
     if isinstance(imported, dict):
         findings = restrict(findings, imported)
         info = reduced_run_info(info, imported)
+    mark_findings(findings, info.get("failure"))  # "over 5 of 5 steps" says the run stopped there
     by_id = {f.id: f for f in findings}
-    hyps = [downgrade(verdict(h, by_id), run.damage) for h in HYPOTHESES]
+    hyps = [mark_verdict(downgrade(verdict(h, by_id), run.damage), info.get("failure")) for h in HYPOTHESES]
     try:
         info["oscillation"] = oscillation_answer(ctx, findings)
     except Exception as exc:  # noqa: BLE001 - damaged input gives a report with a note, never a traceback
