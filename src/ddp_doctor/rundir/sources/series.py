@@ -1,4 +1,4 @@
-"""The importers' common result: named scalar series by step, and the key mapping onto fields.
+"""The log sources' common result: named scalar series by step, and the key mapping onto fields.
 
 A log names its scalars freely (``loss``, ``train/loss``, ``train_loss`` …). :data:`ALIASES` maps
 the common names of HF Trainer, its TensorBoard/W&B callbacks, Lightning and plain scripts onto
