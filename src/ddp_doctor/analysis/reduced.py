@@ -5,7 +5,8 @@ unchanged, but most of them would judge absent data ("no scheduler was stepped",
 So only the checks with a finding the log's fields can feed run (:func:`fed`; the others are
 skipped), and every finding whose inputs the log cannot hold becomes *not measured: needs
 `ddp-doctor run`*, and a supported finding that was ruled out with too few logged points to judge
-becomes not measured with the reason. What each finding needs (:data:`NEEDS`):
+becomes not measured with the reason. What each finding needs is its catalog spec's
+``log_fields`` (:data:`NEEDS`), why a log cannot feed it its ``not_from_logs``:
 
 * loss-spike, nonfinite — the loss; warmup-short — loss and lr; grad-spike — the gradient norm;
   clip-saturated — the gradient norm and ``--max-norm``; fp16-overflow — the loss scale.
@@ -20,42 +21,24 @@ from typing import Any
 
 from ddp_doctor.analysis.make import not_measured
 from ddp_doctor.analysis.quantities.spikes import MIN_HISTORY, WINDOW
-from ddp_doctor.core.catalog import Text
+from ddp_doctor.core.catalog import FINDINGS, Text
 from ddp_doctor.core.findings import Finding, sort_findings
 
+# What each finding needs from a log: its catalog spec's `log_fields` (None: `ddp-doctor run` only).
 NEEDS: dict[str, tuple[str, ...]] = {
-    "loss-spike": ("loss",),
-    "nonfinite": ("loss",),
-    "warmup-short": ("loss", "lr"),
-    "grad-spike": ("grad_norm",),
-    "clip-saturated": ("grad_norm", "max_norm"),
-    "fp16-overflow": ("loss_scale",),
+    fid: spec.log_fields for fid, spec in FINDINGS.items() if spec.log_fields
 }
 # The spike rule needs MIN_HISTORY values in its WINDOW-step trailing window: logs sparser than
 # this cannot rule a spike out (a spike they show is still one).
 MAX_SPIKE_INTERVAL = WINDOW // MIN_HISTORY
 SPIKE_BASED = ("loss-spike", "grad-spike", "warmup-short")
 
-WHY_NOT: dict[str, tuple[str, str]] = {
-    "oscillation-within-noise": (
-        "the minibatch-noise band needs the spread of the per-micro-batch losses within each step; "
-        "a log holds one loss per step",
-        "小批量噪声带需要每步内各微批次损失的离散程度；日志每步只有一个损失值",
-    ),
-    "batch-below-noise-scale": (
-        "B_simple needs the local (per-rank) and global gradient norms of each step",
-        "B_simple 需要每步的本地（每个 rank）和全局梯度范数",
-    ),
-}
-
 
 def _not_from_logs(fid: str, imported: dict[str, Any]) -> Finding:
     src = imported.get("source_name", "imported logs")
     fields = ", ".join(imported.get("fields") or []) or "none"
-    why_en, why_zh = WHY_NOT.get(
-        fid,
-        (f"the logs hold only {fields}", f"日志只包含 {fields}"),
-    )
+    why = FINDINGS[fid].not_from_logs if fid in FINDINGS else None
+    why_en, why_zh = (why.en, why.zh) if why else (f"the logs hold only {fields}", f"日志只包含 {fields}")
     return not_measured(
         fid,
         f"Not measured from {src}: {why_en}. Needs `ddp-doctor run`.",

@@ -90,6 +90,14 @@ class FindingSpec:
     evidence: Text  # which numbers a finding of this ID must carry
     fix: Text
     threshold: Threshold | None = None
+    # confirmed but not a cause of instability ("set, but numerically harmless", "this is just
+    # noise"): its hypothesis counts it as absent (analysis/diagnose.py verdict)
+    harmless: bool = False
+    # the logged fields an imported log must hold for this finding (rundir/sources: `imported.fields`);
+    # None: only `ddp-doctor run` measures it (analysis/reduced.py)
+    log_fields: tuple[str, ...] | None = None
+    # why a log cannot feed it, when that is more than "the logs hold only ..."
+    not_from_logs: Text | None = None
 
 
 @dataclass(frozen=True)
@@ -110,6 +118,9 @@ def _f(
     evidence: tuple[str, str],
     fix: tuple[str, str],
     threshold: Threshold | None = None,
+    harmless: bool = False,
+    log_fields: tuple[str, ...] | None = None,
+    not_from_logs: Text | None = None,
 ) -> FindingSpec:
     return FindingSpec(
         id=id,
@@ -121,6 +132,9 @@ def _f(
         evidence=Text(*evidence),
         fix=Text(*fix),
         threshold=threshold,
+        harmless=harmless,
+        log_fields=log_fields,
+        not_from_logs=not_from_logs,
     )
 
 
@@ -275,6 +289,7 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "DDP `no_sync` docs",
             share=0.5,
         ),
+        harmless=True,
     ),
     _f(
         "no-sync-after-forward",
@@ -443,6 +458,12 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "sampling error of the two stds",
             ratio=1.5,
         ),
+        harmless=True,
+        not_from_logs=Text(
+            "the minibatch-noise band needs the spread of the per-micro-batch losses within each step; "
+            "a log holds one loss per step",
+            "小批量噪声带需要每步内各微批次损失的离散程度；日志每步只有一个损失值",
+        ),
     ),
     _f(
         "batch-below-noise-scale",
@@ -464,6 +485,10 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "有效批量 < B_simple / {far_below:g}，且在 2 倍标准误之外",
             "McCandlish et al. 2018 (B_crit ≈ B_simple)",
             far_below=10,
+        ),
+        not_from_logs=Text(
+            "B_simple needs the local (per-rank) and global gradient norms of each step",
+            "B_simple 需要每步的本地（每个 rank）和全局梯度范数",
         ),
     ),
     _f(
@@ -511,6 +536,7 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "Ma & Yarats 2021, On the adequacy of untuned warmup for adaptive optimization",
             min_window=10,
         ),
+        log_fields=("loss", "lr"),
     ),
     _f(
         "update-ratio-high",
@@ -611,6 +637,7 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             min_history=8,
             early_factor=2.0,
         ),
+        log_fields=("loss",),
     ),
     _f(
         "grad-spike",
@@ -636,6 +663,7 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             max_lag=10,
             alone_factor=2.0,
         ),
+        log_fields=("grad_norm",),
     ),
     _f(
         "clip-saturated",
@@ -660,6 +688,7 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             share=0.5,
             min_steps=50,
         ),
+        log_fields=("grad_norm", "max_norm"),
     ),
     _f(
         "clip-before-unscale",
@@ -705,6 +734,7 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             min_share=0.01,
             settle=20,
         ),
+        log_fields=("loss_scale",),
     ),
     _f(
         "fp16-no-scaler",
@@ -740,6 +770,7 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "根据证据找到首次出现的步和 rank；检查该步的数据、学习率以及 fp16 溢出。",
         ),
         threshold=_t("any NaN/Inf not handled by the GradScaler", "任何未被 GradScaler 处理的 NaN/Inf", "—"),
+        log_fields=("loss",),
     ),
     _f(
         "adam-eps-dominated",
@@ -804,6 +835,7 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "无需修改。对 DDP 包装后的模型编译可以让 DDPOptimizer 按桶边界切分计算图。",
         ),
         threshold=_t("the recorded order (info)", "记录的顺序（信息）", "DDP docs"),
+        harmless=True,
     ),
     _f(
         "find-unused-true",
@@ -821,6 +853,7 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "除非确有参数得不到梯度，否则设置 `find_unused_parameters=False`。",
         ),
         threshold=_t("the recorded setting (info)", "记录的设置（信息）", "DDP docs"),
+        harmless=True,
     ),
     _f(
         "unused-parameters",
@@ -890,6 +923,7 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
         ("The values.", "设置值。"),
         ("Nothing required for stability.", "与稳定性无关，无需修改。"),
         threshold=_t("the recorded setting (info)", "记录的设置（信息）", "DDP docs"),
+        harmless=True,
     ),
     _f(
         "training-not-progressing",
@@ -1029,15 +1063,7 @@ HYPOTHESES: dict[str, HypothesisSpec] = {spec.id: spec for spec in _HYPOTHESIS_L
 
 # Findings that, when confirmed, are facts about the setup but do not make their hypothesis the
 # cause of the instability (the verdict stays `ruled-out`).
-NOT_A_CAUSE: frozenset[str] = frozenset(
-    {
-        "accum-no-sync-missing",
-        "find-unused-true",
-        "ddp-bucket-config",
-        "compile-before-ddp",
-        "oscillation-within-noise",
-    }
-)
+NOT_A_CAUSE: frozenset[str] = frozenset(fid for fid, spec in FINDINGS.items() if spec.harmless)
 
 
 def finding(id: str) -> FindingSpec:
