@@ -67,11 +67,12 @@ def _cell(tmp: Path, world: int, level: str, cases: list[str], backend: str = "e
     return run_dir
 
 
-def _assert_measured(run_dir: Path, world: int) -> None:
+def _assert_measured(run_dir: Path, world: int, unobserved_tail: int = 0) -> None:
     """Fidelity is not bought by measuring less: every synced micro-step has both norms."""
     for rank in range(world):
         steps = kind(read_rank(run_dir, rank), "step")
-        assert steps, rank
+        assert len(steps) > unobserved_tail, rank
+        steps = steps[: len(steps) - unobserved_tail]
         for step in steps:
             assert step["sync"][-1] > 0, step
             assert step["grad_sq_local"][-1] is not None and step["grad_sq_global"][-1] is not None
@@ -94,7 +95,8 @@ def test_world_size_3_full_level_is_bit_identical_and_compiles_the_same(tmp_path
 @pytest.mark.parametrize("level", ["basic", "full"])
 @pytest.mark.parametrize("world", [1, 2, 3, 4, 6])
 def test_fidelity_matrix(tmp_path, world, level):
-    _assert_measured(_cell(tmp_path, world, level, ALL_CASES), world)
+    # FSDP2 (the last case, 4 steps) issues no reduce-scatter at world size 1: nothing to observe.
+    _assert_measured(_cell(tmp_path, world, level, ALL_CASES), world, unobserved_tail=4 if world == 1 else 0)
 
 
 @pytest.mark.slow

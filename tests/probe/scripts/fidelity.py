@@ -170,6 +170,7 @@ def case_compile():
         F.mse_loss(compiled_outer(x), y).backward()
         opt.step()
         opt.zero_grad()
+    del opt  # one optimizer at a time: the probe follows the first live one
     inner = DDP(torch.compile(bn_model(1), backend=backend))
     train(inner, torch.optim.SGD(inner.parameters(), lr=0.1))
     return outer.module, {"inner": digest(inner.module)}
