@@ -18,8 +18,8 @@ from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import fmt
 from ddp_doctor.analysis.quantities.noise_band import WITHIN_NOISE_RATIO
 from ddp_doctor.analysis.quantities.oscillation import obs_dof, robust_second_diff_std, var_interval
-from ddp_doctor.catalog import FINDINGS, Text
-from ddp_doctor.findings import SEVERITY_ORDER, Finding
+from ddp_doctor.core.catalog import FINDINGS, Text
+from ddp_doctor.core.findings import SEVERITY_ORDER, Finding
 
 # Confirmed findings that describe the oscillation itself rather than a cause of it.
 SYMPTOMS = ("loss-unstable", "loss-spike", "grad-spike", "clip-saturated", "nonfinite")
@@ -176,6 +176,21 @@ def oscillation_answer(ctx: Context, findings: list[Finding]) -> dict[str, Any]:
             f"(95% interval {logged['over_global_band_low']:.2f}–{logged['over_global_band_high']:.2f}).",
             f"脚本记录的损失（{who}）的波动是全局噪声带的 {logged['over_global_band']:.2f} 倍"
             f"（95% 区间 {logged['over_global_band_low']:.2f}–{logged['over_global_band_high']:.2f}）。",
+        )
+    stalled = next(
+        (f for f in findings if f.id == "training-not-progressing" and f.status == "confirmed"), None
+    )
+    if stalled is not None:  # whatever the oscillation is, a run that does not train is the answer
+        out["not_progressing"] = True
+        text = (
+            Text(
+                "The model is not learning (training-not-progressing): "
+                + stalled.summary.en.removeprefix("Training does not progress: ")
+                + " ",
+                "模型没有在学习（training-not-progressing）："
+                + stalled.summary.get("zh").removeprefix("训练没有进展："),
+            )
+            + text
         )
     out["summary"] = text.en
     out["summary_zh"] = text.get("zh")

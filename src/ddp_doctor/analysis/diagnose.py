@@ -34,17 +34,20 @@ from ddp_doctor.analysis.checks import (
     lr_schedule,
     optimizer,
     precision,
+    progress,
     spikes_clipping,
 )
 from ddp_doctor.analysis.context import Context, build_context
+from ddp_doctor.analysis.failure import failure_info, mark_findings, mark_verdict
 from ddp_doctor.analysis.fixes import refine_fixes
 from ddp_doctor.analysis.make import coverage, with_coverage
-from ddp_doctor.analysis.reduced import reduced_run_info, restrict
-from ddp_doctor.catalog import FINDINGS, HYPOTHESES, NOT_A_CAUSE, UI, Text
-from ddp_doctor.findings import Finding, HypothesisVerdict, Verdict, sort_findings
-from ddp_doctor.redact import redact_argv, redact_value
-from ddp_doctor.rundir import RunData, read_run
-from ddp_doctor.teardown import ExitStatus, classify_run
+from ddp_doctor.analysis.precedence import resolve
+from ddp_doctor.analysis.reduced import fed, reduced_run_info, restrict
+from ddp_doctor.core.catalog import FINDINGS, HYPOTHESES, NOT_A_CAUSE, UI, Text
+from ddp_doctor.core.findings import Finding, HypothesisVerdict, Verdict, sort_findings
+from ddp_doctor.core.redact import redact_argv, redact_value
+from ddp_doctor.rundir.reader import RunData, read_run
+from ddp_doctor.rundir.teardown import ExitStatus, classify_run
 
 CHECKS = (
     compile,
@@ -61,6 +64,7 @@ CHECKS = (
     batchnorm,
     loss_normalization,
     fsdp,
+    progress,
 )
 
 _CONFIG_KINDS = (
@@ -85,13 +89,19 @@ class Diagnosis:
     context: Context
 
 
-def run_findings(ctx: Context) -> list[Finding]:
-    """All checks' findings, one per catalog ID (the first producer wins for shared IDs)."""
+def run_findings(ctx: Context, fed: set[str] | None = None) -> list[Finding]:
+    """All checks' findings, one per catalog ID (the first producer wins for shared IDs).
+
+    ``fed``: the IDs the data can feed (a reduced run from logs: :func:`analysis.reduced.fed`);
+    a check none of whose findings (its ``FINDS``) is fed is not run. None: every check runs.
+    """
     seen: dict[str, Finding] = {}
     # The checks read per-step series; with no step record (a run polled before its first
     # optimizer step, or one whose step instrument failed) there is nothing to measure yet.
     no_steps = ctx.optimizer_steps == 0
     for module in () if no_steps else CHECKS:
+        if fed is not None and not fed.intersection(module.FINDS):
+            continue
         try:
             found = list(module.check(ctx))
         except Exception as exc:  # noqa: BLE001 - damaged input gives a report with a note, never a traceback
@@ -120,7 +130,7 @@ def run_findings(ctx: Context) -> list[Finding]:
                 if no_steps
                 else Text("No runtime measurement exists for this finding.", "该发现没有运行时测量。"),
             )
-    return sort_findings(refine_fixes(list(seen.values())))
+    return sort_findings(resolve(refine_fixes(list(seen.values()))))
 
 
 def verdict(hid: str, by_id: dict[str, Finding]) -> HypothesisVerdict:
@@ -197,6 +207,8 @@ def _redacted_command(command: Any) -> Any:
 
 
 def _exit_status(run: RunData) -> ExitStatus:
+    if run.exit_status is not None:
+        return run.exit_status
     code = run.manifest.get("exit_code")
     return classify_run(run.path, code if isinstance(code, int) and not isinstance(code, bool) else None)
 
@@ -217,6 +229,7 @@ def nodes(run: RunData) -> list[dict[str, Any]]:
 def run_info(ctx: Context) -> dict[str, Any]:
     run: RunData = ctx.run
     m = run.manifest
+    status = _exit_status(run)
     info: dict[str, Any] = {
         "path": str(run.path),
         "world_size": ctx.world_size,
@@ -232,6 +245,7 @@ def run_info(ctx: Context) -> dict[str, Any]:
             "tokens_range": [ctx.batch.tokens_min, ctx.batch.tokens_max],
             "per_rank_samples": ctx.batch.per_rank_samples,
             "estimated": ctx.batch.estimated,
+            "reason": ctx.batch.reason,
         },
         "settings": {k: _strip(run.config(k)) for k in _CONFIG_KINDS if run.config(k) is not None},
         "level": ctx.level,
@@ -241,8 +255,10 @@ def run_info(ctx: Context) -> dict[str, Any]:
         "start": m.get("start"),
         "end": m.get("end"),
         "exit_code": m.get("exit_code"),
-        # completed-or-crashed, with the teardown-abort note when it applies (ddp_doctor.teardown)
-        "exit_status": _exit_status(run).to_json(),
+        # completed-or-crashed, with the teardown-abort note when it applies (ddp_doctor.rundir.teardown)
+        "exit_status": status.to_json(),
+        # which rank failed, how and where, said first by every renderer (analysis/failure.py)
+        "failure": failure_info(status),
         "in_progress": run.in_progress,
         "versions": m.get("versions"),
         "interventions": m.get("interventions"),
@@ -262,14 +278,16 @@ def diagnose_run(run: RunData) -> Diagnosis:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         ctx = build_context(run)
-        findings = run_findings(ctx)
+        imported = run.manifest.get("imported")
+        # a reduced run from logs (analysis/reduced.py, docs/import.md): only the checks it can feed
+        findings = run_findings(ctx, fed(imported) if isinstance(imported, dict) else None)
     info = run_info(ctx)
-    imported = run.manifest.get("imported")
-    if isinstance(imported, dict):  # a reduced run from logs (analysis/reduced.py, docs/import.md)
+    if isinstance(imported, dict):
         findings = restrict(findings, imported)
         info = reduced_run_info(info, imported)
+    mark_findings(findings, info.get("failure"))  # "over 5 of 5 steps" says the run stopped there
     by_id = {f.id: f for f in findings}
-    hyps = [downgrade(verdict(h, by_id), run.damage) for h in HYPOTHESES]
+    hyps = [mark_verdict(downgrade(verdict(h, by_id), run.damage), info.get("failure")) for h in HYPOTHESES]
     try:
         info["oscillation"] = oscillation_answer(ctx, findings)
     except Exception as exc:  # noqa: BLE001 - damaged input gives a report with a note, never a traceback

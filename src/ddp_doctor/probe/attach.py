@@ -62,12 +62,20 @@ def _start(options: ProbeOptions, write_manifest: bool) -> None:
     if write_manifest:
         PROBE.on_open = _write_own_manifest
     if first:
+        _relay_warnings()  # torch warnings raised through our wrappers name the program's line
         _apply_interventions()  # before the instruments, so their records show the effective values
         _install_all()
         atexit.register(_at_exit)
     from ddp_doctor.probe.instruments import config
 
     config.dist_ready()  # the process group may predate an explicit attach()
+
+
+@guarded("warnings")
+def _relay_warnings() -> None:
+    from ddp_doctor.probe import warnings_relay
+
+    warnings_relay.install()
 
 
 @guarded("interventions")
@@ -167,6 +175,7 @@ def _at_exit() -> None:
 
 @guarded("exit")
 def _write_end() -> None:
+    from ddp_doctor.core.redact import redact_recorded
     from ddp_doctor.probe.instruments.optimizer import finish_step, primary
     from ddp_doctor.probe.instruments.replicas import final_checksum
 
@@ -176,10 +185,10 @@ def _write_end() -> None:
     if PROBE.recorder is not None and PROBE.recorder.is_open:
         end = {"kind": "end", "time": time.time(), "steps": PROBE.steps.step, "reason": "exit"}
         # An unhandled exception ended the program (Python sets sys.last_value before atexit):
-        # this `end` then does not mean "training completed" (ddp_doctor.teardown).
+        # this `end` then does not mean "training completed" (ddp_doctor.rundir.teardown).
         error = getattr(sys, "last_value", None)
-        if isinstance(error, BaseException):
-            end["exception"] = f"{type(error).__name__}: {error}"[:500]
+        if isinstance(error, BaseException):  # redacted: the message may quote a key or a URL password
+            end["exception"] = redact_recorded(f"{type(error).__name__}: {error}")[:500]
         effects = _intervention_effects()
         if effects is not None:
             end["interventions"] = effects
@@ -212,8 +221,8 @@ def _finish_capture() -> None:
 
 
 def _write_own_manifest(rank: int) -> None:
-    from ddp_doctor.records import RUN_SCHEMA, manifest_path
-    from ddp_doctor.redact import redact_argv
+    from ddp_doctor.core.redact import redact_argv
+    from ddp_doctor.rundir.records import RUN_SCHEMA, manifest_path
 
     assert PROBE.options is not None
     path = manifest_path(PROBE.options.run_dir)
@@ -229,6 +238,6 @@ def _write_own_manifest(rank: int) -> None:
         "start": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "attached": True,
     }
-    from ddp_doctor.safe_write import PRIVATE_FILE, write_text
+    from ddp_doctor.core.safe_io import PRIVATE_FILE, write_text
 
     write_text(path, json.dumps(manifest, indent=2), mode=PRIVATE_FILE)

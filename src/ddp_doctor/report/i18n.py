@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ddp_doctor.catalog import UI, Lang, Text
+from ddp_doctor.analysis.figures import NOISE_BAND_SIGMAS
+from ddp_doctor.core.catalog import UI, Lang, Text
 
 WORDS: dict[str, Text] = {
     **UI,
@@ -50,8 +51,9 @@ WORDS: dict[str, Text] = {
     "global": Text("global", "全局"),
     "rank": Text("rank", "rank"),
     "spike": Text("spike", "尖峰"),
-    "band": Text("trend ± 2σ predicted", "趋势 ± 2σ（预测）"),
+    "band": Text(f"trend ± {NOISE_BAND_SIGMAS:g}σ predicted", f"趋势 ± {NOISE_BAND_SIGMAS:g}σ（预测）"),
     "local": Text("local", "本地"),
+    "local_rms": Text("local (RMS over ranks)", "本地（各 rank 均方根）"),
     "show_all": Text("Show ruled-out and not-measured findings", "显示已排除和未测量的发现"),
     "step": Text("optimizer step", "优化步"),
     "steps": Text("steps", "步"),

@@ -10,11 +10,11 @@ from rich.markup import escape as escape_markup
 from rich.table import Table
 
 from ddp_doctor.analysis.diagnose import Diagnosis
-from ddp_doctor.catalog import HYPOTHESES, Lang
-from ddp_doctor.findings import SEVERITY_ORDER
+from ddp_doctor.core.catalog import HYPOTHESES, Lang
+from ddp_doctor.core.findings import SEVERITY_ORDER
+from ddp_doctor.core.terminal import safe
 from ddp_doctor.report.i18n import w
-from ddp_doctor.rundir import _ranges
-from ddp_doctor.terminal import safe
+from ddp_doctor.rundir.reader import _ranges
 
 VERDICT_STYLE = {
     "confirmed": "bold red",
@@ -42,7 +42,9 @@ def run_lines(diag: Diagnosis, lang: Lang) -> list[str]:
         f"{w('world_size', lang)}: {r['world_size']}   {w('optimizer_steps', lang)}: {r['optimizer_steps']}"
         f"   {w('micro_steps', lang)}: {_num(r['micro_steps_per_optimizer_step'])}",
         f"{w('effective_batch', lang)}: {_num(eb['samples'])} {w('samples', lang)}"
-        + (f", {_num(eb['tokens'])} {w('tokens', lang)}" if eb["tokens"] is not None else ""),
+        + (f", {_num(eb['tokens'])} {w('tokens', lang)}" if eb["tokens"] is not None else "")
+        if eb["samples"] is not None
+        else f"{w('effective_batch', lang)}: {w('not-measured', lang)} ({escape(eb.get('reason') or '?')})",
     ]
     if len(r.get("nodes") or ()) > 1:  # multi-node: which ranks ran where
         where = "; ".join(_node_line(n) for n in r["nodes"])
@@ -69,7 +71,7 @@ def run_lines(diag: Diagnosis, lang: Lang) -> list[str]:
     if r["in_progress"]:
         lines.append(f"[yellow]{w('in_progress', lang)}[/]")
     status = r.get("exit_status") or {}
-    if status.get("note"):  # e.g. a teardown abort after complete training (ddp_doctor.teardown)
+    if status.get("note"):  # e.g. a teardown abort after complete training (ddp_doctor.rundir.teardown)
         lines.append(f"[yellow]{w('exit_code', lang)} {r.get('exit_code')}: {escape(status['note'])}[/]")
     return lines
 
@@ -92,6 +94,9 @@ def report_console() -> Console:
 
 def render_console(diag: Diagnosis, console: Console, lang: Lang = "en") -> None:
     console.print(f"[bold]{w('title', lang)}[/] — {escape(str(diag.run_info['path']))}")
+    failure = diag.run_info.get("failure")
+    if failure:  # a failed rank is the first thing said (analysis/failure.py)
+        console.print(f"[bold red]{escape(failure['summary_zh' if lang == 'zh' else 'summary'])}[/]")
     answer = diag.run_info.get("oscillation")
     if answer:  # the question the user came with, answered first
         console.print(f"[bold]{escape(answer['summary_zh' if lang == 'zh' else 'summary'])}[/]")

@@ -28,13 +28,25 @@ import numpy as np
 
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, coverage, fmt, not_measured, ruled_out
-from ddp_doctor.catalog import limit, threshold_text
-from ddp_doctor.findings import Finding
+from ddp_doctor.core.catalog import limit, threshold_text
+from ddp_doctor.core.findings import Finding
 
 # Share of steps that must show a pattern before it is called the run's pattern (catalog thresholds).
 NO_SYNC_SHARE = limit("accum-no-sync-missing", "share")
 AFTER_FORWARD_SHARE = limit("no-sync-after-forward", "share")
 ZERO_GRAD_SHARE = limit("zero-grad-inside-accum", "share")
+
+
+# The catalog IDs check() returns (diagnose skips a check none of whose findings the data can feed).
+FINDS = (
+    "accum-loss-unscaled",
+    "zero-grad-inside-accum",
+    "accum-no-sync-missing",
+    "no-sync-after-forward",
+    "replica-divergence",
+    "accum-uneven",
+    "ddp-bypassed",
+)
 
 
 def check(ctx: Context) -> list[Finding]:

@@ -15,10 +15,14 @@ from typing import Any
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, fmt, inconclusive, not_measured, ruled_out
 from ddp_doctor.analysis.quantities.noise_band import WITHIN_NOISE_RATIO
-from ddp_doctor.catalog import limit
-from ddp_doctor.findings import Finding
+from ddp_doctor.core.catalog import limit
+from ddp_doctor.core.findings import Finding
 
 FAR_BELOW = limit("batch-below-noise-scale", "far_below")
+
+
+# The catalog IDs check() returns (diagnose skips a check none of whose findings the data can feed).
+FINDS = ("oscillation-within-noise", "batch-below-noise-scale")
 
 
 def check(ctx: Context) -> list[Finding]:

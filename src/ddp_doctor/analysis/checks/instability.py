@@ -25,8 +25,8 @@ import numpy as np
 
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, coverage, fmt, inconclusive, not_measured, ruled_out
-from ddp_doctor.catalog import limit
-from ddp_doctor.findings import Finding
+from ddp_doctor.core.catalog import limit
+from ddp_doctor.core.findings import Finding
 
 REL_RISE = limit("loss-unstable", "rel_rise")
 NOISE_Z = limit("loss-unstable", "noise_z")
@@ -34,6 +34,10 @@ MIN_RUN = int(limit("loss-unstable", "min_run"))
 MIN_SHARE = limit("loss-unstable", "min_share")
 FAR_ABOVE = limit("loss-unstable", "far_above")
 MIN_STEPS = MIN_RUN + 2
+
+
+# The catalog IDs check() returns (diagnose skips a check none of whose findings the data can feed).
+FINDS = ("loss-unstable",)
 
 
 def check(ctx: Context) -> list[Finding]:

@@ -17,8 +17,8 @@ import numpy as np
 
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, not_measured, ruled_out
-from ddp_doctor.catalog import limit
-from ddp_doctor.findings import Finding
+from ddp_doctor.core.catalog import limit
+from ddp_doctor.core.findings import Finding
 
 TOKEN_CV_MIN = limit("loss-normalization-variable-tokens", "token_cv")
 CV_RATIO = limit("loss-normalization-variable-tokens", "cv_ratio")  # CV(ρ) < this × CV(ρ/n): ρ is constant
@@ -35,6 +35,10 @@ def _within_step_cv(x: np.ndarray, step: np.ndarray, T: int, cnt: np.ndarray) ->
         cv = np.sqrt(var) / np.abs(mean)
     cv = cv[np.isfinite(cv)]
     return float(np.mean(cv)) if cv.size else float("nan")
+
+
+# The catalog IDs check() returns (diagnose skips a check none of whose findings the data can feed).
+FINDS = ("loss-normalization-variable-tokens",)
 
 
 def check(ctx: Context) -> list[Finding]:

@@ -19,12 +19,16 @@ import numpy as np
 
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, not_measured, ruled_out
-from ddp_doctor.catalog import limit
-from ddp_doctor.findings import Finding
+from ddp_doctor.core.catalog import limit
+from ddp_doctor.core.findings import Finding
 
 SETTLE_STEPS = int(limit("fp16-overflow", "settle"))
 MIN_SKIPS = int(limit("fp16-overflow", "min_skips"))
 MIN_SKIP_SHARE = limit("fp16-overflow", "min_share")
+
+
+# The catalog IDs check() returns (diagnose skips a check none of whose findings the data can feed).
+FINDS = ("fp16-overflow", "fp16-no-scaler", "nonfinite")
 
 
 def check(ctx: Context) -> list[Finding]:
