@@ -7,6 +7,10 @@ runs a small conv net under DDP (gloo, CPU) on batches of 3x224x224 whose size c
 (ru_maxrss of the children of a fresh parent per run). Goal: probed - bare < max(1 %, 16 MiB).
 
     python bench/input_memory.py [--nproc 2] [--steps 12] [--repeats 2] [--level basic]
+    python bench/input_memory.py --hash-only   # input_hash alone, one process, no training
+
+`--hash-only` hashes nine batch sizes (24-32) of 3x224x224 float32 twice in this process and
+prints the peak RSS above the inputs themselves.
 """
 
 from __future__ import annotations
@@ -48,6 +52,20 @@ def peak_mib(argv: list[str]) -> float:
     return float(done.stdout.strip().splitlines()[-1])
 
 
+def hash_only() -> None:
+    import resource
+
+    import torch
+
+    from ddp_doctor.probe.instruments.data import input_hash
+
+    inputs = [torch.randn(b, 3, 224, 224) for b in range(24, 33)]
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    hashes = [input_hash(x) for _ in range(2) for x in inputs]
+    peak = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024
+    print(f"{len(hashes)} hashes of 3x224x224 batches 24-32: peak RSS above the inputs {peak:.1f} MiB")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -56,7 +74,11 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=12)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--level", default="basic")
+    parser.add_argument("--hash-only", action="store_true", help="input_hash alone, in this process")
     args = parser.parse_args()
+    if args.hash_only:
+        hash_only()
+        return
     peaks: dict[str, list[float]] = {"bare": [], "probed": []}
     with tempfile.TemporaryDirectory() as tmp:
         script = Path(tmp) / "images.py"
