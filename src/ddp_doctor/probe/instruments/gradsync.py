@@ -69,7 +69,7 @@ def move_hooks(ddp: DistributedDataParallel, compiled: torch.nn.Module | None) -
 
 
 def _forward_pre(key: int, module: torch.nn.Module, args: Any) -> None:
-    if torch.compiler.is_compiling():  # traced: the outer module's hook has run (watch_compiled)
+    if torch.compiler.is_compiling():  # traced after all (see move_hooks): stand down, no graph break
         return
     _arm(key)
 
