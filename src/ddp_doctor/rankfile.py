@@ -209,7 +209,7 @@ def read_regular(path: Path, limit: int | None = None, holes: list[int] | None =
     (and at most ``limit`` bytes), so a file that grows while we read it cannot keep us reading.
     A hole at the end of the file is not read; its size is appended to ``holes`` when given.
     """
-    fd, st = _open_regular(path)
+    fd, st = open_regular(path)
     try:
         size = st.st_size if limit is None else min(st.st_size, limit)
         if st.st_blocks * 512 < size:  # sparse: stop where the written data ends
@@ -229,7 +229,7 @@ def read_regular(path: Path, limit: int | None = None, holes: list[int] | None =
         os.close(fd)
 
 
-def _open_regular(path: Path) -> tuple[int, os.stat_result]:
+def open_regular(path: Path) -> tuple[int, os.stat_result]:
     """An open descriptor of ``path`` and its stat, if it is a regular file (see read_regular)."""
     flags = (
         os.O_RDONLY
@@ -324,8 +324,14 @@ def _scan_lines(raw: bytes, prefix: bytes) -> tuple[np.ndarray, np.ndarray, np.n
     return starts, ends, step_like
 
 
-def parse_rank_bytes(raw: bytes, rank: int, probs: Problems) -> tuple[RankData, pa.Table]:
-    """Every record of one rank file: non-step records as dicts, step records as an Arrow table."""
+def parse_rank_bytes(
+    raw: bytes, rank: int, probs: Problems, lines_before: int = 0, header: dict[str, Any] | None = None
+) -> tuple[RankData, pa.Table]:
+    """Every record of one rank file: non-step records as dicts, step records as an Arrow table.
+
+    ``lines_before``/``header``: ``raw`` continues a file whose first lines were read before
+    (ddp_doctor.watch reads a growing file in pieces): line numbers in the problems count from the
+    file's start, and the header read with an earlier piece bounds the step numbers."""
     data = RankData(rank=rank)
     starts, ends, step_like = _scan_lines(raw, records.line_prefix("step"))
     data.lines = len(ends)
@@ -387,13 +393,14 @@ def parse_rank_bytes(raw: bytes, rank: int, probs: Problems) -> tuple[RankData, 
         table = step_schema(2).empty_table()
     if bad:
         bad.sort()
-        listed = ", ".join(str(n) for n in bad[:MAX_LISTED_BAD_LINES])
+        listed = ", ".join(str(n + lines_before) for n in bad[:MAX_LISTED_BAD_LINES])
         more = f" and {len(bad) - MAX_LISTED_BAD_LINES} more" if len(bad) > MAX_LISTED_BAD_LINES else ""
         probs.add(f"rank {rank}: {len(bad)} corrupt line(s) skipped (not a JSON record): line {listed}{more}")
     if wrong:
         shown = ", ".join(f"{k} ×{n}" for k, n in sorted(wrong.items())[:8])
         probs.add(f"rank {rank}: field(s) with the wrong type ignored: {shown}")
-    table = _validate_steps(table, data.lines * _stride(data.header), rank, probs)
+    bound = (lines_before + data.lines) * _stride(data.header or header)
+    table = _validate_steps(table, bound, rank, probs)
     return data, table
 
 
@@ -843,6 +850,13 @@ def parse_rank(path: Path, rank: int) -> tuple[RankData, Problems]:
         )
     data, table = parse_rank_bytes(raw, rank, probs)
     data.steps = to_columns(table, rank, probs)
+    file_problems(data, probs)
+    return data, probs
+
+
+def file_problems(data: RankData, probs: Problems) -> None:
+    """The problems of a rank file read whole: no or several headers, probe instruments that failed."""
+    rank = data.rank
     if data.headers_seen == 0:
         probs.add(f"rank {rank}: no header record")
     elif data.headers_seen > 1:
@@ -856,7 +870,6 @@ def parse_rank(path: Path, rank: int) -> tuple[RankData, Problems]:
             f"{err.get('step')} and was disabled: {str(err.get('error'))[:300]}",
             damage=False,
         )
-    return data, probs
 
 
 def cacheable(key: dict[str, int] | None) -> bool:
