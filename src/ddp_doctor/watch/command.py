@@ -101,7 +101,9 @@ def follow(watcher: object, interval: float, live: bool, until_pid: int | None =
         changes = watcher.refresh()
         if not live:
             if watcher.run is None and not waited:
-                out.write(safe(f"waiting for a run in {watcher.run_dir}: {watcher.tail.waiting}") + "\n")
+                out.write(
+                    safe(f"[watch] waiting for a run in {watcher.run_dir}: {watcher.tail.waiting}") + "\n"
+                )
                 out.flush()
                 waited = True
             view.print_changes(changes, out)

@@ -32,7 +32,7 @@ class Change:
 
     kind: Kind
     id: str
-    old: str | None  # None: the first verdict the watcher saw
+    old: str | None  # None: the first verdict seen (before it, everything is not measured)
     new: str
     step: int | None
     summary: str
@@ -112,12 +112,12 @@ class Tracker:
         new: list[Change] = []
         ans = diag.run_info.get("oscillation") or {}
         a = str(ans.get("answer", "not-measured"))
-        if a != self.answer:
+        if a != (self.answer or "not-measured"):  # everything starts not measured: no line for that
             new.append(Change("answer", "bug-or-noise", self.answer, a, step, str(ans.get("summary", ""))))
             self.answer = a
         for h in diag.hypotheses:
             old = self.hypotheses.get(h.id)
-            if h.verdict != old:
+            if h.verdict != (old or "not-measured"):
                 new.append(Change("hypothesis", h.id, old, h.verdict, step, h.summary.en))
                 self.hypotheses[h.id] = h.verdict
         for f in diag.findings:

@@ -174,7 +174,7 @@ def change_line(c: Change) -> str:
         what = f"hypothesis {c.id}: {was}{c.new}{flip}"
     else:
         what = f"bug or noise: {was}{c.new}{flip}"
-    return safe(f"{at}  {what} — {c.summary[:SUMMARY_CHARS]}")
+    return safe(f"[watch] {at}  {what} — {c.summary[:SUMMARY_CHARS]}")
 
 
 def print_changes(changes: list[Change], out: TextIO) -> None:
@@ -203,4 +203,4 @@ def final_lines(w: Watcher, code: int) -> list[str]:
         lines.append(f"stopped the job: {w.actions.stopped['reason']}")
     lines += w.actions.notes
     lines.append(f"exit code {code}; the full report: ddp-doctor report {w.run_dir}")
-    return [safe(line) for line in lines]
+    return [safe(f"[watch] {line}") for line in lines]
