@@ -33,28 +33,26 @@ SUMMARY_CHARS = 160
 
 def sparkline(values: np.ndarray, width: int = SPARK_WIDTH) -> str:
     """``values`` in ``width`` buckets (the mean of each), scaled min..max to eight bar heights;
-    a bucket with no finite value is a blank, a non-finite value a ``!``."""
+    a bucket with no finite value is blank (nothing recorded, or NaN), ``!`` when it holds an inf."""
     if values.size == 0:
         return ""
     edges = np.linspace(0, values.size, min(width, values.size) + 1).astype(int)
-    out = []
     means = []
     for a, b in zip(edges[:-1], edges[1:]):
         chunk = values[a:b]
         finite = chunk[np.isfinite(chunk)]
-        bad = bool(np.isinf(chunk).any() or (np.isnan(chunk).any() and finite.size == 0 and chunk.size > 0))
-        means.append(float(finite.mean()) if finite.size else (np.inf if bad else np.nan))
+        means.append(float(finite.mean()) if finite.size else (np.inf if np.isinf(chunk).any() else np.nan))
     m = np.asarray(means)
-    finite = m[np.isfinite(m)]
-    lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
+    ok = m[np.isfinite(m)]
+    lo, hi = (float(ok.min()), float(ok.max())) if ok.size else (0.0, 0.0)
+    out = []
     for v in m:
         if np.isnan(v):
             out.append(" ")
-        elif not np.isfinite(v):
+        elif np.isinf(v):
             out.append("!")
         else:
-            k = 0 if hi <= lo else int((v - lo) / (hi - lo) * (len(BARS) - 1) + 0.5)
-            out.append(BARS[k])
+            out.append(BARS[0 if hi <= lo else int((v - lo) / (hi - lo) * (len(BARS) - 1) + 0.5)])
     return "".join(out)
 
 
