@@ -1,6 +1,6 @@
 """A real 2-rank gloo run watched live: `run --watch`, and `watch` started before, during and after
-the run; then the stop path (`run --stop-on`): the job is stopped, the run directory is complete
-and the report says who stopped it and why. ~20 s each on 2 shared cores."""
+the run (slow: ~45 s); then the stop path (`run --stop-on`, ~30 s on 2 shared cores): the job is
+stopped, the run directory is complete and the report says who stopped it and why."""
 
 from __future__ import annotations
 
@@ -67,6 +67,7 @@ def _report(run: Path, fmt: str = "json") -> str:
     return rep.stdout
 
 
+@pytest.mark.slow  # ~45 s: four watchers beside the job; the stop test below runs `run --watch` in CI
 def test_watchers_before_during_and_after_a_real_run_end_with_the_report(tmp_path):
     run = tmp_path / "run"
     before = _watch(run)  # the directory does not exist yet

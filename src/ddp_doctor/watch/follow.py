@@ -21,6 +21,8 @@ from ddp_doctor.watch.actions import Actions
 from ddp_doctor.watch.tail import RunTail
 from ddp_doctor.watch.verdicts import Change, Tracker
 
+DUTY = 0.25
+
 
 @dataclass
 class Watcher:
@@ -34,6 +36,8 @@ class Watcher:
     refreshes: int = 0
     last_refresh_s: float = 0.0  # read + diagnose of the last refresh
     last_diagnose_s: float = 0.0
+    _diagnosed_at: float = 0.0
+    _stale: bool = False  # records read since the last diagnosis
 
     def __post_init__(self) -> None:
         self.tail = RunTail(self.run_dir)
@@ -43,17 +47,22 @@ class Watcher:
         start = time.perf_counter()
         self.refreshes += 1
         run = self.tail.refresh()
-        if run is None or (not self.tail.changed and self.diag is not None):
-            if run is not None:
-                self.run = run
+        if run is not None:
+            self.run = run
+            self._stale = self._stale or self.tail.changed or self.diag is None
+        # a diagnosis costs more on a longer run: at most DUTY of the time goes to diagnosing
+        # (a refresh in between only reads), except for the final one
+        final = run is not None and not run.in_progress and self.tail.new_bytes == 0
+        soon = start - self._diagnosed_at < self.last_diagnose_s / DUTY and not final
+        if run is None or not self._stale or soon:
             self.last_refresh_s = time.perf_counter() - start
             return []
-        self.run = run
         t = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             self.diag = diagnose_run(run)
         self.last_diagnose_s = time.perf_counter() - t
+        self._diagnosed_at, self._stale = t, False
         changes = self.tracker.update(self.diag)
         for change in changes:
             self.actions.on_change(change)
@@ -62,10 +71,11 @@ class Watcher:
 
     @property
     def ended(self) -> bool:
-        """The manifest has an end and the last refresh read nothing more (every line is in)."""
+        """The manifest has an end and the last refresh read nothing more (every line is in),
+        and the run as finally read was diagnosed."""
         if self.run is None:  # a command that ended without writing a rank record
             return self.tail.manifest_ended
-        return not self.run.in_progress and self.tail.new_bytes == 0
+        return not self.run.in_progress and self.tail.new_bytes == 0 and not self._stale
 
     def exit_code(self) -> int:
         """As `report --fail-on` on the final diagnosis; 1 also when --stop-on stopped the job."""
