@@ -12,6 +12,13 @@ whole refresh (what it costs without the waits of a loaded machine) and the rati
 two columns, not the numbers across machines.
 
     python bench/watch.py [--ranks 4] [--steps 10000] [--rounds 20] [--dir /tmp/ddp-doctor-bench-watch]
+
+``--record SVG`` instead records the live view of a real run for docs/watch.md: the reference
+trainer (2 gloo ranks, ``--fault lr-too-high``) under `ddp-doctor run`, followed by a watcher in
+this process; the frame drawn right after the first confirmed finding is exported with rich's
+``Console(record=True).export_svg`` (the final frame when nothing was confirmed).
+
+    python bench/watch.py --record docs/watch.svg [--record-steps 60]
 """
 
 from __future__ import annotations
@@ -22,7 +29,9 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -64,13 +73,50 @@ def timed(fn, key: str | None = None):  # type: ignore[no-untyped-def]
     return out, time.perf_counter() - t
 
 
+def record(svg: Path, steps: int) -> None:
+    """Follow a real run and export one frame of the live view as SVG (see the module docstring)."""
+    run = Path(tempfile.mkdtemp(prefix="ddp-doctor-watch-rec-")) / "run"
+    cmd = [sys.executable, "-m", "ddp_doctor.cli", "run", "--out", str(run), "--every", "10", "--"]
+    cmd += [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2"]
+    cmd += ["-m", "ddp_doctor.trainer", "--steps", str(steps), "--accum", "2", "--micro-batch", "2"]
+    cmd += ["--fault", "lr-too-high", "--no-progress"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1"}
+    with open(run.parent / "job.log", "w") as log:
+        job = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+        watcher = Watcher(run, Actions(run))
+        frame: Console | None = None
+        while True:
+            changes = watcher.refresh()
+            console = Console(
+                record=True, width=120, force_terminal=True, color_system="truecolor", file=io.StringIO()
+            )
+            console.print(view.render(watcher))
+            confirmed = any(c.kind == "finding" and c.new == "confirmed" for c in changes)
+            if frame is None and (confirmed or watcher.ended):
+                frame = console
+            if watcher.ended or (job.poll() is not None and watcher.run is None):
+                break
+            time.sleep(1.0)
+        job.wait()
+    assert frame is not None, f"no frame recorded; see {run.parent / 'job.log'}"
+    frame.save_svg(
+        str(svg), title=f"ddp-doctor watch (a real 2-rank run, {steps} steps, --fault lr-too-high)"
+    )
+    print(f"wrote {svg} (the run: {run}, exit code {job.returncode})")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ranks", type=int, default=4)
     ap.add_argument("--steps", type=int, default=10_000)
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--dir", type=Path, default=Path("/tmp/ddp-doctor-bench-watch"))
+    ap.add_argument("--record", type=Path, metavar="SVG", help="record the live view of a real run instead")
+    ap.add_argument("--record-steps", type=int, default=60)
     args = ap.parse_args()
+    if args.record:
+        record(args.record, args.record_steps)
+        return
     src = args.dir / f"src-r{args.ranks}-s{args.steps + args.rounds}"
     if not src.exists():
         write_run(src, SynthSpec(world_size=args.ranks, steps=args.steps + args.rounds, ended=False))
