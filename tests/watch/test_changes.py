@@ -280,3 +280,14 @@ def test_watch_waits_for_a_run_that_has_not_started(tmp_path):
             proc.kill()
     assert proc.returncode == 0, err
     assert out.startswith("[watch] waiting for a run in") and "run ended at step 59" in out
+
+
+def test_live_mode_follows_to_the_end_and_prints_the_final_lines(tmp_path, capsys):
+    from ddp_doctor.watch.command import follow
+
+    run = write_run(tmp_path / "run", SynthSpec(world_size=2, steps=80, faults=("nonfinite",)))
+    watcher = Watcher(run, Actions(run), fail_on="error")
+    assert follow(watcher, 0.05, live=True) == 1
+    out = capsys.readouterr().out
+    assert "ddp-doctor watch" in out and "hypothesis" in out and "nonfinite" in out
+    assert "[watch] exit code 1; the full report: ddp-doctor report" in out

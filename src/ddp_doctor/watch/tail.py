@@ -75,7 +75,7 @@ class RankTail:
     probs: Problems = field(
         default_factory=Problems
     )  # of the pieces read (line numbers from the file's start)
-    seen: set[int] = field(default_factory=set)  # step numbers read (a duplicate is dropped, as by read_run)
+    last: int = -1  # highest step number read (a step again is dropped, as by read_run)
     notes: list[str] = field(default_factory=list)  # re-reads (file replaced or truncated) and read errors
     error: str | None = None
 
@@ -87,7 +87,7 @@ class RankTail:
             f"rank {self.rank}: {why} after {self.offset} bytes were read; read again from its start"
         )
         self.ino, self.offset, self.pending = None, 0, 0
-        self.data, self.parts, self.probs, self.seen = RankData(rank=self.rank), [], Problems(), set()
+        self.data, self.parts, self.probs, self.last = RankData(rank=self.rank), [], Problems(), -1
 
     def refresh(self) -> int:
         """Read the complete lines added since the last refresh; return how many bytes were read."""
@@ -126,18 +126,21 @@ class RankTail:
     def _parse(self, raw: bytes) -> None:
         probs = Problems()
         piece, table = parse_rank_bytes(raw, self.rank, probs, self.data.lines, self.data.header)
-        if table.num_rows:
-            steps = table["step"].to_numpy(zero_copy_only=False).tolist()
-            fresh = [s not in self.seen for s in steps]
-            if not all(fresh):
-                dup = sorted({s for s, ok in zip(steps, fresh) if not ok})
+        if table.num_rows:  # steps already read are dropped (the piece itself has no duplicate left)
+            steps = np.asarray(table["step"].to_numpy(zero_copy_only=False), dtype=np.int64)
+            fresh = steps > self.last
+            if not fresh.all() and self.parts:  # a step number not above the last: only those are looked up
+                fresh[~fresh] = ~np.isin(steps[~fresh], self.parts[0].step)
+            if not fresh.all():
+                dup = np.unique(steps[~fresh])
                 probs.add(
-                    f"rank {self.rank}: {len(steps) - sum(fresh)} duplicate step record(s) ignored (step "
-                    f"{', '.join(map(str, dup[:5]))}…; the first of each kept) — two processes wrote this "
-                    "file (a restart, or two runs into one directory)"
+                    f"rank {self.rank}: {int((~fresh).sum())} duplicate step record(s) ignored (step "
+                    f"{', '.join(map(str, dup[:5].tolist()))}…; the first of each kept) — two processes wrote "
+                    "this file (a restart, or two runs into one directory)"
                 )
                 table = table.filter(pa.array(fresh))
-            self.seen.update(s for s, ok in zip(steps, fresh) if ok)
+            if fresh.any():
+                self.last = max(self.last, int(steps[fresh].max()))
         self.parts.append(to_columns(table, self.rank, probs))
         if len(self.parts) > 1:  # keep one merged piece: the next merge copies it once, not every piece
             self.parts = [concat_columns(self.parts)]
