@@ -38,9 +38,9 @@ def main() -> None:
     a = write_run(args.dir / "a", SynthSpec(steps=args.steps, world_size=2, accum=4))
     b = write_run(args.dir / "b", SynthSpec(steps=args.steps, world_size=8, accum=4, seed=1))
 
-    from ddp_doctor.analysis.compare import compare
     from ddp_doctor.analysis.diagnose import diagnose
-    from ddp_doctor.report.compare_render import render_text
+    from ddp_doctor.compare.analysis import compare
+    from ddp_doctor.compare.render import render_text
 
     inproc = []
     for _ in range(args.repeat + 1):

@@ -76,7 +76,7 @@ def _cases() -> dict[str, Case]:
 
 def expected_ids(fault: str) -> tuple[str, ...]:
     """The runtime findings a fault must confirm: FAULT_FINDINGS minus lint-only IDs."""
-    from ddp_doctor.catalog import FINDINGS
+    from ddp_doctor.core.catalog import FINDINGS
     from ddp_doctor.trainer.faults import FAULT_FINDINGS
 
     fid = FAULT_FINDINGS.get(fault)
@@ -88,9 +88,9 @@ def run_case(case: Case, run_dir: Path, sets: dict[str, str] | None = None) -> i
 
     `sets` are `ddp-doctor run --set K=V` interventions. Output goes to run_dir/launch.log.
     """
-    from ddp_doctor.probe import launcher
+    from ddp_doctor.launch import launcher
     from ddp_doctor.probe.options import ProbeOptions
-    from ddp_doctor.records import TRAINER_DIR
+    from ddp_doctor.rundir.records import TRAINER_DIR
     from ddp_doctor.trainer.config import TrainConfig
     from ddp_doctor.trainer.launch import build_command
 

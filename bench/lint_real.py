@@ -22,7 +22,7 @@ from pathlib import Path
 
 import tomllib
 
-from ddp_doctor.catalog import lint_ids
+from ddp_doctor.core.catalog import lint_ids
 from ddp_doctor.lint.engine import lint_paths
 
 SLACK = 2

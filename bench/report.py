@@ -3,7 +3,7 @@
     python bench/report.py [--ranks 8] [--steps 100000] [--accum 2] [--dir /tmp/ddp-doctor-bench]
     python bench/report.py --sweep [--dir /tmp/ddp-doctor-bench]   # the scaling table
 
-The run directory is written once by tests/fixtures/synth_run.py — through ddp_doctor.records, the
+The run directory is written once by tests/fixtures/synth_run.py — through ddp_doctor.rundir.records, the
 probe's own record check and encoder, so the bytes are what the probe writes — and reused if it
 already exists with the same shape. Then `ddp-doctor report --format json` runs in a fresh
 process twice: cold (no column cache: every rank file parsed, the Arrow cache written) and warm
@@ -92,7 +92,7 @@ def _children_cpu() -> float:
 
 
 def bench(run: Path, ranks: int, steps: int, accum: int) -> str:
-    from ddp_doctor.records import CACHE_DIR, RANKS_DIR
+    from ddp_doctor.rundir.records import CACHE_DIR, RANKS_DIR
 
     size = sum(f.stat().st_size for f in (run / RANKS_DIR).glob("*.jsonl"))
     print(f"run: {ranks} ranks × {steps} steps, accumulation {accum}, {size / 1e6:.0f} MB", flush=True)

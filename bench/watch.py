@@ -40,9 +40,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from fixtures.synth_run import SynthSpec, write_run  # noqa: E402
 from rich.console import Console  # noqa: E402
 
-from ddp_doctor import records  # noqa: E402
 from ddp_doctor.analysis.diagnose import diagnose_run  # noqa: E402
-from ddp_doctor.rundir import read_run  # noqa: E402
+from ddp_doctor.rundir import records  # noqa: E402
+from ddp_doctor.rundir.reader import read_run  # noqa: E402
 from ddp_doctor.watch import view  # noqa: E402
 from ddp_doctor.watch.actions import Actions  # noqa: E402
 from ddp_doctor.watch.follow import Watcher  # noqa: E402

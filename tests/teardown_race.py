@@ -8,7 +8,7 @@ truthfully (see docs/probe.md); the test suite must not fail on it, or every sub
 Policy, in tests only:
 - a probed run whose every rank file ends with an `end` record, and whose launcher failed with the
   teardown message, is a completed run: it is *tolerated* (the test goes on with its outputs);
-- a probed run the product itself judges completed (ddp_doctor.teardown: every rank ended, or
+- a probed run the product itself judges completed (ddp_doctor.rundir.teardown: every rank ended, or
   was stopped by torchrun after its final step, and only SIGABRT failures) is tolerated too
   (`accept_exit`, for launchers whose output is in a log file: demo, fault matrix);
 - ranks started with torch.multiprocessing that saved their outputs and then died of SIGABRT are
@@ -79,9 +79,9 @@ def accept_exit(run_dir: Path, code: int, what: str) -> bool:
 
 
 def _product_says_completed(run_dir: Path, code: int) -> bool:
-    """ddp_doctor.teardown: every rank ended (or was stopped by torchrun after its final step) and
+    """ddp_doctor.rundir.teardown: every rank ended (or was stopped by torchrun after its final step) and
     the failed ranks the launcher reported died of SIGABRT. Its own tests are tests/probe/test_teardown.py."""
-    from ddp_doctor.teardown import classify_run
+    from ddp_doctor.rundir.teardown import classify_run
 
     return classify_run(run_dir, code).ok
 

@@ -8,8 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from ddp_doctor.catalog import FINDINGS, HYPOTHESES, LANGS, Text, limit, lint_ids, runtime_ids, threshold_text
-from ddp_doctor.findings import Finding
+from ddp_doctor.core.catalog import (
+    FINDINGS,
+    HYPOTHESES,
+    LANGS,
+    Text,
+    limit,
+    lint_ids,
+    runtime_ids,
+    threshold_text,
+)
+from ddp_doctor.core.findings import Finding
 
 CONTRACT = json.loads((Path(__file__).parent / "data" / "public_contract.json").read_text(encoding="utf-8"))
 

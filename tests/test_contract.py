@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from ddp_doctor.cli import app
 from ddp_doctor.cli_common import ExitCode
-from ddp_doctor.findings import LINT_SCHEMA, REPORT_SCHEMA
+from ddp_doctor.core.findings import LINT_SCHEMA, REPORT_SCHEMA
 
 CONTRACT = json.loads((Path(__file__).parent / "data" / "public_contract.json").read_text(encoding="utf-8"))
 runner = CliRunner()

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from ddp_doctor import records
 from ddp_doctor.cli import app
+from ddp_doctor.rundir import records
 
 runner = CliRunner()
 PRECIOUS = "keep me"
@@ -75,7 +75,7 @@ def test_verify_and_ablate_output_go_through_write_output(plant, tmp_path: Path)
 
 
 def test_manifest_is_replaced_not_written_through(plant, tmp_path: Path) -> None:
-    from ddp_doctor.probe.launcher import write_manifest
+    from ddp_doctor.launch.launcher import write_manifest
 
     run = tmp_path / "run"
     target = plant(run / records.MANIFEST)
@@ -85,7 +85,7 @@ def test_manifest_is_replaced_not_written_through(plant, tmp_path: Path) -> None
 
 
 def test_launcher_failure_reports_and_claims_refuse_a_planted_symlink(plant, tmp_path: Path) -> None:
-    from ddp_doctor.safe_write import create_new
+    from ddp_doctor.core.safe_io import create_new
 
     where = tmp_path / "exits" / "exits-host-1.json"
     target = plant(where)
@@ -95,7 +95,7 @@ def test_launcher_failure_reports_and_claims_refuse_a_planted_symlink(plant, tmp
 
 
 def test_trainer_launch_log_is_not_written_through(plant, tmp_path: Path) -> None:
-    from ddp_doctor.safe_write import open_log
+    from ddp_doctor.core.safe_io import open_log
 
     log = tmp_path / "trainer" / "launch.log"
     target = plant(log)
@@ -105,7 +105,7 @@ def test_trainer_launch_log_is_not_written_through(plant, tmp_path: Path) -> Non
 
 
 def test_rank_file_cache_is_replaced_not_written_through(make_run, plant) -> None:
-    from ddp_doctor import rankfile
+    from ddp_doctor.rundir import rankfile
 
     run = make_run()
     rank0 = records.rank_file(run, 0)
@@ -137,12 +137,12 @@ def test_demo_compare_html_and_generated_docs_use_the_same_writer() -> None:
 
     for module in (demo, gendocs, reduced, summary):
         src = inspect.getsource(module)
-        assert "safe_write" in src, module
+        assert "ddp_doctor.core.safe_io" in src, module
         assert not re.search(r"[\w)\]]\.(write_text|write_bytes)\(|open\([^)]*[\"']w", src), module
 
 
 def test_appended_record_streams_refuse_a_planted_symlink(plant, tmp_path: Path) -> None:
-    from ddp_doctor.safe_write import open_append
+    from ddp_doctor.core.safe_io import open_append
 
     stream = tmp_path / "trainer" / "metrics.jsonl"
     target = plant(stream)

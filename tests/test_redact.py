@@ -1,11 +1,11 @@
-"""Secret-looking names and values (ddp_doctor.redact; patterns in docs/run-format.md, "Secrets")."""
+"""Secret-looking names and values (ddp_doctor.core.redact; patterns in docs/run-format.md, "Secrets")."""
 
 from __future__ import annotations
 
 import pytest
 
-from ddp_doctor.probe.launcher import allowed_env
-from ddp_doctor.redact import REDACTED, is_secret_name, redact_argv, redact_env, redact_value
+from ddp_doctor.core.redact import REDACTED, is_secret_name, redact_argv, redact_env, redact_value
+from ddp_doctor.launch.launcher import allowed_env
 
 S = "sekrit-3f9a1c"
 

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from ddp_doctor.cli import app
-from ddp_doctor.safe_write import OutputError, check_destination, write_text
+from ddp_doctor.core.safe_io import OutputError, check_destination, write_text
 
 runner = CliRunner()
 

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 from typer.testing import CliRunner
 
 from ddp_doctor.cli import app
-from ddp_doctor.terminal import safe
+from ddp_doctor.core.terminal import safe
 
 runner = CliRunner()
 ESC_TITLE = "\x1b]0;pwned\x07"
@@ -56,7 +56,7 @@ def _clean(output: str) -> None:
 
 
 def _plant_unused_parameter(run) -> None:
-    from ddp_doctor.records import rank_file
+    from ddp_doctor.rundir.records import rank_file
 
     for rank in (0, 1):
         path = rank_file(run, rank)
@@ -161,8 +161,8 @@ def _metrics():
 def test_json_outputs_escape_c1_controls_and_bidi_overrides(make_run, tmp_path):
     """Found by bench/hostile_matrix.py: json.dumps(ensure_ascii=False) escapes C0 but left U+009B (an
     8-bit CSI), DEL and bidi overrides raw in report/compare/lint JSON and SARIF on the terminal."""
-    from ddp_doctor.records import rank_file
-    from ddp_doctor.terminal import safe_json
+    from ddp_doctor.core.terminal import safe_json
+    from ddp_doctor.rundir.records import rank_file
 
     text = json.dumps({"k": "a\x9b2J\u202eb\x7f\x1b"}, ensure_ascii=False)
     assert safe_json(text) == '{"k": "a\\u009b2J\\u202eb\\u007f\\u001b"}'

@@ -17,7 +17,7 @@ from typing import NoReturn
 
 import typer
 
-from ddp_doctor.terminal import safe
+from ddp_doctor.core.terminal import safe
 
 
 class ExitCode(IntEnum):
@@ -74,7 +74,7 @@ def fail(message: str, code: ExitCode = ExitCode.USAGE, *, command: str | None =
 
 def check_output(path: Path | None) -> None:
     """Fail early (exit 2) when ``--output`` cannot be written: before any work is done."""
-    from ddp_doctor.safe_write import OutputError, check_destination
+    from ddp_doctor.core.safe_io import OutputError, check_destination
 
     if path is None:
         return
@@ -86,7 +86,7 @@ def check_output(path: Path | None) -> None:
 
 def write_output(path: str | os.PathLike[str], text: str) -> None:
     """Write an output file atomically (safe_write); an unwritable destination exits 2."""
-    from ddp_doctor.safe_write import write_text
+    from ddp_doctor.core.safe_io import write_text
 
     try:
         write_text(path, text)

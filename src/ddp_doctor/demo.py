@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from ddp_doctor.terminal import safe
+from ddp_doctor.core.terminal import safe
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -98,9 +98,9 @@ def demo(
 def _launch(world: int, out_dir: str, **fields: object) -> None:
     """The trainer under the probe (`ddp-doctor run`), then the report in text and HTML."""
     from ddp_doctor.analysis.diagnose import diagnose
-    from ddp_doctor.records import TRAINER_DIR
     from ddp_doctor.report.command import write_report
     from ddp_doctor.report.text import render_console, report_console
+    from ddp_doctor.rundir.records import TRAINER_DIR
     from ddp_doctor.trainer.launch import completion, print_outcome
 
     console = report_console()
@@ -127,9 +127,9 @@ def _probe_run(world: int, run_dir: Path, console: Console, **fields: object) ->
 
     The trainer's own metrics go beside the probe's rank files (docs/run-format.md), so the report
     can compare what the script logged with what the ranks computed."""
-    from ddp_doctor.probe import launcher
+    from ddp_doctor.launch import launcher
     from ddp_doctor.probe.options import ProbeOptions
-    from ddp_doctor.records import TRAINER_DIR
+    from ddp_doctor.rundir.records import TRAINER_DIR
     from ddp_doctor.trainer.config import TrainConfig
     from ddp_doctor.trainer.launch import LaunchCommand, announce, build_command, run_command
 
@@ -148,12 +148,12 @@ def _probe_run(world: int, run_dir: Path, console: Console, **fields: object) ->
 def _compare_demo(world: int, out_dir: str, steps: int, faults: tuple[str, ...]) -> None:
     """`demo --compare`: the forum's setup on 1 rank ("one GPU was fine") and on `world` ranks, the
     same script and flags, then the comparison of the two runs aligned by samples consumed."""
-    from ddp_doctor.analysis.compare import compare
     from ddp_doctor.analysis.diagnose import diagnose
-    from ddp_doctor.records import TRAINER_DIR
-    from ddp_doctor.report.compare_render import render_html, render_text
+    from ddp_doctor.compare.analysis import compare
+    from ddp_doctor.compare.render import render_html, render_text
+    from ddp_doctor.core.safe_io import write_text
     from ddp_doctor.report.text import report_console
-    from ddp_doctor.safe_write import write_text
+    from ddp_doctor.rundir.records import TRAINER_DIR
     from ddp_doctor.trainer.config import TrainConfig
     from ddp_doctor.trainer.launch import completion
 
@@ -179,7 +179,7 @@ def _compare_demo(world: int, out_dir: str, steps: int, faults: tuple[str, ...])
         f"again: ddp-doctor compare {safe(runs[0])} {safe(runs[1])} [--format json|html] [--lang zh]",
         markup=False,
     )
-    # a rank's teardown abort after complete training is not a failure (ddp_doctor.teardown)
+    # a rank's teardown abort after complete training is not a failure (ddp_doctor.rundir.teardown)
     failed = [c for r, c in zip(runs, codes) if not completion(str(r / TRAINER_DIR), c, steps, run_dir=r).ok]
     if failed:
         raise typer.Exit(failed[0])

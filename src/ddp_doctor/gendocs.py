@@ -1,7 +1,7 @@
 """The generated parts of docs/: written from the code, checked by CI so they never go stale.
 
-* docs/catalog.md — whole file, from :func:`ddp_doctor.catalog.markdown`;
-* docs/report.md — the thresholds table, from :func:`ddp_doctor.catalog.thresholds_markdown`;
+* docs/catalog.md — whole file, from :func:`ddp_doctor.core.catalog.markdown`;
+* docs/report.md — the thresholds table, from :func:`ddp_doctor.core.catalog.thresholds_markdown`;
 * docs/experiments.md — the interventions table, from
   :func:`ddp_doctor.probe.interventions.markdown_table`.
 
@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from ddp_doctor import catalog
+from ddp_doctor.core import catalog
 from ddp_doctor.probe import interventions
 
 # file (relative to the repository root) -> (section name or None for the whole file, generator)
@@ -62,7 +62,7 @@ def stale(root: Path) -> list[str]:
 
 
 def write(root: Path) -> list[str]:
-    from ddp_doctor.safe_write import write_text
+    from ddp_doctor.core.safe_io import write_text
 
     changed = []
     for rel in stale(root):

@@ -21,13 +21,13 @@ from fixtures.synth_run import SynthSpec, damage, write_run
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ddp_doctor import rankfile, records
 from ddp_doctor.analysis.diagnose import diagnose_run
 from ddp_doctor.analysis.quantities.noise_band import _micro_moments
 from ddp_doctor.analysis.quantities.series import build_series
 from ddp_doctor.analysis.quantities.spikes import window_median
 from ddp_doctor.report.command import render
-from ddp_doctor.rundir import read_run
+from ddp_doctor.rundir import rankfile, records
+from ddp_doctor.rundir.reader import read_run
 
 
 def _drop_steps(run: Path, rank: int, steps: set[int]) -> None:

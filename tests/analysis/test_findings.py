@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ddp_doctor.catalog import FINDINGS, HYPOTHESES
+from ddp_doctor.core.catalog import FINDINGS, HYPOTHESES
 
 # synthetic fault (tests/fixtures/synth_run.py) → finding it must confirm, extra spec fields
 CASES = [

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from ddp_doctor.analysis.diagnose import diagnose
-from ddp_doctor.records import rank_file
+from ddp_doctor.rundir.records import rank_file
 
 
 def _shard(run: Path, world: int, shard_group: int, strategy: str, drift_rank: int | None = None) -> None:

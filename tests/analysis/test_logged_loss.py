@@ -12,7 +12,7 @@ from ddp_doctor.analysis.checks.loss_logging import check
 from ddp_doctor.analysis.context import build_context
 from ddp_doctor.analysis.quantities.logged_loss import GLOBAL, LOCAL, is_eval_key, logged_loss
 from ddp_doctor.analysis.quantities.series import build_series
-from ddp_doctor.rundir import read_run
+from ddp_doctor.rundir.reader import read_run
 
 STEPS, ACCUM, WORLD = 16, 4, 2
 

@@ -154,7 +154,7 @@ def test_accum_no_sync_ruled_out_text_reads_without_contradiction(diag_of):
 def test_answer_compares_the_logged_loss_with_the_global_band_when_captured(make_run):
     from ddp_doctor.analysis.answer import oscillation_answer
     from ddp_doctor.analysis.context import build_context
-    from ddp_doctor.rundir import read_run
+    from ddp_doctor.rundir.reader import read_run
 
     ctx = build_context(read_run(make_run(steps=120)))
     rng = np.random.default_rng(0)

@@ -9,7 +9,7 @@ import pytest
 from fixtures.synth_run import damage
 
 from ddp_doctor.analysis.diagnose import diagnose
-from ddp_doctor.rundir import RunDirError, read_run
+from ddp_doctor.rundir.reader import RunDirError, read_run
 
 
 def test_missing_directory_is_an_input_error(tmp_path):
@@ -90,8 +90,8 @@ def test_unknown_record_kinds_and_fields_are_ignored(make_run):
 def test_column_cache_gives_the_same_data_and_follows_file_changes(make_run, monkeypatch):
     import numpy as np
 
-    import ddp_doctor.rankfile as rankfile
-    import ddp_doctor.rundir as rundir
+    import ddp_doctor.rundir.rankfile as rankfile
+    import ddp_doctor.rundir.reader as rundir
 
     monkeypatch.setattr(rankfile, "CACHE_MIN_BYTES", 1)
     path = make_run(steps=80, faults=("nonfinite", "fp16-overflow"))
@@ -121,8 +121,8 @@ def test_fast_chunked_and_per_line_paths_give_the_same_columns(make_run, monkeyp
 
     import numpy as np
 
-    import ddp_doctor.rankfile as rankfile
-    from ddp_doctor import records
+    import ddp_doctor.rundir.rankfile as rankfile
+    from ddp_doctor.rundir import records
 
     monkeypatch.setattr(rankfile, "CHUNK_LINES", 16)
     path = make_run(steps=80, faults=("nonfinite", "fp16-overflow", "grad-spike"))
@@ -154,12 +154,12 @@ def test_fast_chunked_and_per_line_paths_give_the_same_columns(make_run, monkeyp
 
 
 def test_a_step_field_declared_in_records_is_written_read_and_cached(tmp_path, monkeypatch):
-    """Adding a field is one line in records.py: the writer's check accepts it, the reader turns a
+    """Adding a field is one line in rundir/records.py: the writer's check accepts it, the reader turns a
     numeric one into a column (StepColumns.extra), the cache keeps it."""
     import numpy as np
 
-    import ddp_doctor.rankfile as rankfile
-    from ddp_doctor import records
+    import ddp_doctor.rundir.rankfile as rankfile
+    from ddp_doctor.rundir import records
 
     extra = (records.F("update_ratio", "float", "step"), records.F("logged_loss", "list[float]", "micro"))
     monkeypatch.setitem(records.KINDS, "step", records.KINDS["step"] + extra)

@@ -1,6 +1,6 @@
 """Property-based fuzzing of the reader and the report (issue 10, item 5).
 
-A real run directory (written by the fixture writer through ddp_doctor.records) is damaged by a
+A real run directory (written by the fixture writer through ddp_doctor.rundir.records) is damaged by a
 random sequence of operations — truncate, flip bytes, change a field's type, duplicate lines,
 delete a file, nest a value deeply, put in huge numbers, swap a file for a FIFO or a symlink loop —
 and then read and reported in text, JSON and HTML. The properties: no exception leaves the reader or
@@ -21,12 +21,12 @@ from fixtures.synth_run import SynthSpec, write_run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ddp_doctor import records
 from ddp_doctor.analysis.diagnose import diagnose_run
 from ddp_doctor.report.html import render_html
 from ddp_doctor.report.text import render_text
 from ddp_doctor.report.to_json import render_json
-from ddp_doctor.rundir import RunDirError, read_run
+from ddp_doctor.rundir import records
+from ddp_doctor.rundir.reader import RunDirError, read_run
 
 FILES = ("manifest", "rank0", "rank1")
 HOSTILE_VALUES = (

@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 from fixtures.synth_run import SynthSpec, write_run
 
-from ddp_doctor import records
 from ddp_doctor.analysis.diagnose import Diagnosis, diagnose
-from ddp_doctor.rankfile import read_regular
 from ddp_doctor.report.html import render_html
 from ddp_doctor.report.text import render_text
 from ddp_doctor.report.to_json import render_json
-from ddp_doctor.rundir import read_run
+from ddp_doctor.rundir import records
+from ddp_doctor.rundir.rankfile import read_regular
+from ddp_doctor.rundir.reader import read_run
 
 
 def report_all(path: Path) -> Diagnosis:
@@ -109,7 +109,7 @@ def test_directory_where_a_file_is_expected(run):
 
 
 def test_unreadable_rank_file(run, monkeypatch):
-    import ddp_doctor.rankfile as rankfile
+    import ddp_doctor.rundir.rankfile as rankfile
 
     real = rankfile.read_regular
 

@@ -9,10 +9,10 @@ import pytest
 from fixtures.synth_run import SynthSpec, write_run
 from typer.testing import CliRunner
 
-from ddp_doctor.analysis.compare import PERSIST, compare, step_noise
 from ddp_doctor.analysis.diagnose import diagnose
 from ddp_doctor.cli import app
-from ddp_doctor.report.compare_render import render_html, render_json, render_text
+from ddp_doctor.compare.analysis import PERSIST, compare, step_noise
+from ddp_doctor.compare.render import render_html, render_json, render_text
 
 SCHEMA = json.loads(
     (
@@ -92,7 +92,7 @@ def test_step_noise_ignores_a_linear_trend():
 def test_band_excursion_needs_persistent_points(tmp_path):
     import numpy as np
 
-    from ddp_doctor.analysis.compare import Aligned, leaves_band
+    from ddp_doctor.compare.analysis import Aligned, leaves_band
 
     x = np.arange(10.0)
     a = np.zeros(10)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ddp_doctor import records
+from ddp_doctor.rundir import records
 
 STEPS = 60
 NOISE = 0.2  # loss noise at lr.scale = 1

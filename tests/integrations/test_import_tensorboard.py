@@ -72,7 +72,7 @@ def test_faults_in_summarywriter_logs_are_confirmed(tmp_path: Path) -> None:
 
 def test_key_overrides_map_custom_names(tmp_path: Path) -> None:
     from ddp_doctor.report.load import load
-    from ddp_doctor.rundir import RunDirError
+    from ddp_doctor.rundir.reader import RunDirError
 
     _write(tmp_path / "tb", names={"loss": "my/objective", "lr": "opt/step_size"})
     with pytest.raises(RunDirError, match="--key loss=NAME"):

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from ddp_doctor.catalog import FINDINGS, HYPOTHESES
 from ddp_doctor.cli import app
+from ddp_doctor.core.catalog import FINDINGS, HYPOTHESES
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "docs" / "schemas"
 CORPUS = Path(__file__).resolve().parents[1] / "lint" / "corpus"

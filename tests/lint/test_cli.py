@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from ddp_doctor.catalog import FINDINGS
 from ddp_doctor.cli import app
+from ddp_doctor.core.catalog import FINDINGS
 from ddp_doctor.lint.engine import lint_file
 
 CORPUS = Path(__file__).parent / "corpus"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ddp_doctor.catalog import lint_ids
+from ddp_doctor.core.catalog import lint_ids
 from ddp_doctor.lint.engine import lint_file
 
 CORPUS = Path(__file__).parent / "corpus"

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from ddp_doctor.catalog import FINDINGS, HYPOTHESES
+from ddp_doctor.core.catalog import FINDINGS, HYPOTHESES
 from ddp_doctor.plan import advice
 from ddp_doctor.plan.hardware import get_gpu, gpu_table
 from ddp_doctor.plan.planner import Setup, memory_breakdown, micro_and_accum, plan, plan_strategy

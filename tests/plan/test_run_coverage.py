@@ -8,8 +8,8 @@ import re
 
 from typer.testing import CliRunner
 
-from ddp_doctor.catalog import FINDINGS
 from ddp_doctor.cli import app
+from ddp_doctor.core.catalog import FINDINGS
 from ddp_doctor.plan.memory import STRATEGIES
 from ddp_doctor.plan.run_coverage import COVERAGE, coverage
 

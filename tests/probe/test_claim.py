@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from ddp_doctor.probe.claim import RunDirBusy, claim, claim_path, release
-from ddp_doctor.records import manifest_path
+from ddp_doctor.launch.claim import RunDirBusy, claim, claim_path, release
+from ddp_doctor.rundir.records import manifest_path
 
 
 def test_second_claim_is_refused_until_released(tmp_path):

@@ -25,8 +25,8 @@ from torch.utils.data import DistributedSampler
 
 from ddp_doctor.analysis.context import build_context
 from ddp_doctor.analysis.diagnose import diagnose
-from ddp_doctor.probe import deepspeed_env
-from ddp_doctor.rundir import read_run
+from ddp_doctor.launch import deepspeed_env
+from ddp_doctor.rundir.reader import read_run
 from probe.helpers import (
     DDP_DOCTOR,
     RUN_TIMEOUT_S,

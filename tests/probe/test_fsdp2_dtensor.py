@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from ddp_doctor.analysis.quantities.shards import combine_clip, combine_full
-from ddp_doctor.rundir import CLIP_COLUMNS, read_run
+from ddp_doctor.rundir.reader import CLIP_COLUMNS, read_run
 from probe.helpers import DDP_DOCTOR, base_env, kind, read_rank, run_plain, run_probe, torchrun
 
 WORLD = 2

@@ -1,4 +1,4 @@
-"""Teardown aborts after complete training vs real crashes (ddp_doctor.teardown, probe/exits.py)."""
+"""Teardown aborts after complete training vs real crashes (ddp_doctor.rundir.teardown, launch/exits.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ddp_doctor.probe import exits
-from ddp_doctor.teardown import EXITS_SUBDIR, RACE, classify_run, classify_trainer
+from ddp_doctor.launch import exits
+from ddp_doctor.rundir.teardown import EXITS_SUBDIR, RACE, classify_run, classify_trainer
 from probe.helpers import DDP_DOCTOR, base_env, run_probe, torchrun
 
 

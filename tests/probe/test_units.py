@@ -6,10 +6,10 @@ import json
 
 import torch
 
+from ddp_doctor.launch.launcher import INJECT_DIR, allowed_env, child_env
 from ddp_doctor.probe.instruments.data import input_hash
 from ddp_doctor.probe.instruments.full import layer_group
 from ddp_doctor.probe.instruments.replicas import _bits_sum, _wrap32
-from ddp_doctor.probe.launcher import INJECT_DIR, allowed_env, child_env
 from ddp_doctor.probe.options import ProbeOptions
 from ddp_doctor.probe.recorder import RankRecorder, encode
 

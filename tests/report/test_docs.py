@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ddp_doctor.catalog import FINDINGS, HYPOTHESES
+from ddp_doctor.core.catalog import FINDINGS, HYPOTHESES
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 

@@ -7,9 +7,9 @@ import re
 
 from typer.testing import CliRunner
 
-from ddp_doctor.catalog import FINDINGS, HYPOTHESES, runtime_ids
 from ddp_doctor.cli import app
-from ddp_doctor.findings import REPORT_SCHEMA
+from ddp_doctor.core.catalog import FINDINGS, HYPOTHESES, runtime_ids
+from ddp_doctor.core.findings import REPORT_SCHEMA
 
 runner = CliRunner()
 

@@ -32,7 +32,7 @@ ISSUE_FAULTS = [
 
 
 def test_fault_names_are_exactly_the_issues_sixteen_and_map_to_catalog_findings() -> None:
-    from ddp_doctor.catalog import FINDINGS
+    from ddp_doctor.core.catalog import FINDINGS
 
     assert list(FAULTS) == ISSUE_FAULTS
     assert set(FAULT_FINDINGS) == set(FAULTS)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -14,11 +15,11 @@ import pytest
 from fixtures.synth_run import SynthSpec, write_run
 from rich.console import Console
 
-from ddp_doctor import records
 from ddp_doctor.analysis.diagnose import diagnose_run
-from ddp_doctor.findings import Finding
+from ddp_doctor.core.findings import Finding
 from ddp_doctor.report.command import render
-from ddp_doctor.rundir import read_run
+from ddp_doctor.rundir import records
+from ddp_doctor.rundir.reader import read_run
 from ddp_doctor.watch import view
 from ddp_doctor.watch.actions import Actions, parse_stop_on
 from ddp_doctor.watch.follow import Watcher
@@ -273,7 +274,8 @@ def test_watch_waits_for_a_run_that_has_not_started(tmp_path):
     try:
         time.sleep(3)
         assert proc.poll() is None  # waiting, not failing
-        write_run(run, SynthSpec(world_size=2, steps=60))
+        # written elsewhere and renamed into place: the watcher never sees a half-written fixture
+        os.rename(write_run(tmp_path / "elsewhere", SynthSpec(world_size=2, steps=60)), run)
         out, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import teardown_race
 
-from ddp_doctor import records
+from ddp_doctor.rundir import records
 
 pytestmark = pytest.mark.distributed
 SCRIPT = Path(__file__).resolve().parent / "scripts" / "tiny_ddp.py"

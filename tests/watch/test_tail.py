@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 from fixtures.synth_run import SynthSpec, write_run
 
-from ddp_doctor import records
-from ddp_doctor.rundir import read_run
+from ddp_doctor.rundir import records
+from ddp_doctor.rundir.reader import read_run
 from ddp_doctor.watch.tail import RunTail
 
 

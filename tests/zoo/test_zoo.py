@@ -43,7 +43,7 @@ def test_the_zoo_has_twenty_scripts_with_valid_headers():
     assert len(headers) >= 20
     clean = [n for n, h in headers.items() if not h.expect]
     assert len(clean) >= 5
-    from ddp_doctor.catalog import FINDINGS
+    from ddp_doctor.core.catalog import FINDINGS
 
     for name, header in headers.items():
         for group in header.expect:

@@ -18,8 +18,8 @@ from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import fmt
 from ddp_doctor.analysis.quantities.noise_band import WITHIN_NOISE_RATIO
 from ddp_doctor.analysis.quantities.oscillation import obs_dof, robust_second_diff_std, var_interval
-from ddp_doctor.catalog import FINDINGS, Text
-from ddp_doctor.findings import SEVERITY_ORDER, Finding
+from ddp_doctor.core.catalog import FINDINGS, Text
+from ddp_doctor.core.findings import SEVERITY_ORDER, Finding
 
 # Confirmed findings that describe the oscillation itself rather than a cause of it.
 SYMPTOMS = ("loss-unstable", "loss-spike", "grad-spike", "clip-saturated", "nonfinite")

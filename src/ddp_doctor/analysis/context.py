@@ -21,7 +21,7 @@ from ddp_doctor.analysis.quantities.sharding import global_sq, shard_replicas
 from ddp_doctor.analysis.quantities.shards import combine_clip, combine_full, combine_grad_sq, is_fsdp2
 from ddp_doctor.analysis.quantities.spikes import EARLY_LOSS_FACTOR, Spike, find_spikes
 from ddp_doctor.analysis.quantities.update_ratio import UpdateRatios, update_ratios
-from ddp_doctor.rundir import CLIP_COLUMNS, RunData
+from ddp_doctor.rundir.reader import CLIP_COLUMNS, RunData
 
 
 @dataclass

@@ -40,11 +40,11 @@ from ddp_doctor.analysis.context import Context, build_context
 from ddp_doctor.analysis.fixes import refine_fixes
 from ddp_doctor.analysis.make import coverage, with_coverage
 from ddp_doctor.analysis.reduced import reduced_run_info, restrict
-from ddp_doctor.catalog import FINDINGS, HYPOTHESES, NOT_A_CAUSE, UI, Text
-from ddp_doctor.findings import Finding, HypothesisVerdict, Verdict, sort_findings
-from ddp_doctor.redact import redact_argv, redact_value
-from ddp_doctor.rundir import RunData, read_run
-from ddp_doctor.teardown import ExitStatus, classify_run
+from ddp_doctor.core.catalog import FINDINGS, HYPOTHESES, NOT_A_CAUSE, UI, Text
+from ddp_doctor.core.findings import Finding, HypothesisVerdict, Verdict, sort_findings
+from ddp_doctor.core.redact import redact_argv, redact_value
+from ddp_doctor.rundir.reader import RunData, read_run
+from ddp_doctor.rundir.teardown import ExitStatus, classify_run
 
 CHECKS = (
     compile,
@@ -241,7 +241,7 @@ def run_info(ctx: Context) -> dict[str, Any]:
         "start": m.get("start"),
         "end": m.get("end"),
         "exit_code": m.get("exit_code"),
-        # completed-or-crashed, with the teardown-abort note when it applies (ddp_doctor.teardown)
+        # completed-or-crashed, with the teardown-abort note when it applies (ddp_doctor.rundir.teardown)
         "exit_status": _exit_status(run).to_json(),
         "in_progress": run.in_progress,
         "versions": m.get("versions"),

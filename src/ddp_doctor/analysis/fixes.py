@@ -9,8 +9,8 @@ the fix of a confirmed effect then names the confirmed causes first, with their 
 
 from __future__ import annotations
 
-from ddp_doctor.catalog import FINDINGS, Text
-from ddp_doctor.findings import Finding
+from ddp_doctor.core.catalog import FINDINGS, Text
+from ddp_doctor.core.findings import Finding
 
 # effect → causes (why: the mechanism, one line each)
 CAUSES: dict[str, tuple[str, ...]] = {

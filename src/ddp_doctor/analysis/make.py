@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ddp_doctor.catalog import FINDINGS, Text
-from ddp_doctor.findings import Finding
+from ddp_doctor.core.catalog import FINDINGS, Text
+from ddp_doctor.core.findings import Finding
 
 
 def confirmed(fid: str, en: str, zh: str, **evidence: Any) -> Finding:

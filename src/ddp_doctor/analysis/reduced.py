@@ -19,8 +19,8 @@ from typing import Any
 
 from ddp_doctor.analysis.make import not_measured
 from ddp_doctor.analysis.quantities.spikes import MIN_HISTORY, WINDOW
-from ddp_doctor.catalog import Text
-from ddp_doctor.findings import Finding, sort_findings
+from ddp_doctor.core.catalog import Text
+from ddp_doctor.core.findings import Finding, sort_findings
 
 NEEDS: dict[str, tuple[str, ...]] = {
     "loss-spike": ("loss",),

@@ -33,11 +33,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ddp_doctor.core.findings import jsonable
+from ddp_doctor.core.safe_io import open_log, write_text
 from ddp_doctor.experiments.stability import METRICS, Stability, stability_of_run
 from ddp_doctor.experiments.stats import bootstrap_diff_ci, mean, symmetric_change
-from ddp_doctor.findings import jsonable
 from ddp_doctor.probe.interventions import ENV_VAR, InterventionError, parse_sets, to_env
-from ddp_doctor.safe_write import open_log, write_text
 
 ABLATE_SCHEMA = "ddp-doctor.ablate/1"
 BASELINE = "baseline"
@@ -117,7 +117,7 @@ def intervention_effects(run_dir: Path) -> dict[str, int] | None:
 
     None when no rank recorded it (an older probe, or a run killed before its end).
     """
-    from ddp_doctor.rundir import read_run
+    from ddp_doctor.rundir.reader import read_run
 
     effects: dict[str, int] | None = None
     for rank in read_run(run_dir).ranks.values():
@@ -204,8 +204,8 @@ def execute(
 
 
 def _run_ok(run_dir: Path) -> bool:
-    """Exit 0, or training completed and only a rank's teardown abort failed it (ddp_doctor.teardown)."""
-    from ddp_doctor.teardown import classify_run
+    """Exit 0, or training completed and only a rank's teardown abort failed it (ddp_doctor.rundir.teardown)."""
+    from ddp_doctor.rundir.teardown import classify_run
 
     try:
         code = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8")).get("exit_code")

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from ddp_doctor.cli_common import ExitCode, TextJson, check_output, fail, write_output
-from ddp_doctor.terminal import safe
+from ddp_doctor.core.terminal import safe
 
 if TYPE_CHECKING:
     from ddp_doctor.experiments.ablate import Variant

@@ -8,10 +8,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ddp_doctor.core.terminal import safe
 from ddp_doctor.experiments.ablate import AblateResult
 from ddp_doctor.experiments.stability import METRICS
 from ddp_doctor.experiments.verify import VerifyResult
-from ddp_doctor.terminal import safe
 
 
 def _s(text: object) -> str:

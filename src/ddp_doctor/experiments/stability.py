@@ -27,7 +27,7 @@ import numpy as np
 
 from ddp_doctor.analysis.quantities.series import build_series
 from ddp_doctor.analysis.quantities.spikes import find_spikes
-from ddp_doctor.rundir import read_run
+from ddp_doctor.rundir.reader import read_run
 
 WARMUP_SKIP_FRACTION = 0.1
 FINAL_FRACTION = 0.1

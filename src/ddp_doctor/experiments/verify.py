@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ddp_doctor.catalog import Text
-from ddp_doctor.findings import Finding
+from ddp_doctor.core.catalog import Text
+from ddp_doctor.core.findings import Finding
 
 if TYPE_CHECKING:  # torch and the trainer are imported where the measurement runs
     import torch

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ddp_doctor.importers.series import LogSeries
-from ddp_doctor.rundir import RunDirError
+from ddp_doctor.rundir.reader import RunDirError
 
 TB_PREFIX = "events.out.tfevents."
 

@@ -28,9 +28,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ddp_doctor.core.safe_io import PRIVATE_FILE, write_text
 from ddp_doctor.importers.series import ImportOptions, LogSeries
-from ddp_doctor.rundir import MANIFEST, RANK_SCHEMA, RANKS_DIR, RUN_SCHEMA, rank_file
-from ddp_doctor.safe_write import PRIVATE_FILE, write_text
+from ddp_doctor.rundir.reader import MANIFEST, RANK_SCHEMA, RANKS_DIR, RUN_SCHEMA, rank_file
 
 SOURCE_NAMES = {
     "trainer_state": "HF trainer_state.json",

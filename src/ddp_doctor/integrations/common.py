@@ -95,7 +95,7 @@ class LossLog:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             rec = {"step": int(step), "loss": value if math.isfinite(value) else str(value), **extra}
-            from ddp_doctor.safe_write import open_append
+            from ddp_doctor.core.safe_io import open_append
 
             with open_append(self.path) as f:
                 f.write(json.dumps(rec) + "\n")
@@ -110,9 +110,9 @@ def summarise(run_dir: Path | None) -> str | None:
         return None
     try:
         from ddp_doctor.analysis.diagnose import diagnose
+        from ddp_doctor.core.safe_io import PRIVATE_FILE, write_text
         from ddp_doctor.report.html import render_html
         from ddp_doctor.report.to_json import render_json
-        from ddp_doctor.safe_write import PRIVATE_FILE, write_text
 
         diag = diagnose(run_dir)
         write_text(run_dir / "report.json", render_json(diag) + "\n", mode=PRIVATE_FILE)

@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ddp_doctor.catalog import FINDINGS, Severity, Text, lint_ids
-from ddp_doctor.findings import Finding
+from ddp_doctor.core.catalog import FINDINGS, Severity, Text, lint_ids
+from ddp_doctor.core.findings import Finding
 from ddp_doctor.lint.config import LintConfig, config_for
 from ddp_doctor.lint.context import FileContext
 from ddp_doctor.lint.discover import exclude_patterns, iter_files
@@ -227,7 +227,7 @@ def fix_file(path: Path, edits: list[Edit]) -> int:
     new, applied = apply_edits(source, edits)
     if not applied:
         return 0
-    from ddp_doctor.safe_write import write_bytes
+    from ddp_doctor.core.safe_io import write_bytes
 
     write_bytes(path, new.encode(encoding))  # atomic; keeps the file's mode; never through a symlink
     return applied

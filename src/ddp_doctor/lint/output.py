@@ -6,10 +6,10 @@ import json
 from typing import Any
 
 from ddp_doctor import __version__
-from ddp_doctor.catalog import FINDINGS, UI, Lang
-from ddp_doctor.findings import LINT_SCHEMA, Finding, sort_findings
+from ddp_doctor.core.catalog import FINDINGS, UI, Lang
+from ddp_doctor.core.findings import LINT_SCHEMA, Finding, sort_findings
+from ddp_doctor.core.terminal import safe, safe_json
 from ddp_doctor.lint.engine import LintResult
-from ddp_doctor.terminal import safe, safe_json
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}

@@ -1,6 +1,6 @@
 """What the hardware and settings imply: warnings, and which catalog hypotheses apply.
 
-Every hypothesis and finding named here is an ID of ddp_doctor.catalog, so a plan tells the user
+Every hypothesis and finding named here is an ID of ddp_doctor.core.catalog, so a plan tells the user
 which checks of `ddp-doctor run` / `report` matter for their setup before they launch it.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from itertools import product
 
-from ddp_doctor.catalog import FINDINGS, HYPOTHESES, Severity, hypotheses_of
+from ddp_doctor.core.catalog import FINDINGS, HYPOTHESES, Severity, hypotheses_of
 from ddp_doctor.plan.memory import Precision
 from ddp_doctor.plan.planner import Setup, StrategyPlan, plan
 from ddp_doctor.plan.throughput import flops_per_token

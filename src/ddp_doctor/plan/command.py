@@ -9,8 +9,8 @@ from pathlib import Path
 import typer
 
 from ddp_doctor.cli_common import check_output, fail, write_output
+from ddp_doctor.core.terminal import safe
 from ddp_doctor.plan.throughput import DEFAULT_MFU, DEFAULT_NODE_NETWORK_GBPS  # plain arithmetic, no torch
-from ddp_doctor.terminal import safe
 
 
 class StrategyChoice(str, Enum):

@@ -178,7 +178,7 @@ def _write_end() -> None:
     if PROBE.recorder is not None and PROBE.recorder.is_open:
         end = {"kind": "end", "time": time.time(), "steps": PROBE.steps.step, "reason": "exit"}
         # An unhandled exception ended the program (Python sets sys.last_value before atexit):
-        # this `end` then does not mean "training completed" (ddp_doctor.teardown).
+        # this `end` then does not mean "training completed" (ddp_doctor.rundir.teardown).
         error = getattr(sys, "last_value", None)
         if isinstance(error, BaseException):
             end["exception"] = f"{type(error).__name__}: {error}"[:500]
@@ -214,8 +214,8 @@ def _finish_capture() -> None:
 
 
 def _write_own_manifest(rank: int) -> None:
-    from ddp_doctor.records import RUN_SCHEMA, manifest_path
-    from ddp_doctor.redact import redact_argv
+    from ddp_doctor.core.redact import redact_argv
+    from ddp_doctor.rundir.records import RUN_SCHEMA, manifest_path
 
     assert PROBE.options is not None
     path = manifest_path(PROBE.options.run_dir)
@@ -231,6 +231,6 @@ def _write_own_manifest(rank: int) -> None:
         "start": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "attached": True,
     }
-    from ddp_doctor.safe_write import PRIVATE_FILE, write_text
+    from ddp_doctor.core.safe_io import PRIVATE_FILE, write_text
 
     write_text(path, json.dumps(manifest, indent=2), mode=PRIVATE_FILE)

@@ -17,8 +17,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ddp_doctor.records import check, rank_file
-from ddp_doctor.records import encode as _encode
+from ddp_doctor.rundir.records import check, rank_file
+from ddp_doctor.rundir.records import encode as _encode
 
 # Records kept before the rank file exists; configuration events are few, so this only bounds
 # memory in a process that builds objects in a loop without ever training.
@@ -26,7 +26,7 @@ MAX_EARLY_RECORDS = 1000
 
 
 def encode(record: dict[str, Any]) -> bytes:
-    """One checked record (ddp_doctor.records: declared kind and fields) as one JSON line."""
+    """One checked record (ddp_doctor.rundir.records: declared kind and fields) as one JSON line."""
     return _encode(check(record))
 
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ddp_doctor.probe.options import ProbeOptions
 from ddp_doctor.probe.recorder import RankRecorder
-from ddp_doctor.records import RANK_SCHEMA
+from ddp_doctor.rundir.records import RANK_SCHEMA
 
 if TYPE_CHECKING:  # the probe imports torch only once the program has
     from torch import nn

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from ddp_doctor.cli_common import ExitCode, FailOn, Lang, ReportFormat, fail, write_output
-from ddp_doctor.terminal import safe
+from ddp_doctor.core.terminal import safe
 
 if TYPE_CHECKING:
     from ddp_doctor.analysis.diagnose import Diagnosis
@@ -41,14 +41,14 @@ def render(diag: Diagnosis, fmt: str = "text", lang: str = "en") -> str:
 def write_report(run_dir: Path, fmt: str = "text", output: Path | None = None, lang: str = "en") -> str:
     """Diagnose ``run_dir`` and return the rendered report; also write it to ``output`` if given.
 
-    Raises :class:`ddp_doctor.rundir.RunDirError` for a directory that is not a run. Used by the
+    Raises :class:`ddp_doctor.rundir.reader.RunDirError` for a directory that is not a run. Used by the
     CLI and by `ddp-doctor demo`.
     """
     from ddp_doctor.report.load import diagnose_path
 
     out = render(diagnose_path(run_dir), fmt, lang)
     if output is not None:
-        from ddp_doctor.safe_write import write_text
+        from ddp_doctor.core.safe_io import write_text
 
         write_text(output, out)  # atomic, never through a planted symlink
     return out
@@ -134,7 +134,7 @@ def report(
     from ddp_doctor.importers.series import ImportOptions, KeyError_, parse_keys
     from ddp_doctor.report.export_tensorboard import ExportError
     from ddp_doctor.report.load import diagnose_path, failing
-    from ddp_doctor.rundir import RunDirError
+    from ddp_doctor.rundir.reader import RunDirError
 
     try:
         targets = [parse_export(e) for e in exports or []]

@@ -13,8 +13,8 @@ from rich.text import Text
 
 from ddp_doctor.analysis.diagnose import Diagnosis
 from ddp_doctor.analysis.quantities.data_overlap import overlap_by_step
-from ddp_doctor.catalog import HYPOTHESES, Lang
-from ddp_doctor.findings import SEVERITY_ORDER, jsonable
+from ddp_doctor.core.catalog import HYPOTHESES, Lang
+from ddp_doctor.core.findings import SEVERITY_ORDER, jsonable
 from ddp_doctor.report.i18n import w
 from ddp_doctor.report.svg import PALETTE, Chart, Line, render
 from ddp_doctor.report.text import run_lines

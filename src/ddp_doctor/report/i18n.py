@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ddp_doctor.catalog import UI, Lang, Text
+from ddp_doctor.core.catalog import UI, Lang, Text
 
 WORDS: dict[str, Text] = {
     **UI,

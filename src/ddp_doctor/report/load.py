@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ddp_doctor.analysis.diagnose import Diagnosis, diagnose
-from ddp_doctor.catalog import Lang
-from ddp_doctor.findings import SEVERITY_ORDER, Finding, HypothesisVerdict
+from ddp_doctor.core.catalog import Lang
+from ddp_doctor.core.findings import SEVERITY_ORDER, Finding, HypothesisVerdict
 from ddp_doctor.importers.detect import detect
 from ddp_doctor.importers.series import ImportOptions
 
@@ -25,7 +25,7 @@ NOTEBOOK_HEIGHT_PX = 720
 def diagnose_path(path: Path | str, options: ImportOptions | None = None) -> Diagnosis:
     """Diagnose a run directory, or import a log into a reduced run and diagnose that.
 
-    Raises :class:`ddp_doctor.rundir.RunDirError` (``LogImportError`` is one) for anything else.
+    Raises :class:`ddp_doctor.rundir.reader.RunDirError` (``LogImportError`` is one) for anything else.
     """
     if detect(path) == "rundir" or not os.path.exists(path):  # never raises (EACCES: False)
         return diagnose(path)  # the reader's own messages for a missing path

@@ -10,11 +10,11 @@ from rich.markup import escape as escape_markup
 from rich.table import Table
 
 from ddp_doctor.analysis.diagnose import Diagnosis
-from ddp_doctor.catalog import HYPOTHESES, Lang
-from ddp_doctor.findings import SEVERITY_ORDER
+from ddp_doctor.core.catalog import HYPOTHESES, Lang
+from ddp_doctor.core.findings import SEVERITY_ORDER
+from ddp_doctor.core.terminal import safe
 from ddp_doctor.report.i18n import w
-from ddp_doctor.rundir import _ranges
-from ddp_doctor.terminal import safe
+from ddp_doctor.rundir.reader import _ranges
 
 VERDICT_STYLE = {
     "confirmed": "bold red",
@@ -77,7 +77,7 @@ def run_lines(diag: Diagnosis, lang: Lang) -> list[str]:
             f"[bold yellow]{w('stopped_by', lang)} {escape(who)}: {escape(stopped.get('reason'))}[/]"
         )
     status = r.get("exit_status") or {}
-    if status.get("note"):  # e.g. a teardown abort after complete training (ddp_doctor.teardown)
+    if status.get("note"):  # e.g. a teardown abort after complete training (ddp_doctor.rundir.teardown)
         lines.append(f"[yellow]{w('exit_code', lang)} {r.get('exit_code')}: {escape(status['note'])}[/]")
     return lines
 

@@ -10,9 +10,9 @@ import json
 from typing import Any
 
 from ddp_doctor.analysis.diagnose import Diagnosis
-from ddp_doctor.catalog import Lang
-from ddp_doctor.findings import REPORT_SCHEMA, jsonable
-from ddp_doctor.terminal import safe_json
+from ddp_doctor.core.catalog import Lang
+from ddp_doctor.core.findings import REPORT_SCHEMA, jsonable
+from ddp_doctor.core.terminal import safe_json
 
 
 def report_dict(diag: Diagnosis, lang: Lang = "en") -> dict[str, Any]:

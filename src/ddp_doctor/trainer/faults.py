@@ -35,7 +35,7 @@ FAULTS: dict[str, str] = {
     "lr-too-high": f"the learning rate is multiplied by {LR_TOO_HIGH_FACTOR:g} so that the loss spikes.",
 }
 
-# The catalog finding (ddp_doctor.catalog.FINDINGS) each fault is meant to trigger.
+# The catalog finding (ddp_doctor.core.catalog.FINDINGS) each fault is meant to trigger.
 FAULT_FINDINGS: dict[str, str] = {
     "no-sampler": "sampler-missing",
     "no-set-epoch": "set-epoch-missing",

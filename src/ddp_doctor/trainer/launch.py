@@ -22,9 +22,9 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ddp_doctor.safe_write import open_log
-from ddp_doctor.teardown import ExitStatus
-from ddp_doctor.terminal import safe
+from ddp_doctor.core.safe_io import open_log
+from ddp_doctor.core.terminal import safe
+from ddp_doctor.rundir.teardown import ExitStatus
 from ddp_doctor.trainer.config import METRICS_FILE, SUMMARY_FILE, TrainConfig, config_to_argv
 
 LOG_FILE = "launch.log"
@@ -65,11 +65,11 @@ def build_command(
     ]
     env = dict(os.environ, OMP_NUM_THREADS="1")
     if cfg.out_dir is not None:
-        # torchrun reports how failed ranks exited into OUT/launcher/ (probe/exits.py): what
+        # torchrun reports how failed ranks exited into OUT/launcher/ (launch/exits.py): what
         # `completion` needs to tell a teardown abort after the last step from a crash.
-        from ddp_doctor.probe.exits import ENV_EXITS_DIR
-        from ddp_doctor.probe.launcher import with_inject_path
-        from ddp_doctor.teardown import EXITS_SUBDIR
+        from ddp_doctor.launch.exits import ENV_EXITS_DIR
+        from ddp_doctor.launch.launcher import with_inject_path
+        from ddp_doctor.rundir.teardown import EXITS_SUBDIR
 
         env[ENV_EXITS_DIR] = str(Path(cfg.out_dir) / EXITS_SUBDIR)
         env = with_inject_path(env)
@@ -77,9 +77,9 @@ def build_command(
 
 
 def completion(out_dir: str, code: int, steps: int, run_dir: Path | None = None) -> ExitStatus:
-    """The trainer's exit judged (ddp_doctor.teardown): from the probe's rank files when it ran under
+    """The trainer's exit judged (ddp_doctor.rundir.teardown): from the probe's rank files when it ran under
     the probe (`run_dir`), else from rank 0's final metrics and the launcher's failure reports."""
-    from ddp_doctor.teardown import classify_run, classify_trainer
+    from ddp_doctor.rundir.teardown import classify_run, classify_trainer
 
     if run_dir is not None:
         return classify_run(run_dir, code)
@@ -163,7 +163,7 @@ def print_outcome(console: Console, out_dir: str, code: int, completed_note: str
     """After a launch: the trainer's own summary, or the tail of its log when it failed.
 
     `completed_note`: the launcher failed only because a rank aborted at interpreter teardown after
-    the last step (ddp_doctor.teardown); the run completed, and the note says so.
+    the last step (ddp_doctor.rundir.teardown); the run completed, and the note says so.
     """
     from rich.markup import escape
 

@@ -366,7 +366,7 @@ class _MetricsWriter:
         self.file = None
         if out_dir is not None and rank == 0:
             Path(out_dir).mkdir(parents=True, exist_ok=True)
-            from ddp_doctor.safe_write import open_append
+            from ddp_doctor.core.safe_io import open_append
 
             self.file = open_append(Path(out_dir) / METRICS_FILE)  # closed in close()
 

@@ -8,8 +8,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from ddp_doctor.core.safe_io import write_text
 from ddp_doctor.presets import get_preset
-from ddp_doctor.safe_write import write_text
 from ddp_doctor.trainer.config import METRICS_FILE, SUMMARY_FILE, TrainConfig
 from ddp_doctor.trainer.data import entropy_floor
 from ddp_doctor.trainer.loop import TrainResult

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ddp_doctor.records import CLAIM, WATCH_STOP
-from ddp_doctor.safe_write import PRIVATE_FILE, open_append, write_text
+from ddp_doctor.core.safe_io import PRIVATE_FILE, open_append, write_text
+from ddp_doctor.rundir.records import CLAIM, WATCH_STOP
 from ddp_doctor.watch.verdicts import Change
 
 HOOK_TIMEOUT_S = 30.0  # an --on-finding command that takes longer is killed (and noted)
@@ -36,7 +36,7 @@ HOOK_TIMEOUT_S = 30.0  # an --on-finding command that takes longer is killed (an
 def parse_stop_on(value: str | None) -> tuple[frozenset[str], bool]:
     """``"nonfinite,loss-spike"`` / ``"error"`` → (finding IDs, stop on any error finding);
     ValueError for an ID the catalog does not know."""
-    from ddp_doctor.catalog import FINDINGS
+    from ddp_doctor.core.catalog import FINDINGS
 
     if not value:
         return frozenset(), False
@@ -142,7 +142,7 @@ class Actions:
 
 def launcher_pids(run_dir: Path) -> list[int]:
     """Pids of the live `ddp-doctor run` launchers of ``run_dir`` on this host, from their claim
-    files (probe/claim.py: one per launcher, naming its host and pid)."""
+    files (launch/claim.py: one per launcher, naming its host and pid)."""
     host, pids = socket.gethostname(), []
     with contextlib.suppress(OSError):
         for path in sorted(run_dir.glob(CLAIM + "*")):

@@ -23,7 +23,7 @@ def register(app: typer.Typer) -> None:
     app.command("watch", help=HELP)(watch)
 
 
-# Options shared with `ddp-doctor run --watch` (probe/command.py): one definition each.
+# Options shared with `ddp-doctor run --watch` (launch/command.py): one definition each.
 ON_FINDING = typer.Option(
     None,
     "--on-finding",
@@ -67,7 +67,7 @@ def watch(
     except ValueError as exc:
         fail(str(exc), command="watch")
     if alert_log is not None:
-        from ddp_doctor.safe_write import OutputError, check_destination
+        from ddp_doctor.core.safe_io import OutputError, check_destination
 
         try:
             check_destination(alert_log)
@@ -87,7 +87,7 @@ def follow(watcher: object, interval: float, live: bool, until_pid: int | None =
     from rich.console import Console
     from rich.live import Live
 
-    from ddp_doctor.terminal import safe
+    from ddp_doctor.core.terminal import safe
     from ddp_doctor.watch import view
     from ddp_doctor.watch.actions import alive
     from ddp_doctor.watch.follow import Watcher

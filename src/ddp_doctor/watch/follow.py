@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ddp_doctor.analysis.diagnose import Diagnosis, diagnose_run
 from ddp_doctor.cli_common import ExitCode
-from ddp_doctor.rundir import RunData
+from ddp_doctor.rundir.reader import RunData
 from ddp_doctor.watch.actions import Actions
 from ddp_doctor.watch.tail import RunTail
 from ddp_doctor.watch.verdicts import Change, Tracker

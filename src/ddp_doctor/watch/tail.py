@@ -7,7 +7,7 @@ for `step` records) and appended. A line still being written (no newline yet) wa
 refresh. A file replaced (new inode), truncated (shorter than what was read) or rewritten (the byte
 before the offset is no longer a newline) is read again from its start, and the run says so.
 
-The ranks are put together by the reader's own :func:`rundir.assemble` (world size, missing ranks,
+The ranks are put together by the reader's own :func:`rundir.reader.assemble` (world size, missing ranks,
 ends, launcher exits), so a refresh gives the same :class:`RunData` as `read_run` on the same bytes.
 """
 
@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from ddp_doctor.rankfile import (
+from ddp_doctor.rundir.rankfile import (
     Problems,
     RankData,
     StepColumns,
@@ -31,7 +31,7 @@ from ddp_doctor.rankfile import (
     step_schema,
     to_columns,
 )
-from ddp_doctor.rundir import RunData, RunDirError, assemble, layout
+from ddp_doctor.rundir.reader import RunData, RunDirError, assemble, layout
 
 # A refresh reads at most this much of one file; a run far ahead of the watcher (started on a
 # finished run, or a burst) is caught up over several refreshes instead of one huge read.

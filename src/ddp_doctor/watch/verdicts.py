@@ -19,7 +19,7 @@ from ddp_doctor.analysis.checks.instability import MIN_STEPS as UNSTABLE_MIN_STE
 from ddp_doctor.analysis.checks.spikes_clipping import MIN_JUDGED_STEPS as CLIP_MIN_STEPS
 from ddp_doctor.analysis.diagnose import Diagnosis
 from ddp_doctor.analysis.quantities.spikes import MIN_HISTORY as SPIKE_MIN_HISTORY
-from ddp_doctor.findings import Finding
+from ddp_doctor.core.findings import Finding
 
 Kind = Literal["answer", "hypothesis", "finding"]
 # The order in which a hypothesis verdict is reached; going back down is a flip too.

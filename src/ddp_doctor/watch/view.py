@@ -17,10 +17,10 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ddp_doctor.catalog import HYPOTHESES
+from ddp_doctor.core.catalog import HYPOTHESES
+from ddp_doctor.core.terminal import safe
 from ddp_doctor.report.text import SEVERITY_STYLE, VERDICT_STYLE, escape
-from ddp_doctor.rundir import _ranges
-from ddp_doctor.terminal import safe
+from ddp_doctor.rundir.reader import _ranges
 from ddp_doctor.watch.follow import Watcher
 from ddp_doctor.watch.verdicts import Change, answer_decides_at, decides_at, last_step
 

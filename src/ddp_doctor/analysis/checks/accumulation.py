@@ -28,8 +28,8 @@ import numpy as np
 
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, coverage, fmt, not_measured, ruled_out
-from ddp_doctor.catalog import limit, threshold_text
-from ddp_doctor.findings import Finding
+from ddp_doctor.core.catalog import limit, threshold_text
+from ddp_doctor.core.findings import Finding
 
 # Share of steps that must show a pattern before it is called the run's pattern (catalog thresholds).
 NO_SYNC_SHARE = limit("accum-no-sync-missing", "share")

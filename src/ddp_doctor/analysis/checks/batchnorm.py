@@ -10,7 +10,7 @@ from typing import Any
 
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, not_measured, ruled_out
-from ddp_doctor.findings import Finding
+from ddp_doctor.core.findings import Finding
 
 
 def check(ctx: Context) -> list[Finding]:

@@ -13,8 +13,8 @@ from typing import Any
 
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, not_measured, ruled_out
-from ddp_doctor.catalog import limit
-from ddp_doctor.findings import Finding
+from ddp_doctor.core.catalog import limit
+from ddp_doctor.core.findings import Finding
 
 NOISE_FACTOR = limit("compile-numerics", "noise_factor")
 ATOL = limit("compile-numerics", "atol")

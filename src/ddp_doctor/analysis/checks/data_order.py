@@ -20,8 +20,8 @@ from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, fmt, not_measured, ruled_out
 from ddp_doctor.analysis.quantities.data_overlap import overlap_by_step
 from ddp_doctor.analysis.quantities.skew import rank_skew
-from ddp_doctor.catalog import limit, threshold_text
-from ddp_doctor.findings import Finding
+from ddp_doctor.core.catalog import limit, threshold_text
+from ddp_doctor.core.findings import Finding
 
 IDENTICAL_SHARE = limit("sampler-missing", "share")
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from ddp_doctor.analysis.context import Context, deepspeed_owns_weights
 from ddp_doctor.analysis.make import confirmed, not_measured, observed, ruled_out
-from ddp_doctor.findings import Finding
+from ddp_doctor.core.findings import Finding
 
 NO_DDP = "No DDP wrapper was recorded."
 NO_DDP_ZH = "未记录到 DDP 包装器。"

@@ -18,8 +18,8 @@ import numpy as np
 
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, fmt, inconclusive, ruled_out
-from ddp_doctor.findings import Finding
-from ddp_doctor.rundir import CLIP_COLUMNS
+from ddp_doctor.core.findings import Finding
+from ddp_doctor.rundir.reader import CLIP_COLUMNS
 
 TORCH_CLIP = "torch.nn.utils.clip_grad_norm_"  # = probe/instruments/fsdp1.py (not imported: no torch)
 FSDP_METHOD = "FullyShardedDataParallel.clip_grad_norm_"

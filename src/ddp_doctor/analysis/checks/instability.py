@@ -25,8 +25,8 @@ import numpy as np
 
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, coverage, fmt, inconclusive, not_measured, ruled_out
-from ddp_doctor.catalog import limit
-from ddp_doctor.findings import Finding
+from ddp_doctor.core.catalog import limit
+from ddp_doctor.core.findings import Finding
 
 REL_RISE = limit("loss-unstable", "rel_rise")
 NOISE_Z = limit("loss-unstable", "noise_z")

@@ -19,8 +19,8 @@ import numpy as np
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, fmt, inconclusive, not_measured, ruled_out
 from ddp_doctor.analysis.quantities.logged_loss import LOCAL, LoggedSeries, logged_loss
-from ddp_doctor.catalog import threshold_text
-from ddp_doctor.findings import Finding
+from ddp_doctor.core.catalog import threshold_text
+from ddp_doctor.core.findings import Finding
 
 # What the probe looks at for a logged loss (probe/capture); named in "not measured".
 LOOKED_AT = (

@@ -23,8 +23,8 @@ import numpy as np
 from ddp_doctor.analysis.checks.optimizer import update_ratio
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, not_measured, ruled_out
-from ddp_doctor.catalog import limit, threshold_text
-from ddp_doctor.findings import Finding
+from ddp_doctor.core.catalog import limit, threshold_text
+from ddp_doctor.core.findings import Finding
 
 WARMUP_REACHED = 0.99
 MIN_WINDOW = int(limit("warmup-short", "min_window"))

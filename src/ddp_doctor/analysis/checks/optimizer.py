@@ -14,7 +14,7 @@ from ddp_doctor.analysis.context import Context, deepspeed_owns_weights
 from ddp_doctor.analysis.make import confirmed, coverage, fmt, inconclusive, not_measured, ruled_out
 from ddp_doctor.analysis.quantities.ratios import ADAM_EPS_SHARE
 from ddp_doctor.analysis.quantities.update_ratio import EARLY_STEPS, MIN_SAMPLES, NOT_JUDGED, THRESHOLDS
-from ddp_doctor.findings import Finding
+from ddp_doctor.core.findings import Finding
 
 ENABLE_FULL = "run with `ddp-doctor run --level full`"
 ENABLE_FULL_ZH = "请使用 `ddp-doctor run --level full` 运行"

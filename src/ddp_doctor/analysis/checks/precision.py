@@ -19,8 +19,8 @@ import numpy as np
 
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, not_measured, ruled_out
-from ddp_doctor.catalog import limit
-from ddp_doctor.findings import Finding
+from ddp_doctor.core.catalog import limit
+from ddp_doctor.core.findings import Finding
 
 SETTLE_STEPS = int(limit("fp16-overflow", "settle"))
 MIN_SKIPS = int(limit("fp16-overflow", "min_skips"))

@@ -34,9 +34,9 @@ from ddp_doctor.analysis.quantities.spikes import (
     WINDOW,
     lags,
 )
-from ddp_doctor.catalog import limit
-from ddp_doctor.findings import Finding
-from ddp_doctor.rundir import CLIP_COLUMNS
+from ddp_doctor.core.catalog import limit
+from ddp_doctor.core.findings import Finding
+from ddp_doctor.rundir.reader import CLIP_COLUMNS
 
 SATURATED_SHARE = limit("clip-saturated", "share")
 MIN_JUDGED_STEPS = int(limit("clip-saturated", "min_steps"))

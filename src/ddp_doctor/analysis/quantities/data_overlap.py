@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ddp_doctor.rundir import RunData
+from ddp_doctor.rundir.reader import RunData
 
 # A key packs (step, micro-step) into one integer; micro-steps per step stay far below this.
 _MICRO_SLOTS = 65536

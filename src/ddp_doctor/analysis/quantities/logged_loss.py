@@ -44,8 +44,8 @@ from typing import Any
 import numpy as np
 
 from ddp_doctor.analysis.quantities.series import Series
-from ddp_doctor.catalog import limit
-from ddp_doctor.rundir import RunData, StepColumns, num
+from ddp_doctor.core.catalog import limit
+from ddp_doctor.rundir.reader import RunData, StepColumns, num
 
 REL_TOL = 1e-3  # float32 vs float64 arithmetic, means computed in another order
 MIN_POINTS = int(limit("rank0-only-loss-log", "min_points"))

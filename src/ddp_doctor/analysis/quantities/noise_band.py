@@ -28,8 +28,8 @@ import numpy as np
 
 from ddp_doctor.analysis.quantities.series import Series
 from ddp_doctor.analysis.quantities.spikes import window_median
-from ddp_doctor.catalog import limit
-from ddp_doctor.rundir import RunData
+from ddp_doctor.core.catalog import limit
+from ddp_doctor.rundir.reader import RunData
 
 TREND_WINDOW = 21  # steps; odd, centred
 MAD_TO_STD = 1.4826  # std of a normal = 1.4826 × MAD

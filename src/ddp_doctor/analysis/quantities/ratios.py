@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ddp_doctor.catalog import limit
+from ddp_doctor.core.catalog import limit
 
 ADAM_EPS_SHARE = limit("adam-eps-dominated", "share")
 

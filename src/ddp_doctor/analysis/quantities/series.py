@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ddp_doctor.rundir import RunData, StepColumns
+from ddp_doctor.rundir.reader import RunData, StepColumns
 
 
 def segment_sum(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ddp_doctor.rundir import CLIP_COLUMNS, RunData
+from ddp_doctor.rundir.reader import CLIP_COLUMNS, RunData
 
 
 def is_fsdp2(run: RunData) -> bool:

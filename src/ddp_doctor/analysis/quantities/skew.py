@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ddp_doctor.catalog import limit
+from ddp_doctor.core.catalog import limit
 
 BLOCK = 10
 ALPHA = limit("rank-data-skew", "alpha")

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from ddp_doctor.catalog import limit
+from ddp_doctor.core.catalog import limit
 
 WINDOW = int(limit("loss-spike", "window"))
 STRIDE = 5  # baseline recomputed every STRIDE steps (see robust_z)

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ddp_doctor.catalog import limit
+from ddp_doctor.core.catalog import limit
 
 _MATRIX = limit("update-ratio-high", "matrix")
 THRESHOLDS: dict[str, float] = {

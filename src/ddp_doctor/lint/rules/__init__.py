@@ -1,4 +1,4 @@
-"""Every lint rule, one class per catalog ID (``ddp_doctor.catalog.lint_ids``)."""
+"""Every lint rule, one class per catalog ID (``ddp_doctor.core.catalog.lint_ids``)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The shape every lint rule shares: an ID from the catalog, a check, and optional autofix edits.
 
 One class per rule (TorchFix style). Severity and fix text come from the catalog
-(``ddp_doctor.catalog.FINDINGS``) in English and Chinese, so a rule only says *where* and *why
+(``ddp_doctor.core.catalog.FINDINGS``) in English and Chinese, so a rule only says *where* and *why
 here*; the edits of an autofix travel with the violation.
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ddp_doctor.catalog import FINDINGS, FindingSpec, Severity
+from ddp_doctor.core.catalog import FINDINGS, FindingSpec, Severity
 from ddp_doctor.lint.context import FileContext
 from ddp_doctor.lint.loops import LoopFacts
 

@@ -1,6 +1,6 @@
 """Secrets never reach a run directory or a report: the one definition of "looks like a secret".
 
-Used for the manifest's `command` and `env` (probe/launcher.py, probe/attach.py) and again when a
+Used for the manifest's `command` and `env` (launch/launcher.py, probe/attach.py) and again when a
 report shows a command (analysis/diagnose.py: a run directory written by an older version or by
 hand is redacted too). The patterns are documented in docs/run-format.md ("Secrets").
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import typer
 
 from ddp_doctor.cli_common import ExitCode, Lang, ReportFormat, check_output, fail, write_output
-from ddp_doctor.terminal import safe
+from ddp_doctor.core.terminal import safe
 
 
 def register(app: typer.Typer) -> None:
@@ -48,10 +48,10 @@ def compare_cmd(
     for name, v in (("--rtol", rtol), ("--atol", atol), ("--batch-a", batch_a), ("--batch-b", batch_b)):
         if v is not None and not (v >= 0 and v < float("inf")):
             fail(f"{name} must be a finite number ≥ 0, got {v}")
-    from ddp_doctor.analysis.compare import DEFAULT_ATOL, DEFAULT_RTOL, compare
-    from ddp_doctor.report import compare_render as r
+    from ddp_doctor.compare import render as r
+    from ddp_doctor.compare.analysis import DEFAULT_ATOL, DEFAULT_RTOL, compare
     from ddp_doctor.report.load import diagnose_path
-    from ddp_doctor.rundir import RunDirError
+    from ddp_doctor.rundir.reader import RunDirError
 
     diags = []
     for p in (run_a, run_b):

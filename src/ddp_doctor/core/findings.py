@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import InitVar, dataclass, field
 from typing import Any, Literal
 
-from ddp_doctor.catalog import FINDINGS, Lang, Severity, Text, finding
+from ddp_doctor.core.catalog import FINDINGS, Lang, Severity, Text, finding
 
 REPORT_SCHEMA = "ddp-doctor.report/1"
 LINT_SCHEMA = "ddp-doctor.lint/1"

@@ -1,7 +1,7 @@
 """The run directory as read (docs/run-format.md): manifest, rank files, and the problems met.
 
-The names and record kinds are defined in :mod:`ddp_doctor.records`; one rank file is read by
-:mod:`ddp_doctor.rankfile` (Arrow for the bulk of `step` records, a tolerant per-line path for the
+The names and record kinds are defined in :mod:`ddp_doctor.rundir.records`; one rank file is read by
+:mod:`ddp_doctor.rundir.rankfile` (Arrow for the bulk of `step` records, a tolerant per-line path for the
 rest). This module puts the ranks together and checks them against each other and the manifest.
 
 The reader never raises on damaged or hostile data: a truncated last line, a line that is not
@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ddp_doctor import rankfile, records
-from ddp_doctor.manifests import merge_instances
-from ddp_doctor.rankfile import (
+from ddp_doctor.rundir import rankfile, records
+from ddp_doctor.rundir.manifests import merge_instances
+from ddp_doctor.rundir.rankfile import (
     CLIP_COLUMNS,
     Problems,
     RankData,
@@ -37,7 +37,7 @@ from ddp_doctor.rankfile import (
     read_regular,
     save_cache,
 )
-from ddp_doctor.records import (
+from ddp_doctor.rundir.records import (
     CACHE_DIR,
     MANIFEST,
     RANK_SCHEMA,
@@ -47,7 +47,7 @@ from ddp_doctor.records import (
     manifest_path,
     rank_file,
 )
-from ddp_doctor.teardown import EXITS_SUBDIR, launcher_failures
+from ddp_doctor.rundir.teardown import EXITS_SUBDIR, launcher_failures
 
 __all__ = [
     "CACHE_DIR",

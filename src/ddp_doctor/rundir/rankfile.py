@@ -45,9 +45,9 @@ import pyarrow.compute as pc
 import pyarrow.ipc  # noqa: F401 - pa.ipc
 import pyarrow.json as pj
 
-from ddp_doctor import records
-from ddp_doctor.records import Field
-from ddp_doctor.safe_write import PRIVATE_FILE, write_with
+from ddp_doctor.core.safe_io import PRIVATE_FILE, write_with
+from ddp_doctor.rundir import records
+from ddp_doctor.rundir.records import Field
 
 # of a step record's `clip` entries; the last two only under FSDP2 (analysis/quantities/shards.py)
 CLIP_COLUMNS = ("max_norm", "total_norm", "after_unscale", "scaler", "total_norm_shard", "norm_type")
@@ -127,7 +127,7 @@ class StepColumns:
     # where the writer recorded a non-finite loss ("nan"/"inf"); `losses` is also nan where no
     # loss was recorded or the value was not a number (a data-quality problem, not a non-finite loss)
     loss_nonfinite: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
-    # numeric step fields declared in records.py that no attribute above reads yet (per step, or
+    # numeric step fields declared in rundir/records.py that no attribute above reads yet (per step, or
     # per micro-step aligned with `offsets`): a new field is readable without touching this file
     extra: dict[str, np.ndarray] = field(default_factory=dict)
 
@@ -713,7 +713,7 @@ def cache_path(path: Path) -> Path:
 
 def file_key(path: Path) -> dict[str, int]:
     st = os.lstat(path)
-    schema = zlib.crc32(str(step_schema()).encode())  # a field added to records.py invalidates caches
+    schema = zlib.crc32(str(step_schema()).encode())  # a field added to rundir/records.py invalidates caches
     return {
         "size": st.st_size,
         "mtime_ns": st.st_mtime_ns,

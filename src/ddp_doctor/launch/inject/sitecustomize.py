@@ -4,7 +4,7 @@ It runs at start-up of every Python process the command starts, and must stay ch
 1. it runs the `sitecustomize` it shadows (the venv's or the distribution's), if any;
 2. in launcher processes (torchrun / `python -m torch.distributed.run` / accelerate agents,
    recognised by their command line and the absence of RANK) it only records how failed workers
-   exited, when DDP_DOCTOR_EXITS_DIR is set (probe/exits.py: once torch's elastic errors module is
+   exited, when DDP_DOCTOR_EXITS_DIR is set (launch/exits.py: once torch's elastic errors module is
    imported, ChildFailedError is wrapped; nothing runs unless a worker failed);
 3. otherwise it only installs a meta-path hook, and starts the probe right after `import torch`
    finishes (importing the probe eagerly cost ~86 ms per process, deferred ~10 ms; docs/probe.md, measured facts).
@@ -64,7 +64,7 @@ def _start_probe():
 
 def _record_exits():
     _import_ddp_doctor()
-    from ddp_doctor.probe.exits import install
+    from ddp_doctor.launch.exits import install
 
     install()
 

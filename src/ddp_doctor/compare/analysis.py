@@ -36,8 +36,8 @@ import numpy as np
 
 from ddp_doctor.analysis.diagnose import Diagnosis
 from ddp_doctor.analysis.quantities.noise_band import WITHIN_NOISE_RATIO
-from ddp_doctor.catalog import NOT_A_CAUSE, Lang, Text
-from ddp_doctor.findings import SEVERITY_ORDER, jsonable
+from ddp_doctor.core.catalog import NOT_A_CAUSE, Lang, Text
+from ddp_doctor.core.findings import SEVERITY_ORDER, jsonable
 
 COMPARE_SCHEMA = "ddp-doctor.compare/1"
 

@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from ddp_doctor.analysis.compare import PERSIST, Z_BAND, Comparison, settings_diff
-from ddp_doctor.catalog import Lang
+from ddp_doctor.compare.analysis import PERSIST, Z_BAND, Comparison, settings_diff
+from ddp_doctor.core.catalog import Lang
+from ddp_doctor.core.terminal import safe, safe_json
 from ddp_doctor.report.svg import PALETTE, Chart, Line, render
-from ddp_doctor.terminal import safe, safe_json
 
 # (en, zh) of every label the comparison prints.
 LABELS: dict[str, tuple[str, str]] = {

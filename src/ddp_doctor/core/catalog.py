@@ -1053,12 +1053,12 @@ def markdown() -> str:
     out = [
         "# Catalog: hypotheses and findings / 目录：假设与发现",
         "",
-        "Generated from `src/ddp_doctor/catalog.py` by `python -m ddp_doctor.catalog --markdown` (the IDs "
+        "Generated from `src/ddp_doctor/core/catalog.py` by `python -m ddp_doctor.core.catalog --markdown` (the IDs "
         "are a public contract: never renamed). Thresholds and their sources are explained in "
         "[report.md](report.md). Severity applies when a finding is confirmed; ruled-out / not-measured / "
         "inconclusive findings are `info`.",
         "",
-        "本页由 `src/ddp_doctor/catalog.py` 生成（ID 是公开契约，不会改名）。阈值及其出处见 [report.md](report.md)。",
+        "本页由 `src/ddp_doctor/core/catalog.py` 生成（ID 是公开契约，不会改名）。阈值及其出处见 [report.md](report.md)。",
         "",
         "## Hypotheses / 假设",
         "",
@@ -1116,7 +1116,7 @@ def thresholds_markdown() -> str:
 def _main(argv: list[str] | None = None) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m ddp_doctor.catalog", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m ddp_doctor.core.catalog", description=__doc__)
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--markdown", action="store_true", help="print docs/catalog.md")
     group.add_argument(

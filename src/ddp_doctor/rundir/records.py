@@ -1,7 +1,7 @@
 """The run-directory contract (docs/run-format.md) in one place: names, schemas, every record kind.
 
 Writers (the probe, the test fixtures, bench/) build records with :func:`record` and serialise them
-with :func:`encode`; the reader (ddp_doctor.rundir) checks them with :func:`sanitize` and the Arrow
+with :func:`encode`; the reader (ddp_doctor.rundir.reader) checks them with :func:`sanitize` and the Arrow
 schema of `step` records comes from :data:`KINDS` too. So a field or a record kind is declared once,
 here, with its type:
 
@@ -332,7 +332,7 @@ MANIFEST_FIELDS: tuple[Field, ...] = (
     F("env", "dict"),
     F("ranks", "int"),
     F("attached", "bool"),
-    # one of several `ddp-doctor run` instances sharing the directory (manifests.py)
+    # one of several `ddp-doctor run` instances sharing the directory (rundir/manifests.py)
     F("instance", "str"),
     F("instances_expected", "int"),
     F("instances", "dict"),
@@ -355,11 +355,13 @@ def check(rec: dict[str, Any]) -> dict[str, Any]:
     names = _names(kind, rec.get("what"))
     if names is None:
         raise KeyError(
-            f"undeclared record kind {kind!r}/{rec.get('what')!r} (declare it in ddp_doctor/records.py)"
+            f"undeclared record kind {kind!r}/{rec.get('what')!r} (declare it in ddp_doctor/rundir/records.py)"
         )
     unknown = [k for k in rec if k != "kind" and k not in names]
     if unknown:
-        raise KeyError(f"record kind {kind!r} declares no field(s) {sorted(unknown)} (ddp_doctor/records.py)")
+        raise KeyError(
+            f"record kind {kind!r} declares no field(s) {sorted(unknown)} (ddp_doctor/rundir/records.py)"
+        )
     if next(iter(rec)) != "kind":
         rec = {"kind": kind, **{k: v for k, v in rec.items() if k != "kind"}}
     return rec

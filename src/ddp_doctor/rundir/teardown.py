@@ -14,7 +14,7 @@ only when the evidence proves both halves:
 * completed: every rank 0..world_size-1 wrote `end` (the probe's atexit record: after the last
   step, no unhandled exception: `end.exception` absent); for the reference trainer without the
   probe, rank 0 logged the final step's metrics (its all-reduce needs every rank);
-* aborted at teardown: the failed ranks the launcher reported (probe/exits.py:
+* aborted at teardown: the failed ranks the launcher reported (launch/exits.py:
   `launcher/exits-*.json`) died of SIGABRT, or of the SIGTERM/SIGKILL torchrun sends the other
   ranks once one failed; for a single process, the command's own code is 128 + SIGABRT.
 
@@ -37,9 +37,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ddp_doctor.records import RANKS_DIR
+from ddp_doctor.rundir.records import RANKS_DIR
 
-# Where launcher failure reports go inside a run directory (written by probe/exits.py in the
+# Where launcher failure reports go inside a run directory (written by launch/exits.py in the
 # torchrun process; its ENV_EXITS_DIR points here).
 EXITS_SUBDIR = "launcher"
 SIGABRT = int(signal.SIGABRT)

@@ -24,16 +24,17 @@ from pathlib import Path
 from typing import Any
 
 from ddp_doctor import __version__
-from ddp_doctor.manifests import instance_manifest_path, instance_names
-from ddp_doctor.probe import deepspeed_env, launch_env
-from ddp_doctor.probe.claim import RunDirBusy, claim, release
-from ddp_doctor.probe.exits import ENV_EXITS_DIR
+from ddp_doctor.core.redact import is_secret_name, redact_argv, redact_value
+from ddp_doctor.core.safe_io import PRIVATE_FILE, create_new
+from ddp_doctor.launch import deepspeed_env
+from ddp_doctor.launch.claim import RunDirBusy, claim, release
+from ddp_doctor.launch.exits import ENV_EXITS_DIR
+from ddp_doctor.probe import launch_env
 from ddp_doctor.probe.interventions import ENV_VAR as INTERVENTIONS_ENV
 from ddp_doctor.probe.options import ProbeOptions
-from ddp_doctor.records import RANKS_DIR, RUN_SCHEMA, manifest_path
-from ddp_doctor.redact import is_secret_name, redact_argv, redact_value
-from ddp_doctor.safe_write import PRIVATE_FILE, create_new
-from ddp_doctor.teardown import EXITS_SUBDIR
+from ddp_doctor.rundir.manifests import instance_manifest_path, instance_names
+from ddp_doctor.rundir.records import RANKS_DIR, RUN_SCHEMA, manifest_path
+from ddp_doctor.rundir.teardown import EXITS_SUBDIR
 
 INJECT_DIR = Path(__file__).resolve().parent / "inject"
 DEFAULT_RUNS_DIR = Path("ddp-doctor-runs")
@@ -57,7 +58,7 @@ ENV_ALLOW_NAMES = frozenset(
     }
 )
 ENV_ALLOW_PREFIXES = ("NCCL_", "TORCH_", "TORCHELASTIC_", "ACCELERATE_")
-# Even an allowed name is dropped when it looks like it holds a credential (ddp_doctor.redact).
+# Even an allowed name is dropped when it looks like it holds a credential (ddp_doctor.core.redact).
 PRIVATE_DIR = 0o700  # run directories (and ranks/, launcher/) are created owner-only
 VERSIONED_PACKAGES = ("torch", "transformers", "accelerate", "numpy")
 
@@ -93,7 +94,7 @@ def default_run_dir() -> Path:
 
 def write_manifest(run_dir: Path, manifest: dict[str, Any], path: Path | None = None) -> None:
     """Replace the manifest atomically: readers see the old or the new file, never half of one."""
-    from ddp_doctor.safe_write import write_text
+    from ddp_doctor.core.safe_io import write_text
 
     write_text(path or manifest_path(run_dir), json.dumps(manifest, indent=2) + "\n", mode=PRIVATE_FILE)
 
@@ -116,7 +117,7 @@ Runner = Callable[[list[str], dict[str, str]], int]
 def child_env(options: ProbeOptions, environ: Mapping[str, str]) -> dict[str, str]:
     env = dict(environ)
     env.update(options.to_env())
-    # torchrun-style launchers write how failed ranks exited here (probe/exits.py, ddp_doctor.teardown)
+    # torchrun-style launchers write how failed ranks exited here (launch/exits.py, ddp_doctor.rundir.teardown)
     env[ENV_EXITS_DIR] = str(Path(options.run_dir) / EXITS_SUBDIR)
     return with_inject_path(env)
 
@@ -137,7 +138,7 @@ def run(
 ) -> int:
     """Run `command` under the probe; return its exit code.
 
-    The run directory is claimed first (ddp_doctor.probe.claim): RunDirBusy when another launcher
+    The run directory is claimed first (ddp_doctor.launch.claim): RunDirBusy when another launcher
     holds it, or, with `require_fresh`, when it already holds a run. `environ` is the command's
     base environment (default: ours). Interventions travel in its
     `DDP_DOCTOR_SET` (JSON, see ddp_doctor.probe.interventions) and are recorded in the
@@ -171,7 +172,7 @@ def _run_claimed(
     path = claim_instance(run_dir, name) if name is not None else None
     manifest: dict[str, Any] = {
         "schema": RUN_SCHEMA,
-        "command": redact_argv(command),  # `--api-key X` → `--api-key <redacted>` (ddp_doctor.redact)
+        "command": redact_argv(command),  # `--api-key X` → `--api-key <redacted>` (ddp_doctor.core.redact)
         "cwd": os.getcwd(),
         "level": options.level,
         "every": options.every,

@@ -56,7 +56,7 @@ def user_lines(environ: Mapping[str, str], cwd: Path | None = None) -> list[str]
 
 def write_env_file(launcher_dir: Path, probe_env: Mapping[str, str], environ: Mapping[str, str]) -> Path:
     """Write RUN/launcher/deepspeed_env (the user's lines, then the probe's); return its path."""
-    from ddp_doctor.safe_write import PRIVATE_FILE, write_text
+    from ddp_doctor.core.safe_io import PRIVATE_FILE, write_text
 
     lines = user_lines(environ)
     skipped = []

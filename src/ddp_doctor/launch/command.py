@@ -7,8 +7,8 @@ from pathlib import Path
 import typer
 
 from ddp_doctor.cli_common import LevelChoice, fail
+from ddp_doctor.core.terminal import safe
 from ddp_doctor.probe.interventions import help_text
-from ddp_doctor.terminal import safe
 from ddp_doctor.watch.command import ALERT_LOG, ON_FINDING, STOP_ON
 
 
@@ -65,8 +65,8 @@ def run_command(
 ) -> None:
     import os
 
-    from ddp_doctor.probe import launcher
-    from ddp_doctor.probe.claim import RunDirBusy
+    from ddp_doctor.launch import launcher
+    from ddp_doctor.launch.claim import RunDirBusy
     from ddp_doctor.probe.interventions import ENV_VAR, InterventionError, parse_sets, to_env
     from ddp_doctor.probe.options import LEVELS, ProbeOptions
 
@@ -109,7 +109,7 @@ def run_command(
 
         finish_watcher(watcher)
     if code != 0:
-        from ddp_doctor.teardown import classify_run
+        from ddp_doctor.rundir.teardown import classify_run
 
         status = classify_run(options.run_dir, code)
         if status.note is not None:
@@ -129,7 +129,7 @@ def _export(run_dir: Path, targets: list[tuple[str, Path | None]]) -> None:
     from ddp_doctor.report.command import export
     from ddp_doctor.report.export_tensorboard import ExportError
     from ddp_doctor.report.load import diagnose_path
-    from ddp_doctor.rundir import RunDirError
+    from ddp_doctor.rundir.reader import RunDirError
 
     try:
         diag = diagnose_path(run_dir)

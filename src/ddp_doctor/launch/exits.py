@@ -64,7 +64,7 @@ def write_failures(directory: Path, name: Any, failures: Any) -> Path:
         "name": str(name),
         "failures": _failures(failures),
     }
-    from ddp_doctor.safe_write import create_new
+    from ddp_doctor.core.safe_io import create_new
 
     create_new(path, json.dumps(record).encode("utf-8"))
     return path

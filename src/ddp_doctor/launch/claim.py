@@ -21,7 +21,7 @@ import socket
 import time
 from pathlib import Path
 
-from ddp_doctor.records import CLAIM
+from ddp_doctor.rundir.records import CLAIM
 
 
 class RunDirBusy(Exception):
