@@ -8,7 +8,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -272,8 +271,8 @@ def test_watch_waits_for_a_run_that_has_not_started(tmp_path):
         text=True,
     )
     try:
-        time.sleep(3)
-        assert proc.poll() is None  # waiting, not failing
+        first = proc.stdout.readline()  # its first refresh found no run: waiting, not failing
+        assert first.startswith("[watch] waiting for a run in") and proc.poll() is None
         # written elsewhere and renamed into place: the watcher never sees a half-written fixture
         os.rename(write_run(tmp_path / "elsewhere", SynthSpec(world_size=2, steps=60)), run)
         out, err = proc.communicate(timeout=120)
@@ -281,7 +280,7 @@ def test_watch_waits_for_a_run_that_has_not_started(tmp_path):
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 0, err
-    assert out.startswith("[watch] waiting for a run in") and "run ended at step 59" in out
+    assert "run ended at step 59" in out and "waiting" not in out  # said once
 
 
 def test_live_mode_follows_to_the_end_and_prints_the_final_lines(tmp_path, capsys):
