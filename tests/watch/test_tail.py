@@ -215,3 +215,22 @@ def test_a_rank_file_that_is_not_a_regular_file_is_skipped(tmp_path, hostile):
     run = RunTail(live).refresh()
     assert sorted(run.ranks) == [0]
     same_run(run, read_run(live, use_cache=False))
+
+
+def test_a_line_longer_than_one_read_is_skipped_and_reading_goes_on(tmp_path, monkeypatch):
+    from ddp_doctor.watch import tail as tail_module
+
+    monkeypatch.setattr(tail_module, "MAX_READ_BYTES", 4096)
+    src = _source(tmp_path)
+    live = tmp_path / "live"
+    (path, data), (path1, data1) = _live(src, live)
+    path1.write_bytes(data1)
+    lines = data.split(b"\n")
+    path.write_bytes(b"\n".join(lines[:10]) + b"\n" + b"x" * 10_000 + b"\n" + b"\n".join(lines[10:]))
+    tail = RunTail(live)
+    for _ in range(200):  # a few KiB per refresh: catch up over many
+        run = tail.refresh()
+        if tail.new_bytes == 0:
+            break
+    assert any("line 11 is longer than 4096 bytes; skipped" in p for p in run.problems)
+    same_steps(run, read_run(live, use_cache=False))  # the reader drops that line as corrupt

@@ -58,9 +58,17 @@ class Watcher:
             self.last_refresh_s = time.perf_counter() - start
             return []
         t = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            self.diag = diagnose_run(run)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                self.diag = diagnose_run(run)
+        except Exception as exc:  # noqa: BLE001 - the watcher outlives data the analysis cannot take
+            self.actions.notes.append(
+                f"diagnosis failed at this refresh ({type(exc).__name__}: {str(exc)[:200]})"
+            )
+            self._diagnosed_at, self._stale = t, False
+            self.last_refresh_s = time.perf_counter() - start
+            return []
         self.last_diagnose_s = time.perf_counter() - t
         self._diagnosed_at, self._stale = t, False
         changes = self.tracker.update(self.diag)

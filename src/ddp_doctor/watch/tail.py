@@ -78,6 +78,7 @@ class RankTail:
     last: int = -1  # highest step number read (a step again is dropped, as by read_run)
     notes: list[str] = field(default_factory=list)  # re-reads (file replaced or truncated) and read errors
     error: str | None = None
+    skipping: bool = False  # inside a line longer than MAX_READ_BYTES, dropped up to its newline
 
     def __post_init__(self) -> None:
         self.data = RankData(rank=self.rank)
@@ -86,7 +87,7 @@ class RankTail:
         self.notes.append(
             f"rank {self.rank}: {why} after {self.offset} bytes were read; read again from its start"
         )
-        self.ino, self.offset, self.pending = None, 0, 0
+        self.ino, self.offset, self.pending, self.skipping = None, 0, 0, False
         self.data, self.parts, self.probs, self.last = RankData(rank=self.rank), [], Problems(), -1
 
     def refresh(self) -> int:
@@ -102,7 +103,7 @@ class RankTail:
                 self._restart("the file was replaced (new inode)")
             elif st.st_size < self.offset:
                 self._restart(f"the file shrank to {st.st_size} bytes")
-            elif self.offset and os.pread(fd, 1, self.offset - 1) != b"\n":
+            elif self.offset and not self.skipping and os.pread(fd, 1, self.offset - 1) != b"\n":
                 self._restart("the file was rewritten")
             self.ino = st.st_ino
             want = min(st.st_size - self.offset, MAX_READ_BYTES)
@@ -113,15 +114,31 @@ class RankTail:
                     break
                 chunks.append(b)
                 got += len(b)
+        except OSError as exc:  # an I/O error mid-read: try again at the next refresh
+            self.error = f"rank {self.rank}: cannot read ({exc.strerror or exc}); kept what was read before"
+            return 0
         finally:
             os.close(fd)
         raw = b"".join(chunks)
-        cut = raw.rfind(b"\n") + 1
-        self.pending = len(raw) - cut
-        if cut:
-            self._parse(raw[:cut])
-            self.offset += cut
-        return cut
+        done = 0
+        if self.skipping:  # inside an overlong line: drop it up to its newline
+            end = raw.find(b"\n") + 1
+            done = end if end else len(raw)
+            self.skipping = not end
+            self.data.lines += bool(end)
+        cut = raw.rfind(b"\n", done) + 1
+        if cut > done:
+            self._parse(raw[done:cut])
+            done = cut
+        elif len(raw) == MAX_READ_BYTES and not self.skipping and not done:  # no newline in a whole read
+            self.skipping = True
+            done = len(raw)
+            self.probs.add(
+                f"rank {self.rank}: line {self.data.lines + 1} is longer than {MAX_READ_BYTES} bytes; skipped"
+            )
+        self.offset += done
+        self.pending = len(raw) - done if not self.skipping else 0
+        return done
 
     def _parse(self, raw: bytes) -> None:
         probs = Problems()
