@@ -292,3 +292,13 @@ def test_live_mode_follows_to_the_end_and_prints_the_final_lines(tmp_path, capsy
     out = capsys.readouterr().out
     assert "ddp-doctor watch" in out and "hypothesis" in out and "nonfinite" in out
     assert "[watch] exit code 1; the full report: ddp-doctor report" in out
+
+
+def test_many_ranks_show_the_extremes_and_a_count(tmp_path):
+    run = write_run(tmp_path / "run", SynthSpec(world_size=12, steps=40))
+    watcher = Watcher(run, Actions(run))
+    watcher.refresh()
+    console = Console(record=True, width=140)
+    console.print(view.render(watcher))
+    text = console.export_text()
+    assert text.count("rank ") >= 8 and "(4 more ranks not shown)" in text

@@ -56,9 +56,14 @@ def sparkline(values: np.ndarray, width: int = SPARK_WIDTH) -> str:
     return "".join(out)
 
 
-def _last(values: np.ndarray) -> str:
+def _last_finite(values: np.ndarray) -> float:
     finite = values[np.isfinite(values)]
-    return f"{finite[-1]:.4g}" if finite.size else "—"
+    return float(finite[-1]) if finite.size else float("nan")
+
+
+def _last(values: np.ndarray) -> str:
+    v = _last_finite(values)
+    return "—" if np.isnan(v) else f"{v:.4g}"
 
 
 def _state(w: Watcher) -> str:
@@ -97,8 +102,8 @@ def loss_lines(w: Watcher) -> Table:
     t.add_row("global", Text(sparkline(s.global_loss), style="bold"), _last(s.global_loss))
     rows = list(range(len(s.ranks)))
     if len(rows) > MAX_RANK_LINES:  # the extremes of the last finite loss, not a random few
-        last = [np.nan_to_num(s.local_loss[i][np.isfinite(s.local_loss[i])][-1:], nan=0).sum() for i in rows]
-        order = np.argsort(last)
+        last = [_last_finite(s.local_loss[i]) for i in rows]
+        order = np.argsort(np.asarray(last))  # ranks with no finite loss (nan) sort last: shown
         rows = sorted({*order[: MAX_RANK_LINES // 2].tolist(), *order[-MAX_RANK_LINES // 2 :].tolist()})
     for i in rows:
         t.add_row(f"rank {s.ranks[i]}", sparkline(s.local_loss[i]), _last(s.local_loss[i]))
