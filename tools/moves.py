@@ -48,8 +48,17 @@ MOVES: dict[str, str] = {
     "analysis.compare": "compare.analysis",
     "report.compare_command": "compare.command",
     "report.compare_render": "compare.render",
+    # phase 2: the importers became registered log sources (rundir/sources/)
+    "importers": "rundir.sources",
+    "importers.detect": "rundir.sources",  # detect/read_log/LogImportError: the registry's detect/read
+    "importers.series": "rundir.sources.series",
+    "importers.reduced": "rundir.sources.logs",
+    "importers.trainer_state": "rundir.sources.trainer_state",
+    "importers.tensorboard": "rundir.sources.tensorboard",
+    "importers.wandb_offline": "rundir.sources.wandb_offline",
 }
-PACKAGES = {"probe.inject"}  # directories, not .py files
+PACKAGES = {"probe.inject", "importers"}  # directories, not .py files
+NEW_PACKAGES = {"rundir.sources"}  # a module that became a package: its path is PACKAGE/__init__.py
 
 
 def _children(package: str) -> set[str]:
@@ -112,14 +121,16 @@ def _from_imports(text: str) -> str:
 def _paths(text: str) -> str:
     for old in sorted(MOVES, key=len, reverse=True):
         old_path, new_path = old.replace(".", "/"), MOVES[old].replace(".", "/")
-        if old in PACKAGES:
-            text = re.sub(rf"(?<![\w.]){re.escape(old_path)}(?![\w.])", new_path, text)
+        if old in PACKAGES:  # `probe/inject/`, `probe/inject`; a one-word name only as `importers/`
+            after = r"(?![\w.])" if "/" in old_path else r"(?=/)"
+            text = re.sub(rf"(?<![\w./]){re.escape(old_path)}{after}", new_path, text)
             continue
+        new_file = f"{new_path}/__init__.py" if MOVES[old] in NEW_PACKAGES else f"{new_path}.py"
         if "/" in old_path:
-            text = re.sub(rf"(?<![\w.]){re.escape(old_path)}\.py(?!\w)", f"{new_path}.py", text)
+            text = re.sub(rf"(?<![\w.]){re.escape(old_path)}\.py(?!\w)", new_file, text)
         else:  # a former top-level module: `ddp_doctor/rankfile.py` and the bare `rankfile.py`
-            text = re.sub(rf"(?<=ddp_doctor/){re.escape(old_path)}\.py(?!\w)", f"{new_path}.py", text)
-            text = re.sub(rf"(?<![\w/.\\-]){re.escape(old_path)}\.py(?!\w)", f"{new_path}.py", text)
+            text = re.sub(rf"(?<=ddp_doctor/){re.escape(old_path)}\.py(?!\w)", new_file, text)
+            text = re.sub(rf"(?<![\w/.\\-]){re.escape(old_path)}\.py(?!\w)", new_file, text)
     return text
 
 
@@ -134,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     stale = []
     for path in args.files:
-        if not path.is_file() or path.is_symlink():
+        if not path.is_file() or path.is_symlink() or path.resolve() == Path(__file__).resolve():
             continue
         try:
             text = path.read_text(encoding="utf-8")

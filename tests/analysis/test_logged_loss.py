@@ -160,3 +160,24 @@ def test_mean_since_the_start_of_the_epoch_uses_the_sampler_epochs(tmp_path):
     main = main_form(run_dir)
     assert main.recognised and main.best.name == "mean since the start of the epoch"
     assert main.best.family == LOCAL
+
+
+def test_all_reduced_loss_logged_one_step_late_is_ruled_out(tmp_path):
+    """HF Trainer: the value logged after step s is the all-reduced loss of step s−1 (issue 22,
+    run_clm.py: 40/40 at s−1, 0/40 at s) — recognised as the global loss, so ruled out."""
+    u = micro_losses()
+    glob = u.mean(axis=(0, 2))
+    logged = [rec(t + 2, glob[t], source="hf_trainer") for t in range(STEPS - 1)]
+    f = finding(write(tmp_path, u, {0: logged}))
+    assert f.status == "ruled-out", f.summary
+    main = f.evidence["logged"][0]
+    assert main["family"] == GLOBAL and main["alignment"] == "one step late"
+    assert main["matched"] == STEPS - 1
+
+
+def test_rank0_loss_logged_one_step_late_is_still_rank_local(tmp_path):
+    u = micro_losses()
+    logged = [rec(t + 2, u[0, t].mean()) for t in range(STEPS - 1)]
+    f = finding(write(tmp_path, u, {0: logged}))
+    assert f.status == "confirmed", f.summary
+    assert f.evidence["logged"][0]["family"] == LOCAL

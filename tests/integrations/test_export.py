@@ -89,8 +89,8 @@ def test_wandb_export_into_an_offline_run_reads_back(
         if k.startswith("WANDB_"):
             monkeypatch.setenv(k, v)
     from ddp_doctor.analysis.diagnose import diagnose
-    from ddp_doctor.importers.wandb_offline import read_wandb_offline
     from ddp_doctor.report.export_wandb import export_wandb
+    from ddp_doctor.rundir.sources.wandb_offline import read_wandb_offline
 
     diag = diagnose(make_run(steps=60))
     run_files = Path(export_wandb(diag, tmp_path))

@@ -62,7 +62,7 @@ def test_hostile_records_from_the_wandb_reader_are_counted_not_raised(tmp_path: 
     """What `wandb leet inspect --json` prints is read defensively: history of the wrong type, a step
     of inf, a line nested thousands deep are skipped and counted (issue 10: matrix finding)."""
     pytest.importorskip("wandb")
-    from ddp_doctor.importers import wandb_offline
+    from ddp_doctor.rundir.sources import wandb_offline
 
     lines = [
         '{"type": "history", "history": [1, 2]}',

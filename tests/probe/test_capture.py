@@ -152,6 +152,7 @@ def test_install_wraps_std_streams_and_repoints_existing_logging_handlers(monkey
 
 def test_after_import_runs_every_callback_once_the_module_is_executed(tmp_path, monkeypatch):
     from ddp_doctor.probe import state
+    from ddp_doctor.probe.afterimport import AfterImport
 
     for name in ("zoo_lib_a", "zoo_lib_b"):
         (tmp_path / f"{name}.py").write_text("VALUE = 42\n")
@@ -160,7 +161,7 @@ def test_after_import_runs_every_callback_once_the_module_is_executed(tmp_path, 
     state.after_import("zoo_lib_a", lambda: seen.append(("a1", sys.modules["zoo_lib_a"].VALUE)))
     state.after_import("zoo_lib_a", lambda: seen.append(("a2", sys.modules["zoo_lib_a"].VALUE)))
     state.after_import("zoo_lib_b", lambda: seen.append(("b", sys.modules["zoo_lib_b"].VALUE)))
-    finders = [f for f in sys.meta_path if isinstance(f, state._AfterImport)]
+    finders = [f for f in sys.meta_path if isinstance(f, AfterImport)]
     assert len(finders) == 1  # one finder, whatever the number of names
     try:
         import zoo_lib_a  # noqa: F401
@@ -169,9 +170,7 @@ def test_after_import_runs_every_callback_once_the_module_is_executed(tmp_path, 
         import zoo_lib_b  # noqa: F401
 
         assert seen[-1] == ("b", 42)
-        assert (
-            not any(isinstance(f, state._AfterImport) for f in sys.meta_path) or state._AFTER_IMPORT.waiting
-        )
+        assert not any(isinstance(f, AfterImport) for f in sys.meta_path) or state._AFTER_IMPORT.waiting
         state.after_import("zoo_lib_b", lambda: seen.append(("now", 1)))  # already imported: at once
         assert seen[-1] == ("now", 1)
     finally:

@@ -65,6 +65,11 @@ def test_no_sync_loop_records_sampler_indices_per_epoch_and_distinct_input_hashe
         records = read_rank(out, rank)
         samplers = kind(records, "sampler")
         assert [s["epoch"] for s in samplers] == list(range(toy.EPOCHS))
+        # one sampler; each record carries what the previous epoch drew and the steps it fed
+        assert {s["sampler"] for s in samplers} == {0} and all(s["shuffle"] for s in samplers)
+        assert samplers[0]["prev_drawn"] is None and samplers[0]["prev_steps"] is None
+        for prev, s in zip(samplers, samplers[1:]):
+            assert s["prev_drawn"] == prev["n"] and s["prev_steps"] == s["step"] - prev["step"]
         for s in samplers:
             indices = [i for batch in shard_batches(WORLD, rank, s["epoch"]) for i in batch]
             assert s["head"] == indices[:32] and s["n"] == len(indices)

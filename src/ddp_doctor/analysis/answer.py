@@ -177,6 +177,21 @@ def oscillation_answer(ctx: Context, findings: list[Finding]) -> dict[str, Any]:
             f"脚本记录的损失（{who}）的波动是全局噪声带的 {logged['over_global_band']:.2f} 倍"
             f"（95% 区间 {logged['over_global_band_low']:.2f}–{logged['over_global_band_high']:.2f}）。",
         )
+    stalled = next(
+        (f for f in findings if f.id == "training-not-progressing" and f.status == "confirmed"), None
+    )
+    if stalled is not None:  # whatever the oscillation is, a run that does not train is the answer
+        out["not_progressing"] = True
+        text = (
+            Text(
+                "The model is not learning (training-not-progressing): "
+                + stalled.summary.en.removeprefix("Training does not progress: ")
+                + " ",
+                "模型没有在学习（training-not-progressing）："
+                + stalled.summary.get("zh").removeprefix("训练没有进展："),
+            )
+            + text
+        )
     out["summary"] = text.en
     out["summary_zh"] = text.get("zh")
     return out

@@ -51,7 +51,12 @@ def sync_pattern(run: RunData) -> SyncPattern:
         synced = (c.sync > 0).astype(np.float64)
         n_synced = segment_sum(synced, c.offsets)
         last = c.last_micro_index()
-        last_synced = np.where(last >= 0, synced[np.maximum(last, 0)] > 0, False)
+        # a rank whose step records hold no micro-step at all (damaged file) has nothing to index
+        last_synced = (
+            np.where(last >= 0, synced[np.clip(last, 0, synced.size - 1)] > 0, False)
+            if synced.size
+            else np.zeros(len(c), dtype=bool)
+        )
         multi = c.micro_steps >= 2
         total += int(c.sync.sum())
         steps += int(multi.sum())
@@ -178,7 +183,12 @@ def build_context(run: RunData) -> Context:
         sync=sync,
         gns=gns,
         noise=noise,
-        oscillation=oscillation(loss, noise.predicted_trace, np.clip(dof, 0.0, None)),
+        oscillation=oscillation(
+            loss,
+            noise.predicted_trace,
+            np.clip(dof, 0.0, None),
+            noise.reason if not np.isfinite(noise.predicted_trace).any() else None,
+        ),
         grad_norm=grad_norm,
         grad_norm_source=source,
         loss_spikes=find_spikes(loss, early_factor=EARLY_LOSS_FACTOR),

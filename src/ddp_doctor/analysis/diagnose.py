@@ -34,12 +34,14 @@ from ddp_doctor.analysis.checks import (
     lr_schedule,
     optimizer,
     precision,
+    progress,
     spikes_clipping,
 )
 from ddp_doctor.analysis.context import Context, build_context
 from ddp_doctor.analysis.fixes import refine_fixes
 from ddp_doctor.analysis.make import coverage, with_coverage
-from ddp_doctor.analysis.reduced import reduced_run_info, restrict
+from ddp_doctor.analysis.precedence import resolve
+from ddp_doctor.analysis.reduced import fed, reduced_run_info, restrict
 from ddp_doctor.core.catalog import FINDINGS, HYPOTHESES, NOT_A_CAUSE, UI, Text
 from ddp_doctor.core.findings import Finding, HypothesisVerdict, Verdict, sort_findings
 from ddp_doctor.core.redact import redact_argv, redact_value
@@ -61,6 +63,7 @@ CHECKS = (
     batchnorm,
     loss_normalization,
     fsdp,
+    progress,
 )
 
 _CONFIG_KINDS = (
@@ -85,13 +88,19 @@ class Diagnosis:
     context: Context
 
 
-def run_findings(ctx: Context) -> list[Finding]:
-    """All checks' findings, one per catalog ID (the first producer wins for shared IDs)."""
+def run_findings(ctx: Context, fed: set[str] | None = None) -> list[Finding]:
+    """All checks' findings, one per catalog ID (the first producer wins for shared IDs).
+
+    ``fed``: the IDs the data can feed (a reduced run from logs: :func:`analysis.reduced.fed`);
+    a check none of whose findings (its ``FINDS``) is fed is not run. None: every check runs.
+    """
     seen: dict[str, Finding] = {}
     # The checks read per-step series; with no step record (a run polled before its first
     # optimizer step, or one whose step instrument failed) there is nothing to measure yet.
     no_steps = ctx.optimizer_steps == 0
     for module in () if no_steps else CHECKS:
+        if fed is not None and not fed.intersection(module.FINDS):
+            continue
         try:
             found = list(module.check(ctx))
         except Exception as exc:  # noqa: BLE001 - damaged input gives a report with a note, never a traceback
@@ -120,7 +129,7 @@ def run_findings(ctx: Context) -> list[Finding]:
                 if no_steps
                 else Text("No runtime measurement exists for this finding.", "该发现没有运行时测量。"),
             )
-    return sort_findings(refine_fixes(list(seen.values())))
+    return sort_findings(resolve(refine_fixes(list(seen.values()))))
 
 
 def verdict(hid: str, by_id: dict[str, Finding]) -> HypothesisVerdict:
@@ -197,6 +206,8 @@ def _redacted_command(command: Any) -> Any:
 
 
 def _exit_status(run: RunData) -> ExitStatus:
+    if run.exit_status is not None:
+        return run.exit_status
     code = run.manifest.get("exit_code")
     return classify_run(run.path, code if isinstance(code, int) and not isinstance(code, bool) else None)
 
@@ -232,6 +243,7 @@ def run_info(ctx: Context) -> dict[str, Any]:
             "tokens_range": [ctx.batch.tokens_min, ctx.batch.tokens_max],
             "per_rank_samples": ctx.batch.per_rank_samples,
             "estimated": ctx.batch.estimated,
+            "reason": ctx.batch.reason,
         },
         "settings": {k: _strip(run.config(k)) for k in _CONFIG_KINDS if run.config(k) is not None},
         "level": ctx.level,
@@ -264,10 +276,11 @@ def diagnose_run(run: RunData) -> Diagnosis:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         ctx = build_context(run)
-        findings = run_findings(ctx)
+        imported = run.manifest.get("imported")
+        # a reduced run from logs (analysis/reduced.py, docs/import.md): only the checks it can feed
+        findings = run_findings(ctx, fed(imported) if isinstance(imported, dict) else None)
     info = run_info(ctx)
-    imported = run.manifest.get("imported")
-    if isinstance(imported, dict):  # a reduced run from logs (analysis/reduced.py, docs/import.md)
+    if isinstance(imported, dict):
         findings = restrict(findings, imported)
         info = reduced_run_info(info, imported)
     by_id = {f.id: f for f in findings}

@@ -2,7 +2,8 @@
 
 An imported run has one stream (the job's logged loss) and a few scalars; the checks run on it
 unchanged, but most of them would judge absent data ("no scheduler was stepped", "world size 1").
-So after the checks, every finding whose inputs the log cannot hold becomes *not measured: needs
+So only the checks with a finding the log's fields can feed run (:func:`fed`; the others are
+skipped), and every finding whose inputs the log cannot hold becomes *not measured: needs
 `ddp-doctor run`*, and a supported finding that was ruled out with too few logged points to judge
 becomes not measured with the reason. What each finding needs (:data:`NEEDS`):
 
@@ -62,6 +63,12 @@ def _not_from_logs(fid: str, imported: dict[str, Any]) -> Finding:
         imported_fields=imported.get("fields"),
         needs="ddp-doctor run",
     )
+
+
+def fed(imported: dict[str, Any]) -> set[str]:
+    """The finding IDs whose :data:`NEEDS` the log's fields cover (diagnose runs only their checks)."""
+    have = set(imported.get("fields") or [])
+    return {fid for fid, needs in NEEDS.items() if set(needs) <= have}
 
 
 def restrict(findings: list[Finding], imported: dict[str, Any]) -> list[Finding]:

@@ -170,8 +170,11 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "在每个 epoch 遍历 DataLoader 之前调用 `sampler.set_epoch(epoch)`。",
         ),
         threshold=_t(
-            "index-list hash equal in consecutive epochs (≥ 2 epochs seen)",
-            "相邻 epoch 的索引顺序哈希相同（至少需要 2 个 epoch）",
+            "at one epoch value, the index order repeated in more than half of the consecutive training "
+            "iterations of the sampler that feeds the optimizer steps; at several epoch values, the order "
+            "unchanged across different values in more than half (≥ 2 iterations; peeks that fed no step set aside)",
+            "只有一个 epoch 值时：为优化步提供数据的 sampler 的相邻训练迭代中超过一半索引顺序相同；有多个 epoch 值时："
+            "epoch 值不同的相邻训练迭代中超过一半顺序未变（至少 2 次；未为任何优化步提供数据的预取迭代不计入）",
             "DistributedSampler docs (set_epoch seeds the shuffle)",
         ),
     ),
@@ -501,8 +504,10 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "把 warmup 延长到至少 2/(1-beta2) 个优化步。",
         ),
         threshold=_t(
-            "spike within max({min_window:g}, warmup/2) steps of warmup end, or warmup < 2/(1−β2) with a spike before that",
-            "尖峰出现在 warmup 结束前后 max({min_window:g}, warmup/2) 步内，或 warmup < 2/(1−β2) 且尖峰出现在此之前",
+            "spike within max({min_window:g}, warmup/2) steps of warmup end (when there is a warmup), or, for an "
+            "Adam-type optimizer (one with β2), warmup < 2/(1−β2) with a spike before that",
+            "尖峰出现在 warmup 结束前后 max({min_window:g}, warmup/2) 步内（存在 warmup 时），或对 Adam 类优化器（有 β2）："
+            "warmup < 2/(1−β2) 且尖峰出现在此之前",
             "Ma & Yarats 2021, On the adequacy of untuned warmup for adaptive optimization",
             min_window=10,
         ),
@@ -644,8 +649,9 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
         ),
         ("Fraction of clipped steps and the clip threshold.", "被裁剪的步数比例以及裁剪阈值。"),
         (
-            "Lower the learning rate or raise max_norm so that clipping only catches outliers.",
-            "降低学习率或提高 max_norm，让裁剪只处理异常值。",
+            "Lower the learning rate or raise max_norm (clip_value when clipping by value) so that "
+            "clipping only catches outliers.",
+            "降低学习率或提高 max_norm（按值裁剪时为 clip_value），让裁剪只处理异常值。",
         ),
         threshold=_t(
             "> {share:.0%} of ≥ {min_steps:g} post-warmup steps clipped",
@@ -885,6 +891,46 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
         ("Nothing required for stability.", "与稳定性无关，无需修改。"),
         threshold=_t("the recorded setting (info)", "记录的设置（信息）", "DDP docs"),
     ),
+    _f(
+        "training-not-progressing",
+        "R",
+        "error",
+        ("Training does not progress: nothing is learned", "训练没有进展：模型什么也没学到"),
+        (
+            "The optimizer steps, but the model cannot change: every gradient is exactly zero (e.g. a "
+            "cross-entropy over a single class has loss 0), the learning rate is 0 (a scheduler that "
+            "decayed to 0 or never left its warmup start), the sampled parameter updates are all zero "
+            "(parameters frozen by mistake, or an optimizer built over other tensors than the model's), "
+            "or the loss is exactly constant. Whatever the loss curve shows, no training happens.",
+            "优化器在步进，但模型无法改变：所有梯度恰好为零（例如只有一个类别的交叉熵损失为 0）、学习率为 0（调度器衰减到 0 "
+            "或停留在 warmup 起点）、抽样的参数更新全部为零（参数被误冻结，或优化器持有的不是模型的参数），或损失完全不变。"
+            "无论损失曲线如何，都没有在训练。",
+        ),
+        (
+            "Per sign, the steps where it holds out of the steps measured: global gradient norm exactly 0, "
+            "lr exactly 0, sampled update norms exactly 0, the loss's range; the trainable share of the "
+            "model's parameters and the optimizer's parameter count.",
+            "每个迹象成立的步数与测量步数：全局梯度范数恰为 0、学习率恰为 0、抽样更新范数恰为 0、损失的取值范围；"
+            "模型参数中可训练的比例，以及优化器持有的参数数。",
+        ),
+        (
+            "Check the loss on one batch by hand (a single-class cross_entropy is always 0), that "
+            "`requires_grad` is True on the parameters you train, that the optimizer is built from "
+            "`model.parameters()` of the model you step, and that the lr schedule is not 0.",
+            "手动检查一个批次的损失（单类别的 cross_entropy 恒为 0）、要训练的参数 `requires_grad` 为 True、优化器由"
+            "你所训练模型的 `model.parameters()` 构建，以及学习率计划不为 0。",
+        ),
+        threshold=_t(
+            "a sign holds on ≥ {share:.0%} of ≥ {min_steps:g} measured optimizer steps: gradient norm, lr or "
+            "sampled update exactly 0, or the loss's range ≤ {rel_range:g} × its mean magnitude",
+            "某迹象在至少 {min_steps:g} 个已测量优化步中的 ≥ {share:.0%} 成立：梯度范数、学习率或抽样更新恰为 0，"
+            "或损失的取值范围 ≤ 其平均幅度的 {rel_range:g} 倍",
+            "exact zeros (no tolerance: a learning model never has them); the share and the range are ddp-doctor's choice",
+            share=0.9,
+            min_steps=10,
+            rel_range=1e-7,
+        ),
+    ),
 )
 
 FINDINGS: dict[str, FindingSpec] = {spec.id: spec for spec in _FINDING_LIST}
@@ -968,6 +1014,14 @@ _HYPOTHESIS_LIST: tuple[HypothesisSpec, ...] = (
         "loss-normalization",
         ("Loss averaged per micro-batch while token counts vary", "按微批次平均损失而 token 数变化"),
         "loss-normalization-variable-tokens",
+    ),
+    _h(
+        "progress",
+        (
+            "Training does not progress at all (zero gradients, lr 0, frozen parameters)",
+            "训练根本没有进展（梯度为零、学习率为 0、参数被冻结）",
+        ),
+        "training-not-progressing",
     ),
 )
 

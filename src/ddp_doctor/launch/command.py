@@ -108,6 +108,13 @@ def run_command(
         from ddp_doctor.watch.spawn import finish_watcher
 
         finish_watcher(watcher)
+    from ddp_doctor.launch.unreported import unreported_note
+    from ddp_doctor.probe.launch_env import instance
+
+    # one instance of several (a node's torchrun, a Slurm task) sees only its own ranks
+    unreported = unreported_note(options.run_dir) if instance(list(command), environ)[0] is None else None
+    if unreported is not None:
+        typer.echo(f"ddp-doctor: WARNING: {safe(unreported)}", err=True)
     if code != 0:
         from ddp_doctor.rundir.teardown import classify_run
 

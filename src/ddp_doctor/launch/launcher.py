@@ -193,6 +193,10 @@ def _run_claimed(
     write_manifest(run_dir, manifest, path)
     code = (runner or _run_foreground)(command, env)
     manifest.update(end=_now(), exit_code=code, ranks=len(list((run_dir / RANKS_DIR).glob("rank-*.jsonl"))))
+    if name is None:  # one instance of several sees its own ranks only
+        from ddp_doctor.launch.unreported import unreported_note
+
+        manifest["unreported"] = unreported_note(run_dir)
     write_manifest(run_dir, manifest, path)
     return code
 

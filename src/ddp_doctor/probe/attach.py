@@ -62,12 +62,20 @@ def _start(options: ProbeOptions, write_manifest: bool) -> None:
     if write_manifest:
         PROBE.on_open = _write_own_manifest
     if first:
+        _relay_warnings()  # torch warnings raised through our wrappers name the program's line
         _apply_interventions()  # before the instruments, so their records show the effective values
         _install_all()
         atexit.register(_at_exit)
     from ddp_doctor.probe.instruments import config
 
     config.dist_ready()  # the process group may predate an explicit attach()
+
+
+@guarded("warnings")
+def _relay_warnings() -> None:
+    from ddp_doctor.probe import warnings_relay
+
+    warnings_relay.install()
 
 
 @guarded("interventions")

@@ -12,7 +12,6 @@ import contextlib
 import functools
 import os
 import socket
-import sys
 import threading
 import time
 import traceback
@@ -20,6 +19,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ddp_doctor.probe.afterimport import AfterImport
 from ddp_doctor.probe.options import ProbeOptions
 from ddp_doctor.probe.recorder import RankRecorder
 from ddp_doctor.rundir.records import RANK_SCHEMA
@@ -67,6 +67,7 @@ class Probe:
 
     def mark_training(self) -> None:
         """This process is a training rank: create its file (header first, then early records)."""
+        poll_imports()  # a library that was half-initialised when torch finished importing
         if (
             self.active
             and self.recorder is not None
@@ -199,57 +200,28 @@ class Nesting:
             self._local.value = depth
 
 
-class _AfterImport:
-    """The one meta-path finder that runs callbacks once the named modules have been executed.
-
-    One finder for every watched name: each import the program makes costs one dict lookup here,
-    however many libraries the probe waits for (capture alone waits for eight).
-    """
-
-    def __init__(self) -> None:
-        self.waiting: dict[str, list[Callable[[], None]]] = {}
-
-    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        if fullname not in self.waiting:
-            return None
-        callbacks = self.waiting.pop(fullname)
-        if not self.waiting and self in sys.meta_path:
-            sys.meta_path.remove(self)
-        import importlib.util
-
-        # the real finders locate it (we are asked again below, and pass: no longer waiting)
-        spec = importlib.util.find_spec(fullname)
-        if spec is None or spec.loader is None:
-            return spec
-        exec_module = spec.loader.exec_module
-
-        def exec_then_callbacks(module: Any) -> None:
-            exec_module(module)
-            for callback in callbacks:
-                try:
-                    callback()
-                except Exception as error:  # noqa: BLE001 - never break the program's import
-                    PROBE.fail(f"after_import:{fullname}", error)
-
-        spec.loader.exec_module = exec_then_callbacks  # type: ignore[method-assign]
-        return spec
+def _after_import_failed(name: str, error: BaseException) -> None:
+    PROBE.fail(f"after_import:{name}", error)
 
 
-_AFTER_IMPORT = _AfterImport()
+_AFTER_IMPORT = AfterImport(_after_import_failed)
 
 
 def after_import(name: str, callback: Callable[[], None]) -> None:
-    """Run `callback` now if `name` is imported, else right after the program imports it.
+    """Run `callback` now if `name` is fully imported, else right after the program imports it.
 
     Keeps heavy optional modules (torch.distributed.fsdp: ~3 s per rank on this machine) out
-    of runs that never use them.
+    of runs that never use them. "Fully": a module still running its top-level code (importing
+    lightning before torch leaves `lightning.fabric.fabric` half-initialised when torch is done)
+    waits until it has finished (probe/afterimport.py).
     """
-    if name in sys.modules:
-        callback()
-        return
-    _AFTER_IMPORT.waiting.setdefault(name, []).append(callback)
-    if _AFTER_IMPORT not in sys.meta_path:
-        sys.meta_path.insert(0, _AFTER_IMPORT)
+    _AFTER_IMPORT.add(name, callback)
+
+
+def poll_imports() -> None:
+    """Run after-import callbacks whose module finished initialising (cheap when none waits)."""
+    if _AFTER_IMPORT.waiting:
+        _AFTER_IMPORT.poll()
 
 
 def patch(

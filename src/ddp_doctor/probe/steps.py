@@ -5,8 +5,9 @@ micro-step that is running; nothing is moved to the host until the optimizer ste
 window, and then all values of the window move in one transfer per device (on a GPU every
 `.item()` is a synchronisation, so one per step instead of one per value).
 
-A window closes at `optimizer.step()` (the global step pre-hook) or, when a GradScaler skips the
-step, when `scaler.step()` returns without having called it. The record is written as soon as
+A window closes at `optimizer.step()` (the global step pre-hook; with a closure, when the
+closure's first call returns, since it runs the last backward inside the step) or, when a
+GradScaler skips the step, when `scaler.step()` returns without having called it. The record is written as soon as
 it is complete: at once without a GradScaler, after `scaler.update()` with one (so it carries the
 new scale), and at the latest at the next backward or at exit.
 """
@@ -32,7 +33,7 @@ HASH_MASK = (1 << 64) - 1
 # rather than growing without bound.
 MAX_MICRO_STEPS = 4096
 # Tensor-valued fields of a clip entry, fetched with the window (instruments/clip.py).
-CLIP_TENSORS = ("total_norm", "total_norm_shard")
+CLIP_TENSORS = ("total_norm", "total_norm_shard", "max_abs", "clipped_norm")
 
 
 @dataclass
@@ -63,12 +64,17 @@ class StepAccumulator:
         # inside DeepSpeedEngine.__init__: its fp16/bf16 optimizers step once with zero gradients to
         # create their states; that is not a training step (optimizer.py ignores it)
         self.suspended = False
+        # inside `optimizer.step(closure)` before the closure returned (instruments/optimizer.py)
+        self.closure_open = False
+        # > 0 while a closure is called again within one step (LBFGS): those backwards are no micro-steps
+        self.reevaluating = 0
 
     def _new_window(self) -> None:
         self.micros: list[Micro] = []
         self.current: Micro | None = None
         self.forward: dict[str, Any] | None = None  # inputs of the latest forward with grad enabled
         self.loss_fn: dict[str, Any] | None = None  # latest loss-function call
+        self.loss_fn_calls = 0  # loss-function calls since the last backward (instruments/lossfn.py)
         self.zero_grad = 0
         self.sched_steps = 0
         self.unscale_calls = 0
@@ -84,16 +90,19 @@ class StepAccumulator:
 
     # --- micro-steps -----------------------------------------------------------------------------
     def begin_backward(self, loss: torch.Tensor | None, scale: torch.Tensor | None) -> Micro:
-        micro = Micro(loss=loss, scale=scale, loss_fn=self.loss_fn)
+        # several loss-function calls make one loss (QA heads, VAE terms): no single value is it
+        loss_fn = self.loss_fn if self.loss_fn_calls == 1 else None
+        micro = Micro(loss=loss, scale=scale, loss_fn=loss_fn)
         if self.forward is not None:
             micro.samples = self.forward["samples"]
             micro.tokens = self.forward["tokens"]
             micro.input_hash = self.forward["hash"]
             micro.input_shape = self.forward["shape"]
         if micro.tokens is None and micro.loss_fn is not None:
-            micro.tokens = micro.loss_fn.get("n_valid")
+            micro.tokens = micro.loss_fn.get("tokens")
         self.forward = None
         self.loss_fn = None
+        self.loss_fn_calls = 0
         if len(self.micros) >= MAX_MICRO_STEPS:
             self.micros.clear()
         self.micros.append(micro)

@@ -64,7 +64,7 @@ def parse_export(value: str) -> tuple[str, Path | None]:
 
 def default_export_dir(path: Path) -> Path:
     """RUN/tensorboard for a run dir; beside an imported log (so TensorBoard shows both)."""
-    from ddp_doctor.importers.detect import detect
+    from ddp_doctor.rundir.sources import detect
 
     if detect(path) == "rundir":
         return path / "tensorboard"
@@ -131,10 +131,10 @@ def report(
 ) -> None:
     """Diagnose a run: every hypothesis confirmed, ruled out (with numbers) or not measured."""
     fmt, lang = fmt_choice.value, lang_choice.value
-    from ddp_doctor.importers.series import ImportOptions, KeyError_, parse_keys
     from ddp_doctor.report.export_tensorboard import ExportError
     from ddp_doctor.report.load import diagnose_path, failing
     from ddp_doctor.rundir.reader import RunDirError
+    from ddp_doctor.rundir.sources.series import ImportOptions, KeyError_, parse_keys
 
     try:
         targets = [parse_export(e) for e in exports or []]

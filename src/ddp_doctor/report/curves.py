@@ -1,7 +1,8 @@
 """The per-step curves an exporter writes, named once for TensorBoard and W&B (docs/integrations.md).
 
 x = optimizer steps completed (1-based, as HF's ``global_step``; an imported log keeps its own
-step numbers). All values come from the diagnosis' context; nothing is recomputed here.
+step numbers). Every curve is defined in analysis/figures.py (the HTML charts draw the same ones);
+this module only picks which to export.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ddp_doctor.analysis import figures
 from ddp_doctor.analysis.diagnose import Diagnosis
 
 PREFIX = "ddp_doctor"
@@ -26,22 +28,15 @@ def curves(diag: Diagnosis) -> Curves:
     s = ctx.series
     imported = diag.run_info.get("imported") or {}
     base = int(imported.get("step_base", 0)) if imported else 1
-    out: dict[str, np.ndarray] = {f"{PREFIX}/loss/global": s.global_loss}
+    chosen: list[figures.Curve | None] = [figures.loss(ctx)]
     if 0 in s.ranks and len(s.ranks) > 1:
-        row = s.row(0)
-        out[f"{PREFIX}/loss/rank0"] = s.local_loss[row]
-        with np.errstate(invalid="ignore"):
-            out[f"{PREFIX}/grad_norm/local_rank0"] = np.sqrt(s.gsq_local[row])
-    out[f"{PREFIX}/grad_norm/global"] = ctx.grad_norm
-    out[f"{PREFIX}/lr"] = s.lr
-    out[f"{PREFIX}/loss_scale"] = s.scale
-    out[f"{PREFIX}/b_simple"] = ctx.gns.trace
-    pred, trend = ctx.noise.predicted_trace, ctx.noise.trend
-    if pred.size and np.isfinite(pred).any():
-        out[f"{PREFIX}/noise_band/trend"] = trend
-        out[f"{PREFIX}/noise_band/upper"] = trend + pred
-        out[f"{PREFIX}/noise_band/lower"] = trend - pred
-    kept = {k: np.asarray(v, dtype=np.float64) for k, v in out.items() if v.size and np.isfinite(v).any()}
+        chosen += [dict(figures.local_loss(ctx))[0], figures.grad_norm_local_rank0(ctx)]
+    chosen += [figures.grad_norm(ctx), figures.lr(ctx), figures.loss_scale(ctx), figures.b_simple(ctx)]
+    band = figures.noise_band(ctx)
+    if band is not None:
+        trend, lower, upper = band
+        chosen += [trend, upper, lower]
+    kept = {f"{PREFIX}/{c.key}": c.values for c in chosen if c is not None and figures.shown(c)}
     return Curves(steps=s.steps + base, series=kept)
 
 

@@ -11,8 +11,8 @@ from html import escape
 import numpy as np
 from rich.text import Text
 
+from ddp_doctor.analysis import figures
 from ddp_doctor.analysis.diagnose import Diagnosis
-from ddp_doctor.analysis.quantities.data_overlap import overlap_by_step
 from ddp_doctor.core.catalog import HYPOTHESES, Lang
 from ddp_doctor.core.findings import SEVERITY_ORDER, jsonable
 from ddp_doctor.report.i18n import w
@@ -52,66 +52,78 @@ def _plain(line: str) -> str:
 
 
 def _charts(diag: Diagnosis, lang: Lang) -> list[str]:
+    """The charts, from the curves of analysis/figures.py (the exporters write the same ones)."""
     ctx = diag.context
-    s = ctx.series
-    T = s.n_steps
+    T = ctx.series.n_steps
     charts: list[str] = []
     xl = w("step", lang)
     loss = Chart(w("plot_loss", lang), x_label=xl)
-    for i, r in enumerate(s.ranks[:MAX_RANK_LINES]):
+    for i, (r, curve) in enumerate(figures.local_loss(ctx)[:MAX_RANK_LINES]):
         loss.lines.append(
             Line(
                 f"{w('rank', lang)} {r} {w('local', lang)}",
-                s.local_loss[i],
+                curve.values,
                 PALETTE[(i + 1) % len(PALETTE)],
                 width=0.8,
                 opacity=0.45,
             )
         )
-    loss.lines.append(Line(w("global", lang), s.global_loss, PALETTE[0], width=1.6))
-    nb = ctx.noise
-    if nb.ratio is not None:
-        sd = np.where(np.isfinite(nb.predicted_trace), nb.predicted_trace, np.nan)
-        loss.band = (nb.trend - 2 * sd, nb.trend + 2 * sd)
+    loss.lines.append(Line(w("global", lang), figures.loss(ctx).values, PALETTE[0], width=1.6))
+    band = figures.noise_band(ctx)
+    if band is not None:
+        _, lower, upper = band
+        loss.band = (lower.values, upper.values)
         loss.band_label = w("band", lang)
     loss.markers = [
         (sp.step, sp.peak, f"{w('spike', lang)} @ {sp.step}: {sp.peak:.4g}") for sp in ctx.loss_spikes[:200]
     ]
     charts.append(render(loss))
-    charts.append(render(Chart(w("plot_lr", lang), [Line("lr", s.lr, PALETTE[2])], x_label=xl)))
-    if np.isfinite(s.scale).any():
+    charts.append(
+        render(Chart(w("plot_lr", lang), [Line("lr", figures.lr(ctx).values, PALETTE[2])], x_label=xl))
+    )
+    scale = figures.loss_scale(ctx)
+    if figures.shown(scale):
         charts.append(
-            render(Chart(w("plot_scale", lang), [Line("scale", s.scale, PALETTE[3])], log_y=True, x_label=xl))
+            render(
+                Chart(
+                    w("plot_scale", lang), [Line("scale", scale.values, PALETTE[3])], log_y=True, x_label=xl
+                )
+            )
         )
-    finite = np.isfinite(s.gsq_local)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        local = np.sqrt(np.where(finite, s.gsq_local, 0.0).sum(axis=0) / finite.sum(axis=0))
     grad = Chart(
         w("plot_grad", lang),
-        [Line(w("local", lang), local, PALETTE[1]), Line(w("global", lang), ctx.grad_norm, PALETTE[0])],
+        [
+            Line(w("local_rms", lang), figures.grad_norm_local_rms(ctx).values, PALETTE[1]),
+            Line(w("global", lang), figures.grad_norm(ctx).values, PALETTE[0]),
+        ],
         log_y=True,
         x_label=xl,
     )
     grad.markers = [(sp.step, sp.peak, f"{w('spike', lang)} @ {sp.step}") for sp in ctx.grad_spikes[:200]]
     charts.append(render(grad))
-    gns = Chart(w("plot_gns", lang), [Line("B_simple", ctx.gns.trace, PALETTE[4])], log_y=True, x_label=xl)
+    gns = Chart(
+        w("plot_gns", lang),
+        [Line("B_simple", figures.b_simple(ctx).values, PALETTE[4])],
+        log_y=True,
+        x_label=xl,
+    )
     if ctx.batch.samples:
         gns.lines.append(
             Line(w("effective_batch_line", lang), np.full(T, ctx.batch.samples), PALETTE[7], dash="4 3")
         )
     charts.append(render(gns))
-    if ctx.ratios is not None and ctx.ratios.trace:
-        x = np.asarray(ctx.ratios.steps, dtype=float)
+    ratios = figures.update_ratios(ctx)
+    if ratios:
         lines = [
-            Line(g, np.asarray(v, dtype=float), PALETTE[i % len(PALETTE)], x=x)
-            for i, (g, v) in enumerate(sorted(ctx.ratios.trace.items()))
+            Line(c.key.split("/", 1)[1], c.values, PALETTE[i % len(PALETTE)], x=c.x)
+            for i, c in enumerate(ratios)
         ]
         charts.append(render(Chart(w("plot_ratio", lang), lines, log_y=True, x_label=xl)))
-    same, total, _ = overlap_by_step(ctx.run, ctx.series.n_steps)
-    if total.sum():
-        with np.errstate(invalid="ignore", divide="ignore"):
-            share = np.where(total > 0, same / total, np.nan)
-        charts.append(render(Chart(w("plot_overlap", lang), [Line("share", share, PALETTE[5])], x_label=xl)))
+    overlap = figures.data_overlap(ctx)
+    if overlap is not None:
+        charts.append(
+            render(Chart(w("plot_overlap", lang), [Line("share", overlap.values, PALETTE[5])], x_label=xl))
+        )
     return charts
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ddp_doctor.analysis.figures import NOISE_BAND_SIGMAS
 from ddp_doctor.core.catalog import UI, Lang, Text
 
 WORDS: dict[str, Text] = {
@@ -51,8 +52,9 @@ WORDS: dict[str, Text] = {
     "global": Text("global", "全局"),
     "rank": Text("rank", "rank"),
     "spike": Text("spike", "尖峰"),
-    "band": Text("trend ± 2σ predicted", "趋势 ± 2σ（预测）"),
+    "band": Text(f"trend ± {NOISE_BAND_SIGMAS:g}σ predicted", f"趋势 ± {NOISE_BAND_SIGMAS:g}σ（预测）"),
     "local": Text("local", "本地"),
+    "local_rms": Text("local (RMS over ranks)", "本地（各 rank 均方根）"),
     "show_all": Text("Show ruled-out and not-measured findings", "显示已排除和未测量的发现"),
     "step": Text("optimizer step", "优化步"),
     "steps": Text("steps", "步"),

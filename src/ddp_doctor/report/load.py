@@ -13,26 +13,23 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from ddp_doctor.analysis.diagnose import Diagnosis, diagnose
+from ddp_doctor.analysis.diagnose import Diagnosis, diagnose, diagnose_run
 from ddp_doctor.core.catalog import Lang
 from ddp_doctor.core.findings import SEVERITY_ORDER, Finding, HypothesisVerdict
-from ddp_doctor.importers.detect import detect
-from ddp_doctor.importers.series import ImportOptions
+from ddp_doctor.rundir.sources import read
+from ddp_doctor.rundir.sources.series import ImportOptions
 
 NOTEBOOK_HEIGHT_PX = 720
 
 
 def diagnose_path(path: Path | str, options: ImportOptions | None = None) -> Diagnosis:
-    """Diagnose a run directory, or import a log into a reduced run and diagnose that.
+    """Diagnose a run directory, or a log read by its source as a reduced run (rundir/sources/).
 
     Raises :class:`ddp_doctor.rundir.reader.RunDirError` (``LogImportError`` is one) for anything else.
     """
-    if detect(path) == "rundir" or not os.path.exists(path):  # never raises (EACCES: False)
+    if not os.path.exists(path):  # never raises (EACCES: False)
         return diagnose(path)  # the reader's own messages for a missing path
-    from ddp_doctor.importers.reduced import reduced_run
-
-    with reduced_run(path, options) as run_dir:  # LogImportError for what is neither
-        return diagnose(run_dir)
+    return diagnose_run(read(path, options))  # LogImportError for what no source reads
 
 
 def failing(diag: Diagnosis, level: str) -> list[Finding]:

@@ -42,7 +42,9 @@ def run_lines(diag: Diagnosis, lang: Lang) -> list[str]:
         f"{w('world_size', lang)}: {r['world_size']}   {w('optimizer_steps', lang)}: {r['optimizer_steps']}"
         f"   {w('micro_steps', lang)}: {_num(r['micro_steps_per_optimizer_step'])}",
         f"{w('effective_batch', lang)}: {_num(eb['samples'])} {w('samples', lang)}"
-        + (f", {_num(eb['tokens'])} {w('tokens', lang)}" if eb["tokens"] is not None else ""),
+        + (f", {_num(eb['tokens'])} {w('tokens', lang)}" if eb["tokens"] is not None else "")
+        if eb["samples"] is not None
+        else f"{w('effective_batch', lang)}: {w('not-measured', lang)} ({escape(eb.get('reason') or '?')})",
     ]
     if len(r.get("nodes") or ()) > 1:  # multi-node: which ranks ran where
         where = "; ".join(_node_line(n) for n in r["nodes"])

@@ -49,14 +49,25 @@ from ddp_doctor.core.safe_io import PRIVATE_FILE, write_with
 from ddp_doctor.rundir import records
 from ddp_doctor.rundir.records import Field
 
-# of a step record's `clip` entries; the last two only under FSDP2 (analysis/quantities/shards.py)
-CLIP_COLUMNS = ("max_norm", "total_norm", "after_unscale", "scaler", "total_norm_shard", "norm_type")
+# of a step record's `clip` entries; total_norm_shard and norm_type only under FSDP2
+# (analysis/quantities/shards.py), the last three only for clip_grad_value_ (records._CLIP)
+CLIP_COLUMNS = (
+    "max_norm",
+    "total_norm",
+    "after_unscale",
+    "scaler",
+    "total_norm_shard",
+    "norm_type",
+    "clip_value",
+    "max_abs",
+    "clipped_norm",
+)
 CHUNK_LINES = 32768
 MAX_LISTED_BAD_LINES = 5
 # Arrow parses blocks of this size in parallel threads; a longer line fails its chunk over to the
 # per-line path (slower, same result).
 BLOCK_BYTES = 1 << 20
-CACHE_VERSION = 5
+CACHE_VERSION = 6
 CACHE_MIN_BYTES = 4 * 2**20  # runs (all rank files together) smaller than this are not cached
 _DBL_MAX = np.finfo(np.float64).max
 _NAN_MARK = float(np.nextafter(_DBL_MAX, 0))  # 1.7976931348623155e308 stands for "nan" in the fast path
@@ -404,7 +415,7 @@ def parse_rank_bytes(
     return data, table
 
 
-# A rank file written from a sparse log (importers/reduced.py) holds one step record per logged
+# A rank file written from a sparse log (rundir/sources/logs.py) holds one step record per logged
 # step; its header's `steps_per_line` stretches the bound on believable step numbers, capped so that
 # no header can size an allocation by itself.
 MAX_STEPS_PER_LINE = 10_000

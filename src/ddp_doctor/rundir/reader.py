@@ -47,7 +47,7 @@ from ddp_doctor.rundir.records import (
     manifest_path,
     rank_file,
 )
-from ddp_doctor.rundir.teardown import EXITS_SUBDIR, launcher_failures
+from ddp_doctor.rundir.teardown import EXITS_SUBDIR, ExitStatus, launcher_failures
 
 __all__ = [
     "CACHE_DIR",
@@ -93,6 +93,9 @@ class RunData:
     trainer_metrics: list[dict[str, Any]] = field(default_factory=list)
     # the problems that make data doubtful (not merely partial): verdicts are downgraded on them
     damage: list[str] = field(default_factory=list)
+    # how the run ended, when its source says so without a run directory on disk (an imported
+    # log, rundir/sources/logs.py); None: judged from the directory (teardown.classify_run)
+    exit_status: ExitStatus | None = None
     # who stopped the job and why (WATCH_STOP, written by `ddp-doctor watch --stop-on`); None if nobody
     stopped: dict[str, Any] | None = None
 

@@ -104,6 +104,10 @@ _CLIP = (
     # FSDP2: a partial DTensor total norm, per rank (docs/run-format.md, "FSDP2 / DTensor")
     F("total_norm_shard", "float"),
     F("norm_type", "float"),
+    # clip_grad_value_ (docs/run-format.md, "Clipping by value"); max_norm is null there
+    F("clip_value", "float"),
+    F("max_abs", "float"),
+    F("clipped_norm", "float"),
 )
 _GROUP = (
     F("lr", "float"),
@@ -134,7 +138,7 @@ KINDS: dict[str, tuple[Field, ...]] = {
         F("device", "str"),
         # several nodes / Slurm tasks (probe/launch_env.py): instance name or node-<node rank>
         F("node", "str"),
-        # imported logs (importers/reduced.py): step numbers go up to steps_per_line × lines
+        # imported logs (rundir/sources/logs.py): step numbers go up to steps_per_line × lines
         F("steps_per_line", "int"),
     ),
     "config": (F("what", "str"), F("step", "int")),
@@ -181,10 +185,15 @@ KINDS: dict[str, tuple[Field, ...]] = {
     ),
     "sampler": (
         F("step", "int"),
+        F("sampler", "int"),  # which sampler of this rank (0, 1, ... in order of first iteration)
+        F("shuffle", "bool"),
         F("epoch", "int"),
         F("n", "int"),
         F("hash", "str"),
         F("head", "list[int]"),
+        # that sampler's previous iteration: indices drawn from it, optimizer steps it fed
+        F("prev_drawn", "int"),
+        F("prev_steps", "int"),
     ),
     "replica": (
         F("step", "int"),
@@ -305,6 +314,7 @@ CONFIG_FIELDS: dict[str, tuple[Field, ...]] = {
     "compile": (F("target", "str"), F("order", "str"), F("backend", "str"), F("mode", "str")),
     "scheduler": (F("type", "str"), F("wrapper", "str"), F("split_batches", "bool")),
     "sampler": (
+        F("sampler", "int"),
         F("type", "str"),
         F("shuffle", "bool"),
         F("seed", "int"),

@@ -37,6 +37,18 @@ AFTER_FORWARD_SHARE = limit("no-sync-after-forward", "share")
 ZERO_GRAD_SHARE = limit("zero-grad-inside-accum", "share")
 
 
+# The catalog IDs check() returns (diagnose skips a check none of whose findings the data can feed).
+FINDS = (
+    "accum-loss-unscaled",
+    "zero-grad-inside-accum",
+    "accum-no-sync-missing",
+    "no-sync-after-forward",
+    "replica-divergence",
+    "accum-uneven",
+    "ddp-bypassed",
+)
+
+
 def check(ctx: Context) -> list[Finding]:
     return [
         _no_sync(ctx),

@@ -12,6 +12,9 @@ from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, not_measured, ruled_out
 from ddp_doctor.core.findings import Finding
 
+# The catalog IDs check() returns (diagnose skips a check none of whose findings the data can feed).
+FINDS = ("batchnorm-unsynced",)
+
 
 def check(ctx: Context) -> list[Finding]:
     fid, ddp = "batchnorm-unsynced", ctx.config("ddp")

@@ -4,8 +4,15 @@
   never coincide across ranks (docs/probe.md, measured facts: 0/16 identical in correct setups, 32/32 without a
   DistributedSampler). Confirmed when more than :data:`IDENTICAL_SHARE` of the micro-batches match
   rank 0's at the same (step, micro-step).
-* set-epoch-missing: each DistributedSampler iteration records the hash of its index list;
-  without set_epoch every iteration (epoch) yields the same list. Needs ≥ 2 iterations.
+* set-epoch-missing: each DistributedSampler iteration records the hash of its index list and
+  the epoch value it ran at; without set_epoch every iteration (epoch) yields the same list.
+  Judged on the sampler that feeds the optimizer steps (train, not val/test), over its training
+  iterations (peeks that fed no step set aside; :mod:`ddp_doctor.analysis.quantities.samplers`):
+  decided from the epoch values and the order per epoch value: with one epoch value, confirmed
+  when more than half of consecutive training iterations repeat the order ("set_epoch is not
+  called"); with several, set_epoch is called, re-iterations at one value repeat by design (noted),
+  and it is confirmed only when the order stays the same across different values (the sampler
+  ignores its epoch). Needs ≥ 2 training iterations.
 * rank-data-skew: the batch-means test of :mod:`ddp_doctor.analysis.quantities.skew` on each
   rank's local loss and log local gradient norm².
 """
@@ -19,11 +26,16 @@ import numpy as np
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, fmt, not_measured, ruled_out
 from ddp_doctor.analysis.quantities.data_overlap import overlap_by_step
+from ddp_doctor.analysis.quantities.samplers import feeding, sampler_uses
 from ddp_doctor.analysis.quantities.skew import rank_skew
 from ddp_doctor.core.catalog import limit, threshold_text
 from ddp_doctor.core.findings import Finding
 
 IDENTICAL_SHARE = limit("sampler-missing", "share")
+
+
+# The catalog IDs check() returns (diagnose skips a check none of whose findings the data can feed).
+FINDS = ("sampler-missing", "set-epoch-missing", "rank-data-skew")
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -71,61 +83,139 @@ def _sampler(ctx: Context) -> Finding:
 
 
 def _set_epoch(ctx: Context) -> Finding:
+    """Decided on the sampler that feeds the optimizer steps, from its training iterations' epoch
+    values and orders (quantities/samplers.py); the other samplers are listed in the evidence."""
     fid = "set-epoch-missing"
-    cfg = ctx.config("sampler")
-    iters = {r: d.sampler for r, d in ctx.run.ranks.items() if d.sampler}
-    if not iters:
+    uses = sampler_uses(ctx.run)
+    if not uses:
         return not_measured(
             fid,
             "No DistributedSampler iteration was recorded (no sampler, or an iterable dataset).",
             "未记录到 DistributedSampler 的迭代（没有 sampler，或为可迭代数据集）。",
-            sampler_config=cfg,
+            sampler_config=ctx.config("sampler"),
         )
-    if cfg is not None and cfg.get("shuffle") is False:
-        return ruled_out(
-            fid,
-            "The DistributedSampler does not shuffle (shuffle=False): the order is "
-            "the same every epoch by design, set_epoch does not change it.",
-            "DistributedSampler 未开启 shuffle：每个 epoch 顺序本就相同，set_epoch 不影响。",
-            shuffle=False,
-        )
-    n_iter = max(len(v) for v in iters.values())
-    if n_iter < 2:
-        return not_measured(
-            fid,
-            "Only one epoch was iterated: a repeat needs ≥ 2 epochs.",
-            "只遍历了一个 epoch：判断顺序是否重复至少需要 2 个 epoch。",
-            epochs_seen=1,
-        )
-    repeats, pairs = 0, 0
-    epochs: set[int] = set()
-    for recs in iters.values():
-        for a, b in zip(recs, recs[1:]):
-            pairs += 1
-            repeats += a.get("hash") == b.get("hash")
-        epochs.update(int(x.get("epoch", 0)) for x in recs)
+    use, chosen = feeding(uses)
+    assert use is not None
+    which = (
+        "the sampler"
+        if len(uses) == 1
+        else f"sampler {use.sampler} (the one feeding the optimizer steps: {chosen})"
+    )
+    which_zh = (
+        "该 sampler" if len(uses) == 1 else f"sampler {use.sampler}（为优化步提供数据的那个：{chosen}）"
+    )
     ev: dict[str, Any] = dict(
-        sampler_iterations=n_iter,
-        epoch_values_seen=sorted(epochs),
-        repeated_orders=repeats,
-        consecutive_pairs=pairs,
+        judged=use.summary(),
+        chosen_because=chosen,
+        other_samplers=[u.summary() for u in uses if u is not use],
         threshold=threshold_text(fid),
     )
-    if repeats > pairs / 2:
+    if use.shuffle is False:
+        return ruled_out(
+            fid,
+            f"{which.capitalize()} does not shuffle (shuffle=False): its order is the same every epoch by "
+            "design, set_epoch does not change it.",
+            f"{which_zh}未开启 shuffle：每个 epoch 顺序本就相同，set_epoch 不影响。",
+            shuffle=False,
+            **ev,
+        )
+    training = use.training()
+    n_train = max((len(v) for v in training.values()), default=0)
+    aside = use.set_aside()
+    aside_en = f" ({aside} iteration(s) that fed no optimizer step — peeks — set aside)" if aside else ""
+    aside_zh = f"（{aside} 次未为任何优化步提供数据的迭代——如预取一个批次——不计入）" if aside else ""
+    if n_train < 2:
+        return not_measured(
+            fid,
+            f"{which.capitalize()} was iterated for training only once{aside_en}: a repeat needs ≥ 2 epochs.",
+            f"{which_zh}只进行了一次训练迭代{aside_zh}：判断顺序是否重复至少需要 2 个 epoch。",
+            epochs_seen=1,
+            **ev,
+        )
+    # the order per epoch value: re-iterations at one value (two loaders on one sampler, set_epoch
+    # called after the first iteration) repeat by design; across values the order must change
+    repeats = pairs = same_value = same_value_repeats = 0
+    epochs: set[int] = set()
+    for its in training.values():
+        for a, b in zip(its, its[1:]):
+            pairs += 1
+            repeats += a.hash == b.hash
+            if a.epoch == b.epoch:
+                same_value += 1
+                same_value_repeats += a.hash == b.hash
+        epochs.update(i.epoch for i in its if i.epoch is not None)
+    values = sorted(epochs)
+    shown = _values_text(values)
+    across, across_repeats = pairs - same_value, repeats - same_value_repeats
+    ev.update(
+        sampler_iterations=n_train,
+        epoch_values_seen=values[:50],
+        repeated_orders=repeats,
+        consecutive_pairs=pairs,
+        pairs_at_the_same_epoch_value=same_value,
+        repeated_across_epoch_values=across_repeats,
+        pairs_across_epoch_values=across,
+    )
+    again = (
+        f" ({same_value_repeats} training iteration(s) re-ran the order of the previous one at the same epoch "
+        "value: a sampler iterated more than once per epoch, or set_epoch called after the first iteration)"
+        if same_value_repeats
+        else ""
+    )
+    again_zh = (
+        f"（{same_value_repeats} 次训练迭代在相同 epoch 值下重复了上一次的顺序）"
+        if same_value_repeats
+        else ""
+    )
+    if len(values) <= 1:
+        if repeats > pairs / 2:
+            return confirmed(
+                fid,
+                f"The shuffled index order of {which} repeated in {repeats} of {pairs} consecutive training "
+                f"iterations{aside_en}, all at epoch value {shown}: set_epoch is not called.",
+                f"{which_zh}打乱后的索引顺序在 {pairs} 对相邻训练迭代中有 {repeats} 对重复{aside_zh}，epoch 值都是 {shown}："
+                "没有调用 set_epoch。",
+                **ev,
+            )
+        return ruled_out(
+            fid,
+            f"The index order of {which} changed between training iterations ({pairs - repeats} of {pairs} "
+            f"consecutive pairs differ) although the epoch value stayed {shown} (seed or dataset changed){aside_en}.",
+            f"{which_zh}的索引顺序在训练迭代之间发生了变化（{pairs} 对中 {pairs - repeats} 对不同），"
+            f"尽管 epoch 值一直是 {shown}{aside_zh}。",
+            **ev,
+        )
+    if across_repeats > across / 2:
         return confirmed(
             fid,
-            f"The shuffled index order repeated in {repeats} of {pairs} consecutive "
-            f"epoch pairs (epoch values seen: {sorted(epochs)}): set_epoch is not called.",
-            f"打乱后的索引顺序在 {pairs} 对相邻 epoch 中有 {repeats} 对重复（观察到的 epoch 值：{sorted(epochs)}）："
-            "没有调用 set_epoch。",
+            f"set_epoch is called (epoch values {shown}), but the index order of {which} stayed the same in "
+            f"{across_repeats} of {across} consecutive training iterations at different epoch values: the "
+            f"sampler ignores its epoch{aside_en}.",
+            f"调用了 set_epoch（epoch 值 {shown}），但{which_zh}的索引顺序在 {across} 对 epoch 值不同的相邻训练迭代中有 "
+            f"{across_repeats} 对未变：sampler 忽略了 epoch{aside_zh}。",
             **ev,
         )
     return ruled_out(
         fid,
-        f"The index order changed between epochs ({pairs - repeats} of {pairs} consecutive pairs differ).",
-        f"各 epoch 之间索引顺序发生了变化（{pairs} 对中 {pairs - repeats} 对不同）。",
+        f"set_epoch is called: the index order of {which} changed with the epoch value ({across - across_repeats} "
+        f"of {across} consecutive training iterations at different epoch values differ; epoch values {shown})"
+        f"{again}{aside_en}.",
+        f"调用了 set_epoch：{which_zh}的索引顺序随 epoch 值变化（{across} 对 epoch 值不同的相邻训练迭代中 "
+        f"{across - across_repeats} 对不同；epoch 值 {shown}）{again_zh}{aside_zh}。",
         **ev,
     )
+
+
+def _values_text(values: list[int]) -> str:
+    """[0] → "0"; a run of consecutive values → "0–4"; else the list (at most 8 shown)."""
+    if not values:
+        return "unknown"
+    if len(values) == 1:
+        return str(values[0])
+    if values == list(range(values[0], values[-1] + 1)):
+        return f"{values[0]}–{values[-1]}"
+    head = ", ".join(map(str, values[:8]))
+    return f"[{head}{', ...' if len(values) > 8 else ''}]"
 
 
 def _skew(ctx: Context) -> Finding:

@@ -20,6 +20,10 @@ NO_DDP = "No DDP wrapper was recorded."
 NO_DDP_ZH = "未记录到 DDP 包装器。"
 
 
+# The catalog IDs check() returns (diagnose skips a check none of whose findings the data can feed).
+FINDS = ("find-unused-true", "unused-parameters", "ddp-bucket-config")
+
+
 def check(ctx: Context) -> list[Finding]:
     return [_find_unused(ctx), _unused(ctx), _buckets(ctx)]
 

@@ -57,6 +57,10 @@ def _first_clip_norms(ctx: Context) -> tuple[int | None, dict[int, float]]:
     return step, norms
 
 
+# The catalog IDs check() returns (diagnose skips a check none of whose findings the data can feed).
+FINDS = ("fsdp-clip-wrong",)
+
+
 def check(ctx: Context) -> list[Finding]:
     fid, cfg = "fsdp-clip-wrong", ctx.config("fsdp")
     if cfg is None or cfg.get("version") != 1:

@@ -36,6 +36,10 @@ FAR_ABOVE = limit("loss-unstable", "far_above")
 MIN_STEPS = MIN_RUN + 2
 
 
+# The catalog IDs check() returns (diagnose skips a check none of whose findings the data can feed).
+FINDS = ("loss-unstable",)
+
+
 def check(ctx: Context) -> list[Finding]:
     return [loss_unstable(ctx)]
 

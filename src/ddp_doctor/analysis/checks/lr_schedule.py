@@ -2,7 +2,9 @@
 
 * warmup length = the first optimizer step where the lr of group 0 reaches 99 % of its maximum.
   Minimum for Adam-type optimizers: 2 / (1 − β2) steps (Ma & Yarats 2021, "On the adequacy of
-  untuned warmup for adaptive optimization"). Confirmed when loss spikes start within
+  untuned warmup for adaptive optimization"); it applies only where the recorded optimizer has
+  Adam's β2 (:func:`adam_beta2`: SGD has none), and "a spike near the warmup's end" only where
+  there is a warmup (w > 0). Confirmed when loss spikes start within
   max(:data:`MIN_WINDOW`, warmup/2) steps of the warmup's end, or when the warmup is shorter than
   the minimum and a spike starts before that minimum. Without spikes a short warmup alone is not a
   finding (it is reported in the evidence).
@@ -31,6 +33,10 @@ MIN_WINDOW = int(limit("warmup-short", "min_window"))
 PER_MICRO_SHARE = limit("scheduler-per-microstep", "share")
 
 
+# The catalog IDs check() returns (diagnose skips a check none of whose findings the data can feed).
+FINDS = ("scheduler-per-microstep", "warmup-short", "update-ratio-high")  # the last shared with optimizer
+
+
 def check(ctx: Context) -> list[Finding]:
     return [_warmup(ctx), _per_micro(ctx), update_ratio(ctx)]
 
@@ -43,40 +49,86 @@ def warmup_length(lr: np.ndarray) -> int | None:
     return int(np.flatnonzero(ok & (lr >= WARMUP_REACHED * peak))[0])
 
 
+def adam_beta2(opt: dict[str, Any] | None) -> tuple[float | None, str]:
+    """β2 of an Adam-type optimizer (its recorded group 0 has ``betas``), else None and why not.
+
+    The 2/(1-β2) minimum is about Adam's second-moment estimate: an optimizer without a recorded
+    ``betas`` pair (SGD, Adagrad, ...) has none, and Lion's β2 is a momentum, not a second moment.
+    Wrappers (accelerate's AcceleratedOptimizer) expose the wrapped optimizer's groups, so the
+    groups decide, not the class name alone."""
+    if not opt:
+        return None, "no optimizer config was recorded"
+    kind = str(opt.get("type") or "?")
+    groups = opt.get("groups")
+    group0 = groups[0] if isinstance(groups, list) and groups and isinstance(groups[0], dict) else {}
+    betas = group0.get("betas")
+    if "lion" in kind.lower():
+        return None, f"the optimizer is {kind}: its β2 is a momentum, not Adam's second moment"
+    if not isinstance(betas, list | tuple) or len(betas) < 2:
+        return None, f"the optimizer is {kind}, which has no β2 (not an Adam variant)"
+    try:
+        beta2 = float(betas[1])
+    except (TypeError, ValueError):
+        return None, f"the optimizer's betas {betas!r} are not numbers"
+    if not 0.0 <= beta2 < 1.0:
+        return None, f"β2 = {beta2:g} is outside [0, 1)"
+    return beta2, ""
+
+
 def _warmup(ctx: Context) -> Finding:
     fid = "warmup-short"
     w = warmup_length(ctx.series.lr)
     if w is None:
         return not_measured(fid, "No lr trace recorded.", "未记录学习率曲线。")
-    opt = ctx.config("optimizer") or {}
-    groups = opt.get("groups") or [{}]
-    betas = groups[0].get("betas") or [0.9, 0.999]
-    beta2 = float(betas[1])
-    w_min = 2.0 / (1.0 - beta2)
+    opt = ctx.config("optimizer")
+    beta2, why_not_adam = adam_beta2(opt)
+    w_min = 2.0 / (1.0 - beta2) if beta2 is not None else None
     window = max(MIN_WINDOW, w // 2)
     starts = [s.step for s in ctx.loss_spikes]
-    near = [s for s in starts if abs(s - w) <= window]
-    early = [s for s in starts if s < w_min] if w < w_min else []
+    # "a spike near the end of the warmup" needs a warmup: with the lr at its peak from the first
+    # step there is no warmup end, and only Adam's minimum (below) says a warmup was needed
+    near = [s for s in starts if abs(s - w) <= window] if w > 0 else []
+    early = [s for s in starts if s < w_min] if w_min is not None and w < w_min else []
+    rule_min = (
+        f"warmup < 2/(1-β2) = {w_min:g} with a spike before that"
+        if w_min is not None
+        else f"(the 2/(1-β2) minimum does not apply: {why_not_adam})"
+    )
     ev: dict[str, Any] = dict(
         warmup_steps=w,
         min_warmup_steps=w_min,
         beta2=beta2,
+        optimizer=(opt or {}).get("type"),
+        adam_rule_applies=w_min is not None,
+        adam_rule_reason=why_not_adam or None,
         loss_spike_steps=starts[:20],
         spikes_near_warmup_end=near[:20],
         spikes_before_min_warmup=early[:20],
-        threshold=f"spike within {window} steps of warmup end, or warmup < 2/(1-β2) = {w_min:g} "
-        "with a spike before that",
+        threshold=f"spike within {window} steps of warmup end, or {rule_min}",
     )
     if near or early:
+        minimum = f" (minimum 2/(1-β2) = {w_min:g})" if w_min is not None else ""
+        minimum_zh = f"（最小值 2/(1-β2) = {w_min:g}）" if w_min is not None else ""
         return confirmed(
             fid,
-            f"Warmup ends at step {w} (minimum 2/(1-β2) = {w_min:g}) and loss spikes "
-            f"start at step(s) {(near or early)[:5]}.",
-            f"warmup 在第 {w} 步结束（最小值 2/(1-β2) = {w_min:g}），"
-            f"损失尖峰始于第 {(near or early)[:5]} 步。",
+            f"Warmup ends at step {w}{minimum} and loss spikes start at step(s) {(near or early)[:5]}.",
+            f"warmup 在第 {w} 步结束{minimum_zh}，损失尖峰始于第 {(near or early)[:5]} 步。",
             **ev,
         )
-    note = f" (shorter than 2/(1-β2) = {w_min:g}, but no spike followed)" if w < w_min else ""
+    if w == 0 and w_min is None:
+        return not_measured(
+            fid,
+            f"The lr is at its peak from the first step (no warmup), and the warmup minimum "
+            f"2/(1-β2) does not apply: {why_not_adam}. No rule for this optimizer's warmup is measured.",
+            f"学习率从第一步起就是峰值（没有 warmup），且 warmup 最小值 2/(1-β2) 不适用：{why_not_adam}。"
+            "对该优化器的 warmup 没有可用的测量规则。",
+            **ev,
+        )
+    note = (
+        f" (shorter than 2/(1-β2) = {w_min:g}, but no spike followed)"
+        if w_min is not None and w < w_min
+        else ""
+    )
     return ruled_out(
         fid,
         f"Warmup of {w} optimizer steps{note}; no loss spike near its end.",

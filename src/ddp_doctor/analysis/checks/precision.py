@@ -27,6 +27,10 @@ MIN_SKIPS = int(limit("fp16-overflow", "min_skips"))
 MIN_SKIP_SHARE = limit("fp16-overflow", "min_share")
 
 
+# The catalog IDs check() returns (diagnose skips a check none of whose findings the data can feed).
+FINDS = ("fp16-overflow", "fp16-no-scaler", "nonfinite")
+
+
 def check(ctx: Context) -> list[Finding]:
     return [_overflow(ctx), _no_scaler(ctx), _nonfinite(ctx)]
 

@@ -5,7 +5,8 @@
   gradient spikes carry the lag to the loss spike that follows. A gradient spike that clipping
   cut to max_norm on each of its steps, with no loss spike after it, reached the update bounded:
   it is reported in the evidence but does not confirm the finding.
-* clip-saturated: clipping is active when total_norm > max_norm; saturated when that holds on more
+* clip-saturated: clipping is active when total_norm > max_norm (by value, `clip_grad_value_`:
+  when the largest |gradient| exceeds clip_value); saturated when that holds on more
   than :data:`SATURATED_SHARE` of the (non-skipped) clipped steps after warmup — then clipping
   rescales most updates, i.e. it lowers the lr. Gradient norms are large early in training by
   nature (clip=1.0 is routinely active in the first steps), so the share is judged only on steps
@@ -50,6 +51,10 @@ RULE = (
 LOSS_RULE = (
     RULE + f"; before {MIN_HISTORY} steps of history: > {EARLY_LOSS_FACTOR:g}× the mean of the steps before"
 )
+
+
+# The catalog IDs check() returns (diagnose skips a check none of whose findings the data can feed).
+FINDS = ("loss-spike", "grad-spike", "clip-saturated", "clip-before-unscale")
 
 
 def check(ctx: Context) -> list[Finding]:
@@ -186,11 +191,17 @@ def _clip_saturated(ctx: Context) -> Finding:
     if step.size == 0:
         return ruled_out(
             fid,
-            "No gradient clipping was called, so it cannot saturate.",
-            "没有调用梯度裁剪，因此不会饱和。",
+            "No clip_grad_norm_ or clip_grad_value_ call was recorded, so clipping cannot saturate.",
+            "没有记录到 clip_grad_norm_ 或 clip_grad_value_ 调用，因此裁剪不会饱和。",
             clip_calls=0,
         )
-    mx, tn = clip[:, CLIP_COLUMNS.index("max_norm")], clip[:, CLIP_COLUMNS.index("total_norm")]
+    # by norm: active when total_norm > max_norm; by value (clip_grad_value_): when the largest
+    # |gradient| exceeds clip_value, i.e. the call changed the gradient
+    col = {k: clip[:, CLIP_COLUMNS.index(k)] for k in CLIP_COLUMNS}
+    by_value = np.isfinite(col["clip_value"]) & ~np.isfinite(col["max_norm"])
+    mx = np.where(by_value, col["clip_value"], col["max_norm"])
+    tn = np.where(by_value, col["max_abs"], col["total_norm"])
+    bound_name = "clip_value" if by_value.all() else "max_norm"
     skipped = ctx.series.skipped
     in_range = (step >= 0) & (step < skipped.size)
     on_skipped = np.zeros(step.size, dtype=bool)
@@ -210,9 +221,15 @@ def _clip_saturated(ctx: Context) -> Finding:
         warmup_steps=start,
         clipped_during_warmup=early_active,
         warmup_clip_calls=early_total,
-        max_norm=max_norm,
         threshold=f"> {SATURATED_SHARE:.0%} of ≥ {MIN_JUDGED_STEPS} post-warmup steps clipped",
     )
+    ev[bound_name] = max_norm
+    if by_value.any():
+        ev["clipped_by_value"] = int(by_value.sum())
+        kept = (col["clipped_norm"] / col["total_norm"])[by_value & usable & clipped]
+        kept = kept[np.isfinite(kept)]
+        # how much of the gradient's norm value clipping left on the steps it changed
+        ev["median_norm_kept"] = float(np.median(kept)) if kept.size else None
     if total < MIN_JUDGED_STEPS:
         a, n = active + early_active, total + early_total
         return inconclusive(
@@ -228,9 +245,9 @@ def _clip_saturated(ctx: Context) -> Finding:
     if share > SATURATED_SHARE:
         return confirmed(
             fid,
-            f"Clipping was active on {share:.0%} of steps ({active}/{total}, max_norm "
+            f"Clipping was active on {share:.0%} of steps ({active}/{total}, {bound_name} "
             f"{max_norm:g}): it effectively lowers the lr.",
-            f"{share:.0%} 的步触发了裁剪（{active}/{total}，max_norm {max_norm:g}）：实际上降低了学习率。",
+            f"{share:.0%} 的步触发了裁剪（{active}/{total}，{bound_name} {max_norm:g}）：实际上降低了学习率。",
             **ev,
         )
     return ruled_out(

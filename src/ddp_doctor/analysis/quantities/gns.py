@@ -74,7 +74,12 @@ def per_step_estimates(
 
 
 def ratio_with_stderr(s: np.ndarray, g2: np.ndarray, block: int = BLOCK) -> tuple[float, float, bool]:
-    """B = mean(S)/mean(G²) with its block standard error; flags a lower bound when G² ≤ 2 se."""
+    """B = mean(S)/mean(G²) with its block standard error; flags a lower bound when G² ≤ 2 se.
+
+    Total over degenerate input: no values, or an upper end of |G|² that is not positive (every
+    gradient exactly 0, a zero-loss run), give (nan, nan, True): there is no ratio to quote."""
+    if len(s) == 0:
+        return math.nan, math.nan, True
     n_b = len(s) // block
     if n_b >= 2:
         s_b = s[: n_b * block].reshape(n_b, block).mean(axis=1)
@@ -84,9 +89,12 @@ def ratio_with_stderr(s: np.ndarray, g2: np.ndarray, block: int = BLOCK) -> tupl
         n_b = len(s)
     s_m, g_m = float(s_b.mean()), float(g_b.mean())
     se_g = float(g_b.std(ddof=1) / math.sqrt(n_b)) if n_b > 1 else math.inf
+    if not math.isfinite(g_m) or not math.isfinite(s_m):
+        return math.nan, math.nan, True
     if g_m <= 2 * se_g:
         # |G|^2 is not resolved: quote the value at the upper end of |G|^2 as a lower bound
-        return s_m / (g_m + 2 * se_g), math.nan, True
+        top = g_m + 2 * se_g
+        return (s_m / top if top > 0 and math.isfinite(top) else math.nan), math.nan, True
     b = s_m / g_m
     se = float(np.std(s_b - b * g_b, ddof=1) / math.sqrt(n_b) / g_m) if n_b > 1 else math.nan
     return b, se, False
@@ -136,15 +144,43 @@ def gradient_noise_scale(
             empty,
             f"only {n} steps with local and global gradient norms (need {MIN_STEPS})",
         )
+    if not (np.any(gs[ok] > 0) or np.any(gb[ok] > 0)):
+        # every gradient exactly 0 (a constant or zero loss): there is no noise scale to measure
+        return GNS(
+            None,
+            None,
+            False,
+            None,
+            None,
+            False,
+            n,
+            empty,
+            f"every recorded gradient norm is exactly 0 ({n} steps): no gradient, no noise scale",
+        )
     g2, s = per_step_estimates(gs[ok], gb[ok], bs[ok], world_size * bs[ok])
     b, se, lower = ratio_with_stderr(s, g2)
+    if not math.isfinite(b):
+        return GNS(
+            None,
+            None,
+            False,
+            None,
+            None,
+            False,
+            n,
+            empty,
+            f"|G|² and tr(Σ) estimates are not finite over the {n} steps (no ratio to quote)",
+        )
     bt, set_, lower_t = None, None, False
     tok = np.nanmean(series.tokens, axis=0)
     okt = ok & np.isfinite(tok) & (tok > 0)
     if okt.sum() >= MIN_STEPS:
         g2t, st = per_step_estimates(gs[okt], gb[okt], tok[okt], world_size * tok[okt])
         bt_, set_raw, lower_t = ratio_with_stderr(st, g2t)
-        bt, set_ = bt_, (None if math.isnan(set_raw) else set_raw)
+        if math.isfinite(bt_):
+            bt, set_ = bt_, (None if math.isnan(set_raw) else set_raw)
+        else:
+            lower_t = False
     g2_full = np.full(series.n_steps, np.nan)
     s_full = np.full(series.n_steps, np.nan)
     g2_full[ok], s_full[ok] = g2, s

@@ -5,7 +5,8 @@ Lightning, Fabric, accelerate; or the reference trainer's metrics.jsonl) are gro
 by (source, key, rank). Each value is lined up with the optimizer step it most likely describes
 (a value logged when ``micro == 0`` follows ``optimizer.step()`` of window ``step - 1``; one
 logged mid-window follows micro-step ``micro - 1`` — or precedes micro-step ``micro``, the
-"before" alignment, for a loss printed between forward and backward), and compared with
+"before" alignment, for a loss printed between forward and backward; or describes the step before
+that, "one step late", as HF Trainer's logged loss does), and compared with
 candidate values computed from the probe's own records, for the logging rank r and for all ranks:
 
     rank-local:  u_r(t, i)           micro-batch loss (loss-function output, else backward root)
@@ -15,8 +16,8 @@ candidate values computed from the probe's own records, for the logging rank r a
                  Σ_i u_r(t, i)       the step sum (loss.item() accumulated undivided)
                  mean L_r over (t_prev, t]   mean since the previous logged value ("running loss")
                  mean L_r over [epoch start, t]   mean since the start of the epoch (tqdm's
-                                     ``total / (i + 1)``; epochs start where a DistributedSampler
-                                     was iterated, else at step 0)
+                                     ``total / (i + 1)``; epochs start where the sampler feeding
+                                     the steps began a training iteration, else at step 0)
     global:      each rank-local form averaged over ranks (what an all-reduce of it logs), the
                  token-weighted global step loss L(t) and its mean over (t_prev, t]
 
@@ -43,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from ddp_doctor.analysis.quantities.samplers import feeding, sampler_uses
 from ddp_doctor.analysis.quantities.series import Series
 from ddp_doctor.core.catalog import limit
 from ddp_doctor.rundir.reader import RunData, StepColumns, num
@@ -222,12 +224,21 @@ class _Micro:
         return float(np.sum(self.u[w[0] : w[0] + w[1]]))
 
 
+# How a logged value lines up with the step it describes (module docstring): right after the step
+# ("after"), between forward and backward ("before"), or one optimizer step late ("one step late":
+# HF Trainer logs the all-reduced loss of the step before the one just taken, measured 40/40 at
+# step s−1 and 0/40 at s on run_clm.py with logging_steps=1).
+ALIGNMENTS = ("after", "before", "one step late")
+
+
 def _positions(points: list[_Point], alignment: str) -> list[tuple[int, int]]:
     """(step, micro index) each value describes; micro -1 = the last micro-step of that step."""
     out = []
     for p in points:
         if alignment == "after":
             out.append((p.step - 1, -1) if p.micro == 0 else (p.step, p.micro - 1))
+        elif alignment == "one step late":
+            out.append((p.step - 2, -1) if p.micro == 0 else (p.step - 1, -1))
         else:
             out.append((p.step, p.micro))
     return out
@@ -247,7 +258,7 @@ def _window_mean(loss: np.ndarray, steps: list[int]) -> list[float]:
 def _epoch_mean(loss: np.ndarray, steps: list[int], starts: list[int]) -> list[float]:
     """Mean of loss from the start of the epoch of each logged step to it (``total / (i + 1)``).
 
-    Epochs start where a DistributedSampler was iterated (`sampler` records), else at step 0.
+    Epochs start where the sampler feeding the steps began a training iteration (quantities/samplers.py), else at step 0.
     """
     out = []
     for t in steps:
@@ -300,7 +311,7 @@ def _candidates(
     pos = _positions(points, alignment)
     steps = [t for t, _ in pos]
     # step-level forms describe a finished step: only for values logged after optimizer.step()
-    step_level = alignment == "after" or all(p.micro == 0 for p in points)
+    step_level = alignment != "before" or all(p.micro == 0 for p in points)
     per_rank = {
         r: _rank_forms(
             points,
@@ -372,7 +383,7 @@ def match_series(
     result = LoggedSeries(source, key, rank, len(points))
     forms: list[Form] = []
     values_of: dict[tuple[str, str, str], list[float]] = {}
-    for alignment in ("after", "before"):
+    for alignment in ALIGNMENTS:
         for (family, name), values in _candidates(
             points, alignment, rank, micro, series, starts or []
         ).items():
@@ -411,14 +422,11 @@ def logged_loss(run: RunData, series: Series) -> LoggedLoss:
     for source, key, rank in sorted(groups, key=lambda g: (g[2] < 0, g[2])):
         if not is_eval_key(key):
             chosen.setdefault((source, key), rank)
-    # epochs start where a DistributedSampler was iterated
+    # epochs start where the sampler feeding the optimizer steps began a training iteration
+    # (not where a val sampler or a one-batch peek was iterated)
+    use, _ = feeding(sampler_uses(run))
     starts = sorted(
-        {
-            int(rec["step"])
-            for d in run.ranks.values()
-            for rec in d.sampler
-            if isinstance(rec.get("step"), int)
-        }
+        {i.step for its in (use.training().values() if use else ()) for i in its if i.step is not None}
     )
     results = [
         match_series(s, k, r, groups[(s, k, r)], micro, series, starts) for (s, k), r in chosen.items()

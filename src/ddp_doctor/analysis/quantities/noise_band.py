@@ -102,6 +102,30 @@ def _micro_moments(run: RunData, T: int) -> tuple[np.ndarray, np.ndarray, np.nda
     return sk, skm, skm2, cnt, units
 
 
+def why_no_prediction(run: RunData, cnt: np.ndarray) -> str:
+    """Which piece the predicted noise is missing: the loss-function values, their sample/token
+    counts, or a second micro-batch per optimizer step (ranks × accumulation)."""
+    values = counted = 0
+    for data in run.ranks.values():
+        c = data.steps
+        if c is None or not len(c):
+            continue
+        values += int(np.isfinite(c.fn_value).sum())
+        counted += int((np.isfinite(c.fn_value) & ((c.fn_n_valid > 0) | (c.samples > 0))).sum())
+    if values == 0:
+        return (
+            "no loss-function value was recorded (the probe reads the output of torch's loss functions, "
+            "e.g. F.cross_entropy or nn.CrossEntropyLoss; this script's loss was computed otherwise)"
+        )
+    if counted == 0:
+        return "the loss-function values have no sample or token count (micro-batch size not recorded)"
+    most = int(cnt.max()) if cnt.size else 0
+    return (
+        f"needs ≥ 2 micro-batches per optimizer step (ranks × accumulation) with a loss-function value; "
+        f"at most {most} recorded in a step"
+    )
+
+
 def noise_band(run: RunData, series: Series) -> NoiseBand:
     T = series.n_steps
     empty = np.full(T, np.nan)
@@ -119,7 +143,7 @@ def noise_band(run: RunData, series: Series) -> NoiseBand:
     n = int(ok.sum())
     if n < MIN_STEPS:
         reason = (
-            "needs ≥ 2 micro-batches per optimizer step with a recorded loss-function value"
+            why_no_prediction(run, cnt)
             if not np.isfinite(pred).any()
             else f"only {n} usable steps (need {MIN_STEPS})"
         )

@@ -116,9 +116,15 @@ def _steps_needed(ratio: float, n_diffs: int, pred: float, pred_dof: float, step
     return n + 2  # n second differences need n + 2 steps
 
 
-def oscillation(loss: np.ndarray, predicted_trace: np.ndarray, pred_dof_per_step: np.ndarray) -> Oscillation:
+def oscillation(
+    loss: np.ndarray,
+    predicted_trace: np.ndarray,
+    pred_dof_per_step: np.ndarray,
+    why_no_prediction: str | None = None,
+) -> Oscillation:
     """``loss`` [T] (nan = missing/skipped), ``predicted_trace`` [T] σ_pred(t), and the micro-batch
-    degrees of freedom M_t − 1 per step."""
+    degrees of freedom M_t − 1 per step; ``why_no_prediction``: the noise band's reason when it
+    predicted nothing (named instead of the generic one)."""
     obs, n = robust_second_diff_std(loss)
     usable = np.isfinite(loss) & np.isfinite(predicted_trace)
     steps = int(usable.sum())
@@ -130,7 +136,8 @@ def oscillation(loss: np.ndarray, predicted_trace: np.ndarray, pred_dof_per_step
     if steps == 0:
         return Oscillation(
             obs, None, None, None, None, n, "not-measured", None,
-            "needs ≥ 2 micro-batches per optimizer step (ranks × accumulation) with a recorded "
+            why_no_prediction
+            or "needs ≥ 2 micro-batches per optimizer step (ranks × accumulation) with a recorded "
             "loss-function value to predict the noise",
         )  # fmt: skip
     pred = float(np.sqrt(np.median(predicted_trace[usable] ** 2)))

@@ -3,7 +3,7 @@
 A step t is a spike when, against the :data:`WINDOW` values before it (baseline refreshed every
 :data:`STRIDE` steps),
 
-    z(t) = (x(t) − median) / (1.4826 · MAD) > SPIKE_Z     and     x(t) / median − 1 > MIN_REL_RISE
+    z(t) = (x(t) − median) / (1.4826 · MAD) > SPIKE_Z     and     (x(t) − median) / |median| > MIN_REL_RISE
 
 Rules in the field, for comparison (docs/report.md):
 * MosaicML llm-foundry `KillLossSpike` callback: loss > 2 × the running mean of a 100-step window,
@@ -13,11 +13,13 @@ Rules in the field, for comparison (docs/report.md):
 * OLMo 2 (Team OLMo 2024) counts spikes as values more than 7 standard deviations above a rolling
   mean.
 The median/MAD form is the robust version of the OLMo rule: earlier spikes do not inflate the
-spread. The relative-rise floor keeps a nearly constant series (MAD → 0) from flagging noise.
+spread. The relative-rise floor keeps a nearly constant series (MAD → 0) from flagging noise; a
+baseline of exactly 0 (a loss of 0 throughout) has no relative rise, so nothing on it is a spike.
 Before MIN_HISTORY values exist the robust rule cannot judge; there a *loss* step is a spike when
 it exceeds :data:`EARLY_LOSS_FACTOR` × the mean of the steps before it — the llm-foundry rule
 (a 2× jump right after initialization is divergence, not noise: the reference trainer's
-lr-too-high fault goes 5.7 → 15.4 nats at step 5).
+lr-too-high fault goes 5.7 → 15.4 nats at step 5); it presumes a positive loss, so it is not
+applied where the mean before is ≤ 0.
 Consecutive spike steps form one event. A loss spike "follows" a gradient-norm spike when it
 starts within :data:`MAX_LAG` steps after it.
 """
@@ -135,12 +137,18 @@ def find_spikes(
     history) are spikes above early_factor × the mean of the finite values before them."""
     med, z = robust_z(x)
     with np.errstate(invalid="ignore", divide="ignore"):
-        flag = (z > z_min) & (x / med - 1 > rel_min) & np.isfinite(x)
+        # the rise relative to the baseline's magnitude: a negative loss (a log-likelihood, -0.0)
+        # rises towards 0; a baseline of exactly 0 has no relative rise at all
+        rise = np.where(med != 0, (x - med) / np.abs(med), np.nan)
+        flag = (z > z_min) & (rise > rel_min) & np.isfinite(x)
         if early_factor is not None:
             finite = np.isfinite(x)
             count = np.cumsum(finite) - finite  # finite values before t
             mean_before = (np.cumsum(np.where(finite, x, 0.0)) - np.where(finite, x, 0.0)) / count
-            early = ~np.isfinite(z) & finite & (count >= 1) & (x > early_factor * mean_before)
+            # "× the mean before" presumes a positive loss scale (cross-entropy and the like)
+            early = (
+                ~np.isfinite(z) & finite & (count >= 1) & (mean_before > 0) & (x > early_factor * mean_before)
+            )
             med = np.where(early, mean_before, med)
             flag |= early
     events: list[Spike] = []

@@ -6,8 +6,10 @@ It runs at start-up of every Python process the command starts, and must stay ch
    recognised by their command line and the absence of RANK) it only records how failed workers
    exited, when DDP_DOCTOR_EXITS_DIR is set (launch/exits.py: once torch's elastic errors module is
    imported, ChildFailedError is wrapped; nothing runs unless a worker failed);
-3. otherwise it only installs a meta-path hook, and starts the probe right after `import torch`
-   finishes (importing the probe eagerly cost ~86 ms per process, deferred ~10 ms; docs/probe.md, measured facts).
+3. otherwise it only installs a meta-path hook (probe/afterimport.py, standard library only), and
+   starts the probe once torch is fully imported; a `find_spec("torch")` (`datasets`,
+   `transformers`) is not an import (importing the probe eagerly cost ~86 ms per process,
+   deferred ~10 ms; docs/probe.md, measured facts).
 Nothing here may raise: a failure prints one line to stderr and the program runs unprobed.
 """
 
@@ -69,35 +71,17 @@ def _record_exits():
     install()
 
 
-class _AfterImport:
-    """Meta-path finder that runs `callback` once module `module` has executed."""
+def _callback_failed(name, error):
+    sys.stderr.write(f"ddp-doctor: probe not started ({type(error).__name__}: {error})\n")
 
-    def __init__(self, module, callback):
-        self.module, self.callback = module, callback
 
-    def find_spec(self, name, path=None, target=None):
-        if name != self.module:
-            return None
-        sys.meta_path.remove(self)
-        import importlib.util
+def _after_import(module, callback):
+    """Run `callback` once `module` is fully imported (probe/afterimport.py: a `find_spec` alone,
+    as `datasets` does for torch, is not an import)."""
+    _import_ddp_doctor()
+    from ddp_doctor.probe.afterimport import AfterImport
 
-        spec = importlib.util.find_spec(name)
-        if spec is None or spec.loader is None:
-            return spec
-        loader = spec.loader
-        exec_module = loader.exec_module
-
-        callback = self.callback
-
-        def exec_then_callback(module):
-            exec_module(module)
-            try:
-                callback()
-            except Exception as error:  # noqa: BLE001 - never break the user's import
-                sys.stderr.write(f"ddp-doctor: probe not started ({type(error).__name__}: {error})\n")
-
-        loader.exec_module = exec_then_callback  # type: ignore[method-assign]  # this one loader only
-        return spec
+    AfterImport(_callback_failed).add(module, callback)
 
 
 try:
@@ -105,10 +89,11 @@ try:
 except Exception as _error:  # noqa: BLE001 - same as Python does for a failing sitecustomize
     sys.stderr.write(f"ddp-doctor: the shadowed sitecustomize failed ({type(_error).__name__}: {_error})\n")
 
-if _is_launcher():
-    if os.environ.get("DDP_DOCTOR_EXITS_DIR"):
-        sys.meta_path.insert(
-            0, _AfterImport("torch.distributed.elastic.multiprocessing.errors", _record_exits)
-        )
-elif os.environ.get("DDP_DOCTOR_RUN_DIR"):
-    sys.meta_path.insert(0, _AfterImport("torch", _start_probe))
+try:
+    if _is_launcher():
+        if os.environ.get("DDP_DOCTOR_EXITS_DIR"):
+            _after_import("torch.distributed.elastic.multiprocessing.errors", _record_exits)
+    elif os.environ.get("DDP_DOCTOR_RUN_DIR"):
+        _after_import("torch", _start_probe)
+except Exception as _error:  # noqa: BLE001 - the program runs unprobed
+    _callback_failed("torch", _error)

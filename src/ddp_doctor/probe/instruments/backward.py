@@ -26,6 +26,8 @@ _nesting = Nesting()
 @guarded("backward")
 def _before(tensors: Any) -> None:
     steps = PROBE.steps
+    if steps.reevaluating:  # a closure called again inside one step (LBFGS): not a micro-step
+        return
     if steps.pending is not None:  # a scaler-less window left open (update() never called)
         steps.write_pending()
     root = tensors[0] if isinstance(tensors, (list, tuple)) else tensors

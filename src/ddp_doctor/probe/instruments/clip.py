@@ -1,6 +1,13 @@
 """Gradient clipping: every `clip_grad_norm_` call, its returned total norm, and whether it ran
 after `scaler.unscale_` (clipping loss-scaled gradients clips at max_norm × scale: clip-before-unscale).
 
+Clipping by value (`clip_grad_value_`: Fabric's `clip_gradients(clip_val=...)`, Lightning's
+`gradient_clip_algorithm="value"`) is recorded too, with `clip_value` instead of `max_norm`: the
+largest |gradient| before clipping (`max_abs`; clipping changed the gradient iff it exceeds
+`clip_value`) and the gradient's L2 norm before (`total_norm`) and after (`clipped_norm`). Three
+norm passes over the gradients, only in programs that clip by value; on this rank's gradients
+(its shards under FSDP2).
+
 `torch.nn.utils.clip_grad_norm_` is looked up at call time by user code and HF Trainer, so
 replacing the attribute (on both `torch.nn.utils` and its `clip_grad` module) sees them. accelerate
 computes `get_total_norm` itself and then calls the public `torch.nn.utils.clip_grads_with_norm_`,
@@ -21,6 +28,8 @@ import torch.nn.utils.clip_grad
 
 from ddp_doctor.probe.state import PROBE, guarded, patch
 from ddp_doctor.probe.steps import is_partial, local
+
+_INF = float("inf")
 
 
 @guarded("clip")
@@ -60,6 +69,39 @@ def _partial_norm_type(total: Any) -> float | None:
     return float(norm) if isinstance(norm, (int, float)) else None
 
 
+def _grads(parameters: Any) -> list[torch.Tensor]:
+    params = [parameters] if isinstance(parameters, torch.Tensor) else parameters
+    return [local(p.grad).detach() for p in params if p.grad is not None]
+
+
+@guarded("clip")
+def _before_value_clip(parameters: Any) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """(max |g|, ‖g‖) before `clip_grad_value_` changes the gradients in place."""
+    grads = _grads(parameters)
+    if not grads:
+        return None
+    get_total_norm = torch.nn.utils.get_total_norm
+    return get_total_norm(grads, _INF), get_total_norm(grads, 2.0)
+
+
+@guarded("clip")
+def _value_clipped(
+    parameters: Any, clip_value: Any, before: tuple[torch.Tensor, torch.Tensor] | None
+) -> None:
+    steps = PROBE.steps
+    entry: dict[str, Any] = {
+        "max_norm": None,
+        "clip_value": float(clip_value),
+        "total_norm": None,
+        "after_unscale": steps.unscaled,
+        "scaler": steps.scaler_seen,
+    }
+    if before is not None:
+        entry["max_abs"], entry["total_norm"] = before
+        entry["clipped_norm"] = torch.nn.utils.get_total_norm(_grads(parameters), 2.0)
+    steps.clip.append(entry)
+
+
 def install() -> None:
     def make(original: Callable[..., Any]) -> Callable[..., Any]:
         def clip_grad_norm_(*args: Any, **kwargs: Any) -> Any:
@@ -76,6 +118,18 @@ def install() -> None:
 
         return clip_grads_with_norm_
 
+    def make_value(original: Callable[..., Any]) -> Callable[..., Any]:
+        def clip_grad_value_(parameters: Any, clip_value: Any, *args: Any, **kwargs: Any) -> None:
+            if not isinstance(parameters, torch.Tensor):
+                parameters = list(parameters)  # a generator (`model.parameters()`) is read twice
+            before = _before_value_clip(parameters)
+            original(parameters, clip_value, *args, **kwargs)
+            _value_clipped(parameters, clip_value, before)
+
+        return clip_grad_value_
+
+    patch(torch.nn.utils.clip_grad, "clip_grad_value_", make_value)
+    patch(torch.nn.utils, "clip_grad_value_", make_value)
     patch(torch.nn.utils.clip_grad, "clip_grad_norm_", make)
     patch(torch.nn.utils, "clip_grad_norm_", make)
     patch(torch.nn.utils, "clip_grads_with_norm_", make_with_norm)

@@ -1,8 +1,15 @@
 """What data each micro-step saw: sampler indices, micro-batch size, valid tokens, input hash.
 
-* `DistributedSampler.__iter__` is wrapped: the indices of every epoch go into a `sampler`
-  record (hash of the whole list, the first 32), so a missing `set_epoch` shows as one order
-  repeated across epochs.
+* `DistributedSampler.__iter__` is wrapped: the indices of every iteration go into a `sampler`
+  record (hash of the whole list, the first 32, the epoch value it ran at), so a missing
+  `set_epoch` shows as one order repeated across epochs. Scripts hold several samplers (train,
+  val, test) and iterate one more than once per epoch (`next(iter(loader))` peeks, re-created
+  iterators): each record names its sampler (`sampler`: 0, 1, ... in order of first iteration on
+  this rank) and carries, for that sampler's previous iteration, how many indices were drawn from
+  it (`prev_drawn`) and how many optimizer steps it fed (`prev_steps`: steps that closed while it
+  was the iteration drawn from last), so the analysis judges the sampler that feeds the optimizer
+  steps, and tells a one-batch peek from an epoch. The returned iterator counts its draws; the
+  samplers themselves are held only weakly.
 * A forward pre-hook on the watched model (DDP wrapper, FSDP2 root) reads the model input:
   leading dimension (samples), labels != ignore_index (tokens, when `labels` is passed), and a
   64-bit hash of the input computed on the device (sum of the raw input bits times fixed random
@@ -14,7 +21,10 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sized
+import operator
+import weakref
+from collections.abc import Callable, Iterator, Sized
+from dataclasses import dataclass
 from typing import Any, cast
 
 import torch
@@ -26,7 +36,6 @@ HEAD = 32  # indices kept verbatim per sampler record
 IGNORE_INDEX = -100  # the label value HF and torch losses skip by default
 _MULTIPLIER_CACHE_SIZE = 8
 _multipliers: dict[tuple[int, torch.device], torch.Tensor] = {}
-_sampler_configs: set[int] = set()
 _running: torch.nn.Module | None = None
 
 
@@ -93,15 +102,80 @@ def watch_inputs(model: torch.nn.Module) -> None:
     model.register_forward_hook(_forward_post, with_kwargs=True, always_call=True)
 
 
+@dataclass
+class _Draws:
+    """One iteration of one sampler: indices drawn from it, optimizer steps it fed."""
+
+    sampler: int
+    drawn: int = 0
+    steps: int = 0
+
+
+@dataclass
+class _Samplers:
+    ids: weakref.WeakKeyDictionary[Any, int]  # sampler -> its number on this rank (weak: never kept alive)
+    latest: dict[int, _Draws]  # sampler number -> its latest iteration
+    last: _Draws | None = None  # the iteration drawn from last, anywhere
+    last_step: int = 0  # the optimizer-step window of that draw
+
+
+_samplers = _Samplers(weakref.WeakKeyDictionary(), {})
+
+
+def _settle(now: int) -> None:
+    """Credit the optimizer steps closed since the last draw to the iteration that drew last: the
+    step a training loop takes after drawing a batch is fed by that batch's sampler."""
+    if _samplers.last is not None and now > _samplers.last_step:
+        _samplers.last.steps += now - _samplers.last_step
+    _samplers.last_step = now
+
+
 @guarded("data")
-def _sampler_epoch(sampler: DistributedSampler[Any], indices: list[int]) -> None:
-    if id(sampler) not in _sampler_configs:
-        _sampler_configs.add(id(sampler))
+def _drawn(draws: _Draws) -> None:
+    _settle(PROBE.step_index())
+    draws.drawn += 1
+    _samplers.last = draws
+
+
+class _Indices:
+    """The iterator `DistributedSampler.__iter__` returns, counting what is drawn from it."""
+
+    __slots__ = ("_it", "_draws")
+
+    def __init__(self, indices: list[int], draws: _Draws) -> None:
+        self._it = iter(indices)
+        self._draws = draws
+
+    def __iter__(self) -> Iterator[int]:
+        return self
+
+    def __next__(self) -> int:
+        index = next(self._it)
+        draws = self._draws
+        try:  # the common case, inline (one call per index): same iteration, same step window
+            if _samplers.last is draws and PROBE.steps.step == _samplers.last_step:
+                draws.drawn += 1
+                return index
+        except Exception:  # noqa: BLE001, S110 - anything odd goes the guarded way below
+            pass
+        _drawn(draws)
+        return index
+
+    def __length_hint__(self) -> int:
+        return operator.length_hint(self._it)
+
+
+@guarded("data")
+def _sampler_epoch(sampler: DistributedSampler[Any], indices: list[int]) -> _Draws | None:
+    sid = _samplers.ids.get(sampler)
+    if sid is None:
+        sid = _samplers.ids[sampler] = len(_samplers.latest)
         PROBE.emit(
             {
                 "kind": "config",
                 "what": "sampler",
                 "step": PROBE.step_index(),
+                "sampler": sid,
                 "type": type(sampler).__name__,
                 "shuffle": sampler.shuffle,
                 "seed": sampler.seed,
@@ -111,23 +185,32 @@ def _sampler_epoch(sampler: DistributedSampler[Any], indices: list[int]) -> None
                 "dataset_len": len(cast("Sized", sampler.dataset)),  # DistributedSampler needs len() too
             }
         )
+    _settle(PROBE.step_index())
+    prev = _samplers.latest.get(sid)
+    draws = _samplers.latest[sid] = _Draws(sid)
     digest = hashlib.blake2b(",".join(map(str, indices)).encode(), digest_size=8).hexdigest()
     PROBE.emit(
         {
             "kind": "sampler",
             "step": PROBE.step_index(),
+            "sampler": sid,
+            "shuffle": bool(sampler.shuffle),
             "epoch": sampler.epoch,
             "n": len(indices),
             "hash": digest,
             "head": indices[:HEAD],
+            "prev_drawn": prev.drawn if prev is not None else None,
+            "prev_steps": prev.steps if prev is not None else None,
         }
     )
+    return draws
 
 
 def release() -> None:
     global _running
     _running = None
     _multipliers.clear()
+    _samplers.last = None  # `latest` stays: its size numbers the samplers still alive
 
 
 def install() -> None:
@@ -136,8 +219,8 @@ def install() -> None:
             if not PROBE.enabled("data"):
                 return original(self)
             indices = list(original(self))
-            _sampler_epoch(self, indices)
-            return iter(indices)
+            draws = _sampler_epoch(self, indices)
+            return iter(indices) if draws is None else _Indices(indices, draws)
 
         return __iter__
 

@@ -3,14 +3,17 @@
 The global hooks `register_optimizer_step_pre_hook/post_hook` fire for every torch optimizer,
 including the one inside HF's AcceleratedOptimizer (docs/probe.md, measured facts). The first optimizer that steps
 is the one that defines step numbers; other optimizers are recorded as configuration only.
+`optimizer.step(closure)` (Lightning's automatic optimisation, LBFGS) runs a backward inside the
+step: the window then closes when the closure returns (`_closing_closure`), not at the pre-hook.
 Backward calls between two steps are the accumulation count. `zero_grad` is counted on
 `Optimizer.zero_grad` and `Module.zero_grad` (outermost call only).
 """
 
 from __future__ import annotations
 
+import contextlib
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -68,17 +71,36 @@ def lr_of(optimizer: torch.optim.Optimizer) -> list[float]:
 
 
 @guarded("optimizer")
-def _pre(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+def _pre(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> Any:
     if PROBE.steps.suspended:
-        return
+        return None
     if optimizer not in _configured:
         _configured.add(optimizer)
         _config(optimizer)
     if not is_primary(optimizer):
-        return
+        return None
     steps = PROBE.steps
     if steps.pending is not None:
         steps.write_pending()
+    closure = args[1] if len(args) > 1 else kwargs.get("closure")
+    if not callable(closure):
+        _close_window(optimizer)
+        return None
+    # `optimizer.step(closure)`: the closure runs the step's last forward and backward inside the
+    # step (Lightning automatic optimisation also clips there; LBFGS calls it several times).
+    # The window closes when the closure's first call returns, before the update, instead of
+    # here: closing now would file this step's synced backward as micro-step 0 of the next one.
+    steps.closure_open = True
+    wrapped = _closing_closure(optimizer, closure)
+    if len(args) > 1:
+        return (args[0], wrapped, *args[2:]), kwargs
+    return args, {**kwargs, "closure": wrapped}
+
+
+def _close_window(optimizer: torch.optim.Optimizer) -> None:
+    """Close the step window just before the update: everything since the previous step."""
+    steps = PROBE.steps
+    steps.closure_open = False
     if steps.step == 0:
         params.report_unused(optimizer)
         compile_instrument.flush_waiting()
@@ -92,14 +114,57 @@ def _pre(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
     steps.closed_during_scaler_step = True
 
 
+def _closing_closure(optimizer: torch.optim.Optimizer, closure: Callable[[], Any]) -> Callable[[], Any]:
+    """The user's closure, unchanged for the optimizer; its first return closes the window, and
+    later calls within the same step (LBFGS re-evaluations, line search) are not micro-steps."""
+    calls = 0
+
+    def closure_then_close() -> Any:
+        nonlocal calls
+        calls += 1
+        if calls > 1:
+            with _reevaluating():
+                return closure()
+        try:
+            return closure()
+        finally:
+            _closed_by_closure(optimizer)
+
+    return closure_then_close
+
+
+@guarded("optimizer")
+def _closed_by_closure(optimizer: torch.optim.Optimizer) -> None:
+    if PROBE.steps.closure_open:
+        _close_window(optimizer)
+
+
+@contextlib.contextmanager
+def _reevaluating() -> Iterator[None]:
+    steps = PROBE.steps
+    if steps is None:
+        yield
+        return
+    steps.reevaluating += 1
+    try:
+        yield
+    finally:
+        steps.reevaluating -= 1
+        # what the re-evaluation's forward left behind belongs to no micro-step
+        steps.forward = steps.loss_fn = None
+        steps.loss_fn_calls = 0
+
+
 @guarded("optimizer")
 def _post(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
     if PROBE.steps.suspended or not is_primary(optimizer):
         return
+    if PROBE.steps.closure_open:  # a closure the optimizer never called
+        _close_window(optimizer)
     step = PROBE.steps.step - 1
     if step == 0:
-        # again after the first step: a closure (`optimizer.step(closure)`, Lightning) runs the
-        # backward inside the step, so the pre-hook saw no gradient yet; written only on change
+        # again after the first step: written only on change (a backward inside the step, from
+        # a closure, ran after the pre-hook; the window has seen it)
         params.report_unused(optimizer)
     full.after_step(optimizer, step)
     update_sample.after_step(step)

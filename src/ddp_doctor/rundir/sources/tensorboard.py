@@ -13,8 +13,14 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ddp_doctor.importers.series import ALIASES, LogSeries, finite_or_nan
+from ddp_doctor.rundir.sources.base import LogImportError, Source
+from ddp_doctor.rundir.sources.logs import log_run
+from ddp_doctor.rundir.sources.series import ALIASES, ImportOptions, LogSeries, finite_or_nan
+
+if TYPE_CHECKING:
+    from ddp_doctor.rundir.reader import RunData
 
 TB_PREFIX = "events.out.tfevents."
 MAX_DIRS = 1000  # directories walked looking for event files (a log root, not a whole disk)
@@ -82,8 +88,6 @@ def _loss_points(scalars: dict[str, list[tuple[int, float]]]) -> int:
 
 
 def read_tensorboard(path: Path) -> LogSeries:
-    from ddp_doctor.importers.detect import LogImportError
-
     try:
         import tensorboard  # noqa: F401
     except ImportError:
@@ -117,3 +121,22 @@ def read_tensorboard(path: Path) -> LogSeries:
     return LogSeries(
         source="tensorboard", path=str(best[0]), scalars=scalars, problems=problems, step_base=int(hf)
     )
+
+
+def _detect(path: Path) -> bool:
+    if path.is_dir():
+        return bool(event_dirs(path, limit=1))
+    return path.is_file() and path.name.startswith(TB_PREFIX)
+
+
+def _read(path: Path, options: ImportOptions) -> RunData:
+    return log_run(read_tensorboard(path), options, SOURCE.title)
+
+
+SOURCE = Source(
+    name="tensorboard",
+    title="TensorBoard events",
+    accepts="TensorBoard event files",
+    detect=_detect,
+    read=_read,
+)

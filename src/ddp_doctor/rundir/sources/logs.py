@@ -1,4 +1,4 @@
-"""A :class:`LogSeries` written as a reduced run directory (docs/run-format.md, docs/import.md).
+"""A :class:`LogSeries` as a reduced run: the run data of a log (docs/run-format.md, docs/import.md).
 
 One rank file holds the logged series as one "rank" that stands for the whole job: the logged loss
 is the job's loss (HF, Lightning and most scripts log a rank-averaged value). Each logged loss step
@@ -13,30 +13,24 @@ becomes a ``step`` record with one micro-step:
   ``grad_norm`` is ``clip_grad_norm_``'s return value, the norm before clipping.
 
 The manifest's ``imported`` block says where the data came from and which fields exist; the
-analysis reports only the findings those fields support (analysis/reduced.py).
+analysis reports only the findings those fields support (analysis/reduced.py). Nothing is
+written to disk.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import math
 import statistics
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ddp_doctor.core.safe_io import PRIVATE_FILE, write_text
-from ddp_doctor.importers.series import ImportOptions, LogSeries
-from ddp_doctor.rundir.reader import MANIFEST, RANK_SCHEMA, RANKS_DIR, RUN_SCHEMA, rank_file
-
-SOURCE_NAMES = {
-    "trainer_state": "HF trainer_state.json",
-    "tensorboard": "TensorBoard events",
-    "wandb": "W&B offline run",
-}
+from ddp_doctor.rundir import records
+from ddp_doctor.rundir.rankfile import Problems, parse_rank_bytes, to_columns
+from ddp_doctor.rundir.reader import RANK_SCHEMA, RUN_SCHEMA, RunData
+from ddp_doctor.rundir.sources.base import LogImportError
+from ddp_doctor.rundir.sources.series import ImportOptions, LogSeries
+from ddp_doctor.rundir.teardown import ExitStatus
 
 
 def _json_num(x: float | None) -> float | str | None:
@@ -62,10 +56,10 @@ def _by_step(points: list[tuple[int, float]], base: int) -> tuple[dict[int, floa
     return out, dup
 
 
-def build_records(series: LogSeries, options: ImportOptions) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def build_records(
+    series: LogSeries, options: ImportOptions, title: str
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The step records and the manifest's ``imported`` block; raises LogImportError without a loss."""
-    from ddp_doctor.importers.detect import LogImportError
-
     keys = series.mapped(options.keys)
     if "loss" not in keys:
         names = ", ".join(sorted(series.scalars)[:30]) or "none"
@@ -129,7 +123,7 @@ def build_records(series: LogSeries, options: ImportOptions) -> tuple[list[dict[
             keys.pop(fld)
     imported = {
         "source": series.source,
-        "source_name": SOURCE_NAMES.get(series.source, series.source),
+        "source_name": title,
         "path": series.path,
         "keys": keys,
         "fields": sorted(keys) + (["max_norm"] if opts.max_norm is not None and "grad_norm" in keys else []),
@@ -149,11 +143,14 @@ def build_records(series: LogSeries, options: ImportOptions) -> tuple[list[dict[
     return records, imported
 
 
-def write_reduced_run(series: LogSeries, options: ImportOptions, out_dir: Path | str) -> Path:
-    """Write ``series`` as a run directory at ``out_dir`` (created; must not hold a run yet)."""
-    out = Path(out_dir)
-    records, imported = build_records(series, options)
-    (out / RANKS_DIR).mkdir(parents=True, exist_ok=True)
+def log_run(series: LogSeries, options: ImportOptions, title: str) -> RunData:
+    """``series`` as the in-memory run the analysis reads: one rank that stands for the whole job.
+
+    The records go through the run directory's own contract (records.check, records.encode) and
+    its own rank-file parser, so an imported log is read exactly like a probed rank file, without
+    a temporary run directory.
+    """
+    records_, imported = build_records(series, options, title)
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     header = {
         "kind": "header",
@@ -163,13 +160,18 @@ def write_reduced_run(series: LogSeries, options: ImportOptions, out_dir: Path |
         "level": "imported",
         "time": time.time(),
     }
-    last = max((int(r["step"]) for r in records), default=0)
-    # the reader believes step numbers up to lines × steps_per_line (rankfile._stride)
-    header["steps_per_line"] = -(-(last + 1) // (len(records) + 2))
-    lines = [header, *records, {"kind": "end", "time": time.time(), "steps": len(records), "reason": "exit"}]
-    write_text(
-        rank_file(out, 0), "".join(json.dumps(r, allow_nan=False) + "\n" for r in lines), mode=PRIVATE_FILE
-    )
+    last = max((int(r["step"]) for r in records_), default=0)
+    # the parser believes step numbers up to lines × steps_per_line (rankfile._stride)
+    header["steps_per_line"] = -(-(last + 1) // (len(records_) + 2))
+    lines = [
+        header,
+        *records_,
+        {"kind": "end", "time": time.time(), "steps": len(records_), "reason": "exit"},
+    ]
+    raw = b"".join(records.encode(records.check(r)) for r in lines)
+    probs = Problems()
+    data, table = parse_rank_bytes(raw, 0, probs)
+    data.steps = to_columns(table, 0, probs)
     manifest = {
         "schema": RUN_SCHEMA,
         "command": None,
@@ -178,15 +180,14 @@ def write_reduced_run(series: LogSeries, options: ImportOptions, out_dir: Path |
         "end": now,
         "imported": imported,
     }
-    write_text(out / MANIFEST, json.dumps(manifest, indent=1, allow_nan=False), mode=PRIVATE_FILE)
-    return out
-
-
-@contextlib.contextmanager
-def reduced_run(path: Path | str, options: ImportOptions | None = None) -> Iterator[Path]:
-    """Read the log at ``path`` and yield a temporary reduced run directory (removed afterwards)."""
-    from ddp_doctor.importers.detect import read_log
-
-    series = read_log(path)
-    with tempfile.TemporaryDirectory(prefix="ddp-doctor-import-") as tmp:
-        yield write_reduced_run(series, options or ImportOptions(), Path(tmp) / "run")
+    return RunData(
+        path=Path(series.path),
+        manifest=manifest,
+        ranks={0: data},
+        world_size=1,
+        problems=probs.all,
+        in_progress=False,
+        damage=probs.damage,
+        # the log ends where the run's logging ended: nothing says it failed
+        exit_status=ExitStatus(code=None, completed=True),
+    )

@@ -16,9 +16,15 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ddp_doctor.importers.series import LogSeries, finite_or_nan
+from ddp_doctor.rundir.sources.base import LogImportError, Source
+from ddp_doctor.rundir.sources.logs import log_run
+from ddp_doctor.rundir.sources.series import ImportOptions, LogSeries, finite_or_nan
+from ddp_doctor.rundir.sources.tensorboard import TB_PREFIX
+
+if TYPE_CHECKING:
+    from ddp_doctor.rundir.reader import RunData
 
 TIMEOUT_S = 600  # the reader streams; a log this slow to read is reported, not waited on forever
 MAX_BAD_LINES = 5
@@ -39,8 +45,6 @@ def wandb_file(path: Path, problems: list[str] | None = None) -> Path | None:
 
 
 def read_wandb_offline(path: Path) -> LogSeries:
-    from ddp_doctor.importers.detect import LogImportError
-
     try:
         import wandb  # noqa: F401
     except ImportError:
@@ -113,3 +117,26 @@ def read_wandb_offline(path: Path) -> LogSeries:
     if global_step_seen:
         out.step_base = 1
     return out
+
+
+def _detect(path: Path) -> bool:
+    if path.is_dir():
+        return (
+            any(path.glob("*.wandb"))
+            or any(path.glob("offline-run-*/*.wandb"))  # the `wandb/` dir itself: its latest run
+            or (path.name.startswith(("offline-run-", "run-")) and (path / "files").is_dir())
+        )
+    return path.is_file() and path.suffix == ".wandb" and not path.name.startswith(TB_PREFIX)
+
+
+def _read(path: Path, options: ImportOptions) -> RunData:
+    return log_run(read_wandb_offline(path), options, SOURCE.title)
+
+
+SOURCE = Source(
+    name="wandb",
+    title="W&B offline run",
+    accepts="a W&B offline run dir wandb/offline-run-*",
+    detect=_detect,
+    read=_read,
+)

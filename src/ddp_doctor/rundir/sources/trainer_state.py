@@ -13,16 +13,21 @@ from __future__ import annotations
 import json
 import stat
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ddp_doctor.importers.series import LogSeries, finite_or_nan
+from ddp_doctor.rundir.sources.base import LogImportError, Source
+from ddp_doctor.rundir.sources.logs import log_run
+from ddp_doctor.rundir.sources.series import ImportOptions, LogSeries, finite_or_nan
+from ddp_doctor.rundir.sources.tensorboard import TB_PREFIX
+
+if TYPE_CHECKING:
+    from ddp_doctor.rundir.reader import RunData
 
 MAX_BYTES = 512 * 2**20  # a trainer_state.json is kilobytes to a few MB; refuse what cannot be one
 SUMMARY_KEYS = ("train_runtime", "total_flos", "train_samples_per_second")
 
 
 def read_trainer_state(path: Path) -> LogSeries:
-    from ddp_doctor.importers.detect import LogImportError
-
     try:
         st = path.stat()
         if not stat.S_ISREG(st.st_mode):  # a FIFO or device would block or never end
@@ -54,3 +59,23 @@ def read_trainer_state(path: Path) -> LogSeries:
         if isinstance(state.get(key), int) and not isinstance(state.get(key), bool):
             out.facts[key] = state[key]
     return out
+
+
+def _detect(path: Path) -> bool:
+    if path.is_dir():
+        return (path / "trainer_state.json").is_file()
+    return path.is_file() and path.suffix == ".json" and not path.name.startswith(TB_PREFIX)
+
+
+def _read(path: Path, options: ImportOptions) -> RunData:
+    series = read_trainer_state(path / "trainer_state.json" if path.is_dir() else path)
+    return log_run(series, options, SOURCE.title)
+
+
+SOURCE = Source(
+    name="trainer_state",
+    title="HF trainer_state.json",
+    accepts="a HF trainer_state.json",
+    detect=_detect,
+    read=_read,
+)
