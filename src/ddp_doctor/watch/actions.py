@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ddp_doctor.core.findings import jsonable
 from ddp_doctor.core.safe_io import PRIVATE_FILE, open_append, write_text
 from ddp_doctor.rundir.records import CLAIM, WATCH_STOP
 from ddp_doctor.watch.verdicts import Change
@@ -70,8 +71,8 @@ class Actions:
     def on_change(self, change: Change) -> None:
         if change.kind != "finding":
             return
-        rec = alert_record(change, self.run_dir)
-        line = json.dumps(rec, default=str)
+        rec = jsonable(alert_record(change, self.run_dir))  # NaN/inf as strings: strict JSON for any reader
+        line = json.dumps(rec, default=str, allow_nan=False)
         if self.alert_log is not None:
             try:
                 with open_append(self.alert_log) as fh:  # O_NOFOLLOW: a planted symlink is refused

@@ -26,17 +26,22 @@ INTERVAL_S = 1.0
 
 def start_watcher(
     run_dir: Path, on_finding: str | None, alert_log: Path | None, stop_on: str | None
-) -> subprocess.Popen[bytes]:
-    """Start the watcher; ValueError for a --stop-on with an unknown finding ID."""
+) -> subprocess.Popen[bytes] | None:
+    """Start the watcher; ValueError for a --stop-on with an unknown finding ID; None (and a
+    message) when it cannot start: the command runs anyway, unwatched."""
     parse_stop_on(stop_on)
     argv = [sys.executable, "-m", "ddp_doctor.cli", "watch", str(run_dir), "--plain"]
     argv += ["--until-pid", str(os.getpid()), "--interval", str(INTERVAL_S)]
     for flag, value in (("--on-finding", on_finding), ("--alert-log", alert_log), ("--stop-on", stop_on)):
         if value:
             argv += [flag, str(value)]
-    return subprocess.Popen(
-        argv, stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno(), start_new_session=True
-    )
+    try:
+        return subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno(), start_new_session=True
+        )
+    except OSError as exc:
+        sys.stderr.write(f"ddp-doctor run: --watch: cannot start the watcher ({exc}); running unwatched\n")
+        return None
 
 
 def finish_watcher(child: subprocess.Popen[bytes]) -> None:
