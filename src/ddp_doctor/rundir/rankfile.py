@@ -194,7 +194,7 @@ class Problems:
 # --- opening files safely ---------------------------------------------------------------------
 
 
-def _data_end(fd: int, size: int) -> int:
+def data_end(fd: int, size: int) -> int:
     """Where the last written data of a file ends: a hole at the end (a file preallocated or
     extended and never written, e.g. by a crash) is not data, and reading it would cost memory for
     bytes that are not there. File systems without hole support report no hole."""
@@ -224,7 +224,7 @@ def read_regular(path: Path, limit: int | None = None, holes: list[int] | None =
     try:
         size = st.st_size if limit is None else min(st.st_size, limit)
         if st.st_blocks * 512 < size:  # sparse: stop where the written data ends
-            end = _data_end(fd, size)
+            end = data_end(fd, size)
             if end < size and holes is not None:
                 holes.append(size - end)
             size = end
@@ -855,14 +855,18 @@ def parse_rank(path: Path, rank: int) -> tuple[RankData, Problems]:
         probs.add(f"rank {rank}: cannot read {exc}; ignored")
         return RankData(rank=rank, steps=to_columns(step_schema(2).empty_table(), rank)), probs
     if holes:
-        probs.add(
-            f"rank {rank}: the last {holes[0]} bytes of the file were never written (a hole: the file "
-            "was preallocated or extended, e.g. before a crash); ignored"
-        )
+        probs.add(hole_note(rank, holes[0]))
     data, table = parse_rank_bytes(raw, rank, probs)
     data.steps = to_columns(table, rank, probs)
     file_problems(data, probs)
     return data, probs
+
+
+def hole_note(rank: int, size: int) -> str:
+    return (
+        f"rank {rank}: the last {size} bytes of the file were never written (a hole: the file "
+        "was preallocated or extended, e.g. before a crash); ignored"
+    )
 
 
 def file_problems(data: RankData, probs: Problems) -> None:

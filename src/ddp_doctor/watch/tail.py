@@ -25,7 +25,9 @@ from ddp_doctor.rundir.rankfile import (
     Problems,
     RankData,
     StepColumns,
+    data_end,
     file_problems,
+    hole_note,
     open_regular,
     parse_rank_bytes,
     step_schema,
@@ -79,6 +81,7 @@ class RankTail:
     notes: list[str] = field(default_factory=list)  # re-reads (file replaced or truncated) and read errors
     error: str | None = None
     skipping: bool = False  # inside a line longer than MAX_READ_BYTES, dropped up to its newline
+    hole: int = 0  # bytes at the end of the file never written (sparse), not read
 
     def __post_init__(self) -> None:
         self.data = RankData(rank=self.rank)
@@ -106,7 +109,12 @@ class RankTail:
             elif self.offset and not self.skipping and os.pread(fd, 1, self.offset - 1) != b"\n":
                 self._restart("the file was rewritten")
             self.ino = st.st_ino
-            want = min(st.st_size - self.offset, MAX_READ_BYTES)
+            size = st.st_size
+            self.hole = 0
+            if st.st_blocks * 512 < size:  # sparse: a hole at the end was never written (not data)
+                end = max(data_end(fd, size), self.offset)
+                self.hole, size = size - end, end
+            want = min(size - self.offset, MAX_READ_BYTES)
             chunks, got = [], 0
             while got < want:
                 b = os.pread(fd, want - got, self.offset + got)
@@ -185,6 +193,8 @@ class RankTail:
         probs.all, probs.damage = list(self.probs.all), list(self.probs.damage)
         for note in self.notes + ([self.error] if self.error else []):
             probs.add(note, damage=False)
+        if self.hole:
+            probs.add(hole_note(self.rank, self.hole))
         if self.pending:
             probs.add(
                 f"rank {self.rank}: last line is truncated (no newline; {self.pending} bytes "
