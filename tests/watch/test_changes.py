@@ -229,6 +229,8 @@ def test_sparkline():
     assert view.sparkline(np.array([1.0, 2.0, 3.0]), 3) == "▁▅█"
     assert view.sparkline(np.array([1.0, np.nan, np.inf]), 3) == "▁ !"
     assert view.sparkline(np.zeros(0)) == ""
+    assert view.sparkline(np.zeros(5), 5) == "▁▁▁▁▁"  # constant (zero) series: flat, no division by 0
+    assert view.sparkline(np.full(4, np.nan), 4) == "    "  # nothing finite yet
     assert len(view.sparkline(np.arange(1000.0), 60)) == 60
 
 
@@ -302,3 +304,15 @@ def test_many_ranks_show_the_extremes_and_a_count(tmp_path):
     console.print(view.render(watcher))
     text = console.export_text()
     assert text.count("rank ") >= 8 and "(4 more ranks not shown)" in text
+
+
+def test_run_with_an_unknown_stop_on_id_starts_nothing(tmp_path):
+    out = tmp_path / "run"
+    proc = subprocess.run(
+        [sys.executable, "-m", "ddp_doctor.cli", "run", "--out", str(out), "--stop-on", "nope", "--", "true"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2 and "unknown finding ID(s) nope" in proc.stderr
+    assert not records.manifest_path(out).exists()

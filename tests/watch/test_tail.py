@@ -67,8 +67,9 @@ def _end(src: Path, dst: Path) -> None:
     shutil.copy(records.manifest_path(src), records.manifest_path(dst))
 
 
-def test_growing_files_cut_mid_line_match_the_whole_read(tmp_path):
-    src = _source(tmp_path, steps=120, faults=("loss-spike",))
+@pytest.mark.parametrize("world", [1, 2, 3])
+def test_growing_files_cut_mid_line_match_the_whole_read(tmp_path, world):
+    src = _source(tmp_path, world_size=world, steps=120, faults=("loss-spike",))
     live = tmp_path / "live"
     files = _live(src, live)
     tail = RunTail(live)
