@@ -145,8 +145,9 @@ def findings_lines(w: Watcher) -> list[str]:
     shown = [c for c in w.tracker.changes if c.kind == "finding"][-SHOWN_FINDINGS:]
     for c in reversed(shown):
         style = SEVERITY_STYLE.get(c.severity or "info", "")
+        # the step the watcher saw it at (the summary says where in the run it happened)
         verb = "confirmed" if c.new == "confirmed" else f"no longer confirmed ({c.new})"
-        out.append(f"step {c.step}: [{style}]{escape(c.id)}[/] {verb}: {escape(c.summary[:SUMMARY_CHARS])}")
+        out.append(f"[{style}]{escape(c.id)}[/] {verb} at step {c.step}: {escape(c.summary[:SUMMARY_CHARS])}")
     return out
 
 
