@@ -139,4 +139,5 @@ def test_stop_on_stops_the_job_and_the_report_says_who_and_why(tmp_path):
     assert "Stopped by ddp-doctor watch" in text and "finding nonfinite confirmed at step" in text
     logged = [json.loads(x) for x in alerts.read_text().splitlines()]
     assert ("nonfinite", "confirmed") in [(x["id"], x["status"]) for x in logged]
-    assert "[watch] stopped the job: finding nonfinite confirmed" in job.stderr
+    assert "[watch] --stop-on: stopping the job: finding nonfinite confirmed" in job.stderr  # when it happens
+    assert "[watch] stopped the job: finding nonfinite confirmed" in job.stderr  # and in the summary

@@ -130,6 +130,7 @@ class Actions:
             )
         except OSError as exc:
             self.notes.append(f"--stop-on: cannot write {WATCH_STOP} ({exc}); the job is stopped anyway")
+        self.notes.append(f"--stop-on: stopping the job: {self.stopped['reason']}")
         for pid in launchers:
             self.stopped["signalled"].append(_terminate(pid, self.notes))
         if not launchers:

@@ -96,8 +96,10 @@ def follow(watcher: object, interval: float, live: bool, until_pid: int | None =
     out = sys.stdout
     waited = False
 
+    noted = 0
+
     def step() -> bool:
-        nonlocal waited
+        nonlocal waited, noted
         changes = watcher.refresh()
         if not live:
             if watcher.run is None and not waited:
@@ -107,6 +109,10 @@ def follow(watcher: object, interval: float, live: bool, until_pid: int | None =
                 out.flush()
                 waited = True
             view.print_changes(changes, out)
+            for note in watcher.actions.notes[noted:]:  # a stop, a failing alert: when it happens
+                out.write(safe(f"[watch] {note}") + "\n")
+            out.flush()
+        noted = len(watcher.actions.notes)
         gone = until_pid is not None and not alive(until_pid)
         return watcher.ended or gone
 
@@ -127,7 +133,7 @@ def follow(watcher: object, interval: float, live: bool, until_pid: int | None =
     except KeyboardInterrupt:
         interrupted = True
     code = 130 if interrupted else watcher.exit_code()
-    for line in view.final_lines(watcher, code):
+    for line in view.final_lines(watcher, code, notes=live):
         out.write(line + "\n")
     out.flush()
     return code

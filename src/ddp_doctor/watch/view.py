@@ -187,8 +187,9 @@ def print_changes(changes: list[Change], out: TextIO) -> None:
     out.flush()
 
 
-def final_lines(w: Watcher, code: int) -> list[str]:
-    """What plain mode prints when the run has ended."""
+def final_lines(w: Watcher, code: int, notes: bool = True) -> list[str]:
+    """What is printed when the run has ended (``notes``: the alert and stop notes too, when they
+    were not printed as they happened)."""
     lines = []
     if w.run is not None and w.diag is not None:
         ans = (w.diag.run_info.get("oscillation") or {}).get("summary", "")
@@ -205,6 +206,7 @@ def final_lines(w: Watcher, code: int) -> list[str]:
         lines.append(f"the run ended without rank data: {w.tail.waiting}")
     if w.actions.stopped is not None:
         lines.append(f"stopped the job: {w.actions.stopped['reason']}")
-    lines += w.actions.notes
+    if notes:
+        lines += w.actions.notes
     lines.append(f"exit code {code}; the full report: ddp-doctor report {w.run_dir}")
     return [safe(f"[watch] {line}") for line in lines]
