@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from ddp_doctor.cli_common import FailOn, fail
+
+if TYPE_CHECKING:  # the command module stays light to import (`ddp-doctor --help`)
+    from ddp_doctor.watch.follow import Watcher
 
 INTERVAL_S = 2.0
 HELP = (
@@ -80,7 +84,7 @@ def watch(
     raise typer.Exit(code)
 
 
-def follow(watcher: object, interval: float, live: bool, until_pid: int | None = None) -> int:
+def follow(watcher: Watcher, interval: float, live: bool, until_pid: int | None = None) -> int:
     """Refresh until the run ends (or ``until_pid`` is gone, or Ctrl-C); return the exit code."""
     import time
 
@@ -90,13 +94,9 @@ def follow(watcher: object, interval: float, live: bool, until_pid: int | None =
     from ddp_doctor.core.terminal import safe
     from ddp_doctor.watch import view
     from ddp_doctor.watch.actions import alive
-    from ddp_doctor.watch.follow import Watcher
 
-    assert isinstance(watcher, Watcher)
     out = sys.stdout
-    waited = False
-
-    noted = 0
+    waited, noted = False, 0  # the "waiting" line printed; the notes printed so far
 
     def step() -> bool:
         nonlocal waited, noted
