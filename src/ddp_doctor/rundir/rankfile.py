@@ -348,11 +348,7 @@ def parse_rank_bytes(
     data.lines = len(ends)
     tail = raw[int(ends[-1]) + 1 :] if len(ends) else raw  # b"" when the file ends with a newline
     if tail.strip():
-        probs.add(
-            f"rank {rank}: last line is truncated (no newline; {len(tail)} bytes "
-            "ignored) — the run was killed or is still writing",
-            damage=False,
-        )
+        probs.add(truncated_note(rank, len(tail)), damage=False)
     fast_no = np.flatnonzero(step_like) + 1  # line numbers (from 1) of the writer's step lines
     slow_steps: list[tuple[int, dict[str, Any]]] = []
     bad: list[int] = []
@@ -478,6 +474,18 @@ def _dispatch(
         data.unknown_kinds += 1
 
 
+def truncated_note(rank: int, size: int) -> str:
+    return f"rank {rank}: last line is truncated (no newline; {size} bytes ignored) — the run was killed or is still writing"
+
+
+def duplicates_note(rank: int, n: int, steps: np.ndarray) -> str:
+    shown = ", ".join(str(int(s)) for s in steps[:5])
+    return (
+        f"rank {rank}: {n} duplicate step record(s) ignored (step {shown}…; the first of each "
+        "kept) — two processes wrote this file (a restart, or two runs into one directory)"
+    )
+
+
 def _validate_steps(table: pa.Table, n_lines: int, rank: int, probs: Problems) -> pa.Table:
     """Drop steps no writer could have written: no step number, a number beyond the lines of the
     file (steps count from 0, one record each), duplicates (the first is kept)."""
@@ -495,11 +503,7 @@ def _validate_steps(table: pa.Table, n_lines: int, rank: int, probs: Problems) -
     keep = np.sort(idx[first])
     if len(keep) < len(idx):
         dup = np.setdiff1d(idx, keep)
-        shown = ", ".join(str(int(s)) for s in np.unique(step[dup])[:5])
-        probs.add(
-            f"rank {rank}: {len(dup)} duplicate step record(s) ignored (step {shown}…; the first of each "
-            "kept) — two processes wrote this file (a restart, or two runs into one directory)"
-        )
+        probs.add(duplicates_note(rank, len(dup), np.unique(step[dup])))
     if len(keep) < table.num_rows:
         table = table.take(pa.array(keep))
     return table

@@ -26,12 +26,14 @@ from ddp_doctor.rundir.rankfile import (
     RankData,
     StepColumns,
     data_end,
+    duplicates_note,
     file_problems,
     hole_note,
     open_regular,
     parse_rank_bytes,
     step_schema,
     to_columns,
+    truncated_note,
 )
 from ddp_doctor.rundir.reader import RunData, RunDirError, assemble, layout
 
@@ -72,11 +74,11 @@ class RankTail:
     ino: int | None = None
     offset: int = 0  # bytes read: up to and including the last complete line
     pending: int = 0  # bytes after `offset` with no newline yet (a line being written)
+    pending_blank: bool = True
     data: RankData = field(init=False)
     parts: list[StepColumns] = field(default_factory=list)
-    probs: Problems = field(
-        default_factory=Problems
-    )  # of the pieces read (line numbers from the file's start)
+    # the problems of the pieces read (line numbers from the file's start)
+    probs: Problems = field(default_factory=Problems)
     last: int = -1  # highest step number read (a step again is dropped, as by read_run)
     notes: list[str] = field(default_factory=list)  # re-reads (file replaced or truncated) and read errors
     error: str | None = None
@@ -146,6 +148,7 @@ class RankTail:
             )
         self.offset += done
         self.pending = len(raw) - done if not self.skipping else 0
+        self.pending_blank = not raw[done:].strip()  # only whitespace: not a line (as read_run)
         return done
 
     def _parse(self, raw: bytes) -> None:
@@ -157,12 +160,7 @@ class RankTail:
             if not fresh.all() and self.parts:  # a step number not above the last: only those are looked up
                 fresh[~fresh] = ~np.isin(steps[~fresh], self.parts[0].step)
             if not fresh.all():
-                dup = np.unique(steps[~fresh])
-                probs.add(
-                    f"rank {self.rank}: {int((~fresh).sum())} duplicate step record(s) ignored (step "
-                    f"{', '.join(map(str, dup[:5].tolist()))}…; the first of each kept) — two processes wrote "
-                    "this file (a restart, or two runs into one directory)"
-                )
+                probs.add(duplicates_note(self.rank, int((~fresh).sum()), np.unique(steps[~fresh])))
                 table = table.filter(pa.array(fresh))
             if fresh.any():
                 self.last = max(self.last, int(steps[fresh].max()))
@@ -195,12 +193,8 @@ class RankTail:
             probs.add(note, damage=False)
         if self.hole:
             probs.add(hole_note(self.rank, self.hole))
-        if self.pending:
-            probs.add(
-                f"rank {self.rank}: last line is truncated (no newline; {self.pending} bytes "
-                "ignored) — the run was killed or is still writing",
-                damage=False,
-            )
+        if self.pending and not self.pending_blank:
+            probs.add(truncated_note(self.rank, self.pending), damage=False)
         file_problems(data, probs)
         return data, probs
 
