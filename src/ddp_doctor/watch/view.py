@@ -29,6 +29,7 @@ SPARK_WIDTH = 60
 MAX_RANK_LINES = 8  # more ranks than this: the highest and lowest final loss, and a count
 SHOWN_FINDINGS = 10
 SUMMARY_CHARS = 160
+ANSWER_CHARS = 600
 
 
 def sparkline(values: np.ndarray, width: int = SPARK_WIDTH) -> str:
@@ -89,7 +90,7 @@ def answer_line(w: Watcher) -> str:
     if w.diag is None:
         return ""
     ans = w.diag.run_info.get("oscillation") or {}
-    text = escape(str(ans.get("summary", ""))[:400])
+    text = escape(str(ans.get("summary", ""))[:ANSWER_CHARS])
     at = answer_decides_at(ans, last_step(w.diag))
     return f"[bold]{text}[/]" + (f" [yellow](decides at step ~{at})[/]" if at else "")
 
@@ -178,7 +179,8 @@ def change_line(c: Change) -> str:
         what = f"hypothesis {c.id}: {was}{c.new}{flip}"
     else:
         what = f"bug or noise: {was}{c.new}{flip}"
-    return safe(f"[watch] {at}  {what} — {c.summary[:SUMMARY_CHARS]}")
+    cut = ANSWER_CHARS if c.kind == "answer" else SUMMARY_CHARS  # the answer is the line users came for
+    return safe(f"[watch] {at}  {what} — {c.summary[:cut]}")
 
 
 def print_changes(changes: list[Change], out: TextIO) -> None:
