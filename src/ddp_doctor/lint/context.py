@@ -35,6 +35,12 @@ _ALIASES: dict[str, str] = {
     "torch.nn.modules.batchnorm.SyncBatchNorm": "torch.nn.SyncBatchNorm",
     "torch.half": "torch.float16",
     "accelerate.accelerator.Accelerator": "accelerate.Accelerator",
+    # apex's DDP all-reduces the same way (hooks on backward): the same rules apply
+    "apex.parallel.DistributedDataParallel": "torch.nn.parallel.DistributedDataParallel",
+    "apex.parallel.distributed.DistributedDataParallel": "torch.nn.parallel.DistributedDataParallel",
+    "timm.models.create_model": "timm.create_model",
+    "timm.models._factory.create_model": "timm.create_model",
+    "timm.models.factory.create_model": "timm.create_model",
 }
 
 
