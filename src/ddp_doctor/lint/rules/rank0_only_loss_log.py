@@ -428,9 +428,12 @@ def _is_reduce(name: str) -> bool:
 
 
 def _bound_names(target: ast.AST) -> Iterator[ast.Name]:
-    """Names a target binds: ``x``, ``a, (b, *c)`` — not the base of ``obj.attr = ...``."""
+    """Names a target binds: ``x``, ``a, (b, *c)``, and the container of ``stats["loss"] = ...``
+    (it now holds the value) — not the base of ``obj.attr = ...``."""
     if isinstance(target, ast.Name):
         yield target
+    elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+        yield target.value
     elif isinstance(target, (ast.Tuple, ast.List)):
         for e in target.elts:
             yield from _bound_names(e)
