@@ -59,11 +59,12 @@ NOT_REDUCE_WORDS = frozenset({"batchnorm", "bn", "convert", "time", "timer"})
 TAINT_PASSES = 3  # assignment chains like loss -> lossf -> running_loss
 UPDATE_METHODS = frozenset({"update", "append", "add", "extend", "add_", "__call__"})
 NO_GRAD = re.compile(r"(no_grad|inference_mode|evaluate|eval)", re.IGNORECASE)
-# Names that say what they hold, and it is not the loss: accuracies, probabilities, rates, norms.
+# Names that say what they hold, and it is not the training loss: accuracies, probabilities, rates,
+# norms, validation/evaluation values.
 NOT_A_LOSS = re.compile(
     r"^(acc\w*|\w*_acc\w*|top_?\d\w*|prec\w*|recall\w*|f1\w*|iou\w*|miou\w*|auc\w*|\w*prob\w*|p|"
     r"\w*_p|\w*_score|score\w*|correct\w*|\w*_lr|lr\w*|learning_rate|\w*grad_norm\w*|\w*_norm|"
-    r"\w*ratio\w*|\w*_time|\w*temperature\w*|\w*_temp)$",
+    r"\w*ratio\w*|\w*_time|\w*temperature\w*|\w*_temp|(val|valid|eval|test)_\w*)$",
     re.IGNORECASE,
 )
 LIGHTNING_STEP = "training_step"
