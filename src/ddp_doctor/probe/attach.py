@@ -177,6 +177,7 @@ def _at_exit() -> None:
 
 @guarded("exit")
 def _write_end() -> None:
+    from ddp_doctor.core.redact import redact_recorded
     from ddp_doctor.probe.instruments.optimizer import finish_step, primary
     from ddp_doctor.probe.instruments.replicas import final_checksum
 
@@ -188,8 +189,8 @@ def _write_end() -> None:
         # An unhandled exception ended the program (Python sets sys.last_value before atexit):
         # this `end` then does not mean "training completed" (ddp_doctor.rundir.teardown).
         error = getattr(sys, "last_value", None)
-        if isinstance(error, BaseException):
-            end["exception"] = f"{type(error).__name__}: {error}"[:500]
+        if isinstance(error, BaseException):  # redacted: the message may quote a key or a URL password
+            end["exception"] = redact_recorded(f"{type(error).__name__}: {error}")[:500]
         effects = _intervention_effects()
         if effects is not None:
             end["interventions"] = effects

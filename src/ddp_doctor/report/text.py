@@ -94,6 +94,9 @@ def report_console() -> Console:
 
 def render_console(diag: Diagnosis, console: Console, lang: Lang = "en") -> None:
     console.print(f"[bold]{w('title', lang)}[/] — {escape(str(diag.run_info['path']))}")
+    failure = diag.run_info.get("failure")
+    if failure:  # a failed rank is the first thing said (analysis/failure.py)
+        console.print(f"[bold red]{escape(failure['summary_zh' if lang == 'zh' else 'summary'])}[/]")
     answer = diag.run_info.get("oscillation")
     if answer:  # the question the user came with, answered first
         console.print(f"[bold]{escape(answer['summary_zh' if lang == 'zh' else 'summary'])}[/]")

@@ -299,6 +299,9 @@ def read_run(run_dir: Path | str, use_cache: bool = True) -> RunData:
             "was killed; the report covers the steps recorded so far",
             damage=False,
         )
+    write_errors = manifest.get("write_errors")  # `ddp-doctor run` could not write everything
+    for note in write_errors[:8] if isinstance(write_errors, list) else ():
+        probs.add(f"while recording: {str(note)[:300]}", damage=False)
     _check_ends(manifest, ranks, in_progress, probs)
     notes: list[str] = []
     launcher_failures(path / EXITS_SUBDIR, notes)
@@ -381,7 +384,13 @@ def _check_ends(
     )
     probs.add(
         f"{len(no_end)} rank(s) have no end record although the command finished (exit code {code}): "
-        f"{shown} — killed or crashed before exiting; their last steps may be missing",
+        f"{shown} — "
+        + (
+            "the disk filled up (see above)"  # the launcher's write_errors
+            if manifest.get("write_errors")
+            else "killed or crashed before exiting"
+        )
+        + "; their last steps may be missing",
         damage=code not in (0, None),
     )
 
