@@ -120,17 +120,15 @@ class Rank0OnlyLossLog(Rule):
                 name = min(hit, key=lambda h: (_kind(h, taint)[0] != "the loss", h))
                 kind, kind_zh = _kind(name, taint)
                 if guard is not None:
-                    where, where_zh = (
-                        f"the rank-0 check at line {guard.lineno}",
-                        f"第 {guard.lineno} 行的 rank 0 判断下",
-                    )
+                    where = f"under the rank-0 check at line {guard.lineno}"
+                    where_zh = f"在第 {guard.lineno} 行的 rank 0 判断下"
                 else:
                     where, where_zh = how
                 yield self.violation(
                     node,
-                    f"`{name}` ({kind}) is logged under {where} without an all-reduce: it is rank 0's "
+                    f"`{name}` ({kind}) is logged {where} with no all-reduce on the way: it is rank 0's "
                     "local value, noisier than the global loss.",
-                    f"`{name}`（{kind_zh}）在{where_zh}被记录，但没有 all-reduce：它只是 rank 0 的本地值。",
+                    f"`{name}`（{kind_zh}）{where_zh}被记录，途中没有 all-reduce：它只是 rank 0 的本地值。",
                     guard_line=guard.lineno if guard is not None else None,
                     value=name,
                     value_kind=kind,
@@ -215,7 +213,7 @@ def _rank0_logs(
                 yield (
                     node,
                     None,
-                    (f"through `{m[0]}`, which exists on rank 0 only", f"通过仅存在于 rank 0 的 `{m[0]}`"),
+                    (f"through `{m[0]}` (it exists on rank 0 only)", f"通过仅存在于 rank 0 的 `{m[0]}`"),
                 )
                 continue
             if quiet and is_logger_call(node):
@@ -223,8 +221,8 @@ def _rank0_logs(
                     node,
                     None,
                     (
-                        "a logger the logging setup silences on other ranks",
-                        "日志配置只在 rank 0 输出的记录器中",
+                        "by a logger that the logging setup silences on other ranks",
+                        "由日志配置只在 rank 0 输出的记录器",
                     ),
                 )
                 continue
