@@ -490,7 +490,7 @@ def _same(va: Any, vb: Any) -> bool:
     return bool(va == vb)
 
 
-def compare(
+def compare(  # noqa: PLR0915 - the comparison's steps in order, each with its note; split, the conclusion would lose them
     a_diag: Diagnosis,
     b_diag: Diagnosis,
     labels: tuple[str, str] = ("A", "B"),

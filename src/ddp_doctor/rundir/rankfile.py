@@ -335,7 +335,7 @@ def _scan_lines(raw: bytes, prefix: bytes) -> tuple[np.ndarray, np.ndarray, np.n
     return starts, ends, step_like
 
 
-def parse_rank_bytes(
+def parse_rank_bytes(  # noqa: PLR0915 - one pass over the bytes: scan, fast path, chunked and per-line fallbacks share its state
     raw: bytes, rank: int, probs: Problems, lines_before: int = 0, header: dict[str, Any] | None = None
 ) -> tuple[RankData, pa.Table]:
     """Every record of one rank file: non-step records as dicts, step records as an Arrow table.

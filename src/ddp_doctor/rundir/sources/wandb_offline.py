@@ -44,7 +44,7 @@ def wandb_file(path: Path, problems: list[str] | None = None) -> Path | None:
     return runs[-1] if runs else None
 
 
-def read_wandb_offline(path: Path) -> LogSeries:
+def read_wandb_offline(path: Path) -> LogSeries:  # noqa: PLR0915 - one streaming loop over wandb's reader, with its timeout and clean-up
     try:
         import wandb  # noqa: F401
     except ImportError:
