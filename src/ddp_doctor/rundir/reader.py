@@ -47,7 +47,7 @@ from ddp_doctor.rundir.records import (
     manifest_path,
     rank_file,
 )
-from ddp_doctor.rundir.teardown import EXITS_SUBDIR, ExitStatus, launcher_failures
+from ddp_doctor.rundir.teardown import EXITS_SUBDIR, ExitStatus, attempt_notes, launcher_failures
 
 __all__ = [
     "CACHE_DIR",
@@ -299,6 +299,8 @@ def read_run(run_dir: Path | str, use_cache: bool = True) -> RunData:
             "was killed; the report covers the steps recorded so far",
             damage=False,
         )
+    for note in attempt_notes(run_dir):  # torchrun --max-restarts: the last attempt is diagnosed
+        probs.add(note, damage=False)
     write_errors = manifest.get("write_errors")  # `ddp-doctor run` could not write everything
     for note in write_errors[:8] if isinstance(write_errors, list) else ():
         probs.add(f"while recording: {str(note)[:300]}", damage=False)
