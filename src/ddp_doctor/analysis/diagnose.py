@@ -269,6 +269,8 @@ def run_info(ctx: Context) -> dict[str, Any]:
         "problems": list(run.problems),
         "damaged": bool(run.damage),
     }
+    if run.stopped is not None:  # `ddp-doctor watch --stop-on` stopped the job (docs/watch.md)
+        info["stopped"] = dict(run.stopped)
     return info
 
 
