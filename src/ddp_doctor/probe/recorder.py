@@ -13,6 +13,8 @@ are held in memory and written right after the header.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 from pathlib import Path
 from typing import Any
@@ -38,6 +40,7 @@ class RankRecorder:
         self.path: Path | None = None
         self._fd: int | None = None
         self._early: list[bytes] = []
+        self.error: str | None = None  # the write that failed (disk full), once one has
 
     @property
     def is_open(self) -> bool:
@@ -54,10 +57,26 @@ class RankRecorder:
     def write(self, record: dict[str, Any]) -> None:
         line = encode(record)
         if self._fd is None:
-            if len(self._early) < MAX_EARLY_RECORDS:
+            if len(self._early) < MAX_EARLY_RECORDS and self.error is None:
                 self._early.append(line)
             return
-        os.write(self._fd, line)
+        try:
+            written = os.write(self._fd, line)
+        except OSError as error:  # ENOSPC, EDQUOT, EIO: the file ends at its last whole line
+            self._stop(error)
+            raise
+        if written < len(line):  # the disk filled up inside this line: cut it off, stop here
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, os.fstat(self._fd).st_size - written)
+            short = OSError(errno.ENOSPC, f"short write ({written} of {len(line)} bytes)")
+            self._stop(short)
+            raise short
+
+    def _stop(self, error: OSError) -> None:
+        """Stop writing for good after a failed write: a later write that succeeds (space freed)
+        would leave a gap no reader could see. The rank file keeps every line written before."""
+        self.error = f"{type(error).__name__}: {error}"
+        self.close()
 
     def close(self) -> None:
         if self._fd is not None:

@@ -72,6 +72,7 @@ class Probe:
             self.active
             and self.recorder is not None
             and not self.recorder.is_open
+            and self.recorder.error is None  # a rank file that hit a full disk is not reopened
             and not _in_dataloader_worker()
         ):
             rank, header = self._header()
@@ -120,13 +121,15 @@ class Probe:
             return
         self.errors_written.add(instrument)
         try:  # noqa: SIM105 - a plain try reads clearer in the one place that must never raise
+            from ddp_doctor.core.redact import redact_recorded
+
             self.emit(
                 {
                     "kind": "probe_error",
                     "instrument": instrument,
                     "step": self.step_index(),
-                    "error": f"{type(error).__name__}: {error}",
-                    "traceback": "".join(traceback.format_exception(error))[-4000:],
+                    "error": redact_recorded(f"{type(error).__name__}: {error}"),
+                    "traceback": redact_recorded("".join(traceback.format_exception(error)))[-4000:],
                 }
             )
         except Exception:  # noqa: BLE001 - the error report itself must never raise either

@@ -40,6 +40,8 @@ TRAINER_METRICS = "metrics.jsonl"
 # A later per-node claim (multi-node runs sharing one --out) adds ``.claim.node-<N>`` beside it.
 CLAIM = ".ddp-doctor.claim"
 CACHE_DIR = ".ddp-doctor-cache"
+# Written by `ddp-doctor watch --stop-on` (docs/watch.md) just before it stops the job: who and why.
+WATCH_STOP = "watch-stop.json"
 RANK_FILE_RE = re.compile(r"rank-([0-9]{1,9})\.jsonl")
 
 
