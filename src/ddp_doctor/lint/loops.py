@@ -333,8 +333,10 @@ LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _BLOCK_FIELDS = ("body", "orelse", "finalbody")
 
 
-def _step_after(facts: LoopFacts, loop: ast.AST) -> int | None:
-    """Line of an optimizer step that follows ``loop`` in its block or an enclosing non-loop block."""
+def _step_after(facts: LoopFacts, loop: ast.AST, depth: int = 1) -> int | None:
+    """Line of an optimizer step that follows ``loop`` in its block or an enclosing non-loop block;
+    when the loop ends its function, one that follows a same-file call of that function (the
+    micro-batch loop in ``train_step``, ``optimizer.step()`` in the caller)."""
     ctx = facts.ctx
     node = loop
     while True:
@@ -347,6 +349,13 @@ def _step_after(facts: LoopFacts, loop: ast.AST) -> int | None:
                 for stmt in block[block.index(node) + 1 :]:
                     if isinstance(stmt, ast.stmt) and facts.has_optimizer_step([stmt]):
                         return next(n.lineno for n in facts.nodes([stmt]) if facts.is_optimizer_step(n))
+        if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)) and depth > 0:
+            for call in ctx.of_type(ast.Call):
+                if ctx.helper(call) is parent:
+                    line = _step_after(facts, call, depth - 1)
+                    if line is not None:
+                        return line
+            return None
         if isinstance(parent, (*LOOPS, ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)):
             return None
         node = parent

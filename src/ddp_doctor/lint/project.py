@@ -227,11 +227,17 @@ class ProjectIndex:
             body = list(ast.walk(node)) if isinstance(node, ast.ClassDef) else ctx.local(node)
             returned: set[int] = set()
             ddp_names: set[str] = set()
+            returned_names: set[str] = set()
             for n in body:
                 if isinstance(n, ast.Return) and n.value is not None:
-                    returned.add(id(n.value))
-                    if isinstance(n.value, ast.IfExp):
-                        returned |= {id(n.value.body), id(n.value.orelse)}
+                    # ``return model`` / ``return model, optimizer`` / ``return a if c else b``
+                    parts = n.value.elts if isinstance(n.value, (ast.Tuple, ast.List)) else [n.value]
+                    for part in parts:
+                        returned.add(id(part))
+                        if isinstance(part, ast.IfExp):
+                            returned |= {id(part.body), id(part.orelse)}
+                        if (d := dotted(part)) is not None:
+                            returned_names.add(d)
             for n in body:
                 if isinstance(n, ast.Call):
                     q = ctx.call_qualname(n) or ""
@@ -272,9 +278,7 @@ class ProjectIndex:
                         target = self._project_target(imports, n)
                         if target:
                             s.refs.add(target)
-            if ddp_names and any(
-                isinstance(n, ast.Return) and dotted(n.value) in ddp_names for n in body if n is not None
-            ):
+            if ddp_names & returned_names:
                 s.returns_ddp = True
             if uses_eval:
                 s.refs |= {f"{m}.*" for m in star}

@@ -24,6 +24,14 @@ from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.rules.base import Rule, Violation
 
 DDP = "torch.nn.parallel.DistributedDataParallel"
+WRAPS = frozenset(
+    {
+        DDP,
+        "torch.distributed.fsdp.FullyShardedDataParallel",
+        "torch.distributed.fsdp.fully_shard",
+        "deepspeed.initialize",
+    }
+)
 
 
 class AccumNoSyncMissing(Rule):
@@ -114,7 +122,18 @@ def _names_sync_control(expr: ast.AST) -> bool:
 
 
 def _wraps_anything(ctx: FileContext) -> bool:
-    """The file itself wraps models (DDP, FSDP, DeepSpeed, accelerate, Fabric): then its own wrap decides."""
-    return ctx.mentions(
-        "DistributedDataParallel", "FullyShardedDataParallel", "fully_shard", "deepspeed"
-    ) or (ctx.mentions("prepare", "setup") and ctx.mentions("accelerator", "fabric"))
+    """The file itself wraps models (DDP, FSDP, DeepSpeed, accelerate, Fabric): then its own wrap
+    decides. Importing ``DistributedDataParallel`` for an ``isinstance`` check wraps nothing."""
+    for call in ctx.of_type(ast.Call):
+        qual = ctx.call_qualname(call) or ""
+        if qual in WRAPS or qual.startswith("deepspeed.initialize"):
+            return True
+        m = method(call)
+        if (
+            m
+            and m[0]
+            and m[1] in ("prepare", "setup", "setup_module")
+            and ("accelerator" in m[0] or "fabric" in m[0])
+        ):
+            return True
+    return False

@@ -59,11 +59,12 @@ NOT_REDUCE_WORDS = frozenset({"batchnorm", "bn", "convert", "time", "timer"})
 TAINT_PASSES = 3  # assignment chains like loss -> lossf -> running_loss
 UPDATE_METHODS = frozenset({"update", "append", "add", "extend", "add_", "__call__"})
 NO_GRAD = re.compile(r"(no_grad|inference_mode|evaluate|eval)", re.IGNORECASE)
-# Names that say what they hold, and it is not the loss: accuracies, probabilities, rates, norms.
+# Names that say what they hold, and it is not the training loss: accuracies, probabilities, rates,
+# norms, validation/evaluation values.
 NOT_A_LOSS = re.compile(
     r"^(acc\w*|\w*_acc\w*|top_?\d\w*|prec\w*|recall\w*|f1\w*|iou\w*|miou\w*|auc\w*|\w*prob\w*|p|"
     r"\w*_p|\w*_score|score\w*|correct\w*|\w*_lr|lr\w*|learning_rate|\w*grad_norm\w*|\w*_norm|"
-    r"\w*ratio\w*|\w*_time|\w*temperature\w*|\w*_temp)$",
+    r"\w*ratio\w*|\w*_time|\w*temperature\w*|\w*_temp|(val|valid|eval|test)_\w*)$",
     re.IGNORECASE,
 )
 LIGHTNING_STEP = "training_step"
@@ -119,17 +120,15 @@ class Rank0OnlyLossLog(Rule):
                 name = min(hit, key=lambda h: (_kind(h, taint)[0] != "the loss", h))
                 kind, kind_zh = _kind(name, taint)
                 if guard is not None:
-                    where, where_zh = (
-                        f"the rank-0 check at line {guard.lineno}",
-                        f"第 {guard.lineno} 行的 rank 0 判断下",
-                    )
+                    where = f"under the rank-0 check at line {guard.lineno}"
+                    where_zh = f"在第 {guard.lineno} 行的 rank 0 判断下"
                 else:
                     where, where_zh = how
                 yield self.violation(
                     node,
-                    f"`{name}` ({kind}) is logged under {where} without an all-reduce: it is rank 0's "
+                    f"`{name}` ({kind}) is logged {where} with no all-reduce on the way: it is rank 0's "
                     "local value, noisier than the global loss.",
-                    f"`{name}`（{kind_zh}）在{where_zh}被记录，但没有 all-reduce：它只是 rank 0 的本地值。",
+                    f"`{name}`（{kind_zh}）{where_zh}被记录，途中没有 all-reduce：它只是 rank 0 的本地值。",
                     guard_line=guard.lineno if guard is not None else None,
                     value=name,
                     value_kind=kind,
@@ -214,7 +213,7 @@ def _rank0_logs(
                 yield (
                     node,
                     None,
-                    (f"through `{m[0]}`, which exists on rank 0 only", f"通过仅存在于 rank 0 的 `{m[0]}`"),
+                    (f"through `{m[0]}` (it exists on rank 0 only)", f"通过仅存在于 rank 0 的 `{m[0]}`"),
                 )
                 continue
             if quiet and is_logger_call(node):
@@ -222,8 +221,8 @@ def _rank0_logs(
                     node,
                     None,
                     (
-                        "a logger the logging setup silences on other ranks",
-                        "日志配置只在 rank 0 输出的记录器中",
+                        "by a logger that the logging setup silences on other ranks",
+                        "由日志配置只在 rank 0 输出的记录器",
                     ),
                 )
                 continue
@@ -428,9 +427,12 @@ def _is_reduce(name: str) -> bool:
 
 
 def _bound_names(target: ast.AST) -> Iterator[ast.Name]:
-    """Names a target binds: ``x``, ``a, (b, *c)`` — not the base of ``obj.attr = ...``."""
+    """Names a target binds: ``x``, ``a, (b, *c)``, and the container of ``stats["loss"] = ...``
+    (it now holds the value) — not the base of ``obj.attr = ...``."""
     if isinstance(target, ast.Name):
         yield target
+    elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+        yield target.value
     elif isinstance(target, (ast.Tuple, ast.List)):
         for e in target.elts:
             yield from _bound_names(e)
