@@ -101,3 +101,9 @@ def test_fixture_bare_and_probed(fixture_id, tmp_path):
     assert result.misses == [], result.findings
     confirmed = [e.finding for e in script.expect if e.verdict == "confirmed"]
     assert result.hits == confirmed, (result.not_measured, result.findings)
+
+
+def test_docs_show_the_current_expectations():
+    """docs/real-scripts.md holds the table `--expectations` prints (regenerate it on a change)."""
+    doc = (ROOT / "docs" / "real-scripts.md").read_text()
+    assert runner.expectations(runner.SCRIPTS + runner.FIXTURES) in doc
