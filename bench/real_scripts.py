@@ -845,6 +845,7 @@ class Result:
     not_measured: list[str] = field(default_factory=list)
     misses: list[str] = field(default_factory=list)
     false_alarms: list[str] = field(default_factory=list)
+    observations: list[str] = field(default_factory=list)  # unexpected confirmed findings of severity info
     ranks_present: int | None = None
     world_size: int | None = None
     optimizer_steps: int | None = None
@@ -899,8 +900,12 @@ def compare_checkpoints(bare_cwd: Path, probed_cwd: Path, pattern: str) -> str:
     return f"identical ({total} tensors)" if differ == 0 else f"**{differ} of {total} tensors differ**"
 
 
-def score(script: Script, findings: dict[str, str], result: Result) -> None:
-    """Compare reported statuses with the expectations (one definition, shared with the CI test)."""
+def score(
+    script: Script, findings: dict[str, str], result: Result, severity: dict[str, str] | None = None
+) -> None:
+    """Compare reported statuses with the expectations (one definition, shared with the CI test).
+    An unexpected confirmed finding of severity `info` (e.g. oscillation-within-noise: "the
+    fluctuation is minibatch noise, not a bug") raises no alarm: it is listed as an observation."""
     aliases = set(NOT_LEARNING)
 
     def reported(fid: str) -> str | None:
@@ -925,7 +930,10 @@ def score(script: Script, findings: dict[str, str], result: Result) -> None:
                 result.misses.append(f"{e.finding} ({status or 'absent'})")
     for fid, status in sorted(findings.items()):
         if status == "confirmed" and fid not in expected_ids:
-            result.false_alarms.append(fid)
+            if (severity or {}).get(fid) == "info":
+                result.observations.append(fid)
+            else:
+                result.false_alarms.append(fid)
 
 
 def run_one(script: Script, args: argparse.Namespace) -> Result:
@@ -1012,12 +1020,13 @@ def _report_and_score(script: Script, args: argparse.Namespace, work: Path, resu
     except ValueError:
         data = {}
     findings = {f["id"]: f["status"] for f in data.get("findings", []) if isinstance(f, dict)}
+    severity = {f["id"]: f.get("severity", "") for f in data.get("findings", []) if isinstance(f, dict)}
     result.findings = findings
     run_info = data.get("run", {}) if isinstance(data, dict) else {}
     result.ranks_present = len(run_info.get("ranks_present", []) or [])
     result.world_size = run_info.get("world_size")
     result.optimizer_steps = run_info.get("optimizer_steps")
-    score(script, findings, result)
+    score(script, findings, result, severity)
     return result
 
 
@@ -1033,17 +1042,17 @@ def _fmt_code(run: Run | None) -> str:
 
 def markdown(results: list[Result]) -> str:
     lines = [
-        "| script | bare | probed | equal | numerics | ranks | steps | probe errors | report crash | false alarms | misses | not measured | confirmed as expected |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| script | bare | probed | equal | numerics | ranks | steps | probe errors | report crash | false alarms | misses | not measured | confirmed as expected | info observations |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         if not r.available:
-            lines.append(f"| `{r.id}` | not available: {r.why_unavailable} | | | | | | | | | | | |")
+            lines.append(f"| `{r.id}` | not available: {r.why_unavailable} | | | | | | | | | | | | |")
             continue
         equal = "yes" if r.bare and r.probed and r.bare.code == r.probed.code else "**no**"
         ranks = f"{r.ranks_present}/{r.world_size}" if r.world_size else str(r.ranks_present)
         lines.append(
-            "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
+            "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |".format(
                 r.id,
                 _fmt_code(r.bare),
                 _fmt_code(r.probed),
@@ -1057,6 +1066,7 @@ def markdown(results: list[Result]) -> str:
                 ", ".join(r.misses) or "0",
                 ", ".join(r.not_measured) or "0",
                 ", ".join(f"`{f}`" for f in r.hits) or "—",
+                ", ".join(f"`{f}`" for f in r.observations) or "—",
             )
         )
     run = [r for r in results if r.available]

@@ -78,6 +78,11 @@ def test_score_counts_hits_misses_unmeasured_and_false_alarms():
     result = runner.Result(script.id, available=True)
     runner.score(script, {"rank0-only-loss-log": "ruled-out"}, result)
     assert result.misses == ["rank0-only-loss-log (ruled-out)"]
+    result = runner.Result(script.id, available=True)
+    findings = {"rank0-only-loss-log": "confirmed", "oscillation-within-noise": "confirmed"}
+    runner.score(script, findings, result, {"oscillation-within-noise": "info"})
+    assert result.hits == ["rank0-only-loss-log"]
+    assert result.observations == ["oscillation-within-noise"] and result.false_alarms == []
 
 
 @pytest.mark.distributed
