@@ -355,6 +355,16 @@ SCRIPTS: tuple[Script, ...] = (
             Expect("sampler-missing", "absent", "Lightning injects a DistributedSampler"),
             Expect("loss-unstable", "absent", "a small LM on Zipf text: the loss falls from ln(300)"),
             Expect(
+                "rank0-only-loss-log",
+                "confirmed",
+                "training_step logs `self.log('train_loss', loss, prog_bar=True)` without sync_dist=True: the "
+                "step value Lightning logs is each rank's own micro-batch loss, rank 0's is the one shown",
+                after_run=(
+                    "seen in the first probed run; verified in the code (no sync_dist at transformer.py's "
+                    "self.log calls) and in Lightning's LightningModule.log, whose sync_dist defaults to False"
+                ),
+            ),
+            Expect(
                 "clip-saturated",
                 "either",
                 "gradient_clip_val=0.25 (norm) is the classic word-LM setting and likely clips every step: a "
