@@ -5,10 +5,11 @@ Reads the scripts from a local cache (``<cache>/<owner>+<name>/<commit>/<path>``
 in project mode over its ``root`` (or file by file with ``--mode file``); only findings in the
 script's ``files`` are scored. A finding matches a label with the same rule and file whose ``at``
 range holds its line (two lines of slack); several findings on one label count once; any other
-finding in a scored file is a false positive.
+finding in a scored file is a false positive. ``--no-gated`` scores without the config-gated
+positives: their labels are dropped and a finding on one of them counts neither way.
 
-    python bench/lint_real.py --cache /work/lintcache [--split tune|holdout|all] [--mode project|file]
-        [--show] [--markdown]
+    python bench/lint_real.py --cache /work/lintcache [--split tune|holdout|holdout-2|all]
+        [--mode project|file] [--no-gated] [--show] [--markdown]
 """
 
 from __future__ import annotations
@@ -77,7 +78,9 @@ def lint_script(cache: Path, script: dict, mode: str) -> tuple[list, float, int]
     return out, elapsed, result.files
 
 
-def score(scripts: list[dict], cache: Path, mode: str, show: bool) -> tuple[dict[str, Tally], dict]:
+def score(
+    scripts: list[dict], cache: Path, mode: str, show: bool, gated: bool = True
+) -> tuple[dict[str, Tally], dict]:
     tallies: dict[str, Tally] = defaultdict(Tally)
     stats = {"scripts": 0, "files": 0, "seconds": 0.0, "missing": []}
     for script in scripts:
@@ -102,6 +105,8 @@ def score(scripts: list[dict], cache: Path, mode: str, show: bool) -> tuple[dict
                 ),
                 None,
             )
+            if match is not None and match.gated and not gated:
+                continue  # scored without config-gated positives: neither a hit nor a false positive
             if match is None:
                 tallies[rule].fp += 1
                 tallies[rule].notes.append(f"FP {script['id']} {path}:{line}")
@@ -112,7 +117,7 @@ def score(scripts: list[dict], cache: Path, mode: str, show: bool) -> tuple[dict
                 if show and match.gated and not gate:
                     tallies[rule].notes.append(f"TP (gate not stated) {script['id']} {path}:{line}")
         for lab in labels:
-            if not lab.hit:
+            if not lab.hit and (gated or not lab.gated):
                 tallies[lab.rule].fn += 1
                 where = ", ".join(f"{p}:{lo}-{hi}" for p, lo, hi in lab.at)
                 tallies[lab.rule].notes.append(f"FN {script['id']} {where}")
@@ -153,17 +158,18 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cache", type=Path, required=True)
     ap.add_argument("--corpus", type=Path, default=CORPUS)
-    ap.add_argument("--split", choices=("tune", "holdout", "all"), default="all")
+    ap.add_argument("--split", default="all", help="a corpus split (tune, holdout, holdout-2) or all")
     ap.add_argument("--mode", choices=("project", "file"), default="project")
     ap.add_argument("--show", action="store_true", help="list every FP and FN")
+    ap.add_argument("--no-gated", action="store_true", help="score without the config-gated positives")
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args(argv)
     scripts = [s for s in load(args.corpus) if args.split == "all" or s.get("split", "tune") == args.split]
-    tallies, stats = score(scripts, args.cache, args.mode, args.show)
+    tallies, stats = score(scripts, args.cache, args.mode, args.show, gated=not args.no_gated)
     print(table(tallies, args.markdown))
     print(
         f"\n{stats['scripts']} scripts, {stats['files']} files linted in {stats['seconds']:.1f} s "
-        f"({args.mode} mode, split {args.split})"
+        f"({args.mode} mode, split {args.split}{', without config-gated positives' if args.no_gated else ''})"
     )
     if stats["missing"]:
         print(f"not in the cache (run bench/lint_real_fetch.py): {', '.join(stats['missing'])}")

@@ -39,7 +39,9 @@ def extract(git_dir: Path, commit: str, dest: Path) -> bool:
         ["git", f"--git-dir={git_dir}", "archive", commit, "--", *py], capture_output=True
     )
     if archive.returncode != 0:
-        return False
+        # A snapshot can lack some blobs (large files, partial clones): `git archive` then fails as a
+        # whole, so take the .py files one by one and skip the missing ones.
+        return _extract_each(git_dir, commit, py, dest)
     dest.mkdir(parents=True, exist_ok=True)
     with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
         for member in tar.getmembers():
@@ -50,6 +52,23 @@ def extract(git_dir: Path, commit: str, dest: Path) -> bool:
             ):
                 tar.extract(member, dest, filter="data")
     return True
+
+
+def _extract_each(git_dir: Path, commit: str, names: list[str], dest: Path) -> bool:
+    got = 0
+    for name in names:
+        if name.startswith("/") or ".." in Path(name).parts:
+            continue
+        blob = subprocess.run(
+            ["git", f"--git-dir={git_dir}", "show", f"{commit}:{name}"], capture_output=True
+        )
+        if blob.returncode != 0:
+            continue
+        out = dest / name
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(blob.stdout)
+        got += 1
+    return got > 0
 
 
 def main(argv: list[str] | None = None) -> int:

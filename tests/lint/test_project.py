@@ -142,9 +142,10 @@ def test_backward_inside_a_loss_scaler_object_and_a_rank0_writer_built_in_anothe
     assert not any(f[0] == "fp16-no-scaler" for f in found)  # the scaler object scales
 
 
-def test_a_sync_control_anywhere_in_the_project_silences_accum_no_sync(tmp_path: Path) -> None:
-    files = dict(MAE_LIKE)
-    files["util/dist.py"] = """
+def test_a_sync_control_the_loop_never_uses_does_not_silence_accum_no_sync(tmp_path: Path) -> None:
+    # issue #27: a no_sync helper that exists in the project but is not used by the accumulation
+    # loop skips nothing; used around the micro-step, it does
+    helper = """
         import contextlib
 
         @contextlib.contextmanager
@@ -155,6 +156,21 @@ def test_a_sync_control_anywhere_in_the_project_silences_accum_no_sync(tmp_path:
                 with module.no_sync():
                     yield
     """
+    files = dict(MAE_LIKE)
+    files["util/dist.py"] = helper
+    root = _write(tmp_path, files)
+    assert any(f[0] == "accum-no-sync-missing" for f in _found(root))
+    files["engine.py"] = (
+        files["engine.py"]
+        .replace(
+            "                with torch.cuda.amp.autocast():\n                    loss = model(x, y)",
+            "                with ddp_sync(model, (i + 1) % accum_iter == 0):\n                    loss = model(x, y)",
+        )
+        .replace(
+            "        import torch\n", "        import torch\n        from util.dist import ddp_sync\n", 1
+        )
+    )
+    assert "ddp_sync(model" in files["engine.py"]
     root = _write(tmp_path, files)
     assert not any(f[0] == "accum-no-sync-missing" for f in _found(root))
 
@@ -228,3 +244,72 @@ def test_project_mode_on_a_directory_without_python_is_empty(tmp_path: Path) -> 
     (tmp_path / "notes.txt").write_text("nothing here", encoding="utf-8")
     result = lint_paths([tmp_path])
     assert result.files == 0 and not result.findings and not result.diagnostics
+
+
+def test_a_single_process_script_stays_single_process_in_a_ddp_project(tmp_path: Path) -> None:
+    # issue #27: another file wrapping DDP must not make a plain script's loader "distributed"
+    root = _write(
+        tmp_path,
+        {
+            "train_ddp.py": """
+                import torch
+                from torch.utils.data import DataLoader, DistributedSampler
+                from torch.nn.parallel import DistributedDataParallel as DDP
+
+                def main(ds, model, opt):
+                    torch.distributed.init_process_group("nccl")
+                    model = DDP(model)
+                    loader = DataLoader(ds, sampler=DistributedSampler(ds), batch_size=8)
+                    for x, y in loader:
+                        model(x, y).backward()
+                        opt.step()
+            """,
+            "train_single.py": """
+                from torch.utils.data import DataLoader
+
+                def main(ds, model, opt):
+                    loader = DataLoader(ds, shuffle=True, batch_size=8)
+                    for x, y in loader:
+                        model(x, y).backward()
+                        opt.step()
+            """,
+            "train_rank_aware.py": """
+                import os
+                from torch.utils.data import DataLoader
+
+                def main(ds, model, opt):
+                    local_rank = int(os.environ["LOCAL_RANK"])
+                    loader = DataLoader(ds, shuffle=True, batch_size=8)
+                    for x, y in loader:
+                        model(x, y).backward()
+                        opt.step()
+            """,
+        },
+    )
+    found = {f[:2] for f in _found(root) if f[0] == "sampler-missing"}
+    assert found == {("sampler-missing", "train_rank_aware.py")}
+
+
+def test_project_module_used_as_a_model_registry(tmp_path: Path) -> None:
+    # vicreg-style ``resnet.__dict__[args.arch]()`` where resnet.py is the project's own module
+    root = _write(
+        tmp_path,
+        {
+            "resnet.py": """
+                import torch.nn as nn
+
+                def resnet50():
+                    return nn.Sequential(nn.Conv2d(3, 64, 7), nn.BatchNorm2d(64))
+            """,
+            "evaluate.py": """
+                import torch
+                import resnet
+
+                def main(args):
+                    model = resnet.__dict__[args.arch]()
+                    model = torch.nn.parallel.DistributedDataParallel(model)
+            """,
+        },
+    )
+    assert ("batchnorm-unsynced", "evaluate.py", None) in _found(root)
+    assert not any(f[0] == "batchnorm-unsynced" for f in _found(root, project=False))

@@ -113,3 +113,30 @@ def test_warnings_raised_through_our_wrappers_name_the_scripts_line(tmp_path):
     }
     assert shown == expected, proc.stderr[-2000:]
     assert "ddp_doctor" not in proc.stderr.replace("ddp-doctor", "")
+
+
+def test_loss_function_wrappers_trace_into_one_graph_under_compile(monkeypatch):
+    """fullgraph=True fails on any graph break: the wrappers step aside while compiling."""
+    import torch.nn.functional as F
+
+    from ddp_doctor.probe.instruments import lossfn
+
+    for name in lossfn.LOSS_FUNCTIONS:
+        monkeypatch.setattr(F, name, getattr(F, name))  # restored after the test
+    lossfn.install()
+    assert all(hasattr(getattr(F, name), "__ddp_doctor_original__") for name in lossfn.LOSS_FUNCTIONS)
+
+    def losses(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        logp = F.log_softmax(x, dim=1)
+        return (
+            F.cross_entropy(x, y)
+            + F.nll_loss(logp, y)
+            + F.mse_loss(x, logp)
+            + F.binary_cross_entropy_with_logits(x, torch.sigmoid(x))
+            + F.kl_div(logp, logp, log_target=True, reduction="batchmean")
+            + F.smooth_l1_loss(x, logp)
+        )
+
+    x, y = torch.randn(4, 3, requires_grad=True), torch.tensor([0, 1, 2, 1])
+    compiled = torch.compile(losses, backend="eager", fullgraph=True)
+    assert torch.allclose(compiled(x, y), losses(x, y))

@@ -38,6 +38,7 @@ from ddp_doctor.analysis.checks import (
     spikes_clipping,
 )
 from ddp_doctor.analysis.context import Context, build_context
+from ddp_doctor.analysis.failure import failure_info, mark_findings, mark_verdict
 from ddp_doctor.analysis.fixes import refine_fixes
 from ddp_doctor.analysis.make import coverage, with_coverage
 from ddp_doctor.analysis.precedence import resolve
@@ -228,6 +229,7 @@ def nodes(run: RunData) -> list[dict[str, Any]]:
 def run_info(ctx: Context) -> dict[str, Any]:
     run: RunData = ctx.run
     m = run.manifest
+    status = _exit_status(run)
     info: dict[str, Any] = {
         "path": str(run.path),
         "world_size": ctx.world_size,
@@ -254,7 +256,9 @@ def run_info(ctx: Context) -> dict[str, Any]:
         "end": m.get("end"),
         "exit_code": m.get("exit_code"),
         # completed-or-crashed, with the teardown-abort note when it applies (ddp_doctor.rundir.teardown)
-        "exit_status": _exit_status(run).to_json(),
+        "exit_status": status.to_json(),
+        # which rank failed, how and where, said first by every renderer (analysis/failure.py)
+        "failure": failure_info(status),
         "in_progress": run.in_progress,
         "versions": m.get("versions"),
         "interventions": m.get("interventions"),
@@ -265,6 +269,13 @@ def run_info(ctx: Context) -> dict[str, Any]:
         "problems": list(run.problems),
         "damaged": bool(run.damage),
     }
+    if run.stopped is not None:  # `ddp-doctor watch --stop-on` stopped the job (docs/watch.md)
+        info["stopped"] = dict(run.stopped)
+        failure = info.get("failure")
+        if failure:  # the ranks "failed" because they were stopped: say why first
+            reason = str(run.stopped.get("reason", ""))[:300]
+            failure["summary"] = f"Stopped by ddp-doctor watch: {reason} " + failure["summary"]
+            failure["summary_zh"] = f"由 ddp-doctor watch 停止：{reason} " + failure["summary_zh"]
     return info
 
 
@@ -281,8 +292,9 @@ def diagnose_run(run: RunData) -> Diagnosis:
     if isinstance(imported, dict):
         findings = restrict(findings, imported)
         info = reduced_run_info(info, imported)
+    mark_findings(findings, info.get("failure"))  # "over 5 of 5 steps" says the run stopped there
     by_id = {f.id: f for f in findings}
-    hyps = [downgrade(verdict(h, by_id), run.damage) for h in HYPOTHESES]
+    hyps = [mark_verdict(downgrade(verdict(h, by_id), run.damage), info.get("failure")) for h in HYPOTHESES]
     try:
         info["oscillation"] = oscillation_answer(ctx, findings)
     except Exception as exc:  # noqa: BLE001 - damaged input gives a report with a note, never a traceback

@@ -20,24 +20,15 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import socket
 import time
 from pathlib import Path
 from typing import Any
 
+from ddp_doctor.rundir.teardown import signal_name
+
 ENV_EXITS_DIR = "DDP_DOCTOR_EXITS_DIR"
 ERRORS_MODULE = "torch.distributed.elastic.multiprocessing.errors"
-
-
-def signal_name(exitcode: int) -> str | None:
-    """ "SIGABRT" for -6; None for a normal exit code."""
-    if exitcode >= 0:
-        return None
-    try:
-        return signal.Signals(-exitcode).name
-    except ValueError:
-        return f"signal {-exitcode}"
 
 
 def _failures(failures: Any) -> dict[str, dict[str, Any]]:

@@ -18,6 +18,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -191,14 +192,90 @@ def _run_claimed(
         env_file = deepspeed_env.write_env_file(run_dir / EXITS_SUBDIR, probe_vars, base_env)
         env[deepspeed_env.ENV_FILE_VAR] = str(env_file.resolve())
     write_manifest(run_dir, manifest, path)
+    reserve = _reserve_space(run_dir)
     code = (runner or _run_foreground)(command, env)
-    manifest.update(end=_now(), exit_code=code, ranks=len(list((run_dir / RANKS_DIR).glob("rank-*.jsonl"))))
-    if name is None:  # one instance of several sees its own ranks only
+    _finish_manifest(run_dir, manifest, path, code, reserve, instance=name)
+    return code
+
+
+# Held back while the command runs, freed just before the final manifest is written: a run
+# directory on a file system the ranks filled up still gets its exit code and the note that the
+# disk was full (a manifest is ~2 KB; tmpfs and ext4 allocate 4 KB pages/blocks).
+RESERVE_BYTES = 16 * 1024
+RESERVE_NAME = ".space-reserve"
+# Free space below this when the command ends: the file system was (nearly) full, and records
+# the ranks tried to write may be missing.
+FULL_BELOW_BYTES = 64 * 1024
+
+
+def _reserve_space(run_dir: Path) -> Path | None:
+    path = run_dir / EXITS_SUBDIR / RESERVE_NAME
+    try:
+        path.parent.mkdir(mode=PRIVATE_DIR, exist_ok=True)
+        create_new(path, b"\0" * RESERVE_BYTES)
+    except OSError:
+        with contextlib.suppress(OSError):
+            path.unlink()
+        return None  # no room even for that (or a stale one from a crash): write what we can
+    return path
+
+
+def _finish_manifest(
+    run_dir: Path,
+    manifest: dict[str, Any],
+    path: Path | None,
+    code: int,
+    reserve: Path | None,
+    instance: str | None = None,
+) -> None:
+    """Add `end`, `exit_code`, `ranks` and, when writing failed or the disk is full, `write_errors`.
+
+    Never raises: the exit code `ddp-doctor run` returns is the command's whatever happens here;
+    a failure is said on stderr and, where the manifest can still be written, in it.
+    """
+    errors = _disk_full_note(run_dir)
+    if reserve is not None:
+        with contextlib.suppress(OSError):
+            reserve.unlink()
+    manifest.update(end=_now(), exit_code=code)
+    try:
+        manifest["ranks"] = len(list((run_dir / RANKS_DIR).glob("rank-*.jsonl")))
+    except OSError as error:
+        errors = [*errors, f"listing {RANKS_DIR}/: {error}"]
+    if instance is None:  # one instance of several sees its own ranks only
         from ddp_doctor.launch.unreported import unreported_note
 
         manifest["unreported"] = unreported_note(run_dir)
-    write_manifest(run_dir, manifest, path)
-    return code
+    if errors:
+        manifest["write_errors"] = errors
+    try:
+        write_manifest(run_dir, manifest, path)
+    except OSError as error:
+        target = path or manifest_path(run_dir)
+        sys.stderr.write(
+            f"ddp-doctor: could not write the final {target.name} ({error}); the command exited with "
+            f"code {code}, and a report of {run_dir} will read it as still in progress\n"
+        )
+        return
+    for note in errors:
+        sys.stderr.write(f"ddp-doctor: {note}\n")
+
+
+def _disk_full_note(run_dir: Path) -> list[str]:
+    """["the file system ... is full ..."] when the run directory's file system has (almost) no
+    free space left now that the command has ended; [] otherwise or when it cannot be asked."""
+    try:
+        st = os.statvfs(run_dir)
+    except OSError:
+        return []
+    free = st.f_bavail * st.f_frsize
+    if free >= FULL_BELOW_BYTES:
+        return []
+    return [
+        f"the file system holding the run directory was full when the command ended ({free:,} bytes "
+        f"free of {st.f_blocks * st.f_frsize:,}): records the ranks tried to write after that are "
+        "missing; free space or choose another --out"
+    ]
 
 
 def claim_instance(run_dir: Path, name: str) -> Path:
@@ -229,24 +306,80 @@ def _interventions(environ: Mapping[str, str]) -> dict[str, str]:
 def _run_foreground(command: list[str], env: dict[str, str]) -> int:
     try:
         child = subprocess.Popen(command, env=env)
-    except OSError as error:
+    except FileNotFoundError as error:  # what a shell answers: 127 not found, 126 not executable
         sys.stderr.write(f"ddp-doctor: cannot start {command[0]!r}: {error}\n")
         return 127
-    return _wait_forwarding_signals(child)
+    except OSError as error:  # permission denied, a directory, not an executable format
+        sys.stderr.write(f"ddp-doctor: cannot execute {command[0]!r}: {error}\n")
+        return 126
+    return wait_forwarding_signals(child)
 
 
-def _wait_forwarding_signals(child: subprocess.Popen[bytes]) -> int:
-    forwarded = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-    previous = {}
+# Every signal a terminal or a job scheduler sends to end or poke a job. Stop/continue signals
+# (TSTP, TTIN, TTOU, CONT) keep their default: a terminal sends them to the whole foreground
+# process group, so ddp-doctor stops and resumes with the command, as a shell job would.
+FORWARDED = tuple(
+    getattr(signal, name)
+    for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGWINCH")
+    if hasattr(signal, name)
+)
+SI_KERNEL = 0x80  # siginfo si_code of a signal the kernel generated: the terminal's Ctrl-C, Ctrl-\
 
-    def forward(signum: int, frame: Any) -> None:
-        child.send_signal(signum)
 
-    for signum in forwarded:
-        previous[signum] = signal.signal(signum, forward)
+def wait_forwarding_signals(child: subprocess.Popen[Any]) -> int:
+    """Wait for `child`, passing every FORWARDED signal on to it once; return its exit code
+    (128 + N when signal N killed it, as shells report it). ddp-doctor never exits before it.
+
+    A signal the terminal generated (Ctrl-C, Ctrl-\\: si_code SI_KERNEL) went to the whole
+    foreground process group, the command included when it shares ours: passing it on again would
+    give torchrun a second SIGINT in the middle of its shutdown. A signal sent to ddp-doctor's pid
+    (`kill`, a scheduler) is passed on. Telling the two apart needs the siginfo, so the signals
+    are blocked and taken with sigtimedwait; off the main thread (no signal handling there), or
+    without sigtimedwait, the child is simply waited for.
+    """
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "sigtimedwait"):
+        return _exit_code(child.wait())
+    early: list[int] = []
+
+    def record(signum: int, frame: Any) -> None:  # delivered before the block, or to another thread
+        early.append(signum)
+
+    # Installed only now, after the command started: it inherited our dispositions as they were
+    # (`nohup`'s ignored SIGHUP, a background job's ignored SIGINT/SIGQUIT). A signal ignored here
+    # is passed on all the same: the command ignores it too, or handles it as it would bare
+    # (torchrun installs its own SIGQUIT handler whatever it inherited).
+    previous = {signum: signal.signal(signum, record) for signum in FORWARDED}
+    waited = (*FORWARDED, signal.SIGCHLD)
+    old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, waited)
     try:
-        code = child.wait()
+        shares_group = _same_process_group(child)
+        while child.poll() is None:
+            while early:
+                _forward(child, early.pop(0))
+            info = signal.sigtimedwait(waited, 1.0)
+            if info is None or info.si_signo == signal.SIGCHLD:
+                continue
+            if info.si_code == SI_KERNEL and shares_group:
+                continue  # the terminal sent it to the command too
+            _forward(child, info.si_signo)
+        return _exit_code(child.returncode)
     finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)  # pending ones reach `record`
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def _same_process_group(child: subprocess.Popen[Any]) -> bool:
+    try:
+        return os.getpgid(child.pid) == os.getpgrp()
+    except OSError:
+        return True
+
+
+def _forward(child: subprocess.Popen[Any], signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        child.send_signal(signum)
+
+
+def _exit_code(code: int) -> int:
     return 128 - code if code < 0 else code

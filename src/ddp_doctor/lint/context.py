@@ -35,6 +35,12 @@ _ALIASES: dict[str, str] = {
     "torch.nn.modules.batchnorm.SyncBatchNorm": "torch.nn.SyncBatchNorm",
     "torch.half": "torch.float16",
     "accelerate.accelerator.Accelerator": "accelerate.Accelerator",
+    # apex's DDP all-reduces the same way (hooks on backward): the same rules apply
+    "apex.parallel.DistributedDataParallel": "torch.nn.parallel.DistributedDataParallel",
+    "apex.parallel.distributed.DistributedDataParallel": "torch.nn.parallel.DistributedDataParallel",
+    "timm.models.create_model": "timm.create_model",
+    "timm.models._factory.create_model": "timm.create_model",
+    "timm.models.factory.create_model": "timm.create_model",
 }
 
 
@@ -160,10 +166,12 @@ class FileContext:
         words.update(n.id for n in ctx.of_type(ast.Name))
         words.update(n.attr for n in ctx.of_type(ast.Attribute))
         words.update(n.arg for n in ctx.of_type(ast.keyword) if n.arg)
+        targets: dict[str, set[str]] = {}
         for node in ctx.of_type(ast.Import):
             for alias in node.names:
                 if alias.asname:
                     ctx.imports[alias.asname] = alias.name
+                    targets.setdefault(alias.asname, set()).add(canonical(alias.name))
                 else:  # `import torch.nn` binds `torch`
                     head = alias.name.split(".")[0]
                     ctx.imports[head] = head
@@ -171,7 +179,16 @@ class FileContext:
             if node.module and not node.level:
                 for alias in node.names:
                     if alias.name != "*":
-                        ctx.imports[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+                        name = alias.asname or alias.name
+                        ctx.imports[name] = f"{node.module}.{alias.name}"
+                        targets.setdefault(name, set()).add(canonical(ctx.imports[name]))
+        # One alias bound to different objects in two branches (``if ddp: from ... import
+        # DistributedSampler as S`` / ``else: from ... import RandomSampler as S``): which one runs is a
+        # runtime choice, so the name resolves to neither. Two spellings of one object stay resolved
+        # (apex's or torch's DDP under try/except both mean DDP).
+        for name, found in targets.items():
+            if len(found) > 1:
+                del ctx.imports[name]
         for node in ctx.of_type(ast.FunctionDef) + ctx.of_type(ast.AsyncFunctionDef):
             ctx.functions.setdefault(node.name, []).append(node)
         for target in ctx.imports.values():

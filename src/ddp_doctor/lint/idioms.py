@@ -46,6 +46,13 @@ MAIN_FLAG = re.compile(
     re.IGNORECASE,
 )
 RANK_NAME = re.compile(r"rank|process_index", re.IGNORECASE)
+# The GPU a spawned process drives (``mp.spawn(main_worker)`` passes it as ``gpu``): its local rank.
+# Not ``n_gpu``/``num_gpus`` (a count: ``n_gpu == 0`` means CPU).
+GPU_NAME = re.compile(r"^(local_)?gpu(_id|_idx|_index)?$", re.IGNORECASE)
+# Receivers of ``.info(...)``-style calls that go through the logging configuration.
+LOGGER_NAME = re.compile(r"^_*(logger|log|logging|LOGGER|LOG)$")
+# Levels that silence ordinary ``info`` records when set on the ranks other than 0.
+QUIET_LEVELS = frozenset({"WARN", "WARNING", "ERROR", "CRITICAL", "FATAL"})
 # ``RANK in {-1, 0}``: a membership test whose constants are only 0 and -1 (-1 = not distributed).
 RANK0_MEMBERS = frozenset({0, -1})
 
@@ -65,6 +72,15 @@ SYNC_CONTROL = re.compile(
 # ``models.__dict__[arch]()``, ``getattr(models, arch)()``, ``torchvision.models.get_model(name)``.
 MODEL_REGISTRIES = frozenset({"torchvision.models", "models"})
 MODEL_GETTERS = frozenset({"torchvision.models.get_model"})
+# Factories that build a model from a name (timm): BatchNorm when the name — a literal or the
+# default of the flag it comes from — is of a BatchNorm family (ViT/Swin/ConvNeXt use LayerNorm).
+MODEL_FACTORIES = frozenset({"timm.create_model"})
+BATCHNORM_ARCH = re.compile(
+    r"^(resnet|resnext|wide_resnet|seresnet|seresnext|res2net|resnest|senet|legacy_se|efficientnet|"
+    r"tf_efficientnet|mobilenet|mnasnet|regnet|densenet|vgg\d+_bn|inception|dla|dpn|hrnet|csp|darknet|"
+    r"rexnet|ghostnet|mixnet|gernet|repvgg|selecsls|tresnet|dm_nfnet_no)\w*",
+    re.IGNORECASE,
+)
 
 # --- metric objects: local unless they sync --------------------------------------------------
 SYNC_ON_COMPUTE = "sync_on_compute"

@@ -26,7 +26,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TypeGuard
 
-from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
+from ddp_doctor.lint.context import FileContext, dotted, keyword, method, walk_local
+from ddp_doctor.lint.flags import argparse_defaults
 from ddp_doctor.lint.idioms import SCALER_CALLABLE
 
 # Receivers whose `.step()` is an optimizer step / a scheduler step, by name when no constructor
@@ -242,7 +243,64 @@ def _is_accumulate(expr: ast.expr) -> bool:
     return bool(m and m[1] == "accumulate")
 
 
-def is_accum_guard(test: ast.expr) -> bool:
+def accelerate_accumulate_blocks(facts: LoopFacts) -> list[ast.With | ast.AsyncWith]:
+    """Every ``with accelerator.accumulate(...):`` block of the file that runs backward."""
+    ctx = facts.ctx
+    if not ctx.mentions("accumulate"):
+        return []
+    return [
+        w
+        for w in ctx.of_type(ast.With) + ctx.of_type(ast.AsyncWith)
+        if any(_is_accumulate(i.context_expr) for i in w.items) and facts.has_backward(w.body)
+    ]
+
+
+ACCUM_KEYWORD = "gradient_accumulation_steps"
+
+
+def accelerator_accumulates(ctx: FileContext) -> tuple[bool, str | None]:
+    """(accumulation may be on, the gate when it depends on configuration) from the file's
+    ``Accelerator(...)`` calls."""
+    ctors = [c for c in ctx.of_type(ast.Call) if ctx.call_qualname(c) == "accelerate.Accelerator"]
+    if not ctors:
+        return True, f"{ACCUM_KEYWORD} > 1 (the Accelerator is built elsewhere)"
+    for call in ctors:
+        value = keyword(call, ACCUM_KEYWORD)
+        if value is None:
+            if keyword(call, "gradient_accumulation_plugin") is not None or any(
+                k.arg is None for k in call.keywords
+            ):
+                return True, f"{ACCUM_KEYWORD} > 1 (set through a plugin or **kwargs)"
+            continue
+        if isinstance(value, ast.Constant) and isinstance(value.value, int):
+            if value.value > 1:
+                return True, None
+            continue
+        return True, f"{_option_text(ctx, value)} > 1"
+    return False, None
+
+
+def _option_text(ctx: FileContext, value: ast.expr) -> str:
+    """``--grad-accum-steps (default 1)`` for ``args.grad_accum_steps`` when argparse defines it."""
+    name = dotted(value)
+    if name is None:
+        return ctx.segment(value)
+    dest = name.split(".")[-1]
+    defaults = argparse_defaults(ctx)
+    if f"--{dest}" not in defaults:
+        return name
+    return f"{defaults[f'--{dest}']} (default {defaults.get(dest)!r})"
+
+
+def unconditional_nodes(facts: LoopFacts, body: list[ast.stmt]) -> Iterator[ast.AST]:
+    """Nodes of ``body`` that run whenever it runs, through simple same-file helpers."""
+    yield from _unconditional_nodes(facts, body, HELPER_DEPTH, frozenset())
+
+
+def is_accum_guard(test: ast.expr, facts: LoopFacts | None = None) -> bool:
+    """A test that is true on the last micro-step: a ``%`` or an accumulation-ish name, or (with
+    ``facts``) a name assigned from such an expression in the same function
+    (``last = (i + 1) % accum == 0`` ... ``if last:``)."""
     for node in ast.walk(test):
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
             return True
@@ -251,6 +309,16 @@ def is_accum_guard(test: ast.expr) -> bool:
         )
         if name and ACCUM_GUARD_NAME.search(name):
             return True
+    if facts is not None:
+        for node in ast.walk(test):
+            if isinstance(node, ast.Name):
+                scope = facts.ctx.enclosing_function(test)
+                binds = facts.ctx.bindings(scope).get(node.id, [])
+                if any(
+                    isinstance(b, ast.Assign) and b.lineno < test.lineno and is_accum_guard(b.value)
+                    for b in binds
+                ):
+                    return True
     return False
 
 
@@ -265,8 +333,10 @@ LOOPS = (ast.For, ast.AsyncFor, ast.While)
 _BLOCK_FIELDS = ("body", "orelse", "finalbody")
 
 
-def _step_after(facts: LoopFacts, loop: ast.AST) -> int | None:
-    """Line of an optimizer step that follows ``loop`` in its block or an enclosing non-loop block."""
+def _step_after(facts: LoopFacts, loop: ast.AST, depth: int = 1) -> int | None:
+    """Line of an optimizer step that follows ``loop`` in its block or an enclosing non-loop block;
+    when the loop ends its function, one that follows a same-file call of that function (the
+    micro-batch loop in ``train_step``, ``optimizer.step()`` in the caller)."""
     ctx = facts.ctx
     node = loop
     while True:
@@ -279,6 +349,13 @@ def _step_after(facts: LoopFacts, loop: ast.AST) -> int | None:
                 for stmt in block[block.index(node) + 1 :]:
                     if isinstance(stmt, ast.stmt) and facts.has_optimizer_step([stmt]):
                         return next(n.lineno for n in facts.nodes([stmt]) if facts.is_optimizer_step(n))
+        if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)) and depth > 0:
+            for call in ctx.of_type(ast.Call):
+                if ctx.helper(call) is parent:
+                    line = _step_after(facts, call, depth - 1)
+                    if line is not None:
+                        return line
+            return None
         if isinstance(parent, (*LOOPS, ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)):
             return None
         node = parent
@@ -353,7 +430,7 @@ def _guarded_in(facts: LoopFacts, body: list[ast.stmt]) -> int | None | bool:
     step_line: int | None = None
     for stmt in unconditional(body):
         if isinstance(stmt, ast.If):
-            if is_accum_guard(stmt.test) and facts.has_optimizer_step(stmt.body):
+            if is_accum_guard(stmt.test, facts) and facts.has_optimizer_step(stmt.body):
                 step_line = step_line or next(
                     n.lineno for n in facts.nodes(stmt.body) if facts.is_optimizer_step(n)
                 )
@@ -375,7 +452,7 @@ def _guard_keyword_step(facts: LoopFacts, body: list[ast.stmt]) -> int | None:
         if (
             bw is not None
             and isinstance(node, ast.Call)
-            and any(is_accum_guard(k.value) for k in node.keywords)
+            and any(is_accum_guard(k.value, facts) for k in node.keywords)
         ):
             return node.lineno
     for stmt in body:  # one level into if/else branches
@@ -385,7 +462,7 @@ def _guard_keyword_step(facts: LoopFacts, body: list[ast.stmt]) -> int | None:
                     if (
                         isinstance(node, ast.Call)  # (a backward is a call)
                         and facts.backward(node)
-                        and any(is_accum_guard(k.value) for k in node.keywords)
+                        and any(is_accum_guard(k.value, facts) for k in node.keywords)
                     ):
                         return node.lineno
     return None

@@ -78,6 +78,7 @@ class Summary:
     path: str
     line: int
     returns_ddp: bool = False
+    fsdp_only: bool = False  # its own wraps are all FSDP (no DistributedDataParallel)
     wraps_ddp: bool = False  # calls a DDP/FSDP constructor (directly or through a project helper)
     calls_backward: bool = False
     scales_loss: bool = False
@@ -103,6 +104,8 @@ class ProjectIndex:
     methods: dict[str, list[Summary]] = field(default_factory=dict)  # method name -> every class's
     backward_objects: set[str] = field(default_factory=set)  # spellings bound to backward-running objects
     rank0_objects: set[str] = field(default_factory=set)  # spellings bound only on rank 0
+    rank0_predicates: set[str] = field(default_factory=set)  # functions answering "am I rank 0?"
+    silences_other_ranks: bool = False  # some file's logging setup keeps rank 0's records only
     files: int = 0
     wraps_ddp: bool = False  # some file wraps a model in DDP/FSDP
     wraps_plain_ddp: bool = False  # some file wraps a model in DistributedDataParallel itself
@@ -112,6 +115,7 @@ class ProjectIndex:
     name_alias: dict[str, str] = field(default_factory=dict)  # ``Model = DetectionModel`` at module level
     _pending: list[tuple[str, set[str]]] = field(default_factory=list)  # (class qualname, names bound)
     _wrapper_names: tuple[str, ...] | None = None
+    _bn_modules: set[str] | None = None
     _local_names: set[str] = field(default_factory=set)  # top-level defs of the file being summarised
 
     # --- building ------------------------------------------------------------------------------
@@ -223,11 +227,17 @@ class ProjectIndex:
             body = list(ast.walk(node)) if isinstance(node, ast.ClassDef) else ctx.local(node)
             returned: set[int] = set()
             ddp_names: set[str] = set()
+            returned_names: set[str] = set()
             for n in body:
                 if isinstance(n, ast.Return) and n.value is not None:
-                    returned.add(id(n.value))
-                    if isinstance(n.value, ast.IfExp):
-                        returned |= {id(n.value.body), id(n.value.orelse)}
+                    # ``return model`` / ``return model, optimizer`` / ``return a if c else b``
+                    parts = n.value.elts if isinstance(n.value, (ast.Tuple, ast.List)) else [n.value]
+                    for part in parts:
+                        returned.add(id(part))
+                        if isinstance(part, ast.IfExp):
+                            returned |= {id(part.body), id(part.orelse)}
+                        if (d := dotted(part)) is not None:
+                            returned_names.add(d)
             for n in body:
                 if isinstance(n, ast.Call):
                     q = ctx.call_qualname(n) or ""
@@ -243,6 +253,7 @@ class ProjectIndex:
                     if "convert_sync_batchnorm" in q or (m and m[1] == "convert_sync_batchnorm"):
                         s.converts_syncbn = True
                     if q in DATA_PARALLEL:
+                        s.fsdp_only = (q != DDP) and (s.fsdp_only or not s.wraps_ddp)
                         s.wraps_ddp = True
                         if id(n) in returned:
                             s.returns_ddp = True
@@ -267,9 +278,7 @@ class ProjectIndex:
                         target = self._project_target(imports, n)
                         if target:
                             s.refs.add(target)
-            if ddp_names and any(
-                isinstance(n, ast.Return) and dotted(n.value) in ddp_names for n in body if n is not None
-            ):
+            if ddp_names & returned_names:
                 s.returns_ddp = True
             if uses_eval:
                 s.refs |= {f"{m}.*" for m in star}
@@ -298,7 +307,11 @@ class ProjectIndex:
 
     def _bindings(self, ctx: FileContext, imports: dict[str, str]) -> None:
         """Project-wide spellings: backward-running objects and rank-0-only objects."""
-        from ddp_doctor.lint.rank0 import is_rank0_test  # rank0 imports idioms only
+        from ddp_doctor.lint.rank0 import is_rank0_test, rank0_predicates, silences_other_ranks
+
+        predicates = rank0_predicates(ctx.tree)
+        self.rank0_predicates |= predicates
+        self.silences_other_ranks |= silences_other_ranks(ctx.tree, predicates)
 
         for node in ctx.of_type(ast.Assign):
             names = {d for t in node.targets if (d := dotted(t))}
@@ -310,7 +323,7 @@ class ProjectIndex:
             if (
                 isinstance(value, ast.IfExp)
                 and _is_none(value.orelse)
-                and is_rank0_test(value.test)
+                and is_rank0_test(value.test, predicates)
                 and _is_log_sink(value.body)
             ):
                 self.rank0_objects |= {n.split(".")[-1] for n in names}
@@ -397,18 +410,26 @@ class ProjectIndex:
             qualname = self.name_alias[qualname]
         return None
 
+    def module_builds_batchnorm(self, module: str) -> bool:
+        """Some function or class of ``module`` builds BatchNorm (after propagation)."""
+        if self._bn_modules is None:
+            self._bn_modules = {s.module for s in self.summaries.values() if s.builds_batchnorm}
+        return module in self._bn_modules
+
     def method_summaries(self, func: ast.AST) -> list[Summary]:
         """Every project method that ``obj.name(...)`` may run, by method name (types unknown)."""
         if isinstance(func, ast.Attribute):
             return self.methods.get(func.attr, [])
         return []
 
-    def call_wraps_ddp(self, ctx: FileContext, call: ast.Call) -> bool:
+    def call_wraps_ddp(self, ctx: FileContext, call: ast.Call, plain: bool = False) -> bool:
         """``call`` wraps a model in DDP/FSDP through project code (``smart_DDP(model)``,
-        ``task.prepare_distributed(...)``)."""
+        ``task.prepare_distributed(...)``); ``plain``: in DistributedDataParallel, not FSDP."""
         s = self.summary_for(ctx, call.func)
         if s is not None:
-            return s.returns_ddp  # a function that wraps and returns the model
+            return s.returns_ddp and not (
+                plain and s.fsdp_only
+            )  # a function that wraps and returns the model
         func = call.func
         if (
             not isinstance(func, ast.Attribute)
@@ -417,7 +438,10 @@ class ProjectIndex:
         ):
             return False
         found = self.method_summaries(func)  # obj.prepare_distributed(...): may wrap in place on self
-        return 0 < len(found) <= MAX_SAME_NAME_METHODS and any(m.wraps_ddp or m.returns_ddp for m in found)
+        wrapping = sum((m.wraps_ddp or m.returns_ddp) and not (plain and m.fsdp_only) for m in found)
+        # Few candidates: any that wraps. Many (timm's five ``prepare_distributed`` task classes): most
+        # of them must wrap, so that a common name wrapped by one class in thirty does not count.
+        return wrapping > 0 and (len(found) <= MAX_SAME_NAME_METHODS or 2 * wrapping > len(found))
 
     def ddp_wrapper_names(self) -> tuple[str, ...]:
         """Bare names of project functions returning a wrapped model and of methods wrapping in place
@@ -430,6 +454,15 @@ class ProjectIndex:
             }
             self._wrapper_names = tuple(sorted(names))
         return self._wrapper_names
+
+    def hands_to_ddp_code(self, ctx: FileContext, names: set[str]) -> bool:
+        """One of ``names`` goes to project code that trains on it and wraps the model in DDP/FSDP
+        (``Trainer(model, train_loader)`` whose ``__init__`` wraps): the loader is distributed."""
+        for call in ctx.of_type(ast.Call):
+            s = self.summary_for(ctx, call.func)
+            if s is not None and (s.wraps_ddp or s.returns_ddp) and self.trains_on_argument(ctx, call, names):
+                return True
+        return False
 
     def trains_on_argument(self, ctx: FileContext, call: ast.Call, names: set[str]) -> bool:
         """``call`` hands one of ``names`` to project code that trains on it (``Trainer(model,

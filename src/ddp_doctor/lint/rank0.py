@@ -4,6 +4,10 @@ A test is a rank-0 test when it is true on (at most) one rank: ``rank == 0``, ``
 (-1 = not distributed), ``dist.get_rank() == 0``, ``master_process``, ``is_main_process()``,
 ``fabric.is_global_zero``; ``a and <rank-0 test>``; and ``not <flag> or <rank-0 test>``
 (llama-recipes: ``if not enable_fsdp or rank == 0`` is rank 0 whenever training is sharded).
+What is compared decides, not the spelling of the test: an operand that names a rank or the GPU a
+process drives (``gpu == 0`` under ``mp.spawn``, ``opt['rank'] == 0``), a function whose every
+return is such a test (``def is_main(): return dist.get_rank() == 0``), and an early exit
+(``if rank != 0: continue``) that leaves only rank 0 running the statements after it.
 Spellings live in ``lint/idioms.py``.
 """
 
@@ -11,9 +15,19 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Collection
 
-from ddp_doctor.lint.context import dotted
-from ddp_doctor.lint.idioms import MAIN_FLAG, RANK0_FUNCTION, RANK0_MEMBERS, RANK0_METHODS, RANK_NAME
+from ddp_doctor.lint.context import dotted, walk_local
+from ddp_doctor.lint.idioms import (
+    GPU_NAME,
+    LOGGER_NAME,
+    MAIN_FLAG,
+    QUIET_LEVELS,
+    RANK0_FUNCTION,
+    RANK0_MEMBERS,
+    RANK0_METHODS,
+    RANK_NAME,
+)
 
 LOG_CALL = re.compile(
     r"^(print|log|info|debug|warning|log_metrics?|log_dict|add_scalars?|set_postfix(_str)?|"
@@ -41,11 +55,12 @@ def is_rank0_log_call(call: ast.Call) -> bool:
 
 
 def _mentions_rank(node: ast.AST) -> bool:
-    text = " ".join(d for n in ast.walk(node) if (d := dotted(n)) is not None)
-    text += " " + " ".join(
-        n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)
-    )
-    return bool(RANK_NAME.search(text))
+    names = [d for n in ast.walk(node) if (d := dotted(n)) is not None]
+    strings = [n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    if RANK_NAME.search(" ".join(names + strings)):
+        return True
+    # the GPU index a spawned process drives is its local rank: ``args.gpu == 0``, ``opt["gpu_id"]``
+    return any(GPU_NAME.match(w.split(".")[-1]) for w in names + strings)
 
 
 def _int(node: ast.AST) -> int | None:
@@ -70,11 +85,12 @@ def _negated_flag(node: ast.AST) -> bool:
     return False
 
 
-def is_rank0_test(test: ast.expr) -> bool:
+def is_rank0_test(test: ast.expr, predicates: Collection[str] = ()) -> bool:
+    """``test`` is true on rank 0 only; ``predicates``: names of functions that return such a test."""
     if isinstance(test, ast.BoolOp):
         if isinstance(test.op, ast.And):
-            return any(is_rank0_test(v) for v in test.values)
-        rank0 = [v for v in test.values if is_rank0_test(v)]
+            return any(is_rank0_test(v, predicates) for v in test.values)
+        rank0 = [v for v in test.values if is_rank0_test(v, predicates)]
         return bool(rank0) and all(v in rank0 or _negated_flag(v) for v in test.values)
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
         op, left, right = test.ops[0], test.left, test.comparators[0]
@@ -86,17 +102,138 @@ def is_rank0_test(test: ast.expr) -> bool:
         return isinstance(op, ast.LtE) and _int(right) == 0 and _mentions_rank(left)  # rank <= 0
     target = test.func if isinstance(test, ast.Call) else test
     name = dotted(target)
-    return bool(name and MAIN_FLAG.match(name.split(".")[-1]))
+    if not name:
+        return False
+    last = name.split(".")[-1]
+    return bool(MAIN_FLAG.match(last)) or (isinstance(test, ast.Call) and last in predicates)
+
+
+def is_not_rank0_test(test: ast.expr, predicates: Collection[str] = ()) -> bool:
+    """``test`` is true on every rank but 0: ``rank != 0``, ``rank > 0``, ``not is_main_process()``."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return is_rank0_test(test.operand, predicates)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        op, left, right = test.ops[0], test.left, test.comparators[0]
+        if isinstance(op, (ast.NotEq, ast.Gt)) and _int(right) == 0:
+            return _mentions_rank(left)
+        if isinstance(op, ast.NotIn) and isinstance(right, (ast.Set, ast.List, ast.Tuple)):
+            values = {_int(e) for e in right.elts}
+            return 0 in values and values <= RANK0_MEMBERS and _mentions_rank(left)
+    return False
+
+
+def rank0_predicates(tree: ast.AST) -> set[str]:
+    """Functions of a file that answer "am I rank 0?": every ``return`` is a rank-0 test
+    (``def is_main(): return dist.get_rank() == 0``), however the function is named."""
+    out: set[str] = set()
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or len(fn.body) > 6:
+            continue
+        returns = [n for n in walk_local(fn.body) if isinstance(n, ast.Return)]
+        if returns and all(r.value is not None and is_rank0_test(r.value) for r in returns):
+            out.add(fn.name)
+    return out
+
+
+_EXITS = (ast.Continue, ast.Return, ast.Break)
 
 
 def enclosing_rank0_if(
-    parents: dict[ast.AST, ast.AST], node: ast.AST, scopes: tuple[type[ast.AST], ...]
+    parents: dict[ast.AST, ast.AST],
+    node: ast.AST,
+    scopes: tuple[type[ast.AST], ...],
+    predicates: Collection[str] = (),
 ) -> ast.If | None:
-    """The innermost ``if <rank-0 test>:`` whose body (not else) holds ``node``, searched up to the
-    nearest enclosing node of a ``scopes`` type."""
+    """The innermost ``if <rank-0 test>:`` whose body (not else) holds ``node``, or an earlier
+    ``if <not rank 0>: continue/return`` in an enclosing block, searched up to the nearest
+    enclosing node of a ``scopes`` type."""
     child, cur = node, parents.get(node)
-    while cur is not None and not isinstance(cur, scopes):
-        if isinstance(cur, ast.If) and child in cur.body and is_rank0_test(cur.test):
+    while cur is not None:
+        if isinstance(cur, ast.If) and child in cur.body and is_rank0_test(cur.test, predicates):
             return cur
+        if isinstance(cur, ast.If) and child in cur.orelse and is_not_rank0_test(cur.test, predicates):
+            return cur
+        for block in _blocks(cur):
+            if child in block:
+                for stmt in block[: block.index(child)]:
+                    if (
+                        isinstance(stmt, ast.If)
+                        and stmt.body
+                        and isinstance(stmt.body[-1], _EXITS)
+                        and is_not_rank0_test(stmt.test, predicates)
+                    ):
+                        return stmt
+        if isinstance(cur, scopes):
+            break
         child, cur = cur, parents.get(cur)
     return None
+
+
+def _blocks(node: ast.AST) -> list[list[ast.stmt]]:
+    return [
+        v
+        for f in ("body", "orelse", "finalbody")
+        if isinstance(v := getattr(node, f, None), list) and v and isinstance(v[0], ast.stmt)
+    ]
+
+
+def silences_other_ranks(tree: ast.AST, predicates: Collection[str] = ()) -> bool:
+    """Logging configuration that keeps rank 0's records only: ``logger.setLevel(logging.ERROR)``
+    in the else of ``if rank == 0`` (or under ``if rank != 0``), a level chosen by a rank-0 test
+    (``level=INFO if rank == 0 else WARN``), or loguru's ``logger.remove()`` with ``logger.add(...)``
+    only under a rank-0 test (YOLOX ``setup_logger``). Then the plain ``logger.info(...)`` calls of
+    the project log on rank 0 only."""
+    parents = {c: p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
+            continue
+        calls = [
+            n for n in walk_local(fn.body) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+        ]
+        removes = any(c.func.attr == "remove" and not c.args for c in calls)  # type: ignore[attr-defined]
+        for call in calls:
+            attr = call.func.attr  # type: ignore[attr-defined]
+            if attr in ("setLevel", "basicConfig", "disable"):
+                args = [*call.args, *(k.value for k in call.keywords)]
+                if any(isinstance(a, ast.IfExp) and is_rank0_test(a.test, predicates) for a in args):
+                    return True
+                if any(_quiet_level(a) for a in args) and _off_rank0(parents, call, predicates):
+                    return True
+            if (
+                attr == "add"
+                and removes
+                and enclosing_rank0_if(parents, call, SCOPES, predicates) is not None
+            ):
+                return True
+    return False
+
+
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def _quiet_level(node: ast.AST) -> bool:
+    name = dotted(node) or (
+        node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else ""
+    )
+    return name.split(".")[-1].upper() in QUIET_LEVELS
+
+
+def _off_rank0(parents: dict[ast.AST, ast.AST], node: ast.AST, predicates: Collection[str]) -> bool:
+    """``node`` runs on ranks other than 0 only (else of a rank-0 test, body of a not-rank-0 test)."""
+    child, cur = node, parents.get(node)
+    while cur is not None and not isinstance(cur, SCOPES):
+        if isinstance(cur, ast.If):
+            if child in cur.orelse and is_rank0_test(cur.test, predicates):
+                return True
+            if child in cur.body and is_not_rank0_test(cur.test, predicates):
+                return True
+        child, cur = cur, parents.get(cur)
+    return False
+
+
+def is_logger_call(call: ast.Call) -> bool:
+    """``logger.info(...)``, ``logging.warning(...)``, ``_logger.log(...)``: records that go through
+    the logging configuration (not ``print``)."""
+    name = dotted(call.func) or ""
+    receiver, _, last = name.rpartition(".")
+    return bool(receiver) and bool(LOGGER_NAME.match(receiver.split(".")[-1])) and bool(LOG_CALL.match(last))

@@ -2,7 +2,8 @@
 
 Used twice: by the sitecustomize shim, which waits for `torch` before starting the probe, and by
 `state.after_import`, which waits for optional libraries (FSDP, DeepSpeed, logging libraries).
-Standard library only, so the shim can import it at start-up of every process for ~nothing.
+Standard library only, and only modules Python has imported at start-up anyway (`typing` is for
+the type checker), so the shim loads it in every process for ~nothing (by path: see the shim).
 
 What "fully imported" means here, and the cases that broke the earlier finders (issue 22):
 
@@ -25,14 +26,19 @@ goes to `on_error`.
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import sys
-import threading
-from collections.abc import Callable
 from types import ModuleType
-from typing import Any
 
-Callback = Callable[[], None]
+# Not `from typing import TYPE_CHECKING`: the shim loads this module in every process, and typing
+# is not imported at start-up (mypy treats any name TYPE_CHECKING as true).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    Callback = Callable[[], None]
 
 
 def initialising(module: Any) -> bool:
@@ -47,7 +53,7 @@ class AfterImport:
         self.on_error = on_error
         # not imported yet, being imported, or half-initialised in sys.modules
         self.waiting: dict[str, list[Callback]] = {}
-        self._searching = threading.local()
+        self._searching = _thread._local()
 
     # --- registering ---------------------------------------------------------------------------
     def add(self, name: str, callback: Callback) -> None:

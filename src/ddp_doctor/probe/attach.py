@@ -101,7 +101,6 @@ def _install_all() -> None:
     from ddp_doctor.probe.instruments import (
         backward,
         clip,
-        commhook,
         compile,
         compile_check,
         config,
@@ -116,7 +115,6 @@ def _install_all() -> None:
 
     for instrument in (
         backward,
-        commhook,
         ddp,
         optimizer,
         scaler,
@@ -177,6 +175,7 @@ def _at_exit() -> None:
 
 @guarded("exit")
 def _write_end() -> None:
+    from ddp_doctor.core.redact import redact_recorded
     from ddp_doctor.probe.instruments.optimizer import finish_step, primary
     from ddp_doctor.probe.instruments.replicas import final_checksum
 
@@ -188,8 +187,8 @@ def _write_end() -> None:
         # An unhandled exception ended the program (Python sets sys.last_value before atexit):
         # this `end` then does not mean "training completed" (ddp_doctor.rundir.teardown).
         error = getattr(sys, "last_value", None)
-        if isinstance(error, BaseException):
-            end["exception"] = f"{type(error).__name__}: {error}"[:500]
+        if isinstance(error, BaseException):  # redacted: the message may quote a key or a URL password
+            end["exception"] = redact_recorded(f"{type(error).__name__}: {error}")[:500]
         effects = _intervention_effects()
         if effects is not None:
             end["interventions"] = effects
@@ -203,9 +202,9 @@ def _release() -> None:
     the interpreter is whole, so nothing of ours is left for finalization to destroy."""
     import gc
 
-    from ddp_doctor.probe.instruments import commhook, compile, data, full, scaler
+    from ddp_doctor.probe.instruments import compile, data, full, gradsync, scaler
 
-    for module in (commhook, compile, data, full, scaler):
+    for module in (compile, data, full, gradsync, scaler):
         module.release()
     if PROBE.steps is not None:
         PROBE.steps.release()

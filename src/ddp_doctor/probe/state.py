@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # the probe imports torch only once the program has
     from torch import nn
 
 F = TypeVar("F", bound=Callable[..., Any])
+ENV_RESTART_COUNT = "TORCHELASTIC_RESTART_COUNT"  # set by torchrun's agent in every worker
 
 
 class Probe:
@@ -72,6 +73,7 @@ class Probe:
             self.active
             and self.recorder is not None
             and not self.recorder.is_open
+            and self.recorder.error is None  # a rank file that hit a full disk is not reopened
             and not _in_dataloader_worker()
         ):
             rank, header = self._header()
@@ -112,6 +114,9 @@ class Probe:
             "backend": backend,
             "device": f"cuda:{local_rank}" if torch.cuda.is_available() else "cpu",
         }
+        restart = os.environ.get(ENV_RESTART_COUNT, "")
+        if restart.isdigit():  # torchrun's attempt: a restarted worker must not mix with the last
+            header["restart"] = int(restart)
         return rank, header
 
     def fail(self, instrument: str, error: BaseException) -> None:
@@ -120,13 +125,15 @@ class Probe:
             return
         self.errors_written.add(instrument)
         try:  # noqa: SIM105 - a plain try reads clearer in the one place that must never raise
+            from ddp_doctor.core.redact import redact_recorded
+
             self.emit(
                 {
                     "kind": "probe_error",
                     "instrument": instrument,
                     "step": self.step_index(),
-                    "error": f"{type(error).__name__}: {error}",
-                    "traceback": "".join(traceback.format_exception(error))[-4000:],
+                    "error": redact_recorded(f"{type(error).__name__}: {error}"),
+                    "traceback": redact_recorded("".join(traceback.format_exception(error)))[-4000:],
                 }
             )
         except Exception:  # noqa: BLE001 - the error report itself must never raise either

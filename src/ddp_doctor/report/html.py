@@ -31,6 +31,7 @@ th{background:#f4f4f4}.v-confirmed{color:#b00;font-weight:bold}.v-ruled-out{colo
 .v-inconclusive{color:#a60}.v-not-measured{color:#888}.s-error{color:#b00;font-weight:bold}
 .s-warning{color:#a60;font-weight:bold}.s-info{color:#07a}.muted{color:#666;font-size:12px}
 pre{background:#f7f7f7;padding:6px;font-size:11px;white-space:pre-wrap;word-break:break-all;margin:4px 0}
+.failure{background:#fdecea;border:1px solid #e0a8a8;padding:6px 10px;color:#8a1c1c}
 .problems{background:#fff8e1;border:1px solid #f0d58c;padding:6px 10px}
 .hidden{display:none}
 """
@@ -135,6 +136,11 @@ def render_html(diag: Diagnosis, lang: Lang = "en") -> str:
         f"<title>{escape(w('title', lang))}</title><style>{CSS}</style></head><body>",
         f"<h1>{escape(w('title', lang))}</h1><p class='muted'>{escape(str(info['path']))}</p>",
     ]
+    failure = info.get("failure")
+    if failure:  # a failed rank is the first thing said (analysis/failure.py)
+        parts.append(
+            f"<p class='failure'><b>{escape(failure['summary_zh' if lang == 'zh' else 'summary'])}</b></p>"
+        )
     answer = info.get("oscillation")
     if answer:  # the question the user came with, answered first
         parts.append(

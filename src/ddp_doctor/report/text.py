@@ -70,6 +70,14 @@ def run_lines(diag: Diagnosis, lang: Lang) -> list[str]:
         lines.append(f"{w('interventions', lang)}: {escape(sets)}")
     if r["in_progress"]:
         lines.append(f"[yellow]{w('in_progress', lang)}[/]")
+    stopped = r.get("stopped")
+    if isinstance(stopped, dict):  # who stopped the job and why (ddp-doctor watch --stop-on)
+        who = (
+            f"{stopped.get('by')} (pid {stopped.get('pid')} on {stopped.get('host')}, {stopped.get('time')})"
+        )
+        lines.append(
+            f"[bold yellow]{w('stopped_by', lang)} {escape(who)}: {escape(stopped.get('reason'))}[/]"
+        )
     status = r.get("exit_status") or {}
     if status.get("note"):  # e.g. a teardown abort after complete training (ddp_doctor.rundir.teardown)
         lines.append(f"[yellow]{w('exit_code', lang)} {r.get('exit_code')}: {escape(status['note'])}[/]")
@@ -94,6 +102,9 @@ def report_console() -> Console:
 
 def render_console(diag: Diagnosis, console: Console, lang: Lang = "en") -> None:
     console.print(f"[bold]{w('title', lang)}[/] — {escape(str(diag.run_info['path']))}")
+    failure = diag.run_info.get("failure")
+    if failure:  # a failed rank is the first thing said (analysis/failure.py)
+        console.print(f"[bold red]{escape(failure['summary_zh' if lang == 'zh' else 'summary'])}[/]")
     answer = diag.run_info.get("oscillation")
     if answer:  # the question the user came with, answered first
         console.print(f"[bold]{escape(answer['summary_zh' if lang == 'zh' else 'summary'])}[/]")

@@ -33,11 +33,11 @@ import json
 import os
 import signal
 import stat
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ddp_doctor.rundir.records import RANKS_DIR
+from ddp_doctor.rundir.records import ATTEMPTS_DIR, RANKS_DIR
 
 # Where launcher failure reports go inside a run directory (written by launch/exits.py in the
 # torchrun process; its ENV_EXITS_DIR points here).
@@ -52,6 +52,49 @@ MAX_RANKS = 1 << 16
 
 
 @dataclass(frozen=True)
+class RankFailure:
+    """One rank that did not finish: how it exited and how far it got.
+
+    `exit_code` is what the launcher saw (negative: killed by that signal; None when no launcher
+    reported it, e.g. a single-process command: then the command's code); `steps` the optimizer
+    steps it recorded (its last step record + 1), so it stopped *in* step `steps`; `exception`
+    the last line of the unhandled exception its `end` record holds (`Type: message`, first line);
+    `stopped` True when it is a consequence: the launcher stopped it (SIGTERM) after another rank
+    failed, or it raised only once a peer had gone (no own exit code).
+    """
+
+    rank: int
+    exit_code: int | None
+    steps: int | None
+    exception: str | None
+    stopped: bool = False
+
+    @property
+    def signal(self) -> str | None:
+        return signal_name(self.exit_code) if self.exit_code is not None else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "exit_code": self.exit_code,
+            "signal": self.signal,
+            "steps": self.steps,
+            "exception": self.exception,
+            "stopped_by_launcher": self.stopped,
+        }
+
+
+def signal_name(exitcode: int) -> str | None:
+    """ "SIGABRT" for -6; None for a normal exit code."""
+    if exitcode >= 0:
+        return None
+    try:
+        return signal.Signals(-exitcode).name
+    except ValueError:
+        return f"signal {-exitcode}"
+
+
+@dataclass(frozen=True)
 class ExitStatus:
     """The command's exit, judged: `completed` is True when training finished on every rank."""
 
@@ -60,6 +103,8 @@ class ExitStatus:
     teardown_ranks: tuple[int, ...] = ()  # ranks that aborted (SIGABRT) after their last step
     failures: dict[int, int] = field(default_factory=dict)  # rank -> exit code the launcher saw
     note: str | None = None
+    # Ranks that failed, the first cause first (RankFailure); empty for a run that is ok
+    failed: tuple[RankFailure, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -73,6 +118,7 @@ class ExitStatus:
             "teardown_ranks": list(self.teardown_ranks),
             "failures": {str(k): v for k, v in sorted(self.failures.items())},
             "note": self.note,
+            "failed_ranks": [f.to_json() for f in self.failed],
         }
 
 
@@ -250,7 +296,62 @@ def classify_run(run_dir: Path | str, code: int | None) -> ExitStatus:
 
     completed = bool(tails) and bool(ended) and all(done(r) for r in range(world))
     single = 0 if world == 1 else None
-    return _judge(code, completed, failures, single)
+    status = _judge(code, completed, failures, single)
+    if status.ok or completed or code is None:
+        return status
+    return replace(status, failed=failed_ranks(code, world, tails, failures))
+
+
+EXCEPTION_CHARS = 300
+
+
+def _exception_line(end: dict[str, Any] | None) -> str | None:
+    """`Type: message` of the exception an `end` record holds: its first line, cut."""
+    text = end.get("exception") if end is not None else None
+    if not isinstance(text, str) or not text.strip():
+        return None
+    from ddp_doctor.core.redact import redact_text  # a run directory from an older version holds it verbatim
+
+    line = redact_text(text.strip().splitlines()[0].strip())
+    return line[: EXCEPTION_CHARS - 1] + "…" if len(line) > EXCEPTION_CHARS else line
+
+
+def failed_ranks(
+    code: int, world: int, tails: dict[int, RankTail], failures: dict[int, int] | None
+) -> tuple[RankFailure, ...]:
+    """Every rank of a failed run that did not finish, the likely first cause first.
+
+    A rank failed when the launcher reported a non-zero exit for it, its `end` holds an exception,
+    it has no `end` (killed), or it has no rank file at all. Order: a rank's own failure before
+    one the launcher caused (SIGTERM to the survivors; a SIGKILL counts as the launcher's only
+    when another rank has an own failure), then by the time of its `end` (the first to raise
+    first), then by rank. Without launcher reports a single-process command's code is its rank's
+    (128 + N: killed by signal N when it wrote no `end`).
+    """
+    out: list[tuple[float, RankFailure]] = []
+    reported = failures or {}
+    for rank in sorted(set(range(world)) | set(tails) | set(reported)):
+        tail = tails.get(rank)
+        end = tail.end if tail is not None else None
+        exit_code = reported.get(rank)
+        if exit_code is None and failures is None and world <= 1:
+            exit_code = 128 - code if code > 128 and end is None else code
+        exception = _exception_line(end)
+        if exit_code in (None, 0) and end is not None and exception is None:
+            continue  # finished cleanly; another rank is what failed
+        steps = end.get("steps") if end is not None else None
+        if not isinstance(steps, int) or isinstance(steps, bool):
+            steps = tail.steps if tail is not None else None
+        when = end.get("time") if end is not None else None
+        when = float(when) if isinstance(when, (int, float)) and not isinstance(when, bool) else float("inf")
+        out.append((when, RankFailure(rank, exit_code, steps, exception, exit_code == -int(signal.SIGTERM))))
+    own = any(not f.stopped and f.exit_code != -int(signal.SIGKILL) for _, f in out)
+    marked = [
+        (when, replace(f, stopped=True) if own and f.exit_code == -int(signal.SIGKILL) else f)
+        for when, f in out
+    ]
+    marked.sort(key=lambda item: (item[1].stopped, item[0], item[1].rank))
+    return tuple(f for _, f in marked)
 
 
 def _int_or_0(value: Any) -> int:
@@ -267,3 +368,39 @@ def classify_trainer(out_dir: Path | str, code: int | None, steps: int, metrics_
         last = _record(lines[-1]) if lines else None
         completed = last is not None and last.get("step") == steps - 1
     return _judge(code, completed, launcher_failures(out / EXITS_SUBDIR), None)
+
+
+MAX_ATTEMPTS = 64
+
+
+def attempt_notes(run_dir: Path | str) -> list[str]:
+    """Sentences about the earlier torchrun attempts kept in RUN/attempts/<restart>/ (a
+    `--max-restarts` run whose workers were restarted): which attempt the report diagnoses, and
+    how each earlier one ended (its ranks' exceptions, or the ranks without an `end`)."""
+    base = Path(run_dir) / ATTEMPTS_DIR
+    try:
+        if not stat.S_ISDIR(os.lstat(base).st_mode):
+            return []
+        attempts = sorted(int(p.name) for p in base.iterdir() if p.name.isdigit())[:MAX_ATTEMPTS]
+    except OSError:
+        return []
+    if not attempts:
+        return []
+    notes = [
+        f"torchrun restarted the workers: this report diagnoses the last attempt (restart "
+        f"{attempts[-1] + 1} or later); the rank files of {len(attempts)} earlier attempt(s) are kept "
+        f"in {ATTEMPTS_DIR}/ and not diagnosed"
+    ]
+    for n in attempts:
+        _, tails = rank_tails(base / str(n))
+        raised = [(r, _exception_line(t.end)) for r, t in sorted(tails.items()) if _exception_line(t.end)]
+        no_end = [r for r, t in sorted(tails.items()) if t.end is None]
+        parts = [f"rank {r} raised {e}" for r, e in raised[:3]]
+        if no_end:
+            parts.append(f"{_who(tuple(no_end))} wrote no `end` (stopped or killed)")
+        steps = max((t.steps or 0 for t in tails.values()), default=0)
+        notes.append(
+            f"attempt {n} ({len(tails)} rank file(s), up to {steps} step(s)): "
+            + ("; ".join(parts) or "ended")
+        )
+    return notes

@@ -31,6 +31,7 @@ from ddp_doctor.analysis.make import confirmed, coverage, fmt, inconclusive, not
 from ddp_doctor.core.catalog import limit, threshold_text
 from ddp_doctor.core.findings import Finding
 
+FINDS = ("training-not-progressing",)
 SHARE = limit("training-not-progressing", "share")
 MIN_STEPS = int(limit("training-not-progressing", "min_steps"))
 REL_RANGE = limit("training-not-progressing", "rel_range")

@@ -75,13 +75,32 @@ def _callback_failed(name, error):
     sys.stderr.write(f"ddp-doctor: probe not started ({type(error).__name__}: {error})\n")
 
 
+def _load_afterimport():
+    """ddp_doctor/probe/afterimport.py, loaded by path under its own name: importing the package
+    (`ddp_doctor/__init__` imports typing) would cost every process ~5 ms for nothing; the probe
+    later imports the same module object from sys.modules."""
+    import importlib.util
+
+    name = "ddp_doctor.probe.afterimport"
+    if name in sys.modules:
+        return sys.modules[name]
+    path = os.path.join(os.path.dirname(os.path.dirname(_HERE)), "probe", "afterimport.py")
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:  # not beside this file: the installed package's
+        _import_ddp_doctor()
+        import ddp_doctor.probe.afterimport as module
+
+        return module
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    sys.modules[name] = module
+    return module
+
+
 def _after_import(module, callback):
     """Run `callback` once `module` is fully imported (probe/afterimport.py: a `find_spec` alone,
     as `datasets` does for torch, is not an import)."""
-    _import_ddp_doctor()
-    from ddp_doctor.probe.afterimport import AfterImport
-
-    AfterImport(_callback_failed).add(module, callback)
+    _load_afterimport().AfterImport(_callback_failed).add(module, callback)
 
 
 try:

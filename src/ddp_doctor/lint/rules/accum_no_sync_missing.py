@@ -5,9 +5,12 @@ DDP all-reduces gradients in every backward unless ``no_sync()`` is entered or
 micro-step wastes bandwidth but gives the same numbers, so this is info, never an error.
 Flagged only when the file builds a DDP model (in project mode: or a project helper returns one,
 or, for a loop in a module without any wrap such as ``engine.py``, some file of the project wraps
-in DDP) and nothing in the file (project) controls gradient sync: ``no_sync``,
-``require_backward_grad_sync``, FSDP2's ``set_requires_gradient_sync`` or a sync context helper
-(``lint/idioms.py`` SYNC_CONTROL, e.g. EDM's ``misc.ddp_sync``).
+in DDP — not FSDP, whose reduce-scatter is outside this rule) and the loop's micro-steps do not
+control gradient sync: ``no_sync``, ``require_backward_grad_sync``, FSDP2's
+``set_requires_gradient_sync`` or a sync context helper (``lint/idioms.py`` SYNC_CONTROL, e.g.
+EDM's ``misc.ddp_sync``) in the loop body (through same-file helpers), around the loop, or in a
+project function the loop calls. A toggle that cannot skip anything does not count: the flag set
+to the constant ``True``, or a ``no_sync()`` block with neither a forward nor a backward in it.
 """
 
 from __future__ import annotations
@@ -15,12 +18,20 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ddp_doctor.lint.context import FileContext
+from ddp_doctor.lint.context import FileContext, dotted, method
 from ddp_doctor.lint.idioms import SYNC_CONTROL
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.rules.base import Rule, Violation
 
 DDP = "torch.nn.parallel.DistributedDataParallel"
+WRAPS = frozenset(
+    {
+        DDP,
+        "torch.distributed.fsdp.FullyShardedDataParallel",
+        "torch.distributed.fsdp.fully_shard",
+        "deepspeed.initialize",
+    }
+)
 
 
 class AccumNoSyncMissing(Rule):
@@ -29,30 +40,100 @@ class AccumNoSyncMissing(Rule):
     required_in_project = (("backward", "scaler", "loss_scaler"),)
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
-        if facts.prepared or any(SYNC_CONTROL.match(w) for w in ctx.words):
+        if facts.prepared:
             return
         project = ctx.project
-        if project is not None and project.toggles_sync:
-            return
         calls = ctx.of_type(ast.Call)
         if not any(ctx.call_qualname(n) == DDP for n in calls):
             if project is None:
                 return
-            wraps_here = any(project.call_wraps_ddp(ctx, n) for n in calls)
+            wraps_here = any(project.call_wraps_ddp(ctx, n, plain=True) for n in calls)
             if not wraps_here and not (project.wraps_plain_ddp and not _wraps_anything(ctx)):
                 return
         for loop in facts.accumulation_loops():
+            if _controls_sync(ctx, facts, loop.loop):
+                continue
             yield self.violation(
                 loop.loop,
-                f"The accumulation loop at line {loop.loop.lineno} all-reduces gradients on every "
-                "micro-step (no `no_sync`): wasted bandwidth, numerically the same.",
-                f"第 {loop.loop.lineno} 行的梯度累积循环在每个微步都做 all-reduce（没有 `no_sync`）：浪费带宽，数值上等价。",
+                f"The accumulation loop at line {loop.loop.lineno} lets DDP all-reduce gradients on every "
+                "micro-step (no effective `no_sync`): wasted bandwidth, numerically the same.",
+                f"第 {loop.loop.lineno} 行的梯度累积循环让 DDP 在每个微步都做 all-reduce（没有生效的 `no_sync`）："
+                "浪费带宽，数值上等价。",
                 accumulation_loop_line=loop.loop.lineno,
             )
 
 
+def _controls_sync(ctx: FileContext, facts: LoopFacts, loop: ast.AST) -> bool:
+    """Some effective sync control runs with the loop's micro-steps (see the module docstring)."""
+    body = getattr(loop, "body", [])
+    for node in facts.nodes(body):
+        if _effective_toggle(ctx, facts, node):
+            return True
+        if ctx.project is not None and isinstance(node, ast.Call):
+            summary = ctx.project.summary_for(ctx, node.func)
+            found = [summary] if summary is not None else ctx.project.method_summaries(node.func)
+            if any(s.toggles_sync for s in found[:4]):
+                return True
+    cur = ctx.parents.get(loop)
+    while cur is not None:
+        if isinstance(cur, (ast.With, ast.AsyncWith)) and _effective_toggle(ctx, facts, cur):
+            return True
+        cur = ctx.parents.get(cur)
+    return False
+
+
+def _effective_toggle(ctx: FileContext, facts: LoopFacts, node: ast.AST) -> bool:
+    if isinstance(node, ast.Assign):
+        if not any(isinstance(t, ast.Attribute) and SYNC_CONTROL.match(t.attr) for t in node.targets):
+            return False
+        return not (isinstance(node.value, ast.Constant) and node.value.value is True)  # = True: syncs anyway
+    if isinstance(node, (ast.With, ast.AsyncWith)):
+        exprs: list[ast.AST] = []
+        for item in node.items:
+            expr = item.context_expr
+            if isinstance(expr, ast.Name):  # sync_ctx = model.no_sync() if ... else nullcontext()
+                exprs += [
+                    b.value
+                    for b in ctx.bindings(ctx.enclosing_function(node)).get(expr.id, [])
+                    if isinstance(b, ast.Assign)
+                ]
+            exprs.append(expr)
+        if not any(_names_sync_control(e) for e in exprs):
+            return False
+        inner = list(facts.nodes(node.body))
+        return any(isinstance(n, ast.Call) for n in inner)  # a block that runs the model or backward
+    if isinstance(node, ast.Call):
+        m = method(node)
+        name = m[1] if m else (dotted(node.func) or "").split(".")[-1]
+        if SYNC_CONTROL.match(name) and name not in ("no_sync", "no_backward_sync"):
+            args = [*node.args, *(k.value for k in node.keywords)]
+            return not (args and all(isinstance(a, ast.Constant) and a.value is True for a in args))
+    return False
+
+
+def _names_sync_control(expr: ast.AST) -> bool:
+    for n in ast.walk(expr):
+        if isinstance(n, ast.Call):
+            m = method(n)
+            name = m[1] if m else (dotted(n.func) or "").split(".")[-1]
+            if SYNC_CONTROL.match(name):
+                return True
+    return False
+
+
 def _wraps_anything(ctx: FileContext) -> bool:
-    """The file itself wraps models (DDP, FSDP, DeepSpeed, accelerate, Fabric): then its own wrap decides."""
-    return ctx.mentions(
-        "DistributedDataParallel", "FullyShardedDataParallel", "fully_shard", "deepspeed"
-    ) or (ctx.mentions("prepare", "setup") and ctx.mentions("accelerator", "fabric"))
+    """The file itself wraps models (DDP, FSDP, DeepSpeed, accelerate, Fabric): then its own wrap
+    decides. Importing ``DistributedDataParallel`` for an ``isinstance`` check wraps nothing."""
+    for call in ctx.of_type(ast.Call):
+        qual = ctx.call_qualname(call) or ""
+        if qual in WRAPS or qual.startswith("deepspeed.initialize"):
+            return True
+        m = method(call)
+        if (
+            m
+            and m[0]
+            and m[1] in ("prepare", "setup", "setup_module")
+            and ("accelerator" in m[0] or "fabric" in m[0])
+        ):
+            return True
+    return False

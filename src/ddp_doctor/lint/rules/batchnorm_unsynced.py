@@ -5,8 +5,12 @@ Under DDP each rank normalises with its local micro-batch statistics (torch docs
 noisy, rank-dependent normalisation. Flagged when the file wraps a model in DDP (directly, or in
 project mode through a project helper such as ``smart_DDP(model)``) and builds BatchNorm layers:
 ``nn.BatchNorm2d``, a torchvision constructor known to contain them, a model chosen by name
-(``models.__dict__[arch]()``, ``getattr(models, arch)()``, ``torchvision.models.get_model``), or
-in project mode a project class/function that builds them (the model in ``models/yolo.py``).
+(``models.__dict__[arch]()``, ``getattr(models, arch)()``, ``torchvision.models.get_model``), a
+factory called with a BatchNorm-family name (``timm.create_model(args.model)`` with ``--model``
+defaulting to ``resnet50``; a ViT default is not BatchNorm), or in project mode a project
+class/function that builds them (the model in ``models/yolo.py``) or a project module used as a
+registry (``resnet.__dict__[args.arch]()`` where ``resnet.py`` builds BatchNorm). apex's
+``convert_syncbn_model`` counts as a conversion.
 
 No ``SyncBatchNorm`` anywhere: flagged. A conversion (``convert_sync_batchnorm``) only behind an
 opt-in flag (``if opt.sync_bn:`` with ``--sync-bn`` off by default) leaves the default path
@@ -18,11 +22,12 @@ findings only): convert the wrapped model just before wrapping.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 
-from ddp_doctor.lint.context import FileContext, dotted
+from ddp_doctor.lint.context import FileContext, dotted, keyword
 from ddp_doctor.lint.flags import all_defaults, describe, flag_test
-from ddp_doctor.lint.idioms import MODEL_GETTERS, MODEL_REGISTRIES
+from ddp_doctor.lint.idioms import BATCHNORM_ARCH, MODEL_FACTORIES, MODEL_GETTERS, MODEL_REGISTRIES
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.project import BATCHNORM, DDP, TORCHVISION_BN, ProjectIndex
 from ddp_doctor.lint.rules.base import (
@@ -33,6 +38,8 @@ from ddp_doctor.lint.rules.base import (
     starts_own_line,
     statement_of,
 )
+
+FROZEN_NAME = re.compile(r"teacher|ema|frozen|target", re.IGNORECASE)
 
 
 class BatchnormUnsynced(Rule):
@@ -49,13 +56,21 @@ class BatchnormUnsynced(Rule):
         ddp_calls: list[ast.Call] = []
         conversions: list[ast.AST] = []
         project = ctx.project
+        defaults = all_defaults(ctx) if ctx.mentions("create_model") else {}
         for node in ctx.of_type(ast.Call):
             q = ctx.call_qualname(node) or ""
             if q == DDP or (project is not None and project.call_wraps_ddp(ctx, node)):
                 ddp_calls.append(node)
-            elif "SyncBatchNorm" in q or (dotted(node.func) or "").endswith("convert_sync_batchnorm"):
+            elif "SyncBatchNorm" in q or (dotted(node.func) or "").endswith(
+                ("convert_sync_batchnorm", "convert_syncbn_model")
+            ):
                 conversions.append(node)
-            elif BATCHNORM.match(q) or TORCHVISION_BN.match(q) or _model_by_name(ctx, node):
+            elif (
+                BATCHNORM.match(q)
+                or TORCHVISION_BN.match(q)
+                or _model_by_name(ctx, node)
+                or _factory_batchnorm(ctx, node, defaults)
+            ):
                 bn_lines.append(node.lineno)
             elif project is not None:
                 summary = project.summary_for(ctx, node.func)
@@ -122,7 +137,46 @@ def _model_by_name(ctx: FileContext, call: ast.Call) -> bool:
     if registry is None:
         return False
     qual = ctx.qualname(registry) or ""
-    return qual in MODEL_REGISTRIES or qual.startswith("torchvision.models")
+    if qual in MODEL_REGISTRIES or qual.startswith("torchvision.models"):
+        return True
+    project = ctx.project
+    if project is None or not qual:
+        return False
+    module = project.resolve_module(qual)  # a project module used as a registry of model builders
+    return module is not None and project.module_builds_batchnorm(module)
+
+
+def _factory_batchnorm(ctx: FileContext, call: ast.Call, defaults: dict[str, object]) -> bool:
+    """``timm.create_model(name)`` where the name (a literal, or the default of the flag it is read
+    from: ``args.model`` → ``--model``'s default) is a BatchNorm family."""
+    if ctx.call_qualname(call) not in MODEL_FACTORIES or _frozen(ctx, call):
+        return False
+    arg = call.args[0] if call.args else keyword(call, "model_name")
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        return bool(BATCHNORM_ARCH.match(arg.value))
+    name = dotted(arg) if arg is not None else None
+    if name is None:
+        return False
+    value = defaults.get(name.split(".")[-1])
+    return isinstance(value, str) and bool(BATCHNORM_ARCH.match(value))
+
+
+def _frozen(ctx: FileContext, call: ast.Call) -> bool:
+    """The built model is not trained: a teacher/EMA/target copy (DeiT's distillation teacher) or
+    one whose parameters are frozen (``requires_grad_(False)``), so its statistics never update."""
+    parent = ctx.parents.get(call)
+    if not isinstance(parent, ast.Assign):
+        return False
+    names = {d for t in parent.targets if (d := dotted(t))}
+    if any(FROZEN_NAME.search(n.split(".")[-1]) for n in names):
+        return True
+    return any(
+        dotted(c.func) in {f"{n}.requires_grad_" for n in names}
+        and c.args
+        and isinstance(c.args[0], ast.Constant)
+        and c.args[0].value is False
+        for c in ctx.of_type(ast.Call)
+    )
 
 
 def _opt_in_gate(ctx: FileContext, conversions: list[ast.AST]) -> str | None:

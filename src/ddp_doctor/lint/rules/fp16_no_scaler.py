@@ -8,10 +8,13 @@ will produce float16 gradients ... may underflow"). Flagged when float16 compute
 - an autocast that is float16: ``dtype=torch.float16``/``torch.half``, ``torch.cuda.amp.autocast()``
   / ``torch.autocast("cuda")`` (float16 by default);
 - an FSDP ``MixedPrecision(param_dtype=torch.float16)`` policy (FSDP1 needs ``ShardedGradScaler``);
+- the model's weights cast to float16 (``model.half()``, ``model.to(torch.float16)``), where the
+  cast value is the model the file trains (wrapped in DDP, ``.train()``, or its ``parameters()``
+  given to an optimizer);
 
 and the file (project) runs backward and has no ``*GradScaler``, no ``.scale(...)``, no
 loss-scaler object (timm ``NativeScaler`` style) and no accelerate/Lightning/DeepSpeed (they scale
-themselves). Config-gated: a dtype chosen from a flag (nanoGPT/llm.c ``ptdtype = {"float16":
+themselves), and no hand-made loss scaling (``loss_scale``, apex ``amp.scale_loss``). Config-gated: a dtype chosen from a flag (nanoGPT/llm.c ``ptdtype = {"float16":
 torch.float16, ...}[dtype]``, ``torch.float16 if args.fp16 else ...``) or a policy/autocast under an
 ``if`` on a configuration flag is reported with the flag value that makes it float16.
 """
@@ -19,6 +22,7 @@ torch.float16, ...}[dtype]``, ``torch.float16 if args.fp16 else ...``) or a poli
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method
@@ -35,18 +39,23 @@ MIXED_PRECISION = (
     "torch.distributed.fsdp.api.MixedPrecision",
 )
 SELF_SCALING = ("accelerate", "lightning", "pytorch_lightning", "deepspeed")
+HAND_SCALING = re.compile(r"loss_scal|scale_loss|loss_scaler", re.IGNORECASE)
+OPTIMIZER_CALL = re.compile(r"(optim|Adam|SGD|LAMB|Lion|Adafactor|RMSprop)", re.IGNORECASE)
+PASS_THROUGH = frozenset({"cuda", "to", "train", "float", "cpu"})  # model.cuda().half()
 
 
 class Fp16NoScaler(Rule):
     id = "fp16-no-scaler"
-    required = (("autocast", "MixedPrecision"), ("backward",))
-    required_in_project = (("autocast", "MixedPrecision"),)
+    required = (("autocast", "MixedPrecision", "half", "float16"), ("backward",))
+    required_in_project = (("autocast", "MixedPrecision", "half", "float16"),)
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
         if any(ctx.imports_module(m) for m in SELF_SCALING):
             return
         if any("GradScaler" in w for w in ctx.words):
             return  # a scaler class is named somewhere (torch.amp, ShardedGradScaler, ...)
+        if any(HAND_SCALING.search(w) for w in ctx.words):
+            return  # loss scaling by hand (guided-diffusion ``lg_loss_scale``, apex ``amp.scale_loss``)
         calls = ctx.of_type(ast.Call)
         backwards = [b for n in calls if (b := facts.backward(n))]
         project = ctx.project
@@ -77,6 +86,9 @@ class Fp16NoScaler(Rule):
     def _fp16(self, ctx: FileContext, call: ast.Call, defaults: dict[str, object]) -> tuple[bool, str | None]:
         """(float16 compute, the flag value that selects it or None)."""
         qual = ctx.call_qualname(call)
+        cast = _model_cast(ctx, call)
+        if cast is not None:
+            return True, None
         if qual in MIXED_PRECISION:
             dtype = keyword(call, "param_dtype")
             return (dtype is not None and ctx.qualname(dtype) == FP16), None
@@ -97,6 +109,50 @@ class Fp16NoScaler(Rule):
             return True, None
         device = keyword(call, "device_type") or (call.args[0] if call.args else None)
         return isinstance(device, ast.Constant) and device.value == "cuda", None
+
+
+def _model_cast(ctx: FileContext, call: ast.Call) -> str | None:
+    """``model.half()`` / ``model.cuda().to(torch.float16)``: the name of the model whose weights
+    become float16, when the file trains that name (wraps it in DDP, calls ``.train()`` on it, or
+    hands its ``parameters()`` to an optimizer); None otherwise (inputs, a frozen teacher,
+    ``.data.half()`` inside a conversion helper)."""
+    m = method(call)
+    if m is None:
+        return None
+    half = m[1] == "half" and not call.args
+    to_fp16 = m[1] == "to" and any(
+        ctx.qualname(a) == FP16 for a in [*call.args, *(k.value for k in call.keywords)]
+    )
+    if not (half or to_fp16):
+        return None
+    base: ast.AST = call.func.value  # type: ignore[attr-defined]  # method() saw an Attribute
+    while (
+        isinstance(base, ast.Call) and isinstance(base.func, ast.Attribute) and base.func.attr in PASS_THROUGH
+    ):
+        base = base.func.value
+    name = dotted(base)
+    parent = ctx.parents.get(call)
+    targets = (
+        {d for t in parent.targets if (d := dotted(t))} if isinstance(parent, ast.Assign) else set()
+    ) | ({name} if name else set())
+    if not targets:
+        return None
+    for n in ctx.of_type(ast.Call):
+        func = dotted(n.func) or ""
+        qual = ctx.call_qualname(n) or func
+        if func in {f"{t}.train" for t in targets}:
+            return name or next(iter(targets))
+        args = [*n.args, *(k.value for k in n.keywords)]
+        if qual.endswith("DistributedDataParallel") and n.args and dotted(n.args[0]) in targets:
+            return name or next(iter(targets))
+        if OPTIMIZER_CALL.search(qual) and any(
+            dotted(x.func) in {f"{t}.parameters" for t in targets}
+            for a in args
+            for x in ast.walk(a)
+            if isinstance(x, ast.Call)
+        ):
+            return name or next(iter(targets))
+    return None
 
 
 def _dtype_gate(ctx: FileContext, dtype: ast.AST, at: ast.AST, defaults: dict[str, object]) -> str | None:

@@ -6,7 +6,9 @@ only when it is True (torch/nn/parallel/distributed.py). Setting the flag, or en
 ``no_sync()``, after ``model(...)`` but before ``backward`` therefore does not affect that
 micro-step. Flagged in one block: a forward of ``M``, then the toggle of ``M``, then a backward
 with no new forward of ``M`` in between. nanoGPT's ``model.require_backward_grad_sync = ...``
-before the forward is the correct idiom and is not flagged.
+before the forward is the correct idiom and is not flagged. Neither is a second, redundant
+``no_sync()`` around the backward when the forward already ran inside ``M.no_sync()``: the sync
+was off when DDP decided, so it is not late.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ class NoSyncAfterForward(Rule):
         if toggled is None:
             return
         forward = _first(n for s in block[:i] for n in ctx.local(s) if _is_forward(n, toggled))
-        if forward is None:
+        if forward is None or _inside_toggle(ctx, forward, toggled):
             return
         after = [stmt.body] if isinstance(stmt, (ast.With, ast.AsyncWith)) else [block[i + 1 :]]
         for stmts in after:
@@ -68,6 +70,16 @@ class NoSyncAfterForward(Rule):
                         backward_line=n.lineno,
                     )
                     break
+
+
+def _inside_toggle(ctx: FileContext, node: ast.AST, model: str) -> bool:
+    """``node`` runs inside ``with model.no_sync():`` (in its function)."""
+    cur = ctx.parents.get(node)
+    while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
+        if isinstance(cur, (ast.With, ast.AsyncWith)) and _toggled_model(ctx, cur) == model:
+            return True
+        cur = ctx.parents.get(cur)
+    return False
 
 
 def _guarded(stmt: ast.stmt) -> Iterator[ast.stmt]:

@@ -19,6 +19,16 @@ criterion(...)``), and metric objects updated with them (``meter.update(loss.ite
 object syncs (torchmetrics ``compute()`` with the default ``sync_on_compute=True``). A logged name
 whose latest binding before the log is not the training value (a validation loop under
 ``torch.no_grad()`` reusing ``loss``) is not flagged. nanoGPT's rank-0 ``lossf`` print is a case.
+
+Also rank 0 only: the plain ``logger.info(...)`` calls of a project whose logging configuration
+silences the other ranks (``lint/rank0.py`` ``silences_other_ranks``: MSN/I-JEPA ``setLevel(ERROR)``
+off rank 0, YOLOX's loguru sink added on rank 0 only), a tqdm bar built with ``disable=not
+is_main_process``, and Lightning's ``self.log``/``self.log_dict`` without ``sync_dist=True`` in
+``training_step`` (the logger runs on rank 0; the epoch aggregate is rank 0's own mean), where the
+loss is what ``training_step`` returns. Names that say they hold something else (``acc``,
+``top1``, ``prob``, ``lr``, ``grad_norm``) are never the loss, even when they come out of the same
+call. The message says what the value is: the loss itself, a meter or running sum fed with it, or
+a value computed from it.
 """
 
 from __future__ import annotations
@@ -31,7 +41,17 @@ from dataclasses import dataclass
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method
 from ddp_doctor.lint.idioms import SYNC_ON_COMPUTE
 from ddp_doctor.lint.loops import LoopFacts
-from ddp_doctor.lint.rank0 import LOG_ATTRS, enclosing_rank0_if, is_log_call, is_rank0_log_call, is_rank0_test
+from ddp_doctor.lint.rank0 import (
+    LOG_ATTRS,
+    enclosing_rank0_if,
+    is_log_call,
+    is_logger_call,
+    is_not_rank0_test,
+    is_rank0_log_call,
+    is_rank0_test,
+    rank0_predicates,
+    silences_other_ranks,
+)
 from ddp_doctor.lint.rules.base import Rule, Violation
 
 REDUCE_WORDS = frozenset({"reduce", "allreduce", "gather", "allgather", "average", "sync", "synchronize"})
@@ -39,11 +59,21 @@ NOT_REDUCE_WORDS = frozenset({"batchnorm", "bn", "convert", "time", "timer"})
 TAINT_PASSES = 3  # assignment chains like loss -> lossf -> running_loss
 UPDATE_METHODS = frozenset({"update", "append", "add", "extend", "add_", "__call__"})
 NO_GRAD = re.compile(r"(no_grad|inference_mode|evaluate|eval)", re.IGNORECASE)
+# Names that say what they hold, and it is not the training loss: accuracies, probabilities, rates,
+# norms, validation/evaluation values.
+NOT_A_LOSS = re.compile(
+    r"^(acc\w*|\w*_acc\w*|top_?\d\w*|prec\w*|recall\w*|f1\w*|iou\w*|miou\w*|auc\w*|\w*prob\w*|p|"
+    r"\w*_p|\w*_score|score\w*|correct\w*|\w*_lr|lr\w*|learning_rate|\w*grad_norm\w*|\w*_norm|"
+    r"\w*ratio\w*|\w*_time|\w*temperature\w*|\w*_temp|(val|valid|eval|test)_\w*)$",
+    re.IGNORECASE,
+)
+LIGHTNING_STEP = "training_step"
+LIGHTNING_LOG = frozenset({"log", "log_dict"})
 
 
 class Rank0OnlyLossLog(Rule):
     id = "rank0-only-loss-log"
-    required = (("backward", "scaler", "loss_scaler"),)
+    required = (("backward", "scaler", "loss_scaler", "log", "log_dict"),)  # log: Lightning self.log
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
         backward_scopes: dict[int, ast.FunctionDef | ast.AsyncFunctionDef | ast.Module] = {}
@@ -51,20 +81,32 @@ class Rank0OnlyLossLog(Rule):
             if facts.backward(n):
                 scope = ctx.enclosing_function(n)
                 backward_scopes[id(scope)] = scope
-        returns_loss = {key for key, fn in backward_scopes.items() if _tainted(ctx, facts, fn, set()).returns}
+        lightning = _lightning_steps(ctx)
+        for key, step in lightning.items():
+            backward_scopes[key] = step
+        returns_loss = {
+            key for key, fn in backward_scopes.items() if _tainted(ctx, facts, fn, set(), lightning).returns
+        }
         scopes = dict(backward_scopes)
         for n in ctx.of_type(ast.Call) if returns_loss else ():  # callers of helpers returning the local loss
             if id(ctx.helper(n)) in returns_loss:
                 scope = ctx.enclosing_function(n)
                 scopes[id(scope)] = scope
-        rank0_objects = _rank0_objects(ctx)
+        predicates = rank0_predicates(ctx.tree)
+        quiet = silences_other_ranks(ctx.tree, predicates)
+        if ctx.project is not None:
+            predicates |= ctx.project.rank0_predicates
+            quiet |= ctx.project.silences_other_ranks
+        rank0_objects = _rank0_objects(ctx, predicates)
         seen: set[int] = set()
         for scope in scopes.values():
-            taint = _tainted(ctx, facts, scope, returns_loss)
+            taint = _tainted(ctx, facts, scope, returns_loss, lightning)
             tainted = taint.names
             if not tainted:
                 continue
-            for node, guard in _rank0_logs(ctx, scope, rank0_objects):
+            for node, guard, how in _rank0_logs(
+                ctx, scope, rank0_objects, predicates, quiet, id(scope) in lightning
+            ):
                 if id(node) in seen:
                     continue
                 values = _logged_values(node)
@@ -75,52 +117,91 @@ class Rank0OnlyLossLog(Rule):
                 if not hit:
                     continue
                 seen.add(id(node))
-                where = (
-                    f"the rank-0 check at line {guard.lineno}" if guard is not None else "a rank-0-only call"
-                )
-                where_zh = (
-                    f"第 {guard.lineno} 行的 rank 0 判断下"
-                    if guard is not None
-                    else "仅在 rank 0 执行的调用中"
-                )
+                name = min(hit, key=lambda h: (_kind(h, taint)[0] != "the loss", h))
+                kind, kind_zh = _kind(name, taint)
+                if guard is not None:
+                    where = f"under the rank-0 check at line {guard.lineno}"
+                    where_zh = f"在第 {guard.lineno} 行的 rank 0 判断下"
+                else:
+                    where, where_zh = how
                 yield self.violation(
                     node,
-                    f"`{hit[0]}` is logged under {where} without an all-reduce: it is rank 0's local loss, "
-                    "noisier than the global one.",
-                    f"`{hit[0]}` 在{where_zh}被记录，但没有 all-reduce：它只是 rank 0 的本地损失。",
+                    f"`{name}` ({kind}) is logged {where} with no all-reduce on the way: it is rank 0's "
+                    "local value, noisier than the global loss.",
+                    f"`{name}`（{kind_zh}）{where_zh}被记录，途中没有 all-reduce：它只是 rank 0 的本地值。",
                     guard_line=guard.lineno if guard is not None else None,
-                    value=hit[0],
+                    value=name,
+                    value_kind=kind,
                 )
 
 
-def _rank0_objects(ctx: FileContext) -> set[str]:
-    """Last parts of names bound only on rank 0, in this file or (project mode) anywhere."""
-    out: set[str] = set(ctx.project.rank0_objects) if ctx.project is not None else set()
-    for node in ctx.of_type(ast.Assign):
-        value = node.value
-        if (
-            isinstance(value, ast.IfExp)
-            and isinstance(value.orelse, ast.Constant)
-            and value.orelse.value is None
-            and is_rank0_test(value.test)
-            and isinstance(value.body, ast.Call)
-        ):
-            out |= {d.split(".")[-1] for t in node.targets if (d := dotted(t))}
+def _kind(name: str, taint: Taint) -> tuple[str, str]:
+    """What the logged name holds, in words: the value is named in the message."""
+    if name in taint.roots:
+        return "the loss", "损失本身"
+    if name in taint.updates:
+        return "a meter fed with the loss", "用损失更新的计量器"
+    return "a value computed from the loss", "由损失计算出的值"
+
+
+def _lightning_steps(ctx: FileContext) -> dict[int, ast.FunctionDef | ast.AsyncFunctionDef]:
+    """Lightning ``training_step`` methods (of a class with a base): Lightning runs backward on
+    what they return."""
+    if LIGHTNING_STEP not in ctx.functions:
+        return {}
+    out: dict[int, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+    for fn in ctx.functions.get(LIGHTNING_STEP, []):
+        owner = ctx.parents.get(fn)
+        if isinstance(owner, ast.ClassDef) and owner.bases:
+            out[id(fn)] = fn
     return out
 
 
+def _rank0_objects(ctx: FileContext, predicates: set[str]) -> set[str]:
+    """Last parts of names bound only on rank 0, in this file or (project mode) anywhere; and
+    progress bars shown on rank 0 only (``tqdm(..., disable=not accelerator.is_main_process)``)."""
+    out: set[str] = set(ctx.project.rank0_objects) if ctx.project is not None else set()
+    for node in ctx.of_type(ast.Assign):
+        value = node.value
+        rank0_only = (
+            isinstance(value, ast.IfExp)
+            and isinstance(value.orelse, ast.Constant)
+            and value.orelse.value is None
+            and is_rank0_test(value.test, predicates)
+            and isinstance(value.body, ast.Call)
+        )
+        if rank0_only or (isinstance(value, ast.Call) and _disabled_off_rank0(value, predicates)):
+            out |= {d.split(".")[-1] for t in node.targets if (d := dotted(t))}
+    for with_node in ctx.of_type(ast.With):
+        for item in with_node.items:
+            expr, var = item.context_expr, item.optional_vars
+            if isinstance(expr, ast.Call) and var is not None and _disabled_off_rank0(expr, predicates):
+                out |= {d.split(".")[-1] for d in [dotted(var)] if d}
+    return out
+
+
+def _disabled_off_rank0(call: ast.Call, predicates: set[str]) -> bool:
+    flag = keyword(call, "disable")
+    return flag is not None and is_not_rank0_test(flag, predicates)
+
+
 def _rank0_logs(
-    ctx: FileContext, scope: ast.AST, rank0_objects: set[str]
-) -> Iterator[tuple[ast.AST, ast.If | None]]:
-    """(log node, its rank-0 guard or None) for every rank-0-only log in ``scope``."""
+    ctx: FileContext,
+    scope: ast.AST,
+    rank0_objects: set[str],
+    predicates: set[str],
+    quiet: bool,
+    lightning: bool,
+) -> Iterator[tuple[ast.AST, ast.If | None, tuple[str, str]]]:
+    """(log node, its rank-0 guard or None, how it is rank 0 only) for every rank-0-only log in ``scope``."""
     for node in ctx.local(scope):
         if isinstance(node, ast.Call):
-            guard = _guard(ctx, node)
+            guard = _guard(ctx, node, predicates)
             if guard is not None and is_log_call(node):
-                yield node, guard
+                yield node, guard, ("", "")
                 continue
             if is_rank0_log_call(node):
-                yield node, None
+                yield node, None, ("by a call that runs on rank 0 only", "由仅在 rank 0 执行的调用")
                 continue
             m = method(node)
             if (
@@ -129,22 +210,58 @@ def _rank0_logs(
                 and m[0].split(".")[-1] in rank0_objects
                 and m[1] not in ("close", "flush", "finish")
             ):
-                yield node, None
+                yield (
+                    node,
+                    None,
+                    (f"through `{m[0]}` (it exists on rank 0 only)", f"通过仅存在于 rank 0 的 `{m[0]}`"),
+                )
+                continue
+            if quiet and is_logger_call(node):
+                yield (
+                    node,
+                    None,
+                    (
+                        "by a logger that the logging setup silences on other ranks",
+                        "由日志配置只在 rank 0 输出的记录器",
+                    ),
+                )
+                continue
+            if lightning and m is not None and m[0] == "self" and m[1] in LIGHTNING_LOG and _not_synced(node):
+                yield (
+                    node,
+                    None,
+                    (
+                        "by Lightning's `self.log` without `sync_dist=True` (rank 0 writes it; epoch means stay per rank)",
+                        "由未设 `sync_dist=True` 的 Lightning `self.log`（只由 rank 0 写出，epoch 平均也不跨 rank）",
+                    ),
+                )
                 continue
             if ctx.project is not None:
                 summary = ctx.project.summary_for(ctx, node.func)
                 if summary is not None and summary.logs_rank0:
-                    yield node, None
+                    yield node, None, ("by a call that runs on rank 0 only", "由仅在 rank 0 执行的调用")
         elif isinstance(node, ast.Assign) and any(
             isinstance(t, ast.Attribute) and t.attr in LOG_ATTRS for t in node.targets
         ):
-            guard = _guard(ctx, node)
+            guard = _guard(ctx, node, predicates)
             if guard is not None:
-                yield node, guard
+                yield node, guard, ("", "")
 
 
-def _guard(ctx: FileContext, node: ast.AST) -> ast.If | None:
-    return enclosing_rank0_if(ctx.parents, node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+def _not_synced(call: ast.Call) -> bool:
+    """``self.log(...)`` that neither all-reduces (``sync_dist=True``) nor is a rank-zero-only value
+    by choice (``rank_zero_only=True`` says the author knows)."""
+    for name in ("sync_dist", "rank_zero_only"):
+        flag = keyword(call, name)
+        if flag is not None and not (isinstance(flag, ast.Constant) and flag.value is False):
+            return False
+    return not any(k.arg is None for k in call.keywords)  # **kwargs may carry sync_dist
+
+
+def _guard(ctx: FileContext, node: ast.AST, predicates: set[str]) -> ast.If | None:
+    return enclosing_rank0_if(
+        ctx.parents, node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda), predicates
+    )
 
 
 def _logged_values(node: ast.AST) -> list[ast.AST]:
@@ -209,7 +326,13 @@ class Taint:
     gathered: set[str]  # names assigned from a reduce/gather call (``parts = all_gather(loss)``)
 
 
-def _tainted(ctx: FileContext, facts: LoopFacts, scope: ast.AST, returns_loss: set[int]) -> Taint:
+def _tainted(
+    ctx: FileContext,
+    facts: LoopFacts,
+    scope: ast.AST,
+    returns_loss: set[int],
+    lightning: dict[int, ast.FunctionDef | ast.AsyncFunctionDef] | None = None,
+) -> Taint:
     """Names holding the local training loss in ``scope``, and whether ``scope`` returns one."""
     nodes = ctx.local(scope)
     reduced: set[str] = set()
@@ -218,6 +341,21 @@ def _tainted(ctx: FileContext, facts: LoopFacts, scope: ast.AST, returns_loss: s
     roots: set[str] = set()  # the names backward runs on: their own binding is the forward
     updates: dict[str, list[int]] = {}
     gathered: set[str] = set()
+    if lightning and id(scope) in lightning:  # Lightning runs backward on what training_step returns
+        for r in nodes:
+            if isinstance(r, ast.Return) and r.value is not None:
+                value = r.value
+                if isinstance(value, ast.Dict):  # return {"loss": loss, ...}
+                    value = next(
+                        (
+                            v
+                            for k, v in zip(value.keys, value.values)
+                            if isinstance(k, ast.Constant) and k.value == "loss"
+                        ),
+                        ast.Constant(None),
+                    )
+                roots |= _loss_names(value)
+        tainted |= roots
     all_flows: list[tuple[set[str], set[str]]] = []
     flows: list[tuple[set[str], set[str]]] = []  # (names read, names written) of non-reducing assignments
     for n in nodes:
@@ -264,12 +402,13 @@ def _tainted(ctx: FileContext, facts: LoopFacts, scope: ast.AST, returns_loss: s
             if read & gathered:
                 gathered |= written
     tainted -= reduced
+    tainted = {t for t in tainted if t in roots or not NOT_A_LOSS.match(t)}
     if tainted:
         flows = [(read, written - synced_metrics) for read, written in flows]
         for _ in range(TAINT_PASSES):
             for read, written in flows:
                 if read & tainted:
-                    tainted |= written - reduced
+                    tainted |= {w for w in written - reduced if not NOT_A_LOSS.match(w)}
     returns = bool(tainted) and any(
         isinstance(r, ast.Return)
         and r.value is not None
@@ -288,9 +427,12 @@ def _is_reduce(name: str) -> bool:
 
 
 def _bound_names(target: ast.AST) -> Iterator[ast.Name]:
-    """Names a target binds: ``x``, ``a, (b, *c)`` — not the base of ``obj.attr = ...``."""
+    """Names a target binds: ``x``, ``a, (b, *c)``, and the container of ``stats["loss"] = ...``
+    (it now holds the value) — not the base of ``obj.attr = ...``."""
     if isinstance(target, ast.Name):
         yield target
+    elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+        yield target.value
     elif isinstance(target, (ast.Tuple, ast.List)):
         for e in target.elts:
             yield from _bound_names(e)

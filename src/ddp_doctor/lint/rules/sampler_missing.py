@@ -7,6 +7,17 @@ loader gets no ``sampler``/``batch_sampler``; a loop that backprops iterates it;
 construction mentions no rank/world/shard (per-rank seeds or file shards are valid sharding); the
 dataset is not an IterableDataset (those usually shard themselves); and neither accelerate's
 ``prepare`` (which shards loaders) nor Lightning (which adds the sampler) is in use.
+
+A sampler that is not distributed (``RandomSampler``, ``WeightedRandomSampler``,
+``SubsetRandomSampler``, ``SequentialSampler``) is as much a missing sampler: every rank draws from
+the whole dataset. It is flagged when the ``sampler=`` value is such a call, or a name whose only
+binding is one; a choice (``S = DistributedSampler if ddp else RandomSampler``, a helper that
+returns either) is left alone.
+
+In project mode a fact from another file must not make a single-process script distributed: the
+file itself wraps a model (directly or through a project helper), or hands the loader to project
+code that trains on it and wraps the model, or at least shows it runs distributed (uses
+``torch.distributed`` or reads a rank / world size) while some file of the project wraps.
 """
 
 from __future__ import annotations
@@ -29,6 +40,25 @@ SHARDING_WORDS = re.compile(
     r"rank|world|shard|replica|process_index|num_processes|split_dataset_by_node", re.IGNORECASE
 )
 SAMPLER_POSITION = 3  # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, ...)
+LOCAL_SAMPLERS = frozenset(
+    f"torch.utils.data.{name}"
+    for name in ("RandomSampler", "WeightedRandomSampler", "SubsetRandomSampler", "SequentialSampler")
+) | frozenset(
+    f"torch.utils.data.sampler.{name}"
+    for name in ("RandomSampler", "WeightedRandomSampler", "SubsetRandomSampler", "SequentialSampler")
+)
+# Words that show a file runs under a process group (not just that some other file wraps DDP).
+DISTRIBUTED_WORDS = (
+    "init_process_group",
+    "get_rank",
+    "get_world_size",
+    "local_rank",
+    "LOCAL_RANK",
+    "world_size",
+    "WORLD_SIZE",
+    "DistributedSampler",
+    "is_initialized",
+)
 
 
 class SamplerMissing(Rule):
@@ -40,14 +70,21 @@ class SamplerMissing(Rule):
         if facts.prepared or ctx.imports_module("lightning") or ctx.imports_module("pytorch_lightning"):
             return
         calls = ctx.of_type(ast.Call)
-        if not any(ctx.call_qualname(c) in DATA_PARALLEL for c in calls) and not (
-            ctx.project is not None and ctx.project.wraps_ddp
-        ):
+        project = ctx.project
+        wraps_here = any(ctx.call_qualname(c) in DATA_PARALLEL for c in calls) or (
+            project is not None and any(project.call_wraps_ddp(ctx, c) for c in calls)
+        )
+        if not wraps_here and not (project is not None and project.wraps_ddp):
             return  # no DDP/FSDP wrap in this file (or, in project mode, anywhere in the project)
+        distributed_file = (
+            wraps_here or ctx.imports_module("torch.distributed") or ctx.mentions(*DISTRIBUTED_WORDS)
+        )
         for call in calls:
             if ctx.call_qualname(call) != DATALOADER or len(call.args) > SAMPLER_POSITION:
                 continue
-            if keyword(call, "sampler") is not None or keyword(call, "batch_sampler") is not None:
+            sampler = keyword(call, "sampler")
+            local_sampler = _local_sampler(ctx, call, sampler) if sampler is not None else None
+            if keyword(call, "batch_sampler") is not None or (sampler is not None and local_sampler is None):
                 continue
             if any(k.arg is None for k in call.keywords) or any(
                 isinstance(a, ast.Starred) for a in call.args
@@ -59,13 +96,56 @@ class SamplerMissing(Rule):
             names = bound_names(ctx, call)
             if not trains_on(facts, names):
                 continue
+            if not distributed_file and not (project is not None and project.hands_to_ddp_code(ctx, names)):
+                continue  # a single-process script of a project where some other file wraps DDP
+            head = ctx.segment(call).splitlines()[0]
+            if local_sampler is not None:
+                yield self.violation(
+                    call,
+                    f"`{head}` draws with `{local_sampler}`, which is not distributed, and the dataset is not "
+                    "sharded by rank: every rank samples from the whole dataset.",
+                    f"该 DataLoader 使用的 `{local_sampler}` 不是分布式采样器，数据集也未按 rank 分片：每个 rank "
+                    "都从整个数据集中采样。",
+                    loader=sorted(names),
+                    sampler=local_sampler,
+                )
+                continue
             yield self.violation(
                 call,
-                f"`{ctx.segment(call).splitlines()[0]}` has no DistributedSampler and the dataset is not "
+                f"`{head}` has no DistributedSampler and the dataset is not "
                 "sharded by rank: every rank trains on the same samples.",
                 "该 DataLoader 没有 DistributedSampler，数据集也未按 rank 分片：每个 rank 都在相同的样本上训练。",
                 loader=sorted(names),
             )
+
+
+def _local_sampler(ctx: FileContext, loader: ast.Call, sampler: ast.expr) -> str | None:
+    """The class name when ``sampler`` is certainly a non-distributed torch sampler: the call
+    itself, or a name whose only binding in the loader's function is such a call."""
+    value: ast.AST | None = sampler
+    name = dotted(sampler)
+    if name is not None:
+        scope = ctx.enclosing_function(loader)
+        binds = [
+            n
+            for n in ctx.local(scope)
+            if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+            and any(dotted(t) == name for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))
+        ]
+        value = binds[0].value if len(binds) == 1 and not isinstance(binds[0], ast.AugAssign) else None
+        if value is not None and any(isinstance(p, ast.If) for p in _ancestors(ctx, binds[0], scope)):
+            value = None  # bound under a condition: the other path may shard
+    if not isinstance(value, ast.Call):
+        return None
+    qual = ctx.call_qualname(value)
+    return qual.rsplit(".", 1)[-1] if qual in LOCAL_SAMPLERS else None
+
+
+def _ancestors(ctx: FileContext, node: ast.AST, stop: ast.AST) -> Iterator[ast.AST]:
+    cur = ctx.parents.get(node)
+    while cur is not None and cur is not stop:
+        yield cur
+        cur = ctx.parents.get(cur)
 
 
 def _sharded(ctx: FileContext, dataset: ast.expr) -> bool:

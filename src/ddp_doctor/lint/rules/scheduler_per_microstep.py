@@ -4,15 +4,24 @@ The schedule is defined in optimizer steps; stepping it per micro-batch ends war
 the decay) accumulation-count times too early (torch docs, "How to adjust learning rate":
 call ``scheduler.step()`` after ``optimizer.step()``). Only unconditional calls on a receiver
 known to be a scheduler (built by ``torch.optim.lr_scheduler``/``transformers.get_*schedule*``,
-or named ``*sched*``) are flagged; accelerate-prepared schedulers skip non-final steps.
+or named ``*sched*``) are flagged. Inside ``with accelerator.accumulate(...)`` a scheduler that
+accelerate prepared skips the non-final steps by itself; one that was not prepared (only the
+optimizer went through ``accelerator.prepare``) steps on every micro-batch and is flagged,
+config-gated when the accumulation steps come from configuration.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ddp_doctor.lint.context import FileContext
-from ddp_doctor.lint.loops import LoopFacts, micro_method_calls
+from ddp_doctor.lint.context import FileContext, method
+from ddp_doctor.lint.loops import (
+    LoopFacts,
+    accelerate_accumulate_blocks,
+    accelerator_accumulates,
+    micro_method_calls,
+    unconditional_nodes,
+)
 from ddp_doctor.lint.rules.base import Rule, Violation
 
 
@@ -34,3 +43,24 @@ class SchedulerPerMicrostep(Rule):
                 accumulation_loop_line=loop.loop.lineno,
                 optimizer_step_line=loop.step_line,
             )
+        blocks = accelerate_accumulate_blocks(facts)
+        if not blocks:
+            return
+        accumulates, gate = accelerator_accumulates(ctx)
+        if not accumulates:
+            return
+        for block in blocks:
+            for stmt_node in unconditional_nodes(facts, block.body):
+                m = method(stmt_node)
+                if not m or m[1] != "step" or m[0] in facts.prepared or not facts.is_scheduler(m[0]):
+                    continue
+                yield self.violation(
+                    stmt_node,
+                    f"`{m[0]}.step()` inside `accelerator.accumulate()` (line {block.lineno}) was not passed "
+                    "to `accelerator.prepare`, so accelerate does not skip it on non-final micro-steps: the "
+                    "schedule advances once per micro-batch, not once per optimizer step.",
+                    f"`accelerator.accumulate()`（第 {block.lineno} 行）中的 `{m[0]}.step()` 没有经过 "
+                    "`accelerator.prepare`，accelerate 不会在非最终微步跳过它：调度按微批次而不是按优化器步推进。",
+                    gated_by=gate,
+                    accumulate_line=block.lineno,
+                )

@@ -5,7 +5,10 @@ epoch uses the same permutation (torch docs, DistributedSampler: "calling set_ep
 beginning of each epoch before creating the DataLoader iterator is necessary to make shuffling
 work properly across multiple epochs"). Flagged when: the sampler shuffles (default), no
 ``set_epoch`` is called anywhere in the file, and the loader is iterated inside an outer loop
-(or handed to a function from a loop over epochs). Autofix: ``sampler.set_epoch(epoch)`` as the
+(or handed to a function from a loop over epochs, or to a same-file generator that re-iterates it
+forever: ``def sample_data(loader): while True: for b in loader: yield b``). A sampler built by a
+helper (``sampler=data_sampler(ds, shuffle=True, distributed=True)`` where ``data_sampler`` returns
+the DistributedSampler) is followed to its loader. Autofix: ``sampler.set_epoch(epoch)`` as the
 first statement of that outer loop, when the sampler has a name and the loop variable is a name.
 """
 
@@ -49,7 +52,7 @@ class SetEpochMissing(Rule):
             if isinstance(shuffle, ast.Constant) and not shuffle.value or len(call.args) > 3:
                 continue  # shuffle=False (or positional, unreadable): the order is meant to repeat
             samplers = bound_names(ctx, call)
-            loaders = self._loaders(dataloaders, call, samplers)
+            loaders = self._loaders(ctx, dataloaders, call, samplers)
             epoch_loop = self._epoch_loop(ctx, nodes, loaders)
             if epoch_loop is None:
                 continue
@@ -66,14 +69,20 @@ class SetEpochMissing(Rule):
 
     @staticmethod
     def _loaders(
+        ctx: FileContext,
         dataloaders: list[tuple[ast.expr | None, str | None, set[str]]],
         sampler: ast.Call,
         names: set[str],
     ) -> set[str]:
-        """Names bound to the DataLoader(sampler=...) calls that take this sampler."""
+        """Names bound to the DataLoader(sampler=...) calls that take this sampler (directly, by
+        name, or as the result of the same-file helper that returns it)."""
+        builder = (
+            ctx.enclosing_function(sampler) if isinstance(ctx.parents.get(sampler), ast.Return) else None
+        )
         out: set[str] = set()
         for arg, name, bound in dataloaders:
-            if arg is sampler or (name is not None and name in names):
+            from_helper = isinstance(arg, ast.Call) and builder is not None and ctx.helper(arg) is builder
+            if arg is sampler or from_helper or (name is not None and name in names):
                 out |= bound
         return out
 
@@ -96,6 +105,16 @@ class SetEpochMissing(Rule):
             ):
                 outer = enclosing_loop(ctx, node)
                 if outer is not None:
+                    return outer
+        for node in ctx.of_type(ast.Call):  # `sample_data(loader)`: a generator that re-iterates it forever
+            fn = ctx.helper(node)
+            if fn is None or not any(dotted(a) in loaders for a in node.args):
+                continue
+            params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+            fed = {params[i] for i, a in enumerate(node.args) if i < len(params) and dotted(a) in loaders}
+            for inner in loops_iterating(ctx, fed, follow_aliases=False):
+                outer = enclosing_loop(ctx, inner)
+                if outer is not None and ctx.enclosing_function(inner) is fn:
                     return outer
         for loop in ctx.of_type(ast.For) + ctx.of_type(ast.AsyncFor):  # `for epoch in ...: train(loader)`
             if "epoch" in ctx.segment(loop.target).lower():

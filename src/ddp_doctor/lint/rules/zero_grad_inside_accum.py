@@ -3,16 +3,37 @@
 Zeroing between micro-steps discards the gradients accumulated so far, so only the last
 micro-batch contributes to the update (torch docs, "gradient accumulation": zero once per
 optimizer step). Only unconditional calls in the micro-step scope are flagged
-(``ddp_doctor.lint.loops``): ``if i % accum == 0: optimizer.zero_grad()`` is correct, and
-accelerate's prepared optimizer skips non-final zero_grad calls by itself.
+(``ddp_doctor.lint.loops``): ``if i % accum == 0: optimizer.zero_grad()`` is correct.
+
+Inside ``with accelerator.accumulate(model):`` accelerate gates the *prepared optimizer's*
+``zero_grad``: it runs only on the micro-step where ``sync_gradients`` is True, which accelerate
+sets when the block is entered. Two spellings still wipe the accumulated gradients:
+
+- ``optimizer.zero_grad()`` before the backward of the block (the known ordering bug): on the
+  syncing micro-step it clears what the previous micro-steps accumulated, before the last
+  micro-batch's backward, so the update sees one micro-batch (accelerate's docs call zero_grad
+  after ``step``);
+- ``zero_grad()`` on anything accelerate does not gate (the prepared *model*, an optimizer that was
+  not prepared): it runs on every micro-step.
+
+With ``Accelerator(gradient_accumulation_steps=1)`` (the default) there is nothing to wipe: no
+finding. A value from configuration makes the finding config-gated; an Accelerator built in
+another file is taken to accumulate (the code asks for ``accumulate()``), also config-gated.
 """
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 
-from ddp_doctor.lint.context import FileContext
-from ddp_doctor.lint.loops import LoopFacts, micro_method_calls
+from ddp_doctor.lint.context import FileContext, method
+from ddp_doctor.lint.loops import (
+    LoopFacts,
+    accelerate_accumulate_blocks,
+    accelerator_accumulates,
+    micro_method_calls,
+    unconditional_nodes,
+)
 from ddp_doctor.lint.rules.base import Rule, Violation
 
 
@@ -32,3 +53,43 @@ class ZeroGradInsideAccum(Rule):
                 accumulation_loop_line=loop.loop.lineno,
                 optimizer_step_line=loop.step_line,
             )
+        blocks = accelerate_accumulate_blocks(facts)
+        if not blocks:
+            return
+        accumulates, gate = accelerator_accumulates(ctx)
+        if not accumulates:
+            return
+        for block in blocks:
+            nodes = list(unconditional_nodes(facts, block.body))
+            first_backward = next((bw.call.lineno for n in nodes if (bw := facts.backward(n))), None)
+            for call in nodes:
+                m = method(call)
+                if not m or m[1] != "zero_grad" or not isinstance(call, ast.Call):
+                    continue
+                receiver = m[0]
+                gated_optimizer = receiver in facts.prepared and facts.is_optimizer(receiver)
+                if gated_optimizer and first_backward is not None and call.lineno < first_backward:
+                    yield self.violation(
+                        call,
+                        f"`{receiver}.zero_grad()` comes before the backward (line {first_backward}) inside "
+                        f"`accelerator.accumulate()` (line {block.lineno}): on the micro-step that syncs, "
+                        "accelerate lets it run and it clears the gradients of the previous micro-steps, so "
+                        "the update sees one micro-batch. Call it after `optimizer.step()`.",
+                        f"`{receiver}.zero_grad()` 在 `accelerator.accumulate()`（第 {block.lineno} 行）中位于 "
+                        f"backward（第 {first_backward} 行）之前：在同步的那个微步上 accelerate 会执行它，清掉之前"
+                        "微步累积的梯度，更新只用到一个微批次。请放在 `optimizer.step()` 之后。",
+                        gated_by=gate,
+                        accumulate_line=block.lineno,
+                        backward_line=first_backward,
+                    )
+                elif not gated_optimizer:
+                    yield self.violation(
+                        call,
+                        f"`{receiver}.zero_grad()` inside `accelerator.accumulate()` (line {block.lineno}) is "
+                        "not an optimizer accelerate prepared, so accelerate does not skip it: it runs on "
+                        "every micro-step and only the last micro-batch's gradient survives.",
+                        f"`accelerator.accumulate()`（第 {block.lineno} 行）中的 `{receiver}.zero_grad()` 不是 "
+                        "accelerate 准备过的优化器，accelerate 不会跳过它：每个微步都执行，只有最后一个微批次的梯度被保留。",
+                        gated_by=gate,
+                        accumulate_line=block.lineno,
+                    )

@@ -11,6 +11,7 @@ A chatty script cannot flood the rank file: at most MAX_PER_WINDOW records per (
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from typing import Any
@@ -58,7 +59,7 @@ def emit(
         "step": step,
         "micro": micro,
         "source": source,
-        "key": str(key)[:120],
+        "key": _key(str(key)[:120]),
         "value": value,
         "resolution": float_resolution(value) if resolution is None else resolution,
         "rank": _rank(),
@@ -113,6 +114,14 @@ def flush(wait: bool = False) -> None:
 
 
 _rank_cache: list[int] = []  # the process group's rank, once it exists (it does not change)
+
+
+@functools.lru_cache(maxsize=256)
+def _key(key: str) -> str:
+    """The logged key, redacted (a script may log `f"loss {api_key}"`): once per distinct key."""
+    from ddp_doctor.core.redact import redact_recorded
+
+    return redact_recorded(key)
 
 
 def _rank() -> int:
