@@ -191,12 +191,20 @@ def test_stop_writes_why_then_terminates_the_launchers_process_group(tmp_path):
             launcher.kill()
 
 
-def test_stop_without_a_running_launcher_is_noted(tmp_path):
+def test_stop_without_a_running_launcher_writes_nothing(tmp_path):
+    """A run that already ended (no live launcher named by a claim): the watcher must not write
+    that it stopped the job — the report would say so."""
     run = write_run(tmp_path / "run", SynthSpec(world_size=2, steps=40))
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    claim = {"pid": int(dead.stdout), "host": socket.gethostname(), "start": "then"}
+    (run / records.CLAIM).write_text(json.dumps(claim))  # left by a launcher that is gone
     a = Actions(run, stop_on_error=True)
     a.on_change(Change("finding", "nonfinite", None, "confirmed", 7, "NaN", "error"))
-    assert a.stopped is not None and (run / records.WATCH_STOP).exists()
-    assert any("no `ddp-doctor run` launcher" in n for n in a.notes)
+    assert a.stopped is None and not (run / records.WATCH_STOP).exists()
+    assert any("nothing stopped" in n for n in a.notes)
+    assert "Stopped by" not in render(diagnose_run(read_run(run)), "text")
 
 
 def test_damaged_stop_record_is_a_problem_not_a_crash(tmp_path):
