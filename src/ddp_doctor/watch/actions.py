@@ -158,9 +158,21 @@ def launcher_pids(run_dir: Path) -> list[int]:
                 pid = int(holder["pid"])
             except (OSError, ValueError, KeyError, TypeError):
                 continue
-            if holder.get("host") == host and pid > 1 and alive(pid):
+            if holder.get("host") == host and pid > 1 and alive(pid) and _is_ours(pid):
                 pids.append(pid)
     return pids
+
+
+def _is_ours(pid: int) -> bool:
+    """Whether ``pid`` still runs ddp-doctor: a claim left by a launcher that was SIGKILLed names a
+    pid the system may have given to an unrelated process since, which must not be signalled.
+    Where /proc cannot tell (another OS), the claim is believed."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            cmdline = fh.read()
+    except OSError:
+        return not os.path.isdir("/proc/self")
+    return b"ddp_doctor" in cmdline or b"ddp-doctor" in cmdline
 
 
 def alive(pid: int) -> bool:
