@@ -12,7 +12,13 @@ of mean step times (which, unlike the median, includes the update/parameter samp
 steps at every level, and the checksum steps), and the
 bytes the probe wrote per optimizer step and rank.
 
+`--compile off,after_ddp` runs every arm eager and compiled (the trainer's `torch.compile`,
+inductor, `torch.compile(DDP(model))`; `before_ddp` is DDP(torch.compile(model))), all interleaved
+in one run, and prints one table per compile mode, each against its own bare arm. The peak RSS
+column is the largest resident set of any one process of the run (ru_maxrss of the children).
+
     python bench/overhead.py [--preset small] [--nproc 4] [--steps 14] [--repeats 2] [--every 10]
+                             [--compile off,after_ddp]
 """
 
 from __future__ import annotations
@@ -25,8 +31,9 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import cast
 
-from ddp_doctor.trainer.config import TrainConfig
+from ddp_doctor.trainer.config import CompileMode, TrainConfig
 from ddp_doctor.trainer.launch import METRICS_FILE, build_command
 
 ARMS = ("none", "basic", "full")
@@ -44,8 +51,10 @@ def children_cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run_arm(arm: str, cfg: TrainConfig, nproc: int, every: int, work: Path) -> float:
-    """Run one arm; return the CPU seconds its whole process tree used."""
+def run_arm(arm: str, cfg: TrainConfig, nproc: int, every: int, work: Path) -> tuple[float, float]:
+    """Run one arm; return the CPU seconds its whole process tree used and the peak RSS (MiB) of
+    its largest process (a fresh interpreter per arm: ru_maxrss of the children is the largest
+    of every child waited for so far, so each arm runs under its own `python -c` parent)."""
     out_dir = work / "trainer"
     command = build_command(
         TrainConfig(**{**cfg.__dict__, "out_dir": str(out_dir), "progress": False}), nproc
@@ -70,8 +79,19 @@ def run_arm(arm: str, cfg: TrainConfig, nproc: int, every: int, work: Path) -> f
             *argv,
         ]
     before = children_cpu_seconds()
-    subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return children_cpu_seconds() - before
+    wrapper = [sys.executable, "-c", _MEASURE, *argv]
+    done = subprocess.run(
+        wrapper, env=env, check=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
+    return children_cpu_seconds() - before, float(done.stdout.strip().splitlines()[-1])
+
+
+# The arm's parent: runs the command and prints the largest child's peak RSS in MiB (Linux: KiB).
+_MEASURE = (
+    "import resource, subprocess, sys\n"
+    "subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)\n"
+    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)\n"
+)
 
 
 def bytes_per_step(run_dir: Path) -> tuple[float, float]:
@@ -103,48 +123,65 @@ def main() -> None:
     parser.add_argument(
         "--arms", default=",".join(ARMS), help=f"comma-separated, first is the baseline; also {NO_CAPTURE}"
     )
+    parser.add_argument(
+        "--compile", default="off", help="comma-separated trainer compile modes: off, after_ddp, before_ddp"
+    )
     args = parser.parse_args()
     arms = tuple(args.arms.split(","))
-    cfg = TrainConfig(
-        preset=args.preset,
-        steps=args.steps,
-        accum=args.accum,
-        micro_batch=args.micro_batch,
-        seq_len=args.seq_len,
-    )
-    times: dict[str, list[float]] = {arm: [] for arm in arms}
-    cpu: dict[str, list[float]] = {arm: [] for arm in arms}
-    sizes: dict[str, tuple[float, float]] = {}
+    modes = tuple(args.compile.split(","))
+    cells = [(mode, arm) for mode in modes for arm in arms]
+    times: dict[tuple[str, str], list[float]] = {cell: [] for cell in cells}
+    cpu: dict[tuple[str, str], list[float]] = {cell: [] for cell in cells}
+    rss: dict[tuple[str, str], list[float]] = {cell: [] for cell in cells}
+    sizes: dict[tuple[str, str], tuple[float, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for repeat in range(args.repeats):
-            for arm in arms:
-                work = Path(tmp) / f"{arm}-{repeat}"
-                cpu[arm].append(run_arm(arm, cfg, args.nproc, args.every, work))
-                times[arm] += step_times(work / "trainer", args.warmup)
+            for mode, arm in cells:
+                cfg = TrainConfig(
+                    preset=args.preset,
+                    steps=args.steps,
+                    accum=args.accum,
+                    micro_batch=args.micro_batch,
+                    seq_len=args.seq_len,
+                    compile=cast("CompileMode", mode),
+                )
+                work = Path(tmp) / f"{mode}-{arm}-{repeat}"
+                cell = (mode, arm)
+                seconds, peak = run_arm(arm, cfg, args.nproc, args.every, work)
+                cpu[cell].append(seconds)
+                rss[cell].append(peak)
+                times[cell] += step_times(work / "trainer", args.warmup)
                 if arm != "none":
-                    sizes[arm] = bytes_per_step(work / "run")
+                    sizes[cell] = bytes_per_step(work / "run")
                 print(
-                    f"repeat {repeat} {arm:15s}: median step {statistics.median(times[arm]):.3f} s, "
-                    f"CPU {cpu[arm][-1]:.1f} s",
+                    f"repeat {repeat} compile={mode} {arm:15s}: median step {statistics.median(times[cell]):.3f} s, "
+                    f"CPU {seconds:.1f} s, peak RSS {peak:.0f} MiB",
                     flush=True,
                 )
-    base = statistics.median(times[arms[0]])
-    base_mean = statistics.mean(times[arms[0]])
-    print(
-        f"\n{args.preset} preset, {args.nproc} ranks, accum {args.accum}, --every {args.every}, "
-        f"{args.repeats} interleaved repeats, {len(times[arms[0]])} steps per arm"
-    )
-    base_cpu = statistics.median(cpu[arms[0]])
-    print(f"{arms[0]}: median step {base:.3f} s, median CPU per run {base_cpu:.1f} s")
-    for arm in arms[1:]:
-        step_record, per_step = sizes.get(arm, (float("nan"), float("nan")))
+    for mode in modes:
+        first = (mode, arms[0])
+        base = statistics.median(times[first])
+        base_mean = statistics.mean(times[first])
+        base_cpu = statistics.median(cpu[first])
+        base_rss = max(rss[first])
         print(
-            f"{arm:15s}: median step {statistics.median(times[arm]):.3f} s, "
-            f"ratio {statistics.median(times[arm]) / base:.3f}x (mean-step ratio "
-            f"{statistics.mean(times[arm]) / base_mean:.3f}x: includes the every-5-steps update sample); CPU ratio "
-            f"{statistics.median(cpu[arm]) / base_cpu:.3f}x; step record {step_record:.0f} B, "
-            f"all records {per_step:.0f} B per optimizer step and rank"
+            f"\n{args.preset} preset, compile {mode}, {args.nproc} ranks, accum {args.accum}, --every {args.every}, "
+            f"{args.repeats} interleaved repeats, {len(times[first])} steps per arm"
         )
+        print(
+            f"{arms[0]}: median step {base:.3f} s, median CPU per run {base_cpu:.1f} s, peak RSS {base_rss:.0f} MiB"
+        )
+        for arm in arms[1:]:
+            cell = (mode, arm)
+            step_record, per_step = sizes.get(cell, (float("nan"), float("nan")))
+            print(
+                f"{arm:15s}: median step {statistics.median(times[cell]):.3f} s, "
+                f"ratio {statistics.median(times[cell]) / base:.3f}x (mean-step ratio "
+                f"{statistics.mean(times[cell]) / base_mean:.3f}x: includes the every-5-steps update sample); CPU ratio "
+                f"{statistics.median(cpu[cell]) / base_cpu:.3f}x; peak RSS {max(rss[cell]):.0f} MiB "
+                f"({max(rss[cell]) - base_rss:+.0f}); step record {step_record:.0f} B, "
+                f"all records {per_step:.0f} B per optimizer step and rank"
+            )
 
 
 if __name__ == "__main__":

@@ -159,7 +159,7 @@ def _metrics():
 
 
 def test_json_outputs_escape_c1_controls_and_bidi_overrides(make_run, tmp_path):
-    """Found by bench/hostile_matrix.py: json.dumps(ensure_ascii=False) escapes C0 but left U+009B (an
+    """Found by tests/hostile/: json.dumps(ensure_ascii=False) escapes C0 but left U+009B (an
     8-bit CSI), DEL and bidi overrides raw in report/compare/lint JSON and SARIF on the terminal."""
     from ddp_doctor.core.terminal import safe_json
     from ddp_doctor.rundir.records import rank_file

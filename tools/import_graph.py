@@ -27,7 +27,8 @@ FLOORS: list[tuple[str, ...]] = [
     ("analysis",),
     ("report", "compare", "lint", "plan", "integrations", "cli_common"),
     # the reference trainer's launcher starts it under `ddp-doctor run`'s injection (launch.launcher)
-    ("launch", "experiments", "trainer"),
+    # watch: `run --watch` (launch/command.py) starts it; it reads the run dir, diagnoses, renders
+    ("launch", "experiments", "trainer", "watch"),
     ("demo", "gendocs"),
     ("cli", "ddp_doctor"),  # ddp_doctor/__init__.py: the public attach() and load()
 ]

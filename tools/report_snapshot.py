@@ -161,10 +161,10 @@ def _walk(a: Any, b: Any, path: str, found: list[str]) -> None:
         found.append(f"{path}: {json.dumps(a)[:120]} -> {json.dumps(b)[:120]}")
 
 
-def diff(before: Path, after: Path, ignore: list[str]) -> int:
-    names = sorted(
-        {p.name for p in before.iterdir() if p.is_file()} | {p.name for p in after.iterdir() if p.is_file()}
-    )
+def diff(before: Path, after: Path, ignore: list[str], common: bool = False) -> int:
+    a_names = {p.name for p in before.iterdir() if p.is_file()}
+    b_names = {p.name for p in after.iterdir() if p.is_file()}
+    names = sorted(a_names & b_names if common else a_names | b_names)
     changed = 0
     for name in names:
         a, b = before / name, after / name
@@ -201,6 +201,7 @@ def main() -> int:
     d.add_argument("before", type=Path)
     d.add_argument("after", type=Path)
     d.add_argument("--ignore", action="append", default=[], help="skip differences whose path contains this")
+    d.add_argument("--common", action="store_true", help="only outputs present in both (a run in progress)")
     args = parser.parse_args()
     if args.cmd == "write":
         write(args.inputs)
@@ -208,7 +209,7 @@ def main() -> int:
         args.out.mkdir(parents=True, exist_ok=True)
         report(args.inputs.resolve(), args.out.resolve())
     else:
-        return diff(args.before, args.after, args.ignore)
+        return diff(args.before, args.after, args.ignore, args.common)
     return 0
 
 

@@ -3,7 +3,8 @@
 * docs/catalog.md — whole file, from :func:`ddp_doctor.core.catalog.markdown`;
 * docs/report.md — the thresholds table, from :func:`ddp_doctor.core.catalog.thresholds_markdown`;
 * docs/experiments.md — the interventions table, from
-  :func:`ddp_doctor.probe.interventions.markdown_table`.
+  :func:`ddp_doctor.probe.interventions.markdown_table`;
+* docs/compare.md — the causes table, from :func:`ddp_doctor.compare.causes.markdown_table`.
 
 A generated section of a hand-written page sits between ``<!-- generated: NAME -->`` and
 ``<!-- end generated: NAME -->``. ``python -m ddp_doctor.gendocs --check`` exits 1 and names the
@@ -18,6 +19,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from ddp_doctor.compare import causes
 from ddp_doctor.core import catalog
 from ddp_doctor.probe import interventions
 
@@ -26,6 +28,7 @@ GENERATED: dict[str, tuple[str | None, Callable[[], str]]] = {
     "docs/catalog.md": (None, catalog.markdown),
     "docs/report.md": ("thresholds", catalog.thresholds_markdown),
     "docs/experiments.md": ("interventions", interventions.markdown_table),
+    "docs/compare.md": ("causes", causes.markdown_table),
 }
 
 

@@ -263,7 +263,7 @@ def test_output_into_a_missing_directory_or_onto_a_directory_is_an_input_error(r
     assert "cannot write" in result.output
 
 
-# --- found by bench/hostile_matrix.py (damage that used to pass without a note) ---------------------------
+# --- found by tests/hostile/ (damage that used to pass without a note) ---------------------------
 
 
 def test_header_world_size_below_one_is_a_problem(run):
@@ -320,7 +320,7 @@ def test_a_hole_at_the_end_of_a_rank_file_is_not_read(run):
 
 
 def test_a_run_path_that_cannot_be_looked_at_is_exit_2(tmp_path, monkeypatch):
-    """Found by bench/hostile_matrix.py (run as nobody): `report DIR` under a folder we may not enter
+    """Found by tests/hostile/ (run as nobody): `report DIR` under a folder we may not enter
     raised PermissionError from Path.is_dir (Python 3.11). Root enters any folder: simulate EACCES."""
     from typer.testing import CliRunner
 

@@ -66,7 +66,7 @@ def test_cli_exports_an_imported_log_beside_it(tmp_path: Path) -> None:
 def test_tensorboard_export_that_cannot_be_written_is_an_input_error(
     make_run: Callable[..., Path], tmp_path: Path
 ) -> None:
-    """Found by bench/hostile_matrix.py: a read-only parent gave a PermissionError traceback (exit 1).
+    """Found by tests/hostile/: a read-only parent gave a PermissionError traceback (exit 1).
     A file where the directory's parent goes fails the same way for root too."""
     need("tensorboard")
     from typer.testing import CliRunner

@@ -68,7 +68,7 @@ def test_unknown_or_damaged_inputs_exit_2_with_a_message(tmp_path: Path) -> None
 
 
 def test_trainer_state_nested_thousands_deep_or_a_fifo_exits_2(tmp_path: Path) -> None:
-    """Found by bench/hostile_matrix.py: RecursionError out of json.loads; a FIFO blocked the read."""
+    """Found by tests/hostile/: RecursionError out of json.loads; a FIFO blocked the read."""
     deep = tmp_path / "deep"
     deep.mkdir()
     (deep / "trainer_state.json").write_text("[" * 100_000 + "]" * 100_000)
@@ -81,7 +81,7 @@ def test_trainer_state_nested_thousands_deep_or_a_fifo_exits_2(tmp_path: Path) -
 
 
 def test_tensorboard_event_file_that_is_a_fifo_does_not_hang(tmp_path: Path) -> None:
-    """Found by bench/hostile_matrix.py: tensorboard's reader opened a FIFO named events.out.tfevents.*
+    """Found by tests/hostile/: tensorboard's reader opened a FIFO named events.out.tfevents.*
     and waited forever."""
     import signal
 

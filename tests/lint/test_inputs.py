@@ -140,7 +140,7 @@ def test_hostile_pyproject_is_a_config_problem_not_a_traceback(tmp_path: Path, t
 def test_a_notebook_repeating_the_loop_in_many_cells_is_linted_in_linear_work(
     tmp_path: Path, monkeypatch
 ) -> None:
-    """Found by bench/hostile_matrix.py: 2000 cells each with a DistributedSampler + DataLoader took
+    """Found by tests/hostile/: 2000 cells each with a DistributedSampler + DataLoader took
     minutes — set-epoch-missing resolved every DataLoader again for every sampler (quadratic). Counted
     in calls, not seconds: each DataLoader's bound names are resolved once."""
     import ddp_doctor.lint.rules.set_epoch_missing as rule
@@ -171,7 +171,7 @@ def test_a_notebook_repeating_the_loop_in_many_cells_is_linted_in_linear_work(
 
 
 def test_a_path_that_cannot_be_looked_at_is_exit_2_not_a_traceback(tmp_path: Path, monkeypatch) -> None:
-    """Found by bench/hostile_matrix.py (run as nobody): a file under a folder we may not enter made
+    """Found by tests/hostile/ (run as nobody): a file under a folder we may not enter made
     Path.exists raise PermissionError (Python 3.11). Root enters any folder: simulate EACCES."""
     target = tmp_path / "locked" / "train.py"
     real = Path.exists

@@ -102,7 +102,7 @@ def test_rates_that_are_not_finite_are_a_usage_error(flag: str, value: str) -> N
 
 
 def test_model_path_that_cannot_be_looked_at_is_a_usage_error(tmp_path: Path, monkeypatch) -> None:
-    """Found by bench/hostile_matrix.py (run as nobody): Path.is_dir raised PermissionError (Python
+    """Found by tests/hostile/ (run as nobody): Path.is_dir raised PermissionError (Python
     3.11) for a config.json under a folder we may not enter. Root enters any folder: simulate EACCES."""
     target = tmp_path / "locked" / "config.json"
     real = Path.is_dir

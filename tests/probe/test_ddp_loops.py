@@ -132,7 +132,7 @@ def test_replica_checksum_matches_final_parameters(no_sync_run):
 def test_failing_instruments_are_recorded_once_and_training_is_unchanged(tmp_path, no_sync_run):
     from probe.helpers import base_env
 
-    failing = ["commhook", "data", "scheduler"]
+    failing = ["gradsync", "data", "scheduler"]
     run_probe(
         tmp_path / "run",
         torchrun("plain_no_sync.py", str(tmp_path / "p.pt")),

@@ -37,7 +37,7 @@ def _args(out: Path) -> argparse.Namespace:
 
 
 def test_every_corpus_row_names_a_pinned_source_and_catalog_expectations():
-    from ddp_doctor.catalog import FINDINGS
+    from ddp_doctor.core.catalog import FINDINGS
 
     rows = runner.SCRIPTS + runner.FIXTURES
     assert len(runner.SCRIPTS) >= 12

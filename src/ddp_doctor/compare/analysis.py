@@ -29,15 +29,16 @@ Formulas (docs/compare.md has the derivations and sources):
 from __future__ import annotations
 
 import math
-from dataclasses import InitVar, dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ddp_doctor.analysis.diagnose import Diagnosis
 from ddp_doctor.analysis.quantities.noise_band import WITHIN_NOISE_RATIO
+from ddp_doctor.compare.causes import SERIOUS_SCORE, Cause, Pair, find_causes
 from ddp_doctor.core.catalog import NOT_A_CAUSE, Lang, Text
-from ddp_doctor.core.findings import SEVERITY_ORDER, jsonable
+from ddp_doctor.core.findings import jsonable
 
 COMPARE_SCHEMA = "ddp-doctor.compare/1"
 
@@ -62,14 +63,11 @@ RESOLVE_FACTOR = 2.0
 MIN_NOISE_POINTS = 8
 # lr warmup ends where the lr first reaches this fraction of its peak.
 WARMUP_REACHED = 0.95
-# Settings that differ by more than this factor are listed as a possible cause.
-SETTING_FACTOR = 1.5
 # --assert-equal defaults: fp32 DDP vs one process at the same global batch agree to ~1e-6
 # relative per step (docs/trainer.md); losses after tens of steps to ~1e-5. rtol 1e-4 leaves room.
 DEFAULT_RTOL = 1e-4
 DEFAULT_ATOL = 1e-6
 
-AXIS_ZH = {"samples": "样本", "tokens": "token", "steps": "步"}
 TEXT: dict[str, Text] = {
     "equivalent": Text("equivalent within noise", "在噪声范围内等价"),
     "explained": Text(
@@ -165,25 +163,6 @@ class Aligned:
     def band(self) -> np.ndarray:
         band: np.ndarray = Z_BAND * np.sqrt(self.sigma_a**2 + self.sigma_b**2)
         return band
-
-
-@dataclass
-class Cause:
-    """A likely cause of the difference; ``en``/``zh`` become one bilingual ``summary``."""
-
-    key: str
-    score: int
-    en: InitVar[str]
-    zh: InitVar[str]
-    evidence: dict[str, Any] = field(default_factory=dict)
-    summary: Text = field(init=False)
-
-    def __post_init__(self, en: str, zh: str) -> None:
-        self.summary = Text(en, zh)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"key": self.key, "score": self.score, "summary": self.summary.en, "summary_zh": self.summary.zh,
-                "evidence": jsonable(self.evidence)}  # fmt: skip
 
 
 @dataclass
@@ -511,170 +490,6 @@ def _same(va: Any, vb: Any) -> bool:
     return bool(va == vb)
 
 
-def _v(x: float | None) -> str:
-    return "?" if x is None else f"{x:.6g}"
-
-
-def _factor(va: float | None, vb: float | None) -> float | None:
-    if va is None or vb is None or va <= 0 or vb <= 0:
-        return None
-    return max(va / vb, vb / va)
-
-
-def _causes(
-    a: RunSummary, b: RunSummary, noise_explained: bool | None, ratio: dict[str, Any], axis: str
-) -> list[Cause]:
-    causes: list[Cause] = []
-    for fid in sorted(set(a.confirmed) ^ set(b.confirmed)):
-        where = "b" if fid in b.confirmed else "a"
-        sev = (b.confirmed | a.confirmed)[fid]
-        run, other = (b, a) if where == "b" else (a, b)
-        other_status = other.statuses.get(fid)
-        if other_status == "ruled-out":
-            score, en_tail, zh_tail = 100, f"ruled out in {other.label}", f"在 {other.label} 中已排除"
-        else:  # not measured (or inconclusive) in the other run: it may be present in both
-            score = 60
-            en_tail = f"{other_status or 'absent'} in {other.label}, so it may affect both runs"
-            zh_tail = f"在 {other.label} 中为 {other_status or '缺失'}，可能两个运行都受影响"
-        causes.append(
-            Cause(
-                f"finding:{fid}",
-                score + 10 * (2 - SEVERITY_ORDER[sev]),
-                f"{fid} ({sev}) is confirmed in run {where.upper()} ({run.label}); {en_tail}",
-                f"{fid}（{sev}）在运行 {where.upper()}（{run.label}）中被确认；{zh_tail}",
-                {"finding": fid, "run": where, "severity": sev, "other_run_status": other_status},
-            )
-        )
-    f = _factor(a.sched_per_step, b.sched_per_step)
-    if f is not None and f >= SETTING_FACTOR:
-        causes.append(
-            Cause(
-                "scheduler-steps",
-                90,
-                f"the lr scheduler steps {a.sched_per_step:g}× per optimizer step in A and "
-                f"{b.sched_per_step:g}× in B: the schedule runs {f:.3g}× faster in one run",
-                f"学习率调度器每个优化步在 A 中步进 {a.sched_per_step:g} 次，在 B 中 {b.sched_per_step:g} 次："
-                f"其中一个运行的调度快 {f:.3g} 倍",
-                {"a": a.sched_per_step, "b": b.sched_per_step, "factor": f, "threshold": SETTING_FACTOR},
-            )
-        )
-    # The schedule itself differs when its warmup differs in optimizer steps; the same schedule per
-    # optimizer step covers more data per step with a larger batch — that part is the batch change.
-    f = _factor(a.warmup_steps, b.warmup_steps)
-    no_warmup = {a.warmup_steps, b.warmup_steps} >= {0} and a.warmup_steps != b.warmup_steps
-    if (f is not None and f >= SETTING_FACTOR) or (
-        no_warmup and None not in (a.warmup_steps, b.warmup_steps)
-    ):
-        causes.append(
-            Cause(
-                "warmup",
-                80,
-                f"the lr warmup ends after {a.warmup_steps} optimizer steps in A and {b.warmup_steps} in B "
-                f"({_v(a.warmup_samples)} vs {_v(b.warmup_samples)} {axis} consumed)",
-                f"学习率预热在 A 中于 {a.warmup_steps} 个优化步后结束，在 B 中于 {b.warmup_steps} 个"
-                f"（已消耗{AXIS_ZH[axis]} {_v(a.warmup_samples)} 与 {_v(b.warmup_samples)}）",
-                {
-                    "a_steps": a.warmup_steps,
-                    "b_steps": b.warmup_steps,
-                    f"a_{axis}": a.warmup_samples,
-                    f"b_{axis}": b.warmup_samples,
-                    "threshold": SETTING_FACTOR,
-                },
-            )
-        )
-    f = _factor(a.lr_peak, b.lr_peak)
-    if f is not None and f >= SETTING_FACTOR:
-        causes.append(
-            Cause(
-                "lr-peak",
-                75,
-                f"peak lr {a.lr_peak:.3g} in A and {b.lr_peak:.3g} in B ({f:.3g}×)",
-                f"峰值学习率 A 为 {a.lr_peak:.3g}，B 为 {b.lr_peak:.3g}（{f:.3g} 倍）",
-                {"a": a.lr_peak, "b": b.lr_peak, "factor": f, "threshold": SETTING_FACTOR},
-            )
-        )
-    if a.loss_source != b.loss_source:
-        causes.append(
-            Cause(
-                "loss-normalization",
-                70,
-                f"the loss is normalised differently: A {a.loss_source}, B {b.loss_source}",
-                f"损失的归一化方式不同：A {a.loss_source}，B {b.loss_source}",
-                {"a": a.loss_source, "b": b.loss_source},
-            )
-        )
-    if a.optimizer and b.optimizer and a.optimizer != b.optimizer:
-        keys = [k for k in a.optimizer if a.optimizer.get(k) != b.optimizer.get(k)]
-        causes.append(
-            Cause(
-                "optimizer",
-                60,
-                "optimizer settings differ: "
-                + ", ".join(f"{k} {a.optimizer.get(k)} vs {b.optimizer.get(k)}" for k in keys),
-                "优化器设置不同："
-                + "，".join(f"{k} {a.optimizer.get(k)} 与 {b.optimizer.get(k)}" for k in keys),
-                {"a": a.optimizer, "b": b.optimizer},
-            )
-        )
-    if a.precision != b.precision:
-        causes.append(
-            Cause(
-                "precision",
-                50,
-                f"precision differs: A {a.precision}, B {b.precision}",
-                f"精度设置不同：A {a.precision}，B {b.precision}",
-                {"a": a.precision, "b": b.precision},
-            )
-        )
-    if a.compiled != b.compiled:
-        causes.append(
-            Cause(
-                "compile",
-                35,
-                f"torch.compile differs: A {a.compiled or 'off'}, B {b.compiled or 'off'}",
-                f"torch.compile 不同：A {a.compiled or '关'}，B {b.compiled or '关'}",
-                {"a": a.compiled, "b": b.compiled},
-            )
-        )
-    if a.clip_max_norm != b.clip_max_norm and not (a.clip_max_norm is None and b.clip_max_norm is None):
-        causes.append(
-            Cause(
-                "clipping",
-                40,
-                f"gradient clipping differs: max_norm A {a.clip_max_norm}, B {b.clip_max_norm}",
-                f"梯度裁剪不同：max_norm A {a.clip_max_norm}，B {b.clip_max_norm}",
-                {"a": a.clip_max_norm, "b": b.clip_max_norm},
-            )
-        )
-    if noise_explained is False:
-        causes.append(
-            Cause(
-                "noise-unexplained",
-                45,
-                f"run B is {ratio['observed']:.3g}× as noisy as A from step to step; its batch and measured "
-                f"per-sample variance predict {ratio['predicted']:.3g}×",
-                f"B 的逐步噪声是 A 的 {ratio['observed']:.3g} 倍；按批量和实测单样本方差预测为 {ratio['predicted']:.3g} 倍",
-                ratio,
-            )
-        )
-    f = _factor(a.batch_samples, b.batch_samples)
-    if f is not None and f >= 1 + 1e-9 and noise_explained is not False:
-        causes.append(
-            Cause(
-                "batch-size",
-                20,
-                f"the global batch differs {f:.3g}× (A {a.batch_samples:g}, B {b.batch_samples:g} samples per "
-                "optimizer step): a different noise level, fewer optimizer steps per sample and a schedule "
-                "stretched over more samples are expected",
-                f"全局批量相差 {f:.3g} 倍（每个优化步 A {a.batch_samples:g}、B {b.batch_samples:g} 个样本）："
-                "噪声水平不同、每个样本对应的优化步更少、调度覆盖更多样本，这是预期的",
-                {"a": a.batch_samples, "b": b.batch_samples, "factor": f},
-            )
-        )
-    causes.sort(key=lambda c: -c.score)
-    return causes
-
-
 def compare(
     a_diag: Diagnosis,
     b_diag: Diagnosis,
@@ -741,18 +556,7 @@ def compare(
     n_order = min(len(a.order_prefix), len(b.order_prefix))
     if n_order:
         same_order = a.order_prefix[:n_order] == b.order_prefix[:n_order]
-    causes = _causes(a, b, explained, ratio, axis)
-    if same_order is False:
-        causes.append(
-            Cause(
-                "data-order",
-                15,
-                f"the runs see a different sample order (first {n_order} indices of the first epoch differ)",
-                f"两个运行的样本顺序不同（第一个 epoch 的前 {n_order} 个索引不同）",
-                {"indices_compared": n_order},
-            )
-        )
-        causes.sort(key=lambda c: -c.score)
+    causes = find_causes(Pair(a, b, axis, explained, ratio, same_order, n_order))
     differing = []
     fa = {f.id: f for f in a_diag.findings}
     fb = {f.id: f for f in b_diag.findings}
@@ -763,7 +567,7 @@ def compare(
         severity = (fb[fid] if sb == "confirmed" else fa.get(fid) or fb[fid]).severity
         if sa != sb and "confirmed" in (sa, sb) and severity != "info":
             differing.append({"id": fid, "a": sa, "b": sb, "severity": severity})
-    serious = [c for c in causes if c.score >= 35]
+    serious = [c for c in causes if c.score >= SERIOUS_SCORE]
     if not ok.any() or (explained is None and at is not None):
         conclusion = "undecided" if not serious else "not-explained"
     elif serious:

@@ -9,6 +9,7 @@ import typer
 from ddp_doctor.cli_common import LevelChoice, fail
 from ddp_doctor.core.terminal import safe
 from ddp_doctor.probe.interventions import help_text
+from ddp_doctor.watch.command import ALERT_LOG, ON_FINDING, STOP_ON
 
 
 def register(app: typer.Typer) -> None:
@@ -52,6 +53,15 @@ def run_command(
         help="After the run, write its curves and findings to TensorBoard (default DIR: "
         "RUN/tensorboard) or W&B (docs/integrations.md). Repeatable.",
     ),
+    watch: bool = typer.Option(
+        False,
+        "--watch",
+        help="Diagnose while it runs: `ddp-doctor watch RUN` in a separate process beside the command, "
+        "one line per change on stderr (docs/watch.md). Implied by the three options below.",
+    ),
+    on_finding: str | None = ON_FINDING,
+    alert_log: Path | None = ALERT_LOG,
+    stop_on: str | None = STOP_ON,
 ) -> None:
     import os
 
@@ -80,10 +90,24 @@ def run_command(
     run_dir = out if out is not None else launcher.default_run_dir()
     options = ProbeOptions(run_dir=run_dir.resolve(), level=level, every=every)  # type: ignore[arg-type]
     typer.echo(f"ddp-doctor: recording to {safe(run_dir)}", err=True)
+    watcher = None
+    if watch or on_finding or alert_log or stop_on:
+        from ddp_doctor.watch.spawn import start_watcher
+
+        try:
+            watcher = start_watcher(options.run_dir, on_finding, alert_log, stop_on)
+        except ValueError as error:
+            fail(str(error), command="run")
     try:  # claims the directory, then checks it holds no run yet: a second concurrent run stops
         code = launcher.run(list(command), options, environ=environ, require_fresh=True)
     except (RunDirBusy, OSError) as error:
+        if watcher is not None:
+            watcher.kill()  # it was waiting for a run that will not be recorded
         fail(str(error), command="run")
+    if watcher is not None:
+        from ddp_doctor.watch.spawn import finish_watcher
+
+        finish_watcher(watcher)
     from ddp_doctor.launch.unreported import unreported_note
     from ddp_doctor.probe.launch_env import instance
 

@@ -101,7 +101,6 @@ def _install_all() -> None:
     from ddp_doctor.probe.instruments import (
         backward,
         clip,
-        commhook,
         compile,
         compile_check,
         config,
@@ -116,7 +115,6 @@ def _install_all() -> None:
 
     for instrument in (
         backward,
-        commhook,
         ddp,
         optimizer,
         scaler,
@@ -204,9 +202,9 @@ def _release() -> None:
     the interpreter is whole, so nothing of ours is left for finalization to destroy."""
     import gc
 
-    from ddp_doctor.probe.instruments import commhook, compile, data, full, scaler
+    from ddp_doctor.probe.instruments import compile, data, full, gradsync, scaler
 
-    for module in (commhook, compile, data, full, scaler):
+    for module in (compile, data, full, gradsync, scaler):
         module.release()
     if PROBE.steps is not None:
         PROBE.steps.release()

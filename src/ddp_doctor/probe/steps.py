@@ -48,7 +48,9 @@ class Micro:
     input_hash: torch.Tensor | None = None
     input_shape: tuple[int, ...] = ()
     sync: int = 0
-    local: list[tuple[int, torch.Tensor]] = field(default_factory=list)  # (bucket index, ||g||^2)
+    local: list[tuple[int | None, torch.Tensor]] = field(default_factory=list)  # (bucket index, ||g||^2)
+    synced: frozenset[int] = frozenset()  # DDP models whose gradients this backward reduces (gradsync)
+    local_norms: list[torch.Tensor] = field(default_factory=list)  # per-parameter ||g|| (gradsync)
     global_: list[torch.Tensor] = field(default_factory=list)
 
 
@@ -143,12 +145,12 @@ class StepAccumulator:
             if nonfinite is None and loss is not None and not math.isfinite(loss):
                 nonfinite = {"where": "loss", "micro": index, "bucket": None, "param": None}
             if nonfinite is None:
-                bad = next((b for b, v in buckets if not math.isfinite(v)), None)
+                bad = next((i for i, (_, v) in enumerate(buckets) if not math.isfinite(v)), None)
                 if bad is not None:
                     nonfinite = {
                         "where": "grad",
                         "micro": index,
-                        "bucket": bad,
+                        "bucket": buckets[bad][0],
                         "param": _first_nonfinite_param(),
                     }
         clip = []

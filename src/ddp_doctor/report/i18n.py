@@ -22,6 +22,7 @@ WORDS: dict[str, Text] = {
     "problems": Text("Data quality (problems met while reading)", "数据质量（读取时发现的问题）"),
     "in_progress": Text("run still in progress (or launcher killed)", "运行仍在进行（或启动器被终止）"),
     "exit_code": Text("Exit code", "退出码"),
+    "stopped_by": Text("Stopped by", "停止者"),
     "status": Text("Status", "状态"),
     "severity": Text("Severity", "严重程度"),
     "guess": Text("The guess", "猜测"),

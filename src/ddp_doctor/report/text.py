@@ -70,6 +70,14 @@ def run_lines(diag: Diagnosis, lang: Lang) -> list[str]:
         lines.append(f"{w('interventions', lang)}: {escape(sets)}")
     if r["in_progress"]:
         lines.append(f"[yellow]{w('in_progress', lang)}[/]")
+    stopped = r.get("stopped")
+    if isinstance(stopped, dict):  # who stopped the job and why (ddp-doctor watch --stop-on)
+        who = (
+            f"{stopped.get('by')} (pid {stopped.get('pid')} on {stopped.get('host')}, {stopped.get('time')})"
+        )
+        lines.append(
+            f"[bold yellow]{w('stopped_by', lang)} {escape(who)}: {escape(stopped.get('reason'))}[/]"
+        )
     status = r.get("exit_status") or {}
     if status.get("note"):  # e.g. a teardown abort after complete training (ddp_doctor.rundir.teardown)
         lines.append(f"[yellow]{w('exit_code', lang)} {r.get('exit_code')}: {escape(status['note'])}[/]")

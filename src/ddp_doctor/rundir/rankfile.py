@@ -194,7 +194,7 @@ class Problems:
 # --- opening files safely ---------------------------------------------------------------------
 
 
-def _data_end(fd: int, size: int) -> int:
+def data_end(fd: int, size: int) -> int:
     """Where the last written data of a file ends: a hole at the end (a file preallocated or
     extended and never written, e.g. by a crash) is not data, and reading it would cost memory for
     bytes that are not there. File systems without hole support report no hole."""
@@ -220,11 +220,11 @@ def read_regular(path: Path, limit: int | None = None, holes: list[int] | None =
     (and at most ``limit`` bytes), so a file that grows while we read it cannot keep us reading.
     A hole at the end of the file is not read; its size is appended to ``holes`` when given.
     """
-    fd, st = _open_regular(path)
+    fd, st = open_regular(path)
     try:
         size = st.st_size if limit is None else min(st.st_size, limit)
         if st.st_blocks * 512 < size:  # sparse: stop where the written data ends
-            end = _data_end(fd, size)
+            end = data_end(fd, size)
             if end < size and holes is not None:
                 holes.append(size - end)
             size = end
@@ -240,7 +240,7 @@ def read_regular(path: Path, limit: int | None = None, holes: list[int] | None =
         os.close(fd)
 
 
-def _open_regular(path: Path) -> tuple[int, os.stat_result]:
+def open_regular(path: Path) -> tuple[int, os.stat_result]:
     """An open descriptor of ``path`` and its stat, if it is a regular file (see read_regular)."""
     flags = (
         os.O_RDONLY
@@ -335,18 +335,20 @@ def _scan_lines(raw: bytes, prefix: bytes) -> tuple[np.ndarray, np.ndarray, np.n
     return starts, ends, step_like
 
 
-def parse_rank_bytes(raw: bytes, rank: int, probs: Problems) -> tuple[RankData, pa.Table]:
-    """Every record of one rank file: non-step records as dicts, step records as an Arrow table."""
+def parse_rank_bytes(
+    raw: bytes, rank: int, probs: Problems, lines_before: int = 0, header: dict[str, Any] | None = None
+) -> tuple[RankData, pa.Table]:
+    """Every record of one rank file: non-step records as dicts, step records as an Arrow table.
+
+    ``lines_before``/``header``: ``raw`` continues a file whose first lines were read before
+    (ddp_doctor.watch reads a growing file in pieces): line numbers in the problems count from the
+    file's start, and the header read with an earlier piece bounds the step numbers."""
     data = RankData(rank=rank)
     starts, ends, step_like = _scan_lines(raw, records.line_prefix("step"))
     data.lines = len(ends)
     tail = raw[int(ends[-1]) + 1 :] if len(ends) else raw  # b"" when the file ends with a newline
     if tail.strip():
-        probs.add(
-            f"rank {rank}: last line is truncated (no newline; {len(tail)} bytes "
-            "ignored) — the run was killed or is still writing",
-            damage=False,
-        )
+        probs.add(truncated_note(rank, len(tail)), damage=False)
     fast_no = np.flatnonzero(step_like) + 1  # line numbers (from 1) of the writer's step lines
     slow_steps: list[tuple[int, dict[str, Any]]] = []
     bad: list[int] = []
@@ -398,13 +400,14 @@ def parse_rank_bytes(raw: bytes, rank: int, probs: Problems) -> tuple[RankData, 
         table = step_schema(2).empty_table()
     if bad:
         bad.sort()
-        listed = ", ".join(str(n) for n in bad[:MAX_LISTED_BAD_LINES])
+        listed = ", ".join(str(n + lines_before) for n in bad[:MAX_LISTED_BAD_LINES])
         more = f" and {len(bad) - MAX_LISTED_BAD_LINES} more" if len(bad) > MAX_LISTED_BAD_LINES else ""
         probs.add(f"rank {rank}: {len(bad)} corrupt line(s) skipped (not a JSON record): line {listed}{more}")
     if wrong:
         shown = ", ".join(f"{k} ×{n}" for k, n in sorted(wrong.items())[:8])
         probs.add(f"rank {rank}: field(s) with the wrong type ignored: {shown}")
-    table = _validate_steps(table, data.lines * _stride(data.header), rank, probs)
+    bound = (lines_before + data.lines) * _stride(data.header or header)
+    table = _validate_steps(table, bound, rank, probs)
     return data, table
 
 
@@ -471,6 +474,18 @@ def _dispatch(
         data.unknown_kinds += 1
 
 
+def truncated_note(rank: int, size: int) -> str:
+    return f"rank {rank}: last line is truncated (no newline; {size} bytes ignored) — the run was killed or is still writing"
+
+
+def duplicates_note(rank: int, n: int, steps: np.ndarray) -> str:
+    shown = ", ".join(str(int(s)) for s in steps[:5])
+    return (
+        f"rank {rank}: {n} duplicate step record(s) ignored (step {shown}…; the first of each "
+        "kept) — two processes wrote this file (a restart, or two runs into one directory)"
+    )
+
+
 def _validate_steps(table: pa.Table, n_lines: int, rank: int, probs: Problems) -> pa.Table:
     """Drop steps no writer could have written: no step number, a number beyond the lines of the
     file (steps count from 0, one record each), duplicates (the first is kept)."""
@@ -488,11 +503,7 @@ def _validate_steps(table: pa.Table, n_lines: int, rank: int, probs: Problems) -
     keep = np.sort(idx[first])
     if len(keep) < len(idx):
         dup = np.setdiff1d(idx, keep)
-        shown = ", ".join(str(int(s)) for s in np.unique(step[dup])[:5])
-        probs.add(
-            f"rank {rank}: {len(dup)} duplicate step record(s) ignored (step {shown}…; the first of each "
-            "kept) — two processes wrote this file (a restart, or two runs into one directory)"
-        )
+        probs.add(duplicates_note(rank, len(dup), np.unique(step[dup])))
     if len(keep) < table.num_rows:
         table = table.take(pa.array(keep))
     return table
@@ -848,12 +859,23 @@ def parse_rank(path: Path, rank: int) -> tuple[RankData, Problems]:
         probs.add(f"rank {rank}: cannot read {exc}; ignored")
         return RankData(rank=rank, steps=to_columns(step_schema(2).empty_table(), rank)), probs
     if holes:
-        probs.add(
-            f"rank {rank}: the last {holes[0]} bytes of the file were never written (a hole: the file "
-            "was preallocated or extended, e.g. before a crash); ignored"
-        )
+        probs.add(hole_note(rank, holes[0]))
     data, table = parse_rank_bytes(raw, rank, probs)
     data.steps = to_columns(table, rank, probs)
+    file_problems(data, probs)
+    return data, probs
+
+
+def hole_note(rank: int, size: int) -> str:
+    return (
+        f"rank {rank}: the last {size} bytes of the file were never written (a hole: the file "
+        "was preallocated or extended, e.g. before a crash); ignored"
+    )
+
+
+def file_problems(data: RankData, probs: Problems) -> None:
+    """The problems of a rank file read whole: no or several headers, probe instruments that failed."""
+    rank = data.rank
     if data.headers_seen == 0:
         probs.add(f"rank {rank}: no header record")
     elif data.headers_seen > 1:
@@ -867,7 +889,6 @@ def parse_rank(path: Path, rank: int) -> tuple[RankData, Problems]:
             f"{err.get('step')} and was disabled: {str(err.get('error'))[:300]}",
             damage=False,
         )
-    return data, probs
 
 
 def cacheable(key: dict[str, int] | None) -> bool:

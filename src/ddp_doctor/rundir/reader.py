@@ -47,7 +47,7 @@ from ddp_doctor.rundir.records import (
     manifest_path,
     rank_file,
 )
-from ddp_doctor.rundir.teardown import EXITS_SUBDIR, ExitStatus, launcher_failures
+from ddp_doctor.rundir.teardown import EXITS_SUBDIR, ExitStatus, attempt_notes, launcher_failures
 
 __all__ = [
     "CACHE_DIR",
@@ -96,6 +96,8 @@ class RunData:
     # how the run ended, when its source says so without a run directory on disk (an imported
     # log, rundir/sources/logs.py); None: judged from the directory (teardown.classify_run)
     exit_status: ExitStatus | None = None
+    # who stopped the job and why (WATCH_STOP, written by `ddp-doctor watch --stop-on`); None if nobody
+    stopped: dict[str, Any] | None = None
 
     def config(self, what: str) -> dict[str, Any] | None:
         """A config record of this kind from the lowest rank that has one."""
@@ -239,6 +241,14 @@ def _read_manifest(path: Path, probs: Problems) -> tuple[dict[str, Any], bool]:
 def read_run(run_dir: Path | str, use_cache: bool = True) -> RunData:
     """Read a run directory; raise :class:`RunDirError` only when it is not a run at all."""
     path = Path(run_dir)
+    probs = Problems()
+    manifest, has_manifest, named = layout(path, probs)
+    return assemble(path, manifest, has_manifest, len(named), _read_all(named, use_cache), probs)
+
+
+def layout(path: Path, probs: Problems) -> tuple[dict[str, Any], bool, list[tuple[Path, int]]]:
+    """The manifest (merged from the instances' when there are several), whether there is one,
+    and the (file, rank) of every rank file; RunDirError when ``path`` is not a run directory."""
     try:
         os.lstat(path)
     except FileNotFoundError:
@@ -247,7 +257,6 @@ def read_run(run_dir: Path | str, use_cache: bool = True) -> RunData:
         raise RunDirError(f"{path}: cannot access ({exc.strerror or exc})") from None
     if not _is_dir(path):
         raise RunDirError(f"{path}: not a directory (expected a run directory written by `ddp-doctor run`)")
-    probs = Problems()
     manifest, has_manifest = _read_manifest(path, probs)
     named = _rank_files(path, probs)
     if not has_manifest and not named:
@@ -255,17 +264,30 @@ def read_run(run_dir: Path | str, use_cache: bool = True) -> RunData:
             f"{path}: not a ddp-doctor run directory (no {MANIFEST} and no "
             f"{RANKS_DIR}/rank-*.jsonl); create one with `ddp-doctor run -- CMD`"
         )
+    return manifest, has_manifest, named
+
+
+def assemble(
+    path: Path,
+    manifest: dict[str, Any],
+    has_manifest: bool,
+    n_files: int,
+    parsed: list[tuple[int, RankData, Problems]],
+    probs: Problems,
+) -> RunData:
+    """The run from its manifest and its parsed rank files (read whole here, or piece by piece
+    by ddp_doctor.watch): the checks of the ranks against each other and the manifest."""
     if not has_manifest:
         probs.add(f"{MANIFEST} is missing; using the rank files alone", damage=False)
     claimed = manifest.get("ranks")  # rank files present when the command ended
-    if isinstance(claimed, int) and not isinstance(claimed, bool) and not 0 <= claimed <= len(named):
-        probs.add(f"{MANIFEST} says {claimed} rank file(s) were written; {len(named)} found")
+    if isinstance(claimed, int) and not isinstance(claimed, bool) and not 0 <= claimed <= n_files:
+        probs.add(f"{MANIFEST} says {claimed} rank file(s) were written; {n_files} found")
     if manifest:
         problem = records.schema_problem(manifest.get("schema", RUN_SCHEMA), RUN_SCHEMA)
         if problem:
             probs.add(f"{MANIFEST}: {problem}")
     ranks: dict[int, RankData] = {}
-    for rank, data, rank_probs in _read_all(named, use_cache):
+    for rank, data, rank_probs in parsed:
         ranks[rank] = data
         probs.all.extend(rank_probs.all)
         probs.damage.extend(rank_probs.damage)
@@ -299,6 +321,8 @@ def read_run(run_dir: Path | str, use_cache: bool = True) -> RunData:
             "was killed; the report covers the steps recorded so far",
             damage=False,
         )
+    for note in attempt_notes(run_dir):  # torchrun --max-restarts: the last attempt is diagnosed
+        probs.add(note, damage=False)
     write_errors = manifest.get("write_errors")  # `ddp-doctor run` could not write everything
     for note in write_errors[:8] if isinstance(write_errors, list) else ():
         probs.add(f"while recording: {str(note)[:300]}", damage=False)
@@ -308,6 +332,7 @@ def read_run(run_dir: Path | str, use_cache: bool = True) -> RunData:
     for note in notes:
         probs.add(note)
     trainer_metrics = _read_trainer_metrics(records.trainer_metrics_path(path), probs)
+    stopped = _read_stop(path / records.WATCH_STOP, probs)
     return RunData(
         path=path,
         manifest=manifest,
@@ -316,6 +341,7 @@ def read_run(run_dir: Path | str, use_cache: bool = True) -> RunData:
         problems=probs.all,
         in_progress=in_progress,
         trainer_metrics=trainer_metrics,
+        stopped=stopped,
         damage=probs.damage,
     )
 
@@ -393,6 +419,21 @@ def _check_ends(
         + "; their last steps may be missing",
         damage=code not in (0, None),
     )
+
+
+def _read_stop(path: Path, probs: Problems) -> dict[str, Any] | None:
+    """The watcher's stop record: who stopped the job, when, and for which finding (docs/watch.md)."""
+    if not os.path.lexists(path):
+        return None
+    try:
+        rec = json.loads(read_regular(path, MAX_MANIFEST_BYTES))
+    except (OSError, ValueError, RecursionError) as exc:
+        probs.add(f"{path.name}: unreadable ({str(exc)[:120]}); who stopped the job is unknown", damage=False)
+        return None
+    if not isinstance(rec, dict) or records.depth_exceeds(rec, records.MAX_DEPTH):
+        probs.add(f"{path.name}: not a JSON object; who stopped the job is unknown", damage=False)
+        return None
+    return rec
 
 
 def _read_trainer_metrics(path: Path, probs: Problems) -> list[dict[str, Any]]:

@@ -34,12 +34,17 @@ RANK_SCHEMA = "ddp-doctor.rank/1"
 KNOWN_MAJOR = 1
 MANIFEST = "manifest.json"
 RANKS_DIR = "ranks"
+# Rank files of earlier torchrun attempts (`--max-restarts`): RUN/attempts/<restart>/ranks/; the
+# run directory's own ranks/ holds the last attempt's (probe/recorder.py moves them aside).
+ATTEMPTS_DIR = "attempts"
 TRAINER_DIR = "trainer"
 TRAINER_METRICS = "metrics.jsonl"
 # Created by `ddp-doctor run` with O_EXCL before anything else is written: one run per directory.
 # A later per-node claim (multi-node runs sharing one --out) adds ``.claim.node-<N>`` beside it.
 CLAIM = ".ddp-doctor.claim"
 CACHE_DIR = ".ddp-doctor-cache"
+# Written by `ddp-doctor watch --stop-on` (docs/watch.md) just before it stops the job: who and why.
+WATCH_STOP = "watch-stop.json"
 RANK_FILE_RE = re.compile(r"rank-([0-9]{1,9})\.jsonl")
 
 
@@ -138,6 +143,8 @@ KINDS: dict[str, tuple[Field, ...]] = {
         F("node", "str"),
         # imported logs (rundir/sources/logs.py): step numbers go up to steps_per_line × lines
         F("steps_per_line", "int"),
+        # torchrun's TORCHELASTIC_RESTART_COUNT: which attempt wrote this file (0: the first)
+        F("restart", "int"),
     ),
     "config": (F("what", "str"), F("step", "int")),
     "step": (

@@ -6,8 +6,8 @@ out of `GradScaler.scale`, the value recorded is the loss before scaling. Re-ent
 (reentrant activation checkpointing runs backward inside backward) are not micro-steps.
 `torch.autograd.grad` users are not seen.
 
-Before the first backward of each watched DDP model, the comm hook is registered (DDP accepts one
-hook, and only before the first backward; see instruments/commhook.py).
+Around each micro-step, instruments/gradsync.py reads DDP's gradients (local before the reducer
+copies them into its buckets, global once the backward has returned).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from ddp_doctor.probe.instruments import commhook, scaler
+from ddp_doctor.probe.instruments import gradsync, scaler
 from ddp_doctor.probe.state import PROBE, Nesting, guarded, patch
 
 _nesting = Nesting()
@@ -38,9 +38,8 @@ def _before(tensors: Any) -> None:
             loss, scale = unscaled
         else:
             loss = root.detach()
-    steps.begin_backward(loss, scale)
+    gradsync.begin_backward(steps.begin_backward(loss, scale))
     PROBE.mark_training()
-    commhook.register_pending()
 
 
 def install() -> None:
@@ -62,4 +61,6 @@ def install() -> None:
 
 @guarded("backward")
 def _after() -> None:
-    PROBE.steps.current = None
+    micro, PROBE.steps.current = PROBE.steps.current, None
+    if micro is not None:
+        gradsync.end_backward(micro)

@@ -17,6 +17,7 @@ from typing import Any
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
+from ddp_doctor.probe.instruments import data, gradsync
 from ddp_doctor.probe.state import PROBE, guarded, patch
 
 _waiting: list[dict[str, Any]] = []
@@ -52,6 +53,13 @@ def _compiled(model: Any, out: Any, kwargs: dict[str, Any]) -> None:
         "backend": backend if isinstance(backend, str) else getattr(backend, "__name__", str(backend)),
         "mode": kwargs.get("mode"),
     }
+    if isinstance(target, torch.nn.Module):
+        # A watched model's hooks must not run inside the compiled frame (graph breaks):
+        # they move to the compiled wrapper, or go (in-place `Module.compile`).
+        compiled = out if isinstance(out, torch.nn.Module) else None
+        data.move_hooks(target, compiled)
+        if isinstance(target, DistributedDataParallel):
+            gradsync.move_hooks(target, compiled)
     if isinstance(target, DistributedDataParallel):
         PROBE.emit({**record, "order": "after_ddp"})
     else:

@@ -11,7 +11,10 @@ collective is issued) under `no_grad`, inside the same autocast context, and the
 where y is the first tensor of the output (`logits` for Hugging Face models). `baseline_abs` is the
 eager run-to-run difference (0 without dropout); `report` judges `max_abs` against it, as
 `ddp-doctor verify` does. The RNG state is forked around the extra forwards, so training draws the
-same random numbers as without the check. FSDP2 models are skipped: their forward all-gathers.
+same random numbers as without the check, and every buffer is restored afterwards (a train-mode
+BatchNorm forward updates its running statistics: 12 -> 18 `num_batches_tracked` in 12 steps
+before this was done). Forward hooks the script put on submodules do see the two extra calls.
+FSDP2 models are skipped: their forward all-gathers.
 
 Hooked by wrapping `OptimizedModule.__init__` (installed when torch._dynamo.eval_frame is
 imported, i.e. only by scripts that compile): `torch.compile` itself is wrapped by the `compile`
@@ -68,9 +71,13 @@ def _after_forward(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any], o
     if compiled is None:
         return
     devices = [compiled.device.index or 0] if compiled.device.type == "cuda" else []
-    with torch.no_grad(), torch.random.fork_rng(devices=devices):
-        first = _first_tensor(eager_module(*args, **kwargs))
-        second = _first_tensor(eager_module(*args, **kwargs))
+    saved = _save_buffers(eager_module)
+    try:
+        with torch.no_grad(), torch.random.fork_rng(devices=devices):
+            first = _first_tensor(eager_module(*args, **kwargs))
+            second = _first_tensor(eager_module(*args, **kwargs))
+    finally:
+        _restore_buffers(saved)
     if first is None or second is None or first.shape != compiled.shape:
         return
     reference = first.detach().double()
@@ -86,6 +93,30 @@ def _after_forward(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any], o
         },
         training=True,
     )
+
+
+Saved = list[tuple[torch.nn.Module, str, torch.Tensor]]
+
+
+def _save_buffers(model: torch.nn.Module) -> Saved:
+    """Give every buffer of `model` a private copy for the extra forwards; returns the originals.
+
+    A train-mode forward updates buffers (BatchNorm running stats, num_batches_tracked). The
+    originals are never written: an in-place restore would bump their version counters, and the
+    training graph saved them for its backward ("modified by an inplace operation").
+    """
+    saved = []
+    for owner in model.modules():
+        for name, buf in list(owner._buffers.items()):
+            if buf is not None:
+                saved.append((owner, name, buf))
+                owner._buffers[name] = buf.detach().clone()
+    return saved
+
+
+def _restore_buffers(saved: Saved) -> None:
+    for owner, name, buf in saved:
+        owner._buffers[name] = buf
 
 
 @guarded("compile_check")

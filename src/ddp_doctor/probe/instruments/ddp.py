@@ -14,7 +14,7 @@ from typing import Any
 from torch.nn.modules.batchnorm import SyncBatchNorm, _BatchNorm
 from torch.nn.parallel import DistributedDataParallel
 
-from ddp_doctor.probe.instruments import commhook, data, params
+from ddp_doctor.probe.instruments import data, gradsync, params
 from ddp_doctor.probe.state import PROBE, guarded, patch
 
 MIB = 1024 * 1024
@@ -49,7 +49,7 @@ def _constructed(ddp: DistributedDataParallel) -> None:
         training=True,
     )
     params.watch(ddp, ddp.module)
-    commhook.watch(ddp)
+    gradsync.watch(ddp)
     data.watch_inputs(ddp)
     from ddp_doctor.probe.instruments import compile as compile_instrument
 

@@ -57,8 +57,10 @@ def _config(optimizer: torch.optim.Optimizer) -> None:
 
 
 def is_primary(optimizer: torch.optim.Optimizer) -> bool:
-    if not _primary:
-        _primary.append(weakref.ref(optimizer))
+    # Once the first optimizer is gone (a second training phase builds a new one), the next
+    # optimizer that steps defines the step numbers; they keep counting up.
+    if not _primary or _primary[0]() is None:
+        _primary[:] = [weakref.ref(optimizer)]
     return _primary[0]() is optimizer
 
 
