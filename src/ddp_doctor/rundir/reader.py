@@ -321,7 +321,7 @@ def assemble(
             "was killed; the report covers the steps recorded so far",
             damage=False,
         )
-    for note in attempt_notes(run_dir):  # torchrun --max-restarts: the last attempt is diagnosed
+    for note in attempt_notes(path):  # torchrun --max-restarts: the last attempt is diagnosed
         probs.add(note, damage=False)
     write_errors = manifest.get("write_errors")  # `ddp-doctor run` could not write everything
     for note in write_errors[:8] if isinstance(write_errors, list) else ():
