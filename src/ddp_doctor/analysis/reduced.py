@@ -8,7 +8,8 @@ skipped), and every finding whose inputs the log cannot hold becomes *not measur
 becomes not measured with the reason. What each finding needs (:data:`NEEDS`):
 
 * loss-spike, nonfinite — the loss; warmup-short — loss and lr; grad-spike — the gradient norm;
-  clip-saturated — the gradient norm and ``--max-norm``; fp16-overflow — the loss scale.
+  clip-saturated — the gradient norm and ``--max-norm``; fp16-overflow — the loss scale;
+  training-not-progressing — the loss (and the gradient norm and lr where logged).
 * oscillation-within-noise and batch-below-noise-scale are *not* supported: the minibatch-noise
   band needs the spread of per-micro-batch losses within a step and B_simple local and global
   gradient norms; a log has one number per step.
@@ -30,6 +31,8 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "grad-spike": ("grad_norm",),
     "clip-saturated": ("grad_norm", "max_norm"),
     "fp16-overflow": ("loss_scale",),
+    # a constant loss, lr 0 or a logged gradient norm of 0 (progress.py reads what is there)
+    "training-not-progressing": ("loss",),
 }
 # The spike rule needs MIN_HISTORY values in its WINDOW-step trailing window: logs sparser than
 # this cannot rule a spike out (a spike they show is still one).
