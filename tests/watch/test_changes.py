@@ -341,3 +341,15 @@ def test_a_claim_whose_pid_now_runs_something_else_is_not_signalled(tmp_path):
         assert other.poll() is None and a.stopped is None and not (run / records.WATCH_STOP).exists()
     finally:
         other.kill()
+
+
+def test_watch_of_a_file_fails_at_once(tmp_path):
+    log = tmp_path / "trainer_state.json"
+    log.write_text("{}")
+    proc = subprocess.run(
+        [sys.executable, "-m", "ddp_doctor.cli", "watch", str(log)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2 and "not a directory" in proc.stderr
