@@ -173,6 +173,12 @@ def test_stop_writes_why_then_terminates_the_launchers_process_group(tmp_path):
     launcher = subprocess.Popen(  # its command line names ddp_doctor, as the real launcher's does
         [sys.executable, "-c", "import time; time.sleep(60)", "ddp_doctor-stand-in"], start_new_session=True
     )
+    deadline = time.monotonic() + 30
+    while (
+        b"ddp_doctor" not in Path(f"/proc/{launcher.pid}/cmdline").read_bytes()
+        and time.monotonic() < deadline
+    ):
+        time.sleep(0.05)  # until it has exec'd: before that its command line is still pytest's
     try:
         claim = {"pid": launcher.pid, "host": socket.gethostname(), "start": "now"}
         (run / records.CLAIM).write_text(json.dumps(claim))
