@@ -338,6 +338,9 @@ def test_run_with_an_unknown_stop_on_id_starts_nothing(tmp_path):
 def test_a_claim_whose_pid_now_runs_something_else_is_not_signalled(tmp_path):
     run = write_run(tmp_path / "run", SynthSpec(world_size=2, steps=40, ended=False))
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    deadline = time.monotonic() + 30
+    while b"sleep(60)" not in Path(f"/proc/{other.pid}/cmdline").read_bytes() and time.monotonic() < deadline:
+        time.sleep(0.05)  # until it has exec'd (before that its command line is pytest's)
     try:
         claim = {"pid": other.pid, "host": socket.gethostname(), "start": "then"}
         (run / records.CLAIM).write_text(json.dumps(claim))  # a stale claim; its pid was reused
