@@ -76,6 +76,8 @@ def test_lightning_trainer_ddp_accumulation_closure_steps(tmp_path):
             assert s["sync"][:3] == [0, 0, 0] and s["sync"][3] > 0
             assert len(s["clip"]) == 1 and s["clip"][0]["max_norm"] == 1.0  # clipped inside the step
             assert [f["n_valid"] for f in s["loss_fn"]] == [8, 8, 8, 8]  # F.nll_loss, batch 8
+            assert s["samples"] == [8, 8, 8, 8] and all(s["input_hashes"])  # x inside (batch, idx)
     found = _findings(out)
     assert found["no-sync-after-forward"].status == "ruled-out"
     assert found["loss-unstable"].status != "confirmed"
+    assert found["sampler-missing"].status == "ruled-out"
