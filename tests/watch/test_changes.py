@@ -173,6 +173,12 @@ def test_stop_writes_why_then_terminates_the_launchers_process_group(tmp_path):
     launcher = subprocess.Popen(  # its command line names ddp_doctor, as the real launcher's does
         [sys.executable, "-c", "import time; time.sleep(60)", "ddp_doctor-stand-in"], start_new_session=True
     )
+    deadline = time.monotonic() + 30
+    while (
+        b"ddp_doctor" not in Path(f"/proc/{launcher.pid}/cmdline").read_bytes()
+        and time.monotonic() < deadline
+    ):
+        time.sleep(0.05)  # until it has exec'd: before that its command line is still pytest's
     try:
         claim = {"pid": launcher.pid, "host": socket.gethostname(), "start": "now"}
         (run / records.CLAIM).write_text(json.dumps(claim))
@@ -332,6 +338,9 @@ def test_run_with_an_unknown_stop_on_id_starts_nothing(tmp_path):
 def test_a_claim_whose_pid_now_runs_something_else_is_not_signalled(tmp_path):
     run = write_run(tmp_path / "run", SynthSpec(world_size=2, steps=40, ended=False))
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    deadline = time.monotonic() + 30
+    while b"sleep(60)" not in Path(f"/proc/{other.pid}/cmdline").read_bytes() and time.monotonic() < deadline:
+        time.sleep(0.05)  # until it has exec'd (before that its command line is pytest's)
     try:
         claim = {"pid": other.pid, "host": socket.gethostname(), "start": "then"}
         (run / records.CLAIM).write_text(json.dumps(claim))  # a stale claim; its pid was reused
@@ -341,3 +350,15 @@ def test_a_claim_whose_pid_now_runs_something_else_is_not_signalled(tmp_path):
         assert other.poll() is None and a.stopped is None and not (run / records.WATCH_STOP).exists()
     finally:
         other.kill()
+
+
+def test_watch_of_a_file_fails_at_once(tmp_path):
+    log = tmp_path / "trainer_state.json"
+    log.write_text("{}")
+    proc = subprocess.run(
+        [sys.executable, "-m", "ddp_doctor.cli", "watch", str(log)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2 and "not a directory" in proc.stderr
