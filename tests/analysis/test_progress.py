@@ -113,3 +113,12 @@ def test_precedence_never_leaves_both_confirmed(winner, loser):
         if a == b == "confirmed":
             assert lo.status == "inconclusive" and lo.evidence["overridden_by"] == winner
             assert f"Overridden by {winner}" in lo.summary
+
+
+def test_every_check_module_declares_what_it_finds():
+    """diagnose.run_findings skips a check whose FINDS no imported field feeds: a module without
+    FINDS broke every imported-log report (AttributeError)."""
+    from ddp_doctor.analysis.diagnose import CHECKS
+
+    for module in CHECKS:
+        assert module.FINDS and all(isinstance(i, str) for i in module.FINDS), module.__name__

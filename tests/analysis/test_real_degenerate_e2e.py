@@ -59,7 +59,12 @@ def test_tutorial_single_class_is_not_learning_and_its_peek_is_no_repeat(tmp_pat
 
 @pytest.mark.slow
 def test_the_same_script_learning_without_set_epoch_is_caught(tmp_path):
-    run_probe(tmp_path / "run", _torchrun("--no-set-epoch", "--classes", "3"), env=base_env())
+    """3 classes (it learns), set_epoch removed, a persistent DataLoader worker prefetching."""
+    run_probe(
+        tmp_path / "run",
+        _torchrun("--no-set-epoch", "--classes", "3", "--workers", "1", "--persistent"),
+        env=base_env(),
+    )
     by_id = _by_id(diagnose(tmp_path / "run"))
     epoch = by_id["set-epoch-missing"]
     assert epoch.status == "confirmed" and "set_epoch is not called" in epoch.summary, epoch.summary

@@ -147,3 +147,17 @@ def test_records_of_an_older_probe_without_sampler_numbers():
 
     f = set_epoch(diagnose_run(run(recs, 3)))
     assert f.status == "confirmed" and "set_epoch is not called" in f.summary
+
+
+def test_one_training_epoch_and_a_shuffled_val_sampler_iterated_often():
+    """A one-epoch run evaluating every few steps with a val sampler left at shuffle=True: the val
+    sampler fed no step (known), the train sampler's count is unknown (one iteration): train is judged."""
+
+    def recs(r):
+        out = [sampler_rec(0, 0, 5, 0)]
+        out += [sampler_rec(t, 0, 77, 1, prev=(16, 0) if t > 3 else None) for t in (3, 6, 9)]
+        return out
+
+    f = set_epoch(diagnose_run(run(recs, 1)))
+    assert f.evidence["judged"]["sampler"] == 0, f.evidence
+    assert f.status == "not-measured"  # one training iteration: nothing to compare

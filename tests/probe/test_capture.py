@@ -127,24 +127,74 @@ def test_tee_hands_non_text_writes_to_the_real_stream():
     assert inner.got == [b"bytes"]
 
 
-def test_install_wraps_std_streams_and_repoints_existing_logging_handlers(monkeypatch):
-    out, err = io.StringIO(), io.StringIO()
+def test_install_keeps_the_std_streams_themselves_and_sees_print_and_logging(monkeypatch, seen, tmp_path):
+    from ddp_doctor.probe.options import ProbeOptions
+    from ddp_doctor.probe.state import PROBE
+
+    monkeypatch.setattr(PROBE, "options", ProbeOptions(run_dir=tmp_path))  # a probed process
+    out, err = io.TextIOWrapper(io.BytesIO(), encoding="utf-8"), io.StringIO()
+    monkeypatch.setattr(sys, "stdout", out)
+    monkeypatch.setattr(sys, "stderr", err)
+    handler = logging.StreamHandler(err)  # configured before the probe started
+    log = logging.getLogger("ddp_doctor.test_capture")
+    log.addHandler(handler)
+    try:
+        streams.install()
+        streams.install()  # idempotent: no wrapper around a wrapper
+        assert sys.stdout is out and isinstance(sys.stdout, io.TextIOWrapper)  # what scripts test
+        assert sys.stderr is err and handler.stream is err
+        assert streams.watched(out) and streams.watched(err)
+        print("step 3 loss 2.5")
+        sys.stdout.writelines(["loss: 1.5\n"])
+        log.warning("loss 1.0")
+        later = logging.StreamHandler()  # created after: holds sys.stderr, still seen
+        log.addHandler(later)
+        log.warning("val loss 0.5")
+        log.removeHandler(later)
+        sys.stdout.flush()
+        assert out.buffer.getvalue() == b"step 3 loss 2.5\nloss: 1.5\n"
+        assert err.getvalue() == "loss 1.0\nval loss 0.5\nval loss 0.5\n"
+        assert [(s, k, v) for s, k, v, _ in seen] == [
+            ("stdout", "loss", 2.5),
+            ("stdout", "loss", 1.5),
+            ("stderr", "loss", 1.0),
+            ("stderr", "val loss", 0.5),
+            ("stderr", "val loss", 0.5),
+        ]
+    finally:
+        log.removeHandler(handler)
+        for stream in (out, err):
+            stream.__dict__.pop("write", None)
+
+
+def test_a_stream_without_instance_attributes_is_proxied_and_its_handlers_repointed(monkeypatch):
+    class Slotted:
+        __slots__ = ("got",)
+
+        def __init__(self):
+            self.got = []
+
+        def write(self, text):
+            self.got.append(text)
+            return len(text)
+
+        def flush(self):
+            pass
+
+    out, err = Slotted(), Slotted()
     monkeypatch.setattr(sys, "stdout", out)
     monkeypatch.setattr(sys, "stderr", err)
     handler = logging.StreamHandler(err)
     file_like = logging.StreamHandler(io.StringIO())
-    log = logging.getLogger("ddp_doctor.test_capture")
+    log = logging.getLogger("ddp_doctor.test_capture_slotted")
     log.addHandler(handler)
     log.addHandler(file_like)
     try:
         streams.install()
-        streams.install()  # idempotent: no wrapper around a wrapper
         assert isinstance(sys.stdout, streams.TeeStream) and sys.stdout._ddp_doctor_stream is out
-        assert isinstance(sys.stderr, streams.TeeStream) and sys.stderr._ddp_doctor_stream is err
-        assert handler.stream is sys.stderr
-        assert not isinstance(file_like.stream, streams.TeeStream)
+        assert handler.stream is sys.stderr and not isinstance(file_like.stream, streams.TeeStream)
         log.warning("loss 1.0")
-        assert err.getvalue() == "loss 1.0\n"
+        assert err.got == ["loss 1.0\n"]
     finally:
         log.removeHandler(handler)
         log.removeHandler(file_like)
@@ -176,3 +226,26 @@ def test_after_import_runs_every_callback_once_the_module_is_executed(tmp_path, 
     finally:
         for name in ("zoo_lib_a", "zoo_lib_b"):
             sys.modules.pop(name, None)
+
+
+def test_under_ddp_doctor_run_the_std_streams_are_still_the_interpreters_own(tmp_path):
+    import subprocess
+
+    from probe.helpers import DDP_DOCTOR, base_env
+
+    check = (
+        "import io, sys, torch\n"
+        "from ddp_doctor.probe.state import PROBE\n"
+        "assert PROBE.active, 'the probe did not start'\n"
+        "assert sys.stdout is sys.__stdout__ and sys.stderr is sys.__stderr__\n"
+        "assert isinstance(sys.stdout, io.TextIOWrapper) and isinstance(sys.stderr, io.TextIOWrapper)\n"
+        "print('identity ok')\n"
+    )
+    proc = subprocess.run(
+        [*DDP_DOCTOR, "run", "--out", str(tmp_path / "run"), "--", sys.executable, "-c", check],
+        env=base_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0 and "identity ok" in proc.stdout, proc.stderr[-2000:]

@@ -78,6 +78,11 @@ def test_score_counts_hits_misses_unmeasured_and_false_alarms():
     result = runner.Result(script.id, available=True)
     runner.score(script, {"rank0-only-loss-log": "ruled-out"}, result)
     assert result.misses == ["rank0-only-loss-log (ruled-out)"]
+    result = runner.Result(script.id, available=True)
+    findings = {"rank0-only-loss-log": "confirmed", "oscillation-within-noise": "confirmed"}
+    runner.score(script, findings, result, {"oscillation-within-noise": "info"})
+    assert result.hits == ["rank0-only-loss-log"]
+    assert result.observations == ["oscillation-within-noise"] and result.false_alarms == []
 
 
 @pytest.mark.distributed
@@ -101,3 +106,9 @@ def test_fixture_bare_and_probed(fixture_id, tmp_path):
     assert result.misses == [], result.findings
     confirmed = [e.finding for e in script.expect if e.verdict == "confirmed"]
     assert result.hits == confirmed, (result.not_measured, result.findings)
+
+
+def test_docs_show_the_current_expectations():
+    """docs/real-scripts.md holds the table `--expectations` prints (regenerate it on a change)."""
+    doc = (ROOT / "docs" / "real-scripts.md").read_text()
+    assert runner.expectations(runner.SCRIPTS + runner.FIXTURES) in doc

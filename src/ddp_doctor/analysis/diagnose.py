@@ -271,6 +271,11 @@ def run_info(ctx: Context) -> dict[str, Any]:
     }
     if run.stopped is not None:  # `ddp-doctor watch --stop-on` stopped the job (docs/watch.md)
         info["stopped"] = dict(run.stopped)
+        failure = info.get("failure")
+        if failure:  # the ranks "failed" because they were stopped: say why first
+            reason = str(run.stopped.get("reason", ""))[:300]
+            failure["summary"] = f"Stopped by ddp-doctor watch: {reason} " + failure["summary"]
+            failure["summary_zh"] = f"由 ddp-doctor watch 停止：{reason} " + failure["summary_zh"]
     return info
 
 

@@ -9,7 +9,8 @@ becomes not measured with the reason. What each finding needs is its catalog spe
 ``log_fields`` (:data:`NEEDS`), why a log cannot feed it its ``not_from_logs``:
 
 * loss-spike, nonfinite — the loss; warmup-short — loss and lr; grad-spike — the gradient norm;
-  clip-saturated — the gradient norm and ``--max-norm``; fp16-overflow — the loss scale.
+  clip-saturated — the gradient norm and ``--max-norm``; fp16-overflow — the loss scale;
+  training-not-progressing — the loss (and the gradient norm and lr where logged).
 * oscillation-within-noise and batch-below-noise-scale are *not* supported: the minibatch-noise
   band needs the spread of per-micro-batch losses within a step and B_simple local and global
   gradient norms; a log has one number per step.

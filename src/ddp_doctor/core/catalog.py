@@ -964,6 +964,8 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             min_steps=10,
             rel_range=1e-7,
         ),
+        # a constant loss, lr 0 or a logged gradient norm of 0 (progress.py reads what is there)
+        log_fields=("loss",),
     ),
 )
 

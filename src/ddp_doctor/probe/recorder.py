@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
-from ddp_doctor.rundir.records import check, rank_file
+from ddp_doctor.rundir.records import ATTEMPTS_DIR, RANKS_DIR, check, rank_file
 from ddp_doctor.rundir.records import encode as _encode
 
 # Records kept before the rank file exists; configuration events are few, so this only bounds
@@ -49,6 +51,10 @@ class RankRecorder:
     def open(self, rank: int, header: dict[str, Any]) -> None:
         path = rank_file(self.run_dir, rank)
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # owner-only, as launcher.make_run_dir
+        restart = header.get("restart")
+        if isinstance(restart, int) and restart > 0:
+            with contextlib.suppress(OSError):  # else this attempt appends, as before
+                set_aside_earlier_attempt(self.run_dir, path, restart)
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0), 0o600)
         self.path = path
         os.write(self._fd, encode(header) + b"".join(self._early))
@@ -82,3 +88,37 @@ class RankRecorder:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+def set_aside_earlier_attempt(run_dir: Path, path: Path, restart: int) -> Path | None:
+    """Move the rank file an earlier torchrun attempt wrote at `path` to
+    RUN/attempts/<its restart>/ranks/, so this attempt starts a file of its own.
+
+    torchrun (`--max-restarts`) starts fresh worker processes with TORCHELASTIC_RESTART_COUNT + 1;
+    they would append to the failed attempt's file, and the reader would keep the failed attempt's
+    steps and drop the new ones as duplicates. Only this rank's process touches this file (the
+    earlier attempt's workers were stopped before the restart). Nothing moves through a symlink:
+    the file is checked with lstat and the attempts/ directories must be real directories.
+    Returns the new path, or None when there was nothing (or nothing safe) to move.
+    """
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return None
+        with open(path, "rb") as f:
+            first = f.readline(64 * 1024)
+        old = json.loads(first).get("restart", 0)
+    except (OSError, ValueError, AttributeError):
+        return None
+    if not isinstance(old, int) or isinstance(old, bool) or old >= restart:
+        return None
+    target = Path(run_dir) / ATTEMPTS_DIR / str(old) / RANKS_DIR
+    for directory in (target.parent.parent, target.parent, target):
+        with contextlib.suppress(FileExistsError):
+            directory.mkdir(mode=0o700)
+        if not stat.S_ISDIR(os.lstat(directory).st_mode):
+            return None
+    dest = target / path.name
+    if os.path.lexists(dest):
+        return None
+    os.rename(path, dest)
+    return dest

@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # the probe imports torch only once the program has
     from torch import nn
 
 F = TypeVar("F", bound=Callable[..., Any])
+ENV_RESTART_COUNT = "TORCHELASTIC_RESTART_COUNT"  # set by torchrun's agent in every worker
 
 
 class Probe:
@@ -113,6 +114,9 @@ class Probe:
             "backend": backend,
             "device": f"cuda:{local_rank}" if torch.cuda.is_available() else "cpu",
         }
+        restart = os.environ.get(ENV_RESTART_COUNT, "")
+        if restart.isdigit():  # torchrun's attempt: a restarted worker must not mix with the last
+            header["restart"] = int(restart)
         return rank, header
 
     def fail(self, instrument: str, error: BaseException) -> None:

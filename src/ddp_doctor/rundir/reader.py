@@ -47,7 +47,7 @@ from ddp_doctor.rundir.records import (
     manifest_path,
     rank_file,
 )
-from ddp_doctor.rundir.teardown import EXITS_SUBDIR, ExitStatus, launcher_failures
+from ddp_doctor.rundir.teardown import EXITS_SUBDIR, ExitStatus, attempt_notes, launcher_failures
 
 __all__ = [
     "CACHE_DIR",
@@ -321,6 +321,8 @@ def assemble(
             "was killed; the report covers the steps recorded so far",
             damage=False,
         )
+    for note in attempt_notes(path):  # torchrun --max-restarts: the last attempt is diagnosed
+        probs.add(note, damage=False)
     write_errors = manifest.get("write_errors")  # `ddp-doctor run` could not write everything
     for note in write_errors[:8] if isinstance(write_errors, list) else ():
         probs.add(f"while recording: {str(note)[:300]}", damage=False)

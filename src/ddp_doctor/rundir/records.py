@@ -34,6 +34,9 @@ RANK_SCHEMA = "ddp-doctor.rank/1"
 KNOWN_MAJOR = 1
 MANIFEST = "manifest.json"
 RANKS_DIR = "ranks"
+# Rank files of earlier torchrun attempts (`--max-restarts`): RUN/attempts/<restart>/ranks/; the
+# run directory's own ranks/ holds the last attempt's (probe/recorder.py moves them aside).
+ATTEMPTS_DIR = "attempts"
 TRAINER_DIR = "trainer"
 TRAINER_METRICS = "metrics.jsonl"
 # Created by `ddp-doctor run` with O_EXCL before anything else is written: one run per directory.
@@ -140,6 +143,8 @@ KINDS: dict[str, tuple[Field, ...]] = {
         F("node", "str"),
         # imported logs (rundir/sources/logs.py): step numbers go up to steps_per_line × lines
         F("steps_per_line", "int"),
+        # torchrun's TORCHELASTIC_RESTART_COUNT: which attempt wrote this file (0: the first)
+        F("restart", "int"),
     ),
     "config": (F("what", "str"), F("step", "int")),
     "step": (

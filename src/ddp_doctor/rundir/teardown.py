@@ -37,7 +37,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ddp_doctor.rundir.records import RANKS_DIR
+from ddp_doctor.rundir.records import ATTEMPTS_DIR, RANKS_DIR
 
 # Where launcher failure reports go inside a run directory (written by launch/exits.py in the
 # torchrun process; its ENV_EXITS_DIR points here).
@@ -368,3 +368,39 @@ def classify_trainer(out_dir: Path | str, code: int | None, steps: int, metrics_
         last = _record(lines[-1]) if lines else None
         completed = last is not None and last.get("step") == steps - 1
     return _judge(code, completed, launcher_failures(out / EXITS_SUBDIR), None)
+
+
+MAX_ATTEMPTS = 64
+
+
+def attempt_notes(run_dir: Path | str) -> list[str]:
+    """Sentences about the earlier torchrun attempts kept in RUN/attempts/<restart>/ (a
+    `--max-restarts` run whose workers were restarted): which attempt the report diagnoses, and
+    how each earlier one ended (its ranks' exceptions, or the ranks without an `end`)."""
+    base = Path(run_dir) / ATTEMPTS_DIR
+    try:
+        if not stat.S_ISDIR(os.lstat(base).st_mode):
+            return []
+        attempts = sorted(int(p.name) for p in base.iterdir() if p.name.isdigit())[:MAX_ATTEMPTS]
+    except OSError:
+        return []
+    if not attempts:
+        return []
+    notes = [
+        f"torchrun restarted the workers: this report diagnoses the last attempt (restart "
+        f"{attempts[-1] + 1} or later); the rank files of {len(attempts)} earlier attempt(s) are kept "
+        f"in {ATTEMPTS_DIR}/ and not diagnosed"
+    ]
+    for n in attempts:
+        _, tails = rank_tails(base / str(n))
+        raised = [(r, _exception_line(t.end)) for r, t in sorted(tails.items()) if _exception_line(t.end)]
+        no_end = [r for r, t in sorted(tails.items()) if t.end is None]
+        parts = [f"rank {r} raised {e}" for r, e in raised[:3]]
+        if no_end:
+            parts.append(f"{_who(tuple(no_end))} wrote no `end` (stopped or killed)")
+        steps = max((t.steps or 0 for t in tails.values()), default=0)
+        notes.append(
+            f"attempt {n} ({len(tails)} rank file(s), up to {steps} step(s)): "
+            + ("; ".join(parts) or "ended")
+        )
+    return notes

@@ -5,6 +5,7 @@ Each epoch peeks one batch (`next(iter(loader))`) before `set_epoch(epoch)`, and
 loader with its own DistributedSampler (shuffle=False) runs after each epoch.
 
 Usage: torchrun --nproc_per_node 2 tutorial_single_class.py [--no-set-epoch] [--classes N]
+       [--workers N [--persistent]]
 """
 
 import argparse
@@ -35,13 +36,18 @@ def main():
     parser.add_argument("--no-set-epoch", action="store_true")
     parser.add_argument("--classes", type=int, default=1)
     parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--workers", type=int, default=0)  # with --persistent: persistent_workers=True
+    parser.add_argument("--persistent", action="store_true")
     args = parser.parse_args()
     dist.init_process_group("gloo")
     torch.manual_seed(0)
     model = DDP(torch.nn.Linear(20, args.classes))
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
     train_set, val_set = MyTrainDataset(64, args.classes), MyTrainDataset(32, args.classes)
-    train = DataLoader(train_set, batch_size=8, shuffle=False, sampler=DistributedSampler(train_set))
+    workers = dict(num_workers=args.workers, persistent_workers=args.persistent and args.workers > 0)
+    train = DataLoader(
+        train_set, batch_size=8, shuffle=False, sampler=DistributedSampler(train_set), **workers
+    )
     val = DataLoader(val_set, batch_size=8, sampler=DistributedSampler(val_set, shuffle=False))
     rank = int(os.environ["RANK"])
     for epoch in range(args.epochs):

@@ -2,7 +2,8 @@
 
 FAIL_HOW: `raise` (an unhandled RuntimeError whose text is FAIL_MESSAGE), `exit` (sys.exit(3)),
 `kill` (SIGKILL to itself). The other ranks then block in the next all-reduce until torchrun
-stops them, as in a real job.
+stops them, as in a real job. With FAIL_ATTEMPT=N it fails only in torchrun's attempt N
+(TORCHELASTIC_RESTART_COUNT), so `--max-restarts 1` and FAIL_ATTEMPT=0 restart once and succeed.
 """
 
 import os
@@ -18,6 +19,9 @@ FAIL_RANK = int(os.environ.get("FAIL_RANK", "1"))
 FAIL_STEP = int(os.environ.get("FAIL_STEP", "5"))
 MESSAGE = os.environ.get("FAIL_MESSAGE", "boom at step 5")
 STEPS = 8
+ATTEMPT = os.environ.get("FAIL_ATTEMPT")
+if ATTEMPT is not None and os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") != ATTEMPT:
+    FAIL_RANK = -1  # not the attempt that fails
 
 dist.init_process_group("gloo")
 torch.manual_seed(0)

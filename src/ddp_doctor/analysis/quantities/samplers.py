@@ -127,9 +127,11 @@ def feeding(uses: list[SamplerUse]) -> tuple[SamplerUse | None, str]:
     if known:
         best = max(known, key=lambda u: u.steps_fed)
         return best, f"fed {best.steps_fed} optimizer steps (rank sum), the most of {len(uses)} samplers"
-    shuffling = [u for u in uses if u.shuffle]
+    # a sampler known to have fed no step (a val loop drawn between training steps) is not a candidate
+    candidates = [u for u in uses if not (u.fed_known and u.steps_fed == 0)] or uses
+    shuffling = [u for u in candidates if u.shuffle]
     if len(shuffling) == 1:
-        return shuffling[0], f"the only one of {len(uses)} samplers that shuffles (steps fed not recorded)"
-    pool = shuffling or uses
+        return shuffling[0], f"the only one of {len(uses)} samplers that shuffles and may feed the steps"
+    pool = shuffling or candidates
     best = max(pool, key=lambda u: u.iterations)
     return best, f"iterated most often of {len(uses)} samplers (steps fed not recorded)"

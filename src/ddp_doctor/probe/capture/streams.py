@@ -6,14 +6,22 @@ launcher does not own the ranks' streams under torchrun (its agent hands them th
 pipe would change what the user sees (isatty false: no colours, no progress bars) and lose which
 rank printed a line.
 
-`TeeStream` is a transparent proxy: `write` hands the text to the real stream first and returns
-its result unchanged, then looks at the text; every other attribute (`buffer`, `fileno`, `isatty`,
-`encoding`, `flush`, ...) is the real stream's; attributes assigned to it stay on the proxy. Text is split into lines on "\\n" and "\\r" (tqdm
+The stream object itself stays in place: `sys.stdout is sys.__stdout__` and
+`isinstance(sys.stdout, io.TextIOWrapper)` hold under the probe as without it (scripts and
+libraries test both). Only its `write` is shadowed by an instance attribute, which `print`,
+`writelines`, `logging` and C code calling `PyFile_WriteObject` all look up first (the same
+mechanism wandb's console capture uses). A stream that takes no instance attribute (`__slots__`,
+a read-only proxy) is replaced by `TeeStream`, a transparent proxy instead.
+
+Either way `TeeStream.write` hands the text to the real stream's own `write` first and returns
+its result unchanged, then looks at the text; every other attribute of the proxy (`buffer`,
+`fileno`, `isatty`, `encoding`, `flush`, ...) is the real stream's; attributes assigned to it stay
+on the proxy. Text is split into lines on "\\n" and "\\r" (tqdm
 redraws its bar with "\\r"); a partial line is kept until its end arrives (at most MAX_PENDING
 characters). Only lines that contain "loss" are parsed (patterns.py). Binary writes through
-`.buffer` and writes to the file descriptor by C code pass by unseen. `logging.StreamHandler`s that
-already hold the real stream when the probe starts are pointed at the proxy (`setStream`), so
-`logging` output is seen whenever it was configured.
+`.buffer` and writes to the file descriptor by C code pass by unseen. In the proxy case,
+`logging.StreamHandler`s that already hold the real stream when the probe starts are pointed at
+the proxy (`setStream`), so `logging` output is seen whenever it was configured.
 """
 
 from __future__ import annotations
@@ -55,12 +63,14 @@ class TeeStream:
 
     def __init__(self, stream: Any, name: str) -> None:
         self.__dict__["_ddp_doctor_stream"] = stream
+        # the stream's own write, taken before install() may shadow it with ours on the stream
+        self.__dict__["_ddp_doctor_write"] = stream.write
         self.__dict__["_ddp_doctor_name"] = name
         self.__dict__["_ddp_doctor_pending"] = ""
         self.__dict__["_ddp_doctor_last"] = None  # (key, value) of the last "\r"-ended line
 
     def write(self, text: Any) -> Any:
-        result = self._ddp_doctor_stream.write(text)
+        result = self._ddp_doctor_write(text)
         # cheapest checks first: this runs on every write of the program (bench/capture_overhead.py)
         if (
             type(text) is str
@@ -138,17 +148,34 @@ def _line(tee: TeeStream, line: str, carriage: bool) -> None:
 
 
 def install() -> None:
-    """Wrap sys.stdout and sys.stderr (once) and repoint logging handlers that hold the real ones."""
+    """Watch sys.stdout and sys.stderr (once): in place where the stream takes an instance
+    attribute, else behind a TeeStream, with logging handlers that hold the real one repointed."""
     originals = {}
     for name in ("stdout", "stderr"):
         stream = getattr(sys, name, None)
-        if stream is None or isinstance(stream, TeeStream):
+        if stream is None or isinstance(stream, TeeStream) or watched(stream):
             continue
         tee = TeeStream(stream, name)
+        if _shadow_write(stream, tee):
+            continue
         originals[id(stream)] = tee
         setattr(sys, name, tee)
     if originals:
         _repoint_handlers(originals)
+
+
+def watched(stream: Any) -> bool:
+    """True when `stream.write` is already a TeeStream's (watched in place)."""
+    return isinstance(getattr(getattr(stream, "write", None), "__self__", None), TeeStream)
+
+
+def _shadow_write(stream: Any, tee: TeeStream) -> bool:
+    """Set `stream.write = tee.write` on the stream object itself; False where it cannot be."""
+    try:
+        stream.write = tee.write
+    except (AttributeError, TypeError):
+        return False
+    return watched(stream)
 
 
 def _repoint_handlers(originals: dict[int, TeeStream]) -> None:
