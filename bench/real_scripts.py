@@ -710,6 +710,12 @@ FIXTURES: tuple[Script, ...] = (
             ),
             Expect("warmup-short", "absent", "SGD: the Adam warmup rule has no premise"),
             Expect("sampler-missing", "absent", "DistributedSampler on both loaders"),
+            Expect(
+                "batchnorm-unsynced",
+                "confirmed",
+                "BatchNorm2d inside DDP without SyncBatchNorm: each rank normalises with its own batch statistics",
+                after_run="seen in the first probed run: the fixture's model has this property (written in)",
+            ),
         ),
     ),
 )
