@@ -140,3 +140,19 @@ def test_loss_function_wrappers_trace_into_one_graph_under_compile(monkeypatch):
     x, y = torch.randn(4, 3, requires_grad=True), torch.tensor([0, 1, 2, 1])
     compiled = torch.compile(losses, backend="eager", fullgraph=True)
     assert torch.allclose(compiled(x, y), losses(x, y))
+
+
+def test_model_input_is_found_inside_a_lightning_style_batch():
+    """Lightning calls its DDP wrapper with (batch, batch_idx): without looking inside the batch
+    there were no samples and no input hashes (sampler-missing, noise band not measured)."""
+    from ddp_doctor.probe.instruments.data import NESTED_DEPTH, _model_input
+
+    x, y = torch.ones(3, 2), torch.zeros(3)
+    assert _model_input(([x, y], 0), {}) is x
+    assert _model_input(({"image": x, "label": y}, 7), {}) is x
+    assert _model_input((y,), {"x": x}) is x  # a named input still comes first
+    assert _model_input((1, "text"), {}) is None
+    deep: object = x
+    for _ in range(NESTED_DEPTH + 1):
+        deep = [deep]
+    assert _model_input((deep,), {}) is None  # bounded search

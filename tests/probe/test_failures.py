@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import subprocess
 
+import pytest
+
 from probe.helpers import DDP_DOCTOR, base_env, run_probe, torchrun
 
 KEY = "K3y-of-the-command-77"
@@ -20,6 +22,7 @@ def test_a_rank_raising_with_secrets_in_its_message_is_reported_first_and_redact
     env = base_env(FAIL_HOW="raise", FAIL_RANK="1", FAIL_STEP="5", FAIL_MESSAGE=message, WANDB_API_KEY=WANDB)
     proc = run_probe(out, torchrun("rank_fails.py", "--api-key", KEY), env=env, check=False)
     assert proc.returncode == 1, proc.stderr[-3000:]
+    assert "ddp-doctor: The run failed: rank 1 exited with code 1 in step 5" in proc.stderr
     for path in out.rglob("*"):
         if path.is_file():
             data = path.read_text(errors="replace")
@@ -35,3 +38,21 @@ def test_a_rank_raising_with_secrets_in_its_message_is_reported_first_and_redact
         "The run failed: rank 1 exited with code 1 in step 5 (steps 0–4 recorded): RuntimeError"
     )
     assert "Only up to step 5: rank 1 failed there." in report.stdout
+
+
+@pytest.mark.slow  # ~20 s each here
+@pytest.mark.parametrize(
+    ("how", "first"),
+    [
+        ("exit", "The run failed: rank 1 exited with code 3 in step 5 (steps 0–4 recorded)."),
+        ("kill", "The run failed: rank 1 was killed by SIGKILL in step 5 (steps 0–4 recorded)."),
+    ],
+)
+def test_a_rank_that_exits_or_is_killed_is_reported_first(tmp_path, how, first):
+    out = tmp_path / "run"
+    proc = run_probe(out, torchrun("rank_fails.py"), env=base_env(FAIL_HOW=how), check=False)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    report = subprocess.run(
+        [*DDP_DOCTOR, "report", str(out)], capture_output=True, text=True, env=base_env(COLUMNS="200")
+    )
+    assert report.stdout.splitlines()[1].startswith(first), report.stdout[:2000]

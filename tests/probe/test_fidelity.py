@@ -4,7 +4,7 @@ Each cell runs scripts/fidelity.py bare (torchrun) and under `ddp-doctor run --l
 compares, per rank and per case, the digest of the final state_dict (parameters AND buffers),
 the `torch.distributed.all_reduce` calls the script saw, the exit code and the number of
 `TORCH_LOGS=graph_breaks` lines. CI runs one cell (world size 3, where 1/world is inexact, level
-full, the eager compile backend); the full matrix (world sizes 1-4 and 6 x basic/full, aot_eager)
+full, the eager compile backend, CI_CASES); the full matrix (world sizes 1-4 and 6 x basic/full, aot_eager)
 is `slow`. Its result is written into docs/probe.md (fidelity matrix).
 """
 
@@ -24,6 +24,9 @@ pytestmark = pytest.mark.distributed
 
 DDP_CASES = ["plain", "accum", "join", "gabv", "hook_before", "hook_after", "batchnorm", "compile"]
 ALL_CASES = [*DDP_CASES, "fsdp2"]
+# CI: the cases that failed before issue 21 or cover a distinct reducer path; `hook_before` and
+# `batchnorm` (BatchNorm is also in `compile`) only in the slow matrix, to keep the cell ~1 min.
+CI_CASES = ["plain", "accum", "join", "gabv", "hook_after", "compile"]
 GRAPH_BREAK_LINE = "Graph break in user code"  # one per graph break per rank (TORCH_LOGS=graph_breaks)
 
 
@@ -83,7 +86,7 @@ def _assert_measured(run_dir: Path, world: int, unobserved_tail: int = 0) -> Non
 
 def test_world_size_3_full_level_is_bit_identical_and_compiles_the_same(tmp_path):
     # 3: the world size where pre-division by the reducer and post-division by allreduce_hook differ.
-    run_dir = _cell(tmp_path, 3, "full", DDP_CASES)
+    run_dir = _cell(tmp_path, 3, "full", CI_CASES)
     _assert_measured(run_dir, 3)
     records = read_rank(run_dir, 1)
     accumulation = [s for s in kind(records, "step") if s["micro_steps"] == 3]

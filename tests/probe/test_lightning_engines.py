@@ -8,8 +8,9 @@
   installer ran on a half-initialised `lightning.fabric.fabric`) and clips by value every step
   (`clip-saturated` said "No gradient clipping was called").
 
-Lightning's start-up is slow (~10 s per process here): the two-rank runs are marked slow; the
-one-device Fabric run covers the import order and value clipping in CI.
+Lightning's start-up is slow (~10 s per process here): all three runs are marked slow. In CI the
+mechanisms are covered without Lightning: test_import_hook.py (a half-initialised module),
+test_engine_steps.py (closures, value clipping, a Lightning-style batch).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ def _fabric(tmp_path, devices):
     return found
 
 
+@pytest.mark.slow  # ~10 s of Lightning start-up; the mechanism is covered by test_import_hook.py
 def test_fabric_lightning_first_and_clip_by_value_one_device(tmp_path):
     _fabric(tmp_path, 1)
 
@@ -76,6 +78,8 @@ def test_lightning_trainer_ddp_accumulation_closure_steps(tmp_path):
             assert s["sync"][:3] == [0, 0, 0] and s["sync"][3] > 0
             assert len(s["clip"]) == 1 and s["clip"][0]["max_norm"] == 1.0  # clipped inside the step
             assert [f["n_valid"] for f in s["loss_fn"]] == [8, 8, 8, 8]  # F.nll_loss, batch 8
+            assert s["samples"] == [8, 8, 8, 8] and all(s["input_hashes"])  # x inside (batch, idx)
     found = _findings(out)
     assert found["no-sync-after-forward"].status == "ruled-out"
     assert found["loss-unstable"].status != "confirmed"
+    assert found["sampler-missing"].status == "ruled-out"

@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -169,7 +170,15 @@ def test_alert_log_never_written_through_a_symlink(tmp_path):
 def test_stop_writes_why_then_terminates_the_launchers_process_group(tmp_path):
     run = write_run(tmp_path / "run", SynthSpec(world_size=2, steps=40, ended=False))
     # a stand-in launcher in its own process group, named by a claim file as `ddp-doctor run` does
-    launcher = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    launcher = subprocess.Popen(  # its command line names ddp_doctor, as the real launcher's does
+        [sys.executable, "-c", "import time; time.sleep(60)", "ddp_doctor-stand-in"], start_new_session=True
+    )
+    deadline = time.monotonic() + 30
+    while (
+        b"ddp_doctor" not in Path(f"/proc/{launcher.pid}/cmdline").read_bytes()
+        and time.monotonic() < deadline
+    ):
+        time.sleep(0.05)  # until it has exec'd: before that its command line is still pytest's
     try:
         claim = {"pid": launcher.pid, "host": socket.gethostname(), "start": "now"}
         (run / records.CLAIM).write_text(json.dumps(claim))
@@ -191,12 +200,20 @@ def test_stop_writes_why_then_terminates_the_launchers_process_group(tmp_path):
             launcher.kill()
 
 
-def test_stop_without_a_running_launcher_is_noted(tmp_path):
+def test_stop_without_a_running_launcher_writes_nothing(tmp_path):
+    """A run that already ended (no live launcher named by a claim): the watcher must not write
+    that it stopped the job — the report would say so."""
     run = write_run(tmp_path / "run", SynthSpec(world_size=2, steps=40))
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    claim = {"pid": int(dead.stdout), "host": socket.gethostname(), "start": "then"}
+    (run / records.CLAIM).write_text(json.dumps(claim))  # left by a launcher that is gone
     a = Actions(run, stop_on_error=True)
     a.on_change(Change("finding", "nonfinite", None, "confirmed", 7, "NaN", "error"))
-    assert a.stopped is not None and (run / records.WATCH_STOP).exists()
-    assert any("no `ddp-doctor run` launcher" in n for n in a.notes)
+    assert a.stopped is None and not (run / records.WATCH_STOP).exists()
+    assert any("nothing stopped" in n for n in a.notes)
+    assert "Stopped by" not in render(diagnose_run(read_run(run)), "text")
 
 
 def test_damaged_stop_record_is_a_problem_not_a_crash(tmp_path):
@@ -316,3 +333,32 @@ def test_run_with_an_unknown_stop_on_id_starts_nothing(tmp_path):
     )
     assert proc.returncode == 2 and "unknown finding ID(s) nope" in proc.stderr
     assert not records.manifest_path(out).exists()
+
+
+def test_a_claim_whose_pid_now_runs_something_else_is_not_signalled(tmp_path):
+    run = write_run(tmp_path / "run", SynthSpec(world_size=2, steps=40, ended=False))
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    deadline = time.monotonic() + 30
+    while b"sleep(60)" not in Path(f"/proc/{other.pid}/cmdline").read_bytes() and time.monotonic() < deadline:
+        time.sleep(0.05)  # until it has exec'd (before that its command line is pytest's)
+    try:
+        claim = {"pid": other.pid, "host": socket.gethostname(), "start": "then"}
+        (run / records.CLAIM).write_text(json.dumps(claim))  # a stale claim; its pid was reused
+        a = Actions(run, stop_ids=frozenset({"nonfinite"}))
+        a.on_change(Change("finding", "nonfinite", None, "confirmed", 7, "NaN", "error"))
+        time.sleep(0.5)
+        assert other.poll() is None and a.stopped is None and not (run / records.WATCH_STOP).exists()
+    finally:
+        other.kill()
+
+
+def test_watch_of_a_file_fails_at_once(tmp_path):
+    log = tmp_path / "trainer_state.json"
+    log.write_text("{}")
+    proc = subprocess.run(
+        [sys.executable, "-m", "ddp_doctor.cli", "watch", str(log)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2 and "not a directory" in proc.stderr

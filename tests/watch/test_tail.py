@@ -235,3 +235,21 @@ def test_a_line_longer_than_one_read_is_skipped_and_reading_goes_on(tmp_path, mo
             break
     assert any("line 11 is longer than 4096 bytes; skipped" in p for p in run.problems)
     same_steps(run, read_run(live, use_cache=False))  # the reader drops that line as corrupt
+
+
+def test_a_torchrun_restart_moving_the_rank_files_away_is_followed(tmp_path):
+    """--max-restarts: the earlier attempt's files go to RUN/attempts/0/, new ones start."""
+    src = _source(tmp_path)
+    live = tmp_path / "live"
+    files = _live(src, live)
+    for path, data in files:
+        path.write_bytes(data)
+    tail = RunTail(live)
+    tail.refresh()
+    (live / "attempts" / "0").mkdir(parents=True)
+    for path, data in files:
+        os.rename(path, live / "attempts" / "0" / path.name)
+        path.write_bytes(data[: len(data) // 2])
+    run = tail.refresh()
+    same_steps(run, read_run(live, use_cache=False))
+    assert any("replaced" in p for p in run.problems)

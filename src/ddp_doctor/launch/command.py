@@ -116,11 +116,15 @@ def run_command(
     if unreported is not None:
         typer.echo(f"ddp-doctor: WARNING: {safe(unreported)}", err=True)
     if code != 0:
+        from ddp_doctor.analysis.failure import failure_info
         from ddp_doctor.rundir.teardown import classify_run
 
         status = classify_run(options.run_dir, code)
         if status.note is not None:
             typer.echo(f"ddp-doctor: {safe(status.note)}", err=True)
+        failure = failure_info(status)
+        if failure is not None:  # the report's first line, said right away
+            typer.echo(f"ddp-doctor: {safe(failure['summary'])}", err=True)
     typer.echo(
         f"ddp-doctor: run directory {safe(run_dir)} (exit code {code}); next: ddp-doctor report {safe(run_dir)}",
         err=True,

@@ -109,9 +109,17 @@ class Actions:
                 self.notes.append(f"--on-finding for {fid}: exit code {done.returncode}")
 
     def stop(self, change: Change) -> None:
-        """Write why into the run directory, then SIGTERM the launchers' process groups."""
+        """Write why into the run directory, then SIGTERM the launchers' process groups. With no
+        launcher running on this host (the run already ended, or runs elsewhere) nothing is
+        written: the run directory must never say it was stopped when it was not."""
         launchers = launcher_pids(self.run_dir)
         flag = ",".join(sorted(self.stop_ids) + (["error"] if self.stop_on_error else []))
+        if not launchers:
+            self.notes.append(
+                f"--stop-on: {change.id} confirmed at step {change.step}, but no `ddp-doctor run` launcher "
+                "of this run is running on this host (ended, or elsewhere): nothing stopped"
+            )
+            return
         self.stopped = {
             "by": "ddp-doctor watch",
             "pid": os.getpid(),
@@ -133,13 +141,10 @@ class Actions:
         self.notes.append(f"--stop-on: stopping the job: {self.stopped['reason']}")
         for pid in launchers:
             self.stopped["signalled"].append(_terminate(pid, self.notes))
-        if not launchers:
-            self.notes.append("--stop-on: no `ddp-doctor run` launcher of this run is running on this host")
-        else:  # record whom it signalled (the first write already says why)
-            with contextlib.suppress(OSError):
-                write_text(
-                    self.run_dir / WATCH_STOP, json.dumps(self.stopped, indent=2) + "\n", mode=PRIVATE_FILE
-                )
+        with contextlib.suppress(OSError):  # whom it signalled (the first write already says why)
+            write_text(
+                self.run_dir / WATCH_STOP, json.dumps(self.stopped, indent=2) + "\n", mode=PRIVATE_FILE
+            )
 
 
 def launcher_pids(run_dir: Path) -> list[int]:
@@ -153,9 +158,21 @@ def launcher_pids(run_dir: Path) -> list[int]:
                 pid = int(holder["pid"])
             except (OSError, ValueError, KeyError, TypeError):
                 continue
-            if holder.get("host") == host and pid > 1 and alive(pid):
+            if holder.get("host") == host and pid > 1 and alive(pid) and _is_ours(pid):
                 pids.append(pid)
     return pids
+
+
+def _is_ours(pid: int) -> bool:
+    """Whether ``pid`` still runs ddp-doctor: a claim left by a launcher that was SIGKILLed names a
+    pid the system may have given to an unrelated process since, which must not be signalled.
+    Where /proc cannot tell (another OS), the claim is believed."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            cmdline = fh.read()
+    except OSError:
+        return not os.path.isdir("/proc/self")
+    return b"ddp_doctor" in cmdline or b"ddp-doctor" in cmdline
 
 
 def alive(pid: int) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -66,6 +67,11 @@ def watch(
     from ddp_doctor.watch.actions import Actions, parse_stop_on
     from ddp_doctor.watch.follow import Watcher
 
+    if os.path.lexists(run_dir) and not run_dir.is_dir():  # a log file is for `report`; nothing to wait for
+        fail(
+            f"{run_dir}: not a directory (watch follows a run directory; `ddp-doctor report` reads logs)",
+            command="watch",
+        )
     try:
         stop_ids, stop_error = parse_stop_on(stop_on)
     except ValueError as exc:

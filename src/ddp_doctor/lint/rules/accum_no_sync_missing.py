@@ -9,7 +9,9 @@ in DDP — not FSDP, whose reduce-scatter is outside this rule) and the loop's m
 control gradient sync: ``no_sync``, ``require_backward_grad_sync``, FSDP2's
 ``set_requires_gradient_sync`` or a sync context helper (``lint/idioms.py`` SYNC_CONTROL, e.g.
 EDM's ``misc.ddp_sync``) in the loop body (through same-file helpers), around the loop, or in a
-project function the loop calls. A toggle that cannot skip anything does not count: the flag set
+project function the loop calls. accelerate: a model passed through ``accelerator.prepare`` is a
+DDP model; a micro-batch loop written by hand (not under ``accelerator.accumulate``) with neither
+``accumulate`` nor ``accelerator.no_sync`` all-reduces every micro-step. A toggle that cannot skip anything does not count: the flag set
 to the constant ``True``, or a ``no_sync()`` block with neither a forward nor a backward in it.
 """
 
@@ -36,15 +38,15 @@ WRAPS = frozenset(
 
 class AccumNoSyncMissing(Rule):
     id = "accum-no-sync-missing"
-    required = (("DistributedDataParallel",), ("backward", "scaler", "loss_scaler"))
+    required = (("DistributedDataParallel", "prepare"), ("backward", "scaler", "loss_scaler"))
     required_in_project = (("backward", "scaler", "loss_scaler"),)
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
-        if facts.prepared:
-            return
         project = ctx.project
         calls = ctx.of_type(ast.Call)
-        if not any(ctx.call_qualname(n) == DDP for n in calls):
+        # accelerate's prepare() wraps the model in DDP when distributed; its accumulate() skips the
+        # sync (loops under it are no accumulation loops here), a hand-written micro-batch loop does not
+        if not facts.prepared and not any(ctx.call_qualname(n) == DDP for n in calls):
             if project is None:
                 return
             wraps_here = any(project.call_wraps_ddp(ctx, n, plain=True) for n in calls)

@@ -192,15 +192,14 @@ def _opt_in_gate(ctx: FileContext, conversions: list[ast.AST]) -> str | None:
         while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
             if isinstance(cur, ast.If):
                 test = flag_test(ctx, cur.test, defaults)
-                if test is None:
-                    return None  # a condition that is not a config flag: trust it
-                in_body = child in cur.body
-                if test.default_true is not None and test.default_true == in_body:
-                    return None  # this conversion runs under the default
-                gate = describe(test, not in_body)  # the bug: the branch that skips the conversion
+                if test is not None:  # a runtime condition inside an opt-in flag decides only within it
+                    in_body = child in cur.body
+                    if test.default_true is not None and test.default_true == in_body:
+                        return None  # this conversion runs under the default
+                    gate = describe(test, not in_body)  # the bug: the branch that skips the conversion
             child, cur = cur, ctx.parents.get(cur)
         if gate is None:
-            return None  # unconditional conversion
+            return None  # unconditional, or only under a runtime condition we cannot read: trust it
         gates.append(gate)
     return gates[0]
 

@@ -4,6 +4,8 @@ With it, DDP traverses the autograd graph after every forward to find parameters
 no gradient (torch docs, DistributedDataParallel: "this flag results in an extra traversal of the
 autograd graph every iteration"). It costs time, not accuracy: severity info.
 Autofix: ``True`` → ``False`` (DDP raises a clear error if a parameter really gets no gradient).
+A value read from configuration with ``True`` as its fallback (KAIR's
+``opt.get("find_unused_parameters", True)``) is reported config-gated, without an autofix.
 """
 
 from __future__ import annotations
@@ -32,6 +34,18 @@ class FindUnusedTrue(Rule):
         for node in ctx.of_type(ast.Call):
             kw_name = DDP_CONFIGS.get(ctx.call_qualname(node) or "")
             value = keyword(node, kw_name) if kw_name else None
+            default = _config_default(value) if value is not None else None
+            if value is not None and default is not None:
+                yield self.violation(
+                    value,
+                    f"`{kw_name}` comes from `{ctx.segment(value)}`, which is True unless the configuration "
+                    "sets it: DDP re-traverses the autograd graph every step (speed, not accuracy).",
+                    f"`{kw_name}` 取自 `{ctx.segment(value)}`，配置未设置时为 True：DDP 每步都要重新遍历 autograd 图"
+                    "（影响速度，不影响精度）。",
+                    gated_by=f"{default} not set in the configuration (default True)",
+                    setting=True,
+                )
+                continue
             if isinstance(value, ast.Constant) and value.value is True:
                 yield self.violation(
                     value,
@@ -40,3 +54,18 @@ class FindUnusedTrue(Rule):
                     edits=(replace_node(ctx, value, "False"),),
                     setting=True,
                 )
+
+
+def _config_default(value: ast.expr) -> str | None:
+    """The key of ``cfg.get("key", True)`` / ``getattr(cfg, "key", True)``: True unless configured."""
+    if not isinstance(value, ast.Call):
+        return None
+    if isinstance(value.func, ast.Attribute) and value.func.attr == "get" and len(value.args) == 2:
+        key, fallback = value.args
+    elif isinstance(value.func, ast.Name) and value.func.id == "getattr" and len(value.args) == 3:
+        key, fallback = value.args[1], value.args[2]
+    else:
+        return None
+    if isinstance(key, ast.Constant) and isinstance(key.value, str) and isinstance(fallback, ast.Constant):
+        return key.value if fallback.value is True else None
+    return None

@@ -67,6 +67,11 @@ NOT_A_LOSS = re.compile(
     r"\w*ratio\w*|\w*_time|\w*temperature\w*|\w*_temp|(val|valid|eval|test)_\w*)$",
     re.IGNORECASE,
 )
+# Names of a loss call's other outputs that carry loss values (YOLO ``loss_items``, taming
+# ``log_dict_ae``, ``stats``); other outputs (``mean_path_length``, ``report``) are something else.
+LOSS_CARRIER = re.compile(r"loss|log|stat|metric|item|dict|terms|parts", re.IGNORECASE)
+# A test that is true only when not distributed: ``not args.distributed``, ``world_size == 1``.
+DISTRIBUTED_FLAG = re.compile(r"distributed|ddp|world_size|is_initialized|multiprocessing", re.IGNORECASE)
 LIGHTNING_STEP = "training_step"
 LIGHTNING_LOG = frozenset({"log", "log_dict"})
 
@@ -104,9 +109,19 @@ class Rank0OnlyLossLog(Rule):
             tainted = taint.names
             if not tainted:
                 continue
-            for node, guard, how in _rank0_logs(
-                ctx, scope, rank0_objects, predicates, quiet, id(scope) in lightning
-            ):
+            # the scope's own logs, and those of closures defined in it (MSN's ``def log_stats():``
+            # inside the training loop reads the loop's meters)
+            regions = [scope] + [
+                f for f in ctx.local(scope) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+            ]
+            logs = [
+                item
+                for region in regions
+                for item in _rank0_logs(
+                    ctx, region, rank0_objects, predicates, quiet, id(region) in lightning
+                )
+            ]
+            for node, guard, how in logs:
                 if id(node) in seen:
                     continue
                 values = _logged_values(node)
@@ -364,19 +379,33 @@ def _tainted(
             if _is_reduce(name) and isinstance(ctx.parents.get(n), ast.Expr):
                 # in place (a statement): dist.all_reduce(t), meter.synchronize_between_processes()
                 reduced |= {x.id for a in n.args[:1] for x in ast.walk(a) if isinstance(x, ast.Name)}
+                reduced |= _iterated_containers(ctx, n)  # for v in stats.values(): all_reduce(v)
                 if isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name):
                     reduced.add(n.func.value.id)  # metric_logger.synchronize_between_processes()
             bw = facts.backward(n)
             if bw is not None and bw.root is not None:
-                tainted |= _loss_names(bw.root)
-                roots |= _loss_names(bw.root)
+                names = _loss_names(bw.root)
+                names |= _scaled_from(ctx, scope, names)  # with amp.scale_loss(loss, opt) as scaled_loss
+                tainted |= names
+                roots |= names
             m = method(n)
-            if m and m[0] and "." not in m[0] and m[1] in UPDATE_METHODS and n.args + n.keywords:
+            if (
+                m
+                and m[0]
+                and "." not in m[0]
+                and m[1] in UPDATE_METHODS
+                and n.args + n.keywords
+                and not _single_process_only(ctx, n)
+            ):
                 # meter.update(loss.item()) / losses.append(loss): the object now holds the loss
                 read = {x.id for a in _logged_values(n) for x in ast.walk(a) if isinstance(x, ast.Name)}
                 flows.append((read, {m[0]}))
                 updates.setdefault(m[0], []).append(n.lineno)
-        elif isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and n.value is not None:
+        elif (
+            isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+            and n.value is not None
+            and not _single_process_only(ctx, n)
+        ):
             targets = n.targets if isinstance(n, ast.Assign) else [n.target]
             written = {x.id for t in targets for x in _bound_names(t)}
             if isinstance(n.value, ast.Call):
@@ -386,8 +415,9 @@ def _tainted(
                 if _synced_metric(ctx, n.value):
                     synced_metrics |= written
                 if any(isinstance(t, ast.Tuple) for t in targets):
-                    # loss, loss_items = criterion(...): the other outputs share the loss's fate
-                    flows.append((written, written))
+                    # loss, loss_items = criterion(...): the other outputs that say they hold loss
+                    # values share the loss's fate (not ``mean_path_length`` or ``report``)
+                    flows.append((written, {w for w in written if LOSS_CARRIER.search(w)}))
             value_nodes = ctx.local(n.value)
             if any(type(x) is ast.Call and _is_reduce(dotted(x.func) or "") for x in value_nodes):
                 gathered |= written
@@ -416,6 +446,60 @@ def _tainted(
         for r in nodes
     )
     return Taint(tainted, returns, roots, updates, gathered)
+
+
+def _single_process_only(ctx: FileContext, node: ast.AST) -> bool:
+    """``node`` runs only when training is not distributed: under ``if not args.distributed:`` /
+    ``if world_size == 1:``, or in the else of ``if args.distributed:`` (apex/timm update the meter
+    with the raw loss there and with the reduced one otherwise): rank 0's value is the global one."""
+    child, cur = node, ctx.parents.get(node)
+    while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        if isinstance(cur, ast.If) and DISTRIBUTED_FLAG.search(ctx.segment(cur.test)):
+            test = cur.test
+            negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+            one_process = (
+                isinstance(test, ast.Compare)
+                and len(test.ops) == 1
+                and isinstance(test.ops[0], (ast.Eq, ast.LtE))
+                and isinstance(test.comparators[0], ast.Constant)
+                and test.comparators[0].value == 1
+            )
+            if (negated or one_process) and child in cur.body:
+                return True
+            if isinstance(test, (ast.Name, ast.Attribute, ast.Call)) and child in cur.orelse:
+                return True
+        child, cur = cur, ctx.parents.get(cur)
+    return False
+
+
+def _iterated_containers(ctx: FileContext, call: ast.Call) -> set[str]:
+    """``for v in stats.values(): dist.all_reduce(v)``: reducing the loop variable reduces ``stats``."""
+    arg = call.args[0] if call.args else None
+    if not isinstance(arg, ast.Name):
+        return set()
+    cur = ctx.parents.get(call)
+    while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if isinstance(cur, ast.For) and isinstance(cur.target, ast.Name) and cur.target.id == arg.id:
+            it = (
+                cur.iter.func.value
+                if isinstance(cur.iter, ast.Call) and isinstance(cur.iter.func, ast.Attribute)
+                else cur.iter
+            )
+            return {d} if (d := dotted(it)) and "." not in d else set()
+        cur = ctx.parents.get(cur)
+    return set()
+
+
+def _scaled_from(ctx: FileContext, scope: ast.AST, names: set[str]) -> set[str]:
+    """The loss behind a scaled alias: ``with amp.scale_loss(loss, optimizer) as scaled_loss:``."""
+    out: set[str] = set()
+    for n in ctx.local(scope):
+        if isinstance(n, (ast.With, ast.AsyncWith)):
+            for item in n.items:
+                var = item.optional_vars
+                if isinstance(var, ast.Name) and var.id in names and isinstance(item.context_expr, ast.Call):
+                    out |= {a.id for a in item.context_expr.args[:1] if isinstance(a, ast.Name)}
+    return out
 
 
 def _is_reduce(name: str) -> bool:

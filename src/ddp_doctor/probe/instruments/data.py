@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import operator
 import weakref
-from collections.abc import Callable, Iterator, Sized
+from collections.abc import Callable, Iterator, Mapping, Sized
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -35,6 +35,8 @@ from ddp_doctor.probe.state import PROBE, guarded, patch
 
 HEAD = 32  # indices kept verbatim per sampler record
 IGNORE_INDEX = -100  # the label value HF and torch losses skip by default
+# a model input inside a list/dict argument (Lightning's batch): how deep, how many items per level
+NESTED_DEPTH, NESTED_ITEMS = 2, 8
 # The hash reads a bounded, evenly strided sample of the input plus one full-length sum of its raw
 # bits: the sample's weights are fixed random int64s (one tensor of SAMPLE elements per device),
 # and nothing allocated scales with the input (a 3x224x224 batch cost +106 MB of int64 products
@@ -85,9 +87,33 @@ def _model_input(args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.Tensor 
         value = kwargs.get(key)
         if isinstance(value, torch.Tensor):
             return value
-    for value in list(args) + list(kwargs.values()):
+    values = list(args) + list(kwargs.values())
+    for value in values:
         if isinstance(value, torch.Tensor):
             return value
+    # Lightning's DDP wrapper is called with (batch, batch_idx), the batch a list/dict: look inside
+    for value in values:
+        found = _first_tensor(value, NESTED_DEPTH)
+        if found is not None:
+            return found
+    return None
+
+
+def _first_tensor(value: Any, depth: int) -> torch.Tensor | None:
+    if isinstance(value, torch.Tensor):
+        return value
+    if depth == 0:
+        return None
+    if isinstance(value, (list, tuple)):
+        items = list(value[:NESTED_ITEMS])
+    elif isinstance(value, Mapping):
+        items = [value[k] for k in list(value)[:NESTED_ITEMS]]
+    else:
+        return None
+    for item in items:
+        found = _first_tensor(item, depth - 1)
+        if found is not None:
+            return found
     return None
 
 

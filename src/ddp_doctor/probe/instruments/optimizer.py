@@ -116,19 +116,20 @@ def _close_window(optimizer: torch.optim.Optimizer) -> None:
     steps.closed_during_scaler_step = True
 
 
-def _closing_closure(optimizer: torch.optim.Optimizer, closure: Callable[[], Any]) -> Callable[[], Any]:
-    """The user's closure, unchanged for the optimizer; its first return closes the window, and
-    later calls within the same step (LBFGS re-evaluations, line search) are not micro-steps."""
+def _closing_closure(optimizer: torch.optim.Optimizer, closure: Callable[..., Any]) -> Callable[..., Any]:
+    """The user's closure, unchanged for the optimizer (arguments, result, exceptions); its first
+    return closes the window, and later calls within the same step (LBFGS re-evaluations, line
+    search) are not micro-steps."""
     calls = 0
 
-    def closure_then_close() -> Any:
+    def closure_then_close(*args: Any, **kwargs: Any) -> Any:
         nonlocal calls
         calls += 1
         if calls > 1:
             with _reevaluating():
-                return closure()
+                return closure(*args, **kwargs)
         try:
-            return closure()
+            return closure(*args, **kwargs)
         finally:
             _closed_by_closure(optimizer)
 
