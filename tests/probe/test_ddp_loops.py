@@ -55,6 +55,8 @@ def test_no_sync_loop_records_accumulation_sync_pattern_norms_and_lr(no_sync_run
     _assert_matches_replay(no_sync_run / "run", expected)
     steps = _steps(no_sync_run / "run", 0)
     assert [s["zero_grad"] for s in steps] == [0] + [1] * (N_STEPS - 1)
+    # zero_grad right after step(): before the next window's first backward, so it wipes nothing
+    assert [s["zero_grad_after_backward"] for s in steps] == [0] * N_STEPS
     assert [s["sched_steps"] for s in steps] == [0] + [1] * (N_STEPS - 1)
 
 

@@ -260,8 +260,9 @@ _FINDING_LIST: tuple[FindingSpec, ...] = (
             "每个优化步只调用一次 `optimizer.zero_grad()`，放在 `optimizer.step()` 之后。",
         ),
         threshold=_t(
-            "> 1 zero_grad call per optimizer step in > {share:.0%} of accumulation steps",
-            "超过 {share:.0%} 的累积步中每步 zero_grad 调用多于 1 次",
+            "a zero_grad call after a backward of the same optimizer step (older run dirs: > 1 call "
+            "per step) in > {share:.0%} of accumulation steps",
+            "超过 {share:.0%} 的累积步中在同一优化步的 backward 之后调用了 zero_grad（旧运行目录：每步多于 1 次）",
             "count",
             share=0.5,
         ),

@@ -78,6 +78,9 @@ class StepAccumulator:
         self.loss_fn: dict[str, Any] | None = None  # latest loss-function call
         self.loss_fn_calls = 0  # loss-function calls since the last backward (instruments/lossfn.py)
         self.zero_grad = 0
+        # zero_grad calls made after a backward of this window: those are the ones that wipe
+        # accumulated gradients (Lightning zero-grads twice before a window's first backward)
+        self.zero_grad_after_backward = 0
         self.sched_steps = 0
         self.unscale_calls = 0
         self.unscaled = False
@@ -174,6 +177,7 @@ class StepAccumulator:
             "grad_sq_local": local,
             "grad_sq_global": global_,
             "zero_grad": self.zero_grad,
+            "zero_grad_after_backward": self.zero_grad_after_backward,
             "sched_steps": self.sched_steps,
             "lr": lr,
             "skipped": skipped,

@@ -168,6 +168,7 @@ KINDS: dict[str, tuple[Field, ...]] = {
         F("grad_sq_local", "list[float]", "micro"),
         F("grad_sq_global", "list[float]", "micro"),
         F("zero_grad", "int", "step"),
+        F("zero_grad_after_backward", "int", "step"),
         F("sched_steps", "int", "step"),
         F("lr", "list[float]", "step"),
         F("skipped", "bool", "step"),

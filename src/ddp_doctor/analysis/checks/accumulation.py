@@ -12,7 +12,8 @@ Rules (all from the recorded counts; no threshold is tuned on data):
   one for the final state at exit); less than MIN_COVERAGE of the run is inconclusive.
 * accum-uneven: every rank must record the same optimizer steps with the same micro-step counts.
 * ddp-bypassed: world size > 1 and zero all-reduces in every recorded step.
-* zero-grad-inside-accum: more than one zero_grad call in an optimizer step of ≥ 2 micro-steps.
+* zero-grad-inside-accum: a zero_grad call after a backward of an optimizer step of ≥ 2 micro-steps
+  (run dirs without `zero_grad_after_backward`: more than one call in the step).
 * accum-loss-unscaled: the backward root over the loss-function output (as a per-unit mean) is
   1/A for a loss divided by the accumulation count A (also for a global-token-normalised loss, on
   average), and 1 when undivided. Confirmed when the median ratio × A ≥ sqrt(A), the geometric
@@ -359,16 +360,19 @@ def _bypassed(ctx: Context) -> Finding:
 
 def _zero_grad(ctx: Context) -> Finding:
     fid = "zero-grad-inside-accum"
-    zs, ms = [], []
+    zs, ms, after = [], [], []
     for data in ctx.run.ranks.values():
         c = data.steps
         if c is not None and len(c):
             zs.append(c.zero_grad)
             ms.append(c.micro_steps)
+            # calls after a backward of the same step (newer probes); nan where not recorded
+            after.append(c.extra.get("zero_grad_after_backward", np.full(len(c), np.nan)))
     if not zs:
         return not_measured(fid, "No optimizer step recorded yet.", "尚未记录到优化步。")
-    z, m = np.concatenate(zs), np.concatenate(ms)
-    known = z >= 0
+    z, m, a = np.concatenate(zs), np.concatenate(ms), np.concatenate(after)
+    placed = np.isfinite(a)
+    known = placed | (z >= 0)
     multi = known & (m >= 2)
     if multi.sum() == 0:
         return ruled_out(
@@ -377,28 +381,36 @@ def _zero_grad(ctx: Context) -> Finding:
             "没有梯度累积，不会在微步之间清零。",
             multi_micro_steps=0,
         )
-    bad = multi & (z > 1)
+    # Where the probe recorded when each call came, only a call after a backward of the step wipes
+    # gradients (Lightning zero-grads twice before a window's first backward: harmless). Older run
+    # directories have only the count: more than one call per step.
+    wipes = np.where(placed, np.nan_to_num(a) >= 1, z > 1)
+    bad = multi & wipes
     ev: dict[str, Any] = dict(
         median_zero_grad_per_step=float(np.median(z[multi])),
         steps_with_extra_zero_grad=int(bad.sum()),
         multi_micro_steps=int(multi.sum()),
         threshold=threshold_text(fid),
     )
+    if placed[multi].any():
+        ev["median_zero_grad_after_backward"] = float(np.median(a[multi & placed]))
     if bad.sum() / multi.sum() > ZERO_GRAD_SHARE:
         return confirmed(
             fid,
             f"zero_grad ran {ev['median_zero_grad_per_step']:g} times per optimizer "
-            f"step (median) with {int(np.median(m[multi]))} micro-steps: only the last "
+            f"step (median) with {int(np.median(m[multi]))} micro-steps, between micro-steps in "
+            f"{int(bad.sum())} of {int(multi.sum())} accumulation steps: only the last "
             "micro-batch reaches the update.",
             f"每个优化步调用 zero_grad {ev['median_zero_grad_per_step']:g} 次"
-            f"（中位数），而微步数为 {int(np.median(m[multi]))}：只有最后一个微批次参与了更新。",
+            f"（中位数），而微步数为 {int(np.median(m[multi]))}；{int(multi.sum())} 个累积步中有 "
+            f"{int(bad.sum())} 个在微步之间清零：只有最后一个微批次参与了更新。",
             **ev,
         )
     return ruled_out(
         fid,
-        f"zero_grad ran at most once per optimizer step in "
+        f"no zero_grad between micro-steps in "
         f"{int(multi.sum() - bad.sum())} of {int(multi.sum())} accumulation steps.",
-        f"{int(multi.sum())} 个累积步中有 {int(multi.sum() - bad.sum())} 个每步至多调用一次 zero_grad。",
+        f"{int(multi.sum())} 个累积步中有 {int(multi.sum() - bad.sum())} 个在微步之间没有调用 zero_grad。",
         **ev,
     )
 

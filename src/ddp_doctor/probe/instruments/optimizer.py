@@ -186,7 +186,10 @@ def finish_step(
 
 @guarded("optimizer")
 def _zero_grad() -> None:
-    PROBE.steps.zero_grad += 1
+    steps = PROBE.steps
+    steps.zero_grad += 1
+    if steps.micros and not steps.reevaluating:
+        steps.zero_grad_after_backward += 1
 
 
 def install() -> None:
