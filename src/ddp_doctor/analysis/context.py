@@ -191,7 +191,7 @@ def build_context(run: RunData) -> Context:
         ),
         grad_norm=grad_norm,
         grad_norm_source=source,
-        loss_spikes=find_spikes(loss, early_factor=EARLY_LOSS_FACTOR),
+        loss_spikes=find_spikes(loss, early_factor=EARLY_LOSS_FACTOR, sigma=noise.predicted_trace),
         grad_spikes=find_spikes(grad_norm) if source else [],
         ratios=ratios(full),
         updates=update_ratios(updates, full),

@@ -19,7 +19,10 @@ Before MIN_HISTORY values exist the robust rule cannot judge; there a *loss* ste
 it exceeds :data:`EARLY_LOSS_FACTOR` × the mean of the steps before it — the llm-foundry rule
 (a 2× jump right after initialization is divergence, not noise: the reference trainer's
 lr-too-high fault goes 5.7 → 15.4 nats at step 5); it presumes a positive loss, so it is not
-applied where the mean before is ≤ 0.
+applied where the mean before is ≤ 0. Where the loss's own noise is measured (σ_pred(t) of the
+noise band, from the micro-batch losses), an early spike must also rise more than SPIKE_Z × the
+median σ_pred of the steps up to it above that mean: a short first window (Lightning's first steps) is not divergence when the jump is
+within the run's own noise.
 Consecutive spike steps form one event. A loss spike "follows" a gradient-norm spike when it
 starts within :data:`MAX_LAG` steps after it.
 """
@@ -131,10 +134,15 @@ def robust_z(x: np.ndarray, window: int = WINDOW) -> tuple[np.ndarray, np.ndarra
 
 
 def find_spikes(
-    x: np.ndarray, z_min: float = SPIKE_Z, rel_min: float = MIN_REL_RISE, early_factor: float | None = None
+    x: np.ndarray,
+    z_min: float = SPIKE_Z,
+    rel_min: float = MIN_REL_RISE,
+    early_factor: float | None = None,
+    sigma: np.ndarray | None = None,
 ) -> list[Spike]:
     """Spike events of `x`; with `early_factor`, steps the robust rule cannot judge yet (too little
-    history) are spikes above early_factor × the mean of the finite values before them."""
+    history) are spikes above early_factor × the mean of the finite values before them — and, where
+    `sigma` (the predicted std of x(t)) is measured, more than z_min × its median up to t above it."""
     med, z = robust_z(x)
     with np.errstate(invalid="ignore", divide="ignore"):
         # the rise relative to the baseline's magnitude: a negative loss (a log-likelihood, -0.0)
@@ -149,6 +157,14 @@ def find_spikes(
             early = (
                 ~np.isfinite(z) & finite & (count >= 1) & (mean_before > 0) & (x > early_factor * mean_before)
             )
+            if sigma is not None and len(sigma) == len(x):
+                # σ_pred of one step rests on few micro-batches: judge against the median of the
+                # measured σ_pred up to t (only the few early candidates are visited)
+                for t in np.flatnonzero(early):
+                    seen = sigma[: t + 1]
+                    seen = seen[np.isfinite(seen) & (seen > 0)]
+                    if len(seen) and x[t] - mean_before[t] <= z_min * float(np.median(seen)):
+                        early[t] = False
             med = np.where(early, mean_before, med)
             flag |= early
     events: list[Spike] = []
