@@ -25,6 +25,7 @@ micro-step only, or one micro-step per optimizer step); the caller passes that m
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -119,8 +120,12 @@ def gradient_noise_scale(
 ) -> GNS:
     """B_simple over the steps where ``valid`` is true and both norms were recorded."""
     empty = np.full(series.n_steps, np.nan)
+
+    def not_measured(steps: int, reason: str) -> GNS:
+        return GNS(None, None, False, None, None, False, steps, empty, reason)
+
     if world_size < 2:
-        return GNS(None, None, False, None, None, False, 0, empty, "needs world size ≥ 2 (two batch sizes)")
+        return not_measured(0, "needs world size ≥ 2 (two batch sizes)")
     finite = np.isfinite(series.gsq_local)
     with np.errstate(invalid="ignore", divide="ignore"):
         gs = (
@@ -133,46 +138,22 @@ def gradient_noise_scale(
     ok = valid & np.isfinite(gs) & np.isfinite(gb) & np.isfinite(bs) & (bs > 0)
     n = int(ok.sum())
     if n < MIN_STEPS:
-        return GNS(
-            None,
-            None,
-            False,
-            None,
-            None,
-            False,
-            n,
-            empty,
-            f"only {n} steps with local and global gradient norms (need {MIN_STEPS})",
-        )
+        return not_measured(n, f"only {n} steps with local and global gradient norms (need {MIN_STEPS})")
     if not (np.any(gs[ok] > 0) or np.any(gb[ok] > 0)):
         # every gradient exactly 0 (a constant or zero loss): there is no noise scale to measure
-        return GNS(
-            None,
-            None,
-            False,
-            None,
-            None,
-            False,
-            n,
-            empty,
-            f"every recorded gradient norm is exactly 0 ({n} steps): no gradient, no noise scale",
+        return not_measured(
+            n, f"every recorded gradient norm is exactly 0 ({n} steps): no gradient, no noise scale"
         )
     g2, s = per_step_estimates(gs[ok], gb[ok], bs[ok], world_size * bs[ok])
     b, se, lower = ratio_with_stderr(s, g2)
     if not math.isfinite(b):
-        return GNS(
-            None,
-            None,
-            False,
-            None,
-            None,
-            False,
-            n,
-            empty,
-            f"|G|² and tr(Σ) estimates are not finite over the {n} steps (no ratio to quote)",
+        return not_measured(
+            n, f"|G|² and tr(Σ) estimates are not finite over the {n} steps (no ratio to quote)"
         )
     bt, set_, lower_t = None, None, False
-    tok = np.nanmean(series.tokens, axis=0)
+    with warnings.catch_warnings():  # a step without token counts is nan, not a warning
+        warnings.simplefilter("ignore", RuntimeWarning)
+        tok = np.nanmean(series.tokens, axis=0)
     okt = ok & np.isfinite(tok) & (tok > 0)
     if okt.sum() >= MIN_STEPS:
         g2t, st = per_step_estimates(gs[okt], gb[okt], tok[okt], world_size * tok[okt])
