@@ -7,9 +7,25 @@ from pathlib import Path
 
 import pytest
 import teardown_race
+from fixtures import golden
 from fixtures.synth_run import SynthSpec, write_run
 
 from ddp_doctor.analysis.diagnose import Diagnosis, diagnose
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        golden.OPTION,
+        action="store_true",
+        default=False,
+        help="rewrite the golden files (tests/fixtures/golden.py) instead of failing on a difference",
+    )
+
+
+@pytest.fixture
+def update_golden(request: pytest.FixtureRequest) -> bool:
+    """True when this session rewrites golden files (``--update-golden`` or DDP_DOCTOR_UPDATE_GOLDEN=1)."""
+    return golden.updating(request.config)
 
 
 @pytest.fixture

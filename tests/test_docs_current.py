@@ -1,4 +1,4 @@
-"""The generated docs (catalog, thresholds, interventions) match the code: edit the code, then run
+"""The generated docs (catalog, thresholds, interventions, causes, lint rules) match the code: edit the code, then run
 `python -m ddp_doctor.gendocs --write`."""
 
 from __future__ import annotations
@@ -30,3 +30,13 @@ def test_a_stale_section_is_detected_and_rewritten(tmp_path: Path) -> None:
 def test_missing_markers_are_reported_not_silently_ignored() -> None:
     with pytest.raises(ValueError, match="markers"):
         gendocs.render("no markers here", "thresholds", "x")
+
+
+def test_every_lint_rule_has_a_row_in_the_generated_rule_table() -> None:
+    from ddp_doctor.lint.rules import ALL_RULES
+
+    page = (ROOT / "docs/lint.md").read_text(encoding="utf-8")
+    for rule in ALL_RULES:
+        assert rule.flagged and rule.not_flagged, rule.id
+        assert f"| {rule.id} | {rule.spec.severity} | {rule.flagged} |" in page, rule.id
+    assert f"linted with all {len(ALL_RULES)}\nrules" in page

@@ -4,7 +4,9 @@
 * docs/report.md — the thresholds table, from :func:`ddp_doctor.core.catalog.thresholds_markdown`;
 * docs/experiments.md — the interventions table, from
   :func:`ddp_doctor.probe.interventions.markdown_table`;
-* docs/compare.md — the causes table, from :func:`ddp_doctor.compare.causes.markdown_table`.
+* docs/compare.md — the causes table, from :func:`ddp_doctor.compare.causes.markdown_table`;
+* docs/lint.md — the rule table and the corpus sentence's rule counts, from
+  :func:`ddp_doctor.lint.rules.markdown_table` and :func:`ddp_doctor.lint.rules.corpus_sentence`.
 
 A generated section of a hand-written page sits between ``<!-- generated: NAME -->`` and
 ``<!-- end generated: NAME -->``. ``python -m ddp_doctor.gendocs --check`` exits 1 and names the
@@ -21,14 +23,18 @@ from pathlib import Path
 
 from ddp_doctor.compare import causes
 from ddp_doctor.core import catalog
+from ddp_doctor.lint import rules
 from ddp_doctor.probe import interventions
 
-# file (relative to the repository root) -> (section name or None for the whole file, generator)
-GENERATED: dict[str, tuple[str | None, Callable[[], str]]] = {
-    "docs/catalog.md": (None, catalog.markdown),
-    "docs/report.md": ("thresholds", catalog.thresholds_markdown),
-    "docs/experiments.md": ("interventions", interventions.markdown_table),
-    "docs/compare.md": ("causes", causes.markdown_table),
+Part = tuple[str | None, Callable[[], str]]
+# file (relative to the repository root) -> its generated parts: (section name or None for the whole
+# file, generator)
+GENERATED: dict[str, tuple[Part, ...]] = {
+    "docs/catalog.md": ((None, catalog.markdown),),
+    "docs/report.md": (("thresholds", catalog.thresholds_markdown),),
+    "docs/experiments.md": (("interventions", interventions.markdown_table),),
+    "docs/compare.md": (("causes", causes.markdown_table),),
+    "docs/lint.md": (("lint-rules", rules.markdown_table), ("lint-corpus", rules.corpus_sentence)),
 }
 
 
@@ -48,14 +54,20 @@ def render(current: str, section: str | None, body: str) -> str:
     return pattern.sub(lambda m: m.group(1) + body + m.group(3), current, count=1)
 
 
+def _fresh(current: str, parts: tuple[Part, ...]) -> str:
+    for section, make in parts:
+        current = render(current, section, make())
+    return current
+
+
 def stale(root: Path) -> list[str]:
     """The generated files under ``root`` whose committed text differs from the code's."""
     out = []
-    for rel, (section, make) in GENERATED.items():
+    for rel, parts in GENERATED.items():
         path = root / rel
         current = path.read_text(encoding="utf-8") if path.exists() else ""
         try:
-            fresh = render(current, section, make())
+            fresh = _fresh(current, parts)
         except ValueError:
             out.append(rel)
             continue
@@ -69,10 +81,9 @@ def write(root: Path) -> list[str]:
 
     changed = []
     for rel in stale(root):
-        section, make = GENERATED[rel]
         path = root / rel
         current = path.read_text(encoding="utf-8") if path.exists() else ""
-        write_text(path, render(current, section, make()))
+        write_text(path, _fresh(current, GENERATED[rel]))
         changed.append(rel)
     return changed
 

@@ -4,14 +4,17 @@ snippet of its corpus folder, exactly as committed in golden/messages.json.
 A message is the user interface of a finding; this catches a rule edit that garbles a message, a
 lost translation or a changed fix. After an intended change, regenerate and review the diff:
 
-    DDP_DOCTOR_UPDATE_GOLDEN=1 python -m pytest tests/lint/test_golden_messages.py
+    python -m pytest tests/lint/test_golden_messages.py --update-golden   # or DDP_DOCTOR_UPDATE_GOLDEN=1
+
+(the one golden-file mechanism, tests/fixtures/golden.py; runtime findings: tests/report/test_golden_findings.py)
 """
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
+
+from fixtures.golden import check_golden
 
 from ddp_doctor.core.catalog import FINDINGS, lint_ids
 from ddp_doctor.lint.engine import lint_file
@@ -41,17 +44,8 @@ def _messages() -> dict[str, list[dict[str, object]]]:
     return out
 
 
-def test_every_rule_message_matches_the_golden_file() -> None:
-    got = _messages()
-    if os.environ.get("DDP_DOCTOR_UPDATE_GOLDEN"):
-        GOLDEN.parent.mkdir(exist_ok=True)
-        GOLDEN.write_text(
-            json.dumps(got, indent=1, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8"
-        )
-    want = json.loads(GOLDEN.read_text(encoding="utf-8"))
-    assert sorted(got) == sorted(want), "snippets added or removed: regenerate the golden file"
-    for key in sorted(got):
-        assert got[key] == want[key], key
+def test_every_rule_message_matches_the_golden_file(update_golden: bool) -> None:
+    check_golden(GOLDEN, _messages(), update_golden)
 
 
 def test_every_rule_has_a_golden_message_in_both_languages() -> None:

@@ -36,4 +36,32 @@ ALL_RULES: tuple[Rule, ...] = (
 )
 RULES: dict[str, Rule] = {rule.id: rule for rule in ALL_RULES}
 
-__all__ = ["ALL_RULES", "RULES", "Edit", "Rule", "Violation"]
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ") or "—"
+
+
+def markdown_table() -> str:
+    """docs/lint.md's rule table: one row per rule (in ``ALL_RULES`` order), severity from the catalog."""
+    lines = [
+        "| id | severity | flagged when | correct idioms that are NOT flagged | autofix |",
+        "|---|---|---|---|---|",
+    ]
+    for rule in ALL_RULES:
+        cells = (rule.id, rule.spec.severity, rule.flagged, rule.not_flagged, rule.autofix)
+        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def corpus_sentence() -> str:
+    """docs/lint.md's sentence on the corpus test, with the rule counts."""
+    n = len(ALL_RULES)
+    return (
+        "`tests/lint/corpus/<rule-id>/` holds bad and good snippets in different styles (functions,\n"
+        f"classes, helpers, aliases, notebooks-style flat code). Every snippet is linted with all {n}\n"
+        "rules and its findings must equal exactly the lines marked `# expect: ID` — so each good\n"
+        f"snippet is also a precision test for the {n - 1} other rules.\n"
+    )
+
+
+__all__ = ["ALL_RULES", "RULES", "Edit", "Rule", "Violation", "corpus_sentence", "markdown_table"]

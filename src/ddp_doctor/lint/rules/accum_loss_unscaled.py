@@ -22,6 +22,14 @@ from ddp_doctor.lint.rules.base import Rule, Violation
 
 class AccumLossUnscaled(Rule):
     id = "accum-loss-unscaled"
+    flagged = (
+        "inside an accumulation loop, backward on a value that provably comes from a loss function / "
+        "model forward with no division"
+    )
+    not_flagged = (
+        "`loss / accum` anywhere on the way (also inside a helper), normalisation by a global token "
+        "count, HF `num_items_in_batch`, `p.grad.div_(n)`, `accelerator.backward`"
+    )
     required = (("backward",),)
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:

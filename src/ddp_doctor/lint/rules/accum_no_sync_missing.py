@@ -38,6 +38,17 @@ WRAPS = frozenset(
 
 class AccumNoSyncMissing(Rule):
     id = "accum-no-sync-missing"
+    flagged = (
+        "a DDP accumulation loop (DDP all-reduces every backward) whose micro-steps run no effective "
+        "sync control: `no_sync`, `require_backward_grad_sync`, `set_requires_gradient_sync`, a sync "
+        "helper — in the loop (and its same-file helpers), around it, or in a project function it "
+        "calls; `= True` and a `no_sync()` block with no forward/backward skip nothing"
+    )
+    not_flagged = (
+        "nanoGPT's `model.require_backward_grad_sync = (...)`, `no_sync()` contexts (also "
+        "`nullcontext() if last else model.no_sync()`), EDM `ddp_sync`, FSDP1/FSDP2 (reduce-scatter, "
+        "not this rule), accelerate"
+    )
     required = (("DistributedDataParallel", "prepare"), ("backward", "scaler", "loss_scaler"))
     required_in_project = (("backward", "scaler", "loss_scaler"),)
 

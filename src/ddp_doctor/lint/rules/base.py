@@ -45,6 +45,11 @@ class Rule:
     """Base class: subclasses set ``id`` and implement ``check``."""
 
     id: ClassVar[str]
+    # docs/lint.md's rule table is generated from these (``python -m ddp_doctor.gendocs --write``):
+    # when the rule flags, the correct idioms it leaves alone, and what its autofix does ("" = none).
+    flagged: ClassVar[str]
+    not_flagged: ClassVar[str]
+    autofix: ClassVar[str] = ""
     # Words the file must contain for the rule to possibly fire: every group needs one of its
     # words. Checked on the identifier set (``applies``) and, before any analysis, on the raw
     # text (``may_apply``): an identifier always appears in the text, so skipping is safe.

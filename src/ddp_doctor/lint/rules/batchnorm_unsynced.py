@@ -44,6 +44,16 @@ FROZEN_NAME = re.compile(r"teacher|ema|frozen|target", re.IGNORECASE)
 
 class BatchnormUnsynced(Rule):
     id = "batchnorm-unsynced"
+    flagged = (
+        "the file builds BatchNorm layers (or a torchvision model known to contain them, timm "
+        "`create_model` with a BatchNorm-family name or flag default, a project module used as a "
+        "registry) and wraps in DDP (also apex's), with no SyncBatchNorm anywhere"
+    )
+    not_flagged = (
+        "`convert_sync_batchnorm`, apex `convert_syncbn_model`, SyncBatchNorm, LayerNorm "
+        "(ViT/ConvNeXt defaults), frozen/teacher copies, no DDP"
+    )
+    autofix = "inserts `model = nn.SyncBatchNorm.convert_sync_batchnorm(model)` before the wrap"
     required = (("DistributedDataParallel",),)
     # The layers may come from another file; the wrap is DDP itself or a project helper (by name).
     required_in_project = (("DistributedDataParallel",),)

@@ -35,6 +35,18 @@ CLIPS = (
 
 class ClipBeforeUnscale(Rule):
     id = "clip-before-unscale"
+    flagged = (
+        "in source order within a function (following same-file helpers): "
+        "`scaler.scale(x).backward()`, then `torch.nn.utils.clip_grad_norm_/clip_grad_value_` with no"
+        " `scaler.unscale_` in between"
+    )
+    not_flagged = (
+        "`unscale_` before the clip (also under `if grad_clip:`), no scaler, `accelerator.clip_grad_norm_`"
+    )
+    autofix = (
+        "inserts `scaler.unscale_(optimizer)` above the clip (when backward, clip and "
+        "`scaler.step(optimizer)` are in one function)"
+    )
     required = (("scale",), tuple(c.split(".")[-1] for c in CLIPS))
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:

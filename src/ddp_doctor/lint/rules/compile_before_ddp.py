@@ -22,6 +22,13 @@ COMPILE = "torch.compile"
 
 class CompileBeforeDdp(Rule):
     id = "compile-before-ddp"
+    flagged = (
+        "`DDP(torch.compile(m))`, or `m = torch.compile(m)` / `m.compile()` then `DDP(m)` in one "
+        "function, on the same branch"
+    )
+    not_flagged = (
+        "compile after wrapping, a runtime choice (`if cfg.compile_first:`), compiling something else"
+    )
     required = (("compile",), ("DistributedDataParallel",))
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:

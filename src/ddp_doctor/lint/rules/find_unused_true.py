@@ -28,6 +28,12 @@ DDP_CONFIGS: dict[str, str] = {
 
 class FindUnusedTrue(Rule):
     id = "find-unused-true"
+    flagged = (
+        "`find_unused_parameters=True` on DDP, accelerate `DistributedDataParallelKwargs`, or "
+        "`ddp_find_unused_parameters=True` on `TrainingArguments`"
+    )
+    not_flagged = "a value from config"
+    autofix = "`True` → `False`"
     required = (tuple(DDP_CONFIGS.values()),)
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:

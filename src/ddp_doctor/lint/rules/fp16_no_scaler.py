@@ -46,6 +46,17 @@ PASS_THROUGH = frozenset({"cuda", "to", "train", "float", "cpu"})  # model.cuda(
 
 class Fp16NoScaler(Rule):
     id = "fp16-no-scaler"
+    flagged = (
+        "a float16 autocast (`dtype=torch.float16/half`, also with `device_type=str(device)`, or "
+        '`torch.cuda.amp.autocast()` / `torch.autocast("cuda")` defaults) or the trained model\'s '
+        "weights cast to float16 (`model.half()`, `.to(torch.float16)` on a model wrapped in DDP, "
+        "`.train()`ed or optimised), a backward in the file, and no GradScaler / `.scale(` / "
+        "hand-made loss scaling / accelerate / Lightning / DeepSpeed"
+    )
+    not_flagged = (
+        "bf16, a dtype held in a variable (nanoGPT's `ptdtype`), `enabled=flag`, a float16 teacher "
+        "only evaluated, inference-only files"
+    )
     required = (("autocast", "MixedPrecision", "half", "float16"), ("backward",))
     required_in_project = (("autocast", "MixedPrecision", "half", "float16"),)
 

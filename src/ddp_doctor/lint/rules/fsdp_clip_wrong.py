@@ -23,6 +23,15 @@ CLIP = "torch.nn.utils.clip_grad_norm_"
 
 class FsdpClipWrong(Rule):
     id = "fsdp-clip-wrong"
+    flagged = (
+        "`torch.nn.utils.clip_grad_norm_(m.parameters(), ...)` where `m` was assigned an FSDP1 "
+        "`FullyShardedDataParallel(...)`"
+    )
+    not_flagged = (
+        "FSDP2 `fully_shard` (DTensor parameters: the torch function is correct), "
+        "`m.clip_grad_norm_`, `NO_SHARD`"
+    )
+    autofix = "rewrites to `m.clip_grad_norm_(...)`"
     required = (("FullyShardedDataParallel",),)
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:

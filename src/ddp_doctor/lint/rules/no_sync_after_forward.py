@@ -26,6 +26,15 @@ TOGGLE_ATTR = "require_backward_grad_sync"
 
 class NoSyncAfterForward(Rule):
     id = "no-sync-after-forward"
+    flagged = (
+        "in one block: forward of `M`, then `M.require_backward_grad_sync = ...` or `with "
+        "M.no_sync():` (also under an `if`), then backward with no new forward of `M`"
+    )
+    not_flagged = (
+        "the flag set before the forward (nanoGPT), `no_sync` around forward and backward, a forward "
+        "already inside `M.no_sync()` with a second, redundant `no_sync()` around backward, unrolled "
+        "micro-steps with a fresh forward"
+    )
     required = ((TOGGLE_ATTR, "no_sync"),)
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:

@@ -78,6 +78,18 @@ LIGHTNING_LOG = frozenset({"log", "log_dict"})
 
 class Rank0OnlyLossLog(Rule):
     id = "rank0-only-loss-log"
+    flagged = (
+        "a logging call (print, logger, wandb, TensorBoard, tqdm) under a rank-0 guard (by what it "
+        "tests; see above), a rank-0-only call or object, a logger the logging setup silences off "
+        "rank 0, or Lightning `self.log` without `sync_dist=True` in `training_step`, logs a value "
+        "derived from the backward tensor (or from a same-file helper that returns it; in Lightning, "
+        "what `training_step` returns) with no all-reduce/gather/reduce on the way; the message names"
+        " the value and its kind"
+    )
+    not_flagged = (
+        "all-reduced or `reduce_mean`-style helper values, every rank logging, validation losses, "
+        "accuracies/probabilities/lr/val metrics, `sync_dist=True` / `rank_zero_only=True`"
+    )
     required = (("backward", "scaler", "loss_scaler", "log", "log_dict"),)  # log: Lightning self.log
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:

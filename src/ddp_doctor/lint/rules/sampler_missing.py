@@ -63,6 +63,19 @@ DISTRIBUTED_WORDS = (
 
 class SamplerMissing(Rule):
     id = "sampler-missing"
+    flagged = (
+        "a DataLoader without `sampler`/`batch_sampler` (and no `**kwargs`), or with a sampler that "
+        "is not distributed (`RandomSampler`, `WeightedRandomSampler`, `SubsetRandomSampler`, "
+        "`SequentialSampler`: the call, or a name bound only to one), iterated by a loop that "
+        "backprops (project mode: or handed to project code that trains on it), in a file that wraps "
+        "a model in DDP/FSDP (project: see project mode)"
+    )
+    not_flagged = (
+        "dataset built from rank/world/shard values (per-rank seeds, file shards, "
+        "`split_dataset_by_node`), IterableDatasets, a sampler chosen at run time (`S = "
+        "DistributedSampler if ddp else RandomSampler`), accelerate `prepare` (shards loaders), "
+        "Lightning, loaders never trained on (eval), single-process scripts of a DDP project"
+    )
     required = (("DataLoader",), tuple(q.split(".")[-1] for q in DATA_PARALLEL))
     required_in_project = (("DataLoader",),)
 

@@ -27,6 +27,17 @@ from ddp_doctor.lint.rules.base import Rule, Violation
 
 class SchedulerPerMicrostep(Rule):
     id = "scheduler-per-microstep"
+    flagged = (
+        "`scheduler.step()` unconditionally on every micro-step (also outside an `if last:` whose "
+        "`last = (i + 1) % accum == 0`); the receiver is built by "
+        "`torch.optim.lr_scheduler`/`transformers.get_*schedule*` or named `*sched*`; inside "
+        "`accelerator.accumulate()`, a scheduler that was not prepared (config-gated by the "
+        "accumulation steps)"
+    )
+    not_flagged = (
+        "step under the accumulation guard or after the micro-loop, accelerate-prepared schedulers, "
+        "HF Trainer"
+    )
     required = (("backward",),)
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:

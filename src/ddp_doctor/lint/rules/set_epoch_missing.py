@@ -31,6 +31,17 @@ from ddp_doctor.lint.rules.base import Edit, Rule, Violation, insert_line_before
 
 class SetEpochMissing(Rule):
     id = "set-epoch-missing"
+    flagged = (
+        "a shuffling DistributedSampler (also returned by a same-file helper), no `set_epoch` "
+        "anywhere in the file, and its loader iterated inside an outer (epoch) loop, passed to a "
+        "function from a loop over epochs, or re-iterated forever by a same-file generator (`while "
+        "True: for b in loader: yield b`)"
+    )
+    not_flagged = "`shuffle=False`, `loader.sampler.set_epoch(e)`, a single pass"
+    autofix = (
+        "inserts `sampler.set_epoch(epoch)` as the first line of the epoch loop (when both names are "
+        "in scope there)"
+    )
     required = (("DistributedSampler",),)
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:

@@ -39,6 +39,18 @@ from ddp_doctor.lint.rules.base import Rule, Violation
 
 class ZeroGradInsideAccum(Rule):
     id = "zero-grad-inside-accum"
+    flagged = (
+        "`zero_grad()` runs unconditionally on every micro-step (directly or in a helper; the "
+        "micro-batch loop may end its function with the step in the caller); inside "
+        "`accelerator.accumulate()`: the prepared optimizer's `zero_grad` before the block's backward"
+        " (on the syncing micro-step it clears what the previous ones accumulated), or `zero_grad` on"
+        " what accelerate does not gate (the prepared model) — config-gated when "
+        "`gradient_accumulation_steps` comes from configuration"
+    )
+    not_flagged = (
+        "`zero_grad` after `step`, `if i % accum == 0: zero_grad()`, accelerate-prepared optimizers "
+        "after backward, `Accelerator()` without accumulation, a loop without accumulation"
+    )
     required = (("zero_grad",),)
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
