@@ -7,11 +7,10 @@ while listing epochs 0–4, and say nothing about a model that never trains."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
-from probe.helpers import base_env, run_probe
+from probe.helpers import base_env, run_probe, torchrun
 
 from ddp_doctor.analysis.diagnose import diagnose
 from ddp_doctor.report.text import render_text
@@ -21,15 +20,7 @@ SCRIPT = Path(__file__).resolve().parent / "scripts" / "tutorial_single_class.py
 
 
 def _torchrun(*args: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        "--nproc_per_node=2",
-        str(SCRIPT),
-        *args,
-    ]
+    return torchrun(str(SCRIPT), *args)  # an absolute path: SCRIPTS / SCRIPT is SCRIPT
 
 
 def _by_id(diag):

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import teardown_race
+from probe.helpers import torchrun
 
 from ddp_doctor.rundir import records
 
@@ -30,15 +31,7 @@ def _env() -> dict[str, str]:
 
 
 def _torchrun(*args: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--standalone",
-        "--nproc_per_node=2",
-        str(SCRIPT),
-        *args,
-    ]
+    return torchrun(str(SCRIPT), *args)  # an absolute path: SCRIPTS / SCRIPT is SCRIPT
 
 
 def _watch(run: Path, *extra: str) -> subprocess.Popen[str]:
