@@ -34,6 +34,8 @@ CASES = [
     ("unused", "unused-parameters", {}),
     ("batchnorm", "batchnorm-unsynced", {}),
     ("warmup-short", "warmup-short", {}),
+    ("grads-unsynced", "grads-not-synced", {}),
+    ("grad-scale-sum", "grad-scale-wrong", {}),
 ]
 
 
