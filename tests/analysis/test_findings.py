@@ -36,6 +36,7 @@ CASES = [
     ("warmup-short", "warmup-short", {}),
     ("grads-unsynced", "grads-not-synced", {}),
     ("grad-scale-sum", "grad-scale-wrong", {}),
+    ("per-rank-token-mean", "loss-norm-per-rank-tokens", {}),
 ]
 
 

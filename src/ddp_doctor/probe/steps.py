@@ -79,6 +79,8 @@ class StepAccumulator:
         self.forward: dict[str, Any] | None = None  # inputs of the latest forward with grad enabled
         self.loss_fn: dict[str, Any] | None = None  # latest loss-function call
         self.loss_fn_calls = 0  # loss-function calls since the last backward (instruments/lossfn.py)
+        # valid tokens of the latest reduction="none" loss call (a loss reduced by hand; lossfn.py)
+        self.unreduced_tokens: torch.Tensor | None = None
         self.zero_grad = 0
         # zero_grad calls made after a backward of this window: those are the ones that wipe
         # accumulated gradients (Lightning zero-grads twice before a window's first backward)
@@ -109,6 +111,9 @@ class StepAccumulator:
             micro.input_shape = self.forward["shape"]
         if micro.tokens is None and micro.loss_fn is not None:
             micro.tokens = micro.loss_fn.get("tokens")
+        if micro.tokens is None and micro.loss_fn is None:
+            micro.tokens = self.unreduced_tokens
+        self.unreduced_tokens = None
         self.forward = None
         self.loss_fn = None
         self.loss_fn_calls = 0
