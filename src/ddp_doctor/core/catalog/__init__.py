@@ -60,6 +60,7 @@ __all__ = [
     "limit",
     "lint_ids",
     "runtime_ids",
+    "threshold_sentence",
     "threshold_text",
 ]
 
@@ -130,6 +131,16 @@ def threshold_text(finding_id: str, lang: Lang = "en") -> str:
     """The rule of a finding's threshold with its numbers filled in ("" when it has none)."""
     spec = finding(finding_id)
     return spec.threshold.text(lang) if spec.threshold is not None else ""
+
+
+def threshold_sentence(finding_id: str) -> Text:
+    """The rule of a finding's threshold in both languages, numbers filled in: what a check puts under
+    its evidence's ``threshold`` (a :class:`Text`: JSON writes the English, the text report the
+    reader's language). A check adds the run's own numbers with ``+ Text(" (here ...)", ...)``."""
+    spec = finding(finding_id)
+    if spec.threshold is None:
+        return Text("", "")
+    return Text(spec.threshold.text("en"), spec.threshold.text("zh"))
 
 
 def runtime_ids() -> tuple[str, ...]:

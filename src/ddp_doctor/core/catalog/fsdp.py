@@ -24,9 +24,11 @@ SPECS: tuple[FindingSpec, ...] = (
             "调用 `model.clip_grad_norm_(max_norm)`（FSDP 自带的方法），或改用 FSDP2 `fully_shard`。",
         ),
         threshold=rule(
-            "inconclusive at run time on FSDP1 with clip calls",
-            "运行时：FSDP1 且有裁剪调用时无定论（由 lint 判定）",
-            "lint decides",
+            "`torch.nn.utils.clip_grad_norm_` called on an FSDP1 model with shard_group_size > 1 (run "
+            "dirs recorded before the probe named the clip function: inconclusive, the lint rule decides)",
+            "对 shard_group_size > 1 的 FSDP1 模型调用了 `torch.nn.utils.clip_grad_norm_`（探针记录裁剪函数名之前的运行目录："
+            "无定论，由 lint 规则判定）",
+            "per-rank shard norms vs the full gradient's norm (analysis/checks/fsdp.py)",
         ),
         cause_rank=70,
     ),
