@@ -17,7 +17,7 @@ import numpy as np
 
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, not_measured, ruled_out
-from ddp_doctor.core.catalog import limit
+from ddp_doctor.core.catalog import limit, threshold_sentence
 from ddp_doctor.core.findings import Finding
 
 TOKEN_CV_MIN = limit("loss-normalization-variable-tokens", "token_cv")
@@ -81,7 +81,7 @@ def check(ctx: Context) -> list[Finding]:
         root_ratio_per_token_cv=cv_rho_n,
         token_weight_p5=float(p5),
         token_weight_p95=float(p95),
-        threshold=f"token CV > {TOKEN_CV_MIN} and CV(root/loss) < {CV_RATIO} × CV(root/loss/tokens)",
+        threshold=threshold_sentence(fid),
     )
     if not np.isfinite(cv_n) or cv_n <= TOKEN_CV_MIN:
         return [
