@@ -30,6 +30,7 @@ from ddp_doctor.rundir.rankfile import (
     StepColumns,
     cache,
     cacheable,
+    compact,
     key_of,
     load_cache,
     num,
@@ -150,6 +151,8 @@ def _read_all(named: list[tuple[Path, int]], use_cache: bool = True) -> list[tup
             if data is None:
                 hit = load_cache(paths[rank], rank, key_of(paths[rank]))  # type: ignore[arg-type]
                 data, probs = hit if hit is not None else read_rank(paths[rank], rank, use_cache=False)
+            elif data.steps is not None:  # unpickled: constant columns arrive full-size
+                compact(data.steps)
             done.append((rank, data, probs))
     else:
         done.extend((rank, *read_rank(path, rank, use_cache)) for path, rank, _ in todo)

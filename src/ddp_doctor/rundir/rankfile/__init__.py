@@ -25,7 +25,15 @@ from ddp_doctor.rundir.rankfile.cache import (
     read_rank,
     save_cache,
 )
-from ddp_doctor.rundir.rankfile.columns import CLIP_COLUMNS, Problems, RankData, StepColumns, num, to_columns
+from ddp_doctor.rundir.rankfile.columns import (
+    CLIP_COLUMNS,
+    Problems,
+    RankData,
+    StepColumns,
+    compact,
+    num,
+    to_columns,
+)
 from ddp_doctor.rundir.rankfile.scan import (
     data_end,
     duplicates_note,
@@ -46,6 +54,7 @@ __all__ = [
     "StepColumns",
     "cache_path",
     "cacheable",
+    "compact",
     "data_end",
     "duplicates_note",
     "file_key",

@@ -22,10 +22,10 @@ import pyarrow.ipc  # noqa: F401 - pa.ipc
 
 from ddp_doctor.core.safe_io import PRIVATE_FILE, write_with
 from ddp_doctor.rundir import records
-from ddp_doctor.rundir.rankfile.columns import CLIP_COLUMNS, Problems, RankData, StepColumns
+from ddp_doctor.rundir.rankfile.columns import CLIP_COLUMNS, Problems, RankData, StepColumns, broadcast
 from ddp_doctor.rundir.rankfile.scan import parse_rank, read_regular, step_schema
 
-CACHE_VERSION = 6
+CACHE_VERSION = 7  # 7: constant columns stored as one value (columns.compact)
 CACHE_MIN_BYTES = 4 * 2**20  # runs (all rank files together) smaller than this are not cached
 
 _META_LISTS = ("configs", "sampler", "replica", "full", "compile_check", "unused", "probe_errors")
@@ -115,8 +115,10 @@ def save_cache(path: Path, data: RankData, probs: Problems, key: dict[str, int])
         if c is None or not stat.S_ISDIR(os.lstat(out.parent).st_mode):
             return False
         arrays = {k: getattr(c, k) for k in _COLUMN_ARRAYS} | {f"extra.{k}": v for k, v in c.extra.items()}
-        table = pa.table({k: _column(v) for k, v in arrays.items()})
-        table = table.replace_schema_metadata({b"ddp_doctor": json.dumps(_meta(data, probs, key)).encode()})
+        constant = {k: len(v) for k, v in arrays.items() if v.ndim == 1 and v.strides == (0,) and len(v)}
+        table = pa.table({k: _column(v[:1] if k in constant else v) for k, v in arrays.items()})
+        meta = _meta(data, probs, key) | {"constant": constant}
+        table = table.replace_schema_metadata({b"ddp_doctor": json.dumps(meta).encode()})
 
         def produce(fh: BinaryIO) -> None:
             with pa.ipc.new_file(fh, table.schema) as writer:
@@ -136,12 +138,17 @@ def load_cache(path: Path, rank: int, key: dict[str, int]) -> tuple[RankData, Pr
         meta = json.loads(table.schema.metadata[b"ddp_doctor"])
         if meta["key"] != key:
             return None
-        cols = {k: _array(table[k], len(CLIP_COLUMNS) if k == "clip" else None) for k in _COLUMN_ARRAYS}
+        constant: dict[str, int] = meta["constant"]
+
+        def column(name: str) -> np.ndarray:
+            a = _array(table[name], len(CLIP_COLUMNS) if name == "clip" else None)
+            return broadcast(a, int(constant[name])) if name in constant else a
+
         steps = StepColumns(
-            **cols,
+            **{k: column(k) for k in _COLUMN_ARRAYS},
             nonfinite=[(int(s), r) for s, r in meta["nonfinite"]],
             autocast=set(meta["autocast"]),
-            extra={k: _array(table[f"extra.{k}"]) for k in meta["extra"]},
+            extra={k: column(f"extra.{k}") for k in meta["extra"]},
         )
         data = RankData(
             rank=rank,
