@@ -88,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
         done = False
         if args.mirrors:
             git_dir = args.mirrors / repo.replace("/", "+") / "repo"
+            if (git_dir / ".git").is_dir():  # a snapshot laid out as a work tree's .git
+                git_dir = git_dir / ".git"
             done = git_dir.is_dir() and extract(git_dir, commit, dest)
         if not done and args.clone:
             with tempfile.TemporaryDirectory() as tmp:

@@ -1,7 +1,7 @@
 """The generated parts of docs/: written from the code, checked by CI so they never go stale.
 
-* docs/catalog.md — whole file, from :func:`ddp_doctor.core.catalog.markdown`;
-* docs/report.md — the thresholds table, from :func:`ddp_doctor.core.catalog.thresholds_markdown`;
+* docs/catalog.md — whole file, from :func:`ddp_doctor.core.catalog.docs.markdown`;
+* docs/report.md — the thresholds table, from :func:`ddp_doctor.core.catalog.docs.thresholds_markdown`;
 * docs/experiments.md — the interventions table, from
   :func:`ddp_doctor.probe.interventions.markdown_table`;
 * docs/compare.md — the causes table, from :func:`ddp_doctor.compare.causes.markdown_table`;
@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ddp_doctor.compare import causes
-from ddp_doctor.core import catalog
+from ddp_doctor.core.catalog import docs as catalog_docs
 from ddp_doctor.lint import rules
 from ddp_doctor.probe import interventions
 
@@ -30,8 +30,8 @@ Part = tuple[str | None, Callable[[], str]]
 # file (relative to the repository root) -> its generated parts: (section name or None for the whole
 # file, generator)
 GENERATED: dict[str, tuple[Part, ...]] = {
-    "docs/catalog.md": ((None, catalog.markdown),),
-    "docs/report.md": (("thresholds", catalog.thresholds_markdown),),
+    "docs/catalog.md": ((None, catalog_docs.markdown),),
+    "docs/report.md": (("thresholds", catalog_docs.thresholds_markdown),),
     "docs/experiments.md": (("interventions", interventions.markdown_table),),
     "docs/compare.md": (("causes", causes.markdown_table),),
     "docs/lint.md": (("lint-rules", rules.markdown_table), ("lint-corpus", rules.corpus_sentence)),

@@ -76,7 +76,7 @@ SHAPES = ("uneven", "gaps", "damaged", "nonfinite")
 def test_reports_are_identical_with_and_without_the_column_cache(tmp_path, monkeypatch, shape):
     run = _shape(tmp_path, shape)
     plain = diagnose_run(read_run(run, use_cache=False))
-    monkeypatch.setattr(rankfile, "CACHE_MIN_BYTES", 1)
+    monkeypatch.setattr(rankfile.cache, "CACHE_MIN_BYTES", 1)
     written = diagnose_run(read_run(run))  # parses and writes the cache
     assert any((run / records.CACHE_DIR).glob("*.arrow"))
     cached = diagnose_run(read_run(run))  # reads it back
@@ -216,7 +216,7 @@ _pieces = st.sampled_from([_PREFIX, b"\n", b"{", b"}", b" ", b"\r", b'{"kind":"s
 @settings(max_examples=100, deadline=None)
 @given(raw=st.lists(_pieces, max_size=40).map(b"".join))
 def test_line_scan_splits_as_bytes_split(raw):
-    starts, ends, step_like = rankfile._scan_lines(raw, _PREFIX)
+    starts, ends, step_like = rankfile.scan._scan_lines(raw, _PREFIX)
     lines = raw.split(b"\n")[:-1]  # complete lines; the tail is not a line
     assert [raw[a:b] for a, b in zip(starts.tolist(), ends.tolist())] == lines
     assert step_like.tolist() == [line.startswith(_PREFIX) for line in lines]
@@ -230,7 +230,7 @@ def test_non_finite_markers_keep_the_whole_file_arrow_pass(tmp_path, monkeypatch
     raw = raw.replace(b'"grad_sq_local":[null,', b'"grad_sq_local":["nan",', 20)
     assert raw.count(b'"nan"') == 20
     chunks = []
-    monkeypatch.setattr(rankfile, "_lines_table", lambda *a: chunks.append(a) or None)
+    monkeypatch.setattr(rankfile.scan, "_lines_table", lambda *a: chunks.append(a) or None)
     data, table = rankfile.parse_rank_bytes(raw, 0, rankfile.Problems())
     assert chunks == [] and table.num_rows == 150
     assert np.isnan(rankfile.to_columns(table, 0).grad_sq_local[:40:2]).all()

@@ -93,7 +93,7 @@ def test_column_cache_gives_the_same_data_and_follows_file_changes(make_run, mon
     import ddp_doctor.rundir.rankfile as rankfile
     import ddp_doctor.rundir.reader as rundir
 
-    monkeypatch.setattr(rankfile, "CACHE_MIN_BYTES", 1)
+    monkeypatch.setattr(rankfile.cache, "CACHE_MIN_BYTES", 1)
     path = make_run(steps=80, faults=("nonfinite", "fp16-overflow"))
     cold = read_run(path)
     assert (path / rundir.CACHE_DIR / "rank-00000.arrow").exists()
@@ -124,7 +124,7 @@ def test_fast_chunked_and_per_line_paths_give_the_same_columns(make_run, monkeyp
     import ddp_doctor.rundir.rankfile as rankfile
     from ddp_doctor.rundir import records
 
-    monkeypatch.setattr(rankfile, "CHUNK_LINES", 16)
+    monkeypatch.setattr(rankfile.scan, "CHUNK_LINES", 16)
     path = make_run(steps=80, faults=("nonfinite", "fp16-overflow", "grad-spike"))
     fast = read_run(path, use_cache=False).ranks[1]
     lines = records.rank_file(path, 1).read_text().splitlines(keepends=True)
@@ -163,7 +163,7 @@ def test_a_step_field_declared_in_records_is_written_read_and_cached(tmp_path, m
 
     extra = (records.F("update_ratio", "float", "step"), records.F("logged_loss", "list[float]", "micro"))
     monkeypatch.setitem(records.KINDS, "step", records.KINDS["step"] + extra)
-    monkeypatch.setattr(rankfile, "CACHE_MIN_BYTES", 1)
+    monkeypatch.setattr(rankfile.cache, "CACHE_MIN_BYTES", 1)
     lines = [records.record("header", schema=records.RANK_SCHEMA, rank=0, world_size=1)]
     for s in range(3):
         lines.append(

@@ -111,14 +111,14 @@ def test_directory_where_a_file_is_expected(run):
 def test_unreadable_rank_file(run, monkeypatch):
     import ddp_doctor.rundir.rankfile as rankfile
 
-    real = rankfile.read_regular
+    real = rankfile.scan.read_regular
 
     def refuse(path, limit=None, **kw):
         if path.name == records.rank_file_name(1):
             raise OSError(f"{path.name}: Permission denied")
         return real(path, limit, **kw)
 
-    monkeypatch.setattr(rankfile, "read_regular", refuse)  # root reads any mode; simulate EACCES
+    monkeypatch.setattr(rankfile.scan, "read_regular", refuse)  # root reads any mode; simulate EACCES
     probs = problems(run)
     assert has(probs, "rank 1: cannot read", "Permission denied")
 

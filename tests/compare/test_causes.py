@@ -4,10 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
 
 from ddp_doctor.analysis.diagnose import diagnose
-from ddp_doctor.compare.analysis import compare
-from ddp_doctor.compare.causes import CAUSES, SERIOUS_SCORE
+from ddp_doctor.compare.analysis import RunSummary, compare
+from ddp_doctor.compare.causes import (
+    CAUSES,
+    SERIOUS_SCORE,
+    SETTING_FACTOR,
+    CauseSpec,
+    Pair,
+    setting_differs,
+    setting_factor,
+)
 from ddp_doctor.core.catalog import HYPOTHESES
 
 
@@ -29,3 +39,24 @@ def test_found_causes_carry_their_hypothesis_and_rank(make_run: Callable[..., Pa
     for c in causes:
         assert c.hypothesis in HYPOTHESES, c.key
         assert c.to_json()["hypothesis"] == c.hypothesis
+
+
+def _pair(a: dict[str, object], b: dict[str, object]) -> Pair:
+    """A Pair of two stand-in run summaries holding only the attributes a setting cause reads."""
+    summary = cast("Callable[..., RunSummary]", SimpleNamespace)
+    return Pair(summary(**a), summary(**b), "samples", None, {}, None, 0)
+
+
+def test_a_setting_cause_is_one_spec_over_the_helpers() -> None:
+    spec = next(s for s in CAUSES if s.key == "compile")
+    assert spec.find(_pair({"compiled": None}, {"compiled": None}), spec) == []
+    (cause,) = spec.find(_pair({"compiled": None}, {"compiled": "inductor"}), spec)
+    assert cause.summary.en == "torch.compile differs: A off, B inductor" and "A 关" in cause.summary.zh
+    assert cause.evidence == {"a": None, "b": "inductor"} and cause.score == spec.score
+    peak = setting_factor("lr_peak", "{a:g} vs {b:g} ({f:g}×)", "{a:g} 与 {b:g}")
+    ratio = CauseSpec("lr", "lr-schedule", 1, "", peak)
+    assert peak(_pair({"lr_peak": 1e-3}, {"lr_peak": 1.4e-3}), ratio) == []  # below SETTING_FACTOR
+    (big,) = peak(_pair({"lr_peak": 1e-3}, {"lr_peak": 2e-3}), ratio)
+    assert big.summary.en == "0.001 vs 0.002 (2×)" and big.evidence["threshold"] == SETTING_FACTOR
+    same = setting_differs("precision", "{a} {b}", "{a} {b}")
+    assert same(_pair({"precision": "bf16"}, {"precision": "bf16"}), ratio) == []

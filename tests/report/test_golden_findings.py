@@ -27,8 +27,8 @@ from fixtures.golden import check_golden
 from fixtures.synth_run import FAULTS, SynthSpec, write_run
 
 from ddp_doctor.analysis.diagnose import diagnose
-from ddp_doctor.core.catalog import FINDINGS, LANGS, runtime_ids, threshold_text
-from ddp_doctor.core.findings import SEVERITY_ORDER
+from ddp_doctor.core.catalog import FINDINGS, LANGS, Lang, Text, runtime_ids, threshold_text
+from ddp_doctor.core.findings import SEVERITY_ORDER, Finding
 from ddp_doctor.report.i18n import w
 from ddp_doctor.report.text import render_text
 
@@ -55,6 +55,12 @@ def _catalog() -> dict[str, Any]:
 QUIET = ("ruled-out", "not-measured")
 
 
+def _threshold(f: Finding, lang: Lang) -> str:
+    """The evidence's threshold sentence as the text report shows it (catalog.threshold_sentence)."""
+    thr = f.evidence.get("threshold") or ""
+    return thr.get(lang) if isinstance(thr, Text) else str(thr)
+
+
 def _runs(root: Path) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for fault in ("clean", *FAULTS):
@@ -68,13 +74,13 @@ def _runs(root: Path) -> dict[str, Any]:
             {
                 "id": f.id,
                 "status": f.status,
-                "threshold": str(f.evidence.get("threshold") or ""),
                 **{
                     lang: {
                         "status": w(f.status, lang),
                         "severity": w(f.severity, lang),
                         "summary": f.summary_in(lang),
                         "fix": f.fix_in(lang),
+                        "threshold": _threshold(f, lang),
                     }
                     for lang in LANGS
                 },

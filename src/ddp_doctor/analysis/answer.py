@@ -4,12 +4,13 @@ Observed vs predicted step-to-step std of the global loss with its 95 % interval
 (:mod:`ddp_doctor.analysis.quantities.oscillation`), the same for the loss the script itself
 logged when the probe captured it (`logged_loss` records, compared with the global loss's
 predicted band), and — when the global loss is above the band — the confirmed findings that
-explain it, ranked: causes before symptoms, then by severity, then by :data:`CAUSE_ORDER` (the
-findings that change the update most directly first), then catalog order.
+explain it, ranked: causes before symptoms (a spec's ``symptom``), then by severity, then by the
+spec's ``cause_rank`` (the findings that change the update most directly first), then catalog order.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -21,46 +22,20 @@ from ddp_doctor.analysis.quantities.oscillation import obs_dof, robust_second_di
 from ddp_doctor.core.catalog import FINDINGS, Text
 from ddp_doctor.core.findings import SEVERITY_ORDER, Finding
 
-# Confirmed findings that describe the oscillation itself rather than a cause of it.
-SYMPTOMS = ("loss-unstable", "loss-spike", "grad-spike", "clip-saturated", "nonfinite")
-# Causes that act on the update directly come first (a wrong gradient or replicas apart, then a
-# too-large step), then those acting through the data or the loss weighting.
-CAUSE_ORDER = (
-    "replica-divergence",
-    "no-sync-after-forward",
-    "accum-loss-unscaled",
-    "zero-grad-inside-accum",
-    "ddp-bypassed",
-    "clip-before-unscale",
-    "fsdp-clip-wrong",
-    "update-ratio-high",
-    "warmup-short",
-    "scheduler-per-microstep",
-    "fp16-overflow",
-    "fp16-no-scaler",
-    "sampler-missing",
-    "rank-data-skew",
-    "loss-normalization-variable-tokens",
-    "batchnorm-unsynced",
-    "compile-numerics",
-    "adam-eps-dominated",
-)
 EVAL_WORDS = ("val", "eval", "test", "valid", "dev")
 
 
 def explaining(findings: list[Finding]) -> list[str]:
     """Confirmed warning/error findings, ranked (see module docstring)."""
     catalog = {fid: i for i, fid in enumerate(FINDINGS)}
-    order = {fid: i for i, fid in enumerate(CAUSE_ORDER)}
     chosen = [f for f in findings if f.status == "confirmed" and f.severity in ("error", "warning")]
-    chosen.sort(
-        key=lambda f: (
-            f.id in SYMPTOMS,
-            SEVERITY_ORDER[f.severity],
-            order.get(f.id, len(order)),
-            catalog.get(f.id, 0),
-        )
-    )
+
+    def rank(f: Finding) -> tuple[bool, int, float, int]:
+        spec = FINDINGS[f.id]
+        cause = spec.cause_rank if spec.cause_rank is not None else math.inf
+        return (spec.symptom, SEVERITY_ORDER[f.severity], cause, catalog[f.id])
+
+    chosen.sort(key=rank)
     return [f.id for f in chosen]
 
 

@@ -3,8 +3,8 @@
 A finding's catalog fix is written for the finding alone. When another finding confirmed in the
 same run is a known *cause* of it, the generic fix points away from the cause (e.g. "seed every
 rank identically" for replicas that diverge because the sync flag was toggled after the
-forward). :data:`CAUSES` lists, per effect, its causes in order of how directly they produce it;
-the fix of a confirmed effect then names the confirmed causes first, with their fixes.
+forward). An effect's spec lists its causes (``caused_by``) in order of how directly they produce
+it; the fix of a confirmed effect then names the confirmed causes first, with their fixes.
 
 A catalog fix can also assume a setup the run does not have ("call the DDP wrapper" where there is
 none): :func:`_setup_fix` gives the fix that fits what the evidence shows, before the chaining.
@@ -14,28 +14,6 @@ from __future__ import annotations
 
 from ddp_doctor.core.catalog import FINDINGS, Text
 from ddp_doctor.core.findings import Finding
-
-# effect → causes (why: the mechanism, one line each)
-CAUSES: dict[str, tuple[str, ...]] = {
-    # an unsynced last micro-step leaves each rank with its own gradient: the replicas step apart
-    "replica-divergence": ("no-sync-after-forward", "ddp-bypassed", "fsdp-clip-wrong"),
-    # a too-high lr makes the gradient norm and the loss jump
-    "loss-spike": ("accum-loss-unscaled", "update-ratio-high", "warmup-short", "clip-before-unscale"),
-    "grad-spike": ("accum-loss-unscaled", "update-ratio-high", "warmup-short"),
-    "loss-unstable": (
-        "replica-divergence",
-        "no-sync-after-forward",
-        "accum-loss-unscaled",
-        "update-ratio-high",
-        "warmup-short",
-        "scheduler-per-microstep",
-        "clip-before-unscale",
-        "fp16-overflow",
-    ),
-    "clip-saturated": ("accum-loss-unscaled", "clip-before-unscale", "update-ratio-high"),
-    "update-ratio-high": ("accum-loss-unscaled", "scheduler-per-microstep", "warmup-short"),
-}
-
 
 # Catalog fixes written for one setup, and the fix for the other setups the evidence shows.
 # ddp-bypassed's catalog fix ("call `ddp_model(x)`") assumes a DDP wrapper exists: a script with
@@ -66,17 +44,17 @@ def refine_fixes(findings: list[Finding]) -> list[Finding]:
         fitted = _setup_fix(each)
         if fitted is not None:
             each.fix = fitted
-    for effect, causes in CAUSES.items():
-        f = confirmed.get(effect)
-        if f is None:
-            continue
-        found = [c for c in causes if c in confirmed and c != effect]
+    # a cause contributes its own (fitted) fix, never one chained here: the result does not depend
+    # on the order the effects are visited in, and no cause is named twice in one fix
+    own_fix = {fid: (f.fix, f.fix_in("zh")) for fid, f in confirmed.items()}
+    for effect, f in confirmed.items():
+        found = [c for c in FINDINGS[effect].caused_by if c in confirmed and c != effect]
         if not found:
             continue
         lead = " ".join(
-            f"Confirmed in this run and a cause of this: {c} — {confirmed[c].fix.rstrip('.')}." for c in found
+            f"Confirmed in this run and a cause of this: {c} — {own_fix[c][0].rstrip('.')}." for c in found
         )
-        lead_zh = "".join(f"本次运行已确认、且是其原因：{c} — {confirmed[c].fix_in('zh')}" for c in found)
+        lead_zh = "".join(f"本次运行已确认、且是其原因：{c} — {own_fix[c][1]}" for c in found)
         own = _setup_fix(f) or FINDINGS[effect].fix
         f.fix = Text(f"{lead} Then: {own.en}", f"{lead_zh} 然后：{own.get('zh')}")
         f.evidence.setdefault("explained_by", found)

@@ -4,7 +4,8 @@ A spec names its key (the compare JSON's ``causes[].key``), the catalog hypothes
 (``core.catalog.HYPOTHESES``: what to read in the report of the run it points at), its score (the
 rank: higher is listed first; :data:`SERIOUS_SCORE` or more makes the difference "not explained"),
 the rule in one sentence (docs/compare.md's table is generated from it) and the function that
-finds it in two run summaries. The table :data:`CAUSES` is in rank order; ties keep that order.
+finds it in two run summaries. A setting that differs is one small spec: its function is
+:func:`setting_differs` (compared as it is) or :func:`setting_factor` (a number off by a factor). The table :data:`CAUSES` is in rank order; ties keep that order.
 """
 
 from __future__ import annotations
@@ -82,6 +83,57 @@ def _factor(va: float | None, vb: float | None) -> float | None:
     return max(va / vb, vb / va)
 
 
+def setting_differs(
+    attr: str, en: str, zh: str, unset: tuple[str, str] | None = None
+) -> Callable[[Pair, CauseSpec], list[Cause]]:
+    """The cause function of a setting compared as it is: listed when ``attr`` of the two run summaries
+    differs. ``en``/``zh`` are formats over ``{a}`` and ``{b}`` (the values; a false one shown as
+    ``unset``'s word in that language); the evidence is ``{"a": ..., "b": ...}``."""
+
+    def find(p: Pair, spec: CauseSpec) -> list[Cause]:
+        va, vb = getattr(p.a, attr), getattr(p.b, attr)
+        if va == vb:
+            return []
+
+        def shown(v: Any, i: int) -> Any:
+            return unset[i] if unset is not None and not v else v
+
+        return [
+            Cause(
+                spec.key,
+                spec.score,
+                en.format(a=shown(va, 0), b=shown(vb, 0)),
+                zh.format(a=shown(va, 1), b=shown(vb, 1)),
+                {"a": va, "b": vb},
+            )
+        ]
+
+    return find
+
+
+def setting_factor(attr: str, en: str, zh: str) -> Callable[[Pair, CauseSpec], list[Cause]]:
+    """The cause function of a positive number: listed when run A's and B's ``attr`` differ by a factor
+    of at least :data:`SETTING_FACTOR`. ``en``/``zh`` are formats over ``{a}``, ``{b}`` and the factor
+    ``{f}``; the evidence is the three and the threshold."""
+
+    def find(p: Pair, spec: CauseSpec) -> list[Cause]:
+        va, vb = getattr(p.a, attr), getattr(p.b, attr)
+        f = _factor(va, vb)
+        if f is None or f < SETTING_FACTOR:
+            return []
+        return [
+            Cause(
+                spec.key,
+                spec.score,
+                en.format(a=va, b=vb, f=f),
+                zh.format(a=va, b=vb, f=f),
+                {"a": va, "b": vb, "factor": f, "threshold": SETTING_FACTOR},
+            )
+        ]
+
+    return find
+
+
 def _findings(p: Pair, spec: CauseSpec) -> list[Cause]:
     a, b = p.a, p.b
     out = []
@@ -108,24 +160,6 @@ def _findings(p: Pair, spec: CauseSpec) -> list[Cause]:
             )
         )
     return out
-
-
-def _scheduler_steps(p: Pair, spec: CauseSpec) -> list[Cause]:
-    a, b = p.a, p.b
-    f = _factor(a.sched_per_step, b.sched_per_step)
-    if f is None or f < SETTING_FACTOR:
-        return []
-    return [
-        Cause(
-            spec.key,
-            spec.score,
-            f"the lr scheduler steps {a.sched_per_step:g}× per optimizer step in A and "
-            f"{b.sched_per_step:g}× in B: the schedule runs {f:.3g}× faster in one run",
-            f"学习率调度器每个优化步在 A 中步进 {a.sched_per_step:g} 次，在 B 中 {b.sched_per_step:g} 次："
-            f"其中一个运行的调度快 {f:.3g} 倍",
-            {"a": a.sched_per_step, "b": b.sched_per_step, "factor": f, "threshold": SETTING_FACTOR},
-        )
-    ]
 
 
 def _warmup(p: Pair, spec: CauseSpec) -> list[Cause]:
@@ -158,37 +192,6 @@ def _warmup(p: Pair, spec: CauseSpec) -> list[Cause]:
     ]
 
 
-def _lr_peak(p: Pair, spec: CauseSpec) -> list[Cause]:
-    a, b = p.a, p.b
-    f = _factor(a.lr_peak, b.lr_peak)
-    if f is None or f < SETTING_FACTOR:
-        return []
-    return [
-        Cause(
-            spec.key,
-            spec.score,
-            f"peak lr {a.lr_peak:.3g} in A and {b.lr_peak:.3g} in B ({f:.3g}×)",
-            f"峰值学习率 A 为 {a.lr_peak:.3g}，B 为 {b.lr_peak:.3g}（{f:.3g} 倍）",
-            {"a": a.lr_peak, "b": b.lr_peak, "factor": f, "threshold": SETTING_FACTOR},
-        )
-    ]
-
-
-def _loss_normalization(p: Pair, spec: CauseSpec) -> list[Cause]:
-    a, b = p.a, p.b
-    if a.loss_source == b.loss_source:
-        return []
-    return [
-        Cause(
-            spec.key,
-            spec.score,
-            f"the loss is normalised differently: A {a.loss_source}, B {b.loss_source}",
-            f"损失的归一化方式不同：A {a.loss_source}，B {b.loss_source}",
-            {"a": a.loss_source, "b": b.loss_source},
-        )
-    ]
-
-
 def _optimizer(p: Pair, spec: CauseSpec) -> list[Cause]:
     a, b = p.a, p.b
     if not (a.optimizer and b.optimizer and a.optimizer != b.optimizer):
@@ -202,51 +205,6 @@ def _optimizer(p: Pair, spec: CauseSpec) -> list[Cause]:
             + ", ".join(f"{k} {a.optimizer.get(k)} vs {b.optimizer.get(k)}" for k in keys),
             "优化器设置不同：" + "，".join(f"{k} {a.optimizer.get(k)} 与 {b.optimizer.get(k)}" for k in keys),
             {"a": a.optimizer, "b": b.optimizer},
-        )
-    ]
-
-
-def _precision(p: Pair, spec: CauseSpec) -> list[Cause]:
-    a, b = p.a, p.b
-    if a.precision == b.precision:
-        return []
-    return [
-        Cause(
-            spec.key,
-            spec.score,
-            f"precision differs: A {a.precision}, B {b.precision}",
-            f"精度设置不同：A {a.precision}，B {b.precision}",
-            {"a": a.precision, "b": b.precision},
-        )
-    ]
-
-
-def _compile(p: Pair, spec: CauseSpec) -> list[Cause]:
-    a, b = p.a, p.b
-    if a.compiled == b.compiled:
-        return []
-    return [
-        Cause(
-            spec.key,
-            spec.score,
-            f"torch.compile differs: A {a.compiled or 'off'}, B {b.compiled or 'off'}",
-            f"torch.compile 不同：A {a.compiled or '关'}，B {b.compiled or '关'}",
-            {"a": a.compiled, "b": b.compiled},
-        )
-    ]
-
-
-def _clipping(p: Pair, spec: CauseSpec) -> list[Cause]:
-    a, b = p.a, p.b
-    if a.clip_max_norm == b.clip_max_norm or (a.clip_max_norm is None and b.clip_max_norm is None):
-        return []
-    return [
-        Cause(
-            spec.key,
-            spec.score,
-            f"gradient clipping differs: max_norm A {a.clip_max_norm}, B {b.clip_max_norm}",
-            f"梯度裁剪不同：max_norm A {a.clip_max_norm}，B {b.clip_max_norm}",
-            {"a": a.clip_max_norm, "b": b.clip_max_norm},
         )
     ]
 
@@ -316,23 +274,69 @@ CAUSES: tuple[CauseSpec, ...] = (
         "lr-schedule",
         90,
         f"scheduler steps per optimizer step differ ≥ {_F}",
-        _scheduler_steps,
+        setting_factor(
+            "sched_per_step",
+            "the lr scheduler steps {a:g}× per optimizer step in A and {b:g}× in B: the schedule runs "
+            "{f:.3g}× faster in one run",
+            "学习率调度器每个优化步在 A 中步进 {a:g} 次，在 B 中 {b:g} 次：其中一个运行的调度快 {f:.3g} 倍",
+        ),
     ),
     CauseSpec(
         "warmup", "lr-schedule", 80, f"warmup differs ≥ {_F} in optimizer steps, or one run has none", _warmup
     ),
-    CauseSpec("lr-peak", "lr-schedule", 75, f"peak lr differs ≥ {_F}", _lr_peak),
+    CauseSpec(
+        "lr-peak",
+        "lr-schedule",
+        75,
+        f"peak lr differs ≥ {_F}",
+        setting_factor(
+            "lr_peak",
+            "peak lr {a:.3g} in A and {b:.3g} in B ({f:.3g}×)",
+            "峰值学习率 A 为 {a:.3g}，B 为 {b:.3g}（{f:.3g} 倍）",
+        ),
+    ),
     CauseSpec(
         "loss-normalization",
         "loss-normalization",
         70,
         "the loss is normalised differently",
-        _loss_normalization,
+        setting_differs(
+            "loss_source",
+            "the loss is normalised differently: A {a}, B {b}",
+            "损失的归一化方式不同：A {a}，B {b}",
+        ),
     ),
     CauseSpec("optimizer", "optimizer", 60, "optimizer settings differ", _optimizer),
-    CauseSpec("precision", "precision", 50, "precision (autocast dtype, GradScaler) differs", _precision),
-    CauseSpec("compile", "compile", 35, "torch.compile on in one run only, or differently", _compile),
-    CauseSpec("clipping", "spikes-clipping", 40, "the clipping threshold max_norm differs", _clipping),
+    CauseSpec(
+        "precision",
+        "precision",
+        50,
+        "precision (autocast dtype, GradScaler) differs",
+        setting_differs("precision", "precision differs: A {a}, B {b}", "精度设置不同：A {a}，B {b}"),
+    ),
+    CauseSpec(
+        "compile",
+        "compile",
+        35,
+        "torch.compile on in one run only, or differently",
+        setting_differs(
+            "compiled",
+            "torch.compile differs: A {a}, B {b}",
+            "torch.compile 不同：A {a}，B {b}",
+            ("off", "关"),
+        ),
+    ),
+    CauseSpec(
+        "clipping",
+        "spikes-clipping",
+        40,
+        "the clipping threshold max_norm differs",
+        setting_differs(
+            "clip_max_norm",
+            "gradient clipping differs: max_norm A {a}, B {b}",
+            "梯度裁剪不同：max_norm A {a}，B {b}",
+        ),
+    ),
     CauseSpec(
         "noise-unexplained",
         "batch-size",

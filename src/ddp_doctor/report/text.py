@@ -10,7 +10,7 @@ from rich.markup import escape as escape_markup
 from rich.table import Table
 
 from ddp_doctor.analysis.diagnose import Diagnosis
-from ddp_doctor.core.catalog import HYPOTHESES, Lang
+from ddp_doctor.core.catalog import HYPOTHESES, Lang, Text
 from ddp_doctor.core.findings import SEVERITY_ORDER
 from ddp_doctor.core.terminal import safe
 from ddp_doctor.report.i18n import w
@@ -143,7 +143,8 @@ def render_console(diag: Diagnosis, console: Console, lang: Lang = "en") -> None
         console.print(f"    [dim]{w('fix', lang)}:[/] {escape(f.fix_in(lang))}")
         thr = f.evidence.get("threshold")
         if thr:
-            console.print(f"    [dim]{w('threshold', lang)}:[/] {escape(str(thr))}")
+            shown = thr.get(lang) if isinstance(thr, Text) else str(thr)  # a check's threshold_sentence
+            console.print(f"    [dim]{w('threshold', lang)}:[/] {escape(shown)}")
     rest = Table(title=w("other_findings", lang), expand=True)
     rest.add_column(w("finding", lang), max_width=34)
     rest.add_column(w("status", lang), no_wrap=True, min_width=10)

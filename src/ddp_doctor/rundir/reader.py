@@ -21,14 +21,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ddp_doctor.rundir import rankfile, records
+from ddp_doctor.rundir import records
 from ddp_doctor.rundir.manifests import merge_instances
 from ddp_doctor.rundir.rankfile import (
     CLIP_COLUMNS,
     Problems,
     RankData,
     StepColumns,
+    cache,
     cacheable,
+    compact,
     key_of,
     load_cache,
     num,
@@ -130,7 +132,7 @@ def _read_all(named: list[tuple[Path, int]], use_cache: bool = True) -> list[tup
     todo: list[tuple[Path, int, bool]] = []
     keys = {rank: key_of(path) for path, rank in named}
     # a small run is parsed faster than a cache is checked; a big one is cached rank by rank
-    use_cache = use_cache and sum(k["size"] for k in keys.values() if k) >= rankfile.CACHE_MIN_BYTES
+    use_cache = use_cache and sum(k["size"] for k in keys.values() if k) >= cache.CACHE_MIN_BYTES
     total = 0
     for path, rank in named:
         key = keys[rank]
@@ -149,6 +151,8 @@ def _read_all(named: list[tuple[Path, int]], use_cache: bool = True) -> list[tup
             if data is None:
                 hit = load_cache(paths[rank], rank, key_of(paths[rank]))  # type: ignore[arg-type]
                 data, probs = hit if hit is not None else read_rank(paths[rank], rank, use_cache=False)
+            elif data.steps is not None:  # unpickled: constant columns arrive full-size
+                compact(data.steps)
             done.append((rank, data, probs))
     else:
         done.extend((rank, *read_rank(path, rank, use_cache)) for path, rank, _ in todo)

@@ -29,7 +29,7 @@ import numpy as np
 
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, coverage, fmt, not_measured, ruled_out
-from ddp_doctor.core.catalog import limit, threshold_text
+from ddp_doctor.core.catalog import Text, limit, threshold_sentence
 from ddp_doctor.core.findings import Finding
 
 # Share of steps that must show a pattern before it is called the run's pattern (catalog thresholds).
@@ -99,7 +99,7 @@ def _no_sync(ctx: Context) -> Finding:
         steps_syncing_last_only=p.last_only,
         multi_micro_steps=p.steps,
         micro_steps_per_optimizer_step=ctx.batch.micro_steps,
-        threshold=threshold_text(fid),
+        threshold=threshold_sentence(fid),
     )
     if share > NO_SYNC_SHARE:
         return confirmed(
@@ -139,7 +139,7 @@ def _after_forward(ctx: Context) -> Finding:
     ev: dict[str, Any] = dict(
         steps_last_micro_unsynced=p.last_unsynced,
         multi_micro_steps=p.steps,
-        threshold=threshold_text(fid),
+        threshold=threshold_sentence(fid),
     )
     if p.last_unsynced / p.steps > AFTER_FORWARD_SHARE:
         return confirmed(
@@ -215,7 +215,7 @@ def _replicas(ctx: Context) -> Finding:
                     parameter=name,
                     differing_tensors=len(diff),
                     checked_steps=common,
-                    threshold="any bit difference of the per-parameter checksums",
+                    threshold=threshold_sentence(fid),
                 )
         previous = s
     among = " holding the same FSDP1 shard" if sharded is not None else ""
@@ -235,7 +235,7 @@ def _replicas(ctx: Context) -> Finding:
         checked_steps=common,
         last_step=common[-1],
         final_checksum=bool(finals),
-        threshold="any bit difference of the per-parameter checksums",
+        threshold=threshold_sentence(fid),
     )
 
 
@@ -288,7 +288,7 @@ def _uneven(ctx: Context) -> Finding:
         optimizer_steps_per_rank=counts,
         micro_steps_per_rank=micro_tot,
         steps_with_different_micro_counts=len(differ),
-        threshold="any difference (finished run); > 1 step (run in progress)",
+        threshold=threshold_sentence(fid),
     )
     if len(differ) or uneven_steps:
         first = int(differ[0]) if len(differ) else None
@@ -336,7 +336,7 @@ def _bypassed(ctx: Context) -> Finding:
         step_records=records,
         world_size=ctx.world_size,
         ddp_wrapped=ctx.config("ddp") is not None,
-        threshold="0 all-reduces with world size > 1",
+        threshold=threshold_sentence(fid),
     )
     if p.total_syncs == 0:
         how = (
@@ -390,7 +390,7 @@ def _zero_grad(ctx: Context) -> Finding:
         median_zero_grad_per_step=float(np.median(z[multi])),
         steps_with_extra_zero_grad=int(bad.sum()),
         multi_micro_steps=int(multi.sum()),
-        threshold=threshold_text(fid),
+        threshold=threshold_sentence(fid),
     )
     if placed[multi].any():
         ev["median_zero_grad_after_backward"] = float(np.median(a[multi & placed]))
@@ -451,7 +451,11 @@ def _unscaled(ctx: Context) -> Finding:
         median_root_over_loss=med,
         accumulation=A,
         root_times_accumulation=med * A,
-        threshold=f"ratio × A ≥ sqrt(A) = {math.sqrt(A):.3g} (1 = divided by A, A = undivided)",
+        threshold=threshold_sentence(fid)
+        + Text(
+            f" (here √A = {math.sqrt(A):.3g}; 1 = divided by A, A = undivided)",
+            f"（此处 √A = {math.sqrt(A):.3g}；1 = 已除以 A，A = 未除）",
+        ),
     )
     if med * A >= math.sqrt(A):
         return confirmed(

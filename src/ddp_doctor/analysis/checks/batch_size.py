@@ -15,7 +15,7 @@ from typing import Any
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, fmt, inconclusive, not_measured, ruled_out
 from ddp_doctor.analysis.quantities.noise_band import WITHIN_NOISE_RATIO
-from ddp_doctor.core.catalog import limit
+from ddp_doctor.core.catalog import limit, threshold_sentence
 from ddp_doctor.core.findings import Finding
 
 FAR_BELOW = limit("batch-below-noise-scale", "far_below")
@@ -49,7 +49,7 @@ def _below_noise_scale(ctx: Context) -> Finding:
         effective_batch_samples=b,
         effective_batch_tokens=ctx.batch.tokens,
         steps_used=g.steps_used,
-        threshold=f"effective batch < B_simple / {FAR_BELOW:g} (McCandlish et al. 2018)",
+        threshold=threshold_sentence(fid),
     )
     bound = "≥ " if g.lower_bound else ""
     pm = f" ± {fmt(se)}" if g.stderr else ""
@@ -93,7 +93,7 @@ def oscillation_within_noise(ctx: Context) -> Finding:
         amplitude_last_third_over_first=n.amplitude_last_over_first,
         effective_batch_samples=ctx.batch.samples,
         effective_batch_tokens=ctx.batch.tokens,
-        threshold=f"observed / predicted ≤ {WITHIN_NOISE_RATIO}",
+        threshold=threshold_sentence(fid),
     )
     trend = ""
     if n.amplitude_last_over_first is not None:
@@ -141,7 +141,7 @@ def _short_run(ctx: Context, band_reason: str | None) -> Finding:
         steps_used=o.steps_used + 2,
         estimator="second differences (short run)",
         effective_batch_samples=ctx.batch.samples,
-        threshold=f"95% interval of observed / predicted entirely ≤ {WITHIN_NOISE_RATIO} (or above it)",
+        threshold=threshold_sentence(fid),
     )
     nums = f"ratio {o.ratio:.2f}, 95% interval {o.ratio_low:.2f}–{o.ratio_high:.2f}, {o.steps_used + 2} steps"
     if o.decision == "within-band":

@@ -13,7 +13,7 @@ from typing import Any
 
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, not_measured, ruled_out
-from ddp_doctor.core.catalog import limit
+from ddp_doctor.core.catalog import Text, limit, threshold_sentence
 from ddp_doctor.core.findings import Finding
 
 NOISE_FACTOR = limit("compile-numerics", "noise_factor")
@@ -51,7 +51,7 @@ def _numerics(ctx: Context) -> Finding:
         baseline_abs=base,
         step=worst.get("step"),
         checks=len(recs),
-        threshold=f"max_abs > max({NOISE_FACTOR:g} × eager noise, {ATOL:g}) = {tol:g}",
+        threshold=threshold_sentence(fid) + Text(f" (here {tol:g})", f"（此处为 {tol:g}）"),
     )
     if max_abs > tol:
         return confirmed(

@@ -28,7 +28,7 @@ from ddp_doctor.analysis.make import confirmed, fmt, not_measured, ruled_out
 from ddp_doctor.analysis.quantities.data_overlap import overlap_by_step
 from ddp_doctor.analysis.quantities.samplers import feeding, sampler_uses
 from ddp_doctor.analysis.quantities.skew import rank_skew
-from ddp_doctor.core.catalog import limit, threshold_text
+from ddp_doctor.core.catalog import limit, threshold_sentence
 from ddp_doctor.core.findings import Finding
 
 IDENTICAL_SHARE = limit("sampler-missing", "share")
@@ -64,7 +64,7 @@ def _sampler(ctx: Context) -> Finding:
         identical_micro_batches=same,
         compared=total,
         share=share,
-        threshold=threshold_text(fid),
+        threshold=threshold_sentence(fid),
     )
     if share > IDENTICAL_SHARE:
         return confirmed(
@@ -108,7 +108,7 @@ def _set_epoch(ctx: Context) -> Finding:
         judged=use.summary(),
         chosen_because=chosen,
         other_samplers=[u.summary() for u in uses if u is not use],
-        threshold=threshold_text(fid),
+        threshold=threshold_sentence(fid),
     )
     if use.shuffle is False:
         return ruled_out(

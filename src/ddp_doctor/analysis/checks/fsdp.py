@@ -18,6 +18,7 @@ import numpy as np
 
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, fmt, inconclusive, ruled_out
+from ddp_doctor.core.catalog import threshold_sentence
 from ddp_doctor.core.findings import Finding
 from ddp_doctor.rundir.reader import CLIP_COLUMNS
 
@@ -97,7 +98,7 @@ def check(ctx: Context) -> list[Finding]:
         step=step,
         rank_clip_norms={str(r): v for r, v in shown.items()},
         full_grad_norm=full if math.isfinite(full) else None,
-        threshold=f"{TORCH_CLIP} called on an FSDP1 model with shard_group_size > 1",
+        threshold=threshold_sentence(fid),
         source="config/fsdp_clip and step.clip records (probe/instruments/fsdp1.py)",
     )
     listed = ", ".join(f"rank {r} {fmt(v)}" for r, v in shown.items())

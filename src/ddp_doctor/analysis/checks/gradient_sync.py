@@ -30,7 +30,7 @@ import numpy as np
 
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, coverage, fmt, inconclusive, not_measured, ruled_out
-from ddp_doctor.core.catalog import limit, threshold_text
+from ddp_doctor.core.catalog import limit, threshold_sentence
 from ddp_doctor.core.findings import Finding
 from ddp_doctor.rundir.reader import CLIP_COLUMNS
 
@@ -177,7 +177,7 @@ def _not_synced(ctx: Context, steps: dict[int, _Step]) -> Finding:
         per_parameter_steps=sorted(usable)[:20],
         parameters_compared=total_compared,
         ranks=len(ctx.run.ranks),
-        threshold=threshold_text(fid),
+        threshold=threshold_sentence(fid),
         source="step.grad_digest and gradsync records: ‖grad‖ per parameter before optimizer.step() "
         "(probe/instruments/stepgrads.py)",
     )
@@ -317,7 +317,7 @@ def _scale(ctx: Context) -> Finding:
         steps_compared=len(ratios),
         steps_skipped=skipped,
         world_size=world,
-        threshold=threshold_text(fid),
+        threshold=threshold_sentence(fid),
         source="step.grad_dot_step vs the ranks' step.grad_dot_local: Σ⟨g, p⟩ before optimizer.step() and local "
         "(probe/instruments/stepgrads.py)",
     )

@@ -25,7 +25,7 @@ import numpy as np
 
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, coverage, fmt, inconclusive, not_measured, ruled_out
-from ddp_doctor.core.catalog import limit
+from ddp_doctor.core.catalog import Text, limit, threshold_sentence
 from ddp_doctor.core.findings import Finding
 
 REL_RISE = limit("loss-unstable", "rel_rise")
@@ -93,10 +93,7 @@ def loss_unstable(ctx: Context) -> Finding:
         peak=peak,
         final_loss=final,
         oscillation=osc.to_json(),
-        threshold=(
-            f"≥ {need} consecutive steps above the initial loss + max({REL_RISE:.0%}, "
-            f"{NOISE_Z:g} σ_pred); or observed/predicted std 95% interval above {FAR_ABOVE:g}"
-        ),
+        threshold=threshold_sentence(fid) + Text(f" (here {need} steps)", f"（此处为 {need} 步）"),
     )
     excursion = length >= need
     oscillating = osc.ratio_low is not None and osc.ratio_low > FAR_ABOVE

@@ -19,7 +19,7 @@ import numpy as np
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, fmt, inconclusive, not_measured, ruled_out
 from ddp_doctor.analysis.quantities.logged_loss import LOCAL, LoggedSeries, logged_loss
-from ddp_doctor.core.catalog import threshold_text
+from ddp_doctor.core.catalog import threshold_sentence, threshold_text
 from ddp_doctor.core.findings import Finding
 
 # What the probe looks at for a logged loss (probe/capture); named in "not measured".
@@ -60,7 +60,7 @@ def _rank0_log(ctx: Context) -> Finding:
     evidence: dict[str, Any] = dict(
         logged=[x.as_evidence() for x in found.series],
         keys_seen=found.looked_at,
-        threshold=threshold_text(fid),
+        threshold=threshold_sentence(fid),
         **noise,
     )
     main = found.main

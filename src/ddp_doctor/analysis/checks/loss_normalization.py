@@ -31,7 +31,7 @@ import numpy as np
 
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, inconclusive, not_measured, ruled_out
-from ddp_doctor.core.catalog import limit
+from ddp_doctor.core.catalog import limit, threshold_sentence
 from ddp_doctor.core.findings import Finding
 
 TOKEN_CV_MIN = limit("loss-normalization-variable-tokens", "token_cv")
@@ -155,12 +155,7 @@ def _variable_tokens(ctx: Context, m: _Micro | None) -> Finding:
         token_weight_p5=float(p5),
         token_weight_p95=float(p95),
         basis=m.basis,
-        threshold=(
-            f"token CV > {TOKEN_CV_MIN} and CV(root/loss) < {CV_RATIO} × CV(root/loss/tokens)"
-            if m.basis == "loss-fn"
-            else f"token CV > {TOKEN_CV_MIN} and CV(root) < {ROOT_RATIO} × CV(root/tokens); ruled out when "
-            f"CV(root/tokens) < {ROOT_RATIO} × CV(root)"
-        ),
+        threshold=threshold_sentence(fid),
     )
     how_en, how_zh = _basis_text(m)
     if not np.isfinite(cv_n) or cv_n <= TOKEN_CV_MIN:
@@ -233,8 +228,7 @@ def _per_rank(ctx: Context, m: _Micro | None) -> Finding:
         divides_by_own_count_within_rank=own_count,
         basis=m.basis,
         ranks=int(len(ranks)),
-        threshold=f"CV across ranks of the rank's tokens > {TOKEN_CV_MIN} and CV(Σ root/loss) < {ratio} × "
-        "CV(Σ root/loss / tokens), per step",
+        threshold=threshold_sentence(fid),
         source="step records: backward roots, loss-function outputs and valid-token counts per rank",
     )
     how_en, how_zh = _basis_text(m)

@@ -25,7 +25,7 @@ import numpy as np
 from ddp_doctor.analysis.checks.optimizer import update_ratio
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, not_measured, ruled_out
-from ddp_doctor.core.catalog import limit, threshold_text
+from ddp_doctor.core.catalog import Text, limit, threshold_sentence
 from ddp_doctor.core.findings import Finding
 
 WARMUP_REACHED = 0.99
@@ -89,11 +89,9 @@ def _warmup(ctx: Context) -> Finding:
     # step there is no warmup end, and only Adam's minimum (below) says a warmup was needed
     near = [s for s in starts if abs(s - w) <= window] if w > 0 else []
     early = [s for s in starts if s < w_min] if w_min is not None and w < w_min else []
-    rule_min = (
-        f"warmup < 2/(1-β2) = {w_min:g} with a spike before that"
-        if w_min is not None
-        else f"(the 2/(1-β2) minimum does not apply: {why_not_adam})"
-    )
+    # the run's own numbers beside the catalog rule (why Adam's minimum may not apply: adam_rule_reason)
+    minimum = f"; 2/(1−β2) = {w_min:g}" if w_min is not None else ""
+    here = Text(f" (here: {window} steps{minimum})", f"（此处：{window} 步{minimum.replace('; ', '；')}）")
     ev: dict[str, Any] = dict(
         warmup_steps=w,
         min_warmup_steps=w_min,
@@ -104,7 +102,7 @@ def _warmup(ctx: Context) -> Finding:
         loss_spike_steps=starts[:20],
         spikes_near_warmup_end=near[:20],
         spikes_before_min_warmup=early[:20],
-        threshold=f"spike within {window} steps of warmup end, or {rule_min}",
+        threshold=threshold_sentence(fid) + here,
     )
     if near or early:
         minimum = f" (minimum 2/(1-β2) = {w_min:g})" if w_min is not None else ""
@@ -170,7 +168,7 @@ def _per_micro(ctx: Context) -> Finding:
         warmup_steps_from_lr=warmup_length(lr),
         lr_first=float(lr[np.isfinite(lr)][0]) if np.isfinite(lr).any() else None,
         lr_max=float(np.nanmax(lr)) if np.isfinite(lr).any() else None,
-        threshold=f"{threshold_text(fid)} (here k = {per_call})",
+        threshold=threshold_sentence(fid) + Text(f" (here k = {per_call})", f"（此处 k = {per_call}）"),
     )
     if bad.sum() / multi.sum() > PER_MICRO_SHARE:
         return confirmed(

@@ -14,6 +14,7 @@ from ddp_doctor.analysis.context import Context, deepspeed_owns_weights
 from ddp_doctor.analysis.make import confirmed, coverage, fmt, inconclusive, not_measured, ruled_out
 from ddp_doctor.analysis.quantities.ratios import ADAM_EPS_SHARE
 from ddp_doctor.analysis.quantities.update_ratio import EARLY_STEPS, MIN_SAMPLES, NOT_JUDGED, THRESHOLDS
+from ddp_doctor.core.catalog import threshold_sentence
 from ddp_doctor.core.findings import Finding
 
 ENABLE_FULL = "run with `ddp-doctor run --level full`"
@@ -53,7 +54,7 @@ def _eps(ctx: Context) -> Finding:
         share_v_below_eps2=r.adam_share,
         eps=r.adam_eps,
         records=r.records,
-        threshold=f"median share > {ADAM_EPS_SHARE}",
+        threshold=threshold_sentence(fid),
     )
     if bad:
         g, v = max(bad.items(), key=lambda kv: kv[1])
@@ -101,12 +102,7 @@ def update_ratio(ctx: Context) -> Finding:
         judged_from_step=EARLY_STEPS,
         thresholds={t: THRESHOLDS[t] for t in sorted(THRESHOLDS)},
         not_judged=list(NOT_JUDGED),
-        threshold=(
-            "median ‖update‖/‖param‖ over steps ≥ "
-            f"{EARLY_STEPS} above: "
-            + ", ".join(f"{t} {THRESHOLDS[t]:g}" for t in sorted(THRESHOLDS))
-            + " (CS231n ≈ 1e-3 × 10 for norm gains; init-scale allowance for matrices/embeddings)"
-        ),
+        threshold=threshold_sentence(fid),
     )
     judged = u.judged
     cov_steps = len(u.judged_steps)

@@ -19,7 +19,7 @@ import numpy as np
 
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, not_measured, ruled_out
-from ddp_doctor.core.catalog import limit
+from ddp_doctor.core.catalog import limit, threshold_sentence
 from ddp_doctor.core.findings import Finding
 
 SETTLE_STEPS = int(limit("fp16-overflow", "settle"))
@@ -73,8 +73,7 @@ def _overflow(ctx: Context) -> Finding:
         scale_min=float(scale.min()) if scale.size else None,
         scale_max=float(scale.max()) if scale.size else None,
         scale_last=float(scale[-1]) if scale.size else None,
-        threshold=f"≥ {MIN_SKIPS} skipped steps and ≥ {MIN_SKIP_SHARE:.0%} of steps after the first "
-        f"good step (at most step {SETTLE_STEPS}), or every step skipped",
+        threshold=threshold_sentence(fid),
     )
     if not good.size and skipped.size >= MIN_SKIPS:
         return confirmed(
@@ -115,7 +114,7 @@ def _no_scaler(ctx: Context) -> Finding:
     ev: dict[str, Any] = dict(
         autocast_dtypes=sorted(dtypes),
         scaler=_has_scaler(ctx),
-        threshold="float16 autocast without an enabled GradScaler",
+        threshold=threshold_sentence(fid),
     )
     if fp16 and not ev["scaler"]:
         return confirmed(
@@ -176,11 +175,11 @@ def _nonfinite(ctx: Context) -> Finding:
             parameter=rec.get("param"),
             bucket=rec.get("bucket"),
             events=len(events),
-            threshold="any NaN/Inf not handled by the GradScaler",
+            threshold=threshold_sentence(fid),
         )
     return ruled_out(
         fid,
         "No NaN/Inf in losses or gradients (outside GradScaler-skipped steps).",
         "损失和梯度中没有 NaN/Inf（GradScaler 跳过的步除外）。",
-        threshold="any NaN/Inf not handled by the GradScaler",
+        threshold=threshold_sentence(fid),
     )

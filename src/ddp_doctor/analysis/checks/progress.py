@@ -28,7 +28,7 @@ import numpy as np
 
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, coverage, fmt, inconclusive, not_measured, ruled_out
-from ddp_doctor.core.catalog import limit, threshold_text
+from ddp_doctor.core.catalog import limit, threshold_sentence
 from ddp_doctor.core.findings import Finding
 
 FINDS = ("training-not-progressing",)
@@ -163,7 +163,7 @@ def not_progressing(ctx: Context) -> Finding:
         grad_norm_source=ctx.grad_norm_source,
         loss_range=spread if loss.size else None,
         loss_mean_magnitude=level if loss.size else None,
-        threshold=threshold_text(fid),
+        threshold=threshold_sentence(fid),
         **setup,
     )
     held = [s for s in signs.values() if s.holds]

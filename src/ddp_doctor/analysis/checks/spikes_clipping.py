@@ -35,7 +35,7 @@ from ddp_doctor.analysis.quantities.spikes import (
     WINDOW,
     lags,
 )
-from ddp_doctor.core.catalog import limit
+from ddp_doctor.core.catalog import limit, threshold_sentence
 from ddp_doctor.core.findings import Finding
 from ddp_doctor.rundir.reader import CLIP_COLUMNS
 
@@ -67,7 +67,7 @@ def _loss_spike(ctx: Context) -> Finding:
     ev: dict[str, Any] = dict(
         spikes=[s.to_json() for s in sp[:LISTED]],
         count=len(sp),
-        threshold=LOSS_RULE,
+        threshold=threshold_sentence(fid),
         steps_checked=ctx.series.n_steps,
     )
     if sp:
@@ -147,9 +147,7 @@ def _grad_spike(ctx: Context) -> Finding:
         followed_by_loss_spike=len(followed),
         max_lag=MAX_LAG,
         absorbed_by_clipping=len(absorbed),
-        threshold=RULE
-        + "; spikes clipped to max_norm, or below "
-        + f"{ALONE_FACTOR:g}× the median, with no loss spike after them do not count",
+        threshold=threshold_sentence(fid),
     )
     if sp and len(absorbed) + len(small) < len(sp):
         tail = (
@@ -221,7 +219,7 @@ def _clip_saturated(ctx: Context) -> Finding:
         warmup_steps=start,
         clipped_during_warmup=early_active,
         warmup_clip_calls=early_total,
-        threshold=f"> {SATURATED_SHARE:.0%} of ≥ {MIN_JUDGED_STEPS} post-warmup steps clipped",
+        threshold=threshold_sentence(fid),
     )
     ev[bound_name] = max_norm
     if by_value.any():
@@ -278,7 +276,7 @@ def _clip_before_unscale(ctx: Context) -> Finding:
         clip_calls_with_scaler=n,
         before_unscale=int(bad.size),
         first_step=int(bad[0]) if bad.size else None,
-        threshold="any clip call before scaler.unscale_",
+        threshold=threshold_sentence(fid),
     )
     if bad.size:
         return confirmed(

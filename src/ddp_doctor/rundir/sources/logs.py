@@ -161,7 +161,7 @@ def log_run(series: LogSeries, options: ImportOptions, title: str) -> RunData:
         "time": time.time(),
     }
     last = max((int(r["step"]) for r in records_), default=0)
-    # the parser believes step numbers up to lines × steps_per_line (rankfile._stride)
+    # the parser believes step numbers up to lines × steps_per_line (rankfile.scan._stride)
     header["steps_per_line"] = -(-(last + 1) // (len(records_) + 2))
     lines = [
         header,
