@@ -34,6 +34,9 @@ CASES = [
     ("unused", "unused-parameters", {}),
     ("batchnorm", "batchnorm-unsynced", {}),
     ("warmup-short", "warmup-short", {}),
+    ("grads-unsynced", "grads-not-synced", {}),
+    ("grad-scale-sum", "grad-scale-wrong", {}),
+    ("per-rank-token-mean", "loss-norm-per-rank-tokens", {}),
 ]
 
 

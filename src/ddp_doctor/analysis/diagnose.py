@@ -28,6 +28,7 @@ from ddp_doctor.analysis.checks import (
     data_order,
     ddp_config,
     fsdp,
+    gradient_sync,
     instability,
     loss_logging,
     loss_normalization,
@@ -64,6 +65,7 @@ CHECKS = (
     batchnorm,
     loss_normalization,
     fsdp,
+    gradient_sync,
     progress,
 )
 

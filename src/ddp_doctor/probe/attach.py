@@ -202,9 +202,9 @@ def _release() -> None:
     the interpreter is whole, so nothing of ours is left for finalization to destroy."""
     import gc
 
-    from ddp_doctor.probe.instruments import compile, data, full, gradsync, scaler
+    from ddp_doctor.probe.instruments import compile, data, full, gradsync, scaler, stepgrads
 
-    for module in (compile, data, full, gradsync, scaler):
+    for module in (compile, data, full, gradsync, scaler, stepgrads):
         module.release()
     if PROBE.steps is not None:
         PROBE.steps.release()

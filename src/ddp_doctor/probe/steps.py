@@ -52,6 +52,8 @@ class Micro:
     synced: frozenset[int] = frozenset()  # DDP models whose gradients this backward reduces (gradsync)
     local_norms: list[torch.Tensor] = field(default_factory=list)  # per-parameter ||g|| (gradsync)
     global_: list[torch.Tensor] = field(default_factory=list)
+    local_dots: list[torch.Tensor] = field(default_factory=list)  # per-parameter ⟨g, p⟩ (gradsync, due steps)
+    local_dot: torch.Tensor | None = None  # their sum, read by stepgrads.py at the optimizer step
 
 
 class StepAccumulator:
@@ -77,6 +79,8 @@ class StepAccumulator:
         self.forward: dict[str, Any] | None = None  # inputs of the latest forward with grad enabled
         self.loss_fn: dict[str, Any] | None = None  # latest loss-function call
         self.loss_fn_calls = 0  # loss-function calls since the last backward (instruments/lossfn.py)
+        # valid tokens of the latest reduction="none" loss call (a loss reduced by hand; lossfn.py)
+        self.unreduced_tokens: torch.Tensor | None = None
         self.zero_grad = 0
         # zero_grad calls made after a backward of this window: those are the ones that wipe
         # accumulated gradients (Lightning zero-grads twice before a window's first backward)
@@ -87,6 +91,8 @@ class StepAccumulator:
         self.clip: list[dict[str, Any]] = []
         self.autocast: str | None = None
         self.closed_during_scaler_step = False
+        # step-record fields read just before the step (instruments/stepgrads.py), fetched with the window
+        self.before_step: dict[str, torch.Tensor] = {}
 
     def release(self) -> None:
         """Drop the tensors of an open window and of an unwritten record (at exit)."""
@@ -105,6 +111,9 @@ class StepAccumulator:
             micro.input_shape = self.forward["shape"]
         if micro.tokens is None and micro.loss_fn is not None:
             micro.tokens = micro.loss_fn.get("tokens")
+        if micro.tokens is None and micro.loss_fn is None:
+            micro.tokens = self.unreduced_tokens
+        self.unreduced_tokens = None
         self.forward = None
         self.loss_fn = None
         self.loss_fn_calls = 0
@@ -119,9 +128,11 @@ class StepAccumulator:
         """Turn the window into a `step` record (host transfer happens here) and start the next."""
         now = time.time()
         micros = self.micros
+        before_step = list(self.before_step.items())
         values = _fetch(
             [t for m in micros for t in _value_tensors(m)]
             + [c[k] for c in self.clip for k in CLIP_TENSORS if isinstance(c.get(k), torch.Tensor)]
+            + [t for _, t in before_step]
         )
         hash_values = iter(_fetch_ints([m.input_hash for m in micros if m.input_hash is not None]))
         vals = iter(values)
@@ -159,6 +170,7 @@ class StepAccumulator:
         clip = []
         for c in self.clip:
             clip.append({**c, **{k: next(vals) for k in CLIP_TENSORS if isinstance(c.get(k), torch.Tensor)}})
+        before_values = {k: next(vals) for k, _ in before_step}
         self.pending = {
             "kind": "step",
             "step": self.step,
@@ -188,6 +200,7 @@ class StepAccumulator:
             "nonfinite": nonfinite,
             "autocast": self.autocast,
         }
+        self.pending.update(before_values)
         self.last_close = now
         self.step += 1
         autocast = self.autocast

@@ -188,6 +188,11 @@ KINDS: dict[str, tuple[Field, ...]] = {
         F("autocast", "str", "step"),
         # DeepSpeed: the engine's global gradient norm (unscaled, before clipping; deepspeed.py)
         F("grad_norm", "float", "step"),
+        # DDP: Σ_p w_p ‖grad_p‖ just before optimizer.step(), compared across ranks (instruments/stepgrads.py)
+        F("grad_digest", "float", "step"),
+        # DDP: Σ_p ⟨grad_p, p⟩ before optimizer.step() and of this rank's local gradient (stepgrads.py)
+        F("grad_dot_step", "float", "step"),
+        F("grad_dot_local", "float", "step"),
     ),
     "sampler": (
         F("step", "int"),
@@ -200,6 +205,14 @@ KINDS: dict[str, tuple[Field, ...]] = {
         # that sampler's previous iteration: indices drawn from it, optimizer steps it fed
         F("prev_drawn", "int"),
         F("prev_steps", "int"),
+    ),
+    # the gradients the optimizer steps on, at due steps (probe/instruments/stepgrads.py)
+    "gradsync": (
+        F("step", "int"),
+        F("sq_step", "float"),
+        F("norms", "list[float]"),
+        F("names", "list[str]"),
+        F("shapes", "list[list[int]]"),
     ),
     "replica": (
         F("step", "int"),

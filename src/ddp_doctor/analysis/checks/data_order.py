@@ -237,7 +237,8 @@ def _skew(ctx: Context) -> Finding:
             ranks=len(s.ranks),
             steps=s.n_steps,
         )
-    worst = max(tests, key=lambda t: (t.skewed, abs(t.t)))
+    # a skewed signal by its relative shift (the per-rank means), else by |t|
+    worst = max(tests, key=lambda t: (t.skewed, t.relative_shift if t.skewed else abs(t.t)))
     ev = dict(tests={t.signal: t.to_json() for t in tests})
     if worst.skewed:
         return confirmed(

@@ -8,7 +8,8 @@ analysis, e.g. Law & Kelton, *Simulation Modeling and Analysis*):
     t_r = mean(d_b) / (sd(d_b) / sqrt(n_b)),    p_r = 2 (1 − Φ(|t_r|)) × R   (Bonferroni over R ranks)
 
 A rank is skewed when p_r < :data:`ALPHA` and the shift is also practically large:
-|mean d| / |mean x| > :data:`MIN_REL_EFFECT`.
+|mean d| / |mean x| > :data:`MIN_REL_EFFECT`. The rank named is the skewed one with the largest
+|mean d| (the one the per-rank means single out), not the one with the largest |t|.
 """
 
 from __future__ import annotations
@@ -82,6 +83,14 @@ def rank_skew(x: np.ndarray, ranks: list[int], signal: str) -> RankSkew | None:
             p=p,
             skewed=p < ALPHA and abs(shift) / scale > MIN_REL_EFFECT,
         )
-        if best is None or (cand.skewed, abs(cand.t)) > (best.skewed, abs(best.t)):
+        if best is None or _rank_key(cand) > _rank_key(best):
             best = cand
     return best
+
+
+def _rank_key(c: RankSkew) -> tuple[bool, float]:
+    """Which rank to name: among skewed ranks the one whose mean is furthest from the others'
+    (|shift|), else the largest |t|. One outlier shifts each other rank's d by -shift/(R-1) only,
+    but with less noise (its own, plus 1/(R-1) of the outlier's), so the other ranks' |t| can
+    exceed the outlier's: |t| alone named rank 0 where rank 3 ran at 4× the others."""
+    return (c.skewed, abs(c.shift) if c.skewed else abs(c.t))

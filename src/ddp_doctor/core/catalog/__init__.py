@@ -25,6 +25,7 @@ from ddp_doctor.core.catalog import (
     data_order,
     ddp_config,
     fsdp,
+    gradient_sync,
     loss_logging,
     loss_normalization,
     lr_schedule,
@@ -80,6 +81,7 @@ _FINDING_MODULES: tuple[ModuleType, ...] = (
     ddp_config,
     batchnorm,
     fsdp,
+    gradient_sync,
     progress,
 )
 # The order of the hypotheses (the report's verdicts): the forum thread's guesses as they were listed.
@@ -96,6 +98,7 @@ _HYPOTHESIS_MODULES: tuple[ModuleType, ...] = (
     ddp_config,
     batchnorm,
     loss_normalization,
+    gradient_sync,
     progress,
 )
 

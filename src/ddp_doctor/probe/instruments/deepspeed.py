@@ -127,7 +127,7 @@ def _constructed(engine: Any) -> None:
     fp16, bf16 = bool(_getter(engine, "fp16_enabled")), bool(_getter(engine, "bfloat16_enabled"))
     if stage >= 1 or fp16 or bf16:
         # gradients and the updated weights live in the engine's own buffers (module docstring)
-        PROBE.disabled.update(("params", "full", "update_sample"))
+        PROBE.disabled.update(("params", "full", "update_sample", "stepgrads"))
     if stage >= 3:
         PROBE.disabled.add("replicas")
     import deepspeed

@@ -42,6 +42,21 @@ _buckets: dict[int, tuple[bool, int]] = {}  # key -> (buckets rebuilt?, bucket c
 _armed: set[int] = set()  # models whose latest forward prepared a gradient sync
 _forward_hooks: dict[int, Any] = {}  # key -> handle of the forward pre-hook that arms it
 _in_place: set[int] = set()  # compiled with `ddp.compile()`: sync read when the backward starts
+_hooked: set[int] = set()  # id() of the parameters with a local hook (stepgrads.py sums over the same set)
+# Steps whose `gradsync` record stepgrads.py writes: the first few and every SPARSE × `every`
+# (a record holds one norm per parameter: kept few).
+FIRST_STEPS = 3
+SPARSE = 10
+
+
+def due(step: int) -> bool:
+    every = PROBE.options.every if PROBE.options is not None else 50
+    return step < FIRST_STEPS or step % (SPARSE * every) == 0
+
+
+def watching() -> bool:
+    """A DDP model is watched: its parameters' gradients are replicas after each synced step."""
+    return any(ref() is not None for ref in _models.values())
 
 
 def watch(ddp: DistributedDataParallel) -> None:
@@ -51,6 +66,7 @@ def watch(ddp: DistributedDataParallel) -> None:
     for p in ddp.module.parameters():
         if p.requires_grad:
             _handles.append(p.register_post_accumulate_grad_hook(on_grad))
+            _hooked.add(id(p))
     _forward_hooks[key] = ddp.register_forward_pre_hook(functools.partial(_forward_pre, key))
 
 
@@ -93,6 +109,7 @@ def _observe_local(key: int, param: torch.Tensor) -> None:
     if micro is None or key not in micro.synced or param.grad is None:
         return
     micro.local_norms.append(_norm(param.grad))
+    micro.local_dots.append(dot(param.grad, param))
 
 
 @guarded("gradsync")
@@ -112,6 +129,9 @@ def end_backward(micro: Any) -> None:
     if micro.local_norms:  # one value per micro-step: the per-parameter norms, squared and summed
         micro.local.append((None, _sum_sq(micro.local_norms, fused=False)))
         micro.local_norms = []
+    if micro.local_dots:
+        micro.local_dot = torch.stack(micro.local_dots).sum()
+        micro.local_dots = []
     for key in micro.synced:
         ddp = _models[key]()
         if ddp is None:
@@ -120,6 +140,15 @@ def end_backward(micro: Any) -> None:
         grads = [p.grad for p in ddp.module.parameters() if p.requires_grad and p.grad is not None]
         if grads:
             micro.global_.append(_sum_sq(grads, fused=True))
+
+
+def dot(g: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
+    """⟨g, p⟩ in float32: linear in g, and p is the same on every replica, so the reduced
+    gradient's ⟨ḡ, p⟩ is the mean of the ranks' local ones (stepgrads.py, gradient scale)."""
+    g, p = g.detach(), p.detach()
+    if g.dtype == p.dtype == torch.float32 and g.is_contiguous() and p.is_contiguous():
+        return torch.dot(g.reshape(-1), p.reshape(-1))  # no temporary of the parameter's size
+    return (g.float() * p.float()).sum()
 
 
 def _norm(t: torch.Tensor) -> torch.Tensor:
@@ -160,3 +189,4 @@ def release() -> None:
     _armed.clear()
     _forward_hooks.clear()
     _in_place.clear()
+    _hooked.clear()

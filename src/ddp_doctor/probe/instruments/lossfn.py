@@ -56,7 +56,10 @@ def _reduction(bound: inspect.BoundArguments) -> str:
 def _observed(
     signature: inspect.Signature, out: torch.Tensor, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> None:
-    if not torch.is_grad_enabled() or not isinstance(out, torch.Tensor) or out.numel() != 1:
+    if not torch.is_grad_enabled() or not isinstance(out, torch.Tensor):
+        return
+    if out.numel() != 1:
+        _unreduced(signature, args, kwargs)
         return
     bound = signature.bind(*args, **kwargs)
     target, reduction = bound.arguments.get("target"), _reduction(bound)
@@ -75,6 +78,19 @@ def _observed(
     # `tokens` (not recorded here): the micro-step's token count when no forward hook counted it
     steps.loss_fn = {"value": out.detach(), "reduction": reduction, "n_valid": n_valid, "tokens": tokens}
     steps.loss_fn_calls += 1
+
+
+def _unreduced(signature: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """reduction="none" (a masked loss summed and divided by hand): no value to record, but the
+    target's count != ignore_index is the micro-step's valid tokens (loss_normalization.py)."""
+    if "ignore_index" not in signature.parameters:
+        return
+    bound = signature.bind(*args, **kwargs)
+    target = bound.arguments.get("target")
+    if _reduction(bound) != "none" or not isinstance(target, torch.Tensor) or target.is_floating_point():
+        return
+    ignore = bound.arguments.get("ignore_index", signature.parameters["ignore_index"].default)
+    PROBE.steps.unreduced_tokens = (target != ignore).sum()
 
 
 def _terms(bound: inspect.BoundArguments) -> int:

@@ -20,7 +20,7 @@ import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
 from ddp_doctor.probe.instruments import compile as compile_instrument
-from ddp_doctor.probe.instruments import full, params, replicas, update_sample
+from ddp_doctor.probe.instruments import full, params, replicas, stepgrads, update_sample
 from ddp_doctor.probe.state import PROBE, Nesting, guarded, patch
 
 HYPER_PARAMS = ("lr", "eps", "betas", "weight_decay", "momentum")
@@ -111,6 +111,7 @@ def _close_window(optimizer: torch.optim.Optimizer) -> None:
 
             fsdp.emit_config()
     full.before_step(optimizer, steps.step)
+    stepgrads.before_step(optimizer)
     update_sample.before_step(optimizer, steps.step)
     steps.close(lr_of(optimizer), skipped=False)
     steps.closed_during_scaler_step = True
