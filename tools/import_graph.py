@@ -26,7 +26,7 @@ FLOORS: list[tuple[str, ...]] = [
     ("rundir",),
     ("probe", "presets"),
     ("analysis",),
-    ("report", "compare", "lint", "plan", "integrations", "cli_common"),
+    ("report", "compare", "equiv", "lint", "plan", "integrations", "cli_common"),
     # the reference trainer's launcher starts it under `ddp-doctor run`'s injection (launch.launcher)
     # watch: `run --watch` (launch/command.py) starts it; it reads the run dir, diagnoses, renders
     ("launch", "experiments", "trainer", "watch"),

@@ -26,6 +26,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "ddp_doctor.demo",  # demo
     "ddp_doctor.experiments.command",  # verify, ablate
     "ddp_doctor.plan.command",  # plan
+    "ddp_doctor.experiments.equiv_command",  # equiv
 )
 
 app = typer.Typer(

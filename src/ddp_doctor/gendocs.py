@@ -6,7 +6,9 @@
   :func:`ddp_doctor.probe.interventions.markdown_table`;
 * docs/compare.md — the causes table, from :func:`ddp_doctor.compare.causes.markdown_table`;
 * docs/lint.md — the rule table and the corpus sentence's rule counts, from
-  :func:`ddp_doctor.lint.rules.markdown_table` and :func:`ddp_doctor.lint.rules.corpus_sentence`.
+  :func:`ddp_doctor.lint.rules.markdown_table` and :func:`ddp_doctor.lint.rules.corpus_sentence`;
+* docs/equivalence.md — the worked example: `ddp-doctor equiv`'s output on the two run directories
+  in docs/equivalence-example/ (recorded by tools/equiv_example.py), rendered by the command's renderer.
 
 A generated section of a hand-written page sits between ``<!-- generated: NAME -->`` and
 ``<!-- end generated: NAME -->``. ``python -m ddp_doctor.gendocs --check`` exits 1 and names the
@@ -27,6 +29,23 @@ from ddp_doctor.lint import rules
 from ddp_doctor.probe import interventions
 
 Part = tuple[str | None, Callable[[], str]]
+EQUIV_EXAMPLE = Path("docs") / "equivalence-example"
+
+
+def equiv_example() -> str:
+    """`ddp-doctor equiv` on the stored example runs, as the command prints it (en and zh)."""
+    from ddp_doctor.equiv import render, stages, verdict
+
+    base = Path(__file__).resolve().parents[2] / EQUIV_EXAMPLE
+    result = verdict.compare(stages.read(base / "one"), stages.read(base / "many"))
+    result.run_a, result.run_b = str(EQUIV_EXAMPLE / "one"), str(EQUIV_EXAMPLE / "many")
+    command = f"$ ddp-doctor equiv {result.run_a} {result.run_b}  # exit code {result.exit_code}\n"
+    return (
+        "```text\n" + command + render.render_text(result, "en") + "```\n\n"
+        "`--lang zh`:\n\n```text\n" + "\n".join(render.summary_lines(result, "zh")) + "\n```\n"
+    )
+
+
 # file (relative to the repository root) -> its generated parts: (section name or None for the whole
 # file, generator)
 GENERATED: dict[str, tuple[Part, ...]] = {
@@ -35,6 +54,7 @@ GENERATED: dict[str, tuple[Part, ...]] = {
     "docs/experiments.md": (("interventions", interventions.markdown_table),),
     "docs/compare.md": (("causes", causes.markdown_table),),
     "docs/lint.md": (("lint-rules", rules.markdown_table), ("lint-corpus", rules.corpus_sentence)),
+    "docs/equivalence.md": (("equiv-example", equiv_example),),
 }
 
 

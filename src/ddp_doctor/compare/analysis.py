@@ -39,6 +39,7 @@ from ddp_doctor.analysis.quantities.noise_band import WITHIN_NOISE_RATIO
 from ddp_doctor.compare.causes import SERIOUS_SCORE, Cause, Pair, find_causes
 from ddp_doctor.core.catalog import NOT_A_CAUSE, Lang, Text
 from ddp_doctor.core.findings import jsonable
+from ddp_doctor.equiv.verdict import Equivalence
 
 COMPARE_SCHEMA = "ddp-doctor.compare/1"
 
@@ -183,6 +184,8 @@ class Comparison:
     differing_findings: list[dict[str, Any]]
     causes: list[Cause]
     notes: list[str]
+    # both runs carry equivalence fingerprints (docs/equivalence.md): the stage-by-stage verdict
+    equivalence: Equivalence | None = None
 
     def headline(self, lang: Lang = "en") -> str:
         head = TEXT[self.conclusion]
@@ -251,6 +254,8 @@ class Comparison:
                 "notes": self.notes,
             }
         )
+        if self.equivalence is not None:  # only when both runs carry fingerprints: else unchanged
+            out["equivalence"] = self.equivalence.to_json()
         return out
 
 
@@ -596,4 +601,15 @@ def compare(  # noqa: PLR0915 - the comparison's steps in order, each with its n
         differing_findings=differing,
         causes=causes,
         notes=notes,
+        equivalence=fingerprint_verdict(a_diag, b_diag),
     )
+
+
+def fingerprint_verdict(a_diag: Diagnosis, b_diag: Diagnosis) -> Equivalence | None:
+    """`equiv`'s stage-by-stage comparison when both runs recorded fingerprints, else None."""
+    from ddp_doctor.equiv import stages, verdict  # deferred: most compared runs carry none
+
+    runs = [d.context.run for d in (a_diag, b_diag)]
+    if not all(any(r.records.get("fingerprint") for r in run.ranks.values()) for run in runs):
+        return None
+    return verdict.compare(stages.from_run(runs[0]), stages.from_run(runs[1]))

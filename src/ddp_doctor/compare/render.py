@@ -145,6 +145,10 @@ def render_text(c: Comparison, lang: Lang = "en") -> str:
             lines.append(f"  {n}. {clean(cause.summary.get(lang))}")
     else:
         lines.append("  " + t("none", lang))
+    if c.equivalence is not None:  # both runs carry fingerprints (docs/equivalence.md)
+        from ddp_doctor.equiv.render import summary_lines
+
+        lines += [""] + summary_lines(c.equivalence, lang)
     if c.notes:
         lines += ["", t("notes", lang)] + [f"  - {clean(n)}" for n in c.notes]
     return "\n".join(lines) + "\n"

@@ -40,6 +40,14 @@ def run_command(
     every: int = typer.Option(
         50, "--every", min=1, help="Replica checksum (and `full` statistics) every N optimizer steps."
     ),
+    fingerprints: int = typer.Option(
+        0,
+        "--fingerprints",
+        min=0,
+        metavar="K",
+        help="Per-parameter fingerprints of every stage of the first K optimizer steps, for "
+        "`ddp-doctor equiv`/`compare` (docs/equivalence.md); 0: off.",
+    ),
     sets: list[str] | None = typer.Option(
         None,
         "--set",
@@ -88,7 +96,12 @@ def run_command(
         except InterventionError as error:
             fail(f"--set: {error}", command="run")
     run_dir = out if out is not None else launcher.default_run_dir()
-    options = ProbeOptions(run_dir=run_dir.resolve(), level=level, every=every)  # type: ignore[arg-type]
+    options = ProbeOptions(
+        run_dir=run_dir.resolve(),
+        level=level,  # type: ignore[arg-type]
+        every=every,
+        fingerprints=fingerprints,
+    )
     typer.echo(f"ddp-doctor: recording to {safe(run_dir)}", err=True)
     watcher = None
     if watch or on_finding or alert_log or stop_on:

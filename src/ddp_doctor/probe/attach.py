@@ -40,6 +40,7 @@ def attach(
         level=level or (from_env.level if from_env else "basic"),  # type: ignore[arg-type]
         every=every or (from_env.every if from_env else DEFAULT_EVERY),
         fault=os.environ.get(ENV_FAULT) or None,
+        fingerprints=from_env.fingerprints if from_env else 0,
     )
     _start(options, write_manifest=from_env is None)
 
@@ -106,6 +107,7 @@ def _install_all() -> None:
         config,
         data,
         ddp,
+        fingerprints,
         lossfn,
         optimizer,
         replicas,
@@ -126,6 +128,7 @@ def _install_all() -> None:
         compile,
         compile_check,
         replicas,
+        fingerprints,  # opt-in (ProbeOptions.fingerprints): installs nothing otherwise
     ):
         _install(instrument)
     from ddp_doctor.probe import capture
@@ -202,9 +205,9 @@ def _release() -> None:
     the interpreter is whole, so nothing of ours is left for finalization to destroy."""
     import gc
 
-    from ddp_doctor.probe.instruments import compile, data, full, gradsync, scaler, stepgrads
+    from ddp_doctor.probe.instruments import compile, data, fingerprints, full, gradsync, scaler, stepgrads
 
-    for module in (compile, data, full, gradsync, scaler, stepgrads):
+    for module in (compile, data, fingerprints, full, gradsync, scaler, stepgrads):
         module.release()
     if PROBE.steps is not None:
         PROBE.steps.release()

@@ -16,6 +16,10 @@ ENV_EVERY = "DDP_DOCTOR_EVERY"
 # Comma-separated instruments that must raise inside their hooks: the safety tests use it to prove
 # that a failing instrument is disabled and recorded without touching the training results.
 ENV_FAULT = "DDP_DOCTOR_PROBE_FAULT"
+# Per-parameter equivalence fingerprints for the first K optimizer steps (instruments/fingerprints.py,
+# docs/equivalence.md); unset or 0: off. `ddp-doctor equiv` sets it; `run --fingerprints K` too.
+ENV_FINGERPRINTS = "DDP_DOCTOR_FINGERPRINTS"
+DEFAULT_FINGERPRINT_STEPS = 3
 
 Level = Literal["basic", "full"]
 LEVELS: tuple[str, ...] = ("basic", "full")
@@ -30,19 +34,25 @@ class ProbeOptions:
     level: Level = "basic"
     every: int = DEFAULT_EVERY
     fault: str | None = None
+    fingerprints: int = 0  # optimizer steps with equivalence fingerprints (0: off)
 
     def __post_init__(self) -> None:
         if self.level not in LEVELS:
             raise ValueError(f"level must be one of {LEVELS}, got {self.level!r}")
         if self.every < 1:
             raise ValueError(f"every must be >= 1, got {self.every}")
+        if self.fingerprints < 0:
+            raise ValueError(f"fingerprints must be >= 0, got {self.fingerprints}")
 
     @property
     def faults(self) -> tuple[str, ...]:
         return tuple(self.fault.split(",")) if self.fault else ()
 
     def to_env(self) -> dict[str, str]:
-        return {ENV_RUN_DIR: str(self.run_dir), ENV_LEVEL: self.level, ENV_EVERY: str(self.every)}
+        env = {ENV_RUN_DIR: str(self.run_dir), ENV_LEVEL: self.level, ENV_EVERY: str(self.every)}
+        if self.fingerprints:
+            env[ENV_FINGERPRINTS] = str(self.fingerprints)
+        return env
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> ProbeOptions | None:
@@ -55,4 +65,10 @@ class ProbeOptions:
             level=env.get(ENV_LEVEL, "basic"),  # type: ignore[arg-type]
             every=int(env.get(ENV_EVERY, DEFAULT_EVERY)),
             fault=env.get(ENV_FAULT) or None,
+            fingerprints=_count(env.get(ENV_FINGERPRINTS)),
         )
+
+
+def _count(text: str | None) -> int:
+    """A step count from the environment; anything that is not a non-negative integer is 0 (off)."""
+    return int(text) if text is not None and text.strip().isdigit() else 0

@@ -245,6 +245,21 @@ KINDS: dict[str, tuple[Field, ...]] = {
         F("baseline_abs", "float"),
     ),
     "unused": (F("step", "int"), F("names", "list[str]")),
+    # opt-in equivalence fingerprints of the first K steps (probe/instruments/fingerprints.py):
+    # per parameter [Σx, Σx², Σ|x|, max|x|, 4 samples] or null; `local` one list per micro-step
+    "fingerprint": (
+        F("step", "int"),
+        F("names", "list[str]"),
+        F("numel", "list[int]"),
+        F("dtype", "list[str]"),
+        F("sharded", "bool"),
+        F("local", "any"),
+        F("reduced", "any"),
+        F("clipped", "any"),
+        F("param", "any"),
+        F("update", "any"),
+        F("sample_hashes", "list[str]"),
+    ),
     # the loss the script itself logged (probe/capture; docs/run-format.md `logged_loss`)
     "logged_loss": (
         F("step", "int"),

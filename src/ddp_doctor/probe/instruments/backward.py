@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from ddp_doctor.probe.instruments import gradsync, scaler
+from ddp_doctor.probe.instruments import fingerprints, gradsync, scaler
 from ddp_doctor.probe.state import PROBE, Nesting, guarded, patch
 
 _nesting = Nesting()
@@ -39,6 +39,7 @@ def _before(tensors: Any) -> None:
         else:
             loss = root.detach()
     gradsync.begin_backward(steps.begin_backward(loss, scale))
+    fingerprints.begin_backward()
     PROBE.mark_training()
 
 
@@ -64,3 +65,4 @@ def _after() -> None:
     micro, PROBE.steps.current = PROBE.steps.current, None
     if micro is not None:
         gradsync.end_backward(micro)
+        fingerprints.end_backward()

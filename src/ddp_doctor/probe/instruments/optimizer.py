@@ -20,7 +20,7 @@ import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
 from ddp_doctor.probe.instruments import compile as compile_instrument
-from ddp_doctor.probe.instruments import full, params, replicas, stepgrads, update_sample
+from ddp_doctor.probe.instruments import fingerprints, full, params, replicas, stepgrads, update_sample
 from ddp_doctor.probe.state import PROBE, Nesting, guarded, patch
 
 HYPER_PARAMS = ("lr", "eps", "betas", "weight_decay", "momentum")
@@ -113,6 +113,7 @@ def _close_window(optimizer: torch.optim.Optimizer) -> None:
     full.before_step(optimizer, steps.step)
     stepgrads.before_step(optimizer)
     update_sample.before_step(optimizer, steps.step)
+    fingerprints.before_step(optimizer, steps.step)
     steps.close(lr_of(optimizer), skipped=False)
     steps.closed_during_scaler_step = True
 
@@ -172,6 +173,7 @@ def _post(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
         params.report_unused(optimizer)
     full.after_step(optimizer, step)
     update_sample.after_step(step)
+    fingerprints.after_step(step)
     if not PROBE.steps.scaler_seen and not PROBE.steps.engine_step:
         finish_step(optimizer)
 

@@ -1,0 +1,184 @@
+"""`ddp-doctor equiv` on real gloo runs of the reference trainer: clean runs are equivalent at every
+stage within the derived tolerance (world sizes 1 vs 2, 1 vs 3; 1 vs 4 slow), each fault breaks at
+the stage where it lives, with the cause it maps to, and the probe's fingerprints leave training
+bit-identical.
+
+Same global batch everywhere: micro-batch 1 × accumulation (12 / W) × W ranks = 12 samples per step.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import teardown_race
+from probe.helpers import DDP_DOCTOR, RUN_TIMEOUT_S, base_env
+
+pytestmark = pytest.mark.distributed
+
+STEPS = 2  # optimizer steps trained and fingerprinted
+GLOBAL = 12  # samples per optimizer step at every world size
+TRAINER = [
+    "-m",
+    "ddp_doctor.trainer",
+    "--steps",
+    str(STEPS),
+    "--seq-len",
+    "32",
+    "--micro-batch",
+    "1",
+    "--no-progress",
+]
+
+
+def _torchrun(world: int, *flags: str) -> list[str]:
+    return [
+        sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={world}",
+        *TRAINER, "--accum", str(GLOBAL // world), *flags,
+    ]  # fmt: skip
+
+
+def _record(out: Path, world: int, *flags: str) -> Path:
+    """`ddp-doctor run --fingerprints STEPS` of the trainer at `world` ranks."""
+    command = [
+        *DDP_DOCTOR,
+        "run",
+        "--out",
+        str(out),
+        "--fingerprints",
+        str(STEPS),
+        "--",
+        *_torchrun(world, *flags),
+    ]
+    proc = subprocess.run(command, env=base_env(), capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    if proc.returncode != 0 and not teardown_race.tolerated(proc, out, f"equiv {world} {flags}"):
+        raise AssertionError(f"exit {proc.returncode}\n{proc.stderr[-4000:]}")
+    return out
+
+
+def _equiv(*args: str) -> tuple[int, dict]:
+    proc = subprocess.run(
+        [*DDP_DOCTOR, "equiv", "--format", "json", *args],
+        env=base_env(),
+        capture_output=True,
+        text=True,
+        timeout=2 * RUN_TIMEOUT_S,
+    )
+    assert proc.stdout, proc.stderr[-4000:]
+    return proc.returncode, json.loads(proc.stdout)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _record(tmp_path_factory.mktemp("equiv") / "one", 1)
+
+
+def _assert_equivalent(code: int, result: dict) -> None:
+    assert code == 0, result["first_break"]
+    assert result["verdict"] == "equivalent"
+    assert len(result["stages"]) == 5 * STEPS
+    assert all(s["status"] == "equal" and s["compared"] > 0 for s in result["stages"])
+    assert all(s["worst"] <= s["tolerance"] for s in result["stages"])
+    assert [d["status"] for d in result["data"]] == ["same"] * STEPS
+    assert all(d["samples_a"] == GLOBAL for d in result["data"])
+    # the tolerance is derived, not fixed: n = T + A·W + 1 from each run's own split and tokens
+    tol = result["tolerances"]["0"]
+    assert "n_b = " in tol["formula"] and tol["n_b"] > GLOBAL
+    assert tol["grad"] == pytest.approx(
+        sum(n * 2.0**-24 / (1 - n * 2.0**-24) for n in (tol["n_a"], tol["n_b"]))
+    )
+
+
+def _metrics(out_dir: Path) -> list[tuple[float, float]]:
+    lines = (out_dir / "metrics.jsonl").read_text().splitlines()
+    return [(json.loads(line)["loss"], json.loads(line)["grad_norm"]) for line in lines]
+
+
+def test_equiv_runs_world_1_and_2_and_they_are_equivalent_and_bit_identical_to_a_bare_run(tmp_path):
+    """The launching form (`-- SCRIPT`), and the fingerprints change no number of the training run."""
+    one, many, bare = tmp_path / "m1", tmp_path / "m2", tmp_path / "bare"
+    code, result = _equiv(
+        "--out", str(tmp_path / "runs"), "--nproc", "2", "--steps", str(STEPS),
+        "--one", f"--accum 12 --out-dir {one}", "--many", f"--accum 6 --out-dir {many}",
+        "--", *TRAINER,
+    )  # fmt: skip
+    _assert_equivalent(code, result)
+    assert (result["world_a"], result["world_b"]) == (1, 2)
+    proc = teardown_race.run_retrying(
+        lambda: subprocess.run(
+            [*_torchrun(2, "--out-dir", str(bare))], env=base_env(), capture_output=True, text=True,
+            timeout=RUN_TIMEOUT_S,
+        ),
+        "equiv bare",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert _metrics(many) == _metrics(bare)  # float for float: loss and gradient norm of every step
+
+
+def test_world_1_and_3_are_equivalent(reference, tmp_path):
+    _assert_equivalent(*_equiv(str(reference), str(_record(tmp_path / "three", 3))))
+
+
+def test_ddp_bypassed_breaks_after_the_all_reduce(reference, tmp_path):
+    code, result = _equiv(str(reference), str(_record(tmp_path / "bypass", 2, "--fault", "bypass-ddp")))
+    assert code == 1 and result["verdict"] == "break"
+    first = result["first_break"]
+    assert (first["step"], first["stage"]) == (0, "reduced")
+    assert first["causes"] == ["ddp-bypassed"] and "disagree" in first["note"]
+    # the stages before it held: same data, same parameters, the same local gradients (mean over ranks)
+    assert [s["status"] for s in result["stages"][:2]] == ["equal", "equal"]
+
+
+def test_loss_not_divided_by_accumulation_breaks_at_local_with_the_accumulation_factor(reference, tmp_path):
+    code, result = _equiv(str(reference), str(_record(tmp_path / "unscaled", 2, "--fault", "loss-unscaled")))
+    assert code == 1
+    first = result["first_break"]
+    assert (first["step"], first["stage"]) == (0, "local")
+    assert first["ratio"] == pytest.approx(GLOBAL // 2, rel=1e-3)  # ×accum_B
+    assert "accum-loss-unscaled" in first["causes"]
+
+
+@pytest.mark.slow
+def test_world_1_and_4_are_equivalent(reference, tmp_path):
+    _assert_equivalent(*_equiv(str(reference), str(_record(tmp_path / "four", 4))))
+
+
+@pytest.mark.slow
+def test_sync_every_micro_step_is_equivalent(reference, tmp_path):
+    """accum-no-sync-missing wastes bandwidth but is the same arithmetic: no break may be claimed."""
+    _assert_equivalent(
+        *_equiv(str(reference), str(_record(tmp_path / "every", 2, "--fault", "sync-every-micro")))
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("fault", "stage", "cause"),
+    [
+        ("sync-toggle-after-forward", "reduced", "no-sync-after-forward"),
+        ("zero-grad-per-micro", "local", "zero-grad-inside-accum"),
+        ("per-microbatch-mean-loss", "local", "loss-normalization-variable-tokens"),
+        ("sched-per-micro", "update", "scheduler-per-microstep"),
+    ],
+)
+def test_each_fault_breaks_at_its_stage(reference, tmp_path, fault, stage, cause):
+    code, result = _equiv(str(reference), str(_record(tmp_path / fault, 2, "--fault", fault)))
+    assert code == 1
+    first = result["first_break"]
+    assert first["stage"] == stage and cause in first["causes"], first
+
+
+@pytest.mark.slow
+def test_an_epoch_boundary_that_falls_elsewhere_is_data_differs_not_a_break(tmp_path):
+    """13 documents: at world size 2 DistributedSampler(drop_last=True) keeps 12 per epoch, at world
+    size 1 all 13, so step 1 reads another set of samples: undecided at step 1, no false break."""
+    one = _record(tmp_path / "one", 1, "--dataset-docs", "13")
+    two = _record(tmp_path / "two", 2, "--dataset-docs", "13")
+    code, result = _equiv(str(one), str(two))
+    assert code == 2 and result["verdict"] == "undecided" and result["first_break"] is None
+    assert result["data_differs_at"] == 1
+    assert [d["status"] for d in result["data"]] == ["same", "differs"]
+    assert all(s["status"] == "equal" for s in result["stages"][:5])
