@@ -14,4 +14,6 @@ def test_import_graph_has_no_circle_and_no_upward_arrow() -> None:
         [sys.executable, str(ROOT / "tools" / "import_graph.py"), "--check"], capture_output=True, text=True
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "module circles 0:" in proc.stdout
+    assert "room circles 0:" in proc.stdout
     assert "upward room arrows 0" in proc.stdout

@@ -7,9 +7,8 @@ function (a deferred import is still a dependency), except under `if TYPE_CHECKI
 A room is a package under ddp_doctor (`core`, `rundir`, ...); each top-level module (`cli.py`) is
 its own room. FLOORS is the intended order, lowest first: a room may import rooms on its own floor
 or below. An arrow to a higher floor is an upward arrow; a circle is a strongly connected set of
-modules (module level) or rooms (room level). `--check` exits 1 unless there is no room circle,
-no upward arrow, no module circle beyond ALLOWED_MODULE_CIRCLES, and every room has a floor
-(tests/test_layers.py runs it).
+modules (module level) or rooms (room level). `--check` exits 1 unless there is no circle (of
+modules or of rooms), no upward arrow, and every room has a floor (tests/test_layers.py runs it).
 """
 
 from __future__ import annotations
@@ -33,15 +32,6 @@ FLOORS: list[tuple[str, ...]] = [
     ("demo", "gendocs"),
     ("cli", "ddp_doctor"),  # ddp_doctor/__init__.py: the public attach() and load()
 ]
-
-
-# Module circles known and accepted, each with its reason; --check fails on any other.
-ALLOWED_MODULE_CIRCLES: dict[frozenset[str], str] = {
-    frozenset({"ddp_doctor.probe.instruments.optimizer", "ddp_doctor.probe.instruments.replicas"}): (
-        "replicas' destroy_process_group patch closes the pending step through optimizer (a deferred "
-        "import inside one room; probe area)"
-    ),
-}
 
 
 def _module_name(root: Path, path: Path) -> str:
@@ -189,10 +179,7 @@ def main() -> int:
     if args.edges:
         for (a, b), imports in sorted(arrows.items()):
             print(f"{a} -> {b} ({len(imports)})")
-    unknown = [c for c in module_circles if frozenset(c) not in ALLOWED_MODULE_CIRCLES]
-    if unknown:
-        print(f"module circles not in ALLOWED_MODULE_CIRCLES: {unknown}")
-    bad = unknown or room_circles or upward or unplaced
+    bad = module_circles or room_circles or upward or unplaced
     return 1 if args.check and bad else 0
 
 

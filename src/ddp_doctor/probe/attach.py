@@ -107,10 +107,10 @@ def _install_all() -> None:
         config,
         data,
         ddp,
+        destroy,
         fingerprints,
         lossfn,
         optimizer,
-        replicas,
         scaler,
         scheduler,
     )
@@ -127,7 +127,7 @@ def _install_all() -> None:
         config,
         compile,
         compile_check,
-        replicas,
+        destroy,  # dist.destroy_process_group: the pending step, then the final checksum (replicas)
         fingerprints,  # opt-in (ProbeOptions.fingerprints): installs nothing otherwise
     ):
         _install(instrument)

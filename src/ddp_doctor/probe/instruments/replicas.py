@@ -8,8 +8,8 @@ sums and norms missed it). Every rank writes at the same step numbers and the an
 ranks offline, so the basic level has no per-step collective.
 
 The final state is checksummed too (``final: true``), once, whichever comes first: when the
-script calls `dist.destroy_process_group()` (the model is usually still alive there) or at
-interpreter exit (if a watched model is still alive). A divergence that starts mid-run persists,
+script calls `dist.destroy_process_group()` (the model is usually still alive there; the patch is
+in destroy.py) or at interpreter exit (if a watched model is still alive). A divergence that starts mid-run persists,
 so the last checksum decides the whole run: without it, a mid-run divergence after the last
 `every` step would go unseen. No collective: each rank writes its own, the analysis compares.
 FSDP2 shards differ by design across ranks, so they are not checksummed.
@@ -18,13 +18,11 @@ FSDP2 shards differ by design across ranks, so they are not checksummed.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
-from typing import Any
 
 import torch
 
 from ddp_doctor.probe.instruments import params
-from ddp_doctor.probe.state import PROBE, guarded, patch
+from ddp_doctor.probe.state import PROBE, guarded
 
 INT32 = 1 << 32
 _BITS = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
@@ -80,26 +78,3 @@ def _checksum(step: int, optimizer: torch.optim.Optimizer | None, final: bool) -
         record["final"] = True
     _last_step = step
     PROBE.emit(record)
-
-
-def install() -> None:
-    import torch.distributed as dist
-
-    def make(original: Callable[..., Any]) -> Callable[..., Any]:
-        def destroy_process_group(*args: Any, **kwargs: Any) -> Any:
-            from ddp_doctor.probe.instruments.optimizer import finish_step, primary
-
-            group = args[0] if args else kwargs.get("group")
-            if group is None:  # the default group: the end of training (a subgroup may end mid-run)
-                _before_destroy(finish_step, primary)
-            return original(*args, **kwargs)
-
-        return destroy_process_group
-
-    patch(dist, "destroy_process_group", make)
-
-
-@guarded("replicas")
-def _before_destroy(finish_step: Any, primary: Any) -> None:
-    finish_step(primary())  # a pending step record (GradScaler runs) comes before the final checksum
-    final_checksum(primary())
