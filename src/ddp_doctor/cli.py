@@ -19,6 +19,7 @@ from ddp_doctor import __version__
 COMMAND_MODULES: tuple[str, ...] = (
     "ddp_doctor.launch.command",  # run
     "ddp_doctor.report.command",  # report
+    "ddp_doctor.report.summarize_command",  # summarize
     "ddp_doctor.watch.command",  # watch
     "ddp_doctor.compare.command",  # compare
     "ddp_doctor.lint.command",  # lint

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ddp_doctor.probe.interventions import ENV_VAR
-from ddp_doctor.probe.options import DEFAULT_EVERY, ENV_FAULT, ProbeOptions
+from ddp_doctor.probe.options import DEFAULT_EVERY, ENV_FAULT, ProbeOptions, rollup_every_from
 from ddp_doctor.probe.state import PROBE, after_import, guarded
 
 DEFAULT_ATTACH_DIR = "ddp-doctor-run"
@@ -41,6 +41,7 @@ def attach(
         every=every or (from_env.every if from_env else DEFAULT_EVERY),
         fault=os.environ.get(ENV_FAULT) or None,
         fingerprints=from_env.fingerprints if from_env else 0,
+        rollup_every=from_env.rollup_every if from_env else rollup_every_from(os.environ),
     )
     _start(options, write_manifest=from_env is None)
 
@@ -111,6 +112,7 @@ def _install_all() -> None:
         fingerprints,
         lossfn,
         optimizer,
+        rollup,
         scaler,
         scheduler,
     )
@@ -129,6 +131,7 @@ def _install_all() -> None:
         compile_check,
         destroy,  # dist.destroy_process_group: the pending step, then the final checksum (replicas)
         fingerprints,  # opt-in (ProbeOptions.fingerprints): installs nothing otherwise
+        rollup,  # a `rollup` record every R steps (ProbeOptions.rollup_every; 0: installs nothing)
     ):
         _install(instrument)
     from ddp_doctor.probe import capture
@@ -185,6 +188,7 @@ def _write_end() -> None:
     finish_step(primary())
     final_checksum(primary())  # no-op when destroy_process_group already wrote it
     _finish_capture()
+    _finish_rollup()
     if PROBE.recorder is not None and PROBE.recorder.is_open:
         end = {"kind": "end", "time": time.time(), "steps": PROBE.steps.step, "reason": "exit"}
         # An unhandled exception ended the program (Python sets sys.last_value before atexit):
@@ -205,15 +209,30 @@ def _release() -> None:
     the interpreter is whole, so nothing of ours is left for finalization to destroy."""
     import gc
 
-    from ddp_doctor.probe.instruments import compile, data, fingerprints, full, gradsync, scaler, stepgrads
+    from ddp_doctor.probe.instruments import (
+        compile,
+        data,
+        fingerprints,
+        full,
+        gradsync,
+        rollup,
+        scaler,
+        stepgrads,
+    )
 
-    for module in (compile, data, fingerprints, full, gradsync, scaler, stepgrads):
+    for module in (compile, data, fingerprints, full, gradsync, rollup, scaler, stepgrads):
         module.release()
     if PROBE.steps is not None:
         PROBE.steps.release()
     PROBE.models.clear()
     PROBE.param_names.clear()
     gc.collect()
+
+
+def _finish_rollup() -> None:
+    from ddp_doctor.probe.instruments import rollup
+
+    rollup.finish()  # guarded itself
 
 
 @guarded("capture")

@@ -20,6 +20,9 @@ ENV_FAULT = "DDP_DOCTOR_PROBE_FAULT"
 # docs/equivalence.md); unset or 0: off. `ddp-doctor equiv` sets it; `run --fingerprints K` too.
 ENV_FINGERPRINTS = "DDP_DOCTOR_FINGERPRINTS"
 DEFAULT_FINGERPRINT_STEPS = 3
+# A `rollup` record every R optimizer steps (instruments/rollup.py, rundir/rollups.py); 0: off.
+ENV_ROLLUP_EVERY = "DDP_DOCTOR_ROLLUP_EVERY"
+DEFAULT_ROLLUP_EVERY = 100  # rundir.rollups.DEFAULT_EVERY (measured: docs/report.md, "Rollups and scale")
 
 Level = Literal["basic", "full"]
 LEVELS: tuple[str, ...] = ("basic", "full")
@@ -35,6 +38,7 @@ class ProbeOptions:
     every: int = DEFAULT_EVERY
     fault: str | None = None
     fingerprints: int = 0  # optimizer steps with equivalence fingerprints (0: off)
+    rollup_every: int = DEFAULT_ROLLUP_EVERY  # optimizer steps per `rollup` record (0: off)
 
     def __post_init__(self) -> None:
         if self.level not in LEVELS:
@@ -43,6 +47,8 @@ class ProbeOptions:
             raise ValueError(f"every must be >= 1, got {self.every}")
         if self.fingerprints < 0:
             raise ValueError(f"fingerprints must be >= 0, got {self.fingerprints}")
+        if self.rollup_every < 0:
+            raise ValueError(f"rollup_every must be >= 0, got {self.rollup_every}")
 
     @property
     def faults(self) -> tuple[str, ...]:
@@ -52,6 +58,8 @@ class ProbeOptions:
         env = {ENV_RUN_DIR: str(self.run_dir), ENV_LEVEL: self.level, ENV_EVERY: str(self.every)}
         if self.fingerprints:
             env[ENV_FINGERPRINTS] = str(self.fingerprints)
+        if self.rollup_every != DEFAULT_ROLLUP_EVERY:
+            env[ENV_ROLLUP_EVERY] = str(self.rollup_every)
         return env
 
     @classmethod
@@ -66,9 +74,16 @@ class ProbeOptions:
             every=int(env.get(ENV_EVERY, DEFAULT_EVERY)),
             fault=env.get(ENV_FAULT) or None,
             fingerprints=_count(env.get(ENV_FINGERPRINTS)),
+            rollup_every=rollup_every_from(env),
         )
 
 
 def _count(text: str | None) -> int:
     """A step count from the environment; anything that is not a non-negative integer is 0 (off)."""
     return int(text) if text is not None and text.strip().isdigit() else 0
+
+
+def rollup_every_from(env: os._Environ[str] | dict[str, str]) -> int:
+    """R from DDP_DOCTOR_ROLLUP_EVERY: unset or not a count means the default; 0 means off."""
+    text = env.get(ENV_ROLLUP_EVERY)
+    return int(text) if text is not None and text.strip().isdigit() else DEFAULT_ROLLUP_EVERY

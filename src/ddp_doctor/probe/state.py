@@ -46,6 +46,8 @@ class Probe:
         self.param_names: dict[int, str] = {}
         self.steps: Any = None  # steps.StepAccumulator, set by attach
         self.on_open: Callable[[int], None] | None = None  # explicit attach(): rank 0 writes a manifest
+        # called with every record after it is written (instruments/rollup.py); each one guarded
+        self.listeners: list[Callable[[dict[str, Any]], None]] = []
 
     @property
     def active(self) -> bool:
@@ -65,6 +67,8 @@ class Probe:
         if training:
             self.mark_training()
         self.recorder.write(record)
+        for listener in self.listeners:
+            listener(record)
 
     def mark_training(self) -> None:
         """This process is a training rank: create its file (header first, then early records)."""

@@ -203,6 +203,11 @@ def _rank_files(path: Path, probs: Problems) -> list[tuple[Path, int]]:
     return sorted(((p, r) for r, p in found.items()), key=lambda x: x[1])
 
 
+def rank_files(path: Path, probs: Problems) -> list[tuple[Path, int]]:
+    """(file, rank) of every rank file of the run directory ``path``, in rank order (see _rank_files)."""
+    return _rank_files(path, probs)
+
+
 def _shown(name: str) -> str:
     return repr(name[:80]) if not name.isprintable() else name[:80]
 

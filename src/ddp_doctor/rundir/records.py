@@ -272,6 +272,19 @@ KINDS: dict[str, tuple[Field, ...]] = {
         F("user_step", "int"),
         F("reduce", "str"),
     ),
+    # every R optimizer steps: the window's sufficient statistics (rundir/rollups.py; docs/run-format.md)
+    "rollup": (
+        F("schema", "str"),
+        F("rank", "int"),
+        F("every", "int"),
+        F("window", "int"),
+        F("first", "int"),
+        F("last", "int"),
+        F("steps", "int"),
+        F("stats", "dict"),
+        F("spikes", "dict"),
+        F("inputs", "list[any]"),
+    ),
     "probe_error": (F("instrument", "str"), F("step", "int"), F("error", "str"), F("traceback", "str")),
     "end": (
         F("time", "float"),
