@@ -6,7 +6,8 @@
   :func:`ddp_doctor.probe.interventions.markdown_table`;
 * docs/compare.md — the causes table, from :func:`ddp_doctor.compare.causes.markdown_table`;
 * docs/lint.md — the rule table and the corpus sentence's rule counts, from
-  :func:`ddp_doctor.lint.rules.markdown_table` and :func:`ddp_doctor.lint.rules.corpus_sentence`;
+  :func:`ddp_doctor.lint.rules.markdown_table` and :func:`ddp_doctor.lint.rules.corpus_sentence`,
+  and the snippet counts per rule, from the folders of tests/lint/corpus/ (:func:`lint_corpus_counts`);
 * docs/equivalence.md — the worked example: `ddp-doctor equiv`'s output on the two run directories
   in docs/equivalence-example/ (recorded by tools/equiv_example.py), rendered by the command's renderer.
 
@@ -30,6 +31,7 @@ from ddp_doctor.probe import interventions
 
 Part = tuple[str | None, Callable[[], str]]
 EQUIV_EXAMPLE = Path("docs") / "equivalence-example"
+LINT_CORPUS = Path("tests") / "lint" / "corpus"
 
 
 def equiv_example() -> str:
@@ -46,6 +48,19 @@ def equiv_example() -> str:
     )
 
 
+def lint_corpus_counts() -> str:
+    """docs/lint.md's table of bad_*/good_* snippets per rule folder of the lint corpus (a hand-kept
+    copy drifted as snippets were added)."""
+    base = Path(__file__).resolve().parents[2] / LINT_CORPUS
+    lines = ["| rule | bad | good |", "|---|---|---|"]
+    for folder in sorted(p for p in base.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))):
+        names = [p.name for p in folder.glob("*.py")]
+        bad = sum(n.startswith("bad_") for n in names)
+        good = sum(n.startswith("good_") for n in names)
+        lines.append(f"| {folder.name} | {bad} | {good} |")
+    return "\n".join(lines) + "\n"
+
+
 # file (relative to the repository root) -> its generated parts: (section name or None for the whole
 # file, generator)
 GENERATED: dict[str, tuple[Part, ...]] = {
@@ -53,7 +68,11 @@ GENERATED: dict[str, tuple[Part, ...]] = {
     "docs/report.md": (("thresholds", catalog_docs.thresholds_markdown),),
     "docs/experiments.md": (("interventions", interventions.markdown_table),),
     "docs/compare.md": (("causes", causes.markdown_table),),
-    "docs/lint.md": (("lint-rules", rules.markdown_table), ("lint-corpus", rules.corpus_sentence)),
+    "docs/lint.md": (
+        ("lint-rules", rules.markdown_table),
+        ("lint-corpus", rules.corpus_sentence),
+        ("lint-corpus-counts", lint_corpus_counts),
+    ),
     "docs/equivalence.md": (("equiv-example", equiv_example),),
 }
 
