@@ -26,7 +26,8 @@ from pathlib import Path
 
 from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
 from ddp_doctor.lint.idioms import SYNC_CONTROL
-from ddp_doctor.lint.loops import backward_of
+from ddp_doctor.lint.loops import LoopFacts, backward_of
+from ddp_doctor.lint.provenance import LossFlow, Shape, merge, param_call_return
 from ddp_doctor.lint.source import read_source
 
 DATA_PARALLEL = frozenset(
@@ -94,6 +95,11 @@ class Summary:
     # Parameters (by name and position, ``self`` not counted) whose value is iterated by a loop that
     # runs backward — directly or after ``self.x = param`` in a method of the class.
     trains_on_params: set[str | int] = field(default_factory=set)
+    # What calling it returns of the local training loss (lint/provenance.py): KAIR's
+    # ``current_log()`` returning ``self.log_dict`` that ``optimize_parameters`` filled.
+    returns_loss: Shape | None = None
+    # ``(parameter, position)``: it calls that parameter and returns the result there (MSN ``gpu_timer``).
+    param_call_return: tuple[int, int] | None = None
 
 
 @dataclass
@@ -117,6 +123,7 @@ class ProjectIndex:
     _wrapper_names: tuple[str, ...] | None = None
     _bn_modules: set[str] | None = None
     _local_names: set[str] = field(default_factory=set)  # top-level defs of the file being summarised
+    _loss_names: tuple[str, ...] | None = None
 
     # --- building ------------------------------------------------------------------------------
 
@@ -214,6 +221,7 @@ class ProjectIndex:
         ]
         uses_eval = any(isinstance(c.func, ast.Name) and c.func.id == "eval" for c in ctx.of_type(ast.Call))
         has_scaler_word = any("GradScaler" in w for w in ctx.words)
+        flow = LossFlow(ctx, LoopFacts(ctx)) if ctx.mentions("backward", "training_step") else None
         backward_defs: set[int] = set()  # top-level defs/classes (and methods) holding a `.backward`
         for attr in ctx.of_type(ast.Attribute):
             if attr.attr == "backward":
@@ -300,6 +308,8 @@ class ProjectIndex:
                 s.calls_backward = call is not None and any(backward_of(x) for x in walk_local(call))
             else:
                 s.logs_rank0 = _logs_rank0_only(ctx, node)
+                s.returns_loss = flow.returns.get(id(node)) if flow is not None else None
+                s.param_call_return = param_call_return(node)
             self.summaries[qual] = s
             if (qual, node) in methods:
                 self.methods.setdefault(qual.rsplit(".", 1)[-1], []).append(s)
@@ -376,6 +386,8 @@ class ProjectIndex:
                     s.scales_loss |= c.scales_loss
                     if callee in s.returned_callees:
                         s.returns_ddp |= c.returns_ddp
+                        if not _is_class_summary(c) and c.returns_loss is not None and s.returns_loss is None:
+                            s.returns_loss, changed = c.returns_loss, True
                     changed |= before != _propagated_flags(s)
             if not changed:
                 break
@@ -421,6 +433,50 @@ class ProjectIndex:
         if isinstance(func, ast.Attribute):
             return self.methods.get(func.attr, [])
         return []
+
+    def call_returns_loss(self, ctx: FileContext, call: ast.Call) -> Shape | None:
+        """What ``call`` returns of the local training loss, through project code: a function, or
+        ``obj.method()`` with ``obj`` of unknown type when most project methods of that name return it
+        (KAIR ``model.current_log()``)."""
+        s = self.summary_for(ctx, call.func)
+        if s is not None:
+            return None if _is_class_summary(s) else s.returns_loss
+        found = self._same_name_methods(call.func)
+        shapes = [m.returns_loss for m in found if m.returns_loss is not None]
+        if not shapes or 2 * len(shapes) <= len(found):
+            return None
+        out: Shape | None = None
+        for shape in shapes:
+            out = merge(out, shape)
+        return out
+
+    def call_param_return(self, ctx: FileContext, call: ast.Call) -> tuple[int, int] | None:
+        """``(parameter, position)`` when ``call`` runs a project function that calls that parameter
+        and returns its result (``gpu_timer(train_step)`` in ``src/utils.py``)."""
+        s = self.summary_for(ctx, call.func)
+        return s.param_call_return if s is not None else None
+
+    def loss_returning_names(self) -> tuple[str, ...]:
+        """Bare names of project functions and methods that return the local loss (computed once):
+        the words that let a file receive it without a backward of its own."""
+        if self._loss_names is None:
+            self._loss_names = tuple(
+                sorted(
+                    {q.rsplit(".", 1)[-1] for q, s in self.summaries.items() if s.returns_loss is not None}
+                )
+            )
+        return self._loss_names
+
+    def _same_name_methods(self, func: ast.AST) -> list[Summary]:
+        """Project methods ``obj.name(...)`` may run when ``obj``'s type is unknown (not ``self``,
+        ``super()``, or a dunder)."""
+        if (
+            not isinstance(func, ast.Attribute)
+            or func.attr.startswith("__")
+            or (isinstance(func.value, ast.Call) and dotted(func.value.func) == "super")
+        ):
+            return []
+        return self.method_summaries(func)
 
     def call_wraps_ddp(self, ctx: FileContext, call: ast.Call, plain: bool = False) -> bool:
         """``call`` wraps a model in DDP/FSDP through project code (``smart_DDP(model)``,
