@@ -59,6 +59,8 @@ FACT_WORDS = (
     "Rank",
     "main_process",
     "master",
+    "compile",  # a helper returning torch.compile(m)
+    "odel",  # model/Model: builders that only compose project classes (``return YOLOX(...)``)
 )
 LOCAL_KEY = "\0module"  # entry of an import table naming the file's own module
 ROUNDS = 4

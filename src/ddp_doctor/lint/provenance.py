@@ -84,6 +84,7 @@ PASS_THROUGH = frozenset(
         "nanmean",
         "type",
         "requires_grad_",
+        "values",
     }
 )
 AGGREGATORS = frozenset({"sum", "stack", "cat", "mean", "add", "nansum", "nanmean", "float"})

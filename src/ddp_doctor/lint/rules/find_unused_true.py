@@ -41,13 +41,19 @@ class FindUnusedTrue(Rule):
         for node in ctx.of_type(ast.Call):
             kw_name = DDP_CONFIGS.get(ctx.call_qualname(node) or "")
             value = keyword(node, kw_name) if kw_name else None
-            default = _config_default(_through_name(ctx, value, node)) if value is not None else None
-            if value is not None and default is not None:
+            source = _through_name(ctx, value, node)
+            default = _config_default(source) if source is not None else None
+            if value is not None and source is not None and default is not None:
+                origin = ctx.segment(source)
+                if source is not value:  # read into a variable first
+                    origin = f"{origin}` (through `{ctx.segment(value)}`)"
+                else:
+                    origin = f"{origin}`"
                 yield self.violation(
                     value,
-                    f"`{kw_name}` comes from `{ctx.segment(value)}`, which is True unless the configuration "
+                    f"`{kw_name}` comes from `{origin}, which is True unless the configuration "
                     "sets it: DDP re-traverses the autograd graph every step (speed, not accuracy).",
-                    f"`{kw_name}` 取自 `{ctx.segment(value)}`，配置未设置时为 True：DDP 每步都要重新遍历 autograd 图"
+                    f"`{kw_name}` 取自 `{origin}，配置未设置时为 True：DDP 每步都要重新遍历 autograd 图"
                     "（影响速度，不影响精度）。",
                     gated_by=f"{default} not set in the configuration (default True)",
                     setting=True,

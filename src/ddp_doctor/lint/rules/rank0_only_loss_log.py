@@ -277,12 +277,12 @@ def _training_binding(flow: LossFlow, scope: ast.AST, name: str, at: ast.AST, ta
         return False  # rebound from gathered values: ``loss = sum(all_gather(loss)) / n``
     updated = any(binding.lineno < u < line for u in taint.updates.get(name, ()))
     if (
-        name not in taint.roots
+        name not in taint.roots | taint.terms | taint.carriers
         and not updated
         and isinstance(binding, ast.Assign)
         and len(binding.targets) == 1
         and isinstance(binding.targets[0], ast.Name)
-        and not any(isinstance(x, ast.Name) and x.id in taint.names for x in ast.walk(binding.value))
+        and not reads(ast.walk(binding.value)) & taint.names
         and not (
             isinstance(binding.value, ast.Call)
             and (ctx.helper(binding.value) is not None or flow.call_shape(binding.value) is not None)
