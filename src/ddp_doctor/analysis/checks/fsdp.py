@@ -18,7 +18,7 @@ import numpy as np
 
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, fmt, inconclusive, ruled_out
-from ddp_doctor.core.catalog import threshold_sentence
+from ddp_doctor.core.catalog import Text, threshold_sentence
 from ddp_doctor.core.findings import Finding
 from ddp_doctor.rundir.reader import CLIP_COLUMNS
 
@@ -68,8 +68,10 @@ def check(ctx: Context) -> list[Finding]:
         return [
             ruled_out(
                 fid,
-                "No FSDP1 model: the FSDP1 clipping pitfall cannot occur.",
-                "没有 FSDP1 模型：不会出现 FSDP1 的裁剪问题。",
+                Text(
+                    "No FSDP1 model: the FSDP1 clipping pitfall cannot occur.",
+                    "没有 FSDP1 模型：不会出现 FSDP1 的裁剪问题。",
+                ),
                 fsdp_version=cfg.get("version") if cfg else None,
             )
         ]
@@ -78,8 +80,7 @@ def check(ctx: Context) -> list[Finding]:
         return [
             ruled_out(
                 fid,
-                "FSDP1 without gradient clipping.",
-                "FSDP1 未使用梯度裁剪。",
+                Text("FSDP1 without gradient clipping.", "FSDP1 未使用梯度裁剪。"),
                 fsdp_version=1,
                 clip_calls=0,
             )
@@ -106,11 +107,13 @@ def check(ctx: Context) -> list[Finding]:
         return [
             confirmed(
                 fid,
-                f"{TORCH_CLIP} on an FSDP1 model sharded over {shard} ranks ({cfg.get('sharding_strategy')}): "
-                f"at step {step} each rank clipped by its own shard's norm ({listed}) while the full "
-                f"gradient's norm was {fmt(full)}; the ranks apply different, too weak clipping.",
-                f"在分片到 {shard} 个 rank 的 FSDP1 模型上调用了 {TORCH_CLIP}：第 {step} 步每个 rank 按自己分片的范数裁剪"
-                f"（{listed}），而完整梯度的范数为 {fmt(full)}；各 rank 的裁剪不同且偏弱。",
+                Text(
+                    f"{TORCH_CLIP} on an FSDP1 model sharded over {shard} ranks ({cfg.get('sharding_strategy')}): "
+                    f"at step {step} each rank clipped by its own shard's norm ({listed}) while the full "
+                    f"gradient's norm was {fmt(full)}; the ranks apply different, too weak clipping.",
+                    f"在分片到 {shard} 个 rank 的 FSDP1 模型上调用了 {TORCH_CLIP}：第 {step} 步每个 rank 按自己分片的范数裁剪"
+                    f"（{listed}），而完整梯度的范数为 {fmt(full)}；各 rank 的裁剪不同且偏弱。",
+                ),
                 **evidence,
             )
         ]
@@ -123,17 +126,21 @@ def check(ctx: Context) -> list[Finding]:
         return [
             ruled_out(
                 fid,
-                f"FSDP1 {why}: at step {step} the ranks clipped by {listed} (full gradient norm {fmt(full)}).",
-                f"FSDP1 裁剪方式正确（{why}）：第 {step} 步各 rank 的裁剪范数为 {listed}（完整梯度范数 {fmt(full)}）。",
+                Text(
+                    f"FSDP1 {why}: at step {step} the ranks clipped by {listed} (full gradient norm {fmt(full)}).",
+                    f"FSDP1 裁剪方式正确（{why}）：第 {step} 步各 rank 的裁剪范数为 {listed}（完整梯度范数 {fmt(full)}）。",
+                ),
                 **evidence,
             )
         ]
     return [
         inconclusive(
             fid,
-            f"FSDP1 with {clips} clip calls: which clip function was used is not "
-            "visible in this run directory; run `ddp-doctor lint` on the script.",
-            f"FSDP1 下有 {clips} 次裁剪调用：此运行目录中看不出使用的是哪个裁剪函数；请运行 `ddp-doctor lint`。",
+            Text(
+                f"FSDP1 with {clips} clip calls: which clip function was used is not "
+                "visible in this run directory; run `ddp-doctor lint` on the script.",
+                f"FSDP1 下有 {clips} 次裁剪调用：此运行目录中看不出使用的是哪个裁剪函数；请运行 `ddp-doctor lint`。",
+            ),
             **evidence,
         )
     ]
