@@ -358,7 +358,7 @@ class Taint:
     gathered: set[str]  # names assigned from a reduce/gather call (``parts = all_gather(loss)``)
 
 
-def _tainted(
+def _tainted(  # noqa: PLR0915 - one walk over the scope collects roots, reductions, meter updates and flows in statement order; the fixed points below read them together
     ctx: FileContext,
     facts: LoopFacts,
     scope: ast.AST,
