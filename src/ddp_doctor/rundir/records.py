@@ -210,6 +210,7 @@ KINDS: dict[str, tuple[Field, ...]] = {
     "gradsync": (
         F("step", "int"),
         F("sq_step", "float"),
+        F("sq_reduced", "float"),  # FSDP2: the same sum when the step's last synced backward returned
         F("norms", "list[float]"),
         F("names", "list[str]"),
         F("shapes", "list[list[int]]"),
