@@ -335,6 +335,39 @@ def _option_text(ctx: FileContext, value: ast.expr) -> str:
     return f"{defaults[f'--{dest}']} (default {defaults.get(dest)!r})"
 
 
+def option_text(ctx: FileContext, value: ast.expr) -> str:
+    return _option_text(ctx, value)
+
+
+def accumulation_count(facts: LoopFacts, loop: AccumLoop) -> ast.expr | None:
+    """The number of micro-steps per optimizer step: ``N`` of ``for _ in range(N)`` (nested), or the
+    right operand of the ``%`` in the accumulation guard (``if (i + 1) % accum == 0:``, also
+    ``update_grad=(i + 1) % accum_iter == 0``). None when no such operand is written."""
+    node = loop.loop
+    if loop.shape == "nested":
+        it = node.iter if isinstance(node, (ast.For, ast.AsyncFor)) else None
+        if isinstance(it, ast.Call) and dotted(it.func) == "range" and len(it.args) == 1:
+            return it.args[0]
+        return None
+    for n in facts.ctx.local(node):
+        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod):
+            parent = facts.ctx.parents.get(n)
+            while parent is not None and not isinstance(parent, (ast.If, ast.keyword, ast.stmt)):
+                parent = facts.ctx.parents.get(parent)
+            if isinstance(parent, (ast.If, ast.keyword)):
+                return n.right
+    return None
+
+
+def count_sources(ctx: FileContext, count: ast.expr) -> list[ast.expr | None]:
+    """What a count name was assigned in its function (None for a binding that is not a plain
+    assignment: a loop variable, a parameter has no binding and gives [])."""
+    if not isinstance(count, ast.Name):
+        return [count]
+    binds = ctx.bindings(ctx.enclosing_function(count)).get(count.id, [])
+    return [b.value if isinstance(b, ast.Assign) else None for b in binds if b.lineno <= count.lineno]
+
+
 def unconditional_nodes(facts: LoopFacts, body: list[ast.stmt]) -> Iterator[ast.AST]:
     """Nodes of ``body`` that run whenever it runs, through simple same-file helpers."""
     yield from _unconditional_nodes(facts, body, HELPER_DEPTH, frozenset())
