@@ -38,8 +38,8 @@ from ddp_doctor.analysis.diagnose import Diagnosis
 from ddp_doctor.analysis.quantities.noise_band import WITHIN_NOISE_RATIO
 from ddp_doctor.compare.causes import SERIOUS_SCORE, Cause, Pair, find_causes
 from ddp_doctor.compare.policy import POLICY_KEYS, policy_of
-from ddp_doctor.core.catalog import NOT_A_CAUSE, Lang, Text
-from ddp_doctor.core.findings import jsonable
+from ddp_doctor.core.catalog import NOT_A_CAUSE, Text
+from ddp_doctor.core.findings import jsonable, text_fields
 from ddp_doctor.equiv.verdict import Equivalence
 
 COMPARE_SCHEMA = "ddp-doctor.compare/1"
@@ -191,11 +191,11 @@ class Comparison:
     # both runs carry equivalence fingerprints (docs/equivalence.md): the stage-by-stage verdict
     equivalence: Equivalence | None = None
 
-    def headline(self, lang: Lang = "en") -> str:
+    def headline(self) -> Text:
         head = TEXT[self.conclusion]
         if self.conclusion == "not-explained" and self.causes:
             head = head + Text("; most likely: ", "；最可能的原因：") + self.causes[0].summary
-        return head.get(lang)
+        return head
 
     def assert_equal(self, rtol: float, atol: float) -> tuple[bool, dict[str, Any]]:
         """Do the aligned curves agree: |L_B − L_A| ≤ atol + rtol·|L_A| at every aligned point?"""
@@ -223,8 +223,7 @@ class Comparison:
             {
                 "schema": COMPARE_SCHEMA,
                 "conclusion": self.conclusion,
-                "headline": self.headline("en"),
-                "headline_zh": self.headline("zh"),
+                **text_fields({"headline": self.headline()}, "headline"),
                 "runs": {
                     "a": {"label": self.a.label, "path": self.a.path, "settings": self.a.settings()},
                     "b": {"label": self.b.label, "path": self.b.path, "settings": self.b.settings()},

@@ -170,7 +170,7 @@ class ProjectIndex:
             return name
         return self._module_alias.get(name)
 
-    def _summarise(self, module: str, ctx: FileContext) -> None:
+    def _summarise(self, module: str, ctx: FileContext) -> None:  # noqa: PLR0915 - one pass per file: its imports, star imports, eval and backward-holding defs feed every def's summary, each def walked once
         imports = absolute_imports(ctx, module)
         imports[LOCAL_KEY] = module
         self._local_names = {

@@ -138,14 +138,10 @@ def render_html(diag: Diagnosis, lang: Lang = "en") -> str:
     ]
     failure = info.get("failure")
     if failure:  # a failed rank is the first thing said (analysis/failure.py)
-        parts.append(
-            f"<p class='failure'><b>{escape(failure['summary_zh' if lang == 'zh' else 'summary'])}</b></p>"
-        )
+        parts.append(f"<p class='failure'><b>{escape(failure['summary'].get(lang))}</b></p>")
     answer = info.get("oscillation")
     if answer:  # the question the user came with, answered first
-        parts.append(
-            f"<p class='answer'><b>{escape(answer['summary_zh' if lang == 'zh' else 'summary'])}</b></p>"
-        )
+        parts.append(f"<p class='answer'><b>{escape(answer['summary'].get(lang))}</b></p>")
     parts.append("<p>" + "<br>".join(escape(_plain(x)) for x in run_lines(diag, lang)) + "</p>")
     if info["problems"]:
         parts.append(

@@ -31,7 +31,7 @@ from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, coverage, fmt, inconclusive, not_measured, ruled_out
 from ddp_doctor.analysis.quantities.sharding import shard_replicas
 from ddp_doctor.analysis.quantities.shards import combine_clip
-from ddp_doctor.core.catalog import limit, threshold_sentence
+from ddp_doctor.core.catalog import Text, limit, threshold_sentence
 from ddp_doctor.core.findings import Finding
 from ddp_doctor.rundir.reader import CLIP_COLUMNS
 
@@ -174,8 +174,8 @@ def check_fsdp2(ctx: Context, cfg: dict[str, Any]) -> Finding:
             why_en += f"; {clip_en} was seen: correct on the DTensor parameters, wrong on local shards"
             why_zh += f"；看到了{clip_zh}：在 DTensor 参数上正确，在本地分片上错误"
         return not_measured(
-            fid, f"FSDP2: each rank's clip coefficient is not measured: {why_en}.",
-            f"FSDP2：各 rank 的裁剪系数未测量：{why_zh}。", **evidence,
+            fid, Text(f"FSDP2: each rank's clip coefficient is not measured: {why_en}.",
+            f"FSDP2：各 rank 的裁剪系数未测量：{why_zh}。"), **evidence,
         )  # fmt: skip
     worst = max(measured, key=lambda m: m.spread)
     if worst.spread > COEF_SPREAD:
@@ -216,13 +216,13 @@ def check_fsdp2(ctx: Context, cfg: dict[str, Any]) -> Finding:
         what_zh = "以相同的系数缩放了梯度分片" if acted else "保持梯度分片不变"
         return ruled_out(
             fid,
-            f"FSDP2: at step {shown.step} every rank {what_en} ({coefs}){call_en}: the clip uses the "
+            Text(f"FSDP2: at step {shown.step} every rank {what_en} ({coefs}){call_en}: the clip uses the "
             f"whole gradient's norm (full norm {fmt(full, 4)}); steps measured: {steps}.",
             f"FSDP2：第 {shown.step} 步每个 rank {what_zh}（{coefs}）{call_zh}：裁剪使用整个梯度的范数"
-            f"（完整范数 {fmt(full, 4)}）；测量的步：{steps}。",
+            f"（完整范数 {fmt(full, 4)}）；测量的步：{steps}。"),
             coverage=coverage(
-                n, n, f"the clip code measured at step {shown.step} runs the same way at every step",
-                f"第 {shown.step} 步测得的裁剪代码在每一步的行为相同",
+                n, n, Text(f"the clip code measured at step {shown.step} runs the same way at every step",
+                f"第 {shown.step} 步测得的裁剪代码在每一步的行为相同"),
             ),
             **evidence,
         )  # fmt: skip
@@ -230,13 +230,13 @@ def check_fsdp2(ctx: Context, cfg: dict[str, Any]) -> Finding:
     seen_zh = f"{clip_zh}在这些步上未生效" if clip_zh else "未见裁剪调用"
     return ruled_out(
         fid,
-        f"FSDP2: no rank's gradient changed between the backward and optimizer.step() at the measured "
+        Text(f"FSDP2: no rank's gradient changed between the backward and optimizer.step() at the measured "
         f"steps ({seen_en}; {coefs} at step {shown.step}); steps measured: {steps}.",
         f"FSDP2：在测量的步上，各 rank 的梯度在 backward 与 optimizer.step() 之间都未被改变（{seen_zh}；第 "
-        f"{shown.step} 步 {coefs}）；测量的步：{steps}。",
+        f"{shown.step} 步 {coefs}）；测量的步：{steps}。"),
         coverage=coverage(
-            len(measured), n, "steps where each rank's coefficient was measured: " + steps,
-            "测量了各 rank 系数的步：" + steps,
+            len(measured), n, Text("steps where each rank's coefficient was measured: " + steps,
+            "测量了各 rank 系数的步：" + steps),
         ),
         **evidence,
     )  # fmt: skip
@@ -266,13 +266,15 @@ def _per_shard(fid: str, m: ClipCoefficients, replicas: int, evidence: dict[str,
     coefs = f"{_ranks_text(m.coef)}; spread {m.spread:.3g} > {COEF_SPREAD:.0%}"
     return confirmed(
         fid,
-        f"FSDP2: at step {m.step} the ranks scaled their gradient shards by different factors between "
-        f"the backward and optimizer.step() ({coefs}) while the shard norms were {_ranks_text(m.before)} "
-        f"and the full gradient's norm {fmt(full, 4)}{tail_en}: each rank clipped by its own shard's "
-        "norm (e.g. a clip over `p.grad.to_local()`).",
-        f"FSDP2：第 {m.step} 步在 backward 与 optimizer.step() 之间，各 rank 以不同的系数缩放了自己的梯度分片"
-        f"（{coefs}），而分片范数为 {_ranks_text(m.before)}，完整梯度范数为 {fmt(full, 4)}{tail_zh}：每个 rank "
-        "按自己分片的范数裁剪（例如在 `p.grad.to_local()` 上手写的裁剪）。",
+        Text(
+            f"FSDP2: at step {m.step} the ranks scaled their gradient shards by different factors between "
+            f"the backward and optimizer.step() ({coefs}) while the shard norms were {_ranks_text(m.before)} "
+            f"and the full gradient's norm {fmt(full, 4)}{tail_en}: each rank clipped by its own shard's "
+            "norm (e.g. a clip over `p.grad.to_local()`).",
+            f"FSDP2：第 {m.step} 步在 backward 与 optimizer.step() 之间，各 rank 以不同的系数缩放了自己的梯度分片"
+            f"（{coefs}），而分片范数为 {_ranks_text(m.before)}，完整梯度范数为 {fmt(full, 4)}{tail_zh}：每个 rank "
+            "按自己分片的范数裁剪（例如在 `p.grad.to_local()` 上手写的裁剪）。",
+        ),
         **evidence,
     )
 
@@ -320,8 +322,10 @@ def check(ctx: Context) -> list[Finding]:
         return [
             ruled_out(
                 fid,
-                "No FSDP model: gradients are not sharded, so no rank can clip by a shard's norm.",
-                "没有 FSDP 模型：梯度未分片，不会有 rank 按分片的范数裁剪。",
+                Text(
+                    "No FSDP model: gradients are not sharded, so no rank can clip by a shard's norm.",
+                    "没有 FSDP 模型：梯度未分片，不会有 rank 按分片的范数裁剪。",
+                ),
                 fsdp_version=cfg.get("version") if cfg else None,
             )
         ]
@@ -330,8 +334,7 @@ def check(ctx: Context) -> list[Finding]:
         return [
             ruled_out(
                 fid,
-                "FSDP1 without gradient clipping.",
-                "FSDP1 未使用梯度裁剪。",
+                Text("FSDP1 without gradient clipping.", "FSDP1 未使用梯度裁剪。"),
                 fsdp_version=1,
                 clip_calls=0,
             )
@@ -358,11 +361,13 @@ def check(ctx: Context) -> list[Finding]:
         return [
             confirmed(
                 fid,
-                f"{TORCH_CLIP} on an FSDP1 model sharded over {shard} ranks ({cfg.get('sharding_strategy')}): "
-                f"at step {step} each rank clipped by its own shard's norm ({listed}) while the full "
-                f"gradient's norm was {fmt(full)}; the ranks apply different, too weak clipping.",
-                f"在分片到 {shard} 个 rank 的 FSDP1 模型上调用了 {TORCH_CLIP}：第 {step} 步每个 rank 按自己分片的范数裁剪"
-                f"（{listed}），而完整梯度的范数为 {fmt(full)}；各 rank 的裁剪不同且偏弱。",
+                Text(
+                    f"{TORCH_CLIP} on an FSDP1 model sharded over {shard} ranks ({cfg.get('sharding_strategy')}): "
+                    f"at step {step} each rank clipped by its own shard's norm ({listed}) while the full "
+                    f"gradient's norm was {fmt(full)}; the ranks apply different, too weak clipping.",
+                    f"在分片到 {shard} 个 rank 的 FSDP1 模型上调用了 {TORCH_CLIP}：第 {step} 步每个 rank 按自己分片的范数裁剪"
+                    f"（{listed}），而完整梯度的范数为 {fmt(full)}；各 rank 的裁剪不同且偏弱。",
+                ),
                 **evidence,
             )
         ]
@@ -375,17 +380,21 @@ def check(ctx: Context) -> list[Finding]:
         return [
             ruled_out(
                 fid,
-                f"FSDP1 {why}: at step {step} the ranks clipped by {listed} (full gradient norm {fmt(full)}).",
-                f"FSDP1 裁剪方式正确（{why}）：第 {step} 步各 rank 的裁剪范数为 {listed}（完整梯度范数 {fmt(full)}）。",
+                Text(
+                    f"FSDP1 {why}: at step {step} the ranks clipped by {listed} (full gradient norm {fmt(full)}).",
+                    f"FSDP1 裁剪方式正确（{why}）：第 {step} 步各 rank 的裁剪范数为 {listed}（完整梯度范数 {fmt(full)}）。",
+                ),
                 **evidence,
             )
         ]
     return [
         inconclusive(
             fid,
-            f"FSDP1 with {clips} clip calls: which clip function was used is not "
-            "visible in this run directory; run `ddp-doctor lint` on the script.",
-            f"FSDP1 下有 {clips} 次裁剪调用：此运行目录中看不出使用的是哪个裁剪函数；请运行 `ddp-doctor lint`。",
+            Text(
+                f"FSDP1 with {clips} clip calls: which clip function was used is not "
+                "visible in this run directory; run `ddp-doctor lint` on the script.",
+                f"FSDP1 下有 {clips} 次裁剪调用：此运行目录中看不出使用的是哪个裁剪函数；请运行 `ddp-doctor lint`。",
+            ),
             **evidence,
         )
     ]

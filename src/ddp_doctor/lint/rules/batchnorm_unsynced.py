@@ -25,6 +25,7 @@ import ast
 import re
 from collections.abc import Iterator
 
+from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, keyword
 from ddp_doctor.lint.flags import all_defaults, describe, flag_test
 from ddp_doctor.lint.idioms import BATCHNORM_ARCH, MODEL_FACTORIES, MODEL_GETTERS, MODEL_REGISTRIES
@@ -101,9 +102,11 @@ class BatchnormUnsynced(Rule):
         for call in ddp_calls:
             yield self.violation(
                 call,
-                f"BatchNorm layers (line {lines}) are wrapped in DDP without "
-                "SyncBatchNorm: each rank normalises with its own micro-batch statistics.",
-                f"BatchNorm 层（第 {lines} 行）被 DDP 包装却未转换为 SyncBatchNorm。",
+                Text(
+                    f"BatchNorm layers (line {lines}) are wrapped in DDP without "
+                    "SyncBatchNorm: each rank normalises with its own micro-batch statistics.",
+                    f"BatchNorm 层（第 {lines} 行）被 DDP 包装却未转换为 SyncBatchNorm。",
+                ),
                 edits=() if gated_by else self._fix(ctx, call),
                 gated_by=gated_by,
                 batchnorm_lines=sorted(bn_lines),

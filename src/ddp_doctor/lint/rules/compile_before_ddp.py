@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, method
 from ddp_doctor.lint.flags import gate_of
 from ddp_doctor.lint.loops import LoopFacts
@@ -79,9 +80,11 @@ class CompileBeforeDdp(Rule):
                                 continue
                         yield self.violation(
                             node,
-                            f"torch.compile (line {line}) is applied before DDP wrapping (line "
-                            f"{node.lineno}); both orders work, compiling the DDP model overlaps communication.",
-                            f"torch.compile（第 {line} 行）在 DDP 包装（第 {node.lineno} 行）之前；两种顺序都可以。",
+                            Text(
+                                f"torch.compile (line {line}) is applied before DDP wrapping (line "
+                                f"{node.lineno}); both orders work, compiling the DDP model overlaps communication.",
+                                f"torch.compile（第 {line} 行）在 DDP 包装（第 {node.lineno} 行）之前；两种顺序都可以。",
+                            ),
                             gated_by=gated_by,
                             compile_line=line,
                             ddp_line=node.lineno,

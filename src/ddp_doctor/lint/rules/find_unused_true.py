@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, keyword
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.rules.base import Rule, Violation, replace_node
@@ -44,10 +45,12 @@ class FindUnusedTrue(Rule):
             if value is not None and default is not None:
                 yield self.violation(
                     value,
-                    f"`{kw_name}` comes from `{ctx.segment(value)}`, which is True unless the configuration "
-                    "sets it: DDP re-traverses the autograd graph every step (speed, not accuracy).",
-                    f"`{kw_name}` 取自 `{ctx.segment(value)}`，配置未设置时为 True：DDP 每步都要重新遍历 autograd 图"
-                    "（影响速度，不影响精度）。",
+                    Text(
+                        f"`{kw_name}` comes from `{ctx.segment(value)}`, which is True unless the configuration "
+                        "sets it: DDP re-traverses the autograd graph every step (speed, not accuracy).",
+                        f"`{kw_name}` 取自 `{ctx.segment(value)}`，配置未设置时为 True：DDP 每步都要重新遍历 autograd 图"
+                        "（影响速度，不影响精度）。",
+                    ),
                     gated_by=f"{default} not set in the configuration (default True)",
                     setting=True,
                 )
@@ -55,8 +58,10 @@ class FindUnusedTrue(Rule):
             if isinstance(value, ast.Constant) and value.value is True:
                 yield self.violation(
                     value,
-                    f"`{kw_name}=True`: DDP re-traverses the autograd graph every step (speed, not accuracy).",
-                    f"`{kw_name}=True`：DDP 每步都要重新遍历 autograd 图（影响速度，不影响精度）。",
+                    Text(
+                        f"`{kw_name}=True`: DDP re-traverses the autograd graph every step (speed, not accuracy).",
+                        f"`{kw_name}=True`：DDP 每步都要重新遍历 autograd 图（影响速度，不影响精度）。",
+                    ),
                     edits=(replace_node(ctx, value, "False"),),
                     setting=True,
                 )

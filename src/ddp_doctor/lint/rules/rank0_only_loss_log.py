@@ -38,6 +38,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method
 from ddp_doctor.lint.idioms import SYNC_ON_COMPUTE
 from ddp_doctor.lint.loops import LoopFacts
@@ -144,31 +145,35 @@ class Rank0OnlyLossLog(Rule):
                 if not hit:
                     continue
                 seen.add(id(node))
-                name = min(hit, key=lambda h: (_kind(h, taint)[0] != "the loss", h))
-                kind, kind_zh = _kind(name, taint)
+                name = min(hit, key=lambda h: (_kind(h, taint).en != "the loss", h))
+                kind = _kind(name, taint)
                 if guard is not None:
-                    where = f"under the rank-0 check at line {guard.lineno}"
-                    where_zh = f"在第 {guard.lineno} 行的 rank 0 判断下"
+                    where = Text(
+                        f"under the rank-0 check at line {guard.lineno}",
+                        f"在第 {guard.lineno} 行的 rank 0 判断下",
+                    )
                 else:
-                    where, where_zh = how
+                    where = how
                 yield self.violation(
                     node,
-                    f"`{name}` ({kind}) is logged {where} with no all-reduce on the way: it is rank 0's "
-                    "local value, noisier than the global loss.",
-                    f"`{name}`（{kind_zh}）{where_zh}被记录，途中没有 all-reduce：它只是 rank 0 的本地值。",
+                    Text(
+                        f"`{name}` ({kind.en}) is logged {where.en} with no all-reduce on the way: it is rank 0's "
+                        "local value, noisier than the global loss.",
+                        f"`{name}`（{kind.zh}）{where.zh}被记录，途中没有 all-reduce：它只是 rank 0 的本地值。",
+                    ),
                     guard_line=guard.lineno if guard is not None else None,
                     value=name,
-                    value_kind=kind,
+                    value_kind=kind.en,
                 )
 
 
-def _kind(name: str, taint: Taint) -> tuple[str, str]:
+def _kind(name: str, taint: Taint) -> Text:
     """What the logged name holds, in words: the value is named in the message."""
     if name in taint.roots:
-        return "the loss", "损失本身"
+        return Text("the loss", "损失本身")
     if name in taint.updates:
-        return "a meter fed with the loss", "用损失更新的计量器"
-    return "a value computed from the loss", "由损失计算出的值"
+        return Text("a meter fed with the loss", "用损失更新的计量器")
+    return Text("a value computed from the loss", "由损失计算出的值")
 
 
 def _lightning_steps(ctx: FileContext) -> dict[int, ast.FunctionDef | ast.AsyncFunctionDef]:
@@ -219,16 +224,16 @@ def _rank0_logs(
     predicates: set[str],
     quiet: bool,
     lightning: bool,
-) -> Iterator[tuple[ast.AST, ast.If | None, tuple[str, str]]]:
+) -> Iterator[tuple[ast.AST, ast.If | None, Text]]:
     """(log node, its rank-0 guard or None, how it is rank 0 only) for every rank-0-only log in ``scope``."""
     for node in ctx.local(scope):
         if isinstance(node, ast.Call):
             guard = _guard(ctx, node, predicates)
             if guard is not None and is_log_call(node):
-                yield node, guard, ("", "")
+                yield node, guard, Text("", "")
                 continue
             if is_rank0_log_call(node):
-                yield node, None, ("by a call that runs on rank 0 only", "由仅在 rank 0 执行的调用")
+                yield node, None, Text("by a call that runs on rank 0 only", "由仅在 rank 0 执行的调用")
                 continue
             m = method(node)
             if (
@@ -240,14 +245,14 @@ def _rank0_logs(
                 yield (
                     node,
                     None,
-                    (f"through `{m[0]}` (it exists on rank 0 only)", f"通过仅存在于 rank 0 的 `{m[0]}`"),
+                    Text(f"through `{m[0]}` (it exists on rank 0 only)", f"通过仅存在于 rank 0 的 `{m[0]}`"),
                 )
                 continue
             if quiet and is_logger_call(node):
                 yield (
                     node,
                     None,
-                    (
+                    Text(
                         "by a logger that the logging setup silences on other ranks",
                         "由日志配置只在 rank 0 输出的记录器",
                     ),
@@ -257,7 +262,7 @@ def _rank0_logs(
                 yield (
                     node,
                     None,
-                    (
+                    Text(
                         "by Lightning's `self.log` without `sync_dist=True` (rank 0 writes it; epoch means stay per rank)",
                         "由未设 `sync_dist=True` 的 Lightning `self.log`（只由 rank 0 写出，epoch 平均也不跨 rank）",
                     ),
@@ -266,13 +271,13 @@ def _rank0_logs(
             if ctx.project is not None:
                 summary = ctx.project.summary_for(ctx, node.func)
                 if summary is not None and summary.logs_rank0:
-                    yield node, None, ("by a call that runs on rank 0 only", "由仅在 rank 0 执行的调用")
+                    yield node, None, Text("by a call that runs on rank 0 only", "由仅在 rank 0 执行的调用")
         elif isinstance(node, ast.Assign) and any(
             isinstance(t, ast.Attribute) and t.attr in LOG_ATTRS for t in node.targets
         ):
             guard = _guard(ctx, node, predicates)
             if guard is not None:
-                yield node, guard, ("", "")
+                yield node, guard, Text("", "")
 
 
 def _not_synced(call: ast.Call) -> bool:
@@ -353,7 +358,7 @@ class Taint:
     gathered: set[str]  # names assigned from a reduce/gather call (``parts = all_gather(loss)``)
 
 
-def _tainted(
+def _tainted(  # noqa: PLR0915 - one walk over the scope collects roots, reductions, meter updates and flows in statement order; the fixed points below read them together
     ctx: FileContext,
     facts: LoopFacts,
     scope: ast.AST,
