@@ -169,6 +169,11 @@ class Aligned:
         band: np.ndarray = Z_BAND * np.sqrt(self.sigma_a**2 + self.sigma_b**2)
         return band
 
+    @property
+    def band_around_a(self) -> tuple[np.ndarray, np.ndarray]:
+        """(lower, upper): run A's curve ± the combined band, where B is expected to lie."""
+        return self.loss_a - self.band, self.loss_a + self.band
+
 
 @dataclass
 class Comparison:
