@@ -132,6 +132,10 @@ def test_ddp_bypassed_breaks_after_the_all_reduce(reference, tmp_path):
     assert first["causes"] == ["ddp-bypassed"] and "disagree" in first["note"]
     # the stages before it held: same data, same parameters, the same local gradients (mean over ranks)
     assert [s["status"] for s in result["stages"][:2]] == ["equal", "equal"]
+    # one rank of B read (--ranks 1): its samples are in A's batch, and its own gradient is not A's
+    code, one = _equiv("--ranks", "1", str(reference), str(tmp_path / "bypass"))
+    assert code == 1 and (one["first_break"]["step"], one["first_break"]["stage"]) == (0, "reduced")
+    assert one["data"][0]["status"] == "subset" and one["stages"][1]["status"] == "not judged"
 
 
 def test_loss_not_divided_by_accumulation_breaks_at_local_with_the_accumulation_factor(reference, tmp_path):
@@ -145,7 +149,14 @@ def test_loss_not_divided_by_accumulation_breaks_at_local_with_the_accumulation_
 
 @pytest.mark.slow
 def test_world_1_and_4_are_equivalent(reference, tmp_path):
-    _assert_equivalent(*_equiv(str(reference), str(_record(tmp_path / "four", 4))))
+    four = _record(tmp_path / "four", 4)
+    _assert_equivalent(*_equiv(str(reference), str(four)))
+    # ranks 2-3 of 4 read alone: equivalent at every stage they can judge
+    code, part = _equiv("--ranks", "2-3", str(reference), str(four))
+    assert code == 0 and part["verdict"] == "equivalent"
+    assert {s["status"] for s in part["stages"] if s["stage"] == "local"} == {"not judged"}
+    assert all(s["status"] == "equal" for s in part["stages"] if s["stage"] != "local")
+    assert [d["status"] for d in part["data"]] == ["subset"] * STEPS
 
 
 @pytest.mark.slow
@@ -184,3 +195,7 @@ def test_an_epoch_boundary_that_falls_elsewhere_is_data_differs_not_a_break(tmp_
     assert result["data_differs_at"] == 1
     assert [d["status"] for d in result["data"]] == ["same", "differs"]
     assert all(s["status"] == "equal" for s in result["stages"][:5])
+    # and says why: B's sampler drops 1 of 13 per epoch, so its epoch (12) ends where A's (13) does not
+    reasons = {(r["code"], r["run"]): r["values"] for r in result["data_reasons"]}
+    assert reasons[("drop_tail", "B")] == {"n": 13, "w": 2, "dropped": 1}
+    assert reasons[("epoch_length", "")] == {"a": 13, "b": 12}

@@ -100,13 +100,18 @@ class RunPrints:
     facts: dict[int, StepFacts]
     optimizer: str | None
     problems: list[str]
+    # the lowest rank's first DistributedSampler (`config`/`sampler`: type, shuffle, seed, drop_last,
+    # num_replicas, dataset_len); None: no DistributedSampler was iterated
+    sampler: dict[str, Any] | None = None
+    # only these ranks were read (`equiv --ranks A-B`); None: every rank of the run
+    subset: tuple[int, int] | None = None
 
     @property
     def has_prints(self) -> bool:
         return bool(self.steps)
 
 
-def from_run(run: RunData) -> RunPrints:
+def from_run(run: RunData, subset: tuple[int, int] | None = None) -> RunPrints:
     steps: dict[int, StepPrints] = {}
     problems = list(run.problems)
     optimizer = None
@@ -153,7 +158,17 @@ def from_run(run: RunData) -> RunPrints:
         facts=_facts(run, set(steps)),
         optimizer=optimizer,
         problems=problems,
+        sampler=_sampler(run),
+        subset=subset,
     )
+
+
+def _sampler(run: RunData) -> dict[str, Any] | None:
+    for rank in sorted(run.ranks):
+        for rec in run.ranks[rank].configs:
+            if rec.get("what") == "sampler" and rec.get("sampler", 0) == 0:
+                return rec
+    return None
 
 
 def _facts(run: RunData, wanted: set[int]) -> dict[int, StepFacts]:
@@ -188,6 +203,6 @@ def _facts(run: RunData, wanted: set[int]) -> dict[int, StepFacts]:
     return out
 
 
-def read(path: Path | str) -> RunPrints:
-    """A run directory's fingerprints (RunDirError when it is not a run)."""
-    return from_run(read_run(path))
+def read(path: Path | str, ranks: tuple[int, int] | None = None) -> RunPrints:
+    """A run directory's fingerprints (RunDirError when it is not a run); ``ranks``: only those."""
+    return from_run(read_run(path, ranks=ranks), ranks)
