@@ -60,6 +60,19 @@ def _record(out: Path, world: int, *flags: str) -> Path:
     return out
 
 
+TESTS = Path(__file__).resolve().parents[1]
+
+
+def _record_script(out: Path, world: int, script: Path, *args: str) -> Path:
+    """`ddp-doctor run --fingerprints STEPS` of a test script at `world` ranks."""
+    command = [*DDP_DOCTOR, "run", "--out", str(out), "--fingerprints", str(STEPS), "--", sys.executable, "-m",
+               "torch.distributed.run", "--standalone", f"--nproc_per_node={world}", str(script), *args]  # fmt: skip
+    proc = subprocess.run(command, env=base_env(), capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    if proc.returncode != 0 and not teardown_race.tolerated(proc, out, f"equiv {script.name} {args}"):
+        raise AssertionError(f"exit {proc.returncode}\n{proc.stderr[-4000:]}")
+    return out
+
+
 def _equiv(*args: str) -> tuple[int, dict]:
     proc = subprocess.run(
         [*DDP_DOCTOR, "equiv", "--format", "json", *args],
@@ -199,3 +212,35 @@ def test_an_epoch_boundary_that_falls_elsewhere_is_data_differs_not_a_break(tmp_
     reasons = {(r["code"], r["run"]): r["values"] for r in result["data_reasons"]}
     assert reasons[("drop_tail", "B")] == {"n": 13, "w": 2, "dropped": 1}
     assert reasons[("epoch_length", "")] == {"a": 13, "b": 12}
+
+
+def test_fsdp2_world_1_and_2_are_equivalent_with_the_shards_merged(tmp_path):
+    """FSDP2 fingerprints are of each rank's shard: merged into full tensors they match world 1
+    (compared per rank they would not: that was a false replica-divergence)."""
+    script = TESTS / "compare" / "scripts" / "policy_mlp.py"
+    one = _record_script(tmp_path / "one", 1, script, "fsdp2")
+    two = _record_script(tmp_path / "two", 2, script, "fsdp2")
+    code, result = _equiv(str(one), str(two))
+    assert code == 0 and result["verdict"] == "equivalent", result["first_break"]
+    by_stage = {}
+    for s in result["stages"]:
+        by_stage.setdefault(s["stage"], set()).add(s["status"])
+    assert by_stage["local"] == {"not judged"}
+    assert all(by_stage[k] == {"equal"} for k in ("param", "reduced", "clipped", "update"))
+    assert all(s["worst"] <= s["tolerance"] for s in result["stages"] if s["status"] == "equal")
+    assert [d["status"] for d in result["data"]] == ["same"] * STEPS
+    assert any("sharded fingerprints (FSDP2)" in p for p in result["problems"])
+
+
+@pytest.mark.slow
+def test_fsdp2_clip_over_local_shards_breaks_at_clipped(tmp_path):
+    """Both runs FSDP2 on 2 ranks, same data: a clip over the whole gradient (A) vs over each rank's
+    shard (B) — the gradients agree until the clip, then differ."""
+    script = TESTS / "probe" / "scripts" / "fsdp2_hand_clip.py"
+    a = _record_script(tmp_path / "global", 2, script, "global", "last", str(tmp_path / "a"))
+    b = _record_script(tmp_path / "shard", 2, script, "shard", "last", str(tmp_path / "b"))
+    code, result = _equiv(str(a), str(b))
+    assert code == 1
+    first = result["first_break"]
+    assert (first["step"], first["stage"]) == (0, "clipped") and "fsdp-clip-wrong" in first["causes"]
+    assert [s["status"] for s in result["stages"][:3]] == ["equal", "not judged", "equal"]

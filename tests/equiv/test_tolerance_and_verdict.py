@@ -300,6 +300,23 @@ def test_an_update_scaled_by_an_accumulation_factor_is_the_lr_not_the_gradient()
     assert fb.causes == ["scheduler-per-microstep"] and fb.factor == []
 
 
+def test_shards_merge_into_the_fingerprint_of_the_full_tensor():
+    full = _grads(5, 12)
+    shards = [full[:6], full[6:]]
+    parts = [_fp(x) for x in shards]
+    ranks = {r: RankStep([p], [p], [p], [p], [p], 1, [f"{r:016x}"]) for r, p in enumerate(parts)}
+    merged = stages.merge_shards(StepPrints(0, ["w"], [6], ["float32"], ranks, sharded=True))
+    (only,) = merged.ranks.values()
+    assert only.reduced[0] == pytest.approx(_fp(full)[:4]) and only.local == [None]
+    assert only.sample_hashes == ["0" * 16, f"{1:016x}"]
+    ranks[1] = RankStep(
+        [None], [None], [None], [None], [None], 1, []
+    )  # a shard missing: unknown, not partial
+    assert stages.merge_shards(StepPrints(0, ["w"], [6], ["float32"], ranks, sharded=True)).ranks[
+        stages.MERGED_RANK
+    ].reduced == [None]
+
+
 def test_no_fingerprints_is_undecided_with_a_note():
     empty = RunPrints(Path("x"), 2, {}, {}, None, [])
     e = verdict.compare(empty, empty)

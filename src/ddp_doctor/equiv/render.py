@@ -7,6 +7,7 @@ import math
 
 from ddp_doctor.core.catalog import FINDINGS, Lang, Text
 from ddp_doctor.core.terminal import safe
+from ddp_doctor.equiv.stages import MERGED_RANK
 from ddp_doctor.equiv.verdict import UNEXPLAINED, DataReason, Equivalence, StageResult
 
 T: dict[str, Text] = {
@@ -150,7 +151,13 @@ def summary_lines(e: Equivalence, lang: Lang = "en") -> list[str]:
             lines.append("  " + _t("ratio", lang, ratio=fb.ratio, factor=factor))
         lines.append("  " + _t("causes", lang, causes="; ".join(_cause(c, lang) for c in fb.causes)))
         for diff in fb.shown:
-            rank = f" [rank {diff.rank}]" if diff.rank is not None else " [mean over ranks]"
+            rank = (
+                " [mean over ranks]"
+                if diff.rank is None
+                else " [shards merged]"
+                if diff.rank == MERGED_RANK
+                else f" [rank {diff.rank}]"
+            )
             lines.append(
                 _t("param", lang, name=safe(diff.name), rank=rank, component=diff.component,
                    ref=diff.reference, got=diff.value, rel=diff.relative)

@@ -26,6 +26,7 @@ from ddp_doctor.equiv.stages import (
     RunPrints,
     StepFacts,
     StepPrints,
+    merge_shards,
 )
 from ddp_doctor.equiv.tolerance import RunShape, Tolerance, tolerance
 
@@ -472,8 +473,16 @@ def compare(a: RunPrints, b: RunPrints) -> Equivalence:
     first_break: StageResult | None = None
     data_differs_at: int | None = None
     reasons: list[DataReason] = []
+    if any(a.steps[t].sharded or b.steps[t].sharded for t in steps):
+        problems.append(
+            "sharded fingerprints (FSDP2): each sharded run is compared as its shards merged into full "
+            "tensors (Σx, Σx², Σ|x|, max|x|; no samples), so param, reduced, clipped and update are "
+            "compared whole; local is not judged and the ranks are not compared with each other"
+        )
     for step in steps:
         sa, sb = a.steps[step], b.steps[step]
+        sharded = sa.sharded or sb.sharded
+        sa, sb = (merge_shards(sa) if sa.sharded else sa), (merge_shards(sb) if sb.sharded else sb)
         fa, fb = a.facts.get(step), b.facts.get(step)
         shape_a, shape_b = _shape(a, sa, fa), _shape(b, sb, fb)
         tol = tolerance(shape_a, shape_b, a.optimizer or b.optimizer)
@@ -493,6 +502,9 @@ def compare(a: RunPrints, b: RunPrints) -> Equivalence:
         for stage in STAGES:
             if not judged:
                 stages.append(StageResult(step, stage, "not judged", 0.0, 0.0, 0, 0))
+                continue
+            if stage == "local" and sharded:
+                stages.append(StageResult(step, stage, "not judged", 0.0, 0.0, 0, 0, note="sharded (FSDP2)"))
                 continue
             result = _stage(step, stage, sa, sb, tol, shape_a, shape_b, fa, fb, b.subset is not None)
             stages.append(result)
