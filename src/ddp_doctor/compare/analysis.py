@@ -29,7 +29,7 @@ Formulas (docs/compare.md has the derivations and sources):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -37,6 +37,7 @@ import numpy as np
 from ddp_doctor.analysis.diagnose import Diagnosis
 from ddp_doctor.analysis.quantities.noise_band import WITHIN_NOISE_RATIO
 from ddp_doctor.compare.causes import SERIOUS_SCORE, Cause, Pair, find_causes
+from ddp_doctor.compare.policy import POLICY_KEYS, policy_of
 from ddp_doctor.core.catalog import NOT_A_CAUSE, Text
 from ddp_doctor.core.findings import jsonable, text_fields
 from ddp_doctor.equiv.verdict import Equivalence
@@ -114,6 +115,8 @@ class RunSummary:
     confirmed: dict[str, str]  # finding id -> severity, confirmed and a possible cause
     statuses: dict[str, str]  # finding id -> status, every finding of the run
     warmup_samples: float | None = None  # warmup length on the comparison's axis (set by compare)
+    # mixed-precision and sharding policy (compare/policy.py): one value per POLICY_KEYS, None unknown
+    policy: dict[str, str | None] = field(default_factory=dict)
 
     def settings(self) -> dict[str, Any]:
         return {
@@ -136,6 +139,7 @@ class RunSummary:
             "clip_max_norm": self.clip_max_norm,
             "clip_rate": self.clip_rate,
             "loss_normalization": self.loss_source,
+            **{key: self.policy.get(key) for key in POLICY_KEYS},
             "noise_observed": self.noise_obs,
             "noise_predicted": self.noise_pred,
             "noise_points": self.noise_n,
@@ -164,6 +168,11 @@ class Aligned:
     def band(self) -> np.ndarray:
         band: np.ndarray = Z_BAND * np.sqrt(self.sigma_a**2 + self.sigma_b**2)
         return band
+
+    @property
+    def band_around_a(self) -> tuple[np.ndarray, np.ndarray]:
+        """(lower, upper): run A's curve ± the combined band, where B is expected to lie."""
+        return self.loss_a - self.band, self.loss_a + self.band
 
 
 @dataclass
@@ -405,6 +414,7 @@ def summarize(diag: Diagnosis, label: str, batch_samples: float | None = None) -
         order_prefix=_order_prefix(diag),
         confirmed=confirmed,
         statuses={f.id: f.status for f in diag.findings},
+        policy=policy_of(ctx.run),
     )
 
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ddp_doctor.compare.policy import LABELS, MIXED_PRECISION, STORED
 from ddp_doctor.core.catalog import Lang, Text, hypotheses_of
 from ddp_doctor.core.findings import SEVERITY_ORDER, jsonable, text_fields
 
@@ -102,6 +103,35 @@ def setting_differs(
                     says.get("zh").format(a=shown(va, "zh"), b=shown(vb, "zh")),
                 ),
                 {"a": va, "b": vb},
+            )
+        ]
+
+    return find
+
+
+def policy_differs(keys: tuple[str, ...], head: Text) -> Callable[[Pair, CauseSpec], list[Cause]]:
+    """The cause function of a group of policy settings (compare/policy.py): listed when any of
+    ``keys`` is known in both runs and differs; ``head`` starts the list of what differs, each as
+    "<label> A <a>, B <b>". Settings a run did not record are not compared."""
+
+    def find(p: Pair, spec: CauseSpec) -> list[Cause]:
+        differs = {
+            k: (p.a.policy.get(k), p.b.policy.get(k))
+            for k in keys
+            if None not in (p.a.policy.get(k), p.b.policy.get(k)) and p.a.policy.get(k) != p.b.policy.get(k)
+        }
+        if not differs:
+            return []
+        return [
+            Cause(
+                spec.key,
+                spec.score,
+                Text(
+                    head.en + "; ".join(f"{LABELS[k].en} A {a}, B {b}" for k, (a, b) in differs.items()),
+                    head.get("zh")
+                    + "；".join(f"{LABELS[k].get('zh')}：A {a}，B {b}" for k, (a, b) in differs.items()),
+                ),
+                {k: {"a": a, "b": b} for k, (a, b) in differs.items()},
             )
         ]
 
@@ -325,6 +355,32 @@ CAUSES: tuple[CauseSpec, ...] = (
         50,
         "precision (autocast dtype, GradScaler) differs",
         setting_differs("precision", Text("precision differs: A {a}, B {b}", "精度设置不同：A {a}，B {b}")),
+    ),
+    CauseSpec(
+        "mixed-precision",
+        "precision",
+        50,
+        "the mixed-precision policy differs: the dtype parameters are computed in or gradients are "
+        "averaged in (FSDP1 MixedPrecision, FSDP2 MixedPrecisionPolicy, DDP mixed precision or a "
+        "compression comm hook, DeepSpeed fp16/bf16), FSDP2 output_dtype / cast_forward_inputs",
+        policy_differs(MIXED_PRECISION, Text("the mixed-precision policy differs: ", "混合精度策略不同：")),
+    ),
+    CauseSpec(
+        "dtypes",
+        "precision",
+        50,
+        "the dtypes parameters, optimizer tensors, gradients or buffers are stored in differ "
+        "(a model cast to bfloat16, fp32 master copies, upcast gradients)",
+        policy_differs(STORED, Text("stored dtypes differ: ", "存储类型不同：")),
+    ),
+    CauseSpec(
+        "sharding",
+        "ddp-config",
+        25,
+        "the sharding differs (DDP or one process, FSDP1 strategy, FSDP2 reshard_after_forward, "
+        "DeepSpeed ZeRO stage): the same arithmetic up to the reduction order, named so a precision "
+        "setting that comes with it is not missed",
+        policy_differs(("sharding",), Text("", "")),
     ),
     CauseSpec(
         "compile",

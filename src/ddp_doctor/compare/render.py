@@ -90,19 +90,19 @@ def _noise_lines(c: Comparison, lang: Lang) -> list[str]:
             else f"{key}：观测 σ {_v(r.noise_obs)}（预测 σ {_v(r.noise_pred)}，n={r.noise_n}）"
         )
     if c.noise_ratio_observed is not None:
-        verdict = {True: ("explained by the batch size", "可由批量大小解释"),
-                   False: ("NOT explained by the batch size", "无法由批量大小解释"),
-                   None: ("not judged", "未判断")}[c.noise_explained]  # fmt: skip
+        verdict = {True: Text("explained by the batch size", "可由批量大小解释"),
+                   False: Text("NOT explained by the batch size", "无法由批量大小解释"),
+                   None: Text("not judged", "未判断")}[c.noise_explained]  # fmt: skip
         se = f" ± {c.noise_ratio_se:.2g} (se of log)" if c.noise_ratio_se is not None else ""
         if lang == "zh":
             out.append(
                 f"B/A 观测 {c.noise_ratio_observed:.3g}×，预测 {_v(c.noise_ratio_predicted)}×"
-                f"（仅按批量 {_v(c.noise_ratio_batch_only)}×）→ {verdict[1]}"
+                f"（仅按批量 {_v(c.noise_ratio_batch_only)}×）→ {verdict.zh}"
             )
         else:
             out.append(
                 f"B/A observed {c.noise_ratio_observed:.3g}×{se}, predicted {_v(c.noise_ratio_predicted)}× "
-                f"(batch size alone {_v(c.noise_ratio_batch_only)}×) → {verdict[0]}"
+                f"(batch size alone {_v(c.noise_ratio_batch_only)}×) → {verdict.en}"
             )
     return out
 
@@ -168,9 +168,9 @@ def _chart(c: Comparison, lang: Lang) -> str:
     chart.lines.append(Line(f"B {c.b.label}", al.loss_b, PALETTE[1], x=x, width=1.6))
     band = al.band
     if np.isfinite(band).any():
-        centre = al.loss_a
-        chart.lines.append(Line(f"A ± {Z_BAND:g}σ", centre + band, "#999", x=x, dash="4,3", width=0.8))
-        chart.lines.append(Line("", centre - band, "#999", x=x, dash="4,3", width=0.8))
+        lower, upper = al.band_around_a
+        chart.lines.append(Line(f"A ± {Z_BAND:g}σ", upper, "#999", x=x, dash="4,3", width=0.8))
+        chart.lines.append(Line("", lower, "#999", x=x, dash="4,3", width=0.8))
     diff = Chart("L_B − L_A", x_label=axis_label)
     diff.lines.append(Line("L_B − L_A", al.diff, PALETTE[2], x=x))
     if np.isfinite(band).any():

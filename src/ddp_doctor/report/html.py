@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 from html import escape
 
-import numpy as np
 from rich.text import Text
 
 from ddp_doctor.analysis import figures
@@ -55,7 +54,6 @@ def _plain(line: str) -> str:
 def _charts(diag: Diagnosis, lang: Lang) -> list[str]:
     """The charts, from the curves of analysis/figures.py (the exporters write the same ones)."""
     ctx = diag.context
-    T = ctx.series.n_steps
     charts: list[str] = []
     xl = w("step", lang)
     loss = Chart(w("plot_loss", lang), x_label=xl)
@@ -108,10 +106,9 @@ def _charts(diag: Diagnosis, lang: Lang) -> list[str]:
         log_y=True,
         x_label=xl,
     )
-    if ctx.batch.samples:
-        gns.lines.append(
-            Line(w("effective_batch_line", lang), np.full(T, ctx.batch.samples), PALETTE[7], dash="4 3")
-        )
+    batch = figures.effective_batch(ctx)
+    if batch is not None:
+        gns.lines.append(Line(w("effective_batch_line", lang), batch.values, PALETTE[7], dash="4 3"))
     charts.append(render(gns))
     ratios = figures.update_ratios(ctx)
     if ratios:

@@ -247,12 +247,18 @@ def _read_manifest(path: Path, probs: Problems) -> tuple[dict[str, Any], bool]:
     return manifest, True
 
 
-def read_run(run_dir: Path | str, use_cache: bool = True) -> RunData:
-    """Read a run directory; raise :class:`RunDirError` only when it is not a run at all."""
+def read_run(run_dir: Path | str, use_cache: bool = True, ranks: tuple[int, int] | None = None) -> RunData:
+    """Read a run directory; raise :class:`RunDirError` only when it is not a run at all.
+
+    ``ranks`` (A, B): read only the rank files of ranks A..B (the others are missing ranks: the
+    problems say so, and ``world_size`` stays the run's)."""
     path = Path(run_dir)
     probs = Problems()
     manifest, has_manifest, named = layout(path, probs)
-    return assemble(path, manifest, has_manifest, len(named), _read_all(named, use_cache), probs)
+    n_files = len(named)
+    if ranks is not None:
+        named = [(p, r) for p, r in named if ranks[0] <= r <= ranks[1]]
+    return assemble(path, manifest, has_manifest, n_files, _read_all(named, use_cache), probs)
 
 
 def layout(path: Path, probs: Problems) -> tuple[dict[str, Any], bool, list[tuple[Path, int]]]:
