@@ -582,6 +582,10 @@ def test_backward_in_a_project_method_and_a_logger_known_by_its_annotation(tmp_p
                         if stepping:
                             self.scaler.step(self.optimizer)
                         return None, None
+
+                class Closure:
+                    def step(self, loss):  # a generic name: ``scheduler.step(epoch)`` is not this
+                        loss.backward()
             """,
             "utils/misc.py": """
                 class TensorboardLogger:
@@ -617,6 +621,11 @@ def test_backward_in_a_project_method_and_a_logger_known_by_its_annotation(tmp_p
                             tb_lg.update(head="AR_iter_loss", loss=loss.item(), step=g_it)
                             tb_lg.update(head="AR_iter_schedule", scale=scale_log2, step=g_it)
                             write_state(self.model, x, loss, "debug.bin")
+
+                    def end_epoch(self, scheduler, epoch):
+                        scheduler.step(epoch)
+                        if dist.get_rank() == 0:
+                            print(f"epoch {epoch} done")
             """,
         },
     )

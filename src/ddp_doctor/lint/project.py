@@ -516,10 +516,15 @@ class ProjectIndex:
         s = self.summary_for(ctx, call.func)
         if s is not None:
             return None if _is_class_summary(s) else s.backward_param
+        typed = self._annotated_method(ctx, call)
+        if typed is not None:
+            return typed.backward_param
+        # by name only for a name that says what it does and that one project method defines: not
+        # ``step``/``update``/``forward``, which optimizers, schedulers and meters define as well
         found = self._same_name_methods(call.func)
-        held = {m.backward_param for m in found if m.backward_param is not None}
-        count = sum(m.backward_param is not None for m in found)
-        return held.pop() if len(held) == 1 and 2 * count > len(found) else None
+        if len(found) != 1 or not isinstance(call.func, ast.Attribute) or call.func.attr in GENERIC_METHODS:
+            return None
+        return found[0].backward_param
 
     def call_logged_args(self, ctx: FileContext, call: ast.Call) -> list[ast.expr] | None:
         """The arguments ``call`` logs when it runs project code that logs its parameters: a
@@ -548,17 +553,18 @@ class ProjectIndex:
         return out
 
     def _annotated_method(self, ctx: FileContext, call: ast.Call) -> Summary | None:
+        """The project method ``obj.m(...)`` runs when ``obj``'s type is written down: a parameter of
+        the enclosing function (``tb_lg: TensorboardLogger``) or ``self.x`` set in a method of the class
+        from an annotated parameter (``def __init__(self, var_opt: AmpOptimizer): self.var_opt =
+        var_opt``) or annotated itself (``self.x: T = ...``)."""
         func = call.func
-        if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
+        if not isinstance(func, ast.Attribute):
             return None
-        fn = ctx.enclosing_function(call)
-        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        annotation = _annotation_of(ctx, call, func.value)
+        if annotation is None:
             return None
-        for arg in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs):
-            if arg.arg == func.value.id and arg.annotation is not None:
-                cls = self._project_target(ctx.absolute_imports, arg.annotation)
-                return self._get(f"{cls}.{func.attr}") if cls else None
-        return None
+        cls = self._project_target(ctx.absolute_imports, annotation)
+        return self._get(f"{cls}.{func.attr}") if cls else None
 
     def call_builds_batchnorm(self, ctx: FileContext, call: ast.Call) -> bool:
         """``obj.method()`` with ``obj`` of unknown type builds BatchNorm when most project methods of
@@ -744,6 +750,51 @@ def _logged_params(ctx: FileContext, fn: ast.AST) -> tuple[tuple[str, ...], tupl
             names |= loop_aliases(ctx, call, names)
             logged |= {named[n] for n in names if n in named}
     return tuple(sorted(logged)), tuple(positional)
+
+
+# Method names too common to resolve by name alone (optimizers, schedulers, meters, modules).
+GENERIC_METHODS = frozenset(
+    {"step", "update", "forward", "__call__", "run", "train", "apply", "backward", "compute", "zero_grad"}
+)
+
+
+def _annotation_of(ctx: FileContext, at: ast.AST, receiver: ast.expr) -> ast.expr | None:
+    """The written type of ``receiver`` (a parameter, or ``self.x``) where it is used at ``at``."""
+    fn = ctx.enclosing_function(at)
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    if isinstance(receiver, ast.Name):
+        for arg in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs):
+            if arg.arg == receiver.id:
+                return arg.annotation
+        return None
+    if not (
+        isinstance(receiver, ast.Attribute)
+        and isinstance(receiver.value, ast.Name)
+        and receiver.value.id == "self"
+    ):
+        return None
+    owner = ctx.parents.get(fn)
+    if not isinstance(owner, ast.ClassDef):
+        return None
+    for member in owner.body:
+        if not isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        params = {
+            a.arg: a.annotation
+            for a in (*member.args.posonlyargs, *member.args.args, *member.args.kwonlyargs)
+        }
+        for n in ctx.local(member):
+            if isinstance(n, ast.AnnAssign) and dotted(n.target) == f"self.{receiver.attr}":
+                return n.annotation
+            if (
+                isinstance(n, ast.Assign)
+                and any(dotted(t) == f"self.{receiver.attr}" for t in n.targets)
+                and isinstance(n.value, ast.Name)
+                and params.get(n.value.id) is not None
+            ):
+                return params[n.value.id]
+    return None
 
 
 def _writes_file(call: ast.Call) -> bool:

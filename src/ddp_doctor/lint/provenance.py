@@ -697,7 +697,11 @@ def _recomputed(
         for b in binds.get(root, []):
             value = _innermost(b.value) if isinstance(b, ast.Assign) else None
             if isinstance(value, ast.Call) and value.args and is_loss_call(ctx, value):
-                outputs |= reads(ast.walk(_innermost(value.args[0])))
+                prediction = _innermost(value.args[0])
+                while isinstance(prediction, (ast.Attribute, ast.Subscript)):
+                    prediction = prediction.value  # logits.data[:, a:b]
+                if isinstance(prediction, ast.Name):  # a named forward output, not ``model(x)``
+                    outputs.add(prediction.id)
     outputs -= roots | {"self"}
     if not outputs:
         return set()
