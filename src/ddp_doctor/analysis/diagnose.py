@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ddp_doctor.analysis.answer import oscillation_answer
+from ddp_doctor.analysis.bulk import UNDECIDED_MARGIN, WIDER_SAMPLE, undecided, widen
 from ddp_doctor.analysis.checks import (
     accumulation,
     batch_size,
@@ -119,6 +120,7 @@ def run_findings(ctx: Context, fed: set[str] | None = None) -> list[Finding]:
     for f in seen.values():
         if f.status == "ruled-out" and f.coverage is None and n > 0:
             with_coverage(f, coverage(n, n, "", ""))
+    widen(list(seen.values()), ctx)  # the rollup path: over the whole run (analysis/bulk.py)
     for fid in FINDINGS:  # the contract: every ID gets a status
         if fid not in seen:
             seen[fid] = Finding(
@@ -238,7 +240,7 @@ def run_info(ctx: Context) -> dict[str, Any]:
         "ranks_present": sorted(run.ranks),
         "missing_ranks": run.missing_ranks,
         "nodes": nodes(run),
-        "optimizer_steps": ctx.optimizer_steps,
+        "optimizer_steps": ctx.steps_total,
         "micro_steps_per_optimizer_step": ctx.batch.micro_steps,
         "effective_batch": {
             "samples": ctx.batch.samples,
@@ -270,6 +272,8 @@ def run_info(ctx: Context) -> dict[str, Any]:
         "grad_norm_source": ctx.grad_norm_source,
         "problems": list(run.problems),
         "damaged": bool(run.damage),
+        # how the rank files were read: null (every step raw) or the rollup path's windows (rundir/rollup_read.py)
+        "rollups": run.rollups.to_json() if run.rollups is not None else None,
     }
     if run.stopped is not None:  # `ddp-doctor watch --stop-on` stopped the job (docs/watch.md)
         info["stopped"] = dict(run.stopped)
@@ -282,6 +286,25 @@ def run_info(ctx: Context) -> dict[str, Any]:
 
 
 def diagnose_run(run: RunData) -> Diagnosis:
+    """Every check on ``run``. On the rollup path (rundir/rollup_read.py), a statistic that the windows
+    read raw leave too close to its threshold (analysis/bulk.py ``undecided``) makes the report read
+    WIDER_SAMPLE times more windows and decide on those, and say so."""
+    diag = _diagnose_once(run)
+    view = run.rollups
+    close = undecided(diag.context)
+    if view is None or not close or len(view.selected) >= view.windows:
+        return diag
+    wider = read_run(run.path, rollups="on", steps=view.requested, sample=view.sample * WIDER_SAMPLE)
+    if wider.rollups is not None:
+        wider.rollups.notes.append(
+            f"{', '.join(close)}: within {UNDECIDED_MARGIN:.0%} of the threshold on {len(view.selected)} "
+            f"windows read raw; decided on {len(wider.rollups.selected)}"
+        )
+        wider.problems.append(wider.rollups.notes[-1])
+    return _diagnose_once(wider)
+
+
+def _diagnose_once(run: RunData) -> Diagnosis:
     # Steps that no rank recorded (gaps, missing ranks, a run in progress) are all-nan columns;
     # numpy warns "Mean of empty slice" and returns nan, which every quantity handles as missing.
     with warnings.catch_warnings():

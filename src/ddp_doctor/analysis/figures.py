@@ -107,7 +107,7 @@ def update_ratios(ctx: Context) -> list[Curve]:
 
 def data_overlap(ctx: Context) -> Curve | None:
     """Share of each step's samples that another rank also drew (None: no sample IDs recorded)."""
-    same, total, _ = overlap_by_step(ctx.run, ctx.series.n_steps)
+    same, total, _ = overlap_by_step(ctx.run, ctx.series)
     if not total.sum():
         return None
     with np.errstate(invalid="ignore", divide="ignore"):
