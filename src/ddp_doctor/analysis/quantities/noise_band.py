@@ -147,7 +147,9 @@ def noise_band(run: RunData, series: Series) -> NoiseBand:
     if not series.dense and 2 * h < T:  # steps read in windows: a trend window must not span a gap
         inner[h : T - h] &= (series.steps[2 * h :] - series.steps[: T - 2 * h]) == 2 * h
     ok = inner & np.isfinite(resid) & np.isfinite(pred) & ~series.skipped
-    if run.rollups is not None and not series.dense:  # the rollup path's even sample, not windows read for a reason
+    if (
+        run.rollups is not None and not series.dense
+    ):  # the rollup path's even sample, not windows read for a reason
         sampled = ok & run.rollups.sampled(series.steps)
         if int(sampled.sum()) >= MIN_STEPS:
             ok = sampled
