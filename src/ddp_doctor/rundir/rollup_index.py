@@ -55,7 +55,14 @@ def header(rank: int, every: int, ino: int) -> dict[str, Any]:
 
 # `screen` flags: why a window's raw records may matter (rundir/rollup_read.py reads those windows raw)
 NONFINITE, SKIPPED, LOSS_SPIKE, GRAD_SPIKE, SHAPE = 1, 2, 4, 8, 16
-SCREEN_STATS = {"loss": "loss", "gsq": "gsq_global"}  # screen key -> series (STAT without first/last)
+# screen key -> series (its STAT without the first/last non-finite steps)
+SCREEN_STATS = {
+    "loss": "loss",
+    "gsq": "gsq_global",
+    "gsql": "gsq_local",
+    "samples": "samples",
+    "tokens": "tokens",
+}
 
 
 def screen_of(rollup: dict[str, Any], previous_shape: str | None) -> dict[str, Any]:
@@ -65,9 +72,10 @@ def screen_of(rollup: dict[str, Any], previous_shape: str | None) -> dict[str, A
     ``flags``: NONFINITE (a non-finite value or a `nonfinite` record), SKIPPED (a skipped step or
     found_inf), LOSS_SPIKE/GRAD_SPIKE (the per-rank spike screen marked a step), SHAPE (more than one
     step structure in the window, or another than the previous window's: rollups.shape_of);
-    ``digest``: the window's input digest; ``shape``: its structure digest; ``loss``/``gsq``:
-    [n, n_nonfinite, Σx, Σx², min, max] of the local loss and the global ‖g‖²; ``lr``: [min, max];
-    ``batch``: [steps with samples, Σ samples, steps with tokens, Σ tokens]."""
+    ``digest``: the window's input digest; ``shape``: its structure digest; ``loss``, ``gsq``,
+    ``gsql``, ``samples``, ``tokens``: [n, n_nonfinite, Σx, Σx², min, max] of the local loss, the
+    global and local ‖g‖² and the samples and tokens per step (B_simple over the whole run from these
+    sums: analysis/quantities/gns.py); ``lr``: [min, max]."""
     stats: dict[str, Any] = rollup.get("stats") or {}
     spikes: dict[str, Any] = rollup.get("spikes") or {}
     flags = 0
@@ -88,13 +96,6 @@ def screen_of(rollup: dict[str, Any], previous_shape: str | None) -> dict[str, A
         out[key] = list(st[:6]) if isinstance(st, list) and len(st) >= 6 else None
     lr = stats.get("lr")
     out["lr"] = [lr[4], lr[5]] if isinstance(lr, list) and len(lr) >= 6 else None
-    sam, tok = stats.get("samples"), stats.get("tokens")
-    out["batch"] = [
-        sam[0] - sam[1] if isinstance(sam, list) else 0,
-        sam[2] if isinstance(sam, list) else 0.0,
-        tok[0] - tok[1] if isinstance(tok, list) else 0,
-        tok[2] if isinstance(tok, list) else 0.0,
-    ]
     return out
 
 

@@ -86,6 +86,7 @@ SCREEN_Z = 5.0
 SCREEN_HISTORY = 20
 MIN_SCREEN_HISTORY = 5
 PARALLEL_MIN_BYTES = 32 * 2**20  # the reader's threshold for worker processes (rundir/reader.py)
+_LINE_START = b'{"kind":'  # records.encode writes `kind` first
 
 REASONS = {
     "first": "the first steps",
@@ -119,8 +120,10 @@ class RankWindows:
     digest: np.ndarray  # uint64 [n], 0: none
     loss: np.ndarray  # float64 [n, 6]: n, n_nonfinite, Σ, Σx², min, max
     gsq: np.ndarray  # float64 [n, 6]
+    gsql: np.ndarray  # float64 [n, 6]
+    samples: np.ndarray  # float64 [n, 6]
+    tokens: np.ndarray  # float64 [n, 6]
     lr: np.ndarray  # float64 [n, 2]: min, max
-    batch: np.ndarray  # float64 [n, 4]
     tail: int  # the tail starts here (the steps after the last complete window)
     size: int
     ino: int
@@ -141,6 +144,12 @@ class RollupView:
     # per window, over ranks: [n, n_nonfinite, Σ, Σx², min, max] of the local loss and global ‖g‖²
     loss: np.ndarray = field(default_factory=lambda: np.zeros((0, 6)))
     gsq: np.ndarray = field(default_factory=lambda: np.zeros((0, 6)))
+    gsql: np.ndarray = field(default_factory=lambda: np.zeros((0, 6)))
+    samples: np.ndarray = field(default_factory=lambda: np.zeros((0, 6)))
+    ranks: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # ranks per window
+    window_steps: np.ndarray = field(
+        default_factory=lambda: np.zeros(0, dtype=np.int64)
+    )  # the longest rank's
     flags: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     indexed_steps: int = 0  # steps of the longest rank covered by its index
     sample: int = SAMPLE_WINDOWS  # windows of the even sample asked for
@@ -203,8 +212,10 @@ _INDEX_SCHEMA = pa.schema(
                     pa.field("shape", pa.string()),
                     pa.field("loss", _STAT6),
                     pa.field("gsq", _STAT6),
+                    pa.field("gsql", _STAT6),
+                    pa.field("samples", _STAT6),
+                    pa.field("tokens", _STAT6),
                     pa.field("lr", _STAT6),
-                    pa.field("batch", _STAT6),
                 ]
             ),
         ),
@@ -357,8 +368,10 @@ def _parse_index(raw: bytes, rank: int, size: int, ino: int) -> RankWindows:
         digest=_hex64(pa.chunked_array([screen.field("digest")])),
         loss=_fixed(pa.chunked_array([screen.field("loss")]), 6),
         gsq=_fixed(pa.chunked_array([screen.field("gsq")]), 6),
+        gsql=_fixed(pa.chunked_array([screen.field("gsql")]), 6),
+        samples=_fixed(pa.chunked_array([screen.field("samples")]), 6),
+        tokens=_fixed(pa.chunked_array([screen.field("tokens")]), 6),
         lr=_fixed(pa.chunked_array([screen.field("lr")]), 2),
-        batch=_fixed(pa.chunked_array([screen.field("batch")]), 4),
         tail=int(at_i[-1, 1]) if n else 0,
         size=size,
         ino=ino,
@@ -373,7 +386,20 @@ def _trim_open_window(rw: RankWindows) -> RankWindows:
     if n and rw.last[-1] != (rw.window[-1] + 1) * rw.every - 1:
         keep = np.arange(n - 1)
         rw.tail = int(rw.at[-1, 0])
-        for name in ("window", "first", "last", "steps", "flags", "digest", "loss", "gsq", "lr", "batch"):
+        for name in (
+            "window",
+            "first",
+            "last",
+            "steps",
+            "flags",
+            "digest",
+            "loss",
+            "gsq",
+            "gsql",
+            "samples",
+            "tokens",
+            "lr",
+        ):
             setattr(rw, name, getattr(rw, name)[keep])
         rw.others = rw.others[rw.others[:, 1] <= rw.tail]
         rw.at = rw.at[keep]
@@ -431,12 +457,15 @@ class Reduced:
     flags: np.ndarray  # OR over ranks
     loss: np.ndarray  # [W, 6] merged STAT
     gsq: np.ndarray
+    gsql: np.ndarray
+    samples: np.ndarray
     lr_max: np.ndarray
     excess: np.ndarray  # Σ over ranks of (window max − window mean) of the local loss
     excess_n: np.ndarray
     within: np.ndarray  # Σ over ranks of Σ(x − window mean)² of the local loss (pooled variance)
     within_n: np.ndarray
     ranks: np.ndarray  # ranks with the window
+    window_steps: np.ndarray  # steps of the window (the largest count of any rank)
     loss_marks: np.ndarray  # ranks whose spike screen marked a loss step in the window
     digest_ranks: np.ndarray  # ranks with an input digest
     digest_same: np.ndarray  # of them, ranks with the lowest such rank's digest
@@ -461,19 +490,22 @@ def reduce(ranks: list[RankWindows]) -> Reduced:
         flags=np.zeros(W, dtype=np.int64),
         loss=np.zeros((W, 6)),
         gsq=np.zeros((W, 6)),
+        gsql=np.zeros((W, 6)),
+        samples=np.zeros((W, 6)),
         lr_max=np.full(W, np.nan),
         excess=np.zeros(W),
         excess_n=np.zeros(W),
         within=np.zeros(W),
         within_n=np.zeros(W),
         ranks=np.zeros(W, dtype=np.int64),
+        window_steps=np.zeros(W, dtype=np.int64),
         loss_marks=np.zeros(W, dtype=np.int64),
         digest_ranks=np.zeros(W, dtype=np.int64),
         digest_same=np.zeros(W, dtype=np.int64),
         last_window={},
     )
-    red.loss[:, 4:] = np.nan
-    red.gsq[:, 4:] = np.nan
+    for m in (red.loss, red.gsq, red.gsql, red.samples):
+        m[:, 4:] = np.nan
     lowest = np.zeros(W, dtype=np.uint64)
     for r in sorted(ranks, key=lambda x: x.rank):
         w = r.window
@@ -482,9 +514,12 @@ def reduce(ranks: list[RankWindows]) -> Reduced:
         red.last_window[r.rank] = int(w[-1])
         np.bitwise_or.at(red.flags, w, r.flags & ~LOSS_SPIKE)  # a loss mark counts by quorum (select)
         np.add.at(red.ranks, w, 1)
+        np.maximum.at(red.window_steps, w, r.steps)
         np.add.at(red.loss_marks, w, ((r.flags & LOSS_SPIKE) != 0).astype(np.int64))
         _merge_stat(red.loss, r.loss, w)
         _merge_stat(red.gsq, r.gsq, w)
+        _merge_stat(red.gsql, r.gsql, w)
+        _merge_stat(red.samples, r.samples, w)
         np.fmax.at(red.lr_max, w, r.lr[:, 1])
         with np.errstate(invalid="ignore", divide="ignore"):
             mean = r.loss[:, 2] / (r.loss[:, 0] - r.loss[:, 1])
@@ -631,8 +666,9 @@ def _read_windows(
             parts = []
             for a, b in _merged([s for s in spans if s[1] > s[0]]):
                 chunk = os.pread(fd, b - a, a)
+                # whole lines: each begins as the writer begins every record and ends with a newline
                 cut = len(chunk) != b - a or (b < rw.size and not chunk.endswith(b"\n"))
-                if cut or (a > 0 and os.pread(fd, 1, a - 1) != b"\n"):
+                if cut or not chunk.startswith(_LINE_START):
                     why = "its index points at bytes that are not whole lines"
                     break
                 parts.append(chunk)
@@ -799,6 +835,10 @@ def read_ranks(
         notes=notes,
         loss=red.loss,
         gsq=red.gsq,
+        gsql=red.gsql,
+        samples=red.samples,
+        ranks=red.ranks,
+        window_steps=red.window_steps,
         flags=red.flags,
         indexed_steps=max((int(x.steps.sum()) for x in ok), default=0),
         sample=sample,
