@@ -71,8 +71,8 @@ def test_text_is_its_english_string_and_keeps_the_translation() -> None:
     assert pickle.loads(pickle.dumps(t)).zh == "损失上升"
 
 
-def test_finding_accepts_a_plain_summary_with_its_chinese_sentence() -> None:
-    f = Finding(id="nonfinite", status="confirmed", severity="error", summary="NaN", summary_zh="出现 NaN")
+def test_finding_takes_a_bilingual_summary_or_a_plain_english_one() -> None:
+    f = Finding(id="nonfinite", status="confirmed", severity="error", summary=Text("NaN", "出现 NaN"))
     assert f.summary == "NaN" and f.summary_in("zh") == "出现 NaN"
     g = Finding(id="nonfinite", status="confirmed", severity="error", summary="NaN")
     assert g.summary_in("zh") == FINDINGS["nonfinite"].meaning.zh

@@ -15,6 +15,7 @@ from ddp_doctor.analysis.quantities.oscillation import (
     robust_second_diff_std,
 )
 from ddp_doctor.analysis.quantities.update_ratio import EARLY_STEPS, THRESHOLDS, update_ratios
+from ddp_doctor.core.catalog import Text
 
 Z = 1.959964
 
@@ -91,10 +92,14 @@ def test_update_ratio_falls_back_to_level_full_groups():
 
 
 def test_ruled_out_states_its_coverage_and_small_coverage_is_inconclusive():
-    full = ruled_out("replica-divergence", "Equal.", "一致。", coverage=coverage(48, 48, "checksums", "校验"))
+    full = ruled_out(
+        "replica-divergence", Text("Equal.", "一致。"), coverage=coverage(48, 48, Text("checksums", "校验"))
+    )
     assert full.status == "ruled-out" and "over 48 of 48 optimizer steps" in full.summary
     assert full.to_report_json()["coverage"]["fraction"] == 1.0
-    part = ruled_out("replica-divergence", "Equal.", "一致。", coverage=coverage(1, 48, "step 0", "第 0 步"))
+    part = ruled_out(
+        "replica-divergence", Text("Equal.", "一致。"), coverage=coverage(1, 48, Text("step 0", "第 0 步"))
+    )
     assert part.status == "inconclusive" and f"{MIN_COVERAGE:.0%}" in part.summary
 
 
@@ -113,23 +118,23 @@ def test_every_runtime_ruled_out_carries_coverage(diag_of):
 
 def test_replica_divergence_fix_points_at_a_confirmed_sync_toggle():
     fs = [
-        confirmed("replica-divergence", "differ", "不同"),
-        confirmed("no-sync-after-forward", "toggled late", "晚切换"),
+        confirmed("replica-divergence", Text("differ", "不同")),
+        confirmed("no-sync-after-forward", Text("toggled late", "晚切换")),
     ]
     refine_fixes(fs)
     assert fs[0].fix.startswith("Confirmed in this run and a cause of this: no-sync-after-forward")
     assert fs[0].evidence["explained_by"] == ["no-sync-after-forward"]
-    alone = [confirmed("replica-divergence", "differ", "不同")]
+    alone = [confirmed("replica-divergence", Text("differ", "不同"))]
     refine_fixes(alone)
     assert "seed every rank identically" in alone[0].fix
 
 
 def test_explaining_ranks_causes_before_symptoms():
     fs = [
-        confirmed("loss-unstable", "x", "x"),
-        confirmed("update-ratio-high", "x", "x"),
-        confirmed("accum-loss-unscaled", "x", "x"),
-        confirmed("find-unused-true", "x", "x"),  # info: not an explanation
+        confirmed("loss-unstable", Text("x", "x")),
+        confirmed("update-ratio-high", Text("x", "x")),
+        confirmed("accum-loss-unscaled", Text("x", "x")),
+        confirmed("find-unused-true", Text("x", "x")),  # info: not an explanation
     ]
     assert explaining(fs) == ["accum-loss-unscaled", "update-ratio-high", "loss-unstable"]
 

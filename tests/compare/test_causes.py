@@ -18,7 +18,7 @@ from ddp_doctor.compare.causes import (
     setting_differs,
     setting_factor,
 )
-from ddp_doctor.core.catalog import HYPOTHESES
+from ddp_doctor.core.catalog import HYPOTHESES, Text
 
 
 def test_every_cause_names_a_catalog_hypothesis() -> None:
@@ -53,10 +53,10 @@ def test_a_setting_cause_is_one_spec_over_the_helpers() -> None:
     (cause,) = spec.find(_pair({"compiled": None}, {"compiled": "inductor"}), spec)
     assert cause.summary.en == "torch.compile differs: A off, B inductor" and "A 关" in cause.summary.zh
     assert cause.evidence == {"a": None, "b": "inductor"} and cause.score == spec.score
-    peak = setting_factor("lr_peak", "{a:g} vs {b:g} ({f:g}×)", "{a:g} 与 {b:g}")
+    peak = setting_factor("lr_peak", Text("{a:g} vs {b:g} ({f:g}×)", "{a:g} 与 {b:g}"))
     ratio = CauseSpec("lr", "lr-schedule", 1, "", peak)
     assert peak(_pair({"lr_peak": 1e-3}, {"lr_peak": 1.4e-3}), ratio) == []  # below SETTING_FACTOR
     (big,) = peak(_pair({"lr_peak": 1e-3}, {"lr_peak": 2e-3}), ratio)
     assert big.summary.en == "0.001 vs 0.002 (2×)" and big.evidence["threshold"] == SETTING_FACTOR
-    same = setting_differs("precision", "{a} {b}", "{a} {b}")
+    same = setting_differs("precision", Text("{a} {b}", "{a} {b}"))
     assert same(_pair({"precision": "bf16"}, {"precision": "bf16"}), ratio) == []

@@ -75,7 +75,7 @@ def test_scheduler_per_micro_step_is_named_as_the_cause(runs):
     keys = [x.key for x in c.causes]
     assert keys[0] == "finding:scheduler-per-microstep"
     assert "scheduler-steps" in keys
-    assert "scheduler-per-microstep" in c.headline("en")
+    assert "scheduler-per-microstep" in c.headline()
     assert any(d["id"] == "scheduler-per-microstep" and d["b"] == "confirmed" for d in c.differing_findings)
 
 

@@ -9,6 +9,7 @@ Same global batch everywhere: micro-batch 1 × accumulation (12 / W) × W ranks 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -113,6 +114,7 @@ def test_equiv_runs_world_1_and_2_and_they_are_equivalent_and_bit_identical_to_a
             timeout=RUN_TIMEOUT_S,
         ),
         "equiv bare",
+        reset=lambda: shutil.rmtree(bare, ignore_errors=True),  # a retry must not append to the first try's metrics
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert _metrics(many) == _metrics(bare)  # float for float: loss and gradient norm of every step

@@ -313,3 +313,253 @@ def test_project_module_used_as_a_model_registry(tmp_path: Path) -> None:
     )
     assert ("batchnorm-unsynced", "evaluate.py", None) in _found(root)
     assert not any(f[0] == "batchnorm-unsynced" for f in _found(root, project=False))
+
+
+def test_loss_log_returned_by_a_method_of_a_model_built_by_configuration(tmp_path: Path) -> None:
+    # KAIR: ``logs = model.current_log()`` where ``model`` comes from a factory; both model classes
+    # return ``self.log_dict`` that their training method fills (one from a term of its total).
+    # Their base class merges BatchNorm with a helper that only inspects it, and reads
+    # find_unused_parameters through a variable whose fallback is True.
+    root = _write(
+        tmp_path,
+        {
+            "utils/bnorm.py": """
+                import torch.nn as nn
+
+                def merge_bn(model):
+                    for m in model.children():
+                        if isinstance(m, nn.BatchNorm2d):
+                            m.eval()
+            """,
+            "models/model_base.py": """
+                import torch
+                from torch.nn.parallel import DistributedDataParallel
+                from utils.bnorm import merge_bn
+
+                class ModelBase:
+                    def __init__(self, opt):
+                        self.opt = opt
+
+                    def model_to_device(self, network):
+                        find_unused_parameters = self.opt.get("find_unused_parameters", True)
+                        return DistributedDataParallel(network, find_unused_parameters=find_unused_parameters)
+
+                    def merge_bnorm(self):
+                        merge_bn(self.netG)
+            """,
+            "models/model_plain.py": """
+                from models.model_base import ModelBase
+
+                class ModelPlain(ModelBase):
+                    def optimize_parameters(self, step):
+                        self.optimizer.zero_grad()
+                        G_loss = self.lossfn(self.netG(self.L), self.H)
+                        G_loss.backward()
+                        self.optimizer.step()
+                        self.log_dict["G_loss"] = G_loss.item()
+
+                    def current_log(self):
+                        return self.log_dict
+            """,
+            "models/model_gan.py": """
+                from models.model_base import ModelBase
+
+                class ModelGAN(ModelBase):
+                    def optimize_parameters(self, step):
+                        loss_G_total = 0
+                        G_loss = self.G_lossfn_weight * self.G_lossfn(self.netG(self.L), self.H)
+                        loss_G_total += G_loss
+                        loss_G_total.backward()
+                        self.log_dict["G_loss"] = G_loss.item()
+
+                    def current_log(self):
+                        return self.log_dict
+            """,
+            "models/select_model.py": """
+                def define_Model(opt):
+                    if opt["model"] == "gan":
+                        from models.model_gan import ModelGAN as M
+                    else:
+                        from models.model_plain import ModelPlain as M
+                    return M(opt)
+            """,
+            "main_train.py": """
+                import logging
+                from models.select_model import define_Model
+
+                def main(opt, train_loader):
+                    logger = logging.getLogger("train")
+                    model = define_Model(opt)
+                    for step, data in enumerate(train_loader):
+                        model.optimize_parameters(step)
+                        if step % 100 == 0 and opt["rank"] == 0:
+                            logs = model.current_log()
+                            message = f"<iter {step}> "
+                            for k, v in logs.items():
+                                message += f"{k}: {v:.3e} "
+                            logger.info(message)
+            """,
+        },
+    )
+    found = _found(root)
+    assert ("rank0-only-loss-log", "main_train.py", None) in found
+    assert (
+        "find-unused-true",
+        "models/model_base.py",
+        "find_unused_parameters not set in the configuration (default True)",
+    ) in found
+    assert not any(f[0] == "batchnorm-unsynced" for f in found)
+    assert not any(f[0] == "rank0-only-loss-log" for f in _found(root, project=False))
+
+
+def test_loss_returned_through_a_timing_helper_in_another_file(tmp_path: Path) -> None:
+    # MSN: ``(loss, ...), etime = gpu_timer(train_step)`` with gpu_timer in src/utils.py, logged by a
+    # logger that main.py silences on ranks other than 0; the elapsed time alone is not the loss.
+    root = _write(
+        tmp_path,
+        {
+            "src/utils.py": """
+                import torch
+
+                def init_distributed():  # (a file without any fact word is not summarised)
+                    return torch.distributed.get_rank()
+
+                def gpu_timer(closure, log_timings=True):
+                    start = torch.cuda.Event(enable_timing=True)
+                    result = closure()
+                    elapsed_time = start.elapsed_time(start)
+                    return result, elapsed_time
+            """,
+            "main.py": """
+                import logging
+                import torch.distributed as dist
+
+                def process_main(rank):
+                    logger = logging.getLogger()
+                    if rank == 0:
+                        logger.setLevel(logging.INFO)
+                    else:
+                        logger.setLevel(logging.ERROR)
+            """,
+            "src/msn_train.py": """
+                import logging
+                from torch.nn.parallel import DistributedDataParallel
+                from src.utils import gpu_timer
+
+                logger = logging.getLogger()
+
+                def main(encoder, loader, optimizer, loss_meter):
+                    encoder = DistributedDataParallel(encoder)
+                    for itr, udata in enumerate(loader):
+                        def train_step():
+                            optimizer.zero_grad()
+                            loss = encoder(udata).mean()
+                            loss.backward()
+                            optimizer.step()
+                            return (float(loss), optimizer.param_groups[0]["lr"])
+
+                        (loss, _new_lr), etime = gpu_timer(train_step)
+                        loss_meter.update(loss)
+                        logger.info("[%d] loss: %.3f" % (itr, loss_meter.avg))
+                        logger.info("[%d] %d ms" % (itr, etime))
+            """,
+        },
+    )
+    lines = [
+        f.line
+        for f in lint_paths([root]).findings
+        if f.id == "rank0-only-loss-log" and f.path and f.path.endswith("msn_train.py")
+    ]
+    assert lines == [20]  # the loss line, not the elapsed-time line after it
+    assert not any(f[0] == "rank0-only-loss-log" for f in _found(root, project=False))
+
+
+def test_compile_hidden_in_a_method_and_a_model_built_by_an_experiment_object(tmp_path: Path) -> None:
+    # VAR: ``m = args.compile_model(m, args.tfast)`` then ``(DDP if dist.initialized() else NullDDP)(m)``.
+    # YOLOX: ``self.exp.get_model()`` where most experiment classes build BatchNorm models through the
+    # package's re-exports (``from yolox.models import YOLOX``).
+    root = _write(
+        tmp_path,
+        {
+            "utils/arg_util.py": """
+                import torch
+
+                class Args:
+                    tfast: int = 0
+
+                    def compile_model(self, m, fast):
+                        if fast == 0:
+                            return m
+                        return torch.compile(m) if hasattr(torch, "compile") else m
+            """,
+            "train_var.py": """
+                import torch.distributed as dist
+                from torch.nn.parallel import DistributedDataParallel as DDP
+                from utils import arg_util
+
+                def main(model, NullDDP):
+                    args = arg_util.Args()
+                    model = args.compile_model(model, args.tfast)
+                    model = (DDP if dist.is_initialized() else NullDDP)(model, device_ids=[0])
+            """,
+            "yolox/models/__init__.py": """
+                from .network_blocks import BaseConv
+                from .yolox import YOLOX
+            """,
+            "yolox/models/network_blocks.py": """
+                import torch.nn as nn
+
+                class BaseConv(nn.Module):
+                    def __init__(self, c):
+                        super().__init__()
+                        self.bn = nn.BatchNorm2d(c)
+            """,
+            "yolox/models/yolox.py": """
+                import torch.nn as nn
+                from .network_blocks import BaseConv
+
+                class YOLOX(nn.Module):
+                    def __init__(self, backbone=None):
+                        super().__init__()
+                        self.backbone = backbone or BaseConv(16)
+            """,
+            "yolox/exp/base_exp.py": """
+                class BaseExp:
+                    def get_model(self):
+                        pass
+            """,
+            "yolox/exp/yolox_base.py": """
+                from yolox.exp.base_exp import BaseExp
+
+                class Exp(BaseExp):
+                    def get_model(self):
+                        from yolox.models import YOLOX
+                        self.model = YOLOX()
+                        return self.model
+            """,
+            "exps/nano.py": """
+                from yolox.exp.yolox_base import Exp as MyExp
+
+                class Exp(MyExp):
+                    def get_model(self):
+                        from yolox.models import YOLOX, BaseConv
+                        return YOLOX(BaseConv(8))
+            """,
+            "yolox/core/trainer.py": """
+                from torch.nn.parallel import DistributedDataParallel as DDP
+
+                class Trainer:
+                    def __init__(self, exp):
+                        self.exp = exp
+
+                    def before_train(self):
+                        model = self.exp.get_model()
+                        self.model = DDP(model, device_ids=[0])
+            """,
+        },
+    )
+    found = _found(root)
+    assert ("compile-before-ddp", "train_var.py", "`args.tfast` enables compile in `compile_model`") in found
+    assert ("batchnorm-unsynced", "yolox/core/trainer.py", None) in found
+    file_mode = _found(root, project=False)
+    assert not any(f[0] in ("compile-before-ddp", "batchnorm-unsynced") for f in file_mode)

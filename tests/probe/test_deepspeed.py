@@ -101,6 +101,7 @@ def test_zero2_engine_steps_norms_and_bit_identical_parameters(tmp_path):
             WORLD,
         )
         assert cfg["optimizer"] == "DeepSpeedZeroOptimizer" and cfg["basic_optimizer"] == "SGD"
+        assert cfg["communication_data_type"] == "float32"  # the dtype ZeRO reduces in (issue 25 d)
         steps = kind(records, "step")
         assert [s["step"] for s in steps] == list(range(STEPS))
         for s in steps:

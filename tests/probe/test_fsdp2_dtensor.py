@@ -71,7 +71,15 @@ def test_fsdp2_full_level_records_norms_equal_to_a_direct_computation(tmp_path):
         env=base_env(),
     )
     assert rep.returncode == 0, rep.stderr[-3000:]
-    assert json.loads(rep.stdout)["run"]["optimizer_steps"] == len(direct)
+    report = json.loads(rep.stdout)
+    assert report["run"]["optimizer_steps"] == len(direct)
+    # clip_grad_norm_ on the DTensors: one coefficient on every rank, the full gradient's norm
+    (clip,) = [f for f in report["findings"] if f["id"] == "fsdp-clip-wrong"]
+    assert clip["status"] == "ruled-out", clip["summary"]
+    ev = clip["evidence"]
+    assert ev["coefficient_spread"] < 1e-5 and close(ev["clip_total_norm"], direct[ev["step"]]["clip_total"])
+    assert close(ev["full_grad_norm"] ** 2, sum(direct[ev["step"]]["grad_sq"]), rel=1e-4)
+    assert close(ev["rank_coefficients"]["0"], min(1.0, MAX_NORM / (direct[ev["step"]]["clip_total"] + 1e-6)))
 
 
 @pytest.mark.slow

@@ -167,6 +167,5 @@ def oscillation_answer(ctx: Context, findings: list[Finding]) -> dict[str, Any]:
             )
             + text
         )
-    out["summary"] = text.en
-    out["summary_zh"] = text.get("zh")
+    out["summary"] = text  # the JSON writes "summary" and "summary_zh" (Diagnosis.run_json)
     return out

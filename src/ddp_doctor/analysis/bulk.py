@@ -104,10 +104,14 @@ def widen(findings: list[Finding], ctx: Context, sampled_from: bool = False) -> 
         old = f.coverage
         if old is None:
             continue
-        basis = "; ".join(b for b in (str(old.get("basis") or ""), how.en) if b)
-        basis_zh = "；".join(b for b in (str(old.get("basis_zh") or ""), how.get("zh")) if b)
+        got = old.get("basis")
+        was = got if isinstance(got, Text) else Text(str(got or ""))
+        basis = Text(
+            "; ".join(b for b in (was.en, how.en) if b),
+            "；".join(b for b in (was.get("zh"), how.get("zh")) if b),
+        )
         share = min(max(float(old.get("fraction") or 0.0), 0.0), 1.0)
-        new = coverage(round(share * total), total, basis, basis_zh)
+        new = coverage(round(share * total), total, basis)
         before_en, before_zh = coverage_text(old), coverage_text(old, "zh")
         f.coverage = new
         if before_en in f.summary.en:

@@ -55,7 +55,7 @@ from ddp_doctor.analysis.make import coverage, with_coverage
 from ddp_doctor.analysis.precedence import resolve
 from ddp_doctor.analysis.reduced import fed, reduced_run_info, restrict
 from ddp_doctor.core.catalog import FINDINGS, HYPOTHESES, NOT_A_CAUSE, UI, Text
-from ddp_doctor.core.findings import Finding, HypothesisVerdict, Verdict, sort_findings
+from ddp_doctor.core.findings import Finding, HypothesisVerdict, Verdict, jsonable, sort_findings, text_fields
 from ddp_doctor.core.redact import redact_argv, redact_value
 from ddp_doctor.rundir.reader import RunData, read_run
 from ddp_doctor.rundir.teardown import ExitStatus, classify_run
@@ -100,6 +100,15 @@ class Diagnosis:
     hypotheses: list[HypothesisVerdict]
     context: Context
 
+    def run_json(self) -> dict[str, Any]:
+        """``run_info`` as the report's JSON ``run`` object: the failure's and the oscillation
+        answer's ``summary`` (a :class:`Text`) become ``summary`` and ``summary_zh``."""
+        out = dict(self.run_info)
+        for key in ("failure", "oscillation"):
+            if isinstance(out.get(key), dict):
+                out[key] = text_fields(out[key], "summary")
+        return dict(jsonable(out))
+
 
 def _check_all(ctx: Context, fed: set[str] | None) -> dict[str, Finding]:
     """Every check's findings on ``ctx``, one per catalog ID (the first producer wins for shared IDs),
@@ -125,7 +134,7 @@ def _check_all(ctx: Context, fed: set[str] | None) -> dict[str, Finding]:
     n = ctx.optimizer_steps
     for f in seen.values():
         if f.status == "ruled-out" and f.coverage is None and n > 0:
-            with_coverage(f, coverage(n, n, "", ""))
+            with_coverage(f, coverage(n, n, Text("", "")))
     return seen
 
 
@@ -303,8 +312,10 @@ def run_info(ctx: Context) -> dict[str, Any]:
         failure = info.get("failure")
         if failure:  # the ranks "failed" because they were stopped: say why first
             reason = str(run.stopped.get("reason", ""))[:300]
-            failure["summary"] = f"Stopped by ddp-doctor watch: {reason} " + failure["summary"]
-            failure["summary_zh"] = f"由 ddp-doctor watch 停止：{reason} " + failure["summary_zh"]
+            failure["summary"] = (
+                Text(f"Stopped by ddp-doctor watch: {reason} ", f"由 ddp-doctor watch 停止：{reason} ")
+                + failure["summary"]
+            )
     return info
 
 

@@ -73,8 +73,7 @@ def failure_info(status: ExitStatus) -> dict[str, Any] | None:
             f"下面的每个结论只覆盖失败之前的 {first.steps} 个优化步。",
         )
     return {
-        "summary": summary.en,
-        "summary_zh": summary.get("zh"),
+        "summary": summary,  # the JSON writes "summary" and "summary_zh" (Diagnosis.run_json)
         "exit_code": status.code,
         "stopped_at": {
             "rank": first.rank,

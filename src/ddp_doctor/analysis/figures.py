@@ -81,6 +81,29 @@ def noise_band(ctx: Context) -> tuple[Curve, Curve, Curve] | None:
     )
 
 
+def step_numbers(ctx: Context) -> np.ndarray:
+    """The optimizer step each value belongs to, as the exporters write it (x of their scalars):
+    steps completed, 1-based like HF's ``global_step``; an imported log keeps its own numbering."""
+    imported = ctx.run.manifest.get("imported")
+    base = int(imported.get("step_base", 0)) if isinstance(imported, dict) and imported else 1
+    steps: np.ndarray = ctx.series.steps + base
+    return steps
+
+
+def step_axis(ctx: Context) -> np.ndarray | None:
+    """The step number of each value of the per-step curves when they are not 0..T-1 (the rollup
+    path reads windows of the run: rundir/rollup_read.py); None when they are."""
+    return None if ctx.series.dense else ctx.series.steps
+
+
+def effective_batch(ctx: Context) -> Curve | None:
+    """The measured effective batch (samples per optimizer step) as a flat line beside B_simple;
+    None when it was not measured."""
+    if not ctx.batch.samples:
+        return None
+    return _curve("effective_batch/samples", np.full(ctx.series.n_steps, ctx.batch.samples))
+
+
 def lr(ctx: Context) -> Curve:
     return _curve("lr", ctx.series.lr)
 

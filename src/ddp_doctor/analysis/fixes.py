@@ -46,15 +46,15 @@ def refine_fixes(findings: list[Finding]) -> list[Finding]:
             each.fix = fitted
     # a cause contributes its own (fitted) fix, never one chained here: the result does not depend
     # on the order the effects are visited in, and no cause is named twice in one fix
-    own_fix = {fid: (f.fix, f.fix_in("zh")) for fid, f in confirmed.items()}
+    own_fix = {fid: f.fix for fid, f in confirmed.items()}
     for effect, f in confirmed.items():
         found = [c for c in FINDINGS[effect].caused_by if c in confirmed and c != effect]
         if not found:
             continue
         lead = " ".join(
-            f"Confirmed in this run and a cause of this: {c} — {own_fix[c][0].rstrip('.')}." for c in found
+            f"Confirmed in this run and a cause of this: {c} — {own_fix[c].en.rstrip('.')}." for c in found
         )
-        lead_zh = "".join(f"本次运行已确认、且是其原因：{c} — {own_fix[c][1]}" for c in found)
+        lead_zh = "".join(f"本次运行已确认、且是其原因：{c} — {own_fix[c].get('zh')}" for c in found)
         own = _setup_fix(f) or FINDINGS[effect].fix
         f.fix = Text(f"{lead} Then: {own.en}", f"{lead_zh} 然后：{own.get('zh')}")
         f.evidence.setdefault("explained_by", found)

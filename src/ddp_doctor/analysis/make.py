@@ -16,8 +16,8 @@ from ddp_doctor.core.catalog import FINDINGS, Text
 from ddp_doctor.core.findings import Finding
 
 
-def confirmed(fid: str, en: str, zh: str, **evidence: Any) -> Finding:
-    return Finding(fid, "confirmed", FINDINGS[fid].severity, Text(en, zh), evidence)
+def confirmed(fid: str, summary: Text, **evidence: Any) -> Finding:
+    return Finding(fid, "confirmed", FINDINGS[fid].severity, summary, evidence)
 
 
 # Share of the run's optimizer steps a check must cover to rule a finding out (ddp-doctor's choice:
@@ -25,8 +25,9 @@ def confirmed(fid: str, en: str, zh: str, **evidence: Any) -> Finding:
 MIN_COVERAGE = 0.75
 
 
-def coverage(covered: int, total: int, basis: str, basis_zh: str) -> dict[str, Any]:
-    """What a check looked at: ``covered`` of ``total`` optimizer steps, and on which basis."""
+def coverage(covered: int, total: int, basis: Text) -> dict[str, Any]:
+    """What a check looked at: ``covered`` of ``total`` optimizer steps, and on which basis (the
+    report's JSON writes ``basis`` in English and ``basis_zh``: ``Finding.to_report_json``)."""
     total = max(int(total), 0)
     covered = max(0, min(int(covered), total))
     return {
@@ -34,13 +35,12 @@ def coverage(covered: int, total: int, basis: str, basis_zh: str) -> dict[str, A
         "steps_total": total,
         "fraction": covered / total if total else 0.0,
         "basis": basis,
-        "basis_zh": basis_zh,
     }
 
 
 def coverage_text(cov: dict[str, Any], lang: str = "en") -> str:
     n, of = cov.get("steps_covered"), cov.get("steps_total")
-    basis = cov.get("basis_zh") if lang == "zh" else cov.get("basis")
+    basis = cov["basis"].get("zh" if lang == "zh" else "en")
     if lang == "zh":
         return f"覆盖 {of} 个优化步中的 {n} 个" + (f"（{basis}）" if basis else "")
     return f"over {n} of {of} optimizer steps" + (f" ({basis})" if basis else "")
@@ -62,23 +62,23 @@ def with_coverage(f: Finding, cov: dict[str, Any]) -> Finding:
     return f
 
 
-def ruled_out(fid: str, en: str, zh: str, coverage: Any = None, **evidence: Any) -> Finding:
+def ruled_out(fid: str, summary: Text, coverage: Any = None, **evidence: Any) -> Finding:
     """``coverage``: a :func:`coverage` dict (typed ``Any`` so evidence dicts can be splatted beside it)."""
-    f = Finding(fid, "ruled-out", "info", Text(en, zh), evidence)
+    f = Finding(fid, "ruled-out", "info", summary, evidence)
     return f if coverage is None else with_coverage(f, coverage)
 
 
-def observed(fid: str, en: str, zh: str, **evidence: Any) -> Finding:
+def observed(fid: str, summary: Text, **evidence: Any) -> Finding:
     """A fact the run shows that is not a diagnosis (e.g. DDP bucket settings): never a problem."""
-    return Finding(fid, "observed", "info", Text(en, zh), evidence)
+    return Finding(fid, "observed", "info", summary, evidence)
 
 
-def not_measured(fid: str, en: str, zh: str, **evidence: Any) -> Finding:
-    return Finding(fid, "not-measured", "info", Text(en, zh), evidence)
+def not_measured(fid: str, summary: Text, **evidence: Any) -> Finding:
+    return Finding(fid, "not-measured", "info", summary, evidence)
 
 
-def inconclusive(fid: str, en: str, zh: str, **evidence: Any) -> Finding:
-    return Finding(fid, "inconclusive", "info", Text(en, zh), evidence)
+def inconclusive(fid: str, summary: Text, **evidence: Any) -> Finding:
+    return Finding(fid, "inconclusive", "info", summary, evidence)
 
 
 def fmt(x: float | None, digits: int = 3) -> str:

@@ -38,12 +38,15 @@ SPIKE_BASED = ("loss-spike", "grad-spike", "warmup-short")
 def _not_from_logs(fid: str, imported: dict[str, Any]) -> Finding:
     src = imported.get("source_name", "imported logs")
     fields = ", ".join(imported.get("fields") or []) or "none"
-    why = FINDINGS[fid].not_from_logs if fid in FINDINGS else None
-    why_en, why_zh = (why.en, why.zh) if why else (f"the logs hold only {fields}", f"日志只包含 {fields}")
+    why = (FINDINGS[fid].not_from_logs if fid in FINDINGS else None) or Text(
+        f"the logs hold only {fields}", f"日志只包含 {fields}"
+    )
     return not_measured(
         fid,
-        f"Not measured from {src}: {why_en}. Needs `ddp-doctor run`.",
-        f"无法从导入的日志（{src}）测量：{why_zh}。需要 `ddp-doctor run`。",
+        Text(
+            f"Not measured from {src}: {why.en}. Needs `ddp-doctor run`.",
+            f"无法从导入的日志（{src}）测量：{why.zh}。需要 `ddp-doctor run`。",
+        ),
         imported_fields=imported.get("fields"),
         needs="ddp-doctor run",
     )
@@ -69,10 +72,12 @@ def restrict(findings: list[Finding], imported: dict[str, Any]) -> list[Finding]
             out.append(
                 not_measured(
                     f.id,
-                    f"Logged every {interval} steps: the spike rule needs ≥ {MIN_HISTORY} values in "
-                    f"{WINDOW} steps (log every ≤ {MAX_SPIKE_INTERVAL} steps), so no spike can be ruled out.",
-                    f"每 {interval} 步记录一次：尖峰规则需要 {WINDOW} 步内至少 {MIN_HISTORY} 个值"
-                    f"（记录间隔 ≤ {MAX_SPIKE_INTERVAL} 步），因此无法排除尖峰。",
+                    Text(
+                        f"Logged every {interval} steps: the spike rule needs ≥ {MIN_HISTORY} values in "
+                        f"{WINDOW} steps (log every ≤ {MAX_SPIKE_INTERVAL} steps), so no spike can be ruled out.",
+                        f"每 {interval} 步记录一次：尖峰规则需要 {WINDOW} 步内至少 {MIN_HISTORY} 个值"
+                        f"（记录间隔 ≤ {MAX_SPIKE_INTERVAL} 步），因此无法排除尖峰。",
+                    ),
                     log_interval=interval,
                     **f.evidence,
                 )

@@ -29,7 +29,7 @@ Formulas (docs/compare.md has the derivations and sources):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -37,8 +37,9 @@ import numpy as np
 from ddp_doctor.analysis.diagnose import Diagnosis
 from ddp_doctor.analysis.quantities.noise_band import WITHIN_NOISE_RATIO
 from ddp_doctor.compare.causes import SERIOUS_SCORE, Cause, Pair, find_causes
-from ddp_doctor.core.catalog import NOT_A_CAUSE, Lang, Text
-from ddp_doctor.core.findings import jsonable
+from ddp_doctor.compare.policy import POLICY_KEYS, policy_of
+from ddp_doctor.core.catalog import NOT_A_CAUSE, Text
+from ddp_doctor.core.findings import jsonable, text_fields
 from ddp_doctor.equiv.verdict import Equivalence
 
 COMPARE_SCHEMA = "ddp-doctor.compare/1"
@@ -114,6 +115,8 @@ class RunSummary:
     confirmed: dict[str, str]  # finding id -> severity, confirmed and a possible cause
     statuses: dict[str, str]  # finding id -> status, every finding of the run
     warmup_samples: float | None = None  # warmup length on the comparison's axis (set by compare)
+    # mixed-precision and sharding policy (compare/policy.py): one value per POLICY_KEYS, None unknown
+    policy: dict[str, str | None] = field(default_factory=dict)
 
     def settings(self) -> dict[str, Any]:
         return {
@@ -136,6 +139,7 @@ class RunSummary:
             "clip_max_norm": self.clip_max_norm,
             "clip_rate": self.clip_rate,
             "loss_normalization": self.loss_source,
+            **{key: self.policy.get(key) for key in POLICY_KEYS},
             "noise_observed": self.noise_obs,
             "noise_predicted": self.noise_pred,
             "noise_points": self.noise_n,
@@ -165,6 +169,11 @@ class Aligned:
         band: np.ndarray = Z_BAND * np.sqrt(self.sigma_a**2 + self.sigma_b**2)
         return band
 
+    @property
+    def band_around_a(self) -> tuple[np.ndarray, np.ndarray]:
+        """(lower, upper): run A's curve ± the combined band, where B is expected to lie."""
+        return self.loss_a - self.band, self.loss_a + self.band
+
 
 @dataclass
 class Comparison:
@@ -187,11 +196,11 @@ class Comparison:
     # both runs carry equivalence fingerprints (docs/equivalence.md): the stage-by-stage verdict
     equivalence: Equivalence | None = None
 
-    def headline(self, lang: Lang = "en") -> str:
+    def headline(self) -> Text:
         head = TEXT[self.conclusion]
         if self.conclusion == "not-explained" and self.causes:
             head = head + Text("; most likely: ", "；最可能的原因：") + self.causes[0].summary
-        return head.get(lang)
+        return head
 
     def assert_equal(self, rtol: float, atol: float) -> tuple[bool, dict[str, Any]]:
         """Do the aligned curves agree: |L_B − L_A| ≤ atol + rtol·|L_A| at every aligned point?"""
@@ -219,8 +228,7 @@ class Comparison:
             {
                 "schema": COMPARE_SCHEMA,
                 "conclusion": self.conclusion,
-                "headline": self.headline("en"),
-                "headline_zh": self.headline("zh"),
+                **text_fields({"headline": self.headline()}, "headline"),
                 "runs": {
                     "a": {"label": self.a.label, "path": self.a.path, "settings": self.a.settings()},
                     "b": {"label": self.b.label, "path": self.b.path, "settings": self.b.settings()},
@@ -406,6 +414,7 @@ def summarize(diag: Diagnosis, label: str, batch_samples: float | None = None) -
         order_prefix=_order_prefix(diag),
         confirmed=confirmed,
         statuses={f.id: f.status for f in diag.findings},
+        policy=policy_of(ctx.run),
     )
 
 

@@ -11,11 +11,12 @@ finds it in two run summaries. A setting that differs is one small spec: its fun
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import InitVar, dataclass, field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ddp_doctor.core.catalog import Text, hypotheses_of
-from ddp_doctor.core.findings import SEVERITY_ORDER, jsonable
+from ddp_doctor.compare.policy import LABELS, MIXED_PRECISION, STORED
+from ddp_doctor.core.catalog import Lang, Text, hypotheses_of
+from ddp_doctor.core.findings import SEVERITY_ORDER, jsonable, text_fields
 
 if TYPE_CHECKING:
     from ddp_doctor.compare.analysis import RunSummary
@@ -28,27 +29,22 @@ SETTING_FACTOR = 1.5
 # inconclusive) there scores this much less (it may affect both runs); + this per severity level.
 NOT_RULED_OUT_LESS = 40
 PER_SEVERITY = 10
-AXIS_ZH = {"samples": "样本", "tokens": "token", "steps": "步"}
+AXIS = {"samples": Text("samples", "样本"), "tokens": Text("tokens", "token"), "steps": Text("steps", "步")}
 
 
 @dataclass
 class Cause:
-    """A likely cause of the difference; ``en``/``zh`` become one bilingual ``summary``."""
+    """A likely cause of the difference, said in both languages (the JSON's ``summary``/``summary_zh``)."""
 
     key: str
     score: int
-    en: InitVar[str]
-    zh: InitVar[str]
+    summary: Text
     evidence: dict[str, Any] = field(default_factory=dict)
     hypothesis: str = ""  # the catalog hypothesis (set from the spec)
-    summary: Text = field(init=False)
-
-    def __post_init__(self, en: str, zh: str) -> None:
-        self.summary = Text(en, zh)
 
     def to_json(self) -> dict[str, Any]:
-        return {"key": self.key, "score": self.score, "hypothesis": self.hypothesis, "summary": self.summary.en,
-                "summary_zh": self.summary.zh, "evidence": jsonable(self.evidence)}  # fmt: skip
+        out = {"key": self.key, "score": self.score, "hypothesis": self.hypothesis, "summary": self.summary}
+        return {**text_fields(out, "summary"), "evidence": jsonable(self.evidence)}
 
 
 @dataclass(frozen=True)
@@ -84,26 +80,28 @@ def _factor(va: float | None, vb: float | None) -> float | None:
 
 
 def setting_differs(
-    attr: str, en: str, zh: str, unset: tuple[str, str] | None = None
+    attr: str, says: Text, unset: Text | None = None
 ) -> Callable[[Pair, CauseSpec], list[Cause]]:
     """The cause function of a setting compared as it is: listed when ``attr`` of the two run summaries
-    differs. ``en``/``zh`` are formats over ``{a}`` and ``{b}`` (the values; a false one shown as
-    ``unset``'s word in that language); the evidence is ``{"a": ..., "b": ...}``."""
+    differs. ``says`` is a format over ``{a}`` and ``{b}`` in both languages (the values; a false one
+    shown as ``unset``'s word in that language); the evidence is ``{"a": ..., "b": ...}``."""
 
     def find(p: Pair, spec: CauseSpec) -> list[Cause]:
         va, vb = getattr(p.a, attr), getattr(p.b, attr)
         if va == vb:
             return []
 
-        def shown(v: Any, i: int) -> Any:
-            return unset[i] if unset is not None and not v else v
+        def shown(v: Any, lang: Lang) -> Any:
+            return unset.get(lang) if unset is not None and not v else v
 
         return [
             Cause(
                 spec.key,
                 spec.score,
-                en.format(a=shown(va, 0), b=shown(vb, 0)),
-                zh.format(a=shown(va, 1), b=shown(vb, 1)),
+                Text(
+                    says.en.format(a=shown(va, "en"), b=shown(vb, "en")),
+                    says.get("zh").format(a=shown(va, "zh"), b=shown(vb, "zh")),
+                ),
                 {"a": va, "b": vb},
             )
         ]
@@ -111,10 +109,39 @@ def setting_differs(
     return find
 
 
-def setting_factor(attr: str, en: str, zh: str) -> Callable[[Pair, CauseSpec], list[Cause]]:
+def policy_differs(keys: tuple[str, ...], head: Text) -> Callable[[Pair, CauseSpec], list[Cause]]:
+    """The cause function of a group of policy settings (compare/policy.py): listed when any of
+    ``keys`` is known in both runs and differs; ``head`` starts the list of what differs, each as
+    "<label> A <a>, B <b>". Settings a run did not record are not compared."""
+
+    def find(p: Pair, spec: CauseSpec) -> list[Cause]:
+        differs = {
+            k: (p.a.policy.get(k), p.b.policy.get(k))
+            for k in keys
+            if None not in (p.a.policy.get(k), p.b.policy.get(k)) and p.a.policy.get(k) != p.b.policy.get(k)
+        }
+        if not differs:
+            return []
+        return [
+            Cause(
+                spec.key,
+                spec.score,
+                Text(
+                    head.en + "; ".join(f"{LABELS[k].en} A {a}, B {b}" for k, (a, b) in differs.items()),
+                    head.get("zh")
+                    + "；".join(f"{LABELS[k].get('zh')}：A {a}，B {b}" for k, (a, b) in differs.items()),
+                ),
+                {k: {"a": a, "b": b} for k, (a, b) in differs.items()},
+            )
+        ]
+
+    return find
+
+
+def setting_factor(attr: str, says: Text) -> Callable[[Pair, CauseSpec], list[Cause]]:
     """The cause function of a positive number: listed when run A's and B's ``attr`` differ by a factor
-    of at least :data:`SETTING_FACTOR`. ``en``/``zh`` are formats over ``{a}``, ``{b}`` and the factor
-    ``{f}``; the evidence is the three and the threshold."""
+    of at least :data:`SETTING_FACTOR`. ``says`` is a format over ``{a}``, ``{b}`` and the factor
+    ``{f}`` in both languages; the evidence is the three and the threshold."""
 
     def find(p: Pair, spec: CauseSpec) -> list[Cause]:
         va, vb = getattr(p.a, attr), getattr(p.b, attr)
@@ -125,8 +152,7 @@ def setting_factor(attr: str, en: str, zh: str) -> Callable[[Pair, CauseSpec], l
             Cause(
                 spec.key,
                 spec.score,
-                en.format(a=va, b=vb, f=f),
-                zh.format(a=va, b=vb, f=f),
+                says.fill(a=va, b=vb, f=f),
                 {"a": va, "b": vb, "factor": f, "threshold": SETTING_FACTOR},
             )
         ]
@@ -153,8 +179,10 @@ def _findings(p: Pair, spec: CauseSpec) -> list[Cause]:
             Cause(
                 f"finding:{fid}",
                 score + PER_SEVERITY * (2 - SEVERITY_ORDER[sev]),
-                f"{fid} ({sev}) is confirmed in run {where.upper()} ({run.label}); {en_tail}",
-                f"{fid}（{sev}）在运行 {where.upper()}（{run.label}）中被确认；{zh_tail}",
+                Text(
+                    f"{fid} ({sev}) is confirmed in run {where.upper()} ({run.label}); {en_tail}",
+                    f"{fid}（{sev}）在运行 {where.upper()}（{run.label}）中被确认；{zh_tail}",
+                ),
                 {"finding": fid, "run": where, "severity": sev, "other_run_status": other_status},
                 hypothesis=hyps[0] if hyps else "",
             )
@@ -177,10 +205,12 @@ def _warmup(p: Pair, spec: CauseSpec) -> list[Cause]:
         Cause(
             spec.key,
             spec.score,
-            f"the lr warmup ends after {a.warmup_steps} optimizer steps in A and {b.warmup_steps} in B "
-            f"({_v(a.warmup_samples)} vs {_v(b.warmup_samples)} {axis} consumed)",
-            f"学习率预热在 A 中于 {a.warmup_steps} 个优化步后结束，在 B 中于 {b.warmup_steps} 个"
-            f"（已消耗{AXIS_ZH[axis]} {_v(a.warmup_samples)} 与 {_v(b.warmup_samples)}）",
+            Text(
+                f"the lr warmup ends after {a.warmup_steps} optimizer steps in A and {b.warmup_steps} in B "
+                f"({_v(a.warmup_samples)} vs {_v(b.warmup_samples)} {axis} consumed)",
+                f"学习率预热在 A 中于 {a.warmup_steps} 个优化步后结束，在 B 中于 {b.warmup_steps} 个"
+                f"（已消耗{AXIS[axis].zh} {_v(a.warmup_samples)} 与 {_v(b.warmup_samples)}）",
+            ),
             {
                 "a_steps": a.warmup_steps,
                 "b_steps": b.warmup_steps,
@@ -201,9 +231,12 @@ def _optimizer(p: Pair, spec: CauseSpec) -> list[Cause]:
         Cause(
             spec.key,
             spec.score,
-            "optimizer settings differ: "
-            + ", ".join(f"{k} {a.optimizer.get(k)} vs {b.optimizer.get(k)}" for k in keys),
-            "优化器设置不同：" + "，".join(f"{k} {a.optimizer.get(k)} 与 {b.optimizer.get(k)}" for k in keys),
+            Text(
+                "optimizer settings differ: "
+                + ", ".join(f"{k} {a.optimizer.get(k)} vs {b.optimizer.get(k)}" for k in keys),
+                "优化器设置不同："
+                + "，".join(f"{k} {a.optimizer.get(k)} 与 {b.optimizer.get(k)}" for k in keys),
+            ),
             {"a": a.optimizer, "b": b.optimizer},
         )
     ]
@@ -217,9 +250,11 @@ def _noise_unexplained(p: Pair, spec: CauseSpec) -> list[Cause]:
         Cause(
             spec.key,
             spec.score,
-            f"run B is {ratio['observed']:.3g}× as noisy as A from step to step; its batch and measured "
-            f"per-sample variance predict {ratio['predicted']:.3g}×",
-            f"B 的逐步噪声是 A 的 {ratio['observed']:.3g} 倍；按批量和实测单样本方差预测为 {ratio['predicted']:.3g} 倍",
+            Text(
+                f"run B is {ratio['observed']:.3g}× as noisy as A from step to step; its batch and measured "
+                f"per-sample variance predict {ratio['predicted']:.3g}×",
+                f"B 的逐步噪声是 A 的 {ratio['observed']:.3g} 倍；按批量和实测单样本方差预测为 {ratio['predicted']:.3g} 倍",
+            ),
             ratio,
         )
     ]
@@ -234,11 +269,13 @@ def _batch_size(p: Pair, spec: CauseSpec) -> list[Cause]:
         Cause(
             spec.key,
             spec.score,
-            f"the global batch differs {f:.3g}× (A {a.batch_samples:g}, B {b.batch_samples:g} samples per "
-            "optimizer step): a different noise level, fewer optimizer steps per sample and a schedule "
-            "stretched over more samples are expected",
-            f"全局批量相差 {f:.3g} 倍（每个优化步 A {a.batch_samples:g}、B {b.batch_samples:g} 个样本）："
-            "噪声水平不同、每个样本对应的优化步更少、调度覆盖更多样本，这是预期的",
+            Text(
+                f"the global batch differs {f:.3g}× (A {a.batch_samples:g}, B {b.batch_samples:g} samples per "
+                "optimizer step): a different noise level, fewer optimizer steps per sample and a schedule "
+                "stretched over more samples are expected",
+                f"全局批量相差 {f:.3g} 倍（每个优化步 A {a.batch_samples:g}、B {b.batch_samples:g} 个样本）："
+                "噪声水平不同、每个样本对应的优化步更少、调度覆盖更多样本，这是预期的",
+            ),
             {"a": a.batch_samples, "b": b.batch_samples, "factor": f},
         )
     ]
@@ -252,8 +289,10 @@ def _data_order(p: Pair, spec: CauseSpec) -> list[Cause]:
         Cause(
             spec.key,
             spec.score,
-            f"the runs see a different sample order (first {n} indices of the first epoch differ)",
-            f"两个运行的样本顺序不同（第一个 epoch 的前 {n} 个索引不同）",
+            Text(
+                f"the runs see a different sample order (first {n} indices of the first epoch differ)",
+                f"两个运行的样本顺序不同（第一个 epoch 的前 {n} 个索引不同）",
+            ),
             {"indices_compared": n},
         )
     ]
@@ -276,9 +315,11 @@ CAUSES: tuple[CauseSpec, ...] = (
         f"scheduler steps per optimizer step differ ≥ {_F}",
         setting_factor(
             "sched_per_step",
-            "the lr scheduler steps {a:g}× per optimizer step in A and {b:g}× in B: the schedule runs "
-            "{f:.3g}× faster in one run",
-            "学习率调度器每个优化步在 A 中步进 {a:g} 次，在 B 中 {b:g} 次：其中一个运行的调度快 {f:.3g} 倍",
+            Text(
+                "the lr scheduler steps {a:g}× per optimizer step in A and {b:g}× in B: the schedule runs "
+                "{f:.3g}× faster in one run",
+                "学习率调度器每个优化步在 A 中步进 {a:g} 次，在 B 中 {b:g} 次：其中一个运行的调度快 {f:.3g} 倍",
+            ),
         ),
     ),
     CauseSpec(
@@ -291,8 +332,10 @@ CAUSES: tuple[CauseSpec, ...] = (
         f"peak lr differs ≥ {_F}",
         setting_factor(
             "lr_peak",
-            "peak lr {a:.3g} in A and {b:.3g} in B ({f:.3g}×)",
-            "峰值学习率 A 为 {a:.3g}，B 为 {b:.3g}（{f:.3g} 倍）",
+            Text(
+                "peak lr {a:.3g} in A and {b:.3g} in B ({f:.3g}×)",
+                "峰值学习率 A 为 {a:.3g}，B 为 {b:.3g}（{f:.3g} 倍）",
+            ),
         ),
     ),
     CauseSpec(
@@ -302,8 +345,7 @@ CAUSES: tuple[CauseSpec, ...] = (
         "the loss is normalised differently",
         setting_differs(
             "loss_source",
-            "the loss is normalised differently: A {a}, B {b}",
-            "损失的归一化方式不同：A {a}，B {b}",
+            Text("the loss is normalised differently: A {a}, B {b}", "损失的归一化方式不同：A {a}，B {b}"),
         ),
     ),
     CauseSpec("optimizer", "optimizer", 60, "optimizer settings differ", _optimizer),
@@ -312,7 +354,33 @@ CAUSES: tuple[CauseSpec, ...] = (
         "precision",
         50,
         "precision (autocast dtype, GradScaler) differs",
-        setting_differs("precision", "precision differs: A {a}, B {b}", "精度设置不同：A {a}，B {b}"),
+        setting_differs("precision", Text("precision differs: A {a}, B {b}", "精度设置不同：A {a}，B {b}")),
+    ),
+    CauseSpec(
+        "mixed-precision",
+        "precision",
+        50,
+        "the mixed-precision policy differs: the dtype parameters are computed in or gradients are "
+        "averaged in (FSDP1 MixedPrecision, FSDP2 MixedPrecisionPolicy, DDP mixed precision or a "
+        "compression comm hook, DeepSpeed fp16/bf16), FSDP2 output_dtype / cast_forward_inputs",
+        policy_differs(MIXED_PRECISION, Text("the mixed-precision policy differs: ", "混合精度策略不同：")),
+    ),
+    CauseSpec(
+        "dtypes",
+        "precision",
+        50,
+        "the dtypes parameters, optimizer tensors, gradients or buffers are stored in differ "
+        "(a model cast to bfloat16, fp32 master copies, upcast gradients)",
+        policy_differs(STORED, Text("stored dtypes differ: ", "存储类型不同：")),
+    ),
+    CauseSpec(
+        "sharding",
+        "ddp-config",
+        25,
+        "the sharding differs (DDP or one process, FSDP1 strategy, FSDP2 reshard_after_forward, "
+        "DeepSpeed ZeRO stage): the same arithmetic up to the reduction order, named so a precision "
+        "setting that comes with it is not missed",
+        policy_differs(("sharding",), Text("", "")),
     ),
     CauseSpec(
         "compile",
@@ -321,9 +389,8 @@ CAUSES: tuple[CauseSpec, ...] = (
         "torch.compile on in one run only, or differently",
         setting_differs(
             "compiled",
-            "torch.compile differs: A {a}, B {b}",
-            "torch.compile 不同：A {a}，B {b}",
-            ("off", "关"),
+            Text("torch.compile differs: A {a}, B {b}", "torch.compile 不同：A {a}，B {b}"),
+            Text("off", "关"),
         ),
     ),
     CauseSpec(
@@ -333,8 +400,7 @@ CAUSES: tuple[CauseSpec, ...] = (
         "the clipping threshold max_norm differs",
         setting_differs(
             "clip_max_norm",
-            "gradient clipping differs: max_norm A {a}, B {b}",
-            "梯度裁剪不同：max_norm A {a}，B {b}",
+            Text("gradient clipping differs: max_norm A {a}, B {b}", "梯度裁剪不同：max_norm A {a}，B {b}"),
         ),
     ),
     CauseSpec(

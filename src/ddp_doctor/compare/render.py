@@ -12,29 +12,29 @@ from typing import Any
 import numpy as np
 
 from ddp_doctor.compare.analysis import PERSIST, Z_BAND, Comparison, settings_diff
-from ddp_doctor.core.catalog import Lang
+from ddp_doctor.core.catalog import Lang, Text
 from ddp_doctor.core.terminal import safe, safe_json
 from ddp_doctor.report.svg import PALETTE, Chart, Line, render
 
-# (en, zh) of every label the comparison prints.
-LABELS: dict[str, tuple[str, str]] = {
-    "title": ("ddp-doctor compare", "ddp-doctor 运行对比"),
-    "conclusion": ("Conclusion", "结论"),
-    "settings": ("Settings (measured)", "设置（实测）"),
-    "setting": ("setting", "设置"),
-    "curves": ("Loss curves", "损失曲线"),
-    "noise": ("Step-to-step noise", "逐步噪声"),
-    "order": ("Data order", "数据顺序"),
-    "differ": ("Findings that differ", "不同的发现"),
-    "causes": ("Most likely causes (ranked)", "最可能的原因（按可能性排序）"),
-    "notes": ("Notes", "说明"),
-    "none": ("none", "无"),
-    "unknown": ("unknown", "未知"),
+# Every label the comparison prints.
+LABELS: dict[str, Text] = {
+    "title": Text("ddp-doctor compare", "ddp-doctor 运行对比"),
+    "conclusion": Text("Conclusion", "结论"),
+    "settings": Text("Settings (measured)", "设置（实测）"),
+    "setting": Text("setting", "设置"),
+    "curves": Text("Loss curves", "损失曲线"),
+    "noise": Text("Step-to-step noise", "逐步噪声"),
+    "order": Text("Data order", "数据顺序"),
+    "differ": Text("Findings that differ", "不同的发现"),
+    "causes": Text("Most likely causes (ranked)", "最可能的原因（按可能性排序）"),
+    "notes": Text("Notes", "说明"),
+    "none": Text("none", "无"),
+    "unknown": Text("unknown", "未知"),
 }
 
 
-def t(key: str, lang: str) -> str:
-    return LABELS[key][1 if lang == "zh" else 0]
+def t(key: str, lang: Lang) -> str:
+    return LABELS[key].get(lang)
 
 
 def clean(text: Any) -> str:
@@ -54,7 +54,7 @@ def _v(value: Any) -> str:
     return clean(value)
 
 
-def _curve_line(c: Comparison, lang: str) -> str:
+def _curve_line(c: Comparison, lang: Lang) -> str:
     al = c.aligned
     axis = al.axis
     per = f"; {al.fine_steps_per_point:g} steps of the finer run per point" if al.fine_steps_per_point else ""
@@ -81,7 +81,7 @@ def _curve_line(c: Comparison, lang: str) -> str:
     return f"{head}: max |L_B − L_A| = {c.max_abs_diff:.4g}; {where}"
 
 
-def _noise_lines(c: Comparison, lang: str) -> list[str]:
+def _noise_lines(c: Comparison, lang: Lang) -> list[str]:
     out = []
     for key, r in (("A", c.a), ("B", c.b)):
         out.append(
@@ -90,24 +90,24 @@ def _noise_lines(c: Comparison, lang: str) -> list[str]:
             else f"{key}：观测 σ {_v(r.noise_obs)}（预测 σ {_v(r.noise_pred)}，n={r.noise_n}）"
         )
     if c.noise_ratio_observed is not None:
-        verdict = {True: ("explained by the batch size", "可由批量大小解释"),
-                   False: ("NOT explained by the batch size", "无法由批量大小解释"),
-                   None: ("not judged", "未判断")}[c.noise_explained]  # fmt: skip
+        verdict = {True: Text("explained by the batch size", "可由批量大小解释"),
+                   False: Text("NOT explained by the batch size", "无法由批量大小解释"),
+                   None: Text("not judged", "未判断")}[c.noise_explained]  # fmt: skip
         se = f" ± {c.noise_ratio_se:.2g} (se of log)" if c.noise_ratio_se is not None else ""
         if lang == "zh":
             out.append(
                 f"B/A 观测 {c.noise_ratio_observed:.3g}×，预测 {_v(c.noise_ratio_predicted)}×"
-                f"（仅按批量 {_v(c.noise_ratio_batch_only)}×）→ {verdict[1]}"
+                f"（仅按批量 {_v(c.noise_ratio_batch_only)}×）→ {verdict.zh}"
             )
         else:
             out.append(
                 f"B/A observed {c.noise_ratio_observed:.3g}×{se}, predicted {_v(c.noise_ratio_predicted)}× "
-                f"(batch size alone {_v(c.noise_ratio_batch_only)}×) → {verdict[0]}"
+                f"(batch size alone {_v(c.noise_ratio_batch_only)}×) → {verdict.en}"
             )
     return out
 
 
-def _order_line(c: Comparison, lang: str) -> str:
+def _order_line(c: Comparison, lang: Lang) -> str:
     if c.same_data_order is None:
         return (
             "不可比较（需要两次运行中每个 rank 的 DistributedSampler 记录）"
@@ -123,7 +123,7 @@ def _order_line(c: Comparison, lang: str) -> str:
 
 def render_text(c: Comparison, lang: Lang = "en") -> str:
     lines = [t("title", lang), f"A: {clean(c.a.path)}", f"B: {clean(c.b.path)}", ""]
-    lines.append(f"{t('conclusion', lang)}: {clean(c.headline(lang))}")
+    lines.append(f"{t('conclusion', lang)}: {clean(c.headline().get(lang))}")
     lines += ["", t("settings", lang)]
     rows = settings_diff(c.a, c.b)
     width = max(len(r["setting"]) for r in rows) + 2
@@ -158,19 +158,19 @@ def render_json(c: Comparison) -> str:
     return safe_json(json.dumps(c.to_json(), indent=1, ensure_ascii=False, allow_nan=False))
 
 
-def _chart(c: Comparison, lang: str) -> str:
+def _chart(c: Comparison, lang: Lang) -> str:
     al = c.aligned
     x = al.samples
-    axis_label = {"samples": ("samples consumed", "已消耗样本"), "tokens": ("tokens consumed", "已消耗 token"),
-                  "steps": ("optimizer steps", "优化步")}[al.axis][1 if lang == "zh" else 0]  # fmt: skip
+    axis_label = {"samples": Text("samples consumed", "已消耗样本"), "tokens": Text("tokens consumed", "已消耗 token"),
+                  "steps": Text("optimizer steps", "优化步")}[al.axis].get(lang)  # fmt: skip
     chart = Chart(t("curves", lang), x_label=axis_label)
     chart.lines.append(Line(f"A {c.a.label}", al.loss_a, PALETTE[0], x=x, width=1.6))
     chart.lines.append(Line(f"B {c.b.label}", al.loss_b, PALETTE[1], x=x, width=1.6))
     band = al.band
     if np.isfinite(band).any():
-        centre = al.loss_a
-        chart.lines.append(Line(f"A ± {Z_BAND:g}σ", centre + band, "#999", x=x, dash="4,3", width=0.8))
-        chart.lines.append(Line("", centre - band, "#999", x=x, dash="4,3", width=0.8))
+        lower, upper = al.band_around_a
+        chart.lines.append(Line(f"A ± {Z_BAND:g}σ", upper, "#999", x=x, dash="4,3", width=0.8))
+        chart.lines.append(Line("", lower, "#999", x=x, dash="4,3", width=0.8))
     diff = Chart("L_B − L_A", x_label=axis_label)
     diff.lines.append(Line("L_B − L_A", al.diff, PALETTE[2], x=x))
     if np.isfinite(band).any():
@@ -189,7 +189,7 @@ def render_html(c: Comparison, lang: Lang = "en") -> str:
         f"<title>{e(t('title', lang))}</title><style>{CSS}</style></head><body>",
         f"<h1>{e(t('title', lang))}</h1>",
         f"<p class='muted'>A: {e(c.a.path)}<br>B: {e(c.b.path)}</p>",
-        f"<p><b>{e(t('conclusion', lang))}:</b> {e(c.headline(lang))}</p>",
+        f"<p><b>{e(t('conclusion', lang))}:</b> {e(c.headline().get(lang))}</p>",
         f"<h2>{e(t('curves', lang))}</h2><p>{e(_curve_line(c, lang))}</p>",
         _chart(c, lang),
         f"<h2>{e(t('noise', lang))}</h2><p>" + "<br>".join(e(x) for x in _noise_lines(c, lang)) + "</p>",

@@ -6,7 +6,8 @@ see these. The JSON shape is the public contract of ../docs/catalog.md (schema v
 
 from __future__ import annotations
 
-from dataclasses import InitVar, dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ddp_doctor.core.catalog import FINDINGS, Lang, Severity, Text, finding
@@ -26,9 +27,9 @@ class Finding:
     """One measured (or statically found) fact about a run or a script.
 
     ``summary`` states the result with its numbers, in both languages (a :class:`Text`; a plain
-    string is accepted, with ``summary_zh`` for the Chinese sentence, and a missing Chinese
-    sentence falls back to the catalog's meaning). ``evidence`` holds those numbers (and the
-    threshold used, under the key ``threshold`` where one applies). ``path``/``line`` locate lint
+    string is taken as English, its Chinese falling back to the catalog's meaning); ``fix`` likewise
+    (default: the catalog's). ``evidence`` holds those numbers (and the threshold used, under the
+    key ``threshold`` where one applies). ``path``/``line`` locate lint
     findings; runtime findings leave them unset. ``coverage`` says what a runtime check covered
     (optimizer steps covered of the run, and on which basis); it is set on every runtime "ruled
     out" (analysis/make.py, analysis/diagnose.py).
@@ -39,36 +40,29 @@ class Finding:
     severity: Severity
     summary: Text
     evidence: dict[str, Any] = field(default_factory=dict)
-    fix: str = ""  # a Text where the producer wrote both languages (analysis/fixes.py)
-    summary_zh: InitVar[str | None] = None
+    fix: Text = Text("")  # "": the catalog's fix
     path: str | None = None
     line: int | None = None
     source: Literal["runtime", "lint", "experiment"] = "runtime"
     coverage: dict[str, Any] | None = None
 
-    def __post_init__(self, summary_zh: str | None) -> None:
+    def __post_init__(self) -> None:
         spec = finding(self.id)  # raises on unknown IDs: the catalog is the single source of IDs
         if self.status not in STATUSES:
             raise ValueError(f"status must be one of {STATUSES}, got {self.status!r}")
         if self.severity not in SEVERITY_ORDER:
             raise ValueError(f"severity must be one of {tuple(SEVERITY_ORDER)}, got {self.severity!r}")
         if not isinstance(self.summary, Text):
-            self.summary = Text(str(self.summary), summary_zh or spec.meaning.zh)
-        if not self.fix:
-            self.fix = spec.fix
+            self.summary = Text(str(self.summary), spec.meaning.zh)
+        if not isinstance(self.fix, Text) or not self.fix:
+            # a plain string: the catalog's fix when it is empty or its English, else English only
+            self.fix = spec.fix if self.fix in ("", spec.fix.en) else Text(self.fix)
 
     def summary_in(self, lang: Lang) -> str:
         return self.summary.get(lang)
 
     def fix_in(self, lang: Lang) -> str:
-        """``fix`` in ``lang``: a :class:`Text` knows both; a plain string equal to the catalog's
-        English fix takes the catalog's translation; any other plain string is English only."""
-        if isinstance(self.fix, Text):
-            return self.fix.get(lang)
-        spec = FINDINGS[self.id]
-        if lang == "zh" and self.fix == spec.fix.en:
-            return spec.fix.zh
-        return self.fix
+        return self.fix.get(lang)
 
     def to_report_json(self, lang: Lang = "en") -> dict[str, Any]:
         """The report's F object; in Chinese the English summary stays under ``summary_en``."""
@@ -85,7 +79,7 @@ class Finding:
         else:
             out["summary_zh"] = self.summary.zh
         if self.coverage is not None:
-            out["coverage"] = jsonable(self.coverage)
+            out["coverage"] = jsonable(text_fields(self.coverage, "basis"))
         return out
 
     def to_lint_json(self, lang: Lang = "en") -> dict[str, Any]:
@@ -118,6 +112,18 @@ class HypothesisVerdict:
         if lang == "zh":
             out["summary_en"] = self.summary.en
         return out
+
+
+def text_fields(d: Mapping[str, Any], *keys: str) -> dict[str, Any]:
+    """``d`` as JSON writes it: each of ``keys`` that holds a :class:`Text` becomes ``key`` (English)
+    followed by ``key_zh`` (the public JSON's bilingual fields; in memory there is one Text)."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if k in keys and isinstance(v, Text):
+            out[k], out[f"{k}_zh"] = v.en, v.get("zh")
+        else:
+            out[k] = v
+    return out
 
 
 def jsonable(value: Any) -> Any:

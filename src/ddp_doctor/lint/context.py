@@ -44,6 +44,12 @@ _ALIASES: dict[str, str] = {
 }
 
 
+# Wrappers a conditional expression may stand for (one branch the wrapper, the other a no-op).
+WRAPPERS = frozenset(
+    {"torch.nn.parallel.DistributedDataParallel", "torch.distributed.fsdp.FullyShardedDataParallel"}
+)
+
+
 def canonical(name: str) -> str:
     return _ALIASES.get(name, name)
 
@@ -220,6 +226,11 @@ class FileContext:
         return self._qualnames[key]
 
     def _qualname(self, node: ast.AST | None) -> str | None:
+        if isinstance(node, ast.IfExp):
+            # ``(DDP if dist.initialized() else NullDDP)(model)`` (VAR): the data-parallel wrapper
+            # whenever training is distributed, which is the premise of every rule that asks
+            found = {q for q in (self.qualname(node.body), self.qualname(node.orelse)) if q}
+            return found.pop() if len(found) == 1 and found <= WRAPPERS else None
         text = dotted(node)
         if text is None:
             return None

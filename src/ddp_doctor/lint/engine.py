@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ddp_doctor.core.catalog import FINDINGS, Severity, Text, lint_ids
+from ddp_doctor.core.catalog import FINDINGS, Severity, lint_ids
 from ddp_doctor.core.findings import Finding
 from ddp_doctor.lint.config import LintConfig, config_for
 from ddp_doctor.lint.context import FileContext
@@ -157,9 +157,9 @@ def _to_finding(v: Violation, path: str, notebook: NotebookSource | None) -> Fin
         id=v.rule_id,
         status="confirmed",
         severity=severity,
-        summary=Text(v.message, v.message_zh),
+        summary=v.message,
         evidence=evidence,
-        fix=spec.fix.en,
+        fix=spec.fix,
         path=path,
         line=line,
         source="lint",

@@ -141,10 +141,53 @@ class LoopFacts:
         self._accum: list[AccumLoop] | None = None
         self._stmt_flags: dict[int, tuple[bool, bool]] = {}
         self._backward_marks: list[int] | None = None
+        self._class_names: set[str] | None = None
+        self._param_backwards: dict[int, tuple[int, bool] | None] = {}
 
     def backward(self, node: ast.AST) -> Backward | None:
-        """Any spelling of a backward call: ``x.backward()``, framework backward, a loss-scaler call."""
-        return backward_of(node) or scaler_callable(node, self.backward_objects)
+        """Any spelling of a backward call: ``x.backward()``, framework backward, a loss-scaler call,
+        a same-file helper that runs backward on one of its parameters (open_clip
+        ``backward(total_loss, scaler)``)."""
+        found = backward_of(node)
+        if found is not None or not isinstance(node, ast.Call):
+            return found
+        found = scaler_callable(node, self.backward_objects)
+        if found is not None:
+            # a function or class of this file named ``..._scaler`` is not a loss-scaler object
+            # (open_clip ``_make_train_step_no_accum_no_scaler(task, ...)``)
+            name = (dotted(node.func) or "").split(".")[-1]
+            return None if name in self.ctx.functions or name in self._classes() else found
+        fn = self.ctx.helper(node)
+        if fn is None:
+            return None
+        held = self._param_backward(fn)
+        if held is None or held[0] >= len(node.args):
+            return None
+        return Backward(node, node.args[held[0]], framework=False, scaled=held[1])
+
+    def _classes(self) -> set[str]:
+        if self._class_names is None:
+            self._class_names = {c.name for c in self.ctx.of_type(ast.ClassDef)}
+        return self._class_names
+
+    def _param_backward(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[int, bool] | None:
+        """``(parameter index, scaled)`` when every backward in ``fn``'s own body runs on that
+        parameter (``def backward(loss, scaler): scaler.scale(loss).backward() ... loss.backward()``)."""
+        key = id(fn)
+        if key not in self._param_backwards:
+            params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+            found = [b for n in self.ctx.local(fn) if (b := backward_of(n)) is not None]
+            roots = {b.root.id if isinstance(b.root, ast.Name) else None for b in found}
+            held: tuple[int, bool] | None = None
+            if (
+                found
+                and len(roots) == 1
+                and (root := roots.pop()) in params
+                and not any(b.framework for b in found)
+            ):
+                held = (params.index(root), all(b.scaled for b in found))
+            self._param_backwards[key] = held
+        return self._param_backwards[key]
 
     def accumulation_loops(self) -> list[AccumLoop]:
         """Computed once per file and shared by the accumulation rules."""

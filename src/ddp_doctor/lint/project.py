@@ -26,7 +26,8 @@ from pathlib import Path
 
 from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
 from ddp_doctor.lint.idioms import SYNC_CONTROL
-from ddp_doctor.lint.loops import backward_of
+from ddp_doctor.lint.loops import LoopFacts, backward_of
+from ddp_doctor.lint.provenance import LossFlow, Shape, merge, param_call_return
 from ddp_doctor.lint.source import read_source
 
 DATA_PARALLEL = frozenset(
@@ -58,6 +59,8 @@ FACT_WORDS = (
     "Rank",
     "main_process",
     "master",
+    "compile",  # a helper returning torch.compile(m)
+    "odel",  # model/Model: builders that only compose project classes (``return YOLOX(...)``)
 )
 LOCAL_KEY = "\0module"  # entry of an import table naming the file's own module
 ROUNDS = 4
@@ -94,6 +97,14 @@ class Summary:
     # Parameters (by name and position, ``self`` not counted) whose value is iterated by a loop that
     # runs backward — directly or after ``self.x = param`` in a method of the class.
     trains_on_params: set[str | int] = field(default_factory=set)
+    # What calling it returns of the local training loss (lint/provenance.py): KAIR's
+    # ``current_log()`` returning ``self.log_dict`` that ``optimize_parameters`` filled.
+    returns_loss: Shape | None = None
+    # ``(parameter, position)``: it calls that parameter and returns the result there (MSN ``gpu_timer``).
+    param_call_return: tuple[int, int] | None = None
+    # ``(model parameter, flag parameter or None)``: it returns ``torch.compile`` of that parameter,
+    # when the flag parameter says so (VAR ``args.compile_model(m, fast)``).
+    compiles_param: tuple[int, int | None] | None = None
 
 
 @dataclass
@@ -117,6 +128,8 @@ class ProjectIndex:
     _wrapper_names: tuple[str, ...] | None = None
     _bn_modules: set[str] | None = None
     _local_names: set[str] = field(default_factory=set)  # top-level defs of the file being summarised
+    _loss_names: tuple[str, ...] | None = None
+    _compile_names: tuple[str, ...] | None = None
 
     # --- building ------------------------------------------------------------------------------
 
@@ -125,6 +138,7 @@ class ProjectIndex:
         root = root.resolve()
         index = cls(root=root)
         contexts: list[tuple[str, FileContext]] = []
+        packages: list[tuple[str, FileContext]] = []  # __init__.py files: their re-exports
         for path in (f.resolve() for f in files):
             if path.suffix != ".py":
                 continue
@@ -136,16 +150,22 @@ class ProjectIndex:
                 continue
             module = module_name(root, path)
             index.modules[module] = str(path)
-            if not any(w in source for w in FACT_WORDS):
+            package = path.name == "__init__.py"
+            if not package and not any(w in source for w in FACT_WORDS):
                 continue
             try:
                 tree = ast.parse(source)
                 ctx = FileContext.build(str(path), source, tree)
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 continue
-            contexts.append((module, ctx))
+            if package:
+                packages.append((module, ctx))
+            if any(w in source for w in FACT_WORDS):
+                contexts.append((module, ctx))
         index.files = len(index.modules)
         index._register_aliases()
+        for module, ctx in packages:
+            index._register_reexports(module, ctx)
         for module, ctx in contexts:
             try:
                 index._summarise(module, ctx)
@@ -165,12 +185,29 @@ class ProjectIndex:
                 full[suffix] = module
         self._module_alias = {s: full[s] for s, n in counts.items() if n == 1 and s not in self.modules}
 
+    def _register_reexports(self, module: str, ctx: FileContext) -> None:
+        """``from .yolox import YOLOX`` in ``yolox/models/__init__.py``: ``yolox.models.YOLOX`` names
+        ``yolox.models.yolox.YOLOX`` (callers import the package, summaries live in the module)."""
+        imports = absolute_imports(ctx, module + ".__init__")
+        for node in ctx.tree.body:
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            for alias in node.names:
+                name = alias.asname or alias.name
+                full = imports.get(name)
+                if alias.name == "*" or full is None:
+                    continue
+                mod, _, attr = full.rpartition(".")
+                resolved = self.resolve_module(mod) if mod else None
+                if resolved is not None and f"{resolved}.{attr}" != f"{module}.{name}":
+                    self.name_alias.setdefault(f"{module}.{name}", f"{resolved}.{attr}")
+
     def resolve_module(self, name: str) -> str | None:
         if name in self.modules:
             return name
         return self._module_alias.get(name)
 
-    def _summarise(self, module: str, ctx: FileContext) -> None:
+    def _summarise(self, module: str, ctx: FileContext) -> None:  # noqa: PLR0915 - one pass per file: its imports, star imports, eval and backward-holding defs feed every def's summary, each def walked once
         imports = absolute_imports(ctx, module)
         imports[LOCAL_KEY] = module
         self._local_names = {
@@ -214,6 +251,7 @@ class ProjectIndex:
         ]
         uses_eval = any(isinstance(c.func, ast.Name) and c.func.id == "eval" for c in ctx.of_type(ast.Call))
         has_scaler_word = any("GradScaler" in w for w in ctx.words)
+        flow = LossFlow(ctx, LoopFacts(ctx)) if ctx.mentions("backward", "training_step") else None
         backward_defs: set[int] = set()  # top-level defs/classes (and methods) holding a `.backward`
         for attr in ctx.of_type(ast.Attribute):
             if attr.attr == "backward":
@@ -263,13 +301,18 @@ class ProjectIndex:
                     target = self._project_target(imports, n.func)
                     if target:
                         s.callees.add(target)
-                        if id(n) in returned:
+                        parent = ctx.parents.get(n)
+                        if id(n) in returned or (  # model = build(...); ...; return model
+                            isinstance(parent, (ast.Assign, ast.AnnAssign))
+                            and parent.value is n
+                            and {dotted(t) for t in _targets(parent)} & returned_names
+                        ):
                             s.returned_callees.add(target)
                 elif isinstance(n, ast.Attribute):
                     if n.attr in ("require_backward_grad_sync",):
                         s.toggles_sync = True
                     q = ctx.qualname(n) or ""
-                    if BATCHNORM.match(q):  # norm_layer=nn.BatchNorm2d
+                    if BATCHNORM.match(q) and _builds_from_reference(ctx, n):  # norm_layer=nn.BatchNorm2d
                         s.builds_batchnorm = True
                 elif isinstance(n, ast.Name):
                     if "GradScaler" in n.id:
@@ -300,6 +343,9 @@ class ProjectIndex:
                 s.calls_backward = call is not None and any(backward_of(x) for x in walk_local(call))
             else:
                 s.logs_rank0 = _logs_rank0_only(ctx, node)
+                s.returns_loss = flow.returns.get(id(node)) if flow is not None else None
+                s.param_call_return = param_call_return(node)
+                s.compiles_param = _compiles_param(ctx, node, method=(qual, node) in methods)
             self.summaries[qual] = s
             if (qual, node) in methods:
                 self.methods.setdefault(qual.rsplit(".", 1)[-1], []).append(s)
@@ -360,22 +406,29 @@ class ProjectIndex:
             bn_modules = {q.rsplit(".", 1)[0] for q, x in sums.items() if x.builds_batchnorm}
             for s in sums.values():
                 if not s.builds_batchnorm and any(
-                    (r.endswith(".*") and r[:-2] in bn_modules) or (r in sums and sums[r].builds_batchnorm)
+                    (r.endswith(".*") and r[:-2] in bn_modules)
+                    or ((ref := self._get(r)) is not None and ref.builds_batchnorm)
                     for r in s.refs
                 ):
                     s.builds_batchnorm = changed = True
                 for callee in s.callees:
-                    c = sums.get(callee)
+                    c = self._get(callee)
                     if c is None:
                         continue
                     before = _propagated_flags(s)
                     if not _is_class_summary(c):
                         s.calls_backward |= c.calls_backward
                         s.toggles_sync |= c.toggles_sync
-                    s.builds_batchnorm |= c.builds_batchnorm
+                    # a function builds what it constructs and what it returns, not what a helper
+                    # it calls does to its argument (KAIR ``merge_bn(self.netG)``, transformers'
+                    # trainer helpers); a class holds everything its methods build
+                    if _is_class_summary(s) or _is_class_summary(c) or callee in s.returned_callees:
+                        s.builds_batchnorm |= c.builds_batchnorm
                     s.scales_loss |= c.scales_loss
                     if callee in s.returned_callees:
                         s.returns_ddp |= c.returns_ddp
+                        if not _is_class_summary(c) and c.returns_loss is not None and s.returns_loss is None:
+                            s.returns_loss, changed = c.returns_loss, True
                     changed |= before != _propagated_flags(s)
             if not changed:
                 break
@@ -421,6 +474,75 @@ class ProjectIndex:
         if isinstance(func, ast.Attribute):
             return self.methods.get(func.attr, [])
         return []
+
+    def call_returns_loss(self, ctx: FileContext, call: ast.Call) -> Shape | None:
+        """What ``call`` returns of the local training loss, through project code: a function, or
+        ``obj.method()`` with ``obj`` of unknown type when most project methods of that name return it
+        (KAIR ``model.current_log()``)."""
+        s = self.summary_for(ctx, call.func)
+        if s is not None:
+            return None if _is_class_summary(s) else s.returns_loss
+        found = self._same_name_methods(call.func)
+        shapes = [m.returns_loss for m in found if m.returns_loss is not None]
+        if not shapes or 2 * len(shapes) <= len(found):
+            return None
+        out: Shape | None = None
+        for shape in shapes:
+            out = merge(out, shape)
+        return out
+
+    def call_param_return(self, ctx: FileContext, call: ast.Call) -> tuple[int, int] | None:
+        """``(parameter, position)`` when ``call`` runs a project function that calls that parameter
+        and returns its result (``gpu_timer(train_step)`` in ``src/utils.py``)."""
+        s = self.summary_for(ctx, call.func)
+        return s.param_call_return if s is not None else None
+
+    def call_builds_batchnorm(self, ctx: FileContext, call: ast.Call) -> bool:
+        """``obj.method()`` with ``obj`` of unknown type builds BatchNorm when most project methods of
+        that name do (YOLOX ``self.exp.get_model()``: four of the five experiment classes)."""
+        found = self._same_name_methods(call.func)
+        builders = sum(m.builds_batchnorm for m in found)
+        return builders > 0 and 2 * builders > len(found)
+
+    def call_compiles(self, ctx: FileContext, call: ast.Call) -> tuple[int, int | None] | None:
+        """``(model argument, flag argument)`` when ``call`` runs a project function or method that
+        returns ``torch.compile`` of that argument (``args.compile_model(m, args.tfast)``)."""
+        s = self.summary_for(ctx, call.func)
+        if s is not None:
+            return s.compiles_param
+        found = self._same_name_methods(call.func)
+        compiling = [m.compiles_param for m in found if m.compiles_param is not None]
+        return compiling[0] if compiling and 2 * len(compiling) > len(found) else None
+
+    def compiling_names(self) -> tuple[str, ...]:
+        """Bare names of project functions and methods that return a compiled model."""
+        if self._compile_names is None:
+            self._compile_names = tuple(
+                sorted({q.rsplit(".", 1)[-1] for q, s in self.summaries.items() if s.compiles_param})
+            )
+        return self._compile_names
+
+    def loss_returning_names(self) -> tuple[str, ...]:
+        """Bare names of project functions and methods that return the local loss (computed once):
+        the words that let a file receive it without a backward of its own."""
+        if self._loss_names is None:
+            self._loss_names = tuple(
+                sorted(
+                    {q.rsplit(".", 1)[-1] for q, s in self.summaries.items() if s.returns_loss is not None}
+                )
+            )
+        return self._loss_names
+
+    def _same_name_methods(self, func: ast.AST) -> list[Summary]:
+        """Project methods ``obj.name(...)`` may run when ``obj``'s type is unknown (not ``self``,
+        ``super()``, or a dunder)."""
+        if (
+            not isinstance(func, ast.Attribute)
+            or func.attr.startswith("__")
+            or (isinstance(func.value, ast.Call) and dotted(func.value.func) == "super")
+        ):
+            return []
+        return self.method_summaries(func)
 
     def call_wraps_ddp(self, ctx: FileContext, call: ast.Call, plain: bool = False) -> bool:
         """``call`` wraps a model in DDP/FSDP through project code (``smart_DDP(model)``,
@@ -524,6 +646,66 @@ def _trains_on_params(ctx: FileContext, node: ast.AST) -> set[str | int]:
         ):
             out |= {source, params.index(source)}
     return out
+
+
+def _targets(node: ast.Assign | ast.AnnAssign) -> list[ast.expr]:
+    return list(node.targets) if isinstance(node, ast.Assign) else [node.target]
+
+
+# Calls that inspect a class rather than build it: ``isinstance(m, nn.BatchNorm2d)``.
+_INSPECTS = frozenset({"isinstance", "issubclass", "type", "setattr", "getattr", "hasattr"})
+
+
+def _builds_from_reference(ctx: FileContext, node: ast.AST) -> bool:
+    """A BatchNorm class named without being called is built later when it is handed over as a
+    layer type (``norm_layer=nn.BatchNorm2d``, ``Norm = nn.BatchNorm2d``, ``partial(nn.BatchNorm2d)``),
+    not when it is inspected (``isinstance(m, (nn.BatchNorm2d, ...))``, ``type(m) == nn.BatchNorm2d``)
+    or iterated (VAR ``for clz in (nn.Linear, nn.BatchNorm2d): ...`` patches the classes)."""
+    child, cur = node, ctx.parents.get(node)
+    while cur is not None and not isinstance(cur, ast.stmt):
+        if isinstance(cur, ast.Compare):
+            return False
+        if isinstance(cur, ast.Call) and cur.func is not child:
+            name = dotted(cur.func) or ""
+            return name.split(".")[-1] not in _INSPECTS
+        if isinstance(cur, ast.comprehension) and child is cur.iter:
+            return False
+        child, cur = cur, ctx.parents.get(cur)
+    return not (isinstance(cur, (ast.For, ast.AsyncFor)) and child is cur.iter)
+
+
+def _compiles_param(ctx: FileContext, fn: ast.AST, method: bool) -> tuple[int, int | None] | None:
+    """``(model parameter, flag parameter)`` for a function that returns ``torch.compile(p, ...)`` of
+    its parameter ``p`` (also as a branch of ``a if c else p``); the flag is the other parameter its
+    conditions test (VAR ``if fast == 0: return m``), None when none does. Indices skip ``self``."""
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+    if method and params:
+        params = params[1:]
+    model: int | None = None
+    for r in ctx.local(fn):
+        if not isinstance(r, ast.Return) or r.value is None:
+            continue
+        for part in (r.value.body, r.value.orelse) if isinstance(r.value, ast.IfExp) else (r.value,):
+            if (
+                isinstance(part, ast.Call)
+                and ctx.call_qualname(part) == "torch.compile"
+                and part.args
+                and isinstance(part.args[0], ast.Name)
+                and part.args[0].id in params
+            ):
+                model = params.index(part.args[0].id)
+    if model is None:
+        return None
+    tests = [n.test for n in ctx.local(fn) if isinstance(n, (ast.If, ast.IfExp))]
+    flags = {
+        params.index(x.id)
+        for t in tests
+        for x in ast.walk(t)
+        if isinstance(x, ast.Name) and x.id in params and params.index(x.id) != model
+    }
+    return model, (flags.pop() if len(flags) == 1 else None)
 
 
 def _propagated_flags(s: Summary) -> tuple[bool, ...]:

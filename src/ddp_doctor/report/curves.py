@@ -1,7 +1,6 @@
 """The per-step curves an exporter writes, named once for TensorBoard and W&B (docs/integrations.md).
 
-x = optimizer steps completed (1-based, as HF's ``global_step``; an imported log keeps its own
-step numbers). Every curve is defined in analysis/figures.py (the HTML charts draw the same ones);
+x = optimizer steps completed (``figures.step_numbers``). Every curve is defined in analysis/figures.py (the HTML charts draw the same ones);
 this module only picks which to export.
 """
 
@@ -26,8 +25,6 @@ class Curves:
 def curves(diag: Diagnosis) -> Curves:
     ctx = diag.context
     s = ctx.series
-    imported = diag.run_info.get("imported") or {}
-    base = int(imported.get("step_base", 0)) if imported else 1
     chosen: list[figures.Curve | None] = [figures.loss(ctx)]
     if 0 in s.ranks and len(s.ranks) > 1:
         chosen += [dict(figures.local_loss(ctx))[0], figures.grad_norm_local_rank0(ctx)]
@@ -37,7 +34,7 @@ def curves(diag: Diagnosis) -> Curves:
         trend, lower, upper = band
         chosen += [trend, upper, lower]
     kept = {f"{PREFIX}/{c.key}": c.values for c in chosen if c is not None and figures.shown(c)}
-    return Curves(steps=s.steps + base, series=kept)
+    return Curves(steps=figures.step_numbers(ctx), series=kept)
 
 
 def findings_markdown(diag: Diagnosis) -> str:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 from html import escape
 
-import numpy as np
 from rich.text import Text
 
 from ddp_doctor.analysis import figures
@@ -55,9 +54,8 @@ def _plain(line: str) -> str:
 def _charts(diag: Diagnosis, lang: Lang) -> list[str]:
     """The charts, from the curves of analysis/figures.py (the exporters write the same ones)."""
     ctx = diag.context
-    T = ctx.series.n_steps
     # on the rollup path the columns are the steps read raw: plot them at their step numbers
-    sx = None if ctx.series.dense else ctx.series.steps
+    sx = figures.step_axis(ctx)
     charts: list[str] = []
     xl = w("step", lang)
     loss = Chart(w("plot_loss", lang), x_label=xl)
@@ -115,10 +113,9 @@ def _charts(diag: Diagnosis, lang: Lang) -> list[str]:
         log_y=True,
         x_label=xl,
     )
-    if ctx.batch.samples:
-        gns.lines.append(
-            Line(w("effective_batch_line", lang), np.full(T, ctx.batch.samples), PALETTE[7], x=sx, dash="4 3")
-        )
+    batch = figures.effective_batch(ctx)
+    if batch is not None:
+        gns.lines.append(Line(w("effective_batch_line", lang), batch.values, PALETTE[7], x=sx, dash="4 3"))
     charts.append(render(gns))
     ratios = figures.update_ratios(ctx)
     if ratios:
@@ -147,14 +144,10 @@ def render_html(diag: Diagnosis, lang: Lang = "en") -> str:
     ]
     failure = info.get("failure")
     if failure:  # a failed rank is the first thing said (analysis/failure.py)
-        parts.append(
-            f"<p class='failure'><b>{escape(failure['summary_zh' if lang == 'zh' else 'summary'])}</b></p>"
-        )
+        parts.append(f"<p class='failure'><b>{escape(failure['summary'].get(lang))}</b></p>")
     answer = info.get("oscillation")
     if answer:  # the question the user came with, answered first
-        parts.append(
-            f"<p class='answer'><b>{escape(answer['summary_zh' if lang == 'zh' else 'summary'])}</b></p>"
-        )
+        parts.append(f"<p class='answer'><b>{escape(answer['summary'].get(lang))}</b></p>")
     parts.append("<p>" + "<br>".join(escape(_plain(x)) for x in run_lines(diag, lang)) + "</p>")
     if info["problems"]:
         parts.append(

@@ -110,10 +110,10 @@ def render_console(diag: Diagnosis, console: Console, lang: Lang = "en") -> None
     console.print(f"[bold]{w('title', lang)}[/] — {escape(str(diag.run_info['path']))}")
     failure = diag.run_info.get("failure")
     if failure:  # a failed rank is the first thing said (analysis/failure.py)
-        console.print(f"[bold red]{escape(failure['summary_zh' if lang == 'zh' else 'summary'])}[/]")
+        console.print(f"[bold red]{escape(failure['summary'].get(lang))}[/]")
     answer = diag.run_info.get("oscillation")
     if answer:  # the question the user came with, answered first
-        console.print(f"[bold]{escape(answer['summary_zh' if lang == 'zh' else 'summary'])}[/]")
+        console.print(f"[bold]{escape(answer['summary'].get(lang))}[/]")
     for line in run_lines(diag, lang):
         console.print(line)
     if diag.run_info["problems"]:

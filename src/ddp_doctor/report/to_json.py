@@ -11,7 +11,7 @@ from typing import Any
 
 from ddp_doctor.analysis.diagnose import Diagnosis
 from ddp_doctor.core.catalog import Lang
-from ddp_doctor.core.findings import REPORT_SCHEMA, jsonable
+from ddp_doctor.core.findings import REPORT_SCHEMA
 from ddp_doctor.core.terminal import safe_json
 
 
@@ -19,7 +19,7 @@ def report_dict(diag: Diagnosis, lang: Lang = "en") -> dict[str, Any]:
     return {
         "schema": REPORT_SCHEMA,
         "lang": lang,
-        "run": jsonable(diag.run_info),
+        "run": diag.run_json(),
         "findings": [f.to_report_json(lang) for f in diag.findings],
         "hypotheses": [h.to_json(lang) for h in diag.hypotheses],
     }

@@ -210,6 +210,7 @@ KINDS: dict[str, tuple[Field, ...]] = {
     "gradsync": (
         F("step", "int"),
         F("sq_step", "float"),
+        F("sq_reduced", "float"),  # FSDP2: the same sum when the step's last synced backward returned
         F("norms", "list[float]"),
         F("names", "list[str]"),
         F("shapes", "list[list[int]]"),
@@ -326,6 +327,17 @@ CONFIG_FIELDS: dict[str, tuple[Field, ...]] = {
         F("n_trainable_numel", "int"),
         F("batchnorm", "list[str]"),
         F("syncbatchnorm", "int"),
+        # DDP's own mixed precision: {param_dtype, reduce_dtype, buffer_dtype} or null
+        F("mixed_precision", "dict"),
+    ),
+    # a DDP comm hook registered: its name and the dtype it all-reduces in (probe/instruments/ddp.py)
+    "ddp_comm_hook": (F("hook", "str"), F("reduce_dtype", "str")),
+    # elements per dtype at the first optimizer step (probe/instruments/dtypes.py)
+    "dtypes": (
+        F("model_params", "dict"),
+        F("optimizer_params", "dict"),
+        F("grads", "dict"),
+        F("buffers", "dict"),
     ),
     "fsdp": (
         F("version", "int"),
@@ -342,6 +354,12 @@ CONFIG_FIELDS: dict[str, tuple[Field, ...]] = {
         F("cpu_offload", "bool"),
         F("param_dtype", "str"),
         F("reduce_dtype", "str"),
+        F("buffer_dtype", "str"),
+        F("keep_low_precision_grads", "bool"),
+        F("cast_forward_inputs", "bool"),
+        # FSDP2 (probe/instruments/fsdp.py): the root's MixedPrecisionPolicy, distinct policies
+        F("mp_policy", "dict"),
+        F("mp_policies", "int"),
     ),
     "fsdp_clip": (F("function", "str"),),
     # DeepSpeed engine settings (probe/instruments/deepspeed.py)
@@ -355,6 +373,7 @@ CONFIG_FIELDS: dict[str, tuple[Field, ...]] = {
         F("gradient_clipping", "float"),
         F("fp16", "bool"),
         F("bf16", "bool"),
+        F("communication_data_type", "str"),
         F("loss_scale", "float"),
         F("dynamic_loss_scale", "bool"),
         F("initial_loss_scale", "float"),

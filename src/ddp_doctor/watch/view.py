@@ -17,6 +17,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from ddp_doctor.analysis import figures
 from ddp_doctor.core.catalog import HYPOTHESES
 from ddp_doctor.core.terminal import safe
 from ddp_doctor.report.text import SEVERITY_STYLE, VERDICT_STYLE, escape
@@ -99,17 +100,20 @@ def loss_lines(w: Watcher) -> Table:
     t = Table.grid(padding=(0, 1))
     if w.diag is None:
         return t
-    s = w.diag.context.series
-    t.add_row("global", Text(sparkline(s.global_loss), style="bold"), _last(s.global_loss))
-    rows = list(range(len(s.ranks)))
+    ctx = w.diag.context
+    loss = figures.loss(ctx).values
+    t.add_row("global", Text(sparkline(loss), style="bold"), _last(loss))
+    local = figures.local_loss(ctx)
+    rows = list(range(len(local)))
     if len(rows) > MAX_RANK_LINES:  # the extremes of the last finite loss, not a random few
-        last = [_last_finite(s.local_loss[i]) for i in rows]
+        last = [_last_finite(local[i][1].values) for i in rows]
         order = np.argsort(np.asarray(last))  # ranks with no finite loss (nan) sort last: shown
         rows = sorted({*order[: MAX_RANK_LINES // 2].tolist(), *order[-MAX_RANK_LINES // 2 :].tolist()})
     for i in rows:
-        t.add_row(f"rank {s.ranks[i]}", sparkline(s.local_loss[i]), _last(s.local_loss[i]))
-    if len(rows) < len(s.ranks):
-        t.add_row("", f"[dim]({len(s.ranks) - len(rows)} more ranks not shown)[/]", "")
+        rank, curve = local[i]
+        t.add_row(f"rank {rank}", sparkline(curve.values), _last(curve.values))
+    if len(rows) < len(local):
+        t.add_row("", f"[dim]({len(local) - len(rows)} more ranks not shown)[/]", "")
     return t
 
 

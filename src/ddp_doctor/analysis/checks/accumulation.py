@@ -67,8 +67,10 @@ def _no_sync(ctx: Context) -> Finding:
     if p.steps == 0:
         return ruled_out(
             fid,
-            "No gradient accumulation (1 micro-step per optimizer step): nothing to skip syncing.",
-            "没有梯度累积（每个优化步 1 个微步），无需跳过同步。",
+            Text(
+                "No gradient accumulation (1 micro-step per optimizer step): nothing to skip syncing.",
+                "没有梯度累积（每个优化步 1 个微步），无需跳过同步。",
+            ),
             multi_micro_steps=0,
         )
     ds = ctx.config("deepspeed")
@@ -78,10 +80,12 @@ def _no_sync(ctx: Context) -> Finding:
         # refuses no_sync() then (DeepSpeed docs, "Gradient accumulation" / engine.no_sync)
         return ruled_out(
             fid,
-            f"DeepSpeed ZeRO stage {stage} reduces gradients on every micro-step by design "
-            f"({p.every_micro} of {p.steps} accumulation steps did): no_sync does not apply.",
-            f"DeepSpeed ZeRO stage {stage} 按设计在每个微步都归约梯度（{p.steps} 个累积步中 "
-            f"{p.every_micro} 个如此）：no_sync 不适用。",
+            Text(
+                f"DeepSpeed ZeRO stage {stage} reduces gradients on every micro-step by design "
+                f"({p.every_micro} of {p.steps} accumulation steps did): no_sync does not apply.",
+                f"DeepSpeed ZeRO stage {stage} 按设计在每个微步都归约梯度（{p.steps} 个累积步中 "
+                f"{p.every_micro} 个如此）：no_sync 不适用。",
+            ),
             zero_stage=stage,
             steps_syncing_every_micro=p.every_micro,
             multi_micro_steps=p.steps,
@@ -89,8 +93,10 @@ def _no_sync(ctx: Context) -> Finding:
     if p.total_syncs == 0:
         return not_measured(
             fid,
-            "No gradient all-reduce was recorded, so the sync pattern is unknown.",
-            "未记录到梯度 all-reduce，无法判断同步模式。",
+            Text(
+                "No gradient all-reduce was recorded, so the sync pattern is unknown.",
+                "未记录到梯度 all-reduce，无法判断同步模式。",
+            ),
             all_reduces=0,
         )
     share = p.every_micro / p.steps
@@ -104,11 +110,13 @@ def _no_sync(ctx: Context) -> Finding:
     if share > NO_SYNC_SHARE:
         return confirmed(
             fid,
-            f"Gradients were all-reduced on every micro-step in {p.every_micro} of "
-            f"{p.steps} accumulation steps ({share:.0%}); with no_sync only the last "
-            "micro-step needs it. Costs bandwidth, not accuracy.",
-            f"{p.steps} 个累积步中有 {p.every_micro} 个（{share:.0%}）在每个微步都做了 all-reduce；"
-            "使用 no_sync 只需最后一个微步同步。只浪费带宽，不影响精度。",
+            Text(
+                f"Gradients were all-reduced on every micro-step in {p.every_micro} of "
+                f"{p.steps} accumulation steps ({share:.0%}); with no_sync only the last "
+                "micro-step needs it. Costs bandwidth, not accuracy.",
+                f"{p.steps} 个累积步中有 {p.every_micro} 个（{share:.0%}）在每个微步都做了 all-reduce；"
+                "使用 no_sync 只需最后一个微步同步。只浪费带宽，不影响精度。",
+            ),
             **ev,
         )
     other = p.steps - p.every_micro - p.last_only
@@ -119,9 +127,11 @@ def _no_sync(ctx: Context) -> Finding:
         how_zh += f"，{other} 个为其他模式（见 no-sync-after-forward）"
     return ruled_out(
         fid,
-        f"Gradients were all-reduced on every micro-step in only {p.every_micro} of {p.steps} "
-        f"accumulation steps ({how}).",
-        f"{p.steps} 个累积步中只有 {p.every_micro} 个在每个微步都做了 all-reduce（{how_zh}）。",
+        Text(
+            f"Gradients were all-reduced on every micro-step in only {p.every_micro} of {p.steps} "
+            f"accumulation steps ({how}).",
+            f"{p.steps} 个累积步中只有 {p.every_micro} 个在每个微步都做了 all-reduce（{how_zh}）。",
+        ),
         **ev,
     )
 
@@ -131,9 +141,11 @@ def _after_forward(ctx: Context) -> Finding:
     if p.steps == 0 or p.total_syncs == 0:
         return not_measured(
             fid,
-            "Needs gradient accumulation with recorded all-reduces; run "
-            "`ddp-doctor lint` on the script for the static check.",
-            "需要带有 all-reduce 记录的梯度累积；可对脚本运行 `ddp-doctor lint` 做静态检查。",
+            Text(
+                "Needs gradient accumulation with recorded all-reduces; run "
+                "`ddp-doctor lint` on the script for the static check.",
+                "需要带有 all-reduce 记录的梯度累积；可对脚本运行 `ddp-doctor lint` 做静态检查。",
+            ),
             multi_micro_steps=p.steps,
         )
     ev: dict[str, Any] = dict(
@@ -144,17 +156,21 @@ def _after_forward(ctx: Context) -> Finding:
     if p.last_unsynced / p.steps > AFTER_FORWARD_SHARE:
         return confirmed(
             fid,
-            f"In {p.last_unsynced} of {p.steps} accumulation steps the last "
-            "micro-step was not synced while an earlier one was: the sync flag takes "
-            "effect one micro-step late (toggled after the forward).",
-            f"{p.steps} 个累积步中有 {p.last_unsynced} 个最后一个微步没有同步而更早的微步同步了："
-            "同步标志晚了一个微步生效（在前向之后才切换）。",
+            Text(
+                f"In {p.last_unsynced} of {p.steps} accumulation steps the last "
+                "micro-step was not synced while an earlier one was: the sync flag takes "
+                "effect one micro-step late (toggled after the forward).",
+                f"{p.steps} 个累积步中有 {p.last_unsynced} 个最后一个微步没有同步而更早的微步同步了："
+                "同步标志晚了一个微步生效（在前向之后才切换）。",
+            ),
             **ev,
         )
     return ruled_out(
         fid,
-        f"The last micro-step synced in {p.steps - p.last_unsynced} of {p.steps} accumulation steps.",
-        f"{p.steps} 个累积步中有 {p.steps - p.last_unsynced} 个在最后一个微步同步。",
+        Text(
+            f"The last micro-step synced in {p.steps - p.last_unsynced} of {p.steps} accumulation steps.",
+            f"{p.steps} 个累积步中有 {p.steps - p.last_unsynced} 个在最后一个微步同步。",
+        ),
         **ev,
     )
 
@@ -172,11 +188,13 @@ def _replicas(ctx: Context) -> Finding:
         fsdp = ctx.config("fsdp") or {}
         return not_measured(
             fid,
-            f"FSDP1 {fsdp.get('sharding_strategy')} shards the parameters "
-            f"(shard group of {fsdp.get('shard_group_size')}, {fsdp.get('replicas')} replica(s)): "
-            "checksums are comparable only between ranks holding the same shard, and no two do.",
-            f"FSDP1 {fsdp.get('sharding_strategy')} 对参数分片（分片组 {fsdp.get('shard_group_size')}，"
-            f"{fsdp.get('replicas')} 个副本）：只有持有同一分片的 rank 之间的校验和可比，而没有两个 rank 持有同一分片。",
+            Text(
+                f"FSDP1 {fsdp.get('sharding_strategy')} shards the parameters "
+                f"(shard group of {fsdp.get('shard_group_size')}, {fsdp.get('replicas')} replica(s)): "
+                "checksums are comparable only between ranks holding the same shard, and no two do.",
+                f"FSDP1 {fsdp.get('sharding_strategy')} 对参数分片（分片组 {fsdp.get('shard_group_size')}，"
+                f"{fsdp.get('replicas')} 个副本）：只有持有同一分片的 rank 之间的校验和可比，而没有两个 rank 持有同一分片。",
+            ),
             sharding_strategy=fsdp.get("sharding_strategy"),
             shard_group_size=fsdp.get("shard_group_size"),
         )
@@ -184,8 +202,10 @@ def _replicas(ctx: Context) -> Finding:
     if len(ctx.run.ranks) < 2 or not common:
         return not_measured(
             fid,
-            "Needs `replica` checksum records from ≥ 2 ranks (written every `--every` steps).",
-            "需要至少 2 个 rank 的 `replica` 校验和记录（每 `--every` 步写一次）。",
+            Text(
+                "Needs `replica` checksum records from ≥ 2 ranks (written every `--every` steps).",
+                "需要至少 2 个 rank 的 `replica` 校验和记录（每 `--every` 步写一次）。",
+            ),
             ranks_with_checksums=sum(1 for d in ctx.run.ranks.values() if d.replica),
         )
     params = ctx.config("params")
@@ -205,10 +225,12 @@ def _replicas(ctx: Context) -> Finding:
                 since_zh = f"（第 {previous} 步时仍一致：分歧始于其后）" if previous is not None else ""
                 return confirmed(
                     fid,
-                    f"Replicas differ at step {s}{since}: rank {r} vs rank {ref_rank}, "
-                    f"first at {name} ({len(diff)} parameter tensor(s) differ).",
-                    f"第 {s} 步副本不一致{since_zh}：rank {r} 与 rank {ref_rank} 不同，首个不同参数为 {name}"
-                    f"（共 {len(diff)} 个参数张量不同）。",
+                    Text(
+                        f"Replicas differ at step {s}{since}: rank {r} vs rank {ref_rank}, "
+                        f"first at {name} ({len(diff)} parameter tensor(s) differ).",
+                        f"第 {s} 步副本不一致{since_zh}：rank {r} 与 rank {ref_rank} 不同，首个不同参数为 {name}"
+                        f"（共 {len(diff)} 个参数张量不同）。",
+                    ),
                     first_step=s,
                     last_equal_step=previous,
                     ranks=[ref_rank, r],
@@ -223,14 +245,18 @@ def _replicas(ctx: Context) -> Finding:
     shown = ", ".join(str(x) for x in (common if len(common) <= 6 else [*common[:4], "…", common[-1]]))
     return ruled_out(
         fid,
-        f"Bit-exact replica checksums agree on all ranks{among} at {len(common)} checked step(s) "
-        f"(last {common[-1]}).",
-        f"在检查的 {len(common)} 个步（最后为第 {common[-1]} 步）所有 rank{among_zh}的逐位校验和一致。",
+        Text(
+            f"Bit-exact replica checksums agree on all ranks{among} at {len(common)} checked step(s) "
+            f"(last {common[-1]}).",
+            f"在检查的 {len(common)} 个步（最后为第 {common[-1]} 步）所有 rank{among_zh}的逐位校验和一致。",
+        ),
         coverage=coverage(
             common[-1] + 1,
             max(ctx.optimizer_steps, common[-1] + 1),
-            f"checksums at steps {shown}" + ("" if finals else "; no final-state checksum"),
-            f"在第 {shown} 步做了校验" + ("" if finals else "；没有最终状态的校验和"),
+            Text(
+                f"checksums at steps {shown}" + ("" if finals else "; no final-state checksum"),
+                f"在第 {shown} 步做了校验" + ("" if finals else "；没有最终状态的校验和"),
+            ),
         ),
         checked_steps=common,
         last_step=common[-1],
@@ -269,13 +295,12 @@ def _uneven(ctx: Context) -> Finding:
     if len(ctx.run.ranks) < 2:
         return not_measured(
             fid,
-            "Needs step records from ≥ 2 ranks.",
-            "需要至少 2 个 rank 的步记录。",
+            Text("Needs step records from ≥ 2 ranks.", "需要至少 2 个 rank 的步记录。"),
             ranks=len(ctx.run.ranks),
         )
     m = ctx.series.micro
     if m.size == 0:
-        return not_measured(fid, "No optimizer step recorded yet.", "尚未记录到优化步。")
+        return not_measured(fid, Text("No optimizer step recorded yet.", "尚未记录到优化步。"))
     counts = {r: int(np.isfinite(m[i]).sum()) for i, r in enumerate(ctx.series.ranks)}
     micro_tot = {r: int(np.nansum(m[i])) for i, r in enumerate(ctx.series.ranks)}
     both = np.isfinite(m).all(axis=0)
@@ -294,17 +319,21 @@ def _uneven(ctx: Context) -> Finding:
         first = int(differ[0]) if len(differ) else None
         return confirmed(
             fid,
-            f"Ranks ran different numbers of steps: optimizer steps {counts}; "
-            f"{len(differ)} step(s) with different micro-step counts"
-            + (f" (first at step {first})." if first is not None else "."),
-            f"各 rank 步数不同：优化步数 {counts}；有 {len(differ)} 个步的微步数不同。",
+            Text(
+                f"Ranks ran different numbers of steps: optimizer steps {counts}; "
+                f"{len(differ)} step(s) with different micro-step counts"
+                + (f" (first at step {first})." if first is not None else "."),
+                f"各 rank 步数不同：优化步数 {counts}；有 {len(differ)} 个步的微步数不同。",
+            ),
             first_step=first,
             **ev,
         )
     return ruled_out(
         fid,
-        f"All ranks ran {min(counts.values())} optimizer steps with equal micro-step counts.",
-        f"所有 rank 都运行了 {min(counts.values())} 个优化步，微步数相同。",
+        Text(
+            f"All ranks ran {min(counts.values())} optimizer steps with equal micro-step counts.",
+            f"所有 rank 都运行了 {min(counts.values())} 个优化步，微步数相同。",
+        ),
         **ev,
     )
 
@@ -316,19 +345,20 @@ def _bypassed(ctx: Context) -> Finding:
         return (
             ruled_out(
                 fid,
-                "World size 1: no all-reduce is needed.",
-                "world size 为 1，不需要 all-reduce。",
+                Text("World size 1: no all-reduce is needed.", "world size 为 1，不需要 all-reduce。"),
                 world_size=ctx.world_size,
             )
             if ctx.world_size < 2
-            else not_measured(fid, "No optimizer step recorded yet.", "尚未记录到优化步。", steps=0)
+            else not_measured(fid, Text("No optimizer step recorded yet.", "尚未记录到优化步。"), steps=0)
         )
     fsdp = ctx.config("fsdp")
     if fsdp and fsdp.get("version") == 1 and p.total_syncs == 0:
         return not_measured(
             fid,
-            "FSDP1 without a comm hook: all-reduces are not observable.",
-            "FSDP1 未使用通信钩子：无法观察 all-reduce。",
+            Text(
+                "FSDP1 without a comm hook: all-reduces are not observable.",
+                "FSDP1 未使用通信钩子：无法观察 all-reduce。",
+            ),
             fsdp_version=1,
         )
     ev: dict[str, Any] = dict(
@@ -346,14 +376,18 @@ def _bypassed(ctx: Context) -> Finding:
         )
         return confirmed(
             fid,
-            f"World size {ctx.world_size} but 0 gradient all-reduces in {records} step records: {how}.",
-            f"world size 为 {ctx.world_size}，但 {records} 条步记录中梯度 all-reduce 次数为 0。",
+            Text(
+                f"World size {ctx.world_size} but 0 gradient all-reduces in {records} step records: {how}.",
+                f"world size 为 {ctx.world_size}，但 {records} 条步记录中梯度 all-reduce 次数为 0。",
+            ),
             **ev,
         )
     return ruled_out(
         fid,
-        f"{p.total_syncs} gradient all-reduce calls in {records} step records.",
-        f"{records} 条步记录中共有 {p.total_syncs} 次梯度 all-reduce。",
+        Text(
+            f"{p.total_syncs} gradient all-reduce calls in {records} step records.",
+            f"{records} 条步记录中共有 {p.total_syncs} 次梯度 all-reduce。",
+        ),
         **ev,
     )
 
@@ -369,7 +403,7 @@ def _zero_grad(ctx: Context) -> Finding:
             # calls after a backward of the same step (newer probes); nan where not recorded
             after.append(c.extra.get("zero_grad_after_backward", np.full(len(c), np.nan)))
     if not zs:
-        return not_measured(fid, "No optimizer step recorded yet.", "尚未记录到优化步。")
+        return not_measured(fid, Text("No optimizer step recorded yet.", "尚未记录到优化步。"))
     z, m, a = np.concatenate(zs), np.concatenate(ms), np.concatenate(after)
     placed = np.isfinite(a)
     known = placed | (z >= 0)
@@ -377,8 +411,10 @@ def _zero_grad(ctx: Context) -> Finding:
     if multi.sum() == 0:
         return ruled_out(
             fid,
-            "No gradient accumulation: zeroing between micro-steps cannot happen.",
-            "没有梯度累积，不会在微步之间清零。",
+            Text(
+                "No gradient accumulation: zeroing between micro-steps cannot happen.",
+                "没有梯度累积，不会在微步之间清零。",
+            ),
             multi_micro_steps=0,
         )
     # Where the probe recorded when each call came, only a call after a backward of the step wipes
@@ -397,20 +433,24 @@ def _zero_grad(ctx: Context) -> Finding:
     if bad.sum() / multi.sum() > ZERO_GRAD_SHARE:
         return confirmed(
             fid,
-            f"zero_grad ran {ev['median_zero_grad_per_step']:g} times per optimizer "
-            f"step (median) with {int(np.median(m[multi]))} micro-steps, between micro-steps in "
-            f"{int(bad.sum())} of {int(multi.sum())} accumulation steps: only the last "
-            "micro-batch reaches the update.",
-            f"每个优化步调用 zero_grad {ev['median_zero_grad_per_step']:g} 次"
-            f"（中位数），而微步数为 {int(np.median(m[multi]))}；{int(multi.sum())} 个累积步中有 "
-            f"{int(bad.sum())} 个在微步之间清零：只有最后一个微批次参与了更新。",
+            Text(
+                f"zero_grad ran {ev['median_zero_grad_per_step']:g} times per optimizer "
+                f"step (median) with {int(np.median(m[multi]))} micro-steps, between micro-steps in "
+                f"{int(bad.sum())} of {int(multi.sum())} accumulation steps: only the last "
+                "micro-batch reaches the update.",
+                f"每个优化步调用 zero_grad {ev['median_zero_grad_per_step']:g} 次"
+                f"（中位数），而微步数为 {int(np.median(m[multi]))}；{int(multi.sum())} 个累积步中有 "
+                f"{int(bad.sum())} 个在微步之间清零：只有最后一个微批次参与了更新。",
+            ),
             **ev,
         )
     return ruled_out(
         fid,
-        f"no zero_grad between micro-steps in "
-        f"{int(multi.sum() - bad.sum())} of {int(multi.sum())} accumulation steps.",
-        f"{int(multi.sum())} 个累积步中有 {int(multi.sum() - bad.sum())} 个在微步之间没有调用 zero_grad。",
+        Text(
+            f"no zero_grad between micro-steps in "
+            f"{int(multi.sum() - bad.sum())} of {int(multi.sum())} accumulation steps.",
+            f"{int(multi.sum())} 个累积步中有 {int(multi.sum() - bad.sum())} 个在微步之间没有调用 zero_grad。",
+        ),
         **ev,
     )
 
@@ -428,21 +468,25 @@ def _unscaled(ctx: Context) -> Finding:
         ratios.append(r)
         accum.append(np.repeat(c.micro_steps, c.micro_steps))
     if not ratios:
-        return not_measured(fid, "No optimizer step recorded yet.", "尚未记录到优化步。")
+        return not_measured(fid, Text("No optimizer step recorded yet.", "尚未记录到优化步。"))
     r, a = np.concatenate(ratios), np.concatenate(accum)
     ok = np.isfinite(r) & (r > 0) & (a >= 2)
     if ok.sum() == 0:
         if (a >= 2).any():
             return not_measured(
                 fid,
-                "The loss-function output was not recorded next to the backward "
-                "root (loss computed inside a compiled region, or a custom loss).",
-                "未在 backward 根节点旁记录到损失函数输出（损失在编译区域内计算或为自定义损失）。",
+                Text(
+                    "The loss-function output was not recorded next to the backward "
+                    "root (loss computed inside a compiled region, or a custom loss).",
+                    "未在 backward 根节点旁记录到损失函数输出（损失在编译区域内计算或为自定义损失）。",
+                ),
             )
         return ruled_out(
             fid,
-            "No gradient accumulation: there is no count to divide by.",
-            "没有梯度累积，无需除以累积步数。",
+            Text(
+                "No gradient accumulation: there is no count to divide by.",
+                "没有梯度累积，无需除以累积步数。",
+            ),
             accumulation=1,
         )
     A = float(np.median(a[ok]))
@@ -460,15 +504,19 @@ def _unscaled(ctx: Context) -> Finding:
     if med * A >= math.sqrt(A):
         return confirmed(
             fid,
-            f"The backward root is {fmt(med)} × the loss with accumulation {A:g}: "
-            f"the loss is not divided by the accumulation count (expected ≈ {1 / A:.3g}).",
-            f"backward 根节点是损失的 {fmt(med)} 倍，累积步数为 {A:g}：损失没有除以累积步数"
-            f"（应约为 {1 / A:.3g}）。",
+            Text(
+                f"The backward root is {fmt(med)} × the loss with accumulation {A:g}: "
+                f"the loss is not divided by the accumulation count (expected ≈ {1 / A:.3g}).",
+                f"backward 根节点是损失的 {fmt(med)} 倍，累积步数为 {A:g}：损失没有除以累积步数"
+                f"（应约为 {1 / A:.3g}）。",
+            ),
             **ev,
         )
     return ruled_out(
         fid,
-        f"The backward root is {fmt(med)} × the loss with accumulation {A:g} (≈ 1/{A:g}: divided).",
-        f"backward 根节点是损失的 {fmt(med)} 倍，累积步数为 {A:g}（≈ 1/{A:g}，已正确除以累积步数）。",
+        Text(
+            f"The backward root is {fmt(med)} × the loss with accumulation {A:g} (≈ 1/{A:g}: divided).",
+            f"backward 根节点是损失的 {fmt(med)} 倍，累积步数为 {A:g}（≈ 1/{A:g}，已正确除以累积步数）。",
+        ),
         **ev,
     )

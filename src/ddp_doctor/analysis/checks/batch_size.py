@@ -15,7 +15,7 @@ from typing import Any
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, fmt, inconclusive, not_measured, ruled_out
 from ddp_doctor.analysis.quantities.noise_band import WITHIN_NOISE_RATIO
-from ddp_doctor.core.catalog import limit, threshold_sentence
+from ddp_doctor.core.catalog import Text, limit, threshold_sentence
 from ddp_doctor.core.findings import Finding
 
 FAR_BELOW = limit("batch-below-noise-scale", "far_below")
@@ -34,8 +34,7 @@ def _below_noise_scale(ctx: Context) -> Finding:
     if g.b_simple is None or b is None:
         return not_measured(
             fid,
-            f"B_simple not measured: {g.reason}.",
-            f"未测得 B_simple：{g.reason}。",
+            Text(f"B_simple not measured: {g.reason}.", f"未测得 B_simple：{g.reason}。"),
             reason=g.reason,
             effective_batch_samples=b,
         )
@@ -56,24 +55,30 @@ def _below_noise_scale(ctx: Context) -> Finding:
     if b * FAR_BELOW < lo or (g.lower_bound and b * FAR_BELOW < g.b_simple):
         return confirmed(
             fid,
-            f"Effective batch {b:g} samples is far below the gradient noise scale "
-            f"B_simple = {bound}{fmt(g.b_simple)}{pm} samples: steps are noise-dominated.",
-            f"有效批量 {b:g} 个样本远小于梯度噪声尺度 B_simple = {bound}{fmt(g.b_simple)}{pm} 个样本："
-            "每一步都由噪声主导。",
+            Text(
+                f"Effective batch {b:g} samples is far below the gradient noise scale "
+                f"B_simple = {bound}{fmt(g.b_simple)}{pm} samples: steps are noise-dominated.",
+                f"有效批量 {b:g} 个样本远小于梯度噪声尺度 B_simple = {bound}{fmt(g.b_simple)}{pm} 个样本："
+                "每一步都由噪声主导。",
+            ),
             **ev,
         )
     if b * FAR_BELOW >= hi:
         return ruled_out(
             fid,
-            f"Effective batch {b:g} samples vs B_simple = {fmt(g.b_simple)}{pm} samples: not far below.",
-            f"有效批量 {b:g} 个样本，B_simple = {fmt(g.b_simple)}{pm} 个样本：并非远小于。",
+            Text(
+                f"Effective batch {b:g} samples vs B_simple = {fmt(g.b_simple)}{pm} samples: not far below.",
+                f"有效批量 {b:g} 个样本，B_simple = {fmt(g.b_simple)}{pm} 个样本：并非远小于。",
+            ),
             **ev,
         )
     return inconclusive(
         fid,
-        f"Effective batch {b:g} samples vs B_simple = {fmt(g.b_simple)}{pm} samples: "
-        "the uncertainty straddles the threshold; record more steps.",
-        f"有效批量 {b:g} 个样本，B_simple = {fmt(g.b_simple)}{pm} 个样本：不确定度跨越阈值，需要记录更多步。",
+        Text(
+            f"Effective batch {b:g} samples vs B_simple = {fmt(g.b_simple)}{pm} samples: "
+            "the uncertainty straddles the threshold; record more steps.",
+            f"有效批量 {b:g} 个样本，B_simple = {fmt(g.b_simple)}{pm} 个样本：不确定度跨越阈值，需要记录更多步。",
+        ),
         **ev,
     )
 
@@ -104,19 +109,23 @@ def oscillation_within_noise(ctx: Context) -> Finding:
     if n.ratio <= WITHIN_NOISE_RATIO:
         return confirmed(
             fid,
-            f"Step-to-step loss std {fmt(n.observed_std)} is within the minibatch-noise "
-            f"band {fmt(n.predicted_std)} predicted for this batch (ratio {n.ratio:.2f}): "
-            "this is not a bug." + trend,
-            f"逐步损失标准差 {fmt(n.observed_std)} 在当前批量预测的小批量噪声带 {fmt(n.predicted_std)} 之内"
-            f"（比值 {n.ratio:.2f}）：这不是 bug。",
+            Text(
+                f"Step-to-step loss std {fmt(n.observed_std)} is within the minibatch-noise "
+                f"band {fmt(n.predicted_std)} predicted for this batch (ratio {n.ratio:.2f}): "
+                "this is not a bug." + trend,
+                f"逐步损失标准差 {fmt(n.observed_std)} 在当前批量预测的小批量噪声带 {fmt(n.predicted_std)} 之内"
+                f"（比值 {n.ratio:.2f}）：这不是 bug。",
+            ),
             **ev,
         )
     return ruled_out(
         fid,
-        f"Step-to-step loss std {fmt(n.observed_std)} is {n.ratio:.2f}× the minibatch-noise "
-        f"band {fmt(n.predicted_std)}: the oscillation is larger than batch noise explains." + trend,
-        f"逐步损失标准差 {fmt(n.observed_std)} 是小批量噪声带 {fmt(n.predicted_std)} 的 "
-        f"{n.ratio:.2f} 倍：波动大于批量噪声所能解释的范围。",
+        Text(
+            f"Step-to-step loss std {fmt(n.observed_std)} is {n.ratio:.2f}× the minibatch-noise "
+            f"band {fmt(n.predicted_std)}: the oscillation is larger than batch noise explains." + trend,
+            f"逐步损失标准差 {fmt(n.observed_std)} 是小批量噪声带 {fmt(n.predicted_std)} 的 "
+            f"{n.ratio:.2f} 倍：波动大于批量噪声所能解释的范围。",
+        ),
         **ev,
     )
 
@@ -128,8 +137,10 @@ def _short_run(ctx: Context, band_reason: str | None) -> Finding:
     if o.ratio is None:
         return not_measured(
             fid,
-            f"Noise band not measured: {band_reason}; short-run estimate: {o.reason}.",
-            f"未测得噪声带：{band_reason}；短程估计：{o.reason}。",
+            Text(
+                f"Noise band not measured: {band_reason}; short-run estimate: {o.reason}.",
+                f"未测得噪声带：{band_reason}；短程估计：{o.reason}。",
+            ),
             reason=band_reason,
             short_run=o.to_json(),
         )
@@ -147,26 +158,32 @@ def _short_run(ctx: Context, band_reason: str | None) -> Finding:
     if o.decision == "within-band":
         return confirmed(
             fid,
-            f"Step-to-step loss std {fmt(o.observed_std)} is within the minibatch-noise band "
-            f"{fmt(o.predicted_std)} ({nums}): this is not a bug.",
-            f"逐步损失标准差 {fmt(o.observed_std)} 在小批量噪声带 {fmt(o.predicted_std)} 之内（{nums}）：这不是 bug。",
+            Text(
+                f"Step-to-step loss std {fmt(o.observed_std)} is within the minibatch-noise band "
+                f"{fmt(o.predicted_std)} ({nums}): this is not a bug.",
+                f"逐步损失标准差 {fmt(o.observed_std)} 在小批量噪声带 {fmt(o.predicted_std)} 之内（{nums}）：这不是 bug。",
+            ),
             **ev,
         )
     if o.decision == "above-band":
         return ruled_out(
             fid,
-            f"Step-to-step loss std {fmt(o.observed_std)} is above the minibatch-noise band "
-            f"{fmt(o.predicted_std)} ({nums}): larger than batch noise explains.",
-            f"逐步损失标准差 {fmt(o.observed_std)} 高于小批量噪声带 {fmt(o.predicted_std)}（{nums}）：大于批量噪声所能解释的范围。",
+            Text(
+                f"Step-to-step loss std {fmt(o.observed_std)} is above the minibatch-noise band "
+                f"{fmt(o.predicted_std)} ({nums}): larger than batch noise explains.",
+                f"逐步损失标准差 {fmt(o.observed_std)} 高于小批量噪声带 {fmt(o.predicted_std)}（{nums}）：大于批量噪声所能解释的范围。",
+            ),
             **ev,
         )
     need = f"about {o.steps_needed} steps" if o.steps_needed else "a much longer run"
     return inconclusive(
         fid,
-        f"Step-to-step loss std {fmt(o.observed_std)} vs band {fmt(o.predicted_std)} ({nums}): the "
-        f"interval straddles {WITHIN_NOISE_RATIO}; {need} would decide it.",
-        f"逐步损失标准差 {fmt(o.observed_std)}，噪声带 {fmt(o.predicted_std)}（{nums}）：区间跨越 "
-        f"{WITHIN_NOISE_RATIO}；需要{'约 ' + str(o.steps_needed) + ' 步' if o.steps_needed else '长得多的运行'}才能判定。",
+        Text(
+            f"Step-to-step loss std {fmt(o.observed_std)} vs band {fmt(o.predicted_std)} ({nums}): the "
+            f"interval straddles {WITHIN_NOISE_RATIO}; {need} would decide it.",
+            f"逐步损失标准差 {fmt(o.observed_std)}，噪声带 {fmt(o.predicted_std)}（{nums}）：区间跨越 "
+            f"{WITHIN_NOISE_RATIO}；需要{'约 ' + str(o.steps_needed) + ' 步' if o.steps_needed else '长得多的运行'}才能判定。",
+        ),
         steps_needed=o.steps_needed,
         **ev,
     )

@@ -10,6 +10,7 @@ from typing import Any
 
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, not_measured, ruled_out
+from ddp_doctor.core.catalog import Text
 from ddp_doctor.core.findings import Finding
 
 # The catalog IDs check() returns (diagnose skips a check none of whose findings the data can feed).
@@ -19,23 +20,27 @@ FINDS = ("batchnorm-unsynced",)
 def check(ctx: Context) -> list[Finding]:
     fid, ddp = "batchnorm-unsynced", ctx.config("ddp")
     if ddp is None or "batchnorm" not in ddp:
-        return [not_measured(fid, "No DDP module description was recorded.", "未记录到 DDP 模块描述。")]
+        return [not_measured(fid, Text("No DDP module description was recorded.", "未记录到 DDP 模块描述。"))]
     names = list(ddp.get("batchnorm") or [])
     ev: dict[str, Any] = dict(modules=names, syncbatchnorm=ddp.get("syncbatchnorm"))
     if names:
         return [
             confirmed(
                 fid,
-                f"{len(names)} BatchNorm layer(s) without SyncBatchNorm under DDP: {', '.join(names[:5])}.",
-                f"DDP 下有 {len(names)} 个 BatchNorm 层未使用 SyncBatchNorm：{', '.join(names[:5])}。",
+                Text(
+                    f"{len(names)} BatchNorm layer(s) without SyncBatchNorm under DDP: {', '.join(names[:5])}.",
+                    f"DDP 下有 {len(names)} 个 BatchNorm 层未使用 SyncBatchNorm：{', '.join(names[:5])}。",
+                ),
                 **ev,
             )
         ]
     return [
         ruled_out(
             fid,
-            "No unsynchronised BatchNorm layer in the DDP module.",
-            "DDP 模块中没有未同步的 BatchNorm 层。",
+            Text(
+                "No unsynchronised BatchNorm layer in the DDP module.",
+                "DDP 模块中没有未同步的 BatchNorm 层。",
+            ),
             **ev,
         )
     ]

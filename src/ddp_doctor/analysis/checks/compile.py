@@ -31,13 +31,15 @@ def check(ctx: Context) -> list[Finding]:
 def _numerics(ctx: Context) -> Finding:
     fid, cfg = "compile-numerics", ctx.config("compile")
     if cfg is None:
-        return ruled_out(fid, "torch.compile was not used.", "未使用 torch.compile。", compiled=False)
+        return ruled_out(fid, Text("torch.compile was not used.", "未使用 torch.compile。"), compiled=False)
     recs = [rec for d in ctx.run.ranks.values() for rec in d.compile_check]
     if not recs:
         return not_measured(
             fid,
-            "The model is compiled but compiled-vs-eager checks need `ddp-doctor run --level full`.",
-            "模型已编译，但编译与 eager 的对比需要 `ddp-doctor run --level full`。",
+            Text(
+                "The model is compiled but compiled-vs-eager checks need `ddp-doctor run --level full`.",
+                "模型已编译，但编译与 eager 的对比需要 `ddp-doctor run --level full`。",
+            ),
             compiled=True,
             level=ctx.level,
         )
@@ -56,16 +58,20 @@ def _numerics(ctx: Context) -> Finding:
     if max_abs > tol:
         return confirmed(
             fid,
-            f"The compiled forward differs from eager by {max_abs:.2g} (eager run-to-run "
-            f"{base:.2g}) at step {worst.get('step')}.",
-            f"编译后的前向与 eager 相差 {max_abs:.2g}"
-            f"（eager 自身差异 {base:.2g}），出现在第 {worst.get('step')} 步。",
+            Text(
+                f"The compiled forward differs from eager by {max_abs:.2g} (eager run-to-run "
+                f"{base:.2g}) at step {worst.get('step')}.",
+                f"编译后的前向与 eager 相差 {max_abs:.2g}"
+                f"（eager 自身差异 {base:.2g}），出现在第 {worst.get('step')} 步。",
+            ),
             **ev,
         )
     return ruled_out(
         fid,
-        f"Compiled vs eager max difference {max_abs:.2g} ≤ {tol:.2g} in {len(recs)} checks.",
-        f"{len(recs)} 次检查中编译与 eager 的最大差异为 {max_abs:.2g} ≤ {tol:.2g}。",
+        Text(
+            f"Compiled vs eager max difference {max_abs:.2g} ≤ {tol:.2g} in {len(recs)} checks.",
+            f"{len(recs)} 次检查中编译与 eager 的最大差异为 {max_abs:.2g} ≤ {tol:.2g}。",
+        ),
         **ev,
     )
 
@@ -73,14 +79,16 @@ def _numerics(ctx: Context) -> Finding:
 def _order(ctx: Context) -> Finding:
     fid, cfg = "compile-before-ddp", ctx.config("compile")
     if cfg is None:
-        return ruled_out(fid, "torch.compile was not used.", "未使用 torch.compile。", compiled=False)
+        return ruled_out(fid, Text("torch.compile was not used.", "未使用 torch.compile。"), compiled=False)
     order = cfg.get("order")
     ev = dict(order=order, target=cfg.get("target"), backend=cfg.get("backend"), mode=cfg.get("mode"))
     if order == "before_ddp":
         return confirmed(
             fid,
-            "torch.compile was applied before DDP wrapping (supported; info).",
-            "在 DDP 包装之前调用了 torch.compile（受支持；仅供参考）。",
+            Text(
+                "torch.compile was applied before DDP wrapping (supported; info).",
+                "在 DDP 包装之前调用了 torch.compile（受支持；仅供参考）。",
+            ),
             **ev,
         )
-    return ruled_out(fid, f"torch.compile order: {order}.", f"torch.compile 的顺序：{order}。", **ev)
+    return ruled_out(fid, Text(f"torch.compile order: {order}.", f"torch.compile 的顺序：{order}。"), **ev)

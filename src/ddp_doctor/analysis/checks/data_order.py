@@ -28,7 +28,7 @@ from ddp_doctor.analysis.make import confirmed, fmt, not_measured, ruled_out
 from ddp_doctor.analysis.quantities.data_overlap import overlap_by_step
 from ddp_doctor.analysis.quantities.samplers import feeding, sampler_uses
 from ddp_doctor.analysis.quantities.skew import rank_skew
-from ddp_doctor.core.catalog import limit, threshold_sentence
+from ddp_doctor.core.catalog import Text, limit, threshold_sentence
 from ddp_doctor.core.findings import Finding
 
 IDENTICAL_SHARE = limit("sampler-missing", "share")
@@ -48,16 +48,17 @@ def _sampler(ctx: Context) -> Finding:
     if n_ranks < 2:
         return not_measured(
             fid,
-            "Needs input hashes from ≥ 2 ranks.",
-            "需要至少 2 个 rank 的输入哈希。",
+            Text("Needs input hashes from ≥ 2 ranks.", "需要至少 2 个 rank 的输入哈希。"),
             ranks_with_hashes=n_ranks,
         )
     same, total = int(same_t.sum()), int(total_t.sum())
     if total == 0:
         return not_measured(
             fid,
-            "No micro-batch was hashed on two ranks at the same step.",
-            "没有在同一步被两个 rank 哈希的微批次。",
+            Text(
+                "No micro-batch was hashed on two ranks at the same step.",
+                "没有在同一步被两个 rank 哈希的微批次。",
+            ),
         )
     share = same / total
     ev: dict[str, Any] = dict(
@@ -69,15 +70,19 @@ def _sampler(ctx: Context) -> Finding:
     if share > IDENTICAL_SHARE:
         return confirmed(
             fid,
-            f"{share:.0%} of micro-batches ({same}/{total}) were identical across ranks: "
-            "every rank reads the same data.",
-            f"{share:.0%} 的微批次（{same}/{total}）在各 rank 之间完全相同：每个 rank 读到的是同样的数据。",
+            Text(
+                f"{share:.0%} of micro-batches ({same}/{total}) were identical across ranks: "
+                "every rank reads the same data.",
+                f"{share:.0%} 的微批次（{same}/{total}）在各 rank 之间完全相同：每个 rank 读到的是同样的数据。",
+            ),
             **ev,
         )
     return ruled_out(
         fid,
-        f"{same} of {total} micro-batches identical across ranks ({share:.1%}).",
-        f"各 rank 之间相同的微批次为 {same}/{total}（{share:.1%}）。",
+        Text(
+            f"{same} of {total} micro-batches identical across ranks ({share:.1%}).",
+            f"各 rank 之间相同的微批次为 {same}/{total}（{share:.1%}）。",
+        ),
         **ev,
     )
 
@@ -90,8 +95,10 @@ def _set_epoch(ctx: Context) -> Finding:
     if not uses:
         return not_measured(
             fid,
-            "No DistributedSampler iteration was recorded (no sampler, or an iterable dataset).",
-            "未记录到 DistributedSampler 的迭代（没有 sampler，或为可迭代数据集）。",
+            Text(
+                "No DistributedSampler iteration was recorded (no sampler, or an iterable dataset).",
+                "未记录到 DistributedSampler 的迭代（没有 sampler，或为可迭代数据集）。",
+            ),
             sampler_config=ctx.config("sampler"),
         )
     use, chosen = feeding(uses)
@@ -113,9 +120,11 @@ def _set_epoch(ctx: Context) -> Finding:
     if use.shuffle is False:
         return ruled_out(
             fid,
-            f"{which.capitalize()} does not shuffle (shuffle=False): its order is the same every epoch by "
-            "design, set_epoch does not change it.",
-            f"{which_zh}未开启 shuffle：每个 epoch 顺序本就相同，set_epoch 不影响。",
+            Text(
+                f"{which.capitalize()} does not shuffle (shuffle=False): its order is the same every epoch by "
+                "design, set_epoch does not change it.",
+                f"{which_zh}未开启 shuffle：每个 epoch 顺序本就相同，set_epoch 不影响。",
+            ),
             shuffle=False,
             **ev,
         )
@@ -127,8 +136,10 @@ def _set_epoch(ctx: Context) -> Finding:
     if n_train < 2:
         return not_measured(
             fid,
-            f"{which.capitalize()} was iterated for training only once{aside_en}: a repeat needs ≥ 2 epochs.",
-            f"{which_zh}只进行了一次训练迭代{aside_zh}：判断顺序是否重复至少需要 2 个 epoch。",
+            Text(
+                f"{which.capitalize()} was iterated for training only once{aside_en}: a repeat needs ≥ 2 epochs.",
+                f"{which_zh}只进行了一次训练迭代{aside_zh}：判断顺序是否重复至少需要 2 个 epoch。",
+            ),
             epochs_seen=1,
             **ev,
         )
@@ -171,37 +182,45 @@ def _set_epoch(ctx: Context) -> Finding:
         if repeats > pairs / 2:
             return confirmed(
                 fid,
-                f"The shuffled index order of {which} repeated in {repeats} of {pairs} consecutive training "
-                f"iterations{aside_en}, all at epoch value {shown}: set_epoch is not called.",
-                f"{which_zh}打乱后的索引顺序在 {pairs} 对相邻训练迭代中有 {repeats} 对重复{aside_zh}，epoch 值都是 {shown}："
-                "没有调用 set_epoch。",
+                Text(
+                    f"The shuffled index order of {which} repeated in {repeats} of {pairs} consecutive training "
+                    f"iterations{aside_en}, all at epoch value {shown}: set_epoch is not called.",
+                    f"{which_zh}打乱后的索引顺序在 {pairs} 对相邻训练迭代中有 {repeats} 对重复{aside_zh}，epoch 值都是 {shown}："
+                    "没有调用 set_epoch。",
+                ),
                 **ev,
             )
         return ruled_out(
             fid,
-            f"The index order of {which} changed between training iterations ({pairs - repeats} of {pairs} "
-            f"consecutive pairs differ) although the epoch value stayed {shown} (seed or dataset changed){aside_en}.",
-            f"{which_zh}的索引顺序在训练迭代之间发生了变化（{pairs} 对中 {pairs - repeats} 对不同），"
-            f"尽管 epoch 值一直是 {shown}{aside_zh}。",
+            Text(
+                f"The index order of {which} changed between training iterations ({pairs - repeats} of {pairs} "
+                f"consecutive pairs differ) although the epoch value stayed {shown} (seed or dataset changed){aside_en}.",
+                f"{which_zh}的索引顺序在训练迭代之间发生了变化（{pairs} 对中 {pairs - repeats} 对不同），"
+                f"尽管 epoch 值一直是 {shown}{aside_zh}。",
+            ),
             **ev,
         )
     if across_repeats > across / 2:
         return confirmed(
             fid,
-            f"set_epoch is called (epoch values {shown}), but the index order of {which} stayed the same in "
-            f"{across_repeats} of {across} consecutive training iterations at different epoch values: the "
-            f"sampler ignores its epoch{aside_en}.",
-            f"调用了 set_epoch（epoch 值 {shown}），但{which_zh}的索引顺序在 {across} 对 epoch 值不同的相邻训练迭代中有 "
-            f"{across_repeats} 对未变：sampler 忽略了 epoch{aside_zh}。",
+            Text(
+                f"set_epoch is called (epoch values {shown}), but the index order of {which} stayed the same in "
+                f"{across_repeats} of {across} consecutive training iterations at different epoch values: the "
+                f"sampler ignores its epoch{aside_en}.",
+                f"调用了 set_epoch（epoch 值 {shown}），但{which_zh}的索引顺序在 {across} 对 epoch 值不同的相邻训练迭代中有 "
+                f"{across_repeats} 对未变：sampler 忽略了 epoch{aside_zh}。",
+            ),
             **ev,
         )
     return ruled_out(
         fid,
-        f"set_epoch is called: the index order of {which} changed with the epoch value ({across - across_repeats} "
-        f"of {across} consecutive training iterations at different epoch values differ; epoch values {shown})"
-        f"{again}{aside_en}.",
-        f"调用了 set_epoch：{which_zh}的索引顺序随 epoch 值变化（{across} 对 epoch 值不同的相邻训练迭代中 "
-        f"{across - across_repeats} 对不同；epoch 值 {shown}）{again_zh}{aside_zh}。",
+        Text(
+            f"set_epoch is called: the index order of {which} changed with the epoch value ({across - across_repeats} "
+            f"of {across} consecutive training iterations at different epoch values differ; epoch values {shown})"
+            f"{again}{aside_en}.",
+            f"调用了 set_epoch：{which_zh}的索引顺序随 epoch 值变化（{across} 对 epoch 值不同的相邻训练迭代中 "
+            f"{across - across_repeats} 对不同；epoch 值 {shown}）{again_zh}{aside_zh}。",
+        ),
         **ev,
     )
 
@@ -232,8 +251,7 @@ def _skew(ctx: Context) -> Finding:
     if not tests:
         return not_measured(
             fid,
-            "Needs ≥ 2 ranks and ≥ 50 common steps.",
-            "需要至少 2 个 rank 和 50 个共同步。",
+            Text("Needs ≥ 2 ranks and ≥ 50 common steps.", "需要至少 2 个 rank 和 50 个共同步。"),
             ranks=len(s.ranks),
             steps=s.n_steps,
         )
@@ -243,18 +261,22 @@ def _skew(ctx: Context) -> Finding:
     if worst.skewed:
         return confirmed(
             fid,
-            f"Rank {worst.worst_rank}'s {worst.signal} differs persistently from the "
-            f"other ranks by {fmt(worst.shift)} ({worst.relative_shift:.1%}; t = {worst.t:.1f}, "
-            f"p = {worst.p:.1e}).",
-            f"rank {worst.worst_rank} 的 {worst.signal} 与其他 rank 持续相差 "
-            f"{fmt(worst.shift)}（{worst.relative_shift:.1%}；t = {worst.t:.1f}，p = {worst.p:.1e}）。",
+            Text(
+                f"Rank {worst.worst_rank}'s {worst.signal} differs persistently from the "
+                f"other ranks by {fmt(worst.shift)} ({worst.relative_shift:.1%}; t = {worst.t:.1f}, "
+                f"p = {worst.p:.1e}).",
+                f"rank {worst.worst_rank} 的 {worst.signal} 与其他 rank 持续相差 "
+                f"{fmt(worst.shift)}（{worst.relative_shift:.1%}；t = {worst.t:.1f}，p = {worst.p:.1e}）。",
+            ),
             **ev,
         )
     return ruled_out(
         fid,
-        f"No rank differs persistently (largest |t| = {abs(worst.t):.1f} on rank "
-        f"{worst.worst_rank}'s {worst.signal}, p = {worst.p:.2g}).",
-        f"没有 rank 持续偏离（最大 |t| = {abs(worst.t):.1f}，rank {worst.worst_rank} 的 {worst.signal}，"
-        f"p = {worst.p:.2g}）。",
+        Text(
+            f"No rank differs persistently (largest |t| = {abs(worst.t):.1f} on rank "
+            f"{worst.worst_rank}'s {worst.signal}, p = {worst.p:.2g}).",
+            f"没有 rank 持续偏离（最大 |t| = {abs(worst.t):.1f}，rank {worst.worst_rank} 的 {worst.signal}，"
+            f"p = {worst.p:.2g}）。",
+        ),
         **ev,
     )

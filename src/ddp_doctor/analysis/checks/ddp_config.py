@@ -14,6 +14,7 @@ from typing import Any
 
 from ddp_doctor.analysis.context import Context, deepspeed_owns_weights
 from ddp_doctor.analysis.make import confirmed, not_measured, observed, ruled_out
+from ddp_doctor.core.catalog import Text
 from ddp_doctor.core.findings import Finding
 
 NO_DDP = "No DDP wrapper was recorded."
@@ -31,20 +32,21 @@ def check(ctx: Context) -> list[Finding]:
 def _find_unused(ctx: Context) -> Finding:
     fid, ddp = "find-unused-true", ctx.config("ddp")
     if ddp is None:
-        return not_measured(fid, NO_DDP, NO_DDP_ZH)
+        return not_measured(fid, Text(NO_DDP, NO_DDP_ZH))
     value = ddp.get("find_unused_parameters")
     if value:
         return confirmed(
             fid,
-            "DDP was built with find_unused_parameters=True: an extra autograd-graph "
-            "walk per step (speed, not accuracy).",
-            "DDP 使用了 find_unused_parameters=True：每步多一次 autograd 图遍历（影响速度，不影响精度）。",
+            Text(
+                "DDP was built with find_unused_parameters=True: an extra autograd-graph "
+                "walk per step (speed, not accuracy).",
+                "DDP 使用了 find_unused_parameters=True：每步多一次 autograd 图遍历（影响速度，不影响精度）。",
+            ),
             find_unused_parameters=True,
         )
     return ruled_out(
         fid,
-        f"find_unused_parameters={value}.",
-        f"find_unused_parameters={value}。",
+        Text(f"find_unused_parameters={value}.", f"find_unused_parameters={value}。"),
         find_unused_parameters=value,
     )
 
@@ -56,42 +58,50 @@ def _unused(ctx: Context) -> Finding:
     if not last and engine is not None:
         return not_measured(
             fid,
-            f"Unused parameters are not recorded on this setup ({engine}).",
-            f"此设置下不记录未使用的参数（{engine}）。",
+            Text(
+                f"Unused parameters are not recorded on this setup ({engine}).",
+                f"此设置下不记录未使用的参数（{engine}）。",
+            ),
         )
     if not last:
         return not_measured(
             fid,
-            "No `unused` record (written after the first optimizer step).",
-            "没有 `unused` 记录（在第一个优化步之后写入）。",
+            Text(
+                "No `unused` record (written after the first optimizer step).",
+                "没有 `unused` 记录（在第一个优化步之后写入）。",
+            ),
         )
     names = sorted({n for rec in last.values() for n in rec.get("names") or ()})
     ev: dict[str, Any] = dict(names=names[:50], count=len(names), ranks_reporting=sorted(last))
     if names:
         return confirmed(
             fid,
-            f"{len(names)} trainable parameter(s) never received a gradient: "
-            f"{', '.join(names[:5])}{' …' if len(names) > 5 else ''}.",
-            f"{len(names)} 个可训练参数从未得到梯度：{', '.join(names[:5])}。",
+            Text(
+                f"{len(names)} trainable parameter(s) never received a gradient: "
+                f"{', '.join(names[:5])}{' …' if len(names) > 5 else ''}.",
+                f"{len(names)} 个可训练参数从未得到梯度：{', '.join(names[:5])}。",
+            ),
             **ev,
         )
     return ruled_out(
-        fid, "Every trainable parameter received a gradient.", "所有可训练参数都得到了梯度。", **ev
+        fid, Text("Every trainable parameter received a gradient.", "所有可训练参数都得到了梯度。"), **ev
     )
 
 
 def _buckets(ctx: Context) -> Finding:
     fid, ddp = "ddp-bucket-config", ctx.config("ddp")
     if ddp is None:
-        return not_measured(fid, NO_DDP, NO_DDP_ZH)
+        return not_measured(fid, Text(NO_DDP, NO_DDP_ZH))
     keys = ("bucket_cap_mb", "gradient_as_bucket_view", "static_graph", "broadcast_buffers")
     ev = {k: ddp.get(k) for k in keys}
     return observed(
         fid,
-        f"bucket_cap_mb={ev['bucket_cap_mb']}, gradient_as_bucket_view="
-        f"{ev['gradient_as_bucket_view']}, static_graph={ev['static_graph']} (no effect on the "
-        "numerics).",
-        f"bucket_cap_mb={ev['bucket_cap_mb']}，gradient_as_bucket_view="
-        f"{ev['gradient_as_bucket_view']}，static_graph={ev['static_graph']}（不影响数值）。",
+        Text(
+            f"bucket_cap_mb={ev['bucket_cap_mb']}, gradient_as_bucket_view="
+            f"{ev['gradient_as_bucket_view']}, static_graph={ev['static_graph']} (no effect on the "
+            "numerics).",
+            f"bucket_cap_mb={ev['bucket_cap_mb']}，gradient_as_bucket_view="
+            f"{ev['gradient_as_bucket_view']}，static_graph={ev['static_graph']}（不影响数值）。",
+        ),
         **ev,
     )

@@ -30,7 +30,7 @@ import numpy as np
 
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, coverage, fmt, inconclusive, not_measured, ruled_out
-from ddp_doctor.core.catalog import limit, threshold_sentence
+from ddp_doctor.core.catalog import Text, limit, threshold_sentence
 from ddp_doctor.core.findings import Finding
 from ddp_doctor.rundir.reader import CLIP_COLUMNS
 
@@ -91,10 +91,10 @@ def check(ctx: Context) -> list[Finding]:
     return [_not_synced(ctx, steps), _scale(ctx)]
 
 
-def _why_not(ctx: Context) -> tuple[str, str]:
+def _why_not(ctx: Context) -> Text:
     if len(ctx.run.ranks) < 2:
-        return "Needs ≥ 2 ranks.", "需要至少 2 个 rank。"
-    return (
+        return Text("Needs ≥ 2 ranks.", "需要至少 2 个 rank。")
+    return Text(
         "No gradient digest (written before optimizer.step() on DDP models at world size ≥ 2; not for "
         "FSDP/ZeRO shards, nor by older probes).",
         "没有 `gradsync` 记录（仅在 world size ≥ 2 的 DDP 模型上于 optimizer.step() 前写入；FSDP/ZeRO 分片及旧版探针不写）。",
@@ -154,8 +154,7 @@ def _not_synced(ctx: Context, steps: dict[int, _Step]) -> Finding:
     usable = {t: s for t, s in steps.items() if len(s.norms) >= 2}
     digest_steps, differ = _digests(ctx)
     if not usable and not digest_steps.size:
-        en, zh = _why_not(ctx)
-        return not_measured(fid, en, zh)
+        return not_measured(fid, _why_not(ctx))
     named: list[tuple[int, list[dict[str, Any]]]] = []
     total_compared = 0
     for t, s in usable.items():
@@ -168,9 +167,11 @@ def _not_synced(ctx: Context, steps: dict[int, _Step]) -> Finding:
     cov = coverage(
         len(set(digest_steps.tolist()) | set(usable)),
         max(n, len(digest_steps)),
-        "a digest of every parameter's gradient norm per step; per-parameter norms at steps "
-        + _steps_text(sorted(usable)),
-        "每步一个全部参数梯度范数的摘要；逐参数范数见第 " + _steps_text(sorted(usable)) + " 步",
+        Text(
+            "a digest of every parameter's gradient norm per step; per-parameter norms at steps "
+            + _steps_text(sorted(usable)),
+            "每步一个全部参数梯度范数的摘要；逐参数范数见第 " + _steps_text(sorted(usable)) + " 步",
+        ),
     )
     ev: dict[str, Any] = dict(
         steps_with_digest=int(digest_steps.size),
@@ -184,11 +185,13 @@ def _not_synced(ctx: Context, steps: dict[int, _Step]) -> Finding:
     if not bad:
         return ruled_out(
             fid,
-            f"The gradients the optimizer stepped on agreed across ranks at every compared step "
-            f"({int(digest_steps.size)} step digests; {total_compared} parameters one by one at "
-            f"{len(usable)} steps).",
-            f"优化器使用的梯度在每个比较的步上各 rank 一致（{int(digest_steps.size)} 个步摘要；"
-            f"{len(usable)} 个步上逐个比较了 {total_compared} 个参数）。",
+            Text(
+                f"The gradients the optimizer stepped on agreed across ranks at every compared step "
+                f"({int(digest_steps.size)} step digests; {total_compared} parameters one by one at "
+                f"{len(usable)} steps).",
+                f"优化器使用的梯度在每个比较的步上各 rank 一致（{int(digest_steps.size)} 个步摘要；"
+                f"{len(usable)} 个步上逐个比较了 {total_compared} 个参数）。",
+            ),
             coverage=cov,
             **ev,
         )
@@ -202,10 +205,12 @@ def _not_synced(ctx: Context, steps: dict[int, _Step]) -> Finding:
     if where is None:
         return confirmed(
             fid,
-            f"From step {first} on, the ranks stepped on different gradients ({len(set(bad))} of "
-            f"{int(digest_steps.size)} steps); no per-parameter record at a differing step names the parameters.",
-            f"从第 {first} 步起，各 rank 使用了不同的梯度（{int(digest_steps.size)} 步中有 {len(set(bad))} 步）；"
-            "没有逐参数记录能指出是哪些参数。",
+            Text(
+                f"From step {first} on, the ranks stepped on different gradients ({len(set(bad))} of "
+                f"{int(digest_steps.size)} steps); no per-parameter record at a differing step names the parameters.",
+                f"从第 {first} 步起，各 rank 使用了不同的梯度（{int(digest_steps.size)} 步中有 {len(set(bad))} 步）；"
+                "没有逐参数记录能指出是哪些参数。",
+            ),
             **ev,
         )
     at, diff = where
@@ -216,10 +221,12 @@ def _not_synced(ctx: Context, steps: dict[int, _Step]) -> Finding:
     ev.update(named_at_step=at, parameters=diff[:MAX_NAMES], n_parameters=len(diff))
     return confirmed(
         fid,
-        f"From step {first} on, some parameters were stepped on gradients that differ across ranks "
-        f"(never all-reduced): at step {at}, {len(diff)} of {total_compared}: {shown}.",
-        f"从第 {first} 步起，部分参数以各 rank 不同（从未 all-reduce）的梯度更新：第 {at} 步 {total_compared} 个中有 "
-        f"{len(diff)} 个：{shown}。",
+        Text(
+            f"From step {first} on, some parameters were stepped on gradients that differ across ranks "
+            f"(never all-reduced): at step {at}, {len(diff)} of {total_compared}: {shown}.",
+            f"从第 {first} 步起，部分参数以各 rank 不同（从未 all-reduce）的梯度更新：第 {at} 步 {total_compared} 个中有 "
+            f"{len(diff)} 个：{shown}。",
+        ),
         **ev,
     )
 
@@ -301,14 +308,14 @@ def _scale(ctx: Context) -> Finding:
         coef = float(np.mean([c for c in coefs if c is not None]))
         ratios[t] = float(np.median(reduced)) / mean / coef
     if not ratios:
-        en, zh = _why_not(ctx)
+        reason = _why_not(ctx)
         if skipped:
-            en, zh = (
+            reason = Text(
                 f"{skipped} recorded step(s), none usable: clipped by value, ranks' gradients not one "
                 "reduced gradient, or local values that cancel out.",
                 f"记录了 {skipped} 个步，没有可用的：按值裁剪、各 rank 梯度并非同一个归约结果，或本地值相互抵消。",
             )
-        return not_measured(fid, en, zh, steps_skipped=skipped)
+        return not_measured(fid, reason, steps_skipped=skipped)
     k = float(np.median(list(ratios.values())))
     world = len(ctx.run.ranks)
     ev: dict[str, Any] = dict(
@@ -331,9 +338,11 @@ def _scale(ctx: Context) -> Finding:
             why = " — 1/world size: the average divided by the world size once more"
         return confirmed(
             fid,
-            f"The gradient the optimizer steps on is {factor} the average of the ranks' local gradients "
-            f"(median ratio {fmt(k)} over {len(ratios)} steps){why}.",
-            f"优化器使用的梯度是各 rank 本地梯度平均值的 {factor}（{len(ratios)} 步的中位比值 {fmt(k)}）。",
+            Text(
+                f"The gradient the optimizer steps on is {factor} the average of the ranks' local gradients "
+                f"(median ratio {fmt(k)} over {len(ratios)} steps){why}.",
+                f"优化器使用的梯度是各 rank 本地梯度平均值的 {factor}（{len(ratios)} 步的中位比值 {fmt(k)}）。",
+            ),
             factor=n,
             **ev,
         )
@@ -341,21 +350,29 @@ def _scale(ctx: Context) -> Finding:
         cov = coverage(
             len(ratios) + skipped,
             max(ctx.optimizer_steps, len(ratios) + skipped),
-            f"Σ⟨g, p⟩ at every step; {skipped} step(s) not usable" if skipped else "Σ⟨g, p⟩ at every step",
-            f"每步的 Σ⟨g, p⟩；{skipped} 步不可用" if skipped else "每步的 Σ⟨g, p⟩",
+            Text(
+                f"Σ⟨g, p⟩ at every step; {skipped} step(s) not usable"
+                if skipped
+                else "Σ⟨g, p⟩ at every step",
+                f"每步的 Σ⟨g, p⟩；{skipped} 步不可用" if skipped else "每步的 Σ⟨g, p⟩",
+            ),
         )
         return ruled_out(
             fid,
-            f"The gradient the optimizer steps on is the average of the ranks' local gradients "
-            f"(median ratio {fmt(k, 4)} over {len(ratios)} steps).",
-            f"优化器使用的梯度就是各 rank 本地梯度的平均（{len(ratios)} 步的中位比值 {fmt(k, 4)}）。",
+            Text(
+                f"The gradient the optimizer steps on is the average of the ranks' local gradients "
+                f"(median ratio {fmt(k, 4)} over {len(ratios)} steps).",
+                f"优化器使用的梯度就是各 rank 本地梯度的平均（{len(ratios)} 步的中位比值 {fmt(k, 4)}）。",
+            ),
             coverage=cov,
             **ev,
         )
     return inconclusive(
         fid,
-        f"The gradient the optimizer steps on is {fmt(k)}× the ranks' average: neither 1 nor an integer "
-        "factor (a custom scaling, hook or clip the probe does not see).",
-        f"优化器使用的梯度是各 rank 平均值的 {fmt(k)} 倍：既不是 1 也不是整数倍（探针看不到的自定义缩放、钩子或裁剪）。",
+        Text(
+            f"The gradient the optimizer steps on is {fmt(k)}× the ranks' average: neither 1 nor an integer "
+            "factor (a custom scaling, hook or clip the probe does not see).",
+            f"优化器使用的梯度是各 rank 平均值的 {fmt(k)} 倍：既不是 1 也不是整数倍（探针看不到的自定义缩放、钩子或裁剪）。",
+        ),
         **ev,
     )

@@ -68,8 +68,10 @@ def loss_unstable(ctx: Context) -> Finding:
     if finite.size < MIN_STEPS:
         return not_measured(
             fid,
-            f"Needs ≥ {MIN_STEPS} optimizer steps with a finite global loss ({finite.size} so far).",
-            f"需要至少 {MIN_STEPS} 个有有限全局损失的优化步（目前 {finite.size} 个）。",
+            Text(
+                f"Needs ≥ {MIN_STEPS} optimizer steps with a finite global loss ({finite.size} so far).",
+                f"需要至少 {MIN_STEPS} 个有有限全局损失的优化步（目前 {finite.size} 个）。",
+            ),
             steps=int(finite.size),
         )
     t0 = int(finite[0])
@@ -120,33 +122,38 @@ def loss_unstable(ctx: Context) -> Finding:
             )
         return confirmed(
             fid,
-            "Training is unstable: " + "; ".join(parts_en) + ".",
-            "训练不稳定：" + "；".join(parts_zh) + "。",
+            Text(
+                "Training is unstable: " + "; ".join(parts_en) + ".",
+                "训练不稳定：" + "；".join(parts_zh) + "。",
+            ),
             **ev,
         )
     cover = coverage(
         int(finite.size),
         T,
-        "steps with a finite global loss",
-        "有有限全局损失的步",
+        Text("steps with a finite global loss", "有有限全局损失的步"),
     )
     if osc.decision == "not-measured" or osc.ratio_low is None:
         return inconclusive(
             fid,
-            f"The loss never stayed above its initial {fmt(l0)} + {fmt(margin)} for {need} steps "
-            f"(longest {length}), but its oscillation could not be compared with the noise band "
-            f"({osc.reason}).",
-            f"损失没有连续 {need} 步高于初始值 {fmt(l0)} + {fmt(margin)}（最长 {length} 步），但其波动无法与噪声带"
-            f"比较（{osc.reason}）。",
+            Text(
+                f"The loss never stayed above its initial {fmt(l0)} + {fmt(margin)} for {need} steps "
+                f"(longest {length}), but its oscillation could not be compared with the noise band "
+                f"({osc.reason}).",
+                f"损失没有连续 {need} 步高于初始值 {fmt(l0)} + {fmt(margin)}（最长 {length} 步），但其波动无法与噪声带"
+                f"比较（{osc.reason}）。",
+            ),
             **ev,
         )
     return ruled_out(
         fid,
-        f"The loss never stayed above its initial {fmt(l0)} + {fmt(margin)} for {need} steps "
-        f"(longest {length}), and its step-to-step std is not far above the noise band "
-        f"(ratio {osc.ratio:.2f}, 95% interval {osc.ratio_low:.2f}–{osc.ratio_high:.2f}).",
-        f"损失没有连续 {need} 步高于初始值 {fmt(l0)} + {fmt(margin)}（最长 {length} 步），逐步标准差也没有远超"
-        f"噪声带（比值 {osc.ratio:.2f}，95% 区间 {osc.ratio_low:.2f}–{osc.ratio_high:.2f}）。",
+        Text(
+            f"The loss never stayed above its initial {fmt(l0)} + {fmt(margin)} for {need} steps "
+            f"(longest {length}), and its step-to-step std is not far above the noise band "
+            f"(ratio {osc.ratio:.2f}, 95% interval {osc.ratio_low:.2f}–{osc.ratio_high:.2f}).",
+            f"损失没有连续 {need} 步高于初始值 {fmt(l0)} + {fmt(margin)}（最长 {length} 步），逐步标准差也没有远超"
+            f"噪声带（比值 {osc.ratio:.2f}，95% 区间 {osc.ratio_low:.2f}–{osc.ratio_high:.2f}）。",
+        ),
         coverage=cover,
         **ev,
     )

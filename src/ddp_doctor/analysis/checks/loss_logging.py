@@ -19,7 +19,7 @@ import numpy as np
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, fmt, inconclusive, not_measured, ruled_out
 from ddp_doctor.analysis.quantities.logged_loss import LOCAL, LoggedSeries, logged_loss
-from ddp_doctor.core.catalog import threshold_sentence, threshold_text
+from ddp_doctor.core.catalog import Text, threshold_sentence, threshold_text
 from ddp_doctor.core.findings import Finding
 
 # What the probe looks at for a logged loss (probe/capture); named in "not measured".
@@ -50,12 +50,14 @@ def _rank0_log(ctx: Context) -> Finding:
     if ctx.world_size < 2:
         return ruled_out(
             fid,
-            "World size 1: rank 0's loss is the global loss.",
-            "world size 为 1：rank 0 的损失就是全局损失。",
+            Text(
+                "World size 1: rank 0's loss is the global loss.",
+                "world size 为 1：rank 0 的损失就是全局损失。",
+            ),
             **noise,
         )
     if 0 not in s.ranks:
-        return not_measured(fid, "Rank 0's records are missing.", "缺少 rank 0 的记录。", **noise)
+        return not_measured(fid, Text("Rank 0's records are missing.", "缺少 rank 0 的记录。"), **noise)
     found = logged_loss(ctx.run, s)
     evidence: dict[str, Any] = dict(
         logged=[x.as_evidence() for x in found.series],
@@ -72,9 +74,11 @@ def _rank0_log(ctx: Context) -> Finding:
         )
         return not_measured(
             fid,
-            f"No logged training loss found (looked at {'; '.join(LOOKED_AT)}).{seen} "
-            "Run `ddp-doctor lint` on the script for the static check.",
-            f"未找到脚本记录的训练损失（查看了 {'；'.join(LOOKED_AT)}）。请对脚本运行 `ddp-doctor lint` 进行静态检查。",
+            Text(
+                f"No logged training loss found (looked at {'; '.join(LOOKED_AT)}).{seen} "
+                "Run `ddp-doctor lint` on the script for the static check.",
+                f"未找到脚本记录的训练损失（查看了 {'；'.join(LOOKED_AT)}）。请对脚本运行 `ddp-doctor lint` 进行静态检查。",
+            ),
             **evidence,
         )
     if not main.recognised:
@@ -82,9 +86,11 @@ def _rank0_log(ctx: Context) -> Finding:
         best_text = f"best: {best.name}, {best.matched} of {main.points}" if best else "no candidate"
         return not_measured(
             fid,
-            f"The logged {main.label} ({main.points} values) matches none of the forms of the loss the probe "
-            f"measured ({best_text}; needs {threshold_text(fid)}).",
-            f"记录的 {main.label}（{main.points} 个值）与探针测得的任何损失形式都不匹配（{best_text}）。",
+            Text(
+                f"The logged {main.label} ({main.points} values) matches none of the forms of the loss the probe "
+                f"measured ({best_text}; needs {threshold_text(fid)}).",
+                f"记录的 {main.label}（{main.points} 个值）与探针测得的任何损失形式都不匹配（{best_text}）。",
+            ),
             **evidence,
         )
     best = main.best
@@ -98,25 +104,29 @@ def _rank0_log(ctx: Context) -> Finding:
     if not main.distinct:
         return inconclusive(
             fid,
-            f"The logged {main.label} matches {best.name} ({best.matched} of {main.points}) but also "
-            f"{other_text}: rank 0's loss and the global loss coincide in this run (same data on every rank?), "
-            "so they cannot be told apart.",
-            f"记录的 {main.label} 与 {best.name} 一致（{best.matched}/{main.points}），但另一类形式也一致："
-            "本次运行中 rank 0 的损失与全局损失重合，无法区分。",
+            Text(
+                f"The logged {main.label} matches {best.name} ({best.matched} of {main.points}) but also "
+                f"{other_text}: rank 0's loss and the global loss coincide in this run (same data on every rank?), "
+                "so they cannot be told apart.",
+                f"记录的 {main.label} 与 {best.name} 一致（{best.matched}/{main.points}），但另一类形式也一致："
+                "本次运行中 rank 0 的损失与全局损失重合，无法区分。",
+            ),
             **evidence,
         )
     if best.family == LOCAL:
-        return confirmed(fid, *_local_text(main, other_text), **evidence)
+        return confirmed(fid, _local_text(main, other_text), **evidence)
     return ruled_out(
         fid,
-        f"The logged {main.label} is the all-reduced loss: {best.matched} of {main.points} values match "
-        f"the {best.name}; {other_text}.",
-        f"记录的 {main.label} 是 all-reduce 后的损失：{best.matched}/{main.points} 个值与 {best.name} 一致；{other_text}。",
+        Text(
+            f"The logged {main.label} is the all-reduced loss: {best.matched} of {main.points} values match "
+            f"the {best.name}; {other_text}.",
+            f"记录的 {main.label} 是 all-reduce 后的损失：{best.matched}/{main.points} 个值与 {best.name} 一致；{other_text}。",
+        ),
         **evidence,
     )
 
 
-def _local_text(main: LoggedSeries, other_text: str) -> tuple[str, str]:
+def _local_text(main: LoggedSeries, other_text: str) -> Text:
     best = main.best
     assert best is not None
     who = "rank 0's" if main.rank == 0 else f"rank {main.rank}'s"
@@ -139,4 +149,4 @@ def _local_text(main: LoggedSeries, other_text: str) -> tuple[str, str]:
         f"记录的 {main.label} 是 rank {main.rank} 的 {best.name}，不是 all-reduce 后的损失："
         f"{best.matched}/{main.points} 个值与之一致。你看到的曲线是 rank {main.rank} 的 {best.name}{zh_noise}。"
     )
-    return en, zh
+    return Text(en, zh)

@@ -31,7 +31,7 @@ import numpy as np
 
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, inconclusive, not_measured, ruled_out
-from ddp_doctor.core.catalog import limit, threshold_sentence
+from ddp_doctor.core.catalog import Text, limit, threshold_sentence
 from ddp_doctor.core.findings import Finding
 
 TOKEN_CV_MIN = limit("loss-normalization-variable-tokens", "token_cv")
@@ -119,10 +119,10 @@ def check(ctx: Context) -> list[Finding]:
     return [_variable_tokens(ctx, m), _per_rank(ctx, m)]
 
 
-def _basis_text(m: _Micro) -> tuple[str, str]:
+def _basis_text(m: _Micro) -> Text:
     if m.basis == "loss-fn":
-        return "", ""
-    return (
+        return Text("", "")
+    return Text(
         " (from the backward root alone: no loss-function output was seen, so the per-token loss is "
         "taken as constant within a step; stricter margin)",
         "（仅依据 backward 根节点：未见到损失函数输出，因此假定一步内逐 token 损失不变；采用更严格的判定）",
@@ -133,12 +133,14 @@ def _variable_tokens(ctx: Context, m: _Micro | None) -> Finding:
     fid = "loss-normalization-variable-tokens"
     if m is None:
         if not any(d.steps is not None and len(d.steps) for d in ctx.run.ranks.values()):
-            return not_measured(fid, "No optimizer step recorded yet.", "尚未记录到优化步。")
+            return not_measured(fid, Text("No optimizer step recorded yet.", "尚未记录到优化步。"))
         return not_measured(
             fid,
-            "Needs the backward root and each micro-batch's valid-token count (the loss function's "
-            "target, or `labels` passed to the model).",
-            "需要 backward 根节点及每个微批次的有效 token 数（损失函数的 target，或传给模型的 `labels`）。",
+            Text(
+                "Needs the backward root and each micro-batch's valid-token count (the loss function's "
+                "target, or `labels` passed to the model).",
+                "需要 backward 根节点及每个微批次的有效 token 数（损失函数的 target，或传给模型的 `labels`）。",
+            ),
         )
     r, k, s = m.rho, m.tokens, m.step
     cv_n, cv_rho, cv_rho_n = _cvs(r, k, s)
@@ -157,40 +159,48 @@ def _variable_tokens(ctx: Context, m: _Micro | None) -> Finding:
         basis=m.basis,
         threshold=threshold_sentence(fid),
     )
-    how_en, how_zh = _basis_text(m)
+    how = _basis_text(m)
     if not np.isfinite(cv_n) or cv_n <= TOKEN_CV_MIN:
         return ruled_out(
             fid,
-            f"Valid-token counts barely vary within a step (CV {cv_n:.3f}): any "
-            "normalisation weighs tokens equally.",
-            f"同一步内有效 token 数几乎不变（CV {cv_n:.3f}）：任何归一化方式下 token 权重都相同。",
+            Text(
+                f"Valid-token counts barely vary within a step (CV {cv_n:.3f}): any "
+                "normalisation weighs tokens equally.",
+                f"同一步内有效 token 数几乎不变（CV {cv_n:.3f}）：任何归一化方式下 token 权重都相同。",
+            ),
             **ev,
         )
     if cv_rho < ratio * cv_rho_n:
         return confirmed(
             fid,
-            f"Each micro-batch's mean loss gets the same weight while its token count "
-            f"varies (CV {cv_n:.2f}): a token weighs {ev['token_weight_p5']:.2f}–"
-            f"{ev['token_weight_p95']:.2f}× its correct share (5th–95th percentile){how_en}.",
-            f"每个微批次的平均损失权重相同，而 token 数在变化（CV {cv_n:.2f}）：单个 token 的权重是其应有权重的 "
-            f"{ev['token_weight_p5']:.2f}–{ev['token_weight_p95']:.2f} 倍（第 5–95 百分位）{how_zh}。",
+            Text(
+                f"Each micro-batch's mean loss gets the same weight while its token count "
+                f"varies (CV {cv_n:.2f}): a token weighs {ev['token_weight_p5']:.2f}–"
+                f"{ev['token_weight_p95']:.2f}× its correct share (5th–95th percentile){how.en}.",
+                f"每个微批次的平均损失权重相同，而 token 数在变化（CV {cv_n:.2f}）：单个 token 的权重是其应有权重的 "
+                f"{ev['token_weight_p5']:.2f}–{ev['token_weight_p95']:.2f} 倍（第 5–95 百分位）{how.zh}。",
+            ),
             **ev,
         )
     if m.basis == "root" and not cv_rho_n < ROOT_RATIO * cv_rho:
         return inconclusive(
             fid,
-            f"From the backward root alone neither normalisation fits (CV of root {cv_rho:.3f}, of "
-            f"root/tokens {cv_rho_n:.3f}, tokens {cv_n:.3f}): the per-token loss varies too much to tell.",
-            f"仅凭 backward 根节点无法判断（根的 CV {cv_rho:.3f}，根/token 的 CV {cv_rho_n:.3f}，token {cv_n:.3f}）："
-            "逐 token 损失变化太大。",
+            Text(
+                f"From the backward root alone neither normalisation fits (CV of root {cv_rho:.3f}, of "
+                f"root/tokens {cv_rho_n:.3f}, tokens {cv_n:.3f}): the per-token loss varies too much to tell.",
+                f"仅凭 backward 根节点无法判断（根的 CV {cv_rho:.3f}，根/token 的 CV {cv_rho_n:.3f}，token {cv_n:.3f}）："
+                "逐 token 损失变化太大。",
+            ),
             **ev,
         )
     return ruled_out(
         fid,
-        f"The backward root scales with the token count (CV of root/loss/tokens "
-        f"{cv_rho_n:.3f} vs {cv_rho:.3f}): tokens are weighted equally{how_en}.",
-        f"backward 根节点随 token 数缩放（root/loss/tokens 的 CV 为 {cv_rho_n:.3f}，对比 {cv_rho:.3f}）："
-        f"各 token 权重相同{how_zh}。",
+        Text(
+            f"The backward root scales with the token count (CV of root/loss/tokens "
+            f"{cv_rho_n:.3f} vs {cv_rho:.3f}): tokens are weighted equally{how.en}.",
+            f"backward 根节点随 token 数缩放（root/loss/tokens 的 CV 为 {cv_rho_n:.3f}，对比 {cv_rho:.3f}）："
+            f"各 token 权重相同{how.zh}。",
+        ),
         **ev,
     )
 
@@ -202,8 +212,10 @@ def _per_rank(ctx: Context, m: _Micro | None) -> Finding:
     if m is None or len(np.unique(m.rank)) < 2:
         return not_measured(
             fid,
-            "Needs ≥ 2 ranks with the backward root and valid-token counts of their micro-steps.",
-            "需要至少 2 个 rank 记录了各微步的 backward 根节点与有效 token 数。",
+            Text(
+                "Needs ≥ 2 ranks with the backward root and valid-token counts of their micro-steps.",
+                "需要至少 2 个 rank 记录了各微步的 backward 根节点与有效 token 数。",
+            ),
         )
     ranks = np.unique(m.rank)
     key = m.step * len(ranks) + np.searchsorted(ranks, m.rank)
@@ -231,12 +243,14 @@ def _per_rank(ctx: Context, m: _Micro | None) -> Finding:
         threshold=threshold_sentence(fid),
         source="step records: backward roots, loss-function outputs and valid-token counts per rank",
     )
-    how_en, how_zh = _basis_text(m)
+    how = _basis_text(m)
     if not np.isfinite(cv_n) or cv_n <= TOKEN_CV_MIN:
         return ruled_out(
             fid,
-            f"The ranks' valid-token counts per step barely differ (CV {cv_n:.3f}): any divisor weighs them alike.",
-            f"各 rank 每步的有效 token 数几乎相同（CV {cv_n:.3f}）：任何除数下权重都一样。",
+            Text(
+                f"The ranks' valid-token counts per step barely differ (CV {cv_n:.3f}): any divisor weighs them alike.",
+                f"各 rank 每步的有效 token 数几乎相同（CV {cv_n:.3f}）：任何除数下权重都一样。",
+            ),
             **ev,
         )
     if cv_r < ratio * cv_rn:
@@ -248,24 +262,30 @@ def _per_rank(ctx: Context, m: _Micro | None) -> Finding:
         within_zh = "每个 rank 用自己的有效 token 数归一化损失" if own_count else "每个 rank 的损失权重相同"
         return confirmed(
             fid,
-            f"{within_en.capitalize()} while the ranks' counts differ (CV {cv_n:.2f} per step): a token "
-            f"weighs {p5:.2f}–{p95:.2f}× its share of the global mean (5th–95th percentile){how_en}.",
-            f"{within_zh}，而各 rank 的 token 数不同（每步 CV {cv_n:.2f}）：单个 token 的权重是其在全局平均中应有份额的 "
-            f"{p5:.2f}–{p95:.2f} 倍（第 5–95 百分位）{how_zh}。",
+            Text(
+                f"{within_en.capitalize()} while the ranks' counts differ (CV {cv_n:.2f} per step): a token "
+                f"weighs {p5:.2f}–{p95:.2f}× its share of the global mean (5th–95th percentile){how.en}.",
+                f"{within_zh}，而各 rank 的 token 数不同（每步 CV {cv_n:.2f}）：单个 token 的权重是其在全局平均中应有份额的 "
+                f"{p5:.2f}–{p95:.2f} 倍（第 5–95 百分位）{how.zh}。",
+            ),
             **ev,
         )
     if m.basis == "root" and not cv_rn < ROOT_RATIO * cv_r:
         return inconclusive(
             fid,
-            f"From the backward root alone neither normalisation fits across ranks (CV {cv_r:.3f} vs "
-            f"{cv_rn:.3f} per token).",
-            f"仅凭 backward 根节点无法判断各 rank 间的归一化（CV {cv_r:.3f}，每 token {cv_rn:.3f}）。",
+            Text(
+                f"From the backward root alone neither normalisation fits across ranks (CV {cv_r:.3f} vs "
+                f"{cv_rn:.3f} per token).",
+                f"仅凭 backward 根节点无法判断各 rank 间的归一化（CV {cv_r:.3f}，每 token {cv_rn:.3f}）。",
+            ),
             **ev,
         )
     return ruled_out(
         fid,
-        f"Each rank's loss weight scales with its token count (CV per token {cv_rn:.3f} vs {cv_r:.3f}): "
-        f"the divisor is global{how_en}.",
-        f"每个 rank 的损失权重随其 token 数缩放（每 token CV {cv_rn:.3f}，对比 {cv_r:.3f}）：除数是全局的{how_zh}。",
+        Text(
+            f"Each rank's loss weight scales with its token count (CV per token {cv_rn:.3f} vs {cv_r:.3f}): "
+            f"the divisor is global{how.en}.",
+            f"每个 rank 的损失权重随其 token 数缩放（每 token CV {cv_rn:.3f}，对比 {cv_r:.3f}）：除数是全局的{how.zh}。",
+        ),
         **ev,
     )

@@ -82,7 +82,7 @@ def _warmup(ctx: Context) -> Finding:
     fid = "warmup-short"
     w = warmup_length(ctx.series.lr, ctx.series.steps)
     if w is None:
-        return not_measured(fid, "No lr trace recorded.", "未记录学习率曲线。")
+        return not_measured(fid, Text("No lr trace recorded.", "未记录学习率曲线。"))
     opt = ctx.config("optimizer")
     beta2, why_not_adam = adam_beta2(opt)
     w_min = 2.0 / (1.0 - beta2) if beta2 is not None else None
@@ -112,17 +112,21 @@ def _warmup(ctx: Context) -> Finding:
         minimum_zh = f"（最小值 2/(1-β2) = {w_min:g}）" if w_min is not None else ""
         return confirmed(
             fid,
-            f"Warmup ends at step {w}{minimum} and loss spikes start at step(s) {(near or early)[:5]}.",
-            f"warmup 在第 {w} 步结束{minimum_zh}，损失尖峰始于第 {(near or early)[:5]} 步。",
+            Text(
+                f"Warmup ends at step {w}{minimum} and loss spikes start at step(s) {(near or early)[:5]}.",
+                f"warmup 在第 {w} 步结束{minimum_zh}，损失尖峰始于第 {(near or early)[:5]} 步。",
+            ),
             **ev,
         )
     if w == 0 and w_min is None:
         return not_measured(
             fid,
-            f"The lr is at its peak from the first step (no warmup), and the warmup minimum "
-            f"2/(1-β2) does not apply: {why_not_adam}. No rule for this optimizer's warmup is measured.",
-            f"学习率从第一步起就是峰值（没有 warmup），且 warmup 最小值 2/(1-β2) 不适用：{why_not_adam}。"
-            "对该优化器的 warmup 没有可用的测量规则。",
+            Text(
+                f"The lr is at its peak from the first step (no warmup), and the warmup minimum "
+                f"2/(1-β2) does not apply: {why_not_adam}. No rule for this optimizer's warmup is measured.",
+                f"学习率从第一步起就是峰值（没有 warmup），且 warmup 最小值 2/(1-β2) 不适用：{why_not_adam}。"
+                "对该优化器的 warmup 没有可用的测量规则。",
+            ),
             **ev,
         )
     note = (
@@ -132,8 +136,10 @@ def _warmup(ctx: Context) -> Finding:
     )
     return ruled_out(
         fid,
-        f"Warmup of {w} optimizer steps{note}; no loss spike near its end.",
-        f"warmup 为 {w} 个优化步；其结束附近没有损失尖峰。",
+        Text(
+            f"Warmup of {w} optimizer steps{note}; no loss spike near its end.",
+            f"warmup 为 {w} 个优化步；其结束附近没有损失尖峰。",
+        ),
         **ev,
     )
 
@@ -147,17 +153,19 @@ def _per_micro(ctx: Context) -> Finding:
             ss.append(d.steps.sched_steps)
             ms.append(d.steps.micro_steps)
     if not ss:
-        return not_measured(fid, "No optimizer step recorded yet.", "尚未记录到优化步。")
+        return not_measured(fid, Text("No optimizer step recorded yet.", "尚未记录到优化步。"))
     s, m = np.concatenate(ss), np.concatenate(ms)
     known = s >= 0
     if not known.any() or (s[known].max() == 0 and sched is None):
-        return ruled_out(fid, "No lr scheduler was stepped.", "没有调用学习率调度器。", scheduler=None)
+        return ruled_out(fid, Text("No lr scheduler was stepped.", "没有调用学习率调度器。"), scheduler=None)
     multi = known & (m >= 2)
     if not multi.any():
         return ruled_out(
             fid,
-            "No gradient accumulation: one micro-batch per optimizer step.",
-            "没有梯度累积：每个优化步只有一个微批次。",
+            Text(
+                "No gradient accumulation: one micro-batch per optimizer step.",
+                "没有梯度累积：每个优化步只有一个微批次。",
+            ),
             multi_micro_steps=0,
         )
     per_call = _steps_per_call(sched, ctx.world_size)
@@ -176,18 +184,22 @@ def _per_micro(ctx: Context) -> Finding:
     if bad.sum() / multi.sum() > PER_MICRO_SHARE:
         return confirmed(
             fid,
-            f"The scheduler stepped {ev['median_sched_steps_per_optimizer_step']:g} times per "
-            f"optimizer step (= micro-steps × {per_call}): the schedule runs {ev['micro_steps']:g}× too fast.",
-            f"每个优化步调度器步进 {ev['median_sched_steps_per_optimizer_step']:g} 次（= 微步数）："
-            f"学习率计划快了 {ev['micro_steps']:g} 倍。",
+            Text(
+                f"The scheduler stepped {ev['median_sched_steps_per_optimizer_step']:g} times per "
+                f"optimizer step (= micro-steps × {per_call}): the schedule runs {ev['micro_steps']:g}× too fast.",
+                f"每个优化步调度器步进 {ev['median_sched_steps_per_optimizer_step']:g} 次（= 微步数）："
+                f"学习率计划快了 {ev['micro_steps']:g} 倍。",
+            ),
             **ev,
         )
     note = f" (accelerate steps it {per_call}× per optimizer step by design)" if per_call > 1 else ""
     return ruled_out(
         fid,
-        f"The scheduler stepped {ev['median_sched_steps_per_optimizer_step']:g} time(s) per "
-        f"optimizer step{note}.",
-        f"每个优化步调度器步进 {ev['median_sched_steps_per_optimizer_step']:g} 次。",
+        Text(
+            f"The scheduler stepped {ev['median_sched_steps_per_optimizer_step']:g} time(s) per "
+            f"optimizer step{note}.",
+            f"每个优化步调度器步进 {ev['median_sched_steps_per_optimizer_step']:g} 次。",
+        ),
         **ev,
     )
 

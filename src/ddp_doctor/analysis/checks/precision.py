@@ -19,7 +19,7 @@ import numpy as np
 
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, not_measured, ruled_out
-from ddp_doctor.core.catalog import limit, threshold_sentence
+from ddp_doctor.core.catalog import Text, limit, threshold_sentence
 from ddp_doctor.core.findings import Finding
 
 SETTLE_STEPS = int(limit("fp16-overflow", "settle"))
@@ -40,22 +40,24 @@ def _has_scaler(ctx: Context) -> bool:
     return bool(cfg and cfg.get("enabled", True)) or bool(np.isfinite(ctx.series.scale).any())
 
 
-def _scaler_name(ctx: Context) -> tuple[str, str]:
+def _scaler_name(ctx: Context) -> Text:
     """Who skips steps on overflow: a GradScaler, or a DeepSpeed engine's own loss scaler."""
     ds = ctx.config("deepspeed")
     if ds and ds.get("fp16"):
-        return "DeepSpeed's loss scaler", "DeepSpeed 的损失缩放器"
-    return "The GradScaler", "GradScaler"
+        return Text("DeepSpeed's loss scaler", "DeepSpeed 的损失缩放器")
+    return Text("The GradScaler", "GradScaler")
 
 
 def _overflow(ctx: Context) -> Finding:
     fid = "fp16-overflow"
-    name, name_zh = _scaler_name(ctx)
+    name = _scaler_name(ctx)
     if not _has_scaler(ctx):
         return ruled_out(
             fid,
-            "No GradScaler in use: there is no loss scale to overflow.",
-            "未使用 GradScaler：不存在会溢出的损失缩放。",
+            Text(
+                "No GradScaler in use: there is no loss scale to overflow.",
+                "未使用 GradScaler：不存在会溢出的损失缩放。",
+            ),
             scaler=False,
         )
     s = ctx.series
@@ -79,25 +81,31 @@ def _overflow(ctx: Context) -> Finding:
     if not good.size and skipped.size >= MIN_SKIPS:
         return confirmed(
             fid,
-            f"{name} skipped all {skipped.size} steps (scale {ev['scale_max']:g} → "
-            f"{ev['scale_min']:g}): no optimizer step was applied.",
-            f"{name_zh} 跳过了全部 {skipped.size} 步（缩放系数 {ev['scale_max']:g} → "
-            f"{ev['scale_min']:g}）：没有任何优化步生效。",
+            Text(
+                f"{name.en} skipped all {skipped.size} steps (scale {ev['scale_max']:g} → "
+                f"{ev['scale_min']:g}): no optimizer step was applied.",
+                f"{name.zh} 跳过了全部 {skipped.size} 步（缩放系数 {ev['scale_max']:g} → "
+                f"{ev['scale_min']:g}）：没有任何优化步生效。",
+            ),
             **ev,
         )
     if late.size >= MIN_SKIPS and late.size / n_late >= MIN_SKIP_SHARE:
         return confirmed(
             fid,
-            f"{name} skipped {late.size} steps after step {settle} "
-            f"({late.size / n_late:.1%}); scale went down to {ev['scale_min']:g}.",
-            f"{name_zh} 在第 {settle} 步之后跳过了 {late.size} 步（{late.size / n_late:.1%}）；"
-            f"缩放系数降到 {ev['scale_min']:g}。",
+            Text(
+                f"{name.en} skipped {late.size} steps after step {settle} "
+                f"({late.size / n_late:.1%}); scale went down to {ev['scale_min']:g}.",
+                f"{name.zh} 在第 {settle} 步之后跳过了 {late.size} 步（{late.size / n_late:.1%}）；"
+                f"缩放系数降到 {ev['scale_min']:g}。",
+            ),
             **ev,
         )
     return ruled_out(
         fid,
-        f"{skipped.size} skipped step(s), {late.size} after step {settle}.",
-        f"共跳过 {skipped.size} 步，其中第 {settle} 步之后 {late.size} 步。",
+        Text(
+            f"{skipped.size} skipped step(s), {late.size} after step {settle}.",
+            f"共跳过 {skipped.size} 步，其中第 {settle} 步之后 {late.size} 步。",
+        ),
         **ev,
     )
 
@@ -120,16 +128,19 @@ def _no_scaler(ctx: Context) -> Finding:
     if fp16 and not ev["scaler"]:
         return confirmed(
             fid,
-            "float16 autocast ran without a GradScaler.",
-            "在 float16 autocast 下训练却没有 GradScaler。",
+            Text(
+                "float16 autocast ran without a GradScaler.", "在 float16 autocast 下训练却没有 GradScaler。"
+            ),
             **ev,
         )
     what = "No autocast" if not dtypes else f"Autocast {sorted(dtypes)}"
     what_zh = "未使用 autocast" if not dtypes else f"autocast {sorted(dtypes)}"
     return ruled_out(
         fid,
-        f"{what}{' with a GradScaler' if ev['scaler'] else ''}.",
-        f"{what_zh}{'，并使用了 GradScaler' if ev['scaler'] else ''}。",
+        Text(
+            f"{what}{' with a GradScaler' if ev['scaler'] else ''}.",
+            f"{what_zh}{'，并使用了 GradScaler' if ev['scaler'] else ''}。",
+        ),
         **ev,
     )
 
@@ -162,15 +173,17 @@ def _nonfinite(ctx: Context) -> Finding:
                 )
             )
     if not any(d.steps is not None and len(d.steps) for d in ctx.run.ranks.values()):
-        return not_measured(fid, "No optimizer step recorded yet.", "尚未记录到优化步。")
+        return not_measured(fid, Text("No optimizer step recorded yet.", "尚未记录到优化步。"))
     if events:
         step, rank, rec = min(events, key=lambda e: (e[0], e[1]))
         where = rec.get("param") or (f"bucket {rec['bucket']}" if rec.get("bucket") is not None else None)
         loc = f" in {where}" if where else ""
         return confirmed(
             fid,
-            f"First non-finite {rec.get('where', 'value')} at step {step} on rank {rank}{loc}.",
-            f"首个非有限值（{rec.get('where', 'value')}）出现在第 {step} 步、rank {rank}{loc}。",
+            Text(
+                f"First non-finite {rec.get('where', 'value')} at step {step} on rank {rank}{loc}.",
+                f"首个非有限值（{rec.get('where', 'value')}）出现在第 {step} 步、rank {rank}{loc}。",
+            ),
             first_step=step,
             rank=rank,
             where=rec.get("where"),
@@ -181,7 +194,9 @@ def _nonfinite(ctx: Context) -> Finding:
         )
     return ruled_out(
         fid,
-        "No NaN/Inf in losses or gradients (outside GradScaler-skipped steps).",
-        "损失和梯度中没有 NaN/Inf（GradScaler 跳过的步除外）。",
+        Text(
+            "No NaN/Inf in losses or gradients (outside GradScaler-skipped steps).",
+            "损失和梯度中没有 NaN/Inf（GradScaler 跳过的步除外）。",
+        ),
         threshold=threshold_sentence(fid),
     )

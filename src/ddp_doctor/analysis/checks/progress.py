@@ -28,7 +28,7 @@ import numpy as np
 
 from ddp_doctor.analysis.context import Context
 from ddp_doctor.analysis.make import confirmed, coverage, fmt, inconclusive, not_measured, ruled_out
-from ddp_doctor.core.catalog import limit, threshold_sentence
+from ddp_doctor.core.catalog import Text, limit, threshold_sentence
 from ddp_doctor.core.findings import Finding
 
 FINDS = ("training-not-progressing",)
@@ -40,8 +40,7 @@ MIN_UPDATE_RECORDS = 3  # update records are sampled every `every` steps: a shor
 
 @dataclass
 class Sign:
-    name: str
-    name_zh: str
+    name: Text
     absent: str  # what was seen instead, when it does not hold
     holds_on: int  # steps (or update records) where it holds
     measured: int
@@ -96,7 +95,7 @@ def _setup(ctx: Context) -> dict[str, Any]:
     return out
 
 
-def _causes(setup: dict[str, Any]) -> tuple[str, str]:
+def _causes(setup: dict[str, Any]) -> Text:
     en, zh = [], []
     share = setup.get("trainable_share")
     if share is not None and share < 0.5:
@@ -107,8 +106,8 @@ def _causes(setup: dict[str, Any]) -> tuple[str, str]:
         en.append(f"the optimizer holds {numel} elements while the model trains {model}")
         zh.append(f"优化器持有 {numel} 个元素，而模型可训练 {model} 个")
     if not en:
-        return "", ""
-    return " Likely cause: " + "; ".join(en) + ".", " 可能原因：" + "；".join(zh) + "。"
+        return Text("", "")
+    return Text(" Likely cause: " + "; ".join(en) + ".", " 可能原因：" + "；".join(zh) + "。")
 
 
 def not_progressing(ctx: Context) -> Finding:
@@ -125,32 +124,28 @@ def not_progressing(ctx: Context) -> Finding:
     constant = loss.size >= MIN_STEPS and spread <= REL_RANGE * level
     signs = {
         "gradient": Sign(
-            "the global gradient norm is exactly 0",
-            "全局梯度范数恰为 0",
+            Text("the global gradient norm is exactly 0", "全局梯度范数恰为 0"),
             "gradient norm not 0",
             int((g[g_ok] == 0).sum()),
             int(g_ok.sum()),
             MIN_STEPS,
         ),
         "lr": Sign(
-            "the lr is exactly 0",
-            "学习率恰为 0",
+            Text("the lr is exactly 0", "学习率恰为 0"),
             "lr not 0",
             int((lr[lr_ok] == 0).sum()),
             int(lr_ok.sum()),
             MIN_STEPS,
         ),
         "updates": Sign(
-            "every sampled parameter update is exactly 0",
-            "所有抽样的参数更新恰为 0",
+            Text("every sampled parameter update is exactly 0", "所有抽样的参数更新恰为 0"),
             "parameter updates not 0",
             up_zero,
             up_measured,
             MIN_UPDATE_RECORDS,
         ),
         "loss": Sign(
-            "the loss is constant",
-            "损失保持不变",
+            Text("the loss is constant", "损失保持不变"),
             f"loss range {fmt(spread)}",
             int(loss.size) if constant else 0,
             int(loss.size),
@@ -168,23 +163,29 @@ def not_progressing(ctx: Context) -> Finding:
     )
     held = [s for s in signs.values() if s.holds]
     if held:
-        parts = [f"{s.name} on {s.holds_on} of {s.measured} {_unit(k)}" for k, s in signs.items() if s.holds]
-        parts_zh = [f"{s.name_zh}（{s.measured} 个中的 {s.holds_on} 个）" for s in held]
+        parts = [
+            f"{s.name.en} on {s.holds_on} of {s.measured} {_unit(k)}" for k, s in signs.items() if s.holds
+        ]
+        parts_zh = [f"{s.name.zh}（{s.measured} 个中的 {s.holds_on} 个）" for s in held]
         if signs["loss"].holds:
             parts[-1] += f" (range {fmt(spread)} around {fmt(level)})"
-        cause, cause_zh = _causes(setup)
+        cause = _causes(setup)
         return confirmed(
             fid,
-            "Training does not progress: " + "; ".join(parts) + "." + cause,
-            "训练没有进展：" + "；".join(parts_zh) + "。" + cause_zh,
+            Text(
+                "Training does not progress: " + "; ".join(parts) + "." + cause.en,
+                "训练没有进展：" + "；".join(parts_zh) + "。" + cause.zh,
+            ),
             **ev,
         )
     if not any(s.decided for s in signs.values()):
         return not_measured(
             fid,
-            f"Needs ≥ {MIN_STEPS} optimizer steps with a gradient norm, lr or loss, or ≥ "
-            f"{MIN_UPDATE_RECORDS} sampled updates.",
-            f"需要至少 {MIN_STEPS} 个有梯度范数、学习率或损失的优化步，或至少 {MIN_UPDATE_RECORDS} 次抽样更新。",
+            Text(
+                f"Needs ≥ {MIN_STEPS} optimizer steps with a gradient norm, lr or loss, or ≥ "
+                f"{MIN_UPDATE_RECORDS} sampled updates.",
+                f"需要至少 {MIN_STEPS} 个有梯度范数、学习率或损失的优化步，或至少 {MIN_UPDATE_RECORDS} 次抽样更新。",
+            ),
             **ev,
         )
     moved = [k for k in ("gradient", "updates") if signs[k].decided]
@@ -198,18 +199,21 @@ def not_progressing(ctx: Context) -> Finding:
     if not moved:
         return inconclusive(
             fid,
-            f"Neither gradient norms nor parameter updates were recorded; {measured_text} — a frozen model's "
-            "loss still varies with the data.",
-            "没有记录梯度范数或参数更新；仅凭损失无法判断——被冻结的模型的损失仍随数据变化。",
+            Text(
+                f"Neither gradient norms nor parameter updates were recorded; {measured_text} — a frozen model's "
+                "loss still varies with the data.",
+                "没有记录梯度范数或参数更新；仅凭损失无法判断——被冻结的模型的损失仍随数据变化。",
+            ),
             **ev,
         )
     steps = max(signs[k].measured for k in ("gradient", "lr", "loss"))
     return ruled_out(
         fid,
-        f"The model changes: {measured_text}.",
-        "模型在变化：梯度/更新不为零，学习率不为零，损失在变化。",
+        Text(
+            f"The model changes: {measured_text}.", "模型在变化：梯度/更新不为零，学习率不为零，损失在变化。"
+        ),
         coverage=coverage(
-            min(steps, ctx.optimizer_steps), ctx.optimizer_steps, "steps measured", "已测量的步"
+            min(steps, ctx.optimizer_steps), ctx.optimizer_steps, Text("steps measured", "已测量的步")
         ),
         **ev,
     )

@@ -35,7 +35,7 @@ from ddp_doctor.analysis.quantities.spikes import (
     WINDOW,
     lags,
 )
-from ddp_doctor.core.catalog import limit, threshold_sentence
+from ddp_doctor.core.catalog import Text, limit, threshold_sentence
 from ddp_doctor.core.findings import Finding
 from ddp_doctor.rundir.reader import CLIP_COLUMNS
 
@@ -73,30 +73,35 @@ def _loss_spike(ctx: Context) -> Finding:
     if sp:
         first = sp[0]
         if np.isfinite(first.z):
-            vs, vs_zh = (
+            vs = Text(
                 f"median {first.baseline:.4g} (z = {first.z:.0f})",
                 f"中位数 {first.baseline:.4g}（z = {first.z:.0f}）",
             )
         else:
-            vs = f"{first.baseline:.4g}, the mean of the steps before (> {EARLY_LOSS_FACTOR:g}×)"
-            vs_zh = f"之前各步均值 {first.baseline:.4g}（> {EARLY_LOSS_FACTOR:g} 倍）"
+            vs = Text(
+                f"{first.baseline:.4g}, the mean of the steps before (> {EARLY_LOSS_FACTOR:g}×)",
+                f"之前各步均值 {first.baseline:.4g}（> {EARLY_LOSS_FACTOR:g} 倍）",
+            )
         return confirmed(
             fid,
-            f"{len(sp)} loss spike(s); first at step {first.step}: {first.peak:.4g} vs {vs}.",
-            f"{len(sp)} 个损失尖峰；首个在第 {first.step} 步：{first.peak:.4g}，{vs_zh}。",
+            Text(
+                f"{len(sp)} loss spike(s); first at step {first.step}: {first.peak:.4g} vs {vs.en}.",
+                f"{len(sp)} 个损失尖峰；首个在第 {first.step} 步：{first.peak:.4g}，{vs.zh}。",
+            ),
             **ev,
         )
     if ctx.series.n_steps <= MIN_HISTORY:
         return not_measured(
             fid,
-            f"Needs more than {MIN_HISTORY} optimizer steps.",
-            f"需要多于 {MIN_HISTORY} 个优化步。",
+            Text(f"Needs more than {MIN_HISTORY} optimizer steps.", f"需要多于 {MIN_HISTORY} 个优化步。"),
             steps=ctx.series.n_steps,
         )
     return ruled_out(
         fid,
-        f"No loss spike in {ctx.series.n_steps} steps by the robust rule.",
-        f"按稳健规则，{ctx.series.n_steps} 步中没有损失尖峰。",
+        Text(
+            f"No loss spike in {ctx.series.n_steps} steps by the robust rule.",
+            f"按稳健规则，{ctx.series.n_steps} 步中没有损失尖峰。",
+        ),
         **ev,
     )
 
@@ -114,10 +119,12 @@ def _grad_spike(ctx: Context) -> Finding:
         n = int(np.isfinite(ctx.grad_norm).sum())
         return not_measured(
             fid,
-            f"Gradient norms on {n} optimizer steps (need {MIN_GRAD_NORM_STEPS}; from the "
-            "DDP comm hook, a DeepSpeed engine or clip_grad_norm_ calls).",
-            f"仅 {n} 个优化步有梯度范数（至少需要 {MIN_GRAD_NORM_STEPS} 个；来自 DDP 通信钩子、"
-            "DeepSpeed 引擎或 clip_grad_norm_ 调用）。",
+            Text(
+                f"Gradient norms on {n} optimizer steps (need {MIN_GRAD_NORM_STEPS}; from the "
+                "DDP comm hook, a DeepSpeed engine or clip_grad_norm_ calls).",
+                f"仅 {n} 个优化步有梯度范数（至少需要 {MIN_GRAD_NORM_STEPS} 个；来自 DDP 通信钩子、"
+                "DeepSpeed 引擎或 clip_grad_norm_ 调用）。",
+            ),
             steps_with_grad_norm=n,
         )
     sp = ctx.grad_spikes
@@ -157,24 +164,28 @@ def _grad_spike(ctx: Context) -> Finding:
         )
         return confirmed(
             fid,
-            f"{len(sp)} gradient-norm spike(s), first at step {sp[0].step} "
-            f"({fmt(sp[0].peak)} vs median {fmt(sp[0].baseline)}){tail}.",
-            f"{len(sp)} 个梯度范数尖峰，首个在第 {sp[0].step} 步（{fmt(sp[0].peak)}，中位数 {fmt(sp[0].baseline)}）；"
-            f"其后有 {len(followed)} 个损失尖峰。",
+            Text(
+                f"{len(sp)} gradient-norm spike(s), first at step {sp[0].step} "
+                f"({fmt(sp[0].peak)} vs median {fmt(sp[0].baseline)}){tail}.",
+                f"{len(sp)} 个梯度范数尖峰，首个在第 {sp[0].step} 步（{fmt(sp[0].peak)}，中位数 {fmt(sp[0].baseline)}）；"
+                f"其后有 {len(followed)} 个损失尖峰。",
+            ),
             **ev,
         )
     if sp:
         return ruled_out(
             fid,
-            f"{len(sp)} gradient-norm spike(s) (first at step {sp[0].step}: {fmt(sp[0].peak)} vs "
-            f"median {fmt(sp[0].baseline)}) were clipped to max_norm or stayed below {ALONE_FACTOR:g}× "
-            "the median, and no loss spike followed.",
-            f"{len(sp)} 个梯度范数尖峰（首个在第 {sp[0].step} 步：{fmt(sp[0].peak)}，中位数 {fmt(sp[0].baseline)}）"
-            f"被裁剪到 max_norm 或低于中位数的 {ALONE_FACTOR:g} 倍，其后没有损失尖峰。",
+            Text(
+                f"{len(sp)} gradient-norm spike(s) (first at step {sp[0].step}: {fmt(sp[0].peak)} vs "
+                f"median {fmt(sp[0].baseline)}) were clipped to max_norm or stayed below {ALONE_FACTOR:g}× "
+                "the median, and no loss spike followed.",
+                f"{len(sp)} 个梯度范数尖峰（首个在第 {sp[0].step} 步：{fmt(sp[0].peak)}，中位数 {fmt(sp[0].baseline)}）"
+                f"被裁剪到 max_norm 或低于中位数的 {ALONE_FACTOR:g} 倍，其后没有损失尖峰。",
+            ),
             **ev,
         )
     return ruled_out(
-        fid, "No gradient-norm spike by the robust rule.", "按稳健规则，没有梯度范数尖峰。", **ev
+        fid, Text("No gradient-norm spike by the robust rule.", "按稳健规则，没有梯度范数尖峰。"), **ev
     )
 
 
@@ -189,8 +200,10 @@ def _clip_saturated(ctx: Context) -> Finding:
     if step.size == 0:
         return ruled_out(
             fid,
-            "No clip_grad_norm_ or clip_grad_value_ call was recorded, so clipping cannot saturate.",
-            "没有记录到 clip_grad_norm_ 或 clip_grad_value_ 调用，因此裁剪不会饱和。",
+            Text(
+                "No clip_grad_norm_ or clip_grad_value_ call was recorded, so clipping cannot saturate.",
+                "没有记录到 clip_grad_norm_ 或 clip_grad_value_ 调用，因此裁剪不会饱和。",
+            ),
             clip_calls=0,
         )
     # by norm: active when total_norm > max_norm; by value (clip_grad_value_): when the largest
@@ -211,7 +224,7 @@ def _clip_saturated(ctx: Context) -> Finding:
     early_active, early_total = int((clipped & early).sum()), int(early.sum())
     max_norm = float(mx[usable][-1]) if usable.any() else None
     if total + early_total == 0:
-        return not_measured(fid, "No finite clip record.", "没有有限值的裁剪记录。")
+        return not_measured(fid, Text("No finite clip record.", "没有有限值的裁剪记录。"))
     ev: dict[str, Any] = dict(
         clipped_steps=active,
         judged_steps=total,
@@ -231,10 +244,12 @@ def _clip_saturated(ctx: Context) -> Finding:
         a, n = active + early_active, total + early_total
         return inconclusive(
             fid,
-            f"Clipping was active on {a} of {n} steps so far, but only {total} steps after "
-            f"warmup (need {MIN_JUDGED_STEPS}): early-training gradients are large by nature.",
-            f"目前 {n} 步中有 {a} 步触发了裁剪，但 warmup 之后只有 {total} 步（需要 {MIN_JUDGED_STEPS} 步）："
-            "训练初期梯度本来就大。",
+            Text(
+                f"Clipping was active on {a} of {n} steps so far, but only {total} steps after "
+                f"warmup (need {MIN_JUDGED_STEPS}): early-training gradients are large by nature.",
+                f"目前 {n} 步中有 {a} 步触发了裁剪，但 warmup 之后只有 {total} 步（需要 {MIN_JUDGED_STEPS} 步）："
+                "训练初期梯度本来就大。",
+            ),
             **ev,
         )
     share = active / total
@@ -242,15 +257,19 @@ def _clip_saturated(ctx: Context) -> Finding:
     if share > SATURATED_SHARE:
         return confirmed(
             fid,
-            f"Clipping was active on {share:.0%} of steps ({active}/{total}, {bound_name} "
-            f"{max_norm:g}): it effectively lowers the lr.",
-            f"{share:.0%} 的步触发了裁剪（{active}/{total}，{bound_name} {max_norm:g}）：实际上降低了学习率。",
+            Text(
+                f"Clipping was active on {share:.0%} of steps ({active}/{total}, {bound_name} "
+                f"{max_norm:g}): it effectively lowers the lr.",
+                f"{share:.0%} 的步触发了裁剪（{active}/{total}，{bound_name} {max_norm:g}）：实际上降低了学习率。",
+            ),
             **ev,
         )
     return ruled_out(
         fid,
-        f"Clipping was active on {share:.0%} of steps ({active}/{total}).",
-        f"{share:.0%} 的步触发了裁剪（{active}/{total}）。",
+        Text(
+            f"Clipping was active on {share:.0%} of steps ({active}/{total}).",
+            f"{share:.0%} 的步触发了裁剪（{active}/{total}）。",
+        ),
         **ev,
     )
 
@@ -264,8 +283,7 @@ def _clip_before_unscale(ctx: Context) -> Finding:
         why = "no GradScaler" if not (scaler and scaler.get("enabled", True)) else "no clip call"
         return ruled_out(
             fid,
-            f"No clip call on scaled gradients ({why}).",
-            f"没有在缩放后的梯度上裁剪（{why}）。",
+            Text(f"No clip call on scaled gradients ({why}).", f"没有在缩放后的梯度上裁剪（{why}）。"),
             clip_calls=int(step.size),
             scaler=bool(scaler),
         )
@@ -280,15 +298,18 @@ def _clip_before_unscale(ctx: Context) -> Finding:
     if bad.size:
         return confirmed(
             fid,
-            f"clip_grad_norm_ ran before scaler.unscale_ in {bad.size} of {n} "
-            f"steps (first at step {bad[0]}): it clipped loss-scaled gradients.",
-            f"{n} 个步中有 {bad.size} 个在 scaler.unscale_ 之前调用了 clip_grad_norm_"
-            f"（首次在第 {bad[0]} 步）：裁剪的是缩放后的梯度。",
+            Text(
+                f"clip_grad_norm_ ran before scaler.unscale_ in {bad.size} of {n} "
+                f"steps (first at step {bad[0]}): it clipped loss-scaled gradients.",
+                f"{n} 个步中有 {bad.size} 个在 scaler.unscale_ 之前调用了 clip_grad_norm_"
+                f"（首次在第 {bad[0]} 步）：裁剪的是缩放后的梯度。",
+            ),
             **ev,
         )
     return ruled_out(
         fid,
-        f"All {n} clip calls came after scaler.unscale_.",
-        f"全部 {n} 次裁剪都在 scaler.unscale_ 之后。",
+        Text(
+            f"All {n} clip calls came after scaler.unscale_.", f"全部 {n} 次裁剪都在 scaler.unscale_ 之后。"
+        ),
         **ev,
     )

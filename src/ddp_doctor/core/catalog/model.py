@@ -43,6 +43,10 @@ class Text(str):
     def get(self, lang: Lang = "en") -> str:
         return self.zh if lang == "zh" and self.zh else self.en
 
+    def fill(self, **values: Any) -> Text:
+        """Both languages formatted with the same ``values`` (``str.format`` would return English)."""
+        return Text(self.en.format(**values), self.get("zh").format(**values))
+
     def joining(self, parts: Iterable[Text], sep: Text) -> Text:
         """``self`` followed by ``parts`` separated by ``sep``, language by language."""
         items = list(parts)
@@ -121,10 +125,10 @@ def spec(
     id: str,
     kinds: str,
     severity: Severity,
-    title: tuple[str, str],
-    meaning: tuple[str, str],
-    evidence: tuple[str, str],
-    fix: tuple[str, str],
+    title: Text,
+    meaning: Text,
+    evidence: Text,
+    fix: Text,
     threshold: Threshold | None = None,
     harmless: bool = False,
     log_fields: tuple[str, ...] | None = None,
@@ -133,16 +137,16 @@ def spec(
     cause_rank: int | None = None,
     caused_by: tuple[str, ...] = (),
 ) -> FindingSpec:
-    """A spec from positional (en, zh) pairs; ``kinds``: "R" runtime, "L" lint, or both."""
+    """A spec; ``kinds``: "R" runtime, "L" lint, or both."""
     return FindingSpec(
         id=id,
         runtime="R" in kinds,
         lint="L" in kinds,
         severity=severity,
-        title=Text(*title),
-        meaning=Text(*meaning),
-        evidence=Text(*evidence),
-        fix=Text(*fix),
+        title=title,
+        meaning=meaning,
+        evidence=evidence,
+        fix=fix,
         threshold=threshold,
         harmless=harmless,
         log_fields=log_fields,
@@ -153,12 +157,12 @@ def spec(
     )
 
 
-def rule(rule: str, rule_zh: str, source: str, **values: float) -> Threshold:
+def rule(rule: Text, source: str, **values: float) -> Threshold:
     """A threshold: its rule in both languages (format strings over ``values``) and its source."""
-    return Threshold(Text(rule, rule_zh), source, values)
+    return Threshold(rule, source, values)
 
 
-def hypothesis(id: str, guess: tuple[str, str], findings: str) -> HypothesisSpec:
-    """A hypothesis from its guess (en, zh) and the comma-separated IDs of the findings deciding it."""
+def hypothesis(id: str, guess: Text, findings: str) -> HypothesisSpec:
+    """A hypothesis from its guess and the comma-separated IDs of the findings deciding it."""
     ids = tuple(f.strip() for f in findings.split(","))
-    return HypothesisSpec(id=id, guess=Text(*guess), findings=ids)
+    return HypothesisSpec(id=id, guess=guess, findings=ids)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, method
 from ddp_doctor.lint.loops import LoopFacts, backward_of
 from ddp_doctor.lint.rules._loss import LossTracer
@@ -44,9 +45,11 @@ class AccumLossUnscaled(Rule):
                 root = ctx.segment(bw.root) if bw.root is not None else "loss"
                 yield self.violation(
                     bw.call,
-                    f"`{root}` reaches backward undivided inside the accumulation loop at line "
-                    f"{loop.loop.lineno}: the gradient is the sum over micro-steps, not their mean.",
-                    f"`{root}` 在第 {loop.loop.lineno} 行的梯度累积循环中未经除法就传给了 backward：梯度是各微步之和而不是平均。",
+                    Text(
+                        f"`{root}` reaches backward undivided inside the accumulation loop at line "
+                        f"{loop.loop.lineno}: the gradient is the sum over micro-steps, not their mean.",
+                        f"`{root}` 在第 {loop.loop.lineno} 行的梯度累积循环中未经除法就传给了 backward：梯度是各微步之和而不是平均。",
+                    ),
                     accumulation_loop_line=loop.loop.lineno,
                 )
 

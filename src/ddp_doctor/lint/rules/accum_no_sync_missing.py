@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, method
 from ddp_doctor.lint.idioms import SYNC_CONTROL
 from ddp_doctor.lint.loops import LoopFacts
@@ -68,10 +69,12 @@ class AccumNoSyncMissing(Rule):
                 continue
             yield self.violation(
                 loop.loop,
-                f"The accumulation loop at line {loop.loop.lineno} lets DDP all-reduce gradients on every "
-                "micro-step (no effective `no_sync`): wasted bandwidth, numerically the same.",
-                f"第 {loop.loop.lineno} 行的梯度累积循环让 DDP 在每个微步都做 all-reduce（没有生效的 `no_sync`）："
-                "浪费带宽，数值上等价。",
+                Text(
+                    f"The accumulation loop at line {loop.loop.lineno} lets DDP all-reduce gradients on every "
+                    "micro-step (no effective `no_sync`): wasted bandwidth, numerically the same.",
+                    f"第 {loop.loop.lineno} 行的梯度累积循环让 DDP 在每个微步都做 all-reduce（没有生效的 `no_sync`）："
+                    "浪费带宽，数值上等价。",
+                ),
                 accumulation_loop_line=loop.loop.lineno,
             )
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ddp_doctor.core.catalog import FINDINGS, FindingSpec, Severity
+from ddp_doctor.core.catalog import FINDINGS, FindingSpec, Severity, Text
 from ddp_doctor.lint.context import FileContext
 from ddp_doctor.lint.loops import LoopFacts
 
@@ -33,8 +33,7 @@ class Violation:
     rule_id: str
     line: int
     end_line: int
-    message: str
-    message_zh: str
+    message: Text
     evidence: dict[str, Any] = field(default_factory=dict)
     edits: tuple[Edit, ...] = ()
     # Config-gated: the bug exists only when a flag has a given value (``--dtype float16``).
@@ -93,8 +92,7 @@ class Rule:
     def violation(
         self,
         node: ast.AST,
-        message: str,
-        message_zh: str,
+        message: Text,
         edits: tuple[Edit, ...] = (),
         gated_by: str | None = None,
         **evidence: Any,
@@ -105,7 +103,6 @@ class Rule:
             line,
             getattr(node, "end_lineno", None) or line,
             message,
-            message_zh,
             evidence,
             edits,
             gated_by,

@@ -7,8 +7,10 @@ project mode through a project helper such as ``smart_DDP(model)``) and builds B
 ``nn.BatchNorm2d``, a torchvision constructor known to contain them, a model chosen by name
 (``models.__dict__[arch]()``, ``getattr(models, arch)()``, ``torchvision.models.get_model``), a
 factory called with a BatchNorm-family name (``timm.create_model(args.model)`` with ``--model``
-defaulting to ``resnet50``; a ViT default is not BatchNorm), or in project mode a project
-class/function that builds them (the model in ``models/yolo.py``) or a project module used as a
+defaulting to ``resnet50``; a ViT default is not BatchNorm), a model class picked by name and
+handed to a builder (MoCo ``MoCo(models.__dict__[args.arch], ...)``), or in project mode a project
+class/function that builds them (the model in ``models/yolo.py``; ``obj.get_model()`` when most
+project methods of that name do, YOLOX's experiment classes) or a project module used as a
 registry (``resnet.__dict__[args.arch]()`` where ``resnet.py`` builds BatchNorm). apex's
 ``convert_syncbn_model`` counts as a conversion.
 
@@ -25,6 +27,7 @@ import ast
 import re
 from collections.abc import Iterator
 
+from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, keyword
 from ddp_doctor.lint.flags import all_defaults, describe, flag_test
 from ddp_doctor.lint.idioms import BATCHNORM_ARCH, MODEL_FACTORIES, MODEL_GETTERS, MODEL_REGISTRIES
@@ -69,7 +72,11 @@ class BatchnormUnsynced(Rule):
         defaults = all_defaults(ctx) if ctx.mentions("create_model") else {}
         for node in ctx.of_type(ast.Call):
             q = ctx.call_qualname(node) or ""
-            if q == DDP or (project is not None and project.call_wraps_ddp(ctx, node)):
+            if q == DDP or (
+                project is not None
+                and ctx.helper(node) is None  # this file's own helpers are read directly
+                and project.call_wraps_ddp(ctx, node)
+            ):
                 ddp_calls.append(node)
             elif "SyncBatchNorm" in q or (dotted(node.func) or "").endswith(
                 ("convert_sync_batchnorm", "convert_syncbn_model")
@@ -88,7 +95,9 @@ class BatchnormUnsynced(Rule):
                     continue  # this file's own functions are read directly above
                 if summary is not None and summary.converts_syncbn:
                     conversions.append(node)
-                elif summary is not None and summary.builds_batchnorm:
+                elif (summary is not None and summary.builds_batchnorm) or (
+                    summary is None and project.call_builds_batchnorm(ctx, node)
+                ):
                     bn_lines.append(node.lineno)
         if not bn_lines or not ddp_calls:
             return
@@ -101,9 +110,11 @@ class BatchnormUnsynced(Rule):
         for call in ddp_calls:
             yield self.violation(
                 call,
-                f"BatchNorm layers (line {lines}) are wrapped in DDP without "
-                "SyncBatchNorm: each rank normalises with its own micro-batch statistics.",
-                f"BatchNorm 层（第 {lines} 行）被 DDP 包装却未转换为 SyncBatchNorm。",
+                Text(
+                    f"BatchNorm layers (line {lines}) are wrapped in DDP without "
+                    "SyncBatchNorm: each rank normalises with its own micro-batch statistics.",
+                    f"BatchNorm 层（第 {lines} 行）被 DDP 包装却未转换为 SyncBatchNorm。",
+                ),
                 edits=() if gated_by else self._fix(ctx, call),
                 gated_by=gated_by,
                 batchnorm_lines=sorted(bn_lines),
@@ -125,10 +136,16 @@ class BatchnormUnsynced(Rule):
 
 
 def _model_by_name(ctx: FileContext, call: ast.Call) -> bool:
-    """``models.__dict__[arch](...)``, ``getattr(models, arch)(...)``, ``torchvision.models.get_model``."""
-    func = call.func
+    """``models.__dict__[arch](...)``, ``getattr(models, arch)(...)``, ``torchvision.models.get_model``;
+    also such a class handed to a builder that instantiates it (MoCo
+    ``builder.MoCo(models.__dict__[args.arch], dim)``)."""
     if ctx.call_qualname(call) in MODEL_GETTERS:
         return True
+    return any(_registry_entry(ctx, e) for e in (call.func, *call.args, *(k.value for k in call.keywords)))
+
+
+def _registry_entry(ctx: FileContext, func: ast.AST) -> bool:
+    """A model class picked by name from a registry of BatchNorm models."""
     registry: ast.AST | None = None
     if (
         isinstance(func, ast.Subscript)

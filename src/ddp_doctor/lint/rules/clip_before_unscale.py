@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, method
 from ddp_doctor.lint.flags import gate_of
 from ddp_doctor.lint.loops import HELPER_DEPTH, LoopFacts, scale_call
@@ -66,9 +67,11 @@ class ClipBeforeUnscale(Rule):
                     gated_by = gate_of(ctx, backward) if backward is not None else None
                     yield self.violation(
                         node,
-                        f"`{ctx.segment(node.func)}` clips gradients still scaled by `{scaled_by}`: call "
-                        f"`{scaled_by}.unscale_(optimizer)` first.",
-                        f"`{ctx.segment(node.func)}` 裁剪的梯度仍被 `{scaled_by}` 缩放：请先调用 `{scaled_by}.unscale_(optimizer)`。",
+                        Text(
+                            f"`{ctx.segment(node.func)}` clips gradients still scaled by `{scaled_by}`: call "
+                            f"`{scaled_by}.unscale_(optimizer)` first.",
+                            f"`{ctx.segment(node.func)}` 裁剪的梯度仍被 `{scaled_by}` 缩放：请先调用 `{scaled_by}.unscale_(optimizer)`。",
+                        ),
                         edits=() if gated_by else _fix(ctx, node, scaled_by, step, backward),
                         gated_by=gated_by,
                         scaler=scaled_by,

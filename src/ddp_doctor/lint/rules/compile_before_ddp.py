@@ -3,14 +3,18 @@
 Both orders work (torch docs, "torch.compile with DDP"); compiling the DDP-wrapped model lets
 DDPOptimizer split graphs at bucket boundaries so communication overlaps compute. Info only.
 Detected: ``DDP(torch.compile(m))``, ``m = torch.compile(m); DDP(m)`` and ``m.compile(); DDP(m)``
-in the same function, compile first in source order.
+in the same function, compile first in source order; in project mode also a compile hidden in a
+project function or method that returns ``torch.compile`` of its argument (VAR
+``m = args.compile_model(m, args.tfast)``; config-gated by the flag argument it obeys).
 """
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from typing import Any
 
+from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, method
 from ddp_doctor.lint.flags import gate_of
 from ddp_doctor.lint.loops import LoopFacts
@@ -23,31 +27,42 @@ COMPILE = "torch.compile"
 class CompileBeforeDdp(Rule):
     id = "compile-before-ddp"
     flagged = (
-        "`DDP(torch.compile(m))`, or `m = torch.compile(m)` / `m.compile()` then `DDP(m)` in one "
-        "function, on the same branch"
+        "`DDP(torch.compile(m))`, or `m = torch.compile(m)` / `m.compile()` / a project helper returning "
+        "`torch.compile(m)` then `DDP(m)` (also `(DDP if distributed else X)(m)`) in one function, on the "
+        "same branch"
     )
     not_flagged = (
         "compile after wrapping, a runtime choice (`if cfg.compile_first:`), compiling something else"
     )
     required = (("compile",), ("DistributedDataParallel",))
+    # the compile may be hidden in a project helper (``args.compile_model(m, fast)``)
+    required_in_project = required
+
+    def project_words(self, project: Any) -> tuple[str, ...]:
+        return project.compiling_names()  # type: ignore[no-any-return]  # ProjectIndex
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
         for scope in ctx.scopes():
             compiled: dict[str, int] = {}  # name -> line where it became a compiled module
             compiled_at: dict[str, ast.AST] = {}
-            events: list[ast.Assign | ast.Call] = sorted(
-                (n for n in ctx.local(scope) if isinstance(n, (ast.Assign, ast.Call))),
+            helper_gates: dict[str, str] = {}  # name -> the flag a project compile helper obeys
+            events: list[ast.Assign | ast.AnnAssign | ast.Call] = sorted(
+                (n for n in ctx.local(scope) if isinstance(n, (ast.Assign, ast.AnnAssign, ast.Call))),
                 key=lambda n: (n.lineno, n.col_offset),
             )
             for node in events:
-                if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
-                    if ctx.call_qualname(node.value) == COMPILE:
-                        for t in node.targets:
+                if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Call):
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    via = _compile_helper(ctx, node.value)
+                    if ctx.call_qualname(node.value) == COMPILE or via is not None:
+                        for t in targets:
                             if name := dotted(t):
                                 compiled[name] = node.lineno
                                 compiled_at[name] = node
+                                if via:
+                                    helper_gates[name] = via
                     elif ctx.call_qualname(node.value) != DDP:
-                        for t in node.targets:  # rebinding to something else forgets it
+                        for t in targets:  # rebinding to something else forgets it
                             compiled.pop(dotted(t) or "", None)
                 elif isinstance(node, ast.Call):
                     m = method(node)
@@ -64,7 +79,7 @@ class CompileBeforeDdp(Rule):
                         if line is None:
                             continue
                         at = compiled_at.get(dotted(arg) or "")
-                        gated_by = None
+                        gated_by = helper_gates.get(dotted(arg) or "") or None
                         if not _same_branch(ctx, at, node):
                             # compile behind its own config flag (nanoGPT ``if compile:``, then
                             # ``if ddp:``): compile-before-DDP whenever that flag is on -- unless
@@ -79,13 +94,35 @@ class CompileBeforeDdp(Rule):
                                 continue
                         yield self.violation(
                             node,
-                            f"torch.compile (line {line}) is applied before DDP wrapping (line "
-                            f"{node.lineno}); both orders work, compiling the DDP model overlaps communication.",
-                            f"torch.compile（第 {line} 行）在 DDP 包装（第 {node.lineno} 行）之前；两种顺序都可以。",
+                            Text(
+                                f"torch.compile (line {line}) is applied before DDP wrapping (line "
+                                f"{node.lineno}); both orders work, compiling the DDP model overlaps communication.",
+                                f"torch.compile（第 {line} 行）在 DDP 包装（第 {node.lineno} 行）之前；两种顺序都可以。",
+                            ),
                             gated_by=gated_by,
                             compile_line=line,
                             ddp_line=node.lineno,
                         )
+
+
+def _compile_helper(ctx: FileContext, call: ast.Call) -> str | None:
+    """Project mode: ``call`` returns ``torch.compile`` of its argument through a project function
+    or method (VAR ``args.compile_model(m, args.tfast)``). Returns the gate text when a flag
+    argument decides (``args.tfast`` enables compile in `compile_model`), "" when it always
+    compiles, None when the call does not compile."""
+    project = ctx.project
+    if project is None:
+        return None
+    found = project.call_compiles(ctx, call)
+    if found is None:
+        return None
+    model, flag = found
+    if model >= len(call.args):
+        return None
+    name = (dotted(call.func) or "").split(".")[-1]
+    if flag is not None and flag < len(call.args):
+        return f"`{ctx.segment(call.args[flag])}` enables compile in `{name}`"
+    return ""
 
 
 def _same_branch(ctx: FileContext, compiled: ast.AST | None, wrap: ast.AST) -> bool:

@@ -5,7 +5,8 @@ no gradient (torch docs, DistributedDataParallel: "this flag results in an extra
 autograd graph every iteration"). It costs time, not accuracy: severity info.
 Autofix: ``True`` → ``False`` (DDP raises a clear error if a parameter really gets no gradient).
 A value read from configuration with ``True`` as its fallback (KAIR's
-``opt.get("find_unused_parameters", True)``) is reported config-gated, without an autofix.
+``opt.get("find_unused_parameters", True)``, also through a variable assigned just before) is
+reported config-gated, without an autofix.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, keyword
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.rules.base import Rule, Violation, replace_node
@@ -32,7 +34,7 @@ class FindUnusedTrue(Rule):
         "`find_unused_parameters=True` on DDP, accelerate `DistributedDataParallelKwargs`, or "
         "`ddp_find_unused_parameters=True` on `TrainingArguments`"
     )
-    not_flagged = "a value from config"
+    not_flagged = "a value from config without a True fallback"
     autofix = "`True` → `False`"
     required = (tuple(DDP_CONFIGS.values()),)
 
@@ -40,14 +42,22 @@ class FindUnusedTrue(Rule):
         for node in ctx.of_type(ast.Call):
             kw_name = DDP_CONFIGS.get(ctx.call_qualname(node) or "")
             value = keyword(node, kw_name) if kw_name else None
-            default = _config_default(value) if value is not None else None
-            if value is not None and default is not None:
+            source = _through_name(ctx, value, node)
+            default = _config_default(source) if source is not None else None
+            if value is not None and source is not None and default is not None:
+                origin = ctx.segment(source)
+                if source is not value:  # read into a variable first
+                    origin = f"{origin}` (through `{ctx.segment(value)}`)"
+                else:
+                    origin = f"{origin}`"
                 yield self.violation(
                     value,
-                    f"`{kw_name}` comes from `{ctx.segment(value)}`, which is True unless the configuration "
-                    "sets it: DDP re-traverses the autograd graph every step (speed, not accuracy).",
-                    f"`{kw_name}` 取自 `{ctx.segment(value)}`，配置未设置时为 True：DDP 每步都要重新遍历 autograd 图"
-                    "（影响速度，不影响精度）。",
+                    Text(
+                        f"`{kw_name}` comes from `{origin}, which is True unless the configuration "
+                        "sets it: DDP re-traverses the autograd graph every step (speed, not accuracy).",
+                        f"`{kw_name}` 取自 `{origin}，配置未设置时为 True：DDP 每步都要重新遍历 autograd 图"
+                        "（影响速度，不影响精度）。",
+                    ),
                     gated_by=f"{default} not set in the configuration (default True)",
                     setting=True,
                 )
@@ -55,14 +65,30 @@ class FindUnusedTrue(Rule):
             if isinstance(value, ast.Constant) and value.value is True:
                 yield self.violation(
                     value,
-                    f"`{kw_name}=True`: DDP re-traverses the autograd graph every step (speed, not accuracy).",
-                    f"`{kw_name}=True`：DDP 每步都要重新遍历 autograd 图（影响速度，不影响精度）。",
+                    Text(
+                        f"`{kw_name}=True`: DDP re-traverses the autograd graph every step (speed, not accuracy).",
+                        f"`{kw_name}=True`：DDP 每步都要重新遍历 autograd 图（影响速度，不影响精度）。",
+                    ),
                     edits=(replace_node(ctx, value, "False"),),
                     setting=True,
                 )
 
 
-def _config_default(value: ast.expr) -> str | None:
+def _through_name(ctx: FileContext, value: ast.expr | None, at: ast.AST) -> ast.expr | None:
+    """The expression a plain name was last assigned before ``at`` in the same function
+    (``flag = opt.get("find_unused_parameters", True)`` ... ``find_unused_parameters=flag``)."""
+    if not isinstance(value, ast.Name):
+        return value
+    scope = ctx.enclosing_function(at)
+    line = getattr(at, "lineno", 0)
+    before = [b for b in ctx.bindings(scope).get(value.id, []) if b.lineno < line]
+    last = before[-1] if before else None
+    if isinstance(last, ast.Assign) and len(last.targets) == 1 and isinstance(last.targets[0], ast.Name):
+        return last.value
+    return value
+
+
+def _config_default(value: ast.expr | None) -> str | None:
     """The key of ``cfg.get("key", True)`` / ``getattr(cfg, "key", True)``: True unless configured."""
     if not isinstance(value, ast.Call):
         return None

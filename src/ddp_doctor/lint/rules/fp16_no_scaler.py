@@ -25,6 +25,7 @@ import ast
 import re
 from collections.abc import Iterator
 
+from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method
 from ddp_doctor.lint.flags import all_defaults, flag_test, gate_of
 from ddp_doctor.lint.loops import LoopFacts
@@ -87,9 +88,11 @@ class Fp16NoScaler(Rule):
             gate = gate or gate_of(ctx, n, defaults)
             yield self.violation(
                 n,
-                f"`{ctx.segment(n).splitlines()[0]}` trains in float16 but no GradScaler is used: small "
-                "gradients underflow to zero, large ones overflow.",
-                f"`{ctx.segment(n).splitlines()[0]}` 以 float16 训练但没有使用 GradScaler：小梯度下溢为零，大梯度溢出。",
+                Text(
+                    f"`{ctx.segment(n).splitlines()[0]}` trains in float16 but no GradScaler is used: small "
+                    "gradients underflow to zero, large ones overflow.",
+                    f"`{ctx.segment(n).splitlines()[0]}` 以 float16 训练但没有使用 GradScaler：小梯度下溢为零，大梯度溢出。",
+                ),
                 gated_by=gate,
                 autocast=ctx.segment(n),
             )

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.rules.base import Rule, Violation, replace_node
@@ -58,10 +59,12 @@ class FsdpClipWrong(Rule):
                 )
                 yield self.violation(
                     call,
-                    f"torch.nn.utils.clip_grad_norm_ on the FSDP1 model `{m[0]}` sees only this rank's shard; "
-                    f"use `{m[0]}.clip_grad_norm_(...)`.",
-                    f"对 FSDP1 模型 `{m[0]}` 调用 torch.nn.utils.clip_grad_norm_ 只看到本 rank 的分片；"
-                    f"请用 `{m[0]}.clip_grad_norm_(...)`。",
+                    Text(
+                        f"torch.nn.utils.clip_grad_norm_ on the FSDP1 model `{m[0]}` sees only this rank's shard; "
+                        f"use `{m[0]}.clip_grad_norm_(...)`.",
+                        f"对 FSDP1 模型 `{m[0]}` 调用 torch.nn.utils.clip_grad_norm_ 只看到本 rank 的分片；"
+                        f"请用 `{m[0]}.clip_grad_norm_(...)`。",
+                    ),
                     edits=(fix,) if fix else (),
                     module=m[0],
                 )

@@ -17,6 +17,7 @@ import ast
 from collections.abc import Iterator
 from typing import TypeGuard
 
+from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, method
 from ddp_doctor.lint.loops import LoopFacts, backward_of
 from ddp_doctor.lint.rules.base import Rule, Violation
@@ -69,11 +70,13 @@ class NoSyncAfterForward(Rule):
                 if backward_of(n):
                     yield self.violation(
                         stmt,
-                        f"Gradient sync of `{toggled}` is toggled at line {stmt.lineno}, after its forward "
-                        f"at line {forward.lineno}: DDP already decided during that forward, so the backward at "
-                        f"line {n.lineno} ignores it.",
-                        f"`{toggled}` 的梯度同步在第 {stmt.lineno} 行才切换，晚于第 {forward.lineno} 行的前向："
-                        f"第 {n.lineno} 行的 backward 不受其影响。",
+                        Text(
+                            f"Gradient sync of `{toggled}` is toggled at line {stmt.lineno}, after its forward "
+                            f"at line {forward.lineno}: DDP already decided during that forward, so the backward at "
+                            f"line {n.lineno} ignores it.",
+                            f"`{toggled}` 的梯度同步在第 {stmt.lineno} 行才切换，晚于第 {forward.lineno} 行的前向："
+                            f"第 {n.lineno} 行的 backward 不受其影响。",
+                        ),
                         forward_line=forward.lineno,
                         toggle_line=stmt.lineno,
                         backward_line=n.lineno,

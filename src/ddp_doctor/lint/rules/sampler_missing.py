@@ -26,6 +26,7 @@ import ast
 import re
 from collections.abc import Iterator
 
+from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, keyword
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.rules._data import DATALOADER, bound_names, trains_on
@@ -115,19 +116,23 @@ class SamplerMissing(Rule):
             if local_sampler is not None:
                 yield self.violation(
                     call,
-                    f"`{head}` draws with `{local_sampler}`, which is not distributed, and the dataset is not "
-                    "sharded by rank: every rank samples from the whole dataset.",
-                    f"该 DataLoader 使用的 `{local_sampler}` 不是分布式采样器，数据集也未按 rank 分片：每个 rank "
-                    "都从整个数据集中采样。",
+                    Text(
+                        f"`{head}` draws with `{local_sampler}`, which is not distributed, and the dataset is not "
+                        "sharded by rank: every rank samples from the whole dataset.",
+                        f"该 DataLoader 使用的 `{local_sampler}` 不是分布式采样器，数据集也未按 rank 分片：每个 rank "
+                        "都从整个数据集中采样。",
+                    ),
                     loader=sorted(names),
                     sampler=local_sampler,
                 )
                 continue
             yield self.violation(
                 call,
-                f"`{head}` has no DistributedSampler and the dataset is not "
-                "sharded by rank: every rank trains on the same samples.",
-                "该 DataLoader 没有 DistributedSampler，数据集也未按 rank 分片：每个 rank 都在相同的样本上训练。",
+                Text(
+                    f"`{head}` has no DistributedSampler and the dataset is not "
+                    "sharded by rank: every rank trains on the same samples.",
+                    "该 DataLoader 没有 DistributedSampler，数据集也未按 rank 分片：每个 rank 都在相同的样本上训练。",
+                ),
                 loader=sorted(names),
             )
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, method
 from ddp_doctor.lint.loops import (
     LoopFacts,
@@ -46,11 +47,13 @@ class SchedulerPerMicrostep(Rule):
                 continue
             yield self.violation(
                 node,
-                f"`{receiver}.step()` runs on every micro-step of the accumulation loop at line "
-                f"{loop.loop.lineno}, but the optimizer steps only at line {loop.step_line}: the schedule "
-                "advances accumulation-count times too fast.",
-                f"`{receiver}.step()` 在第 {loop.loop.lineno} 行的梯度累积循环的每个微步都会执行，而优化器只在第 "
-                f"{loop.step_line} 行更新：学习率调度快了累积步数倍。",
+                Text(
+                    f"`{receiver}.step()` runs on every micro-step of the accumulation loop at line "
+                    f"{loop.loop.lineno}, but the optimizer steps only at line {loop.step_line}: the schedule "
+                    "advances accumulation-count times too fast.",
+                    f"`{receiver}.step()` 在第 {loop.loop.lineno} 行的梯度累积循环的每个微步都会执行，而优化器只在第 "
+                    f"{loop.step_line} 行更新：学习率调度快了累积步数倍。",
+                ),
                 accumulation_loop_line=loop.loop.lineno,
                 optimizer_step_line=loop.step_line,
             )
@@ -67,11 +70,13 @@ class SchedulerPerMicrostep(Rule):
                     continue
                 yield self.violation(
                     stmt_node,
-                    f"`{m[0]}.step()` inside `accelerator.accumulate()` (line {block.lineno}) was not passed "
-                    "to `accelerator.prepare`, so accelerate does not skip it on non-final micro-steps: the "
-                    "schedule advances once per micro-batch, not once per optimizer step.",
-                    f"`accelerator.accumulate()`（第 {block.lineno} 行）中的 `{m[0]}.step()` 没有经过 "
-                    "`accelerator.prepare`，accelerate 不会在非最终微步跳过它：调度按微批次而不是按优化器步推进。",
+                    Text(
+                        f"`{m[0]}.step()` inside `accelerator.accumulate()` (line {block.lineno}) was not passed "
+                        "to `accelerator.prepare`, so accelerate does not skip it on non-final micro-steps: the "
+                        "schedule advances once per micro-batch, not once per optimizer step.",
+                        f"`accelerator.accumulate()`（第 {block.lineno} 行）中的 `{m[0]}.step()` 没有经过 "
+                        "`accelerator.prepare`，accelerate 不会在非最终微步跳过它：调度按微批次而不是按优化器步推进。",
+                    ),
                     gated_by=gate,
                     accumulate_line=block.lineno,
                 )

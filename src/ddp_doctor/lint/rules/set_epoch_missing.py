@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.rules._data import (
@@ -70,10 +71,12 @@ class SetEpochMissing(Rule):
             handle = min(samplers) if samplers else (f"{min(loaders)}.sampler" if loaders else None)
             yield self.violation(
                 call,
-                f"DistributedSampler (line {call.lineno}) shuffles but `set_epoch` is never called: the loop "
-                f"at line {epoch_loop.lineno} sees the same order every epoch.",
-                f"DistributedSampler（第 {call.lineno} 行）开启了 shuffle 但从未调用 `set_epoch`：第 {epoch_loop.lineno} "
-                "行的循环每个 epoch 顺序都相同。",
+                Text(
+                    f"DistributedSampler (line {call.lineno}) shuffles but `set_epoch` is never called: the loop "
+                    f"at line {epoch_loop.lineno} sees the same order every epoch.",
+                    f"DistributedSampler（第 {call.lineno} 行）开启了 shuffle 但从未调用 `set_epoch`：第 {epoch_loop.lineno} "
+                    "行的循环每个 epoch 顺序都相同。",
+                ),
                 edits=self._fix(ctx, epoch_loop, handle),
                 epoch_loop_line=epoch_loop.lineno,
             )

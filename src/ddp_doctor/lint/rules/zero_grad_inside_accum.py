@@ -26,6 +26,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, method
 from ddp_doctor.lint.loops import (
     LoopFacts,
@@ -57,11 +58,13 @@ class ZeroGradInsideAccum(Rule):
         for loop, node, receiver in micro_method_calls(facts, "zero_grad"):
             yield self.violation(
                 node,
-                f"`{receiver}.zero_grad()` runs on every micro-step of the accumulation loop at line "
-                f"{loop.loop.lineno} (the optimizer steps at line {loop.step_line}): only the last "
-                "micro-batch's gradient survives.",
-                f"`{receiver}.zero_grad()` 在第 {loop.loop.lineno} 行的梯度累积循环的每个微步都会执行（优化器在第 "
-                f"{loop.step_line} 行更新）：只有最后一个微批次的梯度被保留。",
+                Text(
+                    f"`{receiver}.zero_grad()` runs on every micro-step of the accumulation loop at line "
+                    f"{loop.loop.lineno} (the optimizer steps at line {loop.step_line}): only the last "
+                    "micro-batch's gradient survives.",
+                    f"`{receiver}.zero_grad()` 在第 {loop.loop.lineno} 行的梯度累积循环的每个微步都会执行（优化器在第 "
+                    f"{loop.step_line} 行更新）：只有最后一个微批次的梯度被保留。",
+                ),
                 accumulation_loop_line=loop.loop.lineno,
                 optimizer_step_line=loop.step_line,
             )
@@ -83,13 +86,15 @@ class ZeroGradInsideAccum(Rule):
                 if gated_optimizer and first_backward is not None and call.lineno < first_backward:
                     yield self.violation(
                         call,
-                        f"`{receiver}.zero_grad()` comes before the backward (line {first_backward}) inside "
-                        f"`accelerator.accumulate()` (line {block.lineno}): on the micro-step that syncs, "
-                        "accelerate lets it run and it clears the gradients of the previous micro-steps, so "
-                        "the update sees one micro-batch. Call it after `optimizer.step()`.",
-                        f"`{receiver}.zero_grad()` 在 `accelerator.accumulate()`（第 {block.lineno} 行）中位于 "
-                        f"backward（第 {first_backward} 行）之前：在同步的那个微步上 accelerate 会执行它，清掉之前"
-                        "微步累积的梯度，更新只用到一个微批次。请放在 `optimizer.step()` 之后。",
+                        Text(
+                            f"`{receiver}.zero_grad()` comes before the backward (line {first_backward}) inside "
+                            f"`accelerator.accumulate()` (line {block.lineno}): on the micro-step that syncs, "
+                            "accelerate lets it run and it clears the gradients of the previous micro-steps, so "
+                            "the update sees one micro-batch. Call it after `optimizer.step()`.",
+                            f"`{receiver}.zero_grad()` 在 `accelerator.accumulate()`（第 {block.lineno} 行）中位于 "
+                            f"backward（第 {first_backward} 行）之前：在同步的那个微步上 accelerate 会执行它，清掉之前"
+                            "微步累积的梯度，更新只用到一个微批次。请放在 `optimizer.step()` 之后。",
+                        ),
                         gated_by=gate,
                         accumulate_line=block.lineno,
                         backward_line=first_backward,
@@ -97,11 +102,13 @@ class ZeroGradInsideAccum(Rule):
                 elif not gated_optimizer:
                     yield self.violation(
                         call,
-                        f"`{receiver}.zero_grad()` inside `accelerator.accumulate()` (line {block.lineno}) is "
-                        "not an optimizer accelerate prepared, so accelerate does not skip it: it runs on "
-                        "every micro-step and only the last micro-batch's gradient survives.",
-                        f"`accelerator.accumulate()`（第 {block.lineno} 行）中的 `{receiver}.zero_grad()` 不是 "
-                        "accelerate 准备过的优化器，accelerate 不会跳过它：每个微步都执行，只有最后一个微批次的梯度被保留。",
+                        Text(
+                            f"`{receiver}.zero_grad()` inside `accelerator.accumulate()` (line {block.lineno}) is "
+                            "not an optimizer accelerate prepared, so accelerate does not skip it: it runs on "
+                            "every micro-step and only the last micro-batch's gradient survives.",
+                            f"`accelerator.accumulate()`（第 {block.lineno} 行）中的 `{receiver}.zero_grad()` 不是 "
+                            "accelerate 准备过的优化器，accelerate 不会跳过它：每个微步都执行，只有最后一个微批次的梯度被保留。",
+                        ),
                         gated_by=gate,
                         accumulate_line=block.lineno,
                     )

@@ -7,7 +7,8 @@ out of `GradScaler.scale`, the value recorded is the loss before scaling. Re-ent
 `torch.autograd.grad` users are not seen.
 
 Around each micro-step, instruments/gradsync.py reads DDP's gradients (local before the reducer
-copies them into its buckets, global once the backward has returned).
+copies them into its buckets, global once the backward has returned); under FSDP2
+instruments/stepgrads.py reads the reduced shards' norms once a synced backward has returned.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 import torch
 
-from ddp_doctor.probe.instruments import fingerprints, gradsync, scaler
+from ddp_doctor.probe.instruments import fingerprints, gradsync, scaler, stepgrads
 from ddp_doctor.probe.state import PROBE, Nesting, guarded, patch
 
 _nesting = Nesting()
@@ -65,4 +66,5 @@ def _after() -> None:
     micro, PROBE.steps.current = PROBE.steps.current, None
     if micro is not None:
         gradsync.end_backward(micro)
+        stepgrads.end_backward(micro)
         fingerprints.end_backward()

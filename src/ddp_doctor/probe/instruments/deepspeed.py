@@ -146,6 +146,9 @@ def _constructed(engine: Any) -> None:
             "gradient_clipping": _plain(_getter(engine, "gradient_clipping")),
             "fp16": fp16,
             "bf16": bf16,
+            # the dtype the engine reduces gradients in (its property: the configured
+            # communication_data_type, else fp16/bf16/fp32 from the precision config)
+            "communication_data_type": _dtype_name(_attribute(engine, "communication_data_type")),
             "loss_scale": _plain(_getter(engine, "loss_scale")) if fp16 else None,
             "dynamic_loss_scale": bool(_getter(engine, "dynamic_loss_scale")) if fp16 else None,
             "initial_loss_scale": _plain(_getter(engine, "initial_dynamic_scale")) if fp16 else None,
@@ -157,6 +160,18 @@ def _constructed(engine: Any) -> None:
         },
         training=True,
     )
+
+
+def _attribute(engine: Any, name: str) -> Any:
+    """engine.name (a property some DeepSpeed versions lack or raise in): None when unreadable."""
+    try:
+        return getattr(engine, name, None)
+    except Exception:  # noqa: BLE001 - a property this version cannot compute is "not recorded"
+        return None
+
+
+def _dtype_name(value: Any) -> str | None:
+    return str(value).removeprefix("torch.") if isinstance(value, torch.dtype) else None
 
 
 def _offload(value: Any) -> str | None:

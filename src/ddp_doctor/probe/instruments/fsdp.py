@@ -6,6 +6,11 @@ ReduceOp.AVG without pre-division, so the input is the raw local gradient. `grad
 the squared norm of this rank's shard only: the analysis sums shards over ranks (run-format.md).
 One call per FSDP parameter group per synced micro-step gives the sync pattern
 (`set_requires_gradient_sync(False)` skips it). FSDP1 is recorded as not observed.
+
+The `config`/`fsdp` record carries the sharding and mixed-precision policy (issue 25 d): the
+`reshard_after_forward` the script passed, and each FSDP module's `MixedPrecisionPolicy`
+(`param_dtype`, `reduce_dtype`, `output_dtype`, `cast_forward_inputs`) read from its FSDP state:
+the root's as `mp_policy`, and `mp_policies` = how many distinct policies the modules use.
 """
 
 from __future__ import annotations
@@ -39,12 +44,32 @@ def _sharded(module: torch.nn.Module, kwargs: dict[str, Any]) -> None:
     )
 
 
+def _dtype(value: Any) -> str | None:
+    return str(value).removeprefix("torch.") if isinstance(value, torch.dtype) else None
+
+
+def mp_policy(module: torch.nn.Module) -> dict[str, Any] | None:
+    """A fully_shard'ed module's MixedPrecisionPolicy as plain values (None when it has no FSDP state)."""
+    get_state = getattr(module, "_get_fsdp_state", None)
+    policy = getattr(get_state(), "_mp_policy", None) if callable(get_state) else None
+    if policy is None:
+        return None
+    return {
+        "param_dtype": _dtype(getattr(policy, "param_dtype", None)),
+        "reduce_dtype": _dtype(getattr(policy, "reduce_dtype", None)),
+        "output_dtype": _dtype(getattr(policy, "output_dtype", None)),
+        "cast_forward_inputs": bool(getattr(policy, "cast_forward_inputs", True)),
+    }
+
+
 @guarded("fsdp")
 def emit_config() -> None:
     """One `config`/`fsdp` record per sharded model, at the first optimizer step (sharding is done)."""
     if not PROBE.fsdp:
         return
     for model in PROBE.watched_models():
+        policies = [mp_policy(m) for m in model.modules()]
+        distinct = {tuple(sorted(p.items())) for p in policies if p is not None}
         PROBE.emit(
             {
                 "kind": "config",
@@ -54,6 +79,8 @@ def emit_config() -> None:
                 "module": type(model).__name__,
                 "n_params": sum(1 for _ in model.parameters()),
                 "reshard_after_forward": _settings.get("reshard_after_forward"),
+                "mp_policy": mp_policy(model),
+                "mp_policies": len(distinct),
             }
         )
 

@@ -17,6 +17,8 @@ FSDP1's own functions, without a collective of ours and without touching a value
   The full gradient's squared norm is the sum of the shards over the ranks of one replica, i.e.
   Σ_ranks grad_sq_global / replicas (analysis/quantities/sharding.py).
 * `_reduce_grad_no_shard` (NO_SHARD): local norm before its all-reduce, global norm after.
+* The record also carries the `MixedPrecision` policy (`param_dtype`, `reduce_dtype`,
+  `buffer_dtype`, `keep_low_precision_grads`, `cast_forward_inputs`; issue 25 d).
 * `FullyShardedDataParallel.clip_grad_norm_` (the correct FSDP1 clip: it all-reduces the shard
   norms) is recorded like `torch.nn.utils.clip_grad_norm_`; a `config`/`fsdp_clip` record names
   each clip function used on an FSDP1 run once, so the analysis can tell the correct method from
@@ -65,6 +67,10 @@ def _constructed(model: FullyShardedDataParallel) -> None:
     data.watch_inputs(model)
 
 
+def _dtype(value: Any) -> str | None:
+    return str(value).removeprefix("torch.") if isinstance(value, torch.dtype) else None
+
+
 @guarded("fsdp1")
 def _emit_config() -> None:
     global _emitted
@@ -98,8 +104,11 @@ def _emit_config() -> None:
                 "shard_rank": 0 if shard == 1 else (dist.get_rank(group) if group is not None else rank),
                 "use_orig_params": bool(getattr(model, "_use_orig_params", False)),
                 "cpu_offload": bool(getattr(getattr(model, "cpu_offload", None), "offload_params", False)),
-                "param_dtype": str(getattr(mp, "param_dtype", None) or "").removeprefix("torch.") or None,
-                "reduce_dtype": str(getattr(mp, "reduce_dtype", None) or "").removeprefix("torch.") or None,
+                "param_dtype": _dtype(getattr(mp, "param_dtype", None)),
+                "reduce_dtype": _dtype(getattr(mp, "reduce_dtype", None)),
+                "buffer_dtype": _dtype(getattr(mp, "buffer_dtype", None)),
+                "keep_low_precision_grads": bool(getattr(mp, "keep_low_precision_grads", False)),
+                "cast_forward_inputs": bool(getattr(mp, "cast_forward_inputs", False)),
             },
             training=True,
         )

@@ -20,7 +20,15 @@ import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
 from ddp_doctor.probe.instruments import compile as compile_instrument
-from ddp_doctor.probe.instruments import fingerprints, full, params, replicas, stepgrads, update_sample
+from ddp_doctor.probe.instruments import (
+    dtypes,
+    fingerprints,
+    full,
+    params,
+    replicas,
+    stepgrads,
+    update_sample,
+)
 from ddp_doctor.probe.state import PROBE, Nesting, guarded, patch
 
 HYPER_PARAMS = ("lr", "eps", "betas", "weight_decay", "momentum")
@@ -105,6 +113,7 @@ def _close_window(optimizer: torch.optim.Optimizer) -> None:
     steps.closure_open = False
     if steps.step == 0:
         params.report_unused(optimizer)
+        dtypes.first_step(optimizer)
         compile_instrument.flush_waiting()
         if PROBE.fsdp:
             from ddp_doctor.probe.instruments import fsdp

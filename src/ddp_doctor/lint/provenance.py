@@ -1,0 +1,723 @@
+"""Value provenance: which values of a file hold the local training loss.
+
+A value is the local loss when it is the tensor a backward runs on (a *root*), when it is computed
+from one (``lossf = loss.item() * accum``), collected from one (``meter.update(loss.item())``,
+``stats["loss"] = loss.item()``, ``for k, v in logs.items()``), or returned by code that has one:
+a same-file helper (``loss = train_step(batch)``), a closure handed to a higher-order helper that
+returns its result (MSN ``(loss, ...), etime = gpu_timer(train_step)``), a project function or
+method (project mode: KAIR ``logs = model.current_log()`` returning ``self.log_dict``). The object
+a loss is read out of carries it too (YOLOX ``loss = outputs["total_loss"]`` makes ``outputs`` a
+loss container). Attributes of ``self`` are values like names: a loss stored on ``self.meter`` in
+the training method is the local loss in every method of the class that reads ``self.meter``.
+
+Returned values keep their shape: a helper returning ``losses, report, batch_size, state`` holds the
+loss in position 0 only, so ``a, b, n, s = helper()`` taints ``a``, not the batch size (open_clip).
+What a value is, is decided by what it holds, plus its name where the name says it holds something
+else: accuracies, probabilities, rates, norms, times, validation values are never the loss.
+A value combined across ranks on the way (``all_reduce``, ``reduce_dict``, ``all_gather``,
+``meter.synchronize_between_processes()``) is not local any more.
+
+Used by rank0-only-loss-log and by project mode (``Summary.returns_loss``); the file is parsed,
+never run.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from ddp_doctor.lint.context import FileContext, dotted, keyword, method
+from ddp_doctor.lint.idioms import SYNC_ON_COMPUTE
+from ddp_doctor.lint.loops import LoopFacts
+
+# What a call returns of the loss: True (the whole value) or, for a returned tuple, the shape of each
+# position that holds it (``{0: True}`` for ``return losses, report, n``). None: nothing.
+Shape = Union[bool, dict[int, "Shape"]]  # noqa: UP007 - a recursive alias needs the string form
+
+REDUCE_WORDS = frozenset({"reduce", "allreduce", "gather", "allgather", "average", "sync", "synchronize"})
+NOT_REDUCE_WORDS = frozenset({"batchnorm", "bn", "convert", "time", "timer"})
+TAINT_PASSES = 3  # assignment chains like loss -> lossf -> running_loss
+ROUNDS = 3  # helper returning a helper's loss, methods reading what another method stored
+UPDATE_METHODS = frozenset({"update", "append", "add", "extend", "add_", "__call__"})
+# Names that say what they hold, and it is not the training loss: accuracies, probabilities, rates,
+# norms, times, validation/evaluation values.
+NOT_A_LOSS = re.compile(
+    r"^(acc\w*|\w*_acc\w*|top_?\d\w*|prec\w*|recall\w*|f1\w*|iou\w*|miou\w*|auc\w*|\w*prob\w*|p|"
+    r"\w*_p|\w*_score|score\w*|correct\w*|\w*_lr|lr\w*|learning_rate|\w*grad_norm\w*|\w*_norm|"
+    r"\w*ratio\w*|time|times|\w*_time|timing\w*|\w*temperature\w*|\w*_temp|(val|valid|eval|test)_\w*)$",
+    re.IGNORECASE,
+)
+# Names of a loss call's other outputs that carry loss values (YOLO ``loss_items``, taming
+# ``log_dict_ae``, ``stats``); other outputs (``mean_path_length``, ``report``) are something else.
+LOSS_CARRIER = re.compile(r"loss|log|stat|metric|item|dict|terms|parts", re.IGNORECASE)
+LOSS_KEY = re.compile(r"loss", re.IGNORECASE)  # ``outputs["total_loss"]``, ``out.loss``
+# Methods that pass a tensor through (``loss.mean()``), calls that combine losses (``sum(losses)``).
+PASS_THROUGH = frozenset(
+    {
+        "mean",
+        "sum",
+        "float",
+        "double",
+        "half",
+        "squeeze",
+        "clone",
+        "contiguous",
+        "to",
+        "view",
+        "reshape",
+        "cuda",
+        "cpu",
+        "mul",
+        "mul_",
+        "add",
+        "add_",
+        "div",
+        "div_",
+        "sub",
+        "abs",
+        "item",
+        "detach",
+        "nansum",
+        "nanmean",
+        "type",
+        "requires_grad_",
+        "values",
+    }
+)
+AGGREGATORS = frozenset({"sum", "stack", "cat", "mean", "add", "nansum", "nanmean", "float"})
+# Factors of a product that weigh a loss rather than hold one (``self.D_lossfn_weight * d_loss``).
+WEIGHT_NAME = re.compile(
+    r"weight|coef|scale|lambda|^lam$|alpha|beta|gamma|factor|mult|^w$|^w_|_w$", re.IGNORECASE
+)
+# A test that is true only when not distributed: ``not args.distributed``, ``world_size == 1``.
+DISTRIBUTED_FLAG = re.compile(r"distributed|ddp|world_size|is_initialized|multiprocessing", re.IGNORECASE)
+LIGHTNING_STEP = "training_step"
+MAX_SCOPE_NODES = 20_000  # generated giants: no provenance (precision over recall)
+
+FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
+Scope = ast.Module | ast.FunctionDef | ast.AsyncFunctionDef
+
+
+@dataclass(frozen=True)
+class Taint:
+    names: set[str]  # names (and ``self.attr``) holding the local training loss
+    returns: Shape | None  # what the scope returns of it
+    roots: set[str]  # names backward runs on: the loss itself
+    updates: dict[str, list[int]]  # object name -> lines of ``obj.update(<value>)``-style calls
+    gathered: set[str]  # names assigned from a reduce/gather call (``parts = all_gather(loss)``)
+    carriers: set[str] = field(default_factory=set)  # containers a root was read out of
+    terms: set[str] = field(default_factory=set)  # the terms a root is summed from
+
+
+def merge(a: Shape | None, b: Shape | None) -> Shape | None:
+    if a is None or a is False:
+        return b
+    if b is None or b is False:
+        return a
+    if a is True or b is True:
+        return True
+    assert isinstance(a, dict) and isinstance(b, dict)
+    out: dict[int, Shape] = dict(a)
+    for k, v in b.items():
+        out[k] = merge(out.get(k), v) or v
+    return out
+
+
+def reads(nodes: list[ast.AST] | Iterator[ast.AST]) -> set[str]:
+    """Names read by ``nodes``, with ``self.x`` for attributes of ``self`` (``self.meter.avg`` reads
+    ``self.meter``); an item picked by a key that says it is not the loss (``meter["lr"]``,
+    ``meter.get_filtered_meter("time")``) reads nothing of its container."""
+    out: set[str] = set()
+    skip: set[int] = set()
+    for x in nodes:
+        if isinstance(x, ast.Subscript) and _not_a_loss_key(x.slice):
+            skip |= {id(n) for n in ast.walk(x.value)}
+        elif (
+            isinstance(x, ast.Call)
+            and isinstance(x.func, ast.Attribute)
+            and len(x.args) == 1
+            and _not_a_loss_key(x.args[0])
+        ):
+            skip |= {id(n) for n in ast.walk(x.func.value)}
+        if id(x) in skip:
+            continue
+        if type(x) is ast.Name:
+            out.add(x.id)
+        elif type(x) is ast.Attribute and isinstance(x.value, ast.Name) and x.value.id == "self":
+            out.add(f"self.{x.attr}")
+    return out
+
+
+def loop_aliases(ctx: FileContext, node: ast.AST, names: set[str]) -> set[str]:
+    """What the loop variables among ``names`` stand for at ``node``: inside ``for k, v in
+    logs.items():`` the body's ``v`` holds what ``logs`` holds. Only inside the loop body, so a
+    short loop variable (``x``) reused elsewhere in the function is not the loss there."""
+    out: set[str] = set()
+    child, cur = node, ctx.parents.get(node)
+    while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        if (
+            isinstance(cur, (ast.For, ast.AsyncFor))
+            and child in cur.body
+            and names & set(bound_names(cur.target))
+        ):
+            out |= reads(ctx.local(cur.iter))
+        child, cur = cur, ctx.parents.get(cur)
+    return out
+
+
+def _not_a_loss_key(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Constant) and isinstance(node.value, str) and bool(NOT_A_LOSS.match(node.value))
+    )
+
+
+def bound_names(target: ast.AST) -> Iterator[str]:
+    """Names a target binds: ``x``, ``a, (b, *c)``, ``self.x``, and the container of ``stats["loss"]
+    = ...`` / ``self.log_dict["loss"] = ...`` (it now holds the value) — not ``obj.attr = ...``."""
+    if isinstance(target, ast.Name):
+        yield target.id
+    elif (
+        isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"
+    ):
+        yield f"self.{target.attr}"
+    elif isinstance(target, ast.Subscript):
+        yield from bound_names(target.value)
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for e in target.elts:
+            yield from bound_names(e)
+    elif isinstance(target, ast.Starred):
+        yield from bound_names(target.value)
+
+
+def receiver_name(text: str | None) -> str | None:
+    """An update receiver we track: ``meter`` or ``self.meter`` (not ``a.b.c``)."""
+    if not text:
+        return None
+    parts = text.split(".")
+    if len(parts) == 1 or (len(parts) == 2 and parts[0] == "self"):
+        return text
+    return None
+
+
+def is_reduce(name: str) -> bool:
+    """A call that combines values across ranks, by its last name's words (``all_reduce``,
+    ``reduce_dict``, ``all_gather``, ``synchronize_between_processes``; not ``convert_sync_batchnorm``
+    nor ``time_sync``)."""
+    words = set(name.split(".")[-1].lower().split("_"))
+    return bool(words & REDUCE_WORDS) and not words & NOT_REDUCE_WORDS
+
+
+def loss_names(ctx: FileContext, root: ast.AST | None) -> set[str]:
+    """The names a backward root is made of: operands of sums and products, the receiver of
+    ``.mean()``-style calls, the items of ``sum(losses)`` / ``torch.stack(losses)``. Not divisors
+    (``loss / accum``), not a product with 0 (``0 * real_pred[0]`` keeps a graph alive), not a weight
+    (``self.D_lossfn_weight * d_loss``), not a configuration namespace (``args.r1 / 2 * r1_loss``),
+    not what a loss function is called on (``criterion(pred, y)``: the predictions are not the loss)."""
+    if root is None:
+        return set()
+    if isinstance(root, ast.Name):
+        return set() if root.id in ctx.imports or root.id == "self" else {root.id}
+    if isinstance(root, ast.BinOp):
+        if isinstance(root.op, (ast.Div, ast.FloorDiv)):
+            return loss_names(ctx, root.left)
+        if isinstance(root.op, ast.Mult):
+            if _is_zero(root.left) or _is_zero(root.right):
+                return set()
+            return {n for n in loss_names(ctx, root.left) | loss_names(ctx, root.right) if not _is_weight(n)}
+        return loss_names(ctx, root.left) | loss_names(ctx, root.right)
+    if isinstance(root, ast.UnaryOp):
+        return loss_names(ctx, root.operand)
+    if isinstance(root, ast.Call):
+        return _call_loss_names(ctx, root)
+    if isinstance(root, ast.Attribute):
+        if isinstance(root.value, ast.Name) and root.value.id == "self":
+            return {f"self.{root.attr}"}
+        if LOSS_KEY.search(root.attr):  # outputs.loss: the object holds the loss
+            return loss_names(ctx, root.value)
+        return set()  # args.r1: a setting
+    if isinstance(root, ast.Subscript):
+        return loss_names(ctx, root.value)
+    if isinstance(root, (ast.Tuple, ast.List)):
+        return set().union(*(loss_names(ctx, e) for e in root.elts))
+    if isinstance(root, (ast.GeneratorExp, ast.ListComp)):
+        return loss_names(ctx, root.elt) | set().union(*(loss_names(ctx, g.iter) for g in root.generators))
+    if isinstance(root, ast.IfExp):
+        return loss_names(ctx, root.body) | loss_names(ctx, root.orelse)
+    return set()
+
+
+def _call_loss_names(ctx: FileContext, call: ast.Call) -> set[str]:
+    """``loss.mean()`` / ``loss.float()`` pass their receiver through; ``sum(losses)``,
+    ``torch.stack([a, b]).sum()``, ``torch.mean(x)`` their arguments; any other call makes a new
+    value (``criterion(pred, y)``) that no name holds yet."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr in PASS_THROUGH:
+        receiver = func.value
+        if not (isinstance(receiver, ast.Name) and receiver.id in ctx.imports):
+            return loss_names(ctx, receiver)  # loss.mean(), (a + b).sum()
+    name = (dotted(func) or "").split(".")[-1]
+    if name in AGGREGATORS:
+        return set().union(*(loss_names(ctx, a) for a in call.args))
+    return set()
+
+
+def _is_weight(name: str) -> bool:
+    return bool(WEIGHT_NAME.search(name.split(".")[-1]))
+
+
+def _is_zero(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value == 0 and not isinstance(node.value, bool)
+
+
+def param_call_return(fn: FunctionNode) -> tuple[int, int] | None:
+    """``(parameter index, position)`` when ``fn`` calls one of its parameters and returns the result:
+    ``def gpu_timer(closure): result = closure(); ...; return result, elapsed`` → ``(0, 0)``;
+    position -1 when the result is returned as a whole (``return closure()``)."""
+    params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+    if not params:
+        return None
+    held: dict[str, int] = {}  # name -> parameter whose call result it holds
+    for n in ast.walk(fn):
+        if (
+            isinstance(n, ast.Assign)
+            and len(n.targets) == 1
+            and isinstance(n.targets[0], ast.Name)
+            and isinstance(n.value, ast.Call)
+            and isinstance(n.value.func, ast.Name)
+            and n.value.func.id in params
+        ):
+            held[n.targets[0].id] = params.index(n.value.func.id)
+    found: set[tuple[int, int]] = set()
+    for n in ast.walk(fn):
+        if not isinstance(n, ast.Return) or n.value is None:
+            continue
+        parts = n.value.elts if isinstance(n.value, ast.Tuple) else [n.value]
+        for pos, part in enumerate(parts):
+            where = -1 if not isinstance(n.value, ast.Tuple) else pos
+            if isinstance(part, ast.Name) and part.id in held:
+                found.add((held[part.id], where))
+            elif isinstance(part, ast.Call) and isinstance(part.func, ast.Name) and part.func.id in params:
+                found.add((params.index(part.func.id), where))
+    return found.pop() if len(found) == 1 else None
+
+
+class LossFlow:
+    """Which names of each scope of a file hold the local training loss, and what each function
+    returns of it; helpers, closures, methods reading ``self`` attributes another method filled, and
+    (project mode) project functions are followed to a fixed point."""
+
+    def __init__(self, ctx: FileContext, facts: LoopFacts) -> None:
+        self.ctx = ctx
+        self.facts = facts
+        self.project: Any = ctx.project
+        self.lightning = lightning_steps(ctx)
+        self.returns: dict[int, Shape] = {}  # function id -> what it returns of the loss
+        self.class_attrs: dict[int, set[str]] = {}  # class id -> ``self.x`` holding the loss
+        self.taints: dict[int, Taint] = {}  # scope id -> its taint (only scopes that have one)
+        self.scopes: dict[int, Scope] = {}
+        self._shape_cache: dict[int, Shape | None] = {}
+        self._solve()
+
+    # --- the fixed point -------------------------------------------------------------------------
+
+    def _solve(self) -> None:
+        ctx = self.ctx
+        candidates: dict[int, Scope] = {}
+        for n in ctx.of_type(ast.Call):
+            if self.facts.backward(n):
+                scope = ctx.enclosing_function(n)
+                candidates[id(scope)] = scope
+        for key, step in self.lightning.items():
+            candidates[key] = step
+        for _ in range(ROUNDS):
+            for key, scope in candidates.items():
+                if len(ctx.local(scope)) > MAX_SCOPE_NODES:
+                    continue
+                taint = self._taint(scope)
+                self.scopes[key] = scope
+                self.taints[key] = taint
+                if taint.returns is not None and isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    self.returns[key] = taint.returns
+                owner = self._class_of(scope)
+                attrs = {n for n in taint.names if n.startswith("self.")}
+                if owner is not None and attrs:
+                    self.class_attrs.setdefault(id(owner), set()).update(attrs)
+            self._shape_cache.clear()
+            more = self._reached(candidates)
+            if not more:
+                break
+            candidates.update(more)
+        # final pass so every candidate sees the last round's returns and class attributes
+        for key, scope in candidates.items():
+            if len(ctx.local(scope)) <= MAX_SCOPE_NODES:
+                self.taints[key] = self._taint(scope)
+                self.scopes[key] = scope
+
+    def _reached(self, known: dict[int, Scope]) -> dict[int, Scope]:
+        """Scopes not yet analysed that receive the loss: they call something returning it, or are
+        methods reading a ``self`` attribute that holds it."""
+        ctx = self.ctx
+        out: dict[int, Scope] = {}
+        for scope in ctx.scopes():
+            key = id(scope)
+            if key in known:
+                continue
+            owner = self._class_of(scope)
+            attrs = self.class_attrs.get(id(owner), set()) if owner is not None else set()
+            nodes = ctx.local(scope)
+            if attrs and reads(nodes) & attrs:
+                out[key] = scope
+                continue
+            if any(isinstance(n, ast.Call) and self.call_shape(n) is not None for n in nodes):
+                out[key] = scope
+        return out
+
+    def _class_of(self, scope: ast.AST) -> ast.ClassDef | None:
+        parent = self.ctx.parents.get(scope)
+        return parent if isinstance(parent, ast.ClassDef) else None
+
+    # --- what a call returns of the loss ---------------------------------------------------------
+
+    def call_shape(self, call: ast.Call) -> Shape | None:
+        key = id(call)
+        if key not in self._shape_cache:
+            self._shape_cache[key] = self._call_shape(call)
+        return self._shape_cache[key]
+
+    def _call_shape(self, call: ast.Call) -> Shape | None:
+        ctx = self.ctx
+        fn = ctx.helper(call)
+        if fn is not None:
+            if id(fn) in self.returns:
+                return self.returns[id(fn)]
+            hof = param_call_return(fn)
+        else:
+            hof = None
+            if self.project is not None:
+                found = self.project.call_returns_loss(ctx, call)
+                if found is not None:
+                    return found  # type: ignore[no-any-return]  # the project's Shape
+                hof = self.project.call_param_return(ctx, call)
+        if hof is None:
+            return None
+        index, position = hof
+        arg = call.args[index] if index < len(call.args) else None
+        inner = self._function_returns(arg)
+        if inner is None:
+            return None
+        return inner if position < 0 else {position: inner}
+
+    def _function_returns(self, arg: ast.AST | None) -> Shape | None:
+        """What a function handed over by name (``gpu_timer(train_step)``) returns of the loss."""
+        if not isinstance(arg, ast.Name):
+            return None
+        defs = self.ctx.functions.get(arg.id, [])
+        return self.returns.get(id(defs[0])) if len(defs) == 1 else None
+
+    # --- one scope --------------------------------------------------------------------------------
+
+    def _taint(self, scope: Scope) -> Taint:  # noqa: PLR0915 - one pass over the scope's statements
+        ctx, facts = self.ctx, self.facts
+        nodes = ctx.local(scope)
+        reduced: set[str] = set()
+        tainted: set[str] = set()
+        synced_metrics: set[str] = set()
+        roots: set[str] = set()  # the names backward runs on: their own binding is the forward
+        updates: dict[str, list[int]] = {}
+        gathered: set[str] = set()
+        shapes: dict[str, Shape] = {}  # name -> the tuple shape it holds (``result = helper()``)
+        owner = self._class_of(scope)
+        if owner is not None:
+            tainted |= self.class_attrs.get(id(owner), set())
+        if id(scope) in self.lightning:  # Lightning runs backward on what training_step returns
+            for r in nodes:
+                if isinstance(r, ast.Return) and r.value is not None:
+                    roots |= loss_names(ctx, _lightning_loss(r.value))
+            tainted |= roots
+        all_flows: list[tuple[set[str], set[str]]] = []
+        flows: list[tuple[set[str], set[str]]] = []  # (names read, names written) of non-reducing steps
+        for n in nodes:
+            if isinstance(n, ast.Call):
+                name = dotted(n.func) or ""
+                if is_reduce(name) and isinstance(ctx.parents.get(n), ast.Expr):
+                    # in place (a statement): dist.all_reduce(t), meter.synchronize_between_processes()
+                    reduced |= {x for a in n.args[:1] for x in reads(ast.walk(a))}
+                    reduced |= _iterated_containers(ctx, n)  # for v in stats.values(): all_reduce(v)
+                    if isinstance(n.func, ast.Attribute) and (held := receiver_name(dotted(n.func.value))):
+                        reduced.add(held)  # metric_logger.synchronize_between_processes()
+                bw = facts.backward(n)
+                if bw is not None and bw.root is not None:
+                    names = loss_names(ctx, bw.root)
+                    names |= _scaled_from(ctx, scope, names)  # with amp.scale_loss(loss, opt) as scaled_loss
+                    tainted |= names
+                    roots |= names
+                m = method(n)
+                receiver = receiver_name(m[0]) if m else None
+                if (
+                    m
+                    and receiver
+                    and m[1] in UPDATE_METHODS
+                    and n.args + n.keywords
+                    and not _single_process_only(ctx, n)
+                ):
+                    # meter.update(loss.item()) / self.meter.update(**outputs): the object holds the loss
+                    read = reads(x for a in [*n.args, *(k.value for k in n.keywords)] for x in ast.walk(a))
+                    read |= loop_aliases(ctx, n, read)
+                    flows.append((read, {receiver}))
+                    updates.setdefault(receiver, []).append(n.lineno)
+            elif (
+                isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+                and n.value is not None
+                and not _single_process_only(ctx, n)
+            ):
+                targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                written = {x for t in targets for x in bound_names(t)}
+                value_nodes = ctx.local(n.value)
+                read = reads(value_nodes)
+                read |= loop_aliases(ctx, n, read)
+                shape = self._value_shape(n.value, shapes) if isinstance(n, ast.Assign) else None
+                positional = False
+                if shape is not None:
+                    for t in targets:
+                        tainted |= _assign(t, shape, shapes)
+                    positional = any(isinstance(t, (ast.Tuple, ast.List)) for t in targets)
+                if isinstance(n.value, ast.Call):
+                    if _synced_metric(ctx, n.value):
+                        synced_metrics |= written
+                    if shape is None and any(isinstance(t, ast.Tuple) for t in targets):
+                        # loss, loss_items = criterion(...): the other outputs that say they hold loss
+                        # values share the loss's fate (not ``mean_path_length`` or ``report``)
+                        flows.append((written, {w for w in written if LOSS_CARRIER.search(w.split(".")[-1])}))
+                if any(type(x) is ast.Call and is_reduce(dotted(x.func) or "") for x in value_nodes):
+                    gathered |= written
+                all_flows.append((read, written))
+                if positional:
+                    continue  # the helper's shape says which targets hold the loss
+                if not any(
+                    type(x) is ast.Call
+                    and (is_reduce(dotted(x.func) or "") or _compute_of(x) in synced_metrics)
+                    for x in value_nodes
+                ):
+                    flows.append((read, written))
+        carriers = _carriers(ctx, scope, roots)
+        terms = _terms(ctx, scope, roots) - roots
+        tainted |= carriers | terms
+        for _ in range(TAINT_PASSES if gathered else 0):
+            for read, written in all_flows:
+                if read & gathered:
+                    gathered |= written
+        tainted -= reduced
+        tainted = {t for t in tainted if t in roots or not _not_a_loss(t)}
+        if tainted:
+            flows = [(read, written - synced_metrics) for read, written in flows]
+            for _ in range(TAINT_PASSES):
+                for read, written in flows:
+                    if read & tainted:
+                        tainted |= {w for w in written - reduced if not _not_a_loss(w)}
+        returns: Shape | None = None
+        binds = ctx.bindings(scope)
+        for r in nodes:
+            if isinstance(r, ast.Return) and r.value is not None:
+                # ``loss_avg = reduce_tensor(...)`` (when distributed) just before ``return loss_avg``:
+                # what is returned is the global value
+                live = {t for t in tainted if not _reduced_before(binds.get(t, []), r.lineno)}
+                returns = merge(returns, _expr_shape(r.value, live, shapes))
+        return Taint(tainted, returns, roots, updates, gathered, carriers, terms)
+
+    def _value_shape(self, value: ast.expr, shapes: dict[str, Shape]) -> Shape | None:
+        if isinstance(value, ast.Call):
+            return self.call_shape(value)
+        if isinstance(value, ast.Name):
+            return shapes.get(value.id)
+        return None
+
+
+def _not_a_loss(name: str) -> bool:
+    return bool(NOT_A_LOSS.match(name.split(".")[-1]))
+
+
+def _assign(target: ast.AST, shape: Shape, shapes: dict[str, Shape]) -> set[str]:
+    """Names of ``target`` that receive the loss from a value of ``shape``."""
+    if shape is True:
+        return set(bound_names(target))
+    if not isinstance(shape, dict):
+        return set()
+    if isinstance(target, (ast.Tuple, ast.List)):
+        if any(isinstance(e, ast.Starred) for e in target.elts):
+            return set(bound_names(target))  # positions unknown past a star: all of them
+        out: set[str] = set()
+        for i, sub in shape.items():
+            if 0 <= i < len(target.elts):
+                out |= _assign(target.elts[i], sub, shapes)
+        return out
+    names = set(bound_names(target))
+    for n in names:
+        shapes[n] = shape
+    return names
+
+
+def _reduced_before(binds: list[ast.stmt | ast.expr], line: int) -> bool:
+    """The latest binding before ``line`` assigns a reduce/gather result."""
+    before = [b for b in binds if b.lineno < line]
+    if not before or not isinstance(before[-1], (ast.Assign, ast.AnnAssign)) or before[-1].value is None:
+        return False
+    value = before[-1].value
+    return any(isinstance(x, ast.Call) and is_reduce(dotted(x.func) or "") for x in ast.walk(value))
+
+
+def _expr_shape(value: ast.expr, tainted: set[str], shapes: dict[str, Shape]) -> Shape | None:
+    if isinstance(value, ast.Tuple):
+        out: dict[int, Shape] = {}
+        for i, e in enumerate(value.elts):
+            s = _expr_shape(e, tainted, shapes)
+            if s is not None:
+                out[i] = s
+        return out or None
+    if isinstance(value, ast.Name) and value.id in shapes and value.id in tainted:
+        return shapes[value.id]
+    return True if reads(ast.walk(value)) & tainted else None
+
+
+def _carriers(ctx: FileContext, scope: ast.AST, roots: set[str]) -> set[str]:
+    """Containers a root was read out of: ``loss = outputs["total_loss"]`` (YOLOX), ``loss =
+    out.loss.mean()``: the container holds the loss too (logged as a whole, or fed to a meter)."""
+    out: set[str] = set()
+    binds = ctx.bindings(scope)
+    for root in roots:
+        for b in binds.get(root, []):
+            if not isinstance(b, ast.Assign) or len(b.targets) != 1 or not isinstance(b.targets[0], ast.Name):
+                continue
+            value: ast.AST = b.value
+            while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+                value = value.func.value  # outputs["loss"].mean()
+            key: str | None = None
+            if isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant):
+                key = value.slice.value if isinstance(value.slice.value, str) else None
+            elif isinstance(value, ast.Attribute):
+                key = value.attr
+            base = value.value if isinstance(value, (ast.Subscript, ast.Attribute)) else None
+            name = receiver_name(dotted(base)) if base is not None else None
+            if key and LOSS_KEY.search(key) and name and name not in ctx.imports:
+                out.add(name)
+    return out
+
+
+def _terms(ctx: FileContext, scope: ast.AST, roots: set[str]) -> set[str]:
+    """The terms a root is summed from (``loss_G_total += D_loss``, ``loss = ce + kl``): each is a
+    local loss too. Two levels (a total of totals)."""
+    binds = ctx.bindings(scope)
+    out: set[str] = set()
+    frontier = set(roots)
+    for _ in range(2):
+        found: set[str] = set()
+        for root in frontier:
+            for b in binds.get(root, []):
+                if (
+                    isinstance(b, ast.Assign)
+                    and len(b.targets) == 1
+                    and isinstance(b.targets[0], ast.Name)
+                    or isinstance(b, ast.AugAssign)
+                    and isinstance(b.op, (ast.Add, ast.Sub))
+                ):
+                    found |= loss_names(ctx, b.value)
+        frontier = found - out - roots
+        out |= found
+    return {n for n in out if not _not_a_loss(n)}
+
+
+def _lightning_loss(value: ast.expr) -> ast.expr:
+    """The loss of what ``training_step`` returns: the value, or the ``"loss"`` entry of a dict."""
+    if isinstance(value, ast.Dict):
+        return next(
+            (
+                v
+                for k, v in zip(value.keys, value.values)
+                if isinstance(k, ast.Constant) and k.value == "loss"
+            ),
+            ast.Constant(None),
+        )
+    return value
+
+
+def lightning_steps(ctx: FileContext) -> dict[int, FunctionNode]:
+    """Lightning ``training_step`` methods (of a class with a base): Lightning runs backward on
+    what they return."""
+    if LIGHTNING_STEP not in ctx.functions:
+        return {}
+    out: dict[int, FunctionNode] = {}
+    for fn in ctx.functions.get(LIGHTNING_STEP, []):
+        owner = ctx.parents.get(fn)
+        if isinstance(owner, ast.ClassDef) and owner.bases:
+            out[id(fn)] = fn
+    return out
+
+
+def _single_process_only(ctx: FileContext, node: ast.AST) -> bool:
+    """``node`` runs only when training is not distributed: under ``if not args.distributed:`` /
+    ``if world_size == 1:``, or in the else of ``if args.distributed:`` (apex/timm update the meter
+    with the raw loss there and with the reduced one otherwise): rank 0's value is the global one."""
+    child, cur = node, ctx.parents.get(node)
+    while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        if isinstance(cur, ast.If) and DISTRIBUTED_FLAG.search(ctx.segment(cur.test)):
+            test = cur.test
+            negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+            one_process = (
+                isinstance(test, ast.Compare)
+                and len(test.ops) == 1
+                and isinstance(test.ops[0], (ast.Eq, ast.LtE))
+                and isinstance(test.comparators[0], ast.Constant)
+                and test.comparators[0].value == 1
+            )
+            if (negated or one_process) and child in cur.body:
+                return True
+            if isinstance(test, (ast.Name, ast.Attribute, ast.Call)) and child in cur.orelse:
+                return True
+        child, cur = cur, ctx.parents.get(cur)
+    return False
+
+
+def _iterated_containers(ctx: FileContext, call: ast.Call) -> set[str]:
+    """``for v in stats.values(): dist.all_reduce(v)``: reducing the loop variable reduces ``stats``."""
+    arg = call.args[0] if call.args else None
+    if not isinstance(arg, ast.Name):
+        return set()
+    cur = ctx.parents.get(call)
+    while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if isinstance(cur, ast.For) and isinstance(cur.target, ast.Name) and cur.target.id == arg.id:
+            it = (
+                cur.iter.func.value
+                if isinstance(cur.iter, ast.Call) and isinstance(cur.iter.func, ast.Attribute)
+                else cur.iter
+            )
+            return {r} if (r := receiver_name(dotted(it))) else set()
+        cur = ctx.parents.get(cur)
+    return set()
+
+
+def _scaled_from(ctx: FileContext, scope: ast.AST, names: set[str]) -> set[str]:
+    """The loss behind a scaled alias: ``with amp.scale_loss(loss, optimizer) as scaled_loss:``."""
+    out: set[str] = set()
+    for n in ctx.local(scope):
+        if isinstance(n, (ast.With, ast.AsyncWith)):
+            for item in n.items:
+                var = item.optional_vars
+                if isinstance(var, ast.Name) and var.id in names and isinstance(item.context_expr, ast.Call):
+                    out |= {a.id for a in item.context_expr.args[:1] if isinstance(a, ast.Name)}
+    return out
+
+
+def _synced_metric(ctx: FileContext, call: ast.Call) -> bool:
+    """A torchmetrics-style metric that all-reduces in ``compute()`` (``sync_on_compute`` not False)."""
+    flag = keyword(call, SYNC_ON_COMPUTE)
+    if flag is not None:
+        return not (isinstance(flag, ast.Constant) and flag.value is False)
+    qual = ctx.call_qualname(call) or ""
+    return qual.startswith(("torchmetrics.", "lightning.", "pytorch_lightning.")) and "Metric" in qual
+
+
+def _compute_of(call: ast.Call) -> str | None:
+    m = method(call)
+    return m[0] if m and m[1] == "compute" else None
