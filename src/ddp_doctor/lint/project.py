@@ -147,36 +147,29 @@ class ProjectIndex:
     def build(cls, root: Path, files: list[Path]) -> ProjectIndex:
         root = root.resolve()
         index = cls(root=root)
-        contexts: list[tuple[str, FileContext]] = []
-        packages: list[tuple[str, FileContext]] = []  # __init__.py files: their re-exports
+        # Module names first (no parsing), so imports resolve; then one file at a time: read, parse,
+        # summarise, drop the tree (a large library never holds more than one parsed file).
+        paths: list[tuple[str, Path]] = []
         for path in (f.resolve() for f in files):
             if path.suffix != ".py":
                 continue
             try:
                 if path.stat().st_size > MAX_FILE_BYTES:
                     continue
-                source, _ = read_source(path)
-            except (OSError, ValueError):
+            except OSError:
                 continue
             module = module_name(root, path)
             index.modules[module] = str(path)
-            package = path.name == "__init__.py"
-            if not package and not any(w in source for w in FACT_WORDS):
-                continue
-            try:
-                tree = ast.parse(source)
-                ctx = FileContext.build(str(path), source, tree)
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                continue
-            if package:
-                packages.append((module, ctx))
-            if any(w in source for w in FACT_WORDS):
-                contexts.append((module, ctx))
+            paths.append((module, path))
         index.files = len(index.modules)
         index._register_aliases()
-        for module, ctx in packages:
-            index._register_reexports(module, ctx)
-        for module, ctx in contexts:
+        for module, path in paths:  # package re-exports before any summary resolves through them
+            if path.name == "__init__.py" and (ctx := _parse(path)) is not None:
+                index._register_reexports(module, ctx)
+        for module, path in paths:
+            ctx = _parse(path, FACT_WORDS)
+            if ctx is None:
+                continue
             try:
                 index._summarise(module, ctx)
             except RecursionError:
@@ -354,7 +347,7 @@ class ProjectIndex:
             else:
                 s.logs_rank0 = _logs_rank0_only(ctx, node)
                 s.returns_loss = flow.returns.get(id(node)) if flow is not None else None
-                s.param_call_return = param_call_return(node)
+                s.param_call_return = param_call_return(node, body)
                 s.compiles_param = _compiles_param(ctx, node, method=(qual, node) in methods)
                 if s.calls_backward and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     s.backward_param = param_backward(node, body)
@@ -368,9 +361,10 @@ class ProjectIndex:
         """Project-wide spellings: backward-running objects and rank-0-only objects."""
         from ddp_doctor.lint.rank0 import is_rank0_test, rank0_predicates, silences_other_ranks
 
-        predicates = rank0_predicates(ctx.tree)
+        predicates = rank0_predicates(ctx.tree, [f for defs in ctx.functions.values() for f in defs])
         self.rank0_predicates |= predicates
-        self.silences_other_ranks |= silences_other_ranks(ctx.tree, predicates)
+        if not self.silences_other_ranks:
+            self.silences_other_ranks = silences_other_ranks(ctx.tree, predicates, ctx.parents)
 
         for node in ctx.of_type(ast.Assign):
             names = {d for t in node.targets if (d := dotted(t))}
@@ -825,6 +819,21 @@ def _builds_from_reference(ctx: FileContext, node: ast.AST) -> bool:
             return False
         child, cur = cur, ctx.parents.get(cur)
     return not (isinstance(cur, (ast.For, ast.AsyncFor)) and child is cur.iter)
+
+
+def _parse(path: Path, words: tuple[str, ...] = ()) -> FileContext | None:
+    """The file's context, or None when it cannot be read or parsed or (``words``) mentions none of
+    them (the cheap text pre-check)."""
+    try:
+        source, _ = read_source(path)
+    except (OSError, ValueError):
+        return None
+    if words and not any(w in source for w in words):
+        return None
+    try:
+        return FileContext.build(str(path), source, ast.parse(source))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
 
 
 def _compiles_param(ctx: FileContext, fn: ast.AST, method: bool) -> tuple[int, int | None] | None:
