@@ -61,6 +61,7 @@ LIGHTNING_LOG = frozenset({"log", "log_dict"})
 
 class Rank0OnlyLossLog(Rule):
     id = "rank0-only-loss-log"
+    project_facts = frozenset({"rank0_logging", "loss_flow"})
     flagged = (
         "a logging call (print, logger, wandb, TensorBoard, tqdm) under a rank-0 guard (by what it "
         "tests; see above), a rank-0-only call or object, a logger the logging setup silences off "
