@@ -60,6 +60,19 @@ def _record(out: Path, world: int, *flags: str) -> Path:
     return out
 
 
+TESTS = Path(__file__).resolve().parents[1]
+
+
+def _record_script(out: Path, world: int, script: Path, *args: str) -> Path:
+    """`ddp-doctor run --fingerprints STEPS` of a test script at `world` ranks."""
+    command = [*DDP_DOCTOR, "run", "--out", str(out), "--fingerprints", str(STEPS), "--", sys.executable, "-m",
+               "torch.distributed.run", "--standalone", f"--nproc_per_node={world}", str(script), *args]  # fmt: skip
+    proc = subprocess.run(command, env=base_env(), capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    if proc.returncode != 0 and not teardown_race.tolerated(proc, out, f"equiv {script.name} {args}"):
+        raise AssertionError(f"exit {proc.returncode}\n{proc.stderr[-4000:]}")
+    return out
+
+
 def _equiv(*args: str) -> tuple[int, dict]:
     proc = subprocess.run(
         [*DDP_DOCTOR, "equiv", "--format", "json", *args],
@@ -132,6 +145,10 @@ def test_ddp_bypassed_breaks_after_the_all_reduce(reference, tmp_path):
     assert first["causes"] == ["ddp-bypassed"] and "disagree" in first["note"]
     # the stages before it held: same data, same parameters, the same local gradients (mean over ranks)
     assert [s["status"] for s in result["stages"][:2]] == ["equal", "equal"]
+    # one rank of B read (--ranks 1): its samples are in A's batch, and its own gradient is not A's
+    code, one = _equiv("--ranks", "1", str(reference), str(tmp_path / "bypass"))
+    assert code == 1 and (one["first_break"]["step"], one["first_break"]["stage"]) == (0, "reduced")
+    assert one["data"][0]["status"] == "subset" and one["stages"][1]["status"] == "not judged"
 
 
 def test_loss_not_divided_by_accumulation_breaks_at_local_with_the_accumulation_factor(reference, tmp_path):
@@ -145,7 +162,14 @@ def test_loss_not_divided_by_accumulation_breaks_at_local_with_the_accumulation_
 
 @pytest.mark.slow
 def test_world_1_and_4_are_equivalent(reference, tmp_path):
-    _assert_equivalent(*_equiv(str(reference), str(_record(tmp_path / "four", 4))))
+    four = _record(tmp_path / "four", 4)
+    _assert_equivalent(*_equiv(str(reference), str(four)))
+    # ranks 2-3 of 4 read alone: equivalent at every stage they can judge
+    code, part = _equiv("--ranks", "2-3", str(reference), str(four))
+    assert code == 0 and part["verdict"] == "equivalent"
+    assert {s["status"] for s in part["stages"] if s["stage"] == "local"} == {"not judged"}
+    assert all(s["status"] == "equal" for s in part["stages"] if s["stage"] != "local")
+    assert [d["status"] for d in part["data"]] == ["subset"] * STEPS
 
 
 @pytest.mark.slow
@@ -184,3 +208,39 @@ def test_an_epoch_boundary_that_falls_elsewhere_is_data_differs_not_a_break(tmp_
     assert result["data_differs_at"] == 1
     assert [d["status"] for d in result["data"]] == ["same", "differs"]
     assert all(s["status"] == "equal" for s in result["stages"][:5])
+    # and says why: B's sampler drops 1 of 13 per epoch, so its epoch (12) ends where A's (13) does not
+    reasons = {(r["code"], r["run"]): r["values"] for r in result["data_reasons"]}
+    assert reasons[("drop_tail", "B")] == {"n": 13, "w": 2, "dropped": 1}
+    assert reasons[("epoch_length", "")] == {"a": 13, "b": 12}
+
+
+def test_fsdp2_world_1_and_2_are_equivalent_with_the_shards_merged(tmp_path):
+    """FSDP2 fingerprints are of each rank's shard: merged into full tensors they match world 1
+    (compared per rank they would not: that was a false replica-divergence)."""
+    script = TESTS / "compare" / "scripts" / "policy_mlp.py"
+    one = _record_script(tmp_path / "one", 1, script, "fsdp2")
+    two = _record_script(tmp_path / "two", 2, script, "fsdp2")
+    code, result = _equiv(str(one), str(two))
+    assert code == 0 and result["verdict"] == "equivalent", result["first_break"]
+    by_stage = {}
+    for s in result["stages"]:
+        by_stage.setdefault(s["stage"], set()).add(s["status"])
+    assert by_stage["local"] == {"not judged"}
+    assert all(by_stage[k] == {"equal"} for k in ("param", "reduced", "clipped", "update"))
+    assert all(s["worst"] <= s["tolerance"] for s in result["stages"] if s["status"] == "equal")
+    assert [d["status"] for d in result["data"]] == ["same"] * STEPS
+    assert any("sharded fingerprints (FSDP2)" in p for p in result["problems"])
+
+
+@pytest.mark.slow
+def test_fsdp2_clip_over_local_shards_breaks_at_clipped(tmp_path):
+    """Both runs FSDP2 on 2 ranks, same data: a clip over the whole gradient (A) vs over each rank's
+    shard (B) — the gradients agree until the clip, then differ."""
+    script = TESTS / "probe" / "scripts" / "fsdp2_hand_clip.py"
+    a = _record_script(tmp_path / "global", 2, script, "global", "last", str(tmp_path / "a"))
+    b = _record_script(tmp_path / "shard", 2, script, "shard", "last", str(tmp_path / "b"))
+    code, result = _equiv(str(a), str(b))
+    assert code == 1
+    first = result["first_break"]
+    assert (first["step"], first["stage"]) == (0, "clipped") and "fsdp-clip-wrong" in first["causes"]
+    assert [s["status"] for s in result["stages"][:3]] == ["equal", "not judged", "equal"]

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ddp_doctor.equiv import stages, tolerance, verdict
-from ddp_doctor.equiv.stages import RankStep, RunPrints, StepFacts, StepPrints
+from ddp_doctor.equiv import render, stages, tolerance, verdict
+from ddp_doctor.equiv.stages import SUMSQ, RankStep, RunPrints, StepFacts, StepPrints
 from ddp_doctor.probe.instruments.fingerprints import clean_name, sample_indices
 
 # --- tolerance ----------------------------------------------------------------------------------
@@ -208,6 +208,113 @@ def test_different_data_is_said_instead_of_a_break():
     assert e.verdict == "undecided" and e.exit_code == 2 and e.first_break is None
     assert e.data_differs_at == 0 and e.data[0].only_a == 4 and e.data[0].only_b == 4
     assert {s.status for s in e.stages} == {"not judged"}
+    assert [r.code for r in e.data_reasons] == ["no_sampler", "no_sampler"]  # neither run recorded one
+
+
+def _sampler(world: int, n: int, drop_last: bool = False, **extra: object) -> dict:
+    return {"what": "sampler", "sampler": 0, "type": "DistributedSampler", "shuffle": True, "seed": 0,
+            "drop_last": drop_last, "num_replicas": world, "rank": 0, "dataset_len": n, **extra}  # fmt: skip
+
+
+def _data_reasons(a: RunPrints, b: RunPrints) -> dict[str, verdict.DataReason]:
+    e = verdict.compare(a, b)
+    assert e.verdict == "undecided" and e.data_differs_at == 0
+    return {f"{r.code}{r.run}": r for r in e.data_reasons}
+
+
+def test_different_data_says_why_padding_and_epoch_length():
+    """13 samples: one rank's epoch is all 13, two ranks pad to 14 (drop_last=False); the padded
+    copy shows as a repeated hash in B's global batch."""
+    a = _run(1, [G], hashes=ONE_HASHES, accum=4)
+    b = _run(2, _split(G, 2), hashes=[["0" * 16, "1" * 16], ["0" * 16, "3" * 16]], accum=2)
+    a.sampler, b.sampler = _sampler(1, 13), _sampler(2, 13)
+    reasons = _data_reasons(a, b)
+    assert reasons["paddingB"].values == {"n": 13, "w": 2, "padded": 1}
+    assert reasons["epoch_length"].values == {"a": 13, "b": 14}
+    assert reasons["repeatsB"].values == {"step": 0, "repeats": 1} and "repeatsA" not in reasons
+    text = render.render_text(verdict.compare(a, b))
+    assert "drop_last=False pads each epoch by repeating the first 1 indices" in text
+    assert "数据集长度 13 不是 W = 2 的倍数" in render.render_text(verdict.compare(a, b), "zh")
+
+
+def test_different_data_says_why_sampler_settings_custom_or_missing_samplers():
+    a = _run(1, [G], hashes=ONE_HASHES, accum=4)
+    b = _run(2, _split(G, 2), hashes=[["a" * 16, "1" * 16], ["2" * 16, "f" * 16]], accum=2)
+    a.sampler, b.sampler = _sampler(1, 16, seed=1), _sampler(2, 16, drop_last=True, type="MySampler")
+    reasons = _data_reasons(a, b)
+    assert reasons["sampler_setting"].values["setting"] in ("seed", "drop_last")
+    assert {r.values["setting"] for k, r in reasons.items() if k.startswith("sampler_setting")} <= {
+        "seed",
+        "drop_last",
+    }
+    assert reasons["custom_samplerB"].values == {"type": "MySampler"}
+    assert not any(k.startswith(("padding", "drop_tail", "epoch_length")) for k in reasons)  # 16 % 2 == 0
+    b.sampler = None
+    assert "no_samplerB" in _data_reasons(a, b)
+    a.sampler, b.sampler = _sampler(1, 16), _sampler(2, 16)  # the same samplers: nothing to blame
+    assert list(_data_reasons(a, b)) == ["unexplained"]
+
+
+def _subset(run: RunPrints, keep: set[int]) -> RunPrints:
+    """`run` as `equiv --ranks` reads it: only the ranks in `keep`."""
+    for step in run.steps.values():
+        step.ranks = {r: v for r, v in step.ranks.items() if r in keep}
+    run.subset = (min(keep), max(keep))
+    return run
+
+
+def test_a_subset_of_the_ranks_is_compared_per_rank_and_says_what_it_cannot_judge():
+    four = [{n: [g * 4 for g in v] for n, v in G.items()}] + [{n: [0.0] * len(v) for n, v in G.items()}] * 3
+    a = _run(1, [G], hashes=[[f"{i:016x}" for i in range(8)]], accum=4)
+    b = _run(4, four, hashes=[[f"{i:016x}" for i in (r, r + 4)] for r in range(4)], accum=1)
+    e = verdict.compare(a, _subset(b, {2, 3}))
+    assert e.verdict == "equivalent", e.first_break
+    assert {s.stage: s.status for s in e.stages}["local"] == "not judged"
+    assert e.data[0].status == "subset" and e.data[0].samples_b == 4
+    assert any("ranks 2-3 of 4" in p and "not judged" in p for p in e.problems)
+    # rank 3 stepped on its own local gradient: the ranks read disagree at `reduced`
+    b = _run(4, four, hashes=[[f"{i:016x}" for i in (r, r + 4)] for r in range(4)], accum=1)
+    b.steps[0].ranks[3].reduced = b.steps[0].ranks[3].local
+    fb = verdict.compare(a, _subset(b, {2, 3})).first_break
+    assert fb is not None and fb.stage == "reduced" and "disagree" in fb.note
+    # samples of B's ranks that are not in A's batch: the data differs, no stage is judged
+    b = _run(4, four, hashes=[[f"{i:016x}" for i in (r, r + 40)] for r in range(4)], accum=1)
+    e = verdict.compare(a, _subset(b, {2, 3}))
+    assert e.verdict == "undecided" and e.data[0].status == "differs" and e.data[0].only_b == 2
+
+
+def test_an_update_scaled_by_an_accumulation_factor_is_the_lr_not_the_gradient():
+    """sched-per-micro on the gloo trainer: B's scheduler stepped accum_B times, its warmup lr came
+    out accum_B× A's, and the update ratio equals ×accum_B; the gradients matched, so the cause is
+    the scheduler, not accum-loss-unscaled."""
+    a = _run(1, [G], hashes=ONE_HASHES, accum=4)
+    b = _run(2, _split(G, 2), hashes=TWO_HASHES, accum=2)
+    for rs in b.steps[0].ranks.values():
+        rs.update = [
+            [v * 2 for v in fp[:SUMSQ]] + [fp[SUMSQ] * 4] + [v * 2 for v in fp[SUMSQ + 1 :]]
+            for fp in rs.update
+        ]
+    b.facts[0].sched_steps = {0: 2, 1: 2}
+    fb = verdict.compare(a, b).first_break
+    assert fb is not None and fb.stage == "update" and fb.ratio == pytest.approx(2.0)
+    assert fb.causes == ["scheduler-per-microstep"] and fb.factor == []
+
+
+def test_shards_merge_into_the_fingerprint_of_the_full_tensor():
+    full = _grads(5, 12)
+    shards = [full[:6], full[6:]]
+    parts = [_fp(x) for x in shards]
+    ranks = {r: RankStep([p], [p], [p], [p], [p], 1, [f"{r:016x}"]) for r, p in enumerate(parts)}
+    merged = stages.merge_shards(StepPrints(0, ["w"], [6], ["float32"], ranks, sharded=True))
+    (only,) = merged.ranks.values()
+    assert only.reduced[0] == pytest.approx(_fp(full)[:4]) and only.local == [None]
+    assert only.sample_hashes == ["0" * 16, f"{1:016x}"]
+    ranks[1] = RankStep(
+        [None], [None], [None], [None], [None], 1, []
+    )  # a shard missing: unknown, not partial
+    assert stages.merge_shards(StepPrints(0, ["w"], [6], ["float32"], ranks, sharded=True)).ranks[
+        stages.MERGED_RANK
+    ].reduced == [None]
 
 
 def test_no_fingerprints_is_undecided_with_a_note():

@@ -7,7 +7,8 @@ import math
 
 from ddp_doctor.core.catalog import FINDINGS, Lang, Text
 from ddp_doctor.core.terminal import safe
-from ddp_doctor.equiv.verdict import UNEXPLAINED, Equivalence, StageResult
+from ddp_doctor.equiv.stages import MERGED_RANK
+from ddp_doctor.equiv.verdict import UNEXPLAINED, DataReason, Equivalence, StageResult
 
 T: dict[str, Text] = {
     "title": Text("ddp-doctor equiv: {a} (world {wa}) vs {b} (world {wb}), steps {steps}",
@@ -25,7 +26,10 @@ T: dict[str, Text] = {
                       "数据 第 {step} 步：两次运行的全局批次相同（按哈希 {n} 个样本）"),
     "data_differs": Text("data step {step}: the global batches differ — {oa} of A's {na} samples not in B, {ob} of B's {nb} not in A",
                          "数据 第 {step} 步：全局批次不同 — A 的 {na} 个样本中 {oa} 个不在 B 中，B 的 {nb} 个中 {ob} 个不在 A 中"),
+    "data_subset": Text("data step {step}: the {nb} samples of B's ranks read are all in A's global batch of {na} (a subset: B's other ranks not read)",
+                        "数据 第 {step} 步：B 已读取 rank 的 {nb} 个样本都在 A 的 {na} 个样本的全局批次中（子集：B 的其他 rank 未读取）"),
     "data_none": Text("data step {step}: not recorded (no model input seen)", "数据 第 {step} 步：未记录（未看到模型输入）"),
+    "data_why": Text("  why the data differs:", "  数据不同的原因："),
     "clip": Text("clip step {step}: {clip}", "裁剪 第 {step} 步：{clip}"),
     "header": Text("step  stage     status        worst/τ     τ          differing", "步    阶段      状态          最大/τ      τ          不同"),
     "ratio": Text("ratio B/A: ×{ratio:.6g}{factor}", "比值 B/A：×{ratio:.6g}{factor}"),
@@ -48,6 +52,44 @@ T: dict[str, Text] = {
         "上面的样本哈希逐步检查了这一点。",
     ),
 }  # fmt: skip
+# why the global batches differ (verdict.DataReason codes); {run} is "A" or "B"
+REASONS: dict[str, Text] = {
+    "no_sampler": Text(
+        "run {run} (world {world}) iterated no DistributedSampler: its order comes from a custom, per-rank-seeded or plain sampler (a world-1 DataLoader(shuffle=True) permutes with another generator)",
+        "运行 {run}（world {world}）没有迭代 DistributedSampler：其顺序来自自定义、按 rank 设种子或普通的采样器（world 1 的 DataLoader(shuffle=True) 用另一个生成器打乱）",
+    ),
+    "custom_sampler": Text(
+        "run {run} uses {type}, a DistributedSampler subclass: its order need not be the base class's",
+        "运行 {run} 使用 DistributedSampler 的子类 {type}：其顺序不一定与基类相同",
+    ),
+    "sampler_setting": Text(
+        "the samplers' {setting} differ: A {a}, B {b}", "两个采样器的 {setting} 不同：A {a}，B {b}"
+    ),
+    "padding": Text(
+        "run {run}: the dataset length {n} is not a multiple of W = {w}, and drop_last=False pads each epoch by repeating the first {padded} indices",
+        "运行 {run}：数据集长度 {n} 不是 W = {w} 的倍数，drop_last=False 在每个 epoch 重复前 {padded} 个索引来填充",
+    ),
+    "drop_tail": Text(
+        "run {run}: the dataset length {n} is not a multiple of W = {w}, and drop_last=True drops {dropped} samples of each epoch",
+        "运行 {run}：数据集长度 {n} 不是 W = {w} 的倍数，drop_last=True 每个 epoch 丢弃 {dropped} 个样本",
+    ),
+    "epoch_length": Text(
+        "an epoch holds {a} samples in A and {b} in B: the epoch boundary (and the next permutation) falls at another step",
+        "一个 epoch 在 A 中有 {a} 个样本，在 B 中有 {b} 个：epoch 边界（以及下一个排列）落在不同的步",
+    ),
+    "repeats": Text(
+        "run {run} step {step}: {repeats} sample(s) occur twice in the global batch (padding, or ranks reading overlapping data)",
+        "运行 {run} 第 {step} 步：全局批次中有 {repeats} 个样本出现两次（填充，或各 rank 读取了重叠的数据）",
+    ),
+    "batch_size": Text(
+        "the global batches differ in size: A {a}, B {b} samples (set micro-batch × accum × W equal)",
+        "全局批次大小不同：A {a}、B {b} 个样本（应使 micro-batch × accum × W 相等）",
+    ),
+    "unexplained": Text(
+        "no sampler setting explains it: per-rank random augmentation, a sampler the probe does not see, or data read outside the sampler",
+        "没有采样器设置能解释：按 rank 的随机数据增强、探针看不到的采样器，或不经采样器读取的数据",
+    ),
+}
 STATUS: dict[str, Text] = {
     "equal": Text("equal", "相同"),
     "differs": Text("DIFFERS", "不同"),
@@ -65,6 +107,10 @@ def _cause(cause: str, lang: Lang) -> str:
         return T["unexplained"].get(lang)
     spec = FINDINGS.get(cause)
     return f"{cause} ({spec.title.get(lang)})" if spec is not None else cause
+
+
+def _reason(r: DataReason, lang: Lang) -> str:
+    return safe(REASONS[r.code].get(lang).format(run=r.run, **r.values))
 
 
 def _row(s: StageResult, lang: Lang) -> str:
@@ -93,6 +139,9 @@ def summary_lines(e: Equivalence, lang: Lang = "en") -> list[str]:
             else _t("why_none", lang)
         )
         lines.append(_t("undecided", lang, why=why))
+        if e.data_reasons:
+            lines.append(_t("data_why", lang))
+            lines += [f"    - {_reason(r, lang)}" for r in e.data_reasons]
     if e.first_break is not None:
         fb = e.first_break
         if fb.note:
@@ -102,7 +151,13 @@ def summary_lines(e: Equivalence, lang: Lang = "en") -> list[str]:
             lines.append("  " + _t("ratio", lang, ratio=fb.ratio, factor=factor))
         lines.append("  " + _t("causes", lang, causes="; ".join(_cause(c, lang) for c in fb.causes)))
         for diff in fb.shown:
-            rank = f" [rank {diff.rank}]" if diff.rank is not None else " [mean over ranks]"
+            rank = (
+                " [mean over ranks]"
+                if diff.rank is None
+                else " [shards merged]"
+                if diff.rank == MERGED_RANK
+                else f" [rank {diff.rank}]"
+            )
             lines.append(
                 _t("param", lang, name=safe(diff.name), rank=rank, component=diff.component,
                    ref=diff.reference, got=diff.value, rel=diff.relative)
@@ -134,6 +189,8 @@ def render_text(e: Equivalence, lang: Lang = "en") -> str:
                     nb=d.samples_b,
                 )
             )
+        elif d.status == "subset":
+            lines.append(_t("data_subset", lang, step=d.step, nb=d.samples_b, na=d.samples_a))
         else:
             lines.append(_t("data_none", lang, step=d.step))
     for c in e.clip:

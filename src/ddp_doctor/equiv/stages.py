@@ -22,6 +22,7 @@ from typing import Any
 from ddp_doctor.rundir.reader import RunData, read_run
 
 STAGES: tuple[str, ...] = ("param", "local", "reduced", "clipped", "update")
+MERGED_RANK = -1  # the one "rank" of a sharded step whose shards were merged (merge_shards)
 SUM, SUMSQ, L1, MAX = 0, 1, 2, 3
 SAMPLE0 = 4
 
@@ -75,6 +76,7 @@ class StepPrints:
     numel: list[int]
     dtype: list[str]
     ranks: dict[int, RankStep]
+    sharded: bool = False  # FSDP2: each rank's prints are of its own shard (see merge_shards)
 
 
 @dataclass
@@ -100,13 +102,18 @@ class RunPrints:
     facts: dict[int, StepFacts]
     optimizer: str | None
     problems: list[str]
+    # the lowest rank's first DistributedSampler (`config`/`sampler`: type, shuffle, seed, drop_last,
+    # num_replicas, dataset_len); None: no DistributedSampler was iterated
+    sampler: dict[str, Any] | None = None
+    # only these ranks were read (`equiv --ranks A-B`); None: every rank of the run
+    subset: tuple[int, int] | None = None
 
     @property
     def has_prints(self) -> bool:
         return bool(self.steps)
 
 
-def from_run(run: RunData) -> RunPrints:
+def from_run(run: RunData, subset: tuple[int, int] | None = None) -> RunPrints:
     steps: dict[int, StepPrints] = {}
     problems = list(run.problems)
     optimizer = None
@@ -132,6 +139,7 @@ def from_run(run: RunData) -> RunPrints:
                     ranks={},
                 ),
             )
+            entry.sharded = entry.sharded or rec.get("sharded") is True
             if entry.names != [str(x) for x in names]:
                 problems.append(
                     f"rank {rank} step {step}: parameter names differ from rank {min(entry.ranks)}"
@@ -153,6 +161,50 @@ def from_run(run: RunData) -> RunPrints:
         facts=_facts(run, set(steps)),
         optimizer=optimizer,
         problems=problems,
+        sampler=_sampler(run),
+        subset=subset,
+    )
+
+
+def _sampler(run: RunData) -> dict[str, Any] | None:
+    for rank in sorted(run.ranks):
+        for rec in run.ranks[rank].configs:
+            if rec.get("what") == "sampler" and rec.get("sampler", 0) == 0:
+                return rec
+    return None
+
+
+def _merge(prints: list[list[float] | None]) -> list[float] | None:
+    """The fingerprint of a tensor from its shards' (Σx, Σx², Σ|x| add up; max|x| is the largest)."""
+    if not prints or any(p is None for p in prints):
+        return None
+    full = [p for p in prints if p is not None]
+    return [
+        sum(p[SUM] for p in full),
+        sum(p[SUMSQ] for p in full),
+        sum(p[L1] for p in full),
+        max(p[MAX] for p in full),
+    ]
+
+
+def merge_shards(step: StepPrints) -> StepPrints:
+    """A sharded step (FSDP2) as one rank holding every full tensor: `param`, `reduced`, `clipped`
+    and `update` merged from the ranks' shards (no samples: a shard has none); `local` is dropped
+    (FSDP2 reduce-scatters inside the backward, so no per-rank local gradient of the full tensor is
+    read); the sample hashes of every rank are kept, so the data check sees the whole global batch."""
+    ranks = [step.ranks[r] for r in sorted(step.ranks)]
+    n = len(step.names)
+    merged = RankStep(
+        local=[None] * n,
+        reduced=[_merge([r.reduced[i] for r in ranks]) for i in range(n)],
+        clipped=[_merge([r.clipped[i] for r in ranks]) for i in range(n)],
+        param=[_merge([r.param[i] for r in ranks]) for i in range(n)],
+        update=[_merge([r.update[i] for r in ranks]) for i in range(n)],
+        micro_steps=max((r.micro_steps for r in ranks), default=0),
+        sample_hashes=[h for r in ranks for h in r.sample_hashes],
+    )
+    return StepPrints(
+        step.step, step.names, step.numel, step.dtype, {MERGED_RANK: merged} if ranks else {}, sharded=True
     )
 
 
@@ -188,6 +240,6 @@ def _facts(run: RunData, wanted: set[int]) -> dict[int, StepFacts]:
     return out
 
 
-def read(path: Path | str) -> RunPrints:
-    """A run directory's fingerprints (RunDirError when it is not a run)."""
-    return from_run(read_run(path))
+def read(path: Path | str, ranks: tuple[int, int] | None = None) -> RunPrints:
+    """A run directory's fingerprints (RunDirError when it is not a run); ``ranks``: only those."""
+    return from_run(read_run(path, ranks=ranks, rollups="off"), ranks)  # every fingerprinted step, raw

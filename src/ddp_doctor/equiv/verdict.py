@@ -26,6 +26,7 @@ from ddp_doctor.equiv.stages import (
     RunPrints,
     StepFacts,
     StepPrints,
+    merge_shards,
 )
 from ddp_doctor.equiv.tolerance import RunShape, Tolerance, tolerance
 
@@ -73,11 +74,32 @@ class StageResult:
 @dataclass
 class DataCheck:
     step: int
-    status: Literal["same", "differs", "not recorded"]
+    # "subset": B was read as a subset of its ranks (--ranks) and every sample they read is in A's
+    # global batch (consistent; the rest of B's batch is not read)
+    status: Literal["same", "differs", "not recorded", "subset"]
     samples_a: int
     samples_b: int
     only_a: int  # samples (by hash) in A's global batch and not in B's
     only_b: int
+    repeats_a: int = 0  # samples whose hash occurs more than once in A's global batch (extra copies)
+    repeats_b: int = 0
+
+
+@dataclass
+class DataReason:
+    """Why the global batches differ, read from the runs' samplers and hashes (render.py words it).
+
+    ``code``: ``no_sampler`` (a run iterated no DistributedSampler: a custom, per-rank-seeded or
+    plain sampler), ``custom_sampler`` (a DistributedSampler subclass), ``sampler_setting`` (shuffle,
+    seed or drop_last differ), ``padding`` (len % W ≠ 0 without drop_last: the first indices
+    repeated), ``drop_tail`` (len % W ≠ 0 with drop_last), ``epoch_length`` (the epochs hold a
+    different number of samples, so the boundary falls at another step), ``repeats`` (a sample
+    occurs twice in one global batch), ``batch_size`` (the global batches differ in size),
+    ``unexplained`` (none of these)."""
+
+    code: str
+    run: str = ""  # "A", "B" or "" (both)
+    values: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -94,6 +116,8 @@ class Equivalence:
     first_break: StageResult | None
     data_differs_at: int | None
     problems: list[str]
+    # why the data differs at data_differs_at (empty when it does not)
+    data_reasons: list[DataReason] = field(default_factory=list)
     # per step: each run's clip call (rank 0's): max_norm, total norm, coefficient min(1, max/(total+1e-6))
     clip: list[dict[str, Any]] = field(default_factory=list)
 
@@ -254,6 +278,8 @@ def _shape(run: RunPrints, step: StepPrints, facts: StepFacts | None) -> RunShap
     if facts is not None and facts.micro:
         accum = max(accum, max(facts.micro.values()))
     terms = int(tokens) if math.isfinite(tokens) and tokens > 0 else max(samples, 1)
+    if run.subset is not None and step.ranks:  # the ranks read stand for all: T scales with W
+        terms = max(1, round(terms * run.world / len(step.ranks)))
     dtype = Counter(step.dtype).most_common(1)[0][0] if step.dtype else "float32"
     return RunShape(
         world=run.world,
@@ -264,14 +290,64 @@ def _shape(run: RunPrints, step: StepPrints, facts: StepFacts | None) -> RunShap
     )
 
 
-def _data_check(step: int, a: StepPrints | None, b: StepPrints | None) -> DataCheck:
+def _data_check(step: int, a: StepPrints | None, b: StepPrints | None, b_subset: bool = False) -> DataCheck:
     ha = Counter(h for r in (a.ranks.values() if a else []) for h in r.sample_hashes)
     hb = Counter(h for r in (b.ranks.values() if b else []) for h in r.sample_hashes)
     na, nb = sum(ha.values()), sum(hb.values())
     if not na or not nb:
         return DataCheck(step, "not recorded", na, nb, 0, 0)
     only_a, only_b = sum((ha - hb).values()), sum((hb - ha).values())
-    return DataCheck(step, "same" if not only_a and not only_b else "differs", na, nb, only_a, only_b)
+    if b_subset:  # B's other ranks were not read: only "B's samples are among A's" can be checked
+        return DataCheck(step, "differs" if only_b else "subset", na, nb, 0, only_b, repeats_b=nb - len(hb))
+    return DataCheck(
+        step, "same" if not only_a and not only_b else "differs", na, nb, only_a, only_b,
+        repeats_a=na - len(ha), repeats_b=nb - len(hb),
+    )  # fmt: skip
+
+
+def _epoch_samples(sampler: dict[str, Any], world: int) -> int | None:
+    """Samples one epoch of a DistributedSampler gives all ranks together (padded or dropped)."""
+    n = sampler.get("dataset_len")
+    w = sampler.get("num_replicas") if isinstance(sampler.get("num_replicas"), int) else world
+    if not isinstance(n, int) or not isinstance(w, int) or w < 1:
+        return None
+    return (n // w) * w if sampler.get("drop_last") else -(-n // w) * w
+
+
+def data_reasons(a: RunPrints, b: RunPrints, check: DataCheck) -> list[DataReason]:
+    """Why the global batches of ``check.step`` differ (DistributedSampler's argument, docs/equivalence.md)."""
+    out: list[DataReason] = []
+    for name, run in (("A", a), ("B", b)):
+        if run.sampler is None:
+            out.append(DataReason("no_sampler", name, {"world": run.world}))
+        elif run.sampler.get("type") not in (None, "DistributedSampler"):
+            out.append(DataReason("custom_sampler", name, {"type": run.sampler.get("type")}))
+    if a.sampler is not None and b.sampler is not None:
+        for key in ("shuffle", "seed", "drop_last"):
+            va, vb = a.sampler.get(key), b.sampler.get(key)
+            if va != vb:
+                out.append(DataReason("sampler_setting", "", {"setting": key, "a": va, "b": vb}))
+    for name, run in (("A", a), ("B", b)):
+        s = run.sampler
+        if s is None or not isinstance(s.get("dataset_len"), int):
+            continue
+        n = int(s["dataset_len"])
+        w = int(s["num_replicas"]) if isinstance(s.get("num_replicas"), int) else run.world
+        if w > 1 and n % w:
+            if s.get("drop_last"):
+                out.append(DataReason("drop_tail", name, {"n": n, "w": w, "dropped": n % w}))
+            else:
+                out.append(DataReason("padding", name, {"n": n, "w": w, "padded": w - n % w}))
+    if a.sampler is not None and b.sampler is not None:
+        ea, eb = _epoch_samples(a.sampler, a.world), _epoch_samples(b.sampler, b.world)
+        if ea is not None and eb is not None and ea != eb:
+            out.append(DataReason("epoch_length", "", {"a": ea, "b": eb}))
+    for name, repeats in (("A", check.repeats_a), ("B", check.repeats_b)):
+        if repeats:
+            out.append(DataReason("repeats", name, {"step": check.step, "repeats": repeats}))
+    if check.samples_a != check.samples_b:
+        out.append(DataReason("batch_size", "", {"a": check.samples_a, "b": check.samples_b}))
+    return out or [DataReason("unexplained")]
 
 
 def _judge(
@@ -383,22 +459,40 @@ def compare(a: RunPrints, b: RunPrints) -> Equivalence:
         if not run.steps:
             problems.append(f"run {name} ({run.path}) has no fingerprints: record it with `ddp-doctor equiv` "
                             "or `ddp-doctor run --fingerprints K`")  # fmt: skip
+    if b.subset is not None:
+        present = sorted({r for s in b.steps.values() for r in s.ranks})
+        problems.append(
+            f"B read as ranks {b.subset[0]}-{b.subset[1]} of {b.world} (--ranks; {len(present)} present): param, "
+            "reduced, clipped and update are compared per rank and between these ranks; the stage local "
+            "(a mean over all ranks), B's own mean check and the whole global batch need every rank "
+            "and are not judged (the data: only that these ranks' samples are in A's batch)"
+        )
     tolerances: dict[int, Tolerance] = {}
     data: list[DataCheck] = []
     stages: list[StageResult] = []
     first_break: StageResult | None = None
     data_differs_at: int | None = None
+    reasons: list[DataReason] = []
+    if any(a.steps[t].sharded or b.steps[t].sharded for t in steps):
+        problems.append(
+            "sharded fingerprints (FSDP2): each sharded run is compared as its shards merged into full "
+            "tensors (Σx, Σx², Σ|x|, max|x|; no samples), so param, reduced, clipped and update are "
+            "compared whole; local is not judged and the ranks are not compared with each other"
+        )
     for step in steps:
         sa, sb = a.steps[step], b.steps[step]
+        sharded = sa.sharded or sb.sharded
+        sa, sb = (merge_shards(sa) if sa.sharded else sa), (merge_shards(sb) if sb.sharded else sb)
         fa, fb = a.facts.get(step), b.facts.get(step)
         shape_a, shape_b = _shape(a, sa, fa), _shape(b, sb, fb)
         tol = tolerance(shape_a, shape_b, a.optimizer or b.optimizer)
         tolerances[step] = tol
-        check = _data_check(step, sa, sb)
+        check = _data_check(step, sa, sb, b.subset is not None)
         data.append(check)
         judged = first_break is None and data_differs_at is None
         if check.status == "differs" and judged:
             data_differs_at = step
+            reasons = data_reasons(a, b, check)
             judged = False
         if sa.names != sb.names:
             problems.append(
@@ -409,7 +503,10 @@ def compare(a: RunPrints, b: RunPrints) -> Equivalence:
             if not judged:
                 stages.append(StageResult(step, stage, "not judged", 0.0, 0.0, 0, 0))
                 continue
-            result = _stage(step, stage, sa, sb, tol, shape_a, shape_b, fa, fb)
+            if stage == "local" and sharded:
+                stages.append(StageResult(step, stage, "not judged", 0.0, 0.0, 0, 0, note="sharded (FSDP2)"))
+                continue
+            result = _stage(step, stage, sa, sb, tol, shape_a, shape_b, fa, fb, b.subset is not None)
             stages.append(result)
             if result.status == "differs" and first_break is None:
                 first_break = result
@@ -439,6 +536,7 @@ def compare(a: RunPrints, b: RunPrints) -> Equivalence:
         first_break=first_break,
         data_differs_at=data_differs_at,
         problems=problems,
+        data_reasons=reasons,
         clip=clip,
     )
 
@@ -463,10 +561,13 @@ def _stage(
     shape_b: RunShape,
     fa: StepFacts | None,
     fb: StepFacts | None,
+    subset: bool = False,
 ) -> StageResult:
     tau = tol.grad if stage in ("local", "reduced", "clipped") else tol.update
     if stage == "param" and step == 0:
         tau = 2 * max(shape_a.u, shape_b.u)  # the same initialisation: equal up to one rounding
+    if stage == "local" and subset:
+        return StageResult(step, stage, "not judged", 0.0, 0.0, 0, 0, note="B read as a subset of its ranks")
     if stage == "local":
         pairs: list[Pair] = []
         for i, name in enumerate(sa.names):
@@ -485,7 +586,7 @@ def _stage(
                     between.stage, between.note, between.causes = stage, result.note, result.causes
                     result = between
                 return result
-        if stage == "reduced" and result.status == "differs":
+        if stage == "reduced" and result.status == "differs" and not subset:
             inner: list[Pair] = []
             for i, name in enumerate(sb.names):
                 local = _mean_local(sb, i)
@@ -506,7 +607,10 @@ def _stage(
                     result.causes = ["grads-not-synced"]
                 return result
     if result.status == "differs":
-        if result.ratio is not None:
+        # a gradient-scale factor explains a gradient stage; the update is reached only when the
+        # clipped gradients agreed, so a ratio there is the lr's (or the optimizer's), not a
+        # gradient scale: its causes come from the step facts (scheduler steps, lr)
+        if result.ratio is not None and stage != "update":
             labels = factors(result.ratio, shape_a, shape_b)
             result.factor = [label for label, _ in labels]
             result.causes = sorted({c for _, cs in labels for c in cs})

@@ -52,6 +52,13 @@ def equiv_cmd(
     fmt: ReportFormat = typer.Option(ReportFormat.text, "--format", "-f", help="text or json."),
     output: Path | None = typer.Option(None, "--output", "-o", help="Write the result here."),
     lang: Lang = typer.Option(Lang.en, "--lang"),
+    ranks: str | None = typer.Option(
+        None,
+        "--ranks",
+        metavar="A-B",
+        help="Read only ranks A..B of run B (two run directories): per-rank stages and the ranks' agreement; "
+        "the stage local and the whole global batch need every rank and are not judged.",
+    ),
 ) -> None:
     check_output(output)
     if fmt is ReportFormat.html:
@@ -65,9 +72,14 @@ def equiv_cmd(
         fail("give two run directories, or -- SCRIPT [ARGS] to run", command="equiv")
     from ddp_doctor.equiv import render, stages, verdict
     from ddp_doctor.rundir.reader import RunDirError
+    from ddp_doctor.rundir.summarize import parse_ranks
 
     try:
-        prints = [stages.read(p) for p in paths]
+        subset = parse_ranks(ranks)
+    except ValueError as error:
+        fail(str(error), command="equiv")
+    try:
+        prints = [stages.read(paths[0]), stages.read(paths[1], subset)]
     except (RunDirError, OSError) as error:
         fail(str(error), command="equiv")
     result = verdict.compare(prints[0], prints[1])
