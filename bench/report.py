@@ -1,9 +1,24 @@
-"""Benchmark `ddp-doctor report` on large synthetic runs: old code and new side by side, cold and warm.
+"""Benchmark `ddp-doctor report` on large synthetic runs: the full raw read and the rollup path side by side.
 
-    python bench/report.py                                   # the table of docs/report.md ("Scale")
-    python bench/report.py --sizes 8x100000 --old REF        # one shape, against another commit
-    python bench/report.py --ranks 8 --steps 100000 --no-old # one shape, this tree only
-    python bench/report.py --sweep --no-old                  # the scaling sweep (ranks 8…1,024, steps 12.5k…100k)
+    python bench/report.py                                   # the table of docs/report.md ("Rollups and scale")
+    python bench/report.py --sizes 8x100000                  # one shape
+    python bench/report.py --sizes 8x100000 --old REF        # also another commit's code (full raw read)
+    python bench/report.py --sweep                           # the scaling sweep (ranks 8…1,024, steps 12.5k…100k)
+
+Paths, in one run per shape: ``raw`` = this tree with ``--rollups off`` (every step parsed; the
+column cache written cold, read warm), ``rollups`` = this tree with ``--rollups on`` (the rollup
+index and the selected windows; cold = the first report after the files were written, warm = the
+second: the rollup path has no cache of its own, so the two differ only by the OS page cache, which
+this bench does not drop on a shared machine). Every run directory gets its rollup index from
+`ddp-doctor summarize` (R = 100), as the probe would have written it.
+
+The 1,024 × 100,000 row (``--sparse``) is generated *sparse*: its rank files have their full size
+(~70 MB each, ~72 GB in all) but only the bytes the report reads are written — every line that is not
+a step record, the windows the rollup path selects (computed with the report's own selection from
+the indexes) and the tail; the rest are holes. Its indexes are the 8 × 100,000 run's, rank r from
+rank r mod 8, with the byte offsets moved by the re-encoded headers. The raw path is not run on it
+(it would read 72 GB of holes as data); the row says so. The bench checks that the report read
+exactly the windows that were written.
 
 Run directories are written once by tests/fixtures/synth_run.py — through ddp_doctor.rundir.records,
 the probe's own record check and encoder, so the bytes are what the probe writes — and reused while
@@ -35,22 +50,24 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-# The tree before the reader's parallel, bounded-memory scan (issue 26 part 2): the "old" column.
-OLD_DEFAULT = "59bd455"
 SIZES_DEFAULT = "8x100000,1024x2000,4096x2000"
+SPARSE_DEFAULT = "1024x100000"
 WIDEN_FROM = 1024
+SPARSE_BASE = 8  # the sparse run's ranks are this run's, widened
+EVERY = 100
 
 
 def ensure_run(path: Path, ranks: int, steps: int, accum: int) -> Path:
     from fixtures.synth_run import SynthSpec, write_run
 
-    shape = {"ranks": ranks, "steps": steps, "accum": accum, "writer": 2}
+    shape = {"ranks": ranks, "steps": steps, "accum": accum, "writer": 2, "index": EVERY}
     marker = path / "bench-shape.json"
     if marker.exists() and json.loads(marker.read_text()) == shape:
         return path
@@ -73,35 +90,165 @@ def ensure_run(path: Path, ranks: int, steps: int, accum: int) -> Path:
                 faults=("loss-spike",),
             ),
         )
+        index_run(path)
     marker.write_text(json.dumps(shape))
     print(f"generated {path} in {time.perf_counter() - t:.1f} s", flush=True)
     return path
 
 
-def widen_run(base: Path, out: Path, ranks: int) -> None:
-    """A run of ``ranks`` ranks from ``base``: rank r's step lines are rank (r mod base ranks)'s
-    bytes; every other record is decoded and re-encoded (rundir/records.py) with rank r and the new
-    world size where it names them."""
+def index_run(run: Path) -> None:
+    """The rollup index of every rank (what the probe writes as the run goes), by `summarize`."""
+    from ddp_doctor.rundir import summarize
+
+    summarize.summarize(run, None, every=EVERY, jobs=os.cpu_count() or 1, force=True)
+
+
+def _lines(path: Path) -> list[tuple[int, int, bool]]:
+    """(start, end, is a step line) of every line of a rank file."""
     from ddp_doctor.rundir import records
 
-    src = sorted((base / records.RANKS_DIR).glob("rank-*.jsonl"))
+    prefix, out, at = records.line_prefix("step"), [], 0
+    with open(path, "rb") as fh:
+        for line in fh:
+            out.append((at, at + len(line), line.startswith(prefix)))
+            at += len(line)
+    return out
+
+
+def _reencode(line: bytes, rank: int, ranks: int) -> bytes:
+    from ddp_doctor.rundir import records
+
+    rec = json.loads(line)
+    for k, v in (("rank", rank), ("world_size", ranks), ("local_rank", rank % 8)):
+        if k in rec:
+            rec[k] = v
+    return records.encode(records.check(rec))
+
+
+class Widened:
+    """Rank r of a wider run from rank (r mod base) of ``base``: its non-step lines re-encoded with
+    rank r and the new world size, its step lines the same bytes, its index the base rank's with
+    the byte offsets moved by the re-encoded lines."""
+
+    def __init__(self, base: Path) -> None:
+        from ddp_doctor.rundir import records
+
+        self.base = base
+        self.files = sorted((base / records.RANKS_DIR).glob("rank-*.jsonl"))
+        self.lines = [_lines(p) for p in self.files]
+        self.others = [[(a, b) for a, b, step in ls if not step] for ls in self.lines]
+
+    def rank(self, r: int, ranks: int) -> tuple[int, dict[int, bytes], Any, int]:
+        """(base rank, new bytes of each non-step line by its base start, offset map, new size)."""
+        import numpy as np
+
+        b = r % len(self.files)
+        raw = {}
+        with open(self.files[b], "rb") as fh:
+            for a, e in self.others[b]:
+                fh.seek(a)
+                raw[a] = _reencode(fh.read(e - a), r, ranks)
+        starts = np.asarray([a for a, _ in self.others[b]], dtype=np.int64)
+        deltas = np.cumsum([len(raw[a]) - (e - a) for a, e in self.others[b]])
+
+        def moved(x: Any) -> Any:  # a base offset at a line boundary -> the wide file's
+            i = np.searchsorted(starts, np.asarray(x), side="left")  # re-encoded lines starting before x
+            return np.asarray(x) + np.where(i > 0, deltas[np.maximum(i - 1, 0)], 0)
+
+        size = self.lines[b][-1][1] + int(deltas[-1] if len(deltas) else 0)
+        return b, raw, moved, size
+
+    def index(self, r: int, ranks: int, ino: int, moved: Any) -> bytes:
+        from ddp_doctor.rundir import records, rollup_index
+
+        b = r % len(self.files)
+        out = [records.encode(rollup_index.header(r, EVERY, ino))]
+        with open(rollup_index.index_path(self.base, b), "rb") as fh:
+            next(fh)
+            for line in fh:
+                e = json.loads(line)
+                e["rank"] = r
+                e["at"] = [int(x) for x in moved(e["at"])]
+                e["others"] = [[int(x) for x in moved(o)] for o in e["others"]]
+                out.append(records.encode(e))
+        return b"".join(out)
+
+
+def widen_run(base: Path, out: Path, ranks: int, sparse: bool = False) -> None:
+    """A run of ``ranks`` ranks from ``base`` (see :class:`Widened`), with its rollup index. Sparse:
+    only the bytes the rollup path reads are written (module doc)."""
+    from ddp_doctor.rundir import records, rollup_index
+
+    w = Widened(base)
     (out / records.RANKS_DIR).mkdir(parents=True)
     manifest = json.loads(records.manifest_path(base).read_text())
     manifest["env"] = {**manifest.get("env", {}), "WORLD_SIZE": str(ranks)}
     manifest["ranks"] = ranks
     records.manifest_path(out).write_text(json.dumps(manifest, indent=1))
-    prefix = records.line_prefix("step")
+    plans = []
     for r in range(ranks):
-        lines = src[r % len(src)].read_bytes().splitlines(keepends=True)
-        with open(records.rank_file(out, r), "wb") as fh:
-            for line in lines:
-                if not line.startswith(prefix):
-                    rec = json.loads(line)
-                    for k, v in (("rank", r), ("world_size", ranks), ("local_rank", r % 8)):
-                        if k in rec:
-                            rec[k] = v
-                    line = records.encode(records.check(rec))
-                fh.write(line)
+        b, raw, moved, size = w.rank(r, ranks)
+        path = records.rank_file(out, r)
+        with open(path, "wb") as fh:
+            if sparse:
+                fh.truncate(size)  # holes, filled below where the report reads
+                for a, line in raw.items():
+                    fh.seek(int(moved(a)))
+                    fh.write(line)
+            else:
+                with open(w.files[b], "rb") as src:
+                    for a, e, step in w.lines[b]:
+                        if step:
+                            src.seek(a)
+                            fh.write(src.read(e - a))
+                        else:
+                            fh.write(raw[a])
+        rollup_index.index_path(out, r).write_bytes(w.index(r, ranks, path.stat().st_ino, moved))
+        plans.append((r, b, moved))
+    if sparse:
+        fill_selected(out, w, plans)
+
+
+def fill_selected(out: Path, w: Widened, plans: list[tuple[int, int, Any]]) -> list[int]:
+    """Write the step bytes of the windows the rollup path selects (its own selection, from the
+    indexes just written) and of the tail; returns those windows."""
+    from ddp_doctor.rundir import records, rollup_read
+
+    named = [(records.rank_file(out, r), r) for r, _, _ in plans]
+    ok, _, notes = rollup_read._index_all(out, named, os.cpu_count() or 1)
+    if notes:
+        raise SystemExit(f"sparse run: unusable indexes: {notes[:2]}")
+    chosen = sorted(rollup_read.select(rollup_read.reduce(ok)))
+    by_rank = {x.rank: x for x in ok}
+    for r, b, moved in plans:
+        x = by_rank[r]
+        sel = [i for i, win in enumerate(x.window.tolist()) if win in set(chosen)]
+        spans = [(int(x.at[i, 0]), int(x.at[i, 1])) for i in sel] + [(x.tail, x.size)]
+        base_spans = [(a, e) for a, e, step in w.lines[b] if step]
+        with open(w.files[b], "rb") as src, open(records.rank_file(out, r), "r+b") as fh:
+            for a, e in base_spans:
+                na = int(moved(a))
+                if any(s <= na < t for s, t in spans):
+                    src.seek(a)
+                    fh.seek(na)
+                    fh.write(src.read(e - a))
+    (out / "bench-selected.json").write_text(json.dumps(chosen))
+    return chosen
+
+
+def ensure_sparse(path: Path, ranks: int, steps: int, accum: int) -> Path:
+    shape = {"ranks": ranks, "steps": steps, "accum": accum, "writer": 2, "index": EVERY, "sparse": True}
+    marker = path / "bench-shape.json"
+    if marker.exists() and json.loads(marker.read_text()) == shape:
+        return path
+    if path.exists():
+        shutil.rmtree(path)
+    base = ensure_run(path.parent / f"r{SPARSE_BASE}-s{steps}", SPARSE_BASE, steps, accum)
+    t = time.perf_counter()
+    widen_run(base, path, ranks, sparse=True)
+    marker.write_text(json.dumps(shape))
+    print(f"generated {path} (sparse) in {time.perf_counter() - t:.1f} s", flush=True)
+    return path
 
 
 @dataclass
@@ -109,13 +256,25 @@ class Timing:
     wall: float
     cpu: float
     rss_gb: float
+    out: dict[str, Any]
 
 
-def timed_report(run: Path, env: dict[str, str]) -> Timing:
+def timed_report(run: Path, env: dict[str, str], args: list[str]) -> Timing:
     """Wall seconds, CPU seconds and peak RSS (GB, summed over the process tree) of one `report`."""
-    cmd = [sys.executable, "-m", "ddp_doctor.cli", "report", str(run), "--format", "json", "-o", os.devnull]
+    out_file = run / ".bench-report.json"
+    cmd = [
+        sys.executable,
+        "-m",
+        "ddp_doctor.cli",
+        "report",
+        str(run),
+        "--format",
+        "json",
+        "-o",
+        str(out_file),
+    ]
     t = time.perf_counter()
-    proc = subprocess.Popen(cmd, stderr=subprocess.DEVNULL, env=env)
+    proc = subprocess.Popen([*cmd, *args], stderr=subprocess.DEVNULL, env=env)
     peak = 0
     ps = psutil.Process(proc.pid)
     while proc.poll() is None:
@@ -128,7 +287,9 @@ def timed_report(run: Path, env: dict[str, str]) -> Timing:
     wall = time.perf_counter() - t
     if proc.returncode != 0:
         raise SystemExit(f"report failed with exit code {proc.returncode}")
-    return Timing(wall, _children_cpu(), peak / 1e9)
+    out = json.loads(out_file.read_text())
+    out_file.unlink()
+    return Timing(wall, _children_cpu(), peak / 1e9, out)
 
 
 _cpu_seen = 0.0
@@ -143,8 +304,9 @@ def _children_cpu() -> float:
     return delta
 
 
-def implementations(old: str | None, where: Path) -> list[tuple[str, dict[str, str]]]:
-    """(name, environment) of each implementation: the old commit's src (exported once) and this tree."""
+def implementations(old: str | None, where: Path) -> list[tuple[str, dict[str, str], list[str]]]:
+    """(name, environment, report flags): the full raw read and the rollup path of this tree, and
+    optionally an old commit's src (exported once; it reads raw)."""
     out = []
     if old:
         commit = subprocess.run(
@@ -157,9 +319,10 @@ def implementations(old: str | None, where: Path) -> list[tuple[str, dict[str, s
                 ["git", "-C", str(ROOT), "archive", commit, "src"], check=True, capture_output=True
             ).stdout
             subprocess.run(["tar", "-x", "-C", str(src)], input=archive, check=True)
-        out.append((f"old {commit}", _env(src / "src")))
-    out.append(("new", _env(ROOT / "src")))
-    for name, env in out:  # byte-compile once, so neither pays compilation inside the timing
+        out.append((f"old {commit}", _env(src / "src"), []))
+    out.append(("raw", _env(ROOT / "src"), ["--rollups", "off"]))
+    out.append(("rollups", _env(ROOT / "src"), ["--rollups", "on"]))
+    for name, env, _ in out:  # byte-compile once, so neither pays compilation inside the timing
         subprocess.run([sys.executable, "-m", "compileall", "-q", env["PYTHONPATH"]], env=env, check=False)
         probe = "import ddp_doctor, sys; print(ddp_doctor.__file__)"
         got = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True).stdout
@@ -173,46 +336,72 @@ def _env(src: Path) -> dict[str, str]:
     return env | {"PYTHONPATH": str(src)}
 
 
-def bench(run: Path, ranks: int, steps: int, impls: list[tuple[str, dict[str, str]]]) -> list[str]:
+def _verdicts(out: dict[str, Any]) -> dict[str, str]:
+    return {h["id"]: h["verdict"] for h in out["hypotheses"]}
+
+
+def bench(
+    run: Path,
+    ranks: int,
+    steps: int,
+    impls: list[tuple[str, dict[str, str], list[str]]],
+    sparse: bool = False,
+) -> list[str]:
     from ddp_doctor.rundir.records import CACHE_DIR, RANKS_DIR
 
-    size = sum(f.stat().st_size for f in (run / RANKS_DIR).glob("*.jsonl"))
-    print(f"run: {ranks} ranks × {steps} steps, {size / 1e6:.0f} MB", flush=True)
-    rows = []
-    for name, env in impls:
+    files = list((run / RANKS_DIR).glob("rank-*.jsonl"))
+    size = sum(f.stat().st_size for f in files)
+    index = sum(f.stat().st_size for f in (run / RANKS_DIR).glob("rollup-*.jsonl"))
+    written = sum(f.stat().st_blocks * 512 for f in files) if sparse else size
+    print(
+        f"run: {ranks} ranks × {steps} steps, rank files {size / 1e6:.0f} MB, index {index / 1e6:.0f} MB",
+        flush=True,
+    )
+    rows, verdicts = [], {}
+    for name, env, args in impls:
+        label = f"{ranks:,} × {steps:,}" + (" (sparse)" if sparse else "")
+        if sparse and args != ["--rollups", "on"]:
+            rows.append(
+                f"| {label} | {size / 1e6:,.0f} ({written / 1e6:,.0f} written) | {index / 1e6:,.0f} | {name} | "
+                "not run: the rank files are sparse (only what the rollup path reads is written); a full raw "
+                f"read would parse {size / 1e9:.0f} GB | | | | | | | |"
+            )
+            continue
         shutil.rmtree(run / CACHE_DIR, ignore_errors=True)
         _children_cpu()
         load0 = os.getloadavg()[0]
-        cold = timed_report(run, env)
-        warm = timed_report(run, env)
+        cold = timed_report(run, env, args)
+        warm = timed_report(run, env, args)
         load1 = os.getloadavg()[0]
+        verdicts[name] = _verdicts(warm.out)
+        read = warm.out["run"].get("rollups") or {}
+        if sparse:
+            expected = json.loads((run / "bench-selected.json").read_text())
+            got = [w for a, b in read.get("read_raw", []) for w in range(a, b + 1)]
+            if got != expected:
+                raise SystemExit(
+                    f"sparse run: the report read windows {got[:20]}…, the bench wrote {expected[:20]}…"
+                )
+        raw = f"{read['steps_read_raw']:,} / {read['steps_total']:,}" if read else "all"
         print(
             f"  {name}: cold {cold.wall:.1f} s (CPU {cold.cpu:.1f} s, peak RSS {cold.rss_gb:.2f} GB), "
             f"warm {warm.wall:.2f} s (CPU {warm.cpu:.2f} s, peak RSS {warm.rss_gb:.2f} GB), "
-            f"load {load0:.1f}–{load1:.1f}",
+            f"steps read raw {raw}, load {load0:.1f}–{load1:.1f}",
             flush=True,
         )
         rows.append(
-            f"| {ranks:,} × {steps:,} | {size / 1e6:,.0f} | {name} | {cold.wall:.1f} | {cold.cpu:.1f} | "
+            f"| {label} | {size / 1e6:,.0f} | {index / 1e6:,.0f} | {name} | {raw} | {cold.wall:.1f} | {cold.cpu:.1f} | "
             f"{cold.rss_gb:.2f} | {warm.wall:.2f} | {warm.cpu:.2f} | {warm.rss_gb:.2f} | {load0:.1f}–{load1:.1f} |"
         )
+    if len(verdicts) > 1:
+        names = list(verdicts)
+        same = all(verdicts[n] == verdicts[names[0]] for n in names[1:])
+        print(f"  verdicts equal across paths: {same}", flush=True)
+        if not same:
+            for h in verdicts[names[0]]:
+                print(f"    {h}: " + ", ".join(f"{n} {verdicts[n].get(h)}" for n in names))
     shutil.rmtree(run / CACHE_DIR, ignore_errors=True)  # the next user of the directory starts cold
     return rows
-
-
-def rollups_row() -> str:
-    """1,024 × 100,000 from rollups: measured once the rollup writer is on this tree."""
-    try:
-        import ddp_doctor.rundir.rollups  # noqa: F401
-    except ImportError:
-        return (
-            "| 1,024 × 100,000 (rollups) | — | new | not measured: the rollup writer (issue 26 part 1, "
-            "branch rollups) is not on this tree | | | | | | |"
-        )
-    return (
-        "| 1,024 × 100,000 (rollups) | — | new | not measured: bench/report.py does not generate a "
-        "rollup run yet | | | | | | |"
-    )
 
 
 # --sweep: ranks at a fixed number of steps, and steps at a fixed number of ranks
@@ -222,36 +411,35 @@ SWEEP = [(r, 2000) for r in (8, 64, 256, 1024)] + [(8, n) for n in (12_500, 25_0
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default=SIZES_DEFAULT, help="RANKSxSTEPS,... (default %(default)s)")
-    ap.add_argument("--ranks", type=int, help="one shape: ranks (with --steps)")
-    ap.add_argument("--steps", type=int, help="one shape: steps (with --ranks)")
+    ap.add_argument("--sparse", default=SPARSE_DEFAULT, help="RANKSxSTEPS of the sparse row ('' for none)")
     ap.add_argument("--accum", type=int, default=2)
     ap.add_argument("--dir", type=Path, default=Path("/tmp/ddp-doctor-bench"))
-    ap.add_argument("--old", default=OLD_DEFAULT, help="the commit to compare with (default %(default)s)")
-    ap.add_argument("--no-old", action="store_true", help="this tree only")
+    ap.add_argument("--old", default=None, help="also time this commit's code (full raw read)")
     ap.add_argument("--generate-only", action="store_true")
     ap.add_argument("--sweep", action="store_true", help="the scaling sweep (runs in DIR/rR-sN)")
     args = ap.parse_args()
-    if args.sweep:
-        shapes = SWEEP
-    elif args.ranks or args.steps:
-        shapes = [(args.ranks or 8, args.steps or 100_000)]
-    else:
-        shapes = [tuple(int(x) for x in s.split("x")) for s in args.sizes.split(",")]  # type: ignore[misc]
-    impls = [] if args.generate_only else implementations(None if args.no_old else args.old, args.dir)
+    shapes = (
+        SWEEP if args.sweep else [tuple(int(x) for x in s.split("x")) for s in args.sizes.split(",") if s]
+    )
+    impls = [] if args.generate_only else implementations(args.old, args.dir)
     rows = []
-    for ranks, steps in shapes:
+    print(f"load before generating {os.getloadavg()[0]:.1f}", flush=True)
+    for ranks, steps in shapes:  # type: ignore[misc]
         run = ensure_run(args.dir / f"r{ranks}-s{steps}", ranks, steps, args.accum)
         if impls:
             rows.extend(bench(run, ranks, steps, impls))
+    if args.sparse and not args.sweep:
+        ranks, steps = (int(x) for x in args.sparse.split("x"))
+        run = ensure_sparse(args.dir / f"r{ranks}-s{steps}-sparse", ranks, steps, args.accum)
+        if impls:
+            rows.extend(bench(run, ranks, steps, impls, sparse=True))
     if rows:
-        if not (args.sweep or args.ranks or args.steps):
-            rows.append(rollups_row())
         print(f"\n{os.cpu_count()} cores; load = 1-minute load average before–after each pair of reports")
         print(
-            "| ranks × steps | rank files (MB) | code | cold s | cold CPU s | cold peak RSS (GB) "
-            "| warm s | warm CPU s | warm peak RSS (GB) | load |"
+            "| ranks × steps | rank files (MB) | index (MB) | path | steps read raw | cold s | cold CPU s "
+            "| cold peak RSS (GB) | warm s | warm CPU s | warm peak RSS (GB) | load |"
         )
-        print("|---|---|---|---|---|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
         print("\n".join(rows))
 
 

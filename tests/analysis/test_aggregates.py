@@ -162,7 +162,7 @@ def test_vectorised_cross_rank_aggregates_equal_a_plain_loop_over_the_records(tm
     run = read_run(path, use_cache=False)
     series = build_series(run)
     plain = _plain_aggregates(path, series.n_steps)
-    sk, skm, skm2, cnt, _ = _micro_moments(run, series.n_steps)
+    sk, skm, skm2, cnt, _ = _micro_moments(run, series)
     fast = dict(
         local_loss=series.local_loss,
         samples=series.samples,

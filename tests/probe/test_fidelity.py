@@ -42,8 +42,10 @@ def _run(
     return proc
 
 
-def _cell(tmp: Path, world: int, level: str, cases: list[str], backend: str = "eager") -> Path:
-    env = base_env(TORCH_LOGS="graph_breaks", FIDELITY_BACKEND=backend)
+def _cell(
+    tmp: Path, world: int, level: str, cases: list[str], backend: str = "eager", **extra_env: str
+) -> Path:
+    env = base_env(TORCH_LOGS="graph_breaks", FIDELITY_BACKEND=backend, **extra_env)
     case_arg = ",".join(cases)
     bare_out, probed_out, run_dir = tmp / "bare", tmp / "probed", tmp / "run"
     bare = _run(torchrun("fidelity.py", str(bare_out), case_arg, nproc=world), "fidelity bare", env, None)
@@ -100,6 +102,16 @@ def test_world_size_3_full_level_is_bit_identical_and_compiles_the_same(tmp_path
 def test_fidelity_matrix(tmp_path, world, level):
     # FSDP2 (the last case, 4 steps) issues no reduce-scatter at world size 1: nothing to observe.
     _assert_measured(_cell(tmp_path, world, level, ALL_CASES), world, unobserved_tail=4 if world == 1 else 0)
+
+
+def test_rollup_index_leaves_parameters_bit_identical(tmp_path):
+    """A rollup and an index line every 2 steps (issue 26): the probe's index describes its rank file
+    byte for byte, and the run is still the bare run, bit for bit."""
+    from rundir.test_rollup_index import assert_index_describes
+
+    run_dir = _cell(tmp_path, 2, "basic", ["plain", "accum"], DDP_DOCTOR_ROLLUP_EVERY="2")
+    for rank in range(2):
+        assert len(assert_index_describes(run_dir, rank)) >= 3
 
 
 @pytest.mark.slow

@@ -6,6 +6,7 @@ for `loss-spike` and `warmup-short`, the noise band for `batch-size` and `loggin
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,7 +92,14 @@ class Context:
 
     @property
     def optimizer_steps(self) -> int:
+        """Optimizer steps in the step records read (the longest rank's)."""
         return max((len(d.steps) for d in self.run.ranks.values() if d.steps is not None), default=0)
+
+    @property
+    def steps_total(self) -> int:
+        """Optimizer steps of the run: those read, or on the rollup path those the rollups count."""
+        rollups = self.run.rollups
+        return max(rollups.steps_total, self.optimizer_steps) if rollups is not None else self.optimizer_steps
 
 
 def deepspeed_owns_weights(run: RunData) -> str | None:
@@ -121,16 +129,17 @@ def fsdp1_replicas(run: RunData) -> int | None:
     return None if is_fsdp2(run) else shard_replicas(run.config("fsdp"))
 
 
-def _engine_grad_norm(run: RunData, n_steps: int) -> np.ndarray:
+def _engine_grad_norm(run: RunData, series: Series) -> np.ndarray:
     """[T] the global norm a DeepSpeed engine reported (`grad_norm`; equal on every rank: the
     lowest rank that has a step's value gives it); nan on skipped (overflow) steps and elsewhere."""
-    out = np.full(n_steps, np.nan)
+    out = np.full(series.n_steps, np.nan)
     for rank in sorted(run.ranks, reverse=True):
         cols = run.ranks[rank].steps
         if cols is None or "grad_norm" not in cols.extra:
             continue
-        ok = (cols.step >= 0) & (cols.step < n_steps) & np.isfinite(cols.extra["grad_norm"]) & ~cols.skipped
-        out[cols.step[ok]] = cols.extra["grad_norm"][ok]
+        at, on = series.pos(cols.step)
+        ok = on & np.isfinite(cols.extra["grad_norm"]) & ~cols.skipped
+        out[at[ok]] = cols.extra["grad_norm"][ok]
     return out
 
 
@@ -144,16 +153,23 @@ def _grad_norm(run: RunData, series: Series) -> tuple[np.ndarray, str | None]:
     g = np.where(np.isfinite(g), g, np.nan)
     if np.isfinite(g).sum() >= MIN_GRAD_NORM_STEPS:
         return g, "comm hook (all-reduced gradient)"
-    engine = _engine_grad_norm(run, series.n_steps)
+    engine = _engine_grad_norm(run, series)
     if np.isfinite(engine).sum() >= MIN_GRAD_NORM_STEPS:
         return engine, "DeepSpeed engine global gradient norm"
     clip = np.full(series.n_steps, np.nan)
     clip_step, clip_rows = combine_clip(run)
-    ok = (clip_step >= 0) & (clip_step < series.n_steps)
-    clip[clip_step[ok]] = clip_rows[ok, CLIP_COLUMNS.index("total_norm")]
+    at, ok = series.pos(clip_step)
+    clip[at[ok]] = clip_rows[ok, CLIP_COLUMNS.index("total_norm")]
     if np.isfinite(clip).sum() >= MIN_GRAD_NORM_STEPS:
         return clip, "clip_grad_norm_ total_norm"
     return g, None
+
+
+def at_steps(spikes: list[Spike], series: Series) -> list[Spike]:
+    """Spikes found on the step axis's columns, with their step numbers (the same on a dense axis)."""
+    if series.dense:
+        return spikes
+    return [dataclasses.replace(s, step=series.step_of(s.step)) for s in spikes]
 
 
 def build_context(run: RunData) -> Context:
@@ -191,8 +207,10 @@ def build_context(run: RunData) -> Context:
         ),
         grad_norm=grad_norm,
         grad_norm_source=source,
-        loss_spikes=find_spikes(loss, early_factor=EARLY_LOSS_FACTOR, sigma=noise.predicted_trace),
-        grad_spikes=find_spikes(grad_norm) if source else [],
+        loss_spikes=at_steps(
+            find_spikes(loss, early_factor=EARLY_LOSS_FACTOR, sigma=noise.predicted_trace), series
+        ),
+        grad_spikes=at_steps(find_spikes(grad_norm), series) if source else [],
         ratios=ratios(full),
         updates=update_ratios(updates, full),
         level=level,

@@ -14,12 +14,22 @@ the run set their own; the rest covered every recorded optimizer step, and say s
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ddp_doctor.analysis.answer import oscillation_answer
+from ddp_doctor.analysis.bulk import (
+    FROM_SAMPLE,
+    UNDECIDED_MARGIN,
+    WIDER_SAMPLE,
+    sample_context,
+    undecided,
+    whole_run_gns,
+    widen,
+)
 from ddp_doctor.analysis.checks import (
     accumulation,
     batch_size,
@@ -100,12 +110,9 @@ class Diagnosis:
         return dict(jsonable(out))
 
 
-def run_findings(ctx: Context, fed: set[str] | None = None) -> list[Finding]:
-    """All checks' findings, one per catalog ID (the first producer wins for shared IDs).
-
-    ``fed``: the IDs the data can feed (a reduced run from logs: :func:`analysis.reduced.fed`);
-    a check none of whose findings (its ``FINDS``) is fed is not run. None: every check runs.
-    """
+def _check_all(ctx: Context, fed: set[str] | None) -> dict[str, Finding]:
+    """Every check's findings on ``ctx``, one per catalog ID (the first producer wins for shared IDs),
+    each "ruled out" with what it covered."""
     seen: dict[str, Finding] = {}
     # The checks read per-step series; with no step record (a run polled before its first
     # optimizer step, or one whose step instrument failed) there is nothing to measure yet.
@@ -128,6 +135,24 @@ def run_findings(ctx: Context, fed: set[str] | None = None) -> list[Finding]:
     for f in seen.values():
         if f.status == "ruled-out" and f.coverage is None and n > 0:
             with_coverage(f, coverage(n, n, Text("", "")))
+    return seen
+
+
+def run_findings(ctx: Context, fed: set[str] | None = None, sample: Context | None = None) -> list[Finding]:
+    """All checks' findings, one per catalog ID.
+
+    ``fed``: the IDs the data can feed (a reduced run from logs: :func:`analysis.reduced.fed`);
+    a check none of whose findings (its ``FINDS``) is fed is not run. None: every check runs.
+    ``sample``: on the rollup path, the context of the even sample's windows alone; the findings
+    that are statistics over steps (analysis/bulk.py FROM_SAMPLE) are decided on it.
+    """
+    no_steps = ctx.optimizer_steps == 0
+    seen = _check_all(ctx, fed)
+    widen(list(seen.values()), ctx)  # the rollup path: over the whole run (analysis/bulk.py)
+    if sample is not None:
+        sampled = _check_all(sample, fed)
+        widen(list(sampled.values()), sample, sampled_from=True)
+        seen.update({fid: f for fid, f in sampled.items() if fid in FROM_SAMPLE})
     for fid in FINDINGS:  # the contract: every ID gets a status
         if fid not in seen:
             seen[fid] = Finding(
@@ -247,7 +272,7 @@ def run_info(ctx: Context) -> dict[str, Any]:
         "ranks_present": sorted(run.ranks),
         "missing_ranks": run.missing_ranks,
         "nodes": nodes(run),
-        "optimizer_steps": ctx.optimizer_steps,
+        "optimizer_steps": ctx.steps_total,
         "micro_steps_per_optimizer_step": ctx.batch.micro_steps,
         "effective_batch": {
             "samples": ctx.batch.samples,
@@ -279,6 +304,8 @@ def run_info(ctx: Context) -> dict[str, Any]:
         "grad_norm_source": ctx.grad_norm_source,
         "problems": list(run.problems),
         "damaged": bool(run.damage),
+        # how the rank files were read: null (every step raw) or the rollup path's windows (rundir/rollup_read.py)
+        "rollups": run.rollups.to_json() if run.rollups is not None else None,
     }
     if run.stopped is not None:  # `ddp-doctor watch --stop-on` stopped the job (docs/watch.md)
         info["stopped"] = dict(run.stopped)
@@ -293,14 +320,40 @@ def run_info(ctx: Context) -> dict[str, Any]:
 
 
 def diagnose_run(run: RunData) -> Diagnosis:
+    """Every check on ``run``. On the rollup path (rundir/rollup_read.py), a statistic that the windows
+    read raw leave too close to its threshold (analysis/bulk.py ``undecided``) makes the report read
+    WIDER_SAMPLE times more windows and decide on those, and say so."""
+    diag = _diagnose_once(run)
+    view = run.rollups
+    close = undecided(diag.context)
+    if view is None or not close or len(view.selected) >= view.windows:
+        return diag
+    wider = read_run(run.path, rollups="on", steps=view.requested, sample=view.sample * WIDER_SAMPLE)
+    if wider.rollups is not None:
+        wider.rollups.notes.append(
+            f"{', '.join(close)}: within {UNDECIDED_MARGIN:.0%} of the threshold on {len(view.selected)} "
+            f"windows read raw; decided on {len(wider.rollups.selected)}"
+        )
+        wider.problems.append(wider.rollups.notes[-1])
+    return _diagnose_once(wider)
+
+
+def _diagnose_once(run: RunData) -> Diagnosis:
     # Steps that no rank recorded (gaps, missing ranks, a run in progress) are all-nan columns;
     # numpy warns "Mean of empty slice" and returns nan, which every quantity handles as missing.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         ctx = build_context(run)
+        # the rollup path: statistics over steps from the even sample (analysis/bulk.py)
+        sample = sample_context(run, ctx)
+        if sample is not None:
+            sample.gns = whole_run_gns(ctx, sample.gns)
+            ctx = dataclasses.replace(
+                ctx, batch=sample.batch, gns=sample.gns, noise=sample.noise, oscillation=sample.oscillation
+            )
         imported = run.manifest.get("imported")
         # a reduced run from logs (analysis/reduced.py, docs/import.md): only the checks it can feed
-        findings = run_findings(ctx, fed(imported) if isinstance(imported, dict) else None)
+        findings = run_findings(ctx, fed(imported) if isinstance(imported, dict) else None, sample)
     info = run_info(ctx)
     if isinstance(imported, dict):
         findings = restrict(findings, imported)

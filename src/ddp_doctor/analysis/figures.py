@@ -90,6 +90,12 @@ def step_numbers(ctx: Context) -> np.ndarray:
     return steps
 
 
+def step_axis(ctx: Context) -> np.ndarray | None:
+    """The step number of each value of the per-step curves when they are not 0..T-1 (the rollup
+    path reads windows of the run: rundir/rollup_read.py); None when they are."""
+    return None if ctx.series.dense else ctx.series.steps
+
+
 def effective_batch(ctx: Context) -> Curve | None:
     """The measured effective batch (samples per optimizer step) as a flat line beside B_simple;
     None when it was not measured."""
@@ -124,7 +130,7 @@ def update_ratios(ctx: Context) -> list[Curve]:
 
 def data_overlap(ctx: Context) -> Curve | None:
     """Share of each step's samples that another rank also drew (None: no sample IDs recorded)."""
-    same, total, _ = overlap_by_step(ctx.run, ctx.series.n_steps)
+    same, total, _ = overlap_by_step(ctx.run, ctx.series)
     if not total.sum():
         return None
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -242,4 +242,4 @@ def _facts(run: RunData, wanted: set[int]) -> dict[int, StepFacts]:
 
 def read(path: Path | str, ranks: tuple[int, int] | None = None) -> RunPrints:
     """A run directory's fingerprints (RunDirError when it is not a run); ``ranks``: only those."""
-    return from_run(read_run(path, ranks=ranks), ranks)
+    return from_run(read_run(path, ranks=ranks, rollups="off"), ranks)  # every fingerprinted step, raw

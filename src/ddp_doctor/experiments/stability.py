@@ -82,7 +82,7 @@ def stability_of_series(loss: np.ndarray, grad_norm: np.ndarray, lr: np.ndarray)
 
 def stability_of_run(run_dir: Path | str) -> Stability:
     """Read a run directory and compute its stability metrics."""
-    run = read_run(run_dir)
+    run = read_run(run_dir, rollups="off")  # stds and spike counts over every step
     series = build_series(run)
     gsq = series.gsq_global
     # FSDP2 records each rank's shard of the global gradient: the squared norms add up over ranks;

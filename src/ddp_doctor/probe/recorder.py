@@ -43,6 +43,11 @@ class RankRecorder:
         self._fd: int | None = None
         self._early: list[bytes] = []
         self.error: str | None = None  # the write that failed (disk full), once one has
+        # where the last line written lies in the file, [start, end) (the rollup index: rollup.py),
+        # and the file's inode; the offset is counted from the file's size once the header is written
+        self.last_span: tuple[int, int] | None = None
+        self.ino: int | None = None
+        self._offset = 0
 
     @property
     def is_open(self) -> bool:
@@ -59,9 +64,12 @@ class RankRecorder:
         self.path = path
         os.write(self._fd, encode(header) + b"".join(self._early))
         self._early.clear()
+        st = os.fstat(self._fd)
+        self._offset, self.ino = st.st_size, st.st_ino
 
     def write(self, record: dict[str, Any]) -> None:
         line = encode(record)
+        self.last_span = None
         if self._fd is None:
             if len(self._early) < MAX_EARLY_RECORDS and self.error is None:
                 self._early.append(line)
@@ -77,6 +85,8 @@ class RankRecorder:
             short = OSError(errno.ENOSPC, f"short write ({written} of {len(line)} bytes)")
             self._stop(short)
             raise short
+        self.last_span = (self._offset, self._offset + written)
+        self._offset += written
 
     def _stop(self, error: OSError) -> None:
         """Stop writing for good after a failed write: a later write that succeeds (space freed)

@@ -62,6 +62,21 @@ def parse_export(value: str) -> tuple[str, Path | None]:
     return target, Path(where) if where else None
 
 
+def parse_rollups(value: str) -> str:
+    from ddp_doctor.rundir.reader import ROLLUP_MODES
+
+    if value not in ROLLUP_MODES:
+        raise ValueError(f"--rollups must be one of {', '.join(ROLLUP_MODES)}, got {value!r}")
+    return value
+
+
+def parse_steps(value: str) -> tuple[int, int]:
+    """``"A-B"`` (or ``"A"``) as (A, B): steps the rollup path reads raw."""
+    from ddp_doctor.rundir.summarize import parse_span
+
+    return parse_span(value, "--steps", "step numbers")
+
+
 def default_export_dir(path: Path) -> Path:
     """RUN/tensorboard for a run dir; beside an imported log (so TensorBoard shows both)."""
     from ddp_doctor.rundir.sources import detect
@@ -128,6 +143,15 @@ def report(
     max_norm: float = typer.Option(
         None, "--max-norm", help="Imported logs: the clip_grad_norm_ max_norm used."
     ),
+    rollups: str = typer.Option(
+        "auto",
+        "--rollups",
+        help="Run directories: read the rollup index and only the windows that matter raw ('on'), every "
+        "step raw ('off'), or 'auto' (the rollups for rank files of 256 MiB and more that have an index).",
+    ),
+    steps: list[str] | None = typer.Option(
+        None, "--steps", metavar="A-B", help="Rollup path: also read steps A..B raw. Repeatable."
+    ),
 ) -> None:
     """Diagnose a run: every hypothesis confirmed, ruled out (with numbers) or not measured."""
     fmt, lang = fmt_choice.value, lang_choice.value
@@ -145,6 +169,8 @@ def report(
             accum=accum,
             tokens_per_sample=tokens_per_sample,
             max_norm=max_norm,
+            rollups=parse_rollups(rollups),
+            steps=tuple(parse_steps(s) for s in steps or []),
         )
     except (ValueError, KeyError_) as exc:
         fail(str(exc))

@@ -54,6 +54,8 @@ def _plain(line: str) -> str:
 def _charts(diag: Diagnosis, lang: Lang) -> list[str]:
     """The charts, from the curves of analysis/figures.py (the exporters write the same ones)."""
     ctx = diag.context
+    # on the rollup path the columns are the steps read raw: plot them at their step numbers
+    sx = figures.step_axis(ctx)
     charts: list[str] = []
     xl = w("step", lang)
     loss = Chart(w("plot_loss", lang), x_label=xl)
@@ -63,37 +65,42 @@ def _charts(diag: Diagnosis, lang: Lang) -> list[str]:
                 f"{w('rank', lang)} {r} {w('local', lang)}",
                 curve.values,
                 PALETTE[(i + 1) % len(PALETTE)],
+                x=sx,
                 width=0.8,
                 opacity=0.45,
             )
         )
-    loss.lines.append(Line(w("global", lang), figures.loss(ctx).values, PALETTE[0], width=1.6))
+    loss.lines.append(Line(w("global", lang), figures.loss(ctx).values, PALETTE[0], x=sx, width=1.6))
     band = figures.noise_band(ctx)
     if band is not None:
         _, lower, upper = band
         loss.band = (lower.values, upper.values)
+        loss.band_x = sx
         loss.band_label = w("band", lang)
     loss.markers = [
         (sp.step, sp.peak, f"{w('spike', lang)} @ {sp.step}: {sp.peak:.4g}") for sp in ctx.loss_spikes[:200]
     ]
     charts.append(render(loss))
     charts.append(
-        render(Chart(w("plot_lr", lang), [Line("lr", figures.lr(ctx).values, PALETTE[2])], x_label=xl))
+        render(Chart(w("plot_lr", lang), [Line("lr", figures.lr(ctx).values, PALETTE[2], x=sx)], x_label=xl))
     )
     scale = figures.loss_scale(ctx)
     if figures.shown(scale):
         charts.append(
             render(
                 Chart(
-                    w("plot_scale", lang), [Line("scale", scale.values, PALETTE[3])], log_y=True, x_label=xl
+                    w("plot_scale", lang),
+                    [Line("scale", scale.values, PALETTE[3], x=sx)],
+                    log_y=True,
+                    x_label=xl,
                 )
             )
         )
     grad = Chart(
         w("plot_grad", lang),
         [
-            Line(w("local_rms", lang), figures.grad_norm_local_rms(ctx).values, PALETTE[1]),
-            Line(w("global", lang), figures.grad_norm(ctx).values, PALETTE[0]),
+            Line(w("local_rms", lang), figures.grad_norm_local_rms(ctx).values, PALETTE[1], x=sx),
+            Line(w("global", lang), figures.grad_norm(ctx).values, PALETTE[0], x=sx),
         ],
         log_y=True,
         x_label=xl,
@@ -102,13 +109,13 @@ def _charts(diag: Diagnosis, lang: Lang) -> list[str]:
     charts.append(render(grad))
     gns = Chart(
         w("plot_gns", lang),
-        [Line("B_simple", figures.b_simple(ctx).values, PALETTE[4])],
+        [Line("B_simple", figures.b_simple(ctx).values, PALETTE[4], x=sx)],
         log_y=True,
         x_label=xl,
     )
     batch = figures.effective_batch(ctx)
     if batch is not None:
-        gns.lines.append(Line(w("effective_batch_line", lang), batch.values, PALETTE[7], dash="4 3"))
+        gns.lines.append(Line(w("effective_batch_line", lang), batch.values, PALETTE[7], x=sx, dash="4 3"))
     charts.append(render(gns))
     ratios = figures.update_ratios(ctx)
     if ratios:
@@ -120,7 +127,9 @@ def _charts(diag: Diagnosis, lang: Lang) -> list[str]:
     overlap = figures.data_overlap(ctx)
     if overlap is not None:
         charts.append(
-            render(Chart(w("plot_overlap", lang), [Line("share", overlap.values, PALETTE[5])], x_label=xl))
+            render(
+                Chart(w("plot_overlap", lang), [Line("share", overlap.values, PALETTE[5], x=sx)], x_label=xl)
+            )
         )
     return charts
 

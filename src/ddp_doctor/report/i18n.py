@@ -15,6 +15,7 @@ WORDS: dict[str, Text] = {
     "micro_steps": Text("Micro-steps per optimizer step", "每个优化步的微步数"),
     "effective_batch": Text("Effective batch (measured)", "有效批量（实测）"),
     "interventions": Text("Interventions (--set)", "干预（--set）"),
+    "rollups": Text("Read raw (rollup path)", "按原始记录读取（汇总路径）"),
     "samples": Text("samples", "样本"),
     "tokens": Text("tokens", "token"),
     "gns": Text("Gradient noise scale B_simple", "梯度噪声尺度 B_simple"),

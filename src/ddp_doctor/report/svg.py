@@ -44,8 +44,9 @@ class Line:
 class Chart:
     title: str
     lines: list[Line] = field(default_factory=list)
-    band: tuple[np.ndarray, np.ndarray] | None = None  # lower, upper over x = 0..T-1
+    band: tuple[np.ndarray, np.ndarray] | None = None  # lower, upper over x = 0..T-1 (or band_x)
     band_label: str = ""
+    band_x: np.ndarray | None = None
     markers: list[tuple[float, float, str]] = field(default_factory=list)  # x, y, label
     log_y: bool = False
     x_label: str = ""
@@ -99,7 +100,11 @@ def render(chart: Chart) -> str:
     band = None
     if chart.band is not None:
         lo_b, hi_b = (tf(np.asarray(b, dtype=float)) for b in chart.band)
-        bx = np.arange(lo_b.size, dtype=float)
+        bx = (
+            np.asarray(chart.band_x, dtype=float)
+            if chart.band_x is not None
+            else np.arange(lo_b.size, dtype=float)
+        )
         ok = np.isfinite(lo_b) & np.isfinite(hi_b)
         if ok.any():
             _, lo_r = reduce_points(bx[ok], lo_b[ok])

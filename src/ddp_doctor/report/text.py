@@ -65,6 +65,12 @@ def run_lines(diag: Diagnosis, lang: Lang) -> list[str]:
         lines.append(
             f"{w('noise_band', lang)}: {n['observed_std']:.3g} / {n['predicted_std']:.3g} = {n['ratio']:.2f}"
         )
+    rollups = r.get("rollups")
+    if rollups:  # the rollup path (docs/report.md, "Rollups and scale"): what was read raw
+        lines.append(
+            f"{w('rollups', lang)}: {rollups['steps_read_raw']} / {rollups['steps_total']} {w('steps', lang)}, "
+            f"{rollups['windows_read_raw']} / {rollups['windows']} × {rollups['every']}"
+        )
     if r.get("interventions"):  # `ddp-doctor run --set K=V` / ablate: this run is not the script as written
         sets = ", ".join(f"{k}={v}" for k, v in sorted(r["interventions"].items()))
         lines.append(f"{w('interventions', lang)}: {escape(sets)}")

@@ -13,6 +13,7 @@ directory that is not a run at all raises :class:`RunDirError`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ddp_doctor.rundir import records
+from ddp_doctor.rundir import records, rollup_read
 from ddp_doctor.rundir.manifests import merge_instances
 from ddp_doctor.rundir.rankfile import (
     CLIP_COLUMNS,
@@ -49,6 +50,7 @@ from ddp_doctor.rundir.records import (
     manifest_path,
     rank_file,
 )
+from ddp_doctor.rundir.rollup_read import RollupView
 from ddp_doctor.rundir.teardown import EXITS_SUBDIR, ExitStatus, attempt_notes, launcher_failures
 
 __all__ = [
@@ -100,6 +102,9 @@ class RunData:
     exit_status: ExitStatus | None = None
     # who stopped the job and why (WATCH_STOP, written by `ddp-doctor watch --stop-on`); None if nobody
     stopped: dict[str, Any] | None = None
+    # read by the rollup path (rundir/rollup_read.py): what the rollups say of the whole run and which
+    # windows the step columns hold; None when every step was read raw
+    rollups: RollupView | None = None
 
     def config(self, what: str) -> dict[str, Any] | None:
         """A config record of this kind from the lowest rank that has one."""
@@ -247,18 +252,51 @@ def _read_manifest(path: Path, probs: Problems) -> tuple[dict[str, Any], bool]:
     return manifest, True
 
 
-def read_run(run_dir: Path | str, use_cache: bool = True, ranks: tuple[int, int] | None = None) -> RunData:
+# How `report` reads the rank files (``--rollups``): "auto" takes the rollup path for a run of at
+# least rollup_read.ROLLUP_MIN_BYTES whose rank files have a rollup index; "on" always (computing
+# the rollups of ranks without an index); "off" reads every step raw.
+ROLLUP_MODES = ("auto", "on", "off")
+
+
+def read_run(
+    run_dir: Path | str,
+    use_cache: bool = True,
+    ranks: tuple[int, int] | None = None,
+    rollups: str = "auto",
+    steps: tuple[tuple[int, int], ...] = (),
+    sample: int = rollup_read.SAMPLE_WINDOWS,
+) -> RunData:
     """Read a run directory; raise :class:`RunDirError` only when it is not a run at all.
 
     ``ranks`` (A, B): read only the rank files of ranks A..B (the others are missing ranks: the
-    problems say so, and ``world_size`` stays the run's)."""
+    problems say so, and ``world_size`` stays the run's). ``rollups`` (:data:`ROLLUP_MODES`) and
+    ``steps`` (step ranges read raw on the rollup path): docs/report.md, "Rollups and scale"."""
     path = Path(run_dir)
     probs = Problems()
     manifest, has_manifest, named = layout(path, probs)
     n_files = len(named)
     if ranks is not None:
         named = [(p, r) for p, r in named if ranks[0] <= r <= ranks[1]]
+    if _use_rollups(path, named, rollups):
+        parsed, view = rollup_read.read_ranks(path, named, steps, sample)
+        run = assemble(path, manifest, has_manifest, n_files, parsed, probs)
+        for note in view.notes:
+            run.problems.append(note)
+        run.rollups = view
+        return run
     return assemble(path, manifest, has_manifest, n_files, _read_all(named, use_cache), probs)
+
+
+def _use_rollups(path: Path, named: list[tuple[Path, int]], mode: str) -> bool:
+    if mode == "off" or not named:
+        return False
+    if mode == "on":
+        return True
+    total = 0
+    for p, _ in named:
+        with contextlib.suppress(OSError):
+            total += os.stat(p, follow_symlinks=False).st_size
+    return total >= rollup_read.ROLLUP_MIN_BYTES and rollup_read.has_index(path, [r for _, r in named])
 
 
 def layout(path: Path, probs: Problems) -> tuple[dict[str, Any], bool, list[tuple[Path, int]]]:

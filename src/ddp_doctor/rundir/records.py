@@ -285,6 +285,22 @@ KINDS: dict[str, tuple[Field, ...]] = {
         F("stats", "dict"),
         F("spikes", "dict"),
         F("inputs", "list[any]"),
+        # [distinct, digest]: the discrete structure of the window's step records (rollups.shape_of)
+        F("shape", "list[any]"),
+        # only in the rollup index RUN/ranks/rollup-NNNNN.jsonl (rundir/rollup_index.py), never in a
+        # rank file: the window's bytes [start, end) in the rank file, and the [start, end) of its
+        # lines that are not `step` records (header, config, sampler, ...)
+        F("at", "list[int]"),
+        F("others", "list[list[int]]"),
+        F("screen", "dict"),
+    ),
+    # first line of a rollup index (rundir/rollup_index.py): which rank file it indexes
+    "rollup_index": (
+        F("schema", "str"),
+        F("rank", "int"),
+        F("every", "int"),
+        F("ino", "int"),
+        F("file", "str"),
     ),
     "probe_error": (F("instrument", "str"), F("step", "int"), F("error", "str"), F("traceback", "str")),
     "end": (

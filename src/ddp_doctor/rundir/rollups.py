@@ -18,6 +18,14 @@ windows whose raw records the report must read; the verdict stays the raw rule's
 ``inputs``: the count and a digest (BLAKE2b-64 of the ordered input hashes of the window, per
 micro-step) of the input hashes the data-order check compares across ranks: two ranks that read the
 same batches in a window have the same digest.
+``shape``: ``[distinct, digest]`` of the discrete structure of the window's step records
+(:func:`shape_of`: micro-step count, sync pattern, zero_grad/scheduler/unscale counts, clip call
+settings, which fields were recorded): ``distinct`` is the number of different structures among
+the window's steps (counted up to :data:`MAX_SHAPES`, then ``MAX_SHAPES + 1``), ``digest`` is the
+first step's. A window with one structure, the same as its neighbours', holds steps that every
+count-based rule (scheduler per micro-step, zero_grad inside accumulation, the sync pattern, clip
+before unscale) judges exactly as it judges the steps around it: the report reads such windows from
+their rollup, and reads every other window raw (docs/report.md, "Rollups and scale").
 
 Nothing here imports torch or numpy (the probe imports it inside training processes).
 """
@@ -64,6 +72,26 @@ SERIES: dict[str, str] = {
     "grad_dot_local": "grad_dot_local",
 }
 SPIKE_SERIES = ("loss", "gsq_global")
+MAX_SHAPES = 8
+# step fields whose presence (recorded or not) is part of a step's structure
+_PRESENCE = (
+    "losses",
+    "loss_fn",
+    "samples",
+    "tokens",
+    "input_hashes",
+    "sync",
+    "grad_sq_local",
+    "grad_sq_global",
+    "lr",
+    "scale",
+    "grad_norm",
+    "grad_digest",
+    "grad_dot_step",
+    "grad_dot_local",
+    "zero_grad_after_backward",
+)
+_CLIP_SHAPE = ("max_norm", "after_unscale", "scaler", "norm_type", "clip_value")
 _SCALARS = (
     "micro_steps",
     "dt",
@@ -129,6 +157,42 @@ def step_values(rec: dict[str, Any]) -> dict[str, float | None]:
     clip = rec.get("clip")
     out["clip_total_norm"] = _num(clip[0].get("total_norm")) if clip and isinstance(clip[0], dict) else None
     return out
+
+
+def shape_of(rec: dict[str, Any]) -> bytes:
+    """The discrete structure of one `step` record, as bytes: what the count-based rules read
+    (micro-steps, the sync pattern, zero_grad / scheduler / unscale counts, autocast, the loss
+    functions' reductions, clip call settings) and which fields were recorded at all. Two steps with
+    the same structure are judged alike by every rule that does not read a continuous value."""
+    fn = rec.get("loss_fn")
+    clip = rec.get("clip")
+    parts = (
+        rec.get("micro_steps"),
+        rec.get("sync"),
+        rec.get("zero_grad"),
+        rec.get("zero_grad_after_backward"),
+        rec.get("sched_steps"),
+        rec.get("unscale_calls"),
+        rec.get("autocast"),
+        [e.get("reduction") if isinstance(e, dict) else None for e in fn] if isinstance(fn, list) else None,
+        [[e.get(k) for k in _CLIP_SHAPE] if isinstance(e, dict) else None for e in clip]
+        if isinstance(clip, list)
+        else None,
+        len(rec["lr"]) if isinstance(rec.get("lr"), list) else None,
+        "".join("1" if rec.get(k) is not None else "0" for k in _PRESENCE),
+    )
+    return repr(_plain(parts)).encode()
+
+
+def _plain(v: Any) -> Any:
+    """Numbers as floats (the probe holds ``1``, the reader reads ``1.0`` back), lists as tuples."""
+    if isinstance(v, bool) or v is None or isinstance(v, str):
+        return v
+    if isinstance(v, (int, float)):
+        return float(v)
+    if isinstance(v, (list, tuple)):
+        return tuple(_plain(x) for x in v)
+    return repr(type(v))
 
 
 def new_stat() -> list[Any]:
@@ -222,6 +286,8 @@ class RollupAccumulator:
     spikes: dict[str, list[Any]] = field(default_factory=dict)
     _digest: Any = None
     _inputs: int = 0
+    _shapes: set[bytes] = field(default_factory=set)
+    _first_shape: bytes | None = None
     _screens: dict[str, _SpikeScreen] = field(default_factory=dict)
     _last_step: int = -1
 
@@ -249,6 +315,11 @@ class RollupAccumulator:
                 screen = self._screens.setdefault(name, _SpikeScreen(early=name == "loss"))
                 if screen.is_spike(x):
                     self.spikes[name] = merge_marks(self.spikes.get(name, [0, None, None]), [1, step, step])
+        shape = shape_of(rec)
+        if self._first_shape is None:
+            self._first_shape = shape
+        if len(self._shapes) <= MAX_SHAPES:
+            self._shapes.add(shape)
         hashes = rec.get("input_hashes")
         if isinstance(hashes, list):
             for i, h in enumerate(hashes):
@@ -277,10 +348,15 @@ class RollupAccumulator:
             "stats": self.stats,
             "spikes": self.spikes,
             "inputs": [self._inputs, self._digest.hexdigest() if self._digest is not None else None],
+            "shape": [
+                len(self._shapes),
+                hashlib.blake2b(self._first_shape or b"", digest_size=8).hexdigest(),
+            ],
         }
         self.window = self.first = self.last = None
         self.steps, self.stats, self.spikes = 0, {}, {}
         self._digest, self._inputs = None, 0
+        self._shapes, self._first_shape = set(), None
         return rec
 
 
@@ -306,6 +382,27 @@ def _merge_part(into: dict[str, Any], part: dict[str, Any]) -> None:
             target[name] = merge(target.get(name) or empty(), value)
 
 
+# A window's `digests` counts the ranks per input digest for the MAX_DIGESTS most shared digests;
+# the ranks with any other digest are counted in `digests_other`. So a window of a 16k-rank run stays
+# small (sharded data: one digest per rank), and what the data-order checks ask of it — how many
+# ranks read the same batches — is exact whenever at most MAX_DIGESTS digests are shared by more
+# than one rank (a missing DistributedSampler: one digest for all ranks).
+MAX_DIGESTS = 8
+
+
+def _count_digests(win: dict[str, Any], add: dict[str, int], other: int = 0) -> None:
+    counts = win.setdefault("digests", {})
+    for d, c in add.items():
+        counts[d] = counts.get(d, 0) + int(c)
+    other += int(win.get("digests_other") or 0)
+    if len(counts) > MAX_DIGESTS:
+        ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        other += sum(c for _, c in ranked[MAX_DIGESTS:])
+        win["digests"] = dict(ranked[:MAX_DIGESTS])
+    if other:
+        win["digests_other"] = other
+
+
 def add_rollup(summary: dict[str, Any], rec: dict[str, Any]) -> None:
     """Fold one rank's rollup record into a summary (window-wise over ranks, and per rank)."""
     rank, window = str(rec["rank"]), str(rec["window"])
@@ -314,7 +411,7 @@ def add_rollup(summary: dict[str, Any], rec: dict[str, Any]) -> None:
     _merge_part(win, rec)
     count, digest = (rec.get("inputs") or [0, None])[:2]
     if digest is not None:
-        win["digests"][digest] = win["digests"].get(digest, 0) + 1
+        _count_digests(win, {digest: 1})
     win["inputs"] = win.get("inputs", 0) + int(count or 0)
     _merge_part(summary["ranks"].setdefault(rank, {}), rec)
 
@@ -336,8 +433,7 @@ def merge_summaries(parts: list[dict[str, Any]]) -> dict[str, Any]:
             target = out["windows"].setdefault(window, {"ranks": 0, "digests": {}, "inputs": 0})
             target["ranks"] += win["ranks"]
             target["inputs"] += win.get("inputs", 0)
-            for d, c in win.get("digests", {}).items():
-                target["digests"][d] = target["digests"].get(d, 0) + c
+            _count_digests(target, win.get("digests", {}), int(win.get("digests_other") or 0))
             _merge_part(target, win)
     out["windows"] = dict(sorted(out["windows"].items(), key=lambda kv: int(kv[0])))
     out["ranks"] = dict(sorted(out["ranks"].items(), key=lambda kv: int(kv[0])))

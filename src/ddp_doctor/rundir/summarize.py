@@ -4,8 +4,10 @@ The map reads the raw rank files of the selected ranks, one line at a time (memo
 line and one window per rank), computes their rollups with the accumulator the probe uses
 (rundir/rollups.py) and writes
 
-* ``RUN/ranks/rollup-NNNNN.jsonl`` — one `rollup` record per window, beside the rank file (the
-  reader ignores the name: it is not ``rank-N.jsonl``);
+* ``RUN/ranks/rollup-NNNNN.jsonl`` — the rank's rollup index (rundir/rollup_index.py: one `rollup`
+  record per window with its bytes in the rank file), beside the rank file (the reader does not
+  take the name for a rank file); the probe writes the same file as the run goes, and a current
+  one (same R, same rank file, no step after its last window) is reused;
 * ``RUN/rollups/ranks-A-B.json`` — the partial summary of ranks A..B (windows merged over those
   ranks, totals per rank): the node's output.
 
@@ -22,7 +24,6 @@ import json
 import os
 import stat
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,117 +32,54 @@ from ddp_doctor.rundir import records
 from ddp_doctor.rundir.rankfile import Problems
 from ddp_doctor.rundir.rankfile.scan import open_regular
 from ddp_doctor.rundir.reader import rank_files
-from ddp_doctor.rundir.rollups import RollupAccumulator, add_rollup, empty_summary, merge_summaries
+from ddp_doctor.rundir.rollup_index import header, index_path, read_index
+from ddp_doctor.rundir.rollup_map import RankRollups, lines, rollups_of_file
+from ddp_doctor.rundir.rollups import add_rollup, empty_summary, merge_summaries
 
 ROLLUPS_DIR = "rollups"
 SUMMARY = "summary.json"
-MAX_LINE = 16 * 2**20  # a longer line is damage: skipped, never held whole
 _STEP = records.line_prefix("step")
 
 
 def rollup_file(run_dir: Path | str, rank: int) -> Path:
-    return Path(run_dir) / records.RANKS_DIR / f"rollup-{rank:05d}.jsonl"
+    return index_path(run_dir, rank)
 
 
 def part_name(first: int, last: int) -> str:
     return f"ranks-{first}-{last}.json"
 
 
-@dataclass
-class RankRollups:
-    rank: int
-    rollups: list[dict[str, Any]] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
-    reused: bool = False
-
-
-def step_records(path: Path, problems: list[str]) -> Any:
-    """The `step` records of a rank file, sanitized like the reader's, streamed in file order."""
+def _reusable(run_dir: Path, path: Path, rank: int, every: int) -> RankRollups | None:
+    """The rank's rollup index (the probe's, or an earlier summarize's) when it is of R=every,
+    indexes this rank file, and no step record follows its last window."""
     try:
-        fd, st = open_regular(path)
-    except OSError as exc:
-        problems.append(f"{path.name}: {exc}")
-        return
-    bad = 0
-    with os.fdopen(fd, "rb") as f:
-        remaining = st.st_size  # what was there at open: a growing file cannot keep us reading
-        while remaining > 0:
-            line = f.readline(min(MAX_LINE, remaining))
-            if not line:
-                break
-            remaining -= len(line)
-            if not line.endswith(b"\n") and remaining > 0:  # over MAX_LINE: skip to its end
-                bad += 1
-                while remaining > 0:
-                    rest = f.readline(min(MAX_LINE, remaining))
-                    remaining -= len(rest)
-                    if not rest or rest.endswith(b"\n"):
-                        break
-                continue
-            if not line.startswith(_STEP):
-                continue
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                bad += 1
-                continue
-            if not isinstance(rec, dict):
-                bad += 1
-                continue
-            clean = records.sanitize(rec, [])
-            if clean is not None:
-                yield clean
-    if bad:
-        problems.append(f"{path.name}: {bad} damaged step line(s) skipped")
-
-
-def rollups_of_file(path: Path, rank: int, every: int) -> RankRollups:
-    """The rollups of one rank file, computed from its raw step records."""
-    out = RankRollups(rank)
-    acc = RollupAccumulator(rank=rank, every=every)
-    for rec in step_records(path, out.problems):
-        out.rollups.extend(acc.feed(rec))
-    last = acc.flush()
-    if last is not None:
-        out.rollups.append(last)
-    return out
-
-
-def _read_rollup_file(path: Path, every: int, newer_than: float) -> list[dict[str, Any]] | None:
-    """The rollups written earlier for this rank, if they are of R=every and newer than the rank file."""
-    try:
-        fd, st = open_regular(path)
+        st = os.stat(path, follow_symlinks=False)
     except OSError:
         return None
-    with os.fdopen(fd, "rb") as f:
-        if st.st_mtime < newer_than:
-            return None
-        try:
-            recs = [json.loads(line) for line in f.read(st.st_size).splitlines() if line.strip()]
-        except ValueError:
-            return None
-    if not all(isinstance(r, dict) and r.get("kind") == "rollup" and r.get("every") == every for r in recs):
+    index, _ = read_index(run_dir, rank, st)
+    if index is None or index.every != every:
         return None
-    return recs
+    for _, _, line in lines(path, [], start=index.end):
+        if line.startswith(_STEP):
+            return None
+    return RankRollups(rank, index.entries, reused=True, ino=st.st_ino)
 
 
 def _map_one(item: tuple[str, str, int, int, bool]) -> RankRollups:
     run_dir, path_s, rank, every, force = item
     path = Path(path_s)
-    target = rollup_file(run_dir, rank)
     if not force:
-        try:
-            mtime = os.stat(path, follow_symlinks=False).st_mtime
-        except OSError:
-            mtime = float("inf")
-        cached = _read_rollup_file(target, every, mtime)
+        cached = _reusable(Path(run_dir), path, rank, every)
         if cached is not None:
-            return RankRollups(rank, cached, reused=True)
+            return cached
     out = rollups_of_file(path, rank, every)
-    try:
-        write_bytes(target, b"".join(records.encode(r) for r in out.rollups), mode=PRIVATE_FILE)
-    except OSError as exc:
-        out.problems.append(f"{target.name} not written: {exc}")
+    target = rollup_file(run_dir, rank)
+    if out.ino is not None:
+        body = records.encode(header(rank, every, out.ino)) + b"".join(records.encode(r) for r in out.rollups)
+        try:
+            write_bytes(target, body, mode=PRIVATE_FILE)
+        except OSError as exc:
+            out.problems.append(f"{target.name} not written: {exc}")
     return out
 
 
@@ -157,17 +95,20 @@ def _real_dir(path: Path, create: bool) -> None:
         raise OutputError(f"{path} is not a directory (a symlink is not followed)")
 
 
-def parse_ranks(text: str | None) -> tuple[int, int] | None:
-    """``A-B`` (or ``A``) as (A, B); None for all ranks. ValueError on anything else."""
-    if text is None:
-        return None
+def parse_span(text: str, flag: str = "--ranks", what: str = "rank numbers") -> tuple[int, int]:
+    """``A-B`` (or ``A``) as (A, B); ValueError on anything else (``summarize --ranks``, ``report --steps``)."""
     a, sep, b = text.partition("-")
     if not a.strip().isdigit() or (sep and not b.strip().isdigit()):
-        raise ValueError(f"--ranks takes A-B or A (rank numbers), not {text!r}")
+        raise ValueError(f"{flag} takes A-B or A ({what}), not {text!r}")
     lo, hi = int(a), int(b) if sep else int(a)
     if hi < lo:
-        raise ValueError(f"--ranks {text}: the last rank is before the first")
+        raise ValueError(f"{flag} {text}: the last is before the first")
     return lo, hi
+
+
+def parse_ranks(text: str | None) -> tuple[int, int] | None:
+    """``A-B`` (or ``A``) as (A, B); None for all ranks. ValueError on anything else."""
+    return None if text is None else parse_span(text)
 
 
 def summarize(

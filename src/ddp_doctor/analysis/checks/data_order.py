@@ -44,7 +44,7 @@ def check(ctx: Context) -> list[Finding]:
 
 def _sampler(ctx: Context) -> Finding:
     fid = "sampler-missing"
-    same_t, total_t, n_ranks = overlap_by_step(ctx.run, ctx.series.n_steps)
+    same_t, total_t, n_ranks = overlap_by_step(ctx.run, ctx.series)
     if n_ranks < 2:
         return not_measured(
             fid,

@@ -82,11 +82,12 @@ def loss_unstable(ctx: Context) -> Finding:
     above[: t0 + 1] = False
     need = max(MIN_RUN, int(np.ceil(MIN_SHARE * T)))
     length, start = _longest_run(above)
+    start = ctx.series.step_of(start)  # the step number (columns skip steps on the rollup path)
     peak, final = float(np.nanmax(loss)), float(loss[finite[-1]])
     osc = ctx.oscillation
     ev = dict(
         initial_loss=l0,
-        initial_step=t0,
+        initial_step=ctx.series.step_of(t0),
         margin=margin,
         steps_above=int(above.sum()),
         longest_run_above=length,

@@ -41,12 +41,15 @@ def check(ctx: Context) -> list[Finding]:
     return [_warmup(ctx), _per_micro(ctx), update_ratio(ctx)]
 
 
-def warmup_length(lr: np.ndarray) -> int | None:
+def warmup_length(lr: np.ndarray, steps: np.ndarray | None = None) -> int | None:
+    """The step at which the lr first reaches WARMUP_REACHED × its peak (``steps``: the step number
+    of each entry of ``lr``, when they are not 0..T-1)."""
     ok = np.isfinite(lr)
     if ok.sum() < 2:
         return None
     peak = np.nanmax(lr)
-    return int(np.flatnonzero(ok & (lr >= WARMUP_REACHED * peak))[0])
+    at = int(np.flatnonzero(ok & (lr >= WARMUP_REACHED * peak))[0])
+    return int(steps[at]) if steps is not None else at
 
 
 def adam_beta2(opt: dict[str, Any] | None) -> tuple[float | None, str]:
@@ -77,7 +80,7 @@ def adam_beta2(opt: dict[str, Any] | None) -> tuple[float | None, str]:
 
 def _warmup(ctx: Context) -> Finding:
     fid = "warmup-short"
-    w = warmup_length(ctx.series.lr)
+    w = warmup_length(ctx.series.lr, ctx.series.steps)
     if w is None:
         return not_measured(fid, Text("No lr trace recorded.", "未记录学习率曲线。"))
     opt = ctx.config("optimizer")
@@ -173,7 +176,7 @@ def _per_micro(ctx: Context) -> Finding:
         micro_steps=float(np.median(m[multi])),
         expected_per_optimizer_step=per_call,
         wrapper=(sched or {}).get("wrapper"),
-        warmup_steps_from_lr=warmup_length(lr),
+        warmup_steps_from_lr=warmup_length(lr, ctx.series.steps),
         lr_first=float(lr[np.isfinite(lr)][0]) if np.isfinite(lr).any() else None,
         lr_max=float(np.nanmax(lr)) if np.isfinite(lr).any() else None,
         threshold=threshold_sentence(fid) + Text(f" (here k = {per_call})", f"（此处 k = {per_call}）"),

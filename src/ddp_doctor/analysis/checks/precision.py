@@ -65,12 +65,13 @@ def _overflow(ctx: Context) -> Finding:
     good = np.flatnonzero(~np.asarray(s.skipped, dtype=bool))
     settle = min(int(good[0]) if good.size else s.n_steps, SETTLE_STEPS)
     late = skipped[skipped >= settle]
-    n_late = max(1, s.n_steps - settle)
+    # every skipped step is read raw on the rollup path (its window is flagged): the share is of the run's steps
+    n_late = max(1, ctx.steps_total - settle)
     scale = s.scale[np.isfinite(s.scale)]
     ev: dict[str, Any] = dict(
         skipped_steps=int(skipped.size),
         skipped_after_settle=int(late.size),
-        first_skipped=[int(x) for x in skipped[:20]],
+        first_skipped=[s.step_of(int(x)) for x in skipped[:20]],
         settled_at=settle,
         scale_min=float(scale.min()) if scale.size else None,
         scale_max=float(scale.max()) if scale.size else None,
@@ -153,7 +154,8 @@ def _nonfinite(ctx: Context) -> Finding:
         if c is None or not len(c):
             continue
         for step, rec in c.nonfinite:
-            handled = rec.get("where") == "grad" and 0 <= step < skipped.size and skipped[step]
+            at, on = ctx.series.pos(np.asarray([step]))
+            handled = rec.get("where") == "grad" and bool(on[0]) and bool(skipped[at[0]])
             if not handled:
                 events.append((step, r, rec))
         bad = c.loss_nonfinite  # recorded non-finite values, not values missing or damaged

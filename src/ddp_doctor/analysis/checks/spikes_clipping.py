@@ -213,12 +213,11 @@ def _clip_saturated(ctx: Context) -> Finding:
     mx = np.where(by_value, col["clip_value"], col["max_norm"])
     tn = np.where(by_value, col["max_abs"], col["total_norm"])
     bound_name = "clip_value" if by_value.all() else "max_norm"
-    skipped = ctx.series.skipped
-    in_range = (step >= 0) & (step < skipped.size)
+    at, in_range = ctx.series.pos(step)
     on_skipped = np.zeros(step.size, dtype=bool)
-    on_skipped[in_range] = skipped[step[in_range]]
+    on_skipped[in_range] = ctx.series.skipped[at[in_range]]
     usable = np.isfinite(tn) & np.isfinite(mx) & ~on_skipped
-    start = warmup_length(ctx.series.lr) or 0
+    start = warmup_length(ctx.series.lr, ctx.series.steps) or 0
     early, late = usable & (step < start), usable & (step >= start)
     clipped = tn > mx
     active, total = int((clipped & late).sum()), int(late.sum())

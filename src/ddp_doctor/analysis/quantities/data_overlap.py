@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ddp_doctor.analysis.quantities.series import Series
 from ddp_doctor.rundir.reader import RunData
 
 # A key packs (step, micro-step) into one integer; micro-steps per step stay far below this.
@@ -25,11 +26,12 @@ def _keyed_hashes(run: RunData, rank: int) -> tuple[np.ndarray, np.ndarray]:
     return keys, c.input_hashes
 
 
-def overlap_by_step(run: RunData, n_steps: int) -> tuple[np.ndarray, np.ndarray, int]:
-    """Per optimizer step: micro-batches identical to the lowest rank's, and micro-batches compared.
+def overlap_by_step(run: RunData, series: Series) -> tuple[np.ndarray, np.ndarray, int]:
+    """Per optimizer step (the columns of ``series``): micro-batches identical to the lowest rank's,
+    and micro-batches compared.
 
-    Returns (identical[n_steps], compared[n_steps], ranks with hashes)."""
-    T = n_steps
+    Returns (identical[T], compared[T], ranks with hashes)."""
+    T = series.n_steps
     same, total = np.zeros(T), np.zeros(T)
     ranks = []
     for r in sorted(run.ranks):
@@ -48,7 +50,8 @@ def overlap_by_step(run: RunData, n_steps: int) -> tuple[np.ndarray, np.ndarray,
         else:
             _, i0, i = np.intersect1d(k0, k, assume_unique=True, return_indices=True)
             a, b, step, ok = h0[i0], h[i], step0[i0], valid0[i0] & (h[i] != b"")
-        ok &= step < T
+        step, on_axis = series.pos(step)
+        ok &= on_axis
         same_micro = (a == b).astype(float)
         if not ok.all():
             step, same_micro = step[ok], same_micro[ok]

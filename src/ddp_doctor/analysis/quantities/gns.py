@@ -33,6 +33,7 @@ import numpy as np
 
 from ddp_doctor.analysis.quantities.series import Series
 from ddp_doctor.analysis.quantities.sharding import global_sq
+from ddp_doctor.rundir.rollup_read import RollupView
 
 BLOCK = 10  # steps per block for the standard error
 TRACE_WINDOW = 50  # steps summed for the plotted trace
@@ -177,3 +178,45 @@ def gradient_noise_scale(
         steps_used=n,
         trace=trace,
     )
+
+
+def from_rollups(view: RollupView, world_size: int, valid: bool) -> tuple[float, float, bool, int] | None:
+    """B_simple over every step of the run from the rollups' sums (the rollup path), or None when
+    they do not determine it: (B_simple, se, lower bound, steps).
+
+    With a constant batch per rank B_small, S and |G|² (module doc) are linear in the two squared
+    norms, so their sums over a window are the same expressions of the window's sums: Σ_t |G_small|²
+    (the mean over ranks) is Σ over ranks of the local sums / ranks, Σ_t |G_big|² the ranks' global
+    sums (the same on every rank) / ranks. The headline is the raw path's ratio of means over every
+    step; the windows are the blocks of its standard error (R steps instead of BLOCK). Needs every
+    rank's every step of a window to hold both norms, one batch size throughout, world size ≥ 2, and
+    the sync pattern that makes the local buffer the whole local gradient (``valid``)."""
+    if not valid or world_size < 2 or not len(view.ranks):
+        return None
+    full = view.ranks * view.window_steps
+    use = (
+        (view.ranks == world_size)
+        & (view.gsql[:, 0] == full)
+        & (view.gsq[:, 0] == full)
+        & (view.gsql[:, 1] == 0)
+        & (view.gsq[:, 1] == 0)
+        & (full > 0)
+    )
+    samples = view.samples[use]
+    if (
+        int(use.sum()) < 2
+        or not (samples[:, 1] == 0).all()
+        or np.nanmin(samples[:, 4]) != np.nanmax(samples[:, 5])
+    ):
+        return None
+    bs = float(samples[0, 4])
+    if not bs > 0:
+        return None
+    n = view.window_steps[use].astype(float)
+    gs = view.gsql[use, 2] / view.ranks[use] / n  # window means of |G_small|²
+    gb = view.gsq[use, 2] / view.ranks[use] / n
+    g2, s = per_step_estimates(gs, gb, np.full(len(n), bs), np.full(len(n), world_size * bs))
+    if not (np.isfinite(g2).all() and np.isfinite(s).all()):
+        return None
+    b, se, lower = ratio_with_stderr(s * n / n.mean(), g2 * n / n.mean(), block=1)
+    return (b, se, lower, int(n.sum())) if math.isfinite(b) else None

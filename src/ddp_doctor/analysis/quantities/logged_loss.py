@@ -268,6 +268,16 @@ def _epoch_mean(loss: np.ndarray, steps: list[int], starts: list[int]) -> list[f
     return out
 
 
+def _columns(series: Series, steps: list[int], starts: list[int]) -> tuple[list[int], list[int]]:
+    """The series columns of logged steps (-1: a step not read, on the rollup path) and of epoch
+    starts (the first column at or after each); the steps themselves on a dense axis."""
+    if series.dense:
+        return steps, starts
+    at, ok = series.pos(np.asarray(steps, dtype=np.int64))
+    cols = np.where(ok, at, -1).tolist()
+    return cols, np.searchsorted(series.steps, np.asarray(starts, dtype=np.int64)).tolist()
+
+
 def _rank_forms(
     points: list[_Point],
     pos: list[tuple[int, int]],
@@ -275,9 +285,12 @@ def _rank_forms(
     local: np.ndarray | None,
     step_level: bool,
     starts: list[int],
+    columns: tuple[list[int], list[int]] | None = None,
 ) -> dict[str, list[float]]:
-    """The rank-local forms of the loss for one rank, at each logged value's position."""
+    """The rank-local forms of the loss for one rank, at each logged value's position (``columns``:
+    where those steps and the epoch starts lie in ``local``, when not at their step numbers)."""
     steps = [t for t, _ in pos]
+    cols, col_starts = columns if columns is not None else (steps, starts)
     vals = [m.at(t, i) for t, i in pos]
     u = [v[0] for v in vals]
     acc = [float(v[2]) if v[2] else math.nan for v in vals]
@@ -290,11 +303,11 @@ def _rank_forms(
     if step_level and local is not None:
         T = local.shape[0]
         out["step loss (mean over micro-batches)"] = [
-            float(local[t]) if 0 <= t < T else math.nan for t in steps
+            float(local[t]) if 0 <= t < T else math.nan for t in cols
         ]
         out["step sum over micro-batches"] = [m.step_sum(t) for t in steps]
-        out["mean since the previous logged value"] = _window_mean(local, steps)
-        out["mean since the start of the epoch"] = _epoch_mean(local, steps, starts)
+        out["mean since the previous logged value"] = _window_mean(local, cols)
+        out["mean since the start of the epoch"] = _epoch_mean(local, cols, col_starts)
     return out
 
 
@@ -310,6 +323,8 @@ def _candidates(
     over ranks (what an all-reduce of that quantity logs) plus the token-weighted global loss."""
     pos = _positions(points, alignment)
     steps = [t for t, _ in pos]
+    columns = _columns(series, steps, starts)
+    cols, col_starts = columns
     # step-level forms describe a finished step: only for values logged after optimizer.step()
     step_level = alignment != "before" or all(p.micro == 0 for p in points)
     per_rank = {
@@ -320,6 +335,7 @@ def _candidates(
             series.local_loss[series.row(r)] if r in series.ranks else None,
             step_level,
             starts,
+            columns,
         )
         for r in series.ranks
         if r in micro
@@ -337,9 +353,9 @@ def _candidates(
     if step_level:
         glob = series.global_loss
         T = series.n_steps
-        out[(GLOBAL, "global step loss")] = [float(glob[t]) if 0 <= t < T else math.nan for t in steps]
-        out[(GLOBAL, "global mean since the previous logged value")] = _window_mean(glob, steps)
-        out[(GLOBAL, "global mean since the start of the epoch")] = _epoch_mean(glob, steps, starts)
+        out[(GLOBAL, "global step loss")] = [float(glob[t]) if 0 <= t < T else math.nan for t in cols]
+        out[(GLOBAL, "global mean since the previous logged value")] = _window_mean(glob, cols)
+        out[(GLOBAL, "global mean since the start of the epoch")] = _epoch_mean(glob, cols, col_starts)
     return out
 
 

@@ -77,8 +77,12 @@ def robust_std(x: np.ndarray) -> float:
     return float(MAD_TO_STD * np.median(np.abs(x - np.median(x))))
 
 
-def _micro_moments(run: RunData, T: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, str]:
-    """Per step: Σk, Σk·m, Σk·m², M over all ranks' micro-batches with a finite loss value."""
+def _micro_moments(
+    run: RunData, series: Series
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, str]:
+    """Per step (the columns of ``series``): Σk, Σk·m, Σk·m², M over all ranks' micro-batches with a
+    finite loss value."""
+    T = series.n_steps
     sk, skm, skm2, cnt = (np.zeros(T) for _ in range(4))
     units = "tokens"
     for data in run.ranks.values():
@@ -89,8 +93,8 @@ def _micro_moments(run: RunData, T: int) -> tuple[np.ndarray, np.ndarray, np.nda
         k = c.fn_n_valid if np.isfinite(c.fn_n_valid).all() else c.samples
         if k is c.samples:
             units = "samples"
-        step_of = np.repeat(c.step, c.micro_steps)
-        ok = np.isfinite(m) & np.isfinite(k) & (k > 0) & (step_of >= 0) & (step_of < T)
+        step_of, on_axis = series.pos(np.repeat(c.step, c.micro_steps))
+        ok = np.isfinite(m) & np.isfinite(k) & (k > 0) & on_axis
         km = k * m
         km2 = km * m
         if not ok.all():  # (nearly always all are: no masked copies then)
@@ -129,7 +133,7 @@ def why_no_prediction(run: RunData, cnt: np.ndarray) -> str:
 def noise_band(run: RunData, series: Series) -> NoiseBand:
     T = series.n_steps
     empty = np.full(T, np.nan)
-    sk, skm, skm2, cnt, units = _micro_moments(run, T)
+    sk, skm, skm2, cnt, units = _micro_moments(run, series)
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = skm / sk
         var_unit = (skm2 - sk * mean * mean) / (cnt - 1)  # σ̂²(t)
@@ -138,8 +142,17 @@ def noise_band(run: RunData, series: Series) -> NoiseBand:
     trend = rolling_median(series.global_loss, TREND_WINDOW) if T else empty
     resid = series.global_loss - trend
     inner = np.zeros(T, dtype=bool)
-    inner[TREND_WINDOW // 2 : T - TREND_WINDOW // 2] = True  # full windows only: no edge effect
+    h = TREND_WINDOW // 2
+    inner[h : T - h] = True  # full windows only: no edge effect
+    if not series.dense and 2 * h < T:  # steps read in windows: a trend window must not span a gap
+        inner[h : T - h] &= (series.steps[2 * h :] - series.steps[: T - 2 * h]) == 2 * h
     ok = inner & np.isfinite(resid) & np.isfinite(pred) & ~series.skipped
+    if (
+        run.rollups is not None and not series.dense
+    ):  # the rollup path's even sample, not windows read for a reason
+        sampled = ok & run.rollups.sampled(series.steps)
+        if int(sampled.sum()) >= MIN_STEPS:
+            ok = sampled
     n = int(ok.sum())
     if n < MIN_STEPS:
         reason = (

@@ -49,7 +49,9 @@ class Series:
     """Rank × step matrices (nan where a rank has no record for a step)."""
 
     ranks: list[int]  # row order
-    steps: np.ndarray  # 0..T-1
+    # the step number of each column: 0..T-1, or on the rollup path (RunData.rollups) the steps read
+    # raw, in order, with gaps between the windows read (:meth:`pos` maps step numbers to columns)
+    steps: np.ndarray
     local_loss: np.ndarray  # [R, T]
     weight: np.ndarray  # [R, T] tokens (or samples) behind local_loss
     samples: np.ndarray  # [R, T] samples per optimizer step
@@ -69,6 +71,26 @@ class Series:
 
     def row(self, rank: int) -> int:
         return self.ranks.index(rank)
+
+    @property
+    def dense(self) -> bool:
+        """Whether column t is step t (every step read raw)."""
+        return self.n_steps == 0 or int(self.steps[-1]) == self.n_steps - 1
+
+    def pos(self, steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(columns, on_axis) of step numbers: where each lies on the step axis, and whether it
+        does (a step not read, or out of range: False, its column 0)."""
+        steps = np.asarray(steps, dtype=np.int64)
+        if self.dense:
+            ok = (steps >= 0) & (steps < self.n_steps)
+            return np.where(ok, steps, 0), ok
+        at = np.minimum(np.searchsorted(self.steps, steps), max(self.n_steps - 1, 0))
+        ok = (self.steps[at] == steps) if self.n_steps else np.zeros(len(steps), dtype=bool)
+        return np.where(ok, at, 0), ok
+
+    def step_of(self, column: int) -> int:
+        """The step number of a column."""
+        return int(self.steps[column]) if 0 <= column < self.n_steps else int(column)
 
 
 def _local_loss(cols: StepColumns) -> tuple[np.ndarray, np.ndarray, str]:
@@ -107,6 +129,10 @@ def build_series(run: RunData) -> Series:
     T = 0
     for r in ranks:
         T = max(T, int(steps[r].step.max()) + 1)
+    axis = np.arange(T)
+    if run.rollups is not None and ranks:  # only the windows read raw: one column per step read
+        axis = np.unique(np.concatenate([steps[r].step[steps[r].step >= 0] for r in ranks]))
+        T = len(axis)
     R = len(ranks)
     shape = (R, T)
     mats = {
@@ -117,10 +143,16 @@ def build_series(run: RunData) -> Series:
     skipped = np.zeros(T, dtype=bool)
     scale = np.full(T, np.nan)
     source = "backward root"
+    dense = T == 0 or int(axis[-1]) == T - 1
     for i, r in enumerate(ranks):
         cols = steps[r]
         idx = cols.step
-        ok = (idx >= 0) & (idx < T)
+        if dense:
+            ok = (idx >= 0) & (idx < T)
+        else:
+            at = np.minimum(np.searchsorted(axis, idx), T - 1)
+            ok = axis[at] == idx
+            idx = at
         idx = idx[ok]
         loss, weight, source = _local_loss(cols)
         mats["local_loss"][i, idx] = loss[ok]
@@ -157,7 +189,7 @@ def build_series(run: RunData) -> Series:
         global_loss[anynan] = np.nan
     return Series(
         ranks=ranks,
-        steps=np.arange(T),
+        steps=axis,
         lr=lr,
         skipped=skipped,
         scale=scale,

@@ -375,3 +375,56 @@ def num(value: Any) -> float:
         return float(value)
     except (TypeError, ValueError, OverflowError):
         return math.nan
+
+
+def take_steps(c: StepColumns, keep: np.ndarray) -> StepColumns:
+    """The step records of ``c`` where ``keep`` (one bool per record) holds, as columns of their own
+    (per-step arrays indexed, per-micro-step arrays cut along ``offsets``, clip rows and
+    non-finite notes of the kept steps). The rollup path keeps only the windows it reads raw."""
+    keep = np.asarray(keep, dtype=bool)
+    n_micro = int(c.offsets[-1])
+    micro_keep = np.repeat(keep, c.micro_steps)
+    kept_steps = set(c.step[keep].tolist())
+    micro = c.micro_steps[keep]
+    offsets = np.zeros(int(keep.sum()) + 1, dtype=np.int64)
+    np.cumsum(micro, out=offsets[1:])
+    clip_keep = np.isin(c.clip_step, c.step[keep])
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(c):
+        a = getattr(c, f.name)
+        if f.name == "offsets":
+            out[f.name] = offsets
+        elif f.name == "clip_step" or f.name == "clip":
+            out[f.name] = a[clip_keep]
+        elif f.name == "nonfinite":
+            out[f.name] = [(s, r) for s, r in a if s in kept_steps]
+        elif f.name == "autocast":
+            out[f.name] = set(a)
+        elif f.name == "extra":
+            out[f.name] = {
+                k: v[micro_keep] if len(v) == n_micro and len(v) != len(keep) else v[keep]
+                for k, v in a.items()
+            }
+        elif isinstance(a, np.ndarray) and len(a) == len(keep) and f.name not in _MICRO_ARRAYS:
+            out[f.name] = a[keep]
+        elif isinstance(a, np.ndarray):
+            out[f.name] = a[micro_keep] if len(a) == n_micro else a
+        else:
+            out[f.name] = a
+    return compact(StepColumns(**out))
+
+
+# per micro-step arrays of StepColumns (aligned with `offsets`)
+_MICRO_ARRAYS = (
+    "losses",
+    "loss_nonfinite",
+    "fn_value",
+    "fn_sum",
+    "fn_n_valid",
+    "samples",
+    "tokens",
+    "sync",
+    "grad_sq_local",
+    "grad_sq_global",
+    "input_hashes",
+)

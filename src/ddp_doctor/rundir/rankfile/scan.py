@@ -217,13 +217,20 @@ def _scan_lines(raw: bytes, prefix: bytes) -> tuple[np.ndarray, np.ndarray, np.n
 
 
 def parse_rank_bytes(  # noqa: PLR0915 - one pass over the bytes: scan, fast path, chunked and per-line fallbacks share its state
-    raw: bytes, rank: int, probs: Problems, lines_before: int = 0, header: dict[str, Any] | None = None
+    raw: bytes,
+    rank: int,
+    probs: Problems,
+    lines_before: int = 0,
+    header: dict[str, Any] | None = None,
+    step_bound: int | None = None,
 ) -> tuple[RankData, pa.Table]:
     """Every record of one rank file: non-step records as dicts, step records as an Arrow table.
 
     ``lines_before``/``header``: ``raw`` continues a file whose first lines were read before
     (ddp_doctor.watch reads a growing file in pieces): line numbers in the problems count from the
-    file's start, and the header read with an earlier piece bounds the step numbers."""
+    file's start, and the header read with an earlier piece bounds the step numbers.
+    ``step_bound``: the largest believable step number when ``raw`` is pieces of a file
+    (rundir/rollup_read.py: the file's size in bytes, as every step record takes a line)."""
     data = RankData(rank=rank)
     starts, ends, step_like = _scan_lines(raw, records.line_prefix("step"))
     data.lines = len(ends)
@@ -287,7 +294,9 @@ def parse_rank_bytes(  # noqa: PLR0915 - one pass over the bytes: scan, fast pat
     if wrong:
         shown = ", ".join(f"{k} ×{n}" for k, n in sorted(wrong.items())[:8])
         probs.add(f"rank {rank}: field(s) with the wrong type ignored: {shown}")
-    bound = (lines_before + data.lines) * _stride(data.header or header)
+    bound = (
+        step_bound if step_bound is not None else (lines_before + data.lines) * _stride(data.header or header)
+    )
     table = _validate_steps(table, bound, rank, probs)
     return data, table
 

@@ -14,7 +14,7 @@ def _detect(path: Path) -> bool:
 
 
 def _read(path: Path, options: ImportOptions) -> RunData:
-    return read_run(path)
+    return read_run(path, rollups=options.rollups, steps=options.steps)
 
 
 SOURCE = Source(

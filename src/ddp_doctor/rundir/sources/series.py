@@ -47,6 +47,10 @@ class ImportOptions:
     accum: int | None = None  # micro-steps per optimizer step
     tokens_per_sample: int | None = None
     max_norm: float | None = None  # the clip threshold the run used
+    # run directories: how the rank files are read (rundir/reader.py ROLLUP_MODES) and the step
+    # ranges the rollup path reads raw (`report --rollups`, `--steps`)
+    rollups: str = "auto"
+    steps: tuple[tuple[int, int], ...] = ()
 
     def global_batch(self) -> int | None:
         """Samples per optimizer step over all ranks, when every factor is known."""

@@ -1,0 +1,852 @@
+"""The report's rollup path: rollups for the bulk of a run, raw records only for the windows that matter.
+
+For a run whose rank files carry a rollup index (rundir/rollup_index.py: written by the probe as the
+run goes, or by `ddp-doctor summarize`), the report does not scan the rank files. In two passes over
+the ranks, each in worker processes (one per core) when there is enough to read:
+
+1. **Index** (:func:`_index_arrays`): each rank's index is read — only the part of each line before
+   the full statistics, parsed by Arrow — and checked against its rank file (schema, rank, window
+   order, bytes that follow on and lie within the file, the rank file's inode). A rank whose index
+   is missing, damaged or stale gets its rollups computed from its rank file instead (streamed:
+   the map of `summarize`), with a note. The windows of all ranks are then reduced (counts, sums,
+   extremes per window over ranks).
+2. **Selection** (:func:`select`): the windows read raw, each with its reasons — the first
+   ``EARLY_STEPS`` steps (and the warmup while the lr rises: accumulation pattern, sampler, warmup
+   and the checks that need a minimum of steps), the last window of every rank, every window whose
+   screen flags on any rank (non-finite values, skipped / found_inf steps, a change of step
+   structure, a spike mark of the global gradient norm) or on at least half its ranks (a spike mark
+   of the local loss: one noisy rank of many does not make every window matter), with the windows
+   before a spike (the spike rule's history), windows the screens of the reduced series mark (robust
+   z > ``SCREEN_Z`` against the previous windows, of: the cross-rank mean loss, the mean excess of
+   the ranks' window maxima over their means, the pooled within-window variance — a spike shared by
+   the ranks adds to every rank's, so this one sharpens with the world size —, the largest loss and
+   the largest global gradient norm: a spike of the cross-rank mean within one rank's noise), windows where the ranks' input digests
+   stop or start agreeing, the steps the user asked for (``--steps A-B``), and ``SAMPLE_WINDOWS``
+   blocks of ``SAMPLE_BLOCK_STEPS`` steps spread evenly over the whole run (the statistical checks'
+   unbiased sample, whatever else was chosen).
+3. **Raw windows** (:func:`_read_windows`): each rank file is read with pread at the selected
+   windows' bytes, every window's other lines (header, config, sampler, replica, ... records: all
+   of them, wherever they are) and the tail (the steps after the last complete window: a run killed
+   or still running). The steps found are checked against the index (each selected window's count,
+   first and last step; no step of a window not selected): on a mismatch the rank file is read whole
+   and cut to the same windows, with a note.
+
+The checks then run on the steps read raw (analysis/quantities/series.py: a step axis with gaps)
+and every finding's coverage says what the rollups screened (analysis/bulk.py). Memory: per rank,
+the index's arrays (a few numbers per window) and the raw steps of the selected windows; never the
+whole run's steps. docs/report.md, "Rollups and scale", has the measured cost and the differences
+from the raw path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ddp_doctor.rundir import records
+from ddp_doctor.rundir.rankfile import Problems, RankData, open_regular, parse_rank, to_columns
+from ddp_doctor.rundir.rankfile.columns import _floats, take_steps
+from ddp_doctor.rundir.rankfile.scan import _arrow, file_problems, parse_rank_bytes
+from ddp_doctor.rundir.rollup_index import (
+    CUT,
+    GRAD_SPIKE,
+    INDEX_SCHEMA,
+    LOSS_SPIKE,
+    MAX_INDEX_BYTES,
+    MAX_WINDOW,
+    NONFINITE,
+    SHAPE,
+    SKIPPED,
+    index_path,
+)
+from ddp_doctor.rundir.rollup_map import rollups_of_file
+from ddp_doctor.rundir.rollups import DEFAULT_EVERY, SPIKE_WINDOW
+from ddp_doctor.rundir.rollups import SCHEMA as ROLLUP_SCHEMA
+
+# `report` takes the rollup path by itself (``--rollups auto``) when the rank files hold at least
+# this many bytes and a rollup index exists: below it, reading everything raw takes seconds and is
+# exact (docs/report.md, "Speed and scale").
+ROLLUP_MIN_BYTES = 256 * 2**20
+EARLY_STEPS = 200  # the noise band needs 63 steps, the skew test 50, clip-saturated 50 after warmup
+SAMPLE_WINDOWS = 8  # blocks of the even sample
+SAMPLE_BLOCK_STEPS = 50  # each block holds whole 21-step trend windows of the noise band
+# The reduced-series screens: robust z against the previous SCREEN_HISTORY windows. A screen, not a
+# verdict: it only decides what is read raw, so it sits below the spike rule's z of 6.
+SCREEN_Z = 5.0
+SCREEN_HISTORY = 20
+MIN_SCREEN_HISTORY = 5
+PARALLEL_MIN_BYTES = 32 * 2**20  # the reader's threshold for worker processes (rundir/reader.py)
+_LINE_START = b'{"kind":'  # records.encode writes `kind` first
+
+REASONS = {
+    "first": "the first steps",
+    "warmup": "the lr rises (warmup)",
+    "last": "the last window",
+    "nonfinite": "a non-finite value",
+    "skipped": "a skipped step or found_inf",
+    "spike": "a spike mark (per rank)",
+    "before-spike": "history of the spike rule",
+    "shape": "the step structure changes",
+    "screen": "the reduced series' screen",
+    "data": "the ranks' input digests change agreement",
+    "requested": "requested (--steps)",
+    "sample": "the even sample of the run",
+}
+
+
+@dataclass
+class RankWindows:
+    """One rank's index as arrays (phase 1), or the rollups computed from its rank file."""
+
+    rank: int
+    every: int
+    window: np.ndarray  # int64 [n], increasing
+    first: np.ndarray
+    last: np.ndarray
+    steps: np.ndarray
+    at: np.ndarray  # int64 [n, 2]
+    others: np.ndarray  # int64 [k, 2] of every window
+    flags: np.ndarray  # int64 [n]
+    digest: np.ndarray  # uint64 [n], 0: none
+    loss: np.ndarray  # float64 [n, 6]: n, n_nonfinite, Σ, Σx², min, max
+    gsq: np.ndarray  # float64 [n, 6]
+    gsql: np.ndarray  # float64 [n, 6]
+    samples: np.ndarray  # float64 [n, 6]
+    tokens: np.ndarray  # float64 [n, 6]
+    lr: np.ndarray  # float64 [n, 2]: min, max
+    tail: int  # the tail starts here (the steps after the last complete window)
+    size: int
+    ino: int
+    note: str | None = None  # why the index was not used
+
+
+@dataclass
+class RollupView:
+    """What the rollups say about the whole run, and which windows were read raw (RunData.rollups)."""
+
+    every: int
+    windows: int
+    selected: dict[int, list[str]]  # window -> reasons (keys of REASONS)
+    steps_total: int  # optimizer steps of the longest rank
+    rank_steps: dict[int, int]  # steps recorded per rank (indexed windows + tail)
+    raw_steps: int = 0  # steps of the longest rank read raw
+    notes: list[str] = field(default_factory=list)
+    # per window, over ranks: [n, n_nonfinite, Σ, Σx², min, max] of the local loss and global ‖g‖²
+    loss: np.ndarray = field(default_factory=lambda: np.zeros((0, 6)))
+    gsq: np.ndarray = field(default_factory=lambda: np.zeros((0, 6)))
+    gsql: np.ndarray = field(default_factory=lambda: np.zeros((0, 6)))
+    samples: np.ndarray = field(default_factory=lambda: np.zeros((0, 6)))
+    ranks: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # ranks per window
+    window_steps: np.ndarray = field(
+        default_factory=lambda: np.zeros(0, dtype=np.int64)
+    )  # the longest rank's
+    flags: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    indexed_steps: int = 0  # steps of the longest rank covered by its index
+    sample: int = SAMPLE_WINDOWS  # windows of the even sample asked for
+    requested: tuple[tuple[int, int], ...] = ()  # step ranges asked for (--steps)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def sampled(self, steps: np.ndarray) -> np.ndarray:
+        """Which of these steps lie in the even sample's windows."""
+        windows = np.asarray([w for w, why in self.selected.items() if "sample" in why], dtype=np.int64)
+        return np.isin(np.asarray(steps, dtype=np.int64) // self.every, windows)
+
+    def to_json(self) -> dict[str, Any]:
+        reasons: dict[str, int] = {}
+        for rs in self.selected.values():
+            for r in rs:
+                reasons[r] = reasons.get(r, 0) + 1
+        return {
+            "every": self.every,
+            "windows": self.windows,
+            "windows_read_raw": len(self.selected),
+            "steps_total": self.steps_total,
+            "steps_read_raw": self.raw_steps,
+            "reasons": reasons,
+            "read_raw": _ranges(sorted(self.selected)),
+            "notes": list(self.notes),
+        }
+
+
+def _ranges(windows: list[int]) -> list[list[int]]:
+    out: list[list[int]] = []
+    for w in windows:
+        if out and out[-1][1] == w - 1:
+            out[-1][1] = w
+        else:
+            out.append([w, w])
+    return out
+
+
+# --- phase 1: the index --------------------------------------------------------------------------
+
+_STAT6 = pa.list_(pa.float64())
+_INDEX_SCHEMA = pa.schema(
+    [
+        pa.field("kind", pa.string()),
+        pa.field("schema", pa.string()),
+        pa.field("rank", pa.int64()),
+        pa.field("every", pa.int64()),
+        pa.field("window", pa.int64()),
+        pa.field("first", pa.int64()),
+        pa.field("last", pa.int64()),
+        pa.field("steps", pa.int64()),
+        pa.field("at", pa.list_(pa.int64())),
+        pa.field("others", pa.list_(pa.list_(pa.int64()))),
+        pa.field(
+            "screen",
+            pa.struct(
+                [
+                    pa.field("flags", pa.int64()),
+                    pa.field("digest", pa.string()),
+                    pa.field("shape", pa.string()),
+                    pa.field("loss", _STAT6),
+                    pa.field("gsq", _STAT6),
+                    pa.field("gsql", _STAT6),
+                    pa.field("samples", _STAT6),
+                    pa.field("tokens", _STAT6),
+                    pa.field("lr", _STAT6),
+                ]
+            ),
+        ),
+    ]
+)
+
+
+class IndexError_(ValueError):
+    """The index cannot be used (the message says why)."""
+
+
+def _read_bytes(path: Path, limit: int) -> tuple[bytes, os.stat_result]:
+    fd, st = open_regular(path)
+    try:
+        if st.st_size > limit:
+            raise IndexError_(f"larger than {limit} bytes")
+        chunks, got = [], 0
+        while got < st.st_size:
+            b = os.read(fd, st.st_size - got)
+            if not b:
+                break
+            chunks.append(b)
+            got += len(b)
+        return b"".join(chunks), st
+    finally:
+        os.close(fd)
+
+
+def _fixed(col: pa.ChunkedArray, width: int) -> np.ndarray:
+    """A list<double> column of ``width``-long lists as float64 [n, width]; a null or short list: nan."""
+    arr = col.combine_chunks()
+    n = len(arr)
+    out = np.full((n, width), np.nan)
+    if n == 0:
+        return out
+    lengths = np.asarray(pc.fill_null(pc.list_value_length(arr), 0).to_numpy(zero_copy_only=False))
+    flat = _floats(arr.flatten())
+    starts = np.zeros(n, dtype=np.int64)
+    np.cumsum(lengths[:-1], out=starts[1:])
+    for j in range(width):
+        ok = lengths > j
+        out[ok, j] = flat[starts[ok] + j]
+    return out
+
+
+def _hex64(col: pa.ChunkedArray) -> np.ndarray:
+    out = np.zeros(len(col), dtype=np.uint64)
+    for i, v in enumerate(col.to_pylist()):
+        if isinstance(v, str) and 0 < len(v) <= 16:
+            try:
+                out[i] = int(v, 16) or 1
+            except ValueError:
+                out[i] = 1
+    return out
+
+
+def _parse_index(raw: bytes, rank: int, size: int, ino: int) -> RankWindows:
+    """An index file's bytes as arrays, checked (IndexError_ says what is wrong)."""
+    import json
+
+    lines = raw.split(b"\n")
+    lines.pop()  # b"" after the last newline, or a truncated last line (killed while appending)
+    if not lines:
+        raise IndexError_("empty")
+    try:
+        head = json.loads(lines[0])
+    except (ValueError, RecursionError):
+        raise IndexError_("its header is not JSON") from None
+    if not (
+        isinstance(head, dict)
+        and head.get("kind") == "rollup_index"
+        and records.schema_problem(head.get("schema"), INDEX_SCHEMA) is None
+        and head.get("rank") == rank
+        and isinstance(head.get("every"), int)
+        and not isinstance(head.get("every"), bool)
+        and head["every"] > 0
+    ):
+        raise IndexError_("its header is of another rank or schema")
+    if head.get("ino") != ino:
+        raise IndexError_("stale (it indexes another rank file: the inode differs)")
+    every = int(head["every"])
+    body = lines[1:]
+    cut = []
+    for line in body:
+        k = line.find(CUT)
+        if k < 0:
+            raise IndexError_("a line without the rollup's statistics")
+        cut.append(line[:k])
+    table = _arrow(b"}\n".join(cut) + b"}\n", _INDEX_SCHEMA) if cut else _INDEX_SCHEMA.empty_table()
+    if table is None or table.num_rows != len(body):
+        raise IndexError_("a line that is not an index line")
+    n = table.num_rows
+
+    def ints(name: str) -> np.ndarray:
+        return np.asarray(pc.fill_null(table[name], -1).to_numpy(zero_copy_only=False), dtype=np.int64)
+
+    kind_ok = pc.all(pc.equal(table["kind"], "rollup")).as_py() if n else True
+    schema_ok = pc.all(pc.equal(table["schema"], ROLLUP_SCHEMA)).as_py() if n else True
+    window, first, last, steps = ints("window"), ints("first"), ints("last"), ints("steps")
+    if not (kind_ok and schema_ok) or (
+        n and ((ints("rank") != rank).any() or (ints("every") != every).any())
+    ):
+        raise IndexError_("a line of another kind, rank, schema or window length")
+    if n and (
+        (window < 0).any()
+        or (window >= MAX_WINDOW).any()
+        or (np.diff(window) <= 0).any()
+        or (first < window * every).any()
+        or (last < first).any()
+        or (last >= (window + 1) * every).any()
+        or (steps < 1).any()
+        or (steps > every).any()
+    ):
+        raise IndexError_("windows out of order or with impossible steps")
+    at = _fixed(table["at"], 2)
+    if n and (
+        np.isnan(at).any()
+        or at[0, 0] != 0
+        or (at[1:, 0] != at[:-1, 1]).any()
+        or (at[:, 1] <= at[:, 0]).any()
+        or at[-1, 1] > size
+    ):
+        raise IndexError_(f"window bytes that do not follow on or lie beyond the rank file ({size} B)")
+    at_i = at.astype(np.int64)
+    olist = table["others"].combine_chunks()
+    owin = np.repeat(np.arange(n), np.asarray(pc.fill_null(pc.list_value_length(olist), 0).to_numpy()))
+    others = _fixed(pa.chunked_array([olist.flatten()]), 2) if len(owin) else np.zeros((0, 2))
+    if len(owin) and (
+        np.isnan(others).any()
+        or (others[:, 0] < at_i[owin, 0]).any()
+        or (others[:, 1] > at_i[owin, 1]).any()
+        or (others[:, 1] <= others[:, 0]).any()
+        or (others[1:, 0] < others[:-1, 1]).any()
+    ):
+        raise IndexError_("other lines outside their window's bytes")
+    screen = table["screen"].combine_chunks()
+    if n and screen.null_count:
+        raise IndexError_("a line without its screen")
+    flags = np.asarray(pc.fill_null(screen.field("flags"), 0).to_numpy(zero_copy_only=False), np.int64)
+    out = RankWindows(
+        rank=rank,
+        every=every,
+        window=window,
+        first=first,
+        last=last,
+        steps=steps,
+        at=at_i,
+        others=others.astype(np.int64),
+        flags=flags,
+        digest=_hex64(pa.chunked_array([screen.field("digest")])),
+        loss=_fixed(pa.chunked_array([screen.field("loss")]), 6),
+        gsq=_fixed(pa.chunked_array([screen.field("gsq")]), 6),
+        gsql=_fixed(pa.chunked_array([screen.field("gsql")]), 6),
+        samples=_fixed(pa.chunked_array([screen.field("samples")]), 6),
+        tokens=_fixed(pa.chunked_array([screen.field("tokens")]), 6),
+        lr=_fixed(pa.chunked_array([screen.field("lr")]), 2),
+        tail=int(at_i[-1, 1]) if n else 0,
+        size=size,
+        ino=ino,
+    )
+    return _trim_open_window(out)
+
+
+def _trim_open_window(rw: RankWindows) -> RankWindows:
+    """A last window that its last step did not close (the run's final, partial window, or a
+    `summarize` of a run still writing) is read raw as part of the tail, whole."""
+    n = len(rw.window)
+    if n and rw.last[-1] != (rw.window[-1] + 1) * rw.every - 1:
+        keep = np.arange(n - 1)
+        rw.tail = int(rw.at[-1, 0])
+        for name in (
+            "window",
+            "first",
+            "last",
+            "steps",
+            "flags",
+            "digest",
+            "loss",
+            "gsq",
+            "gsql",
+            "samples",
+            "tokens",
+            "lr",
+        ):
+            setattr(rw, name, getattr(rw, name)[keep])
+        rw.others = rw.others[rw.others[:, 1] <= rw.tail]
+        rw.at = rw.at[keep]
+    return rw
+
+
+def _from_entries(entries: list[dict[str, Any]], rank: int, every: int, size: int, ino: int) -> RankWindows:
+    """Arrays of index entries computed in memory (summarize.rollups_of_file), checked like a file's."""
+    head = {"kind": "rollup_index", "schema": INDEX_SCHEMA, "rank": rank, "every": every, "ino": ino}
+    raw = records.encode(head) + b"".join(records.encode(e) for e in entries)
+    return _parse_index(raw, rank, size, ino)
+
+
+def _index_arrays(item: tuple[str, str, int, int | None]) -> RankWindows | tuple[int, str]:
+    """Phase 1 for one rank: its index as arrays; ``(rank, why)`` when it cannot be used. With
+    ``every`` given, the index is computed from the rank file (the map of summarize) instead."""
+    run_dir, path_s, rank, every = item
+    path = Path(path_s)
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError as exc:
+        return rank, f"cannot stat its rank file ({exc.strerror})"
+    if every is not None:
+        res = rollups_of_file(path, rank, every)
+        if res.ino is None or res.ino != st.st_ino:
+            return rank, "its rank file changed while it was read"
+        try:
+            return _from_entries(res.rollups, rank, every, st.st_size, st.st_ino)
+        except IndexError_ as exc:
+            return rank, f"its rollups could not be computed ({exc})"
+    path = index_path(run_dir, rank)
+    if not os.path.lexists(path):
+        return rank, "no rollup index"
+    try:
+        raw, _ = _read_bytes(path, MAX_INDEX_BYTES)
+        return _parse_index(raw, rank, st.st_size, st.st_ino)
+    except (OSError, IndexError_) as exc:
+        return rank, f"rollup index unusable: {exc}"
+
+
+def has_index(run_dir: Path, ranks: list[int]) -> bool:
+    """Whether any of these ranks has a rollup index file (``--rollups auto`` needs one)."""
+    return any(os.path.lexists(index_path(run_dir, r)) for r in ranks)
+
+
+# --- phase 2: selection ---------------------------------------------------------------------------
+
+
+@dataclass
+class Reduced:
+    """The windows of every rank reduced (index arrays merged over ranks, window by window)."""
+
+    every: int
+    windows: int
+    flags: np.ndarray  # OR over ranks
+    loss: np.ndarray  # [W, 6] merged STAT
+    gsq: np.ndarray
+    gsql: np.ndarray
+    samples: np.ndarray
+    lr_max: np.ndarray
+    excess: np.ndarray  # Σ over ranks of (window max − window mean) of the local loss
+    excess_n: np.ndarray
+    within: np.ndarray  # Σ over ranks of Σ(x − window mean)² of the local loss (pooled variance)
+    within_n: np.ndarray
+    ranks: np.ndarray  # ranks with the window
+    window_steps: np.ndarray  # steps of the window (the largest count of any rank)
+    loss_marks: np.ndarray  # ranks whose spike screen marked a loss step in the window
+    digest_ranks: np.ndarray  # ranks with an input digest
+    digest_same: np.ndarray  # of them, ranks with the lowest such rank's digest
+    last_window: dict[int, int]
+
+
+def _merge_stat(into: np.ndarray, rows: np.ndarray, at: np.ndarray) -> None:
+    for j in (0, 1, 2, 3):
+        np.add.at(into[:, j], at, np.nan_to_num(rows[:, j]))
+    np.fmin.at(into[:, 4], at, rows[:, 4])
+    np.fmax.at(into[:, 5], at, rows[:, 5])
+
+
+def reduce(ranks: list[RankWindows]) -> Reduced:
+    every = ranks[0].every if ranks else 1
+    W = max((int(r.window[-1]) + 1 for r in ranks if len(r.window)), default=0)
+    for r in ranks:  # a rank's tail reaches past its last indexed window
+        W = max(W, int(math.ceil((r.last[-1] + 1) / every)) if len(r.last) else 0)
+    red = Reduced(
+        every=every,
+        windows=W,
+        flags=np.zeros(W, dtype=np.int64),
+        loss=np.zeros((W, 6)),
+        gsq=np.zeros((W, 6)),
+        gsql=np.zeros((W, 6)),
+        samples=np.zeros((W, 6)),
+        lr_max=np.full(W, np.nan),
+        excess=np.zeros(W),
+        excess_n=np.zeros(W),
+        within=np.zeros(W),
+        within_n=np.zeros(W),
+        ranks=np.zeros(W, dtype=np.int64),
+        window_steps=np.zeros(W, dtype=np.int64),
+        loss_marks=np.zeros(W, dtype=np.int64),
+        digest_ranks=np.zeros(W, dtype=np.int64),
+        digest_same=np.zeros(W, dtype=np.int64),
+        last_window={},
+    )
+    for m in (red.loss, red.gsq, red.gsql, red.samples):
+        m[:, 4:] = np.nan
+    lowest = np.zeros(W, dtype=np.uint64)
+    for r in sorted(ranks, key=lambda x: x.rank):
+        w = r.window
+        if not len(w):
+            continue
+        red.last_window[r.rank] = int(w[-1])
+        np.bitwise_or.at(red.flags, w, r.flags & ~LOSS_SPIKE)  # a loss mark counts by quorum (select)
+        np.add.at(red.ranks, w, 1)
+        np.maximum.at(red.window_steps, w, r.steps)
+        np.add.at(red.loss_marks, w, ((r.flags & LOSS_SPIKE) != 0).astype(np.int64))
+        _merge_stat(red.loss, r.loss, w)
+        _merge_stat(red.gsq, r.gsq, w)
+        _merge_stat(red.gsql, r.gsql, w)
+        _merge_stat(red.samples, r.samples, w)
+        np.fmax.at(red.lr_max, w, r.lr[:, 1])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = r.loss[:, 2] / (r.loss[:, 0] - r.loss[:, 1])
+            n_ok = r.loss[:, 0] - r.loss[:, 1]
+            ss = r.loss[:, 3] - n_ok * mean * mean
+        ex = r.loss[:, 5] - mean
+        ok = np.isfinite(ex)
+        np.add.at(red.excess, w[ok], ex[ok])
+        np.add.at(red.excess_n, w[ok], 1)
+        ok = np.isfinite(ss) & (n_ok > 1)
+        np.add.at(red.within, w[ok], np.maximum(ss[ok], 0.0))
+        np.add.at(red.within_n, w[ok], n_ok[ok] - 1)
+        has = r.digest != 0
+        first_here = has & (lowest[w] == 0)
+        lowest[w[first_here]] = r.digest[first_here]
+        np.add.at(red.digest_ranks, w[has], 1)
+        np.add.at(red.digest_same, w[has], (r.digest[has] == lowest[w[has]]).astype(np.int64))
+    return red
+
+
+def _screen(x: np.ndarray) -> np.ndarray:
+    """Windows whose value rises above the previous SCREEN_HISTORY windows' median by more than
+    SCREEN_Z robust standard deviations (a window needs MIN_SCREEN_HISTORY finite ones before it)."""
+    out = np.zeros(len(x), dtype=bool)
+    for w in range(len(x)):
+        if not np.isfinite(x[w]):
+            continue
+        h = x[max(0, w - SCREEN_HISTORY) : w]
+        h = h[np.isfinite(h)]
+        if len(h) < MIN_SCREEN_HISTORY:
+            continue
+        med = float(np.median(h))
+        mad = float(np.median(np.abs(h - med)))
+        rise = x[w] - med
+        if rise <= 0:
+            continue
+        out[w] = rise > SCREEN_Z * 1.4826 * mad if mad > 0 else rise > 1e-12 * max(abs(med), 1.0)
+    return out
+
+
+def select(
+    red: Reduced, requested: tuple[tuple[int, int], ...] = (), sample: int = SAMPLE_WINDOWS
+) -> dict[int, list[str]]:
+    """The windows to read raw, each with its reasons (keys of REASONS); ``sample`` windows spread
+    evenly over the rest."""
+    W, R = red.windows, red.every
+    chosen: dict[int, list[str]] = {}
+
+    def pick(w: int, why: str) -> None:
+        if 0 <= w < W and why not in chosen.setdefault(w, []):
+            chosen[w].append(why)
+
+    for w in range(min(W, max(2, math.ceil(EARLY_STEPS / R)))):
+        pick(w, "first")
+    rising = np.isfinite(red.lr_max[1:]) & (red.lr_max[1:] > red.lr_max[:-1])
+    w = 1
+    while w < W and rising[w - 1]:
+        pick(w, "warmup")
+        w += 1
+    pick(w, "warmup")  # the first window after the lr stopped rising (a spike at the warmup's end)
+    pick(W - 1, "last")
+    for last in red.last_window.values():
+        pick(last, "last")
+    history = max(1, math.ceil(SPIKE_WINDOW / R))
+    # a rank's own loss spike is a spike of the cross-rank loss only when it is shared: a window counts
+    # when at least half its ranks marked it (one noisy rank of 1,024 does not make every window matter)
+    marked = red.loss_marks * 2 >= np.maximum(red.ranks, 1)
+    flags = np.where(marked & (red.loss_marks > 0), red.flags | LOSS_SPIKE, red.flags)
+    for w in np.flatnonzero(flags).tolist():
+        f = int(flags[w])
+        if f & NONFINITE:
+            pick(w, "nonfinite")
+        if f & SKIPPED:
+            pick(w, "skipped")
+        if f & SHAPE:
+            pick(w, "shape")
+            pick(w - 1, "shape")
+        if f & (LOSS_SPIKE | GRAD_SPIKE):
+            pick(w, "spike")
+            for h in range(1, history + 1):
+                pick(w - h, "before-spike")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = red.loss[:, 2] / (red.loss[:, 0] - red.loss[:, 1])
+        excess = red.excess / red.excess_n
+        pooled = red.within / red.within_n
+        top, gmax = red.loss[:, 5], red.gsq[:, 5]
+    for series in (mean, excess, pooled, top, gmax):
+        for w in np.flatnonzero(_screen(series)).tolist():
+            pick(w, "screen")
+            for h in range(1, history + 1):
+                pick(w - h, "before-spike")
+    agree = (red.digest_ranks > 1) & (red.digest_same == red.digest_ranks)
+    for w in np.flatnonzero(agree[1:] != agree[:-1]).tolist():
+        pick(w + 1, "data")
+    for a, b in requested:
+        for w in range(max(0, a // R), min(W - 1, b // R) + 1):
+            pick(w, "requested")
+    # the even sample: blocks of SAMPLE_BLOCK_STEPS consecutive steps spread over the whole run,
+    # whatever else was chosen (the statistical checks' unbiased sample: analysis/quantities/noise_band.py)
+    block = max(1, math.ceil(SAMPLE_BLOCK_STEPS / R))
+    if W:
+        starts = np.unique(np.linspace(0, max(W - block, 0), min(sample, W)).round().astype(int))
+        for a in starts.tolist():
+            for w in range(a, min(a + block, W)):
+                pick(w, "sample")
+    return dict(sorted(chosen.items()))
+
+
+# --- phase 3: raw windows -------------------------------------------------------------------------
+
+
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for a, b in sorted(spans):
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
+def _read_windows(
+    item: tuple[str, int, RankWindows, list[int]],
+) -> tuple[int, RankData, Problems, str | None]:
+    """Phase 3 for one rank: its selected windows, every other line and the tail, read with pread
+    and checked against the index; on a mismatch the rank file read whole and cut to the same
+    windows (the note says why)."""
+    path_s, rank, rw, selected = item
+    path = Path(path_s)
+    probs = Problems()
+    sel = np.isin(rw.window, np.asarray(selected, dtype=np.int64))
+    spans = [(int(a), int(b)) for a, b in rw.others] + [(int(a), int(b)) for a, b in rw.at[sel]]
+    try:
+        fd, st = open_regular(path)
+    except OSError as exc:
+        probs.add(f"rank {rank}: cannot read {exc}; ignored")
+        return rank, RankData(rank=rank), probs, None
+    try:
+        if st.st_ino != rw.ino or st.st_size < rw.size:
+            why: str | None = "its rank file changed after its index was read"
+        else:
+            why = None
+            spans.append((rw.tail, rw.size))
+            parts = []
+            for a, b in _merged([s for s in spans if s[1] > s[0]]):
+                chunk = os.pread(fd, b - a, a)
+                # whole lines: each begins as the writer begins every record and ends with a newline
+                cut = len(chunk) != b - a or (b < rw.size and not chunk.endswith(b"\n"))
+                if cut or not chunk.startswith(_LINE_START):
+                    why = "its index points at bytes that are not whole lines"
+                    break
+                parts.append(chunk)
+    finally:
+        os.close(fd)
+    if why is None:
+        raw = b"".join(parts)
+        data, table = parse_rank_bytes(raw, rank, probs, step_bound=rw.size)
+        data.steps = to_columns(table, rank, probs)
+        why = _mismatch(data, rw, selected)
+    if why is not None:
+        probs = Problems()
+        data, probs = parse_rank(path, rank)
+        if data.steps is not None and len(data.steps):
+            keep = _kept(data.steps.step, rw, selected)
+            data.steps = take_steps(data.steps, keep)
+        return (
+            rank,
+            data,
+            probs,
+            f"rank {rank}: {why}; its rank file was read whole and cut to the same windows",
+        )
+    file_problems(data, probs)
+    return rank, data, probs, None
+
+
+def _kept(step: np.ndarray, rw: RankWindows, selected: list[int]) -> np.ndarray:
+    """Steps of the selected windows, and every step after the last indexed window (the tail)."""
+    w = step // rw.every
+    last_indexed = int(rw.window[-1]) if len(rw.window) else -1
+    return bool_or(np.isin(w, np.asarray(selected, dtype=np.int64)), w > last_indexed)
+
+
+def bool_or(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    out: np.ndarray = a | b
+    return out
+
+
+def _mismatch(data: RankData, rw: RankWindows, selected: list[int]) -> str | None:
+    """Why the steps read do not match the index (None when they do)."""
+    c = data.steps
+    step = c.step if c is not None else np.zeros(0, dtype=np.int64)
+    w = step // rw.every
+    last_indexed = int(rw.window[-1]) if len(rw.window) else -1
+    indexed = w <= last_indexed
+    sel = np.isin(rw.window, np.asarray(selected, dtype=np.int64))
+    want = dict(
+        zip(
+            rw.window[sel].tolist(),
+            zip(rw.steps[sel].tolist(), rw.first[sel].tolist(), rw.last[sel].tolist()),
+        )
+    )
+    got_w, counts = np.unique(w[indexed], return_counts=True)
+    got = dict(zip(got_w.tolist(), counts.tolist()))
+    for win, (n, first, last) in want.items():
+        in_w = step[w == win]
+        if got.get(win, 0) != n or (n and (int(in_w.min()) != first or int(in_w.max()) != last)):
+            return f"window {win} holds {got.get(win, 0)} step record(s), its index says {n}"
+    stray = set(got) - set(want)
+    if stray:
+        return f"step records of window(s) not read ({sorted(stray)[:3]}) in the bytes of others"
+    return None
+
+
+# --- the run --------------------------------------------------------------------------------------
+
+
+def _pool_map(fn: Any, items: list[Any], workers: int) -> list[Any]:
+    if workers > 1 and len(items) > 1:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            return list(pool.map(fn, items, chunksize=max(1, len(items) // (workers * 8))))
+    return [fn(i) for i in items]
+
+
+def _index_all(
+    run_dir: Path, named: list[tuple[Path, int]], workers: int
+) -> tuple[list[RankWindows], int, list[str]]:
+    """Phase 1 for every rank: the indexes, and the rollups computed from the rank files of the ranks
+    whose index cannot be used; (arrays per rank, R, notes)."""
+    paths = {rank: str(p) for p, rank in named}
+    first = _pool_map(_index_arrays, [(str(run_dir), str(p), r, None) for p, r in named], workers)
+    ok = [x for x in first if isinstance(x, RankWindows)]
+    failed = [x for x in first if not isinstance(x, RankWindows)]
+    counts: dict[int, int] = {}
+    for x in ok:
+        counts[x.every] = counts.get(x.every, 0) + 1
+    every = max(counts, key=lambda k: (counts[k], -k)) if counts else DEFAULT_EVERY
+    failed += [(x.rank, f"its index has R = {x.every}, the run's is {every}") for x in ok if x.every != every]
+    ok = [x for x in ok if x.every == every]
+    notes: list[str] = []
+    if failed:
+        why = dict(failed)
+        redo = _pool_map(
+            _index_arrays, [(str(run_dir), paths[r], r, every) for r, _ in failed], min(workers, len(failed))
+        )
+        for x in redo:
+            if isinstance(x, RankWindows):
+                x.note = why[x.rank]
+                ok.append(x)
+            else:
+                notes.append(f"rank {x[0]}: {why[x[0]]}; {x[1]}: it is read raw whole")
+        computed = sorted(x.rank for x in ok if x.note)
+        if computed:
+            reasons = sorted({why[r] for r in computed})
+            notes.append(
+                f"{len(computed)} rank(s) ({_short(computed)}) without a usable rollup index "
+                f"({'; '.join(r[:120] for r in reasons[:3])}): their rollups were computed from the rank files"
+            )
+    return sorted(ok, key=lambda x: x.rank), every, notes
+
+
+def read_ranks(
+    run_dir: Path,
+    named: list[tuple[Path, int]],
+    requested: tuple[tuple[int, int], ...] = (),
+    sample: int = SAMPLE_WINDOWS,
+) -> tuple[list[tuple[int, RankData, Problems]], RollupView]:
+    """Every rank of a run by the rollup path (module doc): the raw data of the selected windows,
+    and the view of the whole run from the rollups."""
+    t0 = time.perf_counter()
+    total = 0
+    for p, _ in named:
+        with contextlib.suppress(OSError):
+            total += os.stat(p, follow_symlinks=False).st_size
+    workers = min(len(named), os.cpu_count() or 1) if total >= PARALLEL_MIN_BYTES else 1
+    ok, every, notes = _index_all(run_dir, named, workers)
+    t1 = time.perf_counter()
+    red = reduce(ok)
+    selected = select(red, requested, sample)
+    t2 = time.perf_counter()
+    chosen = sorted(selected)
+    paths = {rank: str(p) for p, rank in named}
+    got = _pool_map(_read_windows, [(paths[x.rank], x.rank, x, chosen) for x in ok], workers)
+    parsed = [(rank, data, probs) for rank, data, probs, _ in got]
+    fell_back = [note for *_, note in got if note]
+    notes.extend(fell_back[:8])
+    if len(fell_back) > 8:
+        notes.append(f"… and {len(fell_back) - 8} more rank(s) read whole")
+    done = {r for r, _, _ in parsed}
+    for p, r in named:  # no usable index and no computable rollups: read raw whole
+        if r not in done:
+            data, probs = parse_rank(p, r)
+            parsed.append((r, data, probs))
+    t3 = time.perf_counter()
+    by_rank = {x.rank: x for x in ok}
+    rank_steps = {}
+    for r, data, _ in parsed:
+        c = data.steps
+        n_raw = len(c) if c is not None else 0
+        x = by_rank.get(r)
+        if x is None:
+            rank_steps[r] = n_raw
+            continue
+        last = int(x.window[-1]) if len(x.window) else -1
+        tail = int((c.step // every > last).sum()) if c is not None and n_raw else 0
+        rank_steps[r] = int(x.steps.sum()) + tail
+    view = RollupView(
+        every=every,
+        windows=red.windows,
+        selected=selected,
+        steps_total=max(rank_steps.values(), default=0),
+        rank_steps=rank_steps,
+        raw_steps=max((len(d.steps) for _, d, _ in parsed if d.steps is not None), default=0),
+        notes=notes,
+        loss=red.loss,
+        gsq=red.gsq,
+        gsql=red.gsql,
+        samples=red.samples,
+        ranks=red.ranks,
+        window_steps=red.window_steps,
+        flags=red.flags,
+        indexed_steps=max((int(x.steps.sum()) for x in ok), default=0),
+        sample=sample,
+        requested=requested,
+        seconds={"index": t1 - t0, "select": t2 - t1, "raw": t3 - t2},
+    )
+    return sorted(parsed, key=lambda x: x[0]), view
+
+
+def _short(ranks: list[int]) -> str:
+    return ", ".join(str(r) for r in ranks[:8]) + (" …" if len(ranks) > 8 else "")
