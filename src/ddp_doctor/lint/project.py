@@ -32,8 +32,8 @@ from pathlib import Path
 
 from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
 from ddp_doctor.lint.idioms import SYNC_CONTROL
-from ddp_doctor.lint.loops import LoopFacts, backward_of
-from ddp_doctor.lint.provenance import LossFlow, Shape, merge, param_call_return
+from ddp_doctor.lint.loops import LoopFacts, backward_of, param_backward
+from ddp_doctor.lint.provenance import LossFlow, Shape, loop_aliases, merge, param_call_return, reads
 from ddp_doctor.lint.source import read_source
 
 DATA_PARALLEL = frozenset(
@@ -67,6 +67,9 @@ FACT_WORDS = (
     "master",
     "compile",  # a helper returning torch.compile(m)
     "odel",  # model/Model: builders that only compose project classes (``return YOLOX(...)``)
+    "riter",  # writer/Writer, add_scalar's owner: project loggers that log their arguments
+    "ogger",  # logger/Logger
+    "wandb",
 )
 # The facts beyond the shared ones (module doc), each read by the rules that name it in
 # ``Rule.project_facts``: fact -> the Summary fields and ProjectIndex attributes/queries it feeds.
@@ -80,7 +83,14 @@ FACTS: dict[str, tuple[str, ...]] = {
     ),
     "sync_toggle": ("toggles_sync",),
     "scaler": ("uses_scaler",),
-    "rank0_logging": ("logs_rank0", "rank0_objects", "rank0_predicates", "silences_other_ranks"),
+    "rank0_logging": (
+        "logs_rank0",
+        "rank0_objects",
+        "rank0_predicates",
+        "silences_other_ranks",
+        "logged_params",
+        "call_logged_args",
+    ),
     "loss_flow": (
         "returns_loss",
         "param_call_return",
@@ -133,6 +143,13 @@ class Summary:
     # ``(model parameter, flag parameter or None)``: it returns ``torch.compile`` of that parameter,
     # when the flag parameter says so (VAR ``args.compile_model(m, fast)``).
     compiles_param: tuple[int, int | None] | None = None
+    # ``(parameter, position, scaled)``: every backward it runs is on that parameter (VAR
+    # ``AmpOptimizer.backward_clip_step(loss=loss, ...)``): a call of it is a backward of the argument.
+    backward_param: tuple[str, int, bool] | None = None
+    # Its parameters that its log calls write (VAR ``TensorboardLogger.update(**kwargs)`` →
+    # ``add_scalar``; ``**kwargs`` as ``"**kwargs"``): a call of it logs those arguments.
+    logged_params: tuple[str, ...] = ()
+    params: tuple[str, ...] = ()  # positional parameter names (no ``self``)
 
 
 @dataclass
@@ -372,11 +389,15 @@ class ProjectIndex:
             else:
                 if "rank0_logging" in self.facts:
                     s.logs_rank0 = _logs_rank0_only(ctx, node)
+                    s.logged_params, s.params = _logged_params(ctx, node)
                 if loss:
                     s.returns_loss = flow.returns.get(id(node)) if flow is not None else None
                     s.param_call_return = param_call_return(node)
                 if "compile" in self.facts:
                     s.compiles_param = _compiles_param(ctx, node, method=(qual, node) in methods)
+                # shared: the loop model (lint/loops.py) takes a call of it as a backward of its argument
+                if s.calls_backward and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    s.backward_param = param_backward(node, body)
             self.summaries[qual] = s
             if (qual, node) in methods:
                 self.methods.setdefault(qual.rsplit(".", 1)[-1], []).append(s)
@@ -532,6 +553,62 @@ class ProjectIndex:
         s = self.summary_for(ctx, call.func)
         return s.param_call_return if s is not None else None
 
+    def call_backward_param(self, ctx: FileContext, call: ast.Call) -> tuple[str, int, bool] | None:
+        """``call`` runs a project function or method whose every backward is on one parameter:
+        ``(name, position, scaled)`` of that parameter (method by name when most candidates agree)."""
+        s = self.summary_for(ctx, call.func)
+        if s is not None:
+            return None if _is_class_summary(s) else s.backward_param
+        typed = self._annotated_method(ctx, call)
+        if typed is not None:
+            return typed.backward_param
+        # by name only for a name that says what it does and that one project method defines: not
+        # ``step``/``update``/``forward``, which optimizers, schedulers and meters define as well
+        found = self._same_name_methods(call.func)
+        if len(found) != 1 or not isinstance(call.func, ast.Attribute) or call.func.attr in GENERIC_METHODS:
+            return None
+        return found[0].backward_param
+
+    def call_logged_args(self, ctx: FileContext, call: ast.Call) -> list[ast.expr] | None:
+        """The arguments ``call`` logs when it runs project code that logs its parameters: a
+        function, or a method of a parameter whose annotation names a project class (``def
+        train_step(self, tb_lg: TensorboardLogger)`` ... ``tb_lg.update(**kw)``). None: no such code."""
+        s = self.summary_for(ctx, call.func)
+        if s is None:
+            s = self._annotated_method(ctx, call)
+        if s is None or not s.logged_params:
+            return None
+        out: list[ast.expr] = []
+        rest = any(p.startswith("*") and not p.startswith("**") for p in s.logged_params)  # *args
+        for i, arg in enumerate(call.args):
+            if (
+                isinstance(arg, ast.Starred)
+                or (i < len(s.params) and s.params[i] in s.logged_params)
+                or (i >= len(s.params) and rest)
+            ):
+                out.append(arg)
+        spread = any(p.startswith("**") for p in s.logged_params)
+        for k in call.keywords:
+            if (k.arg is not None and k.arg in s.logged_params) or (
+                spread and (k.arg is None or k.arg not in s.params)
+            ):
+                out.append(k.value)
+        return out
+
+    def _annotated_method(self, ctx: FileContext, call: ast.Call) -> Summary | None:
+        """The project method ``obj.m(...)`` runs when ``obj``'s type is written down: a parameter of
+        the enclosing function (``tb_lg: TensorboardLogger``) or ``self.x`` set in a method of the class
+        from an annotated parameter (``def __init__(self, var_opt: AmpOptimizer): self.var_opt =
+        var_opt``) or annotated itself (``self.x: T = ...``)."""
+        func = call.func
+        if not isinstance(func, ast.Attribute):
+            return None
+        annotation = _annotation_of(ctx, call, func.value)
+        if annotation is None:
+            return None
+        cls = self._project_target(ctx.absolute_imports, annotation)
+        return self._get(f"{cls}.{func.attr}") if cls else None
+
     def call_builds_batchnorm(self, ctx: FileContext, call: ast.Call) -> bool:
         """``obj.method()`` with ``obj`` of unknown type builds BatchNorm when most project methods of
         that name do (YOLOX ``self.exp.get_model()``: four of the five experiment classes)."""
@@ -558,12 +635,16 @@ class ProjectIndex:
         return self._compile_names
 
     def loss_returning_names(self) -> tuple[str, ...]:
-        """Bare names of project functions and methods that return the local loss (computed once):
-        the words that let a file receive it without a backward of its own."""
+        """Bare names of project functions and methods that return the local loss or backprop their
+        argument (computed once): the words that let a file hold the loss without a ``.backward``."""
         if self._loss_names is None:
             self._loss_names = tuple(
                 sorted(
-                    {q.rsplit(".", 1)[-1] for q, s in self.summaries.items() if s.returns_loss is not None}
+                    {
+                        q.rsplit(".", 1)[-1]
+                        for q, s in self.summaries.items()
+                        if s.returns_loss is not None or s.backward_param is not None
+                    }
                 )
             )
         return self._loss_names
@@ -681,6 +762,86 @@ def _trains_on_params(ctx: FileContext, node: ast.AST) -> set[str | int]:
         ):
             out |= {source, params.index(source)}
     return out
+
+
+def _logged_params(ctx: FileContext, fn: ast.AST) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(parameters its log calls write, its positional parameters): ``print``, ``writer.add_scalar``
+    ... of a parameter, also through a loop over it (``for k, v in kwargs.items():
+    self.writer.add_scalar(k, v)``). Not ``f.write(...)`` (llm.c ``write_state`` dumps tensors)."""
+    from ddp_doctor.lint.rank0 import is_log_call
+
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return (), ()
+    a = fn.args
+    positional = [x.arg for x in (*a.posonlyargs, *a.args)]
+    if positional and positional[0] in ("self", "cls"):
+        positional = positional[1:]
+    named = {x.arg: x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)}
+    if a.vararg is not None:
+        named[a.vararg.arg] = "*" + a.vararg.arg
+    if a.kwarg is not None:
+        named[a.kwarg.arg] = "**" + a.kwarg.arg
+    named.pop("self", None)
+    named.pop("cls", None)
+    nodes = ctx.local(fn)
+    if not named or len(nodes) > 400:
+        return (), tuple(positional)
+    logged: set[str] = set()
+    for call in nodes:
+        if isinstance(call, ast.Call) and is_log_call(call) and not _writes_file(call):
+            names = reads(x for v in [*call.args, *(k.value for k in call.keywords)] for x in ast.walk(v))
+            names |= loop_aliases(ctx, call, names)
+            logged |= {named[n] for n in names if n in named}
+    return tuple(sorted(logged)), tuple(positional)
+
+
+# Method names too common to resolve by name alone (optimizers, schedulers, meters, modules).
+GENERIC_METHODS = frozenset(
+    {"step", "update", "forward", "__call__", "run", "train", "apply", "backward", "compute", "zero_grad"}
+)
+
+
+def _annotation_of(ctx: FileContext, at: ast.AST, receiver: ast.expr) -> ast.expr | None:
+    """The written type of ``receiver`` (a parameter, or ``self.x``) where it is used at ``at``."""
+    fn = ctx.enclosing_function(at)
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    if isinstance(receiver, ast.Name):
+        for arg in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs):
+            if arg.arg == receiver.id:
+                return arg.annotation
+        return None
+    if not (
+        isinstance(receiver, ast.Attribute)
+        and isinstance(receiver.value, ast.Name)
+        and receiver.value.id == "self"
+    ):
+        return None
+    owner = ctx.parents.get(fn)
+    if not isinstance(owner, ast.ClassDef):
+        return None
+    for member in owner.body:
+        if not isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        params = {
+            a.arg: a.annotation
+            for a in (*member.args.posonlyargs, *member.args.args, *member.args.kwonlyargs)
+        }
+        for n in ctx.local(member):
+            if isinstance(n, ast.AnnAssign) and dotted(n.target) == f"self.{receiver.attr}":
+                return n.annotation
+            if (
+                isinstance(n, ast.Assign)
+                and any(dotted(t) == f"self.{receiver.attr}" for t in n.targets)
+                and isinstance(n.value, ast.Name)
+                and params.get(n.value.id) is not None
+            ):
+                return params[n.value.id]
+    return None
+
+
+def _writes_file(call: ast.Call) -> bool:
+    return isinstance(call.func, ast.Attribute) and call.func.attr == "write"
 
 
 def _targets(node: ast.Assign | ast.AnnAssign) -> list[ast.expr]:
