@@ -10,6 +10,7 @@ import textwrap
 from pathlib import Path
 
 from ddp_doctor.lint.engine import lint_paths
+from tests.lint.project_facts import assert_rules_alone_agree
 
 
 def _write(root: Path, files: dict[str, str]) -> Path:
@@ -23,10 +24,13 @@ def _write(root: Path, files: dict[str, str]) -> Path:
 def _found(root: Path, project: bool = True) -> set[tuple[str, str, str | None]]:
     result = lint_paths([root], project=project)
     assert not result.diagnostics
-    return {
+    found = {
         (f.id, Path(f.path or "").relative_to(root).as_posix(), f.evidence.get("gated_by"))
         for f in result.findings
     }
+    # each rule run alone (its project index holds only the facts that rule declares) finds the same
+    assert_rules_alone_agree(root, result.findings, project)
+    return found
 
 
 YOLO_LIKE = {

@@ -10,8 +10,14 @@ suffix that is unique, so ``from utils.torch_utils import smart_DDP`` resolves w
 script runs from the repo root or from ``src/``). Rules then ask ``ctx.project`` about a call.
 
 Summaries are facts that hold for every call (no context sensitivity): ``returns_ddp``,
-``calls_backward``, ``scales_loss``, ``toggles_sync``, ``builds_batchnorm``, ``logs_rank0``.
+``calls_backward``, ``toggles_sync``, ``builds_batchnorm``, ``logs_rank0`` ...
 They are propagated through project-internal calls to a fixed point (bounded rounds).
+
+The call graph (modules, aliases, callees, methods), the DDP/FSDP wraps and the backward-running
+code are what every rule stands on, and are always computed. Every other fact belongs to the
+rules that read it: :data:`FACTS` names them, a rule lists the ones it reads in
+``Rule.project_facts``, and ``ProjectIndex.build(facts=...)`` computes only those (the engine passes
+the selected rules' facts; tests/lint/test_project_facts.py checks both directions).
 Names bound project-wide are tracked by spelling: an instance of a class whose ``__call__``
 runs backward (``loss_scaler = NativeScaler()``), objects created only on rank 0
 (``log_writer = ... if global_rank == 0 else None``).
@@ -65,6 +71,36 @@ FACT_WORDS = (
     "ogger",  # logger/Logger
     "wandb",
 )
+# The facts beyond the shared ones (module doc), each read by the rules that name it in
+# ``Rule.project_facts``: fact -> the Summary fields and ProjectIndex attributes/queries it feeds.
+FACTS: dict[str, tuple[str, ...]] = {
+    "batchnorm": (
+        "builds_batchnorm",
+        "converts_syncbn",
+        "refs",
+        "module_builds_batchnorm",
+        "call_builds_batchnorm",
+    ),
+    "sync_toggle": ("toggles_sync",),
+    "scaler": ("uses_scaler",),
+    "rank0_logging": (
+        "logs_rank0",
+        "rank0_objects",
+        "rank0_predicates",
+        "silences_other_ranks",
+        "logged_params",
+        "call_logged_args",
+    ),
+    "loss_flow": (
+        "returns_loss",
+        "param_call_return",
+        "call_returns_loss",
+        "call_param_return",
+        "loss_returning_names",
+    ),
+    "training_params": ("trains_on_params", "trains_on_argument", "hands_to_ddp_code"),
+    "compile": ("compiles_param", "call_compiles", "compiling_names"),
+}
 LOCAL_KEY = "\0module"  # entry of an import table naming the file's own module
 ROUNDS = 4
 # ``obj.method(...)`` with an unknown ``obj`` is matched by method name only when few classes of the
@@ -87,7 +123,6 @@ class Summary:
     fsdp_only: bool = False  # its own wraps are all FSDP (no DistributedDataParallel)
     wraps_ddp: bool = False  # calls a DDP/FSDP constructor (directly or through a project helper)
     calls_backward: bool = False
-    scales_loss: bool = False
     toggles_sync: bool = False
     builds_batchnorm: bool = False
     converts_syncbn: bool = False
@@ -120,6 +155,7 @@ class Summary:
 @dataclass
 class ProjectIndex:
     root: Path
+    facts: frozenset[str] = frozenset(FACTS)  # which of FACTS to compute (the selected rules')
     modules: dict[str, str] = field(default_factory=dict)  # module name -> file path
     summaries: dict[str, Summary] = field(default_factory=dict)
     methods: dict[str, list[Summary]] = field(default_factory=dict)  # method name -> every class's
@@ -144,9 +180,13 @@ class ProjectIndex:
     # --- building ------------------------------------------------------------------------------
 
     @classmethod
-    def build(cls, root: Path, files: list[Path]) -> ProjectIndex:
+    def build(cls, root: Path, files: list[Path], facts: frozenset[str] | None = None) -> ProjectIndex:
+        """The index of ``files`` under ``root``; ``facts``: which of :data:`FACTS` to compute (None: all)."""
         root = root.resolve()
-        index = cls(root=root)
+        unknown = set(facts or ()) - set(FACTS)
+        if unknown:
+            raise ValueError(f"unknown project fact(s): {', '.join(sorted(unknown))}")
+        index = cls(root=root, facts=frozenset(FACTS) if facts is None else facts)
         # Module names first (no parsing), so imports resolve; then one file at a time: read, parse,
         # summarise, drop the tree (a large library never holds more than one parsed file).
         paths: list[tuple[str, Path]] = []
@@ -220,8 +260,11 @@ class ProjectIndex:
         }
         self.wraps_ddp |= any(ctx.call_qualname(c) in DATA_PARALLEL for c in ctx.of_type(ast.Call))
         self.wraps_plain_ddp |= any(ctx.call_qualname(c) == DDP for c in ctx.of_type(ast.Call))
-        self.uses_scaler |= any("GradScaler" in w for w in ctx.words)
-        self.toggles_sync |= any(SYNC_CONTROL.match(w) for w in ctx.words)
+        bn, sync, loss = ("batchnorm" in self.facts, "sync_toggle" in self.facts, "loss_flow" in self.facts)
+        if "scaler" in self.facts:
+            self.uses_scaler |= any("GradScaler" in w for w in ctx.words)
+        if sync:
+            self.toggles_sync |= any(SYNC_CONTROL.match(w) for w in ctx.words)
         defs: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef]] = []
         methods: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef]] = []
         for node in ctx.tree.body:
@@ -253,8 +296,7 @@ class ProjectIndex:
             and (resolved := self.resolve_module(_absolute_module(node, module) or "")) is not None
         ]
         uses_eval = any(isinstance(c.func, ast.Name) and c.func.id == "eval" for c in ctx.of_type(ast.Call))
-        has_scaler_word = any("GradScaler" in w for w in ctx.words)
-        flow = LossFlow(ctx, LoopFacts(ctx)) if ctx.mentions("backward", "training_step") else None
+        flow = LossFlow(ctx, LoopFacts(ctx)) if loss and ctx.mentions("backward", "training_step") else None
         backward_defs: set[int] = set()  # top-level defs/classes (and methods) holding a `.backward`
         for attr in ctx.of_type(ast.Attribute):
             if attr.attr == "backward":
@@ -285,13 +327,11 @@ class ProjectIndex:
                     if backward_of(n):
                         s.calls_backward = True
                     m = method(n)
-                    if m and m[1] == "scale":
-                        s.scales_loss = True
-                    if m and SYNC_CONTROL.match(m[1]):
+                    if sync and m and SYNC_CONTROL.match(m[1]):
                         s.toggles_sync = True
-                    if BATCHNORM.match(q) or TORCHVISION_BN.match(q):
+                    if bn and (BATCHNORM.match(q) or TORCHVISION_BN.match(q)):
                         s.builds_batchnorm = True
-                    if "convert_sync_batchnorm" in q or (m and m[1] == "convert_sync_batchnorm"):
+                    if bn and ("convert_sync_batchnorm" in q or (m and m[1] == "convert_sync_batchnorm")):
                         s.converts_syncbn = True
                     if q in DATA_PARALLEL:
                         s.fsdp_only = (q != DDP) and (s.fsdp_only or not s.wraps_ddp)
@@ -312,46 +352,45 @@ class ProjectIndex:
                         ):
                             s.returned_callees.add(target)
                 elif isinstance(n, ast.Attribute):
-                    if n.attr in ("require_backward_grad_sync",):
+                    if sync and n.attr in ("require_backward_grad_sync",):
                         s.toggles_sync = True
                     q = ctx.qualname(n) or ""
-                    if BATCHNORM.match(q) and _builds_from_reference(ctx, n):  # norm_layer=nn.BatchNorm2d
+                    if (
+                        bn and BATCHNORM.match(q) and _builds_from_reference(ctx, n)
+                    ):  # norm_layer=nn.BatchNorm2d
                         s.builds_batchnorm = True
-                elif isinstance(n, ast.Name):
-                    if "GradScaler" in n.id:
-                        s.scales_loss = True
-                    if n.id in imports:
-                        target = self._project_target(imports, n)
-                        if target:
-                            s.refs.add(target)
+                elif isinstance(n, ast.Name) and bn and n.id in imports:
+                    target = self._project_target(imports, n)
+                    if target:
+                        s.refs.add(target)
             if ddp_names & returned_names:
                 s.returns_ddp = True
-            if uses_eval:
+            if bn and uses_eval:
                 s.refs |= {f"{m}.*" for m in star}
-            if id(node) in backward_defs:  # only code that runs backward can train on a parameter
+            # only code that runs backward can train on a parameter
+            if "training_params" in self.facts and id(node) in backward_defs:
                 s.trains_on_params = _trains_on_params(ctx, node)
-            if isinstance(node, ast.ClassDef):  # a subclass has what its project bases build
+            if bn and isinstance(node, ast.ClassDef):  # a subclass has what its project bases build
                 s.refs |= {t for b in node.bases if (t := self._project_target(imports, b))}
             if isinstance(node, ast.ClassDef):
                 s.returns_ddp = False  # calling a class builds an instance of it, never a DDP wrap
-                s.scales_loss |= has_scaler_word and any(
-                    "GradScaler" in (ctx.qualname(n) or dotted(n) or "")
-                    for n in ast.walk(node)
-                    if isinstance(n, (ast.Name, ast.Attribute))
-                )
                 call = next(
                     (b for b in node.body if isinstance(b, ast.FunctionDef) and b.name == "__call__"), None
                 )
                 # Only __call__ running backward makes instances "backward objects".
                 s.calls_backward = call is not None and any(backward_of(x) for x in walk_local(call))
             else:
-                s.logs_rank0 = _logs_rank0_only(ctx, node)
-                s.returns_loss = flow.returns.get(id(node)) if flow is not None else None
-                s.param_call_return = param_call_return(node, body)
-                s.compiles_param = _compiles_param(ctx, node, method=(qual, node) in methods)
+                if "rank0_logging" in self.facts:
+                    s.logs_rank0 = _logs_rank0_only(ctx, node)
+                    s.logged_params, s.params = _logged_params(ctx, node)
+                if loss:
+                    s.returns_loss = flow.returns.get(id(node)) if flow is not None else None
+                    s.param_call_return = param_call_return(node, body)
+                if "compile" in self.facts:
+                    s.compiles_param = _compiles_param(ctx, node, method=(qual, node) in methods)
+                # shared: the loop model (lint/loops.py) takes a call of it as a backward of its argument
                 if s.calls_backward and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     s.backward_param = param_backward(node, body)
-                s.logged_params, s.params = _logged_params(ctx, node)
             self.summaries[qual] = s
             if (qual, node) in methods:
                 self.methods.setdefault(qual.rsplit(".", 1)[-1], []).append(s)
@@ -361,9 +400,14 @@ class ProjectIndex:
         """Project-wide spellings: backward-running objects and rank-0-only objects."""
         from ddp_doctor.lint.rank0 import is_rank0_test, rank0_predicates, silences_other_ranks
 
-        predicates = rank0_predicates(ctx.tree, [f for defs in ctx.functions.values() for f in defs])
+        rank0 = "rank0_logging" in self.facts
+        predicates = (
+            rank0_predicates(ctx.tree, [f for defs in ctx.functions.values() for f in defs])
+            if rank0
+            else set()
+        )
         self.rank0_predicates |= predicates
-        if not self.silences_other_ranks:
+        if rank0 and not self.silences_other_ranks:
             self.silences_other_ranks = silences_other_ranks(ctx.tree, predicates, ctx.parents)
 
         for node in ctx.of_type(ast.Assign):
@@ -373,6 +417,8 @@ class ProjectIndex:
                 target = self._project_target(imports, value.func)
                 if target:
                     self._pending.append((target, names))
+            if not rank0:
+                continue
             if (
                 isinstance(value, ast.IfExp)
                 and _is_none(value.orelse)
@@ -431,7 +477,6 @@ class ProjectIndex:
                     # trainer helpers); a class holds everything its methods build
                     if _is_class_summary(s) or _is_class_summary(c) or callee in s.returned_callees:
                         s.builds_batchnorm |= c.builds_batchnorm
-                    s.scales_loss |= c.scales_loss
                     if callee in s.returned_callees:
                         s.returns_ddp |= c.returns_ddp
                         if not _is_class_summary(c) and c.returns_loss is not None and s.returns_loss is None:
@@ -444,7 +489,8 @@ class ProjectIndex:
             if pending is not None and _is_class_summary(pending) and pending.calls_backward:
                 self.backward_objects |= {n.split(".")[-1] for n in names}
         self._pending = []
-        self.uses_scaler |= bool(self.backward_objects)
+        if "scaler" in self.facts:  # a loss-scaling object (timm NativeScaler) is a scaler
+            self.uses_scaler |= bool(self.backward_objects)
 
     # --- queries ---------------------------------------------------------------------------------
 
@@ -873,7 +919,7 @@ def _compiles_param(ctx: FileContext, fn: ast.AST, method: bool) -> tuple[int, i
 def _propagated_flags(s: Summary) -> tuple[bool, ...]:
     """The flags `_propagate` spreads from callees to callers: one list, so its before/after
     comparison cannot miss a field (it once compared 5 fields with 6 and never stopped early)."""
-    return (s.calls_backward, s.toggles_sync, s.builds_batchnorm, s.returns_ddp, s.scales_loss, s.wraps_ddp)
+    return (s.calls_backward, s.toggles_sync, s.builds_batchnorm, s.returns_ddp, s.wraps_ddp)
 
 
 def _is_class_summary(s: Summary) -> bool:

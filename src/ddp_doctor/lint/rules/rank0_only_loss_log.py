@@ -64,6 +64,7 @@ FORWARD_NAME = re.compile(r"(model|net|engine|ddp|fsdp|module|encoder|decoder|fo
 
 class Rank0OnlyLossLog(Rule):
     id = "rank0-only-loss-log"
+    project_facts = frozenset({"rank0_logging", "loss_flow"})
     flagged = (
         "a logging call (print, logger, wandb, TensorBoard, tqdm) under a rank-0 guard (by what it "
         "tests; see above), a rank-0-only call or object, a logger the logging setup silences off "
