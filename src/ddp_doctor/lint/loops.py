@@ -445,7 +445,13 @@ def _step_after(facts: LoopFacts, loop: ast.AST, depth: int = 1) -> int | None:
             block = getattr(parent, field_name, None)
             if isinstance(block, list) and node in block:
                 for stmt in block[block.index(node) + 1 :]:
-                    if isinstance(stmt, ast.stmt) and facts.has_optimizer_step([stmt]):
+                    # a step inside a later loop belongs to that loop (torch's DDP tests run one
+                    # model's backward-only loop, then another model's training loop)
+                    if (
+                        isinstance(stmt, ast.stmt)
+                        and not isinstance(stmt, LOOPS)
+                        and facts.has_optimizer_step([stmt])
+                    ):
                         return next(n.lineno for n in facts.nodes([stmt]) if facts.is_optimizer_step(n))
         if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)) and depth > 0:
             for call in ctx.of_type(ast.Call):

@@ -187,36 +187,29 @@ class ProjectIndex:
         if unknown:
             raise ValueError(f"unknown project fact(s): {', '.join(sorted(unknown))}")
         index = cls(root=root, facts=frozenset(FACTS) if facts is None else facts)
-        contexts: list[tuple[str, FileContext]] = []
-        packages: list[tuple[str, FileContext]] = []  # __init__.py files: their re-exports
+        # Module names first (no parsing), so imports resolve; then one file at a time: read, parse,
+        # summarise, drop the tree (a large library never holds more than one parsed file).
+        paths: list[tuple[str, Path]] = []
         for path in (f.resolve() for f in files):
             if path.suffix != ".py":
                 continue
             try:
                 if path.stat().st_size > MAX_FILE_BYTES:
                     continue
-                source, _ = read_source(path)
-            except (OSError, ValueError):
+            except OSError:
                 continue
             module = module_name(root, path)
             index.modules[module] = str(path)
-            package = path.name == "__init__.py"
-            if not package and not any(w in source for w in FACT_WORDS):
-                continue
-            try:
-                tree = ast.parse(source)
-                ctx = FileContext.build(str(path), source, tree)
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                continue
-            if package:
-                packages.append((module, ctx))
-            if any(w in source for w in FACT_WORDS):
-                contexts.append((module, ctx))
+            paths.append((module, path))
         index.files = len(index.modules)
         index._register_aliases()
-        for module, ctx in packages:
-            index._register_reexports(module, ctx)
-        for module, ctx in contexts:
+        for module, path in paths:  # package re-exports before any summary resolves through them
+            if path.name == "__init__.py" and (ctx := _parse(path)) is not None:
+                index._register_reexports(module, ctx)
+        for module, path in paths:
+            ctx = _parse(path, FACT_WORDS)
+            if ctx is None:
+                continue
             try:
                 index._summarise(module, ctx)
             except RecursionError:
@@ -392,7 +385,7 @@ class ProjectIndex:
                     s.logged_params, s.params = _logged_params(ctx, node)
                 if loss:
                     s.returns_loss = flow.returns.get(id(node)) if flow is not None else None
-                    s.param_call_return = param_call_return(node)
+                    s.param_call_return = param_call_return(node, body)
                 if "compile" in self.facts:
                     s.compiles_param = _compiles_param(ctx, node, method=(qual, node) in methods)
                 # shared: the loop model (lint/loops.py) takes a call of it as a backward of its argument
@@ -408,10 +401,14 @@ class ProjectIndex:
         from ddp_doctor.lint.rank0 import is_rank0_test, rank0_predicates, silences_other_ranks
 
         rank0 = "rank0_logging" in self.facts
-        predicates = rank0_predicates(ctx.tree) if rank0 else set()
+        predicates = (
+            rank0_predicates(ctx.tree, [f for defs in ctx.functions.values() for f in defs])
+            if rank0
+            else set()
+        )
         self.rank0_predicates |= predicates
-        if rank0:
-            self.silences_other_ranks |= silences_other_ranks(ctx.tree, predicates)
+        if rank0 and not self.silences_other_ranks:
+            self.silences_other_ranks = silences_other_ranks(ctx.tree, predicates, ctx.parents)
 
         for node in ctx.of_type(ast.Assign):
             names = {d for t in node.targets if (d := dotted(t))}
@@ -868,6 +865,21 @@ def _builds_from_reference(ctx: FileContext, node: ast.AST) -> bool:
             return False
         child, cur = cur, ctx.parents.get(cur)
     return not (isinstance(cur, (ast.For, ast.AsyncFor)) and child is cur.iter)
+
+
+def _parse(path: Path, words: tuple[str, ...] = ()) -> FileContext | None:
+    """The file's context, or None when it cannot be read or parsed or (``words``) mentions none of
+    them (the cheap text pre-check)."""
+    try:
+        source, _ = read_source(path)
+    except (OSError, ValueError):
+        return None
+    if words and not any(w in source for w in words):
+        return None
+    try:
+        return FileContext.build(str(path), source, ast.parse(source))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
 
 
 def _compiles_param(ctx: FileContext, fn: ast.AST, method: bool) -> tuple[int, int | None] | None:

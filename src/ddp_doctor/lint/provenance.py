@@ -278,15 +278,18 @@ def _is_zero(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and node.value == 0 and not isinstance(node.value, bool)
 
 
-def param_call_return(fn: FunctionNode) -> tuple[int, int] | None:
+def param_call_return(fn: FunctionNode, nodes: list[ast.AST] | None = None) -> tuple[int, int] | None:
     """``(parameter index, position)`` when ``fn`` calls one of its parameters and returns the result:
     ``def gpu_timer(closure): result = closure(); ...; return result, elapsed`` → ``(0, 0)``;
     position -1 when the result is returned as a whole (``return closure()``)."""
     params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
     if not params:
         return None
+    body = list(ast.walk(fn)) if nodes is None else nodes
+    if not any(isinstance(n, ast.Return) and n.value is not None for n in body):
+        return None
     held: dict[str, int] = {}  # name -> parameter whose call result it holds
-    for n in ast.walk(fn):
+    for n in body:
         if (
             isinstance(n, ast.Assign)
             and len(n.targets) == 1
@@ -297,7 +300,7 @@ def param_call_return(fn: FunctionNode) -> tuple[int, int] | None:
         ):
             held[n.targets[0].id] = params.index(n.value.func.id)
     found: set[tuple[int, int]] = set()
-    for n in ast.walk(fn):
+    for n in body:
         if not isinstance(n, ast.Return) or n.value is None:
             continue
         parts = n.value.elts if isinstance(n.value, ast.Tuple) else [n.value]
@@ -399,7 +402,7 @@ class LossFlow:
         if fn is not None:
             if id(fn) in self.returns:
                 return self.returns[id(fn)]
-            hof = param_call_return(fn)
+            hof = param_call_return(fn, ctx.local(fn))
         else:
             hof = None
             if self.project is not None:

@@ -88,8 +88,8 @@ class Rank0OnlyLossLog(Rule):
         flow = LossFlow(ctx, facts)
         if not flow.taints:
             return
-        predicates = rank0_predicates(ctx.tree)
-        quiet = silences_other_ranks(ctx.tree, predicates)
+        predicates = rank0_predicates(ctx.tree, [f for defs in ctx.functions.values() for f in defs])
+        quiet = silences_other_ranks(ctx.tree, predicates, ctx.parents)
         if ctx.project is not None:
             predicates |= ctx.project.rank0_predicates
             quiet |= ctx.project.silences_other_ranks
