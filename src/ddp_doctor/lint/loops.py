@@ -94,7 +94,19 @@ def param_backward(
     if params and params[0] in ("self", "cls"):
         params = params[1:]
     found = [b for n in body if (b := backward_of(n)) is not None]
-    roots = {b.root.id if isinstance(b.root, ast.Name) else None for b in found}
+    # apex ``with amp.scale_loss(loss, opt) as scaled: scaled.backward()`` runs backward on ``loss``
+    aliases = {
+        item.optional_vars.id: item.context_expr.args[0].id
+        for n in body
+        if isinstance(n, (ast.With, ast.AsyncWith))
+        for item in n.items
+        if isinstance(item.optional_vars, ast.Name)
+        and isinstance(item.context_expr, ast.Call)
+        and "scale" in (dotted(item.context_expr.func) or "").split(".")[-1]
+        and item.context_expr.args
+        and isinstance(item.context_expr.args[0], ast.Name)
+    }
+    roots = {aliases.get(b.root.id, b.root.id) if isinstance(b.root, ast.Name) else None for b in found}
     if not found or len(roots) != 1 or any(b.framework for b in found):
         return None
     root = roots.pop()
@@ -546,7 +558,12 @@ def _guarded_in(facts: LoopFacts, body: list[ast.stmt]) -> int | None | bool:
                     return False
                 step_line = step_line or next(b for b in branches if type(b) is int)
         elif not isinstance(stmt, (ast.With, ast.AsyncWith, ast.Try)) and facts.has_optimizer_step([stmt]):
-            return False  # an unconditional step: every iteration is an optimizer step
+            keyword_step = _guard_keyword_step(facts, [stmt])
+            if keyword_step is None:
+                return False  # an unconditional step: every iteration is an optimizer step
+            # a helper that backprops and steps under its flag (``optimizer_step(loss / acc, opt,
+            # is_update=step % acc == 0)``, timm ``loss_scaler(..., update_grad=...)``)
+            step_line = step_line or keyword_step
     return step_line or _guard_keyword_step(facts, body)
 
 

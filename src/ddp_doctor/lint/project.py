@@ -33,7 +33,16 @@ from pathlib import Path
 from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
 from ddp_doctor.lint.idioms import SYNC_CONTROL
 from ddp_doctor.lint.loops import LoopFacts, backward_of, param_backward
-from ddp_doctor.lint.provenance import LossFlow, Shape, loop_aliases, merge, param_call_return, reads
+from ddp_doctor.lint.provenance import (
+    LossFlow,
+    Shape,
+    alarm,
+    bound_names,
+    loop_aliases,
+    merge,
+    param_call_return,
+    reads,
+)
 from ddp_doctor.lint.source import read_source
 
 DATA_PARALLEL = frozenset(
@@ -573,6 +582,8 @@ class ProjectIndex:
         s = self.summary_for(ctx, call.func)
         if s is None:
             s = self._annotated_method(ctx, call)
+        if s is not None and s.logs_rank0 and not s.logged_params:
+            return []  # it logs, but none of its parameters (only alarms: ``if loss > 12: print(loss)``)
         if s is None or not s.logged_params:
             return None
         out: list[ast.expr] = []
@@ -784,10 +795,22 @@ def _logged_params(ctx: FileContext, fn: ast.AST) -> tuple[tuple[str, ...], tupl
     if not named or len(nodes) > 400:
         return (), tuple(positional)
     logged: set[str] = set()
+    assigns = [
+        (reads(ast.walk(n.value)), {t for target in n.targets for t in bound_names(target)})
+        for n in nodes
+        if isinstance(n, ast.Assign)
+    ]
     for call in nodes:
         if isinstance(call, ast.Call) and is_log_call(call) and not _writes_file(call):
             names = reads(x for v in [*call.args, *(k.value for k in call.keywords)] for x in ast.walk(v))
             names |= loop_aliases(ctx, call, names)
+            derived = set(names)  # and what is computed from them (``overflow = check(loss.item())``)
+            for _ in range(2):
+                for read, written in assigns:
+                    if read & derived:
+                        derived |= written
+            if alarm(ctx, call, derived):
+                continue  # ``if loss > 12: print(loss)``: a warning about the value, not a log of it
             logged |= {named[n] for n in names if n in named}
     return tuple(sorted(logged)), tuple(positional)
 
