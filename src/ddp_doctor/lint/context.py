@@ -238,6 +238,10 @@ class FileContext:
         if head not in self.imports:
             return None
         full = self.imports[head] + ("." + rest if rest else "")
+        if self.project is not None and "." in full:
+            outside = self.project.reexport(full)  # ``ext_dist.DDP``: a project module's import
+            if isinstance(outside, str):
+                full = outside
         return canonical(full)
 
     def call_qualname(self, call: ast.AST) -> str | None:
@@ -260,7 +264,16 @@ class FileContext:
         else:
             return None
         defs = self.functions.get(name, [])
+        if len(defs) > 1 and isinstance(func, ast.Attribute):
+            # ``self.f(...)`` with several classes defining ``f``: the one of the caller's own class
+            owner = self._owner_class(call)
+            defs = [d for d in defs if owner is not None and self.parents.get(d) is owner]
         return defs[0] if len(defs) == 1 else None
+
+    def _owner_class(self, node: ast.AST) -> ast.ClassDef | None:
+        fn = self.enclosing_function(node)
+        parent = self.parents.get(fn)
+        return parent if isinstance(parent, ast.ClassDef) else None
 
     def enclosing_function(self, node: ast.AST) -> ast.FunctionDef | ast.AsyncFunctionDef | ast.Module:
         cur = self.parents.get(node)

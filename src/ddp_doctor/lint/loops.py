@@ -42,6 +42,7 @@ ACCUM_GUARD_NAME = re.compile(
 )
 # Framework objects whose `.backward(loss)` does its own scaling (accelerate, DeepSpeed, Fabric).
 FRAMEWORK_BACKWARD = re.compile(r"(accelerator|engine|fabric|deepspeed)$", re.IGNORECASE)
+STEP_METHOD = re.compile(r"^(step|optimi[sz]e|optimi[sz]er_step|step_optimi[sz]er)$")
 HELPER_DEPTH = 2  # "simple helper calls in the same file": follow at most two calls deep
 
 OPTIMIZER_CTORS = re.compile(
@@ -80,7 +81,27 @@ def backward_of(node: ast.AST) -> Backward | None:
     scaled = scale_call(receiver)
     if scaled is not None and scaled.args:
         return Backward(node, scaled.args[0], framework=False, scaled=True)
+    handed = _loss_argument(node)
+    if handed is not None and not LOSS_WORD.search(text or ""):
+        # ``self.mp_trainer.backward(loss)``: an object that backprops the loss it is handed (a
+        # tensor's own ``loss.backward(gradient)`` is called on the loss)
+        return Backward(node, handed, framework=False)
     return Backward(node, receiver, framework=False)
+
+
+LOSS_WORD = re.compile(r"loss", re.IGNORECASE)
+
+
+def _loss_argument(call: ast.Call) -> ast.expr | None:
+    """The argument named like a loss (``loss``, ``total_loss``, ``loss=...``) of ``x.backward(...)``."""
+    for k in call.keywords:
+        if k.arg is not None and LOSS_WORD.search(k.arg):
+            return k.value
+    if call.args and isinstance(call.args[0], (ast.Name, ast.Attribute, ast.Subscript)):
+        name = dotted(call.args[0]) or ""
+        if LOSS_WORD.search(name.split(".")[-1]):
+            return call.args[0]
+    return None
 
 
 def param_backward(
@@ -242,11 +263,13 @@ class LoopFacts:
     def is_optimizer_step(self, node: ast.AST) -> TypeGuard[ast.Call]:
         """``optimizer.step()`` or ``scaler.step(optimizer)``."""
         m = method(node)
-        if not m or m[1] != "step":
+        if not m or not STEP_METHOD.search(m[1]):
             return False
-        if self.is_optimizer(m[0]):
+        if m[1] == "step" and self.is_optimizer(m[0]):
             return True
         assert isinstance(node, ast.Call)
+        # ``scaler.step(optimizer)``, a trainer stepping the optimizer it is handed
+        # (``self.mp_trainer.optimize(self.opt)``)
         return len(node.args) == 1 and self.is_optimizer(dotted(node.args[0]))
 
     # --- deep searches that follow same-file helpers -------------------------------------------
@@ -400,6 +423,23 @@ def count_sources(ctx: FileContext, count: ast.expr) -> list[ast.expr | None]:
         return [count]
     binds = ctx.bindings(ctx.enclosing_function(count)).get(count.id, [])
     return [b.value if isinstance(b, ast.Assign) else None for b in binds if b.lineno <= count.lineno]
+
+
+def count_gate(ctx: FileContext, count: ast.expr) -> str | None:
+    """Config-gated when the micro-step count is read from configuration (a flag, a config entry, a
+    parameter): the loop accumulates only when it is > 1. A literal or a count computed in the
+    function (YOLO ``accumulate = max(round(nbs / batch_size), 1)``) is not a gate."""
+    if isinstance(count, ast.Constant):
+        return None
+    sources = count_sources(ctx, count)
+    if any(isinstance(s, ast.Constant) and s.value == 1 for s in sources):
+        return f"`{ctx.segment(count)}` > 1"  # 1 unless a condition raises it (accelerate's nlp_example)
+    if any(s is not None and not isinstance(s, (ast.Name, ast.Attribute, ast.Subscript)) for s in sources):
+        return None  # computed here
+    shown = sources[-1] if sources and sources[-1] is not None else count
+    if not isinstance(shown, (ast.Name, ast.Attribute, ast.Subscript)):
+        return None
+    return f"{_option_text(ctx, shown)} > 1"
 
 
 def unconditional_nodes(facts: LoopFacts, body: list[ast.stmt]) -> Iterator[ast.AST]:

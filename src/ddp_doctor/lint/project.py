@@ -179,6 +179,9 @@ class ProjectIndex:
     toggles_sync: bool = False  # some file controls DDP gradient sync
     _module_alias: dict[str, str] = field(default_factory=dict)
     name_alias: dict[str, str] = field(default_factory=dict)  # ``Model = DetectionModel`` at module level
+    # A module's imports of outside names, as its attributes (DLRM ``extend_distributed`` imports
+    # ``DistributedDataParallel as DDP``; ``ext_dist.DDP(...)`` in another file is that class).
+    reexports: dict[str, str] = field(default_factory=dict)
     _pending: list[tuple[str, set[str]]] = field(default_factory=list)  # (class qualname, names bound)
     _wrapper_names: tuple[str, ...] | None = None
     _bn_modules: set[str] | None = None
@@ -254,6 +257,21 @@ class ProjectIndex:
                 if resolved is not None and f"{resolved}.{attr}" != f"{module}.{name}":
                     self.name_alias.setdefault(f"{module}.{name}", f"{resolved}.{attr}")
 
+    def _project_module_of(self, qualname: str) -> str | None:
+        mod = qualname
+        while mod:
+            if self.resolve_module(mod) is not None:
+                return mod
+            mod = mod.rpartition(".")[0]
+        return None
+
+    def reexport(self, qualname: str) -> str | None:
+        """The outside name a project module's attribute stands for (``extend_distributed.DDP`` →
+        ``torch.nn.parallel.DistributedDataParallel``), or None."""
+        mod, _, name = qualname.rpartition(".")
+        resolved = self.resolve_module(mod) if mod else None
+        return self.reexports.get(f"{resolved}.{name}") if resolved is not None else None
+
     def resolve_module(self, name: str) -> str | None:
         if name in self.modules:
             return name
@@ -261,6 +279,10 @@ class ProjectIndex:
 
     def _summarise(self, module: str, ctx: FileContext) -> None:  # noqa: PLR0915 - one pass per file: its imports, star imports, eval and backward-holding defs feed every def's summary, each def walked once
         imports = absolute_imports(ctx, module)
+        for name in _module_level_imports(ctx.tree):
+            target = imports.get(name)
+            if target is not None and self._project_module_of(target) is None:
+                self.reexports[f"{module}.{name}"] = target
         imports[LOCAL_KEY] = module
         self._local_names = {
             n.name
@@ -997,6 +1019,21 @@ def module_name(root: Path, path: Path) -> str:
     if parts and parts[-1] == "__init__":
         parts = parts[:-1]
     return ".".join(parts) or path.stem
+
+
+def _module_level_imports(tree: ast.Module) -> set[str]:
+    """Names bound by the module's own import statements (also under a top-level ``try``/``if``)."""
+    out: set[str] = set()
+    stack: list[ast.stmt] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            out |= {(a.asname or a.name).split(".")[0] for a in node.names if a.name != "*"}
+        elif isinstance(node, ast.Try):
+            stack += [*node.body, *node.orelse, *(s for h in node.handlers for s in h.body)]
+        elif isinstance(node, ast.If):
+            stack += [*node.body, *node.orelse]
+    return out
 
 
 def absolute_imports(ctx: FileContext, module: str) -> dict[str, str]:
