@@ -34,9 +34,11 @@ from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
 from ddp_doctor.lint.idioms import SYNC_CONTROL
 from ddp_doctor.lint.loops import LoopFacts, backward_of, param_backward
 from ddp_doctor.lint.provenance import (
+    UPDATE_METHODS,
     LossFlow,
     Shape,
     alarm,
+    is_reduce,
     bound_names,
     loop_aliases,
     merge,
@@ -79,6 +81,8 @@ FACT_WORDS = (
     "riter",  # writer/Writer, add_scalar's owner: project loggers that log their arguments
     "ogger",  # logger/Logger
     "wandb",
+    "sync",  # a meter whose update reduces (``sync_tensor``, ``synchronize``)
+    "reduce",
 )
 # The facts beyond the shared ones (module doc), each read by the rules that name it in
 # ``Rule.project_facts``: fact -> the Summary fields and ProjectIndex attributes/queries it feeds.
@@ -106,6 +110,7 @@ FACTS: dict[str, tuple[str, ...]] = {
         "call_returns_loss",
         "call_param_return",
         "loss_returning_names",
+        "syncs_updates",
     ),
     "training_params": ("trains_on_params", "trains_on_argument", "hands_to_ddp_code"),
     "compile": ("compiles_param", "call_compiles", "compiling_names"),
@@ -159,6 +164,13 @@ class Summary:
     # ``add_scalar``; ``**kwargs`` as ``"**kwargs"``): a call of it logs those arguments.
     logged_params: tuple[str, ...] = ()
     params: tuple[str, ...] = ()  # positional parameter names (no ``self``)
+    # A class whose update method combines its argument across ranks (efficientvit ``AverageMeter``
+    # whose ``update`` sums through ``sync_tensor``): its instances are synchronised meters.
+    syncs_updates: bool = False
+    # Its own DDP/FSDP wrap is of a model it was handed (``smart_DDP(model)``), not of one it built
+    # itself (fast-autoaugment ``get_model(conf)`` builds the ResNet it wraps).
+    wraps_param: bool = False
+    wraps_built: bool = False  # one of its own wraps is of a model it built
 
 
 @dataclass
@@ -182,6 +194,7 @@ class ProjectIndex:
     # A module's imports of outside names, as its attributes (DLRM ``extend_distributed`` imports
     # ``DistributedDataParallel as DDP``; ``ext_dist.DDP(...)`` in another file is that class).
     reexports: dict[str, str] = field(default_factory=dict)
+    _star_sources: dict[str, list[str]] = field(default_factory=dict)  # package -> modules it star-imports
     _pending: list[tuple[str, set[str]]] = field(default_factory=list)  # (class qualname, names bound)
     _wrapper_names: tuple[str, ...] | None = None
     _bn_modules: set[str] | None = None
@@ -247,6 +260,12 @@ class ProjectIndex:
         for node in ctx.tree.body:
             if not isinstance(node, ast.ImportFrom):
                 continue
+            if any(alias.name == "*" for alias in node.names):
+                # ``from .metric import *`` in ``apps/utils/__init__.py``: ``apps.utils.X`` may be ``X`` of
+                # ``apps.utils.metric`` (looked up when a name is not found, ``_get``)
+                source = self.resolve_module(_absolute_module(node, module + ".__init__") or "")
+                if source is not None and source != module:
+                    self._star_sources.setdefault(module, []).append(source)
             for alias in node.names:
                 name = alias.asname or alias.name
                 full = imports.get(name)
@@ -327,6 +346,7 @@ class ProjectIndex:
             and (resolved := self.resolve_module(_absolute_module(node, module) or "")) is not None
         ]
         uses_eval = any(isinstance(c.func, ast.Name) and c.func.id == "eval" for c in ctx.of_type(ast.Call))
+        bn_tables = _batchnorm_tables(ctx) if bn else set()
         flow = LossFlow(ctx, LoopFacts(ctx)) if loss and ctx.mentions("backward", "training_step") else None
         backward_defs: set[int] = set()  # top-level defs/classes (and methods) holding a `.backward`
         for attr in ctx.of_type(ast.Attribute):
@@ -367,6 +387,9 @@ class ProjectIndex:
                     if q in DATA_PARALLEL:
                         s.fsdp_only = (q != DDP) and (s.fsdp_only or not s.wraps_ddp)
                         s.wraps_ddp = True
+                        handed = _wraps_parameter(ctx, node, n)
+                        s.wraps_param |= handed
+                        s.wraps_built |= not handed
                         if id(n) in returned:
                             s.returns_ddp = True
                         parent = ctx.parents.get(n)
@@ -390,6 +413,10 @@ class ProjectIndex:
                         bn and BATCHNORM.match(q) and _builds_from_reference(ctx, n)
                     ):  # norm_layer=nn.BatchNorm2d
                         s.builds_batchnorm = True
+                elif (
+                    isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id in bn_tables
+                ):  # norm_cls = REGISTERED_NORM_DICT[name]; norm_cls(**args)
+                    s.builds_batchnorm = True
                 elif isinstance(n, ast.Name) and bn and n.id in imports:
                     target = self._project_target(imports, n)
                     if target:
@@ -405,6 +432,8 @@ class ProjectIndex:
                 s.refs |= {t for b in node.bases if (t := self._project_target(imports, b))}
             if isinstance(node, ast.ClassDef):
                 s.returns_ddp = False  # calling a class builds an instance of it, never a DDP wrap
+                if loss:
+                    s.syncs_updates = _syncs_updates(ctx, node)
                 call = next(
                     (b for b in node.body if isinstance(b, ast.FunctionDef) and b.name == "__call__"), None
                 )
@@ -542,10 +571,18 @@ class ProjectIndex:
     def _get(self, qualname: str) -> Summary | None:
         for _ in range(4):  # follow ``A = B`` aliases a few hops
             found = self.summaries.get(qualname)
-            if found is not None or qualname not in self.name_alias:
+            if found is not None:
                 return found
+            if qualname not in self.name_alias:
+                return self._star_get(qualname)
             qualname = self.name_alias[qualname]
         return None
+
+    def _star_get(self, qualname: str) -> Summary | None:
+        """``pkg.X`` where ``pkg/__init__.py`` does ``from .m import *``: the ``X`` of one such ``m``."""
+        pkg, _, name = qualname.rpartition(".")
+        found = [s for m in self._star_sources.get(pkg, ()) if (s := self.summaries.get(f"{m}.{name}"))]
+        return found[0] if len(found) == 1 else None
 
     def module_builds_batchnorm(self, module: str) -> bool:
         """Some function or class of ``module`` builds BatchNorm (after propagation)."""
@@ -710,6 +747,13 @@ class ProjectIndex:
         # Few candidates: any that wraps. Many (timm's five ``prepare_distributed`` task classes): most
         # of them must wrap, so that a common name wrapped by one class in thirty does not count.
         return wrapping > 0 and (len(found) <= MAX_SAME_NAME_METHODS or 2 * wrapping > len(found))
+
+    def call_wraps_argument(self, ctx: FileContext, call: ast.Call) -> bool:
+        """The model a project wrap call wraps may be the caller's: the function wraps what it is
+        handed, or it is not a plain function (methods wrapping ``self.model``, wraps through
+        another helper). False only for a function that builds the model it wraps itself."""
+        s = self.summary_for(ctx, call.func)
+        return s is None or s.wraps_param or not s.wraps_built
 
     def ddp_wrapper_names(self) -> tuple[str, ...]:
         """Bare names of project functions returning a wrapped model and of methods wrapping in place
@@ -1019,6 +1063,89 @@ def module_name(root: Path, path: Path) -> str:
     if parts and parts[-1] == "__init__":
         parts = parts[:-1]
     return ".".join(parts) or path.stem
+
+
+def _batchnorm_tables(ctx: FileContext) -> set[str]:
+    """Module-level tables of layer classes that hold a BatchNorm class (efficientvit
+    ``REGISTERED_NORM_DICT = {"bn2d": nn.BatchNorm2d, "ln": nn.LayerNorm}``): a registry a function
+    picks the norm layer from by name."""
+    out: set[str] = set()
+    for node in ctx.tree.body:
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+        if isinstance(node, ast.AnnAssign):
+            target = node.target
+        value = getattr(node, "value", None)
+        if not isinstance(target, ast.Name) or not isinstance(value, (ast.Dict, ast.List, ast.Tuple)):
+            continue
+        items = value.values if isinstance(value, ast.Dict) else value.elts
+        if any(BATCHNORM.match(ctx.qualname(v) or "") for v in items):
+            out.add(target.id)
+    return out
+
+
+def _wraps_parameter(ctx: FileContext, fn: ast.AST, wrap: ast.Call) -> bool:
+    """The value ``wrap`` (a DDP/FSDP call in ``fn``) wraps is ``fn``'s parameter or ``self.x``, possibly
+    moved or converted on the way (``model = model.cuda()``, ``m = convert_sync_batchnorm(m)``);
+    False when it is a model ``fn`` built (``model = ResNet(...)``)."""
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return True
+    a = fn.args
+    params = {x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)} - {"self", "cls"}
+    target = wrap.args[0] if wrap.args else next((k.value for k in wrap.keywords if k.arg == "module"), None)
+    binds = ctx.bindings(fn)
+    line = wrap.lineno
+    for _ in range(8):
+        if target is None:
+            return True
+        if isinstance(target, ast.Attribute):
+            return True  # ``self.model``: set elsewhere, may be the caller's
+        if isinstance(target, ast.Call):  # DDP(model.to(device)), DDP(convert(model))
+            target = target.func.value if isinstance(target.func, ast.Attribute) else (
+                target.args[0] if target.args else None
+            )
+            continue
+        if not isinstance(target, ast.Name):
+            return True
+        before = [b for b in binds.get(target.id, []) if b.lineno < line]
+        if not before:
+            return target.id in params
+        last = before[-1]
+        if not isinstance(last, ast.Assign):
+            return True
+        line = last.lineno
+        value = last.value
+        if isinstance(value, ast.Call):
+            inner = value.func.value if isinstance(value.func, ast.Attribute) else None
+            first = value.args[0] if value.args else None
+            if isinstance(inner, ast.Name) and inner.id == target.id:
+                target = inner  # model = model.cuda()
+                continue
+            if isinstance(first, ast.Name) and first.id == target.id:
+                target = first  # model = convert(model)
+                continue
+            return False  # built here: model = ResNet(...)
+        target = value
+    return True
+
+
+def _syncs_updates(ctx: FileContext, cls: ast.ClassDef) -> bool:
+    """The class's update method (``update``, ``add``, ...) reduces across ranks, directly or through
+    another method of the class (``self._sync(val)`` → ``sync_tensor(val, reduce="sum")``)."""
+    methods = {b.name: b for b in cls.body if isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+    def reduces(fn: ast.AST, depth: int) -> bool:
+        for n in ctx.local(fn):
+            if not isinstance(n, ast.Call):
+                continue
+            name = dotted(n.func) or ""
+            if is_reduce(name):
+                return True
+            m = method(n)
+            if depth and m and m[0] == "self" and m[1] in methods and reduces(methods[m[1]], depth - 1):
+                return True
+        return False
+
+    return any(reduces(fn, 1) for name, fn in methods.items() if name in UPDATE_METHODS)
 
 
 def _module_level_imports(tree: ast.Module) -> set[str]:

@@ -109,6 +109,7 @@ WEIGHT_NAME = re.compile(
 )
 # A test that is true only when not distributed: ``not args.distributed``, ``world_size == 1``.
 DISTRIBUTED_FLAG = re.compile(r"distributed|ddp|world_size|is_initialized|multiprocessing", re.IGNORECASE)
+SYNC_KEYWORD = re.compile(r"distributed|sync|reduce|gather", re.IGNORECASE)
 LIGHTNING_STEP = "training_step"
 MAX_SCOPE_NODES = 20_000  # generated giants: no provenance (precision over recall)
 
@@ -916,6 +917,13 @@ def _synced_metric(ctx: FileContext, call: ast.Call) -> bool:
     flag = keyword(call, SYNC_ON_COMPUTE)
     if flag is not None:
         return not (isinstance(flag, ast.Constant) and flag.value is False)
+    for k in call.keywords:  # a meter built to sync or not: ``AverageMeter(is_distributed=True)``
+        if k.arg and SYNC_KEYWORD.search(k.arg) and isinstance(k.value, ast.Constant):
+            return k.value.value is True
+    if ctx.project is not None:  # a project meter class whose update reduces (efficientvit)
+        summary = ctx.project.summary_for(ctx, call.func)
+        if summary is not None and summary.syncs_updates:
+            return True
     qual = ctx.call_qualname(call) or ""
     return qual.startswith(("torchmetrics.", "lightning.", "pytorch_lightning.")) and "Metric" in qual
 
