@@ -116,7 +116,7 @@ FACTS: dict[str, tuple[str, ...]] = {
     "compile": ("compiles_param", "call_compiles", "compiling_names"),
 }
 LOCAL_KEY = "\0module"  # entry of an import table naming the file's own module
-ROUNDS = 4
+ROUNDS = 12  # propagation stops earlier when nothing changes; model builders nest 5-6 calls deep
 # ``obj.method(...)`` with an unknown ``obj`` is matched by method name only when few classes of the
 # project define that name (``prepare_distributed``), never for common names (``__init__``, ``setup``
 # defined by dozens of classes).
@@ -195,6 +195,9 @@ class ProjectIndex:
     # ``DistributedDataParallel as DDP``; ``ext_dist.DDP(...)`` in another file is that class).
     reexports: dict[str, str] = field(default_factory=dict)
     _star_sources: dict[str, list[str]] = field(default_factory=dict)  # package -> modules it star-imports
+    # Model registries: registry qualname -> classes registered with ``@REGISTRY.register()``
+    # (fvcore/detectron2/mmcv style; SlowFast ``MODEL_REGISTRY.get(name)(cfg)``).
+    registries: dict[str, set[str]] = field(default_factory=dict)
     _pending: list[tuple[str, set[str]]] = field(default_factory=list)  # (class qualname, names bound)
     _wrapper_names: tuple[str, ...] | None = None
     _bn_modules: set[str] | None = None
@@ -347,6 +350,11 @@ class ProjectIndex:
         ]
         uses_eval = any(isinstance(c.func, ast.Name) and c.func.id == "eval" for c in ctx.of_type(ast.Call))
         bn_tables = _batchnorm_tables(ctx) if bn else set()
+        module_names = _module_level_names(ctx.tree)
+        class_tables: dict[str, set[str]] = {}
+        if bn:
+            class_tables = self._class_tables(ctx, imports, module)
+            self._register_decorated(ctx, imports, module, module_names)
         flow = LossFlow(ctx, LoopFacts(ctx)) if loss and ctx.mentions("backward", "training_step") else None
         backward_defs: set[int] = set()  # top-level defs/classes (and methods) holding a `.backward`
         for attr in ctx.of_type(ast.Attribute):
@@ -368,6 +376,10 @@ class ProjectIndex:
                     parts = n.value.elts if isinstance(n.value, (ast.Tuple, ast.List)) else [n.value]
                     for part in parts:
                         returned.add(id(part))
+                        inner = part
+                        while isinstance(inner, ast.Call) and isinstance(inner.func, ast.Call):
+                            inner = inner.func  # ``return get_model()()``: what the factory returned
+                            returned.add(id(inner))
                         if isinstance(part, ast.IfExp):
                             returned |= {id(part.body), id(part.orelse)}
                         if (d := dotted(part)) is not None:
@@ -395,6 +407,10 @@ class ProjectIndex:
                         parent = ctx.parents.get(n)
                         if isinstance(parent, ast.Assign):
                             ddp_names |= {d for t in parent.targets if (d := dotted(t))}
+                    if bn and m and m[1] in ("get", "build") and m[0]:
+                        registry = self._registry_name(imports, module, module_names, m[0])
+                        if registry is not None:
+                            s.refs.add(f"registry:{registry}")  # MODEL_REGISTRY.get(name)(cfg)
                     target = self._project_target(imports, n.func)
                     if target:
                         s.callees.add(target)
@@ -417,6 +433,8 @@ class ProjectIndex:
                     isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id in bn_tables
                 ):  # norm_cls = REGISTERED_NORM_DICT[name]; norm_cls(**args)
                     s.builds_batchnorm = True
+                elif isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id in class_tables:
+                    s.refs |= class_tables[n.value.id]  # pycls ``_models[cfg.MODEL.TYPE]``
                 elif isinstance(n, ast.Name) and bn and n.id in imports:
                     target = self._project_target(imports, n)
                     if target:
@@ -512,6 +530,54 @@ class ProjectIndex:
             name = f"{last}.{name}"
         return None
 
+    def _registry_builds_batchnorm(self, registry: str) -> bool:
+        """Most classes registered with ``registry`` build BatchNorm (SlowFast's video models; a
+        registry of mostly LayerNorm transformers does not count)."""
+        found = [s for q in self.registries.get(registry, ()) if (s := self._get(q)) is not None]
+        return bool(found) and 2 * sum(s.builds_batchnorm for s in found) > len(found)
+
+    def _registry_name(
+        self, imports: dict[str, str], module: str, module_names: set[str], text: str
+    ) -> str | None:
+        """The qualname of a registry object spelled ``text`` in ``module`` (imported or its own)."""
+        if "." in text:
+            return None
+        if text in imports:
+            target = self._project_target(imports, ast.Name(id=text))
+            return target
+        return f"{module}.{text}" if text in module_names else None
+
+    def _register_decorated(
+        self, ctx: FileContext, imports: dict[str, str], module: str, module_names: set[str]
+    ) -> None:
+        """Classes and builder functions of the file decorated ``@REGISTRY.register()`` /
+        ``@REGISTRY.register_module()`` (ResNeSt registers ``def resnest50(...)``)."""
+        for node in ctx.tree.body:
+            if not isinstance(node, (ast.ClassDef, ast.FunctionDef)):
+                continue
+            for dec in node.decorator_list:
+                func = dec.func if isinstance(dec, ast.Call) else dec
+                if isinstance(func, ast.Attribute) and func.attr in ("register", "register_module"):
+                    text = dotted(func.value)
+                    registry = self._registry_name(imports, module, module_names, text) if text else None
+                    if registry is not None:
+                        self.registries.setdefault(registry, set()).add(f"{module}.{node.name}")
+
+    def _class_tables(self, ctx: FileContext, imports: dict[str, str], module: str) -> dict[str, set[str]]:
+        """Module-level tables of project classes (pycls ``_models = {"resnet": ResNet, ...}``)."""
+        out: dict[str, set[str]] = {}
+        for node in ctx.tree.body:
+            target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+            if isinstance(node, ast.AnnAssign):
+                target = node.target
+            value = getattr(node, "value", None)
+            if not isinstance(target, ast.Name) or not isinstance(value, ast.Dict):
+                continue
+            found = {t for v in value.values if (t := self._project_target(imports, v))}
+            if found:
+                out[target.id] = found
+        return out
+
     def _propagate(self) -> None:
         sums = self.summaries
         for _ in range(ROUNDS):
@@ -521,6 +587,7 @@ class ProjectIndex:
                 if not s.builds_batchnorm and any(
                     (r.endswith(".*") and r[:-2] in bn_modules)
                     or ((ref := self._get(r)) is not None and ref.builds_batchnorm)
+                    or (r.startswith("registry:") and self._registry_builds_batchnorm(r[9:]))
                     for r in s.refs
                 ):
                     s.builds_batchnorm = changed = True
@@ -565,6 +632,13 @@ class ProjectIndex:
             return None
         if "." not in text and text not in imports:  # a function of this same file
             return self._get(f"{module}.{text}")
+        head, _, rest = text.partition(".")
+        if head == "self" and "." not in rest:  # ``self.save_logs(...)``: the method of the caller's class
+            fn = ctx.enclosing_function(func)
+            owner = ctx.parents.get(fn)
+            if isinstance(owner, ast.ClassDef) and ctx.parents.get(owner) is ctx.tree:
+                return self._get(f"{module}.{owner.name}.{rest}")
+            return None
         target = self._project_target(imports, func)
         return self._get(target) if target else None
 
@@ -679,6 +753,16 @@ class ProjectIndex:
     def call_builds_batchnorm(self, ctx: FileContext, call: ast.Call) -> bool:
         """``obj.method()`` with ``obj`` of unknown type builds BatchNorm when most project methods of
         that name do (YOLOX ``self.exp.get_model()``: four of the five experiment classes)."""
+        inner = call.func
+        if isinstance(inner, ast.Call):  # ``get_model(name)(**kw)``: the factory returns a builder
+            factory = self.summary_for(ctx, inner.func)
+            if factory is not None and factory.builds_batchnorm:
+                return True
+        m = method(inner) if isinstance(inner, ast.Call) else None
+        if m and m[0] and m[1] in ("get", "build") and ctx.module is not None:
+            # ``MODEL_REGISTRY.get(name)(cfg)``: a class of a registry of BatchNorm models
+            registry = self._registry_name(ctx.absolute_imports, ctx.module, _module_level_names(ctx.tree), m[0])
+            return registry is not None and self._registry_builds_batchnorm(registry)
         found = self._same_name_methods(call.func)
         builders = sum(m.builds_batchnorm for m in found)
         return builders > 0 and 2 * builders > len(found)
@@ -870,14 +954,14 @@ def _logged_params(ctx: FileContext, fn: ast.AST) -> tuple[tuple[str, ...], tupl
         if isinstance(call, ast.Call) and is_log_call(call) and not _writes_file(call):
             names = reads(x for v in [*call.args, *(k.value for k in call.keywords)] for x in ast.walk(v))
             names |= loop_aliases(ctx, call, names)
-            derived = set(names)  # and what is computed from them (``overflow = check(loss.item())``)
-            for _ in range(2):
-                for read, written in assigns:
-                    if read & derived:
-                        derived |= written
-            if alarm(ctx, call, derived):
-                continue  # ``if loss > 12: print(loss)``: a warning about the value, not a log of it
-            logged |= {named[n] for n in names if n in named}
+            for n in names & set(named):
+                derived = {n}  # and what is computed from it (``overflow = check(loss.item())``)
+                for _ in range(2):
+                    for read, written in assigns:
+                        if read & derived:
+                            derived |= written
+                if not alarm(ctx, call, derived):  # ``if loss > 12: print(loss)`` warns, it does not log
+                    logged.add(named[n])
     return tuple(sorted(logged)), tuple(positional)
 
 
@@ -1063,6 +1147,16 @@ def module_name(root: Path, path: Path) -> str:
     if parts and parts[-1] == "__init__":
         parts = parts[:-1]
     return ".".join(parts) or path.stem
+
+
+def _module_level_names(tree: ast.Module) -> set[str]:
+    return {
+        t.id
+        for node in tree.body
+        if isinstance(node, (ast.Assign, ast.AnnAssign))
+        for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(t, ast.Name)
+    }
 
 
 def _batchnorm_tables(ctx: FileContext) -> set[str]:

@@ -205,7 +205,9 @@ def _value_gated(test: ast.expr, values: set[str], holds: bool) -> bool:
         parts = [_value_gated(v, values, holds) for v in test.values]
         conjunction = isinstance(test.op, ast.And) == holds  # the branch needs every part
         return any(parts) if conjunction else all(parts)
-    return not _existence_test(test) and bool(reads(ast.walk(test)) & values)
+    if _existence_test(test) or any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(test)):
+        return False  # whether it exists; a periodic ``step % every == 0``
+    return bool(reads(ast.walk(test)) & values)
 
 
 def _existence_test(test: ast.expr) -> bool:

@@ -112,7 +112,7 @@ class BatchnormUnsynced(Rule):
             gated_by = _opt_in_gate(ctx, conversions, bn_nodes)
             if gated_by is None:
                 return  # converted on the default path (or under a condition we trust)
-        lines = ", ".join(map(str, sorted(bn_lines)[:5]))
+        lines = ", ".join(map(str, sorted(set(bn_lines))[:5]))
         for call in ddp_calls:
             yield self.violation(
                 call,
