@@ -411,6 +411,9 @@ class LossFlow:
         self.facts = facts
         self.project: Any = ctx.project
         self.lightning = lightning_steps(ctx)
+        # Same-file helpers whose return value a caller backprops (sgm ``loss =
+        # self.inner_training_step(...)``; ``self.manual_backward(loss)``): it is their loss too.
+        self.backprop_returns: set[int] = set()
         self.returns: dict[int, Shape] = {}  # function id -> what it returns of the loss
         self.class_attrs: dict[int, set[str]] = {}  # class id -> ``self.x`` holding the loss
         self.taints: dict[int, Taint] = {}  # scope id -> its taint (only scopes that have one)
@@ -430,10 +433,14 @@ class LossFlow:
         for key, step in self.lightning.items():
             candidates[key] = step
         for _ in range(ROUNDS):
-            for key, scope in candidates.items():
+            for key, scope in list(candidates.items()):
                 if len(ctx.local(scope)) > MAX_SCOPE_NODES:
                     continue
                 taint = self._taint(scope)
+                for fn in self._backprop_helpers(scope, taint.roots):
+                    if id(fn) not in self.backprop_returns:  # its return value is the loss backward runs on
+                        self.backprop_returns.add(id(fn))
+                        candidates[id(fn)] = fn
                 self.scopes[key] = scope
                 self.taints[key] = taint
                 if taint.returns is not None and isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -452,6 +459,23 @@ class LossFlow:
             if len(ctx.local(scope)) <= MAX_SCOPE_NODES:
                 self.taints[key] = self._taint(scope)
                 self.scopes[key] = scope
+
+    def _backprop_helpers(self, scope: Scope, roots: set[str]) -> list[FunctionNode]:
+        """Same-file functions whose result a root of ``scope`` is bound to (``loss = self.step(b)``)."""
+        out: list[FunctionNode] = []
+        binds = self.ctx.bindings(scope)
+        for root in roots:
+            for b in binds.get(root, []):
+                if isinstance(b, ast.Assign) and isinstance(b.value, ast.Call):
+                    fn = self.ctx.helper(b.value)
+                    if fn is not None and fn is not scope:
+                        out.append(fn)
+        return out
+
+    def in_lightning_module(self, scope: ast.AST) -> bool:
+        """``scope`` is a method of a class whose ``training_step`` Lightning runs."""
+        owner = self._class_of(scope)
+        return owner is not None and any(self._class_of(step) is owner for step in self.lightning.values())
 
     def _reached(self, known: dict[int, Scope]) -> dict[int, Scope]:
         """Scopes not yet analysed that receive the loss: they call something returning it, or are
@@ -529,7 +553,8 @@ class LossFlow:
         owner = self._class_of(scope)
         if owner is not None:
             tainted |= self.class_attrs.get(id(owner), set())
-        if id(scope) in self.lightning:  # Lightning runs backward on what training_step returns
+        if id(scope) in self.lightning or id(scope) in self.backprop_returns:
+            # Lightning runs backward on what training_step returns; a caller on what a helper returns
             for r in nodes:
                 if isinstance(r, ast.Return) and r.value is not None:
                     roots |= loss_names(ctx, _lightning_loss(r.value))

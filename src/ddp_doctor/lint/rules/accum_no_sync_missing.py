@@ -145,6 +145,8 @@ def _effective_toggle(ctx: FileContext, facts: LoopFacts, node: ast.AST) -> bool
         exprs: list[ast.AST] = []
         for item in node.items:
             expr = item.context_expr
+            if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and not expr.args:
+                expr = expr.func  # OLMo ``grad_sync_context = self.dist_model.no_sync`` ... ``with grad_sync_context():``
             if isinstance(expr, ast.Name):  # sync_ctx = model.no_sync() if ... else nullcontext()
                 exprs += [
                     b.value
@@ -172,6 +174,8 @@ def _names_sync_control(expr: ast.AST) -> bool:
             name = m[1] if m else (dotted(n.func) or "").split(".")[-1]
             if SYNC_CONTROL.match(name):
                 return True
+        elif isinstance(n, ast.Attribute) and n.attr in ("no_sync", "no_backward_sync"):
+            return True  # the method itself, called later: ``ctx = model.no_sync`` ... ``with ctx():``
     return False
 
 

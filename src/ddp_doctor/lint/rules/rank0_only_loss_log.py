@@ -108,7 +108,7 @@ class Rank0OnlyLossLog(Rule):
                 item
                 for region in regions
                 for item in _rank0_logs(
-                    ctx, region, rank0_objects, predicates, quiet, id(region) in flow.lightning
+                    ctx, region, rank0_objects, predicates, quiet, flow.in_lightning_module(region)
                 )
             ]
             for node, guard, how in logs:
