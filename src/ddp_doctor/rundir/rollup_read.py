@@ -543,21 +543,24 @@ def reduce(ranks: list[RankWindows]) -> Reduced:
 def _screen(x: np.ndarray) -> np.ndarray:
     """Windows whose value rises above the previous SCREEN_HISTORY windows' median by more than
     SCREEN_Z robust standard deviations (a window needs MIN_SCREEN_HISTORY finite ones before it)."""
-    out = np.zeros(len(x), dtype=bool)
-    for w in range(len(x)):
-        if not np.isfinite(x[w]):
-            continue
-        h = x[max(0, w - SCREEN_HISTORY) : w]
-        h = h[np.isfinite(h)]
-        if len(h) < MIN_SCREEN_HISTORY:
-            continue
-        med = float(np.median(h))
-        mad = float(np.median(np.abs(h - med)))
-        rise = x[w] - med
-        if rise <= 0:
-            continue
-        out[w] = rise > SCREEN_Z * 1.4826 * mad if mad > 0 else rise > 1e-12 * max(abs(med), 1.0)
-    return out
+    n = len(x)
+    out = np.zeros(n, dtype=bool)
+    if n <= MIN_SCREEN_HISTORY:
+        return out
+    padded = np.concatenate((np.full(SCREEN_HISTORY, np.nan), np.asarray(x, dtype=np.float64)))
+    hist = np.lib.stride_tricks.sliding_window_view(padded, SCREEN_HISTORY)[:n]  # the windows before each
+    enough = np.isfinite(hist).sum(axis=1) >= MIN_SCREEN_HISTORY
+    if not enough.any():
+        return out
+    with np.errstate(invalid="ignore"):
+        med = np.full(n, np.nan)
+        med[enough] = np.nanmedian(hist[enough], axis=1)
+        mad = np.full(n, np.nan)
+        mad[enough] = np.nanmedian(np.abs(hist[enough] - med[enough, None]), axis=1)
+        rise = x - med
+        flat = rise > 1e-12 * np.maximum(np.abs(med), 1.0)
+        out = enough & np.isfinite(x) & (rise > 0) & np.where(mad > 0, rise > SCREEN_Z * 1.4826 * mad, flat)
+    return np.asarray(out, dtype=bool)
 
 
 def select(
