@@ -156,6 +156,7 @@ def test_a_missing_index_is_computed_from_the_rank_file(run3: Path) -> None:
         "window out of order",
         "bytes beyond the file",
         "other rank",
+        "huge window",
         "symlink",
         "fifo",
     ],
@@ -173,6 +174,10 @@ def test_a_damaged_index_falls_back_with_a_note(run3: Path, damage: str, tmp_pat
     elif damage == "bytes beyond the file":
         rec = json.loads(lines[-1])
         rec["at"][1] += 10**9
+        lines[-1] = records.encode(rec)
+    elif damage == "huge window":  # numbers no rank file of this size can hold: never an allocation
+        rec = json.loads(lines[-1])
+        rec["window"], rec["first"], rec["last"] = 10**9, 10**10, 10**10
         lines[-1] = records.encode(rec)
     elif damage == "other rank":
         lines[0] = lines[0].replace(b'"rank":2', b'"rank":1')

@@ -19,8 +19,8 @@ the ranks, each in worker processes (one per core) when there is enough to read:
    before a spike (the spike rule's history), windows the screens of the reduced series mark (robust
    z > ``SCREEN_Z`` against the previous windows, of: the cross-rank mean loss, the mean excess of
    the ranks' window maxima over their means, the pooled within-window variance — a spike shared by
-   the ranks adds to every rank's, so this one sharpens with the world size —, the largest loss and
-   the largest global gradient norm: a spike of the cross-rank mean within one rank's noise), windows where the ranks' input digests
+   the ranks adds to every rank's, so this one sharpens with the world size —, and the largest global
+   gradient norm: a spike of the cross-rank mean within one rank's noise), windows where the ranks' input digests
    stop or start agreeing, the steps the user asked for (``--steps A-B``), and ``SAMPLE_WINDOWS``
    blocks of ``SAMPLE_BLOCK_STEPS`` steps spread evenly over the whole run (the statistical checks'
    unbiased sample, whatever else was chosen).
@@ -328,6 +328,7 @@ def _parse_index(raw: bytes, rank: int, size: int, ino: int) -> RankWindows:
         or (last >= (window + 1) * every).any()
         or (steps < 1).any()
         or (steps > every).any()
+        or (first > size).any()  # a step takes a line of the rank file: no number sizes an allocation
     ):
         raise IndexError_("windows out of order or with impossible steps")
     at = _fixed(table["at"], 2)
@@ -608,8 +609,10 @@ def select(
         mean = red.loss[:, 2] / (red.loss[:, 0] - red.loss[:, 1])
         excess = red.excess / red.excess_n
         pooled = red.within / red.within_n
-        top, gmax = red.loss[:, 5], red.gsq[:, 5]
-    for series in (mean, excess, pooled, top, gmax):
+        gmax = red.gsq[:, 5]
+    # (not the largest loss of any rank: one rank's outlier is no spike of the mean unless it also
+    # moves the excess or the pooled variance, and at 1,024 ranks it fires on every other window)
+    for series in (mean, excess, pooled, gmax):
         for w in np.flatnonzero(_screen(series)).tolist():
             pick(w, "screen")
             for h in range(1, history + 1):
