@@ -254,3 +254,18 @@ def test_requested_steps_are_read_raw(run3: Path) -> None:
 
 def test_auto_keeps_small_runs_on_the_raw_path(run3: Path) -> None:
     assert read_run(run3).rollups is None  # below ROLLUP_MIN_BYTES: every step raw
+
+
+def test_report_flags(run3: Path) -> None:
+    import subprocess
+    import sys
+
+    cli = [sys.executable, "-m", "ddp_doctor.cli", "report", str(run3)]
+    ok = subprocess.run(
+        [*cli, "--rollups", "on", "--steps", "300-325", "--format", "json"], capture_output=True, text=True
+    )
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["run"]["rollups"]["reasons"]["requested"] == 3
+    assert subprocess.run([*cli, "--format", "json"], capture_output=True, text=True).returncode == 0
+    for bad in (["--rollups", "maybe"], ["--steps", "9-3"], ["--steps", "x"]):
+        assert subprocess.run([*cli, *bad], capture_output=True, text=True).returncode == 2, bad
