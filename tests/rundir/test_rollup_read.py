@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from fixtures.gen_run import header, sgd, step
 from fixtures.synth_run import FAULTS, SynthSpec, write_run
@@ -269,3 +270,20 @@ def test_report_flags(run3: Path) -> None:
     assert subprocess.run([*cli, "--format", "json"], capture_output=True, text=True).returncode == 0
     for bad in (["--rollups", "maybe"], ["--steps", "9-3"], ["--steps", "x"]):
         assert subprocess.run([*cli, *bad], capture_output=True, text=True).returncode == 2, bad
+
+
+def test_worker_processes_read_the_same(run3: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above PARALLEL_MIN_BYTES the passes run in worker processes (one per core): the same windows,
+    the same steps, the same notes (a missing index computed in a worker)."""
+    from ddp_doctor.rundir import rollup_read
+
+    rollup_index.index_path(run3, 0).unlink()
+    serial = read_run(run3, rollups="on")
+    monkeypatch.setattr(rollup_read, "PARALLEL_MIN_BYTES", 0)
+    parallel = read_run(run3, rollups="on")
+    assert serial.rollups is not None and parallel.rollups is not None
+    assert serial.rollups.selected == parallel.rollups.selected and serial.problems == parallel.problems
+    for rank in serial.ranks:
+        a, b = serial.ranks[rank].steps, parallel.ranks[rank].steps
+        assert a is not None and b is not None and (a.step == b.step).all()
+        assert np.array_equal(a.losses, b.losses, equal_nan=True)

@@ -701,6 +701,14 @@ def _read_windows(
     return rank, data, probs, None
 
 
+def _bytes_to_read(rw: RankWindows, selected: list[int]) -> int:
+    sel = np.isin(rw.window, np.asarray(selected, dtype=np.int64))
+    spans = rw.at[sel]
+    return int(
+        (spans[:, 1] - spans[:, 0]).sum() + (rw.others[:, 1] - rw.others[:, 0]).sum() + rw.size - rw.tail
+    )
+
+
 def _kept(step: np.ndarray, rw: RankWindows, selected: list[int]) -> np.ndarray:
     """Steps of the selected windows, and every step after the last indexed window (the tail)."""
     w = step // rw.every
@@ -795,11 +803,14 @@ def read_ranks(
     """Every rank of a run by the rollup path (module doc): the raw data of the selected windows,
     and the view of the whole run from the rollups."""
     t0 = time.perf_counter()
-    total = 0
-    for p, _ in named:
+    # worker processes only for enough bytes to read: the indexes here, the selected windows below
+    # (a process pool costs ~0.1 s to start; the 8-rank warm report reads ~40 MB in all)
+    cores = os.cpu_count() or 1
+    index_bytes = 0
+    for _, r in named:
         with contextlib.suppress(OSError):
-            total += os.stat(p, follow_symlinks=False).st_size
-    workers = min(len(named), os.cpu_count() or 1) if total >= PARALLEL_MIN_BYTES else 1
+            index_bytes += os.stat(index_path(run_dir, r), follow_symlinks=False).st_size
+    workers = min(len(named), cores) if index_bytes >= PARALLEL_MIN_BYTES else 1
     ok, every, notes = _index_all(run_dir, named, workers)
     t1 = time.perf_counter()
     red = reduce(ok)
@@ -807,6 +818,8 @@ def read_ranks(
     t2 = time.perf_counter()
     chosen = sorted(selected)
     paths = {rank: str(p) for p, rank in named}
+    raw_bytes = sum(_bytes_to_read(x, chosen) for x in ok)
+    workers = min(len(ok), cores) if raw_bytes >= PARALLEL_MIN_BYTES else 1
     got = _pool_map(_read_windows, [(paths[x.rank], x.rank, x, chosen) for x in ok], workers)
     parsed = [(rank, data, probs) for rank, data, probs, _ in got]
     fell_back = [note for *_, note in got if note]
