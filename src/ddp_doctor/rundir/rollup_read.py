@@ -827,9 +827,14 @@ def read_ranks(
     if len(fell_back) > 8:
         notes.append(f"… and {len(fell_back) - 8} more rank(s) read whole")
     done = {r for r, _, _ in parsed}
-    for p, r in named:  # no usable index and no computable rollups: read raw whole
+    for p, r in named:  # no usable index and no computable rollups: read raw whole, cut to the windows
         if r not in done:
             data, probs = parse_rank(p, r)
+            if data.steps is not None and len(data.steps):
+                w = data.steps.step // every
+                data.steps = take_steps(
+                    data.steps, np.isin(w, np.asarray(chosen, dtype=np.int64)) | (w >= red.windows)
+                )
             parsed.append((r, data, probs))
     t3 = time.perf_counter()
     by_rank = {x.rank: x for x in ok}
