@@ -2,29 +2,24 @@
 
 Every fault must confirm its runtime finding (trainer.faults.FAULT_FINDINGS; lint-only IDs have no
 runtime expectation), and the clean run must confirm no warning or error. The cases and the runner
-are bench/fault_matrix.py's (it prints the whole table, docs/report.md). CI runs the clean run and
+are tests/e2e/fault_matrix.py's (`python bench/fault_matrix.py` prints the whole table, docs/report.md). CI runs the clean run and
 two faults (~35 s together); the others are slow (10–50 s each on 2 shared CPU cores).
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
+import teardown_race
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "bench"))
-
-import fault_matrix  # noqa: E402  (bench/ is not a package)
-import teardown_race  # noqa: E402
-
-from ddp_doctor.analysis.diagnose import diagnose  # noqa: E402
-from ddp_doctor.report.html import render_html  # noqa: E402
-from ddp_doctor.report.text import render_text  # noqa: E402
-from ddp_doctor.report.to_json import render_json  # noqa: E402
-from ddp_doctor.trainer.faults import FAULTS  # noqa: E402
+from ddp_doctor.analysis.diagnose import diagnose
+from ddp_doctor.report.html import render_html
+from ddp_doctor.report.text import render_text
+from ddp_doctor.report.to_json import render_json
+from ddp_doctor.trainer.faults import FAULTS
+from tests.e2e import fault_matrix
 
 pytestmark = pytest.mark.distributed  # starts process groups (gloo ranks)
 

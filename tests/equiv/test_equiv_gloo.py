@@ -198,6 +198,54 @@ def test_each_fault_breaks_at_its_stage(reference, tmp_path, fault, stage, cause
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize(
+    ("fault", "step", "stage", "cause"),
+    [
+        ("replica-desync", 0, "param", "replica-divergence"),  # the last rank perturbed as step 0 starts
+        ("nan-at-step", 0, "local", "nonfinite"),  # rank 0's loss NaN at step 0
+        ("lr-too-high", 0, "update", "unexplained"),  # the gradients agree; the note gives both lrs
+    ],
+)
+def test_more_faults_break_at_their_stage(reference, tmp_path, fault, step, stage, cause):
+    b = _record(tmp_path / fault, 2, "--fault", fault, "--fault-step", "0")
+    code, result = _equiv(str(reference), str(b))
+    assert code == 1
+    first = result["first_break"]
+    assert (first["step"], first["stage"]) == (step, stage) and cause in first["causes"], first
+    if fault == "lr-too-high":
+        assert first["note"].startswith("lr ") and first["factor"] == []
+
+
+@pytest.mark.slow
+def test_clip_before_unscale_breaks_at_clipped(tmp_path):
+    """Both runs fp16 autocast with a GradScaler; B clips the loss-scaled gradients."""
+    a = _record(tmp_path / "fp16", 1, "--precision", "fp16")
+    b = _record(tmp_path / "cbu", 2, "--fault", "clip-before-unscale")
+    code, result = _equiv(str(a), str(b))
+    assert code == 1
+    first = result["first_break"]
+    assert (first["step"], first["stage"]) == (0, "clipped") and first["causes"] == ["clip-before-unscale"]
+    assert [s["status"] for s in result["stages"][:3]] == ["equal", "equal", "equal"]
+
+
+@pytest.mark.slow
+def test_no_sampler_is_data_that_differs_with_its_reason(reference, tmp_path):
+    """Every rank reads the same samples (DataLoader(shuffle=True), same seed): undecided, not a break."""
+    code, result = _equiv(str(reference), str(_record(tmp_path / "nosampler", 2, "--fault", "no-sampler")))
+    assert code == 2 and result["verdict"] == "undecided" and result["first_break"] is None
+    codes = {(r["code"], r["run"]) for r in result["data_reasons"]}
+    assert ("no_sampler", "B") in codes and ("repeats", "B") in codes
+
+
+@pytest.mark.slow
+def test_logging_only_faults_change_no_stage(reference, tmp_path):
+    """rank0-loss-log changes what is printed, not a number of the step: equivalent."""
+    _assert_equivalent(
+        *_equiv(str(reference), str(_record(tmp_path / "log", 2, "--fault", "rank0-loss-log")))
+    )
+
+
+@pytest.mark.slow
 def test_an_epoch_boundary_that_falls_elsewhere_is_data_differs_not_a_break(tmp_path):
     """13 documents: at world size 2 DistributedSampler(drop_last=True) keeps 12 per epoch, at world
     size 1 all 13, so step 1 reads another set of samples: undecided at step 1, no false break."""

@@ -330,6 +330,14 @@ def test_nan_in_one_run_only_differs_and_in_both_is_equal():
     assert max(r[3] for r in verdict.compare_full(a, b)) == math.inf
 
 
+def test_a_nan_in_b_only_names_nonfinite_not_a_loss_normalization():
+    a = _run(1, [G], hashes=ONE_HASHES, accum=4)
+    halves = _split(G, 2)
+    halves[0] = {n: [math.nan, *v[1:]] for n, v in halves[0].items()}
+    fb = verdict.compare(a, _run(2, halves, hashes=TWO_HASHES, accum=2)).first_break
+    assert fb is not None and (fb.step, fb.stage) == (0, "local") and fb.causes == ["nonfinite"]
+
+
 def test_clean_name_drops_wrapper_components_only():
     assert clean_name("module._orig_mod.model.layers.0.mlp.weight") == "model.layers.0.mlp.weight"
     assert clean_name("_fsdp_wrapped_module.layers.0._checkpoint_wrapped_module.w") == "layers.0.w"

@@ -10,6 +10,7 @@ import textwrap
 from pathlib import Path
 
 from ddp_doctor.lint.engine import lint_paths
+from tests.lint.project_facts import assert_rules_alone_agree
 
 
 def _write(root: Path, files: dict[str, str]) -> Path:
@@ -23,10 +24,13 @@ def _write(root: Path, files: dict[str, str]) -> Path:
 def _found(root: Path, project: bool = True) -> set[tuple[str, str, str | None]]:
     result = lint_paths([root], project=project)
     assert not result.diagnostics
-    return {
+    found = {
         (f.id, Path(f.path or "").relative_to(root).as_posix(), f.evidence.get("gated_by"))
         for f in result.findings
     }
+    # each rule run alone (its project index holds only the facts that rule declares) finds the same
+    assert_rules_alone_agree(root, result.findings, project)
+    return found
 
 
 YOLO_LIKE = {
@@ -563,3 +567,76 @@ def test_compile_hidden_in_a_method_and_a_model_built_by_an_experiment_object(tm
     assert ("batchnorm-unsynced", "yolox/core/trainer.py", None) in found
     file_mode = _found(root, project=False)
     assert not any(f[0] in ("compile-before-ddp", "batchnorm-unsynced") for f in file_mode)
+
+
+def test_backward_in_a_project_method_and_a_logger_known_by_its_annotation(tmp_path: Path) -> None:
+    # VAR: ``self.var_opt.backward_clip_step(loss=loss, ...)`` runs backward in utils/amp_sc.py;
+    # ``tb_lg: TensorboardLogger`` logs its keyword arguments (utils/misc.py) under ``dist.is_master()``.
+    # llm.c: a helper that dumps tensors to a file (and prints only a shape) is no logger of the loss.
+    root = _write(
+        tmp_path,
+        {
+            "utils/amp_sc.py": """
+                class AmpOptimizer:
+                    def __init__(self, optimizer, scaler):
+                        self.optimizer, self.scaler = optimizer, scaler
+
+                    def backward_clip_step(self, stepping, loss):
+                        self.scaler.scale(loss).backward()
+                        if stepping:
+                            self.scaler.step(self.optimizer)
+                        return None, None
+
+                class Closure:
+                    def step(self, loss):  # a generic name: ``scheduler.step(epoch)`` is not this
+                        loss.backward()
+            """,
+            "utils/misc.py": """
+                class TensorboardLogger:
+                    def __init__(self, writer):
+                        self.writer = writer
+
+                    def update(self, head="scalar", step=None, **kwargs):
+                        for k, v in kwargs.items():
+                            self.writer.add_scalar(f"{head}/{k}", v, step)
+            """,
+            "utils/dump.py": """
+                def write_state(model, x, loss, filename):
+                    print(f"parameters: {sum(p.numel() for p in model.parameters())}")
+                    with open(filename, "wb") as f:
+                        f.write(loss.cpu().numpy().tobytes())
+            """,
+            "trainer.py": """
+                import torch.distributed as dist
+                from torch.nn.parallel import DistributedDataParallel as DDP
+                from utils.amp_sc import AmpOptimizer
+                from utils.dump import write_state
+                from utils.misc import TensorboardLogger
+
+                class Trainer:
+                    def __init__(self, model, var_opt: AmpOptimizer):
+                        self.model = DDP(model)
+                        self.var_opt = var_opt
+
+                    def train_step(self, x, y, g_it, tb_lg: TensorboardLogger):
+                        loss = self.model(x, y)
+                        grad_norm, scale_log2 = self.var_opt.backward_clip_step(loss=loss, stepping=True)
+                        if dist.get_rank() == 0:
+                            tb_lg.update(head="AR_iter_loss", loss=loss.item(), step=g_it)
+                            tb_lg.update(head="AR_iter_schedule", scale=scale_log2, step=g_it)
+                            write_state(self.model, x, loss, "debug.bin")
+
+                    def end_epoch(self, scheduler, epoch):
+                        scheduler.step(epoch)
+                        if dist.get_rank() == 0:
+                            print(f"epoch {epoch} done")
+            """,
+        },
+    )
+    lines = [
+        f.line
+        for f in lint_paths([root]).findings
+        if f.id == "rank0-only-loss-log" and f.path and f.path.endswith("trainer.py")
+    ]
+    assert lines == [17]  # the loss update only: not the scale, not the tensor dump
+    assert not any(f[0] == "rank0-only-loss-log" for f in _found(root, project=False))

@@ -1,33 +1,22 @@
 """The real-script corpus's CI subset: scripts written for this repository in the style of the
 public corpus rows (tests/realscripts/scripts), run bare and under `ddp-doctor run` with 2 gloo
-ranks by bench/real_scripts.py and scored by its `score` against the expectations written next to
-each (bench/real_scripts.py FIXTURES). The public rows need git mirrors and run by hand
+ranks by tests/realscripts/harness.py and scored by its `score` against the expectations written next
+to each (its FIXTURES; `python bench/real_scripts.py` runs the whole corpus). The public rows need git mirrors and run by hand
 (docs/real-scripts.md).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 import teardown_race
 
+from tests.realscripts import harness as runner
+
 ROOT = Path(__file__).resolve().parents[2]
 
-
-def _load_runner():
-    """bench/real_scripts.py by path: bench/ is not a package."""
-    spec = importlib.util.spec_from_file_location("bench_real_scripts", ROOT / "bench" / "real_scripts.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_real_scripts"] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
-
-
-runner = _load_runner()
 FIXTURES = {s.id: s for s in runner.FIXTURES}
 
 

@@ -79,7 +79,10 @@ def test_short_demo_runs_two_ranks_under_the_probe_and_ends_with_the_diagnosis(t
         assert fault in result.output
     # The probe recorded both ranks and the report ran: the per-micro-batch scheduler is caught
     # after 3 steps already (the repeated epoch order needs more steps than this).
-    assert sorted(p.name for p in (tmp_path / "ranks").iterdir()) == ["rank-00000.jsonl", "rank-00001.jsonl"]
+    names = sorted(p.name for p in (tmp_path / "ranks").iterdir())
+    assert [n for n in names if n.startswith("rank-")] == ["rank-00000.jsonl", "rank-00001.jsonl"]
+    # besides them, at most each rank's rollup index (docs/run-format.md)
+    assert set(names) <= {"rank-00000.jsonl", "rank-00001.jsonl", "rollup-00000.jsonl", "rollup-00001.jsonl"}
     code = json.loads((tmp_path / "manifest.json").read_text())["exit_code"]
     assert teardown_race.accept_exit(tmp_path, code, "demo"), result.output  # demo exits 0 on both
     assert "lr-schedule" in result.output and "scheduler-per-microstep" in result.output

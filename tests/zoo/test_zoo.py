@@ -1,6 +1,6 @@
 """The zoo (tests/zoo/scripts/): unmodified-style training scripts, each with one fault or none.
 
-Every script runs under `ddp-doctor run` with 2 gloo ranks and is scored by bench/zoo.py against
+Every script runs under `ddp-doctor run` with 2 gloo ranks and is scored by tests/zoo/harness.py against
 the findings its `# zoo:` header expects (all detected, no unexpected warning/error, no crash).
 CI runs FAST (a rank-0 print, an all-reduced print, a nanoGPT-style fault: ~15 s each); the rest
 are slow. `python bench/zoo.py` prints the whole score table (docs/zoo.md).
@@ -8,27 +8,16 @@ are slow. `python bench/zoo.py` prints the whole score table (docs/zoo.md).
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 
 from ddp_doctor.analysis.diagnose import diagnose
+from tests.zoo import harness as zoo
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _load_bench_zoo():
-    """bench/zoo.py by path: bench/ is not a package, and `zoo` is this test package's own name."""
-    spec = importlib.util.spec_from_file_location("bench_zoo", ROOT / "bench" / "zoo.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_zoo"] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
-
-
-zoo = _load_bench_zoo()
 SCRIPTS = sorted(p.name for p in zoo.ZOO.glob("*.py"))
 FAST = ("mlp_print_rank0.py", "mlp_allreduce_print.py", "nanogpt_accum_undivided.py")
 # Waiting for issue 11 item 4 (another branch): a replica divergence that starts mid-run is not

@@ -429,7 +429,9 @@ def _sync_cause(facts: StepFacts | None) -> str:
     return "grads-not-synced"
 
 
-def _stage_causes(result: StageResult, facts_a: StepFacts | None, facts_b: StepFacts | None) -> list[str]:
+def _stage_causes(
+    result: StageResult, facts_a: StepFacts | None, facts_b: StepFacts | None, sharded: bool = False
+) -> list[str]:
     stage = result.stage
     zero_grads = [v for f in (facts_a, facts_b) if f is not None for v in f.zero_grad_after_backward.values()]
     if stage == "local":
@@ -442,7 +444,8 @@ def _stage_causes(result: StageResult, facts_a: StepFacts | None, facts_b: StepF
         clips = [c for f in (facts_a, facts_b) if f is not None for c in f.clip.values()]
         if len({c[0] for c in clips if math.isfinite(c[0])}) > 1:
             return [UNEXPLAINED]  # max_norm differs: said in the note
-        return ["clip-before-unscale", "fsdp-clip-wrong"]
+        # a clip by each shard's norm needs sharded gradients
+        return ["clip-before-unscale", "fsdp-clip-wrong"] if sharded else ["clip-before-unscale"]
     if stage == "update":
         sched = [v for f in (facts_a, facts_b) if f is not None for v in f.sched_steps.values()]
         if any(v > 1 for v in sched):
@@ -614,8 +617,11 @@ def _stage(
             labels = factors(result.ratio, shape_a, shape_b)
             result.factor = [label for label, _ in labels]
             result.causes = sorted({c for _, cs in labels for c in cs})
+        if any(math.isfinite(d.reference) and not math.isfinite(d.value) for d in result.shown):
+            result.causes = ["nonfinite"]  # B went NaN/Inf where A is finite: no ratio, no scale
+            result.ratio, result.factor = None, []
         if not result.causes:
-            result.causes = _stage_causes(result, fa, fb)
+            result.causes = _stage_causes(result, fa, fb, sa.sharded or sb.sharded)
         if stage == "clipped":
             notes = []
             for name, f in (("A", fa), ("B", fb)):

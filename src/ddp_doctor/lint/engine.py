@@ -246,19 +246,24 @@ def lint_paths(
     (``lint/project.py``) so facts cross its files; a file named alone is linted by itself.
     """
     result = LintResult()
-    files: list[tuple[Path, LintConfig, ProjectIndex | None]] = []
+    files: list[tuple[Path, tuple[str, ...], ProjectIndex | None]] = []
+
+    def ids_of(config: LintConfig) -> tuple[str, ...]:
+        return resolve_ids(select if select is not None else config.select, (*config.ignore, *ignore))
+
     for given in paths:
         config = config_for(given)
         result.diagnostics.extend(Diagnostic(str(given), None, "config-error", p) for p in config.problems)
         if given.is_dir():
             excludes = exclude_patterns(config.root, config.exclude) if config.root else []
-            found = sorted(iter_files(given, excludes))
-            index = ProjectIndex.build(given, found) if project else None
-            files.extend((f, config_for(f), index) for f in found)
+            found = [(f, ids_of(config_for(f))) for f in sorted(iter_files(given, excludes))]
+            # the index computes the project facts the rules run on these files read (Rule.project_facts)
+            facts = frozenset(fact for _, ids in found for i in ids for fact in RULES[i].project_facts)
+            index = ProjectIndex.build(given, [f for f, _ in found], facts) if project else None
+            files.extend((f, ids, index) for f, ids in found)
         else:
-            files.append((given, config, None))
-    for path, config, index in files:
-        ids = resolve_ids(select if select is not None else config.select, (*config.ignore, *ignore))
+            files.append((given, ids_of(config), None))
+    for path, ids, index in files:
         file_result = lint_file(path, ids, index)
         if fix and file_result.edits and not file_result.notebook:
             try:

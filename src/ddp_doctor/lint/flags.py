@@ -122,11 +122,15 @@ def flag_test(ctx: FileContext, test: ast.expr, defaults: dict[str, object]) -> 
 
 
 def describe(test: FlagTest, bug_when_true: bool) -> str:
-    """Human text for the flag value that triggers a bug, e.g. ``--sync-bn off (the default)``."""
-    value = "on" if bug_when_true else "off"
+    """Human text for the flag value that triggers a bug, e.g. ``--sync-bn off (the default)``,
+    ``--precision == 'fp16' (the default)``."""
     default = (
         "" if test.default_true is None else " (the default)" if test.default_true == bug_when_true else ""
     )
+    if test.value is not UNKNOWN:  # ``args.precision == "fp16"``: name the value, not on/off
+        op = "==" if test.equal == bug_when_true else "!="
+        return f"{test.option} {op} {test.value!r}{default}"
+    value = "on" if bug_when_true else "off"
     return f"{test.option} {value}{default}"
 
 

@@ -65,7 +65,7 @@ SCALER_CLASS = re.compile(r"(Native|Apex)Scaler\w*$")
 # --- context managers that control DDP gradient sync -------------------------------------------
 SYNC_CONTROL = re.compile(
     r"^(no_sync|no_backward_sync|ddp_sync|maybe_no_sync|sync_context|skip_sync|no_grad_sync|"
-    r"require_backward_grad_sync|set_requires_gradient_sync|set_is_last_backward)$"
+    r"require_backward_grad_sync|set_requires_gradient_sync|set_is_last_backward|trigger_sync_in_backward)$"
 )
 
 # --- model constructors by name that contain BatchNorm -----------------------------------------

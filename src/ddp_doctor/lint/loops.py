@@ -83,6 +83,36 @@ def backward_of(node: ast.AST) -> Backward | None:
     return Backward(node, receiver, framework=False)
 
 
+def param_backward(
+    fn: ast.FunctionDef | ast.AsyncFunctionDef, body: list[ast.AST]
+) -> tuple[str, int, bool] | None:
+    """``(parameter name, position, scaled)`` when every backward in ``fn``'s own ``body`` runs on
+    that parameter (open_clip ``def backward(total_loss, scaler): scaler.scale(total_loss).backward()
+    ... total_loss.backward()``; VAR ``AmpOptimizer.backward_clip_step(self, loss, stepping)``). The
+    position counts the call's arguments (a method's ``self``/``cls`` is not one)."""
+    params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+    if params and params[0] in ("self", "cls"):
+        params = params[1:]
+    found = [b for n in body if (b := backward_of(n)) is not None]
+    roots = {b.root.id if isinstance(b.root, ast.Name) else None for b in found}
+    if not found or len(roots) != 1 or any(b.framework for b in found):
+        return None
+    root = roots.pop()
+    if root not in params:
+        return None
+    return root, params.index(root), all(b.scaled for b in found)
+
+
+def argument(call: ast.Call, name: str, position: int) -> ast.expr | None:
+    """The argument a call passes for parameter ``name`` at ``position`` (keyword first)."""
+    for k in call.keywords:
+        if k.arg == name:
+            return k.value
+    if position < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[: position + 1]):
+        return call.args[position]
+    return None
+
+
 def scaler_callable(node: ast.AST, names: set[str] | frozenset[str] = frozenset()) -> Backward | None:
     """``loss_scaler(loss, optimizer, ...)``: a GradScaler wrapper whose ``__call__`` runs
     ``scale(loss).backward()`` (timm NativeScaler and its copies), by spelling or because project
@@ -142,7 +172,8 @@ class LoopFacts:
         self._stmt_flags: dict[int, tuple[bool, bool]] = {}
         self._backward_marks: list[int] | None = None
         self._class_names: set[str] | None = None
-        self._param_backwards: dict[int, tuple[int, bool] | None] = {}
+        self._param_backwards: dict[int, tuple[str, int, bool] | None] = {}
+        self._project_backward: dict[int, tuple[str, int, bool] | None] = {}
 
     def backward(self, node: ast.AST) -> Backward | None:
         """Any spelling of a backward call: ``x.backward()``, framework backward, a loss-scaler call,
@@ -158,35 +189,26 @@ class LoopFacts:
             name = (dotted(node.func) or "").split(".")[-1]
             return None if name in self.ctx.functions or name in self._classes() else found
         fn = self.ctx.helper(node)
-        if fn is None:
+        held = self._param_backward(fn) if fn is not None else None
+        if held is None and fn is None and self.ctx.project is not None:
+            key = id(node)
+            if key not in self._project_backward:  # a project function or method (VAR)
+                self._project_backward[key] = self.ctx.project.call_backward_param(self.ctx, node)
+            held = self._project_backward[key]
+        if held is None:
             return None
-        held = self._param_backward(fn)
-        if held is None or held[0] >= len(node.args):
-            return None
-        return Backward(node, node.args[held[0]], framework=False, scaled=held[1])
+        root = argument(node, held[0], held[1])
+        return Backward(node, root, framework=False, scaled=held[2]) if root is not None else None
 
     def _classes(self) -> set[str]:
         if self._class_names is None:
             self._class_names = {c.name for c in self.ctx.of_type(ast.ClassDef)}
         return self._class_names
 
-    def _param_backward(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[int, bool] | None:
-        """``(parameter index, scaled)`` when every backward in ``fn``'s own body runs on that
-        parameter (``def backward(loss, scaler): scaler.scale(loss).backward() ... loss.backward()``)."""
+    def _param_backward(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, int, bool] | None:
         key = id(fn)
         if key not in self._param_backwards:
-            params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
-            found = [b for n in self.ctx.local(fn) if (b := backward_of(n)) is not None]
-            roots = {b.root.id if isinstance(b.root, ast.Name) else None for b in found}
-            held: tuple[int, bool] | None = None
-            if (
-                found
-                and len(roots) == 1
-                and (root := roots.pop()) in params
-                and not any(b.framework for b in found)
-            ):
-                held = (params.index(root), all(b.scaled for b in found))
-            self._param_backwards[key] = held
+            self._param_backwards[key] = param_backward(fn, self.ctx.local(fn))
         return self._param_backwards[key]
 
     def accumulation_loops(self) -> list[AccumLoop]:
@@ -335,6 +357,39 @@ def _option_text(ctx: FileContext, value: ast.expr) -> str:
     return f"{defaults[f'--{dest}']} (default {defaults.get(dest)!r})"
 
 
+def option_text(ctx: FileContext, value: ast.expr) -> str:
+    return _option_text(ctx, value)
+
+
+def accumulation_count(facts: LoopFacts, loop: AccumLoop) -> ast.expr | None:
+    """The number of micro-steps per optimizer step: ``N`` of ``for _ in range(N)`` (nested), or the
+    right operand of the ``%`` in the accumulation guard (``if (i + 1) % accum == 0:``, also
+    ``update_grad=(i + 1) % accum_iter == 0``). None when no such operand is written."""
+    node = loop.loop
+    if loop.shape == "nested":
+        it = node.iter if isinstance(node, (ast.For, ast.AsyncFor)) else None
+        if isinstance(it, ast.Call) and dotted(it.func) == "range" and len(it.args) == 1:
+            return it.args[0]
+        return None
+    for n in facts.ctx.local(node):
+        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod):
+            parent = facts.ctx.parents.get(n)
+            while parent is not None and not isinstance(parent, (ast.If, ast.keyword, ast.stmt)):
+                parent = facts.ctx.parents.get(parent)
+            if isinstance(parent, (ast.If, ast.keyword)):
+                return n.right
+    return None
+
+
+def count_sources(ctx: FileContext, count: ast.expr) -> list[ast.expr | None]:
+    """What a count name was assigned in its function (None for a binding that is not a plain
+    assignment: a loop variable, a parameter has no binding and gives [])."""
+    if not isinstance(count, ast.Name):
+        return [count]
+    binds = ctx.bindings(ctx.enclosing_function(count)).get(count.id, [])
+    return [b.value if isinstance(b, ast.Assign) else None for b in binds if b.lineno <= count.lineno]
+
+
 def unconditional_nodes(facts: LoopFacts, body: list[ast.stmt]) -> Iterator[ast.AST]:
     """Nodes of ``body`` that run whenever it runs, through simple same-file helpers."""
     yield from _unconditional_nodes(facts, body, HELPER_DEPTH, frozenset())
@@ -390,7 +445,13 @@ def _step_after(facts: LoopFacts, loop: ast.AST, depth: int = 1) -> int | None:
             block = getattr(parent, field_name, None)
             if isinstance(block, list) and node in block:
                 for stmt in block[block.index(node) + 1 :]:
-                    if isinstance(stmt, ast.stmt) and facts.has_optimizer_step([stmt]):
+                    # a step inside a later loop belongs to that loop (torch's DDP tests run one
+                    # model's backward-only loop, then another model's training loop)
+                    if (
+                        isinstance(stmt, ast.stmt)
+                        and not isinstance(stmt, LOOPS)
+                        and facts.has_optimizer_step([stmt])
+                    ):
                         return next(n.lineno for n in facts.nodes([stmt]) if facts.is_optimizer_step(n))
         if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)) and depth > 0:
             for call in ctx.of_type(ast.Call):

@@ -10,8 +10,14 @@ suffix that is unique, so ``from utils.torch_utils import smart_DDP`` resolves w
 script runs from the repo root or from ``src/``). Rules then ask ``ctx.project`` about a call.
 
 Summaries are facts that hold for every call (no context sensitivity): ``returns_ddp``,
-``calls_backward``, ``scales_loss``, ``toggles_sync``, ``builds_batchnorm``, ``logs_rank0``.
+``calls_backward``, ``toggles_sync``, ``builds_batchnorm``, ``logs_rank0`` ...
 They are propagated through project-internal calls to a fixed point (bounded rounds).
+
+The call graph (modules, aliases, callees, methods), the DDP/FSDP wraps and the backward-running
+code are what every rule stands on, and are always computed. Every other fact belongs to the
+rules that read it: :data:`FACTS` names them, a rule lists the ones it reads in
+``Rule.project_facts``, and ``ProjectIndex.build(facts=...)`` computes only those (the engine passes
+the selected rules' facts; tests/lint/test_project_facts.py checks both directions).
 Names bound project-wide are tracked by spelling: an instance of a class whose ``__call__``
 runs backward (``loss_scaler = NativeScaler()``), objects created only on rank 0
 (``log_writer = ... if global_rank == 0 else None``).
@@ -26,8 +32,8 @@ from pathlib import Path
 
 from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
 from ddp_doctor.lint.idioms import SYNC_CONTROL
-from ddp_doctor.lint.loops import LoopFacts, backward_of
-from ddp_doctor.lint.provenance import LossFlow, Shape, merge, param_call_return
+from ddp_doctor.lint.loops import LoopFacts, backward_of, param_backward
+from ddp_doctor.lint.provenance import LossFlow, Shape, loop_aliases, merge, param_call_return, reads
 from ddp_doctor.lint.source import read_source
 
 DATA_PARALLEL = frozenset(
@@ -61,7 +67,40 @@ FACT_WORDS = (
     "master",
     "compile",  # a helper returning torch.compile(m)
     "odel",  # model/Model: builders that only compose project classes (``return YOLOX(...)``)
+    "riter",  # writer/Writer, add_scalar's owner: project loggers that log their arguments
+    "ogger",  # logger/Logger
+    "wandb",
 )
+# The facts beyond the shared ones (module doc), each read by the rules that name it in
+# ``Rule.project_facts``: fact -> the Summary fields and ProjectIndex attributes/queries it feeds.
+FACTS: dict[str, tuple[str, ...]] = {
+    "batchnorm": (
+        "builds_batchnorm",
+        "converts_syncbn",
+        "refs",
+        "module_builds_batchnorm",
+        "call_builds_batchnorm",
+    ),
+    "sync_toggle": ("toggles_sync",),
+    "scaler": ("uses_scaler",),
+    "rank0_logging": (
+        "logs_rank0",
+        "rank0_objects",
+        "rank0_predicates",
+        "silences_other_ranks",
+        "logged_params",
+        "call_logged_args",
+    ),
+    "loss_flow": (
+        "returns_loss",
+        "param_call_return",
+        "call_returns_loss",
+        "call_param_return",
+        "loss_returning_names",
+    ),
+    "training_params": ("trains_on_params", "trains_on_argument", "hands_to_ddp_code"),
+    "compile": ("compiles_param", "call_compiles", "compiling_names"),
+}
 LOCAL_KEY = "\0module"  # entry of an import table naming the file's own module
 ROUNDS = 4
 # ``obj.method(...)`` with an unknown ``obj`` is matched by method name only when few classes of the
@@ -84,7 +123,6 @@ class Summary:
     fsdp_only: bool = False  # its own wraps are all FSDP (no DistributedDataParallel)
     wraps_ddp: bool = False  # calls a DDP/FSDP constructor (directly or through a project helper)
     calls_backward: bool = False
-    scales_loss: bool = False
     toggles_sync: bool = False
     builds_batchnorm: bool = False
     converts_syncbn: bool = False
@@ -105,11 +143,19 @@ class Summary:
     # ``(model parameter, flag parameter or None)``: it returns ``torch.compile`` of that parameter,
     # when the flag parameter says so (VAR ``args.compile_model(m, fast)``).
     compiles_param: tuple[int, int | None] | None = None
+    # ``(parameter, position, scaled)``: every backward it runs is on that parameter (VAR
+    # ``AmpOptimizer.backward_clip_step(loss=loss, ...)``): a call of it is a backward of the argument.
+    backward_param: tuple[str, int, bool] | None = None
+    # Its parameters that its log calls write (VAR ``TensorboardLogger.update(**kwargs)`` →
+    # ``add_scalar``; ``**kwargs`` as ``"**kwargs"``): a call of it logs those arguments.
+    logged_params: tuple[str, ...] = ()
+    params: tuple[str, ...] = ()  # positional parameter names (no ``self``)
 
 
 @dataclass
 class ProjectIndex:
     root: Path
+    facts: frozenset[str] = frozenset(FACTS)  # which of FACTS to compute (the selected rules')
     modules: dict[str, str] = field(default_factory=dict)  # module name -> file path
     summaries: dict[str, Summary] = field(default_factory=dict)
     methods: dict[str, list[Summary]] = field(default_factory=dict)  # method name -> every class's
@@ -134,39 +180,36 @@ class ProjectIndex:
     # --- building ------------------------------------------------------------------------------
 
     @classmethod
-    def build(cls, root: Path, files: list[Path]) -> ProjectIndex:
+    def build(cls, root: Path, files: list[Path], facts: frozenset[str] | None = None) -> ProjectIndex:
+        """The index of ``files`` under ``root``; ``facts``: which of :data:`FACTS` to compute (None: all)."""
         root = root.resolve()
-        index = cls(root=root)
-        contexts: list[tuple[str, FileContext]] = []
-        packages: list[tuple[str, FileContext]] = []  # __init__.py files: their re-exports
+        unknown = set(facts or ()) - set(FACTS)
+        if unknown:
+            raise ValueError(f"unknown project fact(s): {', '.join(sorted(unknown))}")
+        index = cls(root=root, facts=frozenset(FACTS) if facts is None else facts)
+        # Module names first (no parsing), so imports resolve; then one file at a time: read, parse,
+        # summarise, drop the tree (a large library never holds more than one parsed file).
+        paths: list[tuple[str, Path]] = []
         for path in (f.resolve() for f in files):
             if path.suffix != ".py":
                 continue
             try:
                 if path.stat().st_size > MAX_FILE_BYTES:
                     continue
-                source, _ = read_source(path)
-            except (OSError, ValueError):
+            except OSError:
                 continue
             module = module_name(root, path)
             index.modules[module] = str(path)
-            package = path.name == "__init__.py"
-            if not package and not any(w in source for w in FACT_WORDS):
-                continue
-            try:
-                tree = ast.parse(source)
-                ctx = FileContext.build(str(path), source, tree)
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                continue
-            if package:
-                packages.append((module, ctx))
-            if any(w in source for w in FACT_WORDS):
-                contexts.append((module, ctx))
+            paths.append((module, path))
         index.files = len(index.modules)
         index._register_aliases()
-        for module, ctx in packages:
-            index._register_reexports(module, ctx)
-        for module, ctx in contexts:
+        for module, path in paths:  # package re-exports before any summary resolves through them
+            if path.name == "__init__.py" and (ctx := _parse(path)) is not None:
+                index._register_reexports(module, ctx)
+        for module, path in paths:
+            ctx = _parse(path, FACT_WORDS)
+            if ctx is None:
+                continue
             try:
                 index._summarise(module, ctx)
             except RecursionError:
@@ -217,8 +260,11 @@ class ProjectIndex:
         }
         self.wraps_ddp |= any(ctx.call_qualname(c) in DATA_PARALLEL for c in ctx.of_type(ast.Call))
         self.wraps_plain_ddp |= any(ctx.call_qualname(c) == DDP for c in ctx.of_type(ast.Call))
-        self.uses_scaler |= any("GradScaler" in w for w in ctx.words)
-        self.toggles_sync |= any(SYNC_CONTROL.match(w) for w in ctx.words)
+        bn, sync, loss = ("batchnorm" in self.facts, "sync_toggle" in self.facts, "loss_flow" in self.facts)
+        if "scaler" in self.facts:
+            self.uses_scaler |= any("GradScaler" in w for w in ctx.words)
+        if sync:
+            self.toggles_sync |= any(SYNC_CONTROL.match(w) for w in ctx.words)
         defs: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef]] = []
         methods: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef]] = []
         for node in ctx.tree.body:
@@ -250,8 +296,7 @@ class ProjectIndex:
             and (resolved := self.resolve_module(_absolute_module(node, module) or "")) is not None
         ]
         uses_eval = any(isinstance(c.func, ast.Name) and c.func.id == "eval" for c in ctx.of_type(ast.Call))
-        has_scaler_word = any("GradScaler" in w for w in ctx.words)
-        flow = LossFlow(ctx, LoopFacts(ctx)) if ctx.mentions("backward", "training_step") else None
+        flow = LossFlow(ctx, LoopFacts(ctx)) if loss and ctx.mentions("backward", "training_step") else None
         backward_defs: set[int] = set()  # top-level defs/classes (and methods) holding a `.backward`
         for attr in ctx.of_type(ast.Attribute):
             if attr.attr == "backward":
@@ -282,13 +327,11 @@ class ProjectIndex:
                     if backward_of(n):
                         s.calls_backward = True
                     m = method(n)
-                    if m and m[1] == "scale":
-                        s.scales_loss = True
-                    if m and SYNC_CONTROL.match(m[1]):
+                    if sync and m and SYNC_CONTROL.match(m[1]):
                         s.toggles_sync = True
-                    if BATCHNORM.match(q) or TORCHVISION_BN.match(q):
+                    if bn and (BATCHNORM.match(q) or TORCHVISION_BN.match(q)):
                         s.builds_batchnorm = True
-                    if "convert_sync_batchnorm" in q or (m and m[1] == "convert_sync_batchnorm"):
+                    if bn and ("convert_sync_batchnorm" in q or (m and m[1] == "convert_sync_batchnorm")):
                         s.converts_syncbn = True
                     if q in DATA_PARALLEL:
                         s.fsdp_only = (q != DDP) and (s.fsdp_only or not s.wraps_ddp)
@@ -309,43 +352,45 @@ class ProjectIndex:
                         ):
                             s.returned_callees.add(target)
                 elif isinstance(n, ast.Attribute):
-                    if n.attr in ("require_backward_grad_sync",):
+                    if sync and n.attr in ("require_backward_grad_sync",):
                         s.toggles_sync = True
                     q = ctx.qualname(n) or ""
-                    if BATCHNORM.match(q) and _builds_from_reference(ctx, n):  # norm_layer=nn.BatchNorm2d
+                    if (
+                        bn and BATCHNORM.match(q) and _builds_from_reference(ctx, n)
+                    ):  # norm_layer=nn.BatchNorm2d
                         s.builds_batchnorm = True
-                elif isinstance(n, ast.Name):
-                    if "GradScaler" in n.id:
-                        s.scales_loss = True
-                    if n.id in imports:
-                        target = self._project_target(imports, n)
-                        if target:
-                            s.refs.add(target)
+                elif isinstance(n, ast.Name) and bn and n.id in imports:
+                    target = self._project_target(imports, n)
+                    if target:
+                        s.refs.add(target)
             if ddp_names & returned_names:
                 s.returns_ddp = True
-            if uses_eval:
+            if bn and uses_eval:
                 s.refs |= {f"{m}.*" for m in star}
-            if id(node) in backward_defs:  # only code that runs backward can train on a parameter
+            # only code that runs backward can train on a parameter
+            if "training_params" in self.facts and id(node) in backward_defs:
                 s.trains_on_params = _trains_on_params(ctx, node)
-            if isinstance(node, ast.ClassDef):  # a subclass has what its project bases build
+            if bn and isinstance(node, ast.ClassDef):  # a subclass has what its project bases build
                 s.refs |= {t for b in node.bases if (t := self._project_target(imports, b))}
             if isinstance(node, ast.ClassDef):
                 s.returns_ddp = False  # calling a class builds an instance of it, never a DDP wrap
-                s.scales_loss |= has_scaler_word and any(
-                    "GradScaler" in (ctx.qualname(n) or dotted(n) or "")
-                    for n in ast.walk(node)
-                    if isinstance(n, (ast.Name, ast.Attribute))
-                )
                 call = next(
                     (b for b in node.body if isinstance(b, ast.FunctionDef) and b.name == "__call__"), None
                 )
                 # Only __call__ running backward makes instances "backward objects".
                 s.calls_backward = call is not None and any(backward_of(x) for x in walk_local(call))
             else:
-                s.logs_rank0 = _logs_rank0_only(ctx, node)
-                s.returns_loss = flow.returns.get(id(node)) if flow is not None else None
-                s.param_call_return = param_call_return(node)
-                s.compiles_param = _compiles_param(ctx, node, method=(qual, node) in methods)
+                if "rank0_logging" in self.facts:
+                    s.logs_rank0 = _logs_rank0_only(ctx, node)
+                    s.logged_params, s.params = _logged_params(ctx, node)
+                if loss:
+                    s.returns_loss = flow.returns.get(id(node)) if flow is not None else None
+                    s.param_call_return = param_call_return(node, body)
+                if "compile" in self.facts:
+                    s.compiles_param = _compiles_param(ctx, node, method=(qual, node) in methods)
+                # shared: the loop model (lint/loops.py) takes a call of it as a backward of its argument
+                if s.calls_backward and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    s.backward_param = param_backward(node, body)
             self.summaries[qual] = s
             if (qual, node) in methods:
                 self.methods.setdefault(qual.rsplit(".", 1)[-1], []).append(s)
@@ -355,9 +400,15 @@ class ProjectIndex:
         """Project-wide spellings: backward-running objects and rank-0-only objects."""
         from ddp_doctor.lint.rank0 import is_rank0_test, rank0_predicates, silences_other_ranks
 
-        predicates = rank0_predicates(ctx.tree)
+        rank0 = "rank0_logging" in self.facts
+        predicates = (
+            rank0_predicates(ctx.tree, [f for defs in ctx.functions.values() for f in defs])
+            if rank0
+            else set()
+        )
         self.rank0_predicates |= predicates
-        self.silences_other_ranks |= silences_other_ranks(ctx.tree, predicates)
+        if rank0 and not self.silences_other_ranks:
+            self.silences_other_ranks = silences_other_ranks(ctx.tree, predicates, ctx.parents)
 
         for node in ctx.of_type(ast.Assign):
             names = {d for t in node.targets if (d := dotted(t))}
@@ -366,6 +417,8 @@ class ProjectIndex:
                 target = self._project_target(imports, value.func)
                 if target:
                     self._pending.append((target, names))
+            if not rank0:
+                continue
             if (
                 isinstance(value, ast.IfExp)
                 and _is_none(value.orelse)
@@ -424,7 +477,6 @@ class ProjectIndex:
                     # trainer helpers); a class holds everything its methods build
                     if _is_class_summary(s) or _is_class_summary(c) or callee in s.returned_callees:
                         s.builds_batchnorm |= c.builds_batchnorm
-                    s.scales_loss |= c.scales_loss
                     if callee in s.returned_callees:
                         s.returns_ddp |= c.returns_ddp
                         if not _is_class_summary(c) and c.returns_loss is not None and s.returns_loss is None:
@@ -437,7 +489,8 @@ class ProjectIndex:
             if pending is not None and _is_class_summary(pending) and pending.calls_backward:
                 self.backward_objects |= {n.split(".")[-1] for n in names}
         self._pending = []
-        self.uses_scaler |= bool(self.backward_objects)
+        if "scaler" in self.facts:  # a loss-scaling object (timm NativeScaler) is a scaler
+            self.uses_scaler |= bool(self.backward_objects)
 
     # --- queries ---------------------------------------------------------------------------------
 
@@ -497,6 +550,62 @@ class ProjectIndex:
         s = self.summary_for(ctx, call.func)
         return s.param_call_return if s is not None else None
 
+    def call_backward_param(self, ctx: FileContext, call: ast.Call) -> tuple[str, int, bool] | None:
+        """``call`` runs a project function or method whose every backward is on one parameter:
+        ``(name, position, scaled)`` of that parameter (method by name when most candidates agree)."""
+        s = self.summary_for(ctx, call.func)
+        if s is not None:
+            return None if _is_class_summary(s) else s.backward_param
+        typed = self._annotated_method(ctx, call)
+        if typed is not None:
+            return typed.backward_param
+        # by name only for a name that says what it does and that one project method defines: not
+        # ``step``/``update``/``forward``, which optimizers, schedulers and meters define as well
+        found = self._same_name_methods(call.func)
+        if len(found) != 1 or not isinstance(call.func, ast.Attribute) or call.func.attr in GENERIC_METHODS:
+            return None
+        return found[0].backward_param
+
+    def call_logged_args(self, ctx: FileContext, call: ast.Call) -> list[ast.expr] | None:
+        """The arguments ``call`` logs when it runs project code that logs its parameters: a
+        function, or a method of a parameter whose annotation names a project class (``def
+        train_step(self, tb_lg: TensorboardLogger)`` ... ``tb_lg.update(**kw)``). None: no such code."""
+        s = self.summary_for(ctx, call.func)
+        if s is None:
+            s = self._annotated_method(ctx, call)
+        if s is None or not s.logged_params:
+            return None
+        out: list[ast.expr] = []
+        rest = any(p.startswith("*") and not p.startswith("**") for p in s.logged_params)  # *args
+        for i, arg in enumerate(call.args):
+            if (
+                isinstance(arg, ast.Starred)
+                or (i < len(s.params) and s.params[i] in s.logged_params)
+                or (i >= len(s.params) and rest)
+            ):
+                out.append(arg)
+        spread = any(p.startswith("**") for p in s.logged_params)
+        for k in call.keywords:
+            if (k.arg is not None and k.arg in s.logged_params) or (
+                spread and (k.arg is None or k.arg not in s.params)
+            ):
+                out.append(k.value)
+        return out
+
+    def _annotated_method(self, ctx: FileContext, call: ast.Call) -> Summary | None:
+        """The project method ``obj.m(...)`` runs when ``obj``'s type is written down: a parameter of
+        the enclosing function (``tb_lg: TensorboardLogger``) or ``self.x`` set in a method of the class
+        from an annotated parameter (``def __init__(self, var_opt: AmpOptimizer): self.var_opt =
+        var_opt``) or annotated itself (``self.x: T = ...``)."""
+        func = call.func
+        if not isinstance(func, ast.Attribute):
+            return None
+        annotation = _annotation_of(ctx, call, func.value)
+        if annotation is None:
+            return None
+        cls = self._project_target(ctx.absolute_imports, annotation)
+        return self._get(f"{cls}.{func.attr}") if cls else None
+
     def call_builds_batchnorm(self, ctx: FileContext, call: ast.Call) -> bool:
         """``obj.method()`` with ``obj`` of unknown type builds BatchNorm when most project methods of
         that name do (YOLOX ``self.exp.get_model()``: four of the five experiment classes)."""
@@ -523,12 +632,16 @@ class ProjectIndex:
         return self._compile_names
 
     def loss_returning_names(self) -> tuple[str, ...]:
-        """Bare names of project functions and methods that return the local loss (computed once):
-        the words that let a file receive it without a backward of its own."""
+        """Bare names of project functions and methods that return the local loss or backprop their
+        argument (computed once): the words that let a file hold the loss without a ``.backward``."""
         if self._loss_names is None:
             self._loss_names = tuple(
                 sorted(
-                    {q.rsplit(".", 1)[-1] for q, s in self.summaries.items() if s.returns_loss is not None}
+                    {
+                        q.rsplit(".", 1)[-1]
+                        for q, s in self.summaries.items()
+                        if s.returns_loss is not None or s.backward_param is not None
+                    }
                 )
             )
         return self._loss_names
@@ -648,6 +761,86 @@ def _trains_on_params(ctx: FileContext, node: ast.AST) -> set[str | int]:
     return out
 
 
+def _logged_params(ctx: FileContext, fn: ast.AST) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(parameters its log calls write, its positional parameters): ``print``, ``writer.add_scalar``
+    ... of a parameter, also through a loop over it (``for k, v in kwargs.items():
+    self.writer.add_scalar(k, v)``). Not ``f.write(...)`` (llm.c ``write_state`` dumps tensors)."""
+    from ddp_doctor.lint.rank0 import is_log_call
+
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return (), ()
+    a = fn.args
+    positional = [x.arg for x in (*a.posonlyargs, *a.args)]
+    if positional and positional[0] in ("self", "cls"):
+        positional = positional[1:]
+    named = {x.arg: x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)}
+    if a.vararg is not None:
+        named[a.vararg.arg] = "*" + a.vararg.arg
+    if a.kwarg is not None:
+        named[a.kwarg.arg] = "**" + a.kwarg.arg
+    named.pop("self", None)
+    named.pop("cls", None)
+    nodes = ctx.local(fn)
+    if not named or len(nodes) > 400:
+        return (), tuple(positional)
+    logged: set[str] = set()
+    for call in nodes:
+        if isinstance(call, ast.Call) and is_log_call(call) and not _writes_file(call):
+            names = reads(x for v in [*call.args, *(k.value for k in call.keywords)] for x in ast.walk(v))
+            names |= loop_aliases(ctx, call, names)
+            logged |= {named[n] for n in names if n in named}
+    return tuple(sorted(logged)), tuple(positional)
+
+
+# Method names too common to resolve by name alone (optimizers, schedulers, meters, modules).
+GENERIC_METHODS = frozenset(
+    {"step", "update", "forward", "__call__", "run", "train", "apply", "backward", "compute", "zero_grad"}
+)
+
+
+def _annotation_of(ctx: FileContext, at: ast.AST, receiver: ast.expr) -> ast.expr | None:
+    """The written type of ``receiver`` (a parameter, or ``self.x``) where it is used at ``at``."""
+    fn = ctx.enclosing_function(at)
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    if isinstance(receiver, ast.Name):
+        for arg in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs):
+            if arg.arg == receiver.id:
+                return arg.annotation
+        return None
+    if not (
+        isinstance(receiver, ast.Attribute)
+        and isinstance(receiver.value, ast.Name)
+        and receiver.value.id == "self"
+    ):
+        return None
+    owner = ctx.parents.get(fn)
+    if not isinstance(owner, ast.ClassDef):
+        return None
+    for member in owner.body:
+        if not isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        params = {
+            a.arg: a.annotation
+            for a in (*member.args.posonlyargs, *member.args.args, *member.args.kwonlyargs)
+        }
+        for n in ctx.local(member):
+            if isinstance(n, ast.AnnAssign) and dotted(n.target) == f"self.{receiver.attr}":
+                return n.annotation
+            if (
+                isinstance(n, ast.Assign)
+                and any(dotted(t) == f"self.{receiver.attr}" for t in n.targets)
+                and isinstance(n.value, ast.Name)
+                and params.get(n.value.id) is not None
+            ):
+                return params[n.value.id]
+    return None
+
+
+def _writes_file(call: ast.Call) -> bool:
+    return isinstance(call.func, ast.Attribute) and call.func.attr == "write"
+
+
 def _targets(node: ast.Assign | ast.AnnAssign) -> list[ast.expr]:
     return list(node.targets) if isinstance(node, ast.Assign) else [node.target]
 
@@ -672,6 +865,21 @@ def _builds_from_reference(ctx: FileContext, node: ast.AST) -> bool:
             return False
         child, cur = cur, ctx.parents.get(cur)
     return not (isinstance(cur, (ast.For, ast.AsyncFor)) and child is cur.iter)
+
+
+def _parse(path: Path, words: tuple[str, ...] = ()) -> FileContext | None:
+    """The file's context, or None when it cannot be read or parsed or (``words``) mentions none of
+    them (the cheap text pre-check)."""
+    try:
+        source, _ = read_source(path)
+    except (OSError, ValueError):
+        return None
+    if words and not any(w in source for w in words):
+        return None
+    try:
+        return FileContext.build(str(path), source, ast.parse(source))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
 
 
 def _compiles_param(ctx: FileContext, fn: ast.AST, method: bool) -> tuple[int, int | None] | None:
@@ -711,7 +919,7 @@ def _compiles_param(ctx: FileContext, fn: ast.AST, method: bool) -> tuple[int, i
 def _propagated_flags(s: Summary) -> tuple[bool, ...]:
     """The flags `_propagate` spreads from callees to callers: one list, so its before/after
     comparison cannot miss a field (it once compared 5 fields with 6 and never stopped early)."""
-    return (s.calls_backward, s.toggles_sync, s.builds_batchnorm, s.returns_ddp, s.scales_loss, s.wraps_ddp)
+    return (s.calls_backward, s.toggles_sync, s.builds_batchnorm, s.returns_ddp, s.wraps_ddp)
 
 
 def _is_class_summary(s: Summary) -> bool:

@@ -38,7 +38,7 @@ from ddp_doctor.lint.loops import LoopFacts
 Shape = Union[bool, dict[int, "Shape"]]  # noqa: UP007 - a recursive alias needs the string form
 
 REDUCE_WORDS = frozenset({"reduce", "allreduce", "gather", "allgather", "average", "sync", "synchronize"})
-NOT_REDUCE_WORDS = frozenset({"batchnorm", "bn", "convert", "time", "timer"})
+NOT_REDUCE_WORDS = frozenset({"batchnorm", "bn", "convert", "time", "timer", "plateau", "lron"})
 TAINT_PASSES = 3  # assignment chains like loss -> lossf -> running_loss
 ROUNDS = 3  # helper returning a helper's loss, methods reading what another method stored
 UPDATE_METHODS = frozenset({"update", "append", "add", "extend", "add_", "__call__"})
@@ -88,6 +88,10 @@ PASS_THROUGH = frozenset(
     }
 )
 AGGREGATORS = frozenset({"sum", "stack", "cat", "mean", "add", "nansum", "nanmean", "float"})
+LOSS_FUNCTION = re.compile(
+    r"^torch\.nn\.functional\.(\w*loss\w*|cross_entropy|nll_loss|kl_div|binary_cross_entropy\w*)$"
+)
+LOSS_CALLEE = re.compile(r"(loss|criterion)", re.IGNORECASE)  # ``criterion(...)``, ``self.val_loss(...)``
 # Factors of a product that weigh a loss rather than hold one (``self.D_lossfn_weight * d_loss``).
 WEIGHT_NAME = re.compile(
     r"weight|coef|scale|lambda|^lam$|alpha|beta|gamma|factor|mult|^w$|^w_|_w$", re.IGNORECASE
@@ -204,9 +208,11 @@ def receiver_name(text: str | None) -> str | None:
 
 def is_reduce(name: str) -> bool:
     """A call that combines values across ranks, by its last name's words (``all_reduce``,
-    ``reduce_dict``, ``all_gather``, ``synchronize_between_processes``; not ``convert_sync_batchnorm``
-    nor ``time_sync``)."""
-    words = set(name.split(".")[-1].lower().split("_"))
+    ``reduce_dict``, ``all_gather``, ``synchronize_between_processes``, the autograd function
+    ``AllReduce.apply``; not ``convert_sync_batchnorm`` nor ``time_sync``)."""
+    parts = name.split(".")
+    last = parts[-2] if len(parts) > 1 and parts[-1] == "apply" else parts[-1]  # AllReduce.apply(loss)
+    words = set(re.sub(r"([a-z])([A-Z])", r"\1_\2", last).lower().split("_"))
     return bool(words & REDUCE_WORDS) and not words & NOT_REDUCE_WORDS
 
 
@@ -272,15 +278,18 @@ def _is_zero(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and node.value == 0 and not isinstance(node.value, bool)
 
 
-def param_call_return(fn: FunctionNode) -> tuple[int, int] | None:
+def param_call_return(fn: FunctionNode, nodes: list[ast.AST] | None = None) -> tuple[int, int] | None:
     """``(parameter index, position)`` when ``fn`` calls one of its parameters and returns the result:
     ``def gpu_timer(closure): result = closure(); ...; return result, elapsed`` → ``(0, 0)``;
     position -1 when the result is returned as a whole (``return closure()``)."""
     params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
     if not params:
         return None
+    body = list(ast.walk(fn)) if nodes is None else nodes
+    if not any(isinstance(n, ast.Return) and n.value is not None for n in body):
+        return None
     held: dict[str, int] = {}  # name -> parameter whose call result it holds
-    for n in ast.walk(fn):
+    for n in body:
         if (
             isinstance(n, ast.Assign)
             and len(n.targets) == 1
@@ -291,7 +300,7 @@ def param_call_return(fn: FunctionNode) -> tuple[int, int] | None:
         ):
             held[n.targets[0].id] = params.index(n.value.func.id)
     found: set[tuple[int, int]] = set()
-    for n in ast.walk(fn):
+    for n in body:
         if not isinstance(n, ast.Return) or n.value is None:
             continue
         parts = n.value.elts if isinstance(n.value, ast.Tuple) else [n.value]
@@ -393,7 +402,7 @@ class LossFlow:
         if fn is not None:
             if id(fn) in self.returns:
                 return self.returns[id(fn)]
-            hof = param_call_return(fn)
+            hof = param_call_return(fn, ctx.local(fn))
         else:
             hof = None
             if self.project is not None:
@@ -484,6 +493,8 @@ class LossFlow:
                     for t in targets:
                         tainted |= _assign(t, shape, shapes)
                     positional = any(isinstance(t, (ast.Tuple, ast.List)) for t in targets)
+                if isinstance(n.value, ast.Call) and facts.backward(n.value) is not None:
+                    continue  # ``grad_norm, scale = opt.backward_clip_step(loss)``: not the loss
                 if isinstance(n.value, ast.Call):
                     if _synced_metric(ctx, n.value):
                         synced_metrics |= written
@@ -502,9 +513,11 @@ class LossFlow:
                     for x in value_nodes
                 ):
                     flows.append((read, written))
+        reduced |= {r for r in roots if self._reduced_root(scope, r)}
         carriers = _carriers(ctx, scope, roots)
         terms = _terms(ctx, scope, roots) - roots
-        tainted |= carriers | terms
+        recomputed = _recomputed(ctx, scope, roots, all_flows)
+        tainted |= carriers | terms | recomputed
         for _ in range(TAINT_PASSES if gathered else 0):
             for read, written in all_flows:
                 if read & gathered:
@@ -525,7 +538,34 @@ class LossFlow:
                 # what is returned is the global value
                 live = {t for t in tainted if not _reduced_before(binds.get(t, []), r.lineno)}
                 returns = merge(returns, _expr_shape(r.value, live, shapes))
-        return Taint(tainted, returns, roots, updates, gathered, carriers, terms)
+        return Taint(tainted, returns, roots, updates, gathered, carriers, terms | recomputed)
+
+    def _reduced_root(self, scope: ast.AST, root: str) -> bool:
+        """Every value the root is assigned is already combined across ranks: a reduce call, or a
+        same-file helper returning one (I-JEPA ``loss = loss_fn(z, h)`` where ``loss_fn`` returns
+        ``AllReduce.apply(loss)``)."""
+        ctx = self.ctx
+        binds = ctx.bindings(scope).get(root, [])
+        if not binds or not all(isinstance(b, ast.Assign) for b in binds):
+            return False
+        return all(self._reduced_value(b.value) for b in binds if isinstance(b, ast.Assign))
+
+    def _reduced_value(self, value: ast.expr) -> bool:
+        if not isinstance(value, ast.Call):
+            return False
+        if is_reduce(dotted(value.func) or ""):
+            return True
+        fn = self.ctx.helper(value)
+        if fn is None:
+            return False
+        binds = self.ctx.bindings(fn)
+        returns = [r for r in self.ctx.local(fn) if isinstance(r, ast.Return)]
+        return bool(returns) and all(
+            isinstance(r.value, ast.Name)
+            and _reduced_before(binds.get(r.value.id, []), r.lineno)
+            or (isinstance(r.value, ast.Call) and is_reduce(dotted(r.value.func) or ""))
+            for r in returns
+        )
 
     def _value_shape(self, value: ast.expr, shapes: dict[str, Shape]) -> Shape | None:
         if isinstance(value, ast.Call):
@@ -626,6 +666,68 @@ def _terms(ctx: FileContext, scope: ast.AST, roots: set[str]) -> set[str]:
         frontier = found - out - roots
         out |= found
     return {n for n in out if not _not_a_loss(n)}
+
+
+def is_loss_call(ctx: FileContext, call: ast.Call) -> bool:
+    """A loss function or criterion: ``F.cross_entropy``, ``criterion(...)``, ``self.train_loss(...)``."""
+    if LOSS_FUNCTION.match(ctx.call_qualname(call) or ""):
+        return True
+    name = (dotted(call.func) or "").split(".")[-1]
+    return bool(LOSS_CALLEE.search(name)) and name not in ctx.imports
+
+
+def _innermost(value: ast.AST) -> ast.AST:
+    """``self.train_loss(x, y).view(B, -1)`` → the loss call; ``loss.mul(lw).sum().mean()`` → ``loss``."""
+    while (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr in PASS_THROUGH
+    ):
+        value = value.func.value
+    return value
+
+
+def _recomputed(
+    ctx: FileContext, scope: ast.AST, roots: set[str], flows: list[tuple[set[str], set[str]]]
+) -> set[str]:
+    """Losses recomputed from the training forward's outputs (VAR: ``loss = self.train_loss(logits,
+    gt)`` is backpropagated, then ``ce = self.val_loss(logits[:, bg:ed], ...)`` per resolution on the
+    same training batch): a loss function applied to what the backpropagated loss was computed from
+    is a local training loss too."""
+    binds = ctx.bindings(scope)
+    outputs: set[str] = set()
+    for root in roots:
+        for b in binds.get(root, []):
+            value = _innermost(b.value) if isinstance(b, ast.Assign) else None
+            if isinstance(value, ast.Call) and value.args and is_loss_call(ctx, value):
+                prediction = _innermost(value.args[0])
+                while isinstance(prediction, (ast.Attribute, ast.Subscript)):
+                    prediction = prediction.value  # logits.data[:, a:b]
+                if isinstance(prediction, ast.Name):  # a named forward output, not ``model(x)``
+                    outputs.add(prediction.id)
+    outputs -= roots | {"self"}
+    if not outputs:
+        return set()
+    for _ in range(TAINT_PASSES):  # what is derived from the forward's outputs (``pred = logits[:, a:b]``)
+        for read, written in flows:
+            if read & outputs:
+                outputs |= written - roots
+    out: set[str] = set()
+    for n in ctx.local(scope):
+        if not isinstance(n, ast.Assign) or not isinstance(n.value, ast.Call):
+            continue
+        written = {t for target in n.targets for t in bound_names(target)}
+        if written & roots:
+            continue  # the backpropagated loss's own computation
+        call = _innermost(n.value)
+        if (
+            isinstance(call, ast.Call)
+            and call.args
+            and is_loss_call(ctx, call)
+            and reads(ast.walk(call.args[0])) & outputs
+        ):
+            out |= written
+    return out
 
 
 def _lightning_loss(value: ast.expr) -> ast.expr:

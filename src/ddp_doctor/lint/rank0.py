@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 
 from ddp_doctor.lint.context import dotted, walk_local
 from ddp_doctor.lint.idioms import (
@@ -122,11 +122,12 @@ def is_not_rank0_test(test: ast.expr, predicates: Collection[str] = ()) -> bool:
     return False
 
 
-def rank0_predicates(tree: ast.AST) -> set[str]:
+def rank0_predicates(tree: ast.AST, functions: Iterable[ast.AST] | None = None) -> set[str]:
     """Functions of a file that answer "am I rank 0?": every ``return`` is a rank-0 test
-    (``def is_main(): return dist.get_rank() == 0``), however the function is named."""
+    (``def is_main(): return dist.get_rank() == 0``), however the function is named. ``functions``:
+    the file's function definitions when known (no walk of the tree)."""
     out: set[str] = set()
-    for fn in ast.walk(tree):
+    for fn in ast.walk(tree) if functions is None else functions:
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or len(fn.body) > 6:
             continue
         returns = [n for n in walk_local(fn.body) if isinstance(n, ast.Return)]
@@ -177,13 +178,24 @@ def _blocks(node: ast.AST) -> list[list[ast.stmt]]:
     ]
 
 
-def silences_other_ranks(tree: ast.AST, predicates: Collection[str] = ()) -> bool:
+# Calls a logging setup silences ranks with: a file without any of them silences nothing.
+_SETUP_CALLS = ("setLevel", "basicConfig", "disable", "remove")
+
+
+def silences_other_ranks(
+    tree: ast.AST, predicates: Collection[str] = (), parents: dict[ast.AST, ast.AST] | None = None
+) -> bool:
     """Logging configuration that keeps rank 0's records only: ``logger.setLevel(logging.ERROR)``
     in the else of ``if rank == 0`` (or under ``if rank != 0``), a level chosen by a rank-0 test
     (``level=INFO if rank == 0 else WARN``), or loguru's ``logger.remove()`` with ``logger.add(...)``
     only under a rank-0 test (YOLOX ``setup_logger``). Then the plain ``logger.info(...)`` calls of
     the project log on rank 0 only."""
-    parents = {c: p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
+    if parents is None:
+        if not any(isinstance(n, ast.Attribute) and n.attr in _SETUP_CALLS for n in ast.walk(tree)):
+            return False
+        parents = {c: p for p in ast.walk(tree) for c in ast.iter_child_nodes(p)}
+    elif not any(isinstance(n, ast.Attribute) and n.attr in _SETUP_CALLS for n in parents if n is not None):
+        return False
     for fn in ast.walk(tree):
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
             continue

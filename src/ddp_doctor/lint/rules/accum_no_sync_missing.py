@@ -13,6 +13,8 @@ project function the loop calls. accelerate: a model passed through ``accelerato
 DDP model; a micro-batch loop written by hand (not under ``accelerator.accumulate``) with neither
 ``accumulate`` nor ``accelerator.no_sync`` all-reduces every micro-step. A toggle that cannot skip anything does not count: the flag set
 to the constant ``True``, or a ``no_sync()`` block with neither a forward nor a backward in it.
+Config-gated when the micro-step count is read from configuration (``--accum_iter > 1``); not
+reported when the count is 1 on every path but DeepSpeed's (whose engine accumulates by itself).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from collections.abc import Iterator
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, method
 from ddp_doctor.lint.idioms import SYNC_CONTROL
-from ddp_doctor.lint.loops import LoopFacts
+from ddp_doctor.lint.loops import LoopFacts, accumulation_count, count_sources, option_text
 from ddp_doctor.lint.rules.base import Rule, Violation
 
 DDP = "torch.nn.parallel.DistributedDataParallel"
@@ -39,6 +41,7 @@ WRAPS = frozenset(
 
 class AccumNoSyncMissing(Rule):
     id = "accum-no-sync-missing"
+    project_facts = frozenset({"sync_toggle"})
     flagged = (
         "a DDP accumulation loop (DDP all-reduces every backward) whose micro-steps run no effective "
         "sync control: `no_sync`, `require_backward_grad_sync`, `set_requires_gradient_sync`, a sync "
@@ -67,6 +70,9 @@ class AccumNoSyncMissing(Rule):
         for loop in facts.accumulation_loops():
             if _controls_sync(ctx, facts, loop.loop):
                 continue
+            count = accumulation_count(facts, loop)
+            if count is not None and _one_unless_deepspeed(ctx, count):
+                continue
             yield self.violation(
                 loop.loop,
                 Text(
@@ -75,8 +81,57 @@ class AccumNoSyncMissing(Rule):
                     f"第 {loop.loop.lineno} 行的梯度累积循环让 DDP 在每个微步都做 all-reduce（没有生效的 `no_sync`）："
                     "浪费带宽，数值上等价。",
                 ),
+                gated_by=_count_gate(ctx, count) if count is not None else None,
                 accumulation_loop_line=loop.loop.lineno,
             )
+
+
+def _one_unless_deepspeed(ctx: FileContext, count: ast.expr) -> bool:
+    """The count is 1 on every path but DeepSpeed's (accelerate's test scripts:
+    ``gradient_accumulation_steps = ds_config["gradient_accumulation_steps"]`` under ``if
+    accelerator.distributed_type == DistributedType.DEEPSPEED:``, else ``1``): the DeepSpeed engine
+    does its own accumulation, so no DDP loop ever accumulates here."""
+    if not isinstance(count, ast.Name):
+        return False
+    binds = [
+        b
+        for b in ctx.bindings(ctx.enclosing_function(count)).get(count.id, [])
+        if isinstance(b, ast.Assign) and b.lineno <= count.lineno
+    ]
+    if not binds:
+        return False
+    for b in binds:
+        if isinstance(b.value, ast.Constant) and b.value.value == 1:
+            continue
+        if not _under_deepspeed(ctx, b):
+            return False
+    return True
+
+
+def _under_deepspeed(ctx: FileContext, node: ast.AST) -> bool:
+    child, cur = node, ctx.parents.get(node)
+    while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if isinstance(cur, ast.If) and child in cur.body and "deepspeed" in ctx.segment(cur.test).lower():
+            return True
+        child, cur = cur, ctx.parents.get(cur)
+    return False
+
+
+def _count_gate(ctx: FileContext, count: ast.expr) -> str | None:
+    """Config-gated when the micro-step count is read from configuration (a flag, a config entry, a
+    parameter): the loop accumulates only when it is > 1. A literal or a count computed in the
+    function (YOLO ``accumulate = max(round(nbs / batch_size), 1)``) is not a gate."""
+    if isinstance(count, ast.Constant):
+        return None
+    sources = count_sources(ctx, count)
+    if any(isinstance(s, ast.Constant) and s.value == 1 for s in sources):
+        return f"`{ctx.segment(count)}` > 1"  # 1 unless a condition raises it (accelerate's nlp_example)
+    if any(s is not None and not isinstance(s, (ast.Name, ast.Attribute, ast.Subscript)) for s in sources):
+        return None  # computed here
+    shown = sources[-1] if sources and sources[-1] is not None else count
+    if not isinstance(shown, (ast.Name, ast.Attribute, ast.Subscript)):
+        return None
+    return f"{option_text(ctx, shown)} > 1"
 
 
 def _controls_sync(ctx: FileContext, facts: LoopFacts, loop: ast.AST) -> bool:

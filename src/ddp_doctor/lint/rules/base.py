@@ -57,6 +57,9 @@ class Rule:
     # In project mode a fact may come from another file (DDP applied by a helper, backward in a
     # loss-scaler object): the rule then declares the looser words it needs in this file.
     required_in_project: ClassVar[tuple[tuple[str, ...], ...] | None] = None
+    # The project-index facts this rule reads beyond the shared ones (names of lint.project.FACTS):
+    # project mode computes only the selected rules' facts.
+    project_facts: ClassVar[frozenset[str]] = frozenset()
 
     def _groups(self, project: Any = None) -> tuple[tuple[str, ...], ...]:
         if project is None or self.required_in_project is None:

@@ -47,6 +47,7 @@ FROZEN_NAME = re.compile(r"teacher|ema|frozen|target", re.IGNORECASE)
 
 class BatchnormUnsynced(Rule):
     id = "batchnorm-unsynced"
+    project_facts = frozenset({"batchnorm"})
     flagged = (
         "the file builds BatchNorm layers (or a torchvision model known to contain them, timm "
         "`create_model` with a BatchNorm-family name or flag default, a project module used as a "

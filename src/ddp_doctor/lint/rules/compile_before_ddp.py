@@ -26,6 +26,7 @@ COMPILE = "torch.compile"
 
 class CompileBeforeDdp(Rule):
     id = "compile-before-ddp"
+    project_facts = frozenset({"compile"})
     flagged = (
         "`DDP(torch.compile(m))`, or `m = torch.compile(m)` / `m.compile()` / a project helper returning "
         "`torch.compile(m)` then `DDP(m)` (also `(DDP if distributed else X)(m)`) in one function, on the "

@@ -47,6 +47,7 @@ PASS_THROUGH = frozenset({"cuda", "to", "train", "float", "cpu"})  # model.cuda(
 
 class Fp16NoScaler(Rule):
     id = "fp16-no-scaler"
+    project_facts = frozenset({"scaler"})
     flagged = (
         "a float16 autocast (`dtype=torch.float16/half`, also with `device_type=str(device)`, or "
         '`torch.cuda.amp.autocast()` / `torch.autocast("cuda")` defaults) or the trained model\'s '

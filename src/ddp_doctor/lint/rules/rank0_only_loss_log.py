@@ -57,10 +57,14 @@ from ddp_doctor.lint.rules.base import Rule, Violation
 
 NO_GRAD = re.compile(r"(no_grad|inference_mode|evaluate|eval)", re.IGNORECASE)
 LIGHTNING_LOG = frozenset({"log", "log_dict"})
+# What a validation loop iterates, and the forward it runs.
+DATA_NAME = re.compile(r"load|data|batch|val|eval|test|sample|iter", re.IGNORECASE)
+FORWARD_NAME = re.compile(r"(model|net|engine|ddp|fsdp|module|encoder|decoder|forward)$", re.IGNORECASE)
 
 
 class Rank0OnlyLossLog(Rule):
     id = "rank0-only-loss-log"
+    project_facts = frozenset({"rank0_logging", "loss_flow"})
     flagged = (
         "a logging call (print, logger, wandb, TensorBoard, tqdm) under a rank-0 guard (by what it "
         "tests; see above), a rank-0-only call or object, a logger the logging setup silences off "
@@ -84,8 +88,8 @@ class Rank0OnlyLossLog(Rule):
         flow = LossFlow(ctx, facts)
         if not flow.taints:
             return
-        predicates = rank0_predicates(ctx.tree)
-        quiet = silences_other_ranks(ctx.tree, predicates)
+        predicates = rank0_predicates(ctx.tree, [f for defs in ctx.functions.values() for f in defs])
+        quiet = silences_other_ranks(ctx.tree, predicates, ctx.parents)
         if ctx.project is not None:
             predicates |= ctx.project.rank0_predicates
             quiet |= ctx.project.silences_other_ranks
@@ -110,7 +114,7 @@ class Rank0OnlyLossLog(Rule):
             for node, guard, how in logs:
                 if id(node) in seen:
                     continue
-                names = reads(x for v in _logged_values(node) for x in ast.walk(v))
+                names = reads(x for v in _logged_values(ctx, node) for x in ast.walk(v))
                 names |= loop_aliases(ctx, node, names)
                 hit = sorted(n for n in names & taint.names if _training_binding(flow, scope, n, node, taint))
                 if not hit:
@@ -191,7 +195,10 @@ def _rank0_logs(
     for node in ctx.local(scope):
         if isinstance(node, ast.Call):
             guard = _guard(ctx, node, predicates)
-            if guard is not None and is_log_call(node):
+            if guard is not None and (
+                is_log_call(node)
+                or (ctx.project is not None and ctx.project.call_logged_args(ctx, node) is not None)
+            ):
                 yield node, guard, Text("", "")
                 continue
             if is_rank0_log_call(node):
@@ -258,8 +265,12 @@ def _guard(ctx: FileContext, node: ast.AST, predicates: set[str]) -> ast.If | No
     )
 
 
-def _logged_values(node: ast.AST) -> list[ast.AST]:
+def _logged_values(ctx: FileContext, node: ast.AST) -> list[ast.AST]:
     if isinstance(node, ast.Call):
+        if ctx.project is not None and not is_log_call(node):
+            found = ctx.project.call_logged_args(ctx, node)  # project logger: the arguments it writes
+            if found is not None:
+                return list(found)
         return [*node.args, *(k.value for k in node.keywords)]
     if isinstance(node, ast.Assign):
         return [node.value]
@@ -270,7 +281,7 @@ def _training_binding(flow: LossFlow, scope: ast.AST, name: str, at: ast.AST, ta
     """The latest binding of ``name`` before ``at`` holds the training value: a plain assignment
     reads a tainted name, and it is not in an evaluation-only region (a ``with torch.no_grad()``
     block or a loop over data that never backprops, while the log is outside it)."""
-    ctx, facts = flow.ctx, flow.facts
+    ctx = flow.ctx
     line = getattr(at, "lineno", 0)
     before = [b for b in ctx.bindings(scope).get(name, []) if b.lineno < line]
     if not before:
@@ -303,14 +314,30 @@ def _training_binding(flow: LossFlow, scope: ast.AST, name: str, at: ast.AST, ta
             for i in cur.items
         ):
             return _inside(ctx, at, cur)
-        if (
-            isinstance(cur, (ast.For, ast.AsyncFor, ast.While))
-            and not facts.has_backward(cur.body)
-            and not (isinstance(cur, (ast.For, ast.AsyncFor)) and reads(ctx.local(cur.iter)) & taint.names)
-        ):  # an evaluation loop (not ``for k, v in logs.items()`` over the loss's own container)
+        if isinstance(cur, (ast.For, ast.AsyncFor, ast.While)) and _evaluation_loop(flow, cur, taint):
             return _inside(ctx, at, cur)
         cur = ctx.parents.get(cur)
     return True
+
+
+def _evaluation_loop(flow: LossFlow, loop: ast.For | ast.AsyncFor | ast.While, taint: Taint) -> bool:
+    """A loop over data that never backprops (validation): it iterates a loader-like name or runs a
+    model forward. Not ``for k, v in logs.items()`` over the loss's own container, not VAR's ``for si,
+    (bg, ed) in enumerate(self.begin_ends)`` slicing the training logits per resolution."""
+    ctx = flow.ctx
+    if flow.facts.has_backward(loop.body):
+        return False
+    if isinstance(loop, (ast.For, ast.AsyncFor)):
+        iterated = reads(ctx.local(loop.iter))
+        if iterated & taint.names:
+            return False
+        if any(DATA_NAME.search(n.split(".")[-1]) for n in iterated):
+            return True
+    return any(
+        isinstance(n, ast.Call) and FORWARD_NAME.search((dotted(n.func) or "").split(".")[-1])
+        for stmt in loop.body
+        for n in ctx.local(stmt)
+    )
 
 
 def _inside(ctx: FileContext, node: ast.AST, region: ast.AST) -> bool:

@@ -64,6 +64,7 @@ DISTRIBUTED_WORDS = (
 
 class SamplerMissing(Rule):
     id = "sampler-missing"
+    project_facts = frozenset({"training_params"})
     flagged = (
         "a DataLoader without `sampler`/`batch_sampler` (and no `**kwargs`), or with a sampler that "
         "is not distributed (`RandomSampler`, `WeightedRandomSampler`, `SubsetRandomSampler`, "

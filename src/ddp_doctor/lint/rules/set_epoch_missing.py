@@ -8,7 +8,10 @@ work properly across multiple epochs"). Flagged when: the sampler shuffles (defa
 (or handed to a function from a loop over epochs, or to a same-file generator that re-iterates it
 forever: ``def sample_data(loader): while True: for b in loader: yield b``). A sampler built by a
 helper (``sampler=data_sampler(ds, shuffle=True, distributed=True)`` where ``data_sampler`` returns
-the DistributedSampler) is followed to its loader. Autofix: ``sampler.set_epoch(epoch)`` as the
+the DistributedSampler) is followed to its loader; so is a DistributedSampler chosen at run time
+(``RandomSampler(ds) if args.local_rank == -1 else DistributedSampler(ds)``, or a class alias
+``S = ... if ... else DistributedSampler; S(ds)``): the bug exists whenever that branch runs, which
+is whenever training is distributed. Autofix: ``sampler.set_epoch(epoch)`` as the
 first statement of that outer loop, when the sampler has a name and the loop variable is a name.
 """
 
@@ -24,6 +27,7 @@ from ddp_doctor.lint.rules._data import (
     DATALOADER,
     DISTRIBUTED_SAMPLER,
     bound_names,
+    distributed_sampler_call,
     enclosing_loop,
     loops_iterating,
 )
@@ -33,7 +37,8 @@ from ddp_doctor.lint.rules.base import Edit, Rule, Violation, insert_line_before
 class SetEpochMissing(Rule):
     id = "set-epoch-missing"
     flagged = (
-        "a shuffling DistributedSampler (also returned by a same-file helper), no `set_epoch` "
+        "a shuffling DistributedSampler (also returned by a same-file helper, or chosen at run time: "
+        "`RandomSampler(ds) if local_rank == -1 else DistributedSampler(ds)`), no `set_epoch` "
         "anywhere in the file, and its loader iterated inside an outer (epoch) loop, passed to a "
         "function from a loop over epochs, or re-iterated forever by a same-file generator (`while "
         "True: for b in loader: yield b`)"
@@ -58,7 +63,7 @@ class SetEpochMissing(Rule):
             for arg in (keyword(node, "sampler"),)
         ]
         for call in calls:
-            if ctx.call_qualname(call) != DISTRIBUTED_SAMPLER:
+            if not distributed_sampler_call(ctx, call):
                 continue
             shuffle = keyword(call, "shuffle")
             if isinstance(shuffle, ast.Constant) and not shuffle.value or len(call.args) > 3:
@@ -69,15 +74,18 @@ class SetEpochMissing(Rule):
             if epoch_loop is None:
                 continue
             handle = min(samplers) if samplers else (f"{min(loaders)}.sampler" if loaders else None)
+            always = _always_distributed(ctx, call)
+            when = Text("", "") if always else Text(", chosen when distributed", "，分布式时选用")
             yield self.violation(
                 call,
                 Text(
-                    f"DistributedSampler (line {call.lineno}) shuffles but `set_epoch` is never called: the loop "
+                    f"DistributedSampler (line {call.lineno}{when.en}) shuffles but `set_epoch` is never called: the loop "
                     f"at line {epoch_loop.lineno} sees the same order every epoch.",
-                    f"DistributedSampler（第 {call.lineno} 行）开启了 shuffle 但从未调用 `set_epoch`：第 {epoch_loop.lineno} "
+                    f"DistributedSampler（第 {call.lineno} 行{when.zh}）开启了 shuffle 但从未调用 `set_epoch`：第 {epoch_loop.lineno} "
                     "行的循环每个 epoch 顺序都相同。",
                 ),
-                edits=self._fix(ctx, epoch_loop, handle),
+                # chosen at run time, the sampler may be a RandomSampler, which has no set_epoch
+                edits=self._fix(ctx, epoch_loop, handle) if always else (),
                 epoch_loop_line=epoch_loop.lineno,
             )
 
@@ -176,3 +184,8 @@ def _visible(ctx: FileContext, handle: str, loop: ast.AST) -> bool:
     return any(
         isinstance(n, ast.Name) and n.id == root and isinstance(n.ctx, ast.Store) for n in ctx.local(scope)
     )
+
+
+def _always_distributed(ctx: FileContext, call: ast.Call) -> bool:
+    """The sampler is a DistributedSampler on every path (not one branch of a run-time choice)."""
+    return ctx.call_qualname(call) == DISTRIBUTED_SAMPLER and not isinstance(ctx.parents.get(call), ast.IfExp)

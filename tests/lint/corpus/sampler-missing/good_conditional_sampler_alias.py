@@ -1,4 +1,5 @@
-# The sampler class is chosen at run time: DistributedSampler when distributed.
+# The sampler class is chosen at run time: DistributedSampler when distributed (not a missing
+# sampler; set_epoch is missing, though, whenever that branch runs).
 from torch.utils.data import DataLoader, DistributedSampler, RandomSampler
 from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -6,7 +7,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 def main(args, ds, model, opt):
     model = DDP(model)
     S = DistributedSampler if args.distributed else RandomSampler
-    loader = DataLoader(ds, sampler=S(ds), batch_size=8)
+    loader = DataLoader(ds, sampler=S(ds), batch_size=8)  # expect: set-epoch-missing
     if args.distributed:
         sampler = DistributedSampler(ds, shuffle=False)
     else:

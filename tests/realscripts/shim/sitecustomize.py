@@ -1,9 +1,9 @@
-"""CPU/gloo shim for the real-script corpus (bench/real_scripts.py): lets public GPU scripts run
+"""CPU/gloo shim for the real-script corpus (tests/realscripts/harness.py): lets public GPU scripts run
 unmodified on a CPU-only machine. It is the only thing between the script and torch besides the
 probe, and it is applied identically to the bare and the probed run, so it cannot explain a
 difference between them.
 
-`bench/real_scripts.py` puts this directory on PYTHONPATH and names the parts it wants in
+The harness puts this directory on PYTHONPATH and names the parts it wants in
 DDP_REALSCRIPTS_SHIM (comma-separated):
   cpu        cuda devices -> cpu: `.to(i)`, `.to("cuda:i")`, `.cuda()`, `torch.cuda.set_device`,
              `DistributedDataParallel(device_ids=[i])`, `torch.load(map_location="cuda:i")`,
