@@ -137,6 +137,7 @@ class Widened:
         self.files = sorted((base / records.RANKS_DIR).glob("rank-*.jsonl"))
         self.lines = [_lines(p) for p in self.files]
         self.others = [[(a, b) for a, b, step in ls if not step] for ls in self.lines]
+        self._entries: dict[int, list[dict[str, Any]]] = {}
 
     def rank(self, r: int, ranks: int) -> tuple[int, dict[int, bytes], Any, int]:
         """(base rank, new bytes of each non-step line by its base start, offset map, new size)."""
@@ -162,15 +163,15 @@ class Widened:
         from ddp_doctor.rundir import records, rollup_index
 
         b = r % len(self.files)
+        if b not in self._entries:  # each base index parsed once
+            with open(rollup_index.index_path(self.base, b), "rb") as fh:
+                self._entries[b] = [json.loads(line) for line in list(fh)[1:]]
         out = [records.encode(rollup_index.header(r, EVERY, ino))]
-        with open(rollup_index.index_path(self.base, b), "rb") as fh:
-            next(fh)
-            for line in fh:
-                e = json.loads(line)
-                e["rank"] = r
-                e["at"] = [int(x) for x in moved(e["at"])]
-                e["others"] = [[int(x) for x in moved(o)] for o in e["others"]]
-                out.append(records.encode(e))
+        for base in self._entries[b]:
+            e = dict(base, rank=r)
+            e["at"] = [int(x) for x in moved(base["at"])]
+            e["others"] = [[int(x) for x in moved(o)] for o in base["others"]]
+            out.append(records.encode(e))
         return b"".join(out)
 
 
@@ -219,19 +220,32 @@ def fill_selected(out: Path, w: Widened, plans: list[tuple[int, int, Any]]) -> l
     if notes:
         raise SystemExit(f"sparse run: unusable indexes: {notes[:2]}")
     chosen = sorted(rollup_read.select(rollup_read.reduce(ok)))
+    import numpy as np
+
     by_rank = {x.rank: x for x in ok}
+    step_lines = [np.asarray([(a, e) for a, e, step in ls if step], dtype=np.int64) for ls in w.lines]
     for r, b, moved in plans:
         x = by_rank[r]
-        sel = [i for i, win in enumerate(x.window.tolist()) if win in set(chosen)]
-        spans = [(int(x.at[i, 0]), int(x.at[i, 1])) for i in sel] + [(x.tail, x.size)]
-        base_spans = [(a, e) for a, e, step in w.lines[b] if step]
+        sel = np.isin(x.window, np.asarray(chosen))
+        spans = np.concatenate([x.at[sel], [[x.tail, x.size]]])
+        base = step_lines[b]
+        wide = np.asarray(moved(base[:, 0]), dtype=np.int64)
+        i = np.searchsorted(spans[:, 0], wide, side="right") - 1
+        keep = (i >= 0) & (wide < spans[np.maximum(i, 0), 1])
+        base, wide = base[keep], wide[keep]
+        # runs of step lines that lie back to back in both files: one read and one write each
+        brk = np.flatnonzero(
+            (base[1:, 0] != base[:-1, 1]) | (wide[1:] - base[1:, 0] != wide[:-1] - base[:-1, 0])
+        )
+        starts = np.concatenate(([0], brk + 1))
+        ends = np.concatenate((brk, [len(base) - 1]))
         with open(w.files[b], "rb") as src, open(records.rank_file(out, r), "r+b") as fh:
-            for a, e in base_spans:
-                na = int(moved(a))
-                if any(s <= na < t for s, t in spans):
-                    src.seek(a)
-                    fh.seek(na)
-                    fh.write(src.read(e - a))
+            for a0, a1 in zip(starts.tolist(), ends.tolist()):
+                if a1 < a0:
+                    continue
+                src.seek(int(base[a0, 0]))
+                fh.seek(int(wide[a0]))
+                fh.write(src.read(int(base[a1, 1] - base[a0, 0])))
     (out / "bench-selected.json").write_text(json.dumps(chosen))
     return chosen
 

@@ -7,8 +7,9 @@ indexed with `summarize` (R = --every, so that most windows come from their roll
 by both paths (`read_run(rollups="off")` and `"on"`). Printed: runs whose verdicts or finding
 statuses differ (the goal: none), the share of steps read raw, and for each number the two paths
 report — the run facts (noise-band ratio, B_simple, effective batch) and every numeric evidence
-field a finding has on both paths — the largest relative difference over the suite, with the finding
-and run where it occurred.
+field a finding has on both paths — the largest relative difference over the suite (|a−b| / max(|a|, |b|))
+and the largest absolute one, with the run where each occurred. Counts (integers on both paths) are
+listed apart: they count the steps a finding was decided on, which the rollup path reads fewer of.
 """
 
 from __future__ import annotations
@@ -75,6 +76,8 @@ def main() -> None:
     t0 = time.time()
     differ, runs, shares = [], 0, []
     worst: dict[str, tuple[float, str]] = {}
+    worst_abs: dict[str, tuple[float, str]] = {}
+    counts: set[str] = set()
     facts: dict[str, tuple[float, str]] = {}
     for world in (int(w) for w in args.worlds.split(",")):
         for fault in ("clean", *FAULTS):
@@ -112,8 +115,12 @@ def main() -> None:
                 na, nb = _numbers(f.evidence), _numbers(g.evidence)
                 for k in na.keys() & nb.keys():
                     key = f"{f.id}: {k}"
+                    if na[k].is_integer() and nb[k].is_integer():
+                        counts.add(key)
                     if rel(na[k], nb[k]) >= worst.get(key, (-1.0, ""))[0]:
                         worst[key] = (rel(na[k], nb[k]), where)
+                    if abs(na[k] - nb[k]) >= worst_abs.get(key, (-1.0, ""))[0]:
+                        worst_abs[key] = (abs(na[k] - nb[k]), where)
     print(
         f"\n{runs} runs ({args.steps} steps, R = {args.every}, worlds {args.worlds}) in {time.time() - t0:.0f} s"
     )
@@ -124,10 +131,18 @@ def main() -> None:
     print("\n| run fact | largest relative difference | run |\n|---|---|---|")
     for k, (v, w) in sorted(facts.items()):
         print(f"| {k} | {v:.1%} | {w} |")
-    print("\n| finding: evidence number | largest relative difference | run |\n|---|---|---|")
+    print(
+        "\n| finding: evidence number | largest relative difference | run | largest absolute difference | run |"
+    )
+    print("|---|---|---|---|---|")
     for k, (v, w) in sorted(worst.items(), key=lambda kv: -kv[1][0]):
-        if v > 0:
-            print(f"| {k} | {v:.1%} | {w} |")
+        if v > 0 and k not in counts:
+            a, wa = worst_abs[k]
+            print(f"| {k} | {v:.1%} | {w} | {a:.3g} | {wa} |")
+    print(
+        "\ncounts (steps decided on; the rollup path reads fewer):",
+        ", ".join(sorted(k for k in counts if worst[k][0] > 0)),
+    )
     print(f"load after {os.getloadavg()[0]:.1f}")
 
 

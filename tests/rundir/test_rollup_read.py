@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from fixtures.gen_run import header, sgd, step
 from fixtures.synth_run import FAULTS, SynthSpec, write_run
@@ -156,6 +157,7 @@ def test_a_missing_index_is_computed_from_the_rank_file(run3: Path) -> None:
         "window out of order",
         "bytes beyond the file",
         "other rank",
+        "huge window",
         "symlink",
         "fifo",
     ],
@@ -173,6 +175,10 @@ def test_a_damaged_index_falls_back_with_a_note(run3: Path, damage: str, tmp_pat
     elif damage == "bytes beyond the file":
         rec = json.loads(lines[-1])
         rec["at"][1] += 10**9
+        lines[-1] = records.encode(rec)
+    elif damage == "huge window":  # numbers no rank file of this size can hold: never an allocation
+        rec = json.loads(lines[-1])
+        rec["window"], rec["first"], rec["last"] = 10**9, 10**10, 10**10
         lines[-1] = records.encode(rec)
     elif damage == "other rank":
         lines[0] = lines[0].replace(b'"rank":2', b'"rank":1')
@@ -249,3 +255,35 @@ def test_requested_steps_are_read_raw(run3: Path) -> None:
 
 def test_auto_keeps_small_runs_on_the_raw_path(run3: Path) -> None:
     assert read_run(run3).rollups is None  # below ROLLUP_MIN_BYTES: every step raw
+
+
+def test_report_flags(run3: Path) -> None:
+    import subprocess
+    import sys
+
+    cli = [sys.executable, "-m", "ddp_doctor.cli", "report", str(run3)]
+    ok = subprocess.run(
+        [*cli, "--rollups", "on", "--steps", "300-325", "--format", "json"], capture_output=True, text=True
+    )
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["run"]["rollups"]["reasons"]["requested"] == 3
+    assert subprocess.run([*cli, "--format", "json"], capture_output=True, text=True).returncode == 0
+    for bad in (["--rollups", "maybe"], ["--steps", "9-3"], ["--steps", "x"]):
+        assert subprocess.run([*cli, *bad], capture_output=True, text=True).returncode == 2, bad
+
+
+def test_worker_processes_read_the_same(run3: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above PARALLEL_MIN_BYTES the passes run in worker processes (one per core): the same windows,
+    the same steps, the same notes (a missing index computed in a worker)."""
+    from ddp_doctor.rundir import rollup_read
+
+    rollup_index.index_path(run3, 0).unlink()
+    serial = read_run(run3, rollups="on")
+    monkeypatch.setattr(rollup_read, "PARALLEL_MIN_BYTES", 0)
+    parallel = read_run(run3, rollups="on")
+    assert serial.rollups is not None and parallel.rollups is not None
+    assert serial.rollups.selected == parallel.rollups.selected and serial.problems == parallel.problems
+    for rank in serial.ranks:
+        a, b = serial.ranks[rank].steps, parallel.ranks[rank].steps
+        assert a is not None and b is not None and (a.step == b.step).all()
+        assert np.array_equal(a.losses, b.losses, equal_nan=True)

@@ -147,10 +147,12 @@ def run_findings(ctx: Context, fed: set[str] | None = None, sample: Context | No
     that are statistics over steps (analysis/bulk.py FROM_SAMPLE) are decided on it.
     """
     no_steps = ctx.optimizer_steps == 0
-    seen = _check_all(ctx, fed)
+    every = set(fed) if fed is not None else set(FINDINGS)
+    # with a sample, a check that finds only statistics over steps runs on the sample alone
+    seen = _check_all(ctx, every - FROM_SAMPLE if sample is not None else fed)
     widen(list(seen.values()), ctx)  # the rollup path: over the whole run (analysis/bulk.py)
     if sample is not None:
-        sampled = _check_all(sample, fed)
+        sampled = _check_all(sample, every & FROM_SAMPLE)
         widen(list(sampled.values()), sample, sampled_from=True)
         seen.update({fid: f for fid, f in sampled.items() if fid in FROM_SAMPLE})
     for fid in FINDINGS:  # the contract: every ID gets a status

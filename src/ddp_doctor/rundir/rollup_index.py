@@ -186,7 +186,12 @@ def check_entry(rec: Any, rank: int, every: int, start: int, size: int, after: i
     if not all(_int(v) for v in got):
         return "a rollup without window, first, last and steps"
     w, first, last, steps = (int(v) for v in got)
-    if not (after < w < MAX_WINDOW and w * every <= first <= last < (w + 1) * every and 1 <= steps <= every):
+    if not (
+        after < w < MAX_WINDOW
+        and w * every <= first <= last < (w + 1) * every
+        and 1 <= steps <= every
+        and first <= size  # a step takes a line of the rank file: no number sizes an allocation
+    ):
         return f"window {w} out of order or with impossible steps"
     if not (isinstance(rec.get("stats"), dict) and isinstance(rec.get("spikes"), dict)):
         return f"window {w} without stats"

@@ -19,8 +19,8 @@ the ranks, each in worker processes (one per core) when there is enough to read:
    before a spike (the spike rule's history), windows the screens of the reduced series mark (robust
    z > ``SCREEN_Z`` against the previous windows, of: the cross-rank mean loss, the mean excess of
    the ranks' window maxima over their means, the pooled within-window variance — a spike shared by
-   the ranks adds to every rank's, so this one sharpens with the world size —, the largest loss and
-   the largest global gradient norm: a spike of the cross-rank mean within one rank's noise), windows where the ranks' input digests
+   the ranks adds to every rank's, so this one sharpens with the world size —, and the largest global
+   gradient norm: a spike of the cross-rank mean within one rank's noise), windows where the ranks' input digests
    stop or start agreeing, the steps the user asked for (``--steps A-B``), and ``SAMPLE_WINDOWS``
    blocks of ``SAMPLE_BLOCK_STEPS`` steps spread evenly over the whole run (the statistical checks'
    unbiased sample, whatever else was chosen).
@@ -328,6 +328,7 @@ def _parse_index(raw: bytes, rank: int, size: int, ino: int) -> RankWindows:
         or (last >= (window + 1) * every).any()
         or (steps < 1).any()
         or (steps > every).any()
+        or (first > size).any()  # a step takes a line of the rank file: no number sizes an allocation
     ):
         raise IndexError_("windows out of order or with impossible steps")
     at = _fixed(table["at"], 2)
@@ -541,23 +542,32 @@ def reduce(ranks: list[RankWindows]) -> Reduced:
 
 
 def _screen(x: np.ndarray) -> np.ndarray:
-    """Windows whose value rises above the previous SCREEN_HISTORY windows' median by more than
-    SCREEN_Z robust standard deviations (a window needs MIN_SCREEN_HISTORY finite ones before it)."""
-    out = np.zeros(len(x), dtype=bool)
-    for w in range(len(x)):
-        if not np.isfinite(x[w]):
-            continue
-        h = x[max(0, w - SCREEN_HISTORY) : w]
-        h = h[np.isfinite(h)]
-        if len(h) < MIN_SCREEN_HISTORY:
-            continue
-        med = float(np.median(h))
-        mad = float(np.median(np.abs(h - med)))
-        rise = x[w] - med
-        if rise <= 0:
-            continue
-        out[w] = rise > SCREEN_Z * 1.4826 * mad if mad > 0 else rise > 1e-12 * max(abs(med), 1.0)
-    return out
+    """Windows whose value jumps up from the previous window's by more than SCREEN_Z robust standard
+    deviations of the previous SCREEN_HISTORY windows' changes (MIN_SCREEN_HISTORY of them needed).
+    On the changes, not the levels: a loss that falls fast in the first windows would widen a level
+    baseline until a spike inside it no longer stands out (the 1,024 × 2,000 bench run: a +3 nat spike
+    of every rank at window 10 was z = 3.4 on the levels, far above 5 on the changes)."""
+    x = np.asarray(x, dtype=np.float64)
+    n = len(x)
+    out = np.zeros(n, dtype=bool)
+    if n <= MIN_SCREEN_HISTORY + 1:
+        return out
+    d = np.full(n, np.nan)
+    d[1:] = x[1:] - x[:-1]
+    padded = np.concatenate((np.full(SCREEN_HISTORY, np.nan), d))
+    hist = np.lib.stride_tricks.sliding_window_view(padded, SCREEN_HISTORY)[:n]  # the changes before each
+    enough = np.isfinite(hist).sum(axis=1) >= MIN_SCREEN_HISTORY
+    if not enough.any():
+        return out
+    med = np.full(n, np.nan)
+    mad = np.full(n, np.nan)
+    with np.errstate(invalid="ignore"):
+        med[enough] = np.nanmedian(hist[enough], axis=1)
+        mad[enough] = np.nanmedian(np.abs(hist[enough] - med[enough, None]), axis=1)
+        rise = d - med
+        flat = rise > 1e-12 * np.maximum(np.abs(x), 1.0)
+        out = enough & np.isfinite(d) & (rise > 0) & np.where(mad > 0, rise > SCREEN_Z * 1.4826 * mad, flat)
+    return np.asarray(out, dtype=bool)
 
 
 def select(
@@ -585,8 +595,10 @@ def select(
         pick(last, "last")
     history = max(1, math.ceil(SPIKE_WINDOW / R))
     # a rank's own loss spike is a spike of the cross-rank loss only when it is shared: a window counts
-    # when at least half its ranks marked it (one noisy rank of 1,024 does not make every window matter)
-    marked = red.loss_marks * 2 >= np.maximum(red.ranks, 1)
+    # when half its ranks marked it, or a tenth of them from 10 ranks on (one noisy rank of 1,024 does
+    # not make every window matter; a spike of every rank within each one's noise marks a few hundred)
+    quorum = np.where(red.ranks >= 10, np.ceil(red.ranks / 10), np.ceil(red.ranks / 2))
+    marked = red.loss_marks >= np.maximum(quorum, 1)
     flags = np.where(marked & (red.loss_marks > 0), red.flags | LOSS_SPIKE, red.flags)
     for w in np.flatnonzero(flags).tolist():
         f = int(flags[w])
@@ -605,8 +617,10 @@ def select(
         mean = red.loss[:, 2] / (red.loss[:, 0] - red.loss[:, 1])
         excess = red.excess / red.excess_n
         pooled = red.within / red.within_n
-        top, gmax = red.loss[:, 5], red.gsq[:, 5]
-    for series in (mean, excess, pooled, top, gmax):
+        gmax = red.gsq[:, 5]
+    # (not the largest loss of any rank: one rank's outlier is no spike of the mean unless it also
+    # moves the excess or the pooled variance, and at 1,024 ranks it fires on every other window)
+    for series in (mean, excess, pooled, gmax):
         for w in np.flatnonzero(_screen(series)).tolist():
             pick(w, "screen")
             for h in range(1, history + 1):
@@ -693,6 +707,14 @@ def _read_windows(
         )
     file_problems(data, probs)
     return rank, data, probs, None
+
+
+def _bytes_to_read(rw: RankWindows, selected: list[int]) -> int:
+    sel = np.isin(rw.window, np.asarray(selected, dtype=np.int64))
+    spans = rw.at[sel]
+    return int(
+        (spans[:, 1] - spans[:, 0]).sum() + (rw.others[:, 1] - rw.others[:, 0]).sum() + rw.size - rw.tail
+    )
 
 
 def _kept(step: np.ndarray, rw: RankWindows, selected: list[int]) -> np.ndarray:
@@ -789,11 +811,14 @@ def read_ranks(
     """Every rank of a run by the rollup path (module doc): the raw data of the selected windows,
     and the view of the whole run from the rollups."""
     t0 = time.perf_counter()
-    total = 0
-    for p, _ in named:
+    # worker processes only for enough bytes to read: the indexes here, the selected windows below
+    # (a process pool costs ~0.1 s to start; the 8-rank warm report reads ~40 MB in all)
+    cores = os.cpu_count() or 1
+    index_bytes = 0
+    for _, r in named:
         with contextlib.suppress(OSError):
-            total += os.stat(p, follow_symlinks=False).st_size
-    workers = min(len(named), os.cpu_count() or 1) if total >= PARALLEL_MIN_BYTES else 1
+            index_bytes += os.stat(index_path(run_dir, r), follow_symlinks=False).st_size
+    workers = min(len(named), cores) if index_bytes >= PARALLEL_MIN_BYTES else 1
     ok, every, notes = _index_all(run_dir, named, workers)
     t1 = time.perf_counter()
     red = reduce(ok)
@@ -801,6 +826,8 @@ def read_ranks(
     t2 = time.perf_counter()
     chosen = sorted(selected)
     paths = {rank: str(p) for p, rank in named}
+    raw_bytes = sum(_bytes_to_read(x, chosen) for x in ok)
+    workers = min(len(ok), cores) if raw_bytes >= PARALLEL_MIN_BYTES else 1
     got = _pool_map(_read_windows, [(paths[x.rank], x.rank, x, chosen) for x in ok], workers)
     parsed = [(rank, data, probs) for rank, data, probs, _ in got]
     fell_back = [note for *_, note in got if note]
@@ -808,9 +835,14 @@ def read_ranks(
     if len(fell_back) > 8:
         notes.append(f"… and {len(fell_back) - 8} more rank(s) read whole")
     done = {r for r, _, _ in parsed}
-    for p, r in named:  # no usable index and no computable rollups: read raw whole
+    for p, r in named:  # no usable index and no computable rollups: read raw whole, cut to the windows
         if r not in done:
             data, probs = parse_rank(p, r)
+            if data.steps is not None and len(data.steps):
+                w = data.steps.step // every
+                data.steps = take_steps(
+                    data.steps, np.isin(w, np.asarray(chosen, dtype=np.int64)) | (w >= red.windows)
+                )
             parsed.append((r, data, probs))
     t3 = time.perf_counter()
     by_rank = {x.rank: x for x in ok}

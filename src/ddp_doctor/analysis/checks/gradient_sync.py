@@ -130,23 +130,41 @@ def _differing(s: _Step) -> tuple[list[dict[str, Any]], int]:
     return out, compared
 
 
+def _with(ctx: Context, *names: str) -> list[int]:
+    """The ranks whose step records have every one of these fields, in order."""
+    return sorted(
+        r
+        for r, d in ctx.run.ranks.items()
+        if d.steps is not None and len(d.steps) and set(names) <= set(d.steps.extra)
+    )
+
+
+def _by_step(ctx: Context, name: str, ranks: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """(steps, values [ranks, steps]) of a per-step field of these ranks; nan where a rank has no
+    finite value at a step. One matrix instead of a dict per step: the rollup path and runs of
+    thousands of ranks compare millions of (rank, step) values."""
+    cols = [(c.step, c.extra[name]) for r in ranks if (c := ctx.run.ranks[r].steps) is not None]
+    if not cols:
+        return np.zeros(0, dtype=np.int64), np.zeros((0, 0))
+    steps = np.unique(np.concatenate([s[(s >= 0) & np.isfinite(v)] for s, v in cols]))
+    mat = np.full((len(cols), len(steps)), np.nan)
+    for i, (s, v) in enumerate(cols):
+        ok = (s >= 0) & np.isfinite(v)
+        mat[i, np.searchsorted(steps, s[ok])] = v[ok]
+    return steps, mat
+
+
 def _digests(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
     """Steps with a grad_digest on ≥ 2 ranks, and for each whether the ranks' digests differ."""
-    by_step: dict[int, list[float]] = {}
-    for data in ctx.run.ranks.values():
-        c = data.steps
-        d = c.extra.get("grad_digest") if c is not None else None
-        if c is None or d is None:
-            continue
-        ok = np.isfinite(d) & (c.step >= 0)
-        for t, v in zip(c.step[ok].tolist(), d[ok].tolist()):
-            by_step.setdefault(int(t), []).append(float(v))
-    steps = sorted(t for t, v in by_step.items() if len(v) >= 2)
-    differ = np.array(
-        [max(by_step[t]) - min(by_step[t]) > REL_TOL * max(abs(max(by_step[t])), 1e-30) for t in steps],
-        dtype=bool,
-    )
-    return np.array(steps, dtype=np.int64), differ
+    steps, d = _by_step(ctx, "grad_digest", _with(ctx, "grad_digest"))
+    if not steps.size:
+        return steps, np.zeros(0, dtype=bool)
+    keep = np.isfinite(d).sum(axis=0) >= 2
+    d = d[:, keep]
+    with np.errstate(invalid="ignore"):
+        top, low = np.nanmax(d, axis=0), np.nanmin(d, axis=0)
+    differ = (top - low) > REL_TOL * np.maximum(np.abs(top), 1e-30)
+    return steps[keep].astype(np.int64), np.asarray(differ, dtype=bool)
 
 
 def _not_synced(ctx: Context, steps: dict[int, _Step]) -> Finding:
@@ -241,36 +259,25 @@ def _steps_text(steps: list[int]) -> str:
     return head + (", ..." if len(steps) > 6 else "")
 
 
-def _clip_coefficients(ctx: Context) -> dict[tuple[int, int], float | None]:
-    """(rank, step) -> the factor clip_grad_norm_ applied (None: clipped by value, factor unknown)."""
-    out: dict[tuple[int, int], float | None] = {}
+def _clip_coefficients(ctx: Context, ranks: list[int], steps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """[ranks, steps]: the factor clip_grad_norm_ applied (1 where it did not clip; the product of a
+    step's calls), and where it is unknown (clipped by value, or a norm not recorded)."""
+    coef = np.ones((len(ranks), len(steps)))
+    unknown = np.zeros((len(ranks), len(steps)), dtype=bool)
     i_max, i_tot, i_val = (CLIP_COLUMNS.index(k) for k in ("max_norm", "total_norm", "clip_value"))
-    for rank, data in ctx.run.ranks.items():
-        c = data.steps
-        if c is None or not len(c.clip_step):
+    for i, rank in enumerate(ranks):
+        c = ctx.run.ranks[rank].steps
+        if c is None or not len(c.clip_step) or not len(steps):
             continue
-        for step, row in zip(c.clip_step.tolist(), c.clip):
-            coef: float | None = out.get((rank, step), 1.0)
-            if math.isfinite(row[i_val]) or not (math.isfinite(row[i_max]) and math.isfinite(row[i_tot])):
-                coef = None
-            elif coef is not None and row[i_tot] > row[i_max]:
-                coef *= row[i_max] / (row[i_tot] + 1e-6)  # torch's clip coefficient
-            out[(rank, step)] = coef
-    return out
-
-
-def _dots(ctx: Context) -> dict[int, dict[int, tuple[float, float]]]:
-    """step -> rank -> (grad_dot_step, grad_dot_local) from the step records."""
-    out: dict[int, dict[int, tuple[float, float]]] = {}
-    for rank, data in ctx.run.ranks.items():
-        c = data.steps
-        if c is None or "grad_dot_step" not in c.extra or "grad_dot_local" not in c.extra:
-            continue
-        ds, dl = c.extra["grad_dot_step"], c.extra["grad_dot_local"]
-        ok = np.isfinite(ds) & np.isfinite(dl) & (c.step >= 0)
-        for t, a, b in zip(c.step[ok].tolist(), ds[ok].tolist(), dl[ok].tolist()):
-            out.setdefault(int(t), {})[rank] = (float(a), float(b))
-    return dict(sorted(out.items()))
+        at = np.minimum(np.searchsorted(steps, c.clip_step), len(steps) - 1)
+        on = steps[at] == c.clip_step
+        mx, tot, val = c.clip[:, i_max], c.clip[:, i_tot], c.clip[:, i_val]
+        bad = np.isfinite(val) | ~(np.isfinite(mx) & np.isfinite(tot))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            factor = np.where(~bad & (tot > mx), mx / (tot + 1e-6), 1.0)  # torch's clip coefficient
+        np.multiply.at(coef[i], at[on], factor[on])
+        np.logical_or.at(unknown[i], at[on], bad[on])
+    return coef, unknown
 
 
 def _nearest_integer_scale(k: float) -> int | None:
@@ -286,27 +293,33 @@ def _nearest_integer_scale(k: float) -> int | None:
 
 def _scale(ctx: Context) -> Finding:
     fid = "grad-scale-wrong"
-    clip = _clip_coefficients(ctx)
+    ranks = _with(ctx, "grad_dot_step", "grad_dot_local")
+    steps, reduced = _by_step(ctx, "grad_dot_step", ranks)
+    steps_l, local = _by_step(ctx, "grad_dot_local", ranks)
     ratios: dict[int, float] = {}
     skipped = 0
-    for t, by_rank in _dots(ctx).items():
-        ranks = sorted(by_rank)
-        if len(ranks) < 2:
-            continue
-        local = np.array([by_rank[r][1] for r in ranks])
-        reduced = np.array([by_rank[r][0] for r in ranks])
-        coefs = [clip.get((r, t), 1.0) for r in ranks]
-        mean = float(local.mean())
-        top = float(np.abs(reduced).max())
-        if (
-            any(c is None or c <= 0 for c in coefs)
-            or abs(mean) < MIN_SIGNAL * float(np.abs(local).mean())
-            or float(reduced.max() - reduced.min()) > 1e-3 * max(top, 1e-30)  # not one reduced gradient
-        ):
-            skipped += 1
-            continue
-        coef = float(np.mean([c for c in coefs if c is not None]))
-        ratios[t] = float(np.median(reduced)) / mean / coef
+    if steps.size and steps_l.size and len(ranks) == reduced.shape[0] == local.shape[0]:
+        both = np.intersect1d(steps, steps_l)
+        reduced = reduced[:, np.searchsorted(steps, both)]
+        local = local[:, np.searchsorted(steps_l, both)]
+        present = np.isfinite(reduced) & np.isfinite(local)
+        used = present.sum(axis=0) >= 2
+        steps, reduced, local, present = both[used], reduced[:, used], local[:, used], present[:, used]
+        reduced = np.where(present, reduced, np.nan)
+        local = np.where(present, local, np.nan)
+        coef, unknown = _clip_coefficients(ctx, ranks, steps)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.nanmean(local, axis=0)
+            top = np.nanmax(np.abs(reduced), axis=0)
+            spread = np.nanmax(reduced, axis=0) - np.nanmin(reduced, axis=0)
+            skip = (
+                (present & (unknown | (coef <= 0))).any(axis=0)
+                | (np.abs(mean) < MIN_SIGNAL * np.nanmean(np.abs(local), axis=0))
+                | (spread > 1e-3 * np.maximum(top, 1e-30))  # not one reduced gradient
+            )
+            k = np.nanmedian(reduced, axis=0) / mean / np.nanmean(np.where(present, coef, np.nan), axis=0)
+        skipped = int(skip.sum())
+        ratios = {int(t): float(x) for t, x in zip(steps[~skip].tolist(), k[~skip].tolist())}
     if not ratios:
         reason = _why_not(ctx)
         if skipped:
