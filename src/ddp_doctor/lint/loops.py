@@ -65,7 +65,11 @@ class Backward:
 def backward_of(node: ast.AST) -> Backward | None:
     """Recognise ``x.backward()``, ``scaler.scale(x).backward()``, ``accelerator.backward(x)``,
     ``torch.autograd.backward(x)``."""
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "manual_backward":
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "manual_backward"
+    ):
         # Lightning manual optimisation: ``self.manual_backward(loss)`` (Lightning scales it itself)
         return Backward(node, node.args[0], framework=True) if node.args else None
     if (

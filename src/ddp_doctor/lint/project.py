@@ -38,8 +38,8 @@ from ddp_doctor.lint.provenance import (
     LossFlow,
     Shape,
     alarm,
-    is_reduce,
     bound_names,
+    is_reduce,
     loop_aliases,
     merge,
     param_call_return,
@@ -433,7 +433,11 @@ class ProjectIndex:
                     isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id in bn_tables
                 ):  # norm_cls = REGISTERED_NORM_DICT[name]; norm_cls(**args)
                     s.builds_batchnorm = True
-                elif isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id in class_tables:
+                elif (
+                    isinstance(n, ast.Subscript)
+                    and isinstance(n.value, ast.Name)
+                    and n.value.id in class_tables
+                ):
                     s.refs |= class_tables[n.value.id]  # pycls ``_models[cfg.MODEL.TYPE]``
                 elif isinstance(n, ast.Name) and bn and n.id in imports:
                     target = self._project_target(imports, n)
@@ -761,7 +765,9 @@ class ProjectIndex:
         m = method(inner) if isinstance(inner, ast.Call) else None
         if m and m[0] and m[1] in ("get", "build") and ctx.module is not None:
             # ``MODEL_REGISTRY.get(name)(cfg)``: a class of a registry of BatchNorm models
-            registry = self._registry_name(ctx.absolute_imports, ctx.module, _module_level_names(ctx.tree), m[0])
+            registry = self._registry_name(
+                ctx.absolute_imports, ctx.module, _module_level_names(ctx.tree), m[0]
+            )
             return registry is not None and self._registry_builds_batchnorm(registry)
         found = self._same_name_methods(call.func)
         builders = sum(m.builds_batchnorm for m in found)
@@ -1194,8 +1200,10 @@ def _wraps_parameter(ctx: FileContext, fn: ast.AST, wrap: ast.Call) -> bool:
         if isinstance(target, ast.Attribute):
             return True  # ``self.model``: set elsewhere, may be the caller's
         if isinstance(target, ast.Call):  # DDP(model.to(device)), DDP(convert(model))
-            target = target.func.value if isinstance(target.func, ast.Attribute) else (
-                target.args[0] if target.args else None
+            target = (
+                target.func.value
+                if isinstance(target.func, ast.Attribute)
+                else (target.args[0] if target.args else None)
             )
             continue
         if not isinstance(target, ast.Name):

@@ -144,7 +144,9 @@ def merge(a: Shape | None, b: Shape | None) -> Shape | None:
     return out
 
 
-def reads(nodes: list[ast.AST] | Iterator[ast.AST], fields: frozenset[str] | set[str] = frozenset()) -> set[str]:
+def reads(
+    nodes: list[ast.AST] | Iterator[ast.AST], fields: frozenset[str] | set[str] = frozenset()
+) -> set[str]:
     """Names read by ``nodes``, with ``self.x`` for attributes of ``self`` (``self.meter.avg`` reads
     ``self.meter``); an item picked by a key that says it is not the loss (``meter["lr"]``,
     ``meter.get_filtered_meter("time")``) reads nothing of its container, and neither does what
@@ -189,7 +191,11 @@ def alarm(ctx: FileContext, node: ast.AST, values: set[str]) -> bool:
     here: only the parts of a test (``rank == 0 and loss > 12``) that read ``values``."""
     child, cur = node, ctx.parents.get(node)
     while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-        if isinstance(cur, ast.If) and child is not cur.test and _value_gated(cur.test, values, child in cur.body):
+        if (
+            isinstance(cur, ast.If)
+            and child is not cur.test
+            and _value_gated(cur.test, values, child in cur.body)
+        ):
             return True
         child, cur = cur, ctx.parents.get(cur)
     return False
@@ -205,7 +211,9 @@ def _value_gated(test: ast.expr, values: set[str], holds: bool) -> bool:
         parts = [_value_gated(v, values, holds) for v in test.values]
         conjunction = isinstance(test.op, ast.And) == holds  # the branch needs every part
         return any(parts) if conjunction else all(parts)
-    if _existence_test(test) or any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(test)):
+    if _existence_test(test) or any(
+        isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(test)
+    ):
         return False  # whether it exists; a periodic ``step % every == 0``
     return bool(reads(ast.walk(test)) & values)
 
@@ -589,7 +597,9 @@ class LossFlow:
                     and not _single_process_only(ctx, n)
                 ):
                     # meter.update(loss.item()) / self.meter.update(**outputs): the object holds the loss
-                    read = reads((x for a in [*n.args, *(k.value for k in n.keywords)] for x in ast.walk(a)), fields)
+                    read = reads(
+                        (x for a in [*n.args, *(k.value for k in n.keywords)] for x in ast.walk(a)), fields
+                    )
                     read |= loop_aliases(ctx, n, read)
                     flows.append((read, {receiver}))
                     updates.setdefault(receiver, []).append(n.lineno)

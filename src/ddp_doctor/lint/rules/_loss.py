@@ -99,7 +99,9 @@ class LossTracer:
         if isinstance(base, ast.Call):
             if keyword(base, "num_items_in_batch") is not None:
                 return "scaled"
-            return "raw" if FORWARD_CALLEE.search(dotted(base.func) or "") or _loss_callee(base) else "unknown"
+            return (
+                "raw" if FORWARD_CALLEE.search(dotted(base.func) or "") or _loss_callee(base) else "unknown"
+            )
         return "unknown"
 
     def _name_state(self, name: str, at: ast.AST, depth: int) -> State:

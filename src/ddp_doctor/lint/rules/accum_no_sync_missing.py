@@ -146,7 +146,9 @@ def _effective_toggle(ctx: FileContext, facts: LoopFacts, node: ast.AST) -> bool
         for item in node.items:
             expr = item.context_expr
             if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and not expr.args:
-                expr = expr.func  # OLMo ``grad_sync_context = self.dist_model.no_sync`` ... ``with grad_sync_context():``
+                expr = (
+                    expr.func
+                )  # OLMo ``grad_sync_context = self.dist_model.no_sync`` ... ``with grad_sync_context():``
             if isinstance(expr, ast.Name):  # sync_ctx = model.no_sync() if ... else nullcontext()
                 exprs += [
                     b.value

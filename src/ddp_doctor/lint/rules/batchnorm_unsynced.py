@@ -104,7 +104,7 @@ class BatchnormUnsynced(Rule):
                     summary is None and project.call_builds_batchnorm(ctx, node)
                 ):
                     bn_nodes.append(node)
-        bn_lines = [n.lineno for n in bn_nodes]
+        bn_lines = [getattr(n, "lineno", 0) for n in bn_nodes]
         if not bn_lines or not ddp_calls:
             return
         gated_by = None
@@ -262,7 +262,11 @@ def _model_choice(ctx: FileContext, node: ast.AST, top: ast.If) -> ast.If | None
     distribution (``'efficientnet' in name``, not ``local_rank >= 0``): the branch the conversion is in."""
     child, cur = node, ctx.parents.get(node)
     while cur is not None:
-        if isinstance(cur, ast.If) and child is not cur.test and not DISTRIBUTED_TEST.search(ctx.segment(cur.test)):
+        if (
+            isinstance(cur, ast.If)
+            and child is not cur.test
+            and not DISTRIBUTED_TEST.search(ctx.segment(cur.test))
+        ):
             return cur
         if cur is top:
             return None

@@ -129,15 +129,19 @@ class ZeroGradInsideAccum(Rule):
                 continue
             guarded = [s for s in unconditional(loop.loop.body) if isinstance(s, ast.If)]
             backwards = [
-                n.lineno for n in unconditional_nodes(facts, loop.loop.body) if facts.backward(n) is not None
+                getattr(n, "lineno", 0)
+                for n in unconditional_nodes(facts, loop.loop.body)
+                if facts.backward(n) is not None
             ]
             for zero_if in guarded:
                 if not is_accum_guard(zero_if.test, facts):
                     continue
-                zeros = [n for n in unconditional_nodes(facts, zero_if.body) if _zero_grad_of_optimizer(facts, n)]
+                zeros = [
+                    n for n in unconditional_nodes(facts, zero_if.body) if _zero_grad_of_optimizer(facts, n)
+                ]
                 if not zeros:
                     continue
-                later = [b for b in backwards if b > zeros[0].lineno]
+                later = [b for b in backwards if b > getattr(zeros[0], "lineno", 0)]
                 step_if = next(
                     (
                         s
