@@ -640,3 +640,56 @@ def test_backward_in_a_project_method_and_a_logger_known_by_its_annotation(tmp_p
     ]
     assert lines == [17]  # the loss update only: not the scale, not the tensor dump
     assert not any(f[0] == "rank0-only-loss-log" for f in _found(root, project=False))
+
+
+def test_autocast_dtype_from_a_config_property_that_can_be_float16(tmp_path: Path) -> None:
+    """OLMo style: ``torch.autocast("cuda", dtype=self.cfg.autocast_precision)`` where the config's
+    property returns ``torch.float16`` for one precision setting: float16 under that setting (gated),
+    with no GradScaler in the training code (a test's does not count). A property that only returns bfloat16/float32 is not float16."""
+    config = """
+        import torch
+
+        class TrainConfig:
+            precision: str = "amp_bf16"
+
+            @property
+            def autocast_precision(self) -> torch.dtype:
+                if self.precision == "amp_bf16":
+                    return torch.bfloat16
+                elif self.precision == "amp_fp16":
+                    return torch.float16
+                return torch.float32
+    """
+    trainer = """
+        import torch
+
+        class Trainer:
+            def __init__(self, cfg, model, optim):
+                self.cfg, self.model, self.optim = cfg, model, optim
+
+            def train_batch(self, batch):
+                with torch.autocast("cuda", enabled=True, dtype=self.cfg.autocast_precision):
+                    loss = self.model(batch).mean()
+                loss.backward()
+                self.optim.step()
+    """
+    # a test of the repository that uses a GradScaler scales its own loss, not the trainer's
+    test = """
+        import torch
+
+        def test_step(model, batch):
+            scaler = torch.cuda.amp.GradScaler()
+            scaler.scale(model(batch).mean()).backward()
+    """
+    root = _write(
+        tmp_path / "fp16", {"olmo/config.py": config, "olmo/train.py": trainer, "tests/model_test.py": test}
+    )
+    found = _found(root)
+    assert [(i, p) for i, p, _ in found] == [("fp16-no-scaler", "olmo/train.py")]
+    assert 'self.precision == "amp_fp16"' in (next(iter(found))[2] or "")
+    assert _found(root, project=False) == set()
+    bf16 = _write(
+        tmp_path / "bf16",
+        {"olmo/config.py": config.replace("torch.float16", "torch.float32"), "olmo/train.py": trainer},
+    )
+    assert _found(bf16) == set()

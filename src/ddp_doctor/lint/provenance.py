@@ -42,6 +42,18 @@ NOT_REDUCE_WORDS = frozenset({"batchnorm", "bn", "convert", "time", "timer", "pl
 TAINT_PASSES = 3  # assignment chains like loss -> lossf -> running_loss
 ROUNDS = 3  # helper returning a helper's loss, methods reading what another method stored
 UPDATE_METHODS = frozenset({"update", "append", "add", "extend", "add_", "__call__"})
+# Meter methods that feed a collection of values at once (``metrics.add_dict({"loss": ...})``,
+# ``meters.update_dict(...)``); not a logger's ``add_scalar``/``add_text``.
+BULK_UPDATE = re.compile(
+    r"^(update|add|append|extend)_(dict|dicts|many|all|batch|values|metrics|meters|stats)$"
+)
+
+
+def is_update_method(name: str) -> bool:
+    """A method that feeds a value into the object it is called on (a meter, a list, a dict)."""
+    return name in UPDATE_METHODS or bool(BULK_UPDATE.match(name))
+
+
 # Names that say what they hold, and it is not the training loss: accuracies, probabilities, rates,
 # norms, times, validation/evaluation values.
 NOT_A_LOSS = re.compile(
@@ -592,7 +604,7 @@ class LossFlow:
                 if (
                     m
                     and receiver
-                    and m[1] in UPDATE_METHODS
+                    and is_update_method(m[1])
                     and n.args + n.keywords
                     and not _single_process_only(ctx, n)
                 ):
