@@ -112,6 +112,7 @@ FACTS: dict[str, tuple[str, ...]] = {
         "call_param_return",
         "loss_returning_names",
         "syncs_updates",
+        "synced_meter_names",
     ),
     "training_params": ("trains_on_params", "trains_on_argument", "hands_to_ddp_code"),
     "compile": ("compiles_param", "call_compiles", "compiling_names"),
@@ -204,6 +205,11 @@ class ProjectIndex:
     # (fvcore/detectron2/mmcv style; SlowFast ``MODEL_REGISTRY.get(name)(cfg)``).
     registries: dict[str, set[str]] = field(default_factory=dict)
     _pending: list[tuple[str, set[str]]] = field(default_factory=list)  # (class qualname, names bound)
+    # spelling -> what calls bound to it construct (a project qualname, or "" for anything else)
+    _call_bound: dict[str, set[str]] = field(default_factory=dict)
+    # Spellings bound, wherever the project binds them to a call, only to instances of meter classes
+    # whose update reduces across ranks (jukebox ``metrics = Metrics()``, handed to ``train(...)``).
+    synced_meter_names: set[str] = field(default_factory=set)
     _wrapper_names: tuple[str, ...] | None = None
     _bn_modules: set[str] | None = None
     _local_names: set[str] = field(default_factory=set)  # top-level defs of the file being summarised
@@ -484,13 +490,14 @@ class ProjectIndex:
             self.summaries[qual] = s
             if (qual, node) in methods:
                 self.methods.setdefault(qual.rsplit(".", 1)[-1], []).append(s)
-        self._bindings(ctx, imports)
+        self._bindings(ctx, imports, module)
 
-    def _bindings(self, ctx: FileContext, imports: dict[str, str]) -> None:
-        """Project-wide spellings: backward-running objects and rank-0-only objects."""
+    def _bindings(self, ctx: FileContext, imports: dict[str, str], module: str) -> None:
+        """Project-wide spellings: backward-running objects, rank-0-only objects, meters."""
         from ddp_doctor.lint.rank0 import is_rank0_test, rank0_predicates, silences_other_ranks
 
         rank0 = "rank0_logging" in self.facts
+        loss = "loss_flow" in self.facts
         predicates = (
             rank0_predicates(ctx.tree, [f for defs in ctx.functions.values() for f in defs])
             if rank0
@@ -507,6 +514,12 @@ class ProjectIndex:
                 target = self._project_target(imports, value.func)
                 if target:
                     self._pending.append((target, names))
+                if loss:
+                    local = dotted(value.func)
+                    if not target and local and "." not in local and local not in imports:
+                        target = f"{module}.{local}"  # a class of this same file
+                    for n in names:
+                        self._call_bound.setdefault(n.split(".")[-1], set()).add(target or "")
             if not rank0:
                 continue
             if (
@@ -628,6 +641,17 @@ class ProjectIndex:
             if pending is not None and _is_class_summary(pending) and pending.calls_backward:
                 self.backward_objects |= {n.split(".")[-1] for n in names}
         self._pending = []
+        for spelling, built in self._call_bound.items():
+            classes: list[Summary | None] = []
+            for b in built:
+                f = sums.get(b)
+                if f is not None and not _is_class_summary(f):  # ``metrics = init_logging()``
+                    classes += [sums.get(r) for r in f.returned_callees] or [None]
+                else:
+                    classes.append(f)
+            if all(f is not None and _is_class_summary(f) and f.syncs_updates for f in classes):
+                self.synced_meter_names.add(spelling)
+        self._call_bound = {}
         if "scaler" in self.facts:  # a loss-scaling object (timm NativeScaler) is a scaler
             self.uses_scaler |= bool(self.backward_objects)
 

@@ -607,6 +607,7 @@ class LossFlow:
                     and is_update_method(m[1])
                     and n.args + n.keywords
                     and not _single_process_only(ctx, n)
+                    and not _synced_meter(ctx, receiver)
                 ):
                     # meter.update(loss.item()) / self.meter.update(**outputs): the object holds the loss
                     read = reads(
@@ -975,6 +976,13 @@ def _synced_metric(ctx: FileContext, call: ast.Call) -> bool:
             return True
     qual = ctx.call_qualname(call) or ""
     return qual.startswith(("torchmetrics.", "lightning.", "pytorch_lightning.")) and "Metric" in qual
+
+
+def _synced_meter(ctx: FileContext, receiver: str) -> bool:
+    """The receiver is spelled like the project's synchronised meters: every call the project binds
+    that spelling to builds a meter class whose update reduces (jukebox ``metrics = Metrics()`` in
+    ``init_logging``, updated as ``metrics.update(key, val, n)`` in ``train``)."""
+    return ctx.project is not None and receiver.split(".")[-1] in ctx.project.synced_meter_names
 
 
 def _compute_of(call: ast.Call) -> str | None:
