@@ -127,6 +127,7 @@ LOG_SINK = re.compile(
     r"(Writer|Logger|logger|writer|Tensorboard|tensorboard|Visualizer|^wandb\.init$)"
 )  # fixed-point rounds for facts that flow through calls (helper of a helper ...)
 MAX_FILE_BYTES = 2_000_000
+CONTAINERS = frozenset({"dict", "list", "set", "defaultdict", "OrderedDict", "collections.defaultdict"})
 FP16_NAMES = frozenset({"torch.float16", "torch.half"})  # generated giants are not summarised
 
 
@@ -514,9 +515,9 @@ class ProjectIndex:
                 target = self._project_target(imports, value.func)
                 if target:
                     self._pending.append((target, names))
-                if loss:
-                    local = dotted(value.func)
-                    if not target and local and "." not in local and local not in imports:
+                local = dotted(value.func) or ""
+                if loss and local not in CONTAINERS:  # ``dict()`` is a literal, like ``{}``
+                    if not target and local in self._local_names:
                         target = f"{module}.{local}"  # a class of this same file
                     for n in names:
                         self._call_bound.setdefault(n.split(".")[-1], set()).add(target or "")

@@ -162,7 +162,7 @@ def reads(
     """Names read by ``nodes``, with ``self.x`` for attributes of ``self`` (``self.meter.avg`` reads
     ``self.meter``); an item picked by a key that says it is not the loss (``meter["lr"]``,
     ``meter.get_filtered_meter("time")``) reads nothing of its container, and neither does what
-    describes a value rather than being it (``len(x)``, ``x.shape``, ``x.device``).
+    describes a value rather than being it (``len(x)``, ``x.shape``, ``x.device``, ``x.keys()``).
 
     ``fields``: containers that hold the loss among other things (``outputs`` after ``loss =
     outputs.loss``): reading one of their other fields (``outputs.logits``, ``outputs["acc"]``) is
@@ -180,6 +180,13 @@ def reads(
             skip |= {id(n) for n in ast.walk(x.func.value)}
         elif isinstance(x, ast.Call) and isinstance(x.func, ast.Name) and x.func.id in DESCRIBE_CALLS:
             skip |= {id(n) for a in x.args for n in ast.walk(a)}  # len(train_dataset)
+        elif (
+            isinstance(x, ast.Call)
+            and isinstance(x.func, ast.Attribute)
+            and x.func.attr == "keys"
+            and not x.args
+        ):
+            skip |= {id(n) for n in ast.walk(x.func.value)}  # for key in metrics.keys(): names, not values
         elif isinstance(x, ast.Call) and isinstance(x.func, ast.Attribute):
             skip.add(-id(x.func))  # a method call on a container reads the container
         elif isinstance(x, ast.Attribute) and id(x) not in skip:
@@ -607,7 +614,7 @@ class LossFlow:
                     and is_update_method(m[1])
                     and n.args + n.keywords
                     and not _single_process_only(ctx, n)
-                    and not _synced_meter(ctx, receiver)
+                    and not _synced_meter(ctx, scope, receiver)
                 ):
                     # meter.update(loss.item()) / self.meter.update(**outputs): the object holds the loss
                     read = reads(
@@ -978,11 +985,16 @@ def _synced_metric(ctx: FileContext, call: ast.Call) -> bool:
     return qual.startswith(("torchmetrics.", "lightning.", "pytorch_lightning.")) and "Metric" in qual
 
 
-def _synced_meter(ctx: FileContext, receiver: str) -> bool:
-    """The receiver is spelled like the project's synchronised meters: every call the project binds
-    that spelling to builds a meter class whose update reduces (jukebox ``metrics = Metrics()`` in
-    ``init_logging``, updated as ``metrics.update(key, val, n)`` in ``train``)."""
-    return ctx.project is not None and receiver.split(".")[-1] in ctx.project.synced_meter_names
+def _synced_meter(ctx: FileContext, scope: Scope, receiver: str) -> bool:
+    """The receiver comes from elsewhere (a parameter, an attribute) and is spelled like the
+    project's synchronised meters: every call the project binds that spelling to builds a meter
+    class whose update reduces (jukebox ``metrics = Metrics()`` in ``init_logging``, handed to
+    ``train(..., metrics)`` and updated there). A receiver this scope assigns itself is its own."""
+    if ctx.project is None or receiver.split(".")[-1] not in ctx.project.synced_meter_names:
+        return False
+    return "." in receiver or not any(
+        isinstance(b, ast.Assign) for b in ctx.bindings(scope).get(receiver, [])
+    )
 
 
 def _compute_of(call: ast.Call) -> str | None:
