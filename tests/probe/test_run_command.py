@@ -76,7 +76,10 @@ def test_non_distributed_script_is_recorded_as_rank_0_and_secrets_never_reach_di
     )
     run_probe(out, [sys.executable, str(SCRIPTS / "single_process.py")], env=env)
     files = [p for p in out.rglob("*") if p.is_file()]
-    assert len(files) == 2 and all(SECRET not in p.read_text() for p in files)
+    # the manifest, rank 0's records and rank 0's rollup index; no secret in any of them
+    names = sorted(p.relative_to(out).as_posix() for p in files)
+    assert names == ["manifest.json", "ranks/rank-00000.jsonl", "ranks/rollup-00000.jsonl"], names
+    assert all(SECRET not in p.read_text() for p in files)
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["env"]["NCCL_DEBUG"] == "WARN" and manifest["env"]["OMP_NUM_THREADS"] == "1"
     assert not {"MY_SERVICE_TOKEN", "NCCL_AUTH_KEY", "TORCH_HUB_TOKEN", "HF_TOKEN"} & set(manifest["env"])
