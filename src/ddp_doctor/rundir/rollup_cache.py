@@ -125,51 +125,63 @@ def save_index(run_dir: Path, ranks: list[tuple[list[Any], dict[str, Any], dict[
     return True
 
 
-def load_index(run_dir: Path) -> dict[int, tuple[list[Any], dict[str, Any], dict[str, np.ndarray]]]:
-    """The index cache as {rank: (key, scalars, arrays)}; empty when absent or damaged (module doc).
-    The arrays are read-only views of one buffer."""
+Cached = dict[int, tuple[list[Any], dict[str, Any], dict[str, np.ndarray]]]
+
+
+def load_index(run_dir: Path) -> tuple[Cached, str | None]:
+    """The index cache as {rank: (key, scalars, arrays)} and, when a cache file was there but could
+    not be used (damaged, another version, a symlink: module doc), why; ({}, None) when there is
+    none. The arrays are read-only views of one buffer."""
+    if not os.path.lexists(cache_dir(run_dir) / INDEX_CACHE):
+        return {}, None
     try:
-        raw = read_regular(cache_dir(run_dir) / INDEX_CACHE)
-        if raw[: len(_MAGIC)] != _MAGIC:
-            return {}
-        (n_head,) = struct.unpack_from("<Q", raw, len(_MAGIC))
-        start = len(_MAGIC) + 8
-        if n_head > len(raw) - start:
-            return {}
-        head = json.loads(raw[start : start + n_head])
-        body = start + n_head + (-(start + n_head) % _ALIGN)
-        if not isinstance(head, dict) or head.get("version") != VERSION:
-            return {}
-        keys, scalars, counts = head["keys"], head["scalars"], head["counts"]
-        arrays: dict[str, np.ndarray] = {}
-        crc = 0
-        for spec in head["arrays"]:
-            dtype = spec["dtype"]
-            shape = [int(x) for x in spec["shape"]]
-            if dtype not in _DTYPES or not shape or any(x < 0 for x in shape):
-                return {}
-            count = int(np.prod(shape))
-            a = np.frombuffer(raw, dtype=np.dtype(dtype), count=count, offset=body + int(spec["offset"]))
-            arrays[spec["name"]] = a.reshape(shape)
-            crc = zlib.crc32(a.view(np.uint8).reshape(-1).data, crc)
-        if crc != head["crc"] or len(keys) != len(scalars):
-            return {}
-        out = {}
-        at = dict.fromkeys(arrays, 0)
-        for i, (key, sc) in enumerate(zip(keys, scalars)):
-            mine = {}
-            for n, a in arrays.items():
-                k = int(counts[n][i])
-                if k < 0 or at[n] + k > len(a):
-                    return {}
-                mine[n] = a[at[n] : at[n] + k]
-                at[n] += k
-            out[int(sc["rank"])] = (key, sc, mine)
-        if any(at[n] != len(a) for n, a in arrays.items()):
-            return {}
-        return out
-    except (OSError, ValueError, KeyError, TypeError, IndexError, struct.error, RecursionError):
-        return {}
+        got = _load_index(run_dir)
+    except (OSError, ValueError, KeyError, TypeError, IndexError, struct.error, RecursionError) as exc:
+        return {}, f"{type(exc).__name__}: {str(exc)[:100]}"
+    return got, None
+
+
+def _load_index(run_dir: Path) -> Cached:
+    """The index cache; raises on anything wrong with it."""
+    raw = read_regular(cache_dir(run_dir) / INDEX_CACHE)
+    if raw[: len(_MAGIC)] != _MAGIC:
+        raise ValueError("not an index cache (magic)")
+    (n_head,) = struct.unpack_from("<Q", raw, len(_MAGIC))
+    start = len(_MAGIC) + 8
+    if n_head > len(raw) - start:
+        raise ValueError("truncated header")
+    head = json.loads(raw[start : start + n_head])
+    body = start + n_head + (-(start + n_head) % _ALIGN)
+    if not isinstance(head, dict) or head.get("version") != VERSION:
+        raise ValueError("another version")
+    keys, scalars, counts = head["keys"], head["scalars"], head["counts"]
+    arrays: dict[str, np.ndarray] = {}
+    crc = 0
+    for spec in head["arrays"]:
+        dtype = spec["dtype"]
+        shape = [int(x) for x in spec["shape"]]
+        if dtype not in _DTYPES or not shape or any(x < 0 for x in shape):
+            raise ValueError(f"array {spec.get('name')!r}: dtype or shape not allowed")
+        count = int(np.prod(shape))
+        a = np.frombuffer(raw, dtype=np.dtype(dtype), count=count, offset=body + int(spec["offset"]))
+        arrays[spec["name"]] = a.reshape(shape)
+        crc = zlib.crc32(a.view(np.uint8).reshape(-1).data, crc)
+    if crc != head["crc"] or len(keys) != len(scalars):
+        raise ValueError("CRC or counts do not match")
+    out = {}
+    at = dict.fromkeys(arrays, 0)
+    for i, (key, sc) in enumerate(zip(keys, scalars)):
+        mine = {}
+        for n, a in arrays.items():
+            k = int(counts[n][i])
+            if k < 0 or at[n] + k > len(a):
+                raise ValueError("counts beyond the arrays")
+            mine[n] = a[at[n] : at[n] + k]
+            at[n] += k
+        out[int(sc["rank"])] = (key, sc, mine)
+    if any(at[n] != len(a) for n, a in arrays.items()):
+        raise ValueError("counts do not add up")
+    return out
 
 
 def windows_cache_path(rank_file: Path, sample: int) -> Path:

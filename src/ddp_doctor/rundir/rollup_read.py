@@ -833,7 +833,7 @@ def _index_all(
     file and index file are unchanged since the last report comes from the index cache
     (rundir/rollup_cache.py), and the cache is rewritten when any rank was read again."""
     paths = {rank: str(p) for p, rank in named}
-    cached = rollup_cache.load_index(run_dir) if use_cache else {}
+    cached, unusable = rollup_cache.load_index(run_dir) if use_cache else ({}, None)
     keys: dict[tuple[int, int | None], list[Any] | None] = {}
 
     def hit(rank: int, every: int | None) -> RankWindows | None:
@@ -862,6 +862,11 @@ def _index_all(
     failed += [(x.rank, f"its index has R = {x.every}, the run's is {every}") for x in ok if x.every != every]
     ok = [x for x in ok if x.every == every]
     notes: list[str] = []
+    if unusable:
+        notes.append(
+            f"the rollup index cache ({records.CACHE_DIR}/{rollup_cache.INDEX_CACHE}) could not be used "
+            f"({unusable}): every index was read again and the cache rewritten"
+        )
     if failed:
         why = dict(failed)
         redo: list[RankWindows | tuple[int, str]] = []
@@ -888,7 +893,7 @@ def _index_all(
                 f"({'; '.join(r[:120] for r in reasons[:3])}): their rollups were computed from the rank files"
             )
     ok.sort(key=lambda x: x.rank)
-    if use_cache and (missed or len(cached) != len(ok)):
+    if use_cache and (missed or unusable or len(cached) != len(ok)):
         entries = []
         for x in ok:
             key = keys.get((x.rank, every if x.note else None))
