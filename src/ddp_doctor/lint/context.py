@@ -236,9 +236,29 @@ class FileContext:
             return None
         head, _, rest = text.partition(".")
         if head not in self.imports:
-            return None
+            alias = self._class_alias(node, head) if isinstance(node, ast.Name) else None
+            return alias  # ``ddp = torch.nn.parallel.DistributedDataParallel`` ... ``ddp(module=model)``
         full = self.imports[head] + ("." + rest if rest else "")
+        if self.project is not None and "." in full:
+            outside = self.project.reexport(full)  # ``ext_dist.DDP``: a project module's import
+            if isinstance(outside, str):
+                full = outside
         return canonical(full)
+
+    def _class_alias(self, node: ast.Name, name: str) -> str | None:
+        """The imported name a local variable is bound to when every binding of it in its function
+        assigns the same dotted import (``ddp = torch.nn.parallel.DistributedDataParallel``)."""
+        if not self.parents.get(node):
+            return None
+        binds = self.bindings(self.enclosing_function(node)).get(name, [])
+        values = {
+            self.qualname(b.value)
+            for b in binds
+            if isinstance(b, ast.Assign) and isinstance(b.value, ast.Attribute)
+        }
+        if len(binds) != 1 or len(values) != 1:
+            return None
+        return values.pop()
 
     def call_qualname(self, call: ast.AST) -> str | None:
         return self.qualname(call.func) if isinstance(call, ast.Call) else None
@@ -260,7 +280,16 @@ class FileContext:
         else:
             return None
         defs = self.functions.get(name, [])
+        if len(defs) > 1 and isinstance(func, ast.Attribute):
+            # ``self.f(...)`` with several classes defining ``f``: the one of the caller's own class
+            owner = self._owner_class(call)
+            defs = [d for d in defs if owner is not None and self.parents.get(d) is owner]
         return defs[0] if len(defs) == 1 else None
+
+    def _owner_class(self, node: ast.AST) -> ast.ClassDef | None:
+        fn = self.enclosing_function(node)
+        parent = self.parents.get(fn)
+        return parent if isinstance(parent, ast.ClassDef) else None
 
     def enclosing_function(self, node: ast.AST) -> ast.FunctionDef | ast.AsyncFunctionDef | ast.Module:
         cur = self.parents.get(node)

@@ -45,7 +45,8 @@ MAIN_FLAG = re.compile(
     r"^rank_?(zero|0)$|^is_local_main_process$|^is_primary$|^is_master_ordinal$|^is_world_process_zero$",
     re.IGNORECASE,
 )
-RANK_NAME = re.compile(r"rank|process_index", re.IGNORECASE)
+# The index ``mp.spawn`` passes a worker is its rank: DGL's ``proc_id``, ``process_id``.
+RANK_NAME = re.compile(r"rank|process_index|(^|[._\s])proc(ess)?_(id|idx|index)\b", re.IGNORECASE)
 # The GPU a spawned process drives (``mp.spawn(main_worker)`` passes it as ``gpu``): its local rank.
 # Not ``n_gpu``/``num_gpus`` (a count: ``n_gpu == 0`` means CPU).
 GPU_NAME = re.compile(r"^(local_)?gpu(_id|_idx|_index)?$", re.IGNORECASE)

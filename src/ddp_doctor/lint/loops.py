@@ -42,6 +42,7 @@ ACCUM_GUARD_NAME = re.compile(
 )
 # Framework objects whose `.backward(loss)` does its own scaling (accelerate, DeepSpeed, Fabric).
 FRAMEWORK_BACKWARD = re.compile(r"(accelerator|engine|fabric|deepspeed)$", re.IGNORECASE)
+STEP_METHOD = re.compile(r"^(step|optimi[sz]e|optimi[sz]er_step|step_optimi[sz]er)$")
 HELPER_DEPTH = 2  # "simple helper calls in the same file": follow at most two calls deep
 
 OPTIMIZER_CTORS = re.compile(
@@ -65,6 +66,13 @@ def backward_of(node: ast.AST) -> Backward | None:
     """Recognise ``x.backward()``, ``scaler.scale(x).backward()``, ``accelerator.backward(x)``,
     ``torch.autograd.backward(x)``."""
     if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "manual_backward"
+    ):
+        # Lightning manual optimisation: ``self.manual_backward(loss)`` (Lightning scales it itself)
+        return Backward(node, node.args[0], framework=True) if node.args else None
+    if (
         not isinstance(node, ast.Call)
         or not isinstance(node.func, ast.Attribute)
         or node.func.attr != "backward"
@@ -80,7 +88,27 @@ def backward_of(node: ast.AST) -> Backward | None:
     scaled = scale_call(receiver)
     if scaled is not None and scaled.args:
         return Backward(node, scaled.args[0], framework=False, scaled=True)
+    handed = _loss_argument(node)
+    if handed is not None and not LOSS_WORD.search(text or ""):
+        # ``self.mp_trainer.backward(loss)``: an object that backprops the loss it is handed (a
+        # tensor's own ``loss.backward(gradient)`` is called on the loss)
+        return Backward(node, handed, framework=False)
     return Backward(node, receiver, framework=False)
+
+
+LOSS_WORD = re.compile(r"loss", re.IGNORECASE)
+
+
+def _loss_argument(call: ast.Call) -> ast.expr | None:
+    """The argument named like a loss (``loss``, ``total_loss``, ``loss=...``) of ``x.backward(...)``."""
+    for k in call.keywords:
+        if k.arg is not None and LOSS_WORD.search(k.arg):
+            return k.value
+    if call.args and isinstance(call.args[0], (ast.Name, ast.Attribute, ast.Subscript)):
+        name = dotted(call.args[0]) or ""
+        if LOSS_WORD.search(name.split(".")[-1]):
+            return call.args[0]
+    return None
 
 
 def param_backward(
@@ -94,7 +122,19 @@ def param_backward(
     if params and params[0] in ("self", "cls"):
         params = params[1:]
     found = [b for n in body if (b := backward_of(n)) is not None]
-    roots = {b.root.id if isinstance(b.root, ast.Name) else None for b in found}
+    # apex ``with amp.scale_loss(loss, opt) as scaled: scaled.backward()`` runs backward on ``loss``
+    aliases = {
+        item.optional_vars.id: item.context_expr.args[0].id
+        for n in body
+        if isinstance(n, (ast.With, ast.AsyncWith))
+        for item in n.items
+        if isinstance(item.optional_vars, ast.Name)
+        and isinstance(item.context_expr, ast.Call)
+        and "scale" in (dotted(item.context_expr.func) or "").split(".")[-1]
+        and item.context_expr.args
+        and isinstance(item.context_expr.args[0], ast.Name)
+    }
+    roots = {aliases.get(b.root.id, b.root.id) if isinstance(b.root, ast.Name) else None for b in found}
     if not found or len(roots) != 1 or any(b.framework for b in found):
         return None
     root = roots.pop()
@@ -230,11 +270,13 @@ class LoopFacts:
     def is_optimizer_step(self, node: ast.AST) -> TypeGuard[ast.Call]:
         """``optimizer.step()`` or ``scaler.step(optimizer)``."""
         m = method(node)
-        if not m or m[1] != "step":
+        if not m or not STEP_METHOD.search(m[1]):
             return False
-        if self.is_optimizer(m[0]):
+        if m[1] == "step" and self.is_optimizer(m[0]):
             return True
         assert isinstance(node, ast.Call)
+        # ``scaler.step(optimizer)``, a trainer stepping the optimizer it is handed
+        # (``self.mp_trainer.optimize(self.opt)``)
         return len(node.args) == 1 and self.is_optimizer(dotted(node.args[0]))
 
     # --- deep searches that follow same-file helpers -------------------------------------------
@@ -388,6 +430,23 @@ def count_sources(ctx: FileContext, count: ast.expr) -> list[ast.expr | None]:
         return [count]
     binds = ctx.bindings(ctx.enclosing_function(count)).get(count.id, [])
     return [b.value if isinstance(b, ast.Assign) else None for b in binds if b.lineno <= count.lineno]
+
+
+def count_gate(ctx: FileContext, count: ast.expr) -> str | None:
+    """Config-gated when the micro-step count is read from configuration (a flag, a config entry, a
+    parameter): the loop accumulates only when it is > 1. A literal or a count computed in the
+    function (YOLO ``accumulate = max(round(nbs / batch_size), 1)``) is not a gate."""
+    if isinstance(count, ast.Constant):
+        return None
+    sources = count_sources(ctx, count)
+    if any(isinstance(s, ast.Constant) and s.value == 1 for s in sources):
+        return f"`{ctx.segment(count)}` > 1"  # 1 unless a condition raises it (accelerate's nlp_example)
+    if any(s is not None and not isinstance(s, (ast.Name, ast.Attribute, ast.Subscript)) for s in sources):
+        return None  # computed here
+    shown = sources[-1] if sources and sources[-1] is not None else count
+    if not isinstance(shown, (ast.Name, ast.Attribute, ast.Subscript)):
+        return None
+    return f"{_option_text(ctx, shown)} > 1"
 
 
 def unconditional_nodes(facts: LoopFacts, body: list[ast.stmt]) -> Iterator[ast.AST]:
@@ -546,7 +605,12 @@ def _guarded_in(facts: LoopFacts, body: list[ast.stmt]) -> int | None | bool:
                     return False
                 step_line = step_line or next(b for b in branches if type(b) is int)
         elif not isinstance(stmt, (ast.With, ast.AsyncWith, ast.Try)) and facts.has_optimizer_step([stmt]):
-            return False  # an unconditional step: every iteration is an optimizer step
+            keyword_step = _guard_keyword_step(facts, [stmt])
+            if keyword_step is None:
+                return False  # an unconditional step: every iteration is an optimizer step
+            # a helper that backprops and steps under its flag (``optimizer_step(loss / acc, opt,
+            # is_update=step % acc == 0)``, timm ``loss_scaler(..., update_grad=...)``)
+            step_line = step_line or keyword_step
     return step_line or _guard_keyword_step(facts, body)
 
 

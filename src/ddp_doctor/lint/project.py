@@ -33,7 +33,18 @@ from pathlib import Path
 from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
 from ddp_doctor.lint.idioms import SYNC_CONTROL
 from ddp_doctor.lint.loops import LoopFacts, backward_of, param_backward
-from ddp_doctor.lint.provenance import LossFlow, Shape, loop_aliases, merge, param_call_return, reads
+from ddp_doctor.lint.provenance import (
+    UPDATE_METHODS,
+    LossFlow,
+    Shape,
+    alarm,
+    bound_names,
+    is_reduce,
+    loop_aliases,
+    merge,
+    param_call_return,
+    reads,
+)
 from ddp_doctor.lint.source import read_source
 
 DATA_PARALLEL = frozenset(
@@ -70,6 +81,8 @@ FACT_WORDS = (
     "riter",  # writer/Writer, add_scalar's owner: project loggers that log their arguments
     "ogger",  # logger/Logger
     "wandb",
+    "sync",  # a meter whose update reduces (``sync_tensor``, ``synchronize``)
+    "reduce",
 )
 # The facts beyond the shared ones (module doc), each read by the rules that name it in
 # ``Rule.project_facts``: fact -> the Summary fields and ProjectIndex attributes/queries it feeds.
@@ -97,12 +110,13 @@ FACTS: dict[str, tuple[str, ...]] = {
         "call_returns_loss",
         "call_param_return",
         "loss_returning_names",
+        "syncs_updates",
     ),
     "training_params": ("trains_on_params", "trains_on_argument", "hands_to_ddp_code"),
     "compile": ("compiles_param", "call_compiles", "compiling_names"),
 }
 LOCAL_KEY = "\0module"  # entry of an import table naming the file's own module
-ROUNDS = 4
+ROUNDS = 12  # propagation stops earlier when nothing changes; model builders nest 5-6 calls deep
 # ``obj.method(...)`` with an unknown ``obj`` is matched by method name only when few classes of the
 # project define that name (``prepare_distributed``), never for common names (``__init__``, ``setup``
 # defined by dozens of classes).
@@ -150,6 +164,13 @@ class Summary:
     # ``add_scalar``; ``**kwargs`` as ``"**kwargs"``): a call of it logs those arguments.
     logged_params: tuple[str, ...] = ()
     params: tuple[str, ...] = ()  # positional parameter names (no ``self``)
+    # A class whose update method combines its argument across ranks (efficientvit ``AverageMeter``
+    # whose ``update`` sums through ``sync_tensor``): its instances are synchronised meters.
+    syncs_updates: bool = False
+    # Its own DDP/FSDP wrap is of a model it was handed (``smart_DDP(model)``), not of one it built
+    # itself (fast-autoaugment ``get_model(conf)`` builds the ResNet it wraps).
+    wraps_param: bool = False
+    wraps_built: bool = False  # one of its own wraps is of a model it built
 
 
 @dataclass
@@ -170,6 +191,13 @@ class ProjectIndex:
     toggles_sync: bool = False  # some file controls DDP gradient sync
     _module_alias: dict[str, str] = field(default_factory=dict)
     name_alias: dict[str, str] = field(default_factory=dict)  # ``Model = DetectionModel`` at module level
+    # A module's imports of outside names, as its attributes (DLRM ``extend_distributed`` imports
+    # ``DistributedDataParallel as DDP``; ``ext_dist.DDP(...)`` in another file is that class).
+    reexports: dict[str, str] = field(default_factory=dict)
+    _star_sources: dict[str, list[str]] = field(default_factory=dict)  # package -> modules it star-imports
+    # Model registries: registry qualname -> classes registered with ``@REGISTRY.register()``
+    # (fvcore/detectron2/mmcv style; SlowFast ``MODEL_REGISTRY.get(name)(cfg)``).
+    registries: dict[str, set[str]] = field(default_factory=dict)
     _pending: list[tuple[str, set[str]]] = field(default_factory=list)  # (class qualname, names bound)
     _wrapper_names: tuple[str, ...] | None = None
     _bn_modules: set[str] | None = None
@@ -235,6 +263,12 @@ class ProjectIndex:
         for node in ctx.tree.body:
             if not isinstance(node, ast.ImportFrom):
                 continue
+            if any(alias.name == "*" for alias in node.names):
+                # ``from .metric import *`` in ``apps/utils/__init__.py``: ``apps.utils.X`` may be ``X`` of
+                # ``apps.utils.metric`` (looked up when a name is not found, ``_get``)
+                source = self.resolve_module(_absolute_module(node, module + ".__init__") or "")
+                if source is not None and source != module:
+                    self._star_sources.setdefault(module, []).append(source)
             for alias in node.names:
                 name = alias.asname or alias.name
                 full = imports.get(name)
@@ -245,6 +279,21 @@ class ProjectIndex:
                 if resolved is not None and f"{resolved}.{attr}" != f"{module}.{name}":
                     self.name_alias.setdefault(f"{module}.{name}", f"{resolved}.{attr}")
 
+    def _project_module_of(self, qualname: str) -> str | None:
+        mod = qualname
+        while mod:
+            if self.resolve_module(mod) is not None:
+                return mod
+            mod = mod.rpartition(".")[0]
+        return None
+
+    def reexport(self, qualname: str) -> str | None:
+        """The outside name a project module's attribute stands for (``extend_distributed.DDP`` →
+        ``torch.nn.parallel.DistributedDataParallel``), or None."""
+        mod, _, name = qualname.rpartition(".")
+        resolved = self.resolve_module(mod) if mod else None
+        return self.reexports.get(f"{resolved}.{name}") if resolved is not None else None
+
     def resolve_module(self, name: str) -> str | None:
         if name in self.modules:
             return name
@@ -252,6 +301,10 @@ class ProjectIndex:
 
     def _summarise(self, module: str, ctx: FileContext) -> None:  # noqa: PLR0915 - one pass per file: its imports, star imports, eval and backward-holding defs feed every def's summary, each def walked once
         imports = absolute_imports(ctx, module)
+        for name in _module_level_imports(ctx.tree):
+            target = imports.get(name)
+            if target is not None and self._project_module_of(target) is None:
+                self.reexports[f"{module}.{name}"] = target
         imports[LOCAL_KEY] = module
         self._local_names = {
             n.name
@@ -296,6 +349,12 @@ class ProjectIndex:
             and (resolved := self.resolve_module(_absolute_module(node, module) or "")) is not None
         ]
         uses_eval = any(isinstance(c.func, ast.Name) and c.func.id == "eval" for c in ctx.of_type(ast.Call))
+        bn_tables = _batchnorm_tables(ctx) if bn else set()
+        module_names = _module_level_names(ctx.tree)
+        class_tables: dict[str, set[str]] = {}
+        if bn:
+            class_tables = self._class_tables(ctx, imports, module)
+            self._register_decorated(ctx, imports, module, module_names)
         flow = LossFlow(ctx, LoopFacts(ctx)) if loss and ctx.mentions("backward", "training_step") else None
         backward_defs: set[int] = set()  # top-level defs/classes (and methods) holding a `.backward`
         for attr in ctx.of_type(ast.Attribute):
@@ -317,6 +376,10 @@ class ProjectIndex:
                     parts = n.value.elts if isinstance(n.value, (ast.Tuple, ast.List)) else [n.value]
                     for part in parts:
                         returned.add(id(part))
+                        inner = part
+                        while isinstance(inner, ast.Call) and isinstance(inner.func, ast.Call):
+                            inner = inner.func  # ``return get_model()()``: what the factory returned
+                            returned.add(id(inner))
                         if isinstance(part, ast.IfExp):
                             returned |= {id(part.body), id(part.orelse)}
                         if (d := dotted(part)) is not None:
@@ -336,11 +399,18 @@ class ProjectIndex:
                     if q in DATA_PARALLEL:
                         s.fsdp_only = (q != DDP) and (s.fsdp_only or not s.wraps_ddp)
                         s.wraps_ddp = True
+                        handed = _wraps_parameter(ctx, node, n)
+                        s.wraps_param |= handed
+                        s.wraps_built |= not handed
                         if id(n) in returned:
                             s.returns_ddp = True
                         parent = ctx.parents.get(n)
                         if isinstance(parent, ast.Assign):
                             ddp_names |= {d for t in parent.targets if (d := dotted(t))}
+                    if bn and m and m[1] in ("get", "build") and m[0]:
+                        registry = self._registry_name(imports, module, module_names, m[0])
+                        if registry is not None:
+                            s.refs.add(f"registry:{registry}")  # MODEL_REGISTRY.get(name)(cfg)
                     target = self._project_target(imports, n.func)
                     if target:
                         s.callees.add(target)
@@ -359,6 +429,16 @@ class ProjectIndex:
                         bn and BATCHNORM.match(q) and _builds_from_reference(ctx, n)
                     ):  # norm_layer=nn.BatchNorm2d
                         s.builds_batchnorm = True
+                elif (
+                    isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id in bn_tables
+                ):  # norm_cls = REGISTERED_NORM_DICT[name]; norm_cls(**args)
+                    s.builds_batchnorm = True
+                elif (
+                    isinstance(n, ast.Subscript)
+                    and isinstance(n.value, ast.Name)
+                    and n.value.id in class_tables
+                ):
+                    s.refs |= class_tables[n.value.id]  # pycls ``_models[cfg.MODEL.TYPE]``
                 elif isinstance(n, ast.Name) and bn and n.id in imports:
                     target = self._project_target(imports, n)
                     if target:
@@ -374,6 +454,8 @@ class ProjectIndex:
                 s.refs |= {t for b in node.bases if (t := self._project_target(imports, b))}
             if isinstance(node, ast.ClassDef):
                 s.returns_ddp = False  # calling a class builds an instance of it, never a DDP wrap
+                if loss:
+                    s.syncs_updates = _syncs_updates(ctx, node)
                 call = next(
                     (b for b in node.body if isinstance(b, ast.FunctionDef) and b.name == "__call__"), None
                 )
@@ -452,6 +534,54 @@ class ProjectIndex:
             name = f"{last}.{name}"
         return None
 
+    def _registry_builds_batchnorm(self, registry: str) -> bool:
+        """Most classes registered with ``registry`` build BatchNorm (SlowFast's video models; a
+        registry of mostly LayerNorm transformers does not count)."""
+        found = [s for q in self.registries.get(registry, ()) if (s := self._get(q)) is not None]
+        return bool(found) and 2 * sum(s.builds_batchnorm for s in found) > len(found)
+
+    def _registry_name(
+        self, imports: dict[str, str], module: str, module_names: set[str], text: str
+    ) -> str | None:
+        """The qualname of a registry object spelled ``text`` in ``module`` (imported or its own)."""
+        if "." in text:
+            return None
+        if text in imports:
+            target = self._project_target(imports, ast.Name(id=text))
+            return target
+        return f"{module}.{text}" if text in module_names else None
+
+    def _register_decorated(
+        self, ctx: FileContext, imports: dict[str, str], module: str, module_names: set[str]
+    ) -> None:
+        """Classes and builder functions of the file decorated ``@REGISTRY.register()`` /
+        ``@REGISTRY.register_module()`` (ResNeSt registers ``def resnest50(...)``)."""
+        for node in ctx.tree.body:
+            if not isinstance(node, (ast.ClassDef, ast.FunctionDef)):
+                continue
+            for dec in node.decorator_list:
+                func = dec.func if isinstance(dec, ast.Call) else dec
+                if isinstance(func, ast.Attribute) and func.attr in ("register", "register_module"):
+                    text = dotted(func.value)
+                    registry = self._registry_name(imports, module, module_names, text) if text else None
+                    if registry is not None:
+                        self.registries.setdefault(registry, set()).add(f"{module}.{node.name}")
+
+    def _class_tables(self, ctx: FileContext, imports: dict[str, str], module: str) -> dict[str, set[str]]:
+        """Module-level tables of project classes (pycls ``_models = {"resnet": ResNet, ...}``)."""
+        out: dict[str, set[str]] = {}
+        for node in ctx.tree.body:
+            target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+            if isinstance(node, ast.AnnAssign):
+                target = node.target
+            value = getattr(node, "value", None)
+            if not isinstance(target, ast.Name) or not isinstance(value, ast.Dict):
+                continue
+            found = {t for v in value.values if (t := self._project_target(imports, v))}
+            if found:
+                out[target.id] = found
+        return out
+
     def _propagate(self) -> None:
         sums = self.summaries
         for _ in range(ROUNDS):
@@ -461,6 +591,7 @@ class ProjectIndex:
                 if not s.builds_batchnorm and any(
                     (r.endswith(".*") and r[:-2] in bn_modules)
                     or ((ref := self._get(r)) is not None and ref.builds_batchnorm)
+                    or (r.startswith("registry:") and self._registry_builds_batchnorm(r[9:]))
                     for r in s.refs
                 ):
                     s.builds_batchnorm = changed = True
@@ -505,16 +636,31 @@ class ProjectIndex:
             return None
         if "." not in text and text not in imports:  # a function of this same file
             return self._get(f"{module}.{text}")
+        head, _, rest = text.partition(".")
+        if head == "self" and "." not in rest:  # ``self.save_logs(...)``: the method of the caller's class
+            fn = ctx.enclosing_function(func)
+            owner = ctx.parents.get(fn)
+            if isinstance(owner, ast.ClassDef) and ctx.parents.get(owner) is ctx.tree:
+                return self._get(f"{module}.{owner.name}.{rest}")
+            return None
         target = self._project_target(imports, func)
         return self._get(target) if target else None
 
     def _get(self, qualname: str) -> Summary | None:
         for _ in range(4):  # follow ``A = B`` aliases a few hops
             found = self.summaries.get(qualname)
-            if found is not None or qualname not in self.name_alias:
+            if found is not None:
                 return found
+            if qualname not in self.name_alias:
+                return self._star_get(qualname)
             qualname = self.name_alias[qualname]
         return None
+
+    def _star_get(self, qualname: str) -> Summary | None:
+        """``pkg.X`` where ``pkg/__init__.py`` does ``from .m import *``: the ``X`` of one such ``m``."""
+        pkg, _, name = qualname.rpartition(".")
+        found = [s for m in self._star_sources.get(pkg, ()) if (s := self.summaries.get(f"{m}.{name}"))]
+        return found[0] if len(found) == 1 else None
 
     def module_builds_batchnorm(self, module: str) -> bool:
         """Some function or class of ``module`` builds BatchNorm (after propagation)."""
@@ -573,6 +719,8 @@ class ProjectIndex:
         s = self.summary_for(ctx, call.func)
         if s is None:
             s = self._annotated_method(ctx, call)
+        if s is not None and s.logs_rank0 and not s.logged_params:
+            return []  # it logs, but none of its parameters (only alarms: ``if loss > 12: print(loss)``)
         if s is None or not s.logged_params:
             return None
         out: list[ast.expr] = []
@@ -609,6 +757,18 @@ class ProjectIndex:
     def call_builds_batchnorm(self, ctx: FileContext, call: ast.Call) -> bool:
         """``obj.method()`` with ``obj`` of unknown type builds BatchNorm when most project methods of
         that name do (YOLOX ``self.exp.get_model()``: four of the five experiment classes)."""
+        inner = call.func
+        if isinstance(inner, ast.Call):  # ``get_model(name)(**kw)``: the factory returns a builder
+            factory = self.summary_for(ctx, inner.func)
+            if factory is not None and factory.builds_batchnorm:
+                return True
+        m = method(inner) if isinstance(inner, ast.Call) else None
+        if m and m[0] and m[1] in ("get", "build") and ctx.module is not None:
+            # ``MODEL_REGISTRY.get(name)(cfg)``: a class of a registry of BatchNorm models
+            registry = self._registry_name(
+                ctx.absolute_imports, ctx.module, _module_level_names(ctx.tree), m[0]
+            )
+            return registry is not None and self._registry_builds_batchnorm(registry)
         found = self._same_name_methods(call.func)
         builders = sum(m.builds_batchnorm for m in found)
         return builders > 0 and 2 * builders > len(found)
@@ -677,6 +837,13 @@ class ProjectIndex:
         # Few candidates: any that wraps. Many (timm's five ``prepare_distributed`` task classes): most
         # of them must wrap, so that a common name wrapped by one class in thirty does not count.
         return wrapping > 0 and (len(found) <= MAX_SAME_NAME_METHODS or 2 * wrapping > len(found))
+
+    def call_wraps_argument(self, ctx: FileContext, call: ast.Call) -> bool:
+        """The model a project wrap call wraps may be the caller's: the function wraps what it is
+        handed, or it is not a plain function (methods wrapping ``self.model``, wraps through
+        another helper). False only for a function that builds the model it wraps itself."""
+        s = self.summary_for(ctx, call.func)
+        return s is None or s.wraps_param or not s.wraps_built
 
     def ddp_wrapper_names(self) -> tuple[str, ...]:
         """Bare names of project functions returning a wrapped model and of methods wrapping in place
@@ -784,11 +951,23 @@ def _logged_params(ctx: FileContext, fn: ast.AST) -> tuple[tuple[str, ...], tupl
     if not named or len(nodes) > 400:
         return (), tuple(positional)
     logged: set[str] = set()
+    assigns = [
+        (reads(ast.walk(n.value)), {t for target in n.targets for t in bound_names(target)})
+        for n in nodes
+        if isinstance(n, ast.Assign)
+    ]
     for call in nodes:
         if isinstance(call, ast.Call) and is_log_call(call) and not _writes_file(call):
             names = reads(x for v in [*call.args, *(k.value for k in call.keywords)] for x in ast.walk(v))
             names |= loop_aliases(ctx, call, names)
-            logged |= {named[n] for n in names if n in named}
+            for n in names & set(named):
+                derived = {n}  # and what is computed from it (``overflow = check(loss.item())``)
+                for _ in range(2):
+                    for read, written in assigns:
+                        if read & derived:
+                            derived |= written
+                if not alarm(ctx, call, derived):  # ``if loss > 12: print(loss)`` warns, it does not log
+                    logged.add(named[n])
     return tuple(sorted(logged)), tuple(positional)
 
 
@@ -974,6 +1153,116 @@ def module_name(root: Path, path: Path) -> str:
     if parts and parts[-1] == "__init__":
         parts = parts[:-1]
     return ".".join(parts) or path.stem
+
+
+def _module_level_names(tree: ast.Module) -> set[str]:
+    return {
+        t.id
+        for node in tree.body
+        if isinstance(node, (ast.Assign, ast.AnnAssign))
+        for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(t, ast.Name)
+    }
+
+
+def _batchnorm_tables(ctx: FileContext) -> set[str]:
+    """Module-level tables of layer classes that hold a BatchNorm class (efficientvit
+    ``REGISTERED_NORM_DICT = {"bn2d": nn.BatchNorm2d, "ln": nn.LayerNorm}``): a registry a function
+    picks the norm layer from by name."""
+    out: set[str] = set()
+    for node in ctx.tree.body:
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+        if isinstance(node, ast.AnnAssign):
+            target = node.target
+        value = getattr(node, "value", None)
+        if not isinstance(target, ast.Name) or not isinstance(value, (ast.Dict, ast.List, ast.Tuple)):
+            continue
+        items = value.values if isinstance(value, ast.Dict) else value.elts
+        if any(BATCHNORM.match(ctx.qualname(v) or "") for v in items):
+            out.add(target.id)
+    return out
+
+
+def _wraps_parameter(ctx: FileContext, fn: ast.AST, wrap: ast.Call) -> bool:
+    """The value ``wrap`` (a DDP/FSDP call in ``fn``) wraps is ``fn``'s parameter or ``self.x``, possibly
+    moved or converted on the way (``model = model.cuda()``, ``m = convert_sync_batchnorm(m)``);
+    False when it is a model ``fn`` built (``model = ResNet(...)``)."""
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return True
+    a = fn.args
+    params = {x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)} - {"self", "cls"}
+    target = wrap.args[0] if wrap.args else next((k.value for k in wrap.keywords if k.arg == "module"), None)
+    binds = ctx.bindings(fn)
+    line = wrap.lineno
+    for _ in range(8):
+        if target is None:
+            return True
+        if isinstance(target, ast.Attribute):
+            return True  # ``self.model``: set elsewhere, may be the caller's
+        if isinstance(target, ast.Call):  # DDP(model.to(device)), DDP(convert(model))
+            target = (
+                target.func.value
+                if isinstance(target.func, ast.Attribute)
+                else (target.args[0] if target.args else None)
+            )
+            continue
+        if not isinstance(target, ast.Name):
+            return True
+        before = [b for b in binds.get(target.id, []) if b.lineno < line]
+        if not before:
+            return target.id in params
+        last = before[-1]
+        if not isinstance(last, ast.Assign):
+            return True
+        line = last.lineno
+        value = last.value
+        if isinstance(value, ast.Call):
+            inner = value.func.value if isinstance(value.func, ast.Attribute) else None
+            first = value.args[0] if value.args else None
+            if isinstance(inner, ast.Name) and inner.id == target.id:
+                target = inner  # model = model.cuda()
+                continue
+            if isinstance(first, ast.Name) and first.id == target.id:
+                target = first  # model = convert(model)
+                continue
+            return False  # built here: model = ResNet(...)
+        target = value
+    return True
+
+
+def _syncs_updates(ctx: FileContext, cls: ast.ClassDef) -> bool:
+    """The class's update method (``update``, ``add``, ...) reduces across ranks, directly or through
+    another method of the class (``self._sync(val)`` → ``sync_tensor(val, reduce="sum")``)."""
+    methods = {b.name: b for b in cls.body if isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+    def reduces(fn: ast.AST, depth: int) -> bool:
+        for n in ctx.local(fn):
+            if not isinstance(n, ast.Call):
+                continue
+            name = dotted(n.func) or ""
+            if is_reduce(name):
+                return True
+            m = method(n)
+            if depth and m and m[0] == "self" and m[1] in methods and reduces(methods[m[1]], depth - 1):
+                return True
+        return False
+
+    return any(reduces(fn, 1) for name, fn in methods.items() if name in UPDATE_METHODS)
+
+
+def _module_level_imports(tree: ast.Module) -> set[str]:
+    """Names bound by the module's own import statements (also under a top-level ``try``/``if``)."""
+    out: set[str] = set()
+    stack: list[ast.stmt] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            out |= {(a.asname or a.name).split(".")[0] for a in node.names if a.name != "*"}
+        elif isinstance(node, ast.Try):
+            stack += [*node.body, *node.orelse, *(s for h in node.handlers for s in h.body)]
+        elif isinstance(node, ast.If):
+            stack += [*node.body, *node.orelse]
+    return out
 
 
 def absolute_imports(ctx: FileContext, module: str) -> dict[str, str]:

@@ -54,6 +54,17 @@ NOT_A_LOSS = re.compile(
 # ``log_dict_ae``, ``stats``); other outputs (``mean_path_length``, ``report``) are something else.
 LOSS_CARRIER = re.compile(r"loss|log|stat|metric|item|dict|terms|parts", re.IGNORECASE)
 LOSS_KEY = re.compile(r"loss", re.IGNORECASE)  # ``outputs["total_loss"]``, ``out.loss``
+# Words that make a loss-named attribute a setting about the loss, not its value.
+LOSS_SETTING = re.compile(
+    r"(fn|func|function|type|kind|name|mode|cfg|config|kwargs|args|eps|thresh\w*|clip|fp16|dtype|"
+    r"every|freq\w*|interval|steps?|iters?|window|path|dir|file)$",
+    re.IGNORECASE,
+)
+# What describes a value without being it: ``len(x)``, ``x.shape``.
+DESCRIBE_CALLS = frozenset({"len", "type", "isinstance", "id", "hasattr"})
+DESCRIBE_ATTRS = frozenset(
+    {"shape", "dtype", "device", "ndim", "dim", "size", "numel", "requires_grad", "is_cuda", "count"}
+)
 # Methods that pass a tensor through (``loss.mean()``), calls that combine losses (``sum(losses)``).
 PASS_THROUGH = frozenset(
     {
@@ -98,6 +109,7 @@ WEIGHT_NAME = re.compile(
 )
 # A test that is true only when not distributed: ``not args.distributed``, ``world_size == 1``.
 DISTRIBUTED_FLAG = re.compile(r"distributed|ddp|world_size|is_initialized|multiprocessing", re.IGNORECASE)
+SYNC_KEYWORD = re.compile(r"distributed|sync|reduce|gather", re.IGNORECASE)
 LIGHTNING_STEP = "training_step"
 MAX_SCOPE_NODES = 20_000  # generated giants: no provenance (precision over recall)
 
@@ -114,6 +126,8 @@ class Taint:
     gathered: set[str]  # names assigned from a reduce/gather call (``parts = all_gather(loss)``)
     carriers: set[str] = field(default_factory=set)  # containers a root was read out of
     terms: set[str] = field(default_factory=set)  # the terms a root is summed from
+    # carriers whose loss sits in one field (``outputs.loss``): their other fields are not the loss
+    fields: frozenset[str] = frozenset()
 
 
 def merge(a: Shape | None, b: Shape | None) -> Shape | None:
@@ -130,22 +144,37 @@ def merge(a: Shape | None, b: Shape | None) -> Shape | None:
     return out
 
 
-def reads(nodes: list[ast.AST] | Iterator[ast.AST]) -> set[str]:
+def reads(
+    nodes: list[ast.AST] | Iterator[ast.AST], fields: frozenset[str] | set[str] = frozenset()
+) -> set[str]:
     """Names read by ``nodes``, with ``self.x`` for attributes of ``self`` (``self.meter.avg`` reads
     ``self.meter``); an item picked by a key that says it is not the loss (``meter["lr"]``,
-    ``meter.get_filtered_meter("time")``) reads nothing of its container."""
+    ``meter.get_filtered_meter("time")``) reads nothing of its container, and neither does what
+    describes a value rather than being it (``len(x)``, ``x.shape``, ``x.device``).
+
+    ``fields``: containers that hold the loss among other things (``outputs`` after ``loss =
+    outputs.loss``): reading one of their other fields (``outputs.logits``, ``outputs["acc"]``) is
+    not reading the loss; the whole container (``log(outputs)``, ``outputs.items()``) is."""
     out: set[str] = set()
     skip: set[int] = set()
     for x in nodes:
-        if isinstance(x, ast.Subscript) and _not_a_loss_key(x.slice):
+        if isinstance(x, ast.Subscript) and (
+            _not_a_loss_key(x.slice) or (_names_field(x.value, fields) and _other_key(x.slice))
+        ):
             skip |= {id(n) for n in ast.walk(x.value)}
-        elif (
-            isinstance(x, ast.Call)
-            and isinstance(x.func, ast.Attribute)
-            and len(x.args) == 1
-            and _not_a_loss_key(x.args[0])
+        elif isinstance(x, ast.Call) and (
+            isinstance(x.func, ast.Attribute) and len(x.args) == 1 and _not_a_loss_key(x.args[0])
         ):
             skip |= {id(n) for n in ast.walk(x.func.value)}
+        elif isinstance(x, ast.Call) and isinstance(x.func, ast.Name) and x.func.id in DESCRIBE_CALLS:
+            skip |= {id(n) for a in x.args for n in ast.walk(a)}  # len(train_dataset)
+        elif isinstance(x, ast.Call) and isinstance(x.func, ast.Attribute):
+            skip.add(-id(x.func))  # a method call on a container reads the container
+        elif isinstance(x, ast.Attribute) and id(x) not in skip:
+            if x.attr in DESCRIBE_ATTRS:
+                skip |= {id(n) for n in ast.walk(x.value)}  # loss.shape, x.size()
+            elif -id(x) not in skip and _names_field(x.value, fields) and not loss_key(x.attr):
+                skip |= {id(n) for n in ast.walk(x.value)}  # outputs.logits, args.output_dir
         if id(x) in skip:
             continue
         if type(x) is ast.Name:
@@ -153,6 +182,71 @@ def reads(nodes: list[ast.AST] | Iterator[ast.AST]) -> set[str]:
         elif type(x) is ast.Attribute and isinstance(x.value, ast.Name) and x.value.id == "self":
             out.add(f"self.{x.attr}")
     return out
+
+
+def alarm(ctx: FileContext, node: ast.AST, values: set[str]) -> bool:
+    """``node`` runs only when one of ``values`` takes some value: under ``if loss > 12:``, ``if
+    overflow:`` (``overflow`` computed from the loss), ``if not math.isfinite(loss):``. Such a log is
+    an alarm about that value, not the training curve. Rank tests and step counters decide nothing
+    here: only the parts of a test (``rank == 0 and loss > 12``) that read ``values``."""
+    child, cur = node, ctx.parents.get(node)
+    while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        if (
+            isinstance(cur, ast.If)
+            and child is not cur.test
+            and _value_gated(cur.test, values, child in cur.body)
+        ):
+            return True
+        child, cur = cur, ctx.parents.get(cur)
+    return False
+
+
+def _value_gated(test: ast.expr, values: set[str], holds: bool) -> bool:
+    """Whether the branch where ``test`` is ``holds`` runs only for some values of ``values``: ``a
+    and loss > 12`` (a conjunct decides), not ``step % 10 == 0 or isnan(loss)`` (the periodic part
+    runs whatever the loss)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _value_gated(test.operand, values, not holds)
+    if isinstance(test, ast.BoolOp):
+        parts = [_value_gated(v, values, holds) for v in test.values]
+        conjunction = isinstance(test.op, ast.And) == holds  # the branch needs every part
+        return any(parts) if conjunction else all(parts)
+    if _existence_test(test) or any(
+        isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(test)
+    ):
+        return False  # whether it exists; a periodic ``step % every == 0``
+    return bool(reads(ast.walk(test)) & values)
+
+
+def _existence_test(test: ast.expr) -> bool:
+    """``x is not None`` / ``x is None`` (also negated): whether an object exists, not its value."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test = test.operand
+    return isinstance(test, ast.Compare) and all(isinstance(op, (ast.Is, ast.IsNot)) for op in test.ops)
+
+
+def loss_key(name: str) -> bool:
+    """An attribute or key that holds a loss value (``loss``, ``total_loss``, ``loss_ce``), not a
+    setting about one (``prior_loss_weight``, ``loss_scale``, ``loss_fn``, ``loss_type``)."""
+    return bool(LOSS_KEY.search(name)) and not WEIGHT_NAME.search(name) and not LOSS_SETTING.search(name)
+
+
+def _names_field(node: ast.AST, fields: frozenset[str] | set[str]) -> bool:
+    if not fields:
+        return False
+    if isinstance(node, ast.Name):
+        return node.id in fields
+    return (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+        and f"self.{node.attr}" in fields
+    )
+
+
+def _other_key(node: ast.AST) -> bool:
+    """A constant key that does not name a loss (``outputs["logits"]``)."""
+    return isinstance(node, ast.Constant) and isinstance(node.value, str) and not loss_key(node.value)
 
 
 def loop_aliases(ctx: FileContext, node: ast.AST, names: set[str]) -> set[str]:
@@ -212,6 +306,8 @@ def is_reduce(name: str) -> bool:
     ``AllReduce.apply``; not ``convert_sync_batchnorm`` nor ``time_sync``)."""
     parts = name.split(".")
     last = parts[-2] if len(parts) > 1 and parts[-1] == "apply" else parts[-1]  # AllReduce.apply(loss)
+    if last[:1].isupper() and parts[-1] != "apply":
+        return False  # a class built, not a value combined: ``AverageMeter()``, ``SyncMeter()``
     words = set(re.sub(r"([a-z])([A-Z])", r"\1_\2", last).lower().split("_"))
     return bool(words & REDUCE_WORDS) and not words & NOT_REDUCE_WORDS
 
@@ -241,7 +337,7 @@ def loss_names(ctx: FileContext, root: ast.AST | None) -> set[str]:
     if isinstance(root, ast.Attribute):
         if isinstance(root.value, ast.Name) and root.value.id == "self":
             return {f"self.{root.attr}"}
-        if LOSS_KEY.search(root.attr):  # outputs.loss: the object holds the loss
+        if loss_key(root.attr):  # outputs.loss: the object holds the loss (not args.prior_loss_weight)
             return loss_names(ctx, root.value)
         return set()  # args.r1: a setting
     if isinstance(root, ast.Subscript):
@@ -323,6 +419,9 @@ class LossFlow:
         self.facts = facts
         self.project: Any = ctx.project
         self.lightning = lightning_steps(ctx)
+        # Same-file helpers whose return value a caller backprops (sgm ``loss =
+        # self.inner_training_step(...)``; ``self.manual_backward(loss)``): it is their loss too.
+        self.backprop_returns: set[int] = set()
         self.returns: dict[int, Shape] = {}  # function id -> what it returns of the loss
         self.class_attrs: dict[int, set[str]] = {}  # class id -> ``self.x`` holding the loss
         self.taints: dict[int, Taint] = {}  # scope id -> its taint (only scopes that have one)
@@ -342,10 +441,14 @@ class LossFlow:
         for key, step in self.lightning.items():
             candidates[key] = step
         for _ in range(ROUNDS):
-            for key, scope in candidates.items():
+            for key, scope in list(candidates.items()):
                 if len(ctx.local(scope)) > MAX_SCOPE_NODES:
                     continue
                 taint = self._taint(scope)
+                for fn in self._backprop_helpers(scope, taint.roots):
+                    if id(fn) not in self.backprop_returns:  # its return value is the loss backward runs on
+                        self.backprop_returns.add(id(fn))
+                        candidates[id(fn)] = fn
                 self.scopes[key] = scope
                 self.taints[key] = taint
                 if taint.returns is not None and isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -364,6 +467,23 @@ class LossFlow:
             if len(ctx.local(scope)) <= MAX_SCOPE_NODES:
                 self.taints[key] = self._taint(scope)
                 self.scopes[key] = scope
+
+    def _backprop_helpers(self, scope: Scope, roots: set[str]) -> list[FunctionNode]:
+        """Same-file functions whose result a root of ``scope`` is bound to (``loss = self.step(b)``)."""
+        out: list[FunctionNode] = []
+        binds = self.ctx.bindings(scope)
+        for root in roots:
+            for b in binds.get(root, []):
+                if isinstance(b, ast.Assign) and isinstance(b.value, ast.Call):
+                    fn = self.ctx.helper(b.value)
+                    if fn is not None and fn is not scope:
+                        out.append(fn)
+        return out
+
+    def in_lightning_module(self, scope: ast.AST) -> bool:
+        """``scope`` is a method of a class whose ``training_step`` Lightning runs."""
+        owner = self._class_of(scope)
+        return owner is not None and any(self._class_of(step) is owner for step in self.lightning.values())
 
     def _reached(self, known: dict[int, Scope]) -> dict[int, Scope]:
         """Scopes not yet analysed that receive the loss: they call something returning it, or are
@@ -441,11 +561,15 @@ class LossFlow:
         owner = self._class_of(scope)
         if owner is not None:
             tainted |= self.class_attrs.get(id(owner), set())
-        if id(scope) in self.lightning:  # Lightning runs backward on what training_step returns
+        if id(scope) in self.lightning or id(scope) in self.backprop_returns:
+            # Lightning runs backward on what training_step returns; a caller on what a helper returns
             for r in nodes:
                 if isinstance(r, ast.Return) and r.value is not None:
                     roots |= loss_names(ctx, _lightning_loss(r.value))
             tainted |= roots
+        # Containers a root is read out of (``loss = outputs.loss``) hold the loss in that field only:
+        # their other fields (``outputs.logits``) are not the loss.
+        fields = frozenset(_carriers(ctx, scope, roots | self._backward_roots(scope)) - roots)
         all_flows: list[tuple[set[str], set[str]]] = []
         flows: list[tuple[set[str], set[str]]] = []  # (names read, names written) of non-reducing steps
         for n in nodes:
@@ -473,7 +597,9 @@ class LossFlow:
                     and not _single_process_only(ctx, n)
                 ):
                     # meter.update(loss.item()) / self.meter.update(**outputs): the object holds the loss
-                    read = reads(x for a in [*n.args, *(k.value for k in n.keywords)] for x in ast.walk(a))
+                    read = reads(
+                        (x for a in [*n.args, *(k.value for k in n.keywords)] for x in ast.walk(a)), fields
+                    )
                     read |= loop_aliases(ctx, n, read)
                     flows.append((read, {receiver}))
                     updates.setdefault(receiver, []).append(n.lineno)
@@ -485,7 +611,7 @@ class LossFlow:
                 targets = n.targets if isinstance(n, ast.Assign) else [n.target]
                 written = {x for t in targets for x in bound_names(t)}
                 value_nodes = ctx.local(n.value)
-                read = reads(value_nodes)
+                read = reads(value_nodes, fields)
                 read |= loop_aliases(ctx, n, read)
                 shape = self._value_shape(n.value, shapes) if isinstance(n, ast.Assign) else None
                 positional = False
@@ -537,8 +663,18 @@ class LossFlow:
                 # ``loss_avg = reduce_tensor(...)`` (when distributed) just before ``return loss_avg``:
                 # what is returned is the global value
                 live = {t for t in tainted if not _reduced_before(binds.get(t, []), r.lineno)}
-                returns = merge(returns, _expr_shape(r.value, live, shapes))
-        return Taint(tainted, returns, roots, updates, gathered, carriers, terms | recomputed)
+                returns = merge(returns, _expr_shape(r.value, live, shapes, fields))
+        return Taint(tainted, returns, roots, updates, gathered, carriers, terms | recomputed, fields - roots)
+
+    def _backward_roots(self, scope: Scope) -> set[str]:
+        """The names the scope's backward calls run on (a first look, before the flows)."""
+        out: set[str] = set()
+        for n in self.ctx.local(scope):
+            if isinstance(n, ast.Call):
+                bw = self.facts.backward(n)
+                if bw is not None and bw.root is not None:
+                    out |= loss_names(self.ctx, bw.root)
+        return out
 
     def _reduced_root(self, scope: ast.AST, root: str) -> bool:
         """Every value the root is assigned is already combined across ranks: a reduce call, or a
@@ -608,17 +744,19 @@ def _reduced_before(binds: list[ast.stmt | ast.expr], line: int) -> bool:
     return any(isinstance(x, ast.Call) and is_reduce(dotted(x.func) or "") for x in ast.walk(value))
 
 
-def _expr_shape(value: ast.expr, tainted: set[str], shapes: dict[str, Shape]) -> Shape | None:
+def _expr_shape(
+    value: ast.expr, tainted: set[str], shapes: dict[str, Shape], fields: frozenset[str] = frozenset()
+) -> Shape | None:
     if isinstance(value, ast.Tuple):
         out: dict[int, Shape] = {}
         for i, e in enumerate(value.elts):
-            s = _expr_shape(e, tainted, shapes)
+            s = _expr_shape(e, tainted, shapes, fields)
             if s is not None:
                 out[i] = s
         return out or None
     if isinstance(value, ast.Name) and value.id in shapes and value.id in tainted:
         return shapes[value.id]
-    return True if reads(ast.walk(value)) & tainted else None
+    return True if reads(ast.walk(value), fields) & tainted else None
 
 
 def _carriers(ctx: FileContext, scope: ast.AST, roots: set[str]) -> set[str]:
@@ -640,7 +778,7 @@ def _carriers(ctx: FileContext, scope: ast.AST, roots: set[str]) -> set[str]:
                 key = value.attr
             base = value.value if isinstance(value, (ast.Subscript, ast.Attribute)) else None
             name = receiver_name(dotted(base)) if base is not None else None
-            if key and LOSS_KEY.search(key) and name and name not in ctx.imports:
+            if key and loss_key(key) and name and name not in ctx.imports:
                 out.add(name)
     return out
 
@@ -816,6 +954,13 @@ def _synced_metric(ctx: FileContext, call: ast.Call) -> bool:
     flag = keyword(call, SYNC_ON_COMPUTE)
     if flag is not None:
         return not (isinstance(flag, ast.Constant) and flag.value is False)
+    for k in call.keywords:  # a meter built to sync or not: ``AverageMeter(is_distributed=True)``
+        if k.arg and SYNC_KEYWORD.search(k.arg) and isinstance(k.value, ast.Constant):
+            return k.value.value is True
+    if ctx.project is not None:  # a project meter class whose update reduces (efficientvit)
+        summary = ctx.project.summary_for(ctx, call.func)
+        if summary is not None and summary.syncs_updates:
+            return True
     qual = ctx.call_qualname(call) or ""
     return qual.startswith(("torchmetrics.", "lightning.", "pytorch_lightning.")) and "Metric" in qual
 

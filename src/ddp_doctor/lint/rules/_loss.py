@@ -46,6 +46,12 @@ class LossTracer:
             if isinstance(expr.op, (ast.Add, ast.Sub)):
                 left, right = self.state(expr.left, at, depth - 1), self.state(expr.right, at, depth - 1)
                 return "raw" if left == right == "raw" else "unknown"
+            if isinstance(expr.op, ast.Mult):
+                # a raw loss weighted per sample or per term (``(losses["loss"] * weights).mean()``)
+                # stays raw; any other factor (``loss * accum`` multiplies a division back) is unknown
+                for loss_side, factor in ((expr.left, expr.right), (expr.right, expr.left)):
+                    if _weight(factor) and self.state(loss_side, at, depth - 1) == "raw":
+                        return "raw"
             return "unknown"
         if isinstance(expr, ast.Call):
             return self._call_state(expr, at, depth)
@@ -74,7 +80,7 @@ class LossTracer:
                 self.state(r.value, r, depth - 1) for r in self.ctx.local(fn) if isinstance(r, ast.Return)
             }
             return states.pop() if len(states) == 1 else "scaled" if "scaled" in states else "unknown"
-        if FORWARD_CALLEE.search(dotted(call.func) or ""):
+        if FORWARD_CALLEE.search(dotted(call.func) or "") or _loss_callee(call):
             return "raw"
         return "unknown"
 
@@ -93,7 +99,9 @@ class LossTracer:
         if isinstance(base, ast.Call):
             if keyword(base, "num_items_in_batch") is not None:
                 return "scaled"
-            return "raw" if FORWARD_CALLEE.search(dotted(base.func) or "") else "unknown"
+            return (
+                "raw" if FORWARD_CALLEE.search(dotted(base.func) or "") or _loss_callee(base) else "unknown"
+            )
         return "unknown"
 
     def _name_state(self, name: str, at: ast.AST, depth: int) -> State:
@@ -125,3 +133,21 @@ class LossTracer:
         line = getattr(at, "lineno", 0)
         before = [n for n in self.ctx.bindings(scope).get(name, []) if n.lineno < line and n is not at]
         return before[-1] if before else None
+
+
+# A callee named as a loss computes one (``criterion(...)``, ``self.diffusion.training_losses``, a
+# ``functools.partial`` of it held in ``compute_losses``): a per-batch loss nobody divided yet. Not a
+# helper that says it scales or normalises (``scaled_loss(...)``, ``loss_scaler(...)``).
+LOSS_CALLEE = re.compile(r"(^|_)(loss|losses|criterion)($|_)", re.IGNORECASE)
+NOT_RAW_CALLEE = re.compile(r"scal|norm|avg|average|reduce|gather|sync|accum", re.IGNORECASE)
+WEIGHT_FACTOR = re.compile(r"weight|^w$|^w_|_w$|coef|lambda|^lam$", re.IGNORECASE)
+
+
+def _loss_callee(call: ast.Call) -> bool:
+    name = (dotted(call.func) or "").split(".")[-1]
+    return bool(LOSS_CALLEE.search(name)) and not NOT_RAW_CALLEE.search(name)
+
+
+def _weight(node: ast.AST) -> bool:
+    name = dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+    return name is not None and bool(WEIGHT_FACTOR.search(name.split(".")[-1]))

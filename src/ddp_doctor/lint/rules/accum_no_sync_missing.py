@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, method
 from ddp_doctor.lint.idioms import SYNC_CONTROL
-from ddp_doctor.lint.loops import LoopFacts, accumulation_count, count_sources, option_text
+from ddp_doctor.lint.loops import LoopFacts, accumulation_count, count_gate
 from ddp_doctor.lint.rules.base import Rule, Violation
 
 DDP = "torch.nn.parallel.DistributedDataParallel"
@@ -81,7 +81,7 @@ class AccumNoSyncMissing(Rule):
                     f"第 {loop.loop.lineno} 行的梯度累积循环让 DDP 在每个微步都做 all-reduce（没有生效的 `no_sync`）："
                     "浪费带宽，数值上等价。",
                 ),
-                gated_by=_count_gate(ctx, count) if count is not None else None,
+                gated_by=count_gate(ctx, count) if count is not None else None,
                 accumulation_loop_line=loop.loop.lineno,
             )
 
@@ -117,23 +117,6 @@ def _under_deepspeed(ctx: FileContext, node: ast.AST) -> bool:
     return False
 
 
-def _count_gate(ctx: FileContext, count: ast.expr) -> str | None:
-    """Config-gated when the micro-step count is read from configuration (a flag, a config entry, a
-    parameter): the loop accumulates only when it is > 1. A literal or a count computed in the
-    function (YOLO ``accumulate = max(round(nbs / batch_size), 1)``) is not a gate."""
-    if isinstance(count, ast.Constant):
-        return None
-    sources = count_sources(ctx, count)
-    if any(isinstance(s, ast.Constant) and s.value == 1 for s in sources):
-        return f"`{ctx.segment(count)}` > 1"  # 1 unless a condition raises it (accelerate's nlp_example)
-    if any(s is not None and not isinstance(s, (ast.Name, ast.Attribute, ast.Subscript)) for s in sources):
-        return None  # computed here
-    shown = sources[-1] if sources and sources[-1] is not None else count
-    if not isinstance(shown, (ast.Name, ast.Attribute, ast.Subscript)):
-        return None
-    return f"{option_text(ctx, shown)} > 1"
-
-
 def _controls_sync(ctx: FileContext, facts: LoopFacts, loop: ast.AST) -> bool:
     """Some effective sync control runs with the loop's micro-steps (see the module docstring)."""
     body = getattr(loop, "body", [])
@@ -162,6 +145,10 @@ def _effective_toggle(ctx: FileContext, facts: LoopFacts, node: ast.AST) -> bool
         exprs: list[ast.AST] = []
         for item in node.items:
             expr = item.context_expr
+            if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and not expr.args:
+                expr = (
+                    expr.func
+                )  # OLMo ``grad_sync_context = self.dist_model.no_sync`` ... ``with grad_sync_context():``
             if isinstance(expr, ast.Name):  # sync_ctx = model.no_sync() if ... else nullcontext()
                 exprs += [
                     b.value
@@ -189,6 +176,8 @@ def _names_sync_control(expr: ast.AST) -> bool:
             name = m[1] if m else (dotted(n.func) or "").split(".")[-1]
             if SYNC_CONTROL.match(name):
                 return True
+        elif isinstance(n, ast.Attribute) and n.attr in ("no_sync", "no_backward_sync"):
+            return True  # the method itself, called later: ``ctx = model.no_sync`` ... ``with ctx():``
     return False
 
 

@@ -43,6 +43,7 @@ from ddp_doctor.lint.rules.base import (
 )
 
 FROZEN_NAME = re.compile(r"teacher|ema|frozen|target", re.IGNORECASE)
+DISTRIBUTED_TEST = re.compile(r"rank|distributed|world|ddp|gpus|cuda|device", re.IGNORECASE)
 
 
 class BatchnormUnsynced(Rule):
@@ -66,7 +67,7 @@ class BatchnormUnsynced(Rule):
         return project.ddp_wrapper_names()
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
-        bn_lines: list[int] = []
+        bn_nodes: list[ast.AST] = []
         ddp_calls: list[ast.Call] = []
         conversions: list[ast.AST] = []
         project = ctx.project
@@ -78,7 +79,10 @@ class BatchnormUnsynced(Rule):
                 and ctx.helper(node) is None  # this file's own helpers are read directly
                 and project.call_wraps_ddp(ctx, node)
             ):
-                ddp_calls.append(node)
+                if q == DDP or project.call_wraps_argument(ctx, node):
+                    ddp_calls.append(node)
+                # else a helper that builds the model it wraps (fast-autoaugment ``get_model(conf)``):
+                # that model is not this file's; the helper's own file is checked where it wraps
             elif "SyncBatchNorm" in q or (dotted(node.func) or "").endswith(
                 ("convert_sync_batchnorm", "convert_syncbn_model")
             ):
@@ -89,7 +93,7 @@ class BatchnormUnsynced(Rule):
                 or _model_by_name(ctx, node)
                 or _factory_batchnorm(ctx, node, defaults)
             ):
-                bn_lines.append(node.lineno)
+                bn_nodes.append(node)
             elif project is not None:
                 summary = project.summary_for(ctx, node.func)
                 if summary is not None and summary.module == ctx.module:
@@ -99,15 +103,16 @@ class BatchnormUnsynced(Rule):
                 elif (summary is not None and summary.builds_batchnorm) or (
                     summary is None and project.call_builds_batchnorm(ctx, node)
                 ):
-                    bn_lines.append(node.lineno)
+                    bn_nodes.append(node)
+        bn_lines = [getattr(n, "lineno", 0) for n in bn_nodes]
         if not bn_lines or not ddp_calls:
             return
         gated_by = None
         if conversions or ctx.mentions("SyncBatchNorm", "convert_syncbn_model"):
-            gated_by = _opt_in_gate(ctx, conversions)
+            gated_by = _opt_in_gate(ctx, conversions, bn_nodes)
             if gated_by is None:
                 return  # converted on the default path (or under a condition we trust)
-        lines = ", ".join(map(str, sorted(bn_lines)[:5]))
+        lines = ", ".join(map(str, sorted(set(bn_lines))[:5]))
         for call in ddp_calls:
             yield self.violation(
                 call,
@@ -207,9 +212,11 @@ def _frozen(ctx: FileContext, call: ast.Call) -> bool:
     )
 
 
-def _opt_in_gate(ctx: FileContext, conversions: list[ast.AST]) -> str | None:
+def _opt_in_gate(ctx: FileContext, conversions: list[ast.AST], bn_nodes: list[ast.AST]) -> str | None:
     """The flag a conversion hides behind when every conversion is off by default; None when the
-    default path converts (or the condition is not a plain config flag)."""
+    default path converts (or the condition is not a plain config flag). A conversion inside one
+    branch of a choice whose other branches build BatchNorm models (fast-autoaugment converts only
+    its ``'efficientnet' in name`` model) leaves those models unsynced: gated by that choice."""
     if not conversions:
         return None
     defaults = all_defaults(ctx)
@@ -218,6 +225,11 @@ def _opt_in_gate(ctx: FileContext, conversions: list[ast.AST]) -> str | None:
         gate = None
         child, cur = node, ctx.parents.get(node)
         while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
+            if isinstance(cur, ast.If) and gate is None and child is not cur.test:
+                other = cur.orelse if child in cur.body else cur.body
+                if any(_inside_block(ctx, b, other) for b in bn_nodes):
+                    choice = _model_choice(ctx, node, cur)
+                    gate = f"not ({ctx.segment(choice.test)})" if choice is not None else None
             if isinstance(cur, ast.If):
                 test = flag_test(ctx, cur.test, defaults)
                 if test is not None:  # a runtime condition inside an opt-in flag decides only within it
@@ -238,3 +250,25 @@ def _torch_nn_prefix(ctx: FileContext) -> str | None:
         if target == "torch.nn":
             return alias
     return "torch.nn" if ctx.imports.get("torch") == "torch" else None
+
+
+def _inside_block(ctx: FileContext, node: ast.AST, block: list[ast.stmt]) -> bool:
+    pos = ctx.position(node)
+    return any(ctx.position(stmt) <= pos < ctx.subtree_end(stmt) for stmt in block)
+
+
+def _model_choice(ctx: FileContext, node: ast.AST, top: ast.If) -> ast.If | None:
+    """The innermost ``if`` between ``node`` and ``top`` (included) that chooses something other than
+    distribution (``'efficientnet' in name``, not ``local_rank >= 0``): the branch the conversion is in."""
+    child, cur = node, ctx.parents.get(node)
+    while cur is not None:
+        if (
+            isinstance(cur, ast.If)
+            and child is not cur.test
+            and not DISTRIBUTED_TEST.search(ctx.segment(cur.test))
+        ):
+            return cur
+        if cur is top:
+            return None
+        child, cur = cur, ctx.parents.get(cur)
+    return None

@@ -161,11 +161,11 @@ def _model_cast(ctx: FileContext, call: ast.Call) -> str | None:
         if qual.endswith("DistributedDataParallel") and n.args and dotted(n.args[0]) in targets:
             return name or next(iter(targets))
         if OPTIMIZER_CALL.search(qual) and any(
-            dotted(x.func) in {f"{t}.parameters" for t in targets}
+            (isinstance(x, ast.Call) and dotted(x.func) in {f"{t}.parameters" for t in targets})
+            or (isinstance(x, ast.Call) and any(dotted(a) in targets for a in x.args))
             for a in args
             for x in ast.walk(a)
-            if isinstance(x, ast.Call)
-        ):
+        ):  # Adam(model.parameters()), Adam(get_trainable_params(model)) (DALLE)
             return name or next(iter(targets))
     return None
 

@@ -41,7 +41,7 @@ from typing import Any
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method
 from ddp_doctor.lint.loops import LoopFacts
-from ddp_doctor.lint.provenance import LossFlow, Taint, loop_aliases, reads
+from ddp_doctor.lint.provenance import LossFlow, Taint, alarm, loop_aliases, reads
 from ddp_doctor.lint.rank0 import (
     LOG_ATTRS,
     enclosing_rank0_if,
@@ -108,17 +108,17 @@ class Rank0OnlyLossLog(Rule):
                 item
                 for region in regions
                 for item in _rank0_logs(
-                    ctx, region, rank0_objects, predicates, quiet, id(region) in flow.lightning
+                    ctx, region, rank0_objects, predicates, quiet, flow.in_lightning_module(region)
                 )
             ]
             for node, guard, how in logs:
                 if id(node) in seen:
                     continue
-                names = reads(x for v in _logged_values(ctx, node) for x in ast.walk(v))
+                names = reads((x for v in _logged_values(ctx, node) for x in ast.walk(v)), taint.fields)
                 names |= loop_aliases(ctx, node, names)
                 hit = sorted(n for n in names & taint.names if _training_binding(flow, scope, n, node, taint))
-                if not hit:
-                    continue
+                if not hit or alarm(ctx, node, taint.names - set(taint.updates)):
+                    continue  # not the loss, or a warning that fires on its value (``if loss > 12:``)
                 seen.add(id(node))
                 name = min(hit, key=lambda h: (_kind(h, taint).en != "the loss", h))
                 kind = _kind(name, taint)

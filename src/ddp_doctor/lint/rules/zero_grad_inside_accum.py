@@ -32,7 +32,11 @@ from ddp_doctor.lint.loops import (
     LoopFacts,
     accelerate_accumulate_blocks,
     accelerator_accumulates,
+    accumulation_count,
+    count_gate,
+    is_accum_guard,
     micro_method_calls,
+    unconditional,
     unconditional_nodes,
 )
 from ddp_doctor.lint.rules.base import Rule, Violation
@@ -68,6 +72,7 @@ class ZeroGradInsideAccum(Rule):
                 accumulation_loop_line=loop.loop.lineno,
                 optimizer_step_line=loop.step_line,
             )
+        yield from self._guard_before_backward(ctx, facts)
         blocks = accelerate_accumulate_blocks(facts)
         if not blocks:
             return
@@ -112,3 +117,65 @@ class ZeroGradInsideAccum(Rule):
                         gated_by=gate,
                         accumulate_line=block.lineno,
                     )
+
+    def _guard_before_backward(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
+        """The plain-loop form of the ordering bug (DLRM): ``if last: optimizer.zero_grad()``, then the
+        micro-batch's backward, then ``if last: optimizer.step()`` under the very same test. On the
+        micro-step that steps, the gradients of the earlier micro-steps are cleared before the last
+        backward, so the update sees one micro-batch. A different test (``if i % accum == 0:`` before
+        backward: the first micro-step of a window) is the correct idiom and is not flagged."""
+        for loop in facts.accumulation_loops():
+            if loop.shape != "guarded":
+                continue
+            guarded = [s for s in unconditional(loop.loop.body) if isinstance(s, ast.If)]
+            backwards = [
+                getattr(n, "lineno", 0)
+                for n in unconditional_nodes(facts, loop.loop.body)
+                if facts.backward(n) is not None
+            ]
+            for zero_if in guarded:
+                if not is_accum_guard(zero_if.test, facts):
+                    continue
+                zeros = [
+                    n for n in unconditional_nodes(facts, zero_if.body) if _zero_grad_of_optimizer(facts, n)
+                ]
+                if not zeros:
+                    continue
+                later = [b for b in backwards if b > getattr(zeros[0], "lineno", 0)]
+                step_if = next(
+                    (
+                        s
+                        for s in guarded
+                        if later
+                        and s.lineno > later[0]
+                        and ast.dump(s.test) == ast.dump(zero_if.test)
+                        and facts.has_optimizer_step(s.body)
+                    ),
+                    None,
+                )
+                if step_if is None:
+                    continue
+                count = accumulation_count(facts, loop)
+                call = zeros[0]
+                receiver = (method(call) or ("optimizer", ""))[0]
+                yield self.violation(
+                    call,
+                    Text(
+                        f"`{receiver}.zero_grad()` runs under the same condition as the optimizer step (line "
+                        f"{step_if.lineno}) but before the backward (line {later[0]}): on the micro-step that "
+                        "steps, it clears the gradients of the previous micro-steps, so the update sees one "
+                        "micro-batch. Zero the gradients after `step()`.",
+                        f"`{receiver}.zero_grad()` 与优化器更新（第 {step_if.lineno} 行）在同一条件下执行，却位于 backward"
+                        f"（第 {later[0]} 行）之前：在更新的那个微步上它清掉了之前微步累积的梯度，更新只用到一个微批次。"
+                        "请在 `step()` 之后清零梯度。",
+                    ),
+                    gated_by=count_gate(ctx, count) if count is not None else None,
+                    accumulation_loop_line=loop.loop.lineno,
+                    optimizer_step_line=loop.step_line,
+                    backward_line=later[0],
+                )
+
+
+def _zero_grad_of_optimizer(facts: LoopFacts, node: ast.AST) -> bool:
+    m = method(node)
+    return bool(m and m[1] == "zero_grad" and (facts.is_optimizer(m[0]) or m[0] in facts.optimizers))
