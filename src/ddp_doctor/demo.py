@@ -99,7 +99,8 @@ def _launch(world: int, out_dir: str, **fields: object) -> None:
     """The trainer under the probe (`ddp-doctor run`), then the report in text and HTML."""
     from ddp_doctor.analysis.diagnose import diagnose
     from ddp_doctor.report.command import write_report
-    from ddp_doctor.report.text import render_console, report_console
+    from ddp_doctor.report.console import report_console
+    from ddp_doctor.report.text import render_console
     from ddp_doctor.rundir.records import TRAINER_DIR
     from ddp_doctor.trainer.launch import completion, print_outcome
 
@@ -152,7 +153,7 @@ def _compare_demo(world: int, out_dir: str, steps: int, faults: tuple[str, ...])
     from ddp_doctor.compare.analysis import compare
     from ddp_doctor.compare.render import render_html, render_text
     from ddp_doctor.core.safe_io import write_text
-    from ddp_doctor.report.text import report_console
+    from ddp_doctor.report.console import report_console
     from ddp_doctor.rundir.records import TRAINER_DIR
     from ddp_doctor.trainer.config import TrainConfig
     from ddp_doctor.trainer.launch import completion

@@ -9,8 +9,9 @@ neither a run nor a supported log, or bad flags. Heavy imports happen inside the
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -155,11 +156,87 @@ def report(
 ) -> None:
     """Diagnose a run: every hypothesis confirmed, ruled out (with numbers) or not measured."""
     fmt, lang = fmt_choice.value, lang_choice.value
+    imported = (keys, world_size, micro_batch, accum, tokens_per_sample, max_norm)
+    req = None
+    if not exports and all(x is None for x in imported):
+        # a run directory unchanged since its last report: print that one (report/cache.py); only
+        # this module, the cache and rich are imported before this point
+        req = _cache_request(run_dir, fmt, output, lang, rollups, steps or [])
+        if req is not None:
+            from ddp_doctor.report import cache as report_cache
+
+            hit = report_cache.load(req)
+            if hit is not None:
+                _emit(hit.output, fmt, req.output if fmt == "html" else output)
+                _check_fail_on(fail_on, hit.confirmed)
+                return
+    _report_fresh(run_dir, fmt, output, lang, fail_on, exports, imported, rollups, steps, req)
+
+
+def _cache_request(
+    run_dir: Path, fmt: str, output: Path | None, lang: str, rollups: str, steps: list[str]
+) -> Any:
+    """The report cache's request for this report; None for a path that is not a run directory."""
+    from ddp_doctor.report import cache as report_cache
+
+    if not report_cache.is_run_dir(run_dir):
+        return None
+    console: list[Any] = []
+    if fmt == "text" and output is None:
+        from ddp_doctor.report.console import console_key, report_console
+
+        console = console_key(report_console())
+    if fmt == "html" and output is None:
+        output = run_dir / "report.html"
+    return report_cache.Request(run_dir, fmt, lang, rollups, list(steps), output=output, console=console)
+
+
+def _emit(text: str, fmt: str, output: Path | None) -> None:
+    """Print the report (text to a terminal: as rendered, colours included) or write it to ``output``."""
+    if output is None:
+        if fmt == "text":
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        else:
+            typer.echo(text, nl=False)
+    else:
+        write_output(output, text)  # atomic, no symlink follow; unwritable: exit 2
+        typer.echo(f"report written to {safe(output)}", err=True)
+
+
+def _check_fail_on(fail_on: FailOn | None, confirmed: list[tuple[str, str]]) -> None:
+    """``--fail-on``: exit 1 when a confirmed finding is at least that severe."""
+    if fail_on is None:
+        return
+    from ddp_doctor.core.findings import SEVERITY_ORDER
+
+    limit = SEVERITY_ORDER[fail_on.value]
+    bad = [fid for fid, severity in confirmed if SEVERITY_ORDER[severity] <= limit]
+    if bad:
+        typer.echo(f"--fail-on {fail_on.value}: {len(bad)} confirmed finding(s): {', '.join(bad)}", err=True)
+        raise typer.Exit(ExitCode.FINDINGS)
+
+
+def _report_fresh(
+    run_dir: Path,
+    fmt: str,
+    output: Path | None,
+    lang: str,
+    fail_on: FailOn | None,
+    exports: list[str] | None,
+    imported: tuple[Any, ...],
+    rollups: str,
+    steps: list[str] | None,
+    req: Any,
+) -> None:
+    """The report computed from the run (and cached when ``req`` says it may be)."""
+    from ddp_doctor.report import cache as report_cache
     from ddp_doctor.report.export_tensorboard import ExportError
-    from ddp_doctor.report.load import diagnose_path, failing
+    from ddp_doctor.report.load import diagnose_path
     from ddp_doctor.rundir.reader import RunDirError
     from ddp_doctor.rundir.sources.series import ImportOptions, KeyError_, parse_keys
 
+    keys, world_size, micro_batch, accum, tokens_per_sample, max_norm = imported
     try:
         targets = [parse_export(e) for e in exports or []]
         options = ImportOptions(
@@ -174,29 +251,42 @@ def report(
         )
     except (ValueError, KeyError_) as exc:
         fail(str(exc))
+    before = report_cache.fingerprint(req) if req is not None else None
+    cacheable = before is not None and before[1] >= report_cache.CACHE_MIN_BYTES
     try:
         diag = diagnose_path(run_dir, options)
     except RunDirError as exc:
         fail(str(exc))
+    if "imported" in diag.run_info:
+        cacheable = False
     if fmt == "html" and output is None and run_dir.is_dir() and "imported" not in diag.run_info:
         output = run_dir / "report.html"
     if fmt == "text" and output is None:
-        from ddp_doctor.report.text import render_console, report_console
+        from ddp_doctor.report.console import report_console
+        from ddp_doctor.report.text import render_console
 
-        render_console(diag, report_console(), lang)
+        console = report_console()
+        if cacheable:  # rendered once, printed as rendered and kept
+            with console.capture() as captured:
+                render_console(diag, console, lang)  # type: ignore[arg-type]
+            text = captured.get()
+            _emit(text, fmt, None)
+        else:
+            render_console(diag, console, lang)  # type: ignore[arg-type]
     else:
         text = render(diag, fmt, lang)
-        if output is None:
-            typer.echo(text, nl=False)
-        else:
-            write_output(output, text)  # atomic, no symlink follow; unwritable: exit 2
-            typer.echo(f"report written to {safe(output)}", err=True)
+        _emit(text, fmt, output)
+    if cacheable:
+        confirmed = [(f.id, str(f.severity)) for f in diag.findings if f.status == "confirmed"]
+        report_cache.save(req, before, report_cache.Entry(text, confirmed))
     for target, where in targets:
         try:
             typer.echo(f"exported to {target}: {safe(export(diag, target, where, run_dir))}", err=True)
         except ExportError as exc:
             fail(str(exc))
     if fail_on is not None:
+        from ddp_doctor.report.load import failing
+
         bad = failing(diag, fail_on.value)
         if bad:
             typer.echo(

@@ -96,16 +96,6 @@ def _node_line(node: dict[str, Any]) -> str:
     return f"{name}{host}: ranks {_ranges(node['ranks'])}"
 
 
-# Width when the output is piped or captured (CI logs, files): wide enough for the tables.
-PIPED_WIDTH = 120
-
-
-def report_console() -> Console:
-    """A console for the report: colour and the terminal's width on a TTY, plain 120 columns otherwise."""
-    console = Console(highlight=False)
-    return console if console.is_terminal else Console(highlight=False, width=PIPED_WIDTH)
-
-
 def render_console(diag: Diagnosis, console: Console, lang: Lang = "en") -> None:
     console.print(f"[bold]{w('title', lang)}[/] — {escape(str(diag.run_info['path']))}")
     failure = diag.run_info.get("failure")

@@ -53,8 +53,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ddp_doctor.rundir import records
-from ddp_doctor.rundir.rankfile import Problems, RankData, open_regular, parse_rank, to_columns
+from ddp_doctor.rundir import records, rollup_cache
+from ddp_doctor.rundir.rankfile import (
+    Problems,
+    RankData,
+    key_of,
+    load_cache,
+    open_regular,
+    parse_rank,
+    save_cache,
+    to_columns,
+)
 from ddp_doctor.rundir.rankfile.columns import _floats, take_steps
 from ddp_doctor.rundir.rankfile.scan import _arrow, file_problems, parse_rank_bytes
 from ddp_doctor.rundir.rollup_index import (
@@ -655,17 +664,28 @@ def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return out
 
 
-def _read_windows(
-    item: tuple[str, int, RankWindows, list[int]],
-) -> tuple[int, RankData, Problems, str | None]:
-    """Phase 3 for one rank: its selected windows, every other line and the tail, read with pread
-    and checked against the index; on a mismatch the rank file read whole and cut to the same
-    windows (the note says why)."""
-    path_s, rank, rw, selected = item
-    path = Path(path_s)
-    probs = Problems()
+def _spans(rw: RankWindows, selected: list[int]) -> list[tuple[int, int]]:
+    """The bytes phase 3 reads of one rank file: the selected windows, every other line, the tail."""
     sel = np.isin(rw.window, np.asarray(selected, dtype=np.int64))
     spans = [(int(a), int(b)) for a, b in rw.others] + [(int(a), int(b)) for a, b in rw.at[sel]]
+    spans.append((rw.tail, rw.size))
+    return _merged([s for s in spans if s[1] > s[0]])
+
+
+# (rank file, rank, its index arrays, the selected windows, where to cache the columns and their key)
+WindowsItem = tuple[str, int, RankWindows, list[int], str | None, dict[str, int] | None]
+
+
+def _read_windows(item: WindowsItem) -> tuple[int, RankData | None, Problems, str | None]:
+    """Phase 3 for one rank: its selected windows, every other line and the tail, read with pread
+    and checked against the index; on a mismatch the rank file read whole and cut to the same
+    windows (the note says why). With a cache path and key, the columns read are cached there
+    (rundir/rollup_cache.py) and no data is returned: the parent reads the cache (cheaper than
+    unpickling them from a worker)."""
+    path_s, rank, rw, selected, out, key = item
+    path = Path(path_s)
+    probs = Problems()
+    spans = _spans(rw, selected)
     try:
         fd, st = open_regular(path)
     except OSError as exc:
@@ -676,9 +696,8 @@ def _read_windows(
             why: str | None = "its rank file changed after its index was read"
         else:
             why = None
-            spans.append((rw.tail, rw.size))
             parts = []
-            for a, b in _merged([s for s in spans if s[1] > s[0]]):
+            for a, b in spans:
                 chunk = os.pread(fd, b - a, a)
                 # whole lines: each begins as the writer begins every record and ends with a newline
                 cut = len(chunk) != b - a or (b < rw.size and not chunk.endswith(b"\n"))
@@ -706,7 +725,14 @@ def _read_windows(
             f"rank {rank}: {why}; its rank file was read whole and cut to the same windows",
         )
     file_problems(data, probs)
+    # unchanged while it was read: cache it (a read-only run directory: no cache, no problem)
+    unchanged = out is not None and key is not None and key_of(path) == {k: key[k] for k in _FILE_KEY}
+    if unchanged and save_cache(path, data, probs, key, out=Path(out)):  # type: ignore[arg-type]
+        return rank, None, probs, None
     return rank, data, probs, None
+
+
+_FILE_KEY = ("size", "mtime_ns", "ino", "version", "schema")  # rankfile.cache.file_key's
 
 
 def _bytes_to_read(rw: RankWindows, selected: list[int]) -> int:
@@ -765,13 +791,68 @@ def _pool_map(fn: Any, items: list[Any], workers: int) -> list[Any]:
     return [fn(i) for i in items]
 
 
+_ARRAYS = ("window", "first", "last", "steps", "at", "others", "flags", "digest")
+_STATS = ("loss", "gsq", "gsql", "samples", "tokens", "lr")
+
+
+def _to_cache(x: RankWindows) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    scalars = {"rank": x.rank, "every": x.every, "tail": x.tail, "size": x.size, "ino": x.ino, "note": x.note}
+    return scalars, {n: getattr(x, n) for n in (*_ARRAYS, *_STATS)}
+
+
+def _from_cache(scalars: dict[str, Any], arrays: dict[str, np.ndarray]) -> RankWindows | None:
+    """A cached rank's index arrays; None when the entry does not hold what RankWindows needs."""
+    try:
+        x = RankWindows(
+            rank=int(scalars["rank"]),
+            every=int(scalars["every"]),
+            tail=int(scalars["tail"]),
+            size=int(scalars["size"]),
+            ino=int(scalars["ino"]),
+            note=None if scalars["note"] is None else str(scalars["note"]),
+            **{n: arrays[n] for n in (*_ARRAYS, *_STATS)},
+        )
+    except (KeyError, TypeError, ValueError):
+        return None
+    n = len(x.window)
+    shapes_ok = all(getattr(x, a).shape == (n,) for a in ("first", "last", "steps", "flags", "digest"))
+    widths = {"at": 2, "others": 2, "loss": 6, "gsq": 6, "gsql": 6, "samples": 6, "tokens": 6, "lr": 2}
+    if not shapes_ok or any(
+        getattr(x, a).ndim != 2 or getattr(x, a).shape[1] != w or (a != "others" and len(getattr(x, a)) != n)
+        for a, w in widths.items()
+    ):
+        return None
+    return x
+
+
 def _index_all(
-    run_dir: Path, named: list[tuple[Path, int]], workers: int
+    run_dir: Path, named: list[tuple[Path, int]], workers: int, use_cache: bool = False
 ) -> tuple[list[RankWindows], int, list[str]]:
     """Phase 1 for every rank: the indexes, and the rollups computed from the rank files of the ranks
-    whose index cannot be used; (arrays per rank, R, notes)."""
+    whose index cannot be used; (arrays per rank, R, notes). With ``use_cache``, a rank whose rank
+    file and index file are unchanged since the last report comes from the index cache
+    (rundir/rollup_cache.py), and the cache is rewritten when any rank was read again."""
     paths = {rank: str(p) for p, rank in named}
-    first = _pool_map(_index_arrays, [(str(run_dir), str(p), r, None) for p, r in named], workers)
+    cached, unusable = rollup_cache.load_index(run_dir) if use_cache else ({}, None)
+    keys: dict[tuple[int, int | None], list[Any] | None] = {}
+
+    def hit(rank: int, every: int | None) -> RankWindows | None:
+        key = keys[(rank, every)] = rollup_cache.index_key(run_dir, Path(paths[rank]), rank, every)
+        got = cached.get(rank)
+        if key is None or got is None or got[0] != key:
+            return None
+        return _from_cache(got[1], got[2])
+
+    first: list[RankWindows | tuple[int, str]] = []
+    todo: list[tuple[str, str, int, int | None]] = []
+    for p, r in named:
+        z = hit(r, None)
+        if z is not None and z.note is None:
+            first.append(z)
+        else:
+            todo.append((str(run_dir), str(p), r, None))
+    missed = len(todo)
+    first += _pool_map(_index_arrays, todo, workers)
     ok = [x for x in first if isinstance(x, RankWindows)]
     failed = [x for x in first if not isinstance(x, RankWindows)]
     counts: dict[int, int] = {}
@@ -781,17 +862,29 @@ def _index_all(
     failed += [(x.rank, f"its index has R = {x.every}, the run's is {every}") for x in ok if x.every != every]
     ok = [x for x in ok if x.every == every]
     notes: list[str] = []
+    if unusable:
+        notes.append(
+            f"the rollup index cache ({records.CACHE_DIR}/{rollup_cache.INDEX_CACHE}) could not be used "
+            f"({unusable}): every index was read again and the cache rewritten"
+        )
     if failed:
         why = dict(failed)
-        redo = _pool_map(
-            _index_arrays, [(str(run_dir), paths[r], r, every) for r, _ in failed], min(workers, len(failed))
-        )
-        for x in redo:
-            if isinstance(x, RankWindows):
-                x.note = why[x.rank]
-                ok.append(x)
+        redo: list[RankWindows | tuple[int, str]] = []
+        todo = []
+        for r, _ in failed:
+            y = hit(r, every)
+            if y is not None and y.note is not None:
+                redo.append(y)
             else:
-                notes.append(f"rank {x[0]}: {why[x[0]]}; {x[1]}: it is read raw whole")
+                todo.append((str(run_dir), paths[r], r, every))
+        missed += len(todo)
+        redo += _pool_map(_index_arrays, todo, min(workers, max(len(todo), 1)))
+        for got in redo:
+            if isinstance(got, RankWindows):
+                got.note = why[got.rank]
+                ok.append(got)
+            else:
+                notes.append(f"rank {got[0]}: {why[got[0]]}; {got[1]}: it is read raw whole")
         computed = sorted(x.rank for x in ok if x.note)
         if computed:
             reasons = sorted({why[r] for r in computed})
@@ -799,7 +892,15 @@ def _index_all(
                 f"{len(computed)} rank(s) ({_short(computed)}) without a usable rollup index "
                 f"({'; '.join(r[:120] for r in reasons[:3])}): their rollups were computed from the rank files"
             )
-    return sorted(ok, key=lambda x: x.rank), every, notes
+    ok.sort(key=lambda x: x.rank)
+    if use_cache and (missed or unusable or len(cached) != len(ok)):
+        entries = []
+        for x in ok:
+            key = keys.get((x.rank, every if x.note else None))
+            if key is not None:
+                entries.append((key, *_to_cache(x)))
+        rollup_cache.save_index(run_dir, entries)
+    return ok, every, notes
 
 
 def read_ranks(
@@ -819,17 +920,15 @@ def read_ranks(
         with contextlib.suppress(OSError):
             index_bytes += os.stat(index_path(run_dir, r), follow_symlinks=False).st_size
     workers = min(len(named), cores) if index_bytes >= PARALLEL_MIN_BYTES else 1
-    ok, every, notes = _index_all(run_dir, named, workers)
+    use_cache = _run_bytes(named) >= rollup_cache.CACHE_MIN_BYTES
+    ok, every, notes = _index_all(run_dir, named, workers, use_cache)
     t1 = time.perf_counter()
     red = reduce(ok)
     selected = select(red, requested, sample)
     t2 = time.perf_counter()
     chosen = sorted(selected)
-    paths = {rank: str(p) for p, rank in named}
-    raw_bytes = sum(_bytes_to_read(x, chosen) for x in ok)
-    workers = min(len(ok), cores) if raw_bytes >= PARALLEL_MIN_BYTES else 1
-    got = _pool_map(_read_windows, [(paths[x.rank], x.rank, x, chosen) for x in ok], workers)
-    parsed = [(rank, data, probs) for rank, data, probs, _ in got]
+    got = _windows_all(named, ok, every, chosen, sample, use_cache, cores)
+    parsed = [(rank, data, probs) for rank, data, probs, _ in got if data is not None]
     fell_back = [note for *_, note in got if note]
     notes.extend(fell_back[:8])
     if len(fell_back) > 8:
@@ -878,6 +977,54 @@ def read_ranks(
         seconds={"index": t1 - t0, "select": t2 - t1, "raw": t3 - t2},
     )
     return sorted(parsed, key=lambda x: x[0]), view
+
+
+def _windows_all(
+    named: list[tuple[Path, int]],
+    ok: list[RankWindows],
+    every: int,
+    chosen: list[int],
+    sample: int,
+    use_cache: bool,
+    cores: int,
+) -> list[tuple[int, RankData | None, Problems, str | None]]:
+    """Phase 3 for every rank: from the windows cache where the rank file and the selection are
+    unchanged (rundir/rollup_cache.py), else read (and cached by the worker)."""
+    paths = {rank: str(p) for p, rank in named}
+    items: list[WindowsItem] = []
+    got: list[tuple[int, RankData | None, Problems, str | None]] = []
+    for x in ok:
+        out = key = None
+        if use_cache:
+            path = Path(paths[x.rank])
+            fkey = key_of(path)
+            if fkey is not None:
+                out = str(rollup_cache.windows_cache_path(path, sample))
+                key = rollup_cache.windows_key(fkey, every, np.asarray(_spans(x, chosen)), chosen)
+                hit = load_cache(path, x.rank, key, where=Path(out))
+                if hit is not None:
+                    got.append((x.rank, hit[0], hit[1], None))
+                    continue
+        items.append((paths[x.rank], x.rank, x, chosen, out, key))
+    raw_bytes = sum(_bytes_to_read(x, chosen) for _, _, x, *_ in items)
+    workers = min(len(items), cores) if raw_bytes >= PARALLEL_MIN_BYTES else 1
+    for item, (rank, data, probs, note) in zip(items, _pool_map(_read_windows, items, workers)):
+        if data is None:  # cached by the worker: read back here
+            hit = load_cache(Path(item[0]), rank, item[5], where=Path(item[4]))  # type: ignore[arg-type]
+            if hit is None:  # replaced since: read again here, uncached
+                rank, data, probs, note = _read_windows((*item[:4], None, None))
+            else:
+                data, probs = hit
+        got.append((rank, data, probs, note))
+    return got
+
+
+def _run_bytes(named: list[tuple[Path, int]]) -> int:
+    total = 0
+    for p, _ in named:
+        with contextlib.suppress(OSError):
+            total += os.stat(p, follow_symlinks=False).st_size
+    return total
 
 
 def _short(ranks: list[int]) -> str:
