@@ -810,3 +810,36 @@ def test_a_log_function_behind_a_rank0_decorator_logs_on_rank0_only(tmp_path: Pa
         ("rank0-only-loss-log", "train.py", 9)
     ]
     assert _found(root, project=False) == set()
+
+
+def test_autocast_in_a_benchmark_script_of_a_training_project_is_not_training(tmp_path: Path) -> None:
+    """The project trains elsewhere (a backward in train.py, no GradScaler); a benchmark script that
+    never backprops times a model under float16 autocast: not training. Model code under float16
+    autocast (a module's forward) is on the training path and stays flagged."""
+    train = """
+        from model import Net
+
+        def train(loader, optimizer):
+            net = Net()
+            for x in loader:
+                loss = net(x).mean()
+                loss.backward()
+                optimizer.step()
+    """
+    model = """
+        import torch
+
+        class Net(torch.nn.Module):
+            def forward(self, x):
+                with torch.autocast("cuda", dtype=torch.float16):
+                    return self.body(x)
+    """
+    bench = """
+        import torch
+
+        def benchmark(model, x):
+            with torch.autocast("cuda"):
+                return model(x)
+    """
+    root = _write(tmp_path, {"train.py": train, "model.py": model, "scripts/bench_attention.py": bench})
+    assert {(i, p) for i, p, _ in _found(root)} == {("fp16-no-scaler", "model.py")}

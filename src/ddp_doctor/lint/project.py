@@ -96,7 +96,7 @@ FACTS: dict[str, tuple[str, ...]] = {
         "call_builds_batchnorm",
     ),
     "sync_toggle": ("toggles_sync",),
-    "scaler": ("uses_scaler", "fp16_gate", "call_fp16_gate"),
+    "scaler": ("uses_scaler", "tests_use_scaler", "scales_module", "fp16_gate", "call_fp16_gate"),
     "rank0_logging": (
         "logs_rank0",
         "rank0_objects",
@@ -203,6 +203,7 @@ class ProjectIndex:
     wraps_ddp: bool = False  # some file wraps a model in DDP/FSDP
     wraps_plain_ddp: bool = False  # some file wraps a model in DistributedDataParallel itself
     uses_scaler: bool = False  # some file uses a GradScaler (or a scaling wrapper)
+    tests_use_scaler: bool = False  # some test module does (it covers the test modules only)
     toggles_sync: bool = False  # some file controls DDP gradient sync
     _module_alias: dict[str, str] = field(default_factory=dict)
     name_alias: dict[str, str] = field(default_factory=dict)  # ``Model = DetectionModel`` at module level
@@ -334,9 +335,13 @@ class ProjectIndex:
         self.wraps_ddp |= any(ctx.call_qualname(c) in DATA_PARALLEL for c in ctx.of_type(ast.Call))
         self.wraps_plain_ddp |= any(ctx.call_qualname(c) == DDP for c in ctx.of_type(ast.Call))
         bn, sync, loss = ("batchnorm" in self.facts, "sync_toggle" in self.facts, "loss_flow" in self.facts)
-        if "scaler" in self.facts and not _test_module(module):
-            # a test's GradScaler scales the test's loss, not the trainer's (OLMo tests/model_test.py)
-            self.uses_scaler |= any("GradScaler" in w for w in ctx.words)
+        if "scaler" in self.facts:
+            # a test's GradScaler scales the tests' losses, not the trainer's (OLMo tests/model_test.py)
+            scaler = any("GradScaler" in w for w in ctx.words)
+            if _test_module(module):
+                self.tests_use_scaler |= scaler
+            else:
+                self.uses_scaler |= scaler
         if sync:
             self.toggles_sync |= any(SYNC_CONTROL.match(w) for w in ctx.words)
         defs: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef]] = []
@@ -833,6 +838,10 @@ class ProjectIndex:
             elif name and (resolved := self._project_target(imports, target)):
                 out.append(resolved)
         return tuple(out)
+
+    def scales_module(self, module: str | None) -> bool:
+        """A GradScaler covers ``module``: one in the training code, or (for a test module) in a test."""
+        return self.uses_scaler or (self.tests_use_scaler and module is not None and _test_module(module))
 
     def call_fp16_gate(self, ctx: FileContext, expr: ast.AST) -> str | None:
         """The condition under which a dtype read from project code is float16: a call of a function
