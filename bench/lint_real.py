@@ -4,7 +4,7 @@ Reads the scripts from a local cache (``<cache>/<owner>+<name>/<commit>/<path>``
 ``bench/lint_real_fetch.py``); needs no network, so it is not part of CI. Each script is linted
 in project mode over its ``root`` (or file by file with ``--mode file``); only findings in the
 script's ``files`` are scored. A finding matches a label with the same rule and file whose ``at``
-range holds its line (two lines of slack); several findings on one label count once; any other
+range holds its line (two lines of slack, an exact range first, a label not yet hit first); several findings on one label count once; any other
 finding in a scored file is a false positive. ``--no-gated`` scores without the config-gated
 positives: their labels are dropped and a finding on one of them counts neither way.
 
@@ -96,15 +96,7 @@ def score(
         stats["files"] += nfiles
         stats["seconds"] += elapsed
         for rule, path, line, evidence in findings:
-            match = next(
-                (
-                    lab
-                    for lab in labels
-                    if lab.rule == rule
-                    and any(p == path and lo - SLACK <= line <= hi + SLACK for p, lo, hi in lab.at)
-                ),
-                None,
-            )
+            match = _match(labels, rule, path, line)
             if match is not None and match.gated and not gated:
                 continue  # scored without config-gated positives: neither a hit nor a false positive
             if match is None:
@@ -122,6 +114,24 @@ def score(
                 where = ", ".join(f"{p}:{lo}-{hi}" for p, lo, hi in lab.at)
                 tallies[lab.rule].notes.append(f"FN {script['id']} {where}")
     return tallies, stats
+
+
+def _match(labels: list[Label], rule: str, path: str, line: int) -> Label | None:
+    """The label a finding counts for: one whose range holds its line before one within the slack,
+    and among those one not hit yet (two labels a few lines apart are two findings, not one)."""
+
+    def near(lab: Label, slack: int) -> bool:
+        return lab.rule == rule and any(
+            p == path and lo - slack <= line <= hi + slack for p, lo, hi in lab.at
+        )
+
+    exact = [lab for lab in labels if near(lab, 0)]
+    slack = [lab for lab in labels if near(lab, SLACK) and lab not in exact]
+    for group in (exact, slack):
+        fresh = [lab for lab in group if not lab.hit]
+        if fresh or group:
+            return (fresh or group)[0]
+    return None
 
 
 def ratio(a: int, b: int) -> str:

@@ -640,3 +640,123 @@ def test_backward_in_a_project_method_and_a_logger_known_by_its_annotation(tmp_p
     ]
     assert lines == [17]  # the loss update only: not the scale, not the tensor dump
     assert not any(f[0] == "rank0-only-loss-log" for f in _found(root, project=False))
+
+
+def test_autocast_dtype_from_a_config_property_that_can_be_float16(tmp_path: Path) -> None:
+    """OLMo style: ``torch.autocast("cuda", dtype=self.cfg.autocast_precision)`` where the config's
+    property returns ``torch.float16`` for one precision setting: float16 under that setting (gated),
+    with no GradScaler in the training code (a test's does not count). A property that only returns bfloat16/float32 is not float16."""
+    config = """
+        import torch
+
+        class TrainConfig:
+            precision: str = "amp_bf16"
+
+            @property
+            def autocast_precision(self) -> torch.dtype:
+                if self.precision == "amp_bf16":
+                    return torch.bfloat16
+                elif self.precision == "amp_fp16":
+                    return torch.float16
+                return torch.float32
+    """
+    trainer = """
+        import torch
+
+        class Trainer:
+            def __init__(self, cfg, model, optim):
+                self.cfg, self.model, self.optim = cfg, model, optim
+
+            def train_batch(self, batch):
+                with torch.autocast("cuda", enabled=True, dtype=self.cfg.autocast_precision):
+                    loss = self.model(batch).mean()
+                loss.backward()
+                self.optim.step()
+    """
+    # a test of the repository that uses a GradScaler scales its own loss, not the trainer's
+    test = """
+        import torch
+
+        def test_step(model, batch):
+            scaler = torch.cuda.amp.GradScaler()
+            scaler.scale(model(batch).mean()).backward()
+    """
+    root = _write(
+        tmp_path / "fp16", {"olmo/config.py": config, "olmo/train.py": trainer, "tests/model_test.py": test}
+    )
+    found = _found(root)
+    assert [(i, p) for i, p, _ in found] == [("fp16-no-scaler", "olmo/train.py")]
+    assert 'self.precision == "amp_fp16"' in (next(iter(found))[2] or "")
+    assert _found(root, project=False) == set()
+    bf16 = _write(
+        tmp_path / "bf16",
+        {"olmo/config.py": config.replace("torch.float16", "torch.float32"), "olmo/train.py": trainer},
+    )
+    assert _found(bf16) == set()
+
+
+def test_a_meter_spelled_like_the_projects_synchronised_meters_is_synced(tmp_path: Path) -> None:
+    """jukebox style: ``metrics = Metrics()`` in a logging helper (its ``update`` all-reduces), handed
+    to ``train(..., metrics)``; what ``train`` returns from it and the rank-0 print of that are global
+    values. When the project also builds an unsynchronised meter under the same spelling, the
+    spelling says nothing and the rank-0 print is flagged."""
+    utils = """
+        import torch
+        import torch.distributed as dist
+
+        class Metrics:
+            def __init__(self):
+                self.sum, self.n = {}, {}
+
+            def update(self, tag, val, batch):
+                total = torch.tensor(val * batch)
+                count = torch.tensor(batch)
+                dist.all_reduce(total)
+                dist.all_reduce(count)
+                self.sum[tag] = self.sum.get(tag, 0.0) + total.item()
+                self.n[tag] = self.n.get(tag, 0.0) + count.item()
+
+            def avg(self, tag):
+                return self.sum[tag] / self.n[tag]
+
+        def init_logging():
+            metrics = Metrics()
+            return metrics
+    """
+    train = """
+        import torch.distributed as dist
+        from utils import init_logging
+
+        def train(model, loader, opt, metrics):
+            for x in loader:
+                loss = model(x).mean()
+                loss.backward()
+                opt.step()
+                metrics.update("loss", loss.item(), x.shape[0])
+            return {"loss": metrics.avg("loss")}
+
+        def run(model, loader, opt):
+            metrics = init_logging()
+            for epoch in range(10):
+                stats = train(model, loader, opt, metrics)
+                if dist.get_rank() == 0:
+                    print("Train", stats)
+    """
+    root = _write(tmp_path / "synced", {"utils.py": utils, "train.py": train})
+    assert _found(root) == set()
+    local = """
+        class LocalMeter:
+            def __init__(self):
+                self.values = []
+
+            def update(self, tag, val, batch):
+                self.values.append(val)
+
+        def evaluate(model, loader):
+            metrics = LocalMeter()
+            for x in loader:
+                metrics.update("loss", model(x).mean().item(), x.shape[0])
+            return metrics
+    """
+    mixed = _write(tmp_path / "mixed", {"utils.py": utils, "train.py": train, "local.py": local})
+    assert {(i, p) for i, p, _ in _found(mixed)} == {("rank0-only-loss-log", "train.py")}

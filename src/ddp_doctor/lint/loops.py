@@ -481,9 +481,22 @@ def is_accum_guard(test: ast.expr, facts: LoopFacts | None = None) -> bool:
 
 @dataclass(frozen=True)
 class AccumLoop:
-    loop: ast.For | ast.AsyncFor | ast.While
-    shape: str  # "nested" or "guarded"
+    # A loop, or a step function (``train_step``: one call per micro-batch from the caller's loop)
+    loop: ast.For | ast.AsyncFor | ast.While | ast.FunctionDef | ast.AsyncFunctionDef
+    shape: str  # "nested", "guarded" or "function" (a guarded step function)
     step_line: int  # a line where the optimizer steps
+
+    @property
+    def where_en(self) -> str:
+        if isinstance(self.loop, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return f"the accumulation step `{self.loop.name}` (line {self.loop.lineno}, one call per micro-batch)"
+        return f"the accumulation loop at line {self.loop.lineno}"
+
+    @property
+    def where_zh(self) -> str:
+        if isinstance(self.loop, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return f"第 {self.loop.lineno} 行的梯度累积步函数 `{self.loop.name}`（每个微批次调用一次）"
+        return f"第 {self.loop.lineno} 行的梯度累积循环"
 
 
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
@@ -560,7 +573,27 @@ def accumulation_loops(facts: LoopFacts) -> list[AccumLoop]:
         guarded = _guarded_step(facts, loop)
         if guarded is not None:
             found.append(AccumLoop(loop, "guarded", guarded))
-    return found
+    return found + _step_functions(facts, found)
+
+
+def _step_functions(facts: LoopFacts, loops: list[AccumLoop]) -> list[AccumLoop]:
+    """Functions that are one micro-step each: every call backprops (outside any loop of theirs) and
+    steps the optimizer only under an accumulation guard (``if (self.step + 1) % self.accum == 0:``,
+    the caller's loop calls them once per micro-batch). Not one holding an accumulation loop, nor
+    one under accelerate's ``accumulate()``."""
+    ctx = facts.ctx
+    out: list[AccumLoop] = []
+    for fn in ctx.of_type(ast.FunctionDef) + ctx.of_type(ast.AsyncFunctionDef):
+        if not facts.may_backward(fn) or facts.in_accelerate_accumulate(fn):
+            continue
+        if any(ctx.position(fn) <= ctx.position(lp.loop) < ctx.subtree_end(fn) for lp in loops):
+            continue
+        if not _runs_backward(facts, fn.body):
+            continue
+        line = _guarded_in(facts, fn.body)
+        if type(line) is int:
+            out.append(AccumLoop(fn, "function", line))
+    return out
 
 
 def _runs_backward(facts: LoopFacts, body: list[ast.stmt]) -> bool:

@@ -34,12 +34,12 @@ from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
 from ddp_doctor.lint.idioms import SYNC_CONTROL
 from ddp_doctor.lint.loops import LoopFacts, backward_of, param_backward
 from ddp_doctor.lint.provenance import (
-    UPDATE_METHODS,
     LossFlow,
     Shape,
     alarm,
     bound_names,
     is_reduce,
+    is_update_method,
     loop_aliases,
     merge,
     param_call_return,
@@ -83,6 +83,7 @@ FACT_WORDS = (
     "wandb",
     "sync",  # a meter whose update reduces (``sync_tensor``, ``synchronize``)
     "reduce",
+    "float16",  # a dtype property or helper returning torch.float16
 )
 # The facts beyond the shared ones (module doc), each read by the rules that name it in
 # ``Rule.project_facts``: fact -> the Summary fields and ProjectIndex attributes/queries it feeds.
@@ -95,7 +96,7 @@ FACTS: dict[str, tuple[str, ...]] = {
         "call_builds_batchnorm",
     ),
     "sync_toggle": ("toggles_sync",),
-    "scaler": ("uses_scaler",),
+    "scaler": ("uses_scaler", "fp16_gate", "call_fp16_gate"),
     "rank0_logging": (
         "logs_rank0",
         "rank0_objects",
@@ -111,6 +112,7 @@ FACTS: dict[str, tuple[str, ...]] = {
         "call_param_return",
         "loss_returning_names",
         "syncs_updates",
+        "synced_meter_names",
     ),
     "training_params": ("trains_on_params", "trains_on_argument", "hands_to_ddp_code"),
     "compile": ("compiles_param", "call_compiles", "compiling_names"),
@@ -124,7 +126,9 @@ MAX_SAME_NAME_METHODS = 4
 LOG_SINK = re.compile(
     r"(Writer|Logger|logger|writer|Tensorboard|tensorboard|Visualizer|^wandb\.init$)"
 )  # fixed-point rounds for facts that flow through calls (helper of a helper ...)
-MAX_FILE_BYTES = 2_000_000  # generated giants are not summarised
+MAX_FILE_BYTES = 2_000_000
+CONTAINERS = frozenset({"dict", "list", "set", "defaultdict", "OrderedDict", "collections.defaultdict"})
+FP16_NAMES = frozenset({"torch.float16", "torch.half"})  # generated giants are not summarised
 
 
 @dataclass
@@ -171,6 +175,9 @@ class Summary:
     # itself (fast-autoaugment ``get_model(conf)`` builds the ResNet it wraps).
     wraps_param: bool = False
     wraps_built: bool = False  # one of its own wraps is of a model it built
+    # It returns ``torch.float16`` (a dtype property or helper, OLMo ``autocast_precision``): the
+    # condition it does so under (``self.precision == "amp_fp16"``), "" when always; None: never.
+    fp16_gate: str | None = None
 
 
 @dataclass
@@ -199,6 +206,11 @@ class ProjectIndex:
     # (fvcore/detectron2/mmcv style; SlowFast ``MODEL_REGISTRY.get(name)(cfg)``).
     registries: dict[str, set[str]] = field(default_factory=dict)
     _pending: list[tuple[str, set[str]]] = field(default_factory=list)  # (class qualname, names bound)
+    # spelling -> what calls bound to it construct (a project qualname, or "" for anything else)
+    _call_bound: dict[str, set[str]] = field(default_factory=dict)
+    # Spellings bound, wherever the project binds them to a call, only to instances of meter classes
+    # whose update reduces across ranks (jukebox ``metrics = Metrics()``, handed to ``train(...)``).
+    synced_meter_names: set[str] = field(default_factory=set)
     _wrapper_names: tuple[str, ...] | None = None
     _bn_modules: set[str] | None = None
     _local_names: set[str] = field(default_factory=set)  # top-level defs of the file being summarised
@@ -314,7 +326,8 @@ class ProjectIndex:
         self.wraps_ddp |= any(ctx.call_qualname(c) in DATA_PARALLEL for c in ctx.of_type(ast.Call))
         self.wraps_plain_ddp |= any(ctx.call_qualname(c) == DDP for c in ctx.of_type(ast.Call))
         bn, sync, loss = ("batchnorm" in self.facts, "sync_toggle" in self.facts, "loss_flow" in self.facts)
-        if "scaler" in self.facts:
+        if "scaler" in self.facts and not _test_module(module):
+            # a test's GradScaler scales the test's loss, not the trainer's (OLMo tests/model_test.py)
             self.uses_scaler |= any("GradScaler" in w for w in ctx.words)
         if sync:
             self.toggles_sync |= any(SYNC_CONTROL.match(w) for w in ctx.words)
@@ -462,6 +475,8 @@ class ProjectIndex:
                 # Only __call__ running backward makes instances "backward objects".
                 s.calls_backward = call is not None and any(backward_of(x) for x in walk_local(call))
             else:
+                if "scaler" in self.facts:
+                    s.fp16_gate = _fp16_return(ctx, node)
                 if "rank0_logging" in self.facts:
                     s.logs_rank0 = _logs_rank0_only(ctx, node)
                     s.logged_params, s.params = _logged_params(ctx, node)
@@ -476,13 +491,14 @@ class ProjectIndex:
             self.summaries[qual] = s
             if (qual, node) in methods:
                 self.methods.setdefault(qual.rsplit(".", 1)[-1], []).append(s)
-        self._bindings(ctx, imports)
+        self._bindings(ctx, imports, module)
 
-    def _bindings(self, ctx: FileContext, imports: dict[str, str]) -> None:
-        """Project-wide spellings: backward-running objects and rank-0-only objects."""
+    def _bindings(self, ctx: FileContext, imports: dict[str, str], module: str) -> None:
+        """Project-wide spellings: backward-running objects, rank-0-only objects, meters."""
         from ddp_doctor.lint.rank0 import is_rank0_test, rank0_predicates, silences_other_ranks
 
         rank0 = "rank0_logging" in self.facts
+        loss = "loss_flow" in self.facts
         predicates = (
             rank0_predicates(ctx.tree, [f for defs in ctx.functions.values() for f in defs])
             if rank0
@@ -499,6 +515,12 @@ class ProjectIndex:
                 target = self._project_target(imports, value.func)
                 if target:
                     self._pending.append((target, names))
+                local = dotted(value.func) or ""
+                if loss and local not in CONTAINERS:  # ``dict()`` is a literal, like ``{}``
+                    if not target and local in self._local_names:
+                        target = f"{module}.{local}"  # a class of this same file
+                    for n in names:
+                        self._call_bound.setdefault(n.split(".")[-1], set()).add(target or "")
             if not rank0:
                 continue
             if (
@@ -620,6 +642,17 @@ class ProjectIndex:
             if pending is not None and _is_class_summary(pending) and pending.calls_backward:
                 self.backward_objects |= {n.split(".")[-1] for n in names}
         self._pending = []
+        for spelling, built in self._call_bound.items():
+            classes: list[Summary | None] = []
+            for b in built:
+                f = sums.get(b)
+                if f is not None and not _is_class_summary(f):  # ``metrics = init_logging()``
+                    classes += [sums.get(r) for r in f.returned_callees] or [None]
+                else:
+                    classes.append(f)
+            if all(f is not None and _is_class_summary(f) and f.syncs_updates for f in classes):
+                self.synced_meter_names.add(spelling)
+        self._call_bound = {}
         if "scaler" in self.facts:  # a loss-scaling object (timm NativeScaler) is a scaler
             self.uses_scaler |= bool(self.backward_objects)
 
@@ -772,6 +805,24 @@ class ProjectIndex:
         found = self._same_name_methods(call.func)
         builders = sum(m.builds_batchnorm for m in found)
         return builders > 0 and 2 * builders > len(found)
+
+    def call_fp16_gate(self, ctx: FileContext, expr: ast.AST) -> str | None:
+        """The condition under which a dtype read from project code is float16: a call of a function
+        or method that returns ``torch.float16`` (``get_dtype(cfg)``), or an attribute named like a
+        property that does (``self.cfg.autocast_precision``) when most same-name methods do. "" when
+        always; None when it never is or the code is not known."""
+        if isinstance(expr, ast.Call):
+            s = self.summary_for(ctx, expr.func)
+            if s is not None:
+                return s.fp16_gate
+            func: ast.AST = expr.func
+        elif isinstance(expr, ast.Attribute):
+            func = expr
+        else:
+            return None
+        found = self._same_name_methods(func)
+        gates = [m.fp16_gate for m in found if m.fp16_gate is not None]
+        return gates[0] if gates and 2 * len(gates) > len(found) else None
 
     def call_compiles(self, ctx: FileContext, call: ast.Call) -> tuple[int, int | None] | None:
         """``(model argument, flag argument)`` when ``call`` runs a project function or method that
@@ -1230,6 +1281,33 @@ def _wraps_parameter(ctx: FileContext, fn: ast.AST, wrap: ast.Call) -> bool:
     return True
 
 
+def _test_module(module: str) -> bool:
+    """A test module (``tests/...``, ``test_x``, ``x_test``, ``conftest``): not the training code."""
+    parts = module.split(".")
+    return (
+        any(p in ("test", "tests") for p in parts[:-1])
+        or parts[-1].startswith("test_")
+        or parts[-1].endswith("_test")
+        or parts[-1] == "conftest"
+    )
+
+
+def _fp16_return(ctx: FileContext, fn: ast.AST) -> str | None:
+    """The condition under which ``fn`` returns ``torch.float16``/``torch.half`` (the test of the
+    innermost ``if`` around that return; "" when none), or None when it never does."""
+    for node in ctx.local(fn):
+        if isinstance(node, ast.Return) and node.value is not None and ctx.qualname(node.value) in FP16_NAMES:
+            child: ast.AST = node
+            cur = ctx.parents.get(node)
+            while cur is not None and cur is not fn:
+                if isinstance(cur, ast.If):
+                    test = ctx.segment(cur.test)
+                    return test if child in cur.body else f"not ({test})"
+                child, cur = cur, ctx.parents.get(cur)
+            return ""
+    return None
+
+
 def _syncs_updates(ctx: FileContext, cls: ast.ClassDef) -> bool:
     """The class's update method (``update``, ``add``, ...) reduces across ranks, directly or through
     another method of the class (``self._sync(val)`` → ``sync_tensor(val, reduce="sum")``)."""
@@ -1247,7 +1325,7 @@ def _syncs_updates(ctx: FileContext, cls: ast.ClassDef) -> bool:
                 return True
         return False
 
-    return any(reduces(fn, 1) for name, fn in methods.items() if name in UPDATE_METHODS)
+    return any(reduces(fn, 1) for name, fn in methods.items() if is_update_method(name))
 
 
 def _module_level_imports(tree: ast.Module) -> set[str]:

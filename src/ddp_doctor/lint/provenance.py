@@ -42,6 +42,18 @@ NOT_REDUCE_WORDS = frozenset({"batchnorm", "bn", "convert", "time", "timer", "pl
 TAINT_PASSES = 3  # assignment chains like loss -> lossf -> running_loss
 ROUNDS = 3  # helper returning a helper's loss, methods reading what another method stored
 UPDATE_METHODS = frozenset({"update", "append", "add", "extend", "add_", "__call__"})
+# Meter methods that feed a collection of values at once (``metrics.add_dict({"loss": ...})``,
+# ``meters.update_dict(...)``); not a logger's ``add_scalar``/``add_text``.
+BULK_UPDATE = re.compile(
+    r"^(update|add|append|extend)_(dict|dicts|many|all|batch|values|metrics|meters|stats)$"
+)
+
+
+def is_update_method(name: str) -> bool:
+    """A method that feeds a value into the object it is called on (a meter, a list, a dict)."""
+    return name in UPDATE_METHODS or bool(BULK_UPDATE.match(name))
+
+
 # Names that say what they hold, and it is not the training loss: accuracies, probabilities, rates,
 # norms, times, validation/evaluation values.
 NOT_A_LOSS = re.compile(
@@ -150,7 +162,7 @@ def reads(
     """Names read by ``nodes``, with ``self.x`` for attributes of ``self`` (``self.meter.avg`` reads
     ``self.meter``); an item picked by a key that says it is not the loss (``meter["lr"]``,
     ``meter.get_filtered_meter("time")``) reads nothing of its container, and neither does what
-    describes a value rather than being it (``len(x)``, ``x.shape``, ``x.device``).
+    describes a value rather than being it (``len(x)``, ``x.shape``, ``x.device``, ``x.keys()``).
 
     ``fields``: containers that hold the loss among other things (``outputs`` after ``loss =
     outputs.loss``): reading one of their other fields (``outputs.logits``, ``outputs["acc"]``) is
@@ -168,6 +180,13 @@ def reads(
             skip |= {id(n) for n in ast.walk(x.func.value)}
         elif isinstance(x, ast.Call) and isinstance(x.func, ast.Name) and x.func.id in DESCRIBE_CALLS:
             skip |= {id(n) for a in x.args for n in ast.walk(a)}  # len(train_dataset)
+        elif (
+            isinstance(x, ast.Call)
+            and isinstance(x.func, ast.Attribute)
+            and x.func.attr == "keys"
+            and not x.args
+        ):
+            skip |= {id(n) for n in ast.walk(x.func.value)}  # for key in metrics.keys(): names, not values
         elif isinstance(x, ast.Call) and isinstance(x.func, ast.Attribute):
             skip.add(-id(x.func))  # a method call on a container reads the container
         elif isinstance(x, ast.Attribute) and id(x) not in skip:
@@ -592,9 +611,10 @@ class LossFlow:
                 if (
                     m
                     and receiver
-                    and m[1] in UPDATE_METHODS
+                    and is_update_method(m[1])
                     and n.args + n.keywords
                     and not _single_process_only(ctx, n)
+                    and not _synced_meter(ctx, scope, receiver)
                 ):
                     # meter.update(loss.item()) / self.meter.update(**outputs): the object holds the loss
                     read = reads(
@@ -963,6 +983,18 @@ def _synced_metric(ctx: FileContext, call: ast.Call) -> bool:
             return True
     qual = ctx.call_qualname(call) or ""
     return qual.startswith(("torchmetrics.", "lightning.", "pytorch_lightning.")) and "Metric" in qual
+
+
+def _synced_meter(ctx: FileContext, scope: Scope, receiver: str) -> bool:
+    """The receiver comes from elsewhere (a parameter, an attribute) and is spelled like the
+    project's synchronised meters: every call the project binds that spelling to builds a meter
+    class whose update reduces (jukebox ``metrics = Metrics()`` in ``init_logging``, handed to
+    ``train(..., metrics)`` and updated there). A receiver this scope assigns itself is its own."""
+    if ctx.project is None or receiver.split(".")[-1] not in ctx.project.synced_meter_names:
+        return False
+    return "." in receiver or not any(
+        isinstance(b, ast.Assign) for b in ctx.bindings(scope).get(receiver, [])
+    )
 
 
 def _compute_of(call: ast.Call) -> str | None:

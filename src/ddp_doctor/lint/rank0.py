@@ -86,7 +86,8 @@ def _negated_flag(node: ast.AST) -> bool:
 
 
 def is_rank0_test(test: ast.expr, predicates: Collection[str] = ()) -> bool:
-    """``test`` is true on rank 0 only; ``predicates``: names of functions that return such a test."""
+    """``test`` is true on rank 0 only; ``predicates``: names of functions that return such a test,
+    and of flags that hold one in the scope at hand (a parameter every caller binds to a rank-0 test)."""
     if isinstance(test, ast.BoolOp):
         if isinstance(test.op, ast.And):
             return any(is_rank0_test(v, predicates) for v in test.values)
@@ -105,7 +106,7 @@ def is_rank0_test(test: ast.expr, predicates: Collection[str] = ()) -> bool:
     if not name:
         return False
     last = name.split(".")[-1]
-    return bool(MAIN_FLAG.match(last)) or (isinstance(test, ast.Call) and last in predicates)
+    return bool(MAIN_FLAG.match(last)) or (isinstance(test, (ast.Call, ast.Name)) and last in predicates)
 
 
 def is_not_rank0_test(test: ast.expr, predicates: Collection[str] = ()) -> bool:
@@ -120,6 +121,41 @@ def is_not_rank0_test(test: ast.expr, predicates: Collection[str] = ()) -> bool:
             values = {_int(e) for e in right.elts}
             return 0 in values and values <= RANK0_MEMBERS and _mentions_rank(left)
     return False
+
+
+def bound_argument(fn: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call, name: str) -> ast.expr | None:
+    """What ``call`` passes for ``fn``'s parameter ``name`` (by keyword or position; ``self`` is
+    filled by the instance of ``obj.method(...)``); None when it is left to its default or unknown
+    (``*args``/``**kwargs``)."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return None
+    value = next((k.value for k in call.keywords if k.arg == name), None)
+    if value is not None:
+        return value
+    positional = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args]]
+    if positional and positional[0] in ("self", "cls") and isinstance(call.func, ast.Attribute):
+        positional = positional[1:]  # ``self.run_epoch(...)``: the bound instance fills ``self``
+    if name in positional and positional.index(name) < len(call.args):
+        return call.args[positional.index(name)]
+    return None
+
+
+def rank0_parameters(
+    fn: ast.FunctionDef | ast.AsyncFunctionDef, calls: Iterable[ast.Call], predicates: Collection[str]
+) -> set[str]:
+    """Parameters of ``fn`` that every one of its ``calls`` binds to a rank-0 test
+    (``run_epoch(..., verbose=is_master)``): inside ``fn``, ``if verbose:`` runs on rank 0 only. A call
+    that leaves the parameter to its default, or passes ``*args``/``**kwargs``, binds it to something else."""
+    calls = list(calls)
+    if not calls:
+        return set()
+    names = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]]
+    out: set[str] = set()
+    for name in names:
+        bound = [bound_argument(fn, call, name) for call in calls]
+        if all(v is not None and is_rank0_test(v, predicates) for v in bound):
+            out.add(name)
+    return out
 
 
 def rank0_predicates(tree: ast.AST, functions: Iterable[ast.AST] | None = None) -> set[str]:

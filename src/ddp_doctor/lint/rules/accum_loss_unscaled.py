@@ -46,9 +46,9 @@ class AccumLossUnscaled(Rule):
                 yield self.violation(
                     bw.call,
                     Text(
-                        f"`{root}` reaches backward undivided inside the accumulation loop at line "
-                        f"{loop.loop.lineno}: the gradient is the sum over micro-steps, not their mean.",
-                        f"`{root}` 在第 {loop.loop.lineno} 行的梯度累积循环中未经除法就传给了 backward：梯度是各微步之和而不是平均。",
+                        f"`{root}` reaches backward undivided inside "
+                        f"{loop.where_en}: the gradient is the sum over micro-steps, not their mean.",
+                        f"`{root}` 在{loop.where_zh}中未经除法就传给了 backward：梯度是各微步之和而不是平均。",
                     ),
                     accumulation_loop_line=loop.loop.lineno,
                 )

@@ -13,7 +13,9 @@ project function the loop calls. accelerate: a model passed through ``accelerato
 DDP model; a micro-batch loop written by hand (not under ``accelerator.accumulate``) with neither
 ``accumulate`` nor ``accelerator.no_sync`` all-reduces every micro-step. A toggle that cannot skip anything does not count: the flag set
 to the constant ``True``, or a ``no_sync()`` block with neither a forward nor a backward in it.
-Config-gated when the micro-step count is read from configuration (``--accum_iter > 1``); not
+A step function that backprops on every call and steps under an accumulation guard
+(``train_step`` called once per micro-batch) is an accumulation loop too, unless its file controls
+sync anywhere (its callers may). Config-gated when the micro-step count is read from configuration (``--accum_iter > 1``); not
 reported when the count is 1 on every path but DeepSpeed's (whose engine accumulates by itself).
 """
 
@@ -70,15 +72,17 @@ class AccumNoSyncMissing(Rule):
         for loop in facts.accumulation_loops():
             if _controls_sync(ctx, facts, loop.loop):
                 continue
+            if loop.shape == "function" and any(SYNC_CONTROL.match(w) for w in ctx.words):
+                continue  # a step function: its callers may toggle the sync around each call
             count = accumulation_count(facts, loop)
             if count is not None and _one_unless_deepspeed(ctx, count):
                 continue
             yield self.violation(
                 loop.loop,
                 Text(
-                    f"The accumulation loop at line {loop.loop.lineno} lets DDP all-reduce gradients on every "
+                    f"{loop.where_en[0].upper()}{loop.where_en[1:]} lets DDP all-reduce gradients on every "
                     "micro-step (no effective `no_sync`): wasted bandwidth, numerically the same.",
-                    f"第 {loop.loop.lineno} 行的梯度累积循环让 DDP 在每个微步都做 all-reduce（没有生效的 `no_sync`）："
+                    f"{loop.where_zh}让 DDP 在每个微步都做 all-reduce（没有生效的 `no_sync`）："
                     "浪费带宽，数值上等价。",
                 ),
                 gated_by=count_gate(ctx, count) if count is not None else None,

@@ -16,7 +16,11 @@ and the file (project) runs backward and has no ``*GradScaler``, no ``.scale(...
 loss-scaler object (timm ``NativeScaler`` style) and no accelerate/Lightning/DeepSpeed (they scale
 themselves), and no hand-made loss scaling (``loss_scale``, apex ``amp.scale_loss``). Config-gated: a dtype chosen from a flag (nanoGPT/llm.c ``ptdtype = {"float16":
 torch.float16, ...}[dtype]``, ``torch.float16 if args.fp16 else ...``) or a policy/autocast under an
-``if`` on a configuration flag is reported with the flag value that makes it float16.
+``if`` on a configuration flag is reported with the flag value that makes it float16; so is a dtype
+read from a project property or helper that returns ``torch.float16`` under a setting (OLMo
+``dtype=self.cfg.autocast_precision``). A GradScaler only in a test module does not count, and an
+autocast that computes no gradient (under ``no_grad``/``inference_mode``, or in a function named
+for evaluation: ``eval_batch``, ``validate``) is not training.
 """
 
 from __future__ import annotations
@@ -42,6 +46,10 @@ MIXED_PRECISION = (
 SELF_SCALING = ("accelerate", "lightning", "pytorch_lightning", "deepspeed")
 HAND_SCALING = re.compile(r"loss_scal|scale_loss|loss_scaler", re.IGNORECASE)
 OPTIMIZER_CALL = re.compile(r"(optim|Adam|SGD|LAMB|Lion|Adafactor|RMSprop)", re.IGNORECASE)
+NO_GRAD = re.compile(r"(no_grad|inference_mode)$")
+EVAL_FUNCTION = re.compile(
+    r"^_*(eval|evaluate|valid|validate|validation|test|predict|infer|inference|sample|generate)(_|$)"
+)
 PASS_THROUGH = frozenset({"cuda", "to", "train", "float", "cpu"})  # model.cuda().half()
 
 
@@ -57,7 +65,8 @@ class Fp16NoScaler(Rule):
     )
     not_flagged = (
         "bf16, a dtype held in a variable (nanoGPT's `ptdtype`), `enabled=flag`, a float16 teacher "
-        "only evaluated, inference-only files"
+        "only evaluated, inference-only files, an autocast under `no_grad`/`inference_mode` or in a "
+        "function named for evaluation (`eval_batch`, `validate`, `predict`)"
     )
     required = (("autocast", "MixedPrecision", "half", "float16"), ("backward",))
     required_in_project = (("autocast", "MixedPrecision", "half", "float16"),)
@@ -84,7 +93,7 @@ class Fp16NoScaler(Rule):
         defaults = all_defaults(ctx)
         for n in calls:
             fp16, gate = self._fp16(ctx, n, defaults)
-            if not fp16:
+            if not fp16 or _evaluation_only(ctx, n):
                 continue
             gate = gate or gate_of(ctx, n, defaults)
             yield self.violation(
@@ -119,11 +128,36 @@ class Fp16NoScaler(Rule):
             if ctx.qualname(dtype) == FP16:
                 return True, None
             gate = _dtype_gate(ctx, dtype, call, defaults)
+            if gate is None and ctx.project is not None:
+                # a dtype property or helper of the project that returns float16 under a setting
+                # (OLMo ``dtype=self.cfg.autocast_precision``: ``torch.float16`` for ``amp_fp16``)
+                returned = ctx.project.call_fp16_gate(ctx, dtype)
+                if returned is not None:
+                    return True, f"{returned} (in `{ctx.segment(dtype)}`)" if returned else None
             return gate is not None, gate
         if qual == CUDA_AUTOCAST:
             return True, None
         device = keyword(call, "device_type") or (call.args[0] if call.args else None)
         return isinstance(device, ast.Constant) and device.value == "cuda", None
+
+
+def _evaluation_only(ctx: FileContext, call: ast.Call) -> bool:
+    """The float16 region computes no gradient: inside ``torch.no_grad()``/``inference_mode()`` (a
+    with block or a decorator), or in a function whose name says it evaluates (OLMo ``eval_batch``)."""
+    cur = ctx.parents.get(call)
+    while cur is not None:
+        if isinstance(cur, (ast.With, ast.AsyncWith)) and any(
+            NO_GRAD.search(
+                dotted(i.context_expr.func if isinstance(i.context_expr, ast.Call) else i.context_expr) or ""
+            )
+            for i in cur.items
+        ):
+            return True
+        if isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            decorators = [dotted(d.func if isinstance(d, ast.Call) else d) or "" for d in cur.decorator_list]
+            return bool(EVAL_FUNCTION.match(cur.name)) or any(NO_GRAD.search(d) for d in decorators)
+        cur = ctx.parents.get(cur)
+    return False
 
 
 def _model_cast(ctx: FileContext, call: ast.Call) -> str | None:

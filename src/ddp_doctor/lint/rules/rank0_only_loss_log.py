@@ -44,12 +44,14 @@ from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.provenance import LossFlow, Taint, alarm, loop_aliases, reads
 from ddp_doctor.lint.rank0 import (
     LOG_ATTRS,
+    bound_argument,
     enclosing_rank0_if,
     is_log_call,
     is_logger_call,
     is_not_rank0_test,
     is_rank0_log_call,
     is_rank0_test,
+    rank0_parameters,
     rank0_predicates,
     silences_other_ranks,
 )
@@ -108,7 +110,12 @@ class Rank0OnlyLossLog(Rule):
                 item
                 for region in regions
                 for item in _rank0_logs(
-                    ctx, region, rank0_objects, predicates, quiet, flow.in_lightning_module(region)
+                    ctx,
+                    region,
+                    rank0_objects,
+                    predicates | _rank0_flags(ctx, region, predicates),
+                    quiet,
+                    flow.in_lightning_module(region),
                 )
             ]
             for node, guard, how in logs:
@@ -176,6 +183,56 @@ def _rank0_objects(ctx: FileContext, predicates: set[str]) -> set[str]:
             if isinstance(expr, ast.Call) and var is not None and _disabled_off_rank0(expr, predicates):
                 out |= {d.split(".")[-1] for d in [dotted(var)] if d}
     return out
+
+
+def _rank0_flags(ctx: FileContext, fn: ast.AST, predicates: set[str]) -> set[str]:
+    """Parameters of ``fn`` that every call of it in this file binds to a rank-0 test: a module-level
+    function called by its (unique) name, or a method called as ``self.name(...)`` in its class."""
+    if (
+        not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+        or len(ctx.functions.get(fn.name, [])) != 1
+    ):
+        return set()
+    owner = ctx.parents.get(fn)
+    if owner is ctx.tree:
+        calls = [c for c in ctx.of_type(ast.Call) if isinstance(c.func, ast.Name) and c.func.id == fn.name]
+    elif isinstance(owner, ast.ClassDef):
+        calls = [
+            c for c in ctx.of_type(ast.Call) if dotted(c.func) == f"self.{fn.name}" and _inside(ctx, c, owner)
+        ]
+    else:
+        return set()
+    # calls that cannot reach the backward (``run_epoch(model, val_loader, crit, None, ...)`` when
+    # backward runs under ``if optimizer:``) log no training loss: only the training calls decide
+    switches = _backward_switches(ctx, fn)
+    training = [
+        c
+        for c in calls
+        if not any(
+            isinstance(v, ast.Constant) and v.value in (None, False, 0)
+            for p in switches
+            if (v := bound_argument(fn, c, p)) is not None
+        )
+    ]
+    return rank0_parameters(fn, training, predicates)
+
+
+def _backward_switches(ctx: FileContext, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """Parameters of ``fn`` that every backward of it runs under (``if optimizer:`` ... ``loss.backward()``)."""
+    params = {a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]}
+    out: set[str] | None = None
+    for node in ctx.local(fn):
+        if not (isinstance(node, ast.Attribute) and node.attr == "backward"):
+            continue
+        tests: set[str] = set()
+        child: ast.AST = node
+        cur = ctx.parents.get(node)
+        while cur is not None and cur is not fn:
+            if isinstance(cur, ast.If) and child in cur.body and isinstance(cur.test, ast.Name):
+                tests.add(cur.test.id)
+            child, cur = cur, ctx.parents.get(cur)
+        out = tests & params if out is None else out & tests
+    return out or set()
 
 
 def _disabled_off_rank0(call: ast.Call, predicates: set[str]) -> bool:
@@ -286,12 +343,24 @@ def _training_binding(flow: LossFlow, scope: ast.AST, name: str, at: ast.AST, ta
     before = [b for b in ctx.bindings(scope).get(name, []) if b.lineno < line]
     if not before:
         return True
-    binding = before[-1]
+    # ``rs["valid"] = evaluate(...)`` stores one item: the container still holds what the item
+    # stores since its latest whole binding put in it (``rs["train"] = run_epoch(...)``)
+    last = max((i for i, b in enumerate(before) if not _item_store(b, name)), default=-1)
+    candidates = before[max(last, 0) :]
+    return any(_holds_training_value(flow, scope, name, b, at, taint) for b in candidates)
+
+
+def _holds_training_value(
+    flow: LossFlow, scope: ast.AST, name: str, binding: ast.AST, at: ast.AST, taint: Taint
+) -> bool:
+    ctx = flow.ctx
+    line = getattr(at, "lineno", 0)
     if isinstance(binding, ast.Assign) and any(
         isinstance(x, ast.Name) and x.id in taint.gathered for x in ast.walk(binding.value)
     ):
         return False  # rebound from gathered values: ``loss = sum(all_gather(loss)) / n``
-    updated = any(binding.lineno < u < line for u in taint.updates.get(name, ()))
+    bound_at = getattr(binding, "lineno", 0)
+    updated = any(bound_at < u < line for u in taint.updates.get(name, ()))
     if (
         name not in taint.roots | taint.terms | taint.carriers
         and not updated
@@ -318,6 +387,13 @@ def _training_binding(flow: LossFlow, scope: ast.AST, name: str, at: ast.AST, ta
             return _inside(ctx, at, cur)
         cur = ctx.parents.get(cur)
     return True
+
+
+def _item_store(binding: ast.AST, name: str) -> bool:
+    """``name[key] = value``: an item of the container is set, the container is not rebound."""
+    return isinstance(binding, ast.Assign) and all(
+        isinstance(t, ast.Subscript) and dotted(t.value) == name for t in binding.targets
+    )
 
 
 def _evaluation_loop(flow: LossFlow, loop: ast.For | ast.AsyncFor | ast.While, taint: Taint) -> bool:

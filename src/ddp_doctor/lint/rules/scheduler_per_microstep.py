@@ -48,10 +48,10 @@ class SchedulerPerMicrostep(Rule):
             yield self.violation(
                 node,
                 Text(
-                    f"`{receiver}.step()` runs on every micro-step of the accumulation loop at line "
-                    f"{loop.loop.lineno}, but the optimizer steps only at line {loop.step_line}: the schedule "
+                    f"`{receiver}.step()` runs on every micro-step of "
+                    f"{loop.where_en}, but the optimizer steps only at line {loop.step_line}: the schedule "
                     "advances accumulation-count times too fast.",
-                    f"`{receiver}.step()` 在第 {loop.loop.lineno} 行的梯度累积循环的每个微步都会执行，而优化器只在第 "
+                    f"`{receiver}.step()` 在{loop.where_zh}的每个微步都会执行，而优化器只在第 "
                     f"{loop.step_line} 行更新：学习率调度快了累积步数倍。",
                 ),
                 accumulation_loop_line=loop.loop.lineno,

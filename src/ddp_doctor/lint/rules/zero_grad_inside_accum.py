@@ -63,10 +63,10 @@ class ZeroGradInsideAccum(Rule):
             yield self.violation(
                 node,
                 Text(
-                    f"`{receiver}.zero_grad()` runs on every micro-step of the accumulation loop at line "
-                    f"{loop.loop.lineno} (the optimizer steps at line {loop.step_line}): only the last "
+                    f"`{receiver}.zero_grad()` runs on every micro-step of "
+                    f"{loop.where_en} (the optimizer steps at line {loop.step_line}): only the last "
                     "micro-batch's gradient survives.",
-                    f"`{receiver}.zero_grad()` 在第 {loop.loop.lineno} 行的梯度累积循环的每个微步都会执行（优化器在第 "
+                    f"`{receiver}.zero_grad()` 在{loop.where_zh}的每个微步都会执行（优化器在第 "
                     f"{loop.step_line} 行更新）：只有最后一个微批次的梯度被保留。",
                 ),
                 accumulation_loop_line=loop.loop.lineno,
