@@ -2,14 +2,17 @@
 
     python bench/report.py                                   # the table of docs/report.md ("Rollups and scale")
     python bench/report.py --sizes 8x100000                  # one shape
-    python bench/report.py --sizes 8x100000 --old REF        # also another commit's code (full raw read)
+    python bench/report.py --sizes 8x100000 --old REF        # also another commit's code (its default path)
+    python bench/report.py --sizes 4096x2000 --sparse '' --old REF --paths old,rollups   # old vs new only
     python bench/report.py --sweep                           # the scaling sweep (ranks 8…1,024, steps 12.5k…100k)
 
 Paths, in one run per shape: ``raw`` = this tree with ``--rollups off`` (every step parsed; the
 column cache written cold, read warm), ``rollups`` = this tree with ``--rollups on`` (the rollup
-index and the selected windows; cold = the first report after the files were written, warm = the
-second: the rollup path has no cache of its own, so the two differ only by the OS page cache, which
-this bench does not drop on a shared machine). Every run directory gets its rollup index from
+index and the selected windows; cold = the first report with RUN/.ddp-doctor-cache/ removed, warm =
+the second, from the report cache (report/cache.py) and the rollup caches; the OS page cache is not
+dropped on a shared machine), ``old REF`` = another commit's code with its default flags (``--paths``
+picks which run; ``--cold-only old`` skips a warm run of a path that has no cache of its own). The
+warm report must equal the cold one (printed when it does not). Every run directory gets its rollup index from
 `ddp-doctor summarize` (R = 100), as the probe would have written it.
 
 The 1,024 × 100,000 row (``--sparse``) is generated *sparse*: its rank files have their full size
@@ -360,6 +363,7 @@ def bench(
     steps: int,
     impls: list[tuple[str, dict[str, str], list[str]]],
     sparse: bool = False,
+    cold_only: set[str] | None = None,
 ) -> list[str]:
     from ddp_doctor.rundir.records import CACHE_DIR, RANKS_DIR
 
@@ -385,10 +389,12 @@ def bench(
         _children_cpu()
         load0 = os.getloadavg()[0]
         cold = timed_report(run, env, args)
-        warm = timed_report(run, env, args)
+        warm = None if name.split()[0] in (cold_only or set()) else timed_report(run, env, args)
         load1 = os.getloadavg()[0]
-        verdicts[name] = _verdicts(warm.out)
-        read = warm.out["run"].get("rollups") or {}
+        verdicts[name] = _verdicts(cold.out)
+        if warm is not None and warm.out != cold.out:
+            print(f"  {name}: the warm report differs from the cold one", flush=True)
+        read = cold.out["run"].get("rollups") or {}
         if sparse:
             expected = json.loads((run / "bench-selected.json").read_text())
             got = [w for a, b in read.get("read_raw", []) for w in range(a, b + 1)]
@@ -397,15 +403,19 @@ def bench(
                     f"sparse run: the report read windows {got[:20]}…, the bench wrote {expected[:20]}…"
                 )
         raw = f"{read['steps_read_raw']:,} / {read['steps_total']:,}" if read else "all"
+        w = (
+            f"{warm.wall:.2f} | {warm.cpu:.2f} | {warm.rss_gb:.2f}"
+            if warm
+            else "not run (no cache of its own) | |"
+        )
         print(
             f"  {name}: cold {cold.wall:.1f} s (CPU {cold.cpu:.1f} s, peak RSS {cold.rss_gb:.2f} GB), "
-            f"warm {warm.wall:.2f} s (CPU {warm.cpu:.2f} s, peak RSS {warm.rss_gb:.2f} GB), "
-            f"steps read raw {raw}, load {load0:.1f}–{load1:.1f}",
+            f"warm {w.replace(' | ', ' / ')} (s / CPU s / peak RSS GB), steps read raw {raw}, load {load0:.1f}–{load1:.1f}",
             flush=True,
         )
         rows.append(
             f"| {label} | {size / 1e6:,.0f} | {index / 1e6:,.0f} | {name} | {raw} | {cold.wall:.1f} | {cold.cpu:.1f} | "
-            f"{cold.rss_gb:.2f} | {warm.wall:.2f} | {warm.cpu:.2f} | {warm.rss_gb:.2f} | {load0:.1f}–{load1:.1f} |"
+            f"{cold.rss_gb:.2f} | {w} | {load0:.1f}–{load1:.1f} |"
         )
     if len(verdicts) > 1:
         names = list(verdicts)
@@ -429,24 +439,37 @@ def main() -> None:
     ap.add_argument("--accum", type=int, default=2)
     ap.add_argument("--dir", type=Path, default=Path("/tmp/ddp-doctor-bench"))
     ap.add_argument("--old", default=None, help="also time this commit's code (full raw read)")
+    ap.add_argument(
+        "--paths",
+        default="old,raw,rollups",
+        help="which of old (needs --old), raw, rollups to time (default %(default)s; the big shapes: old,rollups)",
+    )
+    ap.add_argument(
+        "--cold-only",
+        default="",
+        help="paths timed cold only (e.g. 'old': a path without a cache of its own is as slow warm)",
+    )
     ap.add_argument("--generate-only", action="store_true")
     ap.add_argument("--sweep", action="store_true", help="the scaling sweep (runs in DIR/rR-sN)")
     args = ap.parse_args()
     shapes = (
         SWEEP if args.sweep else [tuple(int(x) for x in s.split("x")) for s in args.sizes.split(",") if s]
     )
+    wanted = {p.strip() for p in args.paths.split(",") if p.strip()}
     impls = [] if args.generate_only else implementations(args.old, args.dir)
+    impls = [i for i in impls if i[0].split()[0] in wanted]
+    cold_only = {p.strip() for p in args.cold_only.split(",") if p.strip()}
     rows = []
     print(f"load before generating {os.getloadavg()[0]:.1f}", flush=True)
     for ranks, steps in shapes:  # type: ignore[misc]
         run = ensure_run(args.dir / f"r{ranks}-s{steps}", ranks, steps, args.accum)
         if impls:
-            rows.extend(bench(run, ranks, steps, impls))
+            rows.extend(bench(run, ranks, steps, impls, cold_only=cold_only))
     if args.sparse and not args.sweep:
         ranks, steps = (int(x) for x in args.sparse.split("x"))
         run = ensure_sparse(args.dir / f"r{ranks}-s{steps}-sparse", ranks, steps, args.accum)
         if impls:
-            rows.extend(bench(run, ranks, steps, impls, sparse=True))
+            rows.extend(bench(run, ranks, steps, impls, sparse=True, cold_only=cold_only))
     if rows:
         print(f"\n{os.cpu_count()} cores; load = 1-minute load average before–after each pair of reports")
         print(

@@ -213,3 +213,83 @@ def test_small_runs_and_imported_options_are_not_cached(
     _report(run, "--format", "json")
     _report(run, "--format", "json")
     assert len(diagnoses) == 2 and _entries(run) == []
+
+
+# --- the fast path (report/warm.py): a hit served before typer is built -----------------------------
+
+
+def test_the_fast_path_defaults_are_the_command_s() -> None:
+    import inspect
+
+    from ddp_doctor.report import command, warm
+
+    params = inspect.signature(command.report).parameters
+    defaults = {
+        "fmt": params["fmt_choice"].default.default.value,
+        "output": params["output"].default.default,
+        "lang": params["lang_choice"].default.default.value,
+        "rollups": params["rollups"].default.default,
+        "steps": params["steps"].default.default or [],
+    }
+    assert defaults == warm.DEFAULTS
+
+
+@pytest.mark.parametrize(
+    ("argv", "ok"),
+    [
+        (["report", "R"], True),
+        (["report", "R", "--format=json", "-o", "x", "--lang", "zh", "--steps", "1-2", "--steps", "5"], True),
+        (["report", "R", "-f", "html"], True),
+        (["report", "R", "--fail-on", "error"], False),
+        (["report", "R", "--export", "wandb"], False),
+        (["report", "R", "--help"], False),
+        (["report", "R", "-o=x"], False),
+        (["report", "R", "S"], False),
+        (["report", "R", "--format"], False),
+        (["report"], False),
+        (["lint", "R"], False),
+        ([], False),
+    ],
+)
+def test_the_fast_path_reads_only_what_it_serves(argv: list[str], ok: bool) -> None:
+    from ddp_doctor.report import warm
+
+    got = warm.parse(argv)
+    assert (got is not None) == ok
+    if "--lang" in argv:
+        assert got == {
+            "run": "R",
+            "fmt": "json",
+            "output": "x",
+            "lang": "zh",
+            "rollups": "auto",
+            "steps": ["1-2", "5"],
+        }
+
+
+def test_main_serves_a_hit_without_the_command(
+    run: Path,
+    diagnoses: list[Path],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    import sys
+
+    from ddp_doctor import cli
+    from ddp_doctor.report import warm
+
+    cold = _report(run, "--format", "json").stdout
+    monkeypatch.setattr(cli, "build_app", lambda: pytest.fail("the command line was built for a hit"))
+    monkeypatch.setattr(cli, "_app", None)
+    monkeypatch.setattr(sys, "argv", ["ddp-doctor", "report", str(run), "--format", "json"])
+    cli.main()
+    assert capsys.readouterr().out == cold
+    out = tmp_path / "o.json"
+    assert warm.serve(["report", str(run), "--format", "json", "-o", str(out)])
+    assert out.read_text() == cold and "report written to" in capsys.readouterr().err
+    assert len(diagnoses) == 1
+    with open(records.rank_file(run, 0), "ab") as fh:  # the run changed: the command runs
+        fh.write(b"\n")
+    assert not warm.serve(["report", str(run), "--format", "json"])
+    assert not warm.serve(["report", str(tmp_path / "missing"), "--format", "json"])

@@ -89,6 +89,24 @@ def is_run_dir(path: Path) -> bool:
         return False
 
 
+def request_for(
+    run_dir: Path, fmt: str, output: Path | None, lang: str, rollups: str, steps: list[str]
+) -> Request | None:
+    """The request of `report RUN_DIR` with these options; None for a path that is not a run directory.
+    Text to the terminal keys on the console (report/console.py); html without ``--output`` is
+    written to RUN/report.html, as the command does."""
+    if not is_run_dir(run_dir):
+        return None
+    console: list[Any] = []
+    if fmt == "text" and output is None:
+        from ddp_doctor.report.console import console_key, report_console
+
+        console = console_key(report_console())
+    if fmt == "html" and output is None:
+        output = run_dir / "report.html"
+    return Request(run_dir, fmt, lang, rollups, list(steps), output=output, console=console)
+
+
 def code_stamp() -> str:
     """ddp-doctor's version, Python's, and every source file's size and mtime (computed once)."""
     global _code_stamp

@@ -161,34 +161,16 @@ def report(
     if not exports and all(x is None for x in imported):
         # a run directory unchanged since its last report: print that one (report/cache.py); only
         # this module, the cache and rich are imported before this point
-        req = _cache_request(run_dir, fmt, output, lang, rollups, steps or [])
-        if req is not None:
-            from ddp_doctor.report import cache as report_cache
+        from ddp_doctor.report import cache as report_cache
 
+        req = report_cache.request_for(run_dir, fmt, output, lang, rollups, steps or [])
+        if req is not None:
             hit = report_cache.load(req)
             if hit is not None:
                 _emit(hit.output, fmt, req.output if fmt == "html" else output)
                 _check_fail_on(fail_on, hit.confirmed)
                 return
     _report_fresh(run_dir, fmt, output, lang, fail_on, exports, imported, rollups, steps, req)
-
-
-def _cache_request(
-    run_dir: Path, fmt: str, output: Path | None, lang: str, rollups: str, steps: list[str]
-) -> Any:
-    """The report cache's request for this report; None for a path that is not a run directory."""
-    from ddp_doctor.report import cache as report_cache
-
-    if not report_cache.is_run_dir(run_dir):
-        return None
-    console: list[Any] = []
-    if fmt == "text" and output is None:
-        from ddp_doctor.report.console import console_key, report_console
-
-        console = console_key(report_console())
-    if fmt == "html" and output is None:
-        output = run_dir / "report.html"
-    return report_cache.Request(run_dir, fmt, lang, rollups, list(steps), output=output, console=console)
 
 
 def _emit(text: str, fmt: str, output: Path | None) -> None:
