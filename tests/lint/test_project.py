@@ -760,3 +760,86 @@ def test_a_meter_spelled_like_the_projects_synchronised_meters_is_synced(tmp_pat
     """
     mixed = _write(tmp_path / "mixed", {"utils.py": utils, "train.py": train, "local.py": local})
     assert {(i, p) for i, p, _ in _found(mixed)} == {("rank0-only-loss-log", "train.py")}
+
+
+def test_a_log_function_behind_a_rank0_decorator_logs_on_rank0_only(tmp_path: Path) -> None:
+    """BasicSR/mmcv style: ``@master_only`` (its wrapper calls the function only when the rank is
+    0) on a project logging function; the training loop hands it the local loss. A decorator whose
+    wrapper calls the function on every rank (a timer) changes nothing."""
+    dist_util = """
+        import functools
+        import torch.distributed as dist
+
+        def master_only(func):
+            @functools.wraps(func)
+            def wrapper(*args, **kwargs):
+                if dist.get_rank() == 0:
+                    return func(*args, **kwargs)
+            return wrapper
+
+        def timed(func):
+            def wrapper(*args, **kwargs):
+                return func(*args, **kwargs)
+            return wrapper
+    """
+    logs = """
+        from utils.dist_util import master_only, timed
+
+        @master_only
+        def log_loss(step, value):
+            print(f"step {step}: loss {value:.4f}")
+
+        @timed
+        def log_everywhere(step, value):
+            print(f"step {step}: loss {value:.4f}")
+    """
+    train = """
+        from utils.logs import log_everywhere, log_loss
+
+        def train(model, loader, optimizer):
+            for step, batch in enumerate(loader):
+                loss = model(batch).mean()
+                loss.backward()
+                optimizer.step()
+                log_loss(step, loss.item())
+                log_everywhere(step, loss.item())
+    """
+    root = _write(tmp_path, {"utils/dist_util.py": dist_util, "utils/logs.py": logs, "train.py": train})
+    result = lint_paths([root], project=True)
+    assert [(f.id, Path(f.path or "").name, f.line) for f in result.findings] == [
+        ("rank0-only-loss-log", "train.py", 9)
+    ]
+    assert _found(root, project=False) == set()
+
+
+def test_autocast_in_a_benchmark_script_of_a_training_project_is_not_training(tmp_path: Path) -> None:
+    """The project trains elsewhere (a backward in train.py, no GradScaler); a benchmark script that
+    never backprops times a model under float16 autocast: not training. Model code under float16
+    autocast (a module's forward) is on the training path and stays flagged."""
+    train = """
+        from model import Net
+
+        def train(loader, optimizer):
+            net = Net()
+            for x in loader:
+                loss = net(x).mean()
+                loss.backward()
+                optimizer.step()
+    """
+    model = """
+        import torch
+
+        class Net(torch.nn.Module):
+            def forward(self, x):
+                with torch.autocast("cuda", dtype=torch.float16):
+                    return self.body(x)
+    """
+    bench = """
+        import torch
+
+        def benchmark(model, x):
+            with torch.autocast("cuda"):
+                return model(x)
+    """
+    root = _write(tmp_path, {"train.py": train, "model.py": model, "scripts/bench_attention.py": bench})
+    assert {(i, p) for i, p, _ in _found(root)} == {("fp16-no-scaler", "model.py")}

@@ -588,7 +588,11 @@ def _step_functions(facts: LoopFacts, loops: list[AccumLoop]) -> list[AccumLoop]
             continue
         if any(ctx.position(fn) <= ctx.position(lp.loop) < ctx.subtree_end(fn) for lp in loops):
             continue
-        if not _runs_backward(facts, fn.body):
+        # backward on every call, outside any branch: a function whose if/else branches each
+        # backprop and step their own optimizer (alternating GAN updates) accumulates nothing
+        if not any(
+            facts.backward(n) for n in _unconditional_nodes(facts, fn.body, HELPER_DEPTH, frozenset())
+        ):
             continue
         line = _guarded_in(facts, fn.body)
         if type(line) is int:

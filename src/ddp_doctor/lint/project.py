@@ -96,7 +96,7 @@ FACTS: dict[str, tuple[str, ...]] = {
         "call_builds_batchnorm",
     ),
     "sync_toggle": ("toggles_sync",),
-    "scaler": ("uses_scaler", "fp16_gate", "call_fp16_gate"),
+    "scaler": ("uses_scaler", "tests_use_scaler", "scales_module", "fp16_gate", "call_fp16_gate"),
     "rank0_logging": (
         "logs_rank0",
         "rank0_objects",
@@ -104,6 +104,9 @@ FACTS: dict[str, tuple[str, ...]] = {
         "silences_other_ranks",
         "logged_params",
         "call_logged_args",
+        "rank0_decorator",
+        "decorators",
+        "logs",
     ),
     "loss_flow": (
         "returns_loss",
@@ -178,6 +181,11 @@ class Summary:
     # It returns ``torch.float16`` (a dtype property or helper, OLMo ``autocast_precision``): the
     # condition it does so under (``self.precision == "amp_fp16"``), "" when always; None: never.
     fp16_gate: str | None = None
+    # A decorator whose wrapper runs the decorated function only under a rank-0 test (BasicSR/mmcv
+    # ``master_only``, nerfstudio ``check_main_thread``), and the project decorators a function has.
+    rank0_decorator: bool = False
+    decorators: tuple[str, ...] = ()
+    logs: bool = False  # it has a log call of its own (print, logger.*, writer.add_scalar ...)
 
 
 @dataclass
@@ -195,6 +203,7 @@ class ProjectIndex:
     wraps_ddp: bool = False  # some file wraps a model in DDP/FSDP
     wraps_plain_ddp: bool = False  # some file wraps a model in DistributedDataParallel itself
     uses_scaler: bool = False  # some file uses a GradScaler (or a scaling wrapper)
+    tests_use_scaler: bool = False  # some test module does (it covers the test modules only)
     toggles_sync: bool = False  # some file controls DDP gradient sync
     _module_alias: dict[str, str] = field(default_factory=dict)
     name_alias: dict[str, str] = field(default_factory=dict)  # ``Model = DetectionModel`` at module level
@@ -326,9 +335,13 @@ class ProjectIndex:
         self.wraps_ddp |= any(ctx.call_qualname(c) in DATA_PARALLEL for c in ctx.of_type(ast.Call))
         self.wraps_plain_ddp |= any(ctx.call_qualname(c) == DDP for c in ctx.of_type(ast.Call))
         bn, sync, loss = ("batchnorm" in self.facts, "sync_toggle" in self.facts, "loss_flow" in self.facts)
-        if "scaler" in self.facts and not _test_module(module):
-            # a test's GradScaler scales the test's loss, not the trainer's (OLMo tests/model_test.py)
-            self.uses_scaler |= any("GradScaler" in w for w in ctx.words)
+        if "scaler" in self.facts:
+            # a test's GradScaler scales the tests' losses, not the trainer's (OLMo tests/model_test.py)
+            scaler = any("GradScaler" in w for w in ctx.words)
+            if _test_module(module):
+                self.tests_use_scaler |= scaler
+            else:
+                self.uses_scaler |= scaler
         if sync:
             self.toggles_sync |= any(SYNC_CONTROL.match(w) for w in ctx.words)
         defs: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef]] = []
@@ -480,6 +493,9 @@ class ProjectIndex:
                 if "rank0_logging" in self.facts:
                     s.logs_rank0 = _logs_rank0_only(ctx, node)
                     s.logged_params, s.params = _logged_params(ctx, node)
+                    s.rank0_decorator = _rank0_decorator(ctx, node)
+                    s.logs = _has_log_call(ctx, node)
+                    s.decorators = self._decorators(node, module, imports)
                 if loss:
                     s.returns_loss = flow.returns.get(id(node)) if flow is not None else None
                     s.param_call_return = param_call_return(node, body)
@@ -642,6 +658,9 @@ class ProjectIndex:
             if pending is not None and _is_class_summary(pending) and pending.calls_backward:
                 self.backward_objects |= {n.split(".")[-1] for n in names}
         self._pending = []
+        for s in sums.values():  # ``@master_only def log_info(msg): logger.info(msg)``: rank 0 only
+            if s.logs and any((d := self._get(q)) is not None and d.rank0_decorator for q in s.decorators):
+                s.logs_rank0 = True
         for spelling, built in self._call_bound.items():
             classes: list[Summary | None] = []
             for b in built:
@@ -805,6 +824,24 @@ class ProjectIndex:
         found = self._same_name_methods(call.func)
         builders = sum(m.builds_batchnorm for m in found)
         return builders > 0 and 2 * builders > len(found)
+
+    def _decorators(
+        self, fn: ast.FunctionDef | ast.AsyncFunctionDef, module: str, imports: dict[str, str]
+    ) -> tuple[str, ...]:
+        """Qualnames of the project decorators of ``fn`` (``@master_only``, ``@dist.master_only``)."""
+        out: list[str] = []
+        for d in fn.decorator_list:
+            target = d.func if isinstance(d, ast.Call) else d
+            name = dotted(target)
+            if name in self._local_names:
+                out.append(f"{module}.{name}")
+            elif name and (resolved := self._project_target(imports, target)):
+                out.append(resolved)
+        return tuple(out)
+
+    def scales_module(self, module: str | None) -> bool:
+        """A GradScaler covers ``module``: one in the training code, or (for a test module) in a test."""
+        return self.uses_scaler or (self.tests_use_scaler and module is not None and _test_module(module))
 
     def call_fp16_gate(self, ctx: FileContext, expr: ast.AST) -> str | None:
         """The condition under which a dtype read from project code is float16: a call of a function
@@ -1174,6 +1211,35 @@ def _rank0_if(ctx: FileContext, node: ast.AST) -> ast.If | None:
     from ddp_doctor.lint.rank0 import enclosing_rank0_if
 
     return enclosing_rank0_if(ctx.parents, node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+
+
+def _rank0_decorator(ctx: FileContext, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """``fn(func)`` defines a wrapper that calls ``func`` only under a rank-0 test and returns it
+    (``def master_only(func): def wrapper(*a, **k): if rank == 0: return func(*a, **k)``)."""
+    params = [a.arg for a in fn.args.args]
+    if not params:
+        return False
+    for inner in fn.body:
+        if not isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        returned = any(
+            isinstance(r, ast.Return) and isinstance(r.value, ast.Name) and r.value.id == inner.name
+            for r in fn.body
+        )
+        calls = [
+            c
+            for c in ctx.local(inner)
+            if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id == params[0]
+        ]
+        if returned and calls and all(_rank0_if(ctx, c) is not None for c in calls):
+            return True
+    return False
+
+
+def _has_log_call(ctx: FileContext, fn: ast.AST) -> bool:
+    from ddp_doctor.lint.rank0 import is_log_call
+
+    return any(isinstance(n, ast.Call) and is_log_call(n) for n in ctx.local(fn))
 
 
 def _logs_rank0_only(ctx: FileContext, fn: ast.AST) -> bool:

@@ -20,7 +20,9 @@ torch.float16, ...}[dtype]``, ``torch.float16 if args.fp16 else ...``) or a poli
 read from a project property or helper that returns ``torch.float16`` under a setting (OLMo
 ``dtype=self.cfg.autocast_precision``). A GradScaler only in a test module does not count, and an
 autocast that computes no gradient (under ``no_grad``/``inference_mode``, or in a function named
-for evaluation: ``eval_batch``, ``validate``) is not training.
+for evaluation: ``eval_batch``, ``validate``) is not training. In a file that never backprops
+(project mode: the training is elsewhere), only an autocast in model code (a class's method) is
+on the training path; a script-level benchmark under autocast is not.
 """
 
 from __future__ import annotations
@@ -84,7 +86,7 @@ class Fp16NoScaler(Rule):
         if any(b.scaled for b in backwards) or any((method(n) or (None, ""))[1] == "scale" for n in calls):
             return
         if project is not None:
-            if project.uses_scaler:
+            if project.scales_module(ctx.module):
                 return
             if not backwards and not any(s.calls_backward for s in project.summaries.values()):
                 return
@@ -95,6 +97,8 @@ class Fp16NoScaler(Rule):
             fp16, gate = self._fp16(ctx, n, defaults)
             if not fp16 or _evaluation_only(ctx, n):
                 continue
+            if not backwards and ctx.call_qualname(n) in (AUTOCAST, CUDA_AUTOCAST) and not _in_class(ctx, n):
+                continue  # an autocast where nothing backprops: only model code (a forward) trains under it
             gate = gate or gate_of(ctx, n, defaults)
             yield self.violation(
                 n,
@@ -118,6 +122,8 @@ class Fp16NoScaler(Rule):
             return (dtype is not None and ctx.qualname(dtype) == FP16), None
         if qual not in (AUTOCAST, CUDA_AUTOCAST):
             return False, None
+        if any(k.arg is None for k in call.keywords):
+            return False, None  # ``autocast(**kwargs)`` replays settings made elsewhere (checkpointing)
         enabled = keyword(call, "enabled")
         if enabled is not None and not (isinstance(enabled, ast.Constant) and enabled.value is True):
             return False, None  # disabled, or enabled by a runtime flag we cannot read
@@ -139,6 +145,17 @@ class Fp16NoScaler(Rule):
             return True, None
         device = keyword(call, "device_type") or (call.args[0] if call.args else None)
         return isinstance(device, ast.Constant) and device.value == "cuda", None
+
+
+def _in_class(ctx: FileContext, node: ast.AST) -> bool:
+    """``node`` is in a method (model code the project's training runs), not in a script-level
+    function of a file that never backprops (a benchmark under autocast)."""
+    cur = ctx.parents.get(node)
+    while cur is not None:
+        if isinstance(cur, ast.ClassDef):
+            return True
+        cur = ctx.parents.get(cur)
+    return False
 
 
 def _evaluation_only(ctx: FileContext, call: ast.Call) -> bool:
