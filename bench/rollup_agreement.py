@@ -10,6 +10,8 @@ report — the run facts (noise-band ratio, B_simple, effective batch) and every
 field a finding has on both paths — the largest relative difference over the suite (|a−b| / max(|a|, |b|))
 and the largest absolute one, with the run where each occurred. Counts (integers on both paths) are
 listed apart: they count the steps a finding was decided on, which the rollup path reads fewer of.
+The rollup path is then read a second time, warm, from its caches (rundir/rollup_cache.py, on for
+every run here): every verdict, status, evidence number and problem must equal the cold read's.
 """
 
 from __future__ import annotations
@@ -28,9 +30,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from fixtures.synth_run import FAULTS, SynthSpec, write_run  # noqa: E402
 
 from ddp_doctor.analysis.diagnose import Diagnosis, diagnose_run  # noqa: E402
-from ddp_doctor.rundir import summarize  # noqa: E402
+from ddp_doctor.rundir import rollup_cache, summarize  # noqa: E402
 from ddp_doctor.rundir.reader import read_run  # noqa: E402
 
+rollup_cache.CACHE_MIN_BYTES = 0  # every run's second rollup read comes from the caches
 SKIP = {(1, "rank-skew")}  # the synthetic writer needs two ranks for a skew
 
 
@@ -62,6 +65,13 @@ def _facts(d: Diagnosis) -> dict[str, float]:
     return {k: float(v) for k, v in out.items() if isinstance(v, (int, float)) and math.isfinite(v)}
 
 
+def _same(cold: Diagnosis, warm: Diagnosis) -> bool:
+    """The warm read's report is the cold one's: problems, and every finding's status and numbers."""
+    return warm.run_info["problems"] == cold.run_info["problems"] and [
+        (f.id, f.status, _numbers(f.evidence)) for f in warm.findings
+    ] == [(f.id, f.status, _numbers(f.evidence)) for f in cold.findings]
+
+
 def rel(a: float, b: float) -> float:
     return abs(a - b) / max(abs(a), abs(b), 1e-12)
 
@@ -72,6 +82,7 @@ def main() -> None:
     ap.add_argument("--every", type=int, default=25)
     ap.add_argument("--worlds", default="1,2,3,4")
     args = ap.parse_args()
+    warm_differ: list[str] = []
     print(f"load before {os.getloadavg()[0]:.1f}", flush=True)
     t0 = time.time()
     differ, runs, shares = [], 0, []
@@ -89,6 +100,9 @@ def main() -> None:
             summarize.summarize(run, None, every=args.every)
             raw = diagnose_run(read_run(run, rollups="off"))
             rolled = diagnose_run(read_run(run, rollups="on"))
+            if not _same(rolled, diagnose_run(read_run(run, rollups="on"))):
+                warm_differ.append(where)
+                print(f"WARM DIFFERS {where}", flush=True)
             runs += 1
             view = rolled.context.run.rollups
             shares.append(view.raw_steps / max(view.steps_total, 1) if view else 1.0)
@@ -125,6 +139,9 @@ def main() -> None:
         f"\n{runs} runs ({args.steps} steps, R = {args.every}, worlds {args.worlds}) in {time.time() - t0:.0f} s"
     )
     print(f"verdicts and finding statuses differ on {len(differ)} run(s): {differ}")
+    print(
+        f"the warm rollup read (from the caches) differs from the cold one on {len(warm_differ)} run(s): {warm_differ}"
+    )
     print(
         f"steps read raw: mean {sum(shares) / len(shares):.0%}, min {min(shares):.0%}, max {max(shares):.0%}"
     )
