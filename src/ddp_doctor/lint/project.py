@@ -45,6 +45,7 @@ from ddp_doctor.lint.provenance import (
     param_call_return,
     reads,
 )
+from ddp_doctor.lint.rank0 import is_log_sink
 from ddp_doctor.lint.source import read_source
 
 DATA_PARALLEL = frozenset(
@@ -126,9 +127,6 @@ ROUNDS = 12  # propagation stops earlier when nothing changes; model builders ne
 # project define that name (``prepare_distributed``), never for common names (``__init__``, ``setup``
 # defined by dozens of classes).
 MAX_SAME_NAME_METHODS = 4
-LOG_SINK = re.compile(
-    r"(Writer|Logger|logger|writer|Tensorboard|tensorboard|Visualizer|^wandb\.init$)"
-)  # fixed-point rounds for facts that flow through calls (helper of a helper ...)
 MAX_FILE_BYTES = 2_000_000
 CONTAINERS = frozenset({"dict", "list", "set", "defaultdict", "OrderedDict", "collections.defaultdict"})
 FP16_NAMES = frozenset({"torch.float16", "torch.half"})  # generated giants are not summarised
@@ -543,10 +541,10 @@ class ProjectIndex:
                 isinstance(value, ast.IfExp)
                 and _is_none(value.orelse)
                 and is_rank0_test(value.test, predicates)
-                and _is_log_sink(value.body)
+                and is_log_sink(value.body)
             ):
                 self.rank0_objects |= {n.split(".")[-1] for n in names}
-            elif _is_log_sink(value):
+            elif is_log_sink(value):
                 guard = _rank0_if(ctx, node)
                 if guard is not None:
                     self.rank0_objects |= {n.split(".")[-1] for n in names}
@@ -1191,15 +1189,6 @@ def _propagated_flags(s: Summary) -> tuple[bool, ...]:
 
 def _is_class_summary(s: Summary) -> bool:
     return s.qualname.rsplit(".", 1)[-1][:1].isupper()
-
-
-def _is_log_sink(node: ast.AST) -> bool:
-    """A call that builds a logger/writer (``SummaryWriter(...)``, ``utils.TensorboardLogger(...)``,
-    ``wandb.init(...)``): the objects rank-0-only logging goes through."""
-    if not isinstance(node, ast.Call):
-        return False
-    name = dotted(node.func) or ""
-    return bool(LOG_SINK.search(name))
 
 
 def _is_none(node: ast.AST | None) -> bool:

@@ -594,7 +594,7 @@ class LossFlow:
         for n in nodes:
             if isinstance(n, ast.Call):
                 name = dotted(n.func) or ""
-                if is_reduce(name) and isinstance(ctx.parents.get(n), ast.Expr):
+                if is_reduce(name) and _is_statement(ctx, n):
                     # in place (a statement): dist.all_reduce(t), meter.synchronize_between_processes()
                     reduced |= {x for a in n.args[:1] for x in reads(ast.walk(a))}
                     reduced |= _iterated_containers(ctx, n)  # for v in stats.values(): all_reduce(v)
@@ -937,6 +937,15 @@ def _single_process_only(ctx: FileContext, node: ast.AST) -> bool:
                 return True
         child, cur = cur, ctx.parents.get(cur)
     return False
+
+
+def _is_statement(ctx: FileContext, call: ast.Call) -> bool:
+    """``call`` is evaluated for its effect: a statement of its own, or one item of a statement that
+    is a tuple of calls (``dist.all_reduce(a), dist.all_reduce(b)`` on one line)."""
+    parent = ctx.parents.get(call)
+    if isinstance(parent, ast.Tuple):
+        parent = ctx.parents.get(parent)
+    return isinstance(parent, ast.Expr)
 
 
 def _iterated_containers(ctx: FileContext, call: ast.Call) -> set[str]:

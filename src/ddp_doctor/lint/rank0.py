@@ -175,6 +175,15 @@ def rank0_predicates(tree: ast.AST, functions: Iterable[ast.AST] | None = None) 
 _EXITS = (ast.Continue, ast.Return, ast.Break)
 
 
+LOG_SINK = re.compile(r"(Writer|Logger|logger|writer|Tensorboard|tensorboard|Visualizer|^wandb\.init$)")
+
+
+def is_log_sink(node: ast.AST) -> bool:
+    """A call that builds a logger/writer (``SummaryWriter(...)``, ``utils.TensorboardLogger(...)``,
+    ``wandb.init(...)``): the objects rank-0-only logging goes through."""
+    return isinstance(node, ast.Call) and bool(LOG_SINK.search(dotted(node.func) or ""))
+
+
 def enclosing_rank0_if(
     parents: dict[ast.AST, ast.AST],
     node: ast.AST,

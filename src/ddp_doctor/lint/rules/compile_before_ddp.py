@@ -5,7 +5,9 @@ DDPOptimizer split graphs at bucket boundaries so communication overlaps compute
 Detected: ``DDP(torch.compile(m))``, ``m = torch.compile(m); DDP(m)`` and ``m.compile(); DDP(m)``
 in the same function, compile first in source order; in project mode also a compile hidden in a
 project function or method that returns ``torch.compile`` of its argument (VAR
-``m = args.compile_model(m, args.tfast)``; config-gated by the flag argument it obeys).
+``m = args.compile_model(m, args.tfast)``; config-gated by the flag argument it obeys). The compiled
+module is followed through calls that return it (``DDP(m.to(device))``, ``m = m.cuda()``,
+``m = SyncBatchNorm.convert_sync_batchnorm(m)``).
 """
 
 from __future__ import annotations
@@ -29,8 +31,8 @@ class CompileBeforeDdp(Rule):
     project_facts = frozenset({"compile"})
     flagged = (
         "`DDP(torch.compile(m))`, or `m = torch.compile(m)` / `m.compile()` / a project helper returning "
-        "`torch.compile(m)` then `DDP(m)` (also `(DDP if distributed else X)(m)`) in one function, on the "
-        "same branch"
+        "`torch.compile(m)` then `DDP(m)` (also `(DDP if distributed else X)(m)`, `DDP(m.to(device))`, "
+        "`m` moved or SyncBatchNorm-converted in between) in one function, on the same branch"
     )
     not_flagged = (
         "compile after wrapping, a runtime choice (`if cfg.compile_first:`), compiling something else"
@@ -55,7 +57,15 @@ class CompileBeforeDdp(Rule):
                 if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Call):
                     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                     via = _compile_helper(ctx, node.value)
-                    if ctx.call_qualname(node.value) == COMPILE or via is not None:
+                    kept = dotted(_module_of(ctx, node.value))
+                    if kept in compiled:  # ``m = m.to(device)``: still the compiled module
+                        for t in targets:
+                            if name := dotted(t):
+                                compiled[name] = compiled[kept]
+                                compiled_at[name] = compiled_at[kept]
+                                if kept in helper_gates:
+                                    helper_gates[name] = helper_gates[kept]
+                    elif ctx.call_qualname(node.value) == COMPILE or via is not None:
                         for t in targets:
                             if name := dotted(t):
                                 compiled[name] = node.lineno
@@ -71,7 +81,7 @@ class CompileBeforeDdp(Rule):
                         compiled[m[0]] = node.lineno
                         compiled_at[m[0]] = node
                     if ctx.call_qualname(node) == DDP and node.args:
-                        arg = node.args[0]
+                        arg = _module_of(ctx, node.args[0])
                         line = (
                             arg.lineno
                             if isinstance(arg, ast.Call) and ctx.call_qualname(arg) == COMPILE
@@ -104,6 +114,31 @@ class CompileBeforeDdp(Rule):
                             compile_line=line,
                             ddp_line=node.lineno,
                         )
+
+
+# calls that return the module they are given (the same object, or for convert_sync_batchnorm the
+# same top module with its BatchNorm children swapped): a compiled module stays compiled through them
+SAME_MODULE_METHODS = frozenset(
+    {"to", "cuda", "float", "half", "bfloat16", "double", "train", "requires_grad_"}
+)
+SAME_MODULE_FUNCTIONS = frozenset({"torch.nn.SyncBatchNorm.convert_sync_batchnorm"})
+
+
+def _module_of(ctx: FileContext, expr: ast.expr) -> ast.expr:
+    """The module expression under ``m.to(device)``, ``m.cuda().train()``, or
+    ``SyncBatchNorm.convert_sync_batchnorm(m)``; ``expr`` itself otherwise."""
+    while isinstance(expr, ast.Call):
+        if ctx.call_qualname(expr) in SAME_MODULE_FUNCTIONS and expr.args:
+            expr = expr.args[0]
+        elif (
+            isinstance(expr.func, ast.Attribute)
+            and expr.func.attr in SAME_MODULE_METHODS
+            and ctx.qualname(expr.func) is None  # a method of a value, not ``torch.cuda(...)``
+        ):
+            expr = expr.func.value
+        else:
+            break
+    return expr
 
 
 def _compile_helper(ctx: FileContext, call: ast.Call) -> str | None:

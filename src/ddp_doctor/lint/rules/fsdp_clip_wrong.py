@@ -30,7 +30,8 @@ class FsdpClipWrong(Rule):
     )
     not_flagged = (
         "FSDP2 `fully_shard` (DTensor parameters: the torch function is correct), "
-        "`m.clip_grad_norm_`, `NO_SHARD`"
+        "`m.clip_grad_norm_`, `NO_SHARD`, the torch function in one branch of an `if` whose other "
+        "branch calls `m.clip_grad_norm_` (the code picks the clip per engine)"
     )
     autofix = "rewrites to `m.clip_grad_norm_(...)`"
     required = (("FullyShardedDataParallel",),)
@@ -50,7 +51,7 @@ class FsdpClipWrong(Rule):
             if ctx.call_qualname(call) != CLIP or not call.args:
                 continue
             m = method(call.args[0])
-            if m and m[1] == "parameters" and m[0] in wrapped:
+            if m and m[1] == "parameters" and m[0] in wrapped and not _engine_branch(ctx, call, m[0]):
                 rest = [ctx.segment(a) for a in call.args[1:]] + [ctx.segment(k) for k in call.keywords]
                 fix = (
                     replace_node(ctx, call, f"{m[0]}.clip_grad_norm_({', '.join(rest)})")
@@ -68,6 +69,24 @@ class FsdpClipWrong(Rule):
                     edits=(fix,) if fix else (),
                     module=m[0],
                 )
+
+
+def _engine_branch(ctx: FileContext, call: ast.Call, model: str) -> bool:
+    """The clip sits in one branch of an ``if`` whose other branch clips with ``model.clip_grad_norm_``:
+    the code picks the clip per engine (wenet: ``if train_engine == "torch_ddp": clip_grad_norm_(
+    model.parameters(), c) else: model.clip_grad_norm_(c)``), so the torch function is the DDP path."""
+    child: ast.AST = call
+    cur = ctx.parents.get(call)
+    while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
+        if isinstance(cur, ast.If):
+            other = cur.orelse if child in cur.body else cur.body
+            for stmt in other:
+                for n in ast.walk(stmt):
+                    m = method(n) if isinstance(n, ast.Call) else None
+                    if m and m[0] == model and m[1] == "clip_grad_norm_":
+                        return True
+        child, cur = cur, ctx.parents.get(cur)
+    return False
 
 
 def _no_shard(call: ast.Call) -> bool:

@@ -48,6 +48,7 @@ from ddp_doctor.lint.rank0 import (
     bound_argument,
     enclosing_rank0_if,
     is_log_call,
+    is_log_sink,
     is_logger_call,
     is_not_rank0_test,
     is_rank0_log_call,
@@ -167,6 +168,9 @@ def _rank0_objects(ctx: FileContext, predicates: set[str]) -> set[str]:
     """Last parts of names bound only on rank 0, in this file or (project mode) anywhere; and
     progress bars shown on rank 0 only (``tqdm(..., disable=not accelerator.is_main_process)``)."""
     out: set[str] = set(ctx.project.rank0_objects) if ctx.project is not None else set()
+    # a spelling this file binds to a writer of its own on every rank is this file's object, not the
+    # rank-0 one of another script of the project (CleanRL: ppo.py beside ppo_atari_multigpu.py)
+    out -= _own_writers(ctx, predicates)
     for node in ctx.of_type(ast.Assign):
         value = node.value
         rank0_only = (
@@ -184,6 +188,21 @@ def _rank0_objects(ctx: FileContext, predicates: set[str]) -> set[str]:
             if isinstance(expr, ast.Call) and var is not None and _disabled_off_rank0(expr, predicates):
                 out |= {d.split(".")[-1] for d in [dotted(var)] if d}
     return out
+
+
+def _own_writers(ctx: FileContext, predicates: set[str]) -> set[str]:
+    """Last parts of names this file binds to a new logger/writer outside any rank-0 test."""
+    own: set[str] = set()
+    for node in ctx.of_type(ast.Assign):
+        if (
+            is_log_sink(node.value)
+            and enclosing_rank0_if(
+                ctx.parents, node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef), predicates
+            )
+            is None
+        ):
+            own |= {d.split(".")[-1] for t in node.targets if (d := dotted(t))}
+    return own
 
 
 def _rank0_flags(ctx: FileContext, fn: ast.AST, predicates: set[str]) -> set[str]:
