@@ -187,6 +187,66 @@ class Summary:
 
 
 @dataclass
+class _FileScan:
+    """What :meth:`ProjectIndex._summarise` knows of one file before it summarises its defs."""
+
+    module: str
+    imports: dict[str, str]
+    bn: bool  # the BatchNorm facts are wanted
+    sync: bool  # the sync-toggle facts are wanted
+    loss: bool  # the loss-flow facts are wanted
+    star: list[str]  # project modules star-imported here
+    uses_eval: bool  # the file calls ``eval(...)`` (a model built by name from a star import)
+    bn_tables: set[str]
+    module_names: set[str]
+    class_tables: dict[str, set[str]]
+    flow: LossFlow | None
+    backward_defs: set[int]  # ids of the defs/classes holding a ``.backward``
+
+
+def _defs_of(
+    module: str, tree: ast.Module
+) -> tuple[
+    list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef]],
+    list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef]],
+]:
+    """Top-level defs and classes, then the methods of the classes (also returned alone)."""
+    defs: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef]] = []
+    methods: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef]] = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defs.append((f"{module}.{node.name}", node))
+        if isinstance(node, ast.ClassDef):
+            methods += [
+                (f"{module}.{node.name}.{b.name}", b)
+                for b in node.body
+                if isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef))
+            ]
+    return defs + methods, methods
+
+
+def _returned(body: list[ast.AST]) -> tuple[set[int], set[str]]:
+    """Ids of the returned expressions and the dotted names returned (``return model``,
+    ``return model, optimizer``, ``return a if c else b``, ``return get_model()()``)."""
+    returned: set[int] = set()
+    returned_names: set[str] = set()
+    for n in body:
+        if isinstance(n, ast.Return) and n.value is not None:
+            parts = n.value.elts if isinstance(n.value, (ast.Tuple, ast.List)) else [n.value]
+            for part in parts:
+                returned.add(id(part))
+                inner = part
+                while isinstance(inner, ast.Call) and isinstance(inner.func, ast.Call):
+                    inner = inner.func  # ``return get_model()()``: what the factory returned
+                    returned.add(id(inner))
+                if isinstance(part, ast.IfExp):
+                    returned |= {id(part.body), id(part.orelse)}
+                if (d := dotted(part)) is not None:
+                    returned_names.add(d)
+    return returned, returned_names
+
+
+@dataclass
 class ProjectIndex:
     root: Path
     facts: frozenset[str] = frozenset(FACTS)  # which of FACTS to compute (the selected rules')
@@ -318,7 +378,24 @@ class ProjectIndex:
             return name
         return self._module_alias.get(name)
 
-    def _summarise(self, module: str, ctx: FileContext) -> None:  # noqa: PLR0915 - one pass per file: its imports, star imports, eval and backward-holding defs feed every def's summary, each def walked once
+    def _summarise(self, module: str, ctx: FileContext) -> None:
+        """One pass per file: the file's own facts first (imports, star imports, eval, the defs that
+        hold a ``.backward``), then one summary per top-level def, class and method, each walked once."""
+        imports = self._file_imports(module, ctx)
+        self._file_flags(module, ctx)
+        defs, methods = _defs_of(module, ctx.tree)
+        self._name_aliases(module, ctx, imports)
+        scan = self._file_scan(module, ctx, imports)
+        for qual, node in defs:
+            is_method = (qual, node) in methods
+            self.summaries[qual] = self._summary(ctx, scan, qual, node, is_method)
+            if is_method:
+                self.methods.setdefault(qual.rsplit(".", 1)[-1], []).append(self.summaries[qual])
+        self._bindings(ctx, imports, module)
+
+    def _file_imports(self, module: str, ctx: FileContext) -> dict[str, str]:
+        """The file's absolute imports (with :data:`LOCAL_KEY` its own module); records its
+        re-exports of names from outside the project and the names it defines at top level."""
         imports = absolute_imports(ctx, module)
         for name in _module_level_imports(ctx.tree):
             target = imports.get(name)
@@ -330,9 +407,12 @@ class ProjectIndex:
             for n in ctx.tree.body
             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
         }
+        return imports
+
+    def _file_flags(self, module: str, ctx: FileContext) -> None:
+        """Project-wide flags any file can raise: DDP wraps, GradScalers, sync toggles."""
         self.wraps_ddp |= any(ctx.call_qualname(c) in DATA_PARALLEL for c in ctx.of_type(ast.Call))
         self.wraps_plain_ddp |= any(ctx.call_qualname(c) == DDP for c in ctx.of_type(ast.Call))
-        bn, sync, loss = ("batchnorm" in self.facts, "sync_toggle" in self.facts, "loss_flow" in self.facts)
         if "scaler" in self.facts:
             # a test's GradScaler scales the tests' losses, not the trainer's (OLMo tests/model_test.py)
             scaler = any("GradScaler" in w for w in ctx.words)
@@ -340,20 +420,11 @@ class ProjectIndex:
                 self.tests_use_scaler |= scaler
             else:
                 self.uses_scaler |= scaler
-        if sync:
+        if "sync_toggle" in self.facts:
             self.toggles_sync |= any(SYNC_CONTROL.match(w) for w in ctx.words)
-        defs: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef]] = []
-        methods: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef]] = []
-        for node in ctx.tree.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                defs.append((f"{module}.{node.name}", node))
-            if isinstance(node, ast.ClassDef):
-                methods += [
-                    (f"{module}.{node.name}.{b.name}", b)
-                    for b in node.body
-                    if isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef))
-                ]
-        defs += methods
+
+    def _name_aliases(self, module: str, ctx: FileContext, imports: dict[str, str]) -> None:
+        """Module-level ``alias = name`` / ``alias = pkg.name`` of a project object."""
         for node in ctx.tree.body:
             if (
                 isinstance(node, ast.Assign)
@@ -366,20 +437,14 @@ class ProjectIndex:
                 target = target or self._project_target(imports, node.value)
                 if target:
                     self.name_alias[f"{module}.{node.targets[0].id}"] = target
-        star = [
-            resolved
-            for node in ctx.of_type(ast.ImportFrom)
-            if any(a.name == "*" for a in node.names)
-            and (resolved := self.resolve_module(_absolute_module(node, module) or "")) is not None
-        ]
-        uses_eval = any(isinstance(c.func, ast.Name) and c.func.id == "eval" for c in ctx.of_type(ast.Call))
-        bn_tables = _batchnorm_tables(ctx) if bn else set()
+
+    def _file_scan(self, module: str, ctx: FileContext, imports: dict[str, str]) -> _FileScan:
+        bn, loss = "batchnorm" in self.facts, "loss_flow" in self.facts
         module_names = _module_level_names(ctx.tree)
         class_tables: dict[str, set[str]] = {}
         if bn:
             class_tables = self._class_tables(ctx, imports, module)
             self._register_decorated(ctx, imports, module, module_names)
-        flow = LossFlow(ctx, LoopFacts(ctx)) if loss and ctx.mentions("backward", "training_step") else None
         backward_defs: set[int] = set()  # top-level defs/classes (and methods) holding a `.backward`
         for attr in ctx.of_type(ast.Attribute):
             if attr.attr == "backward":
@@ -388,124 +453,165 @@ class ProjectIndex:
                     if isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                         backward_defs.add(id(cur))
                     cur = ctx.parents.get(cur)
-        for qual, node in defs:
-            s = Summary(qual, module, ctx.path, node.lineno)
-            body = list(ast.walk(node)) if isinstance(node, ast.ClassDef) else ctx.local(node)
-            returned: set[int] = set()
-            ddp_names: set[str] = set()
-            returned_names: set[str] = set()
-            for n in body:
-                if isinstance(n, ast.Return) and n.value is not None:
-                    # ``return model`` / ``return model, optimizer`` / ``return a if c else b``
-                    parts = n.value.elts if isinstance(n.value, (ast.Tuple, ast.List)) else [n.value]
-                    for part in parts:
-                        returned.add(id(part))
-                        inner = part
-                        while isinstance(inner, ast.Call) and isinstance(inner.func, ast.Call):
-                            inner = inner.func  # ``return get_model()()``: what the factory returned
-                            returned.add(id(inner))
-                        if isinstance(part, ast.IfExp):
-                            returned |= {id(part.body), id(part.orelse)}
-                        if (d := dotted(part)) is not None:
-                            returned_names.add(d)
-            for n in body:
-                if isinstance(n, ast.Call):
-                    q = ctx.call_qualname(n) or ""
-                    if backward_of(n):
-                        s.calls_backward = True
-                    m = method(n)
-                    if sync and m and SYNC_CONTROL.match(m[1]):
-                        s.toggles_sync = True
-                    if bn and (BATCHNORM.match(q) or TORCHVISION_BN.match(q)):
-                        s.builds_batchnorm = True
-                    if bn and ("convert_sync_batchnorm" in q or (m and m[1] == "convert_sync_batchnorm")):
-                        s.converts_syncbn = True
-                    if q in DATA_PARALLEL:
-                        s.fsdp_only = (q != DDP) and (s.fsdp_only or not s.wraps_ddp)
-                        s.wraps_ddp = True
-                        handed = _wraps_parameter(ctx, node, n)
-                        s.wraps_param |= handed
-                        s.wraps_built |= not handed
-                        if id(n) in returned:
-                            s.returns_ddp = True
-                        parent = ctx.parents.get(n)
-                        if isinstance(parent, ast.Assign):
-                            ddp_names |= {d for t in parent.targets if (d := dotted(t))}
-                    if bn and m and m[1] in ("get", "build") and m[0]:
-                        registry = self._registry_name(imports, module, module_names, m[0])
-                        if registry is not None:
-                            s.refs.add(f"registry:{registry}")  # MODEL_REGISTRY.get(name)(cfg)
-                    target = self._project_target(imports, n.func)
-                    if target:
-                        s.callees.add(target)
-                        parent = ctx.parents.get(n)
-                        if id(n) in returned or (  # model = build(...); ...; return model
-                            isinstance(parent, (ast.Assign, ast.AnnAssign))
-                            and parent.value is n
-                            and {dotted(t) for t in _targets(parent)} & returned_names
-                        ):
-                            s.returned_callees.add(target)
-                elif isinstance(n, ast.Attribute):
-                    if sync and n.attr in ("require_backward_grad_sync",):
-                        s.toggles_sync = True
-                    q = ctx.qualname(n) or ""
-                    if (
-                        bn and BATCHNORM.match(q) and _builds_from_reference(ctx, n)
-                    ):  # norm_layer=nn.BatchNorm2d
-                        s.builds_batchnorm = True
-                elif (
-                    isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id in bn_tables
-                ):  # norm_cls = REGISTERED_NORM_DICT[name]; norm_cls(**args)
+        return _FileScan(
+            module=module,
+            imports=imports,
+            bn=bn,
+            sync="sync_toggle" in self.facts,
+            loss=loss,
+            star=[
+                resolved
+                for node in ctx.of_type(ast.ImportFrom)
+                if any(a.name == "*" for a in node.names)
+                and (resolved := self.resolve_module(_absolute_module(node, module) or "")) is not None
+            ],
+            uses_eval=any(
+                isinstance(c.func, ast.Name) and c.func.id == "eval" for c in ctx.of_type(ast.Call)
+            ),
+            bn_tables=_batchnorm_tables(ctx) if bn else set(),
+            module_names=module_names,
+            class_tables=class_tables,
+            flow=LossFlow(ctx, LoopFacts(ctx))
+            if loss and ctx.mentions("backward", "training_step")
+            else None,
+            backward_defs=backward_defs,
+        )
+
+    def _summary(
+        self,
+        ctx: FileContext,
+        scan: _FileScan,
+        qual: str,
+        node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef,
+        is_method: bool,
+    ) -> Summary:
+        s = Summary(qual, scan.module, ctx.path, node.lineno)
+        body = list(ast.walk(node)) if isinstance(node, ast.ClassDef) else ctx.local(node)
+        returned, returned_names = _returned(body)
+        ddp_names = self._scan_body(ctx, scan, s, node, body, returned, returned_names)
+        if ddp_names & returned_names:
+            s.returns_ddp = True
+        if scan.bn and scan.uses_eval:
+            s.refs |= {f"{m}.*" for m in scan.star}
+        # only code that runs backward can train on a parameter
+        if "training_params" in self.facts and id(node) in scan.backward_defs:
+            s.trains_on_params = _trains_on_params(ctx, node)
+        if isinstance(node, ast.ClassDef):
+            if scan.bn:  # a subclass has what its project bases build
+                s.refs |= {t for b in node.bases if (t := self._project_target(scan.imports, b))}
+            s.returns_ddp = False  # calling a class builds an instance of it, never a DDP wrap
+            if scan.loss:
+                s.syncs_updates = _syncs_updates(ctx, node)
+            call = next(
+                (b for b in node.body if isinstance(b, ast.FunctionDef) and b.name == "__call__"), None
+            )
+            # Only __call__ running backward makes instances "backward objects".
+            s.calls_backward = call is not None and any(backward_of(x) for x in walk_local(call))
+        else:
+            self._function_facts(ctx, scan, s, node, body, is_method)
+        return s
+
+    def _function_facts(
+        self,
+        ctx: FileContext,
+        scan: _FileScan,
+        s: Summary,
+        node: ast.FunctionDef | ast.AsyncFunctionDef,
+        body: list[ast.AST],
+        is_method: bool,
+    ) -> None:
+        """The facts of a function or method that only the rules declaring them need."""
+        if "scaler" in self.facts:
+            s.fp16_gate = _fp16_return(ctx, node)
+        if "rank0_logging" in self.facts:
+            s.logs_rank0 = _logs_rank0_only(ctx, node)
+            s.logged_params, s.params = _logged_params(ctx, node)
+            s.rank0_decorator = _rank0_decorator(ctx, node)
+            s.logs = _has_log_call(ctx, node)
+            s.decorators = self._decorators(node, scan.module, scan.imports)
+        if scan.loss:
+            s.returns_loss = scan.flow.returns.get(id(node)) if scan.flow is not None else None
+            s.param_call_return = param_call_return(node, body)
+        if "compile" in self.facts:
+            s.compiles_param = _compiles_param(ctx, node, method=is_method)
+        # shared: the loop model (lint/loops.py) takes a call of it as a backward of its argument
+        if s.calls_backward:
+            s.backward_param = param_backward(node, body)
+
+    def _scan_body(
+        self,
+        ctx: FileContext,
+        scan: _FileScan,
+        s: Summary,
+        node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef,
+        body: list[ast.AST],
+        returned: set[int],
+        returned_names: set[str],
+    ) -> set[str]:
+        """Walk a def's nodes once: backward calls, sync toggles, BatchNorm built or converted,
+        DDP/FSDP wraps (returns the names a wrap is assigned to), registry lookups, project callees."""
+        bn, imports = scan.bn, scan.imports
+        ddp_names: set[str] = set()
+        for n in body:
+            if isinstance(n, ast.Call):
+                q = ctx.call_qualname(n) or ""
+                if backward_of(n):
+                    s.calls_backward = True
+                m = method(n)
+                if scan.sync and m and SYNC_CONTROL.match(m[1]):
+                    s.toggles_sync = True
+                if bn and (BATCHNORM.match(q) or TORCHVISION_BN.match(q)):
                     s.builds_batchnorm = True
-                elif (
-                    isinstance(n, ast.Subscript)
-                    and isinstance(n.value, ast.Name)
-                    and n.value.id in class_tables
-                ):
-                    s.refs |= class_tables[n.value.id]  # pycls ``_models[cfg.MODEL.TYPE]``
-                elif isinstance(n, ast.Name) and bn and n.id in imports:
-                    target = self._project_target(imports, n)
-                    if target:
-                        s.refs.add(target)
-            if ddp_names & returned_names:
-                s.returns_ddp = True
-            if bn and uses_eval:
-                s.refs |= {f"{m}.*" for m in star}
-            # only code that runs backward can train on a parameter
-            if "training_params" in self.facts and id(node) in backward_defs:
-                s.trains_on_params = _trains_on_params(ctx, node)
-            if bn and isinstance(node, ast.ClassDef):  # a subclass has what its project bases build
-                s.refs |= {t for b in node.bases if (t := self._project_target(imports, b))}
-            if isinstance(node, ast.ClassDef):
-                s.returns_ddp = False  # calling a class builds an instance of it, never a DDP wrap
-                if loss:
-                    s.syncs_updates = _syncs_updates(ctx, node)
-                call = next(
-                    (b for b in node.body if isinstance(b, ast.FunctionDef) and b.name == "__call__"), None
-                )
-                # Only __call__ running backward makes instances "backward objects".
-                s.calls_backward = call is not None and any(backward_of(x) for x in walk_local(call))
-            else:
-                if "scaler" in self.facts:
-                    s.fp16_gate = _fp16_return(ctx, node)
-                if "rank0_logging" in self.facts:
-                    s.logs_rank0 = _logs_rank0_only(ctx, node)
-                    s.logged_params, s.params = _logged_params(ctx, node)
-                    s.rank0_decorator = _rank0_decorator(ctx, node)
-                    s.logs = _has_log_call(ctx, node)
-                    s.decorators = self._decorators(node, module, imports)
-                if loss:
-                    s.returns_loss = flow.returns.get(id(node)) if flow is not None else None
-                    s.param_call_return = param_call_return(node, body)
-                if "compile" in self.facts:
-                    s.compiles_param = _compiles_param(ctx, node, method=(qual, node) in methods)
-                # shared: the loop model (lint/loops.py) takes a call of it as a backward of its argument
-                if s.calls_backward and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    s.backward_param = param_backward(node, body)
-            self.summaries[qual] = s
-            if (qual, node) in methods:
-                self.methods.setdefault(qual.rsplit(".", 1)[-1], []).append(s)
-        self._bindings(ctx, imports, module)
+                if bn and ("convert_sync_batchnorm" in q or (m and m[1] == "convert_sync_batchnorm")):
+                    s.converts_syncbn = True
+                if q in DATA_PARALLEL:
+                    s.fsdp_only = (q != DDP) and (s.fsdp_only or not s.wraps_ddp)
+                    s.wraps_ddp = True
+                    handed = _wraps_parameter(ctx, node, n)
+                    s.wraps_param |= handed
+                    s.wraps_built |= not handed
+                    if id(n) in returned:
+                        s.returns_ddp = True
+                    parent = ctx.parents.get(n)
+                    if isinstance(parent, ast.Assign):
+                        ddp_names |= {d for t in parent.targets if (d := dotted(t))}
+                if bn and m and m[1] in ("get", "build") and m[0]:
+                    registry = self._registry_name(imports, scan.module, scan.module_names, m[0])
+                    if registry is not None:
+                        s.refs.add(f"registry:{registry}")  # MODEL_REGISTRY.get(name)(cfg)
+                target = self._project_target(imports, n.func)
+                if target:
+                    s.callees.add(target)
+                    parent = ctx.parents.get(n)
+                    if id(n) in returned or (  # model = build(...); ...; return model
+                        isinstance(parent, (ast.Assign, ast.AnnAssign))
+                        and parent.value is n
+                        and {dotted(t) for t in _targets(parent)} & returned_names
+                    ):
+                        s.returned_callees.add(target)
+            elif isinstance(n, ast.Attribute):
+                if scan.sync and n.attr in ("require_backward_grad_sync",):
+                    s.toggles_sync = True
+                q = ctx.qualname(n) or ""
+                if bn and BATCHNORM.match(q) and _builds_from_reference(ctx, n):  # norm_layer=nn.BatchNorm2d
+                    s.builds_batchnorm = True
+            elif (
+                isinstance(n, ast.Subscript)
+                and isinstance(n.value, ast.Name)
+                and n.value.id in scan.bn_tables
+            ):
+                s.builds_batchnorm = True  # norm_cls = REGISTERED_NORM_DICT[name]; norm_cls(**args)
+            elif (
+                isinstance(n, ast.Subscript)
+                and isinstance(n.value, ast.Name)
+                and n.value.id in scan.class_tables
+            ):
+                s.refs |= scan.class_tables[n.value.id]  # pycls ``_models[cfg.MODEL.TYPE]``
+            elif isinstance(n, ast.Name) and bn and n.id in imports:
+                target = self._project_target(imports, n)
+                if target:
+                    s.refs.add(target)
+        return ddp_names
 
     def _bindings(self, ctx: FileContext, imports: dict[str, str], module: str) -> None:
         """Project-wide spellings: backward-running objects, rank-0-only objects, meters."""
