@@ -41,7 +41,7 @@ from typing import Any
 
 from ddp_doctor import __version__
 from ddp_doctor.core.findings import SEVERITY_ORDER
-from ddp_doctor.core.safe_io import PRIVATE_FILE, write_text
+from ddp_doctor.core.safe_io import PRIVATE_FILE, read_regular, write_text
 from ddp_doctor.rundir.records import CACHE_DIR, RANKS_DIR
 
 VERSION = 1
@@ -165,7 +165,7 @@ def load(req: Request, print_: Any = None) -> Entry | None:
     if not os.path.lexists(path):
         return None  # no entry: the ordinary miss
     try:
-        raw = json.loads(_read_regular(path))
+        raw = json.loads(read_regular(path))
         if not isinstance(raw, dict) or raw.get("version") != VERSION:
             raise ValueError("another version or not an object")
         fp, output, confirmed = raw["fingerprint"], raw["output"], raw["confirmed"]
@@ -182,25 +182,6 @@ def load(req: Request, print_: Any = None) -> Entry | None:
     if now is None or now[0] != fp:
         return None
     return Entry(output, pairs)
-
-
-def _read_regular(path: Path) -> bytes:
-    """The bytes of a regular file; OSError for a symlink (O_NOFOLLOW), FIFO (O_NONBLOCK), anything else."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise OSError(f"{path.name} is not a regular file")
-        chunks, got = [], 0
-        while got < st.st_size:
-            b = os.read(fd, st.st_size - got)
-            if not b:
-                break
-            chunks.append(b)
-            got += len(b)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
 
 
 def save(req: Request, before: tuple[str, int] | None, entry: Entry) -> bool:

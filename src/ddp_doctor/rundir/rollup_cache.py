@@ -32,9 +32,8 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from ddp_doctor.core.safe_io import PRIVATE_FILE, write_with
+from ddp_doctor.core.safe_io import PRIVATE_FILE, read_regular, write_with
 from ddp_doctor.rundir import records
-from ddp_doctor.rundir.rankfile.scan import read_regular
 from ddp_doctor.rundir.rollup_index import index_path
 
 VERSION = 1

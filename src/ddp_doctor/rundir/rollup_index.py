@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ddp_doctor.core.safe_io import open_regular
 from ddp_doctor.rundir import records
 from ddp_doctor.rundir.rollups import SCHEMA as ROLLUP_SCHEMA
 
@@ -216,8 +217,6 @@ def read_index(run_dir: Path, rank: int, rank_file: os.stat_result) -> tuple[Ran
     the format (a line that is not JSON, a window out of order, bytes that do not follow on or lie
     beyond the rank file, another inode) makes the whole index unusable: the report reads that
     rank file raw instead and says why. Never raises on the file's content."""
-    from ddp_doctor.rundir.rankfile.scan import open_regular
-
     path = index_path(run_dir, rank)
     if not os.path.lexists(path):
         return None, "no rollup index"

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ddp_doctor.core.safe_io import open_regular
 from ddp_doctor.rundir import records
-from ddp_doctor.rundir.rankfile.scan import open_regular
 from ddp_doctor.rundir.rollup_index import Indexer
 from ddp_doctor.rundir.rollups import RollupAccumulator
 

@@ -27,10 +27,9 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from ddp_doctor.core.safe_io import PRIVATE_FILE, OutputError, write_bytes, write_text
+from ddp_doctor.core.safe_io import PRIVATE_FILE, OutputError, open_regular, write_bytes, write_text
 from ddp_doctor.rundir import records
 from ddp_doctor.rundir.rankfile import Problems
-from ddp_doctor.rundir.rankfile.scan import open_regular
 from ddp_doctor.rundir.reader import rank_files
 from ddp_doctor.rundir.rollup_index import header, index_path, read_index
 from ddp_doctor.rundir.rollup_map import RankRollups, lines, rollups_of_file

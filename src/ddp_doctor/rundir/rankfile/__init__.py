@@ -16,6 +16,7 @@ patch ``rankfile.scan.CHUNK_LINES`` / ``rankfile.cache.CACHE_MIN_BYTES`` in test
 
 from __future__ import annotations
 
+from ddp_doctor.core.safe_io import data_end, open_regular, read_regular
 from ddp_doctor.rundir.rankfile.cache import (
     cache_path,
     cacheable,
@@ -35,14 +36,11 @@ from ddp_doctor.rundir.rankfile.columns import (
     to_columns,
 )
 from ddp_doctor.rundir.rankfile.scan import (
-    data_end,
     duplicates_note,
     file_problems,
     hole_note,
-    open_regular,
     parse_rank,
     parse_rank_bytes,
-    read_regular,
     step_schema,
     truncated_note,
 )

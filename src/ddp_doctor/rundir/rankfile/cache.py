@@ -20,10 +20,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc  # noqa: F401 - pa.ipc
 
-from ddp_doctor.core.safe_io import PRIVATE_FILE, write_with
+from ddp_doctor.core.safe_io import PRIVATE_FILE, read_regular, write_with
 from ddp_doctor.rundir import records
 from ddp_doctor.rundir.rankfile.columns import CLIP_COLUMNS, Problems, RankData, StepColumns, broadcast
-from ddp_doctor.rundir.rankfile.scan import parse_rank, read_regular, step_schema
+from ddp_doctor.rundir.rankfile.scan import parse_rank, step_schema
 
 CACHE_VERSION = 7  # 7: constant columns stored as one value (columns.compact)
 CACHE_MIN_BYTES = 4 * 2**20  # runs (all rank files together) smaller than this are not cached

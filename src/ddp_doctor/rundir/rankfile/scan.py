@@ -21,11 +21,8 @@ How (docs/report.md, "Reading rank files", has the measurements behind the choic
 
 from __future__ import annotations
 
-import errno
 import functools
 import json
-import os
-import stat
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
+from ddp_doctor.core.safe_io import read_regular
 from ddp_doctor.rundir import records
 from ddp_doctor.rundir.rankfile.columns import _NAN_MARK, Problems, RankData, _ints, to_columns
 from ddp_doctor.rundir.records import Field
@@ -72,77 +70,7 @@ def step_schema(which: int = 0) -> pa.Schema:
     return _schemas(records.KINDS["step"])[which]
 
 
-# --- opening files safely ---------------------------------------------------------------------
-
-
-def data_end(fd: int, size: int) -> int:
-    """Where the last written data of a file ends: a hole at the end (a file preallocated or
-    extended and never written, e.g. by a crash) is not data, and reading it would cost memory for
-    bytes that are not there. File systems without hole support report no hole."""
-    end, off = 0, 0
-    try:
-        while off < size:
-            start = os.lseek(fd, off, os.SEEK_DATA)
-            off = end = os.lseek(fd, start, os.SEEK_HOLE)
-    except OSError as exc:  # ENXIO: no data after `off` (none at all: end 0); else unsupported
-        end = end if exc.errno == errno.ENXIO else size
-    except AttributeError:  # no SEEK_DATA on this platform
-        end = size
-    finally:
-        os.lseek(fd, 0, os.SEEK_SET)  # the seeks above moved the offset the reads start from
-    return min(end, size)
-
-
-def read_regular(path: Path, limit: int | None = None, holes: list[int] | None = None) -> bytes:
-    """The bytes of ``path`` if it is a regular file (not a symlink, FIFO, device or directory).
-
-    Raises OSError with a readable message otherwise. O_NONBLOCK: opening a FIFO never blocks;
-    O_NOFOLLOW: a symlink (or a symlink loop) is refused. Reads at most the size at open time
-    (and at most ``limit`` bytes), so a file that grows while we read it cannot keep us reading.
-    A hole at the end of the file is not read; its size is appended to ``holes`` when given.
-    """
-    fd, st = open_regular(path)
-    try:
-        size = st.st_size if limit is None else min(st.st_size, limit)
-        if st.st_blocks * 512 < size:  # sparse: stop where the written data ends
-            end = data_end(fd, size)
-            if end < size and holes is not None:
-                holes.append(size - end)
-            size = end
-        chunks, got = [], 0
-        while got < size:
-            b = os.read(fd, size - got)  # one read, one buffer: no join (a copy) of chunks
-            if not b:
-                break
-            chunks.append(b)
-            got += len(b)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
-
-
-def open_regular(path: Path) -> tuple[int, os.stat_result]:
-    """An open descriptor of ``path`` and its stat, if it is a regular file (see read_regular)."""
-    flags = (
-        os.O_RDONLY
-        | getattr(os, "O_NOFOLLOW", 0)
-        | getattr(os, "O_NONBLOCK", 0)
-        | getattr(os, "O_CLOEXEC", 0)
-    )
-    try:
-        fd = os.open(path, flags)
-    except OSError as exc:
-        if os.path.islink(path):
-            raise OSError(f"{path.name} is a symlink (not followed)") from exc
-        raise OSError(f"{path.name}: {exc.strerror or exc}") from exc
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise OSError(f"{path.name} is not a regular file")
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd, st
+# opening files safely: core/safe_io.py (read_regular, open_regular, data_end)
 
 
 # --- parsing ------------------------------------------------------------------------------------
