@@ -103,6 +103,18 @@ def write_text(
     write_bytes(path, text.encode(encoding), mode=mode)
 
 
+def ensure_private_dir(path: str | os.PathLike[str]) -> bool:
+    """Make ``path`` a directory of ours (mode 0700) if it does not exist; True when it is a real
+    directory now, False for a symlink, a file in its place, or a parent not ours to write (caches
+    are optional: the caller goes on without one)."""
+    try:
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(path, mode=0o700)
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
 def create_new(path: str | os.PathLike[str], data: bytes = b"", *, mode: int = PRIVATE_FILE) -> None:
     """Create ``path``, which must not exist yet (``FileExistsError`` otherwise, also for a symlink
     planted there: O_EXCL never follows one), and write ``data``: claims and one-off records."""

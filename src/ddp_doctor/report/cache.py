@@ -41,7 +41,7 @@ from typing import Any
 
 from ddp_doctor import __version__
 from ddp_doctor.core.findings import SEVERITY_ORDER
-from ddp_doctor.core.safe_io import PRIVATE_FILE, read_regular, write_text
+from ddp_doctor.core.safe_io import PRIVATE_FILE, ensure_private_dir, read_regular, write_text
 from ddp_doctor.rundir.records import CACHE_DIR, RANKS_DIR
 
 VERSION = 1
@@ -193,11 +193,9 @@ def save(req: Request, before: tuple[str, int] | None, entry: Entry) -> bool:
     if after is None or after[0] != before[0]:
         return False  # the run changed while it was read (in progress): the next report reads it again
     where = req.run_dir / CACHE_DIR
+    if not ensure_private_dir(where):
+        return False
     try:
-        with contextlib.suppress(FileExistsError):
-            where.mkdir(mode=0o700)
-        if not stat.S_ISDIR(os.lstat(where).st_mode):
-            return False
         body = {
             "version": VERSION,
             "fingerprint": before[0],

@@ -21,10 +21,8 @@ listed, a CRC that does not match, counts that do not add up) is a cache miss, n
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import stat
 import struct
 import zlib
 from pathlib import Path
@@ -32,7 +30,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from ddp_doctor.core.safe_io import PRIVATE_FILE, read_regular, write_with
+from ddp_doctor.core.safe_io import PRIVATE_FILE, ensure_private_dir, read_regular, write_with
 from ddp_doctor.rundir import records
 from ddp_doctor.rundir.rollup_index import index_path
 
@@ -69,12 +67,7 @@ def index_key(run_dir: Path, rank_file: Path, rank: int, every: int | None) -> l
 
 def _writable_dir(run_dir: Path) -> Path | None:
     out = cache_dir(run_dir)
-    try:
-        with contextlib.suppress(FileExistsError):
-            out.mkdir(mode=0o700)
-        return out if stat.S_ISDIR(os.lstat(out).st_mode) else None
-    except OSError:
-        return None
+    return out if ensure_private_dir(out) else None
 
 
 def save_index(run_dir: Path, ranks: list[tuple[list[Any], dict[str, Any], dict[str, np.ndarray]]]) -> bool:

@@ -7,11 +7,9 @@ to a temp file and renamed, never through a symlink), so a warm read is no parse
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import os
-import stat
 import zlib
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -20,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc  # noqa: F401 - pa.ipc
 
-from ddp_doctor.core.safe_io import PRIVATE_FILE, read_regular, write_with
+from ddp_doctor.core.safe_io import PRIVATE_FILE, ensure_private_dir, read_regular, write_with
 from ddp_doctor.rundir import records
 from ddp_doctor.rundir.rankfile.columns import CLIP_COLUMNS, Problems, RankData, StepColumns, broadcast
 from ddp_doctor.rundir.rankfile.scan import parse_rank, step_schema
@@ -113,9 +111,7 @@ def save_cache(
     out = out or cache_path(path)
     c = data.steps
     try:
-        with contextlib.suppress(FileExistsError):
-            out.parent.mkdir(mode=0o700)
-        if c is None or not stat.S_ISDIR(os.lstat(out.parent).st_mode):
+        if not ensure_private_dir(out.parent) or c is None:
             return False
         arrays = {k: getattr(c, k) for k in _COLUMN_ARRAYS} | {f"extra.{k}": v for k, v in c.extra.items()}
         constant = {k: len(v) for k, v in arrays.items() if v.ndim == 1 and v.strides == (0,) and len(v)}
