@@ -177,16 +177,23 @@ def read_regular(path: Path, limit: int | None = None, holes: list[int] | None =
             if end < size and holes is not None:
                 holes.append(size - end)
             size = end
-        chunks, got = [], 0
-        while got < size:
-            b = os.read(fd, size - got)  # one read, one buffer: no join (a copy) of chunks
-            if not b:
-                break
-            chunks.append(b)
-            got += len(b)
-        return b"".join(chunks)
+        return read_fd(fd, size)
     finally:
         os.close(fd)
+
+
+def read_fd(fd: int, size: int, offset: int | None = None) -> bytes:
+    """Up to ``size`` bytes of ``fd`` from its position (or from ``offset``, by pread), fewer only
+    where the file ends first: a file that grows meanwhile cannot keep us reading."""
+    chunks, got = [], 0
+    while got < size:
+        want = size - got  # usually one read, one buffer
+        b = os.read(fd, want) if offset is None else os.pread(fd, want, offset + got)
+        if not b:
+            break
+        chunks.append(b)
+        got += len(b)
+    return b"".join(chunks)
 
 
 def open_regular(path: Path) -> tuple[int, os.stat_result]:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ddp_doctor.core.safe_io import open_regular
+from ddp_doctor.core.safe_io import open_regular, read_fd
 from ddp_doctor.rundir import records
 from ddp_doctor.rundir.rollups import SCHEMA as ROLLUP_SCHEMA
 
@@ -227,14 +227,7 @@ def read_index(run_dir: Path, rank: int, rank_file: os.stat_result) -> tuple[Ran
     try:
         if st.st_size > MAX_INDEX_BYTES:
             return None, f"rollup index larger than {MAX_INDEX_BYTES} bytes"
-        chunks, got = [], 0
-        while got < st.st_size:
-            b = os.read(fd, st.st_size - got)
-            if not b:
-                break
-            chunks.append(b)
-            got += len(b)
-        raw = b"".join(chunks)
+        raw = read_fd(fd, st.st_size)
     finally:
         os.close(fd)
     lines = raw.split(b"\n")

@@ -53,6 +53,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ddp_doctor.core.safe_io import read_fd
 from ddp_doctor.rundir import records, rollup_cache
 from ddp_doctor.rundir.rankfile import (
     Problems,
@@ -241,14 +242,7 @@ def _read_bytes(path: Path, limit: int) -> tuple[bytes, os.stat_result]:
     try:
         if st.st_size > limit:
             raise IndexError_(f"larger than {limit} bytes")
-        chunks, got = [], 0
-        while got < st.st_size:
-            b = os.read(fd, st.st_size - got)
-            if not b:
-                break
-            chunks.append(b)
-            got += len(b)
-        return b"".join(chunks), st
+        return read_fd(fd, st.st_size), st
     finally:
         os.close(fd)
 

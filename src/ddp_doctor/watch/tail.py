@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from ddp_doctor.core.safe_io import read_fd
 from ddp_doctor.rundir.rankfile import (
     Problems,
     RankData,
@@ -116,20 +117,12 @@ class RankTail:
             if st.st_blocks * 512 < size:  # sparse: a hole at the end was never written (not data)
                 end = max(data_end(fd, size), self.offset)
                 self.hole, size = size - end, end
-            want = min(size - self.offset, MAX_READ_BYTES)
-            chunks, got = [], 0
-            while got < want:
-                b = os.pread(fd, want - got, self.offset + got)
-                if not b:
-                    break
-                chunks.append(b)
-                got += len(b)
+            raw = read_fd(fd, min(size - self.offset, MAX_READ_BYTES), self.offset)
         except OSError as exc:  # an I/O error mid-read: try again at the next refresh
             self.error = f"rank {self.rank}: cannot read ({exc.strerror or exc}); kept what was read before"
             return 0
         finally:
             os.close(fd)
-        raw = b"".join(chunks)
         done = 0
         if self.skipping:  # inside an overlong line: drop it up to its newline
             end = raw.find(b"\n") + 1
