@@ -42,6 +42,7 @@ from typing import Any
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method
 from ddp_doctor.lint.loops import LoopFacts
+from ddp_doctor.lint.project import parameters_logged
 from ddp_doctor.lint.provenance import LossFlow, Taint, alarm, loop_aliases, reads
 from ddp_doctor.lint.rank0 import (
     LOG_ATTRS,
@@ -51,10 +52,13 @@ from ddp_doctor.lint.rank0 import (
     is_log_sink,
     is_logger_call,
     is_not_rank0_test,
+    is_plain_print,
     is_rank0_log_call,
     is_rank0_test,
+    rank0_locals,
     rank0_parameters,
     rank0_predicates,
+    silenced_stdout,
     silences_other_ranks,
 )
 from ddp_doctor.lint.rules.base import Rule, Violation
@@ -88,6 +92,13 @@ class Rank0OnlyLossLog(Rule):
     def project_words(self, project: Any) -> tuple[str, ...]:
         return project.loss_returning_names()  # type: ignore[no-any-return]  # ProjectIndex
 
+    def applies(self, ctx: FileContext) -> bool:
+        # project mode: a file may define what other files backprop (a loss module's ``forward``,
+        # ViLT's objective functions) without naming any of the words above
+        return super().applies(ctx) or (
+            ctx.project is not None and bool(ctx.project.backpropagated_defs(ctx))
+        )
+
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
         flow = LossFlow(ctx, facts)
         if not flow.taints:
@@ -98,6 +109,8 @@ class Rank0OnlyLossLog(Rule):
             predicates |= ctx.project.rank0_predicates
             quiet |= ctx.project.silences_other_ranks
         rank0_objects = _rank0_objects(ctx, predicates)
+        # ``sys.stdout = open(os.devnull, "w")`` off rank 0: this file's prints show rank 0's values
+        stdout = silenced_stdout(ctx.of_type(ast.Assign), ctx.parents, predicates)
         seen: set[int] = set()
         for key, scope in flow.scopes.items():
             taint = flow.taints[key]
@@ -115,9 +128,13 @@ class Rank0OnlyLossLog(Rule):
                     ctx,
                     region,
                     rank0_objects,
-                    predicates | _rank0_flags(ctx, region, predicates),
+                    predicates
+                    | _rank0_flags(ctx, region, predicates)
+                    | rank0_locals(region, ctx.local(region), predicates),
                     quiet,
-                    flow.in_lightning_module(region),
+                    _lightning_receivers(ctx, flow, region),
+                    stdout,
+                    ctx.project is not None and ctx.project.rank0_called(ctx, region),
                 )
             ]
             for node, guard, how in logs:
@@ -161,6 +178,8 @@ def _kind(name: str, taint: Taint) -> Text:
         return Text("a term of the loss", "损失的一项")
     if name in taint.carriers:
         return Text("a container the loss is read from", "存放损失的容器")
+    if name in taint.params:
+        return Text("a parameter the training code passes the loss in", "训练代码传入损失的参数")
     return Text("a value computed from the loss", "由损失计算出的值")
 
 
@@ -266,15 +285,30 @@ def _rank0_logs(
     rank0_objects: set[str],
     predicates: set[str],
     quiet: bool,
-    lightning: bool,
+    lightning: set[str],
+    stdout: ast.Assign | None = None,
+    rank0_called: bool = False,
 ) -> Iterator[tuple[ast.AST, ast.If | None, Text]]:
-    """(log node, its rank-0 guard or None, how it is rank 0 only) for every rank-0-only log in ``scope``."""
+    """(log node, its rank-0 guard or None, how it is rank 0 only) for every rank-0-only log in ``scope``;
+    ``rank0_called``: the project calls ``scope`` under rank-0 tests only."""
+    name = getattr(scope, "name", "")
     for node in ctx.local(scope):
         if isinstance(node, ast.Call):
+            if rank0_called and is_log_call(node):
+                yield (
+                    node,
+                    None,
+                    Text(
+                        f"in `{name}`, which the project calls on rank 0 only",
+                        f"在项目只在 rank 0 调用的 `{name}` 中",
+                    ),
+                )
+                continue
             guard = _guard(ctx, node, predicates)
             if guard is not None and (
                 is_log_call(node)
                 or (ctx.project is not None and ctx.project.call_logged_args(ctx, node) is not None)
+                or helper_logged_args(ctx, node)
             ):
                 yield node, guard, Text("", "")
                 continue
@@ -294,6 +328,16 @@ def _rank0_logs(
                     Text(f"through `{m[0]}` (it exists on rank 0 only)", f"通过仅存在于 rank 0 的 `{m[0]}`"),
                 )
                 continue
+            if stdout is not None and is_plain_print(node):
+                yield (
+                    node,
+                    None,
+                    Text(
+                        f"by `print` while standard output is silenced on the other ranks (line {stdout.lineno})",
+                        f"由 `print`（第 {stdout.lineno} 行已让其他 rank 的标准输出静默）",
+                    ),
+                )
+                continue
             if quiet and is_logger_call(node):
                 yield (
                     node,
@@ -304,7 +348,7 @@ def _rank0_logs(
                     ),
                 )
                 continue
-            if lightning and m is not None and m[0] == "self" and m[1] in LIGHTNING_LOG and _not_synced(node):
+            if m is not None and m[0] in lightning and m[1] in LIGHTNING_LOG and _not_synced(node):
                 yield (
                     node,
                     None,
@@ -326,6 +370,15 @@ def _rank0_logs(
                 yield node, guard, Text("", "")
 
 
+def _lightning_receivers(ctx: FileContext, flow: LossFlow, region: ast.AST) -> set[str]:
+    """Names that are a Lightning module in ``region``: ``self`` in a method of one, and (project
+    mode) a parameter a Lightning module passes itself to (ViLT ``compute_mlm(pl_module, batch)``)."""
+    out = {"self"} if flow.in_lightning_module(region) else set()
+    if ctx.project is not None:
+        out |= ctx.project.lightning_params(ctx, region)
+    return out
+
+
 def _not_synced(call: ast.Call) -> bool:
     """``self.log(...)`` that neither all-reduces (``sync_dist=True``) nor is a rank-zero-only value
     by choice (``rank_zero_only=True`` says the author knows)."""
@@ -342,8 +395,27 @@ def _guard(ctx: FileContext, node: ast.AST, predicates: set[str]) -> ast.If | No
     )
 
 
+def helper_logged_args(ctx: FileContext, call: ast.Call, depth: int = 2) -> list[ast.expr]:
+    """The arguments of ``call`` that the same-file helper it runs logs: directly (``print``,
+    ``tracker.log(logs)``), or by handing them to another same-file helper that does (sd-scripts
+    ``self.epoch_logging(accelerator, logs, ...)`` → ``self.accelerator_logging(...)`` → ``tracker.log``)."""
+    fn = ctx.helper(call)
+    if fn is None:
+        return []
+    params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)]
+    logged = {p.lstrip("*") for p in parameters_logged(ctx, fn)[0]}
+    if depth:
+        for inner in ctx.local(fn):
+            if isinstance(inner, ast.Call) and not is_log_call(inner):
+                handed = helper_logged_args(ctx, inner, depth - 1)
+                logged |= reads(x for a in handed for x in ast.walk(a)) & set(params)
+    return [a for p in params if p in logged and (a := bound_argument(fn, call, p)) is not None]
+
+
 def _logged_values(ctx: FileContext, node: ast.AST) -> list[ast.AST]:
     if isinstance(node, ast.Call):
+        if not is_log_call(node) and (handed := helper_logged_args(ctx, node)):
+            return list(handed)
         if ctx.project is not None and not is_log_call(node):
             found = ctx.project.call_logged_args(ctx, node)  # project logger: the arguments it writes
             if found is not None:
