@@ -1038,3 +1038,79 @@ def test_a_method_the_project_calls_only_under_a_rank0_test_logs_on_rank0_only(t
         ("rank0-only-loss-log", "trainer.py", 16, "self.g_loss")
     ]
     assert _found(root, project=False) == set()
+
+
+def test_a_log_helper_star_imported_from_a_project_module(tmp_path: Path) -> None:
+    """StyleTTS2 style: ``from utils import *`` brings ``log_print(message, logger)``, called under
+    the main-process test with the local losses in its message; a helper of the same star import
+    that logs nothing of its arguments (``save_config``) is not a log."""
+    utils = """
+        def log_print(message, logger):
+            logger.info(message)
+            print(message)
+
+        def save_config(path, value):
+            with open(path, "w") as f:
+                f.write(str(value))
+    """
+    train = """
+        from utils import *
+
+        def train(accelerator, model, loader, optimizer, logger):
+            for i, batch in enumerate(loader):
+                loss = model(batch).mean()
+                accelerator.backward(loss)
+                optimizer.step()
+                if accelerator.is_main_process:
+                    log_print("loss %.5f" % loss.item(), logger)
+                    save_config("loss.txt", loss.item())
+    """
+    root = _write(tmp_path, {"utils.py": utils, "train.py": train})
+    result = lint_paths([root], project=True)
+    assert [(f.id, Path(f.path or "").name, f.line, f.evidence.get("value")) for f in result.findings] == [
+        ("rank0-only-loss-log", "train.py", 10, "loss")
+    ]
+    assert _found(root, project=False) == set()
+
+
+def test_a_loss_handed_to_a_log_function_of_another_module_of_the_package(tmp_path: Path) -> None:
+    """wenet style: the directory linted is the package itself (its files import
+    ``wenet.utils.train_utils``); the executor hands ``info_dict`` (its loss under ``"loss_dict"``) to
+    ``log_per_step``, which writes the loss under ``rank == 0``. Its other items (the tag, the step)
+    are not the loss, and a validation branch labelled ``cv/...`` logs validation values."""
+    train_utils = """
+        import os
+
+        def batch_backward(model, info_dict):
+            loss = info_dict["loss_dict"]["loss"]
+            loss.backward()
+            return info_dict
+
+        def log_per_step(writer, info_dict):
+            tag = info_dict["tag"]
+            step = info_dict.get("step", 0)
+            loss_dict = info_dict["loss_dict"]
+            rank = int(os.environ.get("RANK", 0))
+            if tag == "TRAIN" and rank == 0:
+                writer.add_scalar("train/train_loss", loss_dict["loss"], step)
+                print(f"step {step} tag {tag}")
+            elif rank == 0:
+                for name, value in loss_dict.items():
+                    writer.add_scalar("cv/{}".format(name), value, step)
+    """
+    executor = """
+        from wenet.utils.train_utils import batch_backward, log_per_step
+
+        def train(model, loader, optimizer, writer):
+            for batch in loader:
+                info_dict = {"tag": "TRAIN", "loss_dict": model(batch)}
+                info_dict = batch_backward(model, info_dict)
+                optimizer.step()
+                log_per_step(writer, info_dict)
+    """
+    root = _write(tmp_path / "wenet", {"utils/train_utils.py": train_utils, "utils/executor.py": executor})
+    result = lint_paths([root], project=True)
+    assert [(f.id, Path(f.path or "").name, f.line, f.evidence.get("value")) for f in result.findings] == [
+        ("rank0-only-loss-log", "train_utils.py", 15, "loss_dict")
+    ]
+    assert _found(root, project=False) == set()

@@ -123,6 +123,7 @@ FACTS: dict[str, tuple[str, ...]] = {
         "backpropagated_defs",
         "lightning_args",
         "lightning_params",
+        "handed_params",
     ),
     "training_params": ("trains_on_params", "trains_on_argument", "hands_to_ddp_code"),
     "compile": ("compiles_param", "call_compiles", "compiling_names"),
@@ -294,6 +295,12 @@ class ProjectIndex:
     # ``(qualname, position)``: a Lightning module passes itself there (``compute_mlm(self, batch)``),
     # so ``pl_module.log(...)`` inside is Lightning's ``self.log``.
     lightning_args: set[tuple[str, int]] = field(default_factory=set)
+    # Files that may hold a loss flow (a word with ``loss`` or ``backward``): read again, lazily and
+    # once, with the finished index, for the project functions they hand the loss to (``_handed``:
+    # qualname -> argument positions and keyword names; wenet ``log_per_step(writer, info_dict)``).
+    _flow_paths: list[str] = field(default_factory=list)
+    _handed: dict[str, set[int | str]] | None = None
+    _handing: bool = False
     # Call sites by callee (a project qualname, or ``.name`` for ``obj.name(...)``): under a rank-0
     # test or not. A function every call of which is under one runs on rank 0 only (stylegan2
     # ``if is_main and model.steps % 50 == 0: model.print_log()``).
@@ -397,7 +404,14 @@ class ProjectIndex:
     def resolve_module(self, name: str) -> str | None:
         if name in self.modules:
             return name
-        return self._module_alias.get(name)
+        found = self._module_alias.get(name)
+        package = self.root.name
+        if found is None and package and name.startswith(f"{package}."):
+            # the directory linted is the package itself (``wenet/``): its own absolute imports
+            # (``from wenet.utils.train_utils import ...``) name modules from one level up
+            rest = name[len(package) + 1 :]
+            return rest if rest in self.modules else self._module_alias.get(rest)
+        return found
 
     def _summarise(self, module: str, ctx: FileContext) -> None:
         """One pass per file: the file's own facts first (imports, star imports, eval, the defs that
@@ -409,6 +423,8 @@ class ProjectIndex:
         scan = self._file_scan(module, ctx, imports)
         if scan.flow is not None:
             self._flow_calls(ctx, scan.flow, imports)
+        if scan.loss and any("loss" in w or "backward" in w for w in ctx.words):
+            self._flow_paths.append(ctx.path)
         for qual, node in defs:
             is_method = (qual, node) in methods
             self.summaries[qual] = self._summary(ctx, scan, qual, node, is_method)
@@ -1109,6 +1125,72 @@ class ProjectIndex:
         if isinstance(owner, ast.ClassDef) and ctx.parents.get(owner) is ctx.tree:
             return f"{ctx.module}.{owner.name}.{fn.name}" in self.rank0_callees
         return False
+
+    def handed_params(
+        self, ctx: FileContext
+    ) -> list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, set[str]]]:
+        """Functions and methods of ``ctx``'s file that code in other files calls with the local loss,
+        and the parameters that receive it (wenet ``log_per_step(writer, info_dict)`` from the
+        executor). Computed once for the project, on first use, by reading the training files again
+        with this index."""
+        if ctx.module is None or "loss_flow" not in self.facts:
+            return []
+        if self._handed is None:
+            if self._handing:
+                return []  # asked while computing it (the files' own flows): nothing yet
+            self._handing = True
+            try:
+                self._handed = self._compute_handed()
+            finally:
+                self._handing = False
+        out: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, set[str]]] = []
+        for qual, node in _defs_of(ctx.module, ctx.tree)[0]:
+            found = self._handed.get(qual)
+            if not found or not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            params = [a.arg for a in (*node.args.posonlyargs, *node.args.args)]
+            if params and params[0] in ("self", "cls"):
+                params = params[1:]
+            names = {params[p] for p in found if isinstance(p, int) and p < len(params)}
+            names |= {p for p in found if isinstance(p, str)}
+            if names:
+                out.append((node, names))
+        return out
+
+    def _compute_handed(self) -> dict[str, set[int | str]]:
+        from ddp_doctor.lint.loops import LoopFacts as Facts
+
+        out: dict[str, set[int | str]] = {}
+        for path in self._flow_paths:
+            ctx = _parse(Path(path), ("backward", "loss"))
+            if ctx is None:
+                continue
+            attach(ctx, self, Path(path))
+            try:
+                flow = LossFlow(ctx, Facts(ctx))
+            except RecursionError:
+                continue
+            for key, scope in flow.scopes.items():
+                taint = flow.taints[key]
+                if not taint.names:
+                    continue
+                for call in ctx.local(scope):
+                    if not isinstance(call, ast.Call) or ctx.helper(call) is not None:
+                        continue
+                    s = self.summary_for(ctx, call.func)
+                    if s is None or s.module == ctx.module or _is_class_summary(s):
+                        continue
+                    at: set[int | str] = {
+                        i for i, a in enumerate(call.args) if reads(ast.walk(a), taint.fields) & taint.names
+                    }
+                    at |= {
+                        k.arg
+                        for k in call.keywords
+                        if k.arg and reads(ast.walk(k.value), taint.fields) & taint.names
+                    }
+                    if at:
+                        out.setdefault(s.qualname, set()).update(at)
+        return out
 
     def lightning_params(self, ctx: FileContext, fn: ast.AST) -> set[str]:
         """Parameters of ``fn`` (a top-level function of ``ctx``'s file) that a Lightning module binds

@@ -181,6 +181,15 @@ def reads(
             isinstance(x.func, ast.Attribute) and len(x.args) == 1 and _not_a_loss_key(x.args[0])
         ):
             skip |= {id(n) for n in ast.walk(x.func.value)}
+        elif (
+            isinstance(x, ast.Call)
+            and isinstance(x.func, ast.Attribute)
+            and x.func.attr in ("get", "pop")
+            and x.args
+            and _names_field(x.func.value, fields)
+            and _other_key(x.args[0])
+        ):
+            skip |= {id(n) for n in ast.walk(x.func.value)}  # info_dict.get("epoch", 0)
         elif isinstance(x, ast.Call) and isinstance(x.func, ast.Name) and x.func.id in DESCRIBE_CALLS:
             skip |= {id(n) for a in x.args for n in ast.walk(a)}  # len(train_dataset)
         elif (
@@ -385,6 +394,8 @@ def _call_loss_names(ctx: FileContext, call: ast.Call) -> set[str]:
         receiver = func.value
         if not (isinstance(receiver, ast.Name) and receiver.id in ctx.imports):
             return loss_names(ctx, receiver)  # loss.mean(), (a + b).sum()
+    if isinstance(func, ast.Attribute) and func.attr == "scale" and len(call.args) == 1:
+        return loss_names(ctx, call.args[0])  # ``scaled_loss = self.scaler.scale(loss / accum)``
     if isinstance(func, ast.Attribute) and func.attr == "items" and not call.args:
         return loss_names(ctx, func.value)  # sum(v for k, v in output.items() if "loss" in k)
     name = (dotted(func) or "").split(".")[-1]
@@ -456,6 +467,9 @@ class LossFlow:
         # function id -> its parameters that a call in a tainted scope binds to the loss (OpenFold
         # ``self._log(loss_breakdown, ...)`` from ``training_step``)
         self.param_taints: dict[int, set[str]] = {}
+        # function id -> its parameters it feeds the loss into (``loss_mts[k].update(loss.item())``
+        # in SAM 2's ``_run_step(batch, phase, loss_mts, ...)``): the caller's argument holds it after
+        self.fed_params: dict[int, set[str]] = {}
         # calls of project code in other files whose result is backpropagated (project index)
         self.project_backprop_calls: list[ast.Call] = []
         self.taints: dict[int, Taint] = {}  # scope id -> its taint (only scopes that have one)
@@ -478,6 +492,9 @@ class LossFlow:
             for fn in self.project.backpropagated_defs(ctx):
                 self.backprop_returns.add(id(fn))
                 candidates[id(fn)] = fn
+            for fn, params in self.project.handed_params(ctx):  # ... or hands the loss to
+                self.param_taints.setdefault(id(fn), set()).update(params)
+                candidates[id(fn)] = fn
         for _ in range(ROUNDS):
             grew = False  # a helper became a candidate this round: one more round analyses it
             for key, scope in list(candidates.items()):
@@ -492,6 +509,10 @@ class LossFlow:
                         held.add(position)
                         candidates[id(fn)] = fn
                         grew = True
+                fed = self._fed_params(scope, taint)
+                if fed and not fed <= self.fed_params.get(key, set()):
+                    self.fed_params[key] = fed  # its callers' arguments hold the loss after the call
+                    grew = True
                 for fn, params in self._handed(scope, taint):
                     known = self.param_taints.setdefault(id(fn), set())
                     if not params <= known:
@@ -557,6 +578,26 @@ class LossFlow:
                     self.project_backprop_calls.append(value)
         return out
 
+    def _fed_params(self, scope: Scope, taint: Taint) -> set[str]:
+        """Parameters of ``scope`` (not handed the loss) that it updates with the loss: meters and
+        containers of the caller."""
+        if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) or not taint.updates:
+            return set()
+        params = {a.arg for a in (*scope.args.posonlyargs, *scope.args.args, *scope.args.kwonlyargs)}
+        return (params & set(taint.updates) & taint.names) - taint.params - {"self", "cls"}
+
+    def _fed_arguments(self, call: ast.Call) -> set[str]:
+        """Names the caller passes to a same-file helper's fed parameters."""
+        fn = self.ctx.helper(call)
+        if fn is None or id(fn) not in self.fed_params:
+            return set()
+        out: set[str] = set()
+        for p in self.fed_params[id(fn)]:
+            arg = bound_argument(fn, call, p)
+            if arg is not None and (name := receiver_name(dotted(arg))):
+                out.add(name)
+        return out
+
     def _own_forward(self, scope: Scope, call: ast.Call) -> FunctionNode | None:
         """``self(batch)`` in a method: the class's ``forward`` (``nn.Module.__call__`` runs it)."""
         owner = self._class_of(scope)
@@ -614,7 +655,10 @@ class LossFlow:
                 isinstance(n, ast.Call) and self.facts.backward(n) for n in nodes
             ):
                 continue  # validation_step calling the training's shared_step computes a validation loss
-            if any(isinstance(n, ast.Call) and self.call_shape(n) is not None for n in nodes):
+            if any(
+                isinstance(n, ast.Call) and (self.call_shape(n) is not None or self._fed_arguments(n))
+                for n in nodes
+            ):
                 out[key] = scope
         return out
 
@@ -695,6 +739,9 @@ class LossFlow:
         # a returned dict the caller backprops some items of (ViLT ``ret = {"mlm_loss": ...,
         # "mlm_logits": ...}``): its loss-named items are the loss, its other items are not
         fields |= {r for r in roots if _dict_literal(ctx, scope, r)}
+        # a parameter handed the loss may be a container of many things (wenet's ``info_dict``):
+        # its loss-named items hold the loss, its other items (``info_dict["tag"]``) do not
+        fields |= params
         all_flows: list[tuple[set[str], set[str]]] = []
         flows: list[tuple[set[str], set[str]]] = []  # (names read, names written) of non-reducing steps
         for n in nodes:
@@ -714,6 +761,11 @@ class LossFlow:
                     roots |= names
                 m = method(n)
                 receiver = receiver_name(m[0]) if m else None
+                if m and receiver is None and isinstance(n.func, ast.Attribute):
+                    # ``loss_mts[key].update(loss.item())``: a meter of a container, the container holds it
+                    inner = n.func.value
+                    if isinstance(inner, ast.Subscript):
+                        receiver = receiver_name(dotted(inner.value))
                 if (
                     m
                     and receiver
@@ -729,6 +781,9 @@ class LossFlow:
                     read |= loop_aliases(ctx, n, read)
                     flows.append((read, {receiver}))
                     updates.setdefault(receiver, []).append(n.lineno)
+                for fed in self._fed_arguments(n):  # self._run_step(batch, phase, loss_mts): fed there
+                    tainted.add(fed)
+                    updates.setdefault(fed, []).append(n.lineno)
             elif (
                 isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
                 and n.value is not None
@@ -739,6 +794,8 @@ class LossFlow:
                 value_nodes = ctx.local(n.value)
                 read = reads(value_nodes, fields)
                 read |= loop_aliases(ctx, n, read)
+                if isinstance(n.value, ast.Call):  # a meter handed in to be fed is not in the result
+                    read -= self._fed_arguments(n.value)
                 shape = self._value_shape(n.value, shapes) if isinstance(n, ast.Assign) else None
                 positional = False
                 if shape is not None:
@@ -790,7 +847,7 @@ class LossFlow:
                 # what is returned is the global value
                 live = {t for t in tainted if not _reduced_before(binds.get(t, []), r.lineno)}
                 returns = merge(returns, _expr_shape(r.value, live, shapes, fields))
-        dicts = {r for r in roots if r in fields}
+        dicts = {r for r in roots | params if r in fields}
         return Taint(
             tainted,
             returns,

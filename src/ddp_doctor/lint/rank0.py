@@ -295,7 +295,7 @@ def silences_other_ranks(
                 args = [*call.args, *(k.value for k in call.keywords)]
                 if any(isinstance(a, ast.IfExp) and is_rank0_test(a.test, predicates) for a in args):
                     return True
-                if any(_quiet_level(a) for a in args) and _off_rank0(parents, call, predicates):
+                if any(_quiet_level(a, fn) for a in args) and _off_rank0(parents, call, predicates):
                     return True
             if (
                 attr == "add"
@@ -331,7 +331,16 @@ def is_plain_print(call: ast.Call) -> bool:
     return target is None or dotted(target) == "sys.stdout"
 
 
-def _quiet_level(node: ast.AST) -> bool:
+def _quiet_level(node: ast.AST, fn: ast.AST | None = None) -> bool:
+    """``logging.ERROR``, ``"ERROR"``, or a parameter of ``fn`` whose default is one (SAM 2
+    ``setup_logging(..., log_level_secondary="ERROR")``)."""
+    if isinstance(node, ast.Name) and isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        a = fn.args
+        positional = [*a.posonlyargs, *a.args]
+        defaults = dict(zip([x.arg for x in positional[len(positional) - len(a.defaults) :]], a.defaults))
+        defaults |= {x.arg: d for x, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None}
+        if node.id in defaults:
+            return _quiet_level(defaults[node.id])
     name = dotted(node) or (
         node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else ""
     )

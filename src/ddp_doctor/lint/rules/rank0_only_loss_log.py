@@ -124,13 +124,16 @@ class Rank0OnlyLossLog(Rule):
             logs = [
                 item
                 for region in regions
+                for local in [
+                    predicates
+                    | _rank0_flags(ctx, region, predicates)
+                    | rank0_locals(region, ctx.local(region), predicates)
+                ]
                 for item in _rank0_logs(
                     ctx,
                     region,
-                    rank0_objects,
-                    predicates
-                    | _rank0_flags(ctx, region, predicates)
-                    | rank0_locals(region, ctx.local(region), predicates),
+                    rank0_objects | _bars_off_rank0(ctx, region, local),
+                    local,
                     quiet,
                     _lightning_receivers(ctx, flow, region),
                     stdout,
@@ -209,6 +212,25 @@ def _rank0_objects(ctx: FileContext, predicates: set[str]) -> set[str]:
     return out
 
 
+def _bars_off_rank0(ctx: FileContext, region: ast.AST, predicates: set[str]) -> set[str]:
+    """Progress bars ``region`` builds hidden off rank 0 by one of its own flags
+    (``with tqdm(..., disable=not enable) as t:`` where ``enable`` is a rank-0 parameter)."""
+    out: set[str] = set()
+    for node in ctx.local(region):
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            for item in node.items:
+                expr, var = item.context_expr, item.optional_vars
+                if isinstance(expr, ast.Call) and var is not None and _disabled_off_rank0(expr, predicates):
+                    out |= {d.split(".")[-1] for d in [dotted(var)] if d}
+        elif (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and _disabled_off_rank0(node.value, predicates)
+        ):
+            out |= {d.split(".")[-1] for t in node.targets if (d := dotted(t))}
+    return out
+
+
 def _own_writers(ctx: FileContext, predicates: set[str]) -> set[str]:
     """Last parts of names this file binds to a new logger/writer outside any rank-0 test."""
     own: set[str] = set()
@@ -253,7 +275,19 @@ def _rank0_flags(ctx: FileContext, fn: ast.AST, predicates: set[str]) -> set[str
             if (v := bound_argument(fn, c, p)) is not None
         )
     ]
-    return rank0_parameters(fn, training, predicates)
+    # a caller's own flag counts (speechbrain ``enable = progressbar and if_main_process()`` handed
+    # to ``self._fit_train(..., enable=enable)``)
+    return (
+        set.intersection(
+            *(
+                rank0_parameters(fn, [c], predicates | rank0_locals(f, ctx.local(f), predicates))
+                for c in training
+                for f in [ctx.enclosing_function(c)]
+            )
+        )
+        if training
+        else set()
+    )
 
 
 def _backward_switches(ctx: FileContext, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
@@ -294,6 +328,8 @@ def _rank0_logs(
     name = getattr(scope, "name", "")
     for node in ctx.local(scope):
         if isinstance(node, ast.Call):
+            if _saves_to_file(ctx, node):
+                continue  # ``fout.write(yaml.dump(info_dict))``: a file saved, not a log
             if rank0_called and is_log_call(node):
                 yield (
                     node,
@@ -326,6 +362,17 @@ def _rank0_logs(
                     node,
                     None,
                     Text(f"through `{m[0]}` (it exists on rank 0 only)", f"通过仅存在于 rank 0 的 `{m[0]}`"),
+                )
+                continue
+            handed = _writer_argument(ctx, node, rank0_objects)
+            if handed is not None:
+                yield (
+                    node,
+                    None,
+                    Text(
+                        f"by handing `{handed}` (it exists on rank 0 only) to `{dotted(node.func)}`",
+                        f"通过把仅存在于 rank 0 的 `{handed}` 交给 `{dotted(node.func)}`",
+                    ),
                 )
                 continue
             if stdout is not None and is_plain_print(node):
@@ -379,6 +426,48 @@ def _lightning_receivers(ctx: FileContext, flow: LossFlow, region: ast.AST) -> s
     return out
 
 
+def _saves_to_file(ctx: FileContext, call: ast.Call) -> bool:
+    """``f.write(...)`` where ``f`` is a file opened to save a snapshot (``with open(p, "w") as f:``,
+    the innermost such ``with`` or else the latest ``f = open(...)``): a state saved (wenet's
+    ``yaml.dump(info_dict)``), not a log. A file opened to append (yolov7's ``open(results_file,
+    "a")``) is a log that grows every epoch."""
+    if not isinstance(call.func, ast.Attribute) or not isinstance(call.func.value, ast.Name):
+        return False
+    name = call.func.value.id
+    cur = ctx.parents.get(call)
+    while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
+        if isinstance(cur, (ast.With, ast.AsyncWith)):
+            for item in cur.items:
+                if isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == name:
+                    return _opens(item.context_expr)
+        cur = ctx.parents.get(cur)
+    scope = ctx.enclosing_function(call)
+    before = [b for b in ctx.bindings(scope).get(name, []) if b.lineno < call.lineno]
+    return bool(before) and isinstance(before[-1], ast.Assign) and _opens(before[-1].value)
+
+
+def _opens(expr: ast.AST) -> bool:
+    if not (isinstance(expr, ast.Call) and (dotted(expr.func) or "").split(".")[-1] == "open"):
+        return False
+    mode = keyword(expr, "mode") or (expr.args[1] if len(expr.args) > 1 else None)
+    return isinstance(mode, ast.Constant) and isinstance(mode.value, str) and "w" in mode.value
+
+
+def _writer_argument(ctx: FileContext, call: ast.Call, rank0_objects: set[str]) -> str | None:
+    """A rank-0-only writer handed to a call as an argument (icefall ``loss_info.write_summary(tb_writer,
+    "train/current_", step)``): what the call writes, it writes on rank 0 only. Not a log call itself,
+    nor code the analysis reads (a helper of the file or a project function: its own logs decide)."""
+    if is_log_call(call) or ctx.helper(call) is not None:
+        return None
+    if ctx.project is not None and ctx.project.summary_for(ctx, call.func) is not None:
+        return None
+    for arg in [*call.args, *(k.value for k in call.keywords)]:
+        name = dotted(arg) if isinstance(arg, (ast.Name, ast.Attribute)) else None
+        if name and name.split(".")[-1] in rank0_objects:
+            return name
+    return None
+
+
 def _not_synced(call: ast.Call) -> bool:
     """``self.log(...)`` that neither all-reduces (``sync_dist=True``) nor is a rank-zero-only value
     by choice (``rank_zero_only=True`` says the author knows)."""
@@ -412,7 +501,94 @@ def helper_logged_args(ctx: FileContext, call: ast.Call, depth: int = 2) -> list
     return [a for p in params if p in logged and (a := bound_argument(fn, call, p)) is not None]
 
 
+# A log's own label that says the value is a validation one: ``'cv/{}'.format(name)`` as a
+# TensorBoard tag, ``"val/loss"`` as a dict key, ``f"... cv_loss {x}"`` / ``"val loss %.3f"`` before
+# the placeholder that receives it.
+VALIDATION_LABEL = re.compile(
+    r"(^|[^A-Za-z0-9])(val|valid|validation|cv|eval|evaluation|test)([^A-Za-z0-9]|$)", re.IGNORECASE
+)
+TAG_METHODS = frozenset({"add_scalar", "add_scalars", "add_histogram", "log_metric"})
+_PLACEHOLDER = re.compile(r"\{[^{}]*\}|%[-+ #0]*\d*(?:\.\d+)?[a-zA-Z]")
+
+
+def _unlabelled(value: ast.AST) -> list[ast.AST]:
+    """The parts of a logged expression its own labels do not call validation values."""
+    if isinstance(value, ast.JoinedStr):
+        out: list[ast.AST] = []
+        label = ""
+        for part in value.values:
+            if isinstance(part, ast.Constant) and isinstance(part.value, str):
+                label = part.value
+            elif not VALIDATION_LABEL.search(label):
+                out.append(part)
+        return out
+    template, args = _template(value)
+    if template is not None:
+        labels, start = [], 0  # the text just before each placeholder
+        for m in _PLACEHOLDER.finditer(template):
+            labels.append(template[start : m.start()])
+            start = m.end()
+        return [a for i, a in enumerate(args) if not (i < len(labels) and VALIDATION_LABEL.search(labels[i]))]
+    if isinstance(value, ast.Dict):
+        return [
+            v
+            for k, v in zip(value.keys, value.values)
+            if not (
+                isinstance(k, ast.Constant) and isinstance(k.value, str) and VALIDATION_LABEL.match(k.value)
+            )
+        ]
+    return [value]
+
+
+def _template(value: ast.AST) -> tuple[str | None, list[ast.expr]]:
+    """``"..." % (a, b)`` / ``"...".format(a, b)``: the template and its positional values."""
+    if (
+        isinstance(value, ast.BinOp)
+        and isinstance(value.op, ast.Mod)
+        and isinstance(value.left, ast.Constant)
+        and isinstance(value.left.value, str)
+    ):
+        right = value.right
+        return value.left.value, list(right.elts) if isinstance(right, ast.Tuple) else [right]
+    if (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr == "format"
+        and isinstance(value.func.value, ast.Constant)
+        and isinstance(value.func.value.value, str)
+        and not value.keywords
+        and not any(isinstance(a, ast.Starred) for a in value.args)
+    ):
+        return value.func.value.value, list(value.args)
+    return None, []
+
+
+def _tag_says_validation(call: ast.Call) -> bool:
+    """``writer.add_scalar('cv/{}'.format(name), v, step)``: the tag names a validation value."""
+    if not (isinstance(call.func, ast.Attribute) and call.func.attr in TAG_METHODS and call.args):
+        return False
+    tag = call.args[0]
+    text = (
+        tag.value
+        if isinstance(tag, ast.Constant) and isinstance(tag.value, str)
+        else _template(tag)[0]
+        or (
+            tag.values[0].value
+            if isinstance(tag, ast.JoinedStr) and tag.values and isinstance(tag.values[0], ast.Constant)
+            else None
+        )
+    )
+    return isinstance(text, str) and bool(VALIDATION_LABEL.match(text))
+
+
 def _logged_values(ctx: FileContext, node: ast.AST) -> list[ast.AST]:
+    values = _raw_logged_values(ctx, node)
+    if isinstance(node, ast.Call) and _tag_says_validation(node):
+        return []
+    return [part for v in values for part in _unlabelled(v)]
+
+
+def _raw_logged_values(ctx: FileContext, node: ast.AST) -> list[ast.AST]:
     if isinstance(node, ast.Call):
         if not is_log_call(node) and (handed := helper_logged_args(ctx, node)):
             return list(handed)
@@ -420,16 +596,21 @@ def _logged_values(ctx: FileContext, node: ast.AST) -> list[ast.AST]:
             found = ctx.project.call_logged_args(ctx, node)  # project logger: the arguments it writes
             if found is not None:
                 return list(found)
-        return [*node.args, *(k.value for k in node.keywords)]
+        receiver = [node.func.value] if isinstance(node.func, ast.Attribute) and not is_log_call(node) else []
+        return [*receiver, *node.args, *(k.value for k in node.keywords)]  # ``meter.write_summary(writer)``
     if isinstance(node, ast.Assign):
         return [node.value]
     return []
 
 
-def _training_binding(flow: LossFlow, scope: ast.AST, name: str, at: ast.AST, taint: Taint) -> bool:
+def _training_binding(
+    flow: LossFlow, scope: ast.AST, name: str, at: ast.AST, taint: Taint, depth: int = 2
+) -> bool:
     """The latest binding of ``name`` before ``at`` holds the training value: a plain assignment
-    reads a tainted name, and it is not in an evaluation-only region (a ``with torch.no_grad()``
-    block or a loop over data that never backprops, while the log is outside it)."""
+    reads a tainted name whose own latest binding holds it (``depth`` levels: sd-scripts rebinds
+    ``avr_loss`` and ``logs`` to validation values after using them for the training loss), and it
+    is not in an evaluation-only region (a ``with torch.no_grad()`` block or a loop over data that
+    never backprops, while the log is outside it)."""
     ctx = flow.ctx
     line = getattr(at, "lineno", 0)
     before = [b for b in ctx.bindings(scope).get(name, []) if b.lineno < line]
@@ -439,11 +620,11 @@ def _training_binding(flow: LossFlow, scope: ast.AST, name: str, at: ast.AST, ta
     # stores since its latest whole binding put in it (``rs["train"] = run_epoch(...)``)
     last = max((i for i, b in enumerate(before) if not _item_store(b, name)), default=-1)
     candidates = before[max(last, 0) :]
-    return any(_holds_training_value(flow, scope, name, b, at, taint) for b in candidates)
+    return any(_holds_training_value(flow, scope, name, b, at, taint, depth) for b in candidates)
 
 
 def _holds_training_value(
-    flow: LossFlow, scope: ast.AST, name: str, binding: ast.AST, at: ast.AST, taint: Taint
+    flow: LossFlow, scope: ast.AST, name: str, binding: ast.AST, at: ast.AST, taint: Taint, depth: int
 ) -> bool:
     ctx = flow.ctx
     line = getattr(at, "lineno", 0)
@@ -453,16 +634,26 @@ def _holds_training_value(
         return False  # rebound from gathered values: ``loss = sum(all_gather(loss)) / n``
     bound_at = getattr(binding, "lineno", 0)
     updated = any(bound_at < u < line for u in taint.updates.get(name, ()))
+    value = (
+        binding.value
+        if isinstance(binding, ast.Assign)
+        and len(binding.targets) == 1
+        and isinstance(binding.targets[0], ast.Name)
+        else binding.value
+        if isinstance(binding, ast.AnnAssign) and isinstance(binding.target, ast.Name)
+        else None
+    )
     if (
         name not in taint.roots | taint.terms | taint.carriers
         and not updated
-        and isinstance(binding, ast.Assign)
-        and len(binding.targets) == 1
-        and isinstance(binding.targets[0], ast.Name)
-        and not reads(ast.walk(binding.value)) & taint.names
+        and value is not None
+        and not any(
+            depth == 0 or _training_binding(flow, scope, n, binding, taint, depth - 1)
+            for n in reads(ast.walk(value)) & taint.names
+        )
         and not (
-            isinstance(binding.value, ast.Call)
-            and (ctx.helper(binding.value) is not None or flow.call_shape(binding.value) is not None)
+            isinstance(value, ast.Call)
+            and (ctx.helper(value) is not None or flow.call_shape(value) is not None)
         )
     ):
         return False  # rebound to something else (val metrics reusing the name `metrics`)

@@ -74,7 +74,7 @@ class SamplerMissing(Rule):
     )
     not_flagged = (
         "dataset built from rank/world/shard values (per-rank seeds, file shards, "
-        "`split_dataset_by_node`), IterableDatasets, a sampler chosen at run time (`S = "
+        "`split_dataset_by_node`), IterableDatasets and loaders whose dataset yields whole batches (`batch_size=None`), a sampler chosen at run time (`S = "
         "DistributedSampler if ddp else RandomSampler`), accelerate `prepare` (shards loaders), "
         "Lightning, loaders never trained on (eval), single-process scripts of a DDP project"
     )
@@ -106,7 +106,7 @@ class SamplerMissing(Rule):
             ):
                 continue  # DataLoader(ds, **kwargs): the sampler may be in there
             dataset = call.args[0] if call.args else keyword(call, "dataset")
-            if dataset is None or _sharded(ctx, dataset):
+            if dataset is None or _sharded(ctx, dataset) or _batches_itself(call):
                 continue
             names = bound_names(ctx, call)
             if not trains_on(facts, names):
@@ -165,6 +165,15 @@ def _ancestors(ctx: FileContext, node: ast.AST, stop: ast.AST) -> Iterator[ast.A
     while cur is not None and cur is not stop:
         yield cur
         cur = ctx.parents.get(cur)
+
+
+def _batches_itself(call: ast.Call) -> bool:
+    """``DataLoader(dataset, batch_size=None)``: automatic batching off, the dataset yields whole
+    batches — the iterable pipelines (wenet, webdataset) that also shard by rank themselves."""
+    size = keyword(call, "batch_size")
+    if size is None and len(call.args) > 1:
+        size = call.args[1]
+    return isinstance(size, ast.Constant) and size.value is None
 
 
 def _sharded(ctx: FileContext, dataset: ast.expr) -> bool:
