@@ -142,12 +142,34 @@ def gate_of(ctx: FileContext, node: ast.AST, defaults: dict[str, object] | None 
     while cur is not None and not isinstance(
         cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module, ast.Lambda)
     ):
-        if isinstance(cur, ast.If):
+        if isinstance(cur, (ast.If, ast.IfExp)) and child is not cur.test:
             test = flag_test(ctx, cur.test, defaults)
             if test is not None:
-                return describe(test, child in cur.body)
+                return describe(test, child in cur.body if isinstance(cur, ast.If) else child is cur.body)
+        if isinstance(cur, ast.Dict) and child in cur.values:
+            chosen = _chosen_by(ctx, cur, child, defaults)
+            if chosen is not None:
+                return chosen
         child, cur = cur, ctx.parents.get(cur)
     return None
+
+
+def _chosen_by(ctx: FileContext, table: ast.Dict, value: ast.AST, defaults: dict[str, object]) -> str | None:
+    """``{"bf16": a, "fp16": b}[args.mixed_precision]``: ``b`` is what runs when the flag is "fp16"
+    (``--mixed-precision == 'fp16'``); None when the table is not indexed by a configuration flag."""
+    parent = ctx.parents.get(table)
+    if not isinstance(parent, ast.Subscript) or parent.value is not table:
+        return None
+    key = table.keys[table.values.index(value)]  # type: ignore[arg-type]
+    if not isinstance(key, ast.Constant):
+        return None
+    test = flag_test(ctx, parent.slice, defaults)
+    if test is None or test.value is not UNKNOWN:
+        return None
+    name = test.flag
+    default = defaults.get(f"={name}" if "." not in name else name.split(".")[-1], UNKNOWN)
+    holds = None if default is UNKNOWN else default == key.value
+    return describe(FlagTest(test.flag, test.option, holds, key.value, True), True)
 
 
 def _about_distribution(name: str) -> bool:
