@@ -157,7 +157,7 @@ class Fp16NoScaler(Rule):
             # the file scales only under its scaler flags: an autocast on its own flag is the bug
             # when that flag is on and the scaler's is off; one sharing the scaler's flag is fine
             switch = dotted(enabled) if enabled is not None else None
-            if switch is None or switch in scaler_flags:
+            if switch is None or any(_same_setting(ctx, switch, f) for f in scaler_flags):
                 return False, None
             switch = f"`{switch}` on with `{'`/`'.join(sorted(scaler_flags))}` off"
         elif enabled is not None and not (isinstance(enabled, ast.Constant) and enabled.value is True):
@@ -203,6 +203,29 @@ def _scaler_flags(ctx: FileContext, calls: list[ast.Call]) -> set[str] | None:
             return None
         flags.add(flag)
     return flags
+
+
+def _same_setting(ctx: FileContext, a: str, b: str) -> bool:
+    """Two spellings of one setting: ``self.amp_training = args.fp16`` makes ``self.amp_training``
+    and ``args.fp16`` the same switch (YOLOX), followed through a few such assignments."""
+    return bool(_origins(ctx, a) & _origins(ctx, b))
+
+
+def _origins(ctx: FileContext, name: str) -> set[str]:
+    """``name`` and what it is assigned from, when every assignment of that spelling in the file
+    gives the same expression (a few hops)."""
+    out = {name}
+    for _ in range(3):
+        values = {
+            ctx.segment(node.value)
+            for node in ctx.of_type(ast.Assign)
+            if any(dotted(t) == name for t in node.targets)
+        }
+        if len(values) != 1:
+            break
+        name = values.pop()
+        out.add(name)
+    return out
 
 
 def _cuda_device(ctx: FileContext, call: ast.Call) -> bool:

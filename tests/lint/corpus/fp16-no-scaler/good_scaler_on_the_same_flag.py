@@ -22,3 +22,19 @@ def train_epoch_bf16(model, loader, optimizer, use_amp, use_scaler):
         scaler.scale(loss).backward()
         scaler.step(optimizer)
         scaler.update()
+
+
+class Trainer:
+    # YOLOX: the autocast's switch is the scaler's, through an attribute set from it
+    def __init__(self, model, optimizer, args):
+        self.model, self.optimizer = model, optimizer
+        self.amp_training = args.fp16
+        self.scaler = torch.cuda.amp.GradScaler(enabled=args.fp16)
+
+    def train_one_iter(self, inps, targets):
+        with torch.cuda.amp.autocast(enabled=self.amp_training):
+            loss = self.model(inps, targets)
+        self.optimizer.zero_grad()
+        self.scaler.scale(loss).backward()
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
