@@ -949,3 +949,30 @@ def test_a_grad_scaler_covers_the_code_it_reaches_not_a_sibling_script(tmp_path:
     }
     found = {f[:2] for f in _found(_write(tmp_path, files))}
     assert found == {("fp16-no-scaler", "train_fsdp.py")}
+
+
+def test_a_sync_bn_choice_read_from_the_projects_python_config_defaults(tmp_path: Path) -> None:
+    # holdout-3 (SlowFast): the conversion runs only when ``cfg.BN.NORM_TYPE`` names apex SyncBN, and
+    # the project's yacs defaults (``_C.BN.NORM_TYPE = "batchnorm"``) say it does not by default:
+    # config-gated. Without a readable default (a YAML config, semseg) the conversion is trusted.
+    build = """
+        import torch
+        import torch.nn as nn
+
+        def build_model(cfg):
+            model = nn.Sequential(nn.Conv3d(3, 8, 3), nn.BatchNorm3d(8))
+            if cfg.BN.NORM_TYPE == "sync_batchnorm_apex":
+                import apex
+                model = apex.parallel.convert_syncbn_model(model)
+            return torch.nn.parallel.DistributedDataParallel(model)
+    """
+    defaults = """
+        from fvcore.common.config import CfgNode
+
+        _C = CfgNode()
+        _C.BN = CfgNode()
+        _C.BN.NORM_TYPE = "batchnorm"
+    """
+    found = _found(_write(tmp_path / "a", {"models/build.py": build, "config/defaults.py": defaults}))
+    assert found == {("batchnorm-unsynced", "models/build.py", "NORM_TYPE != 'sync_batchnorm_apex' (the default)")}
+    assert _found(_write(tmp_path / "b", {"models/build.py": build})) == set()

@@ -68,9 +68,16 @@ def module_defaults(ctx: FileContext) -> dict[str, object]:
 
 
 def all_defaults(ctx: FileContext) -> dict[str, object]:
-    """argparse defaults plus module-level configuration variables (``name`` keys prefixed ``=``)."""
+    """argparse defaults plus module-level configuration variables (``name`` keys prefixed ``=``)
+    and, in project mode, the defaults of the project's Python configuration (yacs ``_C.A.B = v``)."""
     out = argparse_defaults(ctx)
     out.update({f"={k}": v for k, v in module_defaults(ctx).items()})
+    project = ctx.project
+    if project is not None:  # a yacs-style config of the project (``_C.BN.NORM_TYPE = "batchnorm"``)
+        for key, value in project.config_defaults.items():
+            known, value = project.config_default(key)
+            if known:
+                out.setdefault(key, value)
     return out
 
 

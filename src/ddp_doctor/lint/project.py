@@ -128,6 +128,7 @@ FACTS: dict[str, tuple[str, ...]] = {
     "training_params": ("trains_on_params", "trains_on_argument", "hands_to_ddp_code"),
     "compile": ("compiles_param", "call_compiles", "compiling_names"),
 }
+_CONFLICT = object()  # a configuration key given different defaults
 LOCAL_KEY = "\0module"  # entry of an import table naming the file's own module
 ROUNDS = 12  # propagation stops earlier when nothing changes; model builders nest 5-6 calls deep
 # ``obj.method(...)`` with an unknown ``obj`` is matched by method name only when few classes of the
@@ -277,6 +278,10 @@ class ProjectIndex:
     module_imports: dict[str, set[str]] = field(default_factory=dict)
     _reach: dict[str, frozenset[str]] = field(default_factory=dict)
     _root_package: str = ""  # "pkg." when the root directory is itself the package ``pkg``
+    # Defaults of a yacs / ml_collections configuration written in Python (SlowFast
+    # ``_C.BN.NORM_TYPE = "batchnorm"`` in ``config/defaults.py``): last attribute -> literal; a
+    # setting given different values by different assignments is left out (None marks it).
+    config_defaults: dict[str, object] = field(default_factory=dict)
     toggles_sync: bool = False  # some file controls DDP gradient sync
     _module_alias: dict[str, str] = field(default_factory=dict)
     name_alias: dict[str, str] = field(default_factory=dict)  # ``Model = DetectionModel`` at module level
@@ -447,7 +452,19 @@ class ProjectIndex:
         return imports
 
     def _file_flags(self, module: str, ctx: FileContext) -> None:
-        """Project-wide flags any file can raise: DDP wraps, GradScalers, sync toggles."""
+        """Project-wide flags any file can raise: DDP wraps, GradScalers, sync toggles; the file's
+        configuration defaults (module-level ``_C.SECTION.KEY = literal``)."""
+        if not _test_module(module):
+            for node in ctx.tree.body:
+                if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+                    continue
+                target = dotted(node.targets[0])
+                if target is None or target.count(".") < 2 or not isinstance(node.value, ast.Constant):
+                    continue  # ``_C.BN.NORM_TYPE``: a section of a config object, not ``self.x``
+                key = target.rsplit(".", 1)[-1]
+                value = node.value.value
+                known = self.config_defaults.get(key, value)
+                self.config_defaults[key] = value if known == value and type(known) is type(value) else _CONFLICT
         self.wraps_ddp |= any(ctx.call_qualname(c) in DATA_PARALLEL for c in ctx.of_type(ast.Call))
         self.wraps_plain_ddp |= any(ctx.call_qualname(c) == DDP for c in ctx.of_type(ast.Call))
         if "scaler" in self.facts:
@@ -985,6 +1002,11 @@ class ProjectIndex:
             elif name and (resolved := self._project_target(imports, target)):
                 out.append(resolved)
         return tuple(out)
+
+    def config_default(self, key: str) -> tuple[bool, object]:
+        """``(known, value)``: the default a Python configuration of the project gives ``key``."""
+        value = self.config_defaults.get(key, _CONFLICT)
+        return (value is not _CONFLICT), value
 
     def scales_module(self, module: str | None, own: bool = True) -> bool:
         """A GradScaler covers ``module``: one in training code that ``module`` imports (directly or
