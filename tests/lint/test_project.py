@@ -974,5 +974,7 @@ def test_a_sync_bn_choice_read_from_the_projects_python_config_defaults(tmp_path
         _C.BN.NORM_TYPE = "batchnorm"
     """
     found = _found(_write(tmp_path / "a", {"models/build.py": build, "config/defaults.py": defaults}))
-    assert found == {("batchnorm-unsynced", "models/build.py", "NORM_TYPE != 'sync_batchnorm_apex' (the default)")}
+    assert found == {
+        ("batchnorm-unsynced", "models/build.py", "NORM_TYPE != 'sync_batchnorm_apex' (the default)")
+    }
     assert _found(_write(tmp_path / "b", {"models/build.py": build})) == set()

@@ -85,6 +85,8 @@ FACT_WORDS = (
     "sync",  # a meter whose update reduces (``sync_tensor``, ``synchronize``)
     "reduce",
     "float16",  # a dtype property or helper returning torch.float16
+    "CfgNode",  # a yacs / ml_collections configuration's defaults (``_C.BN.NORM_TYPE = ...``)
+    "ConfigDict",
 )
 # The facts beyond the shared ones (module doc), each read by the rules that name it in
 # ``Rule.project_facts``: fact -> the Summary fields and ProjectIndex attributes/queries it feeds.
@@ -464,13 +466,16 @@ class ProjectIndex:
                 key = target.rsplit(".", 1)[-1]
                 value = node.value.value
                 known = self.config_defaults.get(key, value)
-                self.config_defaults[key] = value if known == value and type(known) is type(value) else _CONFLICT
+                self.config_defaults[key] = (
+                    value if known == value and type(known) is type(value) else _CONFLICT
+                )
         self.wraps_ddp |= any(ctx.call_qualname(c) in DATA_PARALLEL for c in ctx.of_type(ast.Call))
         self.wraps_plain_ddp |= any(ctx.call_qualname(c) == DDP for c in ctx.of_type(ast.Call))
         if "scaler" in self.facts:
             # a test's GradScaler scales the tests' losses, not the trainer's (OLMo tests/model_test.py)
             scaler = any("GradScaler" in w for w in ctx.words) or any(
-                (m := method(c)) is not None and m[1] == "backward" and _scaled(c) for c in ctx.of_type(ast.Call)
+                (m := method(c)) is not None and m[1] == "backward" and _scaled(c)
+                for c in ctx.of_type(ast.Call)
             )  # a GradScaler named, or a backward of ``scaler.scale(loss)`` (the scaler built elsewhere)
             if _test_module(module):
                 self.tests_use_scaler |= scaler
