@@ -970,6 +970,9 @@ def test_a_sync_bn_choice_read_from_the_projects_python_config_defaults(tmp_path
         from fvcore.common.config import CfgNode
 
         _C = CfgNode()
+        # Model options (a config file is summarised like any file with a relevant word)
+        _C.MODEL = CfgNode()
+        _C.MODEL.ARCH = "slowfast"
         _C.BN = CfgNode()
         _C.BN.NORM_TYPE = "batchnorm"
     """

@@ -85,8 +85,6 @@ FACT_WORDS = (
     "sync",  # a meter whose update reduces (``sync_tensor``, ``synchronize``)
     "reduce",
     "float16",  # a dtype property or helper returning torch.float16
-    "CfgNode",  # a yacs / ml_collections configuration's defaults (``_C.BN.NORM_TYPE = ...``)
-    "ConfigDict",
 )
 # The facts beyond the shared ones (module doc), each read by the rules that name it in
 # ``Rule.project_facts``: fact -> the Summary fields and ProjectIndex attributes/queries it feeds.
