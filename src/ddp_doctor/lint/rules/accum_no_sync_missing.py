@@ -78,7 +78,7 @@ class AccumNoSyncMissing(Rule):
             if count is not None and _one_unless_deepspeed(ctx, count):
                 continue
             # a step function is reported at its backward, where DDP all-reduces on every call
-            at = loop.loop
+            at: ast.AST = loop.loop
             if loop.shape == "function":
                 at = next((n for n in facts.nodes(loop.loop.body) if facts.backward(n)), loop.loop)
             yield self.violation(
