@@ -1108,9 +1108,108 @@ def test_a_loss_handed_to_a_log_function_of_another_module_of_the_package(tmp_pa
                 optimizer.step()
                 log_per_step(writer, info_dict)
     """
-    root = _write(tmp_path / "wenet", {"utils/train_utils.py": train_utils, "utils/executor.py": executor})
+    root = _write(
+        tmp_path / "wenet",
+        {"__init__.py": "", "utils/train_utils.py": train_utils, "utils/executor.py": executor},
+    )
     result = lint_paths([root], project=True)
     assert [(f.id, Path(f.path or "").name, f.line, f.evidence.get("value")) for f in result.findings] == [
         ("rank0-only-loss-log", "train_utils.py", 15, "loss_dict")
     ]
     assert _found(root, project=False) == set()
+
+
+def test_a_grad_scaler_covers_the_code_it_reaches_not_a_sibling_script(tmp_path: Path) -> None:
+    # holdout-4 (read after its scoring): LlamaGen's VQ trainer uses a GradScaler; its FSDP trainer,
+    # a sibling entry script sharing no code path with it, trains under float16 with none
+    files = {
+        "vq_train.py": """
+            import torch
+            from common import make_loader
+
+            def main(model, optimizer):
+                scaler = torch.cuda.amp.GradScaler()
+                for x in make_loader():
+                    with torch.autocast("cuda", dtype=torch.float16):
+                        loss = model(x)
+                    scaler.scale(loss).backward()
+                    scaler.step(optimizer)
+                    scaler.update()
+        """,
+        "train_fsdp.py": """
+            import torch
+            from common import make_loader
+
+            def main(model, optimizer):
+                for x in make_loader():
+                    with torch.autocast("cuda", dtype=torch.float16):
+                        loss = model(x)
+                    loss.backward()
+                    optimizer.step()
+        """,
+        "common.py": """
+            def make_loader():
+                return []
+        """,
+        # model code run by a loop that scales: covered by the importer's scaler
+        "net.py": """
+            import torch
+
+            class Net(torch.nn.Module):
+                def forward(self, x):
+                    with torch.autocast("cuda", dtype=torch.float16):
+                        return self.body(x)
+        """,
+        "train_net.py": """
+            import torch
+            from net import Net
+            from scaling import build_scaler
+
+            def main(loader, optimizer):
+                model, scaler = Net(), build_scaler()
+                for x in loader:
+                    loss = model(x)
+                    scaler.scale(loss).backward()
+                    scaler.step(optimizer)
+        """,
+        "scaling.py": """
+            import torch
+
+            def build_scaler():
+                return torch.cuda.amp.GradScaler()
+        """,
+    }
+    found = {f[:2] for f in _found(_write(tmp_path, files))}
+    assert found == {("fp16-no-scaler", "train_fsdp.py")}
+
+
+def test_a_sync_bn_choice_read_from_the_projects_python_config_defaults(tmp_path: Path) -> None:
+    # holdout-3 (SlowFast): the conversion runs only when ``cfg.BN.NORM_TYPE`` names apex SyncBN, and
+    # the project's yacs defaults (``_C.BN.NORM_TYPE = "batchnorm"``) say it does not by default:
+    # config-gated. Without a readable default (a YAML config, semseg) the conversion is trusted.
+    build = """
+        import torch
+        import torch.nn as nn
+
+        def build_model(cfg):
+            model = nn.Sequential(nn.Conv3d(3, 8, 3), nn.BatchNorm3d(8))
+            if cfg.BN.NORM_TYPE == "sync_batchnorm_apex":
+                import apex
+                model = apex.parallel.convert_syncbn_model(model)
+            return torch.nn.parallel.DistributedDataParallel(model)
+    """
+    defaults = """
+        from fvcore.common.config import CfgNode
+
+        _C = CfgNode()
+        # Model options (a config file is summarised like any file with a relevant word)
+        _C.MODEL = CfgNode()
+        _C.MODEL.ARCH = "slowfast"
+        _C.BN = CfgNode()
+        _C.BN.NORM_TYPE = "batchnorm"
+    """
+    found = _found(_write(tmp_path / "a", {"models/build.py": build, "config/defaults.py": defaults}))
+    assert found == {
+        ("batchnorm-unsynced", "models/build.py", "NORM_TYPE != 'sync_batchnorm_apex' (the default)")
+    }
+    assert _found(_write(tmp_path / "b", {"models/build.py": build})) == set()

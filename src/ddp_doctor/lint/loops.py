@@ -431,7 +431,8 @@ def option_text(ctx: FileContext, value: ast.expr) -> str:
 def accumulation_count(facts: LoopFacts, loop: AccumLoop) -> ast.expr | None:
     """The number of micro-steps per optimizer step: ``N`` of ``for _ in range(N)`` (nested), or the
     right operand of the ``%`` in the accumulation guard (``if (i + 1) % accum == 0:``, also
-    ``update_grad=(i + 1) % accum_iter == 0``). None when no such operand is written."""
+    ``update_grad=(i + 1) % accum_iter == 0``), or the bound a micro-step counter is compared with
+    (``if self.counter >= cfg.accum_steps:``). None when no such operand is written."""
     node = loop.loop
     if loop.shape == "nested":
         it = node.iter if isinstance(node, (ast.For, ast.AsyncFor)) else None
@@ -445,6 +446,16 @@ def accumulation_count(facts: LoopFacts, loop: AccumLoop) -> ast.expr | None:
                 parent = facts.ctx.parents.get(parent)
             if isinstance(parent, (ast.If, ast.keyword)):
                 return n.right
+    for n in facts.ctx.local(node):  # a micro-step counter: ``if counter >= cfg.accum_steps:``
+        test = n.test if isinstance(n, ast.If) else None
+        if (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], (ast.GtE, ast.Eq))
+            and is_accum_guard(test)
+            and facts.has_optimizer_step(n.body)  # type: ignore[attr-defined]
+        ):
+            return test.comparators[0]
     return None
 
 
@@ -613,16 +624,31 @@ def _step_functions(facts: LoopFacts, loops: list[AccumLoop]) -> list[AccumLoop]
             continue
         if any(ctx.position(fn) <= ctx.position(lp.loop) < ctx.subtree_end(fn) for lp in loops):
             continue
-        # backward on every call, outside any branch: a function whose if/else branches each
-        # backprop and step their own optimizer (alternating GAN updates) accumulates nothing
-        if not any(
-            facts.backward(n) for n in _unconditional_nodes(facts, fn.body, HELPER_DEPTH, frozenset())
-        ):
+        # backward on every call, outside any branch or in both branches of an if/else that only
+        # picks how to backprop (Pointcept ``if amp: scaler.scale(loss).backward() else:
+        # loss.backward()``); a function whose branches each backprop and step their own optimizer
+        # (alternating GAN updates) accumulates nothing
+        if not _backprops_every_call(facts, fn.body):
             continue
         line = _guarded_in(facts, fn.body)
         if type(line) is int:
             out.append(AccumLoop(fn, "function", line))
     return out
+
+
+def _backprops_every_call(facts: LoopFacts, body: list[ast.stmt]) -> bool:
+    """Backward runs whenever ``body`` runs: unconditionally, or in both branches of an if/else
+    neither of which steps an optimizer (the branches choose how to backprop, not what to update)."""
+    if any(facts.backward(n) for n in _unconditional_nodes(facts, body, HELPER_DEPTH, frozenset())):
+        return True
+    return any(
+        isinstance(s, ast.If)
+        and s.orelse
+        and not facts.has_optimizer_step([s])
+        and _backprops_every_call(facts, s.body)
+        and _backprops_every_call(facts, s.orelse)
+        for s in unconditional(body)
+    )
 
 
 def _runs_backward(facts: LoopFacts, body: list[ast.stmt]) -> bool:

@@ -97,7 +97,14 @@ FACTS: dict[str, tuple[str, ...]] = {
         "call_builds_batchnorm",
     ),
     "sync_toggle": ("toggles_sync",),
-    "scaler": ("uses_scaler", "tests_use_scaler", "scales_module", "fp16_gate", "call_fp16_gate"),
+    "scaler": (
+        "uses_scaler",
+        "tests_use_scaler",
+        "scaler_modules",
+        "scales_module",
+        "fp16_gate",
+        "call_fp16_gate",
+    ),
     "rank0_logging": (
         "logs_rank0",
         "rank0_objects",
@@ -128,6 +135,7 @@ FACTS: dict[str, tuple[str, ...]] = {
     "training_params": ("trains_on_params", "trains_on_argument", "hands_to_ddp_code"),
     "compile": ("compiles_param", "call_compiles", "compiling_names"),
 }
+_CONFLICT = object()  # a configuration key given different defaults
 LOCAL_KEY = "\0module"  # entry of an import table naming the file's own module
 ROUNDS = 12  # propagation stops earlier when nothing changes; model builders nest 5-6 calls deep
 # ``obj.method(...)`` with an unknown ``obj`` is matched by method name only when few classes of the
@@ -271,6 +279,18 @@ class ProjectIndex:
     wraps_plain_ddp: bool = False  # some file wraps a model in DistributedDataParallel itself
     uses_scaler: bool = False  # some file uses a GradScaler (or a scaling wrapper)
     tests_use_scaler: bool = False  # some test module does (it covers the test modules only)
+    # The training modules that use one: a scaler covers the code its module imports and the code
+    # that imports it, not a sibling entry script (LlamaGen's GradScaler in ``vq_train.py`` does not
+    # scale ``train_c2i_fsdp.py``).
+    scaler_modules: set[str] = field(default_factory=set)
+    # module -> the project modules it imports (the shared module graph: who can reach whose code)
+    module_imports: dict[str, set[str]] = field(default_factory=dict)
+    _reach: dict[str, frozenset[str]] = field(default_factory=dict)
+    _root_package: str = ""  # "pkg." when the root directory is itself the package ``pkg``
+    # Defaults of a yacs / ml_collections configuration written in Python (SlowFast
+    # ``_C.BN.NORM_TYPE = "batchnorm"`` in ``config/defaults.py``): last attribute -> literal; a
+    # setting given different values by different assignments is left out (None marks it).
+    config_defaults: dict[str, object] = field(default_factory=dict)
     toggles_sync: bool = False  # some file controls DDP gradient sync
     _module_alias: dict[str, str] = field(default_factory=dict)
     name_alias: dict[str, str] = field(default_factory=dict)  # ``Model = DetectionModel`` at module level
@@ -281,7 +301,8 @@ class ProjectIndex:
     # Model registries: registry qualname -> classes registered with ``@REGISTRY.register()``
     # (fvcore/detectron2/mmcv style; SlowFast ``MODEL_REGISTRY.get(name)(cfg)``).
     registries: dict[str, set[str]] = field(default_factory=dict)
-    _pending: list[tuple[str, set[str]]] = field(default_factory=list)  # (class qualname, names bound)
+    # (class qualname, names bound, module binding them)
+    _pending: list[tuple[str, set[str], str]] = field(default_factory=list)
     # spelling -> what calls bound to it construct (a project qualname, or "" for anything else)
     _call_bound: dict[str, set[str]] = field(default_factory=dict)
     # Spellings bound, wherever the project binds them to a call, only to instances of meter classes
@@ -322,6 +343,8 @@ class ProjectIndex:
         if unknown:
             raise ValueError(f"unknown project fact(s): {', '.join(sorted(unknown))}")
         index = cls(root=root, facts=frozenset(FACTS) if facts is None else facts)
+        if (root / "__init__.py").is_file() and root.name.isidentifier():
+            index._root_package = root.name + "."
         # Module names first (no parsing), so imports resolve; then one file at a time: read, parse,
         # summarise, drop the tree (a large library never holds more than one parsed file).
         paths: list[tuple[str, Path]] = []
@@ -405,12 +428,11 @@ class ProjectIndex:
         if name in self.modules:
             return name
         found = self._module_alias.get(name)
-        package = self.root.name
-        if found is None and package and name.startswith(f"{package}."):
-            # the directory linted is the package itself (``wenet/``): its own absolute imports
-            # (``from wenet.utils.train_utils import ...``) name modules from one level up
-            rest = name[len(package) + 1 :]
-            return rest if rest in self.modules else self._module_alias.get(rest)
+        if found is None and self._root_package and name.startswith(self._root_package):
+            # linting a package's own directory (``pointcept/``) whose files import it by its full
+            # name (``from pointcept.models.builder import MODELS``): the module is ``models.builder``
+            inner = name[len(self._root_package) :]
+            found = inner if inner in self.modules else self._module_alias.get(inner)
         return found
 
     def _summarise(self, module: str, ctx: FileContext) -> None:
@@ -461,6 +483,19 @@ class ProjectIndex:
             target = imports.get(name)
             if target is not None and self._project_module_of(target) is None:
                 self.reexports[f"{module}.{name}"] = target
+        imported = {
+            resolved
+            for target in imports.values()
+            if (mod := self._project_module_of(target)) is not None
+            and (resolved := self.resolve_module(mod)) is not None
+        }
+        imported |= {
+            resolved
+            for node in ctx.of_type(ast.ImportFrom)
+            if any(a.name == "*" for a in node.names)
+            and (resolved := self.resolve_module(_absolute_module(node, module) or "")) is not None
+        }
+        self.module_imports[module] = imported - {module}
         imports[LOCAL_KEY] = module
         self._local_names = {
             n.name
@@ -470,16 +505,35 @@ class ProjectIndex:
         return imports
 
     def _file_flags(self, module: str, ctx: FileContext) -> None:
-        """Project-wide flags any file can raise: DDP wraps, GradScalers, sync toggles."""
+        """Project-wide flags any file can raise: DDP wraps, GradScalers, sync toggles; the file's
+        configuration defaults (module-level ``_C.SECTION.KEY = literal``)."""
+        if not _test_module(module):
+            for node in ctx.tree.body:
+                if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+                    continue
+                target = dotted(node.targets[0])
+                if target is None or target.count(".") < 2 or not isinstance(node.value, ast.Constant):
+                    continue  # ``_C.BN.NORM_TYPE``: a section of a config object, not ``self.x``
+                key = target.rsplit(".", 1)[-1]
+                value = node.value.value
+                known = self.config_defaults.get(key, value)
+                self.config_defaults[key] = (
+                    value if known == value and type(known) is type(value) else _CONFLICT
+                )
         self.wraps_ddp |= any(ctx.call_qualname(c) in DATA_PARALLEL for c in ctx.of_type(ast.Call))
         self.wraps_plain_ddp |= any(ctx.call_qualname(c) == DDP for c in ctx.of_type(ast.Call))
         if "scaler" in self.facts:
             # a test's GradScaler scales the tests' losses, not the trainer's (OLMo tests/model_test.py)
-            scaler = any("GradScaler" in w for w in ctx.words)
+            scaler = any("GradScaler" in w for w in ctx.words) or any(
+                (m := method(c)) is not None and m[1] == "backward" and _scaled(c)
+                for c in ctx.of_type(ast.Call)
+            )  # a GradScaler named, or a backward of ``scaler.scale(loss)`` (the scaler built elsewhere)
             if _test_module(module):
                 self.tests_use_scaler |= scaler
             else:
                 self.uses_scaler |= scaler
+                if scaler:
+                    self.scaler_modules.add(module)
         if "sync_toggle" in self.facts:
             self.toggles_sync |= any(SYNC_CONTROL.match(w) for w in ctx.words)
 
@@ -703,7 +757,7 @@ class ProjectIndex:
             if isinstance(value, ast.Call):
                 target = self._project_target(imports, value.func)
                 if target:
-                    self._pending.append((target, names))
+                    self._pending.append((target, names, module))
                 local = dotted(value.func) or ""
                 if loss and local not in CONTAINERS:  # ``dict()`` is a literal, like ``{}``
                     if not target and local in self._local_names:
@@ -842,10 +896,12 @@ class ProjectIndex:
                     changed |= before != _propagated_flags(s)
             if not changed:
                 break
-        for target, names in self._pending:
+        for target, names, module in self._pending:
             pending = sums.get(target)
             if pending is not None and _is_class_summary(pending) and pending.calls_backward:
                 self.backward_objects |= {n.split(".")[-1] for n in names}
+                if "scaler" in self.facts and not _test_module(module):
+                    self.scaler_modules.add(module)  # a loss-scaling object (timm NativeScaler)
         self._pending = []
         for s in sums.values():  # ``@master_only def log_info(msg): logger.info(msg)``: rank 0 only
             if s.logs and any((d := self._get(q)) is not None and d.rank0_decorator for q in s.decorators):
@@ -1060,9 +1116,39 @@ class ProjectIndex:
                 out.append(resolved)
         return tuple(out)
 
-    def scales_module(self, module: str | None) -> bool:
-        """A GradScaler covers ``module``: one in the training code, or (for a test module) in a test."""
-        return self.uses_scaler or (self.tests_use_scaler and module is not None and _test_module(module))
+    def config_default(self, key: str) -> tuple[bool, object]:
+        """``(known, value)``: the default a Python configuration of the project gives ``key``."""
+        value = self.config_defaults.get(key, _CONFLICT)
+        return (value is not _CONFLICT), value
+
+    def scales_module(self, module: str | None, own: bool = True) -> bool:
+        """A GradScaler covers ``module``: one in training code that ``module`` imports (directly or
+        not), or that imports ``module`` (the loop running its model code), or (for a test module) in
+        a test. A scaler in a sibling script that shares neither code path does not. ``own=False``:
+        the module's own scalers are judged by the caller (switched by their own flag)."""
+        if module is None:
+            return self.uses_scaler
+        if self.tests_use_scaler and _test_module(module):
+            return True
+        reach = self.reachable(module)
+        return any(
+            (own and m == module) or (m != module and (m in reach or module in self.reachable(m)))
+            for m in self.scaler_modules
+        )
+
+    def reachable(self, module: str) -> frozenset[str]:
+        """The project modules ``module`` imports, directly or through other project modules."""
+        found = self._reach.get(module)
+        if found is None:
+            seen: set[str] = set()
+            stack = [module]
+            while stack:
+                for nxt in self.module_imports.get(stack.pop(), ()):
+                    if nxt not in seen:
+                        seen.add(nxt)
+                        stack.append(nxt)
+            found = self._reach[module] = frozenset(seen)
+        return found
 
     def call_fp16_gate(self, ctx: FileContext, expr: ast.AST) -> str | None:
         """The condition under which a dtype read from project code is float16: a call of a function
@@ -1662,6 +1748,12 @@ def _wraps_parameter(ctx: FileContext, fn: ast.AST, wrap: ast.Call) -> bool:
             return False  # built here: model = ResNet(...)
         target = value
     return True
+
+
+def _scaled(backward: ast.Call) -> bool:
+    """``x.scale(loss).backward()``: the receiver of the backward is a scaler's ``scale`` call."""
+    receiver = backward.func.value if isinstance(backward.func, ast.Attribute) else None
+    return isinstance(receiver, ast.Call) and (method(receiver) or (None, ""))[1] == "scale"
 
 
 def _test_module(module: str) -> bool:

@@ -77,8 +77,12 @@ class AccumNoSyncMissing(Rule):
             count = accumulation_count(facts, loop)
             if count is not None and _one_unless_deepspeed(ctx, count):
                 continue
+            # a step function is reported at its backward, where DDP all-reduces on every call
+            at: ast.AST = loop.loop
+            if loop.shape == "function":
+                at = next((n for n in facts.nodes(loop.loop.body) if facts.backward(n)), loop.loop)
             yield self.violation(
-                loop.loop,
+                at,
                 Text(
                     f"{loop.where_en[0].upper()}{loop.where_en[1:]} lets DDP all-reduce gradients on every "
                     "micro-step (no effective `no_sync`): wasted bandwidth, numerically the same.",

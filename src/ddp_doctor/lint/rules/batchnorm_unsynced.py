@@ -17,7 +17,8 @@ registry (``resnet.__dict__[args.arch]()`` where ``resnet.py`` builds BatchNorm)
 No ``SyncBatchNorm`` anywhere: flagged. A conversion (``convert_sync_batchnorm``) only behind an
 opt-in flag (``if opt.sync_bn:`` with ``--sync-bn`` off by default) leaves the default path
 unsynced: flagged as config-gated, naming the flag. A conversion under any other condition
-(``if has_batchnorms(model):``, a flag that is on by default) is trusted. Autofix (plain
+(``if has_batchnorms(model):``, a flag that is on by default or whose default is set outside
+the code, in a YAML config) is trusted. Autofix (plain
 findings only): convert the wrapped model just before wrapping.
 """
 
@@ -113,7 +114,10 @@ class BatchnormUnsynced(Rule):
             if gated_by is None:
                 return  # converted on the default path (or under a condition we trust)
         lines = ", ".join(map(str, sorted(set(bn_lines))[:5]))
-        for call in ddp_calls:
+        # several wraps (LlamaGen wraps its VQ model and, apart, the loss module holding the
+        # BatchNorm discriminator): report the wraps of what the BatchNorm was built into
+        tied = [c for c in ddp_calls if _wraps_built_from(ctx, c, bn_nodes)]
+        for call in tied or ddp_calls:
             yield self.violation(
                 call,
                 Text(
@@ -139,6 +143,41 @@ class BatchnormUnsynced(Rule):
                 ctx, stmt, f"{model} = {prefix}.SyncBatchNorm.convert_sync_batchnorm({model})"
             ),
         )
+
+
+def _wraps_built_from(ctx: FileContext, call: ast.Call, built: list[ast.AST]) -> bool:
+    """The model this wrap is handed (``DDP(vq_loss.to(device))`` → ``vq_loss``) is a name of its
+    function that one of ``built`` (the BatchNorm-building calls) is assigned to."""
+    arg: ast.AST | None = call.args[0] if call.args else None
+    while isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute):
+        arg = arg.func.value  # ``m.to(device)``, ``m.cuda()``
+    if not isinstance(arg, ast.Name):
+        return False
+    scope = ctx.enclosing_function(call)
+    values = [
+        b.value
+        for b in ctx.bindings(scope).get(arg.id, [])
+        if isinstance(b, ast.Assign) and b.lineno <= call.lineno
+    ]
+    spans = [(ctx.position(v), ctx.subtree_end(v)) for v in values]
+    if any(lo <= ctx.position(n) < hi for n in built for lo, hi in spans):
+        return True
+    # BatchNorm built inside a class or function of this file: a name bound to a call of it
+    makers = {d.name for n in built if (d := _top_level_def(ctx, n)) is not None}
+    return any(
+        isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in makers
+        for v in values
+        for c in ast.walk(v)
+    )
+
+
+def _top_level_def(ctx: FileContext, node: ast.AST) -> ast.ClassDef | ast.FunctionDef | None:
+    cur, top = ctx.parents.get(node), None
+    while cur is not None:
+        if isinstance(cur, (ast.ClassDef, ast.FunctionDef)):
+            top = cur
+        cur = ctx.parents.get(cur)
+    return top
 
 
 def _model_by_name(ctx: FileContext, call: ast.Call) -> bool:
@@ -234,8 +273,10 @@ def _opt_in_gate(ctx: FileContext, conversions: list[ast.AST], bn_nodes: list[as
                 test = flag_test(ctx, cur.test, defaults)
                 if test is not None:  # a runtime condition inside an opt-in flag decides only within it
                     in_body = child in cur.body
-                    if test.default_true is not None and test.default_true == in_body:
-                        return None  # this conversion runs under the default
+                    if test.default_true is None or test.default_true == in_body:
+                        # runs under the default, or the default is set where we cannot read it
+                        # (semseg's YAML configs all set ``sync_bn: True``): trust the conversion
+                        return None
                     gate = describe(test, not in_body)  # the bug: the branch that skips the conversion
             child, cur = cur, ctx.parents.get(cur)
         if gate is None:

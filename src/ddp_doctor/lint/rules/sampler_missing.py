@@ -74,7 +74,7 @@ class SamplerMissing(Rule):
     )
     not_flagged = (
         "dataset built from rank/world/shard values (per-rank seeds, file shards, "
-        "`split_dataset_by_node`), IterableDatasets and loaders whose dataset yields whole batches (`batch_size=None`), a sampler chosen at run time (`S = "
+        "`split_dataset_by_node`), IterableDatasets, `batch_size=None` (the dataset batches itself), a sampler chosen at run time (`S = "
         "DistributedSampler if ddp else RandomSampler`), accelerate `prepare` (shards loaders), "
         "Lightning, loaders never trained on (eval), single-process scripts of a DDP project"
     )
@@ -167,15 +167,6 @@ def _ancestors(ctx: FileContext, node: ast.AST, stop: ast.AST) -> Iterator[ast.A
         cur = ctx.parents.get(cur)
 
 
-def _batches_itself(call: ast.Call) -> bool:
-    """``DataLoader(dataset, batch_size=None)``: automatic batching off, the dataset yields whole
-    batches — the iterable pipelines (wenet, webdataset) that also shard by rank themselves."""
-    size = keyword(call, "batch_size")
-    if size is None and len(call.args) > 1:
-        size = call.args[1]
-    return isinstance(size, ast.Constant) and size.value is None
-
-
 def _sharded(ctx: FileContext, dataset: ast.expr) -> bool:
     """The dataset expression or its construction mentions ranks/shards, or it is iterable-style."""
     exprs: list[ast.AST] = [dataset]
@@ -217,3 +208,13 @@ def _self_sharding_class(ctx: FileContext, call: ast.Call) -> bool:
                 if isinstance(n, (ast.Name, ast.Attribute))
             )
     return False
+
+
+def _batches_itself(call: ast.Call) -> bool:
+    """``DataLoader(ds, batch_size=None)``: automatic batching is off, so the dataset yields whole
+    batches — an iterable pipeline that also decides which rank reads what (wenet, WebDataset); a
+    sampler has nothing to shard."""
+    size = keyword(call, "batch_size")
+    if size is None and len(call.args) > 1:
+        size = call.args[1]
+    return isinstance(size, ast.Constant) and size.value is None
