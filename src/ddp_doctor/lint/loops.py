@@ -230,6 +230,12 @@ class LoopFacts:
             return None if name in self.ctx.functions or name in self._classes() else found
         fn = self.ctx.helper(node)
         held = self._param_backward(fn) if fn is not None else None
+        if fn is None and (bound := self._partial_of(node)) is not None:
+            fn, offset = bound  # ``backwards = partial(loss_backwards, fp16)``; ``backwards(loss, opt)``
+            held = self._param_backward(fn)
+            if held is None or held[1] < offset:
+                return None
+            held = (held[0], held[1] - offset, held[2])
         if held is None and fn is None and self.ctx.project is not None:
             key = id(node)
             if key not in self._project_backward:  # a project function or method (VAR)
@@ -239,6 +245,25 @@ class LoopFacts:
             return None
         root = argument(node, held[0], held[1])
         return Backward(node, root, framework=False, scaled=held[2]) if root is not None else None
+
+    def _partial_of(self, call: ast.Call) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, int] | None:
+        """``name(...)`` where the calling function bound ``name = partial(helper, a, ...)`` once, to a
+        same-file helper: that helper and the number of positional arguments the partial fills."""
+        if not isinstance(call.func, ast.Name):
+            return None
+        binds = self.ctx.bindings(self.ctx.enclosing_function(call)).get(call.func.id, [])
+        if len(binds) != 1 or not isinstance(binds[0], ast.Assign):
+            return None
+        value = binds[0].value
+        if not (
+            isinstance(value, ast.Call)
+            and (dotted(value.func) or "").split(".")[-1] == "partial"
+            and value.args
+            and isinstance(value.args[0], ast.Name)
+        ):
+            return None
+        defs = self.ctx.functions.get(value.args[0].id, [])
+        return (defs[0], len(value.args) - 1) if len(defs) == 1 else None
 
     def _classes(self) -> set[str]:
         if self._class_names is None:
