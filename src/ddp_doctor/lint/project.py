@@ -277,6 +277,9 @@ class ProjectIndex:
     # module -> the project modules it imports (the shared module graph: who can reach whose code)
     module_imports: dict[str, set[str]] = field(default_factory=dict)
     _reach: dict[str, frozenset[str]] = field(default_factory=dict)
+    # module -> the project modules it star-imports (``from models import *``: a bare name of the
+    # file may be theirs)
+    star_imports: dict[str, list[str]] = field(default_factory=dict)
     _root_package: str = ""  # "pkg." when the root directory is itself the package ``pkg``
     # Defaults of a yacs / ml_collections configuration written in Python (SlowFast
     # ``_C.BN.NORM_TYPE = "batchnorm"`` in ``config/defaults.py``): last attribute -> literal; a
@@ -436,13 +439,16 @@ class ProjectIndex:
             if (mod := self._project_module_of(target)) is not None
             and (resolved := self.resolve_module(mod)) is not None
         }
-        imported |= {
+        starred = [
             resolved
             for node in ctx.of_type(ast.ImportFrom)
             if any(a.name == "*" for a in node.names)
             and (resolved := self.resolve_module(_absolute_module(node, module) or "")) is not None
-        }
-        self.module_imports[module] = imported - {module}
+            and resolved != module
+        ]
+        if starred:
+            self.star_imports[module] = starred
+        self.module_imports[module] = (imported | set(starred)) - {module}
         imports[LOCAL_KEY] = module
         self._local_names = {
             n.name
@@ -854,7 +860,12 @@ class ProjectIndex:
         if text is None:
             return None
         if "." not in text and text not in imports:  # a function of this same file
-            return self._get(f"{module}.{text}")
+            own = self._get(f"{module}.{text}")
+            if own is not None:
+                return own
+            # or of a module it star-imports (StyleTTS2 ``from models import *``; load_F0_models(...))
+            found = [s for m in self.star_imports.get(module, ()) if (s := self._get(f"{m}.{text}"))]
+            return found[0] if len(found) == 1 else None
         head, _, rest = text.partition(".")
         if head == "self" and "." not in rest:  # ``self.save_logs(...)``: the method of the caller's class
             fn = ctx.enclosing_function(func)
