@@ -434,6 +434,40 @@ def test_a_partial_window_that_the_file_ends_inside_is_noted(tmp_path: Path) -> 
     assert rolled.context.run.rollups is not None
 
 
+def _step_starts(chunk: bytes, at_line_start: bool) -> list[int]:
+    """Where the step lines of ``chunk`` begin, by a plain split into lines (the first line counts
+    only when the chunk begins a line)."""
+    out, at = [], 0
+    for i, line in enumerate(chunk.split(b"\n")):
+        if (i or at_line_start) and line.startswith(b'{"kind":"step",'):
+            out.append(at)
+        at += len(line) + 1
+    return out
+
+
+def test_nth_step_start_equals_a_split_into_lines() -> None:
+    """rollup_read._nth_step_start (bytes.split with a bound) against a plain split, on random
+    chunks that begin mid-line or not, with other records, blank lines and look-alike prefixes."""
+    import random
+
+    from ddp_doctor.rundir import rollup_read
+
+    rng = random.Random(1)
+    kinds = [b'{"kind":"step","step":1}\n', b'{"kind":"other"}\n', b"\n", b'{"kin\n', b'x{"kind":"step",\n']
+    for _ in range(2000):
+        chunk = b"".join(rng.choice(kinds) for _ in range(rng.randint(0, 12)))
+        if chunk and rng.random() < 0.3:
+            chunk = chunk[rng.randint(0, len(chunk) - 1) :]
+        for at_line_start in (True, False):
+            starts = _step_starts(chunk, at_line_start)
+            for k in range(14):
+                want = starts[k] if k < len(starts) else None
+                assert rollup_read._nth_step_start(chunk, at_line_start, k, from_end=False) == want
+                if k:
+                    want = starts[-k] if k <= len(starts) else None
+                    assert rollup_read._nth_step_start(chunk, at_line_start, k, from_end=True) == want
+
+
 def test_cut_finds_the_first_and_last_step_lines(tmp_path: Path) -> None:
     """rollup_read._cut against a plain split of the lines, for lines of random lengths with other
     records between them, whatever the first guess of the bytes needed."""
@@ -449,7 +483,7 @@ def test_cut_finds_the_first_and_last_step_lines(tmp_path: Path) -> None:
     path = tmp_path / "f"
     path.write_bytes(b"HEAD\n" + data)
     a, b = 5, 5 + len(data)
-    starts = [a + i for i in rollup_read._step_starts(data, True)]
+    starts = [a + i for i in _step_starts(data, True)]
     assert len(starts) == 100
     fd = os.open(path, os.O_RDONLY)
     try:

@@ -741,16 +741,24 @@ def _spans(
 _STEP_LINE = records.line_prefix("step")
 
 
-def _step_starts(chunk: bytes, at_line_start: bool, limit: int | None = None) -> list[int]:
-    """Where the step lines of ``chunk`` begin (only after a newline, or at 0 when the chunk begins a
-    line); the first ``limit`` of them when given."""
-    out = [0] if at_line_start and chunk.startswith(_STEP_LINE) else []
+def _nth_step_start(chunk: bytes, at_line_start: bool, k: int, from_end: bool) -> int | None:
+    """Where the k-th step line of ``chunk`` begins (from the start: k = 0 is the first; from the end:
+    k = 1 is the last), counting only lines after a newline, or at 0 when the chunk begins a line;
+    None when the chunk holds fewer. (bytes.split with a bound: the search runs in C.)"""
     needle = b"\n" + _STEP_LINE
-    i = chunk.find(needle)
-    while i >= 0 and (limit is None or len(out) < limit):
-        out.append(i + 1)
-        i = chunk.find(needle, i + 1)
-    return out
+    first = at_line_start and chunk.startswith(_STEP_LINE)
+    if not from_end:
+        m = k if first else k + 1  # newline-preceded starts needed
+        if m == 0:
+            return 0
+        pieces = chunk.split(needle, m)
+        if len(pieces) <= m:
+            return None
+        return sum(map(len, pieces[:m])) + (m - 1) * len(needle) + 1
+    pieces = chunk.rsplit(needle, k)
+    if len(pieces) == k + 1:
+        return len(pieces[0]) + 1
+    return 0 if first and len(pieces) == k else None
 
 
 def _cut(fd: int, a: int, b: int, n: int, mode: str, k: int) -> tuple[int, int] | None:
@@ -762,9 +770,9 @@ def _cut(fd: int, a: int, b: int, n: int, mode: str, k: int) -> tuple[int, int] 
     while True:
         if mode == "head":
             chunk = os.pread(fd, want, a)
-            starts = _step_starts(chunk, True, k + 1)
-            if len(starts) > k:
-                return a, a + starts[k]
+            at = _nth_step_start(chunk, True, k, from_end=False)
+            if at is not None:
+                return a, a + at
             if want >= size or len(chunk) < want:
                 return None
         else:
@@ -772,9 +780,9 @@ def _cut(fd: int, a: int, b: int, n: int, mode: str, k: int) -> tuple[int, int] 
             chunk = os.pread(fd, want, lo)
             if len(chunk) < want:
                 return None
-            starts = _step_starts(chunk, lo == a)
-            if len(starts) >= k:
-                return lo + starts[-k], b
+            at = _nth_step_start(chunk, lo == a, k, from_end=True)
+            if at is not None:
+                return lo + at, b
             if lo == a:
                 return None
         want = min(size, want * 2)
