@@ -885,3 +885,331 @@ def test_a_writer_bound_on_every_rank_is_not_a_siblings_rank0_writer(tmp_path: P
     found = {f[:2] for f in _found(_write(tmp_path, SIBLING_SCRIPTS))}
     assert ("rank0-only-loss-log", "ppo_multigpu.py") in found
     assert ("rank0-only-loss-log", "ppo.py") not in found
+
+
+def test_a_loss_computed_in_objective_functions_of_another_module_and_logged_there(tmp_path: Path) -> None:
+    """ViLT style: ``training_step`` backprops the sum of the loss items of ``self(batch)``, whose
+    ``forward`` merges what objective functions of another module return; each objective logs its
+    loss through the Lightning module it is handed (``pl_module.log`` without ``sync_dist``). Its
+    accuracy, a synced log and an objective whose result is never backpropagated are not flagged."""
+    objectives = """
+        import torch.nn.functional as F
+
+        def compute_mlm(pl_module, batch):
+            logits = pl_module.head(batch["x"])
+            mlm_loss = F.cross_entropy(logits, batch["y"])
+            ret = {"mlm_loss": mlm_loss, "mlm_logits": logits}
+            loss = pl_module.train_mlm_loss(ret["mlm_loss"])
+            acc = pl_module.train_mlm_accuracy(ret["mlm_logits"], batch["y"])
+            pl_module.log("mlm/train/loss", loss)
+            pl_module.log("mlm/train/accuracy", acc)
+            return ret
+
+        def compute_itm(pl_module, batch):
+            itm_loss = F.cross_entropy(pl_module.itm(batch["x"]), batch["y"])
+            pl_module.log("itm/train/loss", itm_loss, sync_dist=True)
+            return {"itm_loss": itm_loss}
+
+        def compute_probe(pl_module, batch):
+            probe_loss = F.cross_entropy(pl_module.probe(batch["x"]), batch["y"])
+            pl_module.log("probe/loss", probe_loss)
+            return {"probe_loss": probe_loss}
+    """
+    module = """
+        import lightning as L
+        from modules import objectives
+
+        class Model(L.LightningModule):
+            def forward(self, batch):
+                ret = dict()
+                ret.update(objectives.compute_mlm(self, batch))
+                ret.update(objectives.compute_itm(self, batch))
+                return ret
+
+            def training_step(self, batch, batch_idx):
+                output = self(batch)
+                return sum([v for k, v in output.items() if "loss" in k])
+
+            def on_validation_epoch_end(self):
+                objectives.compute_probe(self, self.probe_batch)
+    """
+    root = _write(tmp_path, {"modules/objectives.py": objectives, "modules/model.py": module})
+    result = lint_paths([root], project=True)
+    assert [(f.id, Path(f.path or "").name, f.line, f.evidence.get("value")) for f in result.findings] == [
+        ("rank0-only-loss-log", "objectives.py", 10, "loss")
+    ]
+    assert _found(root, project=False) == set()
+
+
+def test_a_loss_module_called_by_the_trainer_logs_its_terms_through_a_rank0_logger(tmp_path: Path) -> None:
+    """LlamaGen VQ style: the loss is an ``nn.Module`` of another file whose ``forward`` returns what
+    the training loop backprops and logs its terms through the logger it is handed; the logger gets
+    handlers only on rank 0 (``logging.basicConfig`` under a rank-0 test). A value of the forward
+    that is not a loss (its adaptive weight) is not flagged."""
+    logger = """
+        import logging
+        import torch.distributed as dist
+
+        def create_logger(logging_dir):
+            if dist.get_rank() == 0:
+                logging.basicConfig(level=logging.INFO, handlers=[logging.StreamHandler()])
+                logger = logging.getLogger(__name__)
+            else:
+                logger = logging.getLogger(__name__)
+                logger.addHandler(logging.NullHandler())
+            return logger
+    """
+    loss = """
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        class VQLoss(nn.Module):
+            def forward(self, inputs, recons, step, logger=None):
+                rec_loss = F.mse_loss(inputs, recons)
+                adaptive_weight = self.weight(recons)
+                loss = rec_loss * adaptive_weight
+                if step % 100 == 0:
+                    logger.info(f"rec_loss: {rec_loss:.4f}")
+                    logger.info(f"adaptive weight: {adaptive_weight:.4f}")
+                return loss
+    """
+    train = """
+        import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from utils.logger import create_logger
+        from vq_loss import VQLoss
+
+        def main(model, loader, optimizer):
+            logger = create_logger("out")
+            model = DDP(model)
+            vq_loss = VQLoss()
+            for step, x in enumerate(loader):
+                loss = vq_loss(x, model(x), step, logger=logger)
+                loss.backward()
+                optimizer.step()
+    """
+    root = _write(tmp_path, {"utils/logger.py": logger, "vq_loss.py": loss, "train.py": train})
+    result = lint_paths([root], project=True)
+    assert [(f.id, Path(f.path or "").name, f.line, f.evidence.get("value")) for f in result.findings] == [
+        ("rank0-only-loss-log", "vq_loss.py", 11, "rec_loss")
+    ]
+    assert _found(root, project=False) == set()
+
+
+def test_a_method_the_project_calls_only_under_a_rank0_test_logs_on_rank0_only(tmp_path: Path) -> None:
+    """lucidrains stylegan2 style: the trainer keeps its loss totals on ``self`` and ``print_log``
+    prints them; the command line calls ``model.print_log()`` only under ``if is_main``. A method
+    also called on every rank (``print_summary``) is not rank 0's."""
+    trainer = """
+        import torch.distributed as dist
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        class Trainer:
+            def __init__(self, model, rank):
+                self.model = DDP(model, device_ids=[rank])
+
+            def train(self, batch, optimizer):
+                loss = self.model(batch).mean()
+                loss.backward()
+                optimizer.step()
+                self.g_loss = float(loss.item())
+
+            def print_log(self):
+                print(f"G: {self.g_loss:.2f}")
+
+            def print_summary(self):
+                print(f"G: {self.g_loss:.2f}")
+    """
+    cli = """
+        from trainer import Trainer
+
+        def run(model, rank, loader, optimizer):
+            is_main = rank == 0
+            trainer = Trainer(model, rank)
+            for step, batch in enumerate(loader):
+                trainer.train(batch, optimizer)
+                if is_main and step % 50 == 0:
+                    trainer.print_log()
+                trainer.print_summary()
+    """
+    root = _write(tmp_path, {"trainer.py": trainer, "cli.py": cli})
+    result = lint_paths([root], project=True)
+    assert [(f.id, Path(f.path or "").name, f.line, f.evidence.get("value")) for f in result.findings] == [
+        ("rank0-only-loss-log", "trainer.py", 16, "self.g_loss")
+    ]
+    assert _found(root, project=False) == set()
+
+
+def test_a_log_helper_star_imported_from_a_project_module(tmp_path: Path) -> None:
+    """StyleTTS2 style: ``from utils import *`` brings ``log_print(message, logger)``, called under
+    the main-process test with the local losses in its message; a helper of the same star import
+    that logs nothing of its arguments (``save_config``) is not a log."""
+    utils = """
+        def log_print(message, logger):
+            logger.info(message)
+            print(message)
+
+        def save_config(path, value):
+            with open(path, "w") as f:
+                f.write(str(value))
+    """
+    train = """
+        from utils import *
+
+        def train(accelerator, model, loader, optimizer, logger):
+            for i, batch in enumerate(loader):
+                loss = model(batch).mean()
+                accelerator.backward(loss)
+                optimizer.step()
+                if accelerator.is_main_process:
+                    log_print("loss %.5f" % loss.item(), logger)
+                    save_config("loss.txt", loss.item())
+    """
+    root = _write(tmp_path, {"utils.py": utils, "train.py": train})
+    result = lint_paths([root], project=True)
+    assert [(f.id, Path(f.path or "").name, f.line, f.evidence.get("value")) for f in result.findings] == [
+        ("rank0-only-loss-log", "train.py", 10, "loss")
+    ]
+    assert _found(root, project=False) == set()
+
+
+def test_a_loss_handed_to_a_log_function_of_another_module_of_the_package(tmp_path: Path) -> None:
+    """wenet style: the directory linted is the package itself (its files import
+    ``wenet.utils.train_utils``); the executor hands ``info_dict`` (its loss under ``"loss_dict"``) to
+    ``log_per_step``, which writes the loss under ``rank == 0``. Its other items (the tag, the step)
+    are not the loss, and a validation branch labelled ``cv/...`` logs validation values."""
+    train_utils = """
+        import os
+
+        def batch_backward(model, info_dict):
+            loss = info_dict["loss_dict"]["loss"]
+            loss.backward()
+            return info_dict
+
+        def log_per_step(writer, info_dict):
+            tag = info_dict["tag"]
+            step = info_dict.get("step", 0)
+            loss_dict = info_dict["loss_dict"]
+            rank = int(os.environ.get("RANK", 0))
+            if tag == "TRAIN" and rank == 0:
+                writer.add_scalar("train/train_loss", loss_dict["loss"], step)
+                print(f"step {step} tag {tag}")
+            elif rank == 0:
+                for name, value in loss_dict.items():
+                    writer.add_scalar("cv/{}".format(name), value, step)
+    """
+    executor = """
+        from wenet.utils.train_utils import batch_backward, log_per_step
+
+        def train(model, loader, optimizer, writer):
+            for batch in loader:
+                info_dict = {"tag": "TRAIN", "loss_dict": model(batch)}
+                info_dict = batch_backward(model, info_dict)
+                optimizer.step()
+                log_per_step(writer, info_dict)
+    """
+    root = _write(
+        tmp_path / "wenet",
+        {"__init__.py": "", "utils/train_utils.py": train_utils, "utils/executor.py": executor},
+    )
+    result = lint_paths([root], project=True)
+    assert [(f.id, Path(f.path or "").name, f.line, f.evidence.get("value")) for f in result.findings] == [
+        ("rank0-only-loss-log", "train_utils.py", 15, "loss_dict")
+    ]
+    assert _found(root, project=False) == set()
+
+
+def test_a_grad_scaler_covers_the_code_it_reaches_not_a_sibling_script(tmp_path: Path) -> None:
+    # holdout-4 (read after its scoring): LlamaGen's VQ trainer uses a GradScaler; its FSDP trainer,
+    # a sibling entry script sharing no code path with it, trains under float16 with none
+    files = {
+        "vq_train.py": """
+            import torch
+            from common import make_loader
+
+            def main(model, optimizer):
+                scaler = torch.cuda.amp.GradScaler()
+                for x in make_loader():
+                    with torch.autocast("cuda", dtype=torch.float16):
+                        loss = model(x)
+                    scaler.scale(loss).backward()
+                    scaler.step(optimizer)
+                    scaler.update()
+        """,
+        "train_fsdp.py": """
+            import torch
+            from common import make_loader
+
+            def main(model, optimizer):
+                for x in make_loader():
+                    with torch.autocast("cuda", dtype=torch.float16):
+                        loss = model(x)
+                    loss.backward()
+                    optimizer.step()
+        """,
+        "common.py": """
+            def make_loader():
+                return []
+        """,
+        # model code run by a loop that scales: covered by the importer's scaler
+        "net.py": """
+            import torch
+
+            class Net(torch.nn.Module):
+                def forward(self, x):
+                    with torch.autocast("cuda", dtype=torch.float16):
+                        return self.body(x)
+        """,
+        "train_net.py": """
+            import torch
+            from net import Net
+            from scaling import build_scaler
+
+            def main(loader, optimizer):
+                model, scaler = Net(), build_scaler()
+                for x in loader:
+                    loss = model(x)
+                    scaler.scale(loss).backward()
+                    scaler.step(optimizer)
+        """,
+        "scaling.py": """
+            import torch
+
+            def build_scaler():
+                return torch.cuda.amp.GradScaler()
+        """,
+    }
+    found = {f[:2] for f in _found(_write(tmp_path, files))}
+    assert found == {("fp16-no-scaler", "train_fsdp.py")}
+
+
+def test_a_sync_bn_choice_read_from_the_projects_python_config_defaults(tmp_path: Path) -> None:
+    # holdout-3 (SlowFast): the conversion runs only when ``cfg.BN.NORM_TYPE`` names apex SyncBN, and
+    # the project's yacs defaults (``_C.BN.NORM_TYPE = "batchnorm"``) say it does not by default:
+    # config-gated. Without a readable default (a YAML config, semseg) the conversion is trusted.
+    build = """
+        import torch
+        import torch.nn as nn
+
+        def build_model(cfg):
+            model = nn.Sequential(nn.Conv3d(3, 8, 3), nn.BatchNorm3d(8))
+            if cfg.BN.NORM_TYPE == "sync_batchnorm_apex":
+                import apex
+                model = apex.parallel.convert_syncbn_model(model)
+            return torch.nn.parallel.DistributedDataParallel(model)
+    """
+    defaults = """
+        from fvcore.common.config import CfgNode
+
+        _C = CfgNode()
+        # Model options (a config file is summarised like any file with a relevant word)
+        _C.MODEL = CfgNode()
+        _C.MODEL.ARCH = "slowfast"
+        _C.BN = CfgNode()
+        _C.BN.NORM_TYPE = "batchnorm"
+    """
+    found = _found(_write(tmp_path / "a", {"models/build.py": build, "config/defaults.py": defaults}))
+    assert found == {
+        ("batchnorm-unsynced", "models/build.py", "NORM_TYPE != 'sync_batchnorm_apex' (the default)")
+    }
+    assert _found(_write(tmp_path / "b", {"models/build.py": build})) == set()

@@ -68,9 +68,16 @@ def module_defaults(ctx: FileContext) -> dict[str, object]:
 
 
 def all_defaults(ctx: FileContext) -> dict[str, object]:
-    """argparse defaults plus module-level configuration variables (``name`` keys prefixed ``=``)."""
+    """argparse defaults plus module-level configuration variables (``name`` keys prefixed ``=``)
+    and, in project mode, the defaults of the project's Python configuration (yacs ``_C.A.B = v``)."""
     out = argparse_defaults(ctx)
     out.update({f"={k}": v for k, v in module_defaults(ctx).items()})
+    project = ctx.project
+    if project is not None:  # a yacs-style config of the project (``_C.BN.NORM_TYPE = "batchnorm"``)
+        for key, value in project.config_defaults.items():
+            known, value = project.config_default(key)
+            if known:
+                out.setdefault(key, value)
     return out
 
 
@@ -95,9 +102,10 @@ def flag_test(ctx: FileContext, test: ast.expr, defaults: dict[str, object]) -> 
     node: ast.AST = test
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.NotEq)):
         right = test.comparators[0]
-        if not isinstance(right, ast.Constant):
+        value = right.value if isinstance(right, ast.Constant) else _literal(right)  # ``== -1``
+        if value is UNKNOWN or isinstance(value, (list, dict, set, tuple)):
             return None
-        node, compare_to, op_eq = test.left, right.value, isinstance(test.ops[0], ast.Eq)
+        node, compare_to, op_eq = test.left, value, isinstance(test.ops[0], ast.Eq)
     name = dotted(node)
     if name is None or _about_distribution(name):
         return None
@@ -142,12 +150,34 @@ def gate_of(ctx: FileContext, node: ast.AST, defaults: dict[str, object] | None 
     while cur is not None and not isinstance(
         cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module, ast.Lambda)
     ):
-        if isinstance(cur, ast.If):
+        if isinstance(cur, (ast.If, ast.IfExp)) and child is not cur.test:
             test = flag_test(ctx, cur.test, defaults)
             if test is not None:
-                return describe(test, child in cur.body)
+                return describe(test, child in cur.body if isinstance(cur, ast.If) else child is cur.body)
+        if isinstance(cur, ast.Dict) and child in cur.values:
+            chosen = _chosen_by(ctx, cur, child, defaults)
+            if chosen is not None:
+                return chosen
         child, cur = cur, ctx.parents.get(cur)
     return None
+
+
+def _chosen_by(ctx: FileContext, table: ast.Dict, value: ast.AST, defaults: dict[str, object]) -> str | None:
+    """``{"bf16": a, "fp16": b}[args.mixed_precision]``: ``b`` is what runs when the flag is "fp16"
+    (``--mixed-precision == 'fp16'``); None when the table is not indexed by a configuration flag."""
+    parent = ctx.parents.get(table)
+    if not isinstance(parent, ast.Subscript) or parent.value is not table:
+        return None
+    key = table.keys[table.values.index(value)]  # type: ignore[arg-type]
+    if not isinstance(key, ast.Constant):
+        return None
+    test = flag_test(ctx, parent.slice, defaults)
+    if test is None or test.value is not UNKNOWN:
+        return None
+    name = test.flag
+    default = defaults.get(f"={name}" if "." not in name else name.split(".")[-1], UNKNOWN)
+    holds = None if default is UNKNOWN else default == key.value
+    return describe(FlagTest(test.flag, test.option, holds, key.value, True), True)
 
 
 def _about_distribution(name: str) -> bool:

@@ -39,6 +39,10 @@ RANK0_FUNCTION = re.compile(
 )
 
 # --- tests that are true on rank 0 only --------------------------------------------------------
+# Receiver (last part) -> attributes that are non-empty on the main process only: accelerate's
+# ``init_trackers`` is ``@on_main_process``, so ``len(accelerator.trackers) > 0`` is a main-process test
+# (kohya sd-scripts ``is_tracking``).
+RANK0_STATE: dict[str, frozenset[str]] = {"accelerator": frozenset({"trackers"})}
 # A bare flag or call (``if master_process:``, ``if utils.is_main_process():``).
 MAIN_FLAG = re.compile(
     r"^(is_)?(master|main)(_process|_rank|_worker|_node)?$|^is_rank_?(zero|0)$|^is_global_zero$|"
@@ -129,6 +133,23 @@ def train(accelerator, model, loader, optimizer):
         accelerator.backward(loss)
         optimizer.step()
         accelerator.print("loss", loss.item())
+""",
+        ("rank0-only-loss-log",),
+    ),
+    Idiom(
+        "accelerate",
+        "rank0-guard",
+        "is_tracking = len(accelerator.trackers) > 0",
+        """
+def train(accelerator, model, loader, optimizer, writer):
+    accelerator.init_trackers("run")
+    is_tracking = len(accelerator.trackers) > 0
+    for step, batch in enumerate(loader):
+        loss = model(**batch).loss
+        accelerator.backward(loss)
+        optimizer.step()
+        if is_tracking:
+            writer.add_scalar("loss", loss.item(), step)
 """,
         ("rank0-only-loss-log",),
     ),

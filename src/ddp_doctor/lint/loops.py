@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import TypeGuard
 
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method, walk_local
-from ddp_doctor.lint.flags import argparse_defaults
+from ddp_doctor.lint.flags import all_defaults, argparse_defaults, describe, flag_test
 from ddp_doctor.lint.idioms import SCALER_CALLABLE
 
 # Receivers whose `.step()` is an optimizer step / a scheduler step, by name when no constructor
@@ -230,6 +230,12 @@ class LoopFacts:
             return None if name in self.ctx.functions or name in self._classes() else found
         fn = self.ctx.helper(node)
         held = self._param_backward(fn) if fn is not None else None
+        if fn is None and (bound := self._partial_of(node)) is not None:
+            fn, offset = bound  # ``backwards = partial(loss_backwards, fp16)``; ``backwards(loss, opt)``
+            held = self._param_backward(fn)
+            if held is None or held[1] < offset:
+                return None
+            held = (held[0], held[1] - offset, held[2])
         if held is None and fn is None and self.ctx.project is not None:
             key = id(node)
             if key not in self._project_backward:  # a project function or method (VAR)
@@ -239,6 +245,25 @@ class LoopFacts:
             return None
         root = argument(node, held[0], held[1])
         return Backward(node, root, framework=False, scaled=held[2]) if root is not None else None
+
+    def _partial_of(self, call: ast.Call) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, int] | None:
+        """``name(...)`` where the calling function bound ``name = partial(helper, a, ...)`` once, to a
+        same-file helper: that helper and the number of positional arguments the partial fills."""
+        if not isinstance(call.func, ast.Name):
+            return None
+        binds = self.ctx.bindings(self.ctx.enclosing_function(call)).get(call.func.id, [])
+        if len(binds) != 1 or not isinstance(binds[0], ast.Assign):
+            return None
+        value = binds[0].value
+        if not (
+            isinstance(value, ast.Call)
+            and (dotted(value.func) or "").split(".")[-1] == "partial"
+            and value.args
+            and isinstance(value.args[0], ast.Name)
+        ):
+            return None
+        defs = self.ctx.functions.get(value.args[0].id, [])
+        return (defs[0], len(value.args) - 1) if len(defs) == 1 else None
 
     def _classes(self) -> set[str]:
         if self._class_names is None:
@@ -406,7 +431,8 @@ def option_text(ctx: FileContext, value: ast.expr) -> str:
 def accumulation_count(facts: LoopFacts, loop: AccumLoop) -> ast.expr | None:
     """The number of micro-steps per optimizer step: ``N`` of ``for _ in range(N)`` (nested), or the
     right operand of the ``%`` in the accumulation guard (``if (i + 1) % accum == 0:``, also
-    ``update_grad=(i + 1) % accum_iter == 0``). None when no such operand is written."""
+    ``update_grad=(i + 1) % accum_iter == 0``), or the bound a micro-step counter is compared with
+    (``if self.counter >= cfg.accum_steps:``). None when no such operand is written."""
     node = loop.loop
     if loop.shape == "nested":
         it = node.iter if isinstance(node, (ast.For, ast.AsyncFor)) else None
@@ -420,6 +446,16 @@ def accumulation_count(facts: LoopFacts, loop: AccumLoop) -> ast.expr | None:
                 parent = facts.ctx.parents.get(parent)
             if isinstance(parent, (ast.If, ast.keyword)):
                 return n.right
+    for n in facts.ctx.local(node):  # a micro-step counter: ``if counter >= cfg.accum_steps:``
+        test = n.test if isinstance(n, ast.If) else None
+        if (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], (ast.GtE, ast.Eq))
+            and is_accum_guard(test)
+            and facts.has_optimizer_step(n.body)  # type: ignore[attr-defined]
+        ):
+            return test.comparators[0]
     return None
 
 
@@ -485,6 +521,9 @@ class AccumLoop:
     loop: ast.For | ast.AsyncFor | ast.While | ast.FunctionDef | ast.AsyncFunctionDef
     shape: str  # "nested", "guarded" or "function" (a guarded step function)
     step_line: int  # a line where the optimizer steps
+    # A step function that accumulates in one mode only (XLM ``if params.amp == -1:`` steps every
+    # call, its ``else`` under ``n_iter % accumulate_gradients == 0``): that mode's flag value
+    mode: str | None = None
 
     @property
     def where_en(self) -> str:
@@ -588,16 +627,63 @@ def _step_functions(facts: LoopFacts, loops: list[AccumLoop]) -> list[AccumLoop]
             continue
         if any(ctx.position(fn) <= ctx.position(lp.loop) < ctx.subtree_end(fn) for lp in loops):
             continue
-        # backward on every call, outside any branch: a function whose if/else branches each
-        # backprop and step their own optimizer (alternating GAN updates) accumulates nothing
-        if not any(
-            facts.backward(n) for n in _unconditional_nodes(facts, fn.body, HELPER_DEPTH, frozenset())
-        ):
+        # backward on every call, outside any branch or in both branches of an if/else that only
+        # picks how to backprop (Pointcept ``if amp: scaler.scale(loss).backward() else:
+        # loss.backward()``); a function whose branches each backprop and step their own optimizer
+        # (alternating GAN updates) accumulates nothing
+        if not _backprops_every_call(facts, fn.body, modes=True):
             continue
         line = _guarded_in(facts, fn.body)
         if type(line) is int:
             out.append(AccumLoop(fn, "function", line))
+        elif line is False and (moded := _moded_step(facts, fn.body)) is not None:
+            out.append(AccumLoop(fn, "function", moded[0], moded[1]))
     return out
+
+
+def _moded_step(facts: LoopFacts, body: list[ast.stmt]) -> tuple[int, str] | None:
+    """``if <config flag>: <step every call> else: <step under an accumulation guard>`` (or the
+    reverse) among the statements that always run: the guarded step's line and the flag value
+    that selects it; None otherwise."""
+    for stmt in unconditional(body):
+        if not isinstance(stmt, ast.If) or not stmt.orelse or not facts.has_optimizer_step([stmt]):
+            continue
+        test = flag_test(facts.ctx, stmt.test, all_defaults(facts.ctx))
+        if test is None:
+            return None
+        branches = (_guarded_in(facts, stmt.body), _guarded_in(facts, stmt.orelse))
+        if branches[0] is False and type(branches[1]) is int:
+            return branches[1], describe(test, False)
+        if branches[1] is False and type(branches[0]) is int:
+            return branches[0], describe(test, True)
+        return None
+    return None
+
+
+def _backprops_every_call(facts: LoopFacts, body: list[ast.stmt], modes: bool = False) -> bool:
+    """Backward runs whenever ``body`` runs: unconditionally, or in both branches of an if/else
+    neither of which steps an optimizer (the branches choose how to backprop, not what to update);
+    with ``modes``, also an if/else on a configuration flag (two training modes, each backprops)."""
+    if any(facts.backward(n) for n in _unconditional_nodes(facts, body, HELPER_DEPTH, frozenset())):
+        return True
+    return any(
+        isinstance(s, ast.If)
+        and s.orelse
+        and (
+            not facts.has_optimizer_step([s])
+            or (modes and _flag_choice(facts, s.test))
+            # ``if n % accum == 0: backward; step`` ``else: backward``: the guard only picks the step
+            or (modes and is_accum_guard(s.test, facts) and not facts.has_optimizer_step(s.orelse))
+        )
+        and _backprops_every_call(facts, s.body, modes)
+        and _backprops_every_call(facts, s.orelse, modes)
+        for s in unconditional(body)
+    )
+
+
+def _flag_choice(facts: LoopFacts, test: ast.expr) -> bool:
+    """``test`` reads a configuration flag (``params.amp == -1``), not a counter or a rank."""
+    return not is_accum_guard(test) and flag_test(facts.ctx, test, all_defaults(facts.ctx)) is not None
 
 
 def _runs_backward(facts: LoopFacts, body: list[ast.stmt]) -> bool:

@@ -97,7 +97,14 @@ FACTS: dict[str, tuple[str, ...]] = {
         "call_builds_batchnorm",
     ),
     "sync_toggle": ("toggles_sync",),
-    "scaler": ("uses_scaler", "tests_use_scaler", "scales_module", "fp16_gate", "call_fp16_gate"),
+    "scaler": (
+        "uses_scaler",
+        "tests_use_scaler",
+        "scaler_modules",
+        "scales_module",
+        "fp16_gate",
+        "call_fp16_gate",
+    ),
     "rank0_logging": (
         "logs_rank0",
         "rank0_objects",
@@ -108,6 +115,8 @@ FACTS: dict[str, tuple[str, ...]] = {
         "rank0_decorator",
         "decorators",
         "logs",
+        "rank0_callees",
+        "rank0_called",
     ),
     "loss_flow": (
         "returns_loss",
@@ -117,10 +126,16 @@ FACTS: dict[str, tuple[str, ...]] = {
         "loss_returning_names",
         "syncs_updates",
         "synced_meter_names",
+        "backprop_targets",
+        "backpropagated_defs",
+        "lightning_args",
+        "lightning_params",
+        "handed_params",
     ),
     "training_params": ("trains_on_params", "trains_on_argument", "hands_to_ddp_code"),
     "compile": ("compiles_param", "call_compiles", "compiling_names"),
 }
+_CONFLICT = object()  # a configuration key given different defaults
 LOCAL_KEY = "\0module"  # entry of an import table naming the file's own module
 ROUNDS = 12  # propagation stops earlier when nothing changes; model builders nest 5-6 calls deep
 # ``obj.method(...)`` with an unknown ``obj`` is matched by method name only when few classes of the
@@ -129,6 +144,8 @@ ROUNDS = 12  # propagation stops earlier when nothing changes; model builders ne
 MAX_SAME_NAME_METHODS = 4
 MAX_FILE_BYTES = 2_000_000
 CONTAINERS = frozenset({"dict", "list", "set", "defaultdict", "OrderedDict", "collections.defaultdict"})
+SCOPES_UP = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)  # a guard is searched up to its function
+MOVES = frozenset({"to", "cuda", "cpu", "float", "half", "train", "eval", "requires_grad_"})
 FP16_NAMES = frozenset({"torch.float16", "torch.half"})  # generated giants are not summarised
 
 
@@ -262,6 +279,21 @@ class ProjectIndex:
     wraps_plain_ddp: bool = False  # some file wraps a model in DistributedDataParallel itself
     uses_scaler: bool = False  # some file uses a GradScaler (or a scaling wrapper)
     tests_use_scaler: bool = False  # some test module does (it covers the test modules only)
+    # The training modules that use one: a scaler covers the code its module imports and the code
+    # that imports it, not a sibling entry script (LlamaGen's GradScaler in ``vq_train.py`` does not
+    # scale ``train_c2i_fsdp.py``).
+    scaler_modules: set[str] = field(default_factory=set)
+    # module -> the project modules it imports (the shared module graph: who can reach whose code)
+    module_imports: dict[str, set[str]] = field(default_factory=dict)
+    _reach: dict[str, frozenset[str]] = field(default_factory=dict)
+    # module -> the project modules it star-imports (``from models import *``: a bare name of the
+    # file may be theirs)
+    star_imports: dict[str, list[str]] = field(default_factory=dict)
+    _root_package: str = ""  # "pkg." when the root directory is itself the package ``pkg``
+    # Defaults of a yacs / ml_collections configuration written in Python (SlowFast
+    # ``_C.BN.NORM_TYPE = "batchnorm"`` in ``config/defaults.py``): last attribute -> literal; a
+    # setting given different values by different assignments is left out (None marks it).
+    config_defaults: dict[str, object] = field(default_factory=dict)
     toggles_sync: bool = False  # some file controls DDP gradient sync
     _module_alias: dict[str, str] = field(default_factory=dict)
     name_alias: dict[str, str] = field(default_factory=dict)  # ``Model = DetectionModel`` at module level
@@ -272,12 +304,32 @@ class ProjectIndex:
     # Model registries: registry qualname -> classes registered with ``@REGISTRY.register()``
     # (fvcore/detectron2/mmcv style; SlowFast ``MODEL_REGISTRY.get(name)(cfg)``).
     registries: dict[str, set[str]] = field(default_factory=dict)
-    _pending: list[tuple[str, set[str]]] = field(default_factory=list)  # (class qualname, names bound)
+    # (class qualname, names bound, module binding them)
+    _pending: list[tuple[str, set[str], str]] = field(default_factory=list)
     # spelling -> what calls bound to it construct (a project qualname, or "" for anything else)
     _call_bound: dict[str, set[str]] = field(default_factory=dict)
     # Spellings bound, wherever the project binds them to a call, only to instances of meter classes
     # whose update reduces across ranks (jukebox ``metrics = Metrics()``, handed to ``train(...)``).
     synced_meter_names: set[str] = field(default_factory=set)
+    # Project functions and methods whose result some caller backprops (ViLT ``objectives.compute_mlm``
+    # merged into what ``forward`` returns to ``training_step``; LlamaGen ``vq_loss(...)``, an instance
+    # of ``VQLoss``: its ``forward``), and spellings of instances called for such a result.
+    backprop_targets: set[str] = field(default_factory=set)
+    _backprop_spellings: set[str] = field(default_factory=set)
+    # ``(qualname, position)``: a Lightning module passes itself there (``compute_mlm(self, batch)``),
+    # so ``pl_module.log(...)`` inside is Lightning's ``self.log``.
+    lightning_args: set[tuple[str, int]] = field(default_factory=set)
+    # Files that may hold a loss flow (a word with ``loss`` or ``backward``): read again, lazily and
+    # once, with the finished index, for the project functions they hand the loss to (``_handed``:
+    # qualname -> argument positions and keyword names; wenet ``log_per_step(writer, info_dict)``).
+    _flow_paths: list[str] = field(default_factory=list)
+    _handed: dict[str, set[int | str]] | None = None
+    _handing: bool = False
+    # Call sites by callee (a project qualname, or ``.name`` for ``obj.name(...)``): under a rank-0
+    # test or not. A function every call of which is under one runs on rank 0 only (stylegan2
+    # ``if is_main and model.steps % 50 == 0: model.print_log()``).
+    _guarded_calls: dict[str, bool] = field(default_factory=dict)  # callee -> every site so far guarded
+    rank0_callees: set[str] = field(default_factory=set)
     _wrapper_names: tuple[str, ...] | None = None
     _bn_modules: set[str] | None = None
     _local_names: set[str] = field(default_factory=set)  # top-level defs of the file being summarised
@@ -294,6 +346,8 @@ class ProjectIndex:
         if unknown:
             raise ValueError(f"unknown project fact(s): {', '.join(sorted(unknown))}")
         index = cls(root=root, facts=frozenset(FACTS) if facts is None else facts)
+        if (root / "__init__.py").is_file() and root.name.isidentifier():
+            index._root_package = root.name + "."
         # Module names first (no parsing), so imports resolve; then one file at a time: read, parse,
         # summarise, drop the tree (a large library never holds more than one parsed file).
         paths: list[tuple[str, Path]] = []
@@ -376,7 +430,13 @@ class ProjectIndex:
     def resolve_module(self, name: str) -> str | None:
         if name in self.modules:
             return name
-        return self._module_alias.get(name)
+        found = self._module_alias.get(name)
+        if found is None and self._root_package and name.startswith(self._root_package):
+            # linting a package's own directory (``pointcept/``) whose files import it by its full
+            # name (``from pointcept.models.builder import MODELS``): the module is ``models.builder``
+            inner = name[len(self._root_package) :]
+            found = inner if inner in self.modules else self._module_alias.get(inner)
+        return found
 
     def _summarise(self, module: str, ctx: FileContext) -> None:
         """One pass per file: the file's own facts first (imports, star imports, eval, the defs that
@@ -386,12 +446,37 @@ class ProjectIndex:
         defs, methods = _defs_of(module, ctx.tree)
         self._name_aliases(module, ctx, imports)
         scan = self._file_scan(module, ctx, imports)
+        if scan.flow is not None:
+            self._flow_calls(ctx, scan.flow, imports)
+        if scan.loss and any("loss" in w or "backward" in w for w in ctx.words):
+            self._flow_paths.append(ctx.path)
         for qual, node in defs:
             is_method = (qual, node) in methods
             self.summaries[qual] = self._summary(ctx, scan, qual, node, is_method)
             if is_method:
                 self.methods.setdefault(qual.rsplit(".", 1)[-1], []).append(self.summaries[qual])
         self._bindings(ctx, imports, module)
+
+    def _flow_calls(self, ctx: FileContext, flow: LossFlow, imports: dict[str, str]) -> None:
+        """Calls of project code in other files that the file's loss flow reaches: results it
+        backprops (``backprop_targets``), and a Lightning module handing itself over (``lightning_args``)."""
+        for call in flow.project_backprop_calls:
+            target = self._project_target(imports, call.func)
+            if target:
+                self.backprop_targets.add(target)
+            elif isinstance(call.func, ast.Name):
+                self._backprop_spellings.add(call.func.id)  # an instance: ``vq_loss(...)``
+        for step in flow.lightning.values():
+            owner = ctx.parents.get(step)
+            if not isinstance(owner, ast.ClassDef):
+                continue
+            for n in ast.walk(owner):
+                if not isinstance(n, ast.Call) or ctx.helper(n) is not None:
+                    continue
+                target = self._project_target(imports, n.func)
+                for i, a in enumerate(n.args):
+                    if target and isinstance(a, ast.Name) and a.id == "self":
+                        self.lightning_args.add((target, i))
 
     def _file_imports(self, module: str, ctx: FileContext) -> dict[str, str]:
         """The file's absolute imports (with :data:`LOCAL_KEY` its own module); records its
@@ -401,6 +486,22 @@ class ProjectIndex:
             target = imports.get(name)
             if target is not None and self._project_module_of(target) is None:
                 self.reexports[f"{module}.{name}"] = target
+        imported = {
+            resolved
+            for target in imports.values()
+            if (mod := self._project_module_of(target)) is not None
+            and (resolved := self.resolve_module(mod)) is not None
+        }
+        starred = [
+            resolved
+            for node in ctx.of_type(ast.ImportFrom)
+            if any(a.name == "*" for a in node.names)
+            and (resolved := self.resolve_module(_absolute_module(node, module) or "")) is not None
+            and resolved != module
+        ]
+        if starred:
+            self.star_imports[module] = starred
+        self.module_imports[module] = (imported | set(starred)) - {module}
         imports[LOCAL_KEY] = module
         self._local_names = {
             n.name
@@ -410,16 +511,35 @@ class ProjectIndex:
         return imports
 
     def _file_flags(self, module: str, ctx: FileContext) -> None:
-        """Project-wide flags any file can raise: DDP wraps, GradScalers, sync toggles."""
+        """Project-wide flags any file can raise: DDP wraps, GradScalers, sync toggles; the file's
+        configuration defaults (module-level ``_C.SECTION.KEY = literal``)."""
+        if not _test_module(module):
+            for node in ctx.tree.body:
+                if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+                    continue
+                target = dotted(node.targets[0])
+                if target is None or target.count(".") < 2 or not isinstance(node.value, ast.Constant):
+                    continue  # ``_C.BN.NORM_TYPE``: a section of a config object, not ``self.x``
+                key = target.rsplit(".", 1)[-1]
+                value = node.value.value
+                known = self.config_defaults.get(key, value)
+                self.config_defaults[key] = (
+                    value if known == value and type(known) is type(value) else _CONFLICT
+                )
         self.wraps_ddp |= any(ctx.call_qualname(c) in DATA_PARALLEL for c in ctx.of_type(ast.Call))
         self.wraps_plain_ddp |= any(ctx.call_qualname(c) == DDP for c in ctx.of_type(ast.Call))
         if "scaler" in self.facts:
             # a test's GradScaler scales the tests' losses, not the trainer's (OLMo tests/model_test.py)
-            scaler = any("GradScaler" in w for w in ctx.words)
+            scaler = any("GradScaler" in w for w in ctx.words) or any(
+                (m := method(c)) is not None and m[1] == "backward" and _scaled(c)
+                for c in ctx.of_type(ast.Call)
+            )  # a GradScaler named, or a backward of ``scaler.scale(loss)`` (the scaler built elsewhere)
             if _test_module(module):
                 self.tests_use_scaler |= scaler
             else:
                 self.uses_scaler |= scaler
+                if scaler:
+                    self.scaler_modules.add(module)
         if "sync_toggle" in self.facts:
             self.toggles_sync |= any(SYNC_CONTROL.match(w) for w in ctx.words)
 
@@ -472,7 +592,7 @@ class ProjectIndex:
             module_names=module_names,
             class_tables=class_tables,
             flow=LossFlow(ctx, LoopFacts(ctx))
-            if loss and ctx.mentions("backward", "training_step")
+            if loss and (ctx.mentions("backward", "training_step") or "training_step" in ctx.functions)
             else None,
             backward_defs=backward_defs,
         )
@@ -525,7 +645,7 @@ class ProjectIndex:
             s.fp16_gate = _fp16_return(ctx, node)
         if "rank0_logging" in self.facts:
             s.logs_rank0 = _logs_rank0_only(ctx, node)
-            s.logged_params, s.params = _logged_params(ctx, node)
+            s.logged_params, s.params = parameters_logged(ctx, node)
             s.rank0_decorator = _rank0_decorator(ctx, node)
             s.logs = _has_log_call(ctx, node)
             s.decorators = self._decorators(node, scan.module, scan.imports)
@@ -628,13 +748,22 @@ class ProjectIndex:
         if rank0 and not self.silences_other_ranks:
             self.silences_other_ranks = silences_other_ranks(ctx.tree, predicates, ctx.parents)
 
+        if rank0:
+            self._call_sites(ctx, imports, predicates)
         for node in ctx.of_type(ast.Assign):
             names = {d for t in node.targets if (d := dotted(t))}
             value = node.value
+            while (  # ``VQLoss(...).to(device)``: the instance the constructor built
+                isinstance(value, ast.Call)
+                and isinstance(value.func, ast.Attribute)
+                and value.func.attr in MOVES
+                and isinstance(value.func.value, ast.Call)
+            ):
+                value = value.func.value
             if isinstance(value, ast.Call):
                 target = self._project_target(imports, value.func)
                 if target:
-                    self._pending.append((target, names))
+                    self._pending.append((target, names, module))
                 local = dotted(value.func) or ""
                 if loss and local not in CONTAINERS:  # ``dict()`` is a literal, like ``{}``
                     if not target and local in self._local_names:
@@ -654,6 +783,22 @@ class ProjectIndex:
                 guard = _rank0_if(ctx, node)
                 if guard is not None:
                     self.rank0_objects |= {n.split(".")[-1] for n in names}
+
+    def _call_sites(self, ctx: FileContext, imports: dict[str, str], predicates: set[str]) -> None:
+        """Record, for every call of project code (or ``obj.name(...)``), whether it sits under a
+        rank-0 test."""
+        from ddp_doctor.lint.rank0 import enclosing_rank0_if
+
+        for call in ctx.of_type(ast.Call):
+            func = call.func
+            if isinstance(func, ast.Attribute):
+                key = None if func.attr.startswith("__") else f".{func.attr}"
+            else:
+                key = self._project_target(imports, func)
+            if key is None:
+                continue
+            guarded = enclosing_rank0_if(ctx.parents, call, SCOPES_UP, predicates) is not None
+            self._guarded_calls[key] = self._guarded_calls.get(key, True) and guarded
 
     def _project_target(self, imports: dict[str, str], func: ast.AST) -> str | None:
         text = dotted(func)
@@ -757,10 +902,12 @@ class ProjectIndex:
                     changed |= before != _propagated_flags(s)
             if not changed:
                 break
-        for target, names in self._pending:
+        for target, names, module in self._pending:
             pending = sums.get(target)
             if pending is not None and _is_class_summary(pending) and pending.calls_backward:
                 self.backward_objects |= {n.split(".")[-1] for n in names}
+                if "scaler" in self.facts and not _test_module(module):
+                    self.scaler_modules.add(module)  # a loss-scaling object (timm NativeScaler)
         self._pending = []
         for s in sums.values():  # ``@master_only def log_info(msg): logger.info(msg)``: rank 0 only
             if s.logs and any((d := self._get(q)) is not None and d.rank0_decorator for q in s.decorators):
@@ -775,6 +922,25 @@ class ProjectIndex:
                     classes.append(f)
             if all(f is not None and _is_class_summary(f) and f.syncs_updates for f in classes):
                 self.synced_meter_names.add(spelling)
+        for qual, s in sums.items():  # functions and methods the project calls on rank 0 only
+            if _is_class_summary(s) or not s.logs:
+                continue
+            name = qual.rsplit(".", 1)[-1]
+            keys = [qual] if s.qualname.count(".") == s.module.count(".") + 1 else []
+            if not keys:  # a method: ``obj.name(...)``, when no other project class defines ``name``
+                if len(self.methods.get(name, [])) != 1 or name in GENERIC_METHODS:
+                    continue
+                keys = [qual, f".{name}"]
+            sites = [self._guarded_calls[k] for k in keys if k in self._guarded_calls]
+            if sites and all(sites):
+                self.rank0_callees.add(qual)
+        self._guarded_calls = {}
+        for spelling in self._backprop_spellings:  # ``vq_loss = VQLoss(...)``: its ``forward``
+            constructed = {b for b in self._call_bound.get(spelling, ()) if b}
+            found = [c for c in constructed if (c_s := sums.get(c)) is not None and _is_class_summary(c_s)]
+            if len(found) == 1 and f"{found[0]}.forward" in sums:
+                self.backprop_targets.add(f"{found[0]}.forward")
+        self._backprop_spellings = set()
         self._call_bound = {}
         if "scaler" in self.facts:  # a loss-scaling object (timm NativeScaler) is a scaler
             self.uses_scaler |= bool(self.backward_objects)
@@ -791,7 +957,7 @@ class ProjectIndex:
         if text is None:
             return None
         if "." not in text and text not in imports:  # a function of this same file
-            return self._get(f"{module}.{text}")
+            return self._get(f"{module}.{text}") or self._star_imported(ctx, text)
         head, _, rest = text.partition(".")
         if head == "self" and "." not in rest:  # ``self.save_logs(...)``: the method of the caller's class
             fn = ctx.enclosing_function(func)
@@ -801,6 +967,19 @@ class ProjectIndex:
             return None
         target = self._project_target(imports, func)
         return self._get(target) if target else None
+
+    def _star_imported(self, ctx: FileContext, name: str) -> Summary | None:
+        """``name`` from a project module the file star-imports (StyleTTS2 ``from utils import *``
+        then ``log_print(...)``), when exactly one of them defines it."""
+        module = ctx.module or ""
+        found = [
+            s
+            for node in ctx.of_type(ast.ImportFrom)
+            if any(a.name == "*" for a in node.names)
+            and (m := self.resolve_module(_absolute_module(node, module) or "")) is not None
+            and (s := self._get(f"{m}.{name}")) is not None
+        ]
+        return found[0] if len(found) == 1 else None
 
     def _get(self, qualname: str) -> Summary | None:
         for _ in range(4):  # follow ``A = B`` aliases a few hops
@@ -943,9 +1122,39 @@ class ProjectIndex:
                 out.append(resolved)
         return tuple(out)
 
-    def scales_module(self, module: str | None) -> bool:
-        """A GradScaler covers ``module``: one in the training code, or (for a test module) in a test."""
-        return self.uses_scaler or (self.tests_use_scaler and module is not None and _test_module(module))
+    def config_default(self, key: str) -> tuple[bool, object]:
+        """``(known, value)``: the default a Python configuration of the project gives ``key``."""
+        value = self.config_defaults.get(key, _CONFLICT)
+        return (value is not _CONFLICT), value
+
+    def scales_module(self, module: str | None, own: bool = True) -> bool:
+        """A GradScaler covers ``module``: one in training code that ``module`` imports (directly or
+        not), or that imports ``module`` (the loop running its model code), or (for a test module) in
+        a test. A scaler in a sibling script that shares neither code path does not. ``own=False``:
+        the module's own scalers are judged by the caller (switched by their own flag)."""
+        if module is None:
+            return self.uses_scaler
+        if self.tests_use_scaler and _test_module(module):
+            return True
+        reach = self.reachable(module)
+        return any(
+            (own and m == module) or (m != module and (m in reach or module in self.reachable(m)))
+            for m in self.scaler_modules
+        )
+
+    def reachable(self, module: str) -> frozenset[str]:
+        """The project modules ``module`` imports, directly or through other project modules."""
+        found = self._reach.get(module)
+        if found is None:
+            seen: set[str] = set()
+            stack = [module]
+            while stack:
+                for nxt in self.module_imports.get(stack.pop(), ()):
+                    if nxt not in seen:
+                        seen.add(nxt)
+                        stack.append(nxt)
+            found = self._reach[module] = frozenset(seen)
+        return found
 
     def call_fp16_gate(self, ctx: FileContext, expr: ast.AST) -> str | None:
         """The condition under which a dtype read from project code is float16: a call of a function
@@ -982,6 +1191,111 @@ class ProjectIndex:
                 sorted({q.rsplit(".", 1)[-1] for q, s in self.summaries.items() if s.compiles_param})
             )
         return self._compile_names
+
+    def backpropagated_defs(self, ctx: FileContext) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+        """Functions and methods of ``ctx``'s file whose result project code elsewhere backprops."""
+        if ctx.module is None or not any(q.startswith(f"{ctx.module}.") for q in self.backprop_targets):
+            return []
+        out: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+        for qual, node in _defs_of(ctx.module, ctx.tree)[0]:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and qual in self.backprop_targets:
+                out.append(node)
+        return out
+
+    def rank0_called(self, ctx: FileContext, fn: ast.AST) -> bool:
+        """``fn`` (a top-level function or a method of a top-level class of ``ctx``'s file) is called
+        only under rank-0 tests anywhere in the project: its logs run on rank 0 only."""
+        if (
+            ctx.module is None
+            or not self.rank0_callees
+            or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+        ):
+            return False
+        owner = ctx.parents.get(fn)
+        if owner is ctx.tree:
+            return f"{ctx.module}.{fn.name}" in self.rank0_callees
+        if isinstance(owner, ast.ClassDef) and ctx.parents.get(owner) is ctx.tree:
+            return f"{ctx.module}.{owner.name}.{fn.name}" in self.rank0_callees
+        return False
+
+    def handed_params(
+        self, ctx: FileContext
+    ) -> list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, set[str]]]:
+        """Functions and methods of ``ctx``'s file that code in other files calls with the local loss,
+        and the parameters that receive it (wenet ``log_per_step(writer, info_dict)`` from the
+        executor). Computed once for the project, on first use, by reading the training files again
+        with this index."""
+        if ctx.module is None or "loss_flow" not in self.facts:
+            return []
+        if self._handed is None:
+            if self._handing:
+                return []  # asked while computing it (the files' own flows): nothing yet
+            self._handing = True
+            try:
+                self._handed = self._compute_handed()
+            finally:
+                self._handing = False
+        out: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, set[str]]] = []
+        for qual, node in _defs_of(ctx.module, ctx.tree)[0]:
+            found = self._handed.get(qual)
+            if not found or not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            params = [a.arg for a in (*node.args.posonlyargs, *node.args.args)]
+            if params and params[0] in ("self", "cls"):
+                params = params[1:]
+            names = {params[p] for p in found if isinstance(p, int) and p < len(params)}
+            names |= {p for p in found if isinstance(p, str)}
+            if names:
+                out.append((node, names))
+        return out
+
+    def _compute_handed(self) -> dict[str, set[int | str]]:
+        from ddp_doctor.lint.loops import LoopFacts as Facts
+
+        out: dict[str, set[int | str]] = {}
+        for path in self._flow_paths:
+            ctx = _parse(Path(path), ("backward", "loss"))
+            if ctx is None:
+                continue
+            attach(ctx, self, Path(path))
+            try:
+                flow = LossFlow(ctx, Facts(ctx))
+            except RecursionError:
+                continue
+            for key, scope in flow.scopes.items():
+                taint = flow.taints[key]
+                if not taint.names:
+                    continue
+                for call in ctx.local(scope):
+                    if not isinstance(call, ast.Call) or ctx.helper(call) is not None:
+                        continue
+                    s = self.summary_for(ctx, call.func)
+                    if s is None or s.module == ctx.module or _is_class_summary(s):
+                        continue
+                    at: set[int | str] = {
+                        i for i, a in enumerate(call.args) if reads(ast.walk(a), taint.fields) & taint.names
+                    }
+                    at |= {
+                        k.arg
+                        for k in call.keywords
+                        if k.arg and reads(ast.walk(k.value), taint.fields) & taint.names
+                    }
+                    if at:
+                        out.setdefault(s.qualname, set()).update(at)
+        return out
+
+    def lightning_params(self, ctx: FileContext, fn: ast.AST) -> set[str]:
+        """Parameters of ``fn`` (a top-level function of ``ctx``'s file) that a Lightning module binds
+        to itself (``def compute_mlm(pl_module, batch)`` called as ``compute_mlm(self, batch)``)."""
+        if (
+            ctx.module is None
+            or not self.lightning_args
+            or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+        ):
+            return set()
+        qual = f"{ctx.module}.{fn.name}"
+        params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+        return {params[i] for q, i in self.lightning_args if q == qual and i < len(params)}
 
     def loss_returning_names(self) -> tuple[str, ...]:
         """Bare names of project functions and methods that return the local loss or backprop their
@@ -1120,7 +1434,7 @@ def _trains_on_params(ctx: FileContext, node: ast.AST) -> set[str | int]:
     return out
 
 
-def _logged_params(ctx: FileContext, fn: ast.AST) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def parameters_logged(ctx: FileContext, fn: ast.AST) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(parameters its log calls write, its positional parameters): ``print``, ``writer.add_scalar``
     ... of a parameter, also through a loop over it (``for k, v in kwargs.items():
     self.writer.add_scalar(k, v)``). Not ``f.write(...)`` (llm.c ``write_state`` dumps tensors)."""
@@ -1440,6 +1754,12 @@ def _wraps_parameter(ctx: FileContext, fn: ast.AST, wrap: ast.Call) -> bool:
             return False  # built here: model = ResNet(...)
         target = value
     return True
+
+
+def _scaled(backward: ast.Call) -> bool:
+    """``x.scale(loss).backward()``: the receiver of the backward is a scaler's ``scale`` call."""
+    receiver = backward.func.value if isinstance(backward.func, ast.Attribute) else None
+    return isinstance(receiver, ast.Call) and (method(receiver) or (None, ""))[1] == "scale"
 
 
 def _test_module(module: str) -> bool:

@@ -32,6 +32,7 @@ from typing import Any, Union
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method
 from ddp_doctor.lint.idioms import SYNC_ON_COMPUTE
 from ddp_doctor.lint.loops import LoopFacts
+from ddp_doctor.lint.rank0 import bound_argument
 
 # What a call returns of the loss: True (the whole value) or, for a returned tuple, the shape of each
 # position that holds it (``{0: True}`` for ``return losses, report, n``). None: nothing.
@@ -59,7 +60,8 @@ def is_update_method(name: str) -> bool:
 NOT_A_LOSS = re.compile(
     r"^(acc\w*|\w*_acc\w*|top_?\d\w*|prec\w*|recall\w*|f1\w*|iou\w*|miou\w*|auc\w*|\w*prob\w*|p|"
     r"\w*_p|\w*_score|score\w*|correct\w*|\w*_lr|lr\w*|learning_rate|\w*grad_norm\w*|\w*_norm|"
-    r"\w*ratio\w*|time|times|\w*_time|timing\w*|\w*temperature\w*|\w*_temp|(val|valid|eval|test)_\w*)$",
+    r"\w*ratio\w*|time|times|\w*_time|timing\w*|\w*temperature\w*|\w*_temp|(val|valid|eval|test)_\w*|"
+    r"\w*_(valid|validation|eval|evaluation)(_\w*)?)$",
     re.IGNORECASE,
 )
 # Names of a loss call's other outputs that carry loss values (YOLO ``loss_items``, taming
@@ -140,6 +142,7 @@ class Taint:
     terms: set[str] = field(default_factory=set)  # the terms a root is summed from
     # carriers whose loss sits in one field (``outputs.loss``): their other fields are not the loss
     fields: frozenset[str] = frozenset()
+    params: frozenset[str] = frozenset()  # parameters a caller hands the loss in (``self._log(losses)``)
 
 
 def merge(a: Shape | None, b: Shape | None) -> Shape | None:
@@ -178,6 +181,15 @@ def reads(
             isinstance(x.func, ast.Attribute) and len(x.args) == 1 and _not_a_loss_key(x.args[0])
         ):
             skip |= {id(n) for n in ast.walk(x.func.value)}
+        elif (
+            isinstance(x, ast.Call)
+            and isinstance(x.func, ast.Attribute)
+            and x.func.attr in ("get", "pop")
+            and x.args
+            and _names_field(x.func.value, fields)
+            and _other_key(x.args[0])
+        ):
+            skip |= {id(n) for n in ast.walk(x.func.value)}  # info_dict.get("epoch", 0)
         elif isinstance(x, ast.Call) and isinstance(x.func, ast.Name) and x.func.id in DESCRIBE_CALLS:
             skip |= {id(n) for a in x.args for n in ast.walk(a)}  # len(train_dataset)
         elif (
@@ -336,7 +348,8 @@ def loss_names(ctx: FileContext, root: ast.AST | None) -> set[str]:
     ``.mean()``-style calls, the items of ``sum(losses)`` / ``torch.stack(losses)``. Not divisors
     (``loss / accum``), not a product with 0 (``0 * real_pred[0]`` keeps a graph alive), not a weight
     (``self.D_lossfn_weight * d_loss``), not a configuration namespace (``args.r1 / 2 * r1_loss``),
-    not what a loss function is called on (``criterion(pred, y)``: the predictions are not the loss)."""
+    not what a loss function is called on (``criterion(pred, y)``: the predictions are not the loss),
+    not the operands of a power (``(value - returns) ** 2``: a squared error is a new value)."""
     if root is None:
         return set()
     if isinstance(root, ast.Name):
@@ -344,6 +357,8 @@ def loss_names(ctx: FileContext, root: ast.AST | None) -> set[str]:
     if isinstance(root, ast.BinOp):
         if isinstance(root.op, (ast.Div, ast.FloorDiv)):
             return loss_names(ctx, root.left)
+        if isinstance(root.op, ast.Pow):
+            return set()  # ``(value - returns) ** 2``: a new value, its operands are not the loss
         if isinstance(root.op, ast.Mult):
             if _is_zero(root.left) or _is_zero(root.right):
                 return set()
@@ -379,6 +394,10 @@ def _call_loss_names(ctx: FileContext, call: ast.Call) -> set[str]:
         receiver = func.value
         if not (isinstance(receiver, ast.Name) and receiver.id in ctx.imports):
             return loss_names(ctx, receiver)  # loss.mean(), (a + b).sum()
+    if isinstance(func, ast.Attribute) and func.attr == "scale" and len(call.args) == 1:
+        return loss_names(ctx, call.args[0])  # ``scaled_loss = self.scaler.scale(loss / accum)``
+    if isinstance(func, ast.Attribute) and func.attr == "items" and not call.args:
+        return loss_names(ctx, func.value)  # sum(v for k, v in output.items() if "loss" in k)
     name = (dotted(func) or "").split(".")[-1]
     if name in AGGREGATORS:
         return set().union(*(loss_names(ctx, a) for a in call.args))
@@ -441,8 +460,18 @@ class LossFlow:
         # Same-file helpers whose return value a caller backprops (sgm ``loss =
         # self.inner_training_step(...)``; ``self.manual_backward(loss)``): it is their loss too.
         self.backprop_returns: set[int] = set()
+        # function id -> positions of its returned tuple that are backpropagated (None: the whole value)
+        self.backprop_positions: dict[int, set[int | None]] = {}
         self.returns: dict[int, Shape] = {}  # function id -> what it returns of the loss
         self.class_attrs: dict[int, set[str]] = {}  # class id -> ``self.x`` holding the loss
+        # function id -> its parameters that a call in a tainted scope binds to the loss (OpenFold
+        # ``self._log(loss_breakdown, ...)`` from ``training_step``)
+        self.param_taints: dict[int, set[str]] = {}
+        # function id -> its parameters it feeds the loss into (``loss_mts[k].update(loss.item())``
+        # in SAM 2's ``_run_step(batch, phase, loss_mts, ...)``): the caller's argument holds it after
+        self.fed_params: dict[int, set[str]] = {}
+        # calls of project code in other files whose result is backpropagated (project index)
+        self.project_backprop_calls: list[ast.Call] = []
         self.taints: dict[int, Taint] = {}  # scope id -> its taint (only scopes that have one)
         self.scopes: dict[int, Scope] = {}
         self._shape_cache: dict[int, Shape | None] = {}
@@ -459,15 +488,37 @@ class LossFlow:
                 candidates[id(scope)] = scope
         for key, step in self.lightning.items():
             candidates[key] = step
+        if self.project is not None:  # defs of this file whose result project code elsewhere backprops
+            for fn in self.project.backpropagated_defs(ctx):
+                self.backprop_returns.add(id(fn))
+                candidates[id(fn)] = fn
+            for fn, params in self.project.handed_params(ctx):  # ... or hands the loss to
+                self.param_taints.setdefault(id(fn), set()).update(params)
+                candidates[id(fn)] = fn
         for _ in range(ROUNDS):
+            grew = False  # a helper became a candidate this round: one more round analyses it
             for key, scope in list(candidates.items()):
                 if len(ctx.local(scope)) > MAX_SCOPE_NODES:
                     continue
                 taint = self._taint(scope)
-                for fn in self._backprop_helpers(scope, taint.roots):
-                    if id(fn) not in self.backprop_returns:  # its return value is the loss backward runs on
+                for fn, position in self._backprop_helpers(scope, taint.roots | taint.terms):
+                    held = self.backprop_positions.setdefault(id(fn), set())
+                    if id(fn) not in self.backprop_returns or position not in held:
+                        # its return value (that position of it) is the loss backward runs on
                         self.backprop_returns.add(id(fn))
+                        held.add(position)
                         candidates[id(fn)] = fn
+                        grew = True
+                fed = self._fed_params(scope, taint)
+                if fed and not fed <= self.fed_params.get(key, set()):
+                    self.fed_params[key] = fed  # its callers' arguments hold the loss after the call
+                    grew = True
+                for fn, params in self._handed(scope, taint):
+                    known = self.param_taints.setdefault(id(fn), set())
+                    if not params <= known:
+                        known |= params
+                        candidates[id(fn)] = fn
+                        grew = True
                 self.scopes[key] = scope
                 self.taints[key] = taint
                 if taint.returns is not None and isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -478,7 +529,7 @@ class LossFlow:
                     self.class_attrs.setdefault(id(owner), set()).update(attrs)
             self._shape_cache.clear()
             more = self._reached(candidates)
-            if not more:
+            if not more and not grew:
                 break
             candidates.update(more)
         # final pass so every candidate sees the last round's returns and class attributes
@@ -487,17 +538,98 @@ class LossFlow:
                 self.taints[key] = self._taint(scope)
                 self.scopes[key] = scope
 
-    def _backprop_helpers(self, scope: Scope, roots: set[str]) -> list[FunctionNode]:
-        """Same-file functions whose result a root of ``scope`` is bound to (``loss = self.step(b)``)."""
-        out: list[FunctionNode] = []
+    def _backprop_helpers(self, scope: Scope, roots: set[str]) -> list[tuple[FunctionNode, int | None]]:
+        """Same-file functions whose result a root of ``scope`` is bound to (``loss = self.step(b)``),
+        with the position of the returned tuple that holds it (``loss, logs = self.step(b)``: 0; None:
+        the whole value); also through the module's own call (``output = self(batch)`` runs
+        ``forward``) or an update of a root container (``ret.update(compute_mlm(self, batch))``). Calls
+        of project code elsewhere are kept in ``project_backprop_calls`` for the project index."""
+        out: list[tuple[FunctionNode, int | None]] = []
         binds = self.ctx.bindings(scope)
         for root in roots:
+            values: list[tuple[ast.expr, int | None]] = []
             for b in binds.get(root, []):
-                if isinstance(b, ast.Assign) and isinstance(b.value, ast.Call):
-                    fn = self.ctx.helper(b.value)
-                    if fn is not None and fn is not scope:
-                        out.append(fn)
+                if isinstance(b, ast.Assign) and len(b.targets) == 1:
+                    target = b.targets[0]
+                    if isinstance(target, ast.Tuple):
+                        at = [
+                            i for i, e in enumerate(target.elts) if isinstance(e, ast.Name) and e.id == root
+                        ]
+                        if at and not any(isinstance(e, ast.Starred) for e in target.elts):
+                            values.append((b.value, at[0]))
+                    else:
+                        values.append((b.value, None))
+            values += [
+                (a, None)
+                for n in self.ctx.local(scope)
+                if isinstance(n, ast.Call)
+                and isinstance(n.func, ast.Attribute)
+                and n.func.attr == "update"
+                and dotted(n.func.value) == root
+                for a in n.args[:1]
+            ]
+            for value, position in values:
+                if not isinstance(value, ast.Call):
+                    continue
+                fn = self.ctx.helper(value) or self._own_forward(scope, value)
+                if fn is not None and fn is not scope:
+                    out.append((fn, position))
+                elif fn is None:
+                    self.project_backprop_calls.append(value)
         return out
+
+    def _fed_params(self, scope: Scope, taint: Taint) -> set[str]:
+        """Parameters of ``scope`` (not handed the loss) that it updates with the loss: meters and
+        containers of the caller."""
+        if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) or not taint.updates:
+            return set()
+        params = {a.arg for a in (*scope.args.posonlyargs, *scope.args.args, *scope.args.kwonlyargs)}
+        return (params & set(taint.updates) & taint.names) - taint.params - {"self", "cls"}
+
+    def _fed_arguments(self, call: ast.Call) -> set[str]:
+        """Names the caller passes to a same-file helper's fed parameters."""
+        fn = self.ctx.helper(call)
+        if fn is None or id(fn) not in self.fed_params:
+            return set()
+        out: set[str] = set()
+        for p in self.fed_params[id(fn)]:
+            arg = bound_argument(fn, call, p)
+            if arg is not None and (name := receiver_name(dotted(arg))):
+                out.add(name)
+        return out
+
+    def _own_forward(self, scope: Scope, call: ast.Call) -> FunctionNode | None:
+        """``self(batch)`` in a method: the class's ``forward`` (``nn.Module.__call__`` runs it)."""
+        owner = self._class_of(scope)
+        if owner is None or not (isinstance(call.func, ast.Name) and call.func.id == "self"):
+            return None
+        return next(
+            (
+                b
+                for b in owner.body
+                if isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef)) and b.name == "forward"
+            ),
+            None,
+        )
+
+    def _handed(self, scope: Scope, taint: Taint) -> Iterator[tuple[FunctionNode, set[str]]]:
+        """Same-file functions ``scope`` calls with the loss as an argument, and the parameters that
+        receive it (``self._log(loss_breakdown, batch)`` → ``_log``'s ``loss_breakdown``)."""
+        if not taint.names:
+            return
+        for call in self.ctx.local(scope):
+            if not isinstance(call, ast.Call):
+                continue
+            fn = self.ctx.helper(call)
+            if fn is None or fn is scope:
+                continue
+            params = set()
+            for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs):
+                arg = bound_argument(fn, call, a.arg)
+                if arg is not None and reads(ast.walk(arg), taint.fields) & taint.names:
+                    params.add(a.arg)
+            if params:
+                yield fn, params
 
     def in_lightning_module(self, scope: ast.AST) -> bool:
         """``scope`` is a method of a class whose ``training_step`` Lightning runs."""
@@ -519,7 +651,14 @@ class LossFlow:
             if attrs and reads(nodes) & attrs:
                 out[key] = scope
                 continue
-            if any(isinstance(n, ast.Call) and self.call_shape(n) is not None for n in nodes):
+            if evaluation_function(scope) and not any(
+                isinstance(n, ast.Call) and self.facts.backward(n) for n in nodes
+            ):
+                continue  # validation_step calling the training's shared_step computes a validation loss
+            if any(
+                isinstance(n, ast.Call) and (self.call_shape(n) is not None or self._fed_arguments(n))
+                for n in nodes
+            ):
                 out[key] = scope
         return out
 
@@ -580,15 +719,29 @@ class LossFlow:
         owner = self._class_of(scope)
         if owner is not None:
             tainted |= self.class_attrs.get(id(owner), set())
+        params = frozenset(self.param_taints.get(id(scope), ()))
+        tainted |= params
         if id(scope) in self.lightning or id(scope) in self.backprop_returns:
             # Lightning runs backward on what training_step returns; a caller on what a helper returns
+            positions = self.backprop_positions.get(id(scope), {None})
             for r in nodes:
                 if isinstance(r, ast.Return) and r.value is not None:
-                    roots |= loss_names(ctx, _lightning_loss(r.value))
+                    value = _lightning_loss(r.value)
+                    if isinstance(value, ast.Tuple) and None not in positions:
+                        parts = [value.elts[i] for i in positions if i is not None and i < len(value.elts)]
+                        roots |= set().union(*(loss_names(ctx, p) for p in parts))
+                    else:
+                        roots |= loss_names(ctx, value)
             tainted |= roots
         # Containers a root is read out of (``loss = outputs.loss``) hold the loss in that field only:
         # their other fields (``outputs.logits``) are not the loss.
         fields = frozenset(_carriers(ctx, scope, roots | self._backward_roots(scope)) - roots)
+        # a returned dict the caller backprops some items of (ViLT ``ret = {"mlm_loss": ...,
+        # "mlm_logits": ...}``): its loss-named items are the loss, its other items are not
+        fields |= {r for r in roots if _dict_literal(ctx, scope, r)}
+        # a parameter handed the loss may be a container of many things (wenet's ``info_dict``):
+        # its loss-named items hold the loss, its other items (``info_dict["tag"]``) do not
+        fields |= params
         all_flows: list[tuple[set[str], set[str]]] = []
         flows: list[tuple[set[str], set[str]]] = []  # (names read, names written) of non-reducing steps
         for n in nodes:
@@ -608,6 +761,11 @@ class LossFlow:
                     roots |= names
                 m = method(n)
                 receiver = receiver_name(m[0]) if m else None
+                if m and receiver is None and isinstance(n.func, ast.Attribute):
+                    # ``loss_mts[key].update(loss.item())``: a meter of a container, the container holds it
+                    inner = n.func.value
+                    if isinstance(inner, ast.Subscript):
+                        receiver = receiver_name(dotted(inner.value))
                 if (
                     m
                     and receiver
@@ -623,6 +781,9 @@ class LossFlow:
                     read |= loop_aliases(ctx, n, read)
                     flows.append((read, {receiver}))
                     updates.setdefault(receiver, []).append(n.lineno)
+                for fed in self._fed_arguments(n):  # self._run_step(batch, phase, loss_mts): fed there
+                    tainted.add(fed)
+                    updates.setdefault(fed, []).append(n.lineno)
             elif (
                 isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
                 and n.value is not None
@@ -633,6 +794,8 @@ class LossFlow:
                 value_nodes = ctx.local(n.value)
                 read = reads(value_nodes, fields)
                 read |= loop_aliases(ctx, n, read)
+                if isinstance(n.value, ast.Call):  # a meter handed in to be fed is not in the result
+                    read -= self._fed_arguments(n.value)
                 shape = self._value_shape(n.value, shapes) if isinstance(n, ast.Assign) else None
                 positional = False
                 if shape is not None:
@@ -684,7 +847,18 @@ class LossFlow:
                 # what is returned is the global value
                 live = {t for t in tainted if not _reduced_before(binds.get(t, []), r.lineno)}
                 returns = merge(returns, _expr_shape(r.value, live, shapes, fields))
-        return Taint(tainted, returns, roots, updates, gathered, carriers, terms | recomputed, fields - roots)
+        dicts = {r for r in roots | params if r in fields}
+        return Taint(
+            tainted,
+            returns,
+            roots,
+            updates,
+            gathered,
+            carriers,
+            terms | recomputed,
+            (fields - roots) | dicts,
+            params,
+        )
 
     def _backward_roots(self, scope: Scope) -> set[str]:
         """The names the scope's backward calls run on (a first look, before the flows)."""
@@ -886,6 +1060,41 @@ def _recomputed(
         ):
             out |= written
     return out
+
+
+# Functions that evaluate: Lightning's validation/test/predict hooks, ``evaluate``, ``val_step`` ...
+# (by their first word: ``train_and_eval`` trains)
+EVAL_FUNCTION = re.compile(
+    r"^(on_)?(validation|validate|val|valid|test|predict|eval|evaluate|evaluation)(_|$)",
+    re.IGNORECASE,
+)
+
+
+def evaluation_function(scope: ast.AST) -> bool:
+    """A function that evaluates rather than trains: named for it (``validation_step``, ``evaluate``)
+    or decorated ``@torch.no_grad()`` / ``@torch.inference_mode()``."""
+    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    if EVAL_FUNCTION.search(scope.name):
+        return True
+    return any(
+        (dotted(d.func if isinstance(d, ast.Call) else d) or "").split(".")[-1]
+        in ("no_grad", "inference_mode")
+        for d in scope.decorator_list
+    )
+
+
+def _dict_literal(ctx: FileContext, scope: ast.AST, name: str) -> bool:
+    """Every binding of ``name`` in ``scope`` is a dict built in place (``{...}``, ``dict()``)."""
+    binds = ctx.bindings(scope).get(name, [])
+    return bool(binds) and all(
+        isinstance(b, ast.Assign)
+        and (
+            isinstance(b.value, ast.Dict)
+            or (isinstance(b.value, ast.Call) and dotted(b.value.func) in ("dict", "OrderedDict"))
+        )
+        for b in binds
+    )
 
 
 def _lightning_loss(value: ast.expr) -> ast.expr:

@@ -26,6 +26,7 @@ from ddp_doctor.lint.idioms import (
     RANK0_FUNCTION,
     RANK0_MEMBERS,
     RANK0_METHODS,
+    RANK0_STATE,
     RANK_NAME,
 )
 
@@ -93,6 +94,8 @@ def is_rank0_test(test: ast.expr, predicates: Collection[str] = ()) -> bool:
             return any(is_rank0_test(v, predicates) for v in test.values)
         rank0 = [v for v in test.values if is_rank0_test(v, predicates)]
         return bool(rank0) and all(v in rank0 or _negated_flag(v) for v in test.values)
+    if _main_process_state(test):
+        return True
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
         op, left, right = test.ops[0], test.left, test.comparators[0]
         if isinstance(op, ast.Eq):
@@ -107,6 +110,38 @@ def is_rank0_test(test: ast.expr, predicates: Collection[str] = ()) -> bool:
         return False
     last = name.split(".")[-1]
     return bool(MAIN_FLAG.match(last)) or (isinstance(test, (ast.Call, ast.Name)) and last in predicates)
+
+
+def _main_process_state(test: ast.expr) -> bool:
+    """``accelerator.trackers``, ``len(accelerator.trackers) > 0`` (or ``>= 1``, ``!= 0``): state that
+    exists on the main process only (``lint/idioms.py`` ``RANK0_STATE``)."""
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        op, right = test.ops[0], _int(test.comparators[0])
+        nonempty = (isinstance(op, (ast.Gt, ast.NotEq)) and right == 0) or (
+            isinstance(op, ast.GtE) and right == 1
+        )
+        if not nonempty:
+            return False
+        test = test.left
+    if isinstance(test, ast.Call) and dotted(test.func) in ("len", "bool") and len(test.args) == 1:
+        test = test.args[0]
+    name = dotted(test) or ""
+    receiver, _, attr = name.rpartition(".")
+    return bool(receiver) and attr in RANK0_STATE.get(receiver.split(".")[-1].lower(), frozenset())
+
+
+def rank0_locals(fn: ast.AST, nodes: Iterable[ast.AST], predicates: Collection[str] = ()) -> set[str]:
+    """Names ``fn`` binds only to rank-0 tests (``is_tracking = len(accelerator.trackers) > 0``,
+    ``log_now = rank == 0``): ``if is_tracking:`` is a rank-0 test. ``nodes``: ``fn``'s own nodes."""
+    bound: dict[str, bool] = {}
+    for n in nodes:
+        if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and n.value is not None:
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+            for t in targets:
+                if isinstance(t, ast.Name):
+                    ok = isinstance(n, ast.Assign) and is_rank0_test(n.value, predicates)
+                    bound[t.id] = bound.get(t.id, True) and ok
+    return {k for k, v in bound.items() if v}
 
 
 def is_not_rank0_test(test: ast.expr, predicates: Collection[str] = ()) -> bool:
@@ -232,7 +267,8 @@ def silences_other_ranks(
 ) -> bool:
     """Logging configuration that keeps rank 0's records only: ``logger.setLevel(logging.ERROR)``
     in the else of ``if rank == 0`` (or under ``if rank != 0``), a level chosen by a rank-0 test
-    (``level=INFO if rank == 0 else WARN``), or loguru's ``logger.remove()`` with ``logger.add(...)``
+    (``level=INFO if rank == 0 else WARN``), ``logging.basicConfig(...)`` called only under a rank-0
+    test in its function (the other ranks have no handler and drop ``info`` records), or loguru's ``logger.remove()`` with ``logger.add(...)``
     only under a rank-0 test (YOLOX ``setup_logger``). Then the plain ``logger.info(...)`` calls of
     the project log on rank 0 only."""
     if parents is None:
@@ -248,13 +284,18 @@ def silences_other_ranks(
             n for n in walk_local(fn.body) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
         ]
         removes = any(c.func.attr == "remove" and not c.args for c in calls)  # type: ignore[attr-defined]
+        configs = [c for c in calls if c.func.attr == "basicConfig"]  # type: ignore[attr-defined]
+        if configs and all(enclosing_rank0_if(parents, c, SCOPES, predicates) is not None for c in configs):
+            return (
+                True  # handlers on rank 0 only (DiT/LlamaGen ``create_logger``): the others drop info records
+            )
         for call in calls:
             attr = call.func.attr  # type: ignore[attr-defined]
             if attr in ("setLevel", "basicConfig", "disable"):
                 args = [*call.args, *(k.value for k in call.keywords)]
                 if any(isinstance(a, ast.IfExp) and is_rank0_test(a.test, predicates) for a in args):
                     return True
-                if any(_quiet_level(a) for a in args) and _off_rank0(parents, call, predicates):
+                if any(_quiet_level(a, fn) for a in args) and _off_rank0(parents, call, predicates):
                     return True
             if (
                 attr == "add"
@@ -268,7 +309,38 @@ def silences_other_ranks(
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
-def _quiet_level(node: ast.AST) -> bool:
+def silenced_stdout(
+    assigns: Iterable[ast.Assign], parents: dict[ast.AST, ast.AST], predicates: Collection[str] = ()
+) -> ast.Assign | None:
+    """The statement that takes standard output away from the ranks other than 0: ``sys.stdout =
+    open(os.devnull, "w")`` (also ``sys.stdout = sys.stderr = f``) in the body of ``if local_rank !=
+    0:`` or the else of a rank-0 test (MONAI's DDP tutorials). Then a plain ``print(...)`` of the file
+    shows rank 0's values only. ``assigns``: the file's assignments. None when the file does no such
+    thing."""
+    for node in assigns:
+        if any(dotted(t) == "sys.stdout" for t in node.targets) and _off_rank0(parents, node, predicates):
+            return node
+    return None
+
+
+def is_plain_print(call: ast.Call) -> bool:
+    """``print(...)`` to standard output (no ``file=`` other than ``sys.stdout``)."""
+    if not (isinstance(call.func, ast.Name) and call.func.id == "print"):
+        return False
+    target = next((k.value for k in call.keywords if k.arg == "file"), None)
+    return target is None or dotted(target) == "sys.stdout"
+
+
+def _quiet_level(node: ast.AST, fn: ast.AST | None = None) -> bool:
+    """``logging.ERROR``, ``"ERROR"``, or a parameter of ``fn`` whose default is one (SAM 2
+    ``setup_logging(..., log_level_secondary="ERROR")``)."""
+    if isinstance(node, ast.Name) and isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        a = fn.args
+        positional = [*a.posonlyargs, *a.args]
+        defaults = dict(zip([x.arg for x in positional[len(positional) - len(a.defaults) :]], a.defaults))
+        defaults |= {x.arg: d for x, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None}
+        if node.id in defaults:
+            return _quiet_level(defaults[node.id])
     name = dotted(node) or (
         node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else ""
     )

@@ -6,7 +6,9 @@ autograd graph every iteration"). It costs time, not accuracy: severity info.
 Autofix: ``True`` → ``False`` (DDP raises a clear error if a parameter really gets no gradient).
 A value read from configuration with ``True`` as its fallback (KAIR's
 ``opt.get("find_unused_parameters", True)``, also through a variable assigned just before) is
-reported config-gated, without an autofix.
+reported config-gated, without an autofix. So is an expression that is True under the
+configuration's defaults (wenet ``find_unused_parameters=not grad_ckpt`` where ``grad_ckpt`` is
+``getattr(model.encoder, "gradient_checkpointing", False)`` or ``False`` on every path).
 """
 
 from __future__ import annotations
@@ -44,6 +46,11 @@ class FindUnusedTrue(Rule):
             value = keyword(node, kw_name) if kw_name else None
             source = _through_name(ctx, value, node)
             default = _config_default(source) if source is not None else None
+            gate = f"{default} not set in the configuration (default True)"
+            if default is None and value is not None and not isinstance(value, ast.Constant):
+                default = _true_by_default(ctx, value, node)
+                source = value if default is not None else source
+                gate = f"{default} not set in the configuration (then `{ctx.segment(value)}` is True)"
             if value is not None and source is not None and default is not None:
                 origin = ctx.segment(source)
                 if source is not value:  # read into a variable first
@@ -58,7 +65,7 @@ class FindUnusedTrue(Rule):
                         f"`{kw_name}` 取自 `{origin}，配置未设置时为 True：DDP 每步都要重新遍历 autograd 图"
                         "（影响速度，不影响精度）。",
                     ),
-                    gated_by=f"{default} not set in the configuration (default True)",
+                    gated_by=gate,
                     setting=True,
                 )
                 continue
@@ -90,14 +97,61 @@ def _through_name(ctx: FileContext, value: ast.expr | None, at: ast.AST) -> ast.
 
 def _config_default(value: ast.expr | None) -> str | None:
     """The key of ``cfg.get("key", True)`` / ``getattr(cfg, "key", True)``: True unless configured."""
-    if not isinstance(value, ast.Call):
+    read = _config_read(value) if isinstance(value, ast.Call) else None
+    if read is None or not isinstance(read[1], ast.Constant):
         return None
+    return read[0] if read[1].value is True else None
+
+
+def _default_of(ctx: FileContext, expr: ast.expr, at: ast.AST, depth: int = 0) -> tuple[bool, str] | None:
+    """``(value, setting)``: what ``expr`` is when the configuration sets nothing, and the setting it
+    reads; None when that is not known. ``getattr(cfg, "key", False)`` / ``cfg.get("key", False)``,
+    ``not x``, and a name whose every binding in the function before ``at`` agrees (``grad_ckpt =
+    getattr(...)`` in one branch, ``grad_ckpt = False`` in the other)."""
+    if depth > 3:
+        return None
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
+        inner = _default_of(ctx, expr.operand, at, depth + 1)
+        return (not inner[0], inner[1]) if inner is not None else None
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, bool):
+        return expr.value, ""
+    if isinstance(expr, ast.Call):
+        read = _config_read(expr)
+        if read is None or not isinstance(read[1], ast.Constant) or not isinstance(read[1].value, bool):
+            return None
+        return read[1].value, read[0]
+    if isinstance(expr, ast.Name):
+        scope = ctx.enclosing_function(at)
+        line = getattr(at, "lineno", 0)
+        binds = [b for b in ctx.bindings(scope).get(expr.id, []) if b.lineno < line]
+        if not binds or not all(
+            isinstance(b, ast.Assign) and len(b.targets) == 1 and isinstance(b.targets[0], ast.Name)
+            for b in binds
+        ):
+            return None
+        found = [_default_of(ctx, b.value, at, depth + 1) for b in binds if isinstance(b, ast.Assign)]
+        if any(f is None for f in found) or len({f[0] for f in found if f}) != 1:
+            return None
+        settings = [f[1] for f in found if f and f[1]]
+        return found[0][0] if found[0] else False, settings[0] if settings else ""
+    return None
+
+
+def _true_by_default(ctx: FileContext, value: ast.expr, at: ast.AST) -> str | None:
+    """The setting an expression such as ``not grad_ckpt`` reads, when it is True unless that setting
+    is configured; None otherwise (a plain config value without a True fallback is not flagged)."""
+    found = _default_of(ctx, value, at)
+    return found[1] if found is not None and found[0] and found[1] else None
+
+
+def _config_read(value: ast.Call) -> tuple[str, ast.expr] | None:
+    """``(key, fallback)`` of ``cfg.get("key", fallback)`` / ``getattr(cfg, "key", fallback)``."""
     if isinstance(value.func, ast.Attribute) and value.func.attr == "get" and len(value.args) == 2:
         key, fallback = value.args
     elif isinstance(value.func, ast.Name) and value.func.id == "getattr" and len(value.args) == 3:
         key, fallback = value.args[1], value.args[2]
     else:
         return None
-    if isinstance(key, ast.Constant) and isinstance(key.value, str) and isinstance(fallback, ast.Constant):
-        return key.value if fallback.value is True else None
+    if isinstance(key, ast.Constant) and isinstance(key.value, str):
+        return key.value, fallback
     return None

@@ -76,17 +76,22 @@ class Fp16NoScaler(Rule):
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
         if any(ctx.imports_module(m) for m in SELF_SCALING):
             return
-        if any("GradScaler" in w for w in ctx.words):
+        calls = ctx.of_type(ast.Call)
+        # RecBole: ``GradScaler(enabled=self.enable_scaler)`` next to ``autocast(enabled=self.enable_amp)``:
+        # a scaler switched by its own flag leaves the autocast flag on with the scaler flag off
+        scaler_flags = _scaler_flags(ctx, calls)
+        if any("GradScaler" in w for w in ctx.words) and scaler_flags is None:
             return  # a scaler class is named somewhere (torch.amp, ShardedGradScaler, ...)
         if any(HAND_SCALING.search(w) for w in ctx.words):
             return  # loss scaling by hand (guided-diffusion ``lg_loss_scale``, apex ``amp.scale_loss``)
-        calls = ctx.of_type(ast.Call)
         backwards = [b for n in calls if (b := facts.backward(n))]
         project = ctx.project
-        if any(b.scaled for b in backwards) or any((method(n) or (None, ""))[1] == "scale" for n in calls):
+        if not scaler_flags and (
+            any(b.scaled for b in backwards) or any((method(n) or (None, ""))[1] == "scale" for n in calls)
+        ):
             return
         if project is not None:
-            if project.scales_module(ctx.module):
+            if project.scales_module(ctx.module, own=not scaler_flags):
                 return
             if not backwards and not any(s.calls_backward for s in project.summaries.values()):
                 return
@@ -94,42 +99,78 @@ class Fp16NoScaler(Rule):
             return
         defaults = all_defaults(ctx)
         for n in calls:
-            fp16, gate = self._fp16(ctx, n, defaults)
+            fp16, gate = self._fp16(ctx, n, defaults, scaler_flags or set())
             if not fp16 or _evaluation_only(ctx, n):
                 continue
             if not backwards and ctx.call_qualname(n) in (AUTOCAST, CUDA_AUTOCAST) and not _in_class(ctx, n):
                 continue  # an autocast where nothing backprops: only model code (a forward) trains under it
             gate = gate or gate_of(ctx, n, defaults)
-            yield self.violation(
-                n,
-                Text(
-                    f"`{ctx.segment(n).splitlines()[0]}` trains in float16 but no GradScaler is used: small "
+            what = ctx.segment(n)
+            if "\n" in what:  # a call over several lines: its name, not a cut line with its comment
+                what = f"{dotted(n.func) or what.splitlines()[0]}(...)"
+            if ctx.call_qualname(n) in MIXED_PRECISION:  # FSDP1 needs its own, sharded scaler
+                message = Text(
+                    f"`{what}` makes FSDP compute its gradients in float16 but no ShardedGradScaler is "
+                    "used: small gradients underflow to zero, large ones overflow.",
+                    f"`{what}` 让 FSDP 以 float16 计算梯度，但没有使用 ShardedGradScaler：小梯度下溢为零，大梯度溢出。",
+                )
+            elif scaler_flags:
+                flags = "`/`".join(sorted(scaler_flags))
+                message = Text(
+                    f"`{what}` trains in float16 but the GradScaler runs only when `{flags}` is on, a "
+                    "separate setting: with it off, small gradients underflow to zero, large ones overflow.",
+                    f"`{what}` 以 float16 训练，但 GradScaler 只在另一个设置 `{flags}` 打开时生效：关闭时小梯度"
+                    "下溢为零，大梯度溢出。",
+                )
+            else:
+                message = Text(
+                    f"`{what}` trains in float16 but no GradScaler is used: small "
                     "gradients underflow to zero, large ones overflow.",
-                    f"`{ctx.segment(n).splitlines()[0]}` 以 float16 训练但没有使用 GradScaler：小梯度下溢为零，大梯度溢出。",
-                ),
-                gated_by=gate,
-                autocast=ctx.segment(n),
-            )
+                    f"`{what}` 以 float16 训练但没有使用 GradScaler：小梯度下溢为零，大梯度溢出。",
+                )
+            yield self.violation(n, message, gated_by=gate, autocast=ctx.segment(n))
 
-    def _fp16(self, ctx: FileContext, call: ast.Call, defaults: dict[str, object]) -> tuple[bool, str | None]:
-        """(float16 compute, the flag value that selects it or None)."""
+    def _fp16(
+        self, ctx: FileContext, call: ast.Call, defaults: dict[str, object], scaler_flags: set[str]
+    ) -> tuple[bool, str | None]:
+        """(float16 compute, the flag value that selects it or None). ``scaler_flags``: the flags the
+        file's GradScalers are enabled by (empty: no GradScaler)."""
         qual = ctx.call_qualname(call)
+        if scaler_flags and qual not in (AUTOCAST, CUDA_AUTOCAST):
+            return False, None  # the file scales: only an autocast switched apart from it can escape
         cast = _model_cast(ctx, call)
         if cast is not None:
             return True, None
         if qual in MIXED_PRECISION:
             dtype = keyword(call, "param_dtype")
-            return (dtype is not None and ctx.qualname(dtype) == FP16), None
+            if dtype is None or ctx.qualname(dtype) == FP16:
+                return dtype is not None, None
+            gate = _dtype_gate(ctx, dtype, call, defaults)  # ``{"fp16": torch.float16, ...}[args.mp]``
+            return gate is not None, gate
         if qual not in (AUTOCAST, CUDA_AUTOCAST):
             return False, None
         if any(k.arg is None for k in call.keywords):
             return False, None  # ``autocast(**kwargs)`` replays settings made elsewhere (checkpointing)
         enabled = keyword(call, "enabled")
-        if enabled is not None and not (isinstance(enabled, ast.Constant) and enabled.value is True):
+        switch: str | None = None
+        if scaler_flags:
+            # the file scales only under its scaler flags: an autocast on its own flag is the bug
+            # when that flag is on and the scaler's is off; one sharing the scaler's flag is fine
+            switch = dotted(enabled) if enabled is not None else None
+            if switch is None or any(_same_setting(ctx, switch, f) for f in scaler_flags):
+                return False, None
+            switch = f"`{switch}` on with `{'`/`'.join(sorted(scaler_flags))}` off"
+        elif enabled is not None and not (isinstance(enabled, ast.Constant) and enabled.value is True):
             return False, None  # disabled, or enabled by a runtime flag we cannot read
         dtype = keyword(call, "dtype")
         if dtype is None and qual == AUTOCAST and len(call.args) > 1:
             dtype = call.args[1]
+        if switch is not None:
+            if dtype is not None and ctx.qualname(dtype) != FP16:
+                return False, None
+            if dtype is None and qual == AUTOCAST and not _cuda_device(ctx, call):
+                return False, None
+            return True, switch + ("" if dtype is not None or qual == CUDA_AUTOCAST else ", on CUDA")
         if dtype is not None:
             if ctx.qualname(dtype) == FP16:
                 return True, None
@@ -145,6 +186,55 @@ class Fp16NoScaler(Rule):
             return True, None
         device = keyword(call, "device_type") or (call.args[0] if call.args else None)
         return isinstance(device, ast.Constant) and device.value == "cuda", None
+
+
+def _scaler_flags(ctx: FileContext, calls: list[ast.Call]) -> set[str] | None:
+    """The flags every GradScaler of the file is switched on by (``GradScaler(enabled=self.enable_scaler)``
+    → ``{"self.enable_scaler"}``); None when one is always on (or its switch is not a plain flag),
+    and an empty set when the file builds none."""
+    flags: set[str] = set()
+    for n in calls:
+        name = dotted(n.func) or ""
+        if not name.endswith("GradScaler"):
+            continue
+        enabled = keyword(n, "enabled")
+        flag = dotted(enabled) if enabled is not None else None
+        if flag is None:
+            return None
+        flags.add(flag)
+    return flags
+
+
+def _same_setting(ctx: FileContext, a: str, b: str) -> bool:
+    """Two spellings of one setting: ``self.amp_training = args.fp16`` makes ``self.amp_training``
+    and ``args.fp16`` the same switch (YOLOX), followed through a few such assignments."""
+    return bool(_origins(ctx, a) & _origins(ctx, b))
+
+
+def _origins(ctx: FileContext, name: str) -> set[str]:
+    """``name`` and what it is assigned from, when every assignment of that spelling in the file
+    gives the same expression (a few hops)."""
+    out = {name}
+    for _ in range(3):
+        values = {
+            ctx.segment(node.value)
+            for node in ctx.of_type(ast.Assign)
+            if any(dotted(t) == name for t in node.targets)
+        }
+        if len(values) != 1:
+            break
+        name = values.pop()
+        out.add(name)
+    return out
+
+
+def _cuda_device(ctx: FileContext, call: ast.Call) -> bool:
+    """``autocast("cuda")`` or a device read at run time (``device_type=self.device.type``): float16
+    by default when the trainer runs on a GPU."""
+    device = keyword(call, "device_type") or (call.args[0] if call.args else None)
+    if isinstance(device, ast.Constant):
+        return device.value == "cuda"
+    return device is not None and "device" in ctx.segment(device)
 
 
 def _in_class(ctx: FileContext, node: ast.AST) -> bool:

@@ -42,6 +42,7 @@ from typing import Any
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method
 from ddp_doctor.lint.loops import LoopFacts
+from ddp_doctor.lint.project import parameters_logged
 from ddp_doctor.lint.provenance import LossFlow, Taint, alarm, loop_aliases, reads
 from ddp_doctor.lint.rank0 import (
     LOG_ATTRS,
@@ -51,10 +52,13 @@ from ddp_doctor.lint.rank0 import (
     is_log_sink,
     is_logger_call,
     is_not_rank0_test,
+    is_plain_print,
     is_rank0_log_call,
     is_rank0_test,
+    rank0_locals,
     rank0_parameters,
     rank0_predicates,
+    silenced_stdout,
     silences_other_ranks,
 )
 from ddp_doctor.lint.rules.base import Rule, Violation
@@ -88,6 +92,13 @@ class Rank0OnlyLossLog(Rule):
     def project_words(self, project: Any) -> tuple[str, ...]:
         return project.loss_returning_names()  # type: ignore[no-any-return]  # ProjectIndex
 
+    def applies(self, ctx: FileContext) -> bool:
+        # project mode: a file may define what other files backprop (a loss module's ``forward``,
+        # ViLT's objective functions) without naming any of the words above
+        return super().applies(ctx) or (
+            ctx.project is not None and bool(ctx.project.backpropagated_defs(ctx))
+        )
+
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
         flow = LossFlow(ctx, facts)
         if not flow.taints:
@@ -98,6 +109,8 @@ class Rank0OnlyLossLog(Rule):
             predicates |= ctx.project.rank0_predicates
             quiet |= ctx.project.silences_other_ranks
         rank0_objects = _rank0_objects(ctx, predicates)
+        # ``sys.stdout = open(os.devnull, "w")`` off rank 0: this file's prints show rank 0's values
+        stdout = silenced_stdout(ctx.of_type(ast.Assign), ctx.parents, predicates)
         seen: set[int] = set()
         for key, scope in flow.scopes.items():
             taint = flow.taints[key]
@@ -111,13 +124,20 @@ class Rank0OnlyLossLog(Rule):
             logs = [
                 item
                 for region in regions
+                for local in [
+                    predicates
+                    | _rank0_flags(ctx, region, predicates)
+                    | rank0_locals(region, ctx.local(region), predicates)
+                ]
                 for item in _rank0_logs(
                     ctx,
                     region,
-                    rank0_objects,
-                    predicates | _rank0_flags(ctx, region, predicates),
+                    rank0_objects | _bars_off_rank0(ctx, region, local),
+                    local,
                     quiet,
-                    flow.in_lightning_module(region),
+                    _lightning_receivers(ctx, flow, region),
+                    stdout,
+                    ctx.project is not None and ctx.project.rank0_called(ctx, region),
                 )
             ]
             for node, guard, how in logs:
@@ -161,6 +181,8 @@ def _kind(name: str, taint: Taint) -> Text:
         return Text("a term of the loss", "损失的一项")
     if name in taint.carriers:
         return Text("a container the loss is read from", "存放损失的容器")
+    if name in taint.params:
+        return Text("a parameter the training code passes the loss in", "训练代码传入损失的参数")
     return Text("a value computed from the loss", "由损失计算出的值")
 
 
@@ -187,6 +209,25 @@ def _rank0_objects(ctx: FileContext, predicates: set[str]) -> set[str]:
             expr, var = item.context_expr, item.optional_vars
             if isinstance(expr, ast.Call) and var is not None and _disabled_off_rank0(expr, predicates):
                 out |= {d.split(".")[-1] for d in [dotted(var)] if d}
+    return out
+
+
+def _bars_off_rank0(ctx: FileContext, region: ast.AST, predicates: set[str]) -> set[str]:
+    """Progress bars ``region`` builds hidden off rank 0 by one of its own flags
+    (``with tqdm(..., disable=not enable) as t:`` where ``enable`` is a rank-0 parameter)."""
+    out: set[str] = set()
+    for node in ctx.local(region):
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            for item in node.items:
+                expr, var = item.context_expr, item.optional_vars
+                if isinstance(expr, ast.Call) and var is not None and _disabled_off_rank0(expr, predicates):
+                    out |= {d.split(".")[-1] for d in [dotted(var)] if d}
+        elif (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and _disabled_off_rank0(node.value, predicates)
+        ):
+            out |= {d.split(".")[-1] for t in node.targets if (d := dotted(t))}
     return out
 
 
@@ -234,7 +275,19 @@ def _rank0_flags(ctx: FileContext, fn: ast.AST, predicates: set[str]) -> set[str
             if (v := bound_argument(fn, c, p)) is not None
         )
     ]
-    return rank0_parameters(fn, training, predicates)
+    # a caller's own flag counts (speechbrain ``enable = progressbar and if_main_process()`` handed
+    # to ``self._fit_train(..., enable=enable)``)
+    return (
+        set.intersection(
+            *(
+                rank0_parameters(fn, [c], predicates | rank0_locals(f, ctx.local(f), predicates))
+                for c in training
+                for f in [ctx.enclosing_function(c)]
+            )
+        )
+        if training
+        else set()
+    )
 
 
 def _backward_switches(ctx: FileContext, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
@@ -266,15 +319,32 @@ def _rank0_logs(
     rank0_objects: set[str],
     predicates: set[str],
     quiet: bool,
-    lightning: bool,
+    lightning: set[str],
+    stdout: ast.Assign | None = None,
+    rank0_called: bool = False,
 ) -> Iterator[tuple[ast.AST, ast.If | None, Text]]:
-    """(log node, its rank-0 guard or None, how it is rank 0 only) for every rank-0-only log in ``scope``."""
+    """(log node, its rank-0 guard or None, how it is rank 0 only) for every rank-0-only log in ``scope``;
+    ``rank0_called``: the project calls ``scope`` under rank-0 tests only."""
+    name = getattr(scope, "name", "")
     for node in ctx.local(scope):
         if isinstance(node, ast.Call):
+            if _saves_to_file(ctx, node):
+                continue  # ``fout.write(yaml.dump(info_dict))``: a file saved, not a log
+            if rank0_called and is_log_call(node):
+                yield (
+                    node,
+                    None,
+                    Text(
+                        f"in `{name}`, which the project calls on rank 0 only",
+                        f"在项目只在 rank 0 调用的 `{name}` 中",
+                    ),
+                )
+                continue
             guard = _guard(ctx, node, predicates)
             if guard is not None and (
                 is_log_call(node)
                 or (ctx.project is not None and ctx.project.call_logged_args(ctx, node) is not None)
+                or helper_logged_args(ctx, node)
             ):
                 yield node, guard, Text("", "")
                 continue
@@ -294,6 +364,27 @@ def _rank0_logs(
                     Text(f"through `{m[0]}` (it exists on rank 0 only)", f"通过仅存在于 rank 0 的 `{m[0]}`"),
                 )
                 continue
+            handed = _writer_argument(ctx, node, rank0_objects)
+            if handed is not None:
+                yield (
+                    node,
+                    None,
+                    Text(
+                        f"by handing `{handed}` (it exists on rank 0 only) to `{dotted(node.func)}`",
+                        f"通过把仅存在于 rank 0 的 `{handed}` 交给 `{dotted(node.func)}`",
+                    ),
+                )
+                continue
+            if stdout is not None and is_plain_print(node):
+                yield (
+                    node,
+                    None,
+                    Text(
+                        f"by `print` while standard output is silenced on the other ranks (line {stdout.lineno})",
+                        f"由 `print`（第 {stdout.lineno} 行已让其他 rank 的标准输出静默）",
+                    ),
+                )
+                continue
             if quiet and is_logger_call(node):
                 yield (
                     node,
@@ -304,7 +395,7 @@ def _rank0_logs(
                     ),
                 )
                 continue
-            if lightning and m is not None and m[0] == "self" and m[1] in LIGHTNING_LOG and _not_synced(node):
+            if m is not None and m[0] in lightning and m[1] in LIGHTNING_LOG and _not_synced(node):
                 yield (
                     node,
                     None,
@@ -326,6 +417,57 @@ def _rank0_logs(
                 yield node, guard, Text("", "")
 
 
+def _lightning_receivers(ctx: FileContext, flow: LossFlow, region: ast.AST) -> set[str]:
+    """Names that are a Lightning module in ``region``: ``self`` in a method of one, and (project
+    mode) a parameter a Lightning module passes itself to (ViLT ``compute_mlm(pl_module, batch)``)."""
+    out = {"self"} if flow.in_lightning_module(region) else set()
+    if ctx.project is not None:
+        out |= ctx.project.lightning_params(ctx, region)
+    return out
+
+
+def _saves_to_file(ctx: FileContext, call: ast.Call) -> bool:
+    """``f.write(...)`` where ``f`` is a file opened to save a snapshot (``with open(p, "w") as f:``,
+    the innermost such ``with`` or else the latest ``f = open(...)``): a state saved (wenet's
+    ``yaml.dump(info_dict)``), not a log. A file opened to append (yolov7's ``open(results_file,
+    "a")``) is a log that grows every epoch."""
+    if not isinstance(call.func, ast.Attribute) or not isinstance(call.func.value, ast.Name):
+        return False
+    name = call.func.value.id
+    cur = ctx.parents.get(call)
+    while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
+        if isinstance(cur, (ast.With, ast.AsyncWith)):
+            for item in cur.items:
+                if isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == name:
+                    return _opens(item.context_expr)
+        cur = ctx.parents.get(cur)
+    scope = ctx.enclosing_function(call)
+    before = [b for b in ctx.bindings(scope).get(name, []) if b.lineno < call.lineno]
+    return bool(before) and isinstance(before[-1], ast.Assign) and _opens(before[-1].value)
+
+
+def _opens(expr: ast.AST) -> bool:
+    if not (isinstance(expr, ast.Call) and (dotted(expr.func) or "").split(".")[-1] == "open"):
+        return False
+    mode = keyword(expr, "mode") or (expr.args[1] if len(expr.args) > 1 else None)
+    return isinstance(mode, ast.Constant) and isinstance(mode.value, str) and "w" in mode.value
+
+
+def _writer_argument(ctx: FileContext, call: ast.Call, rank0_objects: set[str]) -> str | None:
+    """A rank-0-only writer handed to a call as an argument (icefall ``loss_info.write_summary(tb_writer,
+    "train/current_", step)``): what the call writes, it writes on rank 0 only. Not a log call itself,
+    nor code the analysis reads (a helper of the file or a project function: its own logs decide)."""
+    if is_log_call(call) or ctx.helper(call) is not None:
+        return None
+    if ctx.project is not None and ctx.project.summary_for(ctx, call.func) is not None:
+        return None
+    for arg in [*call.args, *(k.value for k in call.keywords)]:
+        name = dotted(arg) if isinstance(arg, (ast.Name, ast.Attribute)) else None
+        if name and name.split(".")[-1] in rank0_objects:
+            return name
+    return None
+
+
 def _not_synced(call: ast.Call) -> bool:
     """``self.log(...)`` that neither all-reduces (``sync_dist=True``) nor is a rank-zero-only value
     by choice (``rank_zero_only=True`` says the author knows)."""
@@ -342,22 +484,133 @@ def _guard(ctx: FileContext, node: ast.AST, predicates: set[str]) -> ast.If | No
     )
 
 
+def helper_logged_args(ctx: FileContext, call: ast.Call, depth: int = 2) -> list[ast.expr]:
+    """The arguments of ``call`` that the same-file helper it runs logs: directly (``print``,
+    ``tracker.log(logs)``), or by handing them to another same-file helper that does (sd-scripts
+    ``self.epoch_logging(accelerator, logs, ...)`` → ``self.accelerator_logging(...)`` → ``tracker.log``)."""
+    fn = ctx.helper(call)
+    if fn is None:
+        return []
+    params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)]
+    logged = {p.lstrip("*") for p in parameters_logged(ctx, fn)[0]}
+    if depth:
+        for inner in ctx.local(fn):
+            if isinstance(inner, ast.Call) and not is_log_call(inner):
+                handed = helper_logged_args(ctx, inner, depth - 1)
+                logged |= reads(x for a in handed for x in ast.walk(a)) & set(params)
+    return [a for p in params if p in logged and (a := bound_argument(fn, call, p)) is not None]
+
+
+# A log's own label that says the value is a validation one: ``'cv/{}'.format(name)`` as a
+# TensorBoard tag, ``"val/loss"`` as a dict key, ``f"... cv_loss {x}"`` / ``"val loss %.3f"`` before
+# the placeholder that receives it.
+VALIDATION_LABEL = re.compile(
+    r"(^|[^A-Za-z0-9])(val|valid|validation|cv|eval|evaluation|test)([^A-Za-z0-9]|$)", re.IGNORECASE
+)
+TAG_METHODS = frozenset({"add_scalar", "add_scalars", "add_histogram", "log_metric"})
+_PLACEHOLDER = re.compile(r"\{[^{}]*\}|%[-+ #0]*\d*(?:\.\d+)?[a-zA-Z]")
+
+
+def _unlabelled(value: ast.AST) -> list[ast.AST]:
+    """The parts of a logged expression its own labels do not call validation values."""
+    if isinstance(value, ast.JoinedStr):
+        out: list[ast.AST] = []
+        label = ""
+        for part in value.values:
+            if isinstance(part, ast.Constant) and isinstance(part.value, str):
+                label = part.value
+            elif not VALIDATION_LABEL.search(label):
+                out.append(part)
+        return out
+    template, args = _template(value)
+    if template is not None:
+        labels, start = [], 0  # the text just before each placeholder
+        for m in _PLACEHOLDER.finditer(template):
+            labels.append(template[start : m.start()])
+            start = m.end()
+        return [a for i, a in enumerate(args) if not (i < len(labels) and VALIDATION_LABEL.search(labels[i]))]
+    if isinstance(value, ast.Dict):
+        return [
+            v
+            for k, v in zip(value.keys, value.values)
+            if not (
+                isinstance(k, ast.Constant) and isinstance(k.value, str) and VALIDATION_LABEL.match(k.value)
+            )
+        ]
+    return [value]
+
+
+def _template(value: ast.AST) -> tuple[str | None, list[ast.expr]]:
+    """``"..." % (a, b)`` / ``"...".format(a, b)``: the template and its positional values."""
+    if (
+        isinstance(value, ast.BinOp)
+        and isinstance(value.op, ast.Mod)
+        and isinstance(value.left, ast.Constant)
+        and isinstance(value.left.value, str)
+    ):
+        right = value.right
+        return value.left.value, list(right.elts) if isinstance(right, ast.Tuple) else [right]
+    if (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr == "format"
+        and isinstance(value.func.value, ast.Constant)
+        and isinstance(value.func.value.value, str)
+        and not value.keywords
+        and not any(isinstance(a, ast.Starred) for a in value.args)
+    ):
+        return value.func.value.value, list(value.args)
+    return None, []
+
+
+def _tag_says_validation(call: ast.Call) -> bool:
+    """``writer.add_scalar('cv/{}'.format(name), v, step)``: the tag names a validation value."""
+    if not (isinstance(call.func, ast.Attribute) and call.func.attr in TAG_METHODS and call.args):
+        return False
+    tag = call.args[0]
+    text = (
+        tag.value
+        if isinstance(tag, ast.Constant) and isinstance(tag.value, str)
+        else _template(tag)[0]
+        or (
+            tag.values[0].value
+            if isinstance(tag, ast.JoinedStr) and tag.values and isinstance(tag.values[0], ast.Constant)
+            else None
+        )
+    )
+    return isinstance(text, str) and bool(VALIDATION_LABEL.match(text))
+
+
 def _logged_values(ctx: FileContext, node: ast.AST) -> list[ast.AST]:
+    values = _raw_logged_values(ctx, node)
+    if isinstance(node, ast.Call) and _tag_says_validation(node):
+        return []
+    return [part for v in values for part in _unlabelled(v)]
+
+
+def _raw_logged_values(ctx: FileContext, node: ast.AST) -> list[ast.AST]:
     if isinstance(node, ast.Call):
+        if not is_log_call(node) and (handed := helper_logged_args(ctx, node)):
+            return list(handed)
         if ctx.project is not None and not is_log_call(node):
             found = ctx.project.call_logged_args(ctx, node)  # project logger: the arguments it writes
             if found is not None:
                 return list(found)
-        return [*node.args, *(k.value for k in node.keywords)]
+        receiver = [node.func.value] if isinstance(node.func, ast.Attribute) and not is_log_call(node) else []
+        return [*receiver, *node.args, *(k.value for k in node.keywords)]  # ``meter.write_summary(writer)``
     if isinstance(node, ast.Assign):
         return [node.value]
     return []
 
 
-def _training_binding(flow: LossFlow, scope: ast.AST, name: str, at: ast.AST, taint: Taint) -> bool:
+def _training_binding(
+    flow: LossFlow, scope: ast.AST, name: str, at: ast.AST, taint: Taint, depth: int = 2
+) -> bool:
     """The latest binding of ``name`` before ``at`` holds the training value: a plain assignment
-    reads a tainted name, and it is not in an evaluation-only region (a ``with torch.no_grad()``
-    block or a loop over data that never backprops, while the log is outside it)."""
+    reads a tainted name whose own latest binding holds it (``depth`` levels: sd-scripts rebinds
+    ``avr_loss`` and ``logs`` to validation values after using them for the training loss), and it
+    is not in an evaluation-only region (a ``with torch.no_grad()`` block or a loop over data that
+    never backprops, while the log is outside it)."""
     ctx = flow.ctx
     line = getattr(at, "lineno", 0)
     before = [b for b in ctx.bindings(scope).get(name, []) if b.lineno < line]
@@ -367,11 +620,11 @@ def _training_binding(flow: LossFlow, scope: ast.AST, name: str, at: ast.AST, ta
     # stores since its latest whole binding put in it (``rs["train"] = run_epoch(...)``)
     last = max((i for i, b in enumerate(before) if not _item_store(b, name)), default=-1)
     candidates = before[max(last, 0) :]
-    return any(_holds_training_value(flow, scope, name, b, at, taint) for b in candidates)
+    return any(_holds_training_value(flow, scope, name, b, at, taint, depth) for b in candidates)
 
 
 def _holds_training_value(
-    flow: LossFlow, scope: ast.AST, name: str, binding: ast.AST, at: ast.AST, taint: Taint
+    flow: LossFlow, scope: ast.AST, name: str, binding: ast.AST, at: ast.AST, taint: Taint, depth: int
 ) -> bool:
     ctx = flow.ctx
     line = getattr(at, "lineno", 0)
@@ -381,16 +634,26 @@ def _holds_training_value(
         return False  # rebound from gathered values: ``loss = sum(all_gather(loss)) / n``
     bound_at = getattr(binding, "lineno", 0)
     updated = any(bound_at < u < line for u in taint.updates.get(name, ()))
+    value = (
+        binding.value
+        if isinstance(binding, ast.Assign)
+        and len(binding.targets) == 1
+        and isinstance(binding.targets[0], ast.Name)
+        else binding.value
+        if isinstance(binding, ast.AnnAssign) and isinstance(binding.target, ast.Name)
+        else None
+    )
     if (
         name not in taint.roots | taint.terms | taint.carriers
         and not updated
-        and isinstance(binding, ast.Assign)
-        and len(binding.targets) == 1
-        and isinstance(binding.targets[0], ast.Name)
-        and not reads(ast.walk(binding.value)) & taint.names
+        and value is not None
+        and not any(
+            depth == 0 or _training_binding(flow, scope, n, binding, taint, depth - 1)
+            for n in reads(ast.walk(value)) & taint.names
+        )
         and not (
-            isinstance(binding.value, ast.Call)
-            and (ctx.helper(binding.value) is not None or flow.call_shape(binding.value) is not None)
+            isinstance(value, ast.Call)
+            and (ctx.helper(value) is not None or flow.call_shape(value) is not None)
         )
     ):
         return False  # rebound to something else (val metrics reusing the name `metrics`)

@@ -74,7 +74,7 @@ class SamplerMissing(Rule):
     )
     not_flagged = (
         "dataset built from rank/world/shard values (per-rank seeds, file shards, "
-        "`split_dataset_by_node`), IterableDatasets, a sampler chosen at run time (`S = "
+        "`split_dataset_by_node`), IterableDatasets, `batch_size=None` (the dataset batches itself), a sampler chosen at run time (`S = "
         "DistributedSampler if ddp else RandomSampler`), accelerate `prepare` (shards loaders), "
         "Lightning, loaders never trained on (eval), single-process scripts of a DDP project"
     )
@@ -106,7 +106,7 @@ class SamplerMissing(Rule):
             ):
                 continue  # DataLoader(ds, **kwargs): the sampler may be in there
             dataset = call.args[0] if call.args else keyword(call, "dataset")
-            if dataset is None or _sharded(ctx, dataset):
+            if dataset is None or _sharded(ctx, dataset) or _batches_itself(call):
                 continue
             names = bound_names(ctx, call)
             if not trains_on(facts, names):
@@ -208,3 +208,13 @@ def _self_sharding_class(ctx: FileContext, call: ast.Call) -> bool:
                 if isinstance(n, (ast.Name, ast.Attribute))
             )
     return False
+
+
+def _batches_itself(call: ast.Call) -> bool:
+    """``DataLoader(ds, batch_size=None)``: automatic batching is off, so the dataset yields whole
+    batches — an iterable pipeline that also decides which rank reads what (wenet, WebDataset); a
+    sampler has nothing to shard."""
+    size = keyword(call, "batch_size")
+    if size is None and len(call.args) > 1:
+        size = call.args[1]
+    return isinstance(size, ast.Constant) and size.value is None

@@ -8,10 +8,15 @@ or named ``*sched*``) are flagged. Inside ``with accelerator.accumulate(...)`` a
 accelerate prepared skips the non-final steps by itself; one that was not prepared (only the
 optimizer went through ``accelerator.prepare``) steps on every micro-batch and is flagged,
 config-gated when the accumulation steps come from configuration.
+
+A ``step`` told where the schedule is (``lr_scheduler.step(cur_epoch=e, cur_step=i)``, LAVIS and
+timm style; torch's ``step(epoch)``) sets the position rather than advancing it, so calling it on
+every micro-step does not run the schedule faster: only argument-less ``step()`` is flagged.
 """
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterator
 
 from ddp_doctor.core.catalog import Text
@@ -37,13 +42,13 @@ class SchedulerPerMicrostep(Rule):
     )
     not_flagged = (
         "step under the accumulation guard or after the micro-loop, accelerate-prepared schedulers, "
-        "HF Trainer"
+        "HF Trainer, a step told its position (`sched.step(cur_epoch=e, cur_step=i)`)"
     )
     required = (("backward",),)
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
         for loop, node, receiver in micro_method_calls(facts, "step"):
-            if not facts.is_scheduler(receiver):
+            if not facts.is_scheduler(receiver) or _sets_position(node):
                 continue
             yield self.violation(
                 node,
@@ -66,7 +71,13 @@ class SchedulerPerMicrostep(Rule):
         for block in blocks:
             for stmt_node in unconditional_nodes(facts, block.body):
                 m = method(stmt_node)
-                if not m or m[1] != "step" or m[0] in facts.prepared or not facts.is_scheduler(m[0]):
+                if (
+                    not m
+                    or m[1] != "step"
+                    or m[0] in facts.prepared
+                    or not facts.is_scheduler(m[0])
+                    or _sets_position(stmt_node)
+                ):
                     continue
                 yield self.violation(
                     stmt_node,
@@ -80,3 +91,9 @@ class SchedulerPerMicrostep(Rule):
                     gated_by=gate,
                     accumulate_line=block.lineno,
                 )
+
+
+def _sets_position(call: ast.AST) -> bool:
+    """``sched.step(epoch, cur_step=i)``: the caller says where the schedule is (a stateless
+    schedule keyed by the iteration index), so a call per micro-step does not advance it."""
+    return isinstance(call, ast.Call) and bool(call.args or call.keywords)
