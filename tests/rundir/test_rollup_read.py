@@ -287,3 +287,211 @@ def test_worker_processes_read_the_same(run3: Path, monkeypatch: pytest.MonkeyPa
         a, b = serial.ranks[rank].steps, parallel.ranks[rank].steps
         assert a is not None and b is not None and (a.step == b.step).all()
         assert np.array_equal(a.losses, b.losses, equal_nan=True)
+
+
+# --- windows read in part (R larger than what a sample block or a spike's history needs) ----------
+
+# R = 60: a sample block (50 steps) is the first 50 step records of one window, a spike's history
+# (50 + 5 steps) the last 55 of the window before it
+PART_EVERY = 60
+PART_FAULTS = ("clean", "loss-spike", "grad-spike", "rank-skew", "oscillation")
+
+
+def _whole(run: Path, monkeypatch: pytest.MonkeyPatch) -> Diagnosis:
+    """The rollup path with every selected window read whole (the read before windows in part)."""
+    from ddp_doctor.rundir import rollup_read
+
+    with monkeypatch.context() as m:
+        m.setattr(rollup_read, "READ_IN_PART", False)
+        diag = diagnose_run(read_run(run, rollups="on"))
+    assert diag.context.run.rollups is not None and not diag.context.run.rollups.parts
+    return diag
+
+
+@pytest.mark.parametrize("world", [1, 2, 3, 4])
+def test_windows_read_in_part_give_the_same_verdicts(
+    world: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The raw path's verdicts and statuses wherever the same windows read whole give them: no new
+    difference (at R = 60 the selection misses a spike at world size 3 that R = 25 catches, and on
+    a clean 4-rank run the whole windows' sample is a false rank skew at t = 3.8 that the part
+    reads, like the raw path, rule out: those are the sample's and the selection's, not the part
+    reads')."""
+    from ddp_doctor.rundir import rollup_read
+
+    for fault in PART_FAULTS:
+        if world == 1 and fault in NEEDS_TWO:
+            continue
+        spec = SynthSpec(world_size=world, steps=1200, faults=() if fault == "clean" else (fault,))
+        run = _indexed(write_run(tmp_path / f"{fault}-{world}", spec), PART_EVERY)
+        raw, rolled = _both(run)
+        assert set(_differences(raw, rolled)) <= set(_differences(raw, _whole(run, monkeypatch))), fault
+        # the first read (a statistic near its threshold makes diagnose_run read every window again)
+        first = read_run(run, rollups="on")
+        view = first.rollups
+        assert view is not None and view.parts, fault
+        assert all(m == "head" and k == 50 or m == "tail" and k == 55 for m, k in view.parts.values())
+        # every rank holds exactly the step records the index and the parts say
+        for rank, data in first.ranks.items():
+            c = data.steps
+            assert c is not None
+            w = c.step // PART_EVERY
+            for win in view.selected:
+                mode, k = view.parts.get(win, ("whole", PART_EVERY))
+                got = c.step[w == win]
+                assert len(got) == k, (fault, rank, win)
+                assert got.min() == win * PART_EVERY if mode != "tail" else got.max() == win * PART_EVERY + 59
+        js = view.to_json()["windows_read_in_part"]
+        assert js == {
+            "head": sum(m == "head" for m, _ in view.parts.values()),
+            "tail": sum(m == "tail" for m, _ in view.parts.values()),
+        }
+        # the sample is the same 50 steps of each block whether a window was read in part or whole
+        heads = rollup_read.sample_heads(view.windows, PART_EVERY, view.sample)
+        assert heads and view.sample_heads == heads
+        s = np.arange(view.windows * PART_EVERY)
+        sampled = s[view.sampled(s)]
+        assert all((sampled[sampled // PART_EVERY == b] % PART_EVERY < 50).all() for b in heads)
+
+
+@pytest.mark.parametrize("kind", ["zero", "constant", "nan"])
+@pytest.mark.parametrize("world", [1, 3])
+def test_zero_constant_and_nan_series_read_in_part(kind: str, world: int, tmp_path: Path) -> None:
+    """Zero, constant and NaN series with windows read in part: the raw path's verdicts."""
+    per_rank = {
+        r: [sgd()]
+        + [
+            step(
+                t,
+                [_series(kind, t), _series(kind, t + 1)],
+                grad_sq=(0.0, 0.0) if kind == "zero" else (1.0, 0.5),
+            )
+            for t in range(1200)
+        ]
+        for r in range(world)
+    }
+    run = _indexed(_write_records(tmp_path / "run", per_rank, world), PART_EVERY)
+    raw, rolled = _both(run)
+    assert _differences(raw, rolled) == []
+    view = read_run(run, rollups="on").rollups
+    assert view is not None
+    if kind == "nan":  # a window with a NaN is read whole
+        nan_windows = {t // PART_EVERY for t in range(1200) if t % 97 == 13}
+        assert all("nonfinite" in view.selected[w] for w in nan_windows) and not nan_windows & set(view.parts)
+    else:
+        assert any(m == "head" for m, _ in view.parts.values())
+
+
+def _window_lines(run: Path, rank: int, win: int) -> tuple[bytes, list[tuple[int, int]]]:
+    """A rank file's bytes and the (start, end) of the step lines of window ``win`` (R = PART_EVERY)."""
+    data = records.rank_file(run, rank).read_bytes()
+    out, at = [], 0
+    for line in data.splitlines(keepends=True):
+        if line.startswith(b'{"kind":"step","step":'):
+            s = int(line[len(b'{"kind":"step","step":') :].split(b",", 1)[0])
+            if s // PART_EVERY == win:
+                out.append((at, at + len(line)))
+        at += len(line)
+    return data, out
+
+
+@pytest.mark.parametrize("mode", ["head", "tail"])
+def test_a_damaged_window_read_in_part_falls_back_with_a_note(mode: str, tmp_path: Path) -> None:
+    """A window read in part whose bytes hold fewer step lines than its index says (step lines made
+    another kind, the same size: the offsets still match): that rank is read whole and cut to the
+    same steps, with a note; never a traceback."""
+    spec = SynthSpec(world_size=2, steps=1200, faults=("loss-spike",))
+    run = _indexed(write_run(tmp_path / "run", spec), PART_EVERY)
+    view = read_run(run, rollups="on").rollups
+    assert view is not None
+    win = next(w for w, (m, _) in view.parts.items() if m == mode)
+    data, lines = _window_lines(run, 1, win)
+    damaged = bytearray(data)
+    for a, _ in lines[:-1] if mode == "head" else lines[1:]:  # all but one: too few for any cut
+        damaged[a : a + 15] = b'{"kind":"stex",'
+    records.rank_file(run, 1).write_bytes(bytes(damaged))
+    os.utime(records.rank_file(run, 1))
+    rolled = diagnose_run(read_run(run, rollups="on"))
+    notes = _notes(rolled)
+    assert "rank 1: " in notes and "fewer step lines" in notes and "read whole" in notes, notes
+    c = rolled.context.run.ranks[1].steps
+    assert c is not None and len(c.step[c.step // PART_EVERY == win]) == 1  # the one step line left
+    assert rolled.context.run.rollups is not None
+
+
+def test_a_partial_window_that_the_file_ends_inside_is_noted(tmp_path: Path) -> None:
+    """A rank file cut short inside a window read in part (the index says more): a note, no crash."""
+    spec = SynthSpec(world_size=2, steps=1200)
+    run = _indexed(write_run(tmp_path / "run", spec), PART_EVERY)
+    view = read_run(run, rollups="on").rollups
+    assert view is not None
+    win = min(w for w, (m, _) in view.parts.items() if m == "head")
+    data, lines = _window_lines(run, 0, win)
+    with open(records.rank_file(run, 0), "r+b") as fh:  # same inode: the index still claims it
+        fh.truncate(lines[10][0] + 7)
+    rolled = diagnose_run(read_run(run, rollups="on"))
+    assert "rank 0: " in _notes(rolled), _notes(rolled)
+    assert rolled.context.run.rollups is not None
+
+
+def _step_starts(chunk: bytes, at_line_start: bool) -> list[int]:
+    """Where the step lines of ``chunk`` begin, by a plain split into lines (the first line counts
+    only when the chunk begins a line)."""
+    out, at = [], 0
+    for i, line in enumerate(chunk.split(b"\n")):
+        if (i or at_line_start) and line.startswith(b'{"kind":"step",'):
+            out.append(at)
+        at += len(line) + 1
+    return out
+
+
+def test_nth_step_start_equals_a_split_into_lines() -> None:
+    """rollup_read._nth_step_start (bytes.split with a bound) against a plain split, on random
+    chunks that begin mid-line or not, with other records, blank lines and look-alike prefixes."""
+    import random
+
+    from ddp_doctor.rundir import rollup_read
+
+    rng = random.Random(1)
+    kinds = [b'{"kind":"step","step":1}\n', b'{"kind":"other"}\n', b"\n", b'{"kin\n', b'x{"kind":"step",\n']
+    for _ in range(2000):
+        chunk = b"".join(rng.choice(kinds) for _ in range(rng.randint(0, 12)))
+        if chunk and rng.random() < 0.3:
+            chunk = chunk[rng.randint(0, len(chunk) - 1) :]
+        for at_line_start in (True, False):
+            starts = _step_starts(chunk, at_line_start)
+            for k in range(14):
+                want = starts[k] if k < len(starts) else None
+                assert rollup_read._nth_step_start(chunk, at_line_start, k, from_end=False) == want
+                if k:
+                    want = starts[-k] if k <= len(starts) else None
+                    assert rollup_read._nth_step_start(chunk, at_line_start, k, from_end=True) == want
+
+
+def test_cut_finds_the_first_and_last_step_lines(tmp_path: Path) -> None:
+    """rollup_read._cut against a plain split of the lines, for lines of random lengths with other
+    records between them, whatever the first guess of the bytes needed."""
+    from ddp_doctor.rundir import rollup_read
+
+    rng = np.random.default_rng(0)
+    lines = []
+    for i in range(100):
+        if rng.random() < 0.2:
+            lines.append(b'{"kind":"sampler","x":"' + b"y" * int(rng.integers(0, 3000)) + b'"}\n')
+        lines.append(b'{"kind":"step","step":%d,"pad":"%s"}\n' % (i, b"z" * int(rng.integers(0, 4000))))
+    data = b"".join(lines)
+    path = tmp_path / "f"
+    path.write_bytes(b"HEAD\n" + data)
+    a, b = 5, 5 + len(data)
+    starts = [a + i for i in _step_starts(data, True)]
+    assert len(starts) == 100
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        for k in (1, 7, 50, 99):
+            for n in (100, 1000, 3):  # the index's count only sizes the first guess
+                assert rollup_read._cut(fd, a, b, n, "head", k) == (a, starts[k])
+                assert rollup_read._cut(fd, a, b, n, "tail", k) == (starts[100 - k], b)
+        assert rollup_read._cut(fd, a, b, 100, "head", 100) is None  # no 101st step line
+        assert rollup_read._cut(fd, a, b, 100, "tail", 101) is None
+    finally:
+        os.close(fd)

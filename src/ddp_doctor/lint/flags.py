@@ -102,9 +102,10 @@ def flag_test(ctx: FileContext, test: ast.expr, defaults: dict[str, object]) -> 
     node: ast.AST = test
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.NotEq)):
         right = test.comparators[0]
-        if not isinstance(right, ast.Constant):
+        value = right.value if isinstance(right, ast.Constant) else _literal(right)  # ``== -1``
+        if value is UNKNOWN or isinstance(value, (list, dict, set, tuple)):
             return None
-        node, compare_to, op_eq = test.left, right.value, isinstance(test.ops[0], ast.Eq)
+        node, compare_to, op_eq = test.left, value, isinstance(test.ops[0], ast.Eq)
     name = dotted(node)
     if name is None or _about_distribution(name):
         return None

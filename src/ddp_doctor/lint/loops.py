@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import TypeGuard
 
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method, walk_local
-from ddp_doctor.lint.flags import argparse_defaults
+from ddp_doctor.lint.flags import all_defaults, argparse_defaults, describe, flag_test
 from ddp_doctor.lint.idioms import SCALER_CALLABLE
 
 # Receivers whose `.step()` is an optimizer step / a scheduler step, by name when no constructor
@@ -521,6 +521,9 @@ class AccumLoop:
     loop: ast.For | ast.AsyncFor | ast.While | ast.FunctionDef | ast.AsyncFunctionDef
     shape: str  # "nested", "guarded" or "function" (a guarded step function)
     step_line: int  # a line where the optimizer steps
+    # A step function that accumulates in one mode only (XLM ``if params.amp == -1:`` steps every
+    # call, its ``else`` under ``n_iter % accumulate_gradients == 0``): that mode's flag value
+    mode: str | None = None
 
     @property
     def where_en(self) -> str:
@@ -628,27 +631,59 @@ def _step_functions(facts: LoopFacts, loops: list[AccumLoop]) -> list[AccumLoop]
         # picks how to backprop (Pointcept ``if amp: scaler.scale(loss).backward() else:
         # loss.backward()``); a function whose branches each backprop and step their own optimizer
         # (alternating GAN updates) accumulates nothing
-        if not _backprops_every_call(facts, fn.body):
+        if not _backprops_every_call(facts, fn.body, modes=True):
             continue
         line = _guarded_in(facts, fn.body)
         if type(line) is int:
             out.append(AccumLoop(fn, "function", line))
+        elif line is False and (moded := _moded_step(facts, fn.body)) is not None:
+            out.append(AccumLoop(fn, "function", moded[0], moded[1]))
     return out
 
 
-def _backprops_every_call(facts: LoopFacts, body: list[ast.stmt]) -> bool:
+def _moded_step(facts: LoopFacts, body: list[ast.stmt]) -> tuple[int, str] | None:
+    """``if <config flag>: <step every call> else: <step under an accumulation guard>`` (or the
+    reverse) among the statements that always run: the guarded step's line and the flag value
+    that selects it; None otherwise."""
+    for stmt in unconditional(body):
+        if not isinstance(stmt, ast.If) or not stmt.orelse or not facts.has_optimizer_step([stmt]):
+            continue
+        test = flag_test(facts.ctx, stmt.test, all_defaults(facts.ctx))
+        if test is None:
+            return None
+        branches = (_guarded_in(facts, stmt.body), _guarded_in(facts, stmt.orelse))
+        if branches[0] is False and type(branches[1]) is int:
+            return branches[1], describe(test, False)
+        if branches[1] is False and type(branches[0]) is int:
+            return branches[0], describe(test, True)
+        return None
+    return None
+
+
+def _backprops_every_call(facts: LoopFacts, body: list[ast.stmt], modes: bool = False) -> bool:
     """Backward runs whenever ``body`` runs: unconditionally, or in both branches of an if/else
-    neither of which steps an optimizer (the branches choose how to backprop, not what to update)."""
+    neither of which steps an optimizer (the branches choose how to backprop, not what to update);
+    with ``modes``, also an if/else on a configuration flag (two training modes, each backprops)."""
     if any(facts.backward(n) for n in _unconditional_nodes(facts, body, HELPER_DEPTH, frozenset())):
         return True
     return any(
         isinstance(s, ast.If)
         and s.orelse
-        and not facts.has_optimizer_step([s])
-        and _backprops_every_call(facts, s.body)
-        and _backprops_every_call(facts, s.orelse)
+        and (
+            not facts.has_optimizer_step([s])
+            or (modes and _flag_choice(facts, s.test))
+            # ``if n % accum == 0: backward; step`` ``else: backward``: the guard only picks the step
+            or (modes and is_accum_guard(s.test, facts) and not facts.has_optimizer_step(s.orelse))
+        )
+        and _backprops_every_call(facts, s.body, modes)
+        and _backprops_every_call(facts, s.orelse, modes)
         for s in unconditional(body)
     )
+
+
+def _flag_choice(facts: LoopFacts, test: ast.expr) -> bool:
+    """``test`` reads a configuration flag (``params.amp == -1``), not a counter or a rank."""
+    return not is_accum_guard(test) and flag_test(facts.ctx, test, all_defaults(facts.ctx)) is not None
 
 
 def _runs_backward(facts: LoopFacts, body: list[ast.stmt]) -> bool:

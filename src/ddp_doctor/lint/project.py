@@ -286,6 +286,9 @@ class ProjectIndex:
     # module -> the project modules it imports (the shared module graph: who can reach whose code)
     module_imports: dict[str, set[str]] = field(default_factory=dict)
     _reach: dict[str, frozenset[str]] = field(default_factory=dict)
+    # module -> the project modules it star-imports (``from models import *``: a bare name of the
+    # file may be theirs)
+    star_imports: dict[str, list[str]] = field(default_factory=dict)
     _root_package: str = ""  # "pkg." when the root directory is itself the package ``pkg``
     # Defaults of a yacs / ml_collections configuration written in Python (SlowFast
     # ``_C.BN.NORM_TYPE = "batchnorm"`` in ``config/defaults.py``): last attribute -> literal; a
@@ -489,13 +492,16 @@ class ProjectIndex:
             if (mod := self._project_module_of(target)) is not None
             and (resolved := self.resolve_module(mod)) is not None
         }
-        imported |= {
+        starred = [
             resolved
             for node in ctx.of_type(ast.ImportFrom)
             if any(a.name == "*" for a in node.names)
             and (resolved := self.resolve_module(_absolute_module(node, module) or "")) is not None
-        }
-        self.module_imports[module] = imported - {module}
+            and resolved != module
+        ]
+        if starred:
+            self.star_imports[module] = starred
+        self.module_imports[module] = (imported | set(starred)) - {module}
         imports[LOCAL_KEY] = module
         self._local_names = {
             n.name

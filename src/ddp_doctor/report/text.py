@@ -26,6 +26,13 @@ SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 SUMMARY_CHARS = 220  # hypothesis summaries are cut here in the table; the JSON has them whole
 
 
+def _in_part(got: Any, lang: Lang) -> str:
+    """The rollup path's windows read in part (JSON run.rollups.windows_read_in_part), as words."""
+    if not isinstance(got, dict) or not (got.get("head") or got.get("tail")):
+        return ""
+    return "; " + w("in_part", lang).format(head=int(got.get("head") or 0), tail=int(got.get("tail") or 0))
+
+
 def escape(text: object) -> str:
     """Rich markup escaped, and control characters from the run made visible (terminal.safe)."""
     return escape_markup(safe(text))
@@ -70,6 +77,7 @@ def run_lines(diag: Diagnosis, lang: Lang) -> list[str]:
         lines.append(
             f"{w('rollups', lang)}: {rollups['steps_read_raw']} / {rollups['steps_total']} {w('steps', lang)}, "
             f"{rollups['windows_read_raw']} / {rollups['windows']} × {rollups['every']}"
+            + _in_part(rollups.get("windows_read_in_part"), lang)
         )
     if r.get("interventions"):  # `ddp-doctor run --set K=V` / ablate: this run is not the script as written
         sets = ", ".join(f"{k}={v}" for k, v in sorted(r["interventions"].items()))

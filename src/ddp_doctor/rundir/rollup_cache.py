@@ -181,15 +181,24 @@ def windows_cache_path(rank_file: Path, sample: int) -> Path:
 
 
 def windows_key(
-    rank_file_key: dict[str, int], every: int, spans: np.ndarray, selected: list[int]
+    rank_file_key: dict[str, int],
+    every: int,
+    spans: np.ndarray,
+    selected: list[int],
+    parts: dict[int, tuple[str, int]] | None = None,
 ) -> dict[str, int]:
     """The key of one rank's cached windows: its rank file's (size, mtime, inode, cache version, step
-    schema), R, the selected windows and the bytes read (every span, the tail included)."""
+    schema), R, the selected windows, the bytes read (every span, the tail included) and the windows
+    read in part (window, head 1 / tail 2, step records)."""
     sel = np.asarray(selected, dtype=np.int64)
+    part = np.asarray(
+        [(w, 1 if m == "head" else 2, k) for w, (m, k) in sorted((parts or {}).items())], dtype=np.int64
+    )
     return rank_file_key | {
         "rollup": VERSION,
         "every": every,
         "windows": zlib.crc32(sel.tobytes()),
         "n_windows": len(sel),
         "spans": zlib.crc32(np.ascontiguousarray(spans, dtype=np.int64).tobytes()),
+        "parts": zlib.crc32(part.tobytes()),
     }

@@ -90,6 +90,13 @@ ROLLUP_MIN_BYTES = 256 * 2**20
 EARLY_STEPS = 200  # the noise band needs 63 steps, the skew test 50, clip-saturated 50 after warmup
 SAMPLE_WINDOWS = 8  # blocks of the even sample
 SAMPLE_BLOCK_STEPS = 50  # each block holds whole 21-step trend windows of the noise band
+# A window read only for the even sample or for a spike's history is read in part when R is larger
+# than what it is read for: the first steps of a sample block's last window (SAMPLE_BLOCK_STEPS in the
+# block), the last steps of the farthest history window (SPIKE_WINDOW before the spike window, plus
+# HISTORY_MARGIN: the report's spike rule refreshes its baseline every 5 steps, so a step's baseline
+# may start up to 4 steps earlier; analysis/quantities/spikes.py STRIDE).
+HISTORY_MARGIN = 5
+READ_IN_PART = True  # False: every selected window whole (the read before windows in part; tests, bench)
 # The reduced-series screens: robust z against the previous SCREEN_HISTORY windows. A screen, not a
 # verdict: it only decides what is read raw, so it sits below the spike rule's z of 6.
 SCREEN_Z = 5.0
@@ -165,11 +172,22 @@ class RollupView:
     sample: int = SAMPLE_WINDOWS  # windows of the even sample asked for
     requested: tuple[tuple[int, int], ...] = ()  # step ranges asked for (--steps)
     seconds: dict[str, float] = field(default_factory=dict)
+    # windows read in part (:func:`parts`): window -> ("head" | "tail", step records read)
+    parts: dict[int, tuple[str, int]] = field(default_factory=dict)
+    # the even sample's block ends: window -> its first steps that belong to the sample (< R)
+    sample_heads: dict[int, int] = field(default_factory=dict)
 
     def sampled(self, steps: np.ndarray) -> np.ndarray:
-        """Which of these steps lie in the even sample's windows."""
+        """Which of these steps lie in the even sample: its windows, and of a block's last window
+        only the steps that complete the block's SAMPLE_BLOCK_STEPS (the same steps whether that
+        window was read whole for another reason or in part)."""
         windows = np.asarray([w for w, why in self.selected.items() if "sample" in why], dtype=np.int64)
-        return np.isin(np.asarray(steps, dtype=np.int64) // self.every, windows)
+        s = np.asarray(steps, dtype=np.int64)
+        w = s // self.every
+        out: np.ndarray = np.isin(w, windows)
+        for win, k in self.sample_heads.items():
+            out &= ~((w == win) & (s - win * self.every >= k))
+        return out
 
     def to_json(self) -> dict[str, Any]:
         reasons: dict[str, int] = {}
@@ -184,6 +202,11 @@ class RollupView:
             "steps_read_raw": self.raw_steps,
             "reasons": reasons,
             "read_raw": _ranges(sorted(self.selected)),
+            # windows read in part: their first steps (the even sample) or last (a spike's history)
+            "windows_read_in_part": {
+                "head": sum(m == "head" for m, _ in self.parts.values()),
+                "tail": sum(m == "tail" for m, _ in self.parts.values()),
+            },
             "notes": list(self.notes),
         }
 
@@ -636,13 +659,57 @@ def select(
             pick(w, "requested")
     # the even sample: blocks of SAMPLE_BLOCK_STEPS consecutive steps spread over the whole run,
     # whatever else was chosen (the statistical checks' unbiased sample: analysis/quantities/noise_band.py)
-    block = max(1, math.ceil(SAMPLE_BLOCK_STEPS / R))
-    if W:
-        starts = np.unique(np.linspace(0, max(W - block, 0), min(sample, W)).round().astype(int))
-        for a in starts.tolist():
-            for w in range(a, min(a + block, W)):
-                pick(w, "sample")
+    for a, b in _sample_blocks(W, R, sample):
+        for w in range(a, b):
+            pick(w, "sample")
     return dict(sorted(chosen.items()))
+
+
+def _sample_blocks(W: int, R: int, sample: int) -> list[tuple[int, int]]:
+    """The even sample's blocks of windows [a, b): ``sample`` blocks of SAMPLE_BLOCK_STEPS steps."""
+    block = max(1, math.ceil(SAMPLE_BLOCK_STEPS / R))
+    if not W:
+        return []
+    starts = np.unique(np.linspace(0, max(W - block, 0), min(sample, W)).round().astype(int))
+    return [(a, min(a + block, W)) for a in starts.tolist()]
+
+
+def sample_heads(W: int, R: int, sample: int) -> dict[int, int]:
+    """Of each sample block's last window, the first steps the block needs (only where fewer than R):
+    the block holds SAMPLE_BLOCK_STEPS steps, not a whole number of windows. None where the blocks
+    cover every window (a short run, or the wider read of diagnose_run): the sample is the whole run."""
+    out: dict[int, int] = {}
+    blocks = _sample_blocks(W, R, sample)
+    if sum(b - a for a, b in blocks) >= W:
+        return out
+    for a, b in blocks:
+        need = SAMPLE_BLOCK_STEPS - (b - 1 - a) * R
+        if b - a == max(1, math.ceil(SAMPLE_BLOCK_STEPS / R)) and 0 < need < R:
+            out[b - 1] = need
+    return out
+
+
+def parts(
+    selected: dict[int, list[str]], R: int, heads: dict[int, int], whole: bool = False
+) -> dict[int, tuple[str, int]]:
+    """The selected windows read in part: ``("head", k)`` — the first k step records — for a window
+    read only for the even sample (the steps its block needs: ``heads``), ``("tail", k)`` — the last
+    k — for a window read only as a spike's history (SPIKE_WINDOW + HISTORY_MARGIN before the nearest
+    `spike` or `screen` window after it); every other window whole. ``whole``: none (the old read)."""
+    out: dict[int, tuple[str, int]] = {}
+    if whole:
+        return out
+    history = max(1, math.ceil(SPIKE_WINDOW / R))
+    for w, why in selected.items():
+        if why == ["sample"] and w in heads:
+            out[w] = ("head", heads[w])
+        elif why == ["before-spike"]:
+            near = [h for h in range(1, history + 1) if {"spike", "screen"} & set(selected.get(w + h, ()))]
+            if near:
+                need = SPIKE_WINDOW + HISTORY_MARGIN - (min(near) - 1) * R
+                if 0 < need < R:
+                    out[w] = ("tail", need)
+    return out
 
 
 # --- phase 3: raw windows -------------------------------------------------------------------------
@@ -658,28 +725,85 @@ def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return out
 
 
-def _spans(rw: RankWindows, selected: list[int]) -> list[tuple[int, int]]:
-    """The bytes phase 3 reads of one rank file: the selected windows, every other line, the tail."""
+def _spans(
+    rw: RankWindows, selected: list[int], cuts: dict[int, tuple[int, int]] | None = None
+) -> list[tuple[int, int]]:
+    """The bytes phase 3 reads of one rank file: the selected windows (a window read in part: its
+    bytes in ``cuts``), every other line, the tail."""
     sel = np.isin(rw.window, np.asarray(selected, dtype=np.int64))
-    spans = [(int(a), int(b)) for a, b in rw.others] + [(int(a), int(b)) for a, b in rw.at[sel]]
+    cuts = cuts or {}
+    spans = [(int(a), int(b)) for a, b in rw.others]
+    spans += [cuts.get(int(w), (int(a), int(b))) for w, (a, b) in zip(rw.window[sel], rw.at[sel])]
     spans.append((rw.tail, rw.size))
     return _merged([s for s in spans if s[1] > s[0]])
 
 
-# (rank file, rank, its index arrays, the selected windows, where to cache the columns and their key)
-WindowsItem = tuple[str, int, RankWindows, list[int], str | None, dict[str, int] | None]
+_STEP_LINE = records.line_prefix("step")
+
+
+def _nth_step_start(chunk: bytes, at_line_start: bool, k: int, from_end: bool) -> int | None:
+    """Where the k-th step line of ``chunk`` begins (from the start: k = 0 is the first; from the end:
+    k = 1 is the last), counting only lines after a newline, or at 0 when the chunk begins a line;
+    None when the chunk holds fewer. (bytes.split with a bound: the search runs in C.)"""
+    needle = b"\n" + _STEP_LINE
+    first = at_line_start and chunk.startswith(_STEP_LINE)
+    if not from_end:
+        m = k if first else k + 1  # newline-preceded starts needed
+        if m == 0:
+            return 0
+        pieces = chunk.split(needle, m)
+        if len(pieces) <= m:
+            return None
+        return sum(map(len, pieces[:m])) + (m - 1) * len(needle) + 1
+    pieces = chunk.rsplit(needle, k)
+    if len(pieces) == k + 1:
+        return len(pieces[0]) + 1
+    return 0 if first and len(pieces) == k else None
+
+
+def _cut(fd: int, a: int, b: int, n: int, mode: str, k: int) -> tuple[int, int] | None:
+    """The bytes of a window [a, b) of ``n`` step records that hold its first (``head``) or last
+    (``tail``) ``k`` step records, cut at line starts; None when the bytes hold fewer step lines
+    than that (the index does not match: the caller reads the window whole and checks it)."""
+    size = b - a
+    want = min(size, int(size * (k + 1) / max(n, 1) * 1.25) + 16384)  # a guess, widened when short
+    while True:
+        if mode == "head":
+            chunk = os.pread(fd, want, a)
+            at = _nth_step_start(chunk, True, k, from_end=False)
+            if at is not None:
+                return a, a + at
+            if want >= size or len(chunk) < want:
+                return None
+        else:
+            lo = b - want
+            chunk = os.pread(fd, want, lo)
+            if len(chunk) < want:
+                return None
+            at = _nth_step_start(chunk, lo == a, k, from_end=True)
+            if at is not None:
+                return lo + at, b
+            if lo == a:
+                return None
+        want = min(size, want * 2)
+
+
+# (rank file, rank, its index arrays, the selected windows, those read in part (:func:`parts`),
+# where to cache the columns and their key)
+WindowsItem = tuple[
+    str, int, RankWindows, list[int], dict[int, tuple[str, int]], str | None, dict[str, int] | None
+]
 
 
 def _read_windows(item: WindowsItem) -> tuple[int, RankData | None, Problems, str | None]:
-    """Phase 3 for one rank: its selected windows, every other line and the tail, read with pread
-    and checked against the index; on a mismatch the rank file read whole and cut to the same
-    windows (the note says why). With a cache path and key, the columns read are cached there
-    (rundir/rollup_cache.py) and no data is returned: the parent reads the cache (cheaper than
-    unpickling them from a worker)."""
-    path_s, rank, rw, selected, out, key = item
+    """Phase 3 for one rank: its selected windows (of those read in part, the bytes of their first
+    or last step records), every other line and the tail, read with pread and checked against the
+    index; on a mismatch the rank file read whole and cut to the same windows (the note says why).
+    With a cache path and key, the columns read are cached there (rundir/rollup_cache.py) and no
+    data is returned: the parent reads the cache (cheaper than unpickling them from a worker)."""
+    path_s, rank, rw, selected, part, out, key = item
     path = Path(path_s)
     probs = Problems()
-    spans = _spans(rw, selected)
     try:
         fd, st = open_regular(path)
     except OSError as exc:
@@ -690,27 +814,36 @@ def _read_windows(item: WindowsItem) -> tuple[int, RankData | None, Problems, st
             why: str | None = "its rank file changed after its index was read"
         else:
             why = None
-            parts = []
-            for a, b in spans:
+            cuts = {}
+            for i in np.flatnonzero(np.isin(rw.window, np.asarray(list(part), dtype=np.int64))).tolist():
+                mode, k = part[int(rw.window[i])]
+                if k < rw.steps[i]:
+                    got = _cut(fd, int(rw.at[i, 0]), int(rw.at[i, 1]), int(rw.steps[i]), mode, k)
+                    if got is None:
+                        why = f"window {int(rw.window[i])} holds fewer step lines than its index says"
+                        break
+                    cuts[int(rw.window[i])] = got
+            chunks = []
+            for a, b in _spans(rw, selected, cuts) if why is None else ():
                 chunk = os.pread(fd, b - a, a)
                 # whole lines: each begins as the writer begins every record and ends with a newline
                 cut = len(chunk) != b - a or (b < rw.size and not chunk.endswith(b"\n"))
                 if cut or not chunk.startswith(_LINE_START):
                     why = "its index points at bytes that are not whole lines"
                     break
-                parts.append(chunk)
+                chunks.append(chunk)
     finally:
         os.close(fd)
     if why is None:
-        raw = b"".join(parts)
+        raw = b"".join(chunks)
         data, table = parse_rank_bytes(raw, rank, probs, step_bound=rw.size)
         data.steps = to_columns(table, rank, probs)
-        why = _mismatch(data, rw, selected)
+        why = _mismatch(data, rw, selected, part)
     if why is not None:
         probs = Problems()
         data, probs = parse_rank(path, rank)
         if data.steps is not None and len(data.steps):
-            keep = _kept(data.steps.step, rw, selected)
+            keep = _kept(data.steps.step, rw, selected, part)
             data.steps = take_steps(data.steps, keep)
         return (
             rank,
@@ -737,11 +870,19 @@ def _bytes_to_read(rw: RankWindows, selected: list[int]) -> int:
     )
 
 
-def _kept(step: np.ndarray, rw: RankWindows, selected: list[int]) -> np.ndarray:
-    """Steps of the selected windows, and every step after the last indexed window (the tail)."""
+def _kept(
+    step: np.ndarray, rw: RankWindows, selected: list[int], part: dict[int, tuple[str, int]] | None = None
+) -> np.ndarray:
+    """Steps of the selected windows (of a window read in part, its first or last k step records, in
+    the order of the file), and every step after the last indexed window (the tail)."""
     w = step // rw.every
     last_indexed = int(rw.window[-1]) if len(rw.window) else -1
-    return bool_or(np.isin(w, np.asarray(selected, dtype=np.int64)), w > last_indexed)
+    keep = bool_or(np.isin(w, np.asarray(selected, dtype=np.int64)), w > last_indexed)
+    for win, (mode, k) in (part or {}).items():
+        at = np.flatnonzero(w == win)
+        drop = at[k:] if mode == "head" else at[: max(len(at) - k, 0)]
+        keep[drop] = False
+    return keep
 
 
 def bool_or(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -749,10 +890,15 @@ def bool_or(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
-def _mismatch(data: RankData, rw: RankWindows, selected: list[int]) -> str | None:
-    """Why the steps read do not match the index (None when they do)."""
+def _mismatch(
+    data: RankData, rw: RankWindows, selected: list[int], part: dict[int, tuple[str, int]] | None = None
+) -> str | None:
+    """Why the steps read do not match the index (None when they do). A window read in part holds
+    its first (head) or last (tail) k step records: k of them, from the index's first step or to
+    its last."""
     c = data.steps
     step = c.step if c is not None else np.zeros(0, dtype=np.int64)
+    part = part or {}
     w = step // rw.every
     last_indexed = int(rw.window[-1]) if len(rw.window) else -1
     indexed = w <= last_indexed
@@ -767,8 +913,19 @@ def _mismatch(data: RankData, rw: RankWindows, selected: list[int]) -> str | Non
     got = dict(zip(got_w.tolist(), counts.tolist()))
     for win, (n, first, last) in want.items():
         in_w = step[w == win]
-        if got.get(win, 0) != n or (n and (int(in_w.min()) != first or int(in_w.max()) != last)):
-            return f"window {win} holds {got.get(win, 0)} step record(s), its index says {n}"
+        mode, k = part.get(win, ("whole", n))
+        k = min(k, n)
+        if got.get(win, 0) != k:
+            return f"window {win} holds {got.get(win, 0)} step record(s), its index says {k}"
+        if k and (
+            (mode != "tail" and int(in_w.min()) != first)
+            or (mode != "head" and int(in_w.max()) != last)
+            or int(in_w.min()) < first
+            or int(in_w.max()) > last
+        ):
+            return (
+                f"window {win} holds steps {int(in_w.min())}-{int(in_w.max())}, its index says {first}-{last}"
+            )
     stray = set(got) - set(want)
     if stray:
         return f"step records of window(s) not read ({sorted(stray)[:3]}) in the bytes of others"
@@ -919,9 +1076,11 @@ def read_ranks(
     t1 = time.perf_counter()
     red = reduce(ok)
     selected = select(red, requested, sample)
+    heads = sample_heads(red.windows, every, sample) if READ_IN_PART else {}
+    part = parts(selected, every, heads, whole=not READ_IN_PART)
     t2 = time.perf_counter()
     chosen = sorted(selected)
-    got = _windows_all(named, ok, every, chosen, sample, use_cache, cores)
+    got = _windows_all(named, ok, every, chosen, part, sample, use_cache, cores)
     parsed = [(rank, data, probs) for rank, data, probs, _ in got if data is not None]
     fell_back = [note for *_, note in got if note]
     notes.extend(fell_back[:8])
@@ -933,9 +1092,11 @@ def read_ranks(
             data, probs = parse_rank(p, r)
             if data.steps is not None and len(data.steps):
                 w = data.steps.step // every
-                data.steps = take_steps(
-                    data.steps, np.isin(w, np.asarray(chosen, dtype=np.int64)) | (w >= red.windows)
-                )
+                keep = np.isin(w, np.asarray(chosen, dtype=np.int64)) | (w >= red.windows)
+                for win, (mode, k) in part.items():  # the same first / last steps as the other ranks'
+                    at = np.flatnonzero(w == win)
+                    keep[at[k:] if mode == "head" else at[: max(len(at) - k, 0)]] = False
+                data.steps = take_steps(data.steps, keep)
             parsed.append((r, data, probs))
     t3 = time.perf_counter()
     by_rank = {x.rank: x for x in ok}
@@ -969,6 +1130,8 @@ def read_ranks(
         sample=sample,
         requested=requested,
         seconds={"index": t1 - t0, "select": t2 - t1, "raw": t3 - t2},
+        parts=part,
+        sample_heads=heads,
     )
     return sorted(parsed, key=lambda x: x[0]), view
 
@@ -978,6 +1141,7 @@ def _windows_all(
     ok: list[RankWindows],
     every: int,
     chosen: list[int],
+    part: dict[int, tuple[str, int]],
     sample: int,
     use_cache: bool,
     cores: int,
@@ -994,19 +1158,19 @@ def _windows_all(
             fkey = key_of(path)
             if fkey is not None:
                 out = str(rollup_cache.windows_cache_path(path, sample))
-                key = rollup_cache.windows_key(fkey, every, np.asarray(_spans(x, chosen)), chosen)
+                key = rollup_cache.windows_key(fkey, every, np.asarray(_spans(x, chosen)), chosen, part)
                 hit = load_cache(path, x.rank, key, where=Path(out))
                 if hit is not None:
                     got.append((x.rank, hit[0], hit[1], None))
                     continue
-        items.append((paths[x.rank], x.rank, x, chosen, out, key))
+        items.append((paths[x.rank], x.rank, x, chosen, part, out, key))
     raw_bytes = sum(_bytes_to_read(x, chosen) for _, _, x, *_ in items)
     workers = min(len(items), cores) if raw_bytes >= PARALLEL_MIN_BYTES else 1
     for item, (rank, data, probs, note) in zip(items, _pool_map(_read_windows, items, workers)):
         if data is None:  # cached by the worker: read back here
-            hit = load_cache(Path(item[0]), rank, item[5], where=Path(item[4]))  # type: ignore[arg-type]
+            hit = load_cache(Path(item[0]), rank, item[6], where=Path(item[5]))  # type: ignore[arg-type]
             if hit is None:  # replaced since: read again here, uncached
-                rank, data, probs, note = _read_windows((*item[:4], None, None))
+                rank, data, probs, note = _read_windows((*item[:5], None, None))
             else:
                 data, probs = hit
         got.append((rank, data, probs, note))

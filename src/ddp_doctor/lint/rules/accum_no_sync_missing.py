@@ -79,8 +79,12 @@ class AccumNoSyncMissing(Rule):
                 continue
             # a step function is reported at its backward, where DDP all-reduces on every call
             at: ast.AST = loop.loop
-            if loop.shape == "function":
-                at = next((n for n in facts.nodes(loop.loop.body) if facts.backward(n)), loop.loop)
+            if loop.shape == "function":  # the backward of the micro-steps the guarded step ends
+                backwards = [n for n in facts.nodes(loop.loop.body) if facts.backward(n)]
+                before = [n for n in backwards if getattr(n, "lineno", 0) <= loop.step_line]
+                # in a step function that accumulates in one mode, the backward of that mode
+                picked = (before[-1] if loop.mode else before[0]) if before else None
+                at = picked or (backwards[0] if backwards else loop.loop)
             yield self.violation(
                 at,
                 Text(
@@ -89,7 +93,10 @@ class AccumNoSyncMissing(Rule):
                     f"{loop.where_zh}让 DDP 在每个微步都做 all-reduce（没有生效的 `no_sync`）："
                     "浪费带宽，数值上等价。",
                 ),
-                gated_by=count_gate(ctx, count) if count is not None else None,
+                gated_by=", ".join(
+                    g for g in (loop.mode, count_gate(ctx, count) if count is not None else None) if g
+                )
+                or None,
                 accumulation_loop_line=loop.loop.lineno,
             )
 

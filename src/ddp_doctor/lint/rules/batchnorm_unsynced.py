@@ -29,7 +29,7 @@ import re
 from collections.abc import Iterator
 
 from ddp_doctor.core.catalog import Text
-from ddp_doctor.lint.context import FileContext, dotted, keyword
+from ddp_doctor.lint.context import FileContext, dotted, keyword, method
 from ddp_doctor.lint.flags import all_defaults, describe, flag_test
 from ddp_doctor.lint.idioms import BATCHNORM_ARCH, MODEL_FACTORIES, MODEL_GETTERS, MODEL_REGISTRIES
 from ddp_doctor.lint.loops import LoopFacts
@@ -60,9 +60,10 @@ class BatchnormUnsynced(Rule):
         "(ViT/ConvNeXt defaults), frozen/teacher copies, no DDP"
     )
     autofix = "inserts `model = nn.SyncBatchNorm.convert_sync_batchnorm(model)` before the wrap"
-    required = (("DistributedDataParallel",),)
-    # The layers may come from another file; the wrap is DDP itself or a project helper (by name).
-    required_in_project = (("DistributedDataParallel",),)
+    required = (("DistributedDataParallel", "prepare"),)
+    # The layers may come from another file; the wrap is DDP itself, accelerate's prepare, or a
+    # project helper (by name).
+    required_in_project = (("DistributedDataParallel", "prepare"),)
 
     def project_words(self, project: ProjectIndex) -> tuple[str, ...]:
         return project.ddp_wrapper_names()
@@ -70,6 +71,7 @@ class BatchnormUnsynced(Rule):
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
         bn_nodes: list[ast.AST] = []
         ddp_calls: list[ast.Call] = []
+        prepares: list[ast.Call] = []  # accelerate's prepare wraps a model in DDP on several GPUs
         conversions: list[ast.AST] = []
         project = ctx.project
         defaults = all_defaults(ctx) if ctx.mentions("create_model") else {}
@@ -84,6 +86,8 @@ class BatchnormUnsynced(Rule):
                     ddp_calls.append(node)
                 # else a helper that builds the model it wraps (fast-autoaugment ``get_model(conf)``):
                 # that model is not this file's; the helper's own file is checked where it wraps
+            elif _accelerate_prepare(node):
+                prepares.append(node)
             elif "SyncBatchNorm" in q or (dotted(node.func) or "").endswith(
                 ("convert_sync_batchnorm", "convert_syncbn_model")
             ):
@@ -106,6 +110,10 @@ class BatchnormUnsynced(Rule):
                 ):
                     bn_nodes.append(node)
         bn_lines = [getattr(n, "lineno", 0) for n in bn_nodes]
+        # a prepare counts as the wrap of what it is handed when that was built with BatchNorm
+        # (StyleTTS2 ``model[k] = accelerator.prepare(model[k])`` of modules holding the pitch
+        # extractor's BatchNorm2d); prepare also takes loaders and optimizers, so not otherwise
+        ddp_calls += [c for c in prepares if _wraps_built_from(ctx, c, bn_nodes)]
         if not bn_lines or not ddp_calls:
             return
         gated_by = None
@@ -118,12 +126,14 @@ class BatchnormUnsynced(Rule):
         # BatchNorm discriminator): report the wraps of what the BatchNorm was built into
         tied = [c for c in ddp_calls if _wraps_built_from(ctx, c, bn_nodes)]
         for call in tied or ddp_calls:
+            by_accelerate = " (accelerate's `prepare` does it on several GPUs)" if call in prepares else ""
+            by_accelerate_zh = "（多 GPU 时由 accelerate 的 `prepare` 完成）" if call in prepares else ""
             yield self.violation(
                 call,
                 Text(
-                    f"BatchNorm layers (line {lines}) are wrapped in DDP without "
+                    f"BatchNorm layers (line {lines}) are wrapped in DDP{by_accelerate} without "
                     "SyncBatchNorm: each rank normalises with its own micro-batch statistics.",
-                    f"BatchNorm 层（第 {lines} 行）被 DDP 包装却未转换为 SyncBatchNorm。",
+                    f"BatchNorm 层（第 {lines} 行）被 DDP 包装{by_accelerate_zh}却未转换为 SyncBatchNorm。",
                 ),
                 edits=() if gated_by else self._fix(ctx, call),
                 gated_by=gated_by,
@@ -149,15 +159,27 @@ def _wraps_built_from(ctx: FileContext, call: ast.Call, built: list[ast.AST]) ->
     """The model this wrap is handed (``DDP(vq_loss.to(device))`` → ``vq_loss``) is a name of its
     function that one of ``built`` (the BatchNorm-building calls) is assigned to."""
     arg: ast.AST | None = call.args[0] if call.args else None
-    while isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute):
-        arg = arg.func.value  # ``m.to(device)``, ``m.cuda()``
+    while isinstance(arg, (ast.Call, ast.Subscript)) and isinstance(
+        arg.func if isinstance(arg, ast.Call) else arg.value, (ast.Attribute, ast.Name)
+    ):
+        if isinstance(arg, ast.Subscript):
+            arg = arg.value  # ``model[k]``: an entry of a dict of modules
+        elif isinstance(arg.func, ast.Attribute):
+            arg = arg.func.value  # ``m.to(device)``, ``m.cuda()``
+        else:
+            break
     if not isinstance(arg, ast.Name):
         return False
     scope = ctx.enclosing_function(call)
-    values = [
-        b.value
-        for b in ctx.bindings(scope).get(arg.id, [])
-        if isinstance(b, ast.Assign) and b.lineno <= call.lineno
+    values = _values_bound(ctx, scope, arg.id, call.lineno)
+    # one hop: ``model = build_model(params, text_aligner, pitch_extractor)`` with
+    # ``pitch_extractor = load_F0_models(path)`` (a BatchNorm builder) two lines up
+    values += [
+        v
+        for value in list(values)
+        for n in ast.walk(value)
+        if isinstance(n, ast.Name) and n.id != arg.id
+        for v in _values_bound(ctx, scope, n.id, call.lineno)
     ]
     spans = [(ctx.position(v), ctx.subtree_end(v)) for v in values]
     if any(lo <= ctx.position(n) < hi for n in built for lo, hi in spans):
@@ -169,6 +191,17 @@ def _wraps_built_from(ctx: FileContext, call: ast.Call, built: list[ast.AST]) ->
         for v in values
         for c in ast.walk(v)
     )
+
+
+def _values_bound(ctx: FileContext, scope: ast.AST, name: str, before: int) -> list[ast.expr]:
+    return [
+        b.value for b in ctx.bindings(scope).get(name, []) if isinstance(b, ast.Assign) and b.lineno <= before
+    ]
+
+
+def _accelerate_prepare(call: ast.Call) -> bool:
+    m = method(call)
+    return bool(m and m[1] == "prepare" and m[0] and "accelerator" in m[0].lower() and call.args)
 
 
 def _top_level_def(ctx: FileContext, node: ast.AST) -> ast.ClassDef | ast.FunctionDef | None:
