@@ -787,8 +787,13 @@ class ProjectIndex:
     def _call_sites(self, ctx: FileContext, imports: dict[str, str], predicates: set[str]) -> None:
         """Record, for every call of project code (or ``obj.name(...)``), whether it sits under a
         rank-0 test."""
-        from ddp_doctor.lint.rank0 import enclosing_rank0_if
+        from ddp_doctor.lint.rank0 import enclosing_rank0_if, is_not_rank0_test, is_rank0_test
 
+        # a file without any rank test guards no call (most library files): no parent walks
+        guarded_file = any(
+            is_rank0_test(n.test, predicates) or is_not_rank0_test(n.test, predicates)
+            for n in ctx.of_type(ast.If)
+        )
         for call in ctx.of_type(ast.Call):
             func = call.func
             if isinstance(func, ast.Attribute):
@@ -797,7 +802,9 @@ class ProjectIndex:
                 key = self._project_target(imports, func)
             if key is None:
                 continue
-            guarded = enclosing_rank0_if(ctx.parents, call, SCOPES_UP, predicates) is not None
+            guarded = (
+                guarded_file and enclosing_rank0_if(ctx.parents, call, SCOPES_UP, predicates) is not None
+            )
             self._guarded_calls[key] = self._guarded_calls.get(key, True) and guarded
 
     def _project_target(self, imports: dict[str, str], func: ast.AST) -> str | None:
@@ -1253,8 +1260,16 @@ class ProjectIndex:
         from ddp_doctor.lint.loops import LoopFacts as Facts
 
         out: dict[str, set[int | str]] = {}
+        # only files that can hold the loss: a backward, a Lightning step, or a call of project code
+        # that returns the loss or backprops (the text pre-check; most library files have none)
+        words = (
+            "backward",
+            "training_step",
+            *self.loss_returning_names(),
+            *{q.rsplit(".", 1)[-1] for q in self.backprop_targets},
+        )
         for path in self._flow_paths:
-            ctx = _parse(Path(path), ("backward", "loss"))
+            ctx = _parse(Path(path), words)
             if ctx is None:
                 continue
             attach(ctx, self, Path(path))
