@@ -1213,3 +1213,38 @@ def test_a_sync_bn_choice_read_from_the_projects_python_config_defaults(tmp_path
         ("batchnorm-unsynced", "models/build.py", "NORM_TYPE != 'sync_batchnorm_apex' (the default)")
     }
     assert _found(_write(tmp_path / "b", {"models/build.py": build})) == set()
+
+
+def test_a_helper_called_for_its_effect_builds_no_batchnorm_model(tmp_path: Path) -> None:
+    # library code (torch's ``replicate``): a project helper whose code reaches BatchNorm classes is
+    # called for its effect on an argument (its result dropped), then the parameters are wrapped
+    files = {
+        "norms.py": """
+            import torch.nn as nn
+
+            def localize(module):
+                for m in module.modules():
+                    if isinstance(m, nn.Module):
+                        m.extra = nn.BatchNorm2d(1)
+                return nn.BatchNorm2d(1)
+        """,
+        "replicate.py": """
+            from torch.nn.parallel import DistributedDataParallel
+            from norms import localize
+
+            def replicate(module, **kwargs):
+                localize(module)
+                return DistributedDataParallel(module, **kwargs)
+        """,
+        "train.py": """
+            from torch.nn.parallel import DistributedDataParallel
+            from norms import localize
+
+            def main(module):
+                model = localize(module)
+                return DistributedDataParallel(model)
+        """,
+    }
+    found = {f[:2] for f in _found(_write(tmp_path, files))}
+    assert ("batchnorm-unsynced", "replicate.py") not in found
+    assert ("batchnorm-unsynced", "train.py") in found

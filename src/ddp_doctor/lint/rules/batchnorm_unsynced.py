@@ -103,6 +103,9 @@ class BatchnormUnsynced(Rule):
                 summary = project.summary_for(ctx, node.func)
                 if summary is not None and summary.module == ctx.module:
                     continue  # this file's own functions are read directly above
+                if isinstance(ctx.parents.get(node), ast.Expr) and not (summary and summary.converts_syncbn):
+                    continue  # its result is dropped: a call for its effect on an argument builds no model
+                    # (torch's ``_localize_dtensor(module)`` in ``replicate``)
                 if summary is not None and summary.converts_syncbn:
                     conversions.append(node)
                 elif (summary is not None and summary.builds_batchnorm) or (
