@@ -641,6 +641,18 @@ def _holds_training_value(
         return False  # rebound from gathered values: ``loss = sum(all_gather(loss)) / n``
     bound_at = getattr(binding, "lineno", 0)
     updated = any(bound_at < u < line for u in taint.updates.get(name, ()))
+    if (
+        isinstance(binding, ast.Assign)
+        and isinstance(binding.targets[0], ast.Tuple)
+        and isinstance(binding.value, ast.Call)
+        and ctx.helper(binding.value) is not None
+        and flow.call_shape(binding.value) is None
+        and not updated
+    ):
+        # ``_, opt_metrics = take_step_lbfgs(...)``: a same-file helper none of whose results is the
+        # local loss (MACE's LBFGS step all-reduces it) rebinds the name the other branch's
+        # ``take_step`` filled with it
+        return False
     value = (
         binding.value
         if isinstance(binding, ast.Assign)
