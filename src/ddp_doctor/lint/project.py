@@ -758,11 +758,13 @@ class ProjectIndex:
         self.rank0_predicates |= predicates
         if rank0 and not self.silences_other_ranks:
             self.silences_other_ranks = silences_other_ranks(ctx.tree, predicates, ctx.parents)
-        if rank0 and "print" in ctx.words and (
-            silencer := silenced_stdout(ctx.of_type(ast.Assign), ctx.parents, predicates)
+        if (
+            rank0
+            and "print" in ctx.words
+            and (silencer := silenced_stdout(ctx.of_type(ast.Assign), ctx.parents, predicates))
+            and any(is_builtin_print(t) for t in silencer.targets)
         ):
-            if any(is_builtin_print(t) for t in silencer.targets):
-                self.print_silencers[module] = silencer.lineno
+            self.print_silencers[module] = silencer.lineno
 
         if rank0:
             self._call_sites(ctx, imports, predicates)

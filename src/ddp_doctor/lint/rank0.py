@@ -342,7 +342,9 @@ def is_builtin_print(node: ast.AST) -> bool:
     )
 
 
-def _rank0_only_printer(parents: dict[ast.AST, ast.AST], node: ast.Assign, predicates: Collection[str]) -> bool:
+def _rank0_only_printer(
+    parents: dict[ast.AST, ast.AST], node: ast.Assign, predicates: Collection[str]
+) -> bool:
     """``builtins.print = prt`` where ``prt`` (a function defined beside the assignment) prints only
     under a rank-0 test, possibly or-ed with a force flag (``if is_master or force:``): MAE/DeiT/DETR
     ``setup_for_distributed(is_master)``. ``is_master`` counts as a rank-0 test when it is a parameter

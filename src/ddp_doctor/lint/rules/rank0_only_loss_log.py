@@ -111,13 +111,13 @@ class Rank0OnlyLossLog(Rule):
         rank0_objects = _rank0_objects(ctx, predicates)
         # ``sys.stdout = open(os.devnull, "w")`` off rank 0: this file's prints show rank 0's values
         silencer = silenced_stdout(ctx.of_type(ast.Assign), ctx.parents, predicates)
-        stdout = None if silencer is None else f"line {silencer.lineno}"
+        stdout = None if silencer is None else ("", silencer.lineno)
         if stdout is None and ctx.project is not None:
             # ``builtins.print`` replaced off rank 0 by code this module reaches (MAE/DeiT
             # ``setup_for_distributed`` in ``util/misc.py``)
             found = ctx.project.silences_print(ctx.module)
             if found is not None:
-                stdout = f"{found[0]}, line {found[1]}"
+                stdout = (found[0], found[1])
         seen: set[int] = set()
         for key, scope in flow.scopes.items():
             taint = flow.taints[key]
@@ -327,7 +327,7 @@ def _rank0_logs(
     predicates: set[str],
     quiet: bool,
     lightning: set[str],
-    stdout: str | None = None,
+    stdout: tuple[str, int] | None = None,  # (module, line) of the silencing; module "" for this file
     rank0_called: bool = False,
 ) -> Iterator[tuple[ast.AST, ast.If | None, Text]]:
     """(log node, its rank-0 guard or None, how it is rank 0 only) for every rank-0-only log in ``scope``;
@@ -387,8 +387,9 @@ def _rank0_logs(
                     node,
                     None,
                     Text(
-                        f"by `print` while standard output is silenced on the other ranks ({stdout})",
-                        f"由 `print`（{stdout} 已让其他 rank 的标准输出静默）",
+                        f"by `print` while standard output is silenced on the other ranks "
+                        f"({stdout[0] + ', ' if stdout[0] else ''}line {stdout[1]})",
+                        f"由 `print`（{stdout[0] + ' ' if stdout[0] else ''}第 {stdout[1]} 行已让其他 rank 的标准输出静默）",
                     ),
                 )
                 continue
