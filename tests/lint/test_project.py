@@ -1331,3 +1331,143 @@ def test_print_replaced_off_rank0_in_an_imported_module_and_a_message_helper(tmp
     assert ("rank0-only-loss-log", "sibling.py") not in found
     # file mode: neither the replacement in utils.py nor the helper's print is visible
     assert not any(f[:2] == ("rank0-only-loss-log", "train.py") for f in _found(root, project=False))
+
+
+CONTRIEVER_LIKE = {
+    "src/data.py": """
+        import glob
+
+        import numpy as np
+        import torch
+        from src import dist_utils
+
+        def load_data(opt):
+            return Dataset(load_dataset(opt.path))
+
+        def load_dataset(path):
+            files = sorted(glob.glob(path + "/*.pt"))
+            mine = list(np.array_split(files, dist_utils.get_world_size()))[dist_utils.get_rank()]
+            return torch.cat([torch.load(f) for f in mine])
+
+        class Dataset(torch.utils.data.Dataset):
+            def __init__(self, data):
+                self.data = data
+    """,
+    "train.py": """
+        import torch
+        from torch.nn.parallel import DistributedDataParallel
+        from torch.utils.data import DataLoader, RandomSampler
+        from src import data
+
+        def train(opt, model, optimizer):
+            model = DistributedDataParallel(model)
+            train_dataset = data.load_data(opt)
+            loader = DataLoader(train_dataset, sampler=RandomSampler(train_dataset), batch_size=8)
+            for batch in loader:
+                model(batch).mean().backward()
+                optimizer.step()
+                optimizer.zero_grad()
+    """,
+}
+
+
+def test_dataset_from_a_project_loader_that_keeps_this_ranks_files_is_sharded(tmp_path: Path) -> None:
+    # contriever: ``load_data`` → ``load_dataset`` keeps ``array_split(files, world)[rank]``
+    found = _found(_write(tmp_path, CONTRIEVER_LIKE))
+    assert not any(f[0] == "sampler-missing" for f in found)
+
+
+def test_dataset_from_a_project_loader_of_every_file_is_not_sharded(tmp_path: Path) -> None:
+    files = dict(CONTRIEVER_LIKE)
+    files["src/data.py"] = files["src/data.py"].replace(
+        "list(np.array_split(files, dist_utils.get_world_size()))[dist_utils.get_rank()]", "files"
+    )
+    found = _found(_write(tmp_path, files))
+    assert ("sampler-missing", "train.py", None) in found
+
+
+TABPFN_LIKE = {
+    "utils.py": """
+        import torch.nn as nn
+
+        class SeqBN(nn.Module):
+            def __init__(self, d):
+                super().__init__()
+                self.bn = nn.BatchNorm1d(d)
+    """,
+    "transformer.py": """
+        import torch.nn as nn
+        from utils import SeqBN
+
+        class TransformerModel(nn.Module):
+            def __init__(self, d, input_normalization=False):
+                super().__init__()
+                self.encoder = nn.Linear(d, d)
+                self.input_ln = SeqBN(d) if input_normalization else None
+    """,
+    "train.py": """
+        from torch.nn.parallel import DistributedDataParallel
+        from transformer import TransformerModel
+
+        def train(d, loader, optimizer, input_normalization=False):
+            model = TransformerModel(d, input_normalization=input_normalization)
+            model = DistributedDataParallel(model)
+            for x in loader:
+                model(x).mean().backward()
+                optimizer.step()
+    """,
+}
+
+
+def test_batchnorm_built_only_when_a_parameter_off_by_default_asks_is_not_flagged(tmp_path: Path) -> None:
+    # TabPFN: ``SeqBN(ninp) if input_normalization else None`` with ``input_normalization=False``
+    found = _found(_write(tmp_path, TABPFN_LIKE))
+    assert not any(f[0] == "batchnorm-unsynced" for f in found)
+
+
+def test_batchnorm_behind_a_parameter_on_by_default_is_flagged(tmp_path: Path) -> None:
+    files = dict(TABPFN_LIKE)
+    files["transformer.py"] = files["transformer.py"].replace(
+        "input_normalization=False", "input_normalization=True"
+    )
+    found = {f[:2] for f in _found(_write(tmp_path, files))}
+    assert ("batchnorm-unsynced", "train.py") in found
+
+
+SPARK_LIKE = {
+    "decoder.py": """
+        import torch.nn as nn
+
+        class LightDecoder(nn.Module):
+            def __init__(self, width, sbn=True):
+                super().__init__()
+                bn2d = nn.SyncBatchNorm if sbn else nn.BatchNorm2d
+                self.body = nn.Sequential(nn.Conv2d(width, width, 3), bn2d(width))
+    """,
+    "main.py": """
+        from torch.nn.parallel import DistributedDataParallel
+        from decoder import LightDecoder
+
+        def main(args, loader, optimizer):
+            model = LightDecoder(64, sbn=args.sbn)
+            model = DistributedDataParallel(model)
+            for x in loader:
+                model(x).mean().backward()
+                optimizer.step()
+    """,
+}
+
+
+def test_builder_that_picks_sync_batchnorm_itself_is_not_flagged(tmp_path: Path) -> None:
+    # SparK: ``nn.SyncBatchNorm if sbn else nn.BatchNorm2d`` where the layers are built
+    found = _found(_write(tmp_path, SPARK_LIKE))
+    assert not any(f[0] == "batchnorm-unsynced" for f in found)
+
+
+def test_builder_with_plain_batchnorm_only_is_flagged(tmp_path: Path) -> None:
+    files = dict(SPARK_LIKE)
+    files["decoder.py"] = files["decoder.py"].replace(
+        "nn.SyncBatchNorm if sbn else nn.BatchNorm2d", "nn.BatchNorm2d"
+    )
+    found = {f[:2] for f in _found(_write(tmp_path, files))}
+    assert ("batchnorm-unsynced", "main.py") in found

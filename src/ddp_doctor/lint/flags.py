@@ -55,6 +55,32 @@ def argparse_defaults(ctx: FileContext) -> dict[str, object]:
     return out
 
 
+def argparse_choices(ctx: FileContext) -> dict[str, frozenset[str]]:
+    """``dest -> choices`` for every ``add_argument(..., choices=[literal strings])`` of the file."""
+    out: dict[str, frozenset[str]] = {}
+    for call in ctx.of_type(ast.Call):
+        if not (isinstance(call.func, ast.Attribute) and call.func.attr == "add_argument"):
+            continue
+        choices = keyword(call, "choices")
+        if not isinstance(choices, (ast.List, ast.Tuple, ast.Set)) or not all(
+            isinstance(e, ast.Constant) and isinstance(e.value, str) for e in choices.elts
+        ):
+            continue
+        options = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        dest_kw = keyword(call, "dest")
+        long = next((o for o in options if o.startswith("--")), None)
+        if isinstance(dest_kw, ast.Constant) and isinstance(dest_kw.value, str):
+            dest = dest_kw.value
+        elif long:
+            dest = long.lstrip("-").replace("-", "_")
+        else:
+            continue
+        out[dest] = frozenset(
+            e.value for e in choices.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)
+        )
+    return out
+
+
 def module_defaults(ctx: FileContext) -> dict[str, object]:
     """Module-level configuration variables (nanoGPT style: ``compile = True`` at the top of the
     script, overridden from the command line by a configurator): name -> literal value."""

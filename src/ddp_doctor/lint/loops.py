@@ -108,6 +108,16 @@ def _loss_argument(call: ast.Call) -> ast.expr | None:
         name = dotted(call.args[0]) or ""
         if LOSS_WORD.search(name.split(".")[-1]):
             return call.args[0]
+        # ``accel.backward(output["loss"])`` (DAC through audiotools' Accelerator): an item whose
+        # key names the loss
+        arg = call.args[0]
+        if (
+            isinstance(arg, ast.Subscript)
+            and isinstance(arg.slice, ast.Constant)
+            and isinstance(arg.slice.value, str)
+            and LOSS_WORD.search(arg.slice.value)
+        ):
+            return arg
     return None
 
 
@@ -204,6 +214,13 @@ class LoopFacts:
                 m = method(node.value)
                 if m and m[1] == "prepare" and m[0] and "accelerator" in m[0].lower():
                     self.prepared |= names_set
+        # Whether this file decides what accelerate prepared. Without a ``prepare`` call here, an
+        # optimizer or scheduler handed in (titok's ``train_one_epoch(..., optimizer, lr_scheduler)``
+        # from the entry script that prepared them) may well be prepared: its status is unknown.
+        self.prepares_here = ctx.mentions("prepare") and any(
+            (m := method(c)) and m[1] == "prepare" and m[0] and "accelerator" in m[0].lower()
+            for c in ctx.of_type(ast.Call)
+        )
         project = ctx.project
         self.backward_objects: frozenset[str] = (
             frozenset(project.backward_objects) if project else frozenset()
@@ -286,6 +303,13 @@ class LoopFacts:
         if receiver is None or receiver in self.optimizers:
             return False
         return receiver in self.schedulers or bool(SCHEDULER_NAME.search(receiver.split(".")[-1]))
+
+    def unprepared(self, receiver: str | None) -> bool:
+        """``receiver`` provably did not go through ``accelerator.prepare``: this file prepares other
+        objects, or built it with an optimizer/scheduler constructor and never prepared it."""
+        if receiver is None or receiver in self.prepared:
+            return False
+        return self.prepares_here or receiver in self.optimizers or receiver in self.schedulers
 
     def is_optimizer(self, receiver: str | None) -> bool:
         if receiver is None or self.is_scheduler(receiver):

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
+from ddp_doctor.lint.flags import argparse_choices
 from ddp_doctor.lint.idioms import SYNC_CONTROL
 from ddp_doctor.lint.loops import LoopFacts, backward_of, param_backward
 from ddp_doctor.lint.provenance import (
@@ -104,6 +105,8 @@ FACTS: dict[str, tuple[str, ...]] = {
         "scales_module",
         "fp16_gate",
         "call_fp16_gate",
+        "option_choices",
+        "option_excludes",
     ),
     "rank0_logging": (
         "logs_rank0",
@@ -134,7 +137,13 @@ FACTS: dict[str, tuple[str, ...]] = {
         "lightning_params",
         "handed_params",
     ),
-    "training_params": ("trains_on_params", "trains_on_argument", "hands_to_ddp_code"),
+    "training_params": (
+        "trains_on_params",
+        "trains_on_argument",
+        "hands_to_ddp_code",
+        "reads_rank_and_world",
+        "call_shards_by_rank",
+    ),
     "compile": ("compiles_param", "call_compiles", "compiling_names"),
 }
 _CONFLICT = object()  # a configuration key given different defaults
@@ -164,6 +173,10 @@ class Summary:
     toggles_sync: bool = False
     builds_batchnorm: bool = False
     converts_syncbn: bool = False
+    # Project classes/functions it builds only when a parameter that defaults to off says so
+    # (TabPFN ``self.input_ln = SeqBN(ninp) if input_normalization else None``, default False):
+    # their BatchNorm is not in what it builds on the default path.
+    bn_optional: set[str] = field(default_factory=set)
     logs_rank0: bool = False
     callees: set[str] = field(default_factory=set)  # resolved project qualnames it calls/instantiates
     returned_callees: set[str] = field(default_factory=set)  # project qualnames whose result it returns
@@ -173,6 +186,9 @@ class Summary:
     # Parameters (by name and position, ``self`` not counted) whose value is iterated by a loop that
     # runs backward — directly or after ``self.x = param`` in a method of the class.
     trains_on_params: set[str | int] = field(default_factory=set)
+    # Its own body reads both a rank and a world size (``np.array_split(files, get_world_size())
+    # [get_rank()]``): what it builds is split by rank (contriever's ``load_dataset``).
+    reads_rank_and_world: bool = False
     # What calling it returns of the local training loss (lint/provenance.py): KAIR's
     # ``current_log()`` returning ``self.log_dict`` that ``optimize_parameters`` filled.
     returns_loss: Shape | None = None
@@ -300,6 +316,9 @@ class ProjectIndex:
     # setting given different values by different assignments is left out (None marks it).
     config_defaults: dict[str, object] = field(default_factory=dict)
     toggles_sync: bool = False  # some file controls DDP gradient sync
+    # argparse ``choices`` of the project's options (dest -> literal choices; None when two files
+    # define the option with different choices)
+    option_choices: dict[str, frozenset[str] | None] = field(default_factory=dict)
     _module_alias: dict[str, str] = field(default_factory=dict)
     name_alias: dict[str, str] = field(default_factory=dict)  # ``Model = DetectionModel`` at module level
     # A module's imports of outside names, as its attributes (DLRM ``extend_distributed`` imports
@@ -539,6 +558,9 @@ class ProjectIndex:
                 (m := method(c)) is not None and m[1] == "backward" and _scaled(c)
                 for c in ctx.of_type(ast.Call)
             )  # a GradScaler named, or a backward of ``scaler.scale(loss)`` (the scaler built elsewhere)
+            for dest, choices in argparse_choices(ctx).items():
+                known = self.option_choices.get(dest, choices)
+                self.option_choices[dest] = choices if known == choices else None
             if _test_module(module):
                 self.tests_use_scaler |= scaler
             else:
@@ -621,6 +643,8 @@ class ProjectIndex:
         # only code that runs backward can train on a parameter
         if "training_params" in self.facts and id(node) in scan.backward_defs:
             s.trains_on_params = _trains_on_params(ctx, node)
+        if "training_params" in self.facts and not isinstance(node, ast.ClassDef):
+            s.reads_rank_and_world = _reads_rank_and_world(body)
         if isinstance(node, ast.ClassDef):
             if scan.bn:  # a subclass has what its project bases build
                 s.refs |= {t for b in node.bases if (t := self._project_target(scan.imports, b))}
@@ -677,7 +701,17 @@ class ProjectIndex:
         DDP/FSDP wraps (returns the names a wrap is assigned to), registry lookups, project callees."""
         bn, imports = scan.bn, scan.imports
         ddp_names: set[str] = set()
+        required: set[str] = set()  # project targets built unconditionally somewhere in it
         for n in body:
+            if (
+                bn
+                and isinstance(n, (ast.Name, ast.Attribute))
+                and _names_syncbn(n)
+                and _builds_from_reference(ctx, n)
+            ):
+                # builds SyncBatchNorm itself (``nn.SyncBatchNorm if sbn else nn.BatchNorm2d``, a
+                # project subclass ``SparseSyncBatchNorm2d``): a conversion chosen where it is built
+                s.converts_syncbn = True
             if isinstance(n, ast.Call):
                 q = ctx.call_qualname(n) or ""
                 if backward_of(n):
@@ -707,6 +741,8 @@ class ProjectIndex:
                 target = self._project_target(imports, n.func)
                 if target:
                     s.callees.add(target)
+                    if bn:
+                        (s.bn_optional if _off_by_default(ctx, n) else required).add(target)
                     parent = ctx.parents.get(n)
                     if id(n) in returned or (  # model = build(...); ...; return model
                         isinstance(parent, (ast.Assign, ast.AnnAssign))
@@ -734,8 +770,10 @@ class ProjectIndex:
                 s.refs |= scan.class_tables[n.value.id]  # pycls ``_models[cfg.MODEL.TYPE]``
             elif isinstance(n, ast.Name) and bn and n.id in imports:
                 target = self._project_target(imports, n)
-                if target:
+                if target and not _off_by_default(ctx, n):
                     s.refs.add(target)
+        s.bn_optional -= required
+        s.refs -= s.bn_optional
         return ddp_names
 
     def _bindings(self, ctx: FileContext, imports: dict[str, str], module: str) -> None:
@@ -918,8 +956,11 @@ class ProjectIndex:
                     # a function builds what it constructs and what it returns, not what a helper
                     # it calls does to its argument (KAIR ``merge_bn(self.netG)``, transformers'
                     # trainer helpers); a class holds everything its methods build
-                    if _is_class_summary(s) or _is_class_summary(c) or callee in s.returned_callees:
+                    if (
+                        _is_class_summary(s) or _is_class_summary(c) or callee in s.returned_callees
+                    ) and callee not in s.bn_optional:
                         s.builds_batchnorm |= c.builds_batchnorm
+                        s.converts_syncbn |= c.converts_syncbn
                     if callee in s.returned_callees:
                         s.returns_ddp |= c.returns_ddp
                         if not _is_class_summary(c) and c.returns_loss is not None and s.returns_loss is None:
@@ -1418,6 +1459,23 @@ class ProjectIndex:
                 return True
         return False
 
+    def option_excludes(self, dest: str, value: str) -> bool:
+        """The project's argparse option ``dest`` has literal choices and ``value`` is not one."""
+        choices = self.option_choices.get(dest)
+        return choices is not None and value not in choices
+
+    def call_shards_by_rank(self, ctx: FileContext, call: ast.Call) -> bool:
+        """``call`` runs a project function that reads a rank and a world size itself or in a project
+        function it calls (one level: contriever ``data.load_data(opt, tokenizer)`` →
+        ``load_dataset`` keeping this rank's share of the files): what it returns is per-rank data."""
+        s = self.summary_for(ctx, call.func)
+        if s is None or _is_class_summary(s):
+            return False
+        return s.reads_rank_and_world or any(
+            (c := self._get(q)) is not None and not _is_class_summary(c) and c.reads_rank_and_world
+            for q in s.callees
+        )
+
     def trains_on_argument(self, ctx: FileContext, call: ast.Call, names: set[str]) -> bool:
         """``call`` hands one of ``names`` to project code that trains on it (``Trainer(model,
         train_loader)`` whose methods iterate ``self.train_data`` and run backward)."""
@@ -1428,6 +1486,18 @@ class ProjectIndex:
             if dotted(arg) in names and i in s.trains_on_params:
                 return True
         return any(k.arg in s.trains_on_params and dotted(k.value) in names for k in call.keywords)
+
+
+_RANK_WORD = re.compile(r"rank|process_index", re.IGNORECASE)
+_WORLD_WORD = re.compile(r"world|num_replicas|num_processes", re.IGNORECASE)
+
+
+def _reads_rank_and_world(body: list[ast.AST]) -> bool:
+    """The nodes read a rank and a world size (names, attributes, calls such as ``get_rank()``)."""
+    words = {
+        n.id if isinstance(n, ast.Name) else n.attr for n in body if isinstance(n, (ast.Name, ast.Attribute))
+    }
+    return any(_RANK_WORD.search(w) for w in words) and any(_WORLD_WORD.search(w) for w in words)
 
 
 def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef, skip_self: bool) -> list[str]:
@@ -1480,6 +1550,17 @@ def _trains_on_params(ctx: FileContext, node: ast.AST) -> set[str | int]:
     return out
 
 
+def _whole_reads(value: ast.AST) -> set[str]:
+    """Names ``value`` reads as a whole: not only as the container of an item or attribute it picks
+    (``d["k"]``, ``d.get("k")``, ``d.k``)."""
+    picked = {
+        id(x.value)
+        for x in ast.walk(value)
+        if isinstance(x, (ast.Subscript, ast.Attribute)) and isinstance(x.value, ast.Name)
+    }
+    return {x.id for x in ast.walk(value) if isinstance(x, ast.Name) and id(x) not in picked}
+
+
 def parameters_logged(ctx: FileContext, fn: ast.AST) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(parameters its log calls write, its positional parameters): ``print``, ``writer.add_scalar``
     ... of a parameter, also through a loop over it (``for k, v in kwargs.items():
@@ -1508,6 +1589,11 @@ def parameters_logged(ctx: FileContext, fn: ast.AST) -> tuple[tuple[str, ...], t
         for n in nodes
         if isinstance(n, ast.Assign)
     ]
+    wholes = [
+        (_whole_reads(n.value), {t for target in n.targets for t in bound_names(target)})
+        for n in nodes
+        if isinstance(n, ast.Assign)
+    ]
     for call in nodes:
         if isinstance(call, ast.Call) and is_log_call(call) and not _writes_file(call):
             names = reads(x for v in [*call.args, *(k.value for k in call.keywords)] for x in ast.walk(v))
@@ -1518,9 +1604,15 @@ def parameters_logged(ctx: FileContext, fn: ast.AST) -> tuple[tuple[str, ...], t
                     for read, written in assigns:
                         if read & derived:
                             derived |= written
-                # the parameter or a message built from it (ColBERT ``print_message(*s)``:
-                # ``s = " ".join(...)``, ``msg = "[...] {}".format(s)``, ``print(msg)``)
-                if n not in names and not (names & derived):
+                # the parameter or a message built from all of it (ColBERT ``print_message(*s)``:
+                # ``s = " ".join(...)``, ``msg = "[...] {}".format(s)``, ``print(msg)``); not an item
+                # picked out of it (wenet's ``step = info_dict.get("step")`` is not the loss)
+                whole = {n}
+                for _ in range(2):
+                    for read, written in wholes:
+                        if read & whole:
+                            whole |= written
+                if n not in names and not (names & whole):
                     continue
                 if not alarm(ctx, call, derived):  # ``if loss > 12: print(loss)`` warns, it does not log
                     logged.add(named[n])
@@ -1582,6 +1674,35 @@ def _targets(node: ast.Assign | ast.AnnAssign) -> list[ast.expr]:
 
 # Calls that inspect a class rather than build it: ``isinstance(m, nn.BatchNorm2d)``.
 _INSPECTS = frozenset({"isinstance", "issubclass", "type", "setattr", "getattr", "hasattr"})
+
+
+def _names_syncbn(node: ast.Name | ast.Attribute) -> bool:
+    """``nn.SyncBatchNorm``, ``encoder.SparseSyncBatchNorm2d``: a SyncBatchNorm class by its name."""
+    return "SyncBatchNorm" in (node.id if isinstance(node, ast.Name) else node.attr)
+
+
+def _off_by_default(ctx: FileContext, node: ast.AST) -> bool:
+    """``node`` runs only when a parameter of its function that defaults to False/None is truthy:
+    ``SeqBN(ninp) if input_normalization else None`` or under ``if input_normalization:``."""
+    fn = ctx.enclosing_function(node)
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    positional = [*fn.args.posonlyargs, *fn.args.args]
+    defaults = dict(
+        zip([a.arg for a in positional][len(positional) - len(fn.args.defaults) :], fn.args.defaults)
+    )
+    defaults.update({a.arg: d for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults) if d is not None})
+    off = {k for k, d in defaults.items() if isinstance(d, ast.Constant) and d.value in (False, None)}
+    child, cur = node, ctx.parents.get(node)
+    while cur is not None and cur is not fn:
+        if isinstance(cur, (ast.IfExp, ast.If)) and child in (
+            [cur.body] if isinstance(cur, ast.IfExp) else cur.body
+        ):
+            test = cur.test
+            if isinstance(test, ast.Name) and test.id in off:
+                return True
+        child, cur = cur, ctx.parents.get(cur)
+    return False
 
 
 def _builds_from_reference(ctx: FileContext, node: ast.AST) -> bool:
@@ -1654,7 +1775,14 @@ def _compiles_param(ctx: FileContext, fn: ast.AST, method: bool) -> tuple[int, i
 def _propagated_flags(s: Summary) -> tuple[bool, ...]:
     """The flags `_propagate` spreads from callees to callers: one list, so its before/after
     comparison cannot miss a field (it once compared 5 fields with 6 and never stopped early)."""
-    return (s.calls_backward, s.toggles_sync, s.builds_batchnorm, s.returns_ddp, s.wraps_ddp)
+    return (
+        s.calls_backward,
+        s.toggles_sync,
+        s.builds_batchnorm,
+        s.converts_syncbn,
+        s.returns_ddp,
+        s.wraps_ddp,
+    )
 
 
 def _is_class_summary(s: Summary) -> bool:

@@ -61,7 +61,7 @@ NOT_A_LOSS = re.compile(
     r"^(acc\w*|\w*_acc\w*|top_?\d\w*|prec\w*|recall\w*|f1\w*|iou\w*|miou\w*|auc\w*|\w*prob\w*|p|"
     r"\w*_p|\w*_score|score\w*|correct\w*|\w*_lr|lr\w*|learning_rate|\w*grad_norm\w*|\w*_norm|"
     r"\w*ratio\w*|time|times|\w*_time|timing\w*|\w*temperature\w*|\w*_temp|(val|valid|eval|test)_\w*|"
-    r"\w*_(valid|validation|eval|evaluation)(_\w*)?)$",
+    r"\w*_(valid|validation|eval|evaluation)(_\w*)?|\w*_weights?|\w*_factor|factor|\w*logits\w*)$",
     re.IGNORECASE,
 )
 # Names of a loss call's other outputs that carry loss values (YOLO ``loss_items``, taming
@@ -285,16 +285,59 @@ def loop_aliases(ctx: FileContext, node: ast.AST, names: set[str]) -> set[str]:
     logs.items():`` the body's ``v`` holds what ``logs`` holds. Only inside the loop body, so a
     short loop variable (``x``) reused elsewhere in the function is not the loss there."""
     out: set[str] = set()
+    picked: list[ast.expr] = []  # tests of the ``if``s whose body holds ``node``
     child, cur = node, ctx.parents.get(node)
     while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        if isinstance(cur, ast.If) and child in cur.body:
+            picked.append(cur.test)
         if (
             isinstance(cur, (ast.For, ast.AsyncFor))
             and child in cur.body
             and names & set(bound_names(cur.target))
+            and not _other_items_picked(cur.target, picked)
+            and not _reduced_iteration(cur.iter)
         ):
             out |= reads(ctx.local(cur.iter))
         child, cur = cur, ctx.parents.get(cur)
     return out
+
+
+def _reduced_iteration(it: ast.expr) -> bool:
+    """``for k, v in sorted(run_stats.average_stats.items()):`` (contriever) or ``for k, v in
+    reduce_dict(stats).items():``: the loop walks values combined across ranks, read through a
+    reduce-named call or property."""
+    return any(
+        (isinstance(n, ast.Call) and is_reduce(dotted(n.func) or ""))
+        or (isinstance(n, ast.Attribute) and is_reduce(n.attr))
+        for n in ast.walk(it)
+    )
+
+
+def _other_items_picked(target: ast.AST, tests: list[ast.expr]) -> bool:
+    """``for k, v in loss_dict.items(): if k in ["discriminator_factor", "d_weight"]: ...v...``: the
+    branch holds only the items whose keys say they are not the loss (titok logs those locally and
+    gathers the others)."""
+    if not (isinstance(target, ast.Tuple) and target.elts and isinstance(target.elts[0], ast.Name)):
+        return False
+    key = target.elts[0].id
+    for test in tests:
+        if not (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.left, ast.Name)
+            and test.left.id == key
+        ):
+            continue
+        right = test.comparators[0]
+        if isinstance(test.ops[0], ast.Eq):
+            keys: list[ast.expr] = [right]
+        elif isinstance(test.ops[0], ast.In) and isinstance(right, (ast.List, ast.Tuple, ast.Set)):
+            keys = list(right.elts)
+        else:
+            continue
+        if keys and all(_not_a_loss_key(k) for k in keys):
+            return True
+    return False
 
 
 def _not_a_loss_key(node: ast.AST) -> bool:

@@ -57,7 +57,9 @@ class BatchnormUnsynced(Rule):
     )
     not_flagged = (
         "`convert_sync_batchnorm`, apex `convert_syncbn_model`, SyncBatchNorm, LayerNorm "
-        "(ViT/ConvNeXt defaults), frozen/teacher copies, no DDP"
+        "(ViT/ConvNeXt defaults), frozen/teacher copies, no DDP; (project) a builder that picks "
+        "SyncBatchNorm itself (`nn.SyncBatchNorm if sbn else nn.BatchNorm2d`), BatchNorm built only "
+        "under a parameter that defaults to off (`SeqBN(d) if input_normalization else None`)"
     )
     autofix = "inserts `model = nn.SyncBatchNorm.convert_sync_batchnorm(model)` before the wrap"
     required = (("DistributedDataParallel", "prepare"),)

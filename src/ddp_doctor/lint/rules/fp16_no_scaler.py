@@ -33,7 +33,7 @@ from collections.abc import Iterator
 
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method
-from ddp_doctor.lint.flags import all_defaults, flag_test, gate_of
+from ddp_doctor.lint.flags import all_defaults, argparse_choices, flag_test, gate_of
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.rules.base import Rule, Violation
 
@@ -68,7 +68,8 @@ class Fp16NoScaler(Rule):
     not_flagged = (
         "bf16, a dtype held in a variable (nanoGPT's `ptdtype`), `enabled=flag`, a float16 teacher "
         "only evaluated, inference-only files, an autocast under `no_grad`/`inference_mode` or in a "
-        "function named for evaluation (`eval_batch`, `validate`, `predict`)"
+        "function named for evaluation (`eval_batch`, `validate`, `predict`), a branch on an option "
+        'value its argparse `choices` leave out (`if precision == "amp":` with no "amp" choice)'
     )
     required = (("autocast", "MixedPrecision", "half", "float16"), ("backward",))
     required_in_project = (("autocast", "MixedPrecision", "half", "float16"),)
@@ -100,7 +101,7 @@ class Fp16NoScaler(Rule):
         defaults = all_defaults(ctx)
         for n in calls:
             fp16, gate = self._fp16(ctx, n, defaults, scaler_flags or set())
-            if not fp16 or _evaluation_only(ctx, n):
+            if not fp16 or _evaluation_only(ctx, n) or _excluded_choice(ctx, n):
                 continue
             if not backwards and ctx.call_qualname(n) in (AUTOCAST, CUDA_AUTOCAST) and not _in_class(ctx, n):
                 continue  # an autocast where nothing backprops: only model code (a forward) trains under it
@@ -340,3 +341,44 @@ def _flag_text(ctx: FileContext, node: ast.AST, defaults: dict[str, object]) -> 
     if test is not None:
         return test.option
     return dotted(node) or ctx.segment(node) or "a flag"
+
+
+def _excluded_choice(ctx: FileContext, node: ast.AST) -> bool:
+    """``node`` sits under ``if precision == "amp":`` where ``precision`` (a parameter or
+    ``args.precision``) is named like an argparse option whose ``choices`` leave that value out
+    (open_flamingo's ``--precision`` offers amp_bf16/amp_bfloat16/bf16/fp16/fp32): the branch never
+    runs from the command line."""
+    own = argparse_choices(ctx)
+    project = ctx.project
+    child, cur = node, ctx.parents.get(node)
+    while cur is not None and not isinstance(cur, ast.Module):
+        if isinstance(cur, (ast.If, ast.IfExp)) and child in (
+            [cur.body] if isinstance(cur, ast.IfExp) else cur.body
+        ):
+            test = cur.test
+            if (
+                isinstance(test, ast.Compare)
+                and len(test.ops) == 1
+                and isinstance(test.ops[0], (ast.Eq, ast.In))
+            ):
+                name = dotted(test.left)
+                right = test.comparators[0]
+                values = (
+                    [right]
+                    if isinstance(test.ops[0], ast.Eq)
+                    else list(right.elts)
+                    if isinstance(right, (ast.List, ast.Tuple, ast.Set))
+                    else []
+                )
+                literals = [
+                    v.value for v in values if isinstance(v, ast.Constant) and isinstance(v.value, str)
+                ]
+                if name and literals and len(literals) == len(values):
+                    dest = name.split(".")[-1]
+                    if dest in own:
+                        if not set(literals) & own[dest]:
+                            return True
+                    elif project is not None and all(project.option_excludes(dest, v) for v in literals):
+                        return True
+        child, cur = cur, ctx.parents.get(cur)
+    return False

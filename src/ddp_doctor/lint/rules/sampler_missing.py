@@ -76,7 +76,8 @@ class SamplerMissing(Rule):
         "dataset built from rank/world/shard values (per-rank seeds, file shards, "
         "`split_dataset_by_node`), IterableDatasets, `batch_size=None` (the dataset batches itself), a sampler chosen at run time (`S = "
         "DistributedSampler if ddp else RandomSampler`), accelerate `prepare` (shards loaders), "
-        "Lightning, loaders never trained on (eval), single-process scripts of a DDP project"
+        "Lightning, loaders never trained on (eval), single-process scripts of a DDP project, (project) a "
+        "dataset from a project function that reads the rank and world size (or whose callee does)"
     )
     required = (("DataLoader",), tuple(q.split(".")[-1] for q in DATA_PARALLEL))
     required_in_project = (("DataLoader",),)
@@ -187,6 +188,12 @@ def _sharded(ctx: FileContext, dataset: ast.expr) -> bool:
             if word and SHARDING_WORDS.search(word):
                 return True
             if isinstance(node, ast.Call) and _self_sharding_class(ctx, node):
+                return True
+            if (
+                isinstance(node, ast.Call)
+                and ctx.project is not None
+                and ctx.project.call_shards_by_rank(ctx, node)
+            ):
                 return True
     return False
 

@@ -42,7 +42,8 @@ class SchedulerPerMicrostep(Rule):
     )
     not_flagged = (
         "step under the accumulation guard or after the micro-loop, accelerate-prepared schedulers, "
-        "HF Trainer, a step told its position (`sched.step(cur_epoch=e, cur_step=i)`)"
+        "a scheduler handed in to a file that prepares nothing, HF Trainer, a step told its position "
+        "(`sched.step(cur_epoch=e, cur_step=i)`)"
     )
     required = (("backward",),)
 
@@ -74,7 +75,7 @@ class SchedulerPerMicrostep(Rule):
                 if (
                     not m
                     or m[1] != "step"
-                    or m[0] in facts.prepared
+                    or not facts.unprepared(m[0])
                     or not facts.is_scheduler(m[0])
                     or _sets_position(stmt_node)
                 ):

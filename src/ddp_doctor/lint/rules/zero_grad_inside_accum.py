@@ -54,7 +54,8 @@ class ZeroGradInsideAccum(Rule):
     )
     not_flagged = (
         "`zero_grad` after `step`, `if i % accum == 0: zero_grad()`, accelerate-prepared optimizers "
-        "after backward, `Accelerator()` without accumulation, a loop without accumulation"
+        "after backward, an optimizer handed in to a file that prepares nothing (its caller may have "
+        "prepared it), `Accelerator()` without accumulation, a loop without accumulation"
     )
     required = (("zero_grad",),)
 
@@ -104,7 +105,7 @@ class ZeroGradInsideAccum(Rule):
                         accumulate_line=block.lineno,
                         backward_line=first_backward,
                     )
-                elif not gated_optimizer:
+                elif not gated_optimizer and (facts.unprepared(receiver) or not facts.is_optimizer(receiver)):
                     yield self.violation(
                         call,
                         Text(
