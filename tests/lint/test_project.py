@@ -1250,6 +1250,89 @@ def test_a_helper_called_for_its_effect_builds_no_batchnorm_model(tmp_path: Path
     assert ("batchnorm-unsynced", "train.py") in found
 
 
+def test_print_replaced_off_rank0_in_an_imported_module_and_a_message_helper(tmp_path: Path) -> None:
+    """holdout-5 (read after its scoring): tabpfn/DeiT install a ``builtins.print`` that prints only
+    ``if is_master or force`` from ``utils.py`` (``init_dist`` calls it with ``rank == 0``); the
+    training module importing it prints rank 0's local loss. A sibling script sharing no code path
+    with ``utils.py`` is not silenced. ColBERT's ``print_message(*s)`` builds its message from its
+    arguments before printing it: handed the loss under ``rank < 1`` it logs it."""
+    files = {
+        "utils.py": """
+            import builtins as __builtin__
+
+            import torch.distributed as dist
+
+            def print_on_master_only(is_master):
+                builtin_print = __builtin__.print
+
+                def print(*args, **kwargs):
+                    force = kwargs.pop("force", False)
+                    if is_master or force:
+                        builtin_print(*args, **kwargs)
+
+                __builtin__.print = print
+
+            def init_dist(rank):
+                dist.init_process_group("nccl")
+                print_on_master_only(rank == 0)
+
+            def print_message(*s, condition=True):
+                s = " ".join([str(x) for x in s])
+                msg = "[now] {}".format(s)
+                if condition:
+                    print(msg, flush=True)
+        """,
+        "train.py": """
+            from torch.nn.parallel import DistributedDataParallel
+            from utils import init_dist
+
+            def train(rank, model, loader, optimizer, criterion):
+                init_dist(rank)
+                model = DistributedDataParallel(model)
+                for x, y in loader:
+                    loss = criterion(model(x), y)
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+                    print(f"loss {loss.item():.4f}")
+        """,
+        "colbert_train.py": """
+            from torch.nn.parallel import DistributedDataParallel
+            from utils import print_message
+
+            def train(config, model, loader, optimizer, criterion):
+                model = DistributedDataParallel(model)
+                for i, (x, y) in enumerate(loader):
+                    loss = criterion(model(x), y)
+                    loss.backward()
+                    optimizer.step()
+                    if config.rank < 1:
+                        print_message(i, loss.item())
+        """,
+        "sibling.py": """
+            import torch.distributed as dist
+            from torch.nn.parallel import DistributedDataParallel
+
+            def train(model, loader, optimizer, criterion):
+                dist.init_process_group("nccl")
+                model = DistributedDataParallel(model)
+                for x, y in loader:
+                    loss = criterion(model(x), y)
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+                    print(f"rank {dist.get_rank()} loss {loss.item():.4f}")
+        """,
+    }
+    root = _write(tmp_path, files)
+    found = {f[:2] for f in _found(root)}
+    assert ("rank0-only-loss-log", "train.py") in found
+    assert ("rank0-only-loss-log", "colbert_train.py") in found
+    assert ("rank0-only-loss-log", "sibling.py") not in found
+    # file mode: neither the replacement in utils.py nor the helper's print is visible
+    assert not any(f[:2] == ("rank0-only-loss-log", "train.py") for f in _found(root, project=False))
+
+
 CONTRIEVER_LIKE = {
     "src/data.py": """
         import glob

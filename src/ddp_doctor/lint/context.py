@@ -284,7 +284,26 @@ class FileContext:
             # ``self.f(...)`` with several classes defining ``f``: the one of the caller's own class
             owner = self._owner_class(call)
             defs = [d for d in defs if owner is not None and self.parents.get(d) is owner]
+        elif len(defs) > 1:
+            return self.scoped_def(call, name)
         return defs[0] if len(defs) == 1 else None
+
+    def scoped_def(self, node: ast.AST, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        """The function ``name`` means at ``node`` when several are defined: Python's scoping picks
+        the one nested in the innermost enclosing function (MACE's ``take_step`` and
+        ``take_step_lbfgs`` each define their own ``closure``). None when none of them is."""
+        defs = self.functions.get(name, [])
+        if len(defs) == 1:
+            return defs[0]
+        scope: ast.AST = self.enclosing_function(node)
+        while isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            here = [d for d in defs if d is not scope and self.enclosing_function(d) is scope]
+            if len(here) == 1:
+                return here[0]
+            if here:
+                return None
+            scope = self.enclosing_function(scope)
+        return None
 
     def _owner_class(self, node: ast.AST) -> ast.ClassDef | None:
         fn = self.enclosing_function(node)

@@ -113,6 +113,8 @@ FACTS: dict[str, tuple[str, ...]] = {
         "rank0_objects",
         "rank0_predicates",
         "silences_other_ranks",
+        "print_silencers",
+        "silences_print",
         "logged_params",
         "call_logged_args",
         "rank0_decorator",
@@ -290,6 +292,9 @@ class ProjectIndex:
     rank0_objects: set[str] = field(default_factory=set)  # spellings bound only on rank 0
     rank0_predicates: set[str] = field(default_factory=set)  # functions answering "am I rank 0?"
     silences_other_ranks: bool = False  # some file's logging setup keeps rank 0's records only
+    # module -> line of its ``builtins.print = ...`` that drops output off rank 0 (MAE/DeiT
+    # ``setup_for_distributed``, MoCo's ``print_pass``): it covers the code that module reaches
+    print_silencers: dict[str, int] = field(default_factory=dict)
     files: int = 0
     wraps_ddp: bool = False  # some file wraps a model in DDP/FSDP
     wraps_plain_ddp: bool = False  # some file wraps a model in DistributedDataParallel itself
@@ -773,7 +778,13 @@ class ProjectIndex:
 
     def _bindings(self, ctx: FileContext, imports: dict[str, str], module: str) -> None:
         """Project-wide spellings: backward-running objects, rank-0-only objects, meters."""
-        from ddp_doctor.lint.rank0 import is_rank0_test, rank0_predicates, silences_other_ranks
+        from ddp_doctor.lint.rank0 import (
+            is_builtin_print,
+            is_rank0_test,
+            rank0_predicates,
+            silenced_stdout,
+            silences_other_ranks,
+        )
 
         rank0 = "rank0_logging" in self.facts
         loss = "loss_flow" in self.facts
@@ -785,6 +796,13 @@ class ProjectIndex:
         self.rank0_predicates |= predicates
         if rank0 and not self.silences_other_ranks:
             self.silences_other_ranks = silences_other_ranks(ctx.tree, predicates, ctx.parents)
+        if (
+            rank0
+            and "print" in ctx.words
+            and (silencer := silenced_stdout(ctx.of_type(ast.Assign), ctx.parents, predicates))
+            and any(is_builtin_print(t) for t in silencer.targets)
+        ):
+            self.print_silencers[module] = silencer.lineno
 
         if rank0:
             self._call_sites(ctx, imports, predicates)
@@ -1190,6 +1208,19 @@ class ProjectIndex:
             for m in self.scaler_modules
         )
 
+    def silences_print(self, module: str | None) -> tuple[str, int] | None:
+        """The module (and line) whose ``builtins.print`` replacement drops this module's prints off
+        rank 0: the module itself, one it imports (tabpfn's ``init_dist`` in ``utils.py``) or one that
+        imports it (MAE's ``main_pretrain.py`` calling ``misc.init_distributed_mode`` runs
+        ``engine_pretrain.py``'s prints). A sibling script sharing neither code path is not covered."""
+        if module is None:
+            return None
+        reach = self.reachable(module)
+        for m, line in sorted(self.print_silencers.items()):
+            if m == module or m in reach or module in self.reachable(m):
+                return m, line
+        return None
+
     def reachable(self, module: str) -> frozenset[str]:
         """The project modules ``module`` imports, directly or through other project modules."""
         found = self._reach.get(module)
@@ -1519,6 +1550,17 @@ def _trains_on_params(ctx: FileContext, node: ast.AST) -> set[str | int]:
     return out
 
 
+def _whole_reads(value: ast.AST) -> set[str]:
+    """Names ``value`` reads as a whole: not only as the container of an item or attribute it picks
+    (``d["k"]``, ``d.get("k")``, ``d.k``)."""
+    picked = {
+        id(x.value)
+        for x in ast.walk(value)
+        if isinstance(x, (ast.Subscript, ast.Attribute)) and isinstance(x.value, ast.Name)
+    }
+    return {x.id for x in ast.walk(value) if isinstance(x, ast.Name) and id(x) not in picked}
+
+
 def parameters_logged(ctx: FileContext, fn: ast.AST) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(parameters its log calls write, its positional parameters): ``print``, ``writer.add_scalar``
     ... of a parameter, also through a loop over it (``for k, v in kwargs.items():
@@ -1547,16 +1589,31 @@ def parameters_logged(ctx: FileContext, fn: ast.AST) -> tuple[tuple[str, ...], t
         for n in nodes
         if isinstance(n, ast.Assign)
     ]
+    wholes = [
+        (_whole_reads(n.value), {t for target in n.targets for t in bound_names(target)})
+        for n in nodes
+        if isinstance(n, ast.Assign)
+    ]
     for call in nodes:
         if isinstance(call, ast.Call) and is_log_call(call) and not _writes_file(call):
             names = reads(x for v in [*call.args, *(k.value for k in call.keywords)] for x in ast.walk(v))
             names |= loop_aliases(ctx, call, names)
-            for n in names & set(named):
+            for n in named:
                 derived = {n}  # and what is computed from it (``overflow = check(loss.item())``)
                 for _ in range(2):
                     for read, written in assigns:
                         if read & derived:
                             derived |= written
+                # the parameter or a message built from all of it (ColBERT ``print_message(*s)``:
+                # ``s = " ".join(...)``, ``msg = "[...] {}".format(s)``, ``print(msg)``); not an item
+                # picked out of it (wenet's ``step = info_dict.get("step")`` is not the loss)
+                whole = {n}
+                for _ in range(2):
+                    for read, written in wholes:
+                        if read & whole:
+                            whole |= written
+                if n not in names and not (names & whole):
+                    continue
                 if not alarm(ctx, call, derived):  # ``if loss > 12: print(loss)`` warns, it does not log
                     logged.add(named[n])
     return tuple(sorted(logged)), tuple(positional)

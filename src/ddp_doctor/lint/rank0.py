@@ -103,7 +103,10 @@ def is_rank0_test(test: ast.expr, predicates: Collection[str] = ()) -> bool:
         if isinstance(op, ast.In) and isinstance(right, (ast.Set, ast.List, ast.Tuple)):
             values = {_int(e) for e in right.elts}
             return 0 in values and values <= RANK0_MEMBERS and _mentions_rank(left)
-        return isinstance(op, ast.LtE) and _int(right) == 0 and _mentions_rank(left)  # rank <= 0
+        # rank <= 0, rank < 1 (ColBERT ``config.rank < 1``: -1 when not distributed)
+        return (
+            (isinstance(op, ast.LtE) and _int(right) == 0) or (isinstance(op, ast.Lt) and _int(right) == 1)
+        ) and _mentions_rank(left)
     target = test.func if isinstance(test, ast.Call) else test
     name = dotted(target)
     if not name:
@@ -151,6 +154,8 @@ def is_not_rank0_test(test: ast.expr, predicates: Collection[str] = ()) -> bool:
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
         op, left, right = test.ops[0], test.left, test.comparators[0]
         if isinstance(op, (ast.NotEq, ast.Gt)) and _int(right) == 0:
+            return _mentions_rank(left)
+        if isinstance(op, ast.GtE) and _int(right) == 1:  # rank >= 1
             return _mentions_rank(left)
         if isinstance(op, ast.NotIn) and isinstance(right, (ast.Set, ast.List, ast.Tuple)):
             values = {_int(e) for e in right.elts}
@@ -320,7 +325,84 @@ def silenced_stdout(
     for node in assigns:
         if any(dotted(t) == "sys.stdout" for t in node.targets) and _off_rank0(parents, node, predicates):
             return node
+        if any(is_builtin_print(t) for t in node.targets) and (
+            _off_rank0(parents, node, predicates) or _rank0_only_printer(parents, node, predicates)
+        ):
+            return node
     return None
+
+
+def is_builtin_print(node: ast.AST) -> bool:
+    """``builtins.print`` / ``__builtin__.print`` (``import builtins as __builtin__``)."""
+    return (
+        isinstance(node, ast.Attribute)
+        and node.attr == "print"
+        and isinstance(node.value, ast.Name)
+        and node.value.id.strip("_") in ("builtins", "builtin")
+    )
+
+
+def _rank0_only_printer(
+    parents: dict[ast.AST, ast.AST], node: ast.Assign, predicates: Collection[str]
+) -> bool:
+    """``builtins.print = prt`` where ``prt`` (a function defined beside the assignment) prints only
+    under a rank-0 test, possibly or-ed with a force flag (``if is_master or force:``): MAE/DeiT/DETR
+    ``setup_for_distributed(is_master)``. ``is_master`` counts as a rank-0 test when it is a parameter
+    of the enclosing function that every call of it in the file binds to one (``args.rank == 0``)."""
+    if not isinstance(node.value, ast.Name):
+        return False
+    scope = parents.get(node)
+    while scope is not None and not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
+        scope = parents.get(scope)
+    if scope is None:
+        return False
+    printer = next(
+        (
+            f
+            for f in walk_local(scope.body)
+            if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == node.value.id
+        ),
+        None,
+    )
+    if printer is None:
+        return False
+    tests = set(predicates)
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        module: ast.AST = scope
+        while (up := parents.get(module)) is not None:
+            module = up
+        calls = [
+            c
+            for c in ast.walk(module)
+            if isinstance(c, ast.Call) and (dotted(c.func) or "").split(".")[-1] == scope.name
+        ]
+        tests |= rank0_parameters(scope, calls, predicates)
+
+    def gate(test: ast.expr) -> bool:
+        if isinstance(test, ast.Name) and test.id in tests:
+            return True
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+            return any(gate(v) for v in test.values)  # ``is_master or force``: the force flag is opt-in
+        return is_rank0_test(test, tests)
+
+    prints = [
+        c
+        for c in walk_local(printer.body)
+        if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id != printer.name
+    ]
+    printer_parents = {c: p for p in ast.walk(printer) for c in ast.iter_child_nodes(p)}
+
+    def guarded(call: ast.AST) -> bool:
+        child, cur = call, printer_parents.get(call)
+        while cur is not None and cur is not printer:
+            if isinstance(cur, ast.If) and child in cur.body and gate(cur.test):
+                return True
+            child, cur = cur, printer_parents.get(cur)
+        return False
+
+    # the saved original ``print`` (any call by a bare name) runs only under the gate; a body with no
+    # call at all (``def print_pass(*args): pass``) drops everything
+    return all(guarded(c) for c in prints)
 
 
 def is_plain_print(call: ast.Call) -> bool:
@@ -354,10 +436,19 @@ def _off_rank0(parents: dict[ast.AST, ast.AST], node: ast.AST, predicates: Colle
         if isinstance(cur, ast.If):
             if child in cur.orelse and is_rank0_test(cur.test, predicates):
                 return True
-            if child in cur.body and is_not_rank0_test(cur.test, predicates):
+            if child in cur.body and _not_rank0(cur.test, predicates):
                 return True
         child, cur = cur, parents.get(cur)
     return False
+
+
+def _not_rank0(test: ast.expr, predicates: Collection[str]) -> bool:
+    """``is_not_rank0_test``, also through ``and``/``or``: ``distributed and gpu != 0 or (slurm and
+    rank != 0)`` holds off rank 0 only (an ``and`` with one such operand, an ``or`` of such operands)."""
+    if isinstance(test, ast.BoolOp):
+        check = any if isinstance(test.op, ast.And) else all
+        return check(_not_rank0(v, predicates) for v in test.values)
+    return is_not_rank0_test(test, predicates)
 
 
 def is_logger_call(call: ast.Call) -> bool:

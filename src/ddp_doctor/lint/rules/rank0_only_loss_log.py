@@ -110,7 +110,14 @@ class Rank0OnlyLossLog(Rule):
             quiet |= ctx.project.silences_other_ranks
         rank0_objects = _rank0_objects(ctx, predicates)
         # ``sys.stdout = open(os.devnull, "w")`` off rank 0: this file's prints show rank 0's values
-        stdout = silenced_stdout(ctx.of_type(ast.Assign), ctx.parents, predicates)
+        silencer = silenced_stdout(ctx.of_type(ast.Assign), ctx.parents, predicates)
+        stdout = None if silencer is None else ("", silencer.lineno)
+        if stdout is None and ctx.project is not None:
+            # ``builtins.print`` replaced off rank 0 by code this module reaches (MAE/DeiT
+            # ``setup_for_distributed`` in ``util/misc.py``)
+            found = ctx.project.silences_print(ctx.module)
+            if found is not None:
+                stdout = (found[0], found[1])
         seen: set[int] = set()
         for key, scope in flow.scopes.items():
             taint = flow.taints[key]
@@ -320,7 +327,7 @@ def _rank0_logs(
     predicates: set[str],
     quiet: bool,
     lightning: set[str],
-    stdout: ast.Assign | None = None,
+    stdout: tuple[str, int] | None = None,  # (module, line) of the silencing; module "" for this file
     rank0_called: bool = False,
 ) -> Iterator[tuple[ast.AST, ast.If | None, Text]]:
     """(log node, its rank-0 guard or None, how it is rank 0 only) for every rank-0-only log in ``scope``;
@@ -380,8 +387,9 @@ def _rank0_logs(
                     node,
                     None,
                     Text(
-                        f"by `print` while standard output is silenced on the other ranks (line {stdout.lineno})",
-                        f"由 `print`（第 {stdout.lineno} 行已让其他 rank 的标准输出静默）",
+                        f"by `print` while standard output is silenced on the other ranks "
+                        f"({stdout[0] + ', ' if stdout[0] else ''}line {stdout[1]})",
+                        f"由 `print`（{stdout[0] + ' ' if stdout[0] else ''}第 {stdout[1]} 行已让其他 rank 的标准输出静默）",
                     ),
                 )
                 continue
@@ -634,6 +642,18 @@ def _holds_training_value(
         return False  # rebound from gathered values: ``loss = sum(all_gather(loss)) / n``
     bound_at = getattr(binding, "lineno", 0)
     updated = any(bound_at < u < line for u in taint.updates.get(name, ()))
+    if (
+        isinstance(binding, ast.Assign)
+        and isinstance(binding.targets[0], ast.Tuple)
+        and isinstance(binding.value, ast.Call)
+        and ctx.helper(binding.value) is not None
+        and flow.call_shape(binding.value) is None
+        and not updated
+    ):
+        # ``_, opt_metrics = take_step_lbfgs(...)``: a same-file helper none of whose results is the
+        # local loss (MACE's LBFGS step all-reduces it) rebinds the name the other branch's
+        # ``take_step`` filled with it
+        return False
     value = (
         binding.value
         if isinstance(binding, ast.Assign)
