@@ -110,9 +110,8 @@ def _series(kind: str, t: int) -> float:
     return float("nan") if t % 97 == 13 else 3.0 - 0.001 * t  # nan: a few non-finite steps
 
 
-@pytest.mark.parametrize("kind", ["zero", "constant", "nan"])
-@pytest.mark.parametrize("world", [1, 2])
-def test_zero_constant_and_nan_series_give_the_same_verdicts(kind: str, world: int, tmp_path: Path) -> None:
+def _series_run(kind: str, world: int, steps: int, run: Path) -> Path:
+    """A run of ``world`` ranks whose loss is a zero, constant or NaN-dotted series (SGD)."""
     per_rank = {
         r: [sgd()]
         + [
@@ -121,11 +120,17 @@ def test_zero_constant_and_nan_series_give_the_same_verdicts(kind: str, world: i
                 [_series(kind, t), _series(kind, t + 1)],
                 grad_sq=(0.0, 0.0) if kind == "zero" else (1.0, 0.5),
             )
-            for t in range(500)
+            for t in range(steps)
         ]
         for r in range(world)
     }
-    run = _indexed(_write_records(tmp_path / "run", per_rank, world), 10)
+    return _write_records(run, per_rank, world)
+
+
+@pytest.mark.parametrize("kind", ["zero", "constant", "nan"])
+@pytest.mark.parametrize("world", [1, 2])
+def test_zero_constant_and_nan_series_give_the_same_verdicts(kind: str, world: int, tmp_path: Path) -> None:
+    run = _indexed(_series_run(kind, world, 500, tmp_path / "run"), 10)
     raw, rolled = _both(run)
     assert _differences(raw, rolled) == []
     view = rolled.context.run.rollups
@@ -367,22 +372,10 @@ def test_windows_read_in_part_give_the_same_verdicts(
 @pytest.mark.parametrize("world", [1, 3])
 def test_zero_constant_and_nan_series_read_in_part(kind: str, world: int, tmp_path: Path) -> None:
     """Zero, constant and NaN series with windows read in part: the raw path's verdicts."""
-    per_rank = {
-        r: [sgd()]
-        + [
-            step(
-                t,
-                [_series(kind, t), _series(kind, t + 1)],
-                grad_sq=(0.0, 0.0) if kind == "zero" else (1.0, 0.5),
-            )
-            for t in range(1200)
-        ]
-        for r in range(world)
-    }
-    run = _indexed(_write_records(tmp_path / "run", per_rank, world), PART_EVERY)
+    run = _indexed(_series_run(kind, world, 1200, tmp_path / "run"), PART_EVERY)
     raw, rolled = _both(run)
     assert _differences(raw, rolled) == []
-    view = read_run(run, rollups="on").rollups
+    view = read_run(run, rollups="on").rollups  # the read's own view, before any wider re-read
     assert view is not None
     if kind == "nan":  # a window with a NaN is read whole
         nan_windows = {t // PART_EVERY for t in range(1200) if t % 97 == 13}

@@ -878,11 +878,16 @@ def _kept(
     w = step // rw.every
     last_indexed = int(rw.window[-1]) if len(rw.window) else -1
     keep = bool_or(np.isin(w, np.asarray(selected, dtype=np.int64)), w > last_indexed)
-    for win, (mode, k) in (part or {}).items():
-        at = np.flatnonzero(w == win)
-        drop = at[k:] if mode == "head" else at[: max(len(at) - k, 0)]
-        keep[drop] = False
+    _keep_parts(keep, w, part or {})
     return keep
+
+
+def _keep_parts(keep: np.ndarray, w: np.ndarray, part: dict[int, tuple[str, int]]) -> None:
+    """Of each window read in part, unmark in ``keep`` (in place) every step but its first (head)
+    or last (tail) k step records, in the order of the file; ``w`` is each step's window."""
+    for win, (mode, k) in part.items():
+        at = np.flatnonzero(w == win)
+        keep[at[k:] if mode == "head" else at[: max(len(at) - k, 0)]] = False
 
 
 def bool_or(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -1093,9 +1098,7 @@ def read_ranks(
             if data.steps is not None and len(data.steps):
                 w = data.steps.step // every
                 keep = np.isin(w, np.asarray(chosen, dtype=np.int64)) | (w >= red.windows)
-                for win, (mode, k) in part.items():  # the same first / last steps as the other ranks'
-                    at = np.flatnonzero(w == win)
-                    keep[at[k:] if mode == "head" else at[: max(len(at) - k, 0)]] = False
+                _keep_parts(keep, w, part)  # the same first / last steps as the other ranks'
                 data.steps = take_steps(data.steps, keep)
             parsed.append((r, data, probs))
     t3 = time.perf_counter()
