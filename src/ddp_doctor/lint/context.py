@@ -66,6 +66,16 @@ def dotted(node: ast.AST | None) -> str | None:
     return None
 
 
+def param_defaults(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, ast.expr]:
+    """Each parameter of ``fn`` that has a default, with its default expression (positional ones
+    take the trailing defaults; keyword-only ones theirs)."""
+    a = fn.args
+    positional = [*a.posonlyargs, *a.args]
+    out = dict(zip([x.arg for x in positional[len(positional) - len(a.defaults) :]], a.defaults))
+    out |= {x.arg: d for x, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None}
+    return out
+
+
 def method(call: ast.AST) -> tuple[str | None, str] | None:
     """``(receiver text, method name)`` of ``recv.name(...)``; receiver is None when not dotted."""
     if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute):

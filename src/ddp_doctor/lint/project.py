@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
+from ddp_doctor.lint.context import FileContext, dotted, method, param_defaults, walk_local
 from ddp_doctor.lint.flags import argparse_choices
 from ddp_doctor.lint.idioms import SYNC_CONTROL
 from ddp_doctor.lint.loops import LoopFacts, backward_of, param_backward
@@ -1687,12 +1687,9 @@ def _off_by_default(ctx: FileContext, node: ast.AST) -> bool:
     fn = ctx.enclosing_function(node)
     if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return False
-    positional = [*fn.args.posonlyargs, *fn.args.args]
-    defaults = dict(
-        zip([a.arg for a in positional][len(positional) - len(fn.args.defaults) :], fn.args.defaults)
-    )
-    defaults.update({a.arg: d for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults) if d is not None})
-    off = {k for k, d in defaults.items() if isinstance(d, ast.Constant) and d.value in (False, None)}
+    off = {
+        k for k, d in param_defaults(fn).items() if isinstance(d, ast.Constant) and d.value in (False, None)
+    }
     child, cur = node, ctx.parents.get(node)
     while cur is not None and cur is not fn:
         if isinstance(cur, (ast.IfExp, ast.If)) and child in (

@@ -17,7 +17,7 @@ import ast
 import re
 from collections.abc import Collection, Iterable
 
-from ddp_doctor.lint.context import dotted, walk_local
+from ddp_doctor.lint.context import dotted, param_defaults, walk_local
 from ddp_doctor.lint.idioms import (
     GPU_NAME,
     LOGGER_NAME,
@@ -417,10 +417,7 @@ def _quiet_level(node: ast.AST, fn: ast.AST | None = None) -> bool:
     """``logging.ERROR``, ``"ERROR"``, or a parameter of ``fn`` whose default is one (SAM 2
     ``setup_logging(..., log_level_secondary="ERROR")``)."""
     if isinstance(node, ast.Name) and isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        a = fn.args
-        positional = [*a.posonlyargs, *a.args]
-        defaults = dict(zip([x.arg for x in positional[len(positional) - len(a.defaults) :]], a.defaults))
-        defaults |= {x.arg: d for x, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None}
+        defaults = param_defaults(fn)
         if node.id in defaults:
             return _quiet_level(defaults[node.id])
     name = dotted(node) or (
