@@ -170,6 +170,9 @@ class Summary:
     fsdp_only: bool = False  # its own wraps are all FSDP (no DistributedDataParallel)
     wraps_ddp: bool = False  # calls a DDP/FSDP constructor (directly or through a project helper)
     calls_backward: bool = False
+    # combines values across ranks (``dist.all_reduce``, a ``reduce``-named call), directly or through
+    # the project functions it calls (lingua ``dist_mean_dict`` → ``dist_mean`` → ``all_reduce``)
+    reduces: bool = False
     toggles_sync: bool = False
     builds_batchnorm: bool = False
     converts_syncbn: bool = False
@@ -716,6 +719,8 @@ class ProjectIndex:
                 q = ctx.call_qualname(n) or ""
                 if backward_of(n):
                     s.calls_backward = True
+                if is_reduce(q or dotted(n.func) or ""):
+                    s.reduces = True
                 m = method(n)
                 if scan.sync and m and SYNC_CONTROL.match(m[1]):
                     s.toggles_sync = True
@@ -952,6 +957,7 @@ class ProjectIndex:
                     before = _propagated_flags(s)
                     if not _is_class_summary(c):
                         s.calls_backward |= c.calls_backward
+                        s.reduces |= c.reduces
                         s.toggles_sync |= c.toggles_sync
                     # a function builds what it constructs and what it returns, not what a helper
                     # it calls does to its argument (KAIR ``merge_bn(self.netG)``, transformers'
@@ -1774,6 +1780,7 @@ def _propagated_flags(s: Summary) -> tuple[bool, ...]:
     comparison cannot miss a field (it once compared 5 fields with 6 and never stopped early)."""
     return (
         s.calls_backward,
+        s.reduces,
         s.toggles_sync,
         s.builds_batchnorm,
         s.converts_syncbn,

@@ -386,6 +386,34 @@ def is_reduce(name: str) -> bool:
     return bool(words & REDUCE_WORDS) and not words & NOT_REDUCE_WORDS
 
 
+def reducing_call(ctx: FileContext, node: ast.AST) -> bool:
+    """``node`` is a call that combines values across ranks: by its name (``is_reduce``) or, in
+    project mode, a project function that reduces directly or through its callees (lingua's
+    ``dist_mean_dict``, whose ``dist_mean`` calls ``dist.all_reduce``)."""
+    if not isinstance(node, ast.Call):
+        return False
+    if is_reduce(dotted(node.func) or ""):
+        return True
+    helper = ctx.helper(node)
+    if helper is not None:  # a same-file helper: it, or a helper it calls, combines
+        return _helper_reduces(ctx, helper, 2)
+    if ctx.project is None:
+        return False
+    summary = ctx.project.summary_for(ctx, node.func)
+    return summary is not None and summary.reduces and not summary.qualname.rsplit(".", 1)[-1][:1].isupper()
+
+
+def _helper_reduces(ctx: FileContext, fn: ast.AST, depth: int) -> bool:
+    for n in ctx.local(fn):
+        if isinstance(n, ast.Call):
+            if is_reduce(dotted(n.func) or ""):
+                return True
+            inner = ctx.helper(n) if depth else None
+            if inner is not None and inner is not fn and _helper_reduces(ctx, inner, depth - 1):
+                return True
+    return False
+
+
 def loss_names(ctx: FileContext, root: ast.AST | None) -> set[str]:
     """The names a backward root is made of: operands of sums and products, the receiver of
     ``.mean()``-style calls, the items of ``sum(losses)`` / ``torch.stack(losses)``. Not divisors
@@ -814,13 +842,15 @@ class LossFlow:
                     and receiver
                     and is_update_method(m[1])
                     and n.args + n.keywords
-                    and not _single_process_only(ctx, n)
+                    and not single_process_only(ctx, n)
                     and not _synced_meter(ctx, scope, receiver)
                 ):
-                    # meter.update(loss.item()) / self.meter.update(**outputs): the object holds the loss
-                    read = reads(
-                        (x for a in [*n.args, *(k.value for k in n.keywords)] for x in ast.walk(a)), fields
-                    )
+                    # meter.update(loss.item()) / self.meter.update(**outputs): the object holds the loss;
+                    # not what it is fed already combined (``metrics.update(dist_mean_dict(to_sync))``)
+                    values = [
+                        a for a in [*n.args, *(k.value for k in n.keywords)] if not reducing_call(ctx, a)
+                    ]
+                    read = reads((x for a in values for x in ast.walk(a)), fields)
                     read |= loop_aliases(ctx, n, read)
                     flows.append((read, {receiver}))
                     updates.setdefault(receiver, []).append(n.lineno)
@@ -830,7 +860,7 @@ class LossFlow:
             elif (
                 isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
                 and n.value is not None
-                and not _single_process_only(ctx, n)
+                and not single_process_only(ctx, n)
             ):
                 targets = n.targets if isinstance(n, ast.Assign) else [n.target]
                 written = {x for t in targets for x in bound_names(t)}
@@ -854,7 +884,7 @@ class LossFlow:
                         # loss, loss_items = criterion(...): the other outputs that say they hold loss
                         # values share the loss's fate (not ``mean_path_length`` or ``report``)
                         flows.append((written, {w for w in written if LOSS_CARRIER.search(w.split(".")[-1])}))
-                if any(type(x) is ast.Call and is_reduce(dotted(x.func) or "") for x in value_nodes):
+                if any(type(x) is ast.Call and reducing_call(ctx, x) for x in value_nodes):
                     gathered |= written
                 all_flows.append((read, written))
                 if positional:
@@ -1167,7 +1197,7 @@ def lightning_steps(ctx: FileContext) -> dict[int, FunctionNode]:
     return out
 
 
-def _single_process_only(ctx: FileContext, node: ast.AST) -> bool:
+def single_process_only(ctx: FileContext, node: ast.AST) -> bool:
     """``node`` runs only when training is not distributed: under ``if not args.distributed:`` /
     ``if world_size == 1:``, or in the else of ``if args.distributed:`` (apex/timm update the meter
     with the raw loss there and with the reduced one otherwise): rank 0's value is the global one."""
@@ -1187,8 +1217,61 @@ def _single_process_only(ctx: FileContext, node: ast.AST) -> bool:
                 return True
             if isinstance(test, (ast.Name, ast.Attribute, ast.Call)) and child in cur.orelse:
                 return True
+        if isinstance(cur, ast.If) and child in _one_process_branch(ctx, cur):
+            return True
         child, cur = cur, ctx.parents.get(cur)
     return False
+
+
+RANK_NAME = re.compile(r"rank", re.IGNORECASE)
+
+
+def _rank_unset(test: ast.expr) -> str | None:
+    """``rank == -1`` → "body", ``rank != -1`` → "orelse": the branch where no launcher set a rank."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return None
+    right = test.comparators[0]
+    if not (
+        isinstance(right, ast.UnaryOp)
+        and isinstance(right.op, ast.USub)
+        and isinstance(right.operand, ast.Constant)
+        and right.operand.value == 1
+    ):
+        return None
+    if not RANK_NAME.search((dotted(test.left) or "").rsplit(".", 1)[-1]):
+        return None
+    if isinstance(test.ops[0], ast.Eq):
+        return "body"
+    return "orelse" if isinstance(test.ops[0], ast.NotEq) else None
+
+
+def _one_process_branch(ctx: FileContext, node: ast.If) -> list[ast.stmt]:
+    """The branch of ``node`` that runs only in a single-process run, or ``[]``:
+    ``if args.local_rank == -1:`` (-1 is the launcher's "not distributed") and the ``else`` of
+    ``!= -1``; and of a process-count test (``if cfg.NUM_GPU > 1:`` / ``== 1``) whose other branch
+    combines across ranks (Cream ``reduced_loss = reduce_tensor(loss.data, n)`` there, the raw loss
+    here): the count is the world size, and one process holds the global value."""
+    test = node.test
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        # ``if args.local_rank == -1 and args.evaluate_during_training:``: one conjunct suffices
+        one_only = any(_rank_unset(c) == "body" for c in test.values)
+        return node.body if one_only else []
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return []
+    unset = _rank_unset(test)
+    if unset is not None:
+        return node.body if unset == "body" else node.orelse
+    op, right = test.ops[0], test.comparators[0]
+    value = right.value if isinstance(right, ast.Constant) else None
+    if value == 1 and isinstance(op, (ast.Gt, ast.NotEq)):
+        many, one = node.body, node.orelse
+    elif value == 1 and isinstance(op, (ast.Eq, ast.LtE)):
+        many, one = node.orelse, node.body
+    else:
+        return []
+    if any(reducing_call(ctx, x) for stmt in many for x in ast.walk(stmt)):
+        return one
+    return []
 
 
 def _is_statement(ctx: FileContext, call: ast.Call) -> bool:

@@ -29,7 +29,9 @@ class AccumLossUnscaled(Rule):
     )
     not_flagged = (
         "`loss / accum` anywhere on the way (also inside a helper), normalisation by a global token "
-        "count, HF `num_items_in_batch`, `p.grad.div_(n)`, `accelerator.backward`"
+        "count, HF `num_items_in_batch`, `p.grad.div_(n)`, `accelerator.backward`; a backward "
+        "followed on its path by an unconditional step (the `else` of `if accum > 1:`) or by a "
+        "`zero_grad` that discards it (a statistics probe)"
     )
     required = (("backward",),)
 
@@ -42,6 +44,8 @@ class AccumLossUnscaled(Rule):
                 bw = backward_of(node)
                 if bw is None or bw.framework or tracer.state(bw.root, bw.call) != "raw":
                     continue
+                if _not_accumulated(ctx, facts, bw.call, loop.loop):
+                    continue
                 root = ctx.segment(bw.root) if bw.root is not None else "loss"
                 yield self.violation(
                     bw.call,
@@ -52,6 +56,40 @@ class AccumLossUnscaled(Rule):
                     ),
                     accumulation_loop_line=loop.loop.lineno,
                 )
+
+
+LOOP_OR_DEF = (ast.For, ast.AsyncFor, ast.While, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+
+
+def _not_accumulated(ctx: FileContext, facts: LoopFacts, call: ast.Call, loop: ast.AST) -> bool:
+    """What runs after this backward, on its path to the end of the loop body, settles the gradient
+    before another micro-step adds to it: an unconditional optimizer step (the ``else`` of ``if
+    accumulation_steps > 1:``, Swin/MiniViT: one backward per step, nothing to divide), or a
+    ``zero_grad`` that discards it first (lingua's probe: a backward on half a batch to collect
+    statistics, then ``optimizer.zero_grad()``)."""
+    child: ast.AST = call
+    cur = ctx.parents.get(call)
+    # up to the innermost loop: past it, a step after a micro-batch loop is the nested shape itself
+    while cur is not None and cur is not loop and not isinstance(cur, LOOP_OR_DEF):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(cur, field, None)
+            if isinstance(block, list) and child in block:
+                for stmt in block[block.index(child) + 1 :]:
+                    for node in _unconditional(stmt):
+                        m = method(node)
+                        if m and m[1] == "zero_grad" or facts.is_optimizer_step(node):
+                            return True
+        child, cur = cur, ctx.parents.get(cur)
+    return False
+
+
+def _unconditional(stmt: ast.stmt) -> Iterator[ast.AST]:
+    """The calls a statement always makes: its own expression, and the bodies of ``with`` blocks."""
+    if isinstance(stmt, ast.Expr):
+        yield stmt.value
+    elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+        for inner in stmt.body:
+            yield from _unconditional(inner)
 
 
 def _scales_gradients(ctx: FileContext, scope: ast.AST) -> bool:
