@@ -189,3 +189,28 @@ def test_find_unused_in_an_entry_script_that_only_evaluates(tmp_path: Path) -> N
         "train.py": ENTRY.format(call="train_one_epoch", extra=", optimizer"),
     }
     assert _found(tmp_path, files) == {("find-unused-true", "train.py")}
+
+
+def test_an_entry_script_that_spawns_a_project_worker_trains(tmp_path: Path) -> None:
+    # the backward is in the worker another module defines; the script only hands it to spawn
+    worker = (
+        ENGINE
+        + """
+    def worker(rank, model, loader):
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        train_one_epoch(model, loader, optimizer)
+    """
+    )
+    entry = """
+        import torch
+        import torch.multiprocessing as mp
+        from engine import worker
+
+        def main(model, loader):
+            model = torch.nn.parallel.DistributedDataParallel(model, find_unused_parameters=True)
+            mp.spawn(worker, args=(model, loader), nprocs=2)
+
+        if __name__ == "__main__":
+            main(None, None)
+    """
+    assert _found(tmp_path, {"engine.py": worker, "launch.py": entry}) == {("find-unused-true", "launch.py")}

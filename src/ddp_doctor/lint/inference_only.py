@@ -9,7 +9,7 @@ describe costs and numerics that never happen there.
 A file is taken as never training only on positive evidence, because a miss here silences true
 findings: it is an entry script (``if __name__ == "__main__":``), nothing in it backprops (any
 spelling lint/loops.py knows), it calls nothing whose name says it trains or steps (``train``,
-``fit``, ``step``, ``backward``: a library trainer such as HF ``trainer.train()`` or Lightning's
+``fit``, ``step``, ``backward``, ``run``: a library trainer such as HF ``trainer.train()`` or Lightning's
 ``trainer.fit()`` trains without a visible backward), and, in project mode, no project function
 it calls runs backward (directly or through its callees). A library module that only builds the
 wrapped model for its callers (DPR's ``setup_for_distributed_mode``) is not an entry script and is
@@ -24,7 +24,7 @@ import re
 from ddp_doctor.lint.context import FileContext, dotted
 from ddp_doctor.lint.loops import LoopFacts
 
-TRAINING_CALL = re.compile(r"train|fit|backward|(^|_)step$|^step", re.IGNORECASE)
+TRAINING_CALL = re.compile(r"train|fit|backward|(^|_)step$|^step|^run$", re.IGNORECASE)
 
 
 def never_trains(ctx: FileContext, facts: LoopFacts) -> bool:
@@ -37,11 +37,15 @@ def never_trains(ctx: FileContext, facts: LoopFacts) -> bool:
         if TRAINING_CALL.search(name) or facts.backward(call) is not None:
             return False
         if project is not None:
-            summary = project.summary_for(ctx, call.func)
-            # a function that backprops; building a loss-scaler object (a class whose ``__call__``
-            # backprops) is not training: calling the instance is, and facts.backward sees that
-            if summary is not None and summary.calls_backward and not _names_a_class(summary.qualname):
-                return False
+            # a project function that backprops, called or handed over (``mp.spawn(worker, ...)``);
+            # building a loss-scaler object (a class whose ``__call__`` backprops) is not training:
+            # calling the instance is, and facts.backward sees that
+            for target in (call.func, *call.args, *(k.value for k in call.keywords)):
+                if not isinstance(target, (ast.Name, ast.Attribute)):
+                    continue
+                summary = project.summary_for(ctx, target)
+                if summary is not None and summary.calls_backward and not _names_a_class(summary.qualname):
+                    return False
     return True
 
 

@@ -39,6 +39,7 @@ from ddp_doctor.lint.provenance import (
     Shape,
     alarm,
     bound_names,
+    combines_ranks,
     is_reduce,
     is_update_method,
     loop_aliases,
@@ -719,7 +720,7 @@ class ProjectIndex:
                 q = ctx.call_qualname(n) or ""
                 if backward_of(n):
                     s.calls_backward = True
-                if is_reduce(q or dotted(n.func) or ""):
+                if combines_ranks(q, dotted(n.func) or ""):
                     s.reduces = True
                 m = method(n)
                 if scan.sync and m and SYNC_CONTROL.match(m[1]):

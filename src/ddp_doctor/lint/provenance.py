@@ -406,12 +406,22 @@ def reducing_call(ctx: FileContext, node: ast.AST) -> bool:
 def _helper_reduces(ctx: FileContext, fn: ast.AST, depth: int) -> bool:
     for n in ctx.local(fn):
         if isinstance(n, ast.Call):
-            if is_reduce(dotted(n.func) or ""):
+            if combines_ranks(ctx.call_qualname(n) or "", dotted(n.func) or ""):
                 return True
             inner = ctx.helper(n) if depth else None
             if inner is not None and inner is not fn and _helper_reduces(ctx, inner, depth - 1):
                 return True
     return False
+
+
+def combines_ranks(qualname: str, name: str) -> bool:
+    """A call that combines across ranks: a reduce-named call, but not torch's own tensor ops that
+    share the words (``torch.gather``, ``logits.gather(1, idx)`` in YOLO's loss: indexing)."""
+    if qualname.startswith("torch.") and not qualname.startswith("torch.distributed."):
+        return False
+    if name.rsplit(".", 1)[-1] == "gather" and not qualname.startswith("torch.distributed."):
+        return "accelerator" in name  # accelerate's ``accelerator.gather(x)``; a tensor's gather indexes
+    return is_reduce(qualname or name)
 
 
 def loss_names(ctx: FileContext, root: ast.AST | None) -> set[str]:
