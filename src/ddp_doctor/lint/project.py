@@ -39,13 +39,13 @@ from ddp_doctor.lint.provenance import (
     Shape,
     alarm,
     bound_names,
-    combines_ranks,
     is_reduce,
     is_update_method,
     loop_aliases,
     merge,
     param_call_return,
     reads,
+    returned_reductions,
 )
 from ddp_doctor.lint.rank0 import is_log_sink
 from ddp_doctor.lint.source import read_source
@@ -114,6 +114,8 @@ FACTS: dict[str, tuple[str, ...]] = {
         "rank0_objects",
         "rank0_predicates",
         "silences_other_ranks",
+        "logging_silencers",
+        "silences_logging",
         "print_silencers",
         "silences_print",
         "logged_params",
@@ -171,9 +173,10 @@ class Summary:
     fsdp_only: bool = False  # its own wraps are all FSDP (no DistributedDataParallel)
     wraps_ddp: bool = False  # calls a DDP/FSDP constructor (directly or through a project helper)
     calls_backward: bool = False
-    # combines values across ranks (``dist.all_reduce``, a ``reduce``-named call), directly or through
-    # the project functions it calls (lingua ``dist_mean_dict`` → ``dist_mean`` → ``all_reduce``)
-    reduces: bool = False
+    # returns values combined across ranks (``dist.all_reduce(t); return t``), directly or through
+    # the project functions whose results it returns (lingua ``dist_mean_dict`` → ``dist_mean``)
+    returns_reduced: bool = False
+    reduce_callees: set[str] = field(default_factory=set)  # project functions whose results it returns
     toggles_sync: bool = False
     builds_batchnorm: bool = False
     converts_syncbn: bool = False
@@ -296,6 +299,7 @@ class ProjectIndex:
     rank0_objects: set[str] = field(default_factory=set)  # spellings bound only on rank 0
     rank0_predicates: set[str] = field(default_factory=set)  # functions answering "am I rank 0?"
     silences_other_ranks: bool = False  # some file's logging setup keeps rank 0's records only
+    logging_silencers: set[str] = field(default_factory=set)  # the modules whose setup does it
     # module -> line of its ``builtins.print = ...`` that drops output off rank 0 (MAE/DeiT
     # ``setup_for_distributed``, MoCo's ``print_pass``): it covers the code that module reaches
     print_silencers: dict[str, int] = field(default_factory=dict)
@@ -687,6 +691,9 @@ class ProjectIndex:
             s.param_call_return = param_call_return(node, body)
         if "compile" in self.facts:
             s.compiles_param = _compiles_param(ctx, node, method=is_method)
+        # shared: what it returns of values combined across ranks (provenance.reducing_call)
+        s.returns_reduced, returned = returned_reductions(ctx, node)
+        s.reduce_callees = {t for c in returned if (t := self._project_target(scan.imports, c.func))}
         # shared: the loop model (lint/loops.py) takes a call of it as a backward of its argument
         if s.calls_backward:
             s.backward_param = param_backward(node, body)
@@ -720,8 +727,6 @@ class ProjectIndex:
                 q = ctx.call_qualname(n) or ""
                 if backward_of(n):
                     s.calls_backward = True
-                if combines_ranks(q, dotted(n.func) or ""):
-                    s.reduces = True
                 m = method(n)
                 if scan.sync and m and SYNC_CONTROL.match(m[1]):
                     s.toggles_sync = True
@@ -800,8 +805,9 @@ class ProjectIndex:
             else set()
         )
         self.rank0_predicates |= predicates
-        if rank0 and not self.silences_other_ranks:
-            self.silences_other_ranks = silences_other_ranks(ctx.tree, predicates, ctx.parents)
+        if rank0 and silences_other_ranks(ctx.tree, predicates, ctx.parents):
+            self.silences_other_ranks = True
+            self.logging_silencers.add(module)
         if (
             rank0
             and "print" in ctx.words
@@ -958,7 +964,7 @@ class ProjectIndex:
                     before = _propagated_flags(s)
                     if not _is_class_summary(c):
                         s.calls_backward |= c.calls_backward
-                        s.reduces |= c.reduces
+                        s.returns_reduced |= callee in s.reduce_callees and c.returns_reduced
                         s.toggles_sync |= c.toggles_sync
                     # a function builds what it constructs and what it returns, not what a helper
                     # it calls does to its argument (KAIR ``merge_bn(self.netG)``, transformers'
@@ -1227,6 +1233,16 @@ class ProjectIndex:
             if m == module or m in reach or module in self.reachable(m):
                 return m, line
         return None
+
+    def silences_logging(self, module: str | None) -> bool:
+        """A logging setup that keeps rank 0's records only runs in this module's process: in the
+        module, one it imports, or one that imports it (MSN's ``main.py`` sets the level off rank 0
+        and runs ``src/msn_train.py``). A sibling entry script's setup (CodeBERT's codesearch
+        beside code2nl) never runs in this one's process."""
+        if module is None:
+            return False
+        reach = self.reachable(module)
+        return any(m == module or m in reach or module in self.reachable(m) for m in self.logging_silencers)
 
     def reachable(self, module: str) -> frozenset[str]:
         """The project modules ``module`` imports, directly or through other project modules."""
@@ -1781,7 +1797,7 @@ def _propagated_flags(s: Summary) -> tuple[bool, ...]:
     comparison cannot miss a field (it once compared 5 fields with 6 and never stopped early)."""
     return (
         s.calls_backward,
-        s.reduces,
+        s.returns_reduced,
         s.toggles_sync,
         s.builds_batchnorm,
         s.converts_syncbn,

@@ -387,41 +387,93 @@ def is_reduce(name: str) -> bool:
 
 
 def reducing_call(ctx: FileContext, node: ast.AST) -> bool:
-    """``node`` is a call that combines values across ranks: by its name (``is_reduce``) or, in
-    project mode, a project function that reduces directly or through its callees (lingua's
-    ``dist_mean_dict``, whose ``dist_mean`` calls ``dist.all_reduce``)."""
+    """``node`` is a call whose result is combined across ranks: by its name (``is_reduce``), or a
+    helper that returns what it reduced — a same-file one (two calls deep) or, in project mode, a
+    project function (lingua's ``dist_mean_dict`` returns ``dist_mean(v)``, which returns the tensor
+    it ``dist.all_reduce``-d). A helper that reduces something else (MSN's loss all-reduces its
+    Sinkhorn sums, not the loss it returns) is not one."""
     if not isinstance(node, ast.Call):
         return False
     if is_reduce(dotted(node.func) or ""):
         return True
-    helper = ctx.helper(node)
-    if helper is not None:  # a same-file helper: it, or a helper it calls, combines
-        return _helper_reduces(ctx, helper, 2)
+    if ctx.helper(node) is not None:
+        return _helper_call_reduces(ctx, node, 2)
     if ctx.project is None:
         return False
     summary = ctx.project.summary_for(ctx, node.func)
-    return summary is not None and summary.reduces and not summary.qualname.rsplit(".", 1)[-1][:1].isupper()
+    return (
+        summary is not None
+        and summary.returns_reduced
+        and not summary.qualname.rsplit(".", 1)[-1][:1].isupper()
+    )
 
 
-def _helper_reduces(ctx: FileContext, fn: ast.AST, depth: int) -> bool:
-    for n in ctx.local(fn):
-        if isinstance(n, ast.Call):
-            if combines_ranks(ctx.call_qualname(n) or "", dotted(n.func) or ""):
-                return True
-            inner = ctx.helper(n) if depth else None
-            if inner is not None and inner is not fn and _helper_reduces(ctx, inner, depth - 1):
-                return True
-    return False
+def _helper_call_reduces(ctx: FileContext, call: ast.Call, depth: int) -> bool:
+    helper = ctx.helper(call)
+    if helper is None:
+        return False
+    direct, calls = returned_reductions(ctx, helper)
+    return direct or (
+        depth > 0 and any(c is not call and _helper_call_reduces(ctx, c, depth - 1) for c in calls)
+    )
+
+
+def returned_reductions(ctx: FileContext, fn: ast.AST) -> tuple[bool, list[ast.Call]]:
+    """What ``fn`` returns of values combined across ranks: True when a return reads a name it
+    reduced in place (``dist.all_reduce(t); return t``) or a collective's result (``return
+    all_gather(x)``); else the other calls whose results it returns (directly or through the names
+    and items it assigns: ``r[k] = dist_mean(x[k]); return r``), for the caller to resolve."""
+    nodes = ctx.local(fn)
+    reduced: set[str] = set()
+    feeds: dict[str, list[ast.Call]] = {}  # name -> calls whose results it is assigned
+    for n in nodes:
+        if (
+            isinstance(n, ast.Call)
+            and isinstance(ctx.parents.get(n), ast.Expr)
+            and n.args
+            and isinstance(n.args[0], ast.Name)
+            and combines_ranks(ctx.call_qualname(n) or "", dotted(n.func) or "")
+        ):
+            reduced.add(n.args[0].id)
+        if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and n.value is not None:
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+            calls = [c for c in ast.walk(n.value) if isinstance(c, ast.Call)]
+            for t in targets:
+                base = t.value if isinstance(t, ast.Subscript) else t
+                if isinstance(base, ast.Name):
+                    feeds.setdefault(base.id, []).extend(calls)
+    direct = False
+    returned: list[ast.Call] = []
+    for r in nodes:
+        if not isinstance(r, ast.Return) or r.value is None:
+            continue
+        for x in ast.walk(r.value):
+            if isinstance(x, ast.Name):
+                direct |= x.id in reduced
+                returned += feeds.get(x.id, [])
+            elif isinstance(x, ast.Call):
+                returned.append(x)
+    direct |= any(combines_ranks(ctx.call_qualname(c) or "", dotted(c.func) or "") for c in returned)
+    return direct, returned
 
 
 def combines_ranks(qualname: str, name: str) -> bool:
-    """A call that combines across ranks: a reduce-named call, but not torch's own tensor ops that
-    share the words (``torch.gather``, ``logits.gather(1, idx)`` in YOLO's loss: indexing)."""
-    if qualname.startswith("torch.") and not qualname.startswith("torch.distributed."):
+    """A call that surely combines values across ranks, for what a helper does with its values:
+    ``torch.distributed``'s collectives, or a name saying reduce / all-gather (``reduce_tensor``,
+    ``all_gather``, accelerate's ``accelerator.gather``). Stricter than ``is_reduce``: not the
+    words a timer or tensor op shares (``torch.cuda.synchronize``, ``end.synchronize()`` in MSN's
+    ``gpu_timer``, ``logits.gather(1, idx)``), nor a meter's ``sync``."""
+    if qualname.startswith("torch.distributed."):
+        return is_reduce(qualname)
+    if qualname.startswith("torch."):
         return False
-    if name.rsplit(".", 1)[-1] == "gather" and not qualname.startswith("torch.distributed."):
-        return "accelerator" in name  # accelerate's ``accelerator.gather(x)``; a tensor's gather indexes
-    return is_reduce(qualname or name)
+    last = name.rsplit(".", 1)[-1]
+    words = set(re.sub(r"([a-z])([A-Z])", r"\1_\2", last).lower().split("_"))
+    if words & NOT_REDUCE_WORDS:
+        return False
+    if words & {"reduce", "allreduce", "allgather"}:
+        return True
+    return "gather" in words and ("all" in words or "accelerator" in name)
 
 
 def loss_names(ctx: FileContext, root: ast.AST | None) -> set[str]:

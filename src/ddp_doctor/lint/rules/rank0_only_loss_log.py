@@ -109,9 +109,7 @@ class Rank0OnlyLossLog(Rule):
         quiet = silences_other_ranks(ctx.tree, predicates, ctx.parents)
         if ctx.project is not None:
             predicates |= ctx.project.rank0_predicates
-            # another file's logging setup, unless this file configures logging itself (a sibling
-            # entry script's ``basicConfig`` never runs in this one's process: CodeBERT code2nl)
-            quiet |= ctx.project.silences_other_ranks and not _configures_logging(ctx)
+            quiet |= ctx.project.silences_logging(ctx.module)  # a setup in this process's modules
         rank0_objects = _rank0_objects(ctx, predicates)
         # ``sys.stdout = open(os.devnull, "w")`` off rank 0: this file's prints show rank 0's values
         silencer = silenced_stdout(ctx.of_type(ast.Assign), ctx.parents, predicates)
@@ -181,13 +179,6 @@ class Rank0OnlyLossLog(Rule):
                     value=name,
                     value_kind=kind.en,
                 )
-
-
-def _configures_logging(ctx: FileContext) -> bool:
-    """The file calls ``logging.basicConfig`` itself (then its own setup decides who logs)."""
-    return ctx.mentions("basicConfig") and any(
-        isinstance(c.func, ast.Attribute) and c.func.attr == "basicConfig" for c in ctx.of_type(ast.Call)
-    )
 
 
 def _kind(name: str, taint: Taint) -> Text:
