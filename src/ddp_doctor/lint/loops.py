@@ -356,8 +356,11 @@ class LoopFacts:
             return True
         assert isinstance(node, ast.Call)
         # ``scaler.step(optimizer)``, a trainer stepping the optimizer it is handed
-        # (``self.mp_trainer.optimize(self.opt)``)
-        return len(node.args) == 1 and self.is_optimizer(dotted(node.args[0]))
+        # (``self.mp_trainer.optimize(self.opt)``, ColBERT's mixed-precision manager
+        # ``amp.step(colbert, optimizer, scheduler)``); not a scheduler's own ``step``
+        if self.is_scheduler(m[0]):
+            return False
+        return any(self.is_optimizer(dotted(a)) for a in node.args)
 
     def steps(self, node: ast.AST) -> TypeGuard[ast.Call]:
         """An optimizer step here, or a call of project code in another file that steps one."""
