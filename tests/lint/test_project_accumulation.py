@@ -8,10 +8,13 @@ neither a ``.backward`` nor an ``optimizer.step`` is written in it.
 
 from __future__ import annotations
 
+import ast
 import textwrap
 from pathlib import Path
 
+from ddp_doctor.lint.context import walk_local
 from ddp_doctor.lint.engine import lint_paths
+from ddp_doctor.lint.loops import param_backward
 from tests.lint.project_facts import assert_rules_alone_agree
 
 TRAIN_UTILS = """
@@ -90,3 +93,48 @@ def test_a_helper_that_steps_on_every_call_makes_no_accumulation_loop(tmp_path: 
 def test_file_mode_cannot_see_the_helpers(tmp_path: Path) -> None:
     found = _found(tmp_path, {"train_utils.py": TRAIN_UTILS, "executor.py": EXECUTOR}, project=False)
     assert ("zero-grad-inside-accum", "executor.py") not in found
+
+
+def _param_backward(source: str) -> tuple[str, int, bool] | None:
+    fn = ast.parse(textwrap.dedent(source)).body[0]
+    assert isinstance(fn, ast.FunctionDef)
+    return param_backward(fn, list(walk_local(fn)))
+
+
+def test_backward_of_an_item_of_a_parameter_through_a_scaled_local() -> None:
+    assert _param_backward(
+        """
+        def batch_backward(model, scaler, info_dict):
+            if info_dict["engine"] == "deepspeed":
+                scaled_loss = model.backward(info_dict["loss_dict"]["loss"])
+            else:
+                scaled_loss = info_dict["loss_dict"]["loss"] / info_dict["accum_grad"]
+                scaler.scale(scaled_loss).backward()
+            return info_dict
+        """
+    ) == ("info_dict", 2, False)
+
+
+def test_a_loss_combined_from_locals_is_not_the_weight_parameter() -> None:
+    # ``args`` only weighs the terms: a call of this function is no backward of ``args``
+    assert (
+        _param_backward(
+            """
+            def train_one_epoch(args, model, batch):
+                loss_e, loss_f = model(batch)
+                loss = args.energy_weight * loss_e + args.force_weight * loss_f
+                loss.backward()
+            """
+        )
+        is None
+    )
+    assert (
+        _param_backward(
+            """
+            def train_step(self, batch):
+                loss = self.model(batch)
+                loss.backward()
+            """
+        )
+        is None
+    )

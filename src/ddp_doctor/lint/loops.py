@@ -179,8 +179,9 @@ def _param_root(
     values = [max(binds, key=lambda n: n.lineno).value] if binds else []
     if any(isinstance(x, (ast.Call, ast.Await, ast.Lambda)) for v in values for x in ast.walk(v)):
         return name  # computed (``loss = self.model(batch)``): not the parameter's own value
-    used = {x.id for v in values for x in ast.walk(v) if isinstance(x, ast.Name) and x.id in params}
-    return used.pop() if values and len(used) == 1 else name
+    used = {x.id for v in values for x in ast.walk(v) if isinstance(x, ast.Name)}
+    # every name read is that one parameter (``loss = w * loss_e + args.w_f * loss_f`` reads locals)
+    return used.pop() if values and len(used) == 1 and used <= set(params) else name
 
 
 def argument(call: ast.Call, name: str, position: int) -> ast.expr | None:
