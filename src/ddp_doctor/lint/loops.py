@@ -872,9 +872,21 @@ def _exits_under_guard(facts: LoopFacts, stmt: ast.If) -> bool:
     in a nested ``if`` (``if accum != 1: if self.step % accum != 0: return``), and steps nothing."""
     if facts.has_optimizer_step([stmt]):
         return False
-    if is_accum_guard(stmt.test, facts) and any(isinstance(s, (ast.Return, ast.Continue)) for s in stmt.body):
+    if _names_accumulation(stmt.test) and any(isinstance(s, (ast.Return, ast.Continue)) for s in stmt.body):
         return True
     return any(isinstance(s, ast.If) and _exits_under_guard(facts, s) for s in stmt.body)
+
+
+def _names_accumulation(test: ast.expr) -> bool:
+    """The test names the accumulation (``self.step % self.grad_accumulation_steps != 0``,
+    ``not is_last_micro``). Stricter than ``is_accum_guard``: a bare ``%`` also skips batches of
+    the wrong size (DLRM ``if X.size(0) % world_size != 0: continue``), which says nothing about
+    when the optimizer steps."""
+    return any(
+        ACCUM_GUARD_NAME.search(n.id if isinstance(n, ast.Name) else n.attr)
+        for n in ast.walk(test)
+        if isinstance(n, (ast.Name, ast.Attribute))
+    )
 
 
 def _guard_keyword_step(facts: LoopFacts, body: list[ast.stmt]) -> int | None:
