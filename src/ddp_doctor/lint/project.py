@@ -1254,13 +1254,18 @@ class ProjectIndex:
                 return m, line
         return None
 
-    def silences_logging(self, module: str | None) -> bool:
+    def silences_logging(self, module: str | None, configures_itself: bool) -> bool:
         """A logging setup that keeps rank 0's records only runs in this module's process: in the
         module, one it imports, or one that imports it (MSN's ``main.py`` sets the level off rank 0
-        and runs ``src/msn_train.py``). A sibling entry script's setup (CodeBERT's codesearch
-        beside code2nl) never runs in this one's process."""
-        if module is None:
+        and runs ``src/msn_train.py``, whose own ``basicConfig`` runs first); or anywhere in the
+        project when the module configures no logging itself (V-JEPA's ``app/main.py`` loads
+        ``app/vjepa/train.py`` through ``importlib``, which no import table shows). A sibling entry
+        script's setup (CodeBERT's codesearch) does not silence a script that configures logging
+        itself (code2nl's ``basicConfig(level=INFO)`` on every rank)."""
+        if module is None or not self.logging_silencers:
             return False
+        if not configures_itself:
+            return True
         reach = self.reachable(module)
         return any(m == module or m in reach or module in self.reachable(m) for m in self.logging_silencers)
 

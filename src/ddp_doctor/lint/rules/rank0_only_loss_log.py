@@ -109,7 +109,7 @@ class Rank0OnlyLossLog(Rule):
         quiet = silences_other_ranks(ctx.tree, predicates, ctx.parents)
         if ctx.project is not None:
             predicates |= ctx.project.rank0_predicates
-            quiet |= ctx.project.silences_logging(ctx.module)  # a setup in this process's modules
+            quiet |= ctx.project.silences_logging(ctx.module, _configures_logging(ctx))
         rank0_objects = _rank0_objects(ctx, predicates)
         # ``sys.stdout = open(os.devnull, "w")`` off rank 0: this file's prints show rank 0's values
         silencer = silenced_stdout(ctx.of_type(ast.Assign), ctx.parents, predicates)
@@ -179,6 +179,13 @@ class Rank0OnlyLossLog(Rule):
                     value=name,
                     value_kind=kind.en,
                 )
+
+
+def _configures_logging(ctx: FileContext) -> bool:
+    """The file calls ``logging.basicConfig`` itself."""
+    return ctx.mentions("basicConfig") and any(
+        isinstance(c.func, ast.Attribute) and c.func.attr == "basicConfig" for c in ctx.of_type(ast.Call)
+    )
 
 
 def _kind(name: str, taint: Taint) -> Text:
