@@ -76,10 +76,12 @@ def step_schema(which: int = 0) -> pa.Schema:
 # --- parsing ------------------------------------------------------------------------------------
 
 
-def _arrow(blob: bytes | memoryview, schema: pa.Schema) -> pa.Table | None:
+def _arrow(blob: bytes | memoryview, schema: pa.Schema, map_nonfinite: bool = True) -> pa.Table | None:
     """``blob`` (JSON Lines) parsed by Arrow with ``schema``; None when Arrow refuses it. The
-    writer's non-finite strings are mapped only after a first refusal (scanning costs time)."""
-    for attempt in range(2):
+    writer's non-finite strings are mapped only after a first refusal (scanning costs time), and
+    not at all without ``map_nonfinite`` (the lines of several files at once: a file's lines must
+    parse as they would alone)."""
+    for attempt in range(2 if map_nonfinite else 1):
         try:
             return pj.read_json(
                 pa.BufferReader(pa.py_buffer(blob)),  # no copy of the file's bytes
