@@ -44,6 +44,7 @@ import contextlib
 import math
 import os
 import time
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -1082,10 +1083,18 @@ def _mismatch(
 
 
 def _pool_map(fn: Any, items: list[Any], workers: int) -> list[Any]:
+    return list(_pool_imap(fn, items, workers))
+
+
+def _pool_imap(fn: Any, items: list[Any], workers: int) -> Iterator[Any]:
+    """``fn`` over ``items`` in order, in worker processes where there are several: each result as
+    soon as its chunk is done, so the caller's own work on it overlaps the workers' on the next."""
     if workers > 1 and len(items) > 1:
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            return list(pool.map(fn, items, chunksize=max(1, len(items) // (workers * 8))))
-    return [fn(i) for i in items]
+            yield from pool.map(fn, items, chunksize=max(1, len(items) // (workers * 8)))
+        return
+    for i in items:
+        yield fn(i)
 
 
 INDEX_BATCH = 256  # ranks per call of _index_batch
@@ -1320,7 +1329,8 @@ def _windows_all(
         items.append((paths[x.rank], x.rank, x, chosen, part, out, key))
     raw_bytes = sum(_bytes_to_read(x, chosen) for _, _, x, *_ in items)
     workers = min(len(items), cores) if raw_bytes >= PARALLEL_MIN_BYTES else 1
-    for item, (rank, data, probs, note) in zip(items, _pool_map(_read_windows, items, workers)):
+    # the caches written by the workers are read while the workers go on with the next ranks
+    for item, (rank, data, probs, note) in zip(items, _pool_imap(_read_windows, items, workers)):
         if data is None:  # cached by the worker: read back here
             hit = load_cache(Path(item[0]), rank, item[6], where=Path(item[5]))  # type: ignore[arg-type]
             if hit is None:  # replaced since: read again here, uncached
