@@ -674,37 +674,44 @@ def reduce(ranks: list[RankWindows]) -> Reduced:
     )
     for m in (red.loss, red.gsq, red.gsql, red.samples):
         m[:, 4:] = np.nan
+    # every rank's windows at once, in rank order: each ufunc.at applies its values in order, so
+    # every window's sums take their terms in the order of a loop over the ranks (the same floats)
+    rs = [r for r in sorted(ranks, key=lambda x: x.rank) if len(r.window)]
+    if not rs:
+        return red
+    for r in rs:
+        red.last_window[r.rank] = int(r.window[-1])
+    w = np.concatenate([r.window for r in rs])
+    flags = np.concatenate([r.flags for r in rs])
+    loss = np.concatenate([r.loss for r in rs])
+    np.bitwise_or.at(red.flags, w, flags & ~LOSS_SPIKE)  # a loss mark counts by quorum (select)
+    np.add.at(red.ranks, w, 1)
+    np.maximum.at(red.window_steps, w, np.concatenate([r.steps for r in rs]))
+    np.add.at(red.loss_marks, w, ((flags & LOSS_SPIKE) != 0).astype(np.int64))
+    _merge_stat(red.loss, loss, w)
+    for name in ("gsq", "gsql", "samples"):
+        _merge_stat(getattr(red, name), np.concatenate([getattr(r, name) for r in rs]), w)
+    np.fmax.at(red.lr_max, w, np.concatenate([r.lr[:, 1] for r in rs]))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = loss[:, 2] / (loss[:, 0] - loss[:, 1])
+        n_ok = loss[:, 0] - loss[:, 1]
+        ss = loss[:, 3] - n_ok * mean * mean
+    ex = loss[:, 5] - mean
+    ok = np.isfinite(ex)
+    np.add.at(red.excess, w[ok], ex[ok])
+    np.add.at(red.excess_n, w[ok], 1)
+    ok = np.isfinite(ss) & (n_ok > 1)
+    np.add.at(red.within, w[ok], np.maximum(ss[ok], 0.0))
+    np.add.at(red.within_n, w[ok], n_ok[ok] - 1)
+    # input digests: of each window, the lowest rank's with one, and how many ranks have it
+    digest = np.concatenate([r.digest for r in rs])
+    has = digest != 0
+    wh, dh = w[has], digest[has]
     lowest = np.zeros(W, dtype=np.uint64)
-    for r in sorted(ranks, key=lambda x: x.rank):
-        w = r.window
-        if not len(w):
-            continue
-        red.last_window[r.rank] = int(w[-1])
-        np.bitwise_or.at(red.flags, w, r.flags & ~LOSS_SPIKE)  # a loss mark counts by quorum (select)
-        np.add.at(red.ranks, w, 1)
-        np.maximum.at(red.window_steps, w, r.steps)
-        np.add.at(red.loss_marks, w, ((r.flags & LOSS_SPIKE) != 0).astype(np.int64))
-        _merge_stat(red.loss, r.loss, w)
-        _merge_stat(red.gsq, r.gsq, w)
-        _merge_stat(red.gsql, r.gsql, w)
-        _merge_stat(red.samples, r.samples, w)
-        np.fmax.at(red.lr_max, w, r.lr[:, 1])
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mean = r.loss[:, 2] / (r.loss[:, 0] - r.loss[:, 1])
-            n_ok = r.loss[:, 0] - r.loss[:, 1]
-            ss = r.loss[:, 3] - n_ok * mean * mean
-        ex = r.loss[:, 5] - mean
-        ok = np.isfinite(ex)
-        np.add.at(red.excess, w[ok], ex[ok])
-        np.add.at(red.excess_n, w[ok], 1)
-        ok = np.isfinite(ss) & (n_ok > 1)
-        np.add.at(red.within, w[ok], np.maximum(ss[ok], 0.0))
-        np.add.at(red.within_n, w[ok], n_ok[ok] - 1)
-        has = r.digest != 0
-        first_here = has & (lowest[w] == 0)
-        lowest[w[first_here]] = r.digest[first_here]
-        np.add.at(red.digest_ranks, w[has], 1)
-        np.add.at(red.digest_same, w[has], (r.digest[has] == lowest[w[has]]).astype(np.int64))
+    first_w, first_at = np.unique(wh, return_index=True)
+    lowest[first_w] = dh[first_at]
+    np.add.at(red.digest_ranks, wh, 1)
+    np.add.at(red.digest_same, wh, (dh == lowest[wh]).astype(np.int64))
     return red
 
 
