@@ -462,11 +462,19 @@ def take_steps(c: StepColumns, keep: np.ndarray) -> StepColumns:
     keep = np.asarray(keep, dtype=bool)
     n_micro = int(c.offsets[-1])
     micro_keep = np.repeat(keep, c.micro_steps)
-    kept_steps = set(c.step[keep].tolist())
     micro = c.micro_steps[keep]
     offsets = np.zeros(int(keep.sum()) + 1, dtype=np.int64)
     np.cumsum(micro, out=offsets[1:])
     clip_keep = np.isin(c.clip_step, c.step[keep])
+
+    def take(a: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        # a constant column stays one value: what compact() makes of a[mask] (no copy of n values)
+        n = len(offsets) - 1 if mask is keep else int(offsets[-1])
+        if a.ndim == 1 and a.strides == (0,) and len(a) and n >= COMPACT_MIN:
+            return broadcast(a[:1].copy(), n)
+        taken: np.ndarray = a[mask]
+        return taken
+
     out: dict[str, Any] = {}
     for f in dataclasses.fields(c):
         a = getattr(c, f.name)
@@ -475,18 +483,19 @@ def take_steps(c: StepColumns, keep: np.ndarray) -> StepColumns:
         elif f.name == "clip_step" or f.name == "clip":
             out[f.name] = a[clip_keep]
         elif f.name == "nonfinite":
+            kept_steps = set(c.step[keep].tolist()) if a else set()
             out[f.name] = [(s, r) for s, r in a if s in kept_steps]
         elif f.name == "autocast":
             out[f.name] = set(a)
         elif f.name == "extra":
             out[f.name] = {
-                k: v[micro_keep] if len(v) == n_micro and len(v) != len(keep) else v[keep]
+                k: take(v, micro_keep) if len(v) == n_micro and len(v) != len(keep) else take(v, keep)
                 for k, v in a.items()
             }
         elif isinstance(a, np.ndarray) and len(a) == len(keep) and f.name not in _MICRO_ARRAYS:
-            out[f.name] = a[keep]
+            out[f.name] = take(a, keep)
         elif isinstance(a, np.ndarray):
-            out[f.name] = a[micro_keep] if len(a) == n_micro else a
+            out[f.name] = take(a, micro_keep) if len(a) == n_micro else a
         else:
             out[f.name] = a
     return compact(StepColumns(**out))
