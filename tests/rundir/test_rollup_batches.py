@@ -1,8 +1,8 @@
 """Ranks read together give what each rank read alone gives (rundir/rollup_read.py's batches).
 
-The rollup path parses many ranks' index lines in one Arrow call (``_index_batch``), many ranks'
-windows in one Arrow call (``rankfile.parse_many``), converts them in one pass
-(``rankfile.to_columns_many``) and reduces every rank's windows at once (``reduce``). Each must
+The rollup path parses many ranks' index lines in one Arrow call (``_index_batch``), converts many
+ranks' windows in one pass (``_read_windows_batch``, ``rankfile.to_columns_many``) and reduces
+every rank's windows at once (``reduce``). Each must
 equal the one-rank path exactly — arrays bit for bit, with their dtypes, the problems and notes in
 the same words — whatever is wrong with some of the ranks in the batch: a line Arrow refuses (the
 batch is split), a non-finite string (that rank parsed alone), a damaged index, an empty file.
@@ -25,7 +25,6 @@ from fixtures.synth_run import SynthSpec, write_run
 from ddp_doctor.rundir import records, rollup_index, rollup_read, summarize
 from ddp_doctor.rundir.rankfile import Problems, parse_rank_bytes, read_regular, to_columns
 from ddp_doctor.rundir.rankfile.columns import to_columns_many
-from ddp_doctor.rundir.rankfile.scan import parse_many
 from ddp_doctor.rundir.rollup_index import LOSS_SPIKE
 
 
@@ -132,20 +131,36 @@ def _files(run: Path) -> list[bytes]:
     return [clean[0], nan, *hostile, wrong, corrupt, truncated, empty, clean[2]]
 
 
-def test_parse_many_equals_each_file_alone(tmp_path: Path) -> None:
-    run = write_run(tmp_path / "run", SynthSpec(world_size=3, steps=120, faults=("nonfinite",)))
-    files = _files(run)
-    probs_alone = [Problems() for _ in files]
-    alone = [
-        parse_rank_bytes(raw, r, p, step_bound=len(raw)) for r, (raw, p) in enumerate(zip(files, probs_alone))
+def test_windows_batch_equals_each_rank_alone(run6: Path) -> None:
+    # rank 1: a corrupt step line in a window read raw (its count no longer matches: read whole);
+    # rank 3: non-finite strings; rank 4: a wrong type; the others clean
+    for rank, fn in (
+        (1, lambda b: b.replace(b'{"kind":"step","step":3,', b'{"kind":"step","step":3,#', 1)),
+        (3, lambda b: b.replace(b'"losses":[', b'"losses":["nan",', 3)),
+        (4, lambda b: b.replace(b'"zero_grad":1', b'"zero_grad":"x"', 2)),
+    ):
+        path = records.rank_file(run6, rank)
+        with open(path, "r+b") as fh:  # the same inode: the index still describes the file
+            data = fn(fh.read())
+            fh.seek(0)
+            fh.write(data)
+            fh.truncate()
+    named = [(records.rank_file(run6, r), r) for r in range(6)]
+    ok, every, _ = rollup_read._index_all(run6, named, 1)
+    red = rollup_read.reduce(ok)
+    selected = rollup_read.select(red)
+    part = rollup_read.parts(selected, every, rollup_read.sample_heads(red.windows, every, 8))
+    items = [
+        (str(records.rank_file(run6, x.rank)), x.rank, x, sorted(selected), part, None, None) for x in ok
     ]
-    probs = [Problems() for _ in files]
-    together = parse_many([(raw, r, p, len(raw)) for r, (raw, p) in enumerate(zip(files, probs))])
-    _same(alone, together)
-    _same([p.all for p in probs_alone], [p.all for p in probs])
-    assert any("corrupt line" in " ".join(p.all) for p in probs) and any(
-        "wrong type" in " ".join(p.all) for p in probs
-    )
+    alone = [rollup_read._read_windows(i) for i in items]
+    together = rollup_read._read_windows_batch(items)
+    for x, y in zip(alone, together):
+        _same(x[:1] + x[3:], y[:1] + y[3:])
+        _same(x[2].all, y[2].all)
+        _same(x[1], y[1])
+    notes = " ".join(str(x[3]) + " ".join(x[2].all) for x in together)
+    assert "rank 1: window" in notes and "wrong type" in notes
 
 
 def test_to_columns_many_equals_each_table_alone(tmp_path: Path) -> None:

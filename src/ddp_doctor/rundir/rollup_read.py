@@ -66,7 +66,7 @@ from ddp_doctor.rundir.rankfile import (
     save_cache,
 )
 from ddp_doctor.rundir.rankfile.columns import _floats, take_steps, to_columns_many
-from ddp_doctor.rundir.rankfile.scan import _arrow, file_problems, parse_many
+from ddp_doctor.rundir.rankfile.scan import _arrow, file_problems, parse_rank_bytes
 from ddp_doctor.rundir.rollup_index import (
     CUT,
     GRAD_SPIKE,
@@ -956,14 +956,15 @@ def _read_windows(item: WindowsItem) -> WindowsResult:
 
 
 def _read_windows_batch(items: list[WindowsItem]) -> list[WindowsResult]:
-    """:func:`_read_windows` of several ranks (the same results): their bytes read rank by rank,
-    then parsed and turned into columns together (rankfile.parse_many and to_columns_many: one
-    Arrow parse and one conversion for the batch; one per rank cost ~4.5 ms more per rank on
-    ~750 steps), then checked, cut and cached rank by rank."""
+    """:func:`_read_windows` of several ranks (the same results): their bytes read and parsed rank
+    by rank, turned into columns together (rankfile.to_columns_many: one conversion for the batch;
+    one per rank cost ~1.4 ms more per rank on ~750 steps), then checked, cut and cached rank by rank."""
     started = [_windows_start(item) for item in items]
     reads = [(i, got.raw) for i, got in enumerate(started) if isinstance(got, _Bytes) and got.raw is not None]
     probs = {i: Problems() for i, _ in reads}
-    parsed = parse_many([(raw, items[i][1], probs[i], items[i][2].size) for i, raw in reads])
+    # parsed rank by rank: one Arrow parse of the batch's bytes took the same CPU and ~1.6x the
+    # wall time on the loaded 2-core box (its thread pool); the conversion is what batches well
+    parsed = [parse_rank_bytes(raw, items[i][1], probs[i], step_bound=items[i][2].size) for i, raw in reads]
     steps = to_columns_many([(table, items[i][1], probs[i]) for (i, _), (_, table) in zip(reads, parsed)])
     data: dict[int, RankData] = {}
     for (i, _), (d, _), c in zip(reads, parsed, steps):

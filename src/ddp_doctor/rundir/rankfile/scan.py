@@ -24,7 +24,6 @@ from __future__ import annotations
 import functools
 import json
 import zlib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -133,11 +132,6 @@ def _whole_file(body: memoryview, nonblank: np.ndarray) -> pa.Table | None:
     tb = _arrow(body, step_schema(1))
     if tb is None or tb.num_rows != len(nonblank):
         return None
-    return _step_rows(tb, nonblank)
-
-
-def _step_rows(tb: pa.Table, nonblank: np.ndarray) -> pa.Table:
-    """Of a whole-file pass (one row per non-blank line), the `step` rows with their line numbers."""
     is_step = pc.equal(tb["kind"], "step")
     lines = pc.filter(pa.array(nonblank, pa.int64()), is_step)
     return tb.filter(is_step).drop_columns(["kind"]).append_column("_line", lines)
@@ -173,55 +167,7 @@ def _scan_lines(raw: bytes, prefix: bytes) -> tuple[np.ndarray, np.ndarray, np.n
     return starts, ends, step_like
 
 
-@dataclass
-class _Scanned:
-    """One file's bytes after the line scan and the decode of its non-step lines (parse_rank_bytes's
-    state between that and Arrow's parse of the step lines)."""
-
-    data: RankData
-    starts: np.ndarray
-    ends: np.ndarray
-    tail: bytes
-    fast_no: np.ndarray  # line numbers (from 1) of the writer's step lines
-    slow_steps: list[tuple[int, dict[str, Any]]]
-    bad: list[int]
-    wrong: dict[str, int]
-    others: list[int]
-
-
-def _scan(raw: bytes, rank: int, probs: Problems) -> _Scanned:
-    data = RankData(rank=rank)
-    starts, ends, step_like = _scan_lines(raw, records.line_prefix("step"))
-    data.lines = len(ends)
-    tail = raw[int(ends[-1]) + 1 :] if len(ends) else raw  # b"" when the file ends with a newline
-    if tail.strip():
-        probs.add(truncated_note(rank, len(tail)), damage=False)
-    sc = _Scanned(data, starts, ends, tail, np.flatnonzero(step_like) + 1, [], [], {}, [])
-    # every other line (the few non-step records, or everything in a file from another writer)
-    rest = np.flatnonzero(~step_like)
-    for lineno, a, b in zip((rest + 1).tolist(), starts[rest].tolist(), ends[rest].tolist()):
-        line = raw[a:b]
-        if not line.strip():
-            continue
-        sc.others.append(lineno)
-        rec = _decode(line)
-        if rec is None:
-            sc.bad.append(lineno)
-            continue
-        _dispatch(rec, lineno, data, sc.slow_steps, sc.bad, sc.wrong)
-    return sc
-
-
-def _whole_input(sc: _Scanned, raw: bytes) -> tuple[memoryview, np.ndarray] | None:
-    """The bytes and the non-blank line numbers of one Arrow pass over the whole file, where it is
-    tried: step lines and no corrupt line (the common case)."""
-    if not len(sc.fast_no) or sc.bad:
-        return None
-    nonblank = np.sort(np.concatenate((sc.fast_no, np.asarray(sc.others, dtype=np.int64))))
-    return memoryview(raw)[: len(raw) - len(sc.tail)], nonblank
-
-
-def parse_rank_bytes(
+def parse_rank_bytes(  # noqa: PLR0915 - one pass over the bytes: scan, fast path, chunked and per-line fallbacks share its state
     raw: bytes,
     rank: int,
     probs: Problems,
@@ -236,78 +182,34 @@ def parse_rank_bytes(
     file's start, and the header read with an earlier piece bounds the step numbers.
     ``step_bound``: the largest believable step number when ``raw`` is pieces of a file
     (rundir/rollup_read.py: the file's size in bytes, as every step record takes a line)."""
-    sc = _scan(raw, rank, probs)
-    got = _whole_input(sc, raw)
-    whole = _whole_file(*got) if got is not None else None
-    return _finish(sc, raw, rank, probs, whole, lines_before, header, step_bound)
-
-
-def parse_many(
-    files: list[tuple[bytes, int, Problems, int | None]],
-) -> list[tuple[RankData, pa.Table]]:
-    """:func:`parse_rank_bytes` of several files ((bytes, rank, problems, step_bound) each; the same
-    results): the files whose whole-file pass Arrow can take without the non-finite strings mapped
-    are parsed by one Arrow call (rundir/rollup_read.py: ~20 files of ~0.6 MB at a time; one call
-    per file cost ~1.5 ms more per file). A batch Arrow refuses is halved, down to one file."""
-    scans = [_scan(raw, rank, probs) for raw, rank, probs, _ in files]
-    inputs = [_whole_input(sc, f[0]) for sc, f in zip(scans, files)]
-    wholes: list[pa.Table | None] = [None] * len(files)
-    _whole_batch([(i, got[0], got[1]) for i, got in enumerate(inputs) if got is not None], wholes)
-    return [
-        _finish(sc, raw, rank, probs, whole, 0, None, bound)
-        for sc, whole, (raw, rank, probs, bound) in zip(scans, wholes, files)
-    ]
-
-
-def _whole_batch(
-    batch: list[tuple[int, memoryview, np.ndarray]], wholes: list[pa.Table | None], split: bool = False
-) -> None:
-    """:func:`_whole_file` of each (index, body, non-blank lines) into ``wholes``, one Arrow call for
-    them all (without the non-finite strings mapped: each file's lines must parse as they would
-    alone). Every non-blank line is one row or a refusal, so a batch with as many rows as lines
-    holds each file's rows in order. Refused: the files with a non-finite string are parsed alone
-    (mapped, as :func:`_whole_file`), the others again together, then in halves."""
-    if len(batch) == 1:
-        i, body, nonblank = batch[0]
-        wholes[i] = _whole_file(body, nonblank)
-    if len(batch) <= 1:
-        return
-    tb = _arrow(b"".join(body for _, body, _ in batch), step_schema(1), map_nonfinite=False)
-    if tb is None or tb.num_rows != sum(len(nb) for _, _, nb in batch):
-        clean = []
-        for i, body, nonblank in batch:
-            if not split and any(old in bytes(body) for old, _ in _TOKENS):
-                wholes[i] = _whole_file(body, nonblank)
-            else:
-                clean.append((i, body, nonblank))
-        if len(clean) < len(batch):
-            _whole_batch(clean, wholes, split=True)
-        else:  # a damaged line or a wrong type somewhere: in halves
-            half = len(batch) // 2
-            _whole_batch(batch[:half], wholes, split=True)
-            _whole_batch(batch[half:], wholes, split=True)
-        return
-    at = 0
-    for i, _, nonblank in batch:
-        wholes[i] = _step_rows(tb.slice(at, len(nonblank)), nonblank)
-        at += len(nonblank)
-
-
-def _finish(  # noqa: PLR0913 - parse_rank_bytes's arguments and its scan's state
-    sc: _Scanned,
-    raw: bytes,
-    rank: int,
-    probs: Problems,
-    whole: pa.Table | None,
-    lines_before: int,
-    header: dict[str, Any] | None,
-    step_bound: int | None,
-) -> tuple[RankData, pa.Table]:
-    """The rest of :func:`parse_rank_bytes` after the whole-file pass (``whole``: its step rows, or
-    None when it was not tried or Arrow refused it): chunks, per-line fallbacks, problems, checks."""
-    data, starts, ends, fast_no = sc.data, sc.starts, sc.ends, sc.fast_no
-    slow_steps, bad, wrong = sc.slow_steps, sc.bad, sc.wrong
+    data = RankData(rank=rank)
+    starts, ends, step_like = _scan_lines(raw, records.line_prefix("step"))
+    data.lines = len(ends)
+    tail = raw[int(ends[-1]) + 1 :] if len(ends) else raw  # b"" when the file ends with a newline
+    if tail.strip():
+        probs.add(truncated_note(rank, len(tail)), damage=False)
+    fast_no = np.flatnonzero(step_like) + 1  # line numbers (from 1) of the writer's step lines
+    slow_steps: list[tuple[int, dict[str, Any]]] = []
+    bad: list[int] = []
+    wrong: dict[str, int] = {}
+    others: list[int] = []
+    # every other line (the few non-step records, or everything in a file from another writer)
+    rest = np.flatnonzero(~step_like)
+    for lineno, a, b in zip((rest + 1).tolist(), starts[rest].tolist(), ends[rest].tolist()):
+        line = raw[a:b]
+        if not line.strip():
+            continue
+        others.append(lineno)
+        rec = _decode(line)
+        if rec is None:
+            bad.append(lineno)
+            continue
+        _dispatch(rec, lineno, data, slow_steps, bad, wrong)
     tables = []
+    whole = None
+    if len(fast_no) and not bad:  # one pass over the whole file: the common case
+        nonblank = np.sort(np.concatenate((fast_no, np.asarray(others, dtype=np.int64))))
+        whole = _whole_file(memoryview(raw)[: len(raw) - len(tail)], nonblank)
     if whole is not None:
         tables.append(whole)
         slow_steps = []  # Arrow read those too
