@@ -444,6 +444,10 @@ def _call_loss_names(ctx: FileContext, call: ast.Call) -> set[str]:
     name = (dotted(func) or "").split(".")[-1]
     if name in AGGREGATORS:
         return set().union(*(loss_names(ctx, a) for a in call.args))
+    if call.args and "_" in name and name.rsplit("_", 1)[-1] in AGGREGATORS - {"float", "add"}:
+        # a helper named for what it does to its first argument (TabPFN ``torch_nanmean(losses.mean(0))``,
+        # ``masked_mean(loss, mask)``): the loss is made of that argument, not of the mask
+        return loss_names(ctx, call.args[0])
     return set()
 
 
@@ -1038,6 +1042,14 @@ def _terms(ctx: FileContext, scope: ast.AST, roots: set[str]) -> set[str]:
                     and isinstance(b.op, (ast.Add, ast.Sub))
                 ):
                     found |= loss_names(ctx, b.value)
+                elif (
+                    isinstance(b, ast.Assign)
+                    and len(b.targets) == 1
+                    and isinstance(b.targets[0], ast.Tuple)
+                    and isinstance(b.value, ast.Call)
+                ):
+                    # ``loss, nan_share = torch_nanmean(losses.mean(0), return_nanshare=True)``
+                    found |= _call_loss_names(ctx, b.value)
         frontier = found - out - roots
         out |= found
     return {n for n in out if not _not_a_loss(n)}

@@ -61,7 +61,9 @@ from ddp_doctor.lint.rank0 import (
     silenced_stdout,
     silences_other_ranks,
 )
+from ddp_doctor.lint.rank0_handoff import unpacked_rank0
 from ddp_doctor.lint.rules.base import Rule, Violation
+from ddp_doctor.lint.rules.sampler_missing import DISTRIBUTED_WORDS
 
 NO_GRAD = re.compile(r"(no_grad|inference_mode|evaluate|eval)", re.IGNORECASE)
 LIGHTNING_LOG = frozenset({"log", "log_dict"})
@@ -116,7 +118,11 @@ class Rank0OnlyLossLog(Rule):
             # ``builtins.print`` replaced off rank 0 by code this module reaches (MAE/DeiT
             # ``setup_for_distributed`` in ``util/misc.py``)
             found = ctx.project.silences_print(ctx.module)
-            if found is not None:
+            # only in a file that runs under a process group: a single-process script importing the
+            # same utilities never calls the code that replaces ``print`` (TabPFN's style search)
+            if found is not None and (
+                ctx.imports_module("torch.distributed") or ctx.mentions(*DISTRIBUTED_WORDS, "rank")
+            ):
                 stdout = (found[0], found[1])
         seen: set[int] = set()
         for key, scope in flow.scopes.items():
@@ -134,7 +140,8 @@ class Rank0OnlyLossLog(Rule):
                 for local in [
                     predicates
                     | _rank0_flags(ctx, region, predicates)
-                    | rank0_locals(region, ctx.local(region), predicates)
+                    | rank0_locals(region, ctx.local(region), predicates, ctx.parents)
+                    | _handed_flags(ctx, region)
                 ]
                 for item in _rank0_logs(
                     ctx,
@@ -156,7 +163,8 @@ class Rank0OnlyLossLog(Rule):
                 if not hit or alarm(ctx, node, taint.names - set(taint.updates)):
                     continue  # not the loss, or a warning that fires on its value (``if loss > 12:``)
                 seen.add(id(node))
-                name = min(hit, key=lambda h: (_kind(h, taint).en != "the loss", h))
+                # the loss itself first, then a name that says it is a loss (`total_loss` before `nan_share`)
+                name = min(hit, key=lambda h: (_kind(h, taint).en != "the loss", "loss" not in h.lower(), h))
                 kind = _kind(name, taint)
                 if guard is not None:
                     where = Text(
@@ -295,6 +303,21 @@ def _rank0_flags(ctx: FileContext, fn: ast.AST, predicates: set[str]) -> set[str
         if training
         else set()
     )
+
+
+def _handed_flags(ctx: FileContext, region: ast.AST) -> set[str]:
+    """(project) Rank-0 tests that reach ``region`` from elsewhere: names it unpacks from a project
+    function's returned tuple (``device, is_logger = setup(config)``), and, in a method, the
+    ``self.<attr>`` its class keeps from a constructor argument that every construction in the
+    project binds to a rank-0 test (neuraloperator ``Trainer(..., verbose=... and is_logger)``)."""
+    project = ctx.project
+    if project is None or not isinstance(region, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return set()
+    out = unpacked_rank0(ctx.local(region), lambda call: project.call_rank0_positions(ctx, call))
+    owner = ctx.parents.get(region)
+    if isinstance(owner, ast.ClassDef) and ctx.parents.get(owner) is ctx.tree:
+        out |= project.rank0_attributes(ctx, owner)
+    return out
 
 
 def _backward_switches(ctx: FileContext, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
@@ -641,6 +664,17 @@ def _holds_training_value(
     ):
         return False  # rebound from gathered values: ``loss = sum(all_gather(loss)) / n``
     bound_at = getattr(binding, "lineno", 0)
+    if _item_store(binding, name) and isinstance(binding, ast.Assign):
+        # ``opt_metrics["mode"] = "opt"``: an item that does not read the loss leaves the container
+        # with what its whole binding put in it (MACE's LBFGS branch: a helper's all-reduced loss)
+        stored = binding.value
+        read = reads(ast.walk(stored), taint.fields)
+        read |= loop_aliases(ctx, binding, read)  # ``for k, v in loss_dict.items(): logs[k] = v``
+        if not read & taint.names and not (
+            isinstance(stored, ast.Call)
+            and (ctx.helper(stored) is not None or flow.call_shape(stored) is not None)
+        ):
+            return False
     updated = any(bound_at < u < line for u in taint.updates.get(name, ()))
     if (
         isinstance(binding, ast.Assign)
