@@ -41,7 +41,9 @@ import tempfile
 import time
 from pathlib import Path
 
-TEARDOWN_MESSAGE = "terminate called without an active exception"
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.teardown_race import TEARDOWN_MESSAGE  # noqa: E402  (the repository root holds `tests`)
 
 SCRIPT = """\
 import os

@@ -34,9 +34,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.teardown_race import TEARDOWN_MESSAGE
+
 ZOO = Path(__file__).resolve().parent / "scripts"
 RUN_TIMEOUT_S = 900
-TEARDOWN_MESSAGE = "terminate called without an active exception"
 ALERTS = ("warning", "error")
 
 
