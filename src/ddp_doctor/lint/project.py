@@ -33,7 +33,7 @@ from pathlib import Path
 from ddp_doctor.lint.context import FileContext, dotted, method, param_defaults, walk_local
 from ddp_doctor.lint.flags import argparse_choices
 from ddp_doctor.lint.idioms import SYNC_CONTROL
-from ddp_doctor.lint.loops import LoopFacts, backward_of, param_backward
+from ddp_doctor.lint.loops import LoopFacts, backward_of, guarded_in, param_backward
 from ddp_doctor.lint.provenance import (
     LossFlow,
     Shape,
@@ -204,6 +204,10 @@ class Summary:
     # ``(parameter, position, scaled)``: every backward it runs is on that parameter (VAR
     # ``AmpOptimizer.backward_clip_step(loss=loss, ...)``): a call of it is a backward of the argument.
     backward_param: tuple[str, int, bool] | None = None
+    # How it steps an optimizer (lint/loops.py ``guarded_in``): "guarded" only under an
+    # accumulation guard (CosyVoice ``update_parameter_and_lr`` stepping when ``(batch_idx + 1) %
+    # accum_grad == 0``), "always" otherwise; None: it steps none.
+    steps: str | None = None
     # Its parameters that its log calls write (VAR ``TensorboardLogger.update(**kwargs)`` →
     # ``add_scalar``; ``**kwargs`` as ``"**kwargs"``): a call of it logs those arguments.
     logged_params: tuple[str, ...] = ()
@@ -241,6 +245,7 @@ class _FileScan:
     class_tables: dict[str, set[str]]
     flow: LossFlow | None
     backward_defs: set[int]  # ids of the defs/classes holding a ``.backward``
+    loop_facts: LoopFacts | None = None  # built on the first def that steps an optimizer
 
 
 def _defs_of(
@@ -697,6 +702,12 @@ class ProjectIndex:
         # shared: the loop model (lint/loops.py) takes a call of it as a backward of its argument
         if s.calls_backward:
             s.backward_param = param_backward(node, body)
+        # shared: ... and a call of it as an optimizer step, guarded or not
+        if any(isinstance(n, ast.Attribute) and n.attr == "step" for n in body):
+            if scan.loop_facts is None:
+                scan.loop_facts = LoopFacts(ctx)
+            guarded = guarded_in(scan.loop_facts, node.body)
+            s.steps = "guarded" if type(guarded) is int else "always" if guarded is False else None
 
     def _scan_body(
         self,
@@ -1175,6 +1186,15 @@ class ProjectIndex:
         and returns its result (``gpu_timer(train_step)`` in ``src/utils.py``)."""
         s = self.summary_for(ctx, call.func)
         return s.param_call_return if s is not None else None
+
+    def call_steps(self, ctx: FileContext, call: ast.Call) -> tuple[str, bool] | None:
+        """``(how, backprops)`` when ``call`` runs a project function or method that steps an
+        optimizer: "guarded" (only under an accumulation guard) or "always", and whether it runs
+        backward too (a step function of its own, not an update helper)."""
+        s = self.summary_for(ctx, call.func)
+        if s is None or _is_class_summary(s) or s.steps is None:
+            return None
+        return s.steps, s.calls_backward
 
     def call_backward_param(self, ctx: FileContext, call: ast.Call) -> tuple[str, int, bool] | None:
         """``call`` runs a project function or method whose every backward is on one parameter:
