@@ -186,3 +186,75 @@ def test_a_flag_true_on_every_rank_is_not_a_rank0_test(tmp_path: Path) -> None:
     """
     root = _write(tmp_path, files)
     assert not any(f[0] == "rank0-only-loss-log" for f in _found(root))
+
+
+# CosyVoice (wenet-derived): the executor hands its step dict, which carries the loss dict and the
+# configuration, to log functions of another module: from the training loop (the local loss, logged
+# on the accumulation boundary: flagged) and from an ``@torch.inference_mode()`` validation pass (its
+# own validation losses: not the training loss).
+HANDED_FROM_VALIDATION = {
+    "utils/train_utils.py": """
+        def batch_forward(model, batch, info_dict):
+            info_dict["loss_dict"] = model(batch)
+            return info_dict
+
+        def batch_backward(info_dict):
+            loss = info_dict["loss_dict"]["loss"] / info_dict["accum_grad"]
+            loss.backward()
+            info_dict["loss_dict"]["loss"] = loss.detach()
+            return info_dict
+
+        def log_per_step(writer, info_dict):
+            if writer is not None:
+                if info_dict["train_engine"] == "torch_ddp" and (info_dict["batch_idx"] + 1) % info_dict["accum_grad"] == 0:
+                    for k, v in info_dict["loss_dict"].items():
+                        writer.add_scalar(k, v)
+
+        def log_per_save(writer, info_dict):
+            if writer is not None:
+                for k, v in info_dict["loss_dict"].items():
+                    writer.add_scalar(k, v)
+    """,
+    "executor.py": """
+        import torch
+        from utils.train_utils import batch_backward, batch_forward, log_per_save, log_per_step
+
+        class Executor:
+            def train_one_epoch(self, model, loader, optimizer, writer, info_dict):
+                for batch_idx, batch in enumerate(loader):
+                    info_dict["batch_idx"] = batch_idx
+                    info_dict = batch_forward(model, batch, info_dict)
+                    info_dict = batch_backward(info_dict)
+                    optimizer.step()
+                    log_per_step(writer, info_dict)
+                self.cv(model, loader, writer, info_dict)
+
+            @torch.inference_mode()
+            def cv(self, model, loader, writer, info_dict):
+                total = {}
+                for batch in loader:
+                    info_dict = batch_forward(model, batch, info_dict)
+                    total["loss"] = info_dict["loss_dict"]["loss"].item()
+                info_dict["loss_dict"] = total
+                log_per_save(writer, info_dict)
+    """,
+    "train.py": """
+        import torch
+        from torch.utils.tensorboard import SummaryWriter
+        from executor import Executor
+
+        def main(model, loader, optimizer):
+            torch.distributed.init_process_group("nccl")
+            model = torch.nn.parallel.DistributedDataParallel(model)
+            writer = None
+            if torch.distributed.get_rank() == 0:
+                writer = SummaryWriter()
+            Executor().train_one_epoch(model, loader, optimizer, writer, {})
+    """,
+}
+
+
+def test_a_validation_pass_hands_its_own_losses_to_a_log_function(tmp_path: Path) -> None:
+    root = _write(tmp_path, HANDED_FROM_VALIDATION)
+    found = [f for f in lint_paths([root], project=True).findings if f.id == "rank0-only-loss-log"]
+    assert [(Path(f.path or "").name, f.line) for f in found] == [("train_utils.py", 16)]

@@ -39,6 +39,7 @@ from ddp_doctor.lint.provenance import (
     Shape,
     alarm,
     bound_names,
+    evaluation_function,
     is_reduce,
     is_update_method,
     loop_aliases,
@@ -1479,8 +1480,9 @@ class ProjectIndex:
                 continue
             for key, scope in flow.scopes.items():
                 taint = flow.taints[key]
-                if not taint.names:
-                    continue
+                if not taint.names or evaluation_function(scope):
+                    continue  # a validation pass (CosyVoice's ``@torch.inference_mode() def cv``) hands
+                    # its own, validation, losses on
                 for call in ctx.local(scope):
                     if not isinstance(call, ast.Call) or ctx.helper(call) is not None:
                         continue

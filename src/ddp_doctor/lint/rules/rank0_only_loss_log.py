@@ -41,6 +41,7 @@ from typing import Any
 
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method
+from ddp_doctor.lint.idioms import RANK0_FUNCTION
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.project import parameters_logged
 from ddp_doctor.lint.provenance import LossFlow, Taint, alarm, loop_aliases, reads
@@ -160,8 +161,10 @@ class Rank0OnlyLossLog(Rule):
                 names = reads((x for v in _logged_values(ctx, node) for x in ast.walk(v)), taint.fields)
                 names |= loop_aliases(ctx, node, names)
                 hit = sorted(n for n in names & taint.names if _training_binding(flow, scope, n, node, taint))
-                if not hit or alarm(ctx, node, taint.names - set(taint.updates)):
+                if not hit or alarm(ctx, node, taint.names - set(taint.updates), taint.fields):
                     continue  # not the loss, or a warning that fires on its value (``if loss > 12:``)
+                if set(hit) <= taint.params and _inside_rank0_printer(ctx, node):
+                    continue  # ``def print0(s): if master_process: print(s)``: its callers' calls are the logs
                 seen.add(id(node))
                 # the loss itself first, then a name that says it is a loss (`total_loss` before `nan_share`)
                 name = min(hit, key=lambda h: (_kind(h, taint).en != "the loss", "loss" not in h.lower(), h))
@@ -318,6 +321,13 @@ def _handed_flags(ctx: FileContext, region: ast.AST) -> set[str]:
     if isinstance(owner, ast.ClassDef) and ctx.parents.get(owner) is ctx.tree:
         out |= project.rank0_attributes(ctx, owner)
     return out
+
+
+def _inside_rank0_printer(ctx: FileContext, node: ast.AST) -> bool:
+    """``node`` is in the body of a function that is itself a rank-0 log call by its name (``print0``,
+    ``print_rank_0``): each call of it that logs the loss is reported where it is made."""
+    fn = ctx.enclosing_function(node)
+    return isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and bool(RANK0_FUNCTION.match(fn.name))
 
 
 def _backward_switches(ctx: FileContext, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
