@@ -150,6 +150,7 @@ FACTS: dict[str, tuple[str, ...]] = {
         "call_shards_by_rank",
     ),
     "compile": ("compiles_param", "call_compiles", "compiling_names"),
+    "epochs": ("epoch_params", "reiterates_argument"),
 }
 _CONFLICT = object()  # a configuration key given different defaults
 LOCAL_KEY = "\0module"  # entry of an import table naming the file's own module
@@ -209,6 +210,11 @@ class Summary:
     # accumulation guard (CosyVoice ``update_parameter_and_lr`` stepping when ``(batch_idx + 1) %
     # accum_grad == 0``), "always" otherwise; None: it steps none.
     steps: str | None = None
+    # Parameters (name and position; a method's ``self`` not counted) it iterates again on every
+    # pass of an outer loop, or hands to a call inside one, in a module that never calls
+    # ``set_epoch`` (neuralop ``Trainer.train(train_loader, ...)``: ``for epoch in ...:
+    # self.train_one_epoch(epoch, train_loader, ...)``).
+    epoch_params: set[str | int] = field(default_factory=set)
     # Its parameters that its log calls write (VAR ``TensorboardLogger.update(**kwargs)`` →
     # ``add_scalar``; ``**kwargs`` as ``"**kwargs"``): a call of it logs those arguments.
     logged_params: tuple[str, ...] = ()
@@ -700,6 +706,8 @@ class ProjectIndex:
             s.param_call_return = param_call_return(node, body)
         if "compile" in self.facts:
             s.compiles_param = _compiles_param(ctx, node, method=is_method)
+        if "epochs" in self.facts and "set_epoch" not in ctx.words:
+            s.epoch_params = _epoch_params(ctx, node, is_method)
         # shared: the loop model (lint/loops.py) takes a call of it as a backward of its argument
         if s.calls_backward:
             s.backward_param = param_backward(node, body)
@@ -1241,6 +1249,29 @@ class ProjectIndex:
                 out.append(k.value)
         return out
 
+    def _constructed_method(self, ctx: FileContext, call: ast.Call) -> Summary | None:
+        """The project method ``obj.m(...)`` runs when ``obj`` is bound in this scope only to
+        instances of one project class (``trainer = Trainer(...)`` ... ``trainer.train(...)``)."""
+        func = call.func
+        if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
+            return None
+        binds = ctx.bindings(ctx.enclosing_function(call)).get(func.value.id, [])
+        classes = {
+            self._project_target(ctx.absolute_imports, b.value.func)
+            if isinstance(b, ast.Assign) and isinstance(b.value, ast.Call)
+            else None
+            for b in binds
+        }
+        if len(classes) != 1:
+            return None
+        cls = classes.pop()
+        # a package re-export: ``neuralop.Trainer`` is ``neuralop.training.trainer.Trainer``
+        for _ in range(4):
+            if cls is None or cls in self.summaries or cls not in self.name_alias:
+                break
+            cls = self.name_alias[cls]
+        return self._get(f"{cls}.{func.attr}") if cls else None
+
     def _annotated_method(self, ctx: FileContext, call: ast.Call) -> Summary | None:
         """The project method ``obj.m(...)`` runs when ``obj``'s type is written down: a parameter of
         the enclosing function (``tb_lg: TensorboardLogger``) or ``self.x`` set in a method of the class
@@ -1606,6 +1637,21 @@ class ProjectIndex:
             for q in s.callees
         )
 
+    def reiterates_argument(self, ctx: FileContext, call: ast.Call, names: set[str]) -> bool:
+        """``call`` hands one of ``names`` to project code in a module without ``set_epoch`` that
+        iterates it again on every pass of an outer loop (a trainer's epoch loop); a method of an
+        unknown object by name when every project method of that name (at most 4) does."""
+        s = self.summary_for(ctx, call.func) or self._constructed_method(ctx, call)
+        found = [s] if s is not None else self.method_summaries(call.func)
+        if not found or len(found) > MAX_SAME_NAME_METHODS or any(_is_class_summary(c) for c in found):
+            return False
+        for i, arg in enumerate(call.args):
+            if dotted(arg) in names and all(i in c.epoch_params for c in found):
+                return True
+        return any(
+            dotted(k.value) in names and all(k.arg in c.epoch_params for c in found) for k in call.keywords
+        )
+
     def trains_on_argument(self, ctx: FileContext, call: ast.Call, names: set[str]) -> bool:
         """``call`` hands one of ``names`` to project code that trains on it (``Trainer(model,
         train_loader)`` whose methods iterate ``self.train_data`` and run backward)."""
@@ -1678,6 +1724,36 @@ def _trains_on_params(ctx: FileContext, node: ast.AST) -> set[str | int]:
         ):
             out |= {source, params.index(source)}
     return out
+
+
+def _epoch_params(
+    ctx: FileContext, fn: ast.FunctionDef | ast.AsyncFunctionDef, is_method: bool
+) -> set[str | int]:
+    """Parameters ``fn`` iterates (``for b in p``, ``enumerate(p)``, ``iter(p)``) inside a loop
+    nested in another loop of its own, or passes to a call inside a loop of its own."""
+    params = _params(fn, skip_self=is_method)
+    if not params:
+        return set()
+    out: set[str | int] = set()
+    for loop in walk_local(fn):
+        if not isinstance(loop, (ast.For, ast.AsyncFor, ast.While)):
+            continue
+        for node in walk_local(loop):
+            if node is loop:
+                continue
+            used: list[ast.expr] = []
+            if isinstance(node, (ast.For, ast.AsyncFor)):  # ``for b in p``, ``for i, b in enumerate(p)``
+                used = [x for x in ast.walk(node.iter) if isinstance(x, ast.Name)]
+            elif isinstance(node, ast.Call) and (dotted(node.func) or "") not in _NOT_ITERATING:
+                used = [*node.args, *(k.value for k in node.keywords)]  # the loader itself, handed on
+            for x in used:
+                if isinstance(x, ast.Name) and x.id in params:
+                    out |= {x.id, params.index(x.id)}
+    return out
+
+
+# Calls that read a loader without iterating it (``len(train_loader)`` in a progress message)
+_NOT_ITERATING = frozenset({"len", "print", "isinstance", "str", "repr", "type", "id", "getattr", "hasattr"})
 
 
 def _whole_reads(value: ast.AST) -> set[str]:
