@@ -39,6 +39,7 @@ from ddp_doctor.lint.provenance import (
     Shape,
     alarm,
     bound_names,
+    evaluation_function,
     is_reduce,
     is_update_method,
     loop_aliases,
@@ -122,6 +123,10 @@ FACTS: dict[str, tuple[str, ...]] = {
         "logs",
         "rank0_callees",
         "rank0_called",
+        "rank0_returns",
+        "rank0_handed",
+        "call_rank0_positions",
+        "rank0_attributes",
     ),
     "loss_flow": (
         "returns_loss",
@@ -145,6 +150,7 @@ FACTS: dict[str, tuple[str, ...]] = {
         "call_shards_by_rank",
     ),
     "compile": ("compiles_param", "call_compiles", "compiling_names"),
+    "epochs": ("epoch_params", "reiterates_argument"),
 }
 _CONFLICT = object()  # a configuration key given different defaults
 LOCAL_KEY = "\0module"  # entry of an import table naming the file's own module
@@ -204,6 +210,11 @@ class Summary:
     # accumulation guard (CosyVoice ``update_parameter_and_lr`` stepping when ``(batch_idx + 1) %
     # accum_grad == 0``), "always" otherwise; None: it steps none.
     steps: str | None = None
+    # Parameters (name and position; a method's ``self`` not counted) it iterates again on every
+    # pass of an outer loop, or hands to a call inside one, in a module that never calls
+    # ``set_epoch`` (neuralop ``Trainer.train(train_loader, ...)``: ``for epoch in ...:
+    # self.train_one_epoch(epoch, train_loader, ...)``).
+    epoch_params: set[str | int] = field(default_factory=set)
     # Its parameters that its log calls write (VAR ``TensorboardLogger.update(**kwargs)`` →
     # ``add_scalar``; ``**kwargs`` as ``"**kwargs"``): a call of it logs those arguments.
     logged_params: tuple[str, ...] = ()
@@ -358,6 +369,13 @@ class ProjectIndex:
     # test or not. A function every call of which is under one runs on rank 0 only (stylegan2
     # ``if is_main and model.steps % 50 == 0: model.print_log()``).
     _guarded_calls: dict[str, bool] = field(default_factory=dict)  # callee -> every site so far guarded
+    # lint/rank0_handoff.py: positions of the tuple a function returns that hold a rank-0 test
+    # (``return device, is_logger``), and per callee the arguments every call so far binds to a
+    # rank-0 test, each with the returned positions it relies on (``is_logger`` from ``setup``)
+    rank0_returns: dict[str, set[int]] = field(default_factory=dict)
+    _rank0_args: dict[str, dict[str | int, frozenset[tuple[str, int]]]] = field(default_factory=dict)
+    # classes whose every construction hands a rank-0 test to these parameters (names or positions)
+    rank0_handed: dict[str, set[str | int]] = field(default_factory=dict)
     rank0_callees: set[str] = field(default_factory=set)
     _wrapper_names: tuple[str, ...] | None = None
     _bn_modules: set[str] | None = None
@@ -688,6 +706,8 @@ class ProjectIndex:
             s.param_call_return = param_call_return(node, body)
         if "compile" in self.facts:
             s.compiles_param = _compiles_param(ctx, node, method=is_method)
+        if "epochs" in self.facts and "set_epoch" not in ctx.words:
+            s.epoch_params = _epoch_params(ctx, node, is_method)
         # shared: the loop model (lint/loops.py) takes a call of it as a backward of its argument
         if s.calls_backward:
             s.backward_param = param_backward(node, body)
@@ -816,6 +836,14 @@ class ProjectIndex:
             self.print_silencers[module] = silencer.lineno
 
         if rank0:
+            from ddp_doctor.lint.rank0_handoff import returned_rank0_positions
+
+            ranked = any("rank" in w.lower() for w in ctx.words)  # no rank, no rank-0 test to return
+            for fn in ctx.tree.body if ranked else ():  # ``def setup(config): ... return device, is_logger``
+                if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    positions = returned_rank0_positions(fn, predicates, ctx.parents)
+                    if positions:
+                        self.rank0_returns[f"{module}.{fn.name}"] = positions
             self._call_sites(ctx, imports, predicates)
         for node in ctx.of_type(ast.Assign):
             names = {d for t in node.targets if (d := dotted(t))}
@@ -861,6 +889,7 @@ class ProjectIndex:
             is_rank0_test(n.test, predicates) or is_not_rank0_test(n.test, predicates)
             for n in ctx.of_type(ast.If)
         )
+        scopes: dict[int, tuple[set[str], dict[str, tuple[str, int]]]] = {}
         for call in ctx.of_type(ast.Call):
             func = call.func
             if isinstance(func, ast.Attribute):
@@ -873,6 +902,49 @@ class ProjectIndex:
                 guarded_file and enclosing_rank0_if(ctx.parents, call, SCOPES_UP, predicates) is not None
             )
             self._guarded_calls[key] = self._guarded_calls.get(key, True) and guarded
+            if not key.startswith("."):
+                self._record_rank0_args(ctx, imports, predicates, key, call, scopes)
+
+    def _record_rank0_args(
+        self,
+        ctx: FileContext,
+        imports: dict[str, str],
+        predicates: set[str],
+        key: str,
+        call: ast.Call,
+        scopes: dict[int, tuple[set[str], dict[str, tuple[str, int]]]],
+    ) -> None:
+        """Keep, for ``key``, the arguments that every call so far binds to a rank-0 test (a test
+        where the call is made, or a name unpacked from a position a project function returns one in;
+        those positions are checked when the index is complete)."""
+        from ddp_doctor.lint.rank0 import rank0_locals
+        from ddp_doctor.lint.rank0_handoff import rank0_arguments
+
+        found: dict[str | int, frozenset[tuple[str, int]]] = {}
+        if call.args or call.keywords:
+            fn = ctx.enclosing_function(call)
+            if id(fn) not in scopes:
+                nodes = ctx.local(fn)
+                unpacked = _unpacked_targets(self, nodes, imports)
+                scopes[id(fn)] = (rank0_locals(fn, nodes, predicates, ctx.parents), unpacked)
+            flags, unpacked = scopes[id(fn)]
+            sure = rank0_arguments(call, predicates | flags)
+            hoped = rank0_arguments(call, predicates | flags | set(unpacked))
+            for arg in hoped:
+                expr = (
+                    call.args[arg]
+                    if isinstance(arg, int)
+                    else next(k.value for k in call.keywords if k.arg == arg)
+                )
+                deps = frozenset(
+                    unpacked[n.id] for n in ast.walk(expr) if isinstance(n, ast.Name) and n.id in unpacked
+                )
+                found[arg] = frozenset() if arg in sure else deps
+        before = self._rank0_args.get(key)
+        if before is None:
+            self._rank0_args[key] = found
+        else:
+            self._rank0_args[key] = {a: before[a] | d for a, d in found.items() if a in before}
 
     def _project_target(self, imports: dict[str, str], func: ast.AST) -> str | None:
         text = dotted(func)
@@ -1012,6 +1084,7 @@ class ProjectIndex:
             if sites and all(sites):
                 self.rank0_callees.add(qual)
         self._guarded_calls = {}
+        self._finish_rank0_handoff()
         for spelling in self._backprop_spellings:  # ``vq_loss = VQLoss(...)``: its ``forward``
             constructed = {b for b in self._call_bound.get(spelling, ()) if b}
             found = [c for c in constructed if (c_s := sums.get(c)) is not None and _is_class_summary(c_s)]
@@ -1043,7 +1116,22 @@ class ProjectIndex:
                 return self._get(f"{module}.{owner.name}.{rest}")
             return None
         target = self._project_target(imports, func)
+        if target is None and rest and head in ctx.import_choices:
+            return self._one_choice(ctx.import_choices[head], head, func)
         return self._get(target) if target else None
+
+    def _one_choice(self, choices: tuple[str, ...], head: str, func: ast.AST) -> Summary | None:
+        """``alias.name`` where ``alias`` is imported from several modules in several branches: the
+        summary of the one project module among them that defines ``name`` (FixMatch's
+        ``models.build_wideresnet`` after ``import models.wideresnet as models`` in one branch and
+        ``import models.resnext as models`` in the other); None when several or none do."""
+        found = [
+            s
+            for choice in choices
+            if (target := self._project_target({head: choice}, func)) is not None
+            and (s := self._get(target)) is not None
+        ]
+        return found[0] if len(found) == 1 else None
 
     def _star_imported(self, ctx: FileContext, name: str) -> Summary | None:
         """``name`` from a project module the file star-imports (StyleTTS2 ``from utils import *``
@@ -1160,6 +1248,29 @@ class ProjectIndex:
             ):
                 out.append(k.value)
         return out
+
+    def _constructed_method(self, ctx: FileContext, call: ast.Call) -> Summary | None:
+        """The project method ``obj.m(...)`` runs when ``obj`` is bound in this scope only to
+        instances of one project class (``trainer = Trainer(...)`` ... ``trainer.train(...)``)."""
+        func = call.func
+        if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
+            return None
+        binds = ctx.bindings(ctx.enclosing_function(call)).get(func.value.id, [])
+        classes = {
+            self._project_target(ctx.absolute_imports, b.value.func)
+            if isinstance(b, ast.Assign) and isinstance(b.value, ast.Call)
+            else None
+            for b in binds
+        }
+        if len(classes) != 1:
+            return None
+        cls = classes.pop()
+        # a package re-export: ``neuralop.Trainer`` is ``neuralop.training.trainer.Trainer``
+        for _ in range(4):
+            if cls is None or cls in self.summaries or cls not in self.name_alias:
+                break
+            cls = self.name_alias[cls]
+        return self._get(f"{cls}.{func.attr}") if cls else None
 
     def _annotated_method(self, ctx: FileContext, call: ast.Call) -> Summary | None:
         """The project method ``obj.m(...)`` runs when ``obj``'s type is written down: a parameter of
@@ -1301,6 +1412,35 @@ class ProjectIndex:
                 out.append(node)
         return out
 
+    def _finish_rank0_handoff(self) -> None:
+        """Classes whose every construction hands a rank-0 test to a parameter (its dependencies on
+        returned tuples checked now that every file's returns are known)."""
+        for key, args in self._rank0_args.items():
+            built = self._get(key)
+            kept = {a for a, deps in args.items() if all(self._returns_rank0_at(q, p) for q, p in deps)}
+            if built is not None and _is_class_summary(built) and kept:
+                self.rank0_handed[built.qualname] = kept
+        self._rank0_args = {}
+
+    def _returns_rank0_at(self, qualname: str, position: int) -> bool:
+        target = self._get(qualname)
+        return target is not None and position in self.rank0_returns.get(target.qualname, ())
+
+    def call_rank0_positions(self, ctx: FileContext, call: ast.Call) -> set[int]:
+        """Positions of the tuple ``call`` returns that hold a rank-0 test (``device, is_logger =
+        setup(config)`` with ``setup`` in another file)."""
+        target = self.summary_for(ctx, call.func)
+        return set(self.rank0_returns.get(target.qualname, ())) if target is not None else set()
+
+    def rank0_attributes(self, ctx: FileContext, cls: ast.ClassDef) -> set[str]:
+        """``self.<attr>`` spellings of a top-level class of ``ctx``'s file that hold a rank-0 test in
+        every instance the project builds (``Trainer(..., verbose=config.verbose and is_logger)``
+        kept as ``self.verbose``)."""
+        from ddp_doctor.lint.rank0_handoff import rank0_attributes
+
+        handed = self.rank0_handed.get(f"{ctx.module}.{cls.name}")
+        return rank0_attributes(cls, handed) if handed else set()
+
     def rank0_called(self, ctx: FileContext, fn: ast.AST) -> bool:
         """``fn`` (a top-level function or a method of a top-level class of ``ctx``'s file) is called
         only under rank-0 tests anywhere in the project: its logs run on rank 0 only."""
@@ -1371,8 +1511,9 @@ class ProjectIndex:
                 continue
             for key, scope in flow.scopes.items():
                 taint = flow.taints[key]
-                if not taint.names:
-                    continue
+                if not taint.names or evaluation_function(scope):
+                    continue  # a validation pass (CosyVoice's ``@torch.inference_mode() def cv``) hands
+                    # its own, validation, losses on
                 for call in ctx.local(scope):
                     if not isinstance(call, ast.Call) or ctx.helper(call) is not None:
                         continue
@@ -1496,6 +1637,21 @@ class ProjectIndex:
             for q in s.callees
         )
 
+    def reiterates_argument(self, ctx: FileContext, call: ast.Call, names: set[str]) -> bool:
+        """``call`` hands one of ``names`` to project code in a module without ``set_epoch`` that
+        iterates it again on every pass of an outer loop (a trainer's epoch loop); a method of an
+        unknown object by name when every project method of that name (at most 4) does."""
+        s = self.summary_for(ctx, call.func) or self._constructed_method(ctx, call)
+        found = [s] if s is not None else self.method_summaries(call.func)
+        if not found or len(found) > MAX_SAME_NAME_METHODS or any(_is_class_summary(c) for c in found):
+            return False
+        for i, arg in enumerate(call.args):
+            if dotted(arg) in names and all(i in c.epoch_params for c in found):
+                return True
+        return any(
+            dotted(k.value) in names and all(k.arg in c.epoch_params for c in found) for k in call.keywords
+        )
+
     def trains_on_argument(self, ctx: FileContext, call: ast.Call, names: set[str]) -> bool:
         """``call`` hands one of ``names`` to project code that trains on it (``Trainer(model,
         train_loader)`` whose methods iterate ``self.train_data`` and run backward)."""
@@ -1568,6 +1724,36 @@ def _trains_on_params(ctx: FileContext, node: ast.AST) -> set[str | int]:
         ):
             out |= {source, params.index(source)}
     return out
+
+
+def _epoch_params(
+    ctx: FileContext, fn: ast.FunctionDef | ast.AsyncFunctionDef, is_method: bool
+) -> set[str | int]:
+    """Parameters ``fn`` iterates (``for b in p``, ``enumerate(p)``, ``iter(p)``) inside a loop
+    nested in another loop of its own, or passes to a call inside a loop of its own."""
+    params = _params(fn, skip_self=is_method)
+    if not params:
+        return set()
+    out: set[str | int] = set()
+    for loop in walk_local(fn):
+        if not isinstance(loop, (ast.For, ast.AsyncFor, ast.While)):
+            continue
+        for node in walk_local(loop):
+            if node is loop:
+                continue
+            used: list[ast.expr] = []
+            if isinstance(node, (ast.For, ast.AsyncFor)):  # ``for b in p``, ``for i, b in enumerate(p)``
+                used = [x for x in ast.walk(node.iter) if isinstance(x, ast.Name)]
+            elif isinstance(node, ast.Call) and (dotted(node.func) or "") not in _NOT_ITERATING:
+                used = [*node.args, *(k.value for k in node.keywords)]  # the loader itself, handed on
+            for x in used:
+                if isinstance(x, ast.Name) and x.id in params:
+                    out |= {x.id, params.index(x.id)}
+    return out
+
+
+# Calls that read a loader without iterating it (``len(train_loader)`` in a progress message)
+_NOT_ITERATING = frozenset({"len", "print", "isinstance", "str", "repr", "type", "id", "getattr", "hasattr"})
 
 
 def _whole_reads(value: ast.AST) -> set[str]:
@@ -2017,6 +2203,26 @@ def _module_level_imports(tree: ast.Module) -> set[str]:
         elif isinstance(node, ast.If):
             stack += [*node.body, *node.orelse]
     return out
+
+
+def _unpacked_targets(
+    index: ProjectIndex, nodes: list[ast.AST], imports: dict[str, str]
+) -> dict[str, tuple[str, int]]:
+    """Names a function binds only by unpacking a call of project code: ``{name: (callee, position)}``
+    (``device, is_logger = setup(config)`` → ``{"is_logger": ("...torch_setup.setup", 1)}``)."""
+    out: dict[str, tuple[str, int] | None] = {}
+    for n in nodes:
+        if not isinstance(n, ast.Assign):
+            continue
+        for t in n.targets:
+            if isinstance(t, ast.Tuple) and isinstance(n.value, ast.Call):
+                target = index._project_target(imports, n.value.func)
+                for k, e in enumerate(t.elts):
+                    if isinstance(e, ast.Name):
+                        out[e.id] = (target, k) if target and e.id not in out else None
+            elif isinstance(t, ast.Name):
+                out[t.id] = None
+    return {k: v for k, v in out.items() if v is not None}
 
 
 def absolute_imports(ctx: FileContext, module: str) -> dict[str, str]:

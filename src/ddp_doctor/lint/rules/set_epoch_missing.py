@@ -11,7 +11,9 @@ helper (``sampler=data_sampler(ds, shuffle=True, distributed=True)`` where ``dat
 the DistributedSampler) is followed to its loader; so is a DistributedSampler chosen at run time
 (``RandomSampler(ds) if args.local_rank == -1 else DistributedSampler(ds)``, or a class alias
 ``S = ... if ... else DistributedSampler; S(ds)``): the bug exists whenever that branch runs, which
-is whenever training is distributed. Autofix: ``sampler.set_epoch(epoch)`` as the
+is whenever training is distributed. In project mode, a loader handed to project code of another
+file that re-iterates it every epoch and never calls ``set_epoch`` there either (neuralop's entry
+script builds the sampler, ``Trainer.train`` loops the epochs) is flagged at the sampler. Autofix: ``sampler.set_epoch(epoch)`` as the
 first statement of that outer loop, when the sampler has a name and the loop variable is a name.
 """
 
@@ -49,6 +51,7 @@ class SetEpochMissing(Rule):
         "in scope there)"
     )
     required = (("DistributedSampler",),)
+    project_facts = frozenset({"epochs"})
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
         nodes = list(ctx.nodes)
@@ -72,6 +75,21 @@ class SetEpochMissing(Rule):
             loaders = self._loaders(ctx, dataloaders, call, samplers)
             epoch_loop = self._epoch_loop(ctx, nodes, loaders)
             if epoch_loop is None:
+                handed = self._handed_to_epochs(ctx, calls, loaders)
+                if handed is not None:
+                    yield self.violation(
+                        call,
+                        Text(
+                            f"DistributedSampler (line {call.lineno}) shuffles but `set_epoch` is never called: "
+                            f"`{ctx.segment(handed.func)}(...)` (line {handed.lineno}) iterates its loader again "
+                            "every epoch in code of another file that never calls it either, so every epoch "
+                            "sees the same order.",
+                            f"DistributedSampler（第 {call.lineno} 行）开启了 shuffle 但从未调用 `set_epoch`："
+                            f"`{ctx.segment(handed.func)}(...)`（第 {handed.lineno} 行）在另一个文件的代码里每个 epoch "
+                            "重新遍历它的 DataLoader，那里也没有调用 `set_epoch`，所以每个 epoch 顺序都相同。",
+                        ),
+                        handed_to_line=handed.lineno,
+                    )
                 continue
             handle = min(samplers) if samplers else (f"{min(loaders)}.sampler" if loaders else None)
             always = _always_distributed(ctx, call)
@@ -143,6 +161,17 @@ class SetEpochMissing(Rule):
                 for n in ctx.local(loop):
                     if isinstance(n, ast.Call) and any(dotted(a) in loaders for a in n.args):
                         return loop
+        return None
+
+    @staticmethod
+    def _handed_to_epochs(ctx: FileContext, calls: list[ast.Call], loaders: set[str]) -> ast.Call | None:
+        """(project) A call, outside any loop here, that hands the loader to project code iterating
+        it on every pass of an outer loop: a trainer class's ``train(train_loader=...)``."""
+        if ctx.project is None or not loaders:
+            return None
+        for node in calls:
+            if enclosing_loop(ctx, node) is None and ctx.project.reiterates_argument(ctx, node, loaders):
+                return node
         return None
 
     @staticmethod
