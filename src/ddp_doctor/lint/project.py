@@ -39,6 +39,7 @@ from ddp_doctor.lint.provenance import (
     Shape,
     alarm,
     bound_names,
+    evaluation_function,
     is_reduce,
     is_update_method,
     loop_aliases,
@@ -125,6 +126,10 @@ FACTS: dict[str, tuple[str, ...]] = {
         "logs",
         "rank0_callees",
         "rank0_called",
+        "rank0_returns",
+        "rank0_handed",
+        "call_rank0_positions",
+        "rank0_attributes",
     ),
     "loss_flow": (
         "returns_loss",
@@ -372,6 +377,13 @@ class ProjectIndex:
     # test or not. A function every call of which is under one runs on rank 0 only (stylegan2
     # ``if is_main and model.steps % 50 == 0: model.print_log()``).
     _guarded_calls: dict[str, bool] = field(default_factory=dict)  # callee -> every site so far guarded
+    # lint/rank0_handoff.py: positions of the tuple a function returns that hold a rank-0 test
+    # (``return device, is_logger``), and per callee the arguments every call so far binds to a
+    # rank-0 test, each with the returned positions it relies on (``is_logger`` from ``setup``)
+    rank0_returns: dict[str, set[int]] = field(default_factory=dict)
+    _rank0_args: dict[str, dict[str | int, frozenset[tuple[str, int]]]] = field(default_factory=dict)
+    # classes whose every construction hands a rank-0 test to these parameters (names or positions)
+    rank0_handed: dict[str, set[str | int]] = field(default_factory=dict)
     rank0_callees: set[str] = field(default_factory=set)
     _wrapper_names: tuple[str, ...] | None = None
     _bn_modules: set[str] | None = None
@@ -836,6 +848,14 @@ class ProjectIndex:
             self.print_silencers[module] = silencer.lineno
 
         if rank0:
+            from ddp_doctor.lint.rank0_handoff import returned_rank0_positions
+
+            ranked = any("rank" in w.lower() for w in ctx.words)  # no rank, no rank-0 test to return
+            for fn in ctx.tree.body if ranked else ():  # ``def setup(config): ... return device, is_logger``
+                if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    positions = returned_rank0_positions(fn, predicates, ctx.parents)
+                    if positions:
+                        self.rank0_returns[f"{module}.{fn.name}"] = positions
             self._call_sites(ctx, imports, predicates)
         for node in ctx.of_type(ast.Assign):
             names = {d for t in node.targets if (d := dotted(t))}
@@ -881,6 +901,7 @@ class ProjectIndex:
             is_rank0_test(n.test, predicates) or is_not_rank0_test(n.test, predicates)
             for n in ctx.of_type(ast.If)
         )
+        scopes: dict[int, tuple[set[str], dict[str, tuple[str, int]]]] = {}
         for call in ctx.of_type(ast.Call):
             func = call.func
             if isinstance(func, ast.Attribute):
@@ -893,6 +914,49 @@ class ProjectIndex:
                 guarded_file and enclosing_rank0_if(ctx.parents, call, SCOPES_UP, predicates) is not None
             )
             self._guarded_calls[key] = self._guarded_calls.get(key, True) and guarded
+            if not key.startswith("."):
+                self._record_rank0_args(ctx, imports, predicates, key, call, scopes)
+
+    def _record_rank0_args(
+        self,
+        ctx: FileContext,
+        imports: dict[str, str],
+        predicates: set[str],
+        key: str,
+        call: ast.Call,
+        scopes: dict[int, tuple[set[str], dict[str, tuple[str, int]]]],
+    ) -> None:
+        """Keep, for ``key``, the arguments that every call so far binds to a rank-0 test (a test
+        where the call is made, or a name unpacked from a position a project function returns one in;
+        those positions are checked when the index is complete)."""
+        from ddp_doctor.lint.rank0 import rank0_locals
+        from ddp_doctor.lint.rank0_handoff import rank0_arguments
+
+        found: dict[str | int, frozenset[tuple[str, int]]] = {}
+        if call.args or call.keywords:
+            fn = ctx.enclosing_function(call)
+            if id(fn) not in scopes:
+                nodes = ctx.local(fn)
+                unpacked = _unpacked_targets(self, nodes, imports)
+                scopes[id(fn)] = (rank0_locals(fn, nodes, predicates, ctx.parents), unpacked)
+            flags, unpacked = scopes[id(fn)]
+            sure = rank0_arguments(call, predicates | flags)
+            hoped = rank0_arguments(call, predicates | flags | set(unpacked))
+            for arg in hoped:
+                expr = (
+                    call.args[arg]
+                    if isinstance(arg, int)
+                    else next(k.value for k in call.keywords if k.arg == arg)
+                )
+                deps = frozenset(
+                    unpacked[n.id] for n in ast.walk(expr) if isinstance(n, ast.Name) and n.id in unpacked
+                )
+                found[arg] = frozenset() if arg in sure else deps
+        before = self._rank0_args.get(key)
+        if before is None:
+            self._rank0_args[key] = found
+        else:
+            self._rank0_args[key] = {a: before[a] | d for a, d in found.items() if a in before}
 
     def _project_target(self, imports: dict[str, str], func: ast.AST) -> str | None:
         text = dotted(func)
@@ -1033,6 +1097,7 @@ class ProjectIndex:
             if sites and all(sites):
                 self.rank0_callees.add(qual)
         self._guarded_calls = {}
+        self._finish_rank0_handoff()
         for spelling in self._backprop_spellings:  # ``vq_loss = VQLoss(...)``: its ``forward``
             constructed = {b for b in self._call_bound.get(spelling, ()) if b}
             found = [c for c in constructed if (c_s := sums.get(c)) is not None and _is_class_summary(c_s)]
@@ -1064,7 +1129,22 @@ class ProjectIndex:
                 return self._get(f"{module}.{owner.name}.{rest}")
             return None
         target = self._project_target(imports, func)
+        if target is None and rest and head in ctx.import_choices:
+            return self._one_choice(ctx.import_choices[head], head, func)
         return self._get(target) if target else None
+
+    def _one_choice(self, choices: tuple[str, ...], head: str, func: ast.AST) -> Summary | None:
+        """``alias.name`` where ``alias`` is imported from several modules in several branches: the
+        summary of the one project module among them that defines ``name`` (FixMatch's
+        ``models.build_wideresnet`` after ``import models.wideresnet as models`` in one branch and
+        ``import models.resnext as models`` in the other); None when several or none do."""
+        found = [
+            s
+            for choice in choices
+            if (target := self._project_target({head: choice}, func)) is not None
+            and (s := self._get(target)) is not None
+        ]
+        return found[0] if len(found) == 1 else None
 
     def _star_imported(self, ctx: FileContext, name: str) -> Summary | None:
         """``name`` from a project module the file star-imports (StyleTTS2 ``from utils import *``
@@ -1360,6 +1440,35 @@ class ProjectIndex:
                 out.append(node)
         return out
 
+    def _finish_rank0_handoff(self) -> None:
+        """Classes whose every construction hands a rank-0 test to a parameter (its dependencies on
+        returned tuples checked now that every file's returns are known)."""
+        for key, args in self._rank0_args.items():
+            built = self._get(key)
+            kept = {a for a, deps in args.items() if all(self._returns_rank0_at(q, p) for q, p in deps)}
+            if built is not None and _is_class_summary(built) and kept:
+                self.rank0_handed[built.qualname] = kept
+        self._rank0_args = {}
+
+    def _returns_rank0_at(self, qualname: str, position: int) -> bool:
+        target = self._get(qualname)
+        return target is not None and position in self.rank0_returns.get(target.qualname, ())
+
+    def call_rank0_positions(self, ctx: FileContext, call: ast.Call) -> set[int]:
+        """Positions of the tuple ``call`` returns that hold a rank-0 test (``device, is_logger =
+        setup(config)`` with ``setup`` in another file)."""
+        target = self.summary_for(ctx, call.func)
+        return set(self.rank0_returns.get(target.qualname, ())) if target is not None else set()
+
+    def rank0_attributes(self, ctx: FileContext, cls: ast.ClassDef) -> set[str]:
+        """``self.<attr>`` spellings of a top-level class of ``ctx``'s file that hold a rank-0 test in
+        every instance the project builds (``Trainer(..., verbose=config.verbose and is_logger)``
+        kept as ``self.verbose``)."""
+        from ddp_doctor.lint.rank0_handoff import rank0_attributes
+
+        handed = self.rank0_handed.get(f"{ctx.module}.{cls.name}")
+        return rank0_attributes(cls, handed) if handed else set()
+
     def rank0_called(self, ctx: FileContext, fn: ast.AST) -> bool:
         """``fn`` (a top-level function or a method of a top-level class of ``ctx``'s file) is called
         only under rank-0 tests anywhere in the project: its logs run on rank 0 only."""
@@ -1430,8 +1539,9 @@ class ProjectIndex:
                 continue
             for key, scope in flow.scopes.items():
                 taint = flow.taints[key]
-                if not taint.names:
-                    continue
+                if not taint.names or evaluation_function(scope):
+                    continue  # a validation pass (CosyVoice's ``@torch.inference_mode() def cv``) hands
+                    # its own, validation, losses on
                 for call in ctx.local(scope):
                     if not isinstance(call, ast.Call) or ctx.helper(call) is not None:
                         continue
@@ -2122,6 +2232,26 @@ def _module_level_imports(tree: ast.Module) -> set[str]:
         elif isinstance(node, ast.If):
             stack += [*node.body, *node.orelse]
     return out
+
+
+def _unpacked_targets(
+    index: ProjectIndex, nodes: list[ast.AST], imports: dict[str, str]
+) -> dict[str, tuple[str, int]]:
+    """Names a function binds only by unpacking a call of project code: ``{name: (callee, position)}``
+    (``device, is_logger = setup(config)`` → ``{"is_logger": ("...torch_setup.setup", 1)}``)."""
+    out: dict[str, tuple[str, int] | None] = {}
+    for n in nodes:
+        if not isinstance(n, ast.Assign):
+            continue
+        for t in n.targets:
+            if isinstance(t, ast.Tuple) and isinstance(n.value, ast.Call):
+                target = index._project_target(imports, n.value.func)
+                for k, e in enumerate(t.elts):
+                    if isinstance(e, ast.Name):
+                        out[e.id] = (target, k) if target and e.id not in out else None
+            elif isinstance(t, ast.Name):
+                out[t.id] = None
+    return {k: v for k, v in out.items() if v is not None}
 
 
 def absolute_imports(ctx: FileContext, module: str) -> dict[str, str]:

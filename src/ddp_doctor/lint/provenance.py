@@ -215,38 +215,44 @@ def reads(
     return out
 
 
-def alarm(ctx: FileContext, node: ast.AST, values: set[str]) -> bool:
+def alarm(
+    ctx: FileContext, node: ast.AST, values: set[str], fields: frozenset[str] | set[str] = frozenset()
+) -> bool:
     """``node`` runs only when one of ``values`` takes some value: under ``if loss > 12:``, ``if
     overflow:`` (``overflow`` computed from the loss), ``if not math.isfinite(loss):``. Such a log is
     an alarm about that value, not the training curve. Rank tests and step counters decide nothing
-    here: only the parts of a test (``rank == 0 and loss > 12``) that read ``values``."""
+    here: only the parts of a test (``rank == 0 and loss > 12``) that read ``values``; ``fields``: containers
+    whose items other than the loss's are not the loss (CosyVoice ``info_dict["train_engine"] ==
+    "torch_ddp"`` tests the configuration, not the loss ``info_dict`` also carries)."""
     child, cur = node, ctx.parents.get(node)
     while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
         if (
             isinstance(cur, ast.If)
             and child is not cur.test
-            and _value_gated(cur.test, values, child in cur.body)
+            and _value_gated(cur.test, values, child in cur.body, fields)
         ):
             return True
         child, cur = cur, ctx.parents.get(cur)
     return False
 
 
-def _value_gated(test: ast.expr, values: set[str], holds: bool) -> bool:
+def _value_gated(
+    test: ast.expr, values: set[str], holds: bool, fields: frozenset[str] | set[str] = frozenset()
+) -> bool:
     """Whether the branch where ``test`` is ``holds`` runs only for some values of ``values``: ``a
     and loss > 12`` (a conjunct decides), not ``step % 10 == 0 or isnan(loss)`` (the periodic part
     runs whatever the loss)."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return _value_gated(test.operand, values, not holds)
+        return _value_gated(test.operand, values, not holds, fields)
     if isinstance(test, ast.BoolOp):
-        parts = [_value_gated(v, values, holds) for v in test.values]
+        parts = [_value_gated(v, values, holds, fields) for v in test.values]
         conjunction = isinstance(test.op, ast.And) == holds  # the branch needs every part
         return any(parts) if conjunction else all(parts)
     if _existence_test(test) or any(
         isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(test)
     ):
         return False  # whether it exists; a periodic ``step % every == 0``
-    return bool(reads(ast.walk(test)) & values)
+    return bool(reads(ast.walk(test), fields) & values)
 
 
 def _existence_test(test: ast.expr) -> bool:
@@ -534,6 +540,10 @@ def _call_loss_names(ctx: FileContext, call: ast.Call) -> set[str]:
     name = (dotted(func) or "").split(".")[-1]
     if name in AGGREGATORS:
         return set().union(*(loss_names(ctx, a) for a in call.args))
+    if call.args and "_" in name and name.rsplit("_", 1)[-1] in AGGREGATORS - {"float", "add"}:
+        # a helper named for what it does to its first argument (TabPFN ``torch_nanmean(losses.mean(0))``,
+        # ``masked_mean(loss, mask)``): the loss is made of that argument, not of the mask
+        return loss_names(ctx, call.args[0])
     return set()
 
 
@@ -1130,6 +1140,14 @@ def _terms(ctx: FileContext, scope: ast.AST, roots: set[str]) -> set[str]:
                     and isinstance(b.op, (ast.Add, ast.Sub))
                 ):
                     found |= loss_names(ctx, b.value)
+                elif (
+                    isinstance(b, ast.Assign)
+                    and len(b.targets) == 1
+                    and isinstance(b.targets[0], ast.Tuple)
+                    and isinstance(b.value, ast.Call)
+                ):
+                    # ``loss, nan_share = torch_nanmean(losses.mean(0), return_nanshare=True)``
+                    found |= _call_loss_names(ctx, b.value)
         frontier = found - out - roots
         out |= found
     return {n for n in out if not _not_a_loss(n)}
