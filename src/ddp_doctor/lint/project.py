@@ -46,6 +46,7 @@ from ddp_doctor.lint.provenance import (
     merge,
     param_call_return,
     reads,
+    returned_reductions,
 )
 from ddp_doctor.lint.rank0 import is_log_sink
 from ddp_doctor.lint.source import read_source
@@ -114,6 +115,8 @@ FACTS: dict[str, tuple[str, ...]] = {
         "rank0_objects",
         "rank0_predicates",
         "silences_other_ranks",
+        "logging_silencers",
+        "silences_logging",
         "print_silencers",
         "silences_print",
         "logged_params",
@@ -176,6 +179,10 @@ class Summary:
     fsdp_only: bool = False  # its own wraps are all FSDP (no DistributedDataParallel)
     wraps_ddp: bool = False  # calls a DDP/FSDP constructor (directly or through a project helper)
     calls_backward: bool = False
+    # returns values combined across ranks (``dist.all_reduce(t); return t``), directly or through
+    # the project functions whose results it returns (lingua ``dist_mean_dict`` → ``dist_mean``)
+    returns_reduced: bool = False
+    reduce_callees: set[str] = field(default_factory=set)  # project functions whose results it returns
     toggles_sync: bool = False
     builds_batchnorm: bool = False
     converts_syncbn: bool = False
@@ -308,6 +315,7 @@ class ProjectIndex:
     rank0_objects: set[str] = field(default_factory=set)  # spellings bound only on rank 0
     rank0_predicates: set[str] = field(default_factory=set)  # functions answering "am I rank 0?"
     silences_other_ranks: bool = False  # some file's logging setup keeps rank 0's records only
+    logging_silencers: set[str] = field(default_factory=set)  # the modules whose setup does it
     # module -> line of its ``builtins.print = ...`` that drops output off rank 0 (MAE/DeiT
     # ``setup_for_distributed``, MoCo's ``print_pass``): it covers the code that module reaches
     print_silencers: dict[str, int] = field(default_factory=dict)
@@ -708,6 +716,9 @@ class ProjectIndex:
             s.compiles_param = _compiles_param(ctx, node, method=is_method)
         if "epochs" in self.facts and "set_epoch" not in ctx.words:
             s.epoch_params = _epoch_params(ctx, node, is_method)
+        # shared: what it returns of values combined across ranks (provenance.reducing_call)
+        s.returns_reduced, returned = returned_reductions(ctx, node)
+        s.reduce_callees = {t for c in returned if (t := self._project_target(scan.imports, c.func))}
         # shared: the loop model (lint/loops.py) takes a call of it as a backward of its argument
         if s.calls_backward:
             s.backward_param = param_backward(node, body)
@@ -825,8 +836,9 @@ class ProjectIndex:
             else set()
         )
         self.rank0_predicates |= predicates
-        if rank0 and not self.silences_other_ranks:
-            self.silences_other_ranks = silences_other_ranks(ctx.tree, predicates, ctx.parents)
+        if rank0 and silences_other_ranks(ctx.tree, predicates, ctx.parents):
+            self.silences_other_ranks = True
+            self.logging_silencers.add(module)
         if (
             rank0
             and "print" in ctx.words
@@ -1035,6 +1047,7 @@ class ProjectIndex:
                     before = _propagated_flags(s)
                     if not _is_class_summary(c):
                         s.calls_backward |= c.calls_backward
+                        s.returns_reduced |= callee in s.reduce_callees and c.returns_reduced
                         s.toggles_sync |= c.toggles_sync
                     # a function builds what it constructs and what it returns, not what a helper
                     # it calls does to its argument (KAIR ``merge_bn(self.netG)``, transformers'
@@ -1351,6 +1364,21 @@ class ProjectIndex:
             if m == module or m in reach or module in self.reachable(m):
                 return m, line
         return None
+
+    def silences_logging(self, module: str | None, configures_itself: bool) -> bool:
+        """A logging setup that keeps rank 0's records only runs in this module's process: in the
+        module, one it imports, or one that imports it (MSN's ``main.py`` sets the level off rank 0
+        and runs ``src/msn_train.py``, whose own ``basicConfig`` runs first); or anywhere in the
+        project when the module configures no logging itself (V-JEPA's ``app/main.py`` loads
+        ``app/vjepa/train.py`` through ``importlib``, which no import table shows). A sibling entry
+        script's setup (CodeBERT's codesearch) does not silence a script that configures logging
+        itself (code2nl's ``basicConfig(level=INFO)`` on every rank)."""
+        if module is None or not self.logging_silencers:
+            return False
+        if not configures_itself:
+            return True
+        reach = self.reachable(module)
+        return any(m == module or m in reach or module in self.reachable(m) for m in self.logging_silencers)
 
     def reachable(self, module: str) -> frozenset[str]:
         """The project modules ``module`` imports, directly or through other project modules."""
@@ -1980,6 +2008,7 @@ def _propagated_flags(s: Summary) -> tuple[bool, ...]:
     comparison cannot miss a field (it once compared 5 fields with 6 and never stopped early)."""
     return (
         s.calls_backward,
+        s.returns_reduced,
         s.toggles_sync,
         s.builds_batchnorm,
         s.converts_syncbn,

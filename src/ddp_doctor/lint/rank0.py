@@ -364,7 +364,12 @@ def silences_other_ranks(
             attr = call.func.attr  # type: ignore[attr-defined]
             if attr in ("setLevel", "basicConfig", "disable"):
                 args = [*call.args, *(k.value for k in call.keywords)]
-                if any(isinstance(a, ast.IfExp) and is_rank0_test(a.test, predicates) for a in args):
+                if any(
+                    isinstance(a, ast.IfExp)
+                    and is_rank0_test(a.test, predicates)
+                    and _quieter(a.orelse, a.body)
+                    for a in args
+                ):
                     return True
                 if any(_quiet_level(a, fn) for a in args) and _off_rank0(parents, call, predicates):
                     return True
@@ -378,6 +383,30 @@ def silences_other_ranks(
 
 
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+LEVELS = {
+    "NOTSET": 0,
+    "DEBUG": 10,
+    "INFO": 20,
+    "WARN": 30,
+    "WARNING": 30,
+    "ERROR": 40,
+    "FATAL": 50,
+    "CRITICAL": 50,
+}
+
+
+def _quieter(other: ast.expr, rank0: ast.expr) -> bool:
+    """The level set off rank 0 drops more than rank 0's (``INFO if rank == 0 else WARN``); not
+    ``INFO if rank in [-1, 0] else INFO`` (CodeExecutor: every rank logs). Unknown levels count."""
+    a, b = _level(other), _level(rank0)
+    return a is None or b is None or a > b
+
+
+def _level(node: ast.expr) -> int | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, int):
+        return node.value
+    name = (dotted(node) or "").rsplit(".", 1)[-1]
+    return LEVELS.get(name)
 
 
 def silenced_stdout(

@@ -44,7 +44,7 @@ from ddp_doctor.lint.context import FileContext, dotted, keyword, method
 from ddp_doctor.lint.idioms import RANK0_FUNCTION
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.project import parameters_logged
-from ddp_doctor.lint.provenance import LossFlow, Taint, alarm, loop_aliases, reads
+from ddp_doctor.lint.provenance import LossFlow, Taint, alarm, loop_aliases, reads, single_process_only
 from ddp_doctor.lint.rank0 import (
     LOG_ATTRS,
     bound_argument,
@@ -86,7 +86,9 @@ class Rank0OnlyLossLog(Rule):
     )
     not_flagged = (
         "all-reduced or `reduce_mean`-style helper values, every rank logging, validation losses, "
-        "accuracies/probabilities/lr/val metrics, `sync_dist=True` / `rank_zero_only=True`"
+        "accuracies/probabilities/lr/val metrics, `sync_dist=True` / `rank_zero_only=True`, values "
+        "read where one process runs (`if args.local_rank == -1:`, the raw branch of `if n_gpu > 1: "
+        "reduce`), a rank-0 writer's other calls after it was fed the loss"
     )
     required = (("backward", "scaler", "loss_scaler", "log", "log_dict"),)  # log: Lightning self.log
     # project mode: the loss may come from a project function (``logs = model.current_log()``)
@@ -110,7 +112,7 @@ class Rank0OnlyLossLog(Rule):
         quiet = silences_other_ranks(ctx.tree, predicates, ctx.parents)
         if ctx.project is not None:
             predicates |= ctx.project.rank0_predicates
-            quiet |= ctx.project.silences_other_ranks
+            quiet |= ctx.project.silences_logging(ctx.module, _configures_logging(ctx))
         rank0_objects = _rank0_objects(ctx, predicates)
         # ``sys.stdout = open(os.devnull, "w")`` off rank 0: this file's prints show rank 0's values
         silencer = silenced_stdout(ctx.of_type(ast.Assign), ctx.parents, predicates)
@@ -156,9 +158,10 @@ class Rank0OnlyLossLog(Rule):
                 )
             ]
             for node, guard, how in logs:
-                if id(node) in seen:
-                    continue
-                names = reads((x for v in _logged_values(ctx, node) for x in ast.walk(v)), taint.fields)
+                if id(node) in seen or single_process_only(ctx, node):
+                    continue  # (a log of the single-process run: ``if args.local_rank == -1:``)
+                values = _logged_values(ctx, node, rank0_objects)
+                names = reads((x for v in values for x in ast.walk(v)), taint.fields)
                 names |= loop_aliases(ctx, node, names)
                 hit = sorted(n for n in names & taint.names if _training_binding(flow, scope, n, node, taint))
                 if not hit or alarm(ctx, node, taint.names - set(taint.updates), taint.fields):
@@ -187,6 +190,13 @@ class Rank0OnlyLossLog(Rule):
                     value=name,
                     value_kind=kind.en,
                 )
+
+
+def _configures_logging(ctx: FileContext) -> bool:
+    """The file calls ``logging.basicConfig`` itself."""
+    return ctx.mentions("basicConfig") and any(
+        isinstance(c.func, ast.Attribute) and c.func.attr == "basicConfig" for c in ctx.of_type(ast.Call)
+    )
 
 
 def _kind(name: str, taint: Taint) -> Text:
@@ -622,14 +632,16 @@ def _tag_says_validation(call: ast.Call) -> bool:
     return isinstance(text, str) and bool(VALIDATION_LABEL.match(text))
 
 
-def _logged_values(ctx: FileContext, node: ast.AST) -> list[ast.AST]:
-    values = _raw_logged_values(ctx, node)
+def _logged_values(
+    ctx: FileContext, node: ast.AST, sinks: set[str] | frozenset[str] = frozenset()
+) -> list[ast.AST]:
+    values = _raw_logged_values(ctx, node, sinks)
     if isinstance(node, ast.Call) and _tag_says_validation(node):
         return []
     return [part for v in values for part in _unlabelled(v)]
 
 
-def _raw_logged_values(ctx: FileContext, node: ast.AST) -> list[ast.AST]:
+def _raw_logged_values(ctx: FileContext, node: ast.AST, sinks: set[str] | frozenset[str]) -> list[ast.AST]:
     if isinstance(node, ast.Call):
         if not is_log_call(node) and (handed := helper_logged_args(ctx, node)):
             return list(handed)
@@ -638,6 +650,10 @@ def _raw_logged_values(ctx: FileContext, node: ast.AST) -> list[ast.AST]:
             if found is not None:
                 return list(found)
         receiver = [node.func.value] if isinstance(node.func, ast.Attribute) and not is_log_call(node) else []
+        if receiver and (dotted(receiver[0]) or "").split(".")[-1] in sinks:
+            # a writer that exists on rank 0 only is where values go, not a value: what
+            # ``log_writer.update(lr=lr)`` logs is ``lr``, even after ``log_writer.update(loss=loss)``
+            receiver = []
         return [*receiver, *node.args, *(k.value for k in node.keywords)]  # ``meter.write_summary(writer)``
     if isinstance(node, ast.Assign):
         return [node.value]

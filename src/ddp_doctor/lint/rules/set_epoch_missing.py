@@ -34,6 +34,7 @@ from ddp_doctor.lint.rules._data import (
     loops_iterating,
 )
 from ddp_doctor.lint.rules.base import Edit, Rule, Violation, insert_line_before, starts_own_line
+from ddp_doctor.lint.rules.fp16_no_scaler import EVAL_FUNCTION
 
 
 class SetEpochMissing(Rule):
@@ -45,7 +46,10 @@ class SetEpochMissing(Rule):
         "function from a loop over epochs, or re-iterated forever by a same-file generator (`while "
         "True: for b in loader: yield b`)"
     )
-    not_flagged = "`shuffle=False`, `loader.sampler.set_epoch(e)`, a single pass"
+    not_flagged = (
+        "`shuffle=False`, `loader.sampler.set_epoch(e)`, a single pass, an evaluation loop (no "
+        "backward, in a function named for evaluation) inside another loop"
+    )
     autofix = (
         "inserts `sampler.set_epoch(epoch)` as the first line of the epoch loop (when both names are "
         "in scope there)"
@@ -73,7 +77,7 @@ class SetEpochMissing(Rule):
                 continue  # shuffle=False (or positional, unreadable): the order is meant to repeat
             samplers = bound_names(ctx, call)
             loaders = self._loaders(ctx, dataloaders, call, samplers)
-            epoch_loop = self._epoch_loop(ctx, nodes, loaders)
+            epoch_loop = self._epoch_loop(ctx, facts, loaders)
             if epoch_loop is None:
                 handed = self._handed_to_epochs(ctx, calls, loaders)
                 if handed is not None:
@@ -128,13 +132,17 @@ class SetEpochMissing(Rule):
 
     @staticmethod
     def _epoch_loop(
-        ctx: FileContext, nodes: list[ast.AST], loaders: set[str]
+        ctx: FileContext, facts: LoopFacts, loaders: set[str]
     ) -> ast.For | ast.AsyncFor | ast.While | None:
         if not loaders:
             return None
         for loop in loops_iterating(ctx, loaders, follow_aliases=False):
             outer = enclosing_loop(ctx, loop)
-            if outer is not None and isinstance(loop, (ast.For, ast.AsyncFor)):
+            if (
+                outer is not None
+                and isinstance(loop, (ast.For, ast.AsyncFor))
+                and not _evaluates(ctx, facts, loop)
+            ):
                 return outer
         for node in ctx.of_type(ast.Call):  # `it = iter(loader)` re-created inside a loop
             if (
@@ -218,3 +226,14 @@ def _visible(ctx: FileContext, handle: str, loop: ast.AST) -> bool:
 def _always_distributed(ctx: FileContext, call: ast.Call) -> bool:
     """The sampler is a DistributedSampler on every path (not one branch of a run-time choice)."""
     return ctx.call_qualname(call) == DISTRIBUTED_SAMPLER and not isinstance(ctx.parents.get(call), ast.IfExp)
+
+
+def _evaluates(ctx: FileContext, facts: LoopFacts, loop: ast.For | ast.AsyncFor) -> bool:
+    """An evaluation pass: the loop backprops nothing and sits in a function named for evaluation
+    (``evaluate``, ``validate``, ``test`` ...): its order never reaches the weights, and it is run
+    once per evaluation, not once per epoch of training (CodeBERT's ``evaluate`` looping its
+    DistributedSampler loader inside a loop over task names)."""
+    fn = ctx.enclosing_function(loop)
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or not EVAL_FUNCTION.match(fn.name):
+        return False
+    return not any(facts.backward(n) for n in facts.nodes(loop.body))
