@@ -70,3 +70,24 @@ def test_parsed_and_cached_columns_are_compacted_and_equal(make_run, monkeypatch
         _same(cold.ranks[r].steps, warm.ranks[r].steps)
         assert _views(warm.ranks[r].steps) == _views(cold.ranks[r].steps)
     assert set(views) <= set(_views(warm.ranks[0].steps))
+
+
+def test_take_steps_of_constant_columns_equals_take_steps_of_full_arrays(make_run):
+    """take_steps keeps a constant column as one value without taking it (what compact() would make
+    of the taken array): the same columns, views where compaction makes them, as from full arrays."""
+    path = make_run(steps=300, faults=("nonfinite", "fp16-overflow"))
+    data, _ = rankfile.parse_rank(path / "ranks" / "rank-00000.jsonl", 0)
+    c = data.steps
+    assert c is not None and _views(c)
+    full = dataclasses.replace(
+        c,
+        **{f.name: np.array(getattr(c, f.name)) for f in dataclasses.fields(c) if f.name in _views(c)},
+        extra={k: np.array(v) for k, v in c.extra.items()},
+    )
+    assert not _views(full)
+    rng = np.random.default_rng(0)
+    for frac in (0.0, 0.1, 0.3, 1.0):  # fewer kept than COMPACT_MIN (full arrays) and more (views)
+        keep = rng.random(len(c)) < frac
+        got, want = rankfile.columns.take_steps(c, keep), rankfile.columns.take_steps(full, keep)
+        _same(got, want)
+        assert _views(got) == _views(want)

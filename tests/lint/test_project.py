@@ -437,6 +437,7 @@ def test_loss_returned_through_a_timing_helper_in_another_file(tmp_path: Path) -
             "main.py": """
                 import logging
                 import torch.distributed as dist
+                from src.msn_train import main as msn  # the setup runs in the trainer's process
 
                 def process_main(rank):
                     logger = logging.getLogger()
@@ -444,6 +445,7 @@ def test_loss_returned_through_a_timing_helper_in_another_file(tmp_path: Path) -
                         logger.setLevel(logging.INFO)
                     else:
                         logger.setLevel(logging.ERROR)
+                    msn(None, None, None, None)
             """,
             "src/msn_train.py": """
                 import logging

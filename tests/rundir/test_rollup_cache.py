@@ -31,7 +31,7 @@ def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def parsed(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[int]]:
     """The ranks whose index (``index``) and windows (``windows``) were parsed, not taken from a cache."""
     seen: dict[str, list[int]] = {"index": [], "windows": []}
-    index, windows = rollup_read._index_arrays, rollup_read._read_windows
+    index, windows = rollup_read._index_start, rollup_read._windows_start
 
     def counted_index(item: Any) -> Any:
         seen["index"].append(item[2])
@@ -41,8 +41,8 @@ def parsed(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[int]]:
         seen["windows"].append(item[1])
         return windows(item)
 
-    monkeypatch.setattr(rollup_read, "_index_arrays", counted_index)
-    monkeypatch.setattr(rollup_read, "_read_windows", counted_windows)
+    monkeypatch.setattr(rollup_read, "_index_start", counted_index)
+    monkeypatch.setattr(rollup_read, "_windows_start", counted_windows)
     return seen
 
 

@@ -135,6 +135,10 @@ class FileContext:
     project: Any = None
     module: str | None = None
     absolute_imports: dict[str, str] = field(default_factory=dict)
+    # An alias bound to different imports in different branches (FixMatch ``import
+    # models.wideresnet as models`` / ``import models.resnext as models``): resolved by neither in
+    # ``imports``; kept here so project mode can pick the one module that defines the attribute used.
+    import_choices: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @classmethod
     def build(cls, path: str, source: str, tree: ast.Module) -> FileContext:
@@ -205,6 +209,7 @@ class FileContext:
         for name, found in targets.items():
             if len(found) > 1:
                 del ctx.imports[name]
+                ctx.import_choices[name] = tuple(sorted(found))
         for node in ctx.of_type(ast.FunctionDef) + ctx.of_type(ast.AsyncFunctionDef):
             ctx.functions.setdefault(node.name, []).append(node)
         for target in ctx.imports.values():

@@ -144,13 +144,44 @@ def param_backward(
         and item.context_expr.args
         and isinstance(item.context_expr.args[0], ast.Name)
     }
-    roots = {aliases.get(b.root.id, b.root.id) if isinstance(b.root, ast.Name) else None for b in found}
+    roots = {_param_root(b.root, aliases, params, body) for b in found}
     if not found or len(roots) != 1 or any(b.framework for b in found):
         return None
     root = roots.pop()
     if root not in params:
         return None
     return root, params.index(root), all(b.scaled for b in found)
+
+
+def _param_root(
+    root: ast.expr | None, aliases: dict[str, str], params: list[str], body: list[ast.AST]
+) -> str | None:
+    """The parameter a backward root comes from: the parameter itself, an item or attribute of it
+    (CosyVoice ``info_dict['loss_dict']['loss']``), or a local assigned only from arithmetic on
+    items of that one parameter (``scaled_loss = info_dict['loss_dict']['loss'] /
+    info_dict['accum_grad']``; not ``loss = self.model(batch)``, which is computed)."""
+    while isinstance(root, (ast.Subscript, ast.Attribute)):
+        root = root.value
+    if not isinstance(root, ast.Name):
+        return None
+    name = aliases.get(root.id, root.id)
+    if name in params:
+        return name
+    # the nearest assignment above the backward (in the else branch, CosyVoice's ``scaled_loss``
+    # computed from the parameter; not the DeepSpeed branch's ``scaled_loss = model.backward(...)``)
+    binds = [
+        n
+        for n in body
+        if isinstance(n, ast.Assign)
+        and n.lineno <= root.lineno
+        and any(isinstance(t, ast.Name) and t.id == name for t in n.targets)
+    ]
+    values = [max(binds, key=lambda n: n.lineno).value] if binds else []
+    if any(isinstance(x, (ast.Call, ast.Await, ast.Lambda)) for v in values for x in ast.walk(v)):
+        return name  # computed (``loss = self.model(batch)``): not the parameter's own value
+    used = {x.id for v in values for x in ast.walk(v) if isinstance(x, ast.Name)}
+    # every name read is that one parameter (``loss = w * loss_e + args.w_f * loss_f`` reads locals)
+    return used.pop() if values and len(used) == 1 and used <= set(params) else name
 
 
 def argument(call: ast.Call, name: str, position: int) -> ast.expr | None:
@@ -231,6 +262,7 @@ class LoopFacts:
         self._class_names: set[str] | None = None
         self._param_backwards: dict[int, tuple[str, int, bool] | None] = {}
         self._project_backward: dict[int, tuple[str, int, bool] | None] = {}
+        self._project_steps: dict[int, tuple[str, bool] | None] = {}
 
     def backward(self, node: ast.AST) -> Backward | None:
         """Any spelling of a backward call: ``x.backward()``, framework backward, a loss-scaler call,
@@ -325,8 +357,28 @@ class LoopFacts:
             return True
         assert isinstance(node, ast.Call)
         # ``scaler.step(optimizer)``, a trainer stepping the optimizer it is handed
-        # (``self.mp_trainer.optimize(self.opt)``)
-        return len(node.args) == 1 and self.is_optimizer(dotted(node.args[0]))
+        # (``self.mp_trainer.optimize(self.opt)``, ColBERT's mixed-precision manager
+        # ``amp.step(colbert, optimizer, scheduler)``); not a scheduler's own ``step``
+        if self.is_scheduler(m[0]):
+            return False
+        return any(self.is_optimizer(dotted(a)) for a in node.args)
+
+    def steps(self, node: ast.AST) -> TypeGuard[ast.Call]:
+        """An optimizer step here, or a call of project code in another file that steps one."""
+        return self.is_optimizer_step(node) or self.project_step(node) is not None
+
+    def project_step(self, node: ast.AST) -> tuple[str, bool] | None:
+        """``(how, backprops)`` when ``node`` calls project code in another file that steps an
+        optimizer (``ProjectIndex.call_steps``); None in file mode or otherwise."""
+        if self.ctx.project is None or not isinstance(node, ast.Call):
+            return None
+        key = id(node)
+        if key not in self._project_steps:
+            found = None
+            if self.ctx.helper(node) is None:  # same-file helpers are followed by ``nodes``
+                found = self.ctx.project.call_steps(self.ctx, node)
+            self._project_steps[key] = found
+        return self._project_steps[key]
 
     # --- deep searches that follow same-file helpers -------------------------------------------
 
@@ -349,7 +401,7 @@ class LoopFacts:
             nodes = list(self.nodes([stmt]))
             self._stmt_flags[key] = (
                 any(self.backward(n) for n in nodes),
-                any(self.is_optimizer_step(n) for n in nodes),
+                any(self.steps(n) for n in nodes),
             )
         return self._stmt_flags[key]
 
@@ -360,6 +412,12 @@ class LoopFacts:
             ctx = self.ctx
             backwards: list[ast.AST] = [n for n in ctx.of_type(ast.Attribute) if n.attr == "backward"]
             backwards += [n for n in ctx.of_type(ast.Call) if scaler_callable(n, self.backward_objects)]
+            if ctx.project is not None:  # a call of project code in another file that backprops
+                backwards += [
+                    n
+                    for n in ctx.of_type(ast.Call)
+                    if ctx.helper(n) is None and ctx.project.call_backward_param(ctx, n) is not None
+                ]
             marks = [ctx.position(n) for n in backwards]
             fns = {id(ctx.enclosing_function(n)) for n in backwards}
             for _ in range(HELPER_DEPTH):
@@ -587,7 +645,7 @@ def _step_after(facts: LoopFacts, loop: ast.AST, depth: int = 1) -> int | None:
                         and not isinstance(stmt, LOOPS)
                         and facts.has_optimizer_step([stmt])
                     ):
-                        return next(n.lineno for n in facts.nodes([stmt]) if facts.is_optimizer_step(n))
+                        return next(n.lineno for n in facts.nodes([stmt]) if facts.steps(n))
         if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)) and depth > 0:
             for call in ctx.of_type(ast.Call):
                 if ctx.helper(call) is parent:
@@ -732,33 +790,103 @@ def _guarded_step(facts: LoopFacts, loop: ast.For | ast.AsyncFor | ast.While) ->
     return line if type(line) is int else None
 
 
-def _guarded_in(facts: LoopFacts, body: list[ast.stmt]) -> int | None | bool:
+def _guarded_in(facts: LoopFacts, body: list[ast.stmt], depth: int = HELPER_DEPTH) -> int | None | bool:
     """Line of an optimizer step of ``body`` that runs only under an accumulation guard; None when
     ``body`` does not step; False when it steps otherwise (every pass, or under another condition).
     ``if amp: ... else: ...`` is followed into both branches; a backward whose keyword carries the
-    guard (timm/MAE ``loss_scaler(loss, opt, update_grad=(i + 1) % accum == 0)``) steps under it."""
+    guard (timm/MAE ``loss_scaler(loss, opt, update_grad=(i + 1) % accum == 0)``) steps under it; a
+    same-file helper whose own step is guarded (YOLOv6 ``self.update_optimizer()`` stepping when
+    ``curr_step - self.last_opt_step >= self.accumulate``) steps under its guard; and every step after
+    an early exit under an accumulation guard (``if self.step % accum != 0: return``, ``continue``
+    in a loop) is guarded by it."""
     step_line: int | None = None
+    exited = False  # an earlier statement leaves the body unless this is the last micro-step
     for stmt in unconditional(body):
         if isinstance(stmt, ast.If):
             if is_accum_guard(stmt.test, facts) and facts.has_optimizer_step(stmt.body):
-                step_line = step_line or next(
-                    n.lineno for n in facts.nodes(stmt.body) if facts.is_optimizer_step(n)
-                )
+                step_line = step_line or next(n.lineno for n in facts.nodes(stmt.body) if facts.steps(n))
             elif facts.has_optimizer_step([stmt]) or _guard_keyword_step(facts, [stmt]):
+                if exited:
+                    step_line = step_line or _first_step_line(facts, stmt)
+                    continue
                 if not stmt.orelse:
                     return False  # stepped under some other condition: cannot tell how often
-                branches = (_guarded_in(facts, stmt.body), _guarded_in(facts, stmt.orelse))
+                branches = (_guarded_in(facts, stmt.body, depth), _guarded_in(facts, stmt.orelse, depth))
                 if False in branches or branches == (None, None):
                     return False
                 step_line = step_line or next(b for b in branches if type(b) is int)
+            elif _exits_under_guard(facts, stmt):
+                exited = True
         elif not isinstance(stmt, (ast.With, ast.AsyncWith, ast.Try)) and facts.has_optimizer_step([stmt]):
+            if exited:
+                step_line = step_line or _first_step_line(facts, stmt)
+                continue
             keyword_step = _guard_keyword_step(facts, [stmt])
             if keyword_step is None:
-                return False  # an unconditional step: every iteration is an optimizer step
+                helper = _helper_call(facts, stmt) if depth else None
+                # an update helper; not a step function that backprops too (that one is an
+                # accumulation unit of its own, and this loop only its caller)
+                if helper is not None and facts.has_backward(helper.body):
+                    helper = None
+                inner = _guarded_in(facts, helper.body, depth - 1) if helper is not None else False
+                if helper is None and depth:  # an update helper in another file (project mode)
+                    inner = _project_guarded(facts, stmt)
+                if type(inner) is not int:
+                    return False  # an unconditional step: every iteration is an optimizer step
+                keyword_step = inner
             # a helper that backprops and steps under its flag (``optimizer_step(loss / acc, opt,
             # is_update=step % acc == 0)``, timm ``loss_scaler(..., update_grad=...)``)
             step_line = step_line or keyword_step
     return step_line or _guard_keyword_step(facts, body)
+
+
+def guarded_in(facts: LoopFacts, body: list[ast.stmt]) -> int | None | bool:
+    """How ``body`` steps an optimizer: the line of a step under an accumulation guard, False when
+    it steps otherwise, None when it does not step (see ``_guarded_in``)."""
+    return _guarded_in(facts, body)
+
+
+def _project_guarded(facts: LoopFacts, stmt: ast.stmt) -> int | bool:
+    """The line of ``stmt`` when it is a call of project code that steps only under an accumulation
+    guard and runs no backward (a step function of its own is an accumulation unit in its file)."""
+    value = stmt.value if isinstance(stmt, (ast.Expr, ast.Assign)) else None
+    found = facts.project_step(value) if value is not None else None
+    return stmt.lineno if found is not None and found == ("guarded", False) else False
+
+
+def _first_step_line(facts: LoopFacts, stmt: ast.stmt) -> int:
+    return next(n.lineno for n in facts.nodes([stmt]) if facts.steps(n))
+
+
+def _helper_call(facts: LoopFacts, stmt: ast.stmt) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The same-file helper a statement consists of a call to (``self.update_optimizer()``,
+    ``x = step_fn(...)``)."""
+    value = stmt.value if isinstance(stmt, (ast.Expr, ast.Assign)) else None
+    if isinstance(value, ast.Await):
+        value = value.value
+    return facts.ctx.helper(value) if isinstance(value, ast.Call) else None
+
+
+def _exits_under_guard(facts: LoopFacts, stmt: ast.If) -> bool:
+    """``stmt`` leaves the body (``return``/``continue``) under an accumulation guard, directly or
+    in a nested ``if`` (``if accum != 1: if self.step % accum != 0: return``), and steps nothing."""
+    if facts.has_optimizer_step([stmt]):
+        return False
+    if _names_accumulation(stmt.test) and any(isinstance(s, (ast.Return, ast.Continue)) for s in stmt.body):
+        return True
+    return any(isinstance(s, ast.If) and _exits_under_guard(facts, s) for s in stmt.body)
+
+
+def _names_accumulation(test: ast.expr) -> bool:
+    """The test names the accumulation (``self.step % self.grad_accumulation_steps != 0``,
+    ``not is_last_micro``). Stricter than ``is_accum_guard``: a bare ``%`` also skips batches of
+    the wrong size (DLRM ``if X.size(0) % world_size != 0: continue``), which says nothing about
+    when the optimizer steps."""
+    return any(
+        ACCUM_GUARD_NAME.search(n.id if isinstance(n, ast.Name) else n.attr)
+        for n in ast.walk(test)
+        if isinstance(n, (ast.Name, ast.Attribute))
+    )
 
 
 def _guard_keyword_step(facts: LoopFacts, body: list[ast.stmt]) -> int | None:
@@ -823,6 +951,8 @@ def _unconditional_nodes(
     facts: LoopFacts, body: list[ast.stmt], depth: int, seen: frozenset[int]
 ) -> Iterator[ast.AST]:
     for stmt in unconditional(body):
+        if isinstance(stmt, ast.If) and _exits_under_guard(facts, stmt):
+            return  # what follows ``if step % accum != 0: return`` runs on the last micro-step only
         if isinstance(
             stmt, (ast.If, *LOOPS, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Try, ast.Match)
         ):

@@ -33,18 +33,20 @@ from pathlib import Path
 from ddp_doctor.lint.context import FileContext, dotted, method, param_defaults, walk_local
 from ddp_doctor.lint.flags import argparse_choices
 from ddp_doctor.lint.idioms import SYNC_CONTROL
-from ddp_doctor.lint.loops import LoopFacts, backward_of, param_backward
+from ddp_doctor.lint.loops import LoopFacts, backward_of, guarded_in, param_backward
 from ddp_doctor.lint.provenance import (
     LossFlow,
     Shape,
     alarm,
     bound_names,
+    evaluation_function,
     is_reduce,
     is_update_method,
     loop_aliases,
     merge,
     param_call_return,
     reads,
+    returned_reductions,
 )
 from ddp_doctor.lint.rank0 import is_log_sink
 from ddp_doctor.lint.source import read_source
@@ -113,6 +115,8 @@ FACTS: dict[str, tuple[str, ...]] = {
         "rank0_objects",
         "rank0_predicates",
         "silences_other_ranks",
+        "logging_silencers",
+        "silences_logging",
         "print_silencers",
         "silences_print",
         "logged_params",
@@ -122,6 +126,10 @@ FACTS: dict[str, tuple[str, ...]] = {
         "logs",
         "rank0_callees",
         "rank0_called",
+        "rank0_returns",
+        "rank0_handed",
+        "call_rank0_positions",
+        "rank0_attributes",
     ),
     "loss_flow": (
         "returns_loss",
@@ -145,6 +153,7 @@ FACTS: dict[str, tuple[str, ...]] = {
         "call_shards_by_rank",
     ),
     "compile": ("compiles_param", "call_compiles", "compiling_names"),
+    "epochs": ("epoch_params", "reiterates_argument"),
 }
 _CONFLICT = object()  # a configuration key given different defaults
 LOCAL_KEY = "\0module"  # entry of an import table naming the file's own module
@@ -170,6 +179,10 @@ class Summary:
     fsdp_only: bool = False  # its own wraps are all FSDP (no DistributedDataParallel)
     wraps_ddp: bool = False  # calls a DDP/FSDP constructor (directly or through a project helper)
     calls_backward: bool = False
+    # returns values combined across ranks (``dist.all_reduce(t); return t``), directly or through
+    # the project functions whose results it returns (lingua ``dist_mean_dict`` → ``dist_mean``)
+    returns_reduced: bool = False
+    reduce_callees: set[str] = field(default_factory=set)  # project functions whose results it returns
     toggles_sync: bool = False
     builds_batchnorm: bool = False
     converts_syncbn: bool = False
@@ -200,6 +213,15 @@ class Summary:
     # ``(parameter, position, scaled)``: every backward it runs is on that parameter (VAR
     # ``AmpOptimizer.backward_clip_step(loss=loss, ...)``): a call of it is a backward of the argument.
     backward_param: tuple[str, int, bool] | None = None
+    # How it steps an optimizer (lint/loops.py ``guarded_in``): "guarded" only under an
+    # accumulation guard (CosyVoice ``update_parameter_and_lr`` stepping when ``(batch_idx + 1) %
+    # accum_grad == 0``), "always" otherwise; None: it steps none.
+    steps: str | None = None
+    # Parameters (name and position; a method's ``self`` not counted) it iterates again on every
+    # pass of an outer loop, or hands to a call inside one, in a module that never calls
+    # ``set_epoch`` (neuralop ``Trainer.train(train_loader, ...)``: ``for epoch in ...:
+    # self.train_one_epoch(epoch, train_loader, ...)``).
+    epoch_params: set[str | int] = field(default_factory=set)
     # Its parameters that its log calls write (VAR ``TensorboardLogger.update(**kwargs)`` →
     # ``add_scalar``; ``**kwargs`` as ``"**kwargs"``): a call of it logs those arguments.
     logged_params: tuple[str, ...] = ()
@@ -237,6 +259,7 @@ class _FileScan:
     class_tables: dict[str, set[str]]
     flow: LossFlow | None
     backward_defs: set[int]  # ids of the defs/classes holding a ``.backward``
+    loop_facts: LoopFacts | None = None  # built on the first def that steps an optimizer
 
 
 def _defs_of(
@@ -292,6 +315,7 @@ class ProjectIndex:
     rank0_objects: set[str] = field(default_factory=set)  # spellings bound only on rank 0
     rank0_predicates: set[str] = field(default_factory=set)  # functions answering "am I rank 0?"
     silences_other_ranks: bool = False  # some file's logging setup keeps rank 0's records only
+    logging_silencers: set[str] = field(default_factory=set)  # the modules whose setup does it
     # module -> line of its ``builtins.print = ...`` that drops output off rank 0 (MAE/DeiT
     # ``setup_for_distributed``, MoCo's ``print_pass``): it covers the code that module reaches
     print_silencers: dict[str, int] = field(default_factory=dict)
@@ -353,6 +377,13 @@ class ProjectIndex:
     # test or not. A function every call of which is under one runs on rank 0 only (stylegan2
     # ``if is_main and model.steps % 50 == 0: model.print_log()``).
     _guarded_calls: dict[str, bool] = field(default_factory=dict)  # callee -> every site so far guarded
+    # lint/rank0_handoff.py: positions of the tuple a function returns that hold a rank-0 test
+    # (``return device, is_logger``), and per callee the arguments every call so far binds to a
+    # rank-0 test, each with the returned positions it relies on (``is_logger`` from ``setup``)
+    rank0_returns: dict[str, set[int]] = field(default_factory=dict)
+    _rank0_args: dict[str, dict[str | int, frozenset[tuple[str, int]]]] = field(default_factory=dict)
+    # classes whose every construction hands a rank-0 test to these parameters (names or positions)
+    rank0_handed: dict[str, set[str | int]] = field(default_factory=dict)
     rank0_callees: set[str] = field(default_factory=set)
     _wrapper_names: tuple[str, ...] | None = None
     _bn_modules: set[str] | None = None
@@ -683,9 +714,20 @@ class ProjectIndex:
             s.param_call_return = param_call_return(node, body)
         if "compile" in self.facts:
             s.compiles_param = _compiles_param(ctx, node, method=is_method)
+        if "epochs" in self.facts and "set_epoch" not in ctx.words:
+            s.epoch_params = _epoch_params(ctx, node, is_method)
+        # shared: what it returns of values combined across ranks (provenance.reducing_call)
+        s.returns_reduced, returned = returned_reductions(ctx, node)
+        s.reduce_callees = {t for c in returned if (t := self._project_target(scan.imports, c.func))}
         # shared: the loop model (lint/loops.py) takes a call of it as a backward of its argument
         if s.calls_backward:
             s.backward_param = param_backward(node, body)
+        # shared: ... and a call of it as an optimizer step, guarded or not
+        if any(isinstance(n, ast.Attribute) and n.attr == "step" for n in body):
+            if scan.loop_facts is None:
+                scan.loop_facts = LoopFacts(ctx)
+            guarded = guarded_in(scan.loop_facts, node.body)
+            s.steps = "guarded" if type(guarded) is int else "always" if guarded is False else None
 
     def _scan_body(
         self,
@@ -794,8 +836,9 @@ class ProjectIndex:
             else set()
         )
         self.rank0_predicates |= predicates
-        if rank0 and not self.silences_other_ranks:
-            self.silences_other_ranks = silences_other_ranks(ctx.tree, predicates, ctx.parents)
+        if rank0 and silences_other_ranks(ctx.tree, predicates, ctx.parents):
+            self.silences_other_ranks = True
+            self.logging_silencers.add(module)
         if (
             rank0
             and "print" in ctx.words
@@ -805,6 +848,14 @@ class ProjectIndex:
             self.print_silencers[module] = silencer.lineno
 
         if rank0:
+            from ddp_doctor.lint.rank0_handoff import returned_rank0_positions
+
+            ranked = any("rank" in w.lower() for w in ctx.words)  # no rank, no rank-0 test to return
+            for fn in ctx.tree.body if ranked else ():  # ``def setup(config): ... return device, is_logger``
+                if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    positions = returned_rank0_positions(fn, predicates, ctx.parents)
+                    if positions:
+                        self.rank0_returns[f"{module}.{fn.name}"] = positions
             self._call_sites(ctx, imports, predicates)
         for node in ctx.of_type(ast.Assign):
             names = {d for t in node.targets if (d := dotted(t))}
@@ -850,6 +901,7 @@ class ProjectIndex:
             is_rank0_test(n.test, predicates) or is_not_rank0_test(n.test, predicates)
             for n in ctx.of_type(ast.If)
         )
+        scopes: dict[int, tuple[set[str], dict[str, tuple[str, int]]]] = {}
         for call in ctx.of_type(ast.Call):
             func = call.func
             if isinstance(func, ast.Attribute):
@@ -862,6 +914,49 @@ class ProjectIndex:
                 guarded_file and enclosing_rank0_if(ctx.parents, call, SCOPES_UP, predicates) is not None
             )
             self._guarded_calls[key] = self._guarded_calls.get(key, True) and guarded
+            if not key.startswith("."):
+                self._record_rank0_args(ctx, imports, predicates, key, call, scopes)
+
+    def _record_rank0_args(
+        self,
+        ctx: FileContext,
+        imports: dict[str, str],
+        predicates: set[str],
+        key: str,
+        call: ast.Call,
+        scopes: dict[int, tuple[set[str], dict[str, tuple[str, int]]]],
+    ) -> None:
+        """Keep, for ``key``, the arguments that every call so far binds to a rank-0 test (a test
+        where the call is made, or a name unpacked from a position a project function returns one in;
+        those positions are checked when the index is complete)."""
+        from ddp_doctor.lint.rank0 import rank0_locals
+        from ddp_doctor.lint.rank0_handoff import rank0_arguments
+
+        found: dict[str | int, frozenset[tuple[str, int]]] = {}
+        if call.args or call.keywords:
+            fn = ctx.enclosing_function(call)
+            if id(fn) not in scopes:
+                nodes = ctx.local(fn)
+                unpacked = _unpacked_targets(self, nodes, imports)
+                scopes[id(fn)] = (rank0_locals(fn, nodes, predicates, ctx.parents), unpacked)
+            flags, unpacked = scopes[id(fn)]
+            sure = rank0_arguments(call, predicates | flags)
+            hoped = rank0_arguments(call, predicates | flags | set(unpacked))
+            for arg in hoped:
+                expr = (
+                    call.args[arg]
+                    if isinstance(arg, int)
+                    else next(k.value for k in call.keywords if k.arg == arg)
+                )
+                deps = frozenset(
+                    unpacked[n.id] for n in ast.walk(expr) if isinstance(n, ast.Name) and n.id in unpacked
+                )
+                found[arg] = frozenset() if arg in sure else deps
+        before = self._rank0_args.get(key)
+        if before is None:
+            self._rank0_args[key] = found
+        else:
+            self._rank0_args[key] = {a: before[a] | d for a, d in found.items() if a in before}
 
     def _project_target(self, imports: dict[str, str], func: ast.AST) -> str | None:
         text = dotted(func)
@@ -952,6 +1047,7 @@ class ProjectIndex:
                     before = _propagated_flags(s)
                     if not _is_class_summary(c):
                         s.calls_backward |= c.calls_backward
+                        s.returns_reduced |= callee in s.reduce_callees and c.returns_reduced
                         s.toggles_sync |= c.toggles_sync
                     # a function builds what it constructs and what it returns, not what a helper
                     # it calls does to its argument (KAIR ``merge_bn(self.netG)``, transformers'
@@ -1001,6 +1097,7 @@ class ProjectIndex:
             if sites and all(sites):
                 self.rank0_callees.add(qual)
         self._guarded_calls = {}
+        self._finish_rank0_handoff()
         for spelling in self._backprop_spellings:  # ``vq_loss = VQLoss(...)``: its ``forward``
             constructed = {b for b in self._call_bound.get(spelling, ()) if b}
             found = [c for c in constructed if (c_s := sums.get(c)) is not None and _is_class_summary(c_s)]
@@ -1032,7 +1129,22 @@ class ProjectIndex:
                 return self._get(f"{module}.{owner.name}.{rest}")
             return None
         target = self._project_target(imports, func)
+        if target is None and rest and head in ctx.import_choices:
+            return self._one_choice(ctx.import_choices[head], head, func)
         return self._get(target) if target else None
+
+    def _one_choice(self, choices: tuple[str, ...], head: str, func: ast.AST) -> Summary | None:
+        """``alias.name`` where ``alias`` is imported from several modules in several branches: the
+        summary of the one project module among them that defines ``name`` (FixMatch's
+        ``models.build_wideresnet`` after ``import models.wideresnet as models`` in one branch and
+        ``import models.resnext as models`` in the other); None when several or none do."""
+        found = [
+            s
+            for choice in choices
+            if (target := self._project_target({head: choice}, func)) is not None
+            and (s := self._get(target)) is not None
+        ]
+        return found[0] if len(found) == 1 else None
 
     def _star_imported(self, ctx: FileContext, name: str) -> Summary | None:
         """``name`` from a project module the file star-imports (StyleTTS2 ``from utils import *``
@@ -1097,6 +1209,15 @@ class ProjectIndex:
         s = self.summary_for(ctx, call.func)
         return s.param_call_return if s is not None else None
 
+    def call_steps(self, ctx: FileContext, call: ast.Call) -> tuple[str, bool] | None:
+        """``(how, backprops)`` when ``call`` runs a project function or method that steps an
+        optimizer: "guarded" (only under an accumulation guard) or "always", and whether it runs
+        backward too (a step function of its own, not an update helper)."""
+        s = self.summary_for(ctx, call.func)
+        if s is None or _is_class_summary(s) or s.steps is None:
+            return None
+        return s.steps, s.calls_backward
+
     def call_backward_param(self, ctx: FileContext, call: ast.Call) -> tuple[str, int, bool] | None:
         """``call`` runs a project function or method whose every backward is on one parameter:
         ``(name, position, scaled)`` of that parameter (method by name when most candidates agree)."""
@@ -1140,6 +1261,29 @@ class ProjectIndex:
             ):
                 out.append(k.value)
         return out
+
+    def _constructed_method(self, ctx: FileContext, call: ast.Call) -> Summary | None:
+        """The project method ``obj.m(...)`` runs when ``obj`` is bound in this scope only to
+        instances of one project class (``trainer = Trainer(...)`` ... ``trainer.train(...)``)."""
+        func = call.func
+        if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
+            return None
+        binds = ctx.bindings(ctx.enclosing_function(call)).get(func.value.id, [])
+        classes = {
+            self._project_target(ctx.absolute_imports, b.value.func)
+            if isinstance(b, ast.Assign) and isinstance(b.value, ast.Call)
+            else None
+            for b in binds
+        }
+        if len(classes) != 1:
+            return None
+        cls = classes.pop()
+        # a package re-export: ``neuralop.Trainer`` is ``neuralop.training.trainer.Trainer``
+        for _ in range(4):
+            if cls is None or cls in self.summaries or cls not in self.name_alias:
+                break
+            cls = self.name_alias[cls]
+        return self._get(f"{cls}.{func.attr}") if cls else None
 
     def _annotated_method(self, ctx: FileContext, call: ast.Call) -> Summary | None:
         """The project method ``obj.m(...)`` runs when ``obj``'s type is written down: a parameter of
@@ -1221,6 +1365,21 @@ class ProjectIndex:
                 return m, line
         return None
 
+    def silences_logging(self, module: str | None, configures_itself: bool) -> bool:
+        """A logging setup that keeps rank 0's records only runs in this module's process: in the
+        module, one it imports, or one that imports it (MSN's ``main.py`` sets the level off rank 0
+        and runs ``src/msn_train.py``, whose own ``basicConfig`` runs first); or anywhere in the
+        project when the module configures no logging itself (V-JEPA's ``app/main.py`` loads
+        ``app/vjepa/train.py`` through ``importlib``, which no import table shows). A sibling entry
+        script's setup (CodeBERT's codesearch) does not silence a script that configures logging
+        itself (code2nl's ``basicConfig(level=INFO)`` on every rank)."""
+        if module is None or not self.logging_silencers:
+            return False
+        if not configures_itself:
+            return True
+        reach = self.reachable(module)
+        return any(m == module or m in reach or module in self.reachable(m) for m in self.logging_silencers)
+
     def reachable(self, module: str) -> frozenset[str]:
         """The project modules ``module`` imports, directly or through other project modules."""
         found = self._reach.get(module)
@@ -1280,6 +1439,35 @@ class ProjectIndex:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and qual in self.backprop_targets:
                 out.append(node)
         return out
+
+    def _finish_rank0_handoff(self) -> None:
+        """Classes whose every construction hands a rank-0 test to a parameter (its dependencies on
+        returned tuples checked now that every file's returns are known)."""
+        for key, args in self._rank0_args.items():
+            built = self._get(key)
+            kept = {a for a, deps in args.items() if all(self._returns_rank0_at(q, p) for q, p in deps)}
+            if built is not None and _is_class_summary(built) and kept:
+                self.rank0_handed[built.qualname] = kept
+        self._rank0_args = {}
+
+    def _returns_rank0_at(self, qualname: str, position: int) -> bool:
+        target = self._get(qualname)
+        return target is not None and position in self.rank0_returns.get(target.qualname, ())
+
+    def call_rank0_positions(self, ctx: FileContext, call: ast.Call) -> set[int]:
+        """Positions of the tuple ``call`` returns that hold a rank-0 test (``device, is_logger =
+        setup(config)`` with ``setup`` in another file)."""
+        target = self.summary_for(ctx, call.func)
+        return set(self.rank0_returns.get(target.qualname, ())) if target is not None else set()
+
+    def rank0_attributes(self, ctx: FileContext, cls: ast.ClassDef) -> set[str]:
+        """``self.<attr>`` spellings of a top-level class of ``ctx``'s file that hold a rank-0 test in
+        every instance the project builds (``Trainer(..., verbose=config.verbose and is_logger)``
+        kept as ``self.verbose``)."""
+        from ddp_doctor.lint.rank0_handoff import rank0_attributes
+
+        handed = self.rank0_handed.get(f"{ctx.module}.{cls.name}")
+        return rank0_attributes(cls, handed) if handed else set()
 
     def rank0_called(self, ctx: FileContext, fn: ast.AST) -> bool:
         """``fn`` (a top-level function or a method of a top-level class of ``ctx``'s file) is called
@@ -1351,8 +1539,9 @@ class ProjectIndex:
                 continue
             for key, scope in flow.scopes.items():
                 taint = flow.taints[key]
-                if not taint.names:
-                    continue
+                if not taint.names or evaluation_function(scope):
+                    continue  # a validation pass (CosyVoice's ``@torch.inference_mode() def cv``) hands
+                    # its own, validation, losses on
                 for call in ctx.local(scope):
                     if not isinstance(call, ast.Call) or ctx.helper(call) is not None:
                         continue
@@ -1476,6 +1665,21 @@ class ProjectIndex:
             for q in s.callees
         )
 
+    def reiterates_argument(self, ctx: FileContext, call: ast.Call, names: set[str]) -> bool:
+        """``call`` hands one of ``names`` to project code in a module without ``set_epoch`` that
+        iterates it again on every pass of an outer loop (a trainer's epoch loop); a method of an
+        unknown object by name when every project method of that name (at most 4) does."""
+        s = self.summary_for(ctx, call.func) or self._constructed_method(ctx, call)
+        found = [s] if s is not None else self.method_summaries(call.func)
+        if not found or len(found) > MAX_SAME_NAME_METHODS or any(_is_class_summary(c) for c in found):
+            return False
+        for i, arg in enumerate(call.args):
+            if dotted(arg) in names and all(i in c.epoch_params for c in found):
+                return True
+        return any(
+            dotted(k.value) in names and all(k.arg in c.epoch_params for c in found) for k in call.keywords
+        )
+
     def trains_on_argument(self, ctx: FileContext, call: ast.Call, names: set[str]) -> bool:
         """``call`` hands one of ``names`` to project code that trains on it (``Trainer(model,
         train_loader)`` whose methods iterate ``self.train_data`` and run backward)."""
@@ -1548,6 +1752,36 @@ def _trains_on_params(ctx: FileContext, node: ast.AST) -> set[str | int]:
         ):
             out |= {source, params.index(source)}
     return out
+
+
+def _epoch_params(
+    ctx: FileContext, fn: ast.FunctionDef | ast.AsyncFunctionDef, is_method: bool
+) -> set[str | int]:
+    """Parameters ``fn`` iterates (``for b in p``, ``enumerate(p)``, ``iter(p)``) inside a loop
+    nested in another loop of its own, or passes to a call inside a loop of its own."""
+    params = _params(fn, skip_self=is_method)
+    if not params:
+        return set()
+    out: set[str | int] = set()
+    for loop in walk_local(fn):
+        if not isinstance(loop, (ast.For, ast.AsyncFor, ast.While)):
+            continue
+        for node in walk_local(loop):
+            if node is loop:
+                continue
+            used: list[ast.expr] = []
+            if isinstance(node, (ast.For, ast.AsyncFor)):  # ``for b in p``, ``for i, b in enumerate(p)``
+                used = [x for x in ast.walk(node.iter) if isinstance(x, ast.Name)]
+            elif isinstance(node, ast.Call) and (dotted(node.func) or "") not in _NOT_ITERATING:
+                used = [*node.args, *(k.value for k in node.keywords)]  # the loader itself, handed on
+            for x in used:
+                if isinstance(x, ast.Name) and x.id in params:
+                    out |= {x.id, params.index(x.id)}
+    return out
+
+
+# Calls that read a loader without iterating it (``len(train_loader)`` in a progress message)
+_NOT_ITERATING = frozenset({"len", "print", "isinstance", "str", "repr", "type", "id", "getattr", "hasattr"})
 
 
 def _whole_reads(value: ast.AST) -> set[str]:
@@ -1774,6 +2008,7 @@ def _propagated_flags(s: Summary) -> tuple[bool, ...]:
     comparison cannot miss a field (it once compared 5 fields with 6 and never stopped early)."""
     return (
         s.calls_backward,
+        s.returns_reduced,
         s.toggles_sync,
         s.builds_batchnorm,
         s.converts_syncbn,
@@ -1997,6 +2232,26 @@ def _module_level_imports(tree: ast.Module) -> set[str]:
         elif isinstance(node, ast.If):
             stack += [*node.body, *node.orelse]
     return out
+
+
+def _unpacked_targets(
+    index: ProjectIndex, nodes: list[ast.AST], imports: dict[str, str]
+) -> dict[str, tuple[str, int]]:
+    """Names a function binds only by unpacking a call of project code: ``{name: (callee, position)}``
+    (``device, is_logger = setup(config)`` → ``{"is_logger": ("...torch_setup.setup", 1)}``)."""
+    out: dict[str, tuple[str, int] | None] = {}
+    for n in nodes:
+        if not isinstance(n, ast.Assign):
+            continue
+        for t in n.targets:
+            if isinstance(t, ast.Tuple) and isinstance(n.value, ast.Call):
+                target = index._project_target(imports, n.value.func)
+                for k, e in enumerate(t.elts):
+                    if isinstance(e, ast.Name):
+                        out[e.id] = (target, k) if target and e.id not in out else None
+            elif isinstance(t, ast.Name):
+                out[t.id] = None
+    return {k: v for k, v in out.items() if v is not None}
 
 
 def absolute_imports(ctx: FileContext, module: str) -> dict[str, str]:

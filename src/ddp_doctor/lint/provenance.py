@@ -215,38 +215,44 @@ def reads(
     return out
 
 
-def alarm(ctx: FileContext, node: ast.AST, values: set[str]) -> bool:
+def alarm(
+    ctx: FileContext, node: ast.AST, values: set[str], fields: frozenset[str] | set[str] = frozenset()
+) -> bool:
     """``node`` runs only when one of ``values`` takes some value: under ``if loss > 12:``, ``if
     overflow:`` (``overflow`` computed from the loss), ``if not math.isfinite(loss):``. Such a log is
     an alarm about that value, not the training curve. Rank tests and step counters decide nothing
-    here: only the parts of a test (``rank == 0 and loss > 12``) that read ``values``."""
+    here: only the parts of a test (``rank == 0 and loss > 12``) that read ``values``; ``fields``: containers
+    whose items other than the loss's are not the loss (CosyVoice ``info_dict["train_engine"] ==
+    "torch_ddp"`` tests the configuration, not the loss ``info_dict`` also carries)."""
     child, cur = node, ctx.parents.get(node)
     while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
         if (
             isinstance(cur, ast.If)
             and child is not cur.test
-            and _value_gated(cur.test, values, child in cur.body)
+            and _value_gated(cur.test, values, child in cur.body, fields)
         ):
             return True
         child, cur = cur, ctx.parents.get(cur)
     return False
 
 
-def _value_gated(test: ast.expr, values: set[str], holds: bool) -> bool:
+def _value_gated(
+    test: ast.expr, values: set[str], holds: bool, fields: frozenset[str] | set[str] = frozenset()
+) -> bool:
     """Whether the branch where ``test`` is ``holds`` runs only for some values of ``values``: ``a
     and loss > 12`` (a conjunct decides), not ``step % 10 == 0 or isnan(loss)`` (the periodic part
     runs whatever the loss)."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return _value_gated(test.operand, values, not holds)
+        return _value_gated(test.operand, values, not holds, fields)
     if isinstance(test, ast.BoolOp):
-        parts = [_value_gated(v, values, holds) for v in test.values]
+        parts = [_value_gated(v, values, holds, fields) for v in test.values]
         conjunction = isinstance(test.op, ast.And) == holds  # the branch needs every part
         return any(parts) if conjunction else all(parts)
     if _existence_test(test) or any(
         isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(test)
     ):
         return False  # whether it exists; a periodic ``step % every == 0``
-    return bool(reads(ast.walk(test)) & values)
+    return bool(reads(ast.walk(test), fields) & values)
 
 
 def _existence_test(test: ast.expr) -> bool:
@@ -386,6 +392,96 @@ def is_reduce(name: str) -> bool:
     return bool(words & REDUCE_WORDS) and not words & NOT_REDUCE_WORDS
 
 
+def reducing_call(ctx: FileContext, node: ast.AST) -> bool:
+    """``node`` is a call whose result is combined across ranks: by its name (``is_reduce``), or a
+    helper that returns what it reduced — a same-file one (two calls deep) or, in project mode, a
+    project function (lingua's ``dist_mean_dict`` returns ``dist_mean(v)``, which returns the tensor
+    it ``dist.all_reduce``-d). A helper that reduces something else (MSN's loss all-reduces its
+    Sinkhorn sums, not the loss it returns) is not one."""
+    if not isinstance(node, ast.Call):
+        return False
+    if is_reduce(dotted(node.func) or ""):
+        return True
+    if ctx.helper(node) is not None:
+        return _helper_call_reduces(ctx, node, 2)
+    if ctx.project is None:
+        return False
+    summary = ctx.project.summary_for(ctx, node.func)
+    return (
+        summary is not None
+        and summary.returns_reduced
+        and not summary.qualname.rsplit(".", 1)[-1][:1].isupper()
+    )
+
+
+def _helper_call_reduces(ctx: FileContext, call: ast.Call, depth: int) -> bool:
+    helper = ctx.helper(call)
+    if helper is None:
+        return False
+    direct, calls = returned_reductions(ctx, helper)
+    return direct or (
+        depth > 0 and any(c is not call and _helper_call_reduces(ctx, c, depth - 1) for c in calls)
+    )
+
+
+def returned_reductions(ctx: FileContext, fn: ast.AST) -> tuple[bool, list[ast.Call]]:
+    """What ``fn`` returns of values combined across ranks: True when a return reads a name it
+    reduced in place (``dist.all_reduce(t); return t``) or a collective's result (``return
+    all_gather(x)``); else the other calls whose results it returns (directly or through the names
+    and items it assigns: ``r[k] = dist_mean(x[k]); return r``), for the caller to resolve."""
+    nodes = ctx.local(fn)
+    reduced: set[str] = set()
+    feeds: dict[str, list[ast.Call]] = {}  # name -> calls whose results it is assigned
+    for n in nodes:
+        if (
+            isinstance(n, ast.Call)
+            and isinstance(ctx.parents.get(n), ast.Expr)
+            and n.args
+            and isinstance(n.args[0], ast.Name)
+            and combines_ranks(ctx.call_qualname(n) or "", dotted(n.func) or "")
+        ):
+            reduced.add(n.args[0].id)
+        if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and n.value is not None:
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+            calls = [c for c in ast.walk(n.value) if isinstance(c, ast.Call)]
+            for t in targets:
+                base = t.value if isinstance(t, ast.Subscript) else t
+                if isinstance(base, ast.Name):
+                    feeds.setdefault(base.id, []).extend(calls)
+    direct = False
+    returned: list[ast.Call] = []
+    for r in nodes:
+        if not isinstance(r, ast.Return) or r.value is None:
+            continue
+        for x in ast.walk(r.value):
+            if isinstance(x, ast.Name):
+                direct |= x.id in reduced
+                returned += feeds.get(x.id, [])
+            elif isinstance(x, ast.Call):
+                returned.append(x)
+    direct |= any(combines_ranks(ctx.call_qualname(c) or "", dotted(c.func) or "") for c in returned)
+    return direct, returned
+
+
+def combines_ranks(qualname: str, name: str) -> bool:
+    """A call that surely combines values across ranks, for what a helper does with its values:
+    ``torch.distributed``'s collectives, or a name saying reduce / all-gather (``reduce_tensor``,
+    ``all_gather``, accelerate's ``accelerator.gather``). Stricter than ``is_reduce``: not the
+    words a timer or tensor op shares (``torch.cuda.synchronize``, ``end.synchronize()`` in MSN's
+    ``gpu_timer``, ``logits.gather(1, idx)``), nor a meter's ``sync``."""
+    if qualname.startswith("torch.distributed."):
+        return is_reduce(qualname)
+    if qualname.startswith("torch."):
+        return False
+    last = name.rsplit(".", 1)[-1]
+    words = set(re.sub(r"([a-z])([A-Z])", r"\1_\2", last).lower().split("_"))
+    if words & NOT_REDUCE_WORDS:
+        return False
+    if words & {"reduce", "allreduce", "allgather"}:
+        return True
+    return "gather" in words and ("all" in words or "accelerator" in name)
+
+
 def loss_names(ctx: FileContext, root: ast.AST | None) -> set[str]:
     """The names a backward root is made of: operands of sums and products, the receiver of
     ``.mean()``-style calls, the items of ``sum(losses)`` / ``torch.stack(losses)``. Not divisors
@@ -444,6 +540,10 @@ def _call_loss_names(ctx: FileContext, call: ast.Call) -> set[str]:
     name = (dotted(func) or "").split(".")[-1]
     if name in AGGREGATORS:
         return set().union(*(loss_names(ctx, a) for a in call.args))
+    if call.args and "_" in name and name.rsplit("_", 1)[-1] in AGGREGATORS - {"float", "add"}:
+        # a helper named for what it does to its first argument (TabPFN ``torch_nanmean(losses.mean(0))``,
+        # ``masked_mean(loss, mask)``): the loss is made of that argument, not of the mask
+        return loss_names(ctx, call.args[0])
     return set()
 
 
@@ -814,13 +914,15 @@ class LossFlow:
                     and receiver
                     and is_update_method(m[1])
                     and n.args + n.keywords
-                    and not _single_process_only(ctx, n)
+                    and not single_process_only(ctx, n)
                     and not _synced_meter(ctx, scope, receiver)
                 ):
-                    # meter.update(loss.item()) / self.meter.update(**outputs): the object holds the loss
-                    read = reads(
-                        (x for a in [*n.args, *(k.value for k in n.keywords)] for x in ast.walk(a)), fields
-                    )
+                    # meter.update(loss.item()) / self.meter.update(**outputs): the object holds the loss;
+                    # not what it is fed already combined (``metrics.update(dist_mean_dict(to_sync))``)
+                    values = [
+                        a for a in [*n.args, *(k.value for k in n.keywords)] if not reducing_call(ctx, a)
+                    ]
+                    read = reads((x for a in values for x in ast.walk(a)), fields)
                     read |= loop_aliases(ctx, n, read)
                     flows.append((read, {receiver}))
                     updates.setdefault(receiver, []).append(n.lineno)
@@ -830,7 +932,7 @@ class LossFlow:
             elif (
                 isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
                 and n.value is not None
-                and not _single_process_only(ctx, n)
+                and not single_process_only(ctx, n)
             ):
                 targets = n.targets if isinstance(n, ast.Assign) else [n.target]
                 written = {x for t in targets for x in bound_names(t)}
@@ -854,7 +956,7 @@ class LossFlow:
                         # loss, loss_items = criterion(...): the other outputs that say they hold loss
                         # values share the loss's fate (not ``mean_path_length`` or ``report``)
                         flows.append((written, {w for w in written if LOSS_CARRIER.search(w.split(".")[-1])}))
-                if any(type(x) is ast.Call and is_reduce(dotted(x.func) or "") for x in value_nodes):
+                if any(type(x) is ast.Call and reducing_call(ctx, x) for x in value_nodes):
                     gathered |= written
                 all_flows.append((read, written))
                 if positional:
@@ -1038,6 +1140,14 @@ def _terms(ctx: FileContext, scope: ast.AST, roots: set[str]) -> set[str]:
                     and isinstance(b.op, (ast.Add, ast.Sub))
                 ):
                     found |= loss_names(ctx, b.value)
+                elif (
+                    isinstance(b, ast.Assign)
+                    and len(b.targets) == 1
+                    and isinstance(b.targets[0], ast.Tuple)
+                    and isinstance(b.value, ast.Call)
+                ):
+                    # ``loss, nan_share = torch_nanmean(losses.mean(0), return_nanshare=True)``
+                    found |= _call_loss_names(ctx, b.value)
         frontier = found - out - roots
         out |= found
     return {n for n in out if not _not_a_loss(n)}
@@ -1167,7 +1277,7 @@ def lightning_steps(ctx: FileContext) -> dict[int, FunctionNode]:
     return out
 
 
-def _single_process_only(ctx: FileContext, node: ast.AST) -> bool:
+def single_process_only(ctx: FileContext, node: ast.AST) -> bool:
     """``node`` runs only when training is not distributed: under ``if not args.distributed:`` /
     ``if world_size == 1:``, or in the else of ``if args.distributed:`` (apex/timm update the meter
     with the raw loss there and with the reduced one otherwise): rank 0's value is the global one."""
@@ -1187,8 +1297,61 @@ def _single_process_only(ctx: FileContext, node: ast.AST) -> bool:
                 return True
             if isinstance(test, (ast.Name, ast.Attribute, ast.Call)) and child in cur.orelse:
                 return True
+        if isinstance(cur, ast.If) and child in _one_process_branch(ctx, cur):
+            return True
         child, cur = cur, ctx.parents.get(cur)
     return False
+
+
+RANK_NAME = re.compile(r"rank", re.IGNORECASE)
+
+
+def _rank_unset(test: ast.expr) -> str | None:
+    """``rank == -1`` → "body", ``rank != -1`` → "orelse": the branch where no launcher set a rank."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return None
+    right = test.comparators[0]
+    if not (
+        isinstance(right, ast.UnaryOp)
+        and isinstance(right.op, ast.USub)
+        and isinstance(right.operand, ast.Constant)
+        and right.operand.value == 1
+    ):
+        return None
+    if not RANK_NAME.search((dotted(test.left) or "").rsplit(".", 1)[-1]):
+        return None
+    if isinstance(test.ops[0], ast.Eq):
+        return "body"
+    return "orelse" if isinstance(test.ops[0], ast.NotEq) else None
+
+
+def _one_process_branch(ctx: FileContext, node: ast.If) -> list[ast.stmt]:
+    """The branch of ``node`` that runs only in a single-process run, or ``[]``:
+    ``if args.local_rank == -1:`` (-1 is the launcher's "not distributed") and the ``else`` of
+    ``!= -1``; and of a process-count test (``if cfg.NUM_GPU > 1:`` / ``== 1``) whose other branch
+    combines across ranks (Cream ``reduced_loss = reduce_tensor(loss.data, n)`` there, the raw loss
+    here): the count is the world size, and one process holds the global value."""
+    test = node.test
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        # ``if args.local_rank == -1 and args.evaluate_during_training:``: one conjunct suffices
+        one_only = any(_rank_unset(c) == "body" for c in test.values)
+        return node.body if one_only else []
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return []
+    unset = _rank_unset(test)
+    if unset is not None:
+        return node.body if unset == "body" else node.orelse
+    op, right = test.ops[0], test.comparators[0]
+    value = right.value if isinstance(right, ast.Constant) else None
+    if value == 1 and isinstance(op, (ast.Gt, ast.NotEq)):
+        many, one = node.body, node.orelse
+    elif value == 1 and isinstance(op, (ast.Eq, ast.LtE)):
+        many, one = node.orelse, node.body
+    else:
+        return []
+    if any(reducing_call(ctx, x) for stmt in many for x in ast.walk(stmt)):
+        return one
+    return []
 
 
 def _is_statement(ctx: FileContext, call: ast.Call) -> bool:

@@ -112,6 +112,8 @@ def is_rank0_test(test: ast.expr, predicates: Collection[str] = ()) -> bool:
     if not name:
         return False
     last = name.split(".")[-1]
+    if isinstance(test, ast.Attribute) and name in predicates:
+        return True  # ``self.verbose`` kept from a constructor argument that is a rank-0 test
     return bool(MAIN_FLAG.match(last)) or (isinstance(test, (ast.Call, ast.Name)) and last in predicates)
 
 
@@ -133,18 +135,60 @@ def _main_process_state(test: ast.expr) -> bool:
     return bool(receiver) and attr in RANK0_STATE.get(receiver.split(".")[-1].lower(), frozenset())
 
 
-def rank0_locals(fn: ast.AST, nodes: Iterable[ast.AST], predicates: Collection[str] = ()) -> set[str]:
+def rank0_locals(
+    fn: ast.AST,
+    nodes: Iterable[ast.AST],
+    predicates: Collection[str] = (),
+    parents: dict[ast.AST, ast.AST] | None = None,
+) -> set[str]:
     """Names ``fn`` binds only to rank-0 tests (``is_tracking = len(accelerator.trackers) > 0``,
-    ``log_now = rank == 0``): ``if is_tracking:`` is a rank-0 test. ``nodes``: ``fn``'s own nodes."""
+    ``log_now = rank == 0``): ``if is_tracking:`` is a rank-0 test. ``nodes``: ``fn``'s own nodes.
+    With ``parents``, ``x = True`` in one branch of an ``if`` whose other branch binds ``x`` to a
+    rank-0 test counts too: true when not distributed, like ``not distributed or rank == 0``
+    (neuraloperator ``setup``: ``is_logger = get_local_rank() == 0`` / ``else: is_logger = True``)."""
     bound: dict[str, bool] = {}
+    single: list[tuple[str, ast.Assign]] = []
     for n in nodes:
         if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and n.value is not None:
             targets = n.targets if isinstance(n, ast.Assign) else [n.target]
             for t in targets:
                 if isinstance(t, ast.Name):
                     ok = isinstance(n, ast.Assign) and is_rank0_test(n.value, predicates)
+                    if not ok and parents is not None and isinstance(n, ast.Assign) and _is_true(n.value):
+                        single.append((t.id, n))
+                        continue
                     bound[t.id] = bound.get(t.id, True) and ok
+    for name, node in single:
+        if bound.get(name) and not _other_branch_binds(parents or {}, node, name, predicates):
+            bound[name] = False
     return {k for k, v in bound.items() if v}
+
+
+def _is_true(node: ast.AST | None) -> bool:
+    return isinstance(node, ast.Constant) and node.value is True
+
+
+def _other_branch_binds(
+    parents: dict[ast.AST, ast.AST], node: ast.Assign, name: str, predicates: Collection[str]
+) -> bool:
+    """``node`` (``name = True``) sits in one block of an ``if`` whose other block binds ``name`` to a
+    rank-0 test."""
+    child: ast.AST = node
+    cur = parents.get(node)
+    while cur is not None and not isinstance(cur, SCOPES):
+        if isinstance(cur, ast.If) and child is not cur.test:
+            other = cur.orelse if child in cur.body else cur.body
+            for stmt in other:
+                for n in ast.walk(stmt):
+                    if (
+                        isinstance(n, ast.Assign)
+                        and any(isinstance(t, ast.Name) and t.id == name for t in n.targets)
+                        and is_rank0_test(n.value, predicates)
+                    ):
+                        return True
+            return False
+        child, cur = cur, parents.get(cur)
+    return False
 
 
 def is_not_rank0_test(test: ast.expr, predicates: Collection[str] = ()) -> bool:
@@ -181,21 +225,43 @@ def bound_argument(fn: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call, n
 
 
 def rank0_parameters(
-    fn: ast.FunctionDef | ast.AsyncFunctionDef, calls: Iterable[ast.Call], predicates: Collection[str]
+    fn: ast.FunctionDef | ast.AsyncFunctionDef,
+    calls: Iterable[ast.Call],
+    predicates: Collection[str],
+    parents: dict[ast.AST, ast.AST] | None = None,
 ) -> set[str]:
     """Parameters of ``fn`` that every one of its ``calls`` binds to a rank-0 test
     (``run_epoch(..., verbose=is_master)``): inside ``fn``, ``if verbose:`` runs on rank 0 only. A call
-    that leaves the parameter to its default, or passes ``*args``/``**kwargs``, binds it to something else."""
+    that leaves the parameter to its default, or passes ``*args``/``**kwargs``, binds it to something else.
+    With ``parents``, a call binding ``True`` in one branch of an ``if`` whose other branch makes a
+    call binding a rank-0 test counts too (TabPFN ``init_dist``: ``print_on_master_only(rank == 0)``
+    when distributed, ``print_on_master_only(True)`` in the single-process ``else``)."""
     calls = list(calls)
     if not calls:
         return set()
     names = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]]
     out: set[str] = set()
     for name in names:
-        bound = [bound_argument(fn, call, name) for call in calls]
-        if all(v is not None and is_rank0_test(v, predicates) for v in bound):
+        bound = [(call, bound_argument(fn, call, name)) for call in calls]
+        rank0 = [c for c, v in bound if v is not None and is_rank0_test(v, predicates)]
+        if rank0 and all(
+            c in rank0 or (parents is not None and _is_true(v) and _beside(parents, c, rank0))
+            for c, v in bound
+        ):
             out.add(name)
     return out
+
+
+def _beside(parents: dict[ast.AST, ast.AST], node: ast.AST, others: list[ast.Call]) -> bool:
+    """``node`` sits in one block of an ``if`` whose other block holds one of ``others``."""
+    child, cur = node, parents.get(node)
+    while cur is not None and not isinstance(cur, SCOPES):
+        if isinstance(cur, ast.If) and child is not cur.test:
+            other = cur.orelse if child in cur.body else cur.body
+            inside = {id(n) for stmt in other for n in ast.walk(stmt)}
+            return any(id(o) in inside for o in others)
+        child, cur = cur, parents.get(cur)
+    return False
 
 
 def rank0_predicates(tree: ast.AST, functions: Iterable[ast.AST] | None = None) -> set[str]:
@@ -298,7 +364,12 @@ def silences_other_ranks(
             attr = call.func.attr  # type: ignore[attr-defined]
             if attr in ("setLevel", "basicConfig", "disable"):
                 args = [*call.args, *(k.value for k in call.keywords)]
-                if any(isinstance(a, ast.IfExp) and is_rank0_test(a.test, predicates) for a in args):
+                if any(
+                    isinstance(a, ast.IfExp)
+                    and is_rank0_test(a.test, predicates)
+                    and _quieter(a.orelse, a.body)
+                    for a in args
+                ):
                     return True
                 if any(_quiet_level(a, fn) for a in args) and _off_rank0(parents, call, predicates):
                     return True
@@ -312,6 +383,30 @@ def silences_other_ranks(
 
 
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+LEVELS = {
+    "NOTSET": 0,
+    "DEBUG": 10,
+    "INFO": 20,
+    "WARN": 30,
+    "WARNING": 30,
+    "ERROR": 40,
+    "FATAL": 50,
+    "CRITICAL": 50,
+}
+
+
+def _quieter(other: ast.expr, rank0: ast.expr) -> bool:
+    """The level set off rank 0 drops more than rank 0's (``INFO if rank == 0 else WARN``); not
+    ``INFO if rank in [-1, 0] else INFO`` (CodeExecutor: every rank logs). Unknown levels count."""
+    a, b = _level(other), _level(rank0)
+    return a is None or b is None or a > b
+
+
+def _level(node: ast.expr) -> int | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, int):
+        return node.value
+    name = (dotted(node) or "").rsplit(".", 1)[-1]
+    return LEVELS.get(name)
 
 
 def silenced_stdout(
@@ -376,7 +471,7 @@ def _rank0_only_printer(
             for c in ast.walk(module)
             if isinstance(c, ast.Call) and (dotted(c.func) or "").split(".")[-1] == scope.name
         ]
-        tests |= rank0_parameters(scope, calls, predicates)
+        tests |= rank0_parameters(scope, calls, predicates, parents)
 
     def gate(test: ast.expr) -> bool:
         if isinstance(test, ast.Name) and test.id in tests:

@@ -29,7 +29,9 @@ class AccumLossUnscaled(Rule):
     )
     not_flagged = (
         "`loss / accum` anywhere on the way (also inside a helper), normalisation by a global token "
-        "count, HF `num_items_in_batch`, `p.grad.div_(n)`, `accelerator.backward`"
+        "count, HF `num_items_in_batch`, `p.grad.div_(n)`, `accelerator.backward`; a backward "
+        "followed on its path by an unconditional step (the `else` of `if accum > 1:`) or by a "
+        "`zero_grad` that discards it (a statistics probe)"
     )
     required = (("backward",),)
 
@@ -42,6 +44,8 @@ class AccumLossUnscaled(Rule):
                 bw = backward_of(node)
                 if bw is None or bw.framework or tracer.state(bw.root, bw.call) != "raw":
                     continue
+                if _not_accumulated(ctx, facts, bw.call, loop.loop):
+                    continue
                 root = ctx.segment(bw.root) if bw.root is not None else "loss"
                 yield self.violation(
                     bw.call,
@@ -52,6 +56,66 @@ class AccumLossUnscaled(Rule):
                     ),
                     accumulation_loop_line=loop.loop.lineno,
                 )
+
+
+LOOP_OR_DEF = (ast.For, ast.AsyncFor, ast.While, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+
+
+def _not_accumulated(ctx: FileContext, facts: LoopFacts, call: ast.Call, loop: ast.AST) -> bool:
+    """What runs after this backward settles the gradient before another micro-step adds to it: an
+    unconditional optimizer step on its path to the end of the loop body (the ``else`` of ``if
+    accumulation_steps > 1:``, Swin/MiniViT: one backward per step, nothing to divide), or a
+    ``zero_grad`` as the very next statement (lingua's probe: a backward on half a batch to collect
+    statistics, discarded at once). A ``zero_grad`` later in the micro-step is not read as a
+    discard: that is zero-grad-inside-accum's bug, and the loss should still be divided."""
+    following = _next_statement(ctx, ctx.parents.get(call))
+    if following is not None and any(
+        (m := method(n)) and m[1] == "zero_grad" for n in _unconditional(following)
+    ):
+        return True
+    child: ast.AST = call
+    cur = ctx.parents.get(call)
+    # up to the innermost loop: past it, a step after a micro-batch loop is the nested shape itself
+    while cur is not None and cur is not loop and not isinstance(cur, LOOP_OR_DEF):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(cur, field, None)
+            if isinstance(block, list) and child in block:
+                for stmt in block[block.index(child) + 1 :]:
+                    if any(facts.is_optimizer_step(n) for n in _unconditional(stmt)):
+                        return True
+        child, cur = cur, ctx.parents.get(cur)
+    return False
+
+
+def _next_statement(ctx: FileContext, statement: ast.AST | None) -> ast.stmt | None:
+    """The statement that runs right after ``statement`` (an expression statement), also when it
+    ends an ``if``/``with`` block (``if m: (a + b).backward() else: a.backward()`` then the next)."""
+    if not isinstance(statement, ast.Expr):
+        return None
+    cur: ast.AST = statement
+    while True:
+        holder = ctx.parents.get(cur)
+        if holder is None or isinstance(holder, LOOP_OR_DEF):
+            return None
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(holder, field, None)
+            if isinstance(block, list) and cur in block:
+                index = block.index(cur)
+                following = block[index + 1] if index + 1 < len(block) else None
+                if isinstance(following, ast.stmt):
+                    return following
+        if not isinstance(holder, (ast.If, ast.With, ast.AsyncWith, ast.Try)):
+            return None
+        cur = holder
+
+
+def _unconditional(stmt: ast.stmt) -> Iterator[ast.AST]:
+    """The calls a statement always makes: its own expression, and the bodies of ``with`` blocks."""
+    if isinstance(stmt, ast.Expr):
+        yield stmt.value
+    elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+        for inner in stmt.body:
+            yield from _unconditional(inner)
 
 
 def _scales_gradients(ctx: FileContext, scope: ast.AST) -> bool:

@@ -31,6 +31,7 @@ from ddp_doctor.lint.loops import LoopFacts, accumulation_count, count_gate
 from ddp_doctor.lint.rules.base import Rule, Violation
 
 DDP = "torch.nn.parallel.DistributedDataParallel"
+DATA_PARALLEL = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel"})
 WRAPS = frozenset(
     {
         DDP,
@@ -197,11 +198,12 @@ def _names_sync_control(expr: ast.AST) -> bool:
 
 
 def _wraps_anything(ctx: FileContext) -> bool:
-    """The file itself wraps models (DDP, FSDP, DeepSpeed, accelerate, Fabric): then its own wrap
+    """The file itself wraps models (DDP, FSDP, DeepSpeed, accelerate, Fabric, or single-process
+    ``DataParallel``: UniXcoder's code-generation script beside a DDP sibling): then its own wrap
     decides. Importing ``DistributedDataParallel`` for an ``isinstance`` check wraps nothing."""
     for call in ctx.of_type(ast.Call):
         qual = ctx.call_qualname(call) or ""
-        if qual in WRAPS or qual.startswith("deepspeed.initialize"):
+        if qual in WRAPS or qual in DATA_PARALLEL or qual.startswith("deepspeed.initialize"):
             return True
         m = method(call)
         if (

@@ -32,6 +32,7 @@ from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method
 from ddp_doctor.lint.flags import all_defaults, describe, flag_test
 from ddp_doctor.lint.idioms import BATCHNORM_ARCH, MODEL_FACTORIES, MODEL_GETTERS, MODEL_REGISTRIES
+from ddp_doctor.lint.inference_only import never_trains
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.project import BATCHNORM, DDP, TORCHVISION_BN, ProjectIndex
 from ddp_doctor.lint.rules.base import (
@@ -59,7 +60,8 @@ class BatchnormUnsynced(Rule):
         "`convert_sync_batchnorm`, apex `convert_syncbn_model`, SyncBatchNorm, LayerNorm "
         "(ViT/ConvNeXt defaults), frozen/teacher copies, no DDP; (project) a builder that picks "
         "SyncBatchNorm itself (`nn.SyncBatchNorm if sbn else nn.BatchNorm2d`), BatchNorm built only "
-        "under a parameter that defaults to off (`SeqBN(d) if input_normalization else None`)"
+        "under a parameter that defaults to off (`SeqBN(d) if input_normalization else None`); an "
+        "entry script that never backprops (a `test.py` that only validates)"
     )
     autofix = "inserts `model = nn.SyncBatchNorm.convert_sync_batchnorm(model)` before the wrap"
     required = (("DistributedDataParallel", "prepare"),)
@@ -119,8 +121,8 @@ class BatchnormUnsynced(Rule):
         # (StyleTTS2 ``model[k] = accelerator.prepare(model[k])`` of modules holding the pitch
         # extractor's BatchNorm2d); prepare also takes loaders and optimizers, so not otherwise
         ddp_calls += [c for c in prepares if _wraps_built_from(ctx, c, bn_nodes)]
-        if not bn_lines or not ddp_calls:
-            return
+        if not bn_lines or not ddp_calls or never_trains(ctx, facts):
+            return  # (an evaluation script: BatchNorm in eval() uses running statistics)
         gated_by = None
         if conversions or ctx.mentions("SyncBatchNorm", "convert_syncbn_model"):
             gated_by = _opt_in_gate(ctx, conversions, bn_nodes)

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, keyword
+from ddp_doctor.lint.inference_only import never_trains
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.rules.base import Rule, Violation, replace_node
 
@@ -36,11 +37,19 @@ class FindUnusedTrue(Rule):
         "`find_unused_parameters=True` on DDP, accelerate `DistributedDataParallelKwargs`, or "
         "`ddp_find_unused_parameters=True` on `TrainingArguments`"
     )
-    not_flagged = "a value from config without a True fallback"
+    not_flagged = (
+        "a value from config without a True fallback; an entry script that never backprops (an "
+        "evaluation or inference script copied from the trainer)"
+    )
     autofix = "`True` → `False`"
     required = (tuple(DDP_CONFIGS.values()),)
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
+        found = list(self._check(ctx))
+        if found and not never_trains(ctx, facts):  # an evaluation script never traverses a graph
+            yield from found
+
+    def _check(self, ctx: FileContext) -> Iterator[Violation]:
         for node in ctx.of_type(ast.Call):
             kw_name = DDP_CONFIGS.get(ctx.call_qualname(node) or "")
             value = keyword(node, kw_name) if kw_name else None

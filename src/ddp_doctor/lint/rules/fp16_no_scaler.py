@@ -60,7 +60,8 @@ class Fp16NoScaler(Rule):
     project_facts = frozenset({"scaler"})
     flagged = (
         "a float16 autocast (`dtype=torch.float16/half`, also with `device_type=str(device)`, or "
-        '`torch.cuda.amp.autocast()` / `torch.autocast("cuda")` defaults) or the trained model\'s '
+        '`torch.cuda.amp.autocast()` / `torch.autocast("cuda")` defaults; config-gated on CUDA for a '
+        "device read at run time, `device_type=self.device.type`) or the trained model's "
         "weights cast to float16 (`model.half()`, `.to(torch.float16)` on a model wrapped in DDP, "
         "`.train()`ed or optimised), a backward in the file, and no GradScaler / `.scale(` / "
         "hand-made loss scaling / accelerate / Lightning / DeepSpeed"
@@ -186,7 +187,11 @@ class Fp16NoScaler(Rule):
         if qual == CUDA_AUTOCAST:
             return True, None
         device = keyword(call, "device_type") or (call.args[0] if call.args else None)
-        return isinstance(device, ast.Constant) and device.value == "cuda", None
+        if isinstance(device, ast.Constant) or qual != AUTOCAST:
+            return isinstance(device, ast.Constant) and device.value == "cuda", None
+        # a device read at run time (neuraloperator ``device_type=self.autocast_device_type``): float16
+        # whenever the run is on a GPU
+        return (True, "the device is CUDA") if _cuda_device(ctx, call) else (False, None)
 
 
 def _scaler_flags(ctx: FileContext, calls: list[ast.Call]) -> set[str] | None:

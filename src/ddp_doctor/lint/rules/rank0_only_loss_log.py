@@ -41,9 +41,10 @@ from typing import Any
 
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method
+from ddp_doctor.lint.idioms import RANK0_FUNCTION
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.project import parameters_logged
-from ddp_doctor.lint.provenance import LossFlow, Taint, alarm, loop_aliases, reads
+from ddp_doctor.lint.provenance import LossFlow, Taint, alarm, loop_aliases, reads, single_process_only
 from ddp_doctor.lint.rank0 import (
     LOG_ATTRS,
     bound_argument,
@@ -61,7 +62,9 @@ from ddp_doctor.lint.rank0 import (
     silenced_stdout,
     silences_other_ranks,
 )
+from ddp_doctor.lint.rank0_handoff import unpacked_rank0
 from ddp_doctor.lint.rules.base import Rule, Violation
+from ddp_doctor.lint.rules.sampler_missing import DISTRIBUTED_WORDS
 
 NO_GRAD = re.compile(r"(no_grad|inference_mode|evaluate|eval)", re.IGNORECASE)
 LIGHTNING_LOG = frozenset({"log", "log_dict"})
@@ -83,7 +86,9 @@ class Rank0OnlyLossLog(Rule):
     )
     not_flagged = (
         "all-reduced or `reduce_mean`-style helper values, every rank logging, validation losses, "
-        "accuracies/probabilities/lr/val metrics, `sync_dist=True` / `rank_zero_only=True`"
+        "accuracies/probabilities/lr/val metrics, `sync_dist=True` / `rank_zero_only=True`, values "
+        "read where one process runs (`if args.local_rank == -1:`, the raw branch of `if n_gpu > 1: "
+        "reduce`), a rank-0 writer's other calls after it was fed the loss"
     )
     required = (("backward", "scaler", "loss_scaler", "log", "log_dict"),)  # log: Lightning self.log
     # project mode: the loss may come from a project function (``logs = model.current_log()``)
@@ -107,7 +112,7 @@ class Rank0OnlyLossLog(Rule):
         quiet = silences_other_ranks(ctx.tree, predicates, ctx.parents)
         if ctx.project is not None:
             predicates |= ctx.project.rank0_predicates
-            quiet |= ctx.project.silences_other_ranks
+            quiet |= ctx.project.silences_logging(ctx.module, _configures_logging(ctx))
         rank0_objects = _rank0_objects(ctx, predicates)
         # ``sys.stdout = open(os.devnull, "w")`` off rank 0: this file's prints show rank 0's values
         silencer = silenced_stdout(ctx.of_type(ast.Assign), ctx.parents, predicates)
@@ -116,7 +121,11 @@ class Rank0OnlyLossLog(Rule):
             # ``builtins.print`` replaced off rank 0 by code this module reaches (MAE/DeiT
             # ``setup_for_distributed`` in ``util/misc.py``)
             found = ctx.project.silences_print(ctx.module)
-            if found is not None:
+            # only in a file that runs under a process group: a single-process script importing the
+            # same utilities never calls the code that replaces ``print`` (TabPFN's style search)
+            if found is not None and (
+                ctx.imports_module("torch.distributed") or ctx.mentions(*DISTRIBUTED_WORDS, "rank")
+            ):
                 stdout = (found[0], found[1])
         seen: set[int] = set()
         for key, scope in flow.scopes.items():
@@ -134,7 +143,8 @@ class Rank0OnlyLossLog(Rule):
                 for local in [
                     predicates
                     | _rank0_flags(ctx, region, predicates)
-                    | rank0_locals(region, ctx.local(region), predicates)
+                    | rank0_locals(region, ctx.local(region), predicates, ctx.parents)
+                    | _handed_flags(ctx, region)
                 ]
                 for item in _rank0_logs(
                     ctx,
@@ -148,15 +158,19 @@ class Rank0OnlyLossLog(Rule):
                 )
             ]
             for node, guard, how in logs:
-                if id(node) in seen:
-                    continue
-                names = reads((x for v in _logged_values(ctx, node) for x in ast.walk(v)), taint.fields)
+                if id(node) in seen or single_process_only(ctx, node):
+                    continue  # (a log of the single-process run: ``if args.local_rank == -1:``)
+                values = _logged_values(ctx, node, rank0_objects)
+                names = reads((x for v in values for x in ast.walk(v)), taint.fields)
                 names |= loop_aliases(ctx, node, names)
                 hit = sorted(n for n in names & taint.names if _training_binding(flow, scope, n, node, taint))
-                if not hit or alarm(ctx, node, taint.names - set(taint.updates)):
+                if not hit or alarm(ctx, node, taint.names - set(taint.updates), taint.fields):
                     continue  # not the loss, or a warning that fires on its value (``if loss > 12:``)
+                if set(hit) <= taint.params and _inside_rank0_printer(ctx, node):
+                    continue  # ``def print0(s): if master_process: print(s)``: its callers' calls are the logs
                 seen.add(id(node))
-                name = min(hit, key=lambda h: (_kind(h, taint).en != "the loss", h))
+                # the loss itself first, then a name that says it is a loss (`total_loss` before `nan_share`)
+                name = min(hit, key=lambda h: (_kind(h, taint).en != "the loss", "loss" not in h.lower(), h))
                 kind = _kind(name, taint)
                 if guard is not None:
                     where = Text(
@@ -176,6 +190,13 @@ class Rank0OnlyLossLog(Rule):
                     value=name,
                     value_kind=kind.en,
                 )
+
+
+def _configures_logging(ctx: FileContext) -> bool:
+    """The file calls ``logging.basicConfig`` itself."""
+    return ctx.mentions("basicConfig") and any(
+        isinstance(c.func, ast.Attribute) and c.func.attr == "basicConfig" for c in ctx.of_type(ast.Call)
+    )
 
 
 def _kind(name: str, taint: Taint) -> Text:
@@ -295,6 +316,28 @@ def _rank0_flags(ctx: FileContext, fn: ast.AST, predicates: set[str]) -> set[str
         if training
         else set()
     )
+
+
+def _handed_flags(ctx: FileContext, region: ast.AST) -> set[str]:
+    """(project) Rank-0 tests that reach ``region`` from elsewhere: names it unpacks from a project
+    function's returned tuple (``device, is_logger = setup(config)``), and, in a method, the
+    ``self.<attr>`` its class keeps from a constructor argument that every construction in the
+    project binds to a rank-0 test (neuraloperator ``Trainer(..., verbose=... and is_logger)``)."""
+    project = ctx.project
+    if project is None or not isinstance(region, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return set()
+    out = unpacked_rank0(ctx.local(region), lambda call: project.call_rank0_positions(ctx, call))
+    owner = ctx.parents.get(region)
+    if isinstance(owner, ast.ClassDef) and ctx.parents.get(owner) is ctx.tree:
+        out |= project.rank0_attributes(ctx, owner)
+    return out
+
+
+def _inside_rank0_printer(ctx: FileContext, node: ast.AST) -> bool:
+    """``node`` is in the body of a function that is itself a rank-0 log call by its name (``print0``,
+    ``print_rank_0``): each call of it that logs the loss is reported where it is made."""
+    fn = ctx.enclosing_function(node)
+    return isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and bool(RANK0_FUNCTION.match(fn.name))
 
 
 def _backward_switches(ctx: FileContext, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
@@ -589,14 +632,16 @@ def _tag_says_validation(call: ast.Call) -> bool:
     return isinstance(text, str) and bool(VALIDATION_LABEL.match(text))
 
 
-def _logged_values(ctx: FileContext, node: ast.AST) -> list[ast.AST]:
-    values = _raw_logged_values(ctx, node)
+def _logged_values(
+    ctx: FileContext, node: ast.AST, sinks: set[str] | frozenset[str] = frozenset()
+) -> list[ast.AST]:
+    values = _raw_logged_values(ctx, node, sinks)
     if isinstance(node, ast.Call) and _tag_says_validation(node):
         return []
     return [part for v in values for part in _unlabelled(v)]
 
 
-def _raw_logged_values(ctx: FileContext, node: ast.AST) -> list[ast.AST]:
+def _raw_logged_values(ctx: FileContext, node: ast.AST, sinks: set[str] | frozenset[str]) -> list[ast.AST]:
     if isinstance(node, ast.Call):
         if not is_log_call(node) and (handed := helper_logged_args(ctx, node)):
             return list(handed)
@@ -605,6 +650,10 @@ def _raw_logged_values(ctx: FileContext, node: ast.AST) -> list[ast.AST]:
             if found is not None:
                 return list(found)
         receiver = [node.func.value] if isinstance(node.func, ast.Attribute) and not is_log_call(node) else []
+        if receiver and (dotted(receiver[0]) or "").split(".")[-1] in sinks:
+            # a writer that exists on rank 0 only is where values go, not a value: what
+            # ``log_writer.update(lr=lr)`` logs is ``lr``, even after ``log_writer.update(loss=loss)``
+            receiver = []
         return [*receiver, *node.args, *(k.value for k in node.keywords)]  # ``meter.write_summary(writer)``
     if isinstance(node, ast.Assign):
         return [node.value]
@@ -641,6 +690,17 @@ def _holds_training_value(
     ):
         return False  # rebound from gathered values: ``loss = sum(all_gather(loss)) / n``
     bound_at = getattr(binding, "lineno", 0)
+    if _item_store(binding, name) and isinstance(binding, ast.Assign):
+        # ``opt_metrics["mode"] = "opt"``: an item that does not read the loss leaves the container
+        # with what its whole binding put in it (MACE's LBFGS branch: a helper's all-reduced loss)
+        stored = binding.value
+        read = reads(ast.walk(stored), taint.fields)
+        read |= loop_aliases(ctx, binding, read)  # ``for k, v in loss_dict.items(): logs[k] = v``
+        if not read & taint.names and not (
+            isinstance(stored, ast.Call)
+            and (ctx.helper(stored) is not None or flow.call_shape(stored) is not None)
+        ):
+            return False
     updated = any(bound_at < u < line for u in taint.updates.get(name, ()))
     if (
         isinstance(binding, ast.Assign)

@@ -57,7 +57,6 @@ DISTRIBUTED_WORDS = (
     "LOCAL_RANK",
     "world_size",
     "WORLD_SIZE",
-    "DistributedSampler",
     "is_initialized",
 )
 
@@ -93,7 +92,12 @@ class SamplerMissing(Rule):
         if not wraps_here and not (project is not None and project.wraps_ddp):
             return  # no DDP/FSDP wrap in this file (or, in project mode, anywhere in the project)
         distributed_file = (
-            wraps_here or ctx.imports_module("torch.distributed") or ctx.mentions(*DISTRIBUTED_WORDS)
+            wraps_here
+            or ctx.imports_module("torch.distributed")
+            or ctx.mentions(*DISTRIBUTED_WORDS)
+            # used, not only imported: HF-style single-process scripts import it and never build one
+            or any(n.id == "DistributedSampler" for n in ctx.of_type(ast.Name))
+            or any(n.attr == "DistributedSampler" for n in ctx.of_type(ast.Attribute))
         )
         for call in calls:
             if ctx.call_qualname(call) != DATALOADER or len(call.args) > SAMPLER_POSITION:

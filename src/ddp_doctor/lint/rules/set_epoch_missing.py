@@ -11,7 +11,9 @@ helper (``sampler=data_sampler(ds, shuffle=True, distributed=True)`` where ``dat
 the DistributedSampler) is followed to its loader; so is a DistributedSampler chosen at run time
 (``RandomSampler(ds) if args.local_rank == -1 else DistributedSampler(ds)``, or a class alias
 ``S = ... if ... else DistributedSampler; S(ds)``): the bug exists whenever that branch runs, which
-is whenever training is distributed. Autofix: ``sampler.set_epoch(epoch)`` as the
+is whenever training is distributed. In project mode, a loader handed to project code of another
+file that re-iterates it every epoch and never calls ``set_epoch`` there either (neuralop's entry
+script builds the sampler, ``Trainer.train`` loops the epochs) is flagged at the sampler. Autofix: ``sampler.set_epoch(epoch)`` as the
 first statement of that outer loop, when the sampler has a name and the loop variable is a name.
 """
 
@@ -32,6 +34,7 @@ from ddp_doctor.lint.rules._data import (
     loops_iterating,
 )
 from ddp_doctor.lint.rules.base import Edit, Rule, Violation, insert_line_before, starts_own_line
+from ddp_doctor.lint.rules.fp16_no_scaler import EVAL_FUNCTION
 
 
 class SetEpochMissing(Rule):
@@ -43,12 +46,16 @@ class SetEpochMissing(Rule):
         "function from a loop over epochs, or re-iterated forever by a same-file generator (`while "
         "True: for b in loader: yield b`)"
     )
-    not_flagged = "`shuffle=False`, `loader.sampler.set_epoch(e)`, a single pass"
+    not_flagged = (
+        "`shuffle=False`, `loader.sampler.set_epoch(e)`, a single pass, an evaluation loop (no "
+        "backward, in a function named for evaluation) inside another loop"
+    )
     autofix = (
         "inserts `sampler.set_epoch(epoch)` as the first line of the epoch loop (when both names are "
         "in scope there)"
     )
     required = (("DistributedSampler",),)
+    project_facts = frozenset({"epochs"})
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
         nodes = list(ctx.nodes)
@@ -70,8 +77,23 @@ class SetEpochMissing(Rule):
                 continue  # shuffle=False (or positional, unreadable): the order is meant to repeat
             samplers = bound_names(ctx, call)
             loaders = self._loaders(ctx, dataloaders, call, samplers)
-            epoch_loop = self._epoch_loop(ctx, nodes, loaders)
+            epoch_loop = self._epoch_loop(ctx, facts, loaders)
             if epoch_loop is None:
+                handed = self._handed_to_epochs(ctx, calls, loaders)
+                if handed is not None:
+                    yield self.violation(
+                        call,
+                        Text(
+                            f"DistributedSampler (line {call.lineno}) shuffles but `set_epoch` is never called: "
+                            f"`{ctx.segment(handed.func)}(...)` (line {handed.lineno}) iterates its loader again "
+                            "every epoch in code of another file that never calls it either, so every epoch "
+                            "sees the same order.",
+                            f"DistributedSampler（第 {call.lineno} 行）开启了 shuffle 但从未调用 `set_epoch`："
+                            f"`{ctx.segment(handed.func)}(...)`（第 {handed.lineno} 行）在另一个文件的代码里每个 epoch "
+                            "重新遍历它的 DataLoader，那里也没有调用 `set_epoch`，所以每个 epoch 顺序都相同。",
+                        ),
+                        handed_to_line=handed.lineno,
+                    )
                 continue
             handle = min(samplers) if samplers else (f"{min(loaders)}.sampler" if loaders else None)
             always = _always_distributed(ctx, call)
@@ -110,13 +132,17 @@ class SetEpochMissing(Rule):
 
     @staticmethod
     def _epoch_loop(
-        ctx: FileContext, nodes: list[ast.AST], loaders: set[str]
+        ctx: FileContext, facts: LoopFacts, loaders: set[str]
     ) -> ast.For | ast.AsyncFor | ast.While | None:
         if not loaders:
             return None
         for loop in loops_iterating(ctx, loaders, follow_aliases=False):
             outer = enclosing_loop(ctx, loop)
-            if outer is not None and isinstance(loop, (ast.For, ast.AsyncFor)):
+            if (
+                outer is not None
+                and isinstance(loop, (ast.For, ast.AsyncFor))
+                and not _evaluates(ctx, facts, loop)
+            ):
                 return outer
         for node in ctx.of_type(ast.Call):  # `it = iter(loader)` re-created inside a loop
             if (
@@ -143,6 +169,17 @@ class SetEpochMissing(Rule):
                 for n in ctx.local(loop):
                     if isinstance(n, ast.Call) and any(dotted(a) in loaders for a in n.args):
                         return loop
+        return None
+
+    @staticmethod
+    def _handed_to_epochs(ctx: FileContext, calls: list[ast.Call], loaders: set[str]) -> ast.Call | None:
+        """(project) A call, outside any loop here, that hands the loader to project code iterating
+        it on every pass of an outer loop: a trainer class's ``train(train_loader=...)``."""
+        if ctx.project is None or not loaders:
+            return None
+        for node in calls:
+            if enclosing_loop(ctx, node) is None and ctx.project.reiterates_argument(ctx, node, loaders):
+                return node
         return None
 
     @staticmethod
@@ -189,3 +226,14 @@ def _visible(ctx: FileContext, handle: str, loop: ast.AST) -> bool:
 def _always_distributed(ctx: FileContext, call: ast.Call) -> bool:
     """The sampler is a DistributedSampler on every path (not one branch of a run-time choice)."""
     return ctx.call_qualname(call) == DISTRIBUTED_SAMPLER and not isinstance(ctx.parents.get(call), ast.IfExp)
+
+
+def _evaluates(ctx: FileContext, facts: LoopFacts, loop: ast.For | ast.AsyncFor) -> bool:
+    """An evaluation pass: the loop backprops nothing and sits in a function named for evaluation
+    (``evaluate``, ``validate``, ``test`` ...): its order never reaches the weights, and it is run
+    once per evaluation, not once per epoch of training (CodeBERT's ``evaluate`` looping its
+    DistributedSampler loader inside a loop over task names)."""
+    fn = ctx.enclosing_function(loop)
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or not EVAL_FUNCTION.match(fn.name):
+        return False
+    return not any(facts.backward(n) for n in facts.nodes(loop.body))

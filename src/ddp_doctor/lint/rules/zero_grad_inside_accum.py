@@ -3,7 +3,8 @@
 Zeroing between micro-steps discards the gradients accumulated so far, so only the last
 micro-batch contributes to the update (torch docs, "gradient accumulation": zero once per
 optimizer step). Only unconditional calls in the micro-step scope are flagged
-(``ddp_doctor.lint.loops``): ``if i % accum == 0: optimizer.zero_grad()`` is correct.
+(``ddp_doctor.lint.loops``): ``if i % accum == 0: optimizer.zero_grad()`` is correct, and so is
+one after an early exit (``if (i + 1) % accum != 0: continue``).
 
 Inside ``with accelerator.accumulate(model):`` accelerate gates the *prepared optimizer's*
 ``zero_grad``: it runs only on the micro-step where ``sync_gradients`` is True, which accelerate

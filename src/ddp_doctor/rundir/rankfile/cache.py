@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import zlib
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -21,7 +20,7 @@ import pyarrow.ipc  # noqa: F401 - pa.ipc
 from ddp_doctor.core.safe_io import PRIVATE_FILE, ensure_private_dir, read_regular, write_with
 from ddp_doctor.rundir import records
 from ddp_doctor.rundir.rankfile.columns import CLIP_COLUMNS, Problems, RankData, StepColumns, broadcast
-from ddp_doctor.rundir.rankfile.scan import parse_rank, step_schema
+from ddp_doctor.rundir.rankfile.scan import parse_rank, step_schema_crc
 
 CACHE_VERSION = 7  # 7: constant columns stored as one value (columns.compact)
 CACHE_MIN_BYTES = 4 * 2**20  # runs (all rank files together) smaller than this are not cached
@@ -38,7 +37,7 @@ def cache_path(path: Path) -> Path:
 
 def file_key(path: Path) -> dict[str, int]:
     st = os.lstat(path)
-    schema = zlib.crc32(str(step_schema()).encode())  # a field added to rundir/records.py invalidates caches
+    schema = step_schema_crc()  # a field added to rundir/records.py invalidates caches
     return {
         "size": st.st_size,
         "mtime_ns": st.st_mtime_ns,

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import json
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -65,9 +66,29 @@ def _schemas(fields: tuple[Field, ...]) -> tuple[pa.Schema, pa.Schema, pa.Schema
     return step, step.insert(0, pa.field("kind", pa.string())), step.append(pa.field("_line", pa.int64()))
 
 
+_LAST: list[Any] = [None, None]  # (the `step` fields, their schemas): hashing the fields costs ~20 µs
+
+
 def step_schema(which: int = 0) -> pa.Schema:
     """The Arrow schema of `step` records (records.KINDS): 0 plain, 1 with `kind`, 2 with `_line`."""
-    return _schemas(records.KINDS["step"])[which]
+    fields = records.KINDS["step"]
+    if _LAST[0] is not fields:
+        _LAST[:] = [fields, _schemas(fields)]
+    schemas: tuple[pa.Schema, pa.Schema, pa.Schema] = _LAST[1]
+    return schemas[which]
+
+
+def step_schema_crc() -> int:
+    """A CRC-32 of the `step` schema (cache keys: a field added to rundir/records.py invalidates
+    them); str() of the schema takes ~0.1 ms, so it is computed once per schema."""
+    schema = step_schema()
+    if _CRC[0] is not schema:
+        _CRC[:] = [schema, zlib.crc32(str(schema).encode())]
+    crc: int = _CRC[1]
+    return crc
+
+
+_CRC: list[Any] = [None, 0]
 
 
 # opening files safely: core/safe_io.py (read_regular, open_regular, data_end)
@@ -76,10 +97,12 @@ def step_schema(which: int = 0) -> pa.Schema:
 # --- parsing ------------------------------------------------------------------------------------
 
 
-def _arrow(blob: bytes | memoryview, schema: pa.Schema) -> pa.Table | None:
+def _arrow(blob: bytes | memoryview, schema: pa.Schema, map_nonfinite: bool = True) -> pa.Table | None:
     """``blob`` (JSON Lines) parsed by Arrow with ``schema``; None when Arrow refuses it. The
-    writer's non-finite strings are mapped only after a first refusal (scanning costs time)."""
-    for attempt in range(2):
+    writer's non-finite strings are mapped only after a first refusal (scanning costs time), and
+    not at all without ``map_nonfinite`` (the lines of several files at once: a file's lines must
+    parse as they would alone)."""
+    for attempt in range(2 if map_nonfinite else 1):
         try:
             return pj.read_json(
                 pa.BufferReader(pa.py_buffer(blob)),  # no copy of the file's bytes

@@ -1,0 +1,83 @@
+"""Project mode: a DistributedSampler built in the entry script, the epochs looped by a trainer
+class in another file (neuralop: ``trainer.train(train_loader=...)`` and ``for epoch in ...:
+self.train_one_epoch(epoch, train_loader)``); no ``set_epoch`` on either side."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from ddp_doctor.lint.engine import lint_paths
+from tests.lint.project_facts import assert_rules_alone_agree
+
+TRAINER = """
+    class Trainer:
+        def __init__(self, model, n_epochs):
+            self.model = model
+            self.n_epochs = n_epochs
+
+        def train(self, train_loader, optimizer):
+            print(f"training on {len(train_loader)} batches")
+            for epoch in range(self.n_epochs):
+                self.train_one_epoch(epoch, train_loader, optimizer)
+
+        def train_one_epoch(self, epoch, train_loader, optimizer):
+            for batch in train_loader:
+                loss = self.model(batch).mean()
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+"""
+
+ENTRY = """
+    import torch
+    from torch.nn.parallel import DistributedDataParallel
+    from torch.utils.data import DataLoader, DistributedSampler
+    from trainer import Trainer
+
+    def main(model, dataset):
+        torch.distributed.init_process_group("nccl")
+        model = DistributedDataParallel(model)
+        sampler = DistributedSampler(dataset)
+        train_loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+        optimizer = torch.optim.AdamW(model.parameters())
+        trainer = Trainer(model, n_epochs=10)
+        trainer.train(train_loader=train_loader, optimizer=optimizer)
+"""
+
+
+def _found(root: Path, files: dict[str, str], project: bool = True) -> set[tuple[str, str]]:
+    for name, text in files.items():
+        (root / name).write_text(textwrap.dedent(text), encoding="utf-8")
+    result = lint_paths([root], project=project)
+    assert not result.diagnostics
+    assert_rules_alone_agree(root, result.findings, project)
+    return {(f.id, Path(f.path or "").relative_to(root).as_posix()) for f in result.findings}
+
+
+def test_sampler_handed_to_a_trainer_that_loops_the_epochs_in_another_file(tmp_path: Path) -> None:
+    found = _found(tmp_path, {"trainer.py": TRAINER, "train.py": ENTRY})
+    assert ("set-epoch-missing", "train.py") in found
+
+
+def test_the_trainer_calls_set_epoch_itself(tmp_path: Path) -> None:
+    trainer = TRAINER.replace(
+        "            for epoch in range(self.n_epochs):\n",
+        "            for epoch in range(self.n_epochs):\n                train_loader.sampler.set_epoch(epoch)\n",
+    )
+    found = _found(tmp_path, {"trainer.py": trainer, "train.py": ENTRY})
+    assert ("set-epoch-missing", "train.py") not in found
+
+
+def test_a_trainer_that_reads_the_loader_once_is_a_single_pass(tmp_path: Path) -> None:
+    trainer = TRAINER.replace(
+        "            for epoch in range(self.n_epochs):\n                self.train_one_epoch(epoch, train_loader, optimizer)\n",
+        "            self.train_one_epoch(0, train_loader, optimizer)\n",
+    )
+    found = _found(tmp_path, {"trainer.py": trainer, "train.py": ENTRY})
+    assert ("set-epoch-missing", "train.py") not in found
+
+
+def test_file_mode_cannot_see_the_epoch_loop(tmp_path: Path) -> None:
+    found = _found(tmp_path, {"trainer.py": TRAINER, "train.py": ENTRY}, project=False)
+    assert ("set-epoch-missing", "train.py") not in found
