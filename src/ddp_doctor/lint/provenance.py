@@ -1355,12 +1355,23 @@ def _one_process_branch(ctx: FileContext, node: ast.If) -> list[ast.stmt]:
 
 
 def _is_statement(ctx: FileContext, call: ast.Call) -> bool:
-    """``call`` is evaluated for its effect: a statement of its own, or one item of a statement that
-    is a tuple of calls (``dist.all_reduce(a), dist.all_reduce(b)`` on one line)."""
+    """``call`` is evaluated for its effect: a statement of its own, one item of a statement that
+    is a tuple of calls (``dist.all_reduce(a), dist.all_reduce(b)`` on one line), or an asynchronous
+    collective whose result is only its handle (``h = dist.all_reduce(t, async_op=True); h.wait()``):
+    the tensor it is handed is combined in place either way."""
+    if _async_op(call):
+        return True
     parent = ctx.parents.get(call)
     if isinstance(parent, ast.Tuple):
         parent = ctx.parents.get(parent)
     return isinstance(parent, ast.Expr)
+
+
+def _async_op(call: ast.Call) -> bool:
+    """``async_op=`` is set to anything but a literal False: torch.distributed's collectives then
+    return a work handle, never the combined value, so the argument is what gets combined."""
+    flag = keyword(call, "async_op")
+    return flag is not None and not (isinstance(flag, ast.Constant) and not flag.value)
 
 
 def _iterated_containers(ctx: FileContext, call: ast.Call) -> set[str]:
