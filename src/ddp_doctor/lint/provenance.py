@@ -886,6 +886,7 @@ class LossFlow:
         # its loss-named items hold the loss, its other items (``info_dict["tag"]``) do not
         fields |= params
         all_flows: list[tuple[set[str], set[str]]] = []
+        scope_binds = ctx.bindings(scope)
         flows: list[tuple[set[str], set[str]]] = []  # (names read, names written) of non-reducing steps
         for n in nodes:
             if isinstance(n, ast.Call):
@@ -939,6 +940,9 @@ class LossFlow:
                 value_nodes = ctx.local(n.value)
                 read = reads(value_nodes, fields)
                 read |= loop_aliases(ctx, n, read)
+                # a name rebound to its combined value before this line (``logps = all_gather(logps)``
+                # then ``metrics["logps"] = logps.tolist()``) hands on the global value, not the local
+                combined = {r for r in read if _reduced_before(scope_binds.get(r, []), n.lineno)}
                 if isinstance(n.value, ast.Call):  # a meter handed in to be fed is not in the result
                     read -= self._fed_arguments(n.value)
                 shape = self._value_shape(n.value, shapes) if isinstance(n, ast.Assign) else None
@@ -966,7 +970,7 @@ class LossFlow:
                     and (is_reduce(dotted(x.func) or "") or _compute_of(x) in synced_metrics)
                     for x in value_nodes
                 ):
-                    flows.append((read, written))
+                    flows.append((read - combined, written))
         reduced |= {r for r in roots if self._reduced_root(scope, r)}
         carriers = _carriers(ctx, scope, roots)
         terms = _terms(ctx, scope, roots) - roots
