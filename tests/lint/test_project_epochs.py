@@ -81,3 +81,45 @@ def test_a_trainer_that_reads_the_loader_once_is_a_single_pass(tmp_path: Path) -
 def test_file_mode_cannot_see_the_epoch_loop(tmp_path: Path) -> None:
     found = _found(tmp_path, {"trainer.py": TRAINER, "train.py": ENTRY}, project=False)
     assert ("set-epoch-missing", "train.py") not in found
+
+
+SINGLE_PASS_TRAIN = """
+    def train(train_loader, model, optimizer, num_per_epoch):
+        epoch = 0
+        for idx, batch in enumerate(train_loader):
+            epoch = idx // num_per_epoch  # the dataset is sized for every epoch: one pass
+            loss = model(batch).mean()
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+"""
+
+SINGLE_PASS_ENTRY = """
+    import torch
+    from torch.nn.parallel import DistributedDataParallel
+    from torch.utils.data import DataLoader, DistributedSampler
+    from loop import train
+
+    def main(model, dataset):
+        torch.distributed.init_process_group("nccl")
+        model = DistributedDataParallel(model)
+        train_loader = DataLoader(dataset, batch_size=8, sampler=DistributedSampler(dataset))
+        optimizer = torch.optim.AdamW(model.parameters())
+        train(train_loader, model, optimizer, 100)
+"""
+
+
+def test_one_pass_whose_loop_header_enumerates_the_loader_is_not_an_epoch_loop(tmp_path: Path) -> None:
+    # pysot: `for idx, data in enumerate(train_loader)` iterates once; the header's enumerate(...)
+    # call is not a call "inside" that loop
+    found = _found(tmp_path, {"loop.py": SINGLE_PASS_TRAIN, "train.py": SINGLE_PASS_ENTRY})
+    assert ("set-epoch-missing", "train.py") not in found
+
+
+def test_the_same_loader_handed_on_inside_an_epoch_loop_is_still_found(tmp_path: Path) -> None:
+    looped = SINGLE_PASS_TRAIN.replace(
+        "def train(train_loader, model, optimizer, num_per_epoch):",
+        "def train(train_loader, model, optimizer, num_per_epoch):\n        for e in range(3):\n            run(enumerate(train_loader))\n\n    def run(batches):\n        pass\n\n    def unused(train_loader, model, optimizer, num_per_epoch):",
+    )
+    found = _found(tmp_path, {"loop.py": looped, "train.py": SINGLE_PASS_ENTRY})
+    assert ("set-epoch-missing", "train.py") in found

@@ -1758,7 +1758,9 @@ def _epoch_params(
     ctx: FileContext, fn: ast.FunctionDef | ast.AsyncFunctionDef, is_method: bool
 ) -> set[str | int]:
     """Parameters ``fn`` iterates (``for b in p``, ``enumerate(p)``, ``iter(p)``) inside a loop
-    nested in another loop of its own, or passes to a call inside a loop of its own."""
+    nested in another loop of its own, or passes to a call inside a loop of its own (not in the
+    header of that loop: pysot's single ``for idx, data in enumerate(train_loader)`` derives the
+    epoch from ``idx`` and iterates the loader once)."""
     params = _params(fn, skip_self=is_method)
     if not params:
         return set()
@@ -1766,8 +1768,10 @@ def _epoch_params(
     for loop in walk_local(fn):
         if not isinstance(loop, (ast.For, ast.AsyncFor, ast.While)):
             continue
+        # a for-loop's own header runs once: ``for i, b in enumerate(p)`` alone is one pass over ``p``
+        header = set(map(id, ast.walk(loop.iter))) if isinstance(loop, (ast.For, ast.AsyncFor)) else set()
         for node in walk_local(loop):
-            if node is loop:
+            if node is loop or id(node) in header:
                 continue
             used: list[ast.expr] = []
             if isinstance(node, (ast.For, ast.AsyncFor)):  # ``for b in p``, ``for i, b in enumerate(p)``

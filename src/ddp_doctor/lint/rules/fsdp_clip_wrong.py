@@ -37,21 +37,29 @@ class FsdpClipWrong(Rule):
     required = (("FullyShardedDataParallel",),)
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
-        wrapped: set[str] = set()
+        wrapped: dict[str, list[ast.ClassDef | None]] = {}  # target -> classes whose code wraps it
         for node in ctx.of_type(ast.Assign):
             if (
                 isinstance(node.value, ast.Call)
                 and ctx.call_qualname(node.value) == FSDP1
                 and not _no_shard(node.value)
             ):
-                wrapped |= {d for t in node.targets if (d := dotted(t))}
+                for t in node.targets:
+                    if d := dotted(t):
+                        wrapped.setdefault(d, []).append(_owner(ctx, node))
         if not wrapped:
             return
         for call in ctx.of_type(ast.Call):
             if ctx.call_qualname(call) != CLIP or not call.args:
                 continue
             m = method(call.args[0])
-            if m and m[1] == "parameters" and m[0] in wrapped and not _engine_branch(ctx, call, m[0]):
+            if (
+                m
+                and m[1] == "parameters"
+                and m[0] in wrapped
+                and not _engine_branch(ctx, call, m[0])
+                and _reaches(ctx, call, m[0], wrapped[m[0]])
+            ):
                 rest = [ctx.segment(a) for a in call.args[1:]] + [ctx.segment(k) for k in call.keywords]
                 fix = (
                     replace_node(ctx, call, f"{m[0]}.clip_grad_norm_({', '.join(rest)})")
@@ -69,6 +77,60 @@ class FsdpClipWrong(Rule):
                     edits=(fix,) if fix else (),
                     module=m[0],
                 )
+
+
+def _owner(ctx: FileContext, node: ast.AST) -> ast.ClassDef | None:
+    fn = ctx.enclosing_function(node)
+    parent = ctx.parents.get(fn)
+    return parent if isinstance(parent, ast.ClassDef) else None
+
+
+def _reaches(ctx: FileContext, call: ast.Call, model: str, wrappers: list[ast.ClassDef | None]) -> bool:
+    """A ``self.X`` clip runs on an object some FSDP1 wrap of ``self.X`` can reach: the wrap is in
+    the clip's class, in a base of it, or in a subclass that does not override the clipping method.
+    DPO's ``BasicTrainer.clip_gradient`` uses the torch function while its ``FSDPTrainer`` (which
+    wraps ``self.policy``) overrides ``clip_gradient`` with ``self.policy.clip_grad_norm_``: the
+    torch function never sees the FSDP model. Plain (non-``self``) names keep the file-wide match."""
+    here = _owner(ctx, call)
+    if not model.startswith("self.") or here is None:
+        return True
+    fn = ctx.enclosing_function(call)
+    name = fn.name if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+    for cls in wrappers:
+        if cls is None or cls is here or cls.name in _bases(ctx, here):
+            return True
+        if here.name in _bases(ctx, cls) and not _overrides_between(ctx, cls, here, name):
+            return True
+    return False
+
+
+def _bases(ctx: FileContext, cls: ast.ClassDef) -> set[str]:
+    """Names of ``cls``'s ancestors, followed through the classes of this file."""
+    by_name = {c.name: c for c in ctx.of_type(ast.ClassDef)}
+    out: set[str] = set()
+    todo = [cls]
+    while todo:
+        for b in todo.pop().bases:
+            d = (dotted(b) or "").rsplit(".", 1)[-1]
+            if d and d not in out:
+                out.add(d)
+                if d in by_name:
+                    todo.append(by_name[d])
+    return out
+
+
+def _overrides_between(ctx: FileContext, sub: ast.ClassDef, base: ast.ClassDef, name: str | None) -> bool:
+    """``sub`` (or a class between it and ``base``) defines method ``name`` again."""
+    if name is None:
+        return False
+    by_name = {c.name: c for c in ctx.of_type(ast.ClassDef)}
+    chain = [sub] + [by_name[b] for b in _bases(ctx, sub) if b in by_name and b != base.name]
+    return any(
+        isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == name
+        for c in chain
+        if c is sub or base.name in _bases(ctx, c)
+        for f in c.body
+    )
 
 
 def _engine_branch(ctx: FileContext, call: ast.Call, model: str) -> bool:

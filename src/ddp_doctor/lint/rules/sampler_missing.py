@@ -178,6 +178,7 @@ def _sharded(ctx: FileContext, dataset: ast.expr) -> bool:
     name = dotted(dataset)
     if name:
         exprs += [n.value for n in ctx.of_type(ast.Assign) if any(dotted(t) == name for t in n.targets)]
+    exprs += _lineage(ctx, dataset)
     for expr in exprs:
         for node in ast.walk(expr):
             word = (
@@ -200,6 +201,46 @@ def _sharded(ctx: FileContext, dataset: ast.expr) -> bool:
             ):
                 return True
     return False
+
+
+LINEAGE_DEPTH = 6  # wrapper datasets rarely stack deeper; bounds the walk
+
+
+def _lineage(ctx: FileContext, dataset: ast.expr) -> list[ast.AST]:
+    """Earlier values the dataset is made from, in its function: ``ds = Wrap(ds)``,
+    ``ds = ds.shard(num_shards=world, index=rank)``, ``ds = ds.select(...)``. Data flows through a
+    call's receiver or its first positional argument, so only those names are followed (not every
+    name of the call: a ``device`` built from ``local_rank`` does not shard the data)."""
+    scope = ctx.enclosing_function(dataset)
+    assigns = [n for n in ctx.local(scope) if isinstance(n, ast.Assign)]
+    seen: set[str] = set()
+    todo = [d for d in (dotted(dataset),) if d]
+    out: list[ast.AST] = []
+    for _ in range(LINEAGE_DEPTH):
+        names, todo = [n for n in todo if n not in seen], []
+        seen.update(names)
+        for a in assigns:
+            if any(dotted(t) in names for t in a.targets):
+                out.append(a.value)
+                todo += _sources(a.value)
+        if not todo:
+            break
+    return out
+
+
+def _sources(value: ast.expr) -> list[str]:
+    """Names a value's data comes from: itself, a call's receiver, a call's first argument."""
+    found: list[str] = []
+    while True:
+        if (d := dotted(value)) is not None:
+            return [*found, d]
+        if not isinstance(value, ast.Call):
+            return found
+        if value.args and (d := dotted(value.args[0])) is not None:
+            found.append(d)
+        if not isinstance(value.func, ast.Attribute):
+            return found
+        value = value.func.value
 
 
 def _self_sharding_class(ctx: FileContext, call: ast.Call) -> bool:
