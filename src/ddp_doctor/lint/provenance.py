@@ -886,6 +886,7 @@ class LossFlow:
         # its loss-named items hold the loss, its other items (``info_dict["tag"]``) do not
         fields |= params
         all_flows: list[tuple[set[str], set[str]]] = []
+        scope_binds = ctx.bindings(scope)
         flows: list[tuple[set[str], set[str]]] = []  # (names read, names written) of non-reducing steps
         for n in nodes:
             if isinstance(n, ast.Call):
@@ -939,6 +940,9 @@ class LossFlow:
                 value_nodes = ctx.local(n.value)
                 read = reads(value_nodes, fields)
                 read |= loop_aliases(ctx, n, read)
+                # a name rebound to its combined value before this line (``logps = all_gather(logps)``
+                # then ``metrics["logps"] = logps.tolist()``) hands on the global value, not the local
+                combined = {r for r in read if _reduced_before(scope_binds.get(r, []), n.lineno)}
                 if isinstance(n.value, ast.Call):  # a meter handed in to be fed is not in the result
                     read -= self._fed_arguments(n.value)
                 shape = self._value_shape(n.value, shapes) if isinstance(n, ast.Assign) else None
@@ -966,7 +970,7 @@ class LossFlow:
                     and (is_reduce(dotted(x.func) or "") or _compute_of(x) in synced_metrics)
                     for x in value_nodes
                 ):
-                    flows.append((read, written))
+                    flows.append((read - combined, written))
         reduced |= {r for r in roots if self._reduced_root(scope, r)}
         carriers = _carriers(ctx, scope, roots)
         terms = _terms(ctx, scope, roots) - roots
@@ -1355,12 +1359,23 @@ def _one_process_branch(ctx: FileContext, node: ast.If) -> list[ast.stmt]:
 
 
 def _is_statement(ctx: FileContext, call: ast.Call) -> bool:
-    """``call`` is evaluated for its effect: a statement of its own, or one item of a statement that
-    is a tuple of calls (``dist.all_reduce(a), dist.all_reduce(b)`` on one line)."""
+    """``call`` is evaluated for its effect: a statement of its own, one item of a statement that
+    is a tuple of calls (``dist.all_reduce(a), dist.all_reduce(b)`` on one line), or an asynchronous
+    collective whose result is only its handle (``h = dist.all_reduce(t, async_op=True); h.wait()``):
+    the tensor it is handed is combined in place either way."""
+    if _async_op(call):
+        return True
     parent = ctx.parents.get(call)
     if isinstance(parent, ast.Tuple):
         parent = ctx.parents.get(parent)
     return isinstance(parent, ast.Expr)
+
+
+def _async_op(call: ast.Call) -> bool:
+    """``async_op=`` is set to anything but a literal False: torch.distributed's collectives then
+    return a work handle, never the combined value, so the argument is what gets combined."""
+    flag = keyword(call, "async_op")
+    return flag is not None and not (isinstance(flag, ast.Constant) and not flag.value)
 
 
 def _iterated_containers(ctx: FileContext, call: ast.Call) -> set[str]:
