@@ -4,20 +4,13 @@ helper does (reduce, backprop) is read from its summary."""
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
-from ddp_doctor.lint.engine import lint_paths
+from tests.lint.project_facts import found, write_files
 
 
-def _found(root: Path, files: dict[str, str]) -> set[tuple[str, str]]:
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text), encoding="utf-8")
-    result = lint_paths([root])
-    assert not result.diagnostics
-    return {(f.id, Path(f.path or "").relative_to(root).as_posix()) for f in result.findings}
+def _found(root: Path, files: dict[str, str], project: bool = True) -> set[tuple[str, str]]:
+    return found(write_files(root, files), project)
 
 
 DDP_SCRIPT = """

@@ -6,32 +6,11 @@ alone cannot prove (and file mode must stay silent: precision).
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 from ddp_doctor.lint.engine import lint_paths
-from tests.lint.project_facts import assert_rules_alone_agree
-
-
-def _write(root: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text), encoding="utf-8")
-    return root
-
-
-def _found(root: Path, project: bool = True) -> set[tuple[str, str, str | None]]:
-    result = lint_paths([root], project=project)
-    assert not result.diagnostics
-    found = {
-        (f.id, Path(f.path or "").relative_to(root).as_posix(), f.evidence.get("gated_by"))
-        for f in result.findings
-    }
-    # each rule run alone (its project index holds only the facts that rule declares) finds the same
-    assert_rules_alone_agree(root, result.findings, project)
-    return found
-
+from tests.lint.project_facts import found_gated as _found
+from tests.lint.project_facts import write_files as _write
 
 YOLO_LIKE = {
     "utils/torch_utils.py": """

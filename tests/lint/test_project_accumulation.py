@@ -13,9 +13,8 @@ import textwrap
 from pathlib import Path
 
 from ddp_doctor.lint.context import walk_local
-from ddp_doctor.lint.engine import lint_paths
 from ddp_doctor.lint.loops import param_backward
-from tests.lint.project_facts import assert_rules_alone_agree
+from tests.lint.project_facts import found, write_files
 
 TRAIN_UTILS = """
     from torch.nn.parallel import DistributedDataParallel
@@ -57,12 +56,7 @@ EXECUTOR = """
 
 
 def _found(root: Path, files: dict[str, str], project: bool = True) -> set[tuple[str, str]]:
-    for name, text in files.items():
-        (root / name).write_text(textwrap.dedent(text), encoding="utf-8")
-    result = lint_paths([root], project=project)
-    assert not result.diagnostics
-    assert_rules_alone_agree(root, result.findings, project)
-    return {(f.id, Path(f.path or "").relative_to(root).as_posix()) for f in result.findings}
+    return found(write_files(root, files), project)
 
 
 def test_zero_grad_every_micro_step_of_a_loop_whose_backward_and_step_are_helpers(tmp_path: Path) -> None:

@@ -4,11 +4,9 @@ self.train_one_epoch(epoch, train_loader)``); no ``set_epoch`` on either side.""
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
-from ddp_doctor.lint.engine import lint_paths
-from tests.lint.project_facts import assert_rules_alone_agree
+from tests.lint.project_facts import found, write_files
 
 TRAINER = """
     class Trainer:
@@ -47,12 +45,7 @@ ENTRY = """
 
 
 def _found(root: Path, files: dict[str, str], project: bool = True) -> set[tuple[str, str]]:
-    for name, text in files.items():
-        (root / name).write_text(textwrap.dedent(text), encoding="utf-8")
-    result = lint_paths([root], project=project)
-    assert not result.diagnostics
-    assert_rules_alone_agree(root, result.findings, project)
-    return {(f.id, Path(f.path or "").relative_to(root).as_posix()) for f in result.findings}
+    return found(write_files(root, files), project)
 
 
 def test_sampler_handed_to_a_trainer_that_loops_the_epochs_in_another_file(tmp_path: Path) -> None:

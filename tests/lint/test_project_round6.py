@@ -7,31 +7,11 @@ the directory must find the pitfall (and the corrected variant must stay silent:
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 from ddp_doctor.lint.engine import lint_paths
-from tests.lint.project_facts import assert_rules_alone_agree
-
-
-def _write(root: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text), encoding="utf-8")
-    return root
-
-
-def _found(root: Path, project: bool = True) -> set[tuple[str, str, str | None]]:
-    result = lint_paths([root], project=project)
-    assert not result.diagnostics
-    found = {
-        (f.id, Path(f.path or "").relative_to(root).as_posix(), f.evidence.get("gated_by"))
-        for f in result.findings
-    }
-    assert_rules_alone_agree(root, result.findings, project)
-    return found
-
+from tests.lint.project_facts import found_gated as _found
+from tests.lint.project_facts import write_files as _write
 
 # FixMatch-pytorch: the model module is chosen by importing one of two modules under one alias in
 # two branches of a nested helper; the attribute called exists in only one of them.
