@@ -506,10 +506,6 @@ def _option_text(ctx: FileContext, value: ast.expr) -> str:
     return f"{defaults[f'--{dest}']} (default {defaults.get(dest)!r})"
 
 
-def option_text(ctx: FileContext, value: ast.expr) -> str:
-    return _option_text(ctx, value)
-
-
 def accumulation_count(facts: LoopFacts, loop: AccumLoop) -> ast.expr | None:
     """The number of micro-steps per optimizer step: ``N`` of ``for _ in range(N)`` (nested), or the
     right operand of the ``%`` in the accumulation guard (``if (i + 1) % accum == 0:``, also

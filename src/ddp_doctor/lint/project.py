@@ -2273,10 +2273,6 @@ def absolute_imports(ctx: FileContext, module: str) -> dict[str, str]:
     return out
 
 
-def project_files(paths: list[Path]) -> list[Path]:
-    return [p for p in paths if p.suffix == ".py"]
-
-
 def attach(ctx: FileContext, index: ProjectIndex | None, path: Path) -> None:
     """Give a file's context its project (module name and absolute imports)."""
     if index is None:
