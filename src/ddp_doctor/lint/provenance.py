@@ -898,6 +898,7 @@ class LossFlow:
                     reduced |= _iterated_containers(ctx, n)  # for v in stats.values(): all_reduce(v)
                     if isinstance(n.func, ast.Attribute) and (held := receiver_name(dotted(n.func.value))):
                         reduced.add(held)  # metric_logger.synchronize_between_processes()
+                        reduced |= _built_from(scope_binds.get(held, []), n.lineno)
                 bw = facts.backward(n)
                 if bw is not None and bw.root is not None:
                     names = loss_names(ctx, bw.root)
@@ -1079,6 +1080,20 @@ def _assign(target: ast.AST, shape: Shape, shapes: dict[str, Shape]) -> set[str]
     for n in names:
         shapes[n] = shape
     return names
+
+
+def _built_from(binds: list[ast.stmt | ast.expr], line: int) -> set[str]:
+    """The names an object was built from by its latest binding before ``line``, when that is a
+    constructor call: omnivore's ``progress = ProgressMeter(n, [*loss_mts.values(), ...])`` then
+    ``progress.synchronize()`` all-reduces the meters it holds, so ``loss_mts`` is combined too."""
+    before = [b for b in binds if b.lineno < line]
+    if not before or not isinstance(before[-1], ast.Assign) or not isinstance(before[-1].value, ast.Call):
+        return set()
+    call = before[-1].value
+    name = (dotted(call.func) or "").rsplit(".", 1)[-1]
+    if not name[:1].isupper():
+        return set()  # a function's result, not an object holding what it was given
+    return reads(x for a in [*call.args, *(k.value for k in call.keywords)] for x in ast.walk(a))
 
 
 def _reduced_before(binds: list[ast.stmt | ast.expr], line: int) -> bool:
