@@ -58,7 +58,7 @@ def distributed_predicates(functions: Iterable[ast.AST]) -> set[str]:
     return out
 
 
-def tests_distributed(test: ast.expr, source: str, predicates: Collection[str] = ()) -> bool:
+def asks_if_distributed(test: ast.expr, source: str, predicates: Collection[str] = ()) -> bool:
     """``test`` (whose text is ``source``) asks whether the run is distributed: it names the flag
     (``args.distributed``, ``world_size``, ``dist.is_initialized()``) or calls one of ``predicates``."""
     if DISTRIBUTED_FLAG.search(source):

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Union
 
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method
-from ddp_doctor.lint.dist_tests import distributed_predicates, tests_distributed
+from ddp_doctor.lint.dist_tests import distributed_predicates, asks_if_distributed
 from ddp_doctor.lint.idioms import SYNC_ON_COMPUTE
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.rank0 import bound_argument
@@ -1308,7 +1308,7 @@ def single_process_only(ctx: FileContext, node: ast.AST) -> bool:
     while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
         if isinstance(cur, ast.If) and predicates is None:
             predicates = _distributed_predicates(ctx)
-        if isinstance(cur, ast.If) and tests_distributed(cur.test, ctx.segment(cur.test), predicates or ()):
+        if isinstance(cur, ast.If) and asks_if_distributed(cur.test, ctx.segment(cur.test), predicates or ()):
             test = cur.test
             negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
             one_process = (
