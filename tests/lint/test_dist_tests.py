@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from ddp_doctor.lint.dist_tests import distributed_predicates, asks_if_distributed
+from ddp_doctor.lint.dist_tests import asks_if_distributed, distributed_predicates
 
 SOURCE = """
 import os

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Union
 
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method
-from ddp_doctor.lint.dist_tests import distributed_predicates, asks_if_distributed
+from ddp_doctor.lint.dist_tests import asks_if_distributed, distributed_predicates
 from ddp_doctor.lint.idioms import SYNC_ON_COMPUTE
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.rank0 import bound_argument
