@@ -91,13 +91,17 @@ def loops_iterating(
 
 def _scoped_aliases(ctx: FileContext, names: set[str]) -> dict[str, set[int | None]]:
     """Names assigned from an expression over ``names`` (``it = iter(loader)``), one level, with the
-    functions (by id) whose local they are; ``None``: an attribute (``self.it``), seen class-wide."""
+    functions (by id) whose local they are; ``None``: an attribute (``self.it``) or a module-level
+    name, seen everywhere."""
     out: dict[str, set[int | None]] = {}
     for node in ctx.of_type(ast.Assign):
         if any(dotted(n) in names for n in ast.walk(node.value)):
             for t in node.targets:
                 if (d := dotted(t)) is not None and d not in names:
-                    where = id(ctx.enclosing_function(node)) if isinstance(t, ast.Name) else None
+                    scope = ctx.enclosing_function(node)
+                    # a module-level alias (``train_iter = iter(loader)``) is read by every function
+                    local = isinstance(t, ast.Name) and not isinstance(scope, ast.Module)
+                    where = id(scope) if local else None
                     out.setdefault(d, set()).add(where)
     return out
 
