@@ -20,8 +20,8 @@ The 1,024 × 100,000 row (``--sparse``) is generated *sparse*: its rank files ha
 a step record, the windows the rollup path selects (computed with the report's own selection from
 the indexes) and the tail; the rest are holes. Its indexes are the 8 × 100,000 run's, rank r from
 rank r mod 8, with the byte offsets moved by the re-encoded headers. The raw path is not run on it
-(it would read 72 GB of holes as data); the row says so. The bench checks that the report read
-exactly the windows that were written.
+(it would read 72 GB of holes as data); the row says so. The bench checks that the report read no
+window that was not written (the windows written: the selection with every window whole).
 
 Run directories are written once by tests/fixtures/synth_run.py — through ddp_doctor.rundir.records,
 the probe's own record check and encoder, so the bytes are what the probe writes — and reused while
