@@ -114,6 +114,7 @@ FACTS: dict[str, tuple[str, ...]] = {
         "logs_rank0",
         "rank0_objects",
         "rank0_predicates",
+        "distributed_predicates",
         "silences_other_ranks",
         "logging_silencers",
         "silences_logging",
@@ -314,6 +315,7 @@ class ProjectIndex:
     backward_objects: set[str] = field(default_factory=set)  # spellings bound to backward-running objects
     rank0_objects: set[str] = field(default_factory=set)  # spellings bound only on rank 0
     rank0_predicates: set[str] = field(default_factory=set)  # functions answering "am I rank 0?"
+    distributed_predicates: set[str] = field(default_factory=set)  # "is this run distributed?" (dist_tests)
     silences_other_ranks: bool = False  # some file's logging setup keeps rank 0's records only
     logging_silencers: set[str] = field(default_factory=set)  # the modules whose setup does it
     # module -> line of its ``builtins.print = ...`` that drops output off rank 0 (MAE/DeiT
@@ -820,6 +822,7 @@ class ProjectIndex:
 
     def _bindings(self, ctx: FileContext, imports: dict[str, str], module: str) -> None:
         """Project-wide spellings: backward-running objects, rank-0-only objects, meters."""
+        from ddp_doctor.lint.dist_tests import distributed_predicates
         from ddp_doctor.lint.rank0 import (
             is_builtin_print,
             is_rank0_test,
@@ -836,6 +839,10 @@ class ProjectIndex:
             else set()
         )
         self.rank0_predicates |= predicates
+        if rank0:
+            self.distributed_predicates |= distributed_predicates(
+                f for defs in ctx.functions.values() for f in defs
+            )
         if rank0 and silences_other_ranks(ctx.tree, predicates, ctx.parents):
             self.silences_other_ranks = True
             self.logging_silencers.add(module)
