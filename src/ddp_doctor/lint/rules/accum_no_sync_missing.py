@@ -153,6 +153,8 @@ def _controls_sync(ctx: FileContext, facts: LoopFacts, loop: ast.AST) -> bool:
 
 
 def _effective_toggle(ctx: FileContext, facts: LoopFacts, node: ast.AST) -> bool:
+    if _for_fsdp_only(ctx, node):
+        return False
     if isinstance(node, ast.Assign):
         if not any(isinstance(t, ast.Attribute) and SYNC_CONTROL.match(t.attr) for t in node.targets):
             return False
@@ -169,7 +171,7 @@ def _effective_toggle(ctx: FileContext, facts: LoopFacts, node: ast.AST) -> bool
                 exprs += [
                     b.value
                     for b in ctx.bindings(ctx.enclosing_function(node)).get(expr.id, [])
-                    if isinstance(b, ast.Assign)
+                    if isinstance(b, ast.Assign) and not _for_fsdp_only(ctx, b)
                 ]
             exprs.append(expr)
         if not any(_names_sync_control(e) for e in exprs):
@@ -179,9 +181,49 @@ def _effective_toggle(ctx: FileContext, facts: LoopFacts, node: ast.AST) -> bool
     if isinstance(node, ast.Call):
         m = method(node)
         name = m[1] if m else (dotted(node.func) or "").split(".")[-1]
+        if isinstance(node.func, ast.Name) and _assigned_here(ctx, node.func):
+            # a local holding a context (``maybe_no_sync = nullcontext`` / ``= model.no_sync``): what
+            # it was bound to decides, not its name — the ``with`` around the call reads those bindings
+            return False
         if SYNC_CONTROL.match(name) and name not in ("no_sync", "no_backward_sync"):
             args = [*node.args, *(k.value for k in node.keywords)]
             return not (args and all(isinstance(a, ast.Constant) and a.value is True for a in args))
+    return False
+
+
+def _assigned_here(ctx: FileContext, name: ast.Name) -> bool:
+    """The function assigns ``name`` (a local variable, not a function or an import)."""
+    binds = ctx.bindings(ctx.enclosing_function(name)).get(name.id, [])
+    return any(isinstance(b, ast.Assign) for b in binds)
+
+
+FSDP_CLASSES = frozenset({"torch.distributed.fsdp.FullyShardedDataParallel"})
+
+
+def _for_fsdp_only(ctx: FileContext, node: ast.AST) -> bool:
+    """``node`` runs only when the model is an FSDP module (open_lm ``if isinstance(model, FSDP) and
+    ii != accum_freq - 1: maybe_no_sync = model.no_sync``): under DDP the toggle never runs, so the
+    micro-steps still all-reduce."""
+    child, cur = node, ctx.parents.get(node)
+    while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
+        if isinstance(cur, ast.If) and child in cur.body and _tests_fsdp_instance(ctx, cur.test):
+            return True
+        child, cur = cur, ctx.parents.get(cur)
+    return False
+
+
+def _tests_fsdp_instance(ctx: FileContext, test: ast.expr) -> bool:
+    """``isinstance(m, FSDP)``, alone or as a term of an ``and``."""
+    terms = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+    for t in terms:
+        if (
+            isinstance(t, ast.Call)
+            and isinstance(t.func, ast.Name)
+            and t.func.id == "isinstance"
+            and len(t.args) == 2
+            and ctx.qualname(t.args[1]) in FSDP_CLASSES
+        ):
+            return True
     return False
 
 
