@@ -32,6 +32,8 @@ from pathlib import Path
 
 from ddp_doctor.lint.context import FileContext, dotted, method, param_defaults, walk_local
 from ddp_doctor.lint.flags import argparse_choices
+from ddp_doctor.lint.handed_models import MOVES, Handed, handed_builder
+from ddp_doctor.lint.handed_models import record as record_handed
 from ddp_doctor.lint.idioms import SYNC_CONTROL
 from ddp_doctor.lint.loops import LoopFacts, backward_of, guarded_in, param_backward
 from ddp_doctor.lint.provenance import (
@@ -165,7 +167,6 @@ MAX_SAME_NAME_METHODS = 4
 MAX_FILE_BYTES = 2_000_000
 CONTAINERS = frozenset({"dict", "list", "set", "defaultdict", "OrderedDict", "collections.defaultdict"})
 SCOPES_UP = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)  # a guard is searched up to its function
-MOVES = frozenset({"to", "cuda", "cpu", "float", "half", "train", "eval", "requires_grad_"})
 FP16_NAMES = frozenset({"torch.float16", "torch.half"})  # generated giants are not summarised
 
 
@@ -382,6 +383,9 @@ class ProjectIndex:
     # rank-0 test, each with the returned positions it relies on (``is_logger`` from ``setup``)
     rank0_returns: dict[str, set[int]] = field(default_factory=dict)
     _rank0_args: dict[str, dict[str | int, frozenset[tuple[str, int]]]] = field(default_factory=dict)
+    # What every call of project code hands each argument (lint/handed_models.py): a model built
+    # in one file and wrapped in DDP by the function of another file it is handed to (TransReID).
+    handed_models: Handed = field(default_factory=dict)
     # classes whose every construction hands a rank-0 test to these parameters (names or positions)
     rank0_handed: dict[str, set[str | int]] = field(default_factory=dict)
     rank0_callees: set[str] = field(default_factory=set)
@@ -830,6 +834,13 @@ class ProjectIndex:
 
         rank0 = "rank0_logging" in self.facts
         loss = "loss_flow" in self.facts
+        if "batchnorm" in self.facts:
+            record_handed(
+                ctx,
+                lambda f: self._project_target(imports, f),
+                lambda q: bool(BATCHNORM.match(q) or TORCHVISION_BN.match(q)),
+                self.handed_models,
+            )
         predicates = (
             rank0_predicates(ctx.tree, [f for defs in ctx.functions.values() for f in defs])
             if rank0
@@ -1175,10 +1186,30 @@ class ProjectIndex:
         found = [s for m in self._star_sources.get(pkg, ()) if (s := self.summaries.get(f"{m}.{name}"))]
         return found[0] if len(found) == 1 else None
 
+    def handed_batchnorm(self, qualname: str, position: int, name: str) -> str | None:
+        """Where a caller hands parameter ``position``/``name`` of ``qualname`` a BatchNorm model."""
+        return handed_builder(
+            self.handed_models,
+            self._get,
+            qualname,
+            position,
+            name,
+            lambda q: (s := self._get(q)) is not None and s.builds_batchnorm,
+        )
+
     def module_builds_batchnorm(self, module: str) -> bool:
-        """Some function or class of ``module`` builds BatchNorm (after propagation)."""
+        """Some function or class of ``module`` builds BatchNorm (after propagation); for a package,
+        also one it re-exports (MhLiao/DB ``getattr(backbones, name)`` with ``backbones/__init__.py``
+        doing ``from .resnet import resnet18, ...``) or star-imports."""
         if self._bn_modules is None:
             self._bn_modules = {s.module for s in self.summaries.values() if s.builds_batchnorm}
+            for alias in self.name_alias:
+                package = alias.rpartition(".")[0]
+                if package not in self._bn_modules and (s := self._get(alias)) and s.builds_batchnorm:
+                    self._bn_modules.add(package)
+            for package, sources in self._star_sources.items():
+                if any(m in self._bn_modules for m in sources):
+                    self._bn_modules.add(package)
         return module in self._bn_modules
 
     def method_summaries(self, func: ast.AST) -> list[Summary]:
