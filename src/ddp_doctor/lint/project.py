@@ -69,6 +69,7 @@ TORCHVISION_BN = re.compile(
 # Words a file must contain to hold any fact worth summarising (cheap text pre-check).
 FACT_WORDS = (
     "DistributedDataParallel",
+    "DistributedSampler",  # a loader builder returning a sampled DataLoader (hysts create_dataloader)
     "FullyShardedDataParallel",
     "fully_shard",
     "backward",

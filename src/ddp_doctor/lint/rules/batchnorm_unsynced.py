@@ -11,7 +11,11 @@ defaulting to ``resnet50``; a ViT default is not BatchNorm), a model class picke
 handed to a builder (MoCo ``MoCo(models.__dict__[args.arch], ...)``), or in project mode a project
 class/function that builds them (the model in ``models/yolo.py``; ``obj.get_model()`` when most
 project methods of that name do, YOLOX's experiment classes) or a project module used as a
-registry (``resnet.__dict__[args.arch]()`` where ``resnet.py`` builds BatchNorm). apex's
+registry (``resnet.__dict__[args.arch]()`` where ``resnet.py`` builds BatchNorm, also a package
+re-exporting such builders), a builder named under a project package at run time
+(``eval('models.' + cfg.MODEL.NAME + '.get_pose_net')``, ``getattr(importlib.import_module(...),
+'Network')``: when most defs so named build BatchNorm), and a wrap of a model the function was
+handed (``do_train(cfg, model)``) that a caller built with BatchNorm (reported at the wrap). apex's
 ``convert_syncbn_model`` counts as a conversion.
 
 No ``SyncBatchNorm`` anywhere: flagged. A conversion (``convert_sync_batchnorm``) only behind an
@@ -56,7 +60,9 @@ class BatchnormUnsynced(Rule):
     flagged = (
         "the file builds BatchNorm layers (or a torchvision model known to contain them, timm "
         "`create_model` with a BatchNorm-family name or flag default, a project module used as a "
-        "registry) and wraps in DDP (also apex's), with no SyncBatchNorm anywhere"
+        "registry, a builder named under a project package by `eval`/`importlib`) and wraps in DDP "
+        "(also apex's), with no SyncBatchNorm anywhere; (project) a DDP wrap of a model the function "
+        "was handed, where a caller built it with BatchNorm"
     )
     not_flagged = (
         "`convert_sync_batchnorm`, apex `convert_syncbn_model`, SyncBatchNorm, LayerNorm "
