@@ -30,7 +30,15 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ddp_doctor.lint.context import FileContext, dotted, method, param_defaults, walk_local
+from ddp_doctor.lint.batchnorm_syntax import (
+    BATCHNORM,
+    TORCHVISION_BN,
+    batchnorm_tables,
+    builds_from_reference,
+    names_syncbn,
+    off_by_default,
+)
+from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
 from ddp_doctor.lint.flags import argparse_choices
 from ddp_doctor.lint.handed_models import MOVES, Handed, handed_builder
 from ddp_doctor.lint.handed_models import record as record_handed
@@ -61,11 +69,6 @@ DATA_PARALLEL = frozenset(
     }
 )
 DDP = "torch.nn.parallel.DistributedDataParallel"
-BATCHNORM = re.compile(r"^torch\.nn\.(Lazy)?BatchNorm[123]d$")
-TORCHVISION_BN = re.compile(
-    r"^torchvision\.models\.(resnet|resnext|wide_resnet|densenet|mobilenet|efficientnet|"
-    r"vgg\d+_bn|regnet|inception_v3|googlenet|shufflenet|mnasnet)\w*$"
-)
 # Words a file must contain to hold any fact worth summarising (cheap text pre-check).
 FACT_WORDS = (
     "DistributedDataParallel",
@@ -651,7 +654,7 @@ class ProjectIndex:
             uses_eval=any(
                 isinstance(c.func, ast.Name) and c.func.id == "eval" for c in ctx.of_type(ast.Call)
             ),
-            bn_tables=_batchnorm_tables(ctx) if bn else set(),
+            bn_tables=batchnorm_tables(ctx) if bn else set(),
             module_names=module_names,
             class_tables=class_tables,
             flow=LossFlow(ctx, LoopFacts(ctx))
@@ -753,8 +756,8 @@ class ProjectIndex:
             if (
                 bn
                 and isinstance(n, (ast.Name, ast.Attribute))
-                and _names_syncbn(n)
-                and _builds_from_reference(ctx, n)
+                and names_syncbn(n)
+                and builds_from_reference(ctx, n)
             ):
                 # builds SyncBatchNorm itself (``nn.SyncBatchNorm if sbn else nn.BatchNorm2d``, a
                 # project subclass ``SparseSyncBatchNorm2d``): a conversion chosen where it is built
@@ -789,7 +792,7 @@ class ProjectIndex:
                 if target:
                     s.callees.add(target)
                     if bn:
-                        (s.bn_optional if _off_by_default(ctx, n) else required).add(target)
+                        (s.bn_optional if off_by_default(ctx, n) else required).add(target)
                     parent = ctx.parents.get(n)
                     if id(n) in returned or (  # model = build(...); ...; return model
                         isinstance(parent, (ast.Assign, ast.AnnAssign))
@@ -801,7 +804,7 @@ class ProjectIndex:
                 if scan.sync and n.attr in ("require_backward_grad_sync",):
                     s.toggles_sync = True
                 q = ctx.qualname(n) or ""
-                if bn and BATCHNORM.match(q) and _builds_from_reference(ctx, n):  # norm_layer=nn.BatchNorm2d
+                if bn and BATCHNORM.match(q) and builds_from_reference(ctx, n):  # norm_layer=nn.BatchNorm2d
                     s.builds_batchnorm = True
             elif (
                 isinstance(n, ast.Subscript)
@@ -817,7 +820,7 @@ class ProjectIndex:
                 s.refs |= scan.class_tables[n.value.id]  # pycls ``_models[cfg.MODEL.TYPE]``
             elif isinstance(n, ast.Name) and bn and n.id in imports:
                 target = self._project_target(imports, n)
-                if target and not _off_by_default(ctx, n):
+                if target and not off_by_default(ctx, n):
                     s.refs.add(target)
         s.bn_optional -= required
         s.refs -= s.bn_optional
@@ -1942,54 +1945,6 @@ def _targets(node: ast.Assign | ast.AnnAssign) -> list[ast.expr]:
     return list(node.targets) if isinstance(node, ast.Assign) else [node.target]
 
 
-# Calls that inspect a class rather than build it: ``isinstance(m, nn.BatchNorm2d)``.
-_INSPECTS = frozenset({"isinstance", "issubclass", "type", "setattr", "getattr", "hasattr"})
-
-
-def _names_syncbn(node: ast.Name | ast.Attribute) -> bool:
-    """``nn.SyncBatchNorm``, ``encoder.SparseSyncBatchNorm2d``: a SyncBatchNorm class by its name."""
-    return "SyncBatchNorm" in (node.id if isinstance(node, ast.Name) else node.attr)
-
-
-def _off_by_default(ctx: FileContext, node: ast.AST) -> bool:
-    """``node`` runs only when a parameter of its function that defaults to False/None is truthy:
-    ``SeqBN(ninp) if input_normalization else None`` or under ``if input_normalization:``."""
-    fn = ctx.enclosing_function(node)
-    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return False
-    off = {
-        k for k, d in param_defaults(fn).items() if isinstance(d, ast.Constant) and d.value in (False, None)
-    }
-    child, cur = node, ctx.parents.get(node)
-    while cur is not None and cur is not fn:
-        if isinstance(cur, (ast.IfExp, ast.If)) and child in (
-            [cur.body] if isinstance(cur, ast.IfExp) else cur.body
-        ):
-            test = cur.test
-            if isinstance(test, ast.Name) and test.id in off:
-                return True
-        child, cur = cur, ctx.parents.get(cur)
-    return False
-
-
-def _builds_from_reference(ctx: FileContext, node: ast.AST) -> bool:
-    """A BatchNorm class named without being called is built later when it is handed over as a
-    layer type (``norm_layer=nn.BatchNorm2d``, ``Norm = nn.BatchNorm2d``, ``partial(nn.BatchNorm2d)``),
-    not when it is inspected (``isinstance(m, (nn.BatchNorm2d, ...))``, ``type(m) == nn.BatchNorm2d``)
-    or iterated (VAR ``for clz in (nn.Linear, nn.BatchNorm2d): ...`` patches the classes)."""
-    child, cur = node, ctx.parents.get(node)
-    while cur is not None and not isinstance(cur, ast.stmt):
-        if isinstance(cur, ast.Compare):
-            return False
-        if isinstance(cur, ast.Call) and cur.func is not child:
-            name = dotted(cur.func) or ""
-            return name.split(".")[-1] not in _INSPECTS
-        if isinstance(cur, ast.comprehension) and child is cur.iter:
-            return False
-        child, cur = cur, ctx.parents.get(cur)
-    return not (isinstance(cur, (ast.For, ast.AsyncFor)) and child is cur.iter)
-
-
 def _parse(path: Path, words: tuple[str, ...] = ()) -> FileContext | None:
     """The file's context, or None when it cannot be read or parsed or (``words``) mentions none of
     them (the cheap text pre-check)."""
@@ -2135,24 +2090,6 @@ def _module_level_names(tree: ast.Module) -> set[str]:
         for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
         if isinstance(t, ast.Name)
     }
-
-
-def _batchnorm_tables(ctx: FileContext) -> set[str]:
-    """Module-level tables of layer classes that hold a BatchNorm class (efficientvit
-    ``REGISTERED_NORM_DICT = {"bn2d": nn.BatchNorm2d, "ln": nn.LayerNorm}``): a registry a function
-    picks the norm layer from by name."""
-    out: set[str] = set()
-    for node in ctx.tree.body:
-        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
-        if isinstance(node, ast.AnnAssign):
-            target = node.target
-        value = getattr(node, "value", None)
-        if not isinstance(target, ast.Name) or not isinstance(value, (ast.Dict, ast.List, ast.Tuple)):
-            continue
-        items = value.values if isinstance(value, ast.Dict) else value.elts
-        if any(BATCHNORM.match(ctx.qualname(v) or "") for v in items):
-            out.add(target.id)
-    return out
 
 
 def _wraps_parameter(ctx: FileContext, fn: ast.AST, wrap: ast.Call) -> bool:

@@ -33,13 +33,14 @@ import re
 from collections.abc import Iterator
 
 from ddp_doctor.core.catalog import Text
+from ddp_doctor.lint.batchnorm_syntax import BATCHNORM, TORCHVISION_BN
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method
 from ddp_doctor.lint.flags import all_defaults, describe, flag_test
 from ddp_doctor.lint.handed_models import unmoved
 from ddp_doctor.lint.idioms import BATCHNORM_ARCH, MODEL_FACTORIES, MODEL_GETTERS, MODEL_REGISTRIES
 from ddp_doctor.lint.inference_only import never_trains
 from ddp_doctor.lint.loops import LoopFacts
-from ddp_doctor.lint.project import BATCHNORM, DDP, TORCHVISION_BN, ProjectIndex
+from ddp_doctor.lint.project import DDP, ProjectIndex
 from ddp_doctor.lint.rules._model_by_name import builds_batchnorm_by_name
 from ddp_doctor.lint.rules.base import (
     Edit,
