@@ -12,7 +12,10 @@ EDM's ``misc.ddp_sync``) in the loop body (through same-file helpers), around th
 project function the loop calls. accelerate: a model passed through ``accelerator.prepare`` is a
 DDP model; a micro-batch loop written by hand (not under ``accelerator.accumulate``) with neither
 ``accumulate`` nor ``accelerator.no_sync`` all-reduces every micro-step. A toggle that cannot skip anything does not count: the flag set
-to the constant ``True``, or a ``no_sync()`` block with neither a forward nor a backward in it.
+to the constant ``True``, or a ``no_sync()`` block with neither a forward nor a backward in it;
+a ``no_sync`` bound only under ``isinstance(model, FSDP)`` (open_lm) skips nothing for DDP. Micro-steps
+whose forward goes through ``model.module`` and never through the DDP wrap (minimind GRPO) are not
+reported: no reducer runs, so there is nothing to skip (each rank trains alone, a different bug).
 A step function that backprops on every call and steps under an accumulation guard
 (``train_step`` called once per micro-batch) is an accumulation loop too, unless its file controls
 sync anywhere (its callers may). Config-gated when the micro-step count is read from configuration (``--accum_iter > 1``); not
@@ -54,7 +57,7 @@ class AccumNoSyncMissing(Rule):
     not_flagged = (
         "nanoGPT's `model.require_backward_grad_sync = (...)`, `no_sync()` contexts (also "
         "`nullcontext() if last else model.no_sync()`), EDM `ddp_sync`, FSDP1/FSDP2 (reduce-scatter, "
-        "not this rule), accelerate"
+        "not this rule), accelerate, micro-steps whose forward bypasses DDP through `model.module`"
     )
     required = (("DistributedDataParallel", "prepare"), ("backward", "scaler", "loss_scaler"))
     required_in_project = (("backward", "scaler", "loss_scaler"),)
@@ -70,9 +73,12 @@ class AccumNoSyncMissing(Rule):
             wraps_here = any(project.call_wraps_ddp(ctx, n, plain=True) for n in calls)
             if not wraps_here and not (project.wraps_plain_ddp and not _wraps_anything(ctx)):
                 return
+        wrapped = _ddp_names(ctx)
         for loop in facts.accumulation_loops():
             if _controls_sync(ctx, facts, loop.loop):
                 continue
+            if _forward_bypasses_ddp(ctx, facts, loop.loop, wrapped):
+                continue  # no reducer runs at all: nothing is all-reduced, early or late
             if loop.shape == "function" and any(SYNC_CONTROL.match(w) for w in ctx.words):
                 continue  # a step function: its callers may toggle the sync around each call
             count = accumulation_count(facts, loop)
@@ -100,6 +106,46 @@ class AccumNoSyncMissing(Rule):
                 or None,
                 accumulation_loop_line=loop.loop.lineno,
             )
+
+
+def _ddp_names(ctx: FileContext) -> set[str]:
+    """Names this file binds to a DDP wrap (``model = DistributedDataParallel(model, ...)``)."""
+    return {
+        d
+        for n in ctx.of_type(ast.Assign)
+        if isinstance(n.value, ast.Call) and ctx.call_qualname(n.value) == DDP
+        for t in n.targets
+        if (d := dotted(t))
+    }
+
+
+def _forward_bypasses_ddp(ctx: FileContext, facts: LoopFacts, loop: ast.AST, wrapped: set[str]) -> bool:
+    """The micro-steps run the model through ``model.module`` (minimind GRPO ``model_unwrapped =
+    model.module if isinstance(model, DistributedDataParallel) else model``; ``model_unwrapped(x)``)
+    and never call the DDP wrap itself: DDP's reducer is never prepared, so no backward all-reduces
+    (each rank trains its own copy: a different bug, not a missing ``no_sync``)."""
+    if not wrapped:
+        return False
+    nodes = list(facts.nodes(getattr(loop, "body", [])))
+    calls = [n for n in nodes if isinstance(n, ast.Call)]
+    if any(dotted(c.func) in wrapped for c in calls):
+        return False
+    for call in calls:
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr == "module" and dotted(func.value) in wrapped:
+            return True  # ``model.module(x)``
+        if isinstance(func, ast.Name):
+            for b in ctx.bindings(ctx.enclosing_function(call)).get(func.id, []):
+                value = b.value if isinstance(b, ast.Assign) else None
+                if isinstance(value, ast.IfExp):
+                    value = value.body
+                if (
+                    isinstance(value, ast.Attribute)
+                    and value.attr == "module"
+                    and dotted(value.value) in wrapped
+                ):
+                    return True
+    return False
 
 
 def _one_unless_deepspeed(ctx: FileContext, count: ast.expr) -> bool:
