@@ -194,10 +194,19 @@ def _reduce_rank_by_rank(ranks: list[rollup_read.RankWindows]) -> rollup_read.Re
         **{k: np.zeros((W, 6)) for k in ("loss", "gsq", "gsql", "samples")},
         lr_max=np.full(W, np.nan),
         last_window={},
+        marks=np.full((W, 4), -1, dtype=np.int64),
     )
     for m in (red.loss, red.gsq, red.gsql, red.samples):
         m[:, 4:] = np.nan
     lowest = np.zeros(W, dtype=np.uint64)
+    for r in ranks:  # spike marks: the earliest first and the latest last of any rank
+        for i, win in enumerate(r.window.tolist()):
+            for j in (0, 2):
+                lo, hi = int(r.marks[i, j]), int(r.marks[i, j + 1])
+                if lo >= 0:
+                    old = red.marks[win, j : j + 2].tolist()
+                    red.marks[win, j] = lo if old[0] < 0 else min(old[0], lo)
+                    red.marks[win, j + 1] = max(old[1], hi)
     for r in sorted(ranks, key=lambda x: x.rank):
         w = r.window
         red.last_window[r.rank] = int(w[-1])

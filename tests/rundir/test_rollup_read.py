@@ -344,22 +344,24 @@ def test_windows_read_in_part_give_the_same_verdicts(
         first = read_run(run, rollups="on")
         view = first.rollups
         assert view is not None and view.parts, fault
-        assert all(m == "head" and k == 50 or m == "tail" and k == 55 for m, k in view.parts.values())
+        # a sample block's 50 steps; a history's 55 at most (less where it ends at a spike's marks)
+        for win, p in view.parts.items():
+            why = view.selected[win]
+            assert 0 < p.k < PART_EVERY and p.mode in ("head", "tail", "span"), (win, p)
+            assert p.mode != "tail" or p.k <= 55 or "spike" in why, (win, p, why)
+            assert p.mode != "span" or "spike" in why, (win, p, why)
         # every rank holds exactly the step records the index and the parts say
         for rank, data in first.ranks.items():
             c = data.steps
             assert c is not None
             w = c.step // PART_EVERY
             for win in view.selected:
-                mode, k = view.parts.get(win, ("whole", PART_EVERY))
-                got = c.step[w == win]
-                assert len(got) == k, (fault, rank, win)
-                assert got.min() == win * PART_EVERY if mode != "tail" else got.max() == win * PART_EVERY + 59
+                p = view.parts.get(win, rollup_read.Part("head", PART_EVERY))
+                a = {"head": 0, "tail": PART_EVERY - p.k, "span": p.skip}[p.mode]
+                want = np.arange(win * PART_EVERY + a, win * PART_EVERY + a + p.k)
+                assert np.array_equal(c.step[w == win], want), (fault, rank, win, p)
         js = view.to_json()["windows_read_in_part"]
-        assert js == {
-            "head": sum(m == "head" for m, _ in view.parts.values()),
-            "tail": sum(m == "tail" for m, _ in view.parts.values()),
-        }
+        assert js == {m: sum(p.mode == m for p in view.parts.values()) for m in ("head", "tail", "span")}
         # the sample is the same 50 steps of each block whether a window was read in part or whole
         heads = rollup_read.sample_heads(view.windows, PART_EVERY, view.sample)
         assert heads and view.sample_heads == heads
@@ -381,7 +383,7 @@ def test_zero_constant_and_nan_series_read_in_part(kind: str, world: int, tmp_pa
         nan_windows = {t // PART_EVERY for t in range(1200) if t % 97 == 13}
         assert all("nonfinite" in view.selected[w] for w in nan_windows) and not nan_windows & set(view.parts)
     else:
-        assert any(m == "head" for m, _ in view.parts.values())
+        assert any(p.mode == "head" for p in view.parts.values())
 
 
 def _window_lines(run: Path, rank: int, win: int) -> tuple[bytes, list[tuple[int, int]]]:
@@ -406,7 +408,7 @@ def test_a_damaged_window_read_in_part_falls_back_with_a_note(mode: str, tmp_pat
     run = _indexed(write_run(tmp_path / "run", spec), PART_EVERY)
     view = read_run(run, rollups="on").rollups
     assert view is not None
-    win = next(w for w, (m, _) in view.parts.items() if m == mode)
+    win = next(w for w, p in view.parts.items() if p.mode == mode)
     data, lines = _window_lines(run, 1, win)
     damaged = bytearray(data)
     for a, _ in lines[:-1] if mode == "head" else lines[1:]:  # all but one: too few for any cut
@@ -427,7 +429,7 @@ def test_a_partial_window_that_the_file_ends_inside_is_noted(tmp_path: Path) -> 
     run = _indexed(write_run(tmp_path / "run", spec), PART_EVERY)
     view = read_run(run, rollups="on").rollups
     assert view is not None
-    win = min(w for w, (m, _) in view.parts.items() if m == "head")
+    win = min(w for w, p in view.parts.items() if p.mode == "head")
     data, lines = _window_lines(run, 0, win)
     with open(records.rank_file(run, 0), "r+b") as fh:  # same inode: the index still claims it
         fh.truncate(lines[10][0] + 7)

@@ -89,10 +89,10 @@ def how_read(ctx: Context, sampled_from: bool = False) -> Text:
     p = len(view.parts)
     return Text(
         f"rollup path: {raw} of {total} steps read raw in {n} of {w} windows of {view.every}"
-        + (f" ({p} of them in part: the steps the sample or a spike's history needs)" if p else "")
+        + (f" ({p} of them in part: the steps the sample, a spike's history or its marks need)" if p else "")
         + ", the other windows screened by their rollups",
         f"汇总路径：{total} 步中 {raw} 步按原始记录读取（{w} 个 {view.every} 步窗口中的 {n} 个"
-        + (f"，其中 {p} 个只读样本或尖峰历史所需的步" if p else "")
+        + (f"，其中 {p} 个只读样本、尖峰历史或尖峰标记所需的步" if p else "")
         + "），其余窗口由其汇总筛查",
     )
 

@@ -36,9 +36,14 @@ SCHEDULER_NAME = re.compile(r"sched", re.IGNORECASE)
 OPTIMIZER_NAME = re.compile(
     r"(^|[._])(opt|optim|optimi[sz]er\w*|\w*_optimi[sz]er)s?(\[.*\])?$", re.IGNORECASE
 )
-# Identifiers that make an `if` an accumulation guard (besides a `%` in the test).
+# Identifiers that make an `if` an accumulation guard (besides a `%` in the test). A count of
+# batches per update is named for the update too (torchdrug ``batch_id - start_id + 1 ==
+# gradient_interval``, mmf ``update_frequency``, ConvNeXt ``update_freq``, PointNeXt
+# ``step_per_update``), not only for the accumulation.
 ACCUM_GUARD_NAME = re.compile(
-    r"accum|micro|sync_grad|is_last|last_step|should_step|do_step|update_step|boundary", re.IGNORECASE
+    r"accum|micro|sync_grad|is_last|last_step|should_step|do_step|update_step|boundary"
+    r"|update_freq|per_update|grad\w*_interval",
+    re.IGNORECASE,
 )
 # Framework objects whose `.backward(loss)` does its own scaling (accelerate, DeepSpeed, Fabric).
 FRAMEWORK_BACKWARD = re.compile(r"(accelerator|engine|fabric|deepspeed)$", re.IGNORECASE)
@@ -361,7 +366,9 @@ class LoopFacts:
         # ``amp.step(colbert, optimizer, scheduler)``); not a scheduler's own ``step``
         if self.is_scheduler(m[0]):
             return False
-        return any(self.is_optimizer(dotted(a)) for a in node.args)
+        # handed by position or by keyword (apple ml-cvnets ``scaler.step(optimizer=self.optimizer)``)
+        handed = [*node.args, *(k.value for k in node.keywords if k.arg is not None)]
+        return any(self.is_optimizer(dotted(a)) for a in handed)
 
     def steps(self, node: ast.AST) -> TypeGuard[ast.Call]:
         """An optimizer step here, or a call of project code in another file that steps one."""
@@ -517,13 +524,20 @@ def accumulation_count(facts: LoopFacts, loop: AccumLoop) -> ast.expr | None:
         if isinstance(it, ast.Call) and dotted(it.func) == "range" and len(it.args) == 1:
             return it.args[0]
         return None
+    # the ``%`` of the ``if`` that steps the optimizer first: another ``%`` in the loop usually paces
+    # logging (PointNeXt ``if idx % cfg.print_freq == 0:`` after ``if num_iter == cfg.step_per_update:``)
+    first_mod: ast.expr | None = None
     for n in facts.ctx.local(node):
         if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod):
             parent = facts.ctx.parents.get(n)
             while parent is not None and not isinstance(parent, (ast.If, ast.keyword, ast.stmt)):
                 parent = facts.ctx.parents.get(parent)
-            if isinstance(parent, (ast.If, ast.keyword)):
+            if isinstance(parent, ast.keyword) or (
+                isinstance(parent, ast.If) and facts.has_optimizer_step(parent.body)
+            ):
                 return n.right
+            if isinstance(parent, ast.If) and first_mod is None:
+                first_mod = n.right
     for n in facts.ctx.local(node):  # a micro-step counter: ``if counter >= cfg.accum_steps:``
         test = n.test if isinstance(n, ast.If) else None
         if (
@@ -534,7 +548,7 @@ def accumulation_count(facts: LoopFacts, loop: AccumLoop) -> ast.expr | None:
             and facts.has_optimizer_step(n.body)  # type: ignore[attr-defined]
         ):
             return test.comparators[0]
-    return None
+    return first_mod  # an early exit (``if (i + 1) % accum: continue``) before the step
 
 
 def count_sources(ctx: FileContext, count: ast.expr) -> list[ast.expr | None]:

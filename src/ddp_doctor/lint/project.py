@@ -30,8 +30,18 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ddp_doctor.lint.context import FileContext, dotted, method, param_defaults, walk_local
+from ddp_doctor.lint.batchnorm_syntax import (
+    BATCHNORM,
+    TORCHVISION_BN,
+    batchnorm_tables,
+    builds_from_reference,
+    names_syncbn,
+    off_by_default,
+)
+from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
 from ddp_doctor.lint.flags import argparse_choices
+from ddp_doctor.lint.handed_models import MOVES, Handed, handed_builder
+from ddp_doctor.lint.handed_models import record as record_handed
 from ddp_doctor.lint.idioms import SYNC_CONTROL
 from ddp_doctor.lint.loops import LoopFacts, backward_of, guarded_in, param_backward
 from ddp_doctor.lint.provenance import (
@@ -59,14 +69,10 @@ DATA_PARALLEL = frozenset(
     }
 )
 DDP = "torch.nn.parallel.DistributedDataParallel"
-BATCHNORM = re.compile(r"^torch\.nn\.(Lazy)?BatchNorm[123]d$")
-TORCHVISION_BN = re.compile(
-    r"^torchvision\.models\.(resnet|resnext|wide_resnet|densenet|mobilenet|efficientnet|"
-    r"vgg\d+_bn|regnet|inception_v3|googlenet|shufflenet|mnasnet)\w*$"
-)
 # Words a file must contain to hold any fact worth summarising (cheap text pre-check).
 FACT_WORDS = (
     "DistributedDataParallel",
+    "DistributedSampler",  # a loader builder returning a sampled DataLoader (hysts create_dataloader)
     "FullyShardedDataParallel",
     "fully_shard",
     "backward",
@@ -114,6 +120,7 @@ FACTS: dict[str, tuple[str, ...]] = {
         "logs_rank0",
         "rank0_objects",
         "rank0_predicates",
+        "distributed_predicates",
         "silences_other_ranks",
         "logging_silencers",
         "silences_logging",
@@ -165,7 +172,6 @@ MAX_SAME_NAME_METHODS = 4
 MAX_FILE_BYTES = 2_000_000
 CONTAINERS = frozenset({"dict", "list", "set", "defaultdict", "OrderedDict", "collections.defaultdict"})
 SCOPES_UP = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)  # a guard is searched up to its function
-MOVES = frozenset({"to", "cuda", "cpu", "float", "half", "train", "eval", "requires_grad_"})
 FP16_NAMES = frozenset({"torch.float16", "torch.half"})  # generated giants are not summarised
 
 
@@ -314,6 +320,7 @@ class ProjectIndex:
     backward_objects: set[str] = field(default_factory=set)  # spellings bound to backward-running objects
     rank0_objects: set[str] = field(default_factory=set)  # spellings bound only on rank 0
     rank0_predicates: set[str] = field(default_factory=set)  # functions answering "am I rank 0?"
+    distributed_predicates: set[str] = field(default_factory=set)  # "is this run distributed?" (dist_tests)
     silences_other_ranks: bool = False  # some file's logging setup keeps rank 0's records only
     logging_silencers: set[str] = field(default_factory=set)  # the modules whose setup does it
     # module -> line of its ``builtins.print = ...`` that drops output off rank 0 (MAE/DeiT
@@ -382,6 +389,9 @@ class ProjectIndex:
     # rank-0 test, each with the returned positions it relies on (``is_logger`` from ``setup``)
     rank0_returns: dict[str, set[int]] = field(default_factory=dict)
     _rank0_args: dict[str, dict[str | int, frozenset[tuple[str, int]]]] = field(default_factory=dict)
+    # What every call of project code hands each argument (lint/handed_models.py): a model built
+    # in one file and wrapped in DDP by the function of another file it is handed to (TransReID).
+    handed_models: Handed = field(default_factory=dict)
     # classes whose every construction hands a rank-0 test to these parameters (names or positions)
     rank0_handed: dict[str, set[str | int]] = field(default_factory=dict)
     rank0_callees: set[str] = field(default_factory=set)
@@ -646,7 +656,7 @@ class ProjectIndex:
             uses_eval=any(
                 isinstance(c.func, ast.Name) and c.func.id == "eval" for c in ctx.of_type(ast.Call)
             ),
-            bn_tables=_batchnorm_tables(ctx) if bn else set(),
+            bn_tables=batchnorm_tables(ctx) if bn else set(),
             module_names=module_names,
             class_tables=class_tables,
             flow=LossFlow(ctx, LoopFacts(ctx))
@@ -748,8 +758,8 @@ class ProjectIndex:
             if (
                 bn
                 and isinstance(n, (ast.Name, ast.Attribute))
-                and _names_syncbn(n)
-                and _builds_from_reference(ctx, n)
+                and names_syncbn(n)
+                and builds_from_reference(ctx, n)
             ):
                 # builds SyncBatchNorm itself (``nn.SyncBatchNorm if sbn else nn.BatchNorm2d``, a
                 # project subclass ``SparseSyncBatchNorm2d``): a conversion chosen where it is built
@@ -784,7 +794,7 @@ class ProjectIndex:
                 if target:
                     s.callees.add(target)
                     if bn:
-                        (s.bn_optional if _off_by_default(ctx, n) else required).add(target)
+                        (s.bn_optional if off_by_default(ctx, n) else required).add(target)
                     parent = ctx.parents.get(n)
                     if id(n) in returned or (  # model = build(...); ...; return model
                         isinstance(parent, (ast.Assign, ast.AnnAssign))
@@ -796,7 +806,7 @@ class ProjectIndex:
                 if scan.sync and n.attr in ("require_backward_grad_sync",):
                     s.toggles_sync = True
                 q = ctx.qualname(n) or ""
-                if bn and BATCHNORM.match(q) and _builds_from_reference(ctx, n):  # norm_layer=nn.BatchNorm2d
+                if bn and BATCHNORM.match(q) and builds_from_reference(ctx, n):  # norm_layer=nn.BatchNorm2d
                     s.builds_batchnorm = True
             elif (
                 isinstance(n, ast.Subscript)
@@ -812,7 +822,7 @@ class ProjectIndex:
                 s.refs |= scan.class_tables[n.value.id]  # pycls ``_models[cfg.MODEL.TYPE]``
             elif isinstance(n, ast.Name) and bn and n.id in imports:
                 target = self._project_target(imports, n)
-                if target and not _off_by_default(ctx, n):
+                if target and not off_by_default(ctx, n):
                     s.refs.add(target)
         s.bn_optional -= required
         s.refs -= s.bn_optional
@@ -820,6 +830,7 @@ class ProjectIndex:
 
     def _bindings(self, ctx: FileContext, imports: dict[str, str], module: str) -> None:
         """Project-wide spellings: backward-running objects, rank-0-only objects, meters."""
+        from ddp_doctor.lint.dist_tests import distributed_predicates
         from ddp_doctor.lint.rank0 import (
             is_builtin_print,
             is_rank0_test,
@@ -830,12 +841,23 @@ class ProjectIndex:
 
         rank0 = "rank0_logging" in self.facts
         loss = "loss_flow" in self.facts
+        if "batchnorm" in self.facts:
+            record_handed(
+                ctx,
+                lambda f: self._project_target(imports, f),
+                lambda q: bool(BATCHNORM.match(q) or TORCHVISION_BN.match(q)),
+                self.handed_models,
+            )
         predicates = (
             rank0_predicates(ctx.tree, [f for defs in ctx.functions.values() for f in defs])
             if rank0
             else set()
         )
         self.rank0_predicates |= predicates
+        if rank0:
+            self.distributed_predicates |= distributed_predicates(
+                f for defs in ctx.functions.values() for f in defs
+            )
         if rank0 and silences_other_ranks(ctx.tree, predicates, ctx.parents):
             self.silences_other_ranks = True
             self.logging_silencers.add(module)
@@ -1175,10 +1197,30 @@ class ProjectIndex:
         found = [s for m in self._star_sources.get(pkg, ()) if (s := self.summaries.get(f"{m}.{name}"))]
         return found[0] if len(found) == 1 else None
 
+    def handed_batchnorm(self, qualname: str, position: int, name: str) -> str | None:
+        """Where a caller hands parameter ``position``/``name`` of ``qualname`` a BatchNorm model."""
+        return handed_builder(
+            self.handed_models,
+            self._get,
+            qualname,
+            position,
+            name,
+            lambda q: (s := self._get(q)) is not None and s.builds_batchnorm,
+        )
+
     def module_builds_batchnorm(self, module: str) -> bool:
-        """Some function or class of ``module`` builds BatchNorm (after propagation)."""
+        """Some function or class of ``module`` builds BatchNorm (after propagation); for a package,
+        also one it re-exports (MhLiao/DB ``getattr(backbones, name)`` with ``backbones/__init__.py``
+        doing ``from .resnet import resnet18, ...``) or star-imports."""
         if self._bn_modules is None:
             self._bn_modules = {s.module for s in self.summaries.values() if s.builds_batchnorm}
+            for alias in self.name_alias:
+                package = alias.rpartition(".")[0]
+                if package not in self._bn_modules and (s := self._get(alias)) and s.builds_batchnorm:
+                    self._bn_modules.add(package)
+            for package, sources in self._star_sources.items():
+                if any(m in self._bn_modules for m in sources):
+                    self._bn_modules.add(package)
         return module in self._bn_modules
 
     def method_summaries(self, func: ast.AST) -> list[Summary]:
@@ -1910,54 +1952,6 @@ def _targets(node: ast.Assign | ast.AnnAssign) -> list[ast.expr]:
     return list(node.targets) if isinstance(node, ast.Assign) else [node.target]
 
 
-# Calls that inspect a class rather than build it: ``isinstance(m, nn.BatchNorm2d)``.
-_INSPECTS = frozenset({"isinstance", "issubclass", "type", "setattr", "getattr", "hasattr"})
-
-
-def _names_syncbn(node: ast.Name | ast.Attribute) -> bool:
-    """``nn.SyncBatchNorm``, ``encoder.SparseSyncBatchNorm2d``: a SyncBatchNorm class by its name."""
-    return "SyncBatchNorm" in (node.id if isinstance(node, ast.Name) else node.attr)
-
-
-def _off_by_default(ctx: FileContext, node: ast.AST) -> bool:
-    """``node`` runs only when a parameter of its function that defaults to False/None is truthy:
-    ``SeqBN(ninp) if input_normalization else None`` or under ``if input_normalization:``."""
-    fn = ctx.enclosing_function(node)
-    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return False
-    off = {
-        k for k, d in param_defaults(fn).items() if isinstance(d, ast.Constant) and d.value in (False, None)
-    }
-    child, cur = node, ctx.parents.get(node)
-    while cur is not None and cur is not fn:
-        if isinstance(cur, (ast.IfExp, ast.If)) and child in (
-            [cur.body] if isinstance(cur, ast.IfExp) else cur.body
-        ):
-            test = cur.test
-            if isinstance(test, ast.Name) and test.id in off:
-                return True
-        child, cur = cur, ctx.parents.get(cur)
-    return False
-
-
-def _builds_from_reference(ctx: FileContext, node: ast.AST) -> bool:
-    """A BatchNorm class named without being called is built later when it is handed over as a
-    layer type (``norm_layer=nn.BatchNorm2d``, ``Norm = nn.BatchNorm2d``, ``partial(nn.BatchNorm2d)``),
-    not when it is inspected (``isinstance(m, (nn.BatchNorm2d, ...))``, ``type(m) == nn.BatchNorm2d``)
-    or iterated (VAR ``for clz in (nn.Linear, nn.BatchNorm2d): ...`` patches the classes)."""
-    child, cur = node, ctx.parents.get(node)
-    while cur is not None and not isinstance(cur, ast.stmt):
-        if isinstance(cur, ast.Compare):
-            return False
-        if isinstance(cur, ast.Call) and cur.func is not child:
-            name = dotted(cur.func) or ""
-            return name.split(".")[-1] not in _INSPECTS
-        if isinstance(cur, ast.comprehension) and child is cur.iter:
-            return False
-        child, cur = cur, ctx.parents.get(cur)
-    return not (isinstance(cur, (ast.For, ast.AsyncFor)) and child is cur.iter)
-
-
 def _parse(path: Path, words: tuple[str, ...] = ()) -> FileContext | None:
     """The file's context, or None when it cannot be read or parsed or (``words``) mentions none of
     them (the cheap text pre-check)."""
@@ -2103,24 +2097,6 @@ def _module_level_names(tree: ast.Module) -> set[str]:
         for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
         if isinstance(t, ast.Name)
     }
-
-
-def _batchnorm_tables(ctx: FileContext) -> set[str]:
-    """Module-level tables of layer classes that hold a BatchNorm class (efficientvit
-    ``REGISTERED_NORM_DICT = {"bn2d": nn.BatchNorm2d, "ln": nn.LayerNorm}``): a registry a function
-    picks the norm layer from by name."""
-    out: set[str] = set()
-    for node in ctx.tree.body:
-        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
-        if isinstance(node, ast.AnnAssign):
-            target = node.target
-        value = getattr(node, "value", None)
-        if not isinstance(target, ast.Name) or not isinstance(value, (ast.Dict, ast.List, ast.Tuple)):
-            continue
-        items = value.values if isinstance(value, ast.Dict) else value.elts
-        if any(BATCHNORM.match(ctx.qualname(v) or "") for v in items):
-            out.add(target.id)
-    return out
 
 
 def _wraps_parameter(ctx: FileContext, fn: ast.AST, wrap: ast.Call) -> bool:

@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import ast
 import re
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Union
 
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method
+from ddp_doctor.lint.dist_tests import asks_if_distributed, distributed_predicates
 from ddp_doctor.lint.idioms import SYNC_ON_COMPUTE
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.rank0 import bound_argument
@@ -122,7 +124,6 @@ WEIGHT_NAME = re.compile(
     r"weight|coef|scale|lambda|^lam$|alpha|beta|gamma|factor|mult|^w$|^w_|_w$", re.IGNORECASE
 )
 # A test that is true only when not distributed: ``not args.distributed``, ``world_size == 1``.
-DISTRIBUTED_FLAG = re.compile(r"distributed|ddp|world_size|is_initialized|multiprocessing", re.IGNORECASE)
 SYNC_KEYWORD = re.compile(r"distributed|sync|reduce|gather", re.IGNORECASE)
 LIGHTNING_STEP = "training_step"
 MAX_SCOPE_NODES = 20_000  # generated giants: no provenance (precision over recall)
@@ -897,6 +898,7 @@ class LossFlow:
                     reduced |= _iterated_containers(ctx, n)  # for v in stats.values(): all_reduce(v)
                     if isinstance(n.func, ast.Attribute) and (held := receiver_name(dotted(n.func.value))):
                         reduced.add(held)  # metric_logger.synchronize_between_processes()
+                        reduced |= _built_from(scope_binds.get(held, []), n.lineno)
                 bw = facts.backward(n)
                 if bw is not None and bw.root is not None:
                     names = loss_names(ctx, bw.root)
@@ -965,9 +967,10 @@ class LossFlow:
                 all_flows.append((read, written))
                 if positional:
                     continue  # the helper's shape says which targets hold the loss
+                # a helper that returns what it combined (nanoVLM ``dist_mean_scalar(x)``: all_reduce
+                # in place, ``return t.item()``) hands on the global value as a reduce call does
                 if not any(
-                    type(x) is ast.Call
-                    and (is_reduce(dotted(x.func) or "") or _compute_of(x) in synced_metrics)
+                    type(x) is ast.Call and (reducing_call(ctx, x) or _compute_of(x) in synced_metrics)
                     for x in value_nodes
                 ):
                     flows.append((read - combined, written))
@@ -991,7 +994,8 @@ class LossFlow:
         returns: Shape | None = None
         binds = ctx.bindings(scope)
         for r in nodes:
-            if isinstance(r, ast.Return) and r.value is not None:
+            # ``if not is_dist(): return float(x)``: what a single process returns is the global value
+            if isinstance(r, ast.Return) and r.value is not None and not single_process_only(ctx, r):
                 # ``loss_avg = reduce_tensor(...)`` (when distributed) just before ``return loss_avg``:
                 # what is returned is the global value
                 live = {t for t in tainted if not _reduced_before(binds.get(t, []), r.lineno)}
@@ -1076,6 +1080,20 @@ def _assign(target: ast.AST, shape: Shape, shapes: dict[str, Shape]) -> set[str]
     for n in names:
         shapes[n] = shape
     return names
+
+
+def _built_from(binds: list[ast.stmt | ast.expr], line: int) -> set[str]:
+    """The names an object was built from by its latest binding before ``line``, when that is a
+    constructor call: omnivore's ``progress = ProgressMeter(n, [*loss_mts.values(), ...])`` then
+    ``progress.synchronize()`` all-reduces the meters it holds, so ``loss_mts`` is combined too."""
+    before = [b for b in binds if b.lineno < line]
+    if not before or not isinstance(before[-1], ast.Assign) or not isinstance(before[-1].value, ast.Call):
+        return set()
+    call = before[-1].value
+    name = (dotted(call.func) or "").rsplit(".", 1)[-1]
+    if not name[:1].isupper():
+        return set()  # a function's result, not an object holding what it was given
+    return reads(x for a in [*call.args, *(k.value for k in call.keywords)] for x in ast.walk(a))
 
 
 def _reduced_before(binds: list[ast.stmt | ast.expr], line: int) -> bool:
@@ -1286,8 +1304,11 @@ def single_process_only(ctx: FileContext, node: ast.AST) -> bool:
     ``if world_size == 1:``, or in the else of ``if args.distributed:`` (apex/timm update the meter
     with the raw loss there and with the reduced one otherwise): rank 0's value is the global one."""
     child, cur = node, ctx.parents.get(node)
+    predicates: set[str] | None = None
     while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-        if isinstance(cur, ast.If) and DISTRIBUTED_FLAG.search(ctx.segment(cur.test)):
+        if isinstance(cur, ast.If) and predicates is None:
+            predicates = _distributed_predicates(ctx)
+        if isinstance(cur, ast.If) and asks_if_distributed(cur.test, ctx.segment(cur.test), predicates or ()):
             test = cur.test
             negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
             one_process = (
@@ -1305,6 +1326,21 @@ def single_process_only(ctx: FileContext, node: ast.AST) -> bool:
             return True
         child, cur = cur, ctx.parents.get(cur)
     return False
+
+
+_PREDICATES: weakref.WeakKeyDictionary[ast.Module, set[str]] = weakref.WeakKeyDictionary()
+
+
+def _distributed_predicates(ctx: FileContext) -> set[str]:
+    """The functions of this file (and, in project mode, of the project) that answer "is this run
+    distributed?" (nanoVLM ``is_dist()``): computed once per parsed file."""
+    own = _PREDICATES.get(ctx.tree)
+    if own is None:
+        own = _PREDICATES[ctx.tree] = distributed_predicates(
+            f for defs in ctx.functions.values() for f in defs
+        )
+    project = getattr(ctx.project, "distributed_predicates", None) or set()
+    return own | project
 
 
 RANK_NAME = re.compile(r"rank", re.IGNORECASE)

@@ -16,10 +16,12 @@ WORDS: dict[str, Text] = {
     "effective_batch": Text("Effective batch (measured)", "有效批量（实测）"),
     "interventions": Text("Interventions (--set)", "干预（--set）"),
     "rollups": Text("Read raw (rollup path)", "按原始记录读取（汇总路径）"),
-    # windows read in part: their first steps (the even sample) or last (a spike's history)
+    # windows read in part: their first steps (the even sample), last (a spike's history) or the
+    # steps around a spike's marks
     "in_part": Text(
-        "{head} read for their first steps (the even sample), {tail} for their last (a spike's history)",
-        "{head} 个只读前若干步（均匀样本），{tail} 个只读末尾若干步（尖峰的历史）",
+        "{head} read for their first steps (the even sample), {tail} for their last (a spike's history), "
+        "{span} for the steps around a spike's marks",
+        "{head} 个只读前若干步（均匀样本），{tail} 个只读末尾若干步（尖峰的历史），{span} 个只读尖峰标记前后的步",
     ),
     "samples": Text("samples", "样本"),
     "tokens": Text("tokens", "token"),

@@ -28,9 +28,9 @@ SUMMARY_CHARS = 220  # hypothesis summaries are cut here in the table; the JSON 
 
 def _in_part(got: Any, lang: Lang) -> str:
     """The rollup path's windows read in part (JSON run.rollups.windows_read_in_part), as words."""
-    if not isinstance(got, dict) or not (got.get("head") or got.get("tail")):
+    if not isinstance(got, dict) or not (got.get("head") or got.get("tail") or got.get("span")):
         return ""
-    return "; " + w("in_part", lang).format(head=int(got.get("head") or 0), tail=int(got.get("tail") or 0))
+    return "; " + w("in_part", lang).format(**{m: int(got.get(m) or 0) for m in ("head", "tail", "span")})
 
 
 def escape(text: object) -> str:

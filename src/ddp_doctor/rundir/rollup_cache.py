@@ -185,14 +185,16 @@ def windows_key(
     every: int,
     spans: np.ndarray,
     selected: list[int],
-    parts: dict[int, tuple[str, int]] | None = None,
+    parts: dict[int, Any] | None = None,
 ) -> dict[str, int]:
     """The key of one rank's cached windows: its rank file's (size, mtime, inode, cache version, step
     schema), R, the selected windows, the bytes read (every span, the tail included) and the windows
-    read in part (window, head 1 / tail 2, step records)."""
+    read in part (window, head 1 / tail 2 / span 3, step records, records skipped: rollup_read.Part)."""
     sel = np.asarray(selected, dtype=np.int64)
+    code = {"head": 1, "tail": 2, "span": 3}
     part = np.asarray(
-        [(w, 1 if m == "head" else 2, k) for w, (m, k) in sorted((parts or {}).items())], dtype=np.int64
+        [(w, code.get(p[0], 0), p[1], p[2] if len(p) > 2 else 0) for w, p in sorted((parts or {}).items())],
+        dtype=np.int64,
     )
     return rank_file_key | {
         "rollup": VERSION,

@@ -48,12 +48,13 @@ from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ddp_doctor.core.catalog import limit
 from ddp_doctor.core.safe_io import read_fd
 from ddp_doctor.rundir import records, rollup_cache
 from ddp_doctor.rundir.rankfile import (
@@ -96,6 +97,12 @@ SAMPLE_BLOCK_STEPS = 50  # each block holds whole 21-step trend windows of the n
 # HISTORY_MARGIN: the report's spike rule refreshes its baseline every 5 steps, so a step's baseline
 # may start up to 4 steps earlier; analysis/quantities/spikes.py STRIDE).
 HISTORY_MARGIN = 5
+# A window selected only by spike marks is read from SPIKE_WINDOW + HISTORY_MARGIN steps before the
+# marks' first step (its history, into the window before only where it reaches there) to AFTER_SPIKE
+# steps after their last: the grad-spike rule looks for a loss spike up to max_lag steps after a
+# gradient spike, and the report's baseline, held for 5 steps, may extend an event up to 4 steps past
+# the last step the per-step screen marked (HISTORY_MARGIN).
+AFTER_SPIKE = int(limit("grad-spike", "max_lag")) + HISTORY_MARGIN
 READ_IN_PART = True  # False: every selected window whole (the read before windows in part; tests, bench)
 # The reduced-series screens: robust z against the previous SCREEN_HISTORY windows. A screen, not a
 # verdict: it only decides what is read raw, so it sits below the spike rule's z of 6.
@@ -121,6 +128,17 @@ REASONS = {
 }
 
 
+class Part(NamedTuple):
+    """A selected window read in part (:func:`parts`): ``head`` — its first ``k`` step records;
+    ``tail`` — its last ``k``; ``span`` — ``k`` records from record ``skip`` on, only where the
+    rank's window is full (R records: steps wR … wR + R − 1 in order; :func:`_applies`), else that
+    rank's window is read whole."""
+
+    mode: str
+    k: int
+    skip: int = 0
+
+
 @dataclass
 class RankWindows:
     """One rank's index as arrays (phase 1), or the rollups computed from its rank file."""
@@ -141,6 +159,10 @@ class RankWindows:
     samples: np.ndarray  # float64 [n, 6]
     tokens: np.ndarray  # float64 [n, 6]
     lr: np.ndarray  # float64 [n, 2]: min, max
+    # int64 [n, 4]: first and last step marked by the spike screen of the local loss and of the global
+    # ‖g‖² (rollups.py `spikes`), -1 where the window has no such flag; a flagged window whose marks
+    # cannot be read: its first and last step (the whole window)
+    marks: np.ndarray
     tail: int  # the tail starts here (the steps after the last complete window)
     size: int
     ino: int
@@ -172,8 +194,8 @@ class RollupView:
     sample: int = SAMPLE_WINDOWS  # windows of the even sample asked for
     requested: tuple[tuple[int, int], ...] = ()  # step ranges asked for (--steps)
     seconds: dict[str, float] = field(default_factory=dict)
-    # windows read in part (:func:`parts`): window -> ("head" | "tail", step records read)
-    parts: dict[int, tuple[str, int]] = field(default_factory=dict)
+    # windows read in part (:func:`parts`): window -> its Part
+    parts: dict[int, Part] = field(default_factory=dict)
     # the even sample's block ends: window -> its first steps that belong to the sample (< R)
     sample_heads: dict[int, int] = field(default_factory=dict)
 
@@ -202,10 +224,10 @@ class RollupView:
             "steps_read_raw": self.raw_steps,
             "reasons": reasons,
             "read_raw": _ranges(sorted(self.selected)),
-            # windows read in part: their first steps (the even sample) or last (a spike's history)
+            # windows read in part: their first steps (the even sample), last (a spike's history) or
+            # the steps around a spike's marks
             "windows_read_in_part": {
-                "head": sum(m == "head" for m, _ in self.parts.values()),
-                "tail": sum(m == "tail" for m, _ in self.parts.values()),
+                mode: sum(p.mode == mode for p in self.parts.values()) for mode in ("head", "tail", "span")
             },
             "notes": list(self.notes),
         }
@@ -298,9 +320,51 @@ def _hex64(col: pa.ChunkedArray) -> np.ndarray:
     return out
 
 
-def _index_body(raw: bytes, rank: int, ino: int) -> tuple[int, list[bytes]]:
-    """An index file's header checked: (its R, each line up to its statistics) (IndexError_ says
-    what is wrong)."""
+_SPIKES = b'"spikes":'
+_SPIKES_AFTER_CUT = 512  # `spikes` follows the cut after `inputs` and `shape` (~70 bytes)
+_SPIKES_BYTES = 4096  # a few [count, first, last] lists
+_NO_MARK = [-1, -1]
+_BAD_MARK = [-2, -2]
+
+
+def _marks_of(line: bytes, cut: int) -> list[int] | None:
+    """The spike marks of one index line (after its cut): [loss first, last, ‖g‖² first, last],
+    -1 where that series has none, -2 where they cannot be read; None for no marks at all (the
+    usual ``"spikes":{}``, looked at without parsing). Read only to narrow a flagged window:
+    :func:`_checked` reads a flagged window whose marks are not valid whole."""
+    import json
+
+    j = line.find(_SPIKES, cut, cut + _SPIKES_AFTER_CUT)
+    if j < 0:
+        return _BAD_MARK + _BAD_MARK
+    j += len(_SPIKES)
+    if line.startswith(b"{}", j):
+        return None
+    try:
+        got, _ = json.JSONDecoder().raw_decode(line[j : j + _SPIKES_BYTES].decode("utf-8", "replace"))
+    except (ValueError, RecursionError):
+        return _BAD_MARK + _BAD_MARK
+    if not isinstance(got, dict):
+        return _BAD_MARK + _BAD_MARK
+    out: list[int] = []
+    for name in ("loss", "gsq_global"):
+        m = got.get(name)
+        if m is None:
+            out += _NO_MARK
+        elif (
+            isinstance(m, list)
+            and len(m) == 3
+            and all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**62 for v in m)
+        ):
+            out += m[1:]
+        else:
+            out += _BAD_MARK
+    return out
+
+
+def _index_body(raw: bytes, rank: int, ino: int) -> tuple[int, list[bytes], dict[int, list[int]]]:
+    """An index file's header checked: (its R, each line up to its statistics, the spike marks of
+    the lines that have any by line: :func:`_marks_of`) (IndexError_ says what is wrong)."""
     import json
 
     lines = raw.split(b"\n")
@@ -324,12 +388,16 @@ def _index_body(raw: bytes, rank: int, ino: int) -> tuple[int, list[bytes]]:
     if head.get("ino") != ino:
         raise IndexError_("stale (it indexes another rank file: the inode differs)")
     cut = []
-    for line in lines[1:]:
+    marks = {}
+    for i, line in enumerate(lines[1:]):
         k = line.find(CUT)
         if k < 0:
             raise IndexError_("a line without the rollup's statistics")
         cut.append(line[:k])
-    return int(head["every"]), cut
+        m = _marks_of(line, k)
+        if m is not None:
+            marks[i] = m
+    return int(head["every"]), cut, marks
 
 
 @dataclass
@@ -410,8 +478,32 @@ def _all_rule(match: np.ndarray) -> bool:
     return bool((match != -1).all() and (match == 1).any())
 
 
-def _checked(cols: _IndexColumns, rank: int, every: int, size: int, ino: int) -> RankWindows:
-    """One rank's parsed index lines checked (IndexError_ says what is wrong) and kept as arrays."""
+def _marks(
+    flags: np.ndarray, first: np.ndarray, last: np.ndarray, by_line: dict[int, list[int]]
+) -> np.ndarray:
+    """int64 [n, 4] (RankWindows.marks): the marks of the flagged windows' series, each pair within
+    its window's first and last step or else those (the window whole); -1 where not flagged."""
+    n = len(flags)
+    out = np.full((n, 4), -1, dtype=np.int64)
+    if not n:
+        return out
+    for i, m in by_line.items():
+        if 0 <= i < n:
+            out[i] = m
+    for j, bit in ((0, LOSS_SPIKE), (2, GRAD_SPIKE)):
+        on = (flags & bit) != 0
+        lo, hi = out[:, j], out[:, j + 1]
+        bad = on & ~((first <= lo) & (lo <= hi) & (hi <= last))
+        lo[bad], hi[bad] = first[bad], last[bad]
+        lo[~on], hi[~on] = -1, -1
+    return out
+
+
+def _checked(
+    cols: _IndexColumns, rank: int, every: int, size: int, ino: int, marks: dict[int, list[int]] | None = None
+) -> RankWindows:
+    """One rank's parsed index lines checked (IndexError_ says what is wrong) and kept as arrays
+    (``marks``: the spike marks by line, :func:`_index_body`)."""
     n = len(cols.kind)
     ints = cols.ints
     window, first, last, steps = ints["window"], ints["first"], ints["last"], ints["steps"]
@@ -472,6 +564,7 @@ def _checked(cols: _IndexColumns, rank: int, every: int, size: int, ino: int) ->
         samples=cols.stats["samples"],
         tokens=cols.stats["tokens"],
         lr=cols.stats["lr"],
+        marks=_marks(cols.flags, first, last, marks or {}),
         tail=int(at_i[-1, 1]) if n else 0,
         size=size,
         ino=ino,
@@ -481,11 +574,11 @@ def _checked(cols: _IndexColumns, rank: int, every: int, size: int, ino: int) ->
 
 def _parse_index(raw: bytes, rank: int, size: int, ino: int) -> RankWindows:
     """An index file's bytes as arrays, checked (IndexError_ says what is wrong)."""
-    every, cut = _index_body(raw, rank, ino)
+    every, cut, marks = _index_body(raw, rank, ino)
     table = _arrow(b"}\n".join(cut) + b"}\n", _INDEX_SCHEMA) if cut else _INDEX_SCHEMA.empty_table()
     if table is None or table.num_rows != len(cut):
         raise IndexError_("a line that is not an index line")
-    return _checked(_index_columns(table), rank, every, size, ino)
+    return _checked(_index_columns(table), rank, every, size, ino, marks)
 
 
 def _trim_open_window(rw: RankWindows) -> RankWindows:
@@ -508,6 +601,7 @@ def _trim_open_window(rw: RankWindows) -> RankWindows:
             "samples",
             "tokens",
             "lr",
+            "marks",
         ):
             setattr(rw, name, getattr(rw, name)[keep])
         rw.others = rw.others[rw.others[:, 1] <= rw.tail]
@@ -523,8 +617,9 @@ def _from_entries(entries: list[dict[str, Any]], rank: int, every: int, size: in
 
 
 IndexItem = tuple[str, str, int, int | None]  # (run dir, rank file, rank, R to compute the rollups at)
-# an index read and its header checked, its lines not parsed yet: (rank, bytes, R, lines cut, size, ino)
-_Pending = tuple[int, bytes, int, list[bytes], int, int]
+# an index read and its header checked, its lines not parsed yet: (rank, bytes, R, lines cut, size, ino,
+# spike marks by line)
+_Pending = tuple[int, bytes, int, list[bytes], int, int, dict[int, list[int]]]
 
 
 def _index_arrays(item: IndexItem) -> RankWindows | tuple[int, str]:
@@ -557,14 +652,14 @@ def _index_start(item: IndexItem) -> RankWindows | tuple[int, str] | _Pending:
         return rank, "no rollup index"
     try:
         raw, _ = _read_bytes(path, MAX_INDEX_BYTES)
-        r, cut = _index_body(raw, rank, st.st_ino)
+        r, cut, marks = _index_body(raw, rank, st.st_ino)
     except (OSError, IndexError_) as exc:
         return rank, f"rollup index unusable: {exc}"
-    return rank, raw, r, cut, st.st_size, st.st_ino
+    return rank, raw, r, cut, st.st_size, st.st_ino, marks
 
 
 def _index_alone(p: _Pending) -> RankWindows | tuple[int, str]:
-    rank, raw, _, _, size, ino = p
+    rank, raw, _, _, size, ino, _ = p
     try:
         return _parse_index(raw, rank, size, ino)
     except IndexError_ as exc:
@@ -598,10 +693,10 @@ def _parse_pending(batch: list[_Pending]) -> list[RankWindows | tuple[int, str]]
     cols = _index_columns(table)
     out: list[RankWindows | tuple[int, str]] = []
     a = 0
-    for rank, _raw, every, cut, size, ino in batch:
+    for rank, _raw, every, cut, size, ino, marks in batch:
         b = a + len(cut)
         try:
-            out.append(_checked(cols.rows(a, b), rank, every, size, ino))
+            out.append(_checked(cols.rows(a, b), rank, every, size, ino, marks))
         except IndexError_ as exc:
             out.append((rank, f"rollup index unusable: {exc}"))
         a = b
@@ -638,6 +733,9 @@ class Reduced:
     digest_ranks: np.ndarray  # ranks with an input digest
     digest_same: np.ndarray  # of them, ranks with the lowest such rank's digest
     last_window: dict[int, int]
+    # int64 [W, 4]: over ranks, the first (min) and last (max) step of the local-loss and global-‖g‖²
+    # spike marks (RankWindows.marks), -1 where no rank has one
+    marks: np.ndarray = field(default_factory=lambda: np.zeros((0, 4), dtype=np.int64))
 
 
 def _merge_stat(into: np.ndarray, rows: np.ndarray, at: np.ndarray) -> None:
@@ -671,6 +769,7 @@ def reduce(ranks: list[RankWindows]) -> Reduced:
         digest_ranks=np.zeros(W, dtype=np.int64),
         digest_same=np.zeros(W, dtype=np.int64),
         last_window={},
+        marks=np.full((W, 4), -1, dtype=np.int64),
     )
     for m in (red.loss, red.gsq, red.gsql, red.samples):
         m[:, 4:] = np.nan
@@ -712,6 +811,15 @@ def reduce(ranks: list[RankWindows]) -> Reduced:
     lowest[first_w] = dh[first_at]
     np.add.at(red.digest_ranks, wh, 1)
     np.add.at(red.digest_same, wh, (dh == lowest[wh]).astype(np.int64))
+    marks = np.concatenate([r.marks for r in rs])
+    for j in (0, 2):  # first of the earliest, last of the latest, over the ranks with marks
+        on = marks[:, j] >= 0
+        lo = np.full(W, np.iinfo(np.int64).max, dtype=np.int64)
+        hi = np.full(W, -1, dtype=np.int64)
+        np.minimum.at(lo, w[on], marks[on, j])
+        np.maximum.at(hi, w[on], marks[on, j + 1])
+        red.marks[:, j] = np.where(hi >= 0, lo, -1)
+        red.marks[:, j + 1] = hi
     return red
 
 
@@ -744,13 +852,64 @@ def _screen(x: np.ndarray) -> np.ndarray:
     return np.asarray(out, dtype=bool)
 
 
+def _spike_flags(red: Reduced) -> np.ndarray:
+    """The reduced flags with LOSS_SPIKE where a window's loss marks count: a rank's own loss spike
+    is a spike of the cross-rank loss only when it is shared — a window counts when half its ranks
+    marked it, or a tenth of them from 10 ranks on (one noisy rank of 1,024 does not make every
+    window matter; a spike of every rank within each one's noise marks a few hundred)."""
+    quorum = np.where(red.ranks >= 10, np.ceil(red.ranks / 10), np.ceil(red.ranks / 2))
+    marked = red.loss_marks >= np.maximum(quorum, 1)
+    out: np.ndarray = np.where(marked & (red.loss_marks > 0), red.flags | LOSS_SPIKE, red.flags)
+    return out
+
+
+def mark_spans(red: Reduced) -> dict[int, tuple[int, int]]:
+    """Of each window with a spike flag that counts (:func:`_spike_flags`), the first and last step
+    of the marks that flag it, over every rank (the loss marks only where they count); the whole
+    window where a mark is missing (RankWindows.marks)."""
+    R = red.every
+    flags = _spike_flags(red)
+    out: dict[int, tuple[int, int]] = {}
+    marks = red.marks if len(red.marks) == red.windows else np.full((red.windows, 4), -1, dtype=np.int64)
+    for w in np.flatnonzero(flags & (LOSS_SPIKE | GRAD_SPIKE)).tolist():
+        f = int(flags[w])
+        pairs = [marks[w, j : j + 2].tolist() for j, bit in ((0, LOSS_SPIKE), (2, GRAD_SPIKE)) if f & bit]
+        if all(lo >= 0 for lo, _ in pairs):
+            out[w] = (min(lo for lo, _ in pairs), max(hi for _, hi in pairs))
+        else:
+            out[w] = (w * R, w * R + R - 1)
+    return out
+
+
+def _history(start: int, R: int) -> range:
+    """The windows before the window of step ``start`` that hold the spike rule's SPIKE_WINDOW steps
+    before it (at a window's first step: the ⌈SPIKE_WINDOW/R⌉ windows before it)."""
+    return range(max(0, (start - SPIKE_WINDOW) // R), start // R)
+
+
+def _history_start(w: int, why: list[str], R: int, spans: dict[int, tuple[int, int]]) -> int | None:
+    """Where the spike rule's history must end for window ``w`` (None: no spike or screen there): its
+    first step, or for a window read only for its spike marks the marks' first step."""
+    if "screen" in why:
+        return w * R
+    if "spike" in why:
+        return spans.get(w, (w * R, 0))[0]
+    return None
+
+
 def select(
-    red: Reduced, requested: tuple[tuple[int, int], ...] = (), sample: int = SAMPLE_WINDOWS
+    red: Reduced,
+    requested: tuple[tuple[int, int], ...] = (),
+    sample: int = SAMPLE_WINDOWS,
+    by_marks: bool = True,
 ) -> dict[int, list[str]]:
     """The windows to read raw, each with its reasons (keys of REASONS); ``sample`` windows spread
-    evenly over the rest."""
+    evenly over the rest. ``by_marks``: a spike window's history reaches back SPIKE_WINDOW steps
+    from its marks' first step (:func:`mark_spans`), else from the window's first step (every
+    selected window read whole: the read before windows in part)."""
     W, R = red.windows, red.every
     chosen: dict[int, list[str]] = {}
+    spans = mark_spans(red) if by_marks else {}
 
     def pick(w: int, why: str) -> None:
         if 0 <= w < W and why not in chosen.setdefault(w, []):
@@ -767,13 +926,7 @@ def select(
     pick(W - 1, "last")
     for last in red.last_window.values():
         pick(last, "last")
-    history = max(1, math.ceil(SPIKE_WINDOW / R))
-    # a rank's own loss spike is a spike of the cross-rank loss only when it is shared: a window counts
-    # when half its ranks marked it, or a tenth of them from 10 ranks on (one noisy rank of 1,024 does
-    # not make every window matter; a spike of every rank within each one's noise marks a few hundred)
-    quorum = np.where(red.ranks >= 10, np.ceil(red.ranks / 10), np.ceil(red.ranks / 2))
-    marked = red.loss_marks >= np.maximum(quorum, 1)
-    flags = np.where(marked & (red.loss_marks > 0), red.flags | LOSS_SPIKE, red.flags)
+    flags = _spike_flags(red)
     for w in np.flatnonzero(flags).tolist():
         f = int(flags[w])
         if f & NONFINITE:
@@ -785,8 +938,6 @@ def select(
             pick(w - 1, "shape")
         if f & (LOSS_SPIKE | GRAD_SPIKE):
             pick(w, "spike")
-            for h in range(1, history + 1):
-                pick(w - h, "before-spike")
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = red.loss[:, 2] / (red.loss[:, 0] - red.loss[:, 1])
         excess = red.excess / red.excess_n
@@ -797,8 +948,13 @@ def select(
     for series in (mean, excess, pooled, gmax):
         for w in np.flatnonzero(_screen(series)).tolist():
             pick(w, "screen")
-            for h in range(1, history + 1):
-                pick(w - h, "before-spike")
+    # the spike rule's history before each spike and screen window (a window read whole for a
+    # screen: before its first step; one read for its spike marks: before their first step)
+    for w, why in list(chosen.items()):
+        start = _history_start(w, why, R, spans)
+        if start is not None:
+            for h in _history(start, R):
+                pick(h, "before-spike")
     agree = (red.digest_ranks > 1) & (red.digest_same == red.digest_ranks)
     for w in np.flatnonzero(agree[1:] != agree[:-1]).tolist():
         pick(w + 1, "data")
@@ -838,26 +994,63 @@ def sample_heads(W: int, R: int, sample: int) -> dict[int, int]:
 
 
 def parts(
-    selected: dict[int, list[str]], R: int, heads: dict[int, int], whole: bool = False
-) -> dict[int, tuple[str, int]]:
-    """The selected windows read in part: ``("head", k)`` — the first k step records — for a window
-    read only for the even sample (the steps its block needs: ``heads``), ``("tail", k)`` — the last
-    k — for a window read only as a spike's history (SPIKE_WINDOW + HISTORY_MARGIN before the nearest
-    `spike` or `screen` window after it); every other window whole. ``whole``: none (the old read)."""
-    out: dict[int, tuple[str, int]] = {}
+    selected: dict[int, list[str]],
+    R: int,
+    heads: dict[int, int],
+    whole: bool = False,
+    spans: dict[int, tuple[int, int]] | None = None,
+) -> dict[int, Part]:
+    """The selected windows read in part: the steps each reason needs, covered by one range of the
+    window's steps — a window read for the even sample only the first steps its block needs
+    (``heads``); a spike's history the SPIKE_WINDOW + HISTORY_MARGIN steps before the first step of
+    the `screen` window after it or of the `spike` marks (``spans``: :func:`mark_spans`); a window
+    selected for its spike marks the steps from that history to AFTER_SPIKE after the marks' last;
+    any other reason the whole window. A range that is the window's first steps is a ``head`` Part,
+    its last a ``tail``, one inside a ``span``; every other window whole. ``whole``: none (the old
+    read)."""
     if whole:
-        return out
-    history = max(1, math.ceil(SPIKE_WINDOW / R))
+        return {}
+    spans = spans or {}
+    need: dict[int, tuple[int, int]] = {}  # window -> first, last offset of the steps it needs
+
+    def add(w: int, a: int, b: int) -> None:
+        a, b = max(a - w * R, 0), min(b - w * R, R - 1)
+        if w in selected and a <= b:
+            old = need.get(w, (a, b))
+            need[w] = (min(old[0], a), max(old[1], b))
+
+    reach = SPIKE_WINDOW + HISTORY_MARGIN
     for w, why in selected.items():
-        if why == ["sample"] and w in heads:
-            out[w] = ("head", heads[w])
-        elif why == ["before-spike"]:
-            near = [h for h in range(1, history + 1) if {"spike", "screen"} & set(selected.get(w + h, ()))]
-            if near:
-                need = SPIKE_WINDOW + HISTORY_MARGIN - (min(near) - 1) * R
-                if 0 < need < R:
-                    out[w] = ("tail", need)
+        for r in why:
+            if r == "spike" and "screen" not in why:
+                lo, hi = spans.get(w, (w * R, w * R + R - 1))
+                add(w, lo - reach, hi + AFTER_SPIKE)
+            elif r == "sample" and w in heads:
+                add(w, w * R, w * R + heads[w] - 1)
+            elif r != "before-spike":  # a history: from the window it is the history of, below
+                add(w, w * R, w * R + R - 1)
+        start = _history_start(w, why, R, spans)
+        if start is not None:
+            for h in _history(start, R):
+                add(h, start - reach, start - 1)
+    out: dict[int, Part] = {}
+    for w, (a, b) in need.items():
+        if a == 0 and b == R - 1:
+            continue
+        out[w] = (
+            Part("head", b + 1)
+            if a == 0
+            else Part("tail", R - a)
+            if b == R - 1
+            else Part("span", b - a + 1, a)
+        )
     return out
+
+
+def _applies(p: Part, n: int, R: int) -> bool:
+    """Whether a window of ``n`` step records is read in part (else whole): a head or tail of fewer
+    than n records; a span only of a full window (n = R: record i is step wR + i)."""
+    return p.k < n and (p.mode != "span" or n == R)
 
 
 # --- phase 3: raw windows -------------------------------------------------------------------------
@@ -936,11 +1129,28 @@ def _cut(fd: int, a: int, b: int, n: int, mode: str, k: int) -> tuple[int, int] 
         want = min(size, want * 2)
 
 
+def _step_start(fd: int, a: int, b: int, n: int, i: int) -> int | None:
+    """Where step record ``i`` (0 < i < n) of a window [a, b) of ``n`` step records begins, looked
+    for from the nearer end (:func:`_cut`); None when the bytes hold fewer step lines."""
+    got = _cut(fd, a, b, n, "head", i) if i <= n - i else _cut(fd, a, b, n, "tail", n - i)
+    if got is None:
+        return None
+    return got[1] if i <= n - i else got[0]
+
+
+def _span_cut(fd: int, a: int, b: int, n: int, skip: int, k: int) -> tuple[int, int] | None:
+    """The bytes of a window [a, b) of ``n`` step records that hold records skip … skip + k − 1, cut
+    at line starts (a head cut and a tail cut combined); None when the bytes hold fewer step lines."""
+    start = a if skip == 0 else _step_start(fd, a, b, n, skip)
+    end = b if skip + k >= n else _step_start(fd, a, b, n, skip + k)
+    if start is None or end is None or end <= start:
+        return None
+    return start, end
+
+
 # (rank file, rank, its index arrays, the selected windows, those read in part (:func:`parts`),
 # where to cache the columns and their key)
-WindowsItem = tuple[
-    str, int, RankWindows, list[int], dict[int, tuple[str, int]], str | None, dict[str, int] | None
-]
+WindowsItem = tuple[str, int, RankWindows, list[int], dict[int, Part], str | None, dict[str, int] | None]
 
 
 WindowsResult = tuple[int, RankData | None, Problems, str | None]  # (rank, data, problems, note)
@@ -999,9 +1209,14 @@ def _windows_start(item: WindowsItem) -> _Bytes | WindowsResult:
             return _Bytes(None, "its rank file changed after its index was read")
         cuts = {}
         for i in np.flatnonzero(np.isin(rw.window, np.asarray(list(part), dtype=np.int64))).tolist():
-            mode, k = part[int(rw.window[i])]
-            if k < rw.steps[i]:
-                got = _cut(fd, int(rw.at[i, 0]), int(rw.at[i, 1]), int(rw.steps[i]), mode, k)
+            p = part[int(rw.window[i])]
+            a, b, n = int(rw.at[i, 0]), int(rw.at[i, 1]), int(rw.steps[i])
+            if _applies(p, n, rw.every):
+                got = (
+                    _span_cut(fd, a, b, n, p.skip, p.k)
+                    if p.mode == "span"
+                    else _cut(fd, a, b, n, p.mode, p.k)
+                )
                 if got is None:
                     return _Bytes(
                         None, f"window {int(rw.window[i])} holds fewer step lines than its index says"
@@ -1060,23 +1275,32 @@ def _bytes_to_read(rw: RankWindows, selected: list[int]) -> int:
 
 
 def _kept(
-    step: np.ndarray, rw: RankWindows, selected: list[int], part: dict[int, tuple[str, int]] | None = None
+    step: np.ndarray, rw: RankWindows, selected: list[int], part: dict[int, Part] | None = None
 ) -> np.ndarray:
-    """Steps of the selected windows (of a window read in part, its first or last k step records, in
-    the order of the file), and every step after the last indexed window (the tail)."""
+    """Steps of the selected windows (of a window read in part, its Part's step records, in the
+    order of the file), and every step after the last indexed window (the tail)."""
     w = step // rw.every
     last_indexed = int(rw.window[-1]) if len(rw.window) else -1
     keep = bool_or(np.isin(w, np.asarray(selected, dtype=np.int64)), w > last_indexed)
-    _keep_parts(keep, w, part or {})
+    _keep_parts(keep, w, part or {}, rw.every)
     return keep
 
 
-def _keep_parts(keep: np.ndarray, w: np.ndarray, part: dict[int, tuple[str, int]]) -> None:
-    """Of each window read in part, unmark in ``keep`` (in place) every step but its first (head)
-    or last (tail) k step records, in the order of the file; ``w`` is each step's window."""
-    for win, (mode, k) in part.items():
+def _keep_parts(keep: np.ndarray, w: np.ndarray, part: dict[int, Part], R: int) -> None:
+    """Of each window read in part (:func:`_applies` to the records it holds), unmark in ``keep``
+    (in place) every step but its Part's records — its first (head) or last (tail) k, or k from
+    record skip (span) — in the order of the file; ``w`` is each step's window."""
+    for win, p in part.items():
         at = np.flatnonzero(w == win)
-        keep[at[k:] if mode == "head" else at[: max(len(at) - k, 0)]] = False
+        if not _applies(p, len(at), R):
+            continue
+        if p.mode == "head":
+            keep[at[p.k :]] = False
+        elif p.mode == "tail":
+            keep[at[: len(at) - p.k]] = False
+        else:
+            keep[at[: p.skip]] = False
+            keep[at[p.skip + p.k :]] = False
 
 
 def bool_or(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -1085,11 +1309,12 @@ def bool_or(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _mismatch(
-    data: RankData, rw: RankWindows, selected: list[int], part: dict[int, tuple[str, int]] | None = None
+    data: RankData, rw: RankWindows, selected: list[int], part: dict[int, Part] | None = None
 ) -> str | None:
     """Why the steps read do not match the index (None when they do). A window read in part holds
     its first (head) or last (tail) k step records: k of them, from the index's first step or to
-    its last."""
+    its last; a span, records skip … skip + k − 1 of a full window: steps first + skip … first +
+    skip + k − 1."""
     c = data.steps
     step = c.step if c is not None else np.zeros(0, dtype=np.int64)
     part = part or {}
@@ -1107,13 +1332,17 @@ def _mismatch(
     got = dict(zip(got_w.tolist(), counts.tolist()))
     for win, (n, first, last) in want.items():
         in_w = step[w == win]
-        mode, k = part.get(win, ("whole", n))
-        k = min(k, n)
+        p = part.get(win)
+        mode, k, skip = (
+            (p.mode, p.k, p.skip) if p is not None and _applies(p, n, rw.every) else ("whole", n, 0)
+        )
+        lo, hi = first + skip, first + skip + k - 1  # a span's steps (a full window: one step per record)
         if got.get(win, 0) != k:
             return f"window {win} holds {got.get(win, 0)} step record(s), its index says {k}"
         if k and (
-            (mode != "tail" and int(in_w.min()) != first)
-            or (mode != "head" and int(in_w.max()) != last)
+            (mode in ("whole", "head") and int(in_w.min()) != first)
+            or (mode in ("whole", "tail") and int(in_w.max()) != last)
+            or (mode == "span" and (int(in_w.min()) != lo or int(in_w.max()) != hi))
             or int(in_w.min()) < first
             or int(in_w.max()) > last
         ):
@@ -1158,7 +1387,7 @@ def _index_map(items: list[IndexItem], workers: int) -> list[RankWindows | tuple
     return [x for got in _pool_map(_index_batch, batches, workers) for x in got]
 
 
-_ARRAYS = ("window", "first", "last", "steps", "at", "others", "flags", "digest")
+_ARRAYS = ("window", "first", "last", "steps", "at", "others", "flags", "digest", "marks")
 _STATS = ("loss", "gsq", "gsql", "samples", "tokens", "lr")
 
 
@@ -1183,7 +1412,17 @@ def _from_cache(scalars: dict[str, Any], arrays: dict[str, np.ndarray]) -> RankW
         return None
     n = len(x.window)
     shapes_ok = all(getattr(x, a).shape == (n,) for a in ("first", "last", "steps", "flags", "digest"))
-    widths = {"at": 2, "others": 2, "loss": 6, "gsq": 6, "gsql": 6, "samples": 6, "tokens": 6, "lr": 2}
+    widths = {
+        "at": 2,
+        "others": 2,
+        "loss": 6,
+        "gsq": 6,
+        "gsql": 6,
+        "samples": 6,
+        "tokens": 6,
+        "lr": 2,
+        "marks": 4,
+    }
     if not shapes_ok or any(
         getattr(x, a).ndim != 2 or getattr(x, a).shape[1] != w or (a != "others" and len(getattr(x, a)) != n)
         for a, w in widths.items()
@@ -1291,9 +1530,9 @@ def read_ranks(
     ok, every, notes = _index_all(run_dir, named, workers, use_cache)
     t1 = time.perf_counter()
     red = reduce(ok)
-    selected = select(red, requested, sample)
+    selected = select(red, requested, sample, by_marks=READ_IN_PART)
     heads = sample_heads(red.windows, every, sample) if READ_IN_PART else {}
-    part = parts(selected, every, heads, whole=not READ_IN_PART)
+    part = parts(selected, every, heads, whole=not READ_IN_PART, spans=mark_spans(red))
     t2 = time.perf_counter()
     chosen = sorted(selected)
     got = _windows_all(named, ok, every, chosen, part, sample, use_cache, cores)
@@ -1309,7 +1548,7 @@ def read_ranks(
             if data.steps is not None and len(data.steps):
                 w = data.steps.step // every
                 keep = np.isin(w, np.asarray(chosen, dtype=np.int64)) | (w >= red.windows)
-                _keep_parts(keep, w, part)  # the same first / last steps as the other ranks'
+                _keep_parts(keep, w, part, every)  # the same steps as the other ranks'
                 data.steps = take_steps(data.steps, keep)
             parsed.append((r, data, probs))
     t3 = time.perf_counter()
@@ -1355,7 +1594,7 @@ def _windows_all(
     ok: list[RankWindows],
     every: int,
     chosen: list[int],
-    part: dict[int, tuple[str, int]],
+    part: dict[int, Part],
     sample: int,
     use_cache: bool,
     cores: int,

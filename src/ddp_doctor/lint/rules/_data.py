@@ -59,25 +59,51 @@ def _aliases(ctx: FileContext, names: set[str]) -> set[str]:
 def loops_iterating(
     ctx: FileContext, names: set[str], follow_aliases: bool = True
 ) -> Iterator[ast.For | ast.AsyncFor | ast.While]:
-    """Loops that draw batches from one of ``names``: ``for b in names``/``enumerate(...)``/``next(it)``."""
+    """Loops that draw batches from one of ``names``: ``for b in names``/``enumerate(...)``/``next(it)``.
+    An alias (``pbar = tqdm(val_loader)``) counts only in the function that binds it: doctr's
+    ``evaluate`` and ``fit_one_epoch`` both name their bar ``pbar``, and the validation loader's
+    bar is not the one the training loop iterates."""
     if not names:
         return
-    if follow_aliases:
-        names = _aliases(ctx, names)
+    scoped = _scoped_aliases(ctx, names) if follow_aliases else {}
+
+    def drawn(name: str | None, loop: ast.AST) -> bool:
+        if name in names:
+            return True
+        scopes = scoped.get(name or "")
+        return scopes is not None and (None in scopes or id(ctx.enclosing_function(loop)) in scopes)
+
     for loop in ctx.of_type(ast.For) + ctx.of_type(ast.AsyncFor) + ctx.of_type(ast.While):
         if (
             isinstance(loop, (ast.For, ast.AsyncFor))
-            and any(dotted(n) in names for n in ast.walk(loop.iter))
+            and any(drawn(dotted(n), loop) for n in ast.walk(loop.iter))
             or any(
                 isinstance(n, ast.Call)
                 and isinstance(n.func, ast.Name)
                 and n.func.id == "next"
                 and n.args
-                and dotted(n.args[0]) in names
+                and drawn(dotted(n.args[0]), loop)
                 for n in ctx.local(loop)
             )
         ):
             yield loop
+
+
+def _scoped_aliases(ctx: FileContext, names: set[str]) -> dict[str, set[int | None]]:
+    """Names assigned from an expression over ``names`` (``it = iter(loader)``), one level, with the
+    functions (by id) whose local they are; ``None``: an attribute (``self.it``) or a module-level
+    name, seen everywhere."""
+    out: dict[str, set[int | None]] = {}
+    for node in ctx.of_type(ast.Assign):
+        if any(dotted(n) in names for n in ast.walk(node.value)):
+            for t in node.targets:
+                if (d := dotted(t)) is not None and d not in names:
+                    scope = ctx.enclosing_function(node)
+                    # a module-level alias (``train_iter = iter(loader)``) is read by every function
+                    local = isinstance(t, ast.Name) and not isinstance(scope, ast.Module)
+                    where = id(scope) if local else None
+                    out.setdefault(d, set()).add(where)
+    return out
 
 
 def trains_on(facts: LoopFacts, names: set[str]) -> bool:

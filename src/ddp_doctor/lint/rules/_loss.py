@@ -53,6 +53,11 @@ class LossTracer:
                     if _weight(factor) and self.state(loss_side, at, depth - 1) == "raw":
                         return "raw"
             return "unknown"
+        if isinstance(expr, ast.IfExp):
+            # ``criterion(logits, y) if plain else criterion(logits, y, mask)`` (PointNeXt): a loss
+            # either way, raw only when both branches are
+            body, orelse = self.state(expr.body, at, depth - 1), self.state(expr.orelse, at, depth - 1)
+            return "raw" if body == orelse == "raw" else "scaled" if "scaled" in (body, orelse) else "unknown"
         if isinstance(expr, ast.Call):
             return self._call_state(expr, at, depth)
         if isinstance(expr, (ast.Attribute, ast.Subscript)):
@@ -85,11 +90,13 @@ class LossTracer:
         return "unknown"
 
     def _output_state(self, expr: ast.Attribute | ast.Subscript, at: ast.AST, depth: int) -> State:
-        """``outputs.loss`` / ``outputs["loss"]`` of a model forward."""
+        """``outputs.loss`` / ``outputs["loss"]`` of a model forward (also a total's key:
+        ``out["total_loss"]`` of a criterion returning its terms, ml-cvnets)."""
         is_loss = (isinstance(expr, ast.Attribute) and expr.attr == "loss") or (
             isinstance(expr, ast.Subscript)
             and isinstance(expr.slice, ast.Constant)
-            and expr.slice.value == "loss"
+            and isinstance(expr.slice.value, str)
+            and expr.slice.value in ("loss", "total_loss", "loss_total")
         )
         if not is_loss:
             return "unknown"
@@ -110,6 +117,9 @@ class LossTracer:
             return "unknown"
         if isinstance(definition, ast.AugAssign):
             return "scaled" if isinstance(definition.op, (ast.Div, ast.FloorDiv)) else "unknown"
+        if isinstance(definition, ast.AnnAssign) and definition.value is not None:
+            # ``out: Union[Dict, Tensor] = self.criteria(...)`` (ml-cvnets): the annotation changes nothing
+            return self.state(definition.value, definition, depth - 1)
         if isinstance(definition, ast.Assign):
             target = definition.targets[0]
             if isinstance(target, ast.Name):
@@ -125,6 +135,8 @@ class LossTracer:
 
     def _reaching_value(self, name: str, at: ast.AST) -> ast.AST | None:
         d = self._reaching_def(name, at)
+        if isinstance(d, ast.AnnAssign):
+            return d.value
         return d.value if isinstance(d, ast.Assign) and isinstance(d.targets[0], ast.Name) else None
 
     def _reaching_def(self, name: str, at: ast.AST) -> ast.AST | None:
@@ -136,9 +148,10 @@ class LossTracer:
 
 
 # A callee named as a loss computes one (``criterion(...)``, ``self.diffusion.training_losses``, a
-# ``functools.partial`` of it held in ``compute_losses``): a per-batch loss nobody divided yet. Not a
-# helper that says it scales or normalises (``scaled_loss(...)``, ``loss_scaler(...)``).
-LOSS_CALLEE = re.compile(r"(^|_)(loss|losses|criterion)($|_)", re.IGNORECASE)
+# ``functools.partial`` of it held in ``compute_losses``, ml-cvnets' ``self.criteria(...)``): a per-batch
+# loss nobody divided yet. Not a helper that says it scales or normalises (``scaled_loss(...)``,
+# ``loss_scaler(...)``).
+LOSS_CALLEE = re.compile(r"(^|_)(loss|losses|criterion|criteria)($|_)", re.IGNORECASE)
 NOT_RAW_CALLEE = re.compile(r"scal|norm|avg|average|reduce|gather|sync|accum", re.IGNORECASE)
 WEIGHT_FACTOR = re.compile(r"weight|^w$|^w_|_w$|coef|lambda|^lam$", re.IGNORECASE)
 

@@ -12,7 +12,10 @@ EDM's ``misc.ddp_sync``) in the loop body (through same-file helpers), around th
 project function the loop calls. accelerate: a model passed through ``accelerator.prepare`` is a
 DDP model; a micro-batch loop written by hand (not under ``accelerator.accumulate``) with neither
 ``accumulate`` nor ``accelerator.no_sync`` all-reduces every micro-step. A toggle that cannot skip anything does not count: the flag set
-to the constant ``True``, or a ``no_sync()`` block with neither a forward nor a backward in it.
+to the constant ``True``, or a ``no_sync()`` block with neither a forward nor a backward in it;
+a ``no_sync`` bound only under ``isinstance(model, FSDP)`` (open_lm) skips nothing for DDP. Micro-steps
+whose forward goes through ``model.module`` and never through the DDP wrap (minimind GRPO) are not
+reported: no reducer runs, so there is nothing to skip (each rank trains alone, a different bug).
 A step function that backprops on every call and steps under an accumulation guard
 (``train_step`` called once per micro-batch) is an accumulation loop too, unless its file controls
 sync anywhere (its callers may). Config-gated when the micro-step count is read from configuration (``--accum_iter > 1``); not
@@ -54,7 +57,7 @@ class AccumNoSyncMissing(Rule):
     not_flagged = (
         "nanoGPT's `model.require_backward_grad_sync = (...)`, `no_sync()` contexts (also "
         "`nullcontext() if last else model.no_sync()`), EDM `ddp_sync`, FSDP1/FSDP2 (reduce-scatter, "
-        "not this rule), accelerate"
+        "not this rule), accelerate, micro-steps whose forward bypasses DDP through `model.module`"
     )
     required = (("DistributedDataParallel", "prepare"), ("backward", "scaler", "loss_scaler"))
     required_in_project = (("backward", "scaler", "loss_scaler"),)
@@ -70,9 +73,12 @@ class AccumNoSyncMissing(Rule):
             wraps_here = any(project.call_wraps_ddp(ctx, n, plain=True) for n in calls)
             if not wraps_here and not (project.wraps_plain_ddp and not _wraps_anything(ctx)):
                 return
+        wrapped = _ddp_names(ctx)
         for loop in facts.accumulation_loops():
             if _controls_sync(ctx, facts, loop.loop):
                 continue
+            if _forward_bypasses_ddp(ctx, facts, loop.loop, wrapped):
+                continue  # no reducer runs at all: nothing is all-reduced, early or late
             if loop.shape == "function" and any(SYNC_CONTROL.match(w) for w in ctx.words):
                 continue  # a step function: its callers may toggle the sync around each call
             count = accumulation_count(facts, loop)
@@ -100,6 +106,46 @@ class AccumNoSyncMissing(Rule):
                 or None,
                 accumulation_loop_line=loop.loop.lineno,
             )
+
+
+def _ddp_names(ctx: FileContext) -> set[str]:
+    """Names this file binds to a DDP wrap (``model = DistributedDataParallel(model, ...)``)."""
+    return {
+        d
+        for n in ctx.of_type(ast.Assign)
+        if isinstance(n.value, ast.Call) and ctx.call_qualname(n.value) == DDP
+        for t in n.targets
+        if (d := dotted(t))
+    }
+
+
+def _forward_bypasses_ddp(ctx: FileContext, facts: LoopFacts, loop: ast.AST, wrapped: set[str]) -> bool:
+    """The micro-steps run the model through ``model.module`` (minimind GRPO ``model_unwrapped =
+    model.module if isinstance(model, DistributedDataParallel) else model``; ``model_unwrapped(x)``)
+    and never call the DDP wrap itself: DDP's reducer is never prepared, so no backward all-reduces
+    (each rank trains its own copy: a different bug, not a missing ``no_sync``)."""
+    if not wrapped:
+        return False
+    nodes = list(facts.nodes(getattr(loop, "body", [])))
+    calls = [n for n in nodes if isinstance(n, ast.Call)]
+    if any(dotted(c.func) in wrapped for c in calls):
+        return False
+    for call in calls:
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr == "module" and dotted(func.value) in wrapped:
+            return True  # ``model.module(x)``
+        if isinstance(func, ast.Name):
+            for b in ctx.bindings(ctx.enclosing_function(call)).get(func.id, []):
+                value = b.value if isinstance(b, ast.Assign) else None
+                if isinstance(value, ast.IfExp):
+                    value = value.body
+                if (
+                    isinstance(value, ast.Attribute)
+                    and value.attr == "module"
+                    and dotted(value.value) in wrapped
+                ):
+                    return True
+    return False
 
 
 def _one_unless_deepspeed(ctx: FileContext, count: ast.expr) -> bool:
@@ -153,6 +199,8 @@ def _controls_sync(ctx: FileContext, facts: LoopFacts, loop: ast.AST) -> bool:
 
 
 def _effective_toggle(ctx: FileContext, facts: LoopFacts, node: ast.AST) -> bool:
+    if _for_fsdp_only(ctx, node):
+        return False
     if isinstance(node, ast.Assign):
         if not any(isinstance(t, ast.Attribute) and SYNC_CONTROL.match(t.attr) for t in node.targets):
             return False
@@ -169,7 +217,7 @@ def _effective_toggle(ctx: FileContext, facts: LoopFacts, node: ast.AST) -> bool
                 exprs += [
                     b.value
                     for b in ctx.bindings(ctx.enclosing_function(node)).get(expr.id, [])
-                    if isinstance(b, ast.Assign)
+                    if isinstance(b, ast.Assign) and not _for_fsdp_only(ctx, b)
                 ]
             exprs.append(expr)
         if not any(_names_sync_control(e) for e in exprs):
@@ -179,9 +227,49 @@ def _effective_toggle(ctx: FileContext, facts: LoopFacts, node: ast.AST) -> bool
     if isinstance(node, ast.Call):
         m = method(node)
         name = m[1] if m else (dotted(node.func) or "").split(".")[-1]
+        if isinstance(node.func, ast.Name) and _assigned_here(ctx, node.func):
+            # a local holding a context (``maybe_no_sync = nullcontext`` / ``= model.no_sync``): what
+            # it was bound to decides, not its name — the ``with`` around the call reads those bindings
+            return False
         if SYNC_CONTROL.match(name) and name not in ("no_sync", "no_backward_sync"):
             args = [*node.args, *(k.value for k in node.keywords)]
             return not (args and all(isinstance(a, ast.Constant) and a.value is True for a in args))
+    return False
+
+
+def _assigned_here(ctx: FileContext, name: ast.Name) -> bool:
+    """The function assigns ``name`` (a local variable, not a function or an import)."""
+    binds = ctx.bindings(ctx.enclosing_function(name)).get(name.id, [])
+    return any(isinstance(b, ast.Assign) for b in binds)
+
+
+FSDP_CLASSES = frozenset({"torch.distributed.fsdp.FullyShardedDataParallel"})
+
+
+def _for_fsdp_only(ctx: FileContext, node: ast.AST) -> bool:
+    """``node`` runs only when the model is an FSDP module (open_lm ``if isinstance(model, FSDP) and
+    ii != accum_freq - 1: maybe_no_sync = model.no_sync``): under DDP the toggle never runs, so the
+    micro-steps still all-reduce."""
+    child, cur = node, ctx.parents.get(node)
+    while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
+        if isinstance(cur, ast.If) and child in cur.body and _tests_fsdp_instance(ctx, cur.test):
+            return True
+        child, cur = cur, ctx.parents.get(cur)
+    return False
+
+
+def _tests_fsdp_instance(ctx: FileContext, test: ast.expr) -> bool:
+    """``isinstance(m, FSDP)``, alone or as a term of an ``and``."""
+    terms = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+    for t in terms:
+        if (
+            isinstance(t, ast.Call)
+            and isinstance(t.func, ast.Name)
+            and t.func.id == "isinstance"
+            and len(t.args) == 2
+            and ctx.qualname(t.args[1]) in FSDP_CLASSES
+        ):
+            return True
     return False
 
 

@@ -11,7 +11,11 @@ defaulting to ``resnet50``; a ViT default is not BatchNorm), a model class picke
 handed to a builder (MoCo ``MoCo(models.__dict__[args.arch], ...)``), or in project mode a project
 class/function that builds them (the model in ``models/yolo.py``; ``obj.get_model()`` when most
 project methods of that name do, YOLOX's experiment classes) or a project module used as a
-registry (``resnet.__dict__[args.arch]()`` where ``resnet.py`` builds BatchNorm). apex's
+registry (``resnet.__dict__[args.arch]()`` where ``resnet.py`` builds BatchNorm, also a package
+re-exporting such builders), a builder named under a project package at run time
+(``eval('models.' + cfg.MODEL.NAME + '.get_pose_net')``, ``getattr(importlib.import_module(...),
+'Network')``: when most defs so named build BatchNorm), and a wrap of a model the function was
+handed (``do_train(cfg, model)``) that a caller built with BatchNorm (reported at the wrap). apex's
 ``convert_syncbn_model`` counts as a conversion.
 
 No ``SyncBatchNorm`` anywhere: flagged. A conversion (``convert_sync_batchnorm``) only behind an
@@ -29,12 +33,15 @@ import re
 from collections.abc import Iterator
 
 from ddp_doctor.core.catalog import Text
+from ddp_doctor.lint.batchnorm_syntax import BATCHNORM, TORCHVISION_BN
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method
 from ddp_doctor.lint.flags import all_defaults, describe, flag_test
+from ddp_doctor.lint.handed_models import unmoved
 from ddp_doctor.lint.idioms import BATCHNORM_ARCH, MODEL_FACTORIES, MODEL_GETTERS, MODEL_REGISTRIES
 from ddp_doctor.lint.inference_only import never_trains
 from ddp_doctor.lint.loops import LoopFacts
-from ddp_doctor.lint.project import BATCHNORM, DDP, TORCHVISION_BN, ProjectIndex
+from ddp_doctor.lint.project import DDP, ProjectIndex
+from ddp_doctor.lint.rules._model_by_name import builds_batchnorm_by_name
 from ddp_doctor.lint.rules.base import (
     Edit,
     Rule,
@@ -54,7 +61,9 @@ class BatchnormUnsynced(Rule):
     flagged = (
         "the file builds BatchNorm layers (or a torchvision model known to contain them, timm "
         "`create_model` with a BatchNorm-family name or flag default, a project module used as a "
-        "registry) and wraps in DDP (also apex's), with no SyncBatchNorm anywhere"
+        "registry, a builder named under a project package by `eval`/`importlib`) and wraps in DDP "
+        "(also apex's), with no SyncBatchNorm anywhere; (project) a DDP wrap of a model the function "
+        "was handed, where a caller built it with BatchNorm"
     )
     not_flagged = (
         "`convert_sync_batchnorm`, apex `convert_syncbn_model`, SyncBatchNorm, LayerNorm "
@@ -101,6 +110,7 @@ class BatchnormUnsynced(Rule):
                 or TORCHVISION_BN.match(q)
                 or _model_by_name(ctx, node)
                 or _factory_batchnorm(ctx, node, defaults)
+                or (project is not None and builds_batchnorm_by_name(ctx, project, node))
             ):
                 bn_nodes.append(node)
             elif project is not None:
@@ -116,12 +126,21 @@ class BatchnormUnsynced(Rule):
                     summary is None and project.call_builds_batchnorm(ctx, node)
                 ):
                     bn_nodes.append(node)
+        handed_by = None
+        if not bn_nodes and project is not None:
+            # a trainer wrapping the model it was handed (TransReID ``do_train(cfg, model, ...)``):
+            # BatchNorm in what its callers built
+            for call in ddp_calls:
+                where = _handed_batchnorm(ctx, project, call)
+                if where is not None:
+                    handed_by, ddp_calls = where, [call]
+                    break
         bn_lines = [getattr(n, "lineno", 0) for n in bn_nodes]
         # a prepare counts as the wrap of what it is handed when that was built with BatchNorm
         # (StyleTTS2 ``model[k] = accelerator.prepare(model[k])`` of modules holding the pitch
         # extractor's BatchNorm2d); prepare also takes loaders and optimizers, so not otherwise
         ddp_calls += [c for c in prepares if _wraps_built_from(ctx, c, bn_nodes)]
-        if not bn_lines or not ddp_calls or never_trains(ctx, facts):
+        if (not bn_lines and handed_by is None) or not ddp_calls or never_trains(ctx, facts):
             return  # (an evaluation script: BatchNorm in eval() uses running statistics)
         gated_by = None
         if conversions or ctx.mentions("SyncBatchNorm", "convert_syncbn_model"):
@@ -129,6 +148,11 @@ class BatchnormUnsynced(Rule):
             if gated_by is None:
                 return  # converted on the default path (or under a condition we trust)
         lines = ", ".join(map(str, sorted(set(bn_lines))[:5]))
+        built_en = f"BatchNorm layers (line {lines})"
+        built_zh = f"BatchNorm 层（第 {lines} 行）"
+        if handed_by is not None:
+            built_en = f"BatchNorm layers (in the model handed in at {handed_by})"
+            built_zh = f"BatchNorm 层（在 {handed_by} 传入的模型中）"
         # several wraps (LlamaGen wraps its VQ model and, apart, the loss module holding the
         # BatchNorm discriminator): report the wraps of what the BatchNorm was built into
         tied = [c for c in ddp_calls if _wraps_built_from(ctx, c, bn_nodes)]
@@ -138,9 +162,9 @@ class BatchnormUnsynced(Rule):
             yield self.violation(
                 call,
                 Text(
-                    f"BatchNorm layers (line {lines}) are wrapped in DDP{by_accelerate} without "
+                    f"{built_en} are wrapped in DDP{by_accelerate} without "
                     "SyncBatchNorm: each rank normalises with its own micro-batch statistics.",
-                    f"BatchNorm 层（第 {lines} 行）被 DDP 包装{by_accelerate_zh}却未转换为 SyncBatchNorm。",
+                    f"{built_zh}被 DDP 包装{by_accelerate_zh}却未转换为 SyncBatchNorm。",
                 ),
                 edits=() if gated_by else self._fix(ctx, call),
                 gated_by=gated_by,
@@ -160,6 +184,50 @@ class BatchnormUnsynced(Rule):
                 ctx, stmt, f"{model} = {prefix}.SyncBatchNorm.convert_sync_batchnorm({model})"
             ),
         )
+
+
+def _handed_batchnorm(ctx: FileContext, project: ProjectIndex, call: ast.Call) -> str | None:
+    """``DDP(model)`` where ``model`` is a parameter of the enclosing def (never rebound there but by
+    moves) that a caller hands a model built with BatchNorm: where that caller is. Not for a def
+    that returns the wrap (``smart_DDP(model)``): its callers' files hold the finding."""
+    if ctx.call_qualname(call) != DDP or not call.args:
+        return None
+    arg = unmoved(call.args[0])
+    fn = ctx.enclosing_function(arg)
+    if not isinstance(arg, ast.Name) or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+    owner = ctx.parents.get(fn)
+    in_class = isinstance(owner, ast.ClassDef) and ctx.parents.get(owner) is ctx.tree
+    if in_class and params and params[0] in ("self", "cls"):
+        params = params[1:]
+    if arg.id not in params and arg.id not in [a.arg for a in fn.args.kwonlyargs]:
+        return None
+    for b in ctx.bindings(fn).get(arg.id, []):
+        moved = isinstance(b, ast.Assign) and isinstance(unmoved(b.value), ast.Name)
+        if b.lineno < call.lineno and not moved:
+            return None  # rebound to something built here
+    if _returns_wrap(ctx, fn, call):
+        return None
+    if in_class:
+        assert isinstance(owner, ast.ClassDef)
+        qual = f"{ctx.module}.{owner.name}" + ("" if fn.name == "__init__" else f".{fn.name}")
+    elif ctx.parents.get(fn) is ctx.tree:
+        qual = f"{ctx.module}.{fn.name}"
+    else:
+        return None
+    position = params.index(arg.id) if arg.id in params else -1
+    return project.handed_batchnorm(qual, position, arg.id)
+
+
+def _returns_wrap(ctx: FileContext, fn: ast.AST, call: ast.Call) -> bool:
+    """``fn`` returns the DDP wrap (directly or through the name it is assigned to)."""
+    parent = ctx.parents.get(call)
+    names = {dotted(t) for t in parent.targets} if isinstance(parent, ast.Assign) else set()
+    returned = [r.value for r in ctx.local(fn) if isinstance(r, ast.Return) and r.value is not None]
+    return any(
+        v is call or any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(v)) for v in returned
+    )
 
 
 def _wraps_built_from(ctx: FileContext, call: ast.Call, built: list[ast.AST]) -> bool:

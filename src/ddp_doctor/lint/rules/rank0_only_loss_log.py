@@ -163,7 +163,12 @@ class Rank0OnlyLossLog(Rule):
                 values = _logged_values(ctx, node, rank0_objects)
                 names = reads((x for v in values for x in ast.walk(v)), taint.fields)
                 names |= loop_aliases(ctx, node, names)
-                hit = sorted(n for n in names & taint.names if _training_binding(flow, scope, n, node, taint))
+                hit = sorted(
+                    n
+                    for n in names & taint.names
+                    if _training_binding(flow, scope, n, node, taint)
+                    and not _fields_rebound_uncoupled(ctx, scope, n, values, node, taint)
+                )
                 if not hit or alarm(ctx, node, taint.names - set(taint.updates), taint.fields):
                     continue  # not the loss, or a warning that fires on its value (``if loss > 12:``)
                 if set(hit) <= taint.params and _inside_rank0_printer(ctx, node):
@@ -750,6 +755,35 @@ def _holds_training_value(
             return _inside(ctx, at, cur)
         cur = ctx.parents.get(cur)
     return True
+
+
+def _fields_rebound_uncoupled(
+    ctx: FileContext, scope: ast.AST, name: str, values: list[ast.AST], at: ast.AST, taint: Taint
+) -> bool:
+    """Every read of ``name`` in the logged ``values`` is a field (``losses.avg``) that the scope set,
+    before the log, from values that are not the local loss: 3D-ResNets all-reduces the meter's sum
+    and count and stores ``losses.avg = loss_sum.item() / loss_count.item()`` before the rank-0
+    ``epoch_logger.log({"loss": losses.avg})``. The meter was fed the loss; that field was not."""
+    line = getattr(at, "lineno", 0)
+    fields: set[str] = set()
+    for v in values:
+        for x in ast.walk(v):
+            if isinstance(x, ast.Name) and x.id == name:
+                parent = ctx.parents.get(x)
+                if not (isinstance(parent, ast.Attribute) and parent.value is x):
+                    return False  # the whole object (``log(losses)``) is read
+                fields.add(parent.attr)
+    if not fields:
+        return False
+    stores: dict[str, ast.Assign] = {}
+    for n in ctx.local(scope):
+        if isinstance(n, ast.Assign) and n.lineno < line:
+            for t in n.targets:
+                if isinstance(t, ast.Attribute) and dotted(t.value) == name and t.attr in fields:
+                    stores[t.attr] = n  # in source order: the last one kept is the latest
+    return set(stores) == fields and all(
+        not reads(ast.walk(b.value), taint.fields) & taint.names for b in stores.values()
+    )
 
 
 def _item_store(binding: ast.AST, name: str) -> bool:

@@ -13,7 +13,10 @@ the DistributedSampler) is followed to its loader; so is a DistributedSampler ch
 ``S = ... if ... else DistributedSampler; S(ds)``): the bug exists whenever that branch runs, which
 is whenever training is distributed. In project mode, a loader handed to project code of another
 file that re-iterates it every epoch and never calls ``set_epoch`` there either (neuralop's entry
-script builds the sampler, ``Trainer.train`` loops the epochs) is flagged at the sampler. Autofix: ``sampler.set_epoch(epoch)`` as the
+script builds the sampler, ``Trainer.train`` loops the epochs) is flagged at the sampler; a loader that a builder of another file returns (hysts
+``train_loader, val_loader = create_dataloader(config)``, also through a ``BatchSampler``) and this
+file loops over epochs is flagged at the epoch loop, unless a file the loader is handed to in that
+loop calls ``set_epoch``. Autofix: ``sampler.set_epoch(epoch)`` as the
 first statement of that outer loop, when the sampler has a name and the loop variable is a name.
 """
 
@@ -33,6 +36,7 @@ from ddp_doctor.lint.rules._data import (
     enclosing_loop,
     loops_iterating,
 )
+from ddp_doctor.lint.rules._returned_loaders import WHOLE, returned_loader, sets_epoch_elsewhere
 from ddp_doctor.lint.rules.base import Edit, Rule, Violation, insert_line_before, starts_own_line
 from ddp_doctor.lint.rules.fp16_no_scaler import EVAL_FUNCTION
 
@@ -44,7 +48,8 @@ class SetEpochMissing(Rule):
         "`RandomSampler(ds) if local_rank == -1 else DistributedSampler(ds)`), no `set_epoch` "
         "anywhere in the file, and its loader iterated inside an outer (epoch) loop, passed to a "
         "function from a loop over epochs, or re-iterated forever by a same-file generator (`while "
-        "True: for b in loader: yield b`)"
+        "True: for b in loader: yield b`); (project) a loader returned by a builder of another file "
+        "(`train_loader, val_loader = create_dataloader(cfg)`) looped over epochs here"
     )
     not_flagged = (
         "`shuffle=False`, `loader.sampler.set_epoch(e)`, a single pass, an evaluation loop (no "
@@ -55,6 +60,9 @@ class SetEpochMissing(Rule):
         "in scope there)"
     )
     required = (("DistributedSampler",),)
+    # project mode: the sampler may be built by a loader builder of another file (hysts
+    # ``create_dataloader``), the epochs looped here
+    required_in_project = (("DistributedSampler", "epoch"),)
     project_facts = frozenset({"epochs"})
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
@@ -62,6 +70,7 @@ class SetEpochMissing(Rule):
         if any((m := method(n)) and m[1] == "set_epoch" for n in nodes if isinstance(n, ast.Call)):
             return
         calls = [n for n in nodes if isinstance(n, ast.Call)]
+        yield from self._from_builders(ctx, facts, calls)
         # once, not per sampler: a notebook of many cells repeating the loop was quadratic (minutes)
         dataloaders = [
             (arg, dotted(arg) if arg is not None else None, bound_names(ctx, node))
@@ -109,6 +118,53 @@ class SetEpochMissing(Rule):
                 # chosen at run time, the sampler may be a RandomSampler, which has no set_epoch
                 edits=self._fix(ctx, epoch_loop, handle) if always else (),
                 epoch_loop_line=epoch_loop.lineno,
+            )
+
+    def _from_builders(
+        self, ctx: FileContext, facts: LoopFacts, calls: list[ast.Call]
+    ) -> Iterator[Violation]:
+        """(project) ``train_loader, val_loader = create_dataloader(config)``: a project builder of
+        another file returns a loader over a shuffling DistributedSampler, and this file iterates it
+        over epochs; neither file calls ``set_epoch``. Reported at the epoch loop."""
+        if ctx.project is None:
+            return
+        for call in calls:
+            parent = ctx.parents.get(call)
+            if not isinstance(parent, ast.Assign) or len(parent.targets) != 1 or parent.value is not call:
+                continue
+            target = parent.targets[0]
+            names = target.elts if isinstance(target, ast.Tuple) else [target]
+            looped = {
+                i: loop
+                for i, n in enumerate(names)
+                if (name := dotted(n)) is not None
+                and (loop := self._epoch_loop(ctx, facts, {name})) is not None
+            }
+            if not looped:
+                continue
+            found = returned_loader(ctx, call) or {}
+            picked = [
+                (loop, found[p])
+                for i, loop in looped.items()
+                if (p := i if isinstance(target, ast.Tuple) else WHOLE) in found
+            ]
+            if not picked:
+                continue
+            loop, where = picked[0]
+            if sets_epoch_elsewhere(ctx, loop, {d for n in names if (d := dotted(n))}):
+                continue
+            builder = ctx.segment(call.func)
+            yield self.violation(
+                loop,
+                Text(
+                    f"`{builder}(...)` (line {call.lineno}) returns a loader over a shuffling DistributedSampler "
+                    f"({where}) and `set_epoch` is never called: the loop at line {loop.lineno} sees the same "
+                    "order every epoch.",
+                    f"`{builder}(...)`（第 {call.lineno} 行）返回的 DataLoader 使用开启 shuffle 的 "
+                    f"DistributedSampler（{where}），但从未调用 `set_epoch`：第 {loop.lineno} 行的循环每个 epoch "
+                    "顺序都相同。",
+                ),
+                epoch_loop_line=loop.lineno,
             )
 
     @staticmethod

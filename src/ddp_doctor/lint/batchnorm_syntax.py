@@ -1,0 +1,82 @@
+"""How a file spells BatchNorm (project mode's summaries and batchnorm-unsynced): the classes,
+a class named as a layer type to build later, a module-level table of layer classes, a layer built
+only under a parameter that defaults to off. Syntax only, no project facts."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from ddp_doctor.lint.context import FileContext, dotted, param_defaults
+
+BATCHNORM = re.compile(r"^torch\.nn\.(Lazy)?BatchNorm[123]d$")
+TORCHVISION_BN = re.compile(
+    r"^torchvision\.models\.(resnet|resnext|wide_resnet|densenet|mobilenet|efficientnet|"
+    r"vgg\d+_bn|regnet|inception_v3|googlenet|shufflenet|mnasnet)\w*$"
+)
+
+
+# Calls that inspect a class rather than build it: ``isinstance(m, nn.BatchNorm2d)``.
+INSPECTS = frozenset({"isinstance", "issubclass", "type", "setattr", "getattr", "hasattr"})
+
+
+def names_syncbn(node: ast.Name | ast.Attribute) -> bool:
+    """``nn.SyncBatchNorm``, ``encoder.SparseSyncBatchNorm2d``: a SyncBatchNorm class by its name."""
+    return "SyncBatchNorm" in (node.id if isinstance(node, ast.Name) else node.attr)
+
+
+def off_by_default(ctx: FileContext, node: ast.AST) -> bool:
+    """``node`` runs only when a parameter of its function that defaults to False/None is truthy:
+    ``SeqBN(ninp) if input_normalization else None`` or under ``if input_normalization:``."""
+    fn = ctx.enclosing_function(node)
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    off = {
+        k for k, d in param_defaults(fn).items() if isinstance(d, ast.Constant) and d.value in (False, None)
+    }
+    child, cur = node, ctx.parents.get(node)
+    while cur is not None and cur is not fn:
+        if isinstance(cur, (ast.IfExp, ast.If)) and child in (
+            [cur.body] if isinstance(cur, ast.IfExp) else cur.body
+        ):
+            test = cur.test
+            if isinstance(test, ast.Name) and test.id in off:
+                return True
+        child, cur = cur, ctx.parents.get(cur)
+    return False
+
+
+def builds_from_reference(ctx: FileContext, node: ast.AST) -> bool:
+    """A BatchNorm class named without being called is built later when it is handed over as a
+    layer type (``norm_layer=nn.BatchNorm2d``, ``Norm = nn.BatchNorm2d``, ``partial(nn.BatchNorm2d)``),
+    not when it is inspected (``isinstance(m, (nn.BatchNorm2d, ...))``, ``type(m) == nn.BatchNorm2d``)
+    or iterated (VAR ``for clz in (nn.Linear, nn.BatchNorm2d): ...`` patches the classes)."""
+    child, cur = node, ctx.parents.get(node)
+    while cur is not None and not isinstance(cur, ast.stmt):
+        if isinstance(cur, ast.Compare):
+            return False
+        if isinstance(cur, ast.Call) and cur.func is not child:
+            name = dotted(cur.func) or ""
+            return name.split(".")[-1] not in INSPECTS
+        if isinstance(cur, ast.comprehension) and child is cur.iter:
+            return False
+        child, cur = cur, ctx.parents.get(cur)
+    return not (isinstance(cur, (ast.For, ast.AsyncFor)) and child is cur.iter)
+
+
+def batchnorm_tables(ctx: FileContext) -> set[str]:
+    """Module-level tables of layer classes that hold a BatchNorm class (efficientvit
+    ``REGISTERED_NORM_DICT = {"bn2d": nn.BatchNorm2d, "ln": nn.LayerNorm}``): a registry a function
+    picks the norm layer from by name."""
+    out: set[str] = set()
+    for node in ctx.tree.body:
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+        if isinstance(node, ast.AnnAssign):
+            target = node.target
+        value = getattr(node, "value", None)
+        if not isinstance(target, ast.Name) or not isinstance(value, (ast.Dict, ast.List, ast.Tuple)):
+            continue
+        items = value.values if isinstance(value, ast.Dict) else value.elts
+        if any(BATCHNORM.match(ctx.qualname(v) or "") for v in items):
+            out.add(target.id)
+    return out
