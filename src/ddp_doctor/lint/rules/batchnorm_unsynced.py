@@ -331,7 +331,7 @@ def _registry_entry(ctx: FileContext, func: ast.AST) -> bool:
     # builders whose only norm layers are SyncBatchNorm), not the torchvision guess
     module = project.resolve_module(qual) if project is not None and qual else None
     if project is not None and module is not None:
-        return project.module_builds_batchnorm(module)
+        return bool(project.module_builds_batchnorm(module))
     return qual in MODEL_REGISTRIES or qual.startswith("torchvision.models")
 
 
