@@ -27,9 +27,13 @@ def bound_names(ctx: FileContext, value: ast.AST) -> set[str]:
         assert isinstance(assign, ast.Assign)
         at = parent.elts.index(value) if value in parent.elts else -1
         for t in assign.targets:
-            if at >= 0 and isinstance(t, ast.Tuple) and len(t.elts) == len(parent.elts):
-                if (d := dotted(t.elts[at])) is not None:
-                    names.add(d)
+            if (
+                at >= 0
+                and isinstance(t, ast.Tuple)
+                and len(t.elts) == len(parent.elts)
+                and (d := dotted(t.elts[at])) is not None
+            ):
+                names.add(d)
     elif isinstance(parent, ast.Assign) and parent.value is value:
         names |= {d for t in parent.targets if (d := dotted(t))}
     elif isinstance(parent, ast.Return):
