@@ -54,9 +54,7 @@ def wraps_frozen_model_only(ctx: FileContext, kwargs_call: ast.Call) -> bool:
     if not receivers:
         return False
     for call in receivers:
-        handed = {
-            a.id for a in [*call.args, *(k.value for k in call.keywords)] if isinstance(a, ast.Name)
-        }
+        handed = {a.id for a in [*call.args, *(k.value for k in call.keywords)] if isinstance(a, ast.Name)}
         if not any(frozen.get(name, 10**9) < call.lineno for name in handed):
             return False
     return True

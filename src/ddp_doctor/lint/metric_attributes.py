@@ -39,7 +39,7 @@ def built_synced_on_self(
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
         for target in targets:
             item = isinstance(target, ast.Subscript)
-            base = target.value if item else target
+            base = target.value if isinstance(target, ast.Subscript) else target
             if not (
                 isinstance(base, ast.Attribute)
                 and base.attr == attr

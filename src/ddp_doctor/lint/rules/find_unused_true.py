@@ -56,9 +56,12 @@ class FindUnusedTrue(Rule):
         for node in ctx.of_type(ast.Call):
             kw_name = DDP_CONFIGS.get(ctx.call_qualname(node) or "")
             value = keyword(node, kw_name) if kw_name else None
-            if value is not None and kw_name and "accelerate" in (ctx.call_qualname(node) or ""):
-                if wraps_frozen_model_only(ctx, node):
-                    continue  # an Accelerator that only prepares a frozen (reference) model
+            if (
+                value is not None
+                and "accelerate" in (ctx.call_qualname(node) or "")
+                and wraps_frozen_model_only(ctx, node)
+            ):
+                continue  # an Accelerator that only prepares a frozen (reference) model
             source = _through_name(ctx, value, node)
             default = _config_default(source) if source is not None else None
             gate = f"{default} not set in the configuration (default True)"
