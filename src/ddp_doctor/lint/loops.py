@@ -29,6 +29,7 @@ from typing import TypeGuard
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method, walk_local
 from ddp_doctor.lint.flags import all_defaults, argparse_defaults, describe, flag_test
 from ddp_doctor.lint.idioms import SCALER_CALLABLE
+from ddp_doctor.lint.loop_invariant import inline_invariant, tests_nonfinite
 
 # Receivers whose `.step()` is an optimizer step / a scheduler step, by name when no constructor
 # is visible. Schedulers are tested first: `lr_scheduler` contains neither `opt` nor `optim`.
@@ -250,6 +251,7 @@ class LoopFacts:
                 m = method(node.value)
                 if m and m[1] == "prepare" and m[0] and "accelerator" in m[0].lower():
                     self.prepared |= names_set
+        self._follow_aliases()
         # Whether this file decides what accelerate prepared. Without a ``prepare`` call here, an
         # optimizer or scheduler handed in (titok's ``train_one_epoch(..., optimizer, lr_scheduler)``
         # from the entry script that prepared them) may well be prepared: its status is unknown.
@@ -268,6 +270,27 @@ class LoopFacts:
         self._param_backwards: dict[int, tuple[str, int, bool] | None] = {}
         self._project_backward: dict[int, tuple[str, int, bool] | None] = {}
         self._project_steps: dict[int, tuple[str, bool] | None] = {}
+
+    def _follow_aliases(self) -> None:
+        """A plain alias holds what it names: ``optimizer = self.optimizer`` after ``self.model,
+        self.optimizer = accelerator.prepare(...)`` is the prepared optimizer (trl's PPO trainer),
+        also through a chain of aliases."""
+        aliases = [
+            (dotted(a.targets[0]), dotted(a.value))
+            for a in self.ctx.of_type(ast.Assign)
+            if len(a.targets) == 1 and isinstance(a.value, (ast.Name, ast.Attribute))
+        ]
+        for _ in range(3):
+            grew = False
+            for target, source in aliases:
+                if not target or not source:
+                    continue
+                for held in (self.prepared, self.optimizers, self.schedulers):
+                    if source in held and target not in held:
+                        held.add(target)
+                        grew = True
+            if not grew:
+                return
 
     def backward(self, node: ast.AST) -> Backward | None:
         """Any spelling of a backward call: ``x.backward()``, framework backward, a loss-scaler call,
@@ -695,7 +718,7 @@ def accumulation_loops(facts: LoopFacts) -> list[AccumLoop]:
             if keyword_step is not None:
                 found.append(AccumLoop(loop, "guarded", keyword_step))
                 continue
-            if not _runs_backward(facts, loop.body):
+            if not _runs_backward(facts, every_pass(facts, loop)):
                 continue  # backward only in a nested loop: that inner loop is the accumulation loop
             line = _step_after(facts, loop)
             if line is not None:
@@ -785,15 +808,20 @@ def _runs_backward(facts: LoopFacts, body: list[ast.stmt]) -> bool:
     return any(
         isinstance(s, ast.If)
         and s.orelse
-        and _runs_backward(facts, s.body)
-        and _runs_backward(facts, s.orelse)
+        and (
+            (_runs_backward(facts, s.body) and _runs_backward(facts, s.orelse))
+            # ``if torch.isnan(loss).any(): skip`` ``else: loss.backward()``: every healthy micro-step
+            or (
+                tests_nonfinite(s.test) and (_runs_backward(facts, s.body) or _runs_backward(facts, s.orelse))
+            )
+        )
         for s in unconditional(body)
     )
 
 
 def _guarded_step(facts: LoopFacts, loop: ast.For | ast.AsyncFor | ast.While) -> int | None:
     """Line of the step when the loop backprops unconditionally and steps only under a guard."""
-    body = loop.body
+    body = every_pass(facts, loop)
     if not _runs_backward(facts, body):
         return None
     line = _guarded_in(facts, body)
@@ -923,7 +951,19 @@ def _guard_keyword_step(facts: LoopFacts, body: list[ast.stmt]) -> int | None:
 
 def micro_scope(facts: LoopFacts, loop: AccumLoop) -> Iterator[ast.AST]:
     """Nodes that run on every micro-step of ``loop`` (unconditional; through simple helpers)."""
-    yield from _unconditional_nodes(facts, loop.loop.body, HELPER_DEPTH, frozenset())
+    body = (
+        loop.loop.body
+        if isinstance(loop.loop, (ast.FunctionDef, ast.AsyncFunctionDef))
+        else every_pass(facts, loop.loop)
+    )
+    yield from _unconditional_nodes(facts, body, HELPER_DEPTH, frozenset())
+
+
+def every_pass(facts: LoopFacts, loop: ast.For | ast.AsyncFor | ast.While) -> list[ast.stmt]:
+    """The loop's body, with the ``if``s the loop cannot change (``if mode == "train":``, ``if
+    scheduler is not None:``) opened: they select whether the body runs in this run, not how often
+    (``lint/loop_invariant.py``)."""
+    return inline_invariant(loop, lambda test: is_accum_guard(test, facts))
 
 
 def micro_method_calls(facts: LoopFacts, name: str) -> Iterator[tuple[AccumLoop, ast.Call, str | None]]:

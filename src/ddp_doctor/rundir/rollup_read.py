@@ -1364,10 +1364,14 @@ def _pool_map(fn: Any, items: list[Any], workers: int) -> list[Any]:
 
 def _pool_imap(fn: Any, items: list[Any], workers: int) -> Iterator[Any]:
     """``fn`` over ``items`` in order, in worker processes where there are several: each result as
-    soon as its chunk is done, so the caller's own work on it overlaps the workers' on the next."""
+    soon as it is done, so the caller's own work on it overlaps the workers' on the next. The items
+    are batches already (several ranks each), so each is handed out alone: a chunk of several
+    batches left one worker alone with its last chunk for seconds while the other core idled (the
+    1,024 × 100,000 cold report: chunks of 32 batches, one worker done 7.5 s before the other;
+    docs/report.md, table N)."""
     if workers > 1 and len(items) > 1:
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            yield from pool.map(fn, items, chunksize=max(1, len(items) // (workers * 8)))
+            yield from pool.map(fn, items)
         return
     for i in items:
         yield fn(i)
@@ -1381,8 +1385,9 @@ WINDOWS_BATCH_BYTES = 16 * 2**20
 
 
 def _index_map(items: list[IndexItem], workers: int) -> list[RankWindows | tuple[int, str]]:
-    """:func:`_index_batch` over ``items`` in batches (several per worker, so both stay busy)."""
-    size = max(1, min(INDEX_BATCH, -(-len(items) // (workers * 4)) if workers > 1 else INDEX_BATCH))
+    """:func:`_index_batch` over ``items`` in batches (many per worker, so that the last ones end
+    together: 4 per worker left one core idle ~1.5 s at 1,024 ranks)."""
+    size = max(1, min(INDEX_BATCH, -(-len(items) // (workers * 16)) if workers > 1 else INDEX_BATCH))
     batches = [items[i : i + size] for i in range(0, len(items), size)]
     return [x for got in _pool_map(_index_batch, batches, workers) for x in got]
 

@@ -20,7 +20,21 @@ def bound_names(ctx: FileContext, value: ast.AST) -> set[str]:
         # ``RandomSampler(ds) if args.local_rank == -1 else DistributedSampler(ds)``: the name holds
         # it whenever that branch runs
         value, parent = parent, ctx.parents.get(parent)
-    if isinstance(parent, ast.Assign) and parent.value is value:
+    if isinstance(parent, ast.Tuple) and isinstance(ctx.parents.get(parent), ast.Assign):
+        # ``train_sampler, shuffle = DistributedSampler(trainset), False`` (flowtron): the target in
+        # the same position of a tuple of the same length holds it
+        assign = ctx.parents.get(parent)
+        assert isinstance(assign, ast.Assign)
+        at = parent.elts.index(value) if value in parent.elts else -1
+        for t in assign.targets:
+            if (
+                at >= 0
+                and isinstance(t, ast.Tuple)
+                and len(t.elts) == len(parent.elts)
+                and (d := dotted(t.elts[at])) is not None
+            ):
+                names.add(d)
+    elif isinstance(parent, ast.Assign) and parent.value is value:
         names |= {d for t in parent.targets if (d := dotted(t))}
     elif isinstance(parent, ast.Return):
         fn = ctx.enclosing_function(parent)

@@ -18,6 +18,10 @@ re-exporting such builders), a builder named under a project package at run time
 handed (``do_train(cfg, model)``) that a caller built with BatchNorm (reported at the wrap). apex's
 ``convert_syncbn_model`` counts as a conversion.
 
+A wrap of a module that no optimizer of the file is built from, while the file's optimizers name
+its other wrapped models (GPEN's frozen ``IDLoss`` beside the generator and discriminator), is not
+reported (``_untrained_wrap.py``).
+
 No ``SyncBatchNorm`` anywhere: flagged. A conversion (``convert_sync_batchnorm``) only behind an
 opt-in flag (``if opt.sync_bn:`` with ``--sync-bn`` off by default) leaves the default path
 unsynced: flagged as config-gated, naming the flag. A conversion under any other condition
@@ -42,6 +46,7 @@ from ddp_doctor.lint.inference_only import never_trains
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.project import DDP, ProjectIndex
 from ddp_doctor.lint.rules._model_by_name import builds_batchnorm_by_name
+from ddp_doctor.lint.rules._untrained_wrap import untrained_wrap
 from ddp_doctor.lint.rules.base import (
     Edit,
     Rule,
@@ -67,7 +72,8 @@ class BatchnormUnsynced(Rule):
     )
     not_flagged = (
         "`convert_sync_batchnorm`, apex `convert_syncbn_model`, SyncBatchNorm, LayerNorm "
-        "(ViT/ConvNeXt defaults), frozen/teacher copies, no DDP; (project) a builder that picks "
+        "(ViT/ConvNeXt defaults), frozen/teacher copies, a wrap no optimizer of the file is built from "
+        "while its optimizers name the other wrapped models (a frozen loss network), no DDP; (project) a builder that picks "
         "SyncBatchNorm itself (`nn.SyncBatchNorm if sbn else nn.BatchNorm2d`), BatchNorm built only "
         "under a parameter that defaults to off (`SeqBN(d) if input_normalization else None`); an "
         "entry script that never backprops (a `test.py` that only validates)"
@@ -157,6 +163,8 @@ class BatchnormUnsynced(Rule):
         # BatchNorm discriminator): report the wraps of what the BatchNorm was built into
         tied = [c for c in ddp_calls if _wraps_built_from(ctx, c, bn_nodes)]
         for call in tied or ddp_calls:
+            if call not in prepares and untrained_wrap(ctx, call, ddp_calls):
+                continue  # a frozen loss network (GPEN's IDLoss): no optimizer of the file updates it
             by_accelerate = " (accelerate's `prepare` does it on several GPUs)" if call in prepares else ""
             by_accelerate_zh = "（多 GPU 时由 accelerate 的 `prepare` 完成）" if call in prepares else ""
             yield self.violation(
@@ -317,13 +325,14 @@ def _registry_entry(ctx: FileContext, func: ast.AST) -> bool:
     if registry is None:
         return False
     qual = ctx.qualname(registry) or ""
-    if qual in MODEL_REGISTRIES or qual.startswith("torchvision.models"):
-        return True
     project = ctx.project
-    if project is None or not qual:
-        return False
-    module = project.resolve_module(qual)  # a project module used as a registry of model builders
-    return module is not None and project.module_builds_batchnorm(module)
+    # a project module used as a registry of model builders: what its builders build decides, also
+    # for a project module named ``models`` (SLIP's ``getattr(models, args.model)`` picks among ViT
+    # builders whose only norm layers are SyncBatchNorm), not the torchvision guess
+    module = project.resolve_module(qual) if project is not None and qual else None
+    if project is not None and module is not None:
+        return bool(project.module_builds_batchnorm(module))
+    return qual in MODEL_REGISTRIES or qual.startswith("torchvision.models")
 
 
 def _factory_batchnorm(ctx: FileContext, call: ast.Call, defaults: dict[str, object]) -> bool:

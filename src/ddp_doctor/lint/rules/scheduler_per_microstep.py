@@ -9,6 +9,15 @@ accelerate prepared skips the non-final steps by itself; one that was not prepar
 optimizer went through ``accelerator.prepare``) steps on every micro-batch and is flagged,
 config-gated when the accumulation steps come from configuration.
 
+A schedule whose lengths are multiplied by the loop's own accumulation count when it is built
+(``get_scheduler(..., num_warmup_steps=warmup * args.gradient_accumulation_steps)``, Latte) is
+counted in micro-steps on purpose: stepping it per micro-step keeps the schedule the author meant.
+A schedule counted in micro-batches for another reason (``len(loader)``) is still flagged: the lr
+changes between the micro-steps of one update.
+
+Inside the loop, an ``if`` the loop cannot change (``if scheduler is not None:``, ``if mode ==
+"train":``) runs on every pass when it holds (``lint/loop_invariant.py``).
+
 A ``step`` told where the schedule is (``lr_scheduler.step(cur_epoch=e, cur_step=i)``, LAVIS and
 timm style; torch's ``step(epoch)``) sets the position rather than advancing it, so calling it on
 every micro-step does not run the schedule faster: only argument-less ``step()`` is flagged.
@@ -20,11 +29,12 @@ import ast
 from collections.abc import Iterator
 
 from ddp_doctor.core.catalog import Text
-from ddp_doctor.lint.context import FileContext, method
+from ddp_doctor.lint.context import FileContext, dotted, method
 from ddp_doctor.lint.loops import (
     LoopFacts,
     accelerate_accumulate_blocks,
     accelerator_accumulates,
+    accumulation_count,
     micro_method_calls,
     unconditional_nodes,
 )
@@ -42,6 +52,8 @@ class SchedulerPerMicrostep(Rule):
     )
     not_flagged = (
         "step under the accumulation guard or after the micro-loop, accelerate-prepared schedulers, "
+        "a schedule built in micro-steps (`num_warmup_steps=args.warmup * args.accum_steps`, the "
+        "loop's own accumulation count), "
         "a scheduler handed in to a file that prepares nothing, HF Trainer, a step told its position "
         "(`sched.step(cur_epoch=e, cur_step=i)`)"
     )
@@ -50,6 +62,9 @@ class SchedulerPerMicrostep(Rule):
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
         for loop, node, receiver in micro_method_calls(facts, "step"):
             if not facts.is_scheduler(receiver) or _sets_position(node):
+                continue
+            count = accumulation_count(facts, loop)
+            if count is not None and receiver and _counts_micro_steps(ctx, receiver, count):
                 continue
             yield self.violation(
                 node,
@@ -98,3 +113,22 @@ def _sets_position(call: ast.AST) -> bool:
     """``sched.step(epoch, cur_step=i)``: the caller says where the schedule is (a stateless
     schedule keyed by the iteration index), so a call per micro-step does not advance it."""
     return isinstance(call, ast.Call) and bool(call.args or call.keywords)
+
+
+def _counts_micro_steps(ctx: FileContext, receiver: str, count: ast.expr) -> bool:
+    """The scheduler assigned to ``receiver`` in this file is built with a length multiplied by the
+    loop's accumulation count ``count`` (compared as written)."""
+    written = ast.unparse(count)
+    for assign in ctx.of_type(ast.Assign):
+        if not isinstance(assign.value, ast.Call) or not any(dotted(t) == receiver for t in assign.targets):
+            continue
+        call = assign.value
+        for arg in [*call.args, *(k.value for k in call.keywords)]:
+            for n in ast.walk(arg):
+                if (
+                    isinstance(n, ast.BinOp)
+                    and isinstance(n.op, ast.Mult)
+                    and written in (ast.unparse(n.left), ast.unparse(n.right))
+                ):
+                    return True
+    return False
