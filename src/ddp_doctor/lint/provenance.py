@@ -34,6 +34,7 @@ from ddp_doctor.lint.context import FileContext, dotted, keyword, method
 from ddp_doctor.lint.dist_tests import asks_if_distributed, distributed_predicates
 from ddp_doctor.lint.idioms import SYNC_ON_COMPUTE
 from ddp_doctor.lint.loops import LoopFacts
+from ddp_doctor.lint.metric_attributes import built_synced_on_self
 from ddp_doctor.lint.rank0 import bound_argument
 
 # What a call returns of the loss: True (the whole value) or, for a returned tuple, the shape of each
@@ -1465,6 +1466,8 @@ def _synced_meter(ctx: FileContext, scope: Scope, receiver: str) -> bool:
     project's synchronised meters: every call the project binds that spelling to builds a meter
     class whose update reduces (jukebox ``metrics = Metrics()`` in ``init_logging``, handed to
     ``train(..., metrics)`` and updated there). A receiver this scope assigns itself is its own."""
+    if built_synced_on_self(ctx, scope, receiver, lambda call: _synced_metric(ctx, call)):
+        return True  # ``self.train_loss = MeanMetric()`` in ``__init__``, fed in ``training_step``
     if ctx.project is None or receiver.split(".")[-1] not in ctx.project.synced_meter_names:
         return False
     return "." in receiver or not any(

@@ -6,7 +6,8 @@ autograd graph every iteration"). It costs time, not accuracy: severity info.
 Autofix: ``True`` → ``False`` (DDP raises a clear error if a parameter really gets no gradient).
 A value read from configuration with ``True`` as its fallback (KAIR's
 ``opt.get("find_unused_parameters", True)``, also through a variable assigned just before) is
-reported config-gated, without an autofix. So is an expression that is True under the
+reported config-gated, without an autofix. An Accelerator that only prepares a model frozen in the
+same function (HALOs' reference model: lint/frozen_wrap.py) never runs a backward through DDP. So is an expression that is True under the
 configuration's defaults (wenet ``find_unused_parameters=not grad_ckpt`` where ``grad_ckpt`` is
 ``getattr(model.encoder, "gradient_checkpointing", False)`` or ``False`` on every path).
 """
@@ -18,6 +19,7 @@ from collections.abc import Iterator
 
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, keyword
+from ddp_doctor.lint.frozen_wrap import wraps_frozen_model_only
 from ddp_doctor.lint.inference_only import never_trains
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.rules.base import Rule, Violation, replace_node
@@ -39,7 +41,8 @@ class FindUnusedTrue(Rule):
     )
     not_flagged = (
         "a value from config without a True fallback; an entry script that never backprops (an "
-        "evaluation or inference script copied from the trainer)"
+        "evaluation or inference script copied from the trainer); an Accelerator built in a function "
+        "only to prepare a model it froze (`eval()` / `requires_grad_(False)`: a reference or teacher)"
     )
     autofix = "`True` → `False`"
     required = (tuple(DDP_CONFIGS.values()),)
@@ -53,6 +56,12 @@ class FindUnusedTrue(Rule):
         for node in ctx.of_type(ast.Call):
             kw_name = DDP_CONFIGS.get(ctx.call_qualname(node) or "")
             value = keyword(node, kw_name) if kw_name else None
+            if (
+                value is not None
+                and "accelerate" in (ctx.call_qualname(node) or "")
+                and wraps_frozen_model_only(ctx, node)
+            ):
+                continue  # an Accelerator that only prepares a frozen (reference) model
             source = _through_name(ctx, value, node)
             default = _config_default(source) if source is not None else None
             gate = f"{default} not set in the configuration (default True)"

@@ -342,7 +342,25 @@ def _inside_rank0_printer(ctx: FileContext, node: ast.AST) -> bool:
     """``node`` is in the body of a function that is itself a rank-0 log call by its name (``print0``,
     ``print_rank_0``): each call of it that logs the loss is reported where it is made."""
     fn = ctx.enclosing_function(node)
-    return isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and bool(RANK0_FUNCTION.match(fn.name))
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    return bool(RANK0_FUNCTION.match(fn.name)) or _forwards_to_rank0_log(fn)
+
+
+def _forwards_to_rank0_log(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """``def print(self, msg): return self.accelerator.print(msg)``: the whole body hands its
+    arguments to a call that logs on rank 0 by itself; the wrapper is the log call of its callers."""
+    body = [
+        s
+        for s in fn.body
+        if not (
+            isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) and isinstance(s.value.value, str)
+        )
+    ]
+    if len(body) != 1 or not isinstance(body[0], (ast.Return, ast.Expr)):
+        return False
+    value = body[0].value
+    return isinstance(value, ast.Call) and is_rank0_log_call(value)
 
 
 def _backward_switches(ctx: FileContext, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
@@ -403,7 +421,12 @@ def _rank0_logs(
             ):
                 yield node, guard, Text("", "")
                 continue
-            if is_rank0_log_call(node):
+            if is_rank0_log_call(node) or (
+                (fn := ctx.helper(node)) is not None
+                and _forwards_to_rank0_log(fn)
+                and helper_logged_args(ctx, node)
+            ):
+                # (or a same-file wrapper that only forwards to one: ``self.print(msg)``)
                 yield node, None, Text("by a call that runs on rank 0 only", "由仅在 rank 0 执行的调用")
                 continue
             m = method(node)

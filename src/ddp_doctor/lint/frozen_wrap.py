@@ -1,0 +1,99 @@
+"""An Accelerator built only to wrap a frozen model: its DDP kwargs never reach a training step.
+
+A trainer that caches a reference model's outputs (HALOs' ``reference_accelerator``, a teacher for
+distillation) builds a second ``Accelerator(kwargs_handlers=[DistributedDataParallelKwargs(
+find_unused_parameters=True)])`` and hands it, with a model it has put in ``eval()`` or frozen with
+``requires_grad_(False)``, to the code that prepares it. No backward runs through that model, so
+DDP's per-step graph traversal (what ``find-unused-true`` costs) never happens there.
+
+Only on positive evidence, all in the function that builds the Accelerator: it is bound to a plain
+name, that name is never returned, stored elsewhere, given to ``backward``/``accumulate``/``no_sync``,
+and every call that receives it (``acc.prepare(...)`` or ``Wrapper(acc, model, ...)``) also receives
+a model frozen before the call and never switched back to ``train()`` in the function.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ddp_doctor.lint.context import FileContext, dotted
+
+FREEZING = frozenset({"eval", "requires_grad_"})
+TRAINING_USES = frozenset({"backward", "accumulate", "no_sync", "autocast", "clip_grad_norm_"})
+
+
+def wraps_frozen_model_only(ctx: FileContext, kwargs_call: ast.Call) -> bool:
+    """``kwargs_call`` (a ``DistributedDataParallelKwargs(...)``) configures an Accelerator that only
+    prepares frozen models (see the module docstring)."""
+    accelerator = _accelerator_name(ctx, kwargs_call)
+    if accelerator is None:
+        return False
+    scope = ctx.enclosing_function(kwargs_call)
+    nodes = ctx.local(scope)
+    frozen = _frozen_names(nodes)
+    receivers: list[ast.Call] = []
+    for node in nodes:
+        if not (isinstance(node, ast.Name) and node.id == accelerator):
+            continue
+        parent = ctx.parents.get(node)
+        if isinstance(parent, ast.Attribute):
+            call = ctx.parents.get(parent)
+            if parent.attr in TRAINING_USES:
+                return False
+            if parent.attr == "prepare" and isinstance(call, ast.Call) and call.func is parent:
+                receivers.append(call)
+            continue  # ``acc.print(...)``, ``acc.state.fsdp_plugin``: not a hand-over
+        if isinstance(parent, ast.keyword):
+            parent = ctx.parents.get(parent)
+        if isinstance(parent, ast.Call) and node is not parent.func:
+            receivers.append(parent)
+            continue
+        if isinstance(parent, ast.Assign) and node in parent.targets:
+            continue  # the binding itself
+        return False  # returned, stored on ``self``, put in a container: used beyond this function
+    if not receivers:
+        return False
+    for call in receivers:
+        handed = {a.id for a in [*call.args, *(k.value for k in call.keywords)] if isinstance(a, ast.Name)}
+        if not any(frozen.get(name, 10**9) < call.lineno for name in handed):
+            return False
+    return True
+
+
+def _accelerator_name(ctx: FileContext, kwargs_call: ast.Call) -> str | None:
+    """The plain name ``x`` of ``x = Accelerator(..., kwargs_handlers=[kwargs_call])``."""
+    cur: ast.AST | None = ctx.parents.get(kwargs_call)
+    while isinstance(cur, (ast.List, ast.Tuple, ast.keyword)):
+        cur = ctx.parents.get(cur)
+    if not (isinstance(cur, ast.Call) and (dotted(cur.func) or "").split(".")[-1] == "Accelerator"):
+        return None
+    assign = ctx.parents.get(cur)
+    if (
+        isinstance(assign, ast.Assign)
+        and len(assign.targets) == 1
+        and isinstance(assign.targets[0], ast.Name)
+        and assign.value is cur
+    ):
+        return assign.targets[0].id
+    return None
+
+
+def _frozen_names(nodes: list[ast.AST]) -> dict[str, int]:
+    """Names the function freezes (``m.eval()``, ``m.requires_grad_(False)``) and never sets back
+    to training (``m.train()``, ``m.requires_grad_(True)``): name → line of the first freeze."""
+    frozen: dict[str, int] = {}
+    thawed: set[str] = set()
+    for node in nodes:
+        if not (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+        ):
+            continue
+        name, attr = node.func.value.id, node.func.attr
+        off = node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value is False
+        if attr == "eval" or (attr == "requires_grad_" and off):
+            frozen[name] = min(frozen.get(name, node.lineno), node.lineno)
+        elif attr == "train" or attr == "requires_grad_":
+            thawed.add(name)
+    return {n: line for n, line in frozen.items() if n not in thawed}
