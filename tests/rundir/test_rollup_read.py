@@ -22,6 +22,7 @@ from fixtures.synth_run import FAULTS, SynthSpec, write_run
 from ddp_doctor.analysis.diagnose import Diagnosis, diagnose_run
 from ddp_doctor.rundir import records, rollup_index, summarize
 from ddp_doctor.rundir.reader import read_run
+from tests.rundir.window_lines import random_window, step_starts
 
 # faults the synthetic writer cannot make at world size 1 (a skew needs two ranks)
 NEEDS_TWO = {"rank-skew"}
@@ -438,17 +439,6 @@ def test_a_partial_window_that_the_file_ends_inside_is_noted(tmp_path: Path) -> 
     assert rolled.context.run.rollups is not None
 
 
-def _step_starts(chunk: bytes, at_line_start: bool) -> list[int]:
-    """Where the step lines of ``chunk`` begin, by a plain split into lines (the first line counts
-    only when the chunk begins a line)."""
-    out, at = [], 0
-    for i, line in enumerate(chunk.split(b"\n")):
-        if (i or at_line_start) and line.startswith(b'{"kind":"step",'):
-            out.append(at)
-        at += len(line) + 1
-    return out
-
-
 def test_nth_step_start_equals_a_split_into_lines() -> None:
     """rollup_read._nth_step_start (bytes.split with a bound) against a plain split, on random
     chunks that begin mid-line or not, with other records, blank lines and look-alike prefixes."""
@@ -463,7 +453,7 @@ def test_nth_step_start_equals_a_split_into_lines() -> None:
         if chunk and rng.random() < 0.3:
             chunk = chunk[rng.randint(0, len(chunk) - 1) :]
         for at_line_start in (True, False):
-            starts = _step_starts(chunk, at_line_start)
+            starts = step_starts(chunk, at_line_start)
             for k in range(14):
                 want = starts[k] if k < len(starts) else None
                 assert rollup_read._nth_step_start(chunk, at_line_start, k, from_end=False) == want
@@ -477,17 +467,11 @@ def test_cut_finds_the_first_and_last_step_lines(tmp_path: Path) -> None:
     records between them, whatever the first guess of the bytes needed."""
     from ddp_doctor.rundir import rollup_read
 
-    rng = np.random.default_rng(0)
-    lines = []
-    for i in range(100):
-        if rng.random() < 0.2:
-            lines.append(b'{"kind":"sampler","x":"' + b"y" * int(rng.integers(0, 3000)) + b'"}\n')
-        lines.append(b'{"kind":"step","step":%d,"pad":"%s"}\n' % (i, b"z" * int(rng.integers(0, 4000))))
-    data = b"".join(lines)
+    data = random_window(0)
     path = tmp_path / "f"
     path.write_bytes(b"HEAD\n" + data)
     a, b = 5, 5 + len(data)
-    starts = [a + i for i in _step_starts(data, True)]
+    starts = [a + i for i in step_starts(data)]
     assert len(starts) == 100
     fd = os.open(path, os.O_RDONLY)
     try:

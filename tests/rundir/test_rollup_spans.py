@@ -20,6 +20,7 @@ from ddp_doctor.rundir.reader import read_run
 from ddp_doctor.rundir.rollup_index import GRAD_SPIKE, LOSS_SPIKE
 from ddp_doctor.rundir.rollup_read import AFTER_SPIKE, HISTORY_MARGIN, Part, RankWindows
 from ddp_doctor.rundir.rollups import SPIKE_WINDOW
+from tests.rundir.window_lines import random_window, step_starts
 
 REACH = SPIKE_WINDOW + HISTORY_MARGIN  # 55: the history read before the marks' first step
 
@@ -173,28 +174,13 @@ def test_marks_are_read_from_the_index_line() -> None:
     assert marks.tolist() == [[300, 399, -1, -1], [410, 420, 400, 499], [-1] * 4]
 
 
-def _step_starts(data: bytes) -> list[int]:
-    out, at = [], 0
-    for line in data.split(b"\n"):
-        if line.startswith(b'{"kind":"step",'):
-            out.append(at)
-        at += len(line) + 1
-    return out
-
-
 def test_span_cut_equals_a_split_into_lines(tmp_path: Path) -> None:
     """_span_cut against a plain split: records skip … skip + k − 1 of 100 step lines of random
     lengths with other records between them; None when the window holds fewer step lines."""
-    rng = np.random.default_rng(2)
-    lines = []
-    for i in range(100):
-        if rng.random() < 0.2:
-            lines.append(b'{"kind":"sampler","x":"' + b"y" * int(rng.integers(0, 3000)) + b'"}\n')
-        lines.append(b'{"kind":"step","step":%d,"pad":"%s"}\n' % (i, b"z" * int(rng.integers(0, 4000))))
-    data = b"".join(lines)
+    data = random_window(2)
     (tmp_path / "f").write_bytes(b"HEAD\n" + data)
     a, b = 5, 5 + len(data)
-    starts = [a + i for i in _step_starts(data)] + [b]
+    starts = [a + i for i in step_starts(data)] + [b]
     fd = os.open(tmp_path / "f", os.O_RDONLY)
     try:
         for skip, k in ((0, 10), (1, 1), (10, 80), (45, 10), (70, 30), (99, 1), (0, 100), (30, 69)):
