@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method
 from ddp_doctor.lint.flags import all_defaults, argparse_choices, flag_test, gate_of
-from ddp_doctor.lint.loops import LoopFacts
+from ddp_doctor.lint.loops import LoopFacts, argument
 from ddp_doctor.lint.rules.base import Rule, Violation
 
 AUTOCAST = "torch.amp.autocast"
@@ -153,7 +153,9 @@ class Fp16NoScaler(Rule):
             return False, None
         if any(k.arg is None for k in call.keywords):
             return False, None  # ``autocast(**kwargs)`` replays settings made elsewhere (checkpointing)
-        enabled = keyword(call, "enabled")
+        # positional too: ``@autocast(False)`` (torch.cuda.amp's first parameter) switches it off
+        # (imaginaire's resample2d keeps a CUDA kernel in float32 that way)
+        enabled = argument(call, "enabled", 0 if qual == CUDA_AUTOCAST else 2)
         switch: str | None = None
         if scaler_flags:
             # the file scales only under its scaler flags: an autocast on its own flag is the bug
@@ -164,9 +166,7 @@ class Fp16NoScaler(Rule):
             switch = f"`{switch}` on with `{'`/`'.join(sorted(scaler_flags))}` off"
         elif enabled is not None and not (isinstance(enabled, ast.Constant) and enabled.value is True):
             return False, None  # disabled, or enabled by a runtime flag we cannot read
-        dtype = keyword(call, "dtype")
-        if dtype is None and qual == AUTOCAST and len(call.args) > 1:
-            dtype = call.args[1]
+        dtype = argument(call, "dtype", 1)  # (device_type, dtype, ...) and (enabled, dtype, ...)
         if switch is not None:
             if dtype is not None and ctx.qualname(dtype) != FP16:
                 return False, None
