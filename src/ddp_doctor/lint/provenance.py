@@ -887,6 +887,9 @@ class LossFlow:
         # a parameter handed the loss may be a container of many things (wenet's ``info_dict``):
         # its loss-named items hold the loss, its other items (``info_dict["tag"]``) do not
         fields |= params
+        # a dict literal with a loss-named key (ml-mdm ``other_items = {"batch_num": ..., "loss":
+        # loss_val}`` saved with a checkpoint): its other keys (``other_items["batch_num"]``) are not it
+        fields |= _loss_keyed_dicts(ctx, nodes)
         all_flows: list[tuple[set[str], set[str]]] = []
         scope_binds = ctx.bindings(scope)
         flows: list[tuple[set[str], set[str]]] = []  # (names read, names written) of non-reducing steps
@@ -1271,6 +1274,22 @@ def _dict_literal(ctx: FileContext, scope: ast.AST, name: str) -> bool:
         )
         for b in binds
     )
+
+
+def _loss_keyed_dicts(ctx: FileContext, nodes: list[ast.AST]) -> set[str]:
+    """Names the scope binds to a dict literal whose keys are all strings, one of them naming a
+    loss (``{"loss": loss_val, "batch_num": batch_num}``): the loss sits under that key."""
+    out: set[str] = set()
+    for n in nodes:
+        if (
+            isinstance(n, ast.Assign)
+            and isinstance(n.value, ast.Dict)
+            and n.value.keys
+            and all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in n.value.keys)
+            and any(loss_key(k.value) for k in n.value.keys if isinstance(k, ast.Constant))
+        ):
+            out |= {t.id for t in n.targets if isinstance(t, ast.Name)}
+    return out
 
 
 def _lightning_loss(value: ast.expr) -> ast.expr:
