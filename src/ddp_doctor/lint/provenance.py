@@ -1317,7 +1317,7 @@ def _loss_keyed_dicts(ctx: FileContext, nodes: list[ast.AST]) -> set[str]:
             and isinstance(n.value, ast.Dict)
             and n.value.keys
             and all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in n.value.keys)
-            and any(loss_key(k.value) for k in n.value.keys if isinstance(k, ast.Constant))
+            and any(isinstance(k, ast.Constant) and loss_key(str(k.value)) for k in n.value.keys)
         ):
             out |= {t.id for t in n.targets if isinstance(t, ast.Name)}
     return out
