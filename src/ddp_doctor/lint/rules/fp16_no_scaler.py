@@ -33,7 +33,7 @@ from collections.abc import Iterator
 
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method
-from ddp_doctor.lint.flags import all_defaults, argparse_choices, flag_test, gate_of
+from ddp_doctor.lint.flags import all_defaults, argparse_choices, describe, flag_test, gate_of
 from ddp_doctor.lint.loops import LoopFacts, argument
 from ddp_doctor.lint.rules.base import Rule, Violation
 
@@ -334,10 +334,14 @@ def _dtype_gate(ctx: FileContext, dtype: ast.AST, at: ast.AST, defaults: dict[st
                 return f"{_flag_text(ctx, dtype.slice, defaults)} == {key.value!r}"
         return None
     if isinstance(dtype, ast.IfExp):
-        if ctx.qualname(dtype.body) == FP16:
-            return f"{_flag_text(ctx, dtype.test, defaults)} true"
-        if ctx.qualname(dtype.orelse) == FP16:
-            return f"{_flag_text(ctx, dtype.test, defaults)} false"
+        for branch, when in ((dtype.body, True), (dtype.orelse, False)):
+            if ctx.qualname(branch) == FP16:
+                # ``torch.bfloat16 if args.dtype == "bfloat16" else torch.float16``: the value that
+                # picks float16 (``--dtype != 'bfloat16'``), not "--dtype false"
+                test = flag_test(ctx, dtype.test, defaults)
+                if test is not None:
+                    return describe(test, when)
+                return f"{_flag_text(ctx, dtype.test, defaults)} {'true' if when else 'false'}"
     return None
 
 
