@@ -57,3 +57,55 @@ def test_a_step_function_whose_caller_in_another_file_skips_the_sync_is_not_repo
 def test_a_step_function_whose_caller_never_skips_the_sync_is_reported(tmp_path: Path) -> None:
     root = _write(tmp_path, {"trainer.py": STEP, "main.py": _main(UNSYNCED)})
     assert _found(root) == {("accum-no-sync-missing", "trainer.py")}
+
+
+# LatentSync: a BatchNorm scoring network of another module, built beside the UNet that is wrapped.
+EVAL_NET = """
+    import torch.nn as nn
+
+    class SyncNetEval(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = nn.Sequential(nn.Conv2d(3, 64, 3), nn.BatchNorm2d(64))
+"""
+UNET = """
+    import torch.nn as nn
+
+    class UNet(nn.Module):
+        def __init__(self, scorer=None):
+            super().__init__()
+            self.net = nn.Sequential(nn.Conv2d(4, 64, 3), nn.GroupNorm(8, 64))
+            self.scorer = scorer
+"""
+
+
+def _trainer(unet_args: str) -> str:
+    return f"""
+    import torch
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    from evalnet import SyncNetEval
+    from unet import UNet
+
+    def main(local_rank, loader):
+        syncnet_eval_model = SyncNetEval().to(local_rank)
+        unet = UNet({unet_args}).to(local_rank)
+        unet = DDP(unet, device_ids=[local_rank])
+        optimizer = torch.optim.AdamW(unet.parameters())
+        for x in loader:
+            loss = unet(x).mean()
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+        return syncnet_eval_model
+    """
+
+
+def test_batchnorm_in_a_network_the_wrap_is_not_handed_is_not_reported(tmp_path: Path) -> None:
+    root = _write(tmp_path, {"evalnet.py": EVAL_NET, "unet.py": UNET, "train.py": _trainer("")})
+    assert _found(root) == set()
+
+
+def test_batchnorm_in_a_network_handed_into_the_wrapped_model_is_reported(tmp_path: Path) -> None:
+    files = {"evalnet.py": EVAL_NET, "unet.py": UNET, "train.py": _trainer("scorer=syncnet_eval_model")}
+    root = _write(tmp_path, files)
+    assert _found(root) == {("batchnorm-unsynced", "train.py")}
