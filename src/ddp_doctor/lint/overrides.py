@@ -12,6 +12,7 @@ UnpairedPreferenceTrainer)``, transitively).
 from __future__ import annotations
 
 import ast
+import weakref
 
 from ddp_doctor.lint.context import FileContext, dotted
 
@@ -31,8 +32,7 @@ def override_defs(ctx: FileContext, call: ast.Call) -> list[FunctionNode]:
     owner = _owner_class(ctx, call)
     if owner is None:
         return []
-    classes = [c for c in ctx.of_type(ast.ClassDef) if ctx.parents.get(c) is ctx.tree]
-    family = _subclasses(owner, classes) | {owner.name}
+    family = _subclass_names(ctx).get(owner.name, set()) | {owner.name}
     found = [
         d
         for d in defs
@@ -53,19 +53,29 @@ def _owner_class(ctx: FileContext, node: ast.AST) -> ast.ClassDef | None:
     return None
 
 
-def _subclasses(owner: ast.ClassDef, classes: list[ast.ClassDef]) -> set[str]:
-    """Names of the top-level classes deriving from ``owner`` through bases of this file."""
-    out: set[str] = set()
-    frontier = {owner.name}
-    while frontier:
-        frontier = {
-            c.name
-            for c in classes
-            if c.name not in out
-            and c.name != owner.name
-            and any((dotted(b) or "").split(".")[-1] in frontier for b in c.bases)
-        }
-        out |= frontier
+_SUBCLASSES: weakref.WeakKeyDictionary[ast.Module, dict[str, set[str]]] = weakref.WeakKeyDictionary()
+
+
+def _subclass_names(ctx: FileContext) -> dict[str, set[str]]:
+    """Top-level class name -> the names of the top-level classes of the file deriving from it
+    (through the last part of their bases' names, transitively); computed once per file."""
+    found = _SUBCLASSES.get(ctx.tree)
+    if found is not None:
+        return found
+    children: dict[str, set[str]] = {}
+    for c in ctx.of_type(ast.ClassDef):
+        if ctx.parents.get(c) is ctx.tree:
+            for b in c.bases:
+                children.setdefault((dotted(b) or "").split(".")[-1], set()).add(c.name)
+    out: dict[str, set[str]] = {}
+    for name in children:
+        seen: set[str] = set()
+        frontier = set(children[name])
+        while frontier:
+            seen |= frontier
+            frontier = {k for f in frontier for k in children.get(f, ())} - seen
+        out[name] = seen - {name}
+    _SUBCLASSES[ctx.tree] = out
     return out
 
 
