@@ -8,13 +8,14 @@ the same model: the wrapped model holds no BatchNorm that SyncBatchNorm would ha
 Decided only on positive evidence, within the function that wraps: every BatchNorm-building call
 sits in the value of a plain ``name = ...`` assignment of that function, every wrap is handed a
 plain name (``DDP(unet)``, ``DDP(unet.to(device))``), and following each wrapped name back through
-the names its bindings read (any number of hops: ``enc = Enc(backbone)``; ``model = Net(enc)``;
-not a name read only into arithmetic, text or a shape: ``embed_dim = model.embed_dim * n``), no
-BatchNorm-building call is reached. A BatchNorm model the function puts in ``eval()`` (and
-nothing in the file puts back in ``train()``) that no wrap is handed directly is frozen: it
-normalises with running statistics (DINO's linear probe wraps the classifier, not the backbone).
-BatchNorm built in another function, in an attribute
-(``self.model = ...``, ``model.head = ...``) or inline keeps the finding.
+the names its bindings hand on (any number of hops: ``enc = Enc(backbone)``; ``model = Net(enc)``;
+not a name read only into arithmetic, text or a shape), no BatchNorm model is reached as an
+object. One reached only through a value read off it (``embed_dim = model.embed_dim``) counts as
+separate only when the function puts it in ``eval()`` and nothing in the file puts it back in
+``train()``: DINO's linear probe sizes the wrapped classifier from its frozen backbone. (A model
+handed whole into the wrapped one is in it even when put in ``eval()``: the wrapper's ``train()``
+switches it back.) BatchNorm built in another function, in an attribute (``self.model = ...``,
+``model.head = ...``) or inline keeps the finding.
 """
 
 from __future__ import annotations
@@ -41,27 +42,35 @@ def batchnorm_in_other_models(ctx: FileContext, wraps: list[ast.Call], built: li
         if found is None:
             return False
         holders += found
-    reached: set[str] = set()
-    frontier: set[str] = set()
+    wrapped: set[str] = set()
     for w in wraps:
         arg = unmoved(w.args[0]) if w.args else None
         if not isinstance(arg, ast.Name):
             return False
-        frontier.add(arg.id)
-    wrapped = set(frontier)
-    # a BatchNorm model put in eval() and never back in train(), that no wrap is handed directly
-    # (DINO's linear probe: the frozen backbone feeds the wrapped classifier its features)
-    holders = [
-        h
-        for h in holders
-        if not all(
-            isinstance(t, ast.Name) and t.id not in wrapped and _evaluated_only(ctx, scope, t.id)
-            for t in h.targets
-        )
-    ]
-    if not holders:
-        return True
+        wrapped.add(arg.id)
     last = max(w.lineno for w in wraps)
+    whole = _spans(ctx, binds, wrapped, last, whole=True)  # the objects the wraps hold
+    parts = _spans(ctx, binds, wrapped, last, whole=False)  # ... and what they read off others
+    for h in holders:
+        at = ctx.position(h.value)
+        if any(lo <= at < hi for lo, hi in whole):
+            return False  # the BatchNorm model is (in) a wrapped one
+        if any(lo <= at < hi for lo, hi in parts) and not all(
+            isinstance(t, ast.Name) and _evaluated_only(ctx, scope, t.id) for t in h.targets
+        ):
+            return False  # a part of it may be handed on (``Enc(backbone.features)``)
+        # else: not reached, or only a value read off a model frozen in eval() (DINO's linear probe
+        # reads the frozen backbone's ``embed_dim`` to size the wrapped classifier)
+    return True
+
+
+def _spans(
+    ctx: FileContext, binds: dict[str, list[ast.stmt | ast.expr]], names: set[str], last: int, whole: bool
+) -> list[tuple[int, int]]:
+    """Node spans of the values bound (before line ``last``) to ``names`` and, hop by hop, to the
+    names those values hand on (``whole``: only names handed as objects, not ``model.attr``)."""
+    reached: set[str] = set()
+    frontier = set(names)
     values: list[ast.expr] = []
     while frontier:
         reached |= frontier
@@ -72,20 +81,23 @@ def batchnorm_in_other_models(ctx: FileContext, wraps: list[ast.Call], built: li
             if isinstance(b, ast.Assign) and b.lineno <= last
         ]
         values += bound
-        frontier = {n for v in bound for n in _handed_names(ctx, v)} - reached
-    spans = [(ctx.position(v), ctx.subtree_end(v)) for v in values]
-    return not any(lo <= ctx.position(h.value) < hi for h in holders for lo, hi in spans)
+        frontier = {n for v in bound for n in _handed_names(ctx, v, whole)} - reached
+    return [(ctx.position(v), ctx.subtree_end(v)) for v in values]
 
 
 ARITHMETIC = (ast.BinOp, ast.UnaryOp, ast.Compare, ast.BoolOp, ast.JoinedStr)
 
 
-def _handed_names(ctx: FileContext, value: ast.expr) -> set[str]:
-    """Names whose object ``value`` may hold: not those read only into arithmetic or text (DINO's
-    ``embed_dim = model.embed_dim * n`` hands on a number, not the backbone)."""
+def _handed_names(ctx: FileContext, value: ast.expr, whole: bool) -> set[str]:
+    """Names whose object ``value`` may hold: not those read only into arithmetic, text or a shape
+    (``model.fc.weight.shape[1]`` hands on a number, not the backbone); with ``whole``, only names
+    handed as themselves (``Wrapper(backbone)``, not ``backbone.embed_dim``)."""
     out: set[str] = set()
     for x in ast.walk(value):
         if not isinstance(x, ast.Name):
+            continue
+        parent = ctx.parents.get(x)
+        if whole and isinstance(parent, ast.Attribute) and parent.value is x:
             continue
         cur = ctx.parents.get(x)
         while cur is not None and cur is not value and not _describes(cur):
