@@ -33,7 +33,7 @@ from collections.abc import Iterator
 
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method
-from ddp_doctor.lint.flags import all_defaults, argparse_choices, describe, flag_test, gate_of
+from ddp_doctor.lint.flags import UNKNOWN, all_defaults, argparse_choices, describe, flag_test, gate_of
 from ddp_doctor.lint.loops import LoopFacts, argument
 from ddp_doctor.lint.rules.base import Rule, Violation
 
@@ -339,7 +339,7 @@ def _dtype_gate(ctx: FileContext, dtype: ast.AST, at: ast.AST, defaults: dict[st
                 # ``torch.bfloat16 if args.dtype == "bfloat16" else torch.float16``: the value that
                 # picks float16 (``--dtype != 'bfloat16'``), not "--dtype false"
                 test = flag_test(ctx, dtype.test, defaults)
-                if test is not None:
+                if test is not None and test.value is not UNKNOWN:
                     return describe(test, when)
                 return f"{_flag_text(ctx, dtype.test, defaults)} {'true' if when else 'false'}"
     return None
