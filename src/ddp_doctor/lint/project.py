@@ -59,6 +59,7 @@ from ddp_doctor.lint.provenance import (
     returned_reductions,
 )
 from ddp_doctor.lint.rank0 import is_log_sink
+from ddp_doctor.lint.samplers import calls_set_epoch, returned_sampler_loaders
 from ddp_doctor.lint.source import read_source
 
 DATA_PARALLEL = frozenset(
@@ -160,7 +161,7 @@ FACTS: dict[str, tuple[str, ...]] = {
         "call_shards_by_rank",
     ),
     "compile": ("compiles_param", "call_compiles", "compiling_names"),
-    "epochs": ("epoch_params", "reiterates_argument"),
+    "epochs": ("epoch_params", "reiterates_argument", "sampler_loaders", "set_epoch_modules"),
 }
 _CONFLICT = object()  # a configuration key given different defaults
 LOCAL_KEY = "\0module"  # entry of an import table naming the file's own module
@@ -228,6 +229,11 @@ class Summary:
     # ``set_epoch`` (neuralop ``Trainer.train(train_loader, ...)``: ``for epoch in ...:
     # self.train_one_epoch(epoch, train_loader, ...)``).
     epoch_params: set[str | int] = field(default_factory=set)
+    # What it returns of DataLoaders over a shuffling DistributedSampler, in a module that never
+    # calls ``set_epoch`` (lint/samplers.py ``returned_sampler_loaders``: hysts ``create_dataloader``
+    # returning ``train_loader, val_loader``): position (``WHOLE`` or a tuple index) -> "file.py:line"
+    # of the sampler.
+    sampler_loaders: dict[int, str] = field(default_factory=dict)
     # Its parameters that its log calls write (VAR ``TensorboardLogger.update(**kwargs)`` →
     # ``add_scalar``; ``**kwargs`` as ``"**kwargs"``): a call of it logs those arguments.
     logged_params: tuple[str, ...] = ()
@@ -327,6 +333,7 @@ class ProjectIndex:
     # ``setup_for_distributed``, MoCo's ``print_pass``): it covers the code that module reaches
     print_silencers: dict[str, int] = field(default_factory=dict)
     files: int = 0
+    set_epoch_modules: set[str] = field(default_factory=set)  # modules that call ``x.set_epoch(...)``
     wraps_ddp: bool = False  # some file wraps a model in DDP/FSDP
     wraps_plain_ddp: bool = False  # some file wraps a model in DistributedDataParallel itself
     uses_scaler: bool = False  # some file uses a GradScaler (or a scaling wrapper)
@@ -506,6 +513,8 @@ class ProjectIndex:
     def _summarise(self, module: str, ctx: FileContext) -> None:
         """One pass per file: the file's own facts first (imports, star imports, eval, the defs that
         hold a ``.backward``), then one summary per top-level def, class and method, each walked once."""
+        if "epochs" in self.facts and calls_set_epoch(ctx):
+            self.set_epoch_modules.add(module)
         imports = self._file_imports(module, ctx)
         self._file_flags(module, ctx)
         defs, methods = _defs_of(module, ctx.tree)
@@ -724,8 +733,10 @@ class ProjectIndex:
             s.param_call_return = param_call_return(node, body)
         if "compile" in self.facts:
             s.compiles_param = _compiles_param(ctx, node, method=is_method)
-        if "epochs" in self.facts and "set_epoch" not in ctx.words:
+        if "epochs" in self.facts and scan.module not in self.set_epoch_modules:
             s.epoch_params = _epoch_params(ctx, node, is_method)
+            if ctx.mentions("DistributedSampler"):
+                s.sampler_loaders = returned_sampler_loaders(ctx, node)
         # shared: what it returns of values combined across ranks (provenance.reducing_call)
         s.returns_reduced, returned = returned_reductions(ctx, node)
         s.reduce_callees = {t for c in returned if (t := self._project_target(scan.imports, c.func))}
