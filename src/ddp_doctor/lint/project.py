@@ -40,10 +40,11 @@ from ddp_doctor.lint.batchnorm_syntax import (
 )
 from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
 from ddp_doctor.lint.flags import argparse_choices
-from ddp_doctor.lint.handed_models import MOVES, Handed, handed_builder
+from ddp_doctor.lint.handed_models import Handed, handed_builder
 from ddp_doctor.lint.handed_models import record as record_handed
 from ddp_doctor.lint.idioms import SYNC_CONTROL
 from ddp_doctor.lint.loops import LoopFacts, backward_of, guarded_in, param_backward
+from ddp_doctor.lint.module_moves import SAME_MODULE_METHODS
 from ddp_doctor.lint.provenance import (
     LossFlow,
     Shape,
@@ -896,7 +897,7 @@ class ProjectIndex:
             while (  # ``VQLoss(...).to(device)``: the instance the constructor built
                 isinstance(value, ast.Call)
                 and isinstance(value.func, ast.Attribute)
-                and value.func.attr in MOVES
+                and value.func.attr in SAME_MODULE_METHODS
                 and isinstance(value.func.value, ast.Call)
             ):
                 value = value.func.value
