@@ -45,15 +45,15 @@ from ddp_doctor.lint.project_log_facts import parameters_logged
 from ddp_doctor.lint.project_modules import (
     FACT_WORDS,
     MAX_FILE_BYTES,
-    _parse,
-    _test_module,
     absolute_imports,
     attach,
+    is_test_module,
     module_name,
+    parse_file,
 )
 from ddp_doctor.lint.project_queries import IndexQueries
 from ddp_doctor.lint.project_scan import IndexScan
-from ddp_doctor.lint.project_summary import DDP, FACTS, Summary, _is_class_summary, _propagated_flags
+from ddp_doctor.lint.project_summary import DDP, FACTS, Summary, is_class_summary, propagated_flags
 
 __all__ = [
     "DDP",
@@ -99,10 +99,10 @@ class ProjectIndex(IndexScan, IndexQueries):
         index.files = len(index.modules)
         index._register_aliases()
         for module, path in paths:  # package re-exports before any summary resolves through them
-            if path.name == "__init__.py" and (ctx := _parse(path)) is not None:
+            if path.name == "__init__.py" and (ctx := parse_file(path)) is not None:
                 index._register_reexports(module, ctx)
         for module, path in paths:
-            ctx = _parse(path, FACT_WORDS)
+            ctx = parse_file(path, FACT_WORDS)
             if ctx is None:
                 continue
             try:
@@ -129,8 +129,8 @@ class ProjectIndex(IndexScan, IndexQueries):
                     c = self._get(callee)
                     if c is None:
                         continue
-                    before = _propagated_flags(s)
-                    if not _is_class_summary(c):
+                    before = propagated_flags(s)
+                    if not is_class_summary(c):
                         s.calls_backward |= c.calls_backward
                         s.returns_reduced |= callee in s.reduce_callees and c.returns_reduced
                         s.toggles_sync |= c.toggles_sync
@@ -138,22 +138,22 @@ class ProjectIndex(IndexScan, IndexQueries):
                     # it calls does to its argument (KAIR ``merge_bn(self.netG)``, transformers'
                     # trainer helpers); a class holds everything its methods build
                     if (
-                        _is_class_summary(s) or _is_class_summary(c) or callee in s.returned_callees
+                        is_class_summary(s) or is_class_summary(c) or callee in s.returned_callees
                     ) and callee not in s.bn_optional:
                         s.builds_batchnorm |= c.builds_batchnorm
                         s.converts_syncbn |= c.converts_syncbn
                     if callee in s.returned_callees:
                         s.returns_ddp |= c.returns_ddp
-                        if not _is_class_summary(c) and c.returns_loss is not None and s.returns_loss is None:
+                        if not is_class_summary(c) and c.returns_loss is not None and s.returns_loss is None:
                             s.returns_loss, changed = c.returns_loss, True
-                    changed |= before != _propagated_flags(s)
+                    changed |= before != propagated_flags(s)
             if not changed:
                 break
         for target, names, module in self._pending:
             pending = sums.get(target)
-            if pending is not None and _is_class_summary(pending) and pending.calls_backward:
+            if pending is not None and is_class_summary(pending) and pending.calls_backward:
                 self.backward_objects |= {n.split(".")[-1] for n in names}
-                if "scaler" in self.facts and not _test_module(module):
+                if "scaler" in self.facts and not is_test_module(module):
                     self.scaler_modules.add(module)  # a loss-scaling object (timm NativeScaler)
         self._pending = []
         for s in sums.values():  # ``@master_only def log_info(msg): logger.info(msg)``: rank 0 only
@@ -163,14 +163,14 @@ class ProjectIndex(IndexScan, IndexQueries):
             classes: list[Summary | None] = []
             for b in built:
                 f = sums.get(b)
-                if f is not None and not _is_class_summary(f):  # ``metrics = init_logging()``
+                if f is not None and not is_class_summary(f):  # ``metrics = init_logging()``
                     classes += [sums.get(r) for r in f.returned_callees] or [None]
                 else:
                     classes.append(f)
-            if all(f is not None and _is_class_summary(f) and f.syncs_updates for f in classes):
+            if all(f is not None and is_class_summary(f) and f.syncs_updates for f in classes):
                 self.synced_meter_names.add(spelling)
         for qual, s in sums.items():  # functions and methods the project calls on rank 0 only
-            if _is_class_summary(s) or not s.logs:
+            if is_class_summary(s) or not s.logs:
                 continue
             name = qual.rsplit(".", 1)[-1]
             keys = [qual] if s.qualname.count(".") == s.module.count(".") + 1 else []
@@ -185,7 +185,7 @@ class ProjectIndex(IndexScan, IndexQueries):
         self._finish_rank0_handoff()
         for spelling in self._backprop_spellings:  # ``vq_loss = VQLoss(...)``: its ``forward``
             constructed = {b for b in self._call_bound.get(spelling, ()) if b}
-            found = [c for c in constructed if (c_s := sums.get(c)) is not None and _is_class_summary(c_s)]
+            found = [c for c in constructed if (c_s := sums.get(c)) is not None and is_class_summary(c_s)]
             if len(found) == 1 and f"{found[0]}.forward" in sums:
                 self.backprop_targets.add(f"{found[0]}.forward")
         self._backprop_spellings = set()
@@ -199,7 +199,7 @@ class ProjectIndex(IndexScan, IndexQueries):
         for key, args in self._rank0_args.items():
             built = self._get(key)
             kept = {a for a, deps in args.items() if all(self._returns_rank0_at(q, p) for q, p in deps)}
-            if built is not None and _is_class_summary(built) and kept:
+            if built is not None and is_class_summary(built) and kept:
                 self.rank0_handed[built.qualname] = kept
         self._rank0_args = {}
 

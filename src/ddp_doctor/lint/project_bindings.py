@@ -13,8 +13,8 @@ from ddp_doctor.lint.context import FileContext, dotted
 from ddp_doctor.lint.handed_models import record as record_handed
 from ddp_doctor.lint.module_moves import SAME_MODULE_METHODS
 from ddp_doctor.lint.project_core import IndexCore
-from ddp_doctor.lint.project_def_facts import _is_none
-from ddp_doctor.lint.project_log_facts import _rank0_if
+from ddp_doctor.lint.project_def_facts import is_none
+from ddp_doctor.lint.project_log_facts import rank0_if
 from ddp_doctor.lint.rank0 import is_log_sink
 
 CONTAINERS = frozenset({"dict", "list", "set", "defaultdict", "OrderedDict", "collections.defaultdict"})
@@ -121,13 +121,13 @@ class IndexBindings(IndexCore):
                 continue
             if (
                 isinstance(value, ast.IfExp)
-                and _is_none(value.orelse)
+                and is_none(value.orelse)
                 and is_rank0_test(value.test, predicates)
                 and is_log_sink(value.body)
             ):
                 self.rank0_objects |= {n.split(".")[-1] for n in names}
             elif is_log_sink(value):
-                guard = _rank0_if(ctx, node)
+                guard = rank0_if(ctx, node)
                 if guard is not None:
                     self.rank0_objects |= {n.split(".")[-1] for n in names}
 

@@ -15,10 +15,10 @@ from pathlib import Path
 
 from ddp_doctor.lint.context import FileContext, dotted
 from ddp_doctor.lint.handed_models import Handed
-from ddp_doctor.lint.project_modules import LOCAL_KEY, _absolute_module, absolute_imports
+from ddp_doctor.lint.project_modules import LOCAL_KEY, absolute_imports, absolute_module
 from ddp_doctor.lint.project_summary import FACTS, Summary
 
-_CONFLICT = object()  # a configuration key given different defaults
+CONFLICT = object()  # a configuration key given different defaults
 
 
 # ``obj.method(...)`` with an unknown ``obj`` is matched by method name only when few classes of the
@@ -189,7 +189,7 @@ class IndexCore:
             if any(alias.name == "*" for alias in node.names):
                 # ``from .metric import *`` in ``apps/utils/__init__.py``: ``apps.utils.X`` may be ``X`` of
                 # ``apps.utils.metric`` (looked up when a name is not found, ``_get``)
-                source = self.resolve_module(_absolute_module(node, module + ".__init__") or "")
+                source = self.resolve_module(absolute_module(node, module + ".__init__") or "")
                 if source is not None and source != module:
                     self._star_sources.setdefault(module, []).append(source)
             for alias in node.names:
@@ -310,7 +310,7 @@ class IndexCore:
             s
             for node in ctx.of_type(ast.ImportFrom)
             if any(a.name == "*" for a in node.names)
-            and (m := self.resolve_module(_absolute_module(node, module) or "")) is not None
+            and (m := self.resolve_module(absolute_module(node, module) or "")) is not None
             and (s := self._get(f"{m}.{name}")) is not None
         ]
         return found[0] if len(found) == 1 else None

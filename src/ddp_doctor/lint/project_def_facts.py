@@ -16,7 +16,7 @@ from ddp_doctor.lint.provenance import is_reduce, is_update_method
 FP16_NAMES = frozenset({"torch.float16", "torch.half"})  # generated giants are not summarised
 
 
-def _returned(body: list[ast.AST]) -> tuple[set[int], set[str]]:
+def returned_exprs(body: list[ast.AST]) -> tuple[set[int], set[str]]:
     """Ids of the returned expressions and the dotted names returned (``return model``,
     ``return model, optimizer``, ``return a if c else b``, ``return get_model()()``)."""
     returned: set[int] = set()
@@ -43,7 +43,7 @@ _RANK_WORD = re.compile(r"rank|process_index", re.IGNORECASE)
 _WORLD_WORD = re.compile(r"world|num_replicas|num_processes", re.IGNORECASE)
 
 
-def _reads_rank_and_world(body: list[ast.AST]) -> bool:
+def body_reads_rank_and_world(body: list[ast.AST]) -> bool:
     """The nodes read a rank and a world size (names, attributes, calls such as ``get_rank()``)."""
     words = {
         n.id if isinstance(n, ast.Name) else n.attr for n in body if isinstance(n, (ast.Name, ast.Attribute))
@@ -56,7 +56,7 @@ def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef, skip_self: bool) -> list
     return names[1:] if skip_self and names else names
 
 
-def _trains_on_params(ctx: FileContext, node: ast.AST) -> set[str | int]:
+def trained_params_of(ctx: FileContext, node: ast.AST) -> set[str | int]:
     """Which parameters of a function (or of a class's ``__init__``) feed a training loop."""
     if isinstance(node, ast.ClassDef):
         init = next((b for b in node.body if isinstance(b, ast.FunctionDef) and b.name == "__init__"), None)
@@ -101,7 +101,7 @@ def _trains_on_params(ctx: FileContext, node: ast.AST) -> set[str | int]:
     return out
 
 
-def _epoch_params(
+def epoch_params_of(
     ctx: FileContext, fn: ast.FunctionDef | ast.AsyncFunctionDef, is_method: bool
 ) -> set[str | int]:
     """Parameters ``fn`` iterates (``for b in p``, ``enumerate(p)``, ``iter(p)``) inside a loop
@@ -135,11 +135,11 @@ def _epoch_params(
 _NOT_ITERATING = frozenset({"len", "print", "isinstance", "str", "repr", "type", "id", "getattr", "hasattr"})
 
 
-def _targets(node: ast.Assign | ast.AnnAssign) -> list[ast.expr]:
+def assign_targets(node: ast.Assign | ast.AnnAssign) -> list[ast.expr]:
     return list(node.targets) if isinstance(node, ast.Assign) else [node.target]
 
 
-def _compiles_param(ctx: FileContext, fn: ast.AST, method: bool) -> tuple[int, int | None] | None:
+def compiled_param_of(ctx: FileContext, fn: ast.AST, method: bool) -> tuple[int, int | None] | None:
     """``(model parameter, flag parameter)`` for a function that returns ``torch.compile(p, ...)`` of
     its parameter ``p`` (also as a branch of ``a if c else p``); the flag is the other parameter its
     conditions test (VAR ``if fast == 0: return m``), None when none does. Indices skip ``self``."""
@@ -173,11 +173,11 @@ def _compiles_param(ctx: FileContext, fn: ast.AST, method: bool) -> tuple[int, i
     return model, (flags.pop() if len(flags) == 1 else None)
 
 
-def _is_none(node: ast.AST | None) -> bool:
+def is_none(node: ast.AST | None) -> bool:
     return isinstance(node, ast.Constant) and node.value is None
 
 
-def _wraps_parameter(ctx: FileContext, fn: ast.AST, wrap: ast.Call) -> bool:
+def wraps_parameter(ctx: FileContext, fn: ast.AST, wrap: ast.Call) -> bool:
     """The value ``wrap`` (a DDP/FSDP call in ``fn``) wraps is ``fn``'s parameter or ``self.x``, possibly
     moved or converted on the way (``model = model.cuda()``, ``m = convert_sync_batchnorm(m)``);
     False when it is a model ``fn`` built (``model = ResNet(...)``)."""
@@ -224,13 +224,13 @@ def _wraps_parameter(ctx: FileContext, fn: ast.AST, wrap: ast.Call) -> bool:
     return True
 
 
-def _scaled(backward: ast.Call) -> bool:
+def scaled_backward(backward: ast.Call) -> bool:
     """``x.scale(loss).backward()``: the receiver of the backward is a scaler's ``scale`` call."""
     receiver = backward.func.value if isinstance(backward.func, ast.Attribute) else None
     return isinstance(receiver, ast.Call) and (method(receiver) or (None, ""))[1] == "scale"
 
 
-def _fp16_return(ctx: FileContext, fn: ast.AST) -> str | None:
+def fp16_return(ctx: FileContext, fn: ast.AST) -> str | None:
     """The condition under which ``fn`` returns ``torch.float16``/``torch.half`` (the test of the
     innermost ``if`` around that return; "" when none), or None when it never does."""
     for node in ctx.local(fn):
@@ -246,7 +246,7 @@ def _fp16_return(ctx: FileContext, fn: ast.AST) -> str | None:
     return None
 
 
-def _syncs_updates(ctx: FileContext, cls: ast.ClassDef) -> bool:
+def class_syncs_updates(ctx: FileContext, cls: ast.ClassDef) -> bool:
     """The class's update method (``update``, ``add``, ...) reduces across ranks, directly or through
     another method of the class (``self._sync(val)`` → ``sync_tensor(val, reduce="sum")``)."""
     methods = {b.name: b for b in cls.body if isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef))}

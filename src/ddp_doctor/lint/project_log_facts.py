@@ -84,14 +84,14 @@ def _writes_file(call: ast.Call) -> bool:
     return isinstance(call.func, ast.Attribute) and call.func.attr == "write"
 
 
-def _rank0_if(ctx: FileContext, node: ast.AST) -> ast.If | None:
+def rank0_if(ctx: FileContext, node: ast.AST) -> ast.If | None:
     """The ``if <rank-0 test>:`` whose body (not else) holds ``node``, in the same function."""
     from ddp_doctor.lint.rank0 import enclosing_rank0_if
 
     return enclosing_rank0_if(ctx.parents, node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
 
 
-def _rank0_decorator(ctx: FileContext, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+def is_rank0_decorator(ctx: FileContext, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """``fn(func)`` defines a wrapper that calls ``func`` only under a rank-0 test and returns it
     (``def master_only(func): def wrapper(*a, **k): if rank == 0: return func(*a, **k)``)."""
     params = [a.arg for a in fn.args.args]
@@ -109,18 +109,18 @@ def _rank0_decorator(ctx: FileContext, fn: ast.FunctionDef | ast.AsyncFunctionDe
             for c in ctx.local(inner)
             if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id == params[0]
         ]
-        if returned and calls and all(_rank0_if(ctx, c) is not None for c in calls):
+        if returned and calls and all(rank0_if(ctx, c) is not None for c in calls):
             return True
     return False
 
 
-def _has_log_call(ctx: FileContext, fn: ast.AST) -> bool:
+def has_log_call(ctx: FileContext, fn: ast.AST) -> bool:
     from ddp_doctor.lint.rank0 import is_log_call
 
     return any(isinstance(n, ast.Call) and is_log_call(n) for n in ctx.local(fn))
 
 
-def _logs_rank0_only(ctx: FileContext, fn: ast.AST) -> bool:
+def logs_rank0_only(ctx: FileContext, fn: ast.AST) -> bool:
     """A small function whose every log call sits under a rank-0 test (``def print0(*a): if rank == 0:
     print(*a)``) or logs on rank 0 by itself (``def print(self, msg): return
     self.accelerator.print(msg)``): calling it logs on rank 0 only."""
@@ -130,4 +130,4 @@ def _logs_rank0_only(ctx: FileContext, fn: ast.AST) -> bool:
     if len(nodes) > 200:
         return False
     logs = [n for n in nodes if isinstance(n, ast.Call) and is_log_call(n)]
-    return bool(logs) and all(_rank0_if(ctx, n) is not None or is_rank0_log_call(n) for n in logs)
+    return bool(logs) and all(rank0_if(ctx, n) is not None or is_rank0_log_call(n) for n in logs)

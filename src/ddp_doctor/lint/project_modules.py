@@ -49,7 +49,7 @@ LOCAL_KEY = "\0module"  # entry of an import table naming the file's own module
 MAX_FILE_BYTES = 2_000_000
 
 
-def _defs_of(
+def defs_of(
     module: str, tree: ast.Module
 ) -> tuple[
     list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef]],
@@ -70,7 +70,7 @@ def _defs_of(
     return defs + methods, methods
 
 
-def _parse(path: Path, words: tuple[str, ...] = ()) -> FileContext | None:
+def parse_file(path: Path, words: tuple[str, ...] = ()) -> FileContext | None:
     """The file's context, or None when it cannot be read or parsed or (``words``) mentions none of
     them (the cheap text pre-check)."""
     try:
@@ -85,7 +85,7 @@ def _parse(path: Path, words: tuple[str, ...] = ()) -> FileContext | None:
         return None
 
 
-def _absolute_module(node: ast.ImportFrom, module: str) -> str | None:
+def absolute_module(node: ast.ImportFrom, module: str) -> str | None:
     if not node.level:
         return node.module
     package = module.split(".")[:-1]
@@ -103,7 +103,7 @@ def module_name(root: Path, path: Path) -> str:
     return ".".join(parts) or path.stem
 
 
-def _module_level_names(tree: ast.Module) -> set[str]:
+def module_level_names(tree: ast.Module) -> set[str]:
     return {
         t.id
         for node in tree.body
@@ -113,7 +113,7 @@ def _module_level_names(tree: ast.Module) -> set[str]:
     }
 
 
-def _test_module(module: str) -> bool:
+def is_test_module(module: str) -> bool:
     """A test module (``tests/...``, ``test_x``, ``x_test``, ``conftest``): not the training code."""
     parts = module.split(".")
     return (
@@ -124,7 +124,7 @@ def _test_module(module: str) -> bool:
     )
 
 
-def _module_level_imports(tree: ast.Module) -> set[str]:
+def module_level_imports(tree: ast.Module) -> set[str]:
     """Names bound by the module's own import statements (also under a top-level ``try``/``if``)."""
     out: set[str] = set()
     stack: list[ast.stmt] = list(tree.body)

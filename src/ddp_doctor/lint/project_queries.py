@@ -10,9 +10,9 @@ from pathlib import Path
 
 from ddp_doctor.lint.context import FileContext, dotted, method
 from ddp_doctor.lint.handed_models import handed_builder
-from ddp_doctor.lint.project_core import _CONFLICT, GENERIC_METHODS, MAX_SAME_NAME_METHODS, IndexCore
-from ddp_doctor.lint.project_modules import _defs_of, _module_level_names, _parse, _test_module, attach
-from ddp_doctor.lint.project_summary import _is_class_summary
+from ddp_doctor.lint.project_core import CONFLICT, GENERIC_METHODS, MAX_SAME_NAME_METHODS, IndexCore
+from ddp_doctor.lint.project_modules import attach, defs_of, is_test_module, module_level_names, parse_file
+from ddp_doctor.lint.project_summary import is_class_summary
 from ddp_doctor.lint.provenance import LossFlow, Shape, evaluation_function, merge, reads
 
 
@@ -51,7 +51,7 @@ class IndexQueries(IndexCore):
         (KAIR ``model.current_log()``)."""
         s = self.summary_for(ctx, call.func)
         if s is not None:
-            return None if _is_class_summary(s) else s.returns_loss
+            return None if is_class_summary(s) else s.returns_loss
         found = self._same_name_methods(call.func)
         shapes = [m.returns_loss for m in found if m.returns_loss is not None]
         if not shapes or 2 * len(shapes) <= len(found):
@@ -72,7 +72,7 @@ class IndexQueries(IndexCore):
         optimizer: "guarded" (only under an accumulation guard) or "always", and whether it runs
         backward too (a step function of its own, not an update helper)."""
         s = self.summary_for(ctx, call.func)
-        if s is None or _is_class_summary(s) or s.steps is None:
+        if s is None or is_class_summary(s) or s.steps is None:
             return None
         return s.steps, s.calls_backward
 
@@ -81,7 +81,7 @@ class IndexQueries(IndexCore):
         ``(name, position, scaled)`` of that parameter (method by name when most candidates agree)."""
         s = self.summary_for(ctx, call.func)
         if s is not None:
-            return None if _is_class_summary(s) else s.backward_param
+            return None if is_class_summary(s) else s.backward_param
         typed = self._annotated_method(ctx, call)
         if typed is not None:
             return typed.backward_param
@@ -132,7 +132,7 @@ class IndexQueries(IndexCore):
         if m and m[0] and m[1] in ("get", "build") and ctx.module is not None:
             # ``MODEL_REGISTRY.get(name)(cfg)``: a class of a registry of BatchNorm models
             registry = self._registry_name(
-                ctx.absolute_imports, ctx.module, _module_level_names(ctx.tree), m[0]
+                ctx.absolute_imports, ctx.module, module_level_names(ctx.tree), m[0]
             )
             return registry is not None and self._registry_builds_batchnorm(registry)
         found = self._same_name_methods(call.func)
@@ -141,8 +141,8 @@ class IndexQueries(IndexCore):
 
     def config_default(self, key: str) -> tuple[bool, object]:
         """``(known, value)``: the default a Python configuration of the project gives ``key``."""
-        value = self.config_defaults.get(key, _CONFLICT)
-        return (value is not _CONFLICT), value
+        value = self.config_defaults.get(key, CONFLICT)
+        return (value is not CONFLICT), value
 
     def scales_module(self, module: str | None, own: bool = True) -> bool:
         """A GradScaler covers ``module``: one in training code that ``module`` imports (directly or
@@ -151,7 +151,7 @@ class IndexQueries(IndexCore):
         the module's own scalers are judged by the caller (switched by their own flag)."""
         if module is None:
             return self.uses_scaler
-        if self.tests_use_scaler and _test_module(module):
+        if self.tests_use_scaler and is_test_module(module):
             return True
         reach = self.reachable(module)
         return any(
@@ -228,7 +228,7 @@ class IndexQueries(IndexCore):
         if ctx.module is None or not any(q.startswith(f"{ctx.module}.") for q in self.backprop_targets):
             return []
         out: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
-        for qual, node in _defs_of(ctx.module, ctx.tree)[0]:
+        for qual, node in defs_of(ctx.module, ctx.tree)[0]:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and qual in self.backprop_targets:
                 out.append(node)
         return out
@@ -282,7 +282,7 @@ class IndexQueries(IndexCore):
             finally:
                 self._handing = False
         out: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, set[str]]] = []
-        for qual, node in _defs_of(ctx.module, ctx.tree)[0]:
+        for qual, node in defs_of(ctx.module, ctx.tree)[0]:
             found = self._handed.get(qual)
             if not found or not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
@@ -308,7 +308,7 @@ class IndexQueries(IndexCore):
             *{q.rsplit(".", 1)[-1] for q in self.backprop_targets},
         )
         for path in self._flow_paths:
-            ctx = _parse(Path(path), words)
+            ctx = parse_file(Path(path), words)
             if ctx is None:
                 continue
             attach(ctx, self, Path(path))
@@ -325,7 +325,7 @@ class IndexQueries(IndexCore):
                     if not isinstance(call, ast.Call) or ctx.helper(call) is not None:
                         continue
                     s = self.summary_for(ctx, call.func)
-                    if s is None or s.module == ctx.module or _is_class_summary(s):
+                    if s is None or s.module == ctx.module or is_class_summary(s):
                         continue
                     at: set[int | str] = {
                         i for i, a in enumerate(call.args) if reads(ast.walk(a), taint.fields) & taint.names
@@ -426,10 +426,10 @@ class IndexQueries(IndexCore):
         function it calls (one level: contriever ``data.load_data(opt, tokenizer)`` →
         ``load_dataset`` keeping this rank's share of the files): what it returns is per-rank data."""
         s = self.summary_for(ctx, call.func)
-        if s is None or _is_class_summary(s):
+        if s is None or is_class_summary(s):
             return False
         return s.reads_rank_and_world or any(
-            (c := self._get(q)) is not None and not _is_class_summary(c) and c.reads_rank_and_world
+            (c := self._get(q)) is not None and not is_class_summary(c) and c.reads_rank_and_world
             for q in s.callees
         )
 
@@ -439,7 +439,7 @@ class IndexQueries(IndexCore):
         unknown object by name when every project method of that name (at most 4) does."""
         s = self.summary_for(ctx, call.func) or self._constructed_method(ctx, call)
         found = [s] if s is not None else self.method_summaries(call.func)
-        if not found or len(found) > MAX_SAME_NAME_METHODS or any(_is_class_summary(c) for c in found):
+        if not found or len(found) > MAX_SAME_NAME_METHODS or any(is_class_summary(c) for c in found):
             return False
         for i, arg in enumerate(call.args):
             if dotted(arg) in names and all(i in c.epoch_params for c in found):

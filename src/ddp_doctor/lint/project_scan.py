@@ -22,33 +22,33 @@ from ddp_doctor.lint.flags import argparse_choices
 from ddp_doctor.lint.idioms import SYNC_CONTROL
 from ddp_doctor.lint.loops import LoopFacts, backward_of, guarded_in, param_backward
 from ddp_doctor.lint.project_bindings import IndexBindings
-from ddp_doctor.lint.project_core import _CONFLICT
+from ddp_doctor.lint.project_core import CONFLICT
 from ddp_doctor.lint.project_def_facts import (
-    _compiles_param,
-    _epoch_params,
-    _fp16_return,
-    _reads_rank_and_world,
-    _returned,
-    _scaled,
-    _syncs_updates,
-    _targets,
-    _trains_on_params,
-    _wraps_parameter,
+    assign_targets,
+    body_reads_rank_and_world,
+    class_syncs_updates,
+    compiled_param_of,
+    epoch_params_of,
+    fp16_return,
+    returned_exprs,
+    scaled_backward,
+    trained_params_of,
+    wraps_parameter,
 )
 from ddp_doctor.lint.project_log_facts import (
-    _has_log_call,
-    _logs_rank0_only,
-    _rank0_decorator,
+    has_log_call,
+    is_rank0_decorator,
+    logs_rank0_only,
     parameters_logged,
 )
 from ddp_doctor.lint.project_modules import (
     LOCAL_KEY,
-    _absolute_module,
-    _defs_of,
-    _module_level_imports,
-    _module_level_names,
-    _test_module,
     absolute_imports,
+    absolute_module,
+    defs_of,
+    is_test_module,
+    module_level_imports,
+    module_level_names,
 )
 from ddp_doctor.lint.project_summary import DATA_PARALLEL, DDP, Summary
 from ddp_doctor.lint.provenance import LossFlow, param_call_return, returned_reductions
@@ -84,7 +84,7 @@ class IndexScan(IndexBindings):
             self.set_epoch_modules.add(module)
         imports = self._file_imports(module, ctx)
         self._file_flags(module, ctx)
-        defs, methods = _defs_of(module, ctx.tree)
+        defs, methods = defs_of(module, ctx.tree)
         self._name_aliases(module, ctx, imports)
         scan = self._file_scan(module, ctx, imports)
         if scan.flow is not None:
@@ -123,7 +123,7 @@ class IndexScan(IndexBindings):
         """The file's absolute imports (with :data:`LOCAL_KEY` its own module); records its
         re-exports of names from outside the project and the names it defines at top level."""
         imports = absolute_imports(ctx, module)
-        for name in _module_level_imports(ctx.tree):
+        for name in module_level_imports(ctx.tree):
             target = imports.get(name)
             if target is not None and self._project_module_of(target) is None:
                 self.reexports[f"{module}.{name}"] = target
@@ -137,7 +137,7 @@ class IndexScan(IndexBindings):
             resolved
             for node in ctx.of_type(ast.ImportFrom)
             if any(a.name == "*" for a in node.names)
-            and (resolved := self.resolve_module(_absolute_module(node, module) or "")) is not None
+            and (resolved := self.resolve_module(absolute_module(node, module) or "")) is not None
             and resolved != module
         ]
         if starred:
@@ -154,7 +154,7 @@ class IndexScan(IndexBindings):
     def _file_flags(self, module: str, ctx: FileContext) -> None:
         """Project-wide flags any file can raise: DDP wraps, GradScalers, sync toggles; the file's
         configuration defaults (module-level ``_C.SECTION.KEY = literal``)."""
-        if not _test_module(module):
+        if not is_test_module(module):
             for node in ctx.tree.body:
                 if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
                     continue
@@ -165,20 +165,20 @@ class IndexScan(IndexBindings):
                 value = node.value.value
                 known = self.config_defaults.get(key, value)
                 self.config_defaults[key] = (
-                    value if known == value and type(known) is type(value) else _CONFLICT
+                    value if known == value and type(known) is type(value) else CONFLICT
                 )
         self.wraps_ddp |= any(ctx.call_qualname(c) in DATA_PARALLEL for c in ctx.of_type(ast.Call))
         self.wraps_plain_ddp |= any(ctx.call_qualname(c) == DDP for c in ctx.of_type(ast.Call))
         if "scaler" in self.facts:
             # a test's GradScaler scales the tests' losses, not the trainer's (OLMo tests/model_test.py)
             scaler = any("GradScaler" in w for w in ctx.words) or any(
-                (m := method(c)) is not None and m[1] == "backward" and _scaled(c)
+                (m := method(c)) is not None and m[1] == "backward" and scaled_backward(c)
                 for c in ctx.of_type(ast.Call)
             )  # a GradScaler named, or a backward of ``scaler.scale(loss)`` (the scaler built elsewhere)
             for dest, choices in argparse_choices(ctx).items():
                 known = self.option_choices.get(dest, choices)
                 self.option_choices[dest] = choices if known == choices else None
-            if _test_module(module):
+            if is_test_module(module):
                 self.tests_use_scaler |= scaler
             else:
                 self.uses_scaler |= scaler
@@ -204,7 +204,7 @@ class IndexScan(IndexBindings):
 
     def _file_scan(self, module: str, ctx: FileContext, imports: dict[str, str]) -> _FileScan:
         bn, loss = "batchnorm" in self.facts, "loss_flow" in self.facts
-        module_names = _module_level_names(ctx.tree)
+        module_names = module_level_names(ctx.tree)
         class_tables: dict[str, set[str]] = {}
         if bn:
             class_tables = self._class_tables(ctx, imports, module)
@@ -227,7 +227,7 @@ class IndexScan(IndexBindings):
                 resolved
                 for node in ctx.of_type(ast.ImportFrom)
                 if any(a.name == "*" for a in node.names)
-                and (resolved := self.resolve_module(_absolute_module(node, module) or "")) is not None
+                and (resolved := self.resolve_module(absolute_module(node, module) or "")) is not None
             ],
             uses_eval=any(
                 isinstance(c.func, ast.Name) and c.func.id == "eval" for c in ctx.of_type(ast.Call)
@@ -251,7 +251,7 @@ class IndexScan(IndexBindings):
     ) -> Summary:
         s = Summary(qual, scan.module, ctx.path, node.lineno)
         body = list(ast.walk(node)) if isinstance(node, ast.ClassDef) else ctx.local(node)
-        returned, returned_names = _returned(body)
+        returned, returned_names = returned_exprs(body)
         ddp_names = self._scan_body(ctx, scan, s, node, body, returned, returned_names)
         if ddp_names & returned_names:
             s.returns_ddp = True
@@ -259,15 +259,15 @@ class IndexScan(IndexBindings):
             s.refs |= {f"{m}.*" for m in scan.star}
         # only code that runs backward can train on a parameter
         if "training_params" in self.facts and id(node) in scan.backward_defs:
-            s.trains_on_params = _trains_on_params(ctx, node)
+            s.trains_on_params = trained_params_of(ctx, node)
         if "training_params" in self.facts and not isinstance(node, ast.ClassDef):
-            s.reads_rank_and_world = _reads_rank_and_world(body)
+            s.reads_rank_and_world = body_reads_rank_and_world(body)
         if isinstance(node, ast.ClassDef):
             if scan.bn:  # a subclass has what its project bases build
                 s.refs |= {t for b in node.bases if (t := self._project_target(scan.imports, b))}
             s.returns_ddp = False  # calling a class builds an instance of it, never a DDP wrap
             if scan.loss:
-                s.syncs_updates = _syncs_updates(ctx, node)
+                s.syncs_updates = class_syncs_updates(ctx, node)
             call = next(
                 (b for b in node.body if isinstance(b, ast.FunctionDef) and b.name == "__call__"), None
             )
@@ -288,20 +288,20 @@ class IndexScan(IndexBindings):
     ) -> None:
         """The facts of a function or method that only the rules declaring them need."""
         if "scaler" in self.facts:
-            s.fp16_gate = _fp16_return(ctx, node)
+            s.fp16_gate = fp16_return(ctx, node)
         if "rank0_logging" in self.facts:
-            s.logs_rank0 = _logs_rank0_only(ctx, node)
+            s.logs_rank0 = logs_rank0_only(ctx, node)
             s.logged_params, s.params = parameters_logged(ctx, node)
-            s.rank0_decorator = _rank0_decorator(ctx, node)
-            s.logs = _has_log_call(ctx, node)
+            s.rank0_decorator = is_rank0_decorator(ctx, node)
+            s.logs = has_log_call(ctx, node)
             s.decorators = self._decorators(node, scan.module, scan.imports)
         if scan.loss:
             s.returns_loss = scan.flow.returns.get(id(node)) if scan.flow is not None else None
             s.param_call_return = param_call_return(node, body)
         if "compile" in self.facts:
-            s.compiles_param = _compiles_param(ctx, node, method=is_method)
+            s.compiles_param = compiled_param_of(ctx, node, method=is_method)
         if "epochs" in self.facts and scan.module not in self.set_epoch_modules:
-            s.epoch_params = _epoch_params(ctx, node, is_method)
+            s.epoch_params = epoch_params_of(ctx, node, is_method)
             if ctx.mentions("DistributedSampler"):
                 s.sampler_loaders = returned_sampler_loaders(ctx, node)
         # shared: what it returns of values combined across ranks (provenance.reducing_call)
@@ -356,7 +356,7 @@ class IndexScan(IndexBindings):
                 if q in DATA_PARALLEL:
                     s.fsdp_only = (q != DDP) and (s.fsdp_only or not s.wraps_ddp)
                     s.wraps_ddp = True
-                    handed = _wraps_parameter(ctx, node, n)
+                    handed = wraps_parameter(ctx, node, n)
                     s.wraps_param |= handed
                     s.wraps_built |= not handed
                     if id(n) in returned:
@@ -377,7 +377,7 @@ class IndexScan(IndexBindings):
                     if id(n) in returned or (  # model = build(...); ...; return model
                         isinstance(parent, (ast.Assign, ast.AnnAssign))
                         and parent.value is n
-                        and {dotted(t) for t in _targets(parent)} & returned_names
+                        and {dotted(t) for t in assign_targets(parent)} & returned_names
                     ):
                         s.returned_callees.add(target)
             elif isinstance(n, ast.Attribute):

@@ -172,7 +172,7 @@ class Summary:
     logs: bool = False  # it has a log call of its own (print, logger.*, writer.add_scalar ...)
 
 
-def _propagated_flags(s: Summary) -> tuple[bool, ...]:
+def propagated_flags(s: Summary) -> tuple[bool, ...]:
     """The flags `_propagate` spreads from callees to callers: one list, so its before/after
     comparison cannot miss a field (it once compared 5 fields with 6 and never stopped early)."""
     return (
@@ -186,5 +186,5 @@ def _propagated_flags(s: Summary) -> tuple[bool, ...]:
     )
 
 
-def _is_class_summary(s: Summary) -> bool:
+def is_class_summary(s: Summary) -> bool:
     return s.qualname.rsplit(".", 1)[-1][:1].isupper()
