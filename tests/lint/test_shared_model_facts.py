@@ -52,3 +52,14 @@ def test_frozen_names_are_frozen_and_never_thawed() -> None:
         """
     )
     assert frozen_names(ctx.nodes) == {"teacher": 2, "self.ref": 3}
+
+
+def test_over_a_whole_file_only_requires_grad_freezes() -> None:
+    # batchnorm-unsynced reads the whole file: ``model.eval()`` in ``validate`` is no frozen model
+    ctx = _ctx(
+        """
+        model.eval()
+        teacher.requires_grad_(False)
+        """
+    )
+    assert frozen_names(ctx.nodes, mode_switches=False) == {"teacher": 3}

@@ -79,10 +79,12 @@ def _accelerator_name(ctx: FileContext, kwargs_call: ast.Call) -> str | None:
     return None
 
 
-def frozen_names(nodes: Iterable[ast.AST]) -> dict[str, int]:
+def frozen_names(nodes: Iterable[ast.AST], mode_switches: bool = True) -> dict[str, int]:
     """Models ``nodes`` freeze (``m.eval()``, ``m.requires_grad_(False)``, also ``self.m``) and never
     set back to training (``m.train()``, ``m.requires_grad_(True)``): dotted name → line of the first
-    freeze. The one definition of a frozen model (also batchnorm-unsynced's frozen factory models)."""
+    freeze. The one definition of a frozen model (also batchnorm-unsynced's frozen factory models).
+    ``mode_switches=False``: ``eval()``/``train()`` do not count, only ``requires_grad_`` does (over a
+    whole file, ``model.eval()`` is a validation pass, not a frozen model: timm's ``validate``)."""
     frozen: dict[str, int] = {}
     thawed: set[str] = set()
     for node in nodes:
@@ -92,6 +94,8 @@ def frozen_names(nodes: Iterable[ast.AST]) -> dict[str, int]:
         if name is None:
             continue
         off = node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value is False
+        if not mode_switches and attr != "requires_grad_":
+            continue
         if attr == "eval" or (attr == "requires_grad_" and off):
             frozen[name] = min(frozen.get(name, node.lineno), node.lineno)
         elif attr == "train" or attr == "requires_grad_":

@@ -360,7 +360,7 @@ def _frozen(ctx: FileContext, call: ast.Call) -> bool:
     names = {d for t in parent.targets if (d := dotted(t))}
     if any(FROZEN_NAME.search(n.split(".")[-1]) for n in names):
         return True
-    frozen = frozen_names(ctx.of_type(ast.Call))
+    frozen = frozen_names(ctx.of_type(ast.Call), mode_switches=False)
     return any(n in frozen for n in names)
 
 
