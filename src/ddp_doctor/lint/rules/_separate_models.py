@@ -23,7 +23,7 @@ from __future__ import annotations
 import ast
 
 from ddp_doctor.lint.context import FileContext
-from ddp_doctor.lint.handed_models import unmoved
+from ddp_doctor.lint.module_moves import unmoved
 from ddp_doctor.lint.provenance import DESCRIBE_ATTRS
 
 
@@ -44,7 +44,7 @@ def batchnorm_in_other_models(ctx: FileContext, wraps: list[ast.Call], built: li
         holders += found
     wrapped: set[str] = set()
     for w in wraps:
-        arg = unmoved(w.args[0]) if w.args else None
+        arg = unmoved(ctx, w.args[0]) if w.args else None
         if not isinstance(arg, ast.Name):
             return False
         wrapped.add(arg.id)
