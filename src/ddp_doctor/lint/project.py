@@ -1279,10 +1279,11 @@ class ProjectIndex:
     def call_logged_args(self, ctx: FileContext, call: ast.Call) -> list[ast.expr] | None:
         """The arguments ``call`` logs when it runs project code that logs its parameters: a
         function, or a method of a parameter whose annotation names a project class (``def
-        train_step(self, tb_lg: TensorboardLogger)`` ... ``tb_lg.update(**kw)``). None: no such code."""
+        train_step(self, tb_lg: TensorboardLogger)`` ... ``tb_lg.update(**kw)``). None: no such code. Also a method of an object the scope builds from one
+        project class (vilbert ``tbLogger = utils.tbLogger(...)`` ... ``tbLogger.step_train(...)``)."""
         s = self.summary_for(ctx, call.func)
         if s is None:
-            s = self._annotated_method(ctx, call)
+            s = self._annotated_method(ctx, call) or self._constructed_method(ctx, call)
         if s is not None and s.logs_rank0 and not s.logged_params:
             return []  # it logs, but none of its parameters (only alarms: ``if loss > 12: print(loss)``)
         if s is None or not s.logged_params:
@@ -1306,7 +1307,9 @@ class ProjectIndex:
 
     def _constructed_method(self, ctx: FileContext, call: ast.Call) -> Summary | None:
         """The project method ``obj.m(...)`` runs when ``obj`` is bound in this scope only to
-        instances of one project class (``trainer = Trainer(...)`` ... ``trainer.train(...)``)."""
+        instances of one project class (``trainer = Trainer(...)`` ... ``trainer.train(...)``); a
+        rebinding to an item of a loaded checkpoint (``tbLogger = checkpoint["tb_logger"]`` on
+        resume, vilbert) restores an instance pickled from that same class and is not counted."""
         func = call.func
         if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
             return None
@@ -1316,6 +1319,7 @@ class ProjectIndex:
             if isinstance(b, ast.Assign) and isinstance(b.value, ast.Call)
             else None
             for b in binds
+            if not (isinstance(b, ast.Assign) and _checkpoint_item(b.value))
         }
         if len(classes) != 1:
             return None
@@ -1841,10 +1845,26 @@ def _whole_reads(value: ast.AST) -> set[str]:
     return {x.id for x in ast.walk(value) if isinstance(x, ast.Name) and id(x) not in picked}
 
 
-def parameters_logged(ctx: FileContext, fn: ast.AST) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _checkpoint_item(value: ast.expr) -> bool:
+    """``checkpoint["tb_logger"]``: a string-keyed item of a name that says it holds a checkpoint."""
+    return (
+        isinstance(value, ast.Subscript)
+        and isinstance(value.slice, ast.Constant)
+        and isinstance(value.slice.value, str)
+        and any(w in (dotted(value.value) or "").lower() for w in ("checkpoint", "ckpt", "state"))
+    )
+
+
+def parameters_logged(
+    ctx: FileContext, fn: ast.AST, depth: int = 2
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(parameters its log calls write, its positional parameters): ``print``, ``writer.add_scalar``
     ... of a parameter, also through a loop over it (``for k, v in kwargs.items():
-    self.writer.add_scalar(k, v)``). Not ``f.write(...)`` (llm.c ``write_state`` dumps tensors)."""
+    self.writer.add_scalar(k, v)``), and through a same-file helper that logs what it is handed
+    (vilbert ``tbLogger.step_train(..., loss, ...)`` -> ``self.linePlot(stepId, loss, ...)`` ->
+    ``self.logger.add_scalar(..., val, step)``; ``depth`` helpers deep). Not ``f.write(...)``
+    (llm.c ``write_state`` dumps tensors)."""
+    from ddp_doctor.lint.logged_helpers import helper_logged_args
     from ddp_doctor.lint.rank0 import is_log_call
 
     if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -1875,8 +1895,15 @@ def parameters_logged(ctx: FileContext, fn: ast.AST) -> tuple[tuple[str, ...], t
         if isinstance(n, ast.Assign)
     ]
     for call in nodes:
-        if isinstance(call, ast.Call) and is_log_call(call) and not _writes_file(call):
-            names = reads(x for v in [*call.args, *(k.value for k in call.keywords)] for x in ast.walk(v))
+        handed = (
+            helper_logged_args(ctx, call, fn, lambda h: parameters_logged(ctx, h, depth - 1))
+            if depth > 0 and isinstance(call, ast.Call) and not is_log_call(call)
+            else None
+        )
+        if handed or (isinstance(call, ast.Call) and is_log_call(call) and not _writes_file(call)):
+            assert isinstance(call, ast.Call)
+            args = handed if handed is not None else [*call.args, *(k.value for k in call.keywords)]
+            names = reads(x for v in args for x in ast.walk(v))
             names |= loop_aliases(ctx, call, names)
             for n in named:
                 derived = {n}  # and what is computed from it (``overflow = check(loss.item())``)

@@ -20,6 +20,7 @@ from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, method
 from ddp_doctor.lint.flags import gate_of
 from ddp_doctor.lint.loops import LoopFacts
+from ddp_doctor.lint.rules._compiled_returns import compiled_positions
 from ddp_doctor.lint.rules.base import Rule, Violation
 
 DDP = "torch.nn.parallel.DistributedDataParallel"
@@ -72,6 +73,15 @@ class CompileBeforeDdp(Rule):
                                 compiled_at[name] = node
                                 if via:
                                     helper_gates[name] = via
+                    elif positions := compiled_positions(ctx, node.value):
+                        # a same-file helper that builds and compiles the model it returns
+                        # (``net, ema = init_network(args)``), possibly behind its own flag
+                        for pos, t in _unpacked(targets):
+                            if pos in positions and (name := dotted(t)):
+                                compiled[name] = node.lineno
+                                compiled_at[name] = node
+                                if positions[pos]:
+                                    helper_gates[name] = positions[pos]
                     elif ctx.call_qualname(node.value) != DDP:
                         for t in targets:  # rebinding to something else forgets it
                             compiled.pop(dotted(t) or "", None)
@@ -114,6 +124,17 @@ class CompileBeforeDdp(Rule):
                             compile_line=line,
                             ddp_line=node.lineno,
                         )
+
+
+def _unpacked(targets: list[ast.expr]) -> list[tuple[int | None, ast.expr]]:
+    """``a, b = ...`` -> [(0, a), (1, b)]; ``m = ...`` -> [(None, m)]."""
+    out: list[tuple[int | None, ast.expr]] = []
+    for t in targets:
+        if isinstance(t, (ast.Tuple, ast.List)):
+            out.extend(enumerate(t.elts))
+        else:
+            out.append((None, t))
+    return out
 
 
 # calls that return the module they are given (the same object, or for convert_sync_batchnorm the
