@@ -18,7 +18,9 @@ from ddp_doctor.lint.context import FileContext
 LoggedOf = Callable[[ast.FunctionDef | ast.AsyncFunctionDef], tuple[tuple[str, ...], tuple[str, ...]]]
 
 
-def helper_logged_args(ctx: FileContext, call: ast.AST, caller: ast.AST, logged_of: LoggedOf) -> list[ast.expr] | None:
+def helper_logged_args(
+    ctx: FileContext, call: ast.AST, caller: ast.AST, logged_of: LoggedOf
+) -> list[ast.expr] | None:
     """The arguments of ``call`` that the same-file helper it runs logs; None when ``call`` runs no
     such helper (or the helper logs none of its parameters)."""
     if not isinstance(call, ast.Call):
@@ -33,7 +35,11 @@ def helper_logged_args(ctx: FileContext, call: ast.AST, caller: ast.AST, logged_
     spread = any(p.startswith("**") for p in logged)
     out: list[ast.expr] = []
     for i, arg in enumerate(call.args):
-        if isinstance(arg, ast.Starred) or (i < len(params) and params[i] in logged) or (i >= len(params) and rest):
+        if (
+            isinstance(arg, ast.Starred)
+            or (i < len(params) and params[i] in logged)
+            or (i >= len(params) and rest)
+        ):
             out.append(arg)
     for k in call.keywords:
         if (k.arg is not None and k.arg in logged) or (spread and (k.arg is None or k.arg not in params)):

@@ -5,7 +5,9 @@ DDPOptimizer split graphs at bucket boundaries so communication overlaps compute
 Detected: ``DDP(torch.compile(m))``, ``m = torch.compile(m); DDP(m)`` and ``m.compile(); DDP(m)``
 in the same function, compile first in source order; in project mode also a compile hidden in a
 project function or method that returns ``torch.compile`` of its argument (VAR
-``m = args.compile_model(m, args.tfast)``; config-gated by the flag argument it obeys). The compiled
+``m = args.compile_model(m, args.tfast)``; config-gated by the flag argument it obeys), and a
+same-file helper that builds the model, compiles it (behind its own flag) and returns it, alone or
+in a tuple (CBIM ``net, ema_net = init_network(args)``; ``rules/_compiled_returns.py``). The compiled
 module is followed through calls that return it (``DDP(m.to(device))``, ``m = m.cuda()``,
 ``m = SyncBatchNorm.convert_sync_batchnorm(m)``).
 """
@@ -13,7 +15,7 @@ module is followed through calls that return it (``DDP(m.to(device))``, ``m = m.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ddp_doctor.core.catalog import Text
@@ -32,7 +34,8 @@ class CompileBeforeDdp(Rule):
     project_facts = frozenset({"compile"})
     flagged = (
         "`DDP(torch.compile(m))`, or `m = torch.compile(m)` / `m.compile()` / a project helper returning "
-        "`torch.compile(m)` then `DDP(m)` (also `(DDP if distributed else X)(m)`, `DDP(m.to(device))`, "
+        "`torch.compile(m)` / a same-file helper that builds, compiles and returns the model (also in a "
+        "tuple: `net, ema = init_network(args)`) then `DDP(m)` (also `(DDP if distributed else X)(m)`, `DDP(m.to(device))`, "
         "`m` moved or SyncBatchNorm-converted in between) in one function, on the same branch"
     )
     not_flagged = (
@@ -78,10 +81,10 @@ class CompileBeforeDdp(Rule):
                         # (``net, ema = init_network(args)``), possibly behind its own flag
                         for pos, t in _unpacked(targets):
                             if pos in positions and (name := dotted(t)):
-                                compiled[name] = node.lineno
+                                gate, compiled[name] = positions[pos]  # the compile's line, in the helper
                                 compiled_at[name] = node
-                                if positions[pos]:
-                                    helper_gates[name] = positions[pos]
+                                if gate:
+                                    helper_gates[name] = gate
                     elif ctx.call_qualname(node.value) != DDP:
                         for t in targets:  # rebinding to something else forgets it
                             compiled.pop(dotted(t) or "", None)
@@ -126,7 +129,7 @@ class CompileBeforeDdp(Rule):
                         )
 
 
-def _unpacked(targets: list[ast.expr]) -> list[tuple[int | None, ast.expr]]:
+def _unpacked(targets: Sequence[ast.expr]) -> list[tuple[int | None, ast.expr]]:
     """``a, b = ...`` -> [(0, a), (1, b)]; ``m = ...`` -> [(None, m)]."""
     out: list[tuple[int | None, ast.expr]] = []
     for t in targets:
