@@ -91,3 +91,22 @@ def test_the_unshuffled_loader_of_the_tuple_is_not_reported(tmp_path: Path) -> N
     )
     root = _write(tmp_path, {"data/__init__.py": "", "data/loaders.py": BUILDER, "train.py": train})
     assert ("set-epoch-missing", "train.py") not in _found(root)
+
+
+def test_a_comment_naming_set_epoch_in_the_builder_is_not_a_call(tmp_path: Path) -> None:
+    # round 10 (fix10c): the builder's "calls set_epoch" fact is read from its tree, not its text
+    builder = BUILDER.replace(
+        "        return train_loader, val_loader",
+        "        # callers must call train_sampler.set_epoch(epoch)\n        return train_loader, val_loader",
+    )
+    root = _write(tmp_path, {"data/__init__.py": "", "data/loaders.py": builder, "train.py": TRAIN})
+    assert ("set-epoch-missing", "train.py") in _found(root)
+
+
+def test_a_builder_edited_between_two_runs_is_read_again(tmp_path: Path) -> None:
+    # the facts live in each run's project index: no process-wide cache keyed by path can go stale
+    files = {"data/__init__.py": "", "data/loaders.py": BUILDER, "train.py": TRAIN}
+    assert ("set-epoch-missing", "train.py") in _found(_write(tmp_path, files))
+    unshuffled = BUILDER.replace("DistributedSampler(dataset)", "DistributedSampler(dataset, shuffle=False)")
+    assert ("set-epoch-missing", "train.py") not in _found(_write(tmp_path, {"data/loaders.py": unshuffled}))
+    assert ("set-epoch-missing", "train.py") in _found(_write(tmp_path, {"data/loaders.py": BUILDER}))

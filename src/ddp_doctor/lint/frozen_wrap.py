@@ -15,6 +15,7 @@ a model frozen before the call and never switched back to ``train()`` in the fun
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 
 from ddp_doctor.lint.context import FileContext, dotted
 
@@ -30,7 +31,7 @@ def wraps_frozen_model_only(ctx: FileContext, kwargs_call: ast.Call) -> bool:
         return False
     scope = ctx.enclosing_function(kwargs_call)
     nodes = ctx.local(scope)
-    frozen = _frozen_names(nodes)
+    frozen = frozen_names(nodes)
     receivers: list[ast.Call] = []
     for node in nodes:
         if not (isinstance(node, ast.Name) and node.id == accelerator):
@@ -78,20 +79,23 @@ def _accelerator_name(ctx: FileContext, kwargs_call: ast.Call) -> str | None:
     return None
 
 
-def _frozen_names(nodes: list[ast.AST]) -> dict[str, int]:
-    """Names the function freezes (``m.eval()``, ``m.requires_grad_(False)``) and never sets back
-    to training (``m.train()``, ``m.requires_grad_(True)``): name → line of the first freeze."""
+def frozen_names(nodes: Iterable[ast.AST], mode_switches: bool = True) -> dict[str, int]:
+    """Models ``nodes`` freeze (``m.eval()``, ``m.requires_grad_(False)``, also ``self.m``) and never
+    set back to training (``m.train()``, ``m.requires_grad_(True)``): dotted name → line of the first
+    freeze. The one definition of a frozen model (also batchnorm-unsynced's frozen factory models).
+    ``mode_switches=False``: ``eval()``/``train()`` do not count, only ``requires_grad_`` does (over a
+    whole file, ``model.eval()`` is a validation pass, not a frozen model: timm's ``validate``)."""
     frozen: dict[str, int] = {}
     thawed: set[str] = set()
     for node in nodes:
-        if not (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and isinstance(node.func.value, ast.Name)
-        ):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
             continue
-        name, attr = node.func.value.id, node.func.attr
+        name, attr = dotted(node.func.value), node.func.attr
+        if name is None:
+            continue
         off = node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value is False
+        if not mode_switches and attr != "requires_grad_":
+            continue
         if attr == "eval" or (attr == "requires_grad_" and off):
             frozen[name] = min(frozen.get(name, node.lineno), node.lineno)
         elif attr == "train" or attr == "requires_grad_":

@@ -17,9 +17,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ddp_doctor.lint.context import FileContext
+from ddp_doctor.lint.module_moves import unmoved
 
-# Calls that move or re-mode a model and return it (``model.to(device)``, ``model.cuda()``).
-MOVES = frozenset({"to", "cuda", "cpu", "float", "half", "train", "eval", "requires_grad_"})
 TORCH_BATCHNORM = "<torch BatchNorm>"  # a builder outside the project known to build BatchNorm
 # callee -> argument (position, or keyword name) -> {(builder qualname, "file.py:line" of the call)}
 Handed = dict[str, dict[int | str, set[tuple[str, str]]]]
@@ -71,13 +70,6 @@ def handed_builder(
     return None
 
 
-def unmoved(expr: ast.AST) -> ast.AST:
-    """``model.to(device).cuda()`` → ``model``."""
-    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and expr.func.attr in MOVES:
-        expr = expr.func.value
-    return expr
-
-
 def _builders(
     ctx: FileContext,
     target: Callable[[ast.AST], str | None],
@@ -85,7 +77,7 @@ def _builders(
     expr: ast.AST,
     at: ast.AST,
 ) -> set[str]:
-    expr = unmoved(expr)
+    expr = unmoved(ctx, expr)
     for _ in range(MAX_HOPS):
         if isinstance(expr, ast.Call):
             qual = ctx.call_qualname(expr) or ""
@@ -100,7 +92,7 @@ def _builders(
         binding = _latest_assign(ctx, expr.id, at)
         if binding is None:
             return set()
-        value = unmoved(binding.value)
+        value = unmoved(ctx, binding.value)
         if isinstance(value, ast.Name) and value.id == expr.id:
             at = binding  # ``model = model.cuda()``: what it held before
             continue

@@ -8,9 +8,6 @@ from collections.abc import Iterator
 from ddp_doctor.lint.context import FileContext, dotted
 from ddp_doctor.lint.loops import LOOPS, LoopFacts
 
-DATALOADER = "torch.utils.data.DataLoader"
-DISTRIBUTED_SAMPLER = "torch.utils.data.DistributedSampler"
-
 
 def bound_names(ctx: FileContext, value: ast.AST) -> set[str]:
     """Names that end up holding ``value``: ``x = value``, or ``x = f()`` where ``f`` returns it."""
@@ -43,22 +40,6 @@ def bound_names(ctx: FileContext, value: ast.AST) -> set[str]:
                 if isinstance(node.value, ast.Call) and ctx.helper(node.value) is fn:
                     names |= {d for t in node.targets if (d := dotted(t))}
     return names
-
-
-def distributed_sampler_call(ctx: FileContext, call: ast.Call) -> bool:
-    """``DistributedSampler(ds)``, also through a class alias chosen by a condition (``S =
-    RandomSampler if args.local_rank == -1 else DistributedSampler; S(ds)``): a DistributedSampler
-    whenever that branch runs."""
-    if ctx.call_qualname(call) == DISTRIBUTED_SAMPLER:
-        return True
-    if not isinstance(call.func, ast.Name):
-        return False
-    scope = ctx.enclosing_function(call)
-    binds = [b for b in ctx.bindings(scope).get(call.func.id, []) if b.lineno <= call.lineno]
-    last = binds[-1] if binds else None
-    if not isinstance(last, ast.Assign) or not isinstance(last.value, ast.IfExp):
-        return False
-    return DISTRIBUTED_SAMPLER in {ctx.qualname(last.value.body), ctx.qualname(last.value.orelse)}
 
 
 def _aliases(ctx: FileContext, names: set[str]) -> set[str]:

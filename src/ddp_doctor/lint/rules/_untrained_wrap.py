@@ -17,20 +17,20 @@ from __future__ import annotations
 import ast
 
 from ddp_doctor.lint.context import FileContext
-from ddp_doctor.lint.handed_models import unmoved
 from ddp_doctor.lint.loops import OPTIMIZER_CTORS
+from ddp_doctor.lint.module_moves import unmoved
 
 
 def untrained_wrap(ctx: FileContext, call: ast.Call, wraps: list[ast.Call]) -> bool:
     """``call`` (a DDP wrap) wraps a name that no optimizer of the file is built from, while the
     file's optimizers name another wrapped model (see the module docstring)."""
-    wrapped = _wrapped_name(call)
+    wrapped = _wrapped_name(ctx, call)
     if wrapped is None:
         return False
     optimizers = [c for c in ctx.of_type(ast.Call) if OPTIMIZER_CTORS.match(ctx.call_qualname(c) or "")]
     if not optimizers:
         return False
-    others = {n for w in wraps if w is not call and (n := _wrapped_name(w)) is not None and n != wrapped}
+    others = {n for w in wraps if w is not call and (n := _wrapped_name(ctx, w)) is not None and n != wrapped}
     named_any_other = False
     for opt in optimizers:
         names = _names_followed(ctx, opt)
@@ -40,8 +40,8 @@ def untrained_wrap(ctx: FileContext, call: ast.Call, wraps: list[ast.Call]) -> b
     return named_any_other
 
 
-def _wrapped_name(call: ast.Call) -> str | None:
-    arg = unmoved(call.args[0]) if call.args else None
+def _wrapped_name(ctx: FileContext, call: ast.Call) -> str | None:
+    arg = unmoved(ctx, call.args[0]) if call.args else None
     return arg.id if isinstance(arg, ast.Name) else None
 
 

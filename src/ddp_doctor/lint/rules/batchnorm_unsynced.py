@@ -40,10 +40,11 @@ from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.batchnorm_syntax import BATCHNORM, TORCHVISION_BN
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method
 from ddp_doctor.lint.flags import all_defaults, describe, flag_test
-from ddp_doctor.lint.handed_models import unmoved
+from ddp_doctor.lint.frozen_wrap import frozen_names
 from ddp_doctor.lint.idioms import BATCHNORM_ARCH, MODEL_FACTORIES, MODEL_GETTERS, MODEL_REGISTRIES
 from ddp_doctor.lint.inference_only import never_trains
 from ddp_doctor.lint.loops import LoopFacts
+from ddp_doctor.lint.module_moves import unmoved
 from ddp_doctor.lint.project import DDP, ProjectIndex
 from ddp_doctor.lint.rules._model_by_name import builds_batchnorm_by_name
 from ddp_doctor.lint.rules._untrained_wrap import untrained_wrap
@@ -200,7 +201,7 @@ def _handed_batchnorm(ctx: FileContext, project: ProjectIndex, call: ast.Call) -
     that returns the wrap (``smart_DDP(model)``): its callers' files hold the finding."""
     if ctx.call_qualname(call) != DDP or not call.args:
         return None
-    arg = unmoved(call.args[0])
+    arg = unmoved(ctx, call.args[0])
     fn = ctx.enclosing_function(arg)
     if not isinstance(arg, ast.Name) or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return None
@@ -212,7 +213,7 @@ def _handed_batchnorm(ctx: FileContext, project: ProjectIndex, call: ast.Call) -
     if arg.id not in params and arg.id not in [a.arg for a in fn.args.kwonlyargs]:
         return None
     for b in ctx.bindings(fn).get(arg.id, []):
-        moved = isinstance(b, ast.Assign) and isinstance(unmoved(b.value), ast.Name)
+        moved = isinstance(b, ast.Assign) and isinstance(unmoved(ctx, b.value), ast.Name)
         if b.lineno < call.lineno and not moved:
             return None  # rebound to something built here
     if _returns_wrap(ctx, fn, call):
@@ -352,20 +353,15 @@ def _factory_batchnorm(ctx: FileContext, call: ast.Call, defaults: dict[str, obj
 
 def _frozen(ctx: FileContext, call: ast.Call) -> bool:
     """The built model is not trained: a teacher/EMA/target copy (DeiT's distillation teacher) or
-    one whose parameters are frozen (``requires_grad_(False)``), so its statistics never update."""
+    one the file freezes (lint/frozen_wrap.py ``frozen_names``), so its statistics never update."""
     parent = ctx.parents.get(call)
     if not isinstance(parent, ast.Assign):
         return False
     names = {d for t in parent.targets if (d := dotted(t))}
     if any(FROZEN_NAME.search(n.split(".")[-1]) for n in names):
         return True
-    return any(
-        dotted(c.func) in {f"{n}.requires_grad_" for n in names}
-        and c.args
-        and isinstance(c.args[0], ast.Constant)
-        and c.args[0].value is False
-        for c in ctx.of_type(ast.Call)
-    )
+    frozen = frozen_names(ctx.of_type(ast.Call), mode_switches=False)
+    return any(n in frozen for n in names)
 
 
 def _opt_in_gate(ctx: FileContext, conversions: list[ast.AST], bn_nodes: list[ast.AST]) -> str | None:

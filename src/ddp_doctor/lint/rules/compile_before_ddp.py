@@ -22,6 +22,7 @@ from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, method
 from ddp_doctor.lint.flags import gate_of
 from ddp_doctor.lint.loops import LoopFacts
+from ddp_doctor.lint.module_moves import unmoved
 from ddp_doctor.lint.rules._compiled_returns import compiled_positions
 from ddp_doctor.lint.rules.base import Rule, Violation
 
@@ -61,7 +62,7 @@ class CompileBeforeDdp(Rule):
                 if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Call):
                     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                     via = _compile_helper(ctx, node.value)
-                    kept = dotted(_module_of(ctx, node.value))
+                    kept = dotted(unmoved(ctx, node.value, through_syncbn=True))
                     if kept in compiled:  # ``m = m.to(device)``: still the compiled module
                         for t in targets:
                             if name := dotted(t):
@@ -94,7 +95,7 @@ class CompileBeforeDdp(Rule):
                         compiled[m[0]] = node.lineno
                         compiled_at[m[0]] = node
                     if ctx.call_qualname(node) == DDP and node.args:
-                        arg = _module_of(ctx, node.args[0])
+                        arg = unmoved(ctx, node.args[0], through_syncbn=True)
                         line = (
                             arg.lineno
                             if isinstance(arg, ast.Call) and ctx.call_qualname(arg) == COMPILE
@@ -138,31 +139,6 @@ def _unpacked(targets: Sequence[ast.expr]) -> list[tuple[int | None, ast.expr]]:
         else:
             out.append((None, t))
     return out
-
-
-# calls that return the module they are given (the same object, or for convert_sync_batchnorm the
-# same top module with its BatchNorm children swapped): a compiled module stays compiled through them
-SAME_MODULE_METHODS = frozenset(
-    {"to", "cuda", "float", "half", "bfloat16", "double", "train", "requires_grad_"}
-)
-SAME_MODULE_FUNCTIONS = frozenset({"torch.nn.SyncBatchNorm.convert_sync_batchnorm"})
-
-
-def _module_of(ctx: FileContext, expr: ast.expr) -> ast.expr:
-    """The module expression under ``m.to(device)``, ``m.cuda().train()``, or
-    ``SyncBatchNorm.convert_sync_batchnorm(m)``; ``expr`` itself otherwise."""
-    while isinstance(expr, ast.Call):
-        if ctx.call_qualname(expr) in SAME_MODULE_FUNCTIONS and expr.args:
-            expr = expr.args[0]
-        elif (
-            isinstance(expr.func, ast.Attribute)
-            and expr.func.attr in SAME_MODULE_METHODS
-            and ctx.qualname(expr.func) is None  # a method of a value, not ``torch.cuda(...)``
-        ):
-            expr = expr.func.value
-        else:
-            break
-    return expr
 
 
 def _compile_helper(ctx: FileContext, call: ast.Call) -> str | None:

@@ -289,10 +289,12 @@ def _rank0_flags(ctx: FileContext, fn: ast.AST, predicates: set[str]) -> set[str
         return set()
     owner = ctx.parents.get(fn)
     if owner is ctx.tree:
-        calls = [c for c in ctx.of_type(ast.Call) if isinstance(c.func, ast.Name) and c.func.id == fn.name]
+        calls = [c for c in ctx.calls_named(fn.name) if isinstance(c.func, ast.Name)]
     elif isinstance(owner, ast.ClassDef):
         calls = [
-            c for c in ctx.of_type(ast.Call) if dotted(c.func) == f"self.{fn.name}" and _inside(ctx, c, owner)
+            c
+            for c in ctx.calls_named(fn.name)
+            if dotted(c.func) == f"self.{fn.name}" and _inside(ctx, c, owner)
         ]
     else:
         return set()

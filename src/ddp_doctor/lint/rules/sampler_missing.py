@@ -29,8 +29,9 @@ from collections.abc import Iterator
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, keyword
 from ddp_doctor.lint.loops import LoopFacts
-from ddp_doctor.lint.rules._data import DATALOADER, bound_names, trains_on
+from ddp_doctor.lint.rules._data import bound_names, trains_on
 from ddp_doctor.lint.rules.base import Rule, Violation
+from ddp_doctor.lint.samplers import DATALOADER
 
 DATA_PARALLEL = (
     "torch.nn.parallel.DistributedDataParallel",

@@ -30,20 +30,20 @@ import ast
 from collections.abc import Iterator
 
 from ddp_doctor.core.catalog import Text
-from ddp_doctor.lint.context import FileContext, dotted, keyword, method
+from ddp_doctor.lint.context import FileContext, dotted, keyword
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.rules._carried_loaders import caller_epoch_loop, carried_loaders
-from ddp_doctor.lint.rules._data import (
-    DATALOADER,
-    DISTRIBUTED_SAMPLER,
-    bound_names,
-    distributed_sampler_call,
-    enclosing_loop,
-    loops_iterating,
-)
-from ddp_doctor.lint.rules._returned_loaders import WHOLE, returned_loader, sets_epoch_elsewhere
+from ddp_doctor.lint.rules._data import bound_names, enclosing_loop, loops_iterating
+from ddp_doctor.lint.rules._returned_loaders import returned_loader, sets_epoch_elsewhere
 from ddp_doctor.lint.rules.base import Edit, Rule, Violation, insert_line_before, starts_own_line
 from ddp_doctor.lint.rules.fp16_no_scaler import EVAL_FUNCTION
+from ddp_doctor.lint.samplers import (
+    DATALOADER,
+    DISTRIBUTED_SAMPLER,
+    WHOLE,
+    calls_set_epoch,
+    distributed_sampler_call,
+)
 
 
 class SetEpochMissing(Rule):
@@ -73,10 +73,9 @@ class SetEpochMissing(Rule):
     project_facts = frozenset({"epochs"})
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
-        nodes = list(ctx.nodes)
-        if any((m := method(n)) and m[1] == "set_epoch" for n in nodes if isinstance(n, ast.Call)):
+        if calls_set_epoch(ctx):
             return
-        calls = [n for n in nodes if isinstance(n, ast.Call)]
+        calls = [n for n in ctx.nodes if isinstance(n, ast.Call)]
         yield from self._from_builders(ctx, facts, calls)
         # once, not per sampler: a notebook of many cells repeating the loop was quadratic (minutes)
         dataloaders = [

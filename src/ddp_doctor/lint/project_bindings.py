@@ -1,0 +1,199 @@
+"""Project-wide spellings and call sites, recorded file by file while the index is built:
+objects whose ``__call__`` runs backward, objects that exist only on rank 0, rank-0 predicates
+and logging/print silencers, meters, whether each call of project code sits under a rank-0 test,
+and the arguments every call binds to a rank-0 test (lint/rank0_handoff.py).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ddp_doctor.lint.batchnorm_syntax import BATCHNORM, TORCHVISION_BN
+from ddp_doctor.lint.context import FileContext, dotted
+from ddp_doctor.lint.handed_models import record as record_handed
+from ddp_doctor.lint.module_moves import SAME_MODULE_METHODS
+from ddp_doctor.lint.project_core import IndexCore
+from ddp_doctor.lint.project_def_facts import is_none
+from ddp_doctor.lint.project_log_facts import rank0_if
+from ddp_doctor.lint.rank0 import is_log_sink
+
+CONTAINERS = frozenset({"dict", "list", "set", "defaultdict", "OrderedDict", "collections.defaultdict"})
+
+
+SCOPES_UP = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)  # a guard is searched up to its function
+
+
+def _unpacked_targets(
+    index: IndexCore, nodes: list[ast.AST], imports: dict[str, str]
+) -> dict[str, tuple[str, int]]:
+    """Names a function binds only by unpacking a call of project code: ``{name: (callee, position)}``
+    (``device, is_logger = setup(config)`` → ``{"is_logger": ("...torch_setup.setup", 1)}``)."""
+    out: dict[str, tuple[str, int] | None] = {}
+    for n in nodes:
+        if not isinstance(n, ast.Assign):
+            continue
+        for t in n.targets:
+            if isinstance(t, ast.Tuple) and isinstance(n.value, ast.Call):
+                target = index._project_target(imports, n.value.func)
+                for k, e in enumerate(t.elts):
+                    if isinstance(e, ast.Name):
+                        out[e.id] = (target, k) if target and e.id not in out else None
+            elif isinstance(t, ast.Name):
+                out[t.id] = None
+    return {k: v for k, v in out.items() if v is not None}
+
+
+class IndexBindings(IndexCore):
+    """Records the project-wide spellings and call sites of each file (see the module docstring)."""
+
+    def _bindings(self, ctx: FileContext, imports: dict[str, str], module: str) -> None:
+        """Project-wide spellings: backward-running objects, rank-0-only objects, meters."""
+        from ddp_doctor.lint.dist_tests import distributed_predicates
+        from ddp_doctor.lint.rank0 import (
+            is_builtin_print,
+            is_rank0_test,
+            rank0_predicates,
+            silenced_stdout,
+            silences_other_ranks,
+        )
+
+        rank0 = "rank0_logging" in self.facts
+        loss = "loss_flow" in self.facts
+        if "batchnorm" in self.facts:
+            record_handed(
+                ctx,
+                lambda f: self._project_target(imports, f),
+                lambda q: bool(BATCHNORM.match(q) or TORCHVISION_BN.match(q)),
+                self.handed_models,
+            )
+        predicates = (
+            rank0_predicates(ctx.tree, [f for defs in ctx.functions.values() for f in defs])
+            if rank0
+            else set()
+        )
+        self.rank0_predicates |= predicates
+        if rank0:
+            self.distributed_predicates |= distributed_predicates(
+                f for defs in ctx.functions.values() for f in defs
+            )
+        if rank0 and silences_other_ranks(ctx.tree, predicates, ctx.parents):
+            self.silences_other_ranks = True
+            self.logging_silencers.add(module)
+        if (
+            rank0
+            and "print" in ctx.words
+            and (silencer := silenced_stdout(ctx.of_type(ast.Assign), ctx.parents, predicates))
+            and any(is_builtin_print(t) for t in silencer.targets)
+        ):
+            self.print_silencers[module] = silencer.lineno
+
+        if rank0:
+            from ddp_doctor.lint.rank0_handoff import returned_rank0_positions
+
+            ranked = any("rank" in w.lower() for w in ctx.words)  # no rank, no rank-0 test to return
+            for fn in ctx.tree.body if ranked else ():  # ``def setup(config): ... return device, is_logger``
+                if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    positions = returned_rank0_positions(fn, predicates, ctx.parents)
+                    if positions:
+                        self.rank0_returns[f"{module}.{fn.name}"] = positions
+            self._call_sites(ctx, imports, predicates)
+        for node in ctx.of_type(ast.Assign):
+            names = {d for t in node.targets if (d := dotted(t))}
+            value = node.value
+            while (  # ``VQLoss(...).to(device)``: the instance the constructor built
+                isinstance(value, ast.Call)
+                and isinstance(value.func, ast.Attribute)
+                and value.func.attr in SAME_MODULE_METHODS
+                and isinstance(value.func.value, ast.Call)
+            ):
+                value = value.func.value
+            if isinstance(value, ast.Call):
+                target = self._project_target(imports, value.func)
+                if target:
+                    self._pending.append((target, names, module))
+                local = dotted(value.func) or ""
+                if loss and local not in CONTAINERS:  # ``dict()`` is a literal, like ``{}``
+                    if not target and local in self._local_names:
+                        target = f"{module}.{local}"  # a class of this same file
+                    for n in names:
+                        self._call_bound.setdefault(n.split(".")[-1], set()).add(target or "")
+            if not rank0:
+                continue
+            if (
+                isinstance(value, ast.IfExp)
+                and is_none(value.orelse)
+                and is_rank0_test(value.test, predicates)
+                and is_log_sink(value.body)
+            ):
+                self.rank0_objects |= {n.split(".")[-1] for n in names}
+            elif is_log_sink(value):
+                guard = rank0_if(ctx, node)
+                if guard is not None:
+                    self.rank0_objects |= {n.split(".")[-1] for n in names}
+
+    def _call_sites(self, ctx: FileContext, imports: dict[str, str], predicates: set[str]) -> None:
+        """Record, for every call of project code (or ``obj.name(...)``), whether it sits under a
+        rank-0 test."""
+        from ddp_doctor.lint.rank0 import enclosing_rank0_if, is_not_rank0_test, is_rank0_test
+
+        # a file without any rank test guards no call (most library files): no parent walks
+        guarded_file = any(
+            is_rank0_test(n.test, predicates) or is_not_rank0_test(n.test, predicates)
+            for n in ctx.of_type(ast.If)
+        )
+        scopes: dict[int, tuple[set[str], dict[str, tuple[str, int]]]] = {}
+        for call in ctx.of_type(ast.Call):
+            func = call.func
+            if isinstance(func, ast.Attribute):
+                key = None if func.attr.startswith("__") else f".{func.attr}"
+            else:
+                key = self._project_target(imports, func)
+            if key is None:
+                continue
+            guarded = (
+                guarded_file and enclosing_rank0_if(ctx.parents, call, SCOPES_UP, predicates) is not None
+            )
+            self._guarded_calls[key] = self._guarded_calls.get(key, True) and guarded
+            if not key.startswith("."):
+                self._record_rank0_args(ctx, imports, predicates, key, call, scopes)
+
+    def _record_rank0_args(
+        self,
+        ctx: FileContext,
+        imports: dict[str, str],
+        predicates: set[str],
+        key: str,
+        call: ast.Call,
+        scopes: dict[int, tuple[set[str], dict[str, tuple[str, int]]]],
+    ) -> None:
+        """Keep, for ``key``, the arguments that every call so far binds to a rank-0 test (a test
+        where the call is made, or a name unpacked from a position a project function returns one in;
+        those positions are checked when the index is complete)."""
+        from ddp_doctor.lint.rank0 import rank0_locals
+        from ddp_doctor.lint.rank0_handoff import rank0_arguments
+
+        found: dict[str | int, frozenset[tuple[str, int]]] = {}
+        if call.args or call.keywords:
+            fn = ctx.enclosing_function(call)
+            if id(fn) not in scopes:
+                nodes = ctx.local(fn)
+                unpacked = _unpacked_targets(self, nodes, imports)
+                scopes[id(fn)] = (rank0_locals(fn, nodes, predicates, ctx.parents), unpacked)
+            flags, unpacked = scopes[id(fn)]
+            sure = rank0_arguments(call, predicates | flags)
+            hoped = rank0_arguments(call, predicates | flags | set(unpacked))
+            for arg in hoped:
+                expr = (
+                    call.args[arg]
+                    if isinstance(arg, int)
+                    else next(k.value for k in call.keywords if k.arg == arg)
+                )
+                deps = frozenset(
+                    unpacked[n.id] for n in ast.walk(expr) if isinstance(n, ast.Name) and n.id in unpacked
+                )
+                found[arg] = frozenset() if arg in sure else deps
+        before = self._rank0_args.get(key)
+        if before is None:
+            self._rank0_args[key] = found
+        else:
+            self._rank0_args[key] = {a: before[a] | d for a, d in found.items() if a in before}

@@ -1,0 +1,266 @@
+"""Facts of one def read from its own tree, no index needed: what it returns, which parameters it
+trains on or iterates over epochs, whether it wraps a parameter in DDP, returns ``torch.compile``
+of one or ``torch.float16``, reads a rank and a world size; whether a class's update reduces.
+The project index (project_scan.py) records them in each :class:`~ddp_doctor.lint.project_summary.Summary`.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
+from ddp_doctor.lint.loops import backward_of
+from ddp_doctor.lint.provenance import is_reduce, is_update_method
+
+FP16_NAMES = frozenset({"torch.float16", "torch.half"})  # generated giants are not summarised
+
+
+def returned_exprs(body: list[ast.AST]) -> tuple[set[int], set[str]]:
+    """Ids of the returned expressions and the dotted names returned (``return model``,
+    ``return model, optimizer``, ``return a if c else b``, ``return get_model()()``)."""
+    returned: set[int] = set()
+    returned_names: set[str] = set()
+    for n in body:
+        if isinstance(n, ast.Return) and n.value is not None:
+            parts = n.value.elts if isinstance(n.value, (ast.Tuple, ast.List)) else [n.value]
+            for part in parts:
+                returned.add(id(part))
+                inner = part
+                while isinstance(inner, ast.Call) and isinstance(inner.func, ast.Call):
+                    inner = inner.func  # ``return get_model()()``: what the factory returned
+                    returned.add(id(inner))
+                if isinstance(part, ast.IfExp):
+                    returned |= {id(part.body), id(part.orelse)}
+                if (d := dotted(part)) is not None:
+                    returned_names.add(d)
+    return returned, returned_names
+
+
+_RANK_WORD = re.compile(r"rank|process_index", re.IGNORECASE)
+
+
+_WORLD_WORD = re.compile(r"world|num_replicas|num_processes", re.IGNORECASE)
+
+
+def body_reads_rank_and_world(body: list[ast.AST]) -> bool:
+    """The nodes read a rank and a world size (names, attributes, calls such as ``get_rank()``)."""
+    words = {
+        n.id if isinstance(n, ast.Name) else n.attr for n in body if isinstance(n, (ast.Name, ast.Attribute))
+    }
+    return any(_RANK_WORD.search(w) for w in words) and any(_WORLD_WORD.search(w) for w in words)
+
+
+def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef, skip_self: bool) -> list[str]:
+    names = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+    return names[1:] if skip_self and names else names
+
+
+def trained_params_of(ctx: FileContext, node: ast.AST) -> set[str | int]:
+    """Which parameters of a function (or of a class's ``__init__``) feed a training loop."""
+    if isinstance(node, ast.ClassDef):
+        init = next((b for b in node.body if isinstance(b, ast.FunctionDef) and b.name == "__init__"), None)
+        if init is None:
+            return set()
+        params = _params(init, skip_self=True)
+        held: dict[str, str] = {}  # self.attr -> parameter
+        for n in ast.walk(init):
+            if isinstance(n, ast.Assign) and isinstance(n.value, ast.Name) and n.value.id in params:
+                for t in n.targets:
+                    if (d := dotted(t)) and d.startswith("self."):
+                        held[d] = n.value.id
+        region: ast.AST = node
+        watched = held
+    elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        params = _params(node, skip_self=False)
+        region, watched = node, {p: p for p in params}
+    else:
+        return set()
+    if not watched:
+        return set()
+    backward_fns = {
+        f.name
+        for f in ast.walk(region)
+        if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(backward_of(x) for x in ast.walk(f))
+    }
+    out: set[str | int] = set()
+    for loop in ast.walk(region):
+        if not isinstance(loop, (ast.For, ast.AsyncFor)):
+            continue
+        source = next((watched[d] for x in ast.walk(loop.iter) if (d := dotted(x)) in watched), None)
+        if source is None:
+            continue
+        body = [x for stmt in loop.body for x in ast.walk(stmt)]
+        if any(backward_of(x) for x in body) or any(
+            isinstance(x, ast.Call)
+            and isinstance(x.func, (ast.Name, ast.Attribute))
+            and (x.func.id if isinstance(x.func, ast.Name) else x.func.attr) in backward_fns
+            for x in body
+        ):
+            out |= {source, params.index(source)}
+    return out
+
+
+def epoch_params_of(
+    ctx: FileContext, fn: ast.FunctionDef | ast.AsyncFunctionDef, is_method: bool
+) -> set[str | int]:
+    """Parameters ``fn`` iterates (``for b in p``, ``enumerate(p)``, ``iter(p)``) inside a loop
+    nested in another loop of its own, or passes to a call inside a loop of its own (not in the
+    header of that loop: pysot's single ``for idx, data in enumerate(train_loader)`` derives the
+    epoch from ``idx`` and iterates the loader once)."""
+    params = _params(fn, skip_self=is_method)
+    if not params:
+        return set()
+    out: set[str | int] = set()
+    for loop in walk_local(fn):
+        if not isinstance(loop, (ast.For, ast.AsyncFor, ast.While)):
+            continue
+        # a for-loop's own header runs once: ``for i, b in enumerate(p)`` alone is one pass over ``p``
+        header = set(map(id, ast.walk(loop.iter))) if isinstance(loop, (ast.For, ast.AsyncFor)) else set()
+        for node in walk_local(loop):
+            if node is loop or id(node) in header:
+                continue
+            used: list[ast.expr] = []
+            if isinstance(node, (ast.For, ast.AsyncFor)):  # ``for b in p``, ``for i, b in enumerate(p)``
+                used = [x for x in ast.walk(node.iter) if isinstance(x, ast.Name)]
+            elif isinstance(node, ast.Call) and (dotted(node.func) or "") not in _NOT_ITERATING:
+                used = [*node.args, *(k.value for k in node.keywords)]  # the loader itself, handed on
+            for x in used:
+                if isinstance(x, ast.Name) and x.id in params:
+                    out |= {x.id, params.index(x.id)}
+    return out
+
+
+# Calls that read a loader without iterating it (``len(train_loader)`` in a progress message)
+_NOT_ITERATING = frozenset({"len", "print", "isinstance", "str", "repr", "type", "id", "getattr", "hasattr"})
+
+
+def assign_targets(node: ast.Assign | ast.AnnAssign) -> list[ast.expr]:
+    return list(node.targets) if isinstance(node, ast.Assign) else [node.target]
+
+
+def compiled_param_of(ctx: FileContext, fn: ast.AST, method: bool) -> tuple[int, int | None] | None:
+    """``(model parameter, flag parameter)`` for a function that returns ``torch.compile(p, ...)`` of
+    its parameter ``p`` (also as a branch of ``a if c else p``); the flag is the other parameter its
+    conditions test (VAR ``if fast == 0: return m``), None when none does. Indices skip ``self``."""
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+    if method and params:
+        params = params[1:]
+    model: int | None = None
+    for r in ctx.local(fn):
+        if not isinstance(r, ast.Return) or r.value is None:
+            continue
+        for part in (r.value.body, r.value.orelse) if isinstance(r.value, ast.IfExp) else (r.value,):
+            if (
+                isinstance(part, ast.Call)
+                and ctx.call_qualname(part) == "torch.compile"
+                and part.args
+                and isinstance(part.args[0], ast.Name)
+                and part.args[0].id in params
+            ):
+                model = params.index(part.args[0].id)
+    if model is None:
+        return None
+    tests = [n.test for n in ctx.local(fn) if isinstance(n, (ast.If, ast.IfExp))]
+    flags = {
+        params.index(x.id)
+        for t in tests
+        for x in ast.walk(t)
+        if isinstance(x, ast.Name) and x.id in params and params.index(x.id) != model
+    }
+    return model, (flags.pop() if len(flags) == 1 else None)
+
+
+def is_none(node: ast.AST | None) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def wraps_parameter(ctx: FileContext, fn: ast.AST, wrap: ast.Call) -> bool:
+    """The value ``wrap`` (a DDP/FSDP call in ``fn``) wraps is ``fn``'s parameter or ``self.x``, possibly
+    moved or converted on the way (``model = model.cuda()``, ``m = convert_sync_batchnorm(m)``);
+    False when it is a model ``fn`` built (``model = ResNet(...)``)."""
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return True
+    a = fn.args
+    params = {x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)} - {"self", "cls"}
+    target = wrap.args[0] if wrap.args else next((k.value for k in wrap.keywords if k.arg == "module"), None)
+    binds = ctx.bindings(fn)
+    line = wrap.lineno
+    for _ in range(8):
+        if target is None:
+            return True
+        if isinstance(target, ast.Attribute):
+            return True  # ``self.model``: set elsewhere, may be the caller's
+        if isinstance(target, ast.Call):  # DDP(model.to(device)), DDP(convert(model))
+            target = (
+                target.func.value
+                if isinstance(target.func, ast.Attribute)
+                else (target.args[0] if target.args else None)
+            )
+            continue
+        if not isinstance(target, ast.Name):
+            return True
+        before = [b for b in binds.get(target.id, []) if b.lineno < line]
+        if not before:
+            return target.id in params
+        last = before[-1]
+        if not isinstance(last, ast.Assign):
+            return True
+        line = last.lineno
+        value = last.value
+        if isinstance(value, ast.Call):
+            inner = value.func.value if isinstance(value.func, ast.Attribute) else None
+            first = value.args[0] if value.args else None
+            if isinstance(inner, ast.Name) and inner.id == target.id:
+                target = inner  # model = model.cuda()
+                continue
+            if isinstance(first, ast.Name) and first.id == target.id:
+                target = first  # model = convert(model)
+                continue
+            return False  # built here: model = ResNet(...)
+        target = value
+    return True
+
+
+def scaled_backward(backward: ast.Call) -> bool:
+    """``x.scale(loss).backward()``: the receiver of the backward is a scaler's ``scale`` call."""
+    receiver = backward.func.value if isinstance(backward.func, ast.Attribute) else None
+    return isinstance(receiver, ast.Call) and (method(receiver) or (None, ""))[1] == "scale"
+
+
+def fp16_return(ctx: FileContext, fn: ast.AST) -> str | None:
+    """The condition under which ``fn`` returns ``torch.float16``/``torch.half`` (the test of the
+    innermost ``if`` around that return; "" when none), or None when it never does."""
+    for node in ctx.local(fn):
+        if isinstance(node, ast.Return) and node.value is not None and ctx.qualname(node.value) in FP16_NAMES:
+            child: ast.AST = node
+            cur = ctx.parents.get(node)
+            while cur is not None and cur is not fn:
+                if isinstance(cur, ast.If):
+                    test = ctx.segment(cur.test)
+                    return test if child in cur.body else f"not ({test})"
+                child, cur = cur, ctx.parents.get(cur)
+            return ""
+    return None
+
+
+def class_syncs_updates(ctx: FileContext, cls: ast.ClassDef) -> bool:
+    """The class's update method (``update``, ``add``, ...) reduces across ranks, directly or through
+    another method of the class (``self._sync(val)`` → ``sync_tensor(val, reduce="sum")``)."""
+    methods = {b.name: b for b in cls.body if isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+    def reduces(fn: ast.AST, depth: int) -> bool:
+        for n in ctx.local(fn):
+            if not isinstance(n, ast.Call):
+                continue
+            name = dotted(n.func) or ""
+            if is_reduce(name):
+                return True
+            m = method(n)
+            if depth and m and m[0] == "self" and m[1] in methods and reduces(methods[m[1]], depth - 1):
+                return True
+        return False
+
+    return any(reduces(fn, 1) for name, fn in methods.items() if is_update_method(name))

@@ -1,0 +1,146 @@
+"""Logging facts of one def read from its own tree: which parameters its log calls write, whether
+every log call sits under a rank-0 test, whether it is a rank-0-only decorator. The project index
+(project_scan.py) records them for rank0-only-loss-log.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ddp_doctor.lint.context import FileContext
+from ddp_doctor.lint.provenance import alarm, bound_names, loop_aliases, reads
+
+
+def _whole_reads(value: ast.AST) -> set[str]:
+    """Names ``value`` reads as a whole: not only as the container of an item or attribute it picks
+    (``d["k"]``, ``d.get("k")``, ``d.k``)."""
+    picked = {
+        id(x.value)
+        for x in ast.walk(value)
+        if isinstance(x, (ast.Subscript, ast.Attribute)) and isinstance(x.value, ast.Name)
+    }
+    return {x.id for x in ast.walk(value) if isinstance(x, ast.Name) and id(x) not in picked}
+
+
+def parameters_logged(
+    ctx: FileContext, fn: ast.AST, depth: int = 2
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(parameters its log calls write, its positional parameters): ``print``, ``writer.add_scalar``
+    ... of a parameter, also through a loop over it (``for k, v in kwargs.items():
+    self.writer.add_scalar(k, v)``), and through a same-file helper that logs what it is handed
+    (vilbert ``tbLogger.step_train(..., loss, ...)`` -> ``self.linePlot(stepId, loss, ...)`` ->
+    ``self.logger.add_scalar(..., val, step)``; ``depth`` helpers deep). Not ``f.write(...)``
+    (llm.c ``write_state`` dumps tensors)."""
+    from ddp_doctor.lint.logged_helpers import helper_logged_args
+    from ddp_doctor.lint.rank0 import is_log_call
+
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return (), ()
+    a = fn.args
+    positional = [x.arg for x in (*a.posonlyargs, *a.args)]
+    if positional and positional[0] in ("self", "cls"):
+        positional = positional[1:]
+    named = {x.arg: x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)}
+    if a.vararg is not None:
+        named[a.vararg.arg] = "*" + a.vararg.arg
+    if a.kwarg is not None:
+        named[a.kwarg.arg] = "**" + a.kwarg.arg
+    named.pop("self", None)
+    named.pop("cls", None)
+    nodes = ctx.local(fn)
+    if not named or len(nodes) > 400:
+        return (), tuple(positional)
+    logged: set[str] = set()
+    assigns = [
+        (reads(ast.walk(n.value)), {t for target in n.targets for t in bound_names(target)})
+        for n in nodes
+        if isinstance(n, ast.Assign)
+    ]
+    wholes = [
+        (_whole_reads(n.value), {t for target in n.targets for t in bound_names(target)})
+        for n in nodes
+        if isinstance(n, ast.Assign)
+    ]
+    for call in nodes:
+        handed = (
+            helper_logged_args(ctx, call, fn, lambda h: parameters_logged(ctx, h, depth - 1))
+            if depth > 0 and isinstance(call, ast.Call) and not is_log_call(call)
+            else None
+        )
+        if handed or (isinstance(call, ast.Call) and is_log_call(call) and not _writes_file(call)):
+            assert isinstance(call, ast.Call)
+            args = handed if handed is not None else [*call.args, *(k.value for k in call.keywords)]
+            names = reads(x for v in args for x in ast.walk(v))
+            names |= loop_aliases(ctx, call, names)
+            for n in named:
+                derived = {n}  # and what is computed from it (``overflow = check(loss.item())``)
+                for _ in range(2):
+                    for read, written in assigns:
+                        if read & derived:
+                            derived |= written
+                # the parameter or a message built from all of it (ColBERT ``print_message(*s)``:
+                # ``s = " ".join(...)``, ``msg = "[...] {}".format(s)``, ``print(msg)``); not an item
+                # picked out of it (wenet's ``step = info_dict.get("step")`` is not the loss)
+                whole = {n}
+                for _ in range(2):
+                    for read, written in wholes:
+                        if read & whole:
+                            whole |= written
+                if n not in names and not (names & whole):
+                    continue
+                if not alarm(ctx, call, derived):  # ``if loss > 12: print(loss)`` warns, it does not log
+                    logged.add(named[n])
+    return tuple(sorted(logged)), tuple(positional)
+
+
+def _writes_file(call: ast.Call) -> bool:
+    return isinstance(call.func, ast.Attribute) and call.func.attr == "write"
+
+
+def rank0_if(ctx: FileContext, node: ast.AST) -> ast.If | None:
+    """The ``if <rank-0 test>:`` whose body (not else) holds ``node``, in the same function."""
+    from ddp_doctor.lint.rank0 import enclosing_rank0_if
+
+    return enclosing_rank0_if(ctx.parents, node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+
+
+def is_rank0_decorator(ctx: FileContext, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """``fn(func)`` defines a wrapper that calls ``func`` only under a rank-0 test and returns it
+    (``def master_only(func): def wrapper(*a, **k): if rank == 0: return func(*a, **k)``)."""
+    params = [a.arg for a in fn.args.args]
+    if not params:
+        return False
+    for inner in fn.body:
+        if not isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        returned = any(
+            isinstance(r, ast.Return) and isinstance(r.value, ast.Name) and r.value.id == inner.name
+            for r in fn.body
+        )
+        calls = [
+            c
+            for c in ctx.local(inner)
+            if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id == params[0]
+        ]
+        if returned and calls and all(rank0_if(ctx, c) is not None for c in calls):
+            return True
+    return False
+
+
+def has_log_call(ctx: FileContext, fn: ast.AST) -> bool:
+    from ddp_doctor.lint.rank0 import is_log_call
+
+    return any(isinstance(n, ast.Call) and is_log_call(n) for n in ctx.local(fn))
+
+
+def logs_rank0_only(ctx: FileContext, fn: ast.AST) -> bool:
+    """A small function whose every log call sits under a rank-0 test (``def print0(*a): if rank == 0:
+    print(*a)``) or logs on rank 0 by itself (``def print(self, msg): return
+    self.accelerator.print(msg)``): calling it logs on rank 0 only."""
+    from ddp_doctor.lint.rank0 import is_log_call, is_rank0_log_call
+
+    nodes = ctx.local(fn)
+    if len(nodes) > 200:
+        return False
+    logs = [n for n in nodes if isinstance(n, ast.Call) and is_log_call(n)]
+    return bool(logs) and all(rank0_if(ctx, n) is not None or is_rank0_log_call(n) for n in logs)

@@ -1,0 +1,461 @@
+"""What the rules ask the finished project index about a call, a def or a module: does this call
+wrap in DDP, build BatchNorm, return the loss, log its arguments, compile, step an optimizer, run
+on rank 0 only; does a GradScaler or a print/logging silencer cover this module.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from ddp_doctor.lint.context import FileContext, dotted, method
+from ddp_doctor.lint.handed_models import handed_builder
+from ddp_doctor.lint.project_core import CONFLICT, GENERIC_METHODS, MAX_SAME_NAME_METHODS, IndexCore
+from ddp_doctor.lint.project_modules import attach, defs_of, is_test_module, module_level_names, parse_file
+from ddp_doctor.lint.project_summary import is_class_summary
+from ddp_doctor.lint.provenance import LossFlow, Shape, evaluation_function, merge, reads
+
+
+class IndexQueries(IndexCore):
+    """The rules' questions to the finished index (see the module docstring)."""
+
+    def handed_batchnorm(self, qualname: str, position: int, name: str) -> str | None:
+        """Where a caller hands parameter ``position``/``name`` of ``qualname`` a BatchNorm model."""
+        return handed_builder(
+            self.handed_models,
+            self._get,
+            qualname,
+            position,
+            name,
+            lambda q: (s := self._get(q)) is not None and s.builds_batchnorm,
+        )
+
+    def module_builds_batchnorm(self, module: str) -> bool:
+        """Some function or class of ``module`` builds BatchNorm (after propagation); for a package,
+        also one it re-exports (MhLiao/DB ``getattr(backbones, name)`` with ``backbones/__init__.py``
+        doing ``from .resnet import resnet18, ...``) or star-imports."""
+        if self._bn_modules is None:
+            self._bn_modules = {s.module for s in self.summaries.values() if s.builds_batchnorm}
+            for alias in self.name_alias:
+                package = alias.rpartition(".")[0]
+                if package not in self._bn_modules and (s := self._get(alias)) and s.builds_batchnorm:
+                    self._bn_modules.add(package)
+            for package, sources in self._star_sources.items():
+                if any(m in self._bn_modules for m in sources):
+                    self._bn_modules.add(package)
+        return module in self._bn_modules
+
+    def call_returns_loss(self, ctx: FileContext, call: ast.Call) -> Shape | None:
+        """What ``call`` returns of the local training loss, through project code: a function, or
+        ``obj.method()`` with ``obj`` of unknown type when most project methods of that name return it
+        (KAIR ``model.current_log()``)."""
+        s = self.summary_for(ctx, call.func)
+        if s is not None:
+            return None if is_class_summary(s) else s.returns_loss
+        found = self._same_name_methods(call.func)
+        shapes = [m.returns_loss for m in found if m.returns_loss is not None]
+        if not shapes or 2 * len(shapes) <= len(found):
+            return None
+        out: Shape | None = None
+        for shape in shapes:
+            out = merge(out, shape)
+        return out
+
+    def call_param_return(self, ctx: FileContext, call: ast.Call) -> tuple[int, int] | None:
+        """``(parameter, position)`` when ``call`` runs a project function that calls that parameter
+        and returns its result (``gpu_timer(train_step)`` in ``src/utils.py``)."""
+        s = self.summary_for(ctx, call.func)
+        return s.param_call_return if s is not None else None
+
+    def call_steps(self, ctx: FileContext, call: ast.Call) -> tuple[str, bool] | None:
+        """``(how, backprops)`` when ``call`` runs a project function or method that steps an
+        optimizer: "guarded" (only under an accumulation guard) or "always", and whether it runs
+        backward too (a step function of its own, not an update helper)."""
+        s = self.summary_for(ctx, call.func)
+        if s is None or is_class_summary(s) or s.steps is None:
+            return None
+        return s.steps, s.calls_backward
+
+    def call_backward_param(self, ctx: FileContext, call: ast.Call) -> tuple[str, int, bool] | None:
+        """``call`` runs a project function or method whose every backward is on one parameter:
+        ``(name, position, scaled)`` of that parameter (method by name when most candidates agree)."""
+        s = self.summary_for(ctx, call.func)
+        if s is not None:
+            return None if is_class_summary(s) else s.backward_param
+        typed = self._annotated_method(ctx, call)
+        if typed is not None:
+            return typed.backward_param
+        # by name only for a name that says what it does and that one project method defines: not
+        # ``step``/``update``/``forward``, which optimizers, schedulers and meters define as well
+        found = self._same_name_methods(call.func)
+        if len(found) != 1 or not isinstance(call.func, ast.Attribute) or call.func.attr in GENERIC_METHODS:
+            return None
+        return found[0].backward_param
+
+    def call_logged_args(self, ctx: FileContext, call: ast.Call) -> list[ast.expr] | None:
+        """The arguments ``call`` logs when it runs project code that logs its parameters: a
+        function, or a method of a parameter whose annotation names a project class (``def
+        train_step(self, tb_lg: TensorboardLogger)`` ... ``tb_lg.update(**kw)``). None: no such code. Also a method of an object the scope builds from one
+        project class (vilbert ``tbLogger = utils.tbLogger(...)`` ... ``tbLogger.step_train(...)``)."""
+        s = self.summary_for(ctx, call.func)
+        if s is None:
+            s = self._annotated_method(ctx, call) or self._constructed_method(ctx, call)
+        if s is not None and s.logs_rank0 and not s.logged_params:
+            return []  # it logs, but none of its parameters (only alarms: ``if loss > 12: print(loss)``)
+        if s is None or not s.logged_params:
+            return None
+        out: list[ast.expr] = []
+        rest = any(p.startswith("*") and not p.startswith("**") for p in s.logged_params)  # *args
+        for i, arg in enumerate(call.args):
+            if (
+                isinstance(arg, ast.Starred)
+                or (i < len(s.params) and s.params[i] in s.logged_params)
+                or (i >= len(s.params) and rest)
+            ):
+                out.append(arg)
+        spread = any(p.startswith("**") for p in s.logged_params)
+        for k in call.keywords:
+            if (k.arg is not None and k.arg in s.logged_params) or (
+                spread and (k.arg is None or k.arg not in s.params)
+            ):
+                out.append(k.value)
+        return out
+
+    def call_builds_batchnorm(self, ctx: FileContext, call: ast.Call) -> bool:
+        """``obj.method()`` with ``obj`` of unknown type builds BatchNorm when most project methods of
+        that name do (YOLOX ``self.exp.get_model()``: four of the five experiment classes)."""
+        inner = call.func
+        if isinstance(inner, ast.Call):  # ``get_model(name)(**kw)``: the factory returns a builder
+            factory = self.summary_for(ctx, inner.func)
+            if factory is not None and factory.builds_batchnorm:
+                return True
+        m = method(inner) if isinstance(inner, ast.Call) else None
+        if m and m[0] and m[1] in ("get", "build") and ctx.module is not None:
+            # ``MODEL_REGISTRY.get(name)(cfg)``: a class of a registry of BatchNorm models
+            registry = self._registry_name(
+                ctx.absolute_imports, ctx.module, module_level_names(ctx.tree), m[0]
+            )
+            return registry is not None and self._registry_builds_batchnorm(registry)
+        found = self._same_name_methods(call.func)
+        builders = sum(m.builds_batchnorm for m in found)
+        return builders > 0 and 2 * builders > len(found)
+
+    def config_default(self, key: str) -> tuple[bool, object]:
+        """``(known, value)``: the default a Python configuration of the project gives ``key``."""
+        value = self.config_defaults.get(key, CONFLICT)
+        return (value is not CONFLICT), value
+
+    def scales_module(self, module: str | None, own: bool = True) -> bool:
+        """A GradScaler covers ``module``: one in training code that ``module`` imports (directly or
+        not), or that imports ``module`` (the loop running its model code), or (for a test module) in
+        a test. A scaler in a sibling script that shares neither code path does not. ``own=False``:
+        the module's own scalers are judged by the caller (switched by their own flag)."""
+        if module is None:
+            return self.uses_scaler
+        if self.tests_use_scaler and is_test_module(module):
+            return True
+        reach = self.reachable(module)
+        return any(
+            (own and m == module) or (m != module and (m in reach or module in self.reachable(m)))
+            for m in self.scaler_modules
+        )
+
+    def silences_print(self, module: str | None) -> tuple[str, int] | None:
+        """The module (and line) whose ``builtins.print`` replacement drops this module's prints off
+        rank 0: the module itself, one it imports (tabpfn's ``init_dist`` in ``utils.py``) or one that
+        imports it (MAE's ``main_pretrain.py`` calling ``misc.init_distributed_mode`` runs
+        ``engine_pretrain.py``'s prints). A sibling script sharing neither code path is not covered."""
+        if module is None:
+            return None
+        reach = self.reachable(module)
+        for m, line in sorted(self.print_silencers.items()):
+            if m == module or m in reach or module in self.reachable(m):
+                return m, line
+        return None
+
+    def silences_logging(self, module: str | None, configures_itself: bool) -> bool:
+        """A logging setup that keeps rank 0's records only runs in this module's process: in the
+        module, one it imports, or one that imports it (MSN's ``main.py`` sets the level off rank 0
+        and runs ``src/msn_train.py``, whose own ``basicConfig`` runs first); or anywhere in the
+        project when the module configures no logging itself (V-JEPA's ``app/main.py`` loads
+        ``app/vjepa/train.py`` through ``importlib``, which no import table shows). A sibling entry
+        script's setup (CodeBERT's codesearch) does not silence a script that configures logging
+        itself (code2nl's ``basicConfig(level=INFO)`` on every rank)."""
+        if module is None or not self.logging_silencers:
+            return False
+        if not configures_itself:
+            return True
+        reach = self.reachable(module)
+        return any(m == module or m in reach or module in self.reachable(m) for m in self.logging_silencers)
+
+    def call_fp16_gate(self, ctx: FileContext, expr: ast.AST) -> str | None:
+        """The condition under which a dtype read from project code is float16: a call of a function
+        or method that returns ``torch.float16`` (``get_dtype(cfg)``), or an attribute named like a
+        property that does (``self.cfg.autocast_precision``) when most same-name methods do. "" when
+        always; None when it never is or the code is not known."""
+        if isinstance(expr, ast.Call):
+            s = self.summary_for(ctx, expr.func)
+            if s is not None:
+                return s.fp16_gate
+            func: ast.AST = expr.func
+        elif isinstance(expr, ast.Attribute):
+            func = expr
+        else:
+            return None
+        found = self._same_name_methods(func)
+        gates = [m.fp16_gate for m in found if m.fp16_gate is not None]
+        return gates[0] if gates and 2 * len(gates) > len(found) else None
+
+    def call_compiles(self, ctx: FileContext, call: ast.Call) -> tuple[int, int | None] | None:
+        """``(model argument, flag argument)`` when ``call`` runs a project function or method that
+        returns ``torch.compile`` of that argument (``args.compile_model(m, args.tfast)``)."""
+        s = self.summary_for(ctx, call.func)
+        if s is not None:
+            return s.compiles_param
+        found = self._same_name_methods(call.func)
+        compiling = [m.compiles_param for m in found if m.compiles_param is not None]
+        return compiling[0] if compiling and 2 * len(compiling) > len(found) else None
+
+    def compiling_names(self) -> tuple[str, ...]:
+        """Bare names of project functions and methods that return a compiled model."""
+        if self._compile_names is None:
+            self._compile_names = tuple(
+                sorted({q.rsplit(".", 1)[-1] for q, s in self.summaries.items() if s.compiles_param})
+            )
+        return self._compile_names
+
+    def backpropagated_defs(self, ctx: FileContext) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
+        """Functions and methods of ``ctx``'s file whose result project code elsewhere backprops."""
+        if ctx.module is None or not any(q.startswith(f"{ctx.module}.") for q in self.backprop_targets):
+            return []
+        out: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+        for qual, node in defs_of(ctx.module, ctx.tree)[0]:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and qual in self.backprop_targets:
+                out.append(node)
+        return out
+
+    def call_rank0_positions(self, ctx: FileContext, call: ast.Call) -> set[int]:
+        """Positions of the tuple ``call`` returns that hold a rank-0 test (``device, is_logger =
+        setup(config)`` with ``setup`` in another file)."""
+        target = self.summary_for(ctx, call.func)
+        return set(self.rank0_returns.get(target.qualname, ())) if target is not None else set()
+
+    def rank0_attributes(self, ctx: FileContext, cls: ast.ClassDef) -> set[str]:
+        """``self.<attr>`` spellings of a top-level class of ``ctx``'s file that hold a rank-0 test in
+        every instance the project builds (``Trainer(..., verbose=config.verbose and is_logger)``
+        kept as ``self.verbose``)."""
+        from ddp_doctor.lint.rank0_handoff import rank0_attributes
+
+        handed = self.rank0_handed.get(f"{ctx.module}.{cls.name}")
+        return rank0_attributes(cls, handed) if handed else set()
+
+    def rank0_called(self, ctx: FileContext, fn: ast.AST) -> bool:
+        """``fn`` (a top-level function or a method of a top-level class of ``ctx``'s file) is called
+        only under rank-0 tests anywhere in the project: its logs run on rank 0 only."""
+        if (
+            ctx.module is None
+            or not self.rank0_callees
+            or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+        ):
+            return False
+        owner = ctx.parents.get(fn)
+        if owner is ctx.tree:
+            return f"{ctx.module}.{fn.name}" in self.rank0_callees
+        if isinstance(owner, ast.ClassDef) and ctx.parents.get(owner) is ctx.tree:
+            return f"{ctx.module}.{owner.name}.{fn.name}" in self.rank0_callees
+        return False
+
+    def handed_params(
+        self, ctx: FileContext
+    ) -> list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, set[str]]]:
+        """Functions and methods of ``ctx``'s file that code in other files calls with the local loss,
+        and the parameters that receive it (wenet ``log_per_step(writer, info_dict)`` from the
+        executor). Computed once for the project, on first use, by reading the training files again
+        with this index."""
+        if ctx.module is None or "loss_flow" not in self.facts:
+            return []
+        if self._handed is None:
+            if self._handing:
+                return []  # asked while computing it (the files' own flows): nothing yet
+            self._handing = True
+            try:
+                self._handed = self._compute_handed()
+            finally:
+                self._handing = False
+        out: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, set[str]]] = []
+        for qual, node in defs_of(ctx.module, ctx.tree)[0]:
+            found = self._handed.get(qual)
+            if not found or not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            params = [a.arg for a in (*node.args.posonlyargs, *node.args.args)]
+            if params and params[0] in ("self", "cls"):
+                params = params[1:]
+            names = {params[p] for p in found if isinstance(p, int) and p < len(params)}
+            names |= {p for p in found if isinstance(p, str)}
+            if names:
+                out.append((node, names))
+        return out
+
+    def _compute_handed(self) -> dict[str, set[int | str]]:
+        from ddp_doctor.lint.loops import LoopFacts as Facts
+
+        out: dict[str, set[int | str]] = {}
+        # only files that can hold the loss: a backward, a Lightning step, or a call of project code
+        # that returns the loss or backprops (the text pre-check; most library files have none)
+        words = (
+            "backward",
+            "training_step",
+            *self.loss_returning_names(),
+            *{q.rsplit(".", 1)[-1] for q in self.backprop_targets},
+        )
+        for path in self._flow_paths:
+            ctx = parse_file(Path(path), words)
+            if ctx is None:
+                continue
+            attach(ctx, self, Path(path))
+            try:
+                flow = LossFlow(ctx, Facts(ctx))
+            except RecursionError:
+                continue
+            for key, scope in flow.scopes.items():
+                taint = flow.taints[key]
+                if not taint.names or evaluation_function(scope):
+                    continue  # a validation pass (CosyVoice's ``@torch.inference_mode() def cv``) hands
+                    # its own, validation, losses on
+                for call in ctx.local(scope):
+                    if not isinstance(call, ast.Call) or ctx.helper(call) is not None:
+                        continue
+                    s = self.summary_for(ctx, call.func)
+                    if s is None or s.module == ctx.module or is_class_summary(s):
+                        continue
+                    at: set[int | str] = {
+                        i for i, a in enumerate(call.args) if reads(ast.walk(a), taint.fields) & taint.names
+                    }
+                    at |= {
+                        k.arg
+                        for k in call.keywords
+                        if k.arg and reads(ast.walk(k.value), taint.fields) & taint.names
+                    }
+                    if at:
+                        out.setdefault(s.qualname, set()).update(at)
+        return out
+
+    def lightning_params(self, ctx: FileContext, fn: ast.AST) -> set[str]:
+        """Parameters of ``fn`` (a top-level function of ``ctx``'s file) that a Lightning module binds
+        to itself (``def compute_mlm(pl_module, batch)`` called as ``compute_mlm(self, batch)``)."""
+        if (
+            ctx.module is None
+            or not self.lightning_args
+            or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+        ):
+            return set()
+        qual = f"{ctx.module}.{fn.name}"
+        params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+        return {params[i] for q, i in self.lightning_args if q == qual and i < len(params)}
+
+    def loss_returning_names(self) -> tuple[str, ...]:
+        """Bare names of project functions and methods that return the local loss or backprop their
+        argument (computed once): the words that let a file hold the loss without a ``.backward``."""
+        if self._loss_names is None:
+            self._loss_names = tuple(
+                sorted(
+                    {
+                        q.rsplit(".", 1)[-1]
+                        for q, s in self.summaries.items()
+                        if s.returns_loss is not None or s.backward_param is not None
+                    }
+                )
+            )
+        return self._loss_names
+
+    def call_wraps_ddp(self, ctx: FileContext, call: ast.Call, plain: bool = False) -> bool:
+        """``call`` wraps a model in DDP/FSDP through project code (``smart_DDP(model)``,
+        ``task.prepare_distributed(...)``); ``plain``: in DistributedDataParallel, not FSDP."""
+        s = self.summary_for(ctx, call.func)
+        if s is not None:
+            return s.returns_ddp and not (
+                plain and s.fsdp_only
+            )  # a function that wraps and returns the model
+        func = call.func
+        if (
+            not isinstance(func, ast.Attribute)
+            or func.attr.startswith("__")
+            or (isinstance(func.value, ast.Call) and dotted(func.value.func) == "super")
+        ):
+            return False
+        found = self.method_summaries(func)  # obj.prepare_distributed(...): may wrap in place on self
+        wrapping = sum((m.wraps_ddp or m.returns_ddp) and not (plain and m.fsdp_only) for m in found)
+        # Few candidates: any that wraps. Many (timm's five ``prepare_distributed`` task classes): most
+        # of them must wrap, so that a common name wrapped by one class in thirty does not count.
+        return wrapping > 0 and (len(found) <= MAX_SAME_NAME_METHODS or 2 * wrapping > len(found))
+
+    def call_wraps_argument(self, ctx: FileContext, call: ast.Call) -> bool:
+        """The model a project wrap call wraps may be the caller's: the function wraps what it is
+        handed, or it is not a plain function (methods wrapping ``self.model``, wraps through
+        another helper). False only for a function that builds the model it wraps itself."""
+        s = self.summary_for(ctx, call.func)
+        return s is None or s.wraps_param or not s.wraps_built
+
+    def ddp_wrapper_names(self) -> tuple[str, ...]:
+        """Bare names of project functions returning a wrapped model and of methods wrapping in place
+        (computed once): the words a file must contain to wrap through project code."""
+        if self._wrapper_names is None:
+            names = {q.rsplit(".", 1)[-1] for q, s in self.summaries.items() if s.returns_ddp}
+            names |= {n for n, found in self.methods.items() if any(m.wraps_ddp for m in found)}
+            names |= {
+                a.rsplit(".", 1)[-1] for a, t in self.name_alias.items() if t.rsplit(".", 1)[-1] in names
+            }
+            self._wrapper_names = tuple(sorted(names))
+        return self._wrapper_names
+
+    def hands_to_ddp_code(self, ctx: FileContext, names: set[str]) -> bool:
+        """One of ``names`` goes to project code that trains on it and wraps the model in DDP/FSDP
+        (``Trainer(model, train_loader)`` whose ``__init__`` wraps): the loader is distributed."""
+        for call in ctx.of_type(ast.Call):
+            s = self.summary_for(ctx, call.func)
+            if s is not None and (s.wraps_ddp or s.returns_ddp) and self.trains_on_argument(ctx, call, names):
+                return True
+        return False
+
+    def option_excludes(self, dest: str, value: str) -> bool:
+        """The project's argparse option ``dest`` has literal choices and ``value`` is not one."""
+        choices = self.option_choices.get(dest)
+        return choices is not None and value not in choices
+
+    def call_shards_by_rank(self, ctx: FileContext, call: ast.Call) -> bool:
+        """``call`` runs a project function that reads a rank and a world size itself or in a project
+        function it calls (one level: contriever ``data.load_data(opt, tokenizer)`` →
+        ``load_dataset`` keeping this rank's share of the files): what it returns is per-rank data."""
+        s = self.summary_for(ctx, call.func)
+        if s is None or is_class_summary(s):
+            return False
+        return s.reads_rank_and_world or any(
+            (c := self._get(q)) is not None and not is_class_summary(c) and c.reads_rank_and_world
+            for q in s.callees
+        )
+
+    def reiterates_argument(self, ctx: FileContext, call: ast.Call, names: set[str]) -> bool:
+        """``call`` hands one of ``names`` to project code in a module without ``set_epoch`` that
+        iterates it again on every pass of an outer loop (a trainer's epoch loop); a method of an
+        unknown object by name when every project method of that name (at most 4) does."""
+        s = self.summary_for(ctx, call.func) or self._constructed_method(ctx, call)
+        found = [s] if s is not None else self.method_summaries(call.func)
+        if not found or len(found) > MAX_SAME_NAME_METHODS or any(is_class_summary(c) for c in found):
+            return False
+        for i, arg in enumerate(call.args):
+            if dotted(arg) in names and all(i in c.epoch_params for c in found):
+                return True
+        return any(
+            dotted(k.value) in names and all(k.arg in c.epoch_params for c in found) for k in call.keywords
+        )
+
+    def trains_on_argument(self, ctx: FileContext, call: ast.Call, names: set[str]) -> bool:
+        """``call`` hands one of ``names`` to project code that trains on it (``Trainer(model,
+        train_loader)`` whose methods iterate ``self.train_data`` and run backward)."""
+        s = self.summary_for(ctx, call.func)
+        if s is None or not s.trains_on_params:
+            return False
+        for i, arg in enumerate(call.args):
+            if dotted(arg) in names and i in s.trains_on_params:
+                return True
+        return any(k.arg in s.trains_on_params and dotted(k.value) in names for k in call.keywords)

@@ -1,0 +1,452 @@
+"""Summarising one file: its imports, project-wide flags (DDP wraps, GradScalers, sync toggles,
+configuration defaults), then one :class:`~ddp_doctor.lint.project_summary.Summary` per top-level
+def, class and method, each def walked once (:meth:`IndexScan._scan_body`), with the rule facts the
+selected rules declare (:data:`~ddp_doctor.lint.project_summary.FACTS`).
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from ddp_doctor.lint.batchnorm_syntax import (
+    BATCHNORM,
+    TORCHVISION_BN,
+    batchnorm_tables,
+    builds_from_reference,
+    names_syncbn,
+    off_by_default,
+)
+from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
+from ddp_doctor.lint.flags import argparse_choices
+from ddp_doctor.lint.idioms import SYNC_CONTROL
+from ddp_doctor.lint.loops import LoopFacts, backward_of, guarded_in, param_backward
+from ddp_doctor.lint.project_bindings import IndexBindings
+from ddp_doctor.lint.project_core import CONFLICT
+from ddp_doctor.lint.project_def_facts import (
+    assign_targets,
+    body_reads_rank_and_world,
+    class_syncs_updates,
+    compiled_param_of,
+    epoch_params_of,
+    fp16_return,
+    returned_exprs,
+    scaled_backward,
+    trained_params_of,
+    wraps_parameter,
+)
+from ddp_doctor.lint.project_log_facts import (
+    has_log_call,
+    is_rank0_decorator,
+    logs_rank0_only,
+    parameters_logged,
+)
+from ddp_doctor.lint.project_modules import (
+    LOCAL_KEY,
+    absolute_imports,
+    absolute_module,
+    defs_of,
+    is_test_module,
+    module_level_imports,
+    module_level_names,
+)
+from ddp_doctor.lint.project_summary import DATA_PARALLEL, DDP, Summary
+from ddp_doctor.lint.provenance import LossFlow, param_call_return, returned_reductions
+from ddp_doctor.lint.samplers import calls_set_epoch, returned_sampler_loaders
+
+
+@dataclass
+class _FileScan:
+    """What :meth:`IndexScan._summarise` knows of one file before it summarises its defs."""
+
+    module: str
+    imports: dict[str, str]
+    bn: bool  # the BatchNorm facts are wanted
+    sync: bool  # the sync-toggle facts are wanted
+    loss: bool  # the loss-flow facts are wanted
+    star: list[str]  # project modules star-imported here
+    uses_eval: bool  # the file calls ``eval(...)`` (a model built by name from a star import)
+    bn_tables: set[str]
+    module_names: set[str]
+    class_tables: dict[str, set[str]]
+    flow: LossFlow | None
+    backward_defs: set[int]  # ids of the defs/classes holding a ``.backward``
+    loop_facts: LoopFacts | None = None  # built on the first def that steps an optimizer
+
+
+class IndexScan(IndexBindings):
+    """Summarises each file of the project (see the module docstring)."""
+
+    def _summarise(self, module: str, ctx: FileContext) -> None:
+        """One pass per file: the file's own facts first (imports, star imports, eval, the defs that
+        hold a ``.backward``), then one summary per top-level def, class and method, each walked once."""
+        if "epochs" in self.facts and calls_set_epoch(ctx):
+            self.set_epoch_modules.add(module)
+        imports = self._file_imports(module, ctx)
+        self._file_flags(module, ctx)
+        defs, methods = defs_of(module, ctx.tree)
+        self._name_aliases(module, ctx, imports)
+        scan = self._file_scan(module, ctx, imports)
+        if scan.flow is not None:
+            self._flow_calls(ctx, scan.flow, imports)
+        if scan.loss and any("loss" in w or "backward" in w for w in ctx.words):
+            self._flow_paths.append(ctx.path)
+        for qual, node in defs:
+            is_method = (qual, node) in methods
+            self.summaries[qual] = self._summary(ctx, scan, qual, node, is_method)
+            if is_method:
+                self.methods.setdefault(qual.rsplit(".", 1)[-1], []).append(self.summaries[qual])
+        self._bindings(ctx, imports, module)
+
+    def _flow_calls(self, ctx: FileContext, flow: LossFlow, imports: dict[str, str]) -> None:
+        """Calls of project code in other files that the file's loss flow reaches: results it
+        backprops (``backprop_targets``), and a Lightning module handing itself over (``lightning_args``)."""
+        for call in flow.project_backprop_calls:
+            target = self._project_target(imports, call.func)
+            if target:
+                self.backprop_targets.add(target)
+            elif isinstance(call.func, ast.Name):
+                self._backprop_spellings.add(call.func.id)  # an instance: ``vq_loss(...)``
+        for step in flow.lightning.values():
+            owner = ctx.parents.get(step)
+            if not isinstance(owner, ast.ClassDef):
+                continue
+            for n in ast.walk(owner):
+                if not isinstance(n, ast.Call) or ctx.helper(n) is not None:
+                    continue
+                target = self._project_target(imports, n.func)
+                for i, a in enumerate(n.args):
+                    if target and isinstance(a, ast.Name) and a.id == "self":
+                        self.lightning_args.add((target, i))
+
+    def _file_imports(self, module: str, ctx: FileContext) -> dict[str, str]:
+        """The file's absolute imports (with :data:`LOCAL_KEY` its own module); records its
+        re-exports of names from outside the project and the names it defines at top level."""
+        imports = absolute_imports(ctx, module)
+        for name in module_level_imports(ctx.tree):
+            target = imports.get(name)
+            if target is not None and self._project_module_of(target) is None:
+                self.reexports[f"{module}.{name}"] = target
+        imported = {
+            resolved
+            for target in imports.values()
+            if (mod := self._project_module_of(target)) is not None
+            and (resolved := self.resolve_module(mod)) is not None
+        }
+        starred = [
+            resolved
+            for node in ctx.of_type(ast.ImportFrom)
+            if any(a.name == "*" for a in node.names)
+            and (resolved := self.resolve_module(absolute_module(node, module) or "")) is not None
+            and resolved != module
+        ]
+        if starred:
+            self.star_imports[module] = starred
+        self.module_imports[module] = (imported | set(starred)) - {module}
+        imports[LOCAL_KEY] = module
+        self._local_names = {
+            n.name
+            for n in ctx.tree.body
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        }
+        return imports
+
+    def _file_flags(self, module: str, ctx: FileContext) -> None:
+        """Project-wide flags any file can raise: DDP wraps, GradScalers, sync toggles; the file's
+        configuration defaults (module-level ``_C.SECTION.KEY = literal``)."""
+        if not is_test_module(module):
+            for node in ctx.tree.body:
+                if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+                    continue
+                target = dotted(node.targets[0])
+                if target is None or target.count(".") < 2 or not isinstance(node.value, ast.Constant):
+                    continue  # ``_C.BN.NORM_TYPE``: a section of a config object, not ``self.x``
+                key = target.rsplit(".", 1)[-1]
+                value = node.value.value
+                known = self.config_defaults.get(key, value)
+                self.config_defaults[key] = (
+                    value if known == value and type(known) is type(value) else CONFLICT
+                )
+        self.wraps_ddp |= any(ctx.call_qualname(c) in DATA_PARALLEL for c in ctx.of_type(ast.Call))
+        self.wraps_plain_ddp |= any(ctx.call_qualname(c) == DDP for c in ctx.of_type(ast.Call))
+        if "scaler" in self.facts:
+            # a test's GradScaler scales the tests' losses, not the trainer's (OLMo tests/model_test.py)
+            scaler = any("GradScaler" in w for w in ctx.words) or any(
+                (m := method(c)) is not None and m[1] == "backward" and scaled_backward(c)
+                for c in ctx.of_type(ast.Call)
+            )  # a GradScaler named, or a backward of ``scaler.scale(loss)`` (the scaler built elsewhere)
+            for dest, choices in argparse_choices(ctx).items():
+                known = self.option_choices.get(dest, choices)
+                self.option_choices[dest] = choices if known == choices else None
+            if is_test_module(module):
+                self.tests_use_scaler |= scaler
+            else:
+                self.uses_scaler |= scaler
+                if scaler:
+                    self.scaler_modules.add(module)
+        if "sync_toggle" in self.facts:
+            self.toggles_sync |= any(SYNC_CONTROL.match(w) for w in ctx.words)
+
+    def _name_aliases(self, module: str, ctx: FileContext, imports: dict[str, str]) -> None:
+        """Module-level ``alias = name`` / ``alias = pkg.name`` of a project object."""
+        for node in ctx.tree.body:
+            if (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+                and isinstance(node.value, (ast.Name, ast.Attribute))
+            ):
+                local = dotted(node.value)
+                target = f"{module}.{local}" if local and "." not in local and local not in imports else None
+                target = target or self._project_target(imports, node.value)
+                if target:
+                    self.name_alias[f"{module}.{node.targets[0].id}"] = target
+
+    def _file_scan(self, module: str, ctx: FileContext, imports: dict[str, str]) -> _FileScan:
+        bn, loss = "batchnorm" in self.facts, "loss_flow" in self.facts
+        module_names = module_level_names(ctx.tree)
+        class_tables: dict[str, set[str]] = {}
+        if bn:
+            class_tables = self._class_tables(ctx, imports, module)
+            self._register_decorated(ctx, imports, module, module_names)
+        backward_defs: set[int] = set()  # top-level defs/classes (and methods) holding a `.backward`
+        for attr in ctx.of_type(ast.Attribute):
+            if attr.attr == "backward":
+                cur = ctx.parents.get(attr)
+                while cur is not None:
+                    if isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                        backward_defs.add(id(cur))
+                    cur = ctx.parents.get(cur)
+        return _FileScan(
+            module=module,
+            imports=imports,
+            bn=bn,
+            sync="sync_toggle" in self.facts,
+            loss=loss,
+            star=[
+                resolved
+                for node in ctx.of_type(ast.ImportFrom)
+                if any(a.name == "*" for a in node.names)
+                and (resolved := self.resolve_module(absolute_module(node, module) or "")) is not None
+            ],
+            uses_eval=any(
+                isinstance(c.func, ast.Name) and c.func.id == "eval" for c in ctx.of_type(ast.Call)
+            ),
+            bn_tables=batchnorm_tables(ctx) if bn else set(),
+            module_names=module_names,
+            class_tables=class_tables,
+            flow=LossFlow(ctx, LoopFacts(ctx))
+            if loss and (ctx.mentions("backward", "training_step") or "training_step" in ctx.functions)
+            else None,
+            backward_defs=backward_defs,
+        )
+
+    def _summary(
+        self,
+        ctx: FileContext,
+        scan: _FileScan,
+        qual: str,
+        node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef,
+        is_method: bool,
+    ) -> Summary:
+        s = Summary(qual, scan.module, ctx.path, node.lineno)
+        body = list(ast.walk(node)) if isinstance(node, ast.ClassDef) else ctx.local(node)
+        returned, returned_names = returned_exprs(body)
+        ddp_names = self._scan_body(ctx, scan, s, node, body, returned, returned_names)
+        if ddp_names & returned_names:
+            s.returns_ddp = True
+        if scan.bn and scan.uses_eval:
+            s.refs |= {f"{m}.*" for m in scan.star}
+        # only code that runs backward can train on a parameter
+        if "training_params" in self.facts and id(node) in scan.backward_defs:
+            s.trains_on_params = trained_params_of(ctx, node)
+        if "training_params" in self.facts and not isinstance(node, ast.ClassDef):
+            s.reads_rank_and_world = body_reads_rank_and_world(body)
+        if isinstance(node, ast.ClassDef):
+            if scan.bn:  # a subclass has what its project bases build
+                s.refs |= {t for b in node.bases if (t := self._project_target(scan.imports, b))}
+            s.returns_ddp = False  # calling a class builds an instance of it, never a DDP wrap
+            if scan.loss:
+                s.syncs_updates = class_syncs_updates(ctx, node)
+            call = next(
+                (b for b in node.body if isinstance(b, ast.FunctionDef) and b.name == "__call__"), None
+            )
+            # Only __call__ running backward makes instances "backward objects".
+            s.calls_backward = call is not None and any(backward_of(x) for x in walk_local(call))
+        else:
+            self._function_facts(ctx, scan, s, node, body, is_method)
+        return s
+
+    def _function_facts(
+        self,
+        ctx: FileContext,
+        scan: _FileScan,
+        s: Summary,
+        node: ast.FunctionDef | ast.AsyncFunctionDef,
+        body: list[ast.AST],
+        is_method: bool,
+    ) -> None:
+        """The facts of a function or method that only the rules declaring them need."""
+        if "scaler" in self.facts:
+            s.fp16_gate = fp16_return(ctx, node)
+        if "rank0_logging" in self.facts:
+            s.logs_rank0 = logs_rank0_only(ctx, node)
+            s.logged_params, s.params = parameters_logged(ctx, node)
+            s.rank0_decorator = is_rank0_decorator(ctx, node)
+            s.logs = has_log_call(ctx, node)
+            s.decorators = self._decorators(node, scan.module, scan.imports)
+        if scan.loss:
+            s.returns_loss = scan.flow.returns.get(id(node)) if scan.flow is not None else None
+            s.param_call_return = param_call_return(node, body)
+        if "compile" in self.facts:
+            s.compiles_param = compiled_param_of(ctx, node, method=is_method)
+        if "epochs" in self.facts and scan.module not in self.set_epoch_modules:
+            s.epoch_params = epoch_params_of(ctx, node, is_method)
+            if ctx.mentions("DistributedSampler"):
+                s.sampler_loaders = returned_sampler_loaders(ctx, node)
+        # shared: what it returns of values combined across ranks (provenance.reducing_call)
+        s.returns_reduced, returned = returned_reductions(ctx, node)
+        s.reduce_callees = {t for c in returned if (t := self._project_target(scan.imports, c.func))}
+        # shared: the loop model (lint/loops.py) takes a call of it as a backward of its argument
+        if s.calls_backward:
+            s.backward_param = param_backward(node, body)
+        # shared: ... and a call of it as an optimizer step, guarded or not
+        if any(isinstance(n, ast.Attribute) and n.attr == "step" for n in body):
+            if scan.loop_facts is None:
+                scan.loop_facts = LoopFacts(ctx)
+            guarded = guarded_in(scan.loop_facts, node.body)
+            s.steps = "guarded" if type(guarded) is int else "always" if guarded is False else None
+
+    def _scan_body(
+        self,
+        ctx: FileContext,
+        scan: _FileScan,
+        s: Summary,
+        node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef,
+        body: list[ast.AST],
+        returned: set[int],
+        returned_names: set[str],
+    ) -> set[str]:
+        """Walk a def's nodes once: backward calls, sync toggles, BatchNorm built or converted,
+        DDP/FSDP wraps (returns the names a wrap is assigned to), registry lookups, project callees."""
+        bn, imports = scan.bn, scan.imports
+        ddp_names: set[str] = set()
+        required: set[str] = set()  # project targets built unconditionally somewhere in it
+        for n in body:
+            if (
+                bn
+                and isinstance(n, (ast.Name, ast.Attribute))
+                and names_syncbn(n)
+                and builds_from_reference(ctx, n)
+            ):
+                # builds SyncBatchNorm itself (``nn.SyncBatchNorm if sbn else nn.BatchNorm2d``, a
+                # project subclass ``SparseSyncBatchNorm2d``): a conversion chosen where it is built
+                s.converts_syncbn = True
+            if isinstance(n, ast.Call):
+                q = ctx.call_qualname(n) or ""
+                if backward_of(n):
+                    s.calls_backward = True
+                m = method(n)
+                if scan.sync and m and SYNC_CONTROL.match(m[1]):
+                    s.toggles_sync = True
+                if bn and (BATCHNORM.match(q) or TORCHVISION_BN.match(q)):
+                    s.builds_batchnorm = True
+                if bn and ("convert_sync_batchnorm" in q or (m and m[1] == "convert_sync_batchnorm")):
+                    s.converts_syncbn = True
+                if q in DATA_PARALLEL:
+                    s.fsdp_only = (q != DDP) and (s.fsdp_only or not s.wraps_ddp)
+                    s.wraps_ddp = True
+                    handed = wraps_parameter(ctx, node, n)
+                    s.wraps_param |= handed
+                    s.wraps_built |= not handed
+                    if id(n) in returned:
+                        s.returns_ddp = True
+                    parent = ctx.parents.get(n)
+                    if isinstance(parent, ast.Assign):
+                        ddp_names |= {d for t in parent.targets if (d := dotted(t))}
+                if bn and m and m[1] in ("get", "build") and m[0]:
+                    registry = self._registry_name(imports, scan.module, scan.module_names, m[0])
+                    if registry is not None:
+                        s.refs.add(f"registry:{registry}")  # MODEL_REGISTRY.get(name)(cfg)
+                target = self._project_target(imports, n.func)
+                if target:
+                    s.callees.add(target)
+                    if bn:
+                        (s.bn_optional if off_by_default(ctx, n) else required).add(target)
+                    parent = ctx.parents.get(n)
+                    if id(n) in returned or (  # model = build(...); ...; return model
+                        isinstance(parent, (ast.Assign, ast.AnnAssign))
+                        and parent.value is n
+                        and {dotted(t) for t in assign_targets(parent)} & returned_names
+                    ):
+                        s.returned_callees.add(target)
+            elif isinstance(n, ast.Attribute):
+                if scan.sync and n.attr in ("require_backward_grad_sync",):
+                    s.toggles_sync = True
+                q = ctx.qualname(n) or ""
+                if bn and BATCHNORM.match(q) and builds_from_reference(ctx, n):  # norm_layer=nn.BatchNorm2d
+                    s.builds_batchnorm = True
+            elif (
+                isinstance(n, ast.Subscript)
+                and isinstance(n.value, ast.Name)
+                and n.value.id in scan.bn_tables
+            ):
+                s.builds_batchnorm = True  # norm_cls = REGISTERED_NORM_DICT[name]; norm_cls(**args)
+            elif (
+                isinstance(n, ast.Subscript)
+                and isinstance(n.value, ast.Name)
+                and n.value.id in scan.class_tables
+            ):
+                s.refs |= scan.class_tables[n.value.id]  # pycls ``_models[cfg.MODEL.TYPE]``
+            elif isinstance(n, ast.Name) and bn and n.id in imports:
+                target = self._project_target(imports, n)
+                if target and not off_by_default(ctx, n):
+                    s.refs.add(target)
+        s.bn_optional -= required
+        s.refs -= s.bn_optional
+        return ddp_names
+
+    def _register_decorated(
+        self, ctx: FileContext, imports: dict[str, str], module: str, module_names: set[str]
+    ) -> None:
+        """Classes and builder functions of the file decorated ``@REGISTRY.register()`` /
+        ``@REGISTRY.register_module()`` (ResNeSt registers ``def resnest50(...)``)."""
+        for node in ctx.tree.body:
+            if not isinstance(node, (ast.ClassDef, ast.FunctionDef)):
+                continue
+            for dec in node.decorator_list:
+                func = dec.func if isinstance(dec, ast.Call) else dec
+                if isinstance(func, ast.Attribute) and func.attr in ("register", "register_module"):
+                    text = dotted(func.value)
+                    registry = self._registry_name(imports, module, module_names, text) if text else None
+                    if registry is not None:
+                        self.registries.setdefault(registry, set()).add(f"{module}.{node.name}")
+
+    def _class_tables(self, ctx: FileContext, imports: dict[str, str], module: str) -> dict[str, set[str]]:
+        """Module-level tables of project classes (pycls ``_models = {"resnet": ResNet, ...}``)."""
+        out: dict[str, set[str]] = {}
+        for node in ctx.tree.body:
+            target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+            if isinstance(node, ast.AnnAssign):
+                target = node.target
+            value = getattr(node, "value", None)
+            if not isinstance(target, ast.Name) or not isinstance(value, ast.Dict):
+                continue
+            found = {t for v in value.values if (t := self._project_target(imports, v))}
+            if found:
+                out[target.id] = found
+        return out
+
+    def _decorators(
+        self, fn: ast.FunctionDef | ast.AsyncFunctionDef, module: str, imports: dict[str, str]
+    ) -> tuple[str, ...]:
+        """Qualnames of the project decorators of ``fn`` (``@master_only``, ``@dist.master_only``)."""
+        out: list[str] = []
+        for d in fn.decorator_list:
+            target = d.func if isinstance(d, ast.Call) else d
+            name = dotted(target)
+            if name in self._local_names:
+                out.append(f"{module}.{name}")
+            elif name and (resolved := self._project_target(imports, target)):
+                out.append(resolved)
+        return tuple(out)

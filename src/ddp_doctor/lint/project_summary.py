@@ -1,0 +1,190 @@
+"""What project mode records for each top-level def, class and method (:class:`Summary`), and
+the rule-owned facts (:data:`FACTS`) the index computes only for the rules that read them.
+
+Part of the project index (lint/project.py): the other parts fill these records (project_scan.py,
+project_def_facts.py, project_log_facts.py), spread them through calls (project.py) and answer
+the rules' questions from them (project_queries.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ddp_doctor.lint.provenance import Shape
+
+DATA_PARALLEL = frozenset(
+    {
+        "torch.nn.parallel.DistributedDataParallel",
+        "torch.distributed.fsdp.FullyShardedDataParallel",
+        "torch.distributed.fsdp.fully_shard",
+    }
+)
+
+
+DDP = "torch.nn.parallel.DistributedDataParallel"
+
+
+# The facts beyond the shared ones (module doc), each read by the rules that name it in
+# ``Rule.project_facts``: fact -> the Summary fields and ProjectIndex attributes/queries it feeds.
+FACTS: dict[str, tuple[str, ...]] = {
+    "batchnorm": (
+        "builds_batchnorm",
+        "converts_syncbn",
+        "refs",
+        "module_builds_batchnorm",
+        "call_builds_batchnorm",
+    ),
+    "sync_toggle": ("toggles_sync",),
+    "scaler": (
+        "uses_scaler",
+        "tests_use_scaler",
+        "scaler_modules",
+        "scales_module",
+        "fp16_gate",
+        "call_fp16_gate",
+        "option_choices",
+        "option_excludes",
+    ),
+    "rank0_logging": (
+        "logs_rank0",
+        "rank0_objects",
+        "rank0_predicates",
+        "distributed_predicates",
+        "silences_other_ranks",
+        "logging_silencers",
+        "silences_logging",
+        "print_silencers",
+        "silences_print",
+        "logged_params",
+        "call_logged_args",
+        "rank0_decorator",
+        "decorators",
+        "logs",
+        "rank0_callees",
+        "rank0_called",
+        "rank0_returns",
+        "rank0_handed",
+        "call_rank0_positions",
+        "rank0_attributes",
+    ),
+    "loss_flow": (
+        "returns_loss",
+        "param_call_return",
+        "call_returns_loss",
+        "call_param_return",
+        "loss_returning_names",
+        "syncs_updates",
+        "synced_meter_names",
+        "backprop_targets",
+        "backpropagated_defs",
+        "lightning_args",
+        "lightning_params",
+        "handed_params",
+    ),
+    "training_params": (
+        "trains_on_params",
+        "trains_on_argument",
+        "hands_to_ddp_code",
+        "reads_rank_and_world",
+        "call_shards_by_rank",
+    ),
+    "compile": ("compiles_param", "call_compiles", "compiling_names"),
+    "epochs": ("epoch_params", "reiterates_argument", "sampler_loaders", "set_epoch_modules"),
+}
+
+
+@dataclass
+class Summary:
+    qualname: str
+    module: str
+    path: str
+    line: int
+    returns_ddp: bool = False
+    fsdp_only: bool = False  # its own wraps are all FSDP (no DistributedDataParallel)
+    wraps_ddp: bool = False  # calls a DDP/FSDP constructor (directly or through a project helper)
+    calls_backward: bool = False
+    # returns values combined across ranks (``dist.all_reduce(t); return t``), directly or through
+    # the project functions whose results it returns (lingua ``dist_mean_dict`` → ``dist_mean``)
+    returns_reduced: bool = False
+    reduce_callees: set[str] = field(default_factory=set)  # project functions whose results it returns
+    toggles_sync: bool = False
+    builds_batchnorm: bool = False
+    converts_syncbn: bool = False
+    # Project classes/functions it builds only when a parameter that defaults to off says so
+    # (TabPFN ``self.input_ln = SeqBN(ninp) if input_normalization else None``, default False):
+    # their BatchNorm is not in what it builds on the default path.
+    bn_optional: set[str] = field(default_factory=set)
+    logs_rank0: bool = False
+    callees: set[str] = field(default_factory=set)  # resolved project qualnames it calls/instantiates
+    returned_callees: set[str] = field(default_factory=set)  # project qualnames whose result it returns
+    # Project names it merely references (``norm=Conv``, ``if m in {Conv, C3}``), and ``module.*`` for
+    # modules it reaches through ``from m import *`` + ``eval`` (YOLO's parse_model): BatchNorm only.
+    refs: set[str] = field(default_factory=set)
+    # Parameters (by name and position, ``self`` not counted) whose value is iterated by a loop that
+    # runs backward — directly or after ``self.x = param`` in a method of the class.
+    trains_on_params: set[str | int] = field(default_factory=set)
+    # Its own body reads both a rank and a world size (``np.array_split(files, get_world_size())
+    # [get_rank()]``): what it builds is split by rank (contriever's ``load_dataset``).
+    reads_rank_and_world: bool = False
+    # What calling it returns of the local training loss (lint/provenance.py): KAIR's
+    # ``current_log()`` returning ``self.log_dict`` that ``optimize_parameters`` filled.
+    returns_loss: Shape | None = None
+    # ``(parameter, position)``: it calls that parameter and returns the result there (MSN ``gpu_timer``).
+    param_call_return: tuple[int, int] | None = None
+    # ``(model parameter, flag parameter or None)``: it returns ``torch.compile`` of that parameter,
+    # when the flag parameter says so (VAR ``args.compile_model(m, fast)``).
+    compiles_param: tuple[int, int | None] | None = None
+    # ``(parameter, position, scaled)``: every backward it runs is on that parameter (VAR
+    # ``AmpOptimizer.backward_clip_step(loss=loss, ...)``): a call of it is a backward of the argument.
+    backward_param: tuple[str, int, bool] | None = None
+    # How it steps an optimizer (lint/loops.py ``guarded_in``): "guarded" only under an
+    # accumulation guard (CosyVoice ``update_parameter_and_lr`` stepping when ``(batch_idx + 1) %
+    # accum_grad == 0``), "always" otherwise; None: it steps none.
+    steps: str | None = None
+    # Parameters (name and position; a method's ``self`` not counted) it iterates again on every
+    # pass of an outer loop, or hands to a call inside one, in a module that never calls
+    # ``set_epoch`` (neuralop ``Trainer.train(train_loader, ...)``: ``for epoch in ...:
+    # self.train_one_epoch(epoch, train_loader, ...)``).
+    epoch_params: set[str | int] = field(default_factory=set)
+    # What it returns of DataLoaders over a shuffling DistributedSampler, in a module that never
+    # calls ``set_epoch`` (lint/samplers.py ``returned_sampler_loaders``: hysts ``create_dataloader``
+    # returning ``train_loader, val_loader``): position (``WHOLE`` or a tuple index) -> "file.py:line"
+    # of the sampler.
+    sampler_loaders: dict[int, str] = field(default_factory=dict)
+    # Its parameters that its log calls write (VAR ``TensorboardLogger.update(**kwargs)`` →
+    # ``add_scalar``; ``**kwargs`` as ``"**kwargs"``): a call of it logs those arguments.
+    logged_params: tuple[str, ...] = ()
+    params: tuple[str, ...] = ()  # positional parameter names (no ``self``)
+    # A class whose update method combines its argument across ranks (efficientvit ``AverageMeter``
+    # whose ``update`` sums through ``sync_tensor``): its instances are synchronised meters.
+    syncs_updates: bool = False
+    # Its own DDP/FSDP wrap is of a model it was handed (``smart_DDP(model)``), not of one it built
+    # itself (fast-autoaugment ``get_model(conf)`` builds the ResNet it wraps).
+    wraps_param: bool = False
+    wraps_built: bool = False  # one of its own wraps is of a model it built
+    # It returns ``torch.float16`` (a dtype property or helper, OLMo ``autocast_precision``): the
+    # condition it does so under (``self.precision == "amp_fp16"``), "" when always; None: never.
+    fp16_gate: str | None = None
+    # A decorator whose wrapper runs the decorated function only under a rank-0 test (BasicSR/mmcv
+    # ``master_only``, nerfstudio ``check_main_thread``), and the project decorators a function has.
+    rank0_decorator: bool = False
+    decorators: tuple[str, ...] = ()
+    logs: bool = False  # it has a log call of its own (print, logger.*, writer.add_scalar ...)
+
+
+def propagated_flags(s: Summary) -> tuple[bool, ...]:
+    """The flags `_propagate` spreads from callees to callers: one list, so its before/after
+    comparison cannot miss a field (it once compared 5 fields with 6 and never stopped early)."""
+    return (
+        s.calls_backward,
+        s.returns_reduced,
+        s.toggles_sync,
+        s.builds_batchnorm,
+        s.converts_syncbn,
+        s.returns_ddp,
+        s.wraps_ddp,
+    )
+
+
+def is_class_summary(s: Summary) -> bool:
+    return s.qualname.rsplit(".", 1)[-1][:1].isupper()

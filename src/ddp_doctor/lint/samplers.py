@@ -1,0 +1,94 @@
+"""DataLoaders over a DistributedSampler: the facts the project index and the data-order rules share.
+
+Which call builds a DistributedSampler (also through a class alias chosen by a condition), whether
+a module calls ``set_epoch``, and which values a function returns a DataLoader over a shuffling
+DistributedSampler in (hysts/pytorch_image_classification's ``create_dataloader(config, is_train)``
+builds ``DistributedSampler(train_dataset)`` inside a ``BatchSampler`` and returns ``train_loader,
+val_loader``; HigherHRNet's ``make_dataloader(cfg, ...)`` returns its ``DataLoader(sampler=
+DistributedSampler(dataset))``). The project index (lint/project.py) records the last two as facts of
+each module and function, once, from the tree it already parsed; set-epoch-missing asks it at the
+call (lint/rules/_returned_loaders.py).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from ddp_doctor.lint.context import FileContext, dotted, keyword, method
+
+DATALOADER = "torch.utils.data.DataLoader"
+DISTRIBUTED_SAMPLER = "torch.utils.data.DistributedSampler"
+BATCH_SAMPLERS = frozenset({"torch.utils.data.BatchSampler", "torch.utils.data.sampler.BatchSampler"})
+WHOLE = -1  # the function returns the loader itself, not inside a tuple
+
+
+def distributed_sampler_call(ctx: FileContext, call: ast.Call) -> bool:
+    """``DistributedSampler(ds)``, also through a class alias chosen by a condition (``S =
+    RandomSampler if args.local_rank == -1 else DistributedSampler; S(ds)``): a DistributedSampler
+    whenever that branch runs."""
+    if ctx.call_qualname(call) == DISTRIBUTED_SAMPLER:
+        return True
+    if not isinstance(call.func, ast.Name):
+        return False
+    scope = ctx.enclosing_function(call)
+    binds = [b for b in ctx.bindings(scope).get(call.func.id, []) if b.lineno <= call.lineno]
+    last = binds[-1] if binds else None
+    if not isinstance(last, ast.Assign) or not isinstance(last.value, ast.IfExp):
+        return False
+    return DISTRIBUTED_SAMPLER in {ctx.qualname(last.value.body), ctx.qualname(last.value.orelse)}
+
+
+def calls_set_epoch(ctx: FileContext) -> bool:
+    """The module calls ``x.set_epoch(...)`` somewhere (read from the tree: a comment or a string
+    naming it does not count)."""
+    return "set_epoch" in ctx.words and any(
+        (m := method(c)) is not None and m[1] == "set_epoch" for c in ctx.of_type(ast.Call)
+    )
+
+
+def returned_sampler_loaders(ctx: FileContext, fn: ast.AST) -> dict[int, str]:
+    """``{position: "file.py:line"}``: ``fn`` returns a DataLoader over a shuffling DistributedSampler
+    (``WHOLE``, or its index in a returned tuple; a def may return one on one path, ``train_loader,
+    val_loader``, and another on the other, ``test_loader``); the place is the sampler's."""
+    nodes = ctx.local(fn)
+    samplers: dict[str, int] = {}  # name -> line of the shuffling DistributedSampler it holds
+    for node in nodes:
+        if isinstance(node, ast.Call) and distributed_sampler_call(ctx, node):
+            shuffle = keyword(node, "shuffle")
+            if isinstance(shuffle, ast.Constant) and not shuffle.value:
+                continue
+            parent = ctx.parents.get(node)
+            if isinstance(parent, ast.Assign):
+                samplers |= {d: node.lineno for t in parent.targets if (d := dotted(t))}
+    if not samplers:
+        return {}
+    for node in nodes:  # ``BatchSampler(sampler, ...)`` holds it too
+        if (
+            isinstance(node, ast.Call)
+            and ctx.call_qualname(node) in BATCH_SAMPLERS
+            and node.args
+            and dotted(node.args[0]) in samplers
+        ):
+            parent = ctx.parents.get(node)
+            if isinstance(parent, ast.Assign):
+                line = samplers[dotted(node.args[0]) or ""]
+                samplers |= {d: line for t in parent.targets if (d := dotted(t))}
+    loaders: dict[str, int] = {}
+    for node in nodes:
+        if isinstance(node, ast.Call) and ctx.call_qualname(node) == DATALOADER:
+            given = keyword(node, "sampler") or keyword(node, "batch_sampler")
+            name = dotted(given) if given is not None else None
+            parent = ctx.parents.get(node)
+            if name in samplers and isinstance(parent, ast.Assign):
+                loaders |= {d: samplers[name] for t in parent.targets if (d := dotted(t))}
+    returned: dict[int, str] = {}
+    for node in nodes:
+        if isinstance(node, ast.Return) and node.value is not None:
+            values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
+            for i, value in enumerate(values):
+                name = dotted(value)
+                if name in loaders:
+                    position = i if isinstance(node.value, ast.Tuple) else WHOLE
+                    returned.setdefault(position, f"{Path(ctx.path).name}:{loaders[name]}")
+    return returned
