@@ -350,7 +350,9 @@ class IndexCore:
 
     def _constructed_method(self, ctx: FileContext, call: ast.Call) -> Summary | None:
         """The project method ``obj.m(...)`` runs when ``obj`` is bound in this scope only to
-        instances of one project class (``trainer = Trainer(...)`` ... ``trainer.train(...)``)."""
+        instances of one project class (``trainer = Trainer(...)`` ... ``trainer.train(...)``); a
+        rebinding to an item of a loaded checkpoint (``tbLogger = checkpoint["tb_logger"]`` on
+        resume, vilbert) restores an instance pickled from that same class and is not counted."""
         func = call.func
         if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
             return None
@@ -360,6 +362,7 @@ class IndexCore:
             if isinstance(b, ast.Assign) and isinstance(b.value, ast.Call)
             else None
             for b in binds
+            if not (isinstance(b, ast.Assign) and _checkpoint_item(b.value))
         }
         if len(classes) != 1:
             return None
@@ -398,3 +401,13 @@ class IndexCore:
                         stack.append(nxt)
             found = self._reach[module] = frozenset(seen)
         return found
+
+
+def _checkpoint_item(value: ast.expr) -> bool:
+    """``checkpoint["tb_logger"]``: a string-keyed item of a name that says it holds a checkpoint."""
+    return (
+        isinstance(value, ast.Subscript)
+        and isinstance(value.slice, ast.Constant)
+        and isinstance(value.slice.value, str)
+        and any(w in (dotted(value.value) or "").lower() for w in ("checkpoint", "ckpt", "state"))
+    )

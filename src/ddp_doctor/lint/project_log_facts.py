@@ -22,10 +22,16 @@ def _whole_reads(value: ast.AST) -> set[str]:
     return {x.id for x in ast.walk(value) if isinstance(x, ast.Name) and id(x) not in picked}
 
 
-def parameters_logged(ctx: FileContext, fn: ast.AST) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def parameters_logged(
+    ctx: FileContext, fn: ast.AST, depth: int = 2
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(parameters its log calls write, its positional parameters): ``print``, ``writer.add_scalar``
     ... of a parameter, also through a loop over it (``for k, v in kwargs.items():
-    self.writer.add_scalar(k, v)``). Not ``f.write(...)`` (llm.c ``write_state`` dumps tensors)."""
+    self.writer.add_scalar(k, v)``), and through a same-file helper that logs what it is handed
+    (vilbert ``tbLogger.step_train(..., loss, ...)`` -> ``self.linePlot(stepId, loss, ...)`` ->
+    ``self.logger.add_scalar(..., val, step)``; ``depth`` helpers deep). Not ``f.write(...)``
+    (llm.c ``write_state`` dumps tensors)."""
+    from ddp_doctor.lint.logged_helpers import helper_logged_args
     from ddp_doctor.lint.rank0 import is_log_call
 
     if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -56,8 +62,15 @@ def parameters_logged(ctx: FileContext, fn: ast.AST) -> tuple[tuple[str, ...], t
         if isinstance(n, ast.Assign)
     ]
     for call in nodes:
-        if isinstance(call, ast.Call) and is_log_call(call) and not _writes_file(call):
-            names = reads(x for v in [*call.args, *(k.value for k in call.keywords)] for x in ast.walk(v))
+        handed = (
+            helper_logged_args(ctx, call, fn, lambda h: parameters_logged(ctx, h, depth - 1))
+            if depth > 0 and isinstance(call, ast.Call) and not is_log_call(call)
+            else None
+        )
+        if handed or (isinstance(call, ast.Call) and is_log_call(call) and not _writes_file(call)):
+            assert isinstance(call, ast.Call)
+            args = handed if handed is not None else [*call.args, *(k.value for k in call.keywords)]
+            names = reads(x for v in args for x in ast.walk(v))
             names |= loop_aliases(ctx, call, names)
             for n in named:
                 derived = {n}  # and what is computed from it (``overflow = check(loss.item())``)

@@ -95,10 +95,11 @@ class IndexQueries(IndexCore):
     def call_logged_args(self, ctx: FileContext, call: ast.Call) -> list[ast.expr] | None:
         """The arguments ``call`` logs when it runs project code that logs its parameters: a
         function, or a method of a parameter whose annotation names a project class (``def
-        train_step(self, tb_lg: TensorboardLogger)`` ... ``tb_lg.update(**kw)``). None: no such code."""
+        train_step(self, tb_lg: TensorboardLogger)`` ... ``tb_lg.update(**kw)``). None: no such code. Also a method of an object the scope builds from one
+        project class (vilbert ``tbLogger = utils.tbLogger(...)`` ... ``tbLogger.step_train(...)``)."""
         s = self.summary_for(ctx, call.func)
         if s is None:
-            s = self._annotated_method(ctx, call)
+            s = self._annotated_method(ctx, call) or self._constructed_method(ctx, call)
         if s is not None and s.logs_rank0 and not s.logged_params:
             return []  # it logs, but none of its parameters (only alarms: ``if loss > 12: print(loss)``)
         if s is None or not s.logged_params:

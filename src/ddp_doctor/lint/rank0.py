@@ -145,9 +145,13 @@ def rank0_locals(
     ``log_now = rank == 0``): ``if is_tracking:`` is a rank-0 test. ``nodes``: ``fn``'s own nodes.
     With ``parents``, ``x = True`` in one branch of an ``if`` whose other branch binds ``x`` to a
     rank-0 test counts too: true when not distributed, like ``not distributed or rank == 0``
-    (neuraloperator ``setup``: ``is_logger = get_local_rank() == 0`` / ``else: is_logger = True``)."""
+    (neuraloperator ``setup``: ``is_logger = get_local_rank() == 0`` / ``else: is_logger = True``).
+    A flag raised only on rank 0 counts too: ``default_gpu = False`` then ``default_gpu = True``
+    only inside ``if <rank-0 test>:`` (or in the single-process ``else`` of ``if local_rank != -1:``;
+    vilbert ``train_tasks.py``)."""
     bound: dict[str, bool] = {}
     single: list[tuple[str, ast.Assign]] = []
+    lowered: set[str] = set()  # names also bound to False/None: the flag's initial value
     for n in nodes:
         if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and n.value is not None:
             targets = n.targets if isinstance(n, ast.Assign) else [n.target]
@@ -157,11 +161,68 @@ def rank0_locals(
                     if not ok and parents is not None and isinstance(n, ast.Assign) and _is_true(n.value):
                         single.append((t.id, n))
                         continue
+                    if not ok and parents is not None and isinstance(n, ast.Assign) and _is_falsy(n.value):
+                        lowered.add(t.id)
+                        continue
                     bound[t.id] = bound.get(t.id, True) and ok
+    raised: set[str] = set()  # flags set True under a rank-0 test
     for name, node in single:
-        if bound.get(name) and not _other_branch_binds(parents or {}, node, name, predicates):
+        if name in lowered and bound.get(name, True) and _under_rank0_if(parents or {}, node, predicates):
+            raised.add(name)
+    for name in raised:
+        bound.setdefault(name, True)
+    for name, node in single:
+        if not bound.get(name):
+            continue
+        if name in raised and (
+            _under_rank0_if(parents or {}, node, predicates) or _in_single_process_branch(parents or {}, node)
+        ):
+            continue
+        if not _other_branch_binds(parents or {}, node, name, predicates):
             bound[name] = False
+    for name in lowered - raised:
+        if not any(n == name for n, _ in single):
+            bound[name] = False  # only ever False/None beside other bindings: no rank-0 flag
     return {k for k, v in bound.items() if v}
+
+
+def _is_falsy(node: ast.AST | None) -> bool:
+    return isinstance(node, ast.Constant) and (node.value is False or node.value is None)
+
+
+def _under_rank0_if(parents: dict[ast.AST, ast.AST], node: ast.AST, predicates: Collection[str]) -> bool:
+    """``node`` sits in the body of an ``if <rank-0 test>:`` of its scope."""
+    child, cur = node, parents.get(node)
+    while cur is not None and not isinstance(cur, SCOPES):
+        if isinstance(cur, ast.If) and child in cur.body and is_rank0_test(cur.test, predicates):
+            return True
+        child, cur = cur, parents.get(cur)
+    return False
+
+
+def _in_single_process_branch(parents: dict[ast.AST, ast.AST], node: ast.AST) -> bool:
+    """``node`` sits in the ``else`` of an ``if`` that holds only when distributed
+    (``if dist.is_available() and args.local_rank != -1:``): one process runs it."""
+    child, cur = node, parents.get(node)
+    while cur is not None and not isinstance(cur, SCOPES):
+        if isinstance(cur, ast.If) and child in cur.orelse and _distributed_test(cur.test):
+            return True
+        child, cur = cur, parents.get(cur)
+    return False
+
+
+def _distributed_test(test: ast.expr) -> bool:
+    """True only when the run is distributed: ``local_rank != -1`` (-1 = not distributed), alone
+    or in an ``and``."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return any(_distributed_test(v) for v in test.values)
+    return (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.NotEq)
+        and _int(test.comparators[0]) == -1
+        and _mentions_rank(test.left)
+    )
 
 
 def _is_true(node: ast.AST | None) -> bool:

@@ -5,7 +5,9 @@ DDPOptimizer split graphs at bucket boundaries so communication overlaps compute
 Detected: ``DDP(torch.compile(m))``, ``m = torch.compile(m); DDP(m)`` and ``m.compile(); DDP(m)``
 in the same function, compile first in source order; in project mode also a compile hidden in a
 project function or method that returns ``torch.compile`` of its argument (VAR
-``m = args.compile_model(m, args.tfast)``; config-gated by the flag argument it obeys). The compiled
+``m = args.compile_model(m, args.tfast)``; config-gated by the flag argument it obeys), and a
+same-file helper that builds the model, compiles it (behind its own flag) and returns it, alone or
+in a tuple (CBIM ``net, ema_net = init_network(args)``; ``rules/_compiled_returns.py``). The compiled
 module is followed through calls that return it (``DDP(m.to(device))``, ``m = m.cuda()``,
 ``m = SyncBatchNorm.convert_sync_batchnorm(m)``).
 """
@@ -13,7 +15,7 @@ module is followed through calls that return it (``DDP(m.to(device))``, ``m = m.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ddp_doctor.core.catalog import Text
@@ -21,6 +23,7 @@ from ddp_doctor.lint.context import FileContext, dotted, method
 from ddp_doctor.lint.flags import gate_of
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.module_moves import unmoved
+from ddp_doctor.lint.rules._compiled_returns import compiled_positions
 from ddp_doctor.lint.rules.base import Rule, Violation
 
 DDP = "torch.nn.parallel.DistributedDataParallel"
@@ -32,7 +35,8 @@ class CompileBeforeDdp(Rule):
     project_facts = frozenset({"compile"})
     flagged = (
         "`DDP(torch.compile(m))`, or `m = torch.compile(m)` / `m.compile()` / a project helper returning "
-        "`torch.compile(m)` then `DDP(m)` (also `(DDP if distributed else X)(m)`, `DDP(m.to(device))`, "
+        "`torch.compile(m)` / a same-file helper that builds, compiles and returns the model (also in a "
+        "tuple: `net, ema = init_network(args)`) then `DDP(m)` (also `(DDP if distributed else X)(m)`, `DDP(m.to(device))`, "
         "`m` moved or SyncBatchNorm-converted in between) in one function, on the same branch"
     )
     not_flagged = (
@@ -73,6 +77,15 @@ class CompileBeforeDdp(Rule):
                                 compiled_at[name] = node
                                 if via:
                                     helper_gates[name] = via
+                    elif positions := compiled_positions(ctx, node.value):
+                        # a same-file helper that builds and compiles the model it returns
+                        # (``net, ema = init_network(args)``), possibly behind its own flag
+                        for pos, t in _unpacked(targets):
+                            if pos in positions and (name := dotted(t)):
+                                gate, compiled[name] = positions[pos]  # the compile's line, in the helper
+                                compiled_at[name] = node
+                                if gate:
+                                    helper_gates[name] = gate
                     elif ctx.call_qualname(node.value) != DDP:
                         for t in targets:  # rebinding to something else forgets it
                             compiled.pop(dotted(t) or "", None)
@@ -115,6 +128,17 @@ class CompileBeforeDdp(Rule):
                             compile_line=line,
                             ddp_line=node.lineno,
                         )
+
+
+def _unpacked(targets: Sequence[ast.expr]) -> list[tuple[int | None, ast.expr]]:
+    """``a, b = ...`` -> [(0, a), (1, b)]; ``m = ...`` -> [(None, m)]."""
+    out: list[tuple[int | None, ast.expr]] = []
+    for t in targets:
+        if isinstance(t, (ast.Tuple, ast.List)):
+            out.extend(enumerate(t.elts))
+        else:
+            out.append((None, t))
+    return out
 
 
 def _compile_helper(ctx: FileContext, call: ast.Call) -> str | None:

@@ -11,7 +11,11 @@ helper (``sampler=data_sampler(ds, shuffle=True, distributed=True)`` where ``dat
 the DistributedSampler) is followed to its loader; so is a DistributedSampler chosen at run time
 (``RandomSampler(ds) if args.local_rank == -1 else DistributedSampler(ds)``, or a class alias
 ``S = ... if ... else DistributedSampler; S(ds)``): the bug exists whenever that branch runs, which
-is whenever training is distributed. In project mode, a loader handed to project code of another
+is whenever training is distributed. A loader returned by helpers of the file and handed to the
+constructor of a class of the file that keeps it on ``self`` is followed to the method iterating it,
+and the loop around every call of that method, when it walks epochs, is the epoch loop (BiRefNet
+``Trainer(data_loaders=init_data_loaders(...))``, ``trainer.train_epoch(epoch)``;
+``rules/_carried_loaders.py``). In project mode, a loader handed to project code of another
 file that re-iterates it every epoch and never calls ``set_epoch`` there either (neuralop's entry
 script builds the sampler, ``Trainer.train`` loops the epochs) is flagged at the sampler; a loader that a builder of another file returns (hysts
 ``train_loader, val_loader = create_dataloader(config)``, also through a ``BatchSampler``) and this
@@ -28,6 +32,7 @@ from collections.abc import Iterator
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, keyword
 from ddp_doctor.lint.loops import LoopFacts
+from ddp_doctor.lint.rules._carried_loaders import caller_epoch_loop, carried_loaders
 from ddp_doctor.lint.rules._data import bound_names, enclosing_loop, loops_iterating
 from ddp_doctor.lint.rules._returned_loaders import returned_loader, sets_epoch_elsewhere
 from ddp_doctor.lint.rules.base import Edit, Rule, Violation, insert_line_before, starts_own_line
@@ -48,7 +53,9 @@ class SetEpochMissing(Rule):
         "`RandomSampler(ds) if local_rank == -1 else DistributedSampler(ds)`), no `set_epoch` "
         "anywhere in the file, and its loader iterated inside an outer (epoch) loop, passed to a "
         "function from a loop over epochs, or re-iterated forever by a same-file generator (`while "
-        "True: for b in loader: yield b`); (project) a loader returned by a builder of another file "
+        "True: for b in loader: yield b`), or returned by helpers and kept by a trainer class of the file "
+        "whose epoch method the epoch loop calls (`Trainer(loader)` ... `for epoch in ...: "
+        "trainer.train_epoch(epoch)`); (project) a loader returned by a builder of another file "
         "(`train_loader, val_loader = create_dataloader(cfg)`) looped over epochs here"
     )
     not_flagged = (
@@ -86,6 +93,10 @@ class SetEpochMissing(Rule):
             samplers = bound_names(ctx, call)
             loaders = self._loaders(ctx, dataloaders, call, samplers)
             epoch_loop = self._epoch_loop(ctx, facts, loaders)
+            if epoch_loop is None and loaders:
+                # returned by helpers and kept by a trainer class of the file (BiRefNet)
+                loaders = carried_loaders(ctx, loaders)
+                epoch_loop = self._epoch_loop(ctx, facts, loaders)
             if epoch_loop is None:
                 handed = self._handed_to_epochs(ctx, calls, loaders)
                 if handed is not None:
@@ -192,7 +203,9 @@ class SetEpochMissing(Rule):
         if not loaders:
             return None
         for loop in loops_iterating(ctx, loaders, follow_aliases=False):
-            outer = enclosing_loop(ctx, loop)
+            # in its own method, the loop around every call of that method (``for epoch in ...:
+            # trainer.train_epoch(epoch)``)
+            outer = enclosing_loop(ctx, loop) or caller_epoch_loop(ctx, loop)
             if (
                 outer is not None
                 and isinstance(loop, (ast.For, ast.AsyncFor))
