@@ -109,3 +109,40 @@ def test_batchnorm_in_a_network_handed_into_the_wrapped_model_is_reported(tmp_pa
     files = {"evalnet.py": EVAL_NET, "unet.py": UNET, "train.py": _trainer("scorer=syncnet_eval_model")}
     root = _write(tmp_path, files)
     assert _found(root) == {("batchnorm-unsynced", "train.py")}
+
+
+# efficientvit: the wrap is a project method handed the run configuration, not the model; the
+# BatchNorm model went into the trainer object before (the finding stays at the helper call).
+TRAINER = """
+    import torch.nn as nn
+
+    class Trainer:
+        def __init__(self, model):
+            self.model = model
+
+        def prep_for_training(self, run_config):
+            self.run_config = run_config
+            self.model = nn.parallel.DistributedDataParallel(self.model.cuda(), device_ids=[0])
+
+        def train(self, loader, optimizer):
+            for x in loader:
+                loss = self.model(x).mean()
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+"""
+ENTRY = """
+    import torch.nn as nn
+    from trainer import Trainer
+
+    def main(config):
+        run_config = dict(config)
+        model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8))
+        trainer = Trainer(model=model)
+        trainer.prep_for_training(run_config)
+"""
+
+
+def test_a_helper_wrap_handed_the_config_keeps_the_batchnorm_finding(tmp_path: Path) -> None:
+    root = _write(tmp_path, {"trainer.py": TRAINER, "main.py": ENTRY})
+    assert ("batchnorm-unsynced", "main.py") in _found(root)

@@ -6,9 +6,10 @@ network it only evaluates with) and, apart, wraps ``unet = DDP(unet, ...)`` wher
 the same model: the wrapped model holds no BatchNorm that SyncBatchNorm would have to share.
 
 Decided only on positive evidence, within the function that wraps: every BatchNorm-building call
-sits in the value of a plain ``name = ...`` assignment of that function, every wrap is handed a
-plain name (``DDP(unet)``, ``DDP(unet.to(device))``), and following each wrapped name back through
-the names its bindings hand on (any number of hops: ``enc = Enc(backbone)``; ``model = Net(enc)``;
+sits in the value of a plain ``name = ...`` assignment of that function, every wrap is a
+``DistributedDataParallel(...)`` call (not a project helper that wraps, whose model argument is
+not written at the call) handed a plain name (``DDP(unet)``, ``DDP(unet.to(device))``), and
+following each wrapped name back through the names its bindings hand on (any number of hops: ``enc = Enc(backbone)``; ``model = Net(enc)``;
 not a name read only into arithmetic, text or a shape), no BatchNorm model is reached as an
 object. One reached only through a value read off it (``embed_dim = model.embed_dim``) counts as
 separate only when the function puts it in ``eval()`` and nothing in the file puts it back in
@@ -24,6 +25,7 @@ import ast
 
 from ddp_doctor.lint.context import FileContext
 from ddp_doctor.lint.module_moves import unmoved
+from ddp_doctor.lint.project import DDP
 from ddp_doctor.lint.provenance import DESCRIBE_ATTRS
 
 
@@ -44,6 +46,9 @@ def batchnorm_in_other_models(ctx: FileContext, wraps: list[ast.Call], built: li
         holders += found
     wrapped: set[str] = set()
     for w in wraps:
+        if ctx.call_qualname(w) != DDP:
+            return False  # a project helper that wraps (efficientvit ``trainer.prep_for_training(cfg)``):
+            # which of its arguments holds the model is not written at the call
         arg = unmoved(ctx, w.args[0]) if w.args else None
         if not isinstance(arg, ast.Name):
             return False
