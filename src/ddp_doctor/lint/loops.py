@@ -622,8 +622,13 @@ def is_accum_guard(test: ast.expr, facts: LoopFacts | None = None) -> bool:
             if isinstance(node, ast.Name):
                 scope = facts.ctx.enclosing_function(test)
                 binds = facts.ctx.bindings(scope).get(node.id, [])
+                # the name itself assigned (``last = ...``), not one of its fields (VGen's ``cfg.max_frames
+                # = cfg.frame_lens[cfg.rank % n]`` does not make ``if cfg.use_fsdp:`` a guard)
                 if any(
-                    isinstance(b, ast.Assign) and b.lineno < test.lineno and is_accum_guard(b.value)
+                    isinstance(b, ast.Assign)
+                    and b.lineno < test.lineno
+                    and any(isinstance(t, ast.Name) and t.id == node.id for t in b.targets)
+                    and is_accum_guard(b.value)
                     for b in binds
                 ):
                     return True

@@ -35,6 +35,7 @@ from ddp_doctor.lint.dist_tests import asks_if_distributed, distributed_predicat
 from ddp_doctor.lint.idioms import SYNC_ON_COMPUTE
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.metric_attributes import built_synced_on_self
+from ddp_doctor.lint.overrides import override_defs
 from ddp_doctor.lint.rank0 import bound_argument
 
 # What a call returns of the loss: True (the whole value) or, for a returned tuple, the shape of each
@@ -301,12 +302,30 @@ def loop_aliases(ctx: FileContext, node: ast.AST, names: set[str]) -> set[str]:
         if (
             isinstance(cur, (ast.For, ast.AsyncFor))
             and child in cur.body
-            and names & set(bound_names(cur.target))
+            and names & set(bound_names(cur.target)) - _rebound_in_body(cur, node)
             and not _other_items_picked(cur.target, picked)
             and not _reduced_iteration(cur.iter)
         ):
             out |= reads(ctx.local(cur.iter))
         child, cur = cur, ctx.parents.get(cur)
+    return out
+
+
+def _rebound_in_body(loop: ast.For | ast.AsyncFor, node: ast.AST) -> set[str]:
+    """Loop variables the body rebinds before ``node`` (HALOs ``for k, v in metrics.items(): v =
+    self.accelerator.gather(v).flatten(); batch_metrics[k].extend(v...)``): from there the name is
+    the new value, which the assignment's own flow follows, not the container's item."""
+    line = getattr(node, "lineno", 0)
+    out: set[str] = set()
+    for stmt in loop.body:
+        for n in ast.walk(stmt):
+            if (
+                isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+                and n.lineno < line
+                and not isinstance(n, ast.AugAssign)
+            ):
+                targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                out |= {t.id for t in targets if isinstance(t, ast.Name)}
     return out
 
 
@@ -716,6 +735,10 @@ class LossFlow:
             for value, position in values:
                 if not isinstance(value, ast.Call):
                     continue
+                overrides = override_defs(self.ctx, value)
+                if overrides:  # each override's return value is the loss there
+                    out += [(d, position) for d in overrides if d is not scope]
+                    continue
                 fn = self.ctx.helper(value) or self._own_forward(scope, value)
                 if fn is not None and fn is not scope:
                     out.append((fn, position))
@@ -821,6 +844,14 @@ class LossFlow:
 
     def _call_shape(self, call: ast.Call) -> Shape | None:
         ctx = self.ctx
+        overrides = override_defs(ctx, call)
+        if overrides and all(id(d) in self.taints for d in overrides):
+            # ``self.get_batch_metrics(batch)`` overridden in subclasses: what any override returns
+            # (False: each was read and none returns the loss there)
+            merged: Shape | None = None
+            for d in overrides:
+                merged = merge(merged, self.returns.get(id(d)))
+            return merged if merged is not None else False
         fn = ctx.helper(call)
         if fn is not None:
             if id(fn) in self.returns:
@@ -887,6 +918,9 @@ class LossFlow:
         # a parameter handed the loss may be a container of many things (wenet's ``info_dict``):
         # its loss-named items hold the loss, its other items (``info_dict["tag"]``) do not
         fields |= params
+        # a dict literal with a loss-named key (ml-mdm ``other_items = {"batch_num": ..., "loss":
+        # loss_val}`` saved with a checkpoint): its other keys (``other_items["batch_num"]``) are not it
+        fields |= _loss_keyed_dicts(ctx, nodes)
         all_flows: list[tuple[set[str], set[str]]] = []
         scope_binds = ctx.bindings(scope)
         flows: list[tuple[set[str], set[str]]] = []  # (names read, names written) of non-reducing steps
@@ -1271,6 +1305,22 @@ def _dict_literal(ctx: FileContext, scope: ast.AST, name: str) -> bool:
         )
         for b in binds
     )
+
+
+def _loss_keyed_dicts(ctx: FileContext, nodes: list[ast.AST]) -> set[str]:
+    """Names the scope binds to a dict literal whose keys are all strings, one of them naming a
+    loss (``{"loss": loss_val, "batch_num": batch_num}``): the loss sits under that key."""
+    out: set[str] = set()
+    for n in nodes:
+        if (
+            isinstance(n, ast.Assign)
+            and isinstance(n.value, ast.Dict)
+            and n.value.keys
+            and all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in n.value.keys)
+            and any(isinstance(k, ast.Constant) and loss_key(str(k.value)) for k in n.value.keys)
+        ):
+            out |= {t.id for t in n.targets if isinstance(t, ast.Name)}
+    return out
 
 
 def _lightning_loss(value: ast.expr) -> ast.expr:

@@ -79,7 +79,9 @@ class AccumNoSyncMissing(Rule):
                 continue
             if _forward_bypasses_ddp(ctx, facts, loop.loop, wrapped):
                 continue  # no reducer runs at all: nothing is all-reduced, early or late
-            if loop.shape == "function" and any(SYNC_CONTROL.match(w) for w in ctx.words):
+            if loop.shape == "function" and (
+                any(SYNC_CONTROL.match(w) for w in ctx.words) or _callers_toggle_sync(ctx, loop.loop)
+            ):
                 continue  # a step function: its callers may toggle the sync around each call
             count = accumulation_count(facts, loop)
             if count is not None and _one_unless_deepspeed(ctx, count):
@@ -196,6 +198,23 @@ def _controls_sync(ctx: FileContext, facts: LoopFacts, loop: ast.AST) -> bool:
             return True
         cur = ctx.parents.get(cur)
     return False
+
+
+def _callers_toggle_sync(ctx: FileContext, fn: ast.AST) -> bool:
+    """(project) A step function called from another file that controls the sync (ml-mdm's
+    ``train_batch``, which ``train_parallel.main`` calls under ``with no_sync_context:`` on the
+    accumulating micro-steps): the caller decides which calls all-reduce."""
+    project = ctx.project
+    if project is None or ctx.module is None or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    owner = ctx.parents.get(fn)
+    if owner is ctx.tree:
+        qualname = f"{ctx.module}.{fn.name}"
+    elif isinstance(owner, ast.ClassDef) and ctx.parents.get(owner) is ctx.tree:
+        qualname = f"{ctx.module}.{owner.name}.{fn.name}"
+    else:
+        return False
+    return any(s.toggles_sync and qualname in s.callees for s in project.summaries.values())
 
 
 def _effective_toggle(ctx: FileContext, facts: LoopFacts, node: ast.AST) -> bool:

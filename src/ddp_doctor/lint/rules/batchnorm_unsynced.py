@@ -47,6 +47,7 @@ from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.module_moves import unmoved
 from ddp_doctor.lint.project import DDP, ProjectIndex
 from ddp_doctor.lint.rules._model_by_name import builds_batchnorm_by_name
+from ddp_doctor.lint.rules._separate_models import batchnorm_in_other_models
 from ddp_doctor.lint.rules._untrained_wrap import untrained_wrap
 from ddp_doctor.lint.rules.base import (
     Edit,
@@ -163,6 +164,8 @@ class BatchnormUnsynced(Rule):
         # several wraps (LlamaGen wraps its VQ model and, apart, the loss module holding the
         # BatchNorm discriminator): report the wraps of what the BatchNorm was built into
         tied = [c for c in ddp_calls if _wraps_built_from(ctx, c, bn_nodes)]
+        if not tied and handed_by is None and batchnorm_in_other_models(ctx, ddp_calls, bn_nodes):
+            return  # LatentSync: the BatchNorm is in an evaluation network, the wrap is of the UNet
         for call in tied or ddp_calls:
             if call not in prepares and untrained_wrap(ctx, call, ddp_calls):
                 continue  # a frozen loss network (GPEN's IDLoss): no optimizer of the file updates it

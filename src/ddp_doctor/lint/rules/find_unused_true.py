@@ -15,6 +15,7 @@ configuration's defaults (wenet ``find_unused_parameters=not grad_ckpt`` where `
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 
 from ddp_doctor.core.catalog import Text
@@ -24,6 +25,8 @@ from ddp_doctor.lint.inference_only import never_trains
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.rules.base import Rule, Violation, replace_node
 
+# A class named for evaluation (``eval``, ``Evaluator``, ``ValidationRunner``, ``Inference``; not unittest ``Test*`` classes).
+EVAL_CLASS = re.compile(r"^_*(eval|evaluat|valid|infer|predict)", re.IGNORECASE)
 # Constructors whose keyword configures DDP's find_unused_parameters.
 DDP_CONFIGS: dict[str, str] = {
     "torch.nn.parallel.DistributedDataParallel": "find_unused_parameters",
@@ -62,6 +65,8 @@ class FindUnusedTrue(Rule):
                 and wraps_frozen_model_only(ctx, node)
             ):
                 continue  # an Accelerator that only prepares a frozen (reference) model
+            if _in_evaluation_class(ctx, node):
+                continue  # Versatile-Diffusion's ``class eval(exec_container)``: no backward runs there
             source = _through_name(ctx, value, node)
             default = _config_default(source) if source is not None else None
             gate = f"{default} not set in the configuration (default True)"
@@ -97,6 +102,18 @@ class FindUnusedTrue(Rule):
                     edits=(replace_node(ctx, value, "False"),),
                     setting=True,
                 )
+
+
+def _in_evaluation_class(ctx: FileContext, node: ast.AST) -> bool:
+    """``node`` is in a method of a class named for evaluation (``class eval(exec_container)``,
+    ``class Evaluator``) that runs no backward itself: the wrap it builds serves forwards only,
+    and DDP looks for unused parameters only when a backward will follow."""
+    cur = ctx.parents.get(node)
+    while cur is not None and not isinstance(cur, ast.ClassDef):
+        cur = ctx.parents.get(cur)
+    if cur is None or not EVAL_CLASS.match(cur.name):
+        return False
+    return not any(isinstance(n, ast.Attribute) and n.attr == "backward" for n in ast.walk(cur))
 
 
 def _through_name(ctx: FileContext, value: ast.expr | None, at: ast.AST) -> ast.expr | None:

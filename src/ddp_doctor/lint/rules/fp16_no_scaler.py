@@ -33,8 +33,8 @@ from collections.abc import Iterator
 
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method
-from ddp_doctor.lint.flags import all_defaults, argparse_choices, flag_test, gate_of
-from ddp_doctor.lint.loops import LoopFacts
+from ddp_doctor.lint.flags import UNKNOWN, all_defaults, argparse_choices, describe, flag_test, gate_of
+from ddp_doctor.lint.loops import LoopFacts, argument
 from ddp_doctor.lint.rules.base import Rule, Violation
 
 AUTOCAST = "torch.amp.autocast"
@@ -153,7 +153,9 @@ class Fp16NoScaler(Rule):
             return False, None
         if any(k.arg is None for k in call.keywords):
             return False, None  # ``autocast(**kwargs)`` replays settings made elsewhere (checkpointing)
-        enabled = keyword(call, "enabled")
+        # positional too: ``@autocast(False)`` (torch.cuda.amp's first parameter) switches it off
+        # (imaginaire's resample2d keeps a CUDA kernel in float32 that way)
+        enabled = argument(call, "enabled", 0 if qual == CUDA_AUTOCAST else 2)
         switch: str | None = None
         if scaler_flags:
             # the file scales only under its scaler flags: an autocast on its own flag is the bug
@@ -164,9 +166,7 @@ class Fp16NoScaler(Rule):
             switch = f"`{switch}` on with `{'`/`'.join(sorted(scaler_flags))}` off"
         elif enabled is not None and not (isinstance(enabled, ast.Constant) and enabled.value is True):
             return False, None  # disabled, or enabled by a runtime flag we cannot read
-        dtype = keyword(call, "dtype")
-        if dtype is None and qual == AUTOCAST and len(call.args) > 1:
-            dtype = call.args[1]
+        dtype = argument(call, "dtype", 1)  # (device_type, dtype, ...) and (enabled, dtype, ...)
         if switch is not None:
             if dtype is not None and ctx.qualname(dtype) != FP16:
                 return False, None
@@ -334,10 +334,14 @@ def _dtype_gate(ctx: FileContext, dtype: ast.AST, at: ast.AST, defaults: dict[st
                 return f"{_flag_text(ctx, dtype.slice, defaults)} == {key.value!r}"
         return None
     if isinstance(dtype, ast.IfExp):
-        if ctx.qualname(dtype.body) == FP16:
-            return f"{_flag_text(ctx, dtype.test, defaults)} true"
-        if ctx.qualname(dtype.orelse) == FP16:
-            return f"{_flag_text(ctx, dtype.test, defaults)} false"
+        for branch, when in ((dtype.body, True), (dtype.orelse, False)):
+            if ctx.qualname(branch) == FP16:
+                # ``torch.bfloat16 if args.dtype == "bfloat16" else torch.float16``: the value that
+                # picks float16 (``--dtype != 'bfloat16'``), not "--dtype false"
+                test = flag_test(ctx, dtype.test, defaults)
+                if test is not None and test.value is not UNKNOWN:
+                    return describe(test, when)
+                return f"{_flag_text(ctx, dtype.test, defaults)} {'true' if when else 'false'}"
     return None
 
 
