@@ -38,6 +38,10 @@ _ALIASES: dict[str, str] = {
     # apex's DDP all-reduces the same way (hooks on backward): the same rules apply
     "apex.parallel.DistributedDataParallel": "torch.nn.parallel.DistributedDataParallel",
     "apex.parallel.distributed.DistributedDataParallel": "torch.nn.parallel.DistributedDataParallel",
+    # Ignite's `idist.auto_model(model)` wraps in DDP when the run is distributed (its other
+    # keywords go to DDP); the same rules apply
+    "ignite.distributed.auto_model": "torch.nn.parallel.DistributedDataParallel",
+    "ignite.distributed.auto.auto_model": "torch.nn.parallel.DistributedDataParallel",
     "timm.models.create_model": "timm.create_model",
     "timm.models._factory.create_model": "timm.create_model",
     "timm.models.factory.create_model": "timm.create_model",

@@ -4,7 +4,9 @@ Answers ``"scaled"``, ``"raw"`` or ``"unknown"`` by following the expression bac
 assignments in the same function and through same-file helpers' ``return`` statements. Only a
 value that provably comes straight from a loss function or a model forward, with no division
 on the way, is ``"raw"``; a multiplication, an unknown call or a parameter is ``"unknown"``,
-and unknown is never flagged.
+and unknown is never flagged. A tuple unpacked from a same-file helper whose returns all have
+its length is followed by position; a constant term of a sum (``torch.tensor(0)``) is no loss
+term; ``model(..., labels=y)[0]`` is the loss (Hugging Face tuples put it first).
 """
 
 from __future__ import annotations
@@ -44,8 +46,11 @@ class LossTracer:
             if isinstance(expr.op, (ast.Div, ast.FloorDiv)):
                 return "scaled"
             if isinstance(expr.op, (ast.Add, ast.Sub)):
-                left, right = self.state(expr.left, at, depth - 1), self.state(expr.right, at, depth - 1)
-                return "raw" if left == right == "raw" else "unknown"
+                left, right = self._term_state(expr.left, at, depth), self._term_state(expr.right, at, depth)
+                # a constant term (``lm_loss = torch.tensor(0)`` on the path without that loss) adds
+                # nothing to the gradient: the sum is as raw as its loss terms
+                terms = {left, right} - {"constant"}
+                return "raw" if terms == {"raw"} else "unknown"
             if isinstance(expr.op, ast.Mult):
                 # a raw loss weighted per sample or per term (``(losses["loss"] * weights).mean()``)
                 # stays raw; any other factor (``loss * accum`` multiplies a division back) is unknown
@@ -98,9 +103,20 @@ class LossTracer:
             and isinstance(expr.slice.value, str)
             and expr.slice.value in ("loss", "total_loss", "loss_total")
         )
-        if not is_loss:
-            return "unknown"
         base: ast.AST | None = expr.value
+        if not is_loss:
+            # ``model(input_ids=..., labels=y)[0]``: a forward given its labels returns the loss
+            # first (Hugging Face ``return_dict=False`` tuples, FiD's T5 reader)
+            if (
+                isinstance(expr, ast.Subscript)
+                and isinstance(expr.slice, ast.Constant)
+                and expr.slice.value == 0
+                and isinstance(base, ast.Call)
+                and keyword(base, "labels") is not None
+                and FORWARD_CALLEE.search(dotted(base.func) or "")
+            ):
+                return "raw"
+            return "unknown"
         if isinstance(base, ast.Name):
             base = self._reaching_value(base.id, at)
         if isinstance(base, ast.Call):
@@ -131,7 +147,38 @@ class LossTracer:
                 and keyword(definition.value, "num_items_in_batch") is None
             ):
                 return "raw"  # `logits, loss = model(x, y)`
+            if isinstance(target, ast.Tuple) and isinstance(definition.value, ast.Call):
+                return self._unpacked_state(target, name, definition.value, depth)
         return "unknown"
+
+    def _unpacked_state(self, target: ast.Tuple, name: str, call: ast.Call, depth: int) -> State:
+        """``loss, aux = compute(...)`` with ``compute`` a same-file helper whose every ``return``
+        is a tuple of the same length: the state of what each return puts at ``name``'s position
+        (ai4code's ``loss, split_loss, rank_loss, lm_loss = forward_train_loss(...)``)."""
+        fn = self.ctx.helper(call)
+        names = [e.id if isinstance(e, ast.Name) else None for e in target.elts]
+        if fn is None or names.count(name) != 1 or any(isinstance(e, ast.Starred) for e in target.elts):
+            return "unknown"
+        position = names.index(name)
+        states = set()
+        for ret in self.ctx.local(fn):
+            if not isinstance(ret, ast.Return):
+                continue
+            if not isinstance(ret.value, ast.Tuple) or len(ret.value.elts) != len(names):
+                return "unknown"
+            states.add(self.state(ret.value.elts[position], ret, depth - 1))
+        return states.pop() if len(states) == 1 else "scaled" if "scaled" in states else "unknown"
+
+    def _term_state(self, expr: ast.AST, at: ast.AST, depth: int) -> State:
+        """A term of a sum: ``"constant"`` for a number or ``torch.tensor(<number>)`` (also through
+        the name it was last bound to), else its state."""
+        if isinstance(expr, ast.Name):
+            value = self._reaching_value(expr.id, at)
+            if value is not None and _constant(self.ctx, value):
+                return "constant"
+        if _constant(self.ctx, expr):
+            return "constant"
+        return self.state(expr, at, depth - 1)
 
     def _reaching_value(self, name: str, at: ast.AST) -> ast.AST | None:
         d = self._reaching_def(name, at)
@@ -154,6 +201,19 @@ class LossTracer:
 LOSS_CALLEE = re.compile(r"(^|_)(loss|losses|criterion|criteria)($|_)", re.IGNORECASE)
 NOT_RAW_CALLEE = re.compile(r"scal|norm|avg|average|reduce|gather|sync|accum", re.IGNORECASE)
 WEIGHT_FACTOR = re.compile(r"weight|^w$|^w_|_w$|coef|lambda|^lam$", re.IGNORECASE)
+
+
+def _constant(ctx: FileContext, expr: ast.AST) -> bool:
+    """A number, or ``torch.tensor(<number>)``: no loss term."""
+    if isinstance(expr, ast.Constant):
+        return isinstance(expr.value, (int, float)) and not isinstance(expr.value, bool)
+    return (
+        isinstance(expr, ast.Call)
+        and ctx.call_qualname(expr) == "torch.tensor"
+        and len(expr.args) == 1
+        and isinstance(expr.args[0], ast.Constant)
+        and isinstance(expr.args[0].value, (int, float))
+    )
 
 
 def _loss_callee(call: ast.Call) -> bool:

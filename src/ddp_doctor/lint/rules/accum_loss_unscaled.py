@@ -40,6 +40,7 @@ class AccumLossUnscaled(Rule):
         for loop in facts.accumulation_loops():
             if _scales_gradients(ctx, ctx.enclosing_function(loop.loop)):
                 continue
+            reported: set[str] = set()
             for node in facts.nodes(loop.loop.body):
                 bw = backward_of(node)
                 if bw is None or bw.framework or tracer.state(bw.root, bw.call) != "raw":
@@ -47,6 +48,11 @@ class AccumLossUnscaled(Rule):
                 if _not_accumulated(ctx, facts, bw.call, loop.loop):
                     continue
                 root = ctx.segment(bw.root) if bw.root is not None else "loss"
+                if root in reported:
+                    # the same value backpropagated again in this loop (ai4code's adversarial pass
+                    # recomputes `loss` and backprops it every `stride` steps): one fix, one finding
+                    continue
+                reported.add(root)
                 yield self.violation(
                     bw.call,
                     Text(

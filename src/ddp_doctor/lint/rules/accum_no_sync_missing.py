@@ -11,7 +11,9 @@ control gradient sync: ``no_sync``, ``require_backward_grad_sync``, FSDP2's
 EDM's ``misc.ddp_sync``) in the loop body (through same-file helpers), around the loop, or in a
 project function the loop calls. accelerate: a model passed through ``accelerator.prepare`` is a
 DDP model; a micro-batch loop written by hand (not under ``accelerator.accumulate``) with neither
-``accumulate`` nor ``accelerator.no_sync`` all-reduces every micro-step. A toggle that cannot skip anything does not count: the flag set
+``accumulate`` nor ``accelerator.no_sync`` all-reduces every micro-step. PyTorch-Ignite's
+``idist.auto_model(model)`` wraps in DDP when the run is distributed (an alias of DDP in
+``lint/context.py``). A toggle that cannot skip anything does not count: the flag set
 to the constant ``True``, or a ``no_sync()`` block with neither a forward nor a backward in it;
 a ``no_sync`` bound only under ``isinstance(model, FSDP)`` (open_lm) skips nothing for DDP. Micro-steps
 whose forward goes through ``model.module`` and never through the DDP wrap (minimind GRPO) are not
@@ -59,7 +61,7 @@ class AccumNoSyncMissing(Rule):
         "`nullcontext() if last else model.no_sync()`), EDM `ddp_sync`, FSDP1/FSDP2 (reduce-scatter, "
         "not this rule), accelerate, micro-steps whose forward bypasses DDP through `model.module`"
     )
-    required = (("DistributedDataParallel", "prepare"), ("backward", "scaler", "loss_scaler"))
+    required = (("DistributedDataParallel", "prepare", "auto_model"), ("backward", "scaler", "loss_scaler"))
     required_in_project = (("backward", "scaler", "loss_scaler"),)
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:

@@ -30,6 +30,7 @@ from collections.abc import Iterator
 
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, method
+from ddp_doctor.lint.ignite_events import per_micro_step_handlers
 from ddp_doctor.lint.loops import (
     LoopFacts,
     accelerate_accumulate_blocks,
@@ -78,6 +79,7 @@ class SchedulerPerMicrostep(Rule):
                 accumulation_loop_line=loop.loop.lineno,
                 optimizer_step_line=loop.step_line,
             )
+        yield from self._ignite_handlers(ctx, facts)
         blocks = accelerate_accumulate_blocks(facts)
         if not blocks:
             return
@@ -107,6 +109,33 @@ class SchedulerPerMicrostep(Rule):
                     gated_by=gate,
                     accumulate_line=block.lineno,
                 )
+
+    def _ignite_handlers(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
+        """An accumulation step function run by an Ignite ``Engine``, whose per-iteration handler
+        steps a scheduler (ai4code: ``@trainer.on(Events.ITERATION_COMPLETED)`` ...
+        ``scheduler.step()``): the schedule advances on every micro-step."""
+        if "ignite" not in ctx.words:
+            return
+        for loop in facts.accumulation_loops():
+            if loop.shape != "function" or not isinstance(loop.loop, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for handler in per_micro_step_handlers(ctx, loop.loop):
+                for node in unconditional_nodes(facts, handler.body):
+                    m = method(node)
+                    if not m or m[1] != "step" or not facts.is_scheduler(m[0]) or _sets_position(node):
+                        continue
+                    yield self.violation(
+                        node,
+                        Text(
+                            f"`{m[0]}.step()` in the Ignite handler `{handler.name}` runs after every call "
+                            f"of {loop.where_en}, but the optimizer steps only at line {loop.step_line}: "
+                            "the schedule advances accumulation-count times too fast.",
+                            f"Ignite 处理函数 `{handler.name}` 中的 `{m[0]}.step()` 在{loop.where_zh}的每次调用后"
+                            f"都会执行，而优化器只在第 {loop.step_line} 行更新：学习率调度快了累积步数倍。",
+                        ),
+                        accumulation_loop_line=loop.loop.lineno,
+                        optimizer_step_line=loop.step_line,
+                    )
 
 
 def _sets_position(call: ast.AST) -> bool:
