@@ -1471,6 +1471,47 @@ def test_batchnorm_encoder_with_batch_norm_selected_is_flagged(tmp_path: Path) -
         assert ("batchnorm-unsynced", "train.py") in found, selected
 
 
+BN_SUBCLASS_LIKE = {
+    "unet.py": """
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        class ContBatchNorm3d(nn.modules.batchnorm._BatchNorm):
+            def forward(self, x):
+                return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias, True)
+
+        class LUConv(nn.Module):
+            def __init__(self, chans):
+                super().__init__()
+                self.conv = nn.Conv3d(chans, chans, 3)
+                self.bn = ContBatchNorm3d(chans)
+    """,
+    "train.py": """
+        from torch.nn.parallel import DistributedDataParallel
+        from unet import LUConv
+
+        def train(loader, optimizer):
+            model = DistributedDataParallel(LUConv(16))
+            for x in loader:
+                model(x).mean().backward()
+                optimizer.step()
+    """,
+}
+
+
+def test_a_project_batchnorm_subclass_is_batchnorm(tmp_path: Path) -> None:
+    # CLIP-Driven-Universal-Model: ``ContBatchNorm3d(nn.modules.batchnorm._BatchNorm)`` in a UNet
+    found = {f[:2] for f in _found(_write(tmp_path, BN_SUBCLASS_LIKE))}
+    assert ("batchnorm-unsynced", "train.py") in found
+
+
+def test_a_project_syncbatchnorm_reimplementation_is_not_batchnorm(tmp_path: Path) -> None:
+    files = dict(BN_SUBCLASS_LIKE)
+    files["unet.py"] = files["unet.py"].replace("ContBatchNorm3d", "SyncBatchNorm3d")
+    found = _found(_write(tmp_path, files))
+    assert not any(f[0] == "batchnorm-unsynced" for f in found)
+
+
 SPARK_LIKE = {
     "decoder.py": """
         import torch.nn as nn

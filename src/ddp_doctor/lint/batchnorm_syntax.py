@@ -10,6 +10,9 @@ import re
 from ddp_doctor.lint.context import FileContext, dotted, param_defaults
 
 BATCHNORM = re.compile(r"^torch\.nn\.(Lazy)?BatchNorm[123]d$")
+# A base class that makes a project class a BatchNorm layer itself (CLIP-Driven-Universal-Model's
+# ``ContBatchNorm3d(nn.modules.batchnorm._BatchNorm)``); SyncBatchNorm re-implementations by name aside.
+BATCHNORM_BASE = re.compile(r"^torch\.nn\.(modules\.batchnorm\._BatchNorm|(Lazy)?BatchNorm[123]d)$")
 TORCHVISION_BN = re.compile(
     r"^torchvision\.models\.(resnet|resnext|wide_resnet|densenet|mobilenet|efficientnet|"
     r"vgg\d+_bn|regnet|inception_v3|googlenet|shufflenet|mnasnet)\w*$"

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from ddp_doctor.lint.batchnorm_syntax import (
     BATCHNORM,
+    BATCHNORM_BASE,
     TORCHVISION_BN,
     batchnorm_tables,
     builds_from_reference,
@@ -266,6 +267,10 @@ class IndexScan(IndexBindings):
         if isinstance(node, ast.ClassDef):
             if scan.bn:  # a subclass has what its project bases build
                 s.refs |= {t for b in node.bases if (t := self._project_target(scan.imports, b))}
+                if "sync" not in node.name.lower() and any(
+                    BATCHNORM_BASE.match(ctx.qualname(b) or "") for b in node.bases
+                ):
+                    s.builds_batchnorm = True  # a BatchNorm subclass is a BatchNorm layer
             s.returns_ddp = False  # calling a class builds an instance of it, never a DDP wrap
             if scan.loss:
                 s.syncs_updates = class_syncs_updates(ctx, node)
