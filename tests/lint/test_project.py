@@ -1415,6 +1415,62 @@ def test_batchnorm_behind_a_parameter_on_by_default_is_flagged(tmp_path: Path) -
     assert ("batchnorm-unsynced", "train.py") in found
 
 
+DROID_LIKE = {
+    "extractor.py": """
+        import torch.nn as nn
+
+        class ResidualBlock(nn.Module):
+            def __init__(self, planes, norm_fn="group"):
+                super().__init__()
+                if norm_fn == "batch":
+                    self.norm1 = nn.BatchNorm2d(planes)
+                elif norm_fn == "instance":
+                    self.norm1 = nn.InstanceNorm2d(planes)
+
+        class BasicEncoder(nn.Module):
+            def __init__(self, output_dim=128, norm_fn="batch"):
+                super().__init__()
+                if norm_fn == "batch":
+                    self.norm1 = nn.BatchNorm2d(64)
+                self.layer1 = ResidualBlock(64, norm_fn)
+    """,
+    "net.py": """
+        import torch.nn as nn
+        from extractor import BasicEncoder
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fnet = BasicEncoder(output_dim=128, norm_fn="instance")
+                self.cnet = BasicEncoder(output_dim=256, norm_fn="none")
+    """,
+    "train.py": """
+        from torch.nn.parallel import DistributedDataParallel
+        from net import Net
+
+        def train(loader, optimizer):
+            model = DistributedDataParallel(Net())
+            for x in loader:
+                model(x).mean().backward()
+                optimizer.step()
+    """,
+}
+
+
+def test_batchnorm_encoder_built_with_another_norm_selected_is_not_flagged(tmp_path: Path) -> None:
+    # DROID-SLAM / RAFT: ``BasicEncoder(norm_fn='instance')`` never builds its BatchNorm branch
+    found = _found(_write(tmp_path, DROID_LIKE))
+    assert not any(f[0] == "batchnorm-unsynced" for f in found)
+
+
+def test_batchnorm_encoder_with_batch_norm_selected_is_flagged(tmp_path: Path) -> None:
+    for selected in ('norm_fn="batch"', 'norm_fn="BN"', "output_dim=7"):  # the default is "batch"
+        files = dict(DROID_LIKE)
+        files["net.py"] = files["net.py"].replace('norm_fn="none"', selected)
+        found = {f[:2] for f in _found(_write(tmp_path / selected[:6], files))}
+        assert ("batchnorm-unsynced", "train.py") in found, selected
+
+
 SPARK_LIKE = {
     "decoder.py": """
         import torch.nn as nn

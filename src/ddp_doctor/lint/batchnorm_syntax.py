@@ -46,6 +46,36 @@ def off_by_default(ctx: FileContext, node: ast.AST) -> bool:
     return False
 
 
+# A norm-layer selector argument (``norm_fn='instance'``, ``norm_layer="group"``, ``norm_cfg=dict(type="GN")``)
+# and the values of it that pick BatchNorm.
+NORM_SELECTOR = re.compile(r"^norm(_?(fn|layer|type|cfg|kind|mode))?$|_norm$", re.IGNORECASE)
+PICKS_BATCHNORM = re.compile(r"^(sync_?)?(bn|batch|batch_?norm)([123]d)?$", re.IGNORECASE)
+
+
+def chooses_other_norm(call: ast.Call) -> bool:
+    """A call that names, by a norm-selector keyword, a norm layer other than BatchNorm (DROID-SLAM,
+    RAFT ``BasicEncoder(output_dim=128, norm_fn='instance')``): the callee's BatchNorm, built only
+    when that selector picks it, is not built by this call."""
+    for kw in call.keywords:
+        if kw.arg is None or not NORM_SELECTOR.search(kw.arg):
+            continue
+        value: ast.AST | None = kw.value
+        if isinstance(value, ast.Call) and (dotted(value.func) or "") == "dict":  # dict(type="GN")
+            value = next((k.value for k in value.keywords if k.arg == "type"), None)
+        elif isinstance(value, ast.Dict):  # {"type": "GN"}
+            value = next(
+                (
+                    v
+                    for k, v in zip(value.keys, value.values, strict=True)
+                    if isinstance(k, ast.Constant) and k.value == "type"
+                ),
+                None,
+            )
+        if isinstance(value, ast.Constant) and isinstance(value.value, str):
+            return not PICKS_BATCHNORM.match(value.value)
+    return False
+
+
 def builds_from_reference(ctx: FileContext, node: ast.AST) -> bool:
     """A BatchNorm class named without being called is built later when it is handed over as a
     layer type (``norm_layer=nn.BatchNorm2d``, ``Norm = nn.BatchNorm2d``, ``partial(nn.BatchNorm2d)``),

@@ -14,6 +14,7 @@ from ddp_doctor.lint.batchnorm_syntax import (
     TORCHVISION_BN,
     batchnorm_tables,
     builds_from_reference,
+    chooses_other_norm,
     names_syncbn,
     off_by_default,
 )
@@ -372,7 +373,8 @@ class IndexScan(IndexBindings):
                 if target:
                     s.callees.add(target)
                     if bn:
-                        (s.bn_optional if off_by_default(ctx, n) else required).add(target)
+                        optional = off_by_default(ctx, n) or chooses_other_norm(n)
+                        (s.bn_optional if optional else required).add(target)
                     parent = ctx.parents.get(n)
                     if id(n) in returned or (  # model = build(...); ...; return model
                         isinstance(parent, (ast.Assign, ast.AnnAssign))

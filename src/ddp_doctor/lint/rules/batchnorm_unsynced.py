@@ -77,7 +77,8 @@ class BatchnormUnsynced(Rule):
         "(ViT/ConvNeXt defaults), frozen/teacher copies, a wrap no optimizer of the file is built from "
         "while its optimizers name the other wrapped models (a frozen loss network), no DDP; (project) a builder that picks "
         "SyncBatchNorm itself (`nn.SyncBatchNorm if sbn else nn.BatchNorm2d`), BatchNorm built only "
-        "under a parameter that defaults to off (`SeqBN(d) if input_normalization else None`); an "
+        "under a parameter that defaults to off (`SeqBN(d) if input_normalization else None`) or a "
+        "class built with another norm selected (`BasicEncoder(norm_fn='instance')`); an "
         "entry script that never backprops (a `test.py` that only validates)"
     )
     autofix = "inserts `model = nn.SyncBatchNorm.convert_sync_batchnorm(model)` before the wrap"
