@@ -134,6 +134,7 @@ class FileContext:
     _pos: dict[int, int] = field(default_factory=dict)  # node -> its index in `nodes`
     _by_type: dict[type, list[ast.AST]] = field(default_factory=dict)
     _calls_by_name: dict[str, list[ast.Call]] | None = None
+    _logged_attrs: dict[int, frozenset[str]] = field(default_factory=dict)  # lint/logged_attributes.py
     words: set[str] = field(default_factory=set)  # every identifier, attribute, keyword and import part
     # Project mode (lint/project.py): the directory's summaries, this file's module name and its
     # import table with relative imports made absolute. None/empty when linting a lone file.

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 
 from ddp_doctor.lint.context import FileContext
+from ddp_doctor.lint.logged_attributes import logged_self_attributes, stores_into
 from ddp_doctor.lint.provenance import alarm, bound_names, loop_aliases, reads
 
 
@@ -61,36 +62,53 @@ def parameters_logged(
         for n in nodes
         if isinstance(n, ast.Assign)
     ]
+    # a method that keeps what it is handed in an attribute its class's log calls write (gmflow
+    # ``Logger.push``: ``self.running_loss[key] += metrics[key]``, written by another method)
+    owner = ctx.parents.get(fn)
+    stored = (
+        {id(node): values for node, values in stores_into(nodes, logged_self_attributes(ctx, owner, _is_log))}
+        if isinstance(owner, ast.ClassDef) and fn.name != "__init__"
+        else {}
+    )
     for call in nodes:
         handed = (
             helper_logged_args(ctx, call, fn, lambda h: parameters_logged(ctx, h, depth - 1))
             if depth > 0 and isinstance(call, ast.Call) and not is_log_call(call)
             else None
-        )
-        if handed or (isinstance(call, ast.Call) and is_log_call(call) and not _writes_file(call)):
-            assert isinstance(call, ast.Call)
-            args = handed if handed is not None else [*call.args, *(k.value for k in call.keywords)]
-            names = reads(x for v in args for x in ast.walk(v))
-            names |= loop_aliases(ctx, call, names)
-            for n in named:
-                derived = {n}  # and what is computed from it (``overflow = check(loss.item())``)
-                for _ in range(2):
-                    for read, written in assigns:
-                        if read & derived:
-                            derived |= written
-                # the parameter or a message built from all of it (ColBERT ``print_message(*s)``:
-                # ``s = " ".join(...)``, ``msg = "[...] {}".format(s)``, ``print(msg)``); not an item
-                # picked out of it (wenet's ``step = info_dict.get("step")`` is not the loss)
-                whole = {n}
-                for _ in range(2):
-                    for read, written in wholes:
-                        if read & whole:
-                            whole |= written
-                if n not in names and not (names & whole):
-                    continue
-                if not alarm(ctx, call, derived):  # ``if loss > 12: print(loss)`` warns, it does not log
-                    logged.add(named[n])
+        ) or stored.get(id(call))
+        if handed:
+            args = handed
+        elif isinstance(call, ast.Call) and _is_log(call):
+            args = [*call.args, *(k.value for k in call.keywords)]
+        else:
+            continue
+        names = reads(x for v in args for x in ast.walk(v))
+        names |= loop_aliases(ctx, call, names)
+        for n in named:
+            derived = {n}  # and what is computed from it (``overflow = check(loss.item())``)
+            for _ in range(2):
+                for read, written in assigns:
+                    if read & derived:
+                        derived |= written
+            # the parameter or a message built from all of it (ColBERT ``print_message(*s)``:
+            # ``s = " ".join(...)``, ``msg = "[...] {}".format(s)``, ``print(msg)``); not an item
+            # picked out of it (wenet's ``step = info_dict.get("step")`` is not the loss)
+            whole = {n}
+            for _ in range(2):
+                for read, written in wholes:
+                    if read & whole:
+                        whole |= written
+            if n not in names and not (names & whole):
+                continue
+            if not alarm(ctx, call, derived):  # ``if loss > 12: print(loss)`` warns, it does not log
+                logged.add(named[n])
     return tuple(sorted(logged)), tuple(positional)
+
+
+def _is_log(call: ast.Call) -> bool:
+    from ddp_doctor.lint.rank0 import is_log_call
+
+    return is_log_call(call) and not _writes_file(call)
 
 
 def _writes_file(call: ast.Call) -> bool:

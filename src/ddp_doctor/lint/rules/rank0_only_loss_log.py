@@ -42,6 +42,7 @@ from typing import Any
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method
 from ddp_doctor.lint.idioms import RANK0_FUNCTION
+from ddp_doctor.lint.logged_helpers import constructed_method
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.project import parameters_logged
 from ddp_doctor.lint.provenance import LossFlow, Taint, alarm, loop_aliases, reads, single_process_only
@@ -569,7 +570,7 @@ def helper_logged_args(ctx: FileContext, call: ast.Call, depth: int = 2) -> list
     """The arguments of ``call`` that the same-file helper it runs logs: directly (``print``,
     ``tracker.log(logs)``), or by handing them to another same-file helper that does (sd-scripts
     ``self.epoch_logging(accelerator, logs, ...)`` → ``self.accelerator_logging(...)`` → ``tracker.log``)."""
-    fn = ctx.helper(call)
+    fn = ctx.helper(call) or constructed_method(ctx, call)
     if fn is None:
         return []
     params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)]
