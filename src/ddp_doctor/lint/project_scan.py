@@ -231,9 +231,7 @@ class IndexScan(IndexBindings):
                 if any(a.name == "*" for a in node.names)
                 and (resolved := self.resolve_module(absolute_module(node, module) or "")) is not None
             ],
-            uses_eval=any(
-                isinstance(c.func, ast.Name) and c.func.id == "eval" for c in ctx.of_type(ast.Call)
-            ),
+            uses_eval=any(isinstance(c.func, ast.Name) for c in ctx.calls_named("eval")),
             bn_tables=batchnorm_tables(ctx) if bn else set(),
             module_names=module_names,
             class_tables=class_tables,
