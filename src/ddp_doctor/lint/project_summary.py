@@ -64,6 +64,8 @@ FACTS: dict[str, tuple[str, ...]] = {
         "rank0_called",
         "rank0_returns",
         "rank0_handed",
+        "rank0_method_args",
+        "rank0_method_params",
         "call_rank0_positions",
         "rank0_attributes",
     ),

@@ -35,7 +35,7 @@ from ddp_doctor.lint.dist_tests import asks_if_distributed, distributed_predicat
 from ddp_doctor.lint.idioms import SYNC_ON_COMPUTE
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.metric_attributes import built_synced_on_self
-from ddp_doctor.lint.overrides import override_defs
+from ddp_doctor.lint.overrides import abstract, override_defs
 from ddp_doctor.lint.rank0 import bound_argument
 
 # What a call returns of the loss: True (the whole value) or, for a returned tuple, the shape of each
@@ -754,6 +754,20 @@ class LossFlow:
         params = {a.arg for a in (*scope.args.posonlyargs, *scope.args.args, *scope.args.kwonlyargs)}
         return (params & set(taint.updates) & taint.names) - taint.params - {"self", "cls"}
 
+    def _unreturned_arguments(self, call: ast.Call, fields: frozenset[str]) -> set[str]:
+        """Names the caller hands a same-file helper as the loss, when the helper (read with that
+        parameter as the loss) returns nothing of it: CLIP4Clip's ``output_model_file =
+        save_model(epoch, args, model, optimizer, tr_loss)`` returns a path, not the loss."""
+        fn = self.ctx.helper(call)
+        if fn is None or id(fn) not in self.taints or self.returns.get(id(fn)) is not None:
+            return set()
+        out: set[str] = set()
+        for param in self.param_taints.get(id(fn), ()):
+            arg = bound_argument(fn, call, param)
+            if arg is not None:
+                out |= reads(ast.walk(arg), fields)
+        return out
+
     def _fed_arguments(self, call: ast.Call) -> set[str]:
         """Names the caller passes to a same-file helper's fed parameters."""
         fn = self.ctx.helper(call)
@@ -853,6 +867,13 @@ class LossFlow:
                 merged = merge(merged, self.returns.get(id(d)))
             return merged if merged is not None else False
         fn = ctx.helper(call)
+        if fn is not None and abstract(fn):
+            # ``self.train_actor_critic(...)`` declared here (``pass``), defined by subclasses of
+            # other files: what most project methods of that name return
+            owner = self._class_of(fn)
+            declared = f"{ctx.module}.{owner.name}.{fn.name}" if owner is not None else None
+            found = self.project.same_name_returns_loss(call, declared) if self.project is not None else None
+            return found
         if fn is not None:
             if id(fn) in self.returns:
                 return self.returns[id(fn)]
@@ -982,6 +1003,7 @@ class LossFlow:
                 combined = {r for r in read if _reduced_before(scope_binds.get(r, []), n.lineno)}
                 if isinstance(n.value, ast.Call):  # a meter handed in to be fed is not in the result
                     read -= self._fed_arguments(n.value)
+                    read -= self._unreturned_arguments(n.value, fields)
                 shape = self._value_shape(n.value, shapes) if isinstance(n, ast.Assign) else None
                 positional = False
                 if shape is not None:
@@ -1155,6 +1177,33 @@ def _expr_shape(
     return True if reads(ast.walk(value), fields) & tainted else None
 
 
+# Methods of a value read out of a container that keep it the same value (``outputs["loss"].mean()``).
+VALUE_METHODS = frozenset(
+    {
+        "mean",
+        "sum",
+        "item",
+        "float",
+        "double",
+        "half",
+        "bfloat16",
+        "detach",
+        "clone",
+        "to",
+        "cuda",
+        "cpu",
+        "squeeze",
+        "unsqueeze",
+        "view",
+        "reshape",
+        "contiguous",
+        "flatten",
+        "abs",
+        "type",
+    }
+)
+
+
 def _carriers(ctx: FileContext, scope: ast.AST, roots: set[str]) -> set[str]:
     """Containers a root was read out of: ``loss = outputs["total_loss"]`` (YOLOX), ``loss =
     out.loss.mean()``: the container holds the loss too (logged as a whole, or fed to a meter)."""
@@ -1165,8 +1214,14 @@ def _carriers(ctx: FileContext, scope: ast.AST, roots: set[str]) -> set[str]:
             if not isinstance(b, ast.Assign) or len(b.targets) != 1 or not isinstance(b.targets[0], ast.Name):
                 continue
             value: ast.AST = b.value
-            while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+            while (
+                isinstance(value, ast.Call)
+                and isinstance(value.func, ast.Attribute)
+                and value.func.attr in VALUE_METHODS
+            ):
                 value = value.func.value  # outputs["loss"].mean()
+            # (not ``self.loss_computer.compute(...)``: a loss *function* object's call is no read
+            # out of ``self``; XMem)
             key: str | None = None
             if isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant):
                 key = value.slice.value if isinstance(value.slice.value, str) else None
