@@ -513,7 +513,13 @@ def loss_names(ctx: FileContext, root: ast.AST | None) -> set[str]:
     if root is None:
         return set()
     if isinstance(root, ast.Name):
-        return set() if root.id in ctx.imports or root.id == "self" else {root.id}
+        if root.id == "self":
+            return set()
+        # an imported module's name, unless the function rebinds it to a value of its own
+        # (CLIP-Driven-Universal-Model: ``from utils import loss`` and ``loss = bce + dice`` in ``train``)
+        if root.id in ctx.imports and not ctx.bindings(ctx.enclosing_function(root)).get(root.id):
+            return set()
+        return {root.id}
     if isinstance(root, ast.BinOp):
         if isinstance(root.op, (ast.Div, ast.FloorDiv)):
             return loss_names(ctx, root.left)
@@ -923,7 +929,9 @@ class LossFlow:
             positions = self.backprop_positions.get(id(scope), {None})
             for r in nodes:
                 if isinstance(r, ast.Return) and r.value is not None:
-                    value = _lightning_loss(r.value)
+                    value = _lightning_loss(
+                        returned_dict(ctx, scope, r.value) if id(scope) in self.lightning else r.value
+                    )
                     if isinstance(value, ast.Tuple) and None not in positions:
                         parts = [value.elts[i] for i in positions if i is not None and i < len(value.elts)]
                         roots |= set().union(*(loss_names(ctx, p) for p in parts))
@@ -1376,6 +1384,37 @@ def _loss_keyed_dicts(ctx: FileContext, nodes: list[ast.AST]) -> set[str]:
         ):
             out |= {t.id for t in n.targets if isinstance(t, ast.Name)}
     return out
+
+
+def returned_dict(ctx: FileContext, scope: ast.AST, value: ast.expr) -> ast.expr:
+    """The dict literal a ``training_step`` returns, through ``OrderedDict({...})`` / ``dict({...})``
+    and a name bound once to one (Lightning 0.x ``output = OrderedDict({"loss": loss, "log":
+    tb_dict})`` ... ``return output``); else the value itself."""
+    if isinstance(value, ast.Name):
+        binds = ctx.bindings(scope).get(value.id, [])
+        if len(binds) == 1 and isinstance(binds[0], ast.Assign) and len(binds[0].targets) == 1:
+            bound = _dict_of(binds[0].value)
+            return bound if bound is not None and _has_key(bound, "loss") else value
+    return _dict_of(value) or value
+
+
+def _has_key(node: ast.Dict, key: str) -> bool:
+    return any(isinstance(k, ast.Constant) and k.value == key for k in node.keys)
+
+
+def _dict_of(value: ast.expr) -> ast.Dict | None:
+    """``{...}``, ``OrderedDict({...})``, ``dict({...})``: the dict literal."""
+    if isinstance(value, ast.Dict):
+        return value
+    if (
+        isinstance(value, ast.Call)
+        and (dotted(value.func) or "").split(".")[-1] in ("dict", "OrderedDict")
+        and len(value.args) == 1
+        and isinstance(value.args[0], ast.Dict)
+        and not value.keywords
+    ):
+        return value.args[0]
+    return None
 
 
 def _lightning_loss(value: ast.expr) -> ast.expr:

@@ -102,10 +102,15 @@ class Rank0OnlyLossLog(Rule):
     def applies(self, ctx: FileContext) -> bool:
         # project mode: a file may define what other files backprop (a loss module's ``forward``,
         # ViLT's objective functions) without naming any of the words above
-        # (or be handed the loss by code of another file: rsl_rl's ``Logger.log(..., loss_dict, ...)``)
-        return super().applies(ctx) or (
-            ctx.project is not None
-            and (bool(ctx.project.backpropagated_defs(ctx)) or bool(ctx.project.handed_params(ctx)))
+        # (or be handed the loss by code of another file: rsl_rl's ``Logger.log(..., loss_dict, ...)``),
+        # and a Lightning ``training_step`` is backpropagated by the framework (0.x: its ``'log'`` dict)
+        return (
+            super().applies(ctx)
+            or "training_step" in ctx.functions
+            or (
+                ctx.project is not None
+                and (bool(ctx.project.backpropagated_defs(ctx)) or bool(ctx.project.handed_params(ctx)))
+            )
         )
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
@@ -512,6 +517,35 @@ def _rank0_logs(
             guard = _guard(ctx, node, predicates)
             if guard is not None:
                 yield node, guard, Text("", "")
+        elif (
+            isinstance(node, ast.Dict)
+            and "self" in lightning
+            and name == "training_step"
+            and _log_entry(node)
+        ):
+            yield (
+                node,
+                None,
+                Text(
+                    "in the `'log'` dict `training_step` returns (Lightning 0.x: rank 0's logger writes it)",
+                    "在 `training_step` 返回的 `'log'` 字典中（Lightning 0.x：由 rank 0 的记录器写出）",
+                ),
+            )
+
+
+LIGHTNING_LOG_KEYS = frozenset({"log", "progress_bar"})
+
+
+def _log_entry(node: ast.Dict) -> ast.expr | None:
+    """The ``"log"`` (or ``"progress_bar"``) entry of a dict: what Lightning 0.x hands its loggers."""
+    return next(
+        (
+            v
+            for k, v in zip(node.keys, node.values)
+            if isinstance(k, ast.Constant) and k.value in LIGHTNING_LOG_KEYS
+        ),
+        None,
+    )
 
 
 def _lightning_receivers(ctx: FileContext, flow: LossFlow, region: ast.AST) -> set[str]:
@@ -717,6 +751,8 @@ def _raw_logged_values(ctx: FileContext, node: ast.AST, sinks: set[str] | frozen
         return [*receiver, *node.args, *(k.value for k in node.keywords)]  # ``meter.write_summary(writer)``
     if isinstance(node, ast.Assign):
         return [node.value]
+    if isinstance(node, ast.Dict) and (entry := _log_entry(node)) is not None:
+        return [entry]
     return []
 
 
