@@ -351,3 +351,87 @@ def test_a_method_the_base_only_declares_returns_what_the_subclasses_of_other_fi
 
 def test_subclasses_returning_no_loss_make_the_declared_method_no_loss(tmp_path: Path) -> None:
     assert found(_agent(tmp_path, "len(batch)")) == set()
+
+
+TTS_BASE = """
+import torch.distributed as dist
+
+
+class TTSTrainer:
+    def __init__(self, accelerator):
+        self.accelerator = accelerator
+
+    def _train_step(self, batch):
+        pass
+
+    def _train_epoch(self, loader):
+        total = 0.0
+        for batch in loader:
+            loss = self._train_step(batch)
+            total += loss
+            self.accelerator.print("step loss", loss)
+        return total
+
+    def train_loop(self, loader, epochs):
+        for epoch in range(epochs):
+            train_loss = self._train_epoch(loader)
+            if self.accelerator.is_main_process:
+                print("epoch", epoch, "train loss", train_loss)
+"""
+
+TTS_CHILD = """
+from torch.nn.parallel import DistributedDataParallel
+
+from tts.base import TTSTrainer
+
+
+class FastSpeechTrainer(TTSTrainer):
+    def __init__(self, accelerator, model, optimizer):
+        super().__init__(accelerator)
+        self.model = DistributedDataParallel(model)
+        self.optimizer = optimizer
+
+    def _train_step(self, batch):
+        loss = self.model(batch).mean()
+        self.optimizer.zero_grad()
+        loss.backward()
+        self.optimizer.step()
+        return loss.item()
+OVERRIDE
+"""
+
+OWN_EPOCH = """
+    def _train_epoch(self, loader):
+        total = 0.0
+        for batch in loader:
+            total += self._train_step(batch)
+        return total
+"""
+
+
+def _tts(tmp_path: Path, override: bool) -> list[int]:
+    root = _write(
+        tmp_path,
+        {
+            "tts/__init__.py": "",
+            "tts/base.py": TTS_BASE,
+            "tts/fastspeech.py": TTS_CHILD.replace("OVERRIDE", OWN_EPOCH if override else ""),
+        },
+    )
+    return sorted(
+        f.line
+        for f in lint_paths([root]).findings
+        if f.id == "rank0-only-loss-log" and Path(f.path or "").name == "base.py"
+    )
+
+
+def test_a_base_method_every_subclass_overrides_logs_nothing_of_the_run(tmp_path: Path) -> None:
+    # the base's per-step print never runs (every subclass has its own ``_train_epoch``); the epoch
+    # print of ``train_loop``, which they inherit, does
+    lines = _tts(tmp_path, override=True)
+    assert len(lines) == 1
+    assert TTS_BASE.splitlines()[lines[0] - 1].strip().startswith('print("epoch"')
+
+
+def test_a_base_method_a_subclass_inherits_logs_on_rank0(tmp_path: Path) -> None:
+    assert len(_tts(tmp_path, override=False)) == 2

@@ -193,6 +193,7 @@ class IndexCore:
     # method names whose every call in the project (``obj.name(...)``) hands a rank-0 test to these
     # arguments (voxceleb ``trainer.train_network(loader, verbose=(args.gpu == 0))``)
     rank0_method_args: dict[str, set[str | int]] = field(default_factory=dict)
+    _children: dict[str, set[str]] | None = None  # class -> its direct project subclasses (lazy)
     rank0_callees: set[str] = field(default_factory=set)
     _wrapper_names: tuple[str, ...] | None = None
     _bn_modules: set[str] | None = None

@@ -259,6 +259,38 @@ class IndexQueries(IndexCore):
         handed = self.rank0_handed.get(f"{ctx.module}.{cls.name}")
         return rank0_attributes(cls, handed) if handed else set()
 
+    def dead_override_base(self, ctx: FileContext, fn: ast.AST) -> bool:
+        """``fn`` is a method of a top-level class of ``ctx``'s file that only declares some other
+        method (not meant to run as is) and whose every project subclass overrides ``fn``: its code
+        never runs (Amphion's ``TTSTrainer._train_epoch``, overridden by all six TTS trainers)."""
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or ctx.module is None:
+            return False
+        owner = ctx.parents.get(fn)
+        if not (isinstance(owner, ast.ClassDef) and ctx.parents.get(owner) is ctx.tree):
+            return False
+        cls = self.summaries.get(f"{ctx.module}.{owner.name}")
+        return cls is not None and cls.declares_abstract and self._overridden(cls.qualname, fn.name, 0)
+
+    def _overridden(self, cls: str, name: str, depth: int) -> bool:
+        """Every subclass of ``cls`` in the project defines ``name`` (or leaves it to subclasses that
+        all do); False when ``cls`` has none."""
+        children = self._subclasses().get(cls, set())
+        return (
+            bool(children)
+            and depth < 8
+            and all(f"{c}.{name}" in self.summaries or self._overridden(c, name, depth + 1) for c in children)
+        )
+
+    def _subclasses(self) -> dict[str, set[str]]:
+        if self._children is None:
+            self._children = {}
+            for s in self.summaries.values():
+                for base in s.class_bases:
+                    target = self._defined_class(base)
+                    if target is not None:
+                        self._children.setdefault(target, set()).add(s.qualname)
+        return self._children
+
     def rank0_method_params(self, ctx: FileContext, fn: ast.AST) -> set[str]:
         """Parameters of ``fn`` (a method of a top-level class of ``ctx``'s file) that every call of its
         name in the project binds to a rank-0 test (voxceleb ``trainer.train_network(loader,

@@ -195,6 +195,9 @@ def reads(
             skip |= {id(n) for n in ast.walk(x.func.value)}  # info_dict.get("epoch", 0)
         elif isinstance(x, ast.Call) and isinstance(x.func, ast.Name) and x.func.id in DESCRIBE_CALLS:
             skip |= {id(n) for a in x.args for n in ast.walk(a)}  # len(train_dataset)
+        elif isinstance(x, ast.Call) and _builds_path(x):
+            # ``os.path.join(ckpt_dir, "loss-{:.4f}".format(loss))``: a file name, not the value
+            skip |= {id(n) for a in [*x.args, *(k.value for k in x.keywords)] for n in ast.walk(a)}
         elif (
             isinstance(x, ast.Call)
             and isinstance(x.func, ast.Attribute)
@@ -1210,6 +1213,12 @@ VALUE_METHODS = frozenset(
         "type",
     }
 )
+
+
+def _builds_path(call: ast.Call) -> bool:
+    """``os.path.join(...)``, ``osp.join(...)``, ``Path(...)``, ``p.joinpath(...)``."""
+    name = dotted(call.func) or ""
+    return name.endswith(("path.join", "osp.join")) or name.split(".")[-1] in ("Path", "PurePath", "joinpath")
 
 
 def _carriers(ctx: FileContext, scope: ast.AST, roots: set[str]) -> set[str]:
