@@ -140,15 +140,11 @@ def param_backward(
     found = [b for n in body if (b := backward_of(n)) is not None]
     # apex ``with amp.scale_loss(loss, opt) as scaled: scaled.backward()`` runs backward on ``loss``
     aliases = {
-        item.optional_vars.id: item.context_expr.args[0].id
+        item.optional_vars.id: source.id
         for n in body
         if isinstance(n, (ast.With, ast.AsyncWith))
         for item in n.items
-        if isinstance(item.optional_vars, ast.Name)
-        and isinstance(item.context_expr, ast.Call)
-        and "scale" in (dotted(item.context_expr.func) or "").split(".")[-1]
-        and item.context_expr.args
-        and isinstance(item.context_expr.args[0], ast.Name)
+        if isinstance(item.optional_vars, ast.Name) and isinstance(source := scaled_alias_of(item), ast.Name)
     }
     roots = {_param_root(b.root, aliases, params, body) for b in found}
     if not found or len(roots) != 1 or any(b.framework for b in found):
@@ -157,6 +153,22 @@ def param_backward(
     if root not in params:
         return None
     return root, params.index(root), all(b.scaled for b in found)
+
+
+def scaled_alias_of(item: ast.withitem) -> ast.expr | None:
+    """The loss a loss-scaling context stands for: apex ``with amp.scale_loss(loss, optimizer, ...)
+    as scaled_loss:`` (also ``delay_unscale=``, ``loss_id=``): ``scaled_loss`` is ``loss`` times a
+    dynamic loss scale that apex removes again before the step, so a backward on it is a backward on
+    ``loss`` (UNITER, SwinBERT, Megatron-era trainers). A context whose callee does not say it
+    scales (``torch.autocast(...)``) stands for nothing."""
+    call = item.context_expr
+    if (
+        isinstance(call, ast.Call)
+        and call.args
+        and "scale" in (dotted(call.func) or "").split(".")[-1]
+    ):
+        return call.args[0]
+    return None
 
 
 def _param_root(
