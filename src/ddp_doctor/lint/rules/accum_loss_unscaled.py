@@ -16,13 +16,14 @@ from collections.abc import Iterator
 
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, method
-from ddp_doctor.lint.loops import LoopFacts, backward_of
+from ddp_doctor.lint.loops import LoopFacts, accumulation_window, backward_of
 from ddp_doctor.lint.rules._loss import LossTracer
 from ddp_doctor.lint.rules.base import Rule, Violation
 
 
 class AccumLossUnscaled(Rule):
     id = "accum-loss-unscaled"
+    project_facts = frozenset({"call_arguments"})
     flagged = (
         "inside an accumulation loop, backward on a value that provably comes from a loss function / "
         "model forward with no division"
@@ -37,7 +38,7 @@ class AccumLossUnscaled(Rule):
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
         tracer = LossTracer(ctx)
-        for loop in facts.accumulation_loops():
+        for loop in accumulation_window(facts):
             if _scales_gradients(ctx, ctx.enclosing_function(loop.loop)):
                 continue
             reported: set[str] = set()
