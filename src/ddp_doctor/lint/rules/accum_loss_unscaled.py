@@ -26,13 +26,15 @@ class AccumLossUnscaled(Rule):
     project_facts = frozenset({"call_arguments"})
     flagged = (
         "inside an accumulation loop, backward on a value that provably comes from a loss function / "
-        "model forward with no division"
+        "model forward with no division (also through apex `amp.scale_loss(loss, ...) as scaled_loss`, "
+        "and weighted by a data size: `loss.mean() * targets.size(1)`)"
     )
     not_flagged = (
         "`loss / accum` anywhere on the way (also inside a helper), normalisation by a global token "
         "count, HF `num_items_in_batch`, `p.grad.div_(n)`, `accelerator.backward`; a backward "
         "followed on its path by an unconditional step (the `else` of `if accum > 1:`) or by a "
-        "`zero_grad` that discards it (a statistics probe)"
+        "`zero_grad` that discards it (a statistics probe); (project) a count parameter that defaults "
+        "to 1 and that no call passes"
     )
     required = (("backward",),)
 

@@ -64,7 +64,9 @@ class Fp16NoScaler(Rule):
         "device read at run time, `device_type=self.device.type`) or the trained model's "
         "weights cast to float16 (`model.half()`, `.to(torch.float16)` on a model wrapped in DDP, "
         "`.train()`ed or optimised), a backward in the file, and no GradScaler / `.scale(` / "
-        "hand-made loss scaling / accelerate / Lightning / DeepSpeed"
+        "hand-made loss scaling / accelerate / Lightning / DeepSpeed; config-gated: a dtype picked by "
+        "a flag (a table, `if args.dtype in [...]: dtype = torch.float16`, also handed to the function "
+        "that autocasts with `enabled=dtype != torch.float32`)"
     )
     not_flagged = (
         "bf16, a dtype held in a variable (nanoGPT's `ptdtype`), `enabled=flag`, a float16 teacher "
