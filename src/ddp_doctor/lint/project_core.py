@@ -255,6 +255,25 @@ class IndexCore:
         found = [s for q in self.registries.get(registry, ()) if (s := self._get(q)) is not None]
         return bool(found) and 2 * sum(s.builds_batchnorm for s in found) > len(found)
 
+    def pick_builds_batchnorm(self, pick: str) -> bool:
+        """``pick`` is "package|name" (lint/model_picks.py): most project defs named ``name`` under
+        ``package`` build BatchNorm. An ambiguous package name (HigherHRNet's ``models``:
+        ``lib.models`` and ``lib.config.models``) stands for each package so named; the builder's
+        own name picks among them."""
+        package, _, name = pick.partition("|")
+        module = self.resolve_module(package)
+        packages = [module] if module is not None else [m for m in self.modules if m.endswith("." + package)]
+        if module is None and any(m.startswith(package + ".") for m in self.modules):
+            packages.append(
+                package
+            )  # a directory of modules without an ``__init__.py`` (voxceleb ``models/``)
+        candidates = [
+            s
+            for q, s in self.summaries.items()
+            if q.rsplit(".", 1)[-1] == name and any(q.startswith(p + ".") and s.module != p for p in packages)
+        ]
+        return bool(candidates) and 2 * sum(s.builds_batchnorm for s in candidates) > len(candidates)
+
     def _registry_name(
         self, imports: dict[str, str], module: str, module_names: set[str], text: str
     ) -> str | None:
