@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ddp_doctor.lint.context import FileContext, dotted
 from ddp_doctor.lint.handed_models import Handed
-from ddp_doctor.lint.project_modules import LOCAL_KEY, absolute_imports, absolute_module
+from ddp_doctor.lint.project_modules import LOCAL_KEY, absolute_imports, absolute_module, relative_base
 from ddp_doctor.lint.project_summary import FACTS, Summary
 
 CONFLICT = object()  # a configuration key given different defaults
@@ -277,9 +277,13 @@ class IndexCore:
     def _registry_name(
         self, imports: dict[str, str], module: str, module_names: set[str], text: str
     ) -> str | None:
-        """The qualname of a registry object spelled ``text`` in ``module`` (imported or its own)."""
+        """The qualname of a registry object spelled ``text`` in ``module`` (imported or its own;
+        also through an imported module: lufficc SSD ``registry.BACKBONES``)."""
         if "." in text:
-            return None
+            head, _, rest = text.partition(".")
+            if head not in imports or not all(p.isidentifier() for p in text.split(".")):
+                return None
+            return self._project_target(imports, ast.Attribute(value=ast.Name(id=head), attr=rest))
         if text in imports:
             target = self._project_target(imports, ast.Name(id=text))
             return target
@@ -329,7 +333,8 @@ class IndexCore:
             s
             for node in ctx.of_type(ast.ImportFrom)
             if any(a.name == "*" for a in node.names)
-            and (m := self.resolve_module(absolute_module(node, module) or "")) is not None
+            and (m := self.resolve_module(absolute_module(node, relative_base(ctx, module)) or ""))
+            is not None
             and (s := self._get(f"{m}.{name}")) is not None
         ]
         return found[0] if len(found) == 1 else None

@@ -53,6 +53,7 @@ from ddp_doctor.lint.project_modules import (
     is_test_module,
     module_level_imports,
     module_level_names,
+    relative_base,
 )
 from ddp_doctor.lint.project_summary import DATA_PARALLEL, DDP, Summary
 from ddp_doctor.lint.provenance import LossFlow, param_call_return, returned_reductions
@@ -142,7 +143,8 @@ class IndexScan(IndexBindings):
             resolved
             for node in ctx.of_type(ast.ImportFrom)
             if any(a.name == "*" for a in node.names)
-            and (resolved := self.resolve_module(absolute_module(node, module) or "")) is not None
+            and (resolved := self.resolve_module(absolute_module(node, relative_base(ctx, module)) or ""))
+            is not None
             and resolved != module
         ]
         if starred:
@@ -232,7 +234,8 @@ class IndexScan(IndexBindings):
                 resolved
                 for node in ctx.of_type(ast.ImportFrom)
                 if any(a.name == "*" for a in node.names)
-                and (resolved := self.resolve_module(absolute_module(node, module) or "")) is not None
+                and (resolved := self.resolve_module(absolute_module(node, relative_base(ctx, module)) or ""))
+                is not None
             ],
             uses_eval=any(isinstance(c.func, ast.Name) for c in ctx.calls_named("eval")),
             bn_tables=batchnorm_tables(ctx) if bn else set(),
@@ -426,10 +429,19 @@ class IndexScan(IndexBindings):
                 s.syncbn_param = guard
         if (pick := package_and_name(ctx, bound_callee(ctx, n))) is not None:
             s.refs.add("pick:{}|{}".format(*pick))  # voxceleb ``import_module(...).__getattribute__(...)``
-        if m and m[1] in ("get", "build") and m[0]:
-            registry = self._registry_name(scan.imports, scan.module, scan.module_names, m[0])
+        # the registry a model is taken from: ``MODEL_REGISTRY.get(name)(cfg)``, lufficc SSD
+        # ``registry.BACKBONES[name](cfg)``, OroModelZoo ``build_from_cfg(cfg, MODELS)`` (the registry
+        # handed to a generic builder); its classes are the candidates (majority rule at propagation)
+        spelled = [m[0]] if m and m[1] in ("get", "build") and m[0] else []
+        if isinstance(n.func, ast.Subscript):
+            spelled.append(dotted(n.func.value) or "")
+        spelled += [d for a in n.args if isinstance(a, (ast.Name, ast.Attribute)) and (d := dotted(a))]
+        for text in spelled:
+            registry = (
+                self._registry_name(scan.imports, scan.module, scan.module_names, text) if text else None
+            )
             if registry is not None:
-                s.refs.add(f"registry:{registry}")  # MODEL_REGISTRY.get(name)(cfg)
+                s.refs.add(f"registry:{registry}")
 
     def _register_decorated(
         self, ctx: FileContext, imports: dict[str, str], module: str, module_names: set[str]

@@ -48,7 +48,7 @@ from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.model_picks import bound_callee
 from ddp_doctor.lint.module_moves import unmoved
 from ddp_doctor.lint.project import DDP, ProjectIndex
-from ddp_doctor.lint.project_modules import absolute_module
+from ddp_doctor.lint.project_modules import absolute_module, relative_base
 from ddp_doctor.lint.rules._lightning_wrap import fit_model, lightning_ddp_wraps
 from ddp_doctor.lint.rules._model_by_name import builds_batchnorm_by_name
 from ddp_doctor.lint.rules._separate_models import batchnorm_in_other_models
@@ -225,6 +225,11 @@ def _sort_calls(ctx: FileContext) -> _Calls:
         ):
             if q == DDP or project.call_wraps_argument(ctx, node):
                 out.ddp_calls.append(node)
+            helper = project.summary_for(ctx, node.func) if q != DDP and project is not None else None
+            if helper is not None and (helper.converts_syncbn or helper.syncbn_param is not None):
+                # a wrap helper that converts itself, perhaps under a flag (hysts
+                # ``apply_data_parallel_wrapper``): its own file reports the flag
+                out.conversions.append(node)
             # else a helper that builds the model it wraps (fast-autoaugment ``get_model(conf)``):
             # that model is not this file's; the helper's own file is checked where it wraps
         elif _accelerate_prepare(node):
@@ -403,7 +408,7 @@ def _star_eval_pick(ctx: FileContext, project: ProjectIndex, call: ast.Call) -> 
         return False
     module = ctx.module or ""
     return any(
-        (m := project.resolve_module(absolute_module(node, module) or "")) is not None
+        (m := project.resolve_module(absolute_module(node, relative_base(ctx, module)) or "")) is not None
         and project.module_builds_batchnorm(m)
         for node in ctx.of_type(ast.ImportFrom)
         if any(a.name == "*" for a in node.names)
