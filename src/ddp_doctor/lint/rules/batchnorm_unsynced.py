@@ -22,6 +22,16 @@ A wrap of a module that no optimizer of the file is built from, while the file's
 its other wrapped models (GPEN's frozen ``IDLoss`` beside the generator and discriminator), is not
 reported (``_untrained_wrap.py``).
 
+When the code never names one class, the candidates decide (round 12): the names a star import
+brings to ``eval(cfg['NAME'])`` (sithu31296 semseg), a package searched by
+``import_module('models.' + name).__getattribute__('MainModel')`` (voxceleb_trainer), a module
+used as a registry through a name bound first (YouReID ``net = models.__dict__[name]``), a
+registry reached as ``registry.BACKBONES[name]`` or handed to ``build_from_cfg(cfg, MODELS)``, a
+module-level table of layer classes a generic builder instantiates (YOLOP); a model that converts
+itself under a constructor parameter (Group-Free-3D ``sync_bn=True if args.syncbn else False``)
+is decided by each call's argument (``lint/syncbn_parameter.py``); Lightning's own DDP wrap is a
+``Trainer`` with a DDP strategy and no ``sync_batchnorm=True`` (``_lightning_wrap.py``).
+
 No ``SyncBatchNorm`` anywhere: flagged. A conversion (``convert_sync_batchnorm``) only behind an
 opt-in flag (``if opt.sync_bn:`` with ``--sync-bn`` off by default) leaves the default path
 unsynced: flagged as config-gated, naming the flag. A conversion under any other condition
@@ -73,9 +83,11 @@ class BatchnormUnsynced(Rule):
     flagged = (
         "the file builds BatchNorm layers (or a torchvision model known to contain them, timm "
         "`create_model` with a BatchNorm-family name or flag default, a project module used as a "
-        "registry, a builder named under a project package by `eval`/`importlib`) and wraps in DDP "
-        "(also apex's), with no SyncBatchNorm anywhere; (project) a DDP wrap of a model the function "
-        "was handed, where a caller built it with BatchNorm"
+        "registry, a builder named under a project package by `eval`/`importlib`, a model `eval`'d by "
+        "name over a star import of BatchNorm models) and wraps in DDP (also apex's, and a Lightning "
+        "`Trainer` with a DDP strategy and no `sync_batchnorm=True`), with no SyncBatchNorm anywhere; "
+        "(project) a DDP wrap of a model the function was handed, where a caller built it with "
+        "BatchNorm; a self-converting model built with its conversion flag off"
     )
     not_flagged = (
         "`convert_sync_batchnorm`, apex `convert_syncbn_model`, SyncBatchNorm, LayerNorm "
@@ -84,7 +96,9 @@ class BatchnormUnsynced(Rule):
         "SyncBatchNorm itself (`nn.SyncBatchNorm if sbn else nn.BatchNorm2d`), BatchNorm built only "
         "under a parameter that defaults to off (`SeqBN(d) if input_normalization else None`) or a "
         "class built with another norm selected (`BasicEncoder(norm_fn='instance')`); an "
-        "entry script that never backprops (a `test.py` that only validates)"
+        "entry script that never backprops (a `test.py` that only validates); a model picked at run "
+        "time from candidates most of which build no BatchNorm; a Lightning `Trainer` with no DDP "
+        "strategy written"
     )
     autofix = "inserts `model = nn.SyncBatchNorm.convert_sync_batchnorm(model)` before the wrap"
     required = (("DistributedDataParallel", "prepare", "Trainer"),)
@@ -173,9 +187,11 @@ class BatchnormUnsynced(Rule):
                 wrap.call,
                 Text(
                     f"BatchNorm layers (line {lines}) train under Lightning's DDP without "
-                    "`sync_batchnorm=True`: each rank normalises with its own micro-batch statistics.",
+                    "`sync_batchnorm=True`: each rank normalises with its own micro-batch statistics "
+                    "(Lightning converts them when the Trainer is given `sync_batchnorm=True`).",
                     f"BatchNorm 层（第 {lines} 行）在 Lightning 的 DDP 下训练却未设置 "
-                    "`sync_batchnorm=True`：每个 rank 只用自己的微批统计量归一化。",
+                    "`sync_batchnorm=True`：每个 rank 只用自己的微批统计量归一化"
+                    "（给 Trainer 传入 `sync_batchnorm=True` 即由 Lightning 转换）。",
                 ),
                 gated_by=wrap.gate,
                 batchnorm_lines=sorted(getattr(n, "lineno", 0) for n in bn_nodes),
