@@ -122,6 +122,7 @@ class ProjectIndex(IndexScan, IndexQueries):
                     (r.endswith(".*") and r[:-2] in bn_modules)
                     or ((ref := self._get(r)) is not None and ref.builds_batchnorm)
                     or (r.startswith("registry:") and self._registry_builds_batchnorm(r[9:]))
+                    or (r.startswith("pick:") and self.pick_builds_batchnorm(r[5:]))
                     for r in s.refs
                 ):
                     s.builds_batchnorm = changed = True

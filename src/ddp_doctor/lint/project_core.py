@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ddp_doctor.lint.context import FileContext, dotted
 from ddp_doctor.lint.handed_models import Handed
-from ddp_doctor.lint.project_modules import LOCAL_KEY, absolute_imports, absolute_module
+from ddp_doctor.lint.project_modules import LOCAL_KEY, absolute_imports, absolute_module, relative_base
 from ddp_doctor.lint.project_summary import FACTS, Summary
 
 CONFLICT = object()  # a configuration key given different defaults
@@ -188,6 +188,11 @@ class IndexCore:
     # What every call of project code hands each argument (lint/handed_models.py): a model built
     # in one file and wrapped in DDP by the function of another file it is handed to (TransReID).
     handed_models: Handed = field(default_factory=dict)
+    # What any call of project code passes (lint/call_arguments.py): callee (a qualname, or ``.name``
+    # for ``obj.name(...)``) -> argument positions and keyword names, ``*`` for ``*args``/``**kw`` or
+    # the callee handed on as a value (``partial(f, ...)``, a callback). MetaICL's
+    # ``do_train(..., gradient_accumulation_steps=1)`` that no call passes a count to.
+    passed_arguments: dict[str, set[int | str]] = field(default_factory=dict)
     # classes whose every construction hands a rank-0 test to these parameters (names or positions)
     rank0_handed: dict[str, set[str | int]] = field(default_factory=dict)
     # method names whose every call in the project (``obj.name(...)``) hands a rank-0 test to these
@@ -290,12 +295,35 @@ class IndexCore:
         found = [s for q in self.registries.get(registry, ()) if (s := self._get(q)) is not None]
         return bool(found) and 2 * sum(s.builds_batchnorm for s in found) > len(found)
 
+    def pick_builds_batchnorm(self, pick: str) -> bool:
+        """``pick`` is "package|name" (lint/model_picks.py): most project defs named ``name`` under
+        ``package`` build BatchNorm. An ambiguous package name (HigherHRNet's ``models``:
+        ``lib.models`` and ``lib.config.models``) stands for each package so named; the builder's
+        own name picks among them."""
+        package, _, name = pick.partition("|")
+        module = self.resolve_module(package)
+        packages = [module] if module is not None else [m for m in self.modules if m.endswith("." + package)]
+        if module is None and any(m.startswith(package + ".") for m in self.modules):
+            packages.append(
+                package
+            )  # a directory of modules without an ``__init__.py`` (voxceleb ``models/``)
+        candidates = [
+            s
+            for q, s in self.summaries.items()
+            if q.rsplit(".", 1)[-1] == name and any(q.startswith(p + ".") and s.module != p for p in packages)
+        ]
+        return bool(candidates) and 2 * sum(s.builds_batchnorm for s in candidates) > len(candidates)
+
     def _registry_name(
         self, imports: dict[str, str], module: str, module_names: set[str], text: str
     ) -> str | None:
-        """The qualname of a registry object spelled ``text`` in ``module`` (imported or its own)."""
+        """The qualname of a registry object spelled ``text`` in ``module`` (imported or its own;
+        also through an imported module: lufficc SSD ``registry.BACKBONES``)."""
         if "." in text:
-            return None
+            head, _, rest = text.partition(".")
+            if head not in imports or not all(p.isidentifier() for p in text.split(".")):
+                return None
+            return self._project_target(imports, ast.Attribute(value=ast.Name(id=head), attr=rest))
         if text in imports:
             target = self._project_target(imports, ast.Name(id=text))
             return target
@@ -345,7 +373,8 @@ class IndexCore:
             s
             for node in ctx.of_type(ast.ImportFrom)
             if any(a.name == "*" for a in node.names)
-            and (m := self.resolve_module(absolute_module(node, module) or "")) is not None
+            and (m := self.resolve_module(absolute_module(node, relative_base(ctx, module)) or ""))
+            is not None
             and (s := self._get(f"{m}.{name}")) is not None
         ]
         return found[0] if len(found) == 1 else None

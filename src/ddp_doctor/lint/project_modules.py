@@ -139,10 +139,19 @@ def module_level_imports(tree: ast.Module) -> set[str]:
     return out
 
 
+def relative_base(ctx: FileContext, module: str) -> str:
+    """What a relative import of ``ctx`` is relative to: a package's ``__init__.py`` imports
+    ``from .ssd_detector import SSDDetector`` from inside itself (lufficc SSD's
+    ``ssd/modeling/detector/__init__.py``), a module from its own package."""
+    if Path(ctx.path).name == "__init__.py" and not module.endswith(".__init__"):
+        return module + ".__init__"
+    return module
+
+
 def absolute_imports(ctx: FileContext, module: str) -> dict[str, str]:
     """The file's import table with relative imports made absolute (``from .misc import x``)."""
     out = dict(ctx.imports)
-    package = module.split(".")[:-1]
+    package = relative_base(ctx, module).split(".")[:-1]
     for node in ctx.of_type(ast.ImportFrom):
         if not node.level:
             continue

@@ -7,6 +7,7 @@ selected rules declare (:data:`~ddp_doctor.lint.project_summary.FACTS`).
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ddp_doctor.lint.batchnorm_syntax import (
@@ -23,6 +24,7 @@ from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
 from ddp_doctor.lint.flags import argparse_choices
 from ddp_doctor.lint.idioms import SYNC_CONTROL
 from ddp_doctor.lint.loops import LoopFacts, backward_of, guarded_in, param_backward
+from ddp_doctor.lint.model_picks import bound_callee, package_and_name
 from ddp_doctor.lint.overrides import abstract
 from ddp_doctor.lint.project_bindings import IndexBindings
 from ddp_doctor.lint.project_core import CONFLICT
@@ -52,10 +54,12 @@ from ddp_doctor.lint.project_modules import (
     is_test_module,
     module_level_imports,
     module_level_names,
+    relative_base,
 )
 from ddp_doctor.lint.project_summary import DATA_PARALLEL, DDP, Summary
 from ddp_doctor.lint.provenance import LossFlow, param_call_return, returned_reductions
 from ddp_doctor.lint.samplers import calls_set_epoch, returned_sampler_loaders
+from ddp_doctor.lint.syncbn_parameter import conversion_parameter
 
 
 @dataclass
@@ -140,7 +144,8 @@ class IndexScan(IndexBindings):
             resolved
             for node in ctx.of_type(ast.ImportFrom)
             if any(a.name == "*" for a in node.names)
-            and (resolved := self.resolve_module(absolute_module(node, module) or "")) is not None
+            and (resolved := self.resolve_module(absolute_module(node, relative_base(ctx, module)) or ""))
+            is not None
             and resolved != module
         ]
         if starred:
@@ -230,7 +235,8 @@ class IndexScan(IndexBindings):
                 resolved
                 for node in ctx.of_type(ast.ImportFrom)
                 if any(a.name == "*" for a in node.names)
-                and (resolved := self.resolve_module(absolute_module(node, module) or "")) is not None
+                and (resolved := self.resolve_module(absolute_module(node, relative_base(ctx, module)) or ""))
+                is not None
             ],
             uses_eval=any(isinstance(c.func, ast.Name) for c in ctx.calls_named("eval")),
             bn_tables=batchnorm_tables(ctx) if bn else set(),
@@ -359,10 +365,8 @@ class IndexScan(IndexBindings):
                 m = method(n)
                 if scan.sync and m and SYNC_CONTROL.match(m[1]):
                     s.toggles_sync = True
-                if bn and (BATCHNORM.match(q) or TORCHVISION_BN.match(q)):
-                    s.builds_batchnorm = True
-                if bn and ("convert_sync_batchnorm" in q or (m and m[1] == "convert_sync_batchnorm")):
-                    s.converts_syncbn = True
+                if bn:
+                    self._scan_batchnorm_call(ctx, scan, s, n, q, m)
                 if q in DATA_PARALLEL:
                     s.fsdp_only = (q != DDP) and (s.fsdp_only or not s.wraps_ddp)
                     s.wraps_ddp = True
@@ -374,10 +378,6 @@ class IndexScan(IndexBindings):
                     parent = ctx.parents.get(n)
                     if isinstance(parent, ast.Assign):
                         ddp_names |= {d for t in parent.targets if (d := dotted(t))}
-                if bn and m and m[1] in ("get", "build") and m[0]:
-                    registry = self._registry_name(imports, scan.module, scan.module_names, m[0])
-                    if registry is not None:
-                        s.refs.add(f"registry:{registry}")  # MODEL_REGISTRY.get(name)(cfg)
                 target = self._project_target(imports, n.func)
                 if target:
                     s.callees.add(target)
@@ -403,12 +403,9 @@ class IndexScan(IndexBindings):
                 and n.value.id in scan.bn_tables
             ):
                 s.builds_batchnorm = True  # norm_cls = REGISTERED_NORM_DICT[name]; norm_cls(**args)
-            elif (
-                isinstance(n, ast.Subscript)
-                and isinstance(n.value, ast.Name)
-                and n.value.id in scan.class_tables
-            ):
-                s.refs |= scan.class_tables[n.value.id]  # pycls ``_models[cfg.MODEL.TYPE]``
+            elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in scan.class_tables:
+                # pycls ``_models[cfg.MODEL.TYPE]``; YOLOP ``m_block_cfg = YOLOP; MCnet(m_block_cfg)``
+                s.refs |= scan.class_tables[n.id]
             elif isinstance(n, ast.Name) and bn and n.id in imports:
                 target = self._project_target(imports, n)
                 if target and not off_by_default(ctx, n):
@@ -416,6 +413,41 @@ class IndexScan(IndexBindings):
         s.bn_optional -= required
         s.refs -= s.bn_optional
         return ddp_names
+
+    def _scan_batchnorm_call(
+        self,
+        ctx: FileContext,
+        scan: _FileScan,
+        s: Summary,
+        n: ast.Call,
+        q: str,
+        m: tuple[str | None, str] | None,
+    ) -> None:
+        """A call's part in what a def builds: BatchNorm layers, a conversion (perhaps under one of
+        its parameters), a model picked by name or from a registry."""
+        if BATCHNORM.match(q) or TORCHVISION_BN.match(q):
+            s.builds_batchnorm = True
+        if "convert_sync_batchnorm" in q or (m and m[1] == "convert_sync_batchnorm"):
+            guard = conversion_parameter(ctx, n)
+            if guard is None:
+                s.converts_syncbn = True
+            else:  # Group-Free-3D ``if self.sync_bn: convert_sync_batchnorm(self)``
+                s.syncbn_param = guard
+        if (pick := package_and_name(ctx, bound_callee(ctx, n))) is not None:
+            s.refs.add("pick:{}|{}".format(*pick))  # voxceleb ``import_module(...).__getattribute__(...)``
+        # the registry a model is taken from: ``MODEL_REGISTRY.get(name)(cfg)``, lufficc SSD
+        # ``registry.BACKBONES[name](cfg)``, OroModelZoo ``build_from_cfg(cfg, MODELS)`` (the registry
+        # handed to a generic builder); its classes are the candidates (majority rule at propagation)
+        spelled = [m[0]] if m and m[1] in ("get", "build") and m[0] else []
+        if isinstance(n.func, ast.Subscript):
+            spelled.append(dotted(n.func.value) or "")
+        spelled += [d for a in n.args if isinstance(a, (ast.Name, ast.Attribute)) and (d := dotted(a))]
+        for text in spelled:
+            registry = (
+                self._registry_name(scan.imports, scan.module, scan.module_names, text) if text else None
+            )
+            if registry is not None:
+                s.refs.add(f"registry:{registry}")
 
     def _register_decorated(
         self, ctx: FileContext, imports: dict[str, str], module: str, module_names: set[str]
@@ -434,16 +466,20 @@ class IndexScan(IndexBindings):
                         self.registries.setdefault(registry, set()).add(f"{module}.{node.name}")
 
     def _class_tables(self, ctx: FileContext, imports: dict[str, str], module: str) -> dict[str, set[str]]:
-        """Module-level tables of project classes (pycls ``_models = {"resnet": ResNet, ...}``)."""
+        """Module-level tables of project classes: a dict (pycls ``_models = {"resnet": ResNet, ...}``)
+        or a list/tuple, nested (YOLOP's ``YOLOP = [[-1, Focus, [3, 32, 3]], [-1, Conv, ...], ...]``
+        that ``get_net`` hands to ``MCnet``, which builds each entry): the classes any lookup or
+        hand-over of the table can build."""
         out: dict[str, set[str]] = {}
         for node in ctx.tree.body:
             target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
             if isinstance(node, ast.AnnAssign):
                 target = node.target
             value = getattr(node, "value", None)
-            if not isinstance(target, ast.Name) or not isinstance(value, ast.Dict):
+            if not isinstance(target, ast.Name) or not isinstance(value, (ast.Dict, ast.List, ast.Tuple)):
                 continue
-            found = {t for v in value.values if (t := self._project_target(imports, v))}
+            entries = value.values if isinstance(value, ast.Dict) else list(_table_entries(value))
+            found = {t for v in entries if (t := self._project_target(imports, v))}
             if found:
                 out[target.id] = found
         return out
@@ -461,3 +497,12 @@ class IndexScan(IndexBindings):
             elif name and (resolved := self._project_target(imports, target)):
                 out.append(resolved)
         return tuple(out)
+
+
+def _table_entries(value: ast.List | ast.Tuple) -> Iterator[ast.expr]:
+    """The names in a (nested) list/tuple table, not its literals."""
+    for e in value.elts:
+        if isinstance(e, (ast.List, ast.Tuple)):
+            yield from _table_entries(e)
+        elif isinstance(e, (ast.Name, ast.Attribute)):
+            yield e

@@ -30,6 +30,8 @@ FACTS: dict[str, tuple[str, ...]] = {
     "batchnorm": (
         "builds_batchnorm",
         "converts_syncbn",
+        "syncbn_param",
+        "pick_builds_batchnorm",
         "refs",
         "module_builds_batchnorm",
         "call_builds_batchnorm",
@@ -95,6 +97,7 @@ FACTS: dict[str, tuple[str, ...]] = {
     ),
     "compile": ("compiles_param", "call_compiles", "compiling_names"),
     "epochs": ("epoch_params", "reiterates_argument", "sampler_loaders", "set_epoch_modules"),
+    "call_arguments": ("passed_arguments", "never_passed"),
 }
 
 
@@ -119,6 +122,10 @@ class Summary:
     # (TabPFN ``self.input_ln = SeqBN(ninp) if input_normalization else None``, default False):
     # their BatchNorm is not in what it builds on the default path.
     bn_optional: set[str] = field(default_factory=set)
+    # ``(parameter, position, default)``: it converts to SyncBatchNorm only when that parameter is
+    # true (Group-Free-3D ``GroupFreeDetector(..., sync_bn=True if args.syncbn else False)``): each
+    # call decides by its argument (lint/syncbn_parameter.py).
+    syncbn_param: tuple[str, int, bool] | None = None
     logs_rank0: bool = False
     callees: set[str] = field(default_factory=set)  # resolved project qualnames it calls/instantiates
     returned_callees: set[str] = field(default_factory=set)  # project qualnames whose result it returns

@@ -22,6 +22,16 @@ A wrap of a module that no optimizer of the file is built from, while the file's
 its other wrapped models (GPEN's frozen ``IDLoss`` beside the generator and discriminator), is not
 reported (``_untrained_wrap.py``).
 
+When the code never names one class, the candidates decide (round 12): the names a star import
+brings to ``eval(cfg['NAME'])`` (sithu31296 semseg), a package searched by
+``import_module('models.' + name).__getattribute__('MainModel')`` (voxceleb_trainer), a module
+used as a registry through a name bound first (YouReID ``net = models.__dict__[name]``), a
+registry reached as ``registry.BACKBONES[name]`` or handed to ``build_from_cfg(cfg, MODELS)``, a
+module-level table of layer classes a generic builder instantiates (YOLOP); a model that converts
+itself under a constructor parameter (Group-Free-3D ``sync_bn=True if args.syncbn else False``)
+is decided by each call's argument (``lint/syncbn_parameter.py``); Lightning's own DDP wrap is a
+``Trainer`` with a DDP strategy and no ``sync_batchnorm=True`` (``_lightning_wrap.py``).
+
 No ``SyncBatchNorm`` anywhere: flagged. A conversion (``convert_sync_batchnorm``) only behind an
 opt-in flag (``if opt.sync_bn:`` with ``--sync-bn`` off by default) leaves the default path
 unsynced: flagged as config-gated, naming the flag. A conversion under any other condition
@@ -35,6 +45,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.batchnorm_syntax import BATCHNORM, TORCHVISION_BN
@@ -44,8 +55,11 @@ from ddp_doctor.lint.frozen_wrap import frozen_names
 from ddp_doctor.lint.idioms import BATCHNORM_ARCH, MODEL_FACTORIES, MODEL_GETTERS, MODEL_REGISTRIES
 from ddp_doctor.lint.inference_only import never_trains
 from ddp_doctor.lint.loops import LoopFacts
+from ddp_doctor.lint.model_picks import bound_callee
 from ddp_doctor.lint.module_moves import unmoved
 from ddp_doctor.lint.project import DDP, ProjectIndex
+from ddp_doctor.lint.project_modules import absolute_module, relative_base
+from ddp_doctor.lint.rules._lightning_wrap import fit_model, lightning_ddp_wraps
 from ddp_doctor.lint.rules._model_by_name import builds_batchnorm_by_name
 from ddp_doctor.lint.rules._separate_models import batchnorm_in_other_models
 from ddp_doctor.lint.rules._untrained_wrap import untrained_wrap
@@ -57,6 +71,7 @@ from ddp_doctor.lint.rules.base import (
     starts_own_line,
     statement_of,
 )
+from ddp_doctor.lint.syncbn_parameter import converted_by_argument
 
 FROZEN_NAME = re.compile(r"teacher|ema|frozen|target", re.IGNORECASE)
 DISTRIBUTED_TEST = re.compile(r"rank|distributed|world|ddp|gpus|cuda|device", re.IGNORECASE)
@@ -68,9 +83,11 @@ class BatchnormUnsynced(Rule):
     flagged = (
         "the file builds BatchNorm layers (or a torchvision model known to contain them, timm "
         "`create_model` with a BatchNorm-family name or flag default, a project module used as a "
-        "registry, a builder named under a project package by `eval`/`importlib`) and wraps in DDP "
-        "(also apex's), with no SyncBatchNorm anywhere; (project) a DDP wrap of a model the function "
-        "was handed, where a caller built it with BatchNorm"
+        "registry, a builder named under a project package by `eval`/`importlib`, a model `eval`'d by "
+        "name over a star import of BatchNorm models) and wraps in DDP (also apex's, and a Lightning "
+        "`Trainer` with a DDP strategy and no `sync_batchnorm=True`), with no SyncBatchNorm anywhere; "
+        "(project) a DDP wrap of a model the function was handed, where a caller built it with "
+        "BatchNorm; a self-converting model built with its conversion flag off"
     )
     not_flagged = (
         "`convert_sync_batchnorm`, apex `convert_syncbn_model`, SyncBatchNorm, LayerNorm "
@@ -79,62 +96,30 @@ class BatchnormUnsynced(Rule):
         "SyncBatchNorm itself (`nn.SyncBatchNorm if sbn else nn.BatchNorm2d`), BatchNorm built only "
         "under a parameter that defaults to off (`SeqBN(d) if input_normalization else None`) or a "
         "class built with another norm selected (`BasicEncoder(norm_fn='instance')`); an "
-        "entry script that never backprops (a `test.py` that only validates)"
+        "entry script that never backprops (a `test.py` that only validates); a model picked at run "
+        "time from candidates most of which build no BatchNorm; a Lightning `Trainer` with no DDP "
+        "strategy written"
     )
     autofix = "inserts `model = nn.SyncBatchNorm.convert_sync_batchnorm(model)` before the wrap"
-    required = (("DistributedDataParallel", "prepare"),)
+    required = (("DistributedDataParallel", "prepare", "Trainer"),)
     # The layers may come from another file; the wrap is DDP itself, accelerate's prepare, or a
     # project helper (by name).
-    required_in_project = (("DistributedDataParallel", "prepare"),)
+    required_in_project = (("DistributedDataParallel", "prepare", "Trainer"),)
 
     def project_words(self, project: ProjectIndex) -> tuple[str, ...]:
         return project.ddp_wrapper_names()
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
-        bn_nodes: list[ast.AST] = []
-        ddp_calls: list[ast.Call] = []
-        prepares: list[ast.Call] = []  # accelerate's prepare wraps a model in DDP on several GPUs
-        conversions: list[ast.AST] = []
-        project = ctx.project
-        defaults = all_defaults(ctx) if ctx.mentions("create_model") else {}
-        for node in ctx.of_type(ast.Call):
-            q = ctx.call_qualname(node) or ""
-            if q == DDP or (
-                project is not None
-                and ctx.helper(node) is None  # this file's own helpers are read directly
-                and project.call_wraps_ddp(ctx, node)
-            ):
-                if q == DDP or project.call_wraps_argument(ctx, node):
-                    ddp_calls.append(node)
-                # else a helper that builds the model it wraps (fast-autoaugment ``get_model(conf)``):
-                # that model is not this file's; the helper's own file is checked where it wraps
-            elif _accelerate_prepare(node):
-                prepares.append(node)
-            elif "SyncBatchNorm" in q or (dotted(node.func) or "").endswith(
-                ("convert_sync_batchnorm", "convert_syncbn_model")
-            ):
-                conversions.append(node)
-            elif (
-                BATCHNORM.match(q)
-                or TORCHVISION_BN.match(q)
-                or _model_by_name(ctx, node)
-                or _factory_batchnorm(ctx, node, defaults)
-                or (project is not None and builds_batchnorm_by_name(ctx, project, node))
-            ):
-                bn_nodes.append(node)
-            elif project is not None:
-                summary = project.summary_for(ctx, node.func)
-                if summary is not None and summary.module == ctx.module:
-                    continue  # this file's own functions are read directly above
-                if isinstance(ctx.parents.get(node), ast.Expr) and not (summary and summary.converts_syncbn):
-                    continue  # its result is dropped: a call for its effect on an argument builds no model
-                    # (torch's ``_localize_dtensor(module)`` in ``replicate``)
-                if summary is not None and summary.converts_syncbn:
-                    conversions.append(node)
-                elif (summary is not None and summary.builds_batchnorm) or (
-                    summary is None and project.call_builds_batchnorm(ctx, node)
-                ):
-                    bn_nodes.append(node)
+        calls = _sort_calls(ctx)
+        bn_nodes, ddp_calls, prepares, conversions = (
+            calls.bn_nodes,
+            calls.ddp_calls,
+            calls.prepares,
+            calls.conversions,
+        )
+        project, argument_gates, evals = ctx.project, calls.argument_gates, calls.evals
+        # an ``eval`` pick counts where a wrap is of what it built (semseg also evals its dataset name)
+        bn_nodes += [e for e in evals if any(_wraps_built_from(ctx, c, [e], hop=False) for c in ddp_calls)]
         handed_by = None
         if not bn_nodes and project is not None:
             # a trainer wrapping the model it was handed (TransReID ``do_train(cfg, model, ...)``):
@@ -145,6 +130,8 @@ class BatchnormUnsynced(Rule):
                     handed_by, ddp_calls = where, [call]
                     break
         bn_lines = [getattr(n, "lineno", 0) for n in bn_nodes]
+        if bn_nodes and not conversions and not _names_syncbn(ctx):
+            yield from self._lightning(ctx, bn_nodes)
         # a prepare counts as the wrap of what it is handed when that was built with BatchNorm
         # (StyleTTS2 ``model[k] = accelerator.prepare(model[k])`` of modules holding the pitch
         # extractor's BatchNorm2d); prepare also takes loaders and optimizers, so not otherwise
@@ -156,6 +143,8 @@ class BatchnormUnsynced(Rule):
             gated_by = _opt_in_gate(ctx, conversions, bn_nodes)
             if gated_by is None:
                 return  # converted on the default path (or under a condition we trust)
+        if gated_by is None and argument_gates and len(argument_gates) == len(bn_nodes):
+            gated_by = argument_gates[0]  # every BatchNorm model here converts itself under a flag
         lines = ", ".join(map(str, sorted(set(bn_lines))[:5]))
         built_en = f"BatchNorm layers (line {lines})"
         built_zh = f"BatchNorm 层（第 {lines} 行）"
@@ -184,6 +173,30 @@ class BatchnormUnsynced(Rule):
                 batchnorm_lines=sorted(bn_lines),
             )
 
+    def _lightning(self, ctx: FileContext, bn_nodes: list[ast.AST]) -> Iterator[Violation]:
+        """A Lightning Trainer running DDP without ``sync_batchnorm`` that fits a module built with
+        BatchNorm (``_lightning_wrap.py``)."""
+        lines = ", ".join(map(str, sorted({getattr(n, "lineno", 0) for n in bn_nodes})[:5]))
+        for wrap in lightning_ddp_wraps(ctx):
+            if not any(
+                (model := fit_model(fit)) is not None and _wraps_built_from(ctx, fit, bn_nodes, arg=model)
+                for fit in wrap.fits
+            ):
+                continue
+            yield self.violation(
+                wrap.call,
+                Text(
+                    f"BatchNorm layers (line {lines}) train under Lightning's DDP without "
+                    "`sync_batchnorm=True`: each rank normalises with its own micro-batch statistics "
+                    "(Lightning converts them when the Trainer is given `sync_batchnorm=True`).",
+                    f"BatchNorm 层（第 {lines} 行）在 Lightning 的 DDP 下训练却未设置 "
+                    "`sync_batchnorm=True`：每个 rank 只用自己的微批统计量归一化"
+                    "（给 Trainer 传入 `sync_batchnorm=True` 即由 Lightning 转换）。",
+                ),
+                gated_by=wrap.gate,
+                batchnorm_lines=sorted(getattr(n, "lineno", 0) for n in bn_nodes),
+            )
+
     def _fix(self, ctx: FileContext, call: ast.Call) -> tuple[Edit, ...]:
         if ctx.call_qualname(call) != DDP:
             return ()
@@ -197,6 +210,82 @@ class BatchnormUnsynced(Rule):
                 ctx, stmt, f"{model} = {prefix}.SyncBatchNorm.convert_sync_batchnorm({model})"
             ),
         )
+
+
+@dataclass
+class _Calls:
+    """The file's calls that matter here, sorted once."""
+
+    bn_nodes: list[ast.AST] = field(default_factory=list)
+    ddp_calls: list[ast.Call] = field(default_factory=list)
+    prepares: list[ast.Call] = field(
+        default_factory=list
+    )  # accelerate's prepare wraps in DDP on several GPUs
+    conversions: list[ast.AST] = field(default_factory=list)
+    # ``Detector(sync_bn=args.syncbn)``: unsynced when the flag is off
+    argument_gates: list[str] = field(default_factory=list)
+    # ``eval(cfg['NAME'])(...)``: BatchNorm only where a wrap takes what it built
+    evals: list[ast.Call] = field(default_factory=list)
+
+
+def _sort_calls(ctx: FileContext) -> _Calls:
+    out = _Calls()
+    project = ctx.project
+    defaults = all_defaults(ctx) if ctx.mentions("create_model") else {}
+    for node in ctx.of_type(ast.Call):
+        q = ctx.call_qualname(node) or ""
+        if q == DDP or (
+            project is not None
+            and ctx.helper(node) is None  # this file's own helpers are read directly
+            and project.call_wraps_ddp(ctx, node)
+        ):
+            if q == DDP or project.call_wraps_argument(ctx, node):
+                out.ddp_calls.append(node)
+            helper = project.summary_for(ctx, node.func) if q != DDP and project is not None else None
+            if helper is not None and (helper.converts_syncbn or helper.syncbn_param is not None):
+                # a wrap helper that converts itself, perhaps under a flag (hysts
+                # ``apply_data_parallel_wrapper``): its own file reports the flag
+                out.conversions.append(node)
+            # else a helper that builds the model it wraps (fast-autoaugment ``get_model(conf)``):
+            # that model is not this file's; the helper's own file is checked where it wraps
+        elif _accelerate_prepare(node):
+            out.prepares.append(node)
+        elif "SyncBatchNorm" in q or (dotted(node.func) or "").endswith(
+            ("convert_sync_batchnorm", "convert_syncbn_model")
+        ):
+            out.conversions.append(node)
+        elif (
+            BATCHNORM.match(q)
+            or TORCHVISION_BN.match(q)
+            or _model_by_name(ctx, node)
+            or _factory_batchnorm(ctx, node, defaults)
+            or (project is not None and builds_batchnorm_by_name(ctx, project, node))
+        ):
+            out.bn_nodes.append(node)
+        elif project is not None and _star_eval_pick(ctx, project, node):
+            out.evals.append(node)
+        elif project is not None:
+            summary = project.summary_for(ctx, node.func)
+            if summary is not None and summary.module == ctx.module:
+                continue  # this file's own functions are read directly above
+            if isinstance(ctx.parents.get(node), ast.Expr) and not (summary and summary.converts_syncbn):
+                continue  # its result is dropped: a call for its effect on an argument builds no model
+                # (torch's ``_localize_dtensor(module)`` in ``replicate``)
+            if summary is not None and summary.syncbn_param is not None and summary.builds_batchnorm:
+                converted = converted_by_argument(ctx, node, summary.syncbn_param)
+                if converted is True:
+                    out.conversions.append(node)
+                else:  # a self-converting model built with its conversion off
+                    out.bn_nodes.append(node)
+                    if isinstance(converted, str):
+                        out.argument_gates.append(converted)
+            elif summary is not None and summary.converts_syncbn:
+                out.conversions.append(node)
+            elif (summary is not None and summary.builds_batchnorm) or (
+                summary is None and project.call_builds_batchnorm(ctx, node)
+            ):
+                out.bn_nodes.append(node)
+    return out
 
 
 def _handed_batchnorm(ctx: FileContext, project: ProjectIndex, call: ast.Call) -> str | None:
@@ -243,10 +332,14 @@ def _returns_wrap(ctx: FileContext, fn: ast.AST, call: ast.Call) -> bool:
     )
 
 
-def _wraps_built_from(ctx: FileContext, call: ast.Call, built: list[ast.AST]) -> bool:
-    """The model this wrap is handed (``DDP(vq_loss.to(device))`` → ``vq_loss``) is a name of its
-    function that one of ``built`` (the BatchNorm-building calls) is assigned to."""
-    arg: ast.AST | None = call.args[0] if call.args else None
+def _wraps_built_from(
+    ctx: FileContext, call: ast.Call, built: list[ast.AST], hop: bool = True, arg: ast.AST | None = None
+) -> bool:
+    """The model this wrap is handed (``DDP(vq_loss.to(device))`` → ``vq_loss``; ``arg`` when given:
+    Lightning's ``trainer.fit(model=...)``) is a name of its function that one of ``built`` (the
+    BatchNorm-building calls) is assigned to."""
+    if arg is None:
+        arg = call.args[0] if call.args else None
     while isinstance(arg, (ast.Call, ast.Subscript)) and isinstance(
         arg.func if isinstance(arg, ast.Call) else arg.value, (ast.Attribute, ast.Name)
     ):
@@ -264,7 +357,7 @@ def _wraps_built_from(ctx: FileContext, call: ast.Call, built: list[ast.AST]) ->
     # ``pitch_extractor = load_F0_models(path)`` (a BatchNorm builder) two lines up
     values += [
         v
-        for value in list(values)
+        for value in (list(values) if hop else [])
         for n in ast.walk(value)
         if isinstance(n, ast.Name) and n.id != arg.id
         for v in _values_bound(ctx, scope, n.id, call.lineno)
@@ -279,6 +372,10 @@ def _wraps_built_from(ctx: FileContext, call: ast.Call, built: list[ast.AST]) ->
         for v in values
         for c in ast.walk(v)
     )
+
+
+def _names_syncbn(ctx: FileContext) -> bool:
+    return ctx.mentions("SyncBatchNorm", "convert_syncbn_model", "convert_sync_batchnorm")
 
 
 def _values_bound(ctx: FileContext, scope: ast.AST, name: str, before: int) -> list[ast.expr]:
@@ -307,7 +404,31 @@ def _model_by_name(ctx: FileContext, call: ast.Call) -> bool:
     ``builder.MoCo(models.__dict__[args.arch], dim)``)."""
     if ctx.call_qualname(call) in MODEL_GETTERS:
         return True
-    return any(_registry_entry(ctx, e) for e in (call.func, *call.args, *(k.value for k in call.keywords)))
+    # ``net = models.__dict__[name]`` ... ``net(num_classes=n)`` (YouReID): the pick, through the name
+    callee = bound_callee(ctx, call)
+    return any(_registry_entry(ctx, e) for e in (callee, *call.args, *(k.value for k in call.keywords)))
+
+
+def _star_eval_pick(ctx: FileContext, project: ProjectIndex, call: ast.Call) -> bool:
+    """``eval(model_cfg['NAME'])(...)`` in a file that star-imports project modules (sithu31296
+    semseg ``from semseg.models import *``): the name is one the star imports bring, so the
+    candidates are those modules' defs, used as a registry (the ``models.__dict__[name]`` rule)."""
+    pick = bound_callee(ctx, call)
+    if not (
+        isinstance(pick, ast.Call)
+        and isinstance(pick.func, ast.Name)
+        and pick.func.id == "eval"
+        and pick.args
+        and not isinstance(pick.args[0], ast.Constant)
+    ):
+        return False
+    module = ctx.module or ""
+    return any(
+        (m := project.resolve_module(absolute_module(node, relative_base(ctx, module)) or "")) is not None
+        and project.module_builds_batchnorm(m)
+        for node in ctx.of_type(ast.ImportFrom)
+        if any(a.name == "*" for a in node.names)
+    )
 
 
 def _registry_entry(ctx: FileContext, func: ast.AST) -> bool:

@@ -1,0 +1,111 @@
+"""A model class picked by a name chosen at run time: where the pick looks, and what it names.
+
+A trainer rarely writes the class it builds: ``eval('models.' + cfg.MODEL.NAME + '.get_pose_net')``
+(HigherHRNet), ``getattr(importlib.import_module(f'pkg.models.{name}'), 'Network')`` (hysts),
+``importlib.import_module('models.' + model).__getattribute__('MainModel')`` (voxceleb_trainer),
+often through a name first (``net = models.__dict__[name]`` ... ``net(num_classes=n)``, YouReID).
+The name is configuration, but the package searched and the builder's own name are written: the
+candidates are the project defs so named under that package (``ProjectIndex.picked_candidates``),
+and the pick builds BatchNorm when most of them do. Used both by the project index (a class whose
+``__init__`` builds such a pick holds its BatchNorm) and by batchnorm-unsynced in the file itself.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ddp_doctor.lint.context import FileContext
+
+
+def bound_callee(ctx: FileContext, call: ast.Call) -> ast.AST:
+    """What ``call`` calls: its target, or, for a local name bound once before it in the same
+    function (``net = models.__dict__[name]`` ... ``net(...)``), the expression it was bound to."""
+    func = call.func
+    if not isinstance(func, ast.Name):
+        return func
+    binds = ctx.bindings(ctx.enclosing_function(call)).get(func.id, [])
+    if len(binds) == 1 and isinstance(binds[0], ast.Assign) and binds[0].lineno < call.lineno:
+        value = binds[0].value
+        if len(binds[0].targets) == 1 and isinstance(binds[0].targets[0], ast.Name):
+            return value
+    return func
+
+
+def package_and_name(ctx: FileContext, func: ast.AST) -> tuple[str, str] | None:
+    """``eval('pkg.' + x + '.name')`` → ("pkg", "name"); ``getattr(M, 'name')`` or
+    ``M.__getattribute__('name')`` with ``M`` an ``importlib.import_module('pkg.' ...)`` (or a local
+    bound to one) → ("pkg", "name")."""
+    if not isinstance(func, ast.Call) or len(func.args) < 1:
+        return None
+    if isinstance(func.func, ast.Name) and func.func.id == "eval":
+        parts = template(func.args[0])
+        if parts is None or len(parts) < 3 or not parts[0].endswith(".") or not parts[-1].startswith("."):
+            return None
+        package, name = parts[0].rstrip("."), parts[-1].lstrip(".")
+        head = package.split(".")[0]
+        if head not in ctx.imports or not name.isidentifier():
+            return None
+        return ctx.imports[head] + package[len(head) :], name
+    if isinstance(func.func, ast.Name) and func.func.id == "getattr" and len(func.args) >= 2:
+        owner, attr = func.args[0], func.args[1]
+    elif isinstance(func.func, ast.Attribute) and func.func.attr in ("__getattribute__", "__getattr__"):
+        owner, attr = func.func.value, func.args[0]
+    else:
+        return None
+    if not (isinstance(attr, ast.Constant) and isinstance(attr.value, str)):
+        return None
+    imported = _import_module_call(ctx, owner, func)
+    if imported is None:
+        return None
+    parts = template(imported.args[0]) if imported.args else None
+    if parts is None or len(parts) < 2:
+        return None
+    return parts[0].rstrip("."), attr.value
+
+
+def _import_module_call(ctx: FileContext, expr: ast.AST, at: ast.AST) -> ast.Call | None:
+    if isinstance(expr, ast.Name):  # ``module = importlib.import_module(...)`` earlier in the function
+        binds = [
+            b
+            for b in ctx.bindings(ctx.enclosing_function(at)).get(expr.id, [])
+            if isinstance(b, ast.Assign) and b.lineno <= getattr(at, "lineno", 0)
+        ]
+        expr = binds[-1].value if binds else expr
+    if isinstance(expr, ast.Call) and ctx.call_qualname(expr) == "importlib.import_module":
+        return expr
+    return None
+
+
+def template(expr: ast.AST) -> list[str] | None:
+    """The literal pieces of a string built at run time, with "" where a value goes:
+    ``'models.' + name + '.get_pose_net'`` → ["models.", "", ".get_pose_net"]; None for a plain
+    literal (nothing is chosen) or anything that is not a string expression."""
+    pieces: list[str] = []
+
+    def walk(e: ast.AST) -> bool:
+        if isinstance(e, ast.Constant) and isinstance(e.value, str):
+            pieces.append(e.value)
+            return True
+        if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Add):
+            return walk(e.left) and walk(e.right)
+        if isinstance(e, ast.JoinedStr):
+            for v in e.values:
+                if isinstance(v, ast.Constant) and isinstance(v.value, str):
+                    pieces.append(v.value)
+                else:
+                    pieces.append("")
+            return True
+        if isinstance(e, (ast.Name, ast.Attribute, ast.Subscript, ast.Call)):
+            pieces.append("")
+            return True
+        return False
+
+    if not walk(expr) or "" not in pieces:
+        return None
+    merged: list[str] = []
+    for p in pieces:  # adjacent literals are one literal; adjacent values one value
+        if merged and (p == "") == (merged[-1] == "") and p != "":
+            merged[-1] += p
+        elif not (merged and p == "" and merged[-1] == ""):
+            merged.append(p)
+    return merged
