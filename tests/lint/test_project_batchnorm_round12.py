@@ -318,3 +318,40 @@ def test_the_caller_of_a_wrap_helper_that_converts_under_its_flag_is_silent(tmp_
     # conversion is trusted there too; hysts' yacs default False makes it a gated finding there)
     root = _write(tmp_path, {"models/__init__.py": WRAP_HELPER, "train.py": WRAP_TRAIN})
     assert _found(root) == set()
+
+
+# StudioGAN: a converter that iterates BatchNorm classes to replace them (``zip([nn.BatchNorm2d],
+# [SyncBN2d])``) inspects them; it builds none, so a model it handles holds no BatchNorm of its making
+CONVERTER = """
+    import torch.nn as nn
+
+    class SyncBN2d(nn.Module):
+        def __init__(self, n):
+            super().__init__()
+
+    def convert_model(module):
+        for bn, sync in zip([nn.BatchNorm1d, nn.BatchNorm2d], [SyncBN2d, SyncBN2d]):
+            if isinstance(module, bn):
+                return sync(module.num_features)
+        return module
+"""
+CONVERTER_TRAIN = """
+    import torch
+    import torch.nn as nn
+    from sync_batchnorm import convert_model
+
+    def main(args, loader, optimizer):
+        model = nn.Sequential(nn.Linear(8, 8), nn.LayerNorm(8))
+        if args.data_parallel:
+            model = convert_model(model)
+        model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[args.rank])
+        for x, y in loader:
+            optimizer.zero_grad()
+            model(x).sum().backward()
+            optimizer.step()
+"""
+
+
+def test_a_converter_iterating_batchnorm_classes_through_zip_builds_none(tmp_path: Path) -> None:
+    root = _write(tmp_path, {"sync_batchnorm.py": CONVERTER, "train.py": CONVERTER_TRAIN})
+    assert _found(root) == set()
