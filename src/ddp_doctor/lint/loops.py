@@ -140,15 +140,11 @@ def param_backward(
     found = [b for n in body if (b := backward_of(n)) is not None]
     # apex ``with amp.scale_loss(loss, opt) as scaled: scaled.backward()`` runs backward on ``loss``
     aliases = {
-        item.optional_vars.id: item.context_expr.args[0].id
+        item.optional_vars.id: source.id
         for n in body
         if isinstance(n, (ast.With, ast.AsyncWith))
         for item in n.items
-        if isinstance(item.optional_vars, ast.Name)
-        and isinstance(item.context_expr, ast.Call)
-        and "scale" in (dotted(item.context_expr.func) or "").split(".")[-1]
-        and item.context_expr.args
-        and isinstance(item.context_expr.args[0], ast.Name)
+        if isinstance(item.optional_vars, ast.Name) and isinstance(source := scaled_alias_of(item), ast.Name)
     }
     roots = {_param_root(b.root, aliases, params, body) for b in found}
     if not found or len(roots) != 1 or any(b.framework for b in found):
@@ -157,6 +153,18 @@ def param_backward(
     if root not in params:
         return None
     return root, params.index(root), all(b.scaled for b in found)
+
+
+def scaled_alias_of(item: ast.withitem) -> ast.expr | None:
+    """The loss a loss-scaling context stands for: apex ``with amp.scale_loss(loss, optimizer, ...)
+    as scaled_loss:`` (also ``delay_unscale=``, ``loss_id=``): ``scaled_loss`` is ``loss`` times a
+    dynamic loss scale that apex removes again before the step, so a backward on it is a backward on
+    ``loss`` (UNITER, SwinBERT, Megatron-era trainers). A context whose callee does not say it
+    scales (``torch.autocast(...)``) stands for nothing."""
+    call = item.context_expr
+    if isinstance(call, ast.Call) and call.args and "scale" in (dotted(call.func) or "").split(".")[-1]:
+        return call.args[0]
+    return None
 
 
 def _param_root(
@@ -574,6 +582,43 @@ def accumulation_count(facts: LoopFacts, loop: AccumLoop) -> ast.expr | None:
     return first_mod  # an early exit (``if (i + 1) % accum: continue``) before the step
 
 
+def accumulation_window(facts: LoopFacts) -> list[AccumLoop]:
+    """The accumulation loops the accumulation rules share: those of ``LoopFacts`` whose
+    micro-step count can be above 1 (project mode reads the callers: ``count_is_one``)."""
+    return [loop for loop in facts.accumulation_loops() if not count_is_one(facts, loop)]
+
+
+def count_is_one(facts: LoopFacts, loop: AccumLoop) -> bool:
+    """The micro-step count is a parameter that defaults to 1, never rebound in its function, and
+    (project mode) no call of the function in the project passes it (MetaICL ``def do_train(self,
+    ..., gradient_accumulation_steps=1)``, called without it): ``step % 1 == 0`` on every pass, so
+    nothing accumulates. Unknown callers (file mode, a callback, ``*args``) leave it a count."""
+    ctx = facts.ctx
+    count = accumulation_count(facts, loop)
+    project = ctx.project
+    if project is None or ctx.module is None or not isinstance(count, ast.Name):
+        return False
+    fn = ctx.enclosing_function(loop.loop)
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or ctx.bindings(fn).get(count.id):
+        return False
+    default = _parameter_default(fn, count.id)
+    if not (isinstance(default, ast.Constant) and default.value == 1):
+        return False
+    in_class = isinstance(ctx.parents.get(fn), ast.ClassDef)
+    return bool(project.never_passed(fn, ctx.module, in_class, count.id))
+
+
+def _parameter_default(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> ast.expr | None:
+    positional = [*fn.args.posonlyargs, *fn.args.args]
+    defaults = dict(
+        zip([a.arg for a in positional[len(positional) - len(fn.args.defaults) :]], fn.args.defaults)
+    )
+    for arg, value in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True):
+        if value is not None:
+            defaults[arg.arg] = value
+    return defaults.get(name)
+
+
 def count_sources(ctx: FileContext, count: ast.expr) -> list[ast.expr | None]:
     """What a count name was assigned in its function (None for a binding that is not a plain
     assignment: a loop variable, a parameter has no binding and gives [])."""
@@ -974,7 +1019,7 @@ def every_pass(facts: LoopFacts, loop: ast.For | ast.AsyncFor | ast.While) -> li
 def micro_method_calls(facts: LoopFacts, name: str) -> Iterator[tuple[AccumLoop, ast.Call, str | None]]:
     """``(loop, call, receiver)`` for every ``receiver.name(...)`` that runs on each micro-step of an
     accumulation loop, skipping receivers prepared by accelerate (which skips non-final calls)."""
-    for loop in facts.accumulation_loops():
+    for loop in accumulation_window(facts):
         for node in micro_scope(facts, loop):
             m = method(node)
             if m and m[1] == name and m[0] not in facts.prepared:

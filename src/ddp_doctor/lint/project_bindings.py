@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 
 from ddp_doctor.lint.batchnorm_syntax import BATCHNORM, TORCHVISION_BN
+from ddp_doctor.lint.call_arguments import record as record_arguments
 from ddp_doctor.lint.context import FileContext, dotted
 from ddp_doctor.lint.handed_models import record as record_handed
 from ddp_doctor.lint.module_moves import SAME_MODULE_METHODS
@@ -59,6 +60,8 @@ class IndexBindings(IndexCore):
 
         rank0 = "rank0_logging" in self.facts
         loss = "loss_flow" in self.facts
+        if "call_arguments" in self.facts:
+            record_arguments(ctx, lambda f: self._project_target(imports, f), self.passed_arguments)
         if "batchnorm" in self.facts:
             record_handed(
                 ctx,

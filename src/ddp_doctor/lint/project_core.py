@@ -160,6 +160,11 @@ class IndexCore:
     # What every call of project code hands each argument (lint/handed_models.py): a model built
     # in one file and wrapped in DDP by the function of another file it is handed to (TransReID).
     handed_models: Handed = field(default_factory=dict)
+    # What any call of project code passes (lint/call_arguments.py): callee (a qualname, or ``.name``
+    # for ``obj.name(...)``) -> argument positions and keyword names, ``*`` for ``*args``/``**kw`` or
+    # the callee handed on as a value (``partial(f, ...)``, a callback). MetaICL's
+    # ``do_train(..., gradient_accumulation_steps=1)`` that no call passes a count to.
+    passed_arguments: dict[str, set[int | str]] = field(default_factory=dict)
     # classes whose every construction hands a rank-0 test to these parameters (names or positions)
     rank0_handed: dict[str, set[str | int]] = field(default_factory=dict)
     rank0_callees: set[str] = field(default_factory=set)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from ddp_doctor.lint.call_arguments import never_passed
 from ddp_doctor.lint.context import FileContext, dotted, method
 from ddp_doctor.lint.handed_models import handed_builder
 from ddp_doctor.lint.project_core import CONFLICT, GENERIC_METHODS, MAX_SAME_NAME_METHODS, IndexCore
@@ -29,6 +30,12 @@ class IndexQueries(IndexCore):
             name,
             lambda q: (s := self._get(q)) is not None and s.builds_batchnorm,
         )
+
+    def never_passed(
+        self, fn: ast.FunctionDef | ast.AsyncFunctionDef, module: str, in_class: bool, name: str
+    ) -> bool:
+        """Some call of ``fn`` is seen in the project and none passes its parameter ``name``."""
+        return never_passed(self.passed_arguments, fn, module, in_class, name)
 
     def module_builds_batchnorm(self, module: str) -> bool:
         """Some function or class of ``module`` builds BatchNorm (after propagation); for a package,

@@ -92,6 +92,7 @@ FACTS: dict[str, tuple[str, ...]] = {
     ),
     "compile": ("compiles_param", "call_compiles", "compiling_names"),
     "epochs": ("epoch_params", "reiterates_argument", "sampler_loaders", "set_epoch_modules"),
+    "call_arguments": ("passed_arguments", "never_passed"),
 }
 
 

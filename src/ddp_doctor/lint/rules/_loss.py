@@ -15,6 +15,7 @@ import ast
 import re
 
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method
+from ddp_doctor.lint.loops import scaled_alias_of
 
 LOSS_FUNCTIONS = re.compile(
     r"^torch\.nn\.functional\.(\w*loss\w*|cross_entropy|nll_loss|kl_div|binary_cross_entropy\w*)$"
@@ -133,6 +134,15 @@ class LossTracer:
             return "unknown"
         if isinstance(definition, ast.AugAssign):
             return "scaled" if isinstance(definition.op, (ast.Div, ast.FloorDiv)) else "unknown"
+        if isinstance(definition, (ast.With, ast.AsyncWith)):
+            # ``with amp.scale_loss(loss, optimizer) as scaled_loss:``: the loss times a loss scale
+            # apex takes out again, so as divided (or not) as ``loss`` itself
+            for item in definition.items:
+                var = item.optional_vars
+                if isinstance(var, ast.Name) and var.id == name:
+                    source = scaled_alias_of(item)
+                    return "unknown" if source is None else self.state(source, definition, depth - 1)
+            return "unknown"
         if isinstance(definition, ast.AnnAssign) and definition.value is not None:
             # ``out: Union[Dict, Tensor] = self.criteria(...)`` (ml-cvnets): the annotation changes nothing
             return self.state(definition.value, definition, depth - 1)
@@ -191,7 +201,11 @@ class LossTracer:
         scope = self.ctx.enclosing_function(at)
         line = getattr(at, "lineno", 0)
         before = [n for n in self.ctx.bindings(scope).get(name, []) if n.lineno < line and n is not at]
-        return before[-1] if before else None
+        # a binding in the other branch of an ``if`` that holds ``at`` never reaches it (UNITER:
+        # ``if task.startswith('itm'): loss = itm_loss ... else: loss = loss.mean()``)
+        branches = _branches(self.ctx, at)
+        reaching = [n for n in before if not _exclusive(branches, _branches(self.ctx, n))]
+        return reaching[-1] if reaching else None
 
 
 # A callee named as a loss computes one (``criterion(...)``, ``self.diffusion.training_losses``, a
@@ -216,11 +230,40 @@ def _constant(ctx: FileContext, expr: ast.AST) -> bool:
     )
 
 
+def _branches(ctx: FileContext, node: ast.AST) -> dict[int, str]:
+    """For each ``if`` enclosing ``node`` (in its function), which branch holds it."""
+    out: dict[int, str] = {}
+    child, cur = node, ctx.parents.get(node)
+    while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        if isinstance(cur, ast.If):
+            if child in cur.body:
+                out[id(cur)] = "body"
+            elif child in cur.orelse:
+                out[id(cur)] = "orelse"
+        child, cur = cur, ctx.parents.get(cur)
+    return out
+
+
+def _exclusive(a: dict[int, str], b: dict[int, str]) -> bool:
+    """Two places in different branches of one ``if``: one never runs after the other."""
+    return any(b.get(key, branch) != branch for key, branch in a.items())
+
+
 def _loss_callee(call: ast.Call) -> bool:
     name = (dotted(call.func) or "").split(".")[-1]
     return bool(LOSS_CALLEE.search(name)) and not NOT_RAW_CALLEE.search(name)
 
 
 def _weight(node: ast.AST) -> bool:
+    """A per-sample or per-term weight (``weights``, ``self.lambda_kl``), or a size of the data
+    (``targets.size(1)``, ``x.shape[0]``, ``len(batch)``, ``mask.numel()``: UNITER's instance-level
+    BCE ``loss.mean() * targets.size(1)``) — a factor that is never the accumulation count."""
+    if isinstance(node, ast.Call):
+        m = method(node)
+        if m is not None and m[1] in ("size", "numel", "nelement"):
+            return True
+        return dotted(node.func) == "len"
+    if isinstance(node, ast.Subscript):
+        return isinstance(node.value, ast.Attribute) and node.value.attr == "shape"
     name = dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
     return name is not None and bool(WEIGHT_FACTOR.search(name.split(".")[-1]))

@@ -16,28 +16,31 @@ from collections.abc import Iterator
 
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, method
-from ddp_doctor.lint.loops import LoopFacts, backward_of
+from ddp_doctor.lint.loops import LoopFacts, accumulation_window, backward_of
 from ddp_doctor.lint.rules._loss import LossTracer
 from ddp_doctor.lint.rules.base import Rule, Violation
 
 
 class AccumLossUnscaled(Rule):
     id = "accum-loss-unscaled"
+    project_facts = frozenset({"call_arguments"})
     flagged = (
         "inside an accumulation loop, backward on a value that provably comes from a loss function / "
-        "model forward with no division"
+        "model forward with no division (also through apex `amp.scale_loss(loss, ...) as scaled_loss`, "
+        "and weighted by a data size: `loss.mean() * targets.size(1)`)"
     )
     not_flagged = (
         "`loss / accum` anywhere on the way (also inside a helper), normalisation by a global token "
         "count, HF `num_items_in_batch`, `p.grad.div_(n)`, `accelerator.backward`; a backward "
         "followed on its path by an unconditional step (the `else` of `if accum > 1:`) or by a "
-        "`zero_grad` that discards it (a statistics probe)"
+        "`zero_grad` that discards it (a statistics probe); (project) a count parameter that defaults "
+        "to 1 and that no call passes"
     )
     required = (("backward",),)
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
         tracer = LossTracer(ctx)
-        for loop in facts.accumulation_loops():
+        for loop in accumulation_window(facts):
             if _scales_gradients(ctx, ctx.enclosing_function(loop.loop)):
                 continue
             reported: set[str] = set()

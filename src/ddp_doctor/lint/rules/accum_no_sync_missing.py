@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, method
 from ddp_doctor.lint.idioms import SYNC_CONTROL
-from ddp_doctor.lint.loops import LoopFacts, accumulation_count, count_gate
+from ddp_doctor.lint.loops import LoopFacts, accumulation_count, accumulation_window, count_gate
 from ddp_doctor.lint.rules.base import Rule, Violation
 
 DDP = "torch.nn.parallel.DistributedDataParallel"
@@ -49,7 +49,7 @@ WRAPS = frozenset(
 
 class AccumNoSyncMissing(Rule):
     id = "accum-no-sync-missing"
-    project_facts = frozenset({"sync_toggle"})
+    project_facts = frozenset({"sync_toggle", "call_arguments"})
     flagged = (
         "a DDP accumulation loop (DDP all-reduces every backward) whose micro-steps run no effective "
         "sync control: `no_sync`, `require_backward_grad_sync`, `set_requires_gradient_sync`, a sync "
@@ -76,7 +76,7 @@ class AccumNoSyncMissing(Rule):
             if not wraps_here and not (project.wraps_plain_ddp and not _wraps_anything(ctx)):
                 return
         wrapped = _ddp_names(ctx)
-        for loop in facts.accumulation_loops():
+        for loop in accumulation_window(facts):
             if _controls_sync(ctx, facts, loop.loop):
                 continue
             if _forward_bypasses_ddp(ctx, facts, loop.loop, wrapped):

@@ -64,7 +64,9 @@ class Fp16NoScaler(Rule):
         "device read at run time, `device_type=self.device.type`) or the trained model's "
         "weights cast to float16 (`model.half()`, `.to(torch.float16)` on a model wrapped in DDP, "
         "`.train()`ed or optimised), a backward in the file, and no GradScaler / `.scale(` / "
-        "hand-made loss scaling / accelerate / Lightning / DeepSpeed"
+        "hand-made loss scaling / accelerate / Lightning / DeepSpeed; config-gated: a dtype picked by "
+        "a flag (a table, `if args.dtype in [...]: dtype = torch.float16`, also handed to the function "
+        "that autocasts with `enabled=dtype != torch.float32`)"
     )
     not_flagged = (
         "bf16, a dtype held in a variable (nanoGPT's `ptdtype`), `enabled=flag`, a float16 teacher "
@@ -164,9 +166,14 @@ class Fp16NoScaler(Rule):
             if switch is None or any(_same_setting(ctx, switch, f) for f in scaler_flags):
                 return False, None
             switch = f"`{switch}` on with `{'`/`'.join(sorted(scaler_flags))}` off"
-        elif enabled is not None and not (isinstance(enabled, ast.Constant) and enabled.value is True):
-            return False, None  # disabled, or enabled by a runtime flag we cannot read
         dtype = argument(call, "dtype", 1)  # (device_type, dtype, ...) and (enabled, dtype, ...)
+        if (
+            switch is None
+            and enabled is not None
+            and not (isinstance(enabled, ast.Constant) and enabled.value is True)
+            and not _enabled_by_own_dtype(ctx, enabled, dtype)
+        ):
+            return False, None  # disabled, or enabled by a runtime flag we cannot read
         if switch is not None:
             if dtype is not None and ctx.qualname(dtype) != FP16:
                 return False, None
@@ -317,14 +324,40 @@ def _model_cast(ctx: FileContext, call: ast.Call) -> str | None:
     return None
 
 
-def _dtype_gate(ctx: FileContext, dtype: ast.AST, at: ast.AST, defaults: dict[str, object]) -> str | None:
+def _enabled_by_own_dtype(ctx: FileContext, enabled: ast.expr, dtype: ast.expr | None) -> bool:
+    """``autocast(dtype=dtype, enabled=dtype != torch.float32)`` (4M): the switch is the dtype itself,
+    on for every reduced precision, so float16 whenever the dtype is."""
+    if dtype is None or not isinstance(enabled, ast.Compare) or len(enabled.ops) != 1:
+        return False
+    if not isinstance(enabled.ops[0], (ast.NotEq, ast.IsNot)):
+        return False
+    sides = (enabled.left, enabled.comparators[0])
+    own = ctx.segment(dtype)
+    return any(
+        ctx.segment(a) == own and ctx.qualname(b) in ("torch.float32", "torch.float")
+        for a, b in (sides, sides[::-1])
+    )
+
+
+def _dtype_gate(
+    ctx: FileContext, dtype: ast.AST, at: ast.AST, defaults: dict[str, object], depth: int = 2
+) -> str | None:
     """The flag value that makes a variable dtype float16: ``{"float16": torch.float16}[flag]`` or
-    ``torch.float16 if flag else ...``, followed through one assignment of a name."""
+    ``torch.float16 if flag else ...``, followed through one assignment of a name; a name assigned
+    ``torch.float16`` under an ``if`` on a flag (``if args.dtype in ['float16', 'fp16']: dtype =
+    torch.float16``); a parameter, through what the file's calls of its function hand it (4M's
+    ``train_one_epoch(..., dtype=dtype)``)."""
     if isinstance(dtype, ast.Name):
         scope = ctx.enclosing_function(at)
         binds = [b for b in ctx.bindings(scope).get(dtype.id, []) if b.lineno <= getattr(at, "lineno", 0)]
         if not binds and scope is not ctx.tree:
+            handed = _handed_gate(ctx, dtype.id, scope, defaults, depth)
+            if handed is not None:
+                return handed
             binds = ctx.bindings(ctx.tree).get(dtype.id, [])
+        chosen = _assigned_fp16_gate(ctx, binds, defaults)
+        if chosen is not None:
+            return chosen
         if not binds or not isinstance(binds[-1], ast.Assign) or len(binds[-1].targets) != 1:
             return None
         dtype = binds[-1].value
@@ -342,6 +375,54 @@ def _dtype_gate(ctx: FileContext, dtype: ast.AST, at: ast.AST, defaults: dict[st
                 if test is not None and test.value is not UNKNOWN:
                     return describe(test, when)
                 return f"{_flag_text(ctx, dtype.test, defaults)} {'true' if when else 'false'}"
+    return None
+
+
+def _assigned_fp16_gate(
+    ctx: FileContext, binds: list[ast.stmt | ast.expr], defaults: dict[str, object]
+) -> str | None:
+    """``if args.dtype in ['float16', 'fp16']: dtype = torch.float16`` (``elif`` chains too): the
+    flag value of the ``if`` whose branch assigns float16 to the name."""
+    for bind in binds:
+        if not (isinstance(bind, ast.Assign) and ctx.qualname(bind.value) in (FP16, "torch.half")):
+            continue
+        holder = ctx.parents.get(bind)
+        if not isinstance(holder, ast.If) or bind not in holder.body:
+            continue
+        test = holder.test
+        found = flag_test(ctx, test, defaults)
+        if found is not None:
+            return describe(found, True)
+        if (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.In)
+            and isinstance(test.comparators[0], (ast.List, ast.Tuple, ast.Set))
+            and dotted(test.left) is not None
+        ):
+            values = [e.value for e in test.comparators[0].elts if isinstance(e, ast.Constant)]
+            return f"{_flag_text(ctx, test.left, defaults)} in {tuple(values)!r}"
+    return None
+
+
+def _handed_gate(
+    ctx: FileContext, name: str, scope: ast.AST, defaults: dict[str, object], depth: int
+) -> str | None:
+    """A dtype parameter: the gate of what a call of its function in this file hands it."""
+    if depth <= 0 or not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    params = [a.arg for a in (*scope.args.posonlyargs, *scope.args.args)]
+    if name not in params:
+        return None
+    position = params.index(name)
+    for call in ctx.of_type(ast.Call):
+        if ctx.helper(call) is not scope:
+            continue
+        handed = argument(call, name, position - (1 if params[0] in ("self", "cls") else 0))
+        if handed is not None:
+            gate = _dtype_gate(ctx, handed, call, defaults, depth - 1)
+            if gate is not None:
+                return gate
     return None
 
 

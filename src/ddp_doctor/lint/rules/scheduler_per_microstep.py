@@ -36,6 +36,7 @@ from ddp_doctor.lint.loops import (
     accelerate_accumulate_blocks,
     accelerator_accumulates,
     accumulation_count,
+    accumulation_window,
     micro_method_calls,
     unconditional_nodes,
 )
@@ -44,6 +45,7 @@ from ddp_doctor.lint.rules.base import Rule, Violation
 
 class SchedulerPerMicrostep(Rule):
     id = "scheduler-per-microstep"
+    project_facts = frozenset({"call_arguments"})
     flagged = (
         "`scheduler.step()` unconditionally on every micro-step (also outside an `if last:` whose "
         "`last = (i + 1) % accum == 0`); the receiver is built by "
@@ -116,7 +118,7 @@ class SchedulerPerMicrostep(Rule):
         ``scheduler.step()``): the schedule advances on every micro-step."""
         if "ignite" not in ctx.words:
             return
-        for loop in facts.accumulation_loops():
+        for loop in accumulation_window(facts):
             if loop.shape != "function" or not isinstance(loop.loop, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
             for handler in per_micro_step_handlers(ctx, loop.loop):

@@ -34,6 +34,7 @@ from ddp_doctor.lint.loops import (
     accelerate_accumulate_blocks,
     accelerator_accumulates,
     accumulation_count,
+    accumulation_window,
     count_gate,
     is_accum_guard,
     micro_method_calls,
@@ -45,6 +46,7 @@ from ddp_doctor.lint.rules.base import Rule, Violation
 
 class ZeroGradInsideAccum(Rule):
     id = "zero-grad-inside-accum"
+    project_facts = frozenset({"call_arguments"})
     flagged = (
         "`zero_grad()` runs unconditionally on every micro-step (directly or in a helper; the "
         "micro-batch loop may end its function with the step in the caller); inside "
@@ -126,7 +128,7 @@ class ZeroGradInsideAccum(Rule):
         micro-step that steps, the gradients of the earlier micro-steps are cleared before the last
         backward, so the update sees one micro-batch. A different test (``if i % accum == 0:`` before
         backward: the first micro-step of a window) is the correct idiom and is not flagged."""
-        for loop in facts.accumulation_loops():
+        for loop in accumulation_window(facts):
             if loop.shape != "guarded":
                 continue
             guarded = [s for s in unconditional(loop.loop.body) if isinstance(s, ast.If)]

@@ -1,0 +1,59 @@
+"""Which arguments the project's calls pass to a function (project mode, fact ``call_arguments``).
+
+A count that is a parameter with a default of 1 (MetaICL ``def do_train(self, ...,
+gradient_accumulation_steps=1)``) makes a loop an accumulation loop only when some caller passes
+another value. ``record`` keeps, for every call in a file, the positions and keyword names it
+passes, keyed by the callee's project qualname and, for ``obj.name(...)``, by ``.name`` (any class's
+method of that name: a caller of another class's ``do_train`` that passes the count counts too).
+``*args``/``**kwargs`` and a callee handed on as a value (``partial(f, ...)``, ``Engine(step)``)
+record ``*``: anything may be passed. ``never_passed`` answers for one parameter once every file
+is recorded: True only when at least one call was seen and none can have passed it.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+
+from ddp_doctor.lint.context import FileContext
+
+ANY = "*"
+Passed = dict[str, set[int | str]]
+
+
+def record(ctx: FileContext, target: Callable[[ast.AST], str | None], into: Passed) -> None:
+    """Add this file's calls (and callees handed on as values) to ``into``."""
+    for call in ctx.of_type(ast.Call):
+        passed: set[int | str] = set(range(len(call.args)))
+        passed |= {k.arg for k in call.keywords if k.arg is not None}
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            passed.add(ANY)
+        for key in _keys(call.func, target):
+            into.setdefault(key, set()).update(passed)
+        for value in [*call.args, *(k.value for k in call.keywords)]:
+            if isinstance(value, (ast.Name, ast.Attribute)):  # ``partial(f, accum=4)``, a callback
+                for key in _keys(value, target):
+                    into.setdefault(key, set()).add(ANY)
+
+
+def _keys(func: ast.AST, target: Callable[[ast.AST], str | None]) -> list[str]:
+    keys = [f".{func.attr}"] if isinstance(func, ast.Attribute) else []
+    resolved = target(func)
+    return [*keys, resolved] if resolved else keys
+
+
+def never_passed(
+    passed: Passed, fn: ast.FunctionDef | ast.AsyncFunctionDef, module: str, in_class: bool, name: str
+) -> bool:
+    """Calls of ``fn`` were seen and none passes its parameter ``name`` (by keyword or position)."""
+    params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+    if in_class and params and params[0] in ("self", "cls"):
+        params = params[1:]
+    keys = [f".{fn.name}"] if in_class else [f"{module}.{fn.name}", f".{fn.name}"]
+    seen = [passed[k] for k in keys if k in passed]
+    if not seen:
+        return False
+    given = set().union(*seen)
+    if ANY in given or name in given:
+        return False
+    return name not in params or params.index(name) not in given
