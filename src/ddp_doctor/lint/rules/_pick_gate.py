@@ -16,7 +16,7 @@ from ddp_doctor.lint.context import FileContext
 from ddp_doctor.lint.model_picks import bound_callee, package_and_name
 from ddp_doctor.lint.project import ProjectIndex
 from ddp_doctor.lint.project_modules import absolute_module, relative_base
-from ddp_doctor.lint.project_summary import Summary
+from ddp_doctor.lint.project_summary import Summary, is_class_summary
 
 
 def pick_gate(ctx: FileContext, project: ProjectIndex, call: ast.Call) -> str | None:
@@ -25,6 +25,9 @@ def pick_gate(ctx: FileContext, project: ProjectIndex, call: ast.Call) -> str | 
     if found is None:
         return None
     chooser, candidates = found
+    # the models among them: classes, and functions that build BatchNorm or project code (a
+    # ``resnet50()`` builder), not helpers made of torch layers alone (``conv3x3``)
+    candidates = [c for c in candidates if is_class_summary(c) or c.builds_batchnorm or c.callees]
     k, n = sum(c.builds_batchnorm for c in candidates), len(candidates)
     if not candidates or k in (0, n):
         return None
