@@ -100,6 +100,10 @@ class IndexCore:
     # that imports it, not a sibling entry script (LlamaGen's GradScaler in ``vq_train.py`` does not
     # scale ``train_c2i_fsdp.py``).
     scaler_modules: set[str] = field(default_factory=set)
+    # Classes whose own methods are a module's only GradScaler (4M's ``NativeScalerWithGradNormCount``
+    # in ``fourm/utils/native_scaler.py``): the scaler exists where an instance is built, so the
+    # modules that build one join ``scaler_modules``, not the module defining the class.
+    scaler_classes: set[str] = field(default_factory=set)
     # module -> the project modules it imports (the shared module graph: who can reach whose code)
     module_imports: dict[str, set[str]] = field(default_factory=dict)
     _reach: dict[str, frozenset[str]] = field(default_factory=dict)
