@@ -123,6 +123,10 @@ class ProjectIndex(IndexScan, IndexQueries):
                     or ((ref := self._get(r)) is not None and ref.builds_batchnorm)
                     or (r.startswith("registry:") and self._registry_builds_batchnorm(r[9:]))
                     or (r.startswith("pick:") and self.pick_builds_batchnorm(r[5:]))
+                    or any(
+                        (t := self._get(e)) is not None and t.builds_batchnorm
+                        for e in self.class_tables.get(r, ())
+                    )
                     for r in s.refs
                 ):
                     s.builds_batchnorm = changed = True

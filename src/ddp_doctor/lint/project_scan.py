@@ -218,6 +218,7 @@ class IndexScan(IndexBindings):
         class_tables: dict[str, set[str]] = {}
         if bn:
             class_tables = self._class_tables(ctx, imports, module)
+            self.class_tables.update({f"{module}.{name}": found for name, found in class_tables.items()})
             self._register_decorated(ctx, imports, module, module_names)
         backward_defs: set[int] = set()  # top-level defs/classes (and methods) holding a `.backward`
         for attr in ctx.of_type(ast.Attribute):
