@@ -318,3 +318,102 @@ def test_the_caller_of_a_wrap_helper_that_converts_under_its_flag_is_silent(tmp_
     # conversion is trusted there too; hysts' yacs default False makes it a gated finding there)
     root = _write(tmp_path, {"models/__init__.py": WRAP_HELPER, "train.py": WRAP_TRAIN})
     assert _found(root) == set()
+
+
+# StudioGAN: a converter that iterates BatchNorm classes to replace them (``zip([nn.BatchNorm2d],
+# [SyncBN2d])``) inspects them; it builds none, so a model it handles holds no BatchNorm of its making
+CONVERTER = """
+    import torch.nn as nn
+
+    class SyncBN2d(nn.Module):
+        def __init__(self, n):
+            super().__init__()
+
+    def convert_model(module):
+        for bn, sync in zip([nn.BatchNorm1d, nn.BatchNorm2d], [SyncBN2d, SyncBN2d]):
+            if isinstance(module, bn):
+                return sync(module.num_features)
+        return module
+"""
+CONVERTER_TRAIN = """
+    import torch
+    import torch.nn as nn
+    from sync_batchnorm import convert_model
+
+    def main(args, loader, optimizer):
+        model = nn.Sequential(nn.Linear(8, 8), nn.LayerNorm(8))
+        if args.data_parallel:
+            model = convert_model(model)
+        model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[args.rank])
+        for x, y in loader:
+            optimizer.zero_grad()
+            model(x).sum().backward()
+            optimizer.step()
+"""
+
+
+def test_a_converter_iterating_batchnorm_classes_through_zip_builds_none(tmp_path: Path) -> None:
+    root = _write(tmp_path, {"sync_batchnorm.py": CONVERTER, "train.py": CONVERTER_TRAIN})
+    assert _found(root) == set()
+
+
+def test_a_pick_among_candidates_only_some_of_which_build_batchnorm_is_gated_on_the_pick(
+    tmp_path: Path,
+) -> None:
+    files = _star_eval("BatchNorm2d")
+    files["semseg/models/__init__.py"] += "from .segformer import SegFormer\n"
+    files["semseg/models/segformer.py"] = BN_NET.format(name="SegFormer", norm="LayerNorm")
+    root = _write(tmp_path, files)
+    assert _found(root) == {
+        ("batchnorm-unsynced", "tools/train.py", "cfg['MODEL'] names a BatchNorm model (2 of 3 candidates)")
+    }
+
+
+# YouReID: each model class takes its backbone from a table another module defines and exports
+# (``from .backbones import model_zoo`` ... ``model_zoo[num_layers](pretrained=True)``)
+BACKBONES_INIT = """
+    from .resnet import resnet50
+
+    model_zoo = {'resnet50': resnet50}
+"""
+BACKBONE = """
+    import torch.nn as nn
+
+    class ResNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm = nn.{norm}(64)
+
+    def resnet50(pretrained=False):
+        return ResNet()
+"""
+TABLE_MODEL = """
+    import torch.nn as nn
+    from .backbones import model_zoo
+
+    class PCB(nn.Module):
+        def __init__(self, num_classes, num_layers='resnet50'):
+            super().__init__()
+            self.resnet = model_zoo[num_layers](pretrained=True)
+            self.fc = nn.Linear(2048, num_classes)
+"""
+
+
+def _imported_table(norm: str) -> dict[str, str]:
+    return {
+        "models/__init__.py": "from .pcb import PCB\n",
+        "models/pcb.py": TABLE_MODEL,
+        "models/backbones/__init__.py": BACKBONES_INIT,
+        "models/backbones/resnet.py": BACKBONE.format(norm=norm),
+        "train/BaseTrainer.py": REID_TRAINER,
+    }
+
+
+def test_a_model_reading_an_imported_table_of_batchnorm_backbones(tmp_path: Path) -> None:
+    root = _write(tmp_path, _imported_table("BatchNorm2d"))
+    assert _found(root) == {("batchnorm-unsynced", "train/BaseTrainer.py", None)}
+
+
+def test_a_model_reading_an_imported_table_of_groupnorm_backbones_is_silent(tmp_path: Path) -> None:
+    root = _write(tmp_path, _imported_table("GroupNorm"))
+    assert _found(root) == set()

@@ -21,6 +21,10 @@ TORCHVISION_BN = re.compile(
 
 # Calls that inspect a class rather than build it: ``isinstance(m, nn.BatchNorm2d)``.
 INSPECTS = frozenset({"isinstance", "issubclass", "type", "setattr", "getattr", "hasattr"})
+# Calls that only re-arrange what a loop iterates: the classes in ``for a, b in zip([nn.BatchNorm1d,
+# nn.BatchNorm2d], [SyncBN1d, SyncBN2d])`` (a BatchNorm-to-sync-BatchNorm converter, StudioGAN's
+# ``convert_model``) are iterated, as in ``for clz in (nn.Linear, nn.BatchNorm2d)``.
+ITERATION = frozenset({"zip", "enumerate", "reversed", "sorted", "list", "tuple", "chain", "product"})
 
 
 def names_syncbn(node: ast.Name | ast.Attribute) -> bool:
@@ -83,14 +87,16 @@ def builds_from_reference(ctx: FileContext, node: ast.AST) -> bool:
     """A BatchNorm class named without being called is built later when it is handed over as a
     layer type (``norm_layer=nn.BatchNorm2d``, ``Norm = nn.BatchNorm2d``, ``partial(nn.BatchNorm2d)``),
     not when it is inspected (``isinstance(m, (nn.BatchNorm2d, ...))``, ``type(m) == nn.BatchNorm2d``)
-    or iterated (VAR ``for clz in (nn.Linear, nn.BatchNorm2d): ...`` patches the classes)."""
+    or iterated (VAR ``for clz in (nn.Linear, nn.BatchNorm2d): ...`` patches the classes; also through
+    ``zip``/``enumerate``: ``for bn, sync in zip([nn.BatchNorm2d], [SyncBN2d])``)."""
     child, cur = node, ctx.parents.get(node)
     while cur is not None and not isinstance(cur, ast.stmt):
         if isinstance(cur, ast.Compare):
             return False
         if isinstance(cur, ast.Call) and cur.func is not child:
-            name = dotted(cur.func) or ""
-            return name.split(".")[-1] not in INSPECTS
+            name = (dotted(cur.func) or "").split(".")[-1]
+            if name not in ITERATION:
+                return name not in INSPECTS
         if isinstance(cur, ast.comprehension) and child is cur.iter:
             return False
         child, cur = cur, ctx.parents.get(cur)

@@ -123,6 +123,10 @@ class ProjectIndex(IndexScan, IndexQueries):
                     or ((ref := self._get(r)) is not None and ref.builds_batchnorm)
                     or (r.startswith("registry:") and self._registry_builds_batchnorm(r[9:]))
                     or (r.startswith("pick:") and self.pick_builds_batchnorm(r[5:]))
+                    or any(
+                        (t := self._get(e)) is not None and t.builds_batchnorm
+                        for e in self.class_tables.get(r, ())
+                    )
                     for r in s.refs
                 ):
                     s.builds_batchnorm = changed = True
@@ -150,13 +154,7 @@ class ProjectIndex(IndexScan, IndexQueries):
                     changed |= before != propagated_flags(s)
             if not changed:
                 break
-        for target, names, module in self._pending:
-            pending = sums.get(target)
-            if pending is not None and is_class_summary(pending) and pending.calls_backward:
-                self.backward_objects |= {n.split(".")[-1] for n in names}
-                if "scaler" in self.facts and not is_test_module(module):
-                    self.scaler_modules.add(module)  # a loss-scaling object (timm NativeScaler)
-        self._pending = []
+        self._finish_instances()
         for s in sums.values():  # ``@master_only def log_info(msg): logger.info(msg)``: rank 0 only
             if s.logs and any((d := self._get(q)) is not None and d.rank0_decorator for q in s.decorators):
                 s.logs_rank0 = True
@@ -196,6 +194,21 @@ class ProjectIndex(IndexScan, IndexQueries):
         self._call_bound = {}
         if "scaler" in self.facts:  # a loss-scaling object (timm NativeScaler) is a scaler
             self.uses_scaler |= bool(self.backward_objects)
+
+    def _finish_instances(self) -> None:
+        """Objects built from project classes: backward objects (a class whose ``__call__`` backprops)
+        and the modules that build a loss-scaling object or a class holding a GradScaler (they scale)."""
+        for target, names, module in self._pending:
+            scaling = "scaler" in self.facts and not is_test_module(module)
+            built = self._get(target)
+            if scaling and built is not None and built.qualname in self.scaler_classes:
+                self.scaler_modules.add(module)  # an instance of a project class holding a GradScaler
+            pending = self.summaries.get(target)
+            if pending is not None and is_class_summary(pending) and pending.calls_backward:
+                self.backward_objects |= {n.split(".")[-1] for n in names}
+                if scaling:
+                    self.scaler_modules.add(module)  # a loss-scaling object (timm NativeScaler)
+        self._pending = []
 
     def _finish_rank0_handoff(self) -> None:
         """Classes whose every construction hands a rank-0 test to a parameter (its dependencies on

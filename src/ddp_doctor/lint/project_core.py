@@ -131,6 +131,10 @@ class IndexCore:
     # that imports it, not a sibling entry script (LlamaGen's GradScaler in ``vq_train.py`` does not
     # scale ``train_c2i_fsdp.py``).
     scaler_modules: set[str] = field(default_factory=set)
+    # Classes whose own methods are a module's only GradScaler (4M's ``NativeScalerWithGradNormCount``
+    # in ``fourm/utils/native_scaler.py``): the scaler exists where an instance is built, so the
+    # modules that build one join ``scaler_modules``, not the module defining the class.
+    scaler_classes: set[str] = field(default_factory=set)
     # module -> the project modules it imports (the shared module graph: who can reach whose code)
     module_imports: dict[str, set[str]] = field(default_factory=dict)
     _reach: dict[str, frozenset[str]] = field(default_factory=dict)
@@ -155,6 +159,9 @@ class IndexCore:
     # Model registries: registry qualname -> classes registered with ``@REGISTRY.register()``
     # (fvcore/detectron2/mmcv style; SlowFast ``MODEL_REGISTRY.get(name)(cfg)``).
     registries: dict[str, set[str]] = field(default_factory=dict)
+    # Module-level tables of project classes, by qualname (``models.backbones.model_zoo = {'resnet50':
+    # resnet50, ...}``): a def of another module that imports and reads one may build any entry
+    class_tables: dict[str, set[str]] = field(default_factory=dict)
     # (class qualname, names bound, module binding them)
     _pending: list[tuple[str, set[str], str]] = field(default_factory=list)
     # spelling -> what calls bound to it construct (a project qualname, or "" for anything else)
@@ -297,9 +304,14 @@ class IndexCore:
 
     def pick_builds_batchnorm(self, pick: str) -> bool:
         """``pick`` is "package|name" (lint/model_picks.py): most project defs named ``name`` under
-        ``package`` build BatchNorm. An ambiguous package name (HigherHRNet's ``models``:
-        ``lib.models`` and ``lib.config.models``) stands for each package so named; the builder's
-        own name picks among them."""
+        ``package`` build BatchNorm."""
+        candidates = self.pick_candidates(pick)
+        return bool(candidates) and 2 * sum(s.builds_batchnorm for s in candidates) > len(candidates)
+
+    def pick_candidates(self, pick: str) -> list[Summary]:
+        """The project defs named ``name`` under ``package`` (``pick`` is "package|name"). An
+        ambiguous package name (HigherHRNet's ``models``: ``lib.models`` and ``lib.config.models``)
+        stands for each package so named; the builder's own name picks among them."""
         package, _, name = pick.partition("|")
         module = self.resolve_module(package)
         packages = [module] if module is not None else [m for m in self.modules if m.endswith("." + package)]
@@ -307,12 +319,11 @@ class IndexCore:
             packages.append(
                 package
             )  # a directory of modules without an ``__init__.py`` (voxceleb ``models/``)
-        candidates = [
+        return [
             s
             for q, s in self.summaries.items()
             if q.rsplit(".", 1)[-1] == name and any(q.startswith(p + ".") and s.module != p for p in packages)
         ]
-        return bool(candidates) and 2 * sum(s.builds_batchnorm for s in candidates) > len(candidates)
 
     def _registry_name(
         self, imports: dict[str, str], module: str, module_names: set[str], text: str

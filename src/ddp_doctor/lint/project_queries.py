@@ -13,7 +13,7 @@ from ddp_doctor.lint.context import FileContext, dotted, method
 from ddp_doctor.lint.handed_models import handed_builder
 from ddp_doctor.lint.project_core import CONFLICT, GENERIC_METHODS, MAX_SAME_NAME_METHODS, IndexCore
 from ddp_doctor.lint.project_modules import attach, defs_of, is_test_module, module_level_names, parse_file
-from ddp_doctor.lint.project_summary import is_class_summary
+from ddp_doctor.lint.project_summary import Summary, is_class_summary
 from ddp_doctor.lint.provenance import LossFlow, Shape, evaluation_function, merge, reads
 
 
@@ -137,6 +137,19 @@ class IndexQueries(IndexCore):
             ):
                 out.append(k.value)
         return out
+
+    def module_candidates(self, module: str) -> list[Summary]:
+        """What ``getattr(module, name)`` can yield among project defs: its own public top-level
+        functions and classes, what it re-exports, and what it star-imports."""
+        names = {q for q in self.summaries if q.rpartition(".")[0] == module}
+        names |= {self.name_alias[q] for q in self.name_alias if q.rpartition(".")[0] == module}
+        for source in self._star_sources.get(module, ()):
+            names |= {q for q in self.summaries if q.rpartition(".")[0] == source}
+        return [
+            s
+            for q in sorted(names)
+            if not q.rpartition(".")[2].startswith("_") and (s := self._get(q)) is not None
+        ]
 
     def call_builds_batchnorm(self, ctx: FileContext, call: ast.Call) -> bool:
         """``obj.method()`` with ``obj`` of unknown type builds BatchNorm when most project methods of

@@ -190,7 +190,10 @@ class IndexScan(IndexBindings):
                 self.tests_use_scaler |= scaler
             else:
                 self.uses_scaler |= scaler
-                if scaler:
+                owners = _scaler_classes(ctx, module) if scaler else None
+                if owners:
+                    self.scaler_classes |= owners
+                elif scaler:
                     self.scaler_modules.add(module)
         if "sync_toggle" in self.facts:
             self.toggles_sync |= any(SYNC_CONTROL.match(w) for w in ctx.words)
@@ -216,6 +219,7 @@ class IndexScan(IndexBindings):
         class_tables: dict[str, set[str]] = {}
         if bn:
             class_tables = self._class_tables(ctx, imports, module)
+            self.class_tables.update({f"{module}.{name}": found for name, found in class_tables.items()})
             self._register_decorated(ctx, imports, module, module_names)
         backward_defs: set[int] = set()  # top-level defs/classes (and methods) holding a `.backward`
         for attr in ctx.of_type(ast.Attribute):
@@ -506,3 +510,23 @@ def _table_entries(value: ast.List | ast.Tuple) -> Iterator[ast.expr]:
             yield from _table_entries(e)
         elif isinstance(e, (ast.Name, ast.Attribute)):
             yield e
+
+
+def _scaler_classes(ctx: FileContext, module: str) -> set[str] | None:
+    """The classes of this file that hold its every GradScaler (named in their bodies), or None when
+    one is named outside a class (a trainer's ``scaler = GradScaler()``): a scaler class only scales
+    where it is instantiated."""
+    owners: set[str] = set()
+    named: list[ast.expr] = [n for n in ctx.of_type(ast.Name) if "GradScaler" in n.id]
+    named += [n for n in ctx.of_type(ast.Attribute) if "GradScaler" in n.attr]
+    for node in named:
+        cur = ctx.parents.get(node)
+        top: ast.ClassDef | None = None
+        while cur is not None:
+            if isinstance(cur, ast.ClassDef):
+                top = cur
+            cur = ctx.parents.get(cur)
+        if top is None or ctx.parents.get(top) is not ctx.tree:
+            return None
+        owners.add(f"{module}.{top.name}")
+    return owners or None

@@ -41,6 +41,7 @@ FACTS: dict[str, tuple[str, ...]] = {
         "uses_scaler",
         "tests_use_scaler",
         "scaler_modules",
+        "scaler_classes",
         "scales_module",
         "fp16_gate",
         "call_fp16_gate",

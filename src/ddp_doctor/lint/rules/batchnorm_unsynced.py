@@ -61,6 +61,7 @@ from ddp_doctor.lint.project import DDP, ProjectIndex
 from ddp_doctor.lint.project_modules import absolute_module, relative_base
 from ddp_doctor.lint.rules._lightning_wrap import fit_model, lightning_ddp_wraps
 from ddp_doctor.lint.rules._model_by_name import builds_batchnorm_by_name
+from ddp_doctor.lint.rules._pick_gate import pick_gate
 from ddp_doctor.lint.rules._separate_models import batchnorm_in_other_models
 from ddp_doctor.lint.rules._untrained_wrap import untrained_wrap
 from ddp_doctor.lint.rules.base import (
@@ -117,7 +118,7 @@ class BatchnormUnsynced(Rule):
             calls.prepares,
             calls.conversions,
         )
-        project, argument_gates, evals = ctx.project, calls.argument_gates, calls.evals
+        project, gates, evals = ctx.project, calls.gates, calls.evals
         # an ``eval`` pick counts where a wrap is of what it built (semseg also evals its dataset name)
         bn_nodes += [e for e in evals if any(_wraps_built_from(ctx, c, [e], hop=False) for c in ddp_calls)]
         handed_by = None
@@ -143,8 +144,8 @@ class BatchnormUnsynced(Rule):
             gated_by = _opt_in_gate(ctx, conversions, bn_nodes)
             if gated_by is None:
                 return  # converted on the default path (or under a condition we trust)
-        if gated_by is None and argument_gates and len(argument_gates) == len(bn_nodes):
-            gated_by = argument_gates[0]  # every BatchNorm model here converts itself under a flag
+        if gated_by is None and bn_nodes and all(id(n) in gates for n in bn_nodes):
+            gated_by = gates[id(bn_nodes[0])]  # every BatchNorm model here exists only under a configuration
         lines = ", ".join(map(str, sorted(set(bn_lines))[:5]))
         built_en = f"BatchNorm layers (line {lines})"
         built_zh = f"BatchNorm 层（第 {lines} 行）"
@@ -222,8 +223,9 @@ class _Calls:
         default_factory=list
     )  # accelerate's prepare wraps in DDP on several GPUs
     conversions: list[ast.AST] = field(default_factory=list)
-    # ``Detector(sync_bn=args.syncbn)``: unsynced when the flag is off
-    argument_gates: list[str] = field(default_factory=list)
+    # BatchNorm only under a configuration: ``Detector(sync_bn=args.syncbn)`` (unsynced when the flag
+    # is off), a pick of which only some candidates build BatchNorm (``_pick_gate.py``)
+    gates: dict[int, str] = field(default_factory=dict)
     # ``eval(cfg['NAME'])(...)``: BatchNorm only where a wrap takes what it built
     evals: list[ast.Call] = field(default_factory=list)
 
@@ -262,8 +264,12 @@ def _sort_calls(ctx: FileContext) -> _Calls:
             or (project is not None and builds_batchnorm_by_name(ctx, project, node))
         ):
             out.bn_nodes.append(node)
+            if project is not None and (gate := pick_gate(ctx, project, node)) is not None:
+                out.gates[id(node)] = gate  # only some candidates of the pick build BatchNorm
         elif project is not None and _star_eval_pick(ctx, project, node):
             out.evals.append(node)
+            if (gate := pick_gate(ctx, project, node)) is not None:
+                out.gates[id(node)] = gate
         elif project is not None:
             summary = project.summary_for(ctx, node.func)
             if summary is not None and summary.module == ctx.module:
@@ -278,7 +284,7 @@ def _sort_calls(ctx: FileContext) -> _Calls:
                 else:  # a self-converting model built with its conversion off
                     out.bn_nodes.append(node)
                     if isinstance(converted, str):
-                        out.argument_gates.append(converted)
+                        out.gates[id(node)] = converted
             elif summary is not None and summary.converts_syncbn:
                 out.conversions.append(node)
             elif (summary is not None and summary.builds_batchnorm) or (
