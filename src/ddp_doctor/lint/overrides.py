@@ -42,7 +42,7 @@ def override_defs(ctx: FileContext, call: ast.Call) -> list[FunctionNode]:
     ]
     if not any(ctx.parents.get(d) is not owner for d in found):
         return []  # no subclass overrides it
-    return [d for d in found if not _abstract(d)]
+    return [d for d in found if not abstract(d)]
 
 
 def _owner_class(ctx: FileContext, node: ast.AST) -> ast.ClassDef | None:
@@ -79,7 +79,7 @@ def _subclass_names(ctx: FileContext) -> dict[str, set[str]]:
     return out
 
 
-def _abstract(fn: FunctionNode) -> bool:
+def abstract(fn: FunctionNode) -> bool:
     """A declaration only: its body (after a docstring) raises ``NotImplementedError`` or is ``...``
     / ``pass``."""
     body = list(fn.body)

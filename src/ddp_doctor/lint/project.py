@@ -173,8 +173,11 @@ class ProjectIndex(IndexScan, IndexQueries):
                 continue
             name = qual.rsplit(".", 1)[-1]
             keys = [qual] if s.qualname.count(".") == s.module.count(".") + 1 else []
-            if not keys:  # a method: ``obj.name(...)``, when no other project class defines ``name``
-                if len(self.methods.get(name, [])) != 1 or name in GENERIC_METHODS:
+            if not keys:  # a method: ``obj.name(...)`` / ``self.name(...)``, by name
+                # every call of that name in the project is guarded, whichever class defines it: a
+                # base class's ``self.report()`` under ``if rank == 0:`` reaches the overrides of
+                # its subclasses too (UER-py's six ``report_and_reset_stats``)
+                if name in GENERIC_METHODS:
                     continue
                 keys = [qual, f".{name}"]
             sites = [self._guarded_calls[k] for k in keys if k in self._guarded_calls]
@@ -211,8 +214,12 @@ class ProjectIndex(IndexScan, IndexQueries):
         """Classes whose every construction hands a rank-0 test to a parameter (its dependencies on
         returned tuples checked now that every file's returns are known)."""
         for key, args in self._rank0_args.items():
-            built = self._get(key)
             kept = {a for a, deps in args.items() if all(self._returns_rank0_at(q, p) for q, p in deps)}
+            if key.startswith("."):  # ``obj.name(...)``: every call of that method name
+                if kept and key[1:] not in GENERIC_METHODS:
+                    self.rank0_method_args[key[1:]] = kept
+                continue
+            built = self._get(key)
             if built is not None and is_class_summary(built) and kept:
                 self.rank0_handed[built.qualname] = kept
         self._rank0_args = {}

@@ -7,6 +7,7 @@ and the arguments every call binds to a rank-0 test (lint/rank0_handoff.py).
 from __future__ import annotations
 
 import ast
+import re
 
 from ddp_doctor.lint.batchnorm_syntax import BATCHNORM, TORCHVISION_BN
 from ddp_doctor.lint.call_arguments import record as record_arguments
@@ -15,8 +16,8 @@ from ddp_doctor.lint.handed_models import record as record_handed
 from ddp_doctor.lint.module_moves import SAME_MODULE_METHODS
 from ddp_doctor.lint.project_core import IndexCore
 from ddp_doctor.lint.project_def_facts import is_none
-from ddp_doctor.lint.project_log_facts import rank0_if
 from ddp_doctor.lint.rank0 import is_log_sink
+from ddp_doctor.lint.rank0_sinks import guarded_sink_names
 
 CONTAINERS = frozenset({"dict", "list", "set", "defaultdict", "OrderedDict", "collections.defaultdict"})
 
@@ -42,6 +43,10 @@ def _unpacked_targets(
             elif isinstance(t, ast.Name):
                 out[t.id] = None
     return {k: v for k, v in out.items() if v is not None}
+
+
+# words without which a file spells no rank-0 test to hand on (``verbose=(args.gpu == 0)``)
+RANKISH = re.compile(r"rank|gpu|main|master|primary|zero", re.IGNORECASE)
 
 
 class IndexBindings(IndexCore):
@@ -129,10 +134,8 @@ class IndexBindings(IndexCore):
                 and is_log_sink(value.body)
             ):
                 self.rank0_objects |= {n.split(".")[-1] for n in names}
-            elif is_log_sink(value):
-                guard = rank0_if(ctx, node)
-                if guard is not None:
-                    self.rank0_objects |= {n.split(".")[-1] for n in names}
+        if rank0:
+            self.rank0_objects |= guarded_sink_names(ctx, predicates)
 
     def _call_sites(self, ctx: FileContext, imports: dict[str, str], predicates: set[str]) -> None:
         """Record, for every call of project code (or ``obj.name(...)``), whether it sits under a
@@ -145,6 +148,7 @@ class IndexBindings(IndexCore):
             for n in ctx.of_type(ast.If)
         )
         scopes: dict[int, tuple[set[str], dict[str, tuple[str, int]]]] = {}
+        ranked = bool(predicates) or any(RANKISH.search(w) for w in ctx.words)
         for call in ctx.of_type(ast.Call):
             func = call.func
             if isinstance(func, ast.Attribute):
@@ -157,7 +161,9 @@ class IndexBindings(IndexCore):
                 guarded_file and enclosing_rank0_if(ctx.parents, call, SCOPES_UP, predicates) is not None
             )
             self._guarded_calls[key] = self._guarded_calls.get(key, True) and guarded
-            if not key.startswith("."):
+            # ``obj.name(...)`` too, in a file that can spell a rank test at all (most library files
+            # cannot: no per-function flag scans there)
+            if not key.startswith(".") or ranked:
                 self._record_rank0_args(ctx, imports, predicates, key, call, scopes)
 
     def _record_rank0_args(

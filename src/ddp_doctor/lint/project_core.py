@@ -52,6 +52,7 @@ def _annotation_of(ctx: FileContext, at: ast.AST, receiver: ast.expr) -> ast.exp
     owner = ctx.parents.get(fn)
     if not isinstance(owner, ast.ClassDef):
         return None
+    built: dict[str, ast.expr] = {}  # ``self.x = Logger(...)``: what built it, when nothing is written
     for member in owner.body:
         if not isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
@@ -69,6 +70,36 @@ def _annotation_of(ctx: FileContext, at: ast.AST, receiver: ast.expr) -> ast.exp
                 and params.get(n.value.id) is not None
             ):
                 return params[n.value.id]
+            if isinstance(n, ast.Assign) and any(dotted(t) == f"self.{receiver.attr}" for t in n.targets):
+                typed = _built_from_class_type(ctx, member, n.value)
+                if typed is not None:
+                    return typed
+                if isinstance(n.value, ast.Call) and (name := dotted(n.value.func)):
+                    built[name] = n.value.func
+    # one constructor (or factory) builds it everywhere: the caller asks the project whether it is a class
+    return next(iter(built.values())) if len(built) == 1 else None
+
+
+def _built_from_class_type(
+    ctx: FileContext, fn: ast.FunctionDef | ast.AsyncFunctionDef, value: ast.expr
+) -> ast.expr | None:
+    """``C`` for ``cls(...)`` / ``cls.make(...)`` where ``fn`` wrote ``cls: type[C] = ...``: an
+    instance the class it names builds (rsl_rl ``alg_class: type[PPO] = resolve_callable(...)``,
+    ``self.alg = alg_class.construct_algorithm(...)``)."""
+    if not isinstance(value, ast.Call):
+        return None
+    func = value.func.value if isinstance(value.func, ast.Attribute) else value.func
+    if not isinstance(func, ast.Name):
+        return None
+    for n in ctx.local(fn):
+        if (
+            isinstance(n, ast.AnnAssign)
+            and isinstance(n.target, ast.Name)
+            and n.target.id == func.id
+            and isinstance(n.annotation, ast.Subscript)
+            and dotted(n.annotation.value) in ("type", "Type", "typing.Type")
+        ):
+            return n.annotation.slice
     return None
 
 
@@ -171,6 +202,10 @@ class IndexCore:
     passed_arguments: dict[str, set[int | str]] = field(default_factory=dict)
     # classes whose every construction hands a rank-0 test to these parameters (names or positions)
     rank0_handed: dict[str, set[str | int]] = field(default_factory=dict)
+    # method names whose every call in the project (``obj.name(...)``) hands a rank-0 test to these
+    # arguments (voxceleb ``trainer.train_network(loader, verbose=(args.gpu == 0))``)
+    rank0_method_args: dict[str, set[str | int]] = field(default_factory=dict)
+    _children: dict[str, set[str]] | None = None  # class -> its direct project subclasses (lazy)
     rank0_callees: set[str] = field(default_factory=set)
     _wrapper_names: tuple[str, ...] | None = None
     _bn_modules: set[str] | None = None
@@ -406,13 +441,17 @@ class IndexCore:
         }
         if len(classes) != 1:
             return None
-        cls = classes.pop()
-        # a package re-export: ``neuralop.Trainer`` is ``neuralop.training.trainer.Trainer``
+        cls = self._defined_class(classes.pop())
+        return self._get(f"{cls}.{func.attr}") if cls else None
+
+    def _defined_class(self, cls: str | None) -> str | None:
+        """Where ``cls`` is defined, through package re-exports (``neuralop.Trainer`` is
+        ``neuralop.training.trainer.Trainer``)."""
         for _ in range(4):
             if cls is None or cls in self.summaries or cls not in self.name_alias:
                 break
             cls = self.name_alias[cls]
-        return self._get(f"{cls}.{func.attr}") if cls else None
+        return cls
 
     def _annotated_method(self, ctx: FileContext, call: ast.Call) -> Summary | None:
         """The project method ``obj.m(...)`` runs when ``obj``'s type is written down: a parameter of
@@ -425,7 +464,7 @@ class IndexCore:
         annotation = _annotation_of(ctx, call, func.value)
         if annotation is None:
             return None
-        cls = self._project_target(ctx.absolute_imports, annotation)
+        cls = self._defined_class(self._project_target(ctx.absolute_imports, annotation))
         return self._get(f"{cls}.{func.attr}") if cls else None
 
     def reachable(self, module: str) -> frozenset[str]:

@@ -59,7 +59,17 @@ class IndexQueries(IndexCore):
         s = self.summary_for(ctx, call.func)
         if s is not None:
             return None if is_class_summary(s) else s.returns_loss
-        found = self._same_name_methods(call.func)
+        typed = self._annotated_method(ctx, call)  # its written type first, as for the other questions
+        if typed is not None:
+            return None if is_class_summary(typed) else typed.returns_loss
+        return self.same_name_returns_loss(call)
+
+    def same_name_returns_loss(self, call: ast.Call, declared: str | None = None) -> Shape | None:
+        """What ``obj.name(...)`` returns of the loss when most project methods of that name return
+        it (also ``self.name(...)`` whose own class only declares it, ``declared``, left out of the
+        count: rl_games' ``A2CBase.train_actor_critic`` is ``pass``, the agents of other files
+        return their losses)."""
+        found = [m for m in self._same_name_methods(call.func) if m.qualname != declared]
         shapes = [m.returns_loss for m in found if m.returns_loss is not None]
         if not shapes or 2 * len(shapes) <= len(found):
             return None
@@ -269,6 +279,56 @@ class IndexQueries(IndexCore):
         handed = self.rank0_handed.get(f"{ctx.module}.{cls.name}")
         return rank0_attributes(cls, handed) if handed else set()
 
+    def dead_override_base(self, ctx: FileContext, fn: ast.AST) -> bool:
+        """``fn`` is a method of a top-level class of ``ctx``'s file that only declares some other
+        method (not meant to run as is) and whose every project subclass overrides ``fn``: its code
+        never runs (Amphion's ``TTSTrainer._train_epoch``, overridden by all six TTS trainers)."""
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or ctx.module is None:
+            return False
+        owner = ctx.parents.get(fn)
+        if not (isinstance(owner, ast.ClassDef) and ctx.parents.get(owner) is ctx.tree):
+            return False
+        cls = self.summaries.get(f"{ctx.module}.{owner.name}")
+        return cls is not None and cls.declares_abstract and self._overridden(cls.qualname, fn.name, 0)
+
+    def _overridden(self, cls: str, name: str, depth: int) -> bool:
+        """Every subclass of ``cls`` in the project defines ``name`` (or leaves it to subclasses that
+        all do); False when ``cls`` has none."""
+        children = self._subclasses().get(cls, set())
+        return (
+            bool(children)
+            and depth < 8
+            and all(f"{c}.{name}" in self.summaries or self._overridden(c, name, depth + 1) for c in children)
+        )
+
+    def _subclasses(self) -> dict[str, set[str]]:
+        if self._children is None:
+            self._children = {}
+            for s in self.summaries.values():
+                for base in s.class_bases:
+                    target = self._defined_class(base)
+                    if target is not None:
+                        self._children.setdefault(target, set()).add(s.qualname)
+        return self._children
+
+    def rank0_method_params(self, ctx: FileContext, fn: ast.AST) -> set[str]:
+        """Parameters of ``fn`` (a method of a top-level class of ``ctx``'s file) that every call of its
+        name in the project binds to a rank-0 test (voxceleb ``trainer.train_network(loader,
+        verbose=(args.gpu == 0))`` from another file: ``tqdm(..., disable=not verbose)`` is rank 0's)."""
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return set()
+        owner = ctx.parents.get(fn)
+        if not (isinstance(owner, ast.ClassDef) and ctx.parents.get(owner) is ctx.tree):
+            return set()
+        args = self.rank0_method_args.get(fn.name)
+        if not args:
+            return set()
+        params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)][1:]  # after ``self``
+        named = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
+        return {params[a] for a in args if isinstance(a, int) and a < len(params)} | {
+            a for a in args if isinstance(a, str) and a in named
+        }
+
     def rank0_called(self, ctx: FileContext, fn: ast.AST) -> bool:
         """``fn`` (a top-level function or a method of a top-level class of ``ctx``'s file) is called
         only under rank-0 tests anywhere in the project: its logs run on rank 0 only."""
@@ -345,7 +405,13 @@ class IndexQueries(IndexCore):
                 for call in ctx.local(scope):
                     if not isinstance(call, ast.Call) or ctx.helper(call) is not None:
                         continue
-                    s = self.summary_for(ctx, call.func)
+                    # a method of an object whose type is written or built where it is kept
+                    # (rsl_rl ``self.logger = Logger(...)`` ... ``self.logger.log(loss_dict=...)``)
+                    s = (
+                        self.summary_for(ctx, call.func)
+                        or self._annotated_method(ctx, call)
+                        or self._constructed_method(ctx, call)
+                    )
                     if s is None or s.module == ctx.module or is_class_summary(s):
                         continue
                     at: set[int | str] = {

@@ -25,6 +25,7 @@ from ddp_doctor.lint.flags import argparse_choices
 from ddp_doctor.lint.idioms import SYNC_CONTROL
 from ddp_doctor.lint.loops import LoopFacts, backward_of, guarded_in, param_backward
 from ddp_doctor.lint.model_picks import bound_callee, package_and_name
+from ddp_doctor.lint.overrides import abstract
 from ddp_doctor.lint.project_bindings import IndexBindings
 from ddp_doctor.lint.project_core import CONFLICT
 from ddp_doctor.lint.project_def_facts import (
@@ -273,6 +274,11 @@ class IndexScan(IndexBindings):
         if "training_params" in self.facts and not isinstance(node, ast.ClassDef):
             s.reads_rank_and_world = body_reads_rank_and_world(body)
         if isinstance(node, ast.ClassDef):
+            if "rank0_logging" in self.facts:  # which methods a subclass leaves to its base
+                s.class_bases = tuple(t for b in node.bases if (t := self._project_target(scan.imports, b)))
+                s.declares_abstract = any(
+                    isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and abstract(m) for m in node.body
+                )
             if scan.bn:  # a subclass has what its project bases build
                 s.refs |= {t for b in node.bases if (t := self._project_target(scan.imports, b))}
                 if "sync" not in node.name.lower() and any(

@@ -67,6 +67,11 @@ FACTS: dict[str, tuple[str, ...]] = {
         "rank0_called",
         "rank0_returns",
         "rank0_handed",
+        "rank0_method_args",
+        "rank0_method_params",
+        "class_bases",
+        "declares_abstract",
+        "dead_override_base",
         "call_rank0_positions",
         "rank0_attributes",
     ),
@@ -178,6 +183,10 @@ class Summary:
     rank0_decorator: bool = False
     decorators: tuple[str, ...] = ()
     logs: bool = False  # it has a log call of its own (print, logger.*, writer.add_scalar ...)
+    # (a class) its project base classes, as written (resolved through re-exports when asked), and
+    # whether it only declares some method (``def _train_step(self): pass``): not meant to run as is
+    class_bases: tuple[str, ...] = ()
+    declares_abstract: bool = False
 
 
 def propagated_flags(s: Summary) -> tuple[bool, ...]:

@@ -35,7 +35,7 @@ from ddp_doctor.lint.dist_tests import asks_if_distributed, distributed_predicat
 from ddp_doctor.lint.idioms import SYNC_ON_COMPUTE
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.metric_attributes import built_synced_on_self
-from ddp_doctor.lint.overrides import override_defs
+from ddp_doctor.lint.overrides import abstract, override_defs
 from ddp_doctor.lint.rank0 import bound_argument
 
 # What a call returns of the loss: True (the whole value) or, for a returned tuple, the shape of each
@@ -195,6 +195,9 @@ def reads(
             skip |= {id(n) for n in ast.walk(x.func.value)}  # info_dict.get("epoch", 0)
         elif isinstance(x, ast.Call) and isinstance(x.func, ast.Name) and x.func.id in DESCRIBE_CALLS:
             skip |= {id(n) for a in x.args for n in ast.walk(a)}  # len(train_dataset)
+        elif isinstance(x, ast.Call) and _builds_path(x):
+            # ``os.path.join(ckpt_dir, "loss-{:.4f}".format(loss))``: a file name, not the value
+            skip |= {id(n) for a in [*x.args, *(k.value for k in x.keywords)] for n in ast.walk(a)}
         elif (
             isinstance(x, ast.Call)
             and isinstance(x.func, ast.Attribute)
@@ -513,7 +516,13 @@ def loss_names(ctx: FileContext, root: ast.AST | None) -> set[str]:
     if root is None:
         return set()
     if isinstance(root, ast.Name):
-        return set() if root.id in ctx.imports or root.id == "self" else {root.id}
+        if root.id == "self":
+            return set()
+        # an imported module's name, unless the function rebinds it to a value of its own
+        # (CLIP-Driven-Universal-Model: ``from utils import loss`` and ``loss = bce + dice`` in ``train``)
+        if root.id in ctx.imports and not ctx.bindings(ctx.enclosing_function(root)).get(root.id):
+            return set()
+        return {root.id}
     if isinstance(root, ast.BinOp):
         if isinstance(root.op, (ast.Div, ast.FloorDiv)):
             return loss_names(ctx, root.left)
@@ -754,6 +763,20 @@ class LossFlow:
         params = {a.arg for a in (*scope.args.posonlyargs, *scope.args.args, *scope.args.kwonlyargs)}
         return (params & set(taint.updates) & taint.names) - taint.params - {"self", "cls"}
 
+    def _unreturned_arguments(self, call: ast.Call, fields: frozenset[str]) -> set[str]:
+        """Names the caller hands a same-file helper as the loss, when the helper (read with that
+        parameter as the loss) returns nothing of it: CLIP4Clip's ``output_model_file =
+        save_model(epoch, args, model, optimizer, tr_loss)`` returns a path, not the loss."""
+        fn = self.ctx.helper(call)
+        if fn is None or id(fn) not in self.taints or self.returns.get(id(fn)) is not None:
+            return set()
+        out: set[str] = set()
+        for param in self.param_taints.get(id(fn), ()):
+            arg = bound_argument(fn, call, param)
+            if arg is not None:
+                out |= reads(ast.walk(arg), fields)
+        return out
+
     def _fed_arguments(self, call: ast.Call) -> set[str]:
         """Names the caller passes to a same-file helper's fed parameters."""
         fn = self.ctx.helper(call)
@@ -853,6 +876,13 @@ class LossFlow:
                 merged = merge(merged, self.returns.get(id(d)))
             return merged if merged is not None else False
         fn = ctx.helper(call)
+        if fn is not None and abstract(fn):
+            # ``self.train_actor_critic(...)`` declared here (``pass``), defined by subclasses of
+            # other files: what most project methods of that name return
+            owner = self._class_of(fn)
+            declared = f"{ctx.module}.{owner.name}.{fn.name}" if owner is not None else None
+            found = self.project.same_name_returns_loss(call, declared) if self.project is not None else None
+            return found
         if fn is not None:
             if id(fn) in self.returns:
                 return self.returns[id(fn)]
@@ -902,7 +932,9 @@ class LossFlow:
             positions = self.backprop_positions.get(id(scope), {None})
             for r in nodes:
                 if isinstance(r, ast.Return) and r.value is not None:
-                    value = _lightning_loss(r.value)
+                    value = _lightning_loss(
+                        returned_dict(ctx, scope, r.value) if id(scope) in self.lightning else r.value
+                    )
                     if isinstance(value, ast.Tuple) and None not in positions:
                         parts = [value.elts[i] for i in positions if i is not None and i < len(value.elts)]
                         roots |= set().union(*(loss_names(ctx, p) for p in parts))
@@ -982,6 +1014,7 @@ class LossFlow:
                 combined = {r for r in read if _reduced_before(scope_binds.get(r, []), n.lineno)}
                 if isinstance(n.value, ast.Call):  # a meter handed in to be fed is not in the result
                     read -= self._fed_arguments(n.value)
+                    read -= self._unreturned_arguments(n.value, fields)
                 shape = self._value_shape(n.value, shapes) if isinstance(n, ast.Assign) else None
                 positional = False
                 if shape is not None:
@@ -1155,6 +1188,39 @@ def _expr_shape(
     return True if reads(ast.walk(value), fields) & tainted else None
 
 
+# Methods of a value read out of a container that keep it the same value (``outputs["loss"].mean()``).
+VALUE_METHODS = frozenset(
+    {
+        "mean",
+        "sum",
+        "item",
+        "float",
+        "double",
+        "half",
+        "bfloat16",
+        "detach",
+        "clone",
+        "to",
+        "cuda",
+        "cpu",
+        "squeeze",
+        "unsqueeze",
+        "view",
+        "reshape",
+        "contiguous",
+        "flatten",
+        "abs",
+        "type",
+    }
+)
+
+
+def _builds_path(call: ast.Call) -> bool:
+    """``os.path.join(...)``, ``osp.join(...)``, ``Path(...)``, ``p.joinpath(...)``."""
+    name = dotted(call.func) or ""
+    return name.endswith(("path.join", "osp.join")) or name.split(".")[-1] in ("Path", "PurePath", "joinpath")
+
+
 def _carriers(ctx: FileContext, scope: ast.AST, roots: set[str]) -> set[str]:
     """Containers a root was read out of: ``loss = outputs["total_loss"]`` (YOLOX), ``loss =
     out.loss.mean()``: the container holds the loss too (logged as a whole, or fed to a meter)."""
@@ -1165,8 +1231,14 @@ def _carriers(ctx: FileContext, scope: ast.AST, roots: set[str]) -> set[str]:
             if not isinstance(b, ast.Assign) or len(b.targets) != 1 or not isinstance(b.targets[0], ast.Name):
                 continue
             value: ast.AST = b.value
-            while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+            while (
+                isinstance(value, ast.Call)
+                and isinstance(value.func, ast.Attribute)
+                and value.func.attr in VALUE_METHODS
+            ):
                 value = value.func.value  # outputs["loss"].mean()
+            # (not ``self.loss_computer.compute(...)``: a loss *function* object's call is no read
+            # out of ``self``; XMem)
             key: str | None = None
             if isinstance(value, ast.Subscript) and isinstance(value.slice, ast.Constant):
                 key = value.slice.value if isinstance(value.slice.value, str) else None
@@ -1321,6 +1393,37 @@ def _loss_keyed_dicts(ctx: FileContext, nodes: list[ast.AST]) -> set[str]:
         ):
             out |= {t.id for t in n.targets if isinstance(t, ast.Name)}
     return out
+
+
+def returned_dict(ctx: FileContext, scope: ast.AST, value: ast.expr) -> ast.expr:
+    """The dict literal a ``training_step`` returns, through ``OrderedDict({...})`` / ``dict({...})``
+    and a name bound once to one (Lightning 0.x ``output = OrderedDict({"loss": loss, "log":
+    tb_dict})`` ... ``return output``); else the value itself."""
+    if isinstance(value, ast.Name):
+        binds = ctx.bindings(scope).get(value.id, [])
+        if len(binds) == 1 and isinstance(binds[0], ast.Assign) and len(binds[0].targets) == 1:
+            bound = _dict_of(binds[0].value)
+            return bound if bound is not None and _has_key(bound, "loss") else value
+    return _dict_of(value) or value
+
+
+def _has_key(node: ast.Dict, key: str) -> bool:
+    return any(isinstance(k, ast.Constant) and k.value == key for k in node.keys)
+
+
+def _dict_of(value: ast.expr) -> ast.Dict | None:
+    """``{...}``, ``OrderedDict({...})``, ``dict({...})``: the dict literal."""
+    if isinstance(value, ast.Dict):
+        return value
+    if (
+        isinstance(value, ast.Call)
+        and (dotted(value.func) or "").split(".")[-1] in ("dict", "OrderedDict")
+        and len(value.args) == 1
+        and isinstance(value.args[0], ast.Dict)
+        and not value.keywords
+    ):
+        return value.args[0]
+    return None
 
 
 def _lightning_loss(value: ast.expr) -> ast.expr:

@@ -94,6 +94,11 @@ def is_rank0_test(test: ast.expr, predicates: Collection[str] = ()) -> bool:
             return any(is_rank0_test(v, predicates) for v in test.values)
         rank0 = [v for v in test.values if is_rank0_test(v, predicates)]
         return bool(rank0) and all(v in rank0 or _negated_flag(v) for v in test.values)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        # ``not self.disable_logs`` where ``disable_logs = is_distributed and rank != 0``: the
+        # negation of a test that holds off rank 0 only (true when not distributed, like ``not
+        # distributed or rank == 0``)
+        return _not_rank0(test.operand, predicates)
     if _main_process_state(test):
         return True
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
@@ -253,9 +258,15 @@ def _other_branch_binds(
 
 
 def is_not_rank0_test(test: ast.expr, predicates: Collection[str] = ()) -> bool:
-    """``test`` is true on every rank but 0: ``rank != 0``, ``rank > 0``, ``not is_main_process()``."""
+    """``test`` is true on every rank but 0: ``rank != 0``, ``rank > 0``, ``not is_main_process()``,
+    also as one operand of an ``or`` (``args.silent or local_rank != 0``: whatever else it tests, it
+    holds on every other rank)."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+        return any(is_not_rank0_test(v, predicates) for v in test.values)
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return is_rank0_test(test.operand, predicates)
+    if isinstance(test, (ast.Name, ast.Attribute)) and f"!{dotted(test)}" in predicates:
+        return True  # a flag that holds such a test (``class_flags``: ``self.disable_logs``)
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
         op, left, right = test.ops[0], test.left, test.comparators[0]
         if isinstance(op, (ast.NotEq, ast.Gt)) and _int(right) == 0:
@@ -266,6 +277,40 @@ def is_not_rank0_test(test: ast.expr, predicates: Collection[str] = ()) -> bool:
             values = {_int(e) for e in right.elts}
             return 0 in values and values <= RANK0_MEMBERS and _mentions_rank(left)
     return False
+
+
+def class_flags(cls: ast.ClassDef, predicates: Collection[str] = ()) -> set[str]:
+    """``self.<attr>`` flags of ``cls`` that every assignment in its methods binds to a rank-0 test
+    (``"self.is_main"``), or to a test that holds off rank 0 only (``"!self.disable_logs"``, rsl_rl's
+    ``self.disable_logs = is_distributed and gpu_global_rank != 0``): in its methods, ``if
+    self.is_main:`` and ``if not self.disable_logs:`` are rank-0 tests. Predicates of that form
+    are read by ``is_rank0_test`` / ``is_not_rank0_test``."""
+    bound: dict[str, list[ast.expr | None]] = {}
+    for fn in cls.body:
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for n in ast.walk(fn):
+            if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                for t in targets:
+                    if (
+                        isinstance(t, ast.Attribute)
+                        and isinstance(t.value, ast.Name)
+                        and t.value.id == "self"
+                    ):
+                        # an augmented or annotated-only binding is no test
+                        value = n.value if isinstance(n, ast.Assign) else None
+                        bound.setdefault(t.attr, []).append(value)
+    out: set[str] = set()
+    for attr, values in bound.items():
+        tests = [v for v in values if v is not None]
+        if len(tests) != len(values):
+            continue
+        if all(is_rank0_test(v, predicates) for v in tests):
+            out.add(f"self.{attr}")
+        elif all(_not_rank0(v, predicates) for v in tests):
+            out.add(f"!self.{attr}")
+    return out
 
 
 def bound_argument(fn: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call, name: str) -> ast.expr | None:
@@ -391,7 +436,7 @@ def _blocks(node: ast.AST) -> list[list[ast.stmt]]:
 
 
 # Calls a logging setup silences ranks with: a file without any of them silences nothing.
-_SETUP_CALLS = ("setLevel", "basicConfig", "disable", "remove")
+_SETUP_CALLS = ("setLevel", "basicConfig", "disable", "remove", "disabled")
 
 
 def silences_other_ranks(
@@ -401,8 +446,8 @@ def silences_other_ranks(
     in the else of ``if rank == 0`` (or under ``if rank != 0``), a level chosen by a rank-0 test
     (``level=INFO if rank == 0 else WARN``), ``logging.basicConfig(...)`` called only under a rank-0
     test in its function (the other ranks have no handler and drop ``info`` records), or loguru's ``logger.remove()`` with ``logger.add(...)``
-    only under a rank-0 test (YOLOX ``setup_logger``). Then the plain ``logger.info(...)`` calls of
-    the project log on rank 0 only."""
+    only under a rank-0 test (YOLOX ``setup_logger``), or ``logger.disabled = True`` off rank 0
+    (SwinBERT). Then the plain ``logger.info(...)`` calls of the project log on rank 0 only."""
     if parents is None:
         if not any(isinstance(n, ast.Attribute) and n.attr in _SETUP_CALLS for n in ast.walk(tree)):
             return False
@@ -415,6 +460,15 @@ def silences_other_ranks(
         calls = [
             n for n in walk_local(fn.body) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
         ]
+        if any(
+            isinstance(n, ast.Assign)
+            and any(isinstance(t, ast.Attribute) and t.attr == "disabled" for t in n.targets)
+            and isinstance(n.value, ast.Constant)
+            and n.value.value is True
+            and _off_rank0(parents, n, predicates)
+            for n in walk_local(fn.body)
+        ):
+            return True  # ``if not is_main_process(): logger.disabled = True``
         removes = any(c.func.attr == "remove" and not c.args for c in calls)  # type: ignore[attr-defined]
         configs = [c for c in calls if c.func.attr == "basicConfig"]  # type: ignore[attr-defined]
         if configs and all(enclosing_rank0_if(parents, c, SCOPES, predicates) is not None for c in configs):

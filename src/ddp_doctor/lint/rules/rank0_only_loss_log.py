@@ -49,9 +49,9 @@ from ddp_doctor.lint.provenance import LossFlow, Taint, alarm, loop_aliases, rea
 from ddp_doctor.lint.rank0 import (
     LOG_ATTRS,
     bound_argument,
+    class_flags,
     enclosing_rank0_if,
     is_log_call,
-    is_log_sink,
     is_logger_call,
     is_not_rank0_test,
     is_plain_print,
@@ -64,6 +64,7 @@ from ddp_doctor.lint.rank0 import (
     silences_other_ranks,
 )
 from ddp_doctor.lint.rank0_handoff import unpacked_rank0
+from ddp_doctor.lint.rank0_sinks import sink_names
 from ddp_doctor.lint.rules.base import Rule, Violation
 from ddp_doctor.lint.rules.sampler_missing import DISTRIBUTED_WORDS
 
@@ -101,11 +102,39 @@ class Rank0OnlyLossLog(Rule):
     def applies(self, ctx: FileContext) -> bool:
         # project mode: a file may define what other files backprop (a loss module's ``forward``,
         # ViLT's objective functions) without naming any of the words above
-        return super().applies(ctx) or (
-            ctx.project is not None and bool(ctx.project.backpropagated_defs(ctx))
+        # (or be handed the loss by code of another file: rsl_rl's ``Logger.log(..., loss_dict, ...)``),
+        # and a Lightning ``training_step`` is backpropagated by the framework (0.x: its ``'log'`` dict)
+        return (
+            super().applies(ctx)
+            or "training_step" in ctx.functions
+            or (
+                ctx.project is not None
+                and (bool(ctx.project.backpropagated_defs(ctx)) or bool(ctx.project.handed_params(ctx)))
+            )
         )
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
+        found = [
+            (v, call)
+            for v, call, node in self._check(ctx, facts)
+            # a base-class method every project subclass overrides never runs (Amphion's
+            # ``TTSTrainer._train_epoch``): what it would log is no event of the run
+            if ctx.project is None or not ctx.project.dead_override_base(ctx, ctx.enclosing_function(node))
+        ]
+        lines = {v.line for v, _ in found}
+        for v, call in found:
+            # one logging event, one finding, at the log line: a call of a def of this file that
+            # logs what it is handed on rank 0 (seed-vc ``self._log_training_progress(epoch, i,
+            # loss, ...)``) is reported inside that def when its own log line is
+            fn = (ctx.helper(call) or constructed_method(ctx, call)) if call is not None else None
+            end = getattr(fn, "end_lineno", None)
+            if fn is not None and end is not None and any(fn.lineno <= line <= end for line in lines):
+                continue
+            yield v
+
+    def _check(
+        self, ctx: FileContext, facts: LoopFacts
+    ) -> Iterator[tuple[Violation, ast.Call | None, ast.AST]]:
         flow = LossFlow(ctx, facts)
         if not flow.taints:
             return
@@ -146,6 +175,7 @@ class Rank0OnlyLossLog(Rule):
                     | _rank0_flags(ctx, region, predicates)
                     | rank0_locals(region, ctx.local(region), predicates, ctx.parents)
                     | _handed_flags(ctx, region)
+                    | _own_class_flags(ctx, region, predicates)
                 ]
                 for item in _rank0_logs(
                     ctx,
@@ -185,16 +215,20 @@ class Rank0OnlyLossLog(Rule):
                     )
                 else:
                     where = how
-                yield self.violation(
-                    node,
-                    Text(
-                        f"`{name}` ({kind.en}) is logged {where.en} with no all-reduce on the way: it is rank 0's "
-                        "local value, noisier than the global loss.",
-                        f"`{name}`（{kind.zh}）{where.zh}被记录，途中没有 all-reduce：它只是 rank 0 的本地值。",
+                yield (
+                    self.violation(
+                        node,
+                        Text(
+                            f"`{name}` ({kind.en}) is logged {where.en} with no all-reduce on the way: it is "
+                            "rank 0's local value, noisier than the global loss.",
+                            f"`{name}`（{kind.zh}）{where.zh}被记录，途中没有 all-reduce：它只是 rank 0 的本地值。",
+                        ),
+                        guard_line=guard.lineno if guard is not None else None,
+                        value=name,
+                        value_kind=kind.en,
                     ),
-                    guard_line=guard.lineno if guard is not None else None,
-                    value=name,
-                    value_kind=kind.en,
+                    node if isinstance(node, ast.Call) and not is_log_call(node) else None,
+                    node,
                 )
 
 
@@ -224,9 +258,10 @@ def _rank0_objects(ctx: FileContext, predicates: set[str]) -> set[str]:
     """Last parts of names bound only on rank 0, in this file or (project mode) anywhere; and
     progress bars shown on rank 0 only (``tqdm(..., disable=not accelerator.is_main_process)``)."""
     out: set[str] = set(ctx.project.rank0_objects) if ctx.project is not None else set()
+    guarded, own = sink_names(ctx, predicates)  # (``if rank == 0: writer = SummaryWriter()``)
     # a spelling this file binds to a writer of its own on every rank is this file's object, not the
     # rank-0 one of another script of the project (CleanRL: ppo.py beside ppo_atari_multigpu.py)
-    out -= _own_writers(ctx, predicates)
+    out = (out | guarded) - own
     for node in ctx.of_type(ast.Assign):
         value = node.value
         rank0_only = (
@@ -263,21 +298,6 @@ def _bars_off_rank0(ctx: FileContext, region: ast.AST, predicates: set[str]) -> 
         ):
             out |= {d.split(".")[-1] for t in node.targets if (d := dotted(t))}
     return out
-
-
-def _own_writers(ctx: FileContext, predicates: set[str]) -> set[str]:
-    """Last parts of names this file binds to a new logger/writer outside any rank-0 test."""
-    own: set[str] = set()
-    for node in ctx.of_type(ast.Assign):
-        if (
-            is_log_sink(node.value)
-            and enclosing_rank0_if(
-                ctx.parents, node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef), predicates
-            )
-            is None
-        ):
-            own |= {d.split(".")[-1] for t in node.targets if (d := dotted(t))}
-    return own
 
 
 def _rank0_flags(ctx: FileContext, fn: ast.AST, predicates: set[str]) -> set[str]:
@@ -338,7 +358,16 @@ def _handed_flags(ctx: FileContext, region: ast.AST) -> set[str]:
     owner = ctx.parents.get(region)
     if isinstance(owner, ast.ClassDef) and ctx.parents.get(owner) is ctx.tree:
         out |= project.rank0_attributes(ctx, owner)
+        out |= project.rank0_method_params(ctx, region)  # every call of its name binds them to one
     return out
+
+
+def _own_class_flags(ctx: FileContext, region: ast.AST, predicates: set[str]) -> set[str]:
+    """In a method, the flags its class keeps (``self.disable_logs = is_distributed and rank != 0``)."""
+    owner = ctx.parents.get(region)
+    if isinstance(region, (ast.FunctionDef, ast.AsyncFunctionDef)) and isinstance(owner, ast.ClassDef):
+        return class_flags(owner, predicates)
+    return set()
 
 
 def _inside_rank0_printer(ctx: FileContext, node: ast.AST) -> bool:
@@ -497,6 +526,35 @@ def _rank0_logs(
             guard = _guard(ctx, node, predicates)
             if guard is not None:
                 yield node, guard, Text("", "")
+        elif (
+            isinstance(node, ast.Dict)
+            and "self" in lightning
+            and name == "training_step"
+            and _log_entry(node)
+        ):
+            yield (
+                node,
+                None,
+                Text(
+                    "in the `'log'` dict `training_step` returns (Lightning 0.x: rank 0's logger writes it)",
+                    "在 `training_step` 返回的 `'log'` 字典中（Lightning 0.x：由 rank 0 的记录器写出）",
+                ),
+            )
+
+
+LIGHTNING_LOG_KEYS = frozenset({"log", "progress_bar"})
+
+
+def _log_entry(node: ast.Dict) -> ast.expr | None:
+    """The ``"log"`` (or ``"progress_bar"``) entry of a dict: what Lightning 0.x hands its loggers."""
+    return next(
+        (
+            v
+            for k, v in zip(node.keys, node.values)
+            if isinstance(k, ast.Constant) and k.value in LIGHTNING_LOG_KEYS
+        ),
+        None,
+    )
 
 
 def _lightning_receivers(ctx: FileContext, flow: LossFlow, region: ast.AST) -> set[str]:
@@ -596,6 +654,8 @@ _PLACEHOLDER = re.compile(r"\{[^{}]*\}|%[-+ #0]*\d*(?:\.\d+)?[a-zA-Z]")
 def _unlabelled(value: ast.AST) -> list[ast.AST]:
     """The parts of a logged expression its own labels do not call validation values."""
     if isinstance(value, ast.JoinedStr):
+        if _opens_with_validation(value.values[0] if value.values else None):
+            return []  # ``f"valid -- epoch: {epoch}, loss: {v}"``: the whole message is a validation report
         out: list[ast.AST] = []
         label = ""
         for part in value.values:
@@ -606,6 +666,8 @@ def _unlabelled(value: ast.AST) -> list[ast.AST]:
         return out
     template, args = _template(value)
     if template is not None:
+        if _opens_with_validation(ast.Constant(template)):
+            return []
         labels, start = [], 0  # the text just before each placeholder
         for m in _PLACEHOLDER.finditer(template):
             labels.append(template[start : m.start()])
@@ -620,6 +682,16 @@ def _unlabelled(value: ast.AST) -> list[ast.AST]:
             )
         ]
     return [value]
+
+
+def _opens_with_validation(part: ast.AST | None) -> bool:
+    """A message whose opening words say it reports validation (``"valid -- epoch: ..."``, ``"Eval
+    loss ..."``): every value it carries is a validation one, whatever label precedes each."""
+    return (
+        isinstance(part, ast.Constant)
+        and isinstance(part.value, str)
+        and bool(VALIDATION_LABEL.match(part.value.lstrip(" [(|-=*#>:\n\t")))
+    )
 
 
 def _template(value: ast.AST) -> tuple[str | None, list[ast.expr]]:
@@ -688,6 +760,8 @@ def _raw_logged_values(ctx: FileContext, node: ast.AST, sinks: set[str] | frozen
         return [*receiver, *node.args, *(k.value for k in node.keywords)]  # ``meter.write_summary(writer)``
     if isinstance(node, ast.Assign):
         return [node.value]
+    if isinstance(node, ast.Dict) and (entry := _log_entry(node)) is not None:
+        return [entry]
     return []
 
 
