@@ -7,7 +7,8 @@
   (rsl_rl ``self.disable_logs = is_distributed and gpu_global_rank != 0``), and the runner hands it
   the loss dict an algorithm object returns; the algorithm's type is written on the class variable
   it is built from (``alg_class: type[PPO] = resolve_callable(...)``).
-- A log method of the file that guards itself is reported once, at its log line, not also at the call.
+- A log method of the file that guards itself is reported once, at its log line, not also at the call;
+  a plain print helper called under a rank-0 test is reported once, at the guarded call.
 """
 
 from __future__ import annotations
@@ -231,6 +232,34 @@ def test_a_self_guarded_log_method_is_reported_once_at_its_log_line(tmp_path: Pa
     lines = [f.line for f in lint_paths([root]).findings if f.id == "rank0-only-loss-log"]
     text = (root / "train.py").read_text(encoding="utf-8").splitlines()
     assert lines == [next(i for i, t in enumerate(text, 1) if "print(" in t)]
+
+
+GUARDED_CALL = """
+import torch.distributed as dist
+
+
+def print_step(step, data):
+    print(f"step {step}: loss {data:.4f}")
+
+
+def train(model, loader, optimizer):
+    for step, batch in enumerate(loader):
+        loss = model(batch)
+        loss.backward()
+        optimizer.step()
+        loss_item = loss.item()
+        if dist.get_rank() == 0:
+            print_step(step, loss_item)
+"""
+
+
+def test_a_guarded_call_of_a_plain_print_helper_is_reported_once_at_the_call(tmp_path: Path) -> None:
+    # the helper is rank 0's only through its caller: the event is the guarded call
+    # (clip_finetune's ``if is_master(): print_step(step, loss_item)``), not the helper's print
+    root = _write(tmp_path, {"train.py": GUARDED_CALL})
+    lines = [f.line for f in lint_paths([root]).findings if f.id == "rank0-only-loss-log"]
+    text = (root / "train.py").read_text(encoding="utf-8").splitlines()
+    assert lines == [next(i for i, t in enumerate(text, 1) if "print_step(step, loss_item)" in t)]
 
 
 SPEAKER_NET = """

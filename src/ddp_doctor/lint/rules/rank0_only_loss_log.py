@@ -121,16 +121,29 @@ class Rank0OnlyLossLog(Rule):
             # ``TTSTrainer._train_epoch``): what it would log is no event of the run
             if ctx.project is None or not ctx.project.dead_override_base(ctx, ctx.enclosing_function(node))
         ]
-        lines = {v.line for v, _ in found}
+        # one logging event, one finding, where the rank-0 test is: a call of a def of this file
+        # that logs what it is handed is reported inside that def when the def tests the rank
+        # itself (seed-vc ``self._log_training_progress(epoch, i, loss, ...)``, whose body runs
+        # under ``is_main_process``), and at the call when the call is the guarded one and the
+        # def is rank 0's only through its callers (``if is_master(): print_step(step, loss)``)
+        inner: dict[int, list[Violation]] = {}
         for v, call in found:
-            # one logging event, one finding, at the log line: a call of a def of this file that
-            # logs what it is handed on rank 0 (seed-vc ``self._log_training_progress(epoch, i,
-            # loss, ...)``) is reported inside that def when its own log line is
             fn = (ctx.helper(call) or constructed_method(ctx, call)) if call is not None else None
             end = getattr(fn, "end_lineno", None)
-            if fn is not None and end is not None and any(fn.lineno <= line <= end for line in lines):
+            if fn is not None and end is not None:
+                inner[id(v)] = [w for w, _ in found if w is not v and fn.lineno <= w.line <= end]
+        dropped: set[int] = set()
+        for v, _ in found:
+            calls_into = inner.get(id(v))
+            if not calls_into:
                 continue
-            yield v
+            if _guarded(v) and not any(_guarded(w) for w in calls_into):
+                dropped |= {id(w) for w in calls_into}
+            else:
+                dropped.add(id(v))
+        for v, _ in found:
+            if id(v) not in dropped:
+                yield v
 
     def _check(
         self, ctx: FileContext, facts: LoopFacts
@@ -230,6 +243,11 @@ class Rank0OnlyLossLog(Rule):
                     node if isinstance(node, ast.Call) and not is_log_call(node) else None,
                     node,
                 )
+
+
+def _guarded(v: Violation) -> bool:
+    """The finding's log sits under a rank-0 test of its own function."""
+    return v.evidence.get("guard_line") is not None
 
 
 def _configures_logging(ctx: FileContext) -> bool:
