@@ -100,10 +100,12 @@ def _lines(cache: Path, script: dict) -> set[str]:
 
 def near_copies(scripts: list[dict], everything: list[dict], cache: Path) -> dict[str, tuple[str, float]]:
     """Each of ``scripts`` that is a near-copy of a script of another split: id → (other id, share)."""
-    others = [(s, _lines(cache, s)) for s in everything]
+    # each script's files read once: ``scripts`` is a part of ``everything``
+    lines = {s["id"]: _lines(cache, s) for s in everything}
+    others = [(s, lines[s["id"]]) for s in everything]
     found: dict[str, tuple[str, float]] = {}
     for script in scripts:
-        mine = _lines(cache, script)
+        mine = lines[script["id"]]
         if not mine:
             continue
         best = max(
