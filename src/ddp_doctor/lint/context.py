@@ -134,7 +134,9 @@ class FileContext:
     _pos: dict[int, int] = field(default_factory=dict)  # node -> its index in `nodes`
     _by_type: dict[type, list[ast.AST]] = field(default_factory=dict)
     _calls_by_name: dict[str, list[ast.Call]] | None = None
-    _logged_attrs: dict[int, frozenset[str]] = field(default_factory=dict)  # lint/logged_attributes.py
+    # Per-file caches of analyses defined in other modules, each keyed by a tuple that starts with the
+    # function computing it and holds every input it depends on (lint/logged_attributes.py).
+    memo: dict[tuple[object, ...], Any] = field(default_factory=dict)
     words: set[str] = field(default_factory=set)  # every identifier, attribute, keyword and import part
     # Project mode (lint/project.py): the directory's summaries, this file's module name and its
     # import table with relative imports made absolute. None/empty when linting a lone file.
@@ -347,6 +349,55 @@ class FileContext:
         parent = self.parents.get(fn)
         return parent if isinstance(parent, ast.ClassDef) else None
 
+    def method_owner(self, fn: ast.AST) -> ast.ClassDef | None:
+        """The top-level class of this file whose method ``fn`` is; None for a function, a nested def or
+        a method of a nested class (the project index names the methods of top-level classes only)."""
+        owner = self.parents.get(fn)
+        if (
+            isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and isinstance(owner, ast.ClassDef)
+            and self.parents.get(owner) is self.tree
+        ):
+            return owner
+        return None
+
+    def enclosing_method_class(self, node: ast.AST) -> ast.ClassDef | None:
+        """The top-level class whose method holds ``node`` (``method_owner`` of its function)."""
+        return self.method_owner(self.enclosing_function(node))
+
+    def def_qualname(self, fn: ast.AST) -> str | None:
+        """The project index's name of ``fn``: ``module.f`` for a top-level function, ``module.C.f`` for a
+        method of a top-level class; None for any other def or when the file's module is unknown."""
+        if self.module is None or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return None
+        if self.parents.get(fn) is self.tree:
+            return f"{self.module}.{fn.name}"
+        owner = self.method_owner(fn)
+        return f"{self.module}.{owner.name}.{fn.name}" if owner is not None else None
+
+    def constructors(self, call: ast.Call) -> list[ast.expr] | None:
+        """For ``obj.m(...)``: the callee of every binding of ``obj`` in the calling scope (``trainer =
+        Trainer(...)`` gives ``Trainer``): which class's method runs. None when ``call`` is not of that
+        shape or a binding is not a plain ``obj = Call(...)`` (an unpacked tuple is not an instance of
+        the callee). A rebinding to an item of a loaded checkpoint (``tbLogger =
+        checkpoint["tb_logger"]`` on resume, vilbert) restores an instance pickled from that same class
+        and is skipped."""
+        func = call.func
+        if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
+            return None
+        out: list[ast.expr] = []
+        for b in self.bindings(self.enclosing_function(call)).get(func.value.id, []):
+            if isinstance(b, ast.Assign) and _checkpoint_item(b.value):
+                continue
+            if not (
+                isinstance(b, ast.Assign)
+                and isinstance(b.value, ast.Call)
+                and any(isinstance(t, ast.Name) and t.id == func.value.id for t in b.targets)
+            ):
+                return None
+            out.append(b.value.func)
+        return out
+
     def enclosing_function(self, node: ast.AST) -> ast.FunctionDef | ast.AsyncFunctionDef | ast.Module:
         cur = self.parents.get(node)
         while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -415,3 +466,13 @@ class FileContext:
         yield self.tree
         for defs in self.functions.values():
             yield from defs
+
+
+def _checkpoint_item(value: ast.expr) -> bool:
+    """``checkpoint["tb_logger"]``: a string-keyed item of a name that says it holds a checkpoint."""
+    return (
+        isinstance(value, ast.Subscript)
+        and isinstance(value.slice, ast.Constant)
+        and isinstance(value.slice.value, str)
+        and any(w in (dotted(value.value) or "").lower() for w in ("checkpoint", "ckpt", "state"))
+    )

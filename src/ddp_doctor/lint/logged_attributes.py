@@ -29,9 +29,9 @@ IsLog = Callable[[ast.Call], bool]
 
 def logged_self_attributes(ctx: FileContext, cls: ast.ClassDef, is_log: IsLog) -> frozenset[str]:
     """``self.x`` names that a log call in one of ``cls``'s own methods reads (``is_log`` decides
-    what a log call is); cached per class on ``ctx``."""
-    cache = ctx._logged_attrs
-    key = id(cls)
+    what a log call is); cached on ``ctx`` per class and predicate."""
+    cache = ctx.memo
+    key = (logged_self_attributes, id(cls), is_log)
     if key not in cache:
         out: set[str] = set()
         for fn in cls.body:
@@ -45,7 +45,8 @@ def logged_self_attributes(ctx: FileContext, cls: ast.ClassDef, is_log: IsLog) -
                     names |= loop_aliases(ctx, call, names)
                     out |= {n for n in names if n.startswith("self.")}
         cache[key] = frozenset(out)
-    return cache[key]
+    found: frozenset[str] = cache[key]
+    return found
 
 
 def stores_into(nodes: list[ast.AST], attrs: frozenset[str]) -> Iterator[tuple[ast.AST, list[ast.expr]]]:

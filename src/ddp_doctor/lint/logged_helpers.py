@@ -50,30 +50,20 @@ def helper_logged_args(
 def constructed_method(ctx: FileContext, call: ast.Call) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     """The same-file method ``obj.m(...)`` runs when every binding of ``obj`` in the calling scope
     builds an instance of one class defined (once) in this file (``logger = Logger(writer)`` ...
-    ``logger.push(metrics)``): file mode's reading of project mode's constructed objects."""
-    func = call.func
-    if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
+    ``logger.push(metrics)``; ``FileContext.constructors``): file mode's reading of project mode's
+    constructed objects."""
+    funcs = ctx.constructors(call)
+    names = {f.id if isinstance(f, ast.Name) else None for f in funcs or []}
+    if len(names) != 1 or None in names:
         return None
-    binds = ctx.bindings(ctx.enclosing_function(call)).get(func.value.id, [])
-    built = {
-        b.value.func.id
-        if isinstance(b, ast.Assign)
-        and len(b.targets) == 1
-        and isinstance(b.targets[0], ast.Name)
-        and isinstance(b.value, ast.Call)
-        and isinstance(b.value.func, ast.Name)
-        else None
-        for b in binds
-    }
-    if len(built) != 1 or None in built:
-        return None
-    name = built.pop()
+    name = names.pop()
     classes = [c for c in ctx.of_type(ast.ClassDef) if isinstance(c, ast.ClassDef) and c.name == name]
     if len(classes) != 1:
         return None
+    assert isinstance(call.func, ast.Attribute)  # constructors() found bindings: ``obj.m(...)``
     found = [
         f
         for f in classes[0].body
-        if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == func.attr
+        if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == call.func.attr
     ]
     return found[0] if len(found) == 1 else None

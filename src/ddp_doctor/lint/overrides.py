@@ -29,7 +29,7 @@ def override_defs(ctx: FileContext, call: ast.Call) -> list[FunctionNode]:
     defs = ctx.functions.get(func.attr, [])
     if len(defs) < 2:
         return []
-    owner = _owner_class(ctx, call)
+    owner = ctx.enclosing_method_class(call)
     if owner is None:
         return []
     family = _subclass_names(ctx).get(owner.name, set()) | {owner.name}
@@ -43,14 +43,6 @@ def override_defs(ctx: FileContext, call: ast.Call) -> list[FunctionNode]:
     if not any(ctx.parents.get(d) is not owner for d in found):
         return []  # no subclass overrides it
     return [d for d in found if not abstract(d)]
-
-
-def _owner_class(ctx: FileContext, node: ast.AST) -> ast.ClassDef | None:
-    fn = ctx.enclosing_function(node)
-    parent = ctx.parents.get(fn)
-    if isinstance(parent, ast.ClassDef) and ctx.parents.get(parent) is ctx.tree:
-        return parent
-    return None
 
 
 _SUBCLASSES: weakref.WeakKeyDictionary[ast.Module, dict[str, set[str]]] = weakref.WeakKeyDictionary()

@@ -354,8 +354,8 @@ class IndexCore:
         head, _, rest = text.partition(".")
         if head == "self" and "." not in rest:  # ``self.save_logs(...)``: the method of the caller's class
             fn = ctx.enclosing_function(func)
-            owner = ctx.parents.get(fn)
-            if isinstance(owner, ast.ClassDef) and ctx.parents.get(owner) is ctx.tree:
+            owner = ctx.method_owner(fn)
+            if owner is not None:
                 return self._get(f"{module}.{owner.name}.{rest}")
             return None
         target = self._project_target(imports, func)
@@ -425,24 +425,15 @@ class IndexCore:
 
     def _constructed_method(self, ctx: FileContext, call: ast.Call) -> Summary | None:
         """The project method ``obj.m(...)`` runs when ``obj`` is bound in this scope only to
-        instances of one project class (``trainer = Trainer(...)`` ... ``trainer.train(...)``); a
-        rebinding to an item of a loaded checkpoint (``tbLogger = checkpoint["tb_logger"]`` on
-        resume, vilbert) restores an instance pickled from that same class and is not counted."""
-        func = call.func
-        if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
-            return None
-        binds = ctx.bindings(ctx.enclosing_function(call)).get(func.value.id, [])
-        classes = {
-            self._project_target(ctx.absolute_imports, b.value.func)
-            if isinstance(b, ast.Assign) and isinstance(b.value, ast.Call)
-            else None
-            for b in binds
-            if not (isinstance(b, ast.Assign) and _checkpoint_item(b.value))
-        }
+        instances of one project class (``trainer = Trainer(...)`` ... ``trainer.train(...)``;
+        ``FileContext.constructors``)."""
+        funcs = ctx.constructors(call)
+        classes = {self._project_target(ctx.absolute_imports, f) for f in funcs or []}
         if len(classes) != 1:
             return None
         cls = self._defined_class(classes.pop())
-        return self._get(f"{cls}.{func.attr}") if cls else None
+        assert isinstance(call.func, ast.Attribute)  # constructors() found bindings: ``obj.m(...)``
+        return self._get(f"{cls}.{call.func.attr}") if cls else None
 
     def _defined_class(self, cls: str | None) -> str | None:
         """Where ``cls`` is defined, through package re-exports (``neuralop.Trainer`` is
@@ -480,13 +471,3 @@ class IndexCore:
                         stack.append(nxt)
             found = self._reach[module] = frozenset(seen)
         return found
-
-
-def _checkpoint_item(value: ast.expr) -> bool:
-    """``checkpoint["tb_logger"]``: a string-keyed item of a name that says it holds a checkpoint."""
-    return (
-        isinstance(value, ast.Subscript)
-        and isinstance(value.slice, ast.Constant)
-        and isinstance(value.slice.value, str)
-        and any(w in (dotted(value.value) or "").lower() for w in ("checkpoint", "ckpt", "state"))
-    )

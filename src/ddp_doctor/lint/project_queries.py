@@ -285,8 +285,8 @@ class IndexQueries(IndexCore):
         never runs (Amphion's ``TTSTrainer._train_epoch``, overridden by all six TTS trainers)."""
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or ctx.module is None:
             return False
-        owner = ctx.parents.get(fn)
-        if not (isinstance(owner, ast.ClassDef) and ctx.parents.get(owner) is ctx.tree):
+        owner = ctx.method_owner(fn)
+        if owner is None:
             return False
         cls = self.summaries.get(f"{ctx.module}.{owner.name}")
         return cls is not None and cls.declares_abstract and self._overridden(cls.qualname, fn.name, 0)
@@ -317,8 +317,7 @@ class IndexQueries(IndexCore):
         verbose=(args.gpu == 0))`` from another file: ``tqdm(..., disable=not verbose)`` is rank 0's)."""
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return set()
-        owner = ctx.parents.get(fn)
-        if not (isinstance(owner, ast.ClassDef) and ctx.parents.get(owner) is ctx.tree):
+        if ctx.method_owner(fn) is None:
             return set()
         args = self.rank0_method_args.get(fn.name)
         if not args:
@@ -332,18 +331,8 @@ class IndexQueries(IndexCore):
     def rank0_called(self, ctx: FileContext, fn: ast.AST) -> bool:
         """``fn`` (a top-level function or a method of a top-level class of ``ctx``'s file) is called
         only under rank-0 tests anywhere in the project: its logs run on rank 0 only."""
-        if (
-            ctx.module is None
-            or not self.rank0_callees
-            or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
-        ):
-            return False
-        owner = ctx.parents.get(fn)
-        if owner is ctx.tree:
-            return f"{ctx.module}.{fn.name}" in self.rank0_callees
-        if isinstance(owner, ast.ClassDef) and ctx.parents.get(owner) is ctx.tree:
-            return f"{ctx.module}.{owner.name}.{fn.name}" in self.rank0_callees
-        return False
+        qualname = ctx.def_qualname(fn) if self.rank0_callees else None
+        return qualname is not None and qualname in self.rank0_callees
 
     def handed_params(
         self, ctx: FileContext

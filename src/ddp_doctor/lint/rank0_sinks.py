@@ -21,15 +21,6 @@ from ddp_doctor.lint.rank0 import class_flags, enclosing_rank0_if, is_log_sink
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
-def method_class(ctx: FileContext, node: ast.AST) -> ast.ClassDef | None:
-    """The top-level class whose method holds ``node``."""
-    fn = ctx.enclosing_function(node)
-    owner = ctx.parents.get(fn) if fn is not None else None
-    if isinstance(owner, ast.ClassDef) and ctx.parents.get(owner) is ctx.tree:
-        return owner
-    return None
-
-
 def guarded_sink_names(ctx: FileContext, predicates: Collection[str]) -> set[str]:
     """Last parts of the names this file binds to a new log sink inside the body of a rank-0 test
     (the class's own flags count as tests in its methods)."""
@@ -44,7 +35,7 @@ def sink_names(ctx: FileContext, predicates: Collection[str]) -> tuple[set[str],
     for node in ctx.of_type(ast.Assign):
         if not is_log_sink(node.value):
             continue
-        cls = method_class(ctx, node)
+        cls = ctx.enclosing_method_class(node)
         local = set(predicates)
         if cls is not None:
             if id(cls) not in flags:

@@ -207,14 +207,8 @@ def _callers_toggle_sync(ctx: FileContext, fn: ast.AST) -> bool:
     ``train_batch``, which ``train_parallel.main`` calls under ``with no_sync_context:`` on the
     accumulating micro-steps): the caller decides which calls all-reduce."""
     project = ctx.project
-    if project is None or ctx.module is None or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return False
-    owner = ctx.parents.get(fn)
-    if owner is ctx.tree:
-        qualname = f"{ctx.module}.{fn.name}"
-    elif isinstance(owner, ast.ClassDef) and ctx.parents.get(owner) is ctx.tree:
-        qualname = f"{ctx.module}.{owner.name}.{fn.name}"
-    else:
+    qualname = ctx.def_qualname(fn)
+    if project is None or qualname is None:
         return False
     return any(s.toggles_sync and qualname in s.callees for s in project.summaries.values())
 

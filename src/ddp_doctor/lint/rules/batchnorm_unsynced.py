@@ -305,9 +305,8 @@ def _handed_batchnorm(ctx: FileContext, project: ProjectIndex, call: ast.Call) -
     if not isinstance(arg, ast.Name) or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return None
     params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
-    owner = ctx.parents.get(fn)
-    in_class = isinstance(owner, ast.ClassDef) and ctx.parents.get(owner) is ctx.tree
-    if in_class and params and params[0] in ("self", "cls"):
+    owner = ctx.method_owner(fn)
+    if owner is not None and params and params[0] in ("self", "cls"):
         params = params[1:]
     if arg.id not in params and arg.id not in [a.arg for a in fn.args.kwonlyargs]:
         return None
@@ -317,8 +316,7 @@ def _handed_batchnorm(ctx: FileContext, project: ProjectIndex, call: ast.Call) -
             return None  # rebound to something built here
     if _returns_wrap(ctx, fn, call):
         return None
-    if in_class:
-        assert isinstance(owner, ast.ClassDef)
+    if owner is not None:
         qual = f"{ctx.module}.{owner.name}" + ("" if fn.name == "__init__" else f".{fn.name}")
     elif ctx.parents.get(fn) is ctx.tree:
         qual = f"{ctx.module}.{fn.name}"

@@ -373,8 +373,8 @@ def _handed_flags(ctx: FileContext, region: ast.AST) -> set[str]:
     if project is None or not isinstance(region, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return set()
     out = unpacked_rank0(ctx.local(region), lambda call: project.call_rank0_positions(ctx, call))
-    owner = ctx.parents.get(region)
-    if isinstance(owner, ast.ClassDef) and ctx.parents.get(owner) is ctx.tree:
+    owner = ctx.method_owner(region)
+    if owner is not None:
         out |= project.rank0_attributes(ctx, owner)
         out |= project.rank0_method_params(ctx, region)  # every call of its name binds them to one
     return out
