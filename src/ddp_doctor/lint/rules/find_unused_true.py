@@ -4,6 +4,8 @@ With it, DDP traverses the autograd graph after every forward to find parameters
 no gradient (torch docs, DistributedDataParallel: "this flag results in an extra traversal of the
 autograd graph every iteration"). It costs time, not accuracy: severity info.
 Autofix: ``True`` → ``False`` (DDP raises a clear error if a parameter really gets no gradient).
+Lightning builds the same wrap from ``DDPStrategy(find_unused_parameters=True)`` (1.x: ``DDPPlugin``)
+and from the strategy name ``"ddp_find_unused_parameters_true"``; both are flagged like the keyword.
 A value read from configuration with ``True`` as its fallback (KAIR's
 ``opt.get("find_unused_parameters", True)``, also through a variable assigned just before) is
 reported config-gated, without an autofix. An Accelerator that only prepares a model frozen in the
@@ -34,13 +36,24 @@ DDP_CONFIGS: dict[str, str] = {
     "accelerate.DistributedDataParallelKwargs": "find_unused_parameters",
     "transformers.TrainingArguments": "ddp_find_unused_parameters",
 }
+# Lightning's DDP strategies and (1.x) plugins take the same keyword and hand it to the DDP wrap they
+# build: ``DDPStrategy(find_unused_parameters=True)`` (``pytorch_lightning``, ``lightning.pytorch``,
+# ``lightning.fabric``).
+LIGHTNING_DDP = re.compile(
+    r"^(pytorch_lightning|lightning(\.pytorch|\.fabric)?)\.(strategies|plugins)(\.\w+)*\."
+    r"(DDP\w*Strategy|DDP\w*Plugin)$"
+)
+# A Lightning strategy named by its registry string: ``Trainer(strategy="ddp_find_unused_parameters_true")``
+# is ``DDPStrategy(find_unused_parameters=True)``.
+STRATEGY_NAME = re.compile(r"^ddp(_spawn|_fork|_notebook)?_find_unused_parameters_true$")
 
 
 class FindUnusedTrue(Rule):
     id = "find-unused-true"
     flagged = (
-        "`find_unused_parameters=True` on DDP, accelerate `DistributedDataParallelKwargs`, or "
-        "`ddp_find_unused_parameters=True` on `TrainingArguments`"
+        "`find_unused_parameters=True` on DDP, accelerate `DistributedDataParallelKwargs`, Lightning "
+        "`DDPStrategy`/`DDPPlugin`, or `ddp_find_unused_parameters=True` on `TrainingArguments`; "
+        'Lightning `strategy="ddp_find_unused_parameters_true"`'
     )
     not_flagged = (
         "a value from config without a True fallback; an entry script that never backprops (an "
@@ -48,7 +61,8 @@ class FindUnusedTrue(Rule):
         "only to prepare a model it froze (`eval()` / `requires_grad_(False)`: a reference or teacher)"
     )
     autofix = "`True` → `False`"
-    required = (tuple(DDP_CONFIGS.values()),)
+    # a strategy string is no identifier: the ``strategy=`` keyword that takes it is
+    required = ((*DDP_CONFIGS.values(), "strategy"),)
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
         found = list(self._check(ctx))
@@ -57,7 +71,28 @@ class FindUnusedTrue(Rule):
 
     def _check(self, ctx: FileContext) -> Iterator[Violation]:
         for node in ctx.of_type(ast.Call):
-            kw_name = DDP_CONFIGS.get(ctx.call_qualname(node) or "")
+            for k in node.keywords:
+                if (
+                    k.arg is not None
+                    and "strategy" in k.arg
+                    and isinstance(k.value, ast.Constant)
+                    and isinstance(k.value.value, str)
+                    and STRATEGY_NAME.match(k.value.value)
+                ):
+                    yield self.violation(
+                        k.value,
+                        Text(
+                            f"`{k.arg}={k.value.value!r}`: Lightning's DDP with `find_unused_parameters=True` "
+                            "re-traverses the autograd graph every step (speed, not accuracy).",
+                            f"`{k.arg}={k.value.value!r}`：Lightning 的 DDP 开启了 `find_unused_parameters=True`，"
+                            "每步都要重新遍历 autograd 图（影响速度，不影响精度）。",
+                        ),
+                        setting=True,
+                    )
+            qualname = ctx.call_qualname(node) or ""
+            kw_name = DDP_CONFIGS.get(qualname) or (
+                "find_unused_parameters" if LIGHTNING_DDP.match(qualname) else None
+            )
             value = keyword(node, kw_name) if kw_name else None
             if (
                 value is not None
