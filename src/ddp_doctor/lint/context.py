@@ -58,6 +58,11 @@ def canonical(name: str) -> str:
     return _ALIASES.get(name, name)
 
 
+# The defs a file-level analysis runs over: a function or method, or the module itself.
+FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
+Scope = ast.Module | ast.FunctionDef | ast.AsyncFunctionDef
+
+
 def dotted(node: ast.AST | None) -> str | None:
     """``a.b.c`` for a Name/Attribute chain (``self.model.no_sync``), else None."""
     parts: list[str] = []

@@ -14,9 +14,7 @@ from __future__ import annotations
 import ast
 import weakref
 
-from ddp_doctor.lint.context import FileContext, dotted
-
-FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
+from ddp_doctor.lint.context import FileContext, FunctionNode, dotted
 
 
 def override_defs(ctx: FileContext, call: ast.Call) -> list[FunctionNode]:

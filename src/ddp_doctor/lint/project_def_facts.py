@@ -11,7 +11,8 @@ import re
 
 from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
 from ddp_doctor.lint.loops import backward_of
-from ddp_doctor.lint.provenance import is_reduce, is_update_method
+from ddp_doctor.lint.provenance import is_update_method
+from ddp_doctor.lint.reductions import is_reduce
 
 FP16_NAMES = frozenset({"torch.float16", "torch.half"})  # generated giants are not summarised
 

@@ -57,7 +57,8 @@ from ddp_doctor.lint.project_modules import (
     relative_base,
 )
 from ddp_doctor.lint.project_summary import DATA_PARALLEL, DDP, Summary
-from ddp_doctor.lint.provenance import LossFlow, param_call_return, returned_reductions
+from ddp_doctor.lint.provenance import LossFlow, param_call_return
+from ddp_doctor.lint.reductions import returned_reductions
 from ddp_doctor.lint.samplers import calls_set_epoch, returned_sampler_loaders
 from ddp_doctor.lint.syncbn_parameter import conversion_parameter
 

@@ -25,25 +25,30 @@ from __future__ import annotations
 
 import ast
 import re
-import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from ddp_doctor.lint.context import FileContext, dotted, keyword, method
-from ddp_doctor.lint.dist_tests import asks_if_distributed, distributed_predicates
-from ddp_doctor.lint.idioms import SYNC_ON_COMPUTE
+from ddp_doctor.lint.context import FileContext, FunctionNode, Scope, dotted, method
 from ddp_doctor.lint.loops import LoopFacts
-from ddp_doctor.lint.metric_attributes import built_synced_on_self
 from ddp_doctor.lint.overrides import abstract, override_defs
 from ddp_doctor.lint.rank0 import bound_argument
+from ddp_doctor.lint.reductions import (
+    compute_of,
+    is_reduce,
+    reduced_before,
+    reduced_iteration,
+    reduces_in_place,
+    reducing_call,
+    synced_meter,
+    synced_metric,
+)
+from ddp_doctor.lint.single_process import single_process_only
 
 # What a call returns of the loss: True (the whole value) or, for a returned tuple, the shape of each
 # position that holds it (``{0: True}`` for ``return losses, report, n``). None: nothing.
 Shape = Union[bool, dict[int, "Shape"]]  # noqa: UP007 - a recursive alias needs the string form
 
-REDUCE_WORDS = frozenset({"reduce", "allreduce", "gather", "allgather", "average", "sync", "synchronize"})
-NOT_REDUCE_WORDS = frozenset({"batchnorm", "bn", "convert", "time", "timer", "plateau", "lron"})
 TAINT_PASSES = 3  # assignment chains like loss -> lossf -> running_loss
 ROUNDS = 3  # helper returning a helper's loss, methods reading what another method stored
 UPDATE_METHODS = frozenset({"update", "append", "add", "extend", "add_", "__call__"})
@@ -125,13 +130,8 @@ LOSS_CALLEE = re.compile(r"(loss|criterion)", re.IGNORECASE)  # ``criterion(...)
 WEIGHT_NAME = re.compile(
     r"weight|coef|scale|lambda|^lam$|alpha|beta|gamma|factor|mult|^w$|^w_|_w$", re.IGNORECASE
 )
-# A test that is true only when not distributed: ``not args.distributed``, ``world_size == 1``.
-SYNC_KEYWORD = re.compile(r"distributed|sync|reduce|gather", re.IGNORECASE)
 LIGHTNING_STEP = "training_step"
 MAX_SCOPE_NODES = 20_000  # generated giants: no provenance (precision over recall)
-
-FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef
-Scope = ast.Module | ast.FunctionDef | ast.AsyncFunctionDef
 
 
 @dataclass(frozen=True)
@@ -307,7 +307,7 @@ def loop_aliases(ctx: FileContext, node: ast.AST, names: set[str]) -> set[str]:
             and child in cur.body
             and names & set(bound_names(cur.target)) - _rebound_in_body(cur, node)
             and not _other_items_picked(cur.target, picked)
-            and not _reduced_iteration(cur.iter)
+            and not reduced_iteration(cur.iter)
         ):
             out |= reads(ctx.local(cur.iter))
         child, cur = cur, ctx.parents.get(cur)
@@ -330,17 +330,6 @@ def _rebound_in_body(loop: ast.For | ast.AsyncFor, node: ast.AST) -> set[str]:
                 targets = n.targets if isinstance(n, ast.Assign) else [n.target]
                 out |= {t.id for t in targets if isinstance(t, ast.Name)}
     return out
-
-
-def _reduced_iteration(it: ast.expr) -> bool:
-    """``for k, v in sorted(run_stats.average_stats.items()):`` (contriever) or ``for k, v in
-    reduce_dict(stats).items():``: the loop walks values combined across ranks, read through a
-    reduce-named call or property."""
-    return any(
-        (isinstance(n, ast.Call) and is_reduce(dotted(n.func) or ""))
-        or (isinstance(n, ast.Attribute) and is_reduce(n.attr))
-        for n in ast.walk(it)
-    )
 
 
 def _other_items_picked(target: ast.AST, tests: list[ast.expr]) -> bool:
@@ -402,108 +391,6 @@ def receiver_name(text: str | None) -> str | None:
     if len(parts) == 1 or (len(parts) == 2 and parts[0] == "self"):
         return text
     return None
-
-
-def is_reduce(name: str) -> bool:
-    """A call that combines values across ranks, by its last name's words (``all_reduce``,
-    ``reduce_dict``, ``all_gather``, ``synchronize_between_processes``, the autograd function
-    ``AllReduce.apply``; not ``convert_sync_batchnorm`` nor ``time_sync``)."""
-    parts = name.split(".")
-    last = parts[-2] if len(parts) > 1 and parts[-1] == "apply" else parts[-1]  # AllReduce.apply(loss)
-    if last[:1].isupper() and parts[-1] != "apply":
-        return False  # a class built, not a value combined: ``AverageMeter()``, ``SyncMeter()``
-    words = set(re.sub(r"([a-z])([A-Z])", r"\1_\2", last).lower().split("_"))
-    return bool(words & REDUCE_WORDS) and not words & NOT_REDUCE_WORDS
-
-
-def reducing_call(ctx: FileContext, node: ast.AST) -> bool:
-    """``node`` is a call whose result is combined across ranks: by its name (``is_reduce``), or a
-    helper that returns what it reduced — a same-file one (two calls deep) or, in project mode, a
-    project function (lingua's ``dist_mean_dict`` returns ``dist_mean(v)``, which returns the tensor
-    it ``dist.all_reduce``-d). A helper that reduces something else (MSN's loss all-reduces its
-    Sinkhorn sums, not the loss it returns) is not one."""
-    if not isinstance(node, ast.Call):
-        return False
-    if is_reduce(dotted(node.func) or ""):
-        return True
-    if ctx.helper(node) is not None:
-        return _helper_call_reduces(ctx, node, 2)
-    if ctx.project is None:
-        return False
-    summary = ctx.project.summary_for(ctx, node.func)
-    return (
-        summary is not None
-        and summary.returns_reduced
-        and not summary.qualname.rsplit(".", 1)[-1][:1].isupper()
-    )
-
-
-def _helper_call_reduces(ctx: FileContext, call: ast.Call, depth: int) -> bool:
-    helper = ctx.helper(call)
-    if helper is None:
-        return False
-    direct, calls = returned_reductions(ctx, helper)
-    return direct or (
-        depth > 0 and any(c is not call and _helper_call_reduces(ctx, c, depth - 1) for c in calls)
-    )
-
-
-def returned_reductions(ctx: FileContext, fn: ast.AST) -> tuple[bool, list[ast.Call]]:
-    """What ``fn`` returns of values combined across ranks: True when a return reads a name it
-    reduced in place (``dist.all_reduce(t); return t``) or a collective's result (``return
-    all_gather(x)``); else the other calls whose results it returns (directly or through the names
-    and items it assigns: ``r[k] = dist_mean(x[k]); return r``), for the caller to resolve."""
-    nodes = ctx.local(fn)
-    reduced: set[str] = set()
-    feeds: dict[str, list[ast.Call]] = {}  # name -> calls whose results it is assigned
-    for n in nodes:
-        if (
-            isinstance(n, ast.Call)
-            and isinstance(ctx.parents.get(n), ast.Expr)
-            and n.args
-            and isinstance(n.args[0], ast.Name)
-            and combines_ranks(ctx.call_qualname(n) or "", dotted(n.func) or "")
-        ):
-            reduced.add(n.args[0].id)
-        if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and n.value is not None:
-            targets = n.targets if isinstance(n, ast.Assign) else [n.target]
-            calls = [c for c in ast.walk(n.value) if isinstance(c, ast.Call)]
-            for t in targets:
-                base = t.value if isinstance(t, ast.Subscript) else t
-                if isinstance(base, ast.Name):
-                    feeds.setdefault(base.id, []).extend(calls)
-    direct = False
-    returned: list[ast.Call] = []
-    for r in nodes:
-        if not isinstance(r, ast.Return) or r.value is None:
-            continue
-        for x in ast.walk(r.value):
-            if isinstance(x, ast.Name):
-                direct |= x.id in reduced
-                returned += feeds.get(x.id, [])
-            elif isinstance(x, ast.Call):
-                returned.append(x)
-    direct |= any(combines_ranks(ctx.call_qualname(c) or "", dotted(c.func) or "") for c in returned)
-    return direct, returned
-
-
-def combines_ranks(qualname: str, name: str) -> bool:
-    """A call that surely combines values across ranks, for what a helper does with its values:
-    ``torch.distributed``'s collectives, or a name saying reduce / all-gather (``reduce_tensor``,
-    ``all_gather``, accelerate's ``accelerator.gather``). Stricter than ``is_reduce``: not the
-    words a timer or tensor op shares (``torch.cuda.synchronize``, ``end.synchronize()`` in MSN's
-    ``gpu_timer``, ``logits.gather(1, idx)``), nor a meter's ``sync``."""
-    if qualname.startswith("torch.distributed."):
-        return is_reduce(qualname)
-    if qualname.startswith("torch."):
-        return False
-    last = name.rsplit(".", 1)[-1]
-    words = set(re.sub(r"([a-z])([A-Z])", r"\1_\2", last).lower().split("_"))
-    if words & NOT_REDUCE_WORDS:
-        return False
-    if words & {"reduce", "allreduce", "allgather"}:
-        return True
-    return "gather" in words and ("all" in words or "accelerator" in name)
 
 
 def loss_names(ctx: FileContext, root: ast.AST | None) -> set[str]:
@@ -959,7 +846,7 @@ class LossFlow:
         for n in nodes:
             if isinstance(n, ast.Call):
                 name = dotted(n.func) or ""
-                if is_reduce(name) and _is_statement(ctx, n):
+                if is_reduce(name) and reduces_in_place(ctx, n):
                     # in place (a statement): dist.all_reduce(t), meter.synchronize_between_processes()
                     reduced |= {x for a in n.args[:1] for x in reads(ast.walk(a))}
                     reduced |= _iterated_containers(ctx, n)  # for v in stats.values(): all_reduce(v)
@@ -985,7 +872,7 @@ class LossFlow:
                     and is_update_method(m[1])
                     and n.args + n.keywords
                     and not single_process_only(ctx, n)
-                    and not _synced_meter(ctx, scope, receiver)
+                    and not synced_meter(ctx, scope, receiver)
                 ):
                     # meter.update(loss.item()) / self.meter.update(**outputs): the object holds the loss;
                     # not what it is fed already combined (``metrics.update(dist_mean_dict(to_sync))``)
@@ -1011,7 +898,7 @@ class LossFlow:
                 read |= loop_aliases(ctx, n, read)
                 # a name rebound to its combined value before this line (``logps = all_gather(logps)``
                 # then ``metrics["logps"] = logps.tolist()``) hands on the global value, not the local
-                combined = {r for r in read if _reduced_before(scope_binds.get(r, []), n.lineno)}
+                combined = {r for r in read if reduced_before(scope_binds.get(r, []), n.lineno)}
                 if isinstance(n.value, ast.Call):  # a meter handed in to be fed is not in the result
                     read -= self._fed_arguments(n.value)
                     read -= self._unreturned_arguments(n.value, fields)
@@ -1024,7 +911,7 @@ class LossFlow:
                 if isinstance(n.value, ast.Call) and facts.backward(n.value) is not None:
                     continue  # ``grad_norm, scale = opt.backward_clip_step(loss)``: not the loss
                 if isinstance(n.value, ast.Call):
-                    if _synced_metric(ctx, n.value):
+                    if synced_metric(ctx, n.value):
                         synced_metrics |= written
                     if shape is None and any(isinstance(t, ast.Tuple) for t in targets):
                         # loss, loss_items = criterion(...): the other outputs that say they hold loss
@@ -1038,7 +925,7 @@ class LossFlow:
                 # a helper that returns what it combined (nanoVLM ``dist_mean_scalar(x)``: all_reduce
                 # in place, ``return t.item()``) hands on the global value as a reduce call does
                 if not any(
-                    type(x) is ast.Call and (reducing_call(ctx, x) or _compute_of(x) in synced_metrics)
+                    type(x) is ast.Call and (reducing_call(ctx, x) or compute_of(x) in synced_metrics)
                     for x in value_nodes
                 ):
                     flows.append((read - combined, written))
@@ -1066,7 +953,7 @@ class LossFlow:
             if isinstance(r, ast.Return) and r.value is not None and not single_process_only(ctx, r):
                 # ``loss_avg = reduce_tensor(...)`` (when distributed) just before ``return loss_avg``:
                 # what is returned is the global value
-                live = {t for t in tainted if not _reduced_before(binds.get(t, []), r.lineno)}
+                live = {t for t in tainted if not reduced_before(binds.get(t, []), r.lineno)}
                 returns = merge(returns, _expr_shape(r.value, live, shapes, fields))
         dicts = {r for r in roots | params if r in fields}
         return Taint(
@@ -1113,7 +1000,7 @@ class LossFlow:
         returns = [r for r in self.ctx.local(fn) if isinstance(r, ast.Return)]
         return bool(returns) and all(
             isinstance(r.value, ast.Name)
-            and _reduced_before(binds.get(r.value.id, []), r.lineno)
+            and reduced_before(binds.get(r.value.id, []), r.lineno)
             or (isinstance(r.value, ast.Call) and is_reduce(dotted(r.value.func) or ""))
             for r in returns
         )
@@ -1162,15 +1049,6 @@ def _built_from(binds: list[ast.stmt | ast.expr], line: int) -> set[str]:
     if not name[:1].isupper():
         return set()  # a function's result, not an object holding what it was given
     return reads(x for a in [*call.args, *(k.value for k in call.keywords)] for x in ast.walk(a))
-
-
-def _reduced_before(binds: list[ast.stmt | ast.expr], line: int) -> bool:
-    """The latest binding before ``line`` assigns a reduce/gather result."""
-    before = [b for b in binds if b.lineno < line]
-    if not before or not isinstance(before[-1], (ast.Assign, ast.AnnAssign)) or before[-1].value is None:
-        return False
-    value = before[-1].value
-    return any(isinstance(x, ast.Call) and is_reduce(dotted(x.func) or "") for x in ast.walk(value))
 
 
 def _expr_shape(
@@ -1453,121 +1331,6 @@ def lightning_steps(ctx: FileContext) -> dict[int, FunctionNode]:
     return out
 
 
-def single_process_only(ctx: FileContext, node: ast.AST) -> bool:
-    """``node`` runs only when training is not distributed: under ``if not args.distributed:`` /
-    ``if world_size == 1:``, or in the else of ``if args.distributed:`` (apex/timm update the meter
-    with the raw loss there and with the reduced one otherwise): rank 0's value is the global one."""
-    child, cur = node, ctx.parents.get(node)
-    predicates: set[str] | None = None
-    while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-        if isinstance(cur, ast.If) and predicates is None:
-            predicates = _distributed_predicates(ctx)
-        if isinstance(cur, ast.If) and asks_if_distributed(cur.test, ctx.segment(cur.test), predicates or ()):
-            test = cur.test
-            negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
-            one_process = (
-                isinstance(test, ast.Compare)
-                and len(test.ops) == 1
-                and isinstance(test.ops[0], (ast.Eq, ast.LtE))
-                and isinstance(test.comparators[0], ast.Constant)
-                and test.comparators[0].value == 1
-            )
-            if (negated or one_process) and child in cur.body:
-                return True
-            if isinstance(test, (ast.Name, ast.Attribute, ast.Call)) and child in cur.orelse:
-                return True
-        if isinstance(cur, ast.If) and child in _one_process_branch(ctx, cur):
-            return True
-        child, cur = cur, ctx.parents.get(cur)
-    return False
-
-
-_PREDICATES: weakref.WeakKeyDictionary[ast.Module, set[str]] = weakref.WeakKeyDictionary()
-
-
-def _distributed_predicates(ctx: FileContext) -> set[str]:
-    """The functions of this file (and, in project mode, of the project) that answer "is this run
-    distributed?" (nanoVLM ``is_dist()``): computed once per parsed file."""
-    own = _PREDICATES.get(ctx.tree)
-    if own is None:
-        own = _PREDICATES[ctx.tree] = distributed_predicates(
-            f for defs in ctx.functions.values() for f in defs
-        )
-    project = getattr(ctx.project, "distributed_predicates", None) or set()
-    return own | project
-
-
-RANK_NAME = re.compile(r"rank", re.IGNORECASE)
-
-
-def _rank_unset(test: ast.expr) -> str | None:
-    """``rank == -1`` → "body", ``rank != -1`` → "orelse": the branch where no launcher set a rank."""
-    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
-        return None
-    right = test.comparators[0]
-    if not (
-        isinstance(right, ast.UnaryOp)
-        and isinstance(right.op, ast.USub)
-        and isinstance(right.operand, ast.Constant)
-        and right.operand.value == 1
-    ):
-        return None
-    if not RANK_NAME.search((dotted(test.left) or "").rsplit(".", 1)[-1]):
-        return None
-    if isinstance(test.ops[0], ast.Eq):
-        return "body"
-    return "orelse" if isinstance(test.ops[0], ast.NotEq) else None
-
-
-def _one_process_branch(ctx: FileContext, node: ast.If) -> list[ast.stmt]:
-    """The branch of ``node`` that runs only in a single-process run, or ``[]``:
-    ``if args.local_rank == -1:`` (-1 is the launcher's "not distributed") and the ``else`` of
-    ``!= -1``; and of a process-count test (``if cfg.NUM_GPU > 1:`` / ``== 1``) whose other branch
-    combines across ranks (Cream ``reduced_loss = reduce_tensor(loss.data, n)`` there, the raw loss
-    here): the count is the world size, and one process holds the global value."""
-    test = node.test
-    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-        # ``if args.local_rank == -1 and args.evaluate_during_training:``: one conjunct suffices
-        one_only = any(_rank_unset(c) == "body" for c in test.values)
-        return node.body if one_only else []
-    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
-        return []
-    unset = _rank_unset(test)
-    if unset is not None:
-        return node.body if unset == "body" else node.orelse
-    op, right = test.ops[0], test.comparators[0]
-    value = right.value if isinstance(right, ast.Constant) else None
-    if value == 1 and isinstance(op, (ast.Gt, ast.NotEq)):
-        many, one = node.body, node.orelse
-    elif value == 1 and isinstance(op, (ast.Eq, ast.LtE)):
-        many, one = node.orelse, node.body
-    else:
-        return []
-    if any(reducing_call(ctx, x) for stmt in many for x in ast.walk(stmt)):
-        return one
-    return []
-
-
-def _is_statement(ctx: FileContext, call: ast.Call) -> bool:
-    """``call`` is evaluated for its effect: a statement of its own, one item of a statement that
-    is a tuple of calls (``dist.all_reduce(a), dist.all_reduce(b)`` on one line), or an asynchronous
-    collective whose result is only its handle (``h = dist.all_reduce(t, async_op=True); h.wait()``):
-    the tensor it is handed is combined in place either way."""
-    if _async_op(call):
-        return True
-    parent = ctx.parents.get(call)
-    if isinstance(parent, ast.Tuple):
-        parent = ctx.parents.get(parent)
-    return isinstance(parent, ast.Expr)
-
-
-def _async_op(call: ast.Call) -> bool:
-    """``async_op=`` is set to anything but a literal False: torch.distributed's collectives then
-    return a work handle, never the combined value, so the argument is what gets combined."""
-    flag = keyword(call, "async_op")
-    return flag is not None and not (isinstance(flag, ast.Constant) and not flag.value)
-
-
 def _iterated_containers(ctx: FileContext, call: ast.Call) -> set[str]:
     """``for v in stats.values(): dist.all_reduce(v)``: reducing the loop variable reduces ``stats``."""
     arg = call.args[0] if call.args else None
@@ -1596,38 +1359,3 @@ def _scaled_from(ctx: FileContext, scope: ast.AST, names: set[str]) -> set[str]:
                 if isinstance(var, ast.Name) and var.id in names and isinstance(item.context_expr, ast.Call):
                     out |= {a.id for a in item.context_expr.args[:1] if isinstance(a, ast.Name)}
     return out
-
-
-def _synced_metric(ctx: FileContext, call: ast.Call) -> bool:
-    """A torchmetrics-style metric that all-reduces in ``compute()`` (``sync_on_compute`` not False)."""
-    flag = keyword(call, SYNC_ON_COMPUTE)
-    if flag is not None:
-        return not (isinstance(flag, ast.Constant) and flag.value is False)
-    for k in call.keywords:  # a meter built to sync or not: ``AverageMeter(is_distributed=True)``
-        if k.arg and SYNC_KEYWORD.search(k.arg) and isinstance(k.value, ast.Constant):
-            return k.value.value is True
-    if ctx.project is not None:  # a project meter class whose update reduces (efficientvit)
-        summary = ctx.project.summary_for(ctx, call.func)
-        if summary is not None and summary.syncs_updates:
-            return True
-    qual = ctx.call_qualname(call) or ""
-    return qual.startswith(("torchmetrics.", "lightning.", "pytorch_lightning.")) and "Metric" in qual
-
-
-def _synced_meter(ctx: FileContext, scope: Scope, receiver: str) -> bool:
-    """The receiver comes from elsewhere (a parameter, an attribute) and is spelled like the
-    project's synchronised meters: every call the project binds that spelling to builds a meter
-    class whose update reduces (jukebox ``metrics = Metrics()`` in ``init_logging``, handed to
-    ``train(..., metrics)`` and updated there). A receiver this scope assigns itself is its own."""
-    if built_synced_on_self(ctx, scope, receiver, lambda call: _synced_metric(ctx, call)):
-        return True  # ``self.train_loss = MeanMetric()`` in ``__init__``, fed in ``training_step``
-    if ctx.project is None or receiver.split(".")[-1] not in ctx.project.synced_meter_names:
-        return False
-    return "." in receiver or not any(
-        isinstance(b, ast.Assign) for b in ctx.bindings(scope).get(receiver, [])
-    )
-
-
-def _compute_of(call: ast.Call) -> str | None:
-    m = method(call)
-    return m[0] if m and m[1] == "compute" else None

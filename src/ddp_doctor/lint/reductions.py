@@ -1,0 +1,202 @@
+"""Values combined across ranks: which calls reduce, gather or synchronise what they are handed or
+return (``all_reduce``, ``reduce_dict``, ``all_gather``, ``meter.synchronize_between_processes()``,
+a project helper that returns what it all-reduced, a torchmetrics metric that syncs on ``compute``).
+
+A value read after one of these is not rank-local any more: rank0-only-loss-log's provenance
+(``lint/provenance.py``) stops there, and project mode records it (``Summary.returns_reduced``).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from ddp_doctor.lint.context import FileContext, Scope, dotted, keyword, method
+from ddp_doctor.lint.idioms import SYNC_ON_COMPUTE
+from ddp_doctor.lint.metric_attributes import built_synced_on_self
+
+REDUCE_WORDS = frozenset({"reduce", "allreduce", "gather", "allgather", "average", "sync", "synchronize"})
+
+
+NOT_REDUCE_WORDS = frozenset({"batchnorm", "bn", "convert", "time", "timer", "plateau", "lron"})
+
+
+# A test that is true only when not distributed: ``not args.distributed``, ``world_size == 1``.
+SYNC_KEYWORD = re.compile(r"distributed|sync|reduce|gather", re.IGNORECASE)
+
+
+def is_reduce(name: str) -> bool:
+    """A call that combines values across ranks, by its last name's words (``all_reduce``,
+    ``reduce_dict``, ``all_gather``, ``synchronize_between_processes``, the autograd function
+    ``AllReduce.apply``; not ``convert_sync_batchnorm`` nor ``time_sync``)."""
+    parts = name.split(".")
+    last = parts[-2] if len(parts) > 1 and parts[-1] == "apply" else parts[-1]  # AllReduce.apply(loss)
+    if last[:1].isupper() and parts[-1] != "apply":
+        return False  # a class built, not a value combined: ``AverageMeter()``, ``SyncMeter()``
+    words = set(re.sub(r"([a-z])([A-Z])", r"\1_\2", last).lower().split("_"))
+    return bool(words & REDUCE_WORDS) and not words & NOT_REDUCE_WORDS
+
+
+def reducing_call(ctx: FileContext, node: ast.AST) -> bool:
+    """``node`` is a call whose result is combined across ranks: by its name (``is_reduce``), or a
+    helper that returns what it reduced — a same-file one (two calls deep) or, in project mode, a
+    project function (lingua's ``dist_mean_dict`` returns ``dist_mean(v)``, which returns the tensor
+    it ``dist.all_reduce``-d). A helper that reduces something else (MSN's loss all-reduces its
+    Sinkhorn sums, not the loss it returns) is not one."""
+    if not isinstance(node, ast.Call):
+        return False
+    if is_reduce(dotted(node.func) or ""):
+        return True
+    if ctx.helper(node) is not None:
+        return _helper_call_reduces(ctx, node, 2)
+    if ctx.project is None:
+        return False
+    summary = ctx.project.summary_for(ctx, node.func)
+    return (
+        summary is not None
+        and summary.returns_reduced
+        and not summary.qualname.rsplit(".", 1)[-1][:1].isupper()
+    )
+
+
+def _helper_call_reduces(ctx: FileContext, call: ast.Call, depth: int) -> bool:
+    helper = ctx.helper(call)
+    if helper is None:
+        return False
+    direct, calls = returned_reductions(ctx, helper)
+    return direct or (
+        depth > 0 and any(c is not call and _helper_call_reduces(ctx, c, depth - 1) for c in calls)
+    )
+
+
+def returned_reductions(ctx: FileContext, fn: ast.AST) -> tuple[bool, list[ast.Call]]:
+    """What ``fn`` returns of values combined across ranks: True when a return reads a name it
+    reduced in place (``dist.all_reduce(t); return t``) or a collective's result (``return
+    all_gather(x)``); else the other calls whose results it returns (directly or through the names
+    and items it assigns: ``r[k] = dist_mean(x[k]); return r``), for the caller to resolve."""
+    nodes = ctx.local(fn)
+    reduced: set[str] = set()
+    feeds: dict[str, list[ast.Call]] = {}  # name -> calls whose results it is assigned
+    for n in nodes:
+        if (
+            isinstance(n, ast.Call)
+            and isinstance(ctx.parents.get(n), ast.Expr)
+            and n.args
+            and isinstance(n.args[0], ast.Name)
+            and combines_ranks(ctx.call_qualname(n) or "", dotted(n.func) or "")
+        ):
+            reduced.add(n.args[0].id)
+        if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and n.value is not None:
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+            calls = [c for c in ast.walk(n.value) if isinstance(c, ast.Call)]
+            for t in targets:
+                base = t.value if isinstance(t, ast.Subscript) else t
+                if isinstance(base, ast.Name):
+                    feeds.setdefault(base.id, []).extend(calls)
+    direct = False
+    returned: list[ast.Call] = []
+    for r in nodes:
+        if not isinstance(r, ast.Return) or r.value is None:
+            continue
+        for x in ast.walk(r.value):
+            if isinstance(x, ast.Name):
+                direct |= x.id in reduced
+                returned += feeds.get(x.id, [])
+            elif isinstance(x, ast.Call):
+                returned.append(x)
+    direct |= any(combines_ranks(ctx.call_qualname(c) or "", dotted(c.func) or "") for c in returned)
+    return direct, returned
+
+
+def combines_ranks(qualname: str, name: str) -> bool:
+    """A call that surely combines values across ranks, for what a helper does with its values:
+    ``torch.distributed``'s collectives, or a name saying reduce / all-gather (``reduce_tensor``,
+    ``all_gather``, accelerate's ``accelerator.gather``). Stricter than ``is_reduce``: not the
+    words a timer or tensor op shares (``torch.cuda.synchronize``, ``end.synchronize()`` in MSN's
+    ``gpu_timer``, ``logits.gather(1, idx)``), nor a meter's ``sync``."""
+    if qualname.startswith("torch.distributed."):
+        return is_reduce(qualname)
+    if qualname.startswith("torch."):
+        return False
+    last = name.rsplit(".", 1)[-1]
+    words = set(re.sub(r"([a-z])([A-Z])", r"\1_\2", last).lower().split("_"))
+    if words & NOT_REDUCE_WORDS:
+        return False
+    if words & {"reduce", "allreduce", "allgather"}:
+        return True
+    return "gather" in words and ("all" in words or "accelerator" in name)
+
+
+def reduced_iteration(it: ast.expr) -> bool:
+    """``for k, v in sorted(run_stats.average_stats.items()):`` (contriever) or ``for k, v in
+    reduce_dict(stats).items():``: the loop walks values combined across ranks, read through a
+    reduce-named call or property."""
+    return any(
+        (isinstance(n, ast.Call) and is_reduce(dotted(n.func) or ""))
+        or (isinstance(n, ast.Attribute) and is_reduce(n.attr))
+        for n in ast.walk(it)
+    )
+
+
+def reduced_before(binds: list[ast.stmt | ast.expr], line: int) -> bool:
+    """The latest binding before ``line`` assigns a reduce/gather result."""
+    before = [b for b in binds if b.lineno < line]
+    if not before or not isinstance(before[-1], (ast.Assign, ast.AnnAssign)) or before[-1].value is None:
+        return False
+    value = before[-1].value
+    return any(isinstance(x, ast.Call) and is_reduce(dotted(x.func) or "") for x in ast.walk(value))
+
+
+def reduces_in_place(ctx: FileContext, call: ast.Call) -> bool:
+    """``call`` is evaluated for its effect: a statement of its own, one item of a statement that
+    is a tuple of calls (``dist.all_reduce(a), dist.all_reduce(b)`` on one line), or an asynchronous
+    collective whose result is only its handle (``h = dist.all_reduce(t, async_op=True); h.wait()``):
+    the tensor it is handed is combined in place either way."""
+    if _async_op(call):
+        return True
+    parent = ctx.parents.get(call)
+    if isinstance(parent, ast.Tuple):
+        parent = ctx.parents.get(parent)
+    return isinstance(parent, ast.Expr)
+
+
+def _async_op(call: ast.Call) -> bool:
+    """``async_op=`` is set to anything but a literal False: torch.distributed's collectives then
+    return a work handle, never the combined value, so the argument is what gets combined."""
+    flag = keyword(call, "async_op")
+    return flag is not None and not (isinstance(flag, ast.Constant) and not flag.value)
+
+
+def synced_metric(ctx: FileContext, call: ast.Call) -> bool:
+    """A torchmetrics-style metric that all-reduces in ``compute()`` (``sync_on_compute`` not False)."""
+    flag = keyword(call, SYNC_ON_COMPUTE)
+    if flag is not None:
+        return not (isinstance(flag, ast.Constant) and flag.value is False)
+    for k in call.keywords:  # a meter built to sync or not: ``AverageMeter(is_distributed=True)``
+        if k.arg and SYNC_KEYWORD.search(k.arg) and isinstance(k.value, ast.Constant):
+            return k.value.value is True
+    if ctx.project is not None:  # a project meter class whose update reduces (efficientvit)
+        summary = ctx.project.summary_for(ctx, call.func)
+        if summary is not None and summary.syncs_updates:
+            return True
+    qual = ctx.call_qualname(call) or ""
+    return qual.startswith(("torchmetrics.", "lightning.", "pytorch_lightning.")) and "Metric" in qual
+
+
+def synced_meter(ctx: FileContext, scope: Scope, receiver: str) -> bool:
+    """The receiver comes from elsewhere (a parameter, an attribute) and is spelled like the
+    project's synchronised meters: every call the project binds that spelling to builds a meter
+    class whose update reduces (jukebox ``metrics = Metrics()`` in ``init_logging``, handed to
+    ``train(..., metrics)`` and updated there). A receiver this scope assigns itself is its own."""
+    if built_synced_on_self(ctx, scope, receiver, lambda call: synced_metric(ctx, call)):
+        return True  # ``self.train_loss = MeanMetric()`` in ``__init__``, fed in ``training_step``
+    if ctx.project is None or receiver.split(".")[-1] not in ctx.project.synced_meter_names:
+        return False
+    return "." in receiver or not any(
+        isinstance(b, ast.Assign) for b in ctx.bindings(scope).get(receiver, [])
+    )
+
+
+def compute_of(call: ast.Call) -> str | None:
+    m = method(call)
+    return m[0] if m and m[1] == "compute" else None

@@ -1,0 +1,110 @@
+"""Code that runs only when training is not distributed: under ``if not args.distributed:``, in the
+``else`` of ``if args.distributed:``, under ``if args.local_rank == -1:`` or in the one-process branch of
+a process-count test whose other branch combines across ranks. There rank 0's value is the global one,
+so a rank-0 log of it is no rank-local log.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import weakref
+
+from ddp_doctor.lint.context import FileContext, dotted
+from ddp_doctor.lint.dist_tests import asks_if_distributed, distributed_predicates
+from ddp_doctor.lint.reductions import reducing_call
+
+
+def single_process_only(ctx: FileContext, node: ast.AST) -> bool:
+    """``node`` runs only when training is not distributed: under ``if not args.distributed:`` /
+    ``if world_size == 1:``, or in the else of ``if args.distributed:`` (apex/timm update the meter
+    with the raw loss there and with the reduced one otherwise): rank 0's value is the global one."""
+    child, cur = node, ctx.parents.get(node)
+    predicates: set[str] | None = None
+    while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        if isinstance(cur, ast.If) and predicates is None:
+            predicates = _distributed_predicates(ctx)
+        if isinstance(cur, ast.If) and asks_if_distributed(cur.test, ctx.segment(cur.test), predicates or ()):
+            test = cur.test
+            negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+            one_process = (
+                isinstance(test, ast.Compare)
+                and len(test.ops) == 1
+                and isinstance(test.ops[0], (ast.Eq, ast.LtE))
+                and isinstance(test.comparators[0], ast.Constant)
+                and test.comparators[0].value == 1
+            )
+            if (negated or one_process) and child in cur.body:
+                return True
+            if isinstance(test, (ast.Name, ast.Attribute, ast.Call)) and child in cur.orelse:
+                return True
+        if isinstance(cur, ast.If) and child in _one_process_branch(ctx, cur):
+            return True
+        child, cur = cur, ctx.parents.get(cur)
+    return False
+
+
+_PREDICATES: weakref.WeakKeyDictionary[ast.Module, set[str]] = weakref.WeakKeyDictionary()
+
+
+def _distributed_predicates(ctx: FileContext) -> set[str]:
+    """The functions of this file (and, in project mode, of the project) that answer "is this run
+    distributed?" (nanoVLM ``is_dist()``): computed once per parsed file."""
+    own = _PREDICATES.get(ctx.tree)
+    if own is None:
+        own = _PREDICATES[ctx.tree] = distributed_predicates(
+            f for defs in ctx.functions.values() for f in defs
+        )
+    project = getattr(ctx.project, "distributed_predicates", None) or set()
+    return own | project
+
+
+RANK_NAME = re.compile(r"rank", re.IGNORECASE)
+
+
+def _rank_unset(test: ast.expr) -> str | None:
+    """``rank == -1`` → "body", ``rank != -1`` → "orelse": the branch where no launcher set a rank."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return None
+    right = test.comparators[0]
+    if not (
+        isinstance(right, ast.UnaryOp)
+        and isinstance(right.op, ast.USub)
+        and isinstance(right.operand, ast.Constant)
+        and right.operand.value == 1
+    ):
+        return None
+    if not RANK_NAME.search((dotted(test.left) or "").rsplit(".", 1)[-1]):
+        return None
+    if isinstance(test.ops[0], ast.Eq):
+        return "body"
+    return "orelse" if isinstance(test.ops[0], ast.NotEq) else None
+
+
+def _one_process_branch(ctx: FileContext, node: ast.If) -> list[ast.stmt]:
+    """The branch of ``node`` that runs only in a single-process run, or ``[]``:
+    ``if args.local_rank == -1:`` (-1 is the launcher's "not distributed") and the ``else`` of
+    ``!= -1``; and of a process-count test (``if cfg.NUM_GPU > 1:`` / ``== 1``) whose other branch
+    combines across ranks (Cream ``reduced_loss = reduce_tensor(loss.data, n)`` there, the raw loss
+    here): the count is the world size, and one process holds the global value."""
+    test = node.test
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        # ``if args.local_rank == -1 and args.evaluate_during_training:``: one conjunct suffices
+        one_only = any(_rank_unset(c) == "body" for c in test.values)
+        return node.body if one_only else []
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return []
+    unset = _rank_unset(test)
+    if unset is not None:
+        return node.body if unset == "body" else node.orelse
+    op, right = test.ops[0], test.comparators[0]
+    value = right.value if isinstance(right, ast.Constant) else None
+    if value == 1 and isinstance(op, (ast.Gt, ast.NotEq)):
+        many, one = node.body, node.orelse
+    elif value == 1 and isinstance(op, (ast.Eq, ast.LtE)):
+        many, one = node.orelse, node.body
+    else:
+        return []
+    if any(reducing_call(ctx, x) for stmt in many for x in ast.walk(stmt)):
+        return one
+    return []
