@@ -237,6 +237,10 @@ class FileContext:
         """One past the last preorder index of ``node``'s subtree."""
         return self._end[id(node)]
 
+    def within(self, node: ast.AST, region: ast.AST) -> bool:
+        """``node`` lies in ``region``'s subtree (``region`` included), by their places in the walk."""
+        return self.position(region) <= self.position(node) < self.subtree_end(region)
+
     def of_type(self, kind: type[NodeT]) -> list[NodeT]:
         """Every node of exactly this type (``ast.Call``, ``ast.Assign`` ...), in source preorder."""
         return self._by_type.get(kind, [])  # type: ignore[return-value]  # _by_type holds kind's nodes

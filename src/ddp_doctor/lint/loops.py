@@ -790,7 +790,7 @@ def _step_functions(facts: LoopFacts, loops: list[AccumLoop]) -> list[AccumLoop]
     for fn in ctx.of_type(ast.FunctionDef) + ctx.of_type(ast.AsyncFunctionDef):
         if not facts.may_backward(fn) or facts.in_accelerate_accumulate(fn):
             continue
-        if any(ctx.position(fn) <= ctx.position(lp.loop) < ctx.subtree_end(fn) for lp in loops):
+        if any(ctx.within(lp.loop, fn) for lp in loops):
             continue
         # backward on every call, outside any branch or in both branches of an if/else that only
         # picks how to backprop (Pointcept ``if amp: scaler.scale(loss).backward() else:

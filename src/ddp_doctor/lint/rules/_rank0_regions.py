@@ -101,7 +101,7 @@ def rank0_flags(ctx: FileContext, fn: ast.AST, predicates: set[str]) -> set[str]
         calls = [
             c
             for c in ctx.calls_named(fn.name)
-            if dotted(c.func) == f"self.{fn.name}" and inside(ctx, c, owner)
+            if dotted(c.func) == f"self.{fn.name}" and ctx.within(c, owner)
         ]
     else:
         return set()
@@ -416,7 +416,3 @@ def helper_logged_args(ctx: FileContext, call: ast.Call, depth: int = 2) -> list
                 handed = helper_logged_args(ctx, inner, depth - 1)
                 logged |= reads(x for a in handed for x in ast.walk(a)) & set(params)
     return [a for p in params if p in logged and (a := bound_argument(fn, call, p)) is not None]
-
-
-def inside(ctx: FileContext, node: ast.AST, region: ast.AST) -> bool:
-    return ctx.position(region) <= ctx.position(node) < ctx.subtree_end(region)

@@ -56,7 +56,6 @@ from ddp_doctor.lint.rules._rank0_regions import (
     bars_off_rank0,
     configures_logging,
     handed_flags,
-    inside,
     inside_rank0_printer,
     own_class_flags,
     rank0_flags,
@@ -357,9 +356,9 @@ def _holds_training_value(
             )
             for i in cur.items
         ):
-            return inside(ctx, at, cur)
+            return ctx.within(at, cur)
         if isinstance(cur, (ast.For, ast.AsyncFor, ast.While)) and _evaluation_loop(flow, cur, taint):
-            return inside(ctx, at, cur)
+            return ctx.within(at, cur)
         cur = ctx.parents.get(cur)
     return True
 
