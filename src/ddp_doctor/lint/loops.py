@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TypeGuard
 
-from ddp_doctor.lint.context import FileContext, dotted, keyword, method, walk_local
+from ddp_doctor.lint.context import FileContext, dotted, keyword, method, param_defaults, walk_local
 from ddp_doctor.lint.flags import all_defaults, argparse_defaults, describe, flag_test
 from ddp_doctor.lint.idioms import SCALER_CALLABLE
 from ddp_doctor.lint.loop_invariant import inline_invariant, tests_nonfinite
@@ -601,22 +601,11 @@ def count_is_one(facts: LoopFacts, loop: AccumLoop) -> bool:
     fn = ctx.enclosing_function(loop.loop)
     if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or ctx.bindings(fn).get(count.id):
         return False
-    default = _parameter_default(fn, count.id)
+    default = param_defaults(fn).get(count.id)
     if not (isinstance(default, ast.Constant) and default.value == 1):
         return False
     in_class = isinstance(ctx.parents.get(fn), ast.ClassDef)
     return bool(project.never_passed(fn, ctx.module, in_class, count.id))
-
-
-def _parameter_default(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> ast.expr | None:
-    positional = [*fn.args.posonlyargs, *fn.args.args]
-    defaults = dict(
-        zip([a.arg for a in positional[len(positional) - len(fn.args.defaults) :]], fn.args.defaults)
-    )
-    for arg, value in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True):
-        if value is not None:
-            defaults[arg.arg] = value
-    return defaults.get(name)
 
 
 def count_sources(ctx: FileContext, count: ast.expr) -> list[ast.expr | None]:

@@ -63,6 +63,19 @@ def package_and_name(ctx: FileContext, func: ast.AST) -> tuple[str, str] | None:
     return parts[0].rstrip("."), attr.value
 
 
+def pick_key(ctx: FileContext, func: ast.AST) -> str | None:
+    """``"package|name"`` of the pick ``func`` makes (``package_and_name``): the form in which the
+    project index keeps a pick in a summary's refs and answers for it (``split_pick_key``)."""
+    found = package_and_name(ctx, func)
+    return None if found is None else f"{found[0]}|{found[1]}"
+
+
+def split_pick_key(key: str) -> tuple[str, str]:
+    """``(package, name)`` of a ``pick_key``."""
+    package, _, name = key.partition("|")
+    return package, name
+
+
 def _import_module_call(ctx: FileContext, expr: ast.AST, at: ast.AST) -> ast.Call | None:
     if isinstance(expr, ast.Name):  # ``module = importlib.import_module(...)`` earlier in the function
         binds = [

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ddp_doctor.lint.context import FileContext, dotted
 from ddp_doctor.lint.handed_models import Handed
+from ddp_doctor.lint.model_picks import split_pick_key
 from ddp_doctor.lint.project_modules import LOCAL_KEY, absolute_imports, absolute_module, relative_base
 from ddp_doctor.lint.project_summary import FACTS, Summary
 
@@ -300,19 +301,18 @@ class IndexCore:
         """Most classes registered with ``registry`` build BatchNorm (SlowFast's video models; a
         registry of mostly LayerNorm transformers does not count)."""
         found = [s for q in self.registries.get(registry, ()) if (s := self._get(q)) is not None]
-        return bool(found) and 2 * sum(s.builds_batchnorm for s in found) > len(found)
+        return _most_build_batchnorm(found)
 
     def pick_builds_batchnorm(self, pick: str) -> bool:
         """``pick`` is "package|name" (lint/model_picks.py): most project defs named ``name`` under
         ``package`` build BatchNorm."""
-        candidates = self.pick_candidates(pick)
-        return bool(candidates) and 2 * sum(s.builds_batchnorm for s in candidates) > len(candidates)
+        return _most_build_batchnorm(self.pick_candidates(pick))
 
     def pick_candidates(self, pick: str) -> list[Summary]:
         """The project defs named ``name`` under ``package`` (``pick`` is "package|name"). An
         ambiguous package name (HigherHRNet's ``models``: ``lib.models`` and ``lib.config.models``)
         stands for each package so named; the builder's own name picks among them."""
-        package, _, name = pick.partition("|")
+        package, name = split_pick_key(pick)
         module = self.resolve_module(package)
         packages = [module] if module is not None else [m for m in self.modules if m.endswith("." + package)]
         if module is None and any(m.startswith(package + ".") for m in self.modules):
@@ -471,3 +471,9 @@ class IndexCore:
                         stack.append(nxt)
             found = self._reach[module] = frozenset(seen)
         return found
+
+
+def _most_build_batchnorm(candidates: list[Summary]) -> bool:
+    """The majority rule for a model chosen at run time among candidates (a registry's classes, the
+    defs a pick can name): it builds BatchNorm when more than half of them do."""
+    return bool(candidates) and 2 * sum(s.builds_batchnorm for s in candidates) > len(candidates)

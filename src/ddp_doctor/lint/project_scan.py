@@ -24,7 +24,7 @@ from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
 from ddp_doctor.lint.flags import argparse_choices
 from ddp_doctor.lint.idioms import SYNC_CONTROL
 from ddp_doctor.lint.loops import LoopFacts, backward_of, guarded_in, param_backward
-from ddp_doctor.lint.model_picks import bound_callee, package_and_name
+from ddp_doctor.lint.model_picks import bound_callee, pick_key
 from ddp_doctor.lint.overrides import abstract
 from ddp_doctor.lint.project_bindings import IndexBindings
 from ddp_doctor.lint.project_core import CONFLICT
@@ -438,8 +438,8 @@ class IndexScan(IndexBindings):
                 s.converts_syncbn = True
             else:  # Group-Free-3D ``if self.sync_bn: convert_sync_batchnorm(self)``
                 s.syncbn_param = guard
-        if (pick := package_and_name(ctx, bound_callee(ctx, n))) is not None:
-            s.refs.add("pick:{}|{}".format(*pick))  # voxceleb ``import_module(...).__getattribute__(...)``
+        if (pick := pick_key(ctx, bound_callee(ctx, n))) is not None:
+            s.refs.add(f"pick:{pick}")  # voxceleb ``import_module(...).__getattribute__(...)``
         # the registry a model is taken from: ``MODEL_REGISTRY.get(name)(cfg)``, lufficc SSD
         # ``registry.BACKBONES[name](cfg)``, OroModelZoo ``build_from_cfg(cfg, MODELS)`` (the registry
         # handed to a generic builder); its classes are the candidates (majority rule at propagation)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 
-from ddp_doctor.lint.context import FileContext, keyword
+from ddp_doctor.lint.context import FileContext, keyword, param_defaults
 
 
 def conversion_parameter(ctx: FileContext, call: ast.Call) -> tuple[str, int, bool] | None:
@@ -27,8 +27,7 @@ def conversion_parameter(ctx: FileContext, call: ast.Call) -> tuple[str, int, bo
     names = [a.arg for a in args]
     if names and names[0] in ("self", "cls"):
         args, names = args[1:], names[1:]
-    defaults = dict(zip(reversed(names), reversed(fn.args.defaults)))
-    defaults.update({a.arg: d for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults) if d is not None})
+    defaults = param_defaults(fn)
     child: ast.AST = call
     cur = ctx.parents.get(call)
     while cur is not None and cur is not fn:

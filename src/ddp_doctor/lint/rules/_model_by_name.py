@@ -14,10 +14,10 @@ from __future__ import annotations
 import ast
 
 from ddp_doctor.lint.context import FileContext
-from ddp_doctor.lint.model_picks import bound_callee, package_and_name
+from ddp_doctor.lint.model_picks import bound_callee, pick_key
 from ddp_doctor.lint.project import ProjectIndex
 
 
 def builds_batchnorm_by_name(ctx: FileContext, project: ProjectIndex, call: ast.Call) -> bool:
-    found = package_and_name(ctx, bound_callee(ctx, call))
-    return found is not None and project.pick_builds_batchnorm("{}|{}".format(*found))
+    key = pick_key(ctx, bound_callee(ctx, call))
+    return key is not None and project.pick_builds_batchnorm(key)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 
 from ddp_doctor.lint.context import FileContext
-from ddp_doctor.lint.model_picks import bound_callee, package_and_name
+from ddp_doctor.lint.model_picks import bound_callee, pick_key
 from ddp_doctor.lint.project import ProjectIndex
 from ddp_doctor.lint.project_modules import absolute_module, relative_base
 from ddp_doctor.lint.project_summary import Summary, is_class_summary
@@ -37,9 +37,9 @@ def pick_gate(ctx: FileContext, project: ProjectIndex, call: ast.Call) -> str | 
 def _chooser_and_candidates(
     ctx: FileContext, project: ProjectIndex, pick: ast.AST
 ) -> tuple[ast.AST, list[Summary]] | None:
-    by_name = package_and_name(ctx, pick)
-    if by_name is not None and isinstance(pick, ast.Call):
-        return pick.args[0], project.pick_candidates("{}|{}".format(*by_name))
+    key = pick_key(ctx, pick)
+    if key is not None and isinstance(pick, ast.Call):
+        return pick.args[0], project.pick_candidates(key)
     if isinstance(pick, ast.Call) and isinstance(pick.func, ast.Name) and pick.args:
         chooser = pick.args[0]
         if pick.func.id == "eval" and not isinstance(chooser, ast.Constant):

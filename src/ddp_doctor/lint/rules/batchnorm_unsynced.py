@@ -219,9 +219,8 @@ class _Calls:
 
     bn_nodes: list[ast.AST] = field(default_factory=list)
     ddp_calls: list[ast.Call] = field(default_factory=list)
-    prepares: list[ast.Call] = field(
-        default_factory=list
-    )  # accelerate's prepare wraps in DDP on several GPUs
+    # accelerate's prepare wraps in DDP on several GPUs
+    prepares: list[ast.Call] = field(default_factory=list)
     conversions: list[ast.AST] = field(default_factory=list)
     # BatchNorm only under a configuration: ``Detector(sync_bn=args.syncbn)`` (unsynced when the flag
     # is off), a pick of which only some candidates build BatchNorm (``_pick_gate.py``)
