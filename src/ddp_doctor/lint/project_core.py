@@ -356,12 +356,30 @@ class IndexCore:
             fn = ctx.enclosing_function(func)
             owner = ctx.method_owner(fn)
             if owner is not None:
-                return self._get(f"{module}.{owner.name}.{rest}")
+                return self._inherited(f"{module}.{owner.name}", rest)
             return None
         target = self._project_target(imports, func)
         if target is None and rest and head in ctx.import_choices:
             return self._one_choice(ctx.import_choices[head], head, func)
         return self._get(target) if target else None
+
+    def _inherited(self, cls: str, name: str) -> Summary | None:
+        """The method ``self.name(...)`` runs in a method of ``cls``: ``cls``'s own, else the first
+        found in its project base classes, depth first in the order they are written (DBNet's
+        ``Trainer(BaseTrainer)`` calls ``self.logger_info(...)``, defined in another file's base)."""
+        seen: set[str] = set()
+        todo = [cls]
+        while todo and len(seen) < 16:
+            current = self._defined_class(todo.pop(0)) or ""
+            if current in seen:
+                continue
+            seen.add(current)
+            found = self._get(f"{current}.{name}")
+            if found is not None:
+                return found
+            summary = self.summaries.get(current)
+            todo = [*(summary.class_bases if summary is not None else ()), *todo]
+        return None
 
     def _one_choice(self, choices: tuple[str, ...], head: str, func: ast.AST) -> Summary | None:
         """``alias.name`` where ``alias`` is imported from several modules in several branches: the

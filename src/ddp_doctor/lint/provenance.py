@@ -130,6 +130,11 @@ LOSS_CALLEE = re.compile(r"(loss|criterion)", re.IGNORECASE)  # ``criterion(...)
 WEIGHT_NAME = re.compile(
     r"weight|coef|scale|lambda|^lam$|alpha|beta|gamma|factor|mult|^w$|^w_|_w$", re.IGNORECASE
 )
+# A number of samples or tokens a loss is multiplied by to make a weighted sum (``loss * batch_size``).
+COUNT_NAME = re.compile(
+    r"^(n|bs|bsz|batch_size|\w*_batch_size|n_?samples|num_samples|n_?tokens|num_tokens|\w*_count|count)$",
+    re.IGNORECASE,
+)
 LIGHTNING_STEP = "training_step"
 MAX_SCOPE_NODES = 20_000  # generated giants: no provenance (precision over recall)
 
@@ -146,6 +151,8 @@ class Taint:
     # carriers whose loss sits in one field (``outputs.loss``): their other fields are not the loss
     fields: frozenset[str] = frozenset()
     params: frozenset[str] = frozenset()  # parameters a caller hands the loss in (``self._log(losses)``)
+    # name -> lines where a collective combines it in place (``dist.all_reduce(t)`` as a statement)
+    reduced_at: dict[str, list[int]] = field(default_factory=dict)
 
 
 def merge(a: Shape | None, b: Shape | None) -> Shape | None:
@@ -397,7 +404,7 @@ def loss_names(ctx: FileContext, root: ast.AST | None) -> set[str]:
     """The names a backward root is made of: operands of sums and products, the receiver of
     ``.mean()``-style calls, the items of ``sum(losses)`` / ``torch.stack(losses)``. Not divisors
     (``loss / accum``), not a product with 0 (``0 * real_pred[0]`` keeps a graph alive), not a weight
-    (``self.D_lossfn_weight * d_loss``), not a configuration namespace (``args.r1 / 2 * r1_loss``),
+    (``self.D_lossfn_weight * d_loss``) nor a count (``loss * batch_size``), not a configuration namespace (``args.r1 / 2 * r1_loss``),
     not what a loss function is called on (``criterion(pred, y)``: the predictions are not the loss),
     not the operands of a power (``(value - returns) ** 2``: a squared error is a new value)."""
     if root is None:
@@ -418,7 +425,12 @@ def loss_names(ctx: FileContext, root: ast.AST | None) -> set[str]:
         if isinstance(root.op, ast.Mult):
             if _is_zero(root.left) or _is_zero(root.right):
                 return set()
-            return {n for n in loss_names(ctx, root.left) | loss_names(ctx, root.right) if not _is_weight(n)}
+            # nor a count (``loss * batch_size`` before all-reducing the sum with the count: PAConv)
+            return {
+                n
+                for n in loss_names(ctx, root.left) | loss_names(ctx, root.right)
+                if not _is_weight(n) and not _is_count(n)
+            }
         return loss_names(ctx, root.left) | loss_names(ctx, root.right)
     if isinstance(root, ast.UnaryOp):
         return loss_names(ctx, root.operand)
@@ -466,6 +478,51 @@ def _call_loss_names(ctx: FileContext, call: ast.Call) -> set[str]:
 
 def _is_weight(name: str) -> bool:
     return bool(WEIGHT_NAME.search(name.split(".")[-1]))
+
+
+def holds_number(
+    name: str, binds: dict[str, list[ast.stmt | ast.expr]], seen: set[str] | None = None
+) -> bool:
+    """Every binding of ``name`` in the scope makes a Python number: ``0``, ``x.item()``,
+    ``len(loader)``, ``int(...)``/``float(...)``, and sums, products and quotients of such values
+    (``avg_loss = avg_loss / num_steps``). A parameter, an attribute or a tensor op is not one."""
+    seen = set() if seen is None else seen
+    if name in seen:
+        return True  # ``avg_loss += loss.item()``: its own earlier value, already being checked
+    seen.add(name)
+    found = binds.get(name, [])
+    if not found:
+        return False
+    for b in found:
+        if isinstance(b, ast.AugAssign) or (
+            isinstance(b, (ast.Assign, ast.AnnAssign))
+            and all(isinstance(t, ast.Name) for t in (b.targets if isinstance(b, ast.Assign) else [b.target]))
+        ):
+            if b.value is None or not _number_expr(b.value, binds, seen):
+                return False
+        else:
+            return False  # a loop target, a tuple unpacked, a ``with ... as``: not known
+    return True
+
+
+def _number_expr(value: ast.expr, binds: dict[str, list[ast.stmt | ast.expr]], seen: set[str]) -> bool:
+    if isinstance(value, ast.Constant):
+        return isinstance(value.value, (int, float)) and not isinstance(value.value, bool)
+    if isinstance(value, ast.Call):
+        if isinstance(value.func, ast.Attribute):
+            return value.func.attr == "item" and not value.args
+        return isinstance(value.func, ast.Name) and value.func.id in ("len", "int", "float")
+    if isinstance(value, ast.BinOp):
+        return _number_expr(value.left, binds, seen) and _number_expr(value.right, binds, seen)
+    if isinstance(value, ast.UnaryOp):
+        return _number_expr(value.operand, binds, seen)
+    if isinstance(value, ast.Name):
+        return holds_number(value.id, binds, seen)
+    return False
+
+
+def _is_count(name: str) -> bool:
+    return bool(COUNT_NAME.match(name.split(".")[-1]))
 
 
 def _is_zero(node: ast.AST) -> bool:
@@ -808,6 +865,7 @@ class LossFlow:
         roots: set[str] = set()  # the names backward runs on: their own binding is the forward
         updates: dict[str, list[int]] = {}
         gathered: set[str] = set()
+        reduced_at: dict[str, list[int]] = {}
         shapes: dict[str, Shape] = {}  # name -> the tuple shape it holds (``result = helper()``)
         owner = self._class_of(scope)
         if owner is not None:
@@ -848,7 +906,14 @@ class LossFlow:
                 name = dotted(n.func) or ""
                 if is_reduce(name) and reduces_in_place(ctx, n):
                     # in place (a statement): dist.all_reduce(t), meter.synchronize_between_processes()
-                    reduced |= {x for a in n.args[:1] for x in reads(ast.walk(a))}
+                    in_place = {x for a in n.args[:1] for x in reads(ast.walk(a))}
+                    # a Python number cannot be changed in place: ``sync_loss(avg_loss, device)``
+                    # with ``avg_loss = 0; avg_loss += loss.item()`` reduces a tensor made from it
+                    # and leaves ``avg_loss`` this rank's own (DSPv2 drops what it returns)
+                    in_place = {x for x in in_place if not holds_number(x, scope_binds)}
+                    reduced |= in_place
+                    for x in in_place:
+                        reduced_at.setdefault(x, []).append(n.lineno)
                     reduced |= _iterated_containers(ctx, n)  # for v in stats.values(): all_reduce(v)
                     if isinstance(n.func, ast.Attribute) and (held := receiver_name(dotted(n.func.value))):
                         reduced.add(held)  # metric_logger.synchronize_between_processes()
@@ -881,6 +946,14 @@ class LossFlow:
                     ]
                     read = reads((x for a in values for x in ast.walk(a)), fields)
                     read |= loop_aliases(ctx, n, read)
+                    # a name rebound to its combined value before the update (Point-BERT ``loss_1 =
+                    # reduce_tensor(loss_1, args)`` then ``losses.update([loss_1.item(), ...])``) feeds
+                    # the meter the global value
+                    read -= {
+                        r
+                        for r in read
+                        if reduced_before(scope_binds.get(r, []), n.lineno, reduced_at, scope_binds)
+                    }
                     flows.append((read, {receiver}))
                     updates.setdefault(receiver, []).append(n.lineno)
                 for fed in self._fed_arguments(n):  # self._run_step(batch, phase, loss_mts): fed there
@@ -898,7 +971,11 @@ class LossFlow:
                 read |= loop_aliases(ctx, n, read)
                 # a name rebound to its combined value before this line (``logps = all_gather(logps)``
                 # then ``metrics["logps"] = logps.tolist()``) hands on the global value, not the local
-                combined = {r for r in read if reduced_before(scope_binds.get(r, []), n.lineno)}
+                combined = {
+                    r
+                    for r in read
+                    if reduced_before(scope_binds.get(r, []), n.lineno, reduced_at, scope_binds)
+                }
                 if isinstance(n.value, ast.Call):  # a meter handed in to be fed is not in the result
                     read -= self._fed_arguments(n.value)
                     read -= self._unreturned_arguments(n.value, fields)
@@ -953,7 +1030,9 @@ class LossFlow:
             if isinstance(r, ast.Return) and r.value is not None and not single_process_only(ctx, r):
                 # ``loss_avg = reduce_tensor(...)`` (when distributed) just before ``return loss_avg``:
                 # what is returned is the global value
-                live = {t for t in tainted if not reduced_before(binds.get(t, []), r.lineno)}
+                live = {
+                    t for t in tainted if not reduced_before(binds.get(t, []), r.lineno, reduced_at, binds)
+                }
                 returns = merge(returns, _expr_shape(r.value, live, shapes, fields))
         dicts = {r for r in roots | params if r in fields}
         return Taint(
@@ -966,6 +1045,7 @@ class LossFlow:
             terms | recomputed,
             (fields - roots) | dicts,
             params,
+            reduced_at,
         )
 
     def _backward_roots(self, scope: Scope) -> set[str]:

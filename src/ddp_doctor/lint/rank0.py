@@ -18,6 +18,7 @@ import re
 from collections.abc import Collection, Iterable
 
 from ddp_doctor.lint.context import dotted, param_defaults, walk_local
+from ddp_doctor.lint.dist_tests import asks_if_distributed
 from ddp_doctor.lint.idioms import (
     GPU_NAME,
     LOGGER_NAME,
@@ -34,12 +35,27 @@ LOG_CALL = re.compile(
     r"^(print|log|info|debug|warning|log_metrics?|log_dict|add_scalars?|set_postfix(_str)?|"
     r"set_description|write|log_every)$"
 )
+LOGGER_WORDS = frozenset({"log", "logger", "logging"})
+LOGGER_RECORDS = frozenset({"debug", "info", "warning", "warn"})
 LOG_ATTRS = frozenset({"desc", "postfix"})  # tqdm: ``pbar.desc = f"... {loss}"``
 
 
 def is_log_call(call: ast.Call) -> bool:
     name = dotted(call.func)
-    return bool(name and LOG_CALL.match(name.split(".")[-1]))
+    if not name:
+        return False
+    if LOG_CALL.match(name.split(".")[-1]):
+        return True
+    # ``logger.log_string(...)``, ``epoch_logger.log_stats(...)``: a ``log_*`` method of an object
+    # whose name says it is a logger (not ``F.log_softmax``, ``dist.log_prob``: math on a module)
+    receiver, _, last = name.rpartition(".")
+    return last.startswith("log_") and bool(receiver) and _names_a_logger(receiver.split(".")[-1])
+
+
+def _names_a_logger(held: str) -> bool:
+    """``logger``, ``Log_file``, ``train_logger``: a name with "log"/"logger"/"logging" as a word."""
+    words = set(re.sub(r"([a-z])([A-Z])", r"\1_\2", held).lower().split("_"))
+    return bool(words & LOGGER_WORDS)
 
 
 def is_rank0_log_call(call: ast.Call) -> bool:
@@ -101,6 +117,8 @@ def is_rank0_test(test: ast.expr, predicates: Collection[str] = ()) -> bool:
         return _not_rank0(test.operand, predicates)
     if _main_process_state(test):
         return True
+    if _exists_on_rank0_only(test, ast.IsNot, predicates):
+        return True  # ``if self.wandb_run is not None:`` / ``if self.logger:`` (built on rank 0 only)
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
         op, left, right = test.ops[0], test.left, test.comparators[0]
         if isinstance(op, ast.Eq):
@@ -120,6 +138,23 @@ def is_rank0_test(test: ast.expr, predicates: Collection[str] = ()) -> bool:
     if isinstance(test, ast.Attribute) and name in predicates:
         return True  # ``self.verbose`` kept from a constructor argument that is a rank-0 test
     return bool(MAIN_FLAG.match(last)) or (isinstance(test, (ast.Call, ast.Name)) and last in predicates)
+
+
+def _exists_on_rank0_only(test: ast.expr, op: type[ast.cmpop], predicates: Collection[str]) -> bool:
+    """``x is not None`` (``op`` IsNot; or ``x`` itself) / ``x is None`` (``op`` Is) where ``x`` is
+    an object the caller knows exists on rank 0 only (``?x`` in ``predicates``: a writer or run
+    built under a rank-0 test, None elsewhere)."""
+    if op is ast.IsNot and isinstance(test, (ast.Name, ast.Attribute)):
+        return f"?{dotted(test)}" in predicates
+    return (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], op)
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
+        and isinstance(test.left, (ast.Name, ast.Attribute))
+        and f"?{dotted(test.left)}" in predicates
+    )
 
 
 def _main_process_state(test: ast.expr) -> bool:
@@ -234,6 +269,10 @@ def _is_true(node: ast.AST | None) -> bool:
     return isinstance(node, ast.Constant) and node.value is True
 
 
+def _is_false(node: ast.AST | None) -> bool:
+    return isinstance(node, ast.Constant) and node.value is False
+
+
 def _other_branch_binds(
     parents: dict[ast.AST, ast.AST], node: ast.Assign, name: str, predicates: Collection[str]
 ) -> bool:
@@ -263,10 +302,20 @@ def is_not_rank0_test(test: ast.expr, predicates: Collection[str] = ()) -> bool:
     holds on every other rank)."""
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
         return any(is_not_rank0_test(v, predicates) for v in test.values)
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        # ``self.distributed and dist.get_rank() > 0`` (``disable=(ddp and rank != 0)``): the other
+        # operands ask whether the run is distributed, so in a distributed run it holds on every rank
+        # but 0 (not ``step % 10 == 0 and rank != 0``: that one is false on the other ranks too)
+        rank_tests = [v for v in test.values if is_not_rank0_test(v, predicates)]
+        return bool(rank_tests) and all(
+            v in rank_tests or asks_if_distributed(v, ast.unparse(v)) for v in test.values
+        )
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return is_rank0_test(test.operand, predicates)
     if isinstance(test, (ast.Name, ast.Attribute)) and f"!{dotted(test)}" in predicates:
         return True  # a flag that holds such a test (``class_flags``: ``self.disable_logs``)
+    if _exists_on_rank0_only(test, ast.Is, predicates):
+        return True  # ``if self.writer is None: return`` (built on rank 0 only)
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
         op, left, right = test.ops[0], test.left, test.comparators[0]
         if isinstance(op, (ast.NotEq, ast.Gt)) and _int(right) == 0:
@@ -286,6 +335,7 @@ def class_flags(cls: ast.ClassDef, predicates: Collection[str] = ()) -> set[str]
     self.is_main:`` and ``if not self.disable_logs:`` are rank-0 tests. Predicates of that form
     are read by ``is_rank0_test`` / ``is_not_rank0_test``."""
     bound: dict[str, list[ast.expr | None]] = {}
+    nodes: dict[str, list[ast.AST]] = {}
     for fn in cls.body:
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
@@ -301,10 +351,21 @@ def class_flags(cls: ast.ClassDef, predicates: Collection[str] = ()) -> set[str]
                         # an augmented or annotated-only binding is no test
                         value = n.value if isinstance(n, ast.Assign) else None
                         bound.setdefault(t.attr, []).append(value)
+                        nodes.setdefault(t.attr, []).append(n)
     out: set[str] = set()
+    parents: dict[ast.AST, ast.AST] | None = None
     for attr, values in bound.items():
         tests = [v for v in values if v is not None]
         if len(tests) != len(values):
+            continue
+        if any(_is_true(v) for v in tests) and all(_is_true(v) or _is_false(v) for v in tests):
+            # ``self.verbose = True`` then ``if dist.get_rank() != 0: self.verbose = False``: lowered
+            # on every rank but 0 (true on rank 0 and when not distributed)
+            if parents is None:
+                parents = {c: p for p in ast.walk(cls) for c in ast.iter_child_nodes(p)}
+            lowered = [n for n, v in zip(nodes[attr], values) if v is not None and _is_false(v)]
+            if lowered and all(_off_rank0(parents, n, predicates) for n in lowered):
+                out.add(f"self.{attr}")
             continue
         if all(is_rank0_test(v, predicates) for v in tests):
             out.add(f"self.{attr}")
@@ -663,4 +724,12 @@ def is_logger_call(call: ast.Call) -> bool:
     the logging configuration (not ``print``)."""
     name = dotted(call.func) or ""
     receiver, _, last = name.rpartition(".")
-    return bool(receiver) and bool(LOGGER_NAME.match(receiver.split(".")[-1])) and bool(LOG_CALL.match(last))
+    if not receiver:
+        return False
+    held = receiver.split(".")[-1]
+    if LOGGER_NAME.match(held):
+        return bool(LOG_CALL.match(last))
+    # a receiver whose name has "log"/"logger" as one of its words (``Log_file``, ``train_logger``)
+    # making a record of a level (``Log_file.info(...)``): a ``logging.Logger`` by its name and its
+    # methods (not ``log_writer.add_scalar``: a writer's method)
+    return _names_a_logger(held) and last in LOGGER_RECORDS

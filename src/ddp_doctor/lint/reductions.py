@@ -37,13 +37,32 @@ def is_reduce(name: str) -> bool:
     return bool(words & REDUCE_WORDS) and not words & NOT_REDUCE_WORDS
 
 
+def picks_elements(call: ast.Call) -> bool:
+    """``torch.gather(x, 1, index)`` / ``x.gather(-1, index)`` / ``gather(x, dim=1, index=i)``: a
+    tensor op that picks elements along a dimension of one tensor (its dimension, an int, is one of
+    its first two arguments, or it is handed ``dim``/``index``), not a collective: nothing is
+    combined across ranks (``dist.gather(t, gather_list, dst)`` and ``accelerator.gather(t)`` take
+    tensors and lists there)."""
+    name = dotted(call.func) or ""
+    if name.rsplit(".", 1)[-1] != "gather":
+        return False
+    if any(k.arg in ("dim", "index") for k in call.keywords):
+        return True
+    for a in call.args[:2]:
+        if isinstance(a, ast.UnaryOp) and isinstance(a.op, ast.USub):
+            a = a.operand
+        if isinstance(a, ast.Constant) and type(a.value) is int:
+            return True
+    return False
+
+
 def reducing_call(ctx: FileContext, node: ast.AST) -> bool:
     """``node`` is a call whose result is combined across ranks: by its name (``is_reduce``), or a
     helper that returns what it reduced — a same-file one (two calls deep) or, in project mode, a
     project function (lingua's ``dist_mean_dict`` returns ``dist_mean(v)``, which returns the tensor
     it ``dist.all_reduce``-d). A helper that reduces something else (MSN's loss all-reduces its
     Sinkhorn sums, not the loss it returns) is not one."""
-    if not isinstance(node, ast.Call):
+    if not isinstance(node, ast.Call) or picks_elements(node):
         return False
     if is_reduce(dotted(node.func) or ""):
         return True
@@ -138,13 +157,45 @@ def reduced_iteration(it: ast.expr) -> bool:
     )
 
 
-def reduced_before(binds: list[ast.stmt | ast.expr], line: int) -> bool:
-    """The latest binding before ``line`` assigns a reduce/gather result."""
+def reduced_before(
+    binds: list[ast.stmt | ast.expr],
+    line: int,
+    reduced_at: dict[str, list[int]] | None = None,
+    scope_binds: dict[str, list[ast.stmt | ast.expr]] | None = None,
+) -> bool:
+    """The latest binding before ``line`` assigns a reduce/gather result, or a value read out of a
+    tensor a collective combined in place before it (``reduced_at``; ``t = torch.tensor(avg);
+    dist.all_reduce(t); avg = (t / world_size).item()``)."""
     before = [b for b in binds if b.lineno < line]
     if not before or not isinstance(before[-1], (ast.Assign, ast.AnnAssign)) or before[-1].value is None:
         return False
     value = before[-1].value
-    return any(isinstance(x, ast.Call) and is_reduce(dotted(x.func) or "") for x in ast.walk(value))
+    if any(
+        isinstance(x, ast.Call) and is_reduce(dotted(x.func) or "") and not picks_elements(x)
+        for x in ast.walk(value)
+    ):
+        return True
+    return bool(reduced_at) and reads_combined(value, before[-1].lineno, reduced_at or {}, scope_binds)
+
+
+def reads_combined(
+    value: ast.AST,
+    line: int,
+    reduced_at: dict[str, list[int]],
+    scope_binds: dict[str, list[ast.stmt | ast.expr]] | None,
+) -> bool:
+    """``value`` (evaluated at ``line``) reads a name that a collective combined in place before
+    ``line``, after that name's own latest binding: what it computes is the global value."""
+    for x in ast.walk(value):
+        # the names the in-place collective recorded: plain names and ``self.x``
+        name = x.id if isinstance(x, ast.Name) else dotted(x) if isinstance(x, ast.Attribute) else None
+        if name is None or not (lines := reduced_at.get(name)):
+            continue
+        bound = [b.lineno for b in (scope_binds or {}).get(name, []) if b.lineno < line]
+        since = max(bound, default=0)
+        if any(since <= at < line for at in lines):
+            return True
+    return False
 
 
 def reduces_in_place(ctx: FileContext, call: ast.Call) -> bool:

@@ -83,6 +83,12 @@ def bars_off_rank0(ctx: FileContext, region: ast.AST, predicates: set[str]) -> s
             and _disabled_off_rank0(node.value, predicates)
         ):
             out |= {d.split(".")[-1] for t in node.targets if (d := dotted(t))}
+        elif (
+            isinstance(node, ast.NamedExpr)
+            and isinstance(node.value, ast.Call)
+            and _disabled_off_rank0(node.value, predicates)
+        ):
+            out.add(node.target.id)  # ``for step, batch in enumerate(pbar := tqdm(..., disable=...)):``
     return out
 
 
@@ -162,7 +168,32 @@ def inside_rank0_printer(ctx: FileContext, node: ast.AST) -> bool:
     fn = ctx.enclosing_function(node)
     if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return False
-    return bool(RANK0_FUNCTION.match(fn.name)) or _forwards_to_rank0_log(fn)
+    return (
+        bool(RANK0_FUNCTION.match(fn.name)) or _forwards_to_rank0_log(fn) or _prints_for_other_files(ctx, fn)
+    )
+
+
+def _prints_for_other_files(ctx: FileContext, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """(project) ``def logger_info(self, s): if self.config["local_rank"] == 0: self.logger.info(s)``,
+    called with the loss from other files: a rank-0 test around log calls and nothing else, a print
+    helper of the files that call it (DBNet's base trainer). What it logs is what those calls hand
+    it, and each call is reported where it is made (the project knows the helper logs on rank 0
+    only): one finding per call, not one more inside the helper for all of them."""
+    if ctx.project is None or not any(node is fn for node, _ in ctx.project.handed_params(ctx)):
+        return False
+    body = [
+        s
+        for s in fn.body
+        if not (
+            isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) and isinstance(s.value.value, str)
+        )
+    ]
+    if len(body) != 1 or not isinstance(body[0], ast.If) or body[0].orelse:
+        return False
+    return is_rank0_test(body[0].test) and all(
+        isinstance(x, ast.Expr) and isinstance(x.value, ast.Call) and is_log_call(x.value)
+        for x in body[0].body
+    )
 
 
 def _forwards_to_rank0_log(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -207,6 +238,27 @@ def _disabled_off_rank0(call: ast.Call, predicates: set[str]) -> bool:
 LIGHTNING_LOG = frozenset({"log", "log_dict"})
 
 
+BAR_UPDATES = frozenset({"set_description", "set_postfix", "set_description_str", "set_postfix_str", "write"})
+
+
+def stderr_bars(ctx: FileContext, silencer: ast.Assign | None) -> frozenset[str]:
+    """``sys.stdout = sys.stderr = open(os.devnull, "w")`` off rank 0: the file's tqdm bars write to
+    standard error (tqdm's default, no ``file=``), so what they show is rank 0's (Kaggle UW-GI's
+    ``progress_bar.set_description(f"loss: {losses:.4f}")``). The names bound to such bars."""
+    if silencer is None or not any(dotted(t) == "sys.stderr" for t in silencer.targets):
+        return frozenset()
+    out: set[str] = set()
+    for node in ctx.of_type(ast.Assign):
+        value = node.value
+        if (
+            isinstance(value, ast.Call)
+            and (dotted(value.func) or "").rsplit(".", 1)[-1] == "tqdm"
+            and keyword(value, "file") is None
+        ):
+            out |= {d for t in node.targets if (d := dotted(t))}
+    return frozenset(out)
+
+
 def rank0_logs(
     ctx: FileContext,
     scope: ast.AST,
@@ -216,9 +268,11 @@ def rank0_logs(
     lightning: set[str],
     stdout: tuple[str, int] | None = None,  # (module, line) of the silencing; module "" for this file
     rank0_called: bool = False,
+    stderr_bars: frozenset[str] = frozenset(),
 ) -> Iterator[tuple[ast.AST, ast.If | None, Text]]:
     """(log node, its rank-0 guard or None, how it is rank 0 only) for every rank-0-only log in ``scope``;
-    ``rank0_called``: the project calls ``scope`` under rank-0 tests only."""
+    ``rank0_called``: the project calls ``scope`` under rank-0 tests only; ``stderr_bars``: progress
+    bars of the file that write to standard error while the file silences it off rank 0."""
     name = getattr(scope, "name", "")
     for node in ctx.local(scope):
         if isinstance(node, ast.Call):
@@ -282,6 +336,17 @@ def rank0_logs(
                         f"by `print` while standard output is silenced on the other ranks "
                         f"({stdout[0] + ', ' if stdout[0] else ''}line {stdout[1]})",
                         f"由 `print`（{stdout[0] + ' ' if stdout[0] else ''}第 {stdout[1]} 行已让其他 rank 的标准输出静默）",
+                    ),
+                )
+                continue
+            if stdout is not None and m is not None and m[0] in stderr_bars and m[1] in BAR_UPDATES:
+                yield (
+                    node,
+                    None,
+                    Text(
+                        f"on the progress bar `{m[0]}` while standard error is silenced on the other ranks "
+                        f"(line {stdout[1]})",
+                        f"在进度条 `{m[0]}` 上（第 {stdout[1]} 行已让其他 rank 的标准错误输出静默）",
                     ),
                 )
                 continue

@@ -51,6 +51,7 @@ from ddp_doctor.lint.rank0 import (
     silenced_stdout,
     silences_other_ranks,
 )
+from ddp_doctor.lint.reductions import reads_combined
 from ddp_doctor.lint.rules._logged_values import logged_values
 from ddp_doctor.lint.rules._rank0_regions import (
     bars_off_rank0,
@@ -61,6 +62,7 @@ from ddp_doctor.lint.rules._rank0_regions import (
     rank0_flags,
     rank0_logs,
     rank0_only_objects,
+    stderr_bars,
 )
 from ddp_doctor.lint.rules.base import Rule, Violation
 from ddp_doctor.lint.rules.sampler_missing import DISTRIBUTED_WORDS
@@ -154,9 +156,12 @@ class Rank0OnlyLossLog(Rule):
             predicates |= ctx.project.rank0_predicates
             quiet |= ctx.project.silences_logging(ctx.module, configures_logging(ctx))
         rank0_objects = rank0_only_objects(ctx, predicates)
+        # a test that such an object exists (``if self.wandb_run is not None:``) is a rank-0 test
+        exists = {f"?{o}" for o in rank0_objects} | {f"?self.{o}" for o in rank0_objects}
         # ``sys.stdout = open(os.devnull, "w")`` off rank 0: this file's prints show rank 0's values
         silencer = silenced_stdout(ctx.of_type(ast.Assign), ctx.parents, predicates)
         stdout = None if silencer is None else ("", silencer.lineno)
+        bars = stderr_bars(ctx, silencer)
         if stdout is None and ctx.project is not None:
             # ``builtins.print`` replaced off rank 0 by code this module reaches (MAE/DeiT
             # ``setup_for_distributed`` in ``util/misc.py``)
@@ -182,6 +187,7 @@ class Rank0OnlyLossLog(Rule):
                 for region in regions
                 for local in [
                     predicates
+                    | exists
                     | rank0_flags(ctx, region, predicates)
                     | rank0_locals(region, ctx.local(region), predicates, ctx.parents)
                     | handed_flags(ctx, region)
@@ -196,6 +202,7 @@ class Rank0OnlyLossLog(Rule):
                     _lightning_receivers(ctx, flow, region),
                     stdout,
                     ctx.project is not None and ctx.project.rank0_called(ctx, region),
+                    bars,
                 )
             ]
             for node, guard, how in logs:
@@ -301,6 +308,14 @@ def _holds_training_value(
     ):
         return False  # rebound from gathered values: ``loss = sum(all_gather(loss)) / n``
     bound_at = getattr(binding, "lineno", 0)
+    if (
+        isinstance(binding, ast.Assign)
+        and taint.reduced_at
+        and reads_combined(binding.value, bound_at, taint.reduced_at, ctx.bindings(scope))
+    ):
+        # rebound from a tensor combined in place: ``dist.all_reduce(loss_tensor)`` then ``loss =
+        # loss_tensor.item() / world_size`` (the global value, though ``loss`` is the root's name)
+        return False
     if _item_store(binding, name) and isinstance(binding, ast.Assign):
         # ``opt_metrics["mode"] = "opt"``: an item that does not read the loss leaves the container
         # with what its whole binding put in it (MACE's LBFGS branch: a helper's all-reduced loss)
@@ -348,6 +363,16 @@ def _holds_training_value(
         )
     ):
         return False  # rebound to something else (val metrics reusing the name `metrics`)
+    # a forward of its own in an evaluation region (``with torch.no_grad(): loss = model(**batch).loss``
+    # in the validation loop): what it binds is a validation value even where it is logged
+    # (not a call of code that returns the training loss: ``loss = self._train_step(batch)``)
+    calls = [x for x in ast.walk(value) if isinstance(x, ast.Call)] if value is not None else []
+    fresh = (
+        bool(calls)
+        and value is not None
+        and not reads(ast.walk(value), taint.fields) & taint.names
+        and not any(ctx.helper(c) is not None or flow.call_shape(c) is not None for c in calls)
+    )
     cur = ctx.parents.get(binding)
     while cur is not None and cur is not scope:
         if isinstance(cur, (ast.With, ast.AsyncWith)) and any(
@@ -356,9 +381,9 @@ def _holds_training_value(
             )
             for i in cur.items
         ):
-            return ctx.within(at, cur)
+            return ctx.within(at, cur) and not fresh
         if isinstance(cur, (ast.For, ast.AsyncFor, ast.While)) and _evaluation_loop(flow, cur, taint):
-            return ctx.within(at, cur)
+            return ctx.within(at, cur) and not fresh
         cur = ctx.parents.get(cur)
     return True
 
