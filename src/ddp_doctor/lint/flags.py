@@ -43,13 +43,13 @@ def argparse_defaults(ctx: FileContext) -> dict[str, object]:
         action = keyword(call, "action")
         default = keyword(call, "default")
         if isinstance(action, ast.Constant) and action.value == "store_true":
-            value: object = False if default is None else _literal(default)
+            value: object = False if default is None else literal(default)
         elif isinstance(action, ast.Constant) and action.value == "store_false":
-            value = True if default is None else _literal(default)
+            value = True if default is None else literal(default)
         elif default is None:
             value = None
         else:
-            value = _literal(default)
+            value = literal(default)
         out[dest] = value
         out[f"--{dest}"] = long or dest
     return out
@@ -87,7 +87,7 @@ def module_defaults(ctx: FileContext) -> dict[str, object]:
     out: dict[str, object] = {}
     for stmt in ctx.tree.body:
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-            value = _literal(stmt.value)
+            value = literal(stmt.value)
             if value is not UNKNOWN:
                 out[stmt.targets[0].id] = value
     return out
@@ -107,7 +107,7 @@ def all_defaults(ctx: FileContext) -> dict[str, object]:
     return out
 
 
-def _literal(node: ast.AST) -> object:
+def literal(node: ast.AST) -> object:
     try:
         return ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
@@ -128,7 +128,7 @@ def flag_test(ctx: FileContext, test: ast.expr, defaults: dict[str, object]) -> 
     node: ast.AST = test
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.NotEq)):
         right = test.comparators[0]
-        value = right.value if isinstance(right, ast.Constant) else _literal(right)  # ``== -1``
+        value = right.value if isinstance(right, ast.Constant) else literal(right)  # ``== -1``
         if value is UNKNOWN or isinstance(value, (list, dict, set, tuple)):
             return None
         node, compare_to, op_eq = test.left, value, isinstance(test.ops[0], ast.Eq)

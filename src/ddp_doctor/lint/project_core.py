@@ -147,6 +147,11 @@ class IndexCore:
     # ``_C.BN.NORM_TYPE = "batchnorm"`` in ``config/defaults.py``): last attribute -> literal; a
     # setting given different values by different assignments is left out (None marks it).
     config_defaults: dict[str, object] = field(default_factory=dict)
+    # Option defaults written anywhere in the project (lint/option_defaults.py: argparse options of a
+    # parser module, configuration classes and dataclasses, ``cfg.syncbn = False`` at module level):
+    # option -> literal, CONFLICT where two places write different values
+    option_defaults: dict[str, object] = field(default_factory=dict)
+    _yaml_files: list[Path] | None = None  # the YAML configurations shipped under root (lazy)
     toggles_sync: bool = False  # some file controls DDP gradient sync
     # argparse ``choices`` of the project's options (dest -> literal choices; None when two files
     # define the option with different choices)

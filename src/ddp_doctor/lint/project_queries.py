@@ -11,6 +11,7 @@ from pathlib import Path
 from ddp_doctor.lint.call_arguments import never_passed
 from ddp_doctor.lint.context import FileContext, dotted, method
 from ddp_doctor.lint.handed_models import handed_builder
+from ddp_doctor.lint.option_defaults import yaml_files, yaml_settings
 from ddp_doctor.lint.project_core import CONFLICT, GENERIC_METHODS, MAX_SAME_NAME_METHODS, IndexCore
 from ddp_doctor.lint.project_modules import attach, defs_of, is_test_module, module_level_names, parse_file
 from ddp_doctor.lint.project_summary import Summary, is_class_summary
@@ -151,6 +152,13 @@ class IndexQueries(IndexCore):
             if not q.rpartition(".")[2].startswith("_") and (s := self._get(q)) is not None
         ]
 
+    def module_converts_syncbn(self, module: str) -> bool:
+        """Every def ``getattr(module, name)`` can yield that builds BatchNorm converts it to
+        SyncBatchNorm itself (PixPro's ``models.__dict__[args.model]``: its one model class ends its
+        constructor with ``nn.SyncBatchNorm.convert_sync_batchnorm(self.encoder)``, in place)."""
+        built = [s for s in self.module_candidates(module) if s.builds_batchnorm]
+        return bool(built) and all(s.converts_syncbn for s in built)
+
     def call_builds_batchnorm(self, ctx: FileContext, call: ast.Call) -> bool:
         """``obj.method()`` with ``obj`` of unknown type builds BatchNorm when most project methods of
         that name do (YOLOX ``self.exp.get_model()``: four of the five experiment classes)."""
@@ -174,6 +182,24 @@ class IndexQueries(IndexCore):
         """``(known, value)``: the default a Python configuration of the project gives ``key``."""
         value = self.config_defaults.get(key, CONFLICT)
         return (value is not CONFLICT), value
+
+    def option_default(self, key: str) -> tuple[bool, object]:
+        """``(known, value)``: the default the project gives option ``key`` where the testing file
+        gives none (lint/option_defaults.py): written the same everywhere in the code and in every
+        shipped YAML configuration that sets it (or, written nowhere in the code, set alike by all of
+        them)."""
+        if self._yaml_files is None:
+            self._yaml_files = yaml_files(self.root) if self.root.is_dir() else []
+        values = yaml_settings(self._yaml_files, key)
+        if key in self.option_defaults:
+            written = self.option_defaults[key]
+        elif values:
+            written = values[0]  # written nowhere in the code: the shipped configurations decide
+        else:
+            return False, None
+        if written is CONFLICT or any(v != written or type(v) is not type(written) for v in values):
+            return False, None
+        return True, written
 
     def scales_module(self, module: str | None, own: bool = True) -> bool:
         """A GradScaler covers ``module``: one in training code that ``module`` imports (directly or

@@ -25,6 +25,7 @@ from ddp_doctor.lint.flags import argparse_choices
 from ddp_doctor.lint.idioms import SYNC_CONTROL
 from ddp_doctor.lint.loops import LoopFacts, backward_of, guarded_in, param_backward
 from ddp_doctor.lint.model_picks import bound_callee, pick_key
+from ddp_doctor.lint.option_defaults import merge_default, written_defaults
 from ddp_doctor.lint.overrides import abstract
 from ddp_doctor.lint.project_bindings import IndexBindings
 from ddp_doctor.lint.project_core import CONFLICT
@@ -176,6 +177,9 @@ class IndexScan(IndexBindings):
                 self.config_defaults[key] = (
                     value if known == value and type(known) is type(value) else CONFLICT
                 )
+            if "batchnorm" in self.facts:  # where a SyncBatchNorm conversion's option defaults
+                for option, default in written_defaults(ctx).items():
+                    merge_default(self.option_defaults, option, default, CONFLICT)
         self.wraps_ddp |= any(ctx.call_qualname(c) in DATA_PARALLEL for c in ctx.of_type(ast.Call))
         self.wraps_plain_ddp |= any(ctx.call_qualname(c) == DDP for c in ctx.of_type(ast.Call))
         if "scaler" in self.facts:
@@ -440,6 +444,9 @@ class IndexScan(IndexBindings):
                 s.syncbn_param = guard
         if (pick := pick_key(ctx, bound_callee(ctx, n))) is not None:
             s.refs.add(f"pick:{pick}")  # voxceleb ``import_module(...).__getattribute__(...)``
+        built = _alternate_constructor(ctx, scan.module, self._local_names, n)
+        if built is not None:
+            s.refs.add(built)
         # the registry a model is taken from: ``MODEL_REGISTRY.get(name)(cfg)``, lufficc SSD
         # ``registry.BACKBONES[name](cfg)``, OroModelZoo ``build_from_cfg(cfg, MODELS)`` (the registry
         # handed to a generic builder); its classes are the candidates (majority rule at propagation)
@@ -502,6 +509,31 @@ class IndexScan(IndexBindings):
             elif name and (resolved := self._project_target(imports, target)):
                 out.append(resolved)
         return tuple(out)
+
+
+def _alternate_constructor(ctx: FileContext, module: str, local: set[str], call: ast.Call) -> str | None:
+    """What a call builds through a class's own constructor methods: ``cls(config, ...)`` in a
+    classmethod builds an instance of its class (a ``from_pretrained`` override), and
+    ``LMGNN.from_pretrained(...)`` on a class of the same file runs that method (a class imported from
+    another module resolves through the imports like any callee)."""
+    func = call.func
+    if isinstance(func, ast.Name) and func.id == "cls":
+        fn = ctx.enclosing_function(call)
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return None
+        owner = ctx.method_owner(fn)
+        params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+        if owner is not None and params[:1] == ["cls"] and ctx.parents.get(owner) is ctx.tree:
+            return f"{module}.{owner.name}"
+        return None
+    if (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Name)
+        and func.value.id in local
+        and func.value.id not in ctx.absolute_imports
+    ):
+        return f"{module}.{func.value.id}.{func.attr}"
+    return None
 
 
 def _table_entries(value: ast.List | ast.Tuple) -> Iterator[ast.expr]:

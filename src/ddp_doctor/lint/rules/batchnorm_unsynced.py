@@ -34,10 +34,16 @@ is decided by each call's argument (``lint/syncbn_parameter.py``); Lightning's o
 
 No ``SyncBatchNorm`` anywhere: flagged. A conversion (``convert_sync_batchnorm``) only behind an
 opt-in flag (``if opt.sync_bn:`` with ``--sync-bn`` off by default) leaves the default path
-unsynced: flagged as config-gated, naming the flag. A conversion under any other condition
-(``if has_batchnorms(model):``, a flag that is on by default or whose default is set outside
-the code, in a YAML config) is trusted. Autofix (plain
-findings only): convert the wrapped model just before wrapping.
+unsynced: flagged as config-gated, naming the flag. The flag's default is the file's argparse
+default, else (round 14) what the project writes for that option: a parser module's argparse
+(Point-BERT ``utils/parser.py``), a configuration class or dataclass field (kaggle_islr ``class
+Config: syncbn = False``), a module-level ``cfg.syncbn = False``, the shipped YAML configurations
+(``lint/option_defaults.py``); in file mode the file's own classes and settings. A conversion under
+any other condition (``if has_batchnorms(model):``, a flag that is on by default, or whose default
+is unknown or set both ways, in the code or a YAML config) is trusted. A registry whose BatchNorm
+models all convert themselves (PixPro's ``models.__dict__[args.model]``) picks a synced model, and
+a classmethod building ``cls(...)`` (a ``from_pretrained`` override, DRAGON) builds its class.
+Autofix (plain findings only): convert the wrapped model just before wrapping.
 """
 
 from __future__ import annotations
@@ -50,13 +56,14 @@ from dataclasses import dataclass, field
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.batchnorm_syntax import BATCHNORM, TORCHVISION_BN
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method
-from ddp_doctor.lint.flags import all_defaults, describe, flag_test
+from ddp_doctor.lint.flags import FlagTest, all_defaults, describe, flag_test
 from ddp_doctor.lint.frozen_wrap import frozen_names
 from ddp_doctor.lint.idioms import BATCHNORM_ARCH, MODEL_FACTORIES, MODEL_GETTERS, MODEL_REGISTRIES
 from ddp_doctor.lint.inference_only import never_trains
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.model_picks import bound_callee
 from ddp_doctor.lint.module_moves import unmoved
+from ddp_doctor.lint.option_defaults import written_defaults
 from ddp_doctor.lint.project import DDP, ProjectIndex
 from ddp_doctor.lint.project_modules import absolute_module, relative_base
 from ddp_doctor.lint.rules._lightning_wrap import fit_model, lightning_ddp_wraps
@@ -88,7 +95,9 @@ class BatchnormUnsynced(Rule):
         "name over a star import of BatchNorm models) and wraps in DDP (also apex's, and a Lightning "
         "`Trainer` with a DDP strategy and no `sync_batchnorm=True`), with no SyncBatchNorm anywhere; "
         "(project) a DDP wrap of a model the function was handed, where a caller built it with "
-        "BatchNorm; a self-converting model built with its conversion flag off"
+        "BatchNorm; a self-converting model built with its conversion flag off; a conversion behind an "
+        "option the project defaults to off (a parser module, a configuration class, the shipped YAML "
+        "configurations)"
     )
     not_flagged = (
         "`convert_sync_batchnorm`, apex `convert_syncbn_model`, SyncBatchNorm, LayerNorm "
@@ -98,8 +107,8 @@ class BatchnormUnsynced(Rule):
         "under a parameter that defaults to off (`SeqBN(d) if input_normalization else None`) or a "
         "class built with another norm selected (`BasicEncoder(norm_fn='instance')`); an "
         "entry script that never backprops (a `test.py` that only validates); a model picked at run "
-        "time from candidates most of which build no BatchNorm; a Lightning `Trainer` with no DDP "
-        "strategy written"
+        "time from candidates most of which build no BatchNorm, or from a registry whose BatchNorm "
+        "models convert themselves; a Lightning `Trainer` with no DDP strategy written"
     )
     autofix = "inserts `model = nn.SyncBatchNorm.convert_sync_batchnorm(model)` before the wrap"
     required = (("DistributedDataParallel", "prepare", "Trainer"),)
@@ -460,7 +469,8 @@ def _registry_entry(ctx: FileContext, func: ast.AST) -> bool:
     # builders whose only norm layers are SyncBatchNorm), not the torchvision guess
     module = project.resolve_module(qual) if project is not None and qual else None
     if project is not None and module is not None:
-        return bool(project.module_builds_batchnorm(module))
+        # a registry whose BatchNorm models all convert themselves (PixPro) picks a synced model
+        return project.module_builds_batchnorm(module) and not project.module_converts_syncbn(module)
     return qual in MODEL_REGISTRIES or qual.startswith("torchvision.models")
 
 
@@ -512,6 +522,8 @@ def _opt_in_gate(ctx: FileContext, conversions: list[ast.AST], bn_nodes: list[as
                     gate = f"not ({ctx.segment(choice.test)})" if choice is not None else None
             if isinstance(cur, ast.If):
                 test = flag_test(ctx, cur.test, defaults)
+                if test is not None and test.default_true is None:
+                    test = _option_flag_test(ctx, cur.test, test, defaults)
                 if test is not None:  # a runtime condition inside an opt-in flag decides only within it
                     in_body = child in cur.body
                     if test.default_true is None or test.default_true == in_body:
@@ -524,6 +536,28 @@ def _opt_in_gate(ctx: FileContext, conversions: list[ast.AST], bn_nodes: list[as
             return None  # unconditional, or only under a runtime condition we cannot read: trust it
         gates.append(gate)
     return gates[0]
+
+
+def _option_flag_test(
+    ctx: FileContext, expr: ast.expr, test: FlagTest, defaults: dict[str, object]
+) -> FlagTest:
+    """``test`` evaluated under the default its option is given outside the file's argparse
+    (lint/option_defaults.py): in project mode anywhere in the project (Point-BERT's ``if
+    args.sync_bn:`` declared in ``utils/parser.py``; ``config.syncbn`` of a ``class Config: syncbn =
+    False`` in another file; a key of the shipped YAML configurations), alone in the file's own
+    configuration classes and module-level settings."""
+    if "." not in test.flag:
+        return test
+    key = test.flag.split(".")[-1]
+    project = ctx.project
+    if project is not None:
+        known, value = project.option_default(key)
+    else:
+        own = written_defaults(ctx)
+        known, value = key in own, own.get(key)
+    if not known:
+        return test
+    return flag_test(ctx, expr, {**defaults, key: value}) or test
 
 
 def _torch_nn_prefix(ctx: FileContext) -> str | None:

@@ -1,0 +1,127 @@
+"""The default of a configuration option written anywhere in the project, not only in the file
+that tests it.
+
+A trainer tests ``if args.sync_bn:`` while the option is declared in a parser module of its own
+(``utils/parser.py``: ``add_argument('--sync_bn', action='store_true')``), or tests ``config.syncbn``
+of a configuration class (``class Config: syncbn = False``), a dataclass field
+(``sync_bn: bool = False``), an object set at module level in a shipped configuration
+(``cfg.syncbn = False`` in ``configs/default_config.py``), or a key of the YAML configurations the
+repository ships (``sync_bn: false``). The file alone gives no default and the test is trusted;
+the project gives one when every place that writes the option agrees (``written_defaults`` per
+file, merged by the project index; ``yaml_settings`` for the shipped YAML files). A YAML
+configuration that sets it otherwise than the code makes it unknown again: the run's value is
+then whichever configuration is chosen.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from pathlib import Path
+
+from ddp_doctor.lint.context import FileContext, dotted
+from ddp_doctor.lint.flags import UNKNOWN, argparse_defaults, literal
+
+MAX_YAML_FILES = 2000
+MAX_YAML_BYTES = 1_000_000
+SKIPPED_DIRS = frozenset({"node_modules", "venv", ".venv", "site-packages", "__pycache__"})
+YAML_BOOLEANS = {
+    "true": True,
+    "yes": True,
+    "on": True,
+    "false": False,
+    "no": False,
+    "off": False,
+    "null": None,
+    "~": None,
+}
+
+
+def written_defaults(ctx: FileContext) -> dict[str, object]:
+    """Option name -> literal default, as this file writes it: its argparse options (by ``dest``),
+    the literal attributes of its classes' bodies (configuration classes and dataclasses), and its
+    module-level attribute settings (``cfg.syncbn = False``: the last attribute). A name the file
+    writes with two values is left out."""
+    found: dict[str, list[object]] = {}
+    for dest, value in argparse_defaults(ctx).items():
+        if not dest.startswith("--") and value is not UNKNOWN:
+            found.setdefault(dest, []).append(value)
+    for cls in ctx.of_type(ast.ClassDef):
+        for stmt in cls.body:
+            target, value = _assigned(stmt)
+            if isinstance(target, ast.Name) and value is not None:
+                _add(found, target.id, value)
+    for stmt in ctx.tree.body:
+        target, value = _assigned(stmt)
+        if isinstance(target, ast.Attribute) and dotted(target) is not None and value is not None:
+            _add(found, target.attr, value)
+    return {k: v[0] for k, v in found.items() if all(_same(v[0], x) for x in v)}
+
+
+def _assigned(stmt: ast.stmt) -> tuple[ast.expr | None, ast.expr | None]:
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1:
+        return stmt.targets[0], stmt.value
+    if isinstance(stmt, ast.AnnAssign):
+        return stmt.target, stmt.value
+    return None, None
+
+
+def _add(found: dict[str, list[object]], key: str, node: ast.expr) -> None:
+    value = literal(node)
+    if value is not UNKNOWN and not isinstance(value, (list, dict, set, tuple)):
+        found.setdefault(key, []).append(value)
+
+
+def _same(a: object, b: object) -> bool:
+    return a == b and type(a) is type(b)
+
+
+def merge_default(table: dict[str, object], key: str, value: object, conflict: object) -> None:
+    """Record ``value`` for ``key``; a key written with different values anywhere is ``conflict``."""
+    known = table.get(key, value)
+    table[key] = value if _same(known, value) else conflict
+
+
+def yaml_files(root: Path) -> list[Path]:
+    """The YAML files shipped under ``root`` (hidden and installed-package directories skipped)."""
+    out: list[Path] = []
+    for base, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIPPED_DIRS)
+        for name in sorted(files):
+            if name.endswith((".yaml", ".yml")):
+                out.append(Path(base) / name)
+                if len(out) >= MAX_YAML_FILES:
+                    return out
+    return out
+
+
+def yaml_settings(files: list[Path], key: str) -> list[object]:
+    """Every scalar value the YAML ``files`` give ``key`` (``sync_bn: false``, ``SYNC_BN: True``;
+    the key's case ignored, as yacs and Hydra configurations spell one option both ways)."""
+    pattern = re.compile(rf"^\s*(?:-\s+)?{re.escape(key)}\s*:\s*([^#\s][^#]*?)\s*(?:#.*)?$", re.IGNORECASE)
+    values: list[object] = []
+    for path in files:
+        try:
+            if path.stat().st_size > MAX_YAML_BYTES:
+                continue
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if key.lower() not in text.lower():
+            continue
+        for line in text.splitlines():
+            m = pattern.match(line)
+            if m:
+                values.append(_yaml_scalar(m.group(1)))
+    return values
+
+
+def _yaml_scalar(text: str) -> object:
+    text = text.strip().strip("'\"")
+    if text.lower() in YAML_BOOLEANS:
+        return YAML_BOOLEANS[text.lower()]
+    try:
+        return int(text)
+    except ValueError:
+        return text
