@@ -750,6 +750,7 @@ def accumulation_loops(facts: LoopFacts) -> list[AccumLoop]:
             not facts.may_backward(loop)
             or not facts.has_backward(loop.body)
             or facts.in_accelerate_accumulate(loop)
+            or _ends_after_one_backward(facts, loop)
         ):
             continue
         if not facts.has_optimizer_step(loop.body):
@@ -767,6 +768,48 @@ def accumulation_loops(facts: LoopFacts) -> list[AccumLoop]:
         if guarded is not None:
             found.append(AccumLoop(loop, "guarded", guarded))
     return found + _step_functions(facts, found)
+
+
+def _ends_after_one_backward(facts: LoopFacts, loop: ast.For | ast.AsyncFor | ast.While) -> bool:
+    """A pass that backprops always leaves the loop: a ``break`` after the backward runs on every pass
+    (outside any ``if``, through ``try``/``with``), and every ``continue`` after the backward follows a
+    ``zero_grad`` in its block. Such a loop retries a micro-batch until one backward succeeds (a loss
+    that is NaN is skipped) and runs one backward per optimizer step: nothing accumulates."""
+    backwards = [n.lineno for n in facts.nodes(loop.body) if isinstance(n, ast.Call) and facts.backward(n)]
+    if not backwards:
+        return False
+    first = min(backwards)
+    if not any(isinstance(s, ast.Break) and s.lineno > first for s in unconditional(loop.body)):
+        return False
+    for node in facts.ctx.local(loop):
+        if not (isinstance(node, ast.Continue) and node.lineno > first):
+            continue
+        if _innermost_loop(facts.ctx, node) is not loop:
+            continue
+        block = _block_of(facts.ctx, node)
+        if not any(
+            isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "zero_grad"
+            for s in block[: block.index(node)]
+            for n in ast.walk(s)
+        ):
+            return False
+    return True
+
+
+def _innermost_loop(ctx: FileContext, node: ast.AST) -> ast.AST | None:
+    cur = ctx.parents.get(node)
+    while cur is not None and not isinstance(cur, (*LOOPS, ast.FunctionDef, ast.AsyncFunctionDef)):
+        cur = ctx.parents.get(cur)
+    return cur
+
+
+def _block_of(ctx: FileContext, stmt: ast.stmt) -> list[ast.stmt]:
+    parent = ctx.parents.get(stmt)
+    for field_name in (*_BLOCK_FIELDS, "handlers"):
+        block = getattr(parent, field_name, None)
+        if isinstance(block, list) and stmt in block:
+            return block
+    return [stmt]
 
 
 def _step_functions(facts: LoopFacts, loops: list[AccumLoop]) -> list[AccumLoop]:

@@ -59,7 +59,8 @@ class AccumNoSyncMissing(Rule):
     not_flagged = (
         "nanoGPT's `model.require_backward_grad_sync = (...)`, `no_sync()` contexts (also "
         "`nullcontext() if last else model.no_sync()`), EDM `ddp_sync`, FSDP1/FSDP2 (reduce-scatter, "
-        "not this rule), accelerate, micro-steps whose forward bypasses DDP through `model.module`"
+        "not this rule), accelerate, micro-steps whose forward bypasses DDP through `model.module`, a loop "
+        "that `break`s after its first backward (retrying a micro-batch until one backward succeeds)"
     )
     required = (("DistributedDataParallel", "prepare", "auto_model"), ("backward", "scaler", "loss_scaler"))
     required_in_project = (("backward", "scaler", "loss_scaler"),)

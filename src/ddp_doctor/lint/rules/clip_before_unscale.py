@@ -39,7 +39,8 @@ class ClipBeforeUnscale(Rule):
     flagged = (
         "in source order within a function (following same-file helpers): "
         "`scaler.scale(x).backward()`, then `torch.nn.utils.clip_grad_norm_/clip_grad_value_` with no"
-        " `scaler.unscale_` in between"
+        ' `scaler.unscale_` in between; `accelerator.backward(loss)` of an `Accelerator(mixed_precision="fp16")` '
+        "(also one branch of an `if`) then the torch clip, with no `unscale_gradients()`"
     )
     not_flagged = (
         "`unscale_` before the clip (also under `if grad_clip:`), no scaler, `accelerator.clip_grad_norm_`"
@@ -48,7 +49,7 @@ class ClipBeforeUnscale(Rule):
         "inserts `scaler.unscale_(optimizer)` above the clip (when backward, clip and "
         "`scaler.step(optimizer)` are in one function)"
     )
-    required = (("scale",), tuple(c.split(".")[-1] for c in CLIPS))
+    required = (("scale", "mixed_precision"), tuple(c.split(".")[-1] for c in CLIPS))
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
         for scope in ctx.scopes():
@@ -65,12 +66,19 @@ class ClipBeforeUnscale(Rule):
                         continue  # `if amp: scaled backward ... else: backward; clip`
                     step = next((n for k, s, n in events[i:] if k == "step" and s == scaled_by), None)
                     gated_by = gate_of(ctx, backward) if backward is not None else None
+                    precision = _fp16_accelerator(ctx, scaled_by)
+                    unscale = f"{scaled_by}.unscale_(optimizer)"
+                    if precision is not None:  # accelerate's GradScaler: its own unscale call
+                        unscale = f"{scaled_by}.unscale_gradients()"
+                        if not isinstance(precision, ast.Constant):
+                            gated_by = gated_by or f'`{ctx.segment(precision)}` is "fp16"'
+
                     yield self.violation(
                         node,
                         Text(
                             f"`{ctx.segment(node.func)}` clips gradients still scaled by `{scaled_by}`: call "
-                            f"`{scaled_by}.unscale_(optimizer)` first.",
-                            f"`{ctx.segment(node.func)}` 裁剪的梯度仍被 `{scaled_by}` 缩放：请先调用 `{scaled_by}.unscale_(optimizer)`。",
+                            f"`{unscale}` first.",
+                            f"`{ctx.segment(node.func)}` 裁剪的梯度仍被 `{scaled_by}` 缩放：请先调用 `{unscale}`。",
                         ),
                         edits=() if gated_by else _fix(ctx, node, scaled_by, step, backward),
                         gated_by=gated_by,
@@ -114,7 +122,9 @@ def _events(
             )
             if scaler:
                 yield "backward", scaler, call
-        elif m and m[1] == "unscale_" and m[0]:
+            elif m[0] and call.args and _fp16_accelerator(ctx, m[0]) is not None:
+                yield "backward", m[0], call  # ``accelerator.backward(loss)`` scales it when fp16
+        elif m and m[1] in ("unscale_", "unscale_gradients") and m[0]:
             yield "unscale", m[0], call
         elif m and m[1] == "step" and m[0] and call.args:
             yield "step", m[0], call
@@ -124,6 +134,29 @@ def _events(
             fn = ctx.helper(call)
             if fn is not None and id(fn) not in seen:
                 yield from _events(ctx, fn, depth - 1, seen | {id(fn)})
+
+
+def _fp16_accelerator(ctx: FileContext, receiver: str) -> ast.expr | None:
+    """``receiver`` is bound in this file to ``Accelerator(mixed_precision=...)`` whose value can be
+    ``"fp16"`` (a literal, or one branch of ``"fp16" if args.fp16 else None``). accelerate then keeps
+    a GradScaler: ``accelerator.backward(loss)`` runs ``scaler.scale(loss).backward()`` and only the
+    prepared optimizer's ``step`` (or ``accelerator.clip_grad_norm_`` / ``unscale_gradients``)
+    unscales, so a plain ``torch.nn.utils.clip_grad_norm_`` in between sees scaled gradients. An
+    Accelerator without the keyword takes its precision from the launch configuration: not known.
+    Returns the keyword's value (the gate when it is not the literal)."""
+    for node in ctx.of_type(ast.Assign):
+        if not (
+            isinstance(node.value, ast.Call)
+            and (dotted(node.value.func) or "").rsplit(".", 1)[-1] == "Accelerator"
+            and any(dotted(t) == receiver for t in node.targets)
+        ):
+            continue
+        for k in node.value.keywords:
+            if k.arg == "mixed_precision" and any(
+                isinstance(n, ast.Constant) and n.value == "fp16" for n in ast.walk(k.value)
+            ):
+                return k.value
+    return None
 
 
 def _fix(

@@ -29,6 +29,8 @@ from ddp_doctor.lint.rules.base import Rule, Violation, replace_node
 
 # A class named for evaluation (``eval``, ``Evaluator``, ``ValidationRunner``, ``Inference``; not unittest ``Test*`` classes).
 EVAL_CLASS = re.compile(r"^_*(eval|evaluat|valid|infer|predict)", re.IGNORECASE)
+# What a function that only evaluates a wrapped model does with it besides calling it.
+EVALUATION_USES = frozenset({"eval", "load_state_dict", "state_dict", "cuda", "to"})
 # Constructors whose keyword configures DDP's find_unused_parameters.
 DDP_CONFIGS: dict[str, str] = {
     "torch.nn.parallel.DistributedDataParallel": "find_unused_parameters",
@@ -58,18 +60,19 @@ class FindUnusedTrue(Rule):
     not_flagged = (
         "a value from config without a True fallback; an entry script that never backprops (an "
         "evaluation or inference script copied from the trainer); an Accelerator built in a function "
-        "only to prepare a model it froze (`eval()` / `requires_grad_(False)`: a reference or teacher)"
+        "only to prepare a model it froze (`eval()` / `requires_grad_(False)`: a reference or teacher); a "
+        "wrap in a function with no backward that only puts it in `eval()` and runs forwards (a test worker)"
     )
     autofix = "`True` → `False`"
     # a strategy string is no identifier: the ``strategy=`` keyword that takes it is
     required = ((*DDP_CONFIGS.values(), "strategy"),)
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
-        found = list(self._check(ctx))
+        found = list(self._check(ctx, facts))
         if found and not never_trains(ctx, facts):  # an evaluation script never traverses a graph
             yield from found
 
-    def _check(self, ctx: FileContext) -> Iterator[Violation]:
+    def _check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
         for node in ctx.of_type(ast.Call):
             for k in node.keywords:
                 if (
@@ -102,6 +105,8 @@ class FindUnusedTrue(Rule):
                 continue  # an Accelerator that only prepares a frozen (reference) model
             if _in_evaluation_class(ctx, node):
                 continue  # Versatile-Diffusion's ``class eval(exec_container)``: no backward runs there
+            if _evaluated_only(ctx, facts, node):
+                continue  # a test function's own wrap of a model it only evaluates
             source = _through_name(ctx, value, node)
             default = _config_default(source) if source is not None else None
             gate = f"{default} not set in the configuration (default True)"
@@ -149,6 +154,42 @@ def _in_evaluation_class(ctx: FileContext, node: ast.AST) -> bool:
     if cur is None or not EVAL_CLASS.match(cur.name):
         return False
     return not any(isinstance(n, ast.Attribute) and n.attr == "backward" for n in ast.walk(cur))
+
+
+def _evaluated_only(ctx: FileContext, facts: LoopFacts, call: ast.Call) -> bool:
+    """``m = DistributedDataParallel(...)`` in a function that runs no backward and no optimizer step,
+    puts ``m`` in ``eval()`` and, after the wrap, only calls it (forwards) or loads, moves or reads its
+    weights: never hands it to another call, returns or stores it, nor sets it back to ``train()``. A
+    ``test()`` worker copied from the training worker wraps the model it restores from a checkpoint
+    this way; no forward of it records a graph for a backward, so DDP never searches for unused
+    parameters (the search runs only when a backward will follow)."""
+    assign = ctx.parents.get(call)
+    if not (
+        isinstance(assign, ast.Assign)
+        and assign.value is call
+        and len(assign.targets) == 1
+        and isinstance(assign.targets[0], ast.Name)
+    ):
+        return False
+    name = assign.targets[0].id
+    scope = ctx.enclosing_function(call)
+    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    nodes = list(ctx.local(scope))
+    if any(facts.backward(n) is not None or facts.steps(n) for n in nodes):
+        return False
+    evaluated = False
+    for n in nodes:
+        if not (isinstance(n, ast.Name) and n.id == name and n.lineno > call.lineno):
+            continue
+        parent = ctx.parents.get(n)
+        if isinstance(n.ctx, ast.Store) or (isinstance(parent, ast.Call) and parent.func is n):
+            continue  # a rebinding, or a forward
+        if isinstance(parent, ast.Attribute) and parent.attr in EVALUATION_USES:
+            evaluated |= parent.attr == "eval"
+            continue
+        return False  # handed on, returned, stored, trained: used beyond evaluation here
+    return evaluated
 
 
 def _through_name(ctx: FileContext, value: ast.expr | None, at: ast.AST) -> ast.expr | None:

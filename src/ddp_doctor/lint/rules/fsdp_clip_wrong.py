@@ -26,7 +26,7 @@ class FsdpClipWrong(Rule):
     id = "fsdp-clip-wrong"
     flagged = (
         "`torch.nn.utils.clip_grad_norm_(m.parameters(), ...)` where `m` was assigned an FSDP1 "
-        "`FullyShardedDataParallel(...)`"
+        "`FullyShardedDataParallel(...)`, or `m` a parameter that a same-file call hands such a wrap"
     )
     not_flagged = (
         "FSDP2 `fully_shard` (DTensor parameters: the torch function is correct), "
@@ -55,10 +55,14 @@ class FsdpClipWrong(Rule):
             m = method(call.args[0])
             if (
                 m
+                and m[0]
                 and m[1] == "parameters"
-                and m[0] in wrapped
+                and (
+                    m[0] in wrapped
+                    and _reaches(ctx, call, m[0], wrapped[m[0]])
+                    or _handed_wrap(ctx, call, m[0])
+                )
                 and not _engine_branch(ctx, call, m[0])
-                and _reaches(ctx, call, m[0], wrapped[m[0]])
             ):
                 rest = [ctx.segment(a) for a in call.args[1:]] + [ctx.segment(k) for k in call.keywords]
                 fix = (
@@ -77,6 +81,39 @@ class FsdpClipWrong(Rule):
                     edits=(fix,) if fix else (),
                     module=m[0],
                 )
+
+
+def _handed_wrap(ctx: FileContext, clip: ast.Call, name: str | None) -> bool:
+    """``name`` is a parameter of the clip's function (never rebound there) and a same-file call of
+    that function hands it a name bound to an FSDP1 wrap in the caller (``dist_model = FSDP(model,
+    ...)`` then ``self.train_epoch(dist_model, epoch)``, whose ``model.parameters()`` are the shards)."""
+    fn = ctx.enclosing_function(clip)
+    if name is None or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+    if name not in params or ctx.bindings(fn).get(name):
+        return False
+    position = params.index(name)
+    bound = params[0] in ("self", "cls")
+    for call in ctx.of_type(ast.Call):
+        if ctx.helper(call) is not fn:
+            continue
+        index = position - 1 if bound and isinstance(call.func, ast.Attribute) else position
+        arg = call.args[index] if 0 <= index < len(call.args) else keyword(call, name)
+        handed = dotted(arg) if arg is not None else None
+        if handed is None:
+            continue
+        caller = ctx.enclosing_function(call)
+        if any(
+            isinstance(b, ast.Assign)
+            and b.lineno < call.lineno
+            and isinstance(b.value, ast.Call)
+            and ctx.call_qualname(b.value) == FSDP1
+            and not _no_shard(b.value)
+            for b in ctx.bindings(caller).get(handed, [])
+        ):
+            return True
+    return False
 
 
 def _owner(ctx: FileContext, node: ast.AST) -> ast.ClassDef | None:

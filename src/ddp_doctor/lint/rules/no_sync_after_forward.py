@@ -34,7 +34,8 @@ class NoSyncAfterForward(Rule):
     not_flagged = (
         "the flag set before the forward (nanoGPT), `no_sync` around forward and backward, a forward "
         "already inside `M.no_sync()` with a second, redundant `no_sync()` around backward, unrolled "
-        "micro-steps with a fresh forward"
+        "micro-steps with a fresh forward, a forward on the other branch of the same test as the toggle "
+        "(`if step % k == 0: model(x) else: with model.no_sync(): model(x)`, then the same test around backward)"
     )
     required = ((TOGGLE_ATTR, "no_sync"),)
 
@@ -55,7 +56,13 @@ class NoSyncAfterForward(Rule):
         toggled = _toggled_model(ctx, stmt)
         if toggled is None:
             return
-        forward = _first(n for s in block[:i] for n in ctx.local(s) if _is_forward(n, toggled))
+        path = _branches(ctx, stmt, block[i])
+        forward = _first(
+            n
+            for s in block[:i]
+            for n in ctx.local(s)
+            if _is_forward(n, toggled) and not _exclusive(path, _branches(ctx, n, s))
+        )
         if forward is None or _inside_toggle(ctx, forward, toggled):
             return
         after = [stmt.body] if isinstance(stmt, (ast.With, ast.AsyncWith)) else [block[i + 1 :]]
@@ -101,6 +108,25 @@ def _guarded(stmt: ast.stmt) -> Iterator[ast.stmt]:
     if isinstance(stmt, ast.If):
         for s in (*stmt.body, *stmt.orelse):
             yield from _guarded(s)
+
+
+def _branches(ctx: FileContext, node: ast.AST, top: ast.stmt) -> dict[str, str]:
+    """The branches of the ``if`` statements from ``top`` down to ``node``: the test's source (its
+    AST dump) → ``"body"`` or ``"orelse"``."""
+    out: dict[str, str] = {}
+    child, cur = node, ctx.parents.get(node)
+    while cur is not None and child is not top:
+        if isinstance(cur, ast.If) and child is not cur.test:
+            out[ast.dump(cur.test)] = "body" if child in cur.body else "orelse"
+        child, cur = cur, ctx.parents.get(cur)
+    return out
+
+
+def _exclusive(toggle: dict[str, str], forward: dict[str, str]) -> bool:
+    """The forward and the toggle sit in opposite branches of one test written twice (``if step %
+    accum == 0: out = model(x) else: with model.no_sync(): out = model(x)``, then the same ``if``
+    around the backward): on the toggle's path that forward never ran, the other branch's did."""
+    return any(toggle.get(test, side) != side for test, side in forward.items())
 
 
 def _first(it: Iterator[ast.Call]) -> ast.Call | None:
