@@ -48,7 +48,9 @@ ACCUM_GUARD_NAME = re.compile(
 )
 # Framework objects whose `.backward(loss)` does its own scaling (accelerate, DeepSpeed, Fabric).
 FRAMEWORK_BACKWARD = re.compile(r"(accelerator|engine|fabric|deepspeed)$", re.IGNORECASE)
-STEP_METHOD = re.compile(r"^(step|optimi[sz]e|optimi[sz]er_step|step_optimi[sz]er)$")
+# ``step_and_update_lr``: a schedule-owning optimizer wrapper (the Transformer ``ScheduledOptim``
+# copied into many trainers) steps its optimizer and then its learning rate in one call
+STEP_METHOD = re.compile(r"^(step|optimi[sz]e|optimi[sz]er_step|step_optimi[sz]er|step_and_update_lr)$")
 HELPER_DEPTH = 2  # "simple helper calls in the same file": follow at most two calls deep
 
 OPTIMIZER_CTORS = re.compile(
@@ -389,7 +391,7 @@ class LoopFacts:
         m = method(node)
         if not m or not STEP_METHOD.search(m[1]):
             return False
-        if m[1] == "step" and self.is_optimizer(m[0]):
+        if m[1] in ("step", "step_and_update_lr") and self.is_optimizer(m[0]):
             return True
         assert isinstance(node, ast.Call)
         # ``scaler.step(optimizer)``, a trainer stepping the optimizer it is handed

@@ -58,7 +58,12 @@ def returned_sampler_loaders(ctx: FileContext, fn: ast.AST) -> dict[int, str]:
             shuffle = keyword(node, "shuffle")
             if isinstance(shuffle, ast.Constant) and not shuffle.value:
                 continue
+            held: ast.AST = node
             parent = ctx.parents.get(node)
+            while isinstance(parent, ast.IfExp) and held is not parent.test:
+                # ``sampler = None if rank == -1 else DistributedSampler(ds)``: held whenever the run
+                # is distributed
+                held, parent = parent, ctx.parents.get(parent)
             if isinstance(parent, ast.Assign):
                 samplers |= {d: node.lineno for t in parent.targets if (d := dotted(t))}
     if not samplers:
@@ -75,6 +80,7 @@ def returned_sampler_loaders(ctx: FileContext, fn: ast.AST) -> dict[int, str]:
                 line = samplers[dotted(node.args[0]) or ""]
                 samplers |= {d: line for t in parent.targets if (d := dotted(t))}
     loaders: dict[str, int] = {}
+    returned: dict[int, str] = {}
     for node in nodes:
         if isinstance(node, ast.Call) and ctx.call_qualname(node) == DATALOADER:
             given = keyword(node, "sampler") or keyword(node, "batch_sampler")
@@ -82,7 +88,9 @@ def returned_sampler_loaders(ctx: FileContext, fn: ast.AST) -> dict[int, str]:
             parent = ctx.parents.get(node)
             if name in samplers and isinstance(parent, ast.Assign):
                 loaders |= {d: samplers[name] for t in parent.targets if (d := dotted(t))}
-    returned: dict[int, str] = {}
+            elif name in samplers and isinstance(parent, ast.Return):
+                # ``return DataLoader(ds, sampler=sampler)``: the whole result is that loader
+                returned.setdefault(WHOLE, f"{Path(ctx.path).name}:{samplers[name]}")
     for node in nodes:
         if isinstance(node, ast.Return) and node.value is not None:
             values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]

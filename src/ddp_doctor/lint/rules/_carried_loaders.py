@@ -31,7 +31,12 @@ def carried_loaders(ctx: FileContext, names: set[str]) -> set[str]:
         returning = {
             id(fn)
             for r in ctx.of_type(ast.Return)
-            if r.value is not None and (dotted(r.value) in out or id(r.value) in carriers)
+            if r.value is not None
+            and (
+                dotted(r.value) in out
+                or id(r.value) in carriers
+                or (isinstance(r.value, ast.Tuple) and any(dotted(e) in out for e in r.value.elts))
+            )
             for fn in (ctx.enclosing_function(r),)
             if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
         }
@@ -45,9 +50,28 @@ def carried_loaders(ctx: FileContext, names: set[str]) -> set[str]:
             parent = ctx.parents.get(call)
             if isinstance(parent, ast.Assign) and parent.value is call:
                 out |= {d for t in parent.targets if (d := dotted(t)) is not None}
+                out |= _unpacked(ctx, fn, parent, out)
         if not grew:
             break
     return out | _stored_by_constructors(ctx, out, set(carriers))
+
+
+def _unpacked(ctx: FileContext, fn: ast.AST, assign: ast.Assign, names: set[str]) -> set[str]:
+    """``train_set, train_loader = get_dataloader(...)`` where every ``return`` of the helper that
+    is a tuple of that length holds a loader name at one position (``return dataset, dataloader``):
+    the name unpacked at that position."""
+    targets = [t for t in assign.targets if isinstance(t, ast.Tuple)]
+    out: set[str] = set()
+    for ret in ctx.local(fn):
+        if not isinstance(ret, ast.Return) or not isinstance(ret.value, ast.Tuple):
+            continue
+        for target in targets:
+            if len(target.elts) != len(ret.value.elts):
+                continue
+            for elt, value in zip(target.elts, ret.value.elts, strict=True):
+                if dotted(value) in names and (d := dotted(elt)) is not None:
+                    out.add(d)
+    return out
 
 
 def _stored_by_constructors(ctx: FileContext, names: set[str], carried: set[int]) -> set[str]:

@@ -36,10 +36,53 @@ def bound_names(ctx: FileContext, value: ast.AST) -> set[str]:
     elif isinstance(parent, ast.Return):
         fn = ctx.enclosing_function(parent)
         if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            flag = _flag_guard(ctx, parent, fn)
             for node in ctx.of_type(ast.Assign):
                 if isinstance(node.value, ast.Call) and ctx.helper(node.value) is fn:
+                    if flag is not None and _passes_off(fn, node.value, flag):
+                        continue  # this call never reaches that ``return``
                     names |= {d for t in node.targets if (d := dotted(t))}
     return names
+
+
+def _flag_guard(ctx: FileContext, ret: ast.Return, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+    """The parameter ``p`` of ``fn`` when ``ret`` is inside the body of an ``if p:`` of ``fn``
+    (``def create_loader(ds, val_mode=False): if val_mode: return DataLoader(ds, shuffle=False)``)."""
+    params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
+    child: ast.AST = ret
+    cur = ctx.parents.get(ret)
+    while cur is not None and cur is not fn:
+        if (
+            isinstance(cur, ast.If)
+            and child in cur.body
+            and isinstance(cur.test, ast.Name)
+            and cur.test.id in params
+        ):
+            return cur.test.id
+        child, cur = cur, ctx.parents.get(cur)
+    return None
+
+
+def _passes_off(fn: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call, param: str) -> bool:
+    """``call`` gives ``fn``'s parameter ``param`` a literal False/None/0, written or by default."""
+    value: ast.expr | None = next((k.value for k in call.keywords if k.arg == param), None)
+    if any(k.arg is None for k in call.keywords) or any(isinstance(a, ast.Starred) for a in call.args):
+        return False
+    positional = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+    if positional and positional[0] in ("self", "cls") and isinstance(call.func, ast.Attribute):
+        positional = positional[1:]
+    if value is None and param in positional and positional.index(param) < len(call.args):
+        value = call.args[positional.index(param)]
+    if value is None:  # not passed: the default
+        args = [*fn.args.posonlyargs, *fn.args.args]
+        defaults = dict(
+            zip([a.arg for a in args][len(args) - len(fn.args.defaults) :], fn.args.defaults, strict=True)
+        )
+        defaults |= {
+            a.arg: d for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True) if d is not None
+        }
+        value = defaults.get(param)
+    return isinstance(value, ast.Constant) and value.value in (False, None, 0)
 
 
 def _aliases(ctx: FileContext, names: set[str]) -> set[str]:
@@ -101,16 +144,62 @@ def _scoped_aliases(ctx: FileContext, names: set[str]) -> dict[str, set[int | No
     return out
 
 
-def trains_on(facts: LoopFacts, names: set[str]) -> bool:
+def trains_on(facts: LoopFacts, names: set[str], source: ast.AST | None = None) -> bool:
     """Some loop that backprops iterates one of ``names`` (in project mode: or the names are handed
-    to project code that trains on that argument, in another file)."""
-    if any(facts.has_backward(loop.body) for loop in loops_iterating(facts.ctx, names)):
+    to project code that trains on that argument, in another file). With ``source`` (the value the
+    names were bound to), a loop that every one of the names reaches only after a rebinding is not
+    drawing from it (``rebound_before``)."""
+    if any(
+        facts.has_backward(loop.body)
+        for loop in loops_iterating(facts.ctx, names)
+        if source is None or not rebound_before(facts.ctx, source, loop, names)
+    ):
         return True
     project = facts.ctx.project
     if project is None or not names:
         return False
     names = _aliases(facts.ctx, names)
     return any(project.trains_on_argument(facts.ctx, c, names) for c in facts.ctx.of_type(ast.Call))
+
+
+def rebound_before(
+    ctx: FileContext, source: ast.AST, loop: ast.For | ast.AsyncFor | ast.While, names: set[str]
+) -> bool:
+    """Each of ``names`` (plain local names bound to ``source`` in ``loop``'s function) is assigned
+    again after that binding and before ``loop``, by a statement of a block that holds the loop: on
+    every path to the loop the name holds the newer value (mri_dm binds ``data_loader`` to a
+    preprocessing loader on local rank 0, deletes it, and rebinds ``data_loader`` to the sampled
+    training loader before the epoch loop)."""
+    fn = ctx.enclosing_function(source)
+    if ctx.enclosing_function(loop) is not fn or not names or any("." in n for n in names):
+        return False
+    bound_at = ctx.parents.get(source)
+    if not isinstance(bound_at, ast.Assign):
+        return False
+    blocks: list[list[ast.stmt]] = []  # the statement lists that hold the loop (or a block around it)
+    child: ast.AST = loop
+    while child is not fn:
+        holder = ctx.parents.get(child)
+        if holder is None:
+            return False
+        blocks += [
+            b
+            for field in ("body", "orelse", "finalbody", "handlers")
+            if isinstance(b := getattr(holder, field, None), list) and child in b
+        ]
+        child = holder
+    end = bound_at.end_lineno or bound_at.lineno
+    for name in names:
+        if not any(
+            isinstance(n, ast.Assign)
+            and n is not bound_at
+            and end < n.lineno < loop.lineno
+            and any(n in b for b in blocks)
+            and any(isinstance(t, ast.Name) and t.id == name for t in n.targets)
+            for n in ctx.local(fn)
+        ):
+            return False
+    return True
 
 
 def enclosing_loop(ctx: FileContext, node: ast.AST) -> ast.For | ast.AsyncFor | ast.While | None:

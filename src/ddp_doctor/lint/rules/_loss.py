@@ -56,7 +56,9 @@ class LossTracer:
                 # a raw loss weighted per sample or per term (``(losses["loss"] * weights).mean()``)
                 # stays raw; any other factor (``loss * accum`` multiplies a division back) is unknown
                 for loss_side, factor in ((expr.left, expr.right), (expr.right, expr.left)):
-                    if _weight(factor) and self.state(loss_side, at, depth - 1) == "raw":
+                    if (_weight(factor) or _world_size(self.ctx, factor)) and self.state(
+                        loss_side, at, depth - 1
+                    ) == "raw":
                         return "raw"
             return "unknown"
         if isinstance(expr, ast.IfExp):
@@ -267,3 +269,17 @@ def _weight(node: ast.AST) -> bool:
         return isinstance(node.value, ast.Attribute) and node.value.attr == "shape"
     name = dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
     return name is not None and bool(WEIGHT_FACTOR.search(name.split(".")[-1]))
+
+
+WORLD_SIZE = re.compile(r"^(world_size|num_replicas|n_gpus?|num_gpus|ngpus|nprocs)$", re.IGNORECASE)
+
+
+def _world_size(ctx: FileContext, node: ast.AST) -> bool:
+    """The number of processes (``WORLD_SIZE``, ``args.world_size``, ``dist.get_world_size()``):
+    a loss times it undoes DDP's mean over ranks (a contrastive loss over gathered features,
+    CLIP-style), which leaves it as undivided by the accumulation count as before — never the
+    count itself."""
+    if isinstance(node, ast.Call):
+        return (ctx.call_qualname(node) or dotted(node.func) or "").split(".")[-1] == "get_world_size"
+    name = dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+    return name is not None and bool(WORLD_SIZE.match(name.split(".")[-1]))

@@ -6,7 +6,8 @@ docs, "gradient accumulation"; torchtitan normalises by the global valid-token c
 only when the backward root provably comes from a loss function or a model forward with no
 division on the way (``ddp_doctor.lint.rules._loss``); division anywhere — in a helper, by a
 token count, by ``num_items_in_batch`` — or gradient scaling (``p.grad.div_``) is accepted, and
-accelerate's ``accelerator.backward`` divides by itself.
+accelerate's ``accelerator.backward`` divides by the Accelerator's own accumulation count (when the
+file's ``Accelerator()`` has none, that count is 1 and a hand-made micro-step loop is unscaled).
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ import ast
 from collections.abc import Iterator
 
 from ddp_doctor.core.catalog import Text
-from ddp_doctor.lint.context import FileContext, dotted, method
-from ddp_doctor.lint.loops import LoopFacts, accumulation_window, backward_of
+from ddp_doctor.lint.context import FileContext, dotted, keyword, method
+from ddp_doctor.lint.loops import LoopFacts, accelerator_accumulates, accumulation_window, backward_of
 from ddp_doctor.lint.rules._loss import LossTracer
 from ddp_doctor.lint.rules.base import Rule, Violation
 
@@ -27,11 +28,14 @@ class AccumLossUnscaled(Rule):
     flagged = (
         "inside an accumulation loop, backward on a value that provably comes from a loss function / "
         "model forward with no division (also through apex `amp.scale_loss(loss, ...) as scaled_loss`, "
-        "and weighted by a data size: `loss.mean() * targets.size(1)`)"
+        "and weighted by a data size: `loss.mean() * targets.size(1)`, or by the world size: "
+        "`loss * WORLD_SIZE`; also `accelerator.backward(loss)` of an `Accelerator()` built without "
+        "`gradient_accumulation_steps` around a hand-made micro-step loop, where accelerate divides by 1)"
     )
     not_flagged = (
         "`loss / accum` anywhere on the way (also inside a helper), normalisation by a global token "
-        "count, HF `num_items_in_batch`, `p.grad.div_(n)`, `accelerator.backward`; a backward "
+        "count, HF `num_items_in_batch`, `p.grad.div_(n)`, `accelerator.backward` of an Accelerator built "
+        "with an accumulation count (configured, or a literal above 1); a backward "
         "followed on its path by an unconditional step (the `else` of `if accum > 1:`) or by a "
         "`zero_grad` that discards it (a statistics probe); (project) a count parameter that defaults "
         "to 1 and that no call passes"
@@ -46,7 +50,9 @@ class AccumLossUnscaled(Rule):
             reported: set[str] = set()
             for node in facts.nodes(loop.loop.body):
                 bw = backward_of(node)
-                if bw is None or bw.framework or tracer.state(bw.root, bw.call) != "raw":
+                if bw is None or (bw.framework and not _plain_accelerator_backward(ctx, bw.call)):
+                    continue
+                if tracer.state(bw.root, bw.call) != "raw":
                     continue
                 if _not_accumulated(ctx, facts, bw.call, loop.loop):
                     continue
@@ -125,6 +131,27 @@ def _unconditional(stmt: ast.stmt) -> Iterator[ast.AST]:
     elif isinstance(stmt, (ast.With, ast.AsyncWith)):
         for inner in stmt.body:
             yield from _unconditional(inner)
+
+
+def _plain_accelerator_backward(ctx: FileContext, call: ast.Call) -> bool:
+    """``accelerator.backward(loss)`` where every ``Accelerator(...)`` of the file is built without an
+    accumulation count (or with a literal 1): accelerate divides the loss by its own
+    ``gradient_accumulation_steps`` only, which is then 1, so a micro-step loop written by hand around
+    it (``if (step + 1) % args.accum_steps == 0: optimizer.step()``) sums undivided losses. A count
+    from configuration, a plugin, ``**kwargs`` or an Accelerator built in another file may divide:
+    not this case (``accelerator_accumulates``)."""
+    receiver = dotted(call.func.value) if isinstance(call.func, ast.Attribute) else None
+    if receiver is None or not receiver.split(".")[-1].lower().endswith("accelerator"):
+        return False
+    accumulates, _ = accelerator_accumulates(ctx)
+    if accumulates:
+        return False
+    # DeepSpeed under accelerate scales by the accumulation count of its own config
+    return not any(
+        keyword(c, "deepspeed_plugin") is not None
+        for c in ctx.of_type(ast.Call)
+        if isinstance(c, ast.Call) and ctx.call_qualname(c) == "accelerate.Accelerator"
+    )
 
 
 def _scales_gradients(ctx: FileContext, scope: ast.AST) -> bool:

@@ -8,6 +8,14 @@ construction mentions no rank/world/shard (per-rank seeds or file shards are val
 dataset is not an IterableDataset (those usually shard themselves); and neither accelerate's
 ``prepare`` (which shards loaders) nor Lightning (which adds the sampler) is in use.
 
+What reaches the training loop is read from the code, not only from names: a loader whose name is
+rebound (to the sampled training loader) on every path before the loop is not the one it draws; a
+builder's ``return`` under ``if val_mode:`` is not what calls passing ``val_mode=False`` (or leaving
+its False default) get; a ``RandomSampler`` drawn after ``torch.manual_seed(rank + seed)`` gives each
+rank its own order. In a file of several top-level classes, accelerate's ``prepare`` does not cover a
+loader kept by a class that prepares nothing (``_under_accelerate``), and a class that wraps nothing
+and reads no rank, next to the classes that do all the wrapping, is the single-process trainer.
+
 A sampler that is not distributed (``RandomSampler``, ``WeightedRandomSampler``,
 ``SubsetRandomSampler``, ``SequentialSampler``) is as much a missing sampler: every rank draws from
 the whole dataset. It is flagged when the ``sampler=`` value is such a call, or a name whose only
@@ -27,7 +35,7 @@ import re
 from collections.abc import Iterator
 
 from ddp_doctor.core.catalog import Text
-from ddp_doctor.lint.context import FileContext, dotted, keyword
+from ddp_doctor.lint.context import FileContext, dotted, keyword, method
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.rules._data import bound_names, trains_on
 from ddp_doctor.lint.rules.base import Rule, Violation
@@ -73,23 +81,32 @@ class SamplerMissing(Rule):
         "a model in DDP/FSDP (project: see project mode)"
     )
     not_flagged = (
-        "dataset built from rank/world/shard values (per-rank seeds, file shards, "
-        "`split_dataset_by_node`), IterableDatasets, `batch_size=None` (the dataset batches itself), a sampler chosen at run time (`S = "
-        "DistributedSampler if ddp else RandomSampler`), accelerate `prepare` (shards loaders), "
-        "Lightning, loaders never trained on (eval), single-process scripts of a DDP project, (project) a "
-        "dataset from a project function that reads the rank and world size (or whose callee does)"
+        "dataset built from rank/world/shard values (per-rank seeds, a random order drawn after "
+        "`torch.manual_seed(rank + seed)`, file shards, `split_dataset_by_node`), IterableDatasets, "
+        "`batch_size=None` (the dataset batches itself), a sampler chosen at run time (`S = "
+        "DistributedSampler if ddp else RandomSampler`), accelerate `prepare` (shards loaders; not one "
+        "kept by a class of the file that prepares nothing), Lightning, loaders never "
+        "trained on (eval; also a name rebound to another loader before the training loop, a builder's "
+        "`if val_mode: return DataLoader(...)` that the training calls never reach), single-process "
+        "scripts of a DDP project, a trainer class that wraps nothing and reads no rank beside the "
+        "classes that wrap, (project) a dataset from a project function that reads the rank and world "
+        "size (or whose callee does)"
     )
     required = (("DataLoader",), tuple(q.split(".")[-1] for q in DATA_PARALLEL))
     required_in_project = (("DataLoader",),)
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
-        if facts.prepared or ctx.imports_module("lightning") or ctx.imports_module("pytorch_lightning"):
+        if ctx.imports_module("lightning") or ctx.imports_module("pytorch_lightning"):
             return
         calls = ctx.of_type(ast.Call)
         project = ctx.project
-        wraps_here = any(ctx.call_qualname(c) in DATA_PARALLEL for c in calls) or (
-            project is not None and any(project.call_wraps_ddp(ctx, c) for c in calls)
-        )
+        wraps = [
+            c
+            for c in calls
+            if ctx.call_qualname(c) in DATA_PARALLEL
+            or (project is not None and project.call_wraps_ddp(ctx, c))
+        ]
+        wraps_here = bool(wraps)
         if not wraps_here and not (project is not None and project.wraps_ddp):
             return  # no DDP/FSDP wrap in this file (or, in project mode, anywhere in the project)
         distributed_file = (
@@ -111,11 +128,17 @@ class SamplerMissing(Rule):
                 isinstance(a, ast.Starred) for a in call.args
             ):
                 continue  # DataLoader(ds, **kwargs): the sampler may be in there
+            if facts.prepared and _under_accelerate(ctx, call):
+                continue
+            if _single_process_sibling(ctx, call, wraps):
+                continue
             dataset = call.args[0] if call.args else keyword(call, "dataset")
             if dataset is None or _sharded(ctx, dataset) or _batches_itself(call):
                 continue
+            if _rank_seeded(ctx, call, local_sampler):
+                continue
             names = bound_names(ctx, call)
-            if not trains_on(facts, names):
+            if not trains_on(facts, names, call):
                 continue
             if not distributed_file and not (project is not None and project.hands_to_ddp_code(ctx, names)):
                 continue  # a single-process script of a project where some other file wraps DDP
@@ -164,6 +187,87 @@ def _local_sampler(ctx: FileContext, loader: ast.Call, sampler: ast.expr) -> str
         return None
     qual = ctx.call_qualname(value)
     return qual.rsplit(".", 1)[-1] if qual in LOCAL_SAMPLERS else None
+
+
+def _top_level(ctx: FileContext, node: ast.AST) -> ast.AST | None:
+    """The statement of the module that holds ``node`` (its top-level function or class)."""
+    top: ast.AST = node
+    while (parent := ctx.parents.get(top)) is not None and parent is not ctx.tree:
+        top = parent
+    return top if parent is not None else None
+
+
+def _single_process_sibling(ctx: FileContext, loader: ast.Call, wraps: list[ast.Call]) -> bool:
+    """A file of several trainer classes where every DDP/FSDP wrap is made inside the methods of
+    other classes (the distributed trainer wraps its own model), and the loader's class wraps
+    nothing and reads no rank, world size or process group: that sibling is the single-process
+    trainer, and its plain loader is right."""
+    cls = _top_level(ctx, loader)
+    if not isinstance(cls, ast.ClassDef) or not wraps:
+        return False
+    if any(not isinstance(top := _top_level(ctx, w), ast.ClassDef) or top is cls for w in wraps):
+        return False
+    words = set(DISTRIBUTED_WORDS) | {"DistributedSampler", "distributed", "dist", "rank"}
+    return not any(
+        (n.id if isinstance(n, ast.Name) else n.attr) in words
+        for n in ast.walk(cls)
+        if isinstance(n, (ast.Name, ast.Attribute))
+    )
+
+
+def _under_accelerate(ctx: FileContext, loader: ast.Call) -> bool:
+    """accelerate's ``prepare`` shards the loaders it is handed. Without following every loader into
+    it, the file's prepare call covers its loaders, except one kept by a top-level class that never
+    prepares anything and does not hand the loader back (an FSDP trainer next to an accelerate
+    trainer in one file: ``self.train_dataloader = DataLoader(...)`` in its ``__init__``). A loader
+    built by a function and returned (``get_dataloaders``, prepared by its caller) stays covered."""
+    top = _top_level(ctx, loader)
+    if not isinstance(top, ast.ClassDef):
+        return True
+    if any(
+        (m := method(n)) and m[1] == "prepare" and "accelerator" in (m[0] or "").lower()
+        for n in ast.walk(top)
+        if isinstance(n, ast.Call)
+    ):
+        return True
+    fn = ctx.enclosing_function(loader)
+    names = bound_names(ctx, loader)
+    return isinstance(ctx.parents.get(loader), ast.Return) or any(
+        isinstance(r, ast.Return)
+        and r.value is not None
+        and any(dotted(v) in names for v in ast.walk(r.value))
+        for r in ctx.local(fn)
+    )
+
+
+RANDOM_SAMPLERS = frozenset({"RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler"})
+
+
+def _rank_seeded(ctx: FileContext, loader: ast.Call, local_sampler: str | None) -> bool:
+    """The loader shuffles from torch's global generator (``RandomSampler``, or ``shuffle=True`` with
+    no sampler) and its function seeds that generator by rank first (``torch.manual_seed(
+    opt.global_rank + opt.seed)``): each rank draws its own random order of the data, the per-rank
+    seeding the rule accepts, not the same batches on every rank. A sequential loader or a sampler
+    with its own generator is not helped by it."""
+    if local_sampler is None:
+        shuffle = keyword(loader, "shuffle")
+        if not (isinstance(shuffle, ast.Constant) and shuffle.value is True):
+            return False
+    elif local_sampler not in RANDOM_SAMPLERS:
+        return False
+    scope = ctx.enclosing_function(loader)
+    return any(
+        isinstance(n, ast.Call)
+        and ctx.call_qualname(n) == "torch.manual_seed"
+        and n.lineno <= loader.lineno
+        and any(
+            SHARDING_WORDS.search(w.id if isinstance(w, ast.Name) else w.attr)
+            for a in n.args
+            for w in ast.walk(a)
+            if isinstance(w, (ast.Name, ast.Attribute))
+        )
+        for n in ctx.local(scope)
+    )
 
 
 def _ancestors(ctx: FileContext, node: ast.AST, stop: ast.AST) -> Iterator[ast.AST]:

@@ -30,7 +30,7 @@ import ast
 from collections.abc import Iterator
 
 from ddp_doctor.core.catalog import Text
-from ddp_doctor.lint.context import FileContext, dotted, keyword
+from ddp_doctor.lint.context import FileContext, dotted, keyword, method
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.rules._carried_loaders import caller_epoch_loop, carried_loaders
 from ddp_doctor.lint.rules._data import bound_names, enclosing_loop, loops_iterating
@@ -55,12 +55,17 @@ class SetEpochMissing(Rule):
         "function from a loop over epochs, or re-iterated forever by a same-file generator (`while "
         "True: for b in loader: yield b`), or returned by helpers and kept by a trainer class of the file "
         "whose epoch method the epoch loop calls (`Trainer(loader)` ... `for epoch in ...: "
-        "trainer.train_epoch(epoch)`); (project) a loader returned by a builder of another file "
-        "(`train_loader, val_loader = create_dataloader(cfg)`) looped over epochs here"
+        "trainer.train_epoch(epoch)`); a progress bar rebuilt each pass (`it = tqdm(loader)` in "
+        "`while step < max_steps:`), a loader unpacked from a helper's tuple (`_, loader = "
+        "get_loader(ds)`) handed on from `while epoch <= max_epoch:`; (project) a loader returned by "
+        "a builder of another file (`train_loader, val_loader = create_dataloader(cfg)`) looped over "
+        "epochs here"
     )
     not_flagged = (
-        "`shuffle=False`, `loader.sampler.set_epoch(e)`, a single pass, an evaluation loop (no "
-        "backward, in a function named for evaluation) inside another loop"
+        "`shuffle=False`, `loader.sampler.set_epoch(e)`, a loader handed to `accelerator.prepare` (its "
+        "prepared loader sets the sampler's epoch each pass), a single pass, an evaluation loop (no "
+        "backward, in a function named for evaluation) inside another loop, an inline evaluation "
+        "pass in the epoch loop (no backward or step, after `model.eval()` or under `no_grad`)"
     )
     autofix = (
         "inserts `sampler.set_epoch(epoch)` as the first line of the epoch loop (when both names are "
@@ -92,6 +97,8 @@ class SetEpochMissing(Rule):
                 continue  # shuffle=False (or positional, unreadable): the order is meant to repeat
             samplers = bound_names(ctx, call)
             loaders = self._loaders(ctx, dataloaders, call, samplers)
+            if _prepared_by_accelerate(ctx, facts, loaders):
+                continue
             epoch_loop = self._epoch_loop(ctx, facts, loaders)
             if epoch_loop is None and loaders:
                 # returned by helpers and kept by a trainer class of the file (BiRefNet)
@@ -150,7 +157,7 @@ class SetEpochMissing(Rule):
                 if (name := dotted(n)) is not None
                 and (loop := self._epoch_loop(ctx, facts, {name})) is not None
             }
-            if not looped:
+            if not looped or _prepared_by_accelerate(ctx, facts, {d for n in names if (d := dotted(n))}):
                 continue
             found = returned_loader(ctx, call) or {}
             picked = [
@@ -202,7 +209,7 @@ class SetEpochMissing(Rule):
     ) -> ast.For | ast.AsyncFor | ast.While | None:
         if not loaders:
             return None
-        for loop in loops_iterating(ctx, loaders, follow_aliases=False):
+        for loop in loops_iterating(ctx, loaders | _wrapped_loaders(ctx, loaders), follow_aliases=False):
             # in its own method, the loop around every call of that method (``for epoch in ...:
             # trainer.train_epoch(epoch)``)
             outer = enclosing_loop(ctx, loop) or caller_epoch_loop(ctx, loop)
@@ -210,6 +217,7 @@ class SetEpochMissing(Rule):
                 outer is not None
                 and isinstance(loop, (ast.For, ast.AsyncFor))
                 and not _evaluates(ctx, facts, loop)
+                and not _evaluation_pass(ctx, facts, loop, outer)
             ):
                 return outer
         for node in ctx.of_type(ast.Call):  # `it = iter(loader)` re-created inside a loop
@@ -232,10 +240,17 @@ class SetEpochMissing(Rule):
                 outer = enclosing_loop(ctx, inner)
                 if outer is not None and ctx.enclosing_function(inner) is fn:
                     return outer
-        for loop in ctx.of_type(ast.For) + ctx.of_type(ast.AsyncFor):  # `for epoch in ...: train(loader)`
-            if "epoch" in ctx.segment(loop.target).lower():
+        # `for epoch in ...: train(loader)`, also `while epoch <= max_epoch: train(loader)`
+        for loop in ctx.of_type(ast.For) + ctx.of_type(ast.AsyncFor) + ctx.of_type(ast.While):
+            if "epoch" in ctx.segment(loop.test if isinstance(loop, ast.While) else loop.target).lower():
                 for n in ctx.local(loop):
                     if isinstance(n, ast.Call) and any(dotted(a) in loaders for a in n.args):
+                        if _wraps_into_name(ctx, n) or _iterated_here(ctx, n) or dotted(n.func) == "len":
+                            # ``bar = tqdm(loader)`` or ``for b in tqdm(loader)``: the loop drawing
+                            # from it is decided above; ``len(loader)`` draws no batch
+                            continue
+                        if _trains_nothing(facts, ctx.helper(n)):
+                            continue
                         return loop
         return None
 
@@ -296,6 +311,30 @@ def _always_distributed(ctx: FileContext, call: ast.Call) -> bool:
     return ctx.call_qualname(call) == DISTRIBUTED_SAMPLER and not isinstance(ctx.parents.get(call), ast.IfExp)
 
 
+def _trains_nothing(facts: LoopFacts, fn: ast.FunctionDef | ast.AsyncFunctionDef | None) -> bool:
+    """A same-file function (``self.val(val_loader)`` from the epoch loop) that neither backprops nor
+    steps an optimizer, also through its own helpers: the order in which it draws the loader never
+    reaches the weights (an evaluation pass), so repeating it each epoch changes nothing."""
+    return fn is not None and not facts.has_backward(fn.body) and not facts.has_optimizer_step(fn.body)
+
+
+def _prepared_by_accelerate(ctx: FileContext, facts: LoopFacts, loaders: set[str]) -> bool:
+    """A loader handed to ``accelerator.prepare(...)`` (or bound from its result): accelerate's
+    prepared loader calls ``set_epoch`` on its sampler at the start of every iteration
+    (``DataLoaderShard.__iter__``), so the order changes each epoch without the script calling it."""
+    if not loaders:
+        return False
+    if loaders & facts.prepared:
+        return True
+    return ctx.mentions("prepare") and any(
+        (m := method(c))
+        and m[1] == "prepare"
+        and "accelerator" in (m[0] or "").split(".")[-1].lower()
+        and any(dotted(a) in loaders for a in c.args)
+        for c in ctx.of_type(ast.Call)
+    )
+
+
 def _evaluates(ctx: FileContext, facts: LoopFacts, loop: ast.For | ast.AsyncFor) -> bool:
     """An evaluation pass: the loop backprops nothing and sits in a function named for evaluation
     (``evaluate``, ``validate``, ``test`` ...): its order never reaches the weights, and it is run
@@ -305,3 +344,91 @@ def _evaluates(ctx: FileContext, facts: LoopFacts, loop: ast.For | ast.AsyncFor)
     if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or not EVAL_FUNCTION.match(fn.name):
         return False
     return not any(facts.backward(n) for n in facts.nodes(loop.body))
+
+
+# Calls that hand back an iterator over their first argument, in its order: a progress bar or an
+# enumeration of the loader is the loader, drawn again each time it is iterated.
+_ITERATOR_WRAPPERS = frozenset({"tqdm", "enumerate", "iter", "trange", "track"})
+
+
+def _wrapped_loaders(ctx: FileContext, loaders: set[str]) -> set[str]:
+    """Local names bound, in a loop, to a progress bar or enumeration over a loader
+    (``epoch_iterator = tqdm(train_dataloader)`` inside ``while global_step < max_steps:``): the
+    loop over that name draws the loader's order once per pass of the outer loop. Only the direct
+    wrap counts (``len(loader)`` or a batch count is no alias), and only where it is rebuilt in a loop,
+    so the name is iterated once per pass."""
+    out: set[str] = set()
+    for node in ctx.of_type(ast.Assign):
+        value = node.value
+        if (
+            len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(value, ast.Call)
+            and (dotted(value.func) or "").split(".")[-1] in _ITERATOR_WRAPPERS
+            and value.args
+            and dotted(value.args[0]) in loaders
+            and enclosing_loop(ctx, node) is not None
+        ):
+            out.add(node.targets[0].id)
+    return out
+
+
+def _wraps_into_name(ctx: FileContext, call: ast.Call) -> bool:
+    """``bar = tqdm(loader)``: a wrap bound to a name, which ``_wrapped_loaders`` follows to its loop."""
+    parent = ctx.parents.get(call)
+    return (
+        (dotted(call.func) or "").split(".")[-1] in _ITERATOR_WRAPPERS
+        and isinstance(parent, ast.Assign)
+        and len(parent.targets) == 1
+        and isinstance(parent.targets[0], ast.Name)
+    )
+
+
+def _iterated_here(ctx: FileContext, call: ast.Call) -> bool:
+    """``for b in tqdm(loader):``: the wrap is (part of) a loop's iterable, a loop the first search
+    already judged."""
+    cur: ast.AST | None = call
+    while cur is not None:
+        parent = ctx.parents.get(cur)
+        if isinstance(parent, (ast.For, ast.AsyncFor)) and parent.iter is cur:
+            return True
+        if not isinstance(parent, ast.Call):
+            return False
+        cur = parent
+    return False
+
+
+def _evaluation_pass(
+    ctx: FileContext, facts: LoopFacts, loop: ast.For | ast.AsyncFor, outer: ast.AST
+) -> bool:
+    """An evaluation pass written inline in the epoch loop (``model.eval()`` then ``for batch in
+    valid_dataloader:`` with no backward, or the loop under ``torch.no_grad()``): the order of a
+    loader nothing is trained on never reaches the weights, even when its DistributedSampler
+    shuffles by default. Needs both facts: nothing backprops or steps in the loop, and the model is
+    put in eval mode before it in the same function (or the loop runs without gradients)."""
+    if facts.has_backward(loop.body) or facts.has_optimizer_step(loop.body):
+        return False
+    cur = ctx.parents.get(loop)
+    while (
+        cur is not None and cur is not outer and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef))
+    ):
+        if isinstance(cur, (ast.With, ast.AsyncWith)) and any(
+            isinstance(i.context_expr, ast.Call)
+            and (dotted(i.context_expr.func) or "").split(".")[-1] in ("no_grad", "inference_mode")
+            for i in cur.items
+        ):
+            return True
+        cur = ctx.parents.get(cur)
+    body_of = getattr(ctx.parents.get(loop), "body", None)
+    if not isinstance(body_of, list) or loop not in body_of:
+        return False
+    # ``model.eval()`` among the statements before the loop in its block, with no ``.train()`` after it
+    mode = None
+    for stmt in body_of[: body_of.index(loop)]:
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and not n.args:
+                if n.func.attr == "eval":
+                    mode = "eval"
+                elif n.func.attr == "train":
+                    mode = "train"
+    return mode == "eval"
