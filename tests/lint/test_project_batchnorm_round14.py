@@ -11,6 +11,7 @@ config-gated finding. On by default, or set both ways: trusted, as before.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from tests.lint.project_facts import found_gated as _found
@@ -287,3 +288,17 @@ def test_a_registry_of_self_converting_models_is_silent(tmp_path: Path) -> None:
 def test_a_registry_of_models_that_do_not_convert_is_reported(tmp_path: Path) -> None:
     root = _write(tmp_path, _pixpro("self.out = nn.Identity()"))
     assert _found(root) == {("batchnorm-unsynced", "main_pretrain.py", None)}
+
+
+def test_special_and_oversized_yaml_files_are_skipped_not_read(tmp_path: Path) -> None:
+    """A hostile checkout: a FIFO and a link to an endless device named like configurations, and a
+    configuration over the size cap, are never read (no hang, no unbounded memory); the cap file's
+    value does not count."""
+    from ddp_doctor.lint.option_defaults import MAX_YAML_BYTES, yaml_settings
+
+    root = _write(tmp_path, {"func/train.py": YAML_TRAIN, "conf/config.yaml": "sync_bn: false\n"})
+    os.mkfifo(root / "conf" / "fifo.yaml")
+    (root / "conf" / "zero.yaml").symlink_to("/dev/zero")
+    (root / "conf" / "huge.yaml").write_text("sync_bn: true\n" + "#" * (MAX_YAML_BYTES + 10) + "\n")
+    assert yaml_settings(sorted((root / "conf").iterdir()), "sync_bn") == [False]
+    assert _found(root) == {("batchnorm-unsynced", "func/train.py", "sync_bn off (the default)")}

@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import stat
 from pathlib import Path
 
 from ddp_doctor.lint.context import FileContext, dotted
@@ -103,9 +104,12 @@ def yaml_settings(files: list[Path], key: str) -> list[object]:
     values: list[object] = []
     for path in files:
         try:
-            if path.stat().st_size > MAX_YAML_BYTES:
+            info = path.stat()
+            # a regular file only (a link to /dev/zero or a FIFO would never end), read no further than the cap
+            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_YAML_BYTES:
                 continue
-            text = path.read_text(encoding="utf-8", errors="replace")
+            with path.open("rb") as f:
+                text = f.read(MAX_YAML_BYTES + 1).decode("utf-8", errors="replace")
         except OSError:
             continue
         if key.lower() not in text.lower():
