@@ -139,6 +139,8 @@ class FileContext:
     _pos: dict[int, int] = field(default_factory=dict)  # node -> its index in `nodes`
     _by_type: dict[type, list[ast.AST]] = field(default_factory=dict)
     _calls_by_name: dict[str, list[ast.Call]] | None = None
+    _top_classes: dict[str, list[ast.ClassDef]] | None = None  # top-level classes by name (lazy)
+    _subclassing: set[str] = field(default_factory=set)  # class names whose bases are being resolved
     # Per-file caches of analyses defined in other modules, each keyed by a tuple that starts with the
     # function computing it and holds every input it depends on (lint/logged_attributes.py).
     memo: dict[tuple[object, ...], Any] = field(default_factory=dict)
@@ -285,6 +287,8 @@ class FileContext:
         head, _, rest = text.partition(".")
         if head not in self.imports:
             alias = self._class_alias(node, head) if isinstance(node, ast.Name) else None
+            if alias is None and isinstance(node, ast.Name):
+                alias = self.wrapper_subclass(head)
             return alias  # ``ddp = torch.nn.parallel.DistributedDataParallel`` ... ``ddp(module=model)``
         full = self.imports[head] + ("." + rest if rest else "")
         if self.project is not None and "." in full:
@@ -292,6 +296,24 @@ class FileContext:
             if isinstance(outside, str):
                 full = outside
         return canonical(full)
+
+    def wrapper_subclass(self, name: str) -> str | None:
+        """The data-parallel wrapper a top-level class of this file subclasses (NATSpeech ``class
+        DDP(DistributedDataParallel)`` overriding ``forward``): constructing it is that wrap."""
+        if self._top_classes is None:
+            self._top_classes = {}
+            for c in self.tree.body:
+                if isinstance(c, ast.ClassDef):
+                    self._top_classes.setdefault(c.name, []).append(c)
+        classes = self._top_classes.get(name, [])
+        if len(classes) != 1 or name in self._subclassing:
+            return None
+        self._subclassing.add(name)  # ``class A(B)`` / ``class B(A)``: no endless resolution
+        try:
+            found = {q for b in classes[0].bases if (q := self.qualname(b)) in WRAPPERS}
+        finally:
+            self._subclassing.discard(name)
+        return found.pop() if len(found) == 1 else None
 
     def _class_alias(self, node: ast.Name, name: str) -> str | None:
         """The imported name a local variable is bound to when every binding of it in its function

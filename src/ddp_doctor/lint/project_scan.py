@@ -136,6 +136,9 @@ class IndexScan(IndexBindings):
             target = imports.get(name)
             if target is not None and self._project_module_of(target) is None:
                 self.reexports[f"{module}.{name}"] = target
+        for node in ctx.tree.body:  # a subclass of DDP (NATSpeech ``ddp_utils.DDP``) stands for DDP
+            if isinstance(node, ast.ClassDef) and (wrapper := ctx.wrapper_subclass(node.name)) is not None:
+                self.reexports[f"{module}.{node.name}"] = wrapper
         imported = {
             resolved
             for target in imports.values()

@@ -6,6 +6,10 @@ autograd graph every iteration"). It costs time, not accuracy: severity info.
 Autofix: ``True`` → ``False`` (DDP raises a clear error if a parameter really gets no gradient).
 Lightning builds the same wrap from ``DDPStrategy(find_unused_parameters=True)`` (1.x: ``DDPPlugin``)
 and from the strategy name ``"ddp_find_unused_parameters_true"``; both are flagged like the keyword.
+So is the keyword unpacked from a dict (OpenUnReID ``DistributedDataParallel(model, **ddp_cfg)``
+with ``ddp_cfg = {..., "find_unused_parameters": True}``), and the keyword given to a project
+subclass of DDP (NATSpeech ``class DDP(DistributedDataParallel)``; lint/context.py resolves it to
+DDP, in project mode from another file too).
 A value read from configuration with ``True`` as its fallback (KAIR's
 ``opt.get("find_unused_parameters", True)``, also through a variable assigned just before) is
 reported config-gated, without an autofix. An Accelerator that only prepares a model frozen in the
@@ -55,7 +59,8 @@ class FindUnusedTrue(Rule):
     flagged = (
         "`find_unused_parameters=True` on DDP, accelerate `DistributedDataParallelKwargs`, Lightning "
         "`DDPStrategy`/`DDPPlugin`, or `ddp_find_unused_parameters=True` on `TrainingArguments`; "
-        'Lightning `strategy="ddp_find_unused_parameters_true"`'
+        'Lightning `strategy="ddp_find_unused_parameters_true"`; the keyword unpacked from a dict '
+        "(`**ddp_cfg`) or given to a project subclass of DDP"
     )
     not_flagged = (
         "a value from config without a True fallback; an entry script that never backprops (an "
@@ -72,7 +77,12 @@ class FindUnusedTrue(Rule):
         if found and not never_trains(ctx, facts):  # an evaluation script never traverses a graph
             yield from found
 
+    def applies(self, ctx: FileContext) -> bool:
+        # the keyword may be a dict key (``{"find_unused_parameters": True}`` unpacked into the wrap)
+        return super().applies(ctx) or "find_unused_parameters" in ctx.source
+
     def _check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
+        seen: set[int] = set()
         for node in ctx.of_type(ast.Call):
             for k in node.keywords:
                 if (
@@ -96,7 +106,11 @@ class FindUnusedTrue(Rule):
             kw_name = DDP_CONFIGS.get(qualname) or (
                 "find_unused_parameters" if LIGHTNING_DDP.match(qualname) else None
             )
-            value = keyword(node, kw_name) if kw_name else None
+            value = _setting(ctx, node, kw_name) if kw_name else None
+            if value is not None and id(value) in seen:
+                continue  # one dict unpacked into two wraps (OpenUnReID's ``**ddp_cfg``): one finding
+            if value is not None:
+                seen.add(id(value))
             if (
                 value is not None
                 and "accelerate" in (ctx.call_qualname(node) or "")
@@ -142,6 +156,31 @@ class FindUnusedTrue(Rule):
                     edits=(replace_node(ctx, value, "False"),),
                     setting=True,
                 )
+
+
+def _setting(ctx: FileContext, call: ast.Call, name: str) -> ast.expr | None:
+    """The value ``call`` gets for keyword ``name``: written as a keyword, or a key of a dict
+    unpacked into it (``DistributedDataParallel(model, **ddp_cfg)`` with ``ddp_cfg = {...,
+    "find_unused_parameters": True}`` or ``dict(find_unused_parameters=True, ...)`` assigned last
+    before the call in the same function, or written in place)."""
+    value = keyword(call, name)
+    if value is not None:
+        return value
+    for k in call.keywords:
+        if k.arg is not None:
+            continue
+        unpacked = _through_name(ctx, k.value, call)
+        if isinstance(unpacked, ast.Dict):
+            for key, item in zip(unpacked.keys, unpacked.values):
+                if isinstance(key, ast.Constant) and key.value == name:
+                    value = item  # a later duplicate key wins, as in Python
+        elif (
+            isinstance(unpacked, ast.Call)
+            and isinstance(unpacked.func, ast.Name)
+            and unpacked.func.id == "dict"
+        ):
+            value = keyword(unpacked, name) or value
+    return value
 
 
 def _in_evaluation_class(ctx: FileContext, node: ast.AST) -> bool:
