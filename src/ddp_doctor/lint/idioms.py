@@ -31,6 +31,15 @@ RANK0_METHODS: dict[str, frozenset[str]] = {
     "accelerator": frozenset({"print", "log"}),  # accelerate: @on_main_process
     "xm": frozenset({"master_print"}),  # torch_xla
 }
+# What an object is, not what it is called: a name bound to accelerate's ``Accelerator(...)`` prints
+# and logs on the main process only (``Accelerator.print`` is ``if self.is_local_main_process:
+# print(...)``); a logger from ``accelerate.logging.get_logger`` logs on the main process only unless
+# the call passes ``main_process_only=False``.
+ACCELERATOR_CLASS = "accelerate.Accelerator"
+MAIN_PROCESS_LOGGER_FACTORY = "accelerate.logging.get_logger"
+MAIN_PROCESS_LOGGER_RECORDS = frozenset(
+    {"debug", "info", "warning", "warn", "error", "critical", "exception", "log"}
+)
 # Free functions that print/log on one rank only (Megatron, llm.c, Lightning utilities ...).
 RANK0_FUNCTION = re.compile(
     r"^(print|log|logger)_?(rank_?(0|zero|last)|master|main(_process)?)$|^(master|main)_?(print|log)$|"
@@ -133,6 +142,42 @@ def train(accelerator, model, loader, optimizer):
         accelerator.backward(loss)
         optimizer.step()
         accelerator.print("loss", loss.item())
+""",
+        ("rank0-only-loss-log",),
+    ),
+    Idiom(
+        "accelerate",
+        "rank0-log",
+        "acc = Accelerator(); acc.print(loss)",
+        """
+from accelerate import Accelerator
+def train(model, loader, optimizer):
+    acc = Accelerator()
+    model, optimizer, loader = acc.prepare(model, optimizer, loader)
+    for batch in loader:
+        loss = model(**batch).loss
+        acc.backward(loss)
+        optimizer.step()
+        acc.print("loss", loss.item())
+""",
+        ("rank0-only-loss-log",),
+    ),
+    Idiom(
+        "accelerate",
+        "rank0-log",
+        "logger = accelerate.logging.get_logger(__name__); logger.info(loss)",
+        """
+from accelerate import Accelerator
+from accelerate.logging import get_logger
+logger = get_logger(__name__)
+def train(model, loader, optimizer):
+    accelerator = Accelerator()
+    model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+    for batch in loader:
+        loss = model(**batch).loss
+        accelerator.backward(loss)
+        optimizer.step()
+        logger.info(f"loss {loss.item()}")
 """,
         ("rank0-only-loss-log",),
     ),

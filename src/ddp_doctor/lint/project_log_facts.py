@@ -155,10 +155,13 @@ def logs_rank0_only(ctx: FileContext, fn: ast.AST) -> bool:
     """A small function whose every log call sits under a rank-0 test (``def print0(*a): if rank == 0:
     print(*a)``) or logs on rank 0 by itself (``def print(self, msg): return
     self.accelerator.print(msg)``): calling it logs on rank 0 only."""
+    from ddp_doctor.lint.accelerate_sinks import main_process_only_call
     from ddp_doctor.lint.rank0 import is_log_call, is_rank0_log_call
 
     nodes = ctx.local(fn)
     if len(nodes) > 200:
         return False
     logs = [n for n in nodes if isinstance(n, ast.Call) and is_log_call(n)]
-    return bool(logs) and all(rank0_if(ctx, n) is not None or is_rank0_log_call(n) for n in logs)
+    return bool(logs) and all(
+        rank0_if(ctx, n) is not None or is_rank0_log_call(n) or main_process_only_call(ctx, n) for n in logs
+    )

@@ -872,6 +872,11 @@ class LossFlow:
             tainted |= self.class_attrs.get(id(owner), set())
         params = frozenset(self.param_taints.get(id(scope), ()))
         tainted |= params
+        arg_names = (
+            {a.arg for a in (*scope.args.posonlyargs, *scope.args.args, *scope.args.kwonlyargs)}
+            if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef))
+            else set()
+        )
         if id(scope) in self.lightning or id(scope) in self.backprop_returns:
             # Lightning runs backward on what training_step returns; a caller on what a helper returns
             positions = self.backprop_positions.get(id(scope), {None})
@@ -966,6 +971,15 @@ class LossFlow:
             ):
                 targets = n.targets if isinstance(n, ast.Assign) else [n.target]
                 written = {x for t in targets for x in bound_names(t)}
+                for t in targets:
+                    # ``log[key] = old + new_value`` into a container the caller hands in (parti's
+                    # ``accum_log(logs, {"loss": loss.item()})``): the helper feeds the caller's dict
+                    if (
+                        isinstance(t, ast.Subscript)
+                        and isinstance(t.value, ast.Name)
+                        and t.value.id in arg_names
+                    ):
+                        updates.setdefault(t.value.id, []).append(n.lineno)
                 value_nodes = ctx.local(n.value)
                 read = reads(value_nodes, fields)
                 read |= loop_aliases(ctx, n, read)

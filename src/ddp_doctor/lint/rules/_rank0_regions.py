@@ -10,6 +10,7 @@ import ast
 from collections.abc import Iterator
 
 from ddp_doctor.core.catalog import Text
+from ddp_doctor.lint.accelerate_sinks import main_process_only_call
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method
 from ddp_doctor.lint.idioms import RANK0_FUNCTION
 from ddp_doctor.lint.logged_helpers import constructed_method
@@ -296,10 +297,14 @@ def rank0_logs(
             ):
                 yield node, guard, Text("", "")
                 continue
-            if is_rank0_log_call(node) or (
-                (fn := ctx.helper(node)) is not None
-                and _forwards_to_rank0_log(fn)
-                and helper_logged_args(ctx, node)
+            if (
+                is_rank0_log_call(node)
+                or main_process_only_call(ctx, node)
+                or (
+                    (fn := ctx.helper(node)) is not None
+                    and _forwards_to_rank0_log(fn)
+                    and helper_logged_args(ctx, node)
+                )
             ):
                 # (or a same-file wrapper that only forwards to one: ``self.print(msg)``)
                 yield node, None, Text("by a call that runs on rank 0 only", "由仅在 rank 0 执行的调用")

@@ -9,7 +9,9 @@ runs backward), with no all-reduce/gather/reduce on the way, is logged on rank 0
 - by a logging call (print, logger.*, wandb/TensorBoard/tqdm style, ``pbar.desc = ...``) under a
   rank-0 test (``lint/rank0.py``: ``rank == 0``, ``RANK in {-1, 0}``, ``not fsdp or rank == 0`` ...);
 - by a call that logs on rank 0 by itself (``fabric.print``, ``fabric.log_dict``,
-  ``accelerator.print``, ``print0``/``print_rank_0``, a project function that only logs under a
+  ``accelerator.print`` (or ``print``/``log`` of any name bound to ``accelerate.Accelerator(...)``),
+  a logger from ``accelerate.logging.get_logger`` (unless ``main_process_only=False``),
+  ``print0``/``print_rank_0``, a project function that only logs under a
   rank-0 test, or one behind a project decorator whose wrapper calls it on rank 0 only:
   ``@master_only``);
 - through an object that exists on rank 0 only (``writer = SummaryWriter() if rank == 0 else None``,
