@@ -302,3 +302,24 @@ def test_special_and_oversized_yaml_files_are_skipped_not_read(tmp_path: Path) -
     (root / "conf" / "huge.yaml").write_text("sync_bn: true\n" + "#" * (MAX_YAML_BYTES + 10) + "\n")
     assert yaml_settings(sorted((root / "conf").iterdir()), "sync_bn") == [False]
     assert _found(root) == {("batchnorm-unsynced", "func/train.py", "sync_bn off (the default)")}
+
+
+def test_yaml_configurations_are_found_as_lint_finds_files(tmp_path: Path) -> None:
+    """The YAML scan walks the project as lint walks source files: a folder that ``.gitignore`` lists
+    (a local output), a hidden folder (CI workflows) and an installed package hold no configuration of
+    the project, so their values do not count; a FIFO is skipped, not read."""
+    from ddp_doctor.lint.option_defaults import yaml_files
+
+    root = _write(
+        tmp_path,
+        {
+            "conf/config.yaml": "sync_bn: false\n",
+            "outputs/run1/config.yaml": "sync_bn: true\n",
+            ".github/workflows/ci.yml": "sync_bn: true\n",
+            "venv/lib/site-packages/pkg/cfg.yaml": "sync_bn: true\n",
+            "lib/site-packages/pkg/cfg.yml": "sync_bn: true\n",
+            ".gitignore": "outputs/\n",
+        },
+    )
+    os.mkfifo(root / "conf" / "fifo.yaml")
+    assert [p.relative_to(root).as_posix() for p in yaml_files(root)] == ["conf/config.yaml"]

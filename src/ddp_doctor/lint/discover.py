@@ -105,15 +105,16 @@ def _gitignore(folder: Path) -> list[Pattern]:
     return [p for line in text.splitlines() if (p := Pattern.parse(folder, line))]
 
 
-def iter_files(root: Path, extra: list[Pattern]) -> Iterator[Path]:
-    """Lintable files under ``root``, honouring excludes; paths are spelled from ``root`` as given
-    (``.`` stays relative) while patterns match on absolute paths."""
+def iter_files(root: Path, extra: list[Pattern], suffixes: tuple[str, ...] = SUFFIXES) -> Iterator[Path]:
+    """Regular files under ``root`` whose names end in ``suffixes`` (by default the lintable ones),
+    honouring the default excludes, ``.gitignore`` files and ``extra``; paths are spelled from ``root``
+    as given (``.`` stays relative) while patterns match on absolute paths."""
     given, root = root, root.resolve()
-    for path in _walk(root, extra):
+    for path in _walk(root, extra, suffixes):
         yield given / path.relative_to(root)
 
 
-def _walk(root: Path, extra: list[Pattern]) -> Iterator[Path]:
+def _walk(root: Path, extra: list[Pattern], suffixes: tuple[str, ...]) -> Iterator[Path]:
     base = [p for text in DEFAULT_EXCLUDES if (p := Pattern.parse(root, text))]
     stack: list[tuple[Path, list[Pattern]]] = [(root, base + extra + _gitignore(root))]
     while stack:
@@ -128,7 +129,7 @@ def _walk(root: Path, extra: list[Pattern]) -> Iterator[Path]:
                 if not _excluded(path, True, patterns):
                     stack.append((path, patterns + _gitignore(path)))
             elif (
-                entry.name.endswith(SUFFIXES)
+                entry.name.endswith(suffixes)
                 and _regular(entry)  # FIFOs, sockets, devices: reading them could block forever
                 and not _excluded(path, False, patterns)
             ):

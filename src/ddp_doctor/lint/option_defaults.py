@@ -16,17 +16,21 @@ then whichever configuration is chosen.
 from __future__ import annotations
 
 import ast
-import os
+import itertools
 import re
 import stat
 from pathlib import Path
 
 from ddp_doctor.lint.context import FileContext, dotted
+from ddp_doctor.lint.discover import exclude_patterns, iter_files
 from ddp_doctor.lint.flags import UNKNOWN, argparse_defaults, literal
 
 MAX_YAML_FILES = 2000
 MAX_YAML_BYTES = 1_000_000
-SKIPPED_DIRS = frozenset({"node_modules", "venv", ".venv", "site-packages", "__pycache__"})
+YAML_SUFFIXES = (".yaml", ".yml")
+# beyond lint's own excludes (discover.DEFAULT_EXCLUDES and .gitignore): hidden folders (CI workflows,
+# editor settings) and installed packages hold no configuration of the project's training
+YAML_EXCLUDES = (".*/", "site-packages/")
 YAML_BOOLEANS = {
     "true": True,
     "yes": True,
@@ -85,16 +89,13 @@ def merge_default(table: dict[str, object], key: str, value: object, conflict: o
 
 
 def yaml_files(root: Path) -> list[Path]:
-    """The YAML files shipped under ``root`` (hidden and installed-package directories skipped)."""
-    out: list[Path] = []
-    for base, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIPPED_DIRS)
-        for name in sorted(files):
-            if name.endswith((".yaml", ".yml")):
-                out.append(Path(base) / name)
-                if len(out) >= MAX_YAML_FILES:
-                    return out
-    return out
+    """The YAML files shipped under ``root``, found as lint finds source files (the same excludes and
+    ``.gitignore``), hidden and installed-package folders skipped."""
+    return list(
+        itertools.islice(
+            iter_files(root, exclude_patterns(root.resolve(), YAML_EXCLUDES), YAML_SUFFIXES), MAX_YAML_FILES
+        )
+    )
 
 
 def yaml_settings(files: list[Path], key: str) -> list[object]:

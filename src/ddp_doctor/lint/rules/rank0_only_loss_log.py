@@ -32,6 +32,11 @@ loss is what ``training_step`` returns. Names that say they hold something else 
 ``top1``, ``prob``, ``lr``, ``grad_norm``) are never the loss, even when they come out of the same
 call. The message says what the value is: the loss itself, a meter or running sum fed with it, or
 a value computed from it.
+
+One logging event, one finding: the logs under one rank-0 test (a print, then the writer's scalars
+of the same step's loss terms) are reported once, at the first, naming the others' lines (their
+fix is one: reduce before the block); a log call that runs a def of the file which logs what it is
+handed is reported at the call when the call is the guarded one, and inside the def otherwise.
 """
 
 from __future__ import annotations
@@ -116,7 +121,10 @@ class Rank0OnlyLossLog(Rule):
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
         found = [
-            (v, call)
+            # the logging call may itself be a call of a def of this file (SpeechTokenizer's
+            # ``self.log({...: loss.item()}, step=steps)`` under ``is_main``, whose body writes
+            # each value to a rank-0 writer): the def is then what it calls into
+            (v, call if call is not None else node if isinstance(node, ast.Call) else None)
             for v, call, node in self._check(ctx, facts)
             # a base-class method every project subclass overrides never runs (Amphion's
             # ``TTSTrainer._train_epoch``): what it would log is no event of the run
@@ -142,9 +150,7 @@ class Rank0OnlyLossLog(Rule):
                 dropped |= {id(w) for w in calls_into}
             else:
                 dropped.add(id(v))
-        for v, _ in found:
-            if id(v) not in dropped:
-                yield v
+        yield from _one_per_block([v for v, _ in found if id(v) not in dropped])
 
     def _check(
         self, ctx: FileContext, facts: LoopFacts
@@ -249,6 +255,31 @@ class Rank0OnlyLossLog(Rule):
                     node if isinstance(node, ast.Call) and not is_log_call(node) else None,
                     node,
                 )
+
+
+def _one_per_block(found: list[Violation]) -> Iterator[Violation]:
+    """One finding per rank-0 block: the logs under one rank-0 test (a print, then the writer's
+    scalars of the same step's loss terms) are one event with one fix, reducing before the block.
+    The first is reported and names the others' lines."""
+    blocks: dict[int, list[Violation]] = {}
+    for v in found:
+        guard = v.evidence.get("guard_line")
+        if guard is None:
+            yield v
+        else:
+            blocks.setdefault(guard, []).append(v)
+    for group in blocks.values():
+        group.sort(key=lambda v: v.line)
+        first = group[0]
+        also = sorted({v.line for v in group[1:]} - {first.line})
+        if also:
+            lines = ", ".join(map(str, also))
+            first.evidence["also_at"] = also
+            first.message = Text(
+                f"{first.message.en} The same block also logs this rank's loss at line(s) {lines}.",
+                f"{first.message.get('zh')}同一代码块还在第 {lines} 行记录了本 rank 的损失。",
+            )
+        yield first
 
 
 def _guarded(v: Violation) -> bool:
