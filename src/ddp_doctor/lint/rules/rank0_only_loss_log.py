@@ -33,9 +33,9 @@ loss is what ``training_step`` returns. Names that say they hold something else 
 call. The message says what the value is: the loss itself, a meter or running sum fed with it, or
 a value computed from it.
 
-One logging event, one finding: the logs under one rank-0 test (a print, then the writer's scalars
-of the same step's loss terms) are reported once, at the first, naming the others' lines (their
-fix is one: reduce before the block); a log call that runs a def of the file which logs what it is
+One logging event, one finding: the logs under one rank-0 test that go to one output (the
+writer's scalars of the same step's loss terms) are reported once, at the first, naming the
+others' lines (their fix is one: reduce before the block; a print beside them is another output); a log call that runs a def of the file which logs what it is
 handed is reported at the call when the call is the guarded one, and inside the def otherwise.
 """
 
@@ -251,23 +251,40 @@ class Rank0OnlyLossLog(Rule):
                         guard_line=guard.lineno if guard is not None else None,
                         value=name,
                         value_kind=kind.en,
+                        output=_output(node),
                     ),
                     node if isinstance(node, ast.Call) and not is_log_call(node) else None,
                     node,
                 )
 
 
+def _output(node: ast.AST) -> str | None:
+    """Where a log goes, for grouping: the object whose method logs (``sw`` of ``sw.add_scalar``,
+    ``self.logger``), or the function (``print``, ``self.log_stats``); None for a log that is no
+    call (``pbar.desc = ...``)."""
+    if not isinstance(node, ast.Call):
+        return None
+    name = dotted(node.func)
+    if not name:
+        return None
+    receiver, _, last = name.rpartition(".")
+    # ``self.log_stats(...)``: the method is the output (each of a class's helpers writes elsewhere)
+    return name if receiver in ("", "self", "cls") else receiver
+
+
 def _one_per_block(found: list[Violation]) -> Iterator[Violation]:
-    """One finding per rank-0 block: the logs under one rank-0 test (a print, then the writer's
-    scalars of the same step's loss terms) are one event with one fix, reducing before the block.
-    The first is reported and names the others' lines."""
-    blocks: dict[int, list[Violation]] = {}
+    """One finding per output of a rank-0 block: the logs under one rank-0 test that go to one
+    output (the writer's scalars of the same step's loss terms, or several prints) are one curve
+    or console line with one fix, reducing before the block. The first is reported and names the
+    others' lines; another output of the block (a print beside the TensorBoard scalars) is
+    another finding, as it shows the noise to another reader."""
+    blocks: dict[tuple[int, str], list[Violation]] = {}
     for v in found:
-        guard = v.evidence.get("guard_line")
-        if guard is None:
+        guard, output = v.evidence.get("guard_line"), v.evidence.get("output")
+        if guard is None or output is None:
             yield v
         else:
-            blocks.setdefault(guard, []).append(v)
+            blocks.setdefault((guard, output), []).append(v)
     for group in blocks.values():
         group.sort(key=lambda v: v.line)
         first = group[0]
@@ -276,8 +293,8 @@ def _one_per_block(found: list[Violation]) -> Iterator[Violation]:
             lines = ", ".join(map(str, also))
             first.evidence["also_at"] = also
             first.message = Text(
-                f"{first.message.en} The same block also logs this rank's loss at line(s) {lines}.",
-                f"{first.message.get('zh')}同一代码块还在第 {lines} 行记录了本 rank 的损失。",
+                f"{first.message.en} The same block logs this rank's loss to `{first.evidence['output']}` again at line(s) {lines}.",
+                f"{first.message.get('zh')}同一代码块还在第 {lines} 行向 `{first.evidence['output']}` 记录了本 rank 的损失。",
             )
         yield first
 

@@ -20,4 +20,4 @@ def train(model, loader, optimizer, logger, opt, d_lossfn, d_weight):
             message = f"<iter {step}> "
             for k, v in losses.items():
                 message += f"{k}: {v.item():.3e} "
-            logger.info(message)  # the same rank-0 block: reported once, at its first log (also_at)
+            logger.info(message)  # expect: rank0-only-loss-log
