@@ -300,6 +300,12 @@ class FileContext:
     def wrapper_subclass(self, name: str) -> str | None:
         """The data-parallel wrapper a top-level class of this file subclasses (NATSpeech ``class
         DDP(DistributedDataParallel)`` overriding ``forward``): constructing it is that wrap."""
+        found = {q for q in self.base_qualnames(name) if q in WRAPPERS}
+        return found.pop() if len(found) == 1 else None
+
+    def base_qualnames(self, name: str) -> set[str]:
+        """The dotted imports the bases of the one top-level class ``name`` of this file resolve to
+        (``class MyDDPStrategy(strategies.DDPStrategy)``); empty when ``name`` is no such class."""
         if self._top_classes is None:
             self._top_classes = {}
             for c in self.tree.body:
@@ -307,13 +313,12 @@ class FileContext:
                     self._top_classes.setdefault(c.name, []).append(c)
         classes = self._top_classes.get(name, [])
         if len(classes) != 1 or name in self._subclassing:
-            return None
+            return set()
         self._subclassing.add(name)  # ``class A(B)`` / ``class B(A)``: no endless resolution
         try:
-            found = {q for b in classes[0].bases if (q := self.qualname(b)) in WRAPPERS}
+            return {q for b in classes[0].bases if (q := self.qualname(b))}
         finally:
             self._subclassing.discard(name)
-        return found.pop() if len(found) == 1 else None
 
     def _class_alias(self, node: ast.Name, name: str) -> str | None:
         """The imported name a local variable is bound to when every binding of it in its function

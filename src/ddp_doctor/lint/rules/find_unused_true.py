@@ -54,13 +54,18 @@ LIGHTNING_DDP = re.compile(
 STRATEGY_NAME = re.compile(r"^ddp(_spawn|_fork|_notebook)?_find_unused_parameters_true$")
 
 
+def _keyword(qualname: str) -> str | None:
+    """The keyword that turns on unused-parameter search in the constructor ``qualname``."""
+    return DDP_CONFIGS.get(qualname) or ("find_unused_parameters" if LIGHTNING_DDP.match(qualname) else None)
+
+
 class FindUnusedTrue(Rule):
     id = "find-unused-true"
     flagged = (
         "`find_unused_parameters=True` on DDP, accelerate `DistributedDataParallelKwargs`, Lightning "
         "`DDPStrategy`/`DDPPlugin`, or `ddp_find_unused_parameters=True` on `TrainingArguments`; "
         'Lightning `strategy="ddp_find_unused_parameters_true"`; the keyword unpacked from a dict '
-        "(`**ddp_cfg`) or given to a project subclass of DDP"
+        "(`**ddp_cfg`) or given to a project subclass of DDP or of a Lightning DDP strategy"
     )
     not_flagged = (
         "a value from config without a True fallback; an entry script that never backprops (an "
@@ -103,9 +108,14 @@ class FindUnusedTrue(Rule):
                         setting=True,
                     )
             qualname = ctx.call_qualname(node) or ""
-            kw_name = DDP_CONFIGS.get(qualname) or (
-                "find_unused_parameters" if LIGHTNING_DDP.match(qualname) else None
-            )
+            kw_name = _keyword(qualname)
+            if kw_name is None and isinstance(node.func, ast.Name):
+                # a class of this file that subclasses one of them (MolCA's ``class
+                # MyDDPStrategy(strategies.DDPStrategy)`` overriding checkpoint saving) takes the
+                # keyword on to its base's constructor
+                kw_name = next(
+                    (k for q in ctx.base_qualnames(node.func.id) if (k := _keyword(q)) is not None), None
+                )
             value = _setting(ctx, node, kw_name) if kw_name else None
             if value is not None and id(value) in seen:
                 continue  # one dict unpacked into two wraps (OpenUnReID's ``**ddp_cfg``): one finding
