@@ -114,7 +114,7 @@ class FindUnusedTrue(Rule):
                 # MyDDPStrategy(strategies.DDPStrategy)`` overriding checkpoint saving) takes the
                 # keyword on to its base's constructor
                 kw_name = next(
-                    (k for q in ctx.base_qualnames(node.func.id) if (k := _keyword(q)) is not None), None
+                    (kw for q in ctx.base_qualnames(node.func.id) if (kw := _keyword(q)) is not None), None
                 )
             value = _setting(ctx, node, kw_name) if kw_name else None
             if value is not None and id(value) in seen:
