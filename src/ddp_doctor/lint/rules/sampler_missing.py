@@ -259,14 +259,31 @@ def _rank_seeded(ctx: FileContext, loader: ast.Call, local_sampler: str | None) 
     return any(
         isinstance(n, ast.Call)
         and ctx.call_qualname(n) == "torch.manual_seed"
-        and n.lineno <= loader.lineno
-        and any(
-            SHARDING_WORDS.search(w.id if isinstance(w, ast.Name) else w.attr)
-            for a in n.args
-            for w in ast.walk(a)
-            if isinstance(w, (ast.Name, ast.Attribute))
-        )
-        for n in ctx.local(scope)
+        # before the loader in its own function, or anywhere in another function of the file: the
+        # entry seeds the process by rank and then calls the function that builds the loader
+        # (``seed = cfg.SEED + dist.get_rank(); torch.manual_seed(seed)`` in ``main``, then ``train()``)
+        and (n.lineno <= loader.lineno or ctx.enclosing_function(n) is not scope)
+        and any(_reads_rank(ctx, a) for a in n.args)
+        for n in ctx.of_type(ast.Call)
+    )
+
+
+def _reads_rank(ctx: FileContext, expr: ast.expr) -> bool:
+    """``expr`` reads a rank or shard value, itself or through the local name it is
+    (``seed = config.SEED + dist.get_rank()`` ... ``torch.manual_seed(seed)``)."""
+    exprs: list[ast.AST] = [expr]
+    if isinstance(expr, ast.Name):
+        scope = ctx.enclosing_function(expr)
+        exprs += [
+            n.value
+            for n in ctx.local(scope)
+            if isinstance(n, ast.Assign) and any(dotted(t) == expr.id for t in n.targets)
+        ]
+    return any(
+        SHARDING_WORDS.search(w.id if isinstance(w, ast.Name) else w.attr)
+        for e in exprs
+        for w in ast.walk(e)
+        if isinstance(w, (ast.Name, ast.Attribute))
     )
 
 
