@@ -61,10 +61,8 @@ MAIN_FLAG = re.compile(
 # The index ``mp.spawn`` passes a worker is its rank: DGL's ``proc_id``, ``process_id``.
 RANK_NAME = re.compile(r"rank|process_index|(^|[._\s])proc(ess)?_(id|idx|index)\b", re.IGNORECASE)
 # The GPU a spawned process drives (``mp.spawn(main_worker)`` passes it as ``gpu``): its local rank.
-# Not ``n_gpu``/``num_gpus`` (a count: ``n_gpu == 0`` means CPU). A ``device`` compared with an
-# integer is such an index too (``if device == 0:``, ``tqdm(..., disable=self.device != 0)`` with
-# ``device = int(os.environ["LOCAL_RANK"])``): a ``torch.device`` never equals an int.
-GPU_NAME = re.compile(r"^(local_)?(gpu|device)(_id|_idx|_index)?$", re.IGNORECASE)
+# Not ``n_gpu``/``num_gpus`` (a count: ``n_gpu == 0`` means CPU).
+GPU_NAME = re.compile(r"^(local_)?gpu(_id|_idx|_index)?$", re.IGNORECASE)
 # Receivers of ``.info(...)``-style calls that go through the logging configuration.
 LOGGER_NAME = re.compile(r"^_*(logger|log|logging|LOGGER|LOG)$")
 # Levels that silence ordinary ``info`` records when set on the ranks other than 0.

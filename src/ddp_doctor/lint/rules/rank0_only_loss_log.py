@@ -21,11 +21,8 @@ Derived values follow assignments, the other outputs of the loss call (``loss, i
 criterion(...)``), and metric objects updated with them (``meter.update(loss.item())``) unless the
 object syncs (torchmetrics ``compute()`` with the default ``sync_on_compute=True``, also when built
 as ``MeanMetric().to(device)``). A logged name whose latest binding before the log is not the
-training value (a validation loop under ``torch.no_grad()`` reusing ``loss``; not ``with
-torch.no_grad(): total += loss.item()`` reading the training loss) is not flagged. A value an
-in-place collective combines later in the function (``dist.reduce(total)`` after the loop) is still
-this rank's where it is read before that collective; ``np.average`` of local values combines
-nothing. nanoGPT's rank-0 ``lossf`` print is a case.
+training value (a validation loop under ``torch.no_grad()`` reusing ``loss``) is not flagged;
+``np.average`` of local values combines nothing. nanoGPT's rank-0 ``lossf`` print is a case.
 
 Also rank 0 only: the plain ``logger.info(...)`` calls of a project whose logging configuration
 silences the other ranks (``lint/rank0.py`` ``silences_other_ranks``: MSN/I-JEPA ``setLevel(ERROR)``
@@ -48,7 +45,6 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator
-from dataclasses import replace
 from typing import Any
 
 from ddp_doctor.core.catalog import Text
@@ -188,7 +184,7 @@ class Rank0OnlyLossLog(Rule):
         seen: set[int] = set()
         for key, scope in flow.scopes.items():
             taint = flow.taints[key]
-            if not taint.names and not taint.early:
+            if not taint.names:
                 continue
             # the scope's own logs, and those of closures defined in it (MSN's ``def log_stats():``
             # inside the training loop reads the loop's meters)
@@ -221,7 +217,6 @@ class Rank0OnlyLossLog(Rule):
             for node, guard, how in logs:
                 if id(node) in seen or single_process_only(ctx, node):
                     continue  # (a log of the single-process run: ``if args.local_rank == -1:``)
-                taint = _before_collectives(ctx, scope, flow.taints[key], node)
                 values = logged_values(ctx, node, rank0_objects)
                 names = reads((x for v in values for x in ast.walk(v)), taint.fields)
                 names |= loop_aliases(ctx, node, names)
@@ -262,27 +257,6 @@ class Rank0OnlyLossLog(Rule):
                     node if isinstance(node, ast.Call) and not is_log_call(node) else None,
                     node,
                 )
-
-
-def _before_collectives(ctx: FileContext, scope: ast.AST, taint: Taint, at: ast.AST) -> Taint:
-    """The scope's taint as read at ``at``: with the names an in-place collective combines later
-    (``dist.reduce(gnll)`` after the loop whose rank-0 print reads ``gnll``), unless one combined
-    such a name since its latest binding before ``at``."""
-    if not taint.early:
-        return taint
-    line = getattr(at, "lineno", 0)
-    binds = ctx.bindings(scope)
-    early = set()
-    for n in taint.early:
-        # ``reported /= world_size`` after ``dist.all_reduce(reported)`` keeps the combined value: an
-        # augmented assignment is no new binding here
-        since = max(
-            (b.lineno for b in binds.get(n, []) if b.lineno < line and not isinstance(b, ast.AugAssign)),
-            default=0,
-        )
-        if not any(since <= r < line for r in taint.reduced_at.get(n, ())):
-            early.add(n)
-    return replace(taint, names=taint.names | early) if early else taint
 
 
 def _output(node: ast.AST) -> str | None:
@@ -458,40 +432,10 @@ def _holds_training_value(
             )
             for i in cur.items
         ):
-            if ctx.within(at, cur):
-                return not fresh
-            if _detaches_training_value(flow, scope, binding, cur, taint):
-                # ``with torch.no_grad(): gnll += loss_gen.item()`` in the training loop (wolf,
-                # insightface): the block only keeps autograd off while it reads the loss that was
-                # computed (and backpropagated) outside it
-                cur = ctx.parents.get(cur)
-                continue
-            return False
+            return ctx.within(at, cur) and not fresh
         if isinstance(cur, (ast.For, ast.AsyncFor, ast.While)) and _evaluation_loop(flow, cur, taint):
             return ctx.within(at, cur) and not fresh
         cur = ctx.parents.get(cur)
-    return True
-
-
-def _detaches_training_value(
-    flow: LossFlow, scope: ast.AST, binding: ast.AST, block: ast.With | ast.AsyncWith, taint: Taint
-) -> bool:
-    """``binding`` (inside the ``no_grad`` ``block``) reads loss names whose latest bindings before it
-    all lie outside the block: it accumulates the training forward's loss, not one of a forward the
-    block runs itself (a validation loop's ``loss = model(batch).loss`` under ``torch.no_grad()``)."""
-    ctx = flow.ctx
-    value = getattr(binding, "value", None)
-    if value is None:
-        return False
-    line = getattr(binding, "lineno", 0)
-    names = reads(ast.walk(value), taint.fields) & taint.names
-    if not names:
-        return False
-    binds = ctx.bindings(scope)
-    for n in names:
-        before = [b for b in binds.get(n, []) if getattr(b, "lineno", 0) < line]
-        if not before or ctx.within(before[-1], block):
-            return False
     return True
 
 
