@@ -65,11 +65,12 @@ def is_update_method(name: str) -> bool:
 
 
 # Names that say what they hold, and it is not the training loss: accuracies, probabilities, rates,
-# norms, times, validation/evaluation values.
+# norms, times, validation/evaluation values (``dev_loss``: the NLP name of the validation split), and
+# ``_``, the name that discards what it is bound to.
 NOT_A_LOSS = re.compile(
     r"^(acc\w*|\w*_acc\w*|top_?\d\w*|prec\w*|recall\w*|f1\w*|iou\w*|miou\w*|auc\w*|\w*prob\w*|p|"
     r"\w*_p|\w*_score|score\w*|correct\w*|\w*_lr|lr\w*|learning_rate|\w*grad_norm\w*|\w*_norm|"
-    r"\w*ratio\w*|time|times|\w*_time|timing\w*|\w*temperature\w*|\w*_temp|(val|valid|eval|test)_\w*|"
+    r"\w*ratio\w*|time|times|\w*_time|timing\w*|\w*temperature\w*|\w*_temp|(val|valid|dev|eval|test)_\w*|_+|"
     r"\w*_(valid|validation|eval|evaluation)(_\w*)?|\w*_weights?|\w*_factor|factor|\w*logits\w*)$",
     re.IGNORECASE,
 )
@@ -153,6 +154,10 @@ class Taint:
     params: frozenset[str] = frozenset()  # parameters a caller hands the loss in (``self._log(losses)``)
     # name -> lines where a collective combines it in place (``dist.all_reduce(t)`` as a statement)
     reduced_at: dict[str, list[int]] = field(default_factory=dict)
+    # names that hold the local loss until a collective combines them in place later in the scope
+    # (wolf ``gnll += gnll_batch`` printed every log_interval steps, ``dist.reduce(gnll)`` after the
+    # epoch loop), and what is computed from them: local where read before that collective
+    early: frozenset[str] = frozenset()
 
 
 def merge(a: Shape | None, b: Shape | None) -> Shape | None:
@@ -312,13 +317,44 @@ def loop_aliases(ctx: FileContext, node: ast.AST, names: set[str]) -> set[str]:
         if (
             isinstance(cur, (ast.For, ast.AsyncFor))
             and child in cur.body
-            and names & set(bound_names(cur.target)) - _rebound_in_body(cur, node)
+            and names & _item_names(cur.target, cur.iter) - _rebound_in_body(cur, node)
             and not _other_items_picked(cur.target, picked)
             and not reduced_iteration(cur.iter)
         ):
-            out |= reads(ctx.local(cur.iter))
+            out |= reads(ctx.local(_iterated(cur.iter)))
         child, cur = cur, ctx.parents.get(cur)
     return out
+
+
+def _item_names(target: ast.AST, it: ast.expr) -> set[str]:
+    """The loop variables that hold items of what is iterated: not the index ``enumerate`` pairs
+    them with (``for i, batch in enumerate(...)``: ``i`` counts)."""
+    if (
+        isinstance(it, ast.Call)
+        and isinstance(it.func, ast.Name)
+        and it.func.id == "enumerate"
+        and isinstance(target, (ast.Tuple, ast.List))
+        and len(target.elts) == 2
+    ):
+        return set(bound_names(target.elts[1]))
+    return set(bound_names(target))
+
+
+def _iterated(it: ast.expr) -> ast.expr:
+    """What a loop's items come from: the iterable ``enumerate`` numbers, and the one the
+    torchvision-reference ``MetricLogger.log_every(iterable, print_freq, header)`` yields from (DETR,
+    DeiT, MAE ... ``enumerate(metric_logger.log_every(data_loader, ...))``): the data, not the
+    meters the logger holds."""
+    while (
+        isinstance(it, ast.Call)
+        and it.args
+        and (
+            (isinstance(it.func, ast.Name) and it.func.id == "enumerate")
+            or (isinstance(it.func, ast.Attribute) and it.func.attr == "log_every")
+        )
+    ):
+        it = it.args[0]
+    return it
 
 
 def _rebound_in_body(loop: ast.For | ast.AsyncFor, node: ast.AST) -> set[str]:
@@ -426,9 +462,13 @@ def loss_names(ctx: FileContext, root: ast.AST | None) -> set[str]:
             if _is_zero(root.left) or _is_zero(root.right):
                 return set()
             # nor a count (``loss * batch_size`` before all-reducing the sum with the count: PAConv)
+            # nor a configuration item named for a weight (pi-GAN ``metadata["r1_lambda"] * penalty``,
+            # ``opt["lambda_L1"] * l1``): the dict holds settings, not the loss
             return {
                 n
-                for n in loss_names(ctx, root.left) | loss_names(ctx, root.right)
+                for side in (root.left, root.right)
+                if not _weight_item(side)
+                for n in loss_names(ctx, side)
                 if not _is_weight(n) and not _is_count(n)
             }
         return loss_names(ctx, root.left) | loss_names(ctx, root.right)
@@ -478,6 +518,18 @@ def _call_loss_names(ctx: FileContext, call: ast.Call) -> set[str]:
 
 def _is_weight(name: str) -> bool:
     return bool(WEIGHT_NAME.search(name.split(".")[-1]))
+
+
+def _weight_item(node: ast.AST) -> bool:
+    """``cfg["loss_weight"]`` / ``metadata["z_lambda"]``: an item whose constant key names a weight
+    (not ``losses["weighted_loss"]``, a loss by its last word)."""
+    return (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.slice, ast.Constant)
+        and isinstance(node.slice.value, str)
+        and _is_weight(node.slice.value)
+        and not re.search(r"loss(es)?$", node.slice.value, re.IGNORECASE)
+    )
 
 
 def holds_number(
@@ -860,6 +912,7 @@ class LossFlow:
         ctx, facts = self.ctx, self.facts
         nodes = ctx.local(scope)
         reduced: set[str] = set()
+        in_place_only: set[str] = set()  # names combined only by an in-place collective statement
         tainted: set[str] = set()
         synced_metrics: set[str] = set()
         roots: set[str] = set()  # the names backward runs on: their own binding is the forward
@@ -917,6 +970,7 @@ class LossFlow:
                     # and leaves ``avg_loss`` this rank's own (DSPv2 drops what it returns)
                     in_place = {x for x in in_place if not holds_number(x, scope_binds)}
                     reduced |= in_place
+                    in_place_only |= in_place
                     for x in in_place:
                         reduced_at.setdefault(x, []).append(n.lineno)
                     reduced |= _iterated_containers(ctx, n)  # for v in stats.values(): all_reduce(v)
@@ -1029,14 +1083,25 @@ class LossFlow:
             for read, written in all_flows:
                 if read & gathered:
                     gathered |= written
+        # combined by other means (a reduce call's result, a synced meter): global everywhere; a name
+        # only an in-place collective statement combines is local before that statement
+        hard = reduced - (in_place_only - roots)
+        unreduced = {t for t in tainted - hard if t in roots or not _not_a_loss(t)}
         tainted -= reduced
         tainted = {t for t in tainted if t in roots or not _not_a_loss(t)}
+        flows = [(read, written - synced_metrics) for read, written in flows]
         if tainted:
-            flows = [(read, written - synced_metrics) for read, written in flows]
             for _ in range(TAINT_PASSES):
                 for read, written in flows:
                     if read & tainted:
                         tainted |= {w for w in written - reduced if not _not_a_loss(w)}
+        early: set[str] = set()
+        if reduced - hard:
+            for _ in range(TAINT_PASSES):
+                for read, written in flows:
+                    if read & unreduced:
+                        unreduced |= {w for w in written - hard if not _not_a_loss(w)}
+            early = unreduced - tainted
         returns: Shape | None = None
         binds = ctx.bindings(scope)
         for r in nodes:
@@ -1060,6 +1125,7 @@ class LossFlow:
             (fields - roots) | dicts,
             params,
             reduced_at,
+            frozenset(early),
         )
 
     def _backward_roots(self, scope: Scope) -> set[str]:

@@ -18,6 +18,15 @@ from ddp_doctor.lint.metric_attributes import built_synced_on_self
 REDUCE_WORDS = frozenset({"reduce", "allreduce", "gather", "allgather", "average", "sync", "synchronize"})
 
 
+# Modules of single-process numerics: their ``average``/``gather``-named functions combine this
+# process's values only (``np.average``, ``statistics.fmean``), nothing across ranks.
+LOCAL_MODULES = frozenset({"np", "numpy", "statistics", "math", "pd", "pandas", "scipy"})
+
+
+# ``nn.Module`` methods that move or cast the module and return it (a metric built and moved).
+MODULE_MOVES = frozenset({"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "to_empty"})
+
+
 NOT_REDUCE_WORDS = frozenset({"batchnorm", "bn", "convert", "time", "timer", "plateau", "lron"})
 
 
@@ -30,6 +39,8 @@ def is_reduce(name: str) -> bool:
     ``reduce_dict``, ``all_gather``, ``synchronize_between_processes``, the autograd function
     ``AllReduce.apply``; not ``convert_sync_batchnorm`` nor ``time_sync``)."""
     parts = name.split(".")
+    if len(parts) > 1 and parts[0] in LOCAL_MODULES:
+        return False  # ``np.average(train_loss)``: numpy's weighted mean of this process's values
     last = parts[-2] if len(parts) > 1 and parts[-1] == "apply" else parts[-1]  # AllReduce.apply(loss)
     if last[:1].isupper() and parts[-1] != "apply":
         return False  # a class built, not a value combined: ``AverageMeter()``, ``SyncMeter()``
@@ -220,6 +231,14 @@ def _async_op(call: ast.Call) -> bool:
 
 def synced_metric(ctx: FileContext, call: ast.Call) -> bool:
     """A torchmetrics-style metric that all-reduces in ``compute()`` (``sync_on_compute`` not False)."""
+    while (
+        isinstance(call.func, ast.Attribute)
+        and call.func.attr in MODULE_MOVES
+        and isinstance(call.func.value, ast.Call)
+    ):
+        # ``MeanMetric().to(device)`` / ``.cuda(rank)``: a metric is an ``nn.Module``, whose
+        # ``to``/``cuda`` return the module itself
+        call = call.func.value
     flag = keyword(call, SYNC_ON_COMPUTE)
     if flag is not None:
         return not (isinstance(flag, ast.Constant) and flag.value is False)

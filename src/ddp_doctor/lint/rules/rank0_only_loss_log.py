@@ -19,9 +19,10 @@ runs backward), with no all-reduce/gather/reduce on the way, is logged on rank 0
 
 Derived values follow assignments, the other outputs of the loss call (``loss, items =
 criterion(...)``), and metric objects updated with them (``meter.update(loss.item())``) unless the
-object syncs (torchmetrics ``compute()`` with the default ``sync_on_compute=True``). A logged name
-whose latest binding before the log is not the training value (a validation loop under
-``torch.no_grad()`` reusing ``loss``) is not flagged. nanoGPT's rank-0 ``lossf`` print is a case.
+object syncs (torchmetrics ``compute()`` with the default ``sync_on_compute=True``, also when built
+as ``MeanMetric().to(device)``). A logged name whose latest binding before the log is not the
+training value (a validation loop under ``torch.no_grad()`` reusing ``loss``) is not flagged;
+``np.average`` of local values combines nothing. nanoGPT's rank-0 ``lossf`` print is a case.
 
 Also rank 0 only: the plain ``logger.info(...)`` calls of a project whose logging configuration
 silences the other ranks (``lint/rank0.py`` ``silences_other_ranks``: MSN/I-JEPA ``setLevel(ERROR)``
