@@ -150,7 +150,7 @@ class BatchnormUnsynced(Rule):
             return  # (an evaluation script: BatchNorm in eval() uses running statistics)
         gated_by = None
         if conversions or ctx.mentions("SyncBatchNorm", "convert_syncbn_model"):
-            gated_by = _opt_in_gate(ctx, conversions, bn_nodes)
+            gated_by = _opt_in_gate(ctx, conversions, bn_nodes, ddp_calls)
             if gated_by is None:
                 return  # converted on the default path (or under a condition we trust)
         if gated_by is None and bn_nodes and all(id(n) in gates for n in bn_nodes):
@@ -502,11 +502,17 @@ def _frozen(ctx: FileContext, call: ast.Call) -> bool:
     return any(n in frozen for n in names)
 
 
-def _opt_in_gate(ctx: FileContext, conversions: list[ast.AST], bn_nodes: list[ast.AST]) -> str | None:
+def _opt_in_gate(
+    ctx: FileContext, conversions: list[ast.AST], bn_nodes: list[ast.AST], wraps: list[ast.Call]
+) -> str | None:
     """The flag a conversion hides behind when every conversion is off by default; None when the
     default path converts (or the condition is not a plain config flag). A conversion inside one
     branch of a choice whose other branches build BatchNorm models (fast-autoaugment converts only
-    its ``'efficientnet' in name`` model) leaves those models unsynced: gated by that choice."""
+    its ``'efficientnet' in name`` model) leaves those models unsynced: gated by that choice. A
+    condition whose branch holds the wrap too (LAION-CLAP ``if args.distributed and not
+    args.horovod:`` around both ``if args.use_bn_sync: convert`` and ``DDP(model)``) decides whether
+    there is a wrap at all, not whether the wrapped model is converted: it and the conditions
+    around it are not read."""
     if not conversions:
         return None
     defaults = all_defaults(ctx)
@@ -515,6 +521,10 @@ def _opt_in_gate(ctx: FileContext, conversions: list[ast.AST], bn_nodes: list[as
         gate = None
         child, cur = node, ctx.parents.get(node)
         while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
+            if isinstance(cur, ast.If) and child is not cur.test:
+                branch = cur.body if child in cur.body else cur.orelse
+                if any(_inside_block(ctx, w, branch) for w in wraps):
+                    break
             if isinstance(cur, ast.If) and gate is None and child is not cur.test:
                 other = cur.orelse if child in cur.body else cur.body
                 if any(_inside_block(ctx, b, other) for b in bn_nodes):
