@@ -43,6 +43,15 @@ any other condition (``if has_batchnorms(model):``, a flag that is on by default
 is unknown or set both ways, in the code or a YAML config) is trusted. A registry whose BatchNorm
 models all convert themselves (PixPro's ``models.__dict__[args.model]``) picks a synced model, and
 a classmethod building ``cls(...)`` (a ``from_pretrained`` override, DRAGON) builds its class.
+Round 16: a conversion flag set in a script's settings block under ``if __name__ == "__main__":``
+(``sync_bn = False`` above the training code) has that default, as a module-level setting does; a
+condition whose branch holds the wrap as well as the conversion (``if args.distributed and not
+args.horovod:``) decides whether there is a wrap, not whether the model is converted, and is not
+read as the conversion's gate; a Lightning strategy local bound to ``"ddp"`` under a condition, or
+chosen by ``DDPPlugin(...) if args.strategy == 'ddp' else ...``, runs DDP under that condition (a
+local bound only to devices or other strategies runs none); a package's ``__init__.py`` builder
+(nanodet ``build_backbone``) is read by the project index whatever words it holds; BatchNorm built
+only under a switch that defaults to off is not built on the default path (``project_scan.py``).
 Autofix (plain findings only): convert the wrapped model just before wrapping.
 """
 
@@ -97,7 +106,7 @@ class BatchnormUnsynced(Rule):
         "(project) a DDP wrap of a model the function was handed, where a caller built it with "
         "BatchNorm; a self-converting model built with its conversion flag off; a conversion behind an "
         "option the project defaults to off (a parser module, a configuration class, the shipped YAML "
-        "configurations)"
+        "configurations, a script's settings block under `if __name__ == \"__main__\":`)"
     )
     not_flagged = (
         "`convert_sync_batchnorm`, apex `convert_syncbn_model`, SyncBatchNorm, LayerNorm "
@@ -108,7 +117,9 @@ class BatchnormUnsynced(Rule):
         "class built with another norm selected (`BasicEncoder(norm_fn='instance')`); an "
         "entry script that never backprops (a `test.py` that only validates); a model picked at run "
         "time from candidates most of which build no BatchNorm, or from a registry whose BatchNorm "
-        "models convert themselves; a Lightning `Trainer` with no DDP strategy written"
+        "models convert themselves; a Lightning `Trainer` with no DDP strategy written (or a strategy "
+        "local bound only to other strategies); BatchNorm built only under a switch that defaults to "
+        "off (`nn.BatchNorm2d(d) if use_bn else nn.Identity()`, a callee handed that `use_bn`)"
     )
     autofix = "inserts `model = nn.SyncBatchNorm.convert_sync_batchnorm(model)` before the wrap"
     required = (("DistributedDataParallel", "prepare", "Trainer"),)
