@@ -59,27 +59,6 @@ NORM_SELECTOR = re.compile(r"^norm(_?(fn|layer|type|cfg|kind|mode))?$|_norm$", r
 PICKS_BATCHNORM = re.compile(r"^(sync_?)?(bn|batch|batch_?norm)([123]d)?$", re.IGNORECASE)
 
 
-# A parameter that switches BatchNorm on (``use_bn``, ``with_bn``, ``bn``, ``batch_norm``).
-BATCHNORM_SWITCH = re.compile(r"^((use|with|has)_)?(bn|batch_?norm)$", re.IGNORECASE)
-
-
-def hands_off_switch(ctx: FileContext, call: ast.Call) -> bool:
-    """A call handed its function's own BatchNorm switch while that switch defaults to off (DPT
-    ``make_fusion_block(feature_dim, use_bn)`` inside ``__init__(..., use_bn: bool = False)``): the
-    callee builds its BatchNorm only when the switch is on, as ``BatchNorm2d(d) if use_bn else
-    Identity()`` would (``off_by_default``) one level down."""
-    fn = ctx.enclosing_function(call)
-    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return False
-    off = {
-        k
-        for k, d in param_defaults(fn).items()
-        if BATCHNORM_SWITCH.match(k) and isinstance(d, ast.Constant) and d.value in (False, None)
-    }
-    handed = [*call.args, *(k.value for k in call.keywords)]
-    return any(isinstance(a, ast.Name) and a.id in off for a in handed)
-
-
 def chooses_other_norm(call: ast.Call) -> bool:
     """A call that names, by a norm-selector keyword, a norm layer other than BatchNorm (DROID-SLAM,
     RAFT ``BasicEncoder(output_dim=128, norm_fn='instance')``): the callee's BatchNorm, built only

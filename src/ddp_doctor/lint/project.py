@@ -102,10 +102,7 @@ class ProjectIndex(IndexScan, IndexQueries):
             if path.name == "__init__.py" and (ctx := parse_file(path)) is not None:
                 index._register_reexports(module, ctx)
         for module, path in paths:
-            # a package's ``__init__.py`` is read whatever it mentions: it holds the builders that
-            # dispatch to the package's classes by name (nanodet ``build_backbone(cfg)`` returning
-            # ``ShuffleNetV2(**cfg)``), spelled with none of the pre-check's words
-            ctx = parse_file(path, () if path.name == "__init__.py" else FACT_WORDS)
+            ctx = parse_file(path, FACT_WORDS)
             if ctx is None:
                 continue
             try:

@@ -17,7 +17,6 @@ from ddp_doctor.lint.batchnorm_syntax import (
     batchnorm_tables,
     builds_from_reference,
     chooses_other_norm,
-    hands_off_switch,
     names_syncbn,
     off_by_default,
 )
@@ -395,7 +394,7 @@ class IndexScan(IndexBindings):
                 if target:
                     s.callees.add(target)
                     if bn:
-                        optional = off_by_default(ctx, n) or chooses_other_norm(n) or hands_off_switch(ctx, n)
+                        optional = off_by_default(ctx, n) or chooses_other_norm(n)
                         (s.bn_optional if optional else required).add(target)
                     parent = ctx.parents.get(n)
                     if id(n) in returned or (  # model = build(...); ...; return model
@@ -408,9 +407,7 @@ class IndexScan(IndexBindings):
                 if scan.sync and n.attr in ("require_backward_grad_sync",):
                     s.toggles_sync = True
                 q = ctx.qualname(n) or ""
-                if (
-                    bn and BATCHNORM.match(q) and builds_from_reference(ctx, n) and not off_by_default(ctx, n)
-                ):  # norm_layer=nn.BatchNorm2d
+                if bn and BATCHNORM.match(q) and builds_from_reference(ctx, n):  # norm_layer=nn.BatchNorm2d
                     s.builds_batchnorm = True
             elif (
                 isinstance(n, ast.Subscript)
@@ -440,9 +437,7 @@ class IndexScan(IndexBindings):
     ) -> None:
         """A call's part in what a def builds: BatchNorm layers, a conversion (perhaps under one of
         its parameters), a model picked by name or from a registry."""
-        if (BATCHNORM.match(q) or TORCHVISION_BN.match(q)) and not off_by_default(ctx, n):
-            # not ``nn.BatchNorm2d(d) if use_bn else nn.Identity()`` under ``use_bn=False``: the
-            # same reading as for a project class built that way
+        if BATCHNORM.match(q) or TORCHVISION_BN.match(q):
             s.builds_batchnorm = True
         if "convert_sync_batchnorm" in q or (m and m[1] == "convert_sync_batchnorm"):
             guard = conversion_parameter(ctx, n)

@@ -106,7 +106,7 @@ class BatchnormUnsynced(Rule):
         "(project) a DDP wrap of a model the function was handed, where a caller built it with "
         "BatchNorm; a self-converting model built with its conversion flag off; a conversion behind an "
         "option the project defaults to off (a parser module, a configuration class, the shipped YAML "
-        "configurations, a script's settings block under `if __name__ == \"__main__\":`)"
+        'configurations, a script\'s settings block under `if __name__ == "__main__":`)'
     )
     not_flagged = (
         "`convert_sync_batchnorm`, apex `convert_syncbn_model`, SyncBatchNorm, LayerNorm "
@@ -118,8 +118,7 @@ class BatchnormUnsynced(Rule):
         "entry script that never backprops (a `test.py` that only validates); a model picked at run "
         "time from candidates most of which build no BatchNorm, or from a registry whose BatchNorm "
         "models convert themselves; a Lightning `Trainer` with no DDP strategy written (or a strategy "
-        "local bound only to other strategies); BatchNorm built only under a switch that defaults to "
-        "off (`nn.BatchNorm2d(d) if use_bn else nn.Identity()`, a callee handed that `use_bn`)"
+        "local bound only to other strategies)"
     )
     autofix = "inserts `model = nn.SyncBatchNorm.convert_sync_batchnorm(model)` before the wrap"
     required = (("DistributedDataParallel", "prepare", "Trainer"),)
