@@ -85,12 +85,35 @@ def module_defaults(ctx: FileContext) -> dict[str, object]:
     """Module-level configuration variables (nanoGPT style: ``compile = True`` at the top of the
     script, overridden from the command line by a configurator): name -> literal value."""
     out: dict[str, object] = {}
-    for stmt in ctx.tree.body:
+    for stmt in _module_statements(ctx.tree):
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
             value = literal(stmt.value)
             if value is not UNKNOWN:
                 out[stmt.targets[0].id] = value
     return out
+
+
+def _module_statements(tree: ast.Module) -> list[ast.stmt]:
+    """The module's own statements, with the body of ``if __name__ == "__main__":``: a script's
+    settings block written there (``sync_bn = False`` above the training code) binds module
+    globals all the same."""
+    out: list[ast.stmt] = []
+    for stmt in tree.body:
+        out.append(stmt)
+        if isinstance(stmt, ast.If) and _is_main_guard(stmt.test):
+            out.extend(stmt.body)
+    return out
+
+
+def _is_main_guard(test: ast.expr) -> bool:
+    return (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and test.left.id == "__name__"
+        and len(test.comparators) == 1
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value == "__main__"
+    )
 
 
 def all_defaults(ctx: FileContext) -> dict[str, object]:

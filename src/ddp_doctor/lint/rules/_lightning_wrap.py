@@ -93,6 +93,21 @@ def _strategy(ctx: FileContext, call: ast.Call) -> bool | str | None:
         text = dotted(value.func) if isinstance(value, ast.Call) else None
         if text is not None and "DDP" in text:
             return True  # DDPStrategy(...), DDPPlugin(...)
+        if isinstance(value, ast.IfExp):
+            # ``DDPPlugin(...) if args.strategy == 'ddp' else args.strategy``: DDP when the test holds
+            if any(_names_ddp(branch) for branch in (value.body, value.orelse)):
+                return f"{ctx.segment(value.test)}"
+            continue
+        if isinstance(value, ast.Name):
+            # a local of the function: the literals it is bound to decide (nanodet
+            # ``accelerator, devices, strategy = "gpu", ids, None`` then ``strategy = "ddp"`` under
+            # ``if len(devices) > 1:``): a DDP literal among them is DDP under that binding's branch
+            literals = _bound_literals(ctx, call, value.id)
+            if literals is not None:
+                ddp = [where for v, where in literals if isinstance(v, str) and "ddp" in v.lower()]
+                if ddp:
+                    return f"{value.id} = 'ddp' ({ddp[0]})"
+                continue  # bound only to other strategies or devices
         if isinstance(value, (ast.Name, ast.Attribute, ast.Subscript)):
             found = f"{ctx.segment(value)} names a DDP strategy"
     for plugin in _plugins(call):
@@ -100,6 +115,45 @@ def _strategy(ctx: FileContext, call: ast.Call) -> bool | str | None:
         if text and "DDP" in text:
             return True
     return found
+
+
+def _names_ddp(node: ast.expr) -> bool:
+    """A DDP strategy written out: ``"ddp"``, ``"ddp_spawn"``, ``DDPStrategy(...)``, ``DDPPlugin(...)``."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str) and "ddp" in node.value.lower()
+    text = dotted(node.func) if isinstance(node, ast.Call) else None
+    return text is not None and "DDP" in text
+
+
+def _bound_literals(ctx: FileContext, call: ast.Call, name: str) -> list[tuple[object, str]] | None:
+    """The literal values ``name`` is bound to in the function of ``call`` before it, each with where
+    (``line N``): plain assignments and tuple assignments of a tuple; None when one binding is not a
+    literal or the name is not bound there (a parameter, a global)."""
+    scope = ctx.enclosing_function(call)
+    out: list[tuple[object, str]] = []
+    for b in ctx.bindings(scope).get(name, []):
+        if b.lineno > call.lineno:
+            continue
+        if not isinstance(b, ast.Assign) or len(b.targets) != 1:
+            return None
+        target, value = b.targets[0], b.value
+        if (
+            isinstance(target, ast.Tuple)
+            and isinstance(value, ast.Tuple)
+            and len(target.elts) == len(value.elts)
+        ):
+            pairs = [
+                (t, v) for t, v in zip(target.elts, value.elts) if isinstance(t, ast.Name) and t.id == name
+            ]
+            if len(pairs) != 1:
+                return None
+            value = pairs[0][1]
+        elif not (isinstance(target, ast.Name) and target.id == name):
+            return None
+        if not isinstance(value, ast.Constant):
+            return None
+        out.append((value.value, f"line {b.lineno}"))
+    return out or None
 
 
 def _sync(ctx: FileContext, call: ast.Call, from_args: bool) -> bool | str:

@@ -43,6 +43,15 @@ any other condition (``if has_batchnorms(model):``, a flag that is on by default
 is unknown or set both ways, in the code or a YAML config) is trusted. A registry whose BatchNorm
 models all convert themselves (PixPro's ``models.__dict__[args.model]``) picks a synced model, and
 a classmethod building ``cls(...)`` (a ``from_pretrained`` override, DRAGON) builds its class.
+Round 16: a conversion flag set in a script's settings block under ``if __name__ == "__main__":``
+(``sync_bn = False`` above the training code) has that default, as a module-level setting does; a
+condition whose branch holds the wrap as well as the conversion (``if args.distributed and not
+args.horovod:``) decides whether there is a wrap, not whether the model is converted, and is not
+read as the conversion's gate; a Lightning strategy local bound to ``"ddp"`` under a condition, or
+chosen by ``DDPPlugin(...) if args.strategy == 'ddp' else ...``, runs DDP under that condition (a
+local bound only to devices or other strategies runs none); a package's ``__init__.py`` builder
+(nanodet ``build_backbone``) is read by the project index whatever words it holds; BatchNorm built
+only under a switch that defaults to off is not built on the default path (``project_scan.py``).
 Autofix (plain findings only): convert the wrapped model just before wrapping.
 """
 
@@ -97,7 +106,7 @@ class BatchnormUnsynced(Rule):
         "(project) a DDP wrap of a model the function was handed, where a caller built it with "
         "BatchNorm; a self-converting model built with its conversion flag off; a conversion behind an "
         "option the project defaults to off (a parser module, a configuration class, the shipped YAML "
-        "configurations)"
+        'configurations, a script\'s settings block under `if __name__ == "__main__":`)'
     )
     not_flagged = (
         "`convert_sync_batchnorm`, apex `convert_syncbn_model`, SyncBatchNorm, LayerNorm "
@@ -108,7 +117,8 @@ class BatchnormUnsynced(Rule):
         "class built with another norm selected (`BasicEncoder(norm_fn='instance')`); an "
         "entry script that never backprops (a `test.py` that only validates); a model picked at run "
         "time from candidates most of which build no BatchNorm, or from a registry whose BatchNorm "
-        "models convert themselves; a Lightning `Trainer` with no DDP strategy written"
+        "models convert themselves; a Lightning `Trainer` with no DDP strategy written (or a strategy "
+        "local bound only to other strategies)"
     )
     autofix = "inserts `model = nn.SyncBatchNorm.convert_sync_batchnorm(model)` before the wrap"
     required = (("DistributedDataParallel", "prepare", "Trainer"),)
@@ -150,7 +160,7 @@ class BatchnormUnsynced(Rule):
             return  # (an evaluation script: BatchNorm in eval() uses running statistics)
         gated_by = None
         if conversions or ctx.mentions("SyncBatchNorm", "convert_syncbn_model"):
-            gated_by = _opt_in_gate(ctx, conversions, bn_nodes)
+            gated_by = _opt_in_gate(ctx, conversions, bn_nodes, ddp_calls)
             if gated_by is None:
                 return  # converted on the default path (or under a condition we trust)
         if gated_by is None and bn_nodes and all(id(n) in gates for n in bn_nodes):
@@ -502,11 +512,17 @@ def _frozen(ctx: FileContext, call: ast.Call) -> bool:
     return any(n in frozen for n in names)
 
 
-def _opt_in_gate(ctx: FileContext, conversions: list[ast.AST], bn_nodes: list[ast.AST]) -> str | None:
+def _opt_in_gate(
+    ctx: FileContext, conversions: list[ast.AST], bn_nodes: list[ast.AST], wraps: list[ast.Call]
+) -> str | None:
     """The flag a conversion hides behind when every conversion is off by default; None when the
     default path converts (or the condition is not a plain config flag). A conversion inside one
     branch of a choice whose other branches build BatchNorm models (fast-autoaugment converts only
-    its ``'efficientnet' in name`` model) leaves those models unsynced: gated by that choice."""
+    its ``'efficientnet' in name`` model) leaves those models unsynced: gated by that choice. A
+    condition whose branch holds the wrap too (LAION-CLAP ``if args.distributed and not
+    args.horovod:`` around both ``if args.use_bn_sync: convert`` and ``DDP(model)``) decides whether
+    there is a wrap at all, not whether the wrapped model is converted: it and the conditions
+    around it are not read."""
     if not conversions:
         return None
     defaults = all_defaults(ctx)
@@ -515,6 +531,10 @@ def _opt_in_gate(ctx: FileContext, conversions: list[ast.AST], bn_nodes: list[as
         gate = None
         child, cur = node, ctx.parents.get(node)
         while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
+            if isinstance(cur, ast.If) and child is not cur.test:
+                branch = cur.body if child in cur.body else cur.orelse
+                if any(_inside_block(ctx, w, branch) for w in wraps):
+                    break
             if isinstance(cur, ast.If) and gate is None and child is not cur.test:
                 other = cur.orelse if child in cur.body else cur.body
                 if any(_inside_block(ctx, b, other) for b in bn_nodes):

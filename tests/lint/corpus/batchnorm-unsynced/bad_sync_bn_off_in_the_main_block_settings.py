@@ -1,0 +1,22 @@
+# A tutorial trainer's settings block under `if __name__ == "__main__":` binds module globals: with
+# `sync_bn = False` written there, the conversion is skipped on the default run (gated).
+import torch
+import torch.nn as nn
+
+if __name__ == "__main__":
+    distributed = True
+    sync_bn = False
+    local_rank = 0
+
+    model = nn.Sequential(nn.Conv2d(3, 16, 3), nn.BatchNorm2d(16), nn.ReLU())
+    model_train = model.train()
+    if sync_bn and distributed:
+        model_train = torch.nn.SyncBatchNorm.convert_sync_batchnorm(model_train)
+    if distributed:
+        model_train = model_train.cuda(local_rank)
+        model_train = torch.nn.parallel.DistributedDataParallel(model_train, device_ids=[local_rank])  # expect: batchnorm-unsynced
+    optimizer = torch.optim.SGD(model_train.parameters(), lr=0.1)
+    for x in [torch.zeros(2, 3, 8, 8)]:
+        optimizer.zero_grad()
+        model_train(x).sum().backward()
+        optimizer.step()
