@@ -110,3 +110,61 @@ def test_a_builder_edited_between_two_runs_is_read_again(tmp_path: Path) -> None
     unshuffled = BUILDER.replace("DistributedSampler(dataset)", "DistributedSampler(dataset, shuffle=False)")
     assert ("set-epoch-missing", "train.py") not in _found(_write(tmp_path, {"data/loaders.py": unshuffled}))
     assert ("set-epoch-missing", "train.py") in _found(_write(tmp_path, {"data/loaders.py": BUILDER}))
+
+
+# Round 16 (fix16c): the builder of another file builds the DistributedSampler inside the DataLoader
+# call (``sampler=DistributedSampler(ds)``, no name), and the entry hands the loader to the
+# constructor of a trainer class of its own file whose epoch method iterates ``self.train_ds``.
+INLINE_BUILDER = """
+    import torch
+    from torch.utils.data.distributed import DistributedSampler
+
+
+    def load_data(train_ds, test_ds, batch_size):
+        train_dataset = torch.utils.data.DataLoader(
+            dataset=train_ds, batch_size=batch_size, shuffle=False, sampler=DistributedSampler(train_ds)
+        )
+        test_dataset = torch.utils.data.DataLoader(
+            dataset=test_ds, batch_size=batch_size, shuffle=False, sampler=DistributedSampler(test_ds, shuffle=False)
+        )
+        return train_dataset, test_dataset
+"""
+
+TRAINER_ENTRY = """
+    import torch
+    from data import dataloader
+
+
+    class Trainer:
+        def __init__(self, train_ds, test_ds, model, optimizer):
+            self.train_ds = train_ds
+            self.test_ds = test_ds
+            self.model = torch.nn.parallel.DistributedDataParallel(model)
+            self.optimizer = optimizer
+
+        def train(self, epochs):
+            for epoch in range(epochs):
+                for idx, batch in enumerate(self.train_ds):
+                    self.optimizer.zero_grad()
+                    self.model(batch).mean().backward()
+                    self.optimizer.step()
+
+
+    def main(args, model, optimizer, a, b):
+        train_ds, test_ds = dataloader.load_data(a, b, args.batch_size)
+        trainer = Trainer(train_ds, test_ds, model, optimizer)
+        trainer.train(args.epochs)
+"""
+
+
+def test_an_inline_sampler_of_a_builder_kept_by_a_trainer_class_misses_set_epoch(tmp_path: Path) -> None:
+    files = {"data/__init__.py": "", "data/dataloader.py": INLINE_BUILDER, "train.py": TRAINER_ENTRY}
+    assert ("set-epoch-missing", "train.py") in _found(_write(tmp_path, files))
+
+
+def test_an_inline_sampler_without_shuffle_is_not_flagged(tmp_path: Path) -> None:
+    builder = INLINE_BUILDER.replace(
+        "sampler=DistributedSampler(train_ds)", "sampler=DistributedSampler(train_ds, shuffle=False)"
+    )
+    files = {"data/__init__.py": "", "data/dataloader.py": builder, "train.py": TRAINER_ENTRY}
+    assert ("set-epoch-missing", "train.py") not in _found(_write(tmp_path, files))

@@ -528,8 +528,12 @@ class IndexQueries(IndexCore):
         function it calls (one level: contriever ``data.load_data(opt, tokenizer)`` →
         ``load_dataset`` keeping this rank's share of the files): what it returns is per-rank data."""
         s = self.summary_for(ctx, call.func)
-        if s is None or is_class_summary(s):
+        if s is None:
             return False
+        if is_class_summary(s):
+            # a dataset class of the project built here: it reads the rank and world size itself
+            # (``__iter__`` keeping every world_size-th element), or it is an IterableDataset
+            return s.reads_rank_and_world
         return s.reads_rank_and_world or any(
             (c := self._get(q)) is not None and not is_class_summary(c) and c.reads_rank_and_world
             for q in s.callees

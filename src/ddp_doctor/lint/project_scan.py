@@ -281,6 +281,13 @@ class IndexScan(IndexBindings):
             s.trains_on_params = trained_params_of(ctx, node)
         if "training_params" in self.facts and not isinstance(node, ast.ClassDef):
             s.reads_rank_and_world = body_reads_rank_and_world(body)
+        elif "training_params" in self.facts and isinstance(node, ast.ClassDef):
+            # a dataset class that picks its own rank's share (its methods read a rank and a world
+            # size) or is iterable-style (DataLoader refuses a sampler for an IterableDataset: the
+            # dataset decides what each rank reads)
+            s.reads_rank_and_world = body_reads_rank_and_world(body) or any(
+                "IterableDataset" in (ctx.qualname(b) or dotted(b) or "") for b in node.bases
+            )
         if isinstance(node, ast.ClassDef):
             if "rank0_logging" in self.facts:  # which methods a subclass leaves to its base
                 s.class_bases = tuple(t for b in node.bases if (t := self._project_target(scan.imports, b)))

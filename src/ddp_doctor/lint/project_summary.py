@@ -137,7 +137,8 @@ class Summary:
     # runs backward — directly or after ``self.x = param`` in a method of the class.
     trains_on_params: set[str | int] = field(default_factory=set)
     # Its own body reads both a rank and a world size (``np.array_split(files, get_world_size())
-    # [get_rank()]``): what it builds is split by rank (contriever's ``load_dataset``).
+    # [get_rank()]``): what it builds is split by rank (contriever's ``load_dataset``). For a class:
+    # its methods read both, or it subclasses IterableDataset (it decides what each rank reads).
     reads_rank_and_world: bool = False
     # What calling it returns of the local training loss (lint/provenance.py): KAIR's
     # ``current_log()`` returning ``self.log_dict`` that ``optimize_parameters`` filled.

@@ -47,6 +47,28 @@ def calls_set_epoch(ctx: FileContext) -> bool:
     )
 
 
+def _inline_samplers(ctx: FileContext, nodes: list[ast.AST]) -> dict[int, int]:
+    """``{id(value): line}`` for ``sampler=`` values of DataLoader calls that build a shuffling
+    DistributedSampler in place (``sampler=DistributedSampler(ds)``, also ``sampler=
+    DistributedSampler(ds) if distributed else None``: held whenever the run is distributed)."""
+    out: dict[int, int] = {}
+    for node in nodes:
+        if not (isinstance(node, ast.Call) and ctx.call_qualname(node) == DATALOADER):
+            continue
+        given = keyword(node, "sampler")
+        if given is None:
+            continue
+        options: list[ast.expr] = [given]
+        while isinstance(last := options[-1], ast.IfExp):
+            options[-1:] = [last.body, last.orelse]
+        for value in options:
+            if isinstance(value, ast.Call) and distributed_sampler_call(ctx, value):
+                shuffle = keyword(value, "shuffle")
+                if not (isinstance(shuffle, ast.Constant) and not shuffle.value):
+                    out[id(given)] = value.lineno
+    return out
+
+
 def returned_sampler_loaders(ctx: FileContext, fn: ast.AST) -> dict[int, str]:
     """``{position: "file.py:line"}``: ``fn`` returns a DataLoader over a shuffling DistributedSampler
     (``WHOLE``, or its index in a returned tuple; a def may return one on one path, ``train_loader,
@@ -66,7 +88,8 @@ def returned_sampler_loaders(ctx: FileContext, fn: ast.AST) -> dict[int, str]:
                 held, parent = parent, ctx.parents.get(parent)
             if isinstance(parent, ast.Assign):
                 samplers |= {d: node.lineno for t in parent.targets if (d := dotted(t))}
-    if not samplers:
+    inline = _inline_samplers(ctx, nodes)
+    if not samplers and not inline:
         return {}
     for node in nodes:  # ``BatchSampler(sampler, ...)`` holds it too
         if (
@@ -86,6 +109,10 @@ def returned_sampler_loaders(ctx: FileContext, fn: ast.AST) -> dict[int, str]:
             given = keyword(node, "sampler") or keyword(node, "batch_sampler")
             name = dotted(given) if given is not None else None
             parent = ctx.parents.get(node)
+            if given is not None and id(given) in inline:
+                # ``DataLoader(ds, sampler=DistributedSampler(ds))``: the sampler built in the call
+                name = f"<inline {id(given)}>"
+                samplers[name] = inline[id(given)]
             if name in samplers and isinstance(parent, ast.Assign):
                 loaders |= {d: samplers[name] for t in parent.targets if (d := dotted(t))}
             elif name in samplers and isinstance(parent, ast.Return):

@@ -123,16 +123,32 @@ def caller_epoch_loop(ctx: FileContext, loop: ast.AST) -> ast.For | ast.AsyncFor
     calls = [
         c
         for c in ctx.of_type(ast.Call)
-        if (isinstance(c.func, ast.Attribute) and c.func.attr == fn.name)
-        or (isinstance(c.func, ast.Name) and c.func.id == fn.name)
+        if (
+            (isinstance(c.func, ast.Attribute) and c.func.attr == fn.name)
+            or (isinstance(c.func, ast.Name) and c.func.id == fn.name)
+        )
+        and _can_bind(fn, c)
     ]
     outers = [enclosing_loop(ctx, c) for c in calls]
-    if not outers or any(o is None or not _walks_epochs(ctx, o) for o in outers):
+    if not outers or any(o is None or not walks_epochs(ctx, o) for o in outers):
         return None
     return outers[0]
 
 
-def _walks_epochs(ctx: FileContext, loop: ast.For | ast.AsyncFor | ast.While) -> bool:
+def _can_bind(fn: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call) -> bool:
+    """``call`` passes enough arguments for ``fn``'s required parameters: ``self.model.train()`` (no
+    argument) is not a call of a trainer's ``def train(self, epoch)``, it is ``nn.Module.train``."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return True
+    params = [*fn.args.posonlyargs, *fn.args.args]
+    if isinstance(call.func, ast.Attribute) and params and params[0].arg in ("self", "cls"):
+        params = params[1:]
+    required = len(params) - len(fn.args.defaults)
+    given = len(call.args) + sum(1 for k in call.keywords if k.arg in {p.arg for p in params})
+    return given >= required
+
+
+def walks_epochs(ctx: FileContext, loop: ast.For | ast.AsyncFor | ast.While) -> bool:
     """``for epoch in range(...)`` / ``for ep in range(args.epochs)``: the loop names epochs."""
     if isinstance(loop, ast.While):
         return "epoch" in ctx.segment(loop.test).lower()

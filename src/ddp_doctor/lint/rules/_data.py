@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from ddp_doctor.lint.context import FileContext, dotted
 from ddp_doctor.lint.loops import LOOPS, LoopFacts
+from ddp_doctor.lint.samplers import DATALOADER
 
 
 def bound_names(ctx: FileContext, value: ast.AST) -> set[str]:
@@ -196,10 +197,22 @@ def rebound_before(
             and end < n.lineno < loop.lineno
             and any(n in b for b in blocks)
             and any(isinstance(t, ast.Name) and t.id == name for t in n.targets)
+            and not _wraps_itself(ctx, n.value, name)
             for n in ctx.local(fn)
         ):
             return False
     return True
+
+
+def _wraps_itself(ctx: FileContext, value: ast.expr, name: str) -> bool:
+    """``train_loader = sample_data(train_loader)`` (also ``tqdm(train_loader)``, ``cycle(...)``): the
+    new value is made from the loader itself, handed whole to a call that is not another DataLoader,
+    so drawing from it draws the same loader's batches; it is not a rebinding to other data."""
+    return (
+        isinstance(value, ast.Call)
+        and ctx.call_qualname(value) != DATALOADER
+        and any(isinstance(a, ast.Name) and a.id == name for a in value.args)
+    )
 
 
 def enclosing_loop(ctx: FileContext, node: ast.AST) -> ast.For | ast.AsyncFor | ast.While | None:

@@ -78,7 +78,8 @@ class SamplerMissing(Rule):
         "is not distributed (`RandomSampler`, `WeightedRandomSampler`, `SubsetRandomSampler`, "
         "`SequentialSampler`: the call, or a name bound only to one), iterated by a loop that "
         "backprops (project mode: or handed to project code that trains on it), in a file that wraps "
-        "a model in DDP/FSDP (project: see project mode)"
+        "a model in DDP/FSDP (project: see project mode); a loader rebound to a wrap over itself "
+        "(`train_loader = sample_data(train_loader)`) is still the loader drawn"
     )
     not_flagged = (
         "dataset built from rank/world/shard values (per-rank seeds, a random order drawn after "
@@ -90,7 +91,8 @@ class SamplerMissing(Rule):
         "`if val_mode: return DataLoader(...)` that the training calls never reach), single-process "
         "scripts of a DDP project, a trainer class that wraps nothing and reads no rank beside the "
         "classes that wrap, (project) a dataset from a project function that reads the rank and world "
-        "size (or whose callee does)"
+        "size (or whose callee does), (project) a dataset class of another file that is an "
+        "IterableDataset or whose methods read the rank and world size"
     )
     required = (("DataLoader",), tuple(q.split(".")[-1] for q in DATA_PARALLEL))
     required_in_project = (("DataLoader",),)

@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method
 from ddp_doctor.lint.loops import LoopFacts
-from ddp_doctor.lint.rules._carried_loaders import caller_epoch_loop, carried_loaders
+from ddp_doctor.lint.rules._carried_loaders import caller_epoch_loop, carried_loaders, walks_epochs
 from ddp_doctor.lint.rules._data import bound_names, enclosing_loop, loops_iterating
 from ddp_doctor.lint.rules._returned_loaders import returned_loader, sets_epoch_elsewhere
 from ddp_doctor.lint.rules.base import Edit, Rule, Violation, insert_line_before, starts_own_line
@@ -58,8 +58,11 @@ class SetEpochMissing(Rule):
         "trainer.train_epoch(epoch)`); a progress bar rebuilt each pass (`it = tqdm(loader)` in "
         "`while step < max_steps:`), a loader unpacked from a helper's tuple (`_, loader = "
         "get_loader(ds)`) handed on from `while epoch <= max_epoch:`; (project) a loader returned by "
-        "a builder of another file (`train_loader, val_loader = create_dataloader(cfg)`) looped over "
-        "epochs here"
+        "a builder of another file (`train_loader, val_loader = create_dataloader(cfg)`, also with "
+        "`sampler=DistributedSampler(ds)` inside its DataLoader call) looped over epochs here or kept by "
+        "a trainer class of this file; the loader handed by keyword (`train(dataloader=loader)`) from a "
+        "loop whose range names epochs (`for e in range(cfg['epoch'])`); a method binding `pbar = "
+        "tqdm(self.loader)` or `pbar = self.loader` and iterating `pbar`, called once per epoch"
     )
     not_flagged = (
         "`shuffle=False`, `loader.sampler.set_epoch(e)`, a loader handed to `accelerator.prepare` (its "
@@ -151,11 +154,16 @@ class SetEpochMissing(Rule):
                 continue
             target = parent.targets[0]
             names = target.elts if isinstance(target, ast.Tuple) else [target]
+            # the loop draws the name here, or (CMGAN ``Trainer(train_ds, ...)``) a trainer class of
+            # this file keeps it on ``self`` and its epoch method iterates it
             looped = {
                 i: loop
                 for i, n in enumerate(names)
                 if (name := dotted(n)) is not None
-                and (loop := self._epoch_loop(ctx, facts, {name})) is not None
+                and (
+                    (loop := self._epoch_loop(ctx, facts, {name})) is not None
+                    or (loop := self._epoch_loop(ctx, facts, carried_loaders(ctx, {name}))) is not None
+                )
             }
             if not looped or _prepared_by_accelerate(ctx, facts, {d for n in names if (d := dotted(n))}):
                 continue
@@ -209,7 +217,11 @@ class SetEpochMissing(Rule):
     ) -> ast.For | ast.AsyncFor | ast.While | None:
         if not loaders:
             return None
-        for loop in loops_iterating(ctx, loaders | _wrapped_loaders(ctx, loaders), follow_aliases=False):
+        direct = loaders | _wrapped_loaders(ctx, loaders)
+        aliases = _method_aliases(ctx, loaders)
+        for loop in loops_iterating(ctx, direct | set(aliases), follow_aliases=False):
+            if isinstance(loop, (ast.For, ast.AsyncFor)) and not _draws_in_scope(ctx, loop, direct, aliases):
+                continue
             # in its own method, the loop around every call of that method (``for epoch in ...:
             # trainer.train_epoch(epoch)``)
             outer = enclosing_loop(ctx, loop) or caller_epoch_loop(ctx, loop)
@@ -240,11 +252,15 @@ class SetEpochMissing(Rule):
                 outer = enclosing_loop(ctx, inner)
                 if outer is not None and ctx.enclosing_function(inner) is fn:
                     return outer
-        # `for epoch in ...: train(loader)`, also `while epoch <= max_epoch: train(loader)`
+        # `for epoch in ...: train(loader)`, also `while epoch <= max_epoch: train(loader)`, `for e in
+        # range(cfg['epoch']): train(dataloader=loader)` (the loop counts epochs when its target or
+        # its range names them; the loader is handed on positionally or by keyword)
         for loop in ctx.of_type(ast.For) + ctx.of_type(ast.AsyncFor) + ctx.of_type(ast.While):
-            if "epoch" in ctx.segment(loop.test if isinstance(loop, ast.While) else loop.target).lower():
+            if walks_epochs(ctx, loop):
                 for n in ctx.local(loop):
-                    if isinstance(n, ast.Call) and any(dotted(a) in loaders for a in n.args):
+                    if isinstance(n, ast.Call) and any(
+                        dotted(a) in loaders for a in (*n.args, *(k.value for k in n.keywords))
+                    ):
                         if _wraps_into_name(ctx, n) or _iterated_here(ctx, n) or dotted(n.func) == "len":
                             # ``bar = tqdm(loader)`` or ``for b in tqdm(loader)``: the loop drawing
                             # from it is decided above; ``len(loader)`` draws no batch
@@ -349,6 +365,9 @@ def _evaluates(ctx: FileContext, facts: LoopFacts, loop: ast.For | ast.AsyncFor)
 # Calls that hand back an iterator over their first argument, in its order: a progress bar or an
 # enumeration of the loader is the loader, drawn again each time it is iterated.
 _ITERATOR_WRAPPERS = frozenset({"tqdm", "enumerate", "iter", "trange", "track"})
+# Of those, the ones whose iteration starts the wrapped iterable again (tqdm's ``__iter__`` loops
+# over ``self.iterable``): bound once, they still draw the loader anew on every pass.
+_REITERABLE_WRAPPERS = frozenset({"tqdm", "track"})
 
 
 def _wrapped_loaders(ctx: FileContext, loaders: set[str]) -> set[str]:
@@ -371,6 +390,46 @@ def _wrapped_loaders(ctx: FileContext, loaders: set[str]) -> set[str]:
         ):
             out.add(node.targets[0].id)
     return out
+
+
+def _method_aliases(ctx: FileContext, loaders: set[str]) -> dict[str, set[int]]:
+    """Local names a function binds, outside any loop, to a loader itself or to a progress bar over
+    it (``if rank == 0: pbar = tqdm(self.loader)`` / ``else: pbar = self.loader``), with the functions
+    (by id) that bind them. tqdm's ``__iter__`` iterates its iterable again, so a loop over the name
+    in that function draws the loader's order once per call of the function; the caller's epoch
+    loop decides whether that is once per epoch. Only a loop of the binding function counts: another
+    function's ``pbar`` is another bar."""
+    out: dict[str, set[int]] = {}
+    for node in ctx.of_type(ast.Assign):
+        value = node.value
+        if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
+            continue
+        fn = ctx.enclosing_function(node)
+        if (
+            not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+            or enclosing_loop(ctx, node) is not None
+        ):
+            continue
+        bar = (
+            isinstance(value, ast.Call)
+            and (dotted(value.func) or "").split(".")[-1] in _REITERABLE_WRAPPERS
+            and bool(value.args)
+            and dotted(value.args[0]) in loaders
+        )
+        if (bar or dotted(value) in loaders) and node.targets[0].id not in loaders:
+            out.setdefault(node.targets[0].id, set()).add(id(fn))
+    return out
+
+
+def _draws_in_scope(
+    ctx: FileContext, loop: ast.For | ast.AsyncFor, direct: set[str], aliases: dict[str, set[int]]
+) -> bool:
+    """The loop draws from a loader or wrap, or from a method alias bound in the loop's own function."""
+    names = {dotted(n) for n in ast.walk(loop.iter)}
+    if not names & set(aliases) or names & direct:
+        return True  # found as before, not through a method alias
+    fn = id(ctx.enclosing_function(loop))
+    return any(fn in aliases[n] for n in names if n in aliases)
 
 
 def _wraps_into_name(ctx: FileContext, call: ast.Call) -> bool:
