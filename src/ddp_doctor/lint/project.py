@@ -203,11 +203,13 @@ class ProjectIndex(IndexScan, IndexQueries):
             built = self._get(target)
             if scaling and built is not None and built.qualname in self.scaler_classes:
                 self.scaler_modules.add(module)  # an instance of a project class holding a GradScaler
+                self.scaled_only_modules.discard(module)
             pending = self.summaries.get(target)
             if pending is not None and is_class_summary(pending) and pending.calls_backward:
                 self.backward_objects |= {n.split(".")[-1] for n in names}
                 if scaling:
                     self.scaler_modules.add(module)  # a loss-scaling object (timm NativeScaler)
+                    self.scaled_only_modules.discard(module)
         self._pending = []
 
     def _finish_rank0_handoff(self) -> None:

@@ -132,6 +132,9 @@ class IndexCore:
     # that imports it, not a sibling entry script (LlamaGen's GradScaler in ``vq_train.py`` does not
     # scale ``train_c2i_fsdp.py``).
     scaler_modules: set[str] = field(default_factory=set)
+    # Those of them that build no GradScaler: their only scaling is ``scaler.scale(loss).backward()``
+    # on a scaler handed in (Chinese-CLIP's ``train(..., scaler, ...)``), built by a caller.
+    scaled_only_modules: set[str] = field(default_factory=set)
     # Classes whose own methods are a module's only GradScaler (4M's ``NativeScalerWithGradNormCount``
     # in ``fourm/utils/native_scaler.py``): the scaler exists where an instance is built, so the
     # modules that build one join ``scaler_modules``, not the module defining the class.
@@ -218,6 +221,7 @@ class IndexCore:
     _local_names: set[str] = field(default_factory=set)  # top-level defs of the file being summarised
     _loss_names: tuple[str, ...] | None = None
     _compile_names: tuple[str, ...] | None = None
+    _fp16_cast_names: tuple[str, ...] | None = None
 
     # --- building ------------------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 
 from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
 from ddp_doctor.lint.loops import backward_of
@@ -245,6 +246,116 @@ def fp16_return(ctx: FileContext, fn: ast.AST) -> str | None:
                 child, cur = cur, ctx.parents.get(cur)
             return ""
     return None
+
+
+def fp16_cast_param(
+    ctx: FileContext, fn: ast.FunctionDef | ast.AsyncFunctionDef, method_: bool
+) -> int | None:
+    """The position (``self`` not counted) of the parameter whose weights ``fn`` casts to float16:
+    ``m.half()``, ``m.to(torch.float16)``, or ``m.apply(f)`` with ``f`` a def of this file whose body
+    casts what it is handed (OpenAI CLIP's ``convert_weights(model)``: ``l.weight.data =
+    l.weight.data.half()`` on every Linear/Conv through ``model.apply``). None when it casts none."""
+    params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+    if method_ and params:
+        params = params[1:]
+    for node in ctx.local(fn):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            continue
+        base = dotted(node.func.value)
+        if base not in params:
+            continue
+        attr = node.func.attr
+        if (attr == "half" and not node.args) or (attr == "to" and _fp16_argument(ctx, node)):
+            return params.index(base)
+        if attr == "apply" and len(node.args) == 1 and isinstance(node.args[0], ast.Name):
+            name = node.args[0].id
+            defs: list[ast.FunctionDef | ast.AsyncFunctionDef] = [
+                d for d in ctx.local(fn) if isinstance(d, ast.FunctionDef) and d.name == name
+            ]
+            defs = defs or ctx.functions.get(name, [])
+            if len(defs) == 1 and _casts_fp16(ctx, defs[0]):
+                return params.index(base)
+    return None
+
+
+def fp16_cast_returns(
+    ctx: FileContext,
+    fn: ast.FunctionDef | ast.AsyncFunctionDef,
+    method_: bool,
+    target_of: Callable[[ast.AST], str | None],
+) -> tuple[tuple[str | None, str, int, frozenset[str]], ...]:
+    """Casts to float16 of a model ``fn`` returns, each only under ``if <parameter> == "v":`` (CLAP's
+    ``create_model(..., precision=...)``: ``if precision == "fp16": convert_weights_to_fp16(model)``
+    then ``return model``): ``(helper, parameter, its position, values)``, the helper being the
+    project qualname of the function handed the model (None: ``model.half()`` itself). The helper's
+    own cast (``fp16_cast_param``) is checked where the summaries are complete."""
+    params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+    if method_ and params:
+        params = params[1:]
+    _, returned = returned_exprs(list(ctx.local(fn)))
+    out: list[tuple[str | None, str, int, frozenset[str]]] = []
+    for node in ctx.local(fn):
+        if not isinstance(node, ast.Call):
+            continue
+        helper: str | None = None
+        if isinstance(node.func, ast.Attribute) and (
+            (node.func.attr == "half" and not node.args)
+            or (node.func.attr == "to" and _fp16_argument(ctx, node))
+        ):
+            model = dotted(node.func.value)
+        elif node.args:
+            model = dotted(node.args[0])
+            helper = target_of(node.func)
+            if helper is None:
+                continue
+        else:
+            continue
+        if model not in returned:
+            continue
+        guard = _parameter_value_guard(ctx, node, fn, params)
+        if guard is not None:
+            out.append((helper, guard[0], params.index(guard[0]), guard[1]))
+    return tuple(out)
+
+
+def _parameter_value_guard(
+    ctx: FileContext, node: ast.AST, fn: ast.AST, params: list[str]
+) -> tuple[str, frozenset[str]] | None:
+    """The innermost enclosing ``if p == "v":`` / ``if p in ("v", ...):`` on a parameter ``p``."""
+    child, cur = node, ctx.parents.get(node)
+    while cur is not None and cur is not fn:
+        if isinstance(cur, ast.If) and child in cur.body:
+            test = cur.test
+            if (
+                isinstance(test, ast.Compare)
+                and len(test.ops) == 1
+                and isinstance(test.ops[0], (ast.Eq, ast.In))
+                and isinstance(test.left, ast.Name)
+                and test.left.id in params
+            ):
+                right = test.comparators[0]
+                values = [right] if isinstance(test.ops[0], ast.Eq) else getattr(right, "elts", [])
+                literals = {
+                    v.value for v in values if isinstance(v, ast.Constant) and isinstance(v.value, str)
+                }
+                if literals and len(literals) == len(values):
+                    return test.left.id, frozenset(literals)
+        child, cur = cur, ctx.parents.get(cur)
+    return None
+
+
+def _fp16_argument(ctx: FileContext, call: ast.Call) -> bool:
+    return any(ctx.qualname(a) in FP16_NAMES for a in [*call.args, *(k.value for k in call.keywords)])
+
+
+def _casts_fp16(ctx: FileContext, fn: ast.AST) -> bool:
+    """``fn``'s body casts a tensor or module to float16 (``.half()``, ``.to(torch.float16)``)."""
+    return any(
+        isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and ((n.func.attr == "half" and not n.args) or (n.func.attr == "to" and _fp16_argument(ctx, n)))
+        for n in ast.walk(fn)
+    )
 
 
 def class_syncs_updates(ctx: FileContext, cls: ast.ClassDef) -> bool:

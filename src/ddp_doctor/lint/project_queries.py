@@ -11,6 +11,7 @@ from pathlib import Path
 from ddp_doctor.lint.call_arguments import never_passed
 from ddp_doctor.lint.context import FileContext, dotted, method
 from ddp_doctor.lint.handed_models import handed_builder
+from ddp_doctor.lint.loops import argument
 from ddp_doctor.lint.option_defaults import yaml_files, yaml_settings
 from ddp_doctor.lint.project_core import CONFLICT, GENERIC_METHODS, MAX_SAME_NAME_METHODS, IndexCore
 from ddp_doctor.lint.project_modules import attach, defs_of, is_test_module, module_level_names, parse_file
@@ -200,6 +201,55 @@ class IndexQueries(IndexCore):
         if written is CONFLICT or any(v != written or type(v) is not type(written) for v in values):
             return False, None
         return True, written
+
+    def call_fp16_cast(self, ctx: FileContext, call: ast.Call) -> int | None:
+        """The argument position whose weights ``call`` (a project function) casts to float16."""
+        s = self.summary_for(ctx, call.func)
+        return s.fp16_cast_param if s is not None else None
+
+    def call_fp16_cast_return(
+        self, ctx: FileContext, call: ast.Call
+    ) -> tuple[ast.expr, frozenset[str]] | None:
+        """``create_model(..., precision=args.precision)`` of a project function that returns a model
+        cast to float16 when that parameter is one of some values: (the argument, the values)."""
+        s = self.summary_for(ctx, call.func)
+        if s is None:
+            return None
+        for helper, param, position, values in s.fp16_cast_returns:
+            target = self._get(helper) if helper is not None else None
+            if helper is not None and (target is None or target.fp16_cast_param != 0):
+                continue
+            handed = argument(call, param, position)
+            if handed is not None:
+                return handed, values
+        return None
+
+    def fp16_cast_names(self) -> tuple[str, ...]:
+        """Bare names of project functions that cast the module they are handed, or one they return,
+        to float16."""
+        if self._fp16_cast_names is None:
+            self._fp16_cast_names = tuple(
+                sorted(
+                    {
+                        q.rsplit(".", 1)[-1]
+                        for q, s in self.summaries.items()
+                        if s.fp16_cast_param is not None or s.fp16_cast_returns
+                    }
+                )
+            )
+        return self._fp16_cast_names
+
+    def builds_scaler_near(self, module: str | None) -> bool:
+        """A module other than ``module`` that shares its code path (imports it or is imported by
+        it) builds a GradScaler or a loss-scaling object of its own: not just a scaled backward on
+        a scaler handed in."""
+        if module is None:
+            return self.uses_scaler
+        reach = self.reachable(module)
+        return any(
+            m != module and m not in self.scaled_only_modules and (m in reach or module in self.reachable(m))
+            for m in self.scaler_modules
+        )
 
     def scales_module(self, module: str | None, own: bool = True) -> bool:
         """A GradScaler covers ``module``: one in training code that ``module`` imports (directly or

@@ -35,6 +35,8 @@ from ddp_doctor.lint.project_def_facts import (
     class_syncs_updates,
     compiled_param_of,
     epoch_params_of,
+    fp16_cast_param,
+    fp16_cast_returns,
     fp16_return,
     returned_exprs,
     scaled_backward,
@@ -203,6 +205,9 @@ class IndexScan(IndexBindings):
                     self.scaler_classes |= owners
                 elif scaler:
                     self.scaler_modules.add(module)
+                    if not any("GradScaler" in w for w in ctx.words):
+                        # its only scaling is a backward of ``scaler.scale(loss)`` on a scaler handed in
+                        self.scaled_only_modules.add(module)
         if "sync_toggle" in self.facts:
             self.toggles_sync |= any(SYNC_CONTROL.match(w) for w in ctx.words)
 
@@ -324,6 +329,10 @@ class IndexScan(IndexBindings):
         """The facts of a function or method that only the rules declaring them need."""
         if "scaler" in self.facts:
             s.fp16_gate = fp16_return(ctx, node)
+            s.fp16_cast_param = fp16_cast_param(ctx, node, is_method)
+            s.fp16_cast_returns = fp16_cast_returns(
+                ctx, node, is_method, lambda f: self._project_target(scan.imports, f)
+            )
         if "rank0_logging" in self.facts:
             s.logs_rank0 = logs_rank0_only(ctx, node)
             s.logged_params, s.params = parameters_logged(ctx, node)

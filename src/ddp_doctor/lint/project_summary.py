@@ -45,6 +45,12 @@ FACTS: dict[str, tuple[str, ...]] = {
         "scales_module",
         "fp16_gate",
         "call_fp16_gate",
+        "fp16_cast_param",
+        "call_fp16_cast",
+        "fp16_cast_returns",
+        "call_fp16_cast_return",
+        "fp16_cast_names",
+        "scaled_only_modules",
         "option_choices",
         "option_excludes",
     ),
@@ -179,6 +185,13 @@ class Summary:
     # It returns ``torch.float16`` (a dtype property or helper, OLMo ``autocast_precision``): the
     # condition it does so under (``self.precision == "amp_fp16"``), "" when always; None: never.
     fp16_gate: str | None = None
+    # The position (``self`` not counted) of the parameter whose weights it casts to float16 (OpenAI
+    # CLIP's ``convert_weights(model)``: ``model.apply`` of a def doing ``.half()``); None: none.
+    fp16_cast_param: int | None = None
+    # Casts to float16 of a model it returns, under ``if <parameter> == "v":`` (CLAP's ``create_model(
+    # ..., precision=...)``): ``(project helper handed the model or None for ``.half()``, parameter,
+    # its position, values)`` (project_def_facts.fp16_cast_returns).
+    fp16_cast_returns: tuple[tuple[str | None, str, int, frozenset[str]], ...] = ()
     # A decorator whose wrapper runs the decorated function only under a rank-0 test (BasicSR/mmcv
     # ``master_only``, nerfstudio ``check_main_thread``), and the project decorators a function has.
     rank0_decorator: bool = False

@@ -5,7 +5,10 @@ After ``scaler.scale(loss).backward()`` the gradients are scaled by ~2**16; clip
 "Automatic Mixed Precision examples — gradient clipping": unscale_ first). Events are taken in
 source order within one function, following same-file helpers: a clip after a scaled backward
 with no ``unscale_`` of that scaler in between is flagged. accelerate's ``clip_grad_norm_``
-unscales by itself and is not matched. Autofix: insert ``scaler.unscale_(optimizer)`` above the
+unscales by itself and is not matched. apex: ``with amp.scale_loss(loss, optimizer) as
+scaled_loss: scaled_loss.backward()`` leaves the gradients scaled until the block exits (apex
+unscales them into the master gradients on ``__exit__``), so a clip inside that block, after the
+backward, clips scaled (or, under O2, not yet copied) gradients. Autofix: insert ``scaler.unscale_(optimizer)`` above the
 clip, when the later ``scaler.step(optimizer)`` names the optimizer.
 """
 
@@ -32,6 +35,7 @@ CLIPS = (
     "torch.nn.utils.clip_grad_value_",
     "torch.nn.utils.clip_grads_with_norm_",
 )
+APEX_SCALE_LOSS = "apex.amp.scale_loss"
 
 
 class ClipBeforeUnscale(Rule):
@@ -40,18 +44,21 @@ class ClipBeforeUnscale(Rule):
         "in source order within a function (following same-file helpers): "
         "`scaler.scale(x).backward()`, then `torch.nn.utils.clip_grad_norm_/clip_grad_value_` with no"
         ' `scaler.unscale_` in between; `accelerator.backward(loss)` of an `Accelerator(mixed_precision="fp16")` '
-        "(also one branch of an `if`) then the torch clip, with no `unscale_gradients()`"
+        "(also one branch of an `if`) then the torch clip, with no `unscale_gradients()`; a torch clip "
+        "inside apex's `with amp.scale_loss(loss, optimizer) as scaled: scaled.backward()` block"
     )
     not_flagged = (
-        "`unscale_` before the clip (also under `if grad_clip:`), no scaler, `accelerator.clip_grad_norm_`"
+        "`unscale_` before the clip (also under `if grad_clip:`), no scaler, `accelerator.clip_grad_norm_`, "
+        "a clip after the `amp.scale_loss` block"
     )
     autofix = (
         "inserts `scaler.unscale_(optimizer)` above the clip (when backward, clip and "
         "`scaler.step(optimizer)` are in one function)"
     )
-    required = (("scale", "mixed_precision"), tuple(c.split(".")[-1] for c in CLIPS))
+    required = (("scale", "mixed_precision", "scale_loss"), tuple(c.split(".")[-1] for c in CLIPS))
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
+        yield from self._apex(ctx)
         for scope in ctx.scopes():
             events = list(_events(ctx, scope, HELPER_DEPTH, frozenset()))
             scaled_by: str | None = None  # the scaler of the last scaled backward not yet unscaled
@@ -84,6 +91,51 @@ class ClipBeforeUnscale(Rule):
                         gated_by=gated_by,
                         scaler=scaled_by,
                     )
+
+    def _apex(self, ctx: FileContext) -> Iterator[Violation]:
+        """A clip inside ``with amp.scale_loss(...) as scaled: scaled.backward()``, after the backward:
+        apex unscales only when the block exits."""
+        for block in ctx.of_type(ast.With):
+            names = {
+                dotted(item.optional_vars)
+                for item in block.items
+                if isinstance(item.context_expr, ast.Call)
+                and ctx.call_qualname(item.context_expr) == APEX_SCALE_LOSS
+                and item.optional_vars is not None
+            } - {None}
+            if not names:
+                continue
+            calls = sorted(
+                (n for stmt in block.body for n in _walk_local(stmt) if isinstance(n, ast.Call)),
+                key=lambda n: (n.lineno, n.col_offset),
+            )
+            backward: ast.Call | None = None
+            for call in calls:
+                m = method(call)
+                if m and m[1] == "backward" and m[0] in names:
+                    backward = backward or call
+                elif backward is not None and ctx.call_qualname(call) in CLIPS:
+                    yield self.violation(
+                        call,
+                        Text(
+                            f"`{ctx.segment(call.func)}` runs inside `with amp.scale_loss(...)`, whose "
+                            "gradients apex unscales only when the block exits: it clips scaled "
+                            "gradients. Clip after the `with` block.",
+                            f"`{ctx.segment(call.func)}` 位于 `with amp.scale_loss(...)` 内部，apex 只在该块退出时"
+                            "反缩放梯度：它裁剪的是仍被缩放的梯度。请在 `with` 块之后裁剪。",
+                        ),
+                        gated_by=gate_of(ctx, block),
+                        scaler="amp.scale_loss",
+                    )
+
+
+def _walk_local(node: ast.AST) -> Iterator[ast.AST]:
+    """``node`` and what it contains, not entering nested function or class bodies."""
+    yield node
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+        return
+    for child in ast.iter_child_nodes(node):
+        yield from _walk_local(child)
 
 
 def _exclusive(ctx: FileContext, a: ast.AST, b: ast.AST) -> bool:

@@ -18,7 +18,11 @@ themselves), and no hand-made loss scaling (``loss_scale``, apex ``amp.scale_los
 torch.float16, ...}[dtype]``, ``torch.float16 if args.fp16 else ...``) or a policy/autocast under an
 ``if`` on a configuration flag is reported with the flag value that makes it float16; so is a dtype
 read from a project property or helper that returns ``torch.float16`` under a setting (OLMo
-``dtype=self.cfg.autocast_precision``). A GradScaler only in a test module does not count, and an
+``dtype=self.cfg.autocast_precision``). A GradScaler built only for some values of an option (``GradScaler() if args.precision == "amp" else
+None``) leaves float16 picked by another value of that option unscaled (Chinese-CLIP casting the
+weights under ``precision == "fp16"``, Protenix's ``{"fp16": torch.float16}[dtype]`` autocast beside
+``GradScaler(enabled=dtype == "float16")``); in project mode the cast may be a project helper's
+(``convert_weights(model)``). A GradScaler only in a test module does not count, and an
 autocast that computes no gradient (under ``no_grad``/``inference_mode``, or in a function named
 for evaluation: ``eval_batch``, ``validate``) is not training. In a file that never backprops
 (project mode: the training is elsewhere), only an autocast in model code (a class's method) is
@@ -35,6 +39,7 @@ from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method
 from ddp_doctor.lint.flags import UNKNOWN, all_defaults, argparse_choices, describe, flag_test, gate_of
 from ddp_doctor.lint.loops import LoopFacts, argument
+from ddp_doctor.lint.project import ProjectIndex
 from ddp_doctor.lint.rules.base import Rule, Violation
 
 AUTOCAST = "torch.amp.autocast"
@@ -66,7 +71,11 @@ class Fp16NoScaler(Rule):
         "`.train()`ed or optimised), a backward in the file, and no GradScaler / `.scale(` / "
         "hand-made loss scaling / accelerate / Lightning / DeepSpeed; config-gated: a dtype picked by "
         "a flag (a table, `if args.dtype in [...]: dtype = torch.float16`, also handed to the function "
-        "that autocasts with `enabled=dtype != torch.float32`)"
+        "that autocasts with `enabled=dtype != torch.float32`); (project) weights cast by a project helper "
+        "(`convert_weights(model)`: `model.apply` of a def doing `.half()`); a GradScaler built only for "
+        'other values of the option that picks float16 (`GradScaler() if args.precision == "amp" else None` '
+        'with `if args.precision == "fp16": model.half()`, `GradScaler(enabled=cfg.dtype == "float16")` with '
+        'a `{"fp16": torch.float16}[cfg.dtype]` autocast)'
     )
     not_flagged = (
         "bf16, a dtype held in a variable (nanoGPT's `ptdtype`), `enabled=flag`, a float16 teacher "
@@ -77,25 +86,41 @@ class Fp16NoScaler(Rule):
     required = (("autocast", "MixedPrecision", "half", "float16"), ("backward",))
     required_in_project = (("autocast", "MixedPrecision", "half", "float16"),)
 
+    def project_words(self, project: ProjectIndex) -> tuple[str, ...]:
+        return project.fp16_cast_names()  # ``convert_weights(model)`` casts the weights it is handed
+
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
         if any(ctx.imports_module(m) for m in SELF_SCALING):
             return
         calls = ctx.of_type(ast.Call)
         # RecBole: ``GradScaler(enabled=self.enable_scaler)`` next to ``autocast(enabled=self.enable_amp)``:
         # a scaler switched by its own flag leaves the autocast flag on with the scaler flag off
-        scaler_flags = _scaler_flags(ctx, calls)
-        if any("GradScaler" in w for w in ctx.words) and scaler_flags is None:
+        # Chinese-CLIP/CLAP ``GradScaler() if args.precision == "amp" else None``: a scaler built only
+        # for some values of an option; float16 picked by another value of that option runs unscaled
+        scaler_values = _scaler_values(ctx, calls)
+        scaler_flags = None if scaler_values else _scaler_flags(ctx, calls)
+        if any("GradScaler" in w for w in ctx.words) and scaler_flags is None and not scaler_values:
             return  # a scaler class is named somewhere (torch.amp, ShardedGradScaler, ...)
         if any(HAND_SCALING.search(w) for w in ctx.words):
             return  # loss scaling by hand (guided-diffusion ``lg_loss_scale``, apex ``amp.scale_loss``)
         backwards = [b for n in calls if (b := facts.backward(n))]
         project = ctx.project
-        if not scaler_flags and (
-            any(b.scaled for b in backwards) or any((method(n) or (None, ""))[1] == "scale" for n in calls)
+        if (
+            not scaler_flags
+            and not scaler_values
+            and (
+                any(b.scaled for b in backwards)
+                or any((method(n) or (None, ""))[1] == "scale" for n in calls)
+            )
         ):
             return
         if project is not None:
-            if project.scales_module(ctx.module, own=not scaler_flags):
+            if scaler_values:
+                # the scaled backwards elsewhere run this file's scaler (handed to them); a module on
+                # the same code path that builds its own scaler is not known to be off
+                if project.builds_scaler_near(ctx.module):
+                    return
+            elif project.scales_module(ctx.module, own=not scaler_flags):
                 return
             if not backwards and not any(s.calls_backward for s in project.summaries.values()):
                 return
@@ -108,11 +133,26 @@ class Fp16NoScaler(Rule):
                 continue
             if not backwards and ctx.call_qualname(n) in (AUTOCAST, CUDA_AUTOCAST) and not _in_class(ctx, n):
                 continue  # an autocast where nothing backprops: only model code (a forward) trains under it
+            picked: tuple[str, str] | None = None
+            if scaler_values:
+                picked = _unscaled_pick(ctx, n, scaler_values)
+                if picked is None:
+                    continue  # float16 not picked by an option value the scaler leaves out
+                gate = f"{_flag_text(ctx, _expr(picked[0]), defaults)} == {picked[1]!r}"
             gate = gate or gate_of(ctx, n, defaults)
             what = ctx.segment(n)
             if "\n" in what:  # a call over several lines: its name, not a cut line with its comment
                 what = f"{dotted(n.func) or what.splitlines()[0]}(...)"
-            if ctx.call_qualname(n) in MIXED_PRECISION:  # FSDP1 needs its own, sharded scaler
+            if picked is not None:
+                option, value = picked
+                built = "/".join(repr(v) for v in sorted(scaler_values[option]))
+                message = Text(
+                    f"`{what}` trains in float16 when `{option}` is {value!r}, but the GradScaler is built "
+                    f"only when it is {built}: small gradients underflow to zero, large ones overflow.",
+                    f"`{what}` 在 `{option}` 为 {value!r} 时以 float16 训练，但 GradScaler 只在其为 {built} 时创建："
+                    "小梯度下溢为零，大梯度溢出。",
+                )
+            elif ctx.call_qualname(n) in MIXED_PRECISION:  # FSDP1 needs its own, sharded scaler
                 message = Text(
                     f"`{what}` makes FSDP compute its gradients in float16 but no ShardedGradScaler is "
                     "used: small gradients underflow to zero, large ones overflow.",
@@ -144,6 +184,9 @@ class Fp16NoScaler(Rule):
             return False, None  # the file scales: only an autocast switched apart from it can escape
         cast = _model_cast(ctx, call)
         if cast is not None:
+            returned = ctx.project.call_fp16_cast_return(ctx, call) if ctx.project is not None else None
+            if returned is not None:  # cast when the option handed in takes a float16 value
+                return True, f"{_flag_text(ctx, returned[0], defaults)} == {sorted(returned[1])[0]!r}"
             return True, None
         if qual in MIXED_PRECISION:
             dtype = keyword(call, "param_dtype")
@@ -218,6 +261,116 @@ def _scaler_flags(ctx: FileContext, calls: list[ast.Call]) -> set[str] | None:
     return flags
 
 
+def _scaler_values(ctx: FileContext, calls: list[ast.Call]) -> dict[str, frozenset[str]]:
+    """``option -> values`` when every GradScaler of the file is built only for some string values
+    of one option: ``GradScaler() if args.precision == "amp" else None``, ``GradScaler(enabled=
+    cfg.dtype == "float16")``, or under ``if args.precision in ("amp", "fp16"):``. Empty otherwise
+    (no scaler, or one built unconditionally or on a flag)."""
+    out: dict[str, set[str]] = {}
+    for n in calls:
+        if not (dotted(n.func) or "").endswith("GradScaler"):
+            continue
+        enabled = keyword(n, "enabled")
+        picked = _value_test(enabled) if enabled is not None else None
+        if picked is None and enabled is None:
+            picked = _enclosing_value_test(ctx, n)
+        if picked is None:
+            return {}
+        out.setdefault(picked[0], set()).update(picked[1])
+    if len(out) != 1:
+        return {}
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+def _value_test(test: ast.AST | None) -> tuple[str, frozenset[str]] | None:
+    """``opt == "v"`` / ``opt in ("v", "w")`` (``opt`` a dotted name): (opt, values)."""
+    if not (
+        isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.In))
+    ):
+        return None
+    name = dotted(test.left)
+    right = test.comparators[0]
+    values = [right] if isinstance(test.ops[0], ast.Eq) else getattr(right, "elts", [])
+    literals = {v.value for v in values if isinstance(v, ast.Constant) and isinstance(v.value, str)}
+    if name is None or not literals or len(literals) != len(values):
+        return None
+    return name, frozenset(literals)
+
+
+def _enclosing_value_test(ctx: FileContext, node: ast.AST) -> tuple[str, frozenset[str]] | None:
+    """The innermost ``if``/conditional expression of ``node``'s function that runs it only for some
+    values of an option (``node`` in its true branch)."""
+    child, cur = node, ctx.parents.get(node)
+    while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
+        if isinstance(cur, ast.IfExp) and child is cur.body:
+            return _value_test(cur.test)
+        if isinstance(cur, ast.If) and child in cur.body:
+            found = _value_test(cur.test)
+            if found is not None:
+                return found
+        child, cur = cur, ctx.parents.get(cur)
+    return None
+
+
+def _unscaled_pick(
+    ctx: FileContext, call: ast.Call, scaler_values: dict[str, frozenset[str]]
+) -> tuple[str, str] | None:
+    """(option, value): the value of the scaler's own option that picks float16 at ``call`` when
+    the scaler is built for other values only: the key of a dtype table (``{"fp16": torch.float16,
+    ...}[cfg.dtype]``) the autocast's dtype is read from, or an enclosing ``if args.precision ==
+    "fp16":``. None when the float16 is not picked by that option or the scaler covers the value."""
+    ((scaler_option, covered),) = scaler_values.items()
+    picks: list[tuple[str, frozenset[str]]] = []
+    dtype = keyword(call, "dtype") or keyword(call, "param_dtype")
+    table = _dtype_table(ctx, dtype, call) if dtype is not None else None
+    if table is not None:
+        picks.append(table)
+    enclosing = _enclosing_value_test(ctx, call)
+    if enclosing is not None:
+        picks.append(enclosing)
+    returned = ctx.project.call_fp16_cast_return(ctx, call) if ctx.project is not None else None
+    if returned is not None and (handed := dotted(returned[0])) is not None:
+        picks.append((handed, returned[1]))  # ``create_model(..., precision=args.precision)``
+    for option, values in picks:
+        if option.rsplit(".", 1)[-1] != scaler_option.rsplit(".", 1)[-1] and not _same_setting(
+            ctx, option, scaler_option
+        ):
+            continue
+        if values & covered:
+            return None  # some float16 value is scaled: not judged
+        return option, sorted(values)[0]
+    return None
+
+
+def _dtype_table(ctx: FileContext, dtype: ast.AST, at: ast.AST) -> tuple[str, frozenset[str]] | None:
+    """``{"fp16": torch.float16, "bf16": ...}[opt]`` (directly or through a name assigned it in the
+    function): (opt, the keys that map to float16)."""
+    if isinstance(dtype, ast.Name):
+        binds = [
+            b
+            for b in ctx.bindings(ctx.enclosing_function(at)).get(dtype.id, [])
+            if b.lineno <= getattr(at, "lineno", 0)
+        ]
+        if not binds or not isinstance(binds[-1], ast.Assign):
+            return None
+        dtype = binds[-1].value
+    if not (isinstance(dtype, ast.Subscript) and isinstance(dtype.value, ast.Dict)):
+        return None
+    option = dotted(dtype.slice)
+    keys = frozenset(
+        k.value
+        for k, v in zip(dtype.value.keys, dtype.value.values, strict=False)
+        if isinstance(k, ast.Constant)
+        and isinstance(k.value, str)
+        and ctx.qualname(v) in (FP16, "torch.half")
+    )
+    return (option, keys) if option and keys else None
+
+
+def _expr(text: str) -> ast.expr:
+    return ast.parse(text, mode="eval").body
+
+
 def _same_setting(ctx: FileContext, a: str, b: str) -> bool:
     """Two spellings of one setting: ``self.amp_training = args.fp16`` makes ``self.amp_training``
     and ``args.fp16`` the same switch (YOLOX), followed through a few such assignments."""
@@ -286,23 +439,38 @@ def _model_cast(ctx: FileContext, call: ast.Call) -> str | None:
     hands its ``parameters()`` to an optimizer); None otherwise (inputs, a frozen teacher,
     ``.data.half()`` inside a conversion helper)."""
     m = method(call)
-    if m is None:
-        return None
-    half = m[1] == "half" and not call.args
-    to_fp16 = m[1] == "to" and any(
-        ctx.qualname(a) == FP16 for a in [*call.args, *(k.value for k in call.keywords)]
+    half = m is not None and m[1] == "half" and not call.args
+    to_fp16 = (
+        m is not None
+        and m[1] == "to"
+        and any(ctx.qualname(a) == FP16 for a in [*call.args, *(k.value for k in call.keywords)])
     )
-    if not (half or to_fp16):
-        return None
-    base: ast.AST = call.func.value  # type: ignore[attr-defined]  # method() saw an Attribute
+    base: ast.AST | None
+    if half or to_fp16:
+        base = call.func.value  # type: ignore[attr-defined]  # method() saw an Attribute
+    elif ctx.project is not None and ctx.project.call_fp16_cast_return(ctx, call) is not None:
+        base = None  # ``model, cfg = create_model(..., precision=...)``: the model it returns
+    else:
+        # a project helper that casts the module it is handed (``convert_weights(model)``)
+        position = ctx.project.call_fp16_cast(ctx, call) if ctx.project is not None else None
+        if position is None or position >= len(call.args):
+            return None
+        base = call.args[position]
     while (
         isinstance(base, ast.Call) and isinstance(base.func, ast.Attribute) and base.func.attr in PASS_THROUGH
     ):
         base = base.func.value
-    name = dotted(base)
+    name = dotted(base) if base is not None else None
     parent = ctx.parents.get(call)
     targets = (
-        {d for t in parent.targets if (d := dotted(t))} if isinstance(parent, ast.Assign) else set()
+        {
+            d
+            for t in parent.targets
+            for e in (t.elts if isinstance(t, ast.Tuple) and base is None else [t])
+            if (d := dotted(e))
+        }
+        if isinstance(parent, ast.Assign)
+        else set()
     ) | ({name} if name else set())
     if not targets:
         return None
