@@ -154,10 +154,6 @@ class Taint:
     params: frozenset[str] = frozenset()  # parameters a caller hands the loss in (``self._log(losses)``)
     # name -> lines where a collective combines it in place (``dist.all_reduce(t)`` as a statement)
     reduced_at: dict[str, list[int]] = field(default_factory=dict)
-    # names that hold the local loss until a collective combines them in place later in the scope
-    # (wolf ``gnll += gnll_batch`` printed every log_interval steps, ``dist.reduce(gnll)`` after the
-    # epoch loop), and what is computed from them: local where read before that collective
-    early: frozenset[str] = frozenset()
 
 
 def merge(a: Shape | None, b: Shape | None) -> Shape | None:
@@ -912,7 +908,6 @@ class LossFlow:
         ctx, facts = self.ctx, self.facts
         nodes = ctx.local(scope)
         reduced: set[str] = set()
-        in_place_only: set[str] = set()  # names combined only by an in-place collective statement
         tainted: set[str] = set()
         synced_metrics: set[str] = set()
         roots: set[str] = set()  # the names backward runs on: their own binding is the forward
@@ -970,7 +965,6 @@ class LossFlow:
                     # and leaves ``avg_loss`` this rank's own (DSPv2 drops what it returns)
                     in_place = {x for x in in_place if not holds_number(x, scope_binds)}
                     reduced |= in_place
-                    in_place_only |= in_place
                     for x in in_place:
                         reduced_at.setdefault(x, []).append(n.lineno)
                     reduced |= _iterated_containers(ctx, n)  # for v in stats.values(): all_reduce(v)
@@ -1083,25 +1077,14 @@ class LossFlow:
             for read, written in all_flows:
                 if read & gathered:
                     gathered |= written
-        # combined by other means (a reduce call's result, a synced meter): global everywhere; a name
-        # only an in-place collective statement combines is local before that statement
-        hard = reduced - (in_place_only - roots)
-        unreduced = {t for t in tainted - hard if t in roots or not _not_a_loss(t)}
         tainted -= reduced
         tainted = {t for t in tainted if t in roots or not _not_a_loss(t)}
-        flows = [(read, written - synced_metrics) for read, written in flows]
         if tainted:
+            flows = [(read, written - synced_metrics) for read, written in flows]
             for _ in range(TAINT_PASSES):
                 for read, written in flows:
                     if read & tainted:
                         tainted |= {w for w in written - reduced if not _not_a_loss(w)}
-        early: set[str] = set()
-        if reduced - hard:
-            for _ in range(TAINT_PASSES):
-                for read, written in flows:
-                    if read & unreduced:
-                        unreduced |= {w for w in written - hard if not _not_a_loss(w)}
-            early = unreduced - tainted
         returns: Shape | None = None
         binds = ctx.bindings(scope)
         for r in nodes:
@@ -1125,7 +1108,6 @@ class LossFlow:
             (fields - roots) | dicts,
             params,
             reduced_at,
-            frozenset(early),
         )
 
     def _backward_roots(self, scope: Scope) -> set[str]:
