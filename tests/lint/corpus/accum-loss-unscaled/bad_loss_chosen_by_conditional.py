@@ -9,11 +9,7 @@ def train_one_epoch(model, optimizer, loader, criterion, cfg):
     for idx, data in enumerate(loader):
         num_iter += 1
         logits = model(data)
-        loss = (
-            criterion(logits, data["y"])
-            if "mask" not in cfg.name
-            else criterion(logits, data["y"], data["mask"])
-        )
+        loss = criterion(logits, data["y"]) if "mask" not in cfg.name else criterion(logits, data["y"], data["mask"])
         loss.backward()  # expect: accum-loss-unscaled
         if num_iter == cfg.step_per_update:
             torch.nn.utils.clip_grad_norm_(model.parameters(), 10.0)

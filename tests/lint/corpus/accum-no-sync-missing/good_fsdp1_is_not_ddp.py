@@ -2,7 +2,6 @@
 import torch
 from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
 
-
 def train(model, loader, opt, accum):
     model = FSDP(model)
     for i, (x, y) in enumerate(loader):

@@ -36,8 +36,8 @@ ctx = nullcontext() if device == "cpu" else torch.amp.autocast(device_type="cuda
 def get_batch(split):
     data = np.memmap(os.path.join("data", f"{split}.bin"), dtype=np.uint16, mode="r")
     ix = torch.randint(len(data) - block_size, (batch_size,))
-    x = torch.stack([torch.from_numpy(data[i : i + block_size].astype(np.int64)) for i in ix])
-    y = torch.stack([torch.from_numpy(data[i + 1 : i + 1 + block_size].astype(np.int64)) for i in ix])
+    x = torch.stack([torch.from_numpy(data[i:i + block_size].astype(np.int64)) for i in ix])
+    y = torch.stack([torch.from_numpy(data[i + 1:i + 1 + block_size].astype(np.int64)) for i in ix])
     return x.to(device), y.to(device)
 
 
@@ -51,7 +51,7 @@ def main(model):
     while True:
         for micro_step in range(gradient_accumulation_steps):
             if ddp:
-                model.require_backward_grad_sync = micro_step == gradient_accumulation_steps - 1
+                model.require_backward_grad_sync = (micro_step == gradient_accumulation_steps - 1)
             with ctx:
                 logits, loss = model(X, Y)
                 loss = loss / gradient_accumulation_steps

@@ -25,9 +25,7 @@ def hook_test(model_with_hook, model_no_hook, optimizer_no_hook, inp):
 def deepspeed_only(accelerator, model, loader, optimizer, DistributedType):
     model, optimizer = accelerator.prepare(model, optimizer)
     if accelerator.distributed_type == DistributedType.DEEPSPEED:
-        gradient_accumulation_steps = accelerator.state.deepspeed_plugin.deepspeed_config[
-            "gradient_accumulation_steps"
-        ]
+        gradient_accumulation_steps = accelerator.state.deepspeed_plugin.deepspeed_config["gradient_accumulation_steps"]
     else:
         gradient_accumulation_steps = 1
     for step, batch in enumerate(loader):

@@ -16,7 +16,5 @@ def main(args, Decoder):
     params = list(encoder.parameters()) + list(decoder.parameters())
     opt = optim.Adam(params, lr=args.lr)
     decoder = nn.parallel.DistributedDataParallel(decoder, device_ids=[args.local_rank])
-    encoder = nn.parallel.DistributedDataParallel(
-        encoder, device_ids=[args.local_rank]
-    )  # expect: batchnorm-unsynced
+    encoder = nn.parallel.DistributedDataParallel(encoder, device_ids=[args.local_rank])  # expect: batchnorm-unsynced
     return opt, encoder, decoder

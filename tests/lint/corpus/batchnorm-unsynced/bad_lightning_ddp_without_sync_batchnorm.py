@@ -20,7 +20,5 @@ class UNet(pl.LightningModule):
 
 if __name__ == "__main__":
     model = UNet()
-    trainer = pl.Trainer(
-        accelerator="gpu", devices=4, strategy="ddp", max_epochs=10
-    )  # expect: batchnorm-unsynced
+    trainer = pl.Trainer(accelerator="gpu", devices=4, strategy="ddp", max_epochs=10)  # expect: batchnorm-unsynced
     trainer.fit(model)

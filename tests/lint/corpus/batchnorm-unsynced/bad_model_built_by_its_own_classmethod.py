@@ -17,9 +17,7 @@ class GNNEncoder(nn.Module):
 
 def train(args, loader, optimizer):
     model = GNNEncoder.from_pretrained(args.model_path, dim=128).cuda()
-    model = torch.nn.parallel.DistributedDataParallel(
-        model, device_ids=[args.local_rank]
-    )  # expect: batchnorm-unsynced
+    model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[args.local_rank])  # expect: batchnorm-unsynced
     for x in loader:
         optimizer.zero_grad()
         model(x).sum().backward()

@@ -12,6 +12,4 @@ class NullDDP(torch.nn.Module):
 
 def build(model, device):
     model = torch.compile(model)
-    return (DDP if dist.is_initialized() else NullDDP)(
-        model, device_ids=[device]
-    )  # expect: compile-before-ddp
+    return (DDP if dist.is_initialized() else NullDDP)(model, device_ids=[device])  # expect: compile-before-ddp

@@ -5,9 +5,7 @@ from accelerate.utils import DistributedDataParallelKwargs
 def main(model, loader, optimizer):
     model.eval()  # evaluated once before training, then trained
     accelerator = Accelerator(
-        kwargs_handlers=[
-            DistributedDataParallelKwargs(find_unused_parameters=True)
-        ]  # expect: find-unused-true
+        kwargs_handlers=[DistributedDataParallelKwargs(find_unused_parameters=True)]  # expect: find-unused-true
     )
     model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
     model.train()

@@ -8,6 +8,4 @@ def wrap_cuda_model(model):
         grad_ckpt = getattr(model.encoder, "gradient_checkpointing", False)
     else:
         grad_ckpt = False
-    return torch.nn.parallel.DistributedDataParallel(
-        model, find_unused_parameters=not grad_ckpt
-    )  # expect: find-unused-true
+    return torch.nn.parallel.DistributedDataParallel(model, find_unused_parameters=not grad_ckpt)  # expect: find-unused-true

@@ -7,9 +7,7 @@ class Evaluator:
 
     def prepare_model(self, net):
         return torch.nn.parallel.DistributedDataParallel(
-            net,
-            device_ids=[self.cfg.local_rank],
-            find_unused_parameters=True,  # expect: find-unused-true
+            net, device_ids=[self.cfg.local_rank], find_unused_parameters=True  # expect: find-unused-true
         )
 
     def adapt(self, net, loader, optimizer):

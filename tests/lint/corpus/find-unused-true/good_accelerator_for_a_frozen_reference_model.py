@@ -11,9 +11,7 @@ def main(policy, reference, loader, train):
     accelerator = Accelerator(kwargs_handlers=[DistributedDataParallelKwargs(find_unused_parameters=False)])
     reference.eval()
     # a second Accelerator only to cache the frozen reference model's log-probs: no backward through it
-    reference_accelerator = Accelerator(
-        kwargs_handlers=[DistributedDataParallelKwargs(find_unused_parameters=True)]
-    )
+    reference_accelerator = Accelerator(kwargs_handlers=[DistributedDataParallelKwargs(find_unused_parameters=True)])
     reference_accelerator.print("precomputing logprobs ...")
     cached = ReferenceWrapper(reference_accelerator, reference, loader)
     policy, loader = accelerator.prepare(policy, loader)

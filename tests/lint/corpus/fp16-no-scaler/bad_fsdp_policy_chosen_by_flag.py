@@ -12,9 +12,7 @@ def setup(model, args):
     return FSDP(
         model,
         mixed_precision=MixedPrecision(  # expect: fp16-no-scaler
-            param_dtype={"fp32": torch.float, "bf16": torch.bfloat16, "fp16": torch.float16}[
-                args.mixed_precision
-            ],
+            param_dtype={"fp32": torch.float, "bf16": torch.bfloat16, "fp16": torch.float16}[args.mixed_precision],
         ),
     )
 

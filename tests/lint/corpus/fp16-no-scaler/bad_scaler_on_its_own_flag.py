@@ -15,9 +15,7 @@ class Trainer:
         scaler = torch.amp.GradScaler(enabled=self.enable_scaler)
         for batch in loader:
             self.optimizer.zero_grad()
-            with torch.autocast(
-                device_type=self.device.type, enabled=self.enable_amp
-            ):  # expect: fp16-no-scaler
+            with torch.autocast(device_type=self.device.type, enabled=self.enable_amp):  # expect: fp16-no-scaler
                 loss = self.model(batch)
             scaler.scale(loss).backward()
             scaler.step(self.optimizer)

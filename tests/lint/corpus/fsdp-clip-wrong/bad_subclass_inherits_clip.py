@@ -10,9 +10,7 @@ class BasicTrainer:
         self.max_norm = max_norm
 
     def clip_gradient(self):
-        return torch.nn.utils.clip_grad_norm_(
-            self.policy.parameters(), self.max_norm
-        ).item()  # expect: fsdp-clip-wrong
+        return torch.nn.utils.clip_grad_norm_(self.policy.parameters(), self.max_norm).item()  # expect: fsdp-clip-wrong
 
 
 class FSDPTrainer(BasicTrainer):

@@ -1,7 +1,6 @@
 # The forward already ran inside no_sync(): the second no_sync around backward is redundant, not late.
 import torch
 
-
 def train(model, loader, opt, accum):
     model = torch.nn.parallel.DistributedDataParallel(model)
     for i, (x, y) in enumerate(loader):

@@ -7,10 +7,7 @@ from torch.utils.tensorboard import SummaryWriter
 def log_per_step(writer, info_dict):
     loss_dict = info_dict["loss_dict"]
     if writer is not None:
-        if (
-            info_dict["train_engine"] == "torch_ddp"
-            and (info_dict["batch_idx"] + 1) % info_dict["accum_grad"] == 0
-        ):
+        if info_dict["train_engine"] == "torch_ddp" and (info_dict["batch_idx"] + 1) % info_dict["accum_grad"] == 0:
             for k, v in loss_dict.items():
                 writer.add_scalar(k, v, info_dict["step"])  # expect: rank0-only-loss-log
 

@@ -12,9 +12,7 @@ logger = logging.getLogger(__name__)
 def save_model(epoch, args, model, optimizer, tr_loss):
     output_model_file = os.path.join(args.output_dir, f"pytorch_model.bin.{epoch}")
     torch.save(model.state_dict(), output_model_file)
-    torch.save(
-        {"epoch": epoch, "optimizer": optimizer.state_dict(), "loss": tr_loss}, output_model_file + ".opt"
-    )
+    torch.save({"epoch": epoch, "optimizer": optimizer.state_dict(), "loss": tr_loss}, output_model_file + ".opt")
     return output_model_file
 
 
@@ -34,9 +32,7 @@ def main(args, model, loader, optimizer, local_rank):
     for epoch in range(args.epochs):
         tr_loss = train_epoch(model, loader, optimizer)
         if local_rank == 0:
-            logger.info(
-                "Epoch %d Finished, Train Loss: %f", epoch + 1, tr_loss
-            )  # expect: rank0-only-loss-log
+            logger.info("Epoch %d Finished, Train Loss: %f", epoch + 1, tr_loss)  # expect: rank0-only-loss-log
             output_model_file = save_model(epoch, args, model, optimizer, tr_loss)
             best_file = output_model_file
             logger.info("The best model is: {}".format(best_file))

@@ -16,9 +16,7 @@ class Logger:
 
     def print_training_status(self, mode="train"):
         for k in self.running_loss:
-            self.summary_writer.add_scalar(
-                mode + "/" + k, self.running_loss[k] / self.summary_freq, self.total_steps
-            )
+            self.summary_writer.add_scalar(mode + "/" + k, self.running_loss[k] / self.summary_freq, self.total_steps)
             self.running_loss[k] = 0.0
 
     def push(self, metrics, mode="train"):

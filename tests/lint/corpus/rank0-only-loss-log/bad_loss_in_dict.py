@@ -1,7 +1,6 @@
 import torch
 import torch.nn.functional as F
 
-
 def train(rank, model, loader, optimizer, writer):
     model = torch.nn.parallel.DistributedDataParallel(model)
     for step, (x, y) in enumerate(loader):

@@ -16,6 +16,4 @@ def main(model, loader, optimizer, rank):
             metrics = {"loss": loss.item(), "batch_num": batch_num}
             logging.info(f"Batch: {batch_num} - {metrics}")  # expect: rank0-only-loss-log
             logging.info(f"Saving model. Batch = {batch_num}")
-            logging.info(
-                "loss %.3f", metrics["loss"]
-            )  # the same rank-0 block: reported once, at its first log (also_at)
+            logging.info("loss %.3f", metrics["loss"])  # the same rank-0 block: reported once, at its first log (also_at)

@@ -14,6 +14,4 @@ class Model(L.LightningModule):
         return loss
 
     def on_train_epoch_end(self):
-        self.log(
-            "train/epoch_loss", self.train_loss_logger.compute(), on_epoch=True
-        )  # expect: rank0-only-loss-log
+        self.log("train/epoch_loss", self.train_loss_logger.compute(), on_epoch=True)  # expect: rank0-only-loss-log

@@ -35,14 +35,8 @@ def train(model, loader, val_loader, criterion, optimizer, local_rank, writers):
     run_epoch(model, val_loader, criterion, None)
     for epoch in range(10):
         rs = dict()
-        rs["train"] = run_epoch(
-            model, loader, criterion, optimizer, writers[0], is_master and local_rank <= 0
-        )
+        rs["train"] = run_epoch(model, loader, criterion, optimizer, writers[0], is_master and local_rank <= 0)
         if is_master:
             with torch.no_grad():  # an item stored here leaves rs["train"] the training value
-                rs["valid"] = run_epoch(
-                    model, val_loader, criterion, None, writer=writers[1], verbose=is_master
-                )
-            print(
-                f"epoch={epoch} train={rs['train']['loss']:.4f} valid={rs['valid']['loss']:.4f}"
-            )  # expect: rank0-only-loss-log
+                rs["valid"] = run_epoch(model, val_loader, criterion, None, writer=writers[1], verbose=is_master)
+            print(f"epoch={epoch} train={rs['train']['loss']:.4f} valid={rs['valid']['loss']:.4f}")  # expect: rank0-only-loss-log

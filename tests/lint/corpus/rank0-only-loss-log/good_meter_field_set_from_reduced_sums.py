@@ -30,3 +30,4 @@ def train_epoch(model, loader, criterion, optimizer, distributed):
         losses.avg = loss_sum.item() / loss_count.item()
     if dist.get_rank() == 0:
         print("epoch loss", losses.avg)
+

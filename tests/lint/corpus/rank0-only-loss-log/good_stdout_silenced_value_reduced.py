@@ -20,3 +20,4 @@ def main(local_rank, model, loader, optimizer, criterion):
         reduced = loss.detach().clone()
         dist.all_reduce(reduced)
         print(f"train_loss: {reduced.item() / dist.get_world_size():.4f}")
+

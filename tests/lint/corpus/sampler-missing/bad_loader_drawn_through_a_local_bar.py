@@ -5,9 +5,7 @@ from tqdm import tqdm
 
 def main(model, train_set, optimizer):
     model = DDP(model)
-    loader = DataLoader(
-        train_set, batch_size=8, sampler=SequentialSampler(train_set)
-    )  # expect: sampler-missing
+    loader = DataLoader(train_set, batch_size=8, sampler=SequentialSampler(train_set))  # expect: sampler-missing
     for _ in range(10):
         # the bar wraps the loader in the same function: the training loop draws from it
         pbar = tqdm(loader)

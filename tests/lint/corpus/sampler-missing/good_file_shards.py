@@ -5,7 +5,7 @@ from torch.utils.data import DataLoader
 
 def main(model, ShardedFiles, files, opt):
     model = DDP(model)
-    shard = ShardedFiles(files[dist.get_rank() :: dist.get_world_size()])
+    shard = ShardedFiles(files[dist.get_rank()::dist.get_world_size()])
     loader = DataLoader(shard, batch_size=16)
     for batch in loader:
         model(batch).mean().backward()

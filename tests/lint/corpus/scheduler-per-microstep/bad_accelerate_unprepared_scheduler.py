@@ -1,6 +1,5 @@
 from accelerate import Accelerator
 
-
 def train(args, model, opt, sched, loader):
     accelerator = Accelerator(gradient_accumulation_steps=args.grad_accum_steps)
     model, opt, loader = accelerator.prepare(model, opt, loader)

@@ -1,6 +1,5 @@
 import torch
 
-
 def train(model, loader, opt, sched, accum):
     model = torch.nn.parallel.DistributedDataParallel(model)
     for i, (x, y) in enumerate(loader):  # expect: accum-no-sync-missing

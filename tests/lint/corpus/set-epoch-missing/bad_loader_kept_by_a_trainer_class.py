@@ -8,9 +8,7 @@ from torch.utils.data.distributed import DistributedSampler
 
 def prepare_dataloader(dataset, batch_size, distributed):
     if distributed:
-        return DataLoader(
-            dataset, batch_size=batch_size, sampler=DistributedSampler(dataset)
-        )  # expect: set-epoch-missing
+        return DataLoader(dataset, batch_size=batch_size, sampler=DistributedSampler(dataset))  # expect: set-epoch-missing
     return DataLoader(dataset, batch_size=batch_size, shuffle=True)
 
 

@@ -4,9 +4,7 @@ from tqdm import tqdm
 
 
 def train(args, model, train_dataset, optimizer):
-    train_sampler = (
-        RandomSampler(train_dataset) if args.local_rank == -1 else DistributedSampler(train_dataset)
-    )  # expect: set-epoch-missing
+    train_sampler = RandomSampler(train_dataset) if args.local_rank == -1 else DistributedSampler(train_dataset)  # expect: set-epoch-missing
     train_dataloader = DataLoader(train_dataset, sampler=train_sampler, batch_size=8)
     global_step = 0
     while global_step < args.max_steps:

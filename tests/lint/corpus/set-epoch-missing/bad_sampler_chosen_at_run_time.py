@@ -7,14 +7,10 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 def train(args, train_dataset, second_dataset, model, optimizer):
     model = DDP(model)
-    train_sampler = (
-        RandomSampler(train_dataset) if args.local_rank == -1 else DistributedSampler(train_dataset)
-    )  # expect: set-epoch-missing
+    train_sampler = RandomSampler(train_dataset) if args.local_rank == -1 else DistributedSampler(train_dataset)  # expect: set-epoch-missing
     train_loader = DataLoader(train_dataset, sampler=train_sampler, batch_size=8)
     S = RandomSampler if args.local_rank == -1 else DistributedSampler
-    second_loader = DataLoader(
-        second_dataset, sampler=S(second_dataset), batch_size=8
-    )  # expect: set-epoch-missing
+    second_loader = DataLoader(second_dataset, sampler=S(second_dataset), batch_size=8)  # expect: set-epoch-missing
     for epoch in range(args.epochs):
         for x, y in train_loader:
             model(x, y).backward()

@@ -4,9 +4,7 @@ from torch.utils.data.distributed import DistributedSampler
 
 class Trainer:
     def fit(self, train_set, val_set, epochs):
-        train_loader = DataLoader(
-            train_set, batch_size=8, sampler=DistributedSampler(train_set, shuffle=False)
-        )
+        train_loader = DataLoader(train_set, batch_size=8, sampler=DistributedSampler(train_set, shuffle=False))
         val_loader = DataLoader(val_set, batch_size=8, sampler=DistributedSampler(val_set))
         for epoch in range(epochs):
             for x, y in train_loader:

@@ -1,7 +1,6 @@
 from accelerate import Accelerator
 import torch.nn.functional as F
 
-
 def train(model, optimizer, loader):
     accelerator = Accelerator(gradient_accumulation_steps=4)
     model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
