@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from ddp_doctor.lint.context import FileContext
+from ddp_doctor.lint.context import FileContext, positional_params
 
 ANY = "*"
 Passed = dict[str, set[int | str]]
@@ -46,9 +46,7 @@ def never_passed(
     passed: Passed, fn: ast.FunctionDef | ast.AsyncFunctionDef, module: str, in_class: bool, name: str
 ) -> bool:
     """Calls of ``fn`` were seen and none passes its parameter ``name`` (by keyword or position)."""
-    params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
-    if in_class and params and params[0] in ("self", "cls"):
-        params = params[1:]
+    params = positional_params(fn, bound=in_class)
     keys = [f".{fn.name}"] if in_class else [f"{module}.{fn.name}", f".{fn.name}"]
     seen = [passed[k] for k in keys if k in passed]
     if not seen:

@@ -85,6 +85,13 @@ def param_defaults(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, ast.
     return out
 
 
+def positional_params(fn: ast.FunctionDef | ast.AsyncFunctionDef, *, bound: bool = True) -> list[str]:
+    """The parameter names a call fills by position, in order: without a method's leading
+    ``self``/``cls`` when ``bound`` (the instance or class fills it: ``obj.run(x)``, ``self.run(x)``)."""
+    names = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+    return names[1:] if bound and names and names[0] in ("self", "cls") else names
+
+
 def method(call: ast.AST) -> tuple[str | None, str] | None:
     """``(receiver text, method name)`` of ``recv.name(...)``; receiver is None when not dotted."""
     if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute):

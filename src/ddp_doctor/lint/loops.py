@@ -26,7 +26,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TypeGuard
 
-from ddp_doctor.lint.context import FileContext, dotted, keyword, method, param_defaults, walk_local
+from ddp_doctor.lint.context import (
+    FileContext,
+    dotted,
+    keyword,
+    method,
+    param_defaults,
+    positional_params,
+    walk_local,
+)
 from ddp_doctor.lint.flags import all_defaults, argparse_defaults, describe, flag_test
 from ddp_doctor.lint.idioms import SCALER_CALLABLE
 from ddp_doctor.lint.loop_invariant import inline_invariant, tests_nonfinite
@@ -136,9 +144,7 @@ def param_backward(
     that parameter (open_clip ``def backward(total_loss, scaler): scaler.scale(total_loss).backward()
     ... total_loss.backward()``; VAR ``AmpOptimizer.backward_clip_step(self, loss, stepping)``). The
     position counts the call's arguments (a method's ``self``/``cls`` is not one)."""
-    params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
-    if params and params[0] in ("self", "cls"):
-        params = params[1:]
+    params = positional_params(fn)
     found = [b for n in body if (b := backward_of(n)) is not None]
     # apex ``with amp.scale_loss(loss, opt) as scaled: scaled.backward()`` runs backward on ``loss``
     aliases = {

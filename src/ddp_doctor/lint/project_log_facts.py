@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 
-from ddp_doctor.lint.context import FileContext
+from ddp_doctor.lint.context import FileContext, positional_params
 from ddp_doctor.lint.logged_attributes import logged_self_attributes, stores_into
 from ddp_doctor.lint.provenance import alarm, bound_names, loop_aliases, reads
 
@@ -38,9 +38,7 @@ def parameters_logged(
     if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return (), ()
     a = fn.args
-    positional = [x.arg for x in (*a.posonlyargs, *a.args)]
-    if positional and positional[0] in ("self", "cls"):
-        positional = positional[1:]
+    positional = positional_params(fn)
     named = {x.arg: x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)}
     if a.vararg is not None:
         named[a.vararg.arg] = "*" + a.vararg.arg

@@ -9,7 +9,7 @@ import ast
 from pathlib import Path
 
 from ddp_doctor.lint.call_arguments import never_passed
-from ddp_doctor.lint.context import FileContext, dotted, method
+from ddp_doctor.lint.context import FileContext, dotted, method, positional_params
 from ddp_doctor.lint.handed_models import handed_builder
 from ddp_doctor.lint.loops import argument
 from ddp_doctor.lint.option_defaults import yaml_files, yaml_settings
@@ -432,9 +432,7 @@ class IndexQueries(IndexCore):
             found = self._handed.get(qual)
             if not found or not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
-            params = [a.arg for a in (*node.args.posonlyargs, *node.args.args)]
-            if params and params[0] in ("self", "cls"):
-                params = params[1:]
+            params = positional_params(node)
             names = {params[p] for p in found if isinstance(p, int) and p < len(params)}
             names |= {p for p in found if isinstance(p, str)}
             if names:

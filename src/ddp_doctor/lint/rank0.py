@@ -17,7 +17,7 @@ import ast
 import re
 from collections.abc import Collection, Iterable
 
-from ddp_doctor.lint.context import dotted, param_defaults, walk_local
+from ddp_doctor.lint.context import dotted, param_defaults, positional_params, walk_local
 from ddp_doctor.lint.dist_tests import asks_if_distributed
 from ddp_doctor.lint.idioms import (
     GPU_NAME,
@@ -383,9 +383,8 @@ def bound_argument(fn: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call, n
     value = next((k.value for k in call.keywords if k.arg == name), None)
     if value is not None:
         return value
-    positional = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args]]
-    if positional and positional[0] in ("self", "cls") and isinstance(call.func, ast.Attribute):
-        positional = positional[1:]  # ``self.run_epoch(...)``: the bound instance fills ``self``
+    # ``self.run_epoch(...)``: the bound instance fills ``self``
+    positional = positional_params(fn, bound=isinstance(call.func, ast.Attribute))
     if name in positional and positional.index(name) < len(call.args):
         return call.args[positional.index(name)]
     return None

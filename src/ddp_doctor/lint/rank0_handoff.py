@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Collection, Iterable
 
-from ddp_doctor.lint.context import walk_local
+from ddp_doctor.lint.context import positional_params, walk_local
 from ddp_doctor.lint.rank0 import is_rank0_test, rank0_locals
 
 # ``(call, position)`` → the positions of the called function's returned tuple that are rank-0 tests
@@ -115,8 +115,7 @@ def constructor_positions(cls: ast.ClassDef) -> list[str]:
     )
     if init is None:
         return []
-    names = [a.arg for a in [*init.args.posonlyargs, *init.args.args]]
-    return names[1:] if names and names[0] in ("self", "cls") else names
+    return positional_params(init)
 
 
 def rank0_attributes(cls: ast.ClassDef, handed: Collection[str | int]) -> set[str]:

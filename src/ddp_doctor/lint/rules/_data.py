@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from ddp_doctor.lint.context import FileContext, dotted
+from ddp_doctor.lint.context import FileContext, dotted, positional_params
 from ddp_doctor.lint.loops import LOOPS, LoopFacts
 from ddp_doctor.lint.samplers import DATALOADER
 
@@ -69,9 +69,7 @@ def _passes_off(fn: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call, para
     value: ast.expr | None = next((k.value for k in call.keywords if k.arg == param), None)
     if any(k.arg is None for k in call.keywords) or any(isinstance(a, ast.Starred) for a in call.args):
         return False
-    positional = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
-    if positional and positional[0] in ("self", "cls") and isinstance(call.func, ast.Attribute):
-        positional = positional[1:]
+    positional = positional_params(fn, bound=isinstance(call.func, ast.Attribute))
     if value is None and param in positional and positional.index(param) < len(call.args):
         value = call.args[positional.index(param)]
     if value is None:  # not passed: the default

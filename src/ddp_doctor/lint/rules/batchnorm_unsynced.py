@@ -64,7 +64,7 @@ from dataclasses import dataclass, field
 
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.batchnorm_syntax import BATCHNORM, TORCHVISION_BN
-from ddp_doctor.lint.context import FileContext, dotted, keyword, method
+from ddp_doctor.lint.context import FileContext, dotted, keyword, method, positional_params
 from ddp_doctor.lint.flags import FlagTest, all_defaults, describe, flag_test
 from ddp_doctor.lint.frozen_wrap import frozen_names
 from ddp_doctor.lint.idioms import BATCHNORM_ARCH, MODEL_FACTORIES, MODEL_GETTERS, MODEL_REGISTRIES
@@ -322,10 +322,8 @@ def _handed_batchnorm(ctx: FileContext, project: ProjectIndex, call: ast.Call) -
     fn = ctx.enclosing_function(arg)
     if not isinstance(arg, ast.Name) or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return None
-    params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
     owner = ctx.method_owner(fn)
-    if owner is not None and params and params[0] in ("self", "cls"):
-        params = params[1:]
+    params = positional_params(fn, bound=owner is not None)
     if arg.id not in params and arg.id not in [a.arg for a in fn.args.kwonlyargs]:
         return None
     for b in ctx.bindings(fn).get(arg.id, []):
