@@ -85,6 +85,16 @@ def param_defaults(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, ast.
     return out
 
 
+def is_main_guard(test: ast.expr) -> bool:
+    """``__name__ == "__main__"`` (either side): the test of a script's entry block."""
+    if not isinstance(test, ast.Compare):
+        return False
+    parts = [test.left, *test.comparators]
+    return any(isinstance(p, ast.Name) and p.id == "__name__" for p in parts) and any(
+        isinstance(p, ast.Constant) and p.value == "__main__" for p in parts
+    )
+
+
 def positional_params(fn: ast.FunctionDef | ast.AsyncFunctionDef, *, bound: bool = True) -> list[str]:
     """The parameter names a call fills by position, in order: without a method's leading
     ``self``/``cls`` when ``bound`` (the instance or class fills it: ``obj.run(x)``, ``self.run(x)``)."""

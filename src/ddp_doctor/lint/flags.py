@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from ddp_doctor.lint.context import FileContext, dotted, keyword
+from ddp_doctor.lint.context import FileContext, dotted, is_main_guard, keyword
 
 UNKNOWN = object()
 
@@ -100,20 +100,9 @@ def _module_statements(tree: ast.Module) -> list[ast.stmt]:
     out: list[ast.stmt] = []
     for stmt in tree.body:
         out.append(stmt)
-        if isinstance(stmt, ast.If) and _is_main_guard(stmt.test):
+        if isinstance(stmt, ast.If) and is_main_guard(stmt.test):
             out.extend(stmt.body)
     return out
-
-
-def _is_main_guard(test: ast.expr) -> bool:
-    return (
-        isinstance(test, ast.Compare)
-        and isinstance(test.left, ast.Name)
-        and test.left.id == "__name__"
-        and len(test.comparators) == 1
-        and isinstance(test.comparators[0], ast.Constant)
-        and test.comparators[0].value == "__main__"
-    )
 
 
 def all_defaults(ctx: FileContext) -> dict[str, object]:
@@ -232,3 +221,19 @@ def _chosen_by(ctx: FileContext, table: ast.Dict, value: ast.AST, defaults: dict
 def _about_distribution(name: str) -> bool:
     last = name.split(".")[-1].lower()
     return any(w in last for w in ("rank", "world", "distributed", "cuda", "gpu", "device", "ddp"))
+
+
+def value_test(test: ast.AST | None) -> tuple[str, frozenset[str]] | None:
+    """``opt == "v"`` / ``opt in ("v", "w")`` (``opt`` a dotted name): (opt, values): the
+    values of an option a test picks (a scaler built for them, a cast made under them)."""
+    if not (
+        isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.In))
+    ):
+        return None
+    name = dotted(test.left)
+    right = test.comparators[0]
+    values = [right] if isinstance(test.ops[0], ast.Eq) else getattr(right, "elts", [])
+    literals = {v.value for v in values if isinstance(v, ast.Constant) and isinstance(v.value, str)}
+    if name is None or not literals or len(literals) != len(values):
+        return None
+    return name, frozenset(literals)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 import re
 
-from ddp_doctor.lint.context import FileContext, dotted
+from ddp_doctor.lint.context import FileContext, dotted, is_main_guard
 from ddp_doctor.lint.loops import LoopFacts
 
 TRAINING_CALL = re.compile(r"train|fit|backward|(^|_)step$|^step|^run$", re.IGNORECASE)
@@ -55,11 +55,4 @@ def _names_a_class(qualname: str) -> bool:
 
 def _entry_script(tree: ast.Module) -> bool:
     """The module runs as a script: a top-level ``if __name__ == "__main__":``."""
-    for stmt in tree.body:
-        if isinstance(stmt, ast.If) and isinstance(stmt.test, ast.Compare):
-            parts = [stmt.test.left, *stmt.test.comparators]
-            if any(isinstance(p, ast.Name) and p.id == "__name__" for p in parts) and any(
-                isinstance(p, ast.Constant) and p.value == "__main__" for p in parts
-            ):
-                return True
-    return False
+    return any(isinstance(stmt, ast.If) and is_main_guard(stmt.test) for stmt in tree.body)

@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable
 
 from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
+from ddp_doctor.lint.flags import value_test
 from ddp_doctor.lint.loops import backward_of
 from ddp_doctor.lint.provenance import is_update_method
 from ddp_doctor.lint.reductions import is_reduce
@@ -264,10 +265,9 @@ def fp16_cast_param(
         base = dotted(node.func.value)
         if base not in params:
             continue
-        attr = node.func.attr
-        if (attr == "half" and not node.args) or (attr == "to" and _fp16_argument(ctx, node)):
+        if _fp16_cast(ctx, node):
             return params.index(base)
-        if attr == "apply" and len(node.args) == 1 and isinstance(node.args[0], ast.Name):
+        if node.func.attr == "apply" and len(node.args) == 1 and isinstance(node.args[0], ast.Name):
             name = node.args[0].id
             defs: list[ast.FunctionDef | ast.AsyncFunctionDef] = [
                 d for d in ctx.local(fn) if isinstance(d, ast.FunctionDef) and d.name == name
@@ -298,11 +298,8 @@ def fp16_cast_returns(
         if not isinstance(node, ast.Call):
             continue
         helper: str | None = None
-        if isinstance(node.func, ast.Attribute) and (
-            (node.func.attr == "half" and not node.args)
-            or (node.func.attr == "to" and _fp16_argument(ctx, node))
-        ):
-            model = dotted(node.func.value)
+        if _fp16_cast(ctx, node):
+            model = dotted(node.func.value) if isinstance(node.func, ast.Attribute) else None
         elif node.args:
             model = dotted(node.args[0])
             helper = target_of(node.func)
@@ -325,37 +322,27 @@ def _parameter_value_guard(
     child, cur = node, ctx.parents.get(node)
     while cur is not None and cur is not fn:
         if isinstance(cur, ast.If) and child in cur.body:
-            test = cur.test
-            if (
-                isinstance(test, ast.Compare)
-                and len(test.ops) == 1
-                and isinstance(test.ops[0], (ast.Eq, ast.In))
-                and isinstance(test.left, ast.Name)
-                and test.left.id in params
-            ):
-                right = test.comparators[0]
-                values = [right] if isinstance(test.ops[0], ast.Eq) else getattr(right, "elts", [])
-                literals = {
-                    v.value for v in values if isinstance(v, ast.Constant) and isinstance(v.value, str)
-                }
-                if literals and len(literals) == len(values):
-                    return test.left.id, frozenset(literals)
+            found = value_test(cur.test)
+            if found is not None and found[0] in params:  # a parameter: a plain name, no dots
+                return found
         child, cur = cur, ctx.parents.get(cur)
     return None
 
 
-def _fp16_argument(ctx: FileContext, call: ast.Call) -> bool:
-    return any(ctx.qualname(a) in FP16_NAMES for a in [*call.args, *(k.value for k in call.keywords)])
+def _fp16_cast(ctx: FileContext, call: ast.Call) -> bool:
+    """``x.half()`` / ``x.to(torch.float16)``: a tensor or module cast to float16."""
+    if not isinstance(call.func, ast.Attribute):
+        return False
+    if call.func.attr == "half":
+        return not call.args
+    return call.func.attr == "to" and any(
+        ctx.qualname(a) in FP16_NAMES for a in [*call.args, *(k.value for k in call.keywords)]
+    )
 
 
 def _casts_fp16(ctx: FileContext, fn: ast.AST) -> bool:
     """``fn``'s body casts a tensor or module to float16 (``.half()``, ``.to(torch.float16)``)."""
-    return any(
-        isinstance(n, ast.Call)
-        and isinstance(n.func, ast.Attribute)
-        and ((n.func.attr == "half" and not n.args) or (n.func.attr == "to" and _fp16_argument(ctx, n)))
-        for n in ast.walk(fn)
-    )
+    return any(isinstance(n, ast.Call) and _fp16_cast(ctx, n) for n in ast.walk(fn))
 
 
 def class_syncs_updates(ctx: FileContext, cls: ast.ClassDef) -> bool:

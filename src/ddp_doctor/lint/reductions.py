@@ -14,6 +14,7 @@ import re
 from ddp_doctor.lint.context import FileContext, Scope, dotted, keyword, method
 from ddp_doctor.lint.idioms import SYNC_ON_COMPUTE
 from ddp_doctor.lint.metric_attributes import built_synced_on_self
+from ddp_doctor.lint.module_moves import SAME_MODULE_METHODS
 
 REDUCE_WORDS = frozenset({"reduce", "allreduce", "gather", "allgather", "average", "sync", "synchronize"})
 
@@ -21,10 +22,6 @@ REDUCE_WORDS = frozenset({"reduce", "allreduce", "gather", "allgather", "average
 # Modules of single-process numerics: their ``average``/``gather``-named functions combine this
 # process's values only (``np.average``, ``statistics.fmean``), nothing across ranks.
 LOCAL_MODULES = frozenset({"np", "numpy", "statistics", "math", "pd", "pandas", "scipy"})
-
-
-# ``nn.Module`` methods that move or cast the module and return it (a metric built and moved).
-MODULE_MOVES = frozenset({"to", "cuda", "cpu", "float", "double", "half", "bfloat16", "to_empty"})
 
 
 NOT_REDUCE_WORDS = frozenset({"batchnorm", "bn", "convert", "time", "timer", "plateau", "lron"})
@@ -233,7 +230,7 @@ def synced_metric(ctx: FileContext, call: ast.Call) -> bool:
     """A torchmetrics-style metric that all-reduces in ``compute()`` (``sync_on_compute`` not False)."""
     while (
         isinstance(call.func, ast.Attribute)
-        and call.func.attr in MODULE_MOVES
+        and call.func.attr in SAME_MODULE_METHODS
         and isinstance(call.func.value, ast.Call)
     ):
         # ``MeanMetric().to(device)`` / ``.cuda(rank)``: a metric is an ``nn.Module``, whose

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import ast
 
-from ddp_doctor.lint.context import FileContext, dotted
+from ddp_doctor.lint.context import FileContext, dotted, positional_params
 from ddp_doctor.lint.rules._data import enclosing_loop
 
 ROUNDS = 3  # helper -> helper -> constructor: BiRefNet's chain is three calls long
@@ -140,11 +140,9 @@ def _can_bind(fn: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call) -> boo
     argument) is not a call of a trainer's ``def train(self, epoch)``, it is ``nn.Module.train``."""
     if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
         return True
-    params = [*fn.args.posonlyargs, *fn.args.args]
-    if isinstance(call.func, ast.Attribute) and params and params[0].arg in ("self", "cls"):
-        params = params[1:]
+    params = positional_params(fn, bound=isinstance(call.func, ast.Attribute))
     required = len(params) - len(fn.args.defaults)
-    given = len(call.args) + sum(1 for k in call.keywords if k.arg in {p.arg for p in params})
+    given = len(call.args) + sum(1 for k in call.keywords if k.arg in params)
     return given >= required
 
 

@@ -18,7 +18,7 @@ import ast
 from collections.abc import Iterator
 
 from ddp_doctor.core.catalog import Text
-from ddp_doctor.lint.context import FileContext, dotted, method
+from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
 from ddp_doctor.lint.flags import gate_of
 from ddp_doctor.lint.loops import HELPER_DEPTH, LoopFacts, scale_call
 from ddp_doctor.lint.rules.base import (
@@ -106,7 +106,7 @@ class ClipBeforeUnscale(Rule):
             if not names:
                 continue
             calls = sorted(
-                (n for stmt in block.body for n in _walk_local(stmt) if isinstance(n, ast.Call)),
+                (n for n in walk_local(_own_statements(block.body)) if isinstance(n, ast.Call)),
                 key=lambda n: (n.lineno, n.col_offset),
             )
             backward: ast.Call | None = None
@@ -129,13 +129,10 @@ class ClipBeforeUnscale(Rule):
                     )
 
 
-def _walk_local(node: ast.AST) -> Iterator[ast.AST]:
-    """``node`` and what it contains, not entering nested function or class bodies."""
-    yield node
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-        return
-    for child in ast.iter_child_nodes(node):
-        yield from _walk_local(child)
+def _own_statements(body: list[ast.stmt]) -> list[ast.stmt]:
+    """The statements of ``body`` whose code runs there: not a def or class it only defines
+    (``walk_local`` leaves nested bodies alone below its roots, not in them)."""
+    return [s for s in body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
 
 
 def _exclusive(ctx: FileContext, a: ast.AST, b: ast.AST) -> bool:

@@ -37,7 +37,15 @@ from collections.abc import Iterator
 
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method
-from ddp_doctor.lint.flags import UNKNOWN, all_defaults, argparse_choices, describe, flag_test, gate_of
+from ddp_doctor.lint.flags import (
+    UNKNOWN,
+    all_defaults,
+    argparse_choices,
+    describe,
+    flag_test,
+    gate_of,
+    value_test,
+)
 from ddp_doctor.lint.loops import LoopFacts, argument
 from ddp_doctor.lint.project import ProjectIndex
 from ddp_doctor.lint.rules.base import Rule, Violation
@@ -271,7 +279,7 @@ def _scaler_values(ctx: FileContext, calls: list[ast.Call]) -> dict[str, frozens
         if not (dotted(n.func) or "").endswith("GradScaler"):
             continue
         enabled = keyword(n, "enabled")
-        picked = _value_test(enabled) if enabled is not None else None
+        picked = value_test(enabled) if enabled is not None else None
         if picked is None and enabled is None:
             picked = _enclosing_value_test(ctx, n)
         if picked is None:
@@ -282,30 +290,15 @@ def _scaler_values(ctx: FileContext, calls: list[ast.Call]) -> dict[str, frozens
     return {k: frozenset(v) for k, v in out.items()}
 
 
-def _value_test(test: ast.AST | None) -> tuple[str, frozenset[str]] | None:
-    """``opt == "v"`` / ``opt in ("v", "w")`` (``opt`` a dotted name): (opt, values)."""
-    if not (
-        isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.In))
-    ):
-        return None
-    name = dotted(test.left)
-    right = test.comparators[0]
-    values = [right] if isinstance(test.ops[0], ast.Eq) else getattr(right, "elts", [])
-    literals = {v.value for v in values if isinstance(v, ast.Constant) and isinstance(v.value, str)}
-    if name is None or not literals or len(literals) != len(values):
-        return None
-    return name, frozenset(literals)
-
-
 def _enclosing_value_test(ctx: FileContext, node: ast.AST) -> tuple[str, frozenset[str]] | None:
     """The innermost ``if``/conditional expression of ``node``'s function that runs it only for some
     values of an option (``node`` in its true branch)."""
     child, cur = node, ctx.parents.get(node)
     while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
         if isinstance(cur, ast.IfExp) and child is cur.body:
-            return _value_test(cur.test)
+            return value_test(cur.test)
         if isinstance(cur, ast.If) and child in cur.body:
-            found = _value_test(cur.test)
+            found = value_test(cur.test)
             if found is not None:
                 return found
         child, cur = cur, ctx.parents.get(cur)

@@ -36,8 +36,9 @@ a value computed from it.
 
 One logging event, one finding: the logs under one rank-0 test that go to one output (the
 writer's scalars of the same step's loss terms) are reported once, at the first, naming the
-others' lines (their fix is one: reduce before the block; a print beside them is another output); a log call that runs a def of the file which logs what it is
-handed is reported at the call when the call is the guarded one, and inside the def otherwise.
+others' lines (their fix is one: reduce before the block; a print beside them is another
+output); a log call that runs a def of the file which logs what it is handed is reported at the
+call when the call is the guarded one, and inside the def otherwise.
 """
 
 from __future__ import annotations
@@ -268,7 +269,7 @@ def _output(node: ast.AST) -> str | None:
     name = dotted(node.func)
     if not name:
         return None
-    receiver, _, last = name.rpartition(".")
+    receiver = name.rpartition(".")[0]
     # ``self.log_stats(...)``: the method is the output (each of a class's helpers writes elsewhere)
     return name if receiver in ("", "self", "cls") else receiver
 
