@@ -77,9 +77,12 @@ SCALER_CALLABLE = re.compile(r"(^|_)(loss_?)?scaler$", re.IGNORECASE)
 SCALER_CLASS = re.compile(r"(Native|Apex)Scaler\w*$")
 
 # --- context managers that control DDP gradient sync -------------------------------------------
+# apex ``DistributedDataParallel.disable_allreduce()`` makes the following backwards skip the
+# all-reduce until ``enable_allreduce()`` (apex/parallel/distributed.py): apex's no_sync.
 SYNC_CONTROL = re.compile(
     r"^(no_sync|no_backward_sync|ddp_sync|maybe_no_sync|sync_context|skip_sync|no_grad_sync|"
-    r"require_backward_grad_sync|set_requires_gradient_sync|set_is_last_backward|trigger_sync_in_backward)$"
+    r"require_backward_grad_sync|set_requires_gradient_sync|set_is_last_backward|trigger_sync_in_backward|"
+    r"disable_allreduce)$"
 )
 
 # --- model constructors by name that contain BatchNorm -----------------------------------------

@@ -51,6 +51,11 @@ class LossTracer:
                 # a constant term (``lm_loss = torch.tensor(0)`` on the path without that loss) adds
                 # nothing to the gradient: the sum is as raw as its loss terms
                 terms = {left, right} - {"constant"}
+                if "raw" in terms and "scaled" not in terms and isinstance(expr.op, ast.Add):
+                    # an undivided loss plus any other term (``loss + loss_sparsity * w``, a
+                    # regulariser): the sum's gradient holds the loss's gradient undivided, whatever
+                    # the other term is; a divided term beside it leaves the intent unclear
+                    return "raw"
                 return "raw" if terms == {"raw"} else "unknown"
             if isinstance(expr.op, ast.Mult):
                 # a raw loss weighted per sample or per term (``(losses["loss"] * weights).mean()``)
@@ -159,6 +164,17 @@ class LossTracer:
                 and keyword(definition.value, "num_items_in_batch") is None
             ):
                 return "raw"  # `logits, loss = model(x, y)`
+            if isinstance(target, ast.Tuple) and isinstance(definition.value, ast.Subscript):
+                # ``outputs = model(**inputs)`` ... ``loss, logits = outputs[:2]``: the same unpacking
+                # of a forward's outputs, through the name that holds them
+                held = definition.value.value
+                outputs = self._reaching_value(held.id, definition) if isinstance(held, ast.Name) else held
+                if (
+                    isinstance(outputs, ast.Call)
+                    and FORWARD_CALLEE.search(dotted(outputs.func) or "")
+                    and keyword(outputs, "num_items_in_batch") is None
+                ):
+                    return "raw"
             if isinstance(target, ast.Tuple) and isinstance(definition.value, ast.Call):
                 return self._unpacked_state(target, name, definition.value, depth)
         return "unknown"

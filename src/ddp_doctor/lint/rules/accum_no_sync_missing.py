@@ -58,7 +58,8 @@ class AccumNoSyncMissing(Rule):
     )
     not_flagged = (
         "nanoGPT's `model.require_backward_grad_sync = (...)`, `no_sync()` contexts (also "
-        "`nullcontext() if last else model.no_sync()`), EDM `ddp_sync`, FSDP1/FSDP2 (reduce-scatter, "
+        "`nullcontext() if last else model.no_sync()`, and through aliases: `cm = model.no_sync` ... "
+        "`ctx = cm if not last else nullcontext`), apex DDP's `disable_allreduce()`, EDM `ddp_sync`, FSDP1/FSDP2 (reduce-scatter, "
         "not this rule), accelerate, micro-steps whose forward bypasses DDP through `model.module`, a loop "
         "that `break`s after its first backward (retrying a micro-batch until one backward succeeds)"
     )
@@ -91,12 +92,19 @@ class AccumNoSyncMissing(Rule):
                 continue
             # a step function is reported at its backward, where DDP all-reduces on every call
             at: ast.AST = loop.loop
+            backwards = [n for n in facts.nodes(loop.loop.body) if facts.backward(n)]
             if loop.shape == "function":  # the backward of the micro-steps the guarded step ends
-                backwards = [n for n in facts.nodes(loop.loop.body) if facts.backward(n)]
                 before = [n for n in backwards if getattr(n, "lineno", 0) <= loop.step_line]
                 # in a step function that accumulates in one mode, the backward of that mode
                 picked = (before[-1] if loop.mode else before[0]) if before else None
                 at = picked or (backwards[0] if backwards else loop.loop)
+            else:
+                # a loop is reported at its first backward written in the loop, where DDP's reducer
+                # all-reduces on every micro-step and where `no_sync` has to go around; a backward
+                # only inside a helper the loop calls leaves the report on the loop
+                end = getattr(loop.loop, "end_lineno", None) or loop.loop.lineno
+                inside = [n for n in backwards if loop.loop.lineno < getattr(n, "lineno", 0) <= end]
+                at = inside[0] if inside else loop.loop
             yield self.violation(
                 at,
                 Text(
@@ -230,11 +238,7 @@ def _effective_toggle(ctx: FileContext, facts: LoopFacts, node: ast.AST) -> bool
                     expr.func
                 )  # OLMo ``grad_sync_context = self.dist_model.no_sync`` ... ``with grad_sync_context():``
             if isinstance(expr, ast.Name):  # sync_ctx = model.no_sync() if ... else nullcontext()
-                exprs += [
-                    b.value
-                    for b in ctx.bindings(ctx.enclosing_function(node)).get(expr.id, [])
-                    if isinstance(b, ast.Assign) and not _for_fsdp_only(ctx, b)
-                ]
+                exprs += _bound_values(ctx, node, expr.id)
             exprs.append(expr)
         if not any(_names_sync_control(e) for e in exprs):
             return False
@@ -287,6 +291,40 @@ def _tests_fsdp_instance(ctx: FileContext, test: ast.expr) -> bool:
         ):
             return True
     return False
+
+
+def _bound_values(ctx: FileContext, at: ast.AST, name: str, depth: int = 3) -> list[ast.AST]:
+    """What ``name`` is assigned in ``at``'s function, and through the names those values read, what
+    they are assigned (``no_sync_cm = net.no_sync`` ... ``sync_context = no_sync_cm if not last else
+    nullcontext`` ... ``with sync_context():``): a context picked from an alias of ``no_sync`` is still
+    ``no_sync``."""
+    bindings = ctx.bindings(ctx.enclosing_function(at))
+    values: list[ast.AST] = []
+    pending, seen = [name], {name}
+    for _ in range(depth):
+        following: list[str] = []
+        for current in pending:
+            for b in bindings.get(current, []):
+                if not isinstance(b, ast.Assign) or _for_fsdp_only(ctx, b):
+                    continue
+                values.append(b.value)
+                for alias in _picked_names(b.value):
+                    if alias not in seen:
+                        seen.add(alias)
+                        following.append(alias)
+        pending = following
+    return values
+
+
+def _picked_names(expr: ast.AST) -> list[str]:
+    """The names whose value ``expr`` is: itself, or either branch of ``a if c else b`` / ``a or b``."""
+    if isinstance(expr, ast.Name):
+        return [expr.id]
+    if isinstance(expr, ast.IfExp):
+        return _picked_names(expr.body) + _picked_names(expr.orelse)
+    if isinstance(expr, ast.BoolOp):
+        return [n for v in expr.values for n in _picked_names(v)]
+    return []
 
 
 def _names_sync_control(expr: ast.AST) -> bool:

@@ -8,8 +8,8 @@ def train(model, opt, dl, steps, accum):
     model, opt, dl = accelerator.prepare(model, opt, dl)
     data = iter(dl)
     for step in range(steps):
-        for _ in range(accum):  # expect: accum-no-sync-missing
+        for _ in range(accum):
             loss = model(next(data)) / accum
-            accelerator.backward(loss)
+            accelerator.backward(loss)  # expect: accum-no-sync-missing
         opt.step()
         opt.zero_grad()

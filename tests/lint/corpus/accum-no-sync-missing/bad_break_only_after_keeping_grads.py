@@ -6,9 +6,9 @@ import torch
 def train(model, opt, data, steps, accum):
     model = torch.nn.parallel.DistributedDataParallel(model)
     for step in range(steps):
-        for i in range(accum):  # expect: accum-no-sync-missing
+        for i in range(accum):
             loss = model(next(data)) / accum
-            loss.backward()
+            loss.backward()  # expect: accum-no-sync-missing
             if i < accum - 1:
                 continue
             break

@@ -9,8 +9,8 @@ class Engine:
         self.accumulation_steps = accumulation_steps
 
     def train_step(self, micro_batches):
-        for mb in micro_batches:  # expect: accum-no-sync-missing
-            (self.model(mb).loss / self.accumulation_steps).backward()
+        for mb in micro_batches:
+            (self.model(mb).loss / self.accumulation_steps).backward()  # expect: accum-no-sync-missing
         self.optimizer.step()
         self.optimizer.zero_grad()
         dist.barrier()

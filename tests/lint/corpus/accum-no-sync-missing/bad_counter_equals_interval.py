@@ -7,9 +7,9 @@ import torch.nn as nn
 def train(model, optimizer, loader, gradient_interval, device):
     model = nn.parallel.DistributedDataParallel(model, device_ids=[device])
     start_id = 0
-    for batch_id, batch in enumerate(loader):  # expect: accum-no-sync-missing
+    for batch_id, batch in enumerate(loader):
         loss = model(batch) / gradient_interval
-        loss.backward()
+        loss.backward()  # expect: accum-no-sync-missing
         if batch_id - start_id + 1 == gradient_interval:
             optimizer.step()
             optimizer.zero_grad()

@@ -4,10 +4,10 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 
 def run_epoch(data_iter, model, loss_compute, optimizer, mode="train", accum_iter=1):
-    for i, batch in enumerate(data_iter):  # expect: accum-no-sync-missing
+    for i, batch in enumerate(data_iter):
         loss = loss_compute(model(batch.src), batch.tgt) / accum_iter
         if mode == "train":
-            loss.backward()
+            loss.backward()  # expect: accum-no-sync-missing
             if i % accum_iter == 0:
                 optimizer.step()
                 optimizer.zero_grad()

@@ -6,9 +6,9 @@ from torch.nn.parallel import DistributedDataParallel
 
 def train(model, optimizer, loader, accum, local_rank):
     model = DistributedDataParallel(model, device_ids=[local_rank])
-    for step, batch in enumerate(loader):  # expect: accum-no-sync-missing
+    for step, batch in enumerate(loader):
         loss = model(batch).mean() / accum
-        loss.backward()
+        loss.backward()  # expect: accum-no-sync-missing
         if (step + 1) % accum == 0:
             optimizer.step()
             optimizer.zero_grad()

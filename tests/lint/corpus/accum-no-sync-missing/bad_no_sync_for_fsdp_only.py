@@ -16,14 +16,14 @@ def build(model, args, device):
 
 def train_step(model, optimizer, inputs, args):
     per_batch = inputs.shape[0] // args.accum_freq
-    for ii in range(args.accum_freq):  # expect: accum-no-sync-missing
+    for ii in range(args.accum_freq):
         maybe_no_sync = nullcontext
         if isinstance(model, FSDP) and ii != args.accum_freq - 1:
             maybe_no_sync = model.no_sync
         with maybe_no_sync():
             chunk = inputs[ii * per_batch : (ii + 1) * per_batch]
             loss = model(chunk).mean() / args.accum_freq
-            loss.backward()
+            loss.backward()  # expect: accum-no-sync-missing
     optimizer.step()
     optimizer.zero_grad()
     return torch.zeros(())

@@ -6,8 +6,8 @@ def train(model, batches, accum, rank):
     model = DistributedDataParallel(model, device_ids=[rank])
     optimizer = torch.optim.AdamW(model.parameters())
     for step in range(100):
-        for micro in range(accum):  # expect: accum-no-sync-missing
+        for micro in range(accum):
             loss = model(batches[micro]).mean() / accum
-            loss.backward()
+            loss.backward()  # expect: accum-no-sync-missing
         optimizer.step()
         optimizer.zero_grad()

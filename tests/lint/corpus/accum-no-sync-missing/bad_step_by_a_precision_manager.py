@@ -10,8 +10,8 @@ def train(model, reader, amp, config):
     optimizer = torch.optim.AdamW(model.parameters())
     scheduler = torch.optim.lr_scheduler.LinearLR(optimizer)
     for batch_steps in reader:
-        for batch in batch_steps:  # expect: accum-no-sync-missing
+        for batch in batch_steps:
             with amp.context():
                 loss = model(batch).mean() / config.accumsteps
-            amp.backward(loss)
+            amp.backward(loss)  # expect: accum-no-sync-missing
         amp.step(model, optimizer, scheduler)

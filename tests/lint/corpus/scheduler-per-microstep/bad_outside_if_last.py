@@ -2,9 +2,9 @@ import torch
 
 def train(model, loader, opt, sched, accum):
     model = torch.nn.parallel.DistributedDataParallel(model)
-    for i, (x, y) in enumerate(loader):  # expect: accum-no-sync-missing
+    for i, (x, y) in enumerate(loader):
         loss = model(x, y) / accum
-        loss.backward()
+        loss.backward()  # expect: accum-no-sync-missing
         last = (i + 1) % accum == 0
         if last:
             opt.step()

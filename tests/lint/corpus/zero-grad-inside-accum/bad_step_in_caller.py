@@ -4,10 +4,10 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 
 def train_step(model, micro_batches, optimizer):
-    for x, y in micro_batches:  # expect: accum-no-sync-missing
+    for x, y in micro_batches:
         optimizer.zero_grad()  # expect: zero-grad-inside-accum
         loss = torch.nn.functional.mse_loss(model(x), y)
-        loss.backward()  # expect: accum-loss-unscaled
+        loss.backward()  # expect: accum-loss-unscaled, accum-no-sync-missing
 
 
 def train(model, loader, optimizer):
