@@ -38,7 +38,10 @@ One logging event, one finding: the logs under one rank-0 test that go to one ou
 writer's scalars of the same step's loss terms) are reported once, at the first, naming the
 others' lines (their fix is one: reduce before the block; a print beside them is another
 output); a log call that runs a def of the file which logs what it is handed is reported at the
-call when the call is the guarded one, and inside the def otherwise.
+call when the call is the guarded one, and inside the def otherwise. A scalar logger of the file
+(a def whose rank-0 log writes what it is handed, which the file also hands the learning rate or
+other values that are not the loss: ``_store_scalar_logs(name, val, step)``) is reported at each
+calling function's first call that hands it the loss, not at its one sink.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ from ddp_doctor.lint.logged_helpers import constructed_method
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.provenance import LossFlow, Taint, alarm, loop_aliases, reads
 from ddp_doctor.lint.rank0 import (
+    bound_argument,
     is_log_call,
     rank0_locals,
     rank0_predicates,
@@ -122,16 +126,20 @@ class Rank0OnlyLossLog(Rule):
         )
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
-        found = [
+        found: list[tuple[Violation, ast.Call | None]] = []
+        moved: list[Violation] = []
+        for v, call, node in self._check(ctx, facts):
+            # a base-class method every project subclass overrides never runs (Amphion's
+            # ``TTSTrainer._train_epoch``): what it would log is no event of the run
+            if ctx.project is not None and ctx.project.dead_override_base(ctx, ctx.enclosing_function(node)):
+                continue
+            if v.evidence.get("via") is not None:
+                moved.append(v)  # reported at the call that hands a scalar logger the loss
+                continue
             # the logging call may itself be a call of a def of this file (SpeechTokenizer's
             # ``self.log({...: loss.item()}, step=steps)`` under ``is_main``, whose body writes
             # each value to a rank-0 writer): the def is then what it calls into
-            (v, call if call is not None else node if isinstance(node, ast.Call) else None)
-            for v, call, node in self._check(ctx, facts)
-            # a base-class method every project subclass overrides never runs (Amphion's
-            # ``TTSTrainer._train_epoch``): what it would log is no event of the run
-            if ctx.project is None or not ctx.project.dead_override_base(ctx, ctx.enclosing_function(node))
-        ]
+            found.append((v, call if call is not None else node if isinstance(node, ast.Call) else None))
         # one logging event, one finding, where the rank-0 test is: a call of a def of this file
         # that logs what it is handed is reported inside that def when the def tests the rank
         # itself (seed-vc ``self._log_training_progress(epoch, i, loss, ...)``, whose body runs
@@ -152,7 +160,14 @@ class Rank0OnlyLossLog(Rule):
                 dropped |= {id(w) for w in calls_into}
             else:
                 dropped.add(id(v))
-        yield from _one_per_block([v for v, _ in found if id(v) not in dropped])
+        kept = [v for v, _ in found if id(v) not in dropped]
+        # a call reported already as a guarded log is not reported again as a handing call
+        lines = {v.line for v in kept}
+        for v in moved:  # (one per call, though the scalar logger may write the value twice)
+            if v.line not in lines:
+                lines.add(v.line)
+                kept.append(v)
+        yield from _one_per_block(kept)
 
     def _check(
         self, ctx: FileContext, facts: LoopFacts
@@ -231,10 +246,6 @@ class Rank0OnlyLossLog(Rule):
                     continue  # not the loss, or a warning that fires on its value (``if loss > 12:``)
                 if set(hit) <= taint.params and inside_rank0_printer(ctx, node):
                     continue  # ``def print0(s): if master_process: print(s)``: its callers' calls are the logs
-                seen.add(id(node))
-                # the loss itself first, then a name that says it is a loss (`total_loss` before `nan_share`)
-                name = min(hit, key=lambda h: (_kind(h, taint).en != "the loss", "loss" not in h.lower(), h))
-                kind = _kind(name, taint)
                 if guard is not None:
                     where = Text(
                         f"under the rank-0 check at line {guard.lineno}",
@@ -242,6 +253,36 @@ class Rank0OnlyLossLog(Rule):
                     )
                 else:
                     where = how
+                if set(hit) <= taint.params and isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    handing = _scalar_logger_calls(flow, scope, set(hit))
+                    if handing is not None:
+                        # a scalar logger of the file: the event is each caller's call that hands it
+                        # the loss, not the def's one sink that every value of the run goes through
+                        seen.add(id(node))
+                        at = getattr(node, "lineno", 0)
+                        for first, also, name, kind in handing:
+                            v = self.violation(
+                                first,
+                                Text(
+                                    f"`{name}` ({kind.en}) is handed to `{scope.name}`, which logs it at line {at} "
+                                    f"{where.en} with no all-reduce on the way: it is rank 0's local value, "
+                                    "noisier than the global loss.",
+                                    f"`{name}`（{kind.zh}）被交给 `{scope.name}`，后者{where.zh}于第 {at} 行记录它，"
+                                    "途中没有 all-reduce：它只是 rank 0 的本地值。",
+                                ),
+                                value=name,
+                                value_kind=kind.en,
+                                via=scope.name,
+                                logged_at=at,
+                            )
+                            if also:
+                                v.evidence["also_at"] = also
+                            yield v, None, first
+                        continue
+                seen.add(id(node))
+                # the loss itself first, then a name that says it is a loss (`total_loss` before `nan_share`)
+                name = min(hit, key=lambda h: (_kind(h, taint).en != "the loss", "loss" not in h.lower(), h))
+                kind = _kind(name, taint)
                 yield (
                     self.violation(
                         node,
@@ -258,6 +299,53 @@ class Rank0OnlyLossLog(Rule):
                     node if isinstance(node, ast.Call) and not is_log_call(node) else None,
                     node,
                 )
+
+
+def _scalar_logger_calls(
+    flow: LossFlow, fn: ast.FunctionDef | ast.AsyncFunctionDef, params: set[str]
+) -> list[tuple[ast.Call, list[int], str, Text]] | None:
+    """When ``fn`` is a scalar logger of the file, the calls that hand it the training loss: per
+    calling function, (first call, the other calls' lines, the loss name, its kind). A scalar logger
+    is a def whose rank-0 log writes the parameter(s) ``params``, and which the training code also
+    hands values that are not the loss (``_store_scalar_logs('train/lr', lr, ...)`` beside
+    ``_store_scalar_logs('train/loss', loss, ...)``; Lightning ``self.scalar_summary(tag, phase,
+    value, step)`` of the learning rate and each loss term): what it logs is what each call hands
+    it, and the call that hands it the loss is the event (a helper only ever handed the loss, such as
+    ``self._log_training_progress(epoch, i, loss)``, or handed the training loss by ``training_step``
+    and the validation loss by ``validation_step`` (OpenFold's ``self._log(loss_breakdown, ...)``),
+    is itself the event). None otherwise."""
+    ctx = flow.ctx
+    by_caller: dict[int, list[tuple[ast.Call, str, Text]]] = {}
+    other = False
+    for call in ctx.of_type(ast.Call):
+        if not isinstance(call, ast.Call) or ctx.helper(call) is not fn:
+            continue
+        args = [a for p in params if (a := bound_argument(fn, call, p)) is not None]
+        if not args:
+            continue
+        caller = ctx.enclosing_function(call)
+        taint = flow.taints.get(id(caller))
+        hit: list[str] = []
+        if taint is not None and not single_process_only(ctx, call):
+            names = reads((x for a in args for x in ast.walk(a)), taint.fields)
+            names |= loop_aliases(ctx, call, names)
+            hit = sorted(n for n in names & taint.names if _training_binding(flow, caller, n, call, taint))
+        if taint is None:
+            continue  # (a caller that trains nothing: an evaluation step handing its own losses)
+        if not hit:
+            other = True  # the training code hands it something else too: the learning rate
+            continue
+        held = taint
+        name = min(hit, key=lambda h: (_kind(h, held).en != "the loss", "loss" not in h.lower(), h))
+        by_caller.setdefault(id(caller), []).append((call, name, _kind(name, held)))
+    if not other or not by_caller:
+        return None
+    out: list[tuple[ast.Call, list[int], str, Text]] = []
+    for calls in by_caller.values():
+        calls.sort(key=lambda c: (c[0].lineno, c[0].col_offset))
+        first, name, kind = calls[0]
+        out.append((first, sorted({c[0].lineno for c in calls[1:]} - {first.lineno}), name, kind))
+    return out
 
 
 def _output(node: ast.AST) -> str | None:
