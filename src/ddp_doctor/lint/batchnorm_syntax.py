@@ -35,9 +35,15 @@ def names_syncbn(node: ast.Name | ast.Attribute) -> bool:
 def off_by_default(ctx: FileContext, node: ast.AST) -> bool:
     """``node`` runs only when a parameter of its function that defaults to False/None is truthy:
     ``SeqBN(ninp) if input_normalization else None`` or under ``if input_normalization:``."""
+    return off_switch(ctx, node) is not None
+
+
+def off_switch(ctx: FileContext, node: ast.AST) -> str | None:
+    """The parameter of ``node``'s function, defaulting to False/None, that ``node`` runs only
+    under (``if norm: layers.append(nn.BatchNorm2d(c))`` with ``norm=False``); None otherwise."""
     fn = ctx.enclosing_function(node)
     if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return False
+        return None
     off = {
         k for k, d in param_defaults(fn).items() if isinstance(d, ast.Constant) and d.value in (False, None)
     }
@@ -48,9 +54,27 @@ def off_by_default(ctx: FileContext, node: ast.AST) -> bool:
         ):
             test = cur.test
             if isinstance(test, ast.Name) and test.id in off:
-                return True
+                return test.id
         child, cur = cur, ctx.parents.get(cur)
-    return False
+    return None
+
+
+def passes_switch(calls: list[tuple[int, frozenset[str], bool]], switch: tuple[str, int]) -> bool:
+    """Some call (``(positional count, keywords given a value other than False/None, has *args or
+    **kwargs)``) may turn on parameter ``switch`` (``(name, position)``; position -1: keyword only)."""
+    name, position = switch
+    return any(star or name in kws or 0 <= position < npos for npos, kws, star in calls)
+
+
+def call_shape(call: ast.Call) -> tuple[int, frozenset[str], bool]:
+    """What a call hands its callee, as :func:`passes_switch` reads it."""
+    star = any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords)
+    kws = frozenset(
+        k.arg
+        for k in call.keywords
+        if k.arg is not None and not (isinstance(k.value, ast.Constant) and k.value.value in (False, None))
+    )
+    return len(call.args), kws, star
 
 
 # A norm-layer selector argument (``norm_fn='instance'``, ``norm_layer="group"``, ``norm_cfg=dict(type="GN")``)

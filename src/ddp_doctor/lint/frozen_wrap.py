@@ -101,3 +101,65 @@ def frozen_names(nodes: Iterable[ast.AST], mode_switches: bool = True) -> dict[s
         elif attr == "train" or attr == "requires_grad_":
             thawed.add(name)
     return {n: line for n, line in frozen.items() if n not in thawed}
+
+
+def parameters_frozen(ctx: FileContext, scope: ast.AST) -> set[str]:
+    """Models whose every parameter ``scope`` sets not to require gradients and never sets back:
+    ``m.requires_grad_(False)``, or a loop over ``m.parameters()`` whose body does
+    ``p.requires_grad_(False)`` / ``p.requires_grad = False`` (an EMA copy frozen right after its
+    DDP wrap). A model with such parameters builds no autograd graph, so DDP has none to traverse.
+    Thawing the model or any part of it (``m.head.requires_grad_(True)``, a loop setting ``True``)
+    drops it."""
+    frozen: set[str] = set()
+    thawed: set[str] = set()
+    for node in ast.walk(scope):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "requires_grad_"
+        ):
+            name = dotted(node.func.value)
+            off = bool(node.args) and isinstance(node.args[0], ast.Constant) and node.args[0].value is False
+            if name is not None:
+                (frozen if off else thawed).add(name)
+        elif isinstance(node, (ast.For, ast.AsyncFor)) and isinstance(node.target, ast.Name):
+            it = node.iter
+            if not (
+                isinstance(it, ast.Call)
+                and isinstance(it.func, ast.Attribute)
+                and it.func.attr == "parameters"
+                and (model := dotted(it.func.value)) is not None
+            ):
+                continue
+            setting = _requires_grad_set(node.body, node.target.id)
+            if setting is False:
+                frozen.add(model)
+            elif setting is True:
+                thawed.add(model)
+    return {m for m in frozen if not any(t == m or t.startswith(f"{m}.") for t in thawed)}
+
+
+def _requires_grad_set(body: list[ast.stmt], param: str) -> bool | None:
+    """What a loop body sets ``param``'s ``requires_grad`` to, unconditionally (a top-level statement
+    of the body): False, True, or None (not set, set to something else, or only under a condition)."""
+    for stmt in body:
+        value: ast.expr | None = None
+        if (
+            isinstance(stmt, ast.Expr)
+            and isinstance(stmt.value, ast.Call)
+            and isinstance(stmt.value.func, ast.Attribute)
+            and stmt.value.func.attr == "requires_grad_"
+            and dotted(stmt.value.func.value) == param
+        ):
+            value = stmt.value.args[0] if stmt.value.args else ast.Constant(True)
+        elif (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(t := stmt.targets[0], ast.Attribute)
+            and t.attr == "requires_grad"
+            and dotted(t.value) == param
+        ):
+            value = stmt.value
+        if value is not None:
+            return value.value if isinstance(value, ast.Constant) and isinstance(value.value, bool) else None
+    return None

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ddp_doctor.lint.batchnorm_syntax import passes_switch
 from ddp_doctor.lint.project_core import GENERIC_METHODS
 from ddp_doctor.lint.project_log_facts import parameters_logged
 from ddp_doctor.lint.project_modules import (
@@ -118,16 +119,23 @@ class ProjectIndex(IndexScan, IndexQueries):
             changed = False
             bn_modules = {q.rsplit(".", 1)[0] for q, x in sums.items() if x.builds_batchnorm}
             for s in sums.values():
-                if not s.builds_batchnorm and any(
-                    (r.endswith(".*") and r[:-2] in bn_modules)
-                    or ((ref := self._get(r)) is not None and ref.builds_batchnorm)
-                    or (r.startswith("registry:") and self._registry_builds_batchnorm(r[9:]))
-                    or (r.startswith("pick:") and self.pick_builds_batchnorm(r[5:]))
-                    or any(
-                        (t := self._get(e)) is not None and t.builds_batchnorm
-                        for e in self.class_tables.get(r, ())
+                if (
+                    not s.builds_batchnorm
+                    and any(
+                        (r.endswith(".*") and r[:-2] in bn_modules)
+                        # a reference (a subclass, ``block=BasicConv``) is built with arguments not seen here
+                        or (
+                            (ref := self._get(r)) is not None
+                            and (ref.builds_batchnorm or ref.bn_switch is not None)
+                        )
+                        or (r.startswith("registry:") and self._registry_builds_batchnorm(r[9:]))
+                        or (r.startswith("pick:") and self.pick_builds_batchnorm(r[5:]))
+                        or any(
+                            (t := self._get(e)) is not None and t.builds_batchnorm
+                            for e in self.class_tables.get(r, ())
+                        )
+                        for r in s.refs
                     )
-                    for r in s.refs
                 ):
                     s.builds_batchnorm = changed = True
                 for callee in s.callees:
@@ -145,7 +153,10 @@ class ProjectIndex(IndexScan, IndexQueries):
                     if (
                         is_class_summary(s) or is_class_summary(c) or callee in s.returned_callees
                     ) and callee not in s.bn_optional:
-                        s.builds_batchnorm |= c.builds_batchnorm
+                        s.builds_batchnorm |= c.builds_batchnorm or (
+                            c.bn_switch is not None
+                            and passes_switch(s.switch_calls.get(callee, []), c.bn_switch)
+                        )
                         s.converts_syncbn |= c.converts_syncbn
                     if callee in s.returned_callees:
                         s.returns_ddp |= c.returns_ddp

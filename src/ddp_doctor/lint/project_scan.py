@@ -16,11 +16,13 @@ from ddp_doctor.lint.batchnorm_syntax import (
     TORCHVISION_BN,
     batchnorm_tables,
     builds_from_reference,
+    call_shape,
     chooses_other_norm,
     names_syncbn,
     off_by_default,
+    off_switch,
 )
-from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
+from ddp_doctor.lint.context import FileContext, dotted, method, positional_params, walk_local
 from ddp_doctor.lint.flags import argparse_choices
 from ddp_doctor.lint.idioms import SYNC_CONTROL
 from ddp_doctor.lint.loops import LoopFacts, backward_of, guarded_in, param_backward
@@ -376,6 +378,7 @@ class IndexScan(IndexBindings):
         bn, imports = scan.bn, scan.imports
         ddp_names: set[str] = set()
         required: set[str] = set()  # project targets built unconditionally somewhere in it
+        switches: set[tuple[str, int]] = set()  # parameters its own BatchNorm is built under
         for n in body:
             if (
                 bn
@@ -394,7 +397,7 @@ class IndexScan(IndexBindings):
                 if scan.sync and m and SYNC_CONTROL.match(m[1]):
                     s.toggles_sync = True
                 if bn:
-                    self._scan_batchnorm_call(ctx, scan, s, n, q, m)
+                    self._scan_batchnorm_call(ctx, scan, s, n, q, m, (node, switches))
                 if q in DATA_PARALLEL:
                     s.fsdp_only = (q != DDP) and (s.fsdp_only or not s.wraps_ddp)
                     s.wraps_ddp = True
@@ -409,6 +412,7 @@ class IndexScan(IndexBindings):
                 target = self._project_target(imports, n.func)
                 if target:
                     s.callees.add(target)
+                    s.switch_calls.setdefault(target, []).append(call_shape(n))
                     if bn:
                         optional = off_by_default(ctx, n) or chooses_other_norm(n)
                         (s.bn_optional if optional else required).add(target)
@@ -423,7 +427,12 @@ class IndexScan(IndexBindings):
                 if scan.sync and n.attr in ("require_backward_grad_sync",):
                     s.toggles_sync = True
                 q = ctx.qualname(n) or ""
-                if bn and BATCHNORM.match(q) and builds_from_reference(ctx, n):  # norm_layer=nn.BatchNorm2d
+                if (  # norm_layer=nn.BatchNorm2d (a called class is read as the call above)
+                    bn
+                    and BATCHNORM.match(q)
+                    and not (isinstance(c := ctx.parents.get(n), ast.Call) and c.func is n)
+                    and builds_from_reference(ctx, n)
+                ):
                     s.builds_batchnorm = True
             elif (
                 isinstance(n, ast.Subscript)
@@ -440,6 +449,7 @@ class IndexScan(IndexBindings):
                     s.refs.add(target)
         s.bn_optional -= required
         s.refs -= s.bn_optional
+        _settle_switch(s, switches)
         return ddp_names
 
     def _scan_batchnorm_call(
@@ -450,10 +460,16 @@ class IndexScan(IndexBindings):
         n: ast.Call,
         q: str,
         m: tuple[str | None, str] | None,
+        switches: tuple[ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, set[tuple[str, int]]],
     ) -> None:
-        """A call's part in what a def builds: BatchNorm layers, a conversion (perhaps under one of
-        its parameters), a model picked by name or from a registry."""
-        if BATCHNORM.match(q) or TORCHVISION_BN.match(q):
+        """A call's part in what a def builds: BatchNorm layers (built only under a parameter of the
+        def, ``switches[0]``, that defaults to off: that parameter goes to ``switches[1]``, see
+        ``Summary.bn_switch``), a conversion (perhaps under one of its parameters), a model picked by
+        name or from a registry."""
+        switch = _own_switch(ctx, switches[0], n) if BATCHNORM.match(q) else None
+        if switch is not None:
+            switches[1].add(switch)
+        elif BATCHNORM.match(q) or TORCHVISION_BN.match(q):
             s.builds_batchnorm = True
         if "convert_sync_batchnorm" in q or (m and m[1] == "convert_sync_batchnorm"):
             guard = conversion_parameter(ctx, n)
@@ -582,3 +598,30 @@ def _scaler_classes(ctx: FileContext, module: str) -> set[str] | None:
             return None
         owners.add(f"{module}.{top.name}")
     return owners or None
+
+
+def _own_switch(
+    ctx: FileContext, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, call: ast.Call
+) -> tuple[str, int] | None:
+    """``(parameter, position)`` when ``call`` (a BatchNorm layer) runs only under a parameter that
+    defaults to off of ``node`` itself, or of its ``__init__`` for a class (what a call of the class
+    fills); None otherwise."""
+    name = off_switch(ctx, call)
+    fn = ctx.enclosing_function(call)
+    if name is None or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    if isinstance(node, ast.ClassDef):
+        if fn.name != "__init__" or fn not in node.body:
+            return None
+    elif fn is not node:
+        return None
+    params = positional_params(fn, bound=isinstance(ctx.parents.get(fn), ast.ClassDef))
+    return name, params.index(name) if name in params else -1
+
+
+def _settle_switch(s: Summary, switches: set[tuple[str, int]]) -> None:
+    """``s.bn_switch`` from the parameters its own BatchNorm is built under."""
+    if len(switches) == 1 and not s.builds_batchnorm:
+        s.bn_switch = next(iter(switches))
+    elif switches:
+        s.builds_batchnorm = True  # under several switches: not modelled, counted as built

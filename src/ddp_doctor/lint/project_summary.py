@@ -129,6 +129,13 @@ class Summary:
     # (TabPFN ``self.input_ln = SeqBN(ninp) if input_normalization else None``, default False):
     # their BatchNorm is not in what it builds on the default path.
     bn_optional: set[str] = field(default_factory=set)
+    # ``(parameter, position)``: its own BatchNorm layers are all built only under that parameter,
+    # which defaults to off (MIMO-UNet's ``BasicConv(..., norm=False)``: ``if norm:
+    # layers.append(nn.BatchNorm2d(c))``); a caller builds them only where some call may pass it
+    # (position -1: keyword only). ``switch_calls``: per project callee, what its calls hand it
+    # (``batchnorm_syntax.call_shape``).
+    bn_switch: tuple[str, int] | None = None
+    switch_calls: dict[str, list[tuple[int, frozenset[str], bool]]] = field(default_factory=dict)
     # ``(parameter, position, default)``: it converts to SyncBatchNorm only when that parameter is
     # true (Group-Free-3D ``GroupFreeDetector(..., sync_bn=True if args.syncbn else False)``): each
     # call decides by its argument (lint/syncbn_parameter.py).

@@ -52,6 +52,12 @@ chosen by ``DDPPlugin(...) if args.strategy == 'ddp' else ...``, runs DDP under 
 local bound only to devices or other strategies runs none); a package's ``__init__.py`` builder
 (nanodet ``build_backbone``) is read by the project index whatever words it holds; BatchNorm built
 only under a switch that defaults to off is not built on the default path (``project_scan.py``).
+Round 17: that switch may be the building block's own parameter (``BasicConv(..., norm=False)``
+appending ``nn.BatchNorm2d`` only ``if norm:``, ``conv_block(cin, cout, use_bn=False)``): a caller
+builds BatchNorm only where a call of the block may pass it (by keyword with a value other than
+False/None, by position, through ``*args``/``**kwargs``); ``Summary.bn_switch`` in project mode,
+the file's own calls of the block in this file (a block also named without a call, as a layer type
+or a base class, still counts).
 Autofix (plain findings only): convert the wrapped model just before wrapping.
 """
 
@@ -63,7 +69,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ddp_doctor.core.catalog import Text
-from ddp_doctor.lint.batchnorm_syntax import BATCHNORM, TORCHVISION_BN
+from ddp_doctor.lint.batchnorm_syntax import BATCHNORM, TORCHVISION_BN, call_shape, off_switch, passes_switch
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method, positional_params
 from ddp_doctor.lint.flags import FlagTest, all_defaults, describe, flag_test
 from ddp_doctor.lint.frozen_wrap import frozen_names
@@ -75,6 +81,7 @@ from ddp_doctor.lint.module_moves import unmoved
 from ddp_doctor.lint.option_defaults import written_defaults
 from ddp_doctor.lint.project import DDP, ProjectIndex
 from ddp_doctor.lint.project_modules import absolute_module, relative_base
+from ddp_doctor.lint.project_summary import Summary
 from ddp_doctor.lint.rules._lightning_wrap import fit_model, lightning_ddp_wraps
 from ddp_doctor.lint.rules._model_by_name import builds_batchnorm_by_name
 from ddp_doctor.lint.rules._pick_gate import pick_gate
@@ -113,7 +120,8 @@ class BatchnormUnsynced(Rule):
         "(ViT/ConvNeXt defaults), frozen/teacher copies, a wrap no optimizer of the file is built from "
         "while its optimizers name the other wrapped models (a frozen loss network), no DDP; (project) a builder that picks "
         "SyncBatchNorm itself (`nn.SyncBatchNorm if sbn else nn.BatchNorm2d`), BatchNorm built only "
-        "under a parameter that defaults to off (`SeqBN(d) if input_normalization else None`) or a "
+        "under a parameter that defaults to off (`SeqBN(d) if input_normalization else None`, a block's "
+        "own `if norm: nn.BatchNorm2d(c)` with `norm=False` no call passes) or a "
         "class built with another norm selected (`BasicEncoder(norm_fn='instance')`); an "
         "entry script that never backprops (a `test.py` that only validates); a model picked at run "
         "time from candidates most of which build no BatchNorm, or from a registry whose BatchNorm "
@@ -274,6 +282,8 @@ def _sort_calls(ctx: FileContext) -> _Calls:
             ("convert_sync_batchnorm", "convert_syncbn_model")
         ):
             out.conversions.append(node)
+        elif BATCHNORM.match(q) and _switched_off(ctx, node):
+            continue  # built only under a switch no call of this file turns on (``BasicConv(norm=False)``)
         elif (
             BATCHNORM.match(q)
             or TORCHVISION_BN.match(q)
@@ -305,11 +315,48 @@ def _sort_calls(ctx: FileContext) -> _Calls:
                         out.gates[id(node)] = converted
             elif summary is not None and summary.converts_syncbn:
                 out.conversions.append(node)
-            elif (summary is not None and summary.builds_batchnorm) or (
+            elif (summary is not None and _builds_batchnorm(summary, node)) or (
                 summary is None and project.call_builds_batchnorm(ctx, node)
             ):
                 out.bn_nodes.append(node)
     return out
+
+
+def _switched_off(ctx: FileContext, layer: ast.Call) -> bool:
+    """A BatchNorm layer built only under a parameter of its def that defaults to off (``if norm:
+    layers.append(nn.BatchNorm2d(c))`` in ``BasicConv.__init__(..., norm=False)``, a function of
+    the file or a class's constructor), where the file calls that def and no call may pass it, and
+    never hands the def on by name (a layer type given to a builder, its arguments unseen)."""
+    switch = off_switch(ctx, layer)
+    fn = ctx.enclosing_function(layer)
+    if switch is None or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    owner = ctx.parents.get(fn)
+    if isinstance(owner, ast.ClassDef) and fn.name == "__init__":
+        name = owner.name
+    elif owner is ctx.tree:
+        name = fn.name
+    else:
+        return False
+    params = positional_params(fn, bound=isinstance(owner, ast.ClassDef))
+    position = params.index(switch) if switch in params else -1
+    calls: list[tuple[int, frozenset[str], bool]] = []
+    for ref in ctx.of_type(ast.Name):
+        if ref.id != name or not isinstance(ref.ctx, ast.Load):
+            continue
+        parent = ctx.parents.get(ref)
+        if isinstance(parent, ast.Call) and parent.func is ref:
+            calls.append(call_shape(parent))
+        elif not (isinstance(parent, ast.Call) and dotted(parent.func) == "super"):
+            return False  # handed on by name (``block=BasicConv``)
+    return bool(calls) and not passes_switch(calls, (switch, position))
+
+
+def _builds_batchnorm(summary: Summary, call: ast.Call) -> bool:
+    """This call of a project def builds BatchNorm: the def always does, or builds it only under a
+    parameter that defaults to off (``Summary.bn_switch``) and this call may pass it."""
+    switch = summary.bn_switch
+    return summary.builds_batchnorm or (switch is not None and passes_switch([call_shape(call)], switch))
 
 
 def _handed_batchnorm(ctx: FileContext, project: ProjectIndex, call: ast.Call) -> str | None:

@@ -16,6 +16,10 @@ reported config-gated, without an autofix. An Accelerator that only prepares a m
 same function (HALOs' reference model: lint/frozen_wrap.py) never runs a backward through DDP. So is an expression that is True under the
 configuration's defaults (wenet ``find_unused_parameters=not grad_ckpt`` where ``grad_ckpt`` is
 ``getattr(model.encoder, "gradient_checkpointing", False)`` or ``False`` on every path).
+Round 17: a DDP wrap of a model whose every parameter the same function sets not to require
+gradients and never thaws (an EMA copy wrapped, then ``for p in ema.parameters():
+p.requires_grad_(False)``; lint/frozen_wrap.py ``parameters_frozen``) builds no autograd graph for
+DDP to search: not reported.
 """
 
 from __future__ import annotations
@@ -25,10 +29,12 @@ import re
 from collections.abc import Iterator
 
 from ddp_doctor.core.catalog import Text
-from ddp_doctor.lint.context import FileContext, keyword
-from ddp_doctor.lint.frozen_wrap import wraps_frozen_model_only
+from ddp_doctor.lint.context import FileContext, dotted, keyword
+from ddp_doctor.lint.frozen_wrap import parameters_frozen, wraps_frozen_model_only
 from ddp_doctor.lint.inference_only import never_trains
 from ddp_doctor.lint.loops import LoopFacts
+from ddp_doctor.lint.module_moves import unmoved
+from ddp_doctor.lint.project_summary import DDP
 from ddp_doctor.lint.rules.base import Rule, Violation, replace_node
 
 # A class named for evaluation (``eval``, ``Evaluator``, ``ValidationRunner``, ``Inference``; not unittest ``Test*`` classes).
@@ -71,6 +77,7 @@ class FindUnusedTrue(Rule):
         "a value from config without a True fallback; an entry script that never backprops (an "
         "evaluation or inference script copied from the trainer); an Accelerator built in a function "
         "only to prepare a model it froze (`eval()` / `requires_grad_(False)`: a reference or teacher); a "
+        "DDP wrap of a model whose parameters the function then freezes (an EMA copy); a "
         "wrap in a function with no backward that only puts it in `eval()` and runs forwards (a test worker)"
     )
     autofix = "`True` → `False`"
@@ -127,6 +134,8 @@ class FindUnusedTrue(Rule):
                 and wraps_frozen_model_only(ctx, node)
             ):
                 continue  # an Accelerator that only prepares a frozen (reference) model
+            if value is not None and _wraps_frozen_parameters(ctx, node):
+                continue  # an EMA copy whose parameters are all frozen: no graph to traverse
             if _in_evaluation_class(ctx, node):
                 continue  # Versatile-Diffusion's ``class eval(exec_container)``: no backward runs there
             if _evaluated_only(ctx, facts, node):
@@ -191,6 +200,22 @@ def _setting(ctx: FileContext, call: ast.Call, name: str) -> ast.expr | None:
         ):
             value = keyword(unpacked, name) or value
     return value
+
+
+def _wraps_frozen_parameters(ctx: FileContext, call: ast.Call) -> bool:
+    """``call`` is a DDP wrap (``DDP(m)``, also a subclass of it) of a model whose every parameter
+    the enclosing function sets not to require gradients and never thaws (lint/frozen_wrap.py
+    ``parameters_frozen``; CBIM's ``ema_net = DDP(ema_net, find_unused_parameters=True)`` followed by
+    ``for p in ema_net.parameters(): p.requires_grad_(False)``): outputs with no autograd graph,
+    nothing for DDP to search for unused parameters."""
+    if ctx.call_qualname(call) != DDP or not call.args:
+        return False
+    names = {dotted(unmoved(ctx, call.args[0]))}
+    parent = ctx.parents.get(call)
+    if isinstance(parent, ast.Assign):
+        names |= {dotted(t) for t in parent.targets}
+    names.discard(None)
+    return bool(names & parameters_frozen(ctx, ctx.enclosing_function(call)))
 
 
 def _in_evaluation_class(ctx: FileContext, node: ast.AST) -> bool:
