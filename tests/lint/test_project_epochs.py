@@ -116,3 +116,50 @@ def test_the_same_loader_handed_on_inside_an_epoch_loop_is_still_found(tmp_path:
     )
     found = _found(tmp_path, {"loop.py": looped, "train.py": SINGLE_PASS_ENTRY})
     assert ("set-epoch-missing", "train.py") in found
+
+
+# a module of two entry points: the first sets its sampler's epoch, the second, the one the script
+# calls, never does (nor does anything it runs)
+TWO_ENTRIES = """
+    def pretrain_small(model, loader, optimizer, epochs):
+        for epoch in range(epochs):
+            loader.sampler.set_epoch(epoch)
+            for batch in loader:
+                model(batch).mean().backward()
+                optimizer.step()
+
+    def pretrain_large(model, loader, optimizer, epochs):
+        for epoch in range(epochs):
+            for batch in loader:
+                model(batch).mean().backward()
+                optimizer.step()
+"""
+
+TWO_ENTRIES_SCRIPT = """
+    import torch
+    from torch.utils.data import DataLoader, DistributedSampler
+    from pretrain import pretrain_large
+
+    def main(model, dataset):
+        sampler = DistributedSampler(dataset, shuffle=True)
+        loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+        pretrain_large(model, loader, torch.optim.AdamW(model.parameters()), 10)
+"""
+
+
+def test_a_set_epoch_in_another_entry_point_of_the_module_does_not_count(tmp_path: Path) -> None:
+    found = _found(tmp_path, {"pretrain.py": TWO_ENTRIES, "train.py": TWO_ENTRIES_SCRIPT})
+    assert ("set-epoch-missing", "train.py") in found
+
+
+def test_a_set_epoch_in_a_helper_the_entry_point_runs_counts(tmp_path: Path) -> None:
+    runs_it = TWO_ENTRIES.replace(
+        "            for batch in loader:\n                model(batch).mean().backward()\n                optimizer.step()\n\n    def pretrain_large",
+        "            for batch in loader:\n                model(batch).mean().backward()\n                optimizer.step()\n\n    def start(loader, epoch):\n        loader.sampler.set_epoch(epoch)\n\n    def pretrain_large",
+    ).replace(
+        "        for epoch in range(epochs):\n            for batch in loader:",
+        "        for epoch in range(epochs):\n            start(loader, epoch)\n            for batch in loader:",
+    )
+    assert "start(loader, epoch)" in runs_it
+    found = _found(tmp_path, {"pretrain.py": runs_it, "train.py": TWO_ENTRIES_SCRIPT})
+    assert ("set-epoch-missing", "train.py") not in found

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ddp_doctor.lint.batchnorm_syntax import (
     BATCHNORM,
@@ -64,7 +64,7 @@ from ddp_doctor.lint.project_modules import (
 from ddp_doctor.lint.project_summary import DATA_PARALLEL, DDP, Summary
 from ddp_doctor.lint.provenance import LossFlow, param_call_return
 from ddp_doctor.lint.reductions import returned_reductions
-from ddp_doctor.lint.samplers import calls_set_epoch, returned_sampler_loaders
+from ddp_doctor.lint.samplers import calls_set_epoch, returned_sampler_loaders, set_epoch_units, top_unit
 from ddp_doctor.lint.syncbn_parameter import conversion_parameter
 
 
@@ -85,6 +85,8 @@ class _FileScan:
     flow: LossFlow | None
     backward_defs: set[int]  # ids of the defs/classes holding a ``.backward``
     loop_facts: LoopFacts | None = None  # built on the first def that steps an optimizer
+    # ids of the module-level defs a ``set_epoch`` call of the module runs from (samplers.set_epoch_units)
+    set_epoch_units: set[int] = field(default_factory=set)
 
 
 class IndexScan(IndexBindings):
@@ -265,6 +267,7 @@ class IndexScan(IndexBindings):
             if loss and (ctx.mentions("backward", "training_step") or "training_step" in ctx.functions)
             else None,
             backward_defs=backward_defs,
+            set_epoch_units=(set_epoch_units(ctx) or set()) if "epochs" in self.facts else set(),
         )
 
     def _summary(
@@ -350,6 +353,9 @@ class IndexScan(IndexBindings):
             s.epoch_params = epoch_params_of(ctx, node, is_method)
             if ctx.mentions("DistributedSampler"):
                 s.sampler_loaders = returned_sampler_loaders(ctx, node)
+        elif "epochs" in self.facts and id(top_unit(ctx, node)) not in scan.set_epoch_units:
+            # the module sets some sampler's epoch, but not from this def or anything it runs
+            s.epoch_params = epoch_params_of(ctx, node, is_method)
         # shared: what it returns of values combined across ranks (provenance.reducing_call)
         s.returns_reduced, returned = returned_reductions(ctx, node)
         s.reduce_callees = {t for c in returned if (t := self._project_target(scan.imports, c.func))}

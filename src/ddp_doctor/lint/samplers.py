@@ -47,6 +47,56 @@ def calls_set_epoch(ctx: FileContext) -> bool:
     )
 
 
+def top_unit(ctx: FileContext, node: ast.AST) -> ast.AST | None:
+    """The module-level def or class holding ``node`` (None at module level)."""
+    cur: ast.AST | None = node
+    while cur is not None:
+        parent = ctx.parents.get(cur)
+        if isinstance(parent, ast.Module):
+            return cur if isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) else None
+        cur = parent
+    return None
+
+
+def set_epoch_units(ctx: FileContext) -> set[int] | None:
+    """Ids of the module-level defs and classes from which a ``set_epoch`` call of the module can run
+    before their loops draw: the ones that hold one (a class: in any of its methods, which call one
+    another through ``self``), the ones that name one of those (a caller, directly or through other
+    defs of the module: ``train_epoch`` setting the epoch for ``train``), and the ones a holder names
+    (``sampler.set_epoch(e); fit(loader)``: the call runs after the epoch is set). None when the
+    module calls no ``set_epoch``; every unit when a call sits in module-level code.
+
+    A ``set_epoch`` in a def that neither runs nor is run by another (a second entry point of the
+    file: ``pretrain_a`` sets it, ``pretrain_b`` never does) sets the epoch of the sampler that def
+    draws from, not of the loader handed to the other one."""
+    calls = [c for c in ctx.of_type(ast.Call) if (m := method(c)) is not None and m[1] == "set_epoch"]
+    if "set_epoch" not in ctx.words or not calls:
+        return None
+    units = {
+        u.name: u
+        for u in ctx.tree.body
+        if isinstance(u, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+    }
+    holders = {top_unit(ctx, c) for c in calls}
+    if None in holders:
+        return {id(u) for u in units.values()}
+    named = {
+        id(u): {n.id for n in ast.walk(u) if isinstance(n, ast.Name)} & set(units) for u in units.values()
+    }
+    reach = {id(u) for u in holders if u is not None}
+    grew = True
+    while grew:  # callers of a def that reaches one, transitively
+        grew = False
+        for u in units.values():
+            if id(u) not in reach and any(id(units[n]) in reach for n in named[id(u)]):
+                reach.add(id(u))
+                grew = True
+    # what a holder runs after setting the epoch (not the callers of those: they share a helper,
+    # not the epoch)
+    after = {id(units[n]) for u in holders if u is not None for n in named[id(u)]}
+    return reach | after
+
+
 def _inline_samplers(ctx: FileContext, nodes: list[ast.AST]) -> dict[int, int]:
     """``{id(value): line}`` for ``sampler=`` values of DataLoader calls that build a shuffling
     DistributedSampler in place (``sampler=DistributedSampler(ds)``, also ``sampler=

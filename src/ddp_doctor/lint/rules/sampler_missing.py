@@ -22,6 +22,11 @@ the whole dataset. It is flagged when the ``sampler=`` value is such a call, or 
 binding is one; a choice (``S = DistributedSampler if ddp else RandomSampler``, a helper that
 returns either) is left alone.
 
+A loader in one branch of an ``if``/``elif``/``else`` chain whose other branch builds a
+``DistributedSampler`` over the same dataset, outside any further condition (``if dist: sampler =
+DistributedSampler(d_train) ... else: DataLoader(d_train, shuffle=True)``, ``if mode == 'single':
+... elif mode == 'multi': ...``) is the path the condition takes when the run is not distributed.
+
 In project mode a fact from another file must not make a single-process script distributed: the
 file itself wraps a model (directly or through a project helper), or hands the loader to project
 code that trains on it and wraps the model, or at least shows it runs distributed (uses
@@ -39,7 +44,7 @@ from ddp_doctor.lint.context import FileContext, dotted, keyword, method
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.rules._data import bound_names, trains_on
 from ddp_doctor.lint.rules.base import Rule, Violation
-from ddp_doctor.lint.samplers import DATALOADER
+from ddp_doctor.lint.samplers import DATALOADER, distributed_sampler_call
 
 DATA_PARALLEL = (
     "torch.nn.parallel.DistributedDataParallel",
@@ -92,7 +97,9 @@ class SamplerMissing(Rule):
         "scripts of a DDP project, a trainer class that wraps nothing and reads no rank beside the "
         "classes that wrap, (project) a dataset from a project function that reads the rank and world "
         "size (or whose callee does), (project) a dataset class of another file that is an "
-        "IterableDataset or whose methods read the rank and world size"
+        "IterableDataset or whose methods read the rank and world size, a loader in the branch of an "
+        "`if`/`elif` chain beside a branch that builds `DistributedSampler(ds)` over the same dataset "
+        "(`if dist: ... else: DataLoader(ds, shuffle=True)`: the single-process path)"
     )
     required = (("DataLoader",), tuple(q.split(".")[-1] for q in DATA_PARALLEL))
     required_in_project = (("DataLoader",),)
@@ -136,6 +143,8 @@ class SamplerMissing(Rule):
                 continue
             dataset = call.args[0] if call.args else keyword(call, "dataset")
             if dataset is None or _sharded(ctx, dataset) or _batches_itself(call):
+                continue
+            if _distributed_alternative(ctx, call, dataset):
                 continue
             if _rank_seeded(ctx, call, local_sampler):
                 continue
@@ -189,6 +198,62 @@ def _local_sampler(ctx: FileContext, loader: ast.Call, sampler: ast.expr) -> str
         return None
     qual = ctx.call_qualname(value)
     return qual.rsplit(".", 1)[-1] if qual in LOCAL_SAMPLERS else None
+
+
+def _branches(chain: ast.If) -> list[list[ast.stmt]]:
+    """The bodies of an ``if``/``elif``/``else`` chain, one list per branch."""
+    out = [chain.body]
+    while len(chain.orelse) == 1 and isinstance(chain.orelse[0], ast.If):
+        chain = chain.orelse[0]
+        out.append(chain.body)
+    if chain.orelse:
+        out.append(chain.orelse)
+    return out
+
+
+def _distributed_alternative(ctx: FileContext, loader: ast.Call, dataset: ast.expr) -> bool:
+    """The loader sits in one branch of a condition whose other branch builds a DistributedSampler
+    over the same dataset on every pass through it (``if dist: sampler = DistributedSampler(ds);
+    loader = DataLoader(ds, sampler=sampler) else: loader = DataLoader(ds, shuffle=True)``, also
+    ``if mode == 'single': ... elif mode == 'multi': ...``): the condition is what chooses the
+    distributed run, and this branch is the one that runs single-process."""
+    name = dotted(dataset)
+    if name is None:
+        return False
+    cur: ast.AST = loader
+    while (parent := ctx.parents.get(cur)) is not None and not isinstance(
+        parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)
+    ):
+        above = ctx.parents.get(parent)
+        if isinstance(parent, ast.If) and not (isinstance(above, ast.If) and above.orelse == [parent]):
+            for branch in _branches(parent):
+                if any(_holds(stmt, loader) for stmt in branch):
+                    continue
+                if any(_samples_dataset(ctx, stmt, name) for stmt in branch):
+                    return True
+        cur = parent
+    return False
+
+
+def _holds(stmt: ast.AST, node: ast.AST) -> bool:
+    return any(n is node for n in ast.walk(stmt))
+
+
+def _samples_dataset(ctx: FileContext, stmt: ast.stmt, dataset: str) -> bool:
+    """``stmt`` builds ``DistributedSampler(dataset, ...)`` outside any further condition of its own."""
+    stack: list[ast.AST] = [stmt]
+    while stack:
+        node = stack.pop()
+        if isinstance(
+            node, (ast.If, ast.IfExp, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+        ):
+            continue
+        if isinstance(node, ast.Call) and distributed_sampler_call(ctx, node):
+            given = node.args[0] if node.args else keyword(node, "dataset")
+            if given is not None and dotted(given) == dataset:
+                return True
+        stack.extend(ast.iter_child_nodes(node))
+    return False
 
 
 def _top_level(ctx: FileContext, node: ast.AST) -> ast.AST | None:

@@ -4,7 +4,10 @@ DistributedSampler seeds its shuffle with ``seed + epoch``; without ``set_epoch(
 epoch uses the same permutation (torch docs, DistributedSampler: "calling set_epoch() at the
 beginning of each epoch before creating the DataLoader iterator is necessary to make shuffling
 work properly across multiple epochs"). Flagged when: the sampler shuffles (default), no
-``set_epoch`` is called anywhere in the file, and the loader is iterated inside an outer loop
+``set_epoch`` of the file can run for it (none at all, or only in module-level defs that neither
+the sampler's nor the epoch loop's def runs, is run by, or is run after: a second entry point of
+the file that sets its own sampler's epoch; ``samplers.set_epoch_units``), and the loader is
+iterated inside an outer loop
 (or handed to a function from a loop over epochs, or to a same-file generator that re-iterates it
 forever: ``def sample_data(loader): while True: for b in loader: yield b``). A sampler built by a
 helper (``sampler=data_sampler(ds, shuffle=True, distributed=True)`` where ``data_sampler`` returns
@@ -41,8 +44,9 @@ from ddp_doctor.lint.samplers import (
     DATALOADER,
     DISTRIBUTED_SAMPLER,
     WHOLE,
-    calls_set_epoch,
     distributed_sampler_call,
+    set_epoch_units,
+    top_unit,
 )
 
 
@@ -51,7 +55,8 @@ class SetEpochMissing(Rule):
     flagged = (
         "a shuffling DistributedSampler (also returned by a same-file helper, or chosen at run time: "
         "`RandomSampler(ds) if local_rank == -1 else DistributedSampler(ds)`), no `set_epoch` "
-        "anywhere in the file, and its loader iterated inside an outer (epoch) loop, passed to a "
+        "in the file that its def or the epoch loop's runs (one only in another entry point of the file "
+        "does not count), and its loader iterated inside an outer (epoch) loop, passed to a "
         "function from a loop over epochs, or re-iterated forever by a same-file generator (`while "
         "True: for b in loader: yield b`), or returned by helpers and kept by a trainer class of the file "
         "whose epoch method the epoch loop calls (`Trainer(loader)` ... `for epoch in ...: "
@@ -81,8 +86,14 @@ class SetEpochMissing(Rule):
     project_facts = frozenset({"epochs"})
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
-        if calls_set_epoch(ctx):
-            return
+        units = set_epoch_units(ctx)
+        for v, involved in self._check(ctx, facts):
+            # a ``set_epoch`` of the file counts unless every def the finding involves (the
+            # sampler's, the epoch loop's) is one that neither runs it nor is run after it
+            if units is None or not any((u := top_unit(ctx, n)) is None or id(u) in units for n in involved):
+                yield v
+
+    def _check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[tuple[Violation, tuple[ast.AST, ...]]]:
         calls = [n for n in ctx.nodes if isinstance(n, ast.Call)]
         yield from self._from_builders(ctx, facts, calls)
         # once, not per sampler: a notebook of many cells repeating the loop was quadratic (minutes)
@@ -110,39 +121,45 @@ class SetEpochMissing(Rule):
             if epoch_loop is None:
                 handed = self._handed_to_epochs(ctx, calls, loaders)
                 if handed is not None:
-                    yield self.violation(
-                        call,
-                        Text(
-                            f"DistributedSampler (line {call.lineno}) shuffles but `set_epoch` is never called: "
-                            f"`{ctx.segment(handed.func)}(...)` (line {handed.lineno}) iterates its loader again "
-                            "every epoch in code of another file that never calls it either, so every epoch "
-                            "sees the same order.",
-                            f"DistributedSampler（第 {call.lineno} 行）开启了 shuffle 但从未调用 `set_epoch`："
-                            f"`{ctx.segment(handed.func)}(...)`（第 {handed.lineno} 行）在另一个文件的代码里每个 epoch "
-                            "重新遍历它的 DataLoader，那里也没有调用 `set_epoch`，所以每个 epoch 顺序都相同。",
+                    yield (
+                        self.violation(
+                            call,
+                            Text(
+                                f"DistributedSampler (line {call.lineno}) shuffles but `set_epoch` is never called: "
+                                f"`{ctx.segment(handed.func)}(...)` (line {handed.lineno}) iterates its loader again "
+                                "every epoch in code of another file that never calls it either, so every epoch "
+                                "sees the same order.",
+                                f"DistributedSampler（第 {call.lineno} 行）开启了 shuffle 但从未调用 `set_epoch`："
+                                f"`{ctx.segment(handed.func)}(...)`（第 {handed.lineno} 行）在另一个文件的代码里每个 epoch "
+                                "重新遍历它的 DataLoader，那里也没有调用 `set_epoch`，所以每个 epoch 顺序都相同。",
+                            ),
+                            handed_to_line=handed.lineno,
                         ),
-                        handed_to_line=handed.lineno,
+                        (call, handed),
                     )
                 continue
             handle = min(samplers) if samplers else (f"{min(loaders)}.sampler" if loaders else None)
             always = _always_distributed(ctx, call)
             when = Text("", "") if always else Text(", chosen when distributed", "，分布式时选用")
-            yield self.violation(
-                call,
-                Text(
-                    f"DistributedSampler (line {call.lineno}{when.en}) shuffles but `set_epoch` is never called: the loop "
-                    f"at line {epoch_loop.lineno} sees the same order every epoch.",
-                    f"DistributedSampler（第 {call.lineno} 行{when.zh}）开启了 shuffle 但从未调用 `set_epoch`：第 {epoch_loop.lineno} "
-                    "行的循环每个 epoch 顺序都相同。",
+            yield (
+                self.violation(
+                    call,
+                    Text(
+                        f"DistributedSampler (line {call.lineno}{when.en}) shuffles but `set_epoch` is never called: the loop "
+                        f"at line {epoch_loop.lineno} sees the same order every epoch.",
+                        f"DistributedSampler（第 {call.lineno} 行{when.zh}）开启了 shuffle 但从未调用 `set_epoch`：第 {epoch_loop.lineno} "
+                        "行的循环每个 epoch 顺序都相同。",
+                    ),
+                    # chosen at run time, the sampler may be a RandomSampler, which has no set_epoch
+                    edits=self._fix(ctx, epoch_loop, handle) if always else (),
+                    epoch_loop_line=epoch_loop.lineno,
                 ),
-                # chosen at run time, the sampler may be a RandomSampler, which has no set_epoch
-                edits=self._fix(ctx, epoch_loop, handle) if always else (),
-                epoch_loop_line=epoch_loop.lineno,
+                (call, epoch_loop),
             )
 
     def _from_builders(
         self, ctx: FileContext, facts: LoopFacts, calls: list[ast.Call]
-    ) -> Iterator[Violation]:
+    ) -> Iterator[tuple[Violation, tuple[ast.AST, ...]]]:
         """(project) ``train_loader, val_loader = create_dataloader(config)``: a project builder of
         another file returns a loader over a shuffling DistributedSampler, and this file iterates it
         over epochs; neither file calls ``set_epoch``. Reported at the epoch loop."""
@@ -179,17 +196,20 @@ class SetEpochMissing(Rule):
             if sets_epoch_elsewhere(ctx, loop, {d for n in names if (d := dotted(n))}):
                 continue
             builder = ctx.segment(call.func)
-            yield self.violation(
-                loop,
-                Text(
-                    f"`{builder}(...)` (line {call.lineno}) returns a loader over a shuffling DistributedSampler "
-                    f"({where}) and `set_epoch` is never called: the loop at line {loop.lineno} sees the same "
-                    "order every epoch.",
-                    f"`{builder}(...)`（第 {call.lineno} 行）返回的 DataLoader 使用开启 shuffle 的 "
-                    f"DistributedSampler（{where}），但从未调用 `set_epoch`：第 {loop.lineno} 行的循环每个 epoch "
-                    "顺序都相同。",
+            yield (
+                self.violation(
+                    loop,
+                    Text(
+                        f"`{builder}(...)` (line {call.lineno}) returns a loader over a shuffling DistributedSampler "
+                        f"({where}) and `set_epoch` is never called: the loop at line {loop.lineno} sees the same "
+                        "order every epoch.",
+                        f"`{builder}(...)`（第 {call.lineno} 行）返回的 DataLoader 使用开启 shuffle 的 "
+                        f"DistributedSampler（{where}），但从未调用 `set_epoch`：第 {loop.lineno} 行的循环每个 epoch "
+                        "顺序都相同。",
+                    ),
+                    epoch_loop_line=loop.lineno,
                 ),
-                epoch_loop_line=loop.lineno,
+                (call, loop),
             )
 
     @staticmethod
