@@ -87,15 +87,17 @@ class SetEpochMissing(Rule):
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
         units = set_epoch_units(ctx)
-        for v, involved in self._check(ctx, facts):
+        for v, involved in self._check(ctx, facts, _never_called(ctx, units)):
             # a ``set_epoch`` of the file counts unless every def the finding involves (the
             # sampler's, the epoch loop's) is one that neither runs it nor is run after it
             if units is None or not any((u := top_unit(ctx, n)) is None or id(u) in units for n in involved):
                 yield v
 
-    def _check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[tuple[Violation, tuple[ast.AST, ...]]]:
+    def _check(
+        self, ctx: FileContext, facts: LoopFacts, never: Text
+    ) -> Iterator[tuple[Violation, tuple[ast.AST, ...]]]:
         calls = [n for n in ctx.nodes if isinstance(n, ast.Call)]
-        yield from self._from_builders(ctx, facts, calls)
+        yield from self._from_builders(ctx, facts, calls, never)
         # once, not per sampler: a notebook of many cells repeating the loop was quadratic (minutes)
         dataloaders = [
             (arg, dotted(arg) if arg is not None else None, bound_names(ctx, node))
@@ -125,11 +127,11 @@ class SetEpochMissing(Rule):
                         self.violation(
                             call,
                             Text(
-                                f"DistributedSampler (line {call.lineno}) shuffles but `set_epoch` is never called: "
+                                f"DistributedSampler (line {call.lineno}) shuffles but {never.en}: "
                                 f"`{ctx.segment(handed.func)}(...)` (line {handed.lineno}) iterates its loader again "
                                 "every epoch in code of another file that never calls it either, so every epoch "
                                 "sees the same order.",
-                                f"DistributedSampler（第 {call.lineno} 行）开启了 shuffle 但从未调用 `set_epoch`："
+                                f"DistributedSampler（第 {call.lineno} 行）开启了 shuffle 但{never.zh}："
                                 f"`{ctx.segment(handed.func)}(...)`（第 {handed.lineno} 行）在另一个文件的代码里每个 epoch "
                                 "重新遍历它的 DataLoader，那里也没有调用 `set_epoch`，所以每个 epoch 顺序都相同。",
                             ),
@@ -145,9 +147,9 @@ class SetEpochMissing(Rule):
                 self.violation(
                     call,
                     Text(
-                        f"DistributedSampler (line {call.lineno}{when.en}) shuffles but `set_epoch` is never called: the loop "
+                        f"DistributedSampler (line {call.lineno}{when.en}) shuffles but {never.en}: the loop "
                         f"at line {epoch_loop.lineno} sees the same order every epoch.",
-                        f"DistributedSampler（第 {call.lineno} 行{when.zh}）开启了 shuffle 但从未调用 `set_epoch`：第 {epoch_loop.lineno} "
+                        f"DistributedSampler（第 {call.lineno} 行{when.zh}）开启了 shuffle 但{never.zh}：第 {epoch_loop.lineno} "
                         "行的循环每个 epoch 顺序都相同。",
                     ),
                     # chosen at run time, the sampler may be a RandomSampler, which has no set_epoch
@@ -158,7 +160,7 @@ class SetEpochMissing(Rule):
             )
 
     def _from_builders(
-        self, ctx: FileContext, facts: LoopFacts, calls: list[ast.Call]
+        self, ctx: FileContext, facts: LoopFacts, calls: list[ast.Call], never: Text
     ) -> Iterator[tuple[Violation, tuple[ast.AST, ...]]]:
         """(project) ``train_loader, val_loader = create_dataloader(config)``: a project builder of
         another file returns a loader over a shuffling DistributedSampler, and this file iterates it
@@ -201,10 +203,10 @@ class SetEpochMissing(Rule):
                     loop,
                     Text(
                         f"`{builder}(...)` (line {call.lineno}) returns a loader over a shuffling DistributedSampler "
-                        f"({where}) and `set_epoch` is never called: the loop at line {loop.lineno} sees the same "
+                        f"({where}) and {never.en}: the loop at line {loop.lineno} sees the same "
                         "order every epoch.",
                         f"`{builder}(...)`（第 {call.lineno} 行）返回的 DataLoader 使用开启 shuffle 的 "
-                        f"DistributedSampler（{where}），但从未调用 `set_epoch`：第 {loop.lineno} 行的循环每个 epoch "
+                        f"DistributedSampler（{where}），但{never.zh}：第 {loop.lineno} 行的循环每个 epoch "
                         "顺序都相同。",
                     ),
                     epoch_loop_line=loop.lineno,
@@ -319,6 +321,22 @@ class SetEpochMissing(Rule):
         if first.lineno == loop.lineno or not starts_own_line(ctx, first):
             return ()
         return (insert_line_before(ctx, first, f"{handle}.set_epoch({target.id})"),)
+
+
+def _never_called(ctx: FileContext, units: set[int] | None) -> Text:
+    """How the message says that no ``set_epoch`` reaches the sampler: none in the file, or (a file
+    with two entry points, only one of which sets its sampler's epoch) only in defs that the
+    finding's sampler and epoch loop neither run nor are run by (``set_epoch_units``)."""
+    if units is None:
+        return Text("`set_epoch` is never called", "从未调用 `set_epoch`")
+    lines = sorted(
+        c.lineno for c in ctx.of_type(ast.Call) if (m := method(c)) is not None and m[1] == "set_epoch"
+    )
+    at = ", ".join(str(n) for n in lines[:3]) + (", ..." if len(lines) > 3 else "")
+    return Text(
+        f"`set_epoch` is called only in code this loop never runs (line {at})",
+        f"`set_epoch` 只在这个循环不会执行的代码里调用（第 {at} 行）",
+    )
 
 
 def _visible(ctx: FileContext, handle: str, loop: ast.AST) -> bool:
