@@ -70,9 +70,10 @@ import logging
 
 def setuplogger(rank):
     Log_file = logging.getLogger("Log_file")
+    # a handler on every rank: with none off rank 0, Python's last-resort handler would drop ``info``
+    Log_file.addHandler(logging.StreamHandler())
     if rank in [-1, 0]:
         Log_file.setLevel(logging.INFO)
-        Log_file.addHandler(logging.StreamHandler())
     else:
         Log_file.setLevel(LEVEL)
     return Log_file

@@ -137,6 +137,7 @@ COUNT_NAME = re.compile(
     re.IGNORECASE,
 )
 LIGHTNING_STEP = "training_step"
+_COMPREHENSIONS = (ast.GeneratorExp, ast.ListComp, ast.SetComp, ast.DictComp)
 MAX_SCOPE_NODES = 20_000  # generated giants: no provenance (precision over recall)
 
 
@@ -184,6 +185,11 @@ def reads(
     out: set[str] = set()
     skip: set[int] = set()
     for x in nodes:
+        if isinstance(x, _COMPREHENSIONS):
+            # a comprehension's own variables are its own scope (``sum(loss for loss in
+            # loss_dict_reduced.values())`` reads ``loss_dict_reduced``, not the training ``loss``)
+            bound = {n.id for g in x.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+            skip |= {id(n) for n in ast.walk(x) if isinstance(n, ast.Name) and n.id in bound}
         if isinstance(x, ast.Subscript) and (
             _not_a_loss_key(x.slice) or (_names_field(x.value, fields) and _other_key(x.slice))
         ):
