@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 import re
 
-from ddp_doctor.lint.context import FileContext, dotted, param_defaults
+from ddp_doctor.lint.context import FileContext, dotted, param_defaults, positional_params
 
 BATCHNORM = re.compile(r"^torch\.nn\.(Lazy)?BatchNorm[123]d$")
 # A base class that makes a project class a BatchNorm layer itself (CLIP-Driven-Universal-Model's
@@ -59,9 +59,26 @@ def off_switch(ctx: FileContext, node: ast.AST) -> str | None:
     return None
 
 
-def passes_switch(calls: list[tuple[int, frozenset[str], bool]], switch: tuple[str, int]) -> bool:
+def layer_switch(
+    ctx: FileContext, layer: ast.AST
+) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, tuple[str, int]] | None:
+    """The def ``layer`` is built in and ``(parameter, position)`` of the off-by-default parameter it
+    is built only under (:func:`off_switch`; position among what a call fills, -1: keyword only),
+    the form :func:`passes_switch` reads; None when it is built unconditionally."""
+    name = off_switch(ctx, layer)
+    fn = ctx.enclosing_function(layer)
+    if name is None or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    params = positional_params(fn, bound=isinstance(ctx.parents.get(fn), ast.ClassDef))
+    return fn, (name, params.index(name) if name in params else -1)
+
+
+def passes_switch(calls: list[tuple[int, frozenset[str], bool]], switch: tuple[str, int] | None) -> bool:
     """Some call (``(positional count, keywords given a value other than False/None, has *args or
-    **kwargs)``) may turn on parameter ``switch`` (``(name, position)``; position -1: keyword only)."""
+    **kwargs)``) may turn on parameter ``switch`` (``(name, position)``; position -1: keyword only;
+    None: there is no switch to turn on)."""
+    if switch is None:
+        return False
     name, position = switch
     return any(star or name in kws or 0 <= position < npos for npos, kws, star in calls)
 

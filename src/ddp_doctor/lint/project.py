@@ -153,9 +153,8 @@ class ProjectIndex(IndexScan, IndexQueries):
                     if (
                         is_class_summary(s) or is_class_summary(c) or callee in s.returned_callees
                     ) and callee not in s.bn_optional:
-                        s.builds_batchnorm |= c.builds_batchnorm or (
-                            c.bn_switch is not None
-                            and passes_switch(s.switch_calls.get(callee, []), c.bn_switch)
+                        s.builds_batchnorm |= c.builds_batchnorm or passes_switch(
+                            s.switch_calls.get(callee, []), c.bn_switch
                         )
                         s.converts_syncbn |= c.converts_syncbn
                     if callee in s.returned_callees:

@@ -18,11 +18,11 @@ from ddp_doctor.lint.batchnorm_syntax import (
     builds_from_reference,
     call_shape,
     chooses_other_norm,
+    layer_switch,
     names_syncbn,
     off_by_default,
-    off_switch,
 )
-from ddp_doctor.lint.context import FileContext, dotted, method, positional_params, walk_local
+from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
 from ddp_doctor.lint.flags import argparse_choices
 from ddp_doctor.lint.idioms import SYNC_CONTROL
 from ddp_doctor.lint.loops import LoopFacts, backward_of, guarded_in, param_backward
@@ -612,17 +612,13 @@ def _own_switch(
     """``(parameter, position)`` when ``call`` (a BatchNorm layer) runs only under a parameter that
     defaults to off of ``node`` itself, or of its ``__init__`` for a class (what a call of the class
     fills); None otherwise."""
-    name = off_switch(ctx, call)
-    fn = ctx.enclosing_function(call)
-    if name is None or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+    found = layer_switch(ctx, call)
+    if found is None:
         return None
+    fn, switch = found
     if isinstance(node, ast.ClassDef):
-        if fn.name != "__init__" or fn not in node.body:
-            return None
-    elif fn is not node:
-        return None
-    params = positional_params(fn, bound=isinstance(ctx.parents.get(fn), ast.ClassDef))
-    return name, params.index(name) if name in params else -1
+        return switch if fn.name == "__init__" and fn in node.body else None
+    return switch if fn is node else None
 
 
 def _settle_switch(s: Summary, switches: set[tuple[str, int]]) -> None:

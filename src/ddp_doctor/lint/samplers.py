@@ -39,12 +39,17 @@ def distributed_sampler_call(ctx: FileContext, call: ast.Call) -> bool:
     return DISTRIBUTED_SAMPLER in {ctx.qualname(last.value.body), ctx.qualname(last.value.orelse)}
 
 
+def set_epoch_calls(ctx: FileContext) -> list[ast.Call]:
+    """The module's ``x.set_epoch(...)`` calls (read from the tree: a comment or a string naming it
+    does not count)."""
+    if "set_epoch" not in ctx.words:
+        return []
+    return [c for c in ctx.of_type(ast.Call) if (m := method(c)) is not None and m[1] == "set_epoch"]
+
+
 def calls_set_epoch(ctx: FileContext) -> bool:
-    """The module calls ``x.set_epoch(...)`` somewhere (read from the tree: a comment or a string
-    naming it does not count)."""
-    return "set_epoch" in ctx.words and any(
-        (m := method(c)) is not None and m[1] == "set_epoch" for c in ctx.of_type(ast.Call)
-    )
+    """The module calls ``x.set_epoch(...)`` somewhere."""
+    return bool(set_epoch_calls(ctx))
 
 
 def top_unit(ctx: FileContext, node: ast.AST) -> ast.AST | None:
@@ -69,8 +74,8 @@ def set_epoch_units(ctx: FileContext) -> set[int] | None:
     A ``set_epoch`` in a def that neither runs nor is run by another (a second entry point of the
     file: ``pretrain_a`` sets it, ``pretrain_b`` never does) sets the epoch of the sampler that def
     draws from, not of the loader handed to the other one."""
-    calls = [c for c in ctx.of_type(ast.Call) if (m := method(c)) is not None and m[1] == "set_epoch"]
-    if "set_epoch" not in ctx.words or not calls:
+    calls = set_epoch_calls(ctx)
+    if not calls:
         return None
     units = {
         u.name: u

@@ -69,7 +69,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ddp_doctor.core.catalog import Text
-from ddp_doctor.lint.batchnorm_syntax import BATCHNORM, TORCHVISION_BN, call_shape, off_switch, passes_switch
+from ddp_doctor.lint.batchnorm_syntax import (
+    BATCHNORM,
+    TORCHVISION_BN,
+    call_shape,
+    layer_switch,
+    passes_switch,
+)
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method, positional_params
 from ddp_doctor.lint.flags import FlagTest, all_defaults, describe, flag_test
 from ddp_doctor.lint.frozen_wrap import frozen_names
@@ -327,10 +333,10 @@ def _switched_off(ctx: FileContext, layer: ast.Call) -> bool:
     layers.append(nn.BatchNorm2d(c))`` in ``BasicConv.__init__(..., norm=False)``, a function of
     the file or a class's constructor), where the file calls that def and no call may pass it, and
     never hands the def on by name (a layer type given to a builder, its arguments unseen)."""
-    switch = off_switch(ctx, layer)
-    fn = ctx.enclosing_function(layer)
-    if switch is None or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+    found = layer_switch(ctx, layer)
+    if found is None:
         return False
+    fn, switch = found
     owner = ctx.parents.get(fn)
     if isinstance(owner, ast.ClassDef) and fn.name == "__init__":
         name = owner.name
@@ -338,8 +344,6 @@ def _switched_off(ctx: FileContext, layer: ast.Call) -> bool:
         name = fn.name
     else:
         return False
-    params = positional_params(fn, bound=isinstance(owner, ast.ClassDef))
-    position = params.index(switch) if switch in params else -1
     calls: list[tuple[int, frozenset[str], bool]] = []
     for ref in ctx.of_type(ast.Name):
         if ref.id != name or not isinstance(ref.ctx, ast.Load):
@@ -349,14 +353,13 @@ def _switched_off(ctx: FileContext, layer: ast.Call) -> bool:
             calls.append(call_shape(parent))
         elif not (isinstance(parent, ast.Call) and dotted(parent.func) == "super"):
             return False  # handed on by name (``block=BasicConv``)
-    return bool(calls) and not passes_switch(calls, (switch, position))
+    return bool(calls) and not passes_switch(calls, switch)
 
 
 def _builds_batchnorm(summary: Summary, call: ast.Call) -> bool:
     """This call of a project def builds BatchNorm: the def always does, or builds it only under a
     parameter that defaults to off (``Summary.bn_switch``) and this call may pass it."""
-    switch = summary.bn_switch
-    return summary.builds_batchnorm or (switch is not None and passes_switch([call_shape(call)], switch))
+    return summary.builds_batchnorm or passes_switch([call_shape(call)], summary.bn_switch)
 
 
 def _handed_batchnorm(ctx: FileContext, project: ProjectIndex, call: ast.Call) -> str | None:

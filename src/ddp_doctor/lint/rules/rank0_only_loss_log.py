@@ -280,9 +280,7 @@ class Rank0OnlyLossLog(Rule):
                             yield v, None, first
                         continue
                 seen.add(id(node))
-                # the loss itself first, then a name that says it is a loss (`total_loss` before `nan_share`)
-                name = min(hit, key=lambda h: (_kind(h, taint).en != "the loss", "loss" not in h.lower(), h))
-                kind = _kind(name, taint)
+                name, kind = _named_value(hit, taint)
                 yield (
                     self.violation(
                         node,
@@ -318,26 +316,24 @@ def _scalar_logger_calls(
     by_caller: dict[int, list[tuple[ast.Call, str, Text]]] = {}
     other = False
     for call in ctx.of_type(ast.Call):
-        if not isinstance(call, ast.Call) or ctx.helper(call) is not fn:
+        if ctx.helper(call) is not fn:
             continue
         args = [a for p in params if (a := bound_argument(fn, call, p)) is not None]
         if not args:
             continue
         caller = ctx.enclosing_function(call)
         taint = flow.taints.get(id(caller))
+        if taint is None:
+            continue  # (a caller that trains nothing: an evaluation step handing its own losses)
         hit: list[str] = []
-        if taint is not None and not single_process_only(ctx, call):
+        if not single_process_only(ctx, call):
             names = reads((x for a in args for x in ast.walk(a)), taint.fields)
             names |= loop_aliases(ctx, call, names)
             hit = sorted(n for n in names & taint.names if _training_binding(flow, caller, n, call, taint))
-        if taint is None:
-            continue  # (a caller that trains nothing: an evaluation step handing its own losses)
         if not hit:
             other = True  # the training code hands it something else too: the learning rate
             continue
-        held = taint
-        name = min(hit, key=lambda h: (_kind(h, held).en != "the loss", "loss" not in h.lower(), h))
-        by_caller.setdefault(id(caller), []).append((call, name, _kind(name, held)))
+        by_caller.setdefault(id(caller), []).append((call, *_named_value(hit, taint)))
     if not other or not by_caller:
         return None
     out: list[tuple[ast.Call, list[int], str, Text]] = []
@@ -392,6 +388,13 @@ def _one_per_block(found: list[Violation]) -> Iterator[Violation]:
 def _guarded(v: Violation) -> bool:
     """The finding's log sits under a rank-0 test of its own function."""
     return v.evidence.get("guard_line") is not None
+
+
+def _named_value(hit: list[str], taint: Taint) -> tuple[str, Text]:
+    """Which of the logged names the message names, and its kind: the loss itself first, then a
+    name that says it is a loss (``total_loss`` before ``nan_share``)."""
+    name = min(hit, key=lambda h: (_kind(h, taint).en != "the loss", "loss" not in h.lower(), h))
+    return name, _kind(name, taint)
 
 
 def _kind(name: str, taint: Taint) -> Text:

@@ -44,7 +44,7 @@ from ddp_doctor.lint.context import FileContext, dotted, keyword, method
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.rules._data import bound_names, trains_on
 from ddp_doctor.lint.rules.base import Rule, Violation
-from ddp_doctor.lint.samplers import DATALOADER, distributed_sampler_call
+from ddp_doctor.lint.samplers import DATALOADER, distributed_sampler_call, top_unit
 
 DATA_PARALLEL = (
     "torch.nn.parallel.DistributedDataParallel",
@@ -227,16 +227,12 @@ def _distributed_alternative(ctx: FileContext, loader: ast.Call, dataset: ast.ex
         above = ctx.parents.get(parent)
         if isinstance(parent, ast.If) and not (isinstance(above, ast.If) and above.orelse == [parent]):
             for branch in _branches(parent):
-                if any(_holds(stmt, loader) for stmt in branch):
+                if any(ctx.within(loader, stmt) for stmt in branch):
                     continue
                 if any(_samples_dataset(ctx, stmt, name) for stmt in branch):
                     return True
         cur = parent
     return False
-
-
-def _holds(stmt: ast.AST, node: ast.AST) -> bool:
-    return any(n is node for n in ast.walk(stmt))
 
 
 def _samples_dataset(ctx: FileContext, stmt: ast.stmt, dataset: str) -> bool:
@@ -256,23 +252,15 @@ def _samples_dataset(ctx: FileContext, stmt: ast.stmt, dataset: str) -> bool:
     return False
 
 
-def _top_level(ctx: FileContext, node: ast.AST) -> ast.AST | None:
-    """The statement of the module that holds ``node`` (its top-level function or class)."""
-    top: ast.AST = node
-    while (parent := ctx.parents.get(top)) is not None and parent is not ctx.tree:
-        top = parent
-    return top if parent is not None else None
-
-
 def _single_process_sibling(ctx: FileContext, loader: ast.Call, wraps: list[ast.Call]) -> bool:
     """A file of several trainer classes where every DDP/FSDP wrap is made inside the methods of
     other classes (the distributed trainer wraps its own model), and the loader's class wraps
     nothing and reads no rank, world size or process group: that sibling is the single-process
     trainer, and its plain loader is right."""
-    cls = _top_level(ctx, loader)
+    cls = top_unit(ctx, loader)
     if not isinstance(cls, ast.ClassDef) or not wraps:
         return False
-    if any(not isinstance(top := _top_level(ctx, w), ast.ClassDef) or top is cls for w in wraps):
+    if any(not isinstance(top := top_unit(ctx, w), ast.ClassDef) or top is cls for w in wraps):
         return False
     words = set(DISTRIBUTED_WORDS) | {"DistributedSampler", "distributed", "dist", "rank"}
     return not any(
@@ -288,7 +276,7 @@ def _under_accelerate(ctx: FileContext, loader: ast.Call) -> bool:
     prepares anything and does not hand the loader back (an FSDP trainer next to an accelerate
     trainer in one file: ``self.train_dataloader = DataLoader(...)`` in its ``__init__``). A loader
     built by a function and returned (``get_dataloaders``, prepared by its caller) stays covered."""
-    top = _top_level(ctx, loader)
+    top = top_unit(ctx, loader)
     if not isinstance(top, ast.ClassDef):
         return True
     if any(

@@ -45,6 +45,7 @@ from ddp_doctor.lint.samplers import (
     DISTRIBUTED_SAMPLER,
     WHOLE,
     distributed_sampler_call,
+    set_epoch_calls,
     set_epoch_units,
     top_unit,
 )
@@ -329,9 +330,7 @@ def _never_called(ctx: FileContext, units: set[int] | None) -> Text:
     finding's sampler and epoch loop neither run nor are run by (``set_epoch_units``)."""
     if units is None:
         return Text("`set_epoch` is never called", "从未调用 `set_epoch`")
-    lines = sorted(
-        c.lineno for c in ctx.of_type(ast.Call) if (m := method(c)) is not None and m[1] == "set_epoch"
-    )
+    lines = sorted(c.lineno for c in set_epoch_calls(ctx))
     at = ", ".join(str(n) for n in lines[:3]) + (", ..." if len(lines) > 3 else "")
     return Text(
         f"`set_epoch` is called only in code this loop never runs (line {at})",
