@@ -104,6 +104,11 @@ def backward_of(node: ast.AST) -> Backward | None:
     scaled = scale_call(receiver)
     if scaled is not None and scaled.args:
         return Backward(node, scaled.args[0], framework=False, scaled=True)
+    handed_scaled = scale_call(node.args[0]) if node.args else None
+    if handed_scaled is not None and handed_scaled.args:
+        # LightningLite/Fabric ``self.backward(scaler.scale(loss))`` (CoTracker): the object
+        # backprops the scaled loss it is handed
+        return Backward(node, handed_scaled.args[0], framework=False, scaled=True)
     handed = _loss_argument(node)
     if handed is not None and not LOSS_WORD.search(text or ""):
         # ``self.mp_trainer.backward(loss)``: an object that backprops the loss it is handed (a

@@ -234,6 +234,8 @@ class ProjectIndex(IndexScan, IndexQueries):
             built = self._get(key)
             if built is not None and is_class_summary(built) and kept:
                 self.rank0_handed[built.qualname] = kept
+            elif built is not None and kept:  # a function: ``train(loader, verbose=(worker_idx == 0))``
+                self.rank0_function_args[built.qualname] = kept
         self._rank0_args = {}
 
     def _returns_rank0_at(self, qualname: str, position: int) -> bool:

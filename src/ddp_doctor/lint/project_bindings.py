@@ -59,6 +59,7 @@ class IndexBindings(IndexCore):
             is_builtin_print,
             is_rank0_test,
             rank0_predicates,
+            rank_aliases,
             silenced_stdout,
             silences_other_ranks,
         )
@@ -80,6 +81,8 @@ class IndexBindings(IndexCore):
             else set()
         )
         self.rank0_predicates |= predicates
+        if rank0:  # the file's own rank names (``main_worker(worker_idx, ...)``): not project-wide
+            predicates = predicates | rank_aliases(ctx.of_type(ast.Call), ctx.functions)
         if rank0:
             self.distributed_predicates |= distributed_predicates(
                 f for defs in ctx.functions.values() for f in defs

@@ -214,10 +214,13 @@ class IndexCore:
     # method names whose every call in the project (``obj.name(...)``) hands a rank-0 test to these
     # arguments (voxceleb ``trainer.train_network(loader, verbose=(args.gpu == 0))``)
     rank0_method_args: dict[str, set[str | int]] = field(default_factory=dict)
+    # project function qualname -> its arguments (names, positions) every call binds to a rank-0 test
+    rank0_function_args: dict[str, set[str | int]] = field(default_factory=dict)
     _children: dict[str, set[str]] | None = None  # class -> its direct project subclasses (lazy)
     rank0_callees: set[str] = field(default_factory=set)
     _wrapper_names: tuple[str, ...] | None = None
     _bn_modules: set[str] | None = None
+    _heads: tuple[int, set[str]] | None = None  # (module count, first parts): module_heads()
     _local_names: set[str] = field(default_factory=set)  # top-level defs of the file being summarised
     _loss_names: tuple[str, ...] | None = None
     _compile_names: tuple[str, ...] | None = None
@@ -273,6 +276,12 @@ class IndexCore:
         mod, _, name = qualname.rpartition(".")
         resolved = self.resolve_module(mod) if mod else None
         return self.reexports.get(f"{resolved}.{name}") if resolved is not None else None
+
+    def module_heads(self) -> set[str]:
+        """The first parts of the project's module names (``yolox`` of ``yolox.models.yolox``)."""
+        if self._heads is None or self._heads[0] != len(self.modules):
+            self._heads = (len(self.modules), {m.partition(".")[0] for m in self.modules})
+        return self._heads[1]
 
     def resolve_module(self, name: str) -> str | None:
         if name in self.modules:

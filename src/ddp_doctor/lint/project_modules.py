@@ -6,6 +6,7 @@ file's context to the index (lint/project.py). Plain functions over paths and tr
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -163,6 +164,32 @@ def absolute_imports(ctx: FileContext, module: str) -> dict[str, str]:
     return out
 
 
+def sibling_imports(
+    ctx: FileContext,
+    imports: dict[str, str],
+    module: str,
+    resolve: Callable[[str], str | None],
+    heads: Collection[str],
+) -> dict[str, str]:
+    """``from models import Backbone`` in ``ddp/learner.py`` of a repository that also has
+    ``single_GPU/models.py``: Python runs the script from its own directory (``sys.path[0]``), so
+    the import names the sibling ``ddp.models``. Rewrites the file's own absolute imports (not its
+    relative ones) whose first part starts no module of the project (``heads``) but names a module
+    beside the file."""
+    package = module.rpartition(".")[0]
+    if not package:
+        return imports
+    out = dict(imports)
+    for name, full in ctx.imports.items():
+        head = full.partition(".")[0]
+        if imports.get(name) != full or head in heads or not head.isidentifier():
+            continue
+        sibling = f"{package}.{head}"
+        if sibling != module and resolve(sibling) == sibling:
+            out[name] = f"{package}.{full}"
+    return out
+
+
 def attach(ctx: FileContext, index: IndexCore | None, path: Path) -> None:
     """Give a file's context its project (module name and absolute imports)."""
     if index is None:
@@ -173,4 +200,6 @@ def attach(ctx: FileContext, index: IndexCore | None, path: Path) -> None:
         return
     ctx.project = index
     ctx.module = module
-    ctx.absolute_imports = absolute_imports(ctx, module)
+    ctx.absolute_imports = sibling_imports(
+        ctx, absolute_imports(ctx, module), module, index.resolve_module, index.module_heads()
+    )

@@ -17,6 +17,7 @@ from ddp_doctor.lint.project_core import CONFLICT, GENERIC_METHODS, MAX_SAME_NAM
 from ddp_doctor.lint.project_modules import attach, defs_of, is_test_module, module_level_names, parse_file
 from ddp_doctor.lint.project_summary import Summary, is_class_summary
 from ddp_doctor.lint.provenance import LossFlow, Shape, evaluation_function, merge, reads
+from ddp_doctor.lint.state_logs import StateLog
 
 
 class IndexQueries(IndexCore):
@@ -110,6 +111,22 @@ class IndexQueries(IndexCore):
         if len(found) != 1 or not isinstance(call.func, ast.Attribute) or call.func.attr in GENERIC_METHODS:
             return None
         return found[0].backward_param
+
+    def method_reduces_receiver(self, ctx: FileContext, call: ast.Call) -> bool:
+        """``obj.m(...)`` runs a project method that combines ``obj``'s state across ranks: the one of
+        the class ``obj`` is built from here, else every project method of that name (rrn's
+        ``loss.all_reduct(device)`` on the ``MetricManager`` a helper returned)."""
+        s = self._constructed_method(ctx, call)
+        if s is not None:
+            return s.reduces_self
+        found = self._same_name_methods(call.func)
+        return bool(found) and all(m.reduces_self for m in found)
+
+    def call_state_logged(self, ctx: FileContext, call: ast.Call) -> StateLog | None:
+        """What the project method ``obj.m(...)`` runs logs of what ``obj`` was built with
+        (``progress.display(i)`` of a ``ProgressMeter`` built from the meters; lint/state_logs.py)."""
+        s = self._constructed_method(ctx, call)
+        return s.state_logged if s is not None else None
 
     def call_logged_args(self, ctx: FileContext, call: ast.Call) -> list[ast.expr] | None:
         """The arguments ``call`` logs when it runs project code that logs its parameters: a
@@ -386,6 +403,21 @@ class IndexQueries(IndexCore):
                     if target is not None:
                         self._children.setdefault(target, set()).add(s.qualname)
         return self._children
+
+    def rank0_function_params(self, ctx: FileContext, fn: ast.AST) -> set[str]:
+        """Parameters of ``fn`` (a top-level function of ``ctx``'s file) that every call of it in the
+        project binds to a rank-0 test (``ddp_train(loader, model, verbose=verbose)`` with ``verbose =
+        (worker_idx == 0)`` in the spawned worker of another file)."""
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or ctx.parents.get(fn) is not ctx.tree:
+            return set()
+        args = self.rank0_function_args.get(f"{ctx.module}.{fn.name}")
+        if not args:
+            return set()
+        params = positional_params(fn)
+        named = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
+        return {params[a] for a in args if isinstance(a, int) and a < len(params)} | {
+            a for a in args if isinstance(a, str) and a in named
+        }
 
     def rank0_method_params(self, ctx: FileContext, fn: ast.AST) -> set[str]:
         """Parameters of ``fn`` (a method of a top-level class of ``ctx``'s file) that every call of its

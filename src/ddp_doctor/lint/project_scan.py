@@ -60,11 +60,13 @@ from ddp_doctor.lint.project_modules import (
     module_level_imports,
     module_level_names,
     relative_base,
+    sibling_imports,
 )
 from ddp_doctor.lint.project_summary import DATA_PARALLEL, DDP, Summary
 from ddp_doctor.lint.provenance import LossFlow, param_call_return
-from ddp_doctor.lint.reductions import returned_reductions
+from ddp_doctor.lint.reductions import reduces_own_state, returned_reductions
 from ddp_doctor.lint.samplers import calls_set_epoch, returned_sampler_loaders, set_epoch_units, top_unit
+from ddp_doctor.lint.state_logs import state_logged
 from ddp_doctor.lint.syncbn_parameter import conversion_parameter
 
 
@@ -137,7 +139,9 @@ class IndexScan(IndexBindings):
     def _file_imports(self, module: str, ctx: FileContext) -> dict[str, str]:
         """The file's absolute imports (with :data:`LOCAL_KEY` its own module); records its
         re-exports of names from outside the project and the names it defines at top level."""
-        imports = absolute_imports(ctx, module)
+        imports = sibling_imports(
+            ctx, absolute_imports(ctx, module), module, self.resolve_module, self.module_heads()
+        )
         for name in module_level_imports(ctx.tree):
             target = imports.get(name)
             if target is not None and self._project_module_of(target) is None:
@@ -341,6 +345,7 @@ class IndexScan(IndexBindings):
         if "rank0_logging" in self.facts:
             s.logs_rank0 = logs_rank0_only(ctx, node)
             s.logged_params, s.params = parameters_logged(ctx, node)
+            s.state_logged = state_logged(ctx, node) if is_method else None
             s.rank0_decorator = is_rank0_decorator(ctx, node)
             s.logs = has_log_call(ctx, node)
             s.decorators = self._decorators(node, scan.module, scan.imports)
@@ -358,6 +363,7 @@ class IndexScan(IndexBindings):
             s.epoch_params = epoch_params_of(ctx, node, is_method)
         # shared: what it returns of values combined across ranks (provenance.reducing_call)
         s.returns_reduced, returned = returned_reductions(ctx, node)
+        s.reduces_self = is_method and reduces_own_state(ctx, node)
         s.reduce_callees = {t for c in returned if (t := self._project_target(scan.imports, c.func))}
         # shared: the loop model (lint/loops.py) takes a call of it as a backward of its argument
         if s.calls_backward:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ddp_doctor.lint.provenance import Shape
+from ddp_doctor.lint.state_logs import StateLog
 
 DATA_PARALLEL = frozenset(
     {
@@ -66,6 +67,10 @@ FACTS: dict[str, tuple[str, ...]] = {
         "silences_print",
         "logged_params",
         "call_logged_args",
+        "state_logged",
+        "call_state_logged",
+        "reduces_self",
+        "method_reduces_receiver",
         "rank0_decorator",
         "decorators",
         "logs",
@@ -74,6 +79,8 @@ FACTS: dict[str, tuple[str, ...]] = {
         "rank0_returns",
         "rank0_handed",
         "rank0_method_args",
+        "rank0_function_args",
+        "rank0_function_params",
         "rank0_method_params",
         "class_bases",
         "declares_abstract",
@@ -182,6 +189,12 @@ class Summary:
     # ``add_scalar``; ``**kwargs`` as ``"**kwargs"``): a call of it logs those arguments.
     logged_params: tuple[str, ...] = ()
     params: tuple[str, ...] = ()  # positional parameter names (no ``self``)
+    # A method that logs what its instance was built with (``ProgressMeter.display`` printing the
+    # meters ``__init__`` kept): how, and which constructor parameters (lint/state_logs.py).
+    state_logged: StateLog | None = None
+    # A method that combines its instance's own state across ranks (rrn's ``MetricManager.all_reduct``:
+    # ``self.metrics[i].all_reduce(device)``): a call of it as a statement reduces the receiver in place.
+    reduces_self: bool = False
     # A class whose update method combines its argument across ranks (efficientvit ``AverageMeter``
     # whose ``update`` sums through ``sync_tensor``): its instances are synchronised meters.
     syncs_updates: bool = False

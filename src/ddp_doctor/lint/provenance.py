@@ -224,7 +224,12 @@ def reads(
         elif isinstance(x, ast.Attribute) and id(x) not in skip:
             if x.attr in DESCRIBE_ATTRS:
                 skip |= {id(n) for n in ast.walk(x.value)}  # loss.shape, x.size()
-            elif -id(x) not in skip and _names_field(x.value, fields) and not loss_key(x.attr):
+            elif (
+                -id(x) not in skip
+                and _names_field(x.value, fields)
+                and not loss_key(x.attr)
+                and x.attr not in METER_STATISTICS
+            ):
                 skip |= {id(n) for n in ast.walk(x.value)}  # outputs.logits, args.output_dir
         if id(x) in skip:
             continue
@@ -282,6 +287,11 @@ def _existence_test(test: ast.expr) -> bool:
     return isinstance(test, ast.Compare) and all(isinstance(op, (ast.Is, ast.IsNot)) for op in test.ops)
 
 
+# A meter's statistics of what it was fed (``loss_meter.avg``, ``.val``, ``.global_avg``): a meter
+# handed in holding the loss gives the loss through these, not another field.
+METER_STATISTICS = frozenset({"avg", "val", "sum", "global_avg", "median", "value", "average", "running_avg"})
+
+
 def loss_key(name: str) -> bool:
     """An attribute or key that holds a loss value (``loss``, ``total_loss``, ``loss_ce``), not a
     setting about one (``prior_loss_weight``, ``loss_scale``, ``loss_fn``, ``loss_type``)."""
@@ -330,15 +340,23 @@ def loop_aliases(ctx: FileContext, node: ast.AST, names: set[str]) -> set[str]:
 
 def _item_names(target: ast.AST, it: ast.expr) -> set[str]:
     """The loop variables that hold items of what is iterated: not the index ``enumerate`` pairs
-    them with (``for i, batch in enumerate(...)``: ``i`` counts)."""
+    them with (``for i, batch in enumerate(...)``: ``i`` counts), nor the keys of a dict's
+    ``items()``/``keys()`` (``for key, value in loss_logger.items(): print(key, gathered[i])``: the
+    key is the loss's name, not its value)."""
     if (
         isinstance(it, ast.Call)
         and isinstance(it.func, ast.Name)
         and it.func.id == "enumerate"
+        and it.args
         and isinstance(target, (ast.Tuple, ast.List))
         and len(target.elts) == 2
     ):
-        return set(bound_names(target.elts[1]))
+        return _item_names(target.elts[1], it.args[0])
+    if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) and not it.args:
+        if it.func.attr == "keys":
+            return set()
+        if it.func.attr == "items" and isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == 2:
+            return set(bound_names(target.elts[1]))
     return set(bound_names(target))
 
 
@@ -373,7 +391,13 @@ def _rebound_in_body(loop: ast.For | ast.AsyncFor, node: ast.AST) -> set[str]:
                 and not isinstance(n, ast.AugAssign)
             ):
                 targets = n.targets if isinstance(n, ast.Assign) else [n.target]
-                out |= {t.id for t in targets if isinstance(t, ast.Name)}
+                names = {t.id for t in targets if isinstance(t, ast.Name)}
+                if n.value is not None and not any(
+                    isinstance(c, ast.Call) and is_reduce(dotted(c.func) or "") for c in ast.walk(n.value)
+                ):
+                    # ``if hasattr(v, "item"): v = v.item()``: the same value (VAR's TensorboardLogger)
+                    names -= reads(ast.walk(n.value))
+                out |= names
     return out
 
 
@@ -963,9 +987,19 @@ class LossFlow:
         for n in nodes:
             if isinstance(n, ast.Call):
                 name = dotted(n.func) or ""
-                if is_reduce(name) and reduces_in_place(ctx, n):
+                if reduces_in_place(ctx, n) and (
+                    is_reduce(name)
+                    or (
+                        ctx.project is not None
+                        and isinstance(n.func, ast.Attribute)
+                        and ctx.project.method_reduces_receiver(ctx, n)
+                    )
+                ):
                     # in place (a statement): dist.all_reduce(t), meter.synchronize_between_processes()
-                    in_place = {x for a in n.args[:1] for x in reads(ast.walk(a))}
+                    # (a project method reducing its receiver combines none of its arguments)
+                    in_place = (
+                        {x for a in n.args[:1] for x in reads(ast.walk(a))} if is_reduce(name) else set()
+                    )
                     # a Python number cannot be changed in place: ``sync_loss(avg_loss, device)``
                     # with ``avg_loss = 0; avg_loss += loss.item()`` reduces a tensor made from it
                     # and leaves ``avg_loss`` this rank's own (DSPv2 drops what it returns)
@@ -1095,7 +1129,14 @@ class LossFlow:
         binds = ctx.bindings(scope)
         for r in nodes:
             # ``if not is_dist(): return float(x)``: what a single process returns is the global value
-            if isinstance(r, ast.Return) and r.value is not None and not single_process_only(ctx, r):
+            if (
+                isinstance(r, ast.Return)
+                and r.value is not None
+                and not single_process_only(ctx, r)
+                # ``return sync_loss_acc(loss_sum, correct, total)``: a helper that all-reduces what it
+                # is handed and returns the global values
+                and not (type(r.value) is ast.Call and reducing_call(ctx, r.value))
+            ):
                 # ``loss_avg = reduce_tensor(...)`` (when distributed) just before ``return loss_avg``:
                 # what is returned is the global value
                 live = {

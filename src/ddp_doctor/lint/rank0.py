@@ -80,6 +80,40 @@ def _mentions_rank(node: ast.AST) -> bool:
     return any(GPU_NAME.match(w.split(".")[-1]) for w in names + strings)
 
 
+def _rank_alias(node: ast.AST, predicates: Collection[str]) -> bool:
+    """``node`` reads a name the file uses as the rank, whatever it is called (``=name`` entries of
+    ``predicates``, from ``rank_aliases``)."""
+    return any(f"={d}" in predicates for n in ast.walk(node) if (d := dotted(n)) is not None)
+
+
+SPAWNERS = frozenset({"spawn", "start_processes"})
+
+
+def rank_aliases(
+    calls: Iterable[ast.Call], functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]]
+) -> set[str]:
+    """Names that hold the rank by their role, not their spelling, as ``=name`` predicates: a name
+    handed to ``init_process_group(..., rank=name)``, and the first parameter of a function of the
+    file handed to ``mp.spawn``/``start_processes`` (the process index it is called with:
+    ``main_worker(worker_idx, ...)``; the local rank)."""
+    out: set[str] = set()
+    for call in calls:
+        last = (dotted(call.func) or "").rsplit(".", 1)[-1]
+        if last == "init_process_group":
+            for k in call.keywords:
+                if (
+                    k.arg == "rank"
+                    and isinstance(k.value, (ast.Name, ast.Attribute))
+                    and (d := dotted(k.value))
+                ):
+                    out.add(f"={d}")
+        elif last in SPAWNERS and call.args and isinstance(call.args[0], ast.Name):
+            defs = functions.get(call.args[0].id, [])
+            if len(defs) == 1 and (params := positional_params(defs[0])):
+                out.add(f"={params[0]}")
+    return out
+
+
 def _int(node: ast.AST) -> int | None:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         inner = _int(node.operand)
@@ -122,14 +156,21 @@ def is_rank0_test(test: ast.expr, predicates: Collection[str] = ()) -> bool:
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
         op, left, right = test.ops[0], test.left, test.comparators[0]
         if isinstance(op, ast.Eq):
-            return any(_int(b) == 0 and _mentions_rank(a) for a, b in ((left, right), (right, left)))
+            return any(
+                _int(b) == 0 and (_mentions_rank(a) or _rank_alias(a, predicates))
+                for a, b in ((left, right), (right, left))
+            )
         if isinstance(op, ast.In) and isinstance(right, (ast.Set, ast.List, ast.Tuple)):
             values = {_int(e) for e in right.elts}
-            return 0 in values and values <= RANK0_MEMBERS and _mentions_rank(left)
+            return (
+                0 in values
+                and values <= RANK0_MEMBERS
+                and (_mentions_rank(left) or _rank_alias(left, predicates))
+            )
         # rank <= 0, rank < 1 (ColBERT ``config.rank < 1``: -1 when not distributed)
         return (
             (isinstance(op, ast.LtE) and _int(right) == 0) or (isinstance(op, ast.Lt) and _int(right) == 1)
-        ) and _mentions_rank(left)
+        ) and (_mentions_rank(left) or _rank_alias(left, predicates))
     target = test.func if isinstance(test, ast.Call) else test
     name = dotted(target)
     if not name:
@@ -319,12 +360,16 @@ def is_not_rank0_test(test: ast.expr, predicates: Collection[str] = ()) -> bool:
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
         op, left, right = test.ops[0], test.left, test.comparators[0]
         if isinstance(op, (ast.NotEq, ast.Gt)) and _int(right) == 0:
-            return _mentions_rank(left)
+            return _mentions_rank(left) or _rank_alias(left, predicates)
         if isinstance(op, ast.GtE) and _int(right) == 1:  # rank >= 1
-            return _mentions_rank(left)
+            return _mentions_rank(left) or _rank_alias(left, predicates)
         if isinstance(op, ast.NotIn) and isinstance(right, (ast.Set, ast.List, ast.Tuple)):
             values = {_int(e) for e in right.elts}
-            return 0 in values and values <= RANK0_MEMBERS and _mentions_rank(left)
+            return (
+                0 in values
+                and values <= RANK0_MEMBERS
+                and (_mentions_rank(left) or _rank_alias(left, predicates))
+            )
     return False
 
 
@@ -444,6 +489,20 @@ def rank0_predicates(tree: ast.AST, functions: Iterable[ast.AST] | None = None) 
     return out
 
 
+def rank0_attribute_flags(assigns: Iterable[ast.Assign], predicates: Collection[str] = ()) -> set[str]:
+    """Attributes the file sets only to rank-0 tests, outside ``self`` (``args.on_main_process =
+    (args.distributed and args.local_rank == 0) or not args.distributed``): the object is handed
+    around, and ``if args.on_main_process:`` in any function of the file is a rank-0 test."""
+    verdict: dict[str, bool] = {}
+    for node in assigns:
+        for t in node.targets:
+            name = dotted(t) if isinstance(t, ast.Attribute) else None
+            if name is None or name.startswith(("self.", "cls.")):
+                continue
+            verdict[name] = verdict.get(name, True) and is_rank0_test(node.value, predicates)
+    return {name for name, ok in verdict.items() if ok}
+
+
 _EXITS = (ast.Continue, ast.Return, ast.Break)
 
 
@@ -496,7 +555,7 @@ def _blocks(node: ast.AST) -> list[list[ast.stmt]]:
 
 
 # Calls a logging setup silences ranks with: a file without any of them silences nothing.
-_SETUP_CALLS = ("setLevel", "basicConfig", "disable", "remove", "disabled")
+_SETUP_CALLS = ("setLevel", "basicConfig", "disable", "remove", "disabled", "addHandler")
 
 
 def silences_other_ranks(
@@ -529,6 +588,20 @@ def silences_other_ranks(
             for n in walk_local(fn.body)
         ):
             return True  # ``if not is_main_process(): logger.disabled = True``
+        handlers = [c for c in calls if c.func.attr == "addHandler"]  # type: ignore[attr-defined]
+        if (
+            handlers
+            and isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and all(
+                enclosing_rank0_if(parents, c, SCOPES, predicates) is not None
+                or _returned_off_rank0_before(fn, c, predicates)
+                for c in handlers
+            )
+        ):
+            # maskrcnn-benchmark ``setup_logger(name, save_dir, distributed_rank)``: ``if
+            # distributed_rank > 0: return logger`` before any handler is added; the other ranks'
+            # logger has no handler and drops ``info`` records
+            return True
         removes = any(c.func.attr == "remove" and not c.args for c in calls)  # type: ignore[attr-defined]
         configs = [c for c in calls if c.func.attr == "basicConfig"]  # type: ignore[attr-defined]
         if configs and all(enclosing_rank0_if(parents, c, SCOPES, predicates) is not None for c in configs):
@@ -539,6 +612,11 @@ def silences_other_ranks(
             attr = call.func.attr  # type: ignore[attr-defined]
             if attr in ("setLevel", "basicConfig", "disable"):
                 args = [*call.args, *(k.value for k in call.keywords)]
+                # ``level = logging.INFO if rank in {-1, 0} else logging.WARNING`` then
+                # ``basicConfig(level=level)`` (CBIM's ``configure_logger``): the name's one binding
+                args += [
+                    v for a in args if isinstance(a, ast.Name) and (v := _only_value(fn, a.id)) is not None
+                ]
                 if any(
                     isinstance(a, ast.IfExp)
                     and is_rank0_test(a.test, predicates)
@@ -558,6 +636,40 @@ def silences_other_ranks(
 
 
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def _only_value(fn: ast.AST, name: str) -> ast.expr | None:
+    """The value of ``name``'s one plain assignment in ``fn``'s own body; None when it has more."""
+    found = [
+        n.value
+        for n in walk_local(fn.body)  # type: ignore[attr-defined]
+        if isinstance(n, (ast.Assign, ast.AnnAssign))
+        and any(
+            isinstance(t, ast.Name) and t.id == name
+            for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+        )
+    ]
+    return found[0] if len(found) == 1 else None
+
+
+def _returned_off_rank0_before(
+    fn: ast.FunctionDef | ast.AsyncFunctionDef, node: ast.AST, predicates: Collection[str]
+) -> bool:
+    """A statement of ``fn``'s body before ``node`` returns on every rank but 0 (``if
+    distributed_rank > 0: return logger``), so ``node`` runs on rank 0 only."""
+    for stmt in fn.body:
+        if stmt.lineno >= getattr(node, "lineno", 0):
+            return False
+        if (
+            isinstance(stmt, ast.If)
+            and not stmt.orelse
+            and is_not_rank0_test(stmt.test, predicates)
+            and isinstance(stmt.body[-1], ast.Return)
+        ):
+            return True
+    return False
+
+
 LEVELS = {
     "NOTSET": 0,
     "DEBUG": 10,
@@ -716,6 +828,16 @@ def _not_rank0(test: ast.expr, predicates: Collection[str]) -> bool:
         check = any if isinstance(test.op, ast.And) else all
         return check(_not_rank0(v, predicates) for v in test.values)
     return is_not_rank0_test(test, predicates)
+
+
+def is_silenceable_record(call: ast.Call) -> bool:
+    """A ``logging`` record that a setup keeping rank 0's records only drops on the other ranks:
+    ``logger.info(...)`` / ``debug`` / ``warning`` / ``log(...)`` of a logger — not a project
+    logger's ``write``/``print`` (YouReID's ``Logger.write`` writes its file on every rank)."""
+    return is_logger_call(call) and (dotted(call.func) or "").rsplit(".", 1)[-1] in SILENCEABLE_RECORDS
+
+
+SILENCEABLE_RECORDS = LOGGER_RECORDS | {"log"}
 
 
 def is_logger_call(call: ast.Call) -> bool:

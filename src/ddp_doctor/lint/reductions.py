@@ -102,8 +102,9 @@ def returned_reductions(ctx: FileContext, fn: ast.AST) -> tuple[bool, list[ast.C
     all_gather(x)``); else the other calls whose results it returns (directly or through the names
     and items it assigns: ``r[k] = dist_mean(x[k]); return r``), for the caller to resolve."""
     nodes = ctx.local(fn)
-    reduced: set[str] = set()
+    reduced: dict[str, int] = {}  # name -> line of the collective that combined it in place
     feeds: dict[str, list[ast.Call]] = {}  # name -> calls whose results it is assigned
+    assigns: list[tuple[ast.Assign | ast.AugAssign | ast.AnnAssign, list[str]]] = []
     for n in nodes:
         if (
             isinstance(n, ast.Call)
@@ -112,14 +113,25 @@ def returned_reductions(ctx: FileContext, fn: ast.AST) -> tuple[bool, list[ast.C
             and isinstance(n.args[0], ast.Name)
             and combines_ranks(ctx.call_qualname(n) or "", dotted(n.func) or "")
         ):
-            reduced.add(n.args[0].id)
+            reduced.setdefault(n.args[0].id, n.lineno)
         if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and n.value is not None:
             targets = n.targets if isinstance(n, ast.Assign) else [n.target]
             calls = [c for c in ast.walk(n.value) if isinstance(c, ast.Call)]
+            names = []
             for t in targets:
                 base = t.value if isinstance(t, ast.Subscript) else t
-                if isinstance(base, ast.Name):
-                    feeds.setdefault(base.id, []).extend(calls)
+                for e in base.elts if isinstance(base, ast.Tuple) else [base]:
+                    if isinstance(e, ast.Name):
+                        feeds.setdefault(e.id, []).extend(calls)
+                        names.append(e.id)
+            assigns.append((n, names))
+    # read out of a tensor combined in place: ``dist.reduce(t, dst=0); mean = t.item() / world_size;
+    # return mean`` (scBERT's ``get_reduced``) or ``dist.all_reduce(m); loss = m[0].item() / m[2].item()``
+    for n, names in sorted(assigns, key=lambda a: a[0].lineno):
+        assert n.value is not None
+        if any(isinstance(x, ast.Name) and reduced.get(x.id, n.lineno) < n.lineno for x in ast.walk(n.value)):
+            for name in names:
+                reduced.setdefault(name, n.lineno)
     direct = False
     returned: list[ast.Call] = []
     for r in nodes:
@@ -133,6 +145,25 @@ def returned_reductions(ctx: FileContext, fn: ast.AST) -> tuple[bool, list[ast.C
                 returned.append(x)
     direct |= any(combines_ranks(ctx.call_qualname(c) or "", dotted(c.func) or "") for c in returned)
     return direct, returned
+
+
+def reduces_own_state(ctx: FileContext, fn: ast.AST) -> bool:
+    """A method whose body combines its instance's state across ranks in place: a collective on
+    ``self.x`` (``dist.all_reduce(self.total)``) or a reduce-named method of it
+    (``self.metrics[i].all_reduce(device)``)."""
+    for n in ctx.local(fn):
+        if not isinstance(n, ast.Call) or not isinstance(ctx.parents.get(n), ast.Expr):
+            continue
+        qualname = ctx.call_qualname(n) or ""
+        if qualname.startswith("torch.distributed."):
+            handed = n.args[:1]  # dist.all_reduce(self.total)
+        elif isinstance(n.func, ast.Attribute) and is_reduce(n.func.attr):
+            handed = [n.func.value]  # self.metrics[i].all_reduce(device), self.meter.synchronize()
+        else:
+            continue
+        if any(isinstance(x, ast.Name) and x.id == "self" for h in handed for x in ast.walk(h)):
+            return True
+    return False
 
 
 def combines_ranks(qualname: str, name: str) -> bool:
@@ -257,6 +288,9 @@ def synced_meter(ctx: FileContext, scope: Scope, receiver: str) -> bool:
     ``train(..., metrics)`` and updated there). A receiver this scope assigns itself is its own."""
     if built_synced_on_self(ctx, scope, receiver, lambda call: synced_metric(ctx, call)):
         return True  # ``self.train_loss = MeanMetric()`` in ``__init__``, fed in ``training_step``
+    own = [b for b in ctx.bindings(scope).get(receiver, []) if isinstance(b, ast.Assign)]
+    if own and all(isinstance(b.value, ast.Call) and synced_metric(ctx, b.value) for b in own):
+        return True  # ``loss_values = AverageMeterDDP()`` here, a meter class whose update all-reduces
     if ctx.project is None or receiver.split(".")[-1] not in ctx.project.synced_meter_names:
         return False
     return "." in receiver or not any(

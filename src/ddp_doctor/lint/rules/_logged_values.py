@@ -11,6 +11,7 @@ import re
 from ddp_doctor.lint.context import FileContext, dotted
 from ddp_doctor.lint.rank0 import is_log_call
 from ddp_doctor.lint.rules._rank0_regions import helper_logged_args, log_entry
+from ddp_doctor.lint.state_logs import state_log_call
 
 # A log's own label that says the value is a validation one: ``'cv/{}'.format(name)`` as a
 # TensorBoard tag, ``"val/loss"`` as a dict key, ``f"... cv_loss {x}"`` / ``"val loss %.3f"`` before
@@ -37,6 +38,8 @@ def logged_values(
 
 def _raw_logged_values(ctx: FileContext, node: ast.AST, sinks: set[str] | frozenset[str]) -> list[ast.AST]:
     if isinstance(node, ast.Call):
+        if (state := state_log_call(ctx, node)) is not None:
+            return list(state[1])  # ``progress.display(i)``: the meters ``progress`` was built from
         if not is_log_call(node) and (handed := helper_logged_args(ctx, node)):
             return list(handed)
         if ctx.project is not None and not is_log_call(node):

@@ -22,16 +22,17 @@ from ddp_doctor.lint.rank0 import (
     class_flags,
     enclosing_rank0_if,
     is_log_call,
-    is_logger_call,
     is_not_rank0_test,
     is_plain_print,
     is_rank0_log_call,
     is_rank0_test,
+    is_silenceable_record,
     rank0_locals,
     rank0_parameters,
 )
 from ddp_doctor.lint.rank0_handoff import unpacked_rank0
 from ddp_doctor.lint.rank0_sinks import sink_names
+from ddp_doctor.lint.state_logs import state_log_call
 
 
 def configures_logging(ctx: FileContext) -> bool:
@@ -148,6 +149,7 @@ def handed_flags(ctx: FileContext, region: ast.AST) -> set[str]:
     if project is None or not isinstance(region, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return set()
     out = unpacked_rank0(ctx.local(region), lambda call: project.call_rank0_positions(ctx, call))
+    out |= project.rank0_function_params(ctx, region)  # every call of it binds them to one
     owner = ctx.method_owner(region)
     if owner is not None:
         out |= project.rank0_attributes(ctx, owner)
@@ -290,12 +292,36 @@ def rank0_logs(
                 )
                 continue
             guard = _guard(ctx, node, predicates)
+            state = state_log_call(ctx, node)  # ``progress.display(i)``: prints the meters it was built with
             if guard is not None and (
                 is_log_call(node)
                 or (ctx.project is not None and ctx.project.call_logged_args(ctx, node) is not None)
                 or helper_logged_args(ctx, node)
+                or state is not None
             ):
                 yield node, guard, Text("", "")
+                continue
+            if state is not None and stdout is not None and state[0] == "print":
+                yield (
+                    node,
+                    None,
+                    Text(
+                        f"by `{dotted(node.func)}`, which prints with `print` while standard output is "
+                        f"silenced on the other ranks ({stdout[0] + ', ' if stdout[0] else ''}line {stdout[1]})",
+                        f"由 `{dotted(node.func)}`（用 `print` 输出；{stdout[0] + ' ' if stdout[0] else ''}"
+                        f"第 {stdout[1]} 行已让其他 rank 的标准输出静默）",
+                    ),
+                )
+                continue
+            if state is not None and quiet and state[0] == "logger":
+                yield (
+                    node,
+                    None,
+                    Text(
+                        f"by `{dotted(node.func)}`, whose logger the logging setup silences on other ranks",
+                        f"由 `{dotted(node.func)}`（其记录器由日志配置只在 rank 0 输出）",
+                    ),
+                )
                 continue
             if (
                 is_rank0_log_call(node)
@@ -355,7 +381,7 @@ def rank0_logs(
                     ),
                 )
                 continue
-            if quiet and is_logger_call(node):
+            if quiet and is_silenceable_record(node):
                 yield (
                     node,
                     None,

@@ -419,19 +419,34 @@ def _wraps_built_from(
             arg = arg.func.value  # ``m.to(device)``, ``m.cuda()``
         else:
             break
-    if not isinstance(arg, ast.Name):
-        return False
     scope = ctx.enclosing_function(call)
-    values = _values_bound(ctx, scope, arg.id, call.lineno)
-    # one hop: ``model = build_model(params, text_aligner, pitch_extractor)`` with
-    # ``pitch_extractor = load_F0_models(path)`` (a BatchNorm builder) two lines up
-    values += [
-        v
-        for value in (list(values) if hop else [])
-        for n in ast.walk(value)
-        if isinstance(n, ast.Name) and n.id != arg.id
-        for v in _values_bound(ctx, scope, n.id, call.lineno)
-    ]
+    if (
+        isinstance(arg, ast.Attribute)
+        and dotted(arg) is not None
+        and (held := dotted(arg) or "").startswith("self.")
+    ):
+        # ``self.model = Backbone(...)`` then ``self.model = DDP(self.model, ...)`` (ArcFace's learner:
+        # the ``self.head`` wrap beside it holds no BatchNorm)
+        values = [
+            n.value
+            for n in ctx.local(scope)
+            if isinstance(n, ast.Assign)
+            and n.lineno <= call.lineno
+            and any(dotted(t) == held for t in n.targets)
+        ]
+    elif isinstance(arg, ast.Name):
+        values = _values_bound(ctx, scope, arg.id, call.lineno)
+        # one hop: ``model = build_model(params, text_aligner, pitch_extractor)`` with
+        # ``pitch_extractor = load_F0_models(path)`` (a BatchNorm builder) two lines up
+        values += [
+            v
+            for value in (list(values) if hop else [])
+            for n in ast.walk(value)
+            if isinstance(n, ast.Name) and n.id != arg.id
+            for v in _values_bound(ctx, scope, n.id, call.lineno)
+        ]
+    else:
+        return False
     spans = [(ctx.position(v), ctx.subtree_end(v)) for v in values]
     if any(lo <= ctx.position(n) < hi for n in built for lo, hi in spans):
         return True

@@ -59,8 +59,10 @@ from ddp_doctor.lint.provenance import LossFlow, Taint, alarm, loop_aliases, rea
 from ddp_doctor.lint.rank0 import (
     bound_argument,
     is_log_call,
+    rank0_attribute_flags,
     rank0_locals,
     rank0_predicates,
+    rank_aliases,
     silenced_stdout,
     silences_other_ranks,
 )
@@ -93,16 +95,24 @@ class Rank0OnlyLossLog(Rule):
     flagged = (
         "a logging call (print, logger, wandb, TensorBoard, tqdm) under a rank-0 guard (by what it "
         "tests; see above), a rank-0-only call or object, a logger the logging setup silences off "
-        "rank 0, or Lightning `self.log` without `sync_dist=True` in `training_step`, logs a value "
-        "derived from the backward tensor (or from a same-file helper that returns it; in Lightning, "
-        "what `training_step` returns) with no all-reduce/gather/reduce on the way; the message names"
-        " the value and its kind"
+        "rank 0 (also a setup that returns before adding handlers off rank 0, or picks the level "
+        "into a local), or Lightning `self.log` without `sync_dist=True` in `training_step`, logs a "
+        "value derived from the backward tensor (or from a same-file helper that returns it; in "
+        "Lightning, what `training_step` returns) with no all-reduce/gather/reduce on the way; also "
+        "an object's method that logs what it was built with (`progress.display(i)` of a "
+        "`ProgressMeter` built from the loss meter); rank tests by role: the spawned worker's first "
+        "parameter or the name handed to `init_process_group(rank=...)`, a flag every caller binds "
+        "to one, an attribute set only to one (`args.on_main_process`); the message names the value "
+        "and its kind"
     )
     not_flagged = (
         "all-reduced or `reduce_mean`-style helper values, every rank logging, validation losses, "
         "accuracies/probabilities/lr/val metrics, `sync_dist=True` / `rank_zero_only=True`, values "
         "read where one process runs (`if args.local_rank == -1:`, the raw branch of `if n_gpu > 1: "
-        "reduce`), a rank-0 writer's other calls after it was fed the loss"
+        "reduce`), a rank-0 writer's other calls after it was fed the loss, values a helper "
+        "reads back out of a tensor it all-reduced, meters whose project class all-reduces in "
+        "`update` or that a project method reduces in place (`manager.all_reduct(device)`), a "
+        "dict's keys printed beside gathered values, a project logger's `write` (no `logging` record)"
     )
     required = (("backward", "scaler", "loss_scaler", "log", "log_dict"),)  # log: Lightning self.log
     # project mode: the loss may come from a project function (``logs = model.current_log()``)
@@ -176,6 +186,9 @@ class Rank0OnlyLossLog(Rule):
         if not flow.taints:
             return
         predicates = rank0_predicates(ctx.tree, [f for defs in ctx.functions.values() for f in defs])
+        # ``main_worker(worker_idx, ...)`` spawned: ``worker_idx == 0`` is a rank-0 test
+        predicates |= rank_aliases(ctx.of_type(ast.Call), ctx.functions)
+        predicates |= rank0_attribute_flags(ctx.of_type(ast.Assign), predicates)  # ``args.on_main_process``
         quiet = silences_other_ranks(ctx.tree, predicates, ctx.parents)
         if ctx.project is not None:
             predicates |= ctx.project.rank0_predicates
@@ -441,6 +454,12 @@ def _training_binding(
     return any(_holds_training_value(flow, scope, name, b, at, taint, depth) for b in candidates)
 
 
+def _constructs(call: ast.Call) -> bool:
+    """``MetricManager(...)`` / ``utils.ProgressMeter(...)``: a class built (by its name's case)."""
+    name = (dotted(call.func) or "").rsplit(".", 1)[-1]
+    return name[:1].isupper()
+
+
 def _holds_training_value(
     flow: LossFlow, scope: ast.AST, name: str, binding: ast.AST, at: ast.AST, taint: Taint, depth: int
 ) -> bool:
@@ -492,12 +511,16 @@ def _holds_training_value(
         if isinstance(binding, ast.AnnAssign) and isinstance(binding.target, ast.Name)
         else None
     )
+    # an object built around meters (``manager = MetricManager([loss_cur])``,
+    # ``progress = ProgressMeter(n, [losses])``) holds them, not their values at construction: their
+    # updates up to the log count
+    held_until = at if isinstance(value, ast.Call) and _constructs(value) else binding
     if (
         name not in taint.roots | taint.terms | taint.carriers
         and not updated
         and value is not None
         and not any(
-            depth == 0 or _training_binding(flow, scope, n, binding, taint, depth - 1)
+            depth == 0 or _training_binding(flow, scope, n, held_until, taint, depth - 1)
             for n in reads(ast.walk(value)) & taint.names
         )
         and not (
