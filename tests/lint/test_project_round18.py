@@ -9,6 +9,13 @@ the all-reduced loss, or a display on every rank, is no rank-0-only log.
   whose first parameter is the process index) is a rank-0 test in the function of another file it
   is handed to; a project method that all-reduces its receiver's meters (``loss.all_reduct(dev)``)
   makes what is printed after it the global value.
+- ``from utils import *`` hands on what ``utils.py`` imports (``torch``): a worker that spells
+  ``torch.nn.parallel.DistributedDataParallel`` through it wraps in DDP; a loader handed to a train
+  function of another file that iterates it through ``tqdm(enumerate(loader))`` is trained on.
+- A rank-0 block behind ``if writer is not None:`` where ``writer`` is a parameter defaulting to None
+  that no call of the project passes never runs (UFDN-ReID's ``do_train(..., writer=None)``).
+- A pipeline stage's own ``model.backward(input, output, grad)`` (picotron) backprops the tensors it is
+  handed, not ``model``: the step counters printed beside the loss are no loss.
 - ``from models import Backbone`` in ``ddp/learner.py`` names the sibling ``ddp/models.py`` (Python
   runs the script from its own directory), even beside another ``single_GPU/models.py``.
 """
@@ -262,3 +269,134 @@ def test_an_absolute_import_names_the_module_beside_the_script(tmp_path: Path) -
 
 def test_the_sibling_without_batchnorm_is_not_the_other_copy(tmp_path: Path) -> None:
     assert found(_two_copies(tmp_path, "nn.Identity()", "nn.BatchNorm2d(64)")) == set()
+
+
+STAR_UTILS = """
+import json
+
+import torch
+
+
+def save_json(path, data):
+    with open(path, "w") as f:
+        json.dump(data, f)
+"""
+
+TRAIN_FUNC = """
+from tqdm import tqdm
+
+
+def train(args, model, train_dataloader, optimizer):
+    for epoch in range(args.epochs):
+        train_t = tqdm(enumerate(train_dataloader), total=len(train_dataloader))
+        for i, batch in train_t:
+            loss = model(batch).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+"""
+
+STAR_MAIN = """
+from torch.utils.data import DataLoader
+
+from train_func import train
+from utils import *
+
+
+def main_worker(rank, args, dataset, model):
+    train_dataloader = DataLoader(dataset, batch_size=8, shuffle=True)
+    model = torch.nn.parallel.DistributedDataParallel(model.to(rank), device_ids=[rank])
+    optimizer = torch.optim.Adam(model.parameters())
+    train(args, model, train_dataloader, optimizer)
+"""
+
+
+def test_torch_handed_on_by_a_star_import_and_a_loader_drawn_through_a_bar(tmp_path: Path) -> None:
+    root = _write(tmp_path, {"utils.py": STAR_UTILS, "train_func.py": TRAIN_FUNC, "train_dist.py": STAR_MAIN})
+    assert found(root) == {("sampler-missing", "train_dist.py")}
+
+
+DO_TRAIN = """
+import torch.distributed as dist
+
+
+def do_train(model, loader, optimizer, logger, writer=None):
+    for i, x in enumerate(loader):
+        loss = model(x).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if dist.get_rank() == 0 and writer is not None:
+            writer.add_scalar("loss", loss.item(), i)
+"""
+
+DIST_TRAIN = """
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.tensorboard import SummaryWriter
+
+from train_loop import do_train
+
+
+def main(model, loader, optimizer, logger, rank):
+    model = DDP(model, device_ids=[rank])
+    do_train(model, loader, optimizer, logger WRITER)
+"""
+
+
+def test_a_rank0_block_behind_a_writer_no_call_passes_never_runs(tmp_path: Path) -> None:
+    root = _write(tmp_path, {"train_loop.py": DO_TRAIN, "dist_train.py": DIST_TRAIN.replace("WRITER", "")})
+    assert found(root) == set()
+
+
+def test_a_rank0_block_behind_a_writer_a_call_passes_logs(tmp_path: Path) -> None:
+    root = _write(
+        tmp_path,
+        {
+            "train_loop.py": DO_TRAIN,
+            "dist_train.py": DIST_TRAIN.replace("WRITER", ", writer=SummaryWriter()"),
+        },
+    )
+    assert found(root) == {("rank0-only-loss-log", "train_loop.py")}
+
+
+PIPELINE = """
+def train_step_pipeline(model, data_loader, steps):
+    inputs, outputs, logging_loss = [], [], 0.0
+    for _ in range(steps):
+        batch = next(data_loader)
+        out = model.forward(batch)
+        inputs.append(batch)
+        outputs.append(out)
+        logging_loss += out.mean().item() / steps
+    for _ in range(steps):
+        model.backward(inputs.pop(0), outputs.pop(0), None)
+    return logging_loss
+"""
+
+PIPELINE_MAIN = """
+import torch
+import torch.distributed as dist
+
+from pipeline import train_step_pipeline
+
+
+def main(model, data_loader, optimizer, rank, world_size, total_steps, checkpoint_manager):
+    step, trained_tokens = 0, 0
+    if checkpoint_manager is not None:
+        step, trained_tokens = checkpoint_manager.load_checkpoint(model, optimizer)
+    while step < total_steps:
+        optimizer.zero_grad()
+        loss = train_step_pipeline(model, data_loader, 4)
+        t = torch.tensor(loss)
+        dist.all_reduce(t)
+        loss = t.item() / world_size
+        optimizer.step()
+        step += 1
+        trained_tokens += 4096
+        if rank == 0:
+            print(f"step {step} tokens {trained_tokens} loss {loss:.4f}")
+"""
+
+
+def test_a_pipeline_stage_backward_is_no_backward_of_the_model(tmp_path: Path) -> None:
+    assert found(_write(tmp_path, {"pipeline.py": PIPELINE, "train.py": PIPELINE_MAIN})) == set()

@@ -13,9 +13,22 @@ BATCHNORM = re.compile(r"^torch\.nn\.(Lazy)?BatchNorm[123]d$")
 # A base class that makes a project class a BatchNorm layer itself (CLIP-Driven-Universal-Model's
 # ``ContBatchNorm3d(nn.modules.batchnorm._BatchNorm)``); SyncBatchNorm re-implementations by name aside.
 BATCHNORM_BASE = re.compile(r"^torch\.nn\.(modules\.batchnorm\._BatchNorm|(Lazy)?BatchNorm[123]d)$")
-TORCHVISION_BN = re.compile(
+# Model constructors of libraries whose default models hold BatchNorm (torchvision's classification
+# models first).
+LIBRARY_BN = re.compile(
     r"^torchvision\.models\.(resnet|resnext|wide_resnet|densenet|mobilenet|efficientnet|"
     r"vgg\d+_bn|regnet|inception_v3|googlenet|shufflenet|mnasnet)\w*$"
+    # torchvision's segmentation models keep BatchNorm in their backbones and heads (its detection
+    # models freeze theirs: ``FrozenBatchNorm2d``, not here)
+    r"|^torchvision\.models\.segmentation\.(deeplabv3|fcn|lraspp)_\w+$"
+    # other model libraries whose default models are BatchNorm networks
+    r"|^efficientnet_pytorch(\.model)?\.EfficientNet(\.from_pretrained|\.from_name)?$"
+    r"|^segmentation_models_pytorch\.(Unet|UnetPlusPlus|FPN|PSPNet|DeepLabV3|DeepLabV3Plus|Linknet|PAN|MAnet)$"
+    r"|^pretrainedmodels(\.models)?\.(resnet|resnext|se_resnet|se_resnext|senet|densenet|inception|"
+    r"xception|bninception|nasnet|pnasnet|dpn|polynet|vgg\d+_bn)\w*$"
+    r"|^monai\.networks\.nets\.(DenseNet\d*|densenet\d+|ResNet|resnet\d+|SEResNet\d+|SEResNext\d+|SENet\d*|"
+    r"seresnet\d+|EfficientNetBN)$"
+    r"|^resnest\.torch\.resnest\d+$"
 )
 
 

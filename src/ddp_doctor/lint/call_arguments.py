@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from ddp_doctor.lint.context import FileContext, positional_params
+from ddp_doctor.lint.context import FileContext, param_defaults, positional_params
 
 ANY = "*"
 Passed = dict[str, set[int | str]]
@@ -55,3 +55,54 @@ def never_passed(
     if ANY in given or name in given:
         return False
     return name not in params or params.index(name) not in given
+
+
+def dead_unless_passed(ctx: FileContext, node: ast.AST) -> str | None:
+    """(project mode) ``node`` sits under ``if writer is not None:`` (or ``if writer:``, also one
+    operand of an ``and``) where ``writer`` is a parameter of the enclosing function that defaults to
+    None, is never rebound there, and that no call of the project passes (UFDN-ReID's ``do_train(...,
+    writer=None)``, called without it): the block never runs. The parameter's name, or None."""
+    project = ctx.project
+    fn = ctx.enclosing_function(node)
+    if project is None or ctx.module is None or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    defaults = param_defaults(fn)
+    child, cur = node, ctx.parents.get(node)
+    while cur is not None and cur is not fn:
+        if isinstance(cur, ast.If) and child in cur.body:
+            tests = (
+                cur.test.values
+                if isinstance(cur.test, ast.BoolOp) and isinstance(cur.test.op, ast.And)
+                else [cur.test]
+            )
+            for t in tests:
+                name = _tested_name(t)
+                default = defaults.get(name) if name else None
+                if (
+                    name is not None
+                    and isinstance(default, ast.Constant)
+                    and default.value is None
+                    and not ctx.bindings(fn).get(name)
+                    and project.never_passed(
+                        fn, ctx.module, isinstance(ctx.parents.get(fn), ast.ClassDef), name
+                    )
+                ):
+                    return name
+        child, cur = cur, ctx.parents.get(cur)
+    return None
+
+
+def _tested_name(test: ast.expr) -> str | None:
+    """``x`` of ``x is not None`` / ``x``."""
+    if isinstance(test, ast.Name):
+        return test.id
+    if (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.IsNot)
+        and isinstance(test.left, ast.Name)
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
+    ):
+        return test.left.id
+    return None

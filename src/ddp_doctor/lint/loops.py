@@ -114,7 +114,15 @@ def backward_of(node: ast.AST) -> Backward | None:
         # ``self.mp_trainer.backward(loss)``: an object that backprops the loss it is handed (a
         # tensor's own ``loss.backward(gradient)`` is called on the loss)
         return Backward(node, handed, framework=False)
+    if node.args and MODULE_RECEIVER.search((text or "").rsplit(".", 1)[-1]):
+        # ``model.backward(input_tensor, output_tensor, output_tensor_grad)`` (picotron's pipeline
+        # stage): a module's own backward of the tensors it is handed, not a backward of the module
+        return Backward(node, None, framework=False)
     return Backward(node, receiver, framework=False)
+
+
+# Receivers that are modules or engines, not tensors: their ``backward(...)`` runs on what they are handed.
+MODULE_RECEIVER = re.compile(r"(^|_)(model|net|module|stage|pipeline|engine)$", re.IGNORECASE)
 
 
 LOSS_WORD = re.compile(r"loss", re.IGNORECASE)

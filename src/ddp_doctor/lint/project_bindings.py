@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 import re
 
-from ddp_doctor.lint.batchnorm_syntax import BATCHNORM, TORCHVISION_BN
+from ddp_doctor.lint.batchnorm_syntax import BATCHNORM, LIBRARY_BN
 from ddp_doctor.lint.call_arguments import record as record_arguments
 from ddp_doctor.lint.context import FileContext, dotted
 from ddp_doctor.lint.handed_models import record as record_handed
@@ -72,7 +72,7 @@ class IndexBindings(IndexCore):
             record_handed(
                 ctx,
                 lambda f: self._project_target(imports, f),
-                lambda q: bool(BATCHNORM.match(q) or TORCHVISION_BN.match(q)),
+                lambda q: bool(BATCHNORM.match(q) or LIBRARY_BN.match(q)),
                 self.handed_models,
             )
         predicates = (

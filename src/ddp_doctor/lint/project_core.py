@@ -221,6 +221,8 @@ class IndexCore:
     _wrapper_names: tuple[str, ...] | None = None
     _bn_modules: set[str] | None = None
     _heads: tuple[int, set[str]] | None = None  # (module count, first parts): module_heads()
+    _by_module: tuple[int, dict[str, dict[str, str]]] | None = None  # module_reexports()
+    star_cache: dict[str, dict[str, str]] = field(default_factory=dict)  # project_modules.star_names
     _local_names: set[str] = field(default_factory=set)  # top-level defs of the file being summarised
     _loss_names: tuple[str, ...] | None = None
     _compile_names: tuple[str, ...] | None = None
@@ -276,6 +278,17 @@ class IndexCore:
         mod, _, name = qualname.rpartition(".")
         resolved = self.resolve_module(mod) if mod else None
         return self.reexports.get(f"{resolved}.{name}") if resolved is not None else None
+
+    def module_reexports(self, module: str) -> dict[str, str]:
+        """``{name: outside qualname}`` of what a project module imports from outside the project
+        (``utils.py``'s ``import torch``): what ``from utils import *`` hands its importer."""
+        if self._by_module is None or self._by_module[0] != len(self.reexports):
+            grouped: dict[str, dict[str, str]] = {}
+            for key, target in self.reexports.items():
+                mod, _, name = key.rpartition(".")
+                grouped.setdefault(mod, {})[name] = target
+            self._by_module = (len(self.reexports), grouped)
+        return self._by_module[1].get(module, {})
 
     def module_heads(self) -> set[str]:
         """The first parts of the project's module names (``yolox`` of ``yolox.models.yolox``)."""

@@ -59,6 +59,10 @@ def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef, skip_self: bool) -> list
     return names[1:] if skip_self and names else names
 
 
+# Calls that wrap an iterable and yield its items (a progress bar, a counter, a prefetcher).
+LOADER_WRAPPERS = re.compile(r"^(tqdm|enumerate|iter|zip|cycle|islice|chain|\w*[Pp]refetcher|prefetch\w*)$")
+
+
 def trained_params_of(ctx: FileContext, node: ast.AST) -> set[str | int]:
     """Which parameters of a function (or of a class's ``__init__``) feed a training loop."""
     if isinstance(node, ast.ClassDef):
@@ -86,11 +90,27 @@ def trained_params_of(ctx: FileContext, node: ast.AST) -> set[str | int]:
         for f in ast.walk(region)
         if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(backward_of(x) for x in ast.walk(f))
     }
+    # a local wrapping a watched loader (CycleGAN ``train_t = tqdm(enumerate(train_dataloader))``
+    # then ``for i, batch in train_t:``) draws from it
+    wraps = dict(watched)
+    for n in ast.walk(region):
+        if (
+            isinstance(n, ast.Assign)
+            and len(n.targets) == 1
+            and isinstance(n.targets[0], ast.Name)
+            and isinstance(n.value, ast.Call)
+            and LOADER_WRAPPERS.match((dotted(n.value.func) or "").rsplit(".", 1)[-1])
+        ):
+            source = next(
+                (watched[d] for a in n.value.args for x in ast.walk(a) if (d := dotted(x)) in watched), None
+            )
+            if source is not None:
+                wraps.setdefault(n.targets[0].id, source)
     out: set[str | int] = set()
     for loop in ast.walk(region):
         if not isinstance(loop, (ast.For, ast.AsyncFor)):
             continue
-        source = next((watched[d] for x in ast.walk(loop.iter) if (d := dotted(x)) in watched), None)
+        source = next((wraps[d] for x in ast.walk(loop.iter) if (d := dotted(x)) in wraps), None)
         if source is None:
             continue
         body = [x for stmt in loop.body for x in ast.walk(stmt)]

@@ -190,6 +190,26 @@ def sibling_imports(
     return out
 
 
+def star_names(index: IndexCore, source: str) -> dict[str, str]:
+    """``{name: outside qualname}`` of what the project module ``source`` imports from outside the
+    project at module level: what ``from source import *`` hands on. Read from the index's
+    re-exports, or (a module the index skipped: no word of a fact in it) from the file itself, once."""
+    found = index.module_reexports(source)
+    if found or source in index.star_cache:
+        return found or index.star_cache[source]
+    out: dict[str, str] = {}
+    path = index.modules.get(source)
+    ctx = parse_file(Path(path)) if path else None
+    if ctx is not None:
+        imports = absolute_imports(ctx, source)
+        for name in module_level_imports(ctx.tree):
+            target = imports.get(name)
+            if target is not None and index.resolve_module(target.partition(".")[0]) is None:
+                out[name] = target
+    index.star_cache[source] = out
+    return out
+
+
 def attach(ctx: FileContext, index: IndexCore | None, path: Path) -> None:
     """Give a file's context its project (module name and absolute imports)."""
     if index is None:
@@ -200,6 +220,13 @@ def attach(ctx: FileContext, index: IndexCore | None, path: Path) -> None:
         return
     ctx.project = index
     ctx.module = module
+    # ``from utils import *`` where utils.py does ``import torch``: Python hands over ``torch`` too
+    # (no ``__all__`` read here), so ``torch.nn.parallel.DistributedDataParallel(...)`` resolves
+    for node in ctx.tree.body:
+        if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+            source = index.resolve_module(absolute_module(node, relative_base(ctx, module)) or "")
+            for name, target in star_names(index, source).items() if source else ():
+                ctx.imports.setdefault(name, target)
     ctx.absolute_imports = sibling_imports(
         ctx, absolute_imports(ctx, module), module, index.resolve_module, index.module_heads()
     )

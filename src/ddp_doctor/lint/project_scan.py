@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from ddp_doctor.lint.batchnorm_syntax import (
     BATCHNORM,
     BATCHNORM_BASE,
-    TORCHVISION_BN,
+    LIBRARY_BN,
     batchnorm_tables,
     builds_from_reference,
     call_shape,
@@ -481,7 +481,7 @@ class IndexScan(IndexBindings):
         switch = _own_switch(ctx, switches[0], n) if BATCHNORM.match(q) else None
         if switch is not None:
             switches[1].add(switch)
-        elif BATCHNORM.match(q) or TORCHVISION_BN.match(q):
+        elif BATCHNORM.match(q) or LIBRARY_BN.match(q):
             s.builds_batchnorm = True
         if "convert_sync_batchnorm" in q or (m and m[1] == "convert_sync_batchnorm"):
             guard = conversion_parameter(ctx, n)

@@ -33,8 +33,10 @@ from ddp_doctor.lint.idioms import (
 
 LOG_CALL = re.compile(
     r"^(print|log|info|debug|warning|log_metrics?|log_dict|add_scalars?|set_postfix(_str)?|"
-    r"set_description|write|log_every)$"
+    r"set_description|write|log_every|to_csv|to_json|to_excel)$"
 )
+# pandas table writers: what they log is the table they are called on (``log.to_csv(path)``)
+TABLE_WRITERS = frozenset({"to_csv", "to_json", "to_excel"})
 LOGGER_WORDS = frozenset({"log", "logger", "logging"})
 LOGGER_RECORDS = frozenset({"debug", "info", "warning", "warn"})
 LOG_ATTRS = frozenset({"desc", "postfix"})  # tqdm: ``pbar.desc = f"... {loss}"``

@@ -16,6 +16,7 @@ import ast
 from pathlib import Path
 
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method
+from ddp_doctor.lint.rank0 import SCOPES, enclosing_rank0_if, rank0_predicates
 
 DATALOADER = "torch.utils.data.DataLoader"
 DISTRIBUTED_SAMPLER = "torch.utils.data.DistributedSampler"
@@ -40,11 +41,29 @@ def distributed_sampler_call(ctx: FileContext, call: ast.Call) -> bool:
 
 
 def set_epoch_calls(ctx: FileContext) -> list[ast.Call]:
-    """The module's ``x.set_epoch(...)`` calls (read from the tree: a comment or a string naming it
-    does not count)."""
+    """The module's ``x.set_epoch(...)`` calls that every rank runs (read from the tree: a comment or a
+    string naming it does not count). One under a rank-0 test (InSPyReNet's ``if args.local_rank <= 0
+    and args.verbose: ... train_sampler.set_epoch(epoch)``) leaves the other ranks' samplers at epoch
+    0: their order repeats every epoch (``rank0_set_epoch_calls``)."""
+    return [c for c in _set_epoch_calls(ctx) if not _under_rank0_test(ctx, c)]
+
+
+def rank0_set_epoch_calls(ctx: FileContext) -> list[ast.Call]:
+    """The module's ``x.set_epoch(...)`` calls that only rank 0 runs."""
+    return [c for c in _set_epoch_calls(ctx) if _under_rank0_test(ctx, c)]
+
+
+def _set_epoch_calls(ctx: FileContext) -> list[ast.Call]:
     if "set_epoch" not in ctx.words:
         return []
     return [c for c in ctx.of_type(ast.Call) if (m := method(c)) is not None and m[1] == "set_epoch"]
+
+
+def _under_rank0_test(ctx: FileContext, call: ast.Call) -> bool:
+    key = (_under_rank0_test, "predicates")
+    if key not in ctx.memo:
+        ctx.memo[key] = rank0_predicates(ctx.tree, [f for defs in ctx.functions.values() for f in defs])
+    return enclosing_rank0_if(ctx.parents, call, SCOPES, ctx.memo[key]) is not None
 
 
 def calls_set_epoch(ctx: FileContext) -> bool:

@@ -9,7 +9,7 @@ import ast
 import re
 
 from ddp_doctor.lint.context import FileContext, dotted
-from ddp_doctor.lint.rank0 import is_log_call
+from ddp_doctor.lint.rank0 import TABLE_WRITERS, is_log_call
 from ddp_doctor.lint.rules._rank0_regions import helper_logged_args, log_entry
 from ddp_doctor.lint.state_logs import state_log_call
 
@@ -42,6 +42,8 @@ def _raw_logged_values(ctx: FileContext, node: ast.AST, sinks: set[str] | frozen
             return list(state[1])  # ``progress.display(i)``: the meters ``progress`` was built from
         if not is_log_call(node) and (handed := helper_logged_args(ctx, node)):
             return list(handed)
+        if isinstance(node.func, ast.Attribute) and node.func.attr in TABLE_WRITERS:
+            return [node.func.value]  # ``log.to_csv(path)``: the table, not the path
         if ctx.project is not None and not is_log_call(node):
             found = ctx.project.call_logged_args(ctx, node)  # project logger: the arguments it writes
             if found is not None:

@@ -82,6 +82,9 @@ class LossTracer:
     def _call_state(self, call: ast.Call, at: ast.AST, depth: int) -> State:
         if keyword(call, "num_items_in_batch") is not None:
             return "scaled"  # HF models divide by the given global token count
+        if (self.ctx.call_qualname(call) or "") in ("torch.mean", "torch.sum") and call.args:
+            # ``total_loss = torch.mean(total_loss)`` (the DataParallel branch): the same loss
+            return self.state(call.args[0], at, depth - 1)
         m = method(call)
         if m and isinstance(call.func, ast.Attribute):
             if m[1] in ("div", "div_", "true_divide"):
@@ -185,8 +188,13 @@ class LossTracer:
         (ai4code's ``loss, split_loss, rank_loss, lm_loss = forward_train_loss(...)``)."""
         fn = self.ctx.helper(call)
         names = [e.id if isinstance(e, ast.Name) else None for e in target.elts]
-        if fn is None or names.count(name) != 1 or any(isinstance(e, ast.Starred) for e in target.elts):
+        if names.count(name) != 1 or any(isinstance(e, ast.Starred) for e in target.elts):
             return "unknown"
+        if fn is None:
+            # ``total_loss, loss_stats = criterion(outputs, targets)`` (SFA3D's ``Compute_Loss``): a loss
+            # object of another file returning the loss first, its terms after
+            first = names.index(name) == 0 and "loss" in name.lower()
+            return "raw" if first and _loss_callee(call) and self.ctx.helper(call) is None else "unknown"
         position = names.index(name)
         states = set()
         for ret in self.ctx.local(fn):

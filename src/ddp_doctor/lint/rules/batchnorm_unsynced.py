@@ -71,7 +71,7 @@ from dataclasses import dataclass, field
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.batchnorm_syntax import (
     BATCHNORM,
-    TORCHVISION_BN,
+    LIBRARY_BN,
     call_shape,
     layer_switch,
     passes_switch,
@@ -292,7 +292,7 @@ def _sort_calls(ctx: FileContext) -> _Calls:
             continue  # built only under a switch no call of this file turns on (``BasicConv(norm=False)``)
         elif (
             BATCHNORM.match(q)
-            or TORCHVISION_BN.match(q)
+            or LIBRARY_BN.match(q)
             or _model_by_name(ctx, node)
             or _factory_batchnorm(ctx, node, defaults)
             or (project is not None and builds_batchnorm_by_name(ctx, project, node))

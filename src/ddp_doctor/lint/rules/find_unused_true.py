@@ -29,7 +29,7 @@ import re
 from collections.abc import Iterator
 
 from ddp_doctor.core.catalog import Text
-from ddp_doctor.lint.context import FileContext, dotted, keyword
+from ddp_doctor.lint.context import FileContext, dotted, keyword, param_defaults
 from ddp_doctor.lint.frozen_wrap import parameters_frozen, wraps_frozen_model_only
 from ddp_doctor.lint.inference_only import never_trains
 from ddp_doctor.lint.loops import LoopFacts
@@ -114,6 +114,20 @@ class FindUnusedTrue(Rule):
                         ),
                         setting=True,
                     )
+            handed = _handed_to_a_wrap_helper(ctx, node)
+            if handed is not None:
+                yield self.violation(
+                    handed.value,
+                    Text(
+                        f"`{handed.arg}=True` is handed to `{dotted(node.func)}`, which passes it to DDP's "
+                        "`find_unused_parameters`: DDP re-traverses the autograd graph every step (speed, not accuracy).",
+                        f"`{handed.arg}=True` 被交给 `{dotted(node.func)}`，后者把它传给 DDP 的 "
+                        "`find_unused_parameters`：DDP 每步都要重新遍历 autograd 图（影响速度，不影响精度）。",
+                    ),
+                    edits=(replace_node(ctx, handed.value, "False"),),
+                    setting=True,
+                )
+                continue
             qualname = ctx.call_qualname(node) or ""
             kw_name = _keyword(qualname)
             if kw_name is None and isinstance(node.func, ast.Name):
@@ -165,6 +179,24 @@ class FindUnusedTrue(Rule):
                     setting=True,
                 )
                 continue
+            default_true = _true_default_parameter(ctx, value, node) if isinstance(value, ast.Name) else None
+            if (
+                isinstance(value, ast.Name)
+                and default_true is not None
+                and not _passed_otherwise(ctx, node, value)
+            ):
+                yield self.violation(
+                    value,
+                    Text(
+                        f"`{kw_name}={value.id}`, a parameter that defaults to True (line {default_true.lineno}) and "
+                        "no call of this file changes: DDP re-traverses the autograd graph every step (speed, not accuracy).",
+                        f"`{kw_name}={value.id}` 是默认值为 True 的参数（第 {default_true.lineno} 行），本文件的调用都没有改它："
+                        "DDP 每步都要重新遍历 autograd 图（影响速度，不影响精度）。",
+                    ),
+                    edits=(replace_node(ctx, default_true, "False"),),
+                    setting=True,
+                )
+                continue
             if isinstance(value, ast.Constant) and value.value is True:
                 yield self.violation(
                     value,
@@ -175,6 +207,70 @@ class FindUnusedTrue(Rule):
                     edits=(replace_node(ctx, value, "False"),),
                     setting=True,
                 )
+
+
+FIND_UNUSED_KEYWORD = re.compile(r"find_unused", re.IGNORECASE)
+
+
+def _true_default_parameter(ctx: FileContext, value: ast.Name, call: ast.Call) -> ast.Constant | None:
+    """``def distribute_model(model, device, find_unused_paras=True): DDP(...,
+    find_unused_parameters=find_unused_paras)`` (never rebound in the def): the default, when True."""
+    fn = ctx.enclosing_function(call)
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    if any(isinstance(b, ast.stmt) for b in ctx.bindings(fn).get(value.id, [])):
+        return None  # rebound in the body
+    default = param_defaults(fn).get(value.id)
+    return default if isinstance(default, ast.Constant) and default.value is True else None
+
+
+def _passed_otherwise(ctx: FileContext, call: ast.Call, value: ast.Name) -> bool:
+    """A call of this file hands the function something for that parameter (the default is not
+    what its wraps run with there)."""
+    fn = ctx.enclosing_function(call)
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    positional = [x.arg for x in [*fn.args.posonlyargs, *fn.args.args]]
+    for c in ctx.of_type(ast.Call):
+        if ctx.helper(c) is not fn:
+            continue
+        if any(k.arg == value.id for k in c.keywords):
+            return True
+        if value.id in positional and positional.index(value.id) < len(c.args):
+            return True
+    return False
+
+
+def _handed_to_a_wrap_helper(ctx: FileContext, call: ast.Call) -> ast.keyword | None:
+    """``distribute_model(model, device, find_unused_paras=True)`` where ``distribute_model`` (of this
+    file, or in project mode of the project) wraps in DDP with ``find_unused_parameters=<that
+    parameter>``: the call is where True is chosen. Not DDP's own keyword (read above)."""
+    if _keyword(ctx.call_qualname(call) or "") is not None:
+        return None
+    for k in call.keywords:
+        if not (
+            k.arg is not None
+            and FIND_UNUSED_KEYWORD.search(k.arg)
+            and isinstance(k.value, ast.Constant)
+            and k.value.value is True
+        ):
+            continue
+        fn = ctx.helper(call)
+        if fn is not None:
+            if any(
+                isinstance(n, ast.Call)
+                and _keyword(ctx.call_qualname(n) or "") is not None
+                and any(
+                    isinstance(v, ast.Name) and v.id == k.arg for v in [keyword(n, "find_unused_parameters")]
+                )
+                for n in ast.walk(fn)
+            ):
+                return k
+        elif ctx.project is not None:
+            summary = ctx.project.summary_for(ctx, call.func)
+            if summary is not None and summary.wraps_ddp and k.arg in summary.params:
+                return k
+    return None
 
 
 def _setting(ctx: FileContext, call: ast.Call, name: str) -> ast.expr | None:

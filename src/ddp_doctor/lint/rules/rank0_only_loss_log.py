@@ -52,6 +52,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ddp_doctor.core.catalog import Text
+from ddp_doctor.lint.call_arguments import dead_unless_passed
 from ddp_doctor.lint.context import FileContext, dotted
 from ddp_doctor.lint.logged_helpers import constructed_method
 from ddp_doctor.lint.loops import LoopFacts
@@ -91,7 +92,7 @@ FORWARD_NAME = re.compile(r"(model|net|engine|ddp|fsdp|module|encoder|decoder|fo
 
 class Rank0OnlyLossLog(Rule):
     id = "rank0-only-loss-log"
-    project_facts = frozenset({"rank0_logging", "loss_flow"})
+    project_facts = frozenset({"rank0_logging", "loss_flow", "call_arguments"})
     flagged = (
         "a logging call (print, logger, wandb, TensorBoard, tqdm) under a rank-0 guard (by what it "
         "tests; see above), a rank-0-only call or object, a logger the logging setup silences off "
@@ -246,6 +247,8 @@ class Rank0OnlyLossLog(Rule):
             for node, guard, how in logs:
                 if id(node) in seen or single_process_only(ctx, node):
                     continue  # (a log of the single-process run: ``if args.local_rank == -1:``)
+                if dead_unless_passed(ctx, node) is not None:
+                    continue  # ``if writer is not None:`` with a ``writer=None`` no call passes
                 values = logged_values(ctx, node, rank0_objects)
                 names = reads((x for v in values for x in ast.walk(v)), taint.fields)
                 names |= loop_aliases(ctx, node, names)

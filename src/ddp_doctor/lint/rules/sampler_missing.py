@@ -133,9 +133,9 @@ class SamplerMissing(Rule):
             local_sampler = _local_sampler(ctx, call, sampler) if sampler is not None else None
             if keyword(call, "batch_sampler") is not None or (sampler is not None and local_sampler is None):
                 continue
-            if any(k.arg is None for k in call.keywords) or any(
-                isinstance(a, ast.Starred) for a in call.args
-            ):
+            if any(
+                k.arg is None and not _known_keys_without_sampler(ctx, call, k.value) for k in call.keywords
+            ) or any(isinstance(a, ast.Starred) for a in call.args):
                 continue  # DataLoader(ds, **kwargs): the sampler may be in there
             if facts.prepared and _under_accelerate(ctx, call):
                 continue
@@ -447,3 +447,30 @@ def _batches_itself(call: ast.Call) -> bool:
     if size is None and len(call.args) > 1:
         size = call.args[1]
     return isinstance(size, ast.Constant) and size.value is None
+
+
+def _known_keys_without_sampler(ctx: FileContext, call: ast.Call, spread: ast.expr) -> bool:
+    """``DataLoader(train_set, shuffle=True, **loader_args)`` with ``loader_args =
+    dict(batch_size=..., num_workers=...)`` (or a ``{...}`` of constant keys) bound once in the
+    function: the spread names its keys, and none is a sampler."""
+    if isinstance(spread, ast.Name):
+        binds = ctx.bindings(ctx.enclosing_function(call)).get(spread.id, [])
+        if len(binds) != 1 or not isinstance(binds[0], ast.Assign) or binds[0].lineno > call.lineno:
+            return False
+        spread = binds[0].value
+    if isinstance(spread, ast.Dict):
+        if any(k is None or not isinstance(k, ast.Constant) for k in spread.keys):
+            return False
+        keys = {k.value for k in spread.keys if isinstance(k, ast.Constant)}
+    elif (
+        isinstance(spread, ast.Call)
+        and isinstance(spread.func, ast.Name)
+        and spread.func.id == "dict"
+        and not spread.args
+    ):
+        if any(k.arg is None for k in spread.keywords):
+            return False
+        keys = {k.arg for k in spread.keywords}
+    else:
+        return False
+    return not keys & {"sampler", "batch_sampler"}

@@ -45,6 +45,7 @@ from ddp_doctor.lint.samplers import (
     DISTRIBUTED_SAMPLER,
     WHOLE,
     distributed_sampler_call,
+    rank0_set_epoch_calls,
     set_epoch_calls,
     set_epoch_units,
     top_unit,
@@ -329,6 +330,13 @@ def _never_called(ctx: FileContext, units: set[int] | None) -> Text:
     with two entry points, only one of which sets its sampler's epoch) only in defs that the
     finding's sampler and epoch loop neither run nor are run by (``set_epoch_units``)."""
     if units is None:
+        only_rank0 = sorted(c.lineno for c in rank0_set_epoch_calls(ctx))
+        if only_rank0:
+            at = ", ".join(str(n) for n in only_rank0[:3])
+            return Text(
+                f"`set_epoch` is called only under a rank-0 test (line {at}), so the other ranks never call it",
+                f"`set_epoch` 只在 rank 0 判断下调用（第 {at} 行），其他 rank 从不调用",
+            )
         return Text("`set_epoch` is never called", "从未调用 `set_epoch`")
     lines = sorted(c.lineno for c in set_epoch_calls(ctx))
     at = ", ".join(str(n) for n in lines[:3]) + (", ..." if len(lines) > 3 else "")
