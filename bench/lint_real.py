@@ -2,8 +2,10 @@
 
 Reads the scripts from a local cache (``<cache>/<owner>+<name>/<commit>/<path>``, filled by
 ``bench/lint_real_fetch.py``); needs no network, so it is not part of CI. Each script is linted
-in project mode over its ``root`` (or file by file with ``--mode file``); only findings in the
-script's ``files`` are scored. A finding matches a label with the same rule and file whose ``at``
+in project mode over its ``root``, or by naming its files (``--mode file``: ``ddp-doctor lint
+train.py``, read in the project around each named file since round 18), or each file by itself
+(``--mode alone``: ``--no-project``, what ``--mode file`` measured before round 18); only findings
+in the script's ``files`` are scored. A finding matches a label with the same rule and file whose ``at``
 range holds its line (two lines of slack, an exact range first, a label not yet hit first); several findings on one label count once; any other
 finding in a scored file is a false positive. ``--no-gated`` scores without the config-gated
 positives: their labels are dropped and a finding on one of them counts neither way.
@@ -12,7 +14,7 @@ positives: their labels are dropped and a finding on one of them counts neither 
 their score measures the tuning on the other script, not generalisation.
 
     python bench/lint_real.py --cache /work/lintcache [--split tune|holdout|holdout-2|all]
-        [--mode project|file] [--no-gated] [--no-near-copies] [--show] [--markdown]
+        [--mode project|file|alone] [--no-gated] [--no-near-copies] [--show] [--markdown]
 """
 
 from __future__ import annotations
@@ -77,7 +79,7 @@ def lint_script(cache: Path, script: dict, mode: str) -> tuple[list, float, int]
     if mode == "project":
         result = lint_paths([base / script.get("root", "")], project=True)
     else:
-        result = lint_paths([base / f for f in script["files"]])
+        result = lint_paths([base / f for f in script["files"]], project=mode == "file")
     elapsed = time.perf_counter() - t0
     scored = {str((base / f).resolve()) for f in script["files"]}
     out = []
@@ -212,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache", type=Path, required=True)
     ap.add_argument("--corpus", type=Path, default=CORPUS)
     ap.add_argument("--split", default="all", help="a corpus split (tune, holdout, holdout-2) or all")
-    ap.add_argument("--mode", choices=("project", "file"), default="project")
+    ap.add_argument("--mode", choices=("project", "file", "alone"), default="project")
     ap.add_argument("--show", action="store_true", help="list every FP and FN")
     ap.add_argument("--no-gated", action="store_true", help="score without the config-gated positives")
     ap.add_argument(

@@ -16,6 +16,8 @@ the all-reduced loss, or a display on every rank, is no rank-0-only log.
   that no call of the project passes never runs (UFDN-ReID's ``do_train(..., writer=None)``).
 - A pipeline stage's own ``model.backward(input, output, grad)`` (picotron) backprops the tensors it is
   handed, not ``model``: the step counters printed beside the loss are no loss.
+- A file named alone (``ddp-doctor lint train_dist.py``) is read in the project around it (its directory,
+  or the one above its top package) and only it is reported; ``--no-project`` lints it by itself.
 - ``from models import Backbone`` in ``ddp/learner.py`` names the sibling ``ddp/models.py`` (Python
   runs the script from its own directory), even beside another ``single_GPU/models.py``.
 """
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ddp_doctor.lint.engine import alone_project_root, lint_paths
 from tests.lint.project_facts import found
 from tests.lint.project_facts import write_files as _write
 
@@ -400,3 +403,17 @@ def main(model, data_loader, optimizer, rank, world_size, total_steps, checkpoin
 
 def test_a_pipeline_stage_backward_is_no_backward_of_the_model(tmp_path: Path) -> None:
     assert found(_write(tmp_path, {"pipeline.py": PIPELINE, "train.py": PIPELINE_MAIN})) == set()
+
+
+def test_a_file_named_alone_is_read_in_the_project_around_it(tmp_path: Path) -> None:
+    root = _write(tmp_path, {"utils.py": STAR_UTILS, "train_func.py": TRAIN_FUNC, "train_dist.py": STAR_MAIN})
+    named = lint_paths([root / "train_dist.py"])
+    assert {(f.id, Path(f.path).name) for f in named.findings} == {("sampler-missing", "train_dist.py")}
+    assert named.files == 1  # only the named file is reported
+    assert lint_paths([root / "train_dist.py"], project=False).findings == []
+
+
+def test_the_project_around_a_module_of_a_package_starts_above_the_package(tmp_path: Path) -> None:
+    root = _write(tmp_path, {"pkg/__init__.py": "", "pkg/sub/__init__.py": "", "pkg/sub/mod.py": "x = 1\n"})
+    assert alone_project_root(root / "pkg" / "sub" / "mod.py") == root.resolve()
+    assert alone_project_root(root / "train_func.py") == root.resolve()

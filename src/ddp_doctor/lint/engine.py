@@ -233,6 +233,48 @@ def fix_file(path: Path, edits: list[Edit]) -> int:
     return applied
 
 
+# The most files the project around a file named alone may hold: past that (a file named inside a
+# large library) the file is linted by itself rather than indexing thousands of files for it.
+ALONE_PROJECT_FILES = 2000
+
+
+def alone_project_root(path: Path) -> Path:
+    """The directory ``python <path>`` imports beside: the file's own, or the one above the top
+    package holding it (``pkg/sub/mod.py`` with ``pkg/__init__.py`` and ``pkg/sub/__init__.py``)."""
+    root = path.resolve().parent
+    while (root / "__init__.py").is_file() and root.parent != root:
+        root = root.parent
+    return root
+
+
+def _surrounding_index(
+    path: Path,
+    ids: tuple[str, ...],
+    config: LintConfig,
+    indexes: dict[tuple[Path, frozenset[str]], ProjectIndex | None],
+) -> ProjectIndex | None:
+    """The project index a file named alone is read in (``alone_project_root``), built once per root
+    and fact set; None past ``ALONE_PROJECT_FILES`` or when the file is not one the index reads."""
+    if path.suffix != ".py" or not path.is_file():
+        return None
+    root = alone_project_root(path)
+    facts = frozenset(fact for i in ids for fact in RULES[i].project_facts)
+    key = (root, facts)
+    if key not in indexes:
+        excludes = exclude_patterns(config.root, config.exclude) if config.root else []
+        found: list[Path] = []
+        for f in iter_files(root, excludes):
+            found.append(f)
+            if len(found) > ALONE_PROJECT_FILES:
+                break
+        named = path.resolve()
+        if len(found) > ALONE_PROJECT_FILES or all(f.resolve() != named for f in found):
+            indexes[key] = None
+        else:
+            indexes[key] = ProjectIndex.build(root, sorted(found), facts)
+    return indexes[key]
+
+
 def lint_paths(
     paths: list[Path],
     select: tuple[str, ...] | None = None,
@@ -243,10 +285,15 @@ def lint_paths(
     """Lint files and directories. CLI ``select`` replaces the config's; ``ignore`` adds to it.
 
     With ``project`` (the default), each directory is read as one project first
-    (``lint/project.py``) so facts cross its files; a file named alone is linted by itself.
+    (``lint/project.py``) so facts cross its files. A file named alone (``ddp-doctor lint
+    train.py``, how a new user tries it) is read in the project around it: its directory, or the
+    directory above its top package when it sits in one (what ``python train.py`` imports from),
+    up to ``ALONE_PROJECT_FILES`` files; only the named file is reported. Beyond that, and with
+    ``project=False``, it is linted by itself.
     """
     result = LintResult()
     files: list[tuple[Path, tuple[str, ...], ProjectIndex | None]] = []
+    indexes: dict[tuple[Path, frozenset[str]], ProjectIndex | None] = {}  # one per root for named files
 
     def ids_of(config: LintConfig) -> tuple[str, ...]:
         return resolve_ids(select if select is not None else config.select, (*config.ignore, *ignore))
@@ -262,7 +309,8 @@ def lint_paths(
             index = ProjectIndex.build(given, [f for f, _ in found], facts) if project else None
             files.extend((f, ids, index) for f, ids in found)
         else:
-            files.append((given, ids_of(config), None))
+            ids = ids_of(config)
+            files.append((given, ids, _surrounding_index(given, ids, config, indexes) if project else None))
     for path, ids, index in files:
         file_result = lint_file(path, ids, index)
         if fix and file_result.edits and not file_result.notebook:

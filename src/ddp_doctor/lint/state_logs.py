@@ -32,7 +32,15 @@ _DERIVE_PASSES = 3  # entries = [...self.meters...]; line = "\t".join(entries); 
 
 def state_logged(ctx: FileContext, fn: ast.AST) -> StateLog | None:
     """What the method ``fn`` logs of its instance's constructor parameters, and how; None when it
-    logs none of them (or is no method, or is ``__init__``)."""
+    logs none of them (or is no method, or is ``__init__``). Read once per method (``ctx.memo``)."""
+    key = (state_logged, id(fn))
+    if key not in ctx.memo:
+        ctx.memo[key] = _state_logged(ctx, fn)
+    found: StateLog | None = ctx.memo[key]
+    return found
+
+
+def _state_logged(ctx: FileContext, fn: ast.AST) -> StateLog | None:
     owner = ctx.parents.get(fn)
     if (
         not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
@@ -129,9 +137,7 @@ def _method_state_log(ctx: FileContext, call: ast.Call, build: ast.Call) -> Stat
     assert isinstance(call.func, ast.Attribute)
     method = call.func.attr
     if isinstance(build.func, ast.Name):
-        classes = [
-            c for c in ctx.of_type(ast.ClassDef) if isinstance(c, ast.ClassDef) and c.name == build.func.id
-        ]
+        classes = _classes_by_name(ctx).get(build.func.id, [])
         if len(classes) == 1:
             defs = [
                 f
@@ -145,3 +151,14 @@ def _method_state_log(ctx: FileContext, call: ast.Call, build: ast.Call) -> Stat
         return None
     found: StateLog | None = ctx.project.call_state_logged(ctx, call)
     return found
+
+
+def _classes_by_name(ctx: FileContext) -> dict[str, list[ast.ClassDef]]:
+    key = (_classes_by_name,)
+    if key not in ctx.memo:
+        found: dict[str, list[ast.ClassDef]] = {}
+        for c in ctx.of_type(ast.ClassDef):
+            found.setdefault(c.name, []).append(c)
+        ctx.memo[key] = found
+    out: dict[str, list[ast.ClassDef]] = ctx.memo[key]
+    return out
