@@ -24,6 +24,24 @@ BATCH_SAMPLERS = frozenset({"torch.utils.data.BatchSampler", "torch.utils.data.s
 WHOLE = -1  # the function returns the loader itself, not inside a tuple
 
 
+def is_dataloader_call(ctx: FileContext, call: ast.Call) -> bool:
+    """``DataLoader(...)``, or a class of this file that subclasses it (DistilCSE's ``class
+    DataLoaderX(DataLoader)`` adding a prefetcher): the same loader, the same ``sampler``."""
+    if ctx.call_qualname(call) == DATALOADER:
+        return True
+    return isinstance(call.func, ast.Name) and DATALOADER in ctx.base_qualnames(call.func.id)
+
+
+def loader_sampler(call: ast.Call) -> list[ast.expr | None]:
+    """What a loader's ``sampler=`` may be: the value, or both branches of ``DistributedSampler(ds)
+    if ddp else None`` (English_Hindi_Translation)."""
+    value = keyword(call, "sampler")
+    if value is None:
+        return []
+    branches: list[ast.expr | None] = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
+    return branches
+
+
 def distributed_sampler_call(ctx: FileContext, call: ast.Call) -> bool:
     """``DistributedSampler(ds)``, also through a class alias chosen by a condition (``S =
     RandomSampler if args.local_rank == -1 else DistributedSampler; S(ds)``): a DistributedSampler
@@ -127,7 +145,7 @@ def _inline_samplers(ctx: FileContext, nodes: list[ast.AST]) -> dict[int, int]:
     DistributedSampler(ds) if distributed else None``: held whenever the run is distributed)."""
     out: dict[int, int] = {}
     for node in nodes:
-        if not (isinstance(node, ast.Call) and ctx.call_qualname(node) == DATALOADER):
+        if not (isinstance(node, ast.Call) and is_dataloader_call(ctx, node)):
             continue
         given = keyword(node, "sampler")
         if given is None:
@@ -179,7 +197,7 @@ def returned_sampler_loaders(ctx: FileContext, fn: ast.AST) -> dict[int, str]:
     loaders: dict[str, int] = {}
     returned: dict[int, str] = {}
     for node in nodes:
-        if isinstance(node, ast.Call) and ctx.call_qualname(node) == DATALOADER:
+        if isinstance(node, ast.Call) and is_dataloader_call(ctx, node):
             given = keyword(node, "sampler") or keyword(node, "batch_sampler")
             name = dotted(given) if given is not None else None
             parent = ctx.parents.get(node)

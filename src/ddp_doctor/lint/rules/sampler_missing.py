@@ -44,7 +44,7 @@ from ddp_doctor.lint.context import FileContext, dotted, keyword, method
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.rules._data import bound_names, trains_on
 from ddp_doctor.lint.rules.base import Rule, Violation
-from ddp_doctor.lint.samplers import DATALOADER, distributed_sampler_call, top_unit
+from ddp_doctor.lint.samplers import distributed_sampler_call, is_dataloader_call, top_unit
 
 DATA_PARALLEL = (
     "torch.nn.parallel.DistributedDataParallel",
@@ -127,7 +127,7 @@ class SamplerMissing(Rule):
             or any(n.attr == "DistributedSampler" for n in ctx.of_type(ast.Attribute))
         )
         for call in calls:
-            if ctx.call_qualname(call) != DATALOADER or len(call.args) > SAMPLER_POSITION:
+            if not is_dataloader_call(ctx, call) or len(call.args) > SAMPLER_POSITION:
                 continue
             sampler = keyword(call, "sampler")
             local_sampler = _local_sampler(ctx, call, sampler) if sampler is not None else None

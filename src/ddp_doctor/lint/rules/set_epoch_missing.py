@@ -41,10 +41,11 @@ from ddp_doctor.lint.rules._returned_loaders import returned_loader, sets_epoch_
 from ddp_doctor.lint.rules.base import Edit, Rule, Violation, insert_line_before, starts_own_line
 from ddp_doctor.lint.rules.fp16_no_scaler import EVAL_FUNCTION
 from ddp_doctor.lint.samplers import (
-    DATALOADER,
     DISTRIBUTED_SAMPLER,
     WHOLE,
     distributed_sampler_call,
+    is_dataloader_call,
+    loader_sampler,
     rank0_set_epoch_calls,
     set_epoch_calls,
     set_epoch_units,
@@ -101,11 +102,11 @@ class SetEpochMissing(Rule):
         calls = [n for n in ctx.nodes if isinstance(n, ast.Call)]
         yield from self._from_builders(ctx, facts, calls, never)
         # once, not per sampler: a notebook of many cells repeating the loop was quadratic (minutes)
-        dataloaders = [
+        dataloaders: list[tuple[ast.expr | None, str | None, set[str]]] = [
             (arg, dotted(arg) if arg is not None else None, bound_names(ctx, node))
             for node in calls
-            if ctx.call_qualname(node) == DATALOADER
-            for arg in (keyword(node, "sampler"),)
+            if is_dataloader_call(ctx, node)
+            for arg in (loader_sampler(node) or [None])
         ]
         for call in calls:
             if not distributed_sampler_call(ctx, call):
