@@ -62,11 +62,9 @@ def dead_unless_passed(ctx: FileContext, node: ast.AST) -> str | None:
     operand of an ``and``) where ``writer`` is a parameter of the enclosing function that defaults to
     None, is never rebound there, and that no call of the project passes (UFDN-ReID's ``do_train(...,
     writer=None)``, called without it): the block never runs. The parameter's name, or None."""
-    project = ctx.project
     fn = ctx.enclosing_function(node)
-    if project is None or ctx.module is None or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+    if ctx.project is None or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return None
-    defaults = param_defaults(fn)
     child, cur = node, ctx.parents.get(node)
     while cur is not None and cur is not fn:
         if isinstance(cur, ast.If) and child in cur.body:
@@ -77,19 +75,25 @@ def dead_unless_passed(ctx: FileContext, node: ast.AST) -> str | None:
             )
             for t in tests:
                 name = _tested_name(t)
-                default = defaults.get(name) if name else None
-                if (
-                    name is not None
-                    and isinstance(default, ast.Constant)
-                    and default.value is None
-                    and not ctx.bindings(fn).get(name)
-                    and project.never_passed(
-                        fn, ctx.module, isinstance(ctx.parents.get(fn), ast.ClassDef), name
-                    )
-                ):
+                default = left_at_default(ctx, fn, name) if name else None
+                if name is not None and isinstance(default, ast.Constant) and default.value is None:
                     return name
         child, cur = cur, ctx.parents.get(cur)
     return None
+
+
+def left_at_default(ctx: FileContext, fn: ast.AST, name: str) -> ast.expr | None:
+    """(project mode) The default of ``fn``'s parameter ``name`` when that is what every run of
+    ``fn`` sees: never rebound in its body, and some call of ``fn`` is seen in the project but none
+    passes it (``never_passed``). None otherwise (or in file mode)."""
+    project = ctx.project
+    if project is None or ctx.module is None or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    default = param_defaults(fn).get(name)
+    if default is None or ctx.bindings(fn).get(name):
+        return None
+    in_class = isinstance(ctx.parents.get(fn), ast.ClassDef)
+    return default if project.never_passed(fn, ctx.module, in_class, name) else None
 
 
 def _tested_name(test: ast.expr) -> str | None:

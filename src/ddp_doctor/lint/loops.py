@@ -26,12 +26,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TypeGuard
 
+from ddp_doctor.lint.call_arguments import left_at_default
 from ddp_doctor.lint.context import (
     FileContext,
     dotted,
     keyword,
     method,
-    param_defaults,
     positional_params,
     walk_local,
 )
@@ -616,17 +616,10 @@ def count_is_one(facts: LoopFacts, loop: AccumLoop) -> bool:
     nothing accumulates. Unknown callers (file mode, a callback, ``*args``) leave it a count."""
     ctx = facts.ctx
     count = accumulation_count(facts, loop)
-    project = ctx.project
-    if project is None or ctx.module is None or not isinstance(count, ast.Name):
+    if not isinstance(count, ast.Name):
         return False
-    fn = ctx.enclosing_function(loop.loop)
-    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or ctx.bindings(fn).get(count.id):
-        return False
-    default = param_defaults(fn).get(count.id)
-    if not (isinstance(default, ast.Constant) and default.value == 1):
-        return False
-    in_class = isinstance(ctx.parents.get(fn), ast.ClassDef)
-    return bool(project.never_passed(fn, ctx.module, in_class, count.id))
+    default = left_at_default(ctx, ctx.enclosing_function(loop.loop), count.id)
+    return isinstance(default, ast.Constant) and default.value == 1
 
 
 def count_sources(ctx: FileContext, count: ast.expr) -> list[ast.expr | None]:

@@ -987,8 +987,9 @@ class LossFlow:
         for n in nodes:
             if isinstance(n, ast.Call):
                 name = dotted(n.func) or ""
+                named_reduce = is_reduce(name)
                 if reduces_in_place(ctx, n) and (
-                    is_reduce(name)
+                    named_reduce
                     or (
                         ctx.project is not None
                         and isinstance(n.func, ast.Attribute)
@@ -997,9 +998,7 @@ class LossFlow:
                 ):
                     # in place (a statement): dist.all_reduce(t), meter.synchronize_between_processes()
                     # (a project method reducing its receiver combines none of its arguments)
-                    in_place = (
-                        {x for a in n.args[:1] for x in reads(ast.walk(a))} if is_reduce(name) else set()
-                    )
+                    in_place = {x for a in n.args[:1] for x in reads(ast.walk(a))} if named_reduce else set()
                     # a Python number cannot be changed in place: ``sync_loss(avg_loss, device)``
                     # with ``avg_loss = 0; avg_loss += loss.item()`` reduces a tensor made from it
                     # and leaves ``avg_loss`` this rank's own (DSPv2 drops what it returns)

@@ -594,11 +594,8 @@ def silences_other_ranks(
         if (
             handlers
             and isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and all(
-                enclosing_rank0_if(parents, c, SCOPES, predicates) is not None
-                or _returned_off_rank0_before(fn, c, predicates)
-                for c in handlers
-            )
+            # (an ``if distributed_rank > 0: return logger`` before them counts: enclosing_rank0_if)
+            and all(enclosing_rank0_if(parents, c, SCOPES, predicates) is not None for c in handlers)
         ):
             # maskrcnn-benchmark ``setup_logger(name, save_dir, distributed_rank)``: ``if
             # distributed_rank > 0: return logger`` before any handler is added; the other ranks'
@@ -652,24 +649,6 @@ def _only_value(fn: ast.AST, name: str) -> ast.expr | None:
         )
     ]
     return found[0] if len(found) == 1 else None
-
-
-def _returned_off_rank0_before(
-    fn: ast.FunctionDef | ast.AsyncFunctionDef, node: ast.AST, predicates: Collection[str]
-) -> bool:
-    """A statement of ``fn``'s body before ``node`` returns on every rank but 0 (``if
-    distributed_rank > 0: return logger``), so ``node`` runs on rank 0 only."""
-    for stmt in fn.body:
-        if stmt.lineno >= getattr(node, "lineno", 0):
-            return False
-        if (
-            isinstance(stmt, ast.If)
-            and not stmt.orelse
-            and is_not_rank0_test(stmt.test, predicates)
-            and isinstance(stmt.body[-1], ast.Return)
-        ):
-            return True
-    return False
 
 
 LEVELS = {

@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 
 from ddp_doctor.lint.context import FileContext
+from ddp_doctor.lint.logged_helpers import constructed_method
 from ddp_doctor.lint.provenance import bound_names, reads
 from ddp_doctor.lint.rank0 import is_log_call, is_plain_print, is_silenceable_record
 from ddp_doctor.lint.rank0_handoff import constructor_positions, kept_parameters
@@ -96,13 +97,16 @@ def state_log_call(ctx: FileContext, call: ast.AST) -> tuple[str, list[ast.expr]
     ``obj`` was built with; None otherwise."""
     if not isinstance(call, ast.Call) or is_log_call(call):
         return None
-    func = call.func
-    if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
+    # every binding of ``obj`` here builds one class (``FileContext.constructors``): its calls
+    funcs = ctx.constructors(call)
+    if not funcs or len({ast.dump(f) for f in funcs}) != 1:
         return None
-    builds = _constructions(ctx, call, func.value.id)
-    if not builds:
-        return None
-    found = _method_state_log(ctx, call, builds[0])
+    builds = [b for f in funcs if isinstance(b := ctx.parents.get(f), ast.Call)]
+    method = constructed_method(ctx, call)  # the method of a class of this file
+    if method is not None:
+        found = state_logged(ctx, method)
+    else:
+        found = ctx.project.call_state_logged(ctx, call) if ctx.project is not None else None
     if found is None:
         return None
     kind, params = found
@@ -119,46 +123,3 @@ def state_log_call(ctx: FileContext, call: ast.AST) -> tuple[str, list[ast.expr]
             if arg is not None:
                 args.append(arg)
     return (kind, args) if args else None
-
-
-def _constructions(ctx: FileContext, call: ast.Call, name: str) -> list[ast.Call]:
-    """The constructor calls ``name`` is bound to in the calling scope, when every binding is one and
-    all call one callee (``progress = ProgressMeter(...)``)."""
-    out: list[ast.Call] = []
-    for b in ctx.bindings(ctx.enclosing_function(call)).get(name, []):
-        if not (isinstance(b, ast.Assign) and isinstance(b.value, ast.Call)):
-            return []
-        out.append(b.value)
-    spellings = {ast.dump(c.func) for c in out}
-    return out if len(spellings) == 1 else []
-
-
-def _method_state_log(ctx: FileContext, call: ast.Call, build: ast.Call) -> StateLog | None:
-    assert isinstance(call.func, ast.Attribute)
-    method = call.func.attr
-    if isinstance(build.func, ast.Name):
-        classes = _classes_by_name(ctx).get(build.func.id, [])
-        if len(classes) == 1:
-            defs = [
-                f
-                for f in classes[0].body
-                if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == method
-            ]
-            return state_logged(ctx, defs[0]) if len(defs) == 1 else None
-        if classes:
-            return None
-    if ctx.project is None:
-        return None
-    found: StateLog | None = ctx.project.call_state_logged(ctx, call)
-    return found
-
-
-def _classes_by_name(ctx: FileContext) -> dict[str, list[ast.ClassDef]]:
-    key = (_classes_by_name,)
-    if key not in ctx.memo:
-        found: dict[str, list[ast.ClassDef]] = {}
-        for c in ctx.of_type(ast.ClassDef):
-            found.setdefault(c.name, []).append(c)
-        ctx.memo[key] = found
-    out: dict[str, list[ast.ClassDef]] = ctx.memo[key]
-    return out

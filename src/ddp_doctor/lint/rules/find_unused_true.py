@@ -35,6 +35,7 @@ from ddp_doctor.lint.inference_only import never_trains
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.module_moves import unmoved
 from ddp_doctor.lint.project_summary import DDP
+from ddp_doctor.lint.rank0 import bound_argument
 from ddp_doctor.lint.rules.base import Rule, Violation, replace_node
 
 # A class named for evaluation (``eval``, ``Evaluator``, ``ValidationRunner``, ``Inference``; not unittest ``Test*`` classes).
@@ -225,20 +226,18 @@ def _true_default_parameter(ctx: FileContext, value: ast.Name, call: ast.Call) -
 
 
 def _passed_otherwise(ctx: FileContext, call: ast.Call, value: ast.Name) -> bool:
-    """A call of this file hands the function something for that parameter (the default is not
-    what its wraps run with there)."""
+    """A call of this file hands the function something for that parameter, or may (``*args``,
+    ``**kwargs``): the default is not what its wraps run with there."""
     fn = ctx.enclosing_function(call)
     if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return False
-    positional = [x.arg for x in [*fn.args.posonlyargs, *fn.args.args]]
-    for c in ctx.of_type(ast.Call):
-        if ctx.helper(c) is not fn:
-            continue
-        if any(k.arg == value.id for k in c.keywords):
-            return True
-        if value.id in positional and positional.index(value.id) < len(c.args):
-            return True
-    return False
+    return any(
+        bound_argument(fn, c, value.id) is not None
+        or any(isinstance(a, ast.Starred) for a in c.args)
+        or any(k.arg is None for k in c.keywords)
+        for c in ctx.of_type(ast.Call)
+        if ctx.helper(c) is fn
+    )
 
 
 def _handed_to_a_wrap_helper(ctx: FileContext, call: ast.Call) -> ast.keyword | None:
