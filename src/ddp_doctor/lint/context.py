@@ -358,6 +358,18 @@ class FileContext:
     def imports_module(self, prefix: str) -> bool:
         return any(q == prefix or q.startswith(prefix + ".") for q in self.imports.values())
 
+    def uses_module(self, prefix: str) -> bool:
+        """The file refers to the module (or something in it) outside its imports: a leftover
+        ``import torch.distributed as dist`` that nothing calls does not make a script distributed."""
+        if not self.imports_module(prefix):
+            return False
+        nodes: list[ast.AST] = [*self.of_type(ast.Name), *self.of_type(ast.Attribute)]
+        for node in nodes:
+            name = self.qualname(node)
+            if name is not None and (name == prefix or name.startswith(prefix + ".")):
+                return True
+        return False
+
     def helper(self, call: ast.Call) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
         """The same-file function a call runs: ``f(...)`` or ``self.f(...)``, when unambiguous."""
         func = call.func

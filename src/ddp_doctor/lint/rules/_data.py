@@ -151,21 +151,46 @@ def trains_on(facts: LoopFacts, names: set[str], source: ast.AST | None = None) 
     if any(
         facts.has_backward(loop.body)
         for loop in loops_iterating(facts.ctx, names)
-        if source is None or not rebound_before(facts.ctx, source, loop, names)
+        if source is None or not _drawn_after_rebinding(facts.ctx, source, loop, names)
     ):
         return True
     project = facts.ctx.project
     if project is None or not names:
         return False
-    names = _aliases(facts.ctx, names)
-    return any(project.trains_on_argument(facts.ctx, c, names) for c in facts.ctx.of_type(ast.Call))
+    handed = _aliases(facts.ctx, names)
+    return any(
+        project.trains_on_argument(facts.ctx, c, handed)
+        and (source is None or not rebound_before(facts.ctx, source, c, names))
+        for c in facts.ctx.of_type(ast.Call)
+    )
+
+
+def _drawn_after_rebinding(
+    ctx: FileContext, source: ast.AST, loop: ast.For | ast.AsyncFor | ast.While, names: set[str]
+) -> bool:
+    """The loop reaches the names only after a rebinding (``rebound_before``). A loop of another
+    function (``def train(train_queue, ...)``) reaches them through the calls of ``source``'s function
+    that hand one of them on: when every such call comes after a rebinding (DARTS binds a plain loader to
+    ``train_queue``, rebinds it to the sampled one, and only then calls ``train(train_queue, ...)``), the
+    loop never draws from ``source``."""
+    fn = ctx.enclosing_function(source)
+    if ctx.enclosing_function(loop) is fn:
+        return rebound_before(ctx, source, loop, names)
+    handing = [
+        c
+        for c in ctx.local(fn)
+        if isinstance(c, ast.Call)
+        and any(isinstance(a, ast.Name) and a.id in names for a in [*c.args, *(k.value for k in c.keywords)])
+    ]
+    return bool(handing) and all(rebound_before(ctx, source, c, names) for c in handing)
 
 
 def rebound_before(
-    ctx: FileContext, source: ast.AST, loop: ast.For | ast.AsyncFor | ast.While, names: set[str]
+    ctx: FileContext, source: ast.AST, loop: ast.For | ast.AsyncFor | ast.While | ast.Call, names: set[str]
 ) -> bool:
     """Each of ``names`` (plain local names bound to ``source`` in ``loop``'s function) is assigned
-    again after that binding and before ``loop``, by a statement of a block that holds the loop: on
+    again after that binding and before ``loop`` (or the call that hands the names on), by a statement
+    of a block that holds it: on
     every path to the loop the name holds the newer value (mri_dm binds ``data_loader`` to a
     preprocessing loader on local rank 0, deletes it, and rebinds ``data_loader`` to the sampled
     training loader before the epoch loop)."""

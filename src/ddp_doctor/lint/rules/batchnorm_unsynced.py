@@ -338,15 +338,19 @@ def _switched_off(ctx: FileContext, layer: ast.Call) -> bool:
         return False
     fn, switch = found
     owner = ctx.parents.get(fn)
+    refs: list[ast.Name | ast.Attribute]
     if isinstance(owner, ast.ClassDef) and fn.name == "__init__":
-        name = owner.name
+        refs = [r for r in ctx.of_type(ast.Name) if r.id == owner.name]
     elif owner is ctx.tree:
-        name = fn.name
+        refs = [r for r in ctx.of_type(ast.Name) if r.id == fn.name]
+    elif isinstance(owner, ast.ClassDef):
+        # a builder method (``self.make_layers(cfg, batch_norm=False)``): every ``.make_layers`` of the file
+        refs = [r for r in ctx.of_type(ast.Attribute) if r.attr == fn.name]
     else:
         return False
     calls: list[tuple[int, frozenset[str], bool]] = []
-    for ref in ctx.of_type(ast.Name):
-        if ref.id != name or not isinstance(ref.ctx, ast.Load):
+    for ref in refs:
+        if not isinstance(ref.ctx, ast.Load):
             continue
         parent = ctx.parents.get(ref)
         if isinstance(parent, ast.Call) and parent.func is ref:

@@ -153,7 +153,9 @@ class Fp16NoScaler(Rule):
                 what = f"{dotted(n.func) or what.splitlines()[0]}(...)"
             if picked is not None:
                 option, value = picked
-                built = "/".join(repr(v) for v in sorted(scaler_values[option]))
+                # the scaler's own option may be spelled otherwise (``cfg.precision`` / ``args.precision``)
+                ((_, covered),) = scaler_values.items()
+                built = "/".join(repr(v) for v in sorted(covered))
                 message = Text(
                     f"`{what}` trains in float16 when `{option}` is {value!r}, but the GradScaler is built "
                     f"only when it is {built}: small gradients underflow to zero, large ones overflow.",

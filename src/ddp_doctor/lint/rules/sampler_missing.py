@@ -120,7 +120,7 @@ class SamplerMissing(Rule):
             return  # no DDP/FSDP wrap in this file (or, in project mode, anywhere in the project)
         distributed_file = (
             wraps_here
-            or ctx.imports_module("torch.distributed")
+            or ctx.uses_module("torch.distributed")
             or ctx.mentions(*DISTRIBUTED_WORDS)
             # used, not only imported: HF-style single-process scripts import it and never build one
             or any(n.id == "DistributedSampler" for n in ctx.of_type(ast.Name))

@@ -35,6 +35,7 @@ from collections.abc import Iterator
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method
 from ddp_doctor.lint.loops import LoopFacts
+from ddp_doctor.lint.rank0 import bound_argument
 from ddp_doctor.lint.rules._carried_loaders import caller_epoch_loop, carried_loaders, walks_epochs
 from ddp_doctor.lint.rules._data import bound_names, enclosing_loop, loops_iterating
 from ddp_doctor.lint.rules._returned_loaders import returned_loader, sets_epoch_elsewhere
@@ -249,7 +250,7 @@ class SetEpochMissing(Rule):
                 continue
             # in its own method, the loop around every call of that method (``for epoch in ...:
             # trainer.train_epoch(epoch)``)
-            outer = enclosing_loop(ctx, loop) or caller_epoch_loop(ctx, loop)
+            outer = _epoch_of(ctx, loop) or caller_epoch_loop(ctx, loop)
             if (
                 outer is not None
                 and isinstance(loop, (ast.For, ast.AsyncFor))
@@ -438,32 +439,77 @@ def _wrapped_loaders(ctx: FileContext, loaders: set[str]) -> set[str]:
     return out
 
 
+def _epoch_of(ctx: FileContext, loop: ast.AST) -> ast.For | ast.AsyncFor | ast.While | None:
+    """The loop around ``loop`` that repeats it: the nearest enclosing loop that names epochs
+    (``for epoch in ...: for phase in ["train", "val"]: for b in loaders[phase]``), else the nearest."""
+    nearest = cur = enclosing_loop(ctx, loop)
+    while cur is not None:
+        if walks_epochs(ctx, cur):
+            return cur
+        cur = enclosing_loop(ctx, cur)
+    return nearest
+
+
 def _method_aliases(ctx: FileContext, loaders: set[str]) -> dict[str, set[int]]:
-    """Local names a function binds, outside any loop, to a loader itself or to a progress bar over
-    it (``if rank == 0: pbar = tqdm(self.loader)`` / ``else: pbar = self.loader``), with the functions
-    (by id) that bind them. tqdm's ``__iter__`` iterates its iterable again, so a loop over the name
-    in that function draws the loader's order once per call of the function; the caller's epoch
-    loop decides whether that is once per epoch. Only a loop of the binding function counts: another
-    function's ``pbar`` is another bar."""
+    """Local names a function binds to a loader (or to what holds one), with the functions (by id)
+    that bind them. Only a loop of the binding function counts: another function's ``pbar`` is
+    another bar. Followed through the file until nothing new:
+
+    - a progress bar over the loader bound outside any loop (``if rank == 0: pbar = tqdm(self.loader)``
+      / ``else: pbar = self.loader``): tqdm's ``__iter__`` iterates its iterable again, so a loop over
+      the name draws the loader's order once per call of the function, and the caller's epoch loop
+      decides whether that is once per epoch (a bar rebuilt inside a loop is ``_wrapped_loaders``');
+    - the loader itself under another name, or a dict that holds it (``loaders = {"train":
+      train_loader, "val": val_loader}``) and what is picked from that dict (``it = loaders[phase]``);
+    - the parameter of a same-file def that a call fills with any of these (``fit(model,
+      train_loader)`` binds ``fit``'s ``data_loader``; the PyTorch tutorial's ``train_model(model,
+      dataloaders, ...)`` iterates ``dataloaders[phase]`` for every epoch)."""
     out: dict[str, set[int]] = {}
-    for node in ctx.of_type(ast.Assign):
-        value = node.value
-        if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
-            continue
-        fn = ctx.enclosing_function(node)
-        if (
-            not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
-            or enclosing_loop(ctx, node) is not None
-        ):
-            continue
-        bar = (
-            isinstance(value, ast.Call)
-            and (dotted(value.func) or "").split(".")[-1] in _REITERABLE_WRAPPERS
-            and bool(value.args)
-            and dotted(value.args[0]) in loaders
-        )
-        if (bar or dotted(value) in loaders) and node.targets[0].id not in loaders:
-            out.setdefault(node.targets[0].id, set()).add(id(fn))
+
+    def held(expr: ast.expr | None, fn: ast.AST | None) -> bool:
+        if expr is None:
+            return False
+        name = dotted(expr)
+        if name in loaders or (name is not None and id(fn) in out.get(name, set())):
+            return True
+        if isinstance(expr, ast.Dict):
+            return any(held(v, fn) for v in expr.values)
+        return isinstance(expr, ast.Subscript) and held(expr.value, fn)
+
+    def add(name: str, fn: ast.AST) -> bool:
+        if name in loaders or id(fn) in out.get(name, set()):
+            return False
+        out.setdefault(name, set()).add(id(fn))
+        return True
+
+    for _ in range(4):  # a handful of hand-offs: a loader passed down deeper is rare, and each pass is linear
+        grew = False
+        for node in ctx.of_type(ast.Assign):
+            value = node.value
+            if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
+                continue
+            fn = ctx.enclosing_function(node)
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            bar = (
+                isinstance(value, ast.Call)
+                and (dotted(value.func) or "").split(".")[-1] in _REITERABLE_WRAPPERS
+                and bool(value.args)
+                and held(value.args[0], fn)
+                and enclosing_loop(ctx, node) is None
+            )
+            if bar or held(value, fn):
+                grew |= add(node.targets[0].id, fn)
+        for call in ctx.of_type(ast.Call):
+            callee = ctx.helper(call)
+            if callee is None:
+                continue
+            caller = ctx.enclosing_function(call)
+            for param in (*callee.args.posonlyargs, *callee.args.args, *callee.args.kwonlyargs):
+                if param.arg not in ("self", "cls") and held(bound_argument(callee, call, param.arg), caller):
+                    grew |= add(param.arg, callee)
+        if not grew:
+            break
     return out
 
 
