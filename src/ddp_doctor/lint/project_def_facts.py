@@ -127,7 +127,7 @@ def trained_params_of(ctx: FileContext, node: ast.AST) -> set[str | int]:
 def epoch_params_of(
     ctx: FileContext, fn: ast.FunctionDef | ast.AsyncFunctionDef, is_method: bool
 ) -> set[str | int]:
-    """Parameters ``fn`` iterates (``for b in p``, ``enumerate(p)``, ``iter(p)``) inside a loop
+    """Parameters ``fn`` iterates (``for b in p``, ``enumerate(p)``, ``iter(p)``, ``p.__iter__()``) inside a loop
     nested in another loop of its own, or passes to a call inside a loop of its own (not in the
     header of that loop: pysot's single ``for idx, data in enumerate(train_loader)`` derives the
     epoch from ``idx`` and iterates the loader once)."""
@@ -146,6 +146,12 @@ def epoch_params_of(
             used: list[ast.expr] = []
             if isinstance(node, (ast.For, ast.AsyncFor)):  # ``for b in p``, ``for i, b in enumerate(p)``
                 used = [x for x in ast.walk(node.iter) if isinstance(x, ast.Name)]
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "__iter__"
+            ):
+                used = [node.func.value]  # PepFlow's ``inf_iterator``: ``iterator = iterable.__iter__()`` again
             elif isinstance(node, ast.Call) and (dotted(node.func) or "") not in _NOT_ITERATING:
                 used = [*node.args, *(k.value for k in node.keywords)]  # the loader itself, handed on
             for x in used:

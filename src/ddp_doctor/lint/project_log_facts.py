@@ -12,13 +12,19 @@ from ddp_doctor.lint.logged_attributes import logged_self_attributes, stores_int
 from ddp_doctor.lint.provenance import alarm, bound_names, loop_aliases, reads
 
 
+# Methods that read a tensor's whole value (``"loss %.4f" % loss.item()`` logs the loss itself).
+_WHOLE_VALUE_METHODS = frozenset({"item", "detach", "cpu", "float", "mean", "tolist", "numpy", "clone"})
+
+
 def _whole_reads(value: ast.AST) -> set[str]:
     """Names ``value`` reads as a whole: not only as the container of an item or attribute it picks
-    (``d["k"]``, ``d.get("k")``, ``d.k``)."""
+    (``d["k"]``, ``d.get("k")``, ``d.k``); ``loss.item()`` reads all of ``loss``."""
     picked = {
         id(x.value)
         for x in ast.walk(value)
-        if isinstance(x, (ast.Subscript, ast.Attribute)) and isinstance(x.value, ast.Name)
+        if isinstance(x, (ast.Subscript, ast.Attribute))
+        and isinstance(x.value, ast.Name)
+        and not (isinstance(x, ast.Attribute) and x.attr in _WHOLE_VALUE_METHODS)
     }
     return {x.id for x in ast.walk(value) if isinstance(x, ast.Name) and id(x) not in picked}
 
@@ -50,16 +56,14 @@ def parameters_logged(
     if not named or len(nodes) > 400:
         return (), tuple(positional)
     logged: set[str] = set()
-    assigns = [
-        (reads(ast.walk(n.value)), {t for target in n.targets for t in bound_names(target)})
+    # ``msg = ...`` and ``msg += " | loss %.4f" % loss.item()`` (PepFlow ``log_losses``) both write ``msg``
+    writes = [
+        (n.value, {t for target in (n.targets if isinstance(n, ast.Assign) else [n.target]) for t in bound_names(target)})
         for n in nodes
-        if isinstance(n, ast.Assign)
+        if isinstance(n, (ast.Assign, ast.AugAssign))
     ]
-    wholes = [
-        (_whole_reads(n.value), {t for target in n.targets for t in bound_names(target)})
-        for n in nodes
-        if isinstance(n, ast.Assign)
-    ]
+    assigns = [(reads(ast.walk(value)), written) for value, written in writes]
+    wholes = [(_whole_reads(value), written) for value, written in writes]
     # a method that keeps what it is handed in an attribute its class's log calls write (gmflow
     # ``Logger.push``: ``self.running_loss[key] += metrics[key]``, written by another method)
     owner = ctx.parents.get(fn)

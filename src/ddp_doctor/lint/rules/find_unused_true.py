@@ -72,10 +72,12 @@ class FindUnusedTrue(Rule):
         "`find_unused_parameters=True` on DDP, accelerate `DistributedDataParallelKwargs`, Lightning "
         "`DDPStrategy`/`DDPPlugin`, or `ddp_find_unused_parameters=True` on `TrainingArguments`; "
         'Lightning `strategy="ddp_find_unused_parameters_true"`; the keyword unpacked from a dict '
-        "(`**ddp_cfg`) or given to a project subclass of DDP or of a Lightning DDP strategy"
+        "(`**ddp_cfg`) or given to a project subclass of DDP or of a Lightning DDP strategy; a conditional that "
+        "picks a literal True for one configuration (`True if sample_param['history'] > 1 else False`, "
+        "config-gated by its condition)"
     )
     not_flagged = (
-        "a value from config without a True fallback; an entry script that never backprops (an "
+        "a value from config without a True fallback (also `True if args.find_unused else False`); an entry script that never backprops (an "
         "evaluation or inference script copied from the trainer); an Accelerator built in a function "
         "only to prepare a model it froze (`eval()` / `requires_grad_(False)`: a reference or teacher); a "
         "DDP wrap of a model whose parameters the function then freezes (an EMA copy); a "
@@ -177,6 +179,21 @@ class FindUnusedTrue(Rule):
                         "（影响速度，不影响精度）。",
                     ),
                     gated_by=gate,
+                    setting=True,
+                )
+                continue
+            picked = _true_when(ctx, value, node)
+            if picked is not None:
+                chooser, condition = picked
+                yield self.violation(
+                    value,
+                    Text(
+                        f"`{kw_name}` is True when `{condition}` (`{ctx.segment(chooser)}`): DDP then "
+                        "re-traverses the autograd graph every step (speed, not accuracy).",
+                        f"`{condition}` 时 `{kw_name}` 为 True（`{ctx.segment(chooser)}`）：DDP 此时每步都要重新遍历 "
+                        "autograd 图（影响速度，不影响精度）。",
+                    ),
+                    gated_by=f"{condition} (then `{kw_name}` is True)",
                     setting=True,
                 )
                 continue
@@ -373,6 +390,24 @@ def _through_name(ctx: FileContext, value: ast.expr | None, at: ast.AST) -> ast.
     if isinstance(last, ast.Assign) and len(last.targets) == 1 and isinstance(last.targets[0], ast.Name):
         return last.value
     return value
+
+
+def _true_when(ctx: FileContext, value: ast.expr | None, at: ast.AST) -> tuple[ast.IfExp, str] | None:
+    """``True if sample_param["history"] > 1 else False`` (TGL), directly or through a variable
+    assigned just before: the code turns the search on for one configuration. ``(the conditional,
+    the condition under which it is True)``; None when neither branch is a literal True or both are."""
+    chooser = _through_name(ctx, value, at)
+    if not isinstance(chooser, ast.IfExp) or FIND_UNUSED_KEYWORD.search(ctx.segment(chooser.test)):
+        return None  # ``True if args.find_unused else False`` is the setting itself, like a plain config value
+
+    def is_true(e: ast.expr) -> bool:
+        return isinstance(e, ast.Constant) and e.value is True
+
+    if is_true(chooser.body) and not is_true(chooser.orelse):
+        return chooser, ctx.segment(chooser.test)
+    if is_true(chooser.orelse) and not is_true(chooser.body):
+        return chooser, f"not ({ctx.segment(chooser.test)})"
+    return None
 
 
 def _config_default(value: ast.expr | None) -> str | None:
