@@ -65,3 +65,65 @@ def test_a_script_that_uses_dist_beside_a_ddp_script_is_distributed(tmp_path: Pa
         tmp_path, {"distributed.py": DISTRIBUTED, "dataparallel.py": DATA_PARALLEL.replace("USE", use)}
     )
     assert found(root) == {("sampler-missing", "dataparallel.py")}
+
+
+# --- a model picked by name from torchvision in another file; a namespace package beside the script ---
+
+BACKBONE = """
+import torchvision
+from torch import nn
+
+
+class Backbone(nn.Module):
+    def __init__(self, name):
+        super().__init__()
+        self.body = getattr(torchvision.models, name)(NORM)
+
+
+def build_backbone(args):
+    return Backbone(args.backbone)
+"""
+
+DETR_MAIN = """
+import torch
+import torch.distributed as dist
+from models.detr import build_model
+
+
+def train(args):
+    dist.init_process_group("nccl")
+    net, criterion = build_model(args)
+    net = torch.nn.parallel.DistributedDataParallel(net.cuda(), device_ids=[args.local_rank])
+"""
+
+DETR_INIT = """
+from .backbone import build_backbone
+
+
+def build_model(args):
+    return build_backbone(args), None
+"""
+
+
+def _detr(tmp_path: Path, norm: str) -> Path:
+    # two copies of the project side by side (RNGDet++'s cityscale/ and spacenet/), each a script beside
+    # a ``models/`` namespace package (no ``__init__.py``) that the script imports as ``models.detr``
+    files = {}
+    for copy in ("cityscale", "spacenet"):
+        files[f"{copy}/main_train.py"] = DETR_MAIN
+        files[f"{copy}/models/detr/__init__.py"] = DETR_INIT
+        files[f"{copy}/models/detr/backbone.py"] = BACKBONE.replace("NORM", norm)
+    return _write(tmp_path, files)
+
+
+def test_torchvision_model_picked_by_name_in_a_namespace_package_beside_the_script(tmp_path: Path) -> None:
+    found_here = found(_detr(tmp_path, "pretrained=True"))
+    assert found_here == {
+        ("batchnorm-unsynced", "cityscale/main_train.py"),
+        ("batchnorm-unsynced", "spacenet/main_train.py"),
+    }
+
+
+def test_torchvision_model_picked_with_frozen_batchnorm_is_not_reported(tmp_path: Path) -> None:
+    norm = "pretrained=True, norm_layer=torchvision.ops.misc.FrozenBatchNorm2d"
+    assert found(_detr(tmp_path, norm)) == set()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 import re
 
-from ddp_doctor.lint.context import FileContext, dotted, param_defaults, positional_params
+from ddp_doctor.lint.context import FileContext, dotted, keyword, param_defaults, positional_params
 
 BATCHNORM = re.compile(r"^torch\.nn\.(Lazy)?BatchNorm[123]d$")
 # A base class that makes a project class a BatchNorm layer itself (CLIP-Driven-Universal-Model's
@@ -135,6 +135,38 @@ def chooses_other_norm(call: ast.Call) -> bool:
         if isinstance(value, ast.Constant) and isinstance(value.value, str):
             return not PICKS_BATCHNORM.match(value.value)
     return False
+
+
+def torchvision_pick(ctx: FileContext, call: ast.Call) -> bool:
+    """``getattr(torchvision.models, name)(...)`` / ``torchvision.models.__dict__[name](...)``: a
+    torchvision model picked by name, whose classification families are BatchNorm networks (ResNet,
+    DenseNet, MobileNet, EfficientNet, RegNet, VGG-BN; a literal name must be one of them), unless the
+    call hands its own ``norm_layer`` other than ``BatchNorm2d`` (DETR's backbone passes
+    ``FrozenBatchNorm2d``, whose statistics are fixed)."""
+    func = call.func
+    registry: ast.AST | None = None
+    name: ast.AST | None = None
+    if (
+        isinstance(func, ast.Subscript)
+        and isinstance(func.value, ast.Attribute)
+        and func.value.attr == "__dict__"
+    ):
+        registry, name = func.value.value, func.slice
+    elif (
+        isinstance(func, ast.Call)
+        and isinstance(func.func, ast.Name)
+        and func.func.id == "getattr"
+        and len(func.args) >= 2
+    ):
+        registry, name = func.args[0], func.args[1]
+    if registry is None or ctx.qualname(registry) != "torchvision.models":
+        return False
+    if isinstance(name, ast.Constant) and not (
+        isinstance(name.value, str) and LIBRARY_BN.match(f"torchvision.models.{name.value}")
+    ):
+        return False
+    norm = keyword(call, "norm_layer")
+    return norm is None or (dotted(norm) or "").split(".")[-1] == "BatchNorm2d"
 
 
 def builds_from_reference(ctx: FileContext, node: ast.AST) -> bool:

@@ -151,7 +151,9 @@ def epoch_params_of(
                 and isinstance(node.func, ast.Attribute)
                 and node.func.attr == "__iter__"
             ):
-                used = [node.func.value]  # PepFlow's ``inf_iterator``: ``iterator = iterable.__iter__()`` again
+                used = [
+                    node.func.value
+                ]  # PepFlow's ``inf_iterator``: ``iterator = iterable.__iter__()`` again
             elif isinstance(node, ast.Call) and (dotted(node.func) or "") not in _NOT_ITERATING:
                 used = [*node.args, *(k.value for k in node.keywords)]  # the loader itself, handed on
             for x in used:

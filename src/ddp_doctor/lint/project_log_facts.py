@@ -11,7 +11,6 @@ from ddp_doctor.lint.context import FileContext, positional_params
 from ddp_doctor.lint.logged_attributes import logged_self_attributes, stores_into
 from ddp_doctor.lint.provenance import alarm, bound_names, loop_aliases, reads
 
-
 # Methods that read a tensor's whole value (``"loss %.4f" % loss.item()`` logs the loss itself).
 _WHOLE_VALUE_METHODS = frozenset({"item", "detach", "cpu", "float", "mean", "tolist", "numpy", "clone"})
 
@@ -58,7 +57,14 @@ def parameters_logged(
     logged: set[str] = set()
     # ``msg = ...`` and ``msg += " | loss %.4f" % loss.item()`` (PepFlow ``log_losses``) both write ``msg``
     writes = [
-        (n.value, {t for target in (n.targets if isinstance(n, ast.Assign) else [n.target]) for t in bound_names(target)})
+        (
+            n.value,
+            {
+                t
+                for target in (n.targets if isinstance(n, ast.Assign) else [n.target])
+                for t in bound_names(target)
+            },
+        )
         for n in nodes
         if isinstance(n, (ast.Assign, ast.AugAssign))
     ]

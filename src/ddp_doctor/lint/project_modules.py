@@ -185,9 +185,20 @@ def sibling_imports(
         if imports.get(name) != full or head in heads or not head.isidentifier():
             continue
         sibling = f"{package}.{head}"
-        if sibling != module and resolve(sibling) == sibling:
+        if sibling != module and _beside(f"{package}.{full}", sibling, resolve):
             out[name] = f"{package}.{full}"
     return out
+
+
+def _beside(imported: str, sibling: str, resolve: Callable[[str], str | None]) -> bool:
+    """The sibling module or package beside the file is what ``imported`` names: the sibling itself
+    resolves, or (a namespace package without ``__init__.py``: RNGDet++'s ``cityscale/models/detr``)
+    a module inside it that the import names does."""
+    if resolve(sibling) == sibling:
+        return True
+    parts = imported.split(".")
+    depth = sibling.count(".") + 1
+    return any(resolve(".".join(parts[:n])) == ".".join(parts[:n]) for n in range(depth + 1, len(parts) + 1))
 
 
 def star_names(index: IndexCore, source: str) -> dict[str, str]:

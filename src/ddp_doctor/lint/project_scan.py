@@ -21,6 +21,7 @@ from ddp_doctor.lint.batchnorm_syntax import (
     layer_switch,
     names_syncbn,
     off_by_default,
+    torchvision_pick,
 )
 from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
 from ddp_doctor.lint.flags import argparse_choices
@@ -481,7 +482,7 @@ class IndexScan(IndexBindings):
         switch = _own_switch(ctx, switches[0], n) if BATCHNORM.match(q) else None
         if switch is not None:
             switches[1].add(switch)
-        elif BATCHNORM.match(q) or LIBRARY_BN.match(q):
+        elif BATCHNORM.match(q) or LIBRARY_BN.match(q) or torchvision_pick(ctx, n):
             s.builds_batchnorm = True
         if "convert_sync_batchnorm" in q or (m and m[1] == "convert_sync_batchnorm"):
             guard = conversion_parameter(ctx, n)

@@ -45,7 +45,15 @@ LOG_ATTRS = frozenset({"desc", "postfix"})  # tqdm: ``pbar.desc = f"... {loss}"`
 def is_log_call(call: ast.Call) -> bool:
     name = dotted(call.func)
     if not name:
-        return False
+        # ``neptune_run["train/loss"].log(value)``, ``loggers[0].info(msg)``: a log method of an item
+        func = call.func
+        return (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Subscript)
+            and bool(LOG_CALL.match(func.attr))
+            and func.attr not in TABLE_WRITERS
+            and func.attr != "write"
+        )
     if LOG_CALL.match(name.split(".")[-1]):
         return True
     # ``logger.log_string(...)``, ``epoch_logger.log_stats(...)``: a ``log_*`` method of an object

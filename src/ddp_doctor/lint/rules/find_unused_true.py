@@ -398,7 +398,9 @@ def _true_when(ctx: FileContext, value: ast.expr | None, at: ast.AST) -> tuple[a
     the condition under which it is True)``; None when neither branch is a literal True or both are."""
     chooser = _through_name(ctx, value, at)
     if not isinstance(chooser, ast.IfExp) or FIND_UNUSED_KEYWORD.search(ctx.segment(chooser.test)):
-        return None  # ``True if args.find_unused else False`` is the setting itself, like a plain config value
+        return (
+            None  # ``True if args.find_unused else False`` is the setting itself, like a plain config value
+        )
 
     def is_true(e: ast.expr) -> bool:
         return isinstance(e, ast.Constant) and e.value is True

@@ -368,6 +368,10 @@ def _output(node: ast.AST) -> str | None:
         return None
     name = dotted(node.func)
     if not name:
+        # ``neptune_run["train/loss"].log(...)``: the run object holding the series
+        func = node.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Subscript):
+            return dotted(func.value.value)
         return None
     receiver = name.rpartition(".")[0]
     # ``self.log_stats(...)``: the method is the output (each of a class's helpers writes elsewhere)
