@@ -183,7 +183,7 @@ class FindUnusedTrue(Rule):
                 )
                 continue
             picked = _true_when(ctx, value, node)
-            if picked is not None:
+            if picked is not None and value is not None:
                 chooser, condition = picked
                 yield self.violation(
                     value,
