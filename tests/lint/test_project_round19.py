@@ -127,3 +127,88 @@ def test_torchvision_model_picked_by_name_in_a_namespace_package_beside_the_scri
 def test_torchvision_model_picked_with_frozen_batchnorm_is_not_reported(tmp_path: Path) -> None:
     norm = "pretrained=True, norm_layer=torchvision.ops.misc.FrozenBatchNorm2d"
     assert found(_detr(tmp_path, norm)) == set()
+
+
+# --- a writer class that writes on rank 0 only, built by a project function of another file ------
+
+DIST_UTILS = """
+import torch.distributed as dist
+from torch.utils.tensorboard import SummaryWriter
+
+
+def is_main_process():
+    return not dist.is_initialized() or dist.get_rank() == 0
+
+
+def can_log():
+    return is_main_process()
+
+
+class DistSummaryWriter(SummaryWriter):
+    def __init__(self, *args, **kwargs):
+        if can_log():
+            super().__init__(*args, **kwargs)
+
+    def add_scalar(self, *args, **kwargs):
+        GUARD
+            super().add_scalar(*args, **kwargs)
+"""
+
+COMMON = """
+from utils.dist_utils import DistSummaryWriter
+
+
+def get_logger(work_dir):
+    logger = DistSummaryWriter(work_dir)
+    return logger
+"""
+
+UFLD_TRAIN = """
+import torch
+import torch.distributed as dist
+from utils.common import get_logger
+
+
+def calc_loss(loss_dict, results, logger, global_step):
+    loss = 0
+    for i in range(len(loss_dict["name"])):
+        loss_cur = loss_dict["op"][i](results)
+        if global_step % 20 == 0:
+            logger.add_scalar("loss/" + loss_dict["name"][i], loss_cur, global_step)
+        loss += loss_cur * loss_dict["weight"][i]
+    return loss
+
+
+def train(net, loader, optimizer, loss_dict, logger):
+    for step, (x, y) in enumerate(loader):
+        loss = calc_loss(loss_dict, net(x), logger, step)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+
+def main(net, loader, optimizer, loss_dict, work_dir):
+    dist.init_process_group("nccl")
+    net = torch.nn.parallel.DistributedDataParallel(net)
+    logger = get_logger(work_dir)
+    for epoch in range(10):
+        train(net, loader, optimizer, loss_dict, logger)
+"""
+
+
+def _ufld(tmp_path: Path, guard: str) -> Path:
+    files = {
+        "utils/__init__.py": "",
+        "utils/dist_utils.py": DIST_UTILS.replace("GUARD", guard),
+        "utils/common.py": COMMON,
+        "train.py": UFLD_TRAIN,
+    }
+    return _write(tmp_path, files)
+
+
+def test_loss_written_through_a_rank0_only_writer_class_of_another_file(tmp_path: Path) -> None:
+    assert found(_ufld(tmp_path, "if can_log():")) == {("rank0-only-loss-log", "train.py")}
+
+
+def test_loss_written_through_a_writer_class_that_writes_on_every_rank(tmp_path: Path) -> None:
+    assert found(_ufld(tmp_path, "if True:")) == set()

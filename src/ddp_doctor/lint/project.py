@@ -214,6 +214,8 @@ class ProjectIndex(IndexScan, IndexQueries):
             if scaling and built is not None and built.qualname in self.scaler_classes:
                 self.scaler_modules.add(module)  # an instance of a project class holding a GradScaler
                 self.scaled_only_modules.discard(module)
+            if built is not None and built.qualname in self.rank0_sink_classes:
+                self.rank0_objects |= {n.split(".")[-1] for n in names}  # a rank-0-only writer's instance
             pending = self.summaries.get(target)
             if pending is not None and is_class_summary(pending) and pending.calls_backward:
                 self.backward_objects |= {n.split(".")[-1] for n in names}

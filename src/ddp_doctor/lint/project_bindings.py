@@ -17,7 +17,7 @@ from ddp_doctor.lint.module_moves import SAME_MODULE_METHODS
 from ddp_doctor.lint.project_core import IndexCore
 from ddp_doctor.lint.project_def_facts import is_none
 from ddp_doctor.lint.rank0 import is_log_sink
-from ddp_doctor.lint.rank0_sinks import guarded_sink_names
+from ddp_doctor.lint.rank0_sinks import guarded_sink_names, rank0_sink_classes
 
 CONTAINERS = frozenset({"dict", "list", "set", "defaultdict", "OrderedDict", "collections.defaultdict"})
 
@@ -139,6 +139,7 @@ class IndexBindings(IndexCore):
                 self.rank0_objects |= {n.split(".")[-1] for n in names}
         if rank0:
             self.rank0_objects |= guarded_sink_names(ctx, predicates)
+            self.rank0_sink_classes |= {f"{module}.{c}" for c in rank0_sink_classes(ctx, predicates)}
 
     def _call_sites(self, ctx: FileContext, imports: dict[str, str], predicates: set[str]) -> None:
         """Record, for every call of project code (or ``obj.name(...)``), whether it sits under a

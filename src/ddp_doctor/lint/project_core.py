@@ -115,6 +115,7 @@ class IndexCore:
     methods: dict[str, list[Summary]] = field(default_factory=dict)  # method name -> every class's
     backward_objects: set[str] = field(default_factory=set)  # spellings bound to backward-running objects
     rank0_objects: set[str] = field(default_factory=set)  # spellings bound only on rank 0
+    rank0_sink_classes: set[str] = field(default_factory=set)  # writer classes that write on rank 0 only
     rank0_predicates: set[str] = field(default_factory=set)  # functions answering "am I rank 0?"
     distributed_predicates: set[str] = field(default_factory=set)  # "is this run distributed?" (dist_tests)
     silences_other_ranks: bool = False  # some file's logging setup keeps rank 0's records only

@@ -634,6 +634,15 @@ class IndexQueries(IndexCore):
             dotted(k.value) in names and all(k.arg in c.epoch_params for c in found) for k in call.keywords
         )
 
+    def builds_rank0_sink(self, ctx: FileContext, call: ast.Call) -> bool:
+        """``call`` builds a writer that writes on rank 0 only: an instance of such a writer class
+        (``DistSummaryWriter(work_dir)``), or what a project def returns that builds one and returns
+        it (Ultra-Fast-Lane-Detection's ``get_logger(work_dir, cfg)``)."""
+        s = self.summary_for(ctx, call.func)
+        if s is None:
+            return False
+        return s.qualname in self.rank0_sink_classes or bool(s.returned_callees & self.rank0_sink_classes)
+
     def trains_on_argument(self, ctx: FileContext, call: ast.Call, names: set[str]) -> bool:
         """``call`` hands one of ``names`` to project code that trains on it (``Trainer(model,
         train_loader)`` whose methods iterate ``self.train_data`` and run backward)."""

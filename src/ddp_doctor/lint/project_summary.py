@@ -58,6 +58,8 @@ FACTS: dict[str, tuple[str, ...]] = {
     "rank0_logging": (
         "logs_rank0",
         "rank0_objects",
+        "rank0_sink_classes",
+        "builds_rank0_sink",
         "rank0_predicates",
         "distributed_predicates",
         "silences_other_ranks",

@@ -16,7 +16,14 @@ import ast
 from collections.abc import Collection
 
 from ddp_doctor.lint.context import FileContext, dotted
-from ddp_doctor.lint.rank0 import class_flags, enclosing_rank0_if, is_log_sink
+from ddp_doctor.lint.rank0 import (
+    LOG_CALL,
+    LOG_SINK,
+    class_flags,
+    enclosing_rank0_if,
+    is_log_sink,
+    is_rank0_test,
+)
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
@@ -27,13 +34,56 @@ def guarded_sink_names(ctx: FileContext, predicates: Collection[str]) -> set[str
     return sink_names(ctx, predicates)[0]
 
 
+def rank0_sink_classes(ctx: FileContext, predicates: Collection[str]) -> set[str]:
+    """Top-level classes of the file that are writers writing on rank 0 only: a subclass of a log
+    sink (Ultra-Fast-Lane-Detection's ``class DistSummaryWriter(SummaryWriter)``) whose every write
+    method it overrides runs its body only under a rank-0 test (``def add_scalar(self, *args,
+    **kwargs): if can_log(): super().add_scalar(*args, **kwargs)``). An instance is a rank-0 sink
+    wherever it is built."""
+    out: set[str] = set()
+    for cls in ctx.tree.body:
+        if not isinstance(cls, ast.ClassDef) or not any(LOG_SINK.search(dotted(b) or "") for b in cls.bases):
+            continue
+        writes = [
+            f
+            for f in cls.body
+            if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and (f.name.startswith("add_") or LOG_CALL.match(f.name))
+        ]
+        if writes and all(_runs_on_rank0_only(f, predicates) for f in writes):
+            out.add(cls.name)
+    return out
+
+
+def _runs_on_rank0_only(fn: ast.FunctionDef | ast.AsyncFunctionDef, predicates: Collection[str]) -> bool:
+    """The method's whole body (after its docstring) is one ``if <rank-0 test>:`` with no else."""
+    body = fn.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    return (
+        len(body) == 1
+        and isinstance(body[0], ast.If)
+        and not body[0].orelse
+        and is_rank0_test(body[0].test, predicates)
+    )
+
+
 def sink_names(ctx: FileContext, predicates: Collection[str]) -> tuple[set[str], set[str]]:
-    """Last parts of the names this file binds to a new log sink, (under a rank-0 test, elsewhere)."""
+    """Last parts of the names this file binds to a new log sink, (under a rank-0 test, elsewhere);
+    an instance of a rank-0-only writer class of the file (:func:`rank0_sink_classes`) is guarded."""
     guarded: set[str] = set()
     everywhere: set[str] = set()
     flags: dict[int, set[str]] = {}
+    own = rank0_sink_classes(ctx, predicates)
     for node in ctx.of_type(ast.Assign):
         if not is_log_sink(node.value):
+            continue
+        if (
+            isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Name)
+            and node.value.func.id in own
+        ):
+            guarded |= {d.split(".")[-1] for t in node.targets if (d := dotted(t))}
             continue
         cls = ctx.enclosing_method_class(node)
         local = set(predicates)

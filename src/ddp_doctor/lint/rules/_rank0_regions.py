@@ -47,6 +47,17 @@ def rank0_only_objects(ctx: FileContext, predicates: set[str]) -> set[str]:
     progress bars shown on rank 0 only (``tqdm(..., disable=not accelerator.is_main_process)``)."""
     out: set[str] = set(ctx.project.rank0_objects) if ctx.project is not None else set()
     guarded, own = sink_names(ctx, predicates)  # (``if rank == 0: writer = SummaryWriter()``)
+    if ctx.project is not None and own:
+        # ``logger = get_logger(work_dir)`` of a project def returning a rank-0-only writer is one
+        rank0_built = {
+            d.split(".")[-1]
+            for node in ctx.of_type(ast.Assign)
+            if isinstance(node.value, ast.Call) and ctx.project.builds_rank0_sink(ctx, node.value)
+            for t in node.targets
+            if (d := dotted(t))
+        }
+        guarded |= rank0_built
+        own -= rank0_built
     # a spelling this file binds to a writer of its own on every rank is this file's object, not the
     # rank-0 one of another script of the project (CleanRL: ppo.py beside ppo_atari_multigpu.py)
     out = (out | guarded) - own
