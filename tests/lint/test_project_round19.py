@@ -212,3 +212,51 @@ def test_loss_written_through_a_rank0_only_writer_class_of_another_file(tmp_path
 
 def test_loss_written_through_a_writer_class_that_writes_on_every_rank(tmp_path: Path) -> None:
     assert found(_ufld(tmp_path, "if True:")) == set()
+
+
+# --- a model class picked from a table of project classes in another module ---------------------
+
+STEREO_NET = """
+import torch.nn as nn
+
+
+class PSMNet(nn.Module):
+    def __init__(self, maxdisp):
+        super().__init__()
+        self.conv = nn.Sequential(nn.Conv2d(3, 32, 3), NORM)
+"""
+
+BACKBONES_INIT = """
+from backbones.psmnet import PSMNet
+
+__models__ = {"PSMNet": PSMNet}
+"""
+
+STEREO_TRAIN = """
+import torch
+import torch.distributed as dist
+from backbones import __models__
+
+
+def main_worker(gpu, args):
+    dist.init_process_group("nccl", rank=gpu, world_size=args.world_size)
+    model = __models__[args.model](args.maxdisp)
+    model = torch.nn.parallel.DistributedDataParallel(model.cuda(gpu), device_ids=[gpu])
+"""
+
+
+def _stereo(tmp_path: Path, norm: str) -> Path:
+    files = {
+        "backbones/__init__.py": BACKBONES_INIT,
+        "backbones/psmnet.py": STEREO_NET.replace("NORM", norm),
+        "train_DDP.py": STEREO_TRAIN,
+    }
+    return _write(tmp_path, files)
+
+
+def test_model_picked_from_a_table_of_batchnorm_classes(tmp_path: Path) -> None:
+    assert found(_stereo(tmp_path, "nn.BatchNorm2d(32)")) == {("batchnorm-unsynced", "train_DDP.py")}
+
+
+def test_model_picked_from_a_table_of_classes_without_batchnorm(tmp_path: Path) -> None:
+    assert found(_stereo(tmp_path, "nn.GroupNorm(8, 32)")) == set()

@@ -333,12 +333,12 @@ class IndexCore:
         """Most classes registered with ``registry`` build BatchNorm (SlowFast's video models; a
         registry of mostly LayerNorm transformers does not count)."""
         found = [s for q in self.registries.get(registry, ()) if (s := self._get(q)) is not None]
-        return _most_build_batchnorm(found)
+        return most_build_batchnorm(found)
 
     def pick_builds_batchnorm(self, pick: str) -> bool:
         """``pick`` is "package|name" (lint/model_picks.py): most project defs named ``name`` under
         ``package`` build BatchNorm."""
-        return _most_build_batchnorm(self.pick_candidates(pick))
+        return most_build_batchnorm(self.pick_candidates(pick))
 
     def pick_candidates(self, pick: str) -> list[Summary]:
         """The project defs named ``name`` under ``package`` (``pick`` is "package|name"). An
@@ -523,7 +523,7 @@ class IndexCore:
         return found
 
 
-def _most_build_batchnorm(candidates: list[Summary]) -> bool:
+def most_build_batchnorm(candidates: list[Summary]) -> bool:
     """The majority rule for a model chosen at run time among candidates (a registry's classes, the
     defs a pick can name): it builds BatchNorm when more than half of them do."""
     return bool(candidates) and 2 * sum(s.builds_batchnorm for s in candidates) > len(candidates)

@@ -13,7 +13,13 @@ from ddp_doctor.lint.context import FileContext, dotted, method, positional_para
 from ddp_doctor.lint.handed_models import handed_builder
 from ddp_doctor.lint.loops import argument
 from ddp_doctor.lint.option_defaults import yaml_files, yaml_settings
-from ddp_doctor.lint.project_core import CONFLICT, GENERIC_METHODS, MAX_SAME_NAME_METHODS, IndexCore
+from ddp_doctor.lint.project_core import (
+    CONFLICT,
+    GENERIC_METHODS,
+    MAX_SAME_NAME_METHODS,
+    IndexCore,
+    most_build_batchnorm,
+)
 from ddp_doctor.lint.project_modules import attach, defs_of, is_test_module, module_level_names, parse_file
 from ddp_doctor.lint.project_summary import Summary, is_class_summary
 from ddp_doctor.lint.provenance import LossFlow, Shape, evaluation_function, merge, reads
@@ -179,8 +185,22 @@ class IndexQueries(IndexCore):
 
     def call_builds_batchnorm(self, ctx: FileContext, call: ast.Call) -> bool:
         """``obj.method()`` with ``obj`` of unknown type builds BatchNorm when most project methods of
-        that name do (YOLOX ``self.exp.get_model()``: four of the five experiment classes)."""
+        that name do (YOLOX ``self.exp.get_model()``: four of the five experiment classes); a class
+        picked from a project table (``MODELS[name](...)``) when most of the table's classes do."""
         inner = call.func
+        if isinstance(inner, ast.Subscript) and ctx.module is not None:
+            # ``__models__[args.model](maxdisp)``: a class picked from a module-level table of project
+            # classes (ADL's ``backbones.__models__ = {"PSMNet": PSMNet, "GwcNet_G": ...}``)
+            text = dotted(inner.value)
+            table = (
+                self._registry_name(ctx.absolute_imports, ctx.module, module_level_names(ctx.tree), text)
+                if text
+                else None
+            )
+            if table is not None and table in self.class_tables:
+                return most_build_batchnorm(
+                    [t for e in self.class_tables[table] if (t := self._get(e)) is not None]
+                )
         if isinstance(inner, ast.Call):  # ``get_model(name)(**kw)``: the factory returns a builder
             factory = self.summary_for(ctx, inner.func)
             if factory is not None and factory.builds_batchnorm:
