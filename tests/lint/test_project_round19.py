@@ -260,3 +260,55 @@ def test_model_picked_from_a_table_of_batchnorm_classes(tmp_path: Path) -> None:
 
 def test_model_picked_from_a_table_of_classes_without_batchnorm(tmp_path: Path) -> None:
     assert found(_stereo(tmp_path, "nn.GroupNorm(8, 32)")) == set()
+
+
+# --- a model zoo whose table names what a star import brings -------------------------------------
+
+ZOO_FILES = {
+    "encoding/__init__.py": "from . import models\n",
+    "encoding/models/__init__.py": "from .model_zoo import get_model\n",
+    "encoding/models/backbone/__init__.py": "from .resnet import *\n",
+    "encoding/models/backbone/resnet.py": """
+import torch.nn as nn
+
+
+def resnet50(**kwargs):
+    return nn.Sequential(nn.Conv2d(3, 64, 7), NORM)
+""",
+    "encoding/models/model_zoo.py": """
+from .backbone import *
+
+models = {"resnet50": resnet50}
+
+
+def get_model(name, **kwargs):
+    net = models[name.lower()](**kwargs)
+    return net
+""",
+    "experiments/train_dist.py": """
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+import encoding
+
+
+def main_worker(gpu, args):
+    dist.init_process_group("nccl", rank=gpu, world_size=args.world_size)
+    model = encoding.models.get_model(args.model)
+    model = DistributedDataParallel(model.cuda(gpu), device_ids=[gpu])
+""",
+}
+
+
+def _zoo(tmp_path: Path, norm: str) -> Path:
+    return _write(tmp_path, {k: v.replace("NORM", norm) for k, v in ZOO_FILES.items()})
+
+
+def test_model_zoo_table_of_star_imported_batchnorm_builders(tmp_path: Path) -> None:
+    assert found(_zoo(tmp_path, "nn.BatchNorm2d(64)")) == {
+        ("batchnorm-unsynced", "experiments/train_dist.py")
+    }
+
+
+def test_model_zoo_table_of_star_imported_builders_without_batchnorm(tmp_path: Path) -> None:
+    assert found(_zoo(tmp_path, "nn.GroupNorm(8, 64)")) == set()

@@ -531,6 +531,14 @@ class IndexScan(IndexBindings):
         that ``get_net`` hands to ``MCnet``, which builds each entry): the classes any lookup or
         hand-over of the table can build."""
         out: dict[str, set[str]] = {}
+        # PyTorch-Encoding's ``model_zoo.py``: ``from .backbone import *`` then ``models = {"resnet50":
+        # resnet50, ...}``; a name the file neither imports nor defines may come from a star import
+        starred = [
+            m
+            for node in ctx.tree.body
+            if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names)
+            if (m := absolute_module(node, relative_base(ctx, module))) is not None
+        ]
         for node in ctx.tree.body:
             target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
             if isinstance(node, ast.AnnAssign):
@@ -540,6 +548,12 @@ class IndexScan(IndexBindings):
                 continue
             entries = value.values if isinstance(value, ast.Dict) else list(_table_entries(value))
             found = {t for v in entries if (t := self._project_target(imports, v))}
+            found |= {
+                f"{m}.{v.id}"
+                for v in entries
+                if isinstance(v, ast.Name) and v.id not in imports and v.id not in self._local_names
+                for m in starred
+            }
             if found:
                 out[target.id] = found
         return out
