@@ -312,3 +312,102 @@ def test_model_zoo_table_of_star_imported_batchnorm_builders(tmp_path: Path) -> 
 
 def test_model_zoo_table_of_star_imported_builders_without_batchnorm(tmp_path: Path) -> None:
     assert found(_zoo(tmp_path, "nn.GroupNorm(8, 64)")) == set()
+
+
+# --- a sampler-less DataLoader returned by builders of another file ------------------------------
+
+DATA_UTILS = """
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+DATASET_CLASS
+
+
+def prepare_data(x, y, b_size):
+    datasets = DATASET(x, y)
+    train_dl = DataLoader(datasets, batch_size=b_size, shuffle=True)
+    return train_dl
+
+
+def pre_processing(path, b_size=2048):
+    x, y = torch.load(path)
+    train_dat = prepare_data(x[:1000], y[:1000], b_size)
+    valid_dat = prepare_data(x[1000:], y[1000:], b_size)
+    return train_dat, valid_dat
+"""
+
+SHARDED_DATASET = """
+import torch.distributed as dist
+
+
+class ShardedDataset(TensorDataset):
+    def __init__(self, x, y):
+        rank, world_size = dist.get_rank(), dist.get_world_size()
+        super().__init__(x[rank::world_size], y[rank::world_size])
+"""
+
+CORAL_TRAIN = """
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch.nn.parallel import DistributedDataParallel as DDP
+from data_utils import pre_processing
+
+
+def train_model(train_dat, model, n_epochs, device):
+    model = DDP(model, device_ids=[device])
+    optimizer = torch.optim.Adam(model.parameters())
+    for epoch in range(n_epochs):
+        for x, y in train_dat:
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+
+def main(rank, world_size, path):
+    dist.init_process_group("nccl", rank=rank, world_size=world_size)
+    train_dat, valid_dat = pre_processing(path)
+    train_model(train_dat, torch.nn.Linear(8, 3).cuda(rank), 50, rank)
+
+
+if __name__ == "__main__":
+    mp.spawn(main, args=(2, "data.pt"), nprocs=2)
+"""
+
+
+def _coral(tmp_path: Path, dataset_class: str = "", dataset: str = "TensorDataset") -> Path:
+    data_utils = DATA_UTILS.replace("DATASET_CLASS", dataset_class).replace("DATASET(", f"{dataset}(")
+    return _write(tmp_path, {"data_utils.py": data_utils, "train_ddp.py": CORAL_TRAIN})
+
+
+def test_loader_without_sampler_returned_two_calls_deep_from_another_file(tmp_path: Path) -> None:
+    assert found(_coral(tmp_path)) == {("sampler-missing", "train_ddp.py")}
+
+
+def test_loader_over_a_dataset_class_that_shards_by_rank(tmp_path: Path) -> None:
+    assert found(_coral(tmp_path, SHARDED_DATASET, "ShardedDataset")) == set()
+
+
+CORAL_SINGLE = """
+import torch
+from data_utils import pre_processing
+
+
+def main(path):
+    train_dat, valid_dat = pre_processing(path)
+    model = torch.nn.Linear(8, 3)
+    optimizer = torch.optim.Adam(model.parameters())
+    for epoch in range(50):
+        for x, y in train_dat:
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+"""
+
+
+def test_loader_from_another_file_trained_on_by_a_single_process_script(tmp_path: Path) -> None:
+    root = _coral(tmp_path)
+    (root / "train.py").write_text(CORAL_SINGLE)
+    assert found(root) == {("sampler-missing", "train_ddp.py")}

@@ -55,6 +55,7 @@ from ddp_doctor.lint.project_modules import (
 from ddp_doctor.lint.project_queries import IndexQueries
 from ddp_doctor.lint.project_scan import IndexScan
 from ddp_doctor.lint.project_summary import DDP, FACTS, Summary, is_class_summary, propagated_flags
+from ddp_doctor.lint.samplers import WHOLE
 
 __all__ = [
     "DDP",
@@ -165,6 +166,7 @@ class ProjectIndex(IndexScan, IndexQueries):
             if not changed:
                 break
         self._finish_instances()
+        self._finish_plain_loaders()
         for s in sums.values():  # ``@master_only def log_info(msg): logger.info(msg)``: rank 0 only
             if s.logs and any((d := self._get(q)) is not None and d.rank0_decorator for q in s.decorators):
                 s.logs_rank0 = True
@@ -204,6 +206,28 @@ class ProjectIndex(IndexScan, IndexQueries):
         self._call_bound = {}
         if "scaler" in self.facts:  # a loss-scaling object (timm NativeScaler) is a scaler
             self.uses_scaler |= bool(self.backward_objects)
+
+    def _finish_plain_loaders(self) -> None:
+        """A def that returns the whole result of a project call returning a sampler-less loader returns
+        that loader (cloud-phase-prediction's ``preProcessing`` → ``prepare_data``), a few calls deep."""
+        for s in self.summaries.values():
+            # a def calling a dataset class (or a function) that reads the rank and world size may
+            # shard its data by rank: its loaders are not known to draw the whole dataset
+            if s.plain_loaders and any(
+                (c := self._get(q)) is not None and c.reads_rank_and_world for q in s.callees
+            ):
+                s.plain_loaders = {}
+        pending = [s for s in self.summaries.values() if s.plain_loader_calls]
+        for _ in range(3):
+            grew = False
+            for s in pending:
+                for position, callee in s.plain_loader_calls.items():
+                    c = self._get(callee)
+                    if c is not None and WHOLE in c.plain_loaders and position not in s.plain_loaders:
+                        s.plain_loaders[position] = c.plain_loaders[WHOLE]
+                        grew = True
+            if not grew:
+                break
 
     def _finish_instances(self) -> None:
         """Objects built from project classes: backward objects (a class whose ``__call__`` backprops)

@@ -220,6 +220,7 @@ class IndexCore:
     _children: dict[str, set[str]] | None = None  # class -> its direct project subclasses (lazy)
     rank0_callees: set[str] = field(default_factory=set)
     _wrapper_names: tuple[str, ...] | None = None
+    _plain_loader_names: tuple[str, ...] | None = None
     _bn_modules: set[str] | None = None
     _heads: tuple[int, set[str]] | None = None  # (module count, first parts): module_heads()
     _by_module: tuple[int, dict[str, dict[str, str]]] | None = None  # module_reexports()

@@ -17,6 +17,7 @@ from ddp_doctor.lint.source import read_source
 FACT_WORDS = (
     "DistributedDataParallel",
     "DistributedSampler",  # a loader builder returning a sampled DataLoader (hysts create_dataloader)
+    "DataLoader",  # ... or one drawing without a sampler (cloud-phase-prediction prepare_data)
     "FullyShardedDataParallel",
     "fully_shard",
     "backward",

@@ -654,6 +654,30 @@ class IndexQueries(IndexCore):
             dotted(k.value) in names and all(k.arg in c.epoch_params for c in found) for k in call.keywords
         )
 
+    def plain_loader_builder_names(self) -> tuple[str, ...]:
+        """Bare names of project defs returning a sampler-less DataLoader (computed once): a file that
+        calls one may train on such a loader without spelling ``DataLoader`` itself."""
+        if self._plain_loader_names is None:
+            self._plain_loader_names = tuple(
+                sorted({q.rsplit(".", 1)[-1] for q, s in self.summaries.items() if s.plain_loaders})
+            )
+        return self._plain_loader_names
+
+    def returned_plain_loader(self, ctx: FileContext, call: ast.Call) -> dict[int, str]:
+        """``{position: "file.py:line"}``: ``call`` runs project code of another file that returns a
+        DataLoader drawing without a sampler (``WHOLE`` or its index in a returned tuple); the place
+        is the DataLoader call's."""
+        s = self.summary_for(ctx, call.func)
+        if s is None or s.module == ctx.module or not s.plain_loaders:
+            return {}
+        # a def (or a function or dataset class it calls) that reads the rank and world size may
+        # shard its data by rank (``__iter__`` keeping every world_size-th element)
+        if s.reads_rank_and_world or any(
+            (c := self._get(q)) is not None and c.reads_rank_and_world for q in s.callees
+        ):
+            return {}
+        return s.plain_loaders
+
     def builds_rank0_sink(self, ctx: FileContext, call: ast.Call) -> bool:
         """``call`` builds a writer that writes on rank 0 only: an instance of such a writer class
         (``DistSummaryWriter(work_dir)``), or what a project def returns that builds one and returns

@@ -66,7 +66,13 @@ from ddp_doctor.lint.project_modules import (
 from ddp_doctor.lint.project_summary import DATA_PARALLEL, DDP, Summary
 from ddp_doctor.lint.provenance import LossFlow, param_call_return
 from ddp_doctor.lint.reductions import reduces_own_state, returned_reductions
-from ddp_doctor.lint.samplers import calls_set_epoch, returned_sampler_loaders, set_epoch_units, top_unit
+from ddp_doctor.lint.samplers import (
+    calls_set_epoch,
+    returned_plain_loaders,
+    returned_sampler_loaders,
+    set_epoch_units,
+    top_unit,
+)
 from ddp_doctor.lint.state_logs import state_logged
 from ddp_doctor.lint.syncbn_parameter import conversion_parameter
 
@@ -355,6 +361,10 @@ class IndexScan(IndexBindings):
             s.param_call_return = param_call_return(node, body)
         if "compile" in self.facts:
             s.compiles_param = compiled_param_of(ctx, node, method=is_method)
+        if "plain_loaders" in self.facts:
+            s.plain_loaders, s.plain_loader_calls = returned_plain_loaders(
+                ctx, node, lambda f: self._project_target(scan.imports, f)
+            )
         if "epochs" in self.facts and scan.module not in self.set_epoch_modules:
             s.epoch_params = epoch_params_of(ctx, node, is_method)
             if ctx.mentions("DistributedSampler"):

@@ -114,6 +114,12 @@ FACTS: dict[str, tuple[str, ...]] = {
     "compile": ("compiles_param", "call_compiles", "compiling_names"),
     "epochs": ("epoch_params", "reiterates_argument", "sampler_loaders", "set_epoch_modules"),
     "call_arguments": ("passed_arguments", "never_passed"),
+    "plain_loaders": (
+        "plain_loaders",
+        "plain_loader_calls",
+        "returned_plain_loader",
+        "plain_loader_builder_names",
+    ),
 }
 
 
@@ -187,6 +193,12 @@ class Summary:
     # returning ``train_loader, val_loader``): position (``WHOLE`` or a tuple index) -> "file.py:line"
     # of the sampler.
     sampler_loaders: dict[int, str] = field(default_factory=dict)
+    # What it returns of DataLoaders that draw without a sampler in a def that reads no rank (lint/
+    # samplers.py ``returned_plain_loaders``): position -> "file.py:line" of the DataLoader call,
+    # also through the project calls whose whole result it returns (``plain_loader_calls``, position
+    # -> callee qualname, folded into ``plain_loaders`` once every def is known).
+    plain_loaders: dict[int, str] = field(default_factory=dict)
+    plain_loader_calls: dict[int, str] = field(default_factory=dict)
     # Its parameters that its log calls write (VAR ``TensorboardLogger.update(**kwargs)`` →
     # ``add_scalar``; ``**kwargs`` as ``"**kwargs"``): a call of it logs those arguments.
     logged_params: tuple[str, ...] = ()

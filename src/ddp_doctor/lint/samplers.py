@@ -13,6 +13,8 @@ call (lint/rules/_returned_loaders.py).
 from __future__ import annotations
 
 import ast
+import re
+from collections.abc import Callable
 from pathlib import Path
 
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method
@@ -22,6 +24,9 @@ DATALOADER = "torch.utils.data.DataLoader"
 DISTRIBUTED_SAMPLER = "torch.utils.data.DistributedSampler"
 BATCH_SAMPLERS = frozenset({"torch.utils.data.BatchSampler", "torch.utils.data.sampler.BatchSampler"})
 WHOLE = -1  # the function returns the loader itself, not inside a tuple
+SAMPLER_POSITION = 3  # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, ...)
+# A name that reads the rank or world size (a def reading one may shard its data by rank).
+_RANK_WORD = re.compile(r"rank|world_size|num_replicas", re.IGNORECASE)
 
 
 def is_dataloader_call(ctx: FileContext, call: ast.Call) -> bool:
@@ -219,3 +224,58 @@ def returned_sampler_loaders(ctx: FileContext, fn: ast.AST) -> dict[int, str]:
                     position = i if isinstance(node.value, ast.Tuple) else WHOLE
                     returned.setdefault(position, f"{Path(ctx.path).name}:{loaders[name]}")
     return returned
+
+
+def returned_plain_loaders(
+    ctx: FileContext, fn: ast.AST, target: Callable[[ast.expr], str | None]
+) -> tuple[dict[int, str], dict[int, str]]:
+    """What ``fn`` returns of DataLoaders that draw without a sampler, ``({position: "file.py:line"},
+    {position: callee qualname})``: a DataLoader call with no ``sampler``/``batch_sampler`` (and no
+    ``*args``/``**kwargs`` that may hold one, nor ``batch_size=None``), returned whole or at its index
+    in a returned tuple, directly or through a local name every binding of which is such a call; or
+    (the second map) the whole result of a project call bound to the returned name, resolved once
+    every def is known (cloud-phase-prediction: ``preProcessing`` returns ``prepare_data(...)``'s
+    loader). A def that reads the rank or world size may shard its data by rank: none."""
+    nodes = ctx.local(fn)
+    words = {n.id for n in nodes if isinstance(n, ast.Name)} | {
+        n.attr for n in nodes if isinstance(n, ast.Attribute)
+    }
+    if any(_RANK_WORD.search(w) for w in words):
+        return {}, {}
+    bindings: dict[str, list[ast.expr]] = {}
+    for node in nodes:
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                if isinstance(t, ast.Name):
+                    bindings.setdefault(t.id, []).append(node.value)
+                elif isinstance(t, ast.Tuple):
+                    for e in t.elts:  # ``a, b = ...``: no single value to follow
+                        if isinstance(e, ast.Name):
+                            bindings.setdefault(e.id, []).append(t)
+
+    def plain(value: ast.expr) -> bool:
+        return (
+            isinstance(value, ast.Call)
+            and is_dataloader_call(ctx, value)
+            and keyword(value, "sampler") is None
+            and keyword(value, "batch_sampler") is None
+            and not any(k.arg is None for k in value.keywords)
+            and not any(isinstance(a, ast.Starred) for a in value.args)
+            and len(value.args) <= SAMPLER_POSITION
+            and not (isinstance(b := keyword(value, "batch_size"), ast.Constant) and b.value is None)
+        )
+
+    direct: dict[int, str] = {}
+    via: dict[int, str] = {}
+    for node in nodes:
+        if not isinstance(node, ast.Return) or node.value is None:
+            continue
+        values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
+        for i, value in enumerate(values):
+            position = i if isinstance(node.value, ast.Tuple) else WHOLE
+            held = bindings.get(value.id, []) if isinstance(value, ast.Name) else [value]
+            if held and all(plain(v) for v in held):
+                direct.setdefault(position, f"{Path(ctx.path).name}:{held[0].lineno}")
+            elif len(held) == 1 and isinstance(held[0], ast.Call) and (callee := target(held[0].func)):
+                via.setdefault(position, callee)
+    return direct, via

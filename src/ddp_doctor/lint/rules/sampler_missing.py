@@ -42,9 +42,16 @@ from collections.abc import Iterator
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method
 from ddp_doctor.lint.loops import LoopFacts
+from ddp_doctor.lint.project import ProjectIndex
 from ddp_doctor.lint.rules._data import bound_names, trains_on
 from ddp_doctor.lint.rules.base import Rule, Violation
-from ddp_doctor.lint.samplers import distributed_sampler_call, is_dataloader_call, top_unit
+from ddp_doctor.lint.samplers import (
+    SAMPLER_POSITION,
+    WHOLE,
+    distributed_sampler_call,
+    is_dataloader_call,
+    top_unit,
+)
 
 DATA_PARALLEL = (
     "torch.nn.parallel.DistributedDataParallel",
@@ -54,7 +61,6 @@ DATA_PARALLEL = (
 SHARDING_WORDS = re.compile(
     r"rank|world|shard|replica|process_index|num_processes|split_dataset_by_node", re.IGNORECASE
 )
-SAMPLER_POSITION = 3  # DataLoader(dataset, batch_size, shuffle, sampler, batch_sampler, ...)
 LOCAL_SAMPLERS = frozenset(
     f"torch.utils.data.{name}"
     for name in ("RandomSampler", "WeightedRandomSampler", "SubsetRandomSampler", "SequentialSampler")
@@ -77,14 +83,17 @@ DISTRIBUTED_WORDS = (
 
 class SamplerMissing(Rule):
     id = "sampler-missing"
-    project_facts = frozenset({"training_params"})
+    project_facts = frozenset({"training_params", "plain_loaders"})
     flagged = (
         "a DataLoader without `sampler`/`batch_sampler` (and no `**kwargs`), or with a sampler that "
         "is not distributed (`RandomSampler`, `WeightedRandomSampler`, `SubsetRandomSampler`, "
         "`SequentialSampler`: the call, or a name bound only to one), iterated by a loop that "
         "backprops (project mode: or handed to project code that trains on it), in a file that wraps "
         "a model in DDP/FSDP (project: see project mode); a loader rebound to a wrap over itself "
-        "(`train_loader = sample_data(train_loader)`) is still the loader drawn"
+        "(`train_loader = sample_data(train_loader)`) is still the loader drawn; (project) a loader "
+        "returned by a builder of another file, also through the project calls whose result it returns "
+        "(`train_dat, valid_dat = pre_processing(path)` → `prepare_data(...)`), built there without a "
+        "sampler in defs that read no rank, and trained on in a distributed file"
     )
     not_flagged = (
         "dataset built from rank/world/shard values (per-rank seeds, a random order drawn after "
@@ -103,6 +112,9 @@ class SamplerMissing(Rule):
     )
     required = (("DataLoader",), tuple(q.split(".")[-1] for q in DATA_PARALLEL))
     required_in_project = (("DataLoader",),)
+
+    def project_words(self, project: ProjectIndex) -> tuple[str, ...]:
+        return project.plain_loader_builder_names()
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
         if ctx.imports_module("lightning") or ctx.imports_module("pytorch_lightning"):
@@ -176,6 +188,45 @@ class SamplerMissing(Rule):
                 ),
                 loader=sorted(names),
             )
+        if project is not None and (distributed_file or wraps_here):
+            yield from self._from_builders(ctx, facts, project)
+
+    def _from_builders(
+        self, ctx: FileContext, facts: LoopFacts, project: ProjectIndex
+    ) -> Iterator[Violation]:
+        """(project) ``train_dat, valid_dat = preProcessing(path)``: a builder of another file returns a
+        DataLoader drawing without a sampler (built in a def that reads no rank), and this distributed
+        file trains on it. Reported at the call."""
+        for node in ctx.of_type(ast.Assign):
+            call = node.value
+            if len(node.targets) != 1 or not isinstance(call, ast.Call):
+                continue
+            found = project.returned_plain_loader(ctx, call)
+            if not found:
+                continue
+            target = node.targets[0]
+            elts = target.elts if isinstance(target, ast.Tuple) else [target]
+            for i, elt in enumerate(elts):
+                where = found.get(i if isinstance(target, ast.Tuple) else WHOLE)
+                name = dotted(elt)
+                if where is None or name is None:
+                    continue
+                if facts.prepared and _under_accelerate(ctx, call):
+                    continue
+                if not trains_on(facts, {name}, call):
+                    continue
+                yield self.violation(
+                    call,
+                    Text(
+                        f"`{name}` comes from `{ctx.segment(call.func)}(...)`, whose DataLoader ({where}) has no "
+                        "DistributedSampler and is built without the rank: every rank trains on the same samples.",
+                        f"`{name}` 来自 `{ctx.segment(call.func)}(...)`，其 DataLoader（{where}）没有 "
+                        "DistributedSampler，构建时也未用到 rank：每个 rank 都在相同的样本上训练。",
+                    ),
+                    loader=[name],
+                    built_at=where,
+                )
+                break
 
 
 def _local_sampler(ctx: FileContext, loader: ast.Call, sampler: ast.expr) -> str | None:
