@@ -230,16 +230,18 @@ def returned_plain_loaders(
     ctx: FileContext, fn: ast.AST, target: Callable[[ast.expr], str | None]
 ) -> tuple[dict[int, str], dict[int, str]]:
     """What ``fn`` returns of DataLoaders that draw without a sampler, ``({position: "file.py:line"},
-    {position: callee qualname})``: a DataLoader call with no ``sampler``/``batch_sampler`` (and no
+    {position: callee qualname})``: a DataLoader call with ``shuffle=True`` and no ``sampler``/``batch_sampler`` (and no
     ``*args``/``**kwargs`` that may hold one, nor ``batch_size=None``), returned whole or at its index
     in a returned tuple, directly or through a local name every binding of which is such a call; or
     (the second map) the whole result of a project call bound to the returned name, resolved once
     every def is known (cloud-phase-prediction: ``preProcessing`` returns ``prepare_data(...)``'s
-    loader). A def that reads the rank or world size may shard its data by rank: none."""
+    loader). A def that reads (or takes) the rank or world size may shard its data by rank: none."""
     nodes = ctx.local(fn)
     words = {n.id for n in nodes if isinstance(n, ast.Name)} | {
         n.attr for n in nodes if isinstance(n, ast.Attribute)
     }
+    if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):  # ``get_dummy_loader(cfg, rank, world_size)``
+        words |= {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
     if any(_RANK_WORD.search(w) for w in words):
         return {}, {}
     bindings: dict[str, list[ast.expr]] = {}
@@ -254,9 +256,16 @@ def returned_plain_loaders(
                             bindings.setdefault(e.id, []).append(t)
 
     def plain(value: ast.expr) -> bool:
+        # only a loader that shuffles (``shuffle=True``): one that reads in order may be an evaluation
+        # loader, or one each rank slices by its rank as it trains (DLRM's ``get_my_slice``)
+        shuffle = keyword(value, "shuffle") if isinstance(value, ast.Call) else None
+        if shuffle is None and isinstance(value, ast.Call) and len(value.args) > 2:
+            shuffle = value.args[2]
         return (
             isinstance(value, ast.Call)
             and is_dataloader_call(ctx, value)
+            and isinstance(shuffle, ast.Constant)
+            and shuffle.value is True
             and keyword(value, "sampler") is None
             and keyword(value, "batch_sampler") is None
             and not any(k.arg is None for k in value.keywords)

@@ -52,6 +52,7 @@ from ddp_doctor.lint.samplers import (
     is_dataloader_call,
     top_unit,
 )
+from ddp_doctor.lint.single_process import single_process_only
 
 DATA_PARALLEL = (
     "torch.nn.parallel.DistributedDataParallel",
@@ -204,6 +205,10 @@ class SamplerMissing(Rule):
             found = project.returned_plain_loader(ctx, call)
             if not found:
                 continue
+            if single_process_only(ctx, call) or any(
+                _reads_rank(ctx, a) for a in [*call.args, *(k.value for k in call.keywords)]
+            ):
+                continue  # ``if args.local_rank == -1: loader = get_dataloader(ds)``; a builder handed the rank
             target = node.targets[0]
             elts = target.elts if isinstance(target, ast.Tuple) else [target]
             for i, elt in enumerate(elts):
