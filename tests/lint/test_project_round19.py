@@ -411,3 +411,31 @@ def test_loader_from_another_file_trained_on_by_a_single_process_script(tmp_path
     root = _coral(tmp_path)
     (root / "train.py").write_text(CORAL_SINGLE)
     assert found(root) == {("sampler-missing", "train_ddp.py")}
+
+
+def test_loader_from_a_builder_that_reads_in_order_is_not_reported(tmp_path: Path) -> None:
+    root = _coral(tmp_path)
+    text = (root / "data_utils.py").read_text().replace("shuffle=True", "shuffle=False")
+    (root / "data_utils.py").write_text(text)
+    assert found(root) == set()
+
+
+def test_loader_from_a_builder_handed_the_rank_is_not_reported(tmp_path: Path) -> None:
+    root = _coral(tmp_path)
+    text = (root / "train_ddp.py").read_text().replace("pre_processing(path)", "pre_processing(path, rank)")
+    (root / "train_ddp.py").write_text(text)
+    assert found(root) == set()
+
+
+def test_loader_from_a_builder_in_the_single_process_branch_is_not_reported(tmp_path: Path) -> None:
+    root = _coral(tmp_path)
+    text = (
+        (root / "train_ddp.py")
+        .read_text()
+        .replace(
+            "    train_dat, valid_dat = pre_processing(path)\n",
+            "    if world_size == 1:\n        train_dat, valid_dat = pre_processing(path)\n    else:\n        train_dat = None\n",
+        )
+    )
+    (root / "train_ddp.py").write_text(text)
+    assert found(root) == set()
