@@ -439,3 +439,63 @@ def test_loader_from_a_builder_in_the_single_process_branch_is_not_reported(tmp_
     )
     (root / "train_ddp.py").write_text(text)
     assert found(root) == set()
+
+
+# --- a trainer class built with the callable that builds its model -------------------------------
+
+DDP_TRAINER = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class DDPTrainer:
+    def __init__(self, model_fn, train_dataset, config):
+        self.model_fn = model_fn
+        self.train_dataset = train_dataset
+        self.config = config
+
+    def _train_worker(self, rank, world_size):
+        dist.init_process_group("nccl", rank=rank, world_size=world_size)
+        model = self.model_fn()
+        model = model.to(rank)
+        model = DDP(model, device_ids=[rank])
+        return model
+"""
+
+PERSON_CLASSIFIER = """
+import torch.nn as nn
+from train_utils.ddp_trainer import DDPTrainer
+
+
+class PersonClassifier(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Sequential(nn.Linear(2048, 512), NORM)
+
+
+def create_model():
+    return PersonClassifier()
+
+
+def main(dataset, config):
+    trainer = DDPTrainer(model_fn=create_model, train_dataset=dataset, config=config)
+"""
+
+
+def _handed_callable(tmp_path: Path, norm: str) -> Path:
+    files = {
+        "train_utils/__init__.py": "",
+        "train_utils/ddp_trainer.py": DDP_TRAINER,
+        "train_all_models/person_classifier.py": PERSON_CLASSIFIER.replace("NORM", norm),
+    }
+    return _write(tmp_path, files)
+
+
+def test_trainer_class_wraps_what_the_handed_callable_builds(tmp_path: Path) -> None:
+    root = _handed_callable(tmp_path, "nn.BatchNorm1d(512)")
+    assert found(root) == {("batchnorm-unsynced", "train_utils/ddp_trainer.py")}
+
+
+def test_trainer_class_wraps_a_handed_callable_without_batchnorm(tmp_path: Path) -> None:
+    assert found(_handed_callable(tmp_path, "nn.LayerNorm(512)")) == set()

@@ -91,7 +91,10 @@ def _builders(
             return set()
         binding = _latest_assign(ctx, expr.id, at)
         if binding is None:
-            return set()
+            # a project def or class handed by name (``DDPTrainer(model_fn=create_model)``): what
+            # calling it builds
+            built = target(expr)
+            return {built} if built else set()
         value = unmoved(ctx, binding.value)
         if isinstance(value, ast.Name) and value.id == expr.id:
             at = binding  # ``model = model.cuda()``: what it held before

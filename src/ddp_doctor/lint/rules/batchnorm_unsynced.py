@@ -379,7 +379,7 @@ def _handed_batchnorm(ctx: FileContext, project: ProjectIndex, call: ast.Call) -
     owner = ctx.method_owner(fn)
     params = positional_params(fn, bound=owner is not None)
     if arg.id not in params and arg.id not in [a.arg for a in fn.args.kwonlyargs]:
-        return None
+        return _built_by_handed_callable(ctx, project, fn, arg, call)
     for b in ctx.bindings(fn).get(arg.id, []):
         moved = isinstance(b, ast.Assign) and isinstance(unmoved(ctx, b.value), ast.Name)
         if b.lineno < call.lineno and not moved:
@@ -394,6 +394,56 @@ def _handed_batchnorm(ctx: FileContext, project: ProjectIndex, call: ast.Call) -
         return None
     position = params.index(arg.id) if arg.id in params else -1
     return project.handed_batchnorm(qual, position, arg.id)
+
+
+def _built_by_handed_callable(
+    ctx: FileContext,
+    project: ProjectIndex,
+    fn: ast.FunctionDef | ast.AsyncFunctionDef,
+    arg: ast.Name,
+    call: ast.Call,
+) -> str | None:
+    """``model = self.model_fn()`` ... ``DDP(model)`` in a method, where ``__init__`` keeps its
+    parameter ``model_fn`` as ``self.model_fn`` (HagAli22's ``DDPTrainer(model_fn=create_model)``): the
+    model is what the callable the class is built with builds; where a construction hands it one
+    that builds BatchNorm."""
+    owner = ctx.method_owner(fn)
+    if owner is None or ctx.parents.get(owner) is not ctx.tree:
+        return None
+    value: ast.AST | None = None
+    for b in reversed([b for b in ctx.bindings(fn).get(arg.id, []) if b.lineno < call.lineno]):
+        value = unmoved(ctx, b.value) if isinstance(b, ast.Assign) else None
+        if not (isinstance(value, ast.Name) and value.id == arg.id):
+            break  # past the moves (``model = model.to(device)``): what was built
+    if not (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and isinstance(value.func.value, ast.Name)
+        and value.func.value.id == "self"
+    ):
+        return None
+    init = next(
+        (
+            f
+            for f in owner.body
+            if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == "__init__"
+        ),
+        None,
+    )
+    if init is None:
+        return None
+    params = positional_params(init, bound=True)
+    for node in ctx.local(init):
+        if (
+            isinstance(node, ast.Assign)
+            and any(dotted(t) == f"self.{value.func.attr}" for t in node.targets)
+            and isinstance(node.value, ast.Name)
+            and (node.value.id in params or node.value.id in [a.arg for a in init.args.kwonlyargs])
+        ):
+            name = node.value.id
+            position = params.index(name) if name in params else -1
+            return project.handed_batchnorm(f"{ctx.module}.{owner.name}", position, name)
+    return None
 
 
 def _returns_wrap(ctx: FileContext, fn: ast.AST, call: ast.Call) -> bool:
