@@ -499,3 +499,55 @@ def test_trainer_class_wraps_what_the_handed_callable_builds(tmp_path: Path) -> 
 
 def test_trainer_class_wraps_a_handed_callable_without_batchnorm(tmp_path: Path) -> None:
     assert found(_handed_callable(tmp_path, "nn.LayerNorm(512)")) == set()
+
+
+# --- a private model class (``_VGG``) whose layers a helper of its module builds ------------------
+
+VGG_MODULE = """
+import torch.nn as nn
+
+
+def _make_layers(cfg):
+    layers = []
+    for width in cfg:
+        layers += [nn.Conv2d(3, width, 3), NORM, nn.ReLU(inplace=True)]
+    return nn.Sequential(*layers)
+
+
+class _VGG(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.layers = _make_layers(cfg)
+
+
+def VGG11():
+    return _VGG([64, 128])
+"""
+
+VGG_MAIN = """
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+import model as mdl
+
+
+def main(rank):
+    dist.init_process_group("gloo", rank=rank, world_size=4)
+    model = mdl.VGG11()
+    model = DDP(model)
+"""
+
+
+def test_private_model_class_built_by_a_helper_of_its_module(tmp_path: Path) -> None:
+    root = _write(
+        tmp_path, {"model.py": VGG_MODULE.replace("NORM", "nn.BatchNorm2d(width)"), "part3_main.py": VGG_MAIN}
+    )
+    assert found(root) == {("batchnorm-unsynced", "part3_main.py")}
+
+
+def test_private_model_class_without_batchnorm(tmp_path: Path) -> None:
+    root = _write(
+        tmp_path,
+        {"model.py": VGG_MODULE.replace("NORM", "nn.GroupNorm(8, width)"), "part3_main.py": VGG_MAIN},
+    )
+    assert found(root) == set()

@@ -252,4 +252,5 @@ def propagated_flags(s: Summary) -> tuple[bool, ...]:
 
 
 def is_class_summary(s: Summary) -> bool:
-    return s.qualname.rsplit(".", 1)[-1][:1].isupper()
+    """Named like a class: ``ResNet``, also a private one (``_VGG``)."""
+    return s.qualname.rsplit(".", 1)[-1].lstrip("_")[:1].isupper()

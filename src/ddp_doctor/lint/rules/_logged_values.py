@@ -10,7 +10,7 @@ import re
 
 from ddp_doctor.lint.context import FileContext, dotted
 from ddp_doctor.lint.rank0 import TABLE_WRITERS, is_log_call
-from ddp_doctor.lint.rules._rank0_regions import helper_logged_args, log_entry
+from ddp_doctor.lint.rules._rank0_regions import helper_logged_args, holds_rank0_object, log_entry
 from ddp_doctor.lint.state_logs import state_log_call
 
 # A log's own label that says the value is a validation one: ``'cv/{}'.format(name)`` as a
@@ -49,7 +49,7 @@ def _raw_logged_values(ctx: FileContext, node: ast.AST, sinks: set[str] | frozen
             if found is not None:
                 return list(found)
         receiver = [node.func.value] if isinstance(node.func, ast.Attribute) and not is_log_call(node) else []
-        if receiver and (dotted(receiver[0]) or "").split(".")[-1] in sinks:
+        if receiver and holds_rank0_object(ctx, node, dotted(receiver[0]) or "", sinks):
             # a writer that exists on rank 0 only is where values go, not a value: what
             # ``log_writer.update(lr=lr)`` logs is ``lr``, even after ``log_writer.update(loss=loss)``
             receiver = []

@@ -70,13 +70,17 @@ def rank0_only_objects(ctx: FileContext, predicates: set[str]) -> set[str]:
             and is_rank0_test(value.test, predicates)
             and isinstance(value.body, ast.Call)
         )
-        if rank0_only or (isinstance(value, ast.Call) and _disabled_off_rank0(value, predicates)):
+        if rank0_only:
             out |= {d.split(".")[-1] for t in node.targets if (d := dotted(t))}
+        elif isinstance(value, ast.Call) and _disabled_off_rank0(value, predicates):
+            # a bar hidden off rank 0 is that function's bar: PBGNN's single-process trainers of the
+            # same file name their own (shown) bar ``pbar`` too
+            out |= {_scoped(ctx, node, d) for t in node.targets if (d := dotted(t))}
     for with_node in ctx.of_type(ast.With):
         for item in with_node.items:
             expr, var = item.context_expr, item.optional_vars
             if isinstance(expr, ast.Call) and var is not None and _disabled_off_rank0(expr, predicates):
-                out |= {d.split(".")[-1] for d in [dotted(var)] if d}
+                out |= {_scoped(ctx, with_node, d) for d in [dotted(var)] if d}
     return out
 
 
@@ -350,7 +354,7 @@ def rank0_logs(
             if (
                 m
                 and m[0]
-                and m[0].split(".")[-1] in rank0_objects
+                and holds_rank0_object(ctx, node, m[0], rank0_objects)
                 and m[1] not in ("close", "flush", "finish")
             ):
                 yield (
@@ -477,6 +481,24 @@ def _opens(expr: ast.AST) -> bool:
     return isinstance(mode, ast.Constant) and isinstance(mode.value, str) and "w" in mode.value
 
 
+def _scoped(ctx: FileContext, node: ast.AST, name: str) -> str:
+    """The spelling a rank-0-only object bound at ``node`` is kept under: a plain local name of a
+    function as ``name@<function>`` (only that function's uses are that object), else its last part."""
+    fn = ctx.enclosing_function(node)
+    if "." not in name and isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return f"{name}@{id(fn)}"
+    return name.split(".")[-1]
+
+
+def holds_rank0_object(
+    ctx: FileContext, at: ast.AST, name: str, rank0_objects: set[str] | frozenset[str]
+) -> bool:
+    """``name`` (used at ``at``) is one of ``rank0_objects``: by its last part, or as the local of
+    ``at``'s function it was kept under (:func:`_scoped`)."""
+    last = name.split(".")[-1]
+    return last in rank0_objects or f"{name}@{id(ctx.enclosing_function(at))}" in rank0_objects
+
+
 def _writer_argument(ctx: FileContext, call: ast.Call, rank0_objects: set[str]) -> str | None:
     """A rank-0-only writer handed to a call as an argument (icefall ``loss_info.write_summary(tb_writer,
     "train/current_", step)``): what the call writes, it writes on rank 0 only. Not a log call itself,
@@ -487,7 +509,7 @@ def _writer_argument(ctx: FileContext, call: ast.Call, rank0_objects: set[str]) 
         return None
     for arg in [*call.args, *(k.value for k in call.keywords)]:
         name = dotted(arg) if isinstance(arg, (ast.Name, ast.Attribute)) else None
-        if name and name.split(".")[-1] in rank0_objects:
+        if name and holds_rank0_object(ctx, call, name, rank0_objects):
             return name
     return None
 
