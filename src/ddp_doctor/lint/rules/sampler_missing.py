@@ -93,8 +93,9 @@ class SamplerMissing(Rule):
         "a model in DDP/FSDP (project: see project mode); a loader rebound to a wrap over itself "
         "(`train_loader = sample_data(train_loader)`) is still the loader drawn; (project) a loader "
         "returned by a builder of another file, also through the project calls whose result it returns "
-        "(`train_dat, valid_dat = pre_processing(path)` → `prepare_data(...)`), built there without a "
-        "sampler in defs that read no rank, and trained on in a distributed file"
+        "(`train_dat, valid_dat = pre_processing(path)` → `prepare_data(...)`), built there with "
+        "`shuffle=True` and no sampler in defs that read or take no rank, handed no rank, and trained on "
+        "in a distributed file outside its single-process branch"
     )
     not_flagged = (
         "dataset built from rank/world/shard values (per-rank seeds, a random order drawn after "
