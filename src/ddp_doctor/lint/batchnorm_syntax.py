@@ -137,30 +137,35 @@ def chooses_other_norm(call: ast.Call) -> bool:
     return False
 
 
+def picked_by_name(func: ast.AST) -> tuple[ast.expr, ast.expr] | None:
+    """``(registry, key)`` of a callee picked by name: ``registry.__dict__[key]`` or ``getattr(registry,
+    key)`` (``models.__dict__[args.arch](...)``, ``getattr(torchvision.models, name)(...)``)."""
+    if (
+        isinstance(func, ast.Subscript)
+        and isinstance(func.value, ast.Attribute)
+        and func.value.attr == "__dict__"
+    ):
+        return func.value.value, func.slice
+    if (
+        isinstance(func, ast.Call)
+        and isinstance(func.func, ast.Name)
+        and func.func.id == "getattr"
+        and len(func.args) >= 2
+    ):
+        return func.args[0], func.args[1]
+    return None
+
+
 def torchvision_pick(ctx: FileContext, call: ast.Call) -> bool:
     """``getattr(torchvision.models, name)(...)`` / ``torchvision.models.__dict__[name](...)``: a
     torchvision model picked by name, whose classification families are BatchNorm networks (ResNet,
     DenseNet, MobileNet, EfficientNet, RegNet, VGG-BN; a literal name must be one of them), unless the
     call hands its own ``norm_layer`` other than ``BatchNorm2d`` (DETR's backbone passes
     ``FrozenBatchNorm2d``, whose statistics are fixed)."""
-    func = call.func
-    registry: ast.AST | None = None
-    name: ast.AST | None = None
-    if (
-        isinstance(func, ast.Subscript)
-        and isinstance(func.value, ast.Attribute)
-        and func.value.attr == "__dict__"
-    ):
-        registry, name = func.value.value, func.slice
-    elif (
-        isinstance(func, ast.Call)
-        and isinstance(func.func, ast.Name)
-        and func.func.id == "getattr"
-        and len(func.args) >= 2
-    ):
-        registry, name = func.args[0], func.args[1]
-    if registry is None or ctx.qualname(registry) != "torchvision.models":
+    picked = picked_by_name(call.func)
+    if picked is None or ctx.qualname(picked[0]) != "torchvision.models":
         return False
+    name = picked[1]
     if isinstance(name, ast.Constant) and not (
         isinstance(name.value, str) and LIBRARY_BN.match(f"torchvision.models.{name.value}")
     ):

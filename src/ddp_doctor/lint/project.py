@@ -209,15 +209,20 @@ class ProjectIndex(IndexScan, IndexQueries):
 
     def _finish_plain_loaders(self) -> None:
         """A def that returns the whole result of a project call returning a sampler-less loader returns
-        that loader (cloud-phase-prediction's ``preProcessing`` → ``prepare_data``), a few calls deep."""
-        for s in self.summaries.values():
-            # a def calling a dataset class (or a function) that reads the rank and world size may
-            # shard its data by rank: its loaders are not known to draw the whole dataset
-            if s.plain_loaders and any(
+        that loader (cloud-phase-prediction's ``preProcessing`` → ``prepare_data``), a few calls deep;
+        none from a def that may shard its data by rank."""
+
+        def may_shard(s: Summary) -> bool:
+            # a def that reads the rank and world size, or calls a dataset class or function that
+            # does, may shard its data by rank: its loaders are not known to draw the whole dataset
+            return s.reads_rank_and_world or any(
                 (c := self._get(q)) is not None and c.reads_rank_and_world for q in s.callees
-            ):
+            )
+
+        for s in self.summaries.values():
+            if s.plain_loaders and may_shard(s):
                 s.plain_loaders = {}
-        pending = [s for s in self.summaries.values() if s.plain_loader_calls]
+        pending = [s for s in self.summaries.values() if s.plain_loader_calls and not may_shard(s)]
         for _ in range(3):
             grew = False
             for s in pending:

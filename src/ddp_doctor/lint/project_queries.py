@@ -668,15 +668,9 @@ class IndexQueries(IndexCore):
         DataLoader drawing without a sampler (``WHOLE`` or its index in a returned tuple); the place
         is the DataLoader call's."""
         s = self.summary_for(ctx, call.func)
-        if s is None or s.module == ctx.module or not s.plain_loaders:
+        if s is None or s.module == ctx.module:
             return {}
-        # a def (or a function or dataset class it calls) that reads the rank and world size may
-        # shard its data by rank (``__iter__`` keeping every world_size-th element)
-        if s.reads_rank_and_world or any(
-            (c := self._get(q)) is not None and c.reads_rank_and_world for q in s.callees
-        ):
-            return {}
-        return s.plain_loaders
+        return s.plain_loaders  # none from a def that may shard by rank (``_finish_plain_loaders``)
 
     def builds_rank0_sink(self, ctx: FileContext, call: ast.Call) -> bool:
         """``call`` builds a writer that writes on rank 0 only: an instance of such a writer class

@@ -47,6 +47,16 @@ def loader_sampler(call: ast.Call) -> list[ast.expr | None]:
     return branches
 
 
+def batches_itself(call: ast.Call) -> bool:
+    """``DataLoader(ds, batch_size=None)``: automatic batching is off, so the dataset yields whole
+    batches — an iterable pipeline that also decides which rank reads what (wenet, WebDataset); a
+    sampler has nothing to shard."""
+    size = keyword(call, "batch_size")
+    if size is None and len(call.args) > 1:
+        size = call.args[1]
+    return isinstance(size, ast.Constant) and size.value is None
+
+
 def distributed_sampler_call(ctx: FileContext, call: ast.Call) -> bool:
     """``DistributedSampler(ds)``, also through a class alias chosen by a condition (``S =
     RandomSampler if args.local_rank == -1 else DistributedSampler; S(ds)``): a DistributedSampler
@@ -237,6 +247,9 @@ def returned_plain_loaders(
     every def is known (cloud-phase-prediction: ``preProcessing`` returns ``prepare_data(...)``'s
     loader). A def that reads (or takes) the rank or world size may shard its data by rank: none."""
     nodes = ctx.local(fn)
+    returned = [n.value for n in nodes if isinstance(n, ast.Return) and n.value is not None]
+    if not returned:
+        return {}, {}
     words = {n.id for n in nodes if isinstance(n, ast.Name)} | {
         n.attr for n in nodes if isinstance(n, ast.Attribute)
     }
@@ -271,17 +284,15 @@ def returned_plain_loaders(
             and not any(k.arg is None for k in value.keywords)
             and not any(isinstance(a, ast.Starred) for a in value.args)
             and len(value.args) <= SAMPLER_POSITION
-            and not (isinstance(b := keyword(value, "batch_size"), ast.Constant) and b.value is None)
+            and not batches_itself(value)
         )
 
     direct: dict[int, str] = {}
     via: dict[int, str] = {}
-    for node in nodes:
-        if not isinstance(node, ast.Return) or node.value is None:
-            continue
-        values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
+    for result in returned:
+        values = result.elts if isinstance(result, ast.Tuple) else [result]
         for i, value in enumerate(values):
-            position = i if isinstance(node.value, ast.Tuple) else WHOLE
+            position = i if isinstance(result, ast.Tuple) else WHOLE
             held = bindings.get(value.id, []) if isinstance(value, ast.Name) else [value]
             if held and all(plain(v) for v in held):
                 direct.setdefault(position, f"{Path(ctx.path).name}:{held[0].lineno}")

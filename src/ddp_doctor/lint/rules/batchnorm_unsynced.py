@@ -75,6 +75,7 @@ from ddp_doctor.lint.batchnorm_syntax import (
     call_shape,
     layer_switch,
     passes_switch,
+    picked_by_name,
 )
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method, positional_params
 from ddp_doctor.lint.flags import FlagTest, all_defaults, describe, flag_test
@@ -572,23 +573,11 @@ def _star_eval_pick(ctx: FileContext, project: ProjectIndex, call: ast.Call) -> 
 
 def _registry_entry(ctx: FileContext, func: ast.AST) -> bool:
     """A model class picked by name from a registry of BatchNorm models."""
-    registry: ast.AST | None = None
-    if (
-        isinstance(func, ast.Subscript)
-        and isinstance(func.value, ast.Attribute)
-        and func.value.attr == "__dict__"
-    ):
-        registry = func.value.value
-    elif (
-        isinstance(func, ast.Call)
-        and isinstance(func.func, ast.Name)
-        and func.func.id == "getattr"
-        and len(func.args) >= 2
-        and not isinstance(func.args[1], ast.Constant)
-    ):
-        registry = func.args[0]
-    if registry is None:
+    picked = picked_by_name(func)
+    # ``getattr(models, "resnet50")`` names one model: a registry pick is by a key known at run time
+    if picked is None or (isinstance(func, ast.Call) and isinstance(picked[1], ast.Constant)):
         return False
+    registry = picked[0]
     qual = ctx.qualname(registry) or ""
     project = ctx.project
     # a project module used as a registry of model builders: what its builders build decides, also

@@ -48,6 +48,7 @@ from ddp_doctor.lint.rules.base import Rule, Violation
 from ddp_doctor.lint.samplers import (
     SAMPLER_POSITION,
     WHOLE,
+    batches_itself,
     distributed_sampler_call,
     is_dataloader_call,
     top_unit,
@@ -156,7 +157,7 @@ class SamplerMissing(Rule):
             if _single_process_sibling(ctx, call, wraps):
                 continue
             dataset = call.args[0] if call.args else keyword(call, "dataset")
-            if dataset is None or _sharded(ctx, dataset) or _batches_itself(call):
+            if dataset is None or _sharded(ctx, dataset) or batches_itself(call):
                 continue
             if _distributed_alternative(ctx, call, dataset):
                 continue
@@ -494,16 +495,6 @@ def _self_sharding_class(ctx: FileContext, call: ast.Call) -> bool:
                 if isinstance(n, (ast.Name, ast.Attribute))
             )
     return False
-
-
-def _batches_itself(call: ast.Call) -> bool:
-    """``DataLoader(ds, batch_size=None)``: automatic batching is off, so the dataset yields whole
-    batches — an iterable pipeline that also decides which rank reads what (wenet, WebDataset); a
-    sampler has nothing to shard."""
-    size = keyword(call, "batch_size")
-    if size is None and len(call.args) > 1:
-        size = call.args[1]
-    return isinstance(size, ast.Constant) and size.value is None
 
 
 def _known_keys_without_sampler(ctx: FileContext, call: ast.Call, spread: ast.expr) -> bool:
