@@ -10,6 +10,7 @@ type, and which modules a module reaches through its imports.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -102,6 +103,30 @@ def _built_from_class_type(
         ):
             return n.annotation.slice
     return None
+
+
+# A name or test about the distributed run (``get_distributed_loader``, ``args.ddp``, ``world_size > 1``).
+DISTRIBUTED_NAME = re.compile(
+    r"distributed|(^|[._])(ddp|dist)([._]|$)|world_size|is_initialized", re.IGNORECASE
+)
+
+
+def _negative(test: ast.expr) -> bool:
+    """``not args.distributed``, ``world_size == 1``, ``world_size <= 1``, ``local_rank == -1``: true
+    when the run is not distributed."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return True
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        op, right = test.ops[0], test.comparators[0]
+        if isinstance(right, ast.UnaryOp) and isinstance(right.op, ast.USub):
+            return isinstance(op, ast.Eq)
+        value = right.value if isinstance(right, ast.Constant) else None
+        return (
+            (isinstance(op, ast.Eq) and value in (1, None, False))
+            or (isinstance(op, ast.LtE) and value == 1)
+            or (isinstance(op, ast.Is) and value in (None, False))
+        )
+    return False
 
 
 @dataclass
@@ -383,7 +408,11 @@ class IndexCore:
         if text is None:
             return None
         if "." not in text and text not in imports:  # a function of this same file
-            return self._get(f"{module}.{text}") or self._star_imported(ctx, text)
+            return (
+                self._get(f"{module}.{text}")
+                or self._star_imported(ctx, text)
+                or self._local_alias(ctx, func)
+            )
         head, _, rest = text.partition(".")
         if head == "self" and "." not in rest:  # ``self.save_logs(...)``: the method of the caller's class
             fn = ctx.enclosing_function(func)
@@ -395,6 +424,45 @@ class IndexCore:
         if target is None and rest and head in ctx.import_choices:
             return self._one_choice(ctx.import_choices[head], head, func)
         return self._get(target) if target else None
+
+    def _local_alias(self, ctx: FileContext, func: ast.AST) -> Summary | None:
+        """A name bound once in its scope (or the module) to project code by another name
+        (``build = data.build_loader``), or to one of two by a condition (gns ``get_data_loader =
+        distribute.get_distributed_loader if cuda else data_loader.get_loader``): the branch a
+        distributed run takes, where the names or the test say which; None when they do not."""
+        if not isinstance(func, ast.Name) or func not in ctx.parents:
+            return None
+        scope = ctx.enclosing_function(func)
+        binds = ctx.bindings(scope).get(func.id) or (
+            ctx.bindings(ctx.tree).get(func.id, []) if scope is not ctx.tree else []
+        )
+        if len(binds) != 1 or not isinstance(bound := binds[0], ast.Assign) or len(bound.targets) != 1:
+            return None
+        if not isinstance(bound.targets[0], ast.Name) or bound.targets[0].id != func.id:
+            return None
+        value = bound.value
+        if isinstance(value, (ast.Attribute, ast.Name)) and dotted(value) != func.id:
+            return self.summary_for(ctx, value)
+        if not isinstance(value, ast.IfExp):
+            return None
+        branches = [
+            (b, found)
+            for b in (value.body, value.orelse)
+            if isinstance(b, (ast.Attribute, ast.Name))
+            and dotted(b) != func.id
+            and (found := self.summary_for(ctx, b)) is not None
+        ]
+        if len(branches) == 1:
+            return branches[0][1]
+        if len(branches) != 2:
+            return None
+        named = [found for b, found in branches if DISTRIBUTED_NAME.search(dotted(b) or "")]
+        if len(named) == 1:
+            return named[0]
+        test = value.test
+        if DISTRIBUTED_NAME.search(ast.unparse(test)) and not _negative(test):
+            return branches[0][1]  # ``a if args.distributed else b``
+        return None
 
     def _inherited(self, cls: str, name: str) -> Summary | None:
         """The method ``self.name(...)`` runs in a method of ``cls``: ``cls``'s own, else the first

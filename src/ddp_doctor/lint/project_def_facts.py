@@ -162,6 +162,56 @@ def epoch_params_of(
     return out
 
 
+def class_epoch_params_of(cls: ast.ClassDef) -> set[str | int]:
+    """Parameters of a class's ``__init__`` that it keeps on ``self`` (``self.train_loader =
+    train_loader``) and that its methods iterate again on every pass of an outer loop: inside a loop
+    nested in another loop of one method, or in a method another method calls from inside a loop
+    (``fit``: ``for epoch in range(n): self.train_epoch(epoch)``). Indices skip ``self``."""
+    methods = {m.name: m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    init = methods.get("__init__")
+    if init is None:
+        return set()
+    params = _params(init, skip_self=True)
+    held: dict[str, str] = {}  # self.attr -> parameter
+    for n in walk_local(init):
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Name) and n.value.id in params:
+            held.update((d, n.value.id) for t in n.targets if (d := dotted(t)) and d.startswith("self."))
+    if not held:
+        return set()
+    looped_methods = {  # methods some other method calls from inside a loop of its own
+        d.split(".", 1)[1]
+        for m in methods.values()
+        for loop in walk_local(m)
+        if isinstance(loop, (ast.For, ast.AsyncFor, ast.While))
+        for c in walk_local(loop)
+        if isinstance(c, ast.Call)
+        and (d := dotted(c.func)) is not None
+        and d.startswith("self.")
+        and d.count(".") == 1
+    }
+    out: set[str | int] = set()
+    for name, m in methods.items():
+        nested: set[int] | None = None  # ids of the nodes inside some loop of ``m`` (computed once)
+        for loop in walk_local(m):
+            if not isinstance(loop, (ast.For, ast.AsyncFor)):
+                continue
+            drawn = {d for x in ast.walk(loop.iter) if (d := dotted(x)) in held}
+            if not drawn:
+                continue
+            if nested is None:
+                nested = {
+                    id(x)
+                    for a in walk_local(m)
+                    if isinstance(a, (ast.For, ast.AsyncFor, ast.While))
+                    for x in walk_local(a)
+                    if x is not a
+                }
+            if id(loop) in nested or name in looped_methods:
+                for d in drawn:
+                    out |= {held[d], params.index(held[d])}
+    return out
+
+
 # Calls that read a loader without iterating it (``len(train_loader)`` in a progress message)
 _NOT_ITERATING = frozenset({"len", "print", "isinstance", "str", "repr", "type", "id", "getattr", "hasattr"})
 

@@ -645,8 +645,10 @@ class IndexQueries(IndexCore):
         unknown object by name when every project method of that name (at most 4) does."""
         s = self.summary_for(ctx, call.func) or self._constructed_method(ctx, call)
         found = [s] if s is not None else self.method_summaries(call.func)
-        if not found or len(found) > MAX_SAME_NAME_METHODS or any(is_class_summary(c) for c in found):
+        if not found or len(found) > MAX_SAME_NAME_METHODS:
             return False
+        if any(is_class_summary(c) for c in found) and not (s is not None and is_class_summary(s)):
+            return False  # a method by name that is also a class's: unknown
         for i, arg in enumerate(call.args):
             if dotted(arg) in names and all(i in c.epoch_params for c in found):
                 return True

@@ -35,6 +35,7 @@ from ddp_doctor.lint.project_core import CONFLICT
 from ddp_doctor.lint.project_def_facts import (
     assign_targets,
     body_reads_rank_and_world,
+    class_epoch_params_of,
     class_syncs_updates,
     compiled_param_of,
     epoch_params_of,
@@ -197,7 +198,7 @@ class IndexScan(IndexBindings):
                 self.config_defaults[key] = (
                     value if known == value and type(known) is type(value) else CONFLICT
                 )
-            if "batchnorm" in self.facts:  # where a SyncBatchNorm conversion's option defaults
+            if "options" in self.facts:  # the defaults of options another file tests
                 for option, default in written_defaults(ctx).items():
                     merge_default(self.option_defaults, option, default, CONFLICT)
         self.wraps_ddp |= any(ctx.call_qualname(c) in DATA_PARALLEL for c in ctx.of_type(ast.Call))
@@ -322,6 +323,8 @@ class IndexScan(IndexBindings):
                 ):
                     s.builds_batchnorm = True  # a BatchNorm subclass is a BatchNorm layer
             s.returns_ddp = False  # calling a class builds an instance of it, never a DDP wrap
+            if "epochs" in self.facts and scan.module not in self.set_epoch_modules:
+                s.epoch_params = class_epoch_params_of(node)
             if scan.loss:
                 s.syncs_updates = class_syncs_updates(ctx, node)
             call = next(

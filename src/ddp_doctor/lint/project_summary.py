@@ -38,6 +38,8 @@ FACTS: dict[str, tuple[str, ...]] = {
         "call_builds_batchnorm",
     ),
     "sync_toggle": ("toggles_sync",),
+    # option defaults written anywhere in the project (lint/option_defaults.py)
+    "options": ("option_default", "option_defaults"),
     "scaler": (
         "uses_scaler",
         "tests_use_scaler",

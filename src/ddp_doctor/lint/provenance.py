@@ -66,9 +66,10 @@ def is_update_method(name: str) -> bool:
 
 # Names that say what they hold, and it is not the training loss: accuracies, probabilities, rates,
 # norms, times, validation/evaluation values (``dev_loss``: the NLP name of the validation split), and
-# ``_``, the name that discards what it is bound to.
+# ``_``, the name that discards what it is bound to. ``acc`` is an accuracy unless it is the start of
+# ``accum``/``accumulated`` or the name says loss (``accumulated_loss``, ``acc_loss``: a running sum).
 NOT_A_LOSS = re.compile(
-    r"^(acc\w*|\w*_acc\w*|top_?\d\w*|prec\w*|recall\w*|f1\w*|iou\w*|miou\w*|auc\w*|\w*prob\w*|p|"
+    r"^(acc(?!um)(?!\w*loss)\w*|\w*_acc(?!um)(?!\w*loss)\w*|top_?\d\w*|prec\w*|recall\w*|f1\w*|iou\w*|miou\w*|auc\w*|\w*prob\w*|p|"
     r"\w*_p|\w*_score|score\w*|correct\w*|\w*_lr|lr\w*|learning_rate|\w*grad_norm\w*|\w*_norm|"
     r"\w*ratio\w*|time|times|\w*_time|timing\w*|\w*temperature\w*|\w*_temp|(val|valid|dev|eval|test)_\w*|_+|"
     r"\w*_(valid|validation|eval|evaluation)(_\w*)?|\w*_weights?|\w*_factor|factor|\w*logits\w*)$",
@@ -1081,6 +1082,8 @@ class LossFlow:
                     read -= self._fed_arguments(n.value)
                     read -= self._unreturned_arguments(n.value, fields)
                 shape = self._value_shape(n.value, shapes) if isinstance(n, ast.Assign) else None
+                if shape is None and self._sums_returned_loss(n.value):
+                    shape = True  # ``total += self.training_step(batch)`` returning ``loss.item()``
                 positional = False
                 if shape is not None:
                     for t in targets:
@@ -1192,6 +1195,15 @@ class LossFlow:
             or (isinstance(r.value, ast.Call) and is_reduce(dotted(r.value.func) or ""))
             for r in returns
         )
+
+    def _sums_returned_loss(self, value: ast.expr) -> bool:
+        """``value`` is arithmetic on the whole loss a call returns (``self.step(batch)``,
+        ``train_step(b) * n``): what the call returns is not read out of a tuple."""
+        if isinstance(value, ast.BinOp):
+            return self._sums_returned_loss(value.left) or self._sums_returned_loss(value.right)
+        if isinstance(value, ast.UnaryOp):
+            return self._sums_returned_loss(value.operand)
+        return isinstance(value, ast.Call) and self.call_shape(value) is True
 
     def _value_shape(self, value: ast.expr, shapes: dict[str, Shape]) -> Shape | None:
         if isinstance(value, ast.Call):

@@ -124,6 +124,28 @@ def rank_aliases(
     return out
 
 
+# A rank's number read as a truth value (``if not rank:``, ``if args.local_rank: return``): zero on
+# rank 0 only. Not a flag about rank 0 (``is_rank_zero``, ``rank0``) nor a count (``world_size``).
+RANK_NUMBER = re.compile(
+    r"^_*((local|global|world|node|proc|process|dist|ddp|my|cur|current)_?)?rank(_?(id|idx|index))?$"
+    r"|^get_(local_|global_)?rank$",
+    re.IGNORECASE,
+)
+
+
+def _rank_number(node: ast.AST, predicates: Collection[str]) -> bool:
+    """``node`` is the rank itself: ``rank``, ``args.local_rank``, ``dist.get_rank()``, ``gpu`` (the
+    local rank of a spawned process), or a name the file uses as the rank."""
+    if isinstance(node, ast.Call):
+        if node.args or node.keywords:
+            return False
+        node = node.func
+    if not isinstance(node, (ast.Name, ast.Attribute)) or (name := dotted(node)) is None:
+        return False
+    last = name.rsplit(".", 1)[-1]
+    return bool(RANK_NUMBER.match(last) or GPU_NAME.match(last)) or f"={name}" in predicates
+
+
 def _int(node: ast.AST) -> int | None:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         inner = _int(node.operand)
@@ -158,7 +180,7 @@ def is_rank0_test(test: ast.expr, predicates: Collection[str] = ()) -> bool:
         # ``not self.disable_logs`` where ``disable_logs = is_distributed and rank != 0``: the
         # negation of a test that holds off rank 0 only (true when not distributed, like ``not
         # distributed or rank == 0``)
-        return _not_rank0(test.operand, predicates)
+        return _not_rank0(test.operand, predicates) or _rank_number(test.operand, predicates)
     if _main_process_state(test):
         return True
     if _exists_on_rank0_only(test, ast.IsNot, predicates):
@@ -365,6 +387,8 @@ def is_not_rank0_test(test: ast.expr, predicates: Collection[str] = ()) -> bool:
         return is_rank0_test(test.operand, predicates)
     if isinstance(test, (ast.Name, ast.Attribute)) and f"!{dotted(test)}" in predicates:
         return True  # a flag that holds such a test (``class_flags``: ``self.disable_logs``)
+    if _rank_number(test, predicates):
+        return True  # ``if args.local_rank: return``: the rank is nonzero on every rank but 0
     if _exists_on_rank0_only(test, ast.Is, predicates):
         return True  # ``if self.writer is None: return`` (built on rank 0 only)
     if isinstance(test, ast.Compare) and len(test.ops) == 1:

@@ -110,7 +110,7 @@ DISTRIBUTED_TEST = re.compile(r"rank|distributed|world|ddp|gpus|cuda|device", re
 
 class BatchnormUnsynced(Rule):
     id = "batchnorm-unsynced"
-    project_facts = frozenset({"batchnorm"})
+    project_facts = frozenset({"batchnorm", "options"})
     flagged = (
         "the file builds BatchNorm layers (or a torchvision model known to contain them, timm "
         "`create_model` with a BatchNorm-family name or flag default, a project module used as a "

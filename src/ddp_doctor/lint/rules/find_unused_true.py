@@ -34,6 +34,7 @@ from ddp_doctor.lint.frozen_wrap import parameters_frozen, wraps_frozen_model_on
 from ddp_doctor.lint.inference_only import never_trains
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.module_moves import unmoved
+from ddp_doctor.lint.option_defaults import written_defaults
 from ddp_doctor.lint.project_summary import DDP
 from ddp_doctor.lint.rank0 import bound_argument
 from ddp_doctor.lint.rules.base import Rule, Violation, replace_node
@@ -68,13 +69,16 @@ def _keyword(qualname: str) -> str | None:
 
 class FindUnusedTrue(Rule):
     id = "find-unused-true"
+    project_facts = frozenset({"options"})
     flagged = (
         "`find_unused_parameters=True` on DDP, accelerate `DistributedDataParallelKwargs`, Lightning "
         "`DDPStrategy`/`DDPPlugin`, or `ddp_find_unused_parameters=True` on `TrainingArguments`; "
         'Lightning `strategy="ddp_find_unused_parameters_true"`; the keyword unpacked from a dict '
         "(`**ddp_cfg`) or given to a project subclass of DDP or of a Lightning DDP strategy; a conditional that "
         "picks a literal True for one configuration (`True if sample_param['history'] > 1 else False`, "
-        "config-gated by its condition)"
+        "config-gated by its condition); an option whose default is True where the project writes it "
+        "(`find_unused_parameters=args.find_unused` with `add_argument('--find_unused', default=True)`, a "
+        "configuration class, the shipped YAML, all agreeing)"
     )
     not_flagged = (
         "a value from config without a True fallback (also `True if args.find_unused else False`); an entry script that never backprops (an "
@@ -215,6 +219,19 @@ class FindUnusedTrue(Rule):
                     setting=True,
                 )
                 continue
+            option = _option_defaulting_true(ctx, value)
+            if option is not None and value is not None:
+                yield self.violation(
+                    value,
+                    Text(
+                        f"`{kw_name}={ctx.segment(value)}`, an option whose default is True ({option}): DDP "
+                        "re-traverses the autograd graph every step unless the run turns it off (speed, not accuracy).",
+                        f"`{kw_name}={ctx.segment(value)}` 是默认值为 True 的选项（{option}）：除非运行时关闭，DDP "
+                        "每步都要重新遍历 autograd 图（影响速度，不影响精度）。",
+                    ),
+                    setting=True,
+                )
+                continue
             if isinstance(value, ast.Constant) and value.value is True:
                 yield self.violation(
                     value,
@@ -228,6 +245,24 @@ class FindUnusedTrue(Rule):
 
 
 FIND_UNUSED_KEYWORD = re.compile(r"find_unused", re.IGNORECASE)
+
+
+def _option_defaulting_true(ctx: FileContext, value: ast.expr | None) -> str | None:
+    """``args.find_unused`` / ``cfg.find_unused_parameters``: an option whose default, as the
+    project writes it (its argparse options, configuration classes, module-level settings and
+    shipped YAML, all agreeing: lint/option_defaults.py) or the file alone does, is True; where that
+    default is written. None for any other value (a config value with no known default is trusted)."""
+    if not isinstance(value, ast.Attribute) or dotted(value) is None:
+        return None
+    key = value.attr
+    if ctx.project is not None:
+        known, default = ctx.project.option_default(key)
+        where = "the project's default"
+    else:
+        own = written_defaults(ctx)
+        known, default = key in own, own.get(key)
+        where = "this file's default"
+    return f"`{key}`: {where}" if known and default is True else None
 
 
 def _true_default_parameter(ctx: FileContext, value: ast.Name, call: ast.Call) -> ast.Constant | None:

@@ -467,6 +467,18 @@ def _model_cast(ctx: FileContext, call: ast.Call) -> str | None:
         if isinstance(parent, ast.Assign)
         else set()
     ) | ({name} if name else set())
+    # ``DDP(net.cuda().half(), ...)``: cast inside the wrap (through ``.cuda()``/``.to(...)``)
+    outer: ast.AST = call
+    while isinstance(up := ctx.parents.get(outer), ast.Attribute) and up.attr in PASS_THROUGH:
+        outer = ctx.parents.get(up, up)
+    wrap = ctx.parents.get(outer)
+    if (
+        isinstance(wrap, ast.Call)
+        and wrap.args
+        and wrap.args[0] is outer
+        and (ctx.call_qualname(wrap) or "").endswith("DistributedDataParallel")
+    ):
+        return name or "model"
     if not targets:
         return None
     for n in ctx.of_type(ast.Call):

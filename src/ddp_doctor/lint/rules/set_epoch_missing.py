@@ -144,6 +144,8 @@ class SetEpochMissing(Rule):
                         (call, handed),
                     )
                 continue
+            if sets_epoch_elsewhere(ctx, epoch_loop, loaders | samplers):
+                continue  # ``train_one_epoch(loader, epoch)`` of another file sets it
             handle = min(samplers) if samplers else (f"{min(loaders)}.sampler" if loaders else None)
             always = _always_distributed(ctx, call)
             when = Text("", "") if always else Text(", chosen when distributed", "，分布式时选用")
