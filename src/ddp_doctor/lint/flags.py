@@ -50,8 +50,16 @@ def argparse_defaults(ctx: FileContext) -> dict[str, object]:
             value = None
         else:
             value = literal(default)
+        if dest in out:
+            continue  # ``--sync_bn`` / ``--no_sync_bn`` on one dest: argparse gives it the first one's default
         out[dest] = value
         out[f"--{dest}"] = long or dest
+    # ``parser.set_defaults(find_unused_params=False)`` overrides what the options declare
+    for call in ctx.of_type(ast.Call):
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "set_defaults":
+            for k in call.keywords:
+                if k.arg is not None:
+                    out[k.arg] = literal(k.value)
     return out
 
 

@@ -159,7 +159,9 @@ def epoch_params_of(
             for x in used:
                 if isinstance(x, ast.Name) and x.id in params:
                     out |= {x.id, params.index(x.id)}
-    return out
+    # a loader whose dataset or sampler the def tells each pass (``loader.dataset.shuffle(epoch)``)
+    reordered = {p for p in params if p in out and _reorders(fn, p)}
+    return {x for x in out if (x if isinstance(x, str) else params[x]) not in reordered}
 
 
 def class_epoch_params_of(cls: ast.ClassDef) -> set[str | int]:
@@ -176,6 +178,9 @@ def class_epoch_params_of(cls: ast.ClassDef) -> set[str | int]:
     for n in walk_local(init):
         if isinstance(n, ast.Assign) and isinstance(n.value, ast.Name) and n.value.id in params:
             held.update((d, n.value.id) for t in n.targets if (d := dotted(t)) and d.startswith("self."))
+    # the loader's dataset or sampler told each pass (Grad-W ``self.train_dataloader.dataset.shuffle(epoch)``):
+    # its order is the class's to manage
+    held = {d: p for d, p in held.items() if not any(_reorders(m, d) for m in methods.values())}
     if not held:
         return set()
     looped_methods = {  # methods some other method calls from inside a loop of its own
@@ -210,6 +215,19 @@ def class_epoch_params_of(cls: ast.ClassDef) -> set[str | int]:
                 for d in drawn:
                     out |= {held[d], params.index(held[d])}
     return out
+
+
+def _reorders(fn: ast.AST, loader: str) -> bool:
+    """``fn`` calls a method of ``loader``'s dataset or sampler with an argument
+    (``loader.dataset.shuffle(epoch)``, ``loader.batch_sampler.set_epoch(epoch)``)."""
+    owners = {f"{loader}.dataset", f"{loader}.sampler", f"{loader}.batch_sampler"}
+    return any(
+        isinstance(c, ast.Call)
+        and isinstance(c.func, ast.Attribute)
+        and dotted(c.func.value) in owners
+        and (c.args or c.keywords)
+        for c in walk_local(fn)
+    )
 
 
 # Calls that read a loader without iterating it (``len(train_loader)`` in a progress message)

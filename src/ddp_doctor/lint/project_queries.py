@@ -9,7 +9,7 @@ import ast
 from pathlib import Path
 
 from ddp_doctor.lint.call_arguments import never_passed
-from ddp_doctor.lint.context import FileContext, dotted, method, positional_params
+from ddp_doctor.lint.context import FileContext, dotted, keyword, method, positional_params
 from ddp_doctor.lint.handed_models import handed_builder
 from ddp_doctor.lint.loops import argument
 from ddp_doctor.lint.option_defaults import yaml_files, yaml_settings
@@ -655,6 +655,21 @@ class IndexQueries(IndexCore):
         return any(
             dotted(k.value) in names and all(k.arg in c.epoch_params for c in found) for k in call.keywords
         )
+
+    def sampler_built_by(self, ctx: FileContext, call: ast.Call) -> str | None:
+        """``"file.py:line"`` of the shuffling DistributedSampler that ``call`` (project code) returns
+        (rosinality's ``sampler = dist.data_sampler(dataset, shuffle=True, distributed=...)``); None
+        when it returns none, or the call turns its shuffle parameter off with a literal false."""
+        s = self.summary_for(ctx, call.func)
+        if s is None or s.returns_sampler is None:
+            return None
+        where, name, position = s.returns_sampler
+        given = keyword(call, name) if name is not None else None
+        if given is None and position is not None and position < len(call.args):
+            given = call.args[position]
+        if isinstance(given, ast.Constant) and not given.value:
+            return None
+        return where
 
     def plain_loader_builder_names(self) -> tuple[str, ...]:
         """Bare names of project defs returning a sampler-less DataLoader (computed once): a file that

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ddp_doctor.lint.batchnorm_syntax import (
     BATCHNORM,
@@ -70,6 +71,7 @@ from ddp_doctor.lint.reductions import reduces_own_state, returned_reductions
 from ddp_doctor.lint.samplers import (
     calls_set_epoch,
     returned_plain_loaders,
+    returned_sampler,
     returned_sampler_loaders,
     set_epoch_units,
     top_unit,
@@ -372,6 +374,8 @@ class IndexScan(IndexBindings):
             s.epoch_params = epoch_params_of(ctx, node, is_method)
             if ctx.mentions("DistributedSampler"):
                 s.sampler_loaders = returned_sampler_loaders(ctx, node)
+                if (found := returned_sampler(ctx, node)) is not None:
+                    s.returns_sampler = (f"{Path(ctx.path).name}:{found[0]}", found[1], found[2])
         elif "epochs" in self.facts and id(top_unit(ctx, node)) not in scan.set_epoch_units:
             # the module sets some sampler's epoch, but not from this def or anything it runs
             s.epoch_params = epoch_params_of(ctx, node, is_method)

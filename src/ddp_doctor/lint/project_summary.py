@@ -114,7 +114,14 @@ FACTS: dict[str, tuple[str, ...]] = {
         "call_shards_by_rank",
     ),
     "compile": ("compiles_param", "call_compiles", "compiling_names"),
-    "epochs": ("epoch_params", "reiterates_argument", "sampler_loaders", "set_epoch_modules"),
+    "epochs": (
+        "epoch_params",
+        "reiterates_argument",
+        "sampler_loaders",
+        "set_epoch_modules",
+        "returns_sampler",
+        "sampler_built_by",
+    ),
     "call_arguments": ("passed_arguments", "never_passed"),
     "plain_loaders": (
         "plain_loaders",
@@ -195,6 +202,9 @@ class Summary:
     # returning ``train_loader, val_loader``): position (``WHOLE`` or a tuple index) -> "file.py:line"
     # of the sampler.
     sampler_loaders: dict[int, str] = field(default_factory=dict)
+    # It returns a shuffling DistributedSampler (lint/samplers.py ``returned_sampler``): "file.py:line"
+    # of the sampler, and the parameter (name, position) a caller turns shuffling off with, if any.
+    returns_sampler: tuple[str, str | None, int | None] | None = None
     # What it returns of DataLoaders that draw without a sampler in a def that reads no rank (lint/
     # samplers.py ``returned_plain_loaders``): position -> "file.py:line" of the DataLoader call,
     # also through the project calls whose whole result it returns (``plain_loader_calls``, position

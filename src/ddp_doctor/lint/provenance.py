@@ -1203,7 +1203,11 @@ class LossFlow:
             return self._sums_returned_loss(value.left) or self._sums_returned_loss(value.right)
         if isinstance(value, ast.UnaryOp):
             return self._sums_returned_loss(value.operand)
-        return isinstance(value, ast.Call) and self.call_shape(value) is True
+        return (
+            isinstance(value, ast.Call)
+            and not reducing_call(self.ctx, value)  # ``reduce_tensor(loss) / world_size``: combined
+            and self.call_shape(value) is True
+        )
 
     def _value_shape(self, value: ast.expr, shapes: dict[str, Shape]) -> Shape | None:
         if isinstance(value, ast.Call):

@@ -176,6 +176,44 @@ def _inline_samplers(ctx: FileContext, nodes: list[ast.AST]) -> dict[int, int]:
     return out
 
 
+def returned_sampler(ctx: FileContext, fn: ast.AST) -> tuple[int, str | None, int | None] | None:
+    """``(line, shuffle parameter, its position)`` when ``fn`` returns a DistributedSampler that
+    shuffles (rosinality's ``data_sampler(dataset, shuffle, distributed)``: ``if distributed: return
+    DistributedSampler(dataset, shuffle=shuffle)``), also held in a name first or as a branch of a
+    conditional; the parameter (name, position; None when it always shuffles) that a caller turns
+    off. None when it returns none, or one with ``shuffle=False``."""
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+    if params and params[0] in ("self", "cls"):
+        params = params[1:]
+    nodes = ctx.local(fn)
+    held: dict[str, ast.Call] = {}
+    for node in nodes:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            held |= {t.id: node.value for t in node.targets if isinstance(t, ast.Name)}
+    for node in nodes:
+        if not isinstance(node, ast.Return) or node.value is None:
+            continue
+        options: list[ast.expr] = [node.value]
+        while isinstance(last := options[-1], ast.IfExp):
+            options[-1:] = [last.body, last.orelse]
+        for value in options:
+            if isinstance(value, ast.Name) and value.id in held:
+                value = held[value.id]
+            if not (isinstance(value, ast.Call) and distributed_sampler_call(ctx, value)):
+                continue
+            shuffle = keyword(value, "shuffle")
+            if shuffle is None and len(value.args) >= 4:
+                shuffle = value.args[3]
+            if isinstance(shuffle, ast.Constant) and not shuffle.value:
+                continue
+            if isinstance(shuffle, ast.Name) and shuffle.id in params:
+                return value.lineno, shuffle.id, params.index(shuffle.id)
+            return value.lineno, None, None
+    return None
+
+
 def returned_sampler_loaders(ctx: FileContext, fn: ast.AST) -> dict[int, str]:
     """``{position: "file.py:line"}``: ``fn`` returns a DataLoader over a shuffling DistributedSampler
     (``WHOLE``, or its index in a returned tuple; a def may return one on one path, ``train_loader,

@@ -3,11 +3,24 @@
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 
 from ddp_doctor.lint.context import FileContext, dotted, positional_params
 from ddp_doctor.lint.loops import LOOPS, LoopFacts
 from ddp_doctor.lint.samplers import DATALOADER
+
+# A loader named for evaluation (``dl_valid``, ``val_loader``, ``test_dl``): it trains no step, so
+# neither the order it is drawn in (set-epoch-missing) nor which rank draws what (sampler-missing)
+# changes the training, even when a shared ``epoch(model, train)`` pass runs backward on its other loader.
+EVALUATION_LOADER = re.compile(
+    r"(^|_)(val|valid|validation|test|eval|evaluation|dev)(_|$|loader|dl)", re.IGNORECASE
+)
+
+
+def evaluation_loader(names: set[str]) -> bool:
+    """Every name of the loader says it is for evaluation."""
+    return bool(names) and all(EVALUATION_LOADER.search(n.rsplit(".", 1)[-1]) for n in names)
 
 
 def bound_names(ctx: FileContext, value: ast.AST) -> set[str]:
@@ -151,17 +164,56 @@ def trains_on(facts: LoopFacts, names: set[str], source: ast.AST | None = None) 
     if any(
         facts.has_backward(loop.body)
         for loop in loops_iterating(facts.ctx, names)
-        if source is None or not _drawn_after_rebinding(facts.ctx, source, loop, names)
+        if source is None
+        or not (
+            _drawn_after_rebinding(facts.ctx, source, loop, names)
+            or _own_binding(facts.ctx, source, loop, names)
+        )
     ):
         return True
     project = facts.ctx.project
     if project is None or not names:
         return False
     handed = _aliases(facts.ctx, names)
+    # a local name is handed on by calls of its own function (``inference()``'s ``train_loader`` is
+    # not the one ``main()`` hands to ``train(...)``)
+    fn = facts.ctx.enclosing_function(source) if source is not None else None
+    calls = (
+        [c for c in facts.ctx.local(fn) if isinstance(c, ast.Call)]
+        if fn is not None
+        and not isinstance(fn, ast.Module)
+        and all(n in facts.ctx.bindings(fn) for n in names)
+        else facts.ctx.of_type(ast.Call)
+    )
     return any(
         project.trains_on_argument(facts.ctx, c, handed)
         and (source is None or not rebound_before(facts.ctx, source, c, names))
-        for c in facts.ctx.of_type(ast.Call)
+        for c in calls
+    )
+
+
+def _own_binding(ctx: FileContext, source: ast.AST, loop: ast.AST, names: set[str]) -> bool:
+    """The loop is in another function whose name for the loader is not the one ``source`` was bound
+    to: it binds the name itself (an ``inference()`` with its own ``train_loader = DataLoader(...)``
+    beside the ``main()`` that trains on another), or takes it as a parameter that no call of
+    ``source``'s function hands the name to (``def train(model, train_loader)`` that ``inference()``
+    never calls)."""
+    fn = ctx.enclosing_function(source)
+    other = ctx.enclosing_function(loop)
+    if other is fn or isinstance(other, ast.Module) or isinstance(fn, ast.Module):
+        return False
+    if not all(n in ctx.bindings(fn) for n in names):
+        return False  # bound by the callers of a builder that returns the loader: their names
+    own = ctx.bindings(other)
+    params = {a.arg for a in (*other.args.posonlyargs, *other.args.args, *other.args.kwonlyargs)}
+    handed = {
+        dotted(a)
+        for c in ctx.local(fn)
+        if isinstance(c, ast.Call) and (dotted(c.func) or "").rsplit(".", 1)[-1] == other.name
+        for a in [*c.args, *(k.value for k in c.keywords)]
+    }
+    return all(
+        "." not in n and ((n in own and n not in params) or (n in params and n not in handed)) for n in names
     )
 
 

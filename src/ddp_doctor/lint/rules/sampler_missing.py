@@ -43,7 +43,7 @@ from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.project import ProjectIndex
-from ddp_doctor.lint.rules._data import bound_names, trains_on
+from ddp_doctor.lint.rules._data import bound_names, evaluation_loader, trains_on
 from ddp_doctor.lint.rules.base import Rule, Violation
 from ddp_doctor.lint.samplers import (
     SAMPLER_POSITION,
@@ -164,7 +164,7 @@ class SamplerMissing(Rule):
             if _rank_seeded(ctx, call, local_sampler):
                 continue
             names = bound_names(ctx, call)
-            if not trains_on(facts, names, call):
+            if evaluation_loader(names) or not trains_on(facts, names, call):
                 continue
             if not distributed_file and not (project is not None and project.hands_to_ddp_code(ctx, names)):
                 continue  # a single-process script of a project where some other file wraps DDP

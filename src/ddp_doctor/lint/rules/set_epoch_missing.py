@@ -35,9 +35,10 @@ from collections.abc import Iterator
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method
 from ddp_doctor.lint.loops import LoopFacts
+from ddp_doctor.lint.project import ProjectIndex
 from ddp_doctor.lint.rank0 import bound_argument
 from ddp_doctor.lint.rules._carried_loaders import caller_epoch_loop, carried_loaders, walks_epochs
-from ddp_doctor.lint.rules._data import bound_names, enclosing_loop, loops_iterating
+from ddp_doctor.lint.rules._data import bound_names, enclosing_loop, evaluation_loader, loops_iterating
 from ddp_doctor.lint.rules._returned_loaders import returned_loader, sets_epoch_elsewhere
 from ddp_doctor.lint.rules.base import Edit, Rule, Violation, insert_line_before, starts_own_line
 from ddp_doctor.lint.rules.fp16_no_scaler import EVAL_FUNCTION
@@ -110,14 +111,27 @@ class SetEpochMissing(Rule):
             for arg in (loader_sampler(node) or [None])
         ]
         for call in calls:
-            if not distributed_sampler_call(ctx, call):
+            built_at = None if distributed_sampler_call(ctx, call) else _sampler_of_project(ctx, call)
+            if built_at is None and not distributed_sampler_call(ctx, call):
                 continue
             shuffle = keyword(call, "shuffle")
-            if isinstance(shuffle, ast.Constant) and not shuffle.value or len(call.args) > 3:
+            if (
+                isinstance(shuffle, ast.Constant)
+                and not shuffle.value
+                or (built_at is None and len(call.args) > 3)
+            ):
                 continue  # shuffle=False (or positional, unreadable): the order is meant to repeat
+            what = (
+                Text(f"DistributedSampler (line {call.lineno}", f"DistributedSampler（第 {call.lineno} 行")
+                if built_at is None
+                else Text(
+                    f"The DistributedSampler that `{ctx.segment(call.func)}(...)` returns (line {call.lineno}, built at {built_at}",
+                    f"`{ctx.segment(call.func)}(...)` 返回的 DistributedSampler（第 {call.lineno} 行，构造于 {built_at}",
+                )
+            )
             samplers = bound_names(ctx, call)
             loaders = self._loaders(ctx, dataloaders, call, samplers)
-            if _prepared_by_accelerate(ctx, facts, loaders):
+            if _prepared_by_accelerate(ctx, facts, loaders) or evaluation_loader(loaders):
                 continue
             epoch_loop = self._epoch_loop(ctx, facts, loaders)
             if epoch_loop is None and loaders:
@@ -131,11 +145,11 @@ class SetEpochMissing(Rule):
                         self.violation(
                             call,
                             Text(
-                                f"DistributedSampler (line {call.lineno}) shuffles but {never.en}: "
+                                f"{what.en}) shuffles but {never.en}: "
                                 f"`{ctx.segment(handed.func)}(...)` (line {handed.lineno}) iterates its loader again "
                                 "every epoch in code of another file that never calls it either, so every epoch "
                                 "sees the same order.",
-                                f"DistributedSampler（第 {call.lineno} 行）开启了 shuffle 但{never.zh}："
+                                f"{what.zh}）开启了 shuffle 但{never.zh}："
                                 f"`{ctx.segment(handed.func)}(...)`（第 {handed.lineno} 行）在另一个文件的代码里每个 epoch "
                                 "重新遍历它的 DataLoader，那里也没有调用 `set_epoch`，所以每个 epoch 顺序都相同。",
                             ),
@@ -147,15 +161,15 @@ class SetEpochMissing(Rule):
             if sets_epoch_elsewhere(ctx, epoch_loop, loaders | samplers):
                 continue  # ``train_one_epoch(loader, epoch)`` of another file sets it
             handle = min(samplers) if samplers else (f"{min(loaders)}.sampler" if loaders else None)
-            always = _always_distributed(ctx, call)
+            always = built_at is None and _always_distributed(ctx, call)
             when = Text("", "") if always else Text(", chosen when distributed", "，分布式时选用")
             yield (
                 self.violation(
                     call,
                     Text(
-                        f"DistributedSampler (line {call.lineno}{when.en}) shuffles but {never.en}: the loop "
+                        f"{what.en}{when.en}) shuffles but {never.en}: the loop "
                         f"at line {epoch_loop.lineno} sees the same order every epoch.",
-                        f"DistributedSampler（第 {call.lineno} 行{when.zh}）开启了 shuffle 但{never.zh}：第 {epoch_loop.lineno} "
+                        f"{what.zh}{when.zh}）开启了 shuffle 但{never.zh}：第 {epoch_loop.lineno} "
                         "行的循环每个 epoch 顺序都相同。",
                     ),
                     # chosen at run time, the sampler may be a RandomSampler, which has no set_epoch
@@ -185,6 +199,7 @@ class SetEpochMissing(Rule):
                 i: loop
                 for i, n in enumerate(names)
                 if (name := dotted(n)) is not None
+                and not evaluation_loader({name})
                 and (
                     (loop := self._epoch_loop(ctx, facts, {name})) is not None
                     or (loop := self._epoch_loop(ctx, facts, carried_loaders(ctx, {name}))) is not None
@@ -327,6 +342,17 @@ class SetEpochMissing(Rule):
         if first.lineno == loop.lineno or not starts_own_line(ctx, first):
             return ()
         return (insert_line_before(ctx, first, f"{handle}.set_epoch({target.id})"),)
+
+
+def _sampler_of_project(ctx: FileContext, call: ast.Call) -> str | None:
+    """(project) ``sampler = dist.data_sampler(dataset, shuffle=True, distributed=...)``: where the
+    shuffling DistributedSampler that project code returns is built. A call of the same file counts
+    only when its result is named (inline in ``DataLoader(sampler=helper(ds))`` the sampler call in
+    the helper is the one read)."""
+    project: ProjectIndex | None = ctx.project
+    if project is None or not isinstance(ctx.parents.get(call), ast.Assign):
+        return None
+    return project.sampler_built_by(ctx, call)
 
 
 def _never_called(ctx: FileContext, units: set[int] | None) -> Text:

@@ -1,0 +1,251 @@
+from tests.lint.variants.set_epoch import HEAD
+
+SETUP = """
+def main(args, loader, net):
+    dist.init_process_group("nccl")
+    local_rank = int(os.environ["LOCAL_RANK"])
+    model = DDP(net.cuda(), device_ids=[local_rank])
+    criterion = nn.CrossEntropyLoss()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+"""
+
+
+def one(body, extra=""):
+    return {"train.py": HEAD + extra + SETUP + body}
+
+
+A = "accum-no-sync-missing"
+U = "accum-loss-unscaled"
+C = {}
+MOD = """
+    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+            loss = criterion(model(x), y)
+            {LOSSLINE}
+            if (step + 1) % args.accum_steps == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+"""
+C["mod_nosync"] = (
+    A,
+    True,
+    one(MOD.replace("{LOSSLINE}", "(loss / args.accum_steps).backward()")),
+    "train.py",
+)
+C["mod_unscaled"] = (U, True, one(MOD.replace("{LOSSLINE}", "loss.backward()")), "train.py")
+for name in [
+    "gradient_accumulation_steps",
+    "grad_accum",
+    "accumulation_steps",
+    "update_freq",
+    "iters_to_accumulate",
+    "accum_iter",
+    "ga_steps",
+    "acc_steps",
+]:
+    C[f"mod_nosync_{name}"] = (
+        A,
+        True,
+        one(
+            MOD.replace("args.accum_steps", f"args.{name}").replace(
+                "{LOSSLINE}", f"(loss / args.{name}).backward()"
+            )
+        ),
+        "train.py",
+    )
+    C[f"mod_unscaled_{name}"] = (
+        U,
+        True,
+        one(MOD.replace("args.accum_steps", f"args.{name}").replace("{LOSSLINE}", "loss.backward()")),
+        "train.py",
+    )
+C["mod_local_var"] = (
+    A,
+    True,
+    one(
+        MOD.replace("args.accum_steps", "accum")
+        .replace("{LOSSLINE}", "(loss / accum).backward()")
+        .replace("    for epoch", "    accum = args.accum\n    for epoch", 1)
+    ),
+    "train.py",
+)
+C["mod_step_not_zero"] = (
+    A,
+    True,
+    one("""
+    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+            loss = criterion(model(x), y) / args.accum_steps
+            loss.backward()
+            if step % args.accum_steps == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+"""),
+    "train.py",
+)
+C["micro_loop"] = (
+    A,
+    True,
+    one("""
+    for epoch in range(args.epochs):
+        for x, y in loader:
+            for xm, ym in zip(x.chunk(args.accum_steps), y.chunk(args.accum_steps)):
+                loss = criterion(model(xm), ym) / args.accum_steps
+                loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+"""),
+    "train.py",
+)
+C["micro_range"] = (
+    A,
+    True,
+    one("""
+    it = iter(loader)
+    for step in range(args.max_steps):
+        for micro in range(args.accum_steps):
+            x, y = next(it)
+            loss = criterion(model(x), y)
+            (loss / args.accum_steps).backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+"""),
+    "train.py",
+)
+C["micro_unscaled"] = (
+    U,
+    True,
+    one("""
+    it = iter(loader)
+    for step in range(args.max_steps):
+        for micro in range(args.accum_steps):
+            x, y = next(it)
+            loss = criterion(model(x), y)
+            loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+"""),
+    "train.py",
+)
+C["scaler_amp"] = (
+    A,
+    True,
+    one("""
+    scaler = torch.cuda.amp.GradScaler()
+    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+            with torch.autocast("cuda", dtype=torch.float16):
+                loss = criterion(model(x), y) / args.accum_steps
+            scaler.scale(loss).backward()
+            if (step + 1) % args.accum_steps == 0:
+                scaler.step(optimizer)
+                scaler.update()
+                optimizer.zero_grad()
+"""),
+    "train.py",
+)
+C["step_fn_other_file"] = (
+    A,
+    True,
+    {
+        "train.py": HEAD
+        + "from engine import train_one_epoch\n"
+        + SETUP
+        + """
+    for epoch in range(args.epochs):
+        train_one_epoch(model, loader, optimizer, criterion, args.accum_steps)
+""",
+        "engine.py": "import torch\n"
+        + """
+def train_one_epoch(model, loader, optimizer, criterion, accum_steps):
+    for i, (x, y) in enumerate(loader):
+        loss = criterion(model(x), y) / accum_steps
+        loss.backward()
+        if (i + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+""",
+    },
+    "engine.py",
+)
+C["class_method"] = (
+    A,
+    True,
+    {
+        "train.py": HEAD
+        + """
+class Trainer:
+    def __init__(self, net, args):
+        dist.init_process_group("nccl")
+        self.model = DDP(net.cuda())
+        self.optimizer = torch.optim.AdamW(self.model.parameters())
+        self.accum = args.accum_steps
+
+    def train(self, loader):
+        for i, (x, y) in enumerate(loader):
+            loss = self.model(x, y)
+            loss = loss / self.accum
+            loss.backward()
+            if (i + 1) % self.accum == 0:
+                self.optimizer.step()
+                self.optimizer.zero_grad()
+"""
+    },
+    "train.py",
+)
+C["NEG_no_sync"] = (
+    A,
+    False,
+    one(
+        """
+    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+            sync = (step + 1) % args.accum_steps == 0
+            ctx = model.no_sync() if not sync else contextlib.nullcontext()
+            with ctx:
+                loss = criterion(model(x), y) / args.accum_steps
+                loss.backward()
+            if sync:
+                optimizer.step()
+                optimizer.zero_grad()
+""",
+        "import contextlib\n",
+    ),
+    "train.py",
+)
+C["NEG_require_sync"] = (
+    A,
+    False,
+    one("""
+    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+            model.require_backward_grad_sync = (step + 1) % args.accum_steps == 0
+            loss = criterion(model(x), y) / args.accum_steps
+            loss.backward()
+            if (step + 1) % args.accum_steps == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+"""),
+    "train.py",
+)
+C["NEG_no_accum"] = (
+    A,
+    False,
+    one("""
+    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+            loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            if step % args.log_every == 0:
+                print(step)
+"""),
+    "train.py",
+)
+C["NEG_unscaled_divided_helper"] = (
+    U,
+    False,
+    one(MOD.replace("{LOSSLINE}", "loss = loss / args.accum_steps\n            loss.backward()")),
+    "train.py",
+)

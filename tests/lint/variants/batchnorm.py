@@ -1,0 +1,186 @@
+HEAD = """
+import os
+import torch
+import torch.nn as nn
+import torch.distributed as dist
+import torchvision
+from torch.nn.parallel import DistributedDataParallel as DDP
+"""
+NET = """
+class Net(nn.Module):
+    def __init__(self, num_classes=10):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 16, 3)
+        self.bn = nn.BatchNorm2d(16)
+        self.fc = nn.Linear(16, num_classes)
+
+    def forward(self, x):
+        return self.fc(self.bn(self.conv(x)).mean((2, 3)))
+"""
+
+
+def main(build, wrap="model = DDP(model, device_ids=[local_rank])"):
+    return f"""
+def main(args, loader):
+    dist.init_process_group("nccl")
+    local_rank = int(os.environ["LOCAL_RANK"])
+    {build}
+    model = model.cuda(local_rank)
+    {wrap}
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(args.epochs):
+        for x, y in loader:
+            loss = nn.functional.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+"""
+
+
+R = "batchnorm-unsynced"
+C = {}
+C["canon"] = (R, True, {"train.py": HEAD + NET + main("model = Net()")}, "train.py")
+C["other_file"] = (
+    R,
+    True,
+    {"train.py": HEAD + "from models import Net\n" + main("model = Net()"), "models.py": HEAD + NET},
+    "train.py",
+)
+C["package"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD + "from models.net import Net\n" + main("model = Net()"),
+        "models/__init__.py": "",
+        "models/net.py": HEAD + NET,
+    },
+    "train.py",
+)
+C["pkg_reexport"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD + "from models import Net\n" + main("model = Net()"),
+        "models/__init__.py": "from .net import Net\n",
+        "models/net.py": HEAD + NET,
+    },
+    "train.py",
+)
+C["tv_resnet"] = (R, True, {"train.py": HEAD + main("model = torchvision.models.resnet50()")}, "train.py")
+C["tv_from_import"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD
+        + "from torchvision.models import resnet18\n"
+        + main("model = resnet18(num_classes=10)")
+    },
+    "train.py",
+)
+C["tv_by_name"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD
+        + "import torchvision.models as models\n"
+        + main("model = models.__dict__[args.arch]()")
+    },
+    "train.py",
+)
+C["builder_fn"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD + "from models import build_model\n" + main("model = build_model(args)"),
+        "models.py": HEAD
+        + NET
+        + """
+def build_model(cfg):
+    return Net(num_classes=10)
+""",
+    },
+    "train.py",
+)
+C["self_model"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD
+        + NET
+        + """
+class Trainer:
+    def __init__(self, args):
+        dist.init_process_group("nccl")
+        local_rank = int(os.environ["LOCAL_RANK"])
+        self.model = Net().cuda(local_rank)
+        self.model = DDP(self.model, device_ids=[local_rank])
+"""
+    },
+    "train.py",
+)
+C["sequential"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD
+        + main(
+            "model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.ReLU(), nn.Flatten(), nn.LazyLinear(10))"
+        )
+    },
+    "train.py",
+)
+C["wrap_kw"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD
+        + NET
+        + main(
+            "model = Net()",
+            "model = torch.nn.parallel.DistributedDataParallel(module=model, device_ids=[local_rank], output_device=local_rank)",
+        )
+    },
+    "train.py",
+)
+C["bn1d_mlp"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD
+        + """
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(8, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 2))
+    def forward(self, x):
+        return self.net(x)
+"""
+        + main("model = MLP()")
+    },
+    "train.py",
+)
+C["NEG_syncbn"] = (
+    R,
+    False,
+    {"train.py": HEAD + NET + main("model = nn.SyncBatchNorm.convert_sync_batchnorm(Net())")},
+    "train.py",
+)
+C["NEG_syncbn_after"] = (
+    R,
+    False,
+    {
+        "train.py": HEAD
+        + NET
+        + main(
+            "model = Net()\n    if args.distributed:\n        model = nn.SyncBatchNorm.convert_sync_batchnorm(model)"
+        )
+    },
+    "train.py",
+)
+C["NEG_layernorm"] = (
+    R,
+    False,
+    {"train.py": HEAD + main("model = nn.Sequential(nn.Linear(8, 8), nn.LayerNorm(8))")},
+    "train.py",
+)
+C["NEG_vit"] = (R, False, {"train.py": HEAD + main("model = torchvision.models.vit_b_16()")}, "train.py")

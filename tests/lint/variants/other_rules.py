@@ -1,0 +1,319 @@
+from tests.lint.variants.set_epoch import HEAD
+
+
+def main(body, pre=""):
+    return {
+        "train.py": HEAD
+        + pre
+        + """
+def main(args, loader, net):
+    dist.init_process_group("nccl")
+    local_rank = int(os.environ["LOCAL_RANK"])
+    criterion = nn.CrossEntropyLoss()
+"""
+        + body
+    }
+
+
+LOOP = """
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    for epoch in range(args.epochs):
+        for x, y in loader:
+            loss = criterion(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+"""
+F = "find-unused-true"
+C = {}
+C["fu_literal"] = (
+    F,
+    True,
+    main("    model = DDP(net.cuda(), device_ids=[local_rank], find_unused_parameters=True)" + LOOP),
+    "train.py",
+)
+C["fu_kwargs_dict"] = (
+    F,
+    True,
+    main(
+        "    ddp_kwargs = dict(device_ids=[local_rank], find_unused_parameters=True)\n    model = DDP(net.cuda(), **ddp_kwargs)"
+        + LOOP
+    ),
+    "train.py",
+)
+C["fu_kwargs_literal"] = (
+    F,
+    True,
+    main(
+        "    ddp_kwargs = {'device_ids': [local_rank], 'find_unused_parameters': True}\n    model = DDP(net.cuda(), **ddp_kwargs)"
+        + LOOP
+    ),
+    "train.py",
+)
+C["fu_argparse_default"] = (
+    F,
+    True,
+    main(
+        "    model = DDP(net.cuda(), device_ids=[local_rank], find_unused_parameters=args.find_unused)"
+        + LOOP,
+        """
+import argparse
+parser = argparse.ArgumentParser()
+parser.add_argument("--find_unused", type=bool, default=True)
+""",
+    ),
+    "train.py",
+)
+C["fu_helper"] = (
+    F,
+    True,
+    main(
+        "    model = wrap(net.cuda(), local_rank)" + LOOP,
+        """
+def wrap(m, rank):
+    return DDP(m, device_ids=[rank], find_unused_parameters=True)
+""",
+    ),
+    "train.py",
+)
+C["fu_other_file"] = (
+    F,
+    True,
+    {
+        "train.py": HEAD
+        + "from dist_utils import wrap\n"
+        + """
+def main(args, loader, net):
+    dist.init_process_group("nccl")
+    local_rank = int(os.environ["LOCAL_RANK"])
+    criterion = nn.CrossEntropyLoss()
+    model = wrap(net.cuda(), local_rank)"""
+        + LOOP,
+        "dist_utils.py": HEAD
+        + """
+def wrap(m, rank):
+    return DDP(m, device_ids=[rank], find_unused_parameters=True)
+""",
+    },
+    "dist_utils.py",
+)
+C["fu_partial"] = (
+    F,
+    True,
+    main(
+        "    wrapper = functools.partial(DDP, device_ids=[local_rank], find_unused_parameters=True)\n    model = wrapper(net.cuda())"
+        + LOOP,
+        "import functools\n",
+    ),
+    "train.py",
+)
+C["fu_NEG_false"] = (
+    F,
+    False,
+    main("    model = DDP(net.cuda(), device_ids=[local_rank], find_unused_parameters=False)" + LOOP),
+    "train.py",
+)
+P = "fp16-no-scaler"
+C["fp16_autocast"] = (
+    P,
+    True,
+    main("""    model = DDP(net.cuda(), device_ids=[local_rank])
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    for epoch in range(args.epochs):
+        for x, y in loader:
+            with torch.autocast("cuda", dtype=torch.float16):
+                loss = criterion(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+"""),
+    "train.py",
+)
+C["fp16_cuda_amp"] = (
+    P,
+    True,
+    main("""    model = DDP(net.cuda(), device_ids=[local_rank])
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    for epoch in range(args.epochs):
+        for x, y in loader:
+            with torch.cuda.amp.autocast():
+                loss = criterion(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+"""),
+    "train.py",
+)
+C["fp16_half"] = (
+    P,
+    True,
+    main("""    model = DDP(net.cuda().half(), device_ids=[local_rank])
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    for epoch in range(args.epochs):
+        for x, y in loader:
+            loss = criterion(model(x.half()), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+"""),
+    "train.py",
+)
+C["fp16_dtype_var"] = (
+    P,
+    True,
+    main("""    model = DDP(net.cuda(), device_ids=[local_rank])
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    dtype = torch.float16
+    for epoch in range(args.epochs):
+        for x, y in loader:
+            with torch.autocast(device_type="cuda", dtype=dtype):
+                loss = criterion(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+"""),
+    "train.py",
+)
+C["fp16_dtype_getattr"] = (
+    P,
+    True,
+    main("""    model = DDP(net.cuda(), device_ids=[local_rank])
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    dtype = getattr(torch, "float16")
+    ctx = torch.autocast(device_type="cuda", dtype=dtype)
+    for epoch in range(args.epochs):
+        for x, y in loader:
+            with ctx:
+                loss = criterion(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+"""),
+    "train.py",
+)
+C["fp16_NEG_bf16"] = (
+    P,
+    False,
+    main("""    model = DDP(net.cuda(), device_ids=[local_rank])
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    for epoch in range(args.epochs):
+        for x, y in loader:
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = criterion(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+"""),
+    "train.py",
+)
+C["fp16_NEG_scaler"] = (
+    P,
+    False,
+    main("""    model = DDP(net.cuda(), device_ids=[local_rank])
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    scaler = torch.cuda.amp.GradScaler()
+    for epoch in range(args.epochs):
+        for x, y in loader:
+            with torch.autocast("cuda", dtype=torch.float16):
+                loss = criterion(model(x), y)
+            optimizer.zero_grad()
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+"""),
+    "train.py",
+)
+K = "compile-before-ddp"
+C["compile_before"] = (
+    K,
+    True,
+    main("    model = torch.compile(net.cuda())\n    model = DDP(model, device_ids=[local_rank])" + LOOP),
+    "train.py",
+)
+C["compile_before_flag"] = (
+    K,
+    True,
+    main(
+        "    model = net.cuda()\n    if args.compile:\n        model = torch.compile(model)\n    model = DDP(model, device_ids=[local_rank])"
+        + LOOP
+    ),
+    "train.py",
+)
+C["compile_NEG_after"] = (
+    K,
+    False,
+    main("    model = DDP(net.cuda(), device_ids=[local_rank])\n    model = torch.compile(model)" + LOOP),
+    "train.py",
+)
+U = "clip-before-unscale"
+C["clip_before_unscale"] = (
+    U,
+    True,
+    main("""    model = DDP(net.cuda(), device_ids=[local_rank])
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    scaler = torch.cuda.amp.GradScaler()
+    for epoch in range(args.epochs):
+        for x, y in loader:
+            with torch.autocast("cuda", dtype=torch.float16):
+                loss = criterion(model(x), y)
+            optimizer.zero_grad()
+            scaler.scale(loss).backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            scaler.step(optimizer)
+            scaler.update()
+"""),
+    "train.py",
+)
+C["clip_NEG_unscaled"] = (
+    U,
+    False,
+    main("""    model = DDP(net.cuda(), device_ids=[local_rank])
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    scaler = torch.cuda.amp.GradScaler()
+    for epoch in range(args.epochs):
+        for x, y in loader:
+            with torch.autocast("cuda", dtype=torch.float16):
+                loss = criterion(model(x), y)
+            optimizer.zero_grad()
+            scaler.scale(loss).backward()
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            scaler.step(optimizer)
+            scaler.update()
+"""),
+    "train.py",
+)
+S = "scheduler-per-microstep"
+C["sched_micro"] = (
+    S,
+    True,
+    main("""    model = DDP(net.cuda(), device_ids=[local_rank])
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 10)
+    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+            loss = criterion(model(x), y) / args.accum_steps
+            loss.backward()
+            if (step + 1) % args.accum_steps == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+            scheduler.step()
+"""),
+    "train.py",
+)
+Z = "zero-grad-inside-accum"
+C["zero_inside"] = (
+    Z,
+    True,
+    main("""    model = DDP(net.cuda(), device_ids=[local_rank])
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+            optimizer.zero_grad()
+            loss = criterion(model(x), y) / args.accum_steps
+            loss.backward()
+            if (step + 1) % args.accum_steps == 0:
+                optimizer.step()
+"""),
+    "train.py",
+)

@@ -1,0 +1,404 @@
+HEAD = """
+import os
+import logging
+import torch
+import torch.nn as nn
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.tensorboard import SummaryWriter
+import wandb
+from tqdm import tqdm
+logger = logging.getLogger(__name__)
+"""
+SETUP = """
+def main(args, loader, net):
+    dist.init_process_group("nccl")
+    rank = dist.get_rank()
+    local_rank = int(os.environ["LOCAL_RANK"])
+    model = DDP(net.cuda(), device_ids=[local_rank])
+    criterion = nn.CrossEntropyLoss()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+"""
+STEP = """            loss = criterion(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+"""
+
+
+def one(body, extra=""):
+    return {"train.py": HEAD + extra + SETUP + body}
+
+
+R = "rank0-only-loss-log"
+C = {}
+C["writer_rank0_built"] = (
+    R,
+    True,
+    one(
+        """
+    writer = SummaryWriter() if rank == 0 else None
+    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+"""
+        + STEP
+        + """            if writer is not None:
+                writer.add_scalar("loss", loss.item(), step)
+"""
+    ),
+    "train.py",
+)
+C["writer_truthy"] = (
+    R,
+    True,
+    one(
+        """
+    writer = None
+    if rank == 0:
+        writer = SummaryWriter()
+    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+"""
+        + STEP
+        + """            if writer:
+                writer.add_scalar("loss", loss.item(), step)
+"""
+    ),
+    "train.py",
+)
+C["wandb_init_rank0"] = (
+    R,
+    True,
+    one(
+        """
+    if rank == 0:
+        wandb.init(project="x")
+    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+"""
+        + STEP
+        + """            if rank == 0:
+                wandb.log({"loss": loss.item()})
+"""
+    ),
+    "train.py",
+)
+C["tqdm_disabled"] = (
+    R,
+    True,
+    one(
+        """
+    for epoch in range(args.epochs):
+        pbar = tqdm(loader, disable=rank != 0)
+        for step, (x, y) in enumerate(pbar):
+"""
+        + STEP
+        + """            pbar.set_postfix(loss=loss.item())
+"""
+    ),
+    "train.py",
+)
+C["logger_silenced"] = (
+    R,
+    True,
+    one(
+        """
+    logging.basicConfig(level=logging.INFO if rank == 0 else logging.WARN)
+    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+"""
+        + STEP
+        + """            logger.info("loss %.4f", loss.item())
+"""
+    ),
+    "train.py",
+)
+C["early_return"] = (
+    R,
+    True,
+    one(
+        """
+    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+"""
+        + STEP
+        + """        log_epoch(rank, epoch, loss)
+
+
+def log_epoch(rank, epoch, loss):
+    if rank != 0:
+        return
+    print(f"epoch {epoch} loss {loss.item():.4f}")
+"""
+    ),
+    "train.py",
+)
+C["log_helper"] = (
+    R,
+    True,
+    one(
+        """
+    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+"""
+        + STEP
+        + """            if rank == 0:
+                log_metrics(step, loss.item())
+
+
+def log_metrics(step, value):
+    print(f"step {step}: loss {value:.4f}")
+"""
+    ),
+    "train.py",
+)
+C["step_returns_tuple"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD
+        + """
+class Trainer:
+    def __init__(self, net):
+        dist.init_process_group("nccl")
+        self.rank = dist.get_rank()
+        self.model = DDP(net.cuda())
+        self.optimizer = torch.optim.AdamW(self.model.parameters())
+
+    def step(self, batch):
+        x, y = batch
+        logits = self.model(x)
+        loss = nn.functional.cross_entropy(logits, y)
+        self.optimizer.zero_grad()
+        loss.backward()
+        self.optimizer.step()
+        return loss, logits
+
+    def train(self, loader, epochs):
+        for epoch in range(epochs):
+            for i, batch in enumerate(loader):
+                loss, _ = self.step(batch)
+                if self.rank == 0 and i % 10 == 0:
+                    print(f"epoch {epoch} it {i} loss {loss.item():.4f}")
+"""
+    },
+    "train.py",
+)
+C["step_returns_float"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD
+        + """
+class Trainer:
+    def __init__(self, net):
+        dist.init_process_group("nccl")
+        self.is_master = dist.get_rank() == 0
+        self.model = DDP(net.cuda())
+        self.optimizer = torch.optim.AdamW(self.model.parameters())
+
+    def training_step(self, batch):
+        x, y = batch
+        loss = nn.functional.cross_entropy(self.model(x), y)
+        self.optimizer.zero_grad()
+        loss.backward()
+        self.optimizer.step()
+        return loss.item()
+
+    def train(self, loader, epochs):
+        for epoch in range(epochs):
+            total = 0.0
+            for i, batch in enumerate(loader):
+                total += self.training_step(batch)
+            if self.is_master:
+                logger.info("epoch %d train loss %.4f", epoch, total / len(loader))
+"""
+    },
+    "train.py",
+)
+C["engine_other_file"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD
+        + "from engine import train_one_epoch\n"
+        + SETUP
+        + """
+    for epoch in range(args.epochs):
+        avg = train_one_epoch(model, loader, optimizer, criterion)
+        if rank == 0:
+            print(f"epoch {epoch} train_loss {avg:.4f}")
+""",
+        "engine.py": "import torch\n"
+        + """
+def train_one_epoch(model, loader, optimizer, criterion):
+    total = 0.0
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        total += loss.item()
+    return total / len(loader)
+""",
+    },
+    "train.py",
+)
+C["dict_returned"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD
+        + "from engine import train_one_epoch\n"
+        + SETUP
+        + """
+    for epoch in range(args.epochs):
+        stats = train_one_epoch(model, loader, optimizer, criterion)
+        if rank == 0:
+            wandb.log(stats)
+""",
+        "engine.py": "import torch\n"
+        + """
+def train_one_epoch(model, loader, optimizer, criterion):
+    total = 0.0
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        total += loss.item()
+    return {"train_loss": total / len(loader)}
+""",
+    },
+    "train.py",
+)
+C["NEG_all_reduce"] = (
+    R,
+    False,
+    one(
+        """
+    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+"""
+        + STEP
+        + """            reduced = loss.detach().clone()
+            dist.all_reduce(reduced)
+            reduced /= dist.get_world_size()
+            if rank == 0:
+                print(f"loss {reduced.item():.4f}")
+"""
+    ),
+    "train.py",
+)
+C["NEG_reduce_helper"] = (
+    R,
+    False,
+    one(
+        """
+    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+"""
+        + STEP
+        + """            avg = reduce_mean(loss)
+            if rank == 0:
+                print(f"loss {avg.item():.4f}")
+
+
+def reduce_mean(t):
+    t = t.detach().clone()
+    dist.all_reduce(t, op=dist.ReduceOp.SUM)
+    return t / dist.get_world_size()
+"""
+    ),
+    "train.py",
+)
+C["NEG_acc_metric"] = (
+    R,
+    False,
+    one(
+        """
+    for epoch in range(args.epochs):
+        correct = 0
+        for step, (x, y) in enumerate(loader):
+"""
+        + STEP
+        + """            correct += (model(x).argmax(1) == y).sum().item()
+        if rank == 0:
+            print(f"train acc {correct / 100:.3f}")
+"""
+    ),
+    "train.py",
+)
+C["NEG_all_ranks"] = (
+    R,
+    False,
+    one(
+        """
+    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+"""
+        + STEP
+        + """            print(f"rank {rank} loss {loss.item():.4f}")
+"""
+    ),
+    "train.py",
+)
+C["NEG_val_loss"] = (
+    R,
+    False,
+    one(
+        """
+    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+"""
+        + STEP
+        + """        model.eval()
+        with torch.no_grad():
+            val_loss = sum(criterion(model(x), y).item() for x, y in loader)
+        if rank == 0:
+            print(f"val loss {val_loss:.4f}")
+"""
+    ),
+    "train.py",
+)
+C["NEG_reduce_then_divide"] = (
+    R,
+    False,
+    one(
+        """
+    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+"""
+        + STEP
+        + """            shown = reduce_sum(loss.detach()) / dist.get_world_size()
+            if rank == 0:
+                print(f"loss {shown.item():.4f}")
+
+
+def reduce_sum(t):
+    dist.all_reduce(t)
+    return t
+"""
+    ),
+    "train.py",
+)
+C["running_sum_of_step"] = (
+    R,
+    True,
+    {
+        "train.py": C["step_returns_float"][2]["train.py"]
+        .replace("total += self.training_step(batch)", "total = total + self.training_step(batch) * x_weight")
+        .replace("total = 0.0", "total = 0.0\n            x_weight = 1.0")
+    },
+    "train.py",
+)
+C["running_sum_of_step_weighted"] = (
+    R,
+    True,
+    {
+        "train.py": C["step_returns_float"][2]["train.py"]
+        .replace("total += self.training_step(batch)", "total += self.training_step(batch) * x_weight")
+        .replace("total = 0.0", "total = 0.0\n            x_weight = 1.0")
+    },
+    "train.py",
+)

@@ -1,0 +1,248 @@
+from tests.lint.variants.set_epoch import HEAD, SETUP, STEP, TRAIN_EPOCH
+
+
+def one(body, extra=""):
+    return {"train.py": HEAD + extra + SETUP + body}
+
+
+R = "sampler-missing"
+C = {}
+C["canon"] = (
+    R,
+    True,
+    one(
+        """
+    loader = DataLoader(dataset, batch_size=8, shuffle=True)
+    for epoch in range(args.epochs):
+        for x, y in loader:
+"""
+        + STEP
+    ),
+    "train.py",
+)
+C["no_shuffle"] = (
+    R,
+    True,
+    one(
+        """
+    loader = DataLoader(dataset, batch_size=8, num_workers=4)
+    for epoch in range(args.epochs):
+        for x, y in loader:
+"""
+        + STEP
+    ),
+    "train.py",
+)
+C["random_sampler"] = (
+    R,
+    True,
+    one(
+        """
+    loader = DataLoader(dataset, batch_size=8, sampler=torch.utils.data.RandomSampler(dataset))
+    for epoch in range(args.epochs):
+        for x, y in loader:
+"""
+        + STEP
+    ),
+    "train.py",
+)
+C["helper_same_file"] = (
+    R,
+    True,
+    one(
+        """
+    loader = DataLoader(dataset, batch_size=8, shuffle=True)
+    for epoch in range(args.epochs):
+        train_one_epoch(model, loader, optimizer, criterion)
+""",
+        TRAIN_EPOCH,
+    ),
+    "train.py",
+)
+C["helper_other_file"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD
+        + "from engine import train_one_epoch\n"
+        + SETUP
+        + """
+    loader = DataLoader(dataset, batch_size=8, shuffle=True)
+    for epoch in range(args.epochs):
+        train_one_epoch(model, loader, optimizer, criterion)
+""",
+        "engine.py": "import torch\n" + TRAIN_EPOCH,
+    },
+    "train.py",
+)
+C["builder_same_file"] = (
+    R,
+    True,
+    one(
+        """
+    loader = make_loader(dataset)
+    for epoch in range(args.epochs):
+        for x, y in loader:
+"""
+        + STEP,
+        """
+def make_loader(dataset):
+    return DataLoader(dataset, batch_size=8, shuffle=True, num_workers=4)
+""",
+    ),
+    "train.py",
+)
+C["builder_other_file"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD
+        + "from data import make_loader\n"
+        + SETUP
+        + """
+    loader = make_loader(dataset)
+    for epoch in range(args.epochs):
+        for x, y in loader:
+"""
+        + STEP,
+        "data.py": HEAD
+        + """
+def make_loader(dataset):
+    return DataLoader(dataset, batch_size=8, shuffle=True, num_workers=4)
+""",
+    },
+    "train.py",
+)
+C["trainer_class"] = (
+    R,
+    True,
+    {
+        "trainer.py": HEAD
+        + """
+class Trainer:
+    def __init__(self, model, dataset, epochs):
+        self.model = model
+        self.epochs = epochs
+        self.loader = DataLoader(dataset, batch_size=8, shuffle=True)
+        self.optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def fit(self):
+        for epoch in range(self.epochs):
+            for x, y in self.loader:
+                loss = self.model(x).mean()
+                self.optimizer.zero_grad()
+                loss.backward()
+                self.optimizer.step()
+""",
+        "train.py": HEAD
+        + "from trainer import Trainer\n"
+        + SETUP
+        + """
+    Trainer(model, dataset, args.epochs).fit()
+""",
+    },
+    "trainer.py",
+)
+C["NEG_dist_sampler"] = (
+    R,
+    False,
+    one(
+        """
+    loader = DataLoader(dataset, batch_size=8, sampler=DistributedSampler(dataset))
+    for epoch in range(args.epochs):
+        for x, y in loader:
+"""
+        + STEP
+    ),
+    "train.py",
+)
+C["NEG_chosen"] = (
+    R,
+    False,
+    one(
+        """
+    sampler = DistributedSampler(dataset) if args.distributed else None
+    loader = DataLoader(dataset, batch_size=8, shuffle=(sampler is None), sampler=sampler)
+    for epoch in range(args.epochs):
+        for x, y in loader:
+"""
+        + STEP
+    ),
+    "train.py",
+)
+C["NEG_eval_only"] = (
+    R,
+    False,
+    one(
+        """
+    train_loader = DataLoader(dataset, batch_size=8, sampler=DistributedSampler(dataset))
+    val_loader = DataLoader(dataset, batch_size=8, shuffle=False)
+    for epoch in range(args.epochs):
+        for x, y in train_loader:
+"""
+        + STEP
+        + """        with torch.no_grad():
+            for x, y in val_loader:
+                model(x)
+"""
+    ),
+    "train.py",
+)
+C["NEG_rank_shard"] = (
+    R,
+    False,
+    one(
+        """
+    shard = torch.utils.data.Subset(dataset, range(dist.get_rank(), len(dataset), dist.get_world_size()))
+    loader = DataLoader(shard, batch_size=8, shuffle=True)
+    for epoch in range(args.epochs):
+        for x, y in loader:
+"""
+        + STEP
+    ),
+    "train.py",
+)
+C["NEG_iterable"] = (
+    R,
+    False,
+    one(
+        """
+    loader = DataLoader(StreamDataset(dist.get_rank()), batch_size=8)
+    for epoch in range(args.epochs):
+        for x, y in loader:
+"""
+        + STEP,
+        """
+class StreamDataset(torch.utils.data.IterableDataset):
+    def __init__(self, rank):
+        self.rank = rank
+    def __iter__(self):
+        yield from range(self.rank, 100, 8)
+""",
+    ),
+    "train.py",
+)
+C["NEG_same_name_in_inference"] = (
+    R,
+    False,
+    one(
+        """
+    sampler = DistributedSampler(dataset)
+    train_loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+    for epoch in range(args.epochs):
+        sampler.set_epoch(epoch)
+        train_one_epoch(model, train_loader, optimizer, criterion)
+
+
+def inference(dataset, net):
+    train_loader = DataLoader(dataset, batch_size=8, shuffle=False)
+    net.eval()
+    for x, y in train_loader:
+        net(x)
+""",
+        TRAIN_EPOCH.replace("(model, loader,", "(model, train_loader,").replace(
+            "in loader:", "in train_loader:"
+        ),
+    ),
+    "train.py",
+)

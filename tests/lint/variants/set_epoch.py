@@ -1,0 +1,579 @@
+HEAD = """
+import os
+import torch
+import torch.nn as nn
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader
+from torch.utils.data.distributed import DistributedSampler
+from tqdm import tqdm
+"""
+SETUP = """
+def main(args, dataset, net):
+    dist.init_process_group("nccl")
+    local_rank = int(os.environ["LOCAL_RANK"])
+    model = DDP(net.cuda(), device_ids=[local_rank])
+    criterion = nn.CrossEntropyLoss()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+"""
+STEP = """            out = model(x.cuda())
+            loss = criterion(out, y.cuda())
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+"""
+
+
+def one(body, extra=""):
+    return {"train.py": HEAD + extra + SETUP + body}
+
+
+R = "set-epoch-missing"
+C = {}
+C["canon"] = (
+    R,
+    True,
+    one(
+        """
+    sampler = DistributedSampler(dataset)
+    loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+    for epoch in range(args.epochs):
+        for x, y in loader:
+"""
+        + STEP
+    ),
+    "train.py",
+)
+C["inline_sampler"] = (
+    R,
+    True,
+    one(
+        """
+    loader = DataLoader(dataset, batch_size=8, sampler=DistributedSampler(dataset))
+    for epoch in range(args.epochs):
+        for x, y in loader:
+"""
+        + STEP
+    ),
+    "train.py",
+)
+C["while_epoch"] = (
+    R,
+    True,
+    one(
+        """
+    sampler = DistributedSampler(dataset)
+    loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+    epoch = 0
+    while epoch < args.epochs:
+        for x, y in loader:
+"""
+        + STEP
+        + """        epoch += 1
+"""
+    ),
+    "train.py",
+)
+C["tqdm_enumerate"] = (
+    R,
+    True,
+    one(
+        """
+    sampler = DistributedSampler(dataset, shuffle=True)
+    train_loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+    for epoch in range(args.start_epoch, args.epochs):
+        for i, (x, y) in enumerate(tqdm(train_loader)):
+"""
+        + STEP.replace("            ", "        ", 0)
+    ),
+    "train.py",
+)
+C["range_tqdm"] = (
+    R,
+    True,
+    one(
+        """
+    sampler = DistributedSampler(dataset, num_replicas=dist.get_world_size(), rank=dist.get_rank())
+    loader = torch.utils.data.DataLoader(dataset, batch_size=8, sampler=sampler)
+    for epoch in tqdm(range(args.epochs)):
+        for x, y in loader:
+"""
+        + STEP
+    ),
+    "train.py",
+)
+C["iter_next"] = (
+    R,
+    True,
+    one(
+        """
+    sampler = DistributedSampler(dataset)
+    loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+    for epoch in range(args.epochs):
+        it = iter(loader)
+        for _ in range(len(loader)):
+            x, y = next(it)
+"""
+        + STEP
+    ),
+    "train.py",
+)
+C["steps_while"] = (
+    R,
+    True,
+    one(
+        """
+    sampler = DistributedSampler(dataset)
+    loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+    step = 0
+    while step < args.max_steps:
+        for x, y in loader:
+"""
+        + STEP
+        + """            step += 1
+"""
+    ),
+    "train.py",
+)
+TRAIN_EPOCH = """
+def train_one_epoch(model, loader, optimizer, criterion):
+    model.train()
+    for x, y in loader:
+        out = model(x.cuda())
+        loss = criterion(out, y.cuda())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+"""
+C["helper_same_file"] = (
+    R,
+    True,
+    one(
+        """
+    sampler = DistributedSampler(dataset)
+    loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+    for epoch in range(args.epochs):
+        train_one_epoch(model, loader, optimizer, criterion)
+""",
+        TRAIN_EPOCH,
+    ),
+    "train.py",
+)
+C["helper_other_file"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD
+        + "from engine import train_one_epoch\n"
+        + SETUP
+        + """
+    sampler = DistributedSampler(dataset)
+    loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+    for epoch in range(args.epochs):
+        train_one_epoch(model, loader, optimizer, criterion)
+""",
+        "engine.py": "import torch\n" + TRAIN_EPOCH,
+    },
+    "train.py",
+)
+C["helper_other_file_sets_epoch_NEG"] = (
+    R,
+    False,
+    {
+        "train.py": HEAD
+        + "from engine import train_one_epoch\n"
+        + SETUP
+        + """
+    sampler = DistributedSampler(dataset)
+    loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+    for epoch in range(args.epochs):
+        train_one_epoch(model, loader, optimizer, criterion, epoch)
+""",
+        "engine.py": "import torch\n"
+        + TRAIN_EPOCH.replace(
+            "criterion):\n    model.train()",
+            "criterion, epoch):\n    loader.sampler.set_epoch(epoch)\n    model.train()",
+        ),
+    },
+    "train.py",
+)
+BUILD = """
+def build_loader(dataset, batch_size):
+    sampler = DistributedSampler(dataset)
+    return DataLoader(dataset, batch_size=batch_size, sampler=sampler)
+"""
+C["builder_same_file"] = (
+    R,
+    True,
+    one(
+        """
+    loader = build_loader(dataset, 8)
+    for epoch in range(args.epochs):
+        for x, y in loader:
+"""
+        + STEP,
+        BUILD,
+    ),
+    "train.py",
+)
+C["builder_other_file"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD
+        + "from data import build_loader\n"
+        + SETUP
+        + """
+    loader = build_loader(dataset, 8)
+    for epoch in range(args.epochs):
+        for x, y in loader:
+"""
+        + STEP,
+        "data.py": HEAD + BUILD,
+    },
+    "train.py",
+)
+C["builder_other_file_tuple"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD
+        + "from data import build_loaders\n"
+        + SETUP
+        + """
+    train_loader, val_loader = build_loaders(dataset, dataset)
+    for epoch in range(args.epochs):
+        for x, y in train_loader:
+"""
+        + STEP,
+        "data.py": HEAD
+        + """
+def build_loaders(train_set, val_set):
+    train_sampler = DistributedSampler(train_set)
+    train_loader = DataLoader(train_set, batch_size=8, sampler=train_sampler)
+    val_loader = DataLoader(val_set, batch_size=8)
+    return train_loader, val_loader
+""",
+    },
+    "train.py",
+)
+C["builder_module_attr"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD
+        + "import data\n"
+        + SETUP
+        + """
+    loader = data.build_loader(dataset, 8)
+    for epoch in range(args.epochs):
+        for x, y in loader:
+"""
+        + STEP,
+        "data.py": HEAD + BUILD,
+    },
+    "train.py",
+)
+C["builder_alias_ifexp"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD
+        + "import data\n"
+        + SETUP
+        + """
+    get_loader = data.build_loader if args.distributed else data.build_plain_loader
+    loader = get_loader(dataset, 8)
+    for epoch in range(args.epochs):
+        for x, y in loader:
+"""
+        + STEP,
+        "data.py": HEAD
+        + BUILD
+        + """
+def build_plain_loader(dataset, batch_size):
+    return DataLoader(dataset, batch_size=batch_size, shuffle=True)
+""",
+    },
+    "train.py",
+)
+TRAINER = (
+    HEAD
+    + """
+class Trainer:
+    def __init__(self, model, dataset, args):
+        self.model = model
+        self.args = args
+        self.sampler = DistributedSampler(dataset)
+        self.train_loader = DataLoader(dataset, batch_size=8, sampler=self.sampler)
+        self.optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        self.criterion = nn.CrossEntropyLoss()
+
+    def train_epoch(self, epoch):
+        for x, y in self.train_loader:
+            out = self.model(x.cuda())
+            loss = self.criterion(out, y.cuda())
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+
+    def fit(self):
+        for epoch in range(self.args.epochs):
+            self.train_epoch(epoch)
+"""
+)
+C["trainer_class"] = (
+    R,
+    True,
+    {
+        "trainer.py": TRAINER,
+        "train.py": HEAD
+        + "from trainer import Trainer\n"
+        + SETUP
+        + """
+    Trainer(model, dataset, args).fit()
+""",
+    },
+    "trainer.py",
+)
+C["trainer_class_NEG"] = (
+    R,
+    False,
+    {
+        "trainer.py": TRAINER.replace(
+            "    def train_epoch(self, epoch):\n",
+            "    def train_epoch(self, epoch):\n        self.sampler.set_epoch(epoch)\n",
+        ),
+        "train.py": HEAD
+        + "from trainer import Trainer\n"
+        + SETUP
+        + """
+    Trainer(model, dataset, args).fit()
+""",
+    },
+    "trainer.py",
+)
+C["trainer_loader_handed"] = (
+    R,
+    True,
+    {
+        "trainer.py": HEAD
+        + """
+class Trainer:
+    def __init__(self, model, train_loader, epochs):
+        self.model = model
+        self.train_loader = train_loader
+        self.epochs = epochs
+        self.optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def fit(self):
+        for epoch in range(self.epochs):
+            for x, y in self.train_loader:
+                loss = self.model(x).mean()
+                self.optimizer.zero_grad()
+                loss.backward()
+                self.optimizer.step()
+""",
+        "train.py": HEAD
+        + "from trainer import Trainer\n"
+        + SETUP
+        + """
+    sampler = DistributedSampler(dataset)
+    loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+    Trainer(model, loader, args.epochs).fit()
+""",
+    },
+    "train.py",
+)
+C["cycle_generator"] = (
+    R,
+    True,
+    one(
+        """
+    sampler = DistributedSampler(dataset)
+    loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+    batches = cycle(loader)
+    for step in range(args.max_steps):
+        x, y = next(batches)
+"""
+        + STEP.replace("            ", "        "),
+        """
+def cycle(loader):
+    while True:
+        for batch in loader:
+            yield batch
+""",
+    ),
+    "train.py",
+)
+C["dict_loaders"] = (
+    R,
+    True,
+    one(
+        """
+    samplers = {"train": DistributedSampler(dataset)}
+    loaders = {"train": DataLoader(dataset, batch_size=8, sampler=samplers["train"])}
+    for epoch in range(args.epochs):
+        for x, y in loaders["train"]:
+"""
+        + STEP
+    ),
+    "train.py",
+)
+C["NEG_set_epoch"] = (
+    R,
+    False,
+    one(
+        """
+    sampler = DistributedSampler(dataset)
+    loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+    for epoch in range(args.epochs):
+        sampler.set_epoch(epoch)
+        for x, y in loader:
+"""
+        + STEP
+    ),
+    "train.py",
+)
+C["NEG_loader_sampler_set_epoch"] = (
+    R,
+    False,
+    one(
+        """
+    loader = DataLoader(dataset, batch_size=8, sampler=DistributedSampler(dataset))
+    for epoch in range(args.epochs):
+        loader.sampler.set_epoch(epoch)
+        for x, y in loader:
+"""
+        + STEP
+    ),
+    "train.py",
+)
+C["NEG_shuffle_false"] = (
+    R,
+    False,
+    one(
+        """
+    sampler = DistributedSampler(dataset, shuffle=False)
+    loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+    for epoch in range(args.epochs):
+        for x, y in loader:
+"""
+        + STEP
+    ),
+    "train.py",
+)
+C["NEG_single_pass"] = (
+    R,
+    False,
+    one(
+        """
+    sampler = DistributedSampler(dataset)
+    loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+    for x, y in loader:
+"""
+        + STEP.replace("            ", "        ")
+    ),
+    "train.py",
+)
+C["NEG_val_only"] = (
+    R,
+    False,
+    one(
+        """
+    train_sampler = DistributedSampler(dataset)
+    train_loader = DataLoader(dataset, batch_size=8, sampler=train_sampler)
+    val_loader = DataLoader(dataset, batch_size=8, sampler=DistributedSampler(dataset))
+    for epoch in range(args.epochs):
+        train_sampler.set_epoch(epoch)
+        for x, y in train_loader:
+"""
+        + STEP
+        + """        model.eval()
+        with torch.no_grad():
+            for x, y in val_loader:
+                model(x)
+"""
+    ),
+    "train.py",
+)
+SAMPLER_HELPER = """
+def data_sampler(dataset, shuffle, distributed):
+    if distributed:
+        return DistributedSampler(dataset, shuffle=shuffle)
+    if shuffle:
+        return torch.utils.data.RandomSampler(dataset)
+    return torch.utils.data.SequentialSampler(dataset)
+"""
+SAMPLER_USE = """
+    sampler = dist_utils.data_sampler(dataset, shuffle={SHUFFLE}, distributed=args.distributed)
+    loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+    for epoch in range(args.epochs):
+        for x, y in loader:
+"""
+C["sampler_helper_other_file"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD + "import dist_utils\n" + SETUP + SAMPLER_USE.replace("{SHUFFLE}", "True") + STEP,
+        "dist_utils.py": HEAD + SAMPLER_HELPER,
+    },
+    "train.py",
+)
+C["NEG_sampler_helper_no_shuffle"] = (
+    R,
+    False,
+    {
+        "train.py": HEAD + "import dist_utils\n" + SETUP + SAMPLER_USE.replace("{SHUFFLE}", "False") + STEP,
+        "dist_utils.py": HEAD + SAMPLER_HELPER,
+    },
+    "train.py",
+)
+C["NEG_sampler_helper_set_epoch"] = (
+    R,
+    False,
+    {
+        "train.py": HEAD
+        + "import dist_utils\n"
+        + SETUP
+        + SAMPLER_USE.replace("{SHUFFLE}", "True").replace(
+            "    for epoch in range(args.epochs):\n",
+            "    for epoch in range(args.epochs):\n        sampler.set_epoch(epoch)\n",
+        )
+        + STEP,
+        "dist_utils.py": HEAD + SAMPLER_HELPER,
+    },
+    "train.py",
+)
+C["NEG_trainer_loader_dataset_reshuffled"] = (
+    R,
+    False,
+    {
+        "trainer.py": C["trainer_loader_handed"][2]["trainer.py"].replace(
+            "            for x, y in self.train_loader:\n",
+            "            self.train_loader.dataset.shuffle(epoch)\n            for x, y in self.train_loader:\n",
+        ),
+        "train.py": C["trainer_loader_handed"][2]["train.py"],
+    },
+    "train.py",
+)
+C["NEG_val_loader_sampler"] = (
+    R,
+    False,
+    one(
+        """
+    train_sampler = DistributedSampler(dataset)
+    train_loader = DataLoader(dataset, batch_size=8, sampler=train_sampler)
+    val_loader = DataLoader(dataset, batch_size=8, sampler=DistributedSampler(dataset))
+    for epoch in range(args.epochs):
+        train_sampler.set_epoch(epoch)
+        for x, y in train_loader:
+"""
+        + STEP
+        + """        for x, y in val_loader:
+            loss = criterion(model(x), y)
+            loss.backward()
+"""
+    ),
+    "train.py",
+)
