@@ -157,7 +157,14 @@ def flag_test(ctx: FileContext, test: ast.expr, defaults: dict[str, object]) -> 
         return None
     if "." not in name:  # a bare name is configuration only when the module sets it (nanoGPT)
         if f"={name}" not in defaults:
-            return None
+            # or a local bound once to a test of one (LightLM ``use_compile = self.config.use_compile
+            # and self.device.type == "cuda"``, then ``if use_compile:``)
+            local = _local_flag(ctx, node, name, defaults) if compare_to is UNKNOWN else None
+            if local is None:
+                return None
+            if local.default_true is not None and negate:
+                return FlagTest(local.flag, local.option, not local.default_true, local.value, local.equal)
+            return local
         option, default = name, defaults[f"={name}"]
     else:
         dest = name.split(".")[-1]
@@ -226,9 +233,25 @@ def _chosen_by(ctx: FileContext, table: ast.Dict, value: ast.AST, defaults: dict
     return describe(FlagTest(test.flag, test.option, holds, key.value, True), True)
 
 
+def _local_flag(ctx: FileContext, node: ast.AST, name: str, defaults: dict[str, object]) -> FlagTest | None:
+    """The flag test a local name holds: its one binding in the function is a test of a configuration
+    flag (conjuncts about devices and versions aside)."""
+    scope = ctx.enclosing_function(node)
+    if isinstance(scope, ast.Module):
+        return None
+    binds = ctx.bindings(scope).get(name, [])
+    if len(binds) != 1 or not isinstance(bound := binds[0], ast.Assign) or len(bound.targets) != 1:
+        return None
+    if not isinstance(bound.targets[0], ast.Name) or isinstance(bound.value, ast.Name):
+        return None
+    return flag_test(ctx, bound.value, defaults)
+
+
 def _about_distribution(name: str) -> bool:
+    words = ("rank", "world", "distributed", "cuda", "gpu", "device", "ddp")
     last = name.split(".")[-1].lower()
-    return any(w in last for w in ("rank", "world", "distributed", "cuda", "gpu", "device", "ddp"))
+    # ``self.device.type == "cuda"``: about the device, whatever its last attribute is called
+    return any(w in last for w in words) or any(p.lower() in ("device", "cuda") for p in name.split(".")[:-1])
 
 
 def value_test(test: ast.AST | None) -> tuple[str, frozenset[str]] | None:

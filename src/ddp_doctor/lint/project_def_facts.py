@@ -63,19 +63,24 @@ def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef, skip_self: bool) -> list
 LOADER_WRAPPERS = re.compile(r"^(tqdm|enumerate|iter|zip|cycle|islice|chain|\w*[Pp]refetcher|prefetch\w*)$")
 
 
+def kept_parameters(cls: ast.ClassDef) -> tuple[list[str], dict[str, str]]:
+    """The parameters of a class's ``__init__`` (``self`` not counted) and the ones it keeps on
+    ``self`` as they are (``self.train_loader = train_loader``): ``self.attr`` -> parameter."""
+    init = next((b for b in cls.body if isinstance(b, ast.FunctionDef) and b.name == "__init__"), None)
+    if init is None:
+        return [], {}
+    params = _params(init, skip_self=True)
+    held: dict[str, str] = {}
+    for n in ast.walk(init):
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Name) and n.value.id in params:
+            held.update((d, n.value.id) for t in n.targets if (d := dotted(t)) and d.startswith("self."))
+    return params, held
+
+
 def trained_params_of(ctx: FileContext, node: ast.AST) -> set[str | int]:
     """Which parameters of a function (or of a class's ``__init__``) feed a training loop."""
     if isinstance(node, ast.ClassDef):
-        init = next((b for b in node.body if isinstance(b, ast.FunctionDef) and b.name == "__init__"), None)
-        if init is None:
-            return set()
-        params = _params(init, skip_self=True)
-        held: dict[str, str] = {}  # self.attr -> parameter
-        for n in ast.walk(init):
-            if isinstance(n, ast.Assign) and isinstance(n.value, ast.Name) and n.value.id in params:
-                for t in n.targets:
-                    if (d := dotted(t)) and d.startswith("self."):
-                        held[d] = n.value.id
+        params, held = kept_parameters(node)
         region: ast.AST = node
         watched = held
     elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -170,14 +175,7 @@ def class_epoch_params_of(cls: ast.ClassDef) -> set[str | int]:
     nested in another loop of one method, or in a method another method calls from inside a loop
     (``fit``: ``for epoch in range(n): self.train_epoch(epoch)``). Indices skip ``self``."""
     methods = {m.name: m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    init = methods.get("__init__")
-    if init is None:
-        return set()
-    params = _params(init, skip_self=True)
-    held: dict[str, str] = {}  # self.attr -> parameter
-    for n in walk_local(init):
-        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Name) and n.value.id in params:
-            held.update((d, n.value.id) for t in n.targets if (d := dotted(t)) and d.startswith("self."))
+    params, held = kept_parameters(cls)
     # the loader's dataset or sampler told each pass (Grad-W ``self.train_dataloader.dataset.shuffle(epoch)``):
     # its order is the class's to manage
     held = {d: p for d, p in held.items() if not any(_reorders(m, d) for m in methods.values())}

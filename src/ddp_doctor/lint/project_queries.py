@@ -657,12 +657,12 @@ class IndexQueries(IndexCore):
         )
 
     def sampler_built_by(self, ctx: FileContext, call: ast.Call) -> str | None:
-        """``"file.py:line"`` of the shuffling DistributedSampler that ``call`` (project code) returns
+        """``"file.py:line"`` of the shuffling DistributedSampler that ``call`` (project code of another file) returns
         (rosinality's ``sampler = dist.data_sampler(dataset, shuffle=True, distributed=...)``); None
         when it returns none, or the call turns its shuffle parameter off with a literal false."""
         s = self.summary_for(ctx, call.func)
-        if s is None or s.returns_sampler is None:
-            return None
+        if s is None or s.returns_sampler is None or s.module == ctx.module:
+            return None  # a def of this file: its own DistributedSampler call is the one read
         where, name, position = s.returns_sampler
         given = keyword(call, name) if name is not None else None
         if given is None and position is not None and position < len(call.args):

@@ -317,3 +317,28 @@ C["zero_inside"] = (
 """),
     "train.py",
 )
+C["compile_before_local_flag"] = (
+    K,
+    True,
+    main(
+        "    model = net.cuda()\n"
+        "    use_compile = args.compile and torch.cuda.is_available()\n"
+        "    if use_compile:\n"
+        "        model = torch.compile(model)\n"
+        "    if args.ddp:\n"
+        "        model = DDP(model, device_ids=[local_rank])" + LOOP
+    ),
+    "train.py",
+)
+C["compile_before_device_conjunct"] = (
+    K,
+    True,
+    main(
+        "    model = net.cuda()\n"
+        '    use_compile = args.compile and args.device.type == "cuda"\n'
+        "    if use_compile:\n"
+        "        model = torch.compile(model)\n"
+        "    model = DDP(model, device_ids=[local_rank])" + LOOP
+    ),
+    "train.py",
+)

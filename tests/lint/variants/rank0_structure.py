@@ -402,3 +402,41 @@ C["running_sum_of_step_weighted"] = (
     },
     "train.py",
 )
+C["no_grad_log_block"] = (
+    R,
+    True,
+    one(
+        """
+    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+            out = model(x)
+            raw = criterion(out, y)
+            with torch.no_grad():
+                shown = raw.detach().sqrt()
+            optimizer.zero_grad()
+            raw.backward()
+            optimizer.step()
+            if rank == 0:
+                print(f"loss {shown.item():.4f}")
+"""
+    ),
+    "train.py",
+)
+C["NEG_no_grad_ema_forward"] = (
+    R,
+    False,
+    one(
+        """
+    ema = torch.optim.swa_utils.AveragedModel(model)
+    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+"""
+        + STEP
+        + """            with torch.no_grad():
+                ema_loss = criterion(ema(x), y)
+            if rank == 0:
+                print(f"ema loss {ema_loss.item():.4f}")
+"""
+    ),
+    "train.py",
+)

@@ -246,3 +246,24 @@ def inference(dataset, net):
     ),
     "train.py",
 )
+C["loaders_handed_in_a_list"] = (
+    R,
+    True,
+    one(
+        """
+    train_loader = DataLoader(dataset, batch_size=8, shuffle=False)
+    for epoch in range(args.epochs):
+        train_and_evaluate(model, optimizer, criterion, [train_loader, None])
+
+
+def train_and_evaluate(model, optimizer, criterion, loaders):
+    train_loader, eval_loader = loaders
+    for x, y in train_loader:
+        loss = criterion(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+"""
+    ),
+    "train.py",
+)

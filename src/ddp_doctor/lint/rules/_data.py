@@ -204,8 +204,18 @@ def _own_binding(ctx: FileContext, source: ast.AST, loop: ast.AST, names: set[st
         return False
     if not all(n in ctx.bindings(fn) for n in names):
         return False  # bound by the callers of a builder that returns the loader: their names
-    own = ctx.bindings(other)
     params = {a.arg for a in (*other.args.posonlyargs, *other.args.args, *other.args.kwonlyargs)}
+    # its own: every binding there builds it from what the function has, not from a parameter
+    # (so-vits-svc's ``train_loader, eval_loader = loaders`` unpacks what the caller handed)
+    own = {
+        n
+        for n, binds in ctx.bindings(other).items()
+        if all(
+            isinstance(b, ast.Assign)
+            and not any(isinstance(x, ast.Name) and x.id in params for x in ast.walk(b.value))
+            for b in binds
+        )
+    }
     handed = {
         dotted(a)
         for c in ctx.local(fn)

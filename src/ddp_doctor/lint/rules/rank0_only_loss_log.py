@@ -554,7 +554,9 @@ def _holds_training_value(
             )
             for i in cur.items
         ):
-            return ctx.within(at, cur) and not fresh
+            # a ``no_grad`` block for the logs inside the training loop (MPP ``with torch.no_grad():
+            # log_nrmse = raw_loss.sqrt().mean()`` beside the backward): a training value wherever logged
+            return (ctx.within(at, cur) or _in_training_loop(flow, cur, scope)) and not fresh
         if isinstance(cur, (ast.For, ast.AsyncFor, ast.While)) and _evaluation_loop(flow, cur, taint):
             return ctx.within(at, cur) and not fresh
         cur = ctx.parents.get(cur)
@@ -595,6 +597,16 @@ def _item_store(binding: ast.AST, name: str) -> bool:
     return isinstance(binding, ast.Assign) and all(
         isinstance(t, ast.Subscript) and dotted(t.value) == name for t in binding.targets
     )
+
+
+def _in_training_loop(flow: LossFlow, node: ast.AST, scope: ast.AST) -> bool:
+    """``node`` sits in a loop of ``scope`` whose body runs backward."""
+    cur = flow.ctx.parents.get(node)
+    while cur is not None and cur is not scope:
+        if isinstance(cur, (ast.For, ast.AsyncFor, ast.While)) and flow.facts.has_backward(cur.body):
+            return True
+        cur = flow.ctx.parents.get(cur)
+    return False
 
 
 def _evaluation_loop(flow: LossFlow, loop: ast.For | ast.AsyncFor | ast.While, taint: Taint) -> bool:

@@ -346,9 +346,8 @@ class SetEpochMissing(Rule):
 
 def _sampler_of_project(ctx: FileContext, call: ast.Call) -> str | None:
     """(project) ``sampler = dist.data_sampler(dataset, shuffle=True, distributed=...)``: where the
-    shuffling DistributedSampler that project code returns is built. A call of the same file counts
-    only when its result is named (inline in ``DataLoader(sampler=helper(ds))`` the sampler call in
-    the helper is the one read)."""
+    shuffling DistributedSampler that project code of another file returns is built (in this file the
+    sampler call in the helper is the one read)."""
     project: ProjectIndex | None = ctx.project
     if project is None or not isinstance(ctx.parents.get(call), ast.Assign):
         return None
