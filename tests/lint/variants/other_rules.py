@@ -342,3 +342,35 @@ C["compile_before_device_conjunct"] = (
     ),
     "train.py",
 )
+C["fu_NEG_paired_options_set_defaults"] = (
+    F,
+    False,
+    main(
+        "    model = DDP(net.cuda(), device_ids=[local_rank], find_unused_parameters=args.find_unused_params)"
+        + LOOP,
+        """
+import argparse
+parser = argparse.ArgumentParser()
+parser.add_argument("--find_unused_params", action="store_true")
+parser.add_argument("--no_find_unused_params", action="store_false", dest="find_unused_params")
+parser.set_defaults(find_unused_params=False)
+""",
+    ),
+    "train.py",
+)
+C["fu_paired_options_default_true"] = (
+    F,
+    True,
+    main(
+        "    model = DDP(net.cuda(), device_ids=[local_rank], find_unused_parameters=args.find_unused_params)"
+        + LOOP,
+        """
+import argparse
+parser = argparse.ArgumentParser()
+parser.add_argument("--find_unused_params", action="store_true")
+parser.add_argument("--no_find_unused_params", action="store_false", dest="find_unused_params")
+parser.set_defaults(find_unused_params=True)
+""",
+    ),
+    "train.py",
+)

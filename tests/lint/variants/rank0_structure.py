@@ -440,3 +440,30 @@ C["NEG_no_grad_ema_forward"] = (
     ),
     "train.py",
 )
+C["NEG_nested_reduce_helper_divided"] = (
+    R,
+    False,
+    one(
+        """
+    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+            out = model(x)
+            if dist.is_initialized():
+                def reduce_tensor(inp):
+                    with torch.no_grad():
+                        dist.reduce(inp, dst=0)
+                    return inp
+                loss = criterion(out, y)
+                shown = reduce_tensor(loss) / dist.get_world_size()
+            else:
+                loss = shown = criterion(out, y)
+            meter.update(shown.item())
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            if rank == 0:
+                print(f"loss {meter.avg:.4f}")
+"""
+    ),
+    "train.py",
+)

@@ -103,8 +103,10 @@ class Rank0OnlyLossLog(Rule):
         "an object's method that logs what it was built with (`progress.display(i)` of a "
         "`ProgressMeter` built from the loss meter); rank tests by role: the spawned worker's first "
         "parameter or the name handed to `init_process_group(rank=...)`, a flag every caller binds "
-        "to one, an attribute set only to one (`args.on_main_process`); the message names the value "
-        "and its kind"
+        "to one, an attribute set only to one (`args.on_main_process`), the rank itself read as a truth "
+        "value (`if not rank:`, `if args.local_rank: return`); a value computed for the logs in a `no_grad` "
+        "block inside the training loop; a running sum of what a training step returns (`total += "
+        "self.training_step(batch)`); the message names the value and its kind"
     )
     not_flagged = (
         "all-reduced or `reduce_mean`-style helper values, every rank logging, validation losses, "

@@ -72,13 +72,22 @@ class SetEpochMissing(Rule):
         "`sampler=DistributedSampler(ds)` inside its DataLoader call) looped over epochs here or kept by "
         "a trainer class of this file; the loader handed by keyword (`train(dataloader=loader)`) from a "
         "loop whose range names epochs (`for e in range(cfg['epoch'])`); a method binding `pbar = "
-        "tqdm(self.loader)` or `pbar = self.loader` and iterating `pbar`, called once per epoch"
+        "tqdm(self.loader)` or `pbar = self.loader` and iterating `pbar`, called once per epoch; (project) "
+        "a shuffling DistributedSampler that project code of another file returns (`sampler = "
+        "dist.data_sampler(ds, shuffle=True, distributed=...)`), a loader handed to a trainer class "
+        "whose methods re-iterate what its constructor kept (`Trainer(model, loader, epochs).fit()` with "
+        "`for epoch in ...: for b in self.train_loader:`, also from a method the loop calls), a builder "
+        "reached through a local alias (`get_loader = dist.get_loader if cuda else data.get_loader`: the "
+        "branch named or tested for distribution)"
     )
     not_flagged = (
         "`shuffle=False`, `loader.sampler.set_epoch(e)`, a loader handed to `accelerator.prepare` (its "
         "prepared loader sets the sampler's epoch each pass), a single pass, an evaluation loop (no "
         "backward, in a function named for evaluation) inside another loop, an inline evaluation "
-        "pass in the epoch loop (no backward or step, after `model.eval()` or under `no_grad`)"
+        "pass in the epoch loop (no backward or step, after `model.eval()` or under `no_grad`), a loader "
+        "named for evaluation (`val_loader`, `dl_valid`), a loader whose dataset or sampler the trainer "
+        "tells each pass (`self.loader.dataset.shuffle(epoch)`), a `set_epoch` in the file of the function "
+        "the epoch loop hands the loader to"
     )
     autofix = (
         "inserts `sampler.set_epoch(epoch)` as the first line of the epoch loop (when both names are "
