@@ -9,10 +9,14 @@ import re
 
 from ddp_doctor.lint.context import FileContext, dotted, keyword, param_defaults, positional_params
 
-BATCHNORM = re.compile(r"^torch\.nn\.(Lazy)?BatchNorm[123]d$")
+# ``inplace_abn``'s ``InPlaceABN``/``ABN`` (TResNet) are BatchNorm fused with an activation, with each GPU's
+# own batch statistics (its ``InPlaceABNSync`` is the synchronised one).
+BATCHNORM = re.compile(r"^torch\.nn\.(Lazy)?BatchNorm[123]d$|^inplace_abn(\.\w+)*\.(InPlaceABN|ABN)$")
 # A base class that makes a project class a BatchNorm layer itself (CLIP-Driven-Universal-Model's
 # ``ContBatchNorm3d(nn.modules.batchnorm._BatchNorm)``); SyncBatchNorm re-implementations by name aside.
-BATCHNORM_BASE = re.compile(r"^torch\.nn\.(modules\.batchnorm\._BatchNorm|(Lazy)?BatchNorm[123]d)$")
+BATCHNORM_BASE = re.compile(
+    r"^torch\.nn\.(modules\.batchnorm\._BatchNorm|(Lazy)?BatchNorm[123]d)$|^inplace_abn(\.\w+)*\.(InPlaceABN|ABN)$"
+)
 # Model constructors of libraries whose default models hold BatchNorm (torchvision's classification
 # models first).
 LIBRARY_BN = re.compile(

@@ -1011,6 +1011,20 @@ class LossFlow:
                     if isinstance(n.func, ast.Attribute) and (held := receiver_name(dotted(n.func.value))):
                         reduced.add(held)  # metric_logger.synchronize_between_processes()
                         reduced |= _built_from(scope_binds.get(held, []), n.lineno)
+                elif (
+                    isinstance(n.func, ast.Attribute)
+                    and isinstance(n.func.value, ast.Subscript)
+                    and (held := receiver_name(dotted(n.func.value.value)))
+                    and reduces_in_place(ctx, n)
+                    and (
+                        is_reduce(n.func.attr)
+                        or (ctx.project is not None and ctx.project.method_reduces_receiver(ctx, n))
+                    )
+                ):
+                    # ``for k in meters: meters[k].all_reduce()`` (Dense-Matching): each meter of the
+                    # container combines itself, so the container holds global values
+                    reduced.add(held)
+                    reduced_at.setdefault(held, []).append(n.lineno)
                 bw = facts.backward(n)
                 if bw is not None and bw.root is not None:
                     names = loss_names(ctx, bw.root)
@@ -1536,21 +1550,46 @@ def lightning_steps(ctx: FileContext) -> dict[int, FunctionNode]:
 
 
 def _iterated_containers(ctx: FileContext, call: ast.Call) -> set[str]:
-    """``for v in stats.values(): dist.all_reduce(v)``: reducing the loop variable reduces ``stats``."""
+    """``for v in stats.values(): dist.all_reduce(v)``: reducing the loop variable reduces ``stats``;
+    also the value of ``for k, v in stats.items()`` and each container of a concatenation
+    (SplatFormer ``for key, value in list(loss_dict.items()) + list(metric_dict.items()):``)."""
     arg = call.args[0] if call.args else None
     if not isinstance(arg, ast.Name):
         return set()
     cur = ctx.parents.get(call)
     while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        if isinstance(cur, ast.For) and isinstance(cur.target, ast.Name) and cur.target.id == arg.id:
-            it = (
-                cur.iter.func.value
-                if isinstance(cur.iter, ast.Call) and isinstance(cur.iter.func, ast.Attribute)
-                else cur.iter
-            )
-            return {r} if (r := receiver_name(dotted(it))) else set()
+        if isinstance(cur, ast.For) and _loop_value(cur.target) == arg.id:
+            return {r for part in _concatenated(cur.iter) if (r := receiver_name(dotted(_container(part))))}
         cur = ctx.parents.get(cur)
     return set()
+
+
+def _loop_value(target: ast.expr) -> str | None:
+    """The name a loop binds each value to: ``v`` of ``for v in ...`` and of ``for k, v in ...``."""
+    if isinstance(target, ast.Name):
+        return target.id
+    if isinstance(target, ast.Tuple) and len(target.elts) == 2 and isinstance(target.elts[1], ast.Name):
+        return target.elts[1].id
+    return None
+
+
+def _concatenated(it: ast.expr) -> list[ast.expr]:
+    """The parts of ``a + b``, each unwrapped from ``list(...)``."""
+    if isinstance(it, ast.BinOp) and isinstance(it.op, ast.Add):
+        return _concatenated(it.left) + _concatenated(it.right)
+    if (
+        isinstance(it, ast.Call)
+        and isinstance(it.func, ast.Name)
+        and it.func.id in ("list", "tuple")
+        and it.args
+    ):
+        return _concatenated(it.args[0])
+    return [it]
+
+
+def _container(it: ast.expr) -> ast.expr:
+    """``stats`` of ``stats.values()`` / ``stats.items()`` / ``stats``."""
+    return it.func.value if isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute) else it
 
 
 def _scaled_from(ctx: FileContext, scope: ast.AST, names: set[str]) -> set[str]:

@@ -17,7 +17,7 @@ import ast
 import re
 from collections.abc import Collection, Iterable
 
-from ddp_doctor.lint.context import dotted, param_defaults, positional_params, walk_local
+from ddp_doctor.lint.context import dotted, keyword, param_defaults, positional_params, walk_local
 from ddp_doctor.lint.dist_tests import asks_if_distributed
 from ddp_doctor.lint.idioms import (
     GPU_NAME,
@@ -103,9 +103,10 @@ def rank_aliases(
     calls: Iterable[ast.Call], functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]]
 ) -> set[str]:
     """Names that hold the rank by their role, not their spelling, as ``=name`` predicates: a name
-    handed to ``init_process_group(..., rank=name)``, and the first parameter of a function of the
+    handed to ``init_process_group(..., rank=name)``, the first parameter of a function of the
     file handed to ``mp.spawn``/``start_processes`` (the process index it is called with:
-    ``main_worker(worker_idx, ...)``; the local rank)."""
+    ``main_worker(worker_idx, ...)``; the local rank), and the one device a DDP wrap or
+    ``torch.cuda.set_device`` is handed (the local rank, one GPU per process)."""
     out: set[str] = set()
     for call in calls:
         last = (dotted(call.func) or "").rsplit(".", 1)[-1]
@@ -117,6 +118,17 @@ def rank_aliases(
                     and (d := dotted(k.value))
                 ):
                     out.add(f"={d}")
+        elif last in ("DistributedDataParallel", "DDP", "set_device"):
+            # the device a process drives is its local rank: ``DDP(model, device_ids=[device_id])``,
+            # ``torch.cuda.set_device(gpu_idx)`` (What-changes-you ``if device_id == 0:``)
+            given = keyword(call, "device_ids") if last != "set_device" else None
+            one = (
+                given.elts[0]
+                if isinstance(given, (ast.List, ast.Tuple)) and len(given.elts) == 1
+                else (call.args[0] if last == "set_device" and len(call.args) == 1 else None)
+            )
+            if isinstance(one, (ast.Name, ast.Attribute)) and (d := dotted(one)):
+                out.add(f"={d}")
         elif last in SPAWNERS and call.args and isinstance(call.args[0], ast.Name):
             defs = functions.get(call.args[0].id, [])
             if len(defs) == 1 and (params := positional_params(defs[0])):

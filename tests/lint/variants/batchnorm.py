@@ -184,3 +184,35 @@ C["NEG_layernorm"] = (
     "train.py",
 )
 C["NEG_vit"] = (R, False, {"train.py": HEAD + main("model = torchvision.models.vit_b_16()")}, "train.py")
+C["inplace_abn"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD + "from models import TResNet\n" + main("model = TResNet()"),
+        "models.py": HEAD
+        + """
+from inplace_abn import InPlaceABN
+
+
+class TResNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+        self.abn = InPlaceABN(num_features=8, activation="leaky_relu")
+
+    def forward(self, x):
+        return self.abn(self.conv(x))
+""",
+    },
+    "train.py",
+)
+C["NEG_inplace_abn_sync"] = (
+    R,
+    False,
+    {
+        "train.py": HEAD
+        + "from inplace_abn import InPlaceABNSync\n"
+        + main("model = nn.Sequential(nn.Conv2d(3, 8, 3), InPlaceABNSync(8))"),
+    },
+    "train.py",
+)

@@ -73,3 +73,39 @@ for g in GUARDS:
     C[f"guard_{g}"] = (R, True, {"train.py": render(g, "print")}, "train.py")
 for s in SINKS:
     C[f"sink_{s}"] = (R, True, {"train.py": render("self_rank", s)}, "train.py")
+LIGHTNING = """
+import torch
+import torch.nn as nn
+import pytorch_lightning as pl
+
+
+class Editor(pl.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Linear(4, 2)
+        self.margin = 1.0
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        loss = nn.functional.cross_entropy(self.net(x), y)
+        kl = loss * 0.1
+        total = loss + (kl - self.margin)
+        self.log("kl", kl, on_step=True)
+        return total
+
+    def on_validation_epoch_end(self):
+        self.margin = max(self.margin * 0.8, 0.1)
+        self.log("margin", self.margin, on_epoch=True)
+
+
+def main():
+    trainer = pl.Trainer(accelerator="gpu", devices=4, strategy="ddp")
+    trainer.fit(Editor())
+"""
+C["lightning_training_step_log"] = (R, True, {"train.py": LIGHTNING}, "train.py")
+C["NEG_lightning_validation_hook_log"] = (
+    R,
+    False,
+    {"train.py": LIGHTNING.replace('        self.log("kl", kl, on_step=True)\n', "")},
+    "train.py",
+)

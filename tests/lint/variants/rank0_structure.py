@@ -467,3 +467,78 @@ C["NEG_nested_reduce_helper_divided"] = (
     ),
     "train.py",
 )
+C["NEG_meters_reduced_by_key"] = (
+    R,
+    False,
+    one(
+        """
+    meters = {"loss": Meter()}
+    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+"""
+        + STEP
+        + """            meters["loss"].update(loss.item())
+        for name in list(meters.keys()):
+            meters[name].all_reduce()
+        if rank == 0:
+            print(f"epoch loss {meters['loss'].avg:.4f}")
+
+
+class Meter:
+    def __init__(self):
+        self.sum, self.count, self.avg = 0.0, 0, 0.0
+
+    def update(self, v):
+        self.sum += v
+        self.count += 1
+
+    def all_reduce(self):
+        t = torch.tensor([self.sum, self.count])
+        dist.all_reduce(t)
+        self.sum, self.count = t.tolist()
+        self.avg = self.sum / self.count
+"""
+    ),
+    "train.py",
+)
+C["NEG_items_of_two_dicts_reduced"] = (
+    R,
+    False,
+    one(
+        """
+    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+"""
+        + STEP
+        + """            loss_dict = {"loss": loss.detach()}
+            metric_dict = {"n": torch.tensor(1.0)}
+            for key, value in list(loss_dict.items()) + list(metric_dict.items()):
+                dist.reduce(value, dst=0)
+                if rank == 0:
+                    wandb.log({key: (value / dist.get_world_size()).item()})
+"""
+    ),
+    "train.py",
+)
+C["guard_device_id_of_the_wrap"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD
+        + """
+def main(args, loader, net, rank):
+    dist.init_process_group("nccl")
+    device_id = rank % torch.cuda.device_count()
+    model = DDP(net.to(device_id), device_ids=[device_id])
+    criterion = nn.CrossEntropyLoss()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+"""
+        + STEP
+        + """            if device_id == 0:
+                print(f"loss {loss.item():.4f}")
+"""
+    },
+    "train.py",
+)

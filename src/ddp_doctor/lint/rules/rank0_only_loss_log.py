@@ -56,7 +56,7 @@ from ddp_doctor.lint.call_arguments import dead_unless_passed
 from ddp_doctor.lint.context import FileContext, dotted
 from ddp_doctor.lint.logged_helpers import constructed_method
 from ddp_doctor.lint.loops import LoopFacts
-from ddp_doctor.lint.provenance import LossFlow, Taint, alarm, loop_aliases, reads
+from ddp_doctor.lint.provenance import LossFlow, Taint, alarm, evaluation_function, loop_aliases, reads
 from ddp_doctor.lint.rank0 import (
     bound_argument,
     is_log_call,
@@ -436,7 +436,10 @@ def _kind(name: str, taint: Taint) -> Text:
 
 def _lightning_receivers(ctx: FileContext, flow: LossFlow, region: ast.AST) -> set[str]:
     """Names that are a Lightning module in ``region``: ``self`` in a method of one, and (project
-    mode) a parameter a Lightning module passes itself to (ViLT ``compute_mlm(pl_module, batch)``)."""
+    mode) a parameter a Lightning module passes itself to (ViLT ``compute_mlm(pl_module, batch)``).
+    None in a hook named for evaluation (``on_validation_epoch_end``: what it logs is not the training's)."""
+    if evaluation_function(region):
+        return set()
     out = {"self"} if flow.in_lightning_module(region) else set()
     if ctx.project is not None:
         out |= ctx.project.lightning_params(ctx, region)
