@@ -267,3 +267,30 @@ def train_and_evaluate(model, optimizer, criterion, loaders):
     ),
     "train.py",
 )
+C["NEG_builder_returns_datasets_here"] = (
+    R,
+    False,
+    {
+        "train.py": HEAD
+        + "from data import build\n"
+        + SETUP
+        + """
+    train_set, val_set = build(dataset, dset_only=True)
+    sampler = DistributedSampler(train_set)
+    train_loader = DataLoader(train_set, batch_size=8, sampler=sampler)
+    for epoch in range(args.epochs):
+        sampler.set_epoch(epoch)
+        for x, y in train_loader:
+"""
+        + STEP,
+        "data.py": HEAD
+        + """
+def build(dataset, dset_only=False):
+    train_set, val_set = dataset, dataset
+    if dset_only:
+        return train_set, val_set
+    return DataLoader(train_set, shuffle=True), DataLoader(val_set)
+""",
+    },
+    "train.py",
+)

@@ -222,8 +222,8 @@ class SamplerMissing(Rule):
                     continue
                 if facts.prepared and _under_accelerate(ctx, call):
                     continue
-                if not trains_on(facts, {name}, call):
-                    continue
+                if _used_as_dataset(ctx, name) or not trains_on(facts, {name}, call):
+                    continue  # ``train_dset, _ = build(..., dset_only=True)`` then ``DataLoader(train_dset, ...)``
                 yield self.violation(
                     call,
                     Text(
@@ -236,6 +236,18 @@ class SamplerMissing(Rule):
                     built_at=where,
                 )
                 break
+
+
+def _used_as_dataset(ctx: FileContext, name: str) -> bool:
+    """The file hands ``name`` to a DataLoader or a sampler as the dataset it draws from: what the
+    builder returned there is a dataset (Recurrent-Attention-Unets' ``stratified_data_gen(...,
+    dset_only=True)``), not one of its loaders."""
+    for call in ctx.of_type(ast.Call):
+        if is_dataloader_call(ctx, call) or distributed_sampler_call(ctx, call):
+            given = call.args[0] if call.args else keyword(call, "dataset")
+            if given is not None and dotted(given) == name:
+                return True
+    return False
 
 
 def _local_sampler(ctx: FileContext, loader: ast.Call, sampler: ast.expr) -> str | None:
