@@ -137,6 +137,8 @@ class IndexCore:
     facts: frozenset[str] = frozenset(FACTS)  # which of FACTS to compute (the selected rules')
     modules: dict[str, str] = field(default_factory=dict)  # module name -> file path
     summaries: dict[str, Summary] = field(default_factory=dict)
+    # local aliases being followed (``_local_alias``): a cycle of them (``a = b``, ``b = a``) ends
+    _aliasing: set[int] = field(default_factory=set, repr=False)
     methods: dict[str, list[Summary]] = field(default_factory=dict)  # method name -> every class's
     backward_objects: set[str] = field(default_factory=set)  # spellings bound to backward-running objects
     rank0_objects: set[str] = field(default_factory=set)  # spellings bound only on rank 0
@@ -430,8 +432,15 @@ class IndexCore:
         (``build = data.build_loader``), or to one of two by a condition (gns ``get_data_loader =
         distribute.get_distributed_loader if cuda else data_loader.get_loader``): the branch a
         distributed run takes, where the names or the test say which; None when they do not."""
-        if not isinstance(func, ast.Name) or func not in ctx.parents:
-            return None
+        if not isinstance(func, ast.Name) or func not in ctx.parents or id(func) in self._aliasing:
+            return None  # (``a = b`` and ``b = a``: each alias is followed once)
+        self._aliasing.add(id(func))
+        try:
+            return self._alias_target(ctx, func)
+        finally:
+            self._aliasing.discard(id(func))
+
+    def _alias_target(self, ctx: FileContext, func: ast.Name) -> Summary | None:
         scope = ctx.enclosing_function(func)
         binds = ctx.bindings(scope).get(func.id) or (
             ctx.bindings(ctx.tree).get(func.id, []) if scope is not ctx.tree else []

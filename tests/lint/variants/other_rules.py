@@ -374,3 +374,25 @@ parser.set_defaults(find_unused_params=True)
     ),
     "train.py",
 )
+# hostile: aliases in a cycle (``a = b``, ``b = a``) must end, with no internal error
+C["NEG_alias_cycle"] = (
+    F,
+    False,
+    {
+        "train.py": """
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def main(args, net, loader):
+    a = b
+    b = a
+    c = a if args.distributed else b
+    dist.init_process_group("nccl")
+    model = DDP(net)
+    for x in c(loader):
+        model(x).sum().backward()
+"""
+    },
+    "train.py",
+)
