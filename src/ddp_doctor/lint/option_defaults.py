@@ -130,3 +130,13 @@ def _yaml_scalar(text: str) -> object:
         return int(text)
     except ValueError:
         return text
+
+
+def option_default(ctx: FileContext, key: str) -> tuple[bool, object]:
+    """``(known, value)``: the default of option ``key`` as the project writes it (project mode:
+    ``ProjectIndex.option_default``), else as this file alone writes it."""
+    if ctx.project is not None:
+        known, value = ctx.project.option_default(key)
+        return bool(known), value
+    own = written_defaults(ctx)
+    return key in own, own.get(key)

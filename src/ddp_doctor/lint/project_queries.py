@@ -9,7 +9,7 @@ import ast
 from pathlib import Path
 
 from ddp_doctor.lint.call_arguments import never_passed
-from ddp_doctor.lint.context import FileContext, dotted, keyword, method, positional_params
+from ddp_doctor.lint.context import FileContext, dotted, method, positional_params
 from ddp_doctor.lint.handed_models import handed_builder
 from ddp_doctor.lint.loops import argument
 from ddp_doctor.lint.option_defaults import yaml_files, yaml_settings
@@ -664,9 +664,7 @@ class IndexQueries(IndexCore):
         if s is None or s.returns_sampler is None or s.module == ctx.module:
             return None  # a def of this file: its own DistributedSampler call is the one read
         where, name, position = s.returns_sampler
-        given = keyword(call, name) if name is not None else None
-        if given is None and position is not None and position < len(call.args):
-            given = call.args[position]
+        given = argument(call, name, position) if name is not None and position is not None else None
         if isinstance(given, ast.Constant) and not given.value:
             return None
         return where

@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from ddp_doctor.lint.context import FileContext, dotted, keyword, method
+from ddp_doctor.lint.context import FileContext, dotted, keyword, method, positional_params
 from ddp_doctor.lint.rank0 import SCOPES, enclosing_rank0_if, rank0_predicates
 
 DATALOADER = "torch.utils.data.DataLoader"
@@ -184,9 +184,7 @@ def returned_sampler(ctx: FileContext, fn: ast.AST) -> tuple[int, str | None, in
     off. None when it returns none, or one with ``shuffle=False``."""
     if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return None
-    params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
-    if params and params[0] in ("self", "cls"):
-        params = params[1:]
+    params = positional_params(fn)
     nodes = ctx.local(fn)
     held: dict[str, ast.Call] = {}
     for node in nodes:

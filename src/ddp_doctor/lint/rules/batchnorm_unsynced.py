@@ -85,7 +85,7 @@ from ddp_doctor.lint.inference_only import never_trains
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.model_picks import bound_callee
 from ddp_doctor.lint.module_moves import unmoved
-from ddp_doctor.lint.option_defaults import written_defaults
+from ddp_doctor.lint.option_defaults import option_default
 from ddp_doctor.lint.project import DDP, ProjectIndex
 from ddp_doctor.lint.project_modules import absolute_module, relative_base
 from ddp_doctor.lint.project_summary import Summary
@@ -675,12 +675,7 @@ def _option_flag_test(
     if "." not in test.flag:
         return test
     key = test.flag.split(".")[-1]
-    project = ctx.project
-    if project is not None:
-        known, value = project.option_default(key)
-    else:
-        own = written_defaults(ctx)
-        known, value = key in own, own.get(key)
+    known, value = option_default(ctx, key)
     if not known:
         return test
     return flag_test(ctx, expr, {**defaults, key: value}) or test

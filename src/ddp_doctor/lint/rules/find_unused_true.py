@@ -34,7 +34,7 @@ from ddp_doctor.lint.frozen_wrap import parameters_frozen, wraps_frozen_model_on
 from ddp_doctor.lint.inference_only import never_trains
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.module_moves import unmoved
-from ddp_doctor.lint.option_defaults import written_defaults
+from ddp_doctor.lint.option_defaults import option_default
 from ddp_doctor.lint.project_summary import DDP
 from ddp_doctor.lint.rank0 import bound_argument
 from ddp_doctor.lint.rules.base import Rule, Violation, replace_node
@@ -255,13 +255,8 @@ def _option_defaulting_true(ctx: FileContext, value: ast.expr | None) -> str | N
     if not isinstance(value, ast.Attribute) or dotted(value) is None:
         return None
     key = value.attr
-    if ctx.project is not None:
-        known, default = ctx.project.option_default(key)
-        where = "the project's default"
-    else:
-        own = written_defaults(ctx)
-        known, default = key in own, own.get(key)
-        where = "this file's default"
+    known, default = option_default(ctx, key)
+    where = "the project's default" if ctx.project is not None else "this file's default"
     return f"`{key}`: {where}" if known and default is True else None
 
 

@@ -120,8 +120,9 @@ class SetEpochMissing(Rule):
             for arg in (loader_sampler(node) or [None])
         ]
         for call in calls:
-            built_at = None if distributed_sampler_call(ctx, call) else _sampler_of_project(ctx, call)
-            if built_at is None and not distributed_sampler_call(ctx, call):
+            direct = distributed_sampler_call(ctx, call)
+            built_at = None if direct else _sampler_of_project(ctx, call)
+            if not direct and built_at is None:
                 continue
             shuffle = keyword(call, "shuffle")
             if (
