@@ -36,7 +36,6 @@ CASES = {f"{m.__name__.rsplit('.', 1)[-1]}:{name}": case for m in MODULES for na
 
 # Variants not found yet, each with why (strict: one that starts passing must be moved out of here).
 KNOWN_MISSES = {
-    "set_epoch:dict_loaders": "samplers and loaders kept in dicts by phase and read by key",
     "sampler:trainer_class": "a trainer class of a file that wraps nothing builds its own shuffled loader "
     "(left alone on purpose: such classes are often single-process)",
     "other_rules:fu_partial": "functools.partial(DDP, find_unused_parameters=True)",

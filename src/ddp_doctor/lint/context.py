@@ -64,14 +64,24 @@ Scope = ast.Module | ast.FunctionDef | ast.AsyncFunctionDef
 
 
 def dotted(node: ast.AST | None) -> str | None:
-    """``a.b.c`` for a Name/Attribute chain (``self.model.no_sync``), else None."""
+    """``a.b.c`` for a Name/Attribute chain (``self.model.no_sync``), else None. A key that is a
+    constant identifier is part of the chain (``loaders['train']``, ``self.meters['loss'].avg``):
+    the torchvision fine-tuning tutorial's ``dataloaders['train']`` is a name like any other."""
     parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        if isinstance(node, ast.Attribute):
+            parts.append(f".{node.attr}")
+        elif (
+            isinstance(key := node.slice, ast.Constant)
+            and isinstance(key.value, str)
+            and key.value.isidentifier()
+        ):
+            parts.append(f"[{key.value!r}]")
+        else:
+            return None
         node = node.value
     if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
+        return node.id + "".join(reversed(parts))
     return None
 
 
@@ -468,6 +478,45 @@ class FileContext:
         while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef)):
             cur = self.parents.get(cur)
         return cur if cur is not None else self.tree
+
+    def names_of(self, node: ast.AST) -> set[str]:
+        """``{dotted(node)}``; a subscript whose key is a loop variable over literal keys names each
+        entry: ``dataloaders[phase]`` under ``for phase in ["train", "val"]`` (or in ``{x:
+        DataLoader(...) for x in ["train", "val"]}``) is ``dataloaders['train']`` and
+        ``dataloaders['val']`` (the torchvision fine-tuning tutorial's loaders by phase)."""
+        if (d := dotted(node)) is not None:
+            return {d}
+        if not (isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Name)):
+            return set()
+        base = dotted(node.value)
+        keys = self.literal_keys(node.slice) if base is not None else ()
+        return {f"{base}[{k!r}]" for k in keys}
+
+    def literal_keys(self, name: ast.Name) -> tuple[str, ...]:
+        """The identifier strings the loop or comprehension that binds ``name`` walks (``for phase in
+        ("train", "val")``), or ``()``."""
+        child: ast.AST = name
+        cur = self.parents.get(name)
+        while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            if isinstance(cur, (ast.DictComp, ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+                binders: list[tuple[ast.expr, ast.expr]] = [(g.target, g.iter) for g in cur.generators]
+            elif isinstance(cur, (ast.For, ast.AsyncFor)) and child is not cur.iter:
+                binders = [(cur.target, cur.iter)]
+            else:
+                binders = []
+            for target, walked in binders:
+                if isinstance(target, ast.Name) and target.id == name.id:
+                    elts = walked.elts if isinstance(walked, (ast.List, ast.Tuple, ast.Set)) else []
+                    keys = tuple(
+                        e.value for e in elts if isinstance(e, ast.Constant) and isinstance(e.value, str)
+                    )
+                    return (
+                        keys
+                        if keys and len(keys) == len(elts) and all(k.isidentifier() for k in keys)
+                        else ()
+                    )
+            child, cur = cur, self.parents.get(cur)
+        return ()
 
     def local(self, node: ast.AST) -> list[ast.AST]:
         """``walk_local`` of a function's body (or of one statement), computed once."""

@@ -649,6 +649,9 @@ class IndexQueries(IndexCore):
             return False
         if any(is_class_summary(c) for c in found) and not (s is not None and is_class_summary(s)):
             return False  # a method by name that is also a class's: unknown
+        # the dict holding the loader by key (``train(data_loader=dataloader)`` with
+        # ``dataloader['train'] = DataLoader(...)``): the callee iterates ``data_loader['train']``
+        names = names | {n.split("[", 1)[0] for n in names if "[" in n}
         for i, arg in enumerate(call.args):
             if dotted(arg) in names and all(i in c.epoch_params for c in found):
                 return True

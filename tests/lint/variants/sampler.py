@@ -143,6 +143,41 @@ class Trainer:
     },
     "trainer.py",
 )
+C["dict_by_phase"] = (
+    R,
+    True,
+    one(
+        """
+    dsets = {"train": dataset, "val": dataset}
+    dataloaders = {x: DataLoader(dsets[x], batch_size=8, shuffle=True) for x in ["train", "val"]}
+    for epoch in range(args.epochs):
+        for phase in ["train", "val"]:
+            model.train(phase == "train")
+            for x, y in dataloaders[phase]:
+                out = model(x.cuda())
+                loss = criterion(out, y.cuda())
+                optimizer.zero_grad()
+                if phase == "train":
+                    loss.backward()
+                    optimizer.step()
+"""
+    ),
+    "train.py",
+)
+C["dict_entry_assigned"] = (
+    R,
+    True,
+    one(
+        """
+    loaders = {}
+    loaders["train"] = DataLoader(dataset, batch_size=8, shuffle=True)
+    for epoch in range(args.epochs):
+        for x, y in loaders["train"]:
+"""
+        + STEP
+    ),
+    "train.py",
+)
 C["NEG_dist_sampler"] = (
     R,
     False,

@@ -420,6 +420,78 @@ C["dict_loaders"] = (
     ),
     "train.py",
 )
+C["dict_entry_assigned"] = (
+    R,
+    True,
+    one(
+        """
+    loaders = {}
+    loaders["train"] = DataLoader(dataset, batch_size=8, sampler=DistributedSampler(dataset))
+    for epoch in range(args.epochs):
+        for x, y in loaders["train"]:
+"""
+        + STEP
+    ),
+    "train.py",
+)
+# the torchvision fine-tuning tutorial made distributed: loaders and samplers by phase
+TUTORIAL_STEP = """                out = model(x.cuda())
+                loss = criterion(out, y.cuda())
+                optimizer.zero_grad()
+                if phase == "train":
+                    loss.backward()
+                    optimizer.step()
+"""
+C["dict_by_phase"] = (
+    R,
+    True,
+    one(
+        """
+    dsets = {"train": dataset, "val": dataset}
+    samplers = {x: DistributedSampler(dsets[x]) for x in ["train", "val"]}
+    dataloaders = {x: DataLoader(dsets[x], batch_size=8, sampler=samplers[x]) for x in ["train", "val"]}
+    for epoch in range(args.epochs):
+        for phase in ["train", "val"]:
+            model.train(phase == "train")
+            for x, y in dataloaders[phase]:
+"""
+        + TUTORIAL_STEP
+    ),
+    "train.py",
+)
+C["NEG_dict_by_phase_set_epoch"] = (
+    R,
+    False,
+    one(
+        """
+    dsets = {"train": dataset, "val": dataset}
+    samplers = {x: DistributedSampler(dsets[x]) for x in ["train", "val"]}
+    dataloaders = {x: DataLoader(dsets[x], batch_size=8, sampler=samplers[x]) for x in ["train", "val"]}
+    for epoch in range(args.epochs):
+        samplers["train"].set_epoch(epoch)
+        for phase in ["train", "val"]:
+            model.train(phase == "train")
+            for x, y in dataloaders[phase]:
+"""
+        + TUTORIAL_STEP
+    ),
+    "train.py",
+)
+C["NEG_dict_by_phase_val_only"] = (
+    R,
+    False,
+    one(
+        """
+    dsets = {"train": dataset, "val": dataset}
+    loaders = {"train": DataLoader(dataset, batch_size=8, sampler=DistributedSampler(dataset, shuffle=False)),
+               "val": DataLoader(dataset, batch_size=8, sampler=DistributedSampler(dataset))}
+    for epoch in range(args.epochs):
+        for x, y in loaders["train"]:
+"""
+        + STEP
+    ),
+    "train.py",
+)
 C["NEG_set_epoch"] = (
     R,
     False,

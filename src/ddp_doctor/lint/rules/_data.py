@@ -20,7 +20,13 @@ EVALUATION_LOADER = re.compile(
 
 def evaluation_loader(names: set[str]) -> bool:
     """Every name of the loader says it is for evaluation."""
-    return bool(names) and all(EVALUATION_LOADER.search(n.rsplit(".", 1)[-1]) for n in names)
+    return bool(names) and all(EVALUATION_LOADER.search(_last_part(n)) for n in names)
+
+
+def _last_part(name: str) -> str:
+    """``val_loader`` of ``self.val_loader``; the key of a dict entry (``val`` of ``loaders['val']``)."""
+    last = name.rsplit(".", 1)[-1]
+    return last.rsplit("[", 1)[-1].strip("[]'\"") if last.endswith("]") else last
 
 
 def bound_names(ctx: FileContext, value: ast.AST) -> set[str]:
@@ -31,7 +37,18 @@ def bound_names(ctx: FileContext, value: ast.AST) -> set[str]:
         # ``RandomSampler(ds) if args.local_rank == -1 else DistributedSampler(ds)``: the name holds
         # it whenever that branch runs
         value, parent = parent, ctx.parents.get(parent)
-    if isinstance(parent, ast.Tuple) and isinstance(ctx.parents.get(parent), ast.Assign):
+    if isinstance(parent, ast.DictComp) and value is parent.value:
+        # ``loaders = {x: DataLoader(ds[x], ...) for x in ["train", "val"]}``: one entry per key
+        assign = ctx.parents.get(parent)
+        if isinstance(assign, ast.Assign) and isinstance(parent.key, ast.Name):
+            keys = ctx.literal_keys(parent.key)
+            names |= {f"{d}[{k!r}]" for t in assign.targets if (d := dotted(t)) for k in keys}
+    elif isinstance(parent, ast.Dict) and isinstance(assign := ctx.parents.get(parent), ast.Assign):
+        # ``loaders = {"train": DataLoader(...)}``: the entry holds it, read as ``loaders["train"]``
+        entry = parent.keys[parent.values.index(value)] if value in parent.values else None
+        if isinstance(entry, ast.Constant) and isinstance(entry.value, str) and entry.value.isidentifier():
+            names |= {f"{d}[{entry.value!r}]" for t in assign.targets if (d := dotted(t))}
+    elif isinstance(parent, ast.Tuple) and isinstance(ctx.parents.get(parent), ast.Assign):
         # ``train_sampler, shuffle = DistributedSampler(trainset), False`` (flowtron): the target in
         # the same position of a tuple of the same length holds it
         assign = ctx.parents.get(parent)
@@ -126,7 +143,7 @@ def loops_iterating(
     for loop in ctx.of_type(ast.For) + ctx.of_type(ast.AsyncFor) + ctx.of_type(ast.While):
         if (
             isinstance(loop, (ast.For, ast.AsyncFor))
-            and any(drawn(dotted(n), loop) for n in ast.walk(loop.iter))
+            and any(drawn(d, loop) for n in ast.walk(loop.iter) for d in ctx.names_of(n))
             or any(
                 isinstance(n, ast.Call)
                 and isinstance(n.func, ast.Name)

@@ -113,8 +113,8 @@ class SetEpochMissing(Rule):
         calls = [n for n in ctx.nodes if isinstance(n, ast.Call)]
         yield from self._from_builders(ctx, facts, calls, never)
         # once, not per sampler: a notebook of many cells repeating the loop was quadratic (minutes)
-        dataloaders: list[tuple[ast.expr | None, str | None, set[str]]] = [
-            (arg, dotted(arg) if arg is not None else None, bound_names(ctx, node))
+        dataloaders: list[tuple[ast.expr | None, set[str], set[str]]] = [
+            (arg, ctx.names_of(arg) if arg is not None else set(), bound_names(ctx, node))
             for node in calls
             if is_dataloader_call(ctx, node)
             for arg in (loader_sampler(node) or [None])
@@ -248,7 +248,7 @@ class SetEpochMissing(Rule):
     @staticmethod
     def _loaders(
         ctx: FileContext,
-        dataloaders: list[tuple[ast.expr | None, str | None, set[str]]],
+        dataloaders: list[tuple[ast.expr | None, set[str], set[str]]],
         sampler: ast.Call,
         names: set[str],
     ) -> set[str]:
@@ -258,9 +258,9 @@ class SetEpochMissing(Rule):
             ctx.enclosing_function(sampler) if isinstance(ctx.parents.get(sampler), ast.Return) else None
         )
         out: set[str] = set()
-        for arg, name, bound in dataloaders:
+        for arg, arg_names, bound in dataloaders:
             from_helper = isinstance(arg, ast.Call) and builder is not None and ctx.helper(arg) is builder
-            if arg is sampler or from_helper or (name is not None and name in names):
+            if arg is sampler or from_helper or arg_names & names:
                 out |= bound
         return out
 
