@@ -40,8 +40,6 @@ KNOWN_MISSES = {
     "(left alone on purpose: such classes are often single-process)",
     "other_rules:fu_partial": "functools.partial(DDP, find_unused_parameters=True)",
     "other_rules:fp16_dtype_getattr": 'getattr(torch, "float16") as an autocast dtype',
-    "rank0_structure:running_sum_of_step": "a running sum rebound by plain assignment "
-    "(`total = total + self.training_step(batch) * w`; the `+=` form is found)",
 }
 
 

@@ -22,6 +22,29 @@ DISTRIBUTED_FLAG = re.compile(r"distributed|ddp|world_size|is_initialized|multip
 RANK = re.compile(r"rank", re.IGNORECASE)
 MAX_PREDICATE_STATEMENTS = 6  # a predicate is a short function; a long one does something else
 
+# A name or test about the distributed run (``get_distributed_loader``, ``args.ddp``, ``world_size > 1``).
+DISTRIBUTED_NAME = re.compile(
+    r"distributed|(^|[._])(ddp|dist)([._]|$)|world_size|is_initialized", re.IGNORECASE
+)
+
+
+def negative_test(test: ast.expr) -> bool:
+    """``not args.distributed``, ``world_size == 1``, ``world_size <= 1``, ``local_rank == -1``: true
+    when the run is not distributed."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return True
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        op, right = test.ops[0], test.comparators[0]
+        if isinstance(right, ast.UnaryOp) and isinstance(right.op, ast.USub):
+            return isinstance(op, ast.Eq)
+        value = right.value if isinstance(right, ast.Constant) else None
+        return (
+            (isinstance(op, ast.Eq) and value in (1, None, False))
+            or (isinstance(op, ast.LtE) and value == 1)
+            or (isinstance(op, ast.Is) and value in (None, False))
+        )
+    return False
+
 
 def _boolean_test(value: ast.expr) -> bool:
     """``value`` is a yes/no answer about the process group, not a number or an object, nor about

@@ -63,6 +63,13 @@ RANK_NAME = re.compile(r"rank|process_index|(^|[._\s])proc(ess)?_(id|idx|index)\
 # The GPU a spawned process drives (``mp.spawn(main_worker)`` passes it as ``gpu``): its local rank.
 # Not ``n_gpu``/``num_gpus`` (a count: ``n_gpu == 0`` means CPU).
 GPU_NAME = re.compile(r"^(local_)?gpu(_id|_idx|_index)?$", re.IGNORECASE)
+# A rank's number read as a truth value (``if not rank:``, ``if args.local_rank: return``): zero on
+# rank 0 only. Not a flag about rank 0 (``is_rank_zero``, ``rank0``) nor a count (``world_size``).
+RANK_NUMBER = re.compile(
+    r"^_*((local|global|world|node|proc|process|dist|ddp|my|cur|current)_?)?rank(_?(id|idx|index))?$"
+    r"|^get_(local_|global_)?rank$",
+    re.IGNORECASE,
+)
 # Receivers of ``.info(...)``-style calls that go through the logging configuration.
 LOGGER_NAME = re.compile(r"^_*(logger|log|logging|LOGGER|LOG)$")
 # Levels that silence ordinary ``info`` records when set on the ranks other than 0.

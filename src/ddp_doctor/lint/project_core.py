@@ -10,11 +10,11 @@ type, and which modules a module reaches through its imports.
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ddp_doctor.lint.context import FileContext, dotted
+from ddp_doctor.lint.dist_tests import DISTRIBUTED_NAME, negative_test
 from ddp_doctor.lint.handed_models import Handed
 from ddp_doctor.lint.model_picks import split_pick_key
 from ddp_doctor.lint.project_modules import LOCAL_KEY, absolute_imports, absolute_module, relative_base
@@ -103,30 +103,6 @@ def _built_from_class_type(
         ):
             return n.annotation.slice
     return None
-
-
-# A name or test about the distributed run (``get_distributed_loader``, ``args.ddp``, ``world_size > 1``).
-DISTRIBUTED_NAME = re.compile(
-    r"distributed|(^|[._])(ddp|dist)([._]|$)|world_size|is_initialized", re.IGNORECASE
-)
-
-
-def _negative(test: ast.expr) -> bool:
-    """``not args.distributed``, ``world_size == 1``, ``world_size <= 1``, ``local_rank == -1``: true
-    when the run is not distributed."""
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return True
-    if isinstance(test, ast.Compare) and len(test.ops) == 1:
-        op, right = test.ops[0], test.comparators[0]
-        if isinstance(right, ast.UnaryOp) and isinstance(right.op, ast.USub):
-            return isinstance(op, ast.Eq)
-        value = right.value if isinstance(right, ast.Constant) else None
-        return (
-            (isinstance(op, ast.Eq) and value in (1, None, False))
-            or (isinstance(op, ast.LtE) and value == 1)
-            or (isinstance(op, ast.Is) and value in (None, False))
-        )
-    return False
 
 
 @dataclass
@@ -469,7 +445,7 @@ class IndexCore:
         if len(named) == 1:
             return named[0]
         test = value.test
-        if DISTRIBUTED_NAME.search(ast.unparse(test)) and not _negative(test):
+        if DISTRIBUTED_NAME.search(ast.unparse(test)) and not negative_test(test):
             return branches[0][1]  # ``a if args.distributed else b``
         return None
 

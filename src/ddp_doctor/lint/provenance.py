@@ -1096,7 +1096,7 @@ class LossFlow:
                     read -= self._fed_arguments(n.value)
                     read -= self._unreturned_arguments(n.value, fields)
                 shape = self._value_shape(n.value, shapes) if isinstance(n, ast.Assign) else None
-                if shape is None and self._sums_returned_loss(n.value):
+                if shape is None and self.sums_returned_loss(n.value):
                     shape = True  # ``total += self.training_step(batch)`` returning ``loss.item()``
                 positional = False
                 if shape is not None:
@@ -1210,13 +1210,13 @@ class LossFlow:
             for r in returns
         )
 
-    def _sums_returned_loss(self, value: ast.expr) -> bool:
+    def sums_returned_loss(self, value: ast.expr) -> bool:
         """``value`` is arithmetic on the whole loss a call returns (``self.step(batch)``,
         ``train_step(b) * n``): what the call returns is not read out of a tuple."""
         if isinstance(value, ast.BinOp):
-            return self._sums_returned_loss(value.left) or self._sums_returned_loss(value.right)
+            return self.sums_returned_loss(value.left) or self.sums_returned_loss(value.right)
         if isinstance(value, ast.UnaryOp):
-            return self._sums_returned_loss(value.operand)
+            return self.sums_returned_loss(value.operand)
         return (
             isinstance(value, ast.Call)
             and not reducing_call(self.ctx, value)  # ``reduce_tensor(loss) / world_size``: combined

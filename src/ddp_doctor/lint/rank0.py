@@ -29,6 +29,7 @@ from ddp_doctor.lint.idioms import (
     RANK0_METHODS,
     RANK0_STATE,
     RANK_NAME,
+    RANK_NUMBER,
 )
 
 LOG_CALL = re.compile(
@@ -134,15 +135,6 @@ def rank_aliases(
             if len(defs) == 1 and (params := positional_params(defs[0])):
                 out.add(f"={params[0]}")
     return out
-
-
-# A rank's number read as a truth value (``if not rank:``, ``if args.local_rank: return``): zero on
-# rank 0 only. Not a flag about rank 0 (``is_rank_zero``, ``rank0``) nor a count (``world_size``).
-RANK_NUMBER = re.compile(
-    r"^_*((local|global|world|node|proc|process|dist|ddp|my|cur|current)_?)?rank(_?(id|idx|index))?$"
-    r"|^get_(local_|global_)?rank$",
-    re.IGNORECASE,
-)
 
 
 def _rank_number(node: ast.AST, predicates: Collection[str]) -> bool:

@@ -392,6 +392,24 @@ C["running_sum_of_step"] = (
     },
     "train.py",
 )
+C["NEG_running_sum_of_eval_step"] = (
+    R,
+    False,
+    {
+        "train.py": C["running_sum_of_step"][2]["train.py"]
+        .replace("self.training_step(batch) * x_weight", "self.eval_step(batch) * x_weight")
+        .replace(
+            "    def train(self, loader, epochs):",
+            """    @torch.no_grad()
+    def eval_step(self, batch):
+        x, y = batch
+        return nn.functional.cross_entropy(self.model(x), y).item()
+
+    def train(self, loader, epochs):""",
+        )
+    },
+    "train.py",
+)
 C["running_sum_of_step_weighted"] = (
     R,
     True,

@@ -539,6 +539,8 @@ def _holds_training_value(
             isinstance(value, ast.Call)
             and (ctx.helper(value) is not None or flow.call_shape(value) is not None)
         )
+        # ``total = total + self.training_step(batch) * w``: a running sum of what a step returns
+        and not flow.sums_returned_loss(value)
     ):
         return False  # rebound to something else (val metrics reusing the name `metrics`)
     # a forward of its own in an evaluation region (``with torch.no_grad(): loss = model(**batch).loss``
