@@ -492,6 +492,92 @@ C["NEG_dict_by_phase_val_only"] = (
     ),
     "train.py",
 )
+C["epoch_typo"] = (
+    R,
+    True,
+    one(
+        """
+    sampler = DistributedSampler(dataset)
+    loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+    for epoch in range(args.epoch):
+        sampler.set_epoch(args.epoch)
+        for x, y in loader:
+"""
+        + STEP
+    ),
+    "train.py",
+)
+C["epoch_constant"] = (
+    R,
+    True,
+    one(
+        """
+    sampler = DistributedSampler(dataset)
+    loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+    start_epoch = 0
+    for epoch in range(start_epoch, args.epochs):
+        loader.sampler.set_epoch(start_epoch)
+        for x, y in loader:
+"""
+        + STEP
+    ),
+    "train.py",
+)
+C["NEG_epoch_reset_before_eval"] = (
+    R,
+    False,
+    one(
+        """
+    sampler = DistributedSampler(dataset)
+    loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+    for epoch in range(args.epochs):
+        sampler.set_epoch(epoch)
+        for x, y in loader:
+"""
+        + STEP
+        + """        sampler.set_epoch(0)
+"""
+    ),
+    "train.py",
+)
+C["NEG_epoch_counter_in_loop"] = (
+    R,
+    False,
+    one(
+        """
+    sampler = DistributedSampler(dataset)
+    loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+    args.current_epoch = 0
+    while args.current_epoch < args.epochs:
+        sampler.set_epoch(args.current_epoch)
+        for x, y in loader:
+"""
+        + STEP
+        + """        args.current_epoch += 1
+"""
+    ),
+    "train.py",
+)
+C["NEG_epoch_set_by_helper"] = (
+    R,
+    False,
+    one(
+        """
+    sampler = DistributedSampler(dataset)
+    loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+    for epoch in range(args.epochs):
+        advance(args, epoch)
+        sampler.set_epoch(args.cur_epoch)
+        for x, y in loader:
+"""
+        + STEP,
+        extra="""
+def advance(args, epoch):
+    args.cur_epoch = epoch
+""",
+    ),
+    "train.py",
+)
 C["NEG_set_epoch"] = (
     R,
     False,

@@ -25,6 +25,9 @@ script builds the sampler, ``Trainer.train`` loops the epochs) is flagged at the
 file loops over epochs is flagged at the epoch loop, unless a file the loader is handed to in that
 loop calls ``set_epoch``. Autofix: ``sampler.set_epoch(epoch)`` as the
 first statement of that outer loop, when the sampler has a name and the loop variable is a name.
+Round 21: a ``set_epoch`` that exists but passes a value the epoch loop never changes
+(What-changes-you ``for epoch in range(args.epoch): train_sampler.set_epoch(args.epoch)``, a
+constant) is the same bug; autofix passes the loop variable.
 """
 
 from __future__ import annotations
@@ -40,7 +43,14 @@ from ddp_doctor.lint.rank0 import bound_argument
 from ddp_doctor.lint.rules._carried_loaders import caller_epoch_loop, carried_loaders, walks_epochs
 from ddp_doctor.lint.rules._data import bound_names, enclosing_loop, evaluation_loader, loops_iterating
 from ddp_doctor.lint.rules._returned_loaders import returned_loader, sets_epoch_elsewhere
-from ddp_doctor.lint.rules.base import Edit, Rule, Violation, insert_line_before, starts_own_line
+from ddp_doctor.lint.rules.base import (
+    Edit,
+    Rule,
+    Violation,
+    insert_line_before,
+    replace_node,
+    starts_own_line,
+)
 from ddp_doctor.lint.rules.fp16_no_scaler import EVAL_FUNCTION
 from ddp_doctor.lint.samplers import (
     DISTRIBUTED_SAMPLER,
@@ -78,7 +88,8 @@ class SetEpochMissing(Rule):
         "whose methods re-iterate what its constructor kept (`Trainer(model, loader, epochs).fit()` with "
         "`for epoch in ...: for b in self.train_loader:`, also from a method the loop calls), a builder "
         "reached through a local alias (`get_loader = dist.get_loader if cuda else data.get_loader`: the "
-        "branch named or tested for distribution)"
+        "branch named or tested for distribution); a `set_epoch` that passes the same value on every pass "
+        "of the epoch loop (`for epoch in range(args.epoch): sampler.set_epoch(args.epoch)`, a constant)"
     )
     not_flagged = (
         "`shuffle=False`, `loader.sampler.set_epoch(e)`, a loader handed to `accelerator.prepare` (its "
@@ -87,19 +98,22 @@ class SetEpochMissing(Rule):
         "pass in the epoch loop (no backward or step, after `model.eval()` or under `no_grad`), a loader "
         "named for evaluation (`val_loader`, `dl_valid`), a loader whose dataset or sampler the trainer "
         "tells each pass (`self.loader.dataset.shuffle(epoch)`), a `set_epoch` in the file of the function "
-        "the epoch loop hands the loader to"
+        "the epoch loop hands the loader to, a loop that also passes its epoch (`set_epoch(0)` before an "
+        "evaluation after `set_epoch(epoch)`), `set_epoch(self.epoch)` or an attribute the file assigns"
     )
     autofix = (
         "inserts `sampler.set_epoch(epoch)` as the first line of the epoch loop (when both names are "
-        "in scope there)"
+        "in scope there); passes the loop variable instead of an unchanging value"
     )
-    required = (("DistributedSampler",),)
+    required = (("DistributedSampler", "set_epoch"),)
     # project mode: the sampler may be built by a loader builder of another file (hysts
     # ``create_dataloader``), the epochs looped here
     required_in_project = (("DistributedSampler", "epoch"),)
     project_facts = frozenset({"epochs"})
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
+        # a ``set_epoch`` that exists but passes the same value every epoch (not silenced by itself)
+        yield from self._same_epoch_every_pass(ctx)
         units = set_epoch_units(ctx)
         for v, involved in self._check(ctx, facts, _never_called(ctx, units)):
             # a ``set_epoch`` of the file counts unless every def the finding involves (the
@@ -245,6 +259,37 @@ class SetEpochMissing(Rule):
                 (call, loop),
             )
 
+    def _same_epoch_every_pass(self, ctx: FileContext) -> Iterator[Violation]:
+        """``for epoch in range(args.epoch): train_sampler.set_epoch(args.epoch)``: every ``set_epoch``
+        of an epoch loop passes a value the loop never changes (a constant, or names and attributes
+        that are neither the loop's target nor assigned in it, nor an attribute the file assigns
+        anywhere, nor on ``self``), so the sampler reshuffles to the same order every epoch.
+        Reported at the first such call; a loop that also passes its epoch (flow_matching's
+        ``set_epoch(epoch)`` at the top, ``set_epoch(0)`` before its evaluation) is fine."""
+        by_loop: dict[int, tuple[ast.For | ast.AsyncFor | ast.While, list[ast.Call]]] = {}
+        for call in set_epoch_calls(ctx):
+            loop = enclosing_loop(ctx, call)
+            if loop is not None and walks_epochs(ctx, loop):
+                by_loop.setdefault(id(loop), (loop, []))[1].append(call)
+        for loop, found in by_loop.values():
+            if not all(_same_every_pass(ctx, loop, c) for c in found):
+                continue
+            call = found[0]
+            value = ctx.segment(call.args[0]) if call.args else ""
+            yield self.violation(
+                call,
+                Text(
+                    f"`{ctx.segment(call.func)}({value})` (line {call.lineno}) passes the same value on every "
+                    f"pass of the epoch loop at line {loop.lineno} (`{value}` is not the loop's epoch and does "
+                    "not change in it): the sampler reshuffles to the same order every epoch.",
+                    f"`{ctx.segment(call.func)}({value})`（第 {call.lineno} 行）在第 {loop.lineno} 行的 epoch "
+                    f"循环里每次都传入相同的值（`{value}` 不是循环的 epoch，也不在循环中改变）：每个 epoch "
+                    "的打乱顺序都相同。",
+                ),
+                epoch_loop_line=loop.lineno,
+                edits=_pass_loop_target(ctx, loop, call),
+            )
+
     @staticmethod
     def _loaders(
         ctx: FileContext,
@@ -352,6 +397,46 @@ class SetEpochMissing(Rule):
         if first.lineno == loop.lineno or not starts_own_line(ctx, first):
             return ()
         return (insert_line_before(ctx, first, f"{handle}.set_epoch({target.id})"),)
+
+
+def _pass_loop_target(
+    ctx: FileContext, loop: ast.For | ast.AsyncFor | ast.While, call: ast.Call
+) -> tuple[Edit, ...]:
+    """Autofix: pass the epoch loop's own variable (``set_epoch(args.epoch)`` -> ``set_epoch(epoch)``)."""
+    target = getattr(loop, "target", None)
+    if not isinstance(target, ast.Name) or target.id == "_" or len(call.args) != 1:
+        return ()
+    return (replace_node(ctx, call.args[0], target.id),)
+
+
+def _same_every_pass(ctx: FileContext, loop: ast.For | ast.AsyncFor | ast.While, call: ast.Call) -> bool:
+    """The epoch ``call`` passes cannot change from one pass of ``loop`` to the next (see
+    ``_same_epoch_every_pass``); unknown (a call, a subscript, ``self.epoch``) is not."""
+    value = call.args[0] if len(call.args) == 1 and not call.keywords else None
+    if isinstance(value, ast.Constant):
+        return isinstance(value.value, int) and not isinstance(value.value, bool)
+    if value is None or any(not isinstance(n, (ast.Name, ast.Attribute, ast.Load)) for n in ast.walk(value)):
+        return False
+    name = dotted(value)
+    if name is None or name.split(".")[0] in ("self", "cls"):
+        return False
+    changed = {
+        d for n in ast.walk(loop) if isinstance(getattr(n, "ctx", None), ast.Store) and (d := dotted(n))
+    }
+    if isinstance(loop, (ast.For, ast.AsyncFor)):
+        changed |= {d for n in ast.walk(loop.target) if (d := dotted(n))}
+    roots = {name, name.split(".")[0]}
+    if roots & changed:
+        return False
+    if isinstance(value, ast.Attribute):
+        # ``args.epoch`` that some function of the file sets (``args.epoch = epoch`` in a helper the
+        # loop calls): it may change
+        attr = value.attr
+        return not any(
+            isinstance(n, ast.Attribute) and n.attr == attr and isinstance(n.ctx, ast.Store)
+            for n in ctx.nodes
+        )
+    return not any(isinstance(n, ast.Global) and name in n.names for n in ctx.nodes)
 
 
 def _sampler_of_project(ctx: FileContext, call: ast.Call) -> str | None:
