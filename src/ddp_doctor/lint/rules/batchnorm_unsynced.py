@@ -108,6 +108,22 @@ FROZEN_NAME = re.compile(r"teacher|ema|frozen|target", re.IGNORECASE)
 DISTRIBUTED_TEST = re.compile(r"rank|distributed|world|ddp|gpus|cuda|device", re.IGNORECASE)
 
 
+# inplace_abn's layers keep per-GPU statistics and ``convert_sync_batchnorm`` leaves them as they are
+# (it converts ``_BatchNorm`` subclasses): the synchronised layer is its own ``InPlaceABNSync``.
+ABN_NOTE = Text(
+    " These are inplace_abn's `InPlaceABN`/`ABN`, which `convert_sync_batchnorm` does not convert: build "
+    "`InPlaceABNSync` instead.",
+    "这些是 inplace_abn 的 `InPlaceABN`/`ABN`，`convert_sync_batchnorm` 不会转换它们：请改用 `InPlaceABNSync`。",
+)
+INPLACE_ABN = re.compile(r"^inplace_abn(\.\w+)*\.(InPlaceABN|ABN)$")
+
+
+def _inplace_abn_only(ctx: FileContext, bn_nodes: list[ast.AST]) -> bool:
+    """Every BatchNorm layer the finding names is an inplace_abn ``InPlaceABN``/``ABN``."""
+    names = [ctx.call_qualname(n) if isinstance(n, ast.Call) else ctx.qualname(n) for n in bn_nodes]
+    return bool(names) and all(INPLACE_ABN.match(q or "") for q in names)
+
+
 class BatchnormUnsynced(Rule):
     id = "batchnorm-unsynced"
     project_facts = frozenset({"batchnorm", "options"})
@@ -196,14 +212,18 @@ class BatchnormUnsynced(Rule):
                 continue  # a frozen loss network (GPEN's IDLoss): no optimizer of the file updates it
             by_accelerate = " (accelerate's `prepare` does it on several GPUs)" if call in prepares else ""
             by_accelerate_zh = "（多 GPU 时由 accelerate 的 `prepare` 完成）" if call in prepares else ""
+            abn = handed_by is None and _inplace_abn_only(ctx, bn_nodes)
             yield self.violation(
                 call,
                 Text(
                     f"{built_en} are wrapped in DDP{by_accelerate} without "
-                    "SyncBatchNorm: each rank normalises with its own micro-batch statistics.",
-                    f"{built_zh}被 DDP 包装{by_accelerate_zh}却未转换为 SyncBatchNorm。",
+                    "SyncBatchNorm: each rank normalises with its own micro-batch statistics."
+                    + (ABN_NOTE.en if abn else ""),
+                    f"{built_zh}被 DDP 包装{by_accelerate_zh}却未转换为 SyncBatchNorm。"
+                    + (ABN_NOTE.zh if abn else ""),
                 ),
-                edits=() if gated_by else self._fix(ctx, call),
+                # ``convert_sync_batchnorm`` converts ``_BatchNorm`` subclasses only: no autofix for inplace_abn
+                edits=() if gated_by or abn else self._fix(ctx, call),
                 gated_by=gated_by,
                 batchnorm_lines=sorted(bn_lines),
             )
