@@ -1,3 +1,5 @@
+from tests.lint.variants.set_epoch import TUTORIAL_TRAIN_MODEL
+
 HEAD = """
 import os
 import logging
@@ -380,6 +382,20 @@ def reduce_sum(t):
     return t
 """
     ),
+    "train.py",
+)
+C["tutorial_phase_loop"] = (R, True, {"train.py": TUTORIAL_TRAIN_MODEL}, "train.py")
+C["NEG_tutorial_phase_loop_reduced"] = (
+    R,
+    False,
+    {
+        "train.py": TUTORIAL_TRAIN_MODEL.replace(
+            "            epoch_loss = running_loss / dataset_sizes[phase]\n",
+            "            total = torch.tensor(running_loss)\n"
+            "            dist.all_reduce(total)\n"
+            "            epoch_loss = total.item() / dataset_sizes[phase]\n",
+        )
+    },
     "train.py",
 )
 C["running_sum_of_step"] = (

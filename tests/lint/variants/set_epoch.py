@@ -578,6 +578,61 @@ def advance(args, epoch):
     ),
     "train.py",
 )
+# the torchvision fine-tuning tutorial's ``train_model`` handed the dicts by phase, made distributed
+TUTORIAL_TRAIN_MODEL = """import os
+import torch
+import torch.nn as nn
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader
+from torch.utils.data.distributed import DistributedSampler
+
+
+def train_model(model, dataloaders, dataset_sizes, criterion, optimizer, num_epochs, rank):
+    for epoch in range(num_epochs):
+        for phase in ["train", "val"]:
+            if phase == "train":
+                model.train()
+            else:
+                model.eval()
+            running_loss = 0.0
+            for inputs, labels in dataloaders[phase]:
+                optimizer.zero_grad()
+                with torch.set_grad_enabled(phase == "train"):
+                    outputs = model(inputs)
+                    loss = criterion(outputs, labels)
+                    if phase == "train":
+                        loss.backward()
+                        optimizer.step()
+                running_loss += loss.item() * inputs.size(0)
+            epoch_loss = running_loss / dataset_sizes[phase]
+            if rank == 0:
+                print("{} Loss: {:.4f}".format(phase, epoch_loss))
+    return model
+
+
+def main(net, image_datasets):
+    dist.init_process_group("nccl")
+    rank = dist.get_rank()
+    model = DDP(net.cuda(), device_ids=[int(os.environ["LOCAL_RANK"])])
+    samplers = {x: DistributedSampler(image_datasets[x]) for x in ["train", "val"]}
+    dataloaders = {x: DataLoader(image_datasets[x], batch_size=4, sampler=samplers[x]) for x in ["train", "val"]}
+    dataset_sizes = {x: len(image_datasets[x]) for x in ["train", "val"]}
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.001, momentum=0.9)
+    train_model(model, dataloaders, dataset_sizes, nn.CrossEntropyLoss(), optimizer, 25, rank)
+"""
+C["tutorial_train_model"] = (R, True, {"train.py": TUTORIAL_TRAIN_MODEL}, "train.py")
+C["NEG_tutorial_train_model_set_epoch"] = (
+    R,
+    False,
+    {
+        "train.py": TUTORIAL_TRAIN_MODEL.replace(
+            "    for epoch in range(num_epochs):\n",
+            "    for epoch in range(num_epochs):\n        dataloaders[\"train\"].sampler.set_epoch(epoch)\n",
+        )
+    },
+    "train.py",
+)
 C["NEG_set_epoch"] = (
     R,
     False,
