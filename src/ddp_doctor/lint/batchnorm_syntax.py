@@ -25,6 +25,8 @@ LIBRARY_BN = re.compile(
     # torchvision's segmentation models keep BatchNorm in their backbones and heads (its detection
     # models freeze theirs: ``FrozenBatchNorm2d``, not here)
     r"|^torchvision\.models\.segmentation\.(deeplabv3|fcn|lraspp)_\w+$"
+    # its video ResNets (BatchNorm3d) and S3D
+    r"|^torchvision\.models\.video\.(r3d_18|mc3_18|r2plus1d_18|s3d)$"
     # other model libraries whose default models are BatchNorm networks
     r"|^efficientnet_pytorch(\.model)?\.EfficientNet(\.from_pretrained|\.from_name)?$"
     r"|^segmentation_models_pytorch\.(Unet|UnetPlusPlus|FPN|PSPNet|DeepLabV3|DeepLabV3Plus|Linknet|PAN|MAnet)$"
@@ -158,6 +160,32 @@ def picked_by_name(func: ast.AST) -> tuple[ast.expr, ast.expr] | None:
     ):
         return func.args[0], func.args[1]
     return None
+
+
+def library_batchnorm(ctx: FileContext, call: ast.Call) -> bool:
+    """``call`` builds a library model whose default holds BatchNorm: a constructor of ``LIBRARY_BN``,
+    or one loaded from torchvision's hub by a literal name (``torch.hub.load('pytorch/vision',
+    'resnet50')``, also ``'pytorch/vision:v0.10.0'``)."""
+    q = ctx.call_qualname(call) or ""
+    if LIBRARY_BN.match(q):
+        return True
+    if q.startswith("monai.networks.nets."):
+        # MONAI's networks take their norm as an argument (``UNet(..., norm=Norm.BATCH)``,
+        # ``DynUNet(..., norm_name="batch")``); their defaults are instance/group norm
+        return any(
+            k.arg in ("norm", "norm_name") and "batch" in ast.unparse(k.value).lower() for k in call.keywords
+        )
+    if q != "torch.hub.load" or len(call.args) < 2:
+        return False
+    repo, name = call.args[0], call.args[1]
+    return (
+        isinstance(repo, ast.Constant)
+        and isinstance(repo.value, str)
+        and repo.value.split(":")[0] == "pytorch/vision"
+        and isinstance(name, ast.Constant)
+        and isinstance(name.value, str)
+        and bool(LIBRARY_BN.match(f"torchvision.models.{name.value}"))
+    )
 
 
 def torchvision_pick(ctx: FileContext, call: ast.Call) -> bool:

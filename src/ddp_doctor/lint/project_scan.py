@@ -14,12 +14,12 @@ from pathlib import Path
 from ddp_doctor.lint.batchnorm_syntax import (
     BATCHNORM,
     BATCHNORM_BASE,
-    LIBRARY_BN,
     batchnorm_tables,
     builds_from_reference,
     call_shape,
     chooses_other_norm,
     layer_switch,
+    library_batchnorm,
     names_syncbn,
     off_by_default,
     torchvision_pick,
@@ -499,7 +499,7 @@ class IndexScan(IndexBindings):
         switch = _own_switch(ctx, switches[0], n) if BATCHNORM.match(q) else None
         if switch is not None:
             switches[1].add(switch)
-        elif BATCHNORM.match(q) or LIBRARY_BN.match(q) or torchvision_pick(ctx, n):
+        elif BATCHNORM.match(q) or library_batchnorm(ctx, n) or torchvision_pick(ctx, n):
             s.builds_batchnorm = True
         if "convert_sync_batchnorm" in q or (m and m[1] == "convert_sync_batchnorm"):
             guard = conversion_parameter(ctx, n)

@@ -71,9 +71,10 @@ from dataclasses import dataclass, field
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.batchnorm_syntax import (
     BATCHNORM,
-    LIBRARY_BN,
+    builds_from_reference,
     call_shape,
     layer_switch,
+    library_batchnorm,
     passes_switch,
     picked_by_name,
 )
@@ -313,7 +314,7 @@ def _sort_calls(ctx: FileContext) -> _Calls:
             continue  # built only under a switch no call of this file turns on (``BasicConv(norm=False)``)
         elif (
             BATCHNORM.match(q)
-            or LIBRARY_BN.match(q)
+            or library_batchnorm(ctx, node)
             or _model_by_name(ctx, node)
             or _factory_batchnorm(ctx, node, defaults)
             or (project is not None and builds_batchnorm_by_name(ctx, project, node))
@@ -346,6 +347,18 @@ def _sort_calls(ctx: FileContext) -> _Calls:
                 summary is None and project.call_builds_batchnorm(ctx, node)
             ):
                 out.bn_nodes.append(node)
+    # a BatchNorm class handed over as a layer type and built later (torchvision's ``def
+    # __init__(self, ..., norm_layer=nn.BatchNorm2d)``, ``partial(nn.BatchNorm2d, eps=1e-3)``), as
+    # the project index reads it in other files (``builds_from_reference``)
+    for ref in (*ctx.of_type(ast.Attribute), *ctx.of_type(ast.Name)):
+        if (
+            isinstance(getattr(ref, "ctx", None), ast.Load)
+            and BATCHNORM.match(ctx.qualname(ref) or "")
+            and not (isinstance(call := ctx.parents.get(ref), ast.Call) and call.func is ref)
+            and not isinstance(ctx.parents.get(ref), ast.Attribute)
+            and builds_from_reference(ctx, ref)
+        ):
+            out.bn_nodes.append(ref)
     return out
 
 
