@@ -85,6 +85,25 @@ def dotted(node: ast.AST | None) -> str | None:
     return None
 
 
+def branches(value: ast.expr) -> list[ast.expr]:
+    """The values a conditional expression may take, nested ones flattened (``DistributedSampler(ds)
+    if ddp else None`` -> both; ``a if c else b if d else e`` -> a, b, e); any other value alone."""
+    out: list[ast.expr] = [value]
+    while isinstance(last := out[-1], ast.IfExp):
+        out[-1:] = [last.body, last.orelse]
+    return out
+
+
+def holder(ctx: FileContext, node: ast.AST) -> tuple[ast.AST, ast.AST | None]:
+    """``(outermost conditional, its parent)``: what holds ``node`` when it is a branch of a
+    conditional expression (``sampler = None if rank == -1 else DistributedSampler(ds)`` holds the
+    sampler whenever that branch runs); ``(node, parent)`` otherwise. Not through a test."""
+    parent = ctx.parents.get(node)
+    while isinstance(parent, ast.IfExp) and node is not parent.test:
+        node, parent = parent, ctx.parents.get(parent)
+    return node, parent
+
+
 def param_defaults(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, ast.expr]:
     """Each parameter of ``fn`` that has a default, with its default expression (positional ones
     take the trailing defaults; keyword-only ones theirs)."""

@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from ddp_doctor.lint.context import FileContext, dotted, keyword, method, positional_params
+from ddp_doctor.lint.context import FileContext, branches, dotted, holder, keyword, method, positional_params
 from ddp_doctor.lint.rank0 import SCOPES, enclosing_rank0_if, rank0_predicates
 
 DATALOADER = "torch.utils.data.DataLoader"
@@ -43,8 +43,7 @@ def loader_sampler(call: ast.Call) -> list[ast.expr | None]:
     value = keyword(call, "sampler")
     if value is None:
         return []
-    branches: list[ast.expr | None] = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
-    return branches
+    return list(branches(value))
 
 
 def batches_itself(call: ast.Call) -> bool:
@@ -165,10 +164,7 @@ def _inline_samplers(ctx: FileContext, nodes: list[ast.AST]) -> dict[int, int]:
         given = keyword(node, "sampler")
         if given is None:
             continue
-        options: list[ast.expr] = [given]
-        while isinstance(last := options[-1], ast.IfExp):
-            options[-1:] = [last.body, last.orelse]
-        for value in options:
+        for value in branches(given):
             if isinstance(value, ast.Call) and distributed_sampler_call(ctx, value):
                 shuffle = keyword(value, "shuffle")
                 if not (isinstance(shuffle, ast.Constant) and not shuffle.value):
@@ -193,10 +189,7 @@ def returned_sampler(ctx: FileContext, fn: ast.AST) -> tuple[int, str | None, in
     for node in nodes:
         if not isinstance(node, ast.Return) or node.value is None:
             continue
-        options: list[ast.expr] = [node.value]
-        while isinstance(last := options[-1], ast.IfExp):
-            options[-1:] = [last.body, last.orelse]
-        for value in options:
+        for value in branches(node.value):
             if isinstance(value, ast.Name) and value.id in held:
                 value = held[value.id]
             if not (isinstance(value, ast.Call) and distributed_sampler_call(ctx, value)):
@@ -223,12 +216,7 @@ def returned_sampler_loaders(ctx: FileContext, fn: ast.AST) -> dict[int, str]:
             shuffle = keyword(node, "shuffle")
             if isinstance(shuffle, ast.Constant) and not shuffle.value:
                 continue
-            held: ast.AST = node
-            parent = ctx.parents.get(node)
-            while isinstance(parent, ast.IfExp) and held is not parent.test:
-                # ``sampler = None if rank == -1 else DistributedSampler(ds)``: held whenever the run
-                # is distributed
-                held, parent = parent, ctx.parents.get(parent)
+            _, parent = holder(ctx, node)  # ``None if rank == -1 else DistributedSampler(ds)``
             if isinstance(parent, ast.Assign):
                 samplers |= {d: node.lineno for t in parent.targets if (d := dotted(t))}
     inline = _inline_samplers(ctx, nodes)

@@ -6,7 +6,7 @@ import ast
 import re
 from collections.abc import Iterator
 
-from ddp_doctor.lint.context import FileContext, dotted, positional_params
+from ddp_doctor.lint.context import FileContext, dotted, holder, positional_params
 from ddp_doctor.lint.loops import LOOPS, LoopFacts
 from ddp_doctor.lint.samplers import DATALOADER
 
@@ -32,11 +32,9 @@ def _last_part(name: str) -> str:
 def bound_names(ctx: FileContext, value: ast.AST) -> set[str]:
     """Names that end up holding ``value``: ``x = value``, or ``x = f()`` where ``f`` returns it."""
     names: set[str] = set()
-    parent = ctx.parents.get(value)
-    while isinstance(parent, ast.IfExp) and value is not parent.test:
-        # ``RandomSampler(ds) if args.local_rank == -1 else DistributedSampler(ds)``: the name holds
-        # it whenever that branch runs
-        value, parent = parent, ctx.parents.get(parent)
+    # ``RandomSampler(ds) if args.local_rank == -1 else DistributedSampler(ds)``: the name holds it
+    # whenever that branch runs
+    value, parent = holder(ctx, value)
     if isinstance(parent, ast.DictComp) and value is parent.value:
         # ``loaders = {x: DataLoader(ds[x], ...) for x in ["train", "val"]}``: one entry per key
         assign = ctx.parents.get(parent)
