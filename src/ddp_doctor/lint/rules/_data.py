@@ -192,12 +192,10 @@ def trains_on(facts: LoopFacts, names: set[str], source: ast.AST | None = None) 
     handed = _aliases(facts.ctx, names)
     # a local name is handed on by calls of its own function (``inference()``'s ``train_loader`` is
     # not the one ``main()`` hands to ``train(...)``)
-    fn = facts.ctx.enclosing_function(source) if source is not None else None
+    fn = _locals_of(facts.ctx, source, names) if source is not None else None
     calls = (
         [c for c in facts.ctx.local(fn) if isinstance(c, ast.Call)]
         if fn is not None
-        and not isinstance(fn, ast.Module)
-        and all(n in facts.ctx.bindings(fn) for n in names)
         else facts.ctx.of_type(ast.Call)
     )
     return any(
@@ -207,18 +205,28 @@ def trains_on(facts: LoopFacts, names: set[str], source: ast.AST | None = None) 
     )
 
 
+def _locals_of(
+    ctx: FileContext, source: ast.AST, names: set[str]
+) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The function ``source`` is bound in when every one of ``names`` is a local of it; None for
+    module-level code, or names that the function does not bind (the callers of a builder that returns
+    the loader bind their own)."""
+    fn = ctx.enclosing_function(source)
+    if isinstance(fn, ast.Module) or not all(n in ctx.bindings(fn) for n in names):
+        return None
+    return fn
+
+
 def _own_binding(ctx: FileContext, source: ast.AST, loop: ast.AST, names: set[str]) -> bool:
     """The loop is in another function whose name for the loader is not the one ``source`` was bound
     to: it binds the name itself (an ``inference()`` with its own ``train_loader = DataLoader(...)``
     beside the ``main()`` that trains on another), or takes it as a parameter that no call of
     ``source``'s function hands the name to (``def train(model, train_loader)`` that ``inference()``
     never calls)."""
-    fn = ctx.enclosing_function(source)
+    fn = _locals_of(ctx, source, names)
     other = ctx.enclosing_function(loop)
-    if other is fn or isinstance(other, ast.Module) or isinstance(fn, ast.Module):
-        return False
-    if not all(n in ctx.bindings(fn) for n in names):
-        return False  # bound by the callers of a builder that returns the loader: their names
+    if fn is None or other is fn or isinstance(other, ast.Module):
+        return False  # (None: module-level names, or bound by the callers of a builder returning it)
     params = {a.arg for a in (*other.args.posonlyargs, *other.args.args, *other.args.kwonlyargs)}
     # its own: every binding there builds it from what the function has, not from a parameter
     # (so-vits-svc's ``train_loader, eval_loader = loaders`` unpacks what the caller handed)
