@@ -62,6 +62,8 @@ MAIN_FLAG = re.compile(
 RANK_NAME = re.compile(r"rank|process_index|(^|[._\s])proc(ess)?_(id|idx|index)\b", re.IGNORECASE)
 # The GPU a spawned process drives (``mp.spawn(main_worker)`` passes it as ``gpu``): its local rank.
 # Not ``n_gpu``/``num_gpus`` (a count: ``n_gpu == 0`` means CPU).
+# The DDP class as imports resolve it (``ctx.call_qualname``), whatever name a file gives it.
+DDP = "torch.nn.parallel.DistributedDataParallel"
 GPU_NAME = re.compile(r"^(local_)?gpu(_id|_idx|_index)?$", re.IGNORECASE)
 # A rank's number read as a truth value (``if not rank:``, ``if args.local_rank: return``): zero on
 # rank 0 only. Not a flag about rank 0 (``is_rank_zero``, ``rank0``) nor a count (``world_size``).

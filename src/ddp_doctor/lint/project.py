@@ -41,6 +41,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ddp_doctor.lint.batchnorm_syntax import passes_switch
+from ddp_doctor.lint.idioms import DDP
 from ddp_doctor.lint.project_core import GENERIC_METHODS
 from ddp_doctor.lint.project_log_facts import parameters_logged
 from ddp_doctor.lint.project_modules import (
@@ -54,7 +55,7 @@ from ddp_doctor.lint.project_modules import (
 )
 from ddp_doctor.lint.project_queries import IndexQueries
 from ddp_doctor.lint.project_scan import IndexScan
-from ddp_doctor.lint.project_summary import DDP, FACTS, Summary, is_class_summary, propagated_flags
+from ddp_doctor.lint.project_summary import FACTS, Summary, is_class_summary, propagated_flags
 from ddp_doctor.lint.samplers import WHOLE
 
 __all__ = [

@@ -82,7 +82,7 @@ class IndexBindings(IndexCore):
         )
         self.rank0_predicates |= predicates
         if rank0:  # the file's own rank names (``main_worker(worker_idx, ...)``): not project-wide
-            predicates = predicates | rank_aliases(ctx.of_type(ast.Call), ctx.functions)
+            predicates = predicates | rank_aliases(ctx)
         if rank0:
             self.distributed_predicates |= distributed_predicates(
                 f for defs in ctx.functions.values() for f in defs

@@ -26,7 +26,7 @@ from ddp_doctor.lint.batchnorm_syntax import (
 )
 from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
 from ddp_doctor.lint.flags import argparse_choices
-from ddp_doctor.lint.idioms import SYNC_CONTROL
+from ddp_doctor.lint.idioms import DDP, SYNC_CONTROL
 from ddp_doctor.lint.loops import LoopFacts, backward_of, guarded_in, param_backward
 from ddp_doctor.lint.model_picks import bound_callee, pick_key
 from ddp_doctor.lint.option_defaults import merge_default, written_defaults
@@ -65,7 +65,7 @@ from ddp_doctor.lint.project_modules import (
     relative_base,
     sibling_imports,
 )
-from ddp_doctor.lint.project_summary import DATA_PARALLEL, DDP, Summary
+from ddp_doctor.lint.project_summary import DATA_PARALLEL, Summary
 from ddp_doctor.lint.provenance import LossFlow, param_call_return
 from ddp_doctor.lint.reductions import reduces_own_state, returned_reductions
 from ddp_doctor.lint.samplers import (

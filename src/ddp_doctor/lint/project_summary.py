@@ -22,9 +22,6 @@ DATA_PARALLEL = frozenset(
 )
 
 
-DDP = "torch.nn.parallel.DistributedDataParallel"
-
-
 # The facts beyond the shared ones (module doc), each read by the rules that name it in
 # ``Rule.project_facts``: fact -> the Summary fields and ProjectIndex attributes/queries it feeds.
 FACTS: dict[str, tuple[str, ...]] = {

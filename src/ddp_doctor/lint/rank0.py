@@ -17,9 +17,17 @@ import ast
 import re
 from collections.abc import Collection, Iterable
 
-from ddp_doctor.lint.context import dotted, keyword, param_defaults, positional_params, walk_local
+from ddp_doctor.lint.context import (
+    FileContext,
+    dotted,
+    keyword,
+    param_defaults,
+    positional_params,
+    walk_local,
+)
 from ddp_doctor.lint.dist_tests import asks_if_distributed
 from ddp_doctor.lint.idioms import (
+    DDP,
     GPU_NAME,
     LOGGER_NAME,
     MAIN_FLAG,
@@ -100,17 +108,18 @@ def _rank_alias(node: ast.AST, predicates: Collection[str]) -> bool:
 SPAWNERS = frozenset({"spawn", "start_processes"})
 
 
-def rank_aliases(
-    calls: Iterable[ast.Call], functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]]
-) -> set[str]:
+def rank_aliases(ctx: FileContext) -> set[str]:
     """Names that hold the rank by their role, not their spelling, as ``=name`` predicates: a name
     handed to ``init_process_group(..., rank=name)``, the first parameter of a function of the
     file handed to ``mp.spawn``/``start_processes`` (the process index it is called with:
     ``main_worker(worker_idx, ...)``; the local rank), and the one device a DDP wrap or
     ``torch.cuda.set_device`` is handed (the local rank, one GPU per process)."""
     out: set[str] = set()
-    for call in calls:
+    functions = ctx.functions
+    for call in ctx.of_type(ast.Call):
         last = (dotted(call.func) or "").rsplit(".", 1)[-1]
+        if ctx.call_qualname(call) == DDP:
+            last = "DistributedDataParallel"  # also under another name (``... import DistributedDataParallel as NativeDDP``)
         if last == "init_process_group":
             for k in call.keywords:
                 if (

@@ -24,8 +24,8 @@ from __future__ import annotations
 import ast
 
 from ddp_doctor.lint.context import FileContext
+from ddp_doctor.lint.idioms import DDP
 from ddp_doctor.lint.module_moves import unmoved
-from ddp_doctor.lint.project import DDP
 from ddp_doctor.lint.provenance import DESCRIBE_ATTRS
 
 

@@ -31,11 +31,10 @@ from collections.abc import Iterator
 
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, method
-from ddp_doctor.lint.idioms import SYNC_CONTROL
+from ddp_doctor.lint.idioms import DDP, SYNC_CONTROL
 from ddp_doctor.lint.loops import LoopFacts, accumulation_count, accumulation_window, count_gate
 from ddp_doctor.lint.rules.base import Rule, Violation
 
-DDP = "torch.nn.parallel.DistributedDataParallel"
 DATA_PARALLEL = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel"})
 WRAPS = frozenset(
     {

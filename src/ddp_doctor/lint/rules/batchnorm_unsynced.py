@@ -81,13 +81,13 @@ from ddp_doctor.lint.batchnorm_syntax import (
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method, positional_params
 from ddp_doctor.lint.flags import FlagTest, all_defaults, describe, flag_test
 from ddp_doctor.lint.frozen_wrap import frozen_names
-from ddp_doctor.lint.idioms import BATCHNORM_ARCH, MODEL_FACTORIES, MODEL_GETTERS, MODEL_REGISTRIES
+from ddp_doctor.lint.idioms import BATCHNORM_ARCH, DDP, MODEL_FACTORIES, MODEL_GETTERS, MODEL_REGISTRIES
 from ddp_doctor.lint.inference_only import never_trains
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.model_picks import bound_callee
 from ddp_doctor.lint.module_moves import unmoved
 from ddp_doctor.lint.option_defaults import option_default
-from ddp_doctor.lint.project import DDP, ProjectIndex
+from ddp_doctor.lint.project import ProjectIndex
 from ddp_doctor.lint.project_modules import absolute_module, relative_base
 from ddp_doctor.lint.project_summary import Summary
 from ddp_doctor.lint.rules._lightning_wrap import fit_model, lightning_ddp_wraps

@@ -21,12 +21,12 @@ from typing import Any
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, method
 from ddp_doctor.lint.flags import gate_of
+from ddp_doctor.lint.idioms import DDP
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.module_moves import unmoved
 from ddp_doctor.lint.rules._compiled_returns import compiled_positions
 from ddp_doctor.lint.rules.base import Rule, Violation
 
-DDP = "torch.nn.parallel.DistributedDataParallel"
 COMPILE = "torch.compile"
 
 

@@ -31,11 +31,11 @@ from collections.abc import Iterator
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, keyword, param_defaults
 from ddp_doctor.lint.frozen_wrap import parameters_frozen, wraps_frozen_model_only
+from ddp_doctor.lint.idioms import DDP
 from ddp_doctor.lint.inference_only import never_trains
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.module_moves import unmoved
 from ddp_doctor.lint.option_defaults import option_default
-from ddp_doctor.lint.project_summary import DDP
 from ddp_doctor.lint.rank0 import bound_argument
 from ddp_doctor.lint.rules.base import Rule, Violation, replace_node
 

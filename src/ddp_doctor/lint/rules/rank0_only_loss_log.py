@@ -190,7 +190,7 @@ class Rank0OnlyLossLog(Rule):
             return
         predicates = rank0_predicates(ctx.tree, [f for defs in ctx.functions.values() for f in defs])
         # ``main_worker(worker_idx, ...)`` spawned: ``worker_idx == 0`` is a rank-0 test
-        predicates |= rank_aliases(ctx.of_type(ast.Call), ctx.functions)
+        predicates |= rank_aliases(ctx)
         predicates |= rank0_attribute_flags(ctx.of_type(ast.Assign), predicates)  # ``args.on_main_process``
         quiet = silences_other_ranks(ctx.tree, predicates, ctx.parents)
         if ctx.project is not None:
