@@ -38,7 +38,6 @@ CASES = {f"{m.__name__.rsplit('.', 1)[-1]}:{name}": case for m in MODULES for na
 KNOWN_MISSES = {
     "sampler:trainer_class": "a trainer class of a file that wraps nothing builds its own shuffled loader "
     "(left alone on purpose: such classes are often single-process)",
-    "other_rules:fu_partial": "functools.partial(DDP, find_unused_parameters=True)",
     "other_rules:fp16_dtype_getattr": 'getattr(torch, "float16") as an autocast dtype',
 }
 

@@ -107,6 +107,26 @@ C["fu_partial"] = (
     ),
     "train.py",
 )
+C["fu_partial_imported"] = (
+    F,
+    True,
+    main(
+        "    wrap = partial(DDP, find_unused_parameters=True)\n    model = wrap(net.cuda(), device_ids=[local_rank])"
+        + LOOP,
+        "from functools import partial\n",
+    ),
+    "train.py",
+)
+C["fu_NEG_partial_false"] = (
+    F,
+    False,
+    main(
+        "    wrap = partial(DDP, find_unused_parameters=False)\n    model = wrap(net.cuda(), device_ids=[local_rank])"
+        + LOOP,
+        "from functools import partial\n",
+    ),
+    "train.py",
+)
 C["fu_NEG_false"] = (
     F,
     False,

@@ -78,7 +78,8 @@ class FindUnusedTrue(Rule):
         "picks a literal True for one configuration (`True if sample_param['history'] > 1 else False`, "
         "config-gated by its condition); an option whose default is True where the project writes it "
         "(`find_unused_parameters=args.find_unused` with `add_argument('--find_unused', default=True)`, a "
-        "configuration class, the shipped YAML, all agreeing)"
+        "configuration class, the shipped YAML, all agreeing); the keyword bound by "
+        "`functools.partial(DDP, find_unused_parameters=True)`"
     )
     not_flagged = (
         "a value from config without a True fallback (also `True if args.find_unused else False`); an entry script that never backprops (an "
@@ -136,6 +137,10 @@ class FindUnusedTrue(Rule):
                 )
                 continue
             qualname = ctx.call_qualname(node) or ""
+            if qualname == "functools.partial" and node.args:
+                # ``partial(DDP, device_ids=[rank], find_unused_parameters=True)``: the keyword reaches
+                # every wrap the partial makes
+                qualname = ctx.qualname(node.args[0]) or ""
             kw_name = _keyword(qualname)
             if kw_name is None and isinstance(node.func, ast.Name):
                 # a class of this file that subclasses one of them (MolCA's ``class
