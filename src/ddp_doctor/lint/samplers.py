@@ -39,11 +39,27 @@ def is_dataloader_call(ctx: FileContext, call: ast.Call) -> bool:
 
 def loader_sampler(call: ast.Call) -> list[ast.expr | None]:
     """What a loader's ``sampler=`` may be: the value, or both branches of ``DistributedSampler(ds)
-    if ddp else None`` (English_Hindi_Translation)."""
+    if ddp else None`` (English_Hindi_Translation); with ``batch_sampler=`` instead, the sampler the
+    batch sampler draws from when it is built in place (``BatchSampler(sampler, 8, False)``, a project's
+    ``BucketBatchSampler(sampler, ...)``: its first argument or ``sampler=``), else the batch sampler."""
     value = keyword(call, "sampler")
     if value is None:
-        return []
+        value = keyword(call, "batch_sampler")
+        if value is None:
+            return []
+        return [batch_sampler_source(v) or v for v in branches(value)]
     return list(branches(value))
+
+
+def batch_sampler_source(value: ast.expr) -> ast.expr | None:
+    """The sampler a batch sampler built by ``value`` draws from: ``BatchSampler(sampler, 8, False)``,
+    ``BucketBatchSampler(sampler=s, ...)`` (its first argument or ``sampler=``); None for anything else."""
+    if not isinstance(value, ast.Call):
+        return None
+    given = keyword(value, "sampler")
+    if given is None and value.args and not isinstance(value.args[0], ast.Starred):
+        given = value.args[0]
+    return given
 
 
 def batches_itself(call: ast.Call) -> bool:
@@ -222,17 +238,21 @@ def returned_sampler_loaders(ctx: FileContext, fn: ast.AST) -> dict[int, str]:
     inline = _inline_samplers(ctx, nodes)
     if not samplers and not inline:
         return {}
-    for node in nodes:  # ``BatchSampler(sampler, ...)`` holds it too
-        if (
-            isinstance(node, ast.Call)
-            and ctx.call_qualname(node) in BATCH_SAMPLERS
-            and node.args
-            and dotted(node.args[0]) in samplers
-        ):
-            parent = ctx.parents.get(node)
-            if isinstance(parent, ast.Assign):
-                line = samplers[dotted(node.args[0]) or ""]
-                samplers |= {d: line for t in parent.targets if (d := dotted(t))}
+    # ``BatchSampler(sampler, ...)`` holds it too, as does a project's batch sampler drawing from it
+    # that a DataLoader takes as its ``batch_sampler`` (TAPE's ``BucketBatchSampler(sampler, ...)``)
+    batch_given = {
+        dotted(keyword(n, "batch_sampler"))
+        for n in nodes
+        if isinstance(n, ast.Call) and is_dataloader_call(ctx, n)
+    }
+    for node in nodes:
+        source = batch_sampler_source(node) if isinstance(node, ast.Call) else None
+        parent = ctx.parents.get(node)
+        if source is None or dotted(source) not in samplers or not isinstance(parent, ast.Assign):
+            continue
+        targets = {d for t in parent.targets if (d := dotted(t))}
+        if ctx.call_qualname(node) in BATCH_SAMPLERS or targets & batch_given:
+            samplers |= dict.fromkeys(targets, samplers[dotted(source) or ""])
     loaders: dict[str, int] = {}
     returned: dict[int, str] = {}
     for node in nodes:

@@ -633,6 +633,108 @@ C["NEG_tutorial_train_model_set_epoch"] = (
     },
     "train.py",
 )
+# batch samplers drawing from the DistributedSampler: torch's BatchSampler, a project's bucketing one
+C["batch_sampler"] = (
+    R,
+    True,
+    one(
+        """
+    sampler = DistributedSampler(dataset)
+    batch_sampler = torch.utils.data.BatchSampler(sampler, 8, drop_last=True)
+    loader = DataLoader(dataset, batch_sampler=batch_sampler)
+    for epoch in range(args.epochs):
+        for x, y in loader:
+"""
+        + STEP
+    ),
+    "train.py",
+)
+C["bucket_batch_sampler"] = (
+    R,
+    True,
+    one(
+        """
+    sampler = DistributedSampler(dataset)
+    buckets = BucketBatchSampler(sampler, 8, False, len, dataset)
+    loader = DataLoader(dataset, batch_sampler=buckets)
+    for epoch in range(args.epochs):
+        for x, y in loader:
+"""
+        + STEP,
+        extra="from buckets import BucketBatchSampler\n",
+    ),
+    "train.py",
+)
+C["batch_sampler_inline"] = (
+    R,
+    True,
+    one(
+        """
+    loader = DataLoader(dataset, batch_sampler=torch.utils.data.BatchSampler(DistributedSampler(dataset), 8, False))
+    for epoch in range(args.epochs):
+        for x, y in loader:
+"""
+        + STEP
+    ),
+    "train.py",
+)
+C["bucket_batch_sampler_builder_other_file"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD
+        + "from data import build_loader\n"
+        + SETUP
+        + """
+    loader = build_loader(dataset, args.local_rank)
+    for epoch in range(args.epochs):
+        for x, y in loader:
+"""
+        + STEP,
+        "data.py": HEAD
+        + """
+from buckets import BucketBatchSampler
+
+
+def build_loader(dataset, local_rank):
+    sampler = DistributedSampler(dataset) if local_rank != -1 else torch.utils.data.RandomSampler(dataset)
+    batch_sampler = BucketBatchSampler(sampler, 8, False, len, dataset)
+    return DataLoader(dataset, batch_sampler=batch_sampler)
+""",
+    },
+    "train.py",
+)
+C["NEG_batch_sampler_set_epoch"] = (
+    R,
+    False,
+    one(
+        """
+    sampler = DistributedSampler(dataset)
+    batch_sampler = torch.utils.data.BatchSampler(sampler, 8, drop_last=True)
+    loader = DataLoader(dataset, batch_sampler=batch_sampler)
+    for epoch in range(args.epochs):
+        sampler.set_epoch(epoch)
+        for x, y in loader:
+"""
+        + STEP
+    ),
+    "train.py",
+)
+C["NEG_batch_sampler_no_shuffle"] = (
+    R,
+    False,
+    one(
+        """
+    sampler = DistributedSampler(dataset, shuffle=False)
+    batch_sampler = torch.utils.data.BatchSampler(sampler, 8, drop_last=True)
+    loader = DataLoader(dataset, batch_sampler=batch_sampler)
+    for epoch in range(args.epochs):
+        for x, y in loader:
+"""
+        + STEP
+    ),
+    "train.py",
+)
 C["NEG_set_epoch"] = (
     R,
     False,

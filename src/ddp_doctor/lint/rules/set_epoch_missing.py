@@ -55,6 +55,7 @@ from ddp_doctor.lint.rules.fp16_no_scaler import EVAL_FUNCTION
 from ddp_doctor.lint.samplers import (
     DISTRIBUTED_SAMPLER,
     WHOLE,
+    batch_sampler_source,
     distributed_sampler_call,
     is_dataloader_call,
     loader_sampler,
@@ -154,6 +155,7 @@ class SetEpochMissing(Rule):
                 )
             )
             samplers = bound_names(ctx, call)
+            samplers |= _batch_samplers_over(ctx, samplers, dataloaders)
             loaders = self._loaders(ctx, dataloaders, call, samplers)
             if _prepared_by_accelerate(ctx, facts, loaders) or evaluation_loader(loaders):
                 continue
@@ -397,6 +399,21 @@ class SetEpochMissing(Rule):
         if first.lineno == loop.lineno or not starts_own_line(ctx, first):
             return ()
         return (insert_line_before(ctx, first, f"{handle}.set_epoch({target.id})"),)
+
+
+def _batch_samplers_over(
+    ctx: FileContext, names: set[str], dataloaders: list[tuple[ast.expr | None, set[str], set[str]]]
+) -> set[str]:
+    """Names of batch samplers drawing from the sampler ``names`` hold (``batch_sampler =
+    BatchSampler(sampler, 8, False)``, a project's ``BucketBatchSampler(sampler, ...)``) that a
+    DataLoader of the file takes as its ``batch_sampler``: its order is the sampler's."""
+    given = {n for _, arg_names, _ in dataloaders for n in arg_names}
+    out: set[str] = set()
+    for node in ctx.of_type(ast.Assign):
+        source = batch_sampler_source(node.value)
+        if source is not None and ctx.names_of(source) & names:
+            out |= {d for t in node.targets if (d := dotted(t)) in given}
+    return out
 
 
 def _pass_loop_target(
