@@ -27,7 +27,11 @@ loop calls ``set_epoch``. Autofix: ``sampler.set_epoch(epoch)`` as the
 first statement of that outer loop, when the sampler has a name and the loop variable is a name.
 Round 21: a ``set_epoch`` that exists but passes a value the epoch loop never changes
 (What-changes-you ``for epoch in range(args.epoch): train_sampler.set_epoch(args.epoch)``, a
-constant) is the same bug; autofix passes the loop variable.
+constant) is the same bug; autofix passes the loop variable. A sampler drawn through a batch sampler
+(torch's ``BatchSampler``, or any call taking it first or as ``sampler=`` whose result a DataLoader takes
+as its ``batch_sampler``) is followed to that loader; so are dict entries by constant key and by a loop
+variable over literal keys (``FileContext.names_of``: the torchvision fine-tuning tutorial's
+``dataloaders[phase]``).
 """
 
 from __future__ import annotations
@@ -90,7 +94,11 @@ class SetEpochMissing(Rule):
         "`for epoch in ...: for b in self.train_loader:`, also from a method the loop calls), a builder "
         "reached through a local alias (`get_loader = dist.get_loader if cuda else data.get_loader`: the "
         "branch named or tested for distribution); a `set_epoch` that passes the same value on every pass "
-        "of the epoch loop (`for epoch in range(args.epoch): sampler.set_epoch(args.epoch)`, a constant)"
+        "of the epoch loop (`for epoch in range(args.epoch): sampler.set_epoch(args.epoch)`, a constant); "
+        "the sampler drawn through a batch sampler (`DataLoader(ds, batch_sampler=BatchSampler(sampler, 8, "
+        "False))`, a project's `BucketBatchSampler(sampler, ...)`); loaders and samplers kept in dicts by "
+        "phase (`loaders['train']`, `{x: DataLoader(...) for x in ['train', 'val']}` read as "
+        "`loaders[phase]` in `for phase in ['train', 'val']:`)"
     )
     not_flagged = (
         "`shuffle=False`, `loader.sampler.set_epoch(e)`, a loader handed to `accelerator.prepare` (its "
