@@ -178,6 +178,52 @@ C["dict_entry_assigned"] = (
     ),
     "train.py",
 )
+C["batch_sampler_random"] = (
+    R,
+    True,
+    one(
+        """
+    loader = DataLoader(
+        dataset, batch_sampler=torch.utils.data.BatchSampler(torch.utils.data.RandomSampler(dataset), 8, False)
+    )
+    for epoch in range(args.epochs):
+        for x, y in loader:
+"""
+        + STEP
+    ),
+    "train.py",
+)
+C["bucket_batch_sampler_random"] = (
+    R,
+    True,
+    one(
+        """
+    sampler = torch.utils.data.RandomSampler(dataset)
+    buckets = BucketBatchSampler(sampler, 8, False)
+    loader = DataLoader(dataset, batch_sampler=buckets)
+    for epoch in range(args.epochs):
+        for x, y in loader:
+"""
+        + STEP,
+        extra="from buckets import BucketBatchSampler\n",
+    ),
+    "train.py",
+)
+C["NEG_batch_sampler_of_own"] = (
+    R,
+    False,
+    one(
+        """
+    buckets = RankBucketBatchSampler(dataset, 8, rank=dist.get_rank(), world_size=dist.get_world_size())
+    loader = DataLoader(dataset, batch_sampler=buckets)
+    for epoch in range(args.epochs):
+        for x, y in loader:
+"""
+        + STEP,
+        extra="from buckets import RankBucketBatchSampler\n",
+    ),
+    "train.py",
+)
 C["NEG_dist_sampler"] = (
     R,
     False,

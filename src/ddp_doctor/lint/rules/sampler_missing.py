@@ -48,6 +48,7 @@ from ddp_doctor.lint.rules.base import Rule, Violation
 from ddp_doctor.lint.samplers import (
     SAMPLER_POSITION,
     WHOLE,
+    batch_sampler_source,
     batches_itself,
     distributed_sampler_call,
     is_dataloader_call,
@@ -89,7 +90,8 @@ class SamplerMissing(Rule):
     flagged = (
         "a DataLoader without `sampler`/`batch_sampler` (and no `**kwargs`), or with a sampler that "
         "is not distributed (`RandomSampler`, `WeightedRandomSampler`, `SubsetRandomSampler`, "
-        "`SequentialSampler`: the call, or a name bound only to one), iterated by a loop that "
+        "`SequentialSampler`: the call, or a name bound only to one; also drawn through a batch sampler, "
+        "`batch_sampler=BatchSampler(RandomSampler(ds), 8, False)`), iterated by a loop that "
         "backprops (project mode: or handed to project code that trains on it), in a file that wraps "
         "a model in DDP/FSDP (project: see project mode); a loader rebound to a wrap over itself "
         "(`train_loader = sample_data(train_loader)`) is still the loader drawn; (project) a loader "
@@ -147,8 +149,15 @@ class SamplerMissing(Rule):
             if not is_dataloader_call(ctx, call) or len(call.args) > SAMPLER_POSITION:
                 continue
             sampler = keyword(call, "sampler")
-            local_sampler = _local_sampler(ctx, call, sampler) if sampler is not None else None
-            if keyword(call, "batch_sampler") is not None or (sampler is not None and local_sampler is None):
+            batch_sampler = keyword(call, "batch_sampler")
+            local_sampler = (
+                _local_sampler(ctx, call, sampler)
+                if sampler is not None
+                else _batch_sampler_draws_locally(ctx, call, batch_sampler)
+                if batch_sampler is not None
+                else None
+            )
+            if (sampler is not None or batch_sampler is not None) and local_sampler is None:
                 continue
             if any(
                 k.arg is None and not _known_keys_without_sampler(ctx, call, k.value) for k in call.keywords
@@ -253,23 +262,39 @@ def _used_as_dataset(ctx: FileContext, name: str) -> bool:
 def _local_sampler(ctx: FileContext, loader: ast.Call, sampler: ast.expr) -> str | None:
     """The class name when ``sampler`` is certainly a non-distributed torch sampler: the call
     itself, or a name whose only binding in the loader's function is such a call."""
-    value: ast.AST | None = sampler
-    name = dotted(sampler)
-    if name is not None:
-        scope = ctx.enclosing_function(loader)
-        binds = [
-            n
-            for n in ctx.local(scope)
-            if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign))
-            and any(dotted(t) == name for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))
-        ]
-        value = binds[0].value if len(binds) == 1 and not isinstance(binds[0], ast.AugAssign) else None
-        if value is not None and any(isinstance(p, ast.If) for p in _ancestors(ctx, binds[0], scope)):
-            value = None  # bound under a condition: the other path may shard
+    value = _only_value(ctx, loader, sampler)
     if not isinstance(value, ast.Call):
         return None
     qual = ctx.call_qualname(value)
     return qual.rsplit(".", 1)[-1] if qual in LOCAL_SAMPLERS else None
+
+
+def _batch_sampler_draws_locally(ctx: FileContext, loader: ast.Call, batch_sampler: ast.expr) -> str | None:
+    """The class name when the loader's ``batch_sampler`` certainly draws from a non-distributed torch
+    sampler (``BatchSampler(RandomSampler(ds), 8, False)``, a project's ``BucketBatchSampler(sampler,
+    ...)`` over one; also through names bound once)."""
+    value = _only_value(ctx, loader, batch_sampler)
+    source = batch_sampler_source(value) if isinstance(value, ast.expr) else None
+    return _local_sampler(ctx, loader, source) if source is not None else None
+
+
+def _only_value(ctx: FileContext, loader: ast.Call, expr: ast.expr) -> ast.AST | None:
+    """``expr`` itself, or for a name the value of its only binding in the loader's function (None
+    when it is bound several times, augmented, or under a condition: the other path may shard)."""
+    name = dotted(expr)
+    if name is None:
+        return expr
+    scope = ctx.enclosing_function(loader)
+    binds = [
+        n
+        for n in ctx.local(scope)
+        if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+        and any(dotted(t) == name for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))
+    ]
+    value = binds[0].value if len(binds) == 1 and not isinstance(binds[0], ast.AugAssign) else None
+    if value is not None and any(isinstance(p, ast.If) for p in _ancestors(ctx, binds[0], scope)):
+        return None
+    return value
 
 
 def _branches(chain: ast.If) -> list[list[ast.stmt]]:
