@@ -1000,6 +1000,8 @@ class LossFlow:
                     # in place (a statement): dist.all_reduce(t), meter.synchronize_between_processes()
                     # (a project method reducing its receiver combines none of its arguments)
                     in_place = {x for a in n.args[:1] for x in reads(ast.walk(a))} if named_reduce else set()
+                    # ``for t in [loss, loss_gpt]: dist.all_reduce(t)``: each tensor listed (clip-gen)
+                    in_place |= _iterated_elements(ctx, n) if named_reduce else set()
                     # a Python number cannot be changed in place: ``sync_loss(avg_loss, device)``
                     # with ``avg_loss = 0; avg_loss += loss.item()`` reduces a tensor made from it
                     # and leaves ``avg_loss`` this rank's own (DSPv2 drops what it returns)
@@ -1560,6 +1562,21 @@ def _iterated_containers(ctx: FileContext, call: ast.Call) -> set[str]:
     while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef)):
         if isinstance(cur, ast.For) and _loop_value(cur.target) == arg.id:
             return {r for part in _concatenated(cur.iter) if (r := receiver_name(dotted(_container(part))))}
+        cur = ctx.parents.get(cur)
+    return set()
+
+
+def _iterated_elements(ctx: FileContext, call: ast.Call) -> set[str]:
+    """``for t in [loss, loss_gpt, loss_clip]: dist.all_reduce(t)``: the names a loop over a literal
+    list or tuple binds the reduced variable to in turn (each tensor is combined in place)."""
+    arg = call.args[0] if call.args else None
+    if not isinstance(arg, ast.Name):
+        return set()
+    cur = ctx.parents.get(call)
+    while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if isinstance(cur, ast.For) and isinstance(cur.target, ast.Name) and cur.target.id == arg.id:
+            elts = cur.iter.elts if isinstance(cur.iter, (ast.List, ast.Tuple)) else []
+            return {d for e in elts if (d := dotted(e)) is not None}
         cur = ctx.parents.get(cur)
     return set()
 

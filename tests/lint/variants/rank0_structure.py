@@ -292,6 +292,66 @@ C["NEG_all_reduce"] = (
     ),
     "train.py",
 )
+C["NEG_reduced_in_a_loop_over_a_list"] = (
+    R,
+    False,
+    one(
+        """
+    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+"""
+        + STEP
+        + """            aux = loss.detach() * 0.5
+            for t in [loss, aux]:
+                dist.all_reduce(t)
+                t.div_(dist.get_world_size())
+            if rank == 0:
+                print(f"loss {loss.item():.4f} aux {aux.item():.4f}")
+"""
+    ),
+    "train.py",
+)
+C["NEG_nested_evaluate_binds_its_own_loss"] = (
+    R,
+    False,
+    one(
+        """
+    def evaluate(step):
+        model.eval()
+        for x, y in loader:
+            loss = criterion(model(x), y)
+            if rank == 0:
+                print(f"step {step} val loss {loss.item():.4f}")
+        model.train()
+
+    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+"""
+        + STEP
+        + """        evaluate(epoch)
+"""
+    ),
+    "train.py",
+)
+C["nested_logger_reads_the_training_loss"] = (
+    R,
+    True,
+    one(
+        """
+    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+"""
+        + STEP
+        + """
+            def log_stats():
+                if rank == 0:
+                    print(f"loss {loss.item():.4f}")
+
+            log_stats()
+"""
+    ),
+    "train.py",
+)
 C["NEG_reduce_helper"] = (
     R,
     False,

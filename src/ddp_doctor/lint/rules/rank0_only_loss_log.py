@@ -224,7 +224,7 @@ class Rank0OnlyLossLog(Rule):
                 f for f in ctx.local(scope) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
             ]
             logs = [
-                item
+                (region, *item)
                 for region in regions
                 for local in [
                     predicates
@@ -246,7 +246,7 @@ class Rank0OnlyLossLog(Rule):
                     bars,
                 )
             ]
-            for node, guard, how in logs:
+            for region, node, guard, how in logs:
                 if id(node) in seen or single_process_only(ctx, node):
                     continue  # (a log of the single-process run: ``if args.local_rank == -1:``)
                 if dead_unless_passed(ctx, node) is not None:
@@ -254,6 +254,10 @@ class Rank0OnlyLossLog(Rule):
                 values = logged_values(ctx, node, rank0_objects)
                 names = reads((x for v in values for x in ast.walk(v)), taint.fields)
                 names |= loop_aliases(ctx, node, names)
+                if region is not scope:
+                    # a closure's own assignment makes its own local (CMedGPT's nested ``def
+                    # evaluate(...)`` binds ``loss = outputs[0]`` of its validation forward)
+                    names -= _closure_locals(ctx, region)
                 hit = sorted(
                     n
                     for n in names & taint.names
@@ -417,6 +421,18 @@ def _named_value(hit: list[str], taint: Taint) -> tuple[str, Text]:
     name that says it is a loss (``total_loss`` before ``nan_share``)."""
     name = min(hit, key=lambda h: (_kind(h, taint).en != "the loss", "loss" not in h.lower(), h))
     return name, _kind(name, taint)
+
+
+def _closure_locals(ctx: FileContext, fn: ast.AST) -> set[str]:
+    """Names a nested function binds itself (Python makes them its locals), less those it declares
+    ``nonlocal``/``global``: they are not the enclosing function's values of the same name."""
+    declared = {name for n in ctx.local(fn) if isinstance(n, (ast.Nonlocal, ast.Global)) for name in n.names}
+    params = (
+        {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+        else set()
+    )
+    return (set(ctx.bindings(fn)) | params) - declared
 
 
 def _kind(name: str, taint: Taint) -> Text:
