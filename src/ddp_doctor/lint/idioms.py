@@ -47,6 +47,14 @@ RANK0_FUNCTION = re.compile(
     re.IGNORECASE,
 )
 
+# Decorators that run a function on rank 0 only (Lightning ``@rank_zero_only``, fastNLP
+# ``@rank_zero_call``, ``@master_only`` of mmcv-style code): what it logs is rank 0's.
+RANK0_DECORATOR = re.compile(
+    r"^(rank_?zero_only|rank_?zero_call|rank_?0_only|only_rank_?0|master_only|main_process_only|"
+    r"on_main_process|on_rank_?zero|run_on_rank_?zero)$",
+    re.IGNORECASE,
+)
+
 # --- tests that are true on rank 0 only --------------------------------------------------------
 # Receiver (last part) -> attributes that are non-empty on the main process only: accelerate's
 # ``init_trackers`` is ``@on_main_process``, so ``len(accelerator.trackers) > 0`` is a main-process test

@@ -127,6 +127,37 @@ C["fu_NEG_partial_false"] = (
     ),
     "train.py",
 )
+C["fu_dict_of_ddp_kwargs"] = (
+    F,
+    True,
+    main(
+        "    model = net.cuda()\n"
+        "    trainer = FrameworkTrainer(model, torch_kwargs={'ddp_kwargs': {'find_unused_parameters': True}})"
+        + LOOP,
+        "from framework import FrameworkTrainer\n",
+    ),
+    "train.py",
+)
+C["fu_dict_call_of_ddp_kwargs"] = (
+    F,
+    True,
+    main(
+        "    ddp_kwargs = dict(find_unused_parameters=True, broadcast_buffers=False)\n"
+        "    model = DDP(net.cuda(), device_ids=[local_rank], **ddp_kwargs)" + LOOP
+    ),
+    "train.py",
+)
+C["fu_NEG_dict_false"] = (
+    F,
+    False,
+    main(
+        "    model = net.cuda()\n"
+        "    trainer = FrameworkTrainer(model, torch_kwargs={'ddp_kwargs': {'find_unused_parameters': False}})"
+        + LOOP,
+        "from framework import FrameworkTrainer\n",
+    ),
+    "train.py",
+)
 C["fu_NEG_false"] = (
     F,
     False,

@@ -352,6 +352,52 @@ C["nested_logger_reads_the_training_loss"] = (
     ),
     "train.py",
 )
+C["rank_zero_only_function"] = (
+    R,
+    True,
+    one(
+        """
+    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+"""
+        + STEP
+        + """            log_loss(step, loss.item())
+""",
+        extra="""
+from pytorch_lightning.utilities import rank_zero_only
+
+
+@rank_zero_only
+def log_loss(step, value):
+    print(f"step {step} loss {value:.4f}")
+""",
+    ),
+    "train.py",
+)
+C["NEG_rank_zero_only_of_a_reduced_loss"] = (
+    R,
+    False,
+    one(
+        """
+    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+"""
+        + STEP
+        + """            shown = loss.detach().clone()
+            dist.all_reduce(shown)
+            log_loss(step, shown.item() / dist.get_world_size())
+""",
+        extra="""
+from pytorch_lightning.utilities import rank_zero_only
+
+
+@rank_zero_only
+def log_loss(step, value):
+    print(f"step {step} loss {value:.4f}")
+""",
+    ),
+    "train.py",
+)
 C["NEG_reduce_helper"] = (
     R,
     False,

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.accelerate_sinks import main_process_only_call
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method
-from ddp_doctor.lint.idioms import RANK0_FUNCTION
+from ddp_doctor.lint.idioms import RANK0_DECORATOR, RANK0_FUNCTION
 from ddp_doctor.lint.logged_helpers import constructed_method
 from ddp_doctor.lint.project import parameters_logged
 from ddp_doctor.lint.provenance import reads
@@ -187,7 +187,21 @@ def inside_rank0_printer(ctx: FileContext, node: ast.AST) -> bool:
     if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return False
     return (
-        bool(RANK0_FUNCTION.match(fn.name)) or _forwards_to_rank0_log(fn) or _prints_for_other_files(ctx, fn)
+        bool(RANK0_FUNCTION.match(fn.name))
+        or rank_zero_decorated(fn)
+        or _forwards_to_rank0_log(fn)
+        or _prints_for_other_files(ctx, fn)
+    )
+
+
+def rank_zero_decorated(fn: ast.AST) -> bool:
+    """``@rank_zero_only def log_metrics(...)`` (Lightning, also ``@rank_zero_call``, ``@master_only``):
+    the function runs on rank 0 only, so each call of it that hands it the loss is a rank-0 log."""
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    return any(
+        RANK0_DECORATOR.match((dotted(d.func if isinstance(d, ast.Call) else d) or "").rsplit(".", 1)[-1])
+        for d in fn.decorator_list
     )
 
 
@@ -343,7 +357,7 @@ def rank0_logs(
                 or main_process_only_call(ctx, node)
                 or (
                     (fn := ctx.helper(node)) is not None
-                    and _forwards_to_rank0_log(fn)
+                    and (_forwards_to_rank0_log(fn) or rank_zero_decorated(fn))
                     and helper_logged_args(ctx, node)
                 )
             ):

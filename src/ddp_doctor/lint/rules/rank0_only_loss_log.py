@@ -106,7 +106,9 @@ class Rank0OnlyLossLog(Rule):
         "to one, an attribute set only to one (`args.on_main_process`), the rank itself read as a truth "
         "value (`if not rank:`, `if args.local_rank: return`); a value computed for the logs in a `no_grad` "
         "block inside the training loop; a running sum of what a training step returns (`total += "
-        "self.training_step(batch)`); the message names the value and its kind"
+        "self.training_step(batch)`, also `total = total + ...`); a call of a function decorated to run on "
+        "rank 0 only (`@rank_zero_only`, `@rank_zero_call`, `@master_only`) that hands it the loss; the "
+        "message names the value and its kind"
     )
     not_flagged = (
         "all-reduced or `reduce_mean`-style helper values, every rank logging, validation losses, "
@@ -115,7 +117,10 @@ class Rank0OnlyLossLog(Rule):
         "reduce`), a rank-0 writer's other calls after it was fed the loss, values a helper "
         "reads back out of a tensor it all-reduced, meters whose project class all-reduces in "
         "`update` or that a project method reduces in place (`manager.all_reduct(device)`), a "
-        "dict's keys printed beside gathered values, a project logger's `write` (no `logging` record)"
+        "dict's keys printed beside gathered values, a project logger's `write` (no `logging` record), "
+        "tensors all-reduced in a loop over a literal list (`for t in [loss, aux]: dist.all_reduce(t)`), "
+        "a nested function's own variable of the same name (a nested `evaluate` binding its validation "
+        "`loss`)"
     )
     required = (("backward", "scaler", "loss_scaler", "log", "log_dict"),)  # log: Lightning self.log
     # project mode: the loss may come from a project function (``logs = model.current_log()``)
