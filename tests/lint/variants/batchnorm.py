@@ -218,14 +218,17 @@ C["NEG_inplace_abn_sync"] = (
 )
 # the layer type handed over as a parameter's default (torchvision's ``norm_layer=nn.BatchNorm2d``), or
 # through ``functools.partial``, in the wrapping file itself as in another file
-NET_NORM_PARAM = NET.replace("def __init__(self, num_classes=10):", "def __init__(self, num_classes=10, norm_layer=nn.BatchNorm2d):").replace(
-    "self.bn = nn.BatchNorm2d(16)", "self.bn = norm_layer(16)"
-)
+NET_NORM_PARAM = NET.replace(
+    "def __init__(self, num_classes=10):", "def __init__(self, num_classes=10, norm_layer=nn.BatchNorm2d):"
+).replace("self.bn = nn.BatchNorm2d(16)", "self.bn = norm_layer(16)")
 C["norm_layer_default"] = (R, True, {"train.py": HEAD + NET_NORM_PARAM + main("model = Net()")}, "train.py")
 C["norm_layer_default_other_file"] = (
     R,
     True,
-    {"train.py": HEAD + "from models import Net\n" + main("model = Net()"), "models.py": HEAD + NET_NORM_PARAM},
+    {
+        "train.py": HEAD + "from models import Net\n" + main("model = Net()"),
+        "models.py": HEAD + NET_NORM_PARAM,
+    },
     "train.py",
 )
 C["norm_layer_partial"] = (
@@ -258,7 +261,10 @@ def freeze_bn(module):
 C["torch_hub_torchvision"] = (
     R,
     True,
-    {"train.py": HEAD + main("model = torch.hub.load('pytorch/vision:v0.10.0', 'resnet50', pretrained=True)")},
+    {
+        "train.py": HEAD
+        + main("model = torch.hub.load('pytorch/vision:v0.10.0', 'resnet50', pretrained=True)")
+    },
     "train.py",
 )
 C["NEG_torch_hub_vit"] = (
@@ -267,7 +273,12 @@ C["NEG_torch_hub_vit"] = (
     {"train.py": HEAD + main("model = torch.hub.load('pytorch/vision', 'vit_b_16')")},
     "train.py",
 )
-C["torchvision_video"] = (R, True, {"train.py": HEAD + main("model = torchvision.models.video.r3d_18()")}, "train.py")
+C["torchvision_video"] = (
+    R,
+    True,
+    {"train.py": HEAD + main("model = torchvision.models.video.r3d_18()")},
+    "train.py",
+)
 MONAI = "from monai.networks.nets import UNet\nfrom monai.networks.layers import Norm\n"
 C["monai_batch_norm"] = (
     R,
@@ -275,7 +286,9 @@ C["monai_batch_norm"] = (
     {
         "train.py": HEAD
         + MONAI
-        + main("model = UNet(spatial_dims=3, in_channels=1, out_channels=2, channels=(16, 32), strides=(2,), norm=Norm.BATCH)")
+        + main(
+            "model = UNet(spatial_dims=3, in_channels=1, out_channels=2, channels=(16, 32), strides=(2,), norm=Norm.BATCH)"
+        )
     },
     "train.py",
 )

@@ -628,7 +628,7 @@ C["NEG_tutorial_train_model_set_epoch"] = (
     {
         "train.py": TUTORIAL_TRAIN_MODEL.replace(
             "    for epoch in range(num_epochs):\n",
-            "    for epoch in range(num_epochs):\n        dataloaders[\"train\"].sampler.set_epoch(epoch)\n",
+            '    for epoch in range(num_epochs):\n        dataloaders["train"].sampler.set_epoch(epoch)\n',
         )
     },
     "train.py",
