@@ -3,6 +3,8 @@
 - set-epoch-missing for a ``set_epoch`` that passes the same value every epoch names the value and
   the loop, and its autofix passes the loop variable.
 - Loaders kept in a dict by phase are named by their key in the message.
+- A sampler drawn through a batch sampler is fixed by setting the sampler's epoch (torch's
+  ``BatchSampler`` has no ``set_epoch``).
 - batchnorm-unsynced on inplace_abn's ``InPlaceABN`` says that ``convert_sync_batchnorm`` does not
   convert it and offers no autofix (which would leave the layers per-GPU).
 """
@@ -107,3 +109,25 @@ def test_inplace_abn_has_its_own_fix_and_no_autofix() -> None:
     [finding] = result.findings
     assert "InPlaceABNSync" not in finding.summary.en
     assert result.edits  # the usual conversion before the wrap
+
+
+def test_batch_sampler_fix_sets_the_samplers_epoch() -> None:
+    source = (
+        HEAD
+        + """
+    model = DDP(net.cuda(), device_ids=[local_rank])
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    sampler = DistributedSampler(dataset)
+    batch_sampler = torch.utils.data.BatchSampler(sampler, 8, drop_last=True)
+    loader = DataLoader(dataset, batch_sampler=batch_sampler)
+    for epoch in range(args.epochs):
+        for x, y in loader:"""
+        + STEP
+    )
+    result = lint_source(source, "train.py", ("set-epoch-missing",))
+    [finding] = result.findings
+    assert finding.line == source.splitlines().index("    sampler = DistributedSampler(dataset)") + 1
+    fixed = _apply(source, result.edits)
+    assert "        sampler.set_epoch(epoch)\n" in fixed
+    assert "batch_sampler.set_epoch" not in fixed
+    assert not lint_source(fixed, "train.py", ("set-epoch-missing",)).findings

@@ -163,8 +163,10 @@ class SetEpochMissing(Rule):
                 )
             )
             samplers = bound_names(ctx, call)
-            samplers |= _batch_samplers_over(ctx, samplers, dataloaders)
-            loaders = self._loaders(ctx, dataloaders, call, samplers)
+            # batch samplers drawing from it lead to its loaders, but have no ``set_epoch`` of their
+            # own (torch's ``BatchSampler``): the autofix's handle stays the sampler
+            drawing = _batch_samplers_over(ctx, samplers, dataloaders)
+            loaders = self._loaders(ctx, dataloaders, call, samplers | drawing)
             if _prepared_by_accelerate(ctx, facts, loaders) or evaluation_loader(loaders):
                 continue
             epoch_loop = self._epoch_loop(ctx, facts, loaders)
@@ -192,7 +194,7 @@ class SetEpochMissing(Rule):
                         (call, handed),
                     )
                 continue
-            if sets_epoch_elsewhere(ctx, epoch_loop, loaders | samplers):
+            if sets_epoch_elsewhere(ctx, epoch_loop, loaders | samplers | drawing):
                 continue  # ``train_one_epoch(loader, epoch)`` of another file sets it
             handle = min(samplers) if samplers else (f"{min(loaders)}.sampler" if loaders else None)
             always = built_at is None and _always_distributed(ctx, call)
