@@ -226,6 +226,18 @@ def builds_from_reference(ctx: FileContext, node: ast.AST) -> bool:
     return not (isinstance(cur, (ast.For, ast.AsyncFor)) and child is cur.iter)
 
 
+def batchnorm_reference(ctx: FileContext, node: ast.AST) -> bool:
+    """``node`` names a BatchNorm class without calling it, to be built later (``norm_layer=
+    nn.BatchNorm2d``, ``partial(nn.BatchNorm2d)``; ``builds_from_reference``); a called class is the
+    call's."""
+    parent = ctx.parents.get(node)
+    return (
+        bool(BATCHNORM.match(ctx.qualname(node) or ""))
+        and not (isinstance(parent, ast.Call) and parent.func is node)
+        and builds_from_reference(ctx, node)
+    )
+
+
 def batchnorm_tables(ctx: FileContext) -> set[str]:
     """Module-level tables of layer classes that hold a BatchNorm class (efficientvit
     ``REGISTERED_NORM_DICT = {"bn2d": nn.BatchNorm2d, "ln": nn.LayerNorm}``): a registry a function

@@ -104,6 +104,12 @@ def holder(ctx: FileContext, node: ast.AST) -> tuple[ast.AST, ast.AST | None]:
     return node, parent
 
 
+def parameter_names(fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> list[str]:
+    """The names of ``fn``'s parameters, positional and keyword-only, in order (not ``*args`` and
+    ``**kwargs``)."""
+    return [a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)]
+
+
 def param_defaults(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, ast.expr]:
     """Each parameter of ``fn`` that has a default, with its default expression (positional ones
     take the trailing defaults; keyword-only ones theirs)."""

@@ -9,7 +9,7 @@ import ast
 from pathlib import Path
 
 from ddp_doctor.lint.call_arguments import never_passed
-from ddp_doctor.lint.context import FileContext, dotted, method, positional_params
+from ddp_doctor.lint.context import FileContext, dotted, method, parameter_names, positional_params
 from ddp_doctor.lint.handed_models import handed_builder
 from ddp_doctor.lint.loops import argument
 from ddp_doctor.lint.option_defaults import yaml_files, yaml_settings
@@ -434,7 +434,7 @@ class IndexQueries(IndexCore):
         if not args:
             return set()
         params = positional_params(fn)
-        named = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
+        named = set(parameter_names(fn))
         return {params[a] for a in args if isinstance(a, int) and a < len(params)} | {
             a for a in args if isinstance(a, str) and a in named
         }
@@ -451,7 +451,7 @@ class IndexQueries(IndexCore):
         if not args:
             return set()
         params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)][1:]  # after ``self``
-        named = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
+        named = set(parameter_names(fn))
         return {params[a] for a in args if isinstance(a, int) and a < len(params)} | {
             a for a in args if isinstance(a, str) and a in named
         }

@@ -14,6 +14,7 @@ from pathlib import Path
 from ddp_doctor.lint.batchnorm_syntax import (
     BATCHNORM,
     BATCHNORM_BASE,
+    batchnorm_reference,
     batchnorm_tables,
     builds_from_reference,
     call_shape,
@@ -456,13 +457,7 @@ class IndexScan(IndexBindings):
             elif isinstance(n, ast.Attribute):
                 if scan.sync and n.attr in ("require_backward_grad_sync",):
                     s.toggles_sync = True
-                q = ctx.qualname(n) or ""
-                if (  # norm_layer=nn.BatchNorm2d (a called class is read as the call above)
-                    bn
-                    and BATCHNORM.match(q)
-                    and not (isinstance(c := ctx.parents.get(n), ast.Call) and c.func is n)
-                    and builds_from_reference(ctx, n)
-                ):
+                if bn and batchnorm_reference(ctx, n):  # norm_layer=nn.BatchNorm2d
                     s.builds_batchnorm = True
             elif (
                 isinstance(n, ast.Subscript)

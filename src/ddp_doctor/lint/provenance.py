@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from ddp_doctor.lint.context import FileContext, FunctionNode, Scope, dotted, method
+from ddp_doctor.lint.context import FileContext, FunctionNode, Scope, dotted, method, parameter_names
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.overrides import abstract, override_defs
 from ddp_doctor.lint.rank0 import bound_argument
@@ -783,7 +783,7 @@ class LossFlow:
         containers of the caller."""
         if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) or not taint.updates:
             return set()
-        params = {a.arg for a in (*scope.args.posonlyargs, *scope.args.args, *scope.args.kwonlyargs)}
+        params = set(parameter_names(scope))
         return (params & set(taint.updates) & taint.names) - taint.params - {"self", "cls"}
 
     def _unreturned_arguments(self, call: ast.Call, fields: frozenset[str]) -> set[str]:
@@ -838,10 +838,10 @@ class LossFlow:
             if fn is None or fn is scope:
                 continue
             params = set()
-            for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs):
-                arg = bound_argument(fn, call, a.arg)
+            for name in parameter_names(fn):
+                arg = bound_argument(fn, call, name)
                 if arg is not None and reads(ast.walk(arg), taint.fields) & taint.names:
-                    params.add(a.arg)
+                    params.add(name)
             if params:
                 yield fn, params
 
@@ -952,7 +952,7 @@ class LossFlow:
         params = frozenset(self.param_taints.get(id(scope), ()))
         tainted |= params
         arg_names = (
-            {a.arg for a in (*scope.args.posonlyargs, *scope.args.args, *scope.args.kwonlyargs)}
+            set(parameter_names(scope))
             if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef))
             else set()
         )
@@ -1555,30 +1555,35 @@ def _iterated_containers(ctx: FileContext, call: ast.Call) -> set[str]:
     """``for v in stats.values(): dist.all_reduce(v)``: reducing the loop variable reduces ``stats``;
     also the value of ``for k, v in stats.items()`` and each container of a concatenation
     (SplatFormer ``for key, value in list(loss_dict.items()) + list(metric_dict.items()):``)."""
-    arg = call.args[0] if call.args else None
-    if not isinstance(arg, ast.Name):
+    loop = _loop_binding_argument(ctx, call, _loop_value)
+    if loop is None:
         return set()
-    cur = ctx.parents.get(call)
-    while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        if isinstance(cur, ast.For) and _loop_value(cur.target) == arg.id:
-            return {r for part in _concatenated(cur.iter) if (r := receiver_name(dotted(_container(part))))}
-        cur = ctx.parents.get(cur)
-    return set()
+    return {r for part in _concatenated(loop.iter) if (r := receiver_name(dotted(_container(part))))}
 
 
 def _iterated_elements(ctx: FileContext, call: ast.Call) -> set[str]:
     """``for t in [loss, loss_gpt, loss_clip]: dist.all_reduce(t)``: the names a loop over a literal
     list or tuple binds the reduced variable to in turn (each tensor is combined in place)."""
+    loop = _loop_binding_argument(ctx, call, lambda t: t.id if isinstance(t, ast.Name) else None)
+    if loop is None or not isinstance(loop.iter, (ast.List, ast.Tuple)):
+        return set()
+    return {d for e in loop.iter.elts if (d := dotted(e)) is not None}
+
+
+def _loop_binding_argument(
+    ctx: FileContext, call: ast.Call, bound: Callable[[ast.expr], str | None]
+) -> ast.For | None:
+    """The innermost ``for`` of ``call``'s function whose target (read by ``bound``) is the name
+    ``call`` is handed first (``dist.all_reduce(v)`` inside ``for k, v in stats.items():``)."""
     arg = call.args[0] if call.args else None
     if not isinstance(arg, ast.Name):
-        return set()
+        return None
     cur = ctx.parents.get(call)
     while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        if isinstance(cur, ast.For) and isinstance(cur.target, ast.Name) and cur.target.id == arg.id:
-            elts = cur.iter.elts if isinstance(cur.iter, (ast.List, ast.Tuple)) else []
-            return {d for e in elts if (d := dotted(e)) is not None}
+        if isinstance(cur, ast.For) and bound(cur.target) == arg.id:
+            return cur
         cur = ctx.parents.get(cur)
-    return set()
+    return None
 
 
 def _loop_value(target: ast.expr) -> str | None:

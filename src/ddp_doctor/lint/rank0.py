@@ -22,6 +22,7 @@ from ddp_doctor.lint.context import (
     dotted,
     keyword,
     param_defaults,
+    parameter_names,
     positional_params,
     walk_local,
 )
@@ -118,8 +119,8 @@ def rank_aliases(ctx: FileContext) -> set[str]:
     functions = ctx.functions
     for call in ctx.of_type(ast.Call):
         last = (dotted(call.func) or "").rsplit(".", 1)[-1]
-        if ctx.call_qualname(call) == DDP:
-            last = "DistributedDataParallel"  # also under another name (``... import DistributedDataParallel as NativeDDP``)
+        # the DDP wrap under any import name (``... import DistributedDataParallel as NativeDDP``)
+        wrap = ctx.call_qualname(call) == DDP or last in ("DistributedDataParallel", "DDP")
         if last == "init_process_group":
             for k in call.keywords:
                 if (
@@ -128,14 +129,14 @@ def rank_aliases(ctx: FileContext) -> set[str]:
                     and (d := dotted(k.value))
                 ):
                     out.add(f"={d}")
-        elif last in ("DistributedDataParallel", "DDP", "set_device"):
+        elif wrap or last == "set_device":
             # the device a process drives is its local rank: ``DDP(model, device_ids=[device_id])``,
             # ``torch.cuda.set_device(gpu_idx)`` (What-changes-you ``if device_id == 0:``)
-            given = keyword(call, "device_ids") if last != "set_device" else None
+            given = keyword(call, "device_ids") if wrap else None
             one = (
                 given.elts[0]
                 if isinstance(given, (ast.List, ast.Tuple)) and len(given.elts) == 1
-                else (call.args[0] if last == "set_device" and len(call.args) == 1 else None)
+                else (call.args[0] if not wrap and len(call.args) == 1 else None)
             )
             if isinstance(one, (ast.Name, ast.Attribute)) and (d := dotted(one)):
                 out.add(f"={d}")
@@ -497,7 +498,7 @@ def rank0_parameters(
     calls = list(calls)
     if not calls:
         return set()
-    names = [a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]]
+    names = parameter_names(fn)
     out: set[str] = set()
     for name in names:
         bound = [(call, bound_argument(fn, call, name)) for call in calls]

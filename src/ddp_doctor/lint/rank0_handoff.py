@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Collection, Iterable
 
-from ddp_doctor.lint.context import positional_params, walk_local
+from ddp_doctor.lint.context import parameter_names, positional_params, walk_local
 from ddp_doctor.lint.rank0 import is_rank0_test, rank0_locals
 
 # ``(call, position)`` → the positions of the called function's returned tuple that are rank-0 tests
@@ -87,7 +87,7 @@ def kept_parameters(cls: ast.ClassDef) -> dict[str, str]:
     )
     if init is None:
         return {}
-    params = {a.arg for a in [*init.args.posonlyargs, *init.args.args, *init.args.kwonlyargs]}
+    params = set(parameter_names(init))
     out: dict[str, str] = {}
     for stmt in init.body:
         if (

@@ -14,10 +14,19 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterable, Iterator
 from pathlib import Path
 
-from ddp_doctor.lint.context import FileContext, branches, dotted, holder, keyword, method, positional_params
+from ddp_doctor.lint.context import (
+    FileContext,
+    branches,
+    dotted,
+    holder,
+    keyword,
+    method,
+    parameter_names,
+    positional_params,
+)
 from ddp_doctor.lint.rank0 import SCOPES, enclosing_rank0_if, rank0_predicates
 
 DATALOADER = "torch.utils.data.DataLoader"
@@ -60,6 +69,21 @@ def batch_sampler_source(value: ast.expr) -> ast.expr | None:
     if given is None and value.args and not isinstance(value.args[0], ast.Starred):
         given = value.args[0]
     return given
+
+
+def batch_sampler_bindings(
+    ctx: FileContext, nodes: Iterable[ast.AST], given: Collection[str | None]
+) -> Iterator[tuple[set[str], ast.expr]]:
+    """``(names bound, the sampler drawn from)`` for each ``x = <batch sampler>(sampler, ...)`` among
+    ``nodes``, in order: torch's ``BatchSampler``, or any call drawing from a sampler (its first
+    argument or ``sampler=``) whose name is in ``given`` (the names DataLoaders take as their batch
+    sampler)."""
+    for node in nodes:
+        if not isinstance(node, ast.Assign) or (source := batch_sampler_source(node.value)) is None:
+            continue
+        targets = {d for t in node.targets if (d := dotted(t))}
+        if (ctx.call_qualname(node.value) or "") in BATCH_SAMPLERS or targets & set(given):
+            yield targets, source
 
 
 def batches_itself(call: ast.Call) -> bool:
@@ -245,13 +269,8 @@ def returned_sampler_loaders(ctx: FileContext, fn: ast.AST) -> dict[int, str]:
         for n in nodes
         if isinstance(n, ast.Call) and is_dataloader_call(ctx, n)
     }
-    for node in nodes:
-        source = batch_sampler_source(node) if isinstance(node, ast.Call) else None
-        parent = ctx.parents.get(node)
-        if source is None or dotted(source) not in samplers or not isinstance(parent, ast.Assign):
-            continue
-        targets = {d for t in parent.targets if (d := dotted(t))}
-        if ctx.call_qualname(node) in BATCH_SAMPLERS or targets & batch_given:
+    for targets, source in batch_sampler_bindings(ctx, nodes, batch_given):
+        if dotted(source) in samplers:
             samplers |= dict.fromkeys(targets, samplers[dotted(source) or ""])
     loaders: dict[str, int] = {}
     returned: dict[int, str] = {}
@@ -298,7 +317,7 @@ def returned_plain_loaders(
         n.attr for n in nodes if isinstance(n, ast.Attribute)
     }
     if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):  # ``get_dummy_loader(cfg, rank, world_size)``
-        words |= {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
+        words |= set(parameter_names(fn))
     if any(_RANK_WORD.search(w) for w in words):
         return {}, {}
     bindings: dict[str, list[ast.expr]] = {}

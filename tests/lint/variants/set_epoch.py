@@ -462,19 +462,12 @@ C["dict_by_phase"] = (
 C["NEG_dict_by_phase_set_epoch"] = (
     R,
     False,
-    one(
-        """
-    dsets = {"train": dataset, "val": dataset}
-    samplers = {x: DistributedSampler(dsets[x]) for x in ["train", "val"]}
-    dataloaders = {x: DataLoader(dsets[x], batch_size=8, sampler=samplers[x]) for x in ["train", "val"]}
-    for epoch in range(args.epochs):
-        samplers["train"].set_epoch(epoch)
-        for phase in ["train", "val"]:
-            model.train(phase == "train")
-            for x, y in dataloaders[phase]:
-"""
-        + TUTORIAL_STEP
-    ),
+    {
+        "train.py": C["dict_by_phase"][2]["train.py"].replace(
+            "    for epoch in range(args.epochs):\n",
+            '    for epoch in range(args.epochs):\n        samplers["train"].set_epoch(epoch)\n',
+        )
+    },
     "train.py",
 )
 C["NEG_dict_by_phase_val_only"] = (
@@ -634,33 +627,25 @@ C["NEG_tutorial_train_model_set_epoch"] = (
     "train.py",
 )
 # batch samplers drawing from the DistributedSampler: torch's BatchSampler, a project's bucketing one
-C["batch_sampler"] = (
-    R,
-    True,
-    one(
-        """
+BATCH_SAMPLER = (
+    """
     sampler = DistributedSampler(dataset)
     batch_sampler = torch.utils.data.BatchSampler(sampler, 8, drop_last=True)
     loader = DataLoader(dataset, batch_sampler=batch_sampler)
     for epoch in range(args.epochs):
         for x, y in loader:
 """
-        + STEP
-    ),
-    "train.py",
+    + STEP
 )
+C["batch_sampler"] = (R, True, one(BATCH_SAMPLER), "train.py")
 C["bucket_batch_sampler"] = (
     R,
     True,
     one(
-        """
-    sampler = DistributedSampler(dataset)
-    buckets = BucketBatchSampler(sampler, 8, False, len, dataset)
-    loader = DataLoader(dataset, batch_sampler=buckets)
-    for epoch in range(args.epochs):
-        for x, y in loader:
-"""
-        + STEP,
+        BATCH_SAMPLER.replace(
+            "batch_sampler = torch.utils.data.BatchSampler(sampler, 8, drop_last=True)",
+            "buckets = BucketBatchSampler(sampler, 8, False, len, dataset)",
+        ).replace("batch_sampler=batch_sampler", "batch_sampler=buckets"),
         extra="from buckets import BucketBatchSampler\n",
     ),
     "train.py",
@@ -707,32 +692,22 @@ def build_loader(dataset, local_rank):
 C["NEG_batch_sampler_set_epoch"] = (
     R,
     False,
-    one(
-        """
-    sampler = DistributedSampler(dataset)
-    batch_sampler = torch.utils.data.BatchSampler(sampler, 8, drop_last=True)
-    loader = DataLoader(dataset, batch_sampler=batch_sampler)
-    for epoch in range(args.epochs):
-        sampler.set_epoch(epoch)
-        for x, y in loader:
-"""
-        + STEP
-    ),
+    {
+        "train.py": C["batch_sampler"][2]["train.py"].replace(
+            "    for epoch in range(args.epochs):\n",
+            "    for epoch in range(args.epochs):\n        sampler.set_epoch(epoch)\n",
+        )
+    },
     "train.py",
 )
 C["NEG_batch_sampler_no_shuffle"] = (
     R,
     False,
-    one(
-        """
-    sampler = DistributedSampler(dataset, shuffle=False)
-    batch_sampler = torch.utils.data.BatchSampler(sampler, 8, drop_last=True)
-    loader = DataLoader(dataset, batch_sampler=batch_sampler)
-    for epoch in range(args.epochs):
-        for x, y in loader:
-"""
-        + STEP
-    ),
+    {
+        "train.py": C["batch_sampler"][2]["train.py"].replace(
+            "DistributedSampler(dataset)", "DistributedSampler(dataset, shuffle=False)"
+        )
+    },
     "train.py",
 )
 C["NEG_set_epoch"] = (

@@ -6,7 +6,7 @@ import ast
 import re
 from collections.abc import Iterator
 
-from ddp_doctor.lint.context import FileContext, dotted, holder, positional_params
+from ddp_doctor.lint.context import FileContext, dotted, holder, parameter_names, positional_params
 from ddp_doctor.lint.loops import LOOPS, LoopFacts
 from ddp_doctor.lint.samplers import DATALOADER
 
@@ -77,7 +77,7 @@ def bound_names(ctx: FileContext, value: ast.AST) -> set[str]:
 def _flag_guard(ctx: FileContext, ret: ast.Return, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
     """The parameter ``p`` of ``fn`` when ``ret`` is inside the body of an ``if p:`` of ``fn``
     (``def create_loader(ds, val_mode=False): if val_mode: return DataLoader(ds, shuffle=False)``)."""
-    params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
+    params = set(parameter_names(fn))
     child: ast.AST = ret
     cur = ctx.parents.get(ret)
     while cur is not None and cur is not fn:
@@ -227,7 +227,7 @@ def _own_binding(ctx: FileContext, source: ast.AST, loop: ast.AST, names: set[st
     other = ctx.enclosing_function(loop)
     if fn is None or other is fn or isinstance(other, ast.Module):
         return False  # (None: module-level names, or bound by the callers of a builder returning it)
-    params = {a.arg for a in (*other.args.posonlyargs, *other.args.args, *other.args.kwonlyargs)}
+    params = set(parameter_names(other))
     # its own: every binding there builds it from what the function has, not from a parameter
     # (so-vits-svc's ``train_loader, eval_loader = loaders`` unpacks what the caller handed)
     own = {

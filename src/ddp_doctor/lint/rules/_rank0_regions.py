@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.accelerate_sinks import main_process_only_call
-from ddp_doctor.lint.context import FileContext, dotted, keyword, method
+from ddp_doctor.lint.context import FileContext, dotted, keyword, method, parameter_names
 from ddp_doctor.lint.idioms import RANK0_DECORATOR, RANK0_FUNCTION
 from ddp_doctor.lint.logged_helpers import constructed_method
 from ddp_doctor.lint.project import parameters_logged
@@ -246,7 +246,7 @@ def _forwards_to_rank0_log(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
 
 def _backward_switches(ctx: FileContext, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     """Parameters of ``fn`` that every backward of it runs under (``if optimizer:`` ... ``loss.backward()``)."""
-    params = {a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]}
+    params = set(parameter_names(fn))
     out: set[str] | None = None
     for node in ctx.local(fn):
         if not (isinstance(node, ast.Attribute) and node.attr == "backward"):
@@ -551,7 +551,7 @@ def helper_logged_args(ctx: FileContext, call: ast.Call, depth: int = 2) -> list
     fn = ctx.helper(call) or constructed_method(ctx, call)
     if fn is None:
         return []
-    params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)]
+    params = parameter_names(fn)
     logged = {p.lstrip("*") for p in parameters_logged(ctx, fn)[0]}
     if depth:
         for inner in ctx.local(fn):

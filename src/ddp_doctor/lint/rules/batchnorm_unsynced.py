@@ -71,7 +71,7 @@ from dataclasses import dataclass, field
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.batchnorm_syntax import (
     BATCHNORM,
-    builds_from_reference,
+    batchnorm_reference,
     call_shape,
     layer_switch,
     library_batchnorm,
@@ -350,13 +350,12 @@ def _sort_calls(ctx: FileContext) -> _Calls:
     # a BatchNorm class handed over as a layer type and built later (torchvision's ``def
     # __init__(self, ..., norm_layer=nn.BatchNorm2d)``, ``partial(nn.BatchNorm2d, eps=1e-3)``), as
     # the project index reads it in other files (``builds_from_reference``)
-    for ref in (*ctx.of_type(ast.Attribute), *ctx.of_type(ast.Name)):
+    refs: list[ast.Attribute | ast.Name] = [*ctx.of_type(ast.Attribute), *ctx.of_type(ast.Name)]
+    for ref in refs:
         if (
-            isinstance(getattr(ref, "ctx", None), ast.Load)
-            and BATCHNORM.match(ctx.qualname(ref) or "")
-            and not (isinstance(call := ctx.parents.get(ref), ast.Call) and call.func is ref)
+            isinstance(ref.ctx, ast.Load)
             and not isinstance(ctx.parents.get(ref), ast.Attribute)
-            and builds_from_reference(ctx, ref)
+            and batchnorm_reference(ctx, ref)
         ):
             out.bn_nodes.append(ref)
     return out

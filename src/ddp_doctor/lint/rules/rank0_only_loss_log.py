@@ -53,7 +53,7 @@ from typing import Any
 
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.call_arguments import dead_unless_passed
-from ddp_doctor.lint.context import FileContext, dotted
+from ddp_doctor.lint.context import FileContext, dotted, parameter_names
 from ddp_doctor.lint.logged_helpers import constructed_method
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.provenance import LossFlow, Taint, alarm, evaluation_function, loop_aliases, reads
@@ -432,11 +432,7 @@ def _closure_locals(ctx: FileContext, fn: ast.AST) -> set[str]:
     """Names a nested function binds itself (Python makes them its locals), less those it declares
     ``nonlocal``/``global``: they are not the enclosing function's values of the same name."""
     declared = {name for n in ctx.local(fn) if isinstance(n, (ast.Nonlocal, ast.Global)) for name in n.names}
-    params = (
-        {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
-        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
-        else set()
-    )
+    params = set(parameter_names(fn)) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) else set()
     return (set(ctx.bindings(fn)) | params) - declared
 
 

@@ -40,7 +40,7 @@ import ast
 from collections.abc import Iterator
 
 from ddp_doctor.core.catalog import Text
-from ddp_doctor.lint.context import FileContext, dotted, keyword, method
+from ddp_doctor.lint.context import FileContext, dotted, keyword, method, parameter_names
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.project import ProjectIndex
 from ddp_doctor.lint.rank0 import bound_argument
@@ -59,7 +59,7 @@ from ddp_doctor.lint.rules.fp16_no_scaler import EVAL_FUNCTION
 from ddp_doctor.lint.samplers import (
     DISTRIBUTED_SAMPLER,
     WHOLE,
-    batch_sampler_source,
+    batch_sampler_bindings,
     distributed_sampler_call,
     is_dataloader_call,
     loader_sampler,
@@ -284,7 +284,8 @@ class SetEpochMissing(Rule):
             if loop is not None and walks_epochs(ctx, loop):
                 by_loop.setdefault(id(loop), (loop, []))[1].append(call)
         for loop, found in by_loop.values():
-            if not all(_same_every_pass(ctx, loop, c) for c in found):
+            changed = _changed_by(loop)
+            if not all(_same_every_pass(ctx, changed, c) for c in found):
                 continue
             call = found[0]
             value = ctx.segment(call.args[0]) if call.args else ""
@@ -418,12 +419,12 @@ def _batch_samplers_over(
     BatchSampler(sampler, 8, False)``, a project's ``BucketBatchSampler(sampler, ...)``) that a
     DataLoader of the file takes as its ``batch_sampler``: its order is the sampler's."""
     given = {n for _, arg_names, _ in dataloaders for n in arg_names}
-    out: set[str] = set()
-    for node in ctx.of_type(ast.Assign):
-        source = batch_sampler_source(node.value)
-        if source is not None and ctx.names_of(source) & names:
-            out |= {d for t in node.targets if (d := dotted(t)) in given}
-    return out
+    return {
+        t
+        for targets, source in batch_sampler_bindings(ctx, ctx.of_type(ast.Assign), given)
+        if ctx.names_of(source) & names
+        for t in targets & given
+    }
 
 
 def _pass_loop_target(
@@ -436,9 +437,20 @@ def _pass_loop_target(
     return (replace_node(ctx, call.args[0], target.id),)
 
 
-def _same_every_pass(ctx: FileContext, loop: ast.For | ast.AsyncFor | ast.While, call: ast.Call) -> bool:
-    """The epoch ``call`` passes cannot change from one pass of ``loop`` to the next (see
-    ``_same_epoch_every_pass``); unknown (a call, a subscript, ``self.epoch``) is not."""
+def _changed_by(loop: ast.For | ast.AsyncFor | ast.While) -> set[str]:
+    """The names and attributes a pass of ``loop`` may change: its target and what its body stores."""
+    changed = {
+        d for n in ast.walk(loop) if isinstance(getattr(n, "ctx", None), ast.Store) and (d := dotted(n))
+    }
+    if isinstance(loop, (ast.For, ast.AsyncFor)):
+        changed |= {d for n in ast.walk(loop.target) if (d := dotted(n))}
+    return changed
+
+
+def _same_every_pass(ctx: FileContext, changed: set[str], call: ast.Call) -> bool:
+    """The epoch ``call`` passes cannot change from one pass of its loop to the next (``changed``:
+    what the loop changes; see ``_same_epoch_every_pass``); unknown (a call, a subscript,
+    ``self.epoch``) is not."""
     value = call.args[0] if len(call.args) == 1 and not call.keywords else None
     if isinstance(value, ast.Constant):
         return isinstance(value.value, int) and not isinstance(value.value, bool)
@@ -447,11 +459,6 @@ def _same_every_pass(ctx: FileContext, loop: ast.For | ast.AsyncFor | ast.While,
     name = dotted(value)
     if name is None or name.split(".")[0] in ("self", "cls"):
         return False
-    changed = {
-        d for n in ast.walk(loop) if isinstance(getattr(n, "ctx", None), ast.Store) and (d := dotted(n))
-    }
-    if isinstance(loop, (ast.For, ast.AsyncFor)):
-        changed |= {d for n in ast.walk(loop.target) if (d := dotted(n))}
     roots = {name, name.split(".")[0]}
     if roots & changed:
         return False
@@ -509,9 +516,7 @@ def _visible(ctx: FileContext, handle: str, loop: ast.AST) -> bool:
             isinstance(n, ast.Assign) and any(dotted(t) == attr_root for t in n.targets)
             for n in ast.walk(cls)
         )
-    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
-        a.arg == root for a in (*scope.args.posonlyargs, *scope.args.args, *scope.args.kwonlyargs)
-    ):
+    if isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)) and root in parameter_names(scope):
         return True
     return any(
         isinstance(n, ast.Name) and n.id == root and isinstance(n.ctx, ast.Store) for n in ctx.local(scope)
@@ -654,9 +659,9 @@ def _method_aliases(ctx: FileContext, loaders: set[str]) -> dict[str, set[int]]:
             if callee is None:
                 continue
             caller = ctx.enclosing_function(call)
-            for param in (*callee.args.posonlyargs, *callee.args.args, *callee.args.kwonlyargs):
-                if param.arg not in ("self", "cls") and held(bound_argument(callee, call, param.arg), caller):
-                    grew |= add(param.arg, callee)
+            for param in parameter_names(callee):
+                if param not in ("self", "cls") and held(bound_argument(callee, call, param), caller):
+                    grew |= add(param, callee)
         if not grew:
             break
     return out
