@@ -118,11 +118,11 @@ def yaml_settings(files: list[Path], key: str) -> list[object]:
         for line in text.splitlines():
             m = pattern.match(line)
             if m:
-                values.append(_yaml_scalar(m.group(1)))
+                values.append(yaml_scalar(m.group(1)))
     return values
 
 
-def _yaml_scalar(text: str) -> object:
+def yaml_scalar(text: str) -> object:
     text = text.strip().strip("'\"")
     if text.lower() in YAML_BOOLEANS:
         return YAML_BOOLEANS[text.lower()]

@@ -159,6 +159,7 @@ class IndexCore:
     # option -> literal, CONFLICT where two places write different values
     option_defaults: dict[str, object] = field(default_factory=dict)
     _yaml_files: list[Path] | None = None  # the YAML configurations shipped under root (lazy)
+    _launch_files: list[Path] | None = None  # the shell launch scripts shipped under root (lazy)
     toggles_sync: bool = False  # some file controls DDP gradient sync
     # argparse ``choices`` of the project's options (dest -> literal choices; None when two files
     # define the option with different choices)

@@ -11,6 +11,7 @@ from pathlib import Path
 from ddp_doctor.lint.call_arguments import never_passed
 from ddp_doctor.lint.context import FileContext, dotted, method, parameter_names, positional_params
 from ddp_doctor.lint.handed_models import handed_builder
+from ddp_doctor.lint.launch_scripts import launch_files, launch_settings
 from ddp_doctor.lint.loops import argument
 from ddp_doctor.lint.option_defaults import yaml_files, yaml_settings
 from ddp_doctor.lint.project_core import (
@@ -238,6 +239,13 @@ class IndexQueries(IndexCore):
         if written is CONFLICT or any(v != written or type(v) is not type(written) for v in values):
             return False, None
         return True, written
+
+    def launched_values(self, options: tuple[str, ...]) -> list[tuple[object, str]]:
+        """``(value, script)`` for every value the shipped shell launch scripts give one of the long
+        spellings ``options`` (lint/launch_scripts.py)."""
+        if self._launch_files is None:
+            self._launch_files = launch_files(self.root) if self.root.is_dir() else []
+        return launch_settings(self._launch_files, options, self.root)
 
     def call_fp16_cast(self, ctx: FileContext, call: ast.Call) -> int | None:
         """The argument position whose weights ``call`` (a project function) casts to float16."""

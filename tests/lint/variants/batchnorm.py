@@ -302,3 +302,73 @@ C["NEG_monai_default_norm"] = (
     },
     "train.py",
 )
+
+# Round 22: a conversion the parser turns on by default but the shipped launch script turns off
+# (RetinaFace's ``train_ddp_lanch.sh --syncbn=0``), and one off by default that every shipped launch
+# script turns on.
+SYNCBN_OPTION = """
+import argparse
+parser = argparse.ArgumentParser()
+parser.add_argument("--syncbn", type=int, default={default})
+"""
+CONVERT_BY_OPTION = (
+    "model = Net()\n    if args.syncbn:\n        model = nn.SyncBatchNorm.convert_sync_batchnorm(model)"
+)
+
+
+def by_option(default, scripts):
+    return {
+        "train.py": HEAD + SYNCBN_OPTION.format(default=default) + NET + main(CONVERT_BY_OPTION),
+        **scripts,
+    }
+
+
+C["launch_script_turns_conversion_off"] = (
+    R,
+    True,
+    by_option(
+        1,
+        {
+            "train_ddp.sh": "python -m torch.distributed.launch --nproc_per_node=4 train.py --syncbn=0 --lr=0.1\n"
+        },
+    ),
+    "train.py",
+)
+C["NEG_launch_script_keeps_conversion"] = (
+    R,
+    False,
+    by_option(
+        1, {"train_ddp.sh": "python -m torch.distributed.launch --nproc_per_node=4 train.py --syncbn 1\n"}
+    ),
+    "train.py",
+)
+C["NEG_launch_scripts_turn_conversion_on"] = (
+    R,
+    False,
+    by_option(
+        0,
+        {
+            "scripts/a.sh": "torchrun --nproc_per_node=8 train.py --syncbn 1 --epochs 100\n",
+            "scripts/b.sh": "torchrun --nproc_per_node=8 \\\n  train.py --epochs 300 \\\n  --syncbn=1\n",
+        },
+    ),
+    "train.py",
+)
+C["launch_script_one_of_two_off"] = (
+    R,
+    True,
+    by_option(
+        0,
+        {
+            "scripts/a.sh": "torchrun --nproc_per_node=8 train.py --syncbn 1\n",
+            "scripts/b.sh": "torchrun --nproc_per_node=8 train.py --syncbn 0\n",
+        },
+    ),
+    "train.py",
+)
+C["NEG_launch_script_variable"] = (
+    R,
+    False,
+    by_option(1, {"train_ddp.sh": "SYNC=1\npython -m torch.distributed.launch train.py --syncbn=$SYNC\n"}),
+    "train.py",
+)

@@ -447,3 +447,59 @@ def main(args, net, loader):
     },
     "train.py",
 )
+
+# Round 22: an option a shipped shell launch script turns on (ImbalancedSSL's run_*.sh passing a
+# store_true ``--find_unused_parameters``); the parser's default alone is off.
+FU_STORE_TRUE = """
+import argparse
+parser = argparse.ArgumentParser()
+parser.add_argument("--find_unused_parameters", action="store_true")
+"""
+FU_BY_OPTION = (
+    "    model = DDP(net.cuda(), device_ids=[local_rank], find_unused_parameters=args.find_unused_parameters)"
+)
+
+
+def launched(script):
+    return {
+        **main(FU_BY_OPTION + LOOP, FU_STORE_TRUE),
+        "scripts/run.sh": script,
+    }
+
+
+C["fu_launch_script_switch"] = (
+    F,
+    True,
+    launched(
+        "#!/bin/bash\ntorchrun --nproc_per_node=4 train.py \\\n    --lr 0.1 \\\n    --find_unused_parameters\n"
+    ),
+    "train.py",
+)
+C["fu_launch_script_dashes_value"] = (
+    F,
+    True,
+    launched(
+        "python -m torch.distributed.launch --nproc_per_node 8 train.py --find-unused-parameters=1 --epochs 90\n"
+    ),
+    "train.py",
+)
+C["fu_NEG_launch_script_without_it"] = (
+    F,
+    False,
+    launched(
+        "torchrun --nproc_per_node=4 train.py --lr 0.1\n# --find_unused_parameters (only for the ablation)\n"
+    ),
+    "train.py",
+)
+C["fu_NEG_launch_script_shell_variable"] = (
+    F,
+    False,
+    launched('FU=""\ntorchrun --nproc_per_node=4 train.py --find_unused_parameters $FU\n'),
+    "train.py",
+)
+C["fu_NEG_launch_script_off"] = (
+    F,
+    False,
+    launched("torchrun --nproc_per_node=4 train.py --find_unused_parameters False\n"),
+    "train.py",
+)

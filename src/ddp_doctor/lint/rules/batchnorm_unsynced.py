@@ -79,10 +79,11 @@ from ddp_doctor.lint.batchnorm_syntax import (
     picked_by_name,
 )
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method, positional_params
-from ddp_doctor.lint.flags import FlagTest, all_defaults, describe, flag_test
+from ddp_doctor.lint.flags import UNKNOWN, FlagTest, all_defaults, describe, flag_test
 from ddp_doctor.lint.frozen_wrap import frozen_names
 from ddp_doctor.lint.idioms import BATCHNORM_ARCH, DDP, MODEL_FACTORIES, MODEL_GETTERS, MODEL_REGISTRIES
 from ddp_doctor.lint.inference_only import never_trains
+from ddp_doctor.lint.launch_scripts import launched_values, option_value, spelled
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.model_picks import bound_callee
 from ddp_doctor.lint.module_moves import unmoved
@@ -137,7 +138,9 @@ class BatchnormUnsynced(Rule):
         "(project) a DDP wrap of a model the function was handed, where a caller built it with "
         "BatchNorm; a self-converting model built with its conversion flag off; a conversion behind an "
         "option the project defaults to off (a parser module, a configuration class, the shipped YAML "
-        'configurations, a script\'s settings block under `if __name__ == "__main__":`)'
+        'configurations, a script\'s settings block under `if __name__ == "__main__":`) or that a '
+        "shipped shell launch script turns off (`--syncbn=0` in `train_ddp.sh` for a parser default of 1; "
+        "config-gated by that script)"
     )
     not_flagged = (
         "`convert_sync_batchnorm`, apex `convert_syncbn_model`, SyncBatchNorm, LayerNorm "
@@ -150,7 +153,8 @@ class BatchnormUnsynced(Rule):
         "entry script that never backprops (a `test.py` that only validates); a model picked at run "
         "time from candidates most of which build no BatchNorm, or from a registry whose BatchNorm "
         "models convert themselves; a Lightning `Trainer` with no DDP strategy written (or a strategy "
-        "local bound only to other strategies)"
+        "local bound only to other strategies); (project) a conversion behind an option off by default that "
+        "every shipped shell launch script naming it turns on (`--sync_bn` in each `scripts/*.sh`)"
     )
     autofix = "inserts `model = nn.SyncBatchNorm.convert_sync_batchnorm(model)` before the wrap"
     required = (("DistributedDataParallel", "prepare", "Trainer"),)
@@ -684,16 +688,51 @@ def _opt_in_gate(
                     test = _option_flag_test(ctx, cur.test, test, defaults)
                 if test is not None:  # a runtime condition inside an opt-in flag decides only within it
                     in_body = child in cur.body
+                    launches = _launched_tests(ctx, cur.test, test, defaults)
+                    skipped = [
+                        (given, script)
+                        for holds, given, script in launches
+                        if holds is not None and holds is not in_body
+                    ]
                     if test.default_true is None or test.default_true == in_body:
                         # runs under the default, or the default is set where we cannot read it
-                        # (semseg's YAML configs all set ``sync_bn: True``): trust the conversion
-                        return None
-                    gate = describe(test, not in_body)  # the bug: the branch that skips the conversion
+                        # (semseg's YAML configs all set ``sync_bn: True``): trust the conversion,
+                        # unless a shipped launch script turns it off (RetinaFace's ``--syncbn=0``)
+                        if not skipped:
+                            return None
+                        given, script = skipped[0]
+                        gate = f"{spelled(test.option, given)} (as {script} runs it)"
+                    elif launches and not skipped and all(holds is in_body for holds, _, _ in launches):
+                        return None  # off by default, but every shipped launch script turns it on
+                    else:
+                        gate = describe(test, not in_body)  # the bug: the branch that skips the conversion
             child, cur = cur, ctx.parents.get(cur)
         if gate is None:
             return None  # unconditional, or only under a runtime condition we cannot read: trust it
         gates.append(gate)
     return gates[0]
+
+
+def _launched_tests(
+    ctx: FileContext, expr: ast.expr, test: FlagTest, defaults: dict[str, object]
+) -> list[tuple[bool | None, object, str]]:
+    """Whether ``expr`` (a test of option ``test.flag``) holds in each run a shipped shell launch
+    script makes (lint/launch_scripts.py: RetinaFace's ``train_ddp_lanch.sh`` passes ``--syncbn=0``
+    to a parser whose default is 1): (holds, the value given, the script); None where the value
+    cannot be read."""
+    if "." not in test.flag:
+        return []
+    key = test.flag.split(".")[-1]
+    default = defaults.get(key, UNKNOWN)
+    if default is UNKNOWN:
+        known, value = option_default(ctx, key)
+        default = value if known else None
+    out: list[tuple[bool | None, object, str]] = []
+    for given, script in launched_values(ctx, test.option if test.option.startswith("--") else key):
+        held = option_value(given, default)
+        launched = flag_test(ctx, expr, {**defaults, key: held}) if held is not UNKNOWN else None
+        out.append((launched.default_true if launched is not None else None, given, script))
+    return out
 
 
 def _option_flag_test(

@@ -33,6 +33,7 @@ from ddp_doctor.lint.context import FileContext, dotted, keyword, param_defaults
 from ddp_doctor.lint.frozen_wrap import parameters_frozen, wraps_frozen_model_only
 from ddp_doctor.lint.idioms import DDP
 from ddp_doctor.lint.inference_only import never_trains
+from ddp_doctor.lint.launch_scripts import launched_values, option_value
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.module_moves import unmoved
 from ddp_doctor.lint.option_defaults import option_default
@@ -80,7 +81,9 @@ class FindUnusedTrue(Rule):
         "(`find_unused_parameters=args.find_unused` with `add_argument('--find_unused', default=True)`, a "
         "configuration class, the shipped YAML, all agreeing); the keyword bound by "
         "`functools.partial(DDP, find_unused_parameters=True)`; a dict of DDP keywords a framework hands on "
-        "(`torch_kwargs={'ddp_kwargs': {'find_unused_parameters': True}}`, `dict(find_unused_parameters=True)`)"
+        "(`torch_kwargs={'ddp_kwargs': {'find_unused_parameters': True}}`, `dict(find_unused_parameters=True)`); "
+        "(project) an option a shipped shell launch script turns on (`--find_unused_parameters` in "
+        "`scripts/train.sh` for a `store_true` option; config-gated by that script)"
     )
     not_flagged = (
         "a value from config without a True fallback (also `True if args.find_unused else False`); an entry script that never backprops (an "
@@ -101,6 +104,41 @@ class FindUnusedTrue(Rule):
     def applies(self, ctx: FileContext) -> bool:
         # the keyword may be a dict key (``{"find_unused_parameters": True}`` unpacked into the wrap)
         return super().applies(ctx) or "find_unused_parameters" in ctx.source
+
+    def _option_setting(
+        self, ctx: FileContext, kw_name: str | None, value: ast.expr | None
+    ) -> Violation | None:
+        """``find_unused_parameters=args.find_unused``: an option whose default is True, or one a
+        shipped launch script turns on."""
+        if value is None:
+            return None
+        option = _option_defaulting_true(ctx, value)
+        if option is not None:
+            return self.violation(
+                value,
+                Text(
+                    f"`{kw_name}={ctx.segment(value)}`, an option whose default is True ({option}): DDP "
+                    "re-traverses the autograd graph every step unless the run turns it off (speed, not accuracy).",
+                    f"`{kw_name}={ctx.segment(value)}` 是默认值为 True 的选项（{option}）：除非运行时关闭，DDP "
+                    "每步都要重新遍历 autograd 图（影响速度，不影响精度）。",
+                ),
+                setting=True,
+            )
+        launched = _option_launched_true(ctx, value)
+        if launched is not None:
+            key, script = launched
+            return self.violation(
+                value,
+                Text(
+                    f"`{kw_name}={ctx.segment(value)}`: the shipped launch script {script} turns `{key}` on: "
+                    "DDP then re-traverses the autograd graph every step (speed, not accuracy).",
+                    f"`{kw_name}={ctx.segment(value)}`：仓库自带的启动脚本 {script} 打开了 `{key}`："
+                    "DDP 此时每步都要重新遍历 autograd 图（影响速度，不影响精度）。",
+                ),
+                gated_by=f"`{key}` on, as {script} runs it",
+                setting=True,
+            )
+        return None
 
     def _check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
         seen: set[int] = set()
@@ -225,18 +263,9 @@ class FindUnusedTrue(Rule):
                     setting=True,
                 )
                 continue
-            option = _option_defaulting_true(ctx, value)
-            if option is not None and value is not None:
-                yield self.violation(
-                    value,
-                    Text(
-                        f"`{kw_name}={ctx.segment(value)}`, an option whose default is True ({option}): DDP "
-                        "re-traverses the autograd graph every step unless the run turns it off (speed, not accuracy).",
-                        f"`{kw_name}={ctx.segment(value)}` 是默认值为 True 的选项（{option}）：除非运行时关闭，DDP "
-                        "每步都要重新遍历 autograd 图（影响速度，不影响精度）。",
-                    ),
-                    setting=True,
-                )
+            option_setting = self._option_setting(ctx, kw_name, value)
+            if option_setting is not None:
+                yield option_setting
                 continue
             if isinstance(value, ast.Constant) and value.value is True:
                 yield self.violation(
@@ -303,6 +332,22 @@ def _option_defaulting_true(ctx: FileContext, value: ast.expr | None) -> str | N
     known, default = option_default(ctx, key)
     where = "the project's default" if ctx.project is not None else "this file's default"
     return f"`{key}`: {where}" if known and default is True else None
+
+
+def _option_launched_true(ctx: FileContext, value: ast.expr | None) -> tuple[str, str] | None:
+    """``find_unused_parameters=args.find_unused_parameters`` with a default that is not True, where
+    a shipped shell launch script passes the option on (ImbalancedSSL's ``--find_unused_parameters``
+    in its ``run_*.sh``; lint/launch_scripts.py): (the option, the script). A script that passes it off,
+    or a value read from a shell variable, turns nothing on."""
+    if not isinstance(value, ast.Attribute) or dotted(value) is None:
+        return None
+    key = value.attr
+    known, default = option_default(ctx, key)
+    for given, script in launched_values(ctx, key):
+        held = option_value(given, default if known else None)
+        if held is True or (type(held) is int and held > 0):  # ``--find_unused 1`` for an int option
+            return key, script
+    return None
 
 
 def _true_default_parameter(ctx: FileContext, value: ast.Name, call: ast.Call) -> ast.Constant | None:
