@@ -55,6 +55,13 @@ RANK0_DECORATOR = re.compile(
     re.IGNORECASE,
 )
 
+# Classes of installed packages that say they log on rank 0 only (physicsnemo's
+# ``RankZeroLoggingWrapper(logger, dist)``): read by name, as their code is not the project's (a
+# project class is read by its code: lint/rank0_sinks.py).
+RANK0_SINK_CLASS = re.compile(
+    r"^(RankZero|Rank0|MasterOnly|MainProcess|MainRank)\w*(Logger|Logging|Writer|Wrapper|Printer)\w*$"
+)
+
 # --- tests that are true on rank 0 only --------------------------------------------------------
 # Receiver (last part) -> attributes that are non-empty on the main process only: accelerate's
 # ``init_trackers`` is ``@on_main_process``, so ``len(accelerator.trackers) > 0`` is a main-process test

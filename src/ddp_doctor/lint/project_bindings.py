@@ -155,10 +155,11 @@ class IndexBindings(IndexCore):
         ranked = bool(predicates) or any(RANKISH.search(w) for w in ctx.words)
         for call in ctx.of_type(ast.Call):
             func = call.func
-            if isinstance(func, ast.Attribute):
+            # a function of an imported project module (``distributed_train.train(..., is_logger,
+            # ...)``) is that function, not every ``obj.train()`` of the project (``model.train()``)
+            key = self._project_target(imports, func)
+            if key is None and isinstance(func, ast.Attribute):
                 key = None if func.attr.startswith("__") else f".{func.attr}"
-            else:
-                key = self._project_target(imports, func)
             if key is None:
                 continue
             guarded = (

@@ -33,6 +33,7 @@ from ddp_doctor.lint.idioms import (
     LOGGER_NAME,
     MAIN_FLAG,
     QUIET_LEVELS,
+    RANK0_DECORATOR,
     RANK0_FUNCTION,
     RANK0_MEMBERS,
     RANK0_METHODS,
@@ -881,3 +882,14 @@ def is_logger_call(call: ast.Call) -> bool:
     # making a record of a level (``Log_file.info(...)``): a ``logging.Logger`` by its name and its
     # methods (not ``log_writer.add_scalar``: a writer's method)
     return _names_a_logger(held) and last in LOGGER_RECORDS
+
+
+def rank_zero_decorated(fn: ast.AST) -> bool:
+    """``@rank_zero_only def log_metrics(...)`` (Lightning, also ``@rank_zero_call``, ``@master_only``):
+    the function runs on rank 0 only, so each call of it that hands it the loss is a rank-0 log."""
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    return any(
+        RANK0_DECORATOR.match((dotted(d.func if isinstance(d, ast.Call) else d) or "").rsplit(".", 1)[-1])
+        for d in fn.decorator_list
+    )

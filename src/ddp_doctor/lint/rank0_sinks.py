@@ -23,6 +23,7 @@ from ddp_doctor.lint.rank0 import (
     enclosing_rank0_if,
     is_log_sink,
     is_rank0_test,
+    rank_zero_decorated,
 )
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -35,28 +36,40 @@ def guarded_sink_names(ctx: FileContext, predicates: Collection[str]) -> set[str
 
 
 def rank0_sink_classes(ctx: FileContext, predicates: Collection[str]) -> set[str]:
-    """Top-level classes of the file that are writers writing on rank 0 only: a subclass of a log
-    sink (Ultra-Fast-Lane-Detection's ``class DistSummaryWriter(SummaryWriter)``) whose every write
-    method it overrides runs its body only under a rank-0 test (``def add_scalar(self, *args,
-    **kwargs): if can_log(): super().add_scalar(*args, **kwargs)``). An instance is a rank-0 sink
-    wherever it is built."""
+    """Top-level classes of the file whose instances write on rank 0 only. An instance is a rank-0
+    sink wherever it is built:
+
+    - a subclass of a log sink (Ultra-Fast-Lane-Detection's ``class DistSummaryWriter(SummaryWriter)``)
+      whose every write method it overrides (``add_*`` and the log calls) runs on rank 0 only
+      (``def add_scalar(self, *args, **kwargs): if can_log(): super().add_scalar(*args, **kwargs)``);
+    - any class whose log methods (``log``, ``info``, ``write``, ...; at least one) all run on rank 0
+      only: a body under one rank-0 test, or decorated to (pytorch_trainer's ``CSVLogger`` and
+      ``ProgressBar`` with ``@rank_zero_only def log(self, name, value)``);
+    - a wrapper that forwards every attribute call on rank 0 only (physicsnemo's
+      ``RankZeroLoggingWrapper``: ``__getattr__`` returning ``def wrapper(*a, **k): if
+      self.dist.rank == 0: return attr(*a, **k)``)."""
     out: set[str] = set()
     for cls in ctx.tree.body:
-        if not isinstance(cls, ast.ClassDef) or not any(LOG_SINK.search(dotted(b) or "") for b in cls.bases):
+        if not isinstance(cls, ast.ClassDef):
             continue
-        writes = [
-            f
-            for f in cls.body
-            if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and (f.name.startswith("add_") or LOG_CALL.match(f.name))
-        ]
+        methods = [f for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        if any(f.name == "__getattr__" and _forwards_on_rank0_only(f, predicates) for f in methods):
+            out.add(cls.name)
+            continue
+        if any(LOG_SINK.search(dotted(b) or "") for b in cls.bases):
+            writes = [f for f in methods if f.name.startswith("add_") or LOG_CALL.match(f.name)]
+        else:
+            writes = [f for f in methods if LOG_CALL.match(f.name)]
         if writes and all(_runs_on_rank0_only(f, predicates) for f in writes):
             out.add(cls.name)
     return out
 
 
 def _runs_on_rank0_only(fn: ast.FunctionDef | ast.AsyncFunctionDef, predicates: Collection[str]) -> bool:
-    """The method's whole body (after its docstring) is one ``if <rank-0 test>:`` with no else."""
+    """The method is decorated to run on rank 0 only, or its whole body (after its docstring) is one
+    ``if <rank-0 test>:`` with no else."""
+    if rank_zero_decorated(fn):
+        return True
     body = fn.body
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         body = body[1:]
@@ -65,6 +78,33 @@ def _runs_on_rank0_only(fn: ast.FunctionDef | ast.AsyncFunctionDef, predicates: 
         and isinstance(body[0], ast.If)
         and not body[0].orelse
         and is_rank0_test(body[0].test, predicates)
+    )
+
+
+def _forwards_on_rank0_only(
+    getattr_fn: ast.FunctionDef | ast.AsyncFunctionDef, predicates: Collection[str]
+) -> bool:
+    """``__getattr__`` builds a function that calls what it looked up only under a rank-0 test (the
+    other branch returns nothing) and returns it."""
+    for inner in ast.walk(getattr_fn):
+        if inner is getattr_fn or not isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        body = [s for s in inner.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+        if (
+            len(body) == 1
+            and isinstance(body[0], ast.If)
+            and is_rank0_test(body[0].test, predicates)
+            and all(_returns_nothing(s) for s in body[0].orelse)
+            and any(isinstance(n, ast.Call) for s in body[0].body for n in ast.walk(s))
+        ):
+            return True
+    return False
+
+
+def _returns_nothing(stmt: ast.stmt) -> bool:
+    return isinstance(stmt, ast.Pass) or (
+        isinstance(stmt, ast.Return)
+        and (stmt.value is None or (isinstance(stmt.value, ast.Constant) and stmt.value.value is None))
     )
 
 

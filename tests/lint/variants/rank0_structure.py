@@ -671,3 +671,194 @@ def main(args, loader, net, rank):
     },
     "train.py",
 )
+
+# Round 22: a rank-0 flag handed to a function of an imported project module (NAIRR's
+# ``distributed_train.train(local_rank, global_rank, world_size, is_logger, params)``), called beside
+# ``model.train()`` elsewhere: the call is the module's function, not any ``.train()``.
+FLAG_ENGINE = """
+import torch
+from tqdm import tqdm
+
+
+def train(model, loader, optimizer, criterion, is_logger):
+    model.train()
+    for epoch in range(10):
+        pbar = tqdm(loader)
+        for x, y in pbar:
+            loss = criterion(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            if is_logger:
+                pbar.set_postfix(loss=loss.item())
+"""
+FLAG_MAIN = (
+    HEAD
+    + "import engine\n"
+    + SETUP
+    + """
+    is_logger = rank == 0
+    engine.train(model, loader, optimizer, criterion, is_logger)
+"""
+)
+C["flag_handed_to_a_module_function"] = (
+    R,
+    True,
+    {"train.py": FLAG_MAIN, "engine.py": FLAG_ENGINE},
+    "engine.py",
+)
+C["NEG_flag_handed_to_a_module_function_not_rank0"] = (
+    R,
+    False,
+    {
+        "train.py": FLAG_MAIN.replace("is_logger = rank == 0", "is_logger = args.verbose"),
+        "engine.py": FLAG_ENGINE,
+    },
+    "engine.py",
+)
+C["NEG_flag_handed_by_one_call_only"] = (
+    R,
+    False,
+    {
+        "train.py": FLAG_MAIN + "    engine.train(model, loader, optimizer, criterion, True)\n",
+        "engine.py": FLAG_ENGINE,
+    },
+    "engine.py",
+)
+
+# Round 22: loggers whose class makes them rank 0's: a wrapper forwarding every call on rank 0 only
+# (physicsnemo's ``RankZeroLoggingWrapper``), a logger whose log methods are ``@rank_zero_only``
+# (pytorch_trainer's ``CSVLogger``), in another file of the project.
+RANK0_WRAPPER = """
+class RankZeroLoggingWrapper:
+    def __init__(self, obj, dist):
+        self.obj = obj
+        self.dist = dist
+
+    def __getattr__(self, name):
+        attr = getattr(self.obj, name)
+        if callable(attr):
+            def wrapper(*args, **kwargs):
+                if self.dist.rank == 0:
+                    return attr(*args, **kwargs)
+                else:
+                    return None
+            return wrapper
+        return attr
+"""
+RANK0_DECORATED_LOGGER = """
+from utils.distributed import rank_zero_only
+
+
+class CSVLogger:
+    def __init__(self, root):
+        self.root = root
+        self.rows = []
+
+    @rank_zero_only
+    def log(self, name, value):
+        self.rows.append((name, value))
+
+    def flush(self):
+        pass
+"""
+LOGGED_BY = """
+    for epoch in range(args.epochs):
+        for x, y in loader:
+"""
+C["rank0_wrapper_class_other_file"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD
+        + "from utils.logging import RankZeroLoggingWrapper\n"
+        + SETUP
+        + "    rank_zero_logger = RankZeroLoggingWrapper(logger, dist)\n"
+        + LOGGED_BY
+        + STEP
+        + '            rank_zero_logger.info(f"loss {loss.item():.4f}")\n',
+        "utils/__init__.py": "",
+        "utils/logging.py": RANK0_WRAPPER,
+    },
+    "train.py",
+)
+C["NEG_wrapper_class_every_rank"] = (
+    R,
+    False,
+    {
+        "train.py": HEAD
+        + "from utils.logging import RankZeroLoggingWrapper\n"
+        + SETUP
+        + "    rank_zero_logger = RankZeroLoggingWrapper(logger, dist)\n"
+        + LOGGED_BY
+        + STEP
+        + '            rank_zero_logger.info(f"loss {loss.item():.4f}")\n',
+        "utils/__init__.py": "",
+        "utils/logging.py": RANK0_WRAPPER.replace("if self.dist.rank == 0:", "if self.dist.world_size > 0:"),
+    },
+    "train.py",
+)
+C["rank0_decorated_logger_class_other_file"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD
+        + "from utils.loggers import CSVLogger\n"
+        + SETUP
+        + '    csv_logger = CSVLogger("logs")\n'
+        + LOGGED_BY
+        + STEP
+        + '            csv_logger.log("loss", loss.item())\n',
+        "utils/__init__.py": "",
+        "utils/distributed.py": "def rank_zero_only(fn):\n    return fn\n",
+        "utils/loggers.py": RANK0_DECORATED_LOGGER,
+    },
+    "train.py",
+)
+C["NEG_decorated_logger_reduced_loss"] = (
+    R,
+    False,
+    {
+        "train.py": HEAD
+        + "from utils.loggers import CSVLogger\n"
+        + SETUP
+        + '    csv_logger = CSVLogger("logs")\n'
+        + LOGGED_BY
+        + STEP
+        + "            dist.all_reduce(loss)\n"
+        + '            csv_logger.log("loss", loss.item() / dist.get_world_size())\n',
+        "utils/__init__.py": "",
+        "utils/distributed.py": "def rank_zero_only(fn):\n    return fn\n",
+        "utils/loggers.py": RANK0_DECORATED_LOGGER,
+    },
+    "train.py",
+)
+C["rank0_wrapper_of_an_installed_package"] = (
+    R,
+    True,
+    one(
+        "    rank_zero_logger = RankZeroLoggingWrapper(logger, dist)\n"
+        + LOGGED_BY
+        + STEP
+        + '            rank_zero_logger.info(f"loss {loss.item():.4f}")\n',
+        "from physicsnemo.utils.logging import RankZeroLoggingWrapper\n",
+    ),
+    "train.py",
+)
+C["NEG_project_class_named_rank_zero_logs_everywhere"] = (
+    R,
+    False,
+    {
+        "train.py": HEAD
+        + "from utils.logging import RankZeroLoggingWrapper\n"
+        + SETUP
+        + "    rank_zero_logger = RankZeroLoggingWrapper(logger, dist)\n"
+        + LOGGED_BY
+        + STEP
+        + '            rank_zero_logger.info(f"loss {loss.item():.4f}")\n',
+        "utils/__init__.py": "",
+        "utils/logging.py": "class RankZeroLoggingWrapper:\n    def __init__(self, obj, dist):\n        self.obj = obj\n\n"
+        "    def info(self, msg):\n        self.obj.info(msg)\n",
+    },
+    "train.py",
+)

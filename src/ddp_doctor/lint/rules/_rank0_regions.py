@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.accelerate_sinks import main_process_only_call
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method, parameter_names
-from ddp_doctor.lint.idioms import RANK0_DECORATOR, RANK0_FUNCTION
+from ddp_doctor.lint.idioms import RANK0_FUNCTION, RANK0_SINK_CLASS
 from ddp_doctor.lint.logged_helpers import constructed_method
 from ddp_doctor.lint.project import parameters_logged
 from ddp_doctor.lint.provenance import reads
@@ -29,6 +29,7 @@ from ddp_doctor.lint.rank0 import (
     is_silenceable_record,
     rank0_locals,
     rank0_parameters,
+    rank_zero_decorated,
 )
 from ddp_doctor.lint.rank0_handoff import unpacked_rank0
 from ddp_doctor.lint.rank0_sinks import sink_names
@@ -40,6 +41,17 @@ def configures_logging(ctx: FileContext) -> bool:
     return ctx.mentions("basicConfig") and any(
         isinstance(c.func, ast.Attribute) and c.func.attr == "basicConfig" for c in ctx.of_type(ast.Call)
     )
+
+
+def _outside_rank0_sink(ctx: FileContext, value: ast.expr) -> bool:
+    """``RankZeroLoggingWrapper(logger, dist)`` of an installed package (not a class of the project,
+    whose code decides): a writer that says it writes on rank 0 only (``idioms.RANK0_SINK_CLASS``)."""
+    if not isinstance(value, ast.Call):
+        return False
+    name = (dotted(value.func) or "").rsplit(".", 1)[-1]
+    if not RANK0_SINK_CLASS.match(name):
+        return False
+    return ctx.project is None or ctx.project.summary_for(ctx, value.func) is None
 
 
 def rank0_only_objects(ctx: FileContext, predicates: set[str]) -> set[str]:
@@ -70,7 +82,7 @@ def rank0_only_objects(ctx: FileContext, predicates: set[str]) -> set[str]:
             and is_rank0_test(value.test, predicates)
             and isinstance(value.body, ast.Call)
         )
-        if rank0_only:
+        if rank0_only or _outside_rank0_sink(ctx, value):
             out |= {d.split(".")[-1] for t in node.targets if (d := dotted(t))}
         elif isinstance(value, ast.Call) and _disabled_off_rank0(value, predicates):
             # a bar hidden off rank 0 is that function's bar: PBGNN's single-process trainers of the
@@ -191,17 +203,6 @@ def inside_rank0_printer(ctx: FileContext, node: ast.AST) -> bool:
         or rank_zero_decorated(fn)
         or _forwards_to_rank0_log(fn)
         or _prints_for_other_files(ctx, fn)
-    )
-
-
-def rank_zero_decorated(fn: ast.AST) -> bool:
-    """``@rank_zero_only def log_metrics(...)`` (Lightning, also ``@rank_zero_call``, ``@master_only``):
-    the function runs on rank 0 only, so each call of it that hands it the loss is a rank-0 log."""
-    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return False
-    return any(
-        RANK0_DECORATOR.match((dotted(d.func if isinstance(d, ast.Call) else d) or "").rsplit(".", 1)[-1])
-        for d in fn.decorator_list
     )
 
 
