@@ -153,6 +153,10 @@ class IndexBindings(IndexCore):
         )
         scopes: dict[int, tuple[set[str], dict[str, tuple[str, int]]]] = {}
         ranked = bool(predicates) or any(RANKISH.search(w) for w in ctx.words)
+        if guarded_file:
+            # a writer or logger built on rank 0 only (None elsewhere) handed on is a rank-0 test where
+            # it arrives (``if self.logger: self.logger.info(...)`` of ImbalancedSSL's TrainEngine)
+            predicates = set(predicates) | {f"?{n}" for n in guarded_sink_names(ctx, predicates)}
         for call in ctx.of_type(ast.Call):
             func = call.func
             # a function of an imported project module (``distributed_train.train(..., is_logger,

@@ -42,6 +42,9 @@ from ddp_doctor.lint.idioms import (
     RANK_NUMBER,
 )
 
+LOGGER_FACTORY_VERBS = frozenset(
+    {"get", "setup", "set", "create", "build", "init", "make", "configure", "new", "add"}
+)
 LOG_CALL = re.compile(
     r"^(print|log|info|debug|warning|log_metrics?|log_dict|add_scalars?|set_postfix(_str)?|"
     r"set_description|write|log_every|to_csv|to_json|to_excel)$"
@@ -67,10 +70,20 @@ def is_log_call(call: ast.Call) -> bool:
         )
     if LOG_CALL.match(name.split(".")[-1]):
         return True
+    if call.args and _calls_a_logger(name.split(".")[-1]):
+        return True
     # ``logger.log_string(...)``, ``epoch_logger.log_stats(...)``: a ``log_*`` method of an object
     # whose name says it is a logger (not ``F.log_softmax``, ``dist.log_prob``: math on a module)
     receiver, _, last = name.rpartition(".")
     return last.startswith("log_") and bool(receiver) and _names_a_logger(receiver.split(".")[-1])
+
+
+def _calls_a_logger(held: str) -> bool:
+    """``main_logger(msg)`` / ``self.printer(msg)``: an object called as a function whose name ends in
+    logger/printer (MM_SLT's ``Logger`` with a ``__call__`` that prints and appends to log.txt), not a
+    factory (``setup_logger(cfg)``, ``get_logger(name)``)."""
+    words = re.sub(r"([a-z])([A-Z])", r"\1_\2", held).lower().split("_")
+    return words[-1] in ("logger", "printer") and words[0] not in LOGGER_FACTORY_VERBS
 
 
 def _names_a_logger(held: str) -> bool:

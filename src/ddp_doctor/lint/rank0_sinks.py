@@ -123,7 +123,7 @@ def sink_names(ctx: FileContext, predicates: Collection[str]) -> tuple[set[str],
             and isinstance(node.value.func, ast.Name)
             and node.value.func.id in own
         ):
-            guarded |= {d.split(".")[-1] for t in node.targets if (d := dotted(t))}
+            guarded |= _target_names(node)
             continue
         cls = ctx.enclosing_method_class(node)
         local = set(predicates)
@@ -131,9 +131,20 @@ def sink_names(ctx: FileContext, predicates: Collection[str]) -> tuple[set[str],
             if id(cls) not in flags:
                 flags[id(cls)] = class_flags(cls, predicates)
             local |= flags[id(cls)]
-        names = {d.split(".")[-1] for t in node.targets if (d := dotted(t))}
+        names = _target_names(node)
         if enclosing_rank0_if(ctx.parents, node, _SCOPES, local) is not None:
             guarded |= names
         else:
             everywhere |= names
     return guarded, everywhere
+
+
+def _target_names(node: ast.Assign) -> set[str]:
+    """Last parts of the names an assignment binds, also unpacked (ImbalancedSSL's ``log_writer,
+    cfg_logger, train_logger, ... = create_logger(args)`` under ``if is_main_process():``)."""
+    out: set[str] = set()
+    for target in node.targets:
+        for t in target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]:
+            if (d := dotted(t)) is not None:
+                out.add(d.split(".")[-1])
+    return out

@@ -862,3 +862,111 @@ C["NEG_project_class_named_rank_zero_logs_everywhere"] = (
     },
     "train.py",
 )
+
+# Round 22: writers built on rank 0 only (None elsewhere) handed to an engine class of another file,
+# which tests them before logging (ImbalancedSSL's ``TrainEngine(..., logger=train_logger)`` then ``if
+# self.logger: self.logger.info(...)``).
+ENGINE_CLASS = """
+class TrainEngine:
+    def __init__(self, model, loader, optimizer, criterion, logger=None, log_writer=None):
+        self.model = model
+        self.loader = loader
+        self.optimizer = optimizer
+        self.criterion = criterion
+        self.logger = logger
+        self.log_writer = log_writer
+
+    def train_one_epoch(self, epoch):
+        for step, (x, y) in enumerate(self.loader):
+            loss = self.criterion(self.model(x), y)
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+            if self.logger and step % 10 == 0:
+                self.logger.info(f"epoch {epoch} step {step} loss {loss.item():.4f}")
+"""
+ENGINE_MAIN = (
+    HEAD
+    + "from engine import TrainEngine\nfrom utils import create_logger, is_main_process\n"
+    + SETUP
+    + """
+    if is_main_process():
+        log_writer, train_logger = create_logger(args)
+    else:
+        log_writer, train_logger = None, None
+    engine = TrainEngine(model, loader, optimizer, criterion, logger=train_logger, log_writer=log_writer)
+    for epoch in range(args.epochs):
+        engine.train_one_epoch(epoch)
+"""
+)
+ENGINE_UTILS = """
+import logging
+import torch.distributed as dist
+from torch.utils.tensorboard import SummaryWriter
+
+
+def is_main_process():
+    return dist.get_rank() == 0
+
+
+def create_logger(args):
+    return SummaryWriter(args.out), logging.getLogger("train")
+"""
+C["rank0_loggers_unpacked_handed_to_engine_class"] = (
+    R,
+    True,
+    {"train.py": ENGINE_MAIN, "engine.py": ENGINE_CLASS, "utils.py": ENGINE_UTILS},
+    "engine.py",
+)
+C["NEG_loggers_on_every_rank_handed_to_engine_class"] = (
+    R,
+    False,
+    {
+        "train.py": ENGINE_MAIN.replace(
+            "    if is_main_process():\n        log_writer, train_logger = create_logger(args)\n"
+            "    else:\n        log_writer, train_logger = None, None\n",
+            "    log_writer, train_logger = create_logger(args)\n",
+        ),
+        "engine.py": ENGINE_CLASS,
+        "utils.py": ENGINE_UTILS,
+    },
+    "engine.py",
+)
+
+# Round 22: a logger object called as a function (MM_SLT's ``main_logger(f"... Loss: {total_loss}")``,
+# a ``Logger`` with ``__call__``) under a rank-0 test; a factory call beside it is no log.
+CALLED_LOGGER = """
+class Logger:
+    def __init__(self, path):
+        self.path = path
+
+    def __call__(self, msg):
+        print(msg)
+        with open(self.path, "a") as f:
+            f.write(msg + "\\n")
+"""
+C["called_logger_object"] = (
+    R,
+    True,
+    one(
+        '    main_logger = Logger("log.txt") if rank == 0 else None\n'
+        + "    for epoch in range(args.epochs):\n        total_loss = 0.0\n        for x, y in loader:\n"
+        + STEP
+        + "            total_loss += loss.item()\n"
+        + '        if rank == 0:\n            main_logger(f"epoch {epoch} loss {total_loss / len(loader):.4f}")\n',
+        CALLED_LOGGER,
+    ),
+    "train.py",
+)
+C["NEG_logger_factory_called_with_the_loss_dir"] = (
+    R,
+    False,
+    one(
+        "    for epoch in range(args.epochs):\n        total_loss = 0.0\n        for x, y in loader:\n"
+        + STEP
+        + "            total_loss += loss.item()\n"
+        + "        if rank == 0:\n            setup_logger(total_loss)\n",
+        "\ndef setup_logger(level):\n    return logging.getLogger(str(level))\n",
+    ),
+    "train.py",
+)

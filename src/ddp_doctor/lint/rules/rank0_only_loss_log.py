@@ -107,8 +107,13 @@ class Rank0OnlyLossLog(Rule):
         "value (`if not rank:`, `if args.local_rank: return`); a value computed for the logs in a `no_grad` "
         "block inside the training loop; a running sum of what a training step returns (`total += "
         "self.training_step(batch)`, also `total = total + ...`); a call of a function decorated to run on "
-        "rank 0 only (`@rank_zero_only`, `@rank_zero_call`, `@master_only`) that hands it the loss; the "
-        "message names the value and its kind"
+        "rank 0 only (`@rank_zero_only`, `@rank_zero_call`, `@master_only`) that hands it the loss; "
+        "an instance of a class whose log methods all run on rank 0 only (`@rank_zero_only def log`, one "
+        "rank-0 test) or that forwards every call on rank 0 only (`RankZeroLoggingWrapper`; an installed "
+        "class named so); (project) loggers built on rank 0 only (`a, b = create_logger(args)` under "
+        "`if is_main_process():`, None elsewhere) and rank-0 flags handed to a function or class of "
+        "another file, also through an imported module (`distributed_train.train(..., is_logger)`); a "
+        "logger object called as a function (`main_logger(msg)`); the message names the value and its kind"
     )
     not_flagged = (
         "all-reduced or `reduce_mean`-style helper values, every rank logging, validation losses, "
