@@ -372,3 +372,36 @@ C["NEG_launch_script_variable"] = (
     by_option(1, {"train_ddp.sh": "SYNC=1\npython -m torch.distributed.launch train.py --syncbn=$SYNC\n"}),
     "train.py",
 )
+
+# Round 22: a timm model named by the shipped YAML configuration, read through a local
+# (NAIRR's ``model_name = params['model_name']``, ``model_name: 'resnet101.a1_in1k'``).
+TIMM_BY_CONFIG = (
+    HEAD
+    + "import timm\nimport yaml\n"
+    + main(
+        "params = yaml.safe_load(open(args.config))\n    model_name = params['model_name']\n"
+        "    model = timm.create_model(model_name, pretrained=False)"
+    )
+)
+C["timm_model_named_by_shipped_yaml"] = (
+    R,
+    True,
+    {"train.py": TIMM_BY_CONFIG, "config/train.yaml": "model_name: 'resnet101.a1_in1k'\nlr: 0.1\n"},
+    "train.py",
+)
+C["NEG_timm_model_named_by_shipped_yaml_vit"] = (
+    R,
+    False,
+    {"train.py": TIMM_BY_CONFIG, "config/train.yaml": "model_name: vit_base_patch16_224\nlr: 0.1\n"},
+    "train.py",
+)
+C["NEG_timm_model_named_by_yamls_that_disagree"] = (
+    R,
+    False,
+    {
+        "train.py": TIMM_BY_CONFIG,
+        "config/a.yaml": "model_name: resnet50\n",
+        "config/b.yaml": "model_name: vit_small_patch16_224\n",
+    },
+    "train.py",
+)

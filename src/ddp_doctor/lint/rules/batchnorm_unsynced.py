@@ -131,7 +131,8 @@ class BatchnormUnsynced(Rule):
     project_facts = frozenset({"batchnorm", "options"})
     flagged = (
         "the file builds BatchNorm layers (or a torchvision model known to contain them, timm "
-        "`create_model` with a BatchNorm-family name or flag default, a project module used as a "
+        "`create_model` with a BatchNorm-family name or flag default (also a name the shipped YAML "
+        "configurations agree on, read through `model_name = params['model_name']`), a project module used as a "
         "registry, a builder named under a project package by `eval`/`importlib`, a model `eval`'d by "
         "name over a star import of BatchNorm models) and wraps in DDP (also apex's, and a Lightning "
         "`Trainer` with a DDP strategy and no `sync_batchnorm=True`), with no SyncBatchNorm anywhere; "
@@ -633,11 +634,33 @@ def _factory_batchnorm(ctx: FileContext, call: ast.Call, defaults: dict[str, obj
     arg = call.args[0] if call.args else keyword(call, "model_name")
     if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
         return bool(BATCHNORM_ARCH.match(arg.value))
-    name = dotted(arg) if arg is not None else None
-    if name is None:
+    key = _option_key(ctx, arg) if arg is not None else None
+    if key is None:
         return False
-    value = defaults.get(name.split(".")[-1])
+    value = defaults.get(key)
+    if value is None:
+        # (project) the default the project writes elsewhere, or the shipped YAML configurations'
+        # value (NAIRR's ``model_name = params['model_name']`` with ``model_name: resnet101.a1_in1k``)
+        known, written = option_default(ctx, key)
+        value = written if known else None
     return isinstance(value, str) and bool(BATCHNORM_ARCH.match(value))
+
+
+def _option_key(ctx: FileContext, arg: ast.expr) -> str | None:
+    """The option a model name is read from: ``args.model`` → ``model``, ``cfg['model_name']`` →
+    ``model_name``; through a local bound once in the function (``model_name = params['model_name']``)."""
+    if isinstance(arg, ast.Name):
+        fn = ctx.enclosing_function(arg)
+        bound = ctx.bindings(fn).get(arg.id, []) if fn is not None else []
+        if len(bound) == 1 and isinstance(bound[0], ast.Assign) and len(bound[0].targets) == 1:
+            value = bound[0].value
+            if isinstance(value, (ast.Attribute, ast.Subscript)):
+                arg = value
+    if isinstance(arg, ast.Subscript):
+        index = arg.slice
+        return index.value if isinstance(index, ast.Constant) and isinstance(index.value, str) else None
+    name = dotted(arg)
+    return name.split(".")[-1] if name is not None else None
 
 
 def _frozen(ctx: FileContext, call: ast.Call) -> bool:
