@@ -198,6 +198,7 @@ class ProjectIndex(IndexScan, IndexQueries):
                 self.rank0_callees.add(qual)
         self._guarded_calls = {}
         self._finish_rank0_handoff()
+        self._finish_loader_args()
         for spelling in self._backprop_spellings:  # ``vq_loss = VQLoss(...)``: its ``forward``
             constructed = {b for b in self._call_bound.get(spelling, ()) if b}
             found = [c for c in constructed if (c_s := sums.get(c)) is not None and is_class_summary(c_s)]
@@ -269,6 +270,26 @@ class ProjectIndex(IndexScan, IndexQueries):
             elif built is not None and kept:  # a function: ``train(loader, verbose=(worker_idx == 0))``
                 self.rank0_function_args[built.qualname] = kept
         self._rank0_args = {}
+
+    def _finish_loader_args(self) -> None:
+        """Arguments of project functions that every call hands a loader over a shuffling
+        DistributedSampler (returned by project code of a module that never calls ``set_epoch``)."""
+        for key, args in self._loader_args.items():
+            built = self._get(key)
+            if built is None or is_class_summary(built):
+                continue
+            kept: dict[str | int, str] = {}
+            for arg, deps in args.items():
+                places = [self._sampler_loader_at(q, p) for q, p in deps]
+                if places and all(places):
+                    kept[arg] = str(places[0])
+            if kept:
+                self.sampler_loader_args[built.qualname] = kept
+        self._loader_args = {}
+
+    def _sampler_loader_at(self, qualname: str, position: int) -> str | None:
+        target = self._get(qualname)
+        return target.sampler_loaders.get(position) if target is not None else None
 
     def _returns_rank0_at(self, qualname: str, position: int) -> bool:
         target = self._get(qualname)

@@ -18,6 +18,7 @@ from ddp_doctor.lint.project_core import IndexCore
 from ddp_doctor.lint.project_def_facts import is_none
 from ddp_doctor.lint.rank0 import is_log_sink
 from ddp_doctor.lint.rank0_sinks import guarded_sink_names, rank0_sink_classes
+from ddp_doctor.lint.samplers import WHOLE
 
 CONTAINERS = frozenset({"dict", "list", "set", "defaultdict", "OrderedDict", "collections.defaultdict"})
 
@@ -42,6 +43,25 @@ def _unpacked_targets(
                         out[e.id] = (target, k) if target and e.id not in out else None
             elif isinstance(t, ast.Name):
                 out[t.id] = None
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _call_results(
+    index: IndexCore, nodes: list[ast.AST], imports: dict[str, str]
+) -> dict[str, tuple[str, int]]:
+    """Names a function binds only to the result of one call of project code: ``{name: (callee,
+    position)}``, ``WHOLE`` for the result itself (``loader = build_loader(cfg)``), the index for an
+    unpacked tuple (``loader_train, loader_val = configure_data(cfg)``)."""
+    out: dict[str, tuple[str, int] | None] = {}
+    for n in nodes:
+        if not isinstance(n, ast.Assign):
+            continue
+        for t in n.targets:
+            target = index._project_target(imports, n.value.func) if isinstance(n.value, ast.Call) else None
+            named = [(k, e) for k, e in enumerate(t.elts)] if isinstance(t, ast.Tuple) else [(WHOLE, t)]
+            for k, e in named:
+                if isinstance(e, ast.Name):
+                    out[e.id] = (target, k) if target and e.id not in out else None
     return {k: v for k, v in out.items() if v is not None}
 
 
@@ -107,6 +127,7 @@ class IndexBindings(IndexCore):
                     positions = returned_rank0_positions(fn, predicates, ctx.parents)
                     if positions:
                         self.rank0_returns[f"{module}.{fn.name}"] = positions
+        if rank0 or "epochs" in self.facts:
             self._call_sites(ctx, imports, predicates)
         for node in ctx.of_type(ast.Assign):
             names = {d for t in node.targets if (d := dotted(t))}
@@ -143,15 +164,17 @@ class IndexBindings(IndexCore):
 
     def _call_sites(self, ctx: FileContext, imports: dict[str, str], predicates: set[str]) -> None:
         """Record, for every call of project code (or ``obj.name(...)``), whether it sits under a
-        rank-0 test."""
+        rank-0 test, the rank-0 tests it hands on, and the loaders from project builders it hands on."""
         from ddp_doctor.lint.rank0 import enclosing_rank0_if, is_not_rank0_test, is_rank0_test
 
+        rank0 = "rank0_logging" in self.facts  # (else only the loaders handed on are recorded)
         # a file without any rank test guards no call (most library files): no parent walks
-        guarded_file = any(
+        guarded_file = rank0 and any(
             is_rank0_test(n.test, predicates) or is_not_rank0_test(n.test, predicates)
             for n in ctx.of_type(ast.If)
         )
         scopes: dict[int, tuple[set[str], dict[str, tuple[str, int]]]] = {}
+        results: dict[int, dict[str, tuple[str, int]]] = {}
         ranked = bool(predicates) or any(RANKISH.search(w) for w in ctx.words)
         if guarded_file:
             # a writer or logger built on rank 0 only (None elsewhere) handed on is a rank-0 test where
@@ -172,8 +195,37 @@ class IndexBindings(IndexCore):
             self._guarded_calls[key] = self._guarded_calls.get(key, True) and guarded
             # ``obj.name(...)`` too, in a file that can spell a rank test at all (most library files
             # cannot: no per-function flag scans there)
-            if not key.startswith(".") or ranked:
+            if rank0 and (not key.startswith(".") or ranked):
                 self._record_rank0_args(ctx, imports, predicates, key, call, scopes)
+            if "epochs" in self.facts and not key.startswith("."):
+                self._record_loader_args(ctx, imports, key, call, results)
+
+    def _record_loader_args(
+        self,
+        ctx: FileContext,
+        imports: dict[str, str],
+        key: str,
+        call: ast.Call,
+        results: dict[int, dict[str, tuple[str, int]]],
+    ) -> None:
+        """Keep, for ``key``, the arguments every call so far binds to a name bound to what a call of
+        project code returned (checked for loaders when the index is complete)."""
+        fn = ctx.enclosing_function(call)
+        if id(fn) not in results:
+            results[id(fn)] = _call_results(self, ctx.local(fn), imports)
+        bound = results[id(fn)]
+        found: dict[str | int, frozenset[tuple[str, int]]] = {}
+        for i, arg in enumerate(call.args):
+            if isinstance(arg, ast.Name) and arg.id in bound:
+                found[i] = frozenset({bound[arg.id]})
+        for kw in call.keywords:
+            if kw.arg is not None and isinstance(kw.value, ast.Name) and kw.value.id in bound:
+                found[kw.arg] = frozenset({bound[kw.value.id]})
+        before = self._loader_args.get(key)
+        if before is None:
+            self._loader_args[key] = found
+        else:
+            self._loader_args[key] = {a: before[a] | d for a, d in found.items() if a in before}
 
     def _record_rank0_args(
         self,

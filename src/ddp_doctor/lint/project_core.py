@@ -221,6 +221,13 @@ class IndexCore:
     rank0_method_args: dict[str, set[str | int]] = field(default_factory=dict)
     # project function qualname -> its arguments (names, positions) every call binds to a rank-0 test
     rank0_function_args: dict[str, set[str | int]] = field(default_factory=dict)
+    # per project function, the arguments every call so far binds to a name it got from a call of
+    # project code (callee, returned position), and, once the index is complete, those whose callee
+    # returns a loader over a shuffling DistributedSampler there: argument -> "file.py:line" of the
+    # sampler (comp4471's ``train_loop(..., loader_train=loader_train)`` with ``loader_train,
+    # loader_val = configure_data(cfg)``)
+    _loader_args: dict[str, dict[str | int, frozenset[tuple[str, int]]]] = field(default_factory=dict)
+    sampler_loader_args: dict[str, dict[str | int, str]] = field(default_factory=dict)
     _children: dict[str, set[str]] | None = None  # class -> its direct project subclasses (lazy)
     rank0_callees: set[str] = field(default_factory=set)
     _wrapper_names: tuple[str, ...] | None = None

@@ -447,6 +447,25 @@ class IndexQueries(IndexCore):
             a for a in args if isinstance(a, str) and a in named
         }
 
+    def sampler_loader_params(self, ctx: FileContext, fn: ast.AST) -> dict[str, str]:
+        """Parameters of ``fn`` (a top-level function of ``ctx``'s file) that every call of it in the
+        project binds to a loader over a shuffling DistributedSampler that project code of a module
+        without ``set_epoch`` returned: parameter -> "file.py:line" of the sampler."""
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or ctx.parents.get(fn) is not ctx.tree:
+            return {}
+        args = self.sampler_loader_args.get(f"{ctx.module}.{fn.name}")
+        if not args:
+            return {}
+        params = positional_params(fn)
+        named = set(parameter_names(fn))
+        out: dict[str, str] = {}
+        for arg, where in args.items():
+            if isinstance(arg, int) and arg < len(params):
+                out[params[arg]] = where
+            elif isinstance(arg, str) and arg in named:
+                out[arg] = where
+        return out
+
     def rank0_method_params(self, ctx: FileContext, fn: ast.AST) -> set[str]:
         """Parameters of ``fn`` (a method of a top-level class of ``ctx``'s file) that every call of its
         name in the project binds to a rank-0 test (voxceleb ``trainer.train_network(loader,

@@ -36,7 +36,7 @@ FACTS: dict[str, tuple[str, ...]] = {
     ),
     "sync_toggle": ("toggles_sync",),
     # option defaults written anywhere in the project (lint/option_defaults.py)
-    "options": ("option_default", "option_defaults"),
+    "options": ("option_default", "option_defaults", "launched_values"),
     "scaler": (
         "uses_scaler",
         "tests_use_scaler",
@@ -118,6 +118,8 @@ FACTS: dict[str, tuple[str, ...]] = {
         "set_epoch_modules",
         "returns_sampler",
         "sampler_built_by",
+        "sampler_loader_args",
+        "sampler_loader_params",
     ),
     "call_arguments": ("passed_arguments", "never_passed"),
     "plain_loaders": (

@@ -867,3 +867,81 @@ C["NEG_val_loader_sampler"] = (
     ),
     "train.py",
 )
+
+# Round 22: three files — a builder returns the loader over a DistributedSampler, the entry script
+# hands it on, a training loop of a third file draws it every epoch (comp4471's ``configure_data``,
+# ``main.py``, ``train_loop``). Reported at that loop.
+THREE_FILES_LOOP = """
+import torch
+
+
+def train_epoch(model, data_loader, optimizer, criterion):
+    for x, y in data_loader:
+        loss = criterion(model(x.cuda()), y.cuda())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+
+def train_loop(model, loader_train, optimizer, criterion, num_epochs):
+    for epoch in range(num_epochs):
+        train_epoch(model, data_loader=loader_train, optimizer=optimizer, criterion=criterion)
+"""
+THREE_FILES_MAIN = (
+    HEAD
+    + "from data.loader import configure_data\nfrom engine.train import train_loop\n"
+    + SETUP
+    + """
+    loader_train, loader_val = configure_data(dataset)
+    train_loop(model, loader_train=loader_train, optimizer=optimizer, criterion=criterion, num_epochs=args.epochs)
+"""
+)
+THREE_FILES_DATA = (
+    HEAD
+    + """
+def configure_data(dataset):
+    sampler_train = DistributedSampler(dataset=dataset, shuffle=True)
+    loader_train = DataLoader(dataset, batch_size=8, sampler=sampler_train)
+    loader_val = DataLoader(dataset, batch_size=8)
+    return loader_train, loader_val
+"""
+)
+
+
+def three_files(main=THREE_FILES_MAIN, loop=THREE_FILES_LOOP):
+    return {
+        "main.py": main,
+        "data/__init__.py": "",
+        "data/loader.py": THREE_FILES_DATA,
+        "engine/__init__.py": "",
+        "engine/train.py": loop,
+    }
+
+
+C["builder_loader_handed_to_another_files_epoch_loop"] = (R, True, three_files(), "engine/train.py")
+C["NEG_handed_loader_sets_its_epoch"] = (
+    R,
+    False,
+    three_files(
+        loop=THREE_FILES_LOOP.replace(
+            "    for epoch in range(num_epochs):\n",
+            "    for epoch in range(num_epochs):\n        loader_train.sampler.set_epoch(epoch)\n",
+        )
+    ),
+    "engine/train.py",
+)
+C["NEG_handed_loader_is_the_validation_one"] = (
+    R,
+    False,
+    three_files(main=THREE_FILES_MAIN.replace("loader_train=loader_train", "loader_train=loader_val")),
+    "engine/train.py",
+)
+C["NEG_one_call_hands_a_plain_loader"] = (
+    R,
+    False,
+    three_files(
+        main=THREE_FILES_MAIN
+        + "    train_loop(model, loader_train=DataLoader(dataset), optimizer=optimizer, criterion=criterion, num_epochs=1)\n"
+    ),
+    "engine/train.py",
+)

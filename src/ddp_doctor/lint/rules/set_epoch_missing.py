@@ -37,6 +37,7 @@ variable over literal keys (``FileContext.names_of``: the torchvision fine-tunin
 from __future__ import annotations
 
 import ast
+import os
 from collections.abc import Iterator
 
 from ddp_doctor.core.catalog import Text
@@ -98,7 +99,10 @@ class SetEpochMissing(Rule):
         "the sampler drawn through a batch sampler (`DataLoader(ds, batch_sampler=BatchSampler(sampler, 8, "
         "False))`, a project's `BucketBatchSampler(sampler, ...)`); loaders and samplers kept in dicts by "
         "phase (`loaders['train']`, `{x: DataLoader(...) for x in ['train', 'val']}` read as "
-        "`loaders[phase]` in `for phase in ['train', 'val']:`)"
+        "`loaders[phase]` in `for phase in ['train', 'val']:`); (project) a function's loader parameter that "
+        "every call binds to the loader a builder of another file returns over a shuffling DistributedSampler "
+        "(`loader_train, _ = configure_data(cfg)` then `train_loop(..., loader_train=loader_train)`), drawn "
+        "there every epoch"
     )
     not_flagged = (
         "`shuffle=False`, `loader.sampler.set_epoch(e)`, a loader handed to `accelerator.prepare` (its "
@@ -135,6 +139,7 @@ class SetEpochMissing(Rule):
     ) -> Iterator[tuple[Violation, tuple[ast.AST, ...]]]:
         calls = [n for n in ctx.nodes if isinstance(n, ast.Call)]
         yield from self._from_builders(ctx, facts, calls, never)
+        yield from self._handed_from_builders(ctx, facts, never)
         # once, not per sampler: a notebook of many cells repeating the loop was quadratic (minutes)
         dataloaders: list[tuple[ast.expr | None, set[str], set[str]]] = [
             (arg, ctx.names_of(arg) if arg is not None else set(), bound_names(ctx, node))
@@ -270,6 +275,42 @@ class SetEpochMissing(Rule):
                 ),
                 (call, loop),
             )
+
+    def _handed_from_builders(
+        self, ctx: FileContext, facts: LoopFacts, never: Text
+    ) -> Iterator[tuple[Violation, tuple[ast.AST, ...]]]:
+        """(project) ``def train_loop(..., loader_train, ...)`` loops over epochs drawing a parameter
+        that every call of it in the project binds to the loader a builder of another file returns
+        over a shuffling DistributedSampler (comp4471: ``loader_train, loader_val =
+        configure_data(cfg)`` in main.py, then ``train_loop(..., loader_train=loader_train)``); no
+        file involved calls ``set_epoch``. Reported at the epoch loop."""
+        if ctx.project is None:
+            return
+        for fn in ctx.tree.body:
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for param, where in sorted(ctx.project.sampler_loader_params(ctx, fn).items()):
+                if where.split(":")[0] == os.path.basename(ctx.path) or evaluation_loader({param}):
+                    continue  # a builder of this file is read where it is called
+                loop = self._epoch_loop(ctx, facts, {param})
+                if loop is None or not (fn.lineno <= loop.lineno <= (fn.end_lineno or fn.lineno)):
+                    continue
+                if _prepared_by_accelerate(ctx, facts, {param}) or sets_epoch_elsewhere(ctx, loop, {param}):
+                    continue
+                yield (
+                    self.violation(
+                        loop,
+                        Text(
+                            f"`{param}` is, at every call of `{fn.name}`, a loader over a shuffling "
+                            f"DistributedSampler ({where}) and {never.en}: the loop at line {loop.lineno} "
+                            "sees the same order every epoch.",
+                            f"每次调用 `{fn.name}` 时 `{param}` 都是使用开启 shuffle 的 DistributedSampler 的 "
+                            f"DataLoader（{where}），但{never.zh}：第 {loop.lineno} 行的循环每个 epoch 顺序都相同。",
+                        ),
+                        epoch_loop_line=loop.lineno,
+                    ),
+                    (fn, loop),
+                )
 
     def _same_epoch_every_pass(self, ctx: FileContext) -> Iterator[Violation]:
         """``for epoch in range(args.epoch): train_sampler.set_epoch(args.epoch)``: every ``set_epoch``
