@@ -193,6 +193,7 @@ class FileContext:
     _calls_by_name: dict[str, list[ast.Call]] | None = None
     _top_classes: dict[str, list[ast.ClassDef]] | None = None  # top-level classes by name (lazy)
     _subclassing: set[str] = field(default_factory=set)  # class names whose bases are being resolved
+    star_imports: bool = False  # ``from utils.dist import *``: names may come from a project module
     # Per-file caches of analyses defined in other modules, each keyed by a tuple that starts with the
     # function computing it and holds every input it depends on (lint/logged_attributes.py).
     memo: dict[tuple[object, ...], Any] = field(default_factory=dict)
@@ -263,6 +264,7 @@ class FileContext:
                     head = alias.name.split(".")[0]
                     ctx.imports[head] = head
         for node in ctx.of_type(ast.ImportFrom):
+            ctx.star_imports = ctx.star_imports or any(alias.name == "*" for alias in node.names)
             if node.module and not node.level:
                 for alias in node.names:
                     if alias.name != "*":
@@ -341,6 +343,13 @@ class FileContext:
             alias = self._class_alias(node, head) if isinstance(node, ast.Name) else None
             if alias is None and isinstance(node, ast.Name):
                 alias = self.wrapper_subclass(head)
+            if (
+                alias is None
+                and isinstance(node, ast.Name)
+                and self.project is not None
+                and self.star_imports
+            ):
+                alias = self.project.star_wrapper(self, head)  # a subclass from ``from utils.dist import *``
             return alias  # ``ddp = torch.nn.parallel.DistributedDataParallel`` ... ``ddp(module=model)``
         full = self.imports[head] + ("." + rest if rest else "")
         if self.project is not None and "." in full:

@@ -240,6 +240,12 @@ class IndexQueries(IndexCore):
             return False, None
         return True, written
 
+    def star_wrapper(self, ctx: FileContext, name: str) -> str | None:
+        """The data-parallel wrapper that ``name``, a class of a project module the file star-imports,
+        subclasses (filter_pruning_taylor's ``from utils.dist import *`` then ``DDP(model, ...)``)."""
+        found = self._star_imported(ctx, name)
+        return found.wrapper_base if found is not None else None
+
     def launched_values(self, options: tuple[str, ...]) -> list[tuple[object, str]]:
         """``(value, script)`` for every value the shipped shell launch scripts give one of the long
         spellings ``options`` (lint/launch_scripts.py)."""
@@ -625,10 +631,13 @@ class IndexQueries(IndexCore):
         return s is None or s.wraps_param or not s.wraps_built
 
     def ddp_wrapper_names(self) -> tuple[str, ...]:
-        """Bare names of project functions returning a wrapped model and of methods wrapping in place
-        (computed once): the words a file must contain to wrap through project code."""
+        """Bare names of project functions returning a wrapped model, of methods wrapping in place and
+        of project subclasses of a data-parallel wrapper (computed once): the words a file must contain
+        to wrap through project code."""
         if self._wrapper_names is None:
-            names = {q.rsplit(".", 1)[-1] for q, s in self.summaries.items() if s.returns_ddp}
+            names = {
+                q.rsplit(".", 1)[-1] for q, s in self.summaries.items() if s.returns_ddp or s.wrapper_base
+            }
             names |= {n for n, found in self.methods.items() if any(m.wraps_ddp for m in found)}
             names |= {
                 a.rsplit(".", 1)[-1] for a, t in self.name_alias.items() if t.rsplit(".", 1)[-1] in names

@@ -314,6 +314,9 @@ class IndexScan(IndexBindings):
                 "IterableDataset" in (ctx.qualname(b) or dotted(b) or "") for b in node.bases
             )
         if isinstance(node, ast.ClassDef):
+            # a subclass of a data-parallel wrapper (``class DDP(DistributedDataParallel)``): building it
+            # in a file that star-imports its module is that wrap (lint/context.py ``_qualname``)
+            s.wrapper_base = ctx.wrapper_subclass(node.name) if ctx.parents.get(node) is ctx.tree else None
             if "rank0_logging" in self.facts:  # which methods a subclass leaves to its base
                 s.class_bases = tuple(t for b in node.bases if (t := self._project_target(scan.imports, b)))
                 s.declares_abstract = any(

@@ -246,6 +246,8 @@ class Summary:
     # whether it only declares some method (``def _train_step(self): pass``): not meant to run as is
     class_bases: tuple[str, ...] = ()
     declares_abstract: bool = False
+    # (a class) the data-parallel wrapper it subclasses (``torch.nn.parallel.DistributedDataParallel``)
+    wrapper_base: str | None = None
 
 
 def propagated_flags(s: Summary) -> tuple[bool, ...]:

@@ -405,3 +405,50 @@ C["NEG_timm_model_named_by_yamls_that_disagree"] = (
     },
     "train.py",
 )
+
+# Round 22: the wrap is a project subclass of DDP brought by a star import (filter_pruning_taylor's
+# ``from utils.dist import *`` then ``DDP(model, device_ids=[...])``).
+DDP_SUBCLASS = """
+import torch
+from torch.nn.parallel import DistributedDataParallel
+
+
+class DDP(DistributedDataParallel):
+    def forward(self, *args, **kwargs):
+        if self.training:
+            return super().forward(*args, **kwargs)
+        return self.module(*args, **kwargs)
+"""
+STAR_HEAD = HEAD.replace(
+    "from torch.nn.parallel import DistributedDataParallel as DDP\n", "from utils.dist import *\n"
+)
+C["ddp_subclass_by_star_import"] = (
+    R,
+    True,
+    {
+        "train.py": STAR_HEAD + NET + main("model = Net()"),
+        "utils/__init__.py": "",
+        "utils/dist.py": DDP_SUBCLASS,
+    },
+    "train.py",
+)
+C["NEG_ddp_subclass_by_star_import_synced"] = (
+    R,
+    False,
+    {
+        "train.py": STAR_HEAD + NET + main("model = nn.SyncBatchNorm.convert_sync_batchnorm(Net())"),
+        "utils/__init__.py": "",
+        "utils/dist.py": DDP_SUBCLASS,
+    },
+    "train.py",
+)
+C["NEG_star_imported_class_not_a_wrapper"] = (
+    R,
+    False,
+    {
+        "train.py": STAR_HEAD + NET + main("model = Net()"),
+        "utils/__init__.py": "",
+        "utils/dist.py": "class DDP:\n    def __init__(self, module, device_ids=None):\n        self.module = module\n",
+    },
+    "train.py",
+)

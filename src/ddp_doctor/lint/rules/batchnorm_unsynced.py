@@ -134,7 +134,7 @@ class BatchnormUnsynced(Rule):
         "`create_model` with a BatchNorm-family name or flag default (also a name the shipped YAML "
         "configurations agree on, read through `model_name = params['model_name']`), a project module used as a "
         "registry, a builder named under a project package by `eval`/`importlib`, a model `eval`'d by "
-        "name over a star import of BatchNorm models) and wraps in DDP (also apex's, and a Lightning "
+        "name over a star import of BatchNorm models) and wraps in DDP (also apex's, a project subclass of DDP, also star-imported, and a Lightning "
         "`Trainer` with a DDP strategy and no `sync_batchnorm=True`), with no SyncBatchNorm anywhere; "
         "(project) a DDP wrap of a model the function was handed, where a caller built it with "
         "BatchNorm; a self-converting model built with its conversion flag off; a conversion behind an "
