@@ -729,11 +729,17 @@ class IndexQueries(IndexCore):
     def builds_rank0_sink(self, ctx: FileContext, call: ast.Call) -> bool:
         """``call`` builds a writer that writes on rank 0 only: an instance of such a writer class
         (``DistSummaryWriter(work_dir)``), or what a project def returns that builds one and returns
-        it (Ultra-Fast-Lane-Detection's ``get_logger(work_dir, cfg)``)."""
+        it (Ultra-Fast-Lane-Detection's ``get_logger(work_dir, cfg)``), or a factory that hands the
+        other ranks a writer doing nothing (CenterNet's ``create_summary(local_rank, ...)`` returning an
+        ``EmptySummaryWriter`` when ``distributed_rank > 0``)."""
         s = self.summary_for(ctx, call.func)
         if s is None:
             return False
-        return s.qualname in self.rank0_sink_classes or bool(s.returned_callees & self.rank0_sink_classes)
+        if s.qualname in self.rank0_sink_classes or bool(s.returned_callees & self.rank0_sink_classes):
+            return True
+        # a factory handing the other ranks a writer that does nothing (tape's ``visualization.get``)
+        nulls = [self._get(q) for q in s.null_off_rank0]
+        return bool(nulls) and all(n is not None and n.null_writer for n in nulls)
 
     def trains_on_argument(self, ctx: FileContext, call: ast.Call, names: set[str]) -> bool:
         """``call`` hands one of ``names`` to project code that trains on it (``Trainer(model,

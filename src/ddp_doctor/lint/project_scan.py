@@ -68,6 +68,7 @@ from ddp_doctor.lint.project_modules import (
 )
 from ddp_doctor.lint.project_summary import DATA_PARALLEL, Summary
 from ddp_doctor.lint.provenance import LossFlow, param_call_return
+from ddp_doctor.lint.rank0_sinks import is_null_writer, null_off_rank0_returns
 from ddp_doctor.lint.reductions import reduces_own_state, returned_reductions
 from ddp_doctor.lint.samplers import (
     calls_set_epoch,
@@ -313,6 +314,15 @@ class IndexScan(IndexBindings):
             s.reads_rank_and_world = body_reads_rank_and_world(body) or any(
                 "IterableDataset" in (ctx.qualname(b) or dotted(b) or "") for b in node.bases
             )
+        if "rank0_logging" in self.facts:
+            if isinstance(node, ast.ClassDef):
+                s.null_writer = is_null_writer(node)
+            elif not is_method:
+                s.null_off_rank0 = tuple(
+                    t
+                    for c in null_off_rank0_returns(node)
+                    if (t := self._project_target(scan.imports, c.func))
+                )
         if isinstance(node, ast.ClassDef):
             # a subclass of a data-parallel wrapper (``class DDP(DistributedDataParallel)``): building it
             # in a file that star-imports its module is that wrap (lint/context.py ``_qualname``)

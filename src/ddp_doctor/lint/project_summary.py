@@ -59,6 +59,8 @@ FACTS: dict[str, tuple[str, ...]] = {
         "rank0_objects",
         "rank0_sink_classes",
         "builds_rank0_sink",
+        "null_writer",
+        "null_off_rank0",
         "rank0_predicates",
         "distributed_predicates",
         "silences_other_ranks",
@@ -246,6 +248,11 @@ class Summary:
     # whether it only declares some method (``def _train_step(self): pass``): not meant to run as is
     class_bases: tuple[str, ...] = ()
     declares_abstract: bool = False
+    # (a class) every method but ``__init__`` does nothing (tape's ``DummyVisualizer``, CenterNet's
+    # ``EmptySummaryWriter``: what a factory hands the other ranks); (a function) the project classes it
+    # returns under a test that holds off rank 0 (lint/rank0_sinks.py ``null_off_rank0_returns``)
+    null_writer: bool = False
+    null_off_rank0: tuple[str, ...] = ()
     # (a class) the data-parallel wrapper it subclasses (``torch.nn.parallel.DistributedDataParallel``)
     wrapper_base: str | None = None
 

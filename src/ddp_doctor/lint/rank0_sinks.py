@@ -148,3 +148,41 @@ def _target_names(node: ast.Assign) -> set[str]:
             if (d := dotted(t)) is not None:
                 out.add(d.split(".")[-1])
     return out
+
+
+def is_null_writer(cls: ast.ClassDef) -> bool:
+    """Every method of the class but ``__init__`` does nothing, and it has at least one: a writer
+    built for the ranks that must not write (tape's ``DummyVisualizer``: ``def log_metrics(self, ...):
+    pass``; CenterNet's ``EmptySummaryWriter``)."""
+    methods = [
+        f for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name != "__init__"
+    ]
+    return bool(methods) and all(all(_does_nothing(s) for s in f.body) for f in methods)
+
+
+def _does_nothing(stmt: ast.stmt) -> bool:
+    if isinstance(stmt, ast.Pass):
+        return True
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+        return True  # a docstring, ``...``
+    return _returns_nothing(stmt)
+
+
+def null_off_rank0_returns(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.Call]:
+    """``if local_rank not in (-1, 0): return DummyVisualizer(...)`` (or ``if distributed_rank > 0:``)
+    in a factory whose other returns build something else: the calls returned where the test holds
+    off rank 0 only, when the function returns something else too."""
+    from ddp_doctor.lint.rank0 import is_not_rank0_test
+
+    out: list[ast.Call] = []
+    for stmt in fn.body:
+        if not isinstance(stmt, ast.If) or not is_not_rank0_test(stmt.test):
+            continue
+        returned = [s.value for s in stmt.body if isinstance(s, ast.Return)]
+        out += [v for v in returned if isinstance(v, ast.Call)]
+    others = [
+        n
+        for n in ast.walk(fn)
+        if isinstance(n, ast.Return) and isinstance(n.value, ast.Call) and n.value not in out
+    ]
+    return out if others else []

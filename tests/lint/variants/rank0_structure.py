@@ -970,3 +970,70 @@ C["NEG_logger_factory_called_with_the_loss_dir"] = (
     ),
     "train.py",
 )
+
+# Round 22: a factory of another file that hands the other ranks a writer doing nothing (CenterNet's
+# ``create_summary(local_rank, ...)`` returning ``EmptySummaryWriter`` when ``distributed_rank > 0``; tape's
+# ``visualization.get`` returning a ``DummyVisualizer``).
+NULL_FACTORY = """
+from torch.utils.tensorboard import SummaryWriter
+
+
+class EmptySummaryWriter:
+    def __init__(self, **kwargs):
+        pass
+
+    def add_scalar(self, tag, value, step):
+        pass
+
+    def close(self):
+        pass
+
+
+def create_summary(distributed_rank=0, **kwargs):
+    if distributed_rank > 0:
+        return EmptySummaryWriter(**kwargs)
+    else:
+        return SummaryWriter(**kwargs)
+"""
+NULL_MAIN = (
+    HEAD
+    + "from utils.summary import create_summary\n"
+    + SETUP
+    + "    summary_writer = create_summary(local_rank, log_dir=args.log_dir)\n"
+    + """    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+"""
+    + STEP
+    + '            summary_writer.add_scalar("loss", loss.item(), step)\n'
+)
+C["null_writer_off_rank0_from_a_factory"] = (
+    R,
+    True,
+    {"train.py": NULL_MAIN, "utils/__init__.py": "", "utils/summary.py": NULL_FACTORY},
+    "train.py",
+)
+C["NEG_factory_writer_on_every_rank"] = (
+    R,
+    False,
+    {
+        "train.py": NULL_MAIN,
+        "utils/__init__.py": "",
+        "utils/summary.py": NULL_FACTORY.replace(
+            "    def add_scalar(self, tag, value, step):\n        pass\n",
+            "    def add_scalar(self, tag, value, step):\n        print(tag, value, step)\n",
+        ),
+    },
+    "train.py",
+)
+C["NEG_factory_null_writer_when_disabled"] = (
+    R,
+    False,
+    {
+        "train.py": NULL_MAIN.replace("create_summary(local_rank,", "create_summary(args.no_log,"),
+        "utils/__init__.py": "",
+        "utils/summary.py": NULL_FACTORY.replace("distributed_rank=0", "disabled=False").replace(
+            "if distributed_rank > 0:", "if disabled:"
+        ),
+    },
+    "train.py",
+)

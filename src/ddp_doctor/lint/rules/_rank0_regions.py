@@ -59,8 +59,9 @@ def rank0_only_objects(ctx: FileContext, predicates: set[str]) -> set[str]:
     progress bars shown on rank 0 only (``tqdm(..., disable=not accelerator.is_main_process)``)."""
     out: set[str] = set(ctx.project.rank0_objects) if ctx.project is not None else set()
     guarded, own = sink_names(ctx, predicates)  # (``if rank == 0: writer = SummaryWriter()``)
-    if ctx.project is not None and own:
-        # ``logger = get_logger(work_dir)`` of a project def returning a rank-0-only writer is one
+    if ctx.project is not None:
+        # ``logger = get_logger(work_dir)`` of a project def returning a rank-0-only writer is one,
+        # also a factory handing the other ranks a writer that does nothing (``create_summary(rank)``)
         rank0_built = {
             d.split(".")[-1]
             for node in ctx.of_type(ast.Assign)

@@ -113,7 +113,9 @@ class Rank0OnlyLossLog(Rule):
         "class named so); (project) loggers built on rank 0 only (`a, b = create_logger(args)` under "
         "`if is_main_process():`, None elsewhere) and rank-0 flags handed to a function or class of "
         "another file, also through an imported module (`distributed_train.train(..., is_logger)`); a "
-        "logger object called as a function (`main_logger(msg)`); the message names the value and its kind"
+        "logger object called as a function (`main_logger(msg)`); (project) a writer from a factory that hands "
+        "the other ranks one doing nothing (`create_summary(rank)` returning an `EmptySummaryWriter` when "
+        "`rank > 0`); the message names the value and its kind"
     )
     not_flagged = (
         "all-reduced or `reduce_mean`-style helper values, every rank logging, validation losses, "
