@@ -452,3 +452,23 @@ C["NEG_star_imported_class_not_a_wrapper"] = (
     },
     "train.py",
 )
+
+# Round 22: ignite's ``idist.auto_model(model)`` is the DDP wrap when the run is distributed; it converts
+# BatchNorm only when asked (``sync_bn=True``).
+IGNITE_HEAD = HEAD + "import ignite.distributed as idist\n"
+C["ignite_auto_model"] = (
+    R,
+    True,
+    {"train.py": IGNITE_HEAD + NET + main("model = Net()", wrap="model = idist.auto_model(model)")},
+    "train.py",
+)
+C["NEG_ignite_auto_model_sync_bn"] = (
+    R,
+    False,
+    {
+        "train.py": IGNITE_HEAD
+        + NET
+        + main("model = Net()", wrap="model = idist.auto_model(model, sync_bn=True)")
+    },
+    "train.py",
+)

@@ -134,7 +134,7 @@ class BatchnormUnsynced(Rule):
         "`create_model` with a BatchNorm-family name or flag default (also a name the shipped YAML "
         "configurations agree on, read through `model_name = params['model_name']`), a project module used as a "
         "registry, a builder named under a project package by `eval`/`importlib`, a model `eval`'d by "
-        "name over a star import of BatchNorm models) and wraps in DDP (also apex's, a project subclass of DDP, also star-imported, and a Lightning "
+        "name over a star import of BatchNorm models) and wraps in DDP (also apex's, ignite's `idist.auto_model` without `sync_bn=True`, a project subclass of DDP, also star-imported, and a Lightning "
         "`Trainer` with a DDP strategy and no `sync_batchnorm=True`), with no SyncBatchNorm anywhere; "
         "(project) a DDP wrap of a model the function was handed, where a caller built it with "
         "BatchNorm; a self-converting model built with its conversion flag off; a conversion behind an "
@@ -157,10 +157,10 @@ class BatchnormUnsynced(Rule):
         "local bound only to other strategies)"
     )
     autofix = "inserts `model = nn.SyncBatchNorm.convert_sync_batchnorm(model)` before the wrap"
-    required = (("DistributedDataParallel", "prepare", "Trainer"),)
+    required = (("DistributedDataParallel", "prepare", "Trainer", "auto_model"),)
     # The layers may come from another file; the wrap is DDP itself, accelerate's prepare, or a
     # project helper (by name).
-    required_in_project = (("DistributedDataParallel", "prepare", "Trainer"),)
+    required_in_project = (("DistributedDataParallel", "prepare", "Trainer", "auto_model"),)
 
     def project_words(self, project: ProjectIndex) -> tuple[str, ...]:
         return project.ddp_wrapper_names()
@@ -299,6 +299,13 @@ def _sort_calls(ctx: FileContext) -> _Calls:
             and ctx.helper(node) is None  # this file's own helpers are read directly
             and project.call_wraps_ddp(ctx, node)
         ):
+            synced = keyword(node, "sync_bn")  # ignite's ``idist.auto_model(model, sync_bn=True)`` converts
+            if (
+                q == DDP
+                and synced is not None
+                and not (isinstance(synced, ast.Constant) and not synced.value)
+            ):
+                out.conversions.append(node)
             if q == DDP or project.call_wraps_argument(ctx, node):
                 out.ddp_calls.append(node)
             helper = project.summary_for(ctx, node.func) if q != DDP and project is not None else None
