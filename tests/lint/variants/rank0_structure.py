@@ -1037,3 +1037,45 @@ C["NEG_factory_null_writer_when_disabled"] = (
     },
     "train.py",
 )
+
+# Round 22: ``print = logger.info`` (CenterNet) with a logger whose setup adds no handler off rank 0:
+# every later ``print(...)`` is a record the other ranks drop.
+QUIET_SETUP = """
+import logging
+import sys
+
+
+def create_logger(distributed_rank=0, save_dir=None):
+    logger = logging.getLogger("logger")
+    logger.setLevel(logging.DEBUG)
+    if distributed_rank > 0:
+        return logger
+    ch = logging.StreamHandler(stream=sys.stdout)
+    logger.addHandler(ch)
+    return logger
+"""
+PRINT_REBOUND = (
+    HEAD
+    + "from utils.summary import create_logger\n"
+    + SETUP
+    + "    logger = create_logger(rank)\n    print = logger.info\n"
+    + LOGGED_BY
+    + STEP
+    + '            print("epoch %d loss %.4f" % (epoch, loss.item()))\n'
+)
+C["print_rebound_to_a_quiet_logger"] = (
+    R,
+    True,
+    {"train.py": PRINT_REBOUND, "utils/__init__.py": "", "utils/summary.py": QUIET_SETUP},
+    "train.py",
+)
+C["NEG_print_rebound_to_a_logger_on_every_rank"] = (
+    R,
+    False,
+    {
+        "train.py": PRINT_REBOUND,
+        "utils/__init__.py": "",
+        "utils/summary.py": QUIET_SETUP.replace("    if distributed_rank > 0:\n        return logger\n", ""),
+    },
+    "train.py",
+)

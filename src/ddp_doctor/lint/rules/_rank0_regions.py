@@ -293,6 +293,21 @@ def stderr_bars(ctx: FileContext, silencer: ast.Assign | None) -> frozenset[str]
     return frozenset(out)
 
 
+def _rebound_records(ctx: FileContext, scope: ast.AST) -> set[str]:
+    """Names ``scope`` (or its module) binds only to a logger's record method: CenterNet's ``print =
+    logger.info`` makes every later ``print(...)`` a record the logging setup can silence."""
+    out: set[str] = set()
+    for where in (ctx.tree, scope) if scope is not ctx.tree else (ctx.tree,):
+        for name, binds in ctx.bindings(where).items():
+            values = [b.value if isinstance(b, ast.Assign) else None for b in binds]
+            if values and all(
+                isinstance(v, ast.Attribute) and is_silenceable_record(ast.Call(func=v, args=[], keywords=[]))
+                for v in values
+            ):
+                out.add(name)
+    return out
+
+
 def rank0_logs(
     ctx: FileContext,
     scope: ast.AST,
@@ -308,6 +323,7 @@ def rank0_logs(
     ``rank0_called``: the project calls ``scope`` under rank-0 tests only; ``stderr_bars``: progress
     bars of the file that write to standard error while the file silences it off rank 0."""
     name = getattr(scope, "name", "")
+    records = _rebound_records(ctx, scope) if quiet else set()
     for node in ctx.local(scope):
         if isinstance(node, ast.Call):
             if _saves_to_file(ctx, node):
@@ -412,7 +428,9 @@ def rank0_logs(
                     ),
                 )
                 continue
-            if quiet and is_silenceable_record(node):
+            if quiet and (
+                is_silenceable_record(node) or (isinstance(node.func, ast.Name) and node.func.id in records)
+            ):
                 yield (
                     node,
                     None,

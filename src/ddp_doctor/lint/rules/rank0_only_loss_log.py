@@ -115,7 +115,8 @@ class Rank0OnlyLossLog(Rule):
         "another file, also through an imported module (`distributed_train.train(..., is_logger)`); a "
         "logger object called as a function (`main_logger(msg)`); (project) a writer from a factory that hands "
         "the other ranks one doing nothing (`create_summary(rank)` returning an `EmptySummaryWriter` when "
-        "`rank > 0`); the message names the value and its kind"
+        "`rank > 0`); `print = logger.info` with a logger the setup silences off rank 0; the message names "
+        "the value and its kind"
     )
     not_flagged = (
         "all-reduced or `reduce_mean`-style helper values, every rank logging, validation losses, "
