@@ -30,9 +30,11 @@ def single_process_only(ctx: FileContext, node: ast.AST) -> bool:
             one_process = (
                 isinstance(test, ast.Compare)
                 and len(test.ops) == 1
-                and isinstance(test.ops[0], (ast.Eq, ast.LtE))
                 and isinstance(test.comparators[0], ast.Constant)
-                and test.comparators[0].value == 1
+                and (
+                    (isinstance(test.ops[0], (ast.Eq, ast.LtE)) and test.comparators[0].value == 1)
+                    or (isinstance(test.ops[0], ast.Lt) and test.comparators[0].value == 2)  # world_size < 2
+                )
             )
             if (negated or one_process) and child in cur.body:
                 return True
@@ -99,9 +101,9 @@ def _one_process_branch(ctx: FileContext, node: ast.If) -> list[ast.stmt]:
         return node.body if unset == "body" else node.orelse
     op, right = test.ops[0], test.comparators[0]
     value = right.value if isinstance(right, ast.Constant) else None
-    if value == 1 and isinstance(op, (ast.Gt, ast.NotEq)):
+    if (value == 1 and isinstance(op, (ast.Gt, ast.NotEq))) or (value == 2 and isinstance(op, ast.GtE)):
         many, one = node.body, node.orelse
-    elif value == 1 and isinstance(op, (ast.Eq, ast.LtE)):
+    elif (value == 1 and isinstance(op, (ast.Eq, ast.LtE))) or (value == 2 and isinstance(op, ast.Lt)):
         many, one = node.orelse, node.body
     else:
         return []

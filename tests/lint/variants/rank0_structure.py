@@ -1079,3 +1079,41 @@ C["NEG_print_rebound_to_a_logger_on_every_rank"] = (
     },
     "train.py",
 )
+
+# After round 22's end scoring (tuned on holdout-22): a reduce helper that returns its input early when
+# one process runs (``if world_size < 2: return inp``, Classification_Lorenzo's ``reduce_tensor``) still
+# reduces wherever training is distributed.
+REDUCE_EARLY_RETURN = """
+def reduce_tensor(inp):
+    world_size = float(dist.get_world_size())
+    if world_size < 2:
+        return inp
+    with torch.no_grad():
+        reduce_inp = inp
+        dist.reduce(reduce_inp, dst=0)
+    return reduce_inp / world_size
+"""
+C["NEG_reduce_helper_early_return_single_process"] = (
+    R,
+    False,
+    one(
+        LOGGED_BY
+        + STEP
+        + "            reduced = reduce_tensor(loss)\n"
+        + '            if rank == 0:\n                print(f"loss {reduced.item():.4f}")\n',
+        REDUCE_EARLY_RETURN,
+    ),
+    "train.py",
+)
+C["reduce_helper_early_return_not_single_process"] = (
+    R,
+    True,
+    one(
+        LOGGED_BY
+        + STEP
+        + "            reduced = reduce_tensor(loss)\n"
+        + '            if rank == 0:\n                print(f"loss {reduced.item():.4f}")\n',
+        REDUCE_EARLY_RETURN.replace("if world_size < 2:", "if world_size < 8:"),
+    ),
+    "train.py",
+)
