@@ -650,7 +650,14 @@ def silences_other_ranks(
             for n in walk_local(fn.body)
         ):
             return True  # ``if not is_main_process(): logger.disabled = True``
-        handlers = [c for c in calls if c.func.attr == "addHandler"]  # type: ignore[attr-defined]
+        # ``logger.addHandler(h)`` and ``logger.handlers.append(h)`` (lingua's ``init_logger`` appends its
+        # stream handlers on every rank and adds a file handler on rank 0 only: nothing is silenced)
+        handlers = [
+            c
+            for c in calls
+            if c.func.attr == "addHandler"  # type: ignore[attr-defined]
+            or (dotted(c.func) or "").endswith("handlers.append")
+        ]
         if (
             handlers
             and isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))

@@ -1117,3 +1117,49 @@ C["reduce_helper_early_return_not_single_process"] = (
     ),
     "train.py",
 )
+
+# After round 22's end scoring (tuned on holdout-22): a logging setup that appends its stream handlers
+# on every rank (``logger.handlers.append``) and adds a file handler on rank 0 only silences nothing
+# (lingua's ``init_logger``).
+EVERY_RANK_SETUP = """
+import logging
+import sys
+import torch.distributed as dist
+
+
+def init_logger(log_file=None):
+    logger = logging.getLogger()
+    logger.setLevel(logging.INFO)
+    logger.handlers.clear()
+    logger.handlers.append(logging.StreamHandler(sys.stdout))
+    if log_file is not None and dist.get_rank() == 0:
+        logger.addHandler(logging.FileHandler(log_file, "a"))
+"""
+EVERY_RANK_MAIN = (
+    HEAD
+    + "from utils.log import init_logger\n"
+    + SETUP
+    + '    init_logger("train.log")\n'
+    + LOGGED_BY
+    + STEP
+    + '            logger.info(f"loss {loss.item():.4f}")\n'
+)
+C["NEG_handlers_appended_on_every_rank"] = (
+    R,
+    False,
+    {"train.py": EVERY_RANK_MAIN, "utils/__init__.py": "", "utils/log.py": EVERY_RANK_SETUP},
+    "train.py",
+)
+C["handlers_appended_on_rank0_only"] = (
+    R,
+    True,
+    {
+        "train.py": EVERY_RANK_MAIN,
+        "utils/__init__.py": "",
+        "utils/log.py": EVERY_RANK_SETUP.replace(
+            "    logger.handlers.append(logging.StreamHandler(sys.stdout))\n",
+            "    if dist.get_rank() == 0:\n        logger.handlers.append(logging.StreamHandler(sys.stdout))\n",
+        ),
+    },
+    "train.py",
+)
