@@ -240,6 +240,23 @@ class IndexQueries(IndexCore):
             return False, None
         return True, written
 
+    def method_returns_reduced(self, func: ast.AST) -> bool:
+        """``obj.update(...)`` where every project method of that name (at most 4) returns a value
+        combined across ranks, or ``obj`` is a meter whose class all-reduces in its updates and a
+        method of that name returns a combined value (jukebox's ``metrics.update``: ``Metrics.update``
+        all-reduces the sum and the count and returns their ratio)."""
+        found = self._same_name_methods(func)
+        if not found:
+            return False
+        if len(found) <= MAX_SAME_NAME_METHODS and all(s.returns_reduced for s in found):
+            return True
+        receiver = dotted(func.value) if isinstance(func, ast.Attribute) else None
+        return (
+            receiver is not None
+            and receiver.split(".")[-1] in self.synced_meter_names
+            and any(s.returns_reduced for s in found)
+        )
+
     def star_wrapper(self, ctx: FileContext, name: str) -> str | None:
         """The data-parallel wrapper that ``name``, a class of a project module the file star-imports,
         subclasses (filter_pruning_taylor's ``from utils.dist import *`` then ``DDP(model, ...)``)."""

@@ -93,6 +93,7 @@ FACTS: dict[str, tuple[str, ...]] = {
     ),
     "loss_flow": (
         "returns_loss",
+        "method_returns_reduced",
         "param_call_return",
         "call_returns_loss",
         "call_param_return",

@@ -986,6 +986,8 @@ class LossFlow:
         scope_binds = ctx.bindings(scope)
         flows: list[tuple[set[str], set[str]]] = []  # (names read, names written) of non-reducing steps
         for n in nodes:
+            if isinstance(n, ast.Assign):
+                reduced |= _items_replaced_by_reduced(ctx, n)  # for k, v in d.items(): d[k] = reduce(v)
             if isinstance(n, ast.Call):
                 name = dotted(n.func) or ""
                 named_reduce = is_reduce(name)
@@ -1559,6 +1561,43 @@ def _iterated_containers(ctx: FileContext, call: ast.Call) -> set[str]:
     if loop is None:
         return set()
     return {r for part in _concatenated(loop.iter) if (r := receiver_name(dotted(_container(part))))}
+
+
+def _items_replaced_by_reduced(ctx: FileContext, node: ast.Assign) -> set[str]:
+    """``for key, val in _metrics.items(): _metrics[key] = metrics.update(key, val, n)`` (jukebox):
+    every item of the dict is replaced by a value combined across ranks, so the dict is. The value is
+    a reducing call, or a call of a method every project definition of which returns a reduced value
+    (jukebox's ``Metrics.update`` all-reduces the sum and the count and returns their ratio)."""
+    if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Subscript):
+        return set()
+    target = node.targets[0]
+    container, key = dotted(target.value), target.slice
+    if container is None or not isinstance(key, ast.Name) or not _returns_reduced(ctx, node.value):
+        return set()
+    cur = ctx.parents.get(node)
+    while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if (
+            isinstance(cur, ast.For)
+            and isinstance(cur.target, ast.Tuple)
+            and len(cur.target.elts) == 2
+            and isinstance(cur.target.elts[0], ast.Name)
+            and cur.target.elts[0].id == key.id
+            and isinstance(cur.iter, ast.Call)
+            and isinstance(cur.iter.func, ast.Attribute)
+            and cur.iter.func.attr == "items"
+            and dotted(cur.iter.func.value) == container
+        ):
+            return {container}
+        cur = ctx.parents.get(cur)
+    return set()
+
+
+def _returns_reduced(ctx: FileContext, value: ast.expr) -> bool:
+    if reducing_call(ctx, value):
+        return True
+    if ctx.project is None or not isinstance(value, ast.Call) or not isinstance(value.func, ast.Attribute):
+        return False
+    return bool(ctx.project.method_returns_reduced(value.func))
 
 
 def _iterated_elements(ctx: FileContext, call: ast.Call) -> set[str]:

@@ -42,9 +42,11 @@ def rank0_sink_classes(ctx: FileContext, predicates: Collection[str]) -> set[str
     - a subclass of a log sink (Ultra-Fast-Lane-Detection's ``class DistSummaryWriter(SummaryWriter)``)
       whose every write method it overrides (``add_*`` and the log calls) runs on rank 0 only
       (``def add_scalar(self, *args, **kwargs): if can_log(): super().add_scalar(*args, **kwargs)``);
-    - any class whose log methods (``log``, ``info``, ``write``, ...; at least one) all run on rank 0
-      only: a body under one rank-0 test, or decorated to (pytorch_trainer's ``CSVLogger`` and
-      ``ProgressBar`` with ``@rank_zero_only def log(self, name, value)``);
+    - a class named as a writer or logger whose log methods (``log``, ``info``, ``write``, ...; at
+      least one) all run on rank 0 only: a body under one rank-0 test, or decorated to
+      (pytorch_trainer's ``CSVLogger`` with ``@rank_zero_only def log(self, name, value)``); any other
+      class with a log method only when all its public methods run on rank 0 only (not OpenRLHF's
+      ``DeepspeedStrategy``, whose ``print`` is rank 0's but whose ``backward`` is every rank's);
     - a wrapper that forwards every attribute call on rank 0 only (physicsnemo's
       ``RankZeroLoggingWrapper``: ``__getattr__`` returning ``def wrapper(*a, **k): if
       self.dist.rank == 0: return attr(*a, **k)``)."""
@@ -58,8 +60,14 @@ def rank0_sink_classes(ctx: FileContext, predicates: Collection[str]) -> set[str
             continue
         if any(LOG_SINK.search(dotted(b) or "") for b in cls.bases):
             writes = [f for f in methods if f.name.startswith("add_") or LOG_CALL.match(f.name)]
-        else:
+        elif LOG_SINK.search(cls.name):  # ``class CSVLogger``: its log methods are what it is for
             writes = [f for f in methods if LOG_CALL.match(f.name)]
+        else:
+            # any other class only when everything it offers runs on rank 0 only: OpenRLHF's
+            # ``DeepspeedStrategy`` has a rank-0 ``print`` beside ``backward`` and ``all_reduce``
+            writes = [f for f in methods if not f.name.startswith("_")]
+            if not any(LOG_CALL.match(f.name) for f in writes):
+                continue
         if writes and all(_runs_on_rank0_only(f, predicates) for f in writes):
             out.add(cls.name)
     return out

@@ -472,3 +472,18 @@ C["NEG_ignite_auto_model_sync_bn"] = (
     },
     "train.py",
 )
+C["NEG_launch_script_picks_the_other_conversion"] = (
+    R,
+    False,
+    {
+        "train.py": HEAD
+        + '\nimport argparse\nparser = argparse.ArgumentParser()\nparser.add_argument("--sync_bn", type=str, default="pytorch")\n'
+        + NET
+        + main(
+            'model = Net()\n    if args.sync_bn == "pytorch":\n        model = nn.SyncBatchNorm.convert_sync_batchnorm(model)\n'
+            '    elif args.sync_bn == "apex":\n        model = apex.parallel.convert_syncbn_model(model)'
+        ),
+        "scripts/train.sh": "python -m torch.distributed.launch main.py --sync_bn apex --epochs 100\n",
+    },
+    "train.py",
+)

@@ -1163,3 +1163,104 @@ C["handlers_appended_on_rank0_only"] = (
     },
     "train.py",
 )
+
+# A class with a rank-0 ``print`` beside methods every rank runs (OpenRLHF's ``DeepspeedStrategy``) is no
+# writer: ``strategy.backward(loss, ...)`` is no log.
+STRATEGY = """
+import torch.distributed as dist
+
+
+class Strategy:
+    def backward(self, loss, model, optimizer):
+        loss.backward()
+
+    def print(self, *msg):
+        if dist.get_rank() == 0:
+            print(*msg)
+"""
+C["NEG_strategy_with_a_rank0_print_is_no_writer"] = (
+    R,
+    False,
+    {
+        "train.py": HEAD
+        + "from utils.strategy import Strategy\n"
+        + SETUP
+        + "    strategy = Strategy()\n"
+        + LOGGED_BY
+        + "            loss = criterion(model(x), y)\n            optimizer.zero_grad()\n"
+        + "            strategy.backward(loss, model, optimizer)\n            optimizer.step()\n",
+        "utils/__init__.py": "",
+        "utils/strategy.py": STRATEGY,
+    },
+    "train.py",
+)
+
+# Every item of a dict replaced by a synced meter's update, which all-reduces and returns the global
+# value (jukebox's ``for key, val in _metrics.items(): _metrics[key] = metrics.update(key, val, n)``),
+# before a rank-0 writer logs it.
+SYNCED_METRICS = """
+import torch
+import torch.distributed as dist
+from torch.utils.tensorboard import SummaryWriter
+
+
+class Metrics:
+    def __init__(self):
+        self.sum = {}
+
+    def update(self, tag, val, batch):
+        total = torch.tensor(val * batch).float()
+        n = torch.tensor(batch).float()
+        dist.all_reduce(total)
+        dist.all_reduce(n)
+        self.sum[tag] = self.sum.get(tag, 0.0) + total.item()
+        return total.item() / n.item()
+
+
+class Logger:
+    def __init__(self, rank):
+        if rank == 0:
+            self.sw = SummaryWriter("logs")
+        self.rank = rank
+
+    def add_scalar(self, tag, val):
+        if self.rank == 0:
+            self.sw.add_scalar(tag, val)
+"""
+C["NEG_dict_items_replaced_by_a_synced_meter"] = (
+    R,
+    False,
+    {
+        "train.py": HEAD
+        + "from utils.log import Logger, Metrics\n"
+        + SETUP
+        + "    logger = Logger(rank)\n    metrics = Metrics()\n"
+        + LOGGED_BY
+        + STEP
+        + '            _metrics = {"loss": loss.item()}\n'
+        + "            for key, val in _metrics.items():\n"
+        + "                _metrics[key] = metrics.update(key, val, x.shape[0])\n"
+        + "                logger.add_scalar(key, _metrics[key])\n",
+        "utils/__init__.py": "",
+        "utils/log.py": SYNCED_METRICS,
+    },
+    "train.py",
+)
+C["dict_items_logged_raw_by_a_rank0_logger_class"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD
+        + "from utils.log import Logger, Metrics\n"
+        + SETUP
+        + "    logger = Logger(rank)\n    metrics = Metrics()\n"
+        + LOGGED_BY
+        + STEP
+        + '            _metrics = {"loss": loss.item()}\n'
+        + "            for key, val in _metrics.items():\n"
+        + "                logger.add_scalar(key, _metrics[key])\n",
+        "utils/__init__.py": "",
+        "utils/log.py": SYNCED_METRICS,
+    },
+    "train.py",
+)

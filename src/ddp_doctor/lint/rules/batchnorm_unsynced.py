@@ -698,8 +698,14 @@ def _opt_in_gate(
         return None
     defaults = all_defaults(ctx)
     gates: list[str] = []
+    # per conversion, the launches (as written, script) under which it is skipped: a launch that
+    # turns one conversion off while another runs (swav's ``--sync_bn apex`` beside ``if sync_bn ==
+    # "pytorch"`` / ``elif sync_bn == "apex"``) leaves the model converted
+    skips: list[set[tuple[str, str]]] = []
+    from_launch = False
     for node in conversions:
         gate = None
+        skips.append(set())
         child, cur = node, ctx.parents.get(node)
         while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
             if isinstance(cur, ast.If) and child is not cur.test:
@@ -723,6 +729,7 @@ def _opt_in_gate(
                         for holds, given, script in launches
                         if holds is not None and holds is not in_body
                     ]
+                    skips[-1] = {(spelled(test.option, given), script) for given, script in skipped}
                     if test.default_true is None or test.default_true == in_body:
                         # runs under the default, or the default is set where we cannot read it
                         # (semseg's YAML configs all set ``sync_bn: True``): trust the conversion,
@@ -731,6 +738,7 @@ def _opt_in_gate(
                             return None
                         given, script = skipped[0]
                         gate = f"{spelled(test.option, given)} (as {script} runs it)"
+                        from_launch = True
                     else:
                         # off by default: a finding even where every shipped launch script turns it on
                         # (the run without the flag is unsynced; FAS-CVPR2024's label is config-gated so)
@@ -739,6 +747,12 @@ def _opt_in_gate(
         if gate is None:
             return None  # unconditional, or only under a runtime condition we cannot read: trust it
         gates.append(gate)
+    if from_launch:
+        common = set.intersection(*skips)
+        if not common:
+            return None  # every launch that turns one conversion off runs another
+        spelling, script = min(common)
+        return f"{spelling} (as {script} runs it)"
     return gates[0]
 
 
