@@ -26,43 +26,40 @@ CONTAINERS = frozenset({"dict", "list", "set", "defaultdict", "OrderedDict", "co
 SCOPES_UP = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)  # a guard is searched up to its function
 
 
-def _unpacked_targets(
-    index: IndexCore, nodes: list[ast.AST], imports: dict[str, str]
-) -> dict[str, tuple[str, int]]:
-    """Names a function binds only by unpacking a call of project code: ``{name: (callee, position)}``
-    (``device, is_logger = setup(config)`` → ``{"is_logger": ("...torch_setup.setup", 1)}``)."""
-    out: dict[str, tuple[str, int] | None] = {}
-    for n in nodes:
-        if not isinstance(n, ast.Assign):
-            continue
-        for t in n.targets:
-            if isinstance(t, ast.Tuple) and isinstance(n.value, ast.Call):
-                target = index._project_target(imports, n.value.func)
-                for k, e in enumerate(t.elts):
-                    if isinstance(e, ast.Name):
-                        out[e.id] = (target, k) if target and e.id not in out else None
-            elif isinstance(t, ast.Name):
-                out[t.id] = None
-    return {k: v for k, v in out.items() if v is not None}
-
-
 def _call_results(
-    index: IndexCore, nodes: list[ast.AST], imports: dict[str, str]
+    index: IndexCore, nodes: list[ast.AST], imports: dict[str, str], whole: bool = True
 ) -> dict[str, tuple[str, int]]:
     """Names a function binds only to the result of one call of project code: ``{name: (callee,
-    position)}``, ``WHOLE`` for the result itself (``loader = build_loader(cfg)``), the index for an
-    unpacked tuple (``loader_train, loader_val = configure_data(cfg)``)."""
+    position)}``, the index for an unpacked tuple (``loader_train, loader_val = configure_data(cfg)``,
+    ``device, is_logger = setup(config)``) and, with ``whole``, ``WHOLE`` for the result itself
+    (``loader = build_loader(cfg)``). Without ``whole`` a plain name binding makes the name unknown and
+    a tuple unpacked from anything but a call is not read."""
     out: dict[str, tuple[str, int] | None] = {}
     for n in nodes:
         if not isinstance(n, ast.Assign):
             continue
         for t in n.targets:
+            if not whole and not (isinstance(t, ast.Tuple) and isinstance(n.value, ast.Call)):
+                if isinstance(t, ast.Name):
+                    out[t.id] = None
+                continue
             target = index._project_target(imports, n.value.func) if isinstance(n.value, ast.Call) else None
-            named = [(k, e) for k, e in enumerate(t.elts)] if isinstance(t, ast.Tuple) else [(WHOLE, t)]
+            named = list(enumerate(t.elts)) if isinstance(t, ast.Tuple) else [(WHOLE, t)]
             for k, e in named:
                 if isinstance(e, ast.Name):
                     out[e.id] = (target, k) if target and e.id not in out else None
     return {k: v for k, v in out.items() if v is not None}
+
+
+def _keep_common(
+    table: dict[str, dict[str | int, frozenset[tuple[str, int]]]],
+    key: str,
+    found: dict[str | int, frozenset[tuple[str, int]]],
+) -> None:
+    """Record the arguments this call of ``key`` binds (``found``, each with the returned positions
+    it relies on), keeping only those every call so far binds: a first call sets them."""
+    before = table.get(key)
+    table[key] = found if before is None else {a: before[a] | d for a, d in found.items() if a in before}
 
 
 # words without which a file spells no rank-0 test to hand on (``verbose=(args.gpu == 0)``)
@@ -221,11 +218,7 @@ class IndexBindings(IndexCore):
         for kw in call.keywords:
             if kw.arg is not None and isinstance(kw.value, ast.Name) and kw.value.id in bound:
                 found[kw.arg] = frozenset({bound[kw.value.id]})
-        before = self._loader_args.get(key)
-        if before is None:
-            self._loader_args[key] = found
-        else:
-            self._loader_args[key] = {a: before[a] | d for a, d in found.items() if a in before}
+        _keep_common(self._loader_args, key, found)
 
     def _record_rank0_args(
         self,
@@ -247,7 +240,7 @@ class IndexBindings(IndexCore):
             fn = ctx.enclosing_function(call)
             if id(fn) not in scopes:
                 nodes = ctx.local(fn)
-                unpacked = _unpacked_targets(self, nodes, imports)
+                unpacked = _call_results(self, nodes, imports, whole=False)
                 scopes[id(fn)] = (rank0_locals(fn, nodes, predicates, ctx.parents), unpacked)
             flags, unpacked = scopes[id(fn)]
             sure = rank0_arguments(call, predicates | flags)
@@ -262,8 +255,4 @@ class IndexBindings(IndexCore):
                     unpacked[n.id] for n in ast.walk(expr) if isinstance(n, ast.Name) and n.id in unpacked
                 )
                 found[arg] = frozenset() if arg in sure else deps
-        before = self._rank0_args.get(key)
-        if before is None:
-            self._rank0_args[key] = found
-        else:
-            self._rank0_args[key] = {a: before[a] | d for a, d in found.items() if a in before}
+        _keep_common(self._rank0_args, key, found)

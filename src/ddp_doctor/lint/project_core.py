@@ -160,6 +160,10 @@ class IndexCore:
     option_defaults: dict[str, object] = field(default_factory=dict)
     _yaml_files: list[Path] | None = None  # the YAML configurations shipped under root (lazy)
     _launch_files: list[Path] | None = None  # the shell launch scripts shipped under root (lazy)
+    # answers read from those files, by the option asked about (each file is read once per question,
+    # not once per rule and file that asks it)
+    _option_answers: dict[str, tuple[bool, object]] = field(default_factory=dict)
+    _launch_answers: dict[tuple[str, ...], list[tuple[object, str]]] = field(default_factory=dict)
     toggles_sync: bool = False  # some file controls DDP gradient sync
     # argparse ``choices`` of the project's options (dest -> literal choices; None when two files
     # define the option with different choices)

@@ -6,6 +6,7 @@ on rank 0 only; does a GradScaler or a print/logging silencer cover this module.
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 from pathlib import Path
 
 from ddp_doctor.lint.call_arguments import never_passed
@@ -227,6 +228,11 @@ class IndexQueries(IndexCore):
         gives none (lint/option_defaults.py): written the same everywhere in the code and in every
         shipped YAML configuration that sets it (or, written nowhere in the code, set alike by all of
         them)."""
+        if key not in self._option_answers:
+            self._option_answers[key] = self._option_default(key)
+        return self._option_answers[key]
+
+    def _option_default(self, key: str) -> tuple[bool, object]:
         if self._yaml_files is None:
             self._yaml_files = yaml_files(self.root) if self.root.is_dir() else []
         values = yaml_settings(self._yaml_files, key)
@@ -266,9 +272,11 @@ class IndexQueries(IndexCore):
     def launched_values(self, options: tuple[str, ...]) -> list[tuple[object, str]]:
         """``(value, script)`` for every value the shipped shell launch scripts give one of the long
         spellings ``options`` (lint/launch_scripts.py)."""
-        if self._launch_files is None:
-            self._launch_files = launch_files(self.root) if self.root.is_dir() else []
-        return launch_settings(self._launch_files, options, self.root)
+        if options not in self._launch_answers:
+            if self._launch_files is None:
+                self._launch_files = launch_files(self.root) if self.root.is_dir() else []
+            self._launch_answers[options] = launch_settings(self._launch_files, options, self.root)
+        return self._launch_answers[options]
 
     def call_fp16_cast(self, ctx: FileContext, call: ast.Call) -> int | None:
         """The argument position whose weights ``call`` (a project function) casts to float16."""
@@ -464,11 +472,7 @@ class IndexQueries(IndexCore):
         args = self.rank0_function_args.get(f"{ctx.module}.{fn.name}")
         if not args:
             return set()
-        params = positional_params(fn)
-        named = set(parameter_names(fn))
-        return {params[a] for a in args if isinstance(a, int) and a < len(params)} | {
-            a for a in args if isinstance(a, str) and a in named
-        }
+        return set(_argument_params(fn, args, positional_params(fn)).values())
 
     def sampler_loader_params(self, ctx: FileContext, fn: ast.AST) -> dict[str, str]:
         """Parameters of ``fn`` (a top-level function of ``ctx``'s file) that every call of it in the
@@ -479,15 +483,8 @@ class IndexQueries(IndexCore):
         args = self.sampler_loader_args.get(f"{ctx.module}.{fn.name}")
         if not args:
             return {}
-        params = positional_params(fn)
-        named = set(parameter_names(fn))
-        out: dict[str, str] = {}
-        for arg, where in args.items():
-            if isinstance(arg, int) and arg < len(params):
-                out[params[arg]] = where
-            elif isinstance(arg, str) and arg in named:
-                out[arg] = where
-        return out
+        names = _argument_params(fn, args, positional_params(fn))
+        return {names[arg]: where for arg, where in args.items() if arg in names}
 
     def rank0_method_params(self, ctx: FileContext, fn: ast.AST) -> set[str]:
         """Parameters of ``fn`` (a method of a top-level class of ``ctx``'s file) that every call of its
@@ -501,10 +498,7 @@ class IndexQueries(IndexCore):
         if not args:
             return set()
         params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)][1:]  # after ``self``
-        named = set(parameter_names(fn))
-        return {params[a] for a in args if isinstance(a, int) and a < len(params)} | {
-            a for a in args if isinstance(a, str) and a in named
-        }
+        return set(_argument_params(fn, args, params).values())
 
     def rank0_called(self, ctx: FileContext, fn: ast.AST) -> bool:
         """``fn`` (a top-level function or a method of a top-level class of ``ctx``'s file) is called
@@ -768,3 +762,18 @@ class IndexQueries(IndexCore):
             if dotted(arg) in names and i in s.trains_on_params:
                 return True
         return any(k.arg in s.trains_on_params and dotted(k.value) in names for k in call.keywords)
+
+
+def _argument_params(
+    fn: ast.FunctionDef | ast.AsyncFunctionDef, args: Iterable[str | int], params: list[str]
+) -> dict[str | int, str]:
+    """The parameter of ``fn`` each recorded argument binds: a position into ``params`` (its
+    positional parameters as calls count them), or a keyword that names one of its parameters."""
+    named = set(parameter_names(fn))
+    out: dict[str | int, str] = {}
+    for arg in args:
+        if isinstance(arg, int) and arg < len(params):
+            out[arg] = params[arg]
+        elif isinstance(arg, str) and arg in named:
+            out[arg] = arg
+    return out

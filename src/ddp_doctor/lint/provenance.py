@@ -1574,21 +1574,15 @@ def _items_replaced_by_reduced(ctx: FileContext, node: ast.Assign) -> set[str]:
     container, key = dotted(target.value), target.slice
     if container is None or not isinstance(key, ast.Name) or not _returns_reduced(ctx, node.value):
         return set()
-    cur = ctx.parents.get(node)
-    while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        if (
-            isinstance(cur, ast.For)
-            and isinstance(cur.target, ast.Tuple)
-            and len(cur.target.elts) == 2
-            and isinstance(cur.target.elts[0], ast.Name)
-            and cur.target.elts[0].id == key.id
-            and isinstance(cur.iter, ast.Call)
-            and isinstance(cur.iter.func, ast.Attribute)
-            and cur.iter.func.attr == "items"
-            and dotted(cur.iter.func.value) == container
-        ):
-            return {container}
-        cur = ctx.parents.get(cur)
+    loop = _loop_binding(ctx, node, key.id, _loop_key)
+    if (
+        loop is not None
+        and isinstance(loop.iter, ast.Call)
+        and isinstance(loop.iter.func, ast.Attribute)
+        and loop.iter.func.attr == "items"
+        and dotted(loop.iter.func.value) == container
+    ):
+        return {container}
     return set()
 
 
@@ -1615,13 +1609,26 @@ def _loop_binding_argument(
     """The innermost ``for`` of ``call``'s function whose target (read by ``bound``) is the name
     ``call`` is handed first (``dist.all_reduce(v)`` inside ``for k, v in stats.items():``)."""
     arg = call.args[0] if call.args else None
-    if not isinstance(arg, ast.Name):
-        return None
-    cur = ctx.parents.get(call)
+    return _loop_binding(ctx, call, arg.id, bound) if isinstance(arg, ast.Name) else None
+
+
+def _loop_binding(
+    ctx: FileContext, node: ast.AST, name: str, bound: Callable[[ast.expr], str | None]
+) -> ast.For | None:
+    """The innermost ``for`` of ``node``'s function around it whose target (read by ``bound``) is
+    ``name``."""
+    cur = ctx.parents.get(node)
     while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        if isinstance(cur, ast.For) and bound(cur.target) == arg.id:
+        if isinstance(cur, ast.For) and bound(cur.target) == name:
             return cur
         cur = ctx.parents.get(cur)
+    return None
+
+
+def _loop_key(target: ast.expr) -> str | None:
+    """The name ``for k, v in ...`` binds each key to."""
+    if isinstance(target, ast.Tuple) and len(target.elts) == 2 and isinstance(target.elts[0], ast.Name):
+        return target.elts[0].id
     return None
 
 

@@ -882,7 +882,13 @@ def is_silenceable_record(call: ast.Call) -> bool:
     """A ``logging`` record that a setup keeping rank 0's records only drops on the other ranks:
     ``logger.info(...)`` / ``debug`` / ``warning`` / ``log(...)`` of a logger — not a project
     logger's ``write``/``print`` (YouReID's ``Logger.write`` writes its file on every rank)."""
-    return is_logger_call(call) and (dotted(call.func) or "").rsplit(".", 1)[-1] in SILENCEABLE_RECORDS
+    return records_silenceably(call.func)
+
+
+def records_silenceably(func: ast.expr) -> bool:
+    """``func`` is a logger's record method a setup can silence (``logger.info``), called or not:
+    CenterNet binds ``print = logger.info``."""
+    return _logger_method(func) and (dotted(func) or "").rsplit(".", 1)[-1] in SILENCEABLE_RECORDS
 
 
 SILENCEABLE_RECORDS = LOGGER_RECORDS | {"log"}
@@ -891,7 +897,11 @@ SILENCEABLE_RECORDS = LOGGER_RECORDS | {"log"}
 def is_logger_call(call: ast.Call) -> bool:
     """``logger.info(...)``, ``logging.warning(...)``, ``_logger.log(...)``: records that go through
     the logging configuration (not ``print``)."""
-    name = dotted(call.func) or ""
+    return _logger_method(call.func)
+
+
+def _logger_method(func: ast.expr) -> bool:
+    name = dotted(func) or ""
     receiver, _, last = name.rpartition(".")
     if not receiver:
         return False

@@ -22,6 +22,7 @@ from ddp_doctor.lint.rank0 import (
     class_flags,
     enclosing_rank0_if,
     is_log_sink,
+    is_not_rank0_test,
     is_rank0_test,
     rank_zero_decorated,
 )
@@ -180,8 +181,6 @@ def null_off_rank0_returns(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[a
     """``if local_rank not in (-1, 0): return DummyVisualizer(...)`` (or ``if distributed_rank > 0:``)
     in a factory whose other returns build something else: the calls returned where the test holds
     off rank 0 only, when the function returns something else too."""
-    from ddp_doctor.lint.rank0 import is_not_rank0_test
-
     out: list[ast.Call] = []
     for stmt in fn.body:
         if not isinstance(stmt, ast.If) or not is_not_rank0_test(stmt.test):

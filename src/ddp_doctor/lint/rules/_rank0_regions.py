@@ -30,6 +30,7 @@ from ddp_doctor.lint.rank0 import (
     rank0_locals,
     rank0_parameters,
     rank_zero_decorated,
+    records_silenceably,
 )
 from ddp_doctor.lint.rank0_handoff import unpacked_rank0
 from ddp_doctor.lint.rank0_sinks import sink_names
@@ -300,10 +301,7 @@ def _rebound_records(ctx: FileContext, scope: ast.AST) -> set[str]:
     for where in (ctx.tree, scope) if scope is not ctx.tree else (ctx.tree,):
         for name, binds in ctx.bindings(where).items():
             values = [b.value if isinstance(b, ast.Assign) else None for b in binds]
-            if values and all(
-                isinstance(v, ast.Attribute) and is_silenceable_record(ast.Call(func=v, args=[], keywords=[]))
-                for v in values
-            ):
+            if values and all(isinstance(v, ast.Attribute) and records_silenceably(v) for v in values):
                 out.add(name)
     return out
 
