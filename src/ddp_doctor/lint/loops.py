@@ -716,6 +716,7 @@ def _step_after(facts: LoopFacts, loop: ast.AST, depth: int = 1) -> int | None:
     micro-batch loop in ``train_step``, ``optimizer.step()`` in the caller)."""
     ctx = facts.ctx
     node = loop
+    climbed_loop = False
     while True:
         parent = ctx.parents.get(node)
         if parent is None or isinstance(parent, (ast.ClassDef, ast.Lambda)):
@@ -739,6 +740,19 @@ def _step_after(facts: LoopFacts, loop: ast.AST, depth: int = 1) -> int | None:
                     if line is not None:
                         return line
             return None
+        if (
+            isinstance(parent, LOOPS)
+            and not climbed_loop
+            and node in parent.body
+            and not facts.has_optimizer_step(parent.body)
+        ):
+            # a loop over micro-step groups around the backward loop, stepping nowhere inside
+            # (Squirrel: ``for inter_step in range(inter_size): for b in split_batch(batch, k):
+            # backward``, then one ``opt.step()`` after both): the step after the group loop ends
+            # the inner loop's micro-steps too
+            climbed_loop = True
+            node = parent
+            continue
         if isinstance(parent, (*LOOPS, ast.Module, ast.FunctionDef, ast.AsyncFunctionDef)):
             return None
         node = parent

@@ -249,3 +249,116 @@ C["NEG_unscaled_divided_helper"] = (
     one(MOD.replace("{LOSSLINE}", "loss = loss / args.accum_steps\n            loss.backward()")),
     "train.py",
 )
+
+# Round 23: micro-steps that run a method of the inner module (``model.module.forward_chunk(x)``,
+# LayoutDIT) or of a local bound to it (``net = model.module if ddp else model``; ``net.score(x)``,
+# proemb) never call the DDP wrap: no reducer runs, nothing to skip.
+CHUNKS = """
+    for epoch in range(args.epochs):
+        for x, y in loader:
+            for xm, ym in zip(x.chunk(args.accum_steps), y.chunk(args.accum_steps)):
+                loss = criterion({FORWARD}, ym) / args.accum_steps
+                loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+"""
+C["NEG_micro_steps_through_inner_module_method"] = (
+    A,
+    False,
+    one(CHUNKS.replace("{FORWARD}", "model.module.forward_chunk(xm)")),
+    "train.py",
+)
+C["micro_steps_through_wrap_beside_inner_state_dict"] = (
+    A,
+    True,
+    one(CHUNKS.replace("{FORWARD}", "model(xm)").replace("loss.backward()", "loss.backward()\n                model.module.state_dict()")),
+    "train.py",
+)
+# ... and a per-item backward loop in a helper every call of which sits in ``with model.no_sync():``
+# (proemb): the caller skips the all-reduce of every backward the helper runs.
+ITEM_GRADS = """
+def item_grads(model, criterion, xs, ys):
+    for x, y in zip(xs, ys):
+        loss = criterion(model(x), y) / len(xs)
+        loss.backward()
+""" + SETUP + """
+    for epoch in range(args.epochs):
+        for xs, ys in loader:
+            {CALL}
+            optimizer.step()
+            optimizer.zero_grad()
+"""
+C["helper_micro_steps_called_without_no_sync"] = (
+    A,
+    True,
+    {"train.py": HEAD + ITEM_GRADS.replace("{CALL}", "item_grads(model, criterion, xs, ys)")},
+    "train.py",
+)
+C["NEG_helper_micro_steps_called_inside_no_sync"] = (
+    A,
+    False,
+    {
+        "train.py": HEAD
+        + ITEM_GRADS.replace(
+            "{CALL}",
+            "with model.no_sync() if args.ddp else nullcontext():\n                item_grads(model, criterion, xs, ys)",
+        )
+    },
+    "train.py",
+)
+
+# Round 23: a loop over micro-step groups around the backward loop, with one step after both
+# (Squirrel's ``for inter_step in range(inter_size): for b in split_batch(batch, k): backward``).
+GROUPS = """
+    it = iter(loader)
+    for step in range(args.max_steps):
+        for group in range(args.inter_size):
+            x, y = next(it)
+            for xm, ym in zip(x.chunk(args.sub_size), y.chunk(args.sub_size)):
+                loss = criterion(model(xm), ym) / (args.inter_size * args.sub_size)
+                loss.backward()
+            {STEP_IN_GROUP}
+        optimizer.step()
+        optimizer.zero_grad()
+"""
+C["micro_step_groups"] = (A, True, one(GROUPS.replace("{STEP_IN_GROUP}", "")), "train.py")
+C["NEG_micro_step_groups_each_stepping"] = (
+    A,
+    False,
+    one(
+        GROUPS.replace("{STEP_IN_GROUP}", "optimizer.step()\n            optimizer.zero_grad()").replace(
+            "for xm, ym in zip(x.chunk(args.sub_size), y.chunk(args.sub_size)):\n                loss = criterion(model(xm), ym) / (args.inter_size * args.sub_size)\n                loss.backward()",
+            "with model.no_sync():\n                for xm, ym in zip(x.chunk(args.sub_size)[:-1], y.chunk(args.sub_size)[:-1]):\n                    (criterion(model(xm), ym) / args.sub_size).backward()\n            (criterion(model(x.chunk(args.sub_size)[-1]), y.chunk(args.sub_size)[-1]) / args.sub_size).backward()",
+        ),
+    ),
+    "train.py",
+)
+
+# Round 23: Lightning Fabric's ``fabric.backward(loss)`` leaves accumulation to the loop and never
+# divides the loss (OpenThaiGPT's hand-made micro-steps under ``fabric.no_backward_sync``).
+FABRIC = """
+import lightning as L
+
+
+def train(args, loader, model, optimizer, criterion):
+    fabric = L.Fabric(strategy="ddp", devices=4)
+    fabric.launch()
+    model, optimizer = fabric.setup(model, optimizer)
+    loader = fabric.setup_dataloaders(loader)
+    for epoch in range(args.epochs):
+        for i, (x, y) in enumerate(loader):
+            is_accumulating = (i + 1) % args.accum_steps != 0
+            with fabric.no_backward_sync(model, enabled=is_accumulating):
+                loss = criterion(model(x), y)
+                fabric.backward({LOSS})
+            if not is_accumulating:
+                optimizer.step()
+                optimizer.zero_grad()
+"""
+C["fabric_backward_undivided"] = (U, True, {"train.py": FABRIC.replace("{LOSS}", "loss")}, "train.py")
+C["NEG_fabric_backward_divided"] = (
+    U,
+    False,
+    {"train.py": FABRIC.replace("{LOSS}", "loss / args.accum_steps")},
+    "train.py",
+)

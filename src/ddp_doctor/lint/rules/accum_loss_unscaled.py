@@ -30,7 +30,8 @@ class AccumLossUnscaled(Rule):
         "model forward with no division (also through apex `amp.scale_loss(loss, ...) as scaled_loss`, "
         "and weighted by a data size: `loss.mean() * targets.size(1)`, or by the world size: "
         "`loss * WORLD_SIZE`; also `accelerator.backward(loss)` of an `Accelerator()` built without "
-        "`gradient_accumulation_steps` around a hand-made micro-step loop, where accelerate divides by 1)"
+        "`gradient_accumulation_steps` around a hand-made micro-step loop, where accelerate divides by 1; "
+        "Lightning Fabric's `fabric.backward(loss)`, which never divides)"
     )
     not_flagged = (
         "`loss / accum` anywhere on the way (also inside a helper), normalisation by a global token "
@@ -50,7 +51,11 @@ class AccumLossUnscaled(Rule):
             reported: set[str] = set()
             for node in facts.nodes(loop.loop.body):
                 bw = backward_of(node)
-                if bw is None or (bw.framework and not _plain_accelerator_backward(ctx, bw.call)):
+                if bw is None or (
+                    bw.framework
+                    and not _plain_accelerator_backward(ctx, bw.call)
+                    and not _fabric_backward(bw.call)
+                ):
                     continue
                 if tracer.state(bw.root, bw.call) != "raw":
                     continue
@@ -152,6 +157,14 @@ def _plain_accelerator_backward(ctx: FileContext, call: ast.Call) -> bool:
         for c in ctx.of_type(ast.Call)
         if isinstance(c, ast.Call) and ctx.call_qualname(c) == "accelerate.Accelerator"
     )
+
+
+def _fabric_backward(call: ast.Call) -> bool:
+    """``fabric.backward(loss)`` (Lightning Fabric): Fabric leaves accumulation to the loop ("works
+    the same way with Fabric as in PyTorch", its gradient-accumulation guide) and never divides the
+    loss by a count, so an undivided loss in a hand-made micro-step loop is summed (OpenThaiGPT)."""
+    receiver = dotted(call.func.value) if isinstance(call.func, ast.Attribute) else None
+    return receiver is not None and receiver.split(".")[-1].lower().endswith("fabric")
 
 
 def _scales_gradients(ctx: FileContext, scope: ast.AST) -> bool:

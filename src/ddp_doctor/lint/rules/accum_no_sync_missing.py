@@ -78,7 +78,7 @@ class AccumNoSyncMissing(Rule):
                 return
         wrapped = _ddp_names(ctx)
         for loop in accumulation_window(facts):
-            if _controls_sync(ctx, facts, loop.loop):
+            if _controls_sync(ctx, facts, loop.loop) or _called_inside_sync_control(ctx, facts, loop.loop):
                 continue
             if _forward_bypasses_ddp(ctx, facts, loop.loop, wrapped):
                 continue  # no reducer runs at all: nothing is all-reduced, early or late
@@ -146,8 +146,18 @@ def _forward_bypasses_ddp(ctx: FileContext, facts: LoopFacts, loop: ast.AST, wra
         func = call.func
         if isinstance(func, ast.Attribute) and func.attr == "module" and dotted(func.value) in wrapped:
             return True  # ``model.module(x)``
-        if isinstance(func, ast.Name):
-            for b in ctx.bindings(ctx.enclosing_function(call)).get(func.id, []):
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr not in _MODULE_API
+            and isinstance(func.value, ast.Attribute)
+            and func.value.attr == "module"
+            and dotted(func.value.value) in wrapped
+        ):
+            return True  # ``model.module.forward_chunk(x)`` (LayoutDIT): a method of the inner module
+        receiver = func.value if isinstance(func, ast.Attribute) and func.attr not in _MODULE_API else func
+        if isinstance(receiver, ast.Name):
+            # ``net = model.module if distributed else model`` ... ``net(x)`` or ``net.score(x)`` (proemb)
+            for b in ctx.bindings(ctx.enclosing_function(call)).get(receiver.id, []):
                 value = b.value if isinstance(b, ast.Assign) else None
                 if isinstance(value, ast.IfExp):
                     value = value.body
@@ -158,6 +168,34 @@ def _forward_bypasses_ddp(ctx: FileContext, facts: LoopFacts, loop: ast.AST, wra
                 ):
                     return True
     return False
+
+
+# ``nn.Module`` methods that run no forward: a call of one on ``model.module`` is no micro-step's forward
+_MODULE_API = frozenset(
+    {
+        "parameters",
+        "named_parameters",
+        "buffers",
+        "named_buffers",
+        "modules",
+        "named_modules",
+        "children",
+        "state_dict",
+        "load_state_dict",
+        "zero_grad",
+        "train",
+        "eval",
+        "to",
+        "cuda",
+        "cpu",
+        "requires_grad_",
+        "apply",
+        "register_forward_hook",
+        "register_full_backward_hook",
+        "get_input_embeddings",
+        "get_output_embeddings",
+    }
+)
 
 
 def _one_unless_deepspeed(ctx: FileContext, count: ast.expr) -> bool:
@@ -203,6 +241,36 @@ def _controls_sync(ctx: FileContext, facts: LoopFacts, loop: ast.AST) -> bool:
             if any(s.toggles_sync for s in found[:4]):
                 return True
     cur = ctx.parents.get(loop)
+    while cur is not None:
+        if isinstance(cur, (ast.With, ast.AsyncWith)) and _effective_toggle(ctx, facts, cur):
+            return True
+        cur = ctx.parents.get(cur)
+    return False
+
+
+def _called_inside_sync_control(ctx: FileContext, facts: LoopFacts, loop: ast.AST) -> bool:
+    """The loop's function is called in this file, and every call sits inside an effective sync
+    control (proemb's ``with model.no_sync() if use_multi_gpu else nullcontext():`` around
+    ``batch_similarity_grad(model, ...)``, whose per-item backwards are the micro-steps): the
+    caller already skips the all-reduce of every backward the function runs."""
+    fn = loop if isinstance(loop, (ast.FunctionDef, ast.AsyncFunctionDef)) else ctx.enclosing_function(loop)
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    sites = [
+        c
+        for c in ctx.of_type(ast.Call)
+        if (isinstance(c.func, ast.Name) and c.func.id == fn.name)
+        or (
+            isinstance(c.func, ast.Attribute)
+            and c.func.attr == fn.name
+            and dotted(c.func.value) in ("self", "cls")
+        )
+    ]
+    return bool(sites) and all(_inside_sync_with(ctx, facts, c) for c in sites)
+
+
+def _inside_sync_with(ctx: FileContext, facts: LoopFacts, node: ast.AST) -> bool:
+    cur = ctx.parents.get(node)
     while cur is not None:
         if isinstance(cur, (ast.With, ast.AsyncWith)) and _effective_toggle(ctx, facts, cur):
             return True

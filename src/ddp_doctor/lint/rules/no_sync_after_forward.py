@@ -57,11 +57,12 @@ class NoSyncAfterForward(Rule):
         if toggled is None:
             return
         path = _branches(ctx, stmt, block[i])
+        names = _forward_names(ctx, stmt, toggled)
         forward = _first(
             n
             for s in block[:i]
             for n in ctx.local(s)
-            if _is_forward(n, toggled) and not _exclusive(path, _branches(ctx, n, s))
+            if _is_forward(n, ctx, names) and not _exclusive(path, _branches(ctx, n, s))
         )
         if forward is None or _inside_toggle(ctx, forward, toggled):
             return
@@ -72,7 +73,7 @@ class NoSyncAfterForward(Rule):
                 key=lambda n: (n.lineno, n.col_offset),
             )
             for n in nodes:
-                if _is_forward(n, toggled):
+                if _is_forward(n, ctx, names):
                     break  # a fresh forward after the toggle: the toggle applies to it
                 if backward_of(n):
                     yield self.violation(
@@ -133,11 +134,42 @@ def _first(it: Iterator[ast.Call]) -> ast.Call | None:
     return next(it, None)
 
 
-def _is_forward(node: ast.AST, model: str) -> TypeGuard[ast.Call]:
+def _forward_names(ctx: FileContext, at: ast.AST, model: str) -> frozenset[str]:
+    """``model`` and the names its function binds to ``torch.compile(model)``: the compiled
+    wrapper runs the same DDP module's forward (LLM_Train: ``optimized_model =
+    torch.compile(transformer_model)`` ... ``transformer_model.no_sync()``)."""
+    names = {model}
+    for n in ctx.local(ctx.enclosing_function(at)):
+        if (
+            isinstance(n, ast.Assign)
+            and isinstance(n.value, ast.Call)
+            and ctx.call_qualname(n.value) == "torch.compile"
+            and n.value.args
+            and dotted(n.value.args[0]) == model
+        ):
+            names.update(d for t in n.targets if (d := dotted(t)))
+    return frozenset(names)
+
+
+def _is_forward(node: ast.AST, ctx: FileContext, names: frozenset[str]) -> TypeGuard[ast.Call]:
+    """A call of the model (or its ``forward``), or of a same-file helper handed the model that
+    calls it (``loss = train_step(model, batch)`` with ``def train_step(m, b): out = m(b.x)``)."""
     if not isinstance(node, ast.Call):
         return False
     name = dotted(node.func)
-    return name == model or name == f"{model}.forward"
+    if name in names or (name or "").removesuffix(".forward") in names:
+        return True
+    helper = ctx.helper(node)
+    if helper is None:
+        return False
+    params = [a.arg for a in (*helper.args.posonlyargs, *helper.args.args)]
+    if params and params[0] in ("self", "cls") and isinstance(node.func, ast.Attribute):
+        params = params[1:]
+    handed = {params[k] for k, a in enumerate(node.args) if k < len(params) and dotted(a) in names}
+    handed |= {k.arg for k in node.keywords if k.arg and dotted(k.value) in names}
+    return bool(handed) and any(
+        isinstance(n, ast.Call) and dotted(n.func) in handed for n in ctx.local(helper)
+    )
 
 
 def _toggled_model(ctx: FileContext, stmt: ast.stmt) -> str | None:
