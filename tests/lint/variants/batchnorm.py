@@ -487,3 +487,66 @@ C["NEG_launch_script_picks_the_other_conversion"] = (
     },
     "train.py",
 )
+
+# Round 23: a trainer that puts every BatchNorm layer in eval mode each epoch (EfficientDet's
+# ``model.module.freeze_bn()`` after ``model.train()``) uses running statistics only; the same
+# method called only before ``model.train()`` undoes nothing.
+FREEZE_NET = NET.replace(
+    "    def forward(self, x):",
+    "    def freeze_bn(self):\n        for layer in self.modules():\n            if isinstance(layer, nn.BatchNorm2d):\n"
+    "                layer.eval()\n\n    def forward(self, x):",
+)
+
+
+def freeze_main(before, after):
+    return f"""
+def train(model, loader, opt):
+    {before}
+    for x, y in loader:
+        loss = nn.functional.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
+def main(args, loader):
+    dist.init_process_group("nccl")
+    local_rank = int(os.environ["LOCAL_RANK"])
+    model = Net().cuda(local_rank)
+    model = DDP(model, device_ids=[local_rank])
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(args.epochs):
+        {after}
+        train(model, loader, opt)
+"""
+
+
+C["NEG_freeze_bn_each_epoch"] = (
+    R,
+    False,
+    {
+        "train.py": HEAD + "from models import Net\n" + freeze_main("model.train()\n    model.module.freeze_bn()", "pass"),
+        "models.py": HEAD + FREEZE_NET,
+    },
+    "train.py",
+)
+C["freeze_bn_then_train"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD + "from models import Net\n" + freeze_main("model.module.freeze_bn()\n    model.train()", "pass"),
+        "models.py": HEAD + FREEZE_NET,
+    },
+    "train.py",
+)
+C["freeze_bn_behind_flag"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD
+        + "from models import Net\n"
+        + freeze_main("model.train()\n    if model.module.frozen:\n        model.module.freeze_bn()", "pass"),
+        "models.py": HEAD + FREEZE_NET,
+    },
+    "train.py",
+)
