@@ -550,3 +550,69 @@ C["freeze_bn_behind_flag"] = (
     },
     "train.py",
 )
+
+# Round 23: a model handed through two trainer functions before the wrap (UFDN-Reid's
+# ``do_train_config(cfg, model, ...)`` in a star-imported package calling ``do_train_pd(cfg, model, ...)``,
+# which wraps its ``model``): what the outer caller built decides.
+HANDED_TRAIN = """
+def do_train(model, loader, local_rank):
+    model = DDP(model, device_ids=[local_rank])
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x, y in loader:
+        loss = nn.functional.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+HANDED_DISPATCH = "from .loop import do_train\n\n\ndef do_train_config(cfg, model, loader, local_rank):\n    do_train(model, loader, local_rank)\n"
+
+
+def handed_entry(build, imports="from trainer import *\n"):
+    return (
+        HEAD
+        + "from models import Net, Mlp\n"
+        + imports
+        + f"""
+def main(cfg, loader):
+    dist.init_process_group("nccl")
+    local_rank = int(os.environ["LOCAL_RANK"])
+    model = {build}
+    do_train_config(cfg, model, loader, local_rank)
+"""
+    )
+
+
+MLP = "\nclass Mlp(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(4, 4)\n"
+C["handed_through_two_defs"] = (
+    R,
+    True,
+    {
+        "tools/train.py": handed_entry("Net()"),
+        "tools/trainer/__init__.py": HANDED_DISPATCH,
+        "tools/trainer/loop.py": HEAD + HANDED_TRAIN,
+        "tools/models.py": HEAD + NET + MLP,
+    },
+    "tools/trainer/loop.py",
+)
+C["NEG_handed_through_two_defs_no_bn"] = (
+    R,
+    False,
+    {
+        "tools/train.py": handed_entry("Mlp()"),
+        "tools/trainer/__init__.py": HANDED_DISPATCH,
+        "tools/trainer/loop.py": HEAD + HANDED_TRAIN,
+        "tools/models.py": HEAD + NET + MLP,
+    },
+    "tools/trainer/loop.py",
+)
+C["handed_through_two_defs_imported"] = (
+    R,
+    True,
+    {
+        "tools/train.py": handed_entry("Net()", "from trainer import do_train_config\n"),
+        "tools/trainer/__init__.py": HANDED_DISPATCH,
+        "tools/trainer/loop.py": HEAD + HANDED_TRAIN,
+        "tools/models.py": HEAD + NET + MLP,
+    },
+    "tools/trainer/loop.py",
+)
