@@ -254,3 +254,48 @@ def batchnorm_tables(ctx: FileContext) -> set[str]:
         if any(BATCHNORM.match(ctx.qualname(v) or "") for v in items):
             out.add(target.id)
     return out
+
+
+def freezes_batchnorm(ctx: FileContext, fn: ast.AST) -> bool:
+    """``fn`` puts every BatchNorm layer of a model in eval mode (detection trainers' ``freeze_bn``:
+    ``for m in self.modules(): if isinstance(m, nn.BatchNorm2d): m.eval()``, also a class-name test
+    ``m.__class__.__name__.find('BatchNorm') != -1``): batch statistics are then never used."""
+    for loop in ast.walk(fn):
+        if not (
+            isinstance(loop, ast.For)
+            and isinstance(loop.target, ast.Name)
+            and isinstance(loop.iter, ast.Call)
+            and isinstance(loop.iter.func, ast.Attribute)
+            and loop.iter.func.attr == "modules"
+        ):
+            continue
+        layer = loop.target.id
+        for test in ast.walk(loop):
+            if (
+                isinstance(test, ast.If)
+                and "BatchNorm" in ctx.segment(test.test)
+                and _evals(test.body, layer)
+            ):
+                return True
+    return False
+
+
+def _evals(body: list[ast.stmt], name: str) -> bool:
+    """``name.eval()`` (or ``name.train(False)``) among these statements."""
+    return any(
+        isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and isinstance(n.func.value, ast.Name)
+        and n.func.value.id == name
+        and (
+            (n.func.attr == "eval" and not n.args)
+            or (
+                n.func.attr == "train"
+                and len(n.args) == 1
+                and isinstance(n.args[0], ast.Constant)
+                and n.args[0].value is False
+            )
+        )
+        for stmt in body
+        for n in ast.walk(stmt)
+    )

@@ -16,13 +16,15 @@ import ast
 from collections.abc import Callable
 from pathlib import Path
 
-from ddp_doctor.lint.context import FileContext
+from ddp_doctor.lint.context import FileContext, positional_params
 from ddp_doctor.lint.module_moves import unmoved
 
 TORCH_BATCHNORM = "<torch BatchNorm>"  # a builder outside the project known to build BatchNorm
 # callee -> argument (position, or keyword name) -> {(builder qualname, "file.py:line" of the call)}
 Handed = dict[str, dict[int | str, set[tuple[str, str]]]]
 MAX_HOPS = 4
+# a builder that is a parameter of the calling def, handed on: ``PARAMETER + "m.f" + SEP + "1" + SEP + "model"``
+PARAMETER, SEP = "<param>", "#"
 
 
 def record(
@@ -30,20 +32,38 @@ def record(
     target: Callable[[ast.AST], str | None],
     torch_batchnorm: Callable[[str], bool],
     into: Handed,
+    module: str,
+    stars: tuple[str, ...] = (),
 ) -> None:
-    """Add this file's calls of project code (``target`` resolves a callee) to ``into``."""
+    """Add this file's calls of project code (``target`` resolves a callee) to ``into``; ``module``
+    is this file's module (its defs' qualnames, for a parameter handed on), ``stars`` the project
+    modules it star-imports (a plain name no import binds may be one of theirs: UFDN-Reid's ``from
+    train import *`` then ``do_train_config(cfg, model, ...)``; a wrong guess names no def)."""
     for call in ctx.of_type(ast.Call):
         if not call.args and not call.keywords:
             continue
         key = target(call.func)
-        if key is None:
-            continue
-        handed: list[tuple[int | str, ast.expr]] = [*enumerate(call.args)]
-        handed += [(k.arg, k.value) for k in call.keywords if k.arg is not None]
-        where = f"{Path(ctx.path).name}:{call.lineno}"
-        for arg, expr in handed:
-            for builder in _builders(ctx, target, torch_batchnorm, expr, call):
-                into.setdefault(key, {}).setdefault(arg, set()).add((builder, where))
+        keys = [key] if key else [f"{m}.{call.func.id}" for m in stars if isinstance(call.func, ast.Name)]
+        for key in keys:
+            _record_call(ctx, target, torch_batchnorm, into, module, key, call)
+
+
+def _record_call(
+    ctx: FileContext,
+    target: Callable[[ast.AST], str | None],
+    torch_batchnorm: Callable[[str], bool],
+    into: Handed,
+    module: str,
+    key: str,
+    call: ast.Call,
+) -> None:
+    """Record what ``call`` of project def ``key`` hands each argument."""
+    handed: list[tuple[int | str, ast.expr]] = [*enumerate(call.args)]
+    handed += [(k.arg, k.value) for k in call.keywords if k.arg is not None]
+    where = f"{Path(ctx.path).name}:{call.lineno}"
+    for arg, expr in handed:
+        for builder in _builders(ctx, target, torch_batchnorm, expr, call, module):
+            into.setdefault(key, {}).setdefault(arg, set()).add((builder, where))
 
 
 def handed_builder(
@@ -57,8 +77,20 @@ def handed_builder(
     """Where (``"train.py:76"``) some caller hands parameter ``position`` / ``name`` of ``qualname``
     a model built with BatchNorm; None when no call site does. ``canonical`` maps a qualname to its
     definition (re-exports and aliases name the same def)."""
+    return _handed(handed, canonical, qualname, position, name, builds_batchnorm, MAX_HOPS)
+
+
+def _handed(
+    handed: Handed,
+    canonical: Callable[[str], object],
+    qualname: str,
+    position: int,
+    name: str,
+    builds_batchnorm: Callable[[str], bool],
+    hops: int,
+) -> str | None:
     wanted = canonical(qualname)
-    if wanted is None:
+    if wanted is None or hops <= 0:
         return None
     for key, per_arg in handed.items():
         if canonical(key) is not wanted:
@@ -67,6 +99,11 @@ def handed_builder(
             for builder, where in sorted(per_arg.get(arg, ())):
                 if builder == TORCH_BATCHNORM or builds_batchnorm(builder):
                     return where
+                if builder.startswith(PARAMETER):  # a parameter of the caller, handed on
+                    outer, at, param = builder[len(PARAMETER) :].split(SEP)
+                    found = _handed(handed, canonical, outer, int(at), param, builds_batchnorm, hops - 1)
+                    if found is not None:
+                        return found
     return None
 
 
@@ -76,6 +113,7 @@ def _builders(
     torch_batchnorm: Callable[[str], bool],
     expr: ast.AST,
     at: ast.AST,
+    module: str,
 ) -> set[str]:
     expr = unmoved(ctx, expr)
     for _ in range(MAX_HOPS):
@@ -94,13 +132,38 @@ def _builders(
             # a project def or class handed by name (``DDPTrainer(model_fn=create_model)``): what
             # calling it builds
             built = target(expr)
-            return {built} if built else set()
+            if built:
+                return {built}
+            # the caller's own parameter handed on (UFDN-Reid's ``do_train_config(cfg, model, ...)``
+            # calling ``do_train_pd(cfg, model, ...)``): what the caller's callers hand it
+            handed_on = _parameter(ctx, module, expr.id, at)
+            return {handed_on} if handed_on else set()
         value = unmoved(ctx, binding.value)
         if isinstance(value, ast.Name) and value.id == expr.id:
             at = binding  # ``model = model.cuda()``: what it held before
             continue
         expr, at = value, binding
     return set()
+
+
+def _parameter(ctx: FileContext, module: str, name: str, at: ast.AST) -> str | None:
+    """``name`` as a parameter of the def around ``at`` (a module-level function, or a method of a
+    module-level class, ``__init__`` standing for its class), spelled for ``handed_builder``."""
+    fn = ctx.enclosing_function(at)
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    owner = ctx.method_owner(fn)
+    params = positional_params(fn, bound=owner is not None)
+    if name not in params and name not in [a.arg for a in fn.args.kwonlyargs]:
+        return None
+    if owner is not None and ctx.parents.get(owner) is ctx.tree:
+        qual = f"{module}.{owner.name}" + ("" if fn.name == "__init__" else f".{fn.name}")
+    elif owner is None and ctx.parents.get(fn) is ctx.tree:
+        qual = f"{module}.{fn.name}"
+    else:
+        return None
+    position = params.index(name) if name in params else -1
+    return f"{PARAMETER}{qual}{SEP}{position}{SEP}{name}"
 
 
 def _latest_assign(ctx: FileContext, name: str, at: ast.AST) -> ast.Assign | None:

@@ -16,6 +16,7 @@ from ddp_doctor.lint.handed_models import record as record_handed
 from ddp_doctor.lint.module_moves import SAME_MODULE_METHODS
 from ddp_doctor.lint.project_core import IndexCore
 from ddp_doctor.lint.project_def_facts import is_none
+from ddp_doctor.lint.project_modules import absolute_module, relative_base
 from ddp_doctor.lint.rank0 import is_log_sink
 from ddp_doctor.lint.rank0_sinks import guarded_sink_names, rank0_sink_classes
 from ddp_doctor.lint.samplers import WHOLE
@@ -69,6 +70,16 @@ RANKISH = re.compile(r"rank|gpu|main|master|primary|zero", re.IGNORECASE)
 class IndexBindings(IndexCore):
     """Records the project-wide spellings and call sites of each file (see the module docstring)."""
 
+    def _star_modules(self, ctx: FileContext, module: str) -> tuple[str, ...]:
+        """The project modules this file star-imports."""
+        return tuple(
+            m
+            for node in ctx.of_type(ast.ImportFrom)
+            if any(a.name == "*" for a in node.names)
+            and (m := self.resolve_module(absolute_module(node, relative_base(ctx, module)) or ""))
+            is not None
+        )
+
     def _bindings(self, ctx: FileContext, imports: dict[str, str], module: str) -> None:
         """Project-wide spellings: backward-running objects, rank-0-only objects, meters."""
         from ddp_doctor.lint.dist_tests import distributed_predicates
@@ -91,6 +102,8 @@ class IndexBindings(IndexCore):
                 lambda f: self._project_target(imports, f),
                 lambda q: bool(BATCHNORM.match(q) or LIBRARY_BN.match(q)),
                 self.handed_models,
+                module,
+                self._star_modules(ctx, module),
             )
         predicates = (
             rank0_predicates(ctx.tree, [f for defs in ctx.functions.values() for f in defs])

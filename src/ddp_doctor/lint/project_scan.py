@@ -19,6 +19,7 @@ from ddp_doctor.lint.batchnorm_syntax import (
     builds_from_reference,
     call_shape,
     chooses_other_norm,
+    freezes_batchnorm,
     layer_switch,
     library_batchnorm,
     names_syncbn,
@@ -300,6 +301,8 @@ class IndexScan(IndexBindings):
         ddp_names = self._scan_body(ctx, scan, s, node, body, returned, returned_names)
         if ddp_names & returned_names:
             s.returns_ddp = True
+        if scan.bn and not isinstance(node, ast.ClassDef):
+            s.freezes_batchnorm = freezes_batchnorm(ctx, node)
         if scan.bn and scan.uses_eval:
             s.refs |= {f"{m}.*" for m in scan.star}
         # only code that runs backward can train on a parameter

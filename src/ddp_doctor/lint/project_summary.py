@@ -151,6 +151,8 @@ class Summary:
     toggles_sync: bool = False
     builds_batchnorm: bool = False
     converts_syncbn: bool = False
+    # puts every BatchNorm layer in eval mode (``freeze_bn``: batchnorm_syntax.freezes_batchnorm)
+    freezes_batchnorm: bool = False
     # Project classes/functions it builds only when a parameter that defaults to off says so
     # (TabPFN ``self.input_ln = SeqBN(ninp) if input_normalization else None``, default False):
     # their BatchNorm is not in what it builds on the default path.

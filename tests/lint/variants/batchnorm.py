@@ -487,3 +487,132 @@ C["NEG_launch_script_picks_the_other_conversion"] = (
     },
     "train.py",
 )
+
+# Round 23: a trainer that puts every BatchNorm layer in eval mode each epoch (EfficientDet's
+# ``model.module.freeze_bn()`` after ``model.train()``) uses running statistics only; the same
+# method called only before ``model.train()`` undoes nothing.
+FREEZE_NET = NET.replace(
+    "    def forward(self, x):",
+    "    def freeze_bn(self):\n        for layer in self.modules():\n            if isinstance(layer, nn.BatchNorm2d):\n"
+    "                layer.eval()\n\n    def forward(self, x):",
+)
+
+
+def freeze_main(before, after):
+    return f"""
+def train(model, loader, opt):
+    {before}
+    for x, y in loader:
+        loss = nn.functional.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
+def main(args, loader):
+    dist.init_process_group("nccl")
+    local_rank = int(os.environ["LOCAL_RANK"])
+    model = Net().cuda(local_rank)
+    model = DDP(model, device_ids=[local_rank])
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(args.epochs):
+        {after}
+        train(model, loader, opt)
+"""
+
+
+C["NEG_freeze_bn_each_epoch"] = (
+    R,
+    False,
+    {
+        "train.py": HEAD + "from models import Net\n" + freeze_main("model.train()\n    model.module.freeze_bn()", "pass"),
+        "models.py": HEAD + FREEZE_NET,
+    },
+    "train.py",
+)
+C["freeze_bn_then_train"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD + "from models import Net\n" + freeze_main("model.module.freeze_bn()\n    model.train()", "pass"),
+        "models.py": HEAD + FREEZE_NET,
+    },
+    "train.py",
+)
+C["freeze_bn_behind_flag"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD
+        + "from models import Net\n"
+        + freeze_main("model.train()\n    if model.module.frozen:\n        model.module.freeze_bn()", "pass"),
+        "models.py": HEAD + FREEZE_NET,
+    },
+    "train.py",
+)
+
+# Round 23: a model handed through two trainer functions before the wrap (UFDN-Reid's
+# ``do_train_config(cfg, model, ...)`` in a star-imported package calling ``do_train_pd(cfg, model, ...)``,
+# which wraps its ``model``): what the outer caller built decides.
+HANDED_TRAIN = """
+def do_train(model, loader, local_rank):
+    model = DDP(model, device_ids=[local_rank])
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x, y in loader:
+        loss = nn.functional.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+HANDED_DISPATCH = "from .loop import do_train\n\n\ndef do_train_config(cfg, model, loader, local_rank):\n    do_train(model, loader, local_rank)\n"
+
+
+def handed_entry(build, imports="from trainer import *\n"):
+    return (
+        HEAD
+        + "from models import Net, Mlp\n"
+        + imports
+        + f"""
+def main(cfg, loader):
+    dist.init_process_group("nccl")
+    local_rank = int(os.environ["LOCAL_RANK"])
+    model = {build}
+    do_train_config(cfg, model, loader, local_rank)
+"""
+    )
+
+
+MLP = "\nclass Mlp(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(4, 4)\n"
+C["handed_through_two_defs"] = (
+    R,
+    True,
+    {
+        "tools/train.py": handed_entry("Net()"),
+        "tools/trainer/__init__.py": HANDED_DISPATCH,
+        "tools/trainer/loop.py": HEAD + HANDED_TRAIN,
+        "tools/models.py": HEAD + NET + MLP,
+    },
+    "tools/trainer/loop.py",
+)
+C["NEG_handed_through_two_defs_no_bn"] = (
+    R,
+    False,
+    {
+        "tools/train.py": handed_entry("Mlp()"),
+        "tools/trainer/__init__.py": HANDED_DISPATCH,
+        "tools/trainer/loop.py": HEAD + HANDED_TRAIN,
+        "tools/models.py": HEAD + NET + MLP,
+    },
+    "tools/trainer/loop.py",
+)
+C["handed_through_two_defs_imported"] = (
+    R,
+    True,
+    {
+        "tools/train.py": handed_entry("Net()", "from trainer import do_train_config\n"),
+        "tools/trainer/__init__.py": HANDED_DISPATCH,
+        "tools/trainer/loop.py": HEAD + HANDED_TRAIN,
+        "tools/models.py": HEAD + NET + MLP,
+    },
+    "tools/trainer/loop.py",
+)

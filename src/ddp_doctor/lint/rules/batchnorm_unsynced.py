@@ -73,6 +73,7 @@ from ddp_doctor.lint.batchnorm_syntax import (
     BATCHNORM,
     batchnorm_reference,
     call_shape,
+    freezes_batchnorm,
     layer_switch,
     library_batchnorm,
     passes_switch,
@@ -154,7 +155,8 @@ class BatchnormUnsynced(Rule):
         "entry script that never backprops (a `test.py` that only validates); a model picked at run "
         "time from candidates most of which build no BatchNorm, or from a registry whose BatchNorm "
         "models convert themselves; a Lightning `Trainer` with no DDP strategy written (or a strategy "
-        "local bound only to other strategies)"
+        "local bound only to other strategies); every BatchNorm layer put in eval mode by a method the "
+        "training function calls on the wrapped model after `train()` (`model.module.freeze_bn()`)"
     )
     autofix = "inserts `model = nn.SyncBatchNorm.convert_sync_batchnorm(model)` before the wrap"
     required = (("DistributedDataParallel", "prepare", "Trainer", "auto_model"),)
@@ -194,6 +196,8 @@ class BatchnormUnsynced(Rule):
         ddp_calls += [c for c in prepares if _wraps_built_from(ctx, c, bn_nodes)]
         if (not bn_lines and handed_by is None) or not ddp_calls or never_trains(ctx, facts):
             return  # (an evaluation script: BatchNorm in eval() uses running statistics)
+        if _frozen_in_training(ctx, ddp_calls):
+            return  # every BatchNorm layer in eval mode while it trains: running statistics only
         gated_by = None
         if conversions or ctx.mentions("SyncBatchNorm", "convert_syncbn_model"):
             gated_by = _opt_in_gate(ctx, conversions, bn_nodes, ddp_calls)
@@ -212,7 +216,7 @@ class BatchnormUnsynced(Rule):
         tied = [c for c in ddp_calls if _wraps_built_from(ctx, c, bn_nodes)]
         if not tied and handed_by is None and batchnorm_in_other_models(ctx, ddp_calls, bn_nodes):
             return  # LatentSync: the BatchNorm is in an evaluation network, the wrap is of the UNet
-        for call in tied or ddp_calls:
+        for call in _one_per_choice(ctx, tied or ddp_calls):
             if call not in prepares and untrained_wrap(ctx, call, ddp_calls):
                 continue  # a frozen loss network (GPEN's IDLoss): no optimizer of the file updates it
             by_accelerate = " (accelerate's `prepare` does it on several GPUs)" if call in prepares else ""
@@ -555,6 +559,103 @@ def _wraps_built_from(
         for v in values
         for c in ast.walk(v)
     )
+
+
+def _frozen_in_training(ctx: FileContext, wraps: list[ast.Call]) -> bool:
+    """A def that backprops calls, on a wrapped model, a method that puts its every BatchNorm layer
+    in eval mode (``model.module.freeze_bn()`` after ``model.train()``, EfficientDet/RetinaNet
+    trainers: ``batchnorm_syntax.freezes_batchnorm``), unconditionally and with no ``.train()``
+    after it in that def: the layers use their running statistics, never a rank's batch."""
+    models = {_root(c.args[0]) for c in wraps if c.args} | {
+        _root(t) for c in wraps if isinstance(p := ctx.parents.get(c), ast.Assign) for t in p.targets
+    }
+    models.discard(None)
+    for call in ctx.of_type(ast.Call):
+        fn = ctx.enclosing_function(call)
+        if (
+            not isinstance(call.func, ast.Attribute)
+            or call.args
+            or _root(call.func.value) not in models
+            or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+            or not isinstance(ctx.parents.get(call), ast.Expr)
+            or _under_if(ctx, call, fn)
+            or not _freezes(ctx, call)
+        ):
+            continue
+        local = [
+            (n.func.attr, n)
+            for n in ctx.local(fn)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+        ]
+        backprops = any(name == "backward" for name, _ in local)
+        retrains = any(name == "train" and ctx.position(n) > ctx.position(call) for name, n in local)
+        if backprops and not retrains:
+            return True
+    return False
+
+
+def _root(node: ast.AST) -> str | None:
+    """The name an attribute chain starts from (``model`` of ``model.module``)."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _under_if(ctx: FileContext, node: ast.AST, fn: ast.AST) -> bool:
+    cur = ctx.parents.get(node)
+    while cur is not None and cur is not fn:
+        if isinstance(cur, (ast.If, ast.IfExp)):
+            return True
+        cur = ctx.parents.get(cur)
+    return False
+
+
+def _freezes(ctx: FileContext, call: ast.Call) -> bool:
+    """The method ``call`` runs freezes BatchNorm: this file's def, else the project's (every
+    project method of that name where the receiver's type is unknown)."""
+    own = ctx.helper(call)
+    if own is not None:
+        return freezes_batchnorm(ctx, own)
+    project = ctx.project
+    if project is None:
+        return False
+    summary = project.summary_for(ctx, call.func)
+    if summary is not None:
+        return bool(summary.freezes_batchnorm)
+    found = project.method_summaries(call.func)
+    return bool(found) and all(m.freezes_batchnorm for m in found)
+
+
+def _one_per_choice(ctx: FileContext, wraps: list[ast.Call]) -> list[ast.Call]:
+    """The wraps less those that wrap the same model as an earlier one in another branch of one
+    ``if`` (pytorch/examples' ``if args.gpu is not None: DDP(model, device_ids=[args.gpu])`` /
+    ``else: DDP(model)``): one run takes one branch, so it is one bug, reported at the first."""
+    kept: list[ast.Call] = []
+    for call in sorted(wraps, key=ctx.position):
+        model = ctx.segment(unmoved(ctx, call.args[0])) if call.args else None
+        if not any(
+            model is not None
+            and k.args
+            and ctx.segment(unmoved(ctx, k.args[0])) == model
+            and _other_branches(ctx, k, call)
+            for k in kept
+        ):
+            kept.append(call)
+    return kept
+
+
+def _other_branches(ctx: FileContext, first: ast.AST, second: ast.AST) -> bool:
+    """``first`` and ``second`` sit in the body and the ``else`` (or an ``elif``) of one ``if``."""
+    child, cur = second, ctx.parents.get(second)
+    while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
+        if (
+            isinstance(cur, ast.If)
+            and _inside_block(ctx, child, cur.orelse)
+            and _inside_block(ctx, first, cur.body)
+        ):
+            return True
+        child, cur = cur, ctx.parents.get(cur)
+    return False
 
 
 def _names_syncbn(ctx: FileContext) -> bool:
