@@ -945,3 +945,33 @@ C["NEG_one_call_hands_a_plain_loader"] = (
     ),
     "engine/train.py",
 )
+
+
+# LLM_Train: a builder dispatching on a dataset name builds its DistributedSampler in one branch only;
+# the script's call picks that branch (flagged) or another one that shards by rank itself (not)
+DISPATCH = """
+def load_data(dataset, kind="toy"):
+    if kind == "toy":
+        sampler = DistributedSampler(dataset)
+        loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+    elif kind == "main":
+        loader = ShardedLoader(dataset, rank=dist.get_rank(), world=dist.get_world_size())
+    return loader
+"""
+
+
+def dispatch(call):
+    return one(
+        f"""
+    loader = {call}
+    for epoch in range(args.epochs):
+        for x, y in loader:
+"""
+        + STEP,
+        "from shards import ShardedLoader\n" + DISPATCH,
+    )
+
+
+C["builder_dispatch_picks_the_sampler_branch"] = (R, True, dispatch('load_data(dataset, kind="toy")'), "train.py")
+C["builder_dispatch_default_picks_the_sampler_branch"] = (R, True, dispatch("load_data(dataset)"), "train.py")
+C["NEG_builder_dispatch_picks_another_branch"] = (R, False, dispatch('load_data(dataset, kind="main")'), "train.py")

@@ -40,10 +40,11 @@ import re
 from collections.abc import Iterator
 
 from ddp_doctor.core.catalog import Text
-from ddp_doctor.lint.context import FileContext, dotted, keyword, method
+from ddp_doctor.lint.accelerate_sinks import accelerate_prepare
+from ddp_doctor.lint.context import FileContext, dotted, keyword
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.project import ProjectIndex
-from ddp_doctor.lint.rules._data import bound_names, evaluation_loader, trains_on
+from ddp_doctor.lint.rules._data import bound_names, evaluation_loader, trains_on, unreached_branch
 from ddp_doctor.lint.rules.base import Rule, Violation
 from ddp_doctor.lint.samplers import (
     SAMPLER_POSITION,
@@ -172,8 +173,8 @@ class SamplerMissing(Rule):
                 continue
             if _distributed_alternative(ctx, call, dataset):
                 continue
-            if _rank_seeded(ctx, call, local_sampler):
-                continue
+            if _rank_seeded(ctx, call, local_sampler) or unreached_branch(ctx, call):
+                continue  # (the latter: a builder's ``if name == "mnist":`` branch no call picks)
             names = bound_names(ctx, call)
             if evaluation_loader(names) or not trains_on(facts, names, call):
                 continue
@@ -376,11 +377,7 @@ def _under_accelerate(ctx: FileContext, loader: ast.Call) -> bool:
     top = top_unit(ctx, loader)
     if not isinstance(top, ast.ClassDef):
         return True
-    if any(
-        (m := method(n)) and m[1] == "prepare" and "accelerator" in (m[0] or "").lower()
-        for n in ast.walk(top)
-        if isinstance(n, ast.Call)
-    ):
+    if any(accelerate_prepare(ctx, n) for n in ast.walk(top)):
         return True
     fn = ctx.enclosing_function(loader)
     names = bound_names(ctx, loader)

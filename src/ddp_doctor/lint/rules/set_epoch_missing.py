@@ -41,12 +41,19 @@ import os
 from collections.abc import Iterator
 
 from ddp_doctor.core.catalog import Text
-from ddp_doctor.lint.context import FileContext, dotted, keyword, method, parameter_names
+from ddp_doctor.lint.accelerate_sinks import accelerate_prepare
+from ddp_doctor.lint.context import FileContext, dotted, keyword, parameter_names
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.project import ProjectIndex
 from ddp_doctor.lint.rank0 import bound_argument
 from ddp_doctor.lint.rules._carried_loaders import caller_epoch_loop, carried_loaders, walks_epochs
-from ddp_doctor.lint.rules._data import bound_names, enclosing_loop, evaluation_loader, loops_iterating
+from ddp_doctor.lint.rules._data import (
+    bound_names,
+    enclosing_loop,
+    evaluation_loader,
+    loops_iterating,
+    unreached_branch,
+)
 from ddp_doctor.lint.rules._returned_loaders import returned_loader, sets_epoch_elsewhere
 from ddp_doctor.lint.rules.base import (
     Edit,
@@ -152,6 +159,8 @@ class SetEpochMissing(Rule):
             built_at = None if direct else _sampler_of_project(ctx, call)
             if not direct and built_at is None:
                 continue
+            if unreached_branch(ctx, call):
+                continue  # ``if type == "shakespeare":`` of a builder every call gives another type
             shuffle = keyword(call, "shuffle")
             if (
                 isinstance(shuffle, ast.Constant)
@@ -585,10 +594,7 @@ def _prepared_by_accelerate(ctx: FileContext, facts: LoopFacts, loaders: set[str
     if loaders & facts.prepared:
         return True
     return ctx.mentions("prepare") and any(
-        (m := method(c))
-        and m[1] == "prepare"
-        and "accelerator" in (m[0] or "").split(".")[-1].lower()
-        and any(dotted(a) in loaders for a in c.args)
+        accelerate_prepare(ctx, c) and any(dotted(a) in loaders for a in c.args)
         for c in ctx.of_type(ast.Call)
     )
 
