@@ -155,7 +155,7 @@ def top_unit(ctx: FileContext, node: ast.AST) -> ast.AST | None:
     return None
 
 
-def set_epoch_units(ctx: FileContext) -> set[int] | None:
+def set_epoch_units(ctx: FileContext, dead: Callable[[ast.Call], bool] | None = None) -> set[int] | None:
     """Ids of the module-level defs and classes from which a ``set_epoch`` call of the module can run
     before their loops draw: the ones that hold one (a class: in any of its methods, which call one
     another through ``self``), the ones that name one of those (a caller, directly or through other
@@ -165,8 +165,9 @@ def set_epoch_units(ctx: FileContext) -> set[int] | None:
 
     A ``set_epoch`` in a def that neither runs nor is run by another (a second entry point of the
     file: ``pretrain_a`` sets it, ``pretrain_b`` never does) sets the epoch of the sampler that def
-    draws from, not of the loader handed to the other one."""
-    calls = set_epoch_calls(ctx)
+    draws from, not of the loader handed to the other one. ``dead``: the calls that never run (left
+    out, as if not written)."""
+    calls = [c for c in set_epoch_calls(ctx) if dead is None or not dead(c)]
     if not calls:
         return None
     units = {

@@ -975,3 +975,52 @@ def dispatch(call):
 C["builder_dispatch_picks_the_sampler_branch"] = (R, True, dispatch('load_data(dataset, kind="toy")'), "train.py")
 C["builder_dispatch_default_picks_the_sampler_branch"] = (R, True, dispatch("load_data(dataset)"), "train.py")
 C["NEG_builder_dispatch_picks_another_branch"] = (R, False, dispatch('load_data(dataset, kind="main")'), "train.py")
+
+
+# SEDD: the loader built in place as the argument of a generator that re-iterates it forever; its
+# ``if sampler is not None: sampler.set_epoch(...)`` never runs when no call hands it the sampler
+CYCLE = """
+def cycle(loader, sampler=None):
+    while True:
+        if sampler is not None:
+            sampler.set_epoch(random.randint(0, 100000))
+        for batch in loader:
+            yield batch
+"""
+
+
+def cycled(call):
+    return one(
+        f"""
+    sampler = DistributedSampler(dataset)
+    train_iter = {call}
+    for step in range(args.steps):
+        x, y = next(train_iter)
+        out = model(x.cuda())
+        loss = criterion(out, y.cuda())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+""",
+        "import random\n" + CYCLE,
+    )
+
+
+C["inline_loader_cycled_sampler_never_handed"] = (
+    R,
+    True,
+    cycled("cycle(DataLoader(dataset, batch_size=8, sampler=sampler))"),
+    "train.py",
+)
+C["NEG_inline_loader_cycled_sampler_handed"] = (
+    R,
+    False,
+    cycled("cycle(DataLoader(dataset, batch_size=8, sampler=sampler), sampler)"),
+    "train.py",
+)
+C["NEG_inline_loader_cycled_unsharded_shuffle_off"] = (
+    R,
+    False,
+    cycled("cycle(DataLoader(dataset, batch_size=8, sampler=DistributedSampler(dataset, shuffle=False)))"),
+    "train.py",
+)

@@ -42,7 +42,8 @@ from collections.abc import Iterator
 
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.accelerate_sinks import accelerate_prepare
-from ddp_doctor.lint.context import FileContext, dotted, keyword, parameter_names
+from ddp_doctor.lint.call_arguments import dead_unless_passed
+from ddp_doctor.lint.context import FileContext, dotted, keyword, parameter_names, positional_params
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.project import ProjectIndex
 from ddp_doctor.lint.rank0 import bound_argument
@@ -129,12 +130,14 @@ class SetEpochMissing(Rule):
     # project mode: the sampler may be built by a loader builder of another file (hysts
     # ``create_dataloader``), the epochs looped here
     required_in_project = (("DistributedSampler", "epoch"),)
-    project_facts = frozenset({"epochs"})
+    project_facts = frozenset({"epochs", "call_arguments"})
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
         # a ``set_epoch`` that exists but passes the same value every epoch (not silenced by itself)
         yield from self._same_epoch_every_pass(ctx)
-        units = set_epoch_units(ctx)
+        # (project) ``if sampler is not None: sampler.set_epoch(...)`` in a def no call hands a
+        # sampler (SEDD's ``cycle_loader(DataLoader(..., sampler=train_sampler))``): it never runs
+        units = set_epoch_units(ctx, dead=lambda c: dead_unless_passed(ctx, c) is not None)
         for v, involved in self._check(ctx, facts, _never_called(ctx, units)):
             # a ``set_epoch`` of the file counts unless every def the finding involves (the
             # sampler's, the epoch loop's) is one that neither runs it nor is run after it
@@ -184,6 +187,8 @@ class SetEpochMissing(Rule):
             if _prepared_by_accelerate(ctx, facts, loaders) or evaluation_loader(loaders):
                 continue
             epoch_loop = self._epoch_loop(ctx, facts, loaders)
+            if epoch_loop is None and not loaders:
+                epoch_loop = _generator_over_inline_loader(ctx, calls, call, samplers | drawing)
             if epoch_loop is None and loaders:
                 # returned by helpers and kept by a trainer class of the file (BiRefNet)
                 loaders = carried_loaders(ctx, loaders)
@@ -462,6 +467,37 @@ class SetEpochMissing(Rule):
         return (insert_line_before(ctx, first, f"{handle}.set_epoch({target.id})"),)
 
 
+def _generator_over_inline_loader(
+    ctx: FileContext, calls: list[ast.Call], sampler: ast.Call, names: set[str]
+) -> ast.For | ast.AsyncFor | ast.While | None:
+    """``cycle_loader(DataLoader(ds, sampler=train_sampler))``: a DataLoader over the sampler built in
+    place as an argument of a same-file def that re-iterates that parameter inside an outer loop
+    (``def cycle_loader(dataloader): while 1: for data in dataloader: yield data``, SEDD): the outer
+    loop is the one whose passes repeat the order."""
+    for node in calls:
+        if not is_dataloader_call(ctx, node):
+            continue
+        if not any(
+            arg is sampler or (arg is not None and ctx.names_of(arg) & names) for arg in loader_sampler(node)
+        ):
+            continue
+        parent = ctx.parents.get(node)
+        if not isinstance(parent, ast.Call) or not any(a is node for a in parent.args):
+            continue
+        fn = ctx.helper(parent)
+        if fn is None or evaluation_loader(bound_names(ctx, parent)):
+            continue  # ``valid_loader = cycle_loader(DataLoader(valid_set, sampler=test_sampler))``
+        params = positional_params(fn, bound=isinstance(parent.func, ast.Attribute))
+        at = next(i for i, a in enumerate(parent.args) if a is node)
+        if at >= len(params) or any(isinstance(a, ast.Starred) for a in parent.args[:at]):
+            continue
+        for inner in loops_iterating(ctx, {params[at]}, follow_aliases=False):
+            outer = enclosing_loop(ctx, inner)
+            if outer is not None and ctx.enclosing_function(inner) is fn and ctx.within(outer, fn):
+                return outer
+    return None
+
+
 def _batch_samplers_over(
     ctx: FileContext, names: set[str], dataloaders: list[tuple[ast.expr | None, set[str], set[str]]]
 ) -> set[str]:
@@ -544,6 +580,14 @@ def _never_called(ctx: FileContext, units: set[int] | None) -> Text:
             return Text(
                 f"`set_epoch` is called only under a rank-0 test (line {at}), so the other ranks never call it",
                 f"`set_epoch` 只在 rank 0 判断下调用（第 {at} 行），其他 rank 从不调用",
+            )
+        dead = sorted(c.lineno for c in set_epoch_calls(ctx))
+        if dead:
+            at = ", ".join(str(n) for n in dead[:3])
+            return Text(
+                f"`set_epoch` is called only under a test of a parameter that no call passes (line {at}), "
+                "so it never runs",
+                f"`set_epoch` 只在检查某个从未被传入的参数的条件下调用（第 {at} 行），因此从不执行",
             )
         return Text("`set_epoch` is never called", "从未调用 `set_epoch`")
     lines = sorted(c.lineno for c in set_epoch_calls(ctx))
