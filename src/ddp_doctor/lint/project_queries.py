@@ -719,6 +719,26 @@ class IndexQueries(IndexCore):
             return None
         return where
 
+    def instance_method(self, ctx: FileContext, call: ast.Call) -> Summary | None:
+        """The project method ``obj.m(...)`` runs when ``obj`` is bound in this scope only to what one
+        project class or factory builds: ``obj = Cls(...)``, or ``obj = make(...)`` where ``make``
+        returns an instance of one class (pix2pixHD's ``data_loader = CreateDataLoader(opt)``, a
+        function named like a class that builds, initializes and returns a ``CustomDatasetDataLoader``);
+        the method is the class's own or inherited."""
+        funcs = ctx.constructors(call)
+        targets = {self._project_target(ctx.absolute_imports, f) for f in funcs or []}
+        if len(targets) != 1 or (target := targets.pop()) is None or not isinstance(call.func, ast.Attribute):
+            return None
+        name = call.func.attr
+        cls = self._defined_class(target)
+        found = self._inherited(cls, name) if cls else None
+        built = self._get(target)
+        if found is None and built is not None and len(built.returned_callees) == 1:
+            # a factory: the one project class whose instance it returns
+            made = self._defined_class(next(iter(built.returned_callees)))
+            found = self._inherited(made, name) if made else None
+        return found
+
     def plain_loader_builder_names(self) -> tuple[str, ...]:
         """Bare names of project defs returning a sampler-less DataLoader (computed once): a file that
         calls one may train on such a loader without spelling ``DataLoader`` itself."""

@@ -250,7 +250,44 @@ def returned_sampler(ctx: FileContext, fn: ast.AST) -> tuple[int, str | None, in
 def returned_sampler_loaders(ctx: FileContext, fn: ast.AST) -> dict[int, str]:
     """``{position: "file.py:line"}``: ``fn`` returns a DataLoader over a shuffling DistributedSampler
     (``WHOLE``, or its index in a returned tuple; a def may return one on one path, ``train_loader,
-    val_loader``, and another on the other, ``test_loader``); the place is the sampler's."""
+    val_loader``, and another on the other, ``test_loader``); the place is the sampler's. A method
+    returning what another method of its class keeps on ``self`` returns that loader (pix2pixHD's
+    ``CustomDatasetDataLoader``: ``initialize`` builds ``self.dataloader = DataLoader(...,
+    sampler=sampler)``, ``load_data`` returns ``self.dataloader``)."""
+    loaders, returned = _sampler_loader_places(ctx, fn)
+    cls = ctx.parents.get(fn)
+    if (
+        returned
+        or not isinstance(cls, ast.ClassDef)
+        or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+    ):
+        return returned
+    kept: dict[str, int] = {}
+    for other in cls.body:
+        if isinstance(other, (ast.FunctionDef, ast.AsyncFunctionDef)) and other is not fn:
+            kept |= {
+                n: line for n, line in _sampler_loader_places(ctx, other)[0].items() if n.startswith("self.")
+            }
+    return _returned_places(ctx, fn, kept) if kept else {}
+
+
+def _returned_places(ctx: FileContext, fn: ast.AST, loaders: dict[str, int]) -> dict[int, str]:
+    """``{position: "file.py:line"}`` of the names in ``loaders`` that ``fn`` returns (whole or in a tuple)."""
+    returned: dict[int, str] = {}
+    for node in ctx.local(fn):
+        if isinstance(node, ast.Return) and node.value is not None:
+            values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
+            for i, value in enumerate(values):
+                name = dotted(value)
+                if name in loaders:
+                    position = i if isinstance(node.value, ast.Tuple) else WHOLE
+                    returned.setdefault(position, f"{Path(ctx.path).name}:{loaders[name]}")
+    return returned
+
+
+def _sampler_loader_places(ctx: FileContext, fn: ast.AST) -> tuple[dict[str, int], dict[int, str]]:
+    """(names ``fn`` binds to a DataLoader over a shuffling DistributedSampler -> the sampler's line,
+    what it returns of those: ``returned_sampler_loaders``)."""
     nodes = ctx.local(fn)
     samplers: dict[str, int] = {}  # name -> line of the shuffling DistributedSampler it holds
     for node in nodes:
@@ -263,7 +300,7 @@ def returned_sampler_loaders(ctx: FileContext, fn: ast.AST) -> dict[int, str]:
                 samplers |= {d: node.lineno for t in parent.targets if (d := dotted(t))}
     inline = _inline_samplers(ctx, nodes)
     if not samplers and not inline:
-        return {}
+        return {}, {}
     # ``BatchSampler(sampler, ...)`` holds it too, as does a project's batch sampler drawing from it
     # that a DataLoader takes as its ``batch_sampler`` (TAPE's ``BucketBatchSampler(sampler, ...)``)
     batch_given = {
@@ -290,15 +327,7 @@ def returned_sampler_loaders(ctx: FileContext, fn: ast.AST) -> dict[int, str]:
             elif name in samplers and isinstance(parent, ast.Return):
                 # ``return DataLoader(ds, sampler=sampler)``: the whole result is that loader
                 returned.setdefault(WHOLE, f"{Path(ctx.path).name}:{samplers[name]}")
-    for node in nodes:
-        if isinstance(node, ast.Return) and node.value is not None:
-            values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
-            for i, value in enumerate(values):
-                name = dotted(value)
-                if name in loaders:
-                    position = i if isinstance(node.value, ast.Tuple) else WHOLE
-                    returned.setdefault(position, f"{Path(ctx.path).name}:{loaders[name]}")
-    return returned
+    return loaders, _returned_places(ctx, fn, loaders) | returned
 
 
 ShuffleParam = tuple[str, str, int, bool]  # (where, parameter, its position or -1, default is True)

@@ -1024,3 +1024,70 @@ C["NEG_inline_loader_cycled_unsharded_shuffle_off"] = (
     cycled("cycle(DataLoader(dataset, batch_size=8, sampler=DistributedSampler(dataset, shuffle=False)))"),
     "train.py",
 )
+
+
+# pix2pixHD's data loader object (DeepFashion_Try_On): a factory builds and returns an instance whose
+# method hands back the DataLoader another method kept on ``self`` over a shuffling DistributedSampler
+LOADER_CLASS = """
+class CustomDatasetDataLoader:
+    def initialize(self, dataset, rank):
+        self.dataset = dataset
+        sampler = DistributedSampler(self.dataset) if rank is not None else None
+        self.dataloader = DataLoader(self.dataset, batch_size=8, shuffle=sampler is None, sampler=sampler)
+
+    def load_data(self):
+        return self.dataloader
+"""
+FACTORY = """
+
+def CreateDataLoader(dataset, rank):
+    data_loader = CustomDatasetDataLoader()
+    data_loader.initialize(dataset, rank)
+    return data_loader
+"""
+
+
+def loader_object(build, extra="", loop_extra=""):
+    return {
+        "train.py": HEAD
+        + "from data import CreateDataLoader, CustomDatasetDataLoader\n"
+        + SETUP
+        + f"""
+    data_loader = {build}
+    loader = data_loader.load_data()
+    for epoch in range(args.epochs):
+{loop_extra}        for x, y in loader:
+"""
+        + STEP,
+        "data.py": HEAD + LOADER_CLASS + extra + FACTORY,
+    }
+
+
+C["loader_object_from_a_factory_of_another_file"] = (
+    R,
+    True,
+    loader_object("CreateDataLoader(dataset, local_rank)"),
+    "train.py",
+)
+C["loader_object_built_from_its_class"] = (
+    R,
+    True,
+    {
+        **loader_object("CustomDatasetDataLoader()"),
+        "train.py": loader_object("CustomDatasetDataLoader()")["train.py"].replace(
+            "    loader = data_loader.load_data()\n",
+            "    data_loader.initialize(dataset, local_rank)\n    loader = data_loader.load_data()\n",
+        ),
+    },
+    "train.py",
+)
+C["NEG_loader_object_sets_its_epoch"] = (
+    R,
+    False,
+    loader_object(
+        "CreateDataLoader(dataset, local_rank)",
+        extra="\n    def set_epoch(self, epoch):\n        self.dataloader.sampler.set_epoch(epoch)\n",
+        loop_extra="        data_loader.set_epoch(epoch)\n",
+    ),
+    "train.py",
+)
