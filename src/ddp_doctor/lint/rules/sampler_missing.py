@@ -99,7 +99,8 @@ class SamplerMissing(Rule):
         "returned by a builder of another file, also through the project calls whose result it returns "
         "(`train_dat, valid_dat = pre_processing(path)` → `prepare_data(...)`), built there with "
         "`shuffle=True` and no sampler in defs that read or take no rank, handed no rank, and trained on "
-        "in a distributed file outside its single-process branch"
+        "in a distributed file outside its single-process branch; (project) such a builder whose "
+        "`shuffle=` is its own parameter, called with a literal `True` (or a true default)"
     )
     not_flagged = (
         "dataset built from rank/world/shard values (per-rank seeds, a random order drawn after "
@@ -116,7 +117,9 @@ class SamplerMissing(Rule):
         "size (or whose callee does), (project) a dataset class of another file that is an "
         "IterableDataset or whose methods read the rank and world size, a loader in the branch of an "
         "`if`/`elif` chain beside a branch that builds `DistributedSampler(ds)` over the same dataset "
-        "(`if dist: ... else: DataLoader(ds, shuffle=True)`: the single-process path)"
+        "(`if dist: ... else: DataLoader(ds, shuffle=True)`: the single-process path), a loader built "
+        "only in a builder's `if kind == 'toy':` branch that every call of the file passes another "
+        "literal for, `prepare` on any name bound to `Accelerator(...)`"
     )
     required = (("DataLoader",), tuple(q.split(".")[-1] for q in DATA_PARALLEL))
     required_in_project = (("DataLoader",),)

@@ -110,7 +110,10 @@ class SetEpochMissing(Rule):
         "`loaders[phase]` in `for phase in ['train', 'val']:`); (project) a function's loader parameter that "
         "every call binds to the loader a builder of another file returns over a shuffling DistributedSampler "
         "(`loader_train, _ = configure_data(cfg)` then `train_loop(..., loader_train=loader_train)`), drawn "
-        "there every epoch"
+        "there every epoch; (project) a `set_epoch` under `if sampler is not None:` in a def no call hands "
+        "that parameter does not count; a loader built in place as the argument of a same-file generator "
+        "that re-iterates it (`cycle_loader(DataLoader(ds, sampler=s))`); (project) `obj.load_data()` on an "
+        "instance a project class or factory built, returning what its class keeps on `self` over the sampler"
     )
     not_flagged = (
         "`shuffle=False`, `loader.sampler.set_epoch(e)`, a loader handed to `accelerator.prepare` (its "
@@ -120,7 +123,9 @@ class SetEpochMissing(Rule):
         "named for evaluation (`val_loader`, `dl_valid`), a loader whose dataset or sampler the trainer "
         "tells each pass (`self.loader.dataset.shuffle(epoch)`), a `set_epoch` in the file of the function "
         "the epoch loop hands the loader to, a loop that also passes its epoch (`set_epoch(0)` before an "
-        "evaluation after `set_epoch(epoch)`), `set_epoch(self.epoch)` or an attribute the file assigns"
+        "evaluation after `set_epoch(epoch)`), `set_epoch(self.epoch)` or an attribute the file assigns, "
+        "a sampler built only in a builder's `if kind == 'toy':` branch that every call of the file "
+        "passes another literal for, `prepare` on any name bound to `Accelerator(...)`"
     )
     autofix = (
         "inserts `sampler.set_epoch(epoch)` as the first line of the epoch loop (when both names are "
