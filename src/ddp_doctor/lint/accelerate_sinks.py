@@ -73,3 +73,17 @@ def main_process_only_call(ctx: FileContext, call: ast.Call) -> bool:
         flag = keyword(call, "main_process_only")
         return flag is None or (isinstance(flag, ast.Constant) and flag.value is True)
     return False
+
+
+def accelerate_prepare(ctx: FileContext, call: ast.AST) -> bool:
+    """``accelerator.prepare(...)``: a ``prepare`` call on a receiver named for an accelerator
+    (``self.accelerator``, ``accel``), or on any name bound to ``Accelerator(...)`` (BDML's
+    ``accelerate = Accelerator(...)``; ``accelerate.prepare(train_loader, ...)``)."""
+    if not (
+        isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "prepare"
+    ):
+        return False
+    receiver = dotted(call.func.value)
+    if receiver is None:
+        return False
+    return "accelerator" in receiver.lower() or receiver in _bound_objects(ctx)[0]

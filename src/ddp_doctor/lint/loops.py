@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TypeGuard
 
+from ddp_doctor.lint.accelerate_sinks import accelerate_prepare
 from ddp_doctor.lint.call_arguments import left_at_default
 from ddp_doctor.lint.context import (
     FileContext,
@@ -277,16 +278,14 @@ class LoopFacts:
                     self.optimizers |= names_set
                 elif SCHEDULER_CTORS.match(q):
                     self.schedulers |= names_set
-                m = method(node.value)
-                if m and m[1] == "prepare" and m[0] and "accelerator" in m[0].lower():
+                if accelerate_prepare(ctx, node.value):
                     self.prepared |= names_set
         self._follow_aliases()
         # Whether this file decides what accelerate prepared. Without a ``prepare`` call here, an
         # optimizer or scheduler handed in (titok's ``train_one_epoch(..., optimizer, lr_scheduler)``
         # from the entry script that prepared them) may well be prepared: its status is unknown.
         self.prepares_here = ctx.mentions("prepare") and any(
-            (m := method(c)) and m[1] == "prepare" and m[0] and "accelerator" in m[0].lower()
-            for c in ctx.of_type(ast.Call)
+            accelerate_prepare(ctx, c) for c in ctx.of_type(ast.Call)
         )
         project = ctx.project
         self.backward_objects: frozenset[str] = (

@@ -222,8 +222,8 @@ class ProjectIndex(IndexScan, IndexQueries):
             )
 
         for s in self.summaries.values():
-            if s.plain_loaders and may_shard(s):
-                s.plain_loaders = {}
+            if (s.plain_loaders or s.param_shuffled_loaders) and may_shard(s):
+                s.plain_loaders, s.param_shuffled_loaders = {}, {}
         pending = [s for s in self.summaries.values() if s.plain_loader_calls and not may_shard(s)]
         for _ in range(3):
             grew = False

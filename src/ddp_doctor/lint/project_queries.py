@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ddp_doctor.lint.call_arguments import never_passed
-from ddp_doctor.lint.context import FileContext, dotted, method, parameter_names, positional_params
+from ddp_doctor.lint.context import FileContext, dotted, keyword, method, parameter_names, positional_params
 from ddp_doctor.lint.handed_models import handed_builder
 from ddp_doctor.lint.launch_scripts import launch_files, launch_settings
 from ddp_doctor.lint.loops import argument
@@ -719,12 +719,38 @@ class IndexQueries(IndexCore):
             return None
         return where
 
+    def instance_method(self, ctx: FileContext, call: ast.Call) -> Summary | None:
+        """The project method ``obj.m(...)`` runs when ``obj`` is bound in this scope only to what one
+        project class or factory builds: ``obj = Cls(...)``, or ``obj = make(...)`` where ``make``
+        returns an instance of one class (pix2pixHD's ``data_loader = CreateDataLoader(opt)``, a
+        function named like a class that builds, initializes and returns a ``CustomDatasetDataLoader``);
+        the method is the class's own or inherited."""
+        funcs = ctx.constructors(call)
+        targets = {self._project_target(ctx.absolute_imports, f) for f in funcs or []}
+        if len(targets) != 1 or (target := targets.pop()) is None or not isinstance(call.func, ast.Attribute):
+            return None
+        name = call.func.attr
+        cls = self._defined_class(target)
+        found = self._inherited(cls, name) if cls else None
+        built = self._get(target)
+        if found is None and built is not None and len(built.returned_callees) == 1:
+            # a factory: the one project class whose instance it returns
+            made = self._defined_class(next(iter(built.returned_callees)))
+            found = self._inherited(made, name) if made else None
+        return found
+
     def plain_loader_builder_names(self) -> tuple[str, ...]:
         """Bare names of project defs returning a sampler-less DataLoader (computed once): a file that
         calls one may train on such a loader without spelling ``DataLoader`` itself."""
         if self._plain_loader_names is None:
             self._plain_loader_names = tuple(
-                sorted({q.rsplit(".", 1)[-1] for q, s in self.summaries.items() if s.plain_loaders})
+                sorted(
+                    {
+                        q.rsplit(".", 1)[-1]
+                        for q, s in self.summaries.items()
+                        if s.plain_loaders or s.param_shuffled_loaders
+                    }
+                )
             )
         return self._plain_loader_names
 
@@ -735,7 +761,21 @@ class IndexQueries(IndexCore):
         s = self.summary_for(ctx, call.func)
         if s is None or s.module == ctx.module:
             return {}
-        return s.plain_loaders  # none from a def that may shard by rank (``_finish_plain_loaders``)
+        # none from a def that may shard by rank (``_finish_plain_loaders``)
+        found = dict(s.plain_loaders)
+        for position, (where, name, index, default_true) in s.param_shuffled_loaders.items():
+            given = argument(call, name, index) if index >= 0 else keyword(call, name)
+            if given is None and (
+                any(k.arg is None for k in call.keywords)
+                or any(isinstance(a, ast.Starred) for a in call.args)
+            ):
+                continue  # ``*args`` / ``**opts`` may pass it
+            shuffles = (
+                default_true if given is None else isinstance(given, ast.Constant) and given.value is True
+            )
+            if shuffles:
+                found.setdefault(position, where)
+        return found
 
     def builds_rank0_sink(self, ctx: FileContext, call: ast.Call) -> bool:
         """``call`` builds a writer that writes on rank 0 only: an instance of such a writer class

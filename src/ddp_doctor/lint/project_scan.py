@@ -384,7 +384,7 @@ class IndexScan(IndexBindings):
         if "compile" in self.facts:
             s.compiles_param = compiled_param_of(ctx, node, method=is_method)
         if "plain_loaders" in self.facts:
-            s.plain_loaders, s.plain_loader_calls = returned_plain_loaders(
+            s.plain_loaders, s.plain_loader_calls, s.param_shuffled_loaders = returned_plain_loaders(
                 ctx, node, lambda f: self._project_target(scan.imports, f)
             )
         if "epochs" in self.facts and scan.module not in self.set_epoch_modules:

@@ -128,6 +128,7 @@ FACTS: dict[str, tuple[str, ...]] = {
     "plain_loaders": (
         "plain_loaders",
         "plain_loader_calls",
+        "param_shuffled_loaders",
         "returned_plain_loader",
         "plain_loader_builder_names",
     ),
@@ -215,6 +216,10 @@ class Summary:
     # -> callee qualname, folded into ``plain_loaders`` once every def is known).
     plain_loaders: dict[int, str] = field(default_factory=dict)
     plain_loader_calls: dict[int, str] = field(default_factory=dict)
+    # Those whose ``shuffle`` is one of its parameters (rDL-SIM's ``get_loader_SR(..., shuffle=False)``):
+    # position -> ("file.py:line", the parameter, its position or -1, whether it defaults to True);
+    # a call that passes a literal true (or leaves a true default) gets a sampler-less shuffled loader.
+    param_shuffled_loaders: dict[int, tuple[str, str, int, bool]] = field(default_factory=dict)
     # Its parameters that its log calls write (VAR ``TensorboardLogger.update(**kwargs)`` →
     # ``add_scalar``; ``**kwargs`` as ``"**kwargs"``): a call of it logs those arguments.
     logged_params: tuple[str, ...] = ()

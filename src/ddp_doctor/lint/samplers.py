@@ -24,6 +24,7 @@ from ddp_doctor.lint.context import (
     holder,
     keyword,
     method,
+    param_defaults,
     parameter_names,
     positional_params,
 )
@@ -154,7 +155,7 @@ def top_unit(ctx: FileContext, node: ast.AST) -> ast.AST | None:
     return None
 
 
-def set_epoch_units(ctx: FileContext) -> set[int] | None:
+def set_epoch_units(ctx: FileContext, dead: Callable[[ast.Call], bool] | None = None) -> set[int] | None:
     """Ids of the module-level defs and classes from which a ``set_epoch`` call of the module can run
     before their loops draw: the ones that hold one (a class: in any of its methods, which call one
     another through ``self``), the ones that name one of those (a caller, directly or through other
@@ -164,8 +165,9 @@ def set_epoch_units(ctx: FileContext) -> set[int] | None:
 
     A ``set_epoch`` in a def that neither runs nor is run by another (a second entry point of the
     file: ``pretrain_a`` sets it, ``pretrain_b`` never does) sets the epoch of the sampler that def
-    draws from, not of the loader handed to the other one."""
-    calls = set_epoch_calls(ctx)
+    draws from, not of the loader handed to the other one. ``dead``: the calls that never run (left
+    out, as if not written)."""
+    calls = [c for c in set_epoch_calls(ctx) if dead is None or not dead(c)]
     if not calls:
         return None
     units = {
@@ -248,7 +250,44 @@ def returned_sampler(ctx: FileContext, fn: ast.AST) -> tuple[int, str | None, in
 def returned_sampler_loaders(ctx: FileContext, fn: ast.AST) -> dict[int, str]:
     """``{position: "file.py:line"}``: ``fn`` returns a DataLoader over a shuffling DistributedSampler
     (``WHOLE``, or its index in a returned tuple; a def may return one on one path, ``train_loader,
-    val_loader``, and another on the other, ``test_loader``); the place is the sampler's."""
+    val_loader``, and another on the other, ``test_loader``); the place is the sampler's. A method
+    returning what another method of its class keeps on ``self`` returns that loader (pix2pixHD's
+    ``CustomDatasetDataLoader``: ``initialize`` builds ``self.dataloader = DataLoader(...,
+    sampler=sampler)``, ``load_data`` returns ``self.dataloader``)."""
+    loaders, returned = _sampler_loader_places(ctx, fn)
+    cls = ctx.parents.get(fn)
+    if (
+        returned
+        or not isinstance(cls, ast.ClassDef)
+        or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+    ):
+        return returned
+    kept: dict[str, int] = {}
+    for other in cls.body:
+        if isinstance(other, (ast.FunctionDef, ast.AsyncFunctionDef)) and other is not fn:
+            kept |= {
+                n: line for n, line in _sampler_loader_places(ctx, other)[0].items() if n.startswith("self.")
+            }
+    return _returned_places(ctx, fn, kept) if kept else {}
+
+
+def _returned_places(ctx: FileContext, fn: ast.AST, loaders: dict[str, int]) -> dict[int, str]:
+    """``{position: "file.py:line"}`` of the names in ``loaders`` that ``fn`` returns (whole or in a tuple)."""
+    returned: dict[int, str] = {}
+    for node in ctx.local(fn):
+        if isinstance(node, ast.Return) and node.value is not None:
+            values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
+            for i, value in enumerate(values):
+                name = dotted(value)
+                if name in loaders:
+                    position = i if isinstance(node.value, ast.Tuple) else WHOLE
+                    returned.setdefault(position, f"{Path(ctx.path).name}:{loaders[name]}")
+    return returned
+
+
+def _sampler_loader_places(ctx: FileContext, fn: ast.AST) -> tuple[dict[str, int], dict[int, str]]:
+    """(names ``fn`` binds to a DataLoader over a shuffling DistributedSampler -> the sampler's line,
+    what it returns of those: ``returned_sampler_loaders``)."""
     nodes = ctx.local(fn)
     samplers: dict[str, int] = {}  # name -> line of the shuffling DistributedSampler it holds
     for node in nodes:
@@ -261,7 +300,7 @@ def returned_sampler_loaders(ctx: FileContext, fn: ast.AST) -> dict[int, str]:
                 samplers |= {d: node.lineno for t in parent.targets if (d := dotted(t))}
     inline = _inline_samplers(ctx, nodes)
     if not samplers and not inline:
-        return {}
+        return {}, {}
     # ``BatchSampler(sampler, ...)`` holds it too, as does a project's batch sampler drawing from it
     # that a DataLoader takes as its ``batch_sampler`` (TAPE's ``BucketBatchSampler(sampler, ...)``)
     batch_given = {
@@ -288,38 +327,37 @@ def returned_sampler_loaders(ctx: FileContext, fn: ast.AST) -> dict[int, str]:
             elif name in samplers and isinstance(parent, ast.Return):
                 # ``return DataLoader(ds, sampler=sampler)``: the whole result is that loader
                 returned.setdefault(WHOLE, f"{Path(ctx.path).name}:{samplers[name]}")
-    for node in nodes:
-        if isinstance(node, ast.Return) and node.value is not None:
-            values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
-            for i, value in enumerate(values):
-                name = dotted(value)
-                if name in loaders:
-                    position = i if isinstance(node.value, ast.Tuple) else WHOLE
-                    returned.setdefault(position, f"{Path(ctx.path).name}:{loaders[name]}")
-    return returned
+    return loaders, _returned_places(ctx, fn, loaders) | returned
+
+
+ShuffleParam = tuple[str, str, int, bool]  # (where, parameter, its position or -1, default is True)
 
 
 def returned_plain_loaders(
     ctx: FileContext, fn: ast.AST, target: Callable[[ast.expr], str | None]
-) -> tuple[dict[int, str], dict[int, str]]:
+) -> tuple[dict[int, str], dict[int, str], dict[int, ShuffleParam]]:
     """What ``fn`` returns of DataLoaders that draw without a sampler, ``({position: "file.py:line"},
-    {position: callee qualname})``: a DataLoader call with ``shuffle=True`` and no ``sampler``/``batch_sampler`` (and no
+    {position: callee qualname}, {position: (where, shuffle parameter, ...)})``: a DataLoader call with
+    ``shuffle=True`` and no ``sampler``/``batch_sampler`` (and no
     ``*args``/``**kwargs`` that may hold one, nor ``batch_size=None``), returned whole or at its index
     in a returned tuple, directly or through a local name every binding of which is such a call; or
     (the second map) the whole result of a project call bound to the returned name, resolved once
     every def is known (cloud-phase-prediction: ``preProcessing`` returns ``prepare_data(...)``'s
-    loader). A def that reads (or takes) the rank or world size may shard its data by rank: none."""
+    loader); or (the third map) such a call whose ``shuffle`` is a parameter of ``fn`` it never rebinds
+    (rDL-SIM's ``get_loader_SR(..., shuffle=False)`` returning ``DataLoader(dataset, shuffle=shuffle)``):
+    a sampler-less loader where a call passes a literal true for it (or leaves a true default). A def
+    that reads (or takes) the rank or world size may shard its data by rank: none."""
     nodes = ctx.local(fn)
     returned = [n.value for n in nodes if isinstance(n, ast.Return) and n.value is not None]
     if not returned:
-        return {}, {}
+        return {}, {}, {}
     words = {n.id for n in nodes if isinstance(n, ast.Name)} | {
         n.attr for n in nodes if isinstance(n, ast.Attribute)
     }
     if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):  # ``get_dummy_loader(cfg, rank, world_size)``
         words |= set(parameter_names(fn))
     if any(_RANK_WORD.search(w) for w in words):
-        return {}, {}
+        return {}, {}, {}
     bindings: dict[str, list[ast.expr]] = {}
     for node in nodes:
         if isinstance(node, ast.Assign):
@@ -331,17 +369,19 @@ def returned_plain_loaders(
                         if isinstance(e, ast.Name):
                             bindings.setdefault(e.id, []).append(t)
 
-    def plain(value: ast.expr) -> bool:
-        # only a loader that shuffles (``shuffle=True``): one that reads in order may be an evaluation
-        # loader, or one each rank slices by its rank as it trains (DLRM's ``get_my_slice``)
+    def shuffle_of(value: ast.expr) -> ast.expr | None:
         shuffle = keyword(value, "shuffle") if isinstance(value, ast.Call) else None
         if shuffle is None and isinstance(value, ast.Call) and len(value.args) > 2:
             shuffle = value.args[2]
+        return shuffle
+
+    def plain(value: ast.expr, shuffles: Callable[[ast.expr | None], bool]) -> bool:
+        # only a loader that shuffles (``shuffle=True``): one that reads in order may be an evaluation
+        # loader, or one each rank slices by its rank as it trains (DLRM's ``get_my_slice``)
         return (
             isinstance(value, ast.Call)
             and is_dataloader_call(ctx, value)
-            and isinstance(shuffle, ast.Constant)
-            and shuffle.value is True
+            and shuffles(shuffle_of(value))
             and keyword(value, "sampler") is None
             and keyword(value, "batch_sampler") is None
             and not any(k.arg is None for k in value.keywords)
@@ -350,15 +390,42 @@ def returned_plain_loaders(
             and not batches_itself(value)
         )
 
+    def literal_true(shuffle: ast.expr | None) -> bool:
+        return isinstance(shuffle, ast.Constant) and shuffle.value is True
+
+    # ``shuffle=shuffle``: a parameter of ``fn`` that nothing in it rebinds, so the caller's value
+    params = parameter_names(fn) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) else []
+    rebound = set(ctx.bindings(fn)) if params else set()
+
+    def from_param(shuffle: ast.expr | None) -> bool:
+        return isinstance(shuffle, ast.Name) and shuffle.id in params and shuffle.id not in rebound
+
     direct: dict[int, str] = {}
     via: dict[int, str] = {}
+    by_param: dict[int, ShuffleParam] = {}
     for result in returned:
         values = result.elts if isinstance(result, ast.Tuple) else [result]
         for i, value in enumerate(values):
             position = i if isinstance(result, ast.Tuple) else WHOLE
             held = bindings.get(value.id, []) if isinstance(value, ast.Name) else [value]
-            if held and all(plain(v) for v in held):
+            if held and all(plain(v, literal_true) for v in held):
                 direct.setdefault(position, f"{Path(ctx.path).name}:{held[0].lineno}")
+            elif len(held) == 1 and plain(held[0], from_param):
+                by_param.setdefault(position, _shuffle_param(ctx, fn, held[0], shuffle_of(held[0])))
             elif len(held) == 1 and isinstance(held[0], ast.Call) and (callee := target(held[0].func)):
                 via.setdefault(position, callee)
-    return direct, via
+    return direct, via, by_param
+
+
+def _shuffle_param(ctx: FileContext, fn: ast.AST, loader: ast.expr, shuffle: ast.expr | None) -> ShuffleParam:
+    """Where the loader is, and the parameter of ``fn`` its ``shuffle`` is (name, position among
+    those a call fills by position or -1, whether its default is a literal true)."""
+    assert isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and isinstance(shuffle, ast.Name)
+    positional = positional_params(fn)
+    default = param_defaults(fn).get(shuffle.id)
+    return (
+        f"{Path(ctx.path).name}:{loader.lineno}",
+        shuffle.id,
+        positional.index(shuffle.id) if shuffle.id in positional else -1,
+        isinstance(default, ast.Constant) and default.value is True,
+    )

@@ -375,3 +375,88 @@ def build(dataset, dset_only=False):
     },
     "train.py",
 )
+
+
+def shuffle_param_builder(call):
+    # rDL-SIM: ``get_loader_SR(..., data_root, True, num_workers)`` and a builder returning
+    # ``DataLoader(dataset, shuffle=shuffle)`` with no sampler: the caller's literal decides
+    return {
+        "train.py": HEAD
+        + "from data import get_loader\n"
+        + SETUP
+        + f"""
+    loader = {call}
+    for epoch in range(args.epochs):
+        for x, y in loader:
+"""
+        + STEP,
+        "data.py": HEAD
+        + """
+def get_loader(dataset, batch_size, shuffle=False, num_workers=0):
+    return DataLoader(dataset, batch_size=batch_size, shuffle=shuffle, num_workers=num_workers)
+""",
+    }
+
+
+C["builder_other_file_shuffle_parameter_true"] = (R, True, shuffle_param_builder("get_loader(dataset, 8, True, 4)"), "train.py")
+C["builder_other_file_shuffle_keyword_true"] = (
+    R,
+    True,
+    shuffle_param_builder("get_loader(dataset, 8, shuffle=True)"),
+    "train.py",
+)
+# the builder's own default (False), or a literal false: an ordered loader, maybe evaluation or sliced
+C["NEG_builder_other_file_shuffle_parameter_default"] = (R, False, shuffle_param_builder("get_loader(dataset, 8)"), "train.py")
+C["NEG_builder_other_file_shuffle_parameter_false"] = (
+    R,
+    False,
+    shuffle_param_builder("get_loader(dataset, 8, False, 4)"),
+    "train.py",
+)
+
+
+def prepared_by(binding):
+    # BDML: ``accelerate = Accelerator(...)``; ``train_loader, ... = accelerate.prepare(train_loader, ...)``:
+    # a receiver bound to an Accelerator prepares (shards) the loader whatever it is called
+    return one(
+        f"""
+    accelerate = {binding}
+    loader = DataLoader(dataset, batch_size=8, shuffle=True)
+    loader, model, optimizer = accelerate.prepare(loader, model, optimizer)
+    for epoch in range(args.epochs):
+        for x, y in loader:
+"""
+        + STEP,
+        "from accelerate import Accelerator\nfrom tools import Preparer\n",
+    )
+
+
+C["NEG_prepared_by_a_name_bound_to_an_accelerator"] = (R, False, prepared_by("Accelerator(mixed_precision='fp16')"), "train.py")
+C["prepared_by_a_name_bound_to_something_else"] = (R, True, prepared_by("Preparer()"), "train.py")
+
+
+# a builder dispatching on a dataset name: the plain loader of the branch no call picks never runs
+DISPATCH = """
+def load_data(dataset, kind="toy"):
+    if kind == "toy":
+        loader = DataLoader(dataset, batch_size=8, shuffle=True)
+    elif kind == "main":
+        loader = ShardedLoader(dataset, rank=dist.get_rank(), world=dist.get_world_size())
+    return loader
+"""
+
+
+def dispatch(call):
+    return one(
+        f"""
+    loader = {call}
+    for epoch in range(args.epochs):
+        for x, y in loader:
+"""
+        + STEP,
+        "from shards import ShardedLoader\n" + DISPATCH,
+    )
+
+
+C["builder_dispatch_picks_the_plain_branch"] = (R, True, dispatch("load_data(dataset)"), "train.py")
+C["NEG_builder_dispatch_picks_the_sharded_branch"] = (R, False, dispatch('load_data(dataset, kind="main")'), "train.py")

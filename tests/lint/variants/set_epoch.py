@@ -945,3 +945,149 @@ C["NEG_one_call_hands_a_plain_loader"] = (
     ),
     "engine/train.py",
 )
+
+
+# LLM_Train: a builder dispatching on a dataset name builds its DistributedSampler in one branch only;
+# the script's call picks that branch (flagged) or another one that shards by rank itself (not)
+DISPATCH = """
+def load_data(dataset, kind="toy"):
+    if kind == "toy":
+        sampler = DistributedSampler(dataset)
+        loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+    elif kind == "main":
+        loader = ShardedLoader(dataset, rank=dist.get_rank(), world=dist.get_world_size())
+    return loader
+"""
+
+
+def dispatch(call):
+    return one(
+        f"""
+    loader = {call}
+    for epoch in range(args.epochs):
+        for x, y in loader:
+"""
+        + STEP,
+        "from shards import ShardedLoader\n" + DISPATCH,
+    )
+
+
+C["builder_dispatch_picks_the_sampler_branch"] = (R, True, dispatch('load_data(dataset, kind="toy")'), "train.py")
+C["builder_dispatch_default_picks_the_sampler_branch"] = (R, True, dispatch("load_data(dataset)"), "train.py")
+C["NEG_builder_dispatch_picks_another_branch"] = (R, False, dispatch('load_data(dataset, kind="main")'), "train.py")
+
+
+# SEDD: the loader built in place as the argument of a generator that re-iterates it forever; its
+# ``if sampler is not None: sampler.set_epoch(...)`` never runs when no call hands it the sampler
+CYCLE = """
+def cycle(loader, sampler=None):
+    while True:
+        if sampler is not None:
+            sampler.set_epoch(random.randint(0, 100000))
+        for batch in loader:
+            yield batch
+"""
+
+
+def cycled(call):
+    return one(
+        f"""
+    sampler = DistributedSampler(dataset)
+    train_iter = {call}
+    for step in range(args.steps):
+        x, y = next(train_iter)
+        out = model(x.cuda())
+        loss = criterion(out, y.cuda())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+""",
+        "import random\n" + CYCLE,
+    )
+
+
+C["inline_loader_cycled_sampler_never_handed"] = (
+    R,
+    True,
+    cycled("cycle(DataLoader(dataset, batch_size=8, sampler=sampler))"),
+    "train.py",
+)
+C["NEG_inline_loader_cycled_sampler_handed"] = (
+    R,
+    False,
+    cycled("cycle(DataLoader(dataset, batch_size=8, sampler=sampler), sampler)"),
+    "train.py",
+)
+C["NEG_inline_loader_cycled_unsharded_shuffle_off"] = (
+    R,
+    False,
+    cycled("cycle(DataLoader(dataset, batch_size=8, sampler=DistributedSampler(dataset, shuffle=False)))"),
+    "train.py",
+)
+
+
+# pix2pixHD's data loader object (DeepFashion_Try_On): a factory builds and returns an instance whose
+# method hands back the DataLoader another method kept on ``self`` over a shuffling DistributedSampler
+LOADER_CLASS = """
+class CustomDatasetDataLoader:
+    def initialize(self, dataset, rank):
+        self.dataset = dataset
+        sampler = DistributedSampler(self.dataset) if rank is not None else None
+        self.dataloader = DataLoader(self.dataset, batch_size=8, shuffle=sampler is None, sampler=sampler)
+
+    def load_data(self):
+        return self.dataloader
+"""
+FACTORY = """
+
+def CreateDataLoader(dataset, rank):
+    data_loader = CustomDatasetDataLoader()
+    data_loader.initialize(dataset, rank)
+    return data_loader
+"""
+
+
+def loader_object(build, extra="", loop_extra=""):
+    return {
+        "train.py": HEAD
+        + "from data import CreateDataLoader, CustomDatasetDataLoader\n"
+        + SETUP
+        + f"""
+    data_loader = {build}
+    loader = data_loader.load_data()
+    for epoch in range(args.epochs):
+{loop_extra}        for x, y in loader:
+"""
+        + STEP,
+        "data.py": HEAD + LOADER_CLASS + extra + FACTORY,
+    }
+
+
+C["loader_object_from_a_factory_of_another_file"] = (
+    R,
+    True,
+    loader_object("CreateDataLoader(dataset, local_rank)"),
+    "train.py",
+)
+C["loader_object_built_from_its_class"] = (
+    R,
+    True,
+    {
+        **loader_object("CustomDatasetDataLoader()"),
+        "train.py": loader_object("CustomDatasetDataLoader()")["train.py"].replace(
+            "    loader = data_loader.load_data()\n",
+            "    data_loader.initialize(dataset, local_rank)\n    loader = data_loader.load_data()\n",
+        ),
+    },
+    "train.py",
+)
+C["NEG_loader_object_sets_its_epoch"] = (
+    R,
+    False,
+    loader_object(
+        "CreateDataLoader(dataset, local_rank)",
+        extra="\n    def set_epoch(self, epoch):\n        self.dataloader.sampler.set_epoch(epoch)\n",
+        loop_extra="        data_loader.set_epoch(epoch)\n",
+    ),
+    "train.py",
+)

@@ -94,9 +94,16 @@ def _flag_guard(ctx: FileContext, ret: ast.Return, fn: ast.FunctionDef | ast.Asy
 
 def _passes_off(fn: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call, param: str) -> bool:
     """``call`` gives ``fn``'s parameter ``param`` a literal False/None/0, written or by default."""
+    value = _passed(fn, call, param)
+    return isinstance(value, ast.Constant) and value.value in (False, None, 0)
+
+
+def _passed(fn: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call, param: str) -> ast.expr | None:
+    """What ``call`` gives ``fn``'s parameter ``param``, written or by default (None when unknown:
+    ``*args``/``**kwargs``, or no default)."""
     value: ast.expr | None = next((k.value for k in call.keywords if k.arg == param), None)
     if any(k.arg is None for k in call.keywords) or any(isinstance(a, ast.Starred) for a in call.args):
-        return False
+        return None
     positional = positional_params(fn, bound=isinstance(call.func, ast.Attribute))
     if value is None and param in positional and positional.index(param) < len(call.args):
         value = call.args[positional.index(param)]
@@ -109,7 +116,66 @@ def _passes_off(fn: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call, para
             a.arg: d for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True) if d is not None
         }
         value = defaults.get(param)
-    return isinstance(value, ast.Constant) and value.value in (False, None, 0)
+    return value
+
+
+def unreached_branch(ctx: FileContext, node: ast.AST) -> bool:
+    """``node`` runs only in the branch of an ``if``/``elif`` testing a parameter of its def against
+    literals (``if type == "shakespeare":``, ``elif name in ("cifar", "svhn"):``), and every call of
+    that def in the file gives the parameter another literal, written or by default: a builder
+    dispatching on a dataset name whose calls all pick another branch (LLM_Train's
+    ``load_dataset(local_rank, type="main_run")`` never builds the ``"shakespeare"`` branch's
+    DistributedSampler). A def the file never calls, or a call passing anything else, may reach it."""
+    fn = ctx.enclosing_function(node)
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    tested = _branch_literals(ctx, node, fn)
+    if not tested:
+        return False
+    calls = [c for c in ctx.of_type(ast.Call) if ctx.helper(c) is fn]
+    if not calls:
+        return False
+    rebound = set(ctx.bindings(fn))
+    for param, values in tested.items():
+        if param in rebound:
+            continue  # ``type = type.lower()``: the tested value is not the one passed
+        passed = [_passed(fn, c, param) for c in calls]
+        if all(isinstance(v, ast.Constant) and v.value not in values for v in passed):
+            return True
+    return False
+
+
+def _branch_literals(
+    ctx: FileContext, node: ast.AST, fn: ast.FunctionDef | ast.AsyncFunctionDef
+) -> dict[str, set[object]]:
+    """``{parameter: the literals it equals}`` for each enclosing ``if p == "x":`` / ``if p in ("x",
+    "y"):`` of ``fn`` whose body holds ``node``."""
+    params = set(parameter_names(fn))
+    out: dict[str, set[object]] = {}
+    child: ast.AST = node
+    cur = ctx.parents.get(node)
+    while cur is not None and cur is not fn:
+        if isinstance(cur, ast.If) and child in cur.body:
+            test = cur.test
+            if (
+                isinstance(test, ast.Compare)
+                and len(test.ops) == 1
+                and isinstance(test.left, ast.Name)
+                and test.left.id in params
+            ):
+                right = test.comparators[0]
+                if isinstance(test.ops[0], ast.Eq) and isinstance(right, ast.Constant):
+                    out.setdefault(test.left.id, set()).add(right.value)
+                elif (
+                    isinstance(test.ops[0], ast.In)
+                    and isinstance(right, (ast.Tuple, ast.List, ast.Set))
+                    and all(isinstance(e, ast.Constant) for e in right.elts)
+                ):
+                    out.setdefault(test.left.id, set()).update(
+                        e.value for e in right.elts if isinstance(e, ast.Constant)
+                    )
+        child, cur = cur, ctx.parents.get(cur)
+    return out
 
 
 def _aliases(ctx: FileContext, names: set[str]) -> set[str]:

@@ -26,7 +26,9 @@ def returned_loader(ctx: FileContext, call: ast.Call) -> dict[int, str] | None:
     project: ProjectIndex | None = ctx.project
     if project is None:
         return None
-    summary = project.summary_for(ctx, call.func)
+    # a function, or (``dataset = data_loader.load_data()``) the method of the instance a project
+    # class or factory built here
+    summary = project.summary_for(ctx, call.func) or project.instance_method(ctx, call)
     if summary is None or summary.module == ctx.module:
         return None
     return summary.sampler_loaders or None

@@ -40,10 +40,11 @@ import re
 from collections.abc import Iterator
 
 from ddp_doctor.core.catalog import Text
-from ddp_doctor.lint.context import FileContext, dotted, keyword, method
+from ddp_doctor.lint.accelerate_sinks import accelerate_prepare
+from ddp_doctor.lint.context import FileContext, dotted, keyword
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.project import ProjectIndex
-from ddp_doctor.lint.rules._data import bound_names, evaluation_loader, trains_on
+from ddp_doctor.lint.rules._data import bound_names, evaluation_loader, trains_on, unreached_branch
 from ddp_doctor.lint.rules.base import Rule, Violation
 from ddp_doctor.lint.samplers import (
     SAMPLER_POSITION,
@@ -98,7 +99,8 @@ class SamplerMissing(Rule):
         "returned by a builder of another file, also through the project calls whose result it returns "
         "(`train_dat, valid_dat = pre_processing(path)` → `prepare_data(...)`), built there with "
         "`shuffle=True` and no sampler in defs that read or take no rank, handed no rank, and trained on "
-        "in a distributed file outside its single-process branch"
+        "in a distributed file outside its single-process branch; (project) such a builder whose "
+        "`shuffle=` is its own parameter, called with a literal `True` (or a true default)"
     )
     not_flagged = (
         "dataset built from rank/world/shard values (per-rank seeds, a random order drawn after "
@@ -115,7 +117,9 @@ class SamplerMissing(Rule):
         "size (or whose callee does), (project) a dataset class of another file that is an "
         "IterableDataset or whose methods read the rank and world size, a loader in the branch of an "
         "`if`/`elif` chain beside a branch that builds `DistributedSampler(ds)` over the same dataset "
-        "(`if dist: ... else: DataLoader(ds, shuffle=True)`: the single-process path)"
+        "(`if dist: ... else: DataLoader(ds, shuffle=True)`: the single-process path), a loader built "
+        "only in a builder's `if kind == 'toy':` branch that every call of the file passes another "
+        "literal for, `prepare` on any name bound to `Accelerator(...)`"
     )
     required = (("DataLoader",), tuple(q.split(".")[-1] for q in DATA_PARALLEL))
     required_in_project = (("DataLoader",),)
@@ -172,8 +176,8 @@ class SamplerMissing(Rule):
                 continue
             if _distributed_alternative(ctx, call, dataset):
                 continue
-            if _rank_seeded(ctx, call, local_sampler):
-                continue
+            if _rank_seeded(ctx, call, local_sampler) or unreached_branch(ctx, call):
+                continue  # (the latter: a builder's ``if name == "mnist":`` branch no call picks)
             names = bound_names(ctx, call)
             if evaluation_loader(names) or not trains_on(facts, names, call):
                 continue
@@ -376,11 +380,7 @@ def _under_accelerate(ctx: FileContext, loader: ast.Call) -> bool:
     top = top_unit(ctx, loader)
     if not isinstance(top, ast.ClassDef):
         return True
-    if any(
-        (m := method(n)) and m[1] == "prepare" and "accelerator" in (m[0] or "").lower()
-        for n in ast.walk(top)
-        if isinstance(n, ast.Call)
-    ):
+    if any(accelerate_prepare(ctx, n) for n in ast.walk(top)):
         return True
     fn = ctx.enclosing_function(loader)
     names = bound_names(ctx, loader)

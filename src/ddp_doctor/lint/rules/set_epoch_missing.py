@@ -41,12 +41,20 @@ import os
 from collections.abc import Iterator
 
 from ddp_doctor.core.catalog import Text
-from ddp_doctor.lint.context import FileContext, dotted, keyword, method, parameter_names
+from ddp_doctor.lint.accelerate_sinks import accelerate_prepare
+from ddp_doctor.lint.call_arguments import dead_unless_passed
+from ddp_doctor.lint.context import FileContext, dotted, keyword, parameter_names, positional_params
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.project import ProjectIndex
 from ddp_doctor.lint.rank0 import bound_argument
 from ddp_doctor.lint.rules._carried_loaders import caller_epoch_loop, carried_loaders, walks_epochs
-from ddp_doctor.lint.rules._data import bound_names, enclosing_loop, evaluation_loader, loops_iterating
+from ddp_doctor.lint.rules._data import (
+    bound_names,
+    enclosing_loop,
+    evaluation_loader,
+    loops_iterating,
+    unreached_branch,
+)
 from ddp_doctor.lint.rules._returned_loaders import returned_loader, sets_epoch_elsewhere
 from ddp_doctor.lint.rules.base import (
     Edit,
@@ -102,7 +110,10 @@ class SetEpochMissing(Rule):
         "`loaders[phase]` in `for phase in ['train', 'val']:`); (project) a function's loader parameter that "
         "every call binds to the loader a builder of another file returns over a shuffling DistributedSampler "
         "(`loader_train, _ = configure_data(cfg)` then `train_loop(..., loader_train=loader_train)`), drawn "
-        "there every epoch"
+        "there every epoch; (project) a `set_epoch` under `if sampler is not None:` in a def no call hands "
+        "that parameter does not count; a loader built in place as the argument of a same-file generator "
+        "that re-iterates it (`cycle_loader(DataLoader(ds, sampler=s))`); (project) `obj.load_data()` on an "
+        "instance a project class or factory built, returning what its class keeps on `self` over the sampler"
     )
     not_flagged = (
         "`shuffle=False`, `loader.sampler.set_epoch(e)`, a loader handed to `accelerator.prepare` (its "
@@ -112,7 +123,9 @@ class SetEpochMissing(Rule):
         "named for evaluation (`val_loader`, `dl_valid`), a loader whose dataset or sampler the trainer "
         "tells each pass (`self.loader.dataset.shuffle(epoch)`), a `set_epoch` in the file of the function "
         "the epoch loop hands the loader to, a loop that also passes its epoch (`set_epoch(0)` before an "
-        "evaluation after `set_epoch(epoch)`), `set_epoch(self.epoch)` or an attribute the file assigns"
+        "evaluation after `set_epoch(epoch)`), `set_epoch(self.epoch)` or an attribute the file assigns, "
+        "a sampler built only in a builder's `if kind == 'toy':` branch that every call of the file "
+        "passes another literal for, `prepare` on any name bound to `Accelerator(...)`"
     )
     autofix = (
         "inserts `sampler.set_epoch(epoch)` as the first line of the epoch loop (when both names are "
@@ -122,12 +135,14 @@ class SetEpochMissing(Rule):
     # project mode: the sampler may be built by a loader builder of another file (hysts
     # ``create_dataloader``), the epochs looped here
     required_in_project = (("DistributedSampler", "epoch"),)
-    project_facts = frozenset({"epochs"})
+    project_facts = frozenset({"epochs", "call_arguments"})
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
         # a ``set_epoch`` that exists but passes the same value every epoch (not silenced by itself)
         yield from self._same_epoch_every_pass(ctx)
-        units = set_epoch_units(ctx)
+        # (project) ``if sampler is not None: sampler.set_epoch(...)`` in a def no call hands a
+        # sampler (SEDD's ``cycle_loader(DataLoader(..., sampler=train_sampler))``): it never runs
+        units = set_epoch_units(ctx, dead=lambda c: dead_unless_passed(ctx, c) is not None)
         for v, involved in self._check(ctx, facts, _never_called(ctx, units)):
             # a ``set_epoch`` of the file counts unless every def the finding involves (the
             # sampler's, the epoch loop's) is one that neither runs it nor is run after it
@@ -152,6 +167,8 @@ class SetEpochMissing(Rule):
             built_at = None if direct else _sampler_of_project(ctx, call)
             if not direct and built_at is None:
                 continue
+            if unreached_branch(ctx, call):
+                continue  # ``if type == "shakespeare":`` of a builder every call gives another type
             shuffle = keyword(call, "shuffle")
             if (
                 isinstance(shuffle, ast.Constant)
@@ -175,6 +192,8 @@ class SetEpochMissing(Rule):
             if _prepared_by_accelerate(ctx, facts, loaders) or evaluation_loader(loaders):
                 continue
             epoch_loop = self._epoch_loop(ctx, facts, loaders)
+            if epoch_loop is None and not loaders:
+                epoch_loop = _generator_over_inline_loader(ctx, calls, call, samplers | drawing)
             if epoch_loop is None and loaders:
                 # returned by helpers and kept by a trainer class of the file (BiRefNet)
                 loaders = carried_loaders(ctx, loaders)
@@ -453,6 +472,37 @@ class SetEpochMissing(Rule):
         return (insert_line_before(ctx, first, f"{handle}.set_epoch({target.id})"),)
 
 
+def _generator_over_inline_loader(
+    ctx: FileContext, calls: list[ast.Call], sampler: ast.Call, names: set[str]
+) -> ast.For | ast.AsyncFor | ast.While | None:
+    """``cycle_loader(DataLoader(ds, sampler=train_sampler))``: a DataLoader over the sampler built in
+    place as an argument of a same-file def that re-iterates that parameter inside an outer loop
+    (``def cycle_loader(dataloader): while 1: for data in dataloader: yield data``, SEDD): the outer
+    loop is the one whose passes repeat the order."""
+    for node in calls:
+        if not is_dataloader_call(ctx, node):
+            continue
+        if not any(
+            arg is sampler or (arg is not None and ctx.names_of(arg) & names) for arg in loader_sampler(node)
+        ):
+            continue
+        parent = ctx.parents.get(node)
+        if not isinstance(parent, ast.Call) or not any(a is node for a in parent.args):
+            continue
+        fn = ctx.helper(parent)
+        if fn is None or evaluation_loader(bound_names(ctx, parent)):
+            continue  # ``valid_loader = cycle_loader(DataLoader(valid_set, sampler=test_sampler))``
+        params = positional_params(fn, bound=isinstance(parent.func, ast.Attribute))
+        at = next(i for i, a in enumerate(parent.args) if a is node)
+        if at >= len(params) or any(isinstance(a, ast.Starred) for a in parent.args[:at]):
+            continue
+        for inner in loops_iterating(ctx, {params[at]}, follow_aliases=False):
+            outer = enclosing_loop(ctx, inner)
+            if outer is not None and ctx.enclosing_function(inner) is fn and ctx.within(outer, fn):
+                return outer
+    return None
+
+
 def _batch_samplers_over(
     ctx: FileContext, names: set[str], dataloaders: list[tuple[ast.expr | None, set[str], set[str]]]
 ) -> set[str]:
@@ -536,6 +586,14 @@ def _never_called(ctx: FileContext, units: set[int] | None) -> Text:
                 f"`set_epoch` is called only under a rank-0 test (line {at}), so the other ranks never call it",
                 f"`set_epoch` 只在 rank 0 判断下调用（第 {at} 行），其他 rank 从不调用",
             )
+        dead = sorted(c.lineno for c in set_epoch_calls(ctx))
+        if dead:
+            at = ", ".join(str(n) for n in dead[:3])
+            return Text(
+                f"`set_epoch` is called only under a test of a parameter that no call passes (line {at}), "
+                "so it never runs",
+                f"`set_epoch` 只在检查某个从未被传入的参数的条件下调用（第 {at} 行），因此从不执行",
+            )
         return Text("`set_epoch` is never called", "从未调用 `set_epoch`")
     lines = sorted(c.lineno for c in set_epoch_calls(ctx))
     at = ", ".join(str(n) for n in lines[:3]) + (", ..." if len(lines) > 3 else "")
@@ -585,10 +643,7 @@ def _prepared_by_accelerate(ctx: FileContext, facts: LoopFacts, loaders: set[str
     if loaders & facts.prepared:
         return True
     return ctx.mentions("prepare") and any(
-        (m := method(c))
-        and m[1] == "prepare"
-        and "accelerator" in (m[0] or "").split(".")[-1].lower()
-        and any(dotted(a) in loaders for a in c.args)
+        accelerate_prepare(ctx, c) and any(dotted(a) in loaders for a in c.args)
         for c in ctx.of_type(ast.Call)
     )
 
