@@ -1264,3 +1264,38 @@ C["dict_items_logged_raw_by_a_rank0_logger_class"] = (
     },
     "train.py",
 )
+# tqdm's ``write`` is a class method: it prints on every rank, whether the bar it is called on is
+# hidden off rank 0 or not (distil-whisper's ``steps_trained_progress_bar.write(...)``)
+C["NEG_tqdm_write_of_a_bar_hidden_off_rank0"] = (
+    R,
+    False,
+    one(
+        """
+    pbar = tqdm(range(args.steps), disable=rank != 0)
+    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+"""
+        + STEP
+        + """            pbar.update(1)
+            pbar.write(f"step {step} loss {loss.item():.4f}")
+"""
+    ),
+    "train.py",
+)
+C["tqdm_write_under_a_rank0_test"] = (
+    R,
+    True,
+    one(
+        """
+    pbar = tqdm(range(args.steps), disable=rank != 0)
+    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+"""
+        + STEP
+        + """            pbar.update(1)
+            if rank == 0:
+                pbar.write(f"step {step} loss {loss.item():.4f}")
+"""
+    ),
+    "train.py",
+)

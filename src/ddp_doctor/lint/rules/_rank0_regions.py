@@ -265,6 +265,31 @@ def _backward_switches(ctx: FileContext, fn: ast.FunctionDef | ast.AsyncFunction
     return out or set()
 
 
+def _bar_class_write(ctx: FileContext, call: ast.Call) -> bool:
+    """``pbar.write(msg)`` on a progress bar (a name bound to a call with ``disable=``, tqdm's
+    switch): tqdm's ``write`` is a class method that prints on every process, whether this bar is
+    hidden or not (distil-whisper's ``steps_trained_progress_bar.write(f"... Loss: {loss}")`` with
+    ``disable=not accelerator.is_local_main_process``), so the bar being rank 0's says nothing of it."""
+    if not (
+        isinstance(call.func, ast.Attribute)
+        and call.func.attr == "write"
+        and isinstance(call.func.value, ast.Name)
+    ):
+        return False
+    name = call.func.value.id
+    scope = ctx.enclosing_function(call)
+    binds = ctx.bindings(scope).get(name, []) or ctx.bindings(ctx.tree).get(name, [])
+    built: list[ast.expr] = []
+    for b in binds:
+        if isinstance(b, ast.Assign):
+            built.append(b.value)
+        elif isinstance(b, (ast.With, ast.AsyncWith)):
+            built += [i.context_expr for i in b.items if dotted(i.optional_vars) == name]
+        else:
+            return False
+    return bool(built) and all(isinstance(v, ast.Call) and keyword(v, "disable") is not None for v in built)
+
+
 def _disabled_off_rank0(call: ast.Call, predicates: set[str]) -> bool:
     flag = keyword(call, "disable")
     return flag is not None and is_not_rank0_test(flag, predicates)
@@ -386,6 +411,7 @@ def rank0_logs(
                 and m[0]
                 and holds_rank0_object(ctx, node, m[0], rank0_objects)
                 and m[1] not in ("close", "flush", "finish")
+                and not _bar_class_write(ctx, node)
             ):
                 yield (
                     node,
