@@ -1299,3 +1299,40 @@ C["tqdm_write_under_a_rank0_test"] = (
     ),
     "train.py",
 )
+# the other branch of a rank-0 test runs on the other ranks, where the rank-0 writer is None: its
+# ``elif writer is not None:`` logs nothing in a distributed run (CenterNet tutorial's train.py)
+ELSE_OF_RANK0 = """
+    writer = SummaryWriter() if rank == 0 else None
+    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+"""
+C["NEG_rank0_writer_in_the_else_of_a_rank0_test"] = (
+    R,
+    False,
+    one(
+        ELSE_OF_RANK0
+        + STEP
+        + """            if rank == 0:
+                reduced = loss.detach().clone()
+                dist.all_reduce(reduced)
+                writer.add_scalar("loss", reduced.item() / dist.get_world_size(), step)
+            elif writer is not None:
+                writer.add_scalar("loss", loss.item(), step)
+"""
+    ),
+    "train.py",
+)
+C["rank0_writer_beside_a_rank0_test"] = (
+    R,
+    True,
+    one(
+        ELSE_OF_RANK0
+        + STEP
+        + """            if rank == 0:
+                print("step", step)
+            if writer is not None:
+                writer.add_scalar("loss", loss.item(), step)
+"""
+    ),
+    "train.py",
+)
