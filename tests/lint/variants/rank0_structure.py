@@ -1336,3 +1336,45 @@ C["rank0_writer_beside_a_rank0_test"] = (
     ),
     "train.py",
 )
+# ``total /= n`` after a loop combines with what the name held, it does not rebind it: the sum the
+# validation loop built is still a validation value (DS-Net's ``tracking_loss``)
+AVERAGED = """
+    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+"""
+C["NEG_validation_sum_divided_after_its_loop"] = (
+    R,
+    False,
+    one(
+        AVERAGED
+        + STEP
+        + """        total = 0.0
+        for x, y in args.val_loader:
+            with torch.no_grad():
+                loss = criterion(model(x), y)
+            total += loss.item()
+        total /= len(args.val_loader)
+        if rank == 0:
+            print(f"epoch {epoch} held-out loss {total:.4f}")
+"""
+    ),
+    "train.py",
+)
+C["training_sum_divided_after_its_loop"] = (
+    R,
+    True,
+    one(
+        """
+    for epoch in range(args.epochs):
+        total = 0.0
+        for step, (x, y) in enumerate(loader):
+"""
+        + STEP
+        + """            total += loss.item()
+        total /= len(loader)
+        if rank == 0:
+            print(f"epoch {epoch} loss {total:.4f}")
+"""
+    ),
+    "train.py",
+)

@@ -486,7 +486,13 @@ def _training_binding(
         return True
     # ``rs["valid"] = evaluate(...)`` stores one item: the container still holds what the item
     # stores since its latest whole binding put in it (``rs["train"] = run_epoch(...)``)
-    last = max((i for i, b in enumerate(before) if not _item_store(b, name)), default=-1)
+    # ``total /= len(loader)`` after the loop combines with what the name held: the bindings up to
+    # its latest whole one decide (DS-Net's validation ``tracking_loss``, summed in the validation
+    # loop, then divided, then copied into ``best_tracking_loss``)
+    last = max(
+        (i for i, b in enumerate(before) if not _item_store(b, name) and not _augmented(b, name)),
+        default=-1,
+    )
     candidates = before[max(last, 0) :]
     return any(_holds_training_value(flow, scope, name, b, at, taint, depth) for b in candidates)
 
@@ -545,7 +551,7 @@ def _holds_training_value(
         and len(binding.targets) == 1
         and isinstance(binding.targets[0], ast.Name)
         else binding.value
-        if isinstance(binding, ast.AnnAssign) and isinstance(binding.target, ast.Name)
+        if isinstance(binding, (ast.AnnAssign, ast.AugAssign)) and isinstance(binding.target, ast.Name)
         else None
     )
     # an object built around meters (``manager = MetricManager([loss_cur])``,
@@ -622,6 +628,11 @@ def _fields_rebound_uncoupled(
     return set(stores) == fields and all(
         not reads(ast.walk(b.value), taint.fields) & taint.names for b in stores.values()
     )
+
+
+def _augmented(binding: ast.AST, name: str) -> bool:
+    """``name += value`` / ``name /= n``: the name is combined with what it held, not rebound."""
+    return isinstance(binding, ast.AugAssign) and dotted(binding.target) == name
 
 
 def _item_store(binding: ast.AST, name: str) -> bool:
