@@ -1378,3 +1378,54 @@ C["training_sum_divided_after_its_loop"] = (
     ),
     "train.py",
 )
+# a helper of another file that appends what it is handed to a log file (``open(path, "a")``) logs
+# it: the rank-0 call handing it the local loss is the event (UIA's ``write_train_logs``)
+APPEND_LOG = """
+import logging
+import os
+
+logger = logging.getLogger(__name__)
+
+
+def write_train_logs(epoch, step, loss_val, filename):
+    if not os.path.exists(filename):
+        with open(filename, "w") as f:
+            f.write("epoch\\tstep\\tloss\\n")
+    else:
+        with open(filename, "a") as f:
+            f.write(f"{epoch}\\t{step}\\t{loss_val:.3f}\\n")
+"""
+C["rank0_call_of_an_appending_log_helper_of_another_file"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD
+        + "from utils.logs import write_train_logs\n"
+        + SETUP
+        + LOGGED_BY
+        + STEP
+        + "            if rank == 0:\n"
+        + '                write_train_logs(epoch, 0, loss.item(), "train_logs.tsv")\n',
+        "utils/__init__.py": "",
+        "utils/logs.py": APPEND_LOG,
+    },
+    "train.py",
+)
+C["NEG_rank0_call_of_an_appending_log_helper_handed_the_mean"] = (
+    R,
+    False,
+    {
+        "train.py": HEAD
+        + "from utils.logs import write_train_logs\n"
+        + SETUP
+        + LOGGED_BY
+        + STEP
+        + "            mean = loss.detach().clone()\n"
+        + "            dist.all_reduce(mean)\n"
+        + "            if rank == 0:\n"
+        + '                write_train_logs(epoch, 0, mean.item() / dist.get_world_size(), "train_logs.tsv")\n',
+        "utils/__init__.py": "",
+        "utils/logs.py": APPEND_LOG,
+    },
+    "train.py",
+)

@@ -15,6 +15,7 @@ from ddp_doctor.lint.context import FileContext, dotted, keyword, method, parame
 from ddp_doctor.lint.idioms import RANK0_FUNCTION, RANK0_SINK_CLASS
 from ddp_doctor.lint.logged_helpers import constructed_method
 from ddp_doctor.lint.project import parameters_logged
+from ddp_doctor.lint.project_log_facts import written_file_mode
 from ddp_doctor.lint.provenance import reads
 from ddp_doctor.lint.rank0 import (
     LOG_ATTRS,
@@ -523,26 +524,8 @@ def _saves_to_file(ctx: FileContext, call: ast.Call) -> bool:
     the innermost such ``with`` or else the latest ``f = open(...)``): a state saved (wenet's
     ``yaml.dump(info_dict)``), not a log. A file opened to append (yolov7's ``open(results_file,
     "a")``) is a log that grows every epoch."""
-    if not isinstance(call.func, ast.Attribute) or not isinstance(call.func.value, ast.Name):
-        return False
-    name = call.func.value.id
-    cur = ctx.parents.get(call)
-    while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
-        if isinstance(cur, (ast.With, ast.AsyncWith)):
-            for item in cur.items:
-                if isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == name:
-                    return _opens(item.context_expr)
-        cur = ctx.parents.get(cur)
-    scope = ctx.enclosing_function(call)
-    before = [b for b in ctx.bindings(scope).get(name, []) if b.lineno < call.lineno]
-    return bool(before) and isinstance(before[-1], ast.Assign) and _opens(before[-1].value)
-
-
-def _opens(expr: ast.AST) -> bool:
-    if not (isinstance(expr, ast.Call) and (dotted(expr.func) or "").split(".")[-1] == "open"):
-        return False
-    mode = keyword(expr, "mode") or (expr.args[1] if len(expr.args) > 1 else None)
-    return isinstance(mode, ast.Constant) and isinstance(mode.value, str) and "w" in mode.value
+    mode = written_file_mode(ctx, call)
+    return mode is not None and "w" in mode
 
 
 def _scoped(ctx: FileContext, node: ast.AST, name: str) -> str:
