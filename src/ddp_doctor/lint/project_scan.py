@@ -63,13 +63,14 @@ from ddp_doctor.lint.project_modules import (
     is_test_module,
     module_level_imports,
     module_level_names,
+    parse_file,
     relative_base,
     sibling_imports,
 )
-from ddp_doctor.lint.project_summary import DATA_PARALLEL, Summary
+from ddp_doctor.lint.project_summary import DATA_PARALLEL, Summary, is_class_summary
 from ddp_doctor.lint.provenance import LossFlow, param_call_return
 from ddp_doctor.lint.rank0_sinks import is_null_writer, null_off_rank0_returns
-from ddp_doctor.lint.reductions import reduces_own_state, returned_reductions
+from ddp_doctor.lint.reductions import SCAN_SYNCED_METERS, reduces_own_state, returned_reductions
 from ddp_doctor.lint.samplers import (
     calls_set_epoch,
     returned_plain_loaders,
@@ -118,6 +119,14 @@ class IndexScan(IndexBindings):
         scan = self._file_scan(module, ctx, imports)
         if scan.flow is not None:
             self._flow_calls(ctx, scan.flow, imports)
+            if scan.flow.returns:
+                called = {
+                    text: target
+                    for c in ctx.of_type(ast.Call)
+                    if (text := dotted(c.func)) and (target := self._project_target(imports, c.func))
+                }
+                if called:
+                    self._meter_flows.append((module, ctx.path, called))
         if scan.loss and any("loss" in w or "backward" in w for w in ctx.words):
             self._flow_paths.append(ctx.path)
         for qual, node in defs:
@@ -126,6 +135,31 @@ class IndexScan(IndexBindings):
             if is_method:
                 self.methods.setdefault(qual.rsplit(".", 1)[-1], []).append(self.summaries[qual])
         self._bindings(ctx, imports, module)
+
+    def _refine_meter_returns(self) -> None:
+        """What a def returns of the loss, read again where the file builds a project meter class
+        whose update reduces across ranks: a file's flow is first read before the files after it are
+        summarised, so Cardiobotics' ``res = {"train/loss": loss_values.avg[0]}`` (``loss_values =
+        AverageMeterDDP()`` from ``utils/ddp_utils.py``, summarised later) looked like the local loss
+        to every caller of ``train_epoch``."""
+        for module, path, called in self._meter_flows:
+            synced = {text for text, target in called.items() if self._synced_meter_class(target)}
+            if not synced:
+                continue
+            ctx = parse_file(Path(path))
+            if ctx is None:
+                continue
+            ctx.memo[SCAN_SYNCED_METERS] = lambda call, synced=synced: dotted(call.func) in synced
+            flow = LossFlow(ctx, LoopFacts(ctx))
+            for qual, node in defs_of(module, ctx.tree)[0]:
+                s = self.summaries.get(qual)
+                if s is not None and not is_class_summary(s):
+                    s.returns_loss = flow.returns.get(id(node))
+        self._meter_flows = []
+
+    def _synced_meter_class(self, target: str) -> bool:
+        s = self._get(target)
+        return s is not None and is_class_summary(s) and s.syncs_updates
 
     def _flow_calls(self, ctx: FileContext, flow: LossFlow, imports: dict[str, str]) -> None:
         """Calls of project code in other files that the file's loss flow reaches: results it

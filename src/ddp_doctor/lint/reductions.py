@@ -28,6 +28,9 @@ NOT_REDUCE_WORDS = frozenset({"batchnorm", "bn", "convert", "time", "timer", "pl
 
 
 # A test that is true only when not distributed: ``not args.distributed``, ``world_size == 1``.
+# ``FileContext.memo`` key: while the project index reads a file again (project_scan
+# ``_refine_meter_returns``), a test of whether a call builds a project meter class whose update reduces
+SCAN_SYNCED_METERS = ("scan-synced-meters",)
 SYNC_KEYWORD = re.compile(r"distributed|sync|reduce|gather", re.IGNORECASE)
 
 
@@ -277,6 +280,8 @@ def synced_metric(ctx: FileContext, call: ast.Call) -> bool:
         summary = ctx.project.summary_for(ctx, call.func)
         if summary is not None and summary.syncs_updates:
             return True
+    elif (scanned := ctx.memo.get(SCAN_SYNCED_METERS)) is not None and scanned(call):
+        return True  # the same, while the project index reads the file (no project attached yet)
     qual = ctx.call_qualname(call) or ""
     return qual.startswith(("torchmetrics.", "lightning.", "pytorch_lightning.")) and "Metric" in qual
 

@@ -1429,3 +1429,72 @@ C["NEG_rank0_call_of_an_appending_log_helper_handed_the_mean"] = (
     },
     "train.py",
 )
+# a project meter class whose update all-reduces, in a file the index reads after the trainer that
+# builds it: what the trainer returns of it is the global value (Cardiobotics' AverageMeterDDP)
+TRAINER_OF_METERS = """
+from utils.meters import AverageMeterDDP
+
+
+class Trainer:
+    def __init__(self, criterion):
+        self.criterion = criterion
+
+    def train_epoch(self, model, loader, optimizer):
+        losses = AverageMeterDDP()
+        for x, y in loader:
+            loss = self.criterion(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses.update(loss.item())
+        return {"train/loss": losses.avg}
+"""
+METER = """
+import torch
+import torch.distributed as dist
+
+
+class AverageMeterDDP:
+    def __init__(self):
+        self.sum, self.count, self.avg = 0.0, 0, 0.0
+
+    def update(self, val):
+        t = torch.tensor([val], device="cuda")
+        %s
+        self.sum += t.item()
+        self.count += dist.get_world_size()
+        self.avg = self.sum / self.count
+"""
+EPOCH_RESULT = (
+    HEAD
+    + "from trainers import Trainer\n"
+    + SETUP
+    + """    trainer = Trainer(criterion)
+    for epoch in range(args.epochs):
+        res = trainer.train_epoch(model, loader, optimizer)
+        if rank == 0:
+            print(res)
+"""
+)
+C["NEG_epoch_result_of_a_meter_class_reducing_in_update_read_later"] = (
+    R,
+    False,
+    {
+        "train.py": EPOCH_RESULT,
+        "trainers.py": TRAINER_OF_METERS,
+        "utils/__init__.py": "",
+        "utils/meters.py": METER % "dist.all_reduce(t)",
+    },
+    "train.py",
+)
+C["epoch_result_of_a_meter_class_not_reducing_read_later"] = (
+    R,
+    True,
+    {
+        "train.py": EPOCH_RESULT,
+        "trainers.py": TRAINER_OF_METERS,
+        "utils/__init__.py": "",
+        "utils/meters.py": METER % "t = t.cpu()",
+    },
+    "train.py",
+)
