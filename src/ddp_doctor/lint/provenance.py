@@ -50,7 +50,7 @@ from ddp_doctor.lint.single_process import single_process_only
 Shape = Union[bool, dict[int, "Shape"]]  # noqa: UP007 - a recursive alias needs the string form
 
 TAINT_PASSES = 3  # assignment chains like loss -> lossf -> running_loss
-ROUNDS = 3  # helper returning a helper's loss, methods reading what another method stored
+ROUNDS = 5  # helper returning a helper's loss (a chain of four: dialogue-generation), methods reading what another method stored
 UPDATE_METHODS = frozenset({"update", "append", "add", "extend", "add_", "__call__"})
 # Meter methods that feed a collection of values at once (``metrics.add_dict({"loss": ...})``,
 # ``meters.update_dict(...)``); not a logger's ``add_scalar``/``add_text``.
@@ -718,6 +718,9 @@ class LossFlow:
                 self.scopes[key] = scope
                 self.taints[key] = taint
                 if taint.returns is not None and isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    # a shape that grew (dialogue-generation's ``compute_loss`` found to return ``ppl``
+                    # beside the loss) reaches the callers read before it this round in the next one
+                    grew |= self.returns.get(key) != taint.returns
                     self.returns[key] = taint.returns
                 owner = self._class_of(scope)
                 attrs = {n for n in taint.names if n.startswith("self.")}

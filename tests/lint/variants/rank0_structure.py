@@ -1498,3 +1498,44 @@ C["epoch_result_of_a_meter_class_not_reducing_read_later"] = (
     },
     "train.py",
 )
+# a chain of closures, each handing on what the one below returns beside the loss (dialogue-generation's
+# compute_loss -> forward_step -> train_step returning ``ppl`` next to the all-reduced loss): a shape
+# that grows in one round of the flow reaches the callers read before it in the next
+CHAIN = """
+    def compute_loss(out, y):
+        loss = criterion(out, y)
+        ppl = torch.exp(loss).item()
+        return loss, ppl
+
+    def forward_step(x, y):
+        loss, ppl = compute_loss(model(x), y)
+        return loss, ppl
+
+    def train_step(x, y):
+        loss, ppl = forward_step(x, y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        loss = loss.detach().clone()
+        dist.all_reduce(loss)
+        return {%s}
+
+    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+            results = train_step(x, y)
+            if rank == 0:
+                for name, value in results.items():
+                    print(name, value)
+"""
+C["closure_chain_returning_the_local_perplexity"] = (
+    R,
+    True,
+    one(CHAIN % '"loss": loss.item() / dist.get_world_size(), "ppl": ppl'),
+    "train.py",
+)
+C["NEG_closure_chain_returning_only_the_reduced_loss"] = (
+    R,
+    False,
+    one(CHAIN % '"loss": loss.item() / dist.get_world_size()'),
+    "train.py",
+)
