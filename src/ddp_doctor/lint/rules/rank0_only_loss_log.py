@@ -558,13 +558,17 @@ def _holds_training_value(
     # ``progress = ProgressMeter(n, [losses])``) holds them, not their values at construction: their
     # updates up to the log count
     held_until = at if isinstance(value, ast.Call) and _constructs(value) else binding
+    read = reads(ast.walk(value)) if value is not None else set()
+    if isinstance(binding, ast.AugAssign):
+        # ``message += f"{k}: {v}"`` in ``for k, v in logs.items():``: the loop's names read the container
+        read |= loop_aliases(ctx, binding, read)
     if (
         name not in taint.roots | taint.terms | taint.carriers
         and not updated
         and value is not None
         and not any(
             depth == 0 or _training_binding(flow, scope, n, held_until, taint, depth - 1)
-            for n in reads(ast.walk(value)) & taint.names
+            for n in read & taint.names
         )
         and not (
             isinstance(value, ast.Call)
