@@ -69,6 +69,7 @@ from ddp_doctor.lint.project_modules import (
 )
 from ddp_doctor.lint.project_summary import DATA_PARALLEL, Summary, is_class_summary
 from ddp_doctor.lint.provenance import LossFlow, param_call_return
+from ddp_doctor.lint.rank0 import class_flags
 from ddp_doctor.lint.rank0_sinks import is_null_writer, null_off_rank0_returns
 from ddp_doctor.lint.reductions import SCAN_SYNCED_METERS, reduces_own_state, returned_reductions
 from ddp_doctor.lint.samplers import (
@@ -366,6 +367,7 @@ class IndexScan(IndexBindings):
                 s.declares_abstract = any(
                     isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and abstract(m) for m in node.body
                 )
+                s.rank0_flags = tuple(sorted(class_flags(node)))
             if scan.bn:  # a subclass has what its project bases build
                 s.refs |= {t for b in node.bases if (t := self._project_target(scan.imports, b))}
                 if "sync" not in node.name.lower() and any(

@@ -1539,3 +1539,56 @@ C["NEG_closure_chain_returning_only_the_reduced_loss"] = (
     one(CHAIN % '"loss": loss.item() / dist.get_world_size()'),
     "train.py",
 )
+# a rank-0 flag kept by a project base class of another file (VL-T5's ``TrainerBase.__init__``:
+# ``self.verbose = True``, lowered off gpu 0), tested by the subclass that trains
+BASE_TRAINER = """
+import torch.distributed as dist
+
+
+class TrainerBase:
+    def __init__(self, args):
+        self.args = args
+%s
+"""
+SUB_TRAINER = (
+    HEAD
+    + "from trainer_base import TrainerBase\n"
+    + """
+
+class Trainer(TrainerBase):
+    def __init__(self, args, model, loader, optimizer, criterion):
+        super().__init__(args)
+        self.model, self.loader, self.optimizer, self.criterion = model, loader, optimizer, criterion
+
+    def train(self):
+        for x, y in self.loader:
+            loss = self.criterion(self.model(x), y)
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+            if self.verbose:
+                print(f"loss {loss.item():.4f}")
+"""
+)
+C["rank0_flag_of_a_base_class_of_another_file"] = (
+    R,
+    True,
+    {
+        "train.py": SUB_TRAINER,
+        "trainer_base.py": BASE_TRAINER
+        % """        self.verbose = True
+        if args.distributed:
+            if dist.get_rank() != 0:
+                self.verbose = False""",
+    },
+    "train.py",
+)
+C["NEG_option_flag_of_a_base_class_of_another_file"] = (
+    R,
+    False,
+    {
+        "train.py": SUB_TRAINER,
+        "trainer_base.py": BASE_TRAINER % "        self.verbose = args.verbose",
+    },
+    "train.py",
+)

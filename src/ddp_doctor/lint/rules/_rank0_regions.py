@@ -189,11 +189,24 @@ def handed_flags(ctx: FileContext, region: ast.AST) -> set[str]:
 
 
 def own_class_flags(ctx: FileContext, region: ast.AST, predicates: set[str]) -> set[str]:
-    """In a method, the flags its class keeps (``self.disable_logs = is_distributed and rank != 0``)."""
+    """In a method, the flags its class keeps (``self.disable_logs = is_distributed and rank != 0``)
+    and, in project mode, those its project base classes keep."""
     owner = ctx.parents.get(region)
-    if isinstance(region, (ast.FunctionDef, ast.AsyncFunctionDef)) and isinstance(owner, ast.ClassDef):
-        return class_flags(owner, predicates)
-    return set()
+    if not (isinstance(region, (ast.FunctionDef, ast.AsyncFunctionDef)) and isinstance(owner, ast.ClassDef)):
+        return set()
+    flags = class_flags(owner, predicates)
+    if ctx.project is not None:
+        # and those of its project base classes (VL-T5's ``self.verbose`` of ``TrainerBase``), but
+        # not a flag the class binds itself (its own bindings decide what it holds)
+        bound = {
+            f"self.{t.attr}"
+            for n in ast.walk(owner)
+            if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+            for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+        }
+        flags |= {f for f in ctx.project.base_class_flags(ctx, owner) if f.lstrip("!") not in bound}
+    return flags
 
 
 def inside_rank0_printer(ctx: FileContext, node: ast.AST) -> bool:
