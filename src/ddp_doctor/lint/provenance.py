@@ -1016,7 +1016,10 @@ class LossFlow:
                         reduced_at.setdefault(x, []).append(n.lineno)
                     reduced |= _iterated_containers(ctx, n)  # for v in stats.values(): all_reduce(v)
                     if isinstance(n.func, ast.Attribute) and (held := receiver_name(dotted(n.func.value))):
-                        reduced.add(held)  # metric_logger.synchronize_between_processes()
+                        # metric_logger.synchronize_between_processes(); ``meters["loss"].all_reduce()``
+                        # combines the meter its container holds (the name the update fed, above)
+                        held = held.split("[", 1)[0]
+                        reduced.add(held)
                         reduced |= _built_from(scope_binds.get(held, []), n.lineno)
                 elif (
                     isinstance(n.func, ast.Attribute)
@@ -1040,8 +1043,10 @@ class LossFlow:
                     roots |= names
                 m = method(n)
                 receiver = receiver_name(m[0]) if m else None
-                if m and receiver is None and isinstance(n.func, ast.Attribute):
-                    # ``loss_mts[key].update(loss.item())``: a meter of a container, the container holds it
+                if m and (receiver is None or "[" in receiver) and isinstance(n.func, ast.Attribute):
+                    # ``loss_mts[key].update(loss.item())``: a meter of a container, the container holds
+                    # it; by a literal key too (PVDM's ``losses['diffusion_loss'].update(loss.item(), 1)``,
+                    # logged as ``losses['diffusion_loss'].average``: what is read is the container)
                     inner = n.func.value
                     if isinstance(inner, ast.Subscript):
                         receiver = receiver_name(dotted(inner.value))

@@ -1592,3 +1592,82 @@ C["NEG_option_flag_of_a_base_class_of_another_file"] = (
     },
     "train.py",
 )
+# a meter a dict holds by a literal key (PVDM's ``losses["diffusion_loss"].update(loss.item(), 1)``),
+# logged through a local name bound only to log functions (``log_ = print`` / ``log_ = logger.log``)
+METER_BY_KEY = """
+class AverageMeter:
+    def __init__(self):
+        self.sum, self.count, self.average = 0.0, 0, 0.0
+
+    def update(self, val, n=1):
+        self.sum += val * n
+        self.count += n
+        self.average = self.sum / self.count
+
+
+def main(args, loader, net, logger=None):
+    dist.init_process_group("nccl")
+    rank = dist.get_rank()
+    model = DDP(net.cuda(), device_ids=[rank])
+    criterion = nn.CrossEntropyLoss()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    if logger is None:
+        log_ = print
+    else:
+        log_ = logger.log
+    losses = {"loss": AverageMeter(), "lr": AverageMeter()}
+    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+"""
+C["meter_held_by_a_literal_key_logged_through_a_log_alias"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD
+        + METER_BY_KEY
+        + STEP
+        + """            losses["loss"].update(loss.item(), 1)
+            losses["lr"].update(optimizer.param_groups[0]["lr"], 1)
+            if rank == 0:
+                log_("loss %f" % losses["loss"].average)
+"""
+    },
+    "train.py",
+)
+C["NEG_other_meter_held_by_a_literal_key_logged_through_a_log_alias"] = (
+    R,
+    False,
+    {
+        "train.py": HEAD
+        + METER_BY_KEY
+        + STEP
+        + """            losses["loss"].update(loss.item(), 1)
+            losses["lr"].update(optimizer.param_groups[0]["lr"], 1)
+            if rank == 0:
+                log_("lr %f" % losses["lr"].average)
+"""
+    },
+    "train.py",
+)
+C["NEG_meter_held_by_a_literal_key_all_reduced_before_its_log"] = (
+    R,
+    False,
+    {
+        "train.py": HEAD
+        + METER_BY_KEY.replace(
+            "        self.average = self.sum / self.count\n",
+            "        self.average = self.sum / self.count\n\n"
+            "    def all_reduce(self):\n"
+            "        t = torch.tensor([self.sum, self.count], device='cuda')\n"
+            "        dist.all_reduce(t)\n"
+            "        self.average = (t[0] / t[1]).item()\n",
+        )
+        + STEP
+        + """            losses["loss"].update(loss.item(), 1)
+            losses["loss"].all_reduce()
+            if rank == 0:
+                print("loss %f" % losses["loss"].average)
+"""
+    },
+    "train.py",
+)

@@ -19,6 +19,7 @@ from ddp_doctor.lint.project_log_facts import written_file_mode
 from ddp_doctor.lint.provenance import reads
 from ddp_doctor.lint.rank0 import (
     LOG_ATTRS,
+    LOG_CALL,
     bound_argument,
     class_flags,
     enclosing_rank0_if,
@@ -305,6 +306,22 @@ def _bar_class_write(ctx: FileContext, call: ast.Call) -> bool:
     return bool(built) and all(isinstance(v, ast.Call) and keyword(v, "disable") is not None for v in built)
 
 
+def _log_function_alias(ctx: FileContext, call: ast.Call) -> bool:
+    """``log_(msg)`` where the function (else the module) binds ``log_`` only to log functions
+    (PVDM's ``log_ = print`` / ``log_ = logger.log`` by whether a logger was handed in): a call of
+    a local name for ``print`` or a logger's method is a log call."""
+    if not isinstance(call.func, ast.Name):
+        return False
+    name = call.func.id
+    binds = ctx.bindings(ctx.enclosing_function(call)).get(name) or ctx.bindings(ctx.tree).get(name, [])
+    return bool(binds) and all(
+        isinstance(b, ast.Assign)
+        and isinstance(b.value, (ast.Name, ast.Attribute))
+        and bool(LOG_CALL.match((dotted(b.value) or "").rsplit(".", 1)[-1]))
+        for b in binds
+    )
+
+
 def _disabled_off_rank0(call: ast.Call, predicates: set[str]) -> bool:
     flag = keyword(call, "disable")
     return flag is not None and is_not_rank0_test(flag, predicates)
@@ -385,6 +402,7 @@ def rank0_logs(
             state = state_log_call(ctx, node)  # ``progress.display(i)``: prints the meters it was built with
             if guard is not None and (
                 is_log_call(node)
+                or _log_function_alias(ctx, node)
                 or (ctx.project is not None and ctx.project.call_logged_args(ctx, node) is not None)
                 or helper_logged_args(ctx, node)
                 or state is not None
