@@ -71,7 +71,7 @@ from ddp_doctor.lint.project_summary import DATA_PARALLEL, Summary, is_class_sum
 from ddp_doctor.lint.provenance import LossFlow, param_call_return
 from ddp_doctor.lint.rank0 import class_flags
 from ddp_doctor.lint.rank0_sinks import is_null_writer, null_off_rank0_returns
-from ddp_doctor.lint.reductions import SCAN_SYNCED_METERS, reduces_own_state, returned_reductions
+from ddp_doctor.lint.reductions import SCAN_SYNCED_METERS, local_only, reduces_own_state, returned_reductions
 from ddp_doctor.lint.samplers import (
     calls_set_epoch,
     returned_plain_loaders,
@@ -432,6 +432,7 @@ class IndexScan(IndexBindings):
         # shared: what it returns of values combined across ranks (provenance.reducing_call)
         s.returns_reduced, returned = returned_reductions(ctx, node)
         s.reduces_self = is_method and reduces_own_state(ctx, node)
+        s.local_only = local_only(ctx, node)
         s.reduce_callees = {t for c in returned if (t := self._project_target(scan.imports, c.func))}
         # shared: the loop model (lint/loops.py) takes a call of it as a backward of its argument
         if s.calls_backward:

@@ -150,6 +150,9 @@ class Summary:
     # the project functions whose results it returns (lingua ``dist_mean_dict`` → ``dist_mean``)
     returns_reduced: bool = False
     reduce_callees: set[str] = field(default_factory=set)  # project functions whose results it returns
+    # it calls nothing but Python builtins and methods of its own values (reductions.local_only:
+    # MonoDetector's ``reduce_loss_dict`` is ``sum(loss_dict.values())``): a reduce by name only
+    local_only: bool = False
     toggles_sync: bool = False
     builds_batchnorm: bool = False
     converts_syncbn: bool = False

@@ -36,6 +36,7 @@ from ddp_doctor.lint.rank0 import bound_argument
 from ddp_doctor.lint.reductions import (
     compute_of,
     is_reduce,
+    named_only,
     reduced_before,
     reduced_iteration,
     reduces_in_place,
@@ -1209,7 +1210,7 @@ class LossFlow:
         if not isinstance(value, ast.Call):
             return False
         if is_reduce(dotted(value.func) or ""):
-            return True
+            return not named_only(self.ctx, value)
         fn = self.ctx.helper(value)
         if fn is None:
             return False

@@ -1671,3 +1671,51 @@ C["NEG_meter_held_by_a_literal_key_all_reduced_before_its_log"] = (
     },
     "train.py",
 )
+# a helper named like a collective whose code only sums this rank's loss terms (MonoDetector's
+# ``reduce_loss_dict``: ``return sum([v for v in loss_dict.values()])``) combines nothing across ranks
+SUMMED_TERMS = (
+    HEAD
+    + "from utils.comm import reduce_loss_dict\n"
+    + SETUP
+    + """    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+            loss_dict = {"cls": criterion(model(x), y), "reg": model(x).abs().mean()}
+            total_loss = reduce_loss_dict(loss_dict)
+            optimizer.zero_grad()
+            total_loss.backward()
+            optimizer.step()
+            if rank == 0:
+                print(f"loss {total_loss.item():.4f}")
+"""
+)
+C["helper_named_reduce_that_only_sums_the_terms"] = (
+    R,
+    True,
+    {
+        "train.py": SUMMED_TERMS,
+        "utils/__init__.py": "",
+        "utils/comm.py": """
+def reduce_loss_dict(loss_dict):
+    return sum([v for v in loss_dict.values()])
+""",
+    },
+    "train.py",
+)
+C["NEG_helper_named_reduce_that_all_reduces_the_sum"] = (
+    R,
+    False,
+    {
+        "train.py": SUMMED_TERMS,
+        "utils/__init__.py": "",
+        "utils/comm.py": """
+import torch.distributed as dist
+
+
+def reduce_loss_dict(loss_dict):
+    total = sum([v for v in loss_dict.values()])
+    dist.all_reduce(total)
+    return total / dist.get_world_size()
+""",
+    },
+    "train.py",
+)
