@@ -1719,3 +1719,56 @@ def reduce_loss_dict(loss_dict):
     },
     "train.py",
 )
+# ``message += "{}: {:.3e} ".format(k, v)`` over a project model's ``current_log()`` items, in a loop
+# whose backward runs inside the model's method (KAIR's main_train_psnr.py)
+KAIR_MODEL = """
+class ModelPlain:
+    def optimize_parameters(self, step):
+        self.optimizer.zero_grad()
+        G_loss = self.lossfn(self.netG(self.L), self.H)
+        G_loss.backward()
+        self.optimizer.step()
+        self.log_dict["G_loss"] = G_loss.item()
+
+    def current_log(self):
+        return self.log_dict
+"""
+KAIR_MAIN = """
+import logging
+from models.model_plain import ModelPlain
+
+
+def main(opt, train_loader):
+    logger = logging.getLogger("train")
+    model = ModelPlain()
+    for step, data in enumerate(train_loader):
+        model.optimize_parameters(step)
+        if step % 100 == 0 and opt["rank"] == 0:
+            logs = model.current_log()
+            message = "<iter {}> ".format(step)
+            for k, v in logs.items():
+                message += "{}: {:.3e} ".format(k, v)
+LOG_HERE
+"""
+C["message_built_by_format_over_a_project_models_log_items"] = (
+    R,
+    True,
+    {
+        "main_train.py": KAIR_MAIN.replace("LOG_HERE", "            logger.info(message)"),
+        "models/__init__.py": "",
+        "models/model_plain.py": KAIR_MODEL,
+    },
+    "main_train.py",
+)
+C["NEG_message_rebuilt_after_the_log_items"] = (
+    R,
+    False,
+    {
+        "main_train.py": KAIR_MAIN.replace(
+            "LOG_HERE", '            message = "<iter {}> done".format(step)\n            logger.info(message)'
+        ),
+        "models/__init__.py": "",
+        "models/model_plain.py": KAIR_MODEL,
+    },
+    "main_train.py",
+)

@@ -559,9 +559,10 @@ def _holds_training_value(
     # updates up to the log count
     held_until = at if isinstance(value, ast.Call) and _constructs(value) else binding
     read = reads(ast.walk(value)) if value is not None else set()
-    if isinstance(binding, ast.AugAssign):
-        # ``message += f"{k}: {v}"`` in ``for k, v in logs.items():``: the loop's names read the container
-        read |= loop_aliases(ctx, binding, read)
+    # ``message += "{}: {}".format(k, v)`` in ``for k, v in logs.items():`` (KAIR): the loop's names
+    # read the container
+    aliases = loop_aliases(ctx, binding, read) if isinstance(binding, ast.AugAssign) else set()
+    read |= aliases
     if (
         name not in taint.roots | taint.terms | taint.carriers
         and not updated
@@ -585,7 +586,7 @@ def _holds_training_value(
     fresh = (
         bool(calls)
         and value is not None
-        and not reads(ast.walk(value), taint.fields) & taint.names
+        and not (reads(ast.walk(value), taint.fields) | aliases) & taint.names
         and not any(ctx.helper(c) is not None or flow.call_shape(c) is not None for c in calls)
     )
     cur = ctx.parents.get(binding)
