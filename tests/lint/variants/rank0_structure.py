@@ -1772,3 +1772,24 @@ C["NEG_message_rebuilt_after_the_log_items"] = (
     },
     "main_train.py",
 )
+# the ``else`` of ``if wandb_run is not None and rank == 0:`` runs on rank 0 too (when there is no
+# run): a rank-0 writer's branch there is rank 0's (OpenRLHF's TensorBoard ``elif``)
+C["rank0_writer_in_the_else_of_a_run_and_rank0_test"] = (
+    R,
+    True,
+    one(
+        """
+    run = wandb.init() if (rank == 0 and args.wandb) else None
+    writer = SummaryWriter() if rank == 0 else None
+    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+"""
+        + STEP
+        + """            if run is not None and rank == 0:
+                run.log({"step": step})
+            elif writer is not None and rank == 0:
+                writer.add_scalar("loss", loss.item(), step)
+"""
+    ),
+    "train.py",
+)

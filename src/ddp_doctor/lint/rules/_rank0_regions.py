@@ -29,7 +29,7 @@ from ddp_doctor.lint.rank0 import (
     is_rank0_log_call,
     is_rank0_test,
     is_silenceable_record,
-    off_rank0,
+    off_rank0_branch,
     rank0_locals,
     rank0_parameters,
     rank_zero_decorated,
@@ -383,7 +383,7 @@ def rank0_logs(
         if isinstance(node, ast.Call):
             if _saves_to_file(ctx, node):
                 continue  # ``fout.write(yaml.dump(info_dict))``: a file saved, not a log
-            if off_rank0(ctx.parents, node, predicates):
+            if off_rank0_branch(ctx.parents, node, predicates):
                 # the other branch of a rank-0 test (CenterNet tutorial's ``if local_rank == 0: ...
                 # elif writer is not None: writer.add_scalar(...)``) runs on the other ranks, where a
                 # rank-0 writer is None: whatever it logs is not rank 0's alone
