@@ -471,7 +471,7 @@ def class_flags(cls: ast.ClassDef, predicates: Collection[str] = ()) -> set[str]
             if parents is None:
                 parents = {c: p for p in ast.walk(cls) for c in ast.iter_child_nodes(p)}
             lowered = [n for n, v in zip(nodes[attr], values) if v is not None and _is_false(v)]
-            if lowered and all(off_rank0(parents, n, predicates) for n in lowered):
+            if lowered and all(_off_rank0(parents, n, predicates) for n in lowered):
                 out.add(f"self.{attr}")
             continue
         if all(is_rank0_test(v, predicates) for v in tests):
@@ -646,7 +646,7 @@ def silences_other_ranks(
             and any(isinstance(t, ast.Attribute) and t.attr == "disabled" for t in n.targets)
             and isinstance(n.value, ast.Constant)
             and n.value.value is True
-            and off_rank0(parents, n, predicates)
+            and _off_rank0(parents, n, predicates)
             for n in walk_local(fn.body)
         ):
             return True  # ``if not is_main_process(): logger.disabled = True``
@@ -690,7 +690,7 @@ def silences_other_ranks(
                     for a in args
                 ):
                     return True
-                if any(_quiet_level(a, fn) for a in args) and off_rank0(parents, call, predicates):
+                if any(_quiet_level(a, fn) for a in args) and _off_rank0(parents, call, predicates):
                     return True
             if (
                 attr == "add"
@@ -753,10 +753,10 @@ def silenced_stdout(
     shows rank 0's values only. ``assigns``: the file's assignments. None when the file does no such
     thing."""
     for node in assigns:
-        if any(dotted(t) == "sys.stdout" for t in node.targets) and off_rank0(parents, node, predicates):
+        if any(dotted(t) == "sys.stdout" for t in node.targets) and _off_rank0(parents, node, predicates):
             return node
         if any(is_builtin_print(t) for t in node.targets) and (
-            off_rank0(parents, node, predicates) or _rank0_only_printer(parents, node, predicates)
+            _off_rank0(parents, node, predicates) or _rank0_only_printer(parents, node, predicates)
         ):
             return node
     return None
@@ -856,7 +856,7 @@ def _quiet_level(node: ast.AST, fn: ast.AST | None = None) -> bool:
     return name.split(".")[-1].upper() in QUIET_LEVELS
 
 
-def off_rank0(parents: dict[ast.AST, ast.AST], node: ast.AST, predicates: Collection[str]) -> bool:
+def _off_rank0(parents: dict[ast.AST, ast.AST], node: ast.AST, predicates: Collection[str]) -> bool:
     """``node`` runs on ranks other than 0 only (else of a rank-0 test, body of a not-rank-0 test)."""
     child, cur = node, parents.get(node)
     while cur is not None and not isinstance(cur, SCOPES):
@@ -870,7 +870,7 @@ def off_rank0(parents: dict[ast.AST, ast.AST], node: ast.AST, predicates: Collec
 
 
 def off_rank0_branch(parents: dict[ast.AST, ast.AST], node: ast.AST, predicates: Collection[str]) -> bool:
-    """``node`` runs on ranks other than 0 only, as :func:`off_rank0` reads it, but the ``else`` of an
+    """``node`` runs on ranks other than 0 only, as :func:`_off_rank0` reads it, but the ``else`` of an
     ``and`` counts only when its other operands speak of the rank (CenterNet tutorial's ``if
     local_rank is not None and local_rank == 0: ... elif writer is not None:``): the ``else`` of
     ``if self._wandb is not None and is_rank_0():`` runs on rank 0 too (OpenRLHF's TensorBoard
