@@ -112,6 +112,7 @@ class ProjectIndex(IndexScan, IndexQueries):
                 index._summarise(module, ctx)
             except RecursionError:
                 continue
+        index._refine_meter_returns()
         index._propagate()
         return index
 

@@ -199,6 +199,10 @@ class IndexCore:
     # once, with the finished index, for the project functions they hand the loss to (``_handed``:
     # qualname -> argument positions and keyword names; wenet ``log_per_step(writer, info_dict)``).
     _flow_paths: list[str] = field(default_factory=list)
+    # Files whose loss flow returns the loss from some def and which call project code: (module, path,
+    # the project target each called spelling names). Their flows are read again once every class is
+    # summarised, with the meter classes whose update reduces known (IndexScan._refine_meter_returns).
+    _meter_flows: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)
     _handed: dict[str, set[int | str]] | None = None
     _handing: bool = False
     # Call sites by callee (a project qualname, or ``.name`` for ``obj.name(...)``): under a rank-0

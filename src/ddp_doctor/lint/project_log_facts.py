@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 
-from ddp_doctor.lint.context import FileContext, positional_params
+from ddp_doctor.lint.context import FileContext, dotted, keyword, positional_params
 from ddp_doctor.lint.logged_attributes import logged_self_attributes, stores_into
 from ddp_doctor.lint.provenance import alarm, bound_names, loop_aliases, reads
 
@@ -36,7 +36,7 @@ def parameters_logged(
     self.writer.add_scalar(k, v)``), and through a same-file helper that logs what it is handed
     (vilbert ``tbLogger.step_train(..., loss, ...)`` -> ``self.linePlot(stepId, loss, ...)`` ->
     ``self.logger.add_scalar(..., val, step)``; ``depth`` helpers deep). Not ``f.write(...)``
-    (llm.c ``write_state`` dumps tensors)."""
+    (llm.c ``write_state`` dumps tensors) unless ``f`` was opened to append: a log file."""
     from ddp_doctor.lint.logged_helpers import helper_logged_args
     from ddp_doctor.lint.rank0 import is_log_call
 
@@ -86,7 +86,7 @@ def parameters_logged(
         ) or stored.get(id(call))
         if handed:
             args = handed
-        elif isinstance(call, ast.Call) and _is_log(call):
+        elif isinstance(call, ast.Call) and (_is_log(call) or _appends_to_log(ctx, call)):
             args = [*call.args, *(k.value for k in call.keywords)]
         else:
             continue
@@ -111,6 +111,39 @@ def parameters_logged(
             if not alarm(ctx, call, derived):  # ``if loss > 12: print(loss)`` warns, it does not log
                 logged.add(named[n])
     return tuple(sorted(logged)), tuple(positional)
+
+
+def written_file_mode(ctx: FileContext, call: ast.Call) -> str | None:
+    """The mode ``f`` was opened in, for ``f.write(...)``: of the innermost ``with open(...) as f``
+    holding the call, or else of the latest ``f = open(...)`` before it; None when unknown."""
+    if not isinstance(call.func, ast.Attribute) or not isinstance(call.func.value, ast.Name):
+        return None
+    name = call.func.value.id
+    cur = ctx.parents.get(call)
+    while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
+        if isinstance(cur, (ast.With, ast.AsyncWith)):
+            for item in cur.items:
+                if isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == name:
+                    return _open_mode(item.context_expr)
+        cur = ctx.parents.get(cur)
+    scope = ctx.enclosing_function(call)
+    before = [b for b in ctx.bindings(scope).get(name, []) if b.lineno < call.lineno]
+    return _open_mode(before[-1].value) if before and isinstance(before[-1], ast.Assign) else None
+
+
+def _open_mode(expr: ast.AST) -> str | None:
+    if not (isinstance(expr, ast.Call) and (dotted(expr.func) or "").split(".")[-1] == "open"):
+        return None
+    mode = keyword(expr, "mode") or (expr.args[1] if len(expr.args) > 1 else None)
+    return mode.value if isinstance(mode, ast.Constant) and isinstance(mode.value, str) else None
+
+
+def _appends_to_log(ctx: FileContext, call: ast.Call) -> bool:
+    """``f.write(...)`` to a file opened to append (``with open(log_path, "a") as f:``): a log file
+    that grows with each call (UIA's ``write_train_logs(epoch, step, loss_val, lr, filename)``), not
+    a state dumped (llm.c ``write_state`` opens its file "wb")."""
+    mode = written_file_mode(ctx, call) if _writes_file(call) else None
+    return mode is not None and "a" in mode
 
 
 def _is_log(call: ast.Call) -> bool:

@@ -443,6 +443,26 @@ class IndexQueries(IndexCore):
         cls = self.summaries.get(f"{ctx.module}.{owner.name}")
         return cls is not None and cls.declares_abstract and self._overridden(cls.qualname, fn.name, 0)
 
+    def base_class_flags(self, ctx: FileContext, cls: ast.ClassDef) -> set[str]:
+        """The rank-0 flags (``self.verbose``) the project base classes of ``cls``, of any file and a
+        few levels up, keep (``Summary.rank0_flags``): VL-T5's ``Trainer(TrainerBase)`` tests
+        ``self.verbose``, which ``TrainerBase.__init__`` lowers off gpu 0 in trainer_base.py."""
+        if ctx.module is None:
+            return set()
+        out: set[str] = set()
+        seen: set[str] = set()
+        own = self.summaries.get(f"{ctx.module}.{cls.name}")
+        todo = list(own.class_bases) if own is not None else []
+        while todo and len(seen) < 16:
+            current = self._defined_class(todo.pop(0)) or ""
+            summary = self.summaries.get(current)
+            if current in seen or summary is None:
+                continue
+            seen.add(current)
+            out |= set(summary.rank0_flags)
+            todo = [*summary.class_bases, *todo]
+        return out
+
     def _overridden(self, cls: str, name: str, depth: int) -> bool:
         """Every subclass of ``cls`` in the project defines ``name`` (or leaves it to subclasses that
         all do); False when ``cls`` has none."""

@@ -64,13 +64,15 @@ from ddp_doctor.lint.project_modules import (
     is_test_module,
     module_level_imports,
     module_level_names,
+    parse_file,
     relative_base,
     sibling_imports,
 )
-from ddp_doctor.lint.project_summary import DATA_PARALLEL, Summary
+from ddp_doctor.lint.project_summary import DATA_PARALLEL, Summary, is_class_summary
 from ddp_doctor.lint.provenance import LossFlow, param_call_return
+from ddp_doctor.lint.rank0 import class_flags
 from ddp_doctor.lint.rank0_sinks import is_null_writer, null_off_rank0_returns
-from ddp_doctor.lint.reductions import reduces_own_state, returned_reductions
+from ddp_doctor.lint.reductions import SCAN_SYNCED_METERS, local_only, reduces_own_state, returned_reductions
 from ddp_doctor.lint.samplers import (
     calls_set_epoch,
     returned_plain_loaders,
@@ -119,6 +121,14 @@ class IndexScan(IndexBindings):
         scan = self._file_scan(module, ctx, imports)
         if scan.flow is not None:
             self._flow_calls(ctx, scan.flow, imports)
+            if scan.flow.returns:
+                called = {
+                    text: target
+                    for c in ctx.of_type(ast.Call)
+                    if (text := dotted(c.func)) and (target := self._project_target(imports, c.func))
+                }
+                if called:
+                    self._meter_flows.append((module, ctx.path, called))
         if scan.loss and any("loss" in w or "backward" in w for w in ctx.words):
             self._flow_paths.append(ctx.path)
         for qual, node in defs:
@@ -127,6 +137,31 @@ class IndexScan(IndexBindings):
             if is_method:
                 self.methods.setdefault(qual.rsplit(".", 1)[-1], []).append(self.summaries[qual])
         self._bindings(ctx, imports, module)
+
+    def _refine_meter_returns(self) -> None:
+        """What a def returns of the loss, read again where the file builds a project meter class
+        whose update reduces across ranks: a file's flow is first read before the files after it are
+        summarised, so Cardiobotics' ``res = {"train/loss": loss_values.avg[0]}`` (``loss_values =
+        AverageMeterDDP()`` from ``utils/ddp_utils.py``, summarised later) looked like the local loss
+        to every caller of ``train_epoch``."""
+        for module, path, called in self._meter_flows:
+            synced = {text for text, target in called.items() if self._synced_meter_class(target)}
+            if not synced:
+                continue
+            ctx = parse_file(Path(path))
+            if ctx is None:
+                continue
+            ctx.memo[SCAN_SYNCED_METERS] = lambda call, synced=synced: dotted(call.func) in synced
+            flow = LossFlow(ctx, LoopFacts(ctx))
+            for qual, node in defs_of(module, ctx.tree)[0]:
+                s = self.summaries.get(qual)
+                if s is not None and not is_class_summary(s):
+                    s.returns_loss = flow.returns.get(id(node))
+        self._meter_flows = []
+
+    def _synced_meter_class(self, target: str) -> bool:
+        s = self._get(target)
+        return s is not None and is_class_summary(s) and s.syncs_updates
 
     def _flow_calls(self, ctx: FileContext, flow: LossFlow, imports: dict[str, str]) -> None:
         """Calls of project code in other files that the file's loss flow reaches: results it
@@ -335,6 +370,7 @@ class IndexScan(IndexBindings):
                 s.declares_abstract = any(
                     isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and abstract(m) for m in node.body
                 )
+                s.rank0_flags = tuple(sorted(class_flags(node)))
             if scan.bn:  # a subclass has what its project bases build
                 s.refs |= {t for b in node.bases if (t := self._project_target(scan.imports, b))}
                 if "sync" not in node.name.lower() and any(
@@ -399,6 +435,7 @@ class IndexScan(IndexBindings):
         # shared: what it returns of values combined across ranks (provenance.reducing_call)
         s.returns_reduced, returned = returned_reductions(ctx, node)
         s.reduces_self = is_method and reduces_own_state(ctx, node)
+        s.local_only = local_only(ctx, node)
         s.reduce_callees = {t for c in returned if (t := self._project_target(scan.imports, c.func))}
         # shared: the loop model (lint/loops.py) takes a call of it as a backward of its argument
         if s.calls_backward:

@@ -87,6 +87,8 @@ FACTS: dict[str, tuple[str, ...]] = {
         "rank0_method_params",
         "class_bases",
         "declares_abstract",
+        "rank0_flags",
+        "base_class_flags",
         "dead_override_base",
         "call_rank0_positions",
         "rank0_attributes",
@@ -149,6 +151,9 @@ class Summary:
     # the project functions whose results it returns (lingua ``dist_mean_dict`` → ``dist_mean``)
     returns_reduced: bool = False
     reduce_callees: set[str] = field(default_factory=set)  # project functions whose results it returns
+    # it calls nothing but Python builtins and methods of its own values (reductions.local_only:
+    # MonoDetector's ``reduce_loss_dict`` is ``sum(loss_dict.values())``): a reduce by name only
+    local_only: bool = False
     toggles_sync: bool = False
     builds_batchnorm: bool = False
     converts_syncbn: bool = False
@@ -256,6 +261,9 @@ class Summary:
     # whether it only declares some method (``def _train_step(self): pass``): not meant to run as is
     class_bases: tuple[str, ...] = ()
     declares_abstract: bool = False
+    # (a class) the ``self.<attr>`` flags its methods bind to rank-0 tests (rank0.class_flags: VL-T5's
+    # ``self.verbose = True`` lowered off gpu 0): the subclasses of other files test them too
+    rank0_flags: tuple[str, ...] = ()
     # (a class) every method but ``__init__`` does nothing (tape's ``DummyVisualizer``, CenterNet's
     # ``EmptySummaryWriter``: what a factory hands the other ranks); (a function) the project classes it
     # returns under a test that holds off rank 0 (lint/rank0_sinks.py ``null_off_rank0_returns``)

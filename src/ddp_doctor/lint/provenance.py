@@ -36,6 +36,7 @@ from ddp_doctor.lint.rank0 import bound_argument
 from ddp_doctor.lint.reductions import (
     compute_of,
     is_reduce,
+    named_only,
     reduced_before,
     reduced_iteration,
     reduces_in_place,
@@ -50,7 +51,7 @@ from ddp_doctor.lint.single_process import single_process_only
 Shape = Union[bool, dict[int, "Shape"]]  # noqa: UP007 - a recursive alias needs the string form
 
 TAINT_PASSES = 3  # assignment chains like loss -> lossf -> running_loss
-ROUNDS = 3  # helper returning a helper's loss, methods reading what another method stored
+ROUNDS = 5  # helper returning a helper's loss (a chain of four: dialogue-generation), methods reading what another method stored
 UPDATE_METHODS = frozenset({"update", "append", "add", "extend", "add_", "__call__"})
 # Meter methods that feed a collection of values at once (``metrics.add_dict({"loss": ...})``,
 # ``meters.update_dict(...)``); not a logger's ``add_scalar``/``add_text``.
@@ -718,6 +719,9 @@ class LossFlow:
                 self.scopes[key] = scope
                 self.taints[key] = taint
                 if taint.returns is not None and isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    # a shape that grew (dialogue-generation's ``compute_loss`` found to return ``ppl``
+                    # beside the loss) reaches the callers read before it this round in the next one
+                    grew |= self.returns.get(key) != taint.returns
                     self.returns[key] = taint.returns
                 owner = self._class_of(scope)
                 attrs = {n for n in taint.names if n.startswith("self.")}
@@ -1013,7 +1017,10 @@ class LossFlow:
                         reduced_at.setdefault(x, []).append(n.lineno)
                     reduced |= _iterated_containers(ctx, n)  # for v in stats.values(): all_reduce(v)
                     if isinstance(n.func, ast.Attribute) and (held := receiver_name(dotted(n.func.value))):
-                        reduced.add(held)  # metric_logger.synchronize_between_processes()
+                        # metric_logger.synchronize_between_processes(); ``meters["loss"].all_reduce()``
+                        # combines the meter its container holds (the name the update fed, above)
+                        held = held.split("[", 1)[0]
+                        reduced.add(held)
                         reduced |= _built_from(scope_binds.get(held, []), n.lineno)
                 elif (
                     isinstance(n.func, ast.Attribute)
@@ -1037,8 +1044,10 @@ class LossFlow:
                     roots |= names
                 m = method(n)
                 receiver = receiver_name(m[0]) if m else None
-                if m and receiver is None and isinstance(n.func, ast.Attribute):
-                    # ``loss_mts[key].update(loss.item())``: a meter of a container, the container holds it
+                if m and (receiver is None or "[" in receiver) and isinstance(n.func, ast.Attribute):
+                    # ``loss_mts[key].update(loss.item())``: a meter of a container, the container holds
+                    # it; by a literal key too (PVDM's ``losses['diffusion_loss'].update(loss.item(), 1)``,
+                    # logged as ``losses['diffusion_loss'].average``: what is read is the container)
                     inner = n.func.value
                     if isinstance(inner, ast.Subscript):
                         receiver = receiver_name(dotted(inner.value))
@@ -1201,7 +1210,7 @@ class LossFlow:
         if not isinstance(value, ast.Call):
             return False
         if is_reduce(dotted(value.func) or ""):
-            return True
+            return not named_only(self.ctx, value)
         fn = self.ctx.helper(value)
         if fn is None:
             return False

@@ -869,6 +869,35 @@ def _off_rank0(parents: dict[ast.AST, ast.AST], node: ast.AST, predicates: Colle
     return False
 
 
+def off_rank0_branch(parents: dict[ast.AST, ast.AST], node: ast.AST, predicates: Collection[str]) -> bool:
+    """``node`` runs on ranks other than 0 only, as :func:`_off_rank0` reads it, but the ``else`` of an
+    ``and`` counts only when its other operands speak of the rank (CenterNet tutorial's ``if
+    local_rank is not None and local_rank == 0: ... elif writer is not None:``): the ``else`` of
+    ``if self._wandb is not None and is_rank_0():`` runs on rank 0 too (OpenRLHF's TensorBoard
+    branch)."""
+    child, cur = node, parents.get(node)
+    while cur is not None and not isinstance(cur, SCOPES):
+        if isinstance(cur, ast.If):
+            test = cur.test
+            parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+            if (
+                child in cur.orelse
+                and is_rank0_test(test, predicates)
+                # each part holds on every rank 0: not the existence of a rank-0 object (``run is
+                # not None``: no run on rank 0 either without ``--wandb``)
+                and all(
+                    _mentions_rank(v)
+                    or (is_rank0_test(v, predicates) and not _exists_on_rank0_only(v, ast.IsNot, predicates))
+                    for v in parts
+                )
+            ):
+                return True
+            if child in cur.body and _not_rank0(test, predicates):
+                return True
+        child, cur = cur, parents.get(cur)
+    return False
+
+
 def _not_rank0(test: ast.expr, predicates: Collection[str]) -> bool:
     """``is_not_rank0_test``, also through ``and``/``or``: ``distributed and gpu != 0 or (slurm and
     rank != 0)`` holds off rank 0 only (an ``and`` with one such operand, an ``or`` of such operands)."""

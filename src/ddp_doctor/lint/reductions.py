@@ -28,6 +28,9 @@ NOT_REDUCE_WORDS = frozenset({"batchnorm", "bn", "convert", "time", "timer", "pl
 
 
 # A test that is true only when not distributed: ``not args.distributed``, ``world_size == 1``.
+# ``FileContext.memo`` key: while the project index reads a file again (project_scan
+# ``_refine_meter_returns``), a test of whether a call builds a project meter class whose update reduces
+SCAN_SYNCED_METERS = ("scan-synced-meters",)
 SYNC_KEYWORD = re.compile(r"distributed|sync|reduce|gather", re.IGNORECASE)
 
 
@@ -73,7 +76,7 @@ def reducing_call(ctx: FileContext, node: ast.AST) -> bool:
     if not isinstance(node, ast.Call) or picks_elements(node):
         return False
     if is_reduce(dotted(node.func) or ""):
-        return True
+        return not named_only(ctx, node)
     if ctx.helper(node) is not None:
         return _helper_call_reduces(ctx, node, 2)
     if ctx.project is None:
@@ -84,6 +87,48 @@ def reducing_call(ctx: FileContext, node: ast.AST) -> bool:
         and summary.returns_reduced
         and not summary.qualname.rsplit(".", 1)[-1][:1].isupper()
     )
+
+
+# Python builtins a function that only computes on its own values calls
+_LOCAL_BUILTINS = frozenset(
+    {"sum", "len", "list", "dict", "tuple", "set", "zip", "sorted", "map", "min", "max", "abs",
+     "float", "int", "round", "isinstance", "enumerate", "range", "iter", "next", "any", "all"}
+)  # fmt: skip
+
+
+def named_only(ctx: FileContext, call: ast.Call) -> bool:
+    """A call named like a collective whose code (a def of this file, or of the project) calls
+    nothing that could combine values across ranks (:func:`local_only`): MonoDetector's
+    ``reduce_loss_dict`` only sums this rank's loss terms."""
+    helper = ctx.helper(call)
+    if helper is not None:
+        return local_only(ctx, helper)
+    summary = ctx.project.summary_for(ctx, call.func) if ctx.project is not None else None
+    return summary is not None and summary.local_only
+
+
+def local_only(ctx: FileContext, fn: ast.AST) -> bool:
+    """``fn`` calls only Python builtins and methods of its own values (``loss_dict.values()``,
+    ``v.item()``), none of them named like a collective: whatever its name says, it combines nothing
+    across ranks (MonoDetector's ``def reduce_loss_dict(d): return sum([v for v in d.values()])``)."""
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    for n in ctx.local(fn):
+        if not isinstance(n, ast.Call):
+            continue
+        func = n.func
+        if isinstance(func, ast.Name):
+            if func.id not in _LOCAL_BUILTINS:
+                return False
+            continue
+        if not isinstance(func, ast.Attribute) or is_reduce(func.attr):
+            return False
+        base = func.value
+        while isinstance(base, (ast.Attribute, ast.Subscript, ast.Call)):
+            base = base.func if isinstance(base, ast.Call) else base.value
+        if not isinstance(base, ast.Name) or base.id in ctx.imports or base.id == "self":
+            return False  # ``dist.all_reduce``, ``torch.stack``, ``self.sync()``: not its own values
+    return True
 
 
 def _helper_call_reduces(ctx: FileContext, call: ast.Call, depth: int) -> bool:
@@ -277,6 +322,8 @@ def synced_metric(ctx: FileContext, call: ast.Call) -> bool:
         summary = ctx.project.summary_for(ctx, call.func)
         if summary is not None and summary.syncs_updates:
             return True
+    elif (scanned := ctx.memo.get(SCAN_SYNCED_METERS)) is not None and scanned(call):
+        return True  # the same, while the project index reads the file (no project attached yet)
     qual = ctx.call_qualname(call) or ""
     return qual.startswith(("torchmetrics.", "lightning.", "pytorch_lightning.")) and "Metric" in qual
 

@@ -1264,3 +1264,532 @@ C["dict_items_logged_raw_by_a_rank0_logger_class"] = (
     },
     "train.py",
 )
+# tqdm's ``write`` is a class method: it prints on every rank, whether the bar it is called on is
+# hidden off rank 0 or not (distil-whisper's ``steps_trained_progress_bar.write(...)``)
+C["NEG_tqdm_write_of_a_bar_hidden_off_rank0"] = (
+    R,
+    False,
+    one(
+        """
+    pbar = tqdm(range(args.steps), disable=rank != 0)
+    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+"""
+        + STEP
+        + """            pbar.update(1)
+            pbar.write(f"step {step} loss {loss.item():.4f}")
+"""
+    ),
+    "train.py",
+)
+C["tqdm_write_under_a_rank0_test"] = (
+    R,
+    True,
+    one(
+        """
+    pbar = tqdm(range(args.steps), disable=rank != 0)
+    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+"""
+        + STEP
+        + """            pbar.update(1)
+            if rank == 0:
+                pbar.write(f"step {step} loss {loss.item():.4f}")
+"""
+    ),
+    "train.py",
+)
+# the other branch of a rank-0 test runs on the other ranks, where the rank-0 writer is None: its
+# ``elif writer is not None:`` logs nothing in a distributed run (CenterNet tutorial's train.py)
+ELSE_OF_RANK0 = """
+    writer = SummaryWriter() if rank == 0 else None
+    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+"""
+C["NEG_rank0_writer_in_the_else_of_a_rank0_test"] = (
+    R,
+    False,
+    one(
+        ELSE_OF_RANK0
+        + STEP
+        + """            if rank == 0:
+                reduced = loss.detach().clone()
+                dist.all_reduce(reduced)
+                writer.add_scalar("loss", reduced.item() / dist.get_world_size(), step)
+            elif writer is not None:
+                writer.add_scalar("loss", loss.item(), step)
+"""
+    ),
+    "train.py",
+)
+C["rank0_writer_beside_a_rank0_test"] = (
+    R,
+    True,
+    one(
+        ELSE_OF_RANK0
+        + STEP
+        + """            if rank == 0:
+                print("step", step)
+            if writer is not None:
+                writer.add_scalar("loss", loss.item(), step)
+"""
+    ),
+    "train.py",
+)
+# ``total /= n`` after a loop combines with what the name held, it does not rebind it: the sum the
+# validation loop built is still a validation value (DS-Net's ``tracking_loss``)
+AVERAGED = """
+    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+"""
+C["NEG_validation_sum_divided_after_its_loop"] = (
+    R,
+    False,
+    one(
+        AVERAGED
+        + STEP
+        + """        total = 0.0
+        for x, y in args.val_loader:
+            with torch.no_grad():
+                loss = criterion(model(x), y)
+            total += loss.item()
+        total /= len(args.val_loader)
+        if rank == 0:
+            print(f"epoch {epoch} held-out loss {total:.4f}")
+"""
+    ),
+    "train.py",
+)
+C["training_sum_divided_after_its_loop"] = (
+    R,
+    True,
+    one(
+        """
+    for epoch in range(args.epochs):
+        total = 0.0
+        for step, (x, y) in enumerate(loader):
+"""
+        + STEP
+        + """            total += loss.item()
+        total /= len(loader)
+        if rank == 0:
+            print(f"epoch {epoch} loss {total:.4f}")
+"""
+    ),
+    "train.py",
+)
+# a helper of another file that appends what it is handed to a log file (``open(path, "a")``) logs
+# it: the rank-0 call handing it the local loss is the event (UIA's ``write_train_logs``)
+APPEND_LOG = """
+import logging
+import os
+
+logger = logging.getLogger(__name__)
+
+
+def write_train_logs(epoch, step, loss_val, filename):
+    if not os.path.exists(filename):
+        with open(filename, "w") as f:
+            f.write("epoch\\tstep\\tloss\\n")
+    else:
+        with open(filename, "a") as f:
+            f.write(f"{epoch}\\t{step}\\t{loss_val:.3f}\\n")
+"""
+C["rank0_call_of_an_appending_log_helper_of_another_file"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD
+        + "from utils.logs import write_train_logs\n"
+        + SETUP
+        + LOGGED_BY
+        + STEP
+        + "            if rank == 0:\n"
+        + '                write_train_logs(epoch, 0, loss.item(), "train_logs.tsv")\n',
+        "utils/__init__.py": "",
+        "utils/logs.py": APPEND_LOG,
+    },
+    "train.py",
+)
+C["NEG_rank0_call_of_an_appending_log_helper_handed_the_mean"] = (
+    R,
+    False,
+    {
+        "train.py": HEAD
+        + "from utils.logs import write_train_logs\n"
+        + SETUP
+        + LOGGED_BY
+        + STEP
+        + "            mean = loss.detach().clone()\n"
+        + "            dist.all_reduce(mean)\n"
+        + "            if rank == 0:\n"
+        + '                write_train_logs(epoch, 0, mean.item() / dist.get_world_size(), "train_logs.tsv")\n',
+        "utils/__init__.py": "",
+        "utils/logs.py": APPEND_LOG,
+    },
+    "train.py",
+)
+# a project meter class whose update all-reduces, in a file the index reads after the trainer that
+# builds it: what the trainer returns of it is the global value (Cardiobotics' AverageMeterDDP)
+TRAINER_OF_METERS = """
+from utils.meters import AverageMeterDDP
+
+
+class Trainer:
+    def __init__(self, criterion):
+        self.criterion = criterion
+
+    def train_epoch(self, model, loader, optimizer):
+        losses = AverageMeterDDP()
+        for x, y in loader:
+            loss = self.criterion(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses.update(loss.item())
+        return {"train/loss": losses.avg}
+"""
+METER = """
+import torch
+import torch.distributed as dist
+
+
+class AverageMeterDDP:
+    def __init__(self):
+        self.sum, self.count, self.avg = 0.0, 0, 0.0
+
+    def update(self, val):
+        t = torch.tensor([val], device="cuda")
+        %s
+        self.sum += t.item()
+        self.count += dist.get_world_size()
+        self.avg = self.sum / self.count
+"""
+EPOCH_RESULT = (
+    HEAD
+    + "from trainers import Trainer\n"
+    + SETUP
+    + """    trainer = Trainer(criterion)
+    for epoch in range(args.epochs):
+        res = trainer.train_epoch(model, loader, optimizer)
+        if rank == 0:
+            print(res)
+"""
+)
+C["NEG_epoch_result_of_a_meter_class_reducing_in_update_read_later"] = (
+    R,
+    False,
+    {
+        "train.py": EPOCH_RESULT,
+        "trainers.py": TRAINER_OF_METERS,
+        "utils/__init__.py": "",
+        "utils/meters.py": METER % "dist.all_reduce(t)",
+    },
+    "train.py",
+)
+C["epoch_result_of_a_meter_class_not_reducing_read_later"] = (
+    R,
+    True,
+    {
+        "train.py": EPOCH_RESULT,
+        "trainers.py": TRAINER_OF_METERS,
+        "utils/__init__.py": "",
+        "utils/meters.py": METER % "t = t.cpu()",
+    },
+    "train.py",
+)
+# a chain of closures, each handing on what the one below returns beside the loss (dialogue-generation's
+# compute_loss -> forward_step -> train_step returning ``ppl`` next to the all-reduced loss): a shape
+# that grows in one round of the flow reaches the callers read before it in the next
+CHAIN = """
+    def compute_loss(out, y):
+        loss = criterion(out, y)
+        ppl = torch.exp(loss).item()
+        return loss, ppl
+
+    def forward_step(x, y):
+        loss, ppl = compute_loss(model(x), y)
+        return loss, ppl
+
+    def train_step(x, y):
+        loss, ppl = forward_step(x, y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        loss = loss.detach().clone()
+        dist.all_reduce(loss)
+        return {%s}
+
+    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+            results = train_step(x, y)
+            if rank == 0:
+                for name, value in results.items():
+                    print(name, value)
+"""
+C["closure_chain_returning_the_local_perplexity"] = (
+    R,
+    True,
+    one(CHAIN % '"loss": loss.item() / dist.get_world_size(), "ppl": ppl'),
+    "train.py",
+)
+C["NEG_closure_chain_returning_only_the_reduced_loss"] = (
+    R,
+    False,
+    one(CHAIN % '"loss": loss.item() / dist.get_world_size()'),
+    "train.py",
+)
+# a rank-0 flag kept by a project base class of another file (VL-T5's ``TrainerBase.__init__``:
+# ``self.verbose = True``, lowered off gpu 0), tested by the subclass that trains
+BASE_TRAINER = """
+import torch.distributed as dist
+
+
+class TrainerBase:
+    def __init__(self, args):
+        self.args = args
+%s
+"""
+SUB_TRAINER = (
+    HEAD
+    + "from trainer_base import TrainerBase\n"
+    + """
+
+class Trainer(TrainerBase):
+    def __init__(self, args, model, loader, optimizer, criterion):
+        super().__init__(args)
+        self.model, self.loader, self.optimizer, self.criterion = model, loader, optimizer, criterion
+
+    def train(self):
+        for x, y in self.loader:
+            loss = self.criterion(self.model(x), y)
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+            if self.verbose:
+                print(f"loss {loss.item():.4f}")
+"""
+)
+C["rank0_flag_of_a_base_class_of_another_file"] = (
+    R,
+    True,
+    {
+        "train.py": SUB_TRAINER,
+        "trainer_base.py": BASE_TRAINER
+        % """        self.verbose = True
+        if args.distributed:
+            if dist.get_rank() != 0:
+                self.verbose = False""",
+    },
+    "train.py",
+)
+C["NEG_option_flag_of_a_base_class_of_another_file"] = (
+    R,
+    False,
+    {
+        "train.py": SUB_TRAINER,
+        "trainer_base.py": BASE_TRAINER % "        self.verbose = args.verbose",
+    },
+    "train.py",
+)
+# a meter a dict holds by a literal key (PVDM's ``losses["diffusion_loss"].update(loss.item(), 1)``),
+# logged through a local name bound only to log functions (``log_ = print`` / ``log_ = logger.log``)
+METER_BY_KEY = """
+class AverageMeter:
+    def __init__(self):
+        self.sum, self.count, self.average = 0.0, 0, 0.0
+
+    def update(self, val, n=1):
+        self.sum += val * n
+        self.count += n
+        self.average = self.sum / self.count
+
+
+def main(args, loader, net, logger=None):
+    dist.init_process_group("nccl")
+    rank = dist.get_rank()
+    model = DDP(net.cuda(), device_ids=[rank])
+    criterion = nn.CrossEntropyLoss()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    if logger is None:
+        log_ = print
+    else:
+        log_ = logger.log
+    losses = {"loss": AverageMeter(), "lr": AverageMeter()}
+    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+"""
+C["meter_held_by_a_literal_key_logged_through_a_log_alias"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD
+        + METER_BY_KEY
+        + STEP
+        + """            losses["loss"].update(loss.item(), 1)
+            losses["lr"].update(optimizer.param_groups[0]["lr"], 1)
+            if rank == 0:
+                log_("loss %f" % losses["loss"].average)
+"""
+    },
+    "train.py",
+)
+C["NEG_other_meter_held_by_a_literal_key_logged_through_a_log_alias"] = (
+    R,
+    False,
+    {
+        "train.py": HEAD
+        + METER_BY_KEY
+        + STEP
+        + """            losses["loss"].update(loss.item(), 1)
+            losses["lr"].update(optimizer.param_groups[0]["lr"], 1)
+            if rank == 0:
+                log_("lr %f" % losses["lr"].average)
+"""
+    },
+    "train.py",
+)
+C["NEG_meter_held_by_a_literal_key_all_reduced_before_its_log"] = (
+    R,
+    False,
+    {
+        "train.py": HEAD
+        + METER_BY_KEY.replace(
+            "        self.average = self.sum / self.count\n",
+            "        self.average = self.sum / self.count\n\n"
+            "    def all_reduce(self):\n"
+            "        t = torch.tensor([self.sum, self.count], device='cuda')\n"
+            "        dist.all_reduce(t)\n"
+            "        self.average = (t[0] / t[1]).item()\n",
+        )
+        + STEP
+        + """            losses["loss"].update(loss.item(), 1)
+            losses["loss"].all_reduce()
+            if rank == 0:
+                print("loss %f" % losses["loss"].average)
+"""
+    },
+    "train.py",
+)
+# a helper named like a collective whose code only sums this rank's loss terms (MonoDetector's
+# ``reduce_loss_dict``: ``return sum([v for v in loss_dict.values()])``) combines nothing across ranks
+SUMMED_TERMS = (
+    HEAD
+    + "from utils.comm import reduce_loss_dict\n"
+    + SETUP
+    + """    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+            loss_dict = {"cls": criterion(model(x), y), "reg": model(x).abs().mean()}
+            total_loss = reduce_loss_dict(loss_dict)
+            optimizer.zero_grad()
+            total_loss.backward()
+            optimizer.step()
+            if rank == 0:
+                print(f"loss {total_loss.item():.4f}")
+"""
+)
+C["helper_named_reduce_that_only_sums_the_terms"] = (
+    R,
+    True,
+    {
+        "train.py": SUMMED_TERMS,
+        "utils/__init__.py": "",
+        "utils/comm.py": """
+def reduce_loss_dict(loss_dict):
+    return sum([v for v in loss_dict.values()])
+""",
+    },
+    "train.py",
+)
+C["NEG_helper_named_reduce_that_all_reduces_the_sum"] = (
+    R,
+    False,
+    {
+        "train.py": SUMMED_TERMS,
+        "utils/__init__.py": "",
+        "utils/comm.py": """
+import torch.distributed as dist
+
+
+def reduce_loss_dict(loss_dict):
+    total = sum([v for v in loss_dict.values()])
+    dist.all_reduce(total)
+    return total / dist.get_world_size()
+""",
+    },
+    "train.py",
+)
+# ``message += "{}: {:.3e} ".format(k, v)`` over a project model's ``current_log()`` items, in a loop
+# whose backward runs inside the model's method (KAIR's main_train_psnr.py)
+KAIR_MODEL = """
+class ModelPlain:
+    def optimize_parameters(self, step):
+        self.optimizer.zero_grad()
+        G_loss = self.lossfn(self.netG(self.L), self.H)
+        G_loss.backward()
+        self.optimizer.step()
+        self.log_dict["G_loss"] = G_loss.item()
+
+    def current_log(self):
+        return self.log_dict
+"""
+KAIR_MAIN = """
+import logging
+from models.model_plain import ModelPlain
+
+
+def main(opt, train_loader):
+    logger = logging.getLogger("train")
+    model = ModelPlain()
+    for step, data in enumerate(train_loader):
+        model.optimize_parameters(step)
+        if step % 100 == 0 and opt["rank"] == 0:
+            logs = model.current_log()
+            message = "<iter {}> ".format(step)
+            for k, v in logs.items():
+                message += "{}: {:.3e} ".format(k, v)
+LOG_HERE
+"""
+C["message_built_by_format_over_a_project_models_log_items"] = (
+    R,
+    True,
+    {
+        "main_train.py": KAIR_MAIN.replace("LOG_HERE", "            logger.info(message)"),
+        "models/__init__.py": "",
+        "models/model_plain.py": KAIR_MODEL,
+    },
+    "main_train.py",
+)
+C["NEG_message_rebuilt_after_the_log_items"] = (
+    R,
+    False,
+    {
+        "main_train.py": KAIR_MAIN.replace(
+            "LOG_HERE", '            message = "<iter {}> done".format(step)\n            logger.info(message)'
+        ),
+        "models/__init__.py": "",
+        "models/model_plain.py": KAIR_MODEL,
+    },
+    "main_train.py",
+)
+# the ``else`` of ``if wandb_run is not None and rank == 0:`` runs on rank 0 too (when there is no
+# run): a rank-0 writer's branch there is rank 0's (OpenRLHF's TensorBoard ``elif``)
+C["rank0_writer_in_the_else_of_a_run_and_rank0_test"] = (
+    R,
+    True,
+    one(
+        """
+    run = wandb.init() if (rank == 0 and args.wandb) else None
+    writer = SummaryWriter() if rank == 0 else None
+    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+"""
+        + STEP
+        + """            if run is not None and rank == 0:
+                run.log({"step": step})
+            elif writer is not None and rank == 0:
+                writer.add_scalar("loss", loss.item(), step)
+"""
+    ),
+    "train.py",
+)

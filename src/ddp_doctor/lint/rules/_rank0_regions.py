@@ -15,9 +15,11 @@ from ddp_doctor.lint.context import FileContext, dotted, keyword, method, parame
 from ddp_doctor.lint.idioms import RANK0_FUNCTION, RANK0_SINK_CLASS
 from ddp_doctor.lint.logged_helpers import constructed_method
 from ddp_doctor.lint.project import parameters_logged
+from ddp_doctor.lint.project_log_facts import written_file_mode
 from ddp_doctor.lint.provenance import reads
 from ddp_doctor.lint.rank0 import (
     LOG_ATTRS,
+    LOG_CALL,
     bound_argument,
     class_flags,
     enclosing_rank0_if,
@@ -27,6 +29,7 @@ from ddp_doctor.lint.rank0 import (
     is_rank0_log_call,
     is_rank0_test,
     is_silenceable_record,
+    off_rank0_branch,
     rank0_locals,
     rank0_parameters,
     rank_zero_decorated,
@@ -187,11 +190,24 @@ def handed_flags(ctx: FileContext, region: ast.AST) -> set[str]:
 
 
 def own_class_flags(ctx: FileContext, region: ast.AST, predicates: set[str]) -> set[str]:
-    """In a method, the flags its class keeps (``self.disable_logs = is_distributed and rank != 0``)."""
+    """In a method, the flags its class keeps (``self.disable_logs = is_distributed and rank != 0``)
+    and, in project mode, those its project base classes keep."""
     owner = ctx.parents.get(region)
-    if isinstance(region, (ast.FunctionDef, ast.AsyncFunctionDef)) and isinstance(owner, ast.ClassDef):
-        return class_flags(owner, predicates)
-    return set()
+    if not (isinstance(region, (ast.FunctionDef, ast.AsyncFunctionDef)) and isinstance(owner, ast.ClassDef)):
+        return set()
+    flags = class_flags(owner, predicates)
+    if ctx.project is not None:
+        # and those of its project base classes (VL-T5's ``self.verbose`` of ``TrainerBase``), but
+        # not a flag the class binds itself (its own bindings decide what it holds)
+        bound = {
+            f"self.{t.attr}"
+            for n in ast.walk(owner)
+            if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
+            for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+        }
+        flags |= {f for f in ctx.project.base_class_flags(ctx, owner) if f.lstrip("!") not in bound}
+    return flags
 
 
 def inside_rank0_printer(ctx: FileContext, node: ast.AST) -> bool:
@@ -265,6 +281,47 @@ def _backward_switches(ctx: FileContext, fn: ast.FunctionDef | ast.AsyncFunction
     return out or set()
 
 
+def _bar_class_write(ctx: FileContext, call: ast.Call) -> bool:
+    """``pbar.write(msg)`` on a progress bar (a name bound to a call with ``disable=``, tqdm's
+    switch): tqdm's ``write`` is a class method that prints on every process, whether this bar is
+    hidden or not (distil-whisper's ``steps_trained_progress_bar.write(f"... Loss: {loss}")`` with
+    ``disable=not accelerator.is_local_main_process``), so the bar being rank 0's says nothing of it."""
+    if not (
+        isinstance(call.func, ast.Attribute)
+        and call.func.attr == "write"
+        and isinstance(call.func.value, ast.Name)
+    ):
+        return False
+    name = call.func.value.id
+    scope = ctx.enclosing_function(call)
+    binds = ctx.bindings(scope).get(name, []) or ctx.bindings(ctx.tree).get(name, [])
+    built: list[ast.expr] = []
+    for b in binds:
+        if isinstance(b, ast.Assign):
+            built.append(b.value)
+        elif isinstance(b, (ast.With, ast.AsyncWith)):
+            built += [i.context_expr for i in b.items if dotted(i.optional_vars) == name]
+        else:
+            return False
+    return bool(built) and all(isinstance(v, ast.Call) and keyword(v, "disable") is not None for v in built)
+
+
+def _log_function_alias(ctx: FileContext, call: ast.Call) -> bool:
+    """``log_(msg)`` where the function (else the module) binds ``log_`` only to log functions
+    (PVDM's ``log_ = print`` / ``log_ = logger.log`` by whether a logger was handed in): a call of
+    a local name for ``print`` or a logger's method is a log call."""
+    if not isinstance(call.func, ast.Name):
+        return False
+    name = call.func.id
+    binds = ctx.bindings(ctx.enclosing_function(call)).get(name) or ctx.bindings(ctx.tree).get(name, [])
+    return bool(binds) and all(
+        isinstance(b, ast.Assign)
+        and isinstance(b.value, (ast.Name, ast.Attribute))
+        and bool(LOG_CALL.match((dotted(b.value) or "").rsplit(".", 1)[-1]))
+        for b in binds
+    )
+
+
 def _disabled_off_rank0(call: ast.Call, predicates: set[str]) -> bool:
     flag = keyword(call, "disable")
     return flag is not None and is_not_rank0_test(flag, predicates)
@@ -326,6 +383,11 @@ def rank0_logs(
         if isinstance(node, ast.Call):
             if _saves_to_file(ctx, node):
                 continue  # ``fout.write(yaml.dump(info_dict))``: a file saved, not a log
+            if off_rank0_branch(ctx.parents, node, predicates):
+                # the other branch of a rank-0 test (CenterNet tutorial's ``if local_rank == 0: ...
+                # elif writer is not None: writer.add_scalar(...)``) runs on the other ranks, where a
+                # rank-0 writer is None: whatever it logs is not rank 0's alone
+                continue
             if rank0_called and is_log_call(node):
                 yield (
                     node,
@@ -340,6 +402,7 @@ def rank0_logs(
             state = state_log_call(ctx, node)  # ``progress.display(i)``: prints the meters it was built with
             if guard is not None and (
                 is_log_call(node)
+                or _log_function_alias(ctx, node)
                 or (ctx.project is not None and ctx.project.call_logged_args(ctx, node) is not None)
                 or helper_logged_args(ctx, node)
                 or state is not None
@@ -386,6 +449,7 @@ def rank0_logs(
                 and m[0]
                 and holds_rank0_object(ctx, node, m[0], rank0_objects)
                 and m[1] not in ("close", "flush", "finish")
+                and not _bar_class_write(ctx, node)
             ):
                 yield (
                     node,
@@ -491,26 +555,8 @@ def _saves_to_file(ctx: FileContext, call: ast.Call) -> bool:
     the innermost such ``with`` or else the latest ``f = open(...)``): a state saved (wenet's
     ``yaml.dump(info_dict)``), not a log. A file opened to append (yolov7's ``open(results_file,
     "a")``) is a log that grows every epoch."""
-    if not isinstance(call.func, ast.Attribute) or not isinstance(call.func.value, ast.Name):
-        return False
-    name = call.func.value.id
-    cur = ctx.parents.get(call)
-    while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
-        if isinstance(cur, (ast.With, ast.AsyncWith)):
-            for item in cur.items:
-                if isinstance(item.optional_vars, ast.Name) and item.optional_vars.id == name:
-                    return _opens(item.context_expr)
-        cur = ctx.parents.get(cur)
-    scope = ctx.enclosing_function(call)
-    before = [b for b in ctx.bindings(scope).get(name, []) if b.lineno < call.lineno]
-    return bool(before) and isinstance(before[-1], ast.Assign) and _opens(before[-1].value)
-
-
-def _opens(expr: ast.AST) -> bool:
-    if not (isinstance(expr, ast.Call) and (dotted(expr.func) or "").split(".")[-1] == "open"):
-        return False
-    mode = keyword(expr, "mode") or (expr.args[1] if len(expr.args) > 1 else None)
-    return isinstance(mode, ast.Constant) and isinstance(mode.value, str) and "w" in mode.value
+    mode = written_file_mode(ctx, call)
+    return mode is not None and "w" in mode
 
 
 def _scoped(ctx: FileContext, node: ast.AST, name: str) -> str:

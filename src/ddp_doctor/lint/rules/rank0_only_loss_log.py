@@ -486,7 +486,13 @@ def _training_binding(
         return True
     # ``rs["valid"] = evaluate(...)`` stores one item: the container still holds what the item
     # stores since its latest whole binding put in it (``rs["train"] = run_epoch(...)``)
-    last = max((i for i, b in enumerate(before) if not _item_store(b, name)), default=-1)
+    # ``total /= len(loader)`` after the loop combines with what the name held: the bindings up to
+    # its latest whole one decide (DS-Net's validation ``tracking_loss``, summed in the validation
+    # loop, then divided, then copied into ``best_tracking_loss``)
+    last = max(
+        (i for i, b in enumerate(before) if not _item_store(b, name) and not _augmented(b, name)),
+        default=-1,
+    )
     candidates = before[max(last, 0) :]
     return any(_holds_training_value(flow, scope, name, b, at, taint, depth) for b in candidates)
 
@@ -545,20 +551,25 @@ def _holds_training_value(
         and len(binding.targets) == 1
         and isinstance(binding.targets[0], ast.Name)
         else binding.value
-        if isinstance(binding, ast.AnnAssign) and isinstance(binding.target, ast.Name)
+        if isinstance(binding, (ast.AnnAssign, ast.AugAssign)) and isinstance(binding.target, ast.Name)
         else None
     )
     # an object built around meters (``manager = MetricManager([loss_cur])``,
     # ``progress = ProgressMeter(n, [losses])``) holds them, not their values at construction: their
     # updates up to the log count
     held_until = at if isinstance(value, ast.Call) and _constructs(value) else binding
+    read = reads(ast.walk(value)) if value is not None else set()
+    # ``message += "{}: {}".format(k, v)`` in ``for k, v in logs.items():`` (KAIR): the loop's names
+    # read the container
+    aliases = loop_aliases(ctx, binding, read) if isinstance(binding, ast.AugAssign) else set()
+    read |= aliases
     if (
         name not in taint.roots | taint.terms | taint.carriers
         and not updated
         and value is not None
         and not any(
             depth == 0 or _training_binding(flow, scope, n, held_until, taint, depth - 1)
-            for n in reads(ast.walk(value)) & taint.names
+            for n in read & taint.names
         )
         and not (
             isinstance(value, ast.Call)
@@ -575,7 +586,7 @@ def _holds_training_value(
     fresh = (
         bool(calls)
         and value is not None
-        and not reads(ast.walk(value), taint.fields) & taint.names
+        and not (reads(ast.walk(value), taint.fields) | aliases) & taint.names
         and not any(ctx.helper(c) is not None or flow.call_shape(c) is not None for c in calls)
     )
     cur = ctx.parents.get(binding)
@@ -622,6 +633,11 @@ def _fields_rebound_uncoupled(
     return set(stores) == fields and all(
         not reads(ast.walk(b.value), taint.fields) & taint.names for b in stores.values()
     )
+
+
+def _augmented(binding: ast.AST, name: str) -> bool:
+    """``name += value`` / ``name /= n``: the name is combined with what it held, not rebound."""
+    return isinstance(binding, ast.AugAssign) and dotted(binding.target) == name
 
 
 def _item_store(binding: ast.AST, name: str) -> bool:
