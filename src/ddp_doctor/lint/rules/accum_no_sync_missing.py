@@ -61,7 +61,7 @@ WRAPS = frozenset(
 
 class AccumNoSyncMissing(Rule):
     id = "accum-no-sync-missing"
-    project_facts = frozenset({"sync_toggle", "call_arguments"})
+    project_facts = frozenset({"sync_toggle", "call_arguments", "options"})
     flagged = (
         "a DDP accumulation loop (DDP all-reduces every backward) whose micro-steps run no effective "
         "sync control: `no_sync`, `require_backward_grad_sync`, `set_requires_gradient_sync`, a sync "
