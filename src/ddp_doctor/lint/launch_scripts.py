@@ -18,15 +18,16 @@ its command from variables gives ``UNKNOWN`` or nothing. The files read are capp
 
 from __future__ import annotations
 
+import ast
 import itertools
 import shlex
 import stat
 from pathlib import Path
 
-from ddp_doctor.lint.context import FileContext
+from ddp_doctor.lint.context import FileContext, keyword
 from ddp_doctor.lint.discover import exclude_patterns, iter_files
 from ddp_doctor.lint.flags import UNKNOWN
-from ddp_doctor.lint.option_defaults import YAML_EXCLUDES, yaml_scalar
+from ddp_doctor.lint.option_defaults import YAML_EXCLUDES, yaml_scalar, yaml_settings
 
 MAX_FILES = 2000
 MAX_BYTES = 1_000_000
@@ -151,3 +152,49 @@ def _scalar(text: str) -> object:
     if "$" in text or "`" in text:
         return UNKNOWN
     return yaml_scalar(text)
+
+
+# accelerate's ``distributed_type`` values whose ``prepare`` wraps no DistributedDataParallel
+SHARDED_ACCELERATE = frozenset({"FSDP", "DEEPSPEED", "MEGATRON_LM"})
+ACCELERATE_PLUGINS = ("fsdp_plugin", "deepspeed_plugin", "megatron_lm_plugin")
+
+
+def accelerate_shards(ctx: FileContext) -> bool:
+    """accelerate's ``prepare`` wraps the model in FSDP or a DeepSpeed engine here, not in DDP: the
+    file's ``Accelerator(...)`` is given an ``fsdp_plugin=``/``deepspeed_plugin=``, or (project mode)
+    the shipped launch scripts run ``accelerate launch --config_file X.yaml`` and every such file says
+    ``distributed_type: FSDP`` / ``DEEPSPEED`` (HALOs' ``accelerate_config/fsdp_*.yaml``). A config
+    file that cannot be found, or any other launch, leaves the wrap unknown (DDP)."""
+    for call in ctx.of_type(ast.Call):
+        if ctx.call_qualname(call) == "accelerate.Accelerator" and any(
+            (value := keyword(call, k)) is not None
+            and not (isinstance(value, ast.Constant) and value.value is None)
+            for k in ACCELERATE_PLUGINS
+        ):
+            return True
+    project = ctx.project
+    if project is None or not project.root.is_dir():
+        return False
+    launched = project.launched_values(spellings("config_file"))
+    if not launched:
+        return False
+    for value, script in launched:
+        if not isinstance(value, str):
+            return False
+        path = _config_path(project.root, script, value)
+        if path is None:
+            return False
+        types = yaml_settings([path], "distributed_type")
+        if not types or any(not isinstance(t, str) or t.upper() not in SHARDED_ACCELERATE for t in types):
+            return False
+    return True
+
+
+def _config_path(root: Path, script: str, value: str) -> Path | None:
+    """The file a launch script's ``--config_file`` names: from the project root (where such scripts are
+    run from) or from the script's own folder."""
+    for base in (root, (root / script).parent):
+        path = base / value
+        if path.is_file():
+            return path
+    return None

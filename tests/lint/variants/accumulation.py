@@ -362,3 +362,82 @@ C["NEG_fabric_backward_divided"] = (
     {"train.py": FABRIC.replace("{LOSS}", "loss / args.accum_steps")},
     "train.py",
 )
+
+# Round 23 (fixer 5): the sync turned off before the micro-batch loop, in the block around it (apex
+# DDP's ``model.disable_allreduce()`` ahead of the loop over all but the last chunk, then
+# ``enable_allreduce()`` for the last one: Wolf's experiments/train.py); a toggle inside an earlier loop
+# of its own, or set to ``True``, skips nothing for this loop.
+CHUNKS = """
+    for epoch in range(args.epochs):
+        for x, y in loader:
+            optimizer.zero_grad()
+            xs, ys = x.chunk(args.batch_steps), y.chunk(args.batch_steps)
+{BEFORE}
+            for xm, ym in zip(xs[:-1], ys[:-1]):
+                loss = criterion(model(xm), ym) / len(x)
+                loss.backward()
+            model.enable_allreduce()
+            (criterion(model(xs[-1]), ys[-1]) / len(x)).backward()
+            optimizer.step()
+"""
+C["NEG_chunks_allreduce_disabled_before_loop"] = (
+    A,
+    False,
+    one(CHUNKS.replace("{BEFORE}", "            if args.distributed:\n                model.disable_allreduce()")),
+    "train.py",
+)
+C["NEG_chunks_grad_sync_off_before_loop"] = (
+    A,
+    False,
+    one(CHUNKS.replace("{BEFORE}", "            model.require_backward_grad_sync = False")),
+    "train.py",
+)
+C["chunks_grad_sync_on_before_loop"] = (
+    A,
+    True,
+    one(CHUNKS.replace("{BEFORE}", "            model.require_backward_grad_sync = True")),
+    "train.py",
+)
+C["chunks_toggle_in_earlier_loop"] = (
+    A,
+    True,
+    one(
+        CHUNKS.replace(
+            "{BEFORE}",
+            "            for warm in range(args.warmup_chunks):\n                model.disable_allreduce()\n"
+            "                model.enable_allreduce()",
+        )
+    ),
+    "train.py",
+)
+
+# Round 23 (fixer 5): accelerate launched on shipped configs that all say ``distributed_type: FSDP``
+# (HALOs: ``accelerate launch --config_file accelerate_config/fsdp_4gpu.yaml``): ``prepare`` wraps in
+# FSDP, whose reduce-scatter is not this rule; a launch on a MULTI_GPU (DDP) config still is.
+ACC_LOOP = """
+from accelerate import Accelerator
+
+
+def train(args, loader, model, optimizer, criterion):
+    accelerator = Accelerator()
+    model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+    for epoch in range(args.epochs):
+        for i, (x, y) in enumerate(loader):
+            loss = criterion(model(x), y) / args.accum_steps
+            accelerator.backward(loss)
+            if (i + 1) % args.accum_steps == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+"""
+
+
+def acc_launch(kind: str) -> dict[str, str]:
+    return {
+        "train.py": ACC_LOOP,
+        "scripts/run.sh": "accelerate launch \\\n    --config_file configs/acc_4gpu.yaml \\\n    train.py --accum_steps 4\n",
+        "configs/acc_4gpu.yaml": f"compute_environment: LOCAL_MACHINE\ndistributed_type: {kind}\nnum_processes: 4\n",
+    }
+
+
+C["NEG_accelerate_launched_fsdp_configs"] = (A, False, acc_launch("FSDP"), "train.py")
+C["accelerate_launched_multi_gpu_config"] = (A, True, acc_launch("MULTI_GPU"), "train.py")

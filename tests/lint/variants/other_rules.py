@@ -503,3 +503,65 @@ C["fu_NEG_launch_script_off"] = (
     launched("torchrun --nproc_per_node=4 train.py --find_unused_parameters False\n"),
     "train.py",
 )
+
+# Round 23 (fixer 5): a checkpoint-scoring function that re-wraps each restored model with
+# find_unused_parameters=True, puts it in eval() and only runs it under torch.no_grad() — handed to a
+# helper, read through ``isinstance``/``model.module.generate`` (Amdg's trainer.predictions): no graph is
+# recorded, so DDP never searches one. The same helper call outside no_grad may record one.
+SCORING = """
+def run_batch(batch, model):
+    return model(batch["x"])
+
+
+def train(args, loader, net):
+    dist.init_process_group("nccl")
+    local_rank = int(os.environ["LOCAL_RANK"])
+    model = DDP(net.cuda(), device_ids=[local_rank])
+    criterion = nn.CrossEntropyLoss()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+
+def score_checkpoints(args, test_loader, net, paths):
+    local_rank = int(os.environ["LOCAL_RANK"])
+    for path in paths:
+        net.load_state_dict(torch.load(path))
+        model = DDP(net.cuda(), device_ids=[local_rank], find_unused_parameters=True)
+        outs = []
+        for batch in test_loader:
+            model.eval()
+{SCORE}
+"""
+C["NEG_fu_scoring_under_no_grad"] = (
+    F,
+    False,
+    {
+        "train.py": HEAD
+        + SCORING.replace(
+            "{SCORE}",
+            "            with torch.no_grad():\n"
+            "                gen = model.module.generate if isinstance(model, DDP) else model.generate\n"
+            "                outs.append(run_batch(batch, model))\n"
+            "                outs.append(gen(batch['x']))",
+        )
+    },
+    "train.py",
+)
+C["fu_scoring_helper_with_grad"] = (
+    F,
+    True,
+    {
+        "train.py": HEAD
+        + SCORING.replace(
+            "{SCORE}",
+            "            outs.append(run_batch(batch, model))\n"
+            "            with torch.no_grad():\n"
+            "                outs.append(model(batch['x']))",
+        )
+    },
+    "train.py",
+)

@@ -22,6 +22,12 @@ A step function that backprops on every call and steps under an accumulation gua
 (``train_step`` called once per micro-batch) is an accumulation loop too, unless its file controls
 sync anywhere (its callers may). Config-gated when the micro-step count is read from configuration (``--accum_iter > 1``); not
 reported when the count is 1 on every path but DeepSpeed's (whose engine accumulates by itself).
+A toggle written before the loop in its block, or in a block around it (Wolf's apex
+``model.disable_allreduce()`` ahead of the loop over all chunks but the last), controls the loop's
+backwards too. accelerate whose every shipped launch (``accelerate launch --config_file X.yaml`` in
+the project's shell scripts) names a config with ``distributed_type: FSDP``/``DEEPSPEED`` (HALOs),
+or whose ``Accelerator`` gets an ``fsdp_plugin``/``deepspeed_plugin``, wraps in no DDP
+(``lint/launch_scripts.py`` ``accelerate_shards``).
 """
 
 from __future__ import annotations
@@ -32,7 +38,14 @@ from collections.abc import Iterator
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, method
 from ddp_doctor.lint.idioms import DDP, SYNC_CONTROL
-from ddp_doctor.lint.loops import LoopFacts, accumulation_count, accumulation_window, count_gate
+from ddp_doctor.lint.launch_scripts import accelerate_shards
+from ddp_doctor.lint.loops import (
+    LOOPS,
+    LoopFacts,
+    accumulation_count,
+    accumulation_window,
+    count_gate,
+)
 from ddp_doctor.lint.rules.base import Rule, Violation
 
 DATA_PARALLEL = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel"})
@@ -48,7 +61,7 @@ WRAPS = frozenset(
 
 class AccumNoSyncMissing(Rule):
     id = "accum-no-sync-missing"
-    project_facts = frozenset({"sync_toggle", "call_arguments"})
+    project_facts = frozenset({"sync_toggle", "call_arguments", "options"})
     flagged = (
         "a DDP accumulation loop (DDP all-reduces every backward) whose micro-steps run no effective "
         "sync control: `no_sync`, `require_backward_grad_sync`, `set_requires_gradient_sync`, a sync "
@@ -60,7 +73,10 @@ class AccumNoSyncMissing(Rule):
         "`nullcontext() if last else model.no_sync()`, and through aliases: `cm = model.no_sync` ... "
         "`ctx = cm if not last else nullcontext`), apex DDP's `disable_allreduce()`, EDM `ddp_sync`, FSDP1/FSDP2 (reduce-scatter, "
         "not this rule), accelerate, micro-steps whose forward bypasses DDP through `model.module`, a loop "
-        "that `break`s after its first backward (retrying a micro-batch until one backward succeeds)"
+        "that `break`s after its first backward (retrying a micro-batch until one backward succeeds), the sync "
+        "turned off by a statement before the loop in its block (apex `model.disable_allreduce()` ahead of "
+        "the micro-batch loop), accelerate launched only with shipped `--config_file` YAMLs that say "
+        "`distributed_type: FSDP`/`DEEPSPEED` (or an `Accelerator(fsdp_plugin=...)`)"
     )
     required = (("DistributedDataParallel", "prepare", "auto_model"), ("backward", "scaler", "loss_scaler"))
     required_in_project = (("backward", "scaler", "loss_scaler"),)
@@ -76,6 +92,8 @@ class AccumNoSyncMissing(Rule):
             wraps_here = any(project.call_wraps_ddp(ctx, n, plain=True) for n in calls)
             if not wraps_here and not (project.wraps_plain_ddp and not _wraps_anything(ctx)):
                 return
+        if facts.prepared and not any(ctx.call_qualname(n) == DDP for n in calls) and accelerate_shards(ctx):
+            return  # accelerate wraps in FSDP / DeepSpeed here (every shipped config): not DDP's all-reduce
         wrapped = _ddp_names(ctx)
         for loop in accumulation_window(facts):
             if _controls_sync(ctx, facts, loop.loop) or _called_inside_sync_control(ctx, facts, loop.loop):
@@ -245,6 +263,44 @@ def _controls_sync(ctx: FileContext, facts: LoopFacts, loop: ast.AST) -> bool:
         if isinstance(cur, (ast.With, ast.AsyncWith)) and _effective_toggle(ctx, facts, cur):
             return True
         cur = ctx.parents.get(cur)
+    return _toggled_before(ctx, facts, loop)
+
+
+def _toggled_before(ctx: FileContext, facts: LoopFacts, loop: ast.AST) -> bool:
+    """A statement before the loop in its block, or in a block around it within its function, turns
+    the sync off (apex DDP's ``model.disable_allreduce()`` before the micro-batch loop and
+    ``enable_allreduce()`` before the last micro-batch, Wolf; ``model.require_backward_grad_sync =
+    False`` set ahead of the loop): the loop's backwards run with the all-reduce already skipped.
+    Toggles inside an earlier loop or a nested def belong to that code, not to this loop."""
+    node = loop
+    while (parent := ctx.parents.get(node)) is not None and not isinstance(
+        parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Module)
+    ):
+        for field_name in ("body", "orelse", "finalbody"):
+            block = getattr(parent, field_name, None)
+            if (
+                isinstance(block, list)
+                and node in block
+                and any(_toggles_in(ctx, facts, stmt) for stmt in block[: block.index(node)])
+            ):
+                return True
+        node = parent
+    if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)) and node in parent.body:
+        return any(_toggles_in(ctx, facts, stmt) for stmt in parent.body[: parent.body.index(node)])
+    return False
+
+
+def _toggles_in(ctx: FileContext, facts: LoopFacts, stmt: ast.stmt) -> bool:
+    """``stmt`` runs an effective sync toggle itself or under an ``if`` (``if distributed:
+    model.disable_allreduce()``), not inside a loop or a def of its own."""
+    stack: list[ast.AST] = [stmt]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (*LOOPS, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        if isinstance(node, (ast.Assign, ast.Call)) and _effective_toggle(ctx, facts, node):
+            return True
+        stack.extend(ast.iter_child_nodes(node))
     return False
 
 

@@ -20,6 +20,9 @@ Round 17: a DDP wrap of a model whose every parameter the same function sets not
 gradients and never thaws (an EMA copy wrapped, then ``for p in ema.parameters():
 p.requires_grad_(False)``; lint/frozen_wrap.py ``parameters_frozen``) builds no autograd graph for
 DDP to search: not reported.
+Round 23: in a function with no backward that puts the wrap in ``eval()``, a use inside a
+``torch.no_grad()``/``inference_mode()`` block (handed to a helper, ``model.module.generate``) and an
+``isinstance(model, DDP)`` test are evaluation uses too (Amdg's checkpoint-scoring loop).
 """
 
 from __future__ import annotations
@@ -90,7 +93,8 @@ class FindUnusedTrue(Rule):
         "evaluation or inference script copied from the trainer); an Accelerator built in a function "
         "only to prepare a model it froze (`eval()` / `requires_grad_(False)`: a reference or teacher); a "
         "DDP wrap of a model whose parameters the function then freezes (an EMA copy); a "
-        "wrap in a function with no backward that only puts it in `eval()` and runs forwards (a test worker)"
+        "wrap in a function with no backward that only puts it in `eval()` and runs forwards (a test worker; "
+        "also handing it on or reading `model.module` under `torch.no_grad()`, and `isinstance(model, DDP)`)"
     )
     autofix = "`True` → `False`"
     # a strategy string is no identifier: the ``strategy=`` keyword that takes it is
@@ -494,8 +498,40 @@ def _evaluated_only(ctx: FileContext, facts: LoopFacts, call: ast.Call) -> bool:
         if isinstance(parent, ast.Attribute) and parent.attr in EVALUATION_USES:
             evaluated |= parent.attr == "eval"
             continue
+        if _type_test(n, parent) or _under_no_grad(ctx, n, scope):
+            continue  # ``isinstance(m, DDP)``; any use where autograd records nothing
         return False  # handed on, returned, stored, trained: used beyond evaluation here
     return evaluated
+
+
+def _type_test(name: ast.Name, parent: ast.AST | None) -> bool:
+    """``isinstance(m, DistributedDataParallel)``: reads the wrap's type, runs nothing."""
+    return (
+        isinstance(parent, ast.Call)
+        and isinstance(parent.func, ast.Name)
+        and parent.func.id == "isinstance"
+        and bool(parent.args)
+        and parent.args[0] is name
+    )
+
+
+def _under_no_grad(ctx: FileContext, node: ast.AST, scope: ast.AST) -> bool:
+    """``node`` sits in a ``with torch.no_grad():`` / ``torch.inference_mode():`` block of ``scope``
+    (Amdg's checkpoint-scoring loop hands the wrap to ``self.adapterInputs(batch, model)`` and reads
+    ``model.module.generate`` there): whatever runs the model there records no graph, so no backward
+    can follow and DDP never searches it for unused parameters."""
+    cur = ctx.parents.get(node)
+    while cur is not None and cur is not scope:
+        if isinstance(cur, (ast.With, ast.AsyncWith)) and any(
+            (
+                dotted(i.context_expr.func if isinstance(i.context_expr, ast.Call) else i.context_expr) or ""
+            ).split(".")[-1]
+            in ("no_grad", "inference_mode")
+            for i in cur.items
+        ):
+            return True
+        cur = ctx.parents.get(cur)
+    return False
 
 
 def _through_name(ctx: FileContext, value: ast.expr | None, at: ast.AST) -> ast.expr | None:
