@@ -82,6 +82,21 @@ def dead_unless_passed(ctx: FileContext, node: ast.AST) -> str | None:
     return None
 
 
+def fixed_by_defaults(ctx: FileContext, test: ast.expr) -> str | None:
+    """(project mode) ``test`` reads nothing but parameters of its function that every run leaves at a
+    constant default (``left_at_default``): ``if rank == 0:`` in pangu-pytorch's ``def train(...,
+    rank=0)``, which the launch script calls without ``rank``. The test has the same value in every
+    process, whatever that process's rank. The first such parameter's name, or None."""
+    fn = ctx.enclosing_function(test)
+    names = [n for n in ast.walk(test) if isinstance(n, ast.Name)]
+    if not names or any(isinstance(n, (ast.Call, ast.Attribute, ast.Subscript)) for n in ast.walk(test)):
+        return None
+    for n in names:
+        if not isinstance(left_at_default(ctx, fn, n.id), ast.Constant):
+            return None
+    return names[0].id
+
+
 def left_at_default(ctx: FileContext, fn: ast.AST, name: str) -> ast.expr | None:
     """(project mode) The default of ``fn``'s parameter ``name`` when that is what every run of
     ``fn`` sees: never rebound in its body, and some call of ``fn`` is seen in the project but none

@@ -251,15 +251,55 @@ def reduced_before(
     tensor a collective combined in place before it (``reduced_at``; ``t = torch.tensor(avg);
     dist.all_reduce(t); avg = (t / world_size).item()``)."""
     before = [b for b in binds if b.lineno < line]
+    # ``else: epoch_loss = None`` beside ``epoch_loss = torch.cat(gathered).mean().item()`` on rank 0
+    # (FeedbackPrize's gather to rank 0): a None holds no value; the binding before it decides
+    while len(before) > 1 and _binds_none(before[-1]):
+        before.pop()
     if not before or not isinstance(before[-1], (ast.Assign, ast.AnnAssign)) or before[-1].value is None:
         return False
     value = before[-1].value
-    if any(
-        isinstance(x, ast.Call) and is_reduce(dotted(x.func) or "") and not picks_elements(x)
-        for x in ast.walk(value)
-    ):
+    if _reduces(value):
+        return True
+    if scope_binds is not None and _reads_gathered_whole(value, before[-1].lineno, scope_binds):
         return True
     return bool(reduced_at) and reads_combined(value, before[-1].lineno, reduced_at or {}, scope_binds)
+
+
+def _reduces(value: ast.AST) -> bool:
+    return any(
+        isinstance(x, ast.Call) and is_reduce(dotted(x.func) or "") and not picks_elements(x)
+        for x in ast.walk(value)
+    )
+
+
+def _binds_none(binding: ast.AST) -> bool:
+    """``x = None``: the name is emptied, it holds no value."""
+    value = getattr(binding, "value", None)
+    return (
+        isinstance(binding, (ast.Assign, ast.AnnAssign))
+        and isinstance(value, ast.Constant)
+        and value.value is None
+    )
+
+
+def _reads_gathered_whole(
+    value: ast.AST, line: int, scope_binds: dict[str, list[ast.stmt | ast.expr]]
+) -> bool:
+    """``value`` combines a name whose latest binding before ``line`` is a gather/reduce result, read
+    whole (``torch.cat(epoch_loss).mean()`` after ``epoch_loss = my_gather(epoch_loss, ...)``): the
+    global value. Not one rank's item picked out of it (``gathered[rank]``)."""
+    names: set[str] = set()
+    for x in ast.walk(value):
+        if isinstance(x, ast.Subscript) and isinstance(x.value, ast.Name):
+            return False
+        if isinstance(x, ast.Name):
+            names.add(x.id)
+    for name in names:
+        before = [b for b in scope_binds.get(name, []) if b.lineno < line]
+        last = before[-1] if before else None
+        if isinstance(last, (ast.Assign, ast.AnnAssign)) and last.value is not None and _reduces(last.value):
+            return True
+    return False
 
 
 def reads_combined(

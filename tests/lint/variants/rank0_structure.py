@@ -1793,3 +1793,105 @@ C["rank0_writer_in_the_else_of_a_run_and_rank0_test"] = (
     ),
     "train.py",
 )
+# ``def train(..., rank=0)`` whose ``if rank == 0:`` guards the epoch loss, called by the launch
+# script without ``rank`` (pangu-pytorch): every process sees rank 0 and logs its own loss, so the
+# log is not rank 0's alone; the same def called with the process's rank is
+PARAM_TRAIN = """
+import torch
+
+
+def train(model, loader, optimizer, criterion, epochs, rank=0):
+    for epoch in range(epochs):
+        epoch_loss = 0.0
+        for x, y in loader:
+            loss = criterion(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            epoch_loss += loss.item()
+        if rank == 0:
+            print("epoch", epoch, "loss", epoch_loss / len(loader))
+    return model
+"""
+PARAM_MAIN = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from engine import train
+
+
+def main(net, loader, args):
+    dist.init_process_group("nccl")
+    rank = dist.get_rank()
+    model = DDP(net.cuda())
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    criterion = torch.nn.MSELoss()
+    model = train(model, loader, optimizer, criterion, args.epochs{PASS})
+"""
+C["rank_parameter_passed_by_the_launch_script"] = (
+    R,
+    True,
+    {"engine.py": PARAM_TRAIN, "main.py": PARAM_MAIN.replace("{PASS}", ", rank=rank")},
+    "engine.py",
+)
+C["NEG_rank_parameter_left_at_its_default_by_every_call"] = (
+    R,
+    False,
+    {"engine.py": PARAM_TRAIN, "main.py": PARAM_MAIN.replace("{PASS}", "")},
+    "engine.py",
+)
+# the epoch's mean gathered to rank 0 (``dist.gather(t, gather_list=parts, dst=0)`` in a helper), the
+# global mean taken there and None elsewhere, then returned and logged by the caller on rank 0
+# (FeedbackPrize3): the value returned is the global one; the rank's own meter returned is not
+GATHER_EPOCH = """
+import torch
+import torch.distributed as dist
+
+
+def my_gather(output, rank, world_size):
+    parts = None
+    if rank == 0:
+        parts = [torch.empty_like(output) for _ in range(world_size)]
+    dist.gather(output, gather_list=parts, dst=0)
+    return parts
+
+
+def train_one_epoch(rank, model, loader, optimizer, criterion, world_size):
+    total = 0.0
+    for x, y in loader:
+        loss = criterion(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        total += loss.item()
+    epoch_loss = torch.tensor([total / len(loader)], device=rank)
+    epoch_loss = my_gather(epoch_loss, rank, world_size)
+    if rank == 0:
+        epoch_loss = torch.cat(epoch_loss).mean().item()
+    else:
+        epoch_loss = None
+    return RETURNED
+
+
+def main(rank, world_size, net, loader, epochs):
+    dist.init_process_group("nccl", rank=rank, world_size=world_size)
+    model = torch.nn.parallel.DistributedDataParallel(net.cuda(rank), device_ids=[rank])
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    criterion = torch.nn.MSELoss()
+    for epoch in range(epochs):
+        train_loss = train_one_epoch(rank, model, loader, optimizer, criterion, world_size)
+        if rank == 0:
+            print(f"epoch {epoch} train loss {train_loss:.4f}")
+"""
+C["rank_mean_returned_beside_a_gather_to_rank0"] = (
+    R,
+    True,
+    {"train.py": GATHER_EPOCH.replace("RETURNED", "total / len(loader)")},
+    "train.py",
+)
+C["NEG_gathered_mean_returned_none_off_rank0"] = (
+    R,
+    False,
+    {"train.py": GATHER_EPOCH.replace("RETURNED", "epoch_loss")},
+    "train.py",
+)

@@ -52,7 +52,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ddp_doctor.core.catalog import Text
-from ddp_doctor.lint.call_arguments import dead_unless_passed
+from ddp_doctor.lint.call_arguments import dead_unless_passed, fixed_by_defaults
 from ddp_doctor.lint.context import FileContext, dotted, parameter_names
 from ddp_doctor.lint.logged_helpers import constructed_method
 from ddp_doctor.lint.loops import LoopFacts
@@ -60,6 +60,8 @@ from ddp_doctor.lint.provenance import LossFlow, Taint, alarm, evaluation_functi
 from ddp_doctor.lint.rank0 import (
     bound_argument,
     is_log_call,
+    is_not_rank0_test,
+    is_rank0_test,
     rank0_attribute_flags,
     rank0_locals,
     rank0_predicates,
@@ -128,7 +130,9 @@ class Rank0OnlyLossLog(Rule):
         "dict's keys printed beside gathered values, a project logger's `write` (no `logging` record), "
         "tensors all-reduced in a loop over a literal list (`for t in [loss, aux]: dist.all_reduce(t)`), "
         "a nested function's own variable of the same name (a nested `evaluate` binding its validation "
-        "`loss`)"
+        "`loss`); (project) a rank test on a parameter no call passes (`def train(..., rank=0)` called "
+        "without `rank`: every process logs); a mean gathered to rank 0 and taken there (`None` on the "
+        "other ranks) that a helper returns"
     )
     required = (("backward", "scaler", "loss_scaler", "log", "log_dict"),)  # log: Lightning self.log
     # project mode: the loss may come from a project function (``logs = model.current_log()``)
@@ -264,6 +268,8 @@ class Rank0OnlyLossLog(Rule):
                     continue  # (a log of the single-process run: ``if args.local_rank == -1:``)
                 if dead_unless_passed(ctx, node) is not None:
                     continue  # ``if writer is not None:`` with a ``writer=None`` no call passes
+                if guard is not None and _rank_left_at_default(ctx, guard, predicates | exists):
+                    continue  # ``def train(..., rank=0)`` called without ``rank``: every process logs
                 values = logged_values(ctx, node, rank0_objects)
                 names = reads((x for v in values for x in ast.walk(v)), taint.fields)
                 names |= loop_aliases(ctx, node, names)
@@ -422,6 +428,20 @@ def _one_per_block(found: list[Violation]) -> Iterator[Violation]:
                 f"{first.message.get('zh')}同一代码块还在第 {lines} 行向 `{first.evidence['output']}` 记录了本 rank 的损失。",
             )
         yield first
+
+
+def _rank_left_at_default(ctx: FileContext, guard: ast.If, predicates: set[str]) -> bool:
+    """The rank test of ``guard`` (one operand of an ``and``) reads only parameters that every call of
+    the function leaves at a constant default (pangu-pytorch's ``def train(..., rank=0)`` with ``if
+    rank == 0:``, called without ``rank``): it has one value in every process, so what it guards is
+    logged by every rank (or by none), never by rank 0 alone."""
+    test = guard.test
+    parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+    return any(
+        (is_rank0_test(p, predicates) or is_not_rank0_test(p, predicates))
+        and fixed_by_defaults(ctx, p) is not None
+        for p in parts
+    )
 
 
 def _guarded(v: Violation) -> bool:
