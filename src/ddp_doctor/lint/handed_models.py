@@ -42,10 +42,32 @@ def record(
     for call in ctx.of_type(ast.Call):
         if not call.args and not call.keywords:
             continue
-        key = target(call.func)
+        key = target(call.func) or _base_constructor(ctx, target, call)
         keys = [key] if key else [f"{m}.{call.func.id}" for m in stars if isinstance(call.func, ast.Name)]
         for key in keys:
             _record_call(ctx, target, torch_batchnorm, into, module, key, call)
+
+
+def _base_constructor(
+    ctx: FileContext, target: Callable[[ast.AST], str | None], call: ast.Call
+) -> str | None:
+    """``super().__init__(config, model, criterion)`` (also ``super(Trainer, self).__init__``) in a
+    method of a module-level class: the constructor of its first base when that is a project class
+    (DBNet's ``Trainer(BaseTrainer)`` hands its ``model`` on to the base that wraps it)."""
+    func = call.func
+    if not (
+        isinstance(func, ast.Attribute)
+        and func.attr == "__init__"
+        and isinstance(func.value, ast.Call)
+        and isinstance(func.value.func, ast.Name)
+        and func.value.func.id == "super"
+    ):
+        return None
+    fn = ctx.enclosing_function(call)
+    owner = ctx.method_owner(fn) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+    if owner is None or not owner.bases or ctx.parents.get(owner) is not ctx.tree:
+        return None
+    return target(owner.bases[0])
 
 
 def _record_call(

@@ -616,3 +616,80 @@ C["handed_through_two_defs_imported"] = (
     },
     "tools/trainer/loop.py",
 )
+
+# Round 23: a trainer class handed the built model, kept as ``self.model`` in ``__init__`` and wrapped
+# there as ``self.model = DDP(self.model)``, reached through a subclass's ``super().__init__(cfg,
+# model)`` (DBNet.pytorch's ``Trainer(BaseTrainer)``): what the construction hands decides.
+TRAINER_BASE = """
+class BaseTrainer:
+    def __init__(self, cfg, model, local_rank):
+        self.cfg = cfg
+        self.model = model.cuda(local_rank)
+        self.model = DDP(self.model, device_ids=[local_rank])
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+
+    def train(self, loader):
+        for x, y in loader:
+            loss = nn.functional.cross_entropy(self.model(x), y)
+            self.opt.zero_grad()
+            loss.backward()
+            self.opt.step()
+"""
+TRAINER_SUB = (
+    "from base.base_trainer import BaseTrainer\n\n\nclass Trainer(BaseTrainer):\n"
+    "    def __init__(self, cfg, model, local_rank, loader):\n"
+    "        super(Trainer, self).__init__(cfg, model, local_rank)\n        self.loader = loader\n"
+)
+
+
+def trainer_entry(build):
+    return (
+        HEAD
+        + "from models import Net, Mlp\nfrom trainer.trainer import Trainer\n"
+        + f"""
+def main(cfg, loader):
+    dist.init_process_group("nccl")
+    local_rank = int(os.environ["LOCAL_RANK"])
+    model = {build}
+    trainer = Trainer(cfg=cfg, model=model, local_rank=local_rank, loader=loader)
+    trainer.train(loader)
+"""
+    )
+
+
+C["handed_to_trainer_class"] = (
+    R,
+    True,
+    {
+        "tools/train.py": trainer_entry("Net()"),
+        "trainer/trainer.py": TRAINER_SUB,
+        "base/base_trainer.py": HEAD + TRAINER_BASE,
+        "models.py": HEAD + NET + MLP,
+    },
+    "base/base_trainer.py",
+)
+C["NEG_handed_to_trainer_class_no_bn"] = (
+    R,
+    False,
+    {
+        "tools/train.py": trainer_entry("Mlp()"),
+        "trainer/trainer.py": TRAINER_SUB,
+        "base/base_trainer.py": HEAD + TRAINER_BASE,
+        "models.py": HEAD + NET + MLP,
+    },
+    "base/base_trainer.py",
+)
+# near miss: the class builds its own model over the handed one (``self.model = Mlp()``)
+C["NEG_trainer_class_rebuilds_model"] = (
+    R,
+    False,
+    {
+        "tools/train.py": trainer_entry("Net()"),
+        "trainer/trainer.py": TRAINER_SUB,
+        "base/base_trainer.py": HEAD
+        + "from models import Mlp\n"
+        + TRAINER_BASE.replace("self.model = model.cuda(local_rank)", "self.model = Mlp().cuda(local_rank)"),
+        "models.py": HEAD + NET + MLP,
+    },
+    "base/base_trainer.py",
+)

@@ -58,6 +58,10 @@ builds BatchNorm only where a call of the block may pass it (by keyword with a v
 False/None, by position, through ``*args``/``**kwargs``); ``Summary.bn_switch`` in project mode,
 the file's own calls of the block in this file (a block also named without a call, as a layer type
 or a base class, still counts).
+Round 23: a trainer class handed the built model (DBNet.pytorch's ``BaseTrainer(config, model,
+criterion)`` keeping ``self.model = model`` and wrapping ``DDP(self.model)``) is read as a handed
+model: what its constructions hand that parameter, also through a subclass's ``super().__init__``
+(``handed_models.py``).
 Autofix (plain findings only): convert the wrapped model just before wrapping.
 """
 
@@ -138,7 +142,8 @@ class BatchnormUnsynced(Rule):
         "name over a star import of BatchNorm models) and wraps in DDP (also apex's, ignite's `idist.auto_model` without `sync_bn=True`, a project subclass of DDP, also star-imported, and a Lightning "
         "`Trainer` with a DDP strategy and no `sync_batchnorm=True`), with no SyncBatchNorm anywhere; "
         "(project) a DDP wrap of a model the function was handed, where a caller built it with "
-        "BatchNorm; a self-converting model built with its conversion flag off; a conversion behind an "
+        "BatchNorm (also `DDP(self.model)` in a class whose constructor keeps its `model` parameter as "
+        "`self.model`, a subclass's `super().__init__(cfg, model)` handing it on); a self-converting model built with its conversion flag off; a conversion behind an "
         "option the project defaults to off (a parser module, a configuration class, the shipped YAML "
         'configurations, a script\'s settings block under `if __name__ == "__main__":`) or that a '
         "shipped shell launch script turns off (`--syncbn=0` in `train_ddp.sh` for a parser default of 1; "
@@ -422,12 +427,16 @@ def _handed_batchnorm(ctx: FileContext, project: ProjectIndex, call: ast.Call) -
         return None
     arg = unmoved(ctx, call.args[0])
     fn = ctx.enclosing_function(arg)
-    if not isinstance(arg, ast.Name) or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return None
+    if not isinstance(arg, ast.Name):
+        return _handed_to_constructor(ctx, project, fn, arg)
     owner = ctx.method_owner(fn)
     params = positional_params(fn, bound=owner is not None)
     if arg.id not in params and arg.id not in [a.arg for a in fn.args.kwonlyargs]:
-        return _built_by_handed_callable(ctx, project, fn, arg, call)
+        return _built_by_handed_callable(ctx, project, fn, arg, call) or _handed_to_constructor(
+            ctx, project, fn, arg
+        )
     for b in ctx.bindings(fn).get(arg.id, []):
         moved = isinstance(b, ast.Assign) and isinstance(unmoved(ctx, b.value), ast.Name)
         if b.lineno < call.lineno and not moved:
@@ -442,6 +451,68 @@ def _handed_batchnorm(ctx: FileContext, project: ProjectIndex, call: ast.Call) -
         return None
     position = params.index(arg.id) if arg.id in params else -1
     return project.handed_batchnorm(qual, position, arg.id)
+
+
+def _handed_to_constructor(
+    ctx: FileContext, project: ProjectIndex, fn: ast.FunctionDef | ast.AsyncFunctionDef, arg: ast.AST
+) -> str | None:
+    """``DDP(self.model)`` in a method of a class whose ``__init__`` keeps its parameter ``model`` as
+    ``self.model`` (perhaps moved: ``self.model = model.to(device)``), never rebinding it there
+    (DBNet's ``BaseTrainer(config, model, criterion)``, trainer classes handed the built model):
+    the model is what the class's constructions hand that parameter; where one hands a model built
+    with BatchNorm. Also through a local bound to it (``model = self._model.to(rank)``)."""
+    if isinstance(arg, ast.Name):
+        bound = [b for b in ctx.bindings(fn).get(arg.id, []) if b.lineno <= arg.lineno]
+        if not bound or not isinstance(bound[-1], ast.Assign):
+            return None
+        arg = unmoved(ctx, bound[-1].value)
+    held = dotted(arg) if isinstance(arg, ast.Attribute) else None
+    owner = ctx.method_owner(fn)
+    if (
+        held is None
+        or not held.startswith("self.")
+        or owner is None
+        or ctx.parents.get(owner) is not ctx.tree
+    ):
+        return None
+    init = next(
+        (
+            f
+            for f in owner.body
+            if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == "__init__"
+        ),
+        None,
+    )
+    if init is None:
+        return None
+    params = positional_params(init, bound=True)
+    names = set(params) | {a.arg for a in init.args.kwonlyargs}
+    values = [
+        unmoved(ctx, node.value)
+        for node in ast.walk(owner)
+        if isinstance(node, ast.Assign) and any(dotted(t) == held for t in node.targets)
+    ]
+    # kept from a constructor parameter once; every other binding re-wraps or converts that same
+    # attribute (``self.model = DDP(self.model)``), none builds another model
+    from_param = [
+        v for v in values if isinstance(v, ast.Name) and v.id in names and ctx.enclosing_function(v) is init
+    ]
+    if len(from_param) != 1 or not all(v in from_param or _of_itself(ctx, v, held) for v in values):
+        return None
+    name = from_param[0].id
+    position = params.index(name) if name in params else -1
+    return project.handed_batchnorm(f"{ctx.module}.{owner.name}", position, name)
+
+
+def _of_itself(ctx: FileContext, value: ast.AST, held: str) -> bool:
+    """``value`` is the attribute ``held`` itself or a call on it (``DDP(self.model, ...)``)."""
+    if dotted(value) == held:
+        return True
+    return (
+        isinstance(value, ast.Call)
+        and bool(value.args)
+        and dotted(unmoved(ctx, value.args[0], through_syncbn=True)) == held
+    )
 
 
 def _built_by_handed_callable(
