@@ -503,3 +503,117 @@ C["fu_NEG_launch_script_off"] = (
     launched("torchrun --nproc_per_node=4 train.py --find_unused_parameters False\n"),
     "train.py",
 )
+
+# Round 23: a wrap whose forwards record no graph for a backward. A distillation teacher wrapped with
+# the keyword, put in eval() and forwarded (and EMA-updated) only under no_grad (MissM-Benchmark); the
+# final test wrap after the training loop handed to a same-file evaluate() (m3m); a test worker
+# handing its wrap to a validation helper that puts it in eval() (PointHMR's run_validate).
+TEACHER = """    model = DDP(net.cuda(), device_ids=[local_rank])
+    teacher = build_teacher(args).cuda()
+    teacher.eval()
+    teacher = DDP(teacher, device_ids=[local_rank], find_unused_parameters=True)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    for epoch in range(args.epochs):
+        for x, y in loader:
+            {forward}
+            loss = criterion(model(x), y) + (model(x) - soft).pow(2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            with torch.no_grad():
+                for pt, ps in zip(teacher.parameters(), model.parameters()):
+                    pt.data.mul_(0.999).add_(ps.data, alpha=0.001)
+"""
+C["fu_teacher_forward_with_grad"] = (
+    F,
+    True,
+    main(TEACHER.format(forward="soft = teacher(x)")),
+    "train.py",
+)
+C["fu_NEG_teacher_forward_under_no_grad"] = (
+    F,
+    False,
+    main(TEACHER.format(forward="with torch.no_grad():\n                soft = teacher(x)")),
+    "train.py",
+)
+EVALUATE = """
+def evaluate(model, loader):
+    model.eval()
+    total = 0.0
+    with torch.no_grad():
+        for x, y in loader:
+            total += model(x).sum().item()
+    return total
+
+
+def train_more(model, loader, optimizer):
+    model.train()
+    for x, y in loader:
+        model(x).sum().backward()
+        optimizer.step()
+"""
+FINAL_TEST = """    model = DDP(net.cuda(), device_ids=[local_rank])
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    for epoch in range(args.epochs):
+        for x, y in loader:
+            loss = criterion(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    best = torch.load(args.best)
+    model = DDP(best.cuda(), device_ids=[local_rank], find_unused_parameters=True)
+    score = {helper}(model, loader{more})
+"""
+C["fu_final_wrap_handed_to_a_trainer"] = (
+    F,
+    True,
+    main(FINAL_TEST.format(helper="train_more", more=", optimizer"), EVALUATE),
+    "train.py",
+)
+C["fu_NEG_final_wrap_handed_to_evaluate"] = (
+    F,
+    False,
+    main(FINAL_TEST.format(helper="evaluate", more=""), EVALUATE),
+    "train.py",
+)
+TEST_WORKER = """
+def run_validate(args, loader, network):
+    network.{mode}()
+    total = 0.0
+    for x, y in loader:
+        total += network(x).sum().item()
+    return total
+
+
+def run_test(args, loader, network):
+    if args.distributed:
+        network = DDP(
+            network, device_ids=[args.local_rank],
+            find_unused_parameters=True,
+        )
+    network.eval()
+    return run_validate(args, loader, network)
+
+
+def main(args, loader, net):
+    dist.init_process_group("nccl")
+    model = DDP(net.cuda(), device_ids=[args.local_rank])
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    for x, y in loader:
+        model(x).sum().backward()
+        optimizer.step()
+    run_test(args, loader, net)
+"""
+C["fu_test_worker_helper_trains"] = (
+    F,
+    True,
+    {"train.py": HEAD + TEST_WORKER.format(mode="train")},
+    "train.py",
+)
+C["fu_NEG_test_worker_helper_evaluates"] = (
+    F,
+    False,
+    {"train.py": HEAD + TEST_WORKER.format(mode="eval")},
+    "train.py",
+)
+

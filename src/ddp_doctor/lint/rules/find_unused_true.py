@@ -37,6 +37,7 @@ from ddp_doctor.lint.launch_scripts import launched_values, option_value
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.module_moves import unmoved
 from ddp_doctor.lint.option_defaults import option_default
+from ddp_doctor.lint.provenance import evaluation_function
 from ddp_doctor.lint.rank0 import bound_argument
 from ddp_doctor.lint.rules.base import Rule, Violation, replace_node
 
@@ -44,6 +45,8 @@ from ddp_doctor.lint.rules.base import Rule, Violation, replace_node
 EVAL_CLASS = re.compile(r"^_*(eval|evaluat|valid|infer|predict)", re.IGNORECASE)
 # What a function that only evaluates a wrapped model does with it besides calling it.
 EVALUATION_USES = frozenset({"eval", "load_state_dict", "state_dict", "cuda", "to"})
+# Context managers (and decorators) under which a forward records no autograd graph.
+NO_GRAD = frozenset({"no_grad", "inference_mode"})
 # Constructors whose keyword configures DDP's find_unused_parameters.
 DDP_CONFIGS: dict[str, str] = {
     "torch.nn.parallel.DistributedDataParallel": "find_unused_parameters",
@@ -90,7 +93,9 @@ class FindUnusedTrue(Rule):
         "evaluation or inference script copied from the trainer); an Accelerator built in a function "
         "only to prepare a model it froze (`eval()` / `requires_grad_(False)`: a reference or teacher); a "
         "DDP wrap of a model whose parameters the function then freezes (an EMA copy); a "
-        "wrap in a function with no backward that only puts it in `eval()` and runs forwards (a test worker)"
+        "wrap in a function with no backward that only puts it in `eval()` and runs forwards (a test worker), or "
+        "hands it to a same-file helper that evaluates it (`evaluate(model, loader)` after the training loop); a "
+        "wrap forwarded only under `torch.no_grad()` (a distillation teacher)"
     )
     autofix = "`True` → `False`"
     # a strategy string is no identifier: the ``strategy=`` keyword that takes it is
@@ -463,12 +468,22 @@ def _in_evaluation_class(ctx: FileContext, node: ast.AST) -> bool:
 
 
 def _evaluated_only(ctx: FileContext, facts: LoopFacts, call: ast.Call) -> bool:
-    """``m = DistributedDataParallel(...)`` in a function that runs no backward and no optimizer step,
-    puts ``m`` in ``eval()`` and, after the wrap, only calls it (forwards) or loads, moves or reads its
-    weights: never hands it to another call, returns or stores it, nor sets it back to ``train()``. A
-    ``test()`` worker copied from the training worker wraps the model it restores from a checkpoint
-    this way; no forward of it records a graph for a backward, so DDP never searches for unused
-    parameters (the search runs only when a backward will follow)."""
+    """``m = DistributedDataParallel(...)`` whose forwards never record a graph for a backward: DDP
+    searches for unused parameters only when a forward runs with gradients enabled and a backward
+    will follow. After the wrap (up to a rebinding of ``m``) every use of ``m`` is
+
+    - under ``torch.no_grad()`` / ``inference_mode()`` (a teacher for distillation, put in ``eval()``
+      and forwarded, its weights EMA-updated, only under ``no_grad``: MissM-Benchmark), or
+    - with no backward and no optimizer step left in the function after the wrap: a forward, a
+      load, move or read of its weights, ``eval()``, or a hand-over to a same-file function that
+      evaluates it (puts that parameter in ``eval()`` or is named/decorated for evaluation, and runs
+      no backward or step): a ``test()`` worker copied from the training worker that wraps the model
+      it restores from a checkpoint (PointHMR's ``run_eval_general`` handing it to
+      ``run_validate``), or the final test wrap after the training loop (m3m's ``model =
+      DDP(best, ...)`` then ``evaluate(..., model, ...)``).
+
+    Never returned, stored, handed to anything else nor set back to ``train()``; without a
+    ``no_grad`` for every use, something must put it in ``eval()``."""
     assign = ctx.parents.get(call)
     if not (
         isinstance(assign, ast.Assign)
@@ -482,20 +497,111 @@ def _evaluated_only(ctx: FileContext, facts: LoopFacts, call: ast.Call) -> bool:
     if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return False
     nodes = list(ctx.local(scope))
-    if any(facts.backward(n) is not None or facts.steps(n) for n in nodes):
-        return False
+    after = call.end_lineno or call.lineno  # the wrap's own argument is no use of the wrap
+    # a wrap inside a loop also reaches the loop's earlier lines: then the whole function counts
+    looped = _in_loop(ctx, call, scope)
+    trains_after = any(
+        (looped or getattr(n, "lineno", 0) > after) and (facts.backward(n) is not None or facts.steps(n))
+        for n in nodes
+    )
+    rebound = [
+        n.lineno
+        for n in nodes
+        if isinstance(n, ast.Name)
+        and n.id == name
+        and isinstance(n.ctx, ast.Store)
+        and n.lineno > call.lineno
+    ]
+    until = min(rebound, default=10**9)
     evaluated = False
+    without_grad = True
+    used = False
     for n in nodes:
-        if not (isinstance(n, ast.Name) and n.id == name and n.lineno > call.lineno):
+        if not (isinstance(n, ast.Name) and n.id == name and after < n.lineno < until):
             continue
+        if isinstance(n.ctx, ast.Store):
+            continue
+        used = True
+        if _without_grad(ctx, n):
+            continue
+        without_grad = False
+        if trains_after:
+            return False  # a forward of it may record the graph the later backward runs through
         parent = ctx.parents.get(n)
-        if isinstance(n.ctx, ast.Store) or (isinstance(parent, ast.Call) and parent.func is n):
-            continue  # a rebinding, or a forward
+        if isinstance(parent, ast.Call) and parent.func is n:
+            continue  # a forward
         if isinstance(parent, ast.Attribute) and parent.attr in EVALUATION_USES:
             evaluated |= parent.attr == "eval"
             continue
+        if isinstance(parent, ast.Call) and _evaluating_helper(ctx, facts, parent, n):
+            evaluated = True
+            continue
         return False  # handed on, returned, stored, trained: used beyond evaluation here
-    return evaluated
+    return used and (evaluated or without_grad)
+
+
+def _in_loop(ctx: FileContext, node: ast.AST, scope: ast.AST) -> bool:
+    cur = ctx.parents.get(node)
+    while cur is not None and cur is not scope:
+        if isinstance(cur, (ast.For, ast.AsyncFor, ast.While)):
+            return True
+        cur = ctx.parents.get(cur)
+    return False
+
+
+def _without_grad(ctx: FileContext, node: ast.AST) -> bool:
+    """``node`` runs under ``with torch.no_grad():`` / ``inference_mode()`` or in a function decorated
+    with one of them."""
+    cur = ctx.parents.get(node)
+    while cur is not None:
+        if isinstance(cur, (ast.With, ast.AsyncWith)) and any(
+            (
+                dotted(i.context_expr.func if isinstance(i.context_expr, ast.Call) else i.context_expr) or ""
+            ).split(".")[-1]
+            in NO_GRAD
+            for i in cur.items
+        ):
+            return True
+        if isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return any(
+                (dotted(d.func if isinstance(d, ast.Call) else d) or "").split(".")[-1] in NO_GRAD
+                for d in cur.decorator_list
+            )
+        cur = ctx.parents.get(cur)
+    return False
+
+
+def _evaluating_helper(ctx: FileContext, facts: LoopFacts, call: ast.Call, arg: ast.Name) -> bool:
+    """``call`` runs a same-file function that only evaluates what it gets for ``arg``: no backward and
+    no optimizer step in it, nothing sets that parameter to ``train()``, and it is named or decorated
+    for evaluation (``evaluate``, ``@torch.no_grad()``) or puts that parameter in ``eval()``
+    (PointHMR's ``run_validate(args, loader, Network, ...)`` starting with ``Network.eval()``)."""
+    fn = ctx.helper(call)
+    if fn is None:
+        return False
+    params = [
+        p
+        for p in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)
+        if bound_argument(fn, call, p.arg) is arg
+    ]
+    if len(params) != 1:
+        return False
+    param = params[0].arg
+    body = ctx.local(fn)
+    if any(facts.backward(n) is not None or facts.steps(n) for n in body):
+        return False
+    modes = {
+        n.func.attr
+        for n in body
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and isinstance(n.func.value, ast.Name)
+        and n.func.value.id == param
+        and n.func.attr in ("eval", "train")
+    }
+    if "train" in modes:
+        return False
+    return "eval" in modes or evaluation_function(fn)
 
 
 def _through_name(ctx: FileContext, value: ast.expr | None, at: ast.AST) -> ast.expr | None:
