@@ -617,3 +617,28 @@ C["fu_NEG_test_worker_helper_evaluates"] = (
     "train.py",
 )
 
+# Round 23: the FSDP1 wrap reaches the clipped attribute through a local name and a move
+# (sparklerz's ``fsdp_model = FSDP(model, ...)``; ``self.model = fsdp_model.to(self.device)``).
+FS = "fsdp-clip-wrong"
+FSDP_TRAINER = """
+import torch
+from torch.nn.utils import clip_grad_norm_
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+
+class Trainer:
+    def __init__(self, model, device):
+        self.device = device
+        wrapped = FSDP(model, device_id=device)
+        self.model = {held}.to(self.device)
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=1e-5)
+
+    def train(self, loader):
+        for batch in loader:
+            self.model(**batch).loss.backward()
+            clip_grad_norm_(self.model.parameters(), max_norm=1.0)
+            self.optimizer.step()
+            self.optimizer.zero_grad()
+"""
+C["fsdp_wrap_through_a_local_name"] = (FS, True, {"train.py": FSDP_TRAINER.format(held="wrapped")}, "train.py")
+C["fsdp_NEG_unwrapped_model_kept"] = (FS, False, {"train.py": FSDP_TRAINER.format(held="model")}, "train.py")
