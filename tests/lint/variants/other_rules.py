@@ -642,3 +642,27 @@ class Trainer:
 """
 C["fsdp_wrap_through_a_local_name"] = (FS, True, {"train.py": FSDP_TRAINER.format(held="wrapped")}, "train.py")
 C["fsdp_NEG_unwrapped_model_kept"] = (FS, False, {"train.py": FSDP_TRAINER.format(held="model")}, "train.py")
+
+# Round 23: a dtype named by an option's string, ``getattr(torch, cfg.use_dtype)``, held on the trainer
+# and used by its training autocast (LightLM's DDP entry sets ``use_dtype = "float16"``): config-gated.
+DTYPE_BY_NAME = """
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Trainer:
+    def __init__(self, config, model):
+        self.config = config
+        self.model = DDP(model.cuda())
+        self.dtype = getattr(torch, {dtype})
+
+    def train(self, loader, optimizer):
+        for x, y in loader:
+            with torch.autocast(device_type="cuda", dtype=self.dtype):
+                loss = self.model(x, y)
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+"""
+C["fp16_dtype_named_by_an_option"] = (P, True, {"trainer.py": DTYPE_BY_NAME.format(dtype="self.config.use_dtype")}, "trainer.py")
+C["fp16_NEG_dtype_named_by_a_literal"] = (P, False, {"trainer.py": DTYPE_BY_NAME.format(dtype='"bfloat16"')}, "trainer.py")
