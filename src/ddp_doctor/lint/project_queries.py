@@ -13,6 +13,7 @@ from ddp_doctor.lint.call_arguments import never_passed
 from ddp_doctor.lint.context import FileContext, dotted, method, parameter_names, positional_params
 from ddp_doctor.lint.handed_models import handed_builder
 from ddp_doctor.lint.launch_scripts import launch_files, launch_settings
+from ddp_doctor.lint.model_picks import picked_module
 from ddp_doctor.lint.loops import argument
 from ddp_doctor.lint.option_defaults import yaml_files, yaml_settings
 from ddp_doctor.lint.project_core import (
@@ -177,6 +178,18 @@ class IndexQueries(IndexCore):
             for q in sorted(names)
             if not q.rpartition(".")[2].startswith("_") and (s := self._get(q)) is not None
         ]
+
+    def call_picked_module(self, ctx: FileContext, call: ast.Call) -> str | None:
+        """The project module ``call`` hands a project def that returns an instance of one of that
+        module's defs picked by a run-time name (``config.init_obj('arch', module_arch)``,
+        ``Summary.picks_param``); None otherwise."""
+        s = self.summary_for(ctx, call.func)
+        # ``config.init_obj(...)`` on an object of unknown type: every project method so named agrees
+        found = [s] if s is not None else self._same_name_methods(call.func)
+        positions = {f.picks_param for f in found}
+        if len(positions) != 1 or (position := positions.pop()) is None:
+            return None
+        return picked_module(ctx, call, position, self.resolve_module)
 
     def module_converts_syncbn(self, module: str) -> bool:
         """Every def ``getattr(module, name)`` can yield that builds BatchNorm converts it to

@@ -616,3 +616,79 @@ C["handed_through_two_defs_imported"] = (
     },
     "tools/trainer/loop.py",
 )
+
+# Round 23: the model class picked by a configured name from a project module handed to a helper
+# that returns ``getattr(module, config[name]['type'])(...)`` (deeplabv3plus_DPDDP's same-file
+# ``get_instance(models, 'arch', config, n)``; pytorch-template's ``config.init_obj('arch', module_arch)``
+# in another file). The NEG: the handed module's models use LayerNorm only.
+LN_NET = NET.replace("nn.BatchNorm2d(16)", "nn.GroupNorm(4, 16)")
+GET_INSTANCE = """
+import models
+
+
+def get_instance(module, name, config, *args):
+    return getattr(module, config[name]['type'])(*args, **config[name]['args'])
+"""
+C["picked_from_a_handed_module"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD + GET_INSTANCE + main("model = get_instance(models, 'arch', args.config, 10)"),
+        "models/__init__.py": "from .net import Net\n",
+        "models/net.py": HEAD + NET,
+    },
+    "train.py",
+)
+C["NEG_picked_from_a_handed_module_no_bn"] = (
+    R,
+    False,
+    {
+        "train.py": HEAD + GET_INSTANCE + main("model = get_instance(models, 'arch', args.config, 10)"),
+        "models/__init__.py": "from .net import Net\n",
+        "models/net.py": HEAD + LN_NET,
+    },
+    "train.py",
+)
+CONFIG_PARSER = """
+import logging
+
+
+class ConfigParser:
+    def __init__(self, config):
+        self.config = config
+
+    def init_obj(self, name, module, *args, **kwargs):
+        module_name = self.config[name]['type']
+        module_args = dict(self.config[name]['args'])
+        module_args.update(kwargs)
+        return getattr(module, module_name)(*args, **module_args)
+
+    def get_logger(self, name):
+        return logging.getLogger(name)
+"""
+C["picked_by_a_config_method_of_another_file"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD
+        + "import model.model as module_arch\nfrom parse_config import ConfigParser\n"
+        + main("config = ConfigParser(args.config)\n    model = config.init_obj('arch', module_arch)"),
+        "parse_config.py": CONFIG_PARSER,
+        "model/__init__.py": "",
+        "model/model.py": HEAD + NET,
+    },
+    "train.py",
+)
+C["NEG_picked_by_a_config_method_no_bn"] = (
+    R,
+    False,
+    {
+        "train.py": HEAD
+        + "import model.model as module_arch\nfrom parse_config import ConfigParser\n"
+        + main("config = ConfigParser(args.config)\n    model = config.init_obj('arch', module_arch)"),
+        "parse_config.py": CONFIG_PARSER,
+        "model/__init__.py": "",
+        "model/model.py": HEAD + LN_NET,
+    },
+    "train.py",
+)
