@@ -692,3 +692,51 @@ C["NEG_picked_by_a_config_method_no_bn"] = (
     },
     "train.py",
 )
+
+# Round 23: BatchNorm behind a helper's parameter that defaults to off, tested as ``if batch_norm ==
+# True:``, the helper imported from another module and called (Enigmatisms NeRF's ``makeMLP(c_in,
+# c_out, act=ReLU(), batch_norm=False)`` spread into ``nn.Sequential`` by the model's ``__init__``).
+MAKE_MLP = HEAD + """
+
+def make_mlp(in_chan, out_chan, act=nn.ReLU(), batch_norm=False):
+    modules = [nn.Linear(in_chan, out_chan)]
+    if batch_norm == True:
+        modules.append(nn.BatchNorm1d(out_chan))
+    if act is not None:
+        modules.append(act)
+    return modules
+"""
+MLP_NET = HEAD + """
+from nets.helper import make_mlp
+
+
+class Net(nn.Module):
+    def __init__(self, width=64):
+        super().__init__()
+        self.layers = nn.Sequential(*make_mlp(3, width{more}), *make_mlp(width, 1, None))
+
+    def forward(self, x):
+        return self.layers(x)
+"""
+C["switch_spelled_eq_true_turned_on"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD + "from nets.model import Net\n" + main("model = Net()"),
+        "nets/__init__.py": "",
+        "nets/helper.py": MAKE_MLP,
+        "nets/model.py": MLP_NET.format(more=", batch_norm=True"),
+    },
+    "train.py",
+)
+C["NEG_switch_spelled_eq_true_left_off"] = (
+    R,
+    False,
+    {
+        "train.py": HEAD + "from nets.model import Net\n" + main("model = Net()"),
+        "nets/__init__.py": "",
+        "nets/helper.py": MAKE_MLP,
+        "nets/model.py": MLP_NET.format(more=""),
+    },
+    "train.py",
+)
