@@ -36,6 +36,14 @@ def package_and_name(ctx: FileContext, func: ast.AST) -> tuple[str, str] | None:
     """``eval('pkg.' + x + '.name')`` → ("pkg", "name"); ``getattr(M, 'name')`` or
     ``M.__getattribute__('name')`` with ``M`` an ``importlib.import_module('pkg.' ...)`` (or a local
     bound to one) → ("pkg", "name")."""
+    if isinstance(func, ast.Attribute):
+        # ``importlib.import_module(cfg.model).Net`` (OpenChemFold): the module is configuration, the
+        # builder's name is written; a module named wholly at run time searches the whole project ("")
+        imported = _import_module_call(ctx, func.value, func)
+        parts = template(imported.args[0]) if imported is not None and imported.args else None
+        if imported is None or not imported.args or isinstance(imported.args[0], ast.Constant):
+            return None
+        return (parts[0].rstrip(".") if parts and len(parts) >= 2 else ""), func.attr
     if not isinstance(func, ast.Call) or len(func.args) < 1:
         return None
     if isinstance(func.func, ast.Name) and func.func.id == "eval":

@@ -740,3 +740,30 @@ C["NEG_switch_spelled_eq_true_left_off"] = (
     },
     "train.py",
 )
+
+# Round 23: a builder of a written name from a module named wholly by configuration
+# (OpenChemFold's ``Net = importlib.import_module(cfg.model).Net``): the candidates are the project's
+# defs so named; the NEG's are all GroupNorm models.
+IMPORTED_NET = "import importlib\n" + main("Net = importlib.import_module(args.model).Net\n    model = Net(10)")
+C["builder_from_a_configured_module"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD + IMPORTED_NET,
+        "models/__init__.py": "",
+        "models/mdl_1.py": HEAD + NET,
+        "models/mdl_2.py": HEAD + NET,
+    },
+    "train.py",
+)
+C["NEG_builder_from_a_configured_module_no_bn"] = (
+    R,
+    False,
+    {
+        "train.py": HEAD + IMPORTED_NET,
+        "models/__init__.py": "",
+        "models/mdl_1.py": HEAD + LN_NET,
+        "models/mdl_2.py": HEAD + LN_NET,
+    },
+    "train.py",
+)
