@@ -13,8 +13,8 @@ from ddp_doctor.lint.call_arguments import never_passed
 from ddp_doctor.lint.context import FileContext, dotted, method, parameter_names, positional_params
 from ddp_doctor.lint.handed_models import handed_builder
 from ddp_doctor.lint.launch_scripts import launch_files, launch_settings
-from ddp_doctor.lint.model_picks import picked_module
 from ddp_doctor.lint.loops import argument
+from ddp_doctor.lint.model_picks import picked_module
 from ddp_doctor.lint.option_defaults import yaml_files, yaml_settings
 from ddp_doctor.lint.project_core import (
     CONFLICT,
