@@ -118,13 +118,13 @@ def _fsdp1_value(ctx: FileContext, value: ast.expr, at: ast.stmt) -> bool:
     """``value`` is a sharded FSDP1 wrap: ``FSDP(m, ...)``, also moved (``FSDP(m).to(device)``), or a
     plain name the same function bound to one before ``at`` (sparklerz's ``fsdp_model = FSDP(model,
     ...)`` then ``self.model = fsdp_model.to(self.device)``: the attribute the clip reads holds the wrap)."""
-    value = unmoved(ctx, value)
-    if isinstance(value, ast.Name):
-        binds = ctx.bindings(ctx.enclosing_function(at)).get(value.id, [])
+    held = unmoved(ctx, value)
+    if isinstance(held, ast.Name):
+        binds = ctx.bindings(ctx.enclosing_function(at)).get(held.id, [])
         before = [b for b in binds if b.lineno < at.lineno]
         last = before[-1] if before else None
-        value = unmoved(ctx, last.value) if isinstance(last, ast.Assign) and len(last.targets) == 1 else value
-    return isinstance(value, ast.Call) and ctx.call_qualname(value) == FSDP1 and not _no_shard(value)
+        held = unmoved(ctx, last.value) if isinstance(last, ast.Assign) and len(last.targets) == 1 else held
+    return isinstance(held, ast.Call) and ctx.call_qualname(held) == FSDP1 and not _no_shard(held)
 
 
 def _owner(ctx: FileContext, node: ast.AST) -> ast.ClassDef | None:
