@@ -245,10 +245,14 @@ class IndexQueries(IndexCore):
             self._option_answers[key] = self._option_default(key)
         return self._option_answers[key]
 
-    def _option_default(self, key: str) -> tuple[bool, object]:
+    def yaml_values(self, key: str) -> list[object]:
+        """Every value the shipped YAML configurations give ``key`` (one per setting)."""
         if self._yaml_files is None:
             self._yaml_files = yaml_files(self.root) if self.root.is_dir() else []
-        values = yaml_settings(self._yaml_files, key)
+        return yaml_settings(self._yaml_files, key)
+
+    def _option_default(self, key: str) -> tuple[bool, object]:
+        values = self.yaml_values(key)
         if key in self.option_defaults:
             written = self.option_defaults[key]
         elif values:

@@ -666,3 +666,36 @@ class Trainer:
 """
 C["fp16_dtype_named_by_an_option"] = (P, True, {"trainer.py": DTYPE_BY_NAME.format(dtype="self.config.use_dtype")}, "trainer.py")
 C["fp16_NEG_dtype_named_by_a_literal"] = (P, False, {"trainer.py": DTYPE_BY_NAME.format(dtype='"bfloat16"')}, "trainer.py")
+
+# Round 23: the DDP keywords unpacked from a configuration block a function is handed
+# (SaProt's ``load_strategy(config): return DDPStrategy(**config)``), where a shipped YAML
+# configuration sets ``find_unused_parameters: True``: config-gated. The NEG's configs set it False.
+STRATEGY_LOADER = """
+import copy
+import yaml
+import pytorch_lightning as pl
+from pytorch_lightning.strategies import DDPStrategy
+
+
+def load_strategy(config):
+    config = copy.deepcopy(config)
+    return DDPStrategy(**config)
+
+
+def main(path, model, data):
+    cfg = yaml.safe_load(open(path))
+    trainer = pl.Trainer(devices=4, strategy=load_strategy(cfg["strategy"]))
+    trainer.fit(model, data)
+"""
+
+
+def strategy_configs(setting):
+    return {
+        "train.py": STRATEGY_LOADER,
+        "config/task_a.yaml": f"strategy:\n  find_unused_parameters: {setting}\n  timeout: 1800\n",
+        "config/task_b.yaml": "strategy:\n  find_unused_parameters: False\n",
+    }
+
+
+C["fu_unpacked_configuration_block"] = (F, True, strategy_configs("True"), "train.py")
+C["fu_NEG_unpacked_configuration_block_off"] = (F, False, strategy_configs("False"), "train.py")

@@ -86,7 +86,9 @@ class FindUnusedTrue(Rule):
         "`functools.partial(DDP, find_unused_parameters=True)`; a dict of DDP keywords a framework hands on "
         "(`torch_kwargs={'ddp_kwargs': {'find_unused_parameters': True}}`, `dict(find_unused_parameters=True)`); "
         "(project) an option a shipped shell launch script turns on (`--find_unused_parameters` in "
-        "`scripts/train.sh` for a `store_true` option; config-gated by that script)"
+        "`scripts/train.sh` for a `store_true` option; config-gated by that script); (project) a configuration "
+        "block a function is handed and unpacks into the wrap (`DDPStrategy(**config)`) where a shipped YAML "
+        "configuration sets `find_unused_parameters: True` (config-gated)"
     )
     not_flagged = (
         "a value from config without a True fallback (also `True if args.find_unused else False`); an entry script that never backprops (an "
@@ -272,6 +274,22 @@ class FindUnusedTrue(Rule):
             if option_setting is not None:
                 yield option_setting
                 continue
+            unpacked = _configured_unpack(ctx, node, kw_name) if value is None and kw_name else None
+            if unpacked is not None:
+                spread, count, total = unpacked
+                yield self.violation(
+                    spread,
+                    Text(
+                        f"`**{ctx.segment(spread)}` hands `{kw_name}` from configuration, and {count} of the {total} "
+                        f"shipped YAML settings of `{kw_name}` are True: DDP then re-traverses the autograd graph "
+                        "every step (speed, not accuracy).",
+                        f"`**{ctx.segment(spread)}` 从配置传入 `{kw_name}`，仓库自带的 YAML 中有 {count}/{total} 处把它设为 "
+                        "True：此时 DDP 每步都要重新遍历 autograd 图（影响速度，不影响精度）。",
+                    ),
+                    gated_by=f"a configuration setting `{kw_name}: True` ({count} of {total} shipped)",
+                    setting=True,
+                )
+                continue
             if isinstance(value, ast.Constant) and value.value is True:
                 yield self.violation(
                     value,
@@ -300,6 +318,31 @@ class FindUnusedTrue(Rule):
                 edits=(replace_node(ctx, value, "False"),),
                 setting=True,
             )
+
+
+def _configured_unpack(ctx: FileContext, call: ast.Call, name: str) -> tuple[ast.expr, int, int] | None:
+    """``DDPStrategy(**config)`` with ``config`` a configuration block handed in (a parameter of the
+    function, not a dict built here), where shipped YAML configurations set ``name: True`` (SaProt's
+    ``load_strategy(config)`` with ``find_unused_parameters: True`` in most task configs): ``(the
+    unpacked expression, how many settings are True, how many there are)``; None otherwise."""
+    if ctx.project is None:
+        return None
+    spread = next((k.value for k in call.keywords if k.arg is None), None)
+    built = _through_name(ctx, spread, call) if isinstance(spread, ast.Name) else None
+    if (
+        not isinstance(spread, ast.Name)
+        or isinstance(built, ast.Dict)
+        or (isinstance(built, ast.Call) and isinstance(built.func, ast.Name) and built.func.id == "dict")
+    ):
+        return None  # a dict built in the function is read as written (``_setting``)
+    fn = ctx.enclosing_function(call)
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or spread.id not in {
+        a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)
+    }:
+        return None
+    values = ctx.project.yaml_values(name)
+    count = sum(v is True for v in values)
+    return (spread, count, len(values)) if count else None
 
 
 def _dict_settings(ctx: FileContext) -> list[ast.Constant]:
