@@ -147,6 +147,26 @@ class FindUnusedTrue(Rule):
             )
         return None
 
+    def _unpacked_setting(self, ctx: FileContext, call: ast.Call, kw_name: str) -> Violation | None:
+        """``DDPStrategy(**config)`` of a configuration block handed in, which shipped YAML
+        configurations turn on (``_configured_unpack``): config-gated."""
+        unpacked = _configured_unpack(ctx, call, kw_name)
+        if unpacked is None:
+            return None
+        spread, count, total = unpacked
+        return self.violation(
+            spread,
+            Text(
+                f"`**{ctx.segment(spread)}` hands `{kw_name}` from configuration, and {count} of the {total} "
+                f"shipped YAML settings of `{kw_name}` are True: DDP then re-traverses the autograd graph "
+                "every step (speed, not accuracy).",
+                f"`**{ctx.segment(spread)}` 从配置传入 `{kw_name}`，仓库自带的 YAML 中有 {count}/{total} 处把它设为 "
+                "True：此时 DDP 每步都要重新遍历 autograd 图（影响速度，不影响精度）。",
+            ),
+            gated_by=f"a configuration setting `{kw_name}: True` ({count} of {total} shipped)",
+            setting=True,
+        )
+
     def _check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
         seen: set[int] = set()
         for node in ctx.of_type(ast.Call):
@@ -270,25 +290,11 @@ class FindUnusedTrue(Rule):
                     setting=True,
                 )
                 continue
-            option_setting = self._option_setting(ctx, kw_name, value)
+            option_setting = self._option_setting(ctx, kw_name, value) or (
+                self._unpacked_setting(ctx, node, kw_name) if value is None and kw_name else None
+            )
             if option_setting is not None:
                 yield option_setting
-                continue
-            unpacked = _configured_unpack(ctx, node, kw_name) if value is None and kw_name else None
-            if unpacked is not None:
-                spread, count, total = unpacked
-                yield self.violation(
-                    spread,
-                    Text(
-                        f"`**{ctx.segment(spread)}` hands `{kw_name}` from configuration, and {count} of the {total} "
-                        f"shipped YAML settings of `{kw_name}` are True: DDP then re-traverses the autograd graph "
-                        "every step (speed, not accuracy).",
-                        f"`**{ctx.segment(spread)}` 从配置传入 `{kw_name}`，仓库自带的 YAML 中有 {count}/{total} 处把它设为 "
-                        "True：此时 DDP 每步都要重新遍历 autograd 图（影响速度，不影响精度）。",
-                    ),
-                    gated_by=f"a configuration setting `{kw_name}: True` ({count} of {total} shipped)",
-                    setting=True,
-                )
                 continue
             if isinstance(value, ast.Constant) and value.value is True:
                 yield self.violation(
