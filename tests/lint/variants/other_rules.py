@@ -699,3 +699,31 @@ def strategy_configs(setting):
 
 C["fu_unpacked_configuration_block"] = (F, True, strategy_configs("True"), "train.py")
 C["fu_NEG_unpacked_configuration_block_off"] = (F, False, strategy_configs("False"), "train.py")
+
+# Round 23: the test worker's wrap has a DataParallel twin in the ``else`` branch (PAConv's
+# ``test(gpu, ...)``): that rebinding never follows the wrap, the uses after both are the wrap's.
+BRANCH_TEST = """
+def test(args, gpu, loader, net):
+    if args.distributed:
+        model = DDP(net.cuda(), device_ids=[gpu], find_unused_parameters=True)
+    else:
+        model = torch.nn.DataParallel(net.cuda())
+    model.load_state_dict(torch.load(args.ckpt))
+    model.eval()
+    for x, y in loader:
+        with torch.no_grad():
+            logits = model(x)
+        {after}
+"""
+C["fu_branch_twin_then_trained"] = (
+    F,
+    True,
+    {"train.py": HEAD + BRANCH_TEST.format(after="logits.sum().backward()")},
+    "train.py",
+)
+C["fu_NEG_branch_twin_test_worker"] = (
+    F,
+    False,
+    {"train.py": HEAD + BRANCH_TEST.format(after="print(logits.argmax(1))")},
+    "train.py",
+)

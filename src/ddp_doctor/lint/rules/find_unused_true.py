@@ -559,7 +559,8 @@ def _evaluated_only(ctx: FileContext, facts: LoopFacts, call: ast.Call) -> bool:
         if isinstance(n, ast.Name)
         and n.id == name
         and isinstance(n.ctx, ast.Store)
-        and n.lineno > call.lineno
+        and n.lineno > after
+        and not _other_branch(ctx, n, call)  # ``else: model = DataParallel(model)`` never follows the wrap
     ]
     until = min(rebound, default=10**9)
     evaluated = False
@@ -587,6 +588,22 @@ def _evaluated_only(ctx: FileContext, facts: LoopFacts, call: ast.Call) -> bool:
             continue
         return False  # handed on, returned, stored, trained: used beyond evaluation here
     return used and (evaluated or without_grad)
+
+
+def _other_branch(ctx: FileContext, node: ast.AST, other: ast.AST) -> bool:
+    """``node`` and ``other`` sit in different branches of one ``if``: one never runs after the other."""
+    branches: dict[int, bool] = {}
+    child, cur = other, ctx.parents.get(other)
+    while cur is not None:
+        if isinstance(cur, ast.If) and child is not cur.test:
+            branches[id(cur)] = child in cur.body
+        child, cur = cur, ctx.parents.get(cur)
+    child, cur = node, ctx.parents.get(node)
+    while cur is not None:
+        if isinstance(cur, ast.If) and child is not cur.test and id(cur) in branches:
+            return branches[id(cur)] != (child in cur.body)
+        child, cur = cur, ctx.parents.get(cur)
+    return False
 
 
 def _in_loop(ctx: FileContext, node: ast.AST, scope: ast.AST) -> bool:
