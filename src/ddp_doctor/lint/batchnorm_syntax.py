@@ -71,10 +71,27 @@ def off_switch(ctx: FileContext, node: ast.AST) -> str | None:
         if isinstance(cur, (ast.IfExp, ast.If)) and child in (
             [cur.body] if isinstance(cur, ast.IfExp) else cur.body
         ):
-            test = cur.test
-            if isinstance(test, ast.Name) and test.id in off:
-                return test.id
+            name = _switch_name(cur.test)
+            if name in off:
+                return name
         child, cur = cur, ctx.parents.get(cur)
+    return None
+
+
+def _switch_name(test: ast.expr) -> str | None:
+    """The parameter a test turns on: ``if norm:``, also spelled ``if norm == True:`` / ``if norm is
+    True:`` (Enigmatisms NeRF's ``makeMLP(..., batch_norm=False)``: ``if batch_norm == True:``) or
+    ``if norm is not None:`` / ``!= None``, each false for the default False/None."""
+    if isinstance(test, ast.Name):
+        return test.id
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Name):
+        op, right = test.ops[0], test.comparators[0]
+        if not isinstance(right, ast.Constant):
+            return None
+        if isinstance(op, (ast.Eq, ast.Is)) and right.value is True:
+            return test.left.id
+        if isinstance(op, (ast.NotEq, ast.IsNot)) and right.value is None:
+            return test.left.id
     return None
 
 

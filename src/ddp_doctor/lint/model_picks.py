@@ -13,8 +13,9 @@ and the pick builds BatchNorm when most of them do. Used both by the project ind
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
-from ddp_doctor.lint.context import FileContext
+from ddp_doctor.lint.context import FileContext, positional_params, walk_local
 
 
 def bound_callee(ctx: FileContext, call: ast.Call) -> ast.AST:
@@ -35,6 +36,14 @@ def package_and_name(ctx: FileContext, func: ast.AST) -> tuple[str, str] | None:
     """``eval('pkg.' + x + '.name')`` → ("pkg", "name"); ``getattr(M, 'name')`` or
     ``M.__getattribute__('name')`` with ``M`` an ``importlib.import_module('pkg.' ...)`` (or a local
     bound to one) → ("pkg", "name")."""
+    if isinstance(func, ast.Attribute):
+        # ``importlib.import_module(cfg.model).Net`` (OpenChemFold): the module is configuration, the
+        # builder's name is written; a module named wholly at run time searches the whole project ("")
+        imported = _import_module_call(ctx, func.value, func)
+        parts = template(imported.args[0]) if imported is not None and imported.args else None
+        if imported is None or not imported.args or isinstance(imported.args[0], ast.Constant):
+            return None
+        return (parts[0].rstrip(".") if parts and len(parts) >= 2 else ""), func.attr
     if not isinstance(func, ast.Call) or len(func.args) < 1:
         return None
     if isinstance(func.func, ast.Name) and func.func.id == "eval":
@@ -122,3 +131,52 @@ def template(expr: ast.AST) -> list[str] | None:
         elif not (merged and p == "" and merged[-1] == ""):
             merged.append(p)
     return merged
+
+
+def handed_pick_param(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int | None:
+    """The position (among the parameters a call fills, a method's ``self`` left out) of the
+    parameter ``M`` when ``fn`` returns an instance of a def of ``M`` picked by a name known at run
+    time: ``return getattr(M, cfg[name]['type'])(*args, **cfg[name]['args'])`` (pytorch-template's
+    ``ConfigParser.init_obj(name, module)``, deeplabv3plus's ``get_instance(module, name, config)``),
+    also through a local bound to the pick. The module searched is the caller's: ``get_instance(models,
+    'arch', config)`` picks among ``models``' defs."""
+    params = positional_params(fn)
+    picks: dict[str, str] = {}  # local -> the parameter it picks from
+    found: set[str] = set()
+    for node in walk_local(fn.body):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            owner = _picked_param(node.value, params)
+            if owner is not None:
+                picks[node.targets[0].id] = owner
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.Call):
+            func = node.value.func
+            owner = picks.get(func.id) if isinstance(func, ast.Name) else _picked_param(func, params)
+            if owner is not None:
+                found.add(owner)
+    return params.index(found.pop()) if len(found) == 1 else None
+
+
+def _picked_param(expr: ast.AST, params: list[str]) -> str | None:
+    """``getattr(M, key)`` with ``M`` one of ``params`` and ``key`` not a literal: ``M``."""
+    if (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Name)
+        and expr.func.id == "getattr"
+        and len(expr.args) == 2
+        and isinstance(expr.args[0], ast.Name)
+        and expr.args[0].id in params
+        and not isinstance(expr.args[1], ast.Constant)
+    ):
+        return expr.args[0].id
+    return None
+
+
+def picked_module(
+    ctx: FileContext, call: ast.Call, position: int, resolve: Callable[[str], str | None]
+) -> str | None:
+    """The project module ``call`` hands at ``position`` (``handed_pick_param``): ``models`` in
+    ``get_instance(models, 'arch', config)`` after ``import models``; None for anything else."""
+    if any(isinstance(a, ast.Starred) for a in call.args[: position + 1]) or position >= len(call.args):
+        return None
+    qual = ctx.qualname(call.args[position])
+    return resolve(qual) if qual else None

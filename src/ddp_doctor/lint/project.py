@@ -126,10 +126,21 @@ class ProjectIndex(IndexScan, IndexQueries):
                     not s.builds_batchnorm
                     and any(
                         (r.endswith(".*") and r[:-2] in bn_modules)
-                        # a reference (a subclass, ``block=BasicConv``) is built with arguments not seen here
+                        # a reference (a subclass, ``block=BasicConv``) is built with arguments not seen here;
+                        # one it calls itself (an imported ``makeMLP(c_in, c_out)`` whose BatchNorm waits on
+                        # ``batch_norm=False``) is built with the arguments its calls hand it
                         or (
                             (ref := self._get(r)) is not None
-                            and (ref.builds_batchnorm or ref.bn_switch is not None)
+                            and (
+                                ref.builds_batchnorm
+                                or (
+                                    ref.bn_switch is not None
+                                    and (
+                                        r not in s.switch_calls
+                                        or passes_switch(s.switch_calls[r], ref.bn_switch)
+                                    )
+                                )
+                            )
                         )
                         or (r.startswith("registry:") and self._registry_builds_batchnorm(r[9:]))
                         or (r.startswith("pick:") and self.pick_builds_batchnorm(r[5:]))

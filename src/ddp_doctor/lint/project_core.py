@@ -365,6 +365,8 @@ class IndexCore:
         ambiguous package name (HigherHRNet's ``models``: ``lib.models`` and ``lib.config.models``)
         stands for each package so named; the builder's own name picks among them."""
         package, name = split_pick_key(pick)
+        if not package:  # a module named wholly at run time: any project def so named
+            return [s for q, s in self.summaries.items() if q.rsplit(".", 1)[-1] == name]
         module = self.resolve_module(package)
         packages = [module] if module is not None else [m for m in self.modules if m.endswith("." + package)]
         if module is None and any(m.startswith(package + ".") for m in self.modules):

@@ -14,6 +14,7 @@ from ddp_doctor.lint.context import FileContext, dotted, keyword, method, parame
 from ddp_doctor.lint.handed_models import handed_builder
 from ddp_doctor.lint.launch_scripts import launch_files, launch_settings
 from ddp_doctor.lint.loops import argument
+from ddp_doctor.lint.model_picks import picked_module
 from ddp_doctor.lint.option_defaults import yaml_files, yaml_settings
 from ddp_doctor.lint.project_core import (
     CONFLICT,
@@ -178,6 +179,18 @@ class IndexQueries(IndexCore):
             if not q.rpartition(".")[2].startswith("_") and (s := self._get(q)) is not None
         ]
 
+    def call_picked_module(self, ctx: FileContext, call: ast.Call) -> str | None:
+        """The project module ``call`` hands a project def that returns an instance of one of that
+        module's defs picked by a run-time name (``config.init_obj('arch', module_arch)``,
+        ``Summary.picks_param``); None otherwise."""
+        s = self.summary_for(ctx, call.func)
+        # ``config.init_obj(...)`` on an object of unknown type: every project method so named agrees
+        found = [s] if s is not None else self._same_name_methods(call.func)
+        positions = {f.picks_param for f in found}
+        if len(positions) != 1 or (position := positions.pop()) is None:
+            return None
+        return picked_module(ctx, call, position, self.resolve_module)
+
     def module_converts_syncbn(self, module: str) -> bool:
         """Every def ``getattr(module, name)`` can yield that builds BatchNorm converts it to
         SyncBatchNorm itself (PixPro's ``models.__dict__[args.model]``: its one model class ends its
@@ -232,10 +245,14 @@ class IndexQueries(IndexCore):
             self._option_answers[key] = self._option_default(key)
         return self._option_answers[key]
 
-    def _option_default(self, key: str) -> tuple[bool, object]:
+    def yaml_values(self, key: str) -> list[object]:
+        """Every value the shipped YAML configurations give ``key`` (one per setting)."""
         if self._yaml_files is None:
             self._yaml_files = yaml_files(self.root) if self.root.is_dir() else []
-        values = yaml_settings(self._yaml_files, key)
+        return yaml_settings(self._yaml_files, key)
+
+    def _option_default(self, key: str) -> tuple[bool, object]:
+        values = self.yaml_values(key)
         if key in self.option_defaults:
             written = self.option_defaults[key]
         elif values:

@@ -30,7 +30,7 @@ from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
 from ddp_doctor.lint.flags import argparse_choices
 from ddp_doctor.lint.idioms import DDP, SYNC_CONTROL
 from ddp_doctor.lint.loops import LoopFacts, backward_of, guarded_in, param_backward
-from ddp_doctor.lint.model_picks import bound_callee, pick_key
+from ddp_doctor.lint.model_picks import bound_callee, handed_pick_param, pick_key
 from ddp_doctor.lint.option_defaults import merge_default, written_defaults
 from ddp_doctor.lint.overrides import abstract
 from ddp_doctor.lint.project_bindings import IndexBindings
@@ -401,6 +401,8 @@ class IndexScan(IndexBindings):
         is_method: bool,
     ) -> None:
         """The facts of a function or method that only the rules declaring them need."""
+        if "batchnorm" in self.facts:
+            s.picks_param = handed_pick_param(node)
         if "scaler" in self.facts:
             s.fp16_gate = fp16_return(ctx, node)
             s.fp16_cast_param = fp16_cast_param(ctx, node, is_method)

@@ -33,6 +33,8 @@ FACTS: dict[str, tuple[str, ...]] = {
         "refs",
         "module_builds_batchnorm",
         "call_builds_batchnorm",
+        "picks_param",
+        "call_picked_module",
     ),
     "sync_toggle": ("toggles_sync",),
     # option defaults written anywhere in the project (lint/option_defaults.py)
@@ -174,6 +176,10 @@ class Summary:
     # true (Group-Free-3D ``GroupFreeDetector(..., sync_bn=True if args.syncbn else False)``): each
     # call decides by its argument (lint/syncbn_parameter.py).
     syncbn_param: tuple[str, int, bool] | None = None
+    # position of the parameter holding a module it returns a def of, picked by a run-time name
+    # (pytorch-template's ``init_obj(name, module)``: ``return getattr(module, cfg[name]['type'])(...)``;
+    # lint/model_picks.py ``handed_pick_param``): the caller's module argument is the registry
+    picks_param: int | None = None
     logs_rank0: bool = False
     callees: set[str] = field(default_factory=set)  # resolved project qualnames it calls/instantiates
     returned_callees: set[str] = field(default_factory=set)  # project qualnames whose result it returns

@@ -692,4 +692,153 @@ C["NEG_trainer_class_rebuilds_model"] = (
         "models.py": HEAD + NET + MLP,
     },
     "base/base_trainer.py",
+# Round 23: the model class picked by a configured name from a project module handed to a helper
+# that returns ``getattr(module, config[name]['type'])(...)`` (deeplabv3plus_DPDDP's same-file
+# ``get_instance(models, 'arch', config, n)``; pytorch-template's ``config.init_obj('arch', module_arch)``
+# in another file). The NEG: the handed module's models use LayerNorm only.
+LN_NET = NET.replace("nn.BatchNorm2d(16)", "nn.GroupNorm(4, 16)")
+GET_INSTANCE = """
+import models
+
+
+def get_instance(module, name, config, *args):
+    return getattr(module, config[name]['type'])(*args, **config[name]['args'])
+"""
+C["picked_from_a_handed_module"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD + GET_INSTANCE + main("model = get_instance(models, 'arch', args.config, 10)"),
+        "models/__init__.py": "from .net import Net\n",
+        "models/net.py": HEAD + NET,
+    },
+    "train.py",
+)
+C["NEG_picked_from_a_handed_module_no_bn"] = (
+    R,
+    False,
+    {
+        "train.py": HEAD + GET_INSTANCE + main("model = get_instance(models, 'arch', args.config, 10)"),
+        "models/__init__.py": "from .net import Net\n",
+        "models/net.py": HEAD + LN_NET,
+    },
+    "train.py",
+)
+CONFIG_PARSER = """
+import logging
+
+
+class ConfigParser:
+    def __init__(self, config):
+        self.config = config
+
+    def init_obj(self, name, module, *args, **kwargs):
+        module_name = self.config[name]['type']
+        module_args = dict(self.config[name]['args'])
+        module_args.update(kwargs)
+        return getattr(module, module_name)(*args, **module_args)
+
+    def get_logger(self, name):
+        return logging.getLogger(name)
+"""
+C["picked_by_a_config_method_of_another_file"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD
+        + "import model.model as module_arch\nfrom parse_config import ConfigParser\n"
+        + main("config = ConfigParser(args.config)\n    model = config.init_obj('arch', module_arch)"),
+        "parse_config.py": CONFIG_PARSER,
+        "model/__init__.py": "",
+        "model/model.py": HEAD + NET,
+    },
+    "train.py",
+)
+C["NEG_picked_by_a_config_method_no_bn"] = (
+    R,
+    False,
+    {
+        "train.py": HEAD
+        + "import model.model as module_arch\nfrom parse_config import ConfigParser\n"
+        + main("config = ConfigParser(args.config)\n    model = config.init_obj('arch', module_arch)"),
+        "parse_config.py": CONFIG_PARSER,
+        "model/__init__.py": "",
+        "model/model.py": HEAD + LN_NET,
+    },
+    "train.py",
+)
+
+# Round 23: BatchNorm behind a helper's parameter that defaults to off, tested as ``if batch_norm ==
+# True:``, the helper imported from another module and called (Enigmatisms NeRF's ``makeMLP(c_in,
+# c_out, act=ReLU(), batch_norm=False)`` spread into ``nn.Sequential`` by the model's ``__init__``).
+MAKE_MLP = HEAD + """
+
+def make_mlp(in_chan, out_chan, act=nn.ReLU(), batch_norm=False):
+    modules = [nn.Linear(in_chan, out_chan)]
+    if batch_norm == True:
+        modules.append(nn.BatchNorm1d(out_chan))
+    if act is not None:
+        modules.append(act)
+    return modules
+"""
+MLP_NET = HEAD + """
+from nets.helper import make_mlp
+
+
+class Net(nn.Module):
+    def __init__(self, width=64):
+        super().__init__()
+        self.layers = nn.Sequential(*make_mlp(3, width{more}), *make_mlp(width, 1, None))
+
+    def forward(self, x):
+        return self.layers(x)
+"""
+C["switch_spelled_eq_true_turned_on"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD + "from nets.model import Net\n" + main("model = Net()"),
+        "nets/__init__.py": "",
+        "nets/helper.py": MAKE_MLP,
+        "nets/model.py": MLP_NET.format(more=", batch_norm=True"),
+    },
+    "train.py",
+)
+C["NEG_switch_spelled_eq_true_left_off"] = (
+    R,
+    False,
+    {
+        "train.py": HEAD + "from nets.model import Net\n" + main("model = Net()"),
+        "nets/__init__.py": "",
+        "nets/helper.py": MAKE_MLP,
+        "nets/model.py": MLP_NET.format(more=""),
+    },
+    "train.py",
+)
+
+# Round 23: a builder of a written name from a module named wholly by configuration
+# (OpenChemFold's ``Net = importlib.import_module(cfg.model).Net``): the candidates are the project's
+# defs so named; the NEG's are all GroupNorm models.
+IMPORTED_NET = "import importlib\n" + main("Net = importlib.import_module(args.model).Net\n    model = Net(10)")
+C["builder_from_a_configured_module"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD + IMPORTED_NET,
+        "models/__init__.py": "",
+        "models/mdl_1.py": HEAD + NET,
+        "models/mdl_2.py": HEAD + NET,
+    },
+    "train.py",
+)
+C["NEG_builder_from_a_configured_module_no_bn"] = (
+    R,
+    False,
+    {
+        "train.py": HEAD + IMPORTED_NET,
+        "models/__init__.py": "",
+        "models/mdl_1.py": HEAD + LN_NET,
+        "models/mdl_2.py": HEAD + LN_NET,
+    },
+    "train.py",
 )

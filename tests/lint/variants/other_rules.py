@@ -563,5 +563,226 @@ C["fu_scoring_helper_with_grad"] = (
             "                outs.append(model(batch['x']))",
         )
     },
+# Round 23: a wrap whose forwards record no graph for a backward. A distillation teacher wrapped with
+# the keyword, put in eval() and forwarded (and EMA-updated) only under no_grad (MissM-Benchmark); the
+# final test wrap after the training loop handed to a same-file evaluate() (m3m); a test worker
+# handing its wrap to a validation helper that puts it in eval() (PointHMR's run_validate).
+TEACHER = """    model = DDP(net.cuda(), device_ids=[local_rank])
+    teacher = build_teacher(args).cuda()
+    teacher.eval()
+    teacher = DDP(teacher, device_ids=[local_rank], find_unused_parameters=True)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    for epoch in range(args.epochs):
+        for x, y in loader:
+            {forward}
+            loss = criterion(model(x), y) + (model(x) - soft).pow(2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            with torch.no_grad():
+                for pt, ps in zip(teacher.parameters(), model.parameters()):
+                    pt.data.mul_(0.999).add_(ps.data, alpha=0.001)
+"""
+C["fu_teacher_forward_with_grad"] = (
+    F,
+    True,
+    main(TEACHER.format(forward="soft = teacher(x)")),
+    "train.py",
+)
+C["fu_NEG_teacher_forward_under_no_grad"] = (
+    F,
+    False,
+    main(TEACHER.format(forward="with torch.no_grad():\n                soft = teacher(x)")),
+    "train.py",
+)
+EVALUATE = """
+def evaluate(model, loader):
+    model.eval()
+    total = 0.0
+    with torch.no_grad():
+        for x, y in loader:
+            total += model(x).sum().item()
+    return total
+
+
+def train_more(model, loader, optimizer):
+    model.train()
+    for x, y in loader:
+        model(x).sum().backward()
+        optimizer.step()
+"""
+FINAL_TEST = """    model = DDP(net.cuda(), device_ids=[local_rank])
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    for epoch in range(args.epochs):
+        for x, y in loader:
+            loss = criterion(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    best = torch.load(args.best)
+    model = DDP(best.cuda(), device_ids=[local_rank], find_unused_parameters=True)
+    score = {helper}(model, loader{more})
+"""
+C["fu_final_wrap_handed_to_a_trainer"] = (
+    F,
+    True,
+    main(FINAL_TEST.format(helper="train_more", more=", optimizer"), EVALUATE),
+    "train.py",
+)
+C["fu_NEG_final_wrap_handed_to_evaluate"] = (
+    F,
+    False,
+    main(FINAL_TEST.format(helper="evaluate", more=""), EVALUATE),
+    "train.py",
+)
+TEST_WORKER = """
+def run_validate(args, loader, network):
+    network.{mode}()
+    total = 0.0
+    for x, y in loader:
+        total += network(x).sum().item()
+    return total
+
+
+def run_test(args, loader, network):
+    if args.distributed:
+        network = DDP(
+            network, device_ids=[args.local_rank],
+            find_unused_parameters=True,
+        )
+    network.eval()
+    return run_validate(args, loader, network)
+
+
+def main(args, loader, net):
+    dist.init_process_group("nccl")
+    model = DDP(net.cuda(), device_ids=[args.local_rank])
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    for x, y in loader:
+        model(x).sum().backward()
+        optimizer.step()
+    run_test(args, loader, net)
+"""
+C["fu_test_worker_helper_trains"] = (
+    F,
+    True,
+    {"train.py": HEAD + TEST_WORKER.format(mode="train")},
+    "train.py",
+)
+C["fu_NEG_test_worker_helper_evaluates"] = (
+    F,
+    False,
+    {"train.py": HEAD + TEST_WORKER.format(mode="eval")},
+    "train.py",
+)
+
+# Round 23: the FSDP1 wrap reaches the clipped attribute through a local name and a move
+# (sparklerz's ``fsdp_model = FSDP(model, ...)``; ``self.model = fsdp_model.to(self.device)``).
+FS = "fsdp-clip-wrong"
+FSDP_TRAINER = """
+import torch
+from torch.nn.utils import clip_grad_norm_
+from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+
+
+class Trainer:
+    def __init__(self, model, device):
+        self.device = device
+        wrapped = FSDP(model, device_id=device)
+        self.model = {held}.to(self.device)
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=1e-5)
+
+    def train(self, loader):
+        for batch in loader:
+            self.model(**batch).loss.backward()
+            clip_grad_norm_(self.model.parameters(), max_norm=1.0)
+            self.optimizer.step()
+            self.optimizer.zero_grad()
+"""
+C["fsdp_wrap_through_a_local_name"] = (FS, True, {"train.py": FSDP_TRAINER.format(held="wrapped")}, "train.py")
+C["fsdp_NEG_unwrapped_model_kept"] = (FS, False, {"train.py": FSDP_TRAINER.format(held="model")}, "train.py")
+
+# Round 23: a dtype named by an option's string, ``getattr(torch, cfg.use_dtype)``, held on the trainer
+# and used by its training autocast (LightLM's DDP entry sets ``use_dtype = "float16"``): config-gated.
+DTYPE_BY_NAME = """
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Trainer:
+    def __init__(self, config, model):
+        self.config = config
+        self.model = DDP(model.cuda())
+        self.dtype = getattr(torch, {dtype})
+
+    def train(self, loader, optimizer):
+        for x, y in loader:
+            with torch.autocast(device_type="cuda", dtype=self.dtype):
+                loss = self.model(x, y)
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+"""
+C["fp16_dtype_named_by_an_option"] = (P, True, {"trainer.py": DTYPE_BY_NAME.format(dtype="self.config.use_dtype")}, "trainer.py")
+C["fp16_NEG_dtype_named_by_a_literal"] = (P, False, {"trainer.py": DTYPE_BY_NAME.format(dtype='"bfloat16"')}, "trainer.py")
+
+# Round 23: the DDP keywords unpacked from a configuration block a function is handed
+# (SaProt's ``load_strategy(config): return DDPStrategy(**config)``), where a shipped YAML
+# configuration sets ``find_unused_parameters: True``: config-gated. The NEG's configs set it False.
+STRATEGY_LOADER = """
+import copy
+import yaml
+import pytorch_lightning as pl
+from pytorch_lightning.strategies import DDPStrategy
+
+
+def load_strategy(config):
+    config = copy.deepcopy(config)
+    return DDPStrategy(**config)
+
+
+def main(path, model, data):
+    cfg = yaml.safe_load(open(path))
+    trainer = pl.Trainer(devices=4, strategy=load_strategy(cfg["strategy"]))
+    trainer.fit(model, data)
+"""
+
+
+def strategy_configs(setting):
+    return {
+        "train.py": STRATEGY_LOADER,
+        "config/task_a.yaml": f"strategy:\n  find_unused_parameters: {setting}\n  timeout: 1800\n",
+        "config/task_b.yaml": "strategy:\n  find_unused_parameters: False\n",
+    }
+
+
+C["fu_unpacked_configuration_block"] = (F, True, strategy_configs("True"), "train.py")
+C["fu_NEG_unpacked_configuration_block_off"] = (F, False, strategy_configs("False"), "train.py")
+
+# Round 23: the test worker's wrap has a DataParallel twin in the ``else`` branch (PAConv's
+# ``test(gpu, ...)``): that rebinding never follows the wrap, the uses after both are the wrap's.
+BRANCH_TEST = """
+def test(args, gpu, loader, net):
+    if args.distributed:
+        model = DDP(net.cuda(), device_ids=[gpu], find_unused_parameters=True)
+    else:
+        model = torch.nn.DataParallel(net.cuda())
+    model.load_state_dict(torch.load(args.ckpt))
+    model.eval()
+    for x, y in loader:
+        with torch.no_grad():
+            logits = model(x)
+        {after}
+"""
+C["fu_branch_twin_then_trained"] = (
+    F,
+    True,
+    {"train.py": HEAD + BRANCH_TEST.format(after="logits.sum().backward()")},
+    "train.py",
+)
+C["fu_NEG_branch_twin_test_worker"] = (
+    F,
+    False,
+    {"train.py": HEAD + BRANCH_TEST.format(after="print(logits.argmax(1))")},
     "train.py",
 )

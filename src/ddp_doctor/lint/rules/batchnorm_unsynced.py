@@ -97,7 +97,7 @@ from ddp_doctor.lint.project import ProjectIndex
 from ddp_doctor.lint.project_modules import absolute_module, relative_base
 from ddp_doctor.lint.project_summary import Summary
 from ddp_doctor.lint.rules._lightning_wrap import fit_model, lightning_ddp_wraps
-from ddp_doctor.lint.rules._model_by_name import builds_batchnorm_by_name
+from ddp_doctor.lint.rules._model_by_name import builds_batchnorm_by_name, builds_batchnorm_from_handed_module
 from ddp_doctor.lint.rules._pick_gate import pick_gate
 from ddp_doctor.lint.rules._separate_models import batchnorm_in_other_models
 from ddp_doctor.lint.rules._untrained_wrap import untrained_wrap
@@ -138,7 +138,10 @@ class BatchnormUnsynced(Rule):
         "the file builds BatchNorm layers (or a torchvision model known to contain them, timm "
         "`create_model` with a BatchNorm-family name or flag default (also a name the shipped YAML "
         "configurations agree on, read through `model_name = params['model_name']`), a project module used as a "
-        "registry, a builder named under a project package by `eval`/`importlib`, a model `eval`'d by "
+        "registry, also one handed to a helper returning `getattr(module, cfg[name]['type'])(...)` "
+        "(`get_instance(models, 'arch', cfg)`, `config.init_obj('arch', module_arch)`), a builder named under a "
+        "project package by `eval`/`importlib` (also `importlib.import_module(cfg.model).Net`: the project's "
+        "defs so named), a model `eval`'d by "
         "name over a star import of BatchNorm models) and wraps in DDP (also apex's, ignite's `idist.auto_model` without `sync_bn=True`, a project subclass of DDP, also star-imported, and a Lightning "
         "`Trainer` with a DDP strategy and no `sync_batchnorm=True`), with no SyncBatchNorm anywhere; "
         "(project) a DDP wrap of a model the function was handed, where a caller built it with "
@@ -338,6 +341,7 @@ def _sort_calls(ctx: FileContext) -> _Calls:
             or _model_by_name(ctx, node)
             or _factory_batchnorm(ctx, node, defaults)
             or (project is not None and builds_batchnorm_by_name(ctx, project, node))
+            or (project is not None and builds_batchnorm_from_handed_module(ctx, project, node))
         ):
             out.bn_nodes.append(node)
             if project is not None and (gate := pick_gate(ctx, project, node)) is not None:

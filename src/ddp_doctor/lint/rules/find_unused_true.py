@@ -40,6 +40,7 @@ from ddp_doctor.lint.launch_scripts import launched_values, option_value
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.module_moves import unmoved
 from ddp_doctor.lint.option_defaults import option_default
+from ddp_doctor.lint.provenance import evaluation_function
 from ddp_doctor.lint.rank0 import bound_argument
 from ddp_doctor.lint.rules.base import Rule, Violation, replace_node
 
@@ -47,6 +48,8 @@ from ddp_doctor.lint.rules.base import Rule, Violation, replace_node
 EVAL_CLASS = re.compile(r"^_*(eval|evaluat|valid|infer|predict)", re.IGNORECASE)
 # What a function that only evaluates a wrapped model does with it besides calling it.
 EVALUATION_USES = frozenset({"eval", "load_state_dict", "state_dict", "cuda", "to"})
+# Context managers (and decorators) under which a forward records no autograd graph.
+NO_GRAD = frozenset({"no_grad", "inference_mode"})
 # Constructors whose keyword configures DDP's find_unused_parameters.
 DDP_CONFIGS: dict[str, str] = {
     "torch.nn.parallel.DistributedDataParallel": "find_unused_parameters",
@@ -86,7 +89,9 @@ class FindUnusedTrue(Rule):
         "`functools.partial(DDP, find_unused_parameters=True)`; a dict of DDP keywords a framework hands on "
         "(`torch_kwargs={'ddp_kwargs': {'find_unused_parameters': True}}`, `dict(find_unused_parameters=True)`); "
         "(project) an option a shipped shell launch script turns on (`--find_unused_parameters` in "
-        "`scripts/train.sh` for a `store_true` option; config-gated by that script)"
+        "`scripts/train.sh` for a `store_true` option; config-gated by that script); (project) a configuration "
+        "block a function is handed and unpacks into the wrap (`DDPStrategy(**config)`) where a shipped YAML "
+        "configuration sets `find_unused_parameters: True` (config-gated)"
     )
     not_flagged = (
         "a value from config without a True fallback (also `True if args.find_unused else False`); an entry script that never backprops (an "
@@ -94,7 +99,9 @@ class FindUnusedTrue(Rule):
         "only to prepare a model it froze (`eval()` / `requires_grad_(False)`: a reference or teacher); a "
         "DDP wrap of a model whose parameters the function then freezes (an EMA copy); a "
         "wrap in a function with no backward that only puts it in `eval()` and runs forwards (a test worker; "
-        "also handing it on or reading `model.module` under `torch.no_grad()`, and `isinstance(model, DDP)`)"
+        "also `isinstance(model, DDP)`), or hands it to a same-file helper that evaluates it "
+        "(`evaluate(model, loader)` after the training loop); a wrap used only under `torch.no_grad()` "
+        "(a distillation teacher, `model.module.generate` in a scoring loop)"
     )
     autofix = "`True` → `False`"
     # a strategy string is no identifier: the ``strategy=`` keyword that takes it is
@@ -143,6 +150,26 @@ class FindUnusedTrue(Rule):
                 setting=True,
             )
         return None
+
+    def _unpacked_setting(self, ctx: FileContext, call: ast.Call, kw_name: str) -> Violation | None:
+        """``DDPStrategy(**config)`` of a configuration block handed in, which shipped YAML
+        configurations turn on (``_configured_unpack``): config-gated."""
+        unpacked = _configured_unpack(ctx, call, kw_name)
+        if unpacked is None:
+            return None
+        spread, count, total = unpacked
+        return self.violation(
+            spread,
+            Text(
+                f"`**{ctx.segment(spread)}` hands `{kw_name}` from configuration, and {count} of the {total} "
+                f"shipped YAML settings of `{kw_name}` are True: DDP then re-traverses the autograd graph "
+                "every step (speed, not accuracy).",
+                f"`**{ctx.segment(spread)}` 从配置传入 `{kw_name}`，仓库自带的 YAML 中有 {count}/{total} 处把它设为 "
+                "True：此时 DDP 每步都要重新遍历 autograd 图（影响速度，不影响精度）。",
+            ),
+            gated_by=f"a configuration setting `{kw_name}: True` ({count} of {total} shipped)",
+            setting=True,
+        )
 
     def _check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
         seen: set[int] = set()
@@ -267,7 +294,9 @@ class FindUnusedTrue(Rule):
                     setting=True,
                 )
                 continue
-            option_setting = self._option_setting(ctx, kw_name, value)
+            option_setting = self._option_setting(ctx, kw_name, value) or (
+                self._unpacked_setting(ctx, node, kw_name) if value is None and kw_name else None
+            )
             if option_setting is not None:
                 yield option_setting
                 continue
@@ -299,6 +328,31 @@ class FindUnusedTrue(Rule):
                 edits=(replace_node(ctx, value, "False"),),
                 setting=True,
             )
+
+
+def _configured_unpack(ctx: FileContext, call: ast.Call, name: str) -> tuple[ast.expr, int, int] | None:
+    """``DDPStrategy(**config)`` with ``config`` a configuration block handed in (a parameter of the
+    function, not a dict built here), where shipped YAML configurations set ``name: True`` (SaProt's
+    ``load_strategy(config)`` with ``find_unused_parameters: True`` in most task configs): ``(the
+    unpacked expression, how many settings are True, how many there are)``; None otherwise."""
+    if ctx.project is None:
+        return None
+    spread = next((k.value for k in call.keywords if k.arg is None), None)
+    built = _through_name(ctx, spread, call) if isinstance(spread, ast.Name) else None
+    if (
+        not isinstance(spread, ast.Name)
+        or isinstance(built, ast.Dict)
+        or (isinstance(built, ast.Call) and isinstance(built.func, ast.Name) and built.func.id == "dict")
+    ):
+        return None  # a dict built in the function is read as written (``_setting``)
+    fn = ctx.enclosing_function(call)
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or spread.id not in {
+        a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)
+    }:
+        return None
+    values = ctx.project.yaml_values(name)
+    count = sum(v is True for v in values)
+    return (spread, count, len(values)) if count else None
 
 
 def _dict_settings(ctx: FileContext) -> list[ast.Constant]:
@@ -467,12 +521,22 @@ def _in_evaluation_class(ctx: FileContext, node: ast.AST) -> bool:
 
 
 def _evaluated_only(ctx: FileContext, facts: LoopFacts, call: ast.Call) -> bool:
-    """``m = DistributedDataParallel(...)`` in a function that runs no backward and no optimizer step,
-    puts ``m`` in ``eval()`` and, after the wrap, only calls it (forwards) or loads, moves or reads its
-    weights: never hands it to another call, returns or stores it, nor sets it back to ``train()``. A
-    ``test()`` worker copied from the training worker wraps the model it restores from a checkpoint
-    this way; no forward of it records a graph for a backward, so DDP never searches for unused
-    parameters (the search runs only when a backward will follow)."""
+    """``m = DistributedDataParallel(...)`` whose forwards never record a graph for a backward: DDP
+    searches for unused parameters only when a forward runs with gradients enabled and a backward
+    will follow. After the wrap (up to a rebinding of ``m``) every use of ``m`` is
+
+    - under ``torch.no_grad()`` / ``inference_mode()`` (a teacher for distillation, put in ``eval()``
+      and forwarded, its weights EMA-updated, only under ``no_grad``: MissM-Benchmark), or
+    - with no backward and no optimizer step left in the function after the wrap: a forward, a
+      load, move or read of its weights, ``eval()``, or a hand-over to a same-file function that
+      evaluates it (puts that parameter in ``eval()`` or is named/decorated for evaluation, and runs
+      no backward or step): a ``test()`` worker copied from the training worker that wraps the model
+      it restores from a checkpoint (PointHMR's ``run_eval_general`` handing it to
+      ``run_validate``), or the final test wrap after the training loop (m3m's ``model =
+      DDP(best, ...)`` then ``evaluate(..., model, ...)``).
+
+    Never returned, stored, handed to anything else nor set back to ``train()``; without a
+    ``no_grad`` for every use, something must put it in ``eval()``."""
     assign = ctx.parents.get(call)
     if not (
         isinstance(assign, ast.Assign)
@@ -486,22 +550,128 @@ def _evaluated_only(ctx: FileContext, facts: LoopFacts, call: ast.Call) -> bool:
     if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return False
     nodes = list(ctx.local(scope))
-    if any(facts.backward(n) is not None or facts.steps(n) for n in nodes):
-        return False
+    after = call.end_lineno or call.lineno  # the wrap's own argument is no use of the wrap
+    # a wrap inside a loop also reaches the loop's earlier lines: then the whole function counts
+    looped = _in_loop(ctx, call, scope)
+    trains_after = any(
+        (looped or getattr(n, "lineno", 0) > after) and (facts.backward(n) is not None or facts.steps(n))
+        for n in nodes
+    )
+    rebound = [
+        n.lineno
+        for n in nodes
+        if isinstance(n, ast.Name)
+        and n.id == name
+        and isinstance(n.ctx, ast.Store)
+        and n.lineno > after
+        and not _other_branch(ctx, n, call)  # ``else: model = DataParallel(model)`` never follows the wrap
+    ]
+    until = min(rebound, default=10**9)
     evaluated = False
+    without_grad = True
+    used = False
     for n in nodes:
-        if not (isinstance(n, ast.Name) and n.id == name and n.lineno > call.lineno):
+        if not (isinstance(n, ast.Name) and n.id == name and after < n.lineno < until):
             continue
+        if isinstance(n.ctx, ast.Store) or _type_test(n, ctx.parents.get(n)):
+            continue  # ``isinstance(m, DDP)`` reads the wrap's type and runs nothing
+        used = True
+        if _without_grad(ctx, n):
+            continue
+        without_grad = False
+        if trains_after:
+            return False  # a forward of it may record the graph the later backward runs through
         parent = ctx.parents.get(n)
-        if isinstance(n.ctx, ast.Store) or (isinstance(parent, ast.Call) and parent.func is n):
-            continue  # a rebinding, or a forward
+        if isinstance(parent, ast.Call) and parent.func is n:
+            continue  # a forward
         if isinstance(parent, ast.Attribute) and parent.attr in EVALUATION_USES:
             evaluated |= parent.attr == "eval"
             continue
-        if _type_test(n, parent) or _under_no_grad(ctx, n, scope):
-            continue  # ``isinstance(m, DDP)``; any use where autograd records nothing
+        if isinstance(parent, ast.Call) and _evaluating_helper(ctx, facts, parent, n):
+            evaluated = True
+            continue
         return False  # handed on, returned, stored, trained: used beyond evaluation here
-    return evaluated
+    return used and (evaluated or without_grad)
+
+
+def _other_branch(ctx: FileContext, node: ast.AST, other: ast.AST) -> bool:
+    """``node`` and ``other`` sit in different branches of one ``if``: one never runs after the other."""
+    branches: dict[int, bool] = {}
+    child, cur = other, ctx.parents.get(other)
+    while cur is not None:
+        if isinstance(cur, ast.If) and child is not cur.test:
+            branches[id(cur)] = child in cur.body
+        child, cur = cur, ctx.parents.get(cur)
+    child, cur = node, ctx.parents.get(node)
+    while cur is not None:
+        if isinstance(cur, ast.If) and child is not cur.test and id(cur) in branches:
+            return branches[id(cur)] != (child in cur.body)
+        child, cur = cur, ctx.parents.get(cur)
+    return False
+
+
+def _in_loop(ctx: FileContext, node: ast.AST, scope: ast.AST) -> bool:
+    cur = ctx.parents.get(node)
+    while cur is not None and cur is not scope:
+        if isinstance(cur, (ast.For, ast.AsyncFor, ast.While)):
+            return True
+        cur = ctx.parents.get(cur)
+    return False
+
+
+def _without_grad(ctx: FileContext, node: ast.AST) -> bool:
+    """``node`` runs under ``with torch.no_grad():`` / ``inference_mode()`` or in a function decorated
+    with one of them."""
+    cur = ctx.parents.get(node)
+    while cur is not None:
+        if isinstance(cur, (ast.With, ast.AsyncWith)) and any(
+            (
+                dotted(i.context_expr.func if isinstance(i.context_expr, ast.Call) else i.context_expr) or ""
+            ).split(".")[-1]
+            in NO_GRAD
+            for i in cur.items
+        ):
+            return True
+        if isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return any(
+                (dotted(d.func if isinstance(d, ast.Call) else d) or "").split(".")[-1] in NO_GRAD
+                for d in cur.decorator_list
+            )
+        cur = ctx.parents.get(cur)
+    return False
+
+
+def _evaluating_helper(ctx: FileContext, facts: LoopFacts, call: ast.Call, arg: ast.Name) -> bool:
+    """``call`` runs a same-file function that only evaluates what it gets for ``arg``: no backward and
+    no optimizer step in it, nothing sets that parameter to ``train()``, and it is named or decorated
+    for evaluation (``evaluate``, ``@torch.no_grad()``) or puts that parameter in ``eval()``
+    (PointHMR's ``run_validate(args, loader, Network, ...)`` starting with ``Network.eval()``)."""
+    fn = ctx.helper(call)
+    if fn is None:
+        return False
+    params = [
+        p
+        for p in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)
+        if bound_argument(fn, call, p.arg) is arg
+    ]
+    if len(params) != 1:
+        return False
+    param = params[0].arg
+    body = ctx.local(fn)
+    if any(facts.backward(n) is not None or facts.steps(n) for n in body):
+        return False
+    modes = {
+        n.func.attr
+        for n in body
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and isinstance(n.func.value, ast.Name)
+        and n.func.value.id == param
+        and n.func.attr in ("eval", "train")
+    }
+    if "train" in modes:
+        return False
+    return "eval" in modes or evaluation_function(fn)
 
 
 def _type_test(name: ast.Name, parent: ast.AST | None) -> bool:
@@ -513,25 +683,6 @@ def _type_test(name: ast.Name, parent: ast.AST | None) -> bool:
         and bool(parent.args)
         and parent.args[0] is name
     )
-
-
-def _under_no_grad(ctx: FileContext, node: ast.AST, scope: ast.AST) -> bool:
-    """``node`` sits in a ``with torch.no_grad():`` / ``torch.inference_mode():`` block of ``scope``
-    (Amdg's checkpoint-scoring loop hands the wrap to ``self.adapterInputs(batch, model)`` and reads
-    ``model.module.generate`` there): whatever runs the model there records no graph, so no backward
-    can follow and DDP never searches it for unused parameters."""
-    cur = ctx.parents.get(node)
-    while cur is not None and cur is not scope:
-        if isinstance(cur, (ast.With, ast.AsyncWith)) and any(
-            (
-                dotted(i.context_expr.func if isinstance(i.context_expr, ast.Call) else i.context_expr) or ""
-            ).split(".")[-1]
-            in ("no_grad", "inference_mode")
-            for i in cur.items
-        ):
-            return True
-        cur = ctx.parents.get(cur)
-    return False
 
 
 def _through_name(ctx: FileContext, value: ast.expr | None, at: ast.AST) -> ast.expr | None:

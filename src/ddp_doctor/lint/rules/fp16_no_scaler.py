@@ -78,7 +78,7 @@ class Fp16NoScaler(Rule):
         "weights cast to float16 (`model.half()`, `.to(torch.float16)` on a model wrapped in DDP, "
         "`.train()`ed or optimised), a backward in the file, and no GradScaler / `.scale(` / "
         "hand-made loss scaling / accelerate / Lightning / DeepSpeed; config-gated: a dtype picked by "
-        "a flag (a table, `if args.dtype in [...]: dtype = torch.float16`, also handed to the function "
+        "a flag (a table, `getattr(torch, cfg.dtype)`, also held on `self`, `if args.dtype in [...]: dtype = torch.float16`, also handed to the function "
         "that autocasts with `enabled=dtype != torch.float32`); (project) weights cast by a project helper "
         "(`convert_weights(model)`: `model.apply` of a def doing `.half()`); a GradScaler built only for "
         'other values of the option that picks float16 (`GradScaler() if args.precision == "amp" else None` '
@@ -536,6 +536,11 @@ def _dtype_gate(
         if not binds or not isinstance(binds[-1], ast.Assign) or len(binds[-1].targets) != 1:
             return None
         dtype = binds[-1].value
+    if isinstance(dtype, ast.Attribute):
+        dtype = _self_attribute_value(ctx, dtype) or dtype  # ``self.dtype = getattr(torch, cfg.use_dtype)``
+    named = _dtype_by_name(ctx, dtype)
+    if named is not None:
+        return f"{_flag_text(ctx, named, defaults)} == 'float16'"
     if isinstance(dtype, ast.Subscript) and isinstance(dtype.value, ast.Dict):
         for key, value in zip(dtype.value.keys, dtype.value.values, strict=False):
             if key is not None and isinstance(key, ast.Constant) and ctx.qualname(value) == FP16:
@@ -551,6 +556,41 @@ def _dtype_gate(
                     return describe(test, when)
                 return f"{_flag_text(ctx, dtype.test, defaults)} {'true' if when else 'false'}"
     return None
+
+
+def _dtype_by_name(ctx: FileContext, dtype: ast.AST) -> ast.expr | None:
+    """``getattr(torch, cfg.use_dtype)``: the dtype named by an option's string (LightLM's
+    ``use_dtype = "float16"`` in its DDP entry), float16 when the option is ``"float16"``; the
+    option read. None for anything else (a literal name, a fallback-less read of another module)."""
+    if (
+        isinstance(dtype, ast.Call)
+        and isinstance(dtype.func, ast.Name)
+        and dtype.func.id == "getattr"
+        and len(dtype.args) == 2
+        and ctx.qualname(dtype.args[0]) == "torch"
+        and not isinstance(dtype.args[1], ast.Constant)
+    ):
+        return dtype.args[1]
+    return None
+
+
+def _self_attribute_value(ctx: FileContext, attr: ast.Attribute) -> ast.expr | None:
+    """The value of ``self.x``: the one ``self.x = ...`` of the enclosing class (None when there is
+    none or several)."""
+    if not (isinstance(attr.value, ast.Name) and attr.value.id == "self"):
+        return None
+    cls = ctx.parents.get(ctx.enclosing_function(attr))
+    if not isinstance(cls, ast.ClassDef):
+        return None
+    values = [
+        n.value
+        for n in ast.walk(cls)
+        if isinstance(n, ast.Assign)
+        and len(n.targets) == 1
+        and isinstance(n.targets[0], ast.Attribute)
+        and dotted(n.targets[0]) == f"self.{attr.attr}"
+    ]
+    return values[0] if len(values) == 1 else None
 
 
 def _assigned_fp16_gate(

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method
 from ddp_doctor.lint.loops import LoopFacts
+from ddp_doctor.lint.module_moves import unmoved
 from ddp_doctor.lint.rules.base import Rule, Violation, replace_node
 
 FSDP1 = "torch.distributed.fsdp.FullyShardedDataParallel"
@@ -26,7 +27,8 @@ class FsdpClipWrong(Rule):
     id = "fsdp-clip-wrong"
     flagged = (
         "`torch.nn.utils.clip_grad_norm_(m.parameters(), ...)` where `m` was assigned an FSDP1 "
-        "`FullyShardedDataParallel(...)`, or `m` a parameter that a same-file call hands such a wrap"
+        "`FullyShardedDataParallel(...)` (also moved, `.to(device)`, or through a local name it was bound to), "
+        "or `m` a parameter that a same-file call hands such a wrap"
     )
     not_flagged = (
         "FSDP2 `fully_shard` (DTensor parameters: the torch function is correct), "
@@ -39,11 +41,7 @@ class FsdpClipWrong(Rule):
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
         wrapped: dict[str, list[ast.ClassDef | None]] = {}  # target -> classes whose code wraps it
         for node in ctx.of_type(ast.Assign):
-            if (
-                isinstance(node.value, ast.Call)
-                and ctx.call_qualname(node.value) == FSDP1
-                and not _no_shard(node.value)
-            ):
+            if _fsdp1_value(ctx, node.value, node):
                 for t in node.targets:
                     if d := dotted(t):
                         wrapped.setdefault(d, []).append(_owner(ctx, node))
@@ -114,6 +112,19 @@ def _handed_wrap(ctx: FileContext, clip: ast.Call, name: str | None) -> bool:
         ):
             return True
     return False
+
+
+def _fsdp1_value(ctx: FileContext, value: ast.expr, at: ast.stmt) -> bool:
+    """``value`` is a sharded FSDP1 wrap: ``FSDP(m, ...)``, also moved (``FSDP(m).to(device)``), or a
+    plain name the same function bound to one before ``at`` (sparklerz's ``fsdp_model = FSDP(model,
+    ...)`` then ``self.model = fsdp_model.to(self.device)``: the attribute the clip reads holds the wrap)."""
+    held = unmoved(ctx, value)
+    if isinstance(held, ast.Name):
+        binds = ctx.bindings(ctx.enclosing_function(at)).get(held.id, [])
+        before = [b for b in binds if b.lineno < at.lineno]
+        last = before[-1] if before else None
+        held = unmoved(ctx, last.value) if isinstance(last, ast.Assign) and len(last.targets) == 1 else held
+    return isinstance(held, ast.Call) and ctx.call_qualname(held) == FSDP1 and not _no_shard(held)
 
 
 def _owner(ctx: FileContext, node: ast.AST) -> ast.ClassDef | None:
