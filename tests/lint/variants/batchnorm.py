@@ -692,6 +692,8 @@ C["NEG_trainer_class_rebuilds_model"] = (
         "models.py": HEAD + NET + MLP,
     },
     "base/base_trainer.py",
+)
+
 # Round 23: the model class picked by a configured name from a project module handed to a helper
 # that returns ``getattr(module, config[name]['type'])(...)`` (deeplabv3plus_DPDDP's same-file
 # ``get_instance(models, 'arch', config, n)``; pytorch-template's ``config.init_obj('arch', module_arch)``

@@ -563,6 +563,9 @@ C["fu_scoring_helper_with_grad"] = (
             "                outs.append(model(batch['x']))",
         )
     },
+    "train.py",
+)
+
 # Round 23: a wrap whose forwards record no graph for a backward. A distillation teacher wrapped with
 # the keyword, put in eval() and forwarded (and EMA-updated) only under no_grad (MissM-Benchmark); the
 # final test wrap after the training loop handed to a same-file evaluate() (m3m); a test worker
