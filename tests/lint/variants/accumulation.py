@@ -271,23 +271,31 @@ C["NEG_micro_steps_through_inner_module_method"] = (
 C["micro_steps_through_wrap_beside_inner_state_dict"] = (
     A,
     True,
-    one(CHUNKS.replace("{FORWARD}", "model(xm)").replace("loss.backward()", "loss.backward()\n                model.module.state_dict()")),
+    one(
+        CHUNKS.replace("{FORWARD}", "model(xm)").replace(
+            "loss.backward()", "loss.backward()\n                model.module.state_dict()"
+        )
+    ),
     "train.py",
 )
 # ... and a per-item backward loop in a helper every call of which sits in ``with model.no_sync():``
 # (proemb): the caller skips the all-reduce of every backward the helper runs.
-ITEM_GRADS = """
+ITEM_GRADS = (
+    """
 def item_grads(model, criterion, xs, ys):
     for x, y in zip(xs, ys):
         loss = criterion(model(x), y) / len(xs)
         loss.backward()
-""" + SETUP + """
+"""
+    + SETUP
+    + """
     for epoch in range(args.epochs):
         for xs, ys in loader:
             {CALL}
             optimizer.step()
             optimizer.zero_grad()
 """
+)
 C["helper_micro_steps_called_without_no_sync"] = (
     A,
     True,
@@ -383,7 +391,11 @@ CHUNKS = """
 C["NEG_chunks_allreduce_disabled_before_loop"] = (
     A,
     False,
-    one(CHUNKS.replace("{BEFORE}", "            if args.distributed:\n                model.disable_allreduce()")),
+    one(
+        CHUNKS.replace(
+            "{BEFORE}", "            if args.distributed:\n                model.disable_allreduce()"
+        )
+    ),
     "train.py",
 )
 C["NEG_chunks_grad_sync_off_before_loop"] = (

@@ -525,7 +525,9 @@ C["NEG_freeze_bn_each_epoch"] = (
     R,
     False,
     {
-        "train.py": HEAD + "from models import Net\n" + freeze_main("model.train()\n    model.module.freeze_bn()", "pass"),
+        "train.py": HEAD
+        + "from models import Net\n"
+        + freeze_main("model.train()\n    model.module.freeze_bn()", "pass"),
         "models.py": HEAD + FREEZE_NET,
     },
     "train.py",
@@ -534,7 +536,9 @@ C["freeze_bn_then_train"] = (
     R,
     True,
     {
-        "train.py": HEAD + "from models import Net\n" + freeze_main("model.module.freeze_bn()\n    model.train()", "pass"),
+        "train.py": HEAD
+        + "from models import Net\n"
+        + freeze_main("model.module.freeze_bn()\n    model.train()", "pass"),
         "models.py": HEAD + FREEZE_NET,
     },
     "train.py",
@@ -773,7 +777,9 @@ C["NEG_picked_by_a_config_method_no_bn"] = (
 # Round 23: BatchNorm behind a helper's parameter that defaults to off, tested as ``if batch_norm ==
 # True:``, the helper imported from another module and called (Enigmatisms NeRF's ``makeMLP(c_in,
 # c_out, act=ReLU(), batch_norm=False)`` spread into ``nn.Sequential`` by the model's ``__init__``).
-MAKE_MLP = HEAD + """
+MAKE_MLP = (
+    HEAD
+    + """
 
 def make_mlp(in_chan, out_chan, act=nn.ReLU(), batch_norm=False):
     modules = [nn.Linear(in_chan, out_chan)]
@@ -783,7 +789,10 @@ def make_mlp(in_chan, out_chan, act=nn.ReLU(), batch_norm=False):
         modules.append(act)
     return modules
 """
-MLP_NET = HEAD + """
+)
+MLP_NET = (
+    HEAD
+    + """
 from nets.helper import make_mlp
 
 
@@ -795,6 +804,7 @@ class Net(nn.Module):
     def forward(self, x):
         return self.layers(x)
 """
+)
 C["switch_spelled_eq_true_turned_on"] = (
     R,
     True,
@@ -821,7 +831,9 @@ C["NEG_switch_spelled_eq_true_left_off"] = (
 # Round 23: a builder of a written name from a module named wholly by configuration
 # (OpenChemFold's ``Net = importlib.import_module(cfg.model).Net``): the candidates are the project's
 # defs so named; the NEG's are all GroupNorm models.
-IMPORTED_NET = "import importlib\n" + main("Net = importlib.import_module(args.model).Net\n    model = Net(10)")
+IMPORTED_NET = "import importlib\n" + main(
+    "Net = importlib.import_module(args.model).Net\n    model = Net(10)"
+)
 C["builder_from_a_configured_module"] = (
     R,
     True,

@@ -702,7 +702,12 @@ class Trainer:
             self.optimizer.step()
             self.optimizer.zero_grad()
 """
-C["fsdp_wrap_through_a_local_name"] = (FS, True, {"train.py": FSDP_TRAINER.format(held="wrapped")}, "train.py")
+C["fsdp_wrap_through_a_local_name"] = (
+    FS,
+    True,
+    {"train.py": FSDP_TRAINER.format(held="wrapped")},
+    "train.py",
+)
 C["fsdp_NEG_unwrapped_model_kept"] = (FS, False, {"train.py": FSDP_TRAINER.format(held="model")}, "train.py")
 
 # Round 23: a dtype named by an option's string, ``getattr(torch, cfg.use_dtype)``, held on the trainer
@@ -726,8 +731,18 @@ class Trainer:
             optimizer.step()
             optimizer.zero_grad()
 """
-C["fp16_dtype_named_by_an_option"] = (P, True, {"trainer.py": DTYPE_BY_NAME.format(dtype="self.config.use_dtype")}, "trainer.py")
-C["fp16_NEG_dtype_named_by_a_literal"] = (P, False, {"trainer.py": DTYPE_BY_NAME.format(dtype='"bfloat16"')}, "trainer.py")
+C["fp16_dtype_named_by_an_option"] = (
+    P,
+    True,
+    {"trainer.py": DTYPE_BY_NAME.format(dtype="self.config.use_dtype")},
+    "trainer.py",
+)
+C["fp16_NEG_dtype_named_by_a_literal"] = (
+    P,
+    False,
+    {"trainer.py": DTYPE_BY_NAME.format(dtype='"bfloat16"')},
+    "trainer.py",
+)
 
 # Round 23: the DDP keywords unpacked from a configuration block a function is handed
 # (SaProt's ``load_strategy(config): return DDPStrategy(**config)``), where a shipped YAML

@@ -1765,7 +1765,8 @@ C["NEG_message_rebuilt_after_the_log_items"] = (
     False,
     {
         "main_train.py": KAIR_MAIN.replace(
-            "LOG_HERE", '            message = "<iter {}> done".format(step)\n            logger.info(message)'
+            "LOG_HERE",
+            '            message = "<iter {}> done".format(step)\n            logger.info(message)',
         ),
         "models/__init__.py": "",
         "models/model_plain.py": KAIR_MODEL,

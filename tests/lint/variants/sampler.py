@@ -398,7 +398,12 @@ def get_loader(dataset, batch_size, shuffle=False, num_workers=0):
     }
 
 
-C["builder_other_file_shuffle_parameter_true"] = (R, True, shuffle_param_builder("get_loader(dataset, 8, True, 4)"), "train.py")
+C["builder_other_file_shuffle_parameter_true"] = (
+    R,
+    True,
+    shuffle_param_builder("get_loader(dataset, 8, True, 4)"),
+    "train.py",
+)
 C["builder_other_file_shuffle_keyword_true"] = (
     R,
     True,
@@ -406,7 +411,12 @@ C["builder_other_file_shuffle_keyword_true"] = (
     "train.py",
 )
 # the builder's own default (False), or a literal false: an ordered loader, maybe evaluation or sliced
-C["NEG_builder_other_file_shuffle_parameter_default"] = (R, False, shuffle_param_builder("get_loader(dataset, 8)"), "train.py")
+C["NEG_builder_other_file_shuffle_parameter_default"] = (
+    R,
+    False,
+    shuffle_param_builder("get_loader(dataset, 8)"),
+    "train.py",
+)
 C["NEG_builder_other_file_shuffle_parameter_false"] = (
     R,
     False,
@@ -431,7 +441,12 @@ def prepared_by(binding):
     )
 
 
-C["NEG_prepared_by_a_name_bound_to_an_accelerator"] = (R, False, prepared_by("Accelerator(mixed_precision='fp16')"), "train.py")
+C["NEG_prepared_by_a_name_bound_to_an_accelerator"] = (
+    R,
+    False,
+    prepared_by("Accelerator(mixed_precision='fp16')"),
+    "train.py",
+)
 C["prepared_by_a_name_bound_to_something_else"] = (R, True, prepared_by("Preparer()"), "train.py")
 
 
@@ -459,4 +474,9 @@ def dispatch(call):
 
 
 C["builder_dispatch_picks_the_plain_branch"] = (R, True, dispatch("load_data(dataset)"), "train.py")
-C["NEG_builder_dispatch_picks_the_sharded_branch"] = (R, False, dispatch('load_data(dataset, kind="main")'), "train.py")
+C["NEG_builder_dispatch_picks_the_sharded_branch"] = (
+    R,
+    False,
+    dispatch('load_data(dataset, kind="main")'),
+    "train.py",
+)

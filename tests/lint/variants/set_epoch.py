@@ -972,9 +972,19 @@ def dispatch(call):
     )
 
 
-C["builder_dispatch_picks_the_sampler_branch"] = (R, True, dispatch('load_data(dataset, kind="toy")'), "train.py")
+C["builder_dispatch_picks_the_sampler_branch"] = (
+    R,
+    True,
+    dispatch('load_data(dataset, kind="toy")'),
+    "train.py",
+)
 C["builder_dispatch_default_picks_the_sampler_branch"] = (R, True, dispatch("load_data(dataset)"), "train.py")
-C["NEG_builder_dispatch_picks_another_branch"] = (R, False, dispatch('load_data(dataset, kind="main")'), "train.py")
+C["NEG_builder_dispatch_picks_another_branch"] = (
+    R,
+    False,
+    dispatch('load_data(dataset, kind="main")'),
+    "train.py",
+)
 
 
 # SEDD: the loader built in place as the argument of a generator that re-iterates it forever; its
