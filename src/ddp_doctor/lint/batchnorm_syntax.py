@@ -276,8 +276,13 @@ def batchnorm_tables(ctx: FileContext) -> set[str]:
 def freezes_batchnorm(ctx: FileContext, fn: ast.AST) -> bool:
     """``fn`` puts every BatchNorm layer of a model in eval mode (detection trainers' ``freeze_bn``:
     ``for m in self.modules(): if isinstance(m, nn.BatchNorm2d): m.eval()``, also a class-name test
-    ``m.__class__.__name__.find('BatchNorm') != -1``): batch statistics are then never used."""
-    for loop in ast.walk(fn):
+    ``m.__class__.__name__.find('BatchNorm') != -1``): batch statistics are then never used. The loop
+    runs whenever ``fn`` does (not under an ``if`` of its own) and every layer the test picks is put in
+    eval mode: TDN's ``train()`` override freezes all but the first BatchNorm, and only when partial BN
+    is on (``if self._enable_pbn and mode:``, ``if count >= 2: m.eval()``), so its first layer still
+    trains on local statistics."""
+    body = getattr(fn, "body", [])
+    for loop in body:
         if not (
             isinstance(loop, ast.For)
             and isinstance(loop.target, ast.Name)
@@ -298,7 +303,7 @@ def freezes_batchnorm(ctx: FileContext, fn: ast.AST) -> bool:
 
 
 def _evals(body: list[ast.stmt], name: str) -> bool:
-    """``name.eval()`` (or ``name.train(False)``) among these statements."""
+    """``name.eval()`` (or ``name.train(False)``) as one of these statements, not under a further test."""
     return any(
         isinstance(n, ast.Call)
         and isinstance(n.func, ast.Attribute)
@@ -314,5 +319,6 @@ def _evals(body: list[ast.stmt], name: str) -> bool:
             )
         )
         for stmt in body
-        for n in ast.walk(stmt)
+        if isinstance(stmt, ast.Expr)
+        for n in (stmt.value,)
     )

@@ -176,7 +176,7 @@ def accelerate_shards(ctx: FileContext) -> bool:
     if project is None or not project.root.is_dir():
         return False
     launched = project.launched_values(spellings("config_file"))
-    if not launched:
+    if not launched or _launches_without_config(launch_files(project.root)):
         return False
     for value, script in launched:
         if not isinstance(value, str):
@@ -188,6 +188,24 @@ def accelerate_shards(ctx: FileContext) -> bool:
         if not types or any(not isinstance(t, str) or t.upper() not in SHARDED_ACCELERATE for t in types):
             return False
     return True
+
+
+def _launches_without_config(files: list[Path]) -> bool:
+    """Some shipped script runs ``accelerate launch`` with no ``--config_file`` (accelerate's own
+    ``examples/slurm/submit_multigpu.sh`` beside its FSDP one): that run takes the default
+    configuration, DDP on several GPUs, so the configs the other scripts name do not decide."""
+    options = spellings("config_file")
+    for path in files:
+        text = _read(path)
+        if text is None or "accelerate" not in text:
+            continue
+        for command in _commands(text):
+            joined = " ".join(command)
+            if ("accelerate launch" in joined or "accelerate-launch" in joined) and not any(
+                o in joined for o in options
+            ):
+                return True
+    return False
 
 
 def _config_path(root: Path, script: str, value: str) -> Path | None:

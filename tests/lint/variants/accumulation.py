@@ -453,3 +453,34 @@ def acc_launch(kind: str) -> dict[str, str]:
 
 C["NEG_accelerate_launched_fsdp_configs"] = (A, False, acc_launch("FSDP"), "train.py")
 C["accelerate_launched_multi_gpu_config"] = (A, True, acc_launch("MULTI_GPU"), "train.py")
+
+# ... and a shipped script that runs ``accelerate launch`` with no ``--config_file`` beside the FSDP one
+# (accelerate's examples/slurm: submit_multigpu.sh next to submit_multinode_fsdp.sh) takes the default
+# configuration, DDP on several GPUs.
+C["accelerate_launched_fsdp_config_and_plain_multi_gpu"] = (
+    A,
+    True,
+    {
+        **acc_launch("FSDP"),
+        "scripts/run_plain.sh": "accelerate launch --num_processes 4 train.py --accum_steps 4\n",
+    },
+    "train.py",
+)
+
+# Round 23 (regression the older corpus showed): a method of the inner module called for its effect
+# inside the loop (CMedGPT's ``model_to_save = model.module if hasattr(model, "module") else model``;
+# ``model_to_save.save_pretrained(d)``) runs no forward: the micro-steps still run the DDP wrap
+# (``model.forward(x)``).
+C["micro_steps_beside_inner_module_checkpoint"] = (
+    A,
+    True,
+    one(
+        MOD.replace("loss = criterion(model(x), y)", "loss = criterion(model.forward(x), y)").replace(
+            "{LOSSLINE}",
+            "(loss / args.accum_steps).backward()\n"
+            '            model_to_save = model.module if hasattr(model, "module") else model\n'
+            "            model_to_save.save_pretrained(args.out)",
+        )
+    ),
+    "train.py",
+)

@@ -856,3 +856,24 @@ C["NEG_builder_from_a_configured_module_no_bn"] = (
     },
     "train.py",
 )
+
+# Round 23 (regression the older corpus showed): a freeze that spares the first BatchNorm layer, or that
+# runs only under a condition of its own (TDN's partial BN: ``if self._enable_pbn and mode:`` ... ``if
+# count >= 2: m.eval()``), leaves layers training on local statistics.
+PARTIAL_FREEZE_NET = NET.replace(
+    "    def forward(self, x):",
+    "    def freeze_bn(self):\n        count = 0\n        for layer in self.modules():\n"
+    "            if isinstance(layer, nn.BatchNorm2d):\n                count += 1\n"
+    "                if count >= 2:\n                    layer.eval()\n\n    def forward(self, x):",
+)
+C["partial_freeze_spares_the_first_layer"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD
+        + "from models import Net\n"
+        + freeze_main("model.train()\n    model.module.freeze_bn()", "pass"),
+        "models.py": HEAD + PARTIAL_FREEZE_NET,
+    },
+    "train.py",
+)

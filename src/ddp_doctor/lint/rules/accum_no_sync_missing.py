@@ -164,8 +164,13 @@ def _forward_bypasses_ddp(ctx: FileContext, facts: LoopFacts, loop: ast.AST, wra
         func = call.func
         if isinstance(func, ast.Attribute) and func.attr == "module" and dotted(func.value) in wrapped:
             return True  # ``model.module(x)``
+        # a method of the inner module counts as the micro-step's forward only when its result is used
+        # (``out = net.score(x)``); one called for its effect (``model_to_save.save_pretrained(d)``,
+        # CMedGPT's checkpoint inside the loop) runs no forward
+        method_forward = isinstance(func, ast.Attribute) and not isinstance(ctx.parents.get(call), ast.Expr)
         if (
-            isinstance(func, ast.Attribute)
+            method_forward
+            and isinstance(func, ast.Attribute)
             and func.attr not in _MODULE_API
             and isinstance(func.value, ast.Attribute)
             and func.value.attr == "module"
@@ -173,6 +178,8 @@ def _forward_bypasses_ddp(ctx: FileContext, facts: LoopFacts, loop: ast.AST, wra
         ):
             return True  # ``model.module.forward_chunk(x)`` (LayoutDIT): a method of the inner module
         receiver = func.value if isinstance(func, ast.Attribute) and func.attr not in _MODULE_API else func
+        if receiver is not func and not method_forward:
+            continue
         if isinstance(receiver, ast.Name):
             # ``net = model.module if distributed else model`` ... ``net(x)`` or ``net.score(x)`` (proemb)
             for b in ctx.bindings(ctx.enclosing_function(call)).get(receiver.id, []):
