@@ -479,14 +479,7 @@ def _handed_to_constructor(
         or ctx.parents.get(owner) is not ctx.tree
     ):
         return None
-    init = next(
-        (
-            f
-            for f in owner.body
-            if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == "__init__"
-        ),
-        None,
-    )
+    init = _init_of(owner)
     if init is None:
         return None
     params = positional_params(init, bound=True)
@@ -545,14 +538,7 @@ def _built_by_handed_callable(
         and value.func.value.id == "self"
     ):
         return None
-    init = next(
-        (
-            f
-            for f in owner.body
-            if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == "__init__"
-        ),
-        None,
-    )
+    init = _init_of(owner)
     if init is None:
         return None
     params = positional_params(init, bound=True)
@@ -999,3 +985,15 @@ def _model_choice(ctx: FileContext, node: ast.AST, top: ast.If) -> ast.If | None
             return None
         child, cur = cur, ctx.parents.get(cur)
     return None
+
+
+def _init_of(owner: ast.ClassDef) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The ``__init__`` the class itself defines."""
+    return next(
+        (
+            f
+            for f in owner.body
+            if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == "__init__"
+        ),
+        None,
+    )
