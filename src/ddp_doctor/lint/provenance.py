@@ -1468,11 +1468,30 @@ def evaluation_function(scope: ast.AST) -> bool:
         return False
     if EVAL_FUNCTION.search(scope.name):
         return True
-    return any(
-        (dotted(d.func if isinstance(d, ast.Call) else d) or "").split(".")[-1]
-        in ("no_grad", "inference_mode")
-        for d in scope.decorator_list
+    return any(names_no_grad(d) for d in scope.decorator_list)
+
+
+def names_no_grad(expr: ast.expr) -> bool:
+    """``torch.no_grad`` / ``torch.inference_mode``, called or not (a decorator, a ``with`` item)."""
+    return (dotted(expr.func if isinstance(expr, ast.Call) else expr) or "").split(".")[-1] in (
+        "no_grad",
+        "inference_mode",
     )
+
+
+def runs_without_grad(ctx: FileContext, node: ast.AST) -> bool:
+    """``node`` runs under ``with torch.no_grad():`` / ``inference_mode()`` or in a function decorated
+    with one of them (the nearest enclosing function decides)."""
+    cur = ctx.parents.get(node)
+    while cur is not None:
+        if isinstance(cur, (ast.With, ast.AsyncWith)) and any(
+            names_no_grad(i.context_expr) for i in cur.items
+        ):
+            return True
+        if isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return any(names_no_grad(d) for d in cur.decorator_list)
+        cur = ctx.parents.get(cur)
+    return False
 
 
 def _dict_literal(ctx: FileContext, scope: ast.AST, name: str) -> bool:

@@ -40,7 +40,7 @@ from ddp_doctor.lint.launch_scripts import launched_values, option_value
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.module_moves import unmoved
 from ddp_doctor.lint.option_defaults import option_default
-from ddp_doctor.lint.provenance import evaluation_function
+from ddp_doctor.lint.provenance import evaluation_function, runs_without_grad
 from ddp_doctor.lint.rank0 import bound_argument
 from ddp_doctor.lint.rules.base import Rule, Violation, replace_node
 
@@ -49,7 +49,6 @@ EVAL_CLASS = re.compile(r"^_*(eval|evaluat|valid|infer|predict)", re.IGNORECASE)
 # What a function that only evaluates a wrapped model does with it besides calling it.
 EVALUATION_USES = frozenset({"eval", "load_state_dict", "state_dict", "cuda", "to"})
 # Context managers (and decorators) under which a forward records no autograd graph.
-NO_GRAD = frozenset({"no_grad", "inference_mode"})
 # Constructors whose keyword configures DDP's find_unused_parameters.
 DDP_CONFIGS: dict[str, str] = {
     "torch.nn.parallel.DistributedDataParallel": "find_unused_parameters",
@@ -576,7 +575,7 @@ def _evaluated_only(ctx: FileContext, facts: LoopFacts, call: ast.Call) -> bool:
         if isinstance(n.ctx, ast.Store) or _type_test(n, ctx.parents.get(n)):
             continue  # ``isinstance(m, DDP)`` reads the wrap's type and runs nothing
         used = True
-        if _without_grad(ctx, n):
+        if runs_without_grad(ctx, n):
             continue
         without_grad = False
         if trains_after:
@@ -615,28 +614,6 @@ def _in_loop(ctx: FileContext, node: ast.AST, scope: ast.AST) -> bool:
     while cur is not None and cur is not scope:
         if isinstance(cur, (ast.For, ast.AsyncFor, ast.While)):
             return True
-        cur = ctx.parents.get(cur)
-    return False
-
-
-def _without_grad(ctx: FileContext, node: ast.AST) -> bool:
-    """``node`` runs under ``with torch.no_grad():`` / ``inference_mode()`` or in a function decorated
-    with one of them."""
-    cur = ctx.parents.get(node)
-    while cur is not None:
-        if isinstance(cur, (ast.With, ast.AsyncWith)) and any(
-            (
-                dotted(i.context_expr.func if isinstance(i.context_expr, ast.Call) else i.context_expr) or ""
-            ).split(".")[-1]
-            in NO_GRAD
-            for i in cur.items
-        ):
-            return True
-        if isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            return any(
-                (dotted(d.func if isinstance(d, ast.Call) else d) or "").split(".")[-1] in NO_GRAD
-                for d in cur.decorator_list
-            )
         cur = ctx.parents.get(cur)
     return False
 
