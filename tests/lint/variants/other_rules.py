@@ -874,3 +874,30 @@ C["fp16_NEG_half_wrapped_trainer_scaling_optimizer"] = (
     },
     "train.py",
 )
+
+# Round 24: the wrap through a helper that returns DDP of the model it is handed (nanoVLM
+# ``model = wrap_model(model)`` after ``model = torch.compile(model)``).
+WRAP_HELPER = """
+def wrap_model(model):
+    local_rank = int(os.environ["LOCAL_RANK"])
+    {built}return DDP({wrapped}, device_ids=[local_rank])
+
+"""
+C["compile_before_wrap_helper"] = (
+    "compile-before-ddp",
+    True,
+    main(
+        "    model = torch.compile(net.cuda())\n    model = wrap_model(model)" + LOOP,
+        pre=WRAP_HELPER.format(built="", wrapped="model"),
+    ),
+    "train.py",
+)
+C["compile_NEG_wrap_helper_builds_its_own"] = (
+    "compile-before-ddp",
+    False,
+    main(
+        "    model = torch.compile(net.cuda())\n    model = wrap_model(model)" + LOOP,
+        pre=WRAP_HELPER.format(built="fresh = Net().cuda()\n    ", wrapped="fresh"),
+    ),
+    "train.py",
+)
