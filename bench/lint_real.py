@@ -76,10 +76,13 @@ def repo_dir(cache: Path, script: dict) -> Path:
 def lint_script(cache: Path, script: dict, mode: str) -> tuple[list, float, int]:
     base = repo_dir(cache, script)
     t0 = time.perf_counter()
+    # The cache holds exactly the files git tracks at the pinned commit, so no .gitignore pattern may
+    # hide one (git's rule, which lint follows in a work tree through `git ls-files`).
     if mode == "project":
-        result = lint_paths([base / script.get("root", "")], project=True)
+        result = lint_paths([base / script.get("root", "")], project=True, respect_gitignore=False)
     else:
-        result = lint_paths([base / f for f in script["files"]], project=mode == "file")
+        paths = [base / f for f in script["files"]]
+        result = lint_paths(paths, project=mode == "file", respect_gitignore=False)
     elapsed = time.perf_counter() - t0
     scored = {str((base / f).resolve()) for f in script["files"]}
     out = []

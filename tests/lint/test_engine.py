@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -141,6 +143,40 @@ def test_gitignore_and_default_excludes_are_honoured(tmp_path: Path) -> None:
         (tmp_path / rel).write_text(bad, encoding="utf-8")
     result = lint_paths([tmp_path])
     assert sorted(Path(f.path).name for f in result.findings) == ["a.py", "keep.gen.py"]
+
+
+def _git(cwd: Path, *args: str) -> None:
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_SYSTEM": os.devnull}
+    subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True)
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs the git command")
+def test_gitignore_hides_only_files_git_does_not_track(tmp_path: Path) -> None:
+    """git's rule: a script committed despite a matching pattern (microgpt ships the
+    train_distributed.py its .gitignore lists) is read; an untracked match stays hidden."""
+    bad = FIND_UNUSED.format(comment="")
+    (tmp_path / ".gitignore").write_text("train*.py\nout/\n", encoding="utf-8")
+    for rel in ("train.py", "out/b.py", "train_mine.py", "out/scratch.py", "a.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(bad, encoding="utf-8")
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", "-f", "train.py", "out/b.py", "a.py")
+    # a hostile repository config must not run anything while lint lists the tracked files
+    _git(tmp_path, "config", "core.fsmonitor", f"touch {tmp_path / 'ran'}; false")
+    found = sorted(Path(f.path).relative_to(tmp_path).as_posix() for f in lint_paths([tmp_path]).findings)
+    assert found == ["a.py", "out/b.py", "train.py"]
+    assert not (tmp_path / "ran").exists()
+
+
+def test_no_respect_gitignore_reads_every_file_but_default_excludes(tmp_path: Path) -> None:
+    bad = FIND_UNUSED.format(comment="")
+    (tmp_path / ".gitignore").write_text("train*.py\n", encoding="utf-8")
+    for rel in ("train.py", "a.py", ".venv/lib/c.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(bad, encoding="utf-8")
+    assert [Path(f.path).name for f in lint_paths([tmp_path]).findings] == ["a.py"]
+    names = sorted(Path(f.path).name for f in lint_paths([tmp_path], respect_gitignore=False).findings)
+    assert names == ["a.py", "train.py"]
 
 
 def test_unknown_ids_are_rejected() -> None:

@@ -82,6 +82,38 @@ def test_compile_behind_a_module_level_config_flag_is_gated() -> None:
     assert f.evidence["gated_by"] == "compile on (the default)"
 
 
+COMPILE_SWITCH = textwrap.dedent("""\
+    import argparse
+    import torch
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--compile", default=False, action="store_true")
+    args = parser.parse_args()
+    model = torch.nn.Linear(2, 2)
+    if {test}:
+        model = torch.compile(model)
+    model = DDP(model)
+""")
+
+
+def test_gate_reads_identity_and_negated_switches() -> None:
+    """birder spells switches ``args.compile is True``; a negated test names the value that runs
+    the branch (``not args.compile``: the compile runs with --compile off, the default)."""
+    expected = {
+        "args.compile": "--compile on",
+        "args.compile is True": "--compile on",
+        "args.compile is not False": "--compile on",
+        "args.compile is False": "--compile off (the default)",
+        "args.compile is not True": "--compile off (the default)",
+        "not args.compile": "--compile off (the default)",
+        "not args.compile is True": "--compile off (the default)",
+    }
+    for test, gate in expected.items():
+        f = _one(COMPILE_SWITCH.format(test=test), "compile-before-ddp")
+        assert f.evidence["gated_by"] == gate, test
+
+
 def test_gate_appears_in_text_json_and_sarif(tmp_path: Path) -> None:
     path = tmp_path / "train.py"
     path.write_text(PTDTYPE, encoding="utf-8")

@@ -39,6 +39,12 @@ def lint(
         help="Read each directory as one project so facts cross files (default); --no-project lints "
         "every file on its own.",
     ),
+    respect_gitignore: bool = typer.Option(
+        True,
+        "--respect-gitignore/--no-respect-gitignore",
+        help=".gitignore patterns hide untracked files in folders (default; files git tracks are always "
+        "read); --no-respect-gitignore reads them all.",
+    ),
 ) -> None:
     """Find distributed-training pitfalls in source code, without running it."""
     from ddp_doctor.lint.engine import lint_paths
@@ -51,7 +57,14 @@ def lint(
     if denied:  # a folder on the way we may not enter: stat itself fails
         fail(f"cannot access {', '.join(denied)}")
     try:
-        result = lint_paths(paths, select=_ids(select), ignore=_ids(ignore) or (), fix=fix, project=project)
+        result = lint_paths(
+            paths,
+            select=_ids(select),
+            ignore=_ids(ignore) or (),
+            fix=fix,
+            project=project,
+            respect_gitignore=respect_gitignore,
+        )
     except ValueError as exc:  # unknown IDs on the command line or in [tool.ddp-doctor]
         fail(str(exc))
     except OSError as exc:  # --fix on a file that cannot be replaced (read-only, ...)

@@ -21,7 +21,7 @@ from ddp_doctor.core.catalog import FINDINGS, Severity, lint_ids
 from ddp_doctor.core.findings import Finding
 from ddp_doctor.lint.config import LintConfig, config_for
 from ddp_doctor.lint.context import FileContext
-from ddp_doctor.lint.discover import exclude_patterns, iter_files
+from ddp_doctor.lint.discover import exclude_patterns, iter_files, respecting_gitignore
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.notebook import NotebookSource, read_notebook
 from ddp_doctor.lint.project import ProjectIndex, attach
@@ -281,6 +281,7 @@ def lint_paths(
     ignore: tuple[str, ...] = (),
     fix: bool = False,
     project: bool = True,
+    respect_gitignore: bool = True,
 ) -> LintResult:
     """Lint files and directories. CLI ``select`` replaces the config's; ``ignore`` adds to it.
 
@@ -289,8 +290,16 @@ def lint_paths(
     train.py``, how a new user tries it) is read in the project around it: its directory, or the
     directory above its top package when it sits in one (what ``python train.py`` imports from),
     up to ``ALONE_PROJECT_FILES`` files; only the named file is reported. Beyond that, and with
-    ``project=False``, it is linted by itself.
+    ``project=False``, it is linted by itself. ``respect_gitignore=False`` reads the files that
+    ``.gitignore`` patterns match too (``lint/discover.py``: they only hide untracked files).
     """
+    with respecting_gitignore(respect_gitignore):
+        return _lint_paths(paths, select, ignore, fix, project)
+
+
+def _lint_paths(
+    paths: list[Path], select: tuple[str, ...] | None, ignore: tuple[str, ...], fix: bool, project: bool
+) -> LintResult:
     result = LintResult()
     files: list[tuple[Path, tuple[str, ...], ProjectIndex | None]] = []
     indexes: dict[tuple[Path, frozenset[str]], ProjectIndex | None] = {}  # one per root for named files

@@ -23,6 +23,7 @@ class FlagTest:
     default_true: bool | None  # does the test hold under the default? None when unknown
     value: object = UNKNOWN  # the constant a comparison tests against (``args.sync_bn == "pytorch"``)
     equal: bool = True  # ``==`` (True) or ``!=``
+    negated: bool = False  # ``not args.x`` / ``args.x is False``: the test holds with the flag off
 
 
 def argparse_defaults(ctx: FileContext) -> dict[str, object]:
@@ -146,6 +147,16 @@ def flag_test(ctx: FileContext, test: ast.expr, defaults: dict[str, object]) -> 
     compare_to: object = UNKNOWN
     op_eq = True
     node: ast.AST = test
+    if (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], (ast.Is, ast.IsNot))
+        and isinstance(test.comparators[0], ast.Constant)
+        and isinstance(test.comparators[0].value, bool)
+    ):
+        # ``args.compile is True`` (birder spells every switch so): the flag itself, or its negation
+        negate ^= (test.comparators[0].value is True) == isinstance(test.ops[0], ast.IsNot)
+        test = node = test.left
     if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.NotEq)):
         right = test.comparators[0]
         value = right.value if isinstance(right, ast.Constant) else literal(right)  # ``== -1``
@@ -162,9 +173,7 @@ def flag_test(ctx: FileContext, test: ast.expr, defaults: dict[str, object]) -> 
             local = _local_flag(ctx, node, name, defaults) if compare_to is UNKNOWN else None
             if local is None:
                 return None
-            if local.default_true is not None and negate:
-                return FlagTest(local.flag, local.option, not local.default_true, local.value, local.equal)
-            return local
+            return _negation(local) if negate else local
         option, default = name, defaults[f"={name}"]
     else:
         dest = name.split(".")[-1]
@@ -177,9 +186,17 @@ def flag_test(ctx: FileContext, test: ast.expr, defaults: dict[str, object]) -> 
         holds = bool(default)
     else:
         holds = (default == compare_to) == op_eq
-    if holds is not None and negate:
-        holds = not holds
-    return FlagTest(name, option, holds, compare_to, op_eq)
+    test_of = FlagTest(name, option, holds, compare_to, op_eq)
+    return _negation(test_of) if negate else test_of
+
+
+def _negation(test: FlagTest) -> FlagTest:
+    """``not <test>``: holds under the default when the test does not; a comparison flips its
+    operator, a truth test its reading (``not args.compile``: the branch runs with ``--compile`` off)."""
+    holds = None if test.default_true is None else not test.default_true
+    if test.value is not UNKNOWN:
+        return FlagTest(test.flag, test.option, holds, test.value, not test.equal, test.negated)
+    return FlagTest(test.flag, test.option, holds, test.value, test.equal, not test.negated)
 
 
 def describe(test: FlagTest, bug_when_true: bool) -> str:
@@ -191,7 +208,7 @@ def describe(test: FlagTest, bug_when_true: bool) -> str:
     if test.value is not UNKNOWN:  # ``args.precision == "fp16"``: name the value, not on/off
         op = "==" if test.equal == bug_when_true else "!="
         return f"{test.option} {op} {test.value!r}{default}"
-    value = "on" if bug_when_true else "off"
+    value = "on" if bug_when_true != test.negated else "off"
     return f"{test.option} {value}{default}"
 
 

@@ -99,6 +99,10 @@ RANK0_MEMBERS = frozenset({0, -1})
 # __call__ runs scaler.scale(loss).backward().
 SCALER_CALLABLE = re.compile(r"(^|_)(loss_?)?scaler$", re.IGNORECASE)
 SCALER_CLASS = re.compile(r"(Native|Apex)Scaler\w*$")
+# Optimizers that keep float32 master weights and scale the loss dynamically themselves: fairseq
+# ``FP16Optimizer``/``MemoryEfficientFP16Optimizer`` (``optimizer.backward(loss)`` multiplies by the
+# loss scale), apex/Megatron/DeepSpeed ``FP16_Optimizer``. A float16 model under one is scaled.
+LOSS_SCALING_OPTIMIZER = re.compile(r"FP16_?Optimizer")
 
 # --- context managers that control DDP gradient sync -------------------------------------------
 # apex ``DistributedDataParallel.disable_allreduce()`` makes the following backwards skip the

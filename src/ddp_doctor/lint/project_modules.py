@@ -23,6 +23,8 @@ FACT_WORDS = (
     "backward",
     "BatchNorm",
     "GradScaler",
+    "FP16Optimizer",  # fairseq's loss-scaling optimizers (idioms.LOSS_SCALING_OPTIMIZER)
+    "FP16_Optimizer",  # apex/Megatron/DeepSpeed's
     "no_sync",
     "require_backward_grad_sync",
     "Module",

@@ -28,7 +28,7 @@ from ddp_doctor.lint.batchnorm_syntax import (
 )
 from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
 from ddp_doctor.lint.flags import argparse_choices
-from ddp_doctor.lint.idioms import DDP, SYNC_CONTROL
+from ddp_doctor.lint.idioms import DDP, LOSS_SCALING_OPTIMIZER, SYNC_CONTROL
 from ddp_doctor.lint.loops import LoopFacts, backward_of, guarded_in, param_backward
 from ddp_doctor.lint.model_picks import bound_callee, handed_pick_param, pick_key
 from ddp_doctor.lint.option_defaults import merge_default, written_defaults
@@ -245,10 +245,12 @@ class IndexScan(IndexBindings):
         self.wraps_plain_ddp |= any(ctx.call_qualname(c) == DDP for c in ctx.of_type(ast.Call))
         if "scaler" in self.facts:
             # a test's GradScaler scales the tests' losses, not the trainer's (OLMo tests/model_test.py)
-            scaler = any("GradScaler" in w for w in ctx.words) or any(
+            builds = any("GradScaler" in w or LOSS_SCALING_OPTIMIZER.search(w) for w in ctx.words)
+            scaler = builds or any(
                 (m := method(c)) is not None and m[1] == "backward" and scaled_backward(c)
                 for c in ctx.of_type(ast.Call)
-            )  # a GradScaler named, or a backward of ``scaler.scale(loss)`` (the scaler built elsewhere)
+            )  # a GradScaler (or a loss-scaling fp16 optimizer) named, or a backward of
+            # ``scaler.scale(loss)`` (the scaler built elsewhere)
             for dest, choices in argparse_choices(ctx).items():
                 known = self.option_choices.get(dest, choices)
                 self.option_choices[dest] = choices if known == choices else None
@@ -261,7 +263,7 @@ class IndexScan(IndexBindings):
                     self.scaler_classes |= owners
                 elif scaler:
                     self.scaler_modules.add(module)
-                    if not any("GradScaler" in w for w in ctx.words):
+                    if not builds:
                         # its only scaling is a backward of ``scaler.scale(loss)`` on a scaler handed in
                         self.scaled_only_modules.add(module)
         if "sync_toggle" in self.facts:

@@ -804,3 +804,100 @@ C["fu_NEG_branch_twin_test_worker"] = (
     {"train.py": HEAD + BRANCH_TEST.format(after="print(logits.argmax(1))")},
     "train.py",
 )
+
+
+# Round 24: a float16 model whose optimizer scales the loss itself (TaBERT: ``model.half()`` in the
+# entry file, fairseq's ``FP16Optimizer`` built by the trainer module it imports).
+FP16_TRAINER = """
+import torch
+
+
+class Trainer:
+    def __init__(self, model, params):
+        self.model = model
+        self.optimizer = {build}
+
+    def step(self, x, y):
+        loss = self.model(x, y)
+        {backward}
+        self.optimizer.step()
+        self.optimizer.zero_grad()
+"""
+FP16_ENTRY = (
+    HEAD
+    + """
+from trainer import Trainer
+
+
+def main(args, loader, net):
+    dist.init_process_group("nccl")
+    local_rank = int(os.environ["LOCAL_RANK"])
+    if args.fp16:
+        net = net.half()
+    model = DDP({net}, device_ids=[local_rank])
+    trainer = Trainer(model, list(model.parameters()))
+    for epoch in range(args.epochs):
+        for x, y in loader:
+            trainer.step(x, y)
+"""
+)
+C["fp16_half_trainer_plain_optimizer"] = (
+    "fp16-no-scaler",
+    True,
+    {
+        "train.py": FP16_ENTRY.replace("{net}", "net.cuda()"),
+        "trainer.py": FP16_TRAINER.format(build="torch.optim.Adam(params)", backward="loss.backward()"),
+    },
+    "train.py",
+)
+C["fp16_NEG_half_trainer_scaling_optimizer"] = (
+    "fp16-no-scaler",
+    False,
+    {
+        "train.py": FP16_ENTRY.replace("{net}", "net.cuda()"),
+        "trainer.py": FP16_TRAINER.format(
+            build="optim.FP16Optimizer.build_optimizer(args, params)",
+            backward="self.optimizer.backward(loss)",
+        ),
+    },
+    "train.py",
+)
+C["fp16_NEG_half_wrapped_trainer_scaling_optimizer"] = (
+    "fp16-no-scaler",
+    False,
+    {
+        "train.py": FP16_ENTRY.replace("{net}", "net"),
+        "trainer.py": FP16_TRAINER.format(
+            build="optim.FP16Optimizer.build_optimizer(args, params)",
+            backward="self.optimizer.backward(loss)",
+        ),
+    },
+    "train.py",
+)
+
+# Round 24: the wrap through a helper that returns DDP of the model it is handed (nanoVLM
+# ``model = wrap_model(model)`` after ``model = torch.compile(model)``).
+WRAP_HELPER = """
+def wrap_model(model):
+    local_rank = int(os.environ["LOCAL_RANK"])
+    {built}return DDP({wrapped}, device_ids=[local_rank])
+
+"""
+C["compile_before_wrap_helper"] = (
+    "compile-before-ddp",
+    True,
+    main(
+        "    model = torch.compile(net.cuda())\n    model = wrap_model(model)" + LOOP,
+        pre=WRAP_HELPER.format(built="", wrapped="model"),
+    ),
+    "train.py",
+)
+C["compile_NEG_wrap_helper_builds_its_own"] = (
+    "compile-before-ddp",
+    False,
+    main(
+        "    model = torch.compile(net.cuda())\n    model = wrap_model(model)" + LOOP,
+        pre=WRAP_HELPER.format(built="fresh = Net().cuda()\n    ", wrapped="fresh"),
+    ),
+    "train.py",
+)

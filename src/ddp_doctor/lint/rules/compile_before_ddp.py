@@ -7,7 +7,8 @@ in the same function, compile first in source order; in project mode also a comp
 project function or method that returns ``torch.compile`` of its argument (VAR
 ``m = args.compile_model(m, args.tfast)``; config-gated by the flag argument it obeys), and a
 same-file helper that builds the model, compiles it (behind its own flag) and returns it, alone or
-in a tuple (CBIM ``net, ema_net = init_network(args)``; ``rules/_compiled_returns.py``). The compiled
+in a tuple (CBIM ``net, ema_net = init_network(args)``; ``rules/_compiled_returns.py``), and a wrap
+through a project function that returns DDP of the model it is handed (nanoVLM ``wrap_model(model)``). The compiled
 module is followed through calls that return it (``DDP(m.to(device))``, ``m = m.cuda()``,
 ``m = SyncBatchNorm.convert_sync_batchnorm(m)``).
 """
@@ -37,7 +38,8 @@ class CompileBeforeDdp(Rule):
         "`DDP(torch.compile(m))`, or `m = torch.compile(m)` / `m.compile()` / a project helper returning "
         "`torch.compile(m)` / a same-file helper that builds, compiles and returns the model (also in a "
         "tuple: `net, ema = init_network(args)`) then `DDP(m)` (also `(DDP if distributed else X)(m)`, `DDP(m.to(device))`, "
-        "`m` moved or SyncBatchNorm-converted in between) in one function, on the same branch"
+        "`m` moved or SyncBatchNorm-converted in between; (project) `m = wrap_model(m)`, a project function "
+        "returning DDP of the model it is handed) in one function, on the same branch"
     )
     not_flagged = (
         "compile after wrapping, a runtime choice (`if cfg.compile_first:`), compiling something else"
@@ -86,7 +88,7 @@ class CompileBeforeDdp(Rule):
                                 compiled_at[name] = node
                                 if gate:
                                     helper_gates[name] = gate
-                    elif ctx.call_qualname(node.value) != DDP:
+                    elif not _is_wrap(ctx, node.value):
                         for t in targets:  # rebinding to something else forgets it
                             compiled.pop(dotted(t) or "", None)
                 elif isinstance(node, ast.Call):
@@ -94,7 +96,7 @@ class CompileBeforeDdp(Rule):
                     if m and m[1] == "compile" and m[0] and ctx.qualname(node.func) is None:
                         compiled[m[0]] = node.lineno
                         compiled_at[m[0]] = node
-                    if ctx.call_qualname(node) == DDP and node.args:
+                    if _is_wrap(ctx, node) and node.args:
                         arg = unmoved(ctx, node.args[0], through_syncbn=True)
                         line = (
                             arg.lineno
@@ -128,6 +130,18 @@ class CompileBeforeDdp(Rule):
                             compile_line=line,
                             ddp_line=node.lineno,
                         )
+
+
+def _is_wrap(ctx: FileContext, call: ast.Call) -> bool:
+    """``DDP(m, ...)``, or (project) a call of a project function that wraps the model it is handed in
+    DDP and returns it (nanoVLM ``model = wrap_model(model)``); not one wrapping a model it builds."""
+    if ctx.call_qualname(call) == DDP:
+        return True
+    project = ctx.project
+    if project is None or not call.args:
+        return False
+    s = project.summary_for(ctx, call.func)
+    return s is not None and s.returns_ddp and s.wraps_param and not s.wraps_built and not s.fsdp_only
 
 
 def _unpacked(targets: Sequence[ast.expr]) -> list[tuple[int | None, ast.expr]]:

@@ -46,6 +46,7 @@ from ddp_doctor.lint.flags import (
     gate_of,
     value_test,
 )
+from ddp_doctor.lint.idioms import LOSS_SCALING_OPTIMIZER
 from ddp_doctor.lint.loops import LoopFacts, argument
 from ddp_doctor.lint.project import ProjectIndex
 from ddp_doctor.lint.rules.base import Rule, Violation
@@ -89,7 +90,9 @@ class Fp16NoScaler(Rule):
         "bf16, a dtype held in a variable (nanoGPT's `ptdtype`), `enabled=flag`, a float16 teacher "
         "only evaluated, inference-only files, an autocast under `no_grad`/`inference_mode` or in a "
         "function named for evaluation (`eval_batch`, `validate`, `predict`), a branch on an option "
-        'value its argparse `choices` leave out (`if precision == "amp":` with no "amp" choice)'
+        'value its argparse `choices` leave out (`if precision == "amp":` with no "amp" choice), an fp16 '
+        "optimizer that scales the loss itself in the file or (project) on its code path (fairseq "
+        "`FP16Optimizer`, apex/Megatron/DeepSpeed `FP16_Optimizer`)"
     )
     required = (("autocast", "MixedPrecision", "half", "float16"), ("backward",))
     required_in_project = (("autocast", "MixedPrecision", "half", "float16"),)
@@ -109,8 +112,10 @@ class Fp16NoScaler(Rule):
         scaler_flags = None if scaler_values else _scaler_flags(ctx, calls)
         if any("GradScaler" in w for w in ctx.words) and scaler_flags is None and not scaler_values:
             return  # a scaler class is named somewhere (torch.amp, ShardedGradScaler, ...)
-        if any(HAND_SCALING.search(w) for w in ctx.words):
-            return  # loss scaling by hand (guided-diffusion ``lg_loss_scale``, apex ``amp.scale_loss``)
+        if any(HAND_SCALING.search(w) or LOSS_SCALING_OPTIMIZER.search(w) for w in ctx.words):
+            # loss scaling by hand (guided-diffusion ``lg_loss_scale``, apex ``amp.scale_loss``) or by
+            # an fp16 optimizer that scales (fairseq ``FP16Optimizer``)
+            return
         backwards = [b for n in calls if (b := facts.backward(n))]
         project = ctx.project
         if (
@@ -487,7 +492,7 @@ def _model_cast(ctx: FileContext, call: ast.Call) -> str | None:
         if func in {f"{t}.train" for t in targets}:
             return name or next(iter(targets))
         args = [*n.args, *(k.value for k in n.keywords)]
-        if qual.endswith("DistributedDataParallel") and n.args and dotted(n.args[0]) in targets:
+        if qual.endswith("DistributedDataParallel") and n.args and dotted(_moved(n.args[0])) in targets:
             return name or next(iter(targets))
         if OPTIMIZER_CALL.search(qual) and any(
             (isinstance(x, ast.Call) and dotted(x.func) in {f"{t}.parameters" for t in targets})
@@ -497,6 +502,15 @@ def _model_cast(ctx: FileContext, call: ast.Call) -> str | None:
         ):  # Adam(model.parameters()), Adam(get_trainable_params(model)) (DALLE)
             return name or next(iter(targets))
     return None
+
+
+def _moved(node: ast.expr) -> ast.expr:
+    """The module under ``.cuda()``/``.to(...)``-style calls: ``DDP(net.cuda(), ...)`` wraps ``net``."""
+    while (
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in PASS_THROUGH
+    ):
+        node = node.func.value
+    return node
 
 
 def _enabled_by_own_dtype(ctx: FileContext, enabled: ast.expr, dtype: ast.expr | None) -> bool:
