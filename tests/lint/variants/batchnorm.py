@@ -877,3 +877,57 @@ C["partial_freeze_spares_the_first_layer"] = (
     },
     "train.py",
 )
+
+# Round 24: an OpenMMLab-style backbone copied into the project (TNN-MO's mmcv ``ResNet``): its norm
+# layers come from ``build_norm_layer(self.norm_cfg, c)`` / ``ConvModule(..., norm_cfg=norm_cfg)``
+# with the constructor's ``norm_cfg=dict(type='BN')`` default, i.e. ``nn.BatchNorm2d``. The NEG's
+# default is ``dict(type='GN', num_groups=8)``.
+MM_BACKBONE = """
+import copy
+import torch.nn as nn
+from mmcv.cnn import ConvModule, build_norm_layer
+
+
+class Block(nn.Module):
+    def __init__(self, c, norm_cfg={cfg}):
+        super().__init__()
+        self.conv = ConvModule(c, c, 3, padding=1, norm_cfg=norm_cfg)
+
+    def forward(self, x):
+        return x + self.conv(x)
+
+
+class Backbone(nn.Module):
+    def __init__(self, c=64, norm_cfg={cfg}):
+        super().__init__()
+        norm_cfg = copy.deepcopy(norm_cfg)
+        self.norm_cfg = norm_cfg
+        self.stem = nn.Conv2d(3, c, 7, stride=2)
+        self.norm_name, norm = build_norm_layer(self.norm_cfg, c, postfix=1)
+        self.add_module(self.norm_name, norm)
+        self.block = Block(c)
+
+    def forward(self, x):
+        return self.block(getattr(self, self.norm_name)(self.stem(x)))
+"""
+MM_MAIN = HEAD + "from models.backbone import Backbone\n" + main("model = Backbone()")
+C["mmcv_norm_cfg_default_bn"] = (
+    R,
+    True,
+    {
+        "train.py": MM_MAIN,
+        "models/__init__.py": "",
+        "models/backbone.py": MM_BACKBONE.replace("{cfg}", "dict(type='BN', requires_grad=True)"),
+    },
+    "train.py",
+)
+C["NEG_mmcv_norm_cfg_default_gn"] = (
+    R,
+    False,
+    {
+        "train.py": MM_MAIN,
+        "models/__init__.py": "",
+        "models/backbone.py": MM_BACKBONE.replace("{cfg}", "dict(type='GN', num_groups=8)"),
+    },
+    "train.py",
+)

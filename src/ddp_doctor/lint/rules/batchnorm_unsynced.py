@@ -80,6 +80,7 @@ from ddp_doctor.lint.batchnorm_syntax import (
     freezes_batchnorm,
     layer_switch,
     library_batchnorm,
+    mmcv_batchnorm,
     passes_switch,
     picked_by_name,
 )
@@ -338,6 +339,7 @@ def _sort_calls(ctx: FileContext) -> _Calls:
         elif (
             BATCHNORM.match(q)
             or library_batchnorm(ctx, node)
+            or mmcv_batchnorm(ctx, node)
             or _model_by_name(ctx, node)
             or _factory_batchnorm(ctx, node, defaults)
             or (project is not None and builds_batchnorm_by_name(ctx, project, node))

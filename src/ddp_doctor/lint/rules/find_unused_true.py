@@ -33,10 +33,10 @@ from collections.abc import Iterator
 
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, keyword, param_defaults
+from ddp_doctor.lint.flags import bool_typed_options
 from ddp_doctor.lint.frozen_wrap import parameters_frozen, wraps_frozen_model_only
 from ddp_doctor.lint.idioms import DDP
 from ddp_doctor.lint.inference_only import never_trains
-from ddp_doctor.lint.flags import bool_typed_options
 from ddp_doctor.lint.launch_scripts import FLAG, launched_values, option_value
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.module_moves import unmoved
