@@ -38,6 +38,13 @@ LIBRARY_BN = re.compile(
 )
 
 
+# Conformer encoders whose convolution module holds BatchNorm1d by default (lucidrains' ``conformer``
+# package, torchaudio's).
+CONFORMER = re.compile(
+    r"^conformer(\.conformer)?\.(Conformer|ConformerBlock|ConformerConvModule)$|^torchaudio\.models\.Conformer$"
+)
+
+
 # Calls that inspect a class rather than build it: ``isinstance(m, nn.BatchNorm2d)``.
 INSPECTS = frozenset({"isinstance", "issubclass", "type", "setattr", "getattr", "hasattr"})
 # Calls that only re-arrange what a loop iterates: the classes in ``for a, b in zip([nn.BatchNorm1d,
@@ -258,6 +265,11 @@ def library_batchnorm(ctx: FileContext, call: ast.Call) -> bool:
     q = ctx.call_qualname(call) or ""
     if LIBRARY_BN.match(q):
         return True
+    if CONFORMER.match(q):
+        # the Conformer convolution module normalises with BatchNorm1d: lucidrains' ``conformer``
+        # unless ``causal=True`` (then Identity), torchaudio's unless ``use_group_norm=True``
+        off = keyword(call, "causal") or keyword(call, "use_group_norm")
+        return off is None or (isinstance(off, ast.Constant) and not off.value)
     if q.startswith("monai.networks.nets."):
         # MONAI's networks take their norm as an argument (``UNet(..., norm=Norm.BATCH)``,
         # ``DynUNet(..., norm_name="batch")``); their defaults are instance/group norm

@@ -931,3 +931,80 @@ C["NEG_mmcv_norm_cfg_default_gn"] = (
     },
     "train.py",
 )
+
+# Round 24: a model module that star-imports its blocks (RNN-T-ASR's ``models.py``: ``from encoders
+# import *`` then ``ConformerEncoder(...)``): the name is the star-imported module's class. The NEG's
+# blocks use LayerNorm.
+STAR_MODEL = """
+import torch.nn as nn
+from blocks import *
+
+
+class Model(nn.Module):
+    def __init__(self, dim=16):
+        super().__init__()
+        self.enc = Encoder(dim)
+        self.fc = nn.Linear(dim, 10)
+
+    def forward(self, x):
+        return self.fc(self.enc(x))
+"""
+STAR_BLOCKS = """
+import torch.nn as nn
+
+
+class Encoder(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+        self.norm = nn.{norm}(dim)
+
+    def forward(self, x):
+        return self.norm(self.proj(x))
+"""
+STAR_MAIN = HEAD + "from models import Model\n" + main("model = Model()")
+C["star_imported_block"] = (
+    R,
+    True,
+    {
+        "train.py": STAR_MAIN,
+        "models.py": STAR_MODEL,
+        "blocks.py": STAR_BLOCKS.replace("{norm}", "BatchNorm1d"),
+    },
+    "train.py",
+)
+C["NEG_star_imported_block_layernorm"] = (
+    R,
+    False,
+    {"train.py": STAR_MAIN, "models.py": STAR_MODEL, "blocks.py": STAR_BLOCKS.replace("{norm}", "LayerNorm")},
+    "train.py",
+)
+
+# Round 24: a Conformer from lucidrains' ``conformer`` package (or torchaudio's): its convolution module
+# holds BatchNorm1d, unless built causal (then Identity).
+CONFORMER_NET = """
+import torch.nn as nn
+from conformer import ConformerBlock
+
+
+class Encoder(nn.Module):
+    def __init__(self, dim=144):
+        super().__init__()
+        self.block = ConformerBlock(dim=dim, dim_head=36, heads=4, conv_kernel_size=31{extra})
+
+    def forward(self, x):
+        return self.block(x)
+"""
+CONFORMER_MAIN = HEAD + "from encoder import Encoder\n" + main("model = Encoder()")
+C["conformer_library_block"] = (
+    R,
+    True,
+    {"train.py": CONFORMER_MAIN, "encoder.py": CONFORMER_NET.replace("{extra}", "")},
+    "train.py",
+)
+C["NEG_conformer_library_block_causal"] = (
+    R,
+    False,
+    {"train.py": CONFORMER_MAIN, "encoder.py": CONFORMER_NET.replace("{extra}", ", causal=True")},
+    "train.py",
+)
