@@ -136,7 +136,9 @@ class BatchnormUnsynced(Rule):
     id = "batchnorm-unsynced"
     project_facts = frozenset({"batchnorm", "options"})
     flagged = (
-        "the file builds BatchNorm layers (or a torchvision model known to contain them, timm "
+        "the file builds BatchNorm layers (or a torchvision model known to contain them, a `conformer`/torchaudio "
+        "Conformer, mmcv's `build_norm_layer`/`ConvModule` with a `norm_cfg` of type `BN` (also a constructor "
+        "parameter's default `norm_cfg=dict(type='BN')`), timm "
         "`create_model` with a BatchNorm-family name or flag default (also a name the shipped YAML "
         "configurations agree on, read through `model_name = params['model_name']`), a project module used as a "
         "registry, also one handed to a helper returning `getattr(module, cfg[name]['type'])(...)` "

@@ -89,7 +89,8 @@ class FindUnusedTrue(Rule):
         "`functools.partial(DDP, find_unused_parameters=True)`; a dict of DDP keywords a framework hands on "
         "(`torch_kwargs={'ddp_kwargs': {'find_unused_parameters': True}}`, `dict(find_unused_parameters=True)`); "
         "(project) an option a shipped shell launch script turns on (`--find_unused_parameters` in "
-        "`scripts/train.sh` for a `store_true` option; config-gated by that script); (project) a configuration "
+        "`scripts/train.sh` for a `store_true` option, any value such as `False` for a `type=bool` option; "
+        "config-gated by that script); (project) a configuration "
         "block a function is handed and unpacks into the wrap (`DDPStrategy(**config)`) where a shipped YAML "
         "configuration sets `find_unused_parameters: True` (config-gated)"
     )
