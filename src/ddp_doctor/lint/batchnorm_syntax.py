@@ -38,6 +38,13 @@ LIBRARY_BN = re.compile(
 )
 
 
+# Conformer encoders whose convolution module holds BatchNorm1d by default (lucidrains' ``conformer``
+# package, torchaudio's).
+CONFORMER = re.compile(
+    r"^conformer(\.conformer)?\.(Conformer|ConformerBlock|ConformerConvModule)$|^torchaudio\.models\.Conformer$"
+)
+
+
 # Calls that inspect a class rather than build it: ``isinstance(m, nn.BatchNorm2d)``.
 INSPECTS = frozenset({"isinstance", "issubclass", "type", "setattr", "getattr", "hasattr"})
 # Calls that only re-arrange what a loop iterates: the classes in ``for a, b in zip([nn.BatchNorm1d,
@@ -143,21 +150,93 @@ def chooses_other_norm(call: ast.Call) -> bool:
     for kw in call.keywords:
         if kw.arg is None or not NORM_SELECTOR.search(kw.arg):
             continue
-        value: ast.AST | None = kw.value
-        if isinstance(value, ast.Call) and (dotted(value.func) or "") == "dict":  # dict(type="GN")
-            value = next((k.value for k in value.keywords if k.arg == "type"), None)
-        elif isinstance(value, ast.Dict):  # {"type": "GN"}
-            value = next(
-                (
-                    v
-                    for k, v in zip(value.keys, value.values, strict=True)
-                    if isinstance(k, ast.Constant) and k.value == "type"
-                ),
-                None,
-            )
+        value = _config_type(kw.value)
         if isinstance(value, ast.Constant) and isinstance(value.value, str):
             return not PICKS_BATCHNORM.match(value.value)
     return False
+
+
+def _config_type(value: ast.AST) -> ast.AST | None:
+    """The ``type`` of a config dict (``dict(type="GN")``, ``{"type": "GN"}``); the value itself
+    when it is no dict."""
+    if isinstance(value, ast.Call) and (dotted(value.func) or "") == "dict":  # dict(type="GN")
+        return next((k.value for k in value.keywords if k.arg == "type"), None)
+    if isinstance(value, ast.Dict):  # {"type": "GN"}
+        return next(
+            (
+                v
+                for k, v in zip(value.keys, value.values, strict=True)
+                if isinstance(k, ast.Constant) and k.value == "type"
+            ),
+            None,
+        )
+    return value
+
+
+# OpenMMLab's norm layers are built from a config dict: ``build_norm_layer(norm_cfg, channels)``, or
+# a block handed ``norm_cfg`` (``ConvModule(..., norm_cfg=norm_cfg)``); type ``BN``/``BN2d`` is
+# ``nn.BatchNorm2d`` (``SyncBN`` the synchronised one). Copied mmcv-style backbones default their
+# ``norm_cfg`` parameter to ``dict(type='BN')``.
+MMCV_NORM_BUILDER = re.compile(
+    r"^(mmcv|mmengine|mmdet|mmseg|mmcls|mmpretrain|mmdet3d)(\.\w+)*\.build_norm_layer$"
+)
+MMCV_NORM_BLOCK = re.compile(r"^mmcv(\.\w+)*\.(ConvModule|DepthwiseSeparableConvModule)$")
+MMCV_BATCHNORM = frozenset({"BN", "BN1d", "BN2d", "BN3d"})
+
+
+def mmcv_batchnorm(ctx: FileContext, call: ast.Call) -> bool:
+    """``build_norm_layer(cfg, c)`` / ``ConvModule(..., norm_cfg=cfg)`` of mmcv where ``cfg`` is a
+    BatchNorm config: written there, or the default of the def's parameter it comes from (also
+    through ``copy.deepcopy`` and a ``self.norm_cfg`` the class's ``__init__`` keeps)."""
+    q = ctx.call_qualname(call) or ""
+    if MMCV_NORM_BUILDER.match(q):
+        cfg = call.args[0] if call.args else keyword(call, "cfg")
+    elif MMCV_NORM_BLOCK.match(q):
+        cfg = keyword(call, "norm_cfg")
+    else:
+        return False
+    return cfg is not None and _batchnorm_config(ctx, cfg, 4)
+
+
+def _batchnorm_config(ctx: FileContext, node: ast.AST, hops: int) -> bool:
+    kind = _config_type(node)
+    if kind is not node or isinstance(node, ast.Constant):
+        return isinstance(kind, ast.Constant) and kind.value in MMCV_BATCHNORM
+    if hops == 0:
+        return False
+    if (
+        isinstance(node, ast.Call)
+        and node.args
+        and (dotted(node.func) or "") in ("copy.deepcopy", "deepcopy")
+    ):
+        return _batchnorm_config(ctx, node.args[0], hops - 1)  # norm_cfg = copy.deepcopy(norm_cfg)
+    fn = ctx.enclosing_function(node)
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    if isinstance(node, ast.Name):
+        bound = [
+            b
+            for b in ctx.bindings(fn).get(node.id, [])
+            if b.lineno < node.lineno and isinstance(b, ast.Assign)
+        ]
+        if bound:
+            return _batchnorm_config(ctx, bound[-1].value, hops - 1)
+        default = param_defaults(fn).get(node.id)
+        return default is not None and _batchnorm_config(ctx, default, hops - 1)
+    held = dotted(node) if isinstance(node, ast.Attribute) else None
+    owner = ctx.method_owner(fn)
+    if held is None or not held.startswith("self.") or held.count(".") != 1 or owner is None:
+        return False
+    init = next((f for f in owner.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
+    if init is None:
+        return False
+    # ``self.norm_cfg = norm_cfg`` kept once by the constructor
+    kept = [
+        n.value
+        for n in ast.walk(init)
+        if isinstance(n, ast.Assign) and any(dotted(t) == held for t in n.targets)
+    ]
+    return len(kept) == 1 and _batchnorm_config(ctx, kept[0], hops - 1)
 
 
 def picked_by_name(func: ast.AST) -> tuple[ast.expr, ast.expr] | None:
@@ -186,6 +265,11 @@ def library_batchnorm(ctx: FileContext, call: ast.Call) -> bool:
     q = ctx.call_qualname(call) or ""
     if LIBRARY_BN.match(q):
         return True
+    if CONFORMER.match(q):
+        # the Conformer convolution module normalises with BatchNorm1d: lucidrains' ``conformer``
+        # unless ``causal=True`` (then Identity), torchaudio's unless ``use_group_norm=True``
+        off = keyword(call, "causal") or keyword(call, "use_group_norm")
+        return off is None or (isinstance(off, ast.Constant) and not off.value)
     if q.startswith("monai.networks.nets."):
         # MONAI's networks take their norm as an argument (``UNet(..., norm=Norm.BATCH)``,
         # ``DynUNet(..., norm_name="batch")``); their defaults are instance/group norm

@@ -90,6 +90,26 @@ def argparse_choices(ctx: FileContext) -> dict[str, frozenset[str]]:
     return out
 
 
+def bool_typed_options(ctx: FileContext) -> set[str]:
+    """The dests of the file's ``add_argument(..., type=bool)`` options: argparse hands ``bool`` the
+    command-line string, so any non-empty value (``--find_unused_parameters False`` too) is True."""
+    out: set[str] = set()
+    for call in ctx.of_type(ast.Call):
+        if not (isinstance(call.func, ast.Attribute) and call.func.attr == "add_argument"):
+            continue
+        kind = keyword(call, "type")
+        if not (isinstance(kind, ast.Name) and kind.id == "bool"):
+            continue
+        options = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        dest_kw = keyword(call, "dest")
+        long = next((o for o in options if o.startswith("--")), None)
+        if isinstance(dest_kw, ast.Constant) and isinstance(dest_kw.value, str):
+            out.add(dest_kw.value)
+        elif long:
+            out.add(long.lstrip("-").replace("-", "_"))
+    return out
+
+
 def module_defaults(ctx: FileContext) -> dict[str, object]:
     """Module-level configuration variables (nanoGPT style: ``compile = True`` at the top of the
     script, overridden from the command line by a configurator): name -> literal value."""

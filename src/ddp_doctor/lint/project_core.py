@@ -10,6 +10,7 @@ type, and which modules a module reaches through its imports.
 from __future__ import annotations
 
 import ast
+import builtins
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -338,6 +339,15 @@ class IndexCore:
         head, _, rest = text.partition(".")
         full = imports.get(head)
         if full is None:
+            if (
+                local is not None
+                and not rest
+                and self.star_imports.get(local)
+                and not hasattr(builtins, text)
+            ):
+                # a name a star import brings (RNN-T-ASR's ``from encoders import *`` then
+                # ``ConformerEncoder(...)``): looked up in the star-imported modules (``_star_get``)
+                return f"{local}.{text}"
             return None
         full = full + ("." + rest if rest else "")
         mod, _, name = full.rpartition(".")
@@ -525,7 +535,8 @@ class IndexCore:
     def _star_get(self, qualname: str) -> Summary | None:
         """``pkg.X`` where ``pkg/__init__.py`` does ``from .m import *``: the ``X`` of one such ``m``."""
         pkg, _, name = qualname.rpartition(".")
-        found = [s for m in self._star_sources.get(pkg, ()) if (s := self.summaries.get(f"{m}.{name}"))]
+        sources = [*self._star_sources.get(pkg, ()), *self.star_imports.get(pkg, ())]
+        found = [s for m in dict.fromkeys(sources) if (s := self.summaries.get(f"{m}.{name}"))]
         return found[0] if len(found) == 1 else None
 
     def method_summaries(self, func: ast.AST) -> list[Summary]:

@@ -22,6 +22,7 @@ from ddp_doctor.lint.batchnorm_syntax import (
     freezes_batchnorm,
     layer_switch,
     library_batchnorm,
+    mmcv_batchnorm,
     names_syncbn,
     off_by_default,
     torchvision_pick,
@@ -551,7 +552,12 @@ class IndexScan(IndexBindings):
         switch = _own_switch(ctx, switches[0], n) if BATCHNORM.match(q) else None
         if switch is not None:
             switches[1].add(switch)
-        elif BATCHNORM.match(q) or library_batchnorm(ctx, n) or torchvision_pick(ctx, n):
+        elif (
+            BATCHNORM.match(q)
+            or library_batchnorm(ctx, n)
+            or torchvision_pick(ctx, n)
+            or mmcv_batchnorm(ctx, n)
+        ):
             s.builds_batchnorm = True
         if "convert_sync_batchnorm" in q or (m and m[1] == "convert_sync_batchnorm"):
             guard = conversion_parameter(ctx, n)

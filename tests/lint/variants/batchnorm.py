@@ -877,3 +877,134 @@ C["partial_freeze_spares_the_first_layer"] = (
     },
     "train.py",
 )
+
+# Round 24: an OpenMMLab-style backbone copied into the project (TNN-MO's mmcv ``ResNet``): its norm
+# layers come from ``build_norm_layer(self.norm_cfg, c)`` / ``ConvModule(..., norm_cfg=norm_cfg)``
+# with the constructor's ``norm_cfg=dict(type='BN')`` default, i.e. ``nn.BatchNorm2d``. The NEG's
+# default is ``dict(type='GN', num_groups=8)``.
+MM_BACKBONE = """
+import copy
+import torch.nn as nn
+from mmcv.cnn import ConvModule, build_norm_layer
+
+
+class Block(nn.Module):
+    def __init__(self, c, norm_cfg={cfg}):
+        super().__init__()
+        self.conv = ConvModule(c, c, 3, padding=1, norm_cfg=norm_cfg)
+
+    def forward(self, x):
+        return x + self.conv(x)
+
+
+class Backbone(nn.Module):
+    def __init__(self, c=64, norm_cfg={cfg}):
+        super().__init__()
+        norm_cfg = copy.deepcopy(norm_cfg)
+        self.norm_cfg = norm_cfg
+        self.stem = nn.Conv2d(3, c, 7, stride=2)
+        self.norm_name, norm = build_norm_layer(self.norm_cfg, c, postfix=1)
+        self.add_module(self.norm_name, norm)
+        self.block = Block(c)
+
+    def forward(self, x):
+        return self.block(getattr(self, self.norm_name)(self.stem(x)))
+"""
+MM_MAIN = HEAD + "from models.backbone import Backbone\n" + main("model = Backbone()")
+C["mmcv_norm_cfg_default_bn"] = (
+    R,
+    True,
+    {
+        "train.py": MM_MAIN,
+        "models/__init__.py": "",
+        "models/backbone.py": MM_BACKBONE.replace("{cfg}", "dict(type='BN', requires_grad=True)"),
+    },
+    "train.py",
+)
+C["NEG_mmcv_norm_cfg_default_gn"] = (
+    R,
+    False,
+    {
+        "train.py": MM_MAIN,
+        "models/__init__.py": "",
+        "models/backbone.py": MM_BACKBONE.replace("{cfg}", "dict(type='GN', num_groups=8)"),
+    },
+    "train.py",
+)
+
+# Round 24: a model module that star-imports its blocks (RNN-T-ASR's ``models.py``: ``from encoders
+# import *`` then ``ConformerEncoder(...)``): the name is the star-imported module's class. The NEG's
+# blocks use LayerNorm.
+STAR_MODEL = """
+import torch.nn as nn
+from blocks import *
+
+
+class Model(nn.Module):
+    def __init__(self, dim=16):
+        super().__init__()
+        self.enc = Encoder(dim)
+        self.fc = nn.Linear(dim, 10)
+
+    def forward(self, x):
+        return self.fc(self.enc(x))
+"""
+STAR_BLOCKS = """
+import torch.nn as nn
+
+
+class Encoder(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+        self.norm = nn.{norm}(dim)
+
+    def forward(self, x):
+        return self.norm(self.proj(x))
+"""
+STAR_MAIN = HEAD + "from models import Model\n" + main("model = Model()")
+C["star_imported_block"] = (
+    R,
+    True,
+    {
+        "train.py": STAR_MAIN,
+        "models.py": STAR_MODEL,
+        "blocks.py": STAR_BLOCKS.replace("{norm}", "BatchNorm1d"),
+    },
+    "train.py",
+)
+C["NEG_star_imported_block_layernorm"] = (
+    R,
+    False,
+    {"train.py": STAR_MAIN, "models.py": STAR_MODEL, "blocks.py": STAR_BLOCKS.replace("{norm}", "LayerNorm")},
+    "train.py",
+)
+
+# Round 24: a Conformer from lucidrains' ``conformer`` package (or torchaudio's): its convolution module
+# holds BatchNorm1d, unless built causal (then Identity).
+CONFORMER_NET = """
+import torch.nn as nn
+from conformer import ConformerBlock
+
+
+class Encoder(nn.Module):
+    def __init__(self, dim=144):
+        super().__init__()
+        self.block = ConformerBlock(dim=dim, dim_head=36, heads=4, conv_kernel_size=31{extra})
+
+    def forward(self, x):
+        return self.block(x)
+"""
+CONFORMER_MAIN = HEAD + "from encoder import Encoder\n" + main("model = Encoder()")
+C["conformer_library_block"] = (
+    R,
+    True,
+    {"train.py": CONFORMER_MAIN, "encoder.py": CONFORMER_NET.replace("{extra}", "")},
+    "train.py",
+)
+C["NEG_conformer_library_block_causal"] = (
+    R,
+    False,
+    {"train.py": CONFORMER_MAIN, "encoder.py": CONFORMER_NET.replace("{extra}", ", causal=True")},
+    "train.py",
+)

@@ -901,3 +901,38 @@ C["compile_NEG_wrap_helper_builds_its_own"] = (
     ),
     "train.py",
 )
+
+# Round 24: an option declared ``type=bool`` (RT-ODLab's ``add_argument('--find_unused_parameters',
+# default=False, type=bool)``): argparse hands ``bool`` the string, so any value a shipped launch
+# script gives, ``False`` or a shell variable holding it, is True. The NEG's script does not pass it.
+FU_TYPE_BOOL = """
+import argparse
+parser = argparse.ArgumentParser()
+parser.add_argument("--find_unused_parameters", default=False, type=bool)
+"""
+
+
+def launched_bool(script):
+    return {**main(FU_BY_OPTION + LOOP, FU_TYPE_BOOL), "scripts/run.sh": script}
+
+
+C["fu_launch_script_type_bool_false"] = (
+    F,
+    True,
+    launched_bool("torchrun --nproc_per_node=4 train.py --find_unused_parameters False --lr 0.1\n"),
+    "train.py",
+)
+C["fu_launch_script_type_bool_variable"] = (
+    F,
+    True,
+    launched_bool(
+        "FU=False\ntorchrun --nproc_per_node=4 train.py \\\n    --find_unused_parameters ${FU} \\\n    --lr 0.1\n"
+    ),
+    "train.py",
+)
+C["fu_NEG_launch_script_type_bool_not_given"] = (
+    F,
+    False,
+    launched_bool("torchrun --nproc_per_node=4 train.py --lr 0.1\n"),
+    "train.py",
+)

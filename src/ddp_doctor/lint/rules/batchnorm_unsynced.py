@@ -80,6 +80,7 @@ from ddp_doctor.lint.batchnorm_syntax import (
     freezes_batchnorm,
     layer_switch,
     library_batchnorm,
+    mmcv_batchnorm,
     passes_switch,
     picked_by_name,
 )
@@ -135,7 +136,9 @@ class BatchnormUnsynced(Rule):
     id = "batchnorm-unsynced"
     project_facts = frozenset({"batchnorm", "options"})
     flagged = (
-        "the file builds BatchNorm layers (or a torchvision model known to contain them, timm "
+        "the file builds BatchNorm layers (or a torchvision model known to contain them, a `conformer`/torchaudio "
+        "Conformer, mmcv's `build_norm_layer`/`ConvModule` with a `norm_cfg` of type `BN` (also a constructor "
+        "parameter's default `norm_cfg=dict(type='BN')`), timm "
         "`create_model` with a BatchNorm-family name or flag default (also a name the shipped YAML "
         "configurations agree on, read through `model_name = params['model_name']`), a project module used as a "
         "registry, also one handed to a helper returning `getattr(module, cfg[name]['type'])(...)` "
@@ -338,6 +341,7 @@ def _sort_calls(ctx: FileContext) -> _Calls:
         elif (
             BATCHNORM.match(q)
             or library_batchnorm(ctx, node)
+            or mmcv_batchnorm(ctx, node)
             or _model_by_name(ctx, node)
             or _factory_batchnorm(ctx, node, defaults)
             or (project is not None and builds_batchnorm_by_name(ctx, project, node))

@@ -33,10 +33,11 @@ from collections.abc import Iterator
 
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, keyword, param_defaults
+from ddp_doctor.lint.flags import bool_typed_options
 from ddp_doctor.lint.frozen_wrap import parameters_frozen, wraps_frozen_model_only
 from ddp_doctor.lint.idioms import DDP
 from ddp_doctor.lint.inference_only import never_trains
-from ddp_doctor.lint.launch_scripts import launched_values, option_value
+from ddp_doctor.lint.launch_scripts import FLAG, launched_values, option_value
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.module_moves import unmoved
 from ddp_doctor.lint.option_defaults import option_default
@@ -88,7 +89,8 @@ class FindUnusedTrue(Rule):
         "`functools.partial(DDP, find_unused_parameters=True)`; a dict of DDP keywords a framework hands on "
         "(`torch_kwargs={'ddp_kwargs': {'find_unused_parameters': True}}`, `dict(find_unused_parameters=True)`); "
         "(project) an option a shipped shell launch script turns on (`--find_unused_parameters` in "
-        "`scripts/train.sh` for a `store_true` option; config-gated by that script); (project) a configuration "
+        "`scripts/train.sh` for a `store_true` option, any value such as `False` for a `type=bool` option; "
+        "config-gated by that script); (project) a configuration "
         "block a function is handed and unpacks into the wrap (`DDPStrategy(**config)`) where a shipped YAML "
         "configuration sets `find_unused_parameters: True` (config-gated)"
     )
@@ -137,12 +139,16 @@ class FindUnusedTrue(Rule):
         launched = _option_launched_true(ctx, value)
         if launched is not None:
             key, script = launched
+            why = why_zh = ""
+            if key in bool_typed_options(ctx):
+                why = " (the option is `type=bool`, which reads any non-empty string, `False` too, as True)"
+                why_zh = "（该选项为 `type=bool`，任何非空字符串（包括 `False`）都被读作 True）"
             return self.violation(
                 value,
                 Text(
-                    f"`{kw_name}={ctx.segment(value)}`: the shipped launch script {script} turns `{key}` on: "
+                    f"`{kw_name}={ctx.segment(value)}`: the shipped launch script {script} turns `{key}` on{why}: "
                     "DDP then re-traverses the autograd graph every step (speed, not accuracy).",
-                    f"`{kw_name}={ctx.segment(value)}`：仓库自带的启动脚本 {script} 打开了 `{key}`："
+                    f"`{kw_name}={ctx.segment(value)}`：仓库自带的启动脚本 {script} 打开了 `{key}`{why_zh}："
                     "DDP 此时每步都要重新遍历 autograd 图（影响速度，不影响精度）。",
                 ),
                 gated_by=f"`{key}` on, as {script} runs it",
@@ -400,7 +406,13 @@ def _option_launched_true(ctx: FileContext, value: ast.expr | None) -> tuple[str
         return None
     key = value.attr
     known, default = option_default(ctx, key)
+    # ``add_argument('--find_unused_parameters', default=False, type=bool)``: whatever string a
+    # script gives (``False``, ``0``, a shell variable such as ``${FIND_UNUSED}``) is non-empty, so
+    # True (RT-ODLab's train.sh passes ``--find_unused_parameters ${FIND_UNUSED_PARAMS}`` = False)
+    bool_typed = key in bool_typed_options(ctx)
     for given, script in launched_values(ctx, key):
+        if bool_typed and given is not FLAG and given not in ("", None):
+            return key, script
         held = option_value(given, default if known else None)
         if held is True or (type(held) is int and held > 0):  # ``--find_unused 1`` for an int option
             return key, script
