@@ -480,3 +480,88 @@ C["NEG_builder_dispatch_picks_the_sharded_branch"] = (
     dispatch('load_data(dataset, kind="main")'),
     "train.py",
 )
+
+
+# no DataLoader: nanoGPT-style batches drawn by hand from torch's default generator, which starts
+# from the same seed in every process (round 24: RedLLM's pretrain_ddp.py, microgpt)
+GET_BATCH = """
+def get_batch(data, block, bs):
+    ix = torch.randint(len(data) - block, (bs,))
+    x = torch.stack([data[i : i + block] for i in ix])
+    y = torch.stack([data[i + 1 : i + 1 + block] for i in ix])
+    return x.cuda(), y.cuda()
+"""
+DRAWN_LOOP = """
+    for step in range(args.max_steps):
+        x, y = get_batch(tokens, 256, 8)
+        loss = model(x, y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+"""
+
+
+def drawn(extra="", before="", tokens="torch.load(args.data)"):
+    return one(f"\n    tokens = {tokens}\n" + before + DRAWN_LOOP, GET_BATCH + extra)
+
+
+C["drawn_by_hand_get_batch"] = (R, True, drawn(), "train.py")
+C["drawn_by_hand_seeded_with_a_constant"] = (
+    R,
+    True,
+    drawn(before="    torch.manual_seed(1337)\n"),
+    "train.py",
+)
+C["NEG_drawn_by_hand_seeded_by_rank"] = (
+    R,
+    False,
+    drawn(
+        extra="seed_offset = int(os.environ['RANK'])\n", before="    torch.manual_seed(1337 + seed_offset)\n"
+    ),
+    "train.py",
+)
+C["NEG_drawn_by_hand_from_this_ranks_shard"] = (
+    R,
+    False,
+    drawn(tokens="torch.load(args.data).chunk(dist.get_world_size())[dist.get_rank()]"),
+    "train.py",
+)
+C["drawn_by_hand_randperm_inline"] = (
+    R,
+    True,
+    one(
+        """
+    tokens = torch.load(args.data)
+    for epoch in range(args.epochs):
+        perm = torch.randperm(tokens.size(0))
+        for k in range(0, tokens.size(0), 8):
+            idx = perm[k : k + 8]
+            x, y = tokens[idx, :-1], tokens[idx, 1:]
+            loss = model(x.cuda(), y.cuda())
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+"""
+    ),
+    "train.py",
+)
+# a diffusion timestep indexes the noise schedule, not the data: not a batch draw
+C["NEG_timestep_draw_beside_a_sampled_loader"] = (
+    R,
+    False,
+    one(
+        """
+    loader = DataLoader(dataset, batch_size=8, sampler=DistributedSampler(dataset))
+    alphas = torch.linspace(0.9, 0.1, 1000)
+    for epoch in range(args.epochs):
+        for x, y in loader:
+            t = torch.randint(0, len(alphas) // 2, (x.size(0),))
+            noisy = x * alphas[t].view(-1, 1, 1, 1)
+            loss = criterion(model(noisy.cuda()), y.cuda())
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+"""
+    ),
+    "train.py",
+)

@@ -1101,3 +1101,65 @@ C["NEG_loader_object_sets_its_epoch"] = (
     ),
     "train.py",
 )
+
+
+# one loader per task kept in a list or dict entry, picked by a variable and re-iterated when it runs
+# out (round 24: DocRes's ``[{'loader': DataLoader(..., sampler=DistributedSampler(d)), ...} for ...]``)
+def per_task(build, pick, reset=""):
+    return one(
+        build
+        + f"""
+    its = {{}}
+    for step in range(args.max_steps):
+        k = step % len(datasets)
+        try:
+            x, y = next(its[k])
+        except (StopIteration, KeyError):
+{reset}            its[k] = iter({pick})
+            x, y = next(its[k])
+"""
+        + STEP.replace("            ", "        "),
+        "datasets = [torch.load(p) for p in ('a.pt', 'b.pt')]\n",
+    )
+
+
+LIST_BUILD = """
+    loaders = [DataLoader(d, batch_size=8, sampler=DistributedSampler(d)) for d in datasets]
+"""
+C["per_task_list_reiterated"] = (R, True, per_task(LIST_BUILD, "loaders[k]"), "train.py")
+C["per_task_dict_entries_reiterated"] = (
+    R,
+    True,
+    per_task(
+        """
+    tasks = [{"name": i, "loader": DataLoader(d, batch_size=8, sampler=DistributedSampler(d))} for i, d in enumerate(datasets)]
+""",
+        "tasks[k]['loader']",
+    ),
+    "train.py",
+)
+C["per_task_keyed_assignment_reiterated"] = (
+    R,
+    True,
+    per_task(
+        """
+    loaders = {}
+    for k, d in enumerate(datasets):
+        loaders[k] = DataLoader(d, batch_size=8, sampler=DistributedSampler(d))
+""",
+        "loaders[k]",
+    ),
+    "train.py",
+)
+C["NEG_per_task_list_reiterated_with_set_epoch"] = (
+    R,
+    False,
+    per_task(LIST_BUILD, "loaders[k]", reset="            loaders[k].sampler.set_epoch(step)\n"),
+    "train.py",
+)
+C["NEG_per_task_list_of_validation_loaders"] = (
+    R,
+    False,
+    per_task(LIST_BUILD.replace("loaders =", "val_loaders ="), "val_loaders[k]"),
+    "train.py",
+)

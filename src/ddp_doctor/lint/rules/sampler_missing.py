@@ -27,6 +27,10 @@ A loader in one branch of an ``if``/``elif``/``else`` chain whose other branch b
 DistributedSampler(d_train) ... else: DataLoader(d_train, shuffle=True)``, ``if mode == 'single':
 ... elif mode == 'multi': ...``) is the path the condition takes when the run is not distributed.
 
+Without a DataLoader, nanoGPT-style batches drawn by hand (``ix = torch.randint(len(data) - n,
+(bs,))``) come from torch's default generator, which starts from the same seed in every process:
+unless some process seeds it by rank, every rank trains on the same positions (``_index_draws``).
+
 In project mode a fact from another file must not make a single-process script distributed: the
 file itself wraps a model (directly or through a project helper), or hands the loader to project
 code that trains on it and wraps the model, or at least shows it runs distributed (uses
@@ -45,6 +49,7 @@ from ddp_doctor.lint.context import FileContext, dotted, keyword
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.project import ProjectIndex
 from ddp_doctor.lint.rules._data import bound_names, evaluation_loader, trains_on, unreached_branch
+from ddp_doctor.lint.rules._index_draws import shared_index_draws
 from ddp_doctor.lint.rules.base import Rule, Violation
 from ddp_doctor.lint.samplers import (
     SAMPLER_POSITION,
@@ -100,7 +105,10 @@ class SamplerMissing(Rule):
         "(`train_dat, valid_dat = pre_processing(path)` → `prepare_data(...)`), built there with "
         "`shuffle=True` and no sampler in defs that read or take no rank, handed no rank, and trained on "
         "in a distributed file outside its single-process branch; (project) such a builder whose "
-        "`shuffle=` is its own parameter, called with a literal `True` (or a true default)"
+        "`shuffle=` is its own parameter, called with a literal `True` (or a true default); no DataLoader: batch positions drawn by hand from "
+        "torch's default generator (`ix = torch.randint(len(data) - block, (bs,))` then `data[i:i + block] "
+        "for i in ix`, also `torch.randperm(len(data))`) for a loop that only counts steps and backprops, in "
+        "a file that seeds no process by rank"
     )
     not_flagged = (
         "dataset built from rank/world/shard values (per-rank seeds, a random order drawn after "
@@ -119,10 +127,14 @@ class SamplerMissing(Rule):
         "`if`/`elif` chain beside a branch that builds `DistributedSampler(ds)` over the same dataset "
         "(`if dist: ... else: DataLoader(ds, shuffle=True)`: the single-process path), a loader built "
         "only in a builder's `if kind == 'toy':` branch that every call of the file passes another "
-        "literal for, `prepare` on any name bound to `Accelerator(...)`"
+        "literal for, `prepare` on any name bound to `Accelerator(...)`, batch positions drawn after a seed that reads the "
+        "rank (nanoGPT's `torch.manual_seed(1337 + seed_offset)`) or from this rank's shard of the data, a "
+        "draw whose result indexes something its bound is not the length of, or one inside a loop over a "
+        "DataLoader (a diffusion timestep)"
     )
-    required = (("DataLoader",), tuple(q.split(".")[-1] for q in DATA_PARALLEL))
-    required_in_project = (("DataLoader",),)
+    # ``randint``/``randperm``: batches drawn by hand, with no DataLoader (``_index_draws``)
+    required = (("DataLoader", "randint", "randperm"), tuple(q.split(".")[-1] for q in DATA_PARALLEL))
+    required_in_project = (("DataLoader", "randint", "randperm"),)
 
     def project_words(self, project: ProjectIndex) -> tuple[str, ...]:
         return project.plain_loader_builder_names()
@@ -208,6 +220,25 @@ class SamplerMissing(Rule):
             )
         if project is not None and (distributed_file or wraps_here):
             yield from self._from_builders(ctx, facts, project)
+        if distributed_file:
+            yield from self._drawn_by_hand(ctx, facts)
+
+    def _drawn_by_hand(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
+        """No DataLoader: ``ix = torch.randint(len(data) - n, (bs,))`` picks each batch from torch's
+        default generator, seeded the same in every process unless seeded by rank
+        (``rules/_index_draws.py``). Reported at the draw."""
+        for draw, loop in shared_index_draws(ctx, facts):
+            yield self.violation(
+                draw,
+                Text(
+                    f"`{ctx.segment(draw)}` picks the batch positions from torch's default generator, which "
+                    "no process seeds by rank, for the training loop at line "
+                    f"{loop.lineno}: every rank draws the same positions and trains on the same samples.",
+                    f"`{ctx.segment(draw)}` 用 torch 的默认随机数生成器选取批次位置，而没有进程按 rank 设置种子"
+                    f"（第 {loop.lineno} 行的训练循环）：每个 rank 抽到相同的位置，在相同的样本上训练。",
+                ),
+                training_loop_line=loop.lineno,
+            )
 
     def _from_builders(
         self, ctx: FileContext, facts: LoopFacts, project: ProjectIndex

@@ -31,7 +31,9 @@ constant) is the same bug; autofix passes the loop variable. A sampler drawn thr
 (torch's ``BatchSampler``, or any call taking it first or as ``sampler=`` whose result a DataLoader takes
 as its ``batch_sampler``) is followed to that loader; so are dict entries by constant key and by a loop
 variable over literal keys (``FileContext.names_of``: the torchvision fine-tuning tutorial's
-``dataloaders[phase]``).
+``dataloaders[phase]``). Round 24: one loader per task kept as an entry of a list or dict filled per
+task, picked by a variable and re-iterated when it runs out (DocRes: ``except StopIteration:
+its[k] = iter(loaders[k]['loader'])``), is the loader read as any entry (``loaders[*]``).
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from collections.abc import Iterator
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.accelerate_sinks import accelerate_prepare
 from ddp_doctor.lint.call_arguments import dead_unless_passed
-from ddp_doctor.lint.context import FileContext, dotted, keyword, parameter_names, positional_params
+from ddp_doctor.lint.context import FileContext, dotted, holder, keyword, parameter_names, positional_params
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.project import ProjectIndex
 from ddp_doctor.lint.rank0 import bound_argument
@@ -113,7 +115,10 @@ class SetEpochMissing(Rule):
         "there every epoch; (project) a `set_epoch` under `if sampler is not None:` in a def no call hands "
         "that parameter does not count; a loader built in place as the argument of a same-file generator "
         "that re-iterates it (`cycle_loader(DataLoader(ds, sampler=s))`); (project) `obj.load_data()` on an "
-        "instance a project class or factory built, returning what its class keeps on `self` over the sampler"
+        "instance a project class or factory built, returning what its class keeps on `self` over the sampler; one loader per task kept as a list or dict "
+        "entry (`[DataLoader(d, sampler=DistributedSampler(d)) for d in datasets]`, `loaders[task] = "
+        "DataLoader(...)`, `.append(...)`, also `[{'loader': DataLoader(...)} for ...]`) picked by a variable and "
+        "re-created as an iterator in the step loop (`except StopIteration: its[k] = iter(loaders[k])`)"
     )
     not_flagged = (
         "`shuffle=False`, `loader.sampler.set_epoch(e)`, a loader handed to `accelerator.prepare` (its "
@@ -157,7 +162,11 @@ class SetEpochMissing(Rule):
         yield from self._handed_from_builders(ctx, facts, never)
         # once, not per sampler: a notebook of many cells repeating the loop was quadratic (minutes)
         dataloaders: list[tuple[ast.expr | None, set[str], set[str]]] = [
-            (arg, ctx.names_of(arg) if arg is not None else set(), bound_names(ctx, node))
+            (
+                arg,
+                ctx.names_of(arg) if arg is not None else set(),
+                bound_names(ctx, node) | _held_in_list(ctx, node),
+            )
             for node in calls
             if is_dataloader_call(ctx, node)
             for arg in (loader_sampler(node) or [None])
@@ -408,7 +417,7 @@ class SetEpochMissing(Rule):
                 isinstance(node.func, ast.Name)
                 and node.func.id == "iter"
                 and node.args
-                and dotted(node.args[0]) in loaders
+                and _entries(node.args[0]) & loaders
             ):
                 outer = enclosing_loop(ctx, node)
                 if outer is not None:
@@ -833,3 +842,55 @@ def _evaluation_pass(
                 elif n.func.attr == "train":
                     mode = "train"
     return mode == "eval"
+
+
+def _held_in_list(ctx: FileContext, loader: ast.Call) -> set[str]:
+    """``loaders[*]``: a DataLoader kept as one entry of a list or dict filled per dataset or task
+    (``loaders = [DataLoader(d, sampler=DistributedSampler(d)) for d in datasets]``, ``loaders[task] =
+    DataLoader(...)``, ``loaders.append(DataLoader(...))``, also under a constant key of a dict built
+    per entry: ``[{'loader': DataLoader(...)} for ...]`` is ``loaders[*]['loader']``). Multi-task
+    trainers pick an entry by a variable and re-iterate it when it runs out (DocRes: ``except
+    StopIteration: its[k] = iter(loaders[k]['loader'])``); ``_entries`` reads that pick."""
+    value, parent = holder(ctx, loader)
+    suffix = ""
+    if isinstance(parent, ast.Dict) and value in parent.values:
+        key = parent.keys[parent.values.index(value)]
+        if not (isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value.isidentifier()):
+            return set()
+        suffix = f"[{key.value!r}]"
+        value, parent = parent, ctx.parents.get(parent)
+    bases: set[str] = set()
+    if isinstance(parent, ast.ListComp) and value is parent.elt:
+        assign = ctx.parents.get(parent)
+        if isinstance(assign, ast.Assign) and assign.value is parent:
+            bases = {d for t in assign.targets if (d := dotted(t))}
+    elif isinstance(parent, ast.Assign) and parent.value is value:
+        bases = {
+            d
+            for t in parent.targets
+            if isinstance(t, ast.Subscript) and dotted(t) is None and (d := dotted(t.value))
+        }
+    elif (
+        isinstance(parent, ast.Call)
+        and isinstance(parent.func, ast.Attribute)
+        and parent.func.attr == "append"
+        and parent.args == [value]
+    ):
+        bases = {d for d in (dotted(parent.func.value),) if d}
+    return {f"{b}[*]{suffix}" for b in bases if not evaluation_loader({b})}
+
+
+def _entries(expr: ast.expr) -> set[str]:
+    """The names ``expr`` reads a loader under: ``dotted``, with a key that is not a constant read as
+    any entry (``loaders[k]['loader']`` is ``loaders[*]['loader']``; ``_held_in_list``)."""
+    if (d := dotted(expr)) is not None:
+        return {d}
+    if not isinstance(expr, ast.Subscript):
+        return set()
+    key = expr.slice
+    part = (
+        f"[{key.value!r}]"
+        if isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value.isidentifier()
+        else "[*]"
+    )
+    return {f"{n}{part}" for n in _entries(expr.value)}
