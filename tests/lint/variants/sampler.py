@@ -645,3 +645,74 @@ C["builder_loader_in_branch_sampler_none_before_the_chain"] = (
     ),
     "train.py",
 )
+
+
+def own_model_beside_ddp(signature="args, dataset", build="model = Net().cuda()", extra=""):
+    # sngp-segmentation: ``self_training_process`` builds its model from a class and never wraps it
+    # (the DDP wrap left in a string), beside a function of the file that wraps and samples
+    return {
+        "train.py": HEAD
+        + """
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 2)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+def train_epoch(model, loader, criterion, optimizer):
+    for x, y in loader:
+        loss = criterion(model(x.cuda()), y.cuda())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+
+def train_ddp(args, dataset):
+    dist.init_process_group("nccl")
+    model = DDP(Net().cuda(), device_ids=[int(os.environ["LOCAL_RANK"])])
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    sampler = DistributedSampler(dataset)
+    loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+    for epoch in range(args.epochs):
+        sampler.set_epoch(epoch)
+        train_epoch(model, loader, nn.CrossEntropyLoss(), optimizer)
+
+"""
+        + f"""
+def self_training(args, {signature}):
+    {build}
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = DataLoader(dataset, batch_size=8, shuffle=True)
+    for epoch in range(args.epochs):
+        train_epoch(model, loader, nn.CrossEntropyLoss(), optimizer)
+{extra}"""
+    }
+
+
+C["NEG_function_trains_its_own_unwrapped_model_beside_a_ddp_function"] = (
+    R,
+    False,
+    own_model_beside_ddp(),
+    "train.py",
+)
+# near misses: the model comes from the caller (it may be the wrapped one), or the function averages
+# the gradients itself (DDP by hand): the plain loader feeds synchronised training
+C["function_trains_a_model_handed_in_beside_a_ddp_function"] = (
+    R,
+    True,
+    own_model_beside_ddp(signature="dataset, net", build="model = net"),
+    "train.py",
+)
+C["function_averages_gradients_of_its_own_model_by_hand"] = (
+    R,
+    True,
+    own_model_beside_ddp(
+        extra="""        for p in model.parameters():
+            dist.all_reduce(p.grad)
+"""
+    ),
+    "train.py",
+)
