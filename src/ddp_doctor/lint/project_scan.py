@@ -76,6 +76,7 @@ from ddp_doctor.lint.rank0_sinks import is_null_writer, null_off_rank0_returns
 from ddp_doctor.lint.reductions import SCAN_SYNCED_METERS, local_only, reduces_own_state, returned_reductions
 from ddp_doctor.lint.samplers import (
     calls_set_epoch,
+    defines_epoch_sampler,
     returned_plain_loaders,
     returned_sampler,
     returned_sampler_loaders,
@@ -430,7 +431,7 @@ class IndexScan(IndexBindings):
             )
         if "epochs" in self.facts and scan.module not in self.set_epoch_modules:
             s.epoch_params = epoch_params_of(ctx, node, is_method)
-            if ctx.mentions("DistributedSampler"):
+            if ctx.mentions("DistributedSampler") or defines_epoch_sampler(ctx):
                 s.sampler_loaders = returned_sampler_loaders(ctx, node)
                 if (found := returned_sampler(ctx, node)) is not None:
                     s.returns_sampler = (f"{Path(ctx.path).name}:{found[0]}", found[1], found[2])

@@ -100,17 +100,67 @@ def batches_itself(call: ast.Call) -> bool:
 def distributed_sampler_call(ctx: FileContext, call: ast.Call) -> bool:
     """``DistributedSampler(ds)``, also through a class alias chosen by a condition (``S =
     RandomSampler if args.local_rank == -1 else DistributedSampler; S(ds)``): a DistributedSampler
-    whenever that branch runs."""
+    whenever that branch runs; also a sampler class of this file ordered by its ``self.epoch``
+    (``_epoch_ordered_sampler_class``)."""
     if ctx.call_qualname(call) == DISTRIBUTED_SAMPLER:
         return True
     if not isinstance(call.func, ast.Name):
         return False
+    if _epoch_ordered_sampler_class(ctx, call):
+        return True
     scope = ctx.enclosing_function(call)
     binds = [b for b in ctx.bindings(scope).get(call.func.id, []) if b.lineno <= call.lineno]
     last = binds[-1] if binds else None
     if not isinstance(last, ast.Assign) or not isinstance(last.value, ast.IfExp):
         return False
     return DISTRIBUTED_SAMPLER in {ctx.qualname(last.value.body), ctx.qualname(last.value.orelse)}
+
+
+def defines_epoch_sampler(ctx: FileContext) -> bool:
+    """The module defines a class with a ``set_epoch`` method (a sampler of its own that may order its
+    samples by epoch, ``_epoch_ordered_sampler_class``): a cheap pre-check for files that never name
+    torch's DistributedSampler."""
+    return any(
+        isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == "set_epoch"
+        for c in ctx.of_type(ast.ClassDef)
+        for f in c.body
+    )
+
+
+def _epoch_ordered_sampler_class(ctx: FileContext, call: ast.Call) -> bool:
+    """``call`` builds a sampler class of this file whose order is drawn from ``self.epoch``, which
+    only its ``set_epoch`` changes: a subclass of DistributedSampler that keeps its ``__iter__`` (or
+    whose own reads ``self.epoch``), or a copy of it (MagFace's ``ParallelDistributedSampler(Sampler)``:
+    ``g.manual_seed(self.epoch)`` in ``__iter__``, ``def set_epoch(self, epoch): self.epoch = epoch``).
+    Like torch's, it repeats its order every epoch unless ``set_epoch`` is called. One whose shuffle
+    the call leaves at a false default is not shuffling."""
+    assert isinstance(call.func, ast.Name)
+    cls = next((c for c in ctx.of_type(ast.ClassDef) if c.name == call.func.id), None)
+    if cls is None or not isinstance(ctx.parents.get(cls), ast.Module):
+        return False
+    methods = {f.name: f for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    subclass = DISTRIBUTED_SAMPLER in ctx.base_qualnames(cls.name)
+    own_iter = methods.get("__iter__")
+    if not subclass and ("set_epoch" not in methods or own_iter is None):
+        return False
+    if own_iter is not None and not any(dotted(n) == "self.epoch" for n in ast.walk(own_iter)):
+        return False
+    # ``self.epoch`` changed only by ``__init__`` and ``set_epoch`` (not advanced by the sampler itself)
+    for name, f in methods.items():
+        if name in ("__init__", "set_epoch"):
+            continue
+        for n in ast.walk(f):
+            targets = (
+                n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, ast.AugAssign) else []
+            )
+            if any(dotted(t) == "self.epoch" for t in targets):
+                return False
+    init = methods.get("__init__")
+    if init is not None and keyword(call, "shuffle") is None:
+        default = param_defaults(init).get("shuffle")
+        if isinstance(default, ast.Constant) and not default.value:
+            return False
+    return True
 
 
 def set_epoch_calls(ctx: FileContext) -> list[ast.Call]:

@@ -565,3 +565,154 @@ C["NEG_timestep_draw_beside_a_sampled_loader"] = (
     ),
     "train.py",
 )
+
+
+def branch_bound_sampler(guard, before="", builder=False):
+    # SemCKD (after RepDistiller/CRD): the CIFAR branch builds a plain loader, only the ImageNet
+    # branch binds ``train_sampler``, and the epoch loop calls its ``set_epoch`` when distributed:
+    # a distributed CIFAR run stops there (unbound name) before its first step
+    cifar = (
+        "train_loader = get_cifar_loader(dataset)"
+        if builder
+        else "train_loader = DataLoader(dataset, batch_size=8, shuffle=True)"
+    )
+    files = {
+        "train.py": HEAD
+        + "from data import get_imagenet_loader"
+        + (", get_cifar_loader" if builder else "")
+        + "\n"
+        + SETUP
+        + before
+        + f"""
+    if args.dataset == "cifar100":
+        {cifar}
+    elif args.dataset == "imagenet":
+        train_loader, train_sampler = get_imagenet_loader(args)
+    else:
+        raise NotImplementedError(args.dataset)
+    for epoch in range(args.epochs):
+        if {guard}:
+            train_sampler.set_epoch(epoch)
+        for x, y in train_loader:
+"""
+        + STEP,
+        "data.py": HEAD
+        + """
+def get_imagenet_loader(args):
+    dataset = torch.load(args.root)
+    sampler = DistributedSampler(dataset)
+    return DataLoader(dataset, batch_size=8, sampler=sampler), sampler
+
+
+def get_cifar_loader(dataset):
+    return DataLoader(dataset, batch_size=8, shuffle=True)
+""",
+    }
+    return files
+
+
+C["NEG_plain_loader_in_branch_that_leaves_set_epoch_sampler_unbound"] = (
+    R,
+    False,
+    branch_bound_sampler("args.distributed"),
+    "train.py",
+)
+C["NEG_builder_loader_in_branch_that_leaves_set_epoch_sampler_unbound"] = (
+    R,
+    False,
+    branch_bound_sampler("args.distributed", builder=True),
+    "train.py",
+)
+# near misses: the set_epoch is skipped on the plain branch (guarded by what the chain tests, or
+# by a None test of a sampler bound before the chain): a distributed run trains on the plain loader
+C["plain_loader_in_branch_set_epoch_guarded_by_the_chain_test"] = (
+    R,
+    True,
+    branch_bound_sampler('args.distributed and args.dataset == "imagenet"'),
+    "train.py",
+)
+C["plain_loader_in_branch_sampler_none_before_the_chain"] = (
+    R,
+    True,
+    branch_bound_sampler("train_sampler is not None", before="    train_sampler = None\n"),
+    "train.py",
+)
+C["builder_loader_in_branch_sampler_none_before_the_chain"] = (
+    R,
+    True,
+    branch_bound_sampler(
+        "args.distributed and train_sampler is not None", before="    train_sampler = None\n", builder=True
+    ),
+    "train.py",
+)
+
+
+def own_model_beside_ddp(signature="args, dataset", build="model = Net().cuda()", extra=""):
+    # sngp-segmentation: ``self_training_process`` builds its model from a class and never wraps it
+    # (the DDP wrap left in a string), beside a function of the file that wraps and samples
+    return {
+        "train.py": HEAD
+        + """
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 2)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+def train_epoch(model, loader, criterion, optimizer):
+    for x, y in loader:
+        loss = criterion(model(x.cuda()), y.cuda())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+
+def train_ddp(args, dataset):
+    dist.init_process_group("nccl")
+    model = DDP(Net().cuda(), device_ids=[int(os.environ["LOCAL_RANK"])])
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    sampler = DistributedSampler(dataset)
+    loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+    for epoch in range(args.epochs):
+        sampler.set_epoch(epoch)
+        train_epoch(model, loader, nn.CrossEntropyLoss(), optimizer)
+
+"""
+        + f"""
+def self_training(args, {signature}):
+    {build}
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = DataLoader(dataset, batch_size=8, shuffle=True)
+    for epoch in range(args.epochs):
+        train_epoch(model, loader, nn.CrossEntropyLoss(), optimizer)
+{extra}"""
+    }
+
+
+C["NEG_function_trains_its_own_unwrapped_model_beside_a_ddp_function"] = (
+    R,
+    False,
+    own_model_beside_ddp(),
+    "train.py",
+)
+# near misses: the model comes from the caller (it may be the wrapped one), or the function averages
+# the gradients itself (DDP by hand): the plain loader feeds synchronised training
+C["function_trains_a_model_handed_in_beside_a_ddp_function"] = (
+    R,
+    True,
+    own_model_beside_ddp(signature="dataset, net", build="model = net"),
+    "train.py",
+)
+C["function_averages_gradients_of_its_own_model_by_hand"] = (
+    R,
+    True,
+    own_model_beside_ddp(
+        extra="""        for p in model.parameters():
+            dist.all_reduce(p.grad)
+"""
+    ),
+    "train.py",
+)

@@ -1163,3 +1163,66 @@ C["NEG_per_task_list_of_validation_loaders"] = (
     per_task(LIST_BUILD.replace("loaders =", "val_loaders ="), "val_loaders[k]"),
     "train.py",
 )
+
+
+def own_sampler(iter_extra="", shuffle_default="True", call="EpochSampler(dataset, rank, world)"):
+    # MagFace: a copy of DistributedSampler in the data module (``g.manual_seed(self.epoch)`` in
+    # ``__iter__``, ``set_epoch`` its only change of epoch), built by a loader builder there; the
+    # entry loops the epochs over the returned loader and never calls ``set_epoch``
+    return {
+        "train.py": HEAD
+        + "from data import train_loader\n"
+        + SETUP
+        + """
+    rank, world = dist.get_rank(), dist.get_world_size()
+    loader = train_loader(dataset, rank, world)
+    for epoch in range(args.epochs):
+        for x, y in loader:
+"""
+        + STEP,
+        "data.py": f"""
+import torch
+from torch.utils.data import DataLoader, Sampler
+
+
+class EpochSampler(Sampler):
+    def __init__(self, dataset, rank, world, shuffle={shuffle_default}):
+        self.dataset, self.rank, self.world = dataset, rank, world
+        self.shuffle = shuffle
+        self.epoch = 0
+
+    def __iter__(self):
+        g = torch.Generator()
+        g.manual_seed(self.epoch)
+{iter_extra}        order = torch.randperm(len(self.dataset), generator=g) if self.shuffle else torch.arange(len(self.dataset))
+        return iter(order[self.rank :: self.world].tolist())
+
+    def __len__(self):
+        return len(self.dataset) // self.world
+
+    def set_epoch(self, epoch):
+        self.epoch = epoch
+
+
+def train_loader(dataset, rank, world):
+    sampler = {call}
+    return DataLoader(dataset, batch_size=8, sampler=sampler)
+""",
+    }
+
+
+C["project_sampler_copy_ordered_by_its_epoch"] = (R, True, own_sampler(), "train.py")
+C["project_sampler_copy_shuffle_passed_true"] = (
+    R,
+    True,
+    own_sampler(shuffle_default="False", call="EpochSampler(dataset, rank, world, shuffle=True)"),
+    "train.py",
+)
+# near misses: a sampler that advances its own epoch each pass, one left at a false shuffle default
+C["NEG_project_sampler_advancing_its_own_epoch"] = (
+    R,
+    False,
+    own_sampler(iter_extra="        self.epoch += 1\n"),
+    "train.py",
+)
+C["NEG_project_sampler_shuffle_default_false"] = (R, False, own_sampler(shuffle_default="False"), "train.py")

@@ -26,6 +26,11 @@ A loader in one branch of an ``if``/``elif``/``else`` chain whose other branch b
 ``DistributedSampler`` over the same dataset, outside any further condition (``if dist: sampler =
 DistributedSampler(d_train) ... else: DataLoader(d_train, shuffle=True)``, ``if mode == 'single':
 ... elif mode == 'multi': ...``) is the path the condition takes when the run is not distributed.
+So is a loader in a branch whose other branches alone bind the sampler that the function later
+calls ``set_epoch`` on under a test of distribution (SemCKD's CIFAR branch beside the ImageNet one
+that binds ``train_sampler``): a distributed run of that branch stops at the unbound name.
+A top-level function that trains a model it builds from a class and never wraps, beside the
+functions of the file that do wrap, runs single-process (``_trains_own_unwrapped_model``).
 
 Without a DataLoader, nanoGPT-style batches drawn by hand (``ix = torch.randint(len(data) - n,
 (bs,))``) come from torch's default generator, which starts from the same seed in every process:
@@ -45,7 +50,8 @@ from collections.abc import Iterator
 
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.accelerate_sinks import accelerate_prepare
-from ddp_doctor.lint.context import FileContext, dotted, keyword
+from ddp_doctor.lint.context import FileContext, dotted, keyword, parameter_names
+from ddp_doctor.lint.dist_tests import asks_if_distributed
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.project import ProjectIndex
 from ddp_doctor.lint.rules._data import bound_names, evaluation_loader, trains_on, unreached_branch
@@ -130,7 +136,12 @@ class SamplerMissing(Rule):
         "literal for, `prepare` on any name bound to `Accelerator(...)`, batch positions drawn after a seed that reads the "
         "rank (nanoGPT's `torch.manual_seed(1337 + seed_offset)`) or from this rank's shard of the data, a "
         "draw whose result indexes something its bound is not the length of, or one inside a loop over a "
-        "DataLoader (a diffusion timestep)"
+        "DataLoader (a diffusion timestep), a loader in a branch of an `if`/`elif` chain whose other branch "
+        "alone binds the sampler the function later calls `set_epoch` on when distributed (`elif imagenet: "
+        "..., train_sampler = get_imagenet_dataloader(...)` ... `if opt.distributed: train_sampler.set_epoch(e)`: "
+        "a distributed run of this branch stops there before training), a top-level function that builds its "
+        "model from a class (`model = Net().to(device)`), its optimizer over `model.parameters()`, and wraps "
+        "nothing nor syncs gradients by hand, beside the file's functions that wrap (a single-process path)"
     )
     # ``randint``/``randperm``: batches drawn by hand, with no DataLoader (``_index_draws``)
     required = (("DataLoader", "randint", "randperm"), tuple(q.split(".")[-1] for q in DATA_PARALLEL))
@@ -181,7 +192,7 @@ class SamplerMissing(Rule):
                 continue  # DataLoader(ds, **kwargs): the sampler may be in there
             if facts.prepared and _under_accelerate(ctx, call):
                 continue
-            if _single_process_sibling(ctx, call, wraps):
+            if _single_process_sibling(ctx, call, wraps) or _trains_own_unwrapped_model(ctx, call, wraps):
                 continue
             dataset = call.args[0] if call.args else keyword(call, "dataset")
             if dataset is None or _sharded(ctx, dataset) or batches_itself(call):
@@ -190,6 +201,8 @@ class SamplerMissing(Rule):
                 continue
             if _rank_seeded(ctx, call, local_sampler) or unreached_branch(ctx, call):
                 continue  # (the latter: a builder's ``if name == "mnist":`` branch no call picks)
+            if _sampler_unbound_here(ctx, call):
+                continue  # this branch stops a distributed run before it trains
             names = bound_names(ctx, call)
             if evaluation_loader(names) or not trains_on(facts, names, call):
                 continue
@@ -257,6 +270,8 @@ class SamplerMissing(Rule):
                 _reads_rank(ctx, a) for a in [*call.args, *(k.value for k in call.keywords)]
             ):
                 continue  # ``if args.local_rank == -1: loader = get_dataloader(ds)``; a builder handed the rank
+            if _sampler_unbound_here(ctx, call):
+                continue  # this branch stops a distributed run before it trains
             target = node.targets[0]
             elts = target.elts if isinstance(target, ast.Tuple) else [target]
             for i, elt in enumerate(elts):
@@ -367,6 +382,74 @@ def _distributed_alternative(ctx: FileContext, loader: ast.Call, dataset: ast.ex
     return False
 
 
+def _sampler_unbound_here(ctx: FileContext, node: ast.AST) -> bool:
+    """``node`` sits in one branch of an ``if``/``elif`` chain whose other branches alone bind a name
+    that the function later calls ``set_epoch`` on under a test of distribution (SemCKD, after
+    RepDistiller/CRD: ``if opt.dataset == 'cifar100': train_loader, val_loader = get_cifar100_...(...)
+    elif opt.dataset in imagenet_list: ..., train_sampler = get_imagenet_dataloader(...)``, then ``if
+    opt.multiprocessing_distributed: train_sampler.set_epoch(epoch)``). On this branch a distributed
+    run stops at that line (the name is unbound) before its first step, so its sampler-less loader
+    never trains distributed. A guard that tests what the chain tests may skip the call: not read."""
+    fn = ctx.enclosing_function(node)
+    bound = ctx.bindings(fn)
+    params = set(parameter_names(fn)) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) else set()
+    cur: ast.AST = node
+    while (parent := ctx.parents.get(cur)) is not None and parent is not fn:
+        above = ctx.parents.get(parent)
+        if isinstance(parent, ast.If) and not (isinstance(above, ast.If) and above.orelse == [parent]):
+            branches = _branches(parent)
+            mine = [b for b in branches if any(ctx.within(node, stmt) for stmt in b)]
+            others = [stmt for b in branches if b not in mine for stmt in b]
+            for name, binds in bound.items():
+                if name in params or not binds:
+                    continue
+                # every binding of the name is in another branch of this chain
+                if all(
+                    any(ctx.within(b, stmt) for stmt in others) for b in binds
+                ) and _set_epoch_when_distributed(ctx, fn, name, parent):
+                    return True
+        cur = parent
+    return False
+
+
+def _set_epoch_when_distributed(ctx: FileContext, fn: ast.AST, name: str, chain: ast.If) -> bool:
+    """``fn`` calls ``name.set_epoch(...)`` after ``chain``, under a test of distribution, and under no
+    test reading what the chain's tests read."""
+    chain_words = _tested_words(_chain_tests(chain))
+    for call in ctx.local(fn):
+        if not (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and call.func.attr == "set_epoch"
+            and dotted(call.func.value) == name
+            and call.lineno > (chain.end_lineno or chain.lineno)
+        ):
+            continue
+        guards = [p.test for p in _ancestors(ctx, call, fn) if isinstance(p, ast.If)]
+        if _tested_words(guards) & chain_words:
+            continue
+        if any(asks_if_distributed(g, ctx.segment(g)) for g in guards):
+            return True
+    return False
+
+
+def _chain_tests(chain: ast.If) -> list[ast.expr]:
+    tests = [chain.test]
+    while len(chain.orelse) == 1 and isinstance(chain.orelse[0], ast.If):
+        chain = chain.orelse[0]
+        tests.append(chain.test)
+    return tests
+
+
+def _tested_words(tests: list[ast.expr]) -> set[str]:
+    """The names and attribute paths the tests read (``opt.dataset``), less the receivers of those
+    paths (``opt``: a shared options object says nothing of what is tested)."""
+    out = {
+        d for t in tests for n in ast.walk(t) if isinstance(n, (ast.Name, ast.Attribute)) if (d := dotted(n))
+    }
+    return {w for w in out if not any(o.startswith(w + ".") for o in out)}
+
+
 def _samples_dataset(ctx: FileContext, stmt: ast.stmt, dataset: str) -> bool:
     """``stmt`` builds ``DistributedSampler(dataset, ...)`` outside any further condition of its own."""
     stack: list[ast.AST] = [stmt]
@@ -400,6 +483,72 @@ def _single_process_sibling(ctx: FileContext, loader: ast.Call, wraps: list[ast.
         for n in ast.walk(cls)
         if isinstance(n, (ast.Name, ast.Attribute))
     )
+
+
+# gradient sync without a DDP/FSDP wrap: a model these touch is synchronised by other means
+OTHER_SYNC = frozenset(
+    {"all_reduce", "allreduce", "DistributedOptimizer", "broadcast_parameters", "initialize", "prepare"}
+)
+
+
+def _trains_own_unwrapped_model(ctx: FileContext, loader: ast.Call, wraps: list[ast.Call]) -> bool:
+    """The loader's top-level function builds the model it optimises from a class (``model =
+    SNGPUnet(3, n).to(device)``, every binding of it such a construction), builds the optimizer over
+    that model's ``parameters()``, and wraps nothing, while the file's DDP/FSDP wraps are all in
+    other functions (sngp-segmentation's ``self_training_process`` beside ``training_process``, its
+    ``model = DDP(...)`` left in a string): each process trains a model of its own that nothing
+    synchronises, a single-process path of the file, not DDP fed the same samples on every rank."""
+    fn = ctx.enclosing_function(loader)
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or not isinstance(
+        ctx.parents.get(fn), ast.Module
+    ):
+        return False
+    if not wraps or any(ctx.within(w, fn) for w in wraps):
+        return False
+    local = ctx.local(fn)
+    if any(
+        (n.attr if isinstance(n, ast.Attribute) else n.id) in OTHER_SYNC
+        for n in local
+        if isinstance(n, (ast.Attribute, ast.Name))
+    ):
+        return False
+    trained = {
+        name
+        for n in local
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr == "parameters"
+        and (name := dotted(n.func.value)) is not None
+    }
+    if not trained:
+        return False
+    bound = ctx.bindings(fn)
+    params = set(parameter_names(fn))
+    for name in trained:
+        binds = bound.get(name, [])
+        if name in params or "." in name or not binds:
+            return False
+        if not all(isinstance(b, ast.Assign) and _class_construction(b.value) for b in binds):
+            return False
+    return True
+
+
+MODULE_MOVES = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "train"})
+
+
+def _class_construction(value: ast.expr) -> bool:
+    """``Net(...)``, also moved or cast (``Net(3, n).to(device)``, ``.cuda()``): a new module of a
+    class (named in CapWords), not one a helper may have wrapped."""
+    while (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and value.func.attr in MODULE_MOVES
+    ):
+        value = value.func.value
+    if not isinstance(value, ast.Call):
+        return False
+    name = value.func.attr if isinstance(value.func, ast.Attribute) else getattr(value.func, "id", "")
+    return name[:1].isupper()
 
 
 def _under_accelerate(ctx: FileContext, loader: ast.Call) -> bool:

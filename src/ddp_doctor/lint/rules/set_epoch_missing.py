@@ -33,7 +33,9 @@ as its ``batch_sampler``) is followed to that loader; so are dict entries by con
 variable over literal keys (``FileContext.names_of``: the torchvision fine-tuning tutorial's
 ``dataloaders[phase]``). Round 24: one loader per task kept as an entry of a list or dict filled per
 task, picked by a variable and re-iterated when it runs out (DocRes: ``except StopIteration:
-its[k] = iter(loaders[k]['loader'])``), is the loader read as any entry (``loaders[*]``).
+its[k] = iter(loaders[k]['loader'])``), is the loader read as any entry (``loaders[*]``). A sampler class of the file that orders its samples
+by ``self.epoch`` and changes it only in ``set_epoch`` (MagFace's ``ParallelDistributedSampler``, a copy
+of torch's; a subclass of DistributedSampler) is a DistributedSampler (``samplers.distributed_sampler_call``).
 """
 
 from __future__ import annotations
@@ -118,7 +120,9 @@ class SetEpochMissing(Rule):
         "instance a project class or factory built, returning what its class keeps on `self` over the sampler; one loader per task kept as a list or dict "
         "entry (`[DataLoader(d, sampler=DistributedSampler(d)) for d in datasets]`, `loaders[task] = "
         "DataLoader(...)`, `.append(...)`, also `[{'loader': DataLoader(...)} for ...]`) picked by a variable and "
-        "re-created as an iterator in the step loop (`except StopIteration: its[k] = iter(loaders[k])`)"
+        "re-created as an iterator in the step loop (`except StopIteration: its[k] = iter(loaders[k])`); a "
+        "sampler class of the project's own that orders its samples by `self.epoch`, which only its `set_epoch` "
+        "changes (a subclass of DistributedSampler, or a copy: `g.manual_seed(self.epoch)` in `__iter__`)"
     )
     not_flagged = (
         "`shuffle=False`, `loader.sampler.set_epoch(e)`, a loader handed to `accelerator.prepare` (its "
