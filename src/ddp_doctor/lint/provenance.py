@@ -776,6 +776,11 @@ class LossFlow:
                     out += [(d, position) for d in overrides if d is not scope]
                     continue
                 fn = self.ctx.helper(value) or self._own_forward(scope, value)
+                if fn is not None and self._evaluates(fn):
+                    # an earlier binding of the carrier's name to an evaluation's results (P5's
+                    # ``results = self.evaluate_epoch(epoch=0)`` of a dry run, rebound by every
+                    # training step before ``loss = results["loss"]``): backward never runs on it
+                    continue
                 if fn is not None and fn is not scope:
                     out.append((fn, position))
                 elif fn is None:
@@ -815,6 +820,13 @@ class LossFlow:
             if arg is not None and (name := receiver_name(dotted(arg))):
                 out.add(name)
         return out
+
+    def _evaluates(self, fn: FunctionNode) -> bool:
+        """``fn`` evaluates (named or decorated for it, ``evaluation_function``) and runs no backward
+        itself: what it returns was computed for the logs, never a tensor a caller backprops."""
+        return evaluation_function(fn) and not any(
+            isinstance(n, ast.Call) and self.facts.backward(n) for n in self.ctx.local(fn)
+        )
 
     def _own_forward(self, scope: Scope, call: ast.Call) -> FunctionNode | None:
         """``self(batch)`` in a method: the class's ``forward`` (``nn.Module.__call__`` runs it)."""
@@ -869,9 +881,7 @@ class LossFlow:
             if attrs and reads(nodes) & attrs:
                 out[key] = scope
                 continue
-            if evaluation_function(scope) and not any(
-                isinstance(n, ast.Call) and self.facts.backward(n) for n in nodes
-            ):
+            if self._evaluates(scope):
                 continue  # validation_step calling the training's shared_step computes a validation loss
             if any(
                 isinstance(n, ast.Call) and (self.call_shape(n) is not None or self._fed_arguments(n))

@@ -1896,3 +1896,73 @@ C["NEG_gathered_mean_returned_none_off_rank0"] = (
     {"train.py": GATHER_EPOCH.replace("RETURNED", "epoch_loss")},
     "train.py",
 )
+# a dry run binds the name the training step's results later take to an evaluation's results (P5's
+# ``results = self.evaluate_epoch(epoch=0)`` under ``if self.args.dry:``): backward never runs on what
+# an evaluation returns, so its own rank-0 progress line shows validation values, not the loss; the
+# training step's rank-0 line (TRAIN_LOG) still shows rank 0's local loss
+DRY_RUN_EVALUATION = """
+import torch
+import torch.distributed as dist
+from tqdm import tqdm
+
+
+class Trainer:
+    def __init__(self, args, model, train_loader, val_loader):
+        self.args = args
+        self.model = model
+        self.train_loader = train_loader
+        self.val_loader = val_loader
+        self.optim = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        self.verbose = dist.get_rank() == 0
+
+    def train(self):
+        if self.args.dry:
+            results = self.evaluate_epoch(epoch=0)
+        for epoch in range(self.args.epochs):
+            self.train_loader.sampler.set_epoch(epoch)
+            for step, batch in enumerate(self.train_loader):
+                if self.args.distributed:
+                    results = self.model.module.train_step(batch)
+                else:
+                    results = self.model.train_step(batch)
+                loss = results["loss"]
+                loss.backward()
+                self.optim.step()
+                self.optim.zero_grad()
+                TRAIN_LOG
+            valid = self.evaluate_epoch(epoch)
+
+    def evaluate_epoch(self, epoch):
+        epoch_results = {"loss": 0.0}
+        self.model.eval()
+        with torch.no_grad():
+            if self.verbose:
+                pbar = tqdm(total=len(self.val_loader))
+            for batch in self.val_loader:
+                results = self.model.module.valid_step(batch)
+                for k, v in results.items():
+                    epoch_results[k] += v.item()
+                if self.verbose:
+                    desc_str = f"valid {epoch} |"
+                    for name, value in epoch_results.items():
+                        desc_str += f" {name} {value:.3f}"
+                    pbar.set_description(desc_str)
+                    pbar.update(1)
+        return epoch_results
+"""
+C["training_step_results_logged_beside_a_dry_run_evaluation"] = (
+    R,
+    True,
+    {
+        "trainer.py": DRY_RUN_EVALUATION.replace(
+            "TRAIN_LOG", "if self.verbose:\n                    print(loss.item())"
+        )
+    },
+    "trainer.py",
+)
+C["NEG_dry_run_evaluation_bound_to_the_training_results_name"] = (
+    R,
+    False,
+    {"trainer.py": DRY_RUN_EVALUATION.replace("TRAIN_LOG", "pass")},
+    "trainer.py",
+)
