@@ -42,7 +42,7 @@ from ddp_doctor.lint.reductions import (
     reduces_in_place,
     reducing_call,
     synced_meter,
-    synced_metric,
+    synced_metrics_built,
 )
 from ddp_doctor.lint.single_process import single_process_only
 
@@ -1087,6 +1087,8 @@ class LossFlow:
                     flows.append((read, {receiver}))
                     updates.setdefault(receiver, []).append(n.lineno)
                 for fed in self._fed_arguments(n):  # self._run_step(batch, phase, loss_mts): fed there
+                    if synced_meter(ctx, scope, fed):
+                        continue  # a helper appending to metrics that gather themselves (MONAI's)
                     tainted.add(fed)
                     updates.setdefault(fed, []).append(n.lineno)
             elif (
@@ -1128,13 +1130,16 @@ class LossFlow:
                     positional = any(isinstance(t, (ast.Tuple, ast.List)) for t in targets)
                 if isinstance(n.value, ast.Call) and facts.backward(n.value) is not None:
                     continue  # ``grad_norm, scale = opt.backward_clip_step(loss)``: not the loss
-                if isinstance(n.value, ast.Call):
-                    if synced_metric(ctx, n.value):
-                        synced_metrics |= written
-                    if shape is None and any(isinstance(t, ast.Tuple) for t in targets):
-                        # loss, loss_items = criterion(...): the other outputs that say they hold loss
-                        # values share the loss's fate (not ``mean_path_length`` or ``report``)
-                        flows.append((written, {w for w in written if LOSS_CARRIER.search(w.split(".")[-1])}))
+                if synced_metrics_built(ctx, n.value):
+                    synced_metrics |= written
+                if (
+                    isinstance(n.value, ast.Call)
+                    and shape is None
+                    and any(isinstance(t, ast.Tuple) for t in targets)
+                ):
+                    # loss, loss_items = criterion(...): the other outputs that say they hold loss
+                    # values share the loss's fate (not ``mean_path_length`` or ``report``)
+                    flows.append((written, {w for w in written if LOSS_CARRIER.search(w.split(".")[-1])}))
                 if any(type(x) is ast.Call and reducing_call(ctx, x) for x in value_nodes):
                     gathered |= written
                 all_flows.append((read, written))

@@ -365,7 +365,23 @@ def synced_metric(ctx: FileContext, call: ast.Call) -> bool:
     elif (scanned := ctx.memo.get(SCAN_SYNCED_METERS)) is not None and scanned(call):
         return True  # the same, while the project index reads the file (no project attached yet)
     qual = ctx.call_qualname(call) or ""
-    return qual.startswith(("torchmetrics.", "lightning.", "pytorch_lightning.")) and "Metric" in qual
+    # MONAI's metrics and ``CumulativeAverage`` gather their buffers across ranks in ``aggregate()``
+    return qual.startswith("monai.metrics.") or (
+        qual.startswith(("torchmetrics.", "lightning.", "pytorch_lightning.")) and "Metric" in qual
+    )
+
+
+def synced_metrics_built(ctx: FileContext, value: ast.expr) -> bool:
+    """``value`` builds synced metrics: one (``synced_metric``), or a dict or list of them
+    (``metrics = {k: CumulativeAverage() for k in ["dice", "loss"]}``)."""
+    if isinstance(value, ast.Call):
+        return synced_metric(ctx, value)
+    if isinstance(value, ast.DictComp):
+        return isinstance(value.value, ast.Call) and synced_metric(ctx, value.value)
+    if isinstance(value, (ast.ListComp, ast.GeneratorExp)):
+        return isinstance(value.elt, ast.Call) and synced_metric(ctx, value.elt)
+    elts = value.values if isinstance(value, ast.Dict) else value.elts if isinstance(value, ast.List) else []
+    return bool(elts) and all(isinstance(e, ast.Call) and synced_metric(ctx, e) for e in elts)
 
 
 def synced_meter(ctx: FileContext, scope: Scope, receiver: str) -> bool:
@@ -376,7 +392,7 @@ def synced_meter(ctx: FileContext, scope: Scope, receiver: str) -> bool:
     if built_synced_on_self(ctx, scope, receiver, lambda call: synced_metric(ctx, call)):
         return True  # ``self.train_loss = MeanMetric()`` in ``__init__``, fed in ``training_step``
     own = [b for b in ctx.bindings(scope).get(receiver, []) if isinstance(b, ast.Assign)]
-    if own and all(isinstance(b.value, ast.Call) and synced_metric(ctx, b.value) for b in own):
+    if own and all(synced_metrics_built(ctx, b.value) for b in own):
         return True  # ``loss_values = AverageMeterDDP()`` here, a meter class whose update all-reduces
     if ctx.project is None or receiver.split(".")[-1] not in ctx.project.synced_meter_names:
         return False

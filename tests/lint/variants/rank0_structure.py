@@ -1966,3 +1966,61 @@ C["NEG_dry_run_evaluation_bound_to_the_training_results_name"] = (
     {"trainer.py": DRY_RUN_EVALUATION.replace("TRAIN_LOG", "pass")},
     "trainer.py",
 )
+# metrics that gather themselves across ranks (MONAI's ``CumulativeAverage``, whose ``aggregate()``
+# all-reduces), built as a dict of them and fed by a helper of the file, then logged through the
+# rank-0 ``accelerator.log`` (luisleo526's medical-segmentation): the global mean; a dict of plain
+# lists averaged by the rank itself is its own
+FED_METRICS = """
+import torch
+from accelerate import Accelerator
+BUILD
+
+
+def compute_metrics(loss, metrics):
+    metrics["loss"].append(loss.detach())
+
+
+def aggregate_metrics(split, metrics):
+    results = {}
+    for key, metric in metrics.items():
+        results[f"{split}:{key}"] = float(AGGREGATE)
+    return results
+
+
+def main(cfg, model, loader):
+    accelerator = Accelerator(log_with="wandb")
+    optim = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    model, optim, loader = accelerator.prepare(model, optim, loader)
+    metrics = METRICS
+    for epoch in range(cfg.num_epochs):
+        results = {}
+        model.train()
+        for batch in loader:
+            pred, loss = model(batch)
+            accelerator.backward(loss)
+            optim.step()
+            optim.zero_grad()
+            compute_metrics(loss, metrics)
+        results.update(aggregate_metrics("train", metrics))
+        accelerator.log(results)
+"""
+C["plain_lists_fed_by_a_helper_logged_by_accelerator_log"] = (
+    R,
+    True,
+    {
+        "train.py": FED_METRICS.replace("BUILD", "")
+        .replace("METRICS", '{k: [] for k in ["dice", "loss"]}')
+        .replace("AGGREGATE", "torch.stack(metric).mean()")
+    },
+    "train.py",
+)
+C["NEG_monai_cumulative_averages_fed_by_a_helper_logged_by_accelerator_log"] = (
+    R,
+    False,
+    {
+        "train.py": FED_METRICS.replace("BUILD", "from monai.metrics import CumulativeAverage")
+        .replace("METRICS", '{k: CumulativeAverage() for k in ["dice", "loss"]}')
+        .replace("AGGREGATE", "metric.aggregate()")
+    },
+    "train.py",
+)
