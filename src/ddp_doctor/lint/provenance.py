@@ -1184,7 +1184,10 @@ class LossFlow:
                 # ``loss_avg = reduce_tensor(...)`` (when distributed) just before ``return loss_avg``:
                 # what is returned is the global value
                 live = {
-                    t for t in tainted if not reduced_before(binds.get(t, []), r.lineno, reduced_at, binds)
+                    t
+                    for t in tainted
+                    if not reduced_before(binds.get(t, []), r.lineno, reduced_at, binds)
+                    and not _rebuilt_from_reduced(t, r.lineno, tainted, binds, reduced_at)
                 }
                 returns = merge(returns, _expr_shape(r.value, live, shapes, fields))
         dicts = {r for r in roots | params if r in fields}
@@ -1507,6 +1510,38 @@ def runs_without_grad(ctx: FileContext, node: ast.AST) -> bool:
             return any(names_no_grad(d) for d in cur.decorator_list)
         cur = ctx.parents.get(cur)
     return False
+
+
+def _rebuilt_from_reduced(
+    name: str,
+    line: int,
+    tainted: set[str],
+    binds: dict[str, list[ast.stmt | ast.expr]],
+    reduced_at: dict[str, list[int]],
+) -> bool:
+    """The latest whole binding of ``name`` before ``line`` computes it from loss values that were
+    all combined across ranks just before (AllenNLP's epoch end: ``train_loss =
+    dist_reduce_sum(train_loss)``, then ``metrics = get_metrics(model, train_loss, ...)``), and no
+    item stored in it since reads the loss (``metrics["gpu_0_memory_MB"] = ...``): what is
+    returned is the global value, though the per-batch ``metrics`` of the same name was local."""
+    before = [b for b in binds.get(name, []) if b.lineno < line]
+    whole = [
+        i
+        for i, b in enumerate(before)
+        if isinstance(b, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in b.targets)
+    ]
+    if not whole:
+        return False
+    last = before[whole[-1]]
+    assert isinstance(last, ast.Assign)
+    for later in before[whole[-1] + 1 :]:
+        value = getattr(later, "value", None)
+        if value is None or reads(ast.walk(value)) & tainted:
+            return False  # ``metrics["loss"] = loss.item()``: an item holds the local loss again
+    # the scope's own loss values decide; state it only reads (``self.model``, which the flow marks
+    # as holding what its forward returns) is no value of this epoch
+    used = {u for u in reads(ast.walk(last.value)) & tainted if u in binds}
+    return bool(used) and all(reduced_before(binds.get(u, []), last.lineno, reduced_at, binds) for u in used)
 
 
 def _dict_literal(ctx: FileContext, scope: ast.AST, name: str) -> bool:

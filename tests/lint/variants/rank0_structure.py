@@ -2024,3 +2024,65 @@ C["NEG_monai_cumulative_averages_fed_by_a_helper_logged_by_accelerator_log"] = (
     },
     "train.py",
 )
+# the epoch's metrics rebuilt at the end from the loss sum combined across ranks (AllenNLP's
+# ``train_loss = dist_reduce_sum(train_loss)`` then ``metrics = get_metrics(self.model, train_loss,
+# ...)``, then items that are no loss), returned and written by the caller on rank 0: the global
+# value, though the per-batch ``metrics`` of the same name was built from the local sum
+EPOCH_METRICS = """
+import torch
+import torch.distributed as dist
+
+
+def dist_reduce_sum(value):
+    t = torch.tensor(value).cuda()
+    dist.all_reduce(t)
+    return t.item()
+
+
+def get_metrics(model, total_loss, num_batches):
+    metrics = model.get_metrics()
+    metrics["loss"] = float(total_loss / num_batches) if num_batches > 0 else 0.0
+    return metrics
+
+
+class Trainer:
+    def __init__(self, model, loader, rank):
+        self.model = model
+        self.loader = loader
+        self.optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        self._primary = rank == 0
+
+    def _train_epoch(self, epoch):
+        train_loss = 0.0
+        batches = 0
+        for batch in self.loader:
+            loss = self.model(**batch)["loss"]
+            loss.backward()
+            self.optimizer.step()
+            self.optimizer.zero_grad()
+            train_loss += loss.item()
+            batches += 1
+            metrics = get_metrics(self.model, train_loss, batches)
+        REDUCE
+        metrics = get_metrics(self.model, train_loss, batches)
+        metrics["gpu_memory_MB"] = torch.cuda.max_memory_allocated() / 2**20
+        return metrics
+
+    def train(self, epochs):
+        for epoch in range(epochs):
+            train_metrics = self._train_epoch(epoch)
+            if self._primary:
+                print(epoch, train_metrics)
+"""
+C["epoch_metrics_rebuilt_from_the_local_sum_logged_on_rank0"] = (
+    R,
+    True,
+    {"trainer.py": EPOCH_METRICS.replace("REDUCE", "batches = batches")},
+    "trainer.py",
+)
+C["NEG_epoch_metrics_rebuilt_from_the_reduced_sum_logged_on_rank0"] = (
+    R,
+    False,
+    {"trainer.py": EPOCH_METRICS.replace("REDUCE", "train_loss = dist_reduce_sum(train_loss)")},
+    "trainer.py",
+)
