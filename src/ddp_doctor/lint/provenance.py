@@ -821,7 +821,7 @@ class LossFlow:
                 out.add(name)
         return out
 
-    def _evaluates(self, fn: FunctionNode) -> bool:
+    def _evaluates(self, fn: Scope) -> bool:
         """``fn`` evaluates (named or decorated for it, ``evaluation_function``) and runs no backward
         itself: what it returns was computed for the logs, never a tensor a caller backprops."""
         return evaluation_function(fn) and not any(
