@@ -35,6 +35,7 @@ from ddp_doctor.lint.overrides import abstract, override_defs
 from ddp_doctor.lint.rank0 import bound_argument
 from ddp_doctor.lint.reductions import (
     compute_of,
+    computed_from_gathered,
     is_reduce,
     named_only,
     reduced_before,
@@ -1155,6 +1156,8 @@ class LossFlow:
         reduced |= {r for r in roots if self._reduced_root(scope, r)}
         carriers = _carriers(ctx, scope, roots)
         terms = _terms(ctx, scope, roots) - roots
+        # a term computed from all-gathered tensors only is every rank's value, as its root is
+        reduced |= {t for t in terms if self._reduced_root(scope, t)}
         recomputed = _recomputed(ctx, scope, roots, all_flows)
         tainted |= carriers | terms | recomputed
         for _ in range(TAINT_PASSES if gathered else 0):
@@ -1222,7 +1225,11 @@ class LossFlow:
         binds = ctx.bindings(scope).get(root, [])
         if not binds or not all(isinstance(b, ast.Assign) for b in binds):
             return False
-        return all(self._reduced_value(b.value) for b in binds if isinstance(b, ast.Assign))
+        return all(
+            self._reduced_value(b.value) or computed_from_gathered(ctx, scope, b.value, b.lineno)
+            for b in binds
+            if isinstance(b, ast.Assign)
+        )
 
     def _reduced_value(self, value: ast.expr) -> bool:
         if not isinstance(value, ast.Call):
