@@ -2086,3 +2086,160 @@ C["NEG_epoch_metrics_rebuilt_from_the_reduced_sum_logged_on_rank0"] = (
     {"trainer.py": EPOCH_METRICS.replace("REDUCE", "train_loss = dist_reduce_sum(train_loss)")},
     "trainer.py",
 )
+# the global wandb run started on rank 0 only (``if rank == 0: wandb.init(...)``): the module-level
+# ``wandb.log`` of a helper writes rank 0's values, unguarded (jwarczynski/transformer); a run started
+# on every rank (disabled off rank 0) is every rank's
+WANDB_RUN = """
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import wandb
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def train_one_epoch(model, loader, loss_fn, optimizer):
+    total = 0.0
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), y)
+        current = loss.item()
+        total += current
+        loss.backward()
+        optimizer.step()
+        wandb.log({"batch_loss": current})
+
+
+def worker(rank, world_size, net, loader):
+    dist.init_process_group("nccl", rank=rank, world_size=world_size)
+    model = DDP(net.to(rank), device_ids=[rank])
+    optimizer = torch.optim.AdamW(model.parameters())
+    INIT
+    for epoch in range(10):
+        train_one_epoch(model, loader, torch.nn.CrossEntropyLoss(), optimizer)
+
+
+if __name__ == "__main__":
+    mp.spawn(worker, args=(2, None, None), nprocs=2)
+"""
+C["wandb_run_started_on_rank0_only_module_log"] = (
+    R,
+    True,
+    {"train.py": WANDB_RUN.replace("INIT", 'if rank == 0:\n        wandb.init(project="x")')},
+    "train.py",
+)
+C["NEG_wandb_run_started_on_every_rank_module_log"] = (
+    R,
+    False,
+    {
+        "train.py": WANDB_RUN.replace(
+            "INIT",
+            'if rank == 0:\n        wandb.init(project="x")\n    else:\n        wandb.init(mode="disabled")',
+        )
+    },
+    "train.py",
+)
+# a rank compared to a name the file keeps for rank 0's number (kl-nn's ``self.log_rank = 0``, then
+# ``if self.gpu_id == self.log_rank:``) is a rank-0 test; a rank name the file only sets to 0 is no
+# rank (every process has it), so comparing it to another is no test
+LOG_RANK = """
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Trainer:
+    def __init__(self, model, loader, gpu_id):
+        self.rank = GPU
+        self.log_rank = 0
+        self.model = model
+        self.loader = loader
+        self.optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def train_epoch(self, epoch):
+        losses = []
+        for x, y in self.loader:
+            self.optimizer.zero_grad()
+            loss = self.model(x, y)
+            loss.backward()
+            self.optimizer.step()
+            losses.append(loss.item())
+        epoch_loss = sum(losses) / len(losses)
+        if self.rank == self.log_rank:
+            print("[TRAIN] epoch", epoch, "loss", epoch_loss)
+        return epoch_loss
+
+
+def worker(rank, world_size, net, loader):
+    dist.init_process_group("nccl", rank=rank, world_size=world_size)
+    model = DDP(net.to(rank), device_ids=[rank])
+    trainer = Trainer(model, loader, rank)
+    for epoch in range(10):
+        trainer.train_epoch(epoch)
+
+
+if __name__ == "__main__":
+    mp.spawn(worker, args=(2, None, None), nprocs=2)
+"""
+C["rank_compared_to_a_name_kept_for_rank0"] = (
+    R,
+    True,
+    {"train.py": LOG_RANK.replace("GPU", "gpu_id")},
+    "train.py",
+)
+C["NEG_constant_rank_compared_to_a_name_kept_for_rank0"] = (
+    R,
+    False,
+    {"train.py": LOG_RANK.replace("GPU", "0")},
+    "train.py",
+)
+# a contrastive loss over the whole global batch (E-Zero: both embeddings all-gathered into lists,
+# concatenated, then ``clip_loss(all_a, all_b)``; the loss and its terms) has one value on every
+# rank; one that multiplies the local features by the gathered ones (open_clip) is rank 0's own
+GATHERED_LOSS = """
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+
+
+def clip_loss(a, b):
+    logits = a @ b.t()
+    labels = torch.arange(len(a), device=a.device)
+    return F.cross_entropy(logits, labels), logits.argmax(1)
+
+
+def train(model, loader, optimizer):
+    rank = dist.get_rank()
+    world = dist.get_world_size()
+    for x, t in loader:
+        img, txt = model(x, t)
+        with torch.no_grad():
+            all_img = [torch.zeros_like(img) for _ in range(world)]
+            all_txt = [torch.zeros_like(txt) for _ in range(world)]
+            dist.all_gather(all_img, img)
+            dist.all_gather(all_txt, txt)
+        all_img[rank] = img
+        all_txt[rank] = txt
+        all_img = torch.cat(all_img, dim=0)
+        all_txt = torch.cat(all_txt, dim=0)
+        i2t_loss, _ = clip_loss(LEFT, all_txt)
+        t2i_loss, _ = clip_loss(all_txt, all_img)
+        loss = i2t_loss + t2i_loss
+        if rank == 0:
+            print("loss", loss.item(), "i2t", i2t_loss.item())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+"""
+C["NEG_loss_over_all_gathered_embeddings_logged_on_rank0"] = (
+    R,
+    False,
+    {"train.py": GATHERED_LOSS.replace("LEFT", "all_img")},
+    "train.py",
+)
+C["loss_of_local_by_gathered_embeddings_logged_on_rank0"] = (
+    R,
+    True,
+    {"train.py": GATHERED_LOSS.replace("LEFT", "img")},
+    "train.py",
+)
