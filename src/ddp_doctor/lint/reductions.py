@@ -406,7 +406,7 @@ def compute_of(call: ast.Call) -> str | None:
     return m[0] if m and m[1] == "compute" else None
 
 
-def _gathered_lists(ctx: FileContext, scope: Scope) -> dict[str, int]:
+def _gathered_lists(ctx: FileContext, scope: ast.AST) -> dict[str, int]:
     """Names ``scope`` hands ``all_gather`` to fill (``dist.all_gather(parts, local)``), with the line
     of the first such call: from there on the list holds every rank's tensor."""
     out: dict[str, int] = {}
@@ -423,7 +423,7 @@ def _gathered_lists(ctx: FileContext, scope: Scope) -> dict[str, int]:
 
 
 def computed_from_gathered(
-    ctx: FileContext, scope: Scope, value: ast.expr, line: int, depth: int = 4
+    ctx: FileContext, scope: ast.AST, value: ast.expr, line: int, depth: int = 4
 ) -> bool:
     """``value`` (at ``line``) is computed from all-gathered tensors only: the contrastive loss over
     the whole global batch (E-Zero's ``dist.all_gather(agg_img, img_emb)``, ``agg_img =
@@ -437,7 +437,7 @@ def computed_from_gathered(
 
 
 def _from_gathered(
-    ctx: FileContext, scope: Scope, value: ast.expr, line: int, gathered: dict[str, int], depth: int
+    ctx: FileContext, scope: ast.AST, value: ast.expr, line: int, gathered: dict[str, int], depth: int
 ) -> bool:
     if isinstance(value, (ast.Subscript, ast.Attribute)):
         return _from_gathered(ctx, scope, value.value, line, gathered, depth)
