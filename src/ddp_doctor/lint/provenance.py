@@ -35,6 +35,7 @@ from ddp_doctor.lint.overrides import abstract, override_defs
 from ddp_doctor.lint.rank0 import bound_argument
 from ddp_doctor.lint.reductions import (
     compute_of,
+    computed_from_gathered,
     is_reduce,
     named_only,
     reduced_before,
@@ -42,7 +43,7 @@ from ddp_doctor.lint.reductions import (
     reduces_in_place,
     reducing_call,
     synced_meter,
-    synced_metric,
+    synced_metrics_built,
 )
 from ddp_doctor.lint.single_process import single_process_only
 
@@ -776,6 +777,11 @@ class LossFlow:
                     out += [(d, position) for d in overrides if d is not scope]
                     continue
                 fn = self.ctx.helper(value) or self._own_forward(scope, value)
+                if fn is not None and self._evaluates(fn):
+                    # an earlier binding of the carrier's name to an evaluation's results (P5's
+                    # ``results = self.evaluate_epoch(epoch=0)`` of a dry run, rebound by every
+                    # training step before ``loss = results["loss"]``): backward never runs on it
+                    continue
                 if fn is not None and fn is not scope:
                     out.append((fn, position))
                 elif fn is None:
@@ -815,6 +821,13 @@ class LossFlow:
             if arg is not None and (name := receiver_name(dotted(arg))):
                 out.add(name)
         return out
+
+    def _evaluates(self, fn: Scope) -> bool:
+        """``fn`` evaluates (named or decorated for it, ``evaluation_function``) and runs no backward
+        itself: what it returns was computed for the logs, never a tensor a caller backprops."""
+        return evaluation_function(fn) and not any(
+            isinstance(n, ast.Call) and self.facts.backward(n) for n in self.ctx.local(fn)
+        )
 
     def _own_forward(self, scope: Scope, call: ast.Call) -> FunctionNode | None:
         """``self(batch)`` in a method: the class's ``forward`` (``nn.Module.__call__`` runs it)."""
@@ -869,9 +882,7 @@ class LossFlow:
             if attrs and reads(nodes) & attrs:
                 out[key] = scope
                 continue
-            if evaluation_function(scope) and not any(
-                isinstance(n, ast.Call) and self.facts.backward(n) for n in nodes
-            ):
+            if self._evaluates(scope):
                 continue  # validation_step calling the training's shared_step computes a validation loss
             if any(
                 isinstance(n, ast.Call) and (self.call_shape(n) is not None or self._fed_arguments(n))
@@ -1077,6 +1088,8 @@ class LossFlow:
                     flows.append((read, {receiver}))
                     updates.setdefault(receiver, []).append(n.lineno)
                 for fed in self._fed_arguments(n):  # self._run_step(batch, phase, loss_mts): fed there
+                    if synced_meter(ctx, scope, fed):
+                        continue  # a helper appending to metrics that gather themselves (MONAI's)
                     tainted.add(fed)
                     updates.setdefault(fed, []).append(n.lineno)
             elif (
@@ -1118,13 +1131,16 @@ class LossFlow:
                     positional = any(isinstance(t, (ast.Tuple, ast.List)) for t in targets)
                 if isinstance(n.value, ast.Call) and facts.backward(n.value) is not None:
                     continue  # ``grad_norm, scale = opt.backward_clip_step(loss)``: not the loss
-                if isinstance(n.value, ast.Call):
-                    if synced_metric(ctx, n.value):
-                        synced_metrics |= written
-                    if shape is None and any(isinstance(t, ast.Tuple) for t in targets):
-                        # loss, loss_items = criterion(...): the other outputs that say they hold loss
-                        # values share the loss's fate (not ``mean_path_length`` or ``report``)
-                        flows.append((written, {w for w in written if LOSS_CARRIER.search(w.split(".")[-1])}))
+                if synced_metrics_built(ctx, n.value):
+                    synced_metrics |= written
+                if (
+                    isinstance(n.value, ast.Call)
+                    and shape is None
+                    and any(isinstance(t, ast.Tuple) for t in targets)
+                ):
+                    # loss, loss_items = criterion(...): the other outputs that say they hold loss
+                    # values share the loss's fate (not ``mean_path_length`` or ``report``)
+                    flows.append((written, {w for w in written if LOSS_CARRIER.search(w.split(".")[-1])}))
                 if any(type(x) is ast.Call and reducing_call(ctx, x) for x in value_nodes):
                     gathered |= written
                 all_flows.append((read, written))
@@ -1140,6 +1156,8 @@ class LossFlow:
         reduced |= {r for r in roots if self._reduced_root(scope, r)}
         carriers = _carriers(ctx, scope, roots)
         terms = _terms(ctx, scope, roots) - roots
+        # a term computed from all-gathered tensors only is every rank's value, as its root is
+        reduced |= {t for t in terms if self._reduced_root(scope, t)}
         recomputed = _recomputed(ctx, scope, roots, all_flows)
         tainted |= carriers | terms | recomputed
         for _ in range(TAINT_PASSES if gathered else 0):
@@ -1169,7 +1187,10 @@ class LossFlow:
                 # ``loss_avg = reduce_tensor(...)`` (when distributed) just before ``return loss_avg``:
                 # what is returned is the global value
                 live = {
-                    t for t in tainted if not reduced_before(binds.get(t, []), r.lineno, reduced_at, binds)
+                    t
+                    for t in tainted
+                    if not reduced_before(binds.get(t, []), r.lineno, reduced_at, binds)
+                    and not _rebuilt_from_reduced(t, r.lineno, tainted, binds, reduced_at)
                 }
                 returns = merge(returns, _expr_shape(r.value, live, shapes, fields))
         dicts = {r for r in roots | params if r in fields}
@@ -1204,7 +1225,11 @@ class LossFlow:
         binds = ctx.bindings(scope).get(root, [])
         if not binds or not all(isinstance(b, ast.Assign) for b in binds):
             return False
-        return all(self._reduced_value(b.value) for b in binds if isinstance(b, ast.Assign))
+        return all(
+            self._reduced_value(b.value) or computed_from_gathered(ctx, scope, b.value, b.lineno)
+            for b in binds
+            if isinstance(b, ast.Assign)
+        )
 
     def _reduced_value(self, value: ast.expr) -> bool:
         if not isinstance(value, ast.Call):
@@ -1492,6 +1517,38 @@ def runs_without_grad(ctx: FileContext, node: ast.AST) -> bool:
             return any(names_no_grad(d) for d in cur.decorator_list)
         cur = ctx.parents.get(cur)
     return False
+
+
+def _rebuilt_from_reduced(
+    name: str,
+    line: int,
+    tainted: set[str],
+    binds: dict[str, list[ast.stmt | ast.expr]],
+    reduced_at: dict[str, list[int]],
+) -> bool:
+    """The latest whole binding of ``name`` before ``line`` computes it from loss values that were
+    all combined across ranks just before (AllenNLP's epoch end: ``train_loss =
+    dist_reduce_sum(train_loss)``, then ``metrics = get_metrics(model, train_loss, ...)``), and no
+    item stored in it since reads the loss (``metrics["gpu_0_memory_MB"] = ...``): what is
+    returned is the global value, though the per-batch ``metrics`` of the same name was local."""
+    before = [b for b in binds.get(name, []) if b.lineno < line]
+    whole = [
+        i
+        for i, b in enumerate(before)
+        if isinstance(b, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in b.targets)
+    ]
+    if not whole:
+        return False
+    last = before[whole[-1]]
+    assert isinstance(last, ast.Assign)
+    for later in before[whole[-1] + 1 :]:
+        value = getattr(later, "value", None)
+        if value is None or reads(ast.walk(value)) & tainted:
+            return False  # ``metrics["loss"] = loss.item()``: an item holds the local loss again
+    # the scope's own loss values decide; state it only reads (``self.model``, which the flow marks
+    # as holding what its forward returns) is no value of this epoch
+    used = {u for u in reads(ast.walk(last.value)) & tainted if u in binds}
+    return bool(used) and all(reduced_before(binds.get(u, []), last.lineno, reduced_at, binds) for u in used)
 
 
 def _dict_literal(ctx: FileContext, scope: ast.AST, name: str) -> bool:

@@ -217,7 +217,9 @@ def is_rank0_test(test: ast.expr, predicates: Collection[str] = ()) -> bool:
         op, left, right = test.ops[0], test.left, test.comparators[0]
         if isinstance(op, ast.Eq):
             return any(
-                _int(b) == 0 and (_mentions_rank(a) or _rank_alias(a, predicates))
+                (_int(b) == 0 or _zero_rank_name(b, predicates))
+                and (_mentions_rank(a) or _rank_alias(a, predicates))
+                and not _zero_rank_name(a, predicates)  # (0 in every process: true everywhere)
                 for a, b in ((left, right), (right, left))
             )
         if isinstance(op, ast.In) and isinstance(right, (ast.Set, ast.List, ast.Tuple)):
@@ -549,6 +551,26 @@ def rank0_predicates(tree: ast.AST, functions: Iterable[ast.AST] | None = None) 
         if returns and all(r.value is not None and is_rank0_test(r.value) for r in returns):
             out.add(fn.name)
     return out
+
+
+def _zero_rank_name(node: ast.AST, predicates: Collection[str]) -> bool:
+    """``node`` is a name kept for rank 0's number (``0=name`` predicates, :func:`zero_rank_names`)."""
+    return isinstance(node, (ast.Name, ast.Attribute)) and f"0={dotted(node)}" in predicates
+
+
+def zero_rank_names(assigns: Iterable[ast.Assign]) -> set[str]:
+    """Names for the rank that logs, as ``0=name`` predicates: a name that says it is a rank, which
+    the file only ever sets to the literal 0 (kl-nn's ``self.log_rank = 0`` in ``__init__``, then ``if
+    self.gpu_id == self.log_rank:``; a module's ``MASTER_RANK = 0``). Comparing a rank to it is
+    comparing it to 0."""
+    verdict: dict[str, bool] = {}
+    for node in assigns:
+        for t in node.targets:
+            name = dotted(t) if isinstance(t, (ast.Name, ast.Attribute)) else None
+            if name is None:
+                continue
+            verdict[name] = verdict.get(name, True) and _int(node.value) == 0
+    return {f"0={name}" for name, ok in verdict.items() if ok and RANK_NAME.search(name.rsplit(".", 1)[-1])}
 
 
 def rank0_attribute_flags(assigns: Iterable[ast.Assign], predicates: Collection[str] = ()) -> set[str]:

@@ -141,11 +141,31 @@ def sink_names(ctx: FileContext, predicates: Collection[str]) -> tuple[set[str],
                 flags[id(cls)] = class_flags(cls, predicates)
             local |= flags[id(cls)]
         names = _target_names(node)
+        if _inits_wandb_run(node.value):
+            names.add("wandb")
         if enclosing_rank0_if(ctx.parents, node, _SCOPES, local) is not None:
             guarded |= names
         else:
             everywhere |= names
+    for expr in ctx.of_type(ast.Expr):
+        # a bare ``wandb.init(...)`` under a rank-0 test (jwarczynski/transformer's ``if rank == 0:
+        # wandb.init(project=...)``) starts the run the module-level ``wandb.log`` writes to on rank 0
+        # only; one started on every rank (or a ``mode="disabled"`` one off rank 0) makes it everyone's
+        if _inits_wandb_run(expr.value):
+            local = set(predicates)
+            cls = ctx.enclosing_method_class(expr)
+            if cls is not None:
+                local |= flags.setdefault(id(cls), class_flags(cls, predicates))
+            if enclosing_rank0_if(ctx.parents, expr, _SCOPES, local) is not None:
+                guarded.add("wandb")
+            else:
+                everywhere.add("wandb")
     return guarded, everywhere
+
+
+def _inits_wandb_run(value: ast.AST) -> bool:
+    """``wandb.init(...)``: it starts the process's global run, which ``wandb.log`` writes to."""
+    return isinstance(value, ast.Call) and dotted(value.func) == "wandb.init"
 
 
 def _target_names(node: ast.Assign) -> set[str]:

@@ -365,7 +365,23 @@ def synced_metric(ctx: FileContext, call: ast.Call) -> bool:
     elif (scanned := ctx.memo.get(SCAN_SYNCED_METERS)) is not None and scanned(call):
         return True  # the same, while the project index reads the file (no project attached yet)
     qual = ctx.call_qualname(call) or ""
-    return qual.startswith(("torchmetrics.", "lightning.", "pytorch_lightning.")) and "Metric" in qual
+    # MONAI's metrics and ``CumulativeAverage`` gather their buffers across ranks in ``aggregate()``
+    return qual.startswith("monai.metrics.") or (
+        qual.startswith(("torchmetrics.", "lightning.", "pytorch_lightning.")) and "Metric" in qual
+    )
+
+
+def synced_metrics_built(ctx: FileContext, value: ast.expr) -> bool:
+    """``value`` builds synced metrics: one (``synced_metric``), or a dict or list of them
+    (``metrics = {k: CumulativeAverage() for k in ["dice", "loss"]}``)."""
+    if isinstance(value, ast.Call):
+        return synced_metric(ctx, value)
+    if isinstance(value, ast.DictComp):
+        return isinstance(value.value, ast.Call) and synced_metric(ctx, value.value)
+    if isinstance(value, (ast.ListComp, ast.GeneratorExp)):
+        return isinstance(value.elt, ast.Call) and synced_metric(ctx, value.elt)
+    elts = value.values if isinstance(value, ast.Dict) else value.elts if isinstance(value, ast.List) else []
+    return bool(elts) and all(isinstance(e, ast.Call) and synced_metric(ctx, e) for e in elts)
 
 
 def synced_meter(ctx: FileContext, scope: Scope, receiver: str) -> bool:
@@ -376,7 +392,7 @@ def synced_meter(ctx: FileContext, scope: Scope, receiver: str) -> bool:
     if built_synced_on_self(ctx, scope, receiver, lambda call: synced_metric(ctx, call)):
         return True  # ``self.train_loss = MeanMetric()`` in ``__init__``, fed in ``training_step``
     own = [b for b in ctx.bindings(scope).get(receiver, []) if isinstance(b, ast.Assign)]
-    if own and all(isinstance(b.value, ast.Call) and synced_metric(ctx, b.value) for b in own):
+    if own and all(synced_metrics_built(ctx, b.value) for b in own):
         return True  # ``loss_values = AverageMeterDDP()`` here, a meter class whose update all-reduces
     if ctx.project is None or receiver.split(".")[-1] not in ctx.project.synced_meter_names:
         return False
@@ -388,3 +404,60 @@ def synced_meter(ctx: FileContext, scope: Scope, receiver: str) -> bool:
 def compute_of(call: ast.Call) -> str | None:
     m = method(call)
     return m[0] if m and m[1] == "compute" else None
+
+
+def _gathered_lists(ctx: FileContext, scope: ast.AST) -> dict[str, int]:
+    """Names ``scope`` hands ``all_gather`` to fill (``dist.all_gather(parts, local)``), with the line
+    of the first such call: from there on the list holds every rank's tensor."""
+    out: dict[str, int] = {}
+    for node in ctx.local(scope):
+        if (
+            isinstance(node, ast.Call)
+            and (dotted(node.func) or "").rsplit(".", 1)[-1] == "all_gather"
+            and node.args
+            and isinstance(node.args[0], ast.Name)
+        ):
+            name = node.args[0].id
+            out[name] = min(out.get(name, node.lineno), node.lineno)
+    return out
+
+
+def computed_from_gathered(
+    ctx: FileContext, scope: ast.AST, value: ast.expr, line: int, depth: int = 4
+) -> bool:
+    """``value`` (at ``line``) is computed from all-gathered tensors only: the contrastive loss over
+    the whole global batch (E-Zero's ``dist.all_gather(agg_img, img_emb)``, ``agg_img =
+    torch.cat(agg_img)``, then ``cma_loss, ... = clip_loss(agg_img, agg_text)`` and ``loss = cma_loss
+    + uma_loss``) has the same value on every rank. Every positional argument of each call on the way
+    must be such a value (open_clip's ``local_features @ all_features.T`` reads a local tensor: not)."""
+    gathered = _gathered_lists(ctx, scope)
+    if not gathered:
+        return False
+    return _from_gathered(ctx, scope, value, line, gathered, depth)
+
+
+def _from_gathered(
+    ctx: FileContext, scope: ast.AST, value: ast.expr, line: int, gathered: dict[str, int], depth: int
+) -> bool:
+    if isinstance(value, (ast.Subscript, ast.Attribute)):
+        return _from_gathered(ctx, scope, value.value, line, gathered, depth)
+    if isinstance(value, ast.BinOp):
+        sides = [s for s in (value.left, value.right) if not isinstance(s, ast.Constant)]
+        return bool(sides) and all(_from_gathered(ctx, scope, s, line, gathered, depth) for s in sides)
+    if isinstance(value, ast.Call):
+        return bool(value.args) and all(
+            _from_gathered(ctx, scope, a, line, gathered, depth) for a in value.args
+        )
+    if not isinstance(value, ast.Name) or depth <= 0:
+        return False
+    if gathered.get(value.id, line) < line:
+        return True  # (its own later whole rebinding, ``agg = torch.cat(agg)``, keeps every rank's values)
+    before = [
+        b
+        for b in ctx.bindings(scope).get(value.id, [])
+        if b.lineno < line and isinstance(b, ast.Assign) and not isinstance(b.targets[0], ast.Subscript)
+    ]
+    if not before:
+        return False
+    latest = max(before, key=lambda b: b.lineno)
+    return _from_gathered(ctx, scope, latest.value, latest.lineno, gathered, depth - 1)

@@ -1896,3 +1896,350 @@ C["NEG_gathered_mean_returned_none_off_rank0"] = (
     {"train.py": GATHER_EPOCH.replace("RETURNED", "epoch_loss")},
     "train.py",
 )
+# a dry run binds the name the training step's results later take to an evaluation's results (P5's
+# ``results = self.evaluate_epoch(epoch=0)`` under ``if self.args.dry:``): backward never runs on what
+# an evaluation returns, so its own rank-0 progress line shows validation values, not the loss; the
+# training step's rank-0 line (TRAIN_LOG) still shows rank 0's local loss
+DRY_RUN_EVALUATION = """
+import torch
+import torch.distributed as dist
+from tqdm import tqdm
+
+
+class Trainer:
+    def __init__(self, args, model, train_loader, val_loader):
+        self.args = args
+        self.model = model
+        self.train_loader = train_loader
+        self.val_loader = val_loader
+        self.optim = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        self.verbose = dist.get_rank() == 0
+
+    def train(self):
+        if self.args.dry:
+            results = self.evaluate_epoch(epoch=0)
+        for epoch in range(self.args.epochs):
+            self.train_loader.sampler.set_epoch(epoch)
+            for step, batch in enumerate(self.train_loader):
+                if self.args.distributed:
+                    results = self.model.module.train_step(batch)
+                else:
+                    results = self.model.train_step(batch)
+                loss = results["loss"]
+                loss.backward()
+                self.optim.step()
+                self.optim.zero_grad()
+                TRAIN_LOG
+            valid = self.evaluate_epoch(epoch)
+
+    def evaluate_epoch(self, epoch):
+        epoch_results = {"loss": 0.0}
+        self.model.eval()
+        with torch.no_grad():
+            if self.verbose:
+                pbar = tqdm(total=len(self.val_loader))
+            for batch in self.val_loader:
+                results = self.model.module.valid_step(batch)
+                for k, v in results.items():
+                    epoch_results[k] += v.item()
+                if self.verbose:
+                    desc_str = f"valid {epoch} |"
+                    for name, value in epoch_results.items():
+                        desc_str += f" {name} {value:.3f}"
+                    pbar.set_description(desc_str)
+                    pbar.update(1)
+        return epoch_results
+"""
+C["training_step_results_logged_beside_a_dry_run_evaluation"] = (
+    R,
+    True,
+    {
+        "trainer.py": DRY_RUN_EVALUATION.replace(
+            "TRAIN_LOG", "if self.verbose:\n                    print(loss.item())"
+        )
+    },
+    "trainer.py",
+)
+C["NEG_dry_run_evaluation_bound_to_the_training_results_name"] = (
+    R,
+    False,
+    {"trainer.py": DRY_RUN_EVALUATION.replace("TRAIN_LOG", "pass")},
+    "trainer.py",
+)
+# metrics that gather themselves across ranks (MONAI's ``CumulativeAverage``, whose ``aggregate()``
+# all-reduces), built as a dict of them and fed by a helper of the file, then logged through the
+# rank-0 ``accelerator.log`` (luisleo526's medical-segmentation): the global mean; a dict of plain
+# lists averaged by the rank itself is its own
+FED_METRICS = """
+import torch
+from accelerate import Accelerator
+BUILD
+
+
+def compute_metrics(loss, metrics):
+    metrics["loss"].append(loss.detach())
+
+
+def aggregate_metrics(split, metrics):
+    results = {}
+    for key, metric in metrics.items():
+        results[f"{split}:{key}"] = float(AGGREGATE)
+    return results
+
+
+def main(cfg, model, loader):
+    accelerator = Accelerator(log_with="wandb")
+    optim = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    model, optim, loader = accelerator.prepare(model, optim, loader)
+    metrics = METRICS
+    for epoch in range(cfg.num_epochs):
+        results = {}
+        model.train()
+        for batch in loader:
+            pred, loss = model(batch)
+            accelerator.backward(loss)
+            optim.step()
+            optim.zero_grad()
+            compute_metrics(loss, metrics)
+        results.update(aggregate_metrics("train", metrics))
+        accelerator.log(results)
+"""
+C["plain_lists_fed_by_a_helper_logged_by_accelerator_log"] = (
+    R,
+    True,
+    {
+        "train.py": FED_METRICS.replace("BUILD", "")
+        .replace("METRICS", '{k: [] for k in ["dice", "loss"]}')
+        .replace("AGGREGATE", "torch.stack(metric).mean()")
+    },
+    "train.py",
+)
+C["NEG_monai_cumulative_averages_fed_by_a_helper_logged_by_accelerator_log"] = (
+    R,
+    False,
+    {
+        "train.py": FED_METRICS.replace("BUILD", "from monai.metrics import CumulativeAverage")
+        .replace("METRICS", '{k: CumulativeAverage() for k in ["dice", "loss"]}')
+        .replace("AGGREGATE", "metric.aggregate()")
+    },
+    "train.py",
+)
+# the epoch's metrics rebuilt at the end from the loss sum combined across ranks (AllenNLP's
+# ``train_loss = dist_reduce_sum(train_loss)`` then ``metrics = get_metrics(self.model, train_loss,
+# ...)``, then items that are no loss), returned and written by the caller on rank 0: the global
+# value, though the per-batch ``metrics`` of the same name was built from the local sum
+EPOCH_METRICS = """
+import torch
+import torch.distributed as dist
+
+
+def dist_reduce_sum(value):
+    t = torch.tensor(value).cuda()
+    dist.all_reduce(t)
+    return t.item()
+
+
+def get_metrics(model, total_loss, num_batches):
+    metrics = model.get_metrics()
+    metrics["loss"] = float(total_loss / num_batches) if num_batches > 0 else 0.0
+    return metrics
+
+
+class Trainer:
+    def __init__(self, model, loader, rank):
+        self.model = model
+        self.loader = loader
+        self.optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        self._primary = rank == 0
+
+    def _train_epoch(self, epoch):
+        train_loss = 0.0
+        batches = 0
+        for batch in self.loader:
+            loss = self.model(**batch)["loss"]
+            loss.backward()
+            self.optimizer.step()
+            self.optimizer.zero_grad()
+            train_loss += loss.item()
+            batches += 1
+            metrics = get_metrics(self.model, train_loss, batches)
+        REDUCE
+        metrics = get_metrics(self.model, train_loss, batches)
+        metrics["gpu_memory_MB"] = torch.cuda.max_memory_allocated() / 2**20
+        return metrics
+
+    def train(self, epochs):
+        for epoch in range(epochs):
+            train_metrics = self._train_epoch(epoch)
+            if self._primary:
+                print(epoch, train_metrics)
+"""
+C["epoch_metrics_rebuilt_from_the_local_sum_logged_on_rank0"] = (
+    R,
+    True,
+    {"trainer.py": EPOCH_METRICS.replace("REDUCE", "batches = batches")},
+    "trainer.py",
+)
+C["NEG_epoch_metrics_rebuilt_from_the_reduced_sum_logged_on_rank0"] = (
+    R,
+    False,
+    {"trainer.py": EPOCH_METRICS.replace("REDUCE", "train_loss = dist_reduce_sum(train_loss)")},
+    "trainer.py",
+)
+# the global wandb run started on rank 0 only (``if rank == 0: wandb.init(...)``): the module-level
+# ``wandb.log`` of a helper writes rank 0's values, unguarded (jwarczynski/transformer); a run started
+# on every rank (disabled off rank 0) is every rank's
+WANDB_RUN = """
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import wandb
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def train_one_epoch(model, loader, loss_fn, optimizer):
+    total = 0.0
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), y)
+        current = loss.item()
+        total += current
+        loss.backward()
+        optimizer.step()
+        wandb.log({"batch_loss": current})
+
+
+def worker(rank, world_size, net, loader):
+    dist.init_process_group("nccl", rank=rank, world_size=world_size)
+    model = DDP(net.to(rank), device_ids=[rank])
+    optimizer = torch.optim.AdamW(model.parameters())
+    INIT
+    for epoch in range(10):
+        train_one_epoch(model, loader, torch.nn.CrossEntropyLoss(), optimizer)
+
+
+if __name__ == "__main__":
+    mp.spawn(worker, args=(2, None, None), nprocs=2)
+"""
+C["wandb_run_started_on_rank0_only_module_log"] = (
+    R,
+    True,
+    {"train.py": WANDB_RUN.replace("INIT", 'if rank == 0:\n        wandb.init(project="x")')},
+    "train.py",
+)
+C["NEG_wandb_run_started_on_every_rank_module_log"] = (
+    R,
+    False,
+    {
+        "train.py": WANDB_RUN.replace(
+            "INIT",
+            'if rank == 0:\n        wandb.init(project="x")\n    else:\n        wandb.init(mode="disabled")',
+        )
+    },
+    "train.py",
+)
+# a rank compared to a name the file keeps for rank 0's number (kl-nn's ``self.log_rank = 0``, then
+# ``if self.gpu_id == self.log_rank:``) is a rank-0 test; a rank name the file only sets to 0 is no
+# rank (every process has it), so comparing it to another is no test
+LOG_RANK = """
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Trainer:
+    def __init__(self, model, loader, gpu_id):
+        self.rank = GPU
+        self.log_rank = 0
+        self.model = model
+        self.loader = loader
+        self.optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def train_epoch(self, epoch):
+        losses = []
+        for x, y in self.loader:
+            self.optimizer.zero_grad()
+            loss = self.model(x, y)
+            loss.backward()
+            self.optimizer.step()
+            losses.append(loss.item())
+        epoch_loss = sum(losses) / len(losses)
+        if self.rank == self.log_rank:
+            print("[TRAIN] epoch", epoch, "loss", epoch_loss)
+        return epoch_loss
+
+
+def worker(rank, world_size, net, loader):
+    dist.init_process_group("nccl", rank=rank, world_size=world_size)
+    model = DDP(net.to(rank), device_ids=[rank])
+    trainer = Trainer(model, loader, rank)
+    for epoch in range(10):
+        trainer.train_epoch(epoch)
+
+
+if __name__ == "__main__":
+    mp.spawn(worker, args=(2, None, None), nprocs=2)
+"""
+C["rank_compared_to_a_name_kept_for_rank0"] = (
+    R,
+    True,
+    {"train.py": LOG_RANK.replace("GPU", "gpu_id")},
+    "train.py",
+)
+C["NEG_constant_rank_compared_to_a_name_kept_for_rank0"] = (
+    R,
+    False,
+    {"train.py": LOG_RANK.replace("GPU", "0")},
+    "train.py",
+)
+# a contrastive loss over the whole global batch (E-Zero: both embeddings all-gathered into lists,
+# concatenated, then ``clip_loss(all_a, all_b)``; the loss and its terms) has one value on every
+# rank; one that multiplies the local features by the gathered ones (open_clip) is rank 0's own
+GATHERED_LOSS = """
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+
+
+def clip_loss(a, b):
+    logits = a @ b.t()
+    labels = torch.arange(len(a), device=a.device)
+    return F.cross_entropy(logits, labels), logits.argmax(1)
+
+
+def train(model, loader, optimizer):
+    rank = dist.get_rank()
+    world = dist.get_world_size()
+    for x, t in loader:
+        img, txt = model(x, t)
+        with torch.no_grad():
+            all_img = [torch.zeros_like(img) for _ in range(world)]
+            all_txt = [torch.zeros_like(txt) for _ in range(world)]
+            dist.all_gather(all_img, img)
+            dist.all_gather(all_txt, txt)
+        all_img[rank] = img
+        all_txt[rank] = txt
+        all_img = torch.cat(all_img, dim=0)
+        all_txt = torch.cat(all_txt, dim=0)
+        i2t_loss, _ = clip_loss(LEFT, all_txt)
+        t2i_loss, _ = clip_loss(all_txt, all_img)
+        loss = i2t_loss + t2i_loss
+        if rank == 0:
+            print("loss", loss.item(), "i2t", i2t_loss.item())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+"""
+C["NEG_loss_over_all_gathered_embeddings_logged_on_rank0"] = (
+    R,
+    False,
+    {"train.py": GATHERED_LOSS.replace("LEFT", "all_img")},
+    "train.py",
+)
+C["loss_of_local_by_gathered_embeddings_logged_on_rank0"] = (
+    R,
+    True,
+    {"train.py": GATHERED_LOSS.replace("LEFT", "img")},
+    "train.py",
+)

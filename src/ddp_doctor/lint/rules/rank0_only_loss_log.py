@@ -68,6 +68,7 @@ from ddp_doctor.lint.rank0 import (
     rank_aliases,
     silenced_stdout,
     silences_other_ranks,
+    zero_rank_names,
 )
 from ddp_doctor.lint.reductions import reads_combined
 from ddp_doctor.lint.rules._logged_values import logged_values
@@ -106,7 +107,9 @@ class Rank0OnlyLossLog(Rule):
         "`ProgressMeter` built from the loss meter); rank tests by role: the spawned worker's first "
         "parameter or the name handed to `init_process_group(rank=...)`, a flag every caller binds "
         "to one, an attribute set only to one (`args.on_main_process`), the rank itself read as a truth "
-        "value (`if not rank:`, `if args.local_rank: return`); a value computed for the logs in a `no_grad` "
+        "value (`if not rank:`, `if args.local_rank: return`), a rank compared to a name the file only sets to 0 "
+        "(`if self.gpu_id == self.log_rank:`); `wandb.log` where the run is started under a rank-0 test only "
+        "(`if rank == 0: wandb.init(...)`); a value computed for the logs in a `no_grad` "
         "block inside the training loop; a running sum of what a training step returns (`total += "
         "self.training_step(batch)`, also `total = total + ...`); a call of a function decorated to run on "
         "rank 0 only (`@rank_zero_only`, `@rank_zero_call`, `@master_only`) that hands it the loss; "
@@ -126,13 +129,15 @@ class Rank0OnlyLossLog(Rule):
         "read where one process runs (`if args.local_rank == -1:`, the raw branch of `if n_gpu > 1: "
         "reduce`), a rank-0 writer's other calls after it was fed the loss, values a helper "
         "reads back out of a tensor it all-reduced, meters whose project class all-reduces in "
-        "`update` or that a project method reduces in place (`manager.all_reduct(device)`), a "
+        "`update` or that a project method reduces in place (`manager.all_reduct(device)`), MONAI metrics "
+        "(`CumulativeAverage`, gathered in `aggregate()`), a "
         "dict's keys printed beside gathered values, a project logger's `write` (no `logging` record), "
         "tensors all-reduced in a loop over a literal list (`for t in [loss, aux]: dist.all_reduce(t)`), "
         "a nested function's own variable of the same name (a nested `evaluate` binding its validation "
         "`loss`); (project) a rank test on a parameter no call passes (`def train(..., rank=0)` called "
         "without `rank`: every process logs); a mean gathered to rank 0 and taken there (`None` on the "
-        "other ranks) that a helper returns"
+        "other ranks) that a helper returns; a loss (and its terms) computed from all-gathered tensors only "
+        "(`dist.all_gather(parts, emb)`, `clip_loss(torch.cat(parts), ...)`: the global batch's loss)"
     )
     required = (("backward", "scaler", "loss_scaler", "log", "log_dict"),)  # log: Lightning self.log
     # project mode: the loss may come from a project function (``logs = model.current_log()``)
@@ -208,6 +213,7 @@ class Rank0OnlyLossLog(Rule):
         predicates = rank0_predicates(ctx.tree, [f for defs in ctx.functions.values() for f in defs])
         # ``main_worker(worker_idx, ...)`` spawned: ``worker_idx == 0`` is a rank-0 test
         predicates |= rank_aliases(ctx)
+        predicates |= zero_rank_names(ctx.of_type(ast.Assign))  # ``self.log_rank = 0``
         predicates |= rank0_attribute_flags(ctx.of_type(ast.Assign), predicates)  # ``args.on_main_process``
         quiet = silences_other_ranks(ctx.tree, predicates, ctx.parents)
         if ctx.project is not None:
