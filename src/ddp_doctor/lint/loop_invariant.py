@@ -83,6 +83,13 @@ def _inline(
             yield stmt
 
 
+def fixed_choice(loop: Loop, test: ast.expr, is_guard: Callable[[ast.expr], bool]) -> bool:
+    """``test`` of an ``if``/``else`` in ``loop`` picks the same branch on every pass (a configuration
+    choice, TencentPretrain's ``if args.pipeline_model_parallel_size > 1: <pipeline step> else:
+    <forward; backward>``): in a run where it picks a branch, that branch runs on every pass."""
+    return not is_guard(test) and invariant_test(test, _stored(loop))
+
+
 _NONFINITE = frozenset({"isnan", "isinf", "isfinite"})
 
 

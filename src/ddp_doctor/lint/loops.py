@@ -38,7 +38,7 @@ from ddp_doctor.lint.context import (
 )
 from ddp_doctor.lint.flags import all_defaults, argparse_defaults, describe, flag_test
 from ddp_doctor.lint.idioms import SCALER_CALLABLE
-from ddp_doctor.lint.loop_invariant import inline_invariant, tests_nonfinite
+from ddp_doctor.lint.loop_invariant import fixed_choice, inline_invariant, tests_nonfinite
 
 # Receivers whose `.step()` is an optimizer step / a scheduler step, by name when no constructor
 # is visible. Schedulers are tested first: `lr_scheduler` contains neither `opt` nor `optim`.
@@ -785,7 +785,7 @@ def accumulation_loops(facts: LoopFacts) -> list[AccumLoop]:
             if keyword_step is not None:
                 found.append(AccumLoop(loop, "guarded", keyword_step))
                 continue
-            if not _runs_backward(facts, every_pass(facts, loop)):
+            if not _runs_backward(facts, every_pass(facts, loop), loop):
                 continue  # backward only in a nested loop: that inner loop is the accumulation loop
             line = _step_after(facts, loop)
             if line is not None:
@@ -910,18 +910,26 @@ def _flag_choice(facts: LoopFacts, test: ast.expr) -> bool:
     return not is_accum_guard(test) and flag_test(facts.ctx, test, all_defaults(facts.ctx)) is not None
 
 
-def _runs_backward(facts: LoopFacts, body: list[ast.stmt]) -> bool:
-    """Backward runs on every pass through ``body`` (or in both branches of an if/else)."""
+def _runs_backward(facts: LoopFacts, body: list[ast.stmt], loop: ast.AST | None = None) -> bool:
+    """Backward runs on every pass through ``body`` (or in both branches of an if/else; with the
+    ``loop`` whose body it is, in either branch of an if/else on a choice that loop cannot change)."""
     if any(facts.backward(n) for n in _unconditional_nodes(facts, body, HELPER_DEPTH, frozenset())):
         return True
     return any(
         isinstance(s, ast.If)
         and s.orelse
         and (
-            (_runs_backward(facts, s.body) and _runs_backward(facts, s.orelse))
+            (_runs_backward(facts, s.body, loop) and _runs_backward(facts, s.orelse, loop))
             # ``if torch.isnan(loss).any(): skip`` ``else: loss.backward()``: every healthy micro-step
             or (
-                tests_nonfinite(s.test) and (_runs_backward(facts, s.body) or _runs_backward(facts, s.orelse))
+                (
+                    tests_nonfinite(s.test)
+                    or (
+                        isinstance(loop, LOOPS)
+                        and fixed_choice(loop, s.test, lambda test: is_accum_guard(test, facts))
+                    )
+                )
+                and (_runs_backward(facts, s.body, loop) or _runs_backward(facts, s.orelse, loop))
             )
         )
         for s in unconditional(body)
@@ -931,7 +939,7 @@ def _runs_backward(facts: LoopFacts, body: list[ast.stmt]) -> bool:
 def _guarded_step(facts: LoopFacts, loop: ast.For | ast.AsyncFor | ast.While) -> int | None:
     """Line of the step when the loop backprops unconditionally and steps only under a guard."""
     body = every_pass(facts, loop)
-    if not _runs_backward(facts, body):
+    if not _runs_backward(facts, body, loop):
         return None
     line = _guarded_in(facts, body)
     return line if type(line) is int else None
@@ -1029,6 +1037,10 @@ def _names_accumulation(test: ast.expr) -> bool:
     ``not is_last_micro``). Stricter than ``is_accum_guard``: a bare ``%`` also skips batches of
     the wrong size (DLRM ``if X.size(0) % world_size != 0: continue``), which says nothing about
     when the optimizer steps."""
+    if isinstance(test, ast.Compare) and all(isinstance(op, (ast.In, ast.NotIn)) for op in test.ops):
+        # a membership test picks listed batches (ReLoRA ``if update_step in args.skip_batches:
+        # continue``, ``update_step`` the count of updates so far): which ones, not the last micro-step
+        return False
     return any(
         ACCUM_GUARD_NAME.search(n.id if isinstance(n, ast.Name) else n.attr)
         for n in ast.walk(test)

@@ -484,3 +484,179 @@ C["micro_steps_beside_inner_module_checkpoint"] = (
     ),
     "train.py",
 )
+
+# Round 24 (TaBERT's fairseq-style trainer): a step over a group of micro-batches that divides each
+# micro-batch's summed loss by that micro-batch's own size (``sample["sample_size"]``, a token count)
+# makes a per-micro-batch mean, as undivided by the group's length as a mean-reduced loss; the step
+# still sums them. A count from before the loop (all micro-batches' tokens) or the group's length is
+# the step's normaliser and divides.
+GROUP_STEP = """
+    sum_criterion = nn.CrossEntropyLoss(reduction="sum")
+    for samples in loader:
+        optimizer.zero_grad()
+        {BEFORE}
+        for i, sample in enumerate(samples):
+            sample = {k: v.cuda() for k, v in sample.items()}
+            sample_size = int(sample["sample_size"])
+            total_loss = sum_criterion(model(sample["x"]), sample["y"])
+            loss = total_loss / {DIVISOR}
+            loss.backward()
+        optimizer.step()
+"""
+C["group_step_per_micro_batch_size"] = (
+    U,
+    True,
+    one(GROUP_STEP.replace("{BEFORE}", "").replace("{DIVISOR}", "(sample_size or 1)")),
+    "train.py",
+)
+C["group_step_per_micro_batch_size_inline"] = (
+    U,
+    True,
+    one(GROUP_STEP.replace("{BEFORE}", "").replace("{DIVISOR}", 'sample["x"].size(0)')),
+    "train.py",
+)
+C["NEG_group_step_global_size"] = (
+    U,
+    False,
+    one(
+        GROUP_STEP.replace("{BEFORE}", 'n_total = sum(int(s["sample_size"]) for s in samples)').replace(
+            "{DIVISOR}", "n_total"
+        )
+    ),
+    "train.py",
+)
+C["NEG_group_step_group_length"] = (
+    U,
+    False,
+    one(GROUP_STEP.replace("{BEFORE}", "").replace("{DIVISOR}", "len(samples)")),
+    "train.py",
+)
+C["NEG_group_step_size_times_count"] = (
+    U,
+    False,
+    one(GROUP_STEP.replace("{BEFORE}", "").replace("{DIVISOR}", "(sample_size * args.accum_steps)")),
+    "train.py",
+)
+# ... and fairseq's own trainer, which sums the micro-batches' losses and then scales the gradients
+# by the step's sample size through its optimizer (``optimizer.multiply_grads``), divides.
+C["NEG_group_step_fairseq_multiply_grads"] = (
+    U,
+    False,
+    one(
+        GROUP_STEP.replace("{BEFORE}", "")
+        .replace("{DIVISOR}", "(sample_size or 1)")
+        .replace(
+            "        optimizer.step()",
+            "        optimizer.multiply_grads(1.0 / len(samples))\n        optimizer.step()",
+        )
+    ),
+    "train.py",
+)
+
+# Round 24 (ReLoRA's torchrun_main): micro-steps that leave early unless the step is due (``if
+# global_step % accum != 0: continue``), after a membership skip of listed updates (``if update_step
+# in args.skip_batches: continue``; ``update_step`` counts the updates so far): the membership test
+# picks batches, it is no accumulation guard, so the backward after it still runs on every micro-step.
+SKIP_LISTED = """
+    update_step = 0
+    for global_step, (x, y) in enumerate(loader, 1):
+        if update_step in args.skip_batches:
+            continue
+        {TOGGLE}
+        loss = criterion(model(x), y)
+        (loss / args.accum_steps).backward()
+        if global_step % args.accum_steps != 0:
+            continue
+        optimizer.step()
+        optimizer.zero_grad()
+        update_step += 1
+"""
+C["skip_listed_updates_then_early_exit"] = (A, True, one(SKIP_LISTED.replace("{TOGGLE}", "")), "train.py")
+C["NEG_skip_listed_updates_sync_toggled"] = (
+    A,
+    False,
+    one(
+        SKIP_LISTED.replace(
+            "{TOGGLE}", "model.require_backward_grad_sync = global_step % args.accum_steps == 0"
+        )
+    ),
+    "train.py",
+)
+
+# Round 24 (TencentPretrain's trainer): the micro-step is one branch of an if/else on a configuration
+# choice the loop never changes (``if args.pipeline_parallel > 1: <the pipeline engine's own step>
+# else: <forward; backward>``): in a run that takes the backward branch it runs on every pass, and the
+# step under ``step % accum == 0`` makes it an accumulation loop. A branch picked by something the loop
+# changes (alternating passes) says nothing about every pass.
+CHOSEN_BRANCH = """
+    step = 0
+    {BEFORE}
+    for x, y in loader:
+        step += 1
+        if {TEST}:
+            loss = pipeline_engine.train_batch(x)
+        else:
+            loss = criterion(model(x), y) / args.accum_steps
+            loss.backward()
+        {AFTER}
+        if step % args.accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+"""
+C["backward_in_branch_of_config_choice"] = (
+    A,
+    True,
+    one(
+        CHOSEN_BRANCH.replace("{TEST}", "args.pipeline_parallel > 1")
+        .replace("{BEFORE}", "pass")
+        .replace("{AFTER}", "pass")
+    ),
+    "train.py",
+)
+C["NEG_backward_in_branch_of_alternating_choice"] = (
+    A,
+    False,
+    one(
+        CHOSEN_BRANCH.replace("{TEST}", "pipeline_turn")
+        .replace("{BEFORE}", "pipeline_turn = False")
+        .replace("{AFTER}", "pipeline_turn = not pipeline_turn")
+    ),
+    "train.py",
+)
+
+# Round 24 (SheepRL's A2C): a loss helper handed a reduction that configuration picks
+# (``policy_loss(logp, adv, cfg.loss_reduction)``, whose sum over the mini-batches the code documents
+# as the design), or a criterion built with one, is not provably a mean; a literal reduction is.
+REDUCED = """
+    import torch.nn.functional as F
+    for step, (x, y) in enumerate(loader):
+        loss = {LOSS}
+        loss.backward()
+        if (step + 1) % args.accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+"""
+C["loss_function_literal_mean_reduction"] = (
+    U,
+    True,
+    one(REDUCED.replace("{LOSS}", 'F.cross_entropy(model(x), y, reduction="mean")')),
+    "train.py",
+)
+C["NEG_loss_helper_configured_reduction"] = (
+    U,
+    False,
+    one(REDUCED.replace("{LOSS}", "policy_loss(model(x), y, args.loss_reduction)")),
+    "train.py",
+)
+C["NEG_criterion_built_with_configured_reduction"] = (
+    U,
+    False,
+    one(
+        REDUCED.replace("{LOSS}", "cfg_criterion(model(x), y)").replace(
+            "    for step",
+            "    cfg_criterion = nn.CrossEntropyLoss(reduction=args.reduction)\n    for step",
+            1,
+        )
+    ),
+    "train.py",
+)

@@ -936,3 +936,69 @@ C["fu_NEG_launch_script_type_bool_not_given"] = (
     launched_bool("torchrun --nproc_per_node=4 train.py --lr 0.1\n"),
     "train.py",
 )
+
+
+# Round 24 (iVideoGPT's tokenizer trainer): accelerate's ``with accelerator.accumulate(model):`` enters
+# ``model.no_sync()`` on the micro-steps that do not sync, like ``accelerator.no_sync(model)`` and
+# Fabric's ``fabric.no_backward_sync(model)``; a forward of ``model`` before the block was decided by
+# DDP with the sync on, so the backward inside it all-reduces on every micro-step. The forward inside
+# the block (accelerate's own examples) is the idiom.
+N = "no-sync-after-forward"
+ACC_TOGGLE = """
+from accelerate import Accelerator
+
+
+def train(args, loader, model, optimizer, criterion):
+    accelerator = Accelerator(gradient_accumulation_steps=args.accum_steps)
+    model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+    for x, y in loader:
+        {BEFORE}
+        with {TOGGLE}:
+            {INSIDE}
+            loss = criterion(out, y)
+            accelerator.backward(loss)
+            optimizer.step()
+            optimizer.zero_grad()
+"""
+
+
+def acc_toggle(toggle: str, forward_inside: bool) -> dict[str, str]:
+    forward = "out = model(x)"
+    before, inside = ("pass", forward) if forward_inside else (forward, "pass")
+    src = ACC_TOGGLE.replace("{BEFORE}", before).replace("{INSIDE}", inside).replace("{TOGGLE}", toggle)
+    return {"train.py": src}
+
+
+C["nsf_forward_before_accumulate"] = (N, True, acc_toggle("accelerator.accumulate(model)", False), "train.py")
+C["nsf_forward_before_accelerator_no_sync"] = (
+    N,
+    True,
+    acc_toggle("accelerator.no_sync(model)", False),
+    "train.py",
+)
+C["nsf_forward_before_fabric_no_backward_sync"] = (
+    N,
+    True,
+    {
+        "train.py": acc_toggle("fabric.no_backward_sync(model)", False)["train.py"].replace(
+            "accelerator", "fabric"
+        )
+    },
+    "train.py",
+)
+C["nsf_NEG_forward_inside_accumulate"] = (
+    N,
+    False,
+    acc_toggle("accelerator.accumulate(model)", True),
+    "train.py",
+)
+C["nsf_NEG_other_model_before_accumulate"] = (
+    N,
+    False,
+    {
+        "train.py": acc_toggle("accelerator.accumulate(model)", True)["train.py"].replace(
+            "        pass\n", "        teacher_out = teacher(x)\n", 1
+        )
+    },
+    "train.py",
+)

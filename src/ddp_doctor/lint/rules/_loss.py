@@ -7,6 +7,11 @@ on the way, is ``"raw"``; a multiplication, an unknown call or a parameter is ``
 and unknown is never flagged. A tuple unpacked from a same-file helper whose returns all have
 its length is followed by position; a constant term of a sum (``torch.tensor(0)``) is no loss
 term; ``model(..., labels=y)[0]`` is the loss (Hugging Face tuples put it first).
+
+A loss whose reduction configuration picks (SheepRL's ``policy_loss(..., cfg.algo.loss_reduction)``,
+``nn.CrossEntropyLoss(reduction=args.reduction)``) is ``"unknown"``: a sum over the micro-steps may be
+the design there. A loss divided only by its own micro-batch's size is that micro-batch's mean: as
+``"raw"`` as a mean-reduced loss.
 """
 
 from __future__ import annotations
@@ -39,12 +44,23 @@ class LossTracer:
             for t in n.targets
             if (d := dotted(t))
         }
+        # each criterion's reduction as its constructors give it (``nn.CrossEntropyLoss(reduction=args.r)``)
+        self.criterion_reductions: dict[str, set[State]] = {}
+        for n in ctx.of_type(ast.Assign):
+            if isinstance(n.value, ast.Call) and LOSS_MODULES.match(ctx.call_qualname(n.value) or ""):
+                for t in n.targets:
+                    if d := dotted(t):
+                        self.criterion_reductions.setdefault(d, set()).add(_reduction(n.value))
 
     def state(self, expr: ast.AST | None, at: ast.AST, depth: int = MAX_DEPTH) -> State:
         if expr is None or depth <= 0:
             return "unknown"
         if isinstance(expr, ast.BinOp):
             if isinstance(expr.op, (ast.Div, ast.FloorDiv)):
+                if self._micro_batch_size(expr.right, at):
+                    # a mean over this micro-batch's own tokens or samples (fairseq-style ``loss /
+                    # sample["sample_size"]``): as undivided by the count as a mean-reduced loss
+                    return self.state(expr.left, at, depth - 1)
                 return "scaled"
             if isinstance(expr.op, (ast.Add, ast.Sub)):
                 left, right = self._term_state(expr.left, at, depth), self._term_state(expr.right, at, depth)
@@ -93,16 +109,21 @@ class LossTracer:
                 inner = call.args[0] if m[1] == "scale" and call.args else call.func.value
                 return self.state(inner, at, depth - 1)
         qual = self.ctx.call_qualname(call) or ""
-        if LOSS_FUNCTIONS.match(qual) or dotted(call.func) in self.criteria:
-            return "raw"
+        if LOSS_FUNCTIONS.match(qual):
+            return _reduction(call)
+        if dotted(call.func) in self.criteria:
+            built = self.criterion_reductions.get(dotted(call.func) or "", {"raw"})
+            return built.pop() if len(built) == 1 else "unknown"
         fn = self.ctx.helper(call)
         if fn is not None:
             states = {
                 self.state(r.value, r, depth - 1) for r in self.ctx.local(fn) if isinstance(r, ast.Return)
             }
             return states.pop() if len(states) == 1 else "scaled" if "scaled" in states else "unknown"
-        if FORWARD_CALLEE.search(dotted(call.func) or "") or _loss_callee(call):
+        if FORWARD_CALLEE.search(dotted(call.func) or ""):
             return "raw"
+        if _loss_callee(call):
+            return _reduction(call)
         return "unknown"
 
     def _output_state(self, expr: ast.Attribute | ast.Subscript, at: ast.AST, depth: int) -> State:
@@ -205,6 +226,32 @@ class LossTracer:
             states.add(self.state(ret.value.elts[position], ret, depth - 1))
         return states.pop() if len(states) == 1 else "scaled" if "scaled" in states else "unknown"
 
+    def _micro_batch_size(self, divisor: ast.AST, at: ast.AST, depth: int = 3) -> bool:
+        """``divisor`` reads only the micro-batch the enclosing data loop is on: the loop's item
+        (``for sample in samples``, not a ``range`` counter nor ``enumerate``'s index) or locals that
+        loop assigned from it (``sample_size = int(sample["sample_size"])``, ``n = batch.ntokens``),
+        callees aside. Dividing by that normalises one micro-batch (TaBERT's fairseq-style trainer);
+        a count from before the loop (torchtitan's global token count, all-reduced), configuration
+        (``args.accum_steps``) or the list of micro-batches (``len(micro_batches)``) is the step's."""
+        names = _read_names(self.ctx, divisor)
+        loop = _enclosing_loop(self.ctx, at)
+        if not names or loop is None or depth <= 0:
+            return False
+        for name in names:
+            # the innermost loop's own item: an outer loop's item is the whole group of micro-batches
+            d = self._reaching_def(name, at)
+            if isinstance(d, (ast.For, ast.AsyncFor)):
+                if d is not loop or not _data_item(d, name):
+                    return False
+            elif isinstance(d, ast.Assign) and len(d.targets) == 1 and isinstance(d.targets[0], ast.Name):
+                if _enclosing_loop(self.ctx, d) is not loop or not self._micro_batch_size(
+                    d.value, d, depth - 1
+                ):
+                    return False
+            else:
+                return False
+        return True
+
     def _term_state(self, expr: ast.AST, at: ast.AST, depth: int) -> State:
         """A term of a sum: ``"constant"`` for a number or ``torch.tensor(<number>)`` (also through
         the name it was last bound to), else its state."""
@@ -254,6 +301,77 @@ def _constant(ctx: FileContext, expr: ast.AST) -> bool:
         and isinstance(expr.args[0], ast.Constant)
         and isinstance(expr.args[0].value, (int, float))
     )
+
+
+REDUCTION_WORD = re.compile(r"reduction", re.IGNORECASE)
+
+
+def _reduction(call: ast.Call) -> State:
+    """A loss call's (or a criterion constructor's) state by its reduction: ``"unknown"`` for a
+    reduction handed from elsewhere (``reduction=args.red``, ``policy_loss(logp, adv,
+    cfg.algo.loss_reduction)``: configuration picks it, and SheepRL documents the sum over its
+    mini-batches as the design), else ``"raw"``. A literal ``reduction="sum"`` stays raw: the corpus
+    labels an undivided sum over micro-steps as the bug (retrosynthesis trainers' token sums)."""
+    handed = [k.value for k in call.keywords if k.arg and REDUCTION_WORD.search(k.arg)]
+    handed += [a for a in call.args if REDUCTION_WORD.search((dotted(a) or "").split(".")[-1])]
+    if any(not (isinstance(v, ast.Constant) and isinstance(v.value, str)) for v in handed):
+        return "unknown"
+    return "raw"
+
+
+def _read_names(ctx: FileContext, expr: ast.AST) -> set[str]:
+    """The names ``expr`` reads as data: not a function called (``int``, ``len``), not the object or
+    module whose function is called (``self.prepare(sample)``, ``torch.sum(mask)``) — a method of the
+    data itself reads it (``sample.items()``, ``mask.sum()``) — and not a comprehension's own variables
+    (``{k: v.cuda() for k, v in sample.items()}``)."""
+    skipped: set[int] = set()
+    bound: set[str] = set()
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Call):
+            root = node.func
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and (
+                root is node.func or root.id in ("self", "cls") or root.id in ctx.imports
+            ):
+                skipped.add(id(root))
+        elif isinstance(node, ast.comprehension):
+            bound |= {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
+    return {
+        n.id
+        for n in ast.walk(expr)
+        if isinstance(n, ast.Name)
+        and isinstance(n.ctx, ast.Load)
+        and id(n) not in skipped
+        and n.id not in bound
+    }
+
+
+def _data_item(loop: ast.For | ast.AsyncFor, name: str) -> bool:
+    """``name`` is what ``loop`` iterates over (``for batch in loader``, ``for i, (x, y) in
+    enumerate(loader)``'s ``x``/``y``), not a counter (``range``, ``enumerate``'s index)."""
+    it, target = loop.iter, loop.target
+    callee = dotted(it.func) if isinstance(it, ast.Call) else None
+    if callee == "range":
+        return False
+    if (
+        callee == "enumerate"
+        and isinstance(target, ast.Tuple)
+        and target.elts
+        and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(target.elts[0]))
+    ):
+        return False
+    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(target))
+
+
+def _enclosing_loop(ctx: FileContext, node: ast.AST) -> ast.For | ast.AsyncFor | None:
+    """The innermost ``for`` holding ``node`` within its function."""
+    cur = ctx.parents.get(node)
+    while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        if isinstance(cur, (ast.For, ast.AsyncFor)):
+            return cur
+        cur = ctx.parents.get(cur)
+    return None
 
 
 def _branches(ctx: FileContext, node: ast.AST) -> dict[int, str]:

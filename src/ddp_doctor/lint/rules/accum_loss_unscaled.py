@@ -31,11 +31,15 @@ class AccumLossUnscaled(Rule):
         "and weighted by a data size: `loss.mean() * targets.size(1)`, or by the world size: "
         "`loss * WORLD_SIZE`; also `accelerator.backward(loss)` of an `Accelerator()` built without "
         "`gradient_accumulation_steps` around a hand-made micro-step loop, where accelerate divides by 1; "
-        "Lightning Fabric's `fabric.backward(loss)`, which never divides)"
+        "Lightning Fabric's `fabric.backward(loss)`, which never divides; and a loss divided only by "
+        'its own micro-batch\'s size, `total / sample["sample_size"]` in the loop over the micro-batches: '
+        "a per-micro-batch mean)"
     )
     not_flagged = (
         "`loss / accum` anywhere on the way (also inside a helper), normalisation by a global token "
-        "count, HF `num_items_in_batch`, `p.grad.div_(n)`, `accelerator.backward` of an Accelerator built "
+        "count, HF `num_items_in_batch`, `p.grad.div_(n)`, fairseq's `optimizer.multiply_grads(...)`, a loss "
+        "whose reduction configuration picks (`policy_loss(logp, adv, cfg.loss_reduction)`), "
+        "`accelerator.backward` of an Accelerator built "
         "with an accumulation count (configured, or a literal above 1); a backward "
         "followed on its path by an unconditional step (the `else` of `if accum > 1:`) or by a "
         "`zero_grad` that discards it (a statistics probe); (project) a count parameter that defaults "
@@ -168,10 +172,14 @@ def _fabric_backward(call: ast.Call) -> bool:
 
 
 def _scales_gradients(ctx: FileContext, scope: ast.AST) -> bool:
-    """The function divides or multiplies ``.grad`` itself (``p.grad.div_(n)``, ``p.grad /= n``)."""
+    """The function divides or multiplies ``.grad`` itself (``p.grad.div_(n)``, ``p.grad /= n``), or
+    through fairseq's optimizer API (``optimizer.multiply_grads(1 / sample_size)``, which fairseq-style
+    trainers call after summing per-micro-batch losses)."""
     for node in ctx.local(scope):
         m = method(node)
         if m and m[1] in ("div_", "mul_") and (m[0] or "").endswith((".grad", ".grad.data")):
+            return True
+        if m and m[1] == "multiply_grads":
             return True
         if isinstance(node, ast.AugAssign) and (dotted(node.target) or "").endswith(".grad"):
             return True

@@ -29,7 +29,9 @@ class NoSyncAfterForward(Rule):
     id = "no-sync-after-forward"
     flagged = (
         "in one block: forward of `M`, then `M.require_backward_grad_sync = ...` or `with "
-        "M.no_sync():` (also under an `if`), then backward with no new forward of `M`"
+        "M.no_sync():` (also under an `if`), then backward with no new forward of `M`; also accelerate's "
+        "`with accelerator.accumulate(M):` / `accelerator.no_sync(M)` and Fabric's `fabric.no_backward_sync(M)` "
+        "entered after `M`'s forward"
     )
     not_flagged = (
         "the flag set before the forward (nanoGPT), `no_sync` around forward and backward, a forward "
@@ -37,7 +39,7 @@ class NoSyncAfterForward(Rule):
         "micro-steps with a fresh forward, a forward on the other branch of the same test as the toggle "
         "(`if step % k == 0: model(x) else: with model.no_sync(): model(x)`, then the same test around backward)"
     )
-    required = ((TOGGLE_ATTR, "no_sync"),)
+    required = ((TOGGLE_ATTR, "no_sync", "accumulate", "no_backward_sync"),)
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
         for node in ctx.nodes:
@@ -192,6 +194,26 @@ def _toggled_model(ctx: FileContext, stmt: ast.stmt) -> str | None:
                 expr = values[-1] if len(values) == 1 else expr
             for n in ast.walk(expr):
                 m = method(n)
-                if m and m[1] == "no_sync" and m[0]:
+                if m and m[1] == "no_sync" and m[0] and not _wrapper_object(m[0]):
                     return m[0]
+                if (
+                    isinstance(n, ast.Call)
+                    and m
+                    and m[1] in WRAPPER_TOGGLES
+                    and m[0]
+                    and _wrapper_object(m[0])
+                ):
+                    return dotted(n.args[0]) if n.args else None
     return None
+
+
+# The sync toggles of accelerate and Lightning Fabric take the model they switch: ``with
+# accelerator.accumulate(model):`` enters ``model.no_sync()`` on the micro-steps that do not sync, as
+# ``accelerator.no_sync(model)`` and ``fabric.no_backward_sync(model)`` do. A forward of ``model`` before
+# the block (iVideoGPT: the generator's forward, then ``with accelerator.accumulate(model):`` around the
+# loss and ``accelerator.backward``) was decided with the sync on.
+WRAPPER_TOGGLES = frozenset({"accumulate", "no_sync", "no_backward_sync"})
+
+
+def _wrapper_object(receiver: str) -> bool:
+    return receiver.split(".")[-1].lower().endswith(("accelerator", "fabric"))
