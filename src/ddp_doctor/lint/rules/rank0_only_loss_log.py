@@ -56,6 +56,7 @@ from ddp_doctor.lint.call_arguments import dead_unless_passed, fixed_by_defaults
 from ddp_doctor.lint.context import FileContext, dotted, parameter_names
 from ddp_doctor.lint.logged_helpers import constructed_method
 from ddp_doctor.lint.loops import LoopFacts
+from ddp_doctor.lint.overrides import abstract, override_defs
 from ddp_doctor.lint.provenance import LossFlow, Taint, alarm, evaluation_function, loop_aliases, reads
 from ddp_doctor.lint.rank0 import (
     bound_argument,
@@ -655,7 +656,9 @@ def _computed_in(
     calls = [c for c in ast.walk(value) if isinstance(c, ast.Call)]
     if any(_trains(flow, c) for c in calls):
         return False  # a call of code that returns the training loss (``self._train_step(batch)``)
-    names = reads(ast.walk(value), taint.fields) & taint.names
+    read = reads(ast.walk(value), taint.fields)
+    read |= loop_aliases(ctx, binding, read)  # ``for k, v in logs.items(): message += f"{v}"``: ``logs``
+    names = read & taint.names
     if isinstance(binding, ast.AugAssign):
         names |= reads([binding.target]) & taint.names
     line = binding.lineno
@@ -672,8 +675,9 @@ def _trains(flow: LossFlow, call: ast.Call) -> bool:
     that returns the training loss. A same-file loss function (``calculate_focus_variable_loss(out,
     target)``) returns what it computes from its arguments, wherever they come from."""
     fn = flow.ctx.helper(call)
-    if fn is not None:
+    if fn is not None and not abstract(fn) and not override_defs(flow.ctx, call):
         return flow.facts.has_backward(fn.body)
+    # (a method declared here and defined by subclasses: what they return decides)
     shape = flow.call_shape(call)
     return shape is not None and shape is not False
 
