@@ -2243,3 +2243,46 @@ C["loss_of_local_by_gathered_embeddings_logged_on_rank0"] = (
     {"train.py": GATHERED_LOSS.replace("LEFT", "img")},
     "train.py",
 )
+
+
+# a validation loop under no_grad that reuses the training names (``out = model(x)``, ``l_aux =
+# aux_loss(out, y)``, ``total = l_main + l_aux``) shows its own values on a rank-0 bar; a value it
+# computes from the training loss bound outside it is the training's (CanglongPhysics)
+VALID_BAR = """
+def aux_loss(out, y):
+    return (out - y).abs().mean()
+
+
+def train(rank, model, loader, val_loader, optimizer, criterion):
+    for x, y in loader:
+        out = model(x)
+        l_main = criterion(out, y)
+        l_aux = aux_loss(out, y)
+        total = l_main + l_aux
+        optimizer.zero_grad()
+        total.backward()
+        optimizer.step()
+    with torch.no_grad():
+        bar = tqdm(val_loader, disable=rank != 0)
+        for x, y in bar:
+            VALID
+            bar.set_postfix({"loss": f"{total.item():.4f}"})
+"""
+C["valid_bar_shows_the_training_total"] = (
+    R,
+    True,
+    one(VALID_BAR.replace("VALID", "shown = l_main * 1.0")),
+    "train.py",
+)
+C["NEG_valid_bar_shows_its_own_forward"] = (
+    R,
+    False,
+    one(
+        VALID_BAR.replace(
+            "VALID",
+            "out = model(x)\n            l_main = criterion(out, y)\n            l_aux = aux_loss(out, y)\n"
+            "            total = l_main + l_aux",
+        )
+    ),
+    "train.py",
+)

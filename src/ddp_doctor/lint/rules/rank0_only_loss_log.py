@@ -56,6 +56,7 @@ from ddp_doctor.lint.call_arguments import dead_unless_passed, fixed_by_defaults
 from ddp_doctor.lint.context import FileContext, dotted, parameter_names
 from ddp_doctor.lint.logged_helpers import constructed_method
 from ddp_doctor.lint.loops import LoopFacts
+from ddp_doctor.lint.overrides import abstract, override_defs
 from ddp_doctor.lint.provenance import LossFlow, Taint, alarm, evaluation_function, loop_aliases, reads
 from ddp_doctor.lint.rank0 import (
     bound_argument,
@@ -625,11 +626,66 @@ def _holds_training_value(
         ):
             # a ``no_grad`` block for the logs inside the training loop (MPP ``with torch.no_grad():
             # log_nrmse = raw_loss.sqrt().mean()`` beside the backward): a training value wherever logged
-            return (ctx.within(at, cur) or _in_training_loop(flow, cur, scope)) and not fresh
+            return (
+                (ctx.within(at, cur) or _in_training_loop(flow, cur, scope))
+                and not fresh
+                and not _computed_in(flow, scope, cur, binding, taint)
+            )
         if isinstance(cur, (ast.For, ast.AsyncFor, ast.While)) and _evaluation_loop(flow, cur, taint):
-            return ctx.within(at, cur) and not fresh
+            return ctx.within(at, cur) and not fresh and not _computed_in(flow, scope, cur, binding, taint)
         cur = ctx.parents.get(cur)
     return True
+
+
+def _computed_in(
+    flow: LossFlow, scope: ast.AST, region: ast.AST, binding: ast.AST, taint: Taint, depth: int = 6
+) -> bool:
+    """The value ``binding`` stores is computed inside ``region`` (a validation loop, a ``no_grad``
+    block) from that region's own forward: every tainted name it reads was last bound, before it, in
+    ``region`` too, by a value computed the same way (``depth`` levels), down to values that read no
+    training name (the region's ``model(...)`` call, its loader's items). A validation loop that
+    reuses the training names (CanglongPhysics: ``output_surface, ... = model(...)``, then
+    ``loss_surface = criterion(output_surface_f, ...)``, then ``total_loss = loss_surface + ...``) logs
+    its own values on its bar; a value that reads a training name bound outside the region (MPP's
+    ``log_nrmse = raw_loss.sqrt().mean()`` under ``no_grad`` beside the backward) is the training's."""
+    ctx = flow.ctx
+    if depth == 0:
+        return False
+    if isinstance(binding, (ast.For, ast.AsyncFor)):
+        # the region's loop variables (or a loop inside it): items of what it iterates
+        return ctx.within(binding, region) and not reads(ast.walk(binding.iter), taint.fields) & taint.names
+    value = getattr(binding, "value", None)
+    if not isinstance(binding, (ast.Assign, ast.AnnAssign, ast.AugAssign)) or value is None:
+        return False
+    if not ctx.within(binding, region) or binding is region:
+        return False
+    calls = [c for c in ast.walk(value) if isinstance(c, ast.Call)]
+    if any(_trains(flow, c) for c in calls):
+        return False  # a call of code that returns the training loss (``self._train_step(batch)``)
+    read = reads(ast.walk(value), taint.fields)
+    read |= loop_aliases(ctx, binding, read)  # ``for k, v in logs.items(): message += f"{v}"``: ``logs``
+    names = read & taint.names
+    if isinstance(binding, ast.AugAssign):
+        names |= reads([binding.target]) & taint.names
+    line = binding.lineno
+    bindings = ctx.bindings(scope)
+    for name in names:
+        before = [b for b in bindings.get(name, []) if b.lineno < line]
+        if not before or not _computed_in(flow, scope, region, before[-1], taint, depth - 1):
+            return False
+    return True
+
+
+def _trains(flow: LossFlow, call: ast.Call) -> bool:
+    """``call`` runs a training step: a same-file helper that runs backward itself, or other code
+    that returns the training loss. A same-file loss function (``calculate_focus_variable_loss(out,
+    target)``) returns what it computes from its arguments, wherever they come from."""
+    fn = flow.ctx.helper(call)
+    if fn is not None and not abstract(fn) and not override_defs(flow.ctx, call):
+        return flow.facts.has_backward(fn.body)
+    # (a method declared here and defined by subclasses: what they return decides)
+    shape = flow.call_shape(call)
+    return shape is not None and shape is not False
 
 
 def _fields_rebound_uncoupled(
