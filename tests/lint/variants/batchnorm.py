@@ -1008,3 +1008,46 @@ C["NEG_conformer_library_block_causal"] = (
     {"train.py": CONFORMER_MAIN, "encoder.py": CONFORMER_NET.replace("{extra}", ", causal=True")},
     "train.py",
 )
+
+# Round 24 (fixer 2): a factory returning a def of a project module picked by a run-time name
+# (wespeaker's ``get_speaker_model(name)``: ``return getattr(resnet, name)``), called by the trainer
+# (``get_model(args.model)(**kw)``): what the modules' defs build.
+PICK_FACTORY = """
+from models import resnet, tdnn
+
+
+def get_model(name):
+    if name.startswith("ResNet"):
+        return getattr(resnet, name)
+    return getattr(tdnn, name)
+"""
+PICK_MODELS = """
+import torch.nn as nn
+
+
+class {cls}(nn.Module):
+    def __init__(self, num_classes=10):
+        super().__init__()
+        self.fc = nn.Linear(16, num_classes)
+        self.norm = nn.{norm}(num_classes)
+
+    def forward(self, x):
+        return self.norm(self.fc(x))
+"""
+PICK_MAIN = (
+    HEAD + "from models.factory import get_model\n" + main("model = get_model(args.model)(num_classes=10)")
+)
+
+
+def _pick_files(norm: str) -> dict[str, str]:
+    return {
+        "train.py": PICK_MAIN,
+        "models/__init__.py": "",
+        "models/factory.py": PICK_FACTORY,
+        "models/resnet.py": PICK_MODELS.replace("{cls}", "ResNet34").replace("{norm}", norm),
+        "models/tdnn.py": PICK_MODELS.replace("{cls}", "XVEC").replace("{norm}", norm),
+    }
+
+
+C["module_pick_factory"] = (R, True, _pick_files("BatchNorm1d"), "train.py")
+C["NEG_module_pick_factory_layernorm"] = (R, False, _pick_files("LayerNorm"), "train.py")
