@@ -1143,3 +1143,27 @@ C["NEG_wrap_under_parameter_left_at_default"] = (
     },
     "train.py",
 )
+# ... not a default only inspected: a BatchNorm class searched for in a LayerNorm model
+INSPECTED_DEFAULT = (
+    HEAD
+    + """from models import Net
+from encoder import Encoder
+
+
+def count(model, kind=Net):
+    return sum(isinstance(m, kind) for m in model.modules())
+
+
+"""
+    + main("model = Encoder()\n    print(count(model))")
+)
+C["NEG_inspected_class_default"] = (
+    R,
+    False,
+    {
+        "train.py": INSPECTED_DEFAULT,
+        "models.py": HANDED_NET.replace("{norm}", "BatchNorm1d"),
+        "encoder.py": HANDED_NET.replace("{norm}", "LayerNorm").replace("class Net", "class Encoder"),
+    },
+    "train.py",
+)

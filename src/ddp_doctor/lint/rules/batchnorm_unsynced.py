@@ -75,8 +75,8 @@ from dataclasses import dataclass, field
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.batchnorm_syntax import (
     BATCHNORM,
+    INSPECTS,
     batchnorm_reference,
-    builds_from_reference,
     call_shape,
     freezes_batchnorm,
     layer_switch,
@@ -145,8 +145,8 @@ class BatchnormUnsynced(Rule):
         "configurations agree on, read through `model_name = params['model_name']`), a project module used as a "
         "registry, also one handed to a helper returning `getattr(module, cfg[name]['type'])(...)` "
         "(`get_instance(models, 'arch', cfg)`, `config.init_obj('arch', module_arch)`) or a project helper "
-        "returning `getattr(resnet, name)` (`get_model(name)(**kw)`), a project BatchNorm model class handed "
-        "over by name (a parameter default `Model=ResNet`, a call's argument), a builder named under a "
+        "returning `getattr(resnet, name)` (`get_model(name)(**kw)`), a project BatchNorm model class given "
+        "as a parameter's default that the def builds or hands on (`def train(rank, Model=ResNet)`), a builder named under a "
         "project package by `eval`/`importlib` (also `importlib.import_module(cfg.model).Net`: the project's "
         "defs so named), a model `eval`'d by "
         "name over a star import of BatchNorm models) and wraps in DDP (also apex's, ignite's `idist.auto_model` without `sync_bn=True`, a project subclass of DDP, also star-imported, and a Lightning "
@@ -402,27 +402,23 @@ def _sort_calls(ctx: FileContext) -> _Calls:
 
 
 def _handed_batchnorm_class(ctx: FileContext, project: ProjectIndex, ref: ast.Name | ast.Attribute) -> bool:
-    """A project class of another file that builds BatchNorm, handed over by name to be built
-    elsewhere: a parameter's default (kl-nn's ``def train_nn(rank, world_size, Model=ForkCNN)``,
-    whose helper runs ``Model(mode)``) or an argument of a call (``mp.spawn(train_nn,
-    args=(world_size, ForkCNN))``, ``Trainer(model_cls=ResNet)``), as a BatchNorm layer class handed
-    as ``norm_layer=`` is built; not one inspected (``isinstance(m, ResNet)``, ``super(ResNet,
-    self)``)."""
+    """A project class of another file that builds BatchNorm, given as a parameter's default that the
+    def builds or hands on (kl-nn's ``def train_nn(rank, world_size, Model=ForkCNN)`` handing
+    ``Model`` to the helper that runs ``Model(mode)``; ``def load_model(Model=ForkCNN)`` running it),
+    as a BatchNorm layer class given as ``norm_layer=`` is built. Not a class handed to another call
+    (XLM's ``find_modules(model, name, HashingMemory, found)`` searches for its instances) nor a
+    default only inspected (``isinstance(m, cls)``)."""
     parent = ctx.parents.get(ref)
-    if isinstance(parent, ast.arguments):
-        handed = ref in parent.defaults or ref in parent.kw_defaults
-    else:
-        child: ast.AST = ref
-        cur = parent
-        while isinstance(cur, (ast.Tuple, ast.List, ast.keyword)):  # ``args=(world_size, ForkCNN)``
-            child, cur = cur, ctx.parents.get(cur)
-        handed = (
-            isinstance(cur, ast.Call)
-            and cur.func is not child
-            and dotted(cur.func) != "super"
-            and builds_from_reference(ctx, ref)
-        )
-    if not handed:
+    fn = ctx.parents.get(parent) if isinstance(parent, ast.arguments) else None
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or not isinstance(parent, ast.arguments):
+        return False
+    named = [*parent.posonlyargs, *parent.args]
+    pairs = list(zip(named[len(named) - len(parent.defaults) :], parent.defaults))
+    pairs += [(a, d) for a, d in zip(parent.kwonlyargs, parent.kw_defaults) if d is not None]
+    param = next((a.arg for a, d in pairs if d is ref), None)
+    if param is None or not any(
+        _built_or_handed(ctx, n) for n in ctx.local(fn) if isinstance(n, ast.Name) and n.id == param
+    ):
         return False
     summary = project.summary_for(ctx, ref)
     # a class of this file: its own layers are read directly above
@@ -432,6 +428,16 @@ def _handed_batchnorm_class(ctx: FileContext, project: ProjectIndex, ref: ast.Na
         and is_class_summary(summary)
         and summary.builds_batchnorm
     )
+
+
+def _built_or_handed(ctx: FileContext, name: ast.Name) -> bool:
+    """``name`` is called (``Model(mode)``) or handed to a call that is no type test (``build(Model)``)."""
+    parent = ctx.parents.get(name)
+    if isinstance(parent, ast.keyword):
+        parent = ctx.parents.get(parent)
+    if not isinstance(parent, ast.Call):
+        return False
+    return parent.func is name or (dotted(parent.func) or "").split(".")[-1] not in INSPECTS
 
 
 def _switched_off(ctx: FileContext, layer: ast.Call) -> bool:
