@@ -13,7 +13,8 @@ is recorded: True only when at least one call was seen and none can have passed 
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from ddp_doctor.lint.context import FileContext, param_defaults, positional_params
 
@@ -95,6 +96,72 @@ def fixed_by_defaults(ctx: FileContext, test: ast.expr) -> str | None:
         if not isinstance(left_at_default(ctx, fn, n.id), ast.Constant):
             return None
     return names[0].id
+
+
+def skipped_by_defaults(ctx: FileContext, node: ast.AST) -> bool:
+    """(project mode) ``node`` sits in a branch of an ``if`` (of its function) whose test reads only
+    parameters every run leaves at a constant default (``fixed_by_defaults``) and, with those
+    defaults, picks the other branch: kl-nn's ``def load_model(..., GPUs=1)`` with ``if GPUs > 1:
+    model = DDP(model)``, called without ``GPUs``. The branch never runs."""
+    fn = ctx.enclosing_function(node)
+    child, cur = node, ctx.parents.get(node)
+    while cur is not None and cur is not fn:
+        if isinstance(cur, ast.If) and child is not cur.test and fixed_by_defaults(ctx, cur.test):
+            values = {
+                n.id: d.value
+                for n in ast.walk(cur.test)
+                if isinstance(n, ast.Name) and isinstance(d := left_at_default(ctx, fn, n.id), ast.Constant)
+            }
+            held = _truth(cur.test, values)
+            if held is not None and held is not (child in cur.body):
+                return True
+        child, cur = cur, ctx.parents.get(cur)
+    return False
+
+
+COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], object]] = {
+    ast.Eq: lambda a, b: a == b,
+    ast.NotEq: lambda a, b: a != b,
+    ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b,
+    ast.Gt: lambda a, b: a > b,
+    ast.GtE: lambda a, b: a >= b,
+    ast.Is: lambda a, b: a is b,
+    ast.IsNot: lambda a, b: a is not b,
+}
+
+
+def _truth(test: ast.expr, values: Mapping[str, object]) -> bool | None:
+    """Whether ``test`` (names, constants, comparisons, ``not``/``and``/``or``) holds with ``values``
+    for its names; None for anything else."""
+    if isinstance(test, ast.Constant):
+        return bool(test.value)
+    if isinstance(test, ast.Name):
+        return bool(values[test.id]) if test.id in values else None
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = _truth(test.operand, values)
+        return None if inner is None else not inner
+    if isinstance(test, ast.BoolOp):
+        parts = [_truth(v, values) for v in test.values]
+        if any(p is None for p in parts):
+            return None
+        return all(parts) if isinstance(test.op, ast.And) else any(parts)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in COMPARE:
+        sides = [test.left, test.comparators[0]]
+        known: list[object] = []
+        for x in sides:
+            if isinstance(x, ast.Constant):
+                known.append(x.value)
+            elif isinstance(x, ast.Name) and x.id in values:
+                known.append(values[x.id])
+            else:
+                return None
+        a, b = known
+        try:
+            return bool(COMPARE[type(test.ops[0])](a, b))
+        except TypeError:  # ``None > 1``: not decided here
+            return None
+    return None
 
 
 def left_at_default(ctx: FileContext, fn: ast.AST, name: str) -> ast.expr | None:

@@ -571,6 +571,14 @@ class IndexScan(IndexBindings):
         built = _alternate_constructor(ctx, scan.module, self._local_names, n)
         if built is not None:
             s.refs.add(built)
+        picked = _module_picked_by_name(ctx, n)
+        if picked is not None:
+            target = self._project_target(scan.imports, picked)
+            module = self.resolve_module(target) if target else None
+            if module is not None:
+                # a def of that project module, chosen at run time, that it builds or returns:
+                # what the module's defs build (``*`` as for a star import)
+                s.refs.add(f"{module}.*")
         # the registry a model is taken from: ``MODEL_REGISTRY.get(name)(cfg)``, lufficc SSD
         # ``registry.BACKBONES[name](cfg)``, OroModelZoo ``build_from_cfg(cfg, MODELS)`` (the registry
         # handed to a generic builder); its classes are the candidates (majority rule at propagation)
@@ -647,6 +655,25 @@ class IndexScan(IndexBindings):
             elif name and (resolved := self._project_target(imports, target)):
                 out.append(resolved)
         return tuple(out)
+
+
+def _module_picked_by_name(ctx: FileContext, call: ast.Call) -> ast.expr | None:
+    """``M`` of ``getattr(M, name)`` with a name known at run time, where the def picked is built
+    (``getattr(M, name)(...)``) or returned to be built by the caller (wespeaker's
+    ``get_speaker_model(name)``: ``if name.startswith("ResNet"): return getattr(resnet, name)``);
+    a literal name names one def, a pick only read or tested builds nothing."""
+    if not (
+        isinstance(call.func, ast.Name)
+        and call.func.id == "getattr"
+        and len(call.args) == 2
+        and isinstance(call.args[0], (ast.Name, ast.Attribute))
+        and not isinstance(call.args[1], ast.Constant)
+    ):
+        return None
+    parent = ctx.parents.get(call)
+    if (isinstance(parent, ast.Call) and parent.func is call) or isinstance(parent, ast.Return):
+        return call.args[0]
+    return None
 
 
 def _alternate_constructor(ctx: FileContext, module: str, local: set[str], call: ast.Call) -> str | None:

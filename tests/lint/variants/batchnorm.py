@@ -1008,3 +1008,162 @@ C["NEG_conformer_library_block_causal"] = (
     {"train.py": CONFORMER_MAIN, "encoder.py": CONFORMER_NET.replace("{extra}", ", causal=True")},
     "train.py",
 )
+
+# Round 24 (fixer 2): a factory returning a def of a project module picked by a run-time name
+# (wespeaker's ``get_speaker_model(name)``: ``return getattr(resnet, name)``), called by the trainer
+# (``get_model(args.model)(**kw)``): what the modules' defs build.
+PICK_FACTORY = """
+from models import resnet, tdnn
+
+
+def get_model(name):
+    if name.startswith("ResNet"):
+        return getattr(resnet, name)
+    return getattr(tdnn, name)
+"""
+PICK_MODELS = """
+import torch.nn as nn
+
+
+class {cls}(nn.Module):
+    def __init__(self, num_classes=10):
+        super().__init__()
+        self.fc = nn.Linear(16, num_classes)
+        self.norm = nn.{norm}(num_classes)
+
+    def forward(self, x):
+        return self.norm(self.fc(x))
+"""
+PICK_MAIN = (
+    HEAD + "from models.factory import get_model\n" + main("model = get_model(args.model)(num_classes=10)")
+)
+
+
+def _pick_files(norm: str) -> dict[str, str]:
+    return {
+        "train.py": PICK_MAIN,
+        "models/__init__.py": "",
+        "models/factory.py": PICK_FACTORY,
+        "models/resnet.py": PICK_MODELS.replace("{cls}", "ResNet34").replace("{norm}", norm),
+        "models/tdnn.py": PICK_MODELS.replace("{cls}", "XVEC").replace("{norm}", norm),
+    }
+
+
+C["module_pick_factory"] = (R, True, _pick_files("BatchNorm1d"), "train.py")
+C["NEG_module_pick_factory_layernorm"] = (R, False, _pick_files("LayerNorm"), "train.py")
+
+# Round 24 (fixer 2): a model class handed over by name, built elsewhere (kl-nn's ``def
+# train_nn(rank, world_size, Model=ForkCNN)`` handing ``Model`` to the helper that runs ``Model(mode)``).
+HANDED_NET = """
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 16)
+        self.norm = nn.{norm}(16)
+
+    def forward(self, x):
+        return self.norm(self.fc(x))
+"""
+HANDED_MAIN = (
+    HEAD
+    + """from models import Net
+
+
+def build(Model):
+    model = Model()
+    return model, torch.optim.SGD(model.parameters(), lr=0.1)
+
+
+def train(rank, world_size, loader, Model=Net):
+    dist.init_process_group("nccl", rank=rank, world_size=world_size)
+    model, opt = build(Model)
+    model = DDP(model.cuda(rank), device_ids=[rank])
+    for x, y in loader:
+        loss = nn.functional.mse_loss(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+)
+C["handed_class_default"] = (
+    R,
+    True,
+    {"train.py": HANDED_MAIN, "models.py": HANDED_NET.replace("{norm}", "BatchNorm1d")},
+    "train.py",
+)
+C["NEG_handed_class_default_layernorm"] = (
+    R,
+    False,
+    {"train.py": HANDED_MAIN, "models.py": HANDED_NET.replace("{norm}", "LayerNorm")},
+    "train.py",
+)
+# ... and a wrap under a test of a parameter no call passes, false at its default (kl-nn's
+# ``load_model(..., GPUs=1)``: ``if GPUs > 1: model = DDP(model)``) never runs.
+DEFAULT_OFF_WRAP = (
+    HEAD
+    + """from models import Net
+
+
+def load_model(path, gpus=1):
+    model = Net()
+    if gpus > 1:
+        model = DDP(model)
+    model.load_state_dict(torch.load(path))
+    return model
+
+
+def main(args, loader):
+    model = load_model({call})
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x, y in loader:
+        loss = nn.functional.mse_loss(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+)
+C["wrap_under_passed_parameter"] = (
+    R,
+    True,
+    {
+        "train.py": DEFAULT_OFF_WRAP.replace("{call}", "args.ckpt, gpus=args.gpus"),
+        "models.py": HANDED_NET.replace("{norm}", "BatchNorm1d"),
+    },
+    "train.py",
+)
+C["NEG_wrap_under_parameter_left_at_default"] = (
+    R,
+    False,
+    {
+        "train.py": DEFAULT_OFF_WRAP.replace("{call}", "args.ckpt"),
+        "models.py": HANDED_NET.replace("{norm}", "BatchNorm1d"),
+    },
+    "train.py",
+)
+# ... not a default only inspected: a BatchNorm class searched for in a LayerNorm model
+INSPECTED_DEFAULT = (
+    HEAD
+    + """from models import Net
+from encoder import Encoder
+
+
+def count(model, kind=Net):
+    return sum(isinstance(m, kind) for m in model.modules())
+
+
+"""
+    + main("model = Encoder()\n    print(count(model))")
+)
+C["NEG_inspected_class_default"] = (
+    R,
+    False,
+    {
+        "train.py": INSPECTED_DEFAULT,
+        "models.py": HANDED_NET.replace("{norm}", "BatchNorm1d"),
+        "encoder.py": HANDED_NET.replace("{norm}", "LayerNorm").replace("class Net", "class Encoder"),
+    },
+    "train.py",
+)

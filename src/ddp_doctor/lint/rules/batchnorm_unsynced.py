@@ -75,6 +75,7 @@ from dataclasses import dataclass, field
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.batchnorm_syntax import (
     BATCHNORM,
+    INSPECTS,
     batchnorm_reference,
     call_shape,
     freezes_batchnorm,
@@ -84,6 +85,7 @@ from ddp_doctor.lint.batchnorm_syntax import (
     passes_switch,
     picked_by_name,
 )
+from ddp_doctor.lint.call_arguments import skipped_by_defaults
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method, positional_params
 from ddp_doctor.lint.flags import UNKNOWN, FlagTest, all_defaults, describe, flag_test
 from ddp_doctor.lint.frozen_wrap import frozen_names
@@ -96,7 +98,7 @@ from ddp_doctor.lint.module_moves import unmoved
 from ddp_doctor.lint.option_defaults import option_default
 from ddp_doctor.lint.project import ProjectIndex
 from ddp_doctor.lint.project_modules import absolute_module, relative_base
-from ddp_doctor.lint.project_summary import Summary
+from ddp_doctor.lint.project_summary import Summary, is_class_summary
 from ddp_doctor.lint.rules._lightning_wrap import fit_model, lightning_ddp_wraps
 from ddp_doctor.lint.rules._model_by_name import builds_batchnorm_by_name, builds_batchnorm_from_handed_module
 from ddp_doctor.lint.rules._pick_gate import pick_gate
@@ -134,7 +136,7 @@ def _inplace_abn_only(ctx: FileContext, bn_nodes: list[ast.AST]) -> bool:
 
 class BatchnormUnsynced(Rule):
     id = "batchnorm-unsynced"
-    project_facts = frozenset({"batchnorm", "options"})
+    project_facts = frozenset({"batchnorm", "options", "call_arguments"})
     flagged = (
         "the file builds BatchNorm layers (or a torchvision model known to contain them, a `conformer`/torchaudio "
         "Conformer, mmcv's `build_norm_layer`/`ConvModule` with a `norm_cfg` of type `BN` (also a constructor "
@@ -142,7 +144,9 @@ class BatchnormUnsynced(Rule):
         "`create_model` with a BatchNorm-family name or flag default (also a name the shipped YAML "
         "configurations agree on, read through `model_name = params['model_name']`), a project module used as a "
         "registry, also one handed to a helper returning `getattr(module, cfg[name]['type'])(...)` "
-        "(`get_instance(models, 'arch', cfg)`, `config.init_obj('arch', module_arch)`), a builder named under a "
+        "(`get_instance(models, 'arch', cfg)`, `config.init_obj('arch', module_arch)`) or a project helper "
+        "returning `getattr(resnet, name)` (`get_model(name)(**kw)`), a project BatchNorm model class given "
+        "as a parameter's default that the def builds or hands on (`def train(rank, Model=ResNet)`), a builder named under a "
         "project package by `eval`/`importlib` (also `importlib.import_module(cfg.model).Net`: the project's "
         "defs so named), a model `eval`'d by "
         "name over a star import of BatchNorm models) and wraps in DDP (also apex's, ignite's `idist.auto_model` without `sync_bn=True`, a project subclass of DDP, also star-imported, and a Lightning "
@@ -167,7 +171,9 @@ class BatchnormUnsynced(Rule):
         "time from candidates most of which build no BatchNorm, or from a registry whose BatchNorm "
         "models convert themselves; a Lightning `Trainer` with no DDP strategy written (or a strategy "
         "local bound only to other strategies); every BatchNorm layer put in eval mode by a method the "
-        "training function calls on the wrapped model after `train()` (`model.module.freeze_bn()`)"
+        "training function calls on the wrapped model after `train()` (`model.module.freeze_bn()`); "
+        "(project) a wrap under a test of parameters no call passes, false at their defaults "
+        "(`if gpus > 1:` with `gpus=1`)"
     )
     autofix = "inserts `model = nn.SyncBatchNorm.convert_sync_batchnorm(model)` before the wrap"
     required = (("DistributedDataParallel", "prepare", "Trainer", "auto_model"),)
@@ -187,6 +193,9 @@ class BatchnormUnsynced(Rule):
             calls.conversions,
         )
         project, gates, evals = ctx.project, calls.gates, calls.evals
+        # a wrap under a test of parameters every run leaves at their defaults, false with them
+        # (kl-nn's ``load_model(..., GPUs=1)``: ``if GPUs > 1: DDP(model)``, no call passes GPUs)
+        ddp_calls = [c for c in ddp_calls if not skipped_by_defaults(ctx, c)]
         # an ``eval`` pick counts where a wrap is of what it built (semseg also evals its dataset name)
         bn_nodes += [e for e in evals if any(_wraps_built_from(ctx, c, [e], hop=False) for c in ddp_calls)]
         handed_by = None
@@ -383,10 +392,52 @@ def _sort_calls(ctx: FileContext) -> _Calls:
         if (
             isinstance(ref.ctx, ast.Load)
             and not isinstance(ctx.parents.get(ref), ast.Attribute)
-            and batchnorm_reference(ctx, ref)
+            and (
+                batchnorm_reference(ctx, ref)
+                or (project is not None and _handed_batchnorm_class(ctx, project, ref))
+            )
         ):
             out.bn_nodes.append(ref)
     return out
+
+
+def _handed_batchnorm_class(ctx: FileContext, project: ProjectIndex, ref: ast.Name | ast.Attribute) -> bool:
+    """A project class of another file that builds BatchNorm, given as a parameter's default that the
+    def builds or hands on (kl-nn's ``def train_nn(rank, world_size, Model=ForkCNN)`` handing
+    ``Model`` to the helper that runs ``Model(mode)``; ``def load_model(Model=ForkCNN)`` running it),
+    as a BatchNorm layer class given as ``norm_layer=`` is built. Not a class handed to another call
+    (XLM's ``find_modules(model, name, HashingMemory, found)`` searches for its instances) nor a
+    default only inspected (``isinstance(m, cls)``)."""
+    parent = ctx.parents.get(ref)
+    fn = ctx.parents.get(parent) if isinstance(parent, ast.arguments) else None
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or not isinstance(parent, ast.arguments):
+        return False
+    named = [*parent.posonlyargs, *parent.args]
+    pairs = list(zip(named[len(named) - len(parent.defaults) :], parent.defaults))
+    pairs += [(a, d) for a, d in zip(parent.kwonlyargs, parent.kw_defaults) if d is not None]
+    param = next((a.arg for a, d in pairs if d is ref), None)
+    if param is None or not any(
+        _built_or_handed(ctx, n) for n in ctx.local(fn) if isinstance(n, ast.Name) and n.id == param
+    ):
+        return False
+    summary = project.summary_for(ctx, ref)
+    # a class of this file: its own layers are read directly above
+    return (
+        summary is not None
+        and summary.module != ctx.module
+        and is_class_summary(summary)
+        and summary.builds_batchnorm
+    )
+
+
+def _built_or_handed(ctx: FileContext, name: ast.Name) -> bool:
+    """``name`` is called (``Model(mode)``) or handed to a call that is no type test (``build(Model)``)."""
+    parent = ctx.parents.get(name)
+    if isinstance(parent, ast.keyword):
+        parent = ctx.parents.get(parent)
+    if not isinstance(parent, ast.Call):
+        return False
+    return parent.func is name or (dotted(parent.func) or "").split(".")[-1] not in INSPECTS
 
 
 def _switched_off(ctx: FileContext, layer: ast.Call) -> bool:
