@@ -85,6 +85,18 @@ def dotted(node: ast.AST | None) -> str | None:
     return None
 
 
+def word(node: ast.AST) -> str | None:
+    """The word a node spells: a name, an attribute's last part, or a string constant (the
+    environment key of ``int(os.environ["RANK"])``); None for anything else."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return None
+
+
 def branches(value: ast.expr) -> list[ast.expr]:
     """The values a conditional expression may take, nested ones flattened (``DistributedSampler(ds)
     if ddp else None`` -> both; ``a if c else b if d else e`` -> a, b, e); any other value alone."""

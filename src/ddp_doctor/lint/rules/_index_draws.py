@@ -16,7 +16,7 @@ import ast
 import re
 from collections.abc import Iterator
 
-from ddp_doctor.lint.context import FileContext, dotted, keyword, parameter_names
+from ddp_doctor.lint.context import FileContext, dotted, keyword, parameter_names, word
 from ddp_doctor.lint.loops import LOOPS, LoopFacts
 from ddp_doctor.lint.rank0 import bound_argument
 
@@ -137,19 +137,10 @@ def _reads_rank(ctx: FileContext, expr: ast.AST, depth: int = NAME_DEPTH) -> boo
     through names it reads, followed to their bindings anywhere in the file (nanoGPT: ``seed_offset =
     ddp_rank`` at module level)."""
     for n in ast.walk(expr):
-        word = (
-            n.id
-            if isinstance(n, ast.Name)
-            else n.attr
-            if isinstance(n, ast.Attribute)
-            # ``int(os.environ["RANK"])``
-            else n.value
-            if isinstance(n, ast.Constant) and isinstance(n.value, str)
-            else None
-        )
-        if word is None:
+        spelled = word(n)
+        if spelled is None:
             continue
-        if RANK_WORDS.search(word):
+        if RANK_WORDS.search(spelled):
             return True
         if depth and isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
             for a in ctx.of_type(ast.Assign):

@@ -50,7 +50,7 @@ from collections.abc import Iterator
 
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.accelerate_sinks import accelerate_prepare
-from ddp_doctor.lint.context import FileContext, dotted, keyword, parameter_names
+from ddp_doctor.lint.context import FileContext, dotted, keyword, parameter_names, word
 from ddp_doctor.lint.dist_tests import asks_if_distributed
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.project import ProjectIndex
@@ -635,16 +635,8 @@ def _sharded(ctx: FileContext, dataset: ast.expr) -> bool:
     exprs += _lineage(ctx, dataset)
     for expr in exprs:
         for node in ast.walk(expr):
-            word = (
-                node.id
-                if isinstance(node, ast.Name)
-                else node.attr
-                if isinstance(node, ast.Attribute)
-                else node.value
-                if isinstance(node, ast.Constant) and isinstance(node.value, str)
-                else None
-            )
-            if word and SHARDING_WORDS.search(word):
+            spelled = word(node)
+            if spelled and SHARDING_WORDS.search(spelled):
                 return True
             if isinstance(node, ast.Call) and _self_sharding_class(ctx, node):
                 return True
