@@ -20,6 +20,7 @@ def single_process_only(ctx: FileContext, node: ast.AST) -> bool:
     ``if world_size == 1:``, or in the else of ``if args.distributed:`` (apex/timm update the meter
     with the raw loss there and with the reduced one otherwise): rank 0's value is the global one."""
     child, cur = node, ctx.parents.get(node)
+    inner: ast.AST = node  # the child's own child: which branch of an ``elif`` the walk came up through
     predicates: set[str] | None = None
     while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
         if isinstance(cur, ast.If) and predicates is None:
@@ -42,8 +43,39 @@ def single_process_only(ctx: FileContext, node: ast.AST) -> bool:
                 return True
         if isinstance(cur, ast.If) and child in _one_process_branch(ctx, cur):
             return True
-        child, cur = cur, ctx.parents.get(cur)
+        if isinstance(cur, ast.If) and _elif_of_the_other_conjuncts(
+            ctx, cur, child, inner, predicates or set()
+        ):
+            return True
+        inner, child, cur = child, cur, ctx.parents.get(cur)
     return False
+
+
+def _elif_of_the_other_conjuncts(
+    ctx: FileContext, outer: ast.If, child: ast.AST, inner: ast.AST, predicates: set[str]
+) -> bool:
+    """``if use_wandb and args.distributed: <gathered> elif use_wandb: <here>`` (proVLAE): the
+    ``elif`` tests exactly the other conjuncts, so its body runs only when the run is not distributed."""
+    test = outer.test
+    if not (isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And)):
+        return False
+    if not (outer.orelse == [child] and isinstance(child, ast.If) and inner in child.body):
+        return False
+    asks = [
+        isinstance(v, (ast.Name, ast.Attribute, ast.Call))
+        and asks_if_distributed(v, ctx.segment(v), predicates)
+        for v in test.values
+    ]
+    if sum(asks) != 1:
+        return False
+    rest = [ctx.segment(v) for v, ask in zip(test.values, asks) if not ask]
+    elif_test = child.test
+    parts = (
+        elif_test.values
+        if isinstance(elif_test, ast.BoolOp) and isinstance(elif_test.op, ast.And)
+        else [elif_test]
+    )
+    return sorted(rest) == sorted(ctx.segment(v) for v in parts)
 
 
 _PREDICATES: weakref.WeakKeyDictionary[ast.Module, set[str]] = weakref.WeakKeyDictionary()

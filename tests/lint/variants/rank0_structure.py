@@ -2286,3 +2286,50 @@ C["NEG_valid_bar_shows_its_own_forward"] = (
     ),
     "train.py",
 )
+
+
+# Round 24 (proVLAE): ``if use_wandb and distributed: <gathered> elif use_wandb: wandb.log(loss)`` -- the
+# ``elif`` tests exactly the other conjuncts, so it runs only when the run is not distributed; an
+# ``elif`` on another flag runs in distributed runs too, where the run started on rank 0 only logs
+# rank 0's loss.
+ELIF_CONJUNCTS = """import torch
+import torch.distributed as dist
+import wandb
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def train(model, loader, optimizer, params):
+    for x, y in loader:
+        loss = model(x, y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if params.use_wandb and params.distributed:
+            gathered = [None] * params.world_size
+            dist.all_gather_object(gathered, {"loss": loss.item()})
+            if params.local_rank == 0:
+                wandb.log(gathered[0])
+        elif params.use_wandb:
+            wandb.log({"loss": loss.item()})
+
+
+def main(params, net, loader, optimizer):
+    dist.init_process_group("nccl")
+    rank = dist.get_rank()
+    if rank == 0:
+        wandb.init(project="x")
+    model = DDP(net.cuda(), device_ids=[params.local_rank])
+    train(model, loader, optimizer, params)
+"""
+C["elif_on_another_flag_beside_the_distributed_branch"] = (
+    R,
+    True,
+    {"train.py": ELIF_CONJUNCTS.replace("elif params.use_wandb:", "elif params.log_all:")},
+    "train.py",
+)
+C["NEG_elif_of_the_other_conjuncts_runs_single_process"] = (
+    R,
+    False,
+    {"train.py": ELIF_CONJUNCTS},
+    "train.py",
+)
