@@ -558,11 +558,13 @@ def _zero_rank_name(node: ast.AST, predicates: Collection[str]) -> bool:
     return isinstance(node, (ast.Name, ast.Attribute)) and f"0={dotted(node)}" in predicates
 
 
-def zero_rank_names(assigns: Iterable[ast.Assign]) -> set[str]:
+def zero_rank_names(assigns: Iterable[ast.Assign], options: Collection[str] = ()) -> set[str]:
     """Names for the rank that logs, as ``0=name`` predicates: a name that says it is a rank, which
     the file only ever sets to the literal 0 (kl-nn's ``self.log_rank = 0`` in ``__init__``, then ``if
     self.gpu_id == self.log_rank:``; a module's ``MASTER_RANK = 0``). Comparing a rank to it is
-    comparing it to 0."""
+    comparing it to 0. A command-line option (``options``: the file's argparse destinations) is given
+    by the launcher or the user: glow sets ``args.local_rank = 0`` only where no launcher passed
+    ``--local_rank``, so it is no constant."""
     verdict: dict[str, bool] = {}
     for node in assigns:
         for t in node.targets:
@@ -570,7 +572,11 @@ def zero_rank_names(assigns: Iterable[ast.Assign]) -> set[str]:
             if name is None:
                 continue
             verdict[name] = verdict.get(name, True) and _int(node.value) == 0
-    return {f"0={name}" for name, ok in verdict.items() if ok and RANK_NAME.search(name.rsplit(".", 1)[-1])}
+    return {
+        f"0={name}"
+        for name, ok in verdict.items()
+        if ok and RANK_NAME.search(last := name.rsplit(".", 1)[-1]) and last not in options
+    }
 
 
 def rank0_attribute_flags(assigns: Iterable[ast.Assign], predicates: Collection[str] = ()) -> set[str]:

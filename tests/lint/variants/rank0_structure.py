@@ -2333,3 +2333,54 @@ C["NEG_elif_of_the_other_conjuncts_runs_single_process"] = (
     {"train.py": ELIF_CONJUNCTS},
     "train.py",
 )
+
+
+# Round 24 (normalizing-flows glow): the process's rank set to 0 only where no launcher gave one
+# (``else: args.local_rank = 0``) is no constant; ``args.local_rank == 0`` stays a rank-0 test, while a
+# rank-named value the file only sets to 0 (kl-nn's ``self.log_rank = 0``) is rank 0's number.
+RANK_SET_TO_ZERO_OFF_LAUNCHER = """import argparse
+import os
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--distributed", action="store_true")
+parser.add_argument("--local_rank", type=int)
+
+
+def train_epoch(model, loader, optimizer, args):
+    for x, y in loader:
+        loss = model(x, y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if args.on_main_process:
+            print(f"loss {loss.item():.4f}")
+
+
+def main():
+    args = parser.parse_args()
+    if args.distributed:
+        dist.init_process_group("nccl")  # torch.distributed.launch passes --local_rank
+    else:
+        if torch.cuda.is_available():
+            args.local_rank = 0
+    args.on_main_process = (args.distributed and args.local_rank == 0) or not args.distributed
+    model = DDP(torch.nn.Linear(2, 2).cuda(), device_ids=[args.local_rank])
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    train_epoch(model, [], optimizer, args)
+"""
+C["rank_set_to_zero_only_off_the_launcher"] = (
+    R,
+    True,
+    {"train.py": RANK_SET_TO_ZERO_OFF_LAUNCHER},
+    "train.py",
+)
+C["NEG_rank_set_to_zero_only_off_the_launcher_every_rank_logs"] = (
+    R,
+    False,
+    {"train.py": RANK_SET_TO_ZERO_OFF_LAUNCHER.replace("if args.on_main_process:", "if True:")},
+    "train.py",
+)

@@ -54,6 +54,7 @@ from typing import Any
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.call_arguments import dead_unless_passed, fixed_by_defaults
 from ddp_doctor.lint.context import FileContext, dotted, parameter_names
+from ddp_doctor.lint.flags import argparse_defaults
 from ddp_doctor.lint.logged_helpers import constructed_method
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.overrides import abstract, override_defs
@@ -214,7 +215,8 @@ class Rank0OnlyLossLog(Rule):
         predicates = rank0_predicates(ctx.tree, [f for defs in ctx.functions.values() for f in defs])
         # ``main_worker(worker_idx, ...)`` spawned: ``worker_idx == 0`` is a rank-0 test
         predicates |= rank_aliases(ctx)
-        predicates |= zero_rank_names(ctx.of_type(ast.Assign))  # ``self.log_rank = 0``
+        # ``self.log_rank = 0``
+        predicates |= zero_rank_names(ctx.of_type(ast.Assign), argparse_defaults(ctx).keys())
         predicates |= rank0_attribute_flags(ctx.of_type(ast.Assign), predicates)  # ``args.on_main_process``
         quiet = silences_other_ranks(ctx.tree, predicates, ctx.parents)
         if ctx.project is not None:
