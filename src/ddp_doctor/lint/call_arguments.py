@@ -88,14 +88,23 @@ def fixed_by_defaults(ctx: FileContext, test: ast.expr) -> str | None:
     constant default (``left_at_default``): ``if rank == 0:`` in pangu-pytorch's ``def train(...,
     rank=0)``, which the launch script calls without ``rank``. The test has the same value in every
     process, whatever that process's rank. The first such parameter's name, or None."""
-    fn = ctx.enclosing_function(test)
+    values = _defaults_read(ctx, ctx.enclosing_function(test), test)
+    return next(iter(values)) if values else None
+
+
+def _defaults_read(ctx: FileContext, fn: ast.AST, test: ast.expr) -> dict[str, object] | None:
+    """The constant default of each name ``test`` reads, in reading order, when it reads only names
+    and each is a parameter of ``fn`` every run leaves at a constant default; None otherwise."""
     names = [n for n in ast.walk(test) if isinstance(n, ast.Name)]
     if not names or any(isinstance(n, (ast.Call, ast.Attribute, ast.Subscript)) for n in ast.walk(test)):
         return None
+    values: dict[str, object] = {}
     for n in names:
-        if not isinstance(left_at_default(ctx, fn, n.id), ast.Constant):
+        default = left_at_default(ctx, fn, n.id)
+        if not isinstance(default, ast.Constant):
             return None
-    return names[0].id
+        values.setdefault(n.id, default.value)
+    return values
 
 
 def skipped_by_defaults(ctx: FileContext, node: ast.AST) -> bool:
@@ -106,12 +115,10 @@ def skipped_by_defaults(ctx: FileContext, node: ast.AST) -> bool:
     fn = ctx.enclosing_function(node)
     child, cur = node, ctx.parents.get(node)
     while cur is not None and cur is not fn:
-        if isinstance(cur, ast.If) and child is not cur.test and fixed_by_defaults(ctx, cur.test):
-            values = {
-                n.id: d.value
-                for n in ast.walk(cur.test)
-                if isinstance(n, ast.Name) and isinstance(d := left_at_default(ctx, fn, n.id), ast.Constant)
-            }
+        values = (
+            _defaults_read(ctx, fn, cur.test) if isinstance(cur, ast.If) and child is not cur.test else None
+        )
+        if isinstance(cur, ast.If) and values:
             held = _truth(cur.test, values)
             if held is not None and held is not (child in cur.body):
                 return True

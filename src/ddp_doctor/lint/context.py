@@ -97,6 +97,11 @@ def word(node: ast.AST) -> str | None:
     return None
 
 
+def conjuncts(test: ast.expr) -> list[ast.expr]:
+    """The operands of an ``and`` test, or the test itself: what must all hold."""
+    return list(test.values) if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+
+
 def branches(value: ast.expr) -> list[ast.expr]:
     """The values a conditional expression may take, nested ones flattened (``DistributedSampler(ds)
     if ddp else None`` -> both; ``a if c else b if d else e`` -> a, b, e); any other value alone."""

@@ -27,6 +27,9 @@ from pathlib import Path
 SUFFIXES = (".py", ".pyi", ".ipynb")
 GIT_TIMEOUT_S = 10  # a listing slower than this (a huge or network-mounted tree) falls back to the patterns
 _RESPECT_GITIGNORE: ContextVar[bool] = ContextVar("respect_gitignore", default=True)
+# ``git ls-files`` answers per root within one lint run (the source walk, the launch scripts and the
+# YAML configurations walk the same root): None outside ``respecting_gitignore``, where nothing is kept.
+_TRACKED: ContextVar[dict[Path, frozenset[Path]] | None] = ContextVar("tracked_files", default=None)
 DEFAULT_EXCLUDES = (
     ".git/",
     ".hg/",
@@ -121,9 +124,11 @@ def respecting_gitignore(respect: bool) -> Iterator[None]:
     """Within the block, ``.gitignore`` patterns hide untracked files (``True``, the default) or
     nothing (``False``: every file under the walked folders is taken as tracked)."""
     token = _RESPECT_GITIGNORE.set(respect)
+    cache = _TRACKED.set({})
     try:
         yield
     finally:
+        _TRACKED.reset(cache)
         _RESPECT_GITIGNORE.reset(token)
 
 
@@ -139,7 +144,7 @@ def iter_files(root: Path, extra: list[Pattern], suffixes: tuple[str, ...] = SUF
 def _walk(root: Path, extra: list[Pattern], suffixes: tuple[str, ...]) -> Iterator[Path]:
     fixed = [p for text in DEFAULT_EXCLUDES if (p := Pattern.parse(root, text))] + extra
     respect = _RESPECT_GITIGNORE.get()
-    tracked = _git_tracked(root) if respect else frozenset()
+    tracked = _tracked(root) if respect else frozenset()
 
     def hidden(path: Path, is_dir: bool, ignores: list[Pattern], below_ignored: bool) -> bool:
         if _excluded(path, is_dir, fixed):
@@ -168,6 +173,16 @@ def _walk(root: Path, extra: list[Pattern], suffixes: tuple[str, ...]) -> Iterat
                 and not hidden(path, False, ignores, below_ignored)
             ):
                 yield path
+
+
+def _tracked(root: Path) -> frozenset[Path]:
+    """:func:`_git_tracked`, asked once per root within a lint run."""
+    cache = _TRACKED.get()
+    if cache is None:
+        return _git_tracked(root)
+    if root not in cache:
+        cache[root] = _git_tracked(root)
+    return cache[root]
 
 
 def _git_tracked(root: Path) -> frozenset[Path]:

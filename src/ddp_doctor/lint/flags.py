@@ -32,14 +32,9 @@ def argparse_defaults(ctx: FileContext) -> dict[str, object]:
     for call in ctx.of_type(ast.Call):
         if not (isinstance(call.func, ast.Attribute) and call.func.attr == "add_argument"):
             continue
-        options = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-        dest_kw = keyword(call, "dest")
-        long = next((o for o in options if o.startswith("--")), options[0] if options else None)
-        if isinstance(dest_kw, ast.Constant) and isinstance(dest_kw.value, str):
-            dest = dest_kw.value
-        elif long:
-            dest = long.lstrip("-").replace("-", "_")
-        else:
+        long = _spelling(call, short=True)
+        dest = _dest(call, long)
+        if dest is None:
             continue
         action = keyword(call, "action")
         default = keyword(call, "default")
@@ -100,14 +95,26 @@ def bool_typed_options(ctx: FileContext) -> set[str]:
         kind = keyword(call, "type")
         if not (isinstance(kind, ast.Name) and kind.id == "bool"):
             continue
-        options = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-        dest_kw = keyword(call, "dest")
-        long = next((o for o in options if o.startswith("--")), None)
-        if isinstance(dest_kw, ast.Constant) and isinstance(dest_kw.value, str):
-            out.add(dest_kw.value)
-        elif long:
-            out.add(long.lstrip("-").replace("-", "_"))
+        dest = _dest(call, _spelling(call, short=False))
+        if dest is not None:
+            out.add(dest)
     return out
+
+
+def _spelling(call: ast.Call, short: bool) -> str | None:
+    """The option string an ``add_argument`` call is known by: its first ``--long`` one, else (with
+    ``short``) its first string."""
+    options = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    return next((o for o in options if o.startswith("--")), options[0] if short and options else None)
+
+
+def _dest(call: ast.Call, spelling: str | None) -> str | None:
+    """The attribute an ``add_argument`` call stores into: its ``dest=``, else ``spelling`` with the
+    dashes stripped and inner ``-`` turned into ``_`` (argparse's rule)."""
+    dest_kw = keyword(call, "dest")
+    if isinstance(dest_kw, ast.Constant) and isinstance(dest_kw.value, str):
+        return dest_kw.value
+    return spelling.lstrip("-").replace("-", "_") if spelling else None
 
 
 def module_defaults(ctx: FileContext) -> dict[str, object]:

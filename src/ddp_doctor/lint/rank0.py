@@ -19,6 +19,7 @@ from collections.abc import Collection, Iterable
 
 from ddp_doctor.lint.context import (
     FileContext,
+    conjuncts,
     dotted,
     keyword,
     param_defaults,
@@ -907,7 +908,7 @@ def off_rank0_branch(parents: dict[ast.AST, ast.AST], node: ast.AST, predicates:
     while cur is not None and not isinstance(cur, SCOPES):
         if isinstance(cur, ast.If):
             test = cur.test
-            parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+            parts = conjuncts(test)
             if (
                 child in cur.orelse
                 and is_rank0_test(test, predicates)

@@ -10,7 +10,7 @@ import ast
 import re
 import weakref
 
-from ddp_doctor.lint.context import FileContext, dotted
+from ddp_doctor.lint.context import FileContext, conjuncts, dotted
 from ddp_doctor.lint.dist_tests import asks_if_distributed, distributed_predicates
 from ddp_doctor.lint.reductions import reducing_call
 
@@ -69,13 +69,7 @@ def _elif_of_the_other_conjuncts(
     if sum(asks) != 1:
         return False
     rest = [ctx.segment(v) for v, ask in zip(test.values, asks) if not ask]
-    elif_test = child.test
-    parts = (
-        elif_test.values
-        if isinstance(elif_test, ast.BoolOp) and isinstance(elif_test.op, ast.And)
-        else [elif_test]
-    )
-    return sorted(rest) == sorted(ctx.segment(v) for v in parts)
+    return sorted(rest) == sorted(ctx.segment(v) for v in conjuncts(child.test))
 
 
 _PREDICATES: weakref.WeakKeyDictionary[ast.Module, set[str]] = weakref.WeakKeyDictionary()

@@ -36,7 +36,7 @@ import ast
 from collections.abc import Iterator
 
 from ddp_doctor.core.catalog import Text
-from ddp_doctor.lint.context import FileContext, dotted, method
+from ddp_doctor.lint.context import FileContext, conjuncts, dotted, method
 from ddp_doctor.lint.idioms import DDP, SYNC_CONTROL
 from ddp_doctor.lint.launch_scripts import accelerate_shards
 from ddp_doctor.lint.loops import (
@@ -410,7 +410,7 @@ def _for_fsdp_only(ctx: FileContext, node: ast.AST) -> bool:
 
 def _tests_fsdp_instance(ctx: FileContext, test: ast.expr) -> bool:
     """``isinstance(m, FSDP)``, alone or as a term of an ``and``."""
-    terms = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+    terms = conjuncts(test)
     for t in terms:
         if (
             isinstance(t, ast.Call)

@@ -53,7 +53,7 @@ from typing import Any
 
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.call_arguments import dead_unless_passed, fixed_by_defaults
-from ddp_doctor.lint.context import FileContext, dotted, parameter_names
+from ddp_doctor.lint.context import FileContext, conjuncts, dotted, parameter_names
 from ddp_doctor.lint.flags import argparse_defaults
 from ddp_doctor.lint.logged_helpers import constructed_method
 from ddp_doctor.lint.loops import LoopFacts
@@ -445,7 +445,7 @@ def _rank_left_at_default(ctx: FileContext, guard: ast.If, predicates: set[str])
     rank == 0:``, called without ``rank``): it has one value in every process, so what it guards is
     logged by every rank (or by none), never by rank 0 alone."""
     test = guard.test
-    parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+    parts = conjuncts(test)
     return any(
         (is_rank0_test(p, predicates) or is_not_rank0_test(p, predicates))
         and fixed_by_defaults(ctx, p) is not None
