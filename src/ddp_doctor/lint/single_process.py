@@ -26,7 +26,7 @@ def single_process_only(ctx: FileContext, node: ast.AST) -> bool:
         if isinstance(cur, ast.If) and predicates is None:
             predicates = _distributed_predicates(ctx)
         if isinstance(cur, ast.If) and asks_if_distributed(cur.test, ctx.segment(cur.test), predicates or ()):
-            test = cur.test
+            test = _as_flag(cur.test)
             negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
             one_process = (
                 isinstance(test, ast.Compare)
@@ -49,6 +49,21 @@ def single_process_only(ctx: FileContext, node: ast.AST) -> bool:
             return True
         inner, child, cur = child, cur, ctx.parents.get(cur)
     return False
+
+
+def _as_flag(test: ast.expr) -> ast.expr:
+    """``args.ddp is True`` / ``== True`` read as ``args.ddp``, and ``is False`` / ``== False`` as
+    ``not args.ddp`` (TAP_ASR's ``if self.config.is_use_DDP is True: ... else:``): the same test."""
+    if (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], (ast.Is, ast.Eq))
+        and isinstance(right := test.comparators[0], ast.Constant)
+        and isinstance(right.value, bool)
+        and isinstance(test.left, (ast.Name, ast.Attribute, ast.Call))
+    ):
+        return test.left if right.value else ast.UnaryOp(op=ast.Not(), operand=test.left)
+    return test
 
 
 def _elif_of_the_other_conjuncts(

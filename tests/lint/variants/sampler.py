@@ -716,3 +716,75 @@ C["function_averages_gradients_of_its_own_model_by_hand"] = (
     ),
     "train.py",
 )
+
+
+def trainer_with_ddp_flag(test="self.use_ddp is True", plain_train="self.make_loader(dataset, shuffle=True)"):
+    """A trainer class that wraps and builds its loaders under one flag (TAP_ASR's ``if
+    self.config.is_use_DDP is True:``), with a plain-loader builder for the single-process branch."""
+    return {
+        "train.py": HEAD
+        + f"""
+
+class Trainer:
+    def __init__(self, net, dataset, dev_dataset, use_ddp=False):
+        self.use_ddp = use_ddp
+        if {test}:
+            self.model = DDP(net.cuda(), device_ids=[int(os.environ["LOCAL_RANK"])])
+            self.train_loader = self.make_ddp_loader(dataset)
+            self.dev_loader = self.make_loader(dev_dataset, shuffle=False)
+        else:
+            self.model = net.cuda()
+            self.train_loader = {plain_train}
+            self.dev_loader = self.make_loader(dev_dataset, shuffle=False)
+        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.1)
+        self.criterion = nn.CrossEntropyLoss()
+
+    def make_ddp_loader(self, dataset):
+        self.sampler = DistributedSampler(dataset)
+        if {test}:
+            return DataLoader(dataset, batch_size=8, sampler=self.sampler)
+        else:
+            return DataLoader(dataset, batch_size=8, shuffle=True)
+
+    def make_loader(self, dataset, shuffle):
+        return DataLoader(dataset, batch_size=8, shuffle=shuffle)
+
+    def fit(self, epochs):
+        for epoch in range(epochs):
+            if {test}:
+                self.sampler.set_epoch(epoch)
+            for x, y in self.train_loader:
+                loss = self.criterion(self.model(x.cuda()), y.cuda())
+                self.optimizer.zero_grad()
+                loss.backward()
+                self.optimizer.step()
+"""
+    }
+
+
+# the plain loaders are built only where ``use_ddp is True`` is false (also a builder of plain loaders
+# that only the single-process branch calls for the training loader): the single-process path
+C["NEG_plain_loader_in_the_else_of_a_flag_compared_is_true"] = (
+    R,
+    False,
+    trainer_with_ddp_flag(),
+    "train.py",
+)
+C["NEG_plain_loader_in_the_else_of_a_flag_compared_eq_true"] = (
+    R,
+    False,
+    trainer_with_ddp_flag(test="self.use_ddp == True"),
+    "train.py",
+)
+# near miss: the distributed branch itself trains on the plain builder's loader
+C["plain_builder_called_for_training_in_the_distributed_branch"] = (
+    R,
+    True,
+    {
+        "train.py": trainer_with_ddp_flag()["train.py"].replace(
+            "self.train_loader = self.make_ddp_loader(dataset)",
+            "self.train_loader = self.make_loader(dataset, shuffle=True)",
+        )
+    },
+    "train.py",
+)

@@ -31,6 +31,9 @@ calls ``set_epoch`` on under a test of distribution (SemCKD's CIFAR branch besid
 that binds ``train_sampler``): a distributed run of that branch stops at the unbound name.
 A top-level function that trains a model it builds from a class and never wraps, beside the
 functions of the file that do wrap, runs single-process (``_trains_own_unwrapped_model``).
+So does a loader built in the single-process branch of a test of distribution (``else`` of ``if
+self.config.is_use_DDP is True:``, ``single_process.single_process_only``), and one a builder returns
+where only such a branch binds it to the name trained on (``_bound_single_process``).
 
 Without a DataLoader, nanoGPT-style batches drawn by hand (``ix = torch.randint(len(data) - n,
 (bs,))``) come from torch's default generator, which starts from the same seed in every process:
@@ -50,7 +53,7 @@ from collections.abc import Iterator
 
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.accelerate_sinks import accelerate_prepare
-from ddp_doctor.lint.context import FileContext, dotted, keyword, parameter_names, word
+from ddp_doctor.lint.context import FileContext, dotted, holder, keyword, parameter_names, word
 from ddp_doctor.lint.dist_tests import asks_if_distributed
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.project import ProjectIndex
@@ -141,7 +144,10 @@ class SamplerMissing(Rule):
         "..., train_sampler = get_imagenet_dataloader(...)` ... `if opt.distributed: train_sampler.set_epoch(e)`: "
         "a distributed run of this branch stops there before training), a top-level function that builds its "
         "model from a class (`model = Net().to(device)`), its optimizer over `model.parameters()`, and wraps "
-        "nothing nor syncs gradients by hand, beside the file's functions that wrap (a single-process path)"
+        "nothing nor syncs gradients by hand, beside the file's functions that wrap (a single-process path), a "
+        "loader built in the single-process branch of a test of distribution (the `else` of `if args.ddp:`, "
+        "also spelled `if self.config.use_ddp is True:`), or returned by a builder that only such a branch calls "
+        "for the loader it trains on"
     )
     # ``randint``/``randperm``: batches drawn by hand, with no DataLoader (``_index_draws``)
     required = (("DataLoader", "randint", "randperm"), tuple(q.split(".")[-1] for q in DATA_PARALLEL))
@@ -201,9 +207,9 @@ class SamplerMissing(Rule):
                 continue
             if _rank_seeded(ctx, call, local_sampler) or unreached_branch(ctx, call):
                 continue  # (the latter: a builder's ``if name == "mnist":`` branch no call picks)
-            if _sampler_unbound_here(ctx, call):
-                continue  # this branch stops a distributed run before it trains
-            names = bound_names(ctx, call)
+            if _sampler_unbound_here(ctx, call) or single_process_only(ctx, call):
+                continue  # this branch stops a distributed run before it trains; runs only single-process
+            names = bound_names(ctx, call) - _bound_single_process(ctx, call)
             if evaluation_loader(names) or not trains_on(facts, names, call):
                 continue
             if not distributed_file and not (project is not None and project.hands_to_ddp_code(ctx, names)):
@@ -295,6 +301,24 @@ class SamplerMissing(Rule):
                     built_at=where,
                 )
                 break
+
+
+def _bound_single_process(ctx: FileContext, loader: ast.Call) -> set[str]:
+    """For a loader its builder returns: the names that only calls of the builder in a single-process
+    branch bind (TAP_ASR's ``if self.config.is_use_DDP is True: self.train_dataloader =
+    self.create_DDP_dataloader(...) else: self.train_dataloader = self.create_dataloader(...)``): in a
+    distributed run those names hold another builder's loader, not this one."""
+    _, parent = holder(ctx, loader)
+    if not isinstance(parent, ast.Return):
+        return set()
+    fn = ctx.enclosing_function(parent)
+    single: set[str] = set()
+    other: set[str] = set()
+    for node in ctx.of_type(ast.Assign):
+        if isinstance(node.value, ast.Call) and ctx.helper(node.value) is fn:
+            targets = {d for t in node.targets if (d := dotted(t))}
+            (single if single_process_only(ctx, node) else other).update(targets)
+    return single - other
 
 
 def _used_as_dataset(ctx: FileContext, name: str) -> bool:
