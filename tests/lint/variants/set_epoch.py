@@ -1226,3 +1226,57 @@ C["NEG_project_sampler_advancing_its_own_epoch"] = (
     "train.py",
 )
 C["NEG_project_sampler_shuffle_default_false"] = (R, False, own_sampler(shuffle_default="False"), "train.py")
+
+# ``sampler.set_epoch(0)`` once, before the epoch loop (Copyisallyouneed's ``train.py``): the epoch is
+# set for good and every pass draws the same order, as with no ``set_epoch``
+C["literal_set_once_before_the_epoch_loop"] = (
+    R,
+    True,
+    one(
+        """
+    sampler = DistributedSampler(dataset)
+    loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+    sampler.set_epoch(0)
+    for epoch in range(args.epochs):
+        for x, y in loader:
+"""
+        + STEP
+    ),
+    "train.py",
+)
+# near misses: the loop also sets its own epoch, or the one call passes a name (a resumed start)
+C["NEG_literal_set_before_the_loop_and_the_epoch_inside_it"] = (
+    R,
+    False,
+    one(
+        """
+    sampler = DistributedSampler(dataset)
+    loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+    sampler.set_epoch(0)
+    for epoch in range(args.epochs):
+        sampler.set_epoch(epoch)
+        for x, y in loader:
+"""
+        + STEP
+    ),
+    "train.py",
+)
+C["NEG_epoch_set_from_the_loop_variable_in_a_helper"] = (
+    R,
+    False,
+    one(
+        """
+    sampler = DistributedSampler(dataset)
+    loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+    for epoch in range(args.epochs):
+        start_epoch(sampler, epoch)
+        for x, y in loader:
+"""
+        + STEP,
+        """
+def start_epoch(sampler, epoch):
+    sampler.set_epoch(epoch)
+""",
+    ),
+    "train.py",
+)

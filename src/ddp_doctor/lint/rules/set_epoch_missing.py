@@ -36,6 +36,8 @@ task, picked by a variable and re-iterated when it runs out (DocRes: ``except St
 its[k] = iter(loaders[k]['loader'])``), is the loader read as any entry (``loaders[*]``). A sampler class of the file that orders its samples
 by ``self.epoch`` and changes it only in ``set_epoch`` (MagFace's ``ParallelDistributedSampler``, a copy
 of torch's; a subclass of DistributedSampler) is a DistributedSampler (``samplers.distributed_sampler_call``).
+Round 25: ``sampler.set_epoch(0)`` with a literal, outside every loop (Copyisallyouneed sets it once before
+the epoch loop), fixes one epoch for good: it counts as no ``set_epoch`` (``_set_once_to_a_literal``).
 """
 
 from __future__ import annotations
@@ -122,7 +124,9 @@ class SetEpochMissing(Rule):
         "DataLoader(...)`, `.append(...)`, also `[{'loader': DataLoader(...)} for ...]`) picked by a variable and "
         "re-created as an iterator in the step loop (`except StopIteration: its[k] = iter(loaders[k])`); a "
         "sampler class of the project's own that orders its samples by `self.epoch`, which only its `set_epoch` "
-        "changes (a subclass of DistributedSampler, or a copy: `g.manual_seed(self.epoch)` in `__iter__`)"
+        "changes (a subclass of DistributedSampler, or a copy: `g.manual_seed(self.epoch)` in `__iter__`); a "
+        "`set_epoch` passing a literal outside every loop (`sampler.set_epoch(0)` once before the epoch loop) "
+        "counts as none"
     )
     not_flagged = (
         "`shuffle=False`, `loader.sampler.set_epoch(e)`, a loader handed to `accelerator.prepare` (its "
@@ -151,7 +155,11 @@ class SetEpochMissing(Rule):
         yield from self._same_epoch_every_pass(ctx)
         # (project) ``if sampler is not None: sampler.set_epoch(...)`` in a def no call hands a
         # sampler (SEDD's ``cycle_loader(DataLoader(..., sampler=train_sampler))``): it never runs
-        units = set_epoch_units(ctx, dead=lambda c: dead_unless_passed(ctx, c) is not None)
+        # a literal epoch set once, outside every loop (Copyisallyouneed's ``sampler.set_epoch(0)`` before
+        # ``for _ in range(...): for batch in train_iter:``), never changes the order either
+        units = set_epoch_units(
+            ctx, dead=lambda c: dead_unless_passed(ctx, c) is not None or _set_once_to_a_literal(ctx, c)
+        )
         for v, involved in self._check(ctx, facts, _never_called(ctx, units)):
             # a ``set_epoch`` of the file counts unless every def the finding involves (the
             # sampler's, the epoch loop's) is one that neither runs it nor is run after it
@@ -549,6 +557,14 @@ def _changed_by(loop: ast.For | ast.AsyncFor | ast.While) -> set[str]:
     if isinstance(loop, (ast.For, ast.AsyncFor)):
         changed |= {d for n in ast.walk(loop.target) if (d := dotted(n))}
     return changed
+
+
+def _set_once_to_a_literal(ctx: FileContext, call: ast.Call) -> bool:
+    """``sampler.set_epoch(0)`` outside every loop of its def: it sets one epoch for good, so each pass
+    of a later epoch loop draws the same order, as if it were not written. One inside a loop is
+    ``_same_epoch_every_pass``'s (reported there)."""
+    given = call.args[0] if len(call.args) == 1 and not call.keywords else None
+    return isinstance(given, ast.Constant) and enclosing_loop(ctx, call) is None
 
 
 def _same_every_pass(ctx: FileContext, changed: set[str], call: ast.Call) -> bool:
