@@ -389,10 +389,20 @@ def _wraps_itself(ctx: FileContext, value: ast.expr, name: str) -> bool:
     )
 
 
-def enclosing_loop(ctx: FileContext, node: ast.AST) -> ast.For | ast.AsyncFor | ast.While | None:
+def loops_around(
+    ctx: FileContext, node: ast.AST, *, through_lambdas: bool = True
+) -> Iterator[ast.For | ast.AsyncFor | ast.While]:
+    """The loops enclosing ``node`` in its own function, innermost first (a lambda's body is part of
+    the function around it unless ``through_lambdas`` is off)."""
+    stop: tuple[type[ast.AST], ...] = (ast.FunctionDef, ast.AsyncFunctionDef)
+    if not through_lambdas:
+        stop = (*stop, ast.Lambda)
     cur = ctx.parents.get(node)
-    while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef)):
+    while cur is not None and not isinstance(cur, stop):
         if isinstance(cur, LOOPS):
-            return cur
+            yield cur
         cur = ctx.parents.get(cur)
-    return None
+
+
+def enclosing_loop(ctx: FileContext, node: ast.AST) -> ast.For | ast.AsyncFor | ast.While | None:
+    return next(loops_around(ctx, node), None)

@@ -17,8 +17,9 @@ import re
 from collections.abc import Iterator
 
 from ddp_doctor.lint.context import FileContext, dotted, keyword, parameter_names, word
-from ddp_doctor.lint.loops import LOOPS, LoopFacts
+from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.rank0 import bound_argument
+from ddp_doctor.lint.rules._data import loops_around
 
 # Draws from torch's default generator (fixed default seed, the same in every process). numpy's and
 # Python's global generators seed themselves from the OS, so their draws differ across ranks.
@@ -200,7 +201,7 @@ def _training_loop(
 ) -> ast.For | ast.AsyncFor | ast.While | None:
     """The loop that backprops on what the draw picks: a loop around the draw in its own function,
     or a loop around a same-file call of that function (``for step in ...: x, y = get_batch(...)``)."""
-    for loop in _loops_around(ctx, draw):
+    for loop in loops_around(ctx, draw, through_lambdas=False):
         if facts.has_backward(loop.body):
             return loop if _counts_steps(ctx, loop) else None
     fn = ctx.enclosing_function(draw)
@@ -208,7 +209,7 @@ def _training_loop(
         return None
     for call in ctx.of_type(ast.Call):
         if ctx.helper(call) is fn:
-            for loop in _loops_around(ctx, call):
+            for loop in loops_around(ctx, call, through_lambdas=False):
                 if facts.has_backward(loop.body):
                     if _counts_steps(ctx, loop):
                         return loop
@@ -245,12 +246,3 @@ def _counts_steps(ctx: FileContext, loop: ast.AST) -> bool:
         else:
             return False
     return False
-
-
-def _loops_around(ctx: FileContext, node: ast.AST) -> Iterator[ast.For | ast.AsyncFor | ast.While]:
-    """The loops enclosing ``node`` in its own function, innermost first."""
-    cur = ctx.parents.get(node)
-    while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-        if isinstance(cur, LOOPS):
-            yield cur
-        cur = ctx.parents.get(cur)
