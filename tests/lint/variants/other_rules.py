@@ -1002,3 +1002,47 @@ C["nsf_NEG_other_model_before_accumulate"] = (
     },
     "train.py",
 )
+# A clip written by hand in the same file (MedSora's copy of torch's clip_grad_norm_; the captioning
+# tutorials' clip_gradient clamping p.grad): run after a scaled backward, it clips scaled gradients.
+HAND_CLIP = """
+def clip_gradient(optimizer, grad_clip):
+    for group in optimizer.param_groups:
+        for param in group["params"]:
+            if param.grad is not None:
+                param.grad.data.clamp_(-grad_clip, grad_clip)
+"""
+
+
+def hand_clip(unscale):
+    return main(
+        f"""    model = DDP(net.cuda(), device_ids=[local_rank])
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    scaler = torch.cuda.amp.GradScaler()
+    for epoch in range(args.epochs):
+        for x, y in loader:
+            with torch.autocast("cuda", dtype=torch.float16):
+                loss = criterion(model(x), y)
+            optimizer.zero_grad()
+            scaler.scale(loss).backward()
+{"            scaler.unscale_(optimizer)" if unscale else ""}
+            clip_gradient(optimizer, args.grad_clip)
+            scaler.step(optimizer)
+            scaler.update()
+""",
+        HAND_CLIP,
+    )
+
+
+C["clip_hand_written_helper"] = (U, True, hand_clip(False), "train.py")
+C["clip_NEG_hand_written_helper_unscaled"] = (U, False, hand_clip(True), "train.py")
+C["clip_NEG_clip_named_helper_unscales_itself"] = (
+    U,
+    False,
+    {
+        "train.py": hand_clip(False)["train.py"].replace(
+            "    for group in optimizer.param_groups:",
+            "    scaler.unscale_(optimizer)\n    for group in optimizer.param_groups:",
+        )
+    },
+    "train.py",
+)
