@@ -1046,3 +1046,45 @@ C["clip_NEG_clip_named_helper_unscales_itself"] = (
     },
     "train.py",
 )
+# A project helper that hands its **kwargs to DDP (semseg_benchmark's convert_model): the caller's
+# find_unused_parameters=True reaches the wrap, in the same file or from another one.
+KW_WRAP = """
+def convert_model(m, **kwargs):
+    if dist.is_initialized():
+        m = DDP(m.cuda(), device_ids=[dist.get_rank()], **kwargs)
+    return m
+"""
+
+
+def kw_wrap(value, own=True):
+    call = f"    model = convert_model(net, find_unused_parameters={value})"
+    if own:
+        return main(call + LOOP, KW_WRAP)
+    return {
+        "train.py": HEAD
+        + "from dist_utils import convert_model\n"
+        + """
+def main(args, loader, net):
+    dist.init_process_group("nccl")
+    criterion = nn.CrossEntropyLoss()
+"""
+        + call
+        + LOOP,
+        "dist_utils.py": HEAD + KW_WRAP,
+    }
+
+
+C["fu_kwargs_helper"] = (F, True, kw_wrap("True"), "train.py")
+C["fu_kwargs_helper_other_file"] = (F, True, kw_wrap("True", own=False), "train.py")
+C["fu_NEG_kwargs_helper_false"] = (F, False, kw_wrap("False", own=False), "train.py")
+C["fu_NEG_kwargs_helper_not_to_ddp"] = (
+    F,
+    False,
+    {
+        "train.py": kw_wrap("True", own=False)["train.py"],
+        "dist_utils.py": HEAD + KW_WRAP.replace(", **kwargs)", ")"),
+    },
+    "train.py",
+)
+
+
