@@ -1088,3 +1088,41 @@ C["fu_NEG_kwargs_helper_not_to_ddp"] = (
 )
 
 
+# An autocast float16 by itself (torch.cuda.amp.autocast(): no dtype) beside a GradScaler switched
+# by a dtype option (baby-llama2's GradScaler(enabled=(dtype == 'float16'))): another value of that
+# option trains float16 unscaled. Under a test of that option, or built elsewhere, it is not judged.
+def dtype_switched(ctx, scaler="torch.cuda.amp.GradScaler(enabled=(args.dtype == 'float16'))"):
+    return main(f"""    model = DDP(net.cuda(), device_ids=[local_rank])
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    ptdtype = {{"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}}[args.dtype]
+    ctx = {ctx}
+    scaler = {scaler}
+    for epoch in range(args.epochs):
+        for x, y in loader:
+            with ctx:
+                loss = criterion(model(x), y)
+            optimizer.zero_grad()
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+""")
+
+
+C["fp16_default_autocast_dtype_switched_scaler"] = (
+    P,
+    True,
+    dtype_switched('nullcontext() if args.device == "cpu" else torch.cuda.amp.autocast()'),
+    "train.py",
+)
+C["fp16_NEG_dtype_autocast_dtype_switched_scaler"] = (
+    P,
+    False,
+    dtype_switched('nullcontext() if args.device == "cpu" else torch.autocast("cuda", dtype=ptdtype)'),
+    "train.py",
+)
+C["fp16_NEG_default_autocast_under_option"] = (
+    P,
+    False,
+    dtype_switched('torch.cuda.amp.autocast() if args.dtype != "float32" else nullcontext()'),
+    "train.py",
+)
