@@ -384,7 +384,8 @@ def _beside_scaler(ctx: FileContext, call: ast.Call) -> bool:
         for n in ctx.of_type(ast.Call)
     ):
         return False
-    child, cur = call, ctx.parents.get(call)
+    child: ast.AST = call
+    cur = ctx.parents.get(call)
     while cur is not None and cur is not scope:
         if isinstance(cur, (ast.If, ast.IfExp)) and child is not cur.test:
             words = {
