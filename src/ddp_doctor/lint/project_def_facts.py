@@ -274,6 +274,16 @@ def is_none(node: ast.AST | None) -> bool:
     return isinstance(node, ast.Constant) and node.value is None
 
 
+def forwards_kwargs(fn: ast.AST, wrap: ast.Call) -> bool:
+    """``wrap`` (a DDP/FSDP call in ``fn``) unpacks ``fn``'s own ``**kwargs``: a caller's keyword
+    reaches the wrap (semseg_benchmark's ``convert_model(model, **kwargs)`` building
+    ``DistributedDataParallel(model, device_ids=[rank], **kwargs)``)."""
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or fn.args.kwarg is None:
+        return False
+    name = fn.args.kwarg.arg
+    return any(k.arg is None and isinstance(k.value, ast.Name) and k.value.id == name for k in wrap.keywords)
+
+
 def wraps_parameter(ctx: FileContext, fn: ast.AST, wrap: ast.Call) -> bool:
     """The value ``wrap`` (a DDP/FSDP call in ``fn``) wraps is ``fn``'s parameter or ``self.x``, possibly
     moved or converted on the way (``model = model.cuda()``, ``m = convert_sync_batchnorm(m)``);

@@ -43,6 +43,7 @@ from ddp_doctor.lint.project_def_facts import (
     class_syncs_updates,
     compiled_param_of,
     epoch_params_of,
+    forwards_kwargs,
     fp16_cast_param,
     fp16_cast_returns,
     fp16_return,
@@ -494,6 +495,7 @@ class IndexScan(IndexBindings):
                     handed = wraps_parameter(ctx, node, n)
                     s.wraps_param |= handed
                     s.wraps_built |= not handed
+                    s.wrap_kwargs |= forwards_kwargs(node, n)
                     if id(n) in returned:
                         s.returns_ddp = True
                     parent = ctx.parents.get(n)

@@ -248,6 +248,9 @@ class Summary:
     # itself (fast-autoaugment ``get_model(conf)`` builds the ResNet it wraps).
     wraps_param: bool = False
     wraps_built: bool = False  # one of its own wraps is of a model it built
+    # One of its own wraps unpacks its ``**kwargs`` (``convert_model(model, **kwargs)``): a caller's
+    # keyword (``find_unused_parameters=True``) reaches DDP.
+    wrap_kwargs: bool = False
     # It returns ``torch.float16`` (a dtype property or helper, OLMo ``autocast_precision``): the
     # condition it does so under (``self.precision == "amp_fp16"``), "" when always; None: never.
     fp16_gate: str | None = None

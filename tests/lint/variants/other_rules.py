@@ -1002,3 +1002,127 @@ C["nsf_NEG_other_model_before_accumulate"] = (
     },
     "train.py",
 )
+# A clip written by hand in the same file (MedSora's copy of torch's clip_grad_norm_; the captioning
+# tutorials' clip_gradient clamping p.grad): run after a scaled backward, it clips scaled gradients.
+HAND_CLIP = """
+def clip_gradient(optimizer, grad_clip):
+    for group in optimizer.param_groups:
+        for param in group["params"]:
+            if param.grad is not None:
+                param.grad.data.clamp_(-grad_clip, grad_clip)
+"""
+
+
+def hand_clip(unscale):
+    return main(
+        f"""    model = DDP(net.cuda(), device_ids=[local_rank])
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    scaler = torch.cuda.amp.GradScaler()
+    for epoch in range(args.epochs):
+        for x, y in loader:
+            with torch.autocast("cuda", dtype=torch.float16):
+                loss = criterion(model(x), y)
+            optimizer.zero_grad()
+            scaler.scale(loss).backward()
+{"            scaler.unscale_(optimizer)" if unscale else ""}
+            clip_gradient(optimizer, args.grad_clip)
+            scaler.step(optimizer)
+            scaler.update()
+""",
+        HAND_CLIP,
+    )
+
+
+C["clip_hand_written_helper"] = (U, True, hand_clip(False), "train.py")
+C["clip_NEG_hand_written_helper_unscaled"] = (U, False, hand_clip(True), "train.py")
+C["clip_NEG_clip_named_helper_unscales_itself"] = (
+    U,
+    False,
+    {
+        "train.py": hand_clip(False)["train.py"].replace(
+            "    for group in optimizer.param_groups:",
+            "    scaler.unscale_(optimizer)\n    for group in optimizer.param_groups:",
+        )
+    },
+    "train.py",
+)
+# A project helper that hands its **kwargs to DDP (semseg_benchmark's convert_model): the caller's
+# find_unused_parameters=True reaches the wrap, in the same file or from another one.
+KW_WRAP = """
+def convert_model(m, **kwargs):
+    if dist.is_initialized():
+        m = DDP(m.cuda(), device_ids=[dist.get_rank()], **kwargs)
+    return m
+"""
+
+
+def kw_wrap(value, own=True):
+    call = f"    model = convert_model(net, find_unused_parameters={value})"
+    if own:
+        return main(call + LOOP, KW_WRAP)
+    return {
+        "train.py": HEAD
+        + "from dist_utils import convert_model\n"
+        + """
+def main(args, loader, net):
+    dist.init_process_group("nccl")
+    criterion = nn.CrossEntropyLoss()
+"""
+        + call
+        + LOOP,
+        "dist_utils.py": HEAD + KW_WRAP,
+    }
+
+
+C["fu_kwargs_helper"] = (F, True, kw_wrap("True"), "train.py")
+C["fu_kwargs_helper_other_file"] = (F, True, kw_wrap("True", own=False), "train.py")
+C["fu_NEG_kwargs_helper_false"] = (F, False, kw_wrap("False", own=False), "train.py")
+C["fu_NEG_kwargs_helper_not_to_ddp"] = (
+    F,
+    False,
+    {
+        "train.py": kw_wrap("True", own=False)["train.py"],
+        "dist_utils.py": HEAD + KW_WRAP.replace(", **kwargs)", ")"),
+    },
+    "train.py",
+)
+
+
+# An autocast float16 by itself (torch.cuda.amp.autocast(): no dtype) beside a GradScaler switched
+# by a dtype option (baby-llama2's GradScaler(enabled=(dtype == 'float16'))): another value of that
+# option trains float16 unscaled. Under a test of that option, or built elsewhere, it is not judged.
+def dtype_switched(ctx, scaler="torch.cuda.amp.GradScaler(enabled=(args.dtype == 'float16'))"):
+    return main(f"""    model = DDP(net.cuda(), device_ids=[local_rank])
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    ptdtype = {{"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}}[args.dtype]
+    ctx = {ctx}
+    scaler = {scaler}
+    for epoch in range(args.epochs):
+        for x, y in loader:
+            with ctx:
+                loss = criterion(model(x), y)
+            optimizer.zero_grad()
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+""")
+
+
+C["fp16_default_autocast_dtype_switched_scaler"] = (
+    P,
+    True,
+    dtype_switched('nullcontext() if args.device == "cpu" else torch.cuda.amp.autocast()'),
+    "train.py",
+)
+C["fp16_NEG_dtype_autocast_dtype_switched_scaler"] = (
+    P,
+    False,
+    dtype_switched('nullcontext() if args.device == "cpu" else torch.autocast("cuda", dtype=ptdtype)'),
+    "train.py",
+)
+C["fp16_NEG_default_autocast_under_option"] = (
+    P,
+    False,
+    dtype_switched('torch.cuda.amp.autocast() if args.dtype != "float32" else nullcontext()'),
+    "train.py",
+)

@@ -4,7 +4,8 @@ After ``scaler.scale(loss).backward()`` the gradients are scaled by ~2**16; clip
 ``scaler.unscale_(optimizer)`` clips at a threshold that many times too small (torch docs,
 "Automatic Mixed Precision examples — gradient clipping": unscale_ first). Events are taken in
 source order within one function, following same-file helpers: a clip after a scaled backward
-with no ``unscale_`` of that scaler in between is flagged. accelerate's ``clip_grad_norm_``
+with no ``unscale_`` of that scaler in between is flagged. A same-file helper named for clipping that
+scales or clamps ``.grad`` in place is a clip too (MedSora's copy of ``clip_grad_norm_``). accelerate's ``clip_grad_norm_``
 unscales by itself and is not matched. apex: ``with amp.scale_loss(loss, optimizer) as
 scaled_loss: scaled_loss.backward()`` leaves the gradients scaled until the block exits (apex
 unscales them into the master gradients on ``__exit__``), so a clip inside that block, after the
@@ -36,13 +37,16 @@ CLIPS = (
     "torch.nn.utils.clip_grads_with_norm_",
 )
 APEX_SCALE_LOSS = "apex.amp.scale_loss"
+# In-place tensor methods a hand-written clip ends in (``g.mul_(clip_coef)``, ``p.grad.clamp_(-c, c)``).
+HAND_CLIPS = frozenset({"mul_", "clamp_", "clip_", "div_", "_foreach_mul_"})
 
 
 class ClipBeforeUnscale(Rule):
     id = "clip-before-unscale"
     flagged = (
         "in source order within a function (following same-file helpers): "
-        "`scaler.scale(x).backward()`, then `torch.nn.utils.clip_grad_norm_/clip_grad_value_` with no"
+        "`scaler.scale(x).backward()`, then `torch.nn.utils.clip_grad_norm_/clip_grad_value_` (or a same-file "
+        "clip written by hand: a `*clip*` def doing `g.mul_(coef)` / `p.grad.clamp_(-c, c)`) with no"
         ' `scaler.unscale_` in between; `accelerator.backward(loss)` of an `Accelerator(mixed_precision="fp16")` '
         "(also one branch of an `if`) then the torch clip, with no `unscale_gradients()`; a torch clip "
         "inside apex's `with amp.scale_loss(loss, optimizer) as scaled: scaled.backward()` block"
@@ -55,7 +59,8 @@ class ClipBeforeUnscale(Rule):
         "inserts `scaler.unscale_(optimizer)` above the clip (when backward, clip and "
         "`scaler.step(optimizer)` are in one function)"
     )
-    required = (("scale", "mixed_precision", "scale_loss"), tuple(c.split(".")[-1] for c in CLIPS))
+    # ``grad``: a hand-written clip reads ``p.grad`` (``_clips_by_hand``)
+    required = (("scale", "mixed_precision", "scale_loss"), (*(c.split(".")[-1] for c in CLIPS), "grad"))
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
         yield from self._apex(ctx)
@@ -177,12 +182,34 @@ def _events(
             yield "unscale", m[0], call
         elif m and m[1] == "step" and m[0] and call.args:
             yield "step", m[0], call
-        elif ctx.call_qualname(call) in CLIPS:
+        elif (
+            ctx.call_qualname(call) in CLIPS
+            or (fn := ctx.helper(call)) is not None
+            and _clips_by_hand(ctx, fn)
+        ):
             yield "clip", None, call
-        elif depth:
-            fn = ctx.helper(call)
-            if fn is not None and id(fn) not in seen:
-                yield from _events(ctx, fn, depth - 1, seen | {id(fn)})
+        elif depth and fn is not None and id(fn) not in seen:
+            yield from _events(ctx, fn, depth - 1, seen | {id(fn)})
+
+
+def _clips_by_hand(ctx: FileContext, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """``fn`` is a hand-written clip: named for clipping, it reads ``.grad`` and scales or clamps in
+    place (MedSora's same-file copy of ``torch.nn.utils.clip_grad_norm_`` ending in ``g.mul_(coef)``;
+    the captioning tutorials' ``clip_gradient(optimizer, c)`` doing ``p.grad.data.clamp_(-c, c)``).
+    A helper that calls torch's clip or unscales is followed instead: its own events say it."""
+    if "clip" not in fn.name.lower():
+        return False
+    reads_grad = in_place = False
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Attribute) and n.attr == "grad":
+            reads_grad = True
+        elif isinstance(n, ast.Call):
+            m = method(n)
+            if m and m[1] in ("unscale_", "unscale_gradients") or ctx.call_qualname(n) in CLIPS:
+                return False
+            if m and m[1] in HAND_CLIPS:
+                in_place = True
+    return reads_grad and in_place
 
 
 def _fp16_accelerator(ctx: FileContext, receiver: str) -> ast.expr | None:

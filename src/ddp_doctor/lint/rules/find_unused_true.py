@@ -41,6 +41,7 @@ from ddp_doctor.lint.launch_scripts import FLAG, launched_values, option_value
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.module_moves import unmoved
 from ddp_doctor.lint.option_defaults import option_default
+from ddp_doctor.lint.project_def_facts import forwards_kwargs
 from ddp_doctor.lint.provenance import evaluation_function, runs_without_grad
 from ddp_doctor.lint.rank0 import bound_argument
 from ddp_doctor.lint.rules.base import Rule, Violation, replace_node
@@ -81,7 +82,9 @@ class FindUnusedTrue(Rule):
         "`find_unused_parameters=True` on DDP, accelerate `DistributedDataParallelKwargs`, Lightning "
         "`DDPStrategy`/`DDPPlugin`, or `ddp_find_unused_parameters=True` on `TrainingArguments`; "
         'Lightning `strategy="ddp_find_unused_parameters_true"`; the keyword unpacked from a dict '
-        "(`**ddp_cfg`) or given to a project subclass of DDP or of a Lightning DDP strategy; a conditional that "
+        "(`**ddp_cfg`) or given to a project subclass of DDP or of a Lightning DDP strategy, or to a project "
+        "function that hands its `**kwargs` to the DDP call (`convert_model(model, find_unused_parameters=True)`); "
+        "a conditional that "
         "picks a literal True for one configuration (`True if sample_param['history'] > 1 else False`, "
         "config-gated by its condition); an option whose default is True where the project writes it "
         "(`find_unused_parameters=args.find_unused` with `add_argument('--find_unused', default=True)`, a "
@@ -449,7 +452,9 @@ def _passed_otherwise(ctx: FileContext, call: ast.Call, value: ast.Name) -> bool
 def _handed_to_a_wrap_helper(ctx: FileContext, call: ast.Call) -> ast.keyword | None:
     """``distribute_model(model, device, find_unused_paras=True)`` where ``distribute_model`` (of this
     file, or in project mode of the project) wraps in DDP with ``find_unused_parameters=<that
-    parameter>``: the call is where True is chosen. Not DDP's own keyword (read above)."""
+    parameter>``, or ``convert_model(model, find_unused_parameters=True)`` where it hands its
+    ``**kwargs`` to the DDP call (semseg_benchmark): the call is where True is chosen. Not DDP's own
+    keyword (read above)."""
     if _keyword(ctx.call_qualname(call) or "") is not None:
         return None
     for k in call.keywords:
@@ -460,20 +465,30 @@ def _handed_to_a_wrap_helper(ctx: FileContext, call: ast.Call) -> ast.keyword | 
             and k.value.value is True
         ):
             continue
+        # DDP's own keyword name reaches the wrap through the helper's ``**kwargs`` too
+        own_name = k.arg == "find_unused_parameters"
         fn = ctx.helper(call)
         if fn is not None:
             if any(
                 isinstance(n, ast.Call)
                 and _keyword(ctx.call_qualname(n) or "") is not None
-                and any(
-                    isinstance(v, ast.Name) and v.id == k.arg for v in [keyword(n, "find_unused_parameters")]
+                and (
+                    any(
+                        isinstance(v, ast.Name) and v.id == k.arg
+                        for v in [keyword(n, "find_unused_parameters")]
+                    )
+                    or (own_name and forwards_kwargs(fn, n))
                 )
                 for n in ast.walk(fn)
             ):
                 return k
         elif ctx.project is not None:
             summary = ctx.project.summary_for(ctx, call.func)
-            if summary is not None and summary.wraps_ddp and k.arg in summary.params:
+            if (
+                summary is not None
+                and summary.wraps_ddp
+                and (k.arg in summary.params or (own_name and summary.wrap_kwargs))
+            ):
                 return k
     return None
 

@@ -84,7 +84,8 @@ class Fp16NoScaler(Rule):
         "(`convert_weights(model)`: `model.apply` of a def doing `.half()`); a GradScaler built only for "
         'other values of the option that picks float16 (`GradScaler() if args.precision == "amp" else None` '
         'with `if args.precision == "fp16": model.half()`, `GradScaler(enabled=cfg.dtype == "float16")` with '
-        'a `{"fp16": torch.float16}[cfg.dtype]` autocast)'
+        'a `{"fp16": torch.float16}[cfg.dtype]` autocast, `GradScaler(enabled=(dtype == "float16"))` beside a '
+        "`torch.cuda.amp.autocast()` of the same block, float16 whatever that option says)"
     )
     not_flagged = (
         "bf16, a dtype held in a variable (nanoGPT's `ptdtype`), `enabled=flag`, a float16 teacher "
@@ -151,16 +152,28 @@ class Fp16NoScaler(Rule):
                 picked = _unscaled_pick(ctx, n, scaler_values)
                 if picked is None:
                     continue  # float16 not picked by an option value the scaler leaves out
-                gate = f"{_flag_text(ctx, _expr(picked[0]), defaults)} == {picked[1]!r}"
+                option_text = _flag_text(ctx, _expr(picked[0]), defaults)
+                gate = (
+                    f"{option_text} == {picked[1]!r}"
+                    if picked[1]
+                    else f"{option_text} other than {_values(scaler_values)}"
+                )
             gate = gate or gate_of(ctx, n, defaults)
             what = ctx.segment(n)
             if "\n" in what:  # a call over several lines: its name, not a cut line with its comment
                 what = f"{dotted(n.func) or what.splitlines()[0]}(...)"
-            if picked is not None:
+            if picked is not None and not picked[1]:
+                built = _values(scaler_values)
+                message = Text(
+                    f"`{what}` trains in float16 whatever `{picked[0]}` is, but the GradScaler is built only "
+                    f"when it is {built}: with another value, small gradients underflow to zero, large ones overflow.",
+                    f"无论 `{picked[0]}` 取何值，`{what}` 都以 float16 训练，但 GradScaler 只在其为 {built} 时创建："
+                    "取其他值时小梯度下溢为零，大梯度溢出。",
+                )
+            elif picked is not None:
                 option, value = picked
                 # the scaler's own option may be spelled otherwise (``cfg.precision`` / ``args.precision``)
-                ((_, covered),) = scaler_values.items()
-                built = "/".join(repr(v) for v in sorted(covered))
+                built = _values(scaler_values)
                 message = Text(
                     f"`{what}` trains in float16 when `{option}` is {value!r}, but the GradScaler is built "
                     f"only when it is {built}: small gradients underflow to zero, large ones overflow.",
@@ -339,7 +352,57 @@ def _unscaled_pick(
         if values & covered:
             return None  # some float16 value is scaled: not judged
         return option, sorted(values)[0]
+    if _float16_always(ctx, call) and _beside_scaler(ctx, call):
+        # baby-llama2's ``torch.cuda.amp.autocast()`` (no dtype: float16 on CUDA) beside
+        # ``GradScaler(enabled=(dtype == 'float16'))``, with no test of that option around it (only
+        # ``if __name__ == "__main__":``): the option switches the scaler, not the autocast, so its
+        # other values train float16 unscaled ("": every value the scaler leaves out)
+        return scaler_option, ""
     return None
+
+
+def _float16_always(ctx: FileContext, call: ast.Call) -> bool:
+    """``call`` is an autocast that is float16 by itself: no ``enabled`` switch, and a literal
+    ``torch.float16`` dtype or none (``torch.cuda.amp.autocast()``, ``torch.autocast("cuda")``)."""
+    qual = ctx.call_qualname(call)
+    if qual not in (AUTOCAST, CUDA_AUTOCAST) or argument(call, "enabled", 0 if qual == CUDA_AUTOCAST else 2):
+        return False
+    dtype = argument(call, "dtype", 1)
+    if dtype is not None:
+        return ctx.qualname(dtype) == FP16
+    return qual == CUDA_AUTOCAST or _cuda_device(ctx, call)
+
+
+def _beside_scaler(ctx: FileContext, call: ast.Call) -> bool:
+    """``call`` runs in the function (or module block) that builds the GradScaler, under no test but
+    the device's or ``__name__``'s: nothing but the scaler's own switch tells the two apart. An
+    autocast under some other ``if`` (or in another function) may be reached only for the scaler's
+    values."""
+    scope = ctx.enclosing_function(call)
+    if not any(
+        (dotted(n.func) or "").endswith("GradScaler") and ctx.enclosing_function(n) is scope
+        for n in ctx.of_type(ast.Call)
+    ):
+        return False
+    child: ast.AST = call
+    cur = ctx.parents.get(call)
+    while cur is not None and cur is not scope:
+        if isinstance(cur, (ast.If, ast.IfExp)) and child is not cur.test:
+            words = {
+                n.id if isinstance(n, ast.Name) else n.attr
+                for n in ast.walk(cur.test)
+                if isinstance(n, (ast.Name, ast.Attribute))
+            }
+            if not any("device" in w or "cuda" in w or w == "__name__" for w in words):
+                return False
+        child, cur = cur, ctx.parents.get(cur)
+    return True
+
+
+def _values(scaler_values: dict[str, frozenset[str]]) -> str:
+    """The option values the file's GradScaler is built for: ``'fp16'/'amp'``."""
+    ((_, covered),) = scaler_values.items()
+    return "/".join(repr(v) for v in sorted(covered))
 
 
 def _dtype_table(ctx: FileContext, dtype: ast.AST, at: ast.AST) -> tuple[str, frozenset[str]] | None:
