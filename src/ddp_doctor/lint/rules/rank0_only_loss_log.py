@@ -383,6 +383,10 @@ def _scalar_logger_calls(
         if not hit:
             other = True  # the training code hands it something else too: the learning rate
             continue
+        # a dict of the loss beside other values (DDPM-weather ``self._log(epoch, {"avg_loss":
+        # avg_loss.item(), "lr": lr})``): a logger of whatever metrics it is handed, like one handed
+        # the learning rate by another call
+        other = other or any(_mixed_dict(flow, caller, a, taint) for a in args)
         by_caller.setdefault(id(caller), []).append((call, *_named_value(hit, taint)))
     if not other or not by_caller:
         return None
@@ -392,6 +396,21 @@ def _scalar_logger_calls(
         first, name, kind = calls[0]
         out.append((first, sorted({c[0].lineno for c in calls[1:]} - {first.lineno}), name, kind))
     return out
+
+
+def _mixed_dict(flow: LossFlow, scope: ast.AST, arg: ast.expr, taint: Taint) -> bool:
+    """``arg`` is a dict display (or a name whose latest binding before it is one) with a value that
+    reads no training name: ``{"loss": loss.item(), "lr": lr}``."""
+    shown: ast.AST | None = arg
+    if isinstance(arg, ast.Name):
+        before = [b for b in flow.ctx.bindings(scope).get(arg.id, []) if b.lineno < arg.lineno]
+        last = before[-1] if before else None
+        shown = last.value if isinstance(last, ast.Assign) and len(last.targets) == 1 else None
+    if not isinstance(shown, ast.Dict):
+        return False
+    return any(
+        v is not None and not reads(ast.walk(v), taint.fields) & taint.names for v in shown.values
+    ) and any(v is not None and reads(ast.walk(v), taint.fields) & taint.names for v in shown.values)
 
 
 def _output(node: ast.AST) -> str | None:
