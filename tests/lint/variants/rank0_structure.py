@@ -2476,3 +2476,44 @@ C["NEG_loss_only_dict_handed_to_a_rank0_logging_method_not_reported_at_the_call"
     {"trainer.py": METRICS_DICT.replace("LR", "")},
     "trainer.py:25",
 )
+# Round 25 (FastPCC): the loop variable of the training logs (``for name, item in loss_dict.items():
+# item = item.item()``) reused by a later loop over the test results logged on rank 0: that loop's
+# values are not the loss; a later loop over the loss dict again still logs it
+LOOP_VARIABLE_REUSED = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.tensorboard import SummaryWriter
+
+
+def main(net, loader, evaluate, args):
+    dist.init_process_group("nccl")
+    local_rank = dist.get_rank()
+    model = DDP(net.cuda())
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    tb_writer = SummaryWriter() if local_rank == 0 else None
+    for epoch in range(args.epochs):
+        for x in loader:
+            loss_dict = model(x)
+            optimizer.zero_grad()
+            loss_dict["loss"].backward()
+            optimizer.step()
+            for item_name, item in loss_dict.items():
+                item = item.item()
+        if local_rank in (-1, 0):
+            test_items = evaluate(model)
+            for item_name, item in ITEMS.items():
+                tb_writer.add_scalar("Test/" + item_name, item, epoch)
+"""
+C["loop_variable_of_the_loss_dict_logged_by_a_later_loop_over_it"] = (
+    R,
+    True,
+    {"train.py": LOOP_VARIABLE_REUSED.replace("ITEMS", "loss_dict")},
+    "train.py",
+)
+C["NEG_loop_variable_of_the_loss_dict_reused_over_test_results"] = (
+    R,
+    False,
+    {"train.py": LOOP_VARIABLE_REUSED.replace("ITEMS", "test_items")},
+    "train.py",
+)

@@ -582,6 +582,14 @@ def _holds_training_value(
             return False
     updated = any(bound_at < u < line for u in taint.updates.get(name, ()))
     if (
+        isinstance(binding, (ast.For, ast.AsyncFor))
+        and not updated
+        and not _iterates_training(flow, binding, taint)
+    ):
+        # a later loop reusing the loop variable over other values (FastPCC's ``for item_name, item in
+        # test_items.items():`` after ``for item_name, item in loss_dict.items(): item = item.item()``)
+        return False
+    if (
         isinstance(binding, ast.Assign)
         and isinstance(binding.targets[0], ast.Tuple)
         and isinstance(binding.value, ast.Call)
@@ -777,4 +785,15 @@ def _evaluation_loop(flow: LossFlow, loop: ast.For | ast.AsyncFor | ast.While, t
         isinstance(n, ast.Call) and FORWARD_NAME.search((dotted(n.func) or "").split(".")[-1])
         for stmt in loop.body
         for n in ctx.local(stmt)
+    )
+
+
+def _iterates_training(flow: LossFlow, loop: ast.For | ast.AsyncFor, taint: Taint) -> bool:
+    """What ``loop`` iterates reads a training value (``for k, v in loss_dict.items()``) or is
+    computed by code that returns the loss (``for loss in self.train_steps(loader)``)."""
+    if reads(ast.walk(loop.iter), taint.fields) & taint.names:
+        return True
+    return any(
+        isinstance(c, ast.Call) and (flow.ctx.helper(c) is not None or flow.call_shape(c) is not None)
+        for c in ast.walk(loop.iter)
     )
