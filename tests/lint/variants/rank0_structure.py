@@ -2517,3 +2517,56 @@ C["NEG_loop_variable_of_the_loss_dict_reused_over_test_results"] = (
     {"train.py": LOOP_VARIABLE_REUSED.replace("ITEMS", "test_items")},
     "train.py",
 )
+# Round 25 (lavse): ``if self.master:`` where the constructor sets ``self.master = master`` from a
+# parameter that defaults to True and that no construction of the class passes: every process is
+# "master" and logs its own loss; the class built with ``master=(rank == 0)`` logs on rank 0 only
+MASTER_TRAINER = """
+import torch
+
+
+class Trainer:
+    def __init__(self, model, optimizer, master=True):
+        self.model = model
+        self.optimizer = optimizer
+        self.master = master
+
+    def train_epoch(self, loader):
+        for x, y in loader:
+            loss = self.model(x, y)
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+            if self.master:
+                print(f"loss {loss.item():.4f}")
+"""
+MASTER_RUN = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from lib import train
+
+
+def main(net, loader):
+    dist.init_process_group("nccl")
+    rank = dist.get_rank()
+    model = DDP(net.cuda())
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    trainer = train.Trainer(model=model, optimizer=optimizer{PASS})
+    trainer.train_epoch(loader)
+"""
+C["master_flag_passed_as_the_rank0_test"] = (
+    R,
+    True,
+    {
+        "lib/__init__.py": "",
+        "lib/train.py": MASTER_TRAINER,
+        "run.py": MASTER_RUN.replace("{PASS}", ", master=rank == 0"),
+    },
+    "lib/train.py",
+)
+C["NEG_master_flag_left_at_its_default_by_every_construction"] = (
+    R,
+    False,
+    {"lib/__init__.py": "", "lib/train.py": MASTER_TRAINER, "run.py": MASTER_RUN.replace("{PASS}", "")},
+    "lib/train.py",
+)
