@@ -43,10 +43,15 @@ KNOWN_MISSES = {
 
 
 def _reported(root: Path, rule: str, report: str, select: tuple[str, ...] | None) -> bool:
+    """A finding of ``rule`` in the file ``report`` (``path:line``: on that line)."""
     result = lint_paths([root], select=select)
     assert not result.diagnostics, [d.message for d in result.diagnostics]
+    path, _, line = report.partition(":")
     return any(
-        f.id == rule and Path(f.path or "").resolve() == (root / report).resolve() for f in result.findings
+        f.id == rule
+        and Path(f.path or "").resolve() == (root / path).resolve()
+        and (not line or f.line == int(line))
+        for f in result.findings
     )
 
 

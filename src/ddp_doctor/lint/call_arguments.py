@@ -16,7 +16,7 @@ import ast
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ddp_doctor.lint.context import FileContext, param_defaults, positional_params
+from ddp_doctor.lint.context import FileContext, dotted, param_defaults, positional_params
 
 ANY = "*"
 Passed = dict[str, set[int | str]]
@@ -58,6 +58,20 @@ def never_passed(
     return name not in params or params.index(name) not in given
 
 
+def never_constructed_with(
+    passed: Passed, cls: ast.ClassDef, init: ast.FunctionDef | ast.AsyncFunctionDef, module: str, name: str
+) -> bool:
+    """Constructions of ``cls`` were seen and none passes its ``__init__`` parameter ``name`` (the
+    caller rules out subclasses, which may hand it on through ``super().__init__``)."""
+    params = positional_params(init, bound=True)
+    if f"{module}.{cls.name}" not in passed:
+        return False  # (a call ``x.Trainer(...)`` alone may build another module's class)
+    given = set().union(*(passed[k] for k in (f"{module}.{cls.name}", f".{cls.name}") if k in passed))
+    if ANY in given or name in given:
+        return False
+    return name not in params or params.index(name) not in given
+
+
 def dead_unless_passed(ctx: FileContext, node: ast.AST) -> str | None:
     """(project mode) ``node`` sits under ``if writer is not None:`` (or ``if writer:``, also one
     operand of an ``and``) where ``writer`` is a parameter of the enclosing function that defaults to
@@ -88,8 +102,50 @@ def fixed_by_defaults(ctx: FileContext, test: ast.expr) -> str | None:
     constant default (``left_at_default``): ``if rank == 0:`` in pangu-pytorch's ``def train(...,
     rank=0)``, which the launch script calls without ``rank``. The test has the same value in every
     process, whatever that process's rank. The first such parameter's name, or None."""
-    values = _defaults_read(ctx, ctx.enclosing_function(test), test)
-    return next(iter(values)) if values else None
+    fn = ctx.enclosing_function(test)
+    values = _defaults_read(ctx, fn, test)
+    if values:
+        return next(iter(values))
+    # ``if self.master:`` where every instance keeps the constructor's default (lavse's ``Trainer(...,
+    # master=True)``, built without ``master``): the same value in every process
+    attr = test.attr if isinstance(test, ast.Attribute) and dotted(test.value) == "self" else None
+    if attr is not None and isinstance(_attribute_default(ctx, fn, attr), ast.Constant):
+        return f"self.{attr}"
+    return None
+
+
+def _attribute_default(ctx: FileContext, fn: ast.AST, attr: str) -> ast.expr | None:
+    """(project mode) ``self.<attr>`` read in a method ``fn``: the constant default of the
+    ``__init__`` parameter the class sets it from, when every instance holds that default: the
+    file sets ``<obj>.<attr>`` once, in ``__init__``, to the bare parameter (never rebound there),
+    and the project builds the class but no construction passes the parameter (``never_constructed_with``)."""
+    project, cls = ctx.project, ctx.parents.get(fn)
+    if project is None or ctx.module is None or not isinstance(cls, ast.ClassDef):
+        return None
+    init = next(
+        (
+            f
+            for f in cls.body
+            if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == "__init__"
+        ),
+        None,
+    )
+    stores = [x for x in ctx.of_type(ast.Attribute) if x.attr == attr and isinstance(x.ctx, ast.Store)]
+    store = ctx.parents.get(stores[0]) if len(stores) == 1 else None
+    if (
+        init is None
+        or not isinstance(store, ast.Assign)
+        or ctx.enclosing_function(store) is not init
+        or len(store.targets) != 1
+        or dotted(store.targets[0]) != f"self.{attr}"
+        or not isinstance(store.value, ast.Name)
+    ):
+        return None
+    param = store.value.id
+    default = param_defaults(init).get(param)
+    if default is None or ctx.bindings(init).get(param):
+        return None
+    return default if project.never_constructed_with(cls, init, ctx.module, param) else None
 
 
 def _defaults_read(ctx: FileContext, fn: ast.AST, test: ast.expr) -> dict[str, object] | None:

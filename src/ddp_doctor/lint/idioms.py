@@ -73,6 +73,10 @@ MAIN_FLAG = re.compile(
     r"^rank_?(zero|0)$|^is_local_main_process$|^is_primary$|^is_master_ordinal$|^is_world_process_zero$",
     re.IGNORECASE,
 )
+# What a single-process answer of an "am I rank 0?" function tests: the process group or the devices.
+PROCESS_TEST = re.compile(
+    r"distributed|ddp|world_size|is_initialized|is_available|device_count|gpus?\b|rank", re.IGNORECASE
+)
 # The index ``mp.spawn`` passes a worker is its rank: DGL's ``proc_id``, ``process_id``.
 RANK_NAME = re.compile(r"rank|process_index|(^|[._\s])proc(ess)?_(id|idx|index)\b", re.IGNORECASE)
 # The GPU a spawned process drives (``mp.spawn(main_worker)`` passes it as ``gpu``): its local rank.

@@ -9,7 +9,7 @@ import ast
 from collections.abc import Iterable
 from pathlib import Path
 
-from ddp_doctor.lint.call_arguments import never_passed
+from ddp_doctor.lint.call_arguments import never_constructed_with, never_passed
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method, parameter_names, positional_params
 from ddp_doctor.lint.handed_models import handed_builder
 from ddp_doctor.lint.launch_scripts import launch_files, launch_settings
@@ -48,6 +48,15 @@ class IndexQueries(IndexCore):
     ) -> bool:
         """Some call of ``fn`` is seen in the project and none passes its parameter ``name``."""
         return never_passed(self.passed_arguments, fn, module, in_class, name)
+
+    def never_constructed_with(
+        self, cls: ast.ClassDef, init: ast.FunctionDef | ast.AsyncFunctionDef, module: str, name: str
+    ) -> bool:
+        """Some construction of ``cls`` is seen in the project and none passes ``name`` to its
+        ``__init__``; the class has no project subclass (whose constructor may pass it on)."""
+        if self._subclasses().get(f"{module}.{cls.name}"):
+            return False
+        return never_constructed_with(self.passed_arguments, cls, init, module, name)
 
     def module_builds_batchnorm(self, module: str) -> bool:
         """Some function or class of ``module`` builds BatchNorm (after propagation); for a package,

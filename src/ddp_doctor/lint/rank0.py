@@ -33,6 +33,7 @@ from ddp_doctor.lint.idioms import (
     GPU_NAME,
     LOGGER_NAME,
     MAIN_FLAG,
+    PROCESS_TEST,
     QUIET_LEVELS,
     RANK0_DECORATOR,
     RANK0_FUNCTION,
@@ -543,15 +544,29 @@ def _beside(parents: dict[ast.AST, ast.AST], node: ast.AST, others: list[ast.Cal
 def rank0_predicates(tree: ast.AST, functions: Iterable[ast.AST] | None = None) -> set[str]:
     """Functions of a file that answer "am I rank 0?": every ``return`` is a rank-0 test
     (``def is_main(): return dist.get_rank() == 0``), however the function is named. ``functions``:
-    the file's function definitions when known (no walk of the tree)."""
+    the file's function definitions when known (no walk of the tree). A ``return True`` under an
+    ``if`` is the single-process answer beside the rank test (DDPM-weather ``is_main_gpu``: ``if
+    torch.cuda.device_count() < 2: return True``, then ``return dist.get_rank() == 0``): the one
+    process is rank 0."""
     out: set[str] = set()
     for fn in ast.walk(tree) if functions is None else functions:
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or len(fn.body) > 6:
             continue
         returns = [n for n in walk_local(fn.body) if isinstance(n, ast.Return)]
-        if returns and all(r.value is not None and is_rank0_test(r.value) for r in returns):
+        tests = [r for r in returns if not _guarded_true(r, fn.body)]
+        if tests and all(r.value is not None and is_rank0_test(r.value) for r in tests):
             out.add(fn.name)
     return out
+
+
+def _guarded_true(ret: ast.Return, body: list[ast.stmt]) -> bool:
+    """``ret`` is ``return True`` in the body of a top-level ``if`` that asks about the processes or
+    devices (``if not dist.is_initialized():``, ``if torch.cuda.device_count() < 2:``), not about the
+    step (``if step % 100 == 0: return True`` makes every rank log then)."""
+    return _is_true(ret.value) and any(
+        isinstance(stmt, ast.If) and ret in stmt.body and bool(PROCESS_TEST.search(ast.unparse(stmt.test)))
+        for stmt in body
+    )
 
 
 def _zero_rank_name(node: ast.AST, predicates: Collection[str]) -> bool:

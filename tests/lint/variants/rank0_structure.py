@@ -2384,3 +2384,189 @@ C["NEG_rank_set_to_zero_only_off_the_launcher_every_rank_logs"] = (
     {"train.py": RANK_SET_TO_ZERO_OFF_LAUNCHER.replace("if args.on_main_process:", "if True:")},
     "train.py",
 )
+
+
+# Round 25 (DDPM-weather): an "am I rank 0?" helper of another file answers True when there is one
+# process (``if torch.cuda.device_count() < 2: return True``) and ``dist.get_rank() == 0`` otherwise;
+# its callers' logs are rank 0's. A helper that answers True every hundredth step lets every rank log.
+MAIN_GPU_UTILS = """
+import torch
+import torch.distributed as dist
+
+
+def is_main_gpu(step=0):
+    if SINGLE:
+        return True
+    return dist.get_rank() == 0
+"""
+MAIN_GPU_TRAIN = """
+import torch
+from utils.distributed import is_main_gpu
+
+
+def run_epoch(model, loader, optimizer):
+    total = 0.0
+    for i, (x, y) in enumerate(loader):
+        loss = model(x, y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        total += loss.item()
+        if is_main_gpu(i):
+            print(f"loss {total / (i + 1):.4f}")
+"""
+C["rank0_helper_true_when_one_device"] = (
+    R,
+    True,
+    {
+        "utils/__init__.py": "",
+        "utils/distributed.py": MAIN_GPU_UTILS.replace("SINGLE", "torch.cuda.device_count() < 2"),
+        "trainer.py": MAIN_GPU_TRAIN,
+    },
+    "trainer.py",
+)
+C["NEG_rank0_helper_true_every_hundredth_step"] = (
+    R,
+    False,
+    {
+        "utils/__init__.py": "",
+        "utils/distributed.py": MAIN_GPU_UTILS.replace("SINGLE", "step % 100 == 0"),
+        "trainer.py": MAIN_GPU_TRAIN,
+    },
+    "trainer.py",
+)
+# Round 25 (DDPM-weather): a method logging whatever metrics dict it is handed, on rank 0 only, handed
+# ``{"avg_loss": loss.item(), "lr": lr}``: the call that hands it the loss is the event (reported
+# there, where the fix goes), not the method's sinks; a method only ever handed the loss is the event
+METRICS_DICT = """
+import torch
+import torch.distributed as dist
+import wandb
+
+
+class Trainer:
+    def __init__(self, model, loader, optimizer):
+        self.model = model
+        self.loader = loader
+        self.optimizer = optimizer
+
+    def _log(self, step, log_dict):
+        if dist.get_rank() != 0:
+            return
+        wandb.log(log_dict, step=step)
+
+    def train(self):
+        for i, (x, y) in enumerate(self.loader):
+            loss = self.model(x, y)
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+            log = {"avg_loss_it": loss.item()LR}
+            self._log(i, log)
+"""
+C["metrics_dict_handed_to_a_rank0_logging_method_reported_at_the_call"] = (
+    R,
+    True,
+    {"trainer.py": METRICS_DICT.replace("LR", ', "lr_it": self.optimizer.param_groups[0]["lr"]')},
+    "trainer.py:25",
+)
+C["NEG_loss_only_dict_handed_to_a_rank0_logging_method_not_reported_at_the_call"] = (
+    R,
+    False,
+    {"trainer.py": METRICS_DICT.replace("LR", "")},
+    "trainer.py:25",
+)
+# Round 25 (FastPCC): the loop variable of the training logs (``for name, item in loss_dict.items():
+# item = item.item()``) reused by a later loop over the test results logged on rank 0: that loop's
+# values are not the loss; a later loop over the loss dict again still logs it
+LOOP_VARIABLE_REUSED = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.tensorboard import SummaryWriter
+
+
+def main(net, loader, evaluate, args):
+    dist.init_process_group("nccl")
+    local_rank = dist.get_rank()
+    model = DDP(net.cuda())
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    tb_writer = SummaryWriter() if local_rank == 0 else None
+    for epoch in range(args.epochs):
+        for x in loader:
+            loss_dict = model(x)
+            optimizer.zero_grad()
+            loss_dict["loss"].backward()
+            optimizer.step()
+            for item_name, item in loss_dict.items():
+                item = item.item()
+        if local_rank in (-1, 0):
+            test_items = evaluate(model)
+            for item_name, item in ITEMS.items():
+                tb_writer.add_scalar("Test/" + item_name, item, epoch)
+"""
+C["loop_variable_of_the_loss_dict_logged_by_a_later_loop_over_it"] = (
+    R,
+    True,
+    {"train.py": LOOP_VARIABLE_REUSED.replace("ITEMS", "loss_dict")},
+    "train.py",
+)
+C["NEG_loop_variable_of_the_loss_dict_reused_over_test_results"] = (
+    R,
+    False,
+    {"train.py": LOOP_VARIABLE_REUSED.replace("ITEMS", "test_items")},
+    "train.py",
+)
+# Round 25 (lavse): ``if self.master:`` where the constructor sets ``self.master = master`` from a
+# parameter that defaults to True and that no construction of the class passes: every process is
+# "master" and logs its own loss; the class built with ``master=(rank == 0)`` logs on rank 0 only
+MASTER_TRAINER = """
+import torch
+
+
+class Trainer:
+    def __init__(self, model, optimizer, master=True):
+        self.model = model
+        self.optimizer = optimizer
+        self.master = master
+
+    def train_epoch(self, loader):
+        for x, y in loader:
+            loss = self.model(x, y)
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+            if self.master:
+                print(f"loss {loss.item():.4f}")
+"""
+MASTER_RUN = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from lib import train
+
+
+def main(net, loader):
+    dist.init_process_group("nccl")
+    rank = dist.get_rank()
+    model = DDP(net.cuda())
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    trainer = train.Trainer(model=model, optimizer=optimizer{PASS})
+    trainer.train_epoch(loader)
+"""
+C["master_flag_passed_as_the_rank0_test"] = (
+    R,
+    True,
+    {
+        "lib/__init__.py": "",
+        "lib/train.py": MASTER_TRAINER,
+        "run.py": MASTER_RUN.replace("{PASS}", ", master=rank == 0"),
+    },
+    "lib/train.py",
+)
+C["NEG_master_flag_left_at_its_default_by_every_construction"] = (
+    R,
+    False,
+    {"lib/__init__.py": "", "lib/train.py": MASTER_TRAINER, "run.py": MASTER_RUN.replace("{PASS}", "")},
+    "lib/train.py",
+)

@@ -383,6 +383,10 @@ def _scalar_logger_calls(
         if not hit:
             other = True  # the training code hands it something else too: the learning rate
             continue
+        # a dict of the loss beside other values (DDPM-weather ``self._log(epoch, {"avg_loss":
+        # avg_loss.item(), "lr": lr})``): a logger of whatever metrics it is handed, like one handed
+        # the learning rate by another call
+        other = other or any(_mixed_dict(flow, caller, a, taint) for a in args)
         by_caller.setdefault(id(caller), []).append((call, *_named_value(hit, taint)))
     if not other or not by_caller:
         return None
@@ -392,6 +396,21 @@ def _scalar_logger_calls(
         first, name, kind = calls[0]
         out.append((first, sorted({c[0].lineno for c in calls[1:]} - {first.lineno}), name, kind))
     return out
+
+
+def _mixed_dict(flow: LossFlow, scope: ast.AST, arg: ast.expr, taint: Taint) -> bool:
+    """``arg`` is a dict display (or a name whose latest binding before it is one) with a value that
+    reads no training name: ``{"loss": loss.item(), "lr": lr}``."""
+    shown: ast.AST | None = arg
+    if isinstance(arg, ast.Name):
+        before = [b for b in flow.ctx.bindings(scope).get(arg.id, []) if b.lineno < arg.lineno]
+        last = before[-1] if before else None
+        shown = last.value if isinstance(last, ast.Assign) and len(last.targets) == 1 else None
+    if not isinstance(shown, ast.Dict):
+        return False
+    return any(
+        v is not None and not reads(ast.walk(v), taint.fields) & taint.names for v in shown.values
+    ) and any(v is not None and reads(ast.walk(v), taint.fields) & taint.names for v in shown.values)
 
 
 def _output(node: ast.AST) -> str | None:
@@ -562,6 +581,14 @@ def _holds_training_value(
         ):
             return False
     updated = any(bound_at < u < line for u in taint.updates.get(name, ()))
+    if (
+        isinstance(binding, (ast.For, ast.AsyncFor))
+        and not updated
+        and not _iterates_training(flow, binding, taint)
+    ):
+        # a later loop reusing the loop variable over other values (FastPCC's ``for item_name, item in
+        # test_items.items():`` after ``for item_name, item in loss_dict.items(): item = item.item()``)
+        return False
     if (
         isinstance(binding, ast.Assign)
         and isinstance(binding.targets[0], ast.Tuple)
@@ -758,4 +785,15 @@ def _evaluation_loop(flow: LossFlow, loop: ast.For | ast.AsyncFor | ast.While, t
         isinstance(n, ast.Call) and FORWARD_NAME.search((dotted(n.func) or "").split(".")[-1])
         for stmt in loop.body
         for n in ctx.local(stmt)
+    )
+
+
+def _iterates_training(flow: LossFlow, loop: ast.For | ast.AsyncFor, taint: Taint) -> bool:
+    """What ``loop`` iterates reads a training value (``for k, v in loss_dict.items()``) or is
+    computed by code that returns the loss (``for loss in self.train_steps(loader)``)."""
+    if reads(ast.walk(loop.iter), taint.fields) & taint.names:
+        return True
+    return any(
+        isinstance(c, ast.Call) and (flow.ctx.helper(c) is not None or flow.call_shape(c) is not None)
+        for c in ast.walk(loop.iter)
     )
