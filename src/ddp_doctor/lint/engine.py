@@ -11,7 +11,6 @@ reported line silences those findings there.
 
 from __future__ import annotations
 
-import ast
 import os
 import re
 from dataclasses import dataclass, field, replace
@@ -26,7 +25,7 @@ from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.notebook import NotebookSource, read_notebook
 from ddp_doctor.lint.project import ProjectIndex, attach
 from ddp_doctor.lint.rules import RULES, Edit, Violation
-from ddp_doctor.lint.source import read_source
+from ddp_doctor.lint.source import parse_python, read_source
 
 # Config-gated findings (the bug exists only when a flag has a given value) are reported one
 # severity level below the catalog's, with the flag value in ``evidence["gated_by"]``.
@@ -83,7 +82,7 @@ def lint_source(
     """Lint one file's source text (``notebook`` maps lines back to cells)."""
     result = FileResult(path, notebook=notebook is not None)
     try:
-        tree = ast.parse(source, filename=path)
+        tree = parse_python(source, filename=path)
     except SyntaxError as exc:
         line = exc.lineno
         where = ""

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ddp_doctor.lint.context import FileContext
-from ddp_doctor.lint.source import read_source
+from ddp_doctor.lint.source import parse_python, read_source
 
 # Words a file must contain to hold any fact worth summarising (cheap text pre-check).
 FACT_WORDS = (
@@ -84,7 +84,7 @@ def parse_file(path: Path, words: tuple[str, ...] = ()) -> FileContext | None:
     if words and not any(w in source for w in words):
         return None
     try:
-        return FileContext.build(str(path), source, ast.parse(source))
+        return FileContext.build(str(path), source, parse_python(source, str(path)))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 
