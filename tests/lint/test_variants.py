@@ -18,6 +18,7 @@ from tests.lint.variants import (
     rank0_classes,
     rank0_grid,
     rank0_structure,
+    rank0_trackers,
     sampler,
     set_epoch,
 )
@@ -26,6 +27,7 @@ MODULES = (
     rank0_grid,
     rank0_structure,
     rank0_classes,
+    rank0_trackers,
     set_epoch,
     sampler,
     batchnorm,

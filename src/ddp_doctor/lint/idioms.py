@@ -31,6 +31,12 @@ RANK0_METHODS: dict[str, frozenset[str]] = {
     "accelerator": frozenset({"print", "log"}),  # accelerate: @on_main_process
     "xm": frozenset({"master_print"}),  # torch_xla
 }
+# Experiment trackers whose module-level functions record the value they are handed (fastNLP's
+# ``fitlog.add_loss(value, name=..., step=...)``, ``fitlog.add_metric(...)``): module -> functions.
+# Log calls like ``print`` (where they run decides whose value is recorded), not rank-0 calls.
+TRACKER_LOG_FUNCTIONS: dict[str, frozenset[str]] = {
+    "fitlog": frozenset({"add_loss", "add_metric", "add_best_metric"}),
+}
 # What an object is, not what it is called: a name bound to accelerate's ``Accelerator(...)`` prints
 # and logs on the main process only (``Accelerator.print`` is ``if self.is_local_main_process:
 # print(...)``); a logger from ``accelerate.logging.get_logger`` logs on the main process only unless
@@ -348,6 +354,25 @@ def train(net, loader, optimizer, rounds, misc):
         optimizer.step()
 """,
         (),
+    ),
+    Idiom(
+        "fitlog (fastNLP)",
+        "tracker-log",
+        "fitlog.add_loss(value, name=..., step=...)",
+        """
+import torch.distributed as dist
+import fitlog
+def train(model, loader, optimizer):
+    running = 0.0
+    for i, (x, y) in enumerate(loader):
+        loss = model(x, y)
+        loss.backward()
+        optimizer.step()
+        running += loss.item()
+        if dist.get_rank() == 0 and i % 10 == 9:
+            fitlog.add_loss(running / 10, name="train_loss", step=i)
+""",
+        ("rank0-only-loss-log",),
     ),
     Idiom(
         "DeepSpeed",

@@ -42,6 +42,7 @@ from ddp_doctor.lint.idioms import (
     RANK0_STATE,
     RANK_NAME,
     RANK_NUMBER,
+    TRACKER_LOG_FUNCTIONS,
 )
 
 LOGGER_FACTORY_VERBS = frozenset(
@@ -72,12 +73,21 @@ def is_log_call(call: ast.Call) -> bool:
         )
     if LOG_CALL.match(name.split(".")[-1]):
         return True
+    if _tracker_function(name):
+        return True
     if call.args and _calls_a_logger(name.split(".")[-1]):
         return True
     # ``logger.log_string(...)``, ``epoch_logger.log_stats(...)``: a ``log_*`` method of an object
     # whose name says it is a logger (not ``F.log_softmax``, ``dist.log_prob``: math on a module)
     receiver, _, last = name.rpartition(".")
     return last.startswith("log_") and bool(receiver) and _names_a_logger(receiver.split(".")[-1])
+
+
+def _tracker_function(name: str) -> bool:
+    """``fitlog.add_loss(value, ...)``: a tracker module's function that records its argument (the
+    module by its import name; ``tf.losses.add_loss`` or a Keras ``self.add_loss`` is no record)."""
+    receiver, _, last = name.rpartition(".")
+    return last in TRACKER_LOG_FUNCTIONS.get(receiver.split(".")[-1], frozenset())
 
 
 def _calls_a_logger(held: str) -> bool:
