@@ -758,3 +758,45 @@ C["NEG_trainer_train_step_results_loss"] = (
     spelled('results["loss"]', "results = trainer.train_step((x, y))"),
     "train.py",
 )
+
+# Round 25 (VL-T5's caption trainer): the step flag set to a constant in the branch of a ``%`` test
+# (``elif step_i % accum == 0 or last: update = True``) carries that test, as ``update = step_i % accum
+# == 0`` does; a flag set under another test (a warm-up freeze) says nothing about micro-steps.
+FLAGGED = """
+    for step_i, (x, y) in enumerate(loader):
+        loss = criterion(model(x), y)
+        loss.backward()
+        update = True
+        if args.gradient_accumulation_steps > 1:
+            if step_i == 0:
+                update = False
+            elif {TEST}:
+                update = True
+            else:
+                update = False
+        if update:
+            optimizer.step()
+            optimizer.zero_grad()
+"""
+C["step_flag_set_under_modulo"] = (
+    A,
+    True,
+    one(FLAGGED.replace("{TEST}", "step_i % args.gradient_accumulation_steps == 0")),
+    "train.py",
+)
+C["step_flag_set_under_modulo_unscaled"] = (
+    U,
+    True,
+    one(FLAGGED.replace("{TEST}", "step_i % args.gradient_accumulation_steps == 0")),
+    "train.py",
+)
+C["NEG_step_flag_set_under_warmup_test"] = (
+    A,
+    False,
+    one(
+        FLAGGED.replace("{TEST}", "step_i > args.warmup_steps").replace(
+            "args.gradient_accumulation_steps > 1", "args.freeze_warmup"
+        )
+    ),
+    "train.py",
+)
