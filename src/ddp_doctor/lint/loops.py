@@ -675,10 +675,31 @@ def is_accum_guard(test: ast.expr, facts: LoopFacts | None = None) -> bool:
                     isinstance(b, ast.Assign)
                     and b.lineno < test.lineno
                     and any(isinstance(t, ast.Name) and t.id == node.id for t in b.targets)
-                    and is_accum_guard(b.value)
+                    and (is_accum_guard(b.value) or _set_under_modulo(facts.ctx, b))
                     for b in binds
                 ):
                     return True
+    return False
+
+
+def _set_under_modulo(ctx: FileContext, assign: ast.Assign) -> bool:
+    """A flag set to a constant in a branch of a ``%`` test (VL-T5 ``update = True`` ... ``elif step_i %
+    accum == 0 or last: update = True else: update = False`` ... ``if update: optim.step()``): the
+    flag carries that test, as ``update = step_i % accum == 0`` would."""
+    if not isinstance(assign.value, ast.Constant) or not isinstance(assign.value.value, bool):
+        return False
+    child: ast.AST = assign
+    cur = ctx.parents.get(assign)
+    while cur is not None and not isinstance(
+        cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, *LOOPS)
+    ):
+        if (
+            isinstance(cur, ast.If)
+            and child in cur.body
+            and any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) for n in ast.walk(cur.test))
+        ):
+            return True
+        child, cur = cur, ctx.parents.get(cur)
     return False
 
 

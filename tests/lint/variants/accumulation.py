@@ -660,3 +660,143 @@ C["NEG_criterion_built_with_configured_reduction"] = (
     ),
     "train.py",
 )
+
+# Round 25: losses the tracer reads through more spellings. The logistic GAN loss written out over the
+# discriminator's logits (pi-GAN ``F.softplus(-g_preds).mean()``, ``g_preds`` cut to its top-k), only
+# over a forward's output; the product as a function (HPA ``torch.mul(loss, w)``), only by a weight;
+# a forward picked by a condition (DIAMOND ``loss, metrics = model(batch) if batch is not None else
+# model()``), only when each branch is one; a loss object's method (SimXNS ``loss, is_correct =
+# loss_function.calc(...)``), not an averager's; the model's own step method (VL-T5 ``results =
+# self.model.train_step(batch)`` ... ``results["loss"]``), not a trainer's.
+SPELLED = """
+    import torch.nn.functional as F
+    for step, (x, y) in enumerate(loader):
+        {PREP}
+        loss = {LOSS}
+        loss.backward()
+        if (step + 1) % args.accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+"""
+
+
+def spelled(loss, prep="pass"):
+    return one(SPELLED.replace("{PREP}", prep).replace("{LOSS}", loss))
+
+
+C["gan_softplus_over_topk_forward"] = (
+    U,
+    True,
+    spelled(
+        "F.softplus(-preds).mean() + penalty",
+        "preds, latent = model(x)\n        preds = torch.topk(preds, 4, dim=0).values\n        penalty = 0",
+    ),
+    "train.py",
+)
+C["NEG_softplus_over_unknown_scores"] = (
+    U,
+    False,
+    spelled("F.softplus(-scores).mean()", "scores = compute_scores(x)"),
+    "train.py",
+)
+C["torch_mul_by_weight"] = (U, True, spelled("torch.mul(criterion(model(x), y), w).mean()"), "train.py")
+C["NEG_torch_mul_by_inverse_count"] = (
+    U,
+    False,
+    spelled("torch.mul(criterion(model(x), y), 1.0 / args.accum_steps)"),
+    "train.py",
+)
+C["forward_picked_by_condition_unpacked"] = (
+    U,
+    True,
+    one(
+        SPELLED.replace("{PREP}", "pass").replace(
+            "loss = {LOSS}", "loss, metrics = model(x) if x is not None else model()"
+        )
+    ),
+    "train.py",
+)
+C["NEG_forward_or_helper_picked_by_condition"] = (
+    U,
+    False,
+    one(
+        SPELLED.replace("{PREP}", "pass").replace(
+            "loss = {LOSS}", "loss, metrics = model(x) if x is not None else scaled_step(x)"
+        )
+    ),
+    "train.py",
+)
+C["loss_object_method_unpacked"] = (
+    U,
+    True,
+    one(
+        SPELLED.replace("{PREP}", "loss_function = BiEncoderNllLoss()").replace(
+            "loss = {LOSS}", "loss, is_correct = loss_function.calc(model(x), y)"
+        )
+    ),
+    "train.py",
+)
+C["NEG_averager_method_unpacked"] = (
+    U,
+    False,
+    one(
+        SPELLED.replace("{PREP}", "loss_averager = Averager()").replace(
+            "loss = {LOSS}", "loss, count = loss_averager.calc(model(x), y)"
+        )
+    ),
+    "train.py",
+)
+C["model_train_step_results_loss"] = (
+    U,
+    True,
+    spelled('results["loss"]', "results = model.module.train_step((x, y))"),
+    "train.py",
+)
+C["NEG_trainer_train_step_results_loss"] = (
+    U,
+    False,
+    spelled('results["loss"]', "results = trainer.train_step((x, y))"),
+    "train.py",
+)
+
+# Round 25 (VL-T5's caption trainer): the step flag set to a constant in the branch of a ``%`` test
+# (``elif step_i % accum == 0 or last: update = True``) carries that test, as ``update = step_i % accum
+# == 0`` does; a flag set under another test (a warm-up freeze) says nothing about micro-steps.
+FLAGGED = """
+    for step_i, (x, y) in enumerate(loader):
+        loss = criterion(model(x), y)
+        loss.backward()
+        update = True
+        if args.gradient_accumulation_steps > 1:
+            if step_i == 0:
+                update = False
+            elif {TEST}:
+                update = True
+            else:
+                update = False
+        if update:
+            optimizer.step()
+            optimizer.zero_grad()
+"""
+C["step_flag_set_under_modulo"] = (
+    A,
+    True,
+    one(FLAGGED.replace("{TEST}", "step_i % args.gradient_accumulation_steps == 0")),
+    "train.py",
+)
+C["step_flag_set_under_modulo_unscaled"] = (
+    U,
+    True,
+    one(FLAGGED.replace("{TEST}", "step_i % args.gradient_accumulation_steps == 0")),
+    "train.py",
+)
+C["NEG_step_flag_set_under_warmup_test"] = (
+    A,
+    False,
+    one(
+        FLAGGED.replace("{TEST}", "step_i > args.warmup_steps").replace(
+            "args.gradient_accumulation_steps > 1", "args.freeze_warmup"
+        )
+    ),
+    "train.py",
+)

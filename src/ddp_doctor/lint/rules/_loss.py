@@ -28,6 +28,11 @@ LOSS_FUNCTIONS = re.compile(
 LOSS_MODULES = re.compile(r"^torch\.nn\.\w*Loss$")
 # The last name of a callee that runs a model forward (`model(x)`, `self.net(x)`, `ddp_model(x)`).
 FORWARD_CALLEE = re.compile(r"(model|net|engine|ddp|fsdp)$", re.IGNORECASE)
+# The logistic GAN losses spelled out over the discriminator's logits (non-saturating ``softplus(-x)``,
+# ``-logsigmoid(x)``): a loss only when that argument is a forward's output
+GAN_LOSSES = frozenset({"torch.nn.functional.softplus", "torch.nn.functional.logsigmoid"})
+# A model's methods that run its forward and return the loss of a batch
+MODEL_STEPS = frozenset({"forward", "train_step", "training_step", "train_one_step"})
 PASS_THROUGH = {"mean", "sum", "float", "double", "squeeze", "clone", "contiguous", "to", "view", "reshape"}
 MAX_DEPTH = 6
 
@@ -74,14 +79,11 @@ class LossTracer:
                     return "raw"
                 return "raw" if terms == {"raw"} else "unknown"
             if isinstance(expr.op, ast.Mult):
-                # a raw loss weighted per sample or per term (``(losses["loss"] * weights).mean()``)
-                # stays raw; any other factor (``loss * accum`` multiplies a division back) is unknown
-                for loss_side, factor in ((expr.left, expr.right), (expr.right, expr.left)):
-                    if (_weight(factor) or _world_size(self.ctx, factor)) and self.state(
-                        loss_side, at, depth - 1
-                    ) == "raw":
-                        return "raw"
+                return self._product_state(expr.left, expr.right, at, depth)
             return "unknown"
+        if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):
+            # ``-F.logsigmoid(d_fake).mean()``: the sign changes nothing about a division
+            return self.state(expr.operand, at, depth - 1)
         if isinstance(expr, ast.IfExp):
             # ``criterion(logits, y) if plain else criterion(logits, y, mask)`` (PointNeXt): a loss
             # either way, raw only when both branches are
@@ -95,12 +97,32 @@ class LossTracer:
             return self._name_state(expr.id, at, depth)
         return "unknown"
 
+    def _product_state(self, left: ast.AST, right: ast.AST, at: ast.AST, depth: int) -> State:
+        """A raw loss weighted per sample or per term (``(losses["loss"] * weights).mean()``,
+        ``torch.mul(loss, w)``) stays raw; any other factor (``loss * accum`` multiplies a division
+        back) is unknown."""
+        for loss_side, factor in ((left, right), (right, left)):
+            if (_weight(factor) or _world_size(self.ctx, factor)) and self.state(
+                loss_side, at, depth - 1
+            ) == "raw":
+                return "raw"
+        return "unknown"
+
     def _call_state(self, call: ast.Call, at: ast.AST, depth: int) -> State:
         if keyword(call, "num_items_in_batch") is not None:
             return "scaled"  # HF models divide by the given global token count
-        if (self.ctx.call_qualname(call) or "") in ("torch.mean", "torch.sum") and call.args:
+        qual = self.ctx.call_qualname(call) or ""
+        if qual in ("torch.mean", "torch.sum") and call.args:
             # ``total_loss = torch.mean(total_loss)`` (the DataParallel branch): the same loss
             return self.state(call.args[0], at, depth - 1)
+        if qual == "torch.mul" and len(call.args) == 2:
+            # ``loss = torch.mul(loss, w)`` (HPA's class weights): the operator spelled as a function
+            return self._product_state(call.args[0], call.args[1], at, depth)
+        if qual in GAN_LOSSES and call.args:
+            # the logistic GAN losses written out (StyleGAN2/pi-GAN ``F.softplus(-d_fake).mean()``,
+            # ``-F.logsigmoid(d_real)``): a loss of the discriminator's forward, raw when that is
+            # (a walk of its own, bounded by its own depth: the loss's path there is spent already)
+            return "raw" if self._forward_output(call.args[0], at, MAX_DEPTH) else "unknown"
         m = method(call)
         if m and isinstance(call.func, ast.Attribute):
             if m[1] in ("div", "div_", "true_divide"):
@@ -108,7 +130,6 @@ class LossTracer:
             if m[1] in PASS_THROUGH or m[1] == "scale":
                 inner = call.args[0] if m[1] == "scale" and call.args else call.func.value
                 return self.state(inner, at, depth - 1)
-        qual = self.ctx.call_qualname(call) or ""
         if LOSS_FUNCTIONS.match(qual):
             return _reduction(call)
         if dotted(call.func) in self.criteria:
@@ -120,11 +141,43 @@ class LossTracer:
                 self.state(r.value, r, depth - 1) for r in self.ctx.local(fn) if isinstance(r, ast.Return)
             }
             return states.pop() if len(states) == 1 else "scaled" if "scaled" in states else "unknown"
-        if FORWARD_CALLEE.search(dotted(call.func) or ""):
+        if _forward_call(call):
             return "raw"
         if _loss_callee(call):
             return _reduction(call)
         return "unknown"
+
+    def _forward_output(self, expr: ast.AST, at: ast.AST, depth: int) -> bool:
+        """``expr`` is a model forward's output, negated, reshaped, indexed or cut to its top-k
+        (pi-GAN ``g_preds = torch.topk(g_preds, k, dim=0).values`` of ``g_preds, ... =
+        discriminator_ddp(gen_imgs)``), read through the names that hold it."""
+        if depth <= 0:
+            return False
+        if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.USub):
+            return self._forward_output(expr.operand, at, depth - 1)
+        if isinstance(expr, ast.Subscript):
+            return self._forward_output(expr.value, at, depth - 1)
+        if isinstance(expr, ast.Attribute) and expr.attr in ("values", "logits"):
+            inner = expr.value
+            if (
+                isinstance(inner, ast.Call)
+                and (self.ctx.call_qualname(inner) or "") == "torch.topk"
+                and inner.args
+            ):
+                return self._forward_output(inner.args[0], at, depth - 1)
+            return self._forward_output(inner, at, depth - 1)
+        if isinstance(expr, ast.Call):
+            m = method(expr)
+            if m and isinstance(expr.func, ast.Attribute) and m[1] in PASS_THROUGH:
+                return self._forward_output(expr.func.value, at, depth - 1)
+            return _forward_call(expr)
+        if isinstance(expr, ast.Name):
+            d = self._reaching_def(expr.id, at)
+            if isinstance(d, ast.Assign) and isinstance(d.targets[0], ast.Name):
+                return self._forward_output(d.value, d, depth - 1)
+            if isinstance(d, ast.Assign) and isinstance(d.targets[0], ast.Tuple):
+                return isinstance(d.value, ast.Call) and _forward_call(d.value)
+        return False
 
     def _output_state(self, expr: ast.Attribute | ast.Subscript, at: ast.AST, depth: int) -> State:
         """``outputs.loss`` / ``outputs["loss"]`` of a model forward (also a total's key:
@@ -145,7 +198,7 @@ class LossTracer:
                 and expr.slice.value == 0
                 and isinstance(base, ast.Call)
                 and keyword(base, "labels") is not None
-                and FORWARD_CALLEE.search(dotted(base.func) or "")
+                and _forward_call(base)
             ):
                 return "raw"
             return "unknown"
@@ -154,9 +207,7 @@ class LossTracer:
         if isinstance(base, ast.Call):
             if keyword(base, "num_items_in_batch") is not None:
                 return "scaled"
-            return (
-                "raw" if FORWARD_CALLEE.search(dotted(base.func) or "") or _loss_callee(base) else "unknown"
-            )
+            return "raw" if _forward_call(base) or _loss_callee(base) else "unknown"
         return "unknown"
 
     def _name_state(self, name: str, at: ast.AST, depth: int) -> State:
@@ -181,13 +232,15 @@ class LossTracer:
             target = definition.targets[0]
             if isinstance(target, ast.Name):
                 return self.state(definition.value, definition, depth - 1)
+            picked = _picked_calls(definition.value)
             if (
                 isinstance(target, ast.Tuple)
-                and isinstance(definition.value, ast.Call)
-                and FORWARD_CALLEE.search(dotted(definition.value.func) or "")
-                and keyword(definition.value, "num_items_in_batch") is None
+                and picked
+                and all(_forward_call(c) and keyword(c, "num_items_in_batch") is None for c in picked)
             ):
-                return "raw"  # `logits, loss = model(x, y)`
+                # `logits, loss = model(x, y)`; also picked by a condition, each branch a forward
+                # (DIAMOND ``loss, metrics = model(batch) if batch is not None else model()``)
+                return "raw"
             if isinstance(target, ast.Tuple) and isinstance(definition.value, ast.Subscript):
                 # ``outputs = model(**inputs)`` ... ``loss, logits = outputs[:2]``: the same unpacking
                 # of a forward's outputs, through the name that holds them
@@ -195,7 +248,7 @@ class LossTracer:
                 outputs = self._reaching_value(held.id, definition) if isinstance(held, ast.Name) else held
                 if (
                     isinstance(outputs, ast.Call)
-                    and FORWARD_CALLEE.search(dotted(outputs.func) or "")
+                    and _forward_call(outputs)
                     and keyword(outputs, "num_items_in_batch") is None
                 ):
                     return "raw"
@@ -214,8 +267,10 @@ class LossTracer:
         if fn is None:
             # ``total_loss, loss_stats = criterion(outputs, targets)`` (SFA3D's ``Compute_Loss``): a loss
             # object of another file returning the loss first, its terms after
+            # a method of a loss object too (SimXNS ``loss, is_correct = loss_function.calc(q, ctx, pos)``)
             first = names.index(name) == 0 and "loss" in name.lower()
-            return "raw" if first and _loss_callee(call) and self.ctx.helper(call) is None else "unknown"
+            by_loss = _loss_callee(call) or _loss_object_method(call)
+            return "raw" if first and by_loss and self.ctx.helper(call) is None else "unknown"
         position = names.index(name)
         states = set()
         for ret in self.ctx.local(fn):
@@ -398,6 +453,19 @@ def _loss_callee(call: ast.Call) -> bool:
     return bool(LOSS_CALLEE.search(name)) and not NOT_RAW_CALLEE.search(name)
 
 
+def _loss_object_method(call: ast.Call) -> bool:
+    """A method of an object named as a loss (``loss_function.calc(...)``, ``self.criterion.compute(...)``),
+    neither of them a scaler or a normaliser (``loss_scaler.scale``, ``criterion.reduce``)."""
+    if not isinstance(call.func, ast.Attribute):
+        return False
+    receiver = (dotted(call.func.value) or "").split(".")[-1]
+    return (
+        bool(LOSS_CALLEE.search(receiver))
+        and not NOT_RAW_CALLEE.search(receiver)
+        and not NOT_RAW_CALLEE.search(call.func.attr)
+    )
+
+
 def _weight(node: ast.AST) -> bool:
     """A per-sample or per-term weight (``weights``, ``self.lambda_kl``), or a size of the data
     (``targets.size(1)``, ``x.shape[0]``, ``len(batch)``, ``mask.numel()``: UNITER's instance-level
@@ -425,3 +493,26 @@ def _world_size(ctx: FileContext, node: ast.AST) -> bool:
         return (ctx.call_qualname(node) or dotted(node.func) or "").split(".")[-1] == "get_world_size"
     name = dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
     return name is not None and bool(WORLD_SIZE.match(name.split(".")[-1]))
+
+
+def _forward_call(call: ast.Call) -> bool:
+    """``call`` runs a model forward: ``model(x)``, ``self.net(x)``, ``ddp_model(x)``, or the model's
+    own training-step method (VL-T5 ``results = self.model.module.train_step(batch)``, whose
+    ``results["loss"]`` is the micro-batch's loss: a model cannot know the accumulation count)."""
+    if FORWARD_CALLEE.search(dotted(call.func) or ""):
+        return True
+    if not isinstance(call.func, ast.Attribute) or call.func.attr not in MODEL_STEPS:
+        return False
+    receiver = dotted(call.func.value) or ""
+    receiver = receiver.removesuffix(".module")  # the DDP wrap's inner model
+    return bool(FORWARD_CALLEE.search(receiver))
+
+
+def _picked_calls(expr: ast.AST) -> list[ast.Call]:
+    """The calls ``expr`` is: itself, or each branch of ``a(...) if c else b(...)``; [] otherwise."""
+    if isinstance(expr, ast.Call):
+        return [expr]
+    if isinstance(expr, ast.IfExp):
+        body, orelse = _picked_calls(expr.body), _picked_calls(expr.orelse)
+        return body + orelse if body and orelse else []
+    return []

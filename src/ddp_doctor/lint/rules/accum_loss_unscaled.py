@@ -29,7 +29,9 @@ class AccumLossUnscaled(Rule):
         "inside an accumulation loop, backward on a value that provably comes from a loss function / "
         "model forward with no division (also through apex `amp.scale_loss(loss, ...) as scaled_loss`, "
         "and weighted by a data size: `loss.mean() * targets.size(1)`, or by the world size: "
-        "`loss * WORLD_SIZE`; also `accelerator.backward(loss)` of an `Accelerator()` built without "
+        "`loss * WORLD_SIZE`, or by a weight through `torch.mul(loss, w)`; the logistic GAN loss written out "
+        "over a forward's logits, `F.softplus(-d_fake).mean()`; a model's own `model.train_step(batch)` "
+        "result; also `accelerator.backward(loss)` of an `Accelerator()` built without "
         "`gradient_accumulation_steps` around a hand-made micro-step loop, where accelerate divides by 1; "
         "Lightning Fabric's `fabric.backward(loss)`, which never divides; and a loss divided only by "
         'its own micro-batch\'s size, `total / sample["sample_size"]` in the loop over the micro-batches: '
