@@ -107,6 +107,7 @@ class ProjectIndex(IndexScan, IndexQueries):
         for module, path in paths:
             ctx = parse_file(path, FACT_WORDS)
             if ctx is None:
+                index._unscanned.append((module, path))
                 continue
             try:
                 index._summarise(module, ctx)

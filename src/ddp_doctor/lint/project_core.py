@@ -160,6 +160,11 @@ class IndexCore:
     # option -> literal, CONFLICT where two places write different values
     option_defaults: dict[str, object] = field(default_factory=dict)
     _yaml_files: list[Path] | None = None  # the YAML configurations shipped under root (lazy)
+    # the files the word pre-check left unsummarised (a configuration module mentioning no fact
+    # word: imagenette-ddp's ``Config = dict(MODEL="efficientnet_b3")``), read for an option's
+    # default only, and each file's defaults once (lazy)
+    _unscanned: list[tuple[str, Path]] = field(default_factory=list)
+    _unscanned_defaults: dict[Path, dict[str, object]] = field(default_factory=dict)
     _launch_files: list[Path] | None = None  # the shell launch scripts shipped under root (lazy)
     # answers read from those files, by the option asked about (each file is read once per question,
     # not once per rule and file that asks it)

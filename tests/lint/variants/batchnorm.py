@@ -1167,3 +1167,92 @@ C["NEG_inspected_class_default"] = (
     },
     "train.py",
 )
+# Round 25: an entry script whose training runs in a method of a project object it builds
+# (AlphaZeroFromScratch: ``alphaZero = AlphaZeroParallel(ddp_model, optimizer)`` then
+# ``alphaZero.learn()``): it trains, so it is no evaluation script
+LEARNER = """import torch
+
+
+class Learner:
+    def __init__(self, model, opt):
+        self.model, self.opt = model, opt
+
+    def {method}(self, batches):
+        for x, y in batches:
+            {body}
+"""
+BACKPROP = "loss = torch.nn.functional.cross_entropy(self.model(x), y)\n            loss.backward()"
+LEARNER_ENTRY = (
+    HEAD
+    + NET
+    + """from learner import Learner
+
+
+def work(rank, world_size):
+    dist.init_process_group("nccl", rank=rank, world_size=world_size)
+    model = Net().cuda(rank)
+    ddp_model = DDP(model, device_ids=[rank])
+    opt = torch.optim.SGD(ddp_model.parameters(), lr=0.1)
+    agent = Learner(ddp_model, opt)
+    agent.{method}([])
+
+
+if __name__ == "__main__":
+    torch.multiprocessing.spawn(work, args=(2,), nprocs=2)
+"""
+)
+
+
+def _learner(method, body):
+    return {
+        "train.py": LEARNER_ENTRY.replace("{method}", method),
+        "learner.py": LEARNER.replace("{method}", method).replace("{body}", body),
+    }
+
+
+C["rl_learn_method"] = (R, True, _learner("learn", "self.opt.zero_grad()"), "train.py")
+C["object_method_backprops"] = (R, True, _learner("go", BACKPROP), "train.py")
+C["NEG_object_method_only_evaluates"] = (
+    R,
+    False,
+    _learner("go", "print(self.model(x).argmax(1).eq(y).float().mean())"),
+    "train.py",
+)
+
+# Round 25: a timm model named by a module-level configuration dictionary of another file, one
+# that mentions none of the words the project index reads files for (imagenette-ddp's
+# ``Config = dict(MODEL="efficientnet_b3", ...)`` in ``config.py``, ``Config["MODEL"]``)
+TIMM_BY_DICT = (
+    HEAD + "import timm\nfrom config import Config\n" + main('model = timm.create_model(Config["MODEL"])')
+)
+C["timm_model_named_by_config_dict"] = (
+    R,
+    True,
+    {"train.py": TIMM_BY_DICT, "config.py": 'Config = dict(MODEL="efficientnet_b3", LR=3e-4, BS=96)\n'},
+    "train.py",
+)
+C["timm_model_named_by_config_dict_literal"] = (
+    R,
+    True,
+    {
+        "train.py": TIMM_BY_DICT.replace('Config["MODEL"]', 'Config["model_name"]'),
+        "config.py": 'Config = {"model_name": "resnet50", "lr": 0.1}\n',
+    },
+    "train.py",
+)
+C["NEG_timm_model_named_by_config_dict_vit"] = (
+    R,
+    False,
+    {"train.py": TIMM_BY_DICT, "config.py": 'Config = dict(MODEL="vit_base_patch16_224", LR=3e-4)\n'},
+    "train.py",
+)
+C["NEG_timm_model_named_by_config_dicts_that_disagree"] = (
+    R,
+    False,
+    {
+        "train.py": TIMM_BY_DICT,
+        "config.py": 'Config = dict(MODEL="efficientnet_b3")\n',
+        "config_vit.py": 'Config = dict(MODEL="vit_base_patch16_224")\n',
+    },
+    "train.py",
+)
