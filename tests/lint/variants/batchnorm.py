@@ -1256,3 +1256,155 @@ C["NEG_timm_model_named_by_config_dicts_that_disagree"] = (
     },
     "train.py",
 )
+
+# Round 25: a model built by a static method a trainer class inherits (semseg_benchmark's
+# ``Trainer.build_model(cfg)`` of its base ``DistBaseTrainer``, ``model = build_model(cfg).cuda();
+# return model``): the base's method, through the move, builds what the project builder builds;
+# a model that picks SyncBatchNorm itself is synced
+PICKED_NORM_NET = """import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self, norm_type="syncbn"):
+        super().__init__()
+        norm = {norm}
+        self.conv = nn.Conv2d(3, 16, 3)
+        self.bn = norm(16)
+
+
+def build(cfg):
+    return Net(cfg.norm_type)
+"""
+TRAINER_BASE = """from models import build
+
+
+class BaseTrainer:
+    def __init__(self, cfg):
+        self.cfg = cfg
+
+    @staticmethod
+    def build_model(cfg):
+        model = build(cfg).cuda()
+        return model
+"""
+INHERITED_BUILD = (
+    HEAD
+    + """from trainer_base import BaseTrainer
+
+
+class Trainer(BaseTrainer):
+    pass
+
+
+"""
+    + main("model = Trainer.build_model(args)")
+)
+C["inherited_static_builder"] = (
+    R,
+    True,
+    {
+        "train.py": INHERITED_BUILD,
+        "trainer_base.py": TRAINER_BASE,
+        "models.py": PICKED_NORM_NET.replace("{norm}", "nn.BatchNorm2d"),
+    },
+    "train.py",
+)
+C["NEG_inherited_static_builder_picks_syncbn"] = (
+    R,
+    False,
+    {
+        "train.py": INHERITED_BUILD,
+        "trainer_base.py": TRAINER_BASE,
+        "models.py": PICKED_NORM_NET.replace(
+            "{norm}", 'nn.SyncBatchNorm if norm_type == "syncbn" else nn.BatchNorm2d'
+        ),
+    },
+    "train.py",
+)
+
+# Round 25: BatchNorm kept in eval mode while the network trains normalises with running
+# statistics: an encoder whose ``train`` override keeps its children in eval mode (Cutie's pixel
+# and mask encoders, "freeze BN statistics"), in another file or this one ...
+FROZEN_ENCODER = """import torch.nn as nn
+
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 16, 3)
+        self.bn = nn.BatchNorm2d(16)
+
+    def forward(self, x):
+        return self.bn(self.conv(x)).mean((2, 3))
+
+    # override the default train() to freeze BN statistics
+    def train(self, mode=True):
+        self.training = False
+        for module in self.children():
+            module.train({mode})
+        return self
+"""
+C["NEG_encoder_train_override_keeps_eval"] = (
+    R,
+    False,
+    {
+        "train.py": HEAD + "from encoder import Encoder\n" + main("model = Encoder()"),
+        "encoder.py": FROZEN_ENCODER.replace("{mode}", "False"),
+    },
+    "train.py",
+)
+C["encoder_train_override_passes_mode"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD + "from encoder import Encoder\n" + main("model = Encoder()"),
+        "encoder.py": FROZEN_ENCODER.replace("{mode}", "mode"),
+    },
+    "train.py",
+)
+C["NEG_encoder_train_override_keeps_eval_same_file"] = (
+    R,
+    False,
+    {"train.py": FROZEN_ENCODER.replace("{mode}", "False") + HEAD + main("model = Encoder()")},
+    "train.py",
+)
+# ... and a trainer class whose own ``train()`` puts the wrapped network in eval mode, never in
+# train mode (XMem's ``XMemTrainer.train``: ``self.XMem.eval()``)
+EVAL_TRAINER = (
+    HEAD
+    + NET
+    + """
+
+class Trainer:
+    def __init__(self, local_rank):
+        self.net = DDP(Net().cuda(), device_ids=[local_rank])
+        self.opt = torch.optim.SGD(self.net.parameters(), lr=0.1)
+        self.train()
+
+    def do_pass(self, x, y):
+        loss = nn.functional.cross_entropy(self.net(x), y)
+        self.opt.zero_grad()
+        loss.backward()
+        self.opt.step()
+
+    def train(self):
+        self.net.{mode}()
+        return self
+
+    def val(self):
+        self.net.eval()
+        return self
+"""
+)
+C["NEG_trainer_keeps_network_in_eval"] = (
+    R,
+    False,
+    {"train.py": EVAL_TRAINER.replace("{mode}", "eval")},
+    "train.py",
+)
+C["trainer_puts_network_in_train_mode"] = (
+    R,
+    True,
+    {"train.py": EVAL_TRAINER.replace("{mode}", "train")},
+    "train.py",
+)

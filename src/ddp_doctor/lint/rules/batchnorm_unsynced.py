@@ -79,6 +79,7 @@ from ddp_doctor.lint.batchnorm_syntax import (
     batchnorm_reference,
     call_shape,
     freezes_batchnorm,
+    keeps_eval_mode,
     layer_switch,
     library_batchnorm,
     mmcv_batchnorm,
@@ -216,7 +217,7 @@ class BatchnormUnsynced(Rule):
         ddp_calls += [c for c in prepares if _wraps_built_from(ctx, c, bn_nodes)]
         if (not bn_lines and handed_by is None) or not ddp_calls or never_trains(ctx, facts):
             return  # (an evaluation script: BatchNorm in eval() uses running statistics)
-        if _frozen_in_training(ctx, ddp_calls):
+        if _frozen_in_training(ctx, ddp_calls) or all(_kept_in_eval(ctx, c) for c in ddp_calls):
             return  # every BatchNorm layer in eval mode while it trains: running statistics only
         gated_by = None
         if conversions or ctx.mentions("SyncBatchNorm", "convert_syncbn_model"):
@@ -398,7 +399,19 @@ def _sort_calls(ctx: FileContext) -> _Calls:
             )
         ):
             out.bn_nodes.append(ref)
+    # a layer of a class whose ``train`` override keeps it in eval mode (Cutie's encoders) never
+    # normalises with a rank's batch
+    out.bn_nodes = [n for n in out.bn_nodes if not _in_eval_class(ctx, n)]
     return out
+
+
+def _in_eval_class(ctx: FileContext, node: ast.AST) -> bool:
+    cur = ctx.parents.get(node)
+    while cur is not None:
+        if isinstance(cur, ast.ClassDef) and keeps_eval_mode(ctx, cur):
+            return True
+        cur = ctx.parents.get(cur)
+    return False
 
 
 def _handed_batchnorm_class(ctx: FileContext, project: ProjectIndex, ref: ast.Name | ast.Attribute) -> bool:
@@ -708,6 +721,39 @@ def _frozen_in_training(ctx: FileContext, wraps: list[ast.Call]) -> bool:
         if backprops and not retrains:
             return True
     return False
+
+
+def _kept_in_eval(ctx: FileContext, wrap: ast.Call) -> bool:
+    """``self.net = DDP(...)`` in a class that puts ``self.net`` in eval mode (``self.net.eval()``)
+    and never in train mode, while nothing in the file switches another receiver to train mode
+    (XMem's trainer: its ``train()`` method runs ``self.XMem.eval()`` to keep BatchNorm frozen):
+    the wrapped network trains on running statistics. A ``for net in nets: net.train()`` or a
+    ``self.net.train()`` anywhere in the file leaves it to the loop's mode: not this."""
+    parent = ctx.parents.get(wrap)
+    held = [d for t in parent.targets if (d := dotted(t))] if isinstance(parent, ast.Assign) else []
+    if len(held) != 1 or not held[0].startswith("self.") or held[0].count(".") != 1:
+        return False
+    owner = ctx.method_owner(ctx.enclosing_function(wrap))
+    if owner is None:
+        return False
+    # ``self.train()`` runs the class's own ``train`` (XMem's switches its flags), not a module's
+    own_train = any(isinstance(f, ast.FunctionDef) and f.name == "train" for f in owner.body)
+    evals = False
+    for call in ctx.of_type(ast.Call):
+        if not isinstance(call.func, ast.Attribute) or call.func.attr not in ("train", "eval"):
+            continue
+        receiver = dotted(call.func.value) or ""
+        if call.func.attr == "eval":
+            evals |= receiver == held[0] and ctx.position(owner) <= ctx.position(call) < ctx.subtree_end(
+                owner
+            )
+        elif receiver != "self" or not own_train or (call.args and not _false(call.args[0])):
+            return False  # a train-mode switch of some model (or of the class, by a mode argument)
+    return evals
+
+
+def _false(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value is False
 
 
 def _root(node: ast.AST) -> str | None:
