@@ -344,7 +344,7 @@ class IndexScan(IndexBindings):
             s.returns_ddp = True
         if scan.bn and not isinstance(node, ast.ClassDef):
             s.freezes_batchnorm = freezes_batchnorm(ctx, node)
-        elif scan.bn and keeps_eval_mode(ctx, node):
+        elif scan.bn and isinstance(node, ast.ClassDef) and keeps_eval_mode(ctx, node):
             s.keeps_eval, s.builds_batchnorm = True, False  # Cutie's encoders
         if scan.bn and scan.uses_eval:
             s.refs |= {f"{m}.*" for m in scan.star}

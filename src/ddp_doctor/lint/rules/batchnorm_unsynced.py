@@ -62,6 +62,12 @@ Round 23: a trainer class handed the built model (DBNet.pytorch's ``BaseTrainer(
 criterion)`` keeping ``self.model = model`` and wrapping ``DDP(self.model)``) is read as a handed
 model: what its constructions hand that parameter, also through a subclass's ``super().__init__``
 (``handed_models.py``).
+Round 25: BatchNorm kept in eval mode while the network trains uses running statistics: a class
+whose ``train`` override keeps its children (or its BatchNorm layers) in eval mode builds no
+BatchNorm that trains (Cutie's encoders, ``Summary.keeps_eval``), and a trainer class that wraps
+``self.net`` and only ever puts it in eval mode (XMem's ``train()`` running ``self.XMem.eval()``) is
+not reported; an entry script whose training runs in a method of a project object it builds
+(``agent.learn()``) is no evaluation script.
 Autofix (plain findings only): convert the wrapped model just before wrapping.
 """
 
@@ -172,7 +178,9 @@ class BatchnormUnsynced(Rule):
         "time from candidates most of which build no BatchNorm, or from a registry whose BatchNorm "
         "models convert themselves; a Lightning `Trainer` with no DDP strategy written (or a strategy "
         "local bound only to other strategies); every BatchNorm layer put in eval mode by a method the "
-        "training function calls on the wrapped model after `train()` (`model.module.freeze_bn()`); "
+        "training function calls on the wrapped model after `train()` (`model.module.freeze_bn()`), "
+        "by a `train` override of the class that builds it (`for m in self.children(): m.train(False)`), "
+        "or by a trainer class that puts its wrapped `self.net` only ever in eval mode; "
         "(project) a wrap under a test of parameters no call passes, false at their defaults "
         "(`if gpus > 1:` with `gpus=1`)"
     )
