@@ -1408,3 +1408,45 @@ C["trainer_puts_network_in_train_mode"] = (
     {"train.py": EVAL_TRAINER.replace("{mode}", "train")},
     "train.py",
 )
+
+# Round 25: each module of a list wrapped in a loop (SemCKD/RepDistiller: ``module_list =
+# nn.ModuleList([])``, ``module_list.append(model_s)``, ``for module in module_list: DDP(module)``):
+# the wraps are of what was appended, the student built with BatchNorm
+MODULE_LIST = (
+    HEAD
+    + NET
+    + """
+
+def main(args, loader, local_rank):
+    dist.init_process_group("nccl")
+    model_s = {student}
+    head = nn.Linear(10, 10)
+    scorer = Net()
+    scorer.eval()
+    module_list = nn.ModuleList([])
+    module_list.append(model_s)
+    module_list.append(head)
+    module_list.cuda(local_rank)
+    wrapped = []
+    for module in module_list:
+        wrapped.append(DDP(module, device_ids=[local_rank]))
+    opt = torch.optim.SGD(module_list.parameters(), lr=0.1)
+    for x, y in loader:
+        loss = nn.functional.cross_entropy(wrapped[1](wrapped[0](x)), y) + scorer(x).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+)
+C["module_list_wrapped_in_loop"] = (
+    R,
+    True,
+    {"train.py": MODULE_LIST.replace("{student}", "Net()")},
+    "train.py",
+)
+C["NEG_module_list_wrapped_in_loop_without_batchnorm"] = (
+    R,
+    False,
+    {"train.py": MODULE_LIST.replace("{student}", "nn.Sequential(nn.Linear(3, 10), nn.LayerNorm(10))")},
+    "train.py",
+)

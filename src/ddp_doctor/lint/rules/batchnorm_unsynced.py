@@ -674,7 +674,7 @@ def _wraps_built_from(
             and any(dotted(t) == held for t in n.targets)
         ]
     elif isinstance(arg, ast.Name):
-        values = _values_bound(ctx, scope, arg.id, call.lineno)
+        values = _values_bound(ctx, scope, arg.id, call.lineno) + _loop_items(ctx, scope, arg, call)
         # one hop: ``model = build_model(params, text_aligner, pitch_extractor)`` with
         # ``pitch_extractor = load_F0_models(path)`` (a BatchNorm builder) two lines up
         values += [
@@ -696,6 +696,36 @@ def _wraps_built_from(
         for v in values
         for c in ast.walk(v)
     )
+
+
+def _loop_items(ctx: FileContext, scope: ast.AST, name: ast.Name, call: ast.Call) -> list[ast.expr]:
+    """What ``name`` takes as the target of a loop around ``call`` over a list of this scope
+    (SemCKD/RepDistiller: ``module_list = nn.ModuleList([])``, ``module_list.append(model_s)``,
+    then ``for module in module_list: DDP(module)``): the list's bound values and what is
+    appended to it before the wrap."""
+    loop = ctx.parents.get(call)
+    while loop is not None and loop is not scope and not isinstance(loop, ast.For):
+        loop = ctx.parents.get(loop)
+    if not (
+        isinstance(loop, ast.For)
+        and isinstance(loop.target, ast.Name)
+        and loop.target.id == name.id
+        and isinstance(loop.iter, ast.Name)
+    ):
+        return []
+    listed = loop.iter.id
+    added = [
+        n.args[-1]
+        for n in ctx.local(scope)
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr in ("append", "extend", "insert")
+        and isinstance(n.func.value, ast.Name)
+        and n.func.value.id == listed
+        and n.args
+        and n.lineno < call.lineno
+    ]
+    return _values_bound(ctx, scope, listed, call.lineno) + added
 
 
 def _frozen_in_training(ctx: FileContext, wraps: list[ast.Call]) -> bool:
