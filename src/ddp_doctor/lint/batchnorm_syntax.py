@@ -406,3 +406,28 @@ def _evals(body: list[ast.stmt], name: str) -> bool:
         if isinstance(stmt, ast.Expr)
         for n in (stmt.value,)
     )
+
+
+def keeps_eval_mode(ctx: FileContext, cls: ast.ClassDef) -> bool:
+    """The class overrides ``train`` to keep its BatchNorm layers in eval mode whatever mode it is
+    asked for (Cutie's encoders: ``def train(self, mode=True): for module in self.children():
+    module.train(False)``; a ``for m in self.modules(): if isinstance(m, nn.BatchNorm2d): m.eval()``
+    after ``super().train(mode)``): its BatchNorm normalises with running statistics, also under DDP.
+    Not a freeze under a switch of its own (OpenMMLab's ``if self.norm_eval and mode:``)."""
+    train = next(
+        (f for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == "train"),
+        None,
+    )
+    if train is None:
+        return False
+    return freezes_batchnorm(ctx, train) or any(
+        isinstance(loop, ast.For)
+        and isinstance(loop.target, ast.Name)
+        and isinstance(loop.iter, ast.Call)
+        and isinstance(loop.iter.func, ast.Attribute)
+        and loop.iter.func.attr in ("children", "modules")
+        and isinstance(loop.iter.func.value, ast.Name)
+        and loop.iter.func.value.id == "self"
+        and _evals(loop.body, loop.target.id)
+        for loop in train.body
+    )

@@ -9,7 +9,7 @@ describe costs and numerics that never happen there.
 A file is taken as never training only on positive evidence, because a miss here silences true
 findings: it is an entry script (``if __name__ == "__main__":``), nothing in it backprops (any
 spelling lint/loops.py knows), it calls nothing whose name says it trains or steps (``train``,
-``fit``, ``step``, ``backward``, ``run``: a library trainer such as HF ``trainer.train()`` or Lightning's
+``fit``, ``step``, ``backward``, ``run``, ``learn``: a library trainer such as HF ``trainer.train()`` or Lightning's
 ``trainer.fit()`` trains without a visible backward), and, in project mode, no project function
 it calls runs backward (directly or through its callees). A library module that only builds the
 wrapped model for its callers (DPR's ``setup_for_distributed_mode``) is not an entry script and is
@@ -24,7 +24,9 @@ import re
 from ddp_doctor.lint.context import FileContext, dotted, is_main_guard
 from ddp_doctor.lint.loops import LoopFacts
 
-TRAINING_CALL = re.compile(r"train|fit|backward|(^|_)step$|^step|^run$", re.IGNORECASE)
+# ``learn``: reinforcement-learning agents train so (stable-baselines' ``model.learn(...)``,
+# AlphaZeroFromScratch's ``alphaZero.learn()``)
+TRAINING_CALL = re.compile(r"train|fit|backward|(^|_)step$|^step|^run$|^learn$", re.IGNORECASE)
 
 
 def never_trains(ctx: FileContext, facts: LoopFacts) -> bool:
@@ -46,6 +48,11 @@ def never_trains(ctx: FileContext, facts: LoopFacts) -> bool:
                 summary = project.summary_for(ctx, target)
                 if summary is not None and summary.calls_backward and not _names_a_class(summary.qualname):
                     return False
+            # a method of a project object built here that backprops (``agent = Learner(ddp_model,
+            # opt)`` then ``agent.go()``): the object's class trains, under any method name
+            method = project.instance_method(ctx, call)
+            if method is not None and method.calls_backward:
+                return False
     return True
 
 

@@ -37,3 +37,20 @@ def unmoved(ctx: FileContext, expr: ast.AST, *, through_syncbn: bool = False) ->
         else:
             break
     return expr
+
+
+def moved_result(ctx: FileContext, expr: ast.AST) -> ast.AST:
+    """The outermost move of ``expr`` (``build(cfg).cuda().train()`` for ``build(cfg)``): what a
+    name bound to it, or a ``return`` of it, holds; ``expr`` itself when it is not moved."""
+    while True:
+        attr = ctx.parents.get(expr)
+        call = ctx.parents.get(attr) if attr is not None else None
+        if not (
+            isinstance(attr, ast.Attribute)
+            and attr.value is expr
+            and attr.attr in SAME_MODULE_METHODS
+            and isinstance(call, ast.Call)
+            and call.func is attr
+        ):
+            return expr
+        expr = call

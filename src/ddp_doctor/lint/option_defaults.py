@@ -45,8 +45,9 @@ YAML_BOOLEANS = {
 
 def written_defaults(ctx: FileContext) -> dict[str, object]:
     """Option name -> literal default, as this file writes it: its argparse options (by ``dest``),
-    the literal attributes of its classes' bodies (configuration classes and dataclasses), and its
-    module-level attribute settings (``cfg.syncbn = False``: the last attribute). A name the file
+    the literal attributes of its classes' bodies (configuration classes and dataclasses), its
+    module-level attribute settings (``cfg.syncbn = False``: the last attribute) and the entries of
+    its module-level configuration dictionaries (``Config = dict(MODEL=...)``). A name the file
     writes with two values is left out."""
     found: dict[str, list[object]] = {}
     for dest, value in argparse_defaults(ctx).items():
@@ -61,7 +62,25 @@ def written_defaults(ctx: FileContext) -> dict[str, object]:
         target, value = _assigned(stmt)
         if isinstance(target, ast.Attribute) and dotted(target) is not None and value is not None:
             _add(found, target.attr, value)
+        elif isinstance(target, ast.Name) and value is not None:
+            for key, item in _dict_entries(value):
+                _add(found, key, item)
     return {k: v[0] for k, v in found.items() if all(_same(v[0], x) for x in v)}
+
+
+def _dict_entries(value: ast.expr) -> list[tuple[str, ast.expr]]:
+    """The string-keyed entries of a module-level configuration dictionary (imagenette-ddp's
+    ``Config = dict(MODEL="efficientnet_b3", ...)`` read as ``Config["MODEL"]``, a ``CFG = {...}``
+    literal)."""
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "dict":
+        return [(k.arg, k.value) for k in value.keywords if k.arg is not None]
+    if isinstance(value, ast.Dict):
+        return [
+            (k.value, v)
+            for k, v in zip(value.keys, value.values)
+            if isinstance(k, ast.Constant) and isinstance(k.value, str)
+        ]
+    return []
 
 
 def _assigned(stmt: ast.stmt) -> tuple[ast.expr | None, ast.expr | None]:

@@ -107,6 +107,7 @@ class ProjectIndex(IndexScan, IndexQueries):
         for module, path in paths:
             ctx = parse_file(path, FACT_WORDS)
             if ctx is None:
+                index._unscanned.append((module, path))
                 continue
             try:
                 index._summarise(module, ctx)
@@ -124,6 +125,7 @@ class ProjectIndex(IndexScan, IndexQueries):
             for s in sums.values():
                 if (
                     not s.builds_batchnorm
+                    and not s.keeps_eval
                     and any(
                         (r.endswith(".*") and r[:-2] in bn_modules)
                         # a reference (a subclass, ``block=BasicConv``) is built with arguments not seen here;
@@ -165,8 +167,10 @@ class ProjectIndex(IndexScan, IndexQueries):
                     # it calls does to its argument (KAIR ``merge_bn(self.netG)``, transformers'
                     # trainer helpers); a class holds everything its methods build
                     if (
-                        is_class_summary(s) or is_class_summary(c) or callee in s.returned_callees
-                    ) and callee not in s.bn_optional:
+                        (is_class_summary(s) or is_class_summary(c) or callee in s.returned_callees)
+                        and callee not in s.bn_optional
+                        and not s.keeps_eval
+                    ):
                         s.builds_batchnorm |= c.builds_batchnorm or passes_switch(
                             s.switch_calls.get(callee, []), c.bn_switch
                         )

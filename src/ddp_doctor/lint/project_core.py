@@ -19,7 +19,7 @@ from ddp_doctor.lint.dist_tests import DISTRIBUTED_NAME, negative_test
 from ddp_doctor.lint.handed_models import Handed
 from ddp_doctor.lint.model_picks import split_pick_key
 from ddp_doctor.lint.project_modules import LOCAL_KEY, absolute_imports, absolute_module, relative_base
-from ddp_doctor.lint.project_summary import FACTS, Summary
+from ddp_doctor.lint.project_summary import FACTS, Summary, is_class_summary
 
 CONFLICT = object()  # a configuration key given different defaults
 
@@ -160,6 +160,11 @@ class IndexCore:
     # option -> literal, CONFLICT where two places write different values
     option_defaults: dict[str, object] = field(default_factory=dict)
     _yaml_files: list[Path] | None = None  # the YAML configurations shipped under root (lazy)
+    # the files the word pre-check left unsummarised (a configuration module mentioning no fact
+    # word: imagenette-ddp's ``Config = dict(MODEL="efficientnet_b3")``), read for an option's
+    # default only, and each file's defaults once (lazy)
+    _unscanned: list[tuple[str, Path]] = field(default_factory=list)
+    _unscanned_defaults: dict[Path, dict[str, object]] = field(default_factory=dict)
     _launch_files: list[Path] | None = None  # the shell launch scripts shipped under root (lazy)
     # answers read from those files, by the option asked about (each file is read once per question,
     # not once per rule and file that asks it)
@@ -429,7 +434,22 @@ class IndexCore:
         target = self._project_target(imports, func)
         if target is None and rest and head in ctx.import_choices:
             return self._one_choice(ctx.import_choices[head], head, func)
-        return self._get(target) if target else None
+        found = self._get(target) if target else None
+        if found is None and rest and "." not in rest:
+            found = self._class_method(ctx, head, target, rest)
+        return found
+
+    def _class_method(self, ctx: FileContext, head: str, target: str | None, name: str) -> Summary | None:
+        """``Cls.name(...)`` called on a project class that inherits the method (semseg_benchmark's
+        ``Trainer.build_model(cfg)``, a static method of ``Trainer``'s base ``DistBaseTrainer``): the
+        base's method; the class of this file or imported."""
+        cls = target.rpartition(".")[0] if target else f"{ctx.module}.{head}"
+        if head in ctx.absolute_imports and not target:
+            return None
+        summary = self._get(cls)
+        if summary is None or not is_class_summary(summary):
+            return None
+        return self._inherited(cls, name)
 
     def _local_alias(self, ctx: FileContext, func: ast.AST) -> Summary | None:
         """A name bound once in its scope (or the module) to project code by another name

@@ -15,7 +15,7 @@ from ddp_doctor.lint.handed_models import handed_builder
 from ddp_doctor.lint.launch_scripts import launch_files, launch_settings
 from ddp_doctor.lint.loops import argument
 from ddp_doctor.lint.model_picks import picked_module
-from ddp_doctor.lint.option_defaults import yaml_files, yaml_settings
+from ddp_doctor.lint.option_defaults import written_defaults, yaml_files, yaml_settings
 from ddp_doctor.lint.project_core import (
     CONFLICT,
     GENERIC_METHODS,
@@ -262,15 +262,41 @@ class IndexQueries(IndexCore):
 
     def _option_default(self, key: str) -> tuple[bool, object]:
         values = self.yaml_values(key)
-        if key in self.option_defaults:
-            written = self.option_defaults[key]
+        written = [self.option_defaults[key]] if key in self.option_defaults else []
+        written += self._unscanned_values(key)
+        if written:
+            first = written[0]
+            if any(w is CONFLICT or w != first or type(w) is not type(first) for w in written):
+                return False, None
         elif values:
-            written = values[0]  # written nowhere in the code: the shipped configurations decide
+            first = values[0]  # written nowhere in the code: the shipped configurations decide
         else:
             return False, None
-        if written is CONFLICT or any(v != written or type(v) is not type(written) for v in values):
+        if any(v != first or type(v) is not type(first) for v in values):
             return False, None
-        return True, written
+        return True, first
+
+    def _unscanned_values(self, key: str) -> list[object]:
+        """The defaults the files the word pre-check skipped write for ``key`` (a module-level
+        ``Config = dict(MODEL=...)`` in a ``config.py`` naming no fact word): only files whose text
+        holds the key are parsed, each once."""
+        if "options" not in self.facts:
+            return []
+        found: list[object] = []
+        for module, path in self._unscanned:
+            if is_test_module(module):
+                continue
+            if path not in self._unscanned_defaults:
+                try:
+                    if key not in path.read_text(encoding="utf-8", errors="replace"):
+                        continue
+                except OSError:
+                    continue
+                ctx = parse_file(path)
+                self._unscanned_defaults[path] = written_defaults(ctx) if ctx is not None else {}
+            if key in self._unscanned_defaults[path]:
+                found.append(self._unscanned_defaults[path][key])
+        return found
 
     def method_returns_reduced(self, func: ast.AST) -> bool:
         """``obj.update(...)`` where every project method of that name (at most 4) returns a value

@@ -20,6 +20,7 @@ from ddp_doctor.lint.batchnorm_syntax import (
     call_shape,
     chooses_other_norm,
     freezes_batchnorm,
+    keeps_eval_mode,
     layer_switch,
     library_batchnorm,
     mmcv_batchnorm,
@@ -32,6 +33,7 @@ from ddp_doctor.lint.flags import argparse_choices
 from ddp_doctor.lint.idioms import DDP, LOSS_SCALING_OPTIMIZER, SYNC_CONTROL
 from ddp_doctor.lint.loops import LoopFacts, backward_of, guarded_in, param_backward
 from ddp_doctor.lint.model_picks import bound_callee, handed_pick_param, pick_key
+from ddp_doctor.lint.module_moves import moved_result
 from ddp_doctor.lint.option_defaults import merge_default, written_defaults
 from ddp_doctor.lint.overrides import abstract
 from ddp_doctor.lint.project_bindings import IndexBindings
@@ -343,6 +345,8 @@ class IndexScan(IndexBindings):
             s.returns_ddp = True
         if scan.bn and not isinstance(node, ast.ClassDef):
             s.freezes_batchnorm = freezes_batchnorm(ctx, node)
+        elif scan.bn and isinstance(node, ast.ClassDef) and keeps_eval_mode(ctx, node):
+            s.keeps_eval, s.builds_batchnorm = True, False  # Cutie's encoders
         if scan.bn and scan.uses_eval:
             s.refs |= {f"{m}.*" for m in scan.star}
         # only code that runs backward can train on a parameter
@@ -370,8 +374,10 @@ class IndexScan(IndexBindings):
             # a subclass of a data-parallel wrapper (``class DDP(DistributedDataParallel)``): building it
             # in a file that star-imports its module is that wrap (lint/context.py ``_qualname``)
             s.wrapper_base = ctx.wrapper_subclass(node.name) if ctx.parents.get(node) is ctx.tree else None
-            if "rank0_logging" in self.facts:  # which methods a subclass leaves to its base
-                s.class_bases = tuple(t for b in node.bases if (t := self._project_target(scan.imports, b)))
+            # which methods a subclass leaves to its base: for every rule, as the index resolves
+            # ``self.m(...)`` and ``Cls.m(...)`` through it (``summary_for``)
+            s.class_bases = tuple(t for b in node.bases if (t := self._project_target(scan.imports, b)))
+            if "rank0_logging" in self.facts:
                 s.declares_abstract = any(
                     isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and abstract(m) for m in node.body
                 )
@@ -508,10 +514,13 @@ class IndexScan(IndexBindings):
                     if bn:
                         optional = off_by_default(ctx, n) or chooses_other_norm(n)
                         (s.bn_optional if optional else required).add(target)
-                    parent = ctx.parents.get(n)
-                    if id(n) in returned or (  # model = build(...); ...; return model
+                    # ``model = build(...).cuda(); return model`` (semseg_benchmark's trainer
+                    # ``build_model``): a move returns the module it is given
+                    built = moved_result(ctx, n)
+                    parent = ctx.parents.get(built)
+                    if id(built) in returned or (  # model = build(...); ...; return model
                         isinstance(parent, (ast.Assign, ast.AnnAssign))
-                        and parent.value is n
+                        and parent.value is built
                         and {dotted(t) for t in assign_targets(parent)} & returned_names
                     ):
                         s.returned_callees.add(target)

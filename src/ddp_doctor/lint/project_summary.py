@@ -87,7 +87,6 @@ FACTS: dict[str, tuple[str, ...]] = {
         "rank0_function_args",
         "rank0_function_params",
         "rank0_method_params",
-        "class_bases",
         "declares_abstract",
         "rank0_flags",
         "base_class_flags",
@@ -161,6 +160,9 @@ class Summary:
     converts_syncbn: bool = False
     # puts every BatchNorm layer in eval mode (``freeze_bn``: batchnorm_syntax.freezes_batchnorm)
     freezes_batchnorm: bool = False
+    # (a class) its ``train`` override keeps its BatchNorm in eval mode (batchnorm_syntax.keeps_eval_mode):
+    # it builds no BatchNorm that trains, whatever it holds
+    keeps_eval: bool = False
     # Project classes/functions it builds only when a parameter that defaults to off says so
     # (TabPFN ``self.input_ln = SeqBN(ninp) if input_normalization else None``, default False):
     # their BatchNorm is not in what it builds on the default path.

@@ -1167,3 +1167,286 @@ C["NEG_inspected_class_default"] = (
     },
     "train.py",
 )
+# Round 25: an entry script whose training runs in a method of a project object it builds
+# (AlphaZeroFromScratch: ``alphaZero = AlphaZeroParallel(ddp_model, optimizer)`` then
+# ``alphaZero.learn()``): it trains, so it is no evaluation script
+LEARNER = """import torch
+
+
+class Learner:
+    def __init__(self, model, opt):
+        self.model, self.opt = model, opt
+
+    def {method}(self, batches):
+        for x, y in batches:
+            {body}
+"""
+BACKPROP = "loss = torch.nn.functional.cross_entropy(self.model(x), y)\n            loss.backward()"
+LEARNER_ENTRY = (
+    HEAD
+    + NET
+    + """from learner import Learner
+
+
+def work(rank, world_size):
+    dist.init_process_group("nccl", rank=rank, world_size=world_size)
+    model = Net().cuda(rank)
+    ddp_model = DDP(model, device_ids=[rank])
+    opt = torch.optim.SGD(ddp_model.parameters(), lr=0.1)
+    agent = Learner(ddp_model, opt)
+    agent.{method}([])
+
+
+if __name__ == "__main__":
+    torch.multiprocessing.spawn(work, args=(2,), nprocs=2)
+"""
+)
+
+
+def _learner(method, body):
+    return {
+        "train.py": LEARNER_ENTRY.replace("{method}", method),
+        "learner.py": LEARNER.replace("{method}", method).replace("{body}", body),
+    }
+
+
+C["rl_learn_method"] = (R, True, _learner("learn", "self.opt.zero_grad()"), "train.py")
+C["object_method_backprops"] = (R, True, _learner("go", BACKPROP), "train.py")
+C["NEG_object_method_only_evaluates"] = (
+    R,
+    False,
+    _learner("go", "print(self.model(x).argmax(1).eq(y).float().mean())"),
+    "train.py",
+)
+
+# Round 25: a timm model named by a module-level configuration dictionary of another file, one
+# that mentions none of the words the project index reads files for (imagenette-ddp's
+# ``Config = dict(MODEL="efficientnet_b3", ...)`` in ``config.py``, ``Config["MODEL"]``)
+TIMM_BY_DICT = (
+    HEAD + "import timm\nfrom config import Config\n" + main('model = timm.create_model(Config["MODEL"])')
+)
+C["timm_model_named_by_config_dict"] = (
+    R,
+    True,
+    {"train.py": TIMM_BY_DICT, "config.py": 'Config = dict(MODEL="efficientnet_b3", LR=3e-4, BS=96)\n'},
+    "train.py",
+)
+C["timm_model_named_by_config_dict_literal"] = (
+    R,
+    True,
+    {
+        "train.py": TIMM_BY_DICT.replace('Config["MODEL"]', 'Config["model_name"]'),
+        "config.py": 'Config = {"model_name": "resnet50", "lr": 0.1}\n',
+    },
+    "train.py",
+)
+C["NEG_timm_model_named_by_config_dict_vit"] = (
+    R,
+    False,
+    {"train.py": TIMM_BY_DICT, "config.py": 'Config = dict(MODEL="vit_base_patch16_224", LR=3e-4)\n'},
+    "train.py",
+)
+C["NEG_timm_model_named_by_config_dicts_that_disagree"] = (
+    R,
+    False,
+    {
+        "train.py": TIMM_BY_DICT,
+        "config.py": 'Config = dict(MODEL="efficientnet_b3")\n',
+        "config_vit.py": 'Config = dict(MODEL="vit_base_patch16_224")\n',
+    },
+    "train.py",
+)
+
+# Round 25: a model built by a static method a trainer class inherits (semseg_benchmark's
+# ``Trainer.build_model(cfg)`` of its base ``DistBaseTrainer``, ``model = build_model(cfg).cuda();
+# return model``): the base's method, through the move, builds what the project builder builds;
+# a model that picks SyncBatchNorm itself is synced
+PICKED_NORM_NET = """import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self, norm_type="syncbn"):
+        super().__init__()
+        norm = {norm}
+        self.conv = nn.Conv2d(3, 16, 3)
+        self.bn = norm(16)
+
+
+def build(cfg):
+    return Net(cfg.norm_type)
+"""
+TRAINER_BASE = """from models import build
+
+
+class BaseTrainer:
+    def __init__(self, cfg):
+        self.cfg = cfg
+
+    @staticmethod
+    def build_model(cfg):
+        model = build(cfg).cuda()
+        return model
+"""
+INHERITED_BUILD = (
+    HEAD
+    + """from trainer_base import BaseTrainer
+
+
+class Trainer(BaseTrainer):
+    pass
+
+
+"""
+    + main("model = Trainer.build_model(args)")
+)
+C["inherited_static_builder"] = (
+    R,
+    True,
+    {
+        "train.py": INHERITED_BUILD,
+        "trainer_base.py": TRAINER_BASE,
+        "models.py": PICKED_NORM_NET.replace("{norm}", "nn.BatchNorm2d"),
+    },
+    "train.py",
+)
+C["NEG_inherited_static_builder_picks_syncbn"] = (
+    R,
+    False,
+    {
+        "train.py": INHERITED_BUILD,
+        "trainer_base.py": TRAINER_BASE,
+        "models.py": PICKED_NORM_NET.replace(
+            "{norm}", 'nn.SyncBatchNorm if norm_type == "syncbn" else nn.BatchNorm2d'
+        ),
+    },
+    "train.py",
+)
+
+# Round 25: BatchNorm kept in eval mode while the network trains normalises with running
+# statistics: an encoder whose ``train`` override keeps its children in eval mode (Cutie's pixel
+# and mask encoders, "freeze BN statistics"), in another file or this one ...
+FROZEN_ENCODER = """import torch.nn as nn
+
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 16, 3)
+        self.bn = nn.BatchNorm2d(16)
+
+    def forward(self, x):
+        return self.bn(self.conv(x)).mean((2, 3))
+
+    # override the default train() to freeze BN statistics
+    def train(self, mode=True):
+        self.training = False
+        for module in self.children():
+            module.train({mode})
+        return self
+"""
+C["NEG_encoder_train_override_keeps_eval"] = (
+    R,
+    False,
+    {
+        "train.py": HEAD + "from encoder import Encoder\n" + main("model = Encoder()"),
+        "encoder.py": FROZEN_ENCODER.replace("{mode}", "False"),
+    },
+    "train.py",
+)
+C["encoder_train_override_passes_mode"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD + "from encoder import Encoder\n" + main("model = Encoder()"),
+        "encoder.py": FROZEN_ENCODER.replace("{mode}", "mode"),
+    },
+    "train.py",
+)
+C["NEG_encoder_train_override_keeps_eval_same_file"] = (
+    R,
+    False,
+    {"train.py": FROZEN_ENCODER.replace("{mode}", "False") + HEAD + main("model = Encoder()")},
+    "train.py",
+)
+# ... and a trainer class whose own ``train()`` puts the wrapped network in eval mode, never in
+# train mode (XMem's ``XMemTrainer.train``: ``self.XMem.eval()``)
+EVAL_TRAINER = (
+    HEAD
+    + NET
+    + """
+
+class Trainer:
+    def __init__(self, local_rank):
+        self.net = DDP(Net().cuda(), device_ids=[local_rank])
+        self.opt = torch.optim.SGD(self.net.parameters(), lr=0.1)
+        self.train()
+
+    def do_pass(self, x, y):
+        loss = nn.functional.cross_entropy(self.net(x), y)
+        self.opt.zero_grad()
+        loss.backward()
+        self.opt.step()
+
+    def train(self):
+        self.net.{mode}()
+        return self
+
+    def val(self):
+        self.net.eval()
+        return self
+"""
+)
+C["NEG_trainer_keeps_network_in_eval"] = (
+    R,
+    False,
+    {"train.py": EVAL_TRAINER.replace("{mode}", "eval")},
+    "train.py",
+)
+C["trainer_puts_network_in_train_mode"] = (
+    R,
+    True,
+    {"train.py": EVAL_TRAINER.replace("{mode}", "train")},
+    "train.py",
+)
+
+# Round 25: each module of a list wrapped in a loop (SemCKD/RepDistiller: ``module_list =
+# nn.ModuleList([])``, ``module_list.append(model_s)``, ``for module in module_list: DDP(module)``):
+# the wraps are of what was appended, the student built with BatchNorm
+MODULE_LIST = (
+    HEAD
+    + NET
+    + """
+
+def main(args, loader, local_rank):
+    dist.init_process_group("nccl")
+    model_s = {student}
+    head = nn.Linear(10, 10)
+    scorer = Net()
+    scorer.eval()
+    module_list = nn.ModuleList([])
+    module_list.append(model_s)
+    module_list.append(head)
+    module_list.cuda(local_rank)
+    wrapped = []
+    for module in module_list:
+        wrapped.append(DDP(module, device_ids=[local_rank]))
+    opt = torch.optim.SGD(module_list.parameters(), lr=0.1)
+    for x, y in loader:
+        loss = nn.functional.cross_entropy(wrapped[1](wrapped[0](x)), y) + scorer(x).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+"""
+)
+C["module_list_wrapped_in_loop"] = (
+    R,
+    True,
+    {"train.py": MODULE_LIST.replace("{student}", "Net()")},
+    "train.py",
+)
+C["NEG_module_list_wrapped_in_loop_without_batchnorm"] = (
+    R,
+    False,
+    {"train.py": MODULE_LIST.replace("{student}", "nn.Sequential(nn.Linear(3, 10), nn.LayerNorm(10))")},
+    "train.py",
+)

@@ -62,6 +62,12 @@ Round 23: a trainer class handed the built model (DBNet.pytorch's ``BaseTrainer(
 criterion)`` keeping ``self.model = model`` and wrapping ``DDP(self.model)``) is read as a handed
 model: what its constructions hand that parameter, also through a subclass's ``super().__init__``
 (``handed_models.py``).
+Round 25: BatchNorm kept in eval mode while the network trains uses running statistics: a class
+whose ``train`` override keeps its children (or its BatchNorm layers) in eval mode builds no
+BatchNorm that trains (Cutie's encoders, ``Summary.keeps_eval``), and a trainer class that wraps
+``self.net`` and only ever puts it in eval mode (XMem's ``train()`` running ``self.XMem.eval()``) is
+not reported; an entry script whose training runs in a method of a project object it builds
+(``agent.learn()``) is no evaluation script.
 Autofix (plain findings only): convert the wrapped model just before wrapping.
 """
 
@@ -79,6 +85,7 @@ from ddp_doctor.lint.batchnorm_syntax import (
     batchnorm_reference,
     call_shape,
     freezes_batchnorm,
+    keeps_eval_mode,
     layer_switch,
     library_batchnorm,
     mmcv_batchnorm,
@@ -171,7 +178,9 @@ class BatchnormUnsynced(Rule):
         "time from candidates most of which build no BatchNorm, or from a registry whose BatchNorm "
         "models convert themselves; a Lightning `Trainer` with no DDP strategy written (or a strategy "
         "local bound only to other strategies); every BatchNorm layer put in eval mode by a method the "
-        "training function calls on the wrapped model after `train()` (`model.module.freeze_bn()`); "
+        "training function calls on the wrapped model after `train()` (`model.module.freeze_bn()`), "
+        "by a `train` override of the class that builds it (`for m in self.children(): m.train(False)`), "
+        "or by a trainer class that puts its wrapped `self.net` only ever in eval mode; "
         "(project) a wrap under a test of parameters no call passes, false at their defaults "
         "(`if gpus > 1:` with `gpus=1`)"
     )
@@ -216,7 +225,7 @@ class BatchnormUnsynced(Rule):
         ddp_calls += [c for c in prepares if _wraps_built_from(ctx, c, bn_nodes)]
         if (not bn_lines and handed_by is None) or not ddp_calls or never_trains(ctx, facts):
             return  # (an evaluation script: BatchNorm in eval() uses running statistics)
-        if _frozen_in_training(ctx, ddp_calls):
+        if _frozen_in_training(ctx, ddp_calls) or all(_kept_in_eval(ctx, c) for c in ddp_calls):
             return  # every BatchNorm layer in eval mode while it trains: running statistics only
         gated_by = None
         if conversions or ctx.mentions("SyncBatchNorm", "convert_syncbn_model"):
@@ -398,7 +407,19 @@ def _sort_calls(ctx: FileContext) -> _Calls:
             )
         ):
             out.bn_nodes.append(ref)
+    # a layer of a class whose ``train`` override keeps it in eval mode (Cutie's encoders) never
+    # normalises with a rank's batch
+    out.bn_nodes = [n for n in out.bn_nodes if not _in_eval_class(ctx, n)]
     return out
+
+
+def _in_eval_class(ctx: FileContext, node: ast.AST) -> bool:
+    cur = ctx.parents.get(node)
+    while cur is not None:
+        if isinstance(cur, ast.ClassDef) and keeps_eval_mode(ctx, cur):
+            return True
+        cur = ctx.parents.get(cur)
+    return False
 
 
 def _handed_batchnorm_class(ctx: FileContext, project: ProjectIndex, ref: ast.Name | ast.Attribute) -> bool:
@@ -653,7 +674,7 @@ def _wraps_built_from(
             and any(dotted(t) == held for t in n.targets)
         ]
     elif isinstance(arg, ast.Name):
-        values = _values_bound(ctx, scope, arg.id, call.lineno)
+        values = _values_bound(ctx, scope, arg.id, call.lineno) + _loop_items(ctx, scope, arg, call)
         # one hop: ``model = build_model(params, text_aligner, pitch_extractor)`` with
         # ``pitch_extractor = load_F0_models(path)`` (a BatchNorm builder) two lines up
         values += [
@@ -675,6 +696,36 @@ def _wraps_built_from(
         for v in values
         for c in ast.walk(v)
     )
+
+
+def _loop_items(ctx: FileContext, scope: ast.AST, name: ast.Name, call: ast.Call) -> list[ast.expr]:
+    """What ``name`` takes as the target of a loop around ``call`` over a list of this scope
+    (SemCKD/RepDistiller: ``module_list = nn.ModuleList([])``, ``module_list.append(model_s)``,
+    then ``for module in module_list: DDP(module)``): the list's bound values and what is
+    appended to it before the wrap."""
+    loop = ctx.parents.get(call)
+    while loop is not None and loop is not scope and not isinstance(loop, ast.For):
+        loop = ctx.parents.get(loop)
+    if not (
+        isinstance(loop, ast.For)
+        and isinstance(loop.target, ast.Name)
+        and loop.target.id == name.id
+        and isinstance(loop.iter, ast.Name)
+    ):
+        return []
+    listed = loop.iter.id
+    added = [
+        n.args[-1]
+        for n in ctx.local(scope)
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr in ("append", "extend", "insert")
+        and isinstance(n.func.value, ast.Name)
+        and n.func.value.id == listed
+        and n.args
+        and n.lineno < call.lineno
+    ]
+    return _values_bound(ctx, scope, listed, call.lineno) + added
 
 
 def _frozen_in_training(ctx: FileContext, wraps: list[ast.Call]) -> bool:
@@ -708,6 +759,39 @@ def _frozen_in_training(ctx: FileContext, wraps: list[ast.Call]) -> bool:
         if backprops and not retrains:
             return True
     return False
+
+
+def _kept_in_eval(ctx: FileContext, wrap: ast.Call) -> bool:
+    """``self.net = DDP(...)`` in a class that puts ``self.net`` in eval mode (``self.net.eval()``)
+    and never in train mode, while nothing in the file switches another receiver to train mode
+    (XMem's trainer: its ``train()`` method runs ``self.XMem.eval()`` to keep BatchNorm frozen):
+    the wrapped network trains on running statistics. A ``for net in nets: net.train()`` or a
+    ``self.net.train()`` anywhere in the file leaves it to the loop's mode: not this."""
+    parent = ctx.parents.get(wrap)
+    held = [d for t in parent.targets if (d := dotted(t))] if isinstance(parent, ast.Assign) else []
+    if len(held) != 1 or not held[0].startswith("self.") or held[0].count(".") != 1:
+        return False
+    owner = ctx.method_owner(ctx.enclosing_function(wrap))
+    if owner is None:
+        return False
+    # ``self.train()`` runs the class's own ``train`` (XMem's switches its flags), not a module's
+    own_train = any(isinstance(f, ast.FunctionDef) and f.name == "train" for f in owner.body)
+    evals = False
+    for call in ctx.of_type(ast.Call):
+        if not isinstance(call.func, ast.Attribute) or call.func.attr not in ("train", "eval"):
+            continue
+        receiver = dotted(call.func.value) or ""
+        if call.func.attr == "eval":
+            evals |= receiver == held[0] and ctx.position(owner) <= ctx.position(call) < ctx.subtree_end(
+                owner
+            )
+        elif receiver != "self" or not own_train or (call.args and not _false(call.args[0])):
+            return False  # a train-mode switch of some model (or of the class, by a mode argument)
+    return evals
+
+
+def _false(node: ast.AST) -> bool:
+    return isinstance(node, ast.Constant) and node.value is False
 
 
 def _root(node: ast.AST) -> str | None:
