@@ -9,7 +9,7 @@ import ast
 from collections.abc import Iterable
 from pathlib import Path
 
-from ddp_doctor.lint.call_arguments import never_passed
+from ddp_doctor.lint.call_arguments import never_constructed_with, never_passed
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method, parameter_names, positional_params
 from ddp_doctor.lint.handed_models import handed_builder
 from ddp_doctor.lint.launch_scripts import launch_files, launch_settings
@@ -48,6 +48,17 @@ class IndexQueries(IndexCore):
     ) -> bool:
         """Some call of ``fn`` is seen in the project and none passes its parameter ``name``."""
         return never_passed(self.passed_arguments, fn, module, in_class, name)
+
+    def never_constructed_with(
+        self, cls: str, init: ast.FunctionDef | ast.AsyncFunctionDef, name: str, attr: str
+    ) -> bool:
+        """Constructions of the class ``cls`` (a qualname) are seen and none passes its ``__init__``'s
+        parameter ``name``; no project class subclasses it (a subclass's constructions pass it on
+        unseen) and no code sets ``attr`` on an object from outside (``trainer.ddp = True``)."""
+        passed = self.passed_arguments
+        if self._subclasses().get(cls) or f".{attr}=" in passed or ".*=" in passed:
+            return False
+        return never_constructed_with(passed, init, cls, name)
 
     def module_builds_batchnorm(self, module: str) -> bool:
         """Some function or class of ``module`` builds BatchNorm (after propagation); for a package,

@@ -128,7 +128,7 @@ FACTS: dict[str, tuple[str, ...]] = {
         "sampler_loader_args",
         "sampler_loader_params",
     ),
-    "call_arguments": ("passed_arguments", "never_passed"),
+    "call_arguments": ("passed_arguments", "never_passed", "never_constructed_with"),
     "plain_loaders": (
         "plain_loaders",
         "plain_loader_calls",
