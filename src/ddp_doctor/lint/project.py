@@ -253,8 +253,8 @@ class ProjectIndex(IndexScan, IndexQueries):
             )
 
         for s in self.summaries.values():
-            if (s.plain_loaders or s.param_shuffled_loaders) and may_shard(s):
-                s.plain_loaders, s.param_shuffled_loaders = {}, {}
+            if (s.plain_loaders or s.param_shuffled_loaders or s.flag_gated_loaders) and may_shard(s):
+                s.plain_loaders, s.param_shuffled_loaders, s.flag_gated_loaders = {}, {}, {}
         pending = [s for s in self.summaries.values() if s.plain_loader_calls and not may_shard(s)]
         for _ in range(3):
             grew = False

@@ -78,6 +78,7 @@ from ddp_doctor.lint.reductions import SCAN_SYNCED_METERS, local_only, reduces_o
 from ddp_doctor.lint.samplers import (
     calls_set_epoch,
     defines_epoch_sampler,
+    flag_gated_loaders,
     returned_plain_loaders,
     returned_sampler,
     returned_sampler_loaders,
@@ -461,6 +462,7 @@ class IndexScan(IndexBindings):
             s.plain_loaders, s.plain_loader_calls, s.param_shuffled_loaders = returned_plain_loaders(
                 ctx, node, lambda f: self._project_target(scan.imports, f)
             )
+            s.flag_gated_loaders = flag_gated_loaders(ctx, node)
         if "epochs" in self.facts and scan.module not in self.set_epoch_modules:
             s.epoch_params = epoch_params_of(ctx, node, is_method, self._gated_calls(scan.module, ctx))
             if ctx.mentions("DistributedSampler") or defines_epoch_sampler(ctx):
