@@ -7,7 +7,10 @@ passes, keyed by the callee's project qualname and, for ``obj.name(...)``, by ``
 method of that name: a caller of another class's ``do_train`` that passes the count counts too).
 ``*args``/``**kwargs`` and a callee handed on as a value (``partial(f, ...)``, ``Engine(step)``)
 record ``*``: anything may be passed. ``never_passed`` answers for one parameter once every file
-is recorded: True only when at least one call was seen and none can have passed it.
+is recorded: True only when at least one call was seen and none can have passed it. Constructions
+are keyed by the class's qualname: a flag ``__init__`` stores on ``self`` from a parameter with a false
+default (kpgt's ``self.ddp = ddp``) stays false where no construction passes it, no subclass exists
+and nothing sets the attribute from outside (``.ddp=``, recorded too).
 """
 
 from __future__ import annotations
@@ -16,14 +19,27 @@ import ast
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ddp_doctor.lint.context import FileContext, dotted, param_defaults, positional_params
+from ddp_doctor.lint.context import FileContext, conjuncts, dotted, param_defaults, positional_params
 
 ANY = "*"
 Passed = dict[str, set[int | str]]
 
 
 def record(ctx: FileContext, target: Callable[[ast.AST], str | None], into: Passed) -> None:
-    """Add this file's calls (and callees handed on as values) to ``into``."""
+    """Add this file's calls (and callees handed on as values) to ``into``; and, under ``.name=``, the
+    attributes it sets on objects other than ``self`` (``trainer.ddp = True``: a flag a constructor
+    default left false may be turned on from outside the class)."""
+    set_targets: list[ast.expr] = [t for a in ctx.of_type(ast.Assign) for t in a.targets]
+    set_targets += [a.target for a in ctx.of_type(ast.AugAssign)]
+    set_targets += [a.target for a in ctx.of_type(ast.AnnAssign)]
+    for t in set_targets:
+        for n in ast.walk(t):
+            if isinstance(n, ast.Attribute) and not (isinstance(n.value, ast.Name) and n.value.id == "self"):
+                into.setdefault(f".{n.attr}=", set()).add(ANY)
+    for call in ctx.calls_named("setattr"):  # ``setattr(trainer, "ddp", True)``; a computed name: any
+        name = call.args[1] if len(call.args) > 1 else None
+        spelled = name.value if isinstance(name, ast.Constant) and isinstance(name.value, str) else "*"
+        into.setdefault(f".{spelled}=", set()).add(ANY)
     for call in ctx.of_type(ast.Call):
         passed: set[int | str] = set(range(len(call.args)))
         passed |= {k.arg for k in call.keywords if k.arg is not None}
@@ -59,17 +75,114 @@ def never_passed(
 
 
 def never_constructed_with(
-    passed: Passed, cls: ast.ClassDef, init: ast.FunctionDef | ast.AsyncFunctionDef, module: str, name: str
+    passed: Passed, init: ast.FunctionDef | ast.AsyncFunctionDef, cls: str, name: str
 ) -> bool:
-    """Constructions of ``cls`` were seen and none passes its ``__init__`` parameter ``name`` (the
-    caller rules out subclasses, which may hand it on through ``super().__init__``)."""
-    params = positional_params(init, bound=True)
-    if f"{module}.{cls.name}" not in passed:
+    """Constructions of the class ``cls`` (its qualname) were seen and none passes ``name``, a
+    parameter of its ``__init__`` (by keyword or position)."""
+    if cls not in passed:
         return False  # (a call ``x.Trainer(...)`` alone may build another module's class)
-    given = set().union(*(passed[k] for k in (f"{module}.{cls.name}", f".{cls.name}") if k in passed))
+    short = "." + cls.rsplit(".", 1)[-1]  # constructions the scan could not resolve, by class name
+    given = set().union(*(passed[k] for k in (cls, short) if k in passed))
     if ANY in given or name in given:
         return False
+    params = positional_params(init, bound=True)
     return name not in params or params.index(name) not in given
+
+
+ConstructorFlag = tuple[ast.ClassDef, ast.FunctionDef | ast.AsyncFunctionDef, str, str]
+
+
+def constructor_flag(ctx: FileContext, test: ast.expr) -> ConstructorFlag | None:
+    """``self.ddp`` read in a method of a top-level class whose only binding of that attribute is
+    ``self.ddp = ddp`` at the top of its ``__init__``, ``ddp`` a parameter there with a constant
+    default that ``__init__`` never rebinds (kpgt's ``Trainer(..., ddp=False, ...)``): the attribute
+    holds what the constructions pass, or that default. ``(class, __init__, parameter, attribute)``;
+    None for anything else (also a class that sets attributes by ``setattr``/``__dict__``)."""
+    if not (isinstance(test, ast.Attribute) and isinstance(test.value, ast.Name) and test.value.id == "self"):
+        return None
+    fn = ctx.enclosing_function(test)
+    cls = ctx.parents.get(fn) if fn is not None else None
+    if not isinstance(cls, ast.ClassDef) or not isinstance(ctx.parents.get(cls), ast.Module):
+        return None
+    init = next(
+        (
+            m
+            for m in cls.body
+            if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name == "__init__"
+        ),
+        None,
+    )
+    if init is None:
+        return None
+    sets: list[ast.stmt] = []
+    for node in ast.walk(cls):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("setattr", "cls")
+        ):
+            return None  # attributes set by name; instances built by the class itself (unseen arguments)
+        if isinstance(node, ast.Attribute) and node.attr == "__dict__":
+            return None
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, (ast.AugAssign, ast.AnnAssign))
+            else []
+        )
+        if any(
+            isinstance(t, ast.Attribute) and dotted(t) == f"self.{test.attr}"
+            for tg in targets
+            for t in ast.walk(tg)
+        ):
+            sets.append(node)  # type: ignore[arg-type]  # an Assign/AugAssign/AnnAssign
+    if len(sets) != 1 or not isinstance(only := sets[0], ast.Assign) or only not in init.body:
+        return None
+    param = only.value
+    if len(only.targets) != 1 or not isinstance(param, ast.Name):
+        return None
+    default = param_defaults(init).get(param.id)
+    if not isinstance(default, ast.Constant) or ctx.bindings(init).get(param.id):
+        return None
+    return cls, init, param.id, test.attr
+
+
+def constructor_guard(ctx: FileContext, node: ast.AST) -> ConstructorFlag | None:
+    """The flag of ``if self.ddp:`` (also one operand of an ``and``) that ``node`` sits under in its
+    function, when ``self.ddp`` is a constructor parameter stored once (``constructor_flag``) whose
+    default is false: the block runs only where a construction passes it. None otherwise."""
+    fn = ctx.enclosing_function(node)
+    child, cur = node, ctx.parents.get(node)
+    while cur is not None and cur is not fn:
+        if isinstance(cur, ast.If) and child in cur.body:
+            for t in conjuncts(cur.test):
+                flag = constructor_flag(ctx, t)
+                default = param_defaults(flag[1]).get(flag[2]) if flag is not None else None
+                if flag is not None and isinstance(default, ast.Constant) and not default.value:
+                    return flag
+        child, cur = cur, ctx.parents.get(cur)
+    return None
+
+
+def dead_by_constructor_default(ctx: FileContext, node: ast.AST) -> str | None:
+    """(project mode) ``node`` sits under ``if self.ddp:`` (``constructor_guard``), and the project
+    constructs the class, never passes that parameter, never subclasses the class and sets that
+    attribute on no object from outside: kpgt's ``Trainer.fit`` guards
+    ``train_loader.sampler.set_epoch(epoch)`` with ``if self.ddp:``, and its script builds
+    ``Trainer(...)`` without ``ddp=``. The block never runs; the attribute's spelling, or None."""
+    project = ctx.project
+    if project is None or ctx.module is None:
+        return None
+    flag = constructor_guard(ctx, node)
+    if flag is None:
+        return None
+    cls, init, param, attr = flag
+    return (
+        f"self.{attr}"
+        if project.never_constructed_with(f"{ctx.module}.{cls.name}", init, param, attr)
+        else None
+    )
 
 
 def dead_unless_passed(ctx: FileContext, node: ast.AST) -> str | None:
@@ -145,7 +258,7 @@ def _attribute_default(ctx: FileContext, fn: ast.AST, attr: str) -> ast.expr | N
     default = param_defaults(init).get(param)
     if default is None or ctx.bindings(init).get(param):
         return None
-    return default if project.never_constructed_with(cls, init, ctx.module, param) else None
+    return default if project.never_constructed_with(f"{ctx.module}.{cls.name}", init, param, attr) else None
 
 
 def _defaults_read(ctx: FileContext, fn: ast.AST, test: ast.expr) -> dict[str, object] | None:

@@ -114,6 +114,7 @@ class ProjectIndex(IndexScan, IndexQueries):
             except RecursionError:
                 continue
         index._refine_meter_returns()
+        index._finish_set_epoch_gates()
         index._propagate()
         return index
 
@@ -225,6 +226,24 @@ class ProjectIndex(IndexScan, IndexQueries):
         if "scaler" in self.facts:  # a loss-scaling object (timm NativeScaler) is a scaler
             self.uses_scaler |= bool(self.backward_objects)
 
+    def _finish_set_epoch_gates(self) -> None:
+        """A module whose every ``set_epoch`` waits on a constructor flag left false (kpgt's ``if
+        self.ddp:``, ``Trainer(...)`` built without ``ddp=``) stays one without ``set_epoch``; one where
+        some construction may pass the flag calls it after all: its defs that reach a call lose the
+        epoch facts read as if it did not (``epoch_params``), and all its defs the sampler facts
+        (project_scan ``_function_facts`` reads those only in modules without ``set_epoch``)."""
+        for module, (gates, units) in self._gated_set_epoch.items():
+            if all(self.never_constructed_with(cls, init, param, attr) for cls, init, param, attr in gates):
+                continue
+            self.set_epoch_modules.add(module)
+            for s in self.summaries.values():
+                if s.module != module:
+                    continue
+                s.sampler_loaders, s.returns_sampler = {}, None
+                if s.qualname[len(module) + 1 :].split(".")[0] in units:
+                    s.epoch_params = set()
+        self._gated_set_epoch = {}
+
     def _finish_plain_loaders(self) -> None:
         """A def that returns the whole result of a project call returning a sampler-less loader returns
         that loader (cloud-phase-prediction's ``preProcessing`` → ``prepare_data``), a few calls deep;
@@ -238,8 +257,8 @@ class ProjectIndex(IndexScan, IndexQueries):
             )
 
         for s in self.summaries.values():
-            if (s.plain_loaders or s.param_shuffled_loaders) and may_shard(s):
-                s.plain_loaders, s.param_shuffled_loaders = {}, {}
+            if (s.plain_loaders or s.param_shuffled_loaders or s.flag_gated_loaders) and may_shard(s):
+                s.plain_loaders, s.param_shuffled_loaders, s.flag_gated_loaders = {}, {}, {}
         pending = [s for s in self.summaries.values() if s.plain_loader_calls and not may_shard(s)]
         for _ in range(3):
             grew = False

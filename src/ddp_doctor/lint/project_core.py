@@ -129,6 +129,12 @@ class IndexCore:
     print_silencers: dict[str, int] = field(default_factory=dict)
     files: int = 0
     set_epoch_modules: set[str] = field(default_factory=set)  # modules that call ``x.set_epoch(...)``
+    # modules whose every ``set_epoch`` sits under ``if self.ddp:`` of a constructor flag with a false
+    # default: (class qualname, its ``__init__``, parameter, attribute) per call, and the names of the
+    # module-level units those calls reach (project_scan ``_set_epoch_module``), until decided
+    _gated_set_epoch: dict[
+        str, tuple[list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef, str, str]], set[str]]
+    ] = field(default_factory=dict)
     wraps_ddp: bool = False  # some file wraps a model in DDP/FSDP
     wraps_plain_ddp: bool = False  # some file wraps a model in DistributedDataParallel itself
     uses_scaler: bool = False  # some file uses a GradScaler (or a scaling wrapper)

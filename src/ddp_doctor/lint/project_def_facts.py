@@ -130,12 +130,16 @@ def trained_params_of(ctx: FileContext, node: ast.AST) -> set[str | int]:
 
 
 def epoch_params_of(
-    ctx: FileContext, fn: ast.FunctionDef | ast.AsyncFunctionDef, is_method: bool
+    ctx: FileContext,
+    fn: ast.FunctionDef | ast.AsyncFunctionDef,
+    is_method: bool,
+    unread: frozenset[int] = frozenset(),
 ) -> set[str | int]:
     """Parameters ``fn`` iterates (``for b in p``, ``enumerate(p)``, ``iter(p)``, ``p.__iter__()``) inside a loop
     nested in another loop of its own, or passes to a call inside a loop of its own (not in the
     header of that loop: pysot's single ``for idx, data in enumerate(train_loader)`` derives the
-    epoch from ``idx`` and iterates the loader once)."""
+    epoch from ``idx`` and iterates the loader once). ``unread``: ids of calls left out as if not
+    written (a ``set_epoch`` that may never run: ``_reorders``)."""
     params = _params(fn, skip_self=is_method)
     if not params:
         return set()
@@ -165,11 +169,11 @@ def epoch_params_of(
                 if isinstance(x, ast.Name) and x.id in params:
                     out |= {x.id, params.index(x.id)}
     # a loader whose dataset or sampler the def tells each pass (``loader.dataset.shuffle(epoch)``)
-    reordered = {p for p in params if p in out and _reorders(fn, p)}
+    reordered = {p for p in params if p in out and _reorders(fn, p, unread)}
     return {x for x in out if (x if isinstance(x, str) else params[x]) not in reordered}
 
 
-def class_epoch_params_of(cls: ast.ClassDef) -> set[str | int]:
+def class_epoch_params_of(cls: ast.ClassDef, unread: frozenset[int] = frozenset()) -> set[str | int]:
     """Parameters of a class's ``__init__`` that it keeps on ``self`` (``self.train_loader =
     train_loader``) and that its methods iterate again on every pass of an outer loop: inside a loop
     nested in another loop of one method, or in a method another method calls from inside a loop
@@ -178,7 +182,7 @@ def class_epoch_params_of(cls: ast.ClassDef) -> set[str | int]:
     params, held = kept_parameters(cls)
     # the loader's dataset or sampler told each pass (Grad-W ``self.train_dataloader.dataset.shuffle(epoch)``):
     # its order is the class's to manage
-    held = {d: p for d, p in held.items() if not any(_reorders(m, d) for m in methods.values())}
+    held = {d: p for d, p in held.items() if not any(_reorders(m, d, unread) for m in methods.values())}
     if not held:
         return set()
     looped_methods = {  # methods some other method calls from inside a loop of its own
@@ -215,15 +219,17 @@ def class_epoch_params_of(cls: ast.ClassDef) -> set[str | int]:
     return out
 
 
-def _reorders(fn: ast.AST, loader: str) -> bool:
+def _reorders(fn: ast.AST, loader: str, unread: frozenset[int] = frozenset()) -> bool:
     """``fn`` calls a method of ``loader``'s dataset or sampler with an argument
-    (``loader.dataset.shuffle(epoch)``, ``loader.batch_sampler.set_epoch(epoch)``)."""
+    (``loader.dataset.shuffle(epoch)``, ``loader.batch_sampler.set_epoch(epoch)``), not one of the
+    calls ``unread`` holds the ids of."""
     owners = {f"{loader}.dataset", f"{loader}.sampler", f"{loader}.batch_sampler"}
     return any(
         isinstance(c, ast.Call)
         and isinstance(c.func, ast.Attribute)
         and dotted(c.func.value) in owners
         and (c.args or c.keywords)
+        and id(c) not in unread
         for c in walk_local(fn)
     )
 

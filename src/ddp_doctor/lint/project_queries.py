@@ -50,13 +50,15 @@ class IndexQueries(IndexCore):
         return never_passed(self.passed_arguments, fn, module, in_class, name)
 
     def never_constructed_with(
-        self, cls: ast.ClassDef, init: ast.FunctionDef | ast.AsyncFunctionDef, module: str, name: str
+        self, cls: str, init: ast.FunctionDef | ast.AsyncFunctionDef, name: str, attr: str
     ) -> bool:
-        """Some construction of ``cls`` is seen in the project and none passes ``name`` to its
-        ``__init__``; the class has no project subclass (whose constructor may pass it on)."""
-        if self._subclasses().get(f"{module}.{cls.name}"):
+        """Constructions of the class ``cls`` (a qualname) are seen and none passes its ``__init__``'s
+        parameter ``name``; no project class subclasses it (a subclass's constructions pass it on
+        unseen) and no code sets ``attr`` on an object from outside (``trainer.ddp = True``)."""
+        passed = self.passed_arguments
+        if self._subclasses().get(cls) or f".{attr}=" in passed or ".*=" in passed:
             return False
-        return never_constructed_with(self.passed_arguments, cls, init, module, name)
+        return never_constructed_with(passed, init, cls, name)
 
     def module_builds_batchnorm(self, module: str) -> bool:
         """Some function or class of ``module`` builds BatchNorm (after propagation); for a package,
@@ -820,7 +822,7 @@ class IndexQueries(IndexCore):
                     {
                         q.rsplit(".", 1)[-1]
                         for q, s in self.summaries.items()
-                        if s.plain_loaders or s.param_shuffled_loaders
+                        if s.plain_loaders or s.param_shuffled_loaders or s.flag_gated_loaders
                     }
                 )
             )
@@ -829,24 +831,32 @@ class IndexQueries(IndexCore):
     def returned_plain_loader(self, ctx: FileContext, call: ast.Call) -> dict[int, str]:
         """``{position: "file.py:line"}``: ``call`` runs project code of another file that returns a
         DataLoader drawing without a sampler (``WHOLE`` or its index in a returned tuple); the place
-        is the DataLoader call's."""
+        is the DataLoader call's. Also a method of an instance of one project class (``datamodule =
+        AudioCaptionDataModule(...)`` ... ``datamodule.train_dataloader()``), and a loader whose sampler
+        a distribution flag chooses that the call leaves at its false default (``flag_gated_loaders``)."""
         s = self.summary_for(ctx, call.func)
+        if s is None and isinstance(call.func, ast.Attribute):
+            s = self._constructed_method(ctx, call)
         if s is None or s.module == ctx.module:
             return {}
+        spread = any(k.arg is None for k in call.keywords) or any(
+            isinstance(a, ast.Starred) for a in call.args
+        )
         # none from a def that may shard by rank (``_finish_plain_loaders``)
         found = dict(s.plain_loaders)
         for position, (where, name, index, default_true) in s.param_shuffled_loaders.items():
             given = argument(call, name, index) if index >= 0 else keyword(call, name)
-            if given is None and (
-                any(k.arg is None for k in call.keywords)
-                or any(isinstance(a, ast.Starred) for a in call.args)
-            ):
+            if given is None and spread:
                 continue  # ``*args`` / ``**opts`` may pass it
             shuffles = (
                 default_true if given is None else isinstance(given, ast.Constant) and given.value is True
             )
             if shuffles:
                 found.setdefault(position, where)
+        for position, (where, flag, index) in s.flag_gated_loaders.items():
+            given = argument(call, flag, index) if index >= 0 else keyword(call, flag)
+            if given is None and not spread:
+                found.setdefault(position, where)  # the flag left at its default: the non-distributed sampler
         return found
 
     def builds_rank0_sink(self, ctx: FileContext, call: ast.Call) -> bool:

@@ -28,6 +28,7 @@ from ddp_doctor.lint.batchnorm_syntax import (
     off_by_default,
     torchvision_pick,
 )
+from ddp_doctor.lint.call_arguments import constructor_guard
 from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
 from ddp_doctor.lint.flags import argparse_choices
 from ddp_doctor.lint.idioms import DDP, LOSS_SCALING_OPTIMIZER, SYNC_CONTROL
@@ -80,9 +81,11 @@ from ddp_doctor.lint.reductions import SCAN_SYNCED_METERS, local_only, reduces_o
 from ddp_doctor.lint.samplers import (
     calls_set_epoch,
     defines_epoch_sampler,
+    flag_gated_loaders,
     returned_plain_loaders,
     returned_sampler,
     returned_sampler_loaders,
+    set_epoch_calls,
     set_epoch_units,
     top_unit,
 )
@@ -118,7 +121,7 @@ class IndexScan(IndexBindings):
         """One pass per file: the file's own facts first (imports, star imports, eval, the defs that
         hold a ``.backward``), then one summary per top-level def, class and method, each walked once."""
         if "epochs" in self.facts and calls_set_epoch(ctx):
-            self.set_epoch_modules.add(module)
+            self._set_epoch_module(module, ctx)
         imports = self._file_imports(module, ctx)
         self._file_flags(module, ctx)
         defs, methods = defs_of(module, ctx.tree)
@@ -289,6 +292,33 @@ class IndexScan(IndexBindings):
                 if target:
                     self.name_alias[f"{module}.{node.targets[0].id}"] = target
 
+    def _set_epoch_module(self, module: str, ctx: FileContext) -> None:
+        """The module calls ``set_epoch``; when every call sits under ``if self.ddp:`` of a flag a
+        constructor parameter with a false default holds (``call_arguments.constructor_guard``), whether
+        they run is known only once every construction in the project is seen: the module is read as one
+        without ``set_epoch`` until ``_finish_set_epoch_gates`` decides."""
+        gates = [constructor_guard(ctx, c) for c in set_epoch_calls(ctx)]
+        if "call_arguments" not in self.facts or not gates or any(g is None for g in gates):
+            self.set_epoch_modules.add(module)
+            return
+        units = set_epoch_units(ctx) or set()
+        self._gated_set_epoch[module] = (
+            [(f"{module}.{g[0].name}", g[1], g[2], g[3]) for g in gates if g is not None],
+            {
+                u.name
+                for u in ctx.tree.body
+                if id(u) in units and isinstance(u, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            },
+        )
+
+    def _gated_calls(self, module: str, ctx: FileContext) -> frozenset[int]:
+        """Ids of the module's ``set_epoch`` calls while they wait on a constructor flag
+        (``_set_epoch_module``): the epoch facts read them as not written; if some construction may
+        pass the flag, ``_finish_set_epoch_gates`` drops the facts of the defs they reach."""
+        if module not in self._gated_set_epoch:
+            return frozenset()
+        return frozenset(id(c) for c in set_epoch_calls(ctx))
+
     def _file_scan(self, module: str, ctx: FileContext, imports: dict[str, str]) -> _FileScan:
         bn, loss = "batchnorm" in self.facts, "loss_flow" in self.facts
         module_names = module_level_names(ctx.tree)
@@ -390,7 +420,7 @@ class IndexScan(IndexBindings):
                     s.builds_batchnorm = True  # a BatchNorm subclass is a BatchNorm layer
             s.returns_ddp = False  # calling a class builds an instance of it, never a DDP wrap
             if "epochs" in self.facts and scan.module not in self.set_epoch_modules:
-                s.epoch_params = class_epoch_params_of(node)
+                s.epoch_params = class_epoch_params_of(node, self._gated_calls(scan.module, ctx))
             if scan.loss:
                 s.syncs_updates = class_syncs_updates(ctx, node)
             call = next(
@@ -436,8 +466,9 @@ class IndexScan(IndexBindings):
             s.plain_loaders, s.plain_loader_calls, s.param_shuffled_loaders = returned_plain_loaders(
                 ctx, node, lambda f: self._project_target(scan.imports, f)
             )
+            s.flag_gated_loaders = flag_gated_loaders(ctx, node)
         if "epochs" in self.facts and scan.module not in self.set_epoch_modules:
-            s.epoch_params = epoch_params_of(ctx, node, is_method)
+            s.epoch_params = epoch_params_of(ctx, node, is_method, self._gated_calls(scan.module, ctx))
             if ctx.mentions("DistributedSampler") or defines_epoch_sampler(ctx):
                 s.sampler_loaders = returned_sampler_loaders(ctx, node)
                 if (found := returned_sampler(ctx, node)) is not None:

@@ -132,6 +132,7 @@ FACTS: dict[str, tuple[str, ...]] = {
         "plain_loaders",
         "plain_loader_calls",
         "param_shuffled_loaders",
+        "flag_gated_loaders",
         "returned_plain_loader",
         "plain_loader_builder_names",
     ),
@@ -233,6 +234,9 @@ class Summary:
     # position -> ("file.py:line", the parameter, its position or -1, whether it defaults to True);
     # a call that passes a literal true (or leaves a true default) gets a sampler-less shuffled loader.
     param_shuffled_loaders: dict[int, tuple[str, str, int, bool]] = field(default_factory=dict)
+    # loaders whose sampler a distribution flag parameter with a false default chooses (samplers.py
+    # ``flag_gated_loaders``): position -> ("file.py:line", flag, its position or -1)
+    flag_gated_loaders: dict[int, tuple[str, str, int]] = field(default_factory=dict)
     # Its parameters that its log calls write (VAR ``TensorboardLogger.update(**kwargs)`` →
     # ``add_scalar``; ``**kwargs`` as ``"**kwargs"``): a call of it logs those arguments.
     logged_params: tuple[str, ...] = ()

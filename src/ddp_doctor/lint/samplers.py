@@ -467,6 +467,96 @@ def returned_plain_loaders(
     return direct, via, by_param
 
 
+FlagParam = tuple[str, str, int]  # (where, flag parameter, its position among positional ones or -1)
+
+
+def flag_gated_loaders(ctx: FileContext, fn: ast.AST) -> dict[int, FlagParam]:
+    """WavCaps' ``def train_dataloader(self, is_distributed=False, num_tasks=0, global_rank=0)``: ``fn``
+    returns a DataLoader (whole or at its index in a returned tuple) whose ``sampler`` is a local name
+    bound once, to a call handing on ``is_distributed``, a parameter of ``fn`` named for distribution
+    with a ``False``/``None`` default that ``fn`` never rebinds (``sampler = self._get_sampler(ds,
+    is_distributed=is_distributed, num_tasks=num_tasks, global_rank=global_rank)``). A call leaving
+    the flag at its default gets the non-distributed choice: every rank draws from the whole dataset.
+    ``fn`` reads rank words only as its own parameters handed to that call (no ``dist.get_rank()``,
+    no other use that may shard); the loader does not turn shuffling off with a literal false.
+    ``{position: ("file.py:line" of the DataLoader, flag, its position or -1)}``."""
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return {}
+    nodes = ctx.local(fn)
+    params = parameter_names(fn)
+    defaults = param_defaults(fn)
+    bound = ctx.bindings(fn)
+    positional = positional_params(fn)
+    out: dict[int, FlagParam] = {}
+    for result in (n.value for n in nodes if isinstance(n, ast.Return) and n.value is not None):
+        values = result.elts if isinstance(result, ast.Tuple) else [result]
+        for i, returned in enumerate(values):
+            value: ast.expr | None = returned
+            if isinstance(returned, ast.Name):
+                binds = bound.get(returned.id, [])
+                value = binds[0].value if len(binds) == 1 and isinstance(binds[0], ast.Assign) else None
+            if not (isinstance(value, ast.Call) and is_dataloader_call(ctx, value)):
+                continue
+            sampler = keyword(value, "sampler")
+            shuffle = keyword(value, "shuffle")
+            if (
+                not isinstance(sampler, ast.Name)
+                or keyword(value, "batch_sampler") is not None
+                or any(k.arg is None for k in value.keywords)
+                or any(isinstance(a, ast.Starred) for a in value.args)
+                or len(value.args) > SAMPLER_POSITION
+                or batches_itself(value)
+                or (isinstance(shuffle, ast.Constant) and not shuffle.value)
+            ):
+                continue
+            binds = bound.get(sampler.id, [])
+            if (
+                len(binds) != 1
+                or not isinstance(binds[0], ast.Assign)
+                or not isinstance(binds[0].value, ast.Call)
+            ):
+                continue
+            chooser = binds[0].value
+            handed = {
+                id(n) for a in [*chooser.args, *(k.value for k in chooser.keywords)] for n in ast.walk(a)
+            }
+            flags = [
+                a.id
+                for a in [*chooser.args, *(k.value for k in chooser.keywords)]
+                if isinstance(a, ast.Name)
+                and a.id in params
+                and DISTRIBUTED_FLAG_NAME.search(a.id)
+                and isinstance(d := defaults.get(a.id), ast.Constant)
+                and d.value in (False, None)
+                and not bound.get(a.id)
+            ]
+            if len(flags) != 1:
+                continue
+            # rank words only as parameters handed to that call: nothing else here may shard by rank
+            if any(
+                _RANK_WORD.search(n.id if isinstance(n, ast.Name) else n.attr)
+                and (isinstance(n, ast.Attribute) or n.id not in params or id(n) not in handed)
+                for n in nodes
+                if isinstance(n, (ast.Name, ast.Attribute))
+            ):
+                continue
+            position = i if isinstance(result, ast.Tuple) else WHOLE
+            flag = flags[0]
+            out.setdefault(
+                position,
+                (
+                    f"{Path(ctx.path).name}:{value.lineno}",
+                    flag,
+                    positional.index(flag) if flag in positional else -1,
+                ),
+            )
+    return out
+
+
+# a parameter named as a switch for the distributed run (``is_distributed``, ``ddp``, ``use_dist``)
+DISTRIBUTED_FLAG_NAME = re.compile(r"distributed|(^|_)(ddp|dist)(_|$)", re.IGNORECASE)
+
+
 def _shuffle_param(ctx: FileContext, fn: ast.AST, loader: ast.expr, shuffle: ast.expr | None) -> ShuffleParam:
     """Where the loader is, and the parameter of ``fn`` its ``shuffle`` is (name, position among
     those a call fills by position or -1, whether its default is a literal true)."""

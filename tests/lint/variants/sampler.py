@@ -788,3 +788,75 @@ C["plain_builder_called_for_training_in_the_distributed_branch"] = (
     },
     "train.py",
 )
+
+
+# WavCaps: a data module's ``train_dataloader(is_distributed=False, ...)`` takes its sampler from a
+# helper that returns a DistributedSampler only when the flag is on; the script leaves the flag at
+# its False default, so the loader draws the whole dataset on every rank
+DATA_MODULE = """
+class DataModule:
+    def __init__(self, dataset):
+        self.train_set = dataset
+
+    def _get_sampler(self, dataset, shuffle, is_distributed, num_tasks, global_rank):
+        if not is_distributed:
+            return None
+        return DistributedSampler(dataset, num_replicas=num_tasks, rank=global_rank, shuffle=shuffle)
+
+    def train_dataloader(self, is_distributed=False, num_tasks=0, global_rank=0):
+        sampler = self._get_sampler(self.train_set, True, is_distributed, num_tasks, global_rank)
+{before}        return DataLoader(self.train_set, batch_size=8, sampler=sampler, shuffle=sampler is None)
+"""
+
+
+def data_module(call, before=""):
+    return {
+        "train.py": HEAD
+        + "from data import DataModule\n"
+        + SETUP
+        + f"""
+    datamodule = DataModule(dataset)
+    loader = {call}
+    for epoch in range(args.epochs):
+        for x, y in loader:
+"""
+        + STEP,
+        "data.py": HEAD + DATA_MODULE.format(before=before),
+    }
+
+
+C["builder_sampler_chosen_by_a_distribution_flag_left_false"] = (
+    R,
+    True,
+    data_module("datamodule.train_dataloader()"),
+    "train.py",
+)
+# near misses: the call turns the flag on (by keyword, by position), or hands its options on
+C["NEG_builder_sampler_chosen_by_a_distribution_flag_passed"] = (
+    R,
+    False,
+    data_module("datamodule.train_dataloader(is_distributed=True, num_tasks=world_size, global_rank=rank)"),
+    "train.py",
+)
+C["NEG_builder_sampler_chosen_by_a_distribution_flag_passed_by_position"] = (
+    R,
+    False,
+    data_module("datamodule.train_dataloader(args.distributed)"),
+    "train.py",
+)
+C["NEG_builder_sampler_chosen_by_a_distribution_flag_spread"] = (
+    R,
+    False,
+    data_module("datamodule.train_dataloader(**loader_options)"),
+    "train.py",
+)
+# the builder also reads the rank for itself (it may shard the data by it)
+C["NEG_builder_sampler_chosen_by_a_distribution_flag_data_sharded_by_rank"] = (
+    R,
+    False,
+    data_module(
+        "datamodule.train_dataloader()",
+        "        self.train_set = self.train_set.shard(num_shards=num_tasks, index=global_rank)\n",
+    ),
+    "train.py",
+)

@@ -1280,3 +1280,133 @@ def start_epoch(sampler, epoch):
     ),
     "train.py",
 )
+
+# kpgt: ``Trainer.fit`` sets the epoch only ``if self.ddp:``, and ``self.ddp`` is the constructor's
+# ``ddp=False`` that the script never passes: the call never runs, the order repeats every epoch
+FLAGGED_TRAINER = (
+    HEAD
+    + """
+class Trainer:
+    def __init__(self, optimizer, criterion, device, ddp=False, local_rank=0):
+        self.optimizer = optimizer
+        self.criterion = criterion
+        self.device = device
+        self.ddp = ddp
+        self.local_rank = local_rank
+
+    def train_epoch(self, model, train_loader):
+        for x, y in train_loader:
+            loss = self.criterion(model(x.to(self.device)), y.to(self.device))
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+
+    def fit(self, model, train_loader, epochs):
+        for epoch in range(epochs):
+            if self.ddp:
+                train_loader.sampler.set_epoch(epoch)
+            self.train_epoch(model, train_loader)
+"""
+)
+
+
+def flagged_trainer(construct, trainer=FLAGGED_TRAINER, extra=""):
+    return {
+        "trainer.py": trainer,
+        "train.py": HEAD
+        + "from trainer import Trainer\n"
+        + extra
+        + SETUP
+        + f"""
+    loader = DataLoader(dataset, batch_size=8, sampler=DistributedSampler(dataset))
+    trainer = {construct}
+    trainer.fit(model, loader, args.epochs)
+""",
+    }
+
+
+C["set_epoch_behind_a_constructor_flag_never_passed"] = (
+    R,
+    True,
+    flagged_trainer("Trainer(optimizer, criterion, 'cuda', local_rank=local_rank)"),
+    "train.py",
+)
+# near misses: the flag is passed (by keyword, by position), set from outside, or a subclass may pass it
+C["NEG_constructor_flag_passed_by_keyword"] = (
+    R,
+    False,
+    flagged_trainer("Trainer(optimizer, criterion, 'cuda', ddp=True, local_rank=local_rank)"),
+    "train.py",
+)
+C["NEG_constructor_flag_passed_by_position"] = (
+    R,
+    False,
+    flagged_trainer("Trainer(optimizer, criterion, 'cuda', True, local_rank)"),
+    "train.py",
+)
+C["NEG_constructor_flag_set_on_the_instance"] = (
+    R,
+    False,
+    flagged_trainer("Trainer(optimizer, criterion, 'cuda')\n    trainer.ddp = True"),
+    "train.py",
+)
+C["NEG_constructor_flag_of_a_subclassed_trainer"] = (
+    R,
+    False,
+    flagged_trainer(
+        "DDPTrainer(optimizer, criterion, 'cuda')",
+        FLAGGED_TRAINER
+        + """
+
+class DDPTrainer(Trainer):
+    def __init__(self, optimizer, criterion, device):
+        super().__init__(optimizer, criterion, device, ddp=True)
+""",
+    )
+    | {
+        "train.py": flagged_trainer(
+            "DDPTrainer(optimizer, criterion, 'cuda')\n    evaluator = Trainer(optimizer, criterion, 'cpu')"
+        )["train.py"].replace("from trainer import Trainer", "from trainer import DDPTrainer, Trainer")
+    },
+    "train.py",
+)
+# the trainer class and the script in one file
+C["set_epoch_behind_a_constructor_flag_never_passed_one_file"] = (
+    R,
+    True,
+    {
+        "train.py": FLAGGED_TRAINER
+        + SETUP
+        + """
+    loader = DataLoader(dataset, batch_size=8, sampler=DistributedSampler(dataset))
+    Trainer(optimizer, criterion, 'cuda').fit(model, loader, args.epochs)
+"""
+    },
+    "train.py",
+)
+C["NEG_constructor_flag_passed_one_file"] = (
+    R,
+    False,
+    {
+        "train.py": FLAGGED_TRAINER
+        + SETUP
+        + """
+    loader = DataLoader(dataset, batch_size=8, sampler=DistributedSampler(dataset))
+    Trainer(optimizer, criterion, 'cuda', ddp=True).fit(model, loader, args.epochs)
+"""
+    },
+    "train.py",
+)
+C["NEG_constructor_flag_rebound_in_another_method"] = (
+    R,
+    False,
+    flagged_trainer(
+        "Trainer(optimizer, criterion, 'cuda')",
+        FLAGGED_TRAINER
+        + """
+    def distribute(self):
+        self.ddp = True
+""",
+    ),
+    "train.py",
+)

@@ -35,6 +35,11 @@ So does a loader built in the single-process branch of a test of distribution (`
 self.config.is_use_DDP is True:``, ``single_process.single_process_only``), and one a builder returns
 where only such a branch binds it to the name trained on (``_bound_single_process``).
 
+In project mode a builder whose loader takes its ``sampler`` from a call handed the builder's own
+distribution flag, a parameter defaulting to False (WavCaps' ``train_dataloader(self,
+is_distributed=False, num_tasks=0, global_rank=0)``), gives a call that leaves the flag at its
+default the non-distributed choice (``samplers.flag_gated_loaders``): every rank draws the whole set.
+
 Without a DataLoader, nanoGPT-style batches drawn by hand (``ix = torch.randint(len(data) - n,
 (bs,))``) come from torch's default generator, which starts from the same seed in every process:
 unless some process seeds it by rank, every rank trains on the same positions (``_index_draws``).
@@ -114,7 +119,11 @@ class SamplerMissing(Rule):
         "(`train_dat, valid_dat = pre_processing(path)` → `prepare_data(...)`), built there with "
         "`shuffle=True` and no sampler in defs that read or take no rank, handed no rank, and trained on "
         "in a distributed file outside its single-process branch; (project) such a builder whose "
-        "`shuffle=` is its own parameter, called with a literal `True` (or a true default); no DataLoader: batch positions drawn by hand from "
+        "`shuffle=` is its own parameter, called with a literal `True` (or a true default); (project) a builder "
+        "(also a method of an instance of one project class: `dm.train_dataloader()`) whose `sampler=` is bound "
+        "to a call handed its distribution flag (`def train_dataloader(self, is_distributed=False, global_rank=0)`: "
+        "`sampler = self._get_sampler(ds, is_distributed, ...)`), called without that flag, the rank read there "
+        "only as its parameters handed to that call; no DataLoader: batch positions drawn by hand from "
         "torch's default generator (`ix = torch.randint(len(data) - block, (bs,))` then `data[i:i + block] "
         "for i in ix`, also `torch.randperm(len(data))`) for a loop that only counts steps and backprops, in "
         "a file that seeds no process by rank"

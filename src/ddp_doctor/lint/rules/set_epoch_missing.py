@@ -38,6 +38,10 @@ by ``self.epoch`` and changes it only in ``set_epoch`` (MagFace's ``ParallelDist
 of torch's; a subclass of DistributedSampler) is a DistributedSampler (``samplers.distributed_sampler_call``).
 Round 25: ``sampler.set_epoch(0)`` with a literal, outside every loop (Copyisallyouneed sets it once before
 the epoch loop), fixes one epoch for good: it counts as no ``set_epoch`` (``_set_once_to_a_literal``).
+So does one under ``if self.ddp:`` where ``self.ddp`` holds a constructor parameter that defaults to
+False and that no construction passes (kpgt's ``Trainer(...)`` built without ``ddp=``;
+``call_arguments.dead_by_constructor_default``); in project mode the module then counts as one without
+``set_epoch`` once every construction is seen (``ProjectIndex._finish_set_epoch_gates``).
 """
 
 from __future__ import annotations
@@ -48,7 +52,7 @@ from collections.abc import Iterator
 
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.accelerate_sinks import accelerate_prepare
-from ddp_doctor.lint.call_arguments import dead_unless_passed
+from ddp_doctor.lint.call_arguments import dead_by_constructor_default, dead_unless_passed
 from ddp_doctor.lint.context import FileContext, dotted, holder, keyword, parameter_names, positional_params
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.project import ProjectIndex
@@ -126,7 +130,9 @@ class SetEpochMissing(Rule):
         "sampler class of the project's own that orders its samples by `self.epoch`, which only its `set_epoch` "
         "changes (a subclass of DistributedSampler, or a copy: `g.manual_seed(self.epoch)` in `__iter__`); a "
         "`set_epoch` passing a literal outside every loop (`sampler.set_epoch(0)` once before the epoch loop) "
-        "counts as none"
+        "counts as none; (project) so does one under `if self.ddp:` where `self.ddp` is set once, in "
+        "`__init__`, from a parameter defaulting to False that no construction of the class passes (nor a "
+        "subclass, nor `trainer.ddp = ...` from outside)"
     )
     not_flagged = (
         "`shuffle=False`, `loader.sampler.set_epoch(e)`, a loader handed to `accelerator.prepare` (its "
@@ -157,8 +163,15 @@ class SetEpochMissing(Rule):
         # sampler (SEDD's ``cycle_loader(DataLoader(..., sampler=train_sampler))``): it never runs
         # a literal epoch set once, outside every loop (Copyisallyouneed's ``sampler.set_epoch(0)`` before
         # ``for _ in range(...): for batch in train_iter:``), never changes the order either
+        # (project) ``if self.ddp: sampler.set_epoch(e)`` where ``self.ddp`` holds a constructor
+        # parameter defaulting to False that no construction passes (kpgt's ``Trainer``): never runs
         units = set_epoch_units(
-            ctx, dead=lambda c: dead_unless_passed(ctx, c) is not None or _set_once_to_a_literal(ctx, c)
+            ctx,
+            dead=lambda c: (
+                dead_unless_passed(ctx, c) is not None
+                or dead_by_constructor_default(ctx, c) is not None
+                or _set_once_to_a_literal(ctx, c)
+            ),
         )
         for v, involved in self._check(ctx, facts, _never_called(ctx, units)):
             # a ``set_epoch`` of the file counts unless every def the finding involves (the
