@@ -122,8 +122,10 @@ class Rank0OnlyLossLog(Rule):
         "another file, also through an imported module (`distributed_train.train(..., is_logger)`); a "
         "logger object called as a function (`main_logger(msg)`); (project) a writer from a factory that hands "
         "the other ranks one doing nothing (`create_summary(rank)` returning an `EmptySummaryWriter` when "
-        "`rank > 0`); `print = logger.info` with a logger the setup silences off rank 0; the message names "
-        "the value and its kind"
+        "`rank > 0`); `print = logger.info` with a logger the setup silences off rank 0; (project) a "
+        "meter's window statistic (`meters['loss'].avg`, `.median`, `.value`, `latest_meter()`) after a "
+        "sync that the project's meter class writes back only its count and total for (`SmoothedValue."
+        "synchronize_between_processes`); the message names the value and its kind"
     )
     not_flagged = (
         "all-reduced or `reduce_mean`-style helper values, every rank logging, validation losses, "
@@ -139,7 +141,8 @@ class Rank0OnlyLossLog(Rule):
         "`loss`); (project) a rank test on a parameter no call passes (`def train(..., rank=0)` called "
         "without `rank`: every process logs); a mean gathered to rank 0 and taken there (`None` on the "
         "other ranks) that a helper returns; a loss (and its terms) computed from all-gathered tensors only "
-        "(`dist.all_gather(parts, emb)`, `clip_loss(torch.cat(parts), ...)`: the global batch's loss)"
+        "(`dist.all_gather(parts, emb)`, `clip_loss(torch.cat(parts), ...)`: the global batch's loss); "
+        "a synced meter's `global_avg`, its whole printout, or a window its class's sync gathers too"
     )
     required = (("backward", "scaler", "loss_scaler", "log", "log_dict"),)  # log: Lightning self.log
     # project mode: the loss may come from a project function (``logs = model.current_log()``)
