@@ -17,6 +17,7 @@ from tests.lint.variants import (
     other_rules,
     rank0_classes,
     rank0_grid,
+    rank0_meter_windows,
     rank0_structure,
     rank0_trackers,
     sampler,
@@ -25,6 +26,7 @@ from tests.lint.variants import (
 
 MODULES = (
     rank0_grid,
+    rank0_meter_windows,
     rank0_structure,
     rank0_classes,
     rank0_trackers,

@@ -142,6 +142,37 @@ class IndexQueries(IndexCore):
         found = self._same_name_methods(call.func)
         return bool(found) and all(m.reduces_self for m in found)
 
+    def sync_windows(self, ctx: FileContext, call: ast.Call) -> frozenset[str]:
+        """What a meter still reports of this rank alone after ``meter.sync()`` (lint/meter_windows.py):
+        the local statistics of the project class ``meter`` is built from here, or of the container
+        it is (``MetricLogger``, whose sync syncs each ``SmoothedValue`` it holds) with the container's
+        methods that read them (``latest_meter``). Empty when some class syncing by that name covers
+        all it reports, or the class is unknown: a sync is taken to combine the whole meter then."""
+        if not isinstance(call.func, ast.Attribute):
+            return frozenset()
+        name = call.func.attr
+        direct: dict[str, tuple[str, ...]] = {}
+        containers: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {}
+        for s in self.summaries.values():
+            for n, local in s.sync_windows:
+                if n == name:
+                    direct[s.qualname] = local
+            for n, methods in s.delegated_syncs:
+                if n == name:
+                    containers[s.qualname] = methods
+        funcs = ctx.constructors(call)
+        built = {self._project_target(ctx.absolute_imports, f) for f in funcs or []}
+        cls = self._defined_class(built.pop()) if len(built) == 1 else None
+        if cls in direct:
+            return frozenset(direct[cls])  # a meter class of its own: its own statistics
+        if not direct or not all(direct.values()):
+            return frozenset()
+        elements = frozenset().union(*direct.values())
+        if cls is not None and cls not in containers:
+            return frozenset()
+        held = [containers[cls]] if cls is not None else list(containers.values())
+        return elements | {m for methods in held for m, read in methods if elements & set(read)}
+
     def call_state_logged(self, ctx: FileContext, call: ast.Call) -> StateLog | None:
         """What the project method ``obj.m(...)`` runs logs of what ``obj`` was built with
         (``progress.display(i)`` of a ``ProgressMeter`` built from the meters; lint/state_logs.py)."""

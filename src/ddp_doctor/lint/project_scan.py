@@ -33,6 +33,7 @@ from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
 from ddp_doctor.lint.flags import argparse_choices
 from ddp_doctor.lint.idioms import DDP, LOSS_SCALING_OPTIMIZER, SYNC_CONTROL
 from ddp_doctor.lint.loops import LoopFacts, backward_of, guarded_in, param_backward
+from ddp_doctor.lint.meter_windows import delegated_syncs, sync_windows
 from ddp_doctor.lint.model_picks import bound_callee, handed_pick_param, pick_key
 from ddp_doctor.lint.module_moves import moved_result
 from ddp_doctor.lint.option_defaults import merge_default, written_defaults
@@ -412,6 +413,8 @@ class IndexScan(IndexBindings):
                     isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and abstract(m) for m in node.body
                 )
                 s.rank0_flags = tuple(sorted(class_flags(node)))
+                s.sync_windows = sync_windows(ctx, node)
+                s.delegated_syncs = delegated_syncs(node)
             if scan.bn:  # a subclass has what its project bases build
                 s.refs |= {t for b in node.bases if (t := self._project_target(scan.imports, b))}
                 if "sync" not in node.name.lower() and any(

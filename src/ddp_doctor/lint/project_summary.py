@@ -76,6 +76,8 @@ FACTS: dict[str, tuple[str, ...]] = {
         "call_state_logged",
         "reduces_self",
         "method_reduces_receiver",
+        "sync_windows",
+        "delegated_syncs",
         "rank0_decorator",
         "decorators",
         "logs",
@@ -250,6 +252,13 @@ class Summary:
     # A class whose update method combines its argument across ranks (efficientvit ``AverageMeter``
     # whose ``update`` sums through ``sync_tensor``): its instances are synchronised meters.
     syncs_updates: bool = False
+    # (a class) its sync-named methods that combine across ranks themselves, each with the statistics
+    # (properties) that still read this rank's own state after it (``SmoothedValue``'s deque-read
+    # ``avg``/``median``/``max``/``value``; lint/meter_windows.py), and the sync-named methods of a
+    # container that calls the same method on the meters it holds, each with the container's methods
+    # and what they read of those meters (``MetricLogger.latest_meter``: ``value``)
+    sync_windows: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    delegated_syncs: tuple[tuple[str, tuple[tuple[str, tuple[str, ...]], ...]], ...] = ()
     # Its own DDP/FSDP wrap is of a model it was handed (``smart_DDP(model)``), not of one it built
     # itself (fast-autoaugment ``get_model(conf)`` builds the ResNet it wraps).
     wraps_param: bool = False

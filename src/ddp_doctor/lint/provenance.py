@@ -175,7 +175,9 @@ def merge(a: Shape | None, b: Shape | None) -> Shape | None:
 
 
 def reads(
-    nodes: list[ast.AST] | Iterator[ast.AST], fields: frozenset[str] | set[str] = frozenset()
+    nodes: list[ast.AST] | Iterator[ast.AST],
+    fields: frozenset[str] | set[str] = frozenset(),
+    statistics: bool = False,
 ) -> set[str]:
     """Names read by ``nodes``, with ``self.x`` for attributes of ``self`` (``self.meter.avg`` reads
     ``self.meter``); an item picked by a key that says it is not the loss (``meter["lr"]``,
@@ -184,15 +186,30 @@ def reads(
 
     ``fields``: containers that hold the loss among other things (``outputs`` after ``loss =
     outputs.loss``): reading one of their other fields (``outputs.logits``, ``outputs["acc"]``) is
-    not reading the loss; the whole container (``log(outputs)``, ``outputs.items()``) is."""
+    not reading the loss; the whole container (``log(outputs)``, ``outputs.items()``) is.
+
+    ``statistics``: also the attributes read of a tracked name, as ``meter.avg`` (of
+    ``meter.avg``, ``meter.meters["loss"].avg``, ``m.avg`` of ``for k, m in meter.meters.items()``):
+    a statistic a partial sync leaves this rank's own while the meter as a whole is combined
+    (provenance ``_taint``, project ``sync_windows``)."""
     out: set[str] = set()
     skip: set[int] = set()
+    stats: list[tuple[str, int, str]] = []  # (base, id of its name, attribute)
+    held: dict[int, str] = {}  # a comprehension variable's name -> the meter container it walks
     for x in nodes:
         if isinstance(x, _COMPREHENSIONS):
             # a comprehension's own variables are its own scope (``sum(loss for loss in
             # loss_dict_reduced.values())`` reads ``loss_dict_reduced``, not the training ``loss``)
             bound = {n.id for g in x.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
             skip |= {id(n) for n in ast.walk(x) if isinstance(n, ast.Name) and n.id in bound}
+            for g in x.generators if statistics else ():
+                # ``{k: m.avg for k, m in metric_logger.meters.items()}``: ``m.avg`` is a statistic
+                # of the meters ``metric_logger`` holds
+                if (walked := _chain_base(g.iter)) is not None:
+                    names = {n.id for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+                    held |= {
+                        id(n): walked[0] for n in ast.walk(x) if isinstance(n, ast.Name) and n.id in names
+                    }
         if isinstance(x, ast.Subscript) and (
             _not_a_loss_key(x.slice) or (_names_field(x.value, fields) and _other_key(x.slice))
         ):
@@ -240,7 +257,31 @@ def reads(
             out.add(x.id)
         elif type(x) is ast.Attribute and isinstance(x.value, ast.Name) and x.value.id == "self":
             out.add(f"self.{x.attr}")
+        elif statistics and type(x) is ast.Attribute and (walked := _chain_base(x.value)) is not None:
+            stats.append((walked[0], walked[1], x.attr))
+    for base, root, attr in stats:
+        if root in held:
+            out.add(f"{held[root]}.{attr}")
+        elif root not in skip:
+            out.add(f"{base}.{attr}")
     return out
+
+
+def _chain_base(node: ast.AST) -> tuple[str, int] | None:
+    """The tracked name an attribute chain starts from (``metric_logger`` of
+    ``metric_logger.meters["loss"]``, ``self.meter`` of ``self.meter.avg``), with the id of its name
+    node; None for a chain not rooted in a name."""
+    inner: ast.AST | None = None
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
+        inner = node
+        node = node.func if isinstance(node, ast.Call) else node.value
+    if not isinstance(node, ast.Name):
+        return None
+    if node.id != "self":
+        return node.id, id(node)
+    if isinstance(inner, ast.Attribute) and inner.value is node:
+        return f"self.{inner.attr}", id(node)
+    return None
 
 
 def alarm(
@@ -999,6 +1040,7 @@ class LossFlow:
         fields |= _loss_keyed_dicts(ctx, nodes)
         all_flows: list[tuple[set[str], set[str]]] = []
         scope_binds = ctx.bindings(scope)
+        windows = _partial_syncs(ctx, nodes)
         flows: list[tuple[set[str], set[str]]] = []  # (names read, names written) of non-reducing steps
         for n in nodes:
             if isinstance(n, ast.Assign):
@@ -1109,7 +1151,7 @@ class LossFlow:
                     ):
                         updates.setdefault(t.value.id, []).append(n.lineno)
                 value_nodes = ctx.local(n.value)
-                read = reads(value_nodes, fields)
+                read = reads(value_nodes, fields, statistics=bool(windows))
                 read |= loop_aliases(ctx, n, read)
                 # a name rebound to its combined value before this line (``logps = all_gather(logps)``
                 # then ``metrics["logps"] = logps.tolist()``) hands on the global value, not the local
@@ -1153,6 +1195,14 @@ class LossFlow:
                     for x in value_nodes
                 ):
                     flows.append((read - combined, written))
+        for read, written in list(flows):
+            for held in written & windows.keys():
+                # ``metric_logger.update(loss=loss)`` then ``metric_logger.synchronize_between_processes()``
+                # that combines the count and the total only: its window statistics
+                # (``metric_logger.meters["loss"].avg``) still hold this rank's values
+                flows.append((read, {f"{held}.{w}" for w in windows[held]}))
+                for w in windows[held]:
+                    updates[f"{held}.{w}"] = sorted(set(updates.get(held, [])))
         reduced |= {r for r in roots if self._reduced_root(scope, r)}
         carriers = _carriers(ctx, scope, roots)
         terms = _terms(ctx, scope, roots) - roots
@@ -1160,9 +1210,12 @@ class LossFlow:
         reduced |= {t for t in terms if self._reduced_root(scope, t)}
         recomputed = _recomputed(ctx, scope, roots, all_flows)
         tainted |= carriers | terms | recomputed
+        # a value that reads a meter's local window (``payload = {"loss": loss, "loss_avg":
+        # metric_logger.meters["loss"].avg}`` beside the all-reduced ``loss``) is not every rank's
+        local = {f"{m}.{w}" for m, ws in windows.items() for w in ws}
         for _ in range(TAINT_PASSES if gathered else 0):
             for read, written in all_flows:
-                if read & gathered:
+                if read & gathered and not read & local:
                     gathered |= written
         tainted -= reduced
         tainted = {t for t in tainted if t in roots or not _not_a_loss(t)}
@@ -1291,6 +1344,26 @@ def _assign(target: ast.AST, shape: Shape, shapes: dict[str, Shape]) -> set[str]
     for n in names:
         shapes[n] = shape
     return names
+
+
+def _partial_syncs(ctx: FileContext, nodes: list[ast.AST]) -> dict[str, frozenset[str]]:
+    """Meters a sync of ``nodes`` combines only in part (project mode): receiver -> the statistics
+    still local after it (``metric_logger.synchronize_between_processes()`` of a ``MetricLogger`` of
+    ``SmoothedValue`` meters: ``avg``, ``median``, ``max``, ``value``, ``latest_meter``)."""
+    out: dict[str, frozenset[str]] = {}
+    if ctx.project is None:
+        return out
+    for n in nodes:
+        if (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and is_reduce(n.func.attr)
+            and reduces_in_place(ctx, n)
+            and (held := receiver_name(dotted(n.func.value)))
+            and (local := ctx.project.sync_windows(ctx, n))
+        ):
+            out[held] = out.get(held, frozenset()) | local
+    return out
 
 
 def _built_from(binds: list[ast.stmt | ast.expr], line: int) -> set[str]:

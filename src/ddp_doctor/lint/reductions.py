@@ -287,7 +287,11 @@ def _reads_gathered_whole(
 ) -> bool:
     """``value`` combines a name whose latest binding before ``line`` is a gather/reduce result, read
     whole (``torch.cat(epoch_loss).mean()`` after ``epoch_loss = my_gather(epoch_loss, ...)``): the
-    global value. Not one rank's item picked out of it (``gathered[rank]``)."""
+    global value. Not one rank's item picked out of it (``gathered[rank]``). A dict written out
+    (``payload = {"loss": loss, "loss_avg": meter.avg}`` after ``loss = all_reduce_mean(loss)``) is
+    not one value computed from them: it is combined when each of its values is."""
+    if isinstance(value, ast.Dict):
+        return bool(value.values) and all(_reads_gathered_whole(v, line, scope_binds) for v in value.values)
     names: set[str] = set()
     for x in ast.walk(value):
         if isinstance(x, ast.Subscript) and isinstance(x.value, ast.Name):

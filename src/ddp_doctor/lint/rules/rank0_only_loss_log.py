@@ -122,8 +122,10 @@ class Rank0OnlyLossLog(Rule):
         "another file, also through an imported module (`distributed_train.train(..., is_logger)`); a "
         "logger object called as a function (`main_logger(msg)`); (project) a writer from a factory that hands "
         "the other ranks one doing nothing (`create_summary(rank)` returning an `EmptySummaryWriter` when "
-        "`rank > 0`); `print = logger.info` with a logger the setup silences off rank 0; the message names "
-        "the value and its kind"
+        "`rank > 0`); `print = logger.info` with a logger the setup silences off rank 0; (project) a "
+        "meter's window statistic (`meters['loss'].avg`, `.median`, `.value`, `latest_meter()`) after a "
+        "sync that the project's meter class writes back only its count and total for (`SmoothedValue."
+        "synchronize_between_processes`); the message names the value and its kind"
     )
     not_flagged = (
         "all-reduced or `reduce_mean`-style helper values, every rank logging, validation losses, "
@@ -139,7 +141,8 @@ class Rank0OnlyLossLog(Rule):
         "`loss`); (project) a rank test on a parameter no call passes (`def train(..., rank=0)` called "
         "without `rank`: every process logs); a mean gathered to rank 0 and taken there (`None` on the "
         "other ranks) that a helper returns; a loss (and its terms) computed from all-gathered tensors only "
-        "(`dist.all_gather(parts, emb)`, `clip_loss(torch.cat(parts), ...)`: the global batch's loss)"
+        "(`dist.all_gather(parts, emb)`, `clip_loss(torch.cat(parts), ...)`: the global batch's loss); "
+        "a synced meter's `global_avg`, its whole printout, or a window its class's sync gathers too"
     )
     required = (("backward", "scaler", "loss_scaler", "log", "log_dict"),)  # log: Lightning self.log
     # project mode: the loss may come from a project function (``logs = model.current_log()``)
@@ -280,7 +283,7 @@ class Rank0OnlyLossLog(Rule):
                 if guard is not None and _rank_left_at_default(ctx, guard, predicates | exists):
                     continue  # ``def train(..., rank=0)`` called without ``rank``: every process logs
                 values = logged_values(ctx, node, rank0_objects)
-                names = reads((x for v in values for x in ast.walk(v)), taint.fields)
+                names = reads((x for v in values for x in ast.walk(v)), taint.fields, statistics=True)
                 names |= loop_aliases(ctx, node, names)
                 if region is not scope:
                     # a closure's own assignment makes its own local (CMedGPT's nested ``def
@@ -377,7 +380,7 @@ def _scalar_logger_calls(
             continue  # (a caller that trains nothing: an evaluation step handing its own losses)
         hit: list[str] = []
         if not single_process_only(ctx, call):
-            names = reads((x for a in args for x in ast.walk(a)), taint.fields)
+            names = reads((x for a in args for x in ast.walk(a)), taint.fields, statistics=True)
             names |= loop_aliases(ctx, call, names)
             hit = sorted(n for n in names & taint.names if _training_binding(flow, caller, n, call, taint))
         if not hit:
@@ -551,14 +554,25 @@ def _constructs(call: ast.Call) -> bool:
     return name[:1].isupper()
 
 
+def _from_gathered(value: ast.expr, taint: Taint) -> bool:
+    """``value`` is computed from gathered values. A dict written out holds each of its values
+    apart: it is when every value that reads the loss reads a gathered one (CognitiveDistillation's
+    ``payload = {"loss": loss, "loss_avg": metric_logger.meters["loss"].avg}`` after ``loss =
+    all_reduce_mean(loss)`` still holds the meter's local window)."""
+    parts = [value]
+    if isinstance(value, ast.Dict):
+        parts = [v for v in value.values if reads(ast.walk(v), taint.fields, statistics=True) & taint.names]
+    return bool(parts) and all(
+        any(isinstance(x, ast.Name) and x.id in taint.gathered for x in ast.walk(p)) for p in parts
+    )
+
+
 def _holds_training_value(
     flow: LossFlow, scope: ast.AST, name: str, binding: ast.AST, at: ast.AST, taint: Taint, depth: int
 ) -> bool:
     ctx = flow.ctx
     line = getattr(at, "lineno", 0)
-    if isinstance(binding, ast.Assign) and any(
-        isinstance(x, ast.Name) and x.id in taint.gathered for x in ast.walk(binding.value)
-    ):
+    if isinstance(binding, ast.Assign) and _from_gathered(binding.value, taint):
         return False  # rebound from gathered values: ``loss = sum(all_gather(loss)) / n``
     bound_at = getattr(binding, "lineno", 0)
     if (
@@ -614,7 +628,7 @@ def _holds_training_value(
     # ``progress = ProgressMeter(n, [losses])``) holds them, not their values at construction: their
     # updates up to the log count
     held_until = at if isinstance(value, ast.Call) and _constructs(value) else binding
-    read = reads(ast.walk(value)) if value is not None else set()
+    read = reads(ast.walk(value), statistics=True) if value is not None else set()
     # ``message += "{}: {}".format(k, v)`` in ``for k, v in logs.items():`` (KAIR): the loop's names
     # read the container
     aliases = loop_aliases(ctx, binding, read) if isinstance(binding, ast.AugAssign) else set()
@@ -642,7 +656,7 @@ def _holds_training_value(
     fresh = (
         bool(calls)
         and value is not None
-        and not (reads(ast.walk(value), taint.fields) | aliases) & taint.names
+        and not (reads(ast.walk(value), taint.fields, statistics=True) | aliases) & taint.names
         and not any(ctx.helper(c) is not None or flow.call_shape(c) is not None for c in calls)
     )
     cur = ctx.parents.get(binding)
@@ -691,7 +705,7 @@ def _computed_in(
     calls = [c for c in ast.walk(value) if isinstance(c, ast.Call)]
     if any(_trains(flow, c) for c in calls):
         return False  # a call of code that returns the training loss (``self._train_step(batch)``)
-    read = reads(ast.walk(value), taint.fields)
+    read = reads(ast.walk(value), taint.fields, statistics=True)
     read |= loop_aliases(ctx, binding, read)  # ``for k, v in logs.items(): message += f"{v}"``: ``logs``
     names = read & taint.names
     if isinstance(binding, ast.AugAssign):
