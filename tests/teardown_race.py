@@ -14,7 +14,9 @@ Policy, in tests only:
 - ranks started with torch.multiprocessing that saved their outputs and then died of SIGABRT are
   tolerated (`spawn_tolerating`);
 - a run with no run directory to prove completion (bare torchrun) is *retried* (at most RETRIES times)
-  when its stderr shows the teardown message;
+  when its stderr shows the teardown message; when every try aborted so, a bare run whose rank 0
+  saved its final output (written after the last step, removed before each try) is tolerated
+  (`tolerated_output`: three aborts in a row happen under CI load, round 25);
 - everything else is a real failure and stays one.
 Each tolerated or retried abort is counted and the count is printed at the end of the session
 (tests/conftest.py, `pytest_terminal_summary`).
@@ -62,6 +64,15 @@ def tolerated(proc: subprocess.CompletedProcess, run_dir: Path | None, what: str
     if (looks_like_teardown_abort(proc) and all_ranks_ended(run_dir)) or _product_says_completed(
         run_dir, proc.returncode
     ):
+        EVENTS.append(f"tolerated: {what}")
+        return True
+    return False
+
+
+def tolerated_output(proc: subprocess.CompletedProcess, output: Path, what: str) -> bool:
+    """Record and accept a teardown abort of a bare run that saved its final output (the file its
+    rank 0 writes after the last step and before tearing down)."""
+    if proc.returncode != 0 and looks_like_teardown_abort(proc) and output.is_file():
         EVENTS.append(f"tolerated: {what}")
         return True
     return False
