@@ -19,7 +19,7 @@ import ast
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ddp_doctor.lint.context import FileContext, conjuncts, dotted, param_defaults, positional_params
+from ddp_doctor.lint.context import FileContext, conjuncts, dotted, init_of, param_defaults, positional_params
 
 ANY = "*"
 Passed = dict[str, set[int | str]]
@@ -104,14 +104,7 @@ def constructor_flag(ctx: FileContext, test: ast.expr) -> ConstructorFlag | None
     cls = ctx.parents.get(fn) if fn is not None else None
     if not isinstance(cls, ast.ClassDef) or not isinstance(ctx.parents.get(cls), ast.Module):
         return None
-    init = next(
-        (
-            m
-            for m in cls.body
-            if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name == "__init__"
-        ),
-        None,
-    )
+    init = init_of(cls)
     if init is None:
         return None
     sets: list[ast.stmt] = []
@@ -235,14 +228,7 @@ def _attribute_default(ctx: FileContext, fn: ast.AST, attr: str) -> ast.expr | N
     project, cls = ctx.project, ctx.parents.get(fn)
     if project is None or ctx.module is None or not isinstance(cls, ast.ClassDef):
         return None
-    init = next(
-        (
-            f
-            for f in cls.body
-            if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == "__init__"
-        ),
-        None,
-    )
+    init = init_of(cls)
     stores = [x for x in ctx.of_type(ast.Attribute) if x.attr == attr and isinstance(x.ctx, ast.Store)]
     store = ctx.parents.get(stores[0]) if len(stores) == 1 else None
     if (

@@ -121,6 +121,18 @@ def holder(ctx: FileContext, node: ast.AST) -> tuple[ast.AST, ast.AST | None]:
     return node, parent
 
 
+def init_of(cls: ast.ClassDef) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The ``__init__`` the class itself defines (not one it inherits)."""
+    return next(
+        (
+            f
+            for f in cls.body
+            if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == "__init__"
+        ),
+        None,
+    )
+
+
 def parameter_names(fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> list[str]:
     """The names of ``fn``'s parameters, positional and keyword-only, in order (not ``*args`` and
     ``**kwargs``)."""

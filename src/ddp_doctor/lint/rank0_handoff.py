@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Collection, Iterable
 
-from ddp_doctor.lint.context import parameter_names, positional_params, walk_local
+from ddp_doctor.lint.context import init_of, parameter_names, positional_params, walk_local
 from ddp_doctor.lint.rank0 import is_rank0_test, rank0_locals
 
 # ``(call, position)`` → the positions of the called function's returned tuple that are rank-0 tests
@@ -77,14 +77,7 @@ def rank0_arguments(call: ast.Call, flags: Collection[str]) -> set[str | int]:
 def kept_parameters(cls: ast.ClassDef) -> dict[str, str]:
     """``{parameter: attribute}`` for each ``self.attribute = parameter`` at the top level of the
     class's ``__init__`` (the instance keeps what its constructor was handed)."""
-    init = next(
-        (
-            n
-            for n in cls.body
-            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "__init__"
-        ),
-        None,
-    )
+    init = init_of(cls)
     if init is None:
         return {}
     params = set(parameter_names(init))
@@ -105,14 +98,7 @@ def kept_parameters(cls: ast.ClassDef) -> dict[str, str]:
 
 def constructor_positions(cls: ast.ClassDef) -> list[str]:
     """The names of ``cls.__init__``'s positional parameters after ``self`` (position → name)."""
-    init = next(
-        (
-            n
-            for n in cls.body
-            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "__init__"
-        ),
-        None,
-    )
+    init = init_of(cls)
     if init is None:
         return []
     return positional_params(init)

@@ -93,7 +93,7 @@ from ddp_doctor.lint.batchnorm_syntax import (
     picked_by_name,
 )
 from ddp_doctor.lint.call_arguments import skipped_by_defaults
-from ddp_doctor.lint.context import FileContext, dotted, keyword, method, positional_params
+from ddp_doctor.lint.context import FileContext, dotted, init_of, keyword, method, positional_params
 from ddp_doctor.lint.flags import UNKNOWN, FlagTest, all_defaults, describe, flag_test
 from ddp_doctor.lint.frozen_wrap import frozen_names
 from ddp_doctor.lint.idioms import BATCHNORM_ARCH, DDP, MODEL_FACTORIES, MODEL_GETTERS, MODEL_REGISTRIES
@@ -555,7 +555,7 @@ def _handed_to_constructor(
         or ctx.parents.get(owner) is not ctx.tree
     ):
         return None
-    init = _init_of(owner)
+    init = init_of(owner)
     if init is None:
         return None
     params = positional_params(init, bound=True)
@@ -614,7 +614,7 @@ def _built_by_handed_callable(
         and value.func.value.id == "self"
     ):
         return None
-    init = _init_of(owner)
+    init = init_of(owner)
     if init is None:
         return None
     params = positional_params(init, bound=True)
@@ -1124,15 +1124,3 @@ def _model_choice(ctx: FileContext, node: ast.AST, top: ast.If) -> ast.If | None
             return None
         child, cur = cur, ctx.parents.get(cur)
     return None
-
-
-def _init_of(owner: ast.ClassDef) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-    """The ``__init__`` the class itself defines."""
-    return next(
-        (
-            f
-            for f in owner.body
-            if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == "__init__"
-        ),
-        None,
-    )
