@@ -206,3 +206,36 @@ def logs_rank0_only(ctx: FileContext, fn: ast.AST) -> bool:
     return bool(logs) and all(
         rank0_if(ctx, n) is not None or is_rank0_log_call(n) or main_process_only_call(ctx, n) for n in logs
     )
+
+
+def logs_inside(ctx: FileContext, fn: ast.AST) -> bool:
+    """A function that tests the rank itself around its logs and does more than log (ECG-Bench's
+    ``train_dev_break(enabled, batch, loss_value)``: prints under ``if is_main():``, then broadcasts
+    and returns a flag): its own file reports the log of what it is handed, inside it, so a call of
+    it is no second finding. Not a rank-0 printer (``print0``, a body that is one rank-0 test around
+    log calls only, DBNet's ``logger_info``): the calls of those are the logs."""
+    from ddp_doctor.lint.idioms import RANK0_FUNCTION
+    from ddp_doctor.lint.rank0 import is_log_call, is_rank0_test
+
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or RANK0_FUNCTION.match(fn.name):
+        return False
+    logs = [n for n in ctx.local(fn) if isinstance(n, ast.Call) and is_log_call(n)]
+    if not logs or any(rank0_if(ctx, n) is None for n in logs):
+        return False
+    body = [
+        s
+        for s in fn.body
+        if not (
+            isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) and isinstance(s.value.value, str)
+        )
+    ]
+    printer = (
+        len(body) == 1
+        and isinstance(body[0], ast.If)
+        and is_rank0_test(body[0].test)
+        and all(
+            isinstance(x, ast.Expr) and isinstance(x.value, ast.Call) and is_log_call(x.value)
+            for x in body[0].body
+        )
+    )
+    return not printer

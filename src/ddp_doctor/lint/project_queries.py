@@ -718,6 +718,13 @@ class IndexQueries(IndexCore):
             )
         return self._loss_names
 
+    def inside_logger_names(self) -> tuple[str, ...]:
+        """Bare names of project functions whose own file reports what they log of the loss they are
+        handed (``Summary.logs_inside``): a word that lets that file be read by rank0-only-loss-log,
+        whose calls of them are no findings of their own (ECG-Bench ``train_dev_break`` in a file
+        that names neither ``log`` nor ``backward``)."""
+        return tuple(sorted({q.rsplit(".", 1)[-1] for q, s in self.summaries.items() if s.logs_inside}))
+
     def call_wraps_ddp(self, ctx: FileContext, call: ast.Call, plain: bool = False) -> bool:
         """``call`` wraps a model in DDP/FSDP through project code (``smart_DDP(model)``,
         ``task.prepare_distributed(...)``); ``plain``: in DistributedDataParallel, not FSDP."""

@@ -59,6 +59,7 @@ from ddp_doctor.lint.project_def_facts import (
 from ddp_doctor.lint.project_log_facts import (
     has_log_call,
     is_rank0_decorator,
+    logs_inside,
     logs_rank0_only,
     parameters_logged,
 )
@@ -455,6 +456,7 @@ class IndexScan(IndexBindings):
             )
         if "rank0_logging" in self.facts:
             s.logs_rank0 = logs_rank0_only(ctx, node)
+            s.logs_inside = s.logs_rank0 and logs_inside(ctx, node)
             s.logged_params, s.params = parameters_logged(ctx, node)
             s.state_logged = state_logged(ctx, node) if is_method else None
             s.rank0_decorator = is_rank0_decorator(ctx, node)

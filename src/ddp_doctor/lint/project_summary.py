@@ -58,6 +58,8 @@ FACTS: dict[str, tuple[str, ...]] = {
     ),
     "rank0_logging": (
         "logs_rank0",
+        "logs_inside",
+        "inside_logger_names",
         "rank0_objects",
         "rank0_sink_classes",
         "builds_rank0_sink",
@@ -186,6 +188,9 @@ class Summary:
     # lint/model_picks.py ``handed_pick_param``): the caller's module argument is the registry
     picks_param: int | None = None
     logs_rank0: bool = False
+    # its rank-0 logs sit under its own rank tests and it does more than log (project_log_facts
+    # ``logs_inside``): its own file reports what it logs, not its callers
+    logs_inside: bool = False
     callees: set[str] = field(default_factory=set)  # resolved project qualnames it calls/instantiates
     returned_callees: set[str] = field(default_factory=set)  # project qualnames whose result it returns
     # Project names it merely references (``norm=Conv``, ``if m in {Conv, C3}``), and ``module.*`` for

@@ -531,6 +531,8 @@ def loss_names(ctx: FileContext, root: ast.AST | None) -> set[str]:
         if isinstance(root.op, ast.Mult):
             if _is_zero(root.left) or _is_zero(root.right):
                 return set()
+            if (factor := _factor_of_named_loss(root)) is not None:
+                return loss_names(ctx, factor)
             # nor a count (``loss * batch_size`` before all-reducing the sum with the count: PAConv)
             # nor a configuration item named for a weight (pi-GAN ``metadata["r1_lambda"] * penalty``,
             # ``opt["lambda_L1"] * l1``): the dict holds settings, not the loss
@@ -561,6 +563,70 @@ def loss_names(ctx: FileContext, root: ast.AST | None) -> set[str]:
     if isinstance(root, ast.IfExp):
         return loss_names(ctx, root.body) | loss_names(ctx, root.orelse)
     return set()
+
+
+def _reduced_at_read(
+    ctx: FileContext,
+    binds: list[ast.stmt | ast.expr],
+    node: ast.AST,
+    reduced_at: dict[str, list[int]],
+    scope_binds: dict[str, list[ast.stmt | ast.expr]],
+) -> bool:
+    """The name ``binds`` are the bindings of holds a combined value where ``node`` reads it: its
+    latest binding before ``node`` is a reduce (``reduced_before``), or ``node`` reads it in a loop
+    before the loop binds it and so on each pass sees the previous pass's value (``_carried``)."""
+    line = getattr(node, "lineno", 0)
+    if reduced_before(binds, line, reduced_at, scope_binds):
+        return True
+    carried = _carried(ctx, binds, node)
+    return carried is not None and reduced_before(binds, carried.lineno + 1, reduced_at, scope_binds)
+
+
+def _carried(ctx: FileContext, binds: list[ast.stmt | ast.expr], node: ast.AST) -> ast.stmt | ast.expr | None:
+    """The binding a read of a name at ``node`` sees from the loop's previous pass: ``node`` sits in a
+    loop that binds the name only after ``node``, and before the loop the name holds nothing (no
+    binding, or ``None``): the loop's last binding (cal-ql's ``while True:`` that logs
+    ``metrics.update(train_metrics)`` at the top of each pass and ends the pass with ``train_metrics =
+    sync_metrics(train_metrics)``). None otherwise."""
+    loop = next((p for p in _ancestors(ctx, node) if isinstance(p, (ast.For, ast.AsyncFor, ast.While))), None)
+    if loop is None:
+        return None
+    line = getattr(node, "lineno", 0)
+    inside = [b for b in binds if loop in _ancestors(ctx, b)]
+    if not inside or any(b.lineno <= line for b in inside):
+        return None
+    before = [b for b in binds if b.lineno < loop.lineno]
+    if before and not (
+        isinstance(before[-1], ast.Assign)
+        and isinstance(before[-1].value, ast.Constant)
+        and before[-1].value.value is None
+    ):
+        return None
+    return max(inside, key=lambda b: b.lineno)
+
+
+def _ancestors(ctx: FileContext, node: ast.AST) -> Iterator[ast.AST]:
+    cur = ctx.parents.get(node)
+    while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        yield cur
+        cur = ctx.parents.get(cur)
+
+
+def _factor_of_named_loss(product: ast.BinOp) -> ast.expr | None:
+    """The side of ``a * b`` that holds the loss when one side is a plain name that says it is a
+    loss and the other a plain name that does not: the other is its coefficient, whatever it is
+    called (NPVAE's ``kl_m * kl_loss``, ``t_m * topo_loss``: the ``_m`` multipliers are annealed
+    settings, logged as such). None when the names do not tell."""
+    sides = (product.left, product.right)
+    named = [isinstance(x, (ast.Name, ast.Attribute)) and loss_key(_last_name(x)) for x in sides]
+    plain = [isinstance(x, (ast.Name, ast.Attribute)) for x in sides]
+    if all(plain) and named.count(True) == 1:
+        return sides[named.index(True)]
+    return None
+
+
+def _last_name(node: ast.expr) -> str:
+    return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
 
 
 def _call_loss_names(ctx: FileContext, call: ast.Call) -> set[str]:
@@ -1125,7 +1191,7 @@ class LossFlow:
                     read -= {
                         r
                         for r in read
-                        if reduced_before(scope_binds.get(r, []), n.lineno, reduced_at, scope_binds)
+                        if _reduced_at_read(ctx, scope_binds.get(r, []), n, reduced_at, scope_binds)
                     }
                     flows.append((read, {receiver}))
                     updates.setdefault(receiver, []).append(n.lineno)
@@ -1158,7 +1224,7 @@ class LossFlow:
                 combined = {
                     r
                     for r in read
-                    if reduced_before(scope_binds.get(r, []), n.lineno, reduced_at, scope_binds)
+                    if _reduced_at_read(ctx, scope_binds.get(r, []), n, reduced_at, scope_binds)
                 }
                 if isinstance(n.value, ast.Call):  # a meter handed in to be fed is not in the result
                     read -= self._fed_arguments(n.value)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import ast
 import re
+from collections import deque
+from collections.abc import Iterator
 
 from ddp_doctor.lint.context import FileContext, Scope, dotted, keyword, method
 from ddp_doctor.lint.idioms import SYNC_ON_COMPUTE
@@ -86,6 +88,28 @@ def reducing_call(ctx: FileContext, node: ast.AST) -> bool:
         summary is not None
         and summary.returns_reduced
         and not summary.qualname.rsplit(".", 1)[-1][:1].isupper()
+    )
+
+
+def outside_reductions(ctx: FileContext, value: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of ``value`` (``ast.walk`` order) less the arguments of the calls in it that combine
+    across ranks: what ``accelerator.gather(losses).mean().item()`` or ``reduce_mean(loss).item()``
+    logs is every rank's value, so the names handed to the collective are not read as this rank's.
+    An item picked out of the result by index (``all_gather(x)[0]``) is one rank's: read as is."""
+    todo: deque[ast.AST] = deque([value])
+    while todo:
+        node = todo.popleft()
+        yield node
+        if isinstance(node, ast.Call) and not _picked_item(ctx, node) and reducing_call(ctx, node):
+            todo.append(node.func)  # (``self.accelerator`` of the call is read, not what it combines)
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+
+
+def _picked_item(ctx: FileContext, call: ast.Call) -> bool:
+    parent = ctx.parents.get(call)
+    return (
+        isinstance(parent, ast.Subscript) and parent.value is call and not isinstance(parent.slice, ast.Slice)
     )
 
 
@@ -311,17 +335,29 @@ def reads_combined(
     line: int,
     reduced_at: dict[str, list[int]],
     scope_binds: dict[str, list[ast.stmt | ast.expr]] | None,
+    depth: int = 2,
 ) -> bool:
     """``value`` (evaluated at ``line``) reads a name that a collective combined in place before
-    ``line``, after that name's own latest binding: what it computes is the global value."""
+    ``line``, after that name's own latest binding: what it computes is the global value. Also when
+    that latest binding is itself computed from the combined name (``dist.all_reduce(metrics)``;
+    ``metrics = metrics / world_size``; ``loss, aux = metrics.tolist()``: NERVE's epoch means),
+    ``depth`` rebindings deep."""
     for x in ast.walk(value):
         # the names the in-place collective recorded: plain names and ``self.x``
         name = x.id if isinstance(x, ast.Name) else dotted(x) if isinstance(x, ast.Attribute) else None
         if name is None or not (lines := reduced_at.get(name)):
             continue
-        bound = [b.lineno for b in (scope_binds or {}).get(name, []) if b.lineno < line]
-        since = max(bound, default=0)
+        bound = [b for b in (scope_binds or {}).get(name, []) if b.lineno < line]
+        since = max((b.lineno for b in bound), default=0)
         if any(since <= at < line for at in lines):
+            return True
+        last = bound[-1] if bound else None
+        if (
+            depth > 0
+            and isinstance(last, ast.Assign)
+            and last.lineno == since
+            and reads_combined(last.value, since, reduced_at, scope_binds, depth - 1)
+        ):
             return True
     return False
 

@@ -72,7 +72,7 @@ from ddp_doctor.lint.rank0 import (
     silences_other_ranks,
     zero_rank_names,
 )
-from ddp_doctor.lint.reductions import reads_combined
+from ddp_doctor.lint.reductions import outside_reductions, reads_combined
 from ddp_doctor.lint.rules._logged_values import logged_values
 from ddp_doctor.lint.rules._rank0_regions import (
     bars_off_rank0,
@@ -149,7 +149,8 @@ class Rank0OnlyLossLog(Rule):
     required_in_project = required
 
     def project_words(self, project: Any) -> tuple[str, ...]:
-        return project.loss_returning_names()  # type: ignore[no-any-return]  # ProjectIndex
+        # (and a helper whose own rank-0 log of what it is handed is reported in its file)
+        return (*project.loss_returning_names(), *project.inside_logger_names())
 
     def applies(self, ctx: FileContext) -> bool:
         # project mode: a file may define what other files backprop (a loss module's ``forward``,
@@ -283,7 +284,10 @@ class Rank0OnlyLossLog(Rule):
                 if guard is not None and _rank_left_at_default(ctx, guard, predicates | exists):
                     continue  # ``def train(..., rank=0)`` called without ``rank``: every process logs
                 values = logged_values(ctx, node, rank0_objects)
-                names = reads((x for v in values for x in ast.walk(v)), taint.fields, statistics=True)
+                # (not what a collective in the log's own expression combines: ``gather(loss).mean()``)
+                names = reads(
+                    (x for v in values for x in outside_reductions(ctx, v)), taint.fields, statistics=True
+                )
                 names |= loop_aliases(ctx, node, names)
                 if region is not scope:
                     # a closure's own assignment makes its own local (CMedGPT's nested ``def
@@ -380,7 +384,9 @@ def _scalar_logger_calls(
             continue  # (a caller that trains nothing: an evaluation step handing its own losses)
         hit: list[str] = []
         if not single_process_only(ctx, call):
-            names = reads((x for a in args for x in ast.walk(a)), taint.fields, statistics=True)
+            names = reads(
+                (x for a in args for x in outside_reductions(ctx, a)), taint.fields, statistics=True
+            )
             names |= loop_aliases(ctx, call, names)
             hit = sorted(n for n in names & taint.names if _training_binding(flow, caller, n, call, taint))
         if not hit:
