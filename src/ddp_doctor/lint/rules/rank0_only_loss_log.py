@@ -142,7 +142,10 @@ class Rank0OnlyLossLog(Rule):
         "without `rank`: every process logs); a mean gathered to rank 0 and taken there (`None` on the "
         "other ranks) that a helper returns; a loss (and its terms) computed from all-gathered tensors only "
         "(`dist.all_gather(parts, emb)`, `clip_loss(torch.cat(parts), ...)`: the global batch's loss); "
-        "a synced meter's `global_avg`, its whole printout, or a window its class's sync gathers too"
+        "a synced meter's `global_avg`, its whole printout, or a window its class's sync gathers too; "
+        "a log file's copy of the line just printed under the same rank-0 test, an end-of-run dump of "
+        "a history that only copies values the loop's rank-0 logs showed, a log method named for "
+        "images or media (`log_images_to_wandb(x, y, y_hat, id_logs)`)"
     )
     required = (("backward", "scaler", "loss_scaler", "log", "log_dict"),)  # log: Lightning self.log
     # project mode: the loss may come from a project function (``logs = model.current_log()``)
