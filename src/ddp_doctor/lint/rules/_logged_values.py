@@ -26,13 +26,20 @@ TAG_METHODS = frozenset({"add_scalar", "add_scalars", "add_histogram", "log_metr
 
 _PLACEHOLDER = re.compile(r"\{[^{}]*\}|%[-+ #0]*\d*(?:\.\d+)?[a-zA-Z]")
 
+# Words of a log method's name that say it records pictures or media of the batch, not a scalar
+# curve: ``log_images_to_wandb(x, y, y_hat, id_logs, ...)``, ``add_image``, ``add_figure``.
+MEDIA_WORDS = frozenset(
+    {"image", "images", "img", "imgs", "figure", "figures", "video", "videos", "audio", "audios", "picture"}
+)
+SCALAR_WORDS = frozenset({"loss", "losses", "scalar", "scalars", "metric", "metrics", "stats"})
+
 
 def logged_values(
     ctx: FileContext, node: ast.AST, sinks: set[str] | frozenset[str] = frozenset()
 ) -> list[ast.AST]:
-    values = _raw_logged_values(ctx, node, sinks)
-    if isinstance(node, ast.Call) and _tag_says_validation(node):
+    if isinstance(node, ast.Call) and (_tag_says_validation(node) or _logs_media(node)):
         return []
+    values = _raw_logged_values(ctx, node, sinks)
     return [part for v in values for part in _unlabelled(v)]
 
 
@@ -59,6 +66,17 @@ def _raw_logged_values(ctx: FileContext, node: ast.AST, sinks: set[str] | frozen
     if isinstance(node, ast.Dict) and (entry := log_entry(node)) is not None:
         return [entry]
     return []
+
+
+def _logs_media(call: ast.Call) -> bool:
+    """A call whose method name says it logs images or other media (pix2style2pixel's
+    ``self.wb_logger.log_images_to_wandb(x, y, y_hat, id_logs, ...)``, TensorBoard ``add_image``):
+    what it shows beside the pictures (the loss call's per-sample ``id_logs``) is a sample of this
+    rank's batch, not a curve of the training loss. A name that also says scalars or losses
+    (``log_losses_and_images``) is a loss log."""
+    name = (dotted(call.func) or "").rsplit(".", 1)[-1]
+    words = set(re.sub(r"([a-z])([A-Z])", r"\1_\2", name).lower().split("_"))
+    return bool(words & MEDIA_WORDS) and not words & SCALAR_WORDS
 
 
 def _unlabelled(value: ast.AST) -> list[ast.AST]:

@@ -142,7 +142,10 @@ class Rank0OnlyLossLog(Rule):
         "without `rank`: every process logs); a mean gathered to rank 0 and taken there (`None` on the "
         "other ranks) that a helper returns; a loss (and its terms) computed from all-gathered tensors only "
         "(`dist.all_gather(parts, emb)`, `clip_loss(torch.cat(parts), ...)`: the global batch's loss); "
-        "a synced meter's `global_avg`, its whole printout, or a window its class's sync gathers too"
+        "a synced meter's `global_avg`, its whole printout, or a window its class's sync gathers too; "
+        "a log file's copy of the line just printed under the same rank-0 test, an end-of-run dump of "
+        "a history that only copies values the loop's rank-0 logs showed, a log method named for "
+        "images or media (`log_images_to_wandb(x, y, y_hat, id_logs)`)"
     )
     required = (("backward", "scaler", "loss_scaler", "log", "log_dict"),)  # log: Lightning self.log
     # project mode: the loss may come from a project function (``logs = model.current_log()``)
@@ -169,7 +172,8 @@ class Rank0OnlyLossLog(Rule):
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
         found: list[tuple[Violation, ast.Call | None]] = []
         moved: list[Violation] = []
-        for v, call, node in self._check(ctx, facts):
+        copies = _file_copies(ctx, list(self._check(ctx, facts)))
+        for v, call, node in copies:
             # a base-class method every project subclass overrides never runs (Amphion's
             # ``TTSTrainer._train_epoch``): what it would log is no event of the run
             if ctx.project is not None and ctx.project.dead_override_base(ctx, ctx.enclosing_function(node)):
@@ -303,6 +307,8 @@ class Rank0OnlyLossLog(Rule):
                     continue  # not the loss, or a warning that fires on its value (``if loss > 12:``)
                 if set(hit) <= taint.params and inside_rank0_printer(ctx, node):
                     continue  # ``def print0(s): if master_process: print(s)``: its callers' calls are the logs
+                if _run_summary(ctx, scope, node, hit, taint, [n for r, n, _, _ in logs if r is scope]):
+                    continue  # the end-of-run dump of values each epoch's log showed already
                 if guard is not None:
                     where = Text(
                         f"under the rank-0 check at line {guard.lineno}",
@@ -420,6 +426,134 @@ def _mixed_dict(flow: LossFlow, scope: ast.AST, arg: ast.expr, taint: Taint) -> 
     return any(
         v is not None and not reads(ast.walk(v), taint.fields) & taint.names for v in shown.values
     ) and any(v is not None and reads(ast.walk(v), taint.fields) & taint.names for v in shown.values)
+
+
+def _run_summary(
+    ctx: FileContext, scope: ast.AST, node: ast.AST, hit: list[str], taint: Taint, logs: list[ast.AST]
+) -> bool:
+    """``node``, after the training loop, logs only what the loop's own rank-0 logs showed: the
+    history of the epoch losses (SAM-Med3D ``self.losses.append(epoch_loss)`` beside the epoch's
+    ``logger.info(... epoch_loss ...)``, then ``logger.info(f"Total loss: {self.losses}")`` once
+    training ends; a ``pd.DataFrame({"train_loss": train_losses, ...}).to_csv(...)``), or the best
+    of them. Each value was reported where the loop logged it; the summary is no other event and
+    has the same fix (reduce the epoch loss)."""
+    shown: set[str] = set()
+    for other in logs:
+        loop = _outer_loop(ctx, other, scope)
+        if (
+            other is not node
+            and loop is not None
+            and getattr(loop, "end_lineno", 0) < getattr(node, "lineno", 0)
+        ):
+            shown |= reads(ast.walk(other), taint.fields, statistics=True) & taint.names
+    if not shown or _outer_loop(ctx, node, scope) is not None:
+        return False
+    line = getattr(node, "lineno", 0)
+    return all(_echoes(ctx, scope, h, shown, taint, line, 3) for h in hit)
+
+
+def _echoes(
+    ctx: FileContext, scope: ast.AST, name: str, shown: set[str], taint: Taint, line: int, depth: int
+) -> bool:
+    """``name`` holds only copies of values of ``shown`` (``depth`` levels): it is one, or every
+    binding or ``append``/``extend`` of it before ``line`` that reads a training value reads only
+    such names, with no arithmetic on them (an epoch mean of logged step losses is a new value)."""
+    if name in shown:
+        return True
+    if depth == 0:
+        return False
+    fed = False
+    for n in ctx.local(scope):
+        if getattr(n, "lineno", line) >= line:
+            continue
+        value: ast.AST | None = None
+        if isinstance(n, ast.AugAssign) and dotted(n.target) == name:
+            return False  # ``total += loss.item()``: a new value (a sum), not a copy of one shown
+        targets = (
+            n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(n, ast.AnnAssign) else []
+        )
+        if any(dotted(t) == name for t in targets):
+            value = getattr(n, "value", None)
+        elif (
+            isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr in ("append", "extend", "insert")
+            and dotted(n.func.value) == name
+        ):
+            value = ast.Tuple(elts=[*n.args], ctx=ast.Load())
+        if value is None:
+            continue
+        read = reads(ast.walk(value), taint.fields, statistics=True) & taint.names
+        if not read:
+            continue  # ``self.losses = []``: no training value
+        if any(isinstance(b, ast.BinOp) and reads(ast.walk(b), taint.fields) & read for b in ast.walk(value)):
+            return False  # ``epoch_loss = total / n``: computed from them, not a copy
+        if not all(_echoes(ctx, scope, r, shown, taint, line, depth - 1) for r in read):
+            return False
+        fed = True
+    return fed
+
+
+def _outer_loop(ctx: FileContext, node: ast.AST, scope: ast.AST) -> ast.AST | None:
+    """The outermost loop of ``scope`` around ``node``, if any."""
+    found = None
+    cur = ctx.parents.get(node)
+    while cur is not None and cur is not scope:
+        if isinstance(cur, (ast.For, ast.AsyncFor, ast.While)):
+            found = cur
+        cur = ctx.parents.get(cur)
+    return found
+
+
+def _file_copies(
+    ctx: FileContext, found: list[tuple[Violation, ast.Call | None, ast.AST]]
+) -> list[tuple[Violation, ast.Call | None, ast.AST]]:
+    """``found`` less the log-file copies of a console line: ``print(log)`` then ``with open(path,
+    "a") as f: f.write(log)`` under the same rank-0 test (rfpp) writes the message just printed to a
+    file; it is the same event as the print, with the same fix."""
+    shown = {
+        (v.evidence.get("guard_line"), v.evidence.get("value"))
+        for v, _, node in found
+        if v.evidence.get("guard_line") is not None and not _file_write(ctx, node)
+    }
+    return [
+        (v, call, node)
+        for v, call, node in found
+        if not (
+            _file_write(ctx, node)
+            and (v.evidence.get("guard_line"), v.evidence.get("value")) in shown
+            and v.evidence.get("guard_line") is not None
+        )
+    ]
+
+
+def _file_write(ctx: FileContext, node: ast.AST) -> bool:
+    """``f.write(...)`` where ``f`` is a file the function opened (``with open(...) as f`` or ``f =
+    open(...)``)."""
+    if not (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("write", "writelines")
+        and isinstance(node.func.value, ast.Name)
+    ):
+        return False
+    name = node.func.value.id
+    scope = ctx.enclosing_function(node)
+    for n in ctx.local(scope):
+        opened = (
+            [
+                i.context_expr
+                for i in n.items
+                if isinstance(i.optional_vars, ast.Name) and i.optional_vars.id == name
+            ]
+            if isinstance(n, (ast.With, ast.AsyncWith))
+            else [n.value]
+            if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in n.targets)
+            else []
+        )
+        if any(isinstance(o, ast.Call) and dotted(o.func) in ("open", "io.open") for o in opened):
+            return True
+    return False
 
 
 def _output(node: ast.AST) -> str | None:
