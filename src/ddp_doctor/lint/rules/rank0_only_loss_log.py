@@ -239,7 +239,9 @@ class Rank0OnlyLossLog(Rule):
             # only in a file that runs under a process group: a single-process script importing the
             # same utilities never calls the code that replaces ``print`` (TabPFN's style search)
             if found is not None and (
-                ctx.imports_module("torch.distributed") or ctx.mentions(*DISTRIBUTED_WORDS, "rank")
+                ctx.imports_module("torch.distributed")
+                or ctx.mentions(*DISTRIBUTED_WORDS, "rank")
+                or _run_by_silencer(ctx, found[0])
             ):
                 stdout = (found[0], found[1])
         seen: set[int] = set()
@@ -350,6 +352,21 @@ class Rank0OnlyLossLog(Rule):
                     node if isinstance(node, ast.Call) and not is_log_call(node) else None,
                     node,
                 )
+
+
+def _run_by_silencer(ctx: FileContext, silencer: str) -> bool:
+    """(project) The module that replaces ``builtins.print`` off rank 0 imports this one: this
+    file's code runs in the processes it silenced, though the file names no process group itself
+    (Contrastive-Segmentation's ``utils/train_utils.py``, whose ``train`` the silencing
+    ``main.py`` worker calls). Not a script that imports the silencing module (TabPFN's style
+    search): that one may never run the code that replaces ``print``."""
+    module = ctx.module
+    return (
+        ctx.project is not None
+        and module is not None
+        and silencer != module
+        and module in ctx.project.reachable(silencer)
+    )
 
 
 def _scalar_logger_calls(
