@@ -309,3 +309,67 @@ C["NEG_single_process_script_importing_the_print_silencer"] = (
     },
     "search.py",
 )
+
+# Multi_Lanes_Detection: the runner keeps the rank it is handed under a name of its own
+# (``main_pod=args.rank`` → ``self.main_pod``) and logs the unreduced loss terms under
+# ``if self.main_pod == 0:``.
+RUNNER = """
+import torch
+
+
+class Runner:
+    def __init__(self, model, optimizer, main_pod=0):
+        self.model = model
+        self.optimizer = optimizer
+        self.main_pod = main_pod
+
+    def train(self, loader):
+        for images, labels in loader:
+            outputs = self.model(images)
+            loss, loss_terms = self.model.module.loss(outputs, labels)
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+            if self.main_pod == 0:
+                postfix = {key: float(value) for key, value in loss_terms.items()}
+                print(postfix)
+"""
+RUNNER_MAIN = """
+import argparse
+import os
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+from lib.runner import Runner
+
+
+def main(net, loader):
+    parser = argparse.ArgumentParser()
+    args = parser.parse_args()
+    args.rank = int(os.environ["RANK"])
+    dist.init_process_group("nccl", rank=args.rank)
+    model = DDP(net.cuda())
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    runner = Runner(model, optimizer, main_pod={POD})
+    runner.train(loader)
+"""
+C["rank_kept_by_a_class_under_another_name"] = (
+    R,
+    True,
+    {
+        "lib/__init__.py": "",
+        "lib/runner.py": RUNNER,
+        "main.py": RUNNER_MAIN.replace("{POD}", "args.rank"),
+    },
+    "lib/runner.py",
+)
+C["NEG_class_flag_named_like_no_rank_handed_a_constant"] = (
+    R,
+    False,
+    {
+        "lib/__init__.py": "",
+        "lib/runner.py": RUNNER,
+        "main.py": RUNNER_MAIN.replace("{POD}", "0"),
+    },
+    "lib/runner.py",
+)
