@@ -215,6 +215,7 @@ class ProjectIndex(IndexScan, IndexQueries):
                 self.rank0_callees.add(qual)
         self._guarded_calls = {}
         self._finish_rank0_handoff()
+        self._finish_rank_handoff()
         self._finish_loader_args()
         for spelling in self._backprop_spellings:  # ``vq_loss = VQLoss(...)``: its ``forward``
             constructed = {b for b in self._call_bound.get(spelling, ()) if b}
@@ -305,6 +306,14 @@ class ProjectIndex(IndexScan, IndexQueries):
             elif built is not None and kept:  # a function: ``train(loader, verbose=(worker_idx == 0))``
                 self.rank0_function_args[built.qualname] = kept
         self._rank0_args = {}
+
+    def _finish_rank_handoff(self) -> None:
+        """Classes whose every construction hands the rank itself to a parameter."""
+        for key, args in self._rank_args.items():
+            built = self._get(key)
+            if built is not None and is_class_summary(built) and args:
+                self.rank_handed[built.qualname] = set(args)
+        self._rank_args = {}
 
     def _finish_loader_args(self) -> None:
         """Arguments of project functions that every call hands a loader over a shuffling

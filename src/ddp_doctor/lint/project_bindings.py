@@ -207,6 +207,8 @@ class IndexBindings(IndexCore):
             # cannot: no per-function flag scans there)
             if rank0 and (not key.startswith(".") or ranked):
                 self._record_rank0_args(ctx, imports, predicates, key, call, scopes)
+            if rank0 and not key.startswith("."):
+                self._record_rank_args(predicates, key, call)
             if "epochs" in self.facts and not key.startswith("."):
                 self._record_loader_args(ctx, imports, key, call, results)
 
@@ -232,6 +234,14 @@ class IndexBindings(IndexCore):
             if kw.arg is not None and isinstance(kw.value, ast.Name) and kw.value.id in bound:
                 found[kw.arg] = frozenset({bound[kw.value.id]})
         _keep_common(self._loader_args, key, found)
+
+    def _record_rank_args(self, predicates: set[str], key: str, call: ast.Call) -> None:
+        """Keep, for ``key`` (a project callee), the arguments every call so far binds to the rank
+        itself (``Runner_Distributed(..., main_pod=args.rank)``; lint/rank0_handoff.py)."""
+        from ddp_doctor.lint.rank0_handoff import rank_arguments
+
+        found = rank_arguments(call, predicates) if call.args or call.keywords else set()
+        _keep_common(self._rank_args, key, {a: frozenset() for a in found})
 
     def _record_rank0_args(
         self,

@@ -236,6 +236,10 @@ class IndexCore:
     passed_arguments: dict[str, set[int | str]] = field(default_factory=dict)
     # classes whose every construction hands a rank-0 test to these parameters (names or positions)
     rank0_handed: dict[str, set[str | int]] = field(default_factory=dict)
+    # per project class, the arguments every construction so far binds to the rank itself, and, once
+    # the index is complete, the classes with some (Multi_Lanes_Detection's ``main_pod=args.rank``)
+    _rank_args: dict[str, dict[str | int, frozenset[tuple[str, int]]]] = field(default_factory=dict)
+    rank_handed: dict[str, set[str | int]] = field(default_factory=dict)
     # method names whose every call in the project (``obj.name(...)``) hands a rank-0 test to these
     # arguments (voxceleb ``trainer.train_network(loader, verbose=(args.gpu == 0))``)
     rank0_method_args: dict[str, set[str | int]] = field(default_factory=dict)

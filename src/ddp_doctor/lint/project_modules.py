@@ -37,6 +37,9 @@ FACT_WORDS = (
     "odel",  # model/Model: builders that only compose project classes (``return YOLOX(...)``)
     "riter",  # writer/Writer, add_scalar's owner: project loggers that log their arguments
     "ogger",  # logger/Logger
+    # ImageNet's ``ProgressMeter`` printing the ``AverageMeter``s it was built with (lint/state_logs.py),
+    # in a file of its own that names nothing above (cl_vad's ``clvad/classifier/utils/meter.py``)
+    "Meter",
     "wandb",
     "sync",  # a meter whose update reduces (``sync_tensor``, ``synchronize``)
     "reduce",

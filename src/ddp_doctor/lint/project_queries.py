@@ -516,6 +516,16 @@ class IndexQueries(IndexCore):
         handed = self.rank0_handed.get(f"{ctx.module}.{cls.name}")
         return rank0_attributes(cls, handed) if handed else set()
 
+    def rank_attributes(self, ctx: FileContext, cls: ast.ClassDef) -> set[str]:
+        """``self.<attr>`` of a top-level class of ``ctx``'s file that holds the rank in every
+        instance the project builds (Multi_Lanes_Detection's ``Runner_Distributed(...,
+        main_pod=args.rank)`` kept as ``self.main_pod``), as rank-alias predicates (``=self.main_pod``:
+        ``if self.main_pod == 0:`` is a rank-0 test)."""
+        from ddp_doctor.lint.rank0_handoff import rank0_attributes
+
+        handed = self.rank_handed.get(f"{ctx.module}.{cls.name}")
+        return {f"={a}" for a in rank0_attributes(cls, handed)} if handed else set()
+
     def dead_override_base(self, ctx: FileContext, fn: ast.AST) -> bool:
         """``fn`` is a method of a top-level class of ``ctx``'s file that only declares some other
         method (not meant to run as is) and whose every project subclass overrides ``fn``: its code

@@ -87,6 +87,8 @@ FACTS: dict[str, tuple[str, ...]] = {
         "rank0_called",
         "rank0_returns",
         "rank0_handed",
+        "rank_handed",
+        "rank_attributes",
         "rank0_method_args",
         "rank0_function_args",
         "rank0_function_params",

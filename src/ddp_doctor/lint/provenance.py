@@ -70,9 +70,11 @@ def is_update_method(name: str) -> bool:
 # norms, times, validation/evaluation values (``dev_loss``: the NLP name of the validation split), and
 # ``_``, the name that discards what it is bound to. ``acc`` is an accuracy unless it is the start of
 # ``accum``/``accumulated`` or the name says loss (``accumulated_loss``, ``acc_loss``: a running sum).
+# A ``_p`` suffix (``pos_p``) is a probability unless the name says loss (GraphCast's printed running
+# mean ``loss_p = accum_loss / n``).
 NOT_A_LOSS = re.compile(
     r"^(acc(?!um)(?!\w*loss)\w*|\w*_acc(?!um)(?!\w*loss)\w*|top_?\d\w*|prec\w*|recall\w*|f1\w*|iou\w*|miou\w*|auc\w*|\w*prob\w*|p|"
-    r"\w*_p|\w*_score|score\w*|correct\w*|\w*_lr|lr\w*|learning_rate|\w*grad_norm\w*|\w*_norm|"
+    r"(?!\w*loss)\w*_p|\w*_score|score\w*|correct\w*|\w*_lr|lr\w*|learning_rate|\w*grad_norm\w*|\w*_norm|"
     r"\w*ratio\w*|time|times|\w*_time|timing\w*|\w*temperature\w*|\w*_temp|(val|valid|dev|eval|test)_\w*|_+|"
     r"\w*_(valid|validation|eval|evaluation)(_\w*)?|\w*_weights?|\w*_factor|factor|\w*logits\w*)$",
     re.IGNORECASE,
@@ -642,6 +644,9 @@ def _call_loss_names(ctx: FileContext, call: ast.Call) -> set[str]:
         return loss_names(ctx, call.args[0])  # ``scaled_loss = self.scaler.scale(loss / accum)``
     if isinstance(func, ast.Attribute) and func.attr == "items" and not call.args:
         return loss_names(ctx, func.value)  # sum(v for k, v in output.items() if "loss" in k)
+    if isinstance(func, ast.Name) and func.id in ("list", "tuple") and len(call.args) == 1:
+        # ``torch.stack(list(loss_dict.values()))`` (lab4d): a list of the same values
+        return loss_names(ctx, call.args[0])
     name = (dotted(func) or "").split(".")[-1]
     if name in AGGREGATORS:
         return set().union(*(loss_names(ctx, a) for a in call.args))

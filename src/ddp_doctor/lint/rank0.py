@@ -186,6 +186,12 @@ def _rank_number(node: ast.AST, predicates: Collection[str]) -> bool:
     return bool(RANK_NUMBER.match(last) or GPU_NAME.match(last)) or f"={name}" in predicates
 
 
+def is_rank_number(node: ast.AST, predicates: Collection[str] = ()) -> bool:
+    """``node`` is the rank itself where it is written (``args.rank``, ``local_rank``, ``gpu``, a
+    name the file uses as the rank): what a caller hands on as the rank (lint/rank0_handoff.py)."""
+    return _rank_number(node, predicates)
+
+
 def _int(node: ast.AST) -> int | None:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         inner = _int(node.operand)

@@ -17,7 +17,7 @@ import ast
 from collections.abc import Callable, Collection, Iterable
 
 from ddp_doctor.lint.context import init_of, parameter_names, positional_params, walk_local
-from ddp_doctor.lint.rank0 import is_rank0_test, rank0_locals
+from ddp_doctor.lint.rank0 import is_rank0_test, is_rank_number, rank0_locals
 
 # ``(call, position)`` → the positions of the called function's returned tuple that are rank-0 tests
 ReturnsRank0 = Callable[[ast.Call], Collection[int]]
@@ -70,6 +70,19 @@ def rank0_arguments(call: ast.Call, flags: Collection[str]) -> set[str | int]:
         if isinstance(a, ast.Starred):
             break  # later positions are unknown
         if is_rank0_test(a, flags):
+            out.add(i)
+    return out
+
+
+def rank_arguments(call: ast.Call, predicates: Collection[str]) -> set[str | int]:
+    """The arguments of ``call`` that are the rank itself where it is made, by keyword name or
+    position (``Runner(cfg, model, main_pod=args.rank)`` → ``{"main_pod"}``): the callee keeps
+    the rank under a name of its own, and ``== 0`` on that name is a rank-0 test."""
+    out: set[str | int] = {k.arg for k in call.keywords if k.arg and is_rank_number(k.value, predicates)}
+    for i, a in enumerate(call.args):
+        if isinstance(a, ast.Starred):
+            break  # later positions are unknown
+        if is_rank_number(a, predicates):
             out.add(i)
     return out
 

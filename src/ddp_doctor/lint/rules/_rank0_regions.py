@@ -185,6 +185,7 @@ def handed_flags(ctx: FileContext, region: ast.AST) -> set[str]:
     owner = ctx.method_owner(region)
     if owner is not None:
         out |= project.rank0_attributes(ctx, owner)
+        out |= project.rank_attributes(ctx, owner)  # ``self.main_pod`` kept from ``main_pod=args.rank``
         out |= project.rank0_method_params(ctx, region)  # every call of its name binds them to one
     return out
 

@@ -119,7 +119,10 @@ class Rank0OnlyLossLog(Rule):
         "rank-0 test) or that forwards every call on rank 0 only (`RankZeroLoggingWrapper`; an installed "
         "class named so); (project) loggers built on rank 0 only (`a, b = create_logger(args)` under "
         "`if is_main_process():`, None elsewhere) and rank-0 flags handed to a function or class of "
-        "another file, also through an imported module (`distributed_train.train(..., is_logger)`); a "
+        "another file, also through an imported module (`distributed_train.train(..., is_logger)`), and the rank "
+        "handed to a class that keeps it under a name of its own (`Runner(..., main_pod=args.rank)`, then "
+        "`if self.main_pod == 0:`); (project) prints of a helper file whose caller replaces `builtins.print` "
+        "off rank 0, though the helper names no process group; a "
         "logger object called as a function (`main_logger(msg)`); (project) a writer from a factory that hands "
         "the other ranks one doing nothing (`create_summary(rank)` returning an `EmptySummaryWriter` when "
         "`rank > 0`); `print = logger.info` with a logger the setup silences off rank 0; (project) a "
@@ -244,7 +247,9 @@ class Rank0OnlyLossLog(Rule):
             # only in a file that runs under a process group: a single-process script importing the
             # same utilities never calls the code that replaces ``print`` (TabPFN's style search)
             if found is not None and (
-                ctx.imports_module("torch.distributed") or ctx.mentions(*DISTRIBUTED_WORDS, "rank")
+                ctx.imports_module("torch.distributed")
+                or ctx.mentions(*DISTRIBUTED_WORDS, "rank")
+                or _run_by_silencer(ctx, found[0])
             ):
                 stdout = (found[0], found[1])
         seen: set[int] = set()
@@ -360,6 +365,21 @@ class Rank0OnlyLossLog(Rule):
                     node if isinstance(node, ast.Call) and not is_log_call(node) else None,
                     node,
                 )
+
+
+def _run_by_silencer(ctx: FileContext, silencer: str) -> bool:
+    """(project) The module that replaces ``builtins.print`` off rank 0 imports this one: this
+    file's code runs in the processes it silenced, though the file names no process group itself
+    (Contrastive-Segmentation's ``utils/train_utils.py``, whose ``train`` the silencing
+    ``main.py`` worker calls). Not a script that imports the silencing module (TabPFN's style
+    search): that one may never run the code that replaces ``print``."""
+    module = ctx.module
+    return (
+        ctx.project is not None
+        and module is not None
+        and silencer != module
+        and module in ctx.project.reachable(silencer)
+    )
 
 
 def _scalar_logger_calls(
