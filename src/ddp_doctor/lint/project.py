@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ddp_doctor.lint.batchnorm_syntax import passes_switch
+from ddp_doctor.lint.batchnorm_syntax import OptionSwitch, option_switch_builds, passes_switch
 from ddp_doctor.lint.idioms import DDP
 from ddp_doctor.lint.project_core import GENERIC_METHODS
 from ddp_doctor.lint.project_log_facts import parameters_logged
@@ -115,8 +115,21 @@ class ProjectIndex(IndexScan, IndexQueries):
                 continue
         index._refine_meter_returns()
         index._finish_set_epoch_gates()
+        index._settle_bn_options()
         index._propagate()
         return index
+
+    def _settle_bn_options(self) -> None:
+        """A def whose BatchNorm layers are built only under configuration options builds BatchNorm
+        when some layer's options all hold under the project's defaults, or one is not known (a
+        YAML configuration setting it otherwise, an option written nowhere)."""
+        for s in self.summaries.values():
+            if s.bn_options and not s.builds_batchnorm:
+                s.builds_batchnorm = any(all(self._option_builds(o) for o in layer) for layer in s.bn_options)
+
+    def _option_builds(self, switch: OptionSwitch) -> bool:
+        known, value = self.option_default(switch[0])
+        return not known or option_switch_builds(switch, value)
 
     def _propagate(self) -> None:
         sums = self.summaries

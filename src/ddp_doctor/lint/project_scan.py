@@ -26,6 +26,7 @@ from ddp_doctor.lint.batchnorm_syntax import (
     mmcv_batchnorm,
     names_syncbn,
     off_by_default,
+    option_switches,
     torchvision_pick,
 )
 from ddp_doctor.lint.call_arguments import constructor_guard
@@ -596,8 +597,11 @@ class IndexScan(IndexBindings):
         ``Summary.bn_switch``), a conversion (perhaps under one of its parameters), a model picked by
         name or from a registry."""
         switch = _own_switch(ctx, switches[0], n) if BATCHNORM.match(q) else None
+        options = option_switches(ctx, n) if BATCHNORM.match(q) and switch is None else ()
         if switch is not None:
             switches[1].add(switch)
+        elif options:
+            s.bn_options.append(options)  # settled by the project's option defaults
         elif (
             BATCHNORM.match(q)
             or library_batchnorm(ctx, n)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ddp_doctor.lint.batchnorm_syntax import OptionSwitch
 from ddp_doctor.lint.provenance import Shape
 from ddp_doctor.lint.state_logs import StateLog
 
@@ -177,6 +178,11 @@ class Summary:
     # (``batchnorm_syntax.call_shape``).
     bn_switch: tuple[str, int] | None = None
     switch_calls: dict[str, list[tuple[int, frozenset[str], bool]]] = field(default_factory=dict)
+    # Per BatchNorm layer built only under configuration options (``nn.BatchNorm1d(d) if self.use_bn
+    # else ()`` with ``self.use_bn = args.use_bn``, ``--use_bn`` defaulting to 0: Wsi-Caption's
+    # captioning model): the options' tests (``batchnorm_syntax.option_switches``). Settled once the
+    # project's option defaults are known: it builds BatchNorm unless every such layer is off by default.
+    bn_options: list[tuple[OptionSwitch, ...]] = field(default_factory=list)
     # ``(parameter, position, default)``: it converts to SyncBatchNorm only when that parameter is
     # true (Group-Free-3D ``GroupFreeDetector(..., sync_bn=True if args.syncbn else False)``): each
     # call decides by its argument (lint/syncbn_parameter.py).

@@ -1450,3 +1450,86 @@ C["NEG_module_list_wrapped_in_loop_without_batchnorm"] = (
     {"train.py": MODULE_LIST.replace("{student}", "nn.Sequential(nn.Linear(3, 10), nn.LayerNorm(10))")},
     "train.py",
 )
+
+# Round 26: BatchNorm built only under a configuration option, read into the model as an instance
+# attribute (Wsi-Caption's captioning model, after ruotianluo's ``AttModel``: ``self.use_bn =
+# args.use_bn``, ``(nn.BatchNorm1d(d),) if self.use_bn else ()``, ``--use_bn`` defaulting to 0): the
+# run's default path builds none. The option on by default builds it.
+OPTION_MODEL = (
+    HEAD
+    + """
+
+class CaptionNet(nn.Module):
+    def __init__(self, args):
+        super().__init__()
+        self.use_bn = args.use_bn
+        self.embed = nn.Sequential(
+            *(((nn.BatchNorm1d(args.feat_size),) if self.use_bn else ()) + (nn.Linear(args.feat_size, 10),))
+        )
+
+    def forward(self, x):
+        return self.embed(x)
+"""
+)
+OPTION_TRAIN = (
+    HEAD
+    + """
+import argparse
+from nets.caption import CaptionNet
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--use_bn", type=int, default={default})
+parser.add_argument("--feat_size", type=int, default=512)
+"""
+    + main("model = CaptionNet(args)")
+)
+C["batchnorm_under_an_option_on_by_default"] = (
+    R,
+    True,
+    {
+        "train.py": OPTION_TRAIN.replace("{default}", "1"),
+        "nets/__init__.py": "",
+        "nets/caption.py": OPTION_MODEL,
+    },
+    "train.py",
+)
+C["NEG_batchnorm_under_an_option_off_by_default"] = (
+    R,
+    False,
+    {
+        "train.py": OPTION_TRAIN.replace("{default}", "0"),
+        "nets/__init__.py": "",
+        "nets/caption.py": OPTION_MODEL,
+    },
+    "train.py",
+)
+# the same model in the training file, the option tested directly (``if args.use_bn:``)
+OPTION_ONE_FILE = (
+    HEAD
+    + """
+import argparse
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--use_bn", action="store_true"{default})
+
+
+def build(args):
+    layers = [nn.Linear(512, 10)]
+    if args.use_bn:
+        layers.append(nn.BatchNorm1d(10))
+    return nn.Sequential(*layers)
+"""
+    + main("model = build(args)")
+)
+C["batchnorm_under_a_store_false_option"] = (
+    R,
+    True,
+    {"train.py": OPTION_ONE_FILE.replace("{default}", ", default=True")},
+    "train.py",
+)
+C["NEG_batchnorm_under_a_store_true_option"] = (
+    R,
+    False,
+    {"train.py": OPTION_ONE_FILE.replace("{default}", "")},
+    "train.py",
+)
