@@ -182,6 +182,53 @@ def _config_attribute(ctx: FileContext, fn: ast.AST, attr: str) -> str | None:
     return None
 
 
+def type_chosen_slot(ctx: FileContext, call: ast.Call) -> int | None:
+    """The line of the ``if`` that picks, by the type of a parameter, which of two calls fills one
+    attribute (OpenAI CLIP's ``if isinstance(vision_layers, (tuple, list)): self.visual =
+    ModifiedResNet(...)`` / ``else: self.visual = VisionTransformer(...)``) where ``call`` is one of
+    the two; None otherwise. The argument's type is known only at run time (CLIP's comes from the
+    checkpoint or a configuration), so the two are candidates of a pick (the majority rule)."""
+    assign = ctx.parents.get(call)
+    if not (isinstance(assign, ast.Assign) and assign.value is call and len(assign.targets) == 1):
+        return None
+    slot = dotted(assign.targets[0])
+    choice = ctx.parents.get(assign)
+    fn = ctx.enclosing_function(call)
+    if (
+        slot is None
+        or not slot.startswith("self.")
+        or not isinstance(choice, ast.If)
+        or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+        or not _type_test_of_parameter(choice.test, fn)
+    ):
+        return None
+    other = choice.orelse if assign in choice.body else choice.body
+    filled = [
+        b
+        for b in other
+        if isinstance(b, ast.Assign)
+        and isinstance(b.value, ast.Call)
+        and len(b.targets) == 1
+        and dotted(b.targets[0]) == slot
+    ]
+    return choice.lineno if filled else None
+
+
+def _type_test_of_parameter(test: ast.expr, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """``isinstance(p, ...)`` (or its negation) of a parameter ``p`` of ``fn``."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test = test.operand
+    params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
+    return (
+        isinstance(test, ast.Call)
+        and isinstance(test.func, ast.Name)
+        and test.func.id == "isinstance"
+        and len(test.args) == 2
+        and isinstance(test.args[0], ast.Name)
+        and test.args[0].id in params
+    )
+
+
 def layer_switch(
     ctx: FileContext, layer: ast.AST
 ) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, tuple[str, int]] | None:

@@ -28,6 +28,7 @@ from ddp_doctor.lint.batchnorm_syntax import (
     off_by_default,
     option_switches,
     torchvision_pick,
+    type_chosen_slot,
 )
 from ddp_doctor.lint.call_arguments import constructor_guard
 from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
@@ -548,7 +549,10 @@ class IndexScan(IndexBindings):
                     s.switch_calls.setdefault(target, []).append(call_shape(n))
                     if bn:
                         optional = off_by_default(ctx, n) or chooses_other_norm(n)
-                        (s.bn_optional if optional else required).add(target)
+                        chosen = type_chosen_slot(ctx, n)
+                        if chosen is not None:  # one of two candidates: the majority rule decides
+                            s.bn_choices.setdefault(chosen, set()).add(target)
+                        (s.bn_optional if optional or chosen is not None else required).add(target)
                     # ``model = build(...).cuda(); return model`` (semseg_benchmark's trainer
                     # ``build_model``): a move returns the module it is given
                     built = moved_result(ctx, n)

@@ -73,6 +73,12 @@ attribute the class reads from one: Wsi-Caption's ``self.use_bn = args.use_bn`` 
 ``(nn.BatchNorm1d(d),) if self.use_bn else ()``) is built on the run's path only when the option's
 project default says so (``Summary.bn_options``, settled once the project's option defaults are
 known; an option whose default is unknown builds it).
+A slot filled by one of two project calls picked by a parameter's type (OpenAI CLIP's ``if
+isinstance(vision_layers, (tuple, list)): self.visual = ModifiedResNet(...)`` / ``else: self.visual =
+VisionTransformer(...)``, copied into CLIP4Clip and clip_finetune) is a run-time pick: BatchNorm when
+most candidates build it (``Summary.bn_choices``); a file that converts to SyncBatchNorm behind an
+option names the BatchNorm runs (Chinese-CLIP's RN50 with ``--use-bn-sync``): config-gated
+(``Summary.picks_batchnorm``).
 Autofix (plain findings only): convert the wrapped model just before wrapping.
 """
 
@@ -183,7 +189,9 @@ class BatchnormUnsynced(Rule):
         "defaults to off: `if self.use_bn:` with `self.use_bn = args.use_bn` and `--use_bn` 0) or a "
         "class built with another norm selected (`BasicEncoder(norm_fn='instance')`); an "
         "entry script that never backprops (a `test.py` that only validates); a model picked at run "
-        "time from candidates most of which build no BatchNorm, or from a registry whose BatchNorm "
+        "time from candidates most of which build no BatchNorm (also one of two towers picked by an argument's "
+        "type, CLIP's `ModifiedResNet` or `VisionTransformer` by `isinstance(vision_layers, (tuple, list))`, "
+        "unless the file converts behind an option: config-gated), or from a registry whose BatchNorm "
         "models convert themselves; a Lightning `Trainer` with no DDP strategy written (or a strategy "
         "local bound only to other strategies); every BatchNorm layer put in eval mode by a method the "
         "training function calls on the wrapped model after `train()` (`model.module.freeze_bn()`), "
@@ -401,6 +409,11 @@ def _sort_calls(ctx: FileContext) -> _Calls:
                 summary is None and project.call_builds_batchnorm(ctx, node)
             ):
                 out.bn_nodes.append(node)
+            elif summary is not None and summary.picks_batchnorm and _names_syncbn(ctx):
+                # BatchNorm in a candidate the model picks by an argument's type (a CLIP ResNet vision
+                # tower): a file that converts behind an option names those runs; the option decides
+                out.bn_nodes.append(node)
+                out.gates[id(node)] = "a BatchNorm candidate picked at run time"
     # a BatchNorm class handed over as a layer type and built later (torchvision's ``def
     # __init__(self, ..., norm_layer=nn.BatchNorm2d)``, ``partial(nn.BatchNorm2d, eps=1e-3)``), as
     # the project index reads it in other files (``builds_from_reference``)
