@@ -8,6 +8,7 @@ import ast
 import re
 
 from ddp_doctor.lint.context import FileContext, dotted, keyword, param_defaults, positional_params
+from ddp_doctor.lint.flags import UNKNOWN, flag_test
 
 # ``inplace_abn``'s ``InPlaceABN``/``ABN`` (TResNet) are BatchNorm fused with an activation, with each GPU's
 # own batch statistics (its ``InPlaceABNSync`` is the synchronised one).
@@ -100,6 +101,132 @@ def _switch_name(test: ast.expr) -> str | None:
         if isinstance(op, (ast.NotEq, ast.IsNot)) and right.value is None:
             return test.left.id
     return None
+
+
+# A configuration option a layer is built only under: ``(option key, the constant it is compared
+# with or UNKNOWN for a truth test, ==, negated, the layer in the test's branch that holds)``.
+OptionSwitch = tuple[str, object, bool, bool, bool]
+
+
+def option_switches(ctx: FileContext, node: ast.AST) -> tuple[OptionSwitch, ...]:
+    """The configuration options ``node`` is built only under, innermost first: a test of a config
+    attribute (``if opt.use_bn:``) or of an instance attribute the class sets once from one
+    (captioning models' ``self.use_bn = args.use_bn``, then ``(nn.BatchNorm1d(d),) if self.use_bn
+    else ()``). Whether the layer is built on the run's path is then the options' defaults
+    (:func:`option_switch_builds`); a parameter of the def is :func:`off_switch`'s."""
+    fn = ctx.enclosing_function(node)
+    if fn is None:
+        return ()
+    found: list[OptionSwitch] = []
+    child, cur = node, ctx.parents.get(node)
+    while cur is not None and cur is not fn:
+        if isinstance(cur, (ast.IfExp, ast.If)) and child is not cur.test:
+            in_body = child is cur.body if isinstance(cur, ast.IfExp) else child in cur.body
+            # the ``else`` of ``a and b`` runs when either fails: no reading of one option
+            conjunction = isinstance(cur.test, ast.BoolOp)
+            switch = _option_test(ctx, fn, cur.test) if in_body or not conjunction else None
+            if switch is not None:
+                found.append((*switch, in_body))
+        child, cur = cur, ctx.parents.get(cur)
+    return tuple(found)
+
+
+def option_switch_builds(switch: OptionSwitch, default: object) -> bool:
+    """Whether the branch ``switch`` guards runs when its option has value ``default``."""
+    _, value, equal, negated, in_body = switch
+    holds = bool(default) if value is UNKNOWN else (default == value) == equal
+    if negated and value is UNKNOWN:
+        holds = not holds
+    return holds == in_body
+
+
+def _option_test(ctx: FileContext, fn: ast.AST, test: ast.expr) -> tuple[str, object, bool, bool] | None:
+    found = flag_test(ctx, test, {})
+    if found is None or "." not in found.flag:
+        return None
+    head, _, attr = found.flag.partition(".")
+    key: str | None = found.flag.rsplit(".", 1)[-1]
+    if head == "self":
+        # an instance attribute is an option only where the class reads it from one; a constructor
+        # parameter kept as ``self.bn = bn`` is decided by its callers (``off_switch``), not here
+        key = _config_attribute(ctx, fn, attr) if "." not in attr else None
+    return (key, found.value, found.equal, found.negated) if key else None
+
+
+def _config_attribute(ctx: FileContext, fn: ast.AST, attr: str) -> str | None:
+    """The option ``self.<attr>`` is set from, where the class sets it once, from a config attribute
+    or key (``self.use_bn = args.use_bn`` → ``use_bn``, ``self.bn = cfg['batch_norm']`` → ``batch_norm``)."""
+    cls = ctx.method_owner(fn)
+    if cls is None:
+        return None
+    values = [
+        n.value
+        for n in ast.walk(cls)
+        if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+        and any(
+            isinstance(t, ast.Attribute) and t.attr == attr and dotted(t) == f"self.{attr}"
+            for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+        )
+    ]
+    if len(values) != 1:
+        return None
+    value = values[0]
+    if isinstance(value, ast.Attribute) and not (dotted(value) or "self.").startswith("self."):
+        return value.attr
+    if (
+        isinstance(value, ast.Subscript)
+        and isinstance(value.slice, ast.Constant)
+        and isinstance(value.slice.value, str)
+    ):
+        return value.slice.value
+    return None
+
+
+def type_chosen_slot(ctx: FileContext, call: ast.Call) -> int | None:
+    """The line of the ``if`` that picks, by the type of a parameter, which of two calls fills one
+    attribute (OpenAI CLIP's ``if isinstance(vision_layers, (tuple, list)): self.visual =
+    ModifiedResNet(...)`` / ``else: self.visual = VisionTransformer(...)``) where ``call`` is one of
+    the two; None otherwise. The argument's type is known only at run time (CLIP's comes from the
+    checkpoint or a configuration), so the two are candidates of a pick (the majority rule)."""
+    assign = ctx.parents.get(call)
+    if not (isinstance(assign, ast.Assign) and assign.value is call and len(assign.targets) == 1):
+        return None
+    slot = dotted(assign.targets[0])
+    choice = ctx.parents.get(assign)
+    fn = ctx.enclosing_function(call)
+    if (
+        slot is None
+        or not slot.startswith("self.")
+        or not isinstance(choice, ast.If)
+        or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+        or not _type_test_of_parameter(choice.test, fn)
+    ):
+        return None
+    other = choice.orelse if assign in choice.body else choice.body
+    filled = [
+        b
+        for b in other
+        if isinstance(b, ast.Assign)
+        and isinstance(b.value, ast.Call)
+        and len(b.targets) == 1
+        and dotted(b.targets[0]) == slot
+    ]
+    return choice.lineno if filled else None
+
+
+def _type_test_of_parameter(test: ast.expr, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """``isinstance(p, ...)`` (or its negation) of a parameter ``p`` of ``fn``."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test = test.operand
+    params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
+    return (
+        isinstance(test, ast.Call)
+        and isinstance(test.func, ast.Name)
+        and test.func.id == "isinstance"
+        and len(test.args) == 2
+        and isinstance(test.args[0], ast.Name)
+        and test.args[0].id in params
+    )
 
 
 def layer_switch(

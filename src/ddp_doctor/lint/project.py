@@ -40,9 +40,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ddp_doctor.lint.batchnorm_syntax import passes_switch
+from ddp_doctor.lint.batchnorm_syntax import OptionSwitch, option_switch_builds, passes_switch
 from ddp_doctor.lint.idioms import DDP
-from ddp_doctor.lint.project_core import GENERIC_METHODS
+from ddp_doctor.lint.project_core import GENERIC_METHODS, most_build_batchnorm
 from ddp_doctor.lint.project_log_facts import parameters_logged
 from ddp_doctor.lint.project_modules import (
     FACT_WORDS,
@@ -115,8 +115,36 @@ class ProjectIndex(IndexScan, IndexQueries):
                 continue
         index._refine_meter_returns()
         index._finish_set_epoch_gates()
+        index._settle_bn_options()
         index._propagate()
         return index
+
+    def _settle_bn_options(self) -> None:
+        """A def whose BatchNorm layers are built only under configuration options builds BatchNorm
+        when some layer's options all hold under the project's defaults, or one is not known (a
+        YAML configuration setting it otherwise, an option written nowhere)."""
+        for s in self.summaries.values():
+            if s.bn_options and not s.builds_batchnorm:
+                s.builds_batchnorm = any(all(self._option_builds(o) for o in layer) for layer in s.bn_options)
+
+    def _option_builds(self, switch: OptionSwitch) -> bool:
+        known, value = self.option_default(switch[0])
+        return not known or option_switch_builds(switch, value)
+
+    def _settle_choices(self, s: Summary) -> bool:
+        """``s.bn_choices`` under the majority rule of run-time picks: BatchNorm built when most
+        candidates of a choice build it, picked (``picks_batchnorm``) when only some do. True when it
+        changed a flag."""
+        if s.builds_batchnorm or s.keeps_eval or not s.bn_choices:
+            return False
+        groups = [[t for q in sorted(g) if (t := self._get(q)) is not None] for g in s.bn_choices.values()]
+        if any(most_build_batchnorm(g) for g in groups):
+            s.builds_batchnorm = True
+            return True
+        if not s.picks_batchnorm and any(t.builds_batchnorm for g in groups for t in g):
+            s.picks_batchnorm = True
+            return True
+        return False
 
     def _propagate(self) -> None:
         sums = self.summaries
@@ -155,6 +183,7 @@ class ProjectIndex(IndexScan, IndexQueries):
                     )
                 ):
                     s.builds_batchnorm = changed = True
+                changed |= self._settle_choices(s)
                 for callee in s.callees:
                     c = self._get(callee)
                     if c is None:
@@ -175,6 +204,7 @@ class ProjectIndex(IndexScan, IndexQueries):
                         s.builds_batchnorm |= c.builds_batchnorm or passes_switch(
                             s.switch_calls.get(callee, []), c.bn_switch
                         )
+                        s.picks_batchnorm |= c.picks_batchnorm
                         s.converts_syncbn |= c.converts_syncbn
                     if callee in s.returned_callees:
                         s.returns_ddp |= c.returns_ddp

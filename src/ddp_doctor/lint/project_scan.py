@@ -26,7 +26,9 @@ from ddp_doctor.lint.batchnorm_syntax import (
     mmcv_batchnorm,
     names_syncbn,
     off_by_default,
+    option_switches,
     torchvision_pick,
+    type_chosen_slot,
 )
 from ddp_doctor.lint.call_arguments import constructor_guard
 from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
@@ -549,7 +551,10 @@ class IndexScan(IndexBindings):
                     s.switch_calls.setdefault(target, []).append(call_shape(n))
                     if bn:
                         optional = off_by_default(ctx, n) or chooses_other_norm(n)
-                        (s.bn_optional if optional else required).add(target)
+                        chosen = type_chosen_slot(ctx, n)
+                        if chosen is not None:  # one of two candidates: the majority rule decides
+                            s.bn_choices.setdefault(chosen, set()).add(target)
+                        (s.bn_optional if optional or chosen is not None else required).add(target)
                     # ``model = build(...).cuda(); return model`` (semseg_benchmark's trainer
                     # ``build_model``): a move returns the module it is given
                     built = moved_result(ctx, n)
@@ -598,8 +603,11 @@ class IndexScan(IndexBindings):
         ``Summary.bn_switch``), a conversion (perhaps under one of its parameters), a model picked by
         name or from a registry."""
         switch = _own_switch(ctx, switches[0], n) if BATCHNORM.match(q) else None
+        options = option_switches(ctx, n) if BATCHNORM.match(q) and switch is None else ()
         if switch is not None:
             switches[1].add(switch)
+        elif options:
+            s.bn_options.append(options)  # settled by the project's option defaults
         elif (
             BATCHNORM.match(q)
             or library_batchnorm(ctx, n)

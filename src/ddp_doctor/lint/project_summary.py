@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ddp_doctor.lint.batchnorm_syntax import OptionSwitch
 from ddp_doctor.lint.provenance import Shape
 from ddp_doctor.lint.state_logs import StateLog
 
@@ -181,6 +182,20 @@ class Summary:
     # (``batchnorm_syntax.call_shape``).
     bn_switch: tuple[str, int] | None = None
     switch_calls: dict[str, list[tuple[int, frozenset[str], bool]]] = field(default_factory=dict)
+    # Per BatchNorm layer built only under configuration options (``nn.BatchNorm1d(d) if self.use_bn
+    # else ()`` with ``self.use_bn = args.use_bn``, ``--use_bn`` defaulting to 0: Wsi-Caption's
+    # captioning model): the options' tests (``batchnorm_syntax.option_switches``). Settled once the
+    # project's option defaults are known: it builds BatchNorm unless every such layer is off by default.
+    bn_options: list[tuple[OptionSwitch, ...]] = field(default_factory=list)
+    # Project callees that fill one attribute as a pick by a parameter's type (OpenAI CLIP's
+    # ``self.visual = ModifiedResNet(...)`` or ``VisionTransformer(...)`` by ``isinstance(vision_layers,
+    # (tuple, list))``), by the line of the choosing ``if``: it builds BatchNorm when most of a
+    # choice's candidates do (``batchnorm_syntax.type_chosen_slot``); they are in ``bn_optional`` too.
+    bn_choices: dict[int, set[str]] = field(default_factory=dict)
+    # Some candidate of such a choice builds BatchNorm, short of a majority (CLIP's ``ModifiedResNet``
+    # beside its ``VisionTransformer``), in it or in what it builds: a file that converts to
+    # SyncBatchNorm behind an option declares those runs, which the option's default leaves unsynced.
+    picks_batchnorm: bool = False
     # ``(parameter, position, default)``: it converts to SyncBatchNorm only when that parameter is
     # true (Group-Free-3D ``GroupFreeDetector(..., sync_bn=True if args.syncbn else False)``): each
     # call decides by its argument (lint/syncbn_parameter.py).
@@ -312,6 +327,7 @@ def propagated_flags(s: Summary) -> tuple[bool, ...]:
         s.returns_reduced,
         s.toggles_sync,
         s.builds_batchnorm,
+        s.picks_batchnorm,
         s.converts_syncbn,
         s.returns_ddp,
         s.wraps_ddp,

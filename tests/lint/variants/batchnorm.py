@@ -1450,3 +1450,167 @@ C["NEG_module_list_wrapped_in_loop_without_batchnorm"] = (
     {"train.py": MODULE_LIST.replace("{student}", "nn.Sequential(nn.Linear(3, 10), nn.LayerNorm(10))")},
     "train.py",
 )
+
+# Round 26: BatchNorm built only under a configuration option, read into the model as an instance
+# attribute (Wsi-Caption's captioning model, after ruotianluo's ``AttModel``: ``self.use_bn =
+# args.use_bn``, ``(nn.BatchNorm1d(d),) if self.use_bn else ()``, ``--use_bn`` defaulting to 0): the
+# run's default path builds none. The option on by default builds it.
+OPTION_MODEL = (
+    HEAD
+    + """
+
+class CaptionNet(nn.Module):
+    def __init__(self, args):
+        super().__init__()
+        self.use_bn = args.use_bn
+        self.embed = nn.Sequential(
+            *(((nn.BatchNorm1d(args.feat_size),) if self.use_bn else ()) + (nn.Linear(args.feat_size, 10),))
+        )
+
+    def forward(self, x):
+        return self.embed(x)
+"""
+)
+OPTION_TRAIN = (
+    HEAD
+    + """
+import argparse
+from nets.caption import CaptionNet
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--use_bn", type=int, default={default})
+parser.add_argument("--feat_size", type=int, default=512)
+"""
+    + main("model = CaptionNet(args)")
+)
+C["batchnorm_under_an_option_on_by_default"] = (
+    R,
+    True,
+    {
+        "train.py": OPTION_TRAIN.replace("{default}", "1"),
+        "nets/__init__.py": "",
+        "nets/caption.py": OPTION_MODEL,
+    },
+    "train.py",
+)
+C["NEG_batchnorm_under_an_option_off_by_default"] = (
+    R,
+    False,
+    {
+        "train.py": OPTION_TRAIN.replace("{default}", "0"),
+        "nets/__init__.py": "",
+        "nets/caption.py": OPTION_MODEL,
+    },
+    "train.py",
+)
+# the same model in the training file, the option tested directly (``if args.use_bn:``)
+OPTION_ONE_FILE = (
+    HEAD
+    + """
+import argparse
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--use_bn", action="store_true"{default})
+
+
+def build(args):
+    layers = [nn.Linear(512, 10)]
+    if args.use_bn:
+        layers.append(nn.BatchNorm1d(10))
+    return nn.Sequential(*layers)
+"""
+    + main("model = build(args)")
+)
+C["batchnorm_under_a_store_false_option"] = (
+    R,
+    True,
+    {"train.py": OPTION_ONE_FILE.replace("{default}", ", default=True")},
+    "train.py",
+)
+C["NEG_batchnorm_under_a_store_true_option"] = (
+    R,
+    False,
+    {"train.py": OPTION_ONE_FILE.replace("{default}", "")},
+    "train.py",
+)
+
+# Round 26: a slot filled by one of two towers picked by a parameter's type (OpenAI CLIP's ``if
+# isinstance(vision_layers, (tuple, list)): self.visual = ModifiedResNet(...)`` / ``else: self.visual =
+# VisionTransformer(...)``, copied into CLIP4Clip and clip_finetune): the majority rule of run-time
+# picks, one BatchNorm candidate of two is no BatchNorm model; both BatchNorm towers are. A file that
+# converts behind an option off by default names the BatchNorm runs (Chinese-CLIP's ``--use-bn-sync``
+# with its RN50 tower): config-gated.
+TOWERS = (
+    HEAD
+    + """
+
+class ResNetTower(nn.Module):
+    def __init__(self, layers, width):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, width, 3), nn.BatchNorm2d(width))
+
+    def forward(self, x):
+        return self.stem(x).mean((2, 3))
+
+
+class ViTTower(nn.Module):
+    def __init__(self, layers, width):
+        super().__init__()
+        self.proj = nn.Linear(3, width)
+        self.norm = {vit_norm}
+
+    def forward(self, x):
+        return self.norm(self.proj(x.mean((2, 3))))
+
+
+class DualEncoder(nn.Module):
+    def __init__(self, vision_layers, width=64):
+        super().__init__()
+        if isinstance(vision_layers, (tuple, list)):
+            self.visual = ResNetTower(vision_layers, width)
+        else:
+            self.visual = ViTTower(vision_layers, width)
+        self.text = nn.Sequential(nn.Embedding(100, width), nn.LayerNorm(width))
+
+    def forward(self, x):
+        return self.visual(x)
+"""
+)
+TOWER_TRAIN = (
+    HEAD
+    + "from nets.towers import DualEncoder\n{pre}"
+    + main("model = DualEncoder(vision_layers=args.layers){convert}")
+)
+C["tower_picked_by_type_both_batchnorm"] = (
+    R,
+    True,
+    {
+        "train.py": TOWER_TRAIN.format(pre="", convert=""),
+        "nets/__init__.py": "",
+        "nets/towers.py": TOWERS.replace("{vit_norm}", "nn.BatchNorm1d(width)"),
+    },
+    "train.py",
+)
+C["NEG_tower_picked_by_type_one_batchnorm"] = (
+    R,
+    False,
+    {
+        "train.py": TOWER_TRAIN.format(pre="", convert=""),
+        "nets/__init__.py": "",
+        "nets/towers.py": TOWERS.replace("{vit_norm}", "nn.LayerNorm(width)"),
+    },
+    "train.py",
+)
+C["tower_picked_by_type_converted_behind_an_option"] = (
+    R,
+    True,
+    {
+        "train.py": TOWER_TRAIN.format(
+            pre='import argparse\nparser = argparse.ArgumentParser()\nparser.add_argument("--use_bn_sync", action="store_true")\n',
+            convert="\n    if args.use_bn_sync:\n        model = nn.SyncBatchNorm.convert_sync_batchnorm(model)",
+        ),
+        "nets/__init__.py": "",
+        "nets/towers.py": TOWERS.replace("{vit_norm}", "nn.LayerNorm(width)"),
+    },
+    "train.py",
+)

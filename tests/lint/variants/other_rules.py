@@ -1126,3 +1126,28 @@ C["fp16_NEG_default_autocast_under_option"] = (
     dtype_switched('torch.cuda.amp.autocast() if args.dtype != "float32" else nullcontext()'),
     "train.py",
 )
+
+# Round 26: the keyword given a comparison of an option with a constant, True under the option's
+# default (Sherpa3D's ``find_unused_parameters=(FLAGS.mode == 'geometry_modeling')`` with ``--mode``
+# defaulting to that stage); the NEG's default is the other stage.
+STAGE_PARSER = """
+import argparse
+parser = argparse.ArgumentParser()
+parser.add_argument("--mode", default="{default}", choices=["geometry", "appearance"])
+"""
+STAGE_WRAP = (
+    "    model = DDP(net.cuda(), device_ids=[local_rank], find_unused_parameters=(args.mode == 'geometry'))"
+    + LOOP
+)
+C["fu_option_compared_true_by_default"] = (
+    F,
+    True,
+    main(STAGE_WRAP, STAGE_PARSER.replace("{default}", "geometry")),
+    "train.py",
+)
+C["fu_NEG_option_compared_false_by_default"] = (
+    F,
+    False,
+    main(STAGE_WRAP, STAGE_PARSER.replace("{default}", "appearance")),
+    "train.py",
+)

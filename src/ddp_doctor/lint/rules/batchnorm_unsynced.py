@@ -68,6 +68,17 @@ BatchNorm that trains (Cutie's encoders, ``Summary.keeps_eval``), and a trainer 
 ``self.net`` and only ever puts it in eval mode (XMem's ``train()`` running ``self.XMem.eval()``) is
 not reported; an entry script whose training runs in a method of a project object it builds
 (``agent.learn()``) is no evaluation script.
+Round 26: BatchNorm built only under a configuration option (``if opt.use_bn:``, or an instance
+attribute the class reads from one: Wsi-Caption's ``self.use_bn = args.use_bn`` then
+``(nn.BatchNorm1d(d),) if self.use_bn else ()``) is built on the run's path only when the option's
+project default says so (``Summary.bn_options``, settled once the project's option defaults are
+known; an option whose default is unknown builds it).
+A slot filled by one of two project calls picked by a parameter's type (OpenAI CLIP's ``if
+isinstance(vision_layers, (tuple, list)): self.visual = ModifiedResNet(...)`` / ``else: self.visual =
+VisionTransformer(...)``, copied into CLIP4Clip and clip_finetune) is a run-time pick: BatchNorm when
+most candidates build it (``Summary.bn_choices``); a file that converts to SyncBatchNorm behind an
+option names the BatchNorm runs (Chinese-CLIP's RN50 with ``--use-bn-sync``): config-gated
+(``Summary.picks_batchnorm``).
 Autofix (plain findings only): convert the wrapped model just before wrapping.
 """
 
@@ -89,6 +100,8 @@ from ddp_doctor.lint.batchnorm_syntax import (
     layer_switch,
     library_batchnorm,
     mmcv_batchnorm,
+    option_switch_builds,
+    option_switches,
     passes_switch,
     picked_by_name,
 )
@@ -172,10 +185,13 @@ class BatchnormUnsynced(Rule):
         "while its optimizers name the other wrapped models (a frozen loss network), no DDP; (project) a builder that picks "
         "SyncBatchNorm itself (`nn.SyncBatchNorm if sbn else nn.BatchNorm2d`), BatchNorm built only "
         "under a parameter that defaults to off (`SeqBN(d) if input_normalization else None`, a block's "
-        "own `if norm: nn.BatchNorm2d(c)` with `norm=False` no call passes) or a "
+        "own `if norm: nn.BatchNorm2d(c)` with `norm=False` no call passes, a configuration option the project "
+        "defaults to off: `if self.use_bn:` with `self.use_bn = args.use_bn` and `--use_bn` 0) or a "
         "class built with another norm selected (`BasicEncoder(norm_fn='instance')`); an "
         "entry script that never backprops (a `test.py` that only validates); a model picked at run "
-        "time from candidates most of which build no BatchNorm, or from a registry whose BatchNorm "
+        "time from candidates most of which build no BatchNorm (also one of two towers picked by an argument's "
+        "type, CLIP's `ModifiedResNet` or `VisionTransformer` by `isinstance(vision_layers, (tuple, list))`, "
+        "unless the file converts behind an option: config-gated), or from a registry whose BatchNorm "
         "models convert themselves; a Lightning `Trainer` with no DDP strategy written (or a strategy "
         "local bound only to other strategies); every BatchNorm layer put in eval mode by a method the "
         "training function calls on the wrapped model after `train()` (`model.module.freeze_bn()`), "
@@ -354,7 +370,7 @@ def _sort_calls(ctx: FileContext) -> _Calls:
             ("convert_sync_batchnorm", "convert_syncbn_model")
         ):
             out.conversions.append(node)
-        elif BATCHNORM.match(q) and _switched_off(ctx, node):
+        elif BATCHNORM.match(q) and (_switched_off(ctx, node) or _option_off(ctx, node)):
             continue  # built only under a switch no call of this file turns on (``BasicConv(norm=False)``)
         elif (
             BATCHNORM.match(q)
@@ -393,6 +409,11 @@ def _sort_calls(ctx: FileContext) -> _Calls:
                 summary is None and project.call_builds_batchnorm(ctx, node)
             ):
                 out.bn_nodes.append(node)
+            elif summary is not None and summary.picks_batchnorm and _names_syncbn(ctx):
+                # BatchNorm in a candidate the model picks by an argument's type (a CLIP ResNet vision
+                # tower): a file that converts behind an option names those runs; the option decides
+                out.bn_nodes.append(node)
+                out.gates[id(node)] = "a BatchNorm candidate picked at run time"
     # a BatchNorm class handed over as a layer type and built later (torchvision's ``def
     # __init__(self, ..., norm_layer=nn.BatchNorm2d)``, ``partial(nn.BatchNorm2d, eps=1e-3)``), as
     # the project index reads it in other files (``builds_from_reference``)
@@ -491,6 +512,17 @@ def _switched_off(ctx: FileContext, layer: ast.Call) -> bool:
         elif not (isinstance(parent, ast.Call) and dotted(parent.func) == "super"):
             return False  # handed on by name (``block=BasicConv``)
     return bool(calls) and not passes_switch(calls, switch)
+
+
+def _option_off(ctx: FileContext, layer: ast.Call) -> bool:
+    """A BatchNorm layer built only under configuration options (``if self.use_bn:`` with
+    ``self.use_bn = args.use_bn``) one of which the project (or, in file mode, this file) defaults so
+    that the layer is not built: the run's default path has none (``Summary.bn_options``)."""
+    for switch in option_switches(ctx, layer):
+        known, value = option_default(ctx, switch[0])
+        if known and not option_switch_builds(switch, value):
+            return True
+    return False
 
 
 def _builds_batchnorm(summary: Summary, call: ast.Call) -> bool:

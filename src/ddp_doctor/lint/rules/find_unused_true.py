@@ -23,6 +23,9 @@ DDP to search: not reported.
 Round 23: in a function with no backward that puts the wrap in ``eval()``, a use inside a
 ``torch.no_grad()``/``inference_mode()`` block (handed to a helper, ``model.module.generate``) and an
 ``isinstance(model, DDP)`` test are evaluation uses too (Amdg's checkpoint-scoring loop).
+Round 26: a comparison of an option with a constant that holds under the option's default
+(Sherpa3D's ``find_unused_parameters=(FLAGS.mode == 'geometry_modeling')``, ``--mode`` defaulting to
+that stage) is True unless the run configures otherwise: config-gated, as ``not grad_ckpt`` is.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from collections.abc import Iterator
 
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, keyword, param_defaults
-from ddp_doctor.lint.flags import bool_typed_options
+from ddp_doctor.lint.flags import UNKNOWN, all_defaults, bool_typed_options, flag_test
 from ddp_doctor.lint.frozen_wrap import parameters_frozen, wraps_frozen_model_only
 from ddp_doctor.lint.idioms import DDP
 from ddp_doctor.lint.inference_only import never_trains
@@ -88,7 +91,9 @@ class FindUnusedTrue(Rule):
         "picks a literal True for one configuration (`True if sample_param['history'] > 1 else False`, "
         "config-gated by its condition); an option whose default is True where the project writes it "
         "(`find_unused_parameters=args.find_unused` with `add_argument('--find_unused', default=True)`, a "
-        "configuration class, the shipped YAML, all agreeing); the keyword bound by "
+        "configuration class, the shipped YAML, all agreeing; also a comparison true under the option's default: "
+        "`find_unused_parameters=(args.mode == 'geometry')` with `--mode` defaulting to `'geometry'`, "
+        "config-gated); the keyword bound by "
         "`functools.partial(DDP, find_unused_parameters=True)`; a dict of DDP keywords a framework hands on "
         "(`torch_kwargs={'ddp_kwargs': {'find_unused_parameters': True}}`, `dict(find_unused_parameters=True)`); "
         "(project) an option a shipped shell launch script turns on (`--find_unused_parameters` in "
@@ -743,6 +748,8 @@ def _default_of(ctx: FileContext, expr: ast.expr, at: ast.AST, depth: int = 0) -
         return (not inner[0], inner[1]) if inner is not None else None
     if isinstance(expr, ast.Constant) and isinstance(expr.value, bool):
         return expr.value, ""
+    if isinstance(expr, ast.Compare):
+        return _compared_option(ctx, expr)
     if isinstance(expr, ast.Call):
         read = _config_read(expr)
         if read is None or not isinstance(read[1], ast.Constant) or not isinstance(read[1].value, bool):
@@ -763,6 +770,20 @@ def _default_of(ctx: FileContext, expr: ast.expr, at: ast.AST, depth: int = 0) -
         settings = [f[1] for f in found if f and f[1]]
         return found[0][0] if found[0] else False, settings[0] if settings else ""
     return None
+
+
+def _compared_option(ctx: FileContext, expr: ast.Compare) -> tuple[bool, str] | None:
+    """``(value, option)`` of a comparison of an option with a constant (Sherpa3D's
+    ``find_unused_parameters=(FLAGS.mode == 'geometry_modeling')``, ``--mode`` defaulting to it) under
+    the option's default: the file's argparse, else what the project writes (``option_default``)."""
+    test = flag_test(ctx, expr, all_defaults(ctx))
+    if test is not None and test.default_true is None and "." in test.flag:
+        known, default = option_default(ctx, test.flag.rsplit(".", 1)[-1])
+        if known:
+            test = flag_test(ctx, expr, {test.flag.rsplit(".", 1)[-1]: default})
+    if test is None or test.default_true is None or test.value is UNKNOWN:
+        return None
+    return test.default_true, test.option
 
 
 def _true_by_default(ctx: FileContext, value: ast.expr, at: ast.AST) -> str | None:
