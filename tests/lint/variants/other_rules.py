@@ -352,6 +352,78 @@ C["sched_micro"] = (
 """),
     "train.py",
 )
+# A schedule sized in the batches of an epoch, with no part for the accumulation count, is counted
+# in micro-batches: stepping it per micro-step runs it over the training it was sized for
+# (dialog_model ``len(train_dl) * n_epochs``, the Kaggle ``epochs * (total // batch_size)`` helpers).
+SCHED_LOOP = """    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+            loss = criterion(model(x), y) / args.accum_steps
+            loss.backward()
+            if (step + 1) % args.accum_steps == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+            scheduler.step()
+"""
+C["sched_NEG_sized_in_batches"] = (
+    S,
+    False,
+    main(
+        """    model = DDP(net.cuda(), device_ids=[local_rank])
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    total_steps = len(loader) * args.epochs
+    scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=1e-3, total_steps=total_steps)
+"""
+        + SCHED_LOOP
+    ),
+    "train.py",
+)
+C["sched_sized_in_updates"] = (
+    S,
+    True,
+    main(
+        """    model = DDP(net.cuda(), device_ids=[local_rank])
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    total_steps = len(loader) // args.accum_steps * args.epochs
+    scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=1e-3, total_steps=total_steps)
+"""
+        + SCHED_LOOP
+    ),
+    "train.py",
+)
+C["sched_NEG_helper_sized_in_batches"] = (
+    S,
+    False,
+    main(
+        """    model = DDP(net.cuda(), device_ids=[local_rank])
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    scheduler = get_scheduler(args, optimizer, len(loader.dataset))
+"""
+        + SCHED_LOOP,
+        """
+def get_scheduler(cfg, optimizer, total):
+    steps = cfg.epochs * (total // cfg.batch_size)
+    return torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=1e-3, total_steps=steps)
+""",
+    ),
+    "train.py",
+)
+C["sched_helper_sized_in_updates"] = (
+    S,
+    True,
+    main(
+        """    model = DDP(net.cuda(), device_ids=[local_rank])
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    scheduler = get_scheduler(args, optimizer, len(loader.dataset))
+"""
+        + SCHED_LOOP,
+        """
+def get_scheduler(cfg, optimizer, total):
+    steps = cfg.epochs * (total // cfg.batch_size) // cfg.accum_steps
+    return torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=1e-3, total_steps=steps)
+""",
+    ),
+    "train.py",
+)
 Z = "zero-grad-inside-accum"
 C["zero_inside"] = (
     Z,
