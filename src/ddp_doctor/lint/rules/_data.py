@@ -10,11 +10,12 @@ from ddp_doctor.lint.context import FileContext, dotted, holder, parameter_names
 from ddp_doctor.lint.loops import LOOPS, LoopFacts
 from ddp_doctor.lint.samplers import DATALOADER
 
-# A loader named for evaluation (``dl_valid``, ``val_loader``, ``test_dl``): it trains no step, so
+# A loader named for evaluation (``dl_valid``, ``val_loader``, ``test_dl``, ``dataloader_validate``
+# with the verb, Sherpa3D): it trains no step, so
 # neither the order it is drawn in (set-epoch-missing) nor which rank draws what (sampler-missing)
 # changes the training, even when a shared ``epoch(model, train)`` pass runs backward on its other loader.
 EVALUATION_LOADER = re.compile(
-    r"(^|_)(val|valid|validation|test|eval|evaluation|dev)(_|$|loader|dl)", re.IGNORECASE
+    r"(^|_)(val|valid|validate|validation|test|eval|evaluation|dev)(_|$|loader|dl)", re.IGNORECASE
 )
 
 
