@@ -1485,3 +1485,47 @@ C["generator_draws_the_returning_helpers_loader"] = (
     f"train.py:{_line_of(_CALLED, '# the returning helper')}",
 )
 
+
+# Round 26 (lw_pytorch_template): the builder the script calls dispatches on its argument and returns
+# the whole result of the builder of its file that makes the training loaders over a shuffling
+# DistributedSampler; the script loops the epochs over what it got, and nothing sets the epoch.
+DISPATCH = """
+def build_dataloader(status, dataset, distributed=False):
+    if status == "train":
+        return build_train_dataloader(dataset, distributed)
+    return DataLoader(dataset, batch_size=8, shuffle=False)
+
+
+def build_train_dataloader(dataset, distributed=False):
+    if distributed:
+        train_sampler = DistributedSampler(dataset{shuffle})
+        train_loader = DataLoader(dataset, batch_size=8, sampler=train_sampler)
+    else:
+        train_loader = DataLoader(dataset, batch_size=8, shuffle=True)
+    val_loader = DataLoader(dataset, batch_size=8)
+    return train_loader, val_loader
+"""
+
+
+def _dispatching_builder(shuffle):
+    return {
+        "train.py": HEAD
+        + "from data import build_dataloader\n"
+        + SETUP
+        + """
+    train_loader, val_loader = build_dataloader("train", dataset, distributed=True)
+    for epoch in range(args.epochs):
+        for x, y in train_loader:
+"""
+        + STEP,
+        "data.py": HEAD + DISPATCH.format(shuffle=shuffle),
+    }
+
+
+C["builder_other_file_dispatches_to_a_builder_of_its_file"] = (R, True, _dispatching_builder(""), "train.py")
+C["NEG_builder_dispatches_to_an_unshuffled_sampler"] = (
+    R,
+    False,
+    _dispatching_builder(", shuffle=False"),
+    "train.py",
+)
