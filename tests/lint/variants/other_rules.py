@@ -1198,3 +1198,44 @@ C["fp16_NEG_default_autocast_under_option"] = (
     dtype_switched('torch.cuda.amp.autocast() if args.dtype != "float32" else nullcontext()'),
     "train.py",
 )
+
+
+# Round 26 (S3Diff, img2img-turbo-style blocks): one accumulate block, two backwards stepping the same
+# prepared optimizer, its zero_grad between them; on the syncing micro-step the second step sees one
+# micro-batch of the second loss. A zero_grad between a generator's and a discriminator's own
+# backward/step pairs (two optimizers) is the correct GAN shape.
+TWO_LOSSES = """
+from accelerate import Accelerator
+
+
+def train(args, loader, model, disc, criterion):
+    accelerator = Accelerator(gradient_accumulation_steps=4)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    optimizer_disc = torch.optim.AdamW(disc.parameters(), lr=1e-4)
+    model, disc, optimizer, optimizer_disc, loader = accelerator.prepare(
+        model, disc, optimizer, optimizer_disc, loader
+    )
+    for x, y in loader:
+        with accelerator.accumulate(model, disc):
+            out = model(x)
+            loss = criterion(out, y)
+            accelerator.backward(loss)
+            optimizer.step()
+            optimizer.zero_grad()
+            lossG = disc(model(x)).mean()
+            accelerator.backward(lossG)
+            {SECOND}.step()
+            {SECOND}.zero_grad()
+"""
+C["zero_between_two_backwards_of_one_optimizer_in_accumulate"] = (
+    Z,
+    True,
+    {"train.py": "import torch\n" + TWO_LOSSES.replace("{SECOND}", "optimizer")},
+    f"train.py:{TWO_LOSSES.splitlines().index('            optimizer.zero_grad()') + 2}",
+)
+C["NEG_zero_between_generator_and_discriminator_steps_in_accumulate"] = (
+    Z,
+    False,
+    {"train.py": "import torch\n" + TWO_LOSSES.replace("{SECOND}", "optimizer_disc")},
+    "train.py",
+)
