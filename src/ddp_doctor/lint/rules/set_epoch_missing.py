@@ -425,9 +425,14 @@ class SetEpochMissing(Rule):
                 arg is sampler
                 or from_helper
                 or (shared := arg_names & names)
-                and not all(
-                    bound_here_only_to(ctx, node, n, lambda v: _builds_another_sampler(ctx, v, sampler))
-                    for n in shared
+                and not (
+                    ctx.enclosing_function(node) is not ctx.enclosing_function(sampler)
+                    and all(
+                        bound_here_only_to(
+                            ctx, node, n, lambda v: _builds_another_sampler(ctx, v, sampler, names)
+                        )
+                        for n in shared
+                    )
                 )
             ):
                 out |= bound
@@ -560,10 +565,13 @@ def _generator_over_inline_loader(
     return None
 
 
-def _builds_another_sampler(ctx: FileContext, value: ast.expr, sampler: ast.Call) -> bool:
+def _builds_another_sampler(ctx: FileContext, value: ast.expr, sampler: ast.Call, names: set[str]) -> bool:
     """``value`` constructs a sampler (a DistributedSampler, or any ``...Sampler(...)`` class) and
-    not ``sampler``: the name it is bound to holds another sampler."""
-    return not ctx.within(sampler, value) and any(
+    neither is ``sampler`` nor reads a name holding it (``BatchSampler(sampler, 8, False)`` draws from
+    it): the name it is bound to holds another sampler."""
+    if ctx.within(sampler, value) or any(dotted(n) in names for n in ast.walk(value)):
+        return False
+    return any(
         isinstance(c, ast.Call)
         and (
             distributed_sampler_call(ctx, c) or (dotted(c.func) or "").rsplit(".", 1)[-1].endswith("Sampler")
