@@ -297,14 +297,23 @@ def returned_sampler(ctx: FileContext, fn: ast.AST) -> tuple[int, str | None, in
     return None
 
 
-def returned_sampler_loaders(ctx: FileContext, fn: ast.AST) -> dict[int, str]:
+def returned_sampler_loaders(ctx: FileContext, fn: ast.AST, depth: int = 2) -> dict[int, str]:
     """``{position: "file.py:line"}``: ``fn`` returns a DataLoader over a shuffling DistributedSampler
     (``WHOLE``, or its index in a returned tuple; a def may return one on one path, ``train_loader,
     val_loader``, and another on the other, ``test_loader``); the place is the sampler's. A method
     returning what another method of its class keeps on ``self`` returns that loader (pix2pixHD's
     ``CustomDatasetDataLoader``: ``initialize`` builds ``self.dataloader = DataLoader(...,
-    sampler=sampler)``, ``load_data`` returns ``self.dataloader``)."""
+    sampler=sampler)``, ``load_data`` returns ``self.dataloader``). A builder that dispatches, returning
+    the whole result of a def of its file (``if status == 'train': return build_train_dataloader(...)``,
+    lw_pytorch_template), returns what that def returns, ``depth`` calls deep."""
     loaders, returned = _sampler_loader_places(ctx, fn)
+    if depth:
+        for node in ctx.local(fn):
+            if isinstance(node, ast.Return) and isinstance(node.value, ast.Call):
+                callee = ctx.helper(node.value)
+                if callee is not None and callee is not fn:
+                    for position, place in returned_sampler_loaders(ctx, callee, depth - 1).items():
+                        returned.setdefault(position, place)
     cls = ctx.parents.get(fn)
     if (
         returned

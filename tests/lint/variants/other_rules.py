@@ -352,6 +352,78 @@ C["sched_micro"] = (
 """),
     "train.py",
 )
+# A schedule sized in the batches of an epoch, with no part for the accumulation count, is counted
+# in micro-batches: stepping it per micro-step runs it over the training it was sized for
+# (dialog_model ``len(train_dl) * n_epochs``, the Kaggle ``epochs * (total // batch_size)`` helpers).
+SCHED_LOOP = """    for epoch in range(args.epochs):
+        for step, (x, y) in enumerate(loader):
+            loss = criterion(model(x), y) / args.accum_steps
+            loss.backward()
+            if (step + 1) % args.accum_steps == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+            scheduler.step()
+"""
+C["sched_NEG_sized_in_batches"] = (
+    S,
+    False,
+    main(
+        """    model = DDP(net.cuda(), device_ids=[local_rank])
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    total_steps = len(loader) * args.epochs
+    scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=1e-3, total_steps=total_steps)
+"""
+        + SCHED_LOOP
+    ),
+    "train.py",
+)
+C["sched_sized_in_updates"] = (
+    S,
+    True,
+    main(
+        """    model = DDP(net.cuda(), device_ids=[local_rank])
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    total_steps = len(loader) // args.accum_steps * args.epochs
+    scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=1e-3, total_steps=total_steps)
+"""
+        + SCHED_LOOP
+    ),
+    "train.py",
+)
+C["sched_NEG_helper_sized_in_batches"] = (
+    S,
+    False,
+    main(
+        """    model = DDP(net.cuda(), device_ids=[local_rank])
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    scheduler = get_scheduler(args, optimizer, len(loader.dataset))
+"""
+        + SCHED_LOOP,
+        """
+def get_scheduler(cfg, optimizer, total):
+    steps = cfg.epochs * (total // cfg.batch_size)
+    return torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=1e-3, total_steps=steps)
+""",
+    ),
+    "train.py",
+)
+C["sched_helper_sized_in_updates"] = (
+    S,
+    True,
+    main(
+        """    model = DDP(net.cuda(), device_ids=[local_rank])
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    scheduler = get_scheduler(args, optimizer, len(loader.dataset))
+"""
+        + SCHED_LOOP,
+        """
+def get_scheduler(cfg, optimizer, total):
+    steps = cfg.epochs * (total // cfg.batch_size) // cfg.accum_steps
+    return torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=1e-3, total_steps=steps)
+""",
+    ),
+    "train.py",
+)
 Z = "zero-grad-inside-accum"
 C["zero_inside"] = (
     Z,
@@ -1149,5 +1221,45 @@ C["fu_NEG_option_compared_false_by_default"] = (
     F,
     False,
     main(STAGE_WRAP, STAGE_PARSER.replace("{default}", "appearance")),
+    "train.py",
+)
+
+# Round 26 (S3Diff, img2img-turbo-style blocks): one accumulate block, two backwards stepping the same
+# prepared optimizer, its zero_grad between them; on the syncing micro-step the second step sees one
+# micro-batch of the second loss. A zero_grad between a generator's and a discriminator's own
+# backward/step pairs (two optimizers) is the correct GAN shape.
+TWO_LOSSES = """
+from accelerate import Accelerator
+
+
+def train(args, loader, model, disc, criterion):
+    accelerator = Accelerator(gradient_accumulation_steps=4)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    optimizer_disc = torch.optim.AdamW(disc.parameters(), lr=1e-4)
+    model, disc, optimizer, optimizer_disc, loader = accelerator.prepare(
+        model, disc, optimizer, optimizer_disc, loader
+    )
+    for x, y in loader:
+        with accelerator.accumulate(model, disc):
+            out = model(x)
+            loss = criterion(out, y)
+            accelerator.backward(loss)
+            optimizer.step()
+            optimizer.zero_grad()
+            lossG = disc(model(x)).mean()
+            accelerator.backward(lossG)
+            {SECOND}.step()
+            {SECOND}.zero_grad()
+"""
+C["zero_between_two_backwards_of_one_optimizer_in_accumulate"] = (
+    Z,
+    True,
+    {"train.py": "import torch\n" + TWO_LOSSES.replace("{SECOND}", "optimizer")},
+    f"train.py:{TWO_LOSSES.splitlines().index('            optimizer.zero_grad()') + 2}",
+)
+C["NEG_zero_between_generator_and_discriminator_steps_in_accumulate"] = (
+    Z,
+    False,
+    {"train.py": "import torch\n" + TWO_LOSSES.replace("{SECOND}", "optimizer_disc")},
     "train.py",
 )

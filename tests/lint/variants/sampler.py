@@ -860,3 +860,37 @@ C["NEG_builder_sampler_chosen_by_a_distribution_flag_data_sharded_by_rank"] = (
     ),
     "train.py",
 )
+# A loader named for validation with the verb (``dataloader_validate``, Sherpa3D), whose batches the
+# training loop only draws for a rank-0 preview: evaluation, like ``val_loader``.
+C["NEG_validate_named_preview"] = (
+    R,
+    False,
+    one(
+        """
+    train_loader = DataLoader(dataset, batch_size=8, sampler=DistributedSampler(dataset))
+    dataloader_validate = DataLoader(dataset, batch_size=1)
+    v_it = iter(dataloader_validate)
+    for epoch in range(args.epochs):
+        for x, y in train_loader:
+            if local_rank == 0:
+                with torch.no_grad():
+                    model(next(v_it)[0].cuda())
+"""
+        + STEP
+    ),
+    "train.py",
+)
+# ... but a training loader over checked data (``validated_loader``) is still a training loader.
+C["validated_named_trained"] = (
+    R,
+    True,
+    one(
+        """
+    validated_loader = DataLoader(dataset, batch_size=8, shuffle=True)
+    for epoch in range(args.epochs):
+        for x, y in validated_loader:
+"""
+        + STEP
+    ),
+    "train.py",
+)

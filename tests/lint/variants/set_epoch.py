@@ -1410,3 +1410,122 @@ C["NEG_constructor_flag_rebound_in_another_method"] = (
     ),
     "train.py",
 )
+
+
+# Round 26 (greenlet/mllm): two helpers of one file each build `train_sampler = DistributedSampler(ds)`
+# and `dataloader = DataLoader(ds, sampler=train_sampler)`; the generator re-iterates its own loader
+# forever, the other helper's loader is only returned. Same local names, two loaders: the returning
+# helper's sampler is not drawn by the generator's loop.
+TWO_HELPERS = (
+    HEAD
+    + """
+
+def loader_forever(dataset, batch_size):
+    while True:
+        train_sampler = DistributedSampler(dataset{shuffle})
+        dataloader = DataLoader(dataset, batch_size=batch_size, sampler=train_sampler)
+        for batch in dataloader:
+            yield batch
+
+
+def create_dataloader(dataset, batch_size):
+    train_sampler = DistributedSampler(dataset)  # the returning helper
+    dataloader = DataLoader(dataset, batch_size=batch_size, sampler=train_sampler)
+    return dataloader
+"""
+    + SETUP
+    + """
+    it = loader_forever(dataset, 8)
+    for epoch in range(args.epochs):
+        for step in range(100):
+            x, y = next(it)
+            out = model(x.cuda())
+            loss = criterion(out, y.cuda())
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+"""
+)
+
+
+def _line_of(source, marker):
+    return next(i for i, line in enumerate(source.splitlines(), 1) if marker in line)
+
+
+_UNUSED = TWO_HELPERS.format(shuffle="")
+C["generator_helper_own_sampler_beside_a_returning_helper"] = (
+    R,
+    True,
+    {"train.py": _UNUSED},
+    f"train.py:{_line_of(_UNUSED, 'DistributedSampler(dataset)')}",
+)
+C["NEG_returning_helper_sampler_not_the_generators_same_named_one"] = (
+    R,
+    False,
+    {"train.py": _UNUSED},
+    f"train.py:{_line_of(_UNUSED, '# the returning helper')}",
+)
+_QUIET = TWO_HELPERS.format(shuffle=", shuffle=False")
+C["NEG_only_the_returning_helper_shuffles_and_nothing_loops_it"] = (
+    R,
+    False,
+    {"train.py": _QUIET},
+    "train.py",
+)
+# near miss: the generator draws the returning helper's loader (bound from its call, not built there)
+_CALLED = _QUIET.replace(
+    "        train_sampler = DistributedSampler(dataset, shuffle=False)\n"
+    "        dataloader = DataLoader(dataset, batch_size=batch_size, sampler=train_sampler)\n",
+    "        dataloader = create_dataloader(dataset, batch_size)\n",
+)
+C["generator_draws_the_returning_helpers_loader"] = (
+    R,
+    True,
+    {"train.py": _CALLED},
+    f"train.py:{_line_of(_CALLED, '# the returning helper')}",
+)
+
+
+# Round 26 (lw_pytorch_template): the builder the script calls dispatches on its argument and returns
+# the whole result of the builder of its file that makes the training loaders over a shuffling
+# DistributedSampler; the script loops the epochs over what it got, and nothing sets the epoch.
+DISPATCH = """
+def build_dataloader(status, dataset, distributed=False):
+    if status == "train":
+        return build_train_dataloader(dataset, distributed)
+    return DataLoader(dataset, batch_size=8, shuffle=False)
+
+
+def build_train_dataloader(dataset, distributed=False):
+    if distributed:
+        train_sampler = DistributedSampler(dataset{shuffle})
+        train_loader = DataLoader(dataset, batch_size=8, sampler=train_sampler)
+    else:
+        train_loader = DataLoader(dataset, batch_size=8, shuffle=True)
+    val_loader = DataLoader(dataset, batch_size=8)
+    return train_loader, val_loader
+"""
+
+
+def _dispatching_builder(shuffle):
+    return {
+        "train.py": HEAD
+        + "from data import build_dataloader\n"
+        + SETUP
+        + """
+    train_loader, val_loader = build_dataloader("train", dataset, distributed=True)
+    for epoch in range(args.epochs):
+        for x, y in train_loader:
+"""
+        + STEP,
+        "data.py": HEAD + DISPATCH.format(shuffle=shuffle),
+    }
+
+
+C["builder_other_file_dispatches_to_a_builder_of_its_file"] = (R, True, _dispatching_builder(""), "train.py")
+C["NEG_builder_dispatches_to_an_unshuffled_sampler"] = (
+    R,
+    False,
+    _dispatching_builder(", shuffle=False"),
+    "train.py",
+)

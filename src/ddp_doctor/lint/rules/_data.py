@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from ddp_doctor.lint.context import FileContext, dotted, holder, parameter_names, positional_params
 from ddp_doctor.lint.loops import LOOPS, LoopFacts
 from ddp_doctor.lint.samplers import DATALOADER
 
-# A loader named for evaluation (``dl_valid``, ``val_loader``, ``test_dl``): it trains no step, so
+# A loader named for evaluation (``dl_valid``, ``val_loader``, ``test_dl``, ``dataloader_validate``
+# with the verb, Sherpa3D): it trains no step, so
 # neither the order it is drawn in (set-epoch-missing) nor which rank draws what (sampler-missing)
 # changes the training, even when a shared ``epoch(model, train)`` pass runs backward on its other loader.
 EVALUATION_LOADER = re.compile(
-    r"(^|_)(val|valid|validation|test|eval|evaluation|dev)(_|$|loader|dl)", re.IGNORECASE
+    r"(^|_)(val|valid|validate|validation|test|eval|evaluation|dev)(_|$|loader|dl)", re.IGNORECASE
 )
 
 
@@ -406,3 +407,22 @@ def loops_around(
 
 def enclosing_loop(ctx: FileContext, node: ast.AST) -> ast.For | ast.AsyncFor | ast.While | None:
     return next(loops_around(ctx, node), None)
+
+
+def bound_here_only_to(ctx: FileContext, node: ast.AST, name: str, other: Callable[[ast.expr], bool]) -> bool:
+    """The function around ``node`` binds the plain name ``name`` itself, and only by assignments of
+    values ``other`` accepts: there ``name`` is that function's own local, whatever another function
+    binds under the same name. Two helpers of one file that each build ``train_sampler =
+    DistributedSampler(ds)`` and ``dataloader = DataLoader(ds, sampler=train_sampler)`` (greenlet/mllm's
+    ``create_dataloader_iter`` and an unused ``create_dataloader``) hold two loaders, not one."""
+    fn = ctx.enclosing_function(node)
+    if isinstance(fn, ast.Module) or not name.isidentifier() or name in parameter_names(fn):
+        return False
+    binds = ctx.bindings(fn).get(name, [])
+    return bool(binds) and all(
+        isinstance(b, ast.Assign)
+        and len(b.targets) == 1
+        and isinstance(b.targets[0], ast.Name)
+        and other(b.value)
+        for b in binds
+    )

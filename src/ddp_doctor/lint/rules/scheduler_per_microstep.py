@@ -12,8 +12,11 @@ config-gated when the accumulation steps come from configuration.
 A schedule whose lengths are multiplied by the loop's own accumulation count when it is built
 (``get_scheduler(..., num_warmup_steps=warmup * args.gradient_accumulation_steps)``, Latte) is
 counted in micro-steps on purpose: stepping it per micro-step keeps the schedule the author meant.
-A schedule counted in micro-batches for another reason (``len(loader)``) is still flagged: the lr
-changes between the micro-steps of one update.
+So is one whose lengths are taken from the batches of an epoch (``len(train_loader) * epochs``,
+``epochs * (len(dataset) // batch_size)``) with no part for the accumulation count
+(``lint/schedule_lengths.py``): one step per micro-batch runs it over the training it was sized for
+(dialog_model, OpenChemFold, arcface_torch); divided by the count (``len(loader) // accum``) it
+is counted in optimizer steps and is flagged.
 
 Inside the loop, an ``if`` the loop cannot change (``if scheduler is not None:``, ``if mode ==
 "train":``) runs on every pass when it holds (``lint/loop_invariant.py``).
@@ -41,6 +44,7 @@ from ddp_doctor.lint.loops import (
     unconditional_nodes,
 )
 from ddp_doctor.lint.rules.base import Rule, Violation
+from ddp_doctor.lint.schedule_lengths import schedule_counts_batches
 
 
 class SchedulerPerMicrostep(Rule):
@@ -56,7 +60,8 @@ class SchedulerPerMicrostep(Rule):
     not_flagged = (
         "step under the accumulation guard or after the micro-loop, accelerate-prepared schedulers, "
         "a schedule built in micro-steps (`num_warmup_steps=args.warmup * args.accum_steps`, the "
-        "loop's own accumulation count), "
+        "loop's own accumulation count), a schedule sized in batches with no accumulation count in it "
+        "(`num_training_steps=len(train_loader) * epochs`), "
         "a scheduler handed in to a file that prepares nothing, HF Trainer, a step told its position "
         "(`sched.step(cur_epoch=e, cur_step=i)`)"
     )
@@ -67,7 +72,13 @@ class SchedulerPerMicrostep(Rule):
             if not facts.is_scheduler(receiver) or _sets_position(node):
                 continue
             count = accumulation_count(facts, loop)
-            if count is not None and receiver and _counts_micro_steps(ctx, receiver, count):
+            if (
+                count is not None
+                and receiver
+                and (
+                    _counts_micro_steps(ctx, receiver, count) or schedule_counts_batches(ctx, receiver, count)
+                )
+            ):
                 continue
             yield self.violation(
                 node,

@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import ast
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.accelerate_sinks import accelerate_prepare
@@ -59,6 +59,7 @@ from ddp_doctor.lint.project import ProjectIndex
 from ddp_doctor.lint.rank0 import bound_argument
 from ddp_doctor.lint.rules._carried_loaders import caller_epoch_loop, carried_loaders, walks_epochs
 from ddp_doctor.lint.rules._data import (
+    bound_here_only_to,
     bound_names,
     enclosing_loop,
     evaluation_loader,
@@ -103,7 +104,8 @@ class SetEpochMissing(Rule):
         "`while step < max_steps:`), a loader unpacked from a helper's tuple (`_, loader = "
         "get_loader(ds)`) handed on from `while epoch <= max_epoch:`; (project) a loader returned by "
         "a builder of another file (`train_loader, val_loader = create_dataloader(cfg)`, also with "
-        "`sampler=DistributedSampler(ds)` inside its DataLoader call) looped over epochs here or kept by "
+        "`sampler=DistributedSampler(ds)` inside its DataLoader call, or returning the whole result of a "
+        "builder of its file: `if status == 'train': return build_train_dataloader(...)`) looped over epochs here or kept by "
         "a trainer class of this file; the loader handed by keyword (`train(dataloader=loader)`) from a "
         "loop whose range names epochs (`for e in range(cfg['epoch'])`); a method binding `pbar = "
         "tqdm(self.loader)` or `pbar = self.loader` and iterating `pbar`, called once per epoch; (project) "
@@ -144,7 +146,9 @@ class SetEpochMissing(Rule):
         "the epoch loop hands the loader to, a loop that also passes its epoch (`set_epoch(0)` before an "
         "evaluation after `set_epoch(epoch)`), `set_epoch(self.epoch)` or an attribute the file assigns, "
         "a sampler built only in a builder's `if kind == 'toy':` branch that every call of the file "
-        "passes another literal for, `prepare` on any name bound to `Accelerator(...)`"
+        "passes another literal for, `prepare` on any name bound to `Accelerator(...)`, a sampler of a helper that "
+        "shares its local names (`train_sampler`, `dataloader`) with another helper of the file building and "
+        "re-iterating its own"
     )
     autofix = (
         "inserts `sampler.set_epoch(epoch)` as the first line of the epoch loop (when both names are "
@@ -186,8 +190,9 @@ class SetEpochMissing(Rule):
         yield from self._from_builders(ctx, facts, calls, never)
         yield from self._handed_from_builders(ctx, facts, never)
         # once, not per sampler: a notebook of many cells repeating the loop was quadratic (minutes)
-        dataloaders: list[tuple[ast.expr | None, set[str], set[str]]] = [
+        dataloaders: list[tuple[ast.Call, ast.expr | None, set[str], set[str]]] = [
             (
+                node,
                 arg,
                 ctx.names_of(arg) if arg is not None else set(),
                 bound_names(ctx, node) | _held_in_list(ctx, node),
@@ -222,16 +227,18 @@ class SetEpochMissing(Rule):
             # batch samplers drawing from it lead to its loaders, but have no ``set_epoch`` of their
             # own (torch's ``BatchSampler``): the autofix's handle stays the sampler
             drawing = _batch_samplers_over(ctx, samplers, dataloaders)
-            loaders = self._loaders(ctx, dataloaders, call, samplers | drawing)
+            loaders, ours = self._loaders(ctx, dataloaders, call, samplers | drawing)
             if _prepared_by_accelerate(ctx, facts, loaders) or evaluation_loader(loaders):
                 continue
-            epoch_loop = self._epoch_loop(ctx, facts, loaders)
+            # a loop of another function drawing its own loader under the same local name
+            others = [n for n, *_ in dataloaders if not any(n is o for o in ours)]
+            epoch_loop = self._epoch_loop(ctx, facts, loaders, others)
             if epoch_loop is None and not loaders:
                 epoch_loop = _generator_over_inline_loader(ctx, calls, call, samplers | drawing)
             if epoch_loop is None and loaders:
                 # returned by helpers and kept by a trainer class of the file (BiRefNet)
                 loaders = carried_loaders(ctx, loaders)
-                epoch_loop = self._epoch_loop(ctx, facts, loaders)
+                epoch_loop = self._epoch_loop(ctx, facts, loaders, others)
             if epoch_loop is None:
                 handed = self._handed_to_epochs(ctx, calls, loaders)
                 if handed is not None:
@@ -400,32 +407,53 @@ class SetEpochMissing(Rule):
     @staticmethod
     def _loaders(
         ctx: FileContext,
-        dataloaders: list[tuple[ast.expr | None, set[str], set[str]]],
+        dataloaders: list[tuple[ast.Call, ast.expr | None, set[str], set[str]]],
         sampler: ast.Call,
         names: set[str],
-    ) -> set[str]:
+    ) -> tuple[set[str], list[ast.Call]]:
         """Names bound to the DataLoader(sampler=...) calls that take this sampler (directly, by
-        name, or as the result of the same-file helper that returns it)."""
+        name, or as the result of the same-file helper that returns it), and those calls. A call in a
+        function that builds its own sampler under the sampler's name takes that one, not this."""
         builder = (
             ctx.enclosing_function(sampler) if isinstance(ctx.parents.get(sampler), ast.Return) else None
         )
         out: set[str] = set()
-        for arg, arg_names, bound in dataloaders:
+        ours: list[ast.Call] = []
+        for node, arg, arg_names, bound in dataloaders:
             from_helper = isinstance(arg, ast.Call) and builder is not None and ctx.helper(arg) is builder
-            if arg is sampler or from_helper or arg_names & names:
+            if (
+                arg is sampler
+                or from_helper
+                or (shared := arg_names & names)
+                and not (
+                    ctx.enclosing_function(node) is not ctx.enclosing_function(sampler)
+                    and all(
+                        bound_here_only_to(
+                            ctx, node, n, lambda v: _builds_another_sampler(ctx, v, sampler, names)
+                        )
+                        for n in shared
+                    )
+                )
+            ):
                 out |= bound
-        return out
+                ours.append(node)
+        return out, ours
 
     @staticmethod
     def _epoch_loop(
-        ctx: FileContext, facts: LoopFacts, loaders: set[str]
+        ctx: FileContext, facts: LoopFacts, loaders: set[str], others: Sequence[ast.Call] = ()
     ) -> ast.For | ast.AsyncFor | ast.While | None:
+        """The loop whose passes repeat the loaders' order. ``others``: the file's DataLoader calls
+        that are not these loaders; a loop drawing a local its function binds only to one of them
+        draws that loader, whatever its name."""
         if not loaders:
             return None
         direct = loaders | _wrapped_loaders(ctx, loaders)
         aliases = _method_aliases(ctx, loaders)
         for loop in loops_iterating(ctx, direct | set(aliases), follow_aliases=False):
             if isinstance(loop, (ast.For, ast.AsyncFor)) and not _draws_in_scope(ctx, loop, direct, aliases):
+                continue
+            if others and _draws_another_loader(ctx, loop, direct, others):
                 continue
             # in its own method, the loop around every call of that method (``for epoch in ...:
             # trainer.train_epoch(epoch)``)
@@ -537,13 +565,43 @@ def _generator_over_inline_loader(
     return None
 
 
+def _builds_another_sampler(ctx: FileContext, value: ast.expr, sampler: ast.Call, names: set[str]) -> bool:
+    """``value`` constructs a sampler (a DistributedSampler, or any ``...Sampler(...)`` class) and
+    neither is ``sampler`` nor reads a name holding it (``BatchSampler(sampler, 8, False)`` draws from
+    it): the name it is bound to holds another sampler."""
+    if ctx.within(sampler, value) or any(dotted(n) in names for n in ast.walk(value)):
+        return False
+    return any(
+        isinstance(c, ast.Call)
+        and (
+            distributed_sampler_call(ctx, c) or (dotted(c.func) or "").rsplit(".", 1)[-1].endswith("Sampler")
+        )
+        for c in ast.walk(value)
+    )
+
+
+def _draws_another_loader(
+    ctx: FileContext, loop: ast.For | ast.AsyncFor | ast.While, names: set[str], others: Sequence[ast.Call]
+) -> bool:
+    """Every loader name ``loop`` draws is a local its function binds only to one of ``others``
+    (``dataloader = DataLoader(...)`` over its own sampler): the loop draws that loader."""
+    if not isinstance(loop, (ast.For, ast.AsyncFor)):
+        return False
+    drawn = {d for n in ast.walk(loop.iter) if (d := dotted(n)) in names}
+
+    def another(value: ast.expr) -> bool:
+        return any(value is o for o in others)
+
+    return bool(drawn) and all(bound_here_only_to(ctx, loop, d, another) for d in drawn)
+
+
 def _batch_samplers_over(
-    ctx: FileContext, names: set[str], dataloaders: list[tuple[ast.expr | None, set[str], set[str]]]
+    ctx: FileContext, names: set[str], dataloaders: list[tuple[ast.Call, ast.expr | None, set[str], set[str]]]
 ) -> set[str]:
     """Names of batch samplers drawing from the sampler ``names`` hold (``batch_sampler =
     BatchSampler(sampler, 8, False)``, a project's ``BucketBatchSampler(sampler, ...)``) that a
     DataLoader of the file takes as its ``batch_sampler``: its order is the sampler's."""
-    given = {n for _, arg_names, _ in dataloaders for n in arg_names}
+    given = {n for _, _, arg_names, _ in dataloaders for n in arg_names}
     return {
         t
         for targets, source in batch_sampler_bindings(ctx, ctx.of_type(ast.Assign), given)

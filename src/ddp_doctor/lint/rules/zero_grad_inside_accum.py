@@ -14,6 +14,9 @@ sets when the block is entered. Two spellings still wipe the accumulated gradien
   syncing micro-step it clears what the previous micro-steps accumulated, before the last
   micro-batch's backward, so the update sees one micro-batch (accelerate's docs call zero_grad
   after ``step``);
+- ``optimizer.zero_grad()`` between two backwards of the block when the same optimizer steps after
+  the second (S3Diff, img2img-turbo: ``backward(loss); optimizer.step(); optimizer.zero_grad()`` then
+  ``backward(lossG); optimizer.step()``): on the syncing micro-step the second step sees one micro-batch;
 - ``zero_grad()`` on anything accelerate does not gate (the prepared *model*, an optimizer that was
   not prepared): it runs on every micro-step.
 
@@ -51,13 +54,16 @@ class ZeroGradInsideAccum(Rule):
         "`zero_grad()` runs unconditionally on every micro-step (directly or in a helper; the "
         "micro-batch loop may end its function with the step in the caller); inside "
         "`accelerator.accumulate()`: the prepared optimizer's `zero_grad` before the block's backward"
-        " (on the syncing micro-step it clears what the previous ones accumulated), or `zero_grad` on"
+        " (on the syncing micro-step it clears what the previous ones accumulated), or between two backwards"
+        " of the block before the same optimizer's second `step` (`backward(loss); opt.step(); opt.zero_grad();"
+        " backward(lossG); opt.step()`), or `zero_grad` on"
         " what accelerate does not gate (the prepared model) — config-gated when "
         "`gradient_accumulation_steps` comes from configuration"
     )
     not_flagged = (
         "`zero_grad` after `step`, `if i % accum == 0: zero_grad()`, accelerate-prepared optimizers "
-        "after backward, an optimizer handed in to a file that prepares nothing (its caller may have "
+        "after backward, a generator's `zero_grad` before the discriminator's own backward and step, an "
+        "optimizer handed in to a file that prepares nothing (its caller may have "
         "prepared it), `Accelerator()` without accumulation, a loop without accumulation"
     )
     required = (("zero_grad",),)
@@ -85,7 +91,8 @@ class ZeroGradInsideAccum(Rule):
             return
         for block in blocks:
             nodes = list(unconditional_nodes(facts, block.body))
-            first_backward = next((bw.call.lineno for n in nodes if (bw := facts.backward(n))), None)
+            backwards = [bw.call.lineno for n in nodes if (bw := facts.backward(n))]
+            first_backward = backwards[0] if backwards else None
             for call in nodes:
                 m = method(call)
                 if not m or m[1] != "zero_grad" or not isinstance(call, ast.Call):
@@ -107,6 +114,27 @@ class ZeroGradInsideAccum(Rule):
                         gated_by=gate,
                         accumulate_line=block.lineno,
                         backward_line=first_backward,
+                    )
+                elif gated_optimizer and (
+                    between := _backward_before_own_step(nodes, backwards, call, receiver)
+                ):
+                    backward_line, step_line = between
+                    yield self.violation(
+                        call,
+                        Text(
+                            f"`{receiver}.zero_grad()` comes between two backwards inside `accelerator.accumulate()` "
+                            f"(line {block.lineno}), before the backward at line {backward_line} whose gradients "
+                            f"`{receiver}.step()` (line {step_line}) applies: on the micro-step that syncs, accelerate "
+                            "lets it run and it clears what the previous micro-steps accumulated, so that step sees "
+                            "one micro-batch. Zero the gradients once, after the block's last step.",
+                            f"`{receiver}.zero_grad()` 在 `accelerator.accumulate()`（第 {block.lineno} 行）中位于两次 "
+                            f"backward 之间，在第 {backward_line} 行的 backward 之前，而 `{receiver}.step()`（第 {step_line} "
+                            "行）要用这次 backward 的梯度：在同步的那个微步上 accelerate 会执行它，清掉之前微步累积的梯度，"
+                            "该次更新只用到一个微批次。请在块内最后一次 step 之后再清零梯度。",
+                        ),
+                        gated_by=gate,
+                        accumulate_line=block.lineno,
+                        backward_line=backward_line,
                     )
                 elif not gated_optimizer and (facts.unprepared(receiver) or not facts.is_optimizer(receiver)):
                     yield self.violation(
@@ -183,3 +211,24 @@ class ZeroGradInsideAccum(Rule):
 def _zero_grad_of_optimizer(facts: LoopFacts, node: ast.AST) -> bool:
     m = method(node)
     return bool(m and m[1] == "zero_grad" and (facts.is_optimizer(m[0]) or m[0] in facts.optimizers))
+
+
+def _backward_before_own_step(
+    nodes: list[ast.AST], backwards: list[int], zero: ast.Call, receiver: str | None
+) -> tuple[int, int] | None:
+    """``(backward line, step line)`` when, after ``receiver.zero_grad()`` in an accumulate block, a
+    backward runs and then ``receiver.step()`` (img2img-turbo-style blocks, S3Diff: ``backward(loss);
+    optimizer.step(); optimizer.zero_grad()`` then ``backward(lossG); optimizer.step()`` with the same
+    optimizer). accelerate skips the prepared optimizer's ``step`` and ``zero_grad`` on the micro-steps
+    that do not sync, so both losses pile up there; on the one that syncs the first step takes them all,
+    the zero_grad clears them, and the second step sees the second loss of one micro-batch. A
+    zero_grad followed only by another optimizer's backward and step (a GAN's generator then
+    discriminator) is fine."""
+    later = [b for b in backwards if b > zero.lineno]
+    if not later:
+        return None
+    for node in nodes:
+        m = method(node)
+        if m == (receiver, "step") and getattr(node, "lineno", 0) > later[0]:
+            return later[0], node.lineno  # type: ignore[attr-defined]  # a Call: it has a line
+    return None
