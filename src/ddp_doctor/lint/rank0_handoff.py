@@ -65,24 +65,23 @@ def unpacked_rank0(nodes: Iterable[ast.AST], returns_rank0: ReturnsRank0) -> set
 def rank0_arguments(call: ast.Call, flags: Collection[str]) -> set[str | int]:
     """The arguments of ``call`` that are rank-0 tests where it is made: keywords by name, positional
     arguments by position (``Trainer(model, verbose=config.verbose and is_logger)`` → ``{"verbose"}``)."""
-    out: set[str | int] = {k.arg for k in call.keywords if k.arg and is_rank0_test(k.value, flags)}
-    for i, a in enumerate(call.args):
-        if isinstance(a, ast.Starred):
-            break  # later positions are unknown
-        if is_rank0_test(a, flags):
-            out.add(i)
-    return out
+    return _arguments_where(call, lambda a: is_rank0_test(a, flags))
 
 
 def rank_arguments(call: ast.Call, predicates: Collection[str]) -> set[str | int]:
     """The arguments of ``call`` that are the rank itself where it is made, by keyword name or
     position (``Runner(cfg, model, main_pod=args.rank)`` → ``{"main_pod"}``): the callee keeps
     the rank under a name of its own, and ``== 0`` on that name is a rank-0 test."""
-    out: set[str | int] = {k.arg for k in call.keywords if k.arg and is_rank_number(k.value, predicates)}
+    return _arguments_where(call, lambda a: is_rank_number(a, predicates))
+
+
+def _arguments_where(call: ast.Call, test: Callable[[ast.expr], bool]) -> set[str | int]:
+    """The keywords (by name) and positional arguments (by position) of ``call`` that pass ``test``."""
+    out: set[str | int] = {k.arg for k in call.keywords if k.arg and test(k.value)}
     for i, a in enumerate(call.args):
         if isinstance(a, ast.Starred):
             break  # later positions are unknown
-        if is_rank_number(a, predicates):
+        if test(a):
             out.add(i)
     return out
 
