@@ -149,7 +149,7 @@ def _builders(
             return {built} if built else set()
         if not isinstance(expr, ast.Name):
             return set()
-        binding = _latest_assign(ctx, expr.id, at)
+        binding = latest_assign(ctx, expr.id, at)
         if binding is None:
             # a project def or class handed by name (``DDPTrainer(model_fn=create_model)``): what
             # calling it builds
@@ -188,7 +188,7 @@ def _parameter(ctx: FileContext, module: str, name: str, at: ast.AST) -> str | N
     return f"{PARAMETER}{qual}{SEP}{position}{SEP}{name}"
 
 
-def _latest_assign(ctx: FileContext, name: str, at: ast.AST) -> ast.Assign | None:
+def latest_assign(ctx: FileContext, name: str, at: ast.AST) -> ast.Assign | None:
     """The last plain assignment of ``name`` before ``at`` in its function (source order)."""
     line = getattr(at, "lineno", 0)
     binds = [

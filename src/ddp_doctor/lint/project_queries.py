@@ -6,15 +6,24 @@ on rank 0 only; does a GradScaler or a print/logging silencer cover this module.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from ddp_doctor.lint.call_arguments import never_constructed_with, never_passed
-from ddp_doctor.lint.context import FileContext, dotted, keyword, method, parameter_names, positional_params
-from ddp_doctor.lint.handed_models import handed_builder
+from ddp_doctor.lint.context import (
+    WRAPPERS,
+    FileContext,
+    dotted,
+    keyword,
+    method,
+    parameter_names,
+    positional_params,
+)
+from ddp_doctor.lint.handed_models import handed_builder, latest_assign
 from ddp_doctor.lint.launch_scripts import launch_files, launch_settings
 from ddp_doctor.lint.loops import argument
 from ddp_doctor.lint.model_picks import picked_module
+from ddp_doctor.lint.module_moves import unmoved
 from ddp_doctor.lint.option_defaults import written_defaults, yaml_files, yaml_settings
 from ddp_doctor.lint.project_core import (
     CONFLICT,
@@ -26,6 +35,7 @@ from ddp_doctor.lint.project_core import (
 from ddp_doctor.lint.project_modules import attach, defs_of, is_test_module, module_level_names, parse_file
 from ddp_doctor.lint.project_summary import Summary, is_class_summary
 from ddp_doctor.lint.provenance import LossFlow, Shape, evaluation_function, merge, reads
+from ddp_doctor.lint.rank0 import bound_argument
 from ddp_doctor.lint.state_logs import StateLog
 
 
@@ -330,6 +340,35 @@ class IndexQueries(IndexCore):
             if key in self._unscanned_defaults[path]:
                 found.append(self._unscanned_defaults[path][key])
         return found
+
+    def returned_reduced_positions(self, s: Summary, depth: int = 4) -> frozenset[int] | None:
+        """The positions of the tuples ``s`` returns, directly or through the project calls it returns
+        whole (``forward`` → ``forward_train`` → ``parse_losses``), that hold values combined across
+        ranks in every one of them; None when it returns no tuple seen."""
+        found = [s.reduced_positions] if s.reduced_positions is not None else []
+        for owner, name in s.returned_calls if depth > 0 else ():
+            callee = self._inherited(owner, name) if name else self._get(owner)
+            if callee is None or is_class_summary(callee):
+                continue
+            inner = self.returned_reduced_positions(callee, depth - 1)
+            if inner is not None:
+                found.append(inner)
+        return frozenset.intersection(*found) if found else None
+
+    def module_call_reduced_positions(self, ctx: FileContext, call: ast.Call) -> frozenset[int]:
+        """``loss, log_vars = model(batch)`` where ``model`` holds an instance of project classes (built
+        in this scope or by every same-file caller that hands it, under moves and a DDP wrap) whose
+        ``forward`` returns a tuple with items combined across ranks at these positions (mmcv-style
+        ``parse_losses``); empty when any class is unknown or returns a local value there."""
+        classes = module_instance_classes(ctx, self.summary_for, call.func, call)
+        out: frozenset[int] | None = None
+        for cls in classes or ():
+            forward = self._inherited(cls, "forward")
+            found = self.returned_reduced_positions(forward) if forward is not None else None
+            if not found:
+                return frozenset()
+            out = found if out is None else out & found
+        return out or frozenset()
 
     def method_returns_reduced(self, func: ast.AST) -> bool:
         """``obj.update(...)`` where every project method of that name (at most 4) returns a value
@@ -947,3 +986,63 @@ def _argument_params(
         elif isinstance(arg, str) and arg in named:
             out[arg] = arg
     return out
+
+
+MAX_HANDED_HOPS = 3
+
+
+def module_instance_classes(
+    ctx: FileContext,
+    summary_for: Callable[[FileContext, ast.AST], Summary | None],
+    expr: ast.AST,
+    at: ast.AST,
+    hops: int = MAX_HANDED_HOPS,
+) -> set[str] | None:
+    """The project classes a module expression holds at ``at`` (``model`` bound to
+    ``DistributedDataParallel(SoftGroup(**cfg).cuda())``, or a parameter of a module-level def every
+    call of which in this file hands it one): through moves (``.cuda()``), a DDP/FSDP wrap, name to
+    name rebinding and same-file callers. None when any path reaches something else."""
+    for _ in range(2 * MAX_HANDED_HOPS):
+        expr = unmoved(ctx, expr)
+        if isinstance(expr, ast.Call) and ctx.call_qualname(expr) in WRAPPERS and expr.args:
+            expr = expr.args[0]
+            continue
+        if isinstance(expr, ast.Call):
+            s = summary_for(ctx, expr.func)
+            return {s.qualname} if s is not None and is_class_summary(s) else None
+        if not isinstance(expr, ast.Name):
+            return None
+        binding = latest_assign(ctx, expr.id, at)
+        if binding is not None:
+            expr, at = binding.value, binding
+            continue
+        return _handed_classes(ctx, summary_for, expr.id, at, hops)
+    return None
+
+
+def _handed_classes(
+    ctx: FileContext,
+    summary_for: Callable[[FileContext, ast.AST], Summary | None],
+    name: str,
+    at: ast.AST,
+    hops: int,
+) -> set[str] | None:
+    """What every same-file call of the module-level def around ``at`` hands its parameter ``name``."""
+    fn = ctx.enclosing_function(at)
+    if (
+        hops <= 0
+        or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+        or ctx.parents.get(fn) is not ctx.tree
+    ):
+        return None
+    if name not in parameter_names(fn):
+        return None
+    out: set[str] = set()
+    calls = [c for c in ctx.of_type(ast.Call) if isinstance(c.func, ast.Name) and c.func.id == fn.name]
+    for c in calls:
+        arg = bound_argument(fn, c, name)
+        found = module_instance_classes(ctx, summary_for, arg, c, hops - 1) if arg is not None else None
+        if found is None:
+            return None
+        out |= found
+    return out or None

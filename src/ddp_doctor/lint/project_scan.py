@@ -81,7 +81,13 @@ from ddp_doctor.lint.project_summary import DATA_PARALLEL, Summary, is_class_sum
 from ddp_doctor.lint.provenance import LossFlow, param_call_return
 from ddp_doctor.lint.rank0 import class_flags
 from ddp_doctor.lint.rank0_sinks import is_null_writer, null_off_rank0_returns
-from ddp_doctor.lint.reductions import SCAN_SYNCED_METERS, local_only, reduces_own_state, returned_reductions
+from ddp_doctor.lint.reductions import (
+    SCAN_SYNCED_METERS,
+    local_only,
+    reduced_return_positions,
+    reduces_own_state,
+    returned_reductions,
+)
 from ddp_doctor.lint.samplers import (
     calls_set_epoch,
     defines_epoch_sampler,
@@ -488,6 +494,8 @@ class IndexScan(IndexBindings):
         s.reduces_self = is_method and reduces_own_state(ctx, node)
         s.local_only = local_only(ctx, node)
         s.reduce_callees = {t for c in returned if (t := self._project_target(scan.imports, c.func))}
+        s.reduced_positions = reduced_return_positions(ctx, node)
+        s.returned_calls = self._returned_calls(ctx, scan, s.qualname, node, is_method)
         # shared: the loop model (lint/loops.py) takes a call of it as a backward of its argument
         if s.calls_backward:
             s.backward_param = param_backward(node, body)
@@ -497,6 +505,32 @@ class IndexScan(IndexBindings):
                 scan.loop_facts = LoopFacts(ctx)
             guarded = guarded_in(scan.loop_facts, node.body)
             s.steps = "guarded" if type(guarded) is int else "always" if guarded is False else None
+
+    def _returned_calls(
+        self,
+        ctx: FileContext,
+        scan: _FileScan,
+        qual: str,
+        node: ast.FunctionDef | ast.AsyncFunctionDef,
+        is_method: bool,
+    ) -> tuple[tuple[str, str], ...]:
+        """The project calls ``node`` returns whole (``return self.forward_train(**batch)``, ``return
+        self.parse_losses(losses)``): what it returns is what they return (Summary.returned_calls)."""
+        out: list[tuple[str, str]] = []
+        for r in ctx.local(node):
+            if not isinstance(r, ast.Return) or not isinstance(r.value, ast.Call):
+                continue
+            func = r.value.func
+            if (
+                is_method
+                and isinstance(func, ast.Attribute)
+                and isinstance(func.value, ast.Name)
+                and func.value.id == "self"
+            ):
+                out.append((qual.rsplit(".", 1)[0], func.attr))
+            elif (target := self._project_target(scan.imports, func)) is not None:
+                out.append((target, ""))
+        return tuple(out)
 
     def _scan_body(
         self,

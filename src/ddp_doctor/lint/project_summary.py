@@ -160,6 +160,12 @@ class Summary:
     # the project functions whose results it returns (lingua ``dist_mean_dict`` → ``dist_mean``)
     returns_reduced: bool = False
     reduce_callees: set[str] = field(default_factory=set)  # project functions whose results it returns
+    # the positions of the tuples it returns that hold values combined across ranks (reductions.
+    # reduced_return_positions: mmcv's ``return loss, log_vars`` with ``log_vars`` all-reduced item by
+    # item), None when it returns no tuple literal; and the project calls it returns whole (``return
+    # self.parse_losses(losses)``: ``(class, method)`` for a method of its own class, ``(qualname, "")``)
+    reduced_positions: frozenset[int] | None = None
+    returned_calls: tuple[tuple[str, str], ...] = ()
     # it calls nothing but Python builtins and methods of its own values (reductions.local_only:
     # MonoDetector's ``reduce_loss_dict`` is ``sum(loss_dict.values())``): a reduce by name only
     local_only: bool = False

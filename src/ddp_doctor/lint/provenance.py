@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Union
 
@@ -1252,8 +1252,15 @@ class LossFlow:
                     and any(isinstance(t, ast.Tuple) for t in targets)
                 ):
                     # loss, loss_items = criterion(...): the other outputs that say they hold loss
-                    # values share the loss's fate (not ``mean_path_length`` or ``report``)
-                    flows.append((written, {w for w in written if LOSS_CARRIER.search(w.split(".")[-1])}))
+                    # values share the loss's fate (not ``mean_path_length`` or ``report``), unless the
+                    # model combined them across ranks before returning them (mmcv's ``parse_losses``)
+                    combined_outputs = self._combined_outputs(n.value, targets)
+                    flows.append(
+                        (
+                            written,
+                            {w for w in written - combined_outputs if LOSS_CARRIER.search(w.split(".")[-1])},
+                        )
+                    )
                 if any(type(x) is ast.Call and reducing_call(ctx, x) for x in value_nodes):
                     gathered |= written
                 all_flows.append((read, written))
@@ -1330,6 +1337,21 @@ class LossFlow:
             params,
             reduced_at,
         )
+
+    def _combined_outputs(self, call: ast.Call, targets: Sequence[ast.expr]) -> set[str]:
+        """The names of ``loss, log_vars = model(batch)`` bound to items the model's ``forward``
+        combines across ranks before it returns them (project mode: ``IndexQueries.
+        module_call_reduced_positions``)."""
+        if self.project is None or not isinstance(call.func, ast.Name):
+            return set()
+        positions = self.project.module_call_reduced_positions(self.ctx, call)
+        return {
+            e.id
+            for t in targets
+            if isinstance(t, ast.Tuple)
+            for i, e in enumerate(t.elts)
+            if i in positions and isinstance(e, ast.Name)
+        }
 
     def _backward_roots(self, scope: Scope) -> set[str]:
         """The names the scope's backward calls run on (a first look, before the flows)."""

@@ -501,3 +501,113 @@ def _from_gathered(
         return False
     latest = max(before, key=lambda b: b.lineno)
     return _from_gathered(ctx, scope, latest.value, latest.lineno, gathered, depth - 1)
+
+
+def reduced_return_positions(ctx: FileContext, fn: ast.AST) -> frozenset[int] | None:
+    """The positions of the tuples ``fn`` returns (``return loss, log_vars``) whose item is combined
+    across ranks where every tuple it returns has one: a name a collective reduced in place, or a
+    dict whose every item a loop last replaced by a value read out of a tensor all-reduced in place
+    (mmcv/mmdet's ``_parse_losses``: ``for name, value in log_vars.items(): value =
+    value.data.clone(); dist.all_reduce(value.div_(world_size)); log_vars[name] = value.item()``,
+    copied by SoftGroup and many detectors). None when it returns no tuple literal. The loss it
+    returns beside them stays this rank's own."""
+    nodes = ctx.local(fn)
+    tuples = [r for r in nodes if isinstance(r, ast.Return) and isinstance(r.value, ast.Tuple)]
+    if not tuples:
+        return None
+    combined = _dicts_replaced_by_reduced(ctx, nodes) | {
+        (name, line) for name, line in _reduced_in_place(ctx, nodes).items()
+    }
+    out: frozenset[int] | None = None
+    for r in tuples:
+        assert isinstance(r.value, ast.Tuple)
+        here = frozenset(
+            i
+            for i, e in enumerate(r.value.elts)
+            if isinstance(e, ast.Name)
+            and any(name == e.id and line < r.lineno for name, line in combined)
+            and not _written_between(
+                nodes, e.id, max(line for name, line in combined if name == e.id), r.lineno
+            )
+        )
+        out = here if out is None else out & here
+    return out
+
+
+def _in_place_target(ctx: FileContext, call: ast.Call) -> str | None:
+    """``dist.all_reduce(t)`` or ``dist.all_reduce(t.div_(world_size))`` as a statement: ``t`` (an
+    in-place method returns its receiver)."""
+    if not (
+        isinstance(ctx.parents.get(call), ast.Expr)
+        and call.args
+        and combines_ranks(ctx.call_qualname(call) or "", dotted(call.func) or "")
+    ):
+        return None
+    arg = call.args[0]
+    if (
+        isinstance(arg, ast.Call)
+        and isinstance(arg.func, ast.Attribute)
+        and arg.func.attr.endswith("_")
+        and not arg.func.attr.startswith("_")
+    ):
+        arg = arg.func.value
+    return arg.id if isinstance(arg, ast.Name) else None
+
+
+def _reduced_in_place(ctx: FileContext, nodes: list[ast.AST]) -> dict[str, int]:
+    """Names combined in place by a collective statement, with the line of the first one."""
+    out: dict[str, int] = {}
+    for n in nodes:
+        if isinstance(n, ast.Call) and (name := _in_place_target(ctx, n)) is not None:
+            out.setdefault(name, n.lineno)
+    return out
+
+
+def _dicts_replaced_by_reduced(ctx: FileContext, nodes: list[ast.AST]) -> set[tuple[str, int]]:
+    """``(dict, end line of the loop)`` for each ``for key, value in d.items():`` loop whose body
+    writes ``d[key] = ...`` from a name a collective statement of the same body reduced in place
+    before: after the loop every item of ``d`` is every rank's value."""
+    out: set[tuple[str, int]] = set()
+    for loop in nodes:
+        if not (
+            isinstance(loop, ast.For)
+            and isinstance(loop.target, ast.Tuple)
+            and len(loop.target.elts) == 2
+            and isinstance(key := loop.target.elts[0], ast.Name)
+            and isinstance(loop.iter, ast.Call)
+            and isinstance(loop.iter.func, ast.Attribute)
+            and loop.iter.func.attr == "items"
+            and isinstance(container := loop.iter.func.value, ast.Name)
+        ):
+            continue
+        body = [x for s in loop.body for x in ast.walk(s)]
+        reduced = _reduced_in_place(ctx, body)
+        for s in loop.body:  # a write of the loop body itself, not one under a test
+            if (
+                isinstance(s, ast.Assign)
+                and len(s.targets) == 1
+                and isinstance(t := s.targets[0], ast.Subscript)
+                and isinstance(t.value, ast.Name)
+                and t.value.id == container.id
+                and isinstance(t.slice, ast.Name)
+                and t.slice.id == key.id
+                and any(
+                    isinstance(x, ast.Name) and reduced.get(x.id, s.lineno) < s.lineno
+                    for x in ast.walk(s.value)
+                )
+            ):
+                out.add((container.id, getattr(loop, "end_lineno", loop.lineno) or loop.lineno))
+    return out
+
+
+def _written_between(nodes: list[ast.AST], name: str, start: int, end: int) -> bool:
+    """``name`` is rebound, or an item of it written, between the two lines (``log_vars["x"] =
+    local`` after the loop that reduced the others)."""
+    for n in nodes:
+        if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and start < n.lineno < end:
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+            for t in targets:
+                base = t.value if isinstance(t, ast.Subscript) else t
+                if any(isinstance(x, ast.Name) and x.id == name for x in ast.walk(base)):
+                    return True
+    return False

@@ -148,7 +148,9 @@ class Rank0OnlyLossLog(Rule):
         "a synced meter's `global_avg`, its whole printout, or a window its class's sync gathers too; "
         "a log file's copy of the line just printed under the same rank-0 test, an end-of-run dump of "
         "a history that only copies values the loop's rank-0 logs showed, a log method named for "
-        "images or media (`log_images_to_wandb(x, y, y_hat, id_logs)`)"
+        "images or media (`log_images_to_wandb(x, y, y_hat, id_logs)`); (project) the outputs a model's "
+        "`forward` all-reduces item by item before returning them beside the loss (mmcv-style "
+        "`parse_losses`: `loss, log_vars = model(batch)`)"
     )
     required = (("backward", "scaler", "loss_scaler", "log", "log_dict"),)  # log: Lightning self.log
     # project mode: the loss may come from a project function (``logs = model.current_log()``)
