@@ -14,6 +14,7 @@ from pathlib import Path
 from ddp_doctor.lint.batchnorm_syntax import (
     BATCHNORM,
     BATCHNORM_BASE,
+    TORCHVISION_BN_CLASS,
     batchnorm_reference,
     batchnorm_tables,
     builds_from_reference,
@@ -424,6 +425,8 @@ class IndexScan(IndexBindings):
                     BATCHNORM_BASE.match(ctx.qualname(b) or "") for b in node.bases
                 ):
                     s.builds_batchnorm = True  # a BatchNorm subclass is a BatchNorm layer
+                elif any(TORCHVISION_BN_CLASS.match(ctx.qualname(b) or "") for b in node.bases):
+                    s.builds_batchnorm = True  # ``super().__init__`` builds the torchvision model's layers
             s.returns_ddp = False  # calling a class builds an instance of it, never a DDP wrap
             if "epochs" in self.facts and scan.module not in self.set_epoch_modules:
                 s.epoch_params = class_epoch_params_of(node, self._gated_calls(scan.module, ctx))

@@ -1614,3 +1614,59 @@ C["tower_picked_by_type_converted_behind_an_option"] = (
     },
     "train.py",
 )
+
+
+# Round 26 (YZM's ``class NonFcResNet(models.ResNet)``): a project model that subclasses a torchvision
+# model class (``ResNet``, ``MobileNetV2``, ...) builds that class's BatchNorm layers through
+# ``super().__init__``; a subclass of a torchvision class without BatchNorm (``VisionTransformer``)
+# builds none.
+TV_SUBCLASS = """
+import torch.nn as nn
+import torchvision.models as models
+from torchvision.models.resnet import BasicBlock
+
+
+class NonFcNet(models.{base}):
+    def __init__(self, num_classes, *args):
+        super().__init__(*args)
+        self.head = nn.Linear(512, num_classes)
+
+
+def make_model(num_classes, *args):
+    return NonFcNet(num_classes, *args)
+"""
+TV_SUBCLASS_TRAIN = (
+    HEAD + "from model import make_model\n" + main("model = make_model(10, BasicBlock, [2, 2, 2, 2])")
+)
+C["torchvision_model_subclassed"] = (
+    R,
+    True,
+    {"train.py": TV_SUBCLASS_TRAIN, "model.py": TV_SUBCLASS.format(base="ResNet")},
+    "train.py",
+)
+C["NEG_torchvision_model_subclassed_without_batchnorm"] = (
+    R,
+    False,
+    {"train.py": TV_SUBCLASS_TRAIN, "model.py": TV_SUBCLASS.format(base="VisionTransformer")},
+    "train.py",
+)
+C["torchvision_model_class_built"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD
+        + "from torchvision.models.resnet import ResNet, BasicBlock\n"
+        + main("model = ResNet(BasicBlock, [2, 2, 2, 2])")
+    },
+    "train.py",
+)
+C["NEG_torchvision_model_class_built_with_group_norm"] = (
+    R,
+    False,
+    {
+        "train.py": HEAD
+        + "from functools import partial\nfrom torchvision.models.resnet import ResNet, BasicBlock\n"
+        + main("model = ResNet(BasicBlock, [2, 2, 2, 2], norm_layer=partial(nn.GroupNorm, 32))")
+    },
+    "train.py",
+)
