@@ -1670,3 +1670,212 @@ C["NEG_torchvision_model_class_built_with_group_norm"] = (
     },
     "train.py",
 )
+
+
+# Round 26 (audio-ssl's LightningModule building ``architectures.__dict__[config["arch"]](...)``): a
+# project module's namespace indexed by a configured name builds one of its defs, as
+# ``getattr(archs, name)(...)`` does; the module builds BatchNorm when its defs do. The Trainer runs
+# DDP without ``sync_batchnorm=True``. NEG: the module's defs normalise with LayerNorm.
+ARCH_PICK_MODULE = """
+import lightning as L
+import archs
+
+
+class LitSSL(L.LightningModule):
+    def __init__(self, config):
+        super().__init__()
+        self.model = archs.__dict__[config["arch"]](**config["kwargs"])
+
+    def training_step(self, batch, idx):
+        return self.model(batch).sum()
+"""
+ARCH_PICK_TRAIN = """
+import argparse
+import lightning as L
+from litmod import LitSSL
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--gpus", type=int, default=4)
+    args = parser.parse_args()
+    model = LitSSL({"arch": "SSLModel", "kwargs": {}})
+    trainer = L.Trainer(devices=args.gpus, accelerator="gpu", strategy="ddp")
+    trainer.fit(model)
+"""
+ARCH_PICK_ARCHS = """
+import torch.nn as nn
+
+
+class ProjectionHead(nn.Module):
+    def __init__(self, dims):
+        super().__init__()
+        layers = []
+        for i in range(len(dims) - 1):
+            layers.append(nn.Linear(dims[i], dims[i + 1]))
+            layers.append(nn.{norm}(dims[i + 1]))
+        self.net = nn.Sequential(*layers)
+
+
+class SSLModel(nn.Module):
+    def __init__(self, dims=(8, 8)):
+        super().__init__()
+        self.head = ProjectionHead(dims)
+"""
+C["module_namespace_pick_in_lightning_module"] = (
+    R,
+    True,
+    {
+        "train.py": ARCH_PICK_TRAIN,
+        "litmod.py": ARCH_PICK_MODULE,
+        "archs.py": ARCH_PICK_ARCHS.format(norm="BatchNorm1d"),
+    },
+    "train.py",
+)
+C["NEG_module_namespace_pick_without_batchnorm"] = (
+    R,
+    False,
+    {
+        "train.py": ARCH_PICK_TRAIN,
+        "litmod.py": ARCH_PICK_MODULE,
+        "archs.py": ARCH_PICK_ARCHS.format(norm="LayerNorm"),
+    },
+    "train.py",
+)
+
+
+# Round 26 (audio-ssl's ``train.py``): the LightningModule class chosen by branches (``if 'ssl' in
+# stem: module = LitSSL`` / ``else: module = LitCls``) then built as ``module(config)``: the
+# candidates decide by the majority rule. NEG: only one of the two builds BatchNorm.
+BRANCH_CLASS_TRAIN = """
+import argparse
+import lightning as L
+from litmod import LitSSL, LitCls
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--gpus", type=int, default=4)
+    parser.add_argument("--kind", default="ssl")
+    args = parser.parse_args()
+    if "ssl" in args.kind:
+        module = LitSSL
+    else:
+        module = LitCls
+    model = module({})
+    trainer = L.Trainer(devices=args.gpus, accelerator="gpu", strategy="ddp")
+    trainer.fit(model)
+"""
+BRANCH_CLASS_MODULES = """
+import torch.nn as nn
+import lightning as L
+
+
+class LitSSL(L.LightningModule):
+    def __init__(self, config):
+        super().__init__()
+        self.model = nn.Sequential(nn.Linear(8, 8), nn.BatchNorm1d(8))
+
+
+class LitCls(L.LightningModule):
+    def __init__(self, config):
+        super().__init__()
+        self.model = nn.Sequential(nn.Linear(8, 8), nn.{norm}(8))
+"""
+C["lightning_module_class_chosen_by_branches"] = (
+    R,
+    True,
+    {"train.py": BRANCH_CLASS_TRAIN, "litmod.py": BRANCH_CLASS_MODULES.format(norm="BatchNorm1d")},
+    "train.py",
+)
+C["NEG_lightning_module_class_chosen_by_branches_one_batchnorm"] = (
+    R,
+    False,
+    {"train.py": BRANCH_CLASS_TRAIN, "litmod.py": BRANCH_CLASS_MODULES.format(norm="LayerNorm")},
+    "train.py",
+)
+# A package's namespace picked by name (``audio_models.__dict__[name](...)``) holds the defs its
+# ``__init__.py`` star-imports (``from .kell2018 import *``). NEG: those modules build no BatchNorm.
+PKG_PICK_MODULE = ARCH_PICK_MODULE.replace("import archs\n", "import nets.audio as archs\n")
+C["package_namespace_pick_of_star_imported_modules"] = (
+    R,
+    True,
+    {
+        "train.py": ARCH_PICK_TRAIN,
+        "litmod.py": PKG_PICK_MODULE,
+        "nets/__init__.py": "",
+        "nets/audio/__init__.py": "from .cnn import *\n",
+        "nets/audio/cnn.py": ARCH_PICK_ARCHS.format(norm="BatchNorm1d"),
+    },
+    "train.py",
+)
+C["NEG_package_namespace_pick_of_star_imported_modules"] = (
+    R,
+    False,
+    {
+        "train.py": ARCH_PICK_TRAIN,
+        "litmod.py": PKG_PICK_MODULE,
+        "nets/__init__.py": "",
+        "nets/audio/__init__.py": "from .cnn import *\n",
+        "nets/audio/cnn.py": ARCH_PICK_ARCHS.format(norm="LayerNorm"),
+    },
+    "train.py",
+)
+
+
+# Round 26 (3D-Detection-Code's VoxelNet, the SECOND detector family): a function-local dict of
+# project classes, one built by a configured key (``rpn_class = rpn_class_dict[cfg.type]`` ...
+# ``rpn_class(...)``): the majority rule decides. NEG: most of the table's classes build none.
+LOCAL_TABLE_NET = """
+import torch.nn as nn
+from nets import heads
+
+
+class Detector(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        head_class_dict = {
+            "ConvHead": heads.ConvHead,
+            "NormHead": heads.NormHead,
+        }
+        head_class = head_class_dict[cfg.head_type]
+        self.head = head_class(16)
+"""
+LOCAL_TABLE_HEADS = """
+import torch.nn as nn
+
+
+class ConvHead(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv2d(c, c, 3), nn.{norm}(c))
+
+
+class NormHead(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv2d(c, c, 3), nn.BatchNorm2d(c))
+"""
+LOCAL_TABLE_TRAIN = HEAD + "from nets.detector import Detector\n" + main("model = Detector(args)")
+C["class_picked_from_function_local_table"] = (
+    R,
+    True,
+    {
+        "train.py": LOCAL_TABLE_TRAIN,
+        "nets/__init__.py": "",
+        "nets/detector.py": LOCAL_TABLE_NET,
+        "nets/heads.py": LOCAL_TABLE_HEADS.format(norm="BatchNorm2d"),
+    },
+    "train.py",
+)
+C["NEG_class_picked_from_function_local_table_half_batchnorm"] = (
+    R,
+    False,
+    {
+        "train.py": LOCAL_TABLE_TRAIN,
+        "nets/__init__.py": "",
+        "nets/detector.py": LOCAL_TABLE_NET,
+        "nets/heads.py": LOCAL_TABLE_HEADS.format(norm="LayerNorm"),
+    },
+    "train.py",
+)
