@@ -1879,3 +1879,56 @@ C["NEG_class_picked_from_function_local_table_half_batchnorm"] = (
     },
     "train.py",
 )
+
+
+# Round 26 (incrementvideo's ``hs_policies = []`` then ``hs_policies.append({'params':
+# hs_model.parameters()})`` handed to the optimizer): the second wrapped model, holding the BatchNorm,
+# is trained through param groups gathered by ``append``. NEG: the gathered groups are the other
+# model's; nothing updates the BatchNorm model (a frozen loss network).
+TWO_WRAPS = (
+    HEAD
+    + """
+class Plain(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 16)
+
+    def forward(self, x):
+        return self.fc(x)
+
+"""
+    + NET
+    + """
+
+def main(args, loader):
+    dist.init_process_group("nccl")
+    local_rank = int(os.environ["LOCAL_RANK"])
+    model = Plain().cuda(local_rank)
+    hs_model = Net().cuda(local_rank)
+    model = DDP(model, device_ids=[local_rank])
+    hs_model = DDP(hs_model, device_ids=[local_rank])
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    groups = []
+    groups.append({"params": {trained}.parameters(), "lr_mult": 10})
+    hs_opt = torch.optim.SGD(groups, lr=0.1)
+    for x, y in loader:
+        loss = nn.functional.cross_entropy(hs_model(model(x)), y)
+        opt.zero_grad()
+        hs_opt.zero_grad()
+        loss.backward()
+        opt.step()
+        hs_opt.step()
+"""
+)
+C["second_wrap_trained_through_appended_param_groups"] = (
+    R,
+    True,
+    {"train.py": TWO_WRAPS.replace("{trained}", "hs_model")},
+    "train.py",
+)
+C["NEG_second_wrap_untrained_appended_groups_of_other_model"] = (
+    R,
+    False,
+    {"train.py": TWO_WRAPS.replace("{trained}", "model")},
+    "train.py",
+)
