@@ -37,6 +37,13 @@ LIBRARY_BN = re.compile(
     r"seresnet\d+|EfficientNetBN)$"
     r"|^resnest\.torch\.resnest\d+$"
 )
+# torchvision's model and block classes, whose default ``norm_layer`` is BatchNorm: built directly
+# (``ResNet(BasicBlock, [2, 2, 2, 2])``) or subclassed by a project model (YZM's ``class
+# NonFcResNet(models.ResNet)``, which builds its base's layers through ``super().__init__``).
+TORCHVISION_BN_CLASS = re.compile(
+    r"^torchvision\.models\.(\w+\.)?(ResNet|BasicBlock|Bottleneck|DenseNet|MobileNetV2|MobileNetV3|"
+    r"Inception3|GoogLeNet|ShuffleNetV2|MNASNet|RegNet|EfficientNet)$"
+)
 
 
 # Conformer encoders whose convolution module holds BatchNorm1d by default (lucidrains' ``conformer``
@@ -392,6 +399,8 @@ def library_batchnorm(ctx: FileContext, call: ast.Call) -> bool:
     q = ctx.call_qualname(call) or ""
     if LIBRARY_BN.match(q):
         return True
+    if TORCHVISION_BN_CLASS.match(q):
+        return keyword(call, "norm_layer") is None  # ``norm_layer=partial(nn.GroupNorm, 32)`` builds none
     if CONFORMER.match(q):
         # the Conformer convolution module normalises with BatchNorm1d: lucidrains' ``conformer``
         # unless ``causal=True`` (then Identity), torchaudio's unless ``use_group_norm=True``

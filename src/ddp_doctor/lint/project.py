@@ -146,6 +146,12 @@ class ProjectIndex(IndexScan, IndexQueries):
             return True
         return False
 
+    def _module_namespace(self, module: str) -> list[str]:
+        """The modules whose defs ``module``'s namespace holds: itself and, for a package whose
+        ``__init__.py`` does ``from .resnet import *``, those star-imported modules (audio-ssl's
+        ``audio_models.__dict__[name](...)`` picks a def of ``audio_models/resnet.py``)."""
+        return [module, *self._star_sources.get(module, ()), *self.star_imports.get(module, ())]
+
     def _propagate(self) -> None:
         sums = self.summaries
         for _ in range(ROUNDS):
@@ -156,7 +162,7 @@ class ProjectIndex(IndexScan, IndexQueries):
                     not s.builds_batchnorm
                     and not s.keeps_eval
                     and any(
-                        (r.endswith(".*") and r[:-2] in bn_modules)
+                        (r.endswith(".*") and any(m in bn_modules for m in self._module_namespace(r[:-2])))
                         # a reference (a subclass, ``block=BasicConv``) is built with arguments not seen here;
                         # one it calls itself (an imported ``makeMLP(c_in, c_out)`` whose BatchNorm waits on
                         # ``batch_norm=False``) is built with the arguments its calls hand it

@@ -272,6 +272,8 @@ class IndexQueries(IndexCore):
             factory = self.summary_for(ctx, inner.func)
             if factory is not None and factory.builds_batchnorm:
                 return True
+        if isinstance(inner, ast.Name) and (chosen := self._classes_bound_to(ctx, inner)):
+            return most_build_batchnorm(chosen)
         m = method(inner) if isinstance(inner, ast.Call) else None
         if m and m[0] and m[1] in ("get", "build") and ctx.module is not None:
             # ``MODEL_REGISTRY.get(name)(cfg)``: a class of a registry of BatchNorm models
@@ -282,6 +284,28 @@ class IndexQueries(IndexCore):
         found = self._same_name_methods(call.func)
         builders = sum(m.builds_batchnorm for m in found)
         return builders > 0 and 2 * builders > len(found)
+
+    def _classes_bound_to(self, ctx: FileContext, name: ast.Name) -> list[Summary]:
+        """The project classes a local name is bound to, one per branch of a choice (audio-ssl's
+        ``if 'ssl' in stem: module = LitSSL`` / ``else: module = LitClassifier`` then
+        ``module(config)``): every binding of the name in its scope a plain class name; [] otherwise
+        (a name bound once is ``summary_for``'s alias)."""
+        binds = ctx.bindings(ctx.enclosing_function(name)).get(name.id, [])
+        if len(binds) < 2:
+            return []
+        found: list[Summary] = []
+        for bound in binds:
+            if not (
+                isinstance(bound, ast.Assign)
+                and len(bound.targets) == 1
+                and isinstance(bound.targets[0], ast.Name)
+                and isinstance(bound.value, (ast.Name, ast.Attribute))
+                and (summary := self.summary_for(ctx, bound.value)) is not None
+                and is_class_summary(summary)
+            ):
+                return []
+            found.append(summary)
+        return found
 
     def config_default(self, key: str) -> tuple[bool, object]:
         """``(known, value)``: the default a Python configuration of the project gives ``key``."""

@@ -14,6 +14,7 @@ from pathlib import Path
 from ddp_doctor.lint.batchnorm_syntax import (
     BATCHNORM,
     BATCHNORM_BASE,
+    TORCHVISION_BN_CLASS,
     batchnorm_reference,
     batchnorm_tables,
     builds_from_reference,
@@ -430,6 +431,8 @@ class IndexScan(IndexBindings):
                     BATCHNORM_BASE.match(ctx.qualname(b) or "") for b in node.bases
                 ):
                     s.builds_batchnorm = True  # a BatchNorm subclass is a BatchNorm layer
+                elif any(TORCHVISION_BN_CLASS.match(ctx.qualname(b) or "") for b in node.bases):
+                    s.builds_batchnorm = True  # ``super().__init__`` builds the torchvision model's layers
             s.returns_ddp = False  # calling a class builds an instance of it, never a DDP wrap
             if "epochs" in self.facts and scan.module not in self.set_epoch_modules:
                 s.epoch_params = class_epoch_params_of(node, self._gated_calls(scan.module, ctx))
@@ -567,6 +570,8 @@ class IndexScan(IndexBindings):
                     s.toggles_sync = True
                 if bn:
                     self._scan_batchnorm_call(ctx, scan, s, n, q, m, (node, switches))
+                    if (table := self._local_class_table(ctx, imports, n)) is not None:
+                        s.bn_choices[f"table@{n.lineno}"] = table  # one of them: the majority rule decides
                 if q in DATA_PARALLEL:
                     s.fsdp_only = (q != DDP) and (s.fsdp_only or not s.wraps_ddp)
                     s.wraps_ddp = True
@@ -662,7 +667,8 @@ class IndexScan(IndexBindings):
             s.refs.add(built)
         picked = _module_picked_by_name(ctx, n)
         if picked is not None:
-            target = self._project_target(scan.imports, picked)
+            # ``import archs`` then ``archs.__dict__[name]``: the name is a module, not a def of one
+            target = self._project_target(scan.imports, picked) or scan.imports.get(dotted(picked) or "")
             module = self.resolve_module(target) if target else None
             if module is not None:
                 # a def of that project module, chosen at run time, that it builds or returns:
@@ -697,6 +703,28 @@ class IndexScan(IndexBindings):
                     registry = self._registry_name(imports, module, module_names, text) if text else None
                     if registry is not None:
                         self.registries.setdefault(registry, set()).add(f"{module}.{node.name}")
+
+    def _local_class_table(
+        self, ctx: FileContext, imports: dict[str, str], call: ast.Call
+    ) -> set[str] | None:
+        """The project classes of a function-local dict that ``call`` builds one of by a configured
+        key (SECOND-style detectors: ``middle_class_dict = {"SpMiddleFHD": middle.SpMiddleFHD, ...}``
+        then ``middle_class_dict[cfg.type](...)``, or through a name, ``rpn_class =
+        rpn_class_dict[name]`` ... ``rpn_class(...)``: 3D-Detection-Code's VoxelNet); the dict bound once."""
+        func = bound_callee(ctx, call)
+        if not (isinstance(func, ast.Subscript) and isinstance(func.value, ast.Name)):
+            return None
+        binds = ctx.bindings(ctx.enclosing_function(call)).get(func.value.id, [])
+        if (
+            len(binds) != 1
+            or not isinstance(binds[0], ast.Assign)
+            or not isinstance(binds[0].value, ast.Dict)
+        ):
+            return None
+        found = {
+            t for v in binds[0].value.values if v is not None and (t := self._project_target(imports, v))
+        }
+        return found or None
 
     def _class_tables(self, ctx: FileContext, imports: dict[str, str], module: str) -> dict[str, set[str]]:
         """Module-level tables of project classes: a dict (pycls ``_models = {"resnet": ResNet, ...}``)
@@ -750,7 +778,18 @@ def _module_picked_by_name(ctx: FileContext, call: ast.Call) -> ast.expr | None:
     """``M`` of ``getattr(M, name)`` with a name known at run time, where the def picked is built
     (``getattr(M, name)(...)``) or returned to be built by the caller (wespeaker's
     ``get_speaker_model(name)``: ``if name.startswith("ResNet"): return getattr(resnet, name)``);
-    a literal name names one def, a pick only read or tested builds nothing."""
+    a literal name names one def, a pick only read or tested builds nothing. The module's namespace
+    indexed by a name, ``M.__dict__[name](...)``, is the same pick (audio-ssl's LightningModule
+    building ``architectures.__dict__[config['model']['arch_name']](**kwargs)``)."""
+    func = call.func
+    if (
+        isinstance(func, ast.Subscript)
+        and isinstance(func.value, ast.Attribute)
+        and func.value.attr == "__dict__"
+        and isinstance(func.value.value, (ast.Name, ast.Attribute))
+        and not isinstance(func.slice, ast.Constant)
+    ):
+        return func.value.value
     if not (
         isinstance(call.func, ast.Name)
         and call.func.id == "getattr"

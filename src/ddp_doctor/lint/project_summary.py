@@ -197,7 +197,7 @@ class Summary:
     # ``self.visual = ModifiedResNet(...)`` or ``VisionTransformer(...)`` by ``isinstance(vision_layers,
     # (tuple, list))``), by the line of the choosing ``if``: it builds BatchNorm when most of a
     # choice's candidates do (``batchnorm_syntax.type_chosen_slot``); they are in ``bn_optional`` too.
-    bn_choices: dict[int, set[str]] = field(default_factory=dict)
+    bn_choices: dict[int | str, set[str]] = field(default_factory=dict)
     # Some candidate of such a choice builds BatchNorm, short of a majority (CLIP's ``ModifiedResNet``
     # beside its ``VisionTransformer``), in it or in what it builds: a file that converts to
     # SyncBatchNorm behind an option declares those runs, which the option's default leaves unsynced.

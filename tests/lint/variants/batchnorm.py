@@ -1614,3 +1614,321 @@ C["tower_picked_by_type_converted_behind_an_option"] = (
     },
     "train.py",
 )
+
+
+# Round 26 (YZM's ``class NonFcResNet(models.ResNet)``): a project model that subclasses a torchvision
+# model class (``ResNet``, ``MobileNetV2``, ...) builds that class's BatchNorm layers through
+# ``super().__init__``; a subclass of a torchvision class without BatchNorm (``VisionTransformer``)
+# builds none.
+TV_SUBCLASS = """
+import torch.nn as nn
+import torchvision.models as models
+from torchvision.models.resnet import BasicBlock
+
+
+class NonFcNet(models.{base}):
+    def __init__(self, num_classes, *args):
+        super().__init__(*args)
+        self.head = nn.Linear(512, num_classes)
+
+
+def make_model(num_classes, *args):
+    return NonFcNet(num_classes, *args)
+"""
+TV_SUBCLASS_TRAIN = (
+    HEAD + "from model import make_model\n" + main("model = make_model(10, BasicBlock, [2, 2, 2, 2])")
+)
+C["torchvision_model_subclassed"] = (
+    R,
+    True,
+    {"train.py": TV_SUBCLASS_TRAIN, "model.py": TV_SUBCLASS.format(base="ResNet")},
+    "train.py",
+)
+C["NEG_torchvision_model_subclassed_without_batchnorm"] = (
+    R,
+    False,
+    {"train.py": TV_SUBCLASS_TRAIN, "model.py": TV_SUBCLASS.format(base="VisionTransformer")},
+    "train.py",
+)
+C["torchvision_model_class_built"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD
+        + "from torchvision.models.resnet import ResNet, BasicBlock\n"
+        + main("model = ResNet(BasicBlock, [2, 2, 2, 2])")
+    },
+    "train.py",
+)
+C["NEG_torchvision_model_class_built_with_group_norm"] = (
+    R,
+    False,
+    {
+        "train.py": HEAD
+        + "from functools import partial\nfrom torchvision.models.resnet import ResNet, BasicBlock\n"
+        + main("model = ResNet(BasicBlock, [2, 2, 2, 2], norm_layer=partial(nn.GroupNorm, 32))")
+    },
+    "train.py",
+)
+
+
+# Round 26 (audio-ssl's LightningModule building ``architectures.__dict__[config["arch"]](...)``): a
+# project module's namespace indexed by a configured name builds one of its defs, as
+# ``getattr(archs, name)(...)`` does; the module builds BatchNorm when its defs do. The Trainer runs
+# DDP without ``sync_batchnorm=True``. NEG: the module's defs normalise with LayerNorm.
+ARCH_PICK_MODULE = """
+import lightning as L
+import archs
+
+
+class LitSSL(L.LightningModule):
+    def __init__(self, config):
+        super().__init__()
+        self.model = archs.__dict__[config["arch"]](**config["kwargs"])
+
+    def training_step(self, batch, idx):
+        return self.model(batch).sum()
+"""
+ARCH_PICK_TRAIN = """
+import argparse
+import lightning as L
+from litmod import LitSSL
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--gpus", type=int, default=4)
+    args = parser.parse_args()
+    model = LitSSL({"arch": "SSLModel", "kwargs": {}})
+    trainer = L.Trainer(devices=args.gpus, accelerator="gpu", strategy="ddp")
+    trainer.fit(model)
+"""
+ARCH_PICK_ARCHS = """
+import torch.nn as nn
+
+
+class ProjectionHead(nn.Module):
+    def __init__(self, dims):
+        super().__init__()
+        layers = []
+        for i in range(len(dims) - 1):
+            layers.append(nn.Linear(dims[i], dims[i + 1]))
+            layers.append(nn.{norm}(dims[i + 1]))
+        self.net = nn.Sequential(*layers)
+
+
+class SSLModel(nn.Module):
+    def __init__(self, dims=(8, 8)):
+        super().__init__()
+        self.head = ProjectionHead(dims)
+"""
+C["module_namespace_pick_in_lightning_module"] = (
+    R,
+    True,
+    {
+        "train.py": ARCH_PICK_TRAIN,
+        "litmod.py": ARCH_PICK_MODULE,
+        "archs.py": ARCH_PICK_ARCHS.format(norm="BatchNorm1d"),
+    },
+    "train.py",
+)
+C["NEG_module_namespace_pick_without_batchnorm"] = (
+    R,
+    False,
+    {
+        "train.py": ARCH_PICK_TRAIN,
+        "litmod.py": ARCH_PICK_MODULE,
+        "archs.py": ARCH_PICK_ARCHS.format(norm="LayerNorm"),
+    },
+    "train.py",
+)
+
+
+# Round 26 (audio-ssl's ``train.py``): the LightningModule class chosen by branches (``if 'ssl' in
+# stem: module = LitSSL`` / ``else: module = LitCls``) then built as ``module(config)``: the
+# candidates decide by the majority rule. NEG: only one of the two builds BatchNorm.
+BRANCH_CLASS_TRAIN = """
+import argparse
+import lightning as L
+from litmod import LitSSL, LitCls
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--gpus", type=int, default=4)
+    parser.add_argument("--kind", default="ssl")
+    args = parser.parse_args()
+    if "ssl" in args.kind:
+        module = LitSSL
+    else:
+        module = LitCls
+    model = module({})
+    trainer = L.Trainer(devices=args.gpus, accelerator="gpu", strategy="ddp")
+    trainer.fit(model)
+"""
+BRANCH_CLASS_MODULES = """
+import torch.nn as nn
+import lightning as L
+
+
+class LitSSL(L.LightningModule):
+    def __init__(self, config):
+        super().__init__()
+        self.model = nn.Sequential(nn.Linear(8, 8), nn.BatchNorm1d(8))
+
+
+class LitCls(L.LightningModule):
+    def __init__(self, config):
+        super().__init__()
+        self.model = nn.Sequential(nn.Linear(8, 8), nn.{norm}(8))
+"""
+C["lightning_module_class_chosen_by_branches"] = (
+    R,
+    True,
+    {"train.py": BRANCH_CLASS_TRAIN, "litmod.py": BRANCH_CLASS_MODULES.format(norm="BatchNorm1d")},
+    "train.py",
+)
+C["NEG_lightning_module_class_chosen_by_branches_one_batchnorm"] = (
+    R,
+    False,
+    {"train.py": BRANCH_CLASS_TRAIN, "litmod.py": BRANCH_CLASS_MODULES.format(norm="LayerNorm")},
+    "train.py",
+)
+# A package's namespace picked by name (``audio_models.__dict__[name](...)``) holds the defs its
+# ``__init__.py`` star-imports (``from .kell2018 import *``). NEG: those modules build no BatchNorm.
+PKG_PICK_MODULE = ARCH_PICK_MODULE.replace("import archs\n", "import nets.audio as archs\n")
+C["package_namespace_pick_of_star_imported_modules"] = (
+    R,
+    True,
+    {
+        "train.py": ARCH_PICK_TRAIN,
+        "litmod.py": PKG_PICK_MODULE,
+        "nets/__init__.py": "",
+        "nets/audio/__init__.py": "from .cnn import *\n",
+        "nets/audio/cnn.py": ARCH_PICK_ARCHS.format(norm="BatchNorm1d"),
+    },
+    "train.py",
+)
+C["NEG_package_namespace_pick_of_star_imported_modules"] = (
+    R,
+    False,
+    {
+        "train.py": ARCH_PICK_TRAIN,
+        "litmod.py": PKG_PICK_MODULE,
+        "nets/__init__.py": "",
+        "nets/audio/__init__.py": "from .cnn import *\n",
+        "nets/audio/cnn.py": ARCH_PICK_ARCHS.format(norm="LayerNorm"),
+    },
+    "train.py",
+)
+
+
+# Round 26 (3D-Detection-Code's VoxelNet, the SECOND detector family): a function-local dict of
+# project classes, one built by a configured key (``rpn_class = rpn_class_dict[cfg.type]`` ...
+# ``rpn_class(...)``): the majority rule decides. NEG: most of the table's classes build none.
+LOCAL_TABLE_NET = """
+import torch.nn as nn
+from nets import heads
+
+
+class Detector(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        head_class_dict = {
+            "ConvHead": heads.ConvHead,
+            "NormHead": heads.NormHead,
+        }
+        head_class = head_class_dict[cfg.head_type]
+        self.head = head_class(16)
+"""
+LOCAL_TABLE_HEADS = """
+import torch.nn as nn
+
+
+class ConvHead(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv2d(c, c, 3), nn.{norm}(c))
+
+
+class NormHead(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv2d(c, c, 3), nn.BatchNorm2d(c))
+"""
+LOCAL_TABLE_TRAIN = HEAD + "from nets.detector import Detector\n" + main("model = Detector(args)")
+C["class_picked_from_function_local_table"] = (
+    R,
+    True,
+    {
+        "train.py": LOCAL_TABLE_TRAIN,
+        "nets/__init__.py": "",
+        "nets/detector.py": LOCAL_TABLE_NET,
+        "nets/heads.py": LOCAL_TABLE_HEADS.format(norm="BatchNorm2d"),
+    },
+    "train.py",
+)
+C["NEG_class_picked_from_function_local_table_half_batchnorm"] = (
+    R,
+    False,
+    {
+        "train.py": LOCAL_TABLE_TRAIN,
+        "nets/__init__.py": "",
+        "nets/detector.py": LOCAL_TABLE_NET,
+        "nets/heads.py": LOCAL_TABLE_HEADS.format(norm="LayerNorm"),
+    },
+    "train.py",
+)
+
+
+# Round 26 (incrementvideo's ``hs_policies = []`` then ``hs_policies.append({'params':
+# hs_model.parameters()})`` handed to the optimizer): the second wrapped model, holding the BatchNorm,
+# is trained through param groups gathered by ``append``. NEG: the gathered groups are the other
+# model's; nothing updates the BatchNorm model (a frozen loss network).
+TWO_WRAPS = (
+    HEAD
+    + """
+class Plain(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 16)
+
+    def forward(self, x):
+        return self.fc(x)
+
+"""
+    + NET
+    + """
+
+def main(args, loader):
+    dist.init_process_group("nccl")
+    local_rank = int(os.environ["LOCAL_RANK"])
+    model = Plain().cuda(local_rank)
+    hs_model = Net().cuda(local_rank)
+    model = DDP(model, device_ids=[local_rank])
+    hs_model = DDP(hs_model, device_ids=[local_rank])
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    groups = []
+    groups.append({"params": {trained}.parameters(), "lr_mult": 10})
+    hs_opt = torch.optim.SGD(groups, lr=0.1)
+    for x, y in loader:
+        loss = nn.functional.cross_entropy(hs_model(model(x)), y)
+        opt.zero_grad()
+        hs_opt.zero_grad()
+        loss.backward()
+        opt.step()
+        hs_opt.step()
+"""
+)
+C["second_wrap_trained_through_appended_param_groups"] = (
+    R,
+    True,
+    {"train.py": TWO_WRAPS.replace("{trained}", "hs_model")},
+    "train.py",
+)
+C["NEG_second_wrap_untrained_appended_groups_of_other_model"] = (
+    R,
+    False,
+    {"train.py": TWO_WRAPS.replace("{trained}", "model")},
+    "train.py",
+)

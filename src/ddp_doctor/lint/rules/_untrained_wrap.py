@@ -59,6 +59,16 @@ def _names_followed(ctx: FileContext, opt: ast.Call) -> set[str] | None:
         for t in node.targets:
             if isinstance(t, ast.Name):
                 assigned.setdefault(t.id, []).append(node.value)
+    # param groups gathered into a list first (incrementvideo's ``hs_policies = []`` then
+    # ``hs_policies.append({'params': hs_model.parameters(), ...})``): what is added is what it holds
+    for call in ctx.of_type(ast.Call):
+        f = call.func
+        if (
+            isinstance(f, ast.Attribute)
+            and f.attr in ("append", "extend", "insert")
+            and isinstance(f.value, ast.Name)
+        ):
+            assigned.setdefault(f.value.id, []).extend(call.args)
     out = set(direct)
     for name in direct:
         for value in assigned.get(name, []):
