@@ -1319,3 +1319,48 @@ C["fu_teacher_set_to_train_by_the_training_function"] = (
     },
     "train.py",
 )
+
+
+# Round 26 (MTTOD's ``train_epoch_separate``): two losses each backpropped and each stepped under the
+# window's test; the first test's block steps, then zeroes, before the second backward. The zero_grad
+# follows an update that applied the window's gradients: nothing is discarded. The near-miss zeroes
+# under the test with no step before it (DLRM's ordering bug: the window's gradients are wiped).
+GUARDED_TWO_LOSSES = """
+import torch
+
+
+def train_epoch(args, model, loader, optimizer, scheduler):
+    model.train()
+    for step, (x, y) in enumerate(loader):
+        loss_a = model.head_a(x, y) / args.accum_steps
+        loss_a.backward()
+        if (step + 1) % args.accum_steps == 0:
+FIRST
+        loss_b = model.head_b(x, y) / args.accum_steps
+        loss_b.backward()
+        if (step + 1) % args.accum_steps == 0:
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad()
+"""
+C["NEG_zero_after_a_step_under_the_window_test_before_a_second_backward"] = (
+    Z,
+    False,
+    {
+        "train.py": GUARDED_TWO_LOSSES.replace(
+            "FIRST",
+            "            optimizer.step()\n            scheduler.step()\n            optimizer.zero_grad()",
+        )
+    },
+    "train.py",
+)
+C["zero_with_no_step_under_the_window_test_before_a_second_backward"] = (
+    Z,
+    True,
+    {
+        "train.py": GUARDED_TWO_LOSSES.replace(
+            "FIRST", "            scheduler.step()\n            optimizer.zero_grad()"
+        )
+    },
+    "train.py:12",
+)
