@@ -1834,7 +1834,32 @@ def _items_replaced_by_reduced(ctx: FileContext, node: ast.Assign) -> set[str]:
         and dotted(loop.iter.func.value) == container
     ):
         return {container}
+    # a loop over the keys replaces every item the same way (FSRE-Depth ``for loss_type in losses:
+    # losses[loss_type] = reduce_tensor(losses[loss_type].data, world_size)``)
+    loop = _loop_binding(ctx, node, key.id, lambda t: t.id if isinstance(t, ast.Name) else None)
+    if loop is not None and _iterated_keys(loop.iter) == container:
+        return {container}
     return set()
+
+
+def _iterated_keys(it: ast.expr) -> str | None:
+    """The dict whose keys a loop walks: ``d``, ``d.keys()``, ``list(d)``, ``list(d.keys())``."""
+    if (
+        isinstance(it, ast.Call)
+        and isinstance(it.func, ast.Name)
+        and it.func.id in ("list", "tuple", "sorted")
+    ):
+        if len(it.args) != 1 or it.keywords:
+            return None
+        it = it.args[0]
+    if (
+        isinstance(it, ast.Call)
+        and isinstance(it.func, ast.Attribute)
+        and it.func.attr == "keys"
+        and not it.args
+    ):
+        it = it.func.value
+    return dotted(it) if isinstance(it, (ast.Name, ast.Attribute)) else None
 
 
 def _returns_reduced(ctx: FileContext, value: ast.expr) -> bool:

@@ -1263,3 +1263,104 @@ C["NEG_zero_between_generator_and_discriminator_steps_in_accumulate"] = (
     {"train.py": "import torch\n" + TWO_LOSSES.replace("{SECOND}", "optimizer_disc")},
     "train.py",
 )
+
+
+# Round 26 (incrementvideo's class-incremental training): the previous task's model is wrapped in DDP
+# with find_unused_parameters=True and handed by keyword to the training function, which forwards it
+# only under ``torch.no_grad()`` as a distillation teacher: no graph runs through that wrap. The
+# near-miss forwards the teacher with gradients on (its outputs reach the loss).
+FU_TEACHER = """
+import torch
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def train_epoch(loader, model, optimizer, model_old=None):
+    model.train()
+    if model_old is not None:
+        model_old.eval()
+    for x, y in loader:
+        out = model(x)
+        loss = F.cross_entropy(out, y)
+        if model_old:
+            TEACHER
+            loss = loss + F.kl_div(out.log_softmax(-1), old.softmax(-1))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+
+def train_task(args, model, model_old, loader):
+    model = DDP(model.cuda(), device_ids=[args.gpu])
+    model_old = DDP(model_old.cuda(), device_ids=[args.gpu], find_unused_parameters=True)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(args.epochs):
+        train_epoch(loader, model, optimizer, model_old=model_old)
+"""
+C["fu_NEG_teacher_forwarded_under_no_grad_by_the_training_function"] = (
+    F,
+    False,
+    {"train.py": FU_TEACHER.replace("TEACHER", "with torch.no_grad():\n                old = model_old(x)")},
+    "train.py",
+)
+C["fu_teacher_forwarded_with_gradients_by_the_training_function"] = (
+    F,
+    True,
+    {"train.py": FU_TEACHER.replace("TEACHER", "old = model_old(x)")},
+    "train.py",
+)
+C["fu_teacher_set_to_train_by_the_training_function"] = (
+    F,
+    True,
+    {
+        "train.py": FU_TEACHER.replace("model_old.eval()", "model_old.train()").replace(
+            "TEACHER", "with torch.no_grad():\n                old = model_old(x)"
+        )
+    },
+    "train.py",
+)
+
+
+# Round 26 (MTTOD's ``train_epoch_separate``): two losses each backpropped and each stepped under the
+# window's test; the first test's block steps, then zeroes, before the second backward. The zero_grad
+# follows an update that applied the window's gradients: nothing is discarded. The near-miss zeroes
+# under the test with no step before it (DLRM's ordering bug: the window's gradients are wiped).
+GUARDED_TWO_LOSSES = """
+import torch
+
+
+def train_epoch(args, model, loader, optimizer, scheduler):
+    model.train()
+    for step, (x, y) in enumerate(loader):
+        loss_a = model.head_a(x, y) / args.accum_steps
+        loss_a.backward()
+        if (step + 1) % args.accum_steps == 0:
+FIRST
+        loss_b = model.head_b(x, y) / args.accum_steps
+        loss_b.backward()
+        if (step + 1) % args.accum_steps == 0:
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad()
+"""
+C["NEG_zero_after_a_step_under_the_window_test_before_a_second_backward"] = (
+    Z,
+    False,
+    {
+        "train.py": GUARDED_TWO_LOSSES.replace(
+            "FIRST",
+            "            optimizer.step()\n            scheduler.step()\n            optimizer.zero_grad()",
+        )
+    },
+    "train.py",
+)
+C["zero_with_no_step_under_the_window_test_before_a_second_backward"] = (
+    Z,
+    True,
+    {
+        "train.py": GUARDED_TWO_LOSSES.replace(
+            "FIRST", "            scheduler.step()\n            optimizer.zero_grad()"
+        )
+    },
+    "train.py:12",
+)

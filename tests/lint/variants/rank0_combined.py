@@ -254,3 +254,55 @@ C["call_of_a_rank0_printer_of_another_file"] = (
     {"utils/__init__.py": "", "utils/setup.py": PRINTER, "train.py": DEV_TRAIN},
     "train.py",
 )
+
+# FSRE-Depth's step: every entry of the loss dict is replaced by its all-reduced mean in a loop over
+# the dict's keys before the rank-0 log; the near-miss replaces them with a local detach only
+KEYS_REPLACED = """
+import torch.distributed as dist
+
+
+def reduce_tensor(tensor, world_size):
+    rt = tensor.clone()
+    dist.all_reduce(rt, op=dist.ReduceOp.SUM)
+    rt /= world_size
+    return rt
+
+
+def train(args, model, loader, optimizer, writer):
+    for step, batch in enumerate(loader):
+        losses = model(batch)
+        optimizer.zero_grad()
+        losses["loss"].backward()
+        optimizer.step()
+        for key in KEYS:
+            losses[key] = REPLACED
+        if args.local_rank == 0:
+            writer.add_scalar("train/loss", losses["loss"].item(), step)
+"""
+for keys in ("losses", "losses.keys()", "list(losses)"):
+    C[f"NEG_dict_items_reduced_over_{keys}"] = (
+        R,
+        False,
+        {
+            "train.py": KEYS_REPLACED.replace("KEYS", keys).replace(
+                "REPLACED", "reduce_tensor(losses[key].data, args.world_size)"
+            )
+        },
+        "train.py",
+    )
+C["dict_items_replaced_by_local_detach"] = (
+    R,
+    True,
+    {"train.py": KEYS_REPLACED.replace("KEYS", "losses").replace("REPLACED", "losses[key].detach()")},
+    "train.py",
+)
+C["dict_items_of_another_dict_reduced"] = (
+    R,
+    True,
+    {
+        "train.py": KEYS_REPLACED.replace("KEYS", "other").replace(
+            "REPLACED", "reduce_tensor(losses[key].data, args.world_size)"
+        )
+    },
+    "train.py",
+)

@@ -618,7 +618,13 @@ def _evaluated_only(ctx: FileContext, facts: LoopFacts, call: ast.Call) -> bool:
         if isinstance(parent, ast.Attribute) and parent.attr in EVALUATION_USES:
             evaluated |= parent.attr == "eval"
             continue
-        if isinstance(parent, ast.Call) and _evaluating_helper(ctx, facts, parent, n):
+        if isinstance(parent, ast.keyword):
+            parent = ctx.parents.get(parent)  # handed by keyword: ``_train(..., model_old=model_old)``
+        if (
+            isinstance(parent, ast.Call)
+            and parent.func is not n
+            and _evaluating_helper(ctx, facts, parent, n)
+        ):
             evaluated = True
             continue
         return False  # handed on, returned, stored, trained: used beyond evaluation here
@@ -668,7 +674,10 @@ def _evaluating_helper(ctx: FileContext, facts: LoopFacts, call: ast.Call, arg: 
     param = params[0].arg
     body = ctx.local(fn)
     if any(facts.backward(n) is not None or facts.steps(n) for n in body):
-        return False
+        # a training function that only consults the model it is handed without gradients (a frozen
+        # teacher for distillation: incrementvideo's ``_train(..., model_old=model_old)`` forwarding
+        # ``model_old`` under ``torch.no_grad()`` only) records no graph through that model
+        return _consulted_without_grad(ctx, fn, param)
     modes = {
         n.func.attr
         for n in body
@@ -681,6 +690,46 @@ def _evaluating_helper(ctx: FileContext, facts: LoopFacts, call: ast.Call, arg: 
     if "train" in modes:
         return False
     return "eval" in modes or evaluation_function(fn)
+
+
+def _consulted_without_grad(ctx: FileContext, fn: ast.FunctionDef | ast.AsyncFunctionDef, param: str) -> bool:
+    """Every use of ``param`` in ``fn`` runs under ``no_grad`` / ``inference_mode``, is its
+    ``eval()``, or tests that it was given (``if model_old:``, ``if teacher is not None:``); it is
+    never rebound, set to ``train()`` nor handed on, and ``fn`` puts it in ``eval()`` or forwards it
+    at least once."""
+    used = False
+    for n in ctx.local(fn):
+        if not (isinstance(n, ast.Name) and n.id == param):
+            continue
+        if isinstance(n.ctx, ast.Store):
+            return False
+        parent = ctx.parents.get(n)
+        if isinstance(parent, ast.Attribute) and parent.attr == "eval":
+            used = True
+            continue
+        if _presence_test(n, parent):
+            continue
+        if not runs_without_grad(ctx, n):
+            return False
+        used = True
+    return used
+
+
+def _presence_test(name: ast.Name, parent: ast.AST | None) -> bool:
+    """``if m:`` / ``if m is not None:`` / ``m is None``: reads whether it exists, runs nothing."""
+    if isinstance(parent, (ast.If, ast.IfExp, ast.While)) and parent.test is name:
+        return True
+    if isinstance(parent, ast.UnaryOp) and isinstance(parent.op, ast.Not):
+        return True
+    return (
+        isinstance(parent, ast.Compare)
+        and all(isinstance(op, (ast.Is, ast.IsNot)) for op in parent.ops)
+        and all(
+            isinstance(c, ast.Constant) and c.value is None
+            for c in (parent.left, *parent.comparators)
+            if c is not name
+        )
+    )
 
 
 def _type_test(name: ast.Name, parent: ast.AST | None) -> bool:

@@ -173,6 +173,13 @@ class ZeroGradInsideAccum(Rule):
                 ]
                 if not zeros:
                     continue
+                before = [s for s in zero_if.body if s.lineno < getattr(zeros[0], "lineno", 0)]
+                if facts.has_optimizer_step(before):
+                    # ``if last: optimizer.step(); optimizer.zero_grad()`` before a second backward (two
+                    # losses each stepped under the window's test: MTTOD's ``train_epoch_separate``): the
+                    # zero_grad follows an update that applied what the window accumulated, so nothing is
+                    # discarded; the ordering bug zeroes with no step before it
+                    continue
                 later = [b for b in backwards if b > getattr(zeros[0], "lineno", 0)]
                 step_if = next(
                     (
