@@ -7,7 +7,14 @@ from __future__ import annotations
 import ast
 import re
 
-from ddp_doctor.lint.context import FileContext, dotted, keyword, param_defaults, positional_params
+from ddp_doctor.lint.context import (
+    FileContext,
+    dotted,
+    keyword,
+    param_defaults,
+    parameter_names,
+    positional_params,
+)
 from ddp_doctor.lint.flags import UNKNOWN, flag_test
 
 # ``inplace_abn``'s ``InPlaceABN``/``ABN`` (TResNet) are BatchNorm fused with an activation, with each GPU's
@@ -225,7 +232,7 @@ def _type_test_of_parameter(test: ast.expr, fn: ast.FunctionDef | ast.AsyncFunct
     """``isinstance(p, ...)`` (or its negation) of a parameter ``p`` of ``fn``."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         test = test.operand
-    params = {a.arg for a in (*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs)}
+    params = set(parameter_names(fn))
     return (
         isinstance(test, ast.Call)
         and isinstance(test.func, ast.Name)
