@@ -16,6 +16,7 @@ from ddp_doctor.lint.context import (
     positional_params,
 )
 from ddp_doctor.lint.flags import UNKNOWN, flag_test
+from ddp_doctor.lint.idioms import BATCHNORM_ARCH, MODEL_FACTORIES
 
 # ``inplace_abn``'s ``InPlaceABN``/``ABN`` (TResNet) are BatchNorm fused with an activation, with each GPU's
 # own batch statistics (its ``InPlaceABNSync`` is the synchronised one).
@@ -430,6 +431,59 @@ def library_batchnorm(ctx: FileContext, call: ast.Call) -> bool:
         and isinstance(name.value, str)
         and bool(LIBRARY_BN.match(f"torchvision.models.{name.value}"))
     )
+
+
+def factory_name(ctx: FileContext, call: ast.Call) -> bool | tuple[str, int] | None:
+    """A model factory call (``timm.create_model``) in a project def that builds a BatchNorm family:
+    True for a literal name (cal-ql's ``timm.create_model('resnet18', features_only=True)``);
+    ``(parameter, position)`` when the name is a parameter of the enclosing def, never rebound there,
+    whose default is one (SlowTV's ``PoseNet.__init__(self, enc_name='resnet18')``, ACT's
+    ``VisionBackbone(backbone_name='resnet18')``): BatchNorm on the default path, unless a call hands
+    that parameter another literal name (:func:`names_other_model`). None otherwise (a ViT name, a
+    name read from elsewhere: the file-level rule reads the flag defaults)."""
+    if ctx.call_qualname(call) not in MODEL_FACTORIES:
+        return None
+    arg = call.args[0] if call.args else keyword(call, "model_name")
+    if isinstance(arg, ast.Constant):
+        return isinstance(arg.value, str) and bool(BATCHNORM_ARCH.match(arg.value)) or None
+    fn = ctx.enclosing_function(call)
+    if not isinstance(arg, ast.Name) or not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    default = param_defaults(fn).get(arg.id)
+    if not (
+        isinstance(default, ast.Constant)
+        and isinstance(default.value, str)
+        and BATCHNORM_ARCH.match(default.value)
+        and arg.id not in ctx.bindings(fn)
+    ):
+        return None
+    params = positional_params(fn, bound=isinstance(ctx.parents.get(fn), ast.ClassDef))
+    return arg.id, params.index(arg.id) if arg.id in params else -1
+
+
+def names_other_model(call: ast.Call) -> frozenset[str]:
+    """The parameters ``call`` hands a literal model name outside the BatchNorm families
+    (``PoseNet(enc_name='convnext_base')``): by keyword its name, by position ``#i``; what
+    :func:`factory_name`'s parameter is checked against."""
+
+    def other(value: ast.expr) -> bool:
+        return (
+            isinstance(value, ast.Constant)
+            and isinstance(value.value, str)
+            and not BATCHNORM_ARCH.match(value.value)
+        )
+
+    given = {f"#{i}" for i, a in enumerate(call.args) if other(a)}
+    return frozenset(given | {k.arg for k in call.keywords if k.arg is not None and other(k.value)})
+
+
+def gives_other_model(given: list[frozenset[str]], param: tuple[str, int] | None) -> bool:
+    """Every call (``names_other_model`` of each) hands factory parameter ``param`` another model
+    name: what they build holds no BatchNorm from it. False without calls."""
+    if param is None or not given:
+        return False
+    name, position = param
+    return all(name in g or f"#{position}" in g for g in given)
 
 
 def torchvision_pick(ctx: FileContext, call: ast.Call) -> bool:

@@ -40,7 +40,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ddp_doctor.lint.batchnorm_syntax import OptionSwitch, option_switch_builds, passes_switch
+from ddp_doctor.lint.batchnorm_syntax import (
+    OptionSwitch,
+    gives_other_model,
+    option_switch_builds,
+    passes_switch,
+)
 from ddp_doctor.lint.idioms import DDP
 from ddp_doctor.lint.project_core import GENERIC_METHODS, most_build_batchnorm
 from ddp_doctor.lint.project_log_facts import parameters_logged
@@ -115,9 +120,24 @@ class ProjectIndex(IndexScan, IndexQueries):
                 continue
         index._refine_meter_returns()
         index._finish_set_epoch_gates()
+        index._settle_factory_names()
         index._settle_bn_options()
         index._propagate()
         return index
+
+    def _settle_factory_names(self) -> None:
+        """A def building a model by a factory from a parameter whose default names a BatchNorm family
+        (``Summary.bn_name_param``) builds BatchNorm unless every project call of it hands that
+        parameter another literal name: a call that passes nothing, or a configured value, takes the
+        BatchNorm default (ACT's ``VisionBackbone(backbone_name=backbone_name)`` under a policy whose
+        own default is ``resnet18``)."""
+        given: dict[str, list[frozenset[str]]] = {}
+        for s in self.summaries.values():
+            for callee, names in s.model_names.items():
+                given.setdefault(callee, []).extend(names)
+        for qual, s in self.summaries.items():
+            if s.bn_name_param is not None and not s.builds_batchnorm and not s.keeps_eval:
+                s.builds_batchnorm = not gives_other_model(given.get(qual, []), s.bn_name_param)
 
     def _settle_bn_options(self) -> None:
         """A def whose BatchNorm layers are built only under configuration options builds BatchNorm

@@ -20,11 +20,13 @@ from ddp_doctor.lint.batchnorm_syntax import (
     builds_from_reference,
     call_shape,
     chooses_other_norm,
+    factory_name,
     freezes_batchnorm,
     keeps_eval_mode,
     layer_switch,
     library_batchnorm,
     mmcv_batchnorm,
+    names_other_model,
     names_syncbn,
     off_by_default,
     option_switches,
@@ -643,12 +645,20 @@ class IndexScan(IndexBindings):
         name or from a registry."""
         switch = _own_switch(ctx, switches[0], n) if BATCHNORM.match(q) else None
         options = option_switches(ctx, n) if BATCHNORM.match(q) and switch is None else ()
+        named = factory_name(ctx, n)
+        if (target := self._project_target(scan.imports, n.func)) is not None:
+            # the model names each call hands a project def (``Summary.model_names``)
+            s.model_names.setdefault(target, []).append(names_other_model(n))
         if switch is not None:
             switches[1].add(switch)
         elif options:
             s.bn_options.append(options)  # settled by the project's option defaults
+        elif isinstance(named, tuple):
+            if _own_parameter(ctx, switches[0], n):
+                s.bn_name_param = named  # settled by what the project's calls hand it
         elif (
             BATCHNORM.match(q)
+            or named is True
             or library_batchnorm(ctx, n)
             or torchvision_pick(ctx, n)
             or mmcv_batchnorm(ctx, n)
@@ -871,6 +881,17 @@ def _own_switch(
     if isinstance(node, ast.ClassDef):
         return switch if fn.name == "__init__" and fn in node.body else None
     return switch if fn is node else None
+
+
+def _own_parameter(
+    ctx: FileContext, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, call: ast.Call
+) -> bool:
+    """``call`` sits in ``node`` itself, or in its ``__init__`` for a class: a parameter of that def
+    is what a call of ``node`` fills."""
+    fn = ctx.enclosing_function(call)
+    if isinstance(node, ast.ClassDef):
+        return isinstance(fn, ast.FunctionDef) and fn.name == "__init__" and fn in node.body
+    return fn is node
 
 
 def _settle_switch(s: Summary, switches: set[tuple[str, int]]) -> None:

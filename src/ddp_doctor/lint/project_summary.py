@@ -193,6 +193,13 @@ class Summary:
     # captioning model): the options' tests (``batchnorm_syntax.option_switches``). Settled once the
     # project's option defaults are known: it builds BatchNorm unless every such layer is off by default.
     bn_options: list[tuple[OptionSwitch, ...]] = field(default_factory=list)
+    # ``(parameter, position)``: it builds a model by a factory (``timm.create_model(enc_name)``) from a
+    # parameter whose default names a BatchNorm family (SlowTV's ``PoseNet(enc_name='resnet18')``):
+    # BatchNorm unless every call in the project hands that parameter another literal name (settled
+    # once all calls are read). ``model_names``: per project callee, per call, the parameters it hands a
+    # literal non-BatchNorm model name (``batchnorm_syntax.names_other_model``).
+    bn_name_param: tuple[str, int] | None = None
+    model_names: dict[str, list[frozenset[str]]] = field(default_factory=dict)
     # Project callees that fill one attribute as a pick by a parameter's type (OpenAI CLIP's
     # ``self.visual = ModifiedResNet(...)`` or ``VisionTransformer(...)`` by ``isinstance(vision_layers,
     # (tuple, list))``), by the line of the choosing ``if``: it builds BatchNorm when most of a

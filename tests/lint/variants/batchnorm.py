@@ -1932,3 +1932,98 @@ C["NEG_second_wrap_untrained_appended_groups_of_other_model"] = (
     {"train.py": TWO_WRAPS.replace("{trained}", "model")},
     "train.py",
 )
+
+
+# Round 27 (SlowTV's ``PoseNet(enc_name='resnet18')``, cal-ql's ``VisionBackbone(backbone_name='resnet18')``):
+# a project class builds its backbone with ``timm.create_model`` from a constructor parameter whose
+# default names a BatchNorm family; a construction that passes nothing builds BatchNorm. NEG: every
+# construction hands it a LayerNorm model's name.
+TIMM_BACKBONE = (
+    HEAD
+    + """import timm
+
+
+class Backbone(nn.Module):
+    def __init__(self, num_classes=10, enc_name="resnet18"):
+        super().__init__()
+        self.encoder = timm.create_model(enc_name, pretrained=False, num_classes=num_classes)
+
+    def forward(self, x):
+        return self.encoder(x)
+"""
+)
+C["timm_backbone_name_parameter_default"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD + "from models import Backbone\n" + main("model = Backbone(10)"),
+        "models.py": TIMM_BACKBONE,
+    },
+    "train.py",
+)
+C["NEG_timm_backbone_every_call_names_a_layernorm_model"] = (
+    R,
+    False,
+    {
+        "train.py": HEAD
+        + "from models import Backbone\n"
+        + main("model = Backbone(10, enc_name='vit_small_patch16_224')"),
+        "models.py": TIMM_BACKBONE,
+    },
+    "train.py",
+)
+
+# Round 27 (cal-ql's ``trainer = ACTTrainer(cfg.act, policy)`` then ``trainer.setup_multi_gpu(local_rank)``
+# wrapping ``self.policy`` in place): the trainer's file reports the wrap of the handed BatchNorm model;
+# the entry script's method call, handed no model, is no second wrap of it (NEG), while the
+# trainer's own wrap is reported.
+RECEIVER_TRAINER = (
+    HEAD
+    + """
+
+class Trainer:
+    def __init__(self, cfg, model):
+        self.cfg = cfg
+        self.model = model
+
+    def setup_multi_gpu(self, local_rank):
+        self.model = self.model.cuda(local_rank)
+        self.model = DDP(self.model, device_ids=[local_rank])
+
+    def fit(self, loader):
+        opt = torch.optim.SGD(self.model.parameters(), lr=0.1)
+        for x, y in loader:
+            loss = nn.functional.cross_entropy(self.model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+"""
+)
+RECEIVER_TRAIN = (
+    HEAD
+    + NET
+    + """
+from trainer import Trainer
+
+
+def main(cfg, loader):
+    dist.init_process_group("nccl")
+    local_rank = int(os.environ["LOCAL_RANK"])
+    model = Net()
+    trainer = Trainer(cfg, model)
+    trainer.setup_multi_gpu(local_rank)
+    trainer.fit(loader)
+"""
+)
+C["handed_model_wrapped_in_place_by_trainer_method"] = (
+    R,
+    True,
+    {"train.py": RECEIVER_TRAIN, "trainer.py": RECEIVER_TRAINER},
+    "trainer.py",
+)
+C["NEG_entry_call_of_trainer_method_wrapping_its_own_model"] = (
+    R,
+    False,
+    {"train.py": RECEIVER_TRAIN, "trainer.py": RECEIVER_TRAINER},
+    "train.py",
+)

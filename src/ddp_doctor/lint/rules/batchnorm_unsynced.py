@@ -162,7 +162,9 @@ class BatchnormUnsynced(Rule):
         "Conformer, mmcv's `build_norm_layer`/`ConvModule` with a `norm_cfg` of type `BN` (also a constructor "
         "parameter's default `norm_cfg=dict(type='BN')`), timm "
         "`create_model` with a BatchNorm-family name or flag default (also a name the shipped YAML "
-        "configurations agree on, read through `model_name = params['model_name']`), a project module used as a "
+        "configurations agree on, read through `model_name = params['model_name']`, or a project class's "
+        "constructor parameter default, `enc_name='resnet18'`, that no call replaces by another name), "
+        "a project module used as a "
         "registry, also one handed to a helper returning `getattr(module, cfg[name]['type'])(...)` "
         "(`get_instance(models, 'arch', cfg)`, `config.init_obj('arch', module_arch)`) or a project helper "
         "returning `getattr(resnet, name)` (`get_model(name)(**kw)`), a project BatchNorm model class given "
@@ -239,6 +241,8 @@ class BatchnormUnsynced(Rule):
         # (StyleTTS2 ``model[k] = accelerator.prepare(model[k])`` of modules holding the pitch
         # extractor's BatchNorm2d); prepare also takes loaders and optimizers, so not otherwise
         ddp_calls += [c for c in prepares if _wraps_built_from(ctx, c, bn_nodes)]
+        if project is not None and handed_by is None:
+            ddp_calls = [c for c in ddp_calls if not _wrapped_by_receiver(ctx, project, c, bn_nodes)]
         if (not bn_lines and handed_by is None) or not ddp_calls or never_trains(ctx, facts):
             return  # (an evaluation script: BatchNorm in eval() uses running statistics)
         if _frozen_in_training(ctx, ddp_calls) or all(_kept_in_eval(ctx, c) for c in ddp_calls):
@@ -661,6 +665,34 @@ def _built_by_handed_callable(
             position = params.index(name) if name in params else -1
             return project.handed_batchnorm(f"{ctx.module}.{owner.name}", position, name)
     return None
+
+
+def _wrapped_by_receiver(
+    ctx: FileContext, project: ProjectIndex, call: ast.Call, built: list[ast.AST]
+) -> bool:
+    """``trainer.setup_multi_gpu(rank)``: a project method that wraps its object's own model in place
+    (none of them returns the wrap; the call hands it no model built here), where ``trainer`` is only ever a project
+    class built here with a model of ``built`` handed in (cal-ql's ``ACTTrainer(cfg.act, policy)``
+    keeping ``self.policy = policy``): that class's file reports the wrap of the handed model
+    (``_handed_to_constructor``), so this call is no second wrap of it."""
+    if not isinstance(call.func, ast.Attribute) or not isinstance(call.func.value, ast.Name):
+        return False
+    own = project.summary_for(ctx, call.func)
+    found = [own] if own is not None else project.method_summaries(call.func)
+    if not found or any(m.returns_ddp or not m.wraps_ddp for m in found):
+        return False
+    if any(
+        _wraps_built_from(ctx, call, built, arg=a) for a in [*call.args, *(k.value for k in call.keywords)]
+    ):
+        return False  # handed the model itself: this call is its wrap
+    values = _values_bound(ctx, ctx.enclosing_function(call), call.func.value.id, call.lineno)
+    return bool(values) and all(
+        isinstance(v, ast.Call)
+        and (c := project.summary_for(ctx, v.func)) is not None
+        and is_class_summary(c)
+        and any(_wraps_built_from(ctx, v, built, arg=a) for a in [*v.args, *(k.value for k in v.keywords)])
+        for v in values
+    )
 
 
 def _returns_wrap(ctx: FileContext, fn: ast.AST, call: ast.Call) -> bool:
