@@ -690,8 +690,24 @@ def _wrapped_by_receiver(
         isinstance(v, ast.Call)
         and (c := project.summary_for(ctx, v.func)) is not None
         and is_class_summary(c)
-        and any(_wraps_built_from(ctx, v, built, arg=a) for a in [*v.args, *(k.value for k in v.keywords)])
+        and _hands_project_batchnorm(ctx, project, v, c.qualname, built)
         for v in values
+    )
+
+
+def _hands_project_batchnorm(
+    ctx: FileContext, project: ProjectIndex, construction: ast.Call, cls: str, built: list[ast.AST]
+) -> bool:
+    """``construction`` (of project class ``cls``) hands it a model of ``built`` that the project index
+    sees as a BatchNorm model handed to that parameter (a project builder's result, what the class's
+    own file reads for its wrap); not a model built inline here (``nn.Sequential(..., nn.BatchNorm2d(8))``),
+    which only this file sees."""
+    handed = [(i, "", a) for i, a in enumerate(construction.args)]
+    handed += [(-1, k.arg, k.value) for k in construction.keywords if k.arg is not None]
+    return any(
+        _wraps_built_from(ctx, construction, built, arg=a)
+        and project.handed_batchnorm(cls, i, name) is not None
+        for i, name, a in handed
     )
 
 
