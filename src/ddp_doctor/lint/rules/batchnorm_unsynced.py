@@ -79,6 +79,12 @@ VisionTransformer(...)``, copied into CLIP4Clip and clip_finetune) is a run-time
 most candidates build it (``Summary.bn_choices``); a file that converts to SyncBatchNorm behind an
 option names the BatchNorm runs (Chinese-CLIP's RN50 with ``--use-bn-sync``): config-gated
 (``Summary.picks_batchnorm``).
+Round 27: a project class that builds its backbone with ``timm.create_model`` from a constructor
+parameter whose default names a BatchNorm family (cal-ql's ``VisionBackbone(backbone_name='resnet18')``)
+builds BatchNorm unless every project call hands that parameter another literal name
+(``Summary.bn_name_param``); an entry script's ``trainer.setup_multi_gpu(rank)`` that wraps the
+trainer's own model in place, the trainer built there with a project BatchNorm model handed in, is
+left to the trainer's file, which reports the wrap of the handed model (one finding per bug).
 Autofix (plain findings only): convert the wrapped model just before wrapping.
 """
 
