@@ -1529,3 +1529,44 @@ C["NEG_builder_dispatches_to_an_unshuffled_sampler"] = (
     _dispatching_builder(", shuffle=False"),
     "train.py",
 )
+
+
+# Round 27 (exp_torch_byol): the builder of another file picked per dataset in an if/elif chain, every
+# branch naming one that returns a loader over a shuffling DistributedSampler.
+def _builder_per_dataset(plain_builder):
+    return {
+        "train.py": HEAD
+        + "from data import build_loader, build_other_loader\n"
+        + SETUP
+        + """
+    if args.dataset == "a":
+        loader_method = build_loader
+    elif args.dataset == "b":
+        loader_method = build_other_loader
+    else:
+        loader_method = build_loader
+    loader = loader_method(dataset, 8)
+    for epoch in range(args.epochs):
+        for x, y in loader:
+"""
+        + STEP,
+        "data.py": HEAD
+        + BUILD
+        + (
+            """
+def build_other_loader(dataset, batch_size):
+    return DataLoader(dataset, batch_size=batch_size, shuffle=True)
+"""
+            if plain_builder
+            else """
+def build_other_loader(dataset, batch_size):
+    sampler = DistributedSampler(dataset, shuffle=True)
+    return DataLoader(dataset, batch_size=batch_size, sampler=sampler)
+"""
+        ),
+    }
+
+
+C["builder_picked_per_dataset_in_branches"] = (R, True, _builder_per_dataset(False), "train.py")
+# one branch names a builder without a DistributedSampler: not every run draws from one
+C["NEG_builder_picked_per_dataset_one_without_sampler"] = (R, False, _builder_per_dataset(True), "train.py")
