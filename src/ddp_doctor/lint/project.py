@@ -61,7 +61,7 @@ from ddp_doctor.lint.project_modules import (
 from ddp_doctor.lint.project_queries import IndexQueries
 from ddp_doctor.lint.project_scan import IndexScan
 from ddp_doctor.lint.project_summary import FACTS, Summary, is_class_summary, propagated_flags
-from ddp_doctor.lint.samplers import WHOLE
+from ddp_doctor.lint.samplers import WHOLE, passes_epoch
 
 __all__ = [
     "DDP",
@@ -119,6 +119,7 @@ class ProjectIndex(IndexScan, IndexQueries):
             except RecursionError:
                 continue
         index._refine_meter_returns()
+        index._finish_project_samplers()
         index._finish_set_epoch_gates()
         index._settle_factory_names()
         index._settle_bn_options()
@@ -282,6 +283,18 @@ class ProjectIndex(IndexScan, IndexQueries):
         self._call_bound = {}
         if "scaler" in self.facts:  # a loss-scaling object (timm NativeScaler) is a scaler
             self.uses_scaler |= bool(self.backward_objects)
+
+    def _finish_project_samplers(self) -> None:
+        """A def returning a loader over a project class of another module (``_project_sampler_loaders``)
+        returns one over a shuffling DistributedSampler when that class orders its samples by epoch
+        and no call of it there hands it the epoch (``samplers.passes_epoch``)."""
+        for s, target, found, shapes in self._pending_sampler_loaders:
+            cls = self._get(target)
+            if cls is None or not cls.epoch_sampler or s.sampler_loaders:
+                continue
+            if not any(passes_epoch(shape, cls.epoch_sampler_param) for shape in shapes):
+                s.sampler_loaders = found
+        self._pending_sampler_loaders = []
 
     def _finish_set_epoch_gates(self) -> None:
         """A module whose every ``set_epoch`` waits on a constructor flag left false (kpgt's ``if

@@ -129,6 +129,15 @@ class IndexCore:
     print_silencers: dict[str, int] = field(default_factory=dict)
     files: int = 0
     set_epoch_modules: set[str] = field(default_factory=set)  # modules that call ``x.set_epoch(...)``
+    epoch_sampler_classes: set[str] = field(
+        default_factory=set
+    )  # qualnames of ``Summary.epoch_sampler`` classes
+    # defs whose returned loaders draw from a project class of another module, read before that class
+    # was summarised: (def, the class's qualname, what it returns over it, what its calls pass), kept
+    # once the class is known to be an epoch-ordered sampler (``ProjectIndex._finish_project_samplers``)
+    _pending_sampler_loaders: list[
+        tuple[Summary, str, dict[int, str], list[tuple[frozenset[str | None], int]]]
+    ] = field(default_factory=list)
     # modules whose every ``set_epoch`` sits under ``if self.ddp:`` of a constructor flag with a false
     # default: (class qualname, its ``__init__``, parameter, attribute) per call, and the names of the
     # module-level units those calls reach (project_scan ``_set_epoch_module``), until decided

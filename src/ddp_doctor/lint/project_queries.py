@@ -36,6 +36,7 @@ from ddp_doctor.lint.project_modules import attach, defs_of, is_test_module, mod
 from ddp_doctor.lint.project_summary import Summary, is_class_summary
 from ddp_doctor.lint.provenance import LossFlow, Shape, evaluation_function, merge, reads
 from ddp_doctor.lint.rank0 import bound_argument
+from ddp_doctor.lint.samplers import passed_arguments_shape, passes_epoch
 from ddp_doctor.lint.state_logs import StateLog
 
 
@@ -903,6 +904,20 @@ class IndexQueries(IndexCore):
         if isinstance(given, ast.Constant) and not given.value:
             return None
         return where
+
+    def epoch_sampler_call(self, ctx: FileContext, call: ast.Call) -> bool:
+        """``call`` builds a sampler class of another project module that orders its samples by
+        ``self.epoch`` and shuffles by default (``Summary.epoch_sampler``: 3D-Detection-Code's
+        ``from lib.datasets.loader.sampler import DistributedSampler``)."""
+        if not self.epoch_sampler_classes or not isinstance(call.func, (ast.Name, ast.Attribute)):
+            return False
+        found = self.summary_for(ctx, call.func)
+        return (
+            found is not None
+            and found.epoch_sampler
+            and found.module != ctx.module
+            and not passes_epoch(passed_arguments_shape(call), found.epoch_sampler_param)
+        )
 
     def instance_method(self, ctx: FileContext, call: ast.Call) -> Summary | None:
         """The project method ``obj.m(...)`` runs when ``obj`` is bound in this scope only to what one

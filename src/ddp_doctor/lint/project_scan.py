@@ -92,9 +92,13 @@ from ddp_doctor.lint.reductions import (
     returned_reductions,
 )
 from ddp_doctor.lint.samplers import (
+    CallShape,
     calls_set_epoch,
     defines_epoch_sampler,
+    epoch_sampler_class,
     flag_gated_loaders,
+    init_epoch_param,
+    passed_arguments_shape,
     returned_plain_loaders,
     returned_sampler,
     returned_sampler_loaders,
@@ -125,6 +129,11 @@ class _FileScan:
     loop_facts: LoopFacts | None = None  # built on the first def that steps an optimizer
     # ids of the module-level defs a ``set_epoch`` call of the module runs from (samplers.set_epoch_units)
     set_epoch_units: set[int] = field(default_factory=set)
+
+
+# project classes of other modules read as a def's possible sampler (``_project_sampler_loaders``): a
+# loader builder calls a dataset, a sampler, perhaps a collate or transform class; more is no builder
+_PENDING_CLASSES = 4
 
 
 class IndexScan(IndexBindings):
@@ -305,6 +314,35 @@ class IndexScan(IndexBindings):
                 if target:
                     self.name_alias[f"{module}.{node.targets[0].id}"] = target
 
+    def _project_sampler_loaders(
+        self, ctx: FileContext, scan: _FileScan, s: Summary, node: ast.FunctionDef | ast.AsyncFunctionDef
+    ) -> None:
+        """What ``node`` returns of loaders over a class of another project module (3D-Detection-Code's
+        ``build_dataloader``: ``sampler = DistributedSampler(dataset, shuffle=shuffle)`` with the class
+        imported from ``lib/datasets/loader/sampler.py``, a copy of torch's). Whether that class is an
+        epoch-ordered sampler is known once every file is summarised, so each such class (named in
+        CapWords, as classes are) is read as one here and kept for ``_finish_project_samplers``."""
+        targets = {
+            t
+            for c in ctx.local(node)
+            if isinstance(c, ast.Call)
+            and (dotted(c.func) or "").rsplit(".", 1)[-1][:1].isupper()
+            and (t := self._project_target(scan.imports, c.func)) is not None
+            and not t.startswith(f"{scan.module}.")
+        }
+        for target in sorted(targets)[:_PENDING_CLASSES]:
+            shapes: list[CallShape] = []
+
+            def built_by(call: ast.Call, target: str = target, shapes: list[CallShape] = shapes) -> bool:
+                if self._project_target(scan.imports, call.func) != target:
+                    return False
+                shapes.append(passed_arguments_shape(call))
+                return True
+
+            found = returned_sampler_loaders(ctx, node, also=built_by)
+            if found:
+                self._pending_sampler_loaders.append((s, target, found, shapes))
+
     def _set_epoch_module(self, module: str, ctx: FileContext) -> None:
         """The module calls ``set_epoch``; when every call sits under ``if self.ddp:`` of a flag a
         constructor parameter with a false default holds (``call_arguments.constructor_guard``), whether
@@ -436,6 +474,9 @@ class IndexScan(IndexBindings):
                 elif any(TORCHVISION_BN_CLASS.match(ctx.qualname(b) or "") for b in node.bases):
                     s.builds_batchnorm = True  # ``super().__init__`` builds the torchvision model's layers
             s.returns_ddp = False  # calling a class builds an instance of it, never a DDP wrap
+            if epoch_sampler_class(ctx, node):
+                s.epoch_sampler, s.epoch_sampler_param = True, init_epoch_param(node)
+                self.epoch_sampler_classes.add(qual)
             if "epochs" in self.facts and scan.module not in self.set_epoch_modules:
                 s.epoch_params = class_epoch_params_of(node, self._gated_calls(scan.module, ctx))
             if scan.loss:
@@ -491,6 +532,8 @@ class IndexScan(IndexBindings):
                 s.sampler_loaders = returned_sampler_loaders(ctx, node)
                 if (found := returned_sampler(ctx, node)) is not None:
                     s.returns_sampler = (f"{Path(ctx.path).name}:{found[0]}", found[1], found[2])
+            if not s.sampler_loaders and ctx.mentions("sampler", "batch_sampler"):
+                self._project_sampler_loaders(ctx, scan, s, node)
         elif "epochs" in self.facts and id(top_unit(ctx, node)) not in scan.set_epoch_units:
             # the module sets some sampler's epoch, but not from this def or anything it runs
             s.epoch_params = epoch_params_of(ctx, node, is_method)

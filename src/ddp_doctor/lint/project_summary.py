@@ -258,6 +258,13 @@ class Summary:
     # returning ``train_loader, val_loader``): position (``WHOLE`` or a tuple index) -> "file.py:line"
     # of the sampler.
     sampler_loaders: dict[int, str] = field(default_factory=dict)
+    # (a class) a sampler of the project's own that orders its samples by ``self.epoch``, which only
+    # its ``set_epoch`` changes, and shuffles by default (lint/samplers.py ``epoch_sampler_class``):
+    # built in another file, it is a DistributedSampler there. Shared: read by every data-order rule.
+    epoch_sampler: bool = False
+    # ... and the constructor parameter its epoch starts from (samplers.init_epoch_param): a call
+    # passing it sets the epoch without ``set_epoch``
+    epoch_sampler_param: tuple[str, int] | None = None
     # It returns a shuffling DistributedSampler (lint/samplers.py ``returned_sampler``): "file.py:line"
     # of the sampler, and the parameter (name, position) a caller turns shuffling off with, if any.
     returns_sampler: tuple[str, str | None, int | None] | None = None

@@ -97,12 +97,20 @@ def batches_itself(call: ast.Call) -> bool:
     return isinstance(size, ast.Constant) and size.value is None
 
 
-def distributed_sampler_call(ctx: FileContext, call: ast.Call) -> bool:
+def distributed_sampler_call(
+    ctx: FileContext, call: ast.Call, also: Callable[[ast.Call], bool] | None = None
+) -> bool:
     """``DistributedSampler(ds)``, also through a class alias chosen by a condition (``S =
     RandomSampler if args.local_rank == -1 else DistributedSampler; S(ds)``): a DistributedSampler
     whenever that branch runs; also a sampler class of this file ordered by its ``self.epoch``
-    (``_epoch_ordered_sampler_class``)."""
+    (``_epoch_ordered_sampler_class``), or (project mode) one of another project file (3D-Detection-Code's
+    ``from lib.datasets.loader.sampler import DistributedSampler``, a copy of torch's). ``also``: what
+    the project index, while it is still being built, counts as one (``project_scan``)."""
     if ctx.call_qualname(call) == DISTRIBUTED_SAMPLER:
+        return True
+    if also is not None and also(call):
+        return True
+    if ctx.project is not None and ctx.project.epoch_sampler_call(ctx, call):
         return True
     if not isinstance(call.func, ast.Name):
         return False
@@ -136,8 +144,73 @@ def _epoch_ordered_sampler_class(ctx: FileContext, call: ast.Call) -> bool:
     the call leaves at a false default is not shuffling."""
     assert isinstance(call.func, ast.Name)
     cls = next((c for c in ctx.of_type(ast.ClassDef) if c.name == call.func.id), None)
-    if cls is None or not isinstance(ctx.parents.get(cls), ast.Module):
+    if cls is None or not isinstance(ctx.parents.get(cls), ast.Module) or not orders_by_epoch(ctx, cls):
         return False
+    init = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
+    if init is not None and keyword(call, "shuffle") is None:
+        default = param_defaults(init).get("shuffle")
+        if isinstance(default, ast.Constant) and not default.value:
+            return False
+    return not passes_epoch(passed_arguments_shape(call), init_epoch_param(cls))
+
+
+CallShape = tuple[frozenset[str | None], int]  # (keyword names, None for ``**kw``; positional count)
+
+
+def passed_arguments_shape(call: ast.Call) -> CallShape:
+    """What a call passes: its keyword names and how many positional arguments (a ``*args`` counts
+    as many)."""
+    count = 99 if any(isinstance(a, ast.Starred) for a in call.args) else len(call.args)
+    return frozenset(k.arg for k in call.keywords), count
+
+
+def init_epoch_param(cls: ast.ClassDef) -> tuple[str, int] | None:
+    """``def __init__(self, dataset, ..., epoch=0): self.epoch = epoch``: the constructor parameter the
+    sampler's epoch starts from (name, position among those a call fills by position, or -1)."""
+    init = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
+    if init is None:
+        return None
+    params = parameter_names(init)
+    for node in ast.walk(init):
+        if (
+            isinstance(node, ast.Assign)
+            and any(dotted(t) == "self.epoch" for t in node.targets)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in params
+        ):
+            positional = positional_params(init)
+            name = node.value.id
+            return name, positional.index(name) if name in positional else -1
+    return None
+
+
+def passes_epoch(shape: CallShape, param: tuple[str, int] | None) -> bool:
+    """The construction hands the sampler its epoch (X-LAN's ``DistributedSampler(coco_set,
+    epoch=epoch)``, the loader rebuilt every epoch): its order changes with the epoch without
+    ``set_epoch``."""
+    if param is None:
+        return False
+    keywords, count = shape
+    name, position = param
+    return name in keywords or None in keywords or 0 <= position < count
+
+
+def epoch_sampler_class(ctx: FileContext, cls: ast.ClassDef) -> bool:
+    """A top-level sampler class ordered by its ``self.epoch`` (``orders_by_epoch``) that shuffles unless
+    told not to (no ``shuffle`` parameter defaulting to false): built anywhere with no
+    ``shuffle=False``, it repeats its order every epoch unless ``set_epoch`` is called (the project
+    index's fact for a class built in another file)."""
+    if not orders_by_epoch(ctx, cls):
+        return False
+    init = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
+    default = param_defaults(init).get("shuffle") if init is not None else None
+    return not (isinstance(default, ast.Constant) and not default.value)
+
+
+def orders_by_epoch(ctx: FileContext, cls: ast.ClassDef) -> bool:
+    """``cls`` draws its order from ``self.epoch``, which only its ``set_epoch`` (and ``__init__``)
+    changes: a subclass of DistributedSampler that keeps its ``__iter__`` (or whose own reads
+    ``self.epoch``), or a copy of it with both methods."""
     methods = {f.name: f for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
     subclass = DISTRIBUTED_SAMPLER in ctx.base_qualnames(cls.name)
     own_iter = methods.get("__iter__")
@@ -155,11 +228,6 @@ def _epoch_ordered_sampler_class(ctx: FileContext, call: ast.Call) -> bool:
             )
             if any(dotted(t) == "self.epoch" for t in targets):
                 return False
-    init = methods.get("__init__")
-    if init is not None and keyword(call, "shuffle") is None:
-        default = param_defaults(init).get("shuffle")
-        if isinstance(default, ast.Constant) and not default.value:
-            return False
     return True
 
 
@@ -245,7 +313,9 @@ def set_epoch_units(ctx: FileContext, dead: Callable[[ast.Call], bool] | None = 
     return reach | after
 
 
-def _inline_samplers(ctx: FileContext, nodes: list[ast.AST]) -> dict[int, int]:
+def _inline_samplers(
+    ctx: FileContext, nodes: list[ast.AST], also: Callable[[ast.Call], bool] | None = None
+) -> dict[int, int]:
     """``{id(value): line}`` for ``sampler=`` values of DataLoader calls that build a shuffling
     DistributedSampler in place (``sampler=DistributedSampler(ds)``, also ``sampler=
     DistributedSampler(ds) if distributed else None``: held whenever the run is distributed)."""
@@ -257,7 +327,7 @@ def _inline_samplers(ctx: FileContext, nodes: list[ast.AST]) -> dict[int, int]:
         if given is None:
             continue
         for value in branches(given):
-            if isinstance(value, ast.Call) and distributed_sampler_call(ctx, value):
+            if isinstance(value, ast.Call) and distributed_sampler_call(ctx, value, also):
                 shuffle = keyword(value, "shuffle")
                 if not (isinstance(shuffle, ast.Constant) and not shuffle.value):
                     out[id(given)] = value.lineno
@@ -297,7 +367,9 @@ def returned_sampler(ctx: FileContext, fn: ast.AST) -> tuple[int, str | None, in
     return None
 
 
-def returned_sampler_loaders(ctx: FileContext, fn: ast.AST, depth: int = 2) -> dict[int, str]:
+def returned_sampler_loaders(
+    ctx: FileContext, fn: ast.AST, depth: int = 2, also: Callable[[ast.Call], bool] | None = None
+) -> dict[int, str]:
     """``{position: "file.py:line"}``: ``fn`` returns a DataLoader over a shuffling DistributedSampler
     (``WHOLE``, or its index in a returned tuple; a def may return one on one path, ``train_loader,
     val_loader``, and another on the other, ``test_loader``); the place is the sampler's. A method
@@ -305,14 +377,15 @@ def returned_sampler_loaders(ctx: FileContext, fn: ast.AST, depth: int = 2) -> d
     ``CustomDatasetDataLoader``: ``initialize`` builds ``self.dataloader = DataLoader(...,
     sampler=sampler)``, ``load_data`` returns ``self.dataloader``). A builder that dispatches, returning
     the whole result of a def of its file (``if status == 'train': return build_train_dataloader(...)``,
-    lw_pytorch_template), returns what that def returns, ``depth`` calls deep."""
-    loaders, returned = _sampler_loader_places(ctx, fn)
+    lw_pytorch_template), returns what that def returns, ``depth`` calls deep. ``also``: further calls
+    that build one (``distributed_sampler_call``)."""
+    loaders, returned = _sampler_loader_places(ctx, fn, also)
     if depth:
         for node in ctx.local(fn):
             if isinstance(node, ast.Return) and isinstance(node.value, ast.Call):
                 callee = ctx.helper(node.value)
                 if callee is not None and callee is not fn:
-                    for position, place in returned_sampler_loaders(ctx, callee, depth - 1).items():
+                    for position, place in returned_sampler_loaders(ctx, callee, depth - 1, also).items():
                         returned.setdefault(position, place)
     cls = ctx.parents.get(fn)
     if (
@@ -325,7 +398,9 @@ def returned_sampler_loaders(ctx: FileContext, fn: ast.AST, depth: int = 2) -> d
     for other in cls.body:
         if isinstance(other, (ast.FunctionDef, ast.AsyncFunctionDef)) and other is not fn:
             kept |= {
-                n: line for n, line in _sampler_loader_places(ctx, other)[0].items() if n.startswith("self.")
+                n: line
+                for n, line in _sampler_loader_places(ctx, other, also)[0].items()
+                if n.startswith("self.")
             }
     return _returned_places(ctx, fn, kept) if kept else {}
 
@@ -344,20 +419,22 @@ def _returned_places(ctx: FileContext, fn: ast.AST, loaders: dict[str, int]) -> 
     return returned
 
 
-def _sampler_loader_places(ctx: FileContext, fn: ast.AST) -> tuple[dict[str, int], dict[int, str]]:
+def _sampler_loader_places(
+    ctx: FileContext, fn: ast.AST, also: Callable[[ast.Call], bool] | None = None
+) -> tuple[dict[str, int], dict[int, str]]:
     """(names ``fn`` binds to a DataLoader over a shuffling DistributedSampler -> the sampler's line,
     what it returns of those: ``returned_sampler_loaders``)."""
     nodes = ctx.local(fn)
     samplers: dict[str, int] = {}  # name -> line of the shuffling DistributedSampler it holds
     for node in nodes:
-        if isinstance(node, ast.Call) and distributed_sampler_call(ctx, node):
+        if isinstance(node, ast.Call) and distributed_sampler_call(ctx, node, also):
             shuffle = keyword(node, "shuffle")
             if isinstance(shuffle, ast.Constant) and not shuffle.value:
                 continue
             _, parent = holder(ctx, node)  # ``None if rank == -1 else DistributedSampler(ds)``
             if isinstance(parent, ast.Assign):
                 samplers |= {d: node.lineno for t in parent.targets if (d := dotted(t))}
-    inline = _inline_samplers(ctx, nodes)
+    inline = _inline_samplers(ctx, nodes, also)
     if not samplers and not inline:
         return {}, {}
     # ``BatchSampler(sampler, ...)`` holds it too, as does a project's batch sampler drawing from it

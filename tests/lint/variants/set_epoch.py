@@ -1529,3 +1529,177 @@ C["NEG_builder_dispatches_to_an_unshuffled_sampler"] = (
     _dispatching_builder(", shuffle=False"),
     "train.py",
 )
+
+
+# Round 27 (exp_torch_byol): the builder of another file picked per dataset in an if/elif chain, every
+# branch naming one that returns a loader over a shuffling DistributedSampler.
+def _builder_per_dataset(plain_builder):
+    return {
+        "train.py": HEAD
+        + "from data import build_loader, build_other_loader\n"
+        + SETUP
+        + """
+    if args.dataset == "a":
+        loader_method = build_loader
+    elif args.dataset == "b":
+        loader_method = build_other_loader
+    else:
+        loader_method = build_loader
+    loader = loader_method(dataset, 8)
+    for epoch in range(args.epochs):
+        for x, y in loader:
+"""
+        + STEP,
+        "data.py": HEAD
+        + BUILD
+        + (
+            """
+def build_other_loader(dataset, batch_size):
+    return DataLoader(dataset, batch_size=batch_size, shuffle=True)
+"""
+            if plain_builder
+            else """
+def build_other_loader(dataset, batch_size):
+    sampler = DistributedSampler(dataset, shuffle=True)
+    return DataLoader(dataset, batch_size=batch_size, sampler=sampler)
+"""
+        ),
+    }
+
+
+C["builder_picked_per_dataset_in_branches"] = (R, True, _builder_per_dataset(False), "train.py")
+# one branch names a builder without a DistributedSampler: not every run draws from one
+C["NEG_builder_picked_per_dataset_one_without_sampler"] = (R, False, _builder_per_dataset(True), "train.py")
+
+
+# Round 27 (3D-Detection-Code): the project's own copy of torch's DistributedSampler, in a module of
+# its own, built in another file (``from lib.datasets.loader.sampler import DistributedSampler``).
+def _project_sampler(seeded_by_epoch):
+    seed = (
+        "g.manual_seed(self.epoch)"
+        if seeded_by_epoch
+        else "g.manual_seed(int(torch.empty((), dtype=torch.int64).random_().item()))"
+    )
+    return (
+        """
+import math
+import torch
+from torch.utils.data.sampler import Sampler
+
+
+class DistributedSampler(Sampler):
+    def __init__(self, dataset, num_replicas=None, rank=None, shuffle=True):
+        self.dataset = dataset
+        self.num_replicas = num_replicas
+        self.rank = rank
+        self.epoch = 0
+        self.shuffle = shuffle
+        self.num_samples = int(math.ceil(len(self.dataset) * 1.0 / self.num_replicas))
+
+    def __iter__(self):
+        g = torch.Generator()
+        """
+        + seed
+        + """
+        indices = torch.randperm(len(self.dataset), generator=g).tolist()
+        return iter(indices[self.rank :: self.num_replicas])
+
+    def __len__(self):
+        return self.num_samples
+
+    def set_epoch(self, epoch):
+        self.epoch = epoch
+"""
+    )
+
+
+PROJECT_SAMPLER_HEAD = HEAD.replace(
+    "from torch.utils.data.distributed import DistributedSampler\n",
+    "from samplers import DistributedSampler\n",
+)
+
+
+def _project_sampler_builder(seeded_by_epoch, shuffle=""):
+    return {
+        "samplers.py": _project_sampler(seeded_by_epoch),
+        "data.py": PROJECT_SAMPLER_HEAD
+        + f"""
+def build_dataloader(dataset, batch_size, training):
+    if training:
+        sampler = DistributedSampler(dataset{shuffle})
+    else:
+        sampler = None
+    return DataLoader(dataset, batch_size=batch_size, sampler=sampler)
+""",
+        "train.py": HEAD
+        + "from data import build_dataloader\n"
+        + SETUP
+        + """
+    train_loader = build_dataloader(dataset, 8, training=True)
+    for epoch in range(args.epochs):
+        for x, y in train_loader:
+"""
+        + STEP,
+    }
+
+
+C["project_sampler_class_of_another_file_via_builder"] = (
+    R,
+    True,
+    _project_sampler_builder(True),
+    "train.py",
+)
+# its ``__iter__`` draws a fresh seed each pass: the order changes every epoch without set_epoch
+C["NEG_project_sampler_class_reseeded_each_pass"] = (R, False, _project_sampler_builder(False), "train.py")
+C["NEG_project_sampler_class_unshuffled"] = (
+    R,
+    False,
+    _project_sampler_builder(True, ", shuffle=False"),
+    "train.py",
+)
+C["project_sampler_class_of_another_file_built_here"] = (
+    R,
+    True,
+    {
+        "samplers.py": _project_sampler(True),
+        "train.py": PROJECT_SAMPLER_HEAD
+        + SETUP
+        + """
+    sampler = DistributedSampler(dataset)
+    loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+    for epoch in range(args.epochs):
+        for x, y in loader:
+"""
+        + STEP,
+    },
+    "train.py",
+)
+
+
+# X-LAN: the project's sampler copy takes its epoch at construction (``__init__(..., epoch=0):
+# self.epoch = epoch``) and the loader is rebuilt every epoch with ``epoch=epoch``: no set_epoch needed
+C["NEG_project_sampler_class_given_the_epoch_at_construction"] = (
+    R,
+    False,
+    {
+        "samplers.py": _project_sampler(True)
+        .replace("shuffle=True):", "shuffle=True, epoch=0):")
+        .replace("self.epoch = 0", "self.epoch = epoch"),
+        "data.py": PROJECT_SAMPLER_HEAD
+        + """
+def load_train(dataset, epoch):
+    sampler = DistributedSampler(dataset, epoch=epoch)
+    return DataLoader(dataset, batch_size=8, sampler=sampler)
+""",
+        "train.py": HEAD
+        + "from data import load_train\n"
+        + SETUP
+        + """
+    for epoch in range(args.epochs):
+        train_loader = load_train(dataset, epoch)
+        for x, y in train_loader:
+"""
+        + STEP,
+    },
+    "train.py",
+)

@@ -29,9 +29,43 @@ def returned_loader(ctx: FileContext, call: ast.Call) -> dict[int, str] | None:
     # a function, or (``dataset = data_loader.load_data()``) the method of the instance a project
     # class or factory built here
     summary = project.summary_for(ctx, call.func) or project.instance_method(ctx, call)
-    if summary is None or summary.module == ctx.module:
+    if summary is None:
+        return _builder_picked_in_branches(ctx, project, call.func)
+    if summary.module == ctx.module:
         return None
     return summary.sampler_loaders or None
+
+
+def _builder_picked_in_branches(
+    ctx: FileContext, project: ProjectIndex, func: ast.expr
+) -> dict[int, str] | None:
+    """``loader_method`` bound in each branch of an ``if``/``elif`` chain to one builder of another
+    file per dataset (exp_torch_byol: ``if args.k400: loader_method = get_data_k400 ... else:
+    loader_method = get_data_ucf``, then ``train_loader = loader_method(..., ddp=True)``): whichever
+    branch runs, the call returns a loader over a shuffling DistributedSampler when every builder it
+    may name does, at the same place in what it returns. None when one binding is anything else (a
+    call, a lambda, a def of this file) or one builder returns no such loader there."""
+    if not isinstance(func, ast.Name):
+        return None
+    scope = ctx.enclosing_function(func)
+    binds = ctx.bindings(scope).get(func.id, [])
+    if len(binds) < 2:
+        return None  # one binding: ``ProjectIndex.summary_for`` follows it (``_local_alias``)
+    common: dict[int, str] | None = None
+    for bind in binds:
+        if not (
+            isinstance(bind, ast.Assign)
+            and len(bind.targets) == 1
+            and isinstance(bind.targets[0], ast.Name)
+            and isinstance(bind.value, (ast.Name, ast.Attribute))
+        ):
+            return None
+        found = project.summary_for(ctx, bind.value)
+        if found is None or found.module == ctx.module or not found.sampler_loaders:
+            return None
+        mine = found.sampler_loaders
+        common = dict(mine) if common is None else {p: w for p, w in common.items() if p in mine}
+    return common or None
 
 
 def sets_epoch_elsewhere(ctx: FileContext, loop: ast.AST, names: set[str]) -> bool:

@@ -42,6 +42,13 @@ So does one under ``if self.ddp:`` where ``self.ddp`` holds a constructor parame
 False and that no construction passes (kpgt's ``Trainer(...)`` built without ``ddp=``;
 ``call_arguments.dead_by_constructor_default``); in project mode the module then counts as one without
 ``set_epoch`` once every construction is seen (``ProjectIndex._finish_set_epoch_gates``).
+Round 27: (project) the project's own epoch-ordered sampler class may live in a module of its own and be
+built in another (3D-Detection-Code's ``from lib.datasets.loader.sampler import DistributedSampler``, a
+copy of torch's): ``Summary.epoch_sampler``, read by ``samplers.distributed_sampler_call`` through the
+index, and by the index itself once every class is known (``ProjectIndex._finish_project_samplers``).
+A builder of another file bound per dataset in an ``if``/``elif`` chain (exp_torch_byol's
+``loader_method = get_data_k400 ... else: loader_method = get_data_ucf``) returns a loader over a
+shuffling DistributedSampler when every builder it may name does (``_returned_loaders``).
 """
 
 from __future__ import annotations
@@ -114,7 +121,9 @@ class SetEpochMissing(Rule):
         "whose methods re-iterate what its constructor kept (`Trainer(model, loader, epochs).fit()` with "
         "`for epoch in ...: for b in self.train_loader:`, also from a method the loop calls), a builder "
         "reached through a local alias (`get_loader = dist.get_loader if cuda else data.get_loader`: the "
-        "branch named or tested for distribution); a `set_epoch` that passes the same value on every pass "
+        "branch named or tested for distribution; or bound per dataset in an `if`/`elif` chain to builders "
+        "that all return one: `if args.k400: loader_method = get_data_k400 ... else: loader_method = "
+        "get_data_ucf`); a `set_epoch` that passes the same value on every pass "
         "of the epoch loop (`for epoch in range(args.epoch): sampler.set_epoch(args.epoch)`, a constant); "
         "the sampler drawn through a batch sampler (`DataLoader(ds, batch_sampler=BatchSampler(sampler, 8, "
         "False))`, a project's `BucketBatchSampler(sampler, ...)`); loaders and samplers kept in dicts by "
@@ -130,7 +139,8 @@ class SetEpochMissing(Rule):
         "DataLoader(...)`, `.append(...)`, also `[{'loader': DataLoader(...)} for ...]`) picked by a variable and "
         "re-created as an iterator in the step loop (`except StopIteration: its[k] = iter(loaders[k])`); a "
         "sampler class of the project's own that orders its samples by `self.epoch`, which only its `set_epoch` "
-        "changes (a subclass of DistributedSampler, or a copy: `g.manual_seed(self.epoch)` in `__iter__`); a "
+        "changes (a subclass of DistributedSampler, or a copy: `g.manual_seed(self.epoch)` in `__iter__`; "
+        "(project) also one of another file: `from lib.loader.sampler import DistributedSampler`); a "
         "`set_epoch` passing a literal outside every loop (`sampler.set_epoch(0)` once before the epoch loop) "
         "counts as none; (project) so does one under `if self.ddp:` where `self.ddp` is set once, in "
         "`__init__`, from a parameter defaulting to False that no construction of the class passes (nor a "
