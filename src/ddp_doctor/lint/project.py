@@ -90,9 +90,11 @@ class ProjectIndex(IndexScan, IndexQueries):
         paths: list[tuple[str, Path]] = []
         for path in (f.resolve() for f in files):
             if path.suffix != ".py":
+                index.reach.add_path(path)  # a notebook (or stub) may name a def of the project
                 continue
             try:
                 if path.stat().st_size > MAX_FILE_BYTES:
+                    index.reach.add_path(path)
                     continue
             except OSError:
                 continue
@@ -108,15 +110,20 @@ class ProjectIndex(IndexScan, IndexQueries):
             ctx = parse_file(path, FACT_WORDS)
             if ctx is None:
                 index._unscanned.append((module, path))
+                index.reach.add_path(path)  # its words name defs (it cannot be parsed, or has no fact word)
                 continue
             try:
+                index.reach.add(module, ctx)
                 index._summarise(module, ctx)
             except RecursionError:
+                index.reach.unknown = True
                 continue
         index._refine_meter_returns()
         index._finish_set_epoch_gates()
         index._settle_bn_options()
         index._propagate()
+        index.reach.read_text_files(root)
+        index.reach.settle()
         return index
 
     def _settle_bn_options(self) -> None:
