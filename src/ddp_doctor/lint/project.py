@@ -110,7 +110,7 @@ class ProjectIndex(IndexScan, IndexQueries):
             ctx = parse_file(path, FACT_WORDS)
             if ctx is None:
                 index._unscanned.append((module, path))
-                index.reach.add_path(path)  # its words name defs (it cannot be parsed, or has no fact word)
+                index.reach.add_path(path, module)  # its words name defs (unparsed, or no fact word)
                 continue
             try:
                 index.reach.add(module, ctx)

@@ -38,6 +38,7 @@ from pathlib import Path
 
 from ddp_doctor.lint.context import FileContext, dotted
 from ddp_doctor.lint.discover import iter_files
+from ddp_doctor.lint.project_modules import parse_file
 
 # The project's other text (configurations, launch scripts, notebooks, docs), read for the names
 # it spells; past the caps nothing is called unreached (a name could hide in what was not read).
@@ -106,6 +107,26 @@ COMMAND_LINES = frozenset({"Fire", "CLI"})  # with no target: every def of the f
 # Calls that look an attribute up by a name known at run time: the parts of names the file builds
 # from strings (``f"train_{mode}"``) count as spelling every def whose name starts or ends so.
 LOOKUPS = frozenset({"getattr", "hasattr"})
+# A file without these words looks no name up at run time (the cheap check before parsing one).
+LOOKUP_WORDS = (
+    "getattr",
+    "hasattr",
+    "__dict__",
+    "globals",
+    "locals",
+    "vars",
+    "eval",
+    "exec",
+    "Fire",
+    "CLI",
+    "import_module",
+    "__import__",
+    "sys.modules",
+    "locate",
+    "instantiate",
+    "get_class",
+    "get_method",
+)
 # Calls that load a module named at run time: any top-level def of the project may be what is
 # then looked up in it (``getattr(importlib.import_module(path), cls_name)``).
 IMPORT_CALLS = frozenset({"import_module", "__import__", "locate", "get_class", "get_method", "instantiate"})
@@ -228,6 +249,19 @@ def _class_units(node: ast.ClassDef, fragments: set[str]) -> list[Unit]:
     return [cls, *(_def_unit(m, node.name, fragments) for m in methods)]
 
 
+def _import_bindings(ctx: FileContext) -> dict[str, str]:
+    """Names the file's imports bind, anywhere in it -> what they import, as far as written
+    (``from . import tasks`` -> ``tasks``, ``import models.resnet as M`` -> ``models.resnet``)."""
+    out: dict[str, str] = {}
+    for node in ctx.of_type(ast.Import):
+        for a in node.names:
+            out[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+    for imp in ctx.of_type(ast.ImportFrom):
+        for a in imp.names:
+            out[a.asname or a.name] = ".".join(p for p in (imp.module, a.name) if p)
+    return out
+
+
 def _looks_up_own_names(call: ast.Call, head: str) -> bool:
     """``globals()``, ``eval(...)``, ``vars()`` (the builtins, not ``model.eval()``), or
     ``fire.Fire()`` with no target."""
@@ -240,6 +274,7 @@ def _dynamic(ctx: FileContext, refs: FileRefs) -> None:
     """Names this file looks up at run time: its own defs (``globals()[name]``, ``fire.Fire()``
     with no target) or those of a module it imports (``getattr(models, args.arch)``,
     ``models.__dict__[name]``)."""
+    imported = _import_bindings(ctx)
     for node in ctx.of_type(ast.Call):
         head = (dotted(node.func) or "").rsplit(".", 1)[-1]
         if _looks_up_own_names(node, head):
@@ -249,16 +284,16 @@ def _dynamic(ctx: FileContext, refs: FileRefs) -> None:
         elif head in LOOKUPS and len(node.args) >= 2 and not isinstance(node.args[1], ast.Constant):
             refs.looks_up = True
             target = dotted(node.args[0])
-            if target is not None and target in ctx.imports:
-                refs.picked_modules.add(ctx.imports[target])
+            if target is not None and target in imported:
+                refs.picked_modules.add(imported[target])
     for sub in ctx.of_type(ast.Subscript):
         if dotted(sub.value) == "sys.modules":
             refs.imports_by_name = True
         if isinstance(sub.value, ast.Attribute) and sub.value.attr == "__dict__":
             refs.looks_up = True
             target = dotted(sub.value.value)
-            if target is not None and target in ctx.imports:
-                refs.picked_modules.add(ctx.imports[target])
+            if target is not None and target in imported:
+                refs.picked_modules.add(imported[target])
 
 
 def file_references(ctx: FileContext) -> FileRefs:
@@ -327,13 +362,20 @@ class Reach:
     def add_text(self, text: str) -> None:
         _string_words(text, self.names, set(), False)
 
-    def add_path(self, path: Path) -> None:
-        """A project file the index does not read (no fact word, too large, a notebook): its words."""
+    def add_path(self, path: Path, module: str | None = None) -> None:
+        """A project file the index does not read (no fact word, too large, a notebook): its words;
+        a module of it that looks names up at run time (a builder's ``getattr(tasks, name)``) is
+        read as code, for what its lookups may pick."""
         text = _read(path)
         if text is None:
             self.unknown = True
-        else:
-            self.add_text(text)
+            return
+        if module is not None and any(w in text for w in LOOKUP_WORDS):
+            ctx = parse_file(path)
+            if ctx is not None:
+                self.add(module, ctx)
+                return
+        self.add_text(text)
 
     def read_text_files(self, root: Path) -> None:
         files = list(itertools.islice(iter_files(root, [], TEXT_SUFFIXES), MAX_TEXT_FILES + 1))

@@ -175,3 +175,21 @@ C["rank0_log_in_a_file_that_looks_its_names_up"] = (
     },
     "trainers.py",
 )
+# a module whose classes are picked by a run-time name (``getattr(tasks, cfg.task)`` after ``from .
+# import tasks``, trainee-ai's ``skp/builder.py``): any class of it may run, named or not
+C["rank0_log_in_a_class_picked_from_its_module_by_name"] = (
+    R,
+    True,
+    {
+        "pkg/__init__.py": "",
+        "pkg/trainers.py": VAE,
+        "pkg/builder.py": "from . import trainers\n\nDEFAULT = trainers.Trainer\n\n\ndef build(name, *args):\n"
+        "    return getattr(trainers, name)(*args)\n",
+        "train.py": VAE_MAIN.replace("from trainers import {CLS}", "from pkg.builder import build")
+        .replace("{CLS}(model", "build(cfg.trainer, model")
+        .replace(
+            '    dist.init_process_group("nccl")', '    cfg = parse()\n    dist.init_process_group("nccl")'
+        ),
+    },
+    "pkg/trainers.py",
+)
