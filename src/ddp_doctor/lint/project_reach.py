@@ -36,7 +36,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ddp_doctor.lint.context import FileContext, dotted
+from ddp_doctor.lint.context import FileContext, dotted, is_main_guard
 from ddp_doctor.lint.discover import iter_files
 from ddp_doctor.lint.project_modules import parse_file
 
@@ -145,6 +145,7 @@ class Unit:
     uses: set[str]
     pinned: bool  # reached whatever names it (a registry's decorator, a dunder, a test)
     is_class: bool = False
+    calls: set[str] = field(default_factory=set)  # the last names of what it calls
     bases: tuple[str, ...] = ()  # a class's bases, by last name
 
 
@@ -152,6 +153,8 @@ class Unit:
 class FileRefs:
     units: list[Unit] = field(default_factory=list)
     uses: set[str] = field(default_factory=set)  # module-level code: always runs
+    calls: set[str] = field(default_factory=set)  # ... and the last names of what it calls
+    entry: bool = False  # ``if __name__ == "__main__":``: a script run by itself
     all_reached: bool = False  # names looked up at run time: every def of the file is reached
     imports_by_name: bool = False  # a module or def named at run time: every top-level def is reached
     fragments: set[str] = field(default_factory=set)  # parts of names built at run time (below)
@@ -176,13 +179,16 @@ def _string_words(text: str, names: set[str], fragments: set[str], partial: bool
             fragments.add(words[-1])
 
 
-def _names(nodes: list[ast.AST], fragments: set[str]) -> set[str]:
+def _names(nodes: list[ast.AST], fragments: set[str], calls: set[str]) -> set[str]:
     """Every spelling the subtrees of ``nodes`` use (names, attributes, imports, keywords, string
-    words); the string words that may build names go to ``fragments``."""
+    words); the string words that may build names go to ``fragments``, the last names of what
+    they call (``Runner(cfg)``, ``models.Runner(cfg)``) to ``calls``."""
     out: set[str] = set()
     partial: set[int] = set()  # string constants that are a part of a name built at run time
     for top in nodes:
         for node in ast.walk(top):
+            if isinstance(node, ast.Call) and (callee := dotted(node.func)):
+                calls.add(callee.rsplit(".", 1)[-1])
             if isinstance(node, ast.Name):
                 out.add(node.id)
             elif isinstance(node, ast.Attribute):
@@ -230,7 +236,8 @@ def _span(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> tuple[
 
 def _def_unit(node: ast.FunctionDef | ast.AsyncFunctionDef, owner: str | None, fragments: set[str]) -> Unit:
     start, end = _span(node)
-    return Unit(node.name, owner, start, end, _names([node], fragments), _pinned(node))
+    calls: set[str] = set()
+    return Unit(node.name, owner, start, end, _names([node], fragments, calls), _pinned(node), calls=calls)
 
 
 def _class_units(node: ast.ClassDef, fragments: set[str]) -> list[Unit]:
@@ -245,7 +252,9 @@ def _class_units(node: ast.ClassDef, fragments: set[str]) -> list[Unit]:
         k.arg == "metaclass" and (dotted(k.value) or "").rsplit(".", 1)[-1] != "ABCMeta"
         for k in node.keywords
     )
-    cls = Unit(node.name, None, start, end, _names(own, fragments), _pinned(node) or registers, True, bases)
+    calls: set[str] = set()
+    uses = _names(own, fragments, calls)
+    cls = Unit(node.name, None, start, end, uses, _pinned(node) or registers, True, calls, bases)
     return [cls, *(_def_unit(m, node.name, fragments) for m in methods)]
 
 
@@ -308,7 +317,8 @@ def file_references(ctx: FileContext) -> FileRefs:
             refs.units.extend(_class_units(node, fragments))
         else:  # defs under ``if``/``try`` at module level count as module-level code: always reached
             top.append(node)
-    refs.uses = _names(top, fragments)
+            refs.entry = refs.entry or (isinstance(node, ast.If) and is_main_guard(node.test))
+    refs.uses = _names(top, fragments, refs.calls)
     _dynamic(ctx, refs)
     return refs
 
@@ -460,7 +470,16 @@ class Reach:
         # run is seen to use are left unreached.
         used: set[str] = set()
         while True:
-            used = {m for i, (m, u) in enumerate(units) if live[i] and not u.pinned and m not in whole}
+            # a file is seen used when the run reaches one of its defs and imports or names the
+            # module, or runs it as a script (a name shared with a def of another file is no use)
+            used = {
+                m
+                for i, (m, u) in enumerate(units)
+                if live[i]
+                and not u.pinned
+                and m not in whole
+                and (self.files[m].entry or m.rsplit(".", 1)[-1] in live_names)
+            }
             orphans = [i for i, (m, u) in enumerate(units) if m not in used and not live[i]]
             if not orphans:
                 break
@@ -476,18 +495,24 @@ class Reach:
                     live[j] = True
                     queue.append(j)
             spread()
-        # the methods of a class the run is seen to call by name (``runner.train()``) are reached
-        # only so: one never named is an old path left beside them; a class whose methods no one
-        # names (its interface used only by code not shown) keeps them all
+        # the methods of a class the run builds (``runner = Runner(cfg)``) and is seen to call by
+        # name (``runner.train()``) are reached only so: one never named is an old path left beside
+        # them. A class the project never builds by name (a library's ``Trainer`` its README runs,
+        # one picked from a table) or whose methods no one names keeps them all.
         called = {
             (m, u.owner)
             for i, (m, u) in enumerate(units)
             if live[i] and u.owner and named(u) and not _dunder(u.name)
         }
+        built_names = {c for refs in self.files.values() for c in refs.calls}
+        built_names.update(c for i, (_, u) in enumerate(units) if live[i] for c in u.calls)
+        built = _ancestors(built_names, self._bases(units))
         for i, (module, u) in enumerate(units):
             if live[i]:
                 continue
-            if u.owner is None or ((module, u.owner) in class_live and (module, u.owner) in called):
+            if u.owner is None or (
+                (module, u.owner) in class_live and (module, u.owner) in called and u.owner in built
+            ):
                 # a method of an unreached class lies inside the class's own span
                 self._dead.setdefault(module, []).append((u.start, u.end))
         for spans in self._dead.values():
