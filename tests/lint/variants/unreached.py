@@ -193,3 +193,51 @@ C["rank0_log_in_a_class_picked_from_its_module_by_name"] = (
     },
     "pkg/trainers.py",
 )
+# a library's trainer class the project never builds (its README does: ``Trainer(...).train()``):
+# any of its methods may run, even beside ones the project calls by name (lucidrains'
+# denoising-diffusion-pytorch, re-exported by the package and never constructed inside it)
+LIBRARY = """
+import torch
+from torch.nn.parallel import DistributedDataParallel
+
+
+class Trainer:
+    def __init__(self, model, loader, accum=4):
+        self.model, self.loader = DistributedDataParallel(model), loader
+        self.opt = torch.optim.Adam(self.model.parameters())
+        self.accum = accum
+
+    def save(self, path):
+        torch.save(self.model.state_dict(), path)
+
+    def train(self):
+        for step, x in enumerate(self.loader):
+            loss = self.model(x) / self.accum
+            loss.backward()
+            if (step + 1) % self.accum == 0:
+                self.opt.step()
+                self.opt.zero_grad()
+                self.save("last.pt")
+"""
+C["loop_of_a_library_class_the_project_never_builds"] = (
+    A,
+    True,
+    {
+        "lib/__init__.py": "from lib.trainer import Trainer\n",
+        "lib/trainer.py": LIBRARY,
+        "lib/checkpoint.py": "def keep(trainer):\n    trainer.save('best.pt')\n",
+    },
+    "lib/trainer.py",
+)
+# ... and the same loop once a script of the project builds the class and calls only its save
+C["NEG_loop_of_a_class_the_project_builds_and_never_trains"] = (
+    A,
+    False,
+    {
+        "lib/__init__.py": "from lib.trainer import Trainer\n",
+        "lib/trainer.py": LIBRARY,
+        "export.py": "from lib import Trainer\n\nif __name__ == '__main__':\n"
+        "    Trainer(build_model(), None).save('model.pt')\n",
+    },
+    "lib/trainer.py",
+)
