@@ -26,6 +26,7 @@ from tests.lint.variants import (
     rank0_trackers,
     sampler,
     set_epoch,
+    unreached,
 )
 
 MODULES = (
@@ -43,6 +44,7 @@ MODULES = (
     batchnorm,
     accumulation,
     other_rules,
+    unreached,
 )
 CASES = {f"{m.__name__.rsplit('.', 1)[-1]}:{name}": case for m in MODULES for name, case in m.C.items()}
 

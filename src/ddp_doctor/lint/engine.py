@@ -126,6 +126,8 @@ def lint_source(
         for v in violations:
             if (v.rule_id, v.line) in seen or _suppressed(ctx.lines, v):
                 continue
+            if project is not None and project.reach.unreached(ctx.module, v.line):
+                continue  # inside a def or class nothing in the project names: no run executes it
             seen.add((v.rule_id, v.line))
             result.findings.append(_to_finding(v, path, notebook))
             result.edits.extend(v.edits)

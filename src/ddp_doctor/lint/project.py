@@ -95,9 +95,11 @@ class ProjectIndex(IndexScan, IndexQueries):
         paths: list[tuple[str, Path]] = []
         for path in (f.resolve() for f in files):
             if path.suffix != ".py":
+                index.reach.add_path(path)  # a notebook (or stub) may name a def of the project
                 continue
             try:
                 if path.stat().st_size > MAX_FILE_BYTES:
+                    index.reach.add_path(path)
                     continue
             except OSError:
                 continue
@@ -113,10 +115,13 @@ class ProjectIndex(IndexScan, IndexQueries):
             ctx = parse_file(path, FACT_WORDS)
             if ctx is None:
                 index._unscanned.append((module, path))
+                index.reach.add_path(path, module)  # its words name defs (unparsed, or no fact word)
                 continue
             try:
+                index.reach.add(module, ctx)
                 index._summarise(module, ctx)
             except RecursionError:
+                index.reach.unknown = True
                 continue
         index._refine_meter_returns()
         index._finish_project_samplers()
@@ -124,6 +129,8 @@ class ProjectIndex(IndexScan, IndexQueries):
         index._settle_factory_names()
         index._settle_bn_options()
         index._propagate()
+        index.reach.read_text_files(root)
+        index.reach.settle()
         return index
 
     def _settle_factory_names(self) -> None:

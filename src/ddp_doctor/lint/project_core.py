@@ -19,6 +19,7 @@ from ddp_doctor.lint.dist_tests import DISTRIBUTED_NAME, negative_test
 from ddp_doctor.lint.handed_models import Handed
 from ddp_doctor.lint.model_picks import split_pick_key
 from ddp_doctor.lint.project_modules import LOCAL_KEY, absolute_imports, absolute_module, relative_base
+from ddp_doctor.lint.project_reach import Reach
 from ddp_doctor.lint.project_summary import FACTS, Summary, is_class_summary
 
 CONFLICT = object()  # a configuration key given different defaults
@@ -262,6 +263,8 @@ class IndexCore:
     _loader_args: dict[str, dict[str | int, frozenset[tuple[str, int]]]] = field(default_factory=dict)
     sampler_loader_args: dict[str, dict[str | int, str]] = field(default_factory=dict)
     _children: dict[str, set[str]] | None = None  # class -> its direct project subclasses (lazy)
+    # which defs and classes nothing in the project names (lint/project_reach.py): their code never runs
+    reach: Reach = field(default_factory=Reach)
     rank0_callees: set[str] = field(default_factory=set)
     _wrapper_names: tuple[str, ...] | None = None
     _plain_loader_names: tuple[str, ...] | None = None
