@@ -2570,3 +2570,41 @@ C["NEG_master_flag_left_at_its_default_by_every_construction"] = (
     {"lib/__init__.py": "", "lib/train.py": MASTER_TRAINER, "run.py": MASTER_RUN.replace("{PASS}", "")},
     "lib/train.py",
 )
+# One reading of "``self.master`` stored once" (``context.attribute_store``) for every rule: another
+# class of the file that sets its own ``self.master`` does not change what this class's instances hold
+# (the default still fixes the test); a class that builds its instances itself (``cls(...,
+# master=rank == 0)``) passes the flag where no scan of the constructions sees it
+OTHER_CLASS = """
+
+class Evaluator:
+    def __init__(self):
+        self.master = False
+"""
+C["NEG_master_flag_default_beside_another_class_own_master"] = (
+    R,
+    False,
+    {
+        "lib/__init__.py": "",
+        "lib/train.py": MASTER_TRAINER + OTHER_CLASS,
+        "run.py": MASTER_RUN.replace("{PASS}", ""),
+    },
+    "lib/train.py",
+)
+FACTORY = """
+    @classmethod
+    def for_rank(cls, model, optimizer, rank):
+        return cls(model, optimizer, master=rank == 0)
+"""
+C["master_flag_passed_by_the_class_own_factory"] = (
+    R,
+    True,
+    {
+        "lib/__init__.py": "",
+        "lib/train.py": MASTER_TRAINER.replace("\n    def train_epoch", FACTORY + "\n    def train_epoch"),
+        "run.py": MASTER_RUN.replace(
+            "train.Trainer(model=model, optimizer=optimizer{PASS})",
+            "train.Trainer.for_rank(model, optimizer, rank)",
+        ),
+    },
+    "lib/train.py",
+)
