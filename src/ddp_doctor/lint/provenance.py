@@ -376,7 +376,8 @@ def loop_aliases(ctx: FileContext, node: ast.AST, names: set[str]) -> set[str]:
         if (
             isinstance(cur, (ast.For, ast.AsyncFor))
             and child in cur.body
-            and names & _item_names(cur.target, cur.iter) - _rebound_in_body(cur, node)
+            and (items := names & _item_names(cur.target, cur.iter))
+            and items - _rebound_in_body(ctx, cur, node)  # (walks the body only for a loop of ``names``)
             and not _other_items_picked(cur.target, picked)
             and not reduced_iteration(cur.iter)
         ):
@@ -424,19 +425,26 @@ def _iterated(it: ast.expr) -> ast.expr:
     return it
 
 
-def _rebound_in_body(loop: ast.For | ast.AsyncFor, node: ast.AST) -> set[str]:
+def _rebound_in_body(ctx: FileContext, loop: ast.For | ast.AsyncFor, node: ast.AST) -> set[str]:
     """Loop variables the body rebinds before ``node`` (HALOs ``for k, v in metrics.items(): v =
     self.accelerator.gather(v).flatten(); batch_metrics[k].extend(v...)``): from there the name is
     the new value, which the assignment's own flow follows, not the container's item."""
     line = getattr(node, "lineno", 0)
-    out: set[str] = set()
+    return {name for at, names in _body_rebinds(ctx, loop) if at < line for name in names}
+
+
+def _body_rebinds(ctx: FileContext, loop: ast.For | ast.AsyncFor) -> list[tuple[int, set[str]]]:
+    """``(line, names)`` of each assignment of the loop's body that rebinds names to a new value:
+    read once per loop (``ctx.memo``), since every statement of a long loop body asks about the loops
+    around it (HALOs' trainers spent half their lint time walking the same bodies again)."""
+    key = (_body_rebinds, id(loop))
+    found: list[tuple[int, set[str]]] | None = ctx.memo.get(key)
+    if found is not None:
+        return found
+    found = []
     for stmt in loop.body:
         for n in ast.walk(stmt):
-            if (
-                isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
-                and n.lineno < line
-                and not isinstance(n, ast.AugAssign)
-            ):
+            if isinstance(n, (ast.Assign, ast.AnnAssign)):
                 targets = n.targets if isinstance(n, ast.Assign) else [n.target]
                 names = {t.id for t in targets if isinstance(t, ast.Name)}
                 if n.value is not None and not any(
@@ -444,8 +452,9 @@ def _rebound_in_body(loop: ast.For | ast.AsyncFor, node: ast.AST) -> set[str]:
                 ):
                     # ``if hasattr(v, "item"): v = v.item()``: the same value (VAR's TensorboardLogger)
                     names -= reads(ast.walk(n.value))
-                out |= names
-    return out
+                found.append((n.lineno, names))
+    ctx.memo[key] = found
+    return found
 
 
 def _other_items_picked(target: ast.AST, tests: list[ast.expr]) -> bool:
