@@ -9,7 +9,6 @@ import re
 
 from ddp_doctor.lint.context import (
     FileContext,
-    attribute_store,
     dotted,
     keyword,
     param_defaults,
@@ -172,10 +171,20 @@ def _config_attribute(ctx: FileContext, fn: ast.AST, attr: str) -> str | None:
     """The option ``self.<attr>`` is set from, where the class sets it once, from a config attribute
     or key (``self.use_bn = args.use_bn`` → ``use_bn``, ``self.bn = cfg['batch_norm']`` → ``batch_norm``)."""
     cls = ctx.method_owner(fn)
-    store = attribute_store(cls, attr) if cls is not None else None
-    if store is None:
+    if cls is None:
         return None
-    value = store.value
+    values = [
+        n.value
+        for n in ast.walk(cls)
+        if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+        and any(
+            isinstance(t, ast.Attribute) and t.attr == attr and dotted(t) == f"self.{attr}"
+            for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+        )
+    ]
+    if len(values) != 1:
+        return None
+    value = values[0]
     if isinstance(value, ast.Attribute) and not (dotted(value) or "self.").startswith("self."):
         return value.attr
     if (

@@ -19,15 +19,7 @@ import ast
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ddp_doctor.lint.context import (
-    FileContext,
-    attribute_store,
-    conjuncts,
-    dotted,
-    init_of,
-    param_defaults,
-    positional_params,
-)
+from ddp_doctor.lint.context import FileContext, conjuncts, dotted, init_of, param_defaults, positional_params
 
 ANY = "*"
 Passed = dict[str, set[int | str]]
@@ -101,37 +93,52 @@ ConstructorFlag = tuple[ast.ClassDef, ast.FunctionDef | ast.AsyncFunctionDef, st
 
 
 def constructor_flag(ctx: FileContext, test: ast.expr) -> ConstructorFlag | None:
-    """``self.ddp`` read in a method of a top-level class that stores it once, from a constructor
-    parameter with a constant default (``constructor_parameter``; kpgt's ``Trainer(..., ddp=False,
-    ...)``): the attribute holds what the constructions pass, or that default. ``(class, __init__,
-    parameter, attribute)``; None for anything else."""
+    """``self.ddp`` read in a method of a top-level class whose only binding of that attribute is
+    ``self.ddp = ddp`` at the top of its ``__init__``, ``ddp`` a parameter there with a constant
+    default that ``__init__`` never rebinds (kpgt's ``Trainer(..., ddp=False, ...)``): the attribute
+    holds what the constructions pass, or that default. ``(class, __init__, parameter, attribute)``;
+    None for anything else (also a class that sets attributes by ``setattr``/``__dict__``)."""
     if not (isinstance(test, ast.Attribute) and isinstance(test.value, ast.Name) and test.value.id == "self"):
         return None
-    cls = ctx.enclosing_method_class(test)
-    found = constructor_parameter(ctx, cls, test.attr) if cls is not None else None
-    return (cls, found[0], found[1], test.attr) if cls is not None and found is not None else None
-
-
-def constructor_parameter(
-    ctx: FileContext, cls: ast.ClassDef, attr: str
-) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, str] | None:
-    """``(__init__, parameter)`` where the class's only write of ``self.<attr>``
-    (``context.attribute_store``) is ``self.<attr> = <parameter>`` in the body of its ``__init__``, the
-    parameter has a constant default and ``__init__`` never rebinds it: every instance holds what its
-    construction passes, or that default. None also where the class builds instances itself
-    (``cls(...)``: arguments no scan of constructions sees)."""
+    fn = ctx.enclosing_function(test)
+    cls = ctx.parents.get(fn) if fn is not None else None
+    if not isinstance(cls, ast.ClassDef) or not isinstance(ctx.parents.get(cls), ast.Module):
+        return None
     init = init_of(cls)
-    store = attribute_store(cls, attr)
-    if init is None or store is None or store not in init.body or not isinstance(store.value, ast.Name):
+    if init is None:
         return None
-    if any(
-        isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "cls" for n in ast.walk(cls)
-    ):
+    sets: list[ast.stmt] = []
+    for node in ast.walk(cls):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("setattr", "cls")
+        ):
+            return None  # attributes set by name; instances built by the class itself (unseen arguments)
+        if isinstance(node, ast.Attribute) and node.attr == "__dict__":
+            return None
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, (ast.AugAssign, ast.AnnAssign))
+            else []
+        )
+        if any(
+            isinstance(t, ast.Attribute) and dotted(t) == f"self.{test.attr}"
+            for tg in targets
+            for t in ast.walk(tg)
+        ):
+            sets.append(node)  # type: ignore[arg-type]  # an Assign/AugAssign/AnnAssign
+    if len(sets) != 1 or not isinstance(only := sets[0], ast.Assign) or only not in init.body:
         return None
-    param = store.value.id
-    if not isinstance(param_defaults(init).get(param), ast.Constant) or ctx.bindings(init).get(param):
+    param = only.value
+    if len(only.targets) != 1 or not isinstance(param, ast.Name):
         return None
-    return init, param
+    default = param_defaults(init).get(param.id)
+    if not isinstance(default, ast.Constant) or ctx.bindings(init).get(param.id):
+        return None
+    return cls, init, param.id, test.attr
 
 
 def constructor_guard(ctx: FileContext, node: ast.AST) -> ConstructorFlag | None:
@@ -215,17 +222,28 @@ def fixed_by_defaults(ctx: FileContext, test: ast.expr) -> str | None:
 
 def _attribute_default(ctx: FileContext, fn: ast.AST, attr: str) -> ast.expr | None:
     """(project mode) ``self.<attr>`` read in a method ``fn``: the constant default of the
-    ``__init__`` parameter the class stores it from once (``constructor_parameter``), when every
-    instance holds that default: the project builds the class but no construction passes the
-    parameter (``never_constructed_with``)."""
-    project, cls = ctx.project, ctx.method_owner(fn)
-    if project is None or ctx.module is None or cls is None:
+    ``__init__`` parameter the class sets it from, when every instance holds that default: the
+    file sets ``<obj>.<attr>`` once, in ``__init__``, to the bare parameter (never rebound there),
+    and the project builds the class but no construction passes the parameter (``never_constructed_with``)."""
+    project, cls = ctx.project, ctx.parents.get(fn)
+    if project is None or ctx.module is None or not isinstance(cls, ast.ClassDef):
         return None
-    found = constructor_parameter(ctx, cls, attr)
-    if found is None:
+    init = init_of(cls)
+    stores = [x for x in ctx.of_type(ast.Attribute) if x.attr == attr and isinstance(x.ctx, ast.Store)]
+    store = ctx.parents.get(stores[0]) if len(stores) == 1 else None
+    if (
+        init is None
+        or not isinstance(store, ast.Assign)
+        or ctx.enclosing_function(store) is not init
+        or len(store.targets) != 1
+        or dotted(store.targets[0]) != f"self.{attr}"
+        or not isinstance(store.value, ast.Name)
+    ):
         return None
-    init, param = found
-    default = param_defaults(init)[param]
+    param = store.value.id
+    default = param_defaults(init).get(param)
+    if default is None or ctx.bindings(init).get(param):
+        return None
     return default if project.never_constructed_with(f"{ctx.module}.{cls.name}", init, param, attr) else None
 
 

@@ -133,33 +133,6 @@ def init_of(cls: ast.ClassDef) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     )
 
 
-def attribute_store(cls: ast.ClassDef, attr: str) -> ast.Assign | None:
-    """Where the class ``cls`` sets ``self.<attr>``, when it does so in one place: the one statement
-    that assigns it, a plain ``self.<attr> = value``. None where any other statement of the class writes
-    it too (in whole or in part: ``self.x += 1``, ``self.x, y = ...``, ``self.x[k] = ...``), where that
-    one write is not a plain assignment, or where the class sets attributes by name (``setattr``,
-    ``self.__dict__``). The value stored (a constructor parameter, a config option) is the caller's
-    question."""
-    writes: list[ast.stmt] = []
-    spelled = f"self.{attr}"
-    for node in ast.walk(cls):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr":
-            return None
-        if isinstance(node, ast.Attribute) and node.attr == "__dict__":
-            return None
-        if isinstance(node, ast.Assign):
-            targets = node.targets
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
-            targets = [node.target]
-        else:
-            continue
-        if any(isinstance(t, ast.Attribute) and dotted(t) == spelled for tg in targets for t in ast.walk(tg)):
-            writes.append(node)
-    if len(writes) != 1 or not isinstance(only := writes[0], ast.Assign) or len(only.targets) != 1:
-        return None
-    return only if dotted(only.targets[0]) == spelled else None
-
-
 def parameter_names(fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> list[str]:
     """The names of ``fn``'s parameters, positional and keyword-only, in order (not ``*args`` and
     ``**kwargs``)."""
