@@ -36,6 +36,7 @@ from ddp_doctor.lint.rank0 import bound_argument
 from ddp_doctor.lint.reductions import (
     compute_of,
     computed_from_gathered,
+    dicts_replaced_by_reduced,
     is_reduce,
     named_only,
     reduced_before,
@@ -375,7 +376,8 @@ def loop_aliases(ctx: FileContext, node: ast.AST, names: set[str]) -> set[str]:
         if (
             isinstance(cur, (ast.For, ast.AsyncFor))
             and child in cur.body
-            and names & _item_names(cur.target, cur.iter) - _rebound_in_body(cur, node)
+            and (items := names & _item_names(cur.target, cur.iter))
+            and items - _rebound_in_body(ctx, cur, node)  # (walks the body only for a loop of ``names``)
             and not _other_items_picked(cur.target, picked)
             and not reduced_iteration(cur.iter)
         ):
@@ -423,19 +425,26 @@ def _iterated(it: ast.expr) -> ast.expr:
     return it
 
 
-def _rebound_in_body(loop: ast.For | ast.AsyncFor, node: ast.AST) -> set[str]:
+def _rebound_in_body(ctx: FileContext, loop: ast.For | ast.AsyncFor, node: ast.AST) -> set[str]:
     """Loop variables the body rebinds before ``node`` (HALOs ``for k, v in metrics.items(): v =
     self.accelerator.gather(v).flatten(); batch_metrics[k].extend(v...)``): from there the name is
     the new value, which the assignment's own flow follows, not the container's item."""
     line = getattr(node, "lineno", 0)
-    out: set[str] = set()
+    return {name for at, names in _body_rebinds(ctx, loop) if at < line for name in names}
+
+
+def _body_rebinds(ctx: FileContext, loop: ast.For | ast.AsyncFor) -> list[tuple[int, set[str]]]:
+    """``(line, names)`` of each assignment of the loop's body that rebinds names to a new value:
+    read once per loop (``ctx.memo``), since every statement of a long loop body asks about the loops
+    around it (HALOs' trainers spent half their lint time walking the same bodies again)."""
+    key = (_body_rebinds, id(loop))
+    found: list[tuple[int, set[str]]] | None = ctx.memo.get(key)
+    if found is not None:
+        return found
+    found = []
     for stmt in loop.body:
         for n in ast.walk(stmt):
-            if (
-                isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign))
-                and n.lineno < line
-                and not isinstance(n, ast.AugAssign)
-            ):
+            if isinstance(n, (ast.Assign, ast.AnnAssign)):
                 targets = n.targets if isinstance(n, ast.Assign) else [n.target]
                 names = {t.id for t in targets if isinstance(t, ast.Name)}
                 if n.value is not None and not any(
@@ -443,8 +452,9 @@ def _rebound_in_body(loop: ast.For | ast.AsyncFor, node: ast.AST) -> set[str]:
                 ):
                     # ``if hasattr(v, "item"): v = v.item()``: the same value (VAR's TensorboardLogger)
                     names -= reads(ast.walk(n.value))
-                out |= names
-    return out
+                found.append((n.lineno, names))
+    ctx.memo[key] = found
+    return found
 
 
 def _other_items_picked(target: ast.AST, tests: list[ast.expr]) -> bool:
@@ -1113,9 +1123,9 @@ class LossFlow:
         scope_binds = ctx.bindings(scope)
         windows = _partial_syncs(ctx, nodes)
         flows: list[tuple[set[str], set[str]]] = []  # (names read, names written) of non-reducing steps
+        # for k, v in d.items(): d[k] = reduce(v): every item of ``d`` is every rank's value
+        reduced |= {name for name, _ in dicts_replaced_by_reduced(ctx, nodes)}
         for n in nodes:
-            if isinstance(n, ast.Assign):
-                reduced |= _items_replaced_by_reduced(ctx, n)  # for k, v in d.items(): d[k] = reduce(v)
             if isinstance(n, ast.Call):
                 name = dotted(n.func) or ""
                 named_reduce = is_reduce(name)
@@ -1814,62 +1824,6 @@ def _iterated_containers(ctx: FileContext, call: ast.Call) -> set[str]:
     return {r for part in _concatenated(loop.iter) if (r := receiver_name(dotted(_container(part))))}
 
 
-def _items_replaced_by_reduced(ctx: FileContext, node: ast.Assign) -> set[str]:
-    """``for key, val in _metrics.items(): _metrics[key] = metrics.update(key, val, n)`` (jukebox):
-    every item of the dict is replaced by a value combined across ranks, so the dict is. The value is
-    a reducing call, or a call of a method every project definition of which returns a reduced value
-    (jukebox's ``Metrics.update`` all-reduces the sum and the count and returns their ratio)."""
-    if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Subscript):
-        return set()
-    target = node.targets[0]
-    container, key = dotted(target.value), target.slice
-    if container is None or not isinstance(key, ast.Name) or not _returns_reduced(ctx, node.value):
-        return set()
-    loop = _loop_binding(ctx, node, key.id, _loop_key)
-    if (
-        loop is not None
-        and isinstance(loop.iter, ast.Call)
-        and isinstance(loop.iter.func, ast.Attribute)
-        and loop.iter.func.attr == "items"
-        and dotted(loop.iter.func.value) == container
-    ):
-        return {container}
-    # a loop over the keys replaces every item the same way (FSRE-Depth ``for loss_type in losses:
-    # losses[loss_type] = reduce_tensor(losses[loss_type].data, world_size)``)
-    loop = _loop_binding(ctx, node, key.id, lambda t: t.id if isinstance(t, ast.Name) else None)
-    if loop is not None and _iterated_keys(loop.iter) == container:
-        return {container}
-    return set()
-
-
-def _iterated_keys(it: ast.expr) -> str | None:
-    """The dict whose keys a loop walks: ``d``, ``d.keys()``, ``list(d)``, ``list(d.keys())``."""
-    if (
-        isinstance(it, ast.Call)
-        and isinstance(it.func, ast.Name)
-        and it.func.id in ("list", "tuple", "sorted")
-    ):
-        if len(it.args) != 1 or it.keywords:
-            return None
-        it = it.args[0]
-    if (
-        isinstance(it, ast.Call)
-        and isinstance(it.func, ast.Attribute)
-        and it.func.attr == "keys"
-        and not it.args
-    ):
-        it = it.func.value
-    return dotted(it) if isinstance(it, (ast.Name, ast.Attribute)) else None
-
-
-def _returns_reduced(ctx: FileContext, value: ast.expr) -> bool:
-    if reducing_call(ctx, value):
-        return True
-    if ctx.project is None or not isinstance(value, ast.Call) or not isinstance(value.func, ast.Attribute):
-        return False
-    return bool(ctx.project.method_returns_reduced(value.func))
-
-
 def _iterated_elements(ctx: FileContext, call: ast.Call) -> set[str]:
     """``for t in [loss, loss_gpt, loss_clip]: dist.all_reduce(t)``: the names a loop over a literal
     list or tuple binds the reduced variable to in turn (each tensor is combined in place)."""
@@ -1898,13 +1852,6 @@ def _loop_binding(
         if isinstance(cur, ast.For) and bound(cur.target) == name:
             return cur
         cur = ctx.parents.get(cur)
-    return None
-
-
-def _loop_key(target: ast.expr) -> str | None:
-    """The name ``for k, v in ...`` binds each key to."""
-    if isinstance(target, ast.Tuple) and len(target.elts) == 2 and isinstance(target.elts[0], ast.Name):
-        return target.elts[0].id
     return None
 
 

@@ -515,7 +515,7 @@ def reduced_return_positions(ctx: FileContext, fn: ast.AST) -> frozenset[int] | 
     tuples = [r for r in nodes if isinstance(r, ast.Return) and isinstance(r.value, ast.Tuple)]
     if not tuples:
         return None
-    combined = _dicts_replaced_by_reduced(ctx, nodes) | {
+    combined = dicts_replaced_by_reduced(ctx, nodes) | {
         (name, line) for name, line in _reduced_in_place(ctx, nodes).items()
     }
     out: frozenset[int] | None = None
@@ -563,41 +563,93 @@ def _reduced_in_place(ctx: FileContext, nodes: list[ast.AST]) -> dict[str, int]:
     return out
 
 
-def _dicts_replaced_by_reduced(ctx: FileContext, nodes: list[ast.AST]) -> set[tuple[str, int]]:
-    """``(dict, end line of the loop)`` for each ``for key, value in d.items():`` loop whose body
-    writes ``d[key] = ...`` from a name a collective statement of the same body reduced in place
-    before: after the loop every item of ``d`` is every rank's value."""
+def dicts_replaced_by_reduced(ctx: FileContext, nodes: list[ast.AST]) -> set[tuple[str, int]]:
+    """``(dict, end line of the loop)`` for each loop over a dict's items or keys whose body replaces
+    the item of each key by a value combined across ranks: after the loop every item of the dict is
+    every rank's value. The loop walks ``d.items()`` (``for k, v in ...``) or ``d``'s keys (``d``,
+    ``d.keys()``, ``list(d)``); ``d[k] = ...`` is a statement of its body itself (a write under a
+    test replaces only some items) and its value is combined (``_combined_in_loop``): jukebox's
+    ``for key, val in _metrics.items(): _metrics[key] = metrics.update(key, val, n)``, FSRE-Depth's
+    ``for loss_type in losses: losses[loss_type] = reduce_tensor(losses[loss_type].data, ws)``,
+    mmcv's ``for name, value in log_vars.items(): ...; dist.all_reduce(value.div_(ws));
+    log_vars[name] = value.item()``."""
     out: set[tuple[str, int]] = set()
-    for loop in nodes:
+    for s in nodes:
         if not (
-            isinstance(loop, ast.For)
-            and isinstance(loop.target, ast.Tuple)
-            and len(loop.target.elts) == 2
-            and isinstance(key := loop.target.elts[0], ast.Name)
-            and isinstance(loop.iter, ast.Call)
-            and isinstance(loop.iter.func, ast.Attribute)
-            and loop.iter.func.attr == "items"
-            and isinstance(container := loop.iter.func.value, ast.Name)
+            isinstance(s, ast.Assign)
+            and len(s.targets) == 1
+            and isinstance(target := s.targets[0], ast.Subscript)
+            and isinstance(key := target.slice, ast.Name)
+            and (container := dotted(target.value)) is not None
         ):
             continue
-        body = [x for s in loop.body for x in ast.walk(s)]
-        reduced = _reduced_in_place(ctx, body)
-        for s in loop.body:  # a write of the loop body itself, not one under a test
-            if (
-                isinstance(s, ast.Assign)
-                and len(s.targets) == 1
-                and isinstance(t := s.targets[0], ast.Subscript)
-                and isinstance(t.value, ast.Name)
-                and t.value.id == container.id
-                and isinstance(t.slice, ast.Name)
-                and t.slice.id == key.id
-                and any(
-                    isinstance(x, ast.Name) and reduced.get(x.id, s.lineno) < s.lineno
-                    for x in ast.walk(s.value)
-                )
-            ):
-                out.add((container.id, getattr(loop, "end_lineno", loop.lineno) or loop.lineno))
+        loop = ctx.parents.get(s)
+        if (
+            isinstance(loop, ast.For)
+            and s in loop.body
+            and _walks_dict(loop, key.id, container)
+            and _combined_in_loop(ctx, loop, s)
+        ):
+            out.add((container, getattr(loop, "end_lineno", None) or loop.lineno))
     return out
+
+
+def _walks_dict(loop: ast.For, key: str, container: str) -> bool:
+    """``loop`` binds ``key`` to each key of the dict ``container``: ``for key, v in
+    container.items():`` or ``for key in container`` (its keys, ``list(...)`` of them)."""
+    target, it = loop.target, loop.iter
+    if isinstance(target, ast.Tuple):
+        return (
+            len(target.elts) == 2
+            and isinstance(target.elts[0], ast.Name)
+            and target.elts[0].id == key
+            and isinstance(it, ast.Call)
+            and isinstance(it.func, ast.Attribute)
+            and it.func.attr == "items"
+            and dotted(it.func.value) == container
+        )
+    return isinstance(target, ast.Name) and target.id == key and _iterated_keys(it) == container
+
+
+def _iterated_keys(it: ast.expr) -> str | None:
+    """The dict whose keys a loop walks: ``d``, ``d.keys()``, ``list(d)``, ``list(d.keys())``."""
+    if (
+        isinstance(it, ast.Call)
+        and isinstance(it.func, ast.Name)
+        and it.func.id in ("list", "tuple", "sorted")
+    ):
+        if len(it.args) != 1 or it.keywords:
+            return None
+        it = it.args[0]
+    if (
+        isinstance(it, ast.Call)
+        and isinstance(it.func, ast.Attribute)
+        and it.func.attr == "keys"
+        and not it.args
+    ):
+        it = it.func.value
+    return dotted(it) if isinstance(it, (ast.Name, ast.Attribute)) else None
+
+
+def _combined_in_loop(ctx: FileContext, loop: ast.For, write: ast.Assign) -> bool:
+    """The value ``write`` stores is combined across ranks: a reducing call, a call of a method every
+    project definition of which returns a reduced value (jukebox's ``Metrics.update`` all-reduces the
+    sum and the count and returns their ratio), or it reads a name a collective statement of the
+    loop body reduced in place before (mmcv's ``value``)."""
+    value = write.value
+    if reducing_call(ctx, value):
+        return True
+    if (
+        ctx.project is not None
+        and isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and ctx.project.method_returns_reduced(value.func)
+    ):
+        return True
+    reduced = _reduced_in_place(ctx, [x for s in loop.body for x in ast.walk(s)])
+    return any(
+        isinstance(x, ast.Name) and reduced.get(x.id, write.lineno) < write.lineno for x in ast.walk(value)
+    )
 
 
 def _written_between(nodes: list[ast.AST], name: str, start: int, end: int) -> bool:

@@ -306,3 +306,29 @@ C["dict_items_of_another_dict_reduced"] = (
     },
     "train.py",
 )
+
+# mmcv's ``_parse_losses`` loop in the training step itself: each item is cloned, all-reduced in place
+# and written back (``dicts_replaced_by_reduced``, one reading for the step and for a model's returned
+# dict); the near-miss writes back the tensor it did not reduce
+ITEMS_REDUCED_IN_PLACE = KEYS_REPLACED.replace(
+    """        for key in KEYS:
+            losses[key] = REPLACED
+""",
+    """        for key, value in losses.items():
+            reduced = value.data.clone()
+            dist.all_reduce(reduced.div_(args.world_size))
+            losses[key] = STORED
+""",
+)
+C["NEG_dict_items_reduced_in_place_in_the_loop"] = (
+    R,
+    False,
+    {"train.py": ITEMS_REDUCED_IN_PLACE.replace("STORED", "reduced")},
+    "train.py",
+)
+C["dict_items_written_back_unreduced"] = (
+    R,
+    True,
+    {"train.py": ITEMS_REDUCED_IN_PLACE.replace("STORED", "value")},
+    "train.py",
+)

@@ -130,3 +130,36 @@ C["model_loss_beside_reduced_log_vars"] = (
     project(log='print(f"loss {loss.item():.4f}")  # the log'),
     LOGGED,
 )
+
+# the model's loop walks log_vars' keys and replaces each item by a reducing helper's value (FSRE-Depth's
+# ``for k in d: d[k] = reduce_tensor(d[k])``, read the same way as in a training step); the near-miss
+# walks the keys of another dict, which leaves ``log_vars["loss"]`` this rank's own
+KEYS_LOOP = """        for name in KEYS:
+            log_vars[name] = reduce_tensor(log_vars[name].data)
+"""
+ITEMS_LOOP = """        for name, value in log_vars.items():
+            if dist.is_available() and dist.is_initialized():
+                value = value.data.clone()
+                REDUCE
+            log_vars[name] = value.item()
+"""
+REDUCE_TENSOR = """
+
+def reduce_tensor(tensor):
+    rt = tensor.clone()
+    dist.all_reduce(rt)
+    return rt / dist.get_world_size()
+"""
+
+
+def keys_project(keys: str) -> dict[str, str]:
+    files = project()
+    files["model.py"] = (
+        files["model.py"].replace(ITEMS_LOOP.replace("REDUCE", REDUCE), KEYS_LOOP.replace("KEYS", keys))
+        + REDUCE_TENSOR
+    )
+    return files
+
+
+C["NEG_model_log_vars_keys_replaced_by_reduced"] = (R, False, keys_project("list(log_vars.keys())"), LOGGED)
+C["model_log_vars_keys_of_another_dict_replaced"] = (R, True, keys_project("losses"), LOGGED)
