@@ -21,13 +21,13 @@ from __future__ import annotations
 import ast
 import itertools
 import shlex
-import stat
 from pathlib import Path
 
 from ddp_doctor.lint.context import FileContext, keyword
 from ddp_doctor.lint.discover import exclude_patterns, iter_files
 from ddp_doctor.lint.flags import UNKNOWN
 from ddp_doctor.lint.option_defaults import YAML_EXCLUDES, yaml_scalar, yaml_settings
+from ddp_doctor.lint.source import read_text
 
 MAX_FILES = 2000
 MAX_BYTES = 1_000_000
@@ -62,7 +62,7 @@ def launch_settings(
     the file spelled from ``root`` when given."""
     found: list[tuple[object, str]] = []
     for path in files:
-        text = _read(path)
+        text = read_text(path, MAX_BYTES)
         if text is None or not any(o in text for o in options):
             continue
         where = str(path.relative_to(root)) if root is not None and path.is_relative_to(root) else path.name
@@ -93,18 +93,6 @@ def launched_values(ctx: FileContext, option: str) -> list[tuple[object, str]]:
         return []
     values: list[tuple[object, str]] = ctx.project.launched_values(spellings(option))
     return values
-
-
-def _read(path: Path) -> str | None:
-    try:
-        info = path.stat()
-        # a regular file only (a link to /dev/zero or a FIFO would never end), read no further than the cap
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_BYTES:
-            return None
-        with path.open("rb") as f:
-            return f.read(MAX_BYTES + 1).decode("utf-8", errors="replace")
-    except OSError:
-        return None
 
 
 def _commands(text: str) -> list[list[str]]:
@@ -196,7 +184,7 @@ def _launches_without_config(files: list[Path]) -> bool:
     configuration, DDP on several GPUs, so the configs the other scripts name do not decide."""
     options = spellings("config_file")
     for path in files:
-        text = _read(path)
+        text = read_text(path, MAX_BYTES)
         if text is None or "accelerate" not in text:
             continue
         for command in _commands(text):

@@ -18,12 +18,12 @@ from __future__ import annotations
 import ast
 import itertools
 import re
-import stat
 from pathlib import Path
 
 from ddp_doctor.lint.context import FileContext, dotted
 from ddp_doctor.lint.discover import exclude_patterns, iter_files
 from ddp_doctor.lint.flags import UNKNOWN, argparse_defaults, literal
+from ddp_doctor.lint.source import read_text
 
 MAX_YAML_FILES = 2000
 MAX_YAML_BYTES = 1_000_000
@@ -123,14 +123,8 @@ def yaml_settings(files: list[Path], key: str) -> list[object]:
     pattern = re.compile(rf"^\s*(?:-\s+)?{re.escape(key)}\s*:\s*([^#\s][^#]*?)\s*(?:#.*)?$", re.IGNORECASE)
     values: list[object] = []
     for path in files:
-        try:
-            info = path.stat()
-            # a regular file only (a link to /dev/zero or a FIFO would never end), read no further than the cap
-            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_YAML_BYTES:
-                continue
-            with path.open("rb") as f:
-                text = f.read(MAX_YAML_BYTES + 1).decode("utf-8", errors="replace")
-        except OSError:
+        text = read_text(path, MAX_YAML_BYTES)
+        if text is None:
             continue
         if key.lower() not in text.lower():
             continue

@@ -30,7 +30,6 @@ import ast
 import bisect
 import itertools
 import re
-import stat
 import sys
 from collections import deque
 from dataclasses import dataclass, field
@@ -39,6 +38,7 @@ from pathlib import Path
 from ddp_doctor.lint.context import FileContext, dotted, is_main_guard
 from ddp_doctor.lint.discover import iter_files
 from ddp_doctor.lint.project_modules import parse_file
+from ddp_doctor.lint.source import read_text
 
 # The project's other text (configurations, launch scripts, notebooks, docs), read for the names
 # it spells; past the caps nothing is called unreached (a name could hide in what was not read).
@@ -343,17 +343,6 @@ def _ancestors(names: set[str], bases: dict[str, set[str]]) -> set[str]:
     return out
 
 
-def _read(path: Path) -> str | None:
-    try:
-        info = path.stat()
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_TEXT_BYTES:
-            return None
-        with path.open("rb") as f:
-            return f.read(MAX_TEXT_BYTES + 1).decode("utf-8", errors="replace")
-    except OSError:
-        return None
-
-
 @dataclass
 class Reach:
     """Which defs of the project nothing reaches (see the module docstring): built once per index."""
@@ -376,7 +365,7 @@ class Reach:
         """A project file the index does not read (no fact word, too large, a notebook): its words;
         a module of it that looks names up at run time (a builder's ``getattr(tasks, name)``) is
         read as code, for what its lookups may pick."""
-        text = _read(path)
+        text = read_text(path, MAX_TEXT_BYTES)
         if text is None:
             self.unknown = True
             return
@@ -393,7 +382,7 @@ class Reach:
             self.unknown = True
             return
         for path in files:
-            text = _read(path)
+            text = read_text(path, MAX_TEXT_BYTES)
             if text is not None:  # a file past the size cap is data
                 self.add_text(text)
 

@@ -38,6 +38,20 @@ def read_source(path: Path) -> tuple[str, str]:
         raise ValueError(f"not valid {encoding}: {exc.reason}{hint}") from None
 
 
+def read_text(path: Path, cap: int) -> str | None:
+    """The text of a regular file of at most ``cap`` bytes (configurations, launch scripts, notes),
+    undecodable bytes replaced; None for anything else. Only a regular file is opened (a link to
+    /dev/zero or a FIFO would never end), and no more than the cap is read, even if it grew."""
+    try:
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode) or info.st_size > cap:
+            return None
+        with path.open("rb") as f:
+            return f.read(cap + 1).decode("utf-8", errors="replace")
+    except OSError:
+        return None
+
+
 def parse_python(source: str, filename: str = "<unknown>") -> ast.Module:
     """``ast.parse``; on Python before 3.12 also code written for 3.12's f-strings (PEP 701), which
     may reuse the outer quote inside a replacement field (``f"{cfg["lr"]}"``, common in code written
