@@ -21,6 +21,7 @@ from ddp_doctor.lint.model_picks import split_pick_key
 from ddp_doctor.lint.project_modules import LOCAL_KEY, absolute_imports, absolute_module, relative_base
 from ddp_doctor.lint.project_reach import Reach
 from ddp_doctor.lint.project_summary import FACTS, Summary, is_class_summary
+from ddp_doctor.lint.samplers import CallShape
 
 CONFLICT = object()  # a configuration key given different defaults
 
@@ -136,9 +137,9 @@ class IndexCore:
     # defs whose returned loaders draw from a project class of another module, read before that class
     # was summarised: (def, the class's qualname, what it returns over it, what its calls pass), kept
     # once the class is known to be an epoch-ordered sampler (``ProjectIndex._finish_project_samplers``)
-    _pending_sampler_loaders: list[
-        tuple[Summary, str, dict[int, str], list[tuple[frozenset[str | None], int]]]
-    ] = field(default_factory=list)
+    _pending_sampler_loaders: list[tuple[Summary, str, dict[int, str], list[CallShape]]] = field(
+        default_factory=list
+    )
     # modules whose every ``set_epoch`` sits under ``if self.ddp:`` of a constructor flag with a false
     # default: (class qualname, its ``__init__``, parameter, attribute) per call, and the names of the
     # module-level units those calls reach (project_scan ``_set_epoch_module``), until decided

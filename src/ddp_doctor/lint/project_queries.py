@@ -289,8 +289,15 @@ class IndexQueries(IndexCore):
     def _classes_bound_to(self, ctx: FileContext, name: ast.Name) -> list[Summary]:
         """The project classes a local name is bound to, one per branch of a choice (audio-ssl's
         ``if 'ssl' in stem: module = LitSSL`` / ``else: module = LitClassifier`` then
-        ``module(config)``): every binding of the name in its scope a plain class name; [] otherwise
-        (a name bound once is ``summary_for``'s alias)."""
+        ``module(config)``): ``bound_in_branches`` when every one is a class; [] otherwise."""
+        found = self.bound_in_branches(ctx, name)
+        return found if all(is_class_summary(s) for s in found) else []
+
+    def bound_in_branches(self, ctx: FileContext, name: ast.Name) -> list[Summary]:
+        """The project defs or classes a local name is bound to, one per binding in its scope (each
+        branch of a choice: ``if args.k400: loader_method = get_data_k400`` / ``else: loader_method =
+        get_data_ucf``): every binding a plain ``name = other_name`` the index resolves; [] otherwise
+        (a call, a lambda, a name bound once: that is ``summary_for``'s alias)."""
         binds = ctx.bindings(ctx.enclosing_function(name)).get(name.id, [])
         if len(binds) < 2:
             return []
@@ -302,7 +309,6 @@ class IndexQueries(IndexCore):
                 and isinstance(bound.targets[0], ast.Name)
                 and isinstance(bound.value, (ast.Name, ast.Attribute))
                 and (summary := self.summary_for(ctx, bound.value)) is not None
-                and is_class_summary(summary)
             ):
                 return []
             found.append(summary)

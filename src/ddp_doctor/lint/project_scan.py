@@ -34,7 +34,7 @@ from ddp_doctor.lint.batchnorm_syntax import (
     type_chosen_slot,
 )
 from ddp_doctor.lint.call_arguments import constructor_guard
-from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
+from ddp_doctor.lint.context import FileContext, dotted, init_of, method, walk_local
 from ddp_doctor.lint.flags import argparse_choices
 from ddp_doctor.lint.idioms import DDP, LOSS_SCALING_OPTIMIZER, SYNC_CONTROL
 from ddp_doctor.lint.loops import LoopFacts, backward_of, guarded_in, param_backward
@@ -933,7 +933,7 @@ def _own_parameter(
     is what a call of ``node`` fills."""
     fn = ctx.enclosing_function(call)
     if isinstance(node, ast.ClassDef):
-        return isinstance(fn, ast.FunctionDef) and fn.name == "__init__" and fn in node.body
+        return fn is not None and fn is init_of(node)
     return fn is node
 
 

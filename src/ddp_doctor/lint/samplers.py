@@ -22,6 +22,7 @@ from ddp_doctor.lint.context import (
     branches,
     dotted,
     holder,
+    init_of,
     keyword,
     method,
     param_defaults,
@@ -146,11 +147,8 @@ def _epoch_ordered_sampler_class(ctx: FileContext, call: ast.Call) -> bool:
     cls = next((c for c in ctx.of_type(ast.ClassDef) if c.name == call.func.id), None)
     if cls is None or not isinstance(ctx.parents.get(cls), ast.Module) or not orders_by_epoch(ctx, cls):
         return False
-    init = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
-    if init is not None and keyword(call, "shuffle") is None:
-        default = param_defaults(init).get("shuffle")
-        if isinstance(default, ast.Constant) and not default.value:
-            return False
+    if keyword(call, "shuffle") is None and _shuffle_off_by_default(cls):
+        return False
     return not passes_epoch(passed_arguments_shape(call), init_epoch_param(cls))
 
 
@@ -167,7 +165,7 @@ def passed_arguments_shape(call: ast.Call) -> CallShape:
 def init_epoch_param(cls: ast.ClassDef) -> tuple[str, int] | None:
     """``def __init__(self, dataset, ..., epoch=0): self.epoch = epoch``: the constructor parameter the
     sampler's epoch starts from (name, position among those a call fills by position, or -1)."""
-    init = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
+    init = init_of(cls)
     if init is None:
         return None
     params = parameter_names(init)
@@ -200,11 +198,15 @@ def epoch_sampler_class(ctx: FileContext, cls: ast.ClassDef) -> bool:
     told not to (no ``shuffle`` parameter defaulting to false): built anywhere with no
     ``shuffle=False``, it repeats its order every epoch unless ``set_epoch`` is called (the project
     index's fact for a class built in another file)."""
-    if not orders_by_epoch(ctx, cls):
-        return False
-    init = next((f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
+    return orders_by_epoch(ctx, cls) and not _shuffle_off_by_default(cls)
+
+
+def _shuffle_off_by_default(cls: ast.ClassDef) -> bool:
+    """The class's own ``__init__`` has a ``shuffle`` parameter defaulting to false: a construction
+    that does not pass it builds a sampler that keeps one order."""
+    init = init_of(cls)
     default = param_defaults(init).get("shuffle") if init is not None else None
-    return not (isinstance(default, ast.Constant) and not default.value)
+    return isinstance(default, ast.Constant) and not default.value
 
 
 def orders_by_epoch(ctx: FileContext, cls: ast.ClassDef) -> bool:

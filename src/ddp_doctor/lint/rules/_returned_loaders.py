@@ -47,21 +47,9 @@ def _builder_picked_in_branches(
     call, a lambda, a def of this file) or one builder returns no such loader there."""
     if not isinstance(func, ast.Name):
         return None
-    scope = ctx.enclosing_function(func)
-    binds = ctx.bindings(scope).get(func.id, [])
-    if len(binds) < 2:
-        return None  # one binding: ``ProjectIndex.summary_for`` follows it (``_local_alias``)
     common: dict[int, str] | None = None
-    for bind in binds:
-        if not (
-            isinstance(bind, ast.Assign)
-            and len(bind.targets) == 1
-            and isinstance(bind.targets[0], ast.Name)
-            and isinstance(bind.value, (ast.Name, ast.Attribute))
-        ):
-            return None
-        found = project.summary_for(ctx, bind.value)
-        if found is None or found.module == ctx.module or not found.sampler_loaders:
+    for found in project.bound_in_branches(ctx, func):
+        if found.module == ctx.module or not found.sampler_loaders:
             return None
         mine = found.sampler_loaders
         common = dict(mine) if common is None else {p: w for p, w in common.items() if p in mine}
