@@ -2027,3 +2027,54 @@ C["NEG_entry_call_of_trainer_method_wrapping_its_own_model"] = (
     {"train.py": RECEIVER_TRAIN, "trainer.py": RECEIVER_TRAINER},
     "train.py",
 )
+
+# Round 28 (MGMatting's ``if CONFIG.dist: G = convert_sync_batchnorm(G)`` and, apart, ``if CONFIG.dist:
+# G = DDP(G)``): a conversion under the same test as the wrap is skipped only by a run that wraps
+# nothing (NEG); a conversion under its own off-by-default option beside that wrap stays a finding.
+DIST_OPTION = """
+import argparse
+parser = argparse.ArgumentParser()
+parser.add_argument("--dist", action="store_true")
+parser.add_argument("--sync_bn", action="store_true")
+"""
+
+
+def dist_train(convert_test):
+    return (
+        HEAD
+        + DIST_OPTION
+        + NET
+        + f"""
+def main(args, loader):
+    local_rank = int(os.environ.get("LOCAL_RANK", 0))
+    model = Net().cuda(local_rank)
+    if {convert_test}:
+        model = nn.SyncBatchNorm.convert_sync_batchnorm(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    if args.dist:
+        dist.init_process_group("nccl")
+        model = DDP(model, device_ids=[local_rank])
+    else:
+        model = nn.DataParallel(model)
+    for epoch in range(args.epochs):
+        for x, y in loader:
+            loss = nn.functional.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+"""
+    )
+
+
+C["conversion_under_its_own_off_option_beside_dist_wrap"] = (
+    R,
+    True,
+    {"train.py": dist_train("args.sync_bn")},
+    "train.py",
+)
+C["NEG_conversion_under_the_wrap_s_own_test"] = (
+    R,
+    False,
+    {"train.py": dist_train("args.dist")},
+    "train.py",
+)

@@ -1097,7 +1097,9 @@ def _opt_in_gate(
         while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
             if isinstance(cur, ast.If) and child is not cur.test:
                 branch = cur.body if child in cur.body else cur.orelse
-                if any(_inside_block(ctx, w, branch) for w in wraps):
+                if any(_inside_block(ctx, w, branch) for w in wraps) or _wraps_under_same_test(
+                    ctx, cur, child in cur.body, wraps
+                ):
                     break
             if isinstance(cur, ast.If) and gate is None and child is not cur.test:
                 other = cur.orelse if child in cur.body else cur.body
@@ -1141,6 +1143,33 @@ def _opt_in_gate(
         spelling, script = min(common)
         return f"{spelling} (as {script} runs it)"
     return gates[0]
+
+
+def _wraps_under_same_test(ctx: FileContext, test_if: ast.If, in_body: bool, wraps: list[ast.Call]) -> bool:
+    """Every wrap sits in the same branch of another ``if`` spelling the same test as ``test_if``
+    (MGMatting's ``if CONFIG.dist: convert_sync_batchnorm(G)`` then, apart, ``if CONFIG.dist: G =
+    DDP(G)``): the test decides whether there is a wrap, as one ``if`` around both does, so a run
+    that skips the conversion wraps nothing."""
+    spelled = ctx.segment(test_if.test)
+    found = False
+    for wrap in wraps:
+        child, cur = wrap, ctx.parents.get(wrap)
+        held = False
+        while cur is not None and not isinstance(cur, ast.Module):
+            if (
+                isinstance(cur, ast.If)
+                and cur is not test_if
+                and child is not cur.test
+                and (child in cur.body) == in_body
+                and ctx.segment(cur.test) == spelled
+            ):
+                held = True
+                break
+            child, cur = cur, ctx.parents.get(cur)
+        if not held:
+            return False
+        found = True
+    return found
 
 
 def _launched_tests(
