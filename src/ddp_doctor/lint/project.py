@@ -150,10 +150,19 @@ class ProjectIndex(IndexScan, IndexQueries):
     def _settle_bn_options(self) -> None:
         """A def whose BatchNorm layers are built only under configuration options builds BatchNorm
         when some layer's options all hold under the project's defaults, or one is not known (a
-        YAML configuration setting it otherwise, an option written nowhere)."""
+        YAML configuration setting it otherwise, an option written nowhere); a project callee built
+        only under options (``Summary.bn_option_callees``) is optional when every call's are off."""
         for s in self.summaries.values():
             if s.bn_options and not s.builds_batchnorm:
                 s.builds_batchnorm = any(all(self._option_builds(o) for o in layer) for layer in s.bn_options)
+            for callee, calls in s.bn_option_callees.items():
+                # a project model built only under options the project defaults to off (a
+                # BatchNorm PostNet behind ``use_postnet: False``) is not on the run's path
+                if any(all(self._option_builds(o) for o in call) for call in calls):
+                    s.bn_optional.discard(callee)
+                else:
+                    s.bn_optional.add(callee)
+                    s.refs.discard(callee)
 
     def _option_builds(self, switch: OptionSwitch) -> bool:
         known, value = self.option_default(switch[0])

@@ -634,11 +634,7 @@ class IndexScan(IndexBindings):
                     s.callees.add(target)
                     s.switch_calls.setdefault(target, []).append(call_shape(n))
                     if bn:
-                        optional = off_by_default(ctx, n) or chooses_other_norm(n)
-                        chosen = type_chosen_slot(ctx, n)
-                        if chosen is not None:  # one of two candidates: the majority rule decides
-                            s.bn_choices.setdefault(chosen, set()).add(target)
-                        (s.bn_optional if optional or chosen is not None else required).add(target)
+                        _sort_bn_callee(ctx, s, n, target, required)
                     # ``model = build(...).cuda(); return model`` (semseg_benchmark's trainer
                     # ``build_model``): a move returns the module it is given
                     built = moved_result(ctx, n)
@@ -669,6 +665,8 @@ class IndexScan(IndexBindings):
                     s.refs.add(target)
         s.bn_optional -= required
         s.refs -= s.bn_optional
+        for target in required:
+            s.bn_option_callees.pop(target, None)  # also built unconditionally
         _settle_switch(s, switches)
         return ddp_names
 
@@ -935,6 +933,22 @@ def _own_parameter(
     if isinstance(node, ast.ClassDef):
         return fn is not None and fn is init_of(node)
     return fn is node
+
+
+def _sort_bn_callee(ctx: FileContext, s: Summary, call: ast.Call, target: str, required: set[str]) -> None:
+    """Whether the project callee ``target`` of ``call`` is on the def's path for BatchNorm: optional
+    (``bn_optional``) under a parameter that defaults to off or with another norm selected, a candidate
+    of a pick by a parameter's type (``bn_choices``), under configuration options
+    (``bn_option_callees``, settled by the project's defaults), else ``required``."""
+    optional = off_by_default(ctx, call) or chooses_other_norm(call)
+    chosen = type_chosen_slot(ctx, call)
+    if chosen is not None:  # one of two candidates: the majority rule decides
+        s.bn_choices.setdefault(chosen, set()).add(target)
+    options = option_switches(ctx, call) if not optional and chosen is None else ()
+    if options:
+        s.bn_option_callees.setdefault(target, []).append(options)
+    else:
+        (s.bn_optional if optional or chosen is not None else required).add(target)
 
 
 def _settle_switch(s: Summary, switches: set[tuple[str, int]]) -> None:

@@ -193,6 +193,11 @@ class Summary:
     # captioning model): the options' tests (``batchnorm_syntax.option_switches``). Settled once the
     # project's option defaults are known: it builds BatchNorm unless every such layer is off by default.
     bn_options: list[tuple[OptionSwitch, ...]] = field(default_factory=list)
+    # Project callees it builds only under configuration options, per call the options' tests
+    # (FastSpeech2's ``if self.use_postnet: self.postnet = PostNet()`` with ``self.use_postnet =
+    # model_config[...]["use_postnet"]``, the shipped YAML setting it False): settled with
+    # ``bn_options``, a callee whose every call is off by default joins ``bn_optional``.
+    bn_option_callees: dict[str, list[tuple[OptionSwitch, ...]]] = field(default_factory=dict)
     # ``(parameter, position)``: it builds a model by a factory (``timm.create_model(enc_name)``) from a
     # parameter whose default names a BatchNorm family (SlowTV's ``PoseNet(enc_name='resnet18')``):
     # BatchNorm unless every call in the project hands that parameter another literal name (settled

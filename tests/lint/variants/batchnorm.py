@@ -2078,3 +2078,59 @@ C["NEG_conversion_under_the_wrap_s_own_test"] = (
     {"train.py": dist_train("args.dist")},
     "train.py",
 )
+
+# Round 28 (elu-lab FastSpeech2's ``self.use_postnet = model_config["fastspeech_two"]["use_posetnet"]``
+# then ``if self.use_postnet: self.postnet = PostNet()``, the shipped YAML setting it False): a
+# project BatchNorm module built only under a configuration option the shipped configurations turn
+# off is not on the run's path (NEG); turned on, it is.
+POSTNET_MODEL = (
+    HEAD
+    + """
+
+class PostNet(nn.Module):
+    def __init__(self, channels=80):
+        super().__init__()
+        self.conv = nn.Conv1d(channels, channels, 5, padding=2)
+        self.norm = nn.BatchNorm1d(channels)
+
+    def forward(self, x):
+        return self.norm(self.conv(x))
+
+
+class Acoustic(nn.Module):
+    def __init__(self, model_config):
+        super().__init__()
+        self.proj = nn.Linear(model_config["model"]["hidden"], 80)
+        self.use_postnet = model_config["model"]["use_postnet"]
+        if self.use_postnet:
+            self.postnet = PostNet()
+
+    def forward(self, x):
+        out = self.proj(x)
+        return out + self.postnet(out) if self.use_postnet else out
+"""
+)
+
+
+def postnet_project(flag):
+    return {
+        "train.py": HEAD
+        + "import yaml\nfrom model import Acoustic\n"
+        + main('model = Acoustic(yaml.safe_load(open("config/model.yaml")))'),
+        "model.py": POSTNET_MODEL,
+        "config/model.yaml": f"model:\n  hidden: 256\n  use_postnet: {flag}\n",
+    }
+
+
+C["project_module_built_under_option_the_config_turns_on"] = (
+    R,
+    True,
+    postnet_project("True"),
+    "train.py",
+)
+C["NEG_project_module_built_under_option_the_config_turns_off"] = (
+    R,
+    False,
+    postnet_project("False"),
+    "train.py",
+)
