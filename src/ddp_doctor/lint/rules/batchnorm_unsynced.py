@@ -1153,7 +1153,8 @@ def _wraps_under_same_test(ctx: FileContext, test_if: ast.If, in_body: bool, wra
     spelled = ctx.segment(test_if.test)
     found = False
     for wrap in wraps:
-        child, cur = wrap, ctx.parents.get(wrap)
+        child: ast.AST = wrap
+        cur = ctx.parents.get(wrap)
         held = False
         while cur is not None and not isinstance(cur, ast.Module):
             if (
