@@ -146,9 +146,16 @@ def option_switches(ctx: FileContext, node: ast.AST) -> tuple[OptionSwitch, ...]
     return tuple(found)
 
 
+# The value of a norm selector read from a configuration option (``norm_option_selector``): the call
+# builds the callee's BatchNorm when the option's default names BatchNorm (``PICKS_BATCHNORM``).
+NAMES_BATCHNORM = "<a BatchNorm name>"
+
+
 def option_switch_builds(switch: OptionSwitch, default: object) -> bool:
     """Whether the branch ``switch`` guards runs when its option has value ``default``."""
     _, value, equal, negated, in_body = switch
+    if value is NAMES_BATCHNORM:  # a norm named by the option: anything but another norm's name builds
+        return not isinstance(default, str) or bool(PICKS_BATCHNORM.match(default))
     holds = bool(default) if value is UNKNOWN else (default == value) == equal
     if negated and value is UNKNOWN:
         holds = not holds
@@ -164,8 +171,49 @@ def _option_test(ctx: FileContext, fn: ast.AST, test: ast.expr) -> tuple[str, ob
     if head == "self":
         # an instance attribute is an option only where the class reads it from one; a constructor
         # parameter kept as ``self.bn = bn`` is decided by its callers (``off_switch``), not here
-        key = _config_attribute(ctx, fn, attr) if "." not in attr else None
+        key = _config_attribute(ctx, fn, attr) if "." not in attr else _config_object_key(ctx, fn, attr)
     return (key, found.value, found.equal, found.negated) if key else None
+
+
+def _config_object_key(ctx: FileContext, fn: ast.AST, attr: str) -> str | None:
+    """``opt.norm`` → ``norm`` where the class keeps a whole options object as ``self.opt``, set once
+    from a name (PIFu-style filters: ``self.opt = opt`` then ``if self.opt.norm == 'batch':``): the
+    option is the object's attribute, as ``opt.norm`` read directly is."""
+    holder, _, key = attr.partition(".")
+    cls = ctx.method_owner(fn)
+    if cls is None or "." in key or not key:
+        return None
+    values = [
+        n.value
+        for n in ast.walk(cls)
+        if isinstance(n, ast.Assign) and any(dotted(t) == f"self.{holder}" for t in n.targets)
+    ]
+    return key if len(values) == 1 and isinstance(values[0], ast.Name) else None
+
+
+def norm_option_selector(ctx: FileContext, call: ast.Call) -> OptionSwitch | None:
+    """A norm selector the call hands from a configuration option (PIFu-style ``ConvBlock(64, 128,
+    self.opt.norm)``, ``Net(norm_layer=args.norm)``): a keyword named as a norm selector, or an
+    argument read from an option so named. Its callee builds BatchNorm where the option's default
+    names it (``NAMES_BATCHNORM``); a literal name is :func:`chooses_other_norm`'s."""
+    fn = ctx.enclosing_function(call)
+    if fn is None:
+        return None
+    given = [(None, a) for a in call.args] + [(k.arg, k.value) for k in call.keywords if k.arg is not None]
+    for name, value in given:
+        spelled = dotted(value) if isinstance(value, ast.Attribute) else None
+        if spelled is None or "." not in spelled:
+            continue
+        if not NORM_SELECTOR.search(name or spelled.rsplit(".", 1)[-1]):
+            continue
+        head, _, attr = spelled.partition(".")
+        if head != "self":
+            key: str | None = spelled.rsplit(".", 1)[-1]
+        else:
+            key = _config_attribute(ctx, fn, attr) if "." not in attr else _config_object_key(ctx, fn, attr)
+        if key:
+            return (key, NAMES_BATCHNORM, True, False, True)
+    return None
 
 
 def _config_attribute(ctx: FileContext, fn: ast.AST, attr: str) -> str | None:

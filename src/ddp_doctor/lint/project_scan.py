@@ -28,6 +28,7 @@ from ddp_doctor.lint.batchnorm_syntax import (
     mmcv_batchnorm,
     names_other_model,
     names_syncbn,
+    norm_option_selector,
     off_by_default,
     option_switches,
     torchvision_pick,
@@ -945,6 +946,9 @@ def _sort_bn_callee(ctx: FileContext, s: Summary, call: ast.Call, target: str, r
     if chosen is not None:  # one of two candidates: the majority rule decides
         s.bn_choices.setdefault(chosen, set()).add(target)
     options = option_switches(ctx, call) if not optional and chosen is None else ()
+    selector = norm_option_selector(ctx, call) if not optional and chosen is None else None
+    if selector is not None:  # also a norm named by an option (``ConvBlock(c, c, self.opt.norm)``)
+        options = (*options, selector)
     if options:
         s.bn_option_callees.setdefault(target, []).append(options)
     else:

@@ -2134,3 +2134,66 @@ C["NEG_project_module_built_under_option_the_config_turns_off"] = (
     postnet_project("False"),
     "train.py",
 )
+
+# Round 28 (CHORE's PIFu-style filters: ``self.opt = opt``, ``if self.opt.norm == 'batch':
+# nn.BatchNorm2d(64)`` and ``ConvBlock(64, 128, self.opt.norm)`` of a block building BatchNorm only for
+# ``norm == 'batch'``, with ``--norm`` defaulting to ``group`` in the options module): the norm the
+# options name decides (NEG); an options default of ``batch`` builds BatchNorm.
+NORM_OPTIONS = """
+import argparse
+
+
+def get_parser():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--norm", type=str, default="{norm}")
+    parser.add_argument("--epochs", type=int, default=10)
+    return parser
+"""
+NORM_FILTER = (
+    HEAD
+    + """
+
+class ConvBlock(nn.Module):
+    def __init__(self, cin, cout, norm="batch"):
+        super().__init__()
+        self.conv = nn.Conv2d(cin, cout, 3, padding=1)
+        if norm == "batch":
+            self.bn = nn.BatchNorm2d(cout)
+        elif norm == "group":
+            self.bn = nn.GroupNorm(8, cout)
+
+    def forward(self, x):
+        return self.bn(self.conv(x))
+
+
+class Filter(nn.Module):
+    def __init__(self, opt):
+        super().__init__()
+        self.opt = opt
+        self.conv1 = nn.Conv2d(3, 64, 7, stride=2, padding=3)
+        if self.opt.norm == "batch":
+            self.bn1 = nn.BatchNorm2d(64)
+        elif self.opt.norm == "group":
+            self.bn1 = nn.GroupNorm(32, 64)
+        self.block = ConvBlock(64, 128, self.opt.norm)
+        self.fc = nn.Linear(128, 10)
+
+    def forward(self, x):
+        return self.fc(self.block(self.bn1(self.conv1(x))).mean((2, 3)))
+"""
+)
+
+
+def norm_project(norm):
+    return {
+        "train.py": HEAD
+        + "from options import get_parser\nfrom model import Filter\n"
+        + main("model = Filter(args)")
+        + "\n\nif __name__ == '__main__':\n    main(get_parser().parse_args(), [])\n",
+        "options.py": NORM_OPTIONS.format(norm=norm),
+        "model.py": NORM_FILTER,
+    }
+
+
+C["norm_picked_by_options_default_batch"] = (R, True, norm_project("batch"), "train.py")
+C["NEG_norm_picked_by_options_default_group"] = (R, False, norm_project("group"), "train.py")
