@@ -19,12 +19,21 @@ from ddp_doctor.lint.flags import UNKNOWN, flag_test
 from ddp_doctor.lint.idioms import BATCHNORM_ARCH, MODEL_FACTORIES
 
 # ``inplace_abn``'s ``InPlaceABN``/``ABN`` (TResNet) are BatchNorm fused with an activation, with each GPU's
-# own batch statistics (its ``InPlaceABNSync`` is the synchronised one).
-BATCHNORM = re.compile(r"^torch\.nn\.(Lazy)?BatchNorm[123]d$|^inplace_abn(\.\w+)*\.(InPlaceABN|ABN)$")
+# own batch statistics (its ``InPlaceABNSync`` is the synchronised one). Sparse/point-cloud and graph
+# libraries' BatchNorm layers wrap (or subclass) torch's, with each rank's statistics too:
+# MinkowskiEngine's ``MinkowskiBatchNorm`` (its ``MinkowskiSyncBatchNorm`` syncs), torchsparse's and
+# torch_geometric's ``BatchNorm``; ``convert_sync_batchnorm`` converts the torch layer inside.
+LIBRARY_LAYER_BN = (
+    r"|^MinkowskiEngine(\.\w+)*\.MinkowskiBatchNorm$|^(torchsparse|torch_geometric)\.nn(\.\w+)*\.BatchNorm$"
+)
+BATCHNORM = re.compile(
+    r"^torch\.nn\.(Lazy)?BatchNorm[123]d$|^inplace_abn(\.\w+)*\.(InPlaceABN|ABN)$" + LIBRARY_LAYER_BN
+)
 # A base class that makes a project class a BatchNorm layer itself (CLIP-Driven-Universal-Model's
 # ``ContBatchNorm3d(nn.modules.batchnorm._BatchNorm)``); SyncBatchNorm re-implementations by name aside.
 BATCHNORM_BASE = re.compile(
     r"^torch\.nn\.(modules\.batchnorm\._BatchNorm|(Lazy)?BatchNorm[123]d)$|^inplace_abn(\.\w+)*\.(InPlaceABN|ABN)$"
+    + LIBRARY_LAYER_BN
 )
 # Model constructors of libraries whose default models hold BatchNorm (torchvision's classification
 # models first).

@@ -2197,3 +2197,41 @@ def norm_project(norm):
 
 C["norm_picked_by_options_default_batch"] = (R, True, norm_project("batch"), "train.py")
 C["NEG_norm_picked_by_options_default_group"] = (R, False, norm_project("group"), "train.py")
+
+# Round 28 (DensePolicy's and GlassesRobot's MinkowskiEngine ResNet14 point-cloud encoders): a sparse
+# library's BatchNorm layer (``ME.MinkowskiBatchNorm``, a torch BatchNorm1d inside) keeps each rank's
+# statistics under DDP; MinkowskiEngine's own conversion to ``MinkowskiSyncBatchNorm`` syncs it (NEG).
+SPARSE_ENCODER = (
+    HEAD
+    + """
+import MinkowskiEngine as ME
+
+
+class SparseEncoder(nn.Module):
+    def __init__(self, cin=3, cout=64):
+        super().__init__()
+        self.conv = ME.MinkowskiConvolution(cin, cout, kernel_size=3, dimension=3)
+        self.norm = ME.MinkowskiBatchNorm(cout)
+        self.act = ME.MinkowskiReLU()
+
+    def forward(self, x):
+        return self.act(self.norm(self.conv(x)))
+"""
+)
+
+
+def sparse_project(convert=""):
+    build = "model = SparseEncoder()" + (f"\n    {convert}" if convert else "")
+    return {
+        "train.py": HEAD + "import MinkowskiEngine as ME\nfrom encoder import SparseEncoder\n" + main(build),
+        "encoder.py": SPARSE_ENCODER,
+    }
+
+
+C["minkowski_batchnorm_encoder"] = (R, True, sparse_project(), "train.py")
+C["NEG_minkowski_batchnorm_encoder_converted"] = (
+    R,
+    False,
+    sparse_project("model = ME.MinkowskiSyncBatchNorm.convert_sync_batchnorm(model)"),
+    "train.py",
+)
