@@ -36,7 +36,7 @@ from ddp_doctor.lint.batchnorm_syntax import (
 )
 from ddp_doctor.lint.call_arguments import constructor_guard
 from ddp_doctor.lint.context import FileContext, dotted, init_of, method, walk_local
-from ddp_doctor.lint.flags import argparse_choices
+from ddp_doctor.lint.flags import UNKNOWN, argparse_choices
 from ddp_doctor.lint.idioms import DDP, LOSS_SCALING_OPTIMIZER, SYNC_CONTROL
 from ddp_doctor.lint.loops import LoopFacts, backward_of, guarded_in, param_backward
 from ddp_doctor.lint.meter_windows import delegated_syncs, sync_windows
@@ -946,6 +946,10 @@ def _sort_bn_callee(ctx: FileContext, s: Summary, call: ast.Call, target: str, r
     if chosen is not None:  # one of two candidates: the majority rule decides
         s.bn_choices.setdefault(chosen, set()).add(target)
     options = option_switches(ctx, call) if not optional and chosen is None else ()
+    if any(o[1] is not UNKNOWN for o in options):
+        # a comparison (``if audio_cfg.model_name == "tiny":``) picks one model among others by a
+        # name whose option may be another's: a pick, not a switch (only ``if self.use_postnet:``)
+        options = ()
     selector = norm_option_selector(ctx, call) if not optional and chosen is None else None
     if selector is not None:  # also a norm named by an option (``ConvBlock(c, c, self.opt.norm)``)
         options = (*options, selector)

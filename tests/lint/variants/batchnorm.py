@@ -2235,3 +2235,42 @@ C["NEG_minkowski_batchnorm_encoder_converted"] = (
     sparse_project("model = ME.MinkowskiSyncBatchNorm.convert_sync_batchnorm(model)"),
     "train.py",
 )
+
+# ... the same test read apart, not stopping the walk: a conversion in one branch of a model choice
+# (fast-autoaugment's ``elif 'efficientnet' in name:`` converting ``if local_rank >= 0:``, as the wrap
+# below is) leaves the other branches' BatchNorm models unsynced: still a (config-gated) finding.
+C["conversion_under_wrap_test_in_one_branch_of_model_choice"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD
+        + DIST_OPTION
+        + "from models import Net\n"
+        + """
+def build(name, args):
+    if name == "net":
+        model = Net()
+    elif "other" in name:
+        model = Net()
+        if args.dist:
+            model = nn.SyncBatchNorm.convert_sync_batchnorm(model)
+    else:
+        raise NameError(name)
+    if args.dist:
+        model = DDP(model.cuda())
+    return model
+
+
+def main(args, loader):
+    model = build(args.model, args)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x, y in loader:
+        loss = nn.functional.cross_entropy(model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+""",
+        "models.py": HEAD + NET,
+    },
+    "train.py",
+)

@@ -1102,16 +1102,18 @@ def _opt_in_gate(
         while cur is not None and not isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Module)):
             if isinstance(cur, ast.If) and child is not cur.test:
                 branch = cur.body if child in cur.body else cur.orelse
-                if any(_inside_block(ctx, w, branch) for w in wraps) or _wraps_under_same_test(
-                    ctx, cur, child in cur.body, wraps
-                ):
+                if any(_inside_block(ctx, w, branch) for w in wraps):
                     break
             if isinstance(cur, ast.If) and gate is None and child is not cur.test:
                 other = cur.orelse if child in cur.body else cur.body
                 if any(_inside_block(ctx, b, other) for b in bn_nodes):
                     choice = _model_choice(ctx, node, cur)
                     gate = f"not ({ctx.segment(choice.test)})" if choice is not None else None
-            if isinstance(cur, ast.If):
+            # a test the wraps sit under too (``if CONFIG.dist:`` around the conversion and, apart,
+            # around the wrap) decides whether there is a wrap: not read as the conversion's gate
+            if isinstance(cur, ast.If) and not (
+                child is not cur.test and _wraps_under_same_test(ctx, cur, child in cur.body, wraps)
+            ):
                 test = flag_test(ctx, cur.test, defaults)
                 if test is not None and test.default_true is None:
                     test = _option_flag_test(ctx, cur.test, test, defaults)
