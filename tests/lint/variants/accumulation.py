@@ -800,3 +800,53 @@ C["NEG_step_flag_set_under_warmup_test"] = (
     ),
     "train.py",
 )
+
+# Round 28 (pytorch-solo-leveling's DDP lab): a top-level function that builds its own model from a
+# class, optimises it and never wraps it, beside the file's DDP worker, is a single-process demo:
+# its micro-steps run no reducer. The same function wrapping its model in DDP accumulates under DDP.
+OWN_MODEL = """
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 2)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+def worker(rank, args, loader):
+    dist.init_process_group("nccl", rank=rank, world_size=args.world_size)
+    model = DDP(Net().cuda(rank), device_ids=[rank])
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x, y in loader:
+        optimizer.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        optimizer.step()
+
+
+def demo_accumulation(args, loader):
+    device = torch.device("cuda")
+    model = Net().to(device)
+    {WRAP}
+    criterion = nn.CrossEntropyLoss()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    optimizer.zero_grad()
+    for step, (x, y) in enumerate(loader):
+        loss = criterion(model(x), y) / args.accum_steps
+        loss.backward()
+        if (step + 1) % args.accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+"""
+C["own_model_wrapped_in_its_function"] = (
+    A,
+    True,
+    {"train.py": HEAD + OWN_MODEL.replace("{WRAP}", "model = DDP(model, device_ids=[0])")},
+    "train.py",
+)
+C["NEG_own_unwrapped_model_beside_ddp_worker"] = (
+    A,
+    False,
+    {"train.py": HEAD + OWN_MODEL.replace("{WRAP}", "pass")},
+    "train.py",
+)
