@@ -10,6 +10,7 @@ import re
 from ddp_doctor.lint.context import (
     FileContext,
     dotted,
+    init_of,
     keyword,
     param_defaults,
     parameter_names,
@@ -426,7 +427,7 @@ def _batchnorm_config(ctx: FileContext, node: ast.AST, hops: int) -> bool:
     owner = ctx.method_owner(fn)
     if held is None or not held.startswith("self.") or held.count(".") != 1 or owner is None:
         return False
-    init = next((f for f in owner.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"), None)
+    init = init_of(owner)
     if init is None:
         return False
     # ``self.norm_cfg = norm_cfg`` kept once by the constructor

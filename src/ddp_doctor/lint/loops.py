@@ -160,14 +160,7 @@ def param_backward(
     position counts the call's arguments (a method's ``self``/``cls`` is not one)."""
     params = positional_params(fn)
     found = [b for n in body if (b := backward_of(n)) is not None]
-    # apex ``with amp.scale_loss(loss, opt) as scaled: scaled.backward()`` runs backward on ``loss``
-    aliases = {
-        item.optional_vars.id: source.id
-        for n in body
-        if isinstance(n, (ast.With, ast.AsyncWith))
-        for item in n.items
-        if isinstance(item.optional_vars, ast.Name) and isinstance(source := scaled_alias_of(item), ast.Name)
-    }
+    aliases = _scaled_aliases(body)
     roots = {_param_root(b.root, aliases, params, body) for b in found}
     if not found or len(roots) != 1 or any(b.framework for b in found):
         return None
@@ -175,6 +168,42 @@ def param_backward(
     if root not in params:
         return None
     return root, params.index(root), all(b.scaled for b in found)
+
+
+def backprops_param_itself(fn: ast.FunctionDef | ast.AsyncFunctionDef, body: list[ast.AST]) -> bool:
+    """``fn`` backprops one of its parameters (``param_backward``) as it is handed: every backward
+    runs on the parameter itself (``loss.backward()``, apex ``with amp.scale_loss(loss, opt) as s:
+    s.backward()``, ``scaler.scale(loss).backward()``) and nothing in ``fn`` divides (no ``/``, no
+    ``div``/``div_``, no gradient scaling): a call of it backprops the caller's value unchanged (the
+    ``manager.backward_loss(loss, model, optimizer)`` of a distributed-manager class)."""
+    held = param_backward(fn, body)
+    if held is None:
+        return False
+    aliases = _scaled_aliases(body)
+    for n in body:
+        if isinstance(n, (ast.BinOp, ast.AugAssign)) and isinstance(n.op, (ast.Div, ast.FloorDiv, ast.Mult)):
+            return False
+        m = method(n)
+        if m and m[1] in ("div", "div_", "true_divide", "mul", "mul_", "multiply_grads"):
+            return False
+        bw = backward_of(n)
+        if bw is not None and not (
+            isinstance(bw.root, ast.Name) and aliases.get(bw.root.id, bw.root.id) == held[0]
+        ):
+            return False
+    return True
+
+
+def _scaled_aliases(body: list[ast.AST]) -> dict[str, str]:
+    """apex ``with amp.scale_loss(loss, opt) as scaled: scaled.backward()`` runs backward on
+    ``loss``: each such ``as`` name, to the name of the loss it stands for."""
+    return {
+        item.optional_vars.id: source.id
+        for n in body
+        if isinstance(n, (ast.With, ast.AsyncWith))
+        for item in n.items
+        if isinstance(item.optional_vars, ast.Name) and isinstance(source := scaled_alias_of(item), ast.Name)
+    }
 
 
 def scaled_alias_of(item: ast.withitem) -> ast.expr | None:

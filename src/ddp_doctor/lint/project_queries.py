@@ -130,18 +130,29 @@ class IndexQueries(IndexCore):
     def call_backward_param(self, ctx: FileContext, call: ast.Call) -> tuple[str, int, bool] | None:
         """``call`` runs a project function or method whose every backward is on one parameter:
         ``(name, position, scaled)`` of that parameter (method by name when most candidates agree)."""
+        s = self._backprop_callee(ctx, call)
+        return s.backward_param if s is not None else None
+
+    def call_backprops_itself(self, ctx: FileContext, call: ast.Call) -> bool:
+        """``call`` runs a project function or method that backprops the argument it is handed
+        undivided (``Summary.backward_param_itself``)."""
+        s = self._backprop_callee(ctx, call)
+        return s is not None and s.backward_param_itself
+
+    def _backprop_callee(self, ctx: FileContext, call: ast.Call) -> Summary | None:
+        """The project function or method ``call`` runs, as the backward questions read it."""
         s = self.summary_for(ctx, call.func)
         if s is not None:
-            return None if is_class_summary(s) else s.backward_param
+            return None if is_class_summary(s) else s
         typed = self._annotated_method(ctx, call)
         if typed is not None:
-            return typed.backward_param
+            return typed
         # by name only for a name that says what it does and that one project method defines: not
         # ``step``/``update``/``forward``, which optimizers, schedulers and meters define as well
         found = self._same_name_methods(call.func)
         if len(found) != 1 or not isinstance(call.func, ast.Attribute) or call.func.attr in GENERIC_METHODS:
             return None
-        return found[0].backward_param
+        return found[0]
 
     def method_reduces_receiver(self, ctx: FileContext, call: ast.Call) -> bool:
         """``obj.m(...)`` runs a project method that combines ``obj``'s state across ranks: the one of
@@ -797,6 +808,13 @@ class IndexQueries(IndexCore):
                 )
             )
         return self._loss_names
+
+    def backprop_itself_names(self) -> tuple[str, ...]:
+        """Bare names of project functions and methods that backprop the argument they are handed
+        undivided: the words that let a file run a backward without naming ``backward``."""
+        return tuple(
+            sorted({q.rsplit(".", 1)[-1] for q, s in self.summaries.items() if s.backward_param_itself})
+        )
 
     def inside_logger_names(self) -> tuple[str, ...]:
         """Bare names of project functions whose own file reports what they log of the loss they are

@@ -38,7 +38,7 @@ from ddp_doctor.lint.call_arguments import constructor_guard
 from ddp_doctor.lint.context import FileContext, dotted, init_of, method, walk_local
 from ddp_doctor.lint.flags import UNKNOWN, argparse_choices
 from ddp_doctor.lint.idioms import DDP, LOSS_SCALING_OPTIMIZER, SYNC_CONTROL
-from ddp_doctor.lint.loops import LoopFacts, backward_of, guarded_in, param_backward
+from ddp_doctor.lint.loops import LoopFacts, backprops_param_itself, backward_of, guarded_in, param_backward
 from ddp_doctor.lint.meter_windows import delegated_syncs, sync_windows
 from ddp_doctor.lint.model_picks import bound_callee, handed_pick_param, pick_key
 from ddp_doctor.lint.module_moves import moved_result
@@ -548,6 +548,7 @@ class IndexScan(IndexBindings):
         # shared: the loop model (lint/loops.py) takes a call of it as a backward of its argument
         if s.calls_backward:
             s.backward_param = param_backward(node, body)
+            s.backward_param_itself = s.backward_param is not None and backprops_param_itself(node, body)
         # shared: ... and a call of it as an optimizer step, guarded or not
         if any(isinstance(n, ast.Attribute) and n.attr == "step" for n in body):
             if scan.loop_facts is None:

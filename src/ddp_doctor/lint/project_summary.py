@@ -249,6 +249,9 @@ class Summary:
     # ``(parameter, position, scaled)``: every backward it runs is on that parameter (VAR
     # ``AmpOptimizer.backward_clip_step(loss=loss, ...)``): a call of it is a backward of the argument.
     backward_param: tuple[str, int, bool] | None = None
+    # ... and it backprops that parameter as it is handed, dividing nothing (lint/loops.py
+    # ``backprops_param_itself``): a call of it backprops the caller's value undivided.
+    backward_param_itself: bool = False
     # How it steps an optimizer (lint/loops.py ``guarded_in``): "guarded" only under an
     # accumulation guard (CosyVoice ``update_parameter_and_lr`` stepping when ``(batch_idx + 1) %
     # accum_grad == 0``), "always" otherwise; None: it steps none.

@@ -10,8 +10,9 @@ import ast
 import re
 import weakref
 
-from ddp_doctor.lint.context import FileContext, conjuncts, dotted
+from ddp_doctor.lint.context import FileContext, conjuncts, dotted, parameter_names
 from ddp_doctor.lint.dist_tests import asks_if_distributed, distributed_predicates
+from ddp_doctor.lint.module_moves import unmoved
 from ddp_doctor.lint.reductions import reducing_call
 
 
@@ -151,3 +152,61 @@ def _one_process_branch(ctx: FileContext, node: ast.If) -> list[ast.stmt]:
     if any(reducing_call(ctx, x) for stmt in many for x in ast.walk(stmt)):
         return one
     return []
+
+
+# gradient sync without a DDP/FSDP wrap: a model these touch is synchronised by other means
+OTHER_SYNC = frozenset(
+    {"all_reduce", "allreduce", "DistributedOptimizer", "broadcast_parameters", "initialize", "prepare"}
+)
+
+
+def trains_own_unwrapped_model(ctx: FileContext, fn: ast.AST | None, wraps: list[ast.Call]) -> bool:
+    """``fn``, a top-level function, builds the model it optimises from a class (``model =
+    SNGPUnet(3, n).to(device)``, every binding of it such a construction), builds the optimizer over
+    that model's ``parameters()``, and wraps nothing, while the file's DDP/FSDP ``wraps`` are all in
+    other functions (sngp-segmentation's ``self_training_process`` beside ``training_process``, its
+    ``model = DDP(...)`` left in a string; a course lab's ``demo_gradient_accumulation`` beside its
+    DDP worker): each process trains a model of its own that nothing synchronises, a single-process
+    path of the file. Its loaders need no DistributedSampler and its micro-steps all-reduce nothing."""
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or not isinstance(
+        ctx.parents.get(fn), ast.Module
+    ):
+        return False
+    if not wraps or any(ctx.within(w, fn) for w in wraps):
+        return False
+    local = ctx.local(fn)
+    if any(
+        (n.attr if isinstance(n, ast.Attribute) else n.id) in OTHER_SYNC
+        for n in local
+        if isinstance(n, (ast.Attribute, ast.Name))
+    ):
+        return False
+    trained = {
+        name
+        for n in local
+        if isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr == "parameters"
+        and (name := dotted(n.func.value)) is not None
+    }
+    if not trained:
+        return False
+    bound = ctx.bindings(fn)
+    params = set(parameter_names(fn))
+    for name in trained:
+        binds = bound.get(name, [])
+        if name in params or "." in name or not binds:
+            return False
+        if not all(isinstance(b, ast.Assign) and _class_construction(ctx, b.value) for b in binds):
+            return False
+    return True
+
+
+def _class_construction(ctx: FileContext, value: ast.expr) -> bool:
+    """``Net(...)``, also moved or cast (``Net(3, n).to(device)``, ``.cuda()``): a new module of a
+    class (named in CapWords), not one a helper may have wrapped."""
+    built = unmoved(ctx, value)
+    if not isinstance(built, ast.Call):
+        return False
+    name = built.func.attr if isinstance(built.func, ast.Attribute) else getattr(built.func, "id", "")
+    return name[:1].isupper()

@@ -800,3 +800,139 @@ C["NEG_step_flag_set_under_warmup_test"] = (
     ),
     "train.py",
 )
+
+# Round 28 (pytorch-solo-leveling's DDP lab): a top-level function that builds its own model from a
+# class, optimises it and never wraps it, beside the file's DDP worker, is a single-process demo:
+# its micro-steps run no reducer. The same function wrapping its model in DDP accumulates under DDP.
+OWN_MODEL = """
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 2)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+def worker(rank, args, loader):
+    dist.init_process_group("nccl", rank=rank, world_size=args.world_size)
+    model = DDP(Net().cuda(rank), device_ids=[rank])
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x, y in loader:
+        optimizer.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        optimizer.step()
+
+
+def demo_accumulation(args, loader):
+    device = torch.device("cuda")
+    model = Net().to(device)
+    {WRAP}
+    criterion = nn.CrossEntropyLoss()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    optimizer.zero_grad()
+    for step, (x, y) in enumerate(loader):
+        loss = criterion(model(x), y) / args.accum_steps
+        loss.backward()
+        if (step + 1) % args.accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+"""
+C["own_model_wrapped_in_its_function"] = (
+    A,
+    True,
+    {"train.py": HEAD + OWN_MODEL.replace("{WRAP}", "model = DDP(model, device_ids=[0])")},
+    "train.py",
+)
+C["NEG_own_unwrapped_model_beside_ddp_worker"] = (
+    A,
+    False,
+    {"train.py": HEAD + OWN_MODEL.replace("{WRAP}", "pass")},
+    "train.py",
+)
+
+# Round 28 (pretrain-300M's ARDM trainer): a helper that backprops the loss it is handed, as it is
+# (``loss.backward()``, or apex ``scale_loss`` under fp16), is a backward of the caller's loss: an
+# undivided loss handed to it in an accumulation loop is summed. A helper that divides on the way is not.
+MANAGER = """
+import torch
+from apex import amp
+
+
+class DistributedManager:
+    def __init__(self, args):
+        self.args = args
+
+    def backward_loss(self, loss, model, optimizer):
+        if self.args.fp16:
+            with amp.scale_loss(loss, optimizer) as scaled_loss:
+                scaled_loss.backward()
+        else:
+            {BACKWARD}
+"""
+MANAGED = """
+from dist_utils import DistributedManager
+
+
+def main(args, loader, model, optimizer):
+    manager = DistributedManager(args)
+    update_count = 0
+    for batch in loader:
+        loss = model(batch)
+        manager.backward_loss(loss, model, optimizer)
+        update_count += 1
+        if update_count % args.gradient_accumulation_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+"""
+C["project_helper_backprops_handed_loss"] = (
+    U,
+    True,
+    {"dist_utils.py": MANAGER.replace("{BACKWARD}", "loss.backward()"), "train.py": MANAGED},
+    "train.py:10",
+)
+C["NEG_project_helper_divides_handed_loss"] = (
+    U,
+    False,
+    {
+        "dist_utils.py": MANAGER.replace(
+            "{BACKWARD}", "(loss / self.args.gradient_accumulation_steps).backward()"
+        ),
+        "train.py": MANAGED,
+    },
+    "train.py",
+)
+SAME_FILE_HELPER = """
+def backward_loss(loss, scaler{EXTRA}):
+    if scaler is not None:
+        scaler.scale({ROOT}).backward()
+    else:
+        ({ROOT}).backward()
+"""
+C["same_file_helper_backprops_handed_loss"] = (
+    U,
+    True,
+    one(
+        MOD.replace("{LOSSLINE}", "backward_loss(loss, None)"),
+        SAME_FILE_HELPER.replace("{EXTRA}", "").replace("{ROOT}", "loss"),
+    ),
+    "train.py",
+)
+C["NEG_same_file_helper_divides_handed_loss"] = (
+    U,
+    False,
+    one(
+        MOD.replace("{LOSSLINE}", "backward_loss(loss, None, args.accum_steps)"),
+        SAME_FILE_HELPER.replace("{EXTRA}", ", accum").replace("{ROOT}", "loss / accum"),
+    ),
+    "train.py",
+)
+# ... and a loss callee handed the accumulation count or a divisor (mmf's ``extract_loss(report,
+# loss_divisor)``) may divide by it: not a raw loss; the same callee handed a margin is one.
+C["loss_callee_handed_a_margin"] = (U, True, spelled("compute_loss(model(x), y, args.margin)"), "train.py")
+C["NEG_loss_callee_handed_the_divisor"] = (
+    U,
+    False,
+    spelled("compute_loss(model(x), y, args.accum_steps)"),
+    "train.py",
+)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import ast
 
-from ddp_doctor.lint.context import FileContext, dotted, positional_params
+from ddp_doctor.lint.context import FileContext, dotted, init_of, positional_params
 from ddp_doctor.lint.rules._data import enclosing_loop
 
 ROUNDS = 3  # helper -> helper -> constructor: BiRefNet's chain is three calls long
@@ -84,14 +84,7 @@ def _stored_by_constructors(ctx: FileContext, names: set[str], carried: set[int]
     for call in ctx.of_type(ast.Call):
         if not isinstance(call.func, ast.Name) or call.func.id not in classes:
             continue
-        init = next(
-            (
-                f
-                for f in classes[call.func.id].body
-                if isinstance(f, ast.FunctionDef) and f.name == "__init__"
-            ),
-            None,
-        )
+        init = init_of(classes[call.func.id])
         if init is None:
             continue
         params = [a.arg for a in (*init.args.posonlyargs, *init.args.args)][1:]  # without self

@@ -449,8 +449,27 @@ def _exclusive(a: dict[int, str], b: dict[int, str]) -> bool:
 
 
 def _loss_callee(call: ast.Call) -> bool:
+    """A callee named as a loss (``compute_loss(out, y)``), not one handed the accumulation count or a
+    divisor (mmf's ``extract_loss(report, loss_divisor)`` divides each term by it)."""
     name = (dotted(call.func) or "").split(".")[-1]
-    return bool(LOSS_CALLEE.search(name)) and not NOT_RAW_CALLEE.search(name)
+    return bool(LOSS_CALLEE.search(name)) and not NOT_RAW_CALLEE.search(name) and not _handed_divisor(call)
+
+
+# An argument that names what a loss is divided by: the accumulation count, a divisor, a normaliser
+DIVISOR_ARGUMENT = re.compile(r"divisor|accum|update_freq|normali[sz]er|num_items", re.IGNORECASE)
+
+
+def _handed_divisor(call: ast.Call) -> bool:
+    """``call`` is handed a value named as a divisor, by position or keyword (``loss_divisor``,
+    ``args.accum_steps``, ``normalizer=n``): the callee may divide by it."""
+    for arg in (*call.args, *(k.value for k in call.keywords)):
+        if isinstance(arg, ast.Starred):
+            arg = arg.value
+        if isinstance(arg, (ast.Name, ast.Attribute)) and DIVISOR_ARGUMENT.search(
+            (dotted(arg) or "").split(".")[-1]
+        ):
+            return True
+    return any(k.arg is not None and DIVISOR_ARGUMENT.search(k.arg) for k in call.keywords)
 
 
 def _loss_object_method(call: ast.Call) -> bool:

@@ -7,17 +7,27 @@ only when the backward root provably comes from a loss function or a model forwa
 division on the way (``ddp_doctor.lint.rules._loss``); division anywhere — in a helper, by a
 token count, by ``num_items_in_batch`` — or gradient scaling (``p.grad.div_``) is accepted, and
 accelerate's ``accelerator.backward`` divides by the Accelerator's own accumulation count (when the
-file's ``Accelerator()`` has none, that count is 1 and a hand-made micro-step loop is unscaled).
+file's ``Accelerator()`` has none, that count is 1 and a hand-made micro-step loop is unscaled). A
+call of a helper (same file or, in project mode, another file) that backprops the argument it is
+handed as it is (``loops.backprops_param_itself``) is a backward of that argument.
 """
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from typing import Any
 
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, dotted, keyword, method
-from ddp_doctor.lint.loops import LoopFacts, accelerator_accumulates, accumulation_window, backward_of
+from ddp_doctor.lint.loops import (
+    Backward,
+    LoopFacts,
+    accelerator_accumulates,
+    accumulation_window,
+    backprops_param_itself,
+    backward_of,
+)
 from ddp_doctor.lint.rules._loss import LossTracer
 from ddp_doctor.lint.rules.base import Rule, Violation
 
@@ -35,7 +45,8 @@ class AccumLossUnscaled(Rule):
         "`gradient_accumulation_steps` around a hand-made micro-step loop, where accelerate divides by 1; "
         "Lightning Fabric's `fabric.backward(loss)`, which never divides; and a loss divided only by "
         'its own micro-batch\'s size, `total / sample["sample_size"]` in the loop over the micro-batches: '
-        "a per-micro-batch mean)"
+        "a per-micro-batch mean; a loss handed to a helper that backprops it as it is, "
+        "`manager.backward_loss(loss, model, optimizer)` running `loss.backward()` or apex `scale_loss`)"
     )
     not_flagged = (
         "`loss / accum` anywhere on the way (also inside a helper), normalisation by a global token "
@@ -45,9 +56,15 @@ class AccumLossUnscaled(Rule):
         "with an accumulation count (configured, or a literal above 1); a backward "
         "followed on its path by an unconditional step (the `else` of `if accum > 1:`) or by a "
         "`zero_grad` that discards it (a statistics probe); (project) a count parameter that defaults "
-        "to 1 and that no call passes"
+        "to 1 and that no call passes; a helper that divides what it is handed before its backward; a loss "
+        "callee handed the accumulation count or a divisor (`extract_loss(report, loss_divisor)`)"
     )
     required = (("backward",),)
+    # (project) a backward run by a project helper of another file that backprops what it is handed
+    required_in_project = required
+
+    def project_words(self, project: Any) -> tuple[str, ...]:
+        return project.backprop_itself_names()  # type: ignore[no-any-return]  # ProjectIndex
 
     def check(self, ctx: FileContext, facts: LoopFacts) -> Iterator[Violation]:
         tracer = LossTracer(ctx)
@@ -56,7 +73,7 @@ class AccumLossUnscaled(Rule):
                 continue
             reported: set[str] = set()
             for node in facts.nodes(loop.loop.body):
-                bw = backward_of(node)
+                bw = backward_of(node) or _helper_backward(ctx, facts, node)
                 if bw is None or (
                     bw.framework
                     and not _plain_accelerator_backward(ctx, bw.call)
@@ -82,6 +99,21 @@ class AccumLossUnscaled(Rule):
                     ),
                     accumulation_loop_line=loop.loop.lineno,
                 )
+
+
+def _helper_backward(ctx: FileContext, facts: LoopFacts, node: ast.AST) -> Backward | None:
+    """A call of a helper that backprops the argument it is handed, undivided (a distributed
+    manager's ``manager.backward_loss(loss, model, optimizer)``: ``loss.backward()``, or apex
+    ``scale_loss`` under fp16; ``loops.backprops_param_itself``): a backward of that argument. A helper
+    that computes or divides on the way is followed by the tracer through its own backward, not here."""
+    if not isinstance(node, ast.Call):
+        return None
+    fn = ctx.helper(node)
+    if fn is not None:
+        itself = backprops_param_itself(fn, ctx.local(fn))
+    else:
+        itself = ctx.project is not None and ctx.project.call_backprops_itself(ctx, node)
+    return facts.backward(node) if itself else None
 
 
 LOOP_OR_DEF = (ast.For, ast.AsyncFor, ast.While, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)

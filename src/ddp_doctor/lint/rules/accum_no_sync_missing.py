@@ -27,7 +27,9 @@ A toggle written before the loop in its block, or in a block around it (Wolf's a
 backwards too. accelerate whose every shipped launch (``accelerate launch --config_file X.yaml`` in
 the project's shell scripts) names a config with ``distributed_type: FSDP``/``DEEPSPEED`` (HALOs),
 or whose ``Accelerator`` gets an ``fsdp_plugin``/``deepspeed_plugin``, wraps in no DDP
-(``lint/launch_scripts.py`` ``accelerate_shards``).
+(``lint/launch_scripts.py`` ``accelerate_shards``). A loop in a top-level function that builds its
+own model from a class, optimises it and never wraps it, beside the file's DDP code elsewhere (a
+course lab's single-GPU accumulation demo), runs no reducer (``single_process.trains_own_unwrapped_model``).
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from ddp_doctor.lint.loops import (
     count_gate,
 )
 from ddp_doctor.lint.rules.base import Rule, Violation
+from ddp_doctor.lint.single_process import trains_own_unwrapped_model
 
 DATA_PARALLEL = frozenset({"torch.nn.DataParallel", "torch.nn.parallel.DataParallel"})
 WRAPS = frozenset(
@@ -76,7 +79,8 @@ class AccumNoSyncMissing(Rule):
         "that `break`s after its first backward (retrying a micro-batch until one backward succeeds), the sync "
         "turned off by a statement before the loop in its block (apex `model.disable_allreduce()` ahead of "
         "the micro-batch loop), accelerate launched only with shipped `--config_file` YAMLs that say "
-        "`distributed_type: FSDP`/`DEEPSPEED` (or an `Accelerator(fsdp_plugin=...)`)"
+        "`distributed_type: FSDP`/`DEEPSPEED` (or an `Accelerator(fsdp_plugin=...)`), a top-level function "
+        "that builds, optimises and never wraps its own model beside the file's DDP worker (a single-process demo)"
     )
     required = (("DistributedDataParallel", "prepare", "auto_model"), ("backward", "scaler", "loss_scaler"))
     required_in_project = (("backward", "scaler", "loss_scaler"),)
@@ -95,9 +99,16 @@ class AccumNoSyncMissing(Rule):
         if facts.prepared and not any(ctx.call_qualname(n) == DDP for n in calls) and accelerate_shards(ctx):
             return  # accelerate wraps in FSDP / DeepSpeed here (every shipped config): not DDP's all-reduce
         wrapped = _ddp_names(ctx)
+        wraps = [
+            c
+            for c in calls
+            if ctx.call_qualname(c) in WRAPS or (project is not None and project.call_wraps_ddp(ctx, c))
+        ]
         for loop in accumulation_window(facts):
             if _controls_sync(ctx, facts, loop.loop) or _called_inside_sync_control(ctx, facts, loop.loop):
                 continue
+            if trains_own_unwrapped_model(ctx, _function_of(ctx, loop.loop), wraps):
+                continue  # a single-process path beside the file's DDP code: no reducer to skip
             if _forward_bypasses_ddp(ctx, facts, loop.loop, wrapped):
                 continue  # no reducer runs at all: nothing is all-reduced, early or late
             if loop.shape == "function" and (
@@ -136,6 +147,11 @@ class AccumNoSyncMissing(Rule):
                 or None,
                 accumulation_loop_line=loop.loop.lineno,
             )
+
+
+def _function_of(ctx: FileContext, loop: ast.AST) -> ast.AST | None:
+    """The function an accumulation loop runs in (a step function is its own)."""
+    return loop if isinstance(loop, (ast.FunctionDef, ast.AsyncFunctionDef)) else ctx.enclosing_function(loop)
 
 
 def _ddp_names(ctx: FileContext) -> set[str]:
@@ -316,7 +332,7 @@ def _called_inside_sync_control(ctx: FileContext, facts: LoopFacts, loop: ast.AS
     control (proemb's ``with model.no_sync() if use_multi_gpu else nullcontext():`` around
     ``batch_similarity_grad(model, ...)``, whose per-item backwards are the micro-steps): the
     caller already skips the all-reduce of every backward the function runs."""
-    fn = loop if isinstance(loop, (ast.FunctionDef, ast.AsyncFunctionDef)) else ctx.enclosing_function(loop)
+    fn = _function_of(ctx, loop)
     if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return False
     sites = [

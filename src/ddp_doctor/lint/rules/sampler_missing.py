@@ -30,7 +30,7 @@ So is a loader in a branch whose other branches alone bind the sampler that the 
 calls ``set_epoch`` on under a test of distribution (SemCKD's CIFAR branch beside the ImageNet one
 that binds ``train_sampler``): a distributed run of that branch stops at the unbound name.
 A top-level function that trains a model it builds from a class and never wraps, beside the
-functions of the file that do wrap, runs single-process (``_trains_own_unwrapped_model``).
+functions of the file that do wrap, runs single-process (``single_process.trains_own_unwrapped_model``).
 So does a loader built in the single-process branch of a test of distribution (``else`` of ``if
 self.config.is_use_DDP is True:``, ``single_process.single_process_only``), and one a builder returns
 where only such a branch binds it to the name trained on (``_bound_single_process``).
@@ -74,7 +74,7 @@ from ddp_doctor.lint.samplers import (
     is_dataloader_call,
     top_unit,
 )
-from ddp_doctor.lint.single_process import single_process_only
+from ddp_doctor.lint.single_process import single_process_only, trains_own_unwrapped_model
 
 DATA_PARALLEL = (
     "torch.nn.parallel.DistributedDataParallel",
@@ -207,7 +207,9 @@ class SamplerMissing(Rule):
                 continue  # DataLoader(ds, **kwargs): the sampler may be in there
             if facts.prepared and _under_accelerate(ctx, call):
                 continue
-            if _single_process_sibling(ctx, call, wraps) or _trains_own_unwrapped_model(ctx, call, wraps):
+            if _single_process_sibling(ctx, call, wraps) or trains_own_unwrapped_model(
+                ctx, ctx.enclosing_function(call), wraps
+            ):
                 continue
             dataset = call.args[0] if call.args else keyword(call, "dataset")
             if dataset is None or _sharded(ctx, dataset) or batches_itself(call):
@@ -516,72 +518,6 @@ def _single_process_sibling(ctx: FileContext, loader: ast.Call, wraps: list[ast.
         for n in ast.walk(cls)
         if isinstance(n, (ast.Name, ast.Attribute))
     )
-
-
-# gradient sync without a DDP/FSDP wrap: a model these touch is synchronised by other means
-OTHER_SYNC = frozenset(
-    {"all_reduce", "allreduce", "DistributedOptimizer", "broadcast_parameters", "initialize", "prepare"}
-)
-
-
-def _trains_own_unwrapped_model(ctx: FileContext, loader: ast.Call, wraps: list[ast.Call]) -> bool:
-    """The loader's top-level function builds the model it optimises from a class (``model =
-    SNGPUnet(3, n).to(device)``, every binding of it such a construction), builds the optimizer over
-    that model's ``parameters()``, and wraps nothing, while the file's DDP/FSDP wraps are all in
-    other functions (sngp-segmentation's ``self_training_process`` beside ``training_process``, its
-    ``model = DDP(...)`` left in a string): each process trains a model of its own that nothing
-    synchronises, a single-process path of the file, not DDP fed the same samples on every rank."""
-    fn = ctx.enclosing_function(loader)
-    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or not isinstance(
-        ctx.parents.get(fn), ast.Module
-    ):
-        return False
-    if not wraps or any(ctx.within(w, fn) for w in wraps):
-        return False
-    local = ctx.local(fn)
-    if any(
-        (n.attr if isinstance(n, ast.Attribute) else n.id) in OTHER_SYNC
-        for n in local
-        if isinstance(n, (ast.Attribute, ast.Name))
-    ):
-        return False
-    trained = {
-        name
-        for n in local
-        if isinstance(n, ast.Call)
-        and isinstance(n.func, ast.Attribute)
-        and n.func.attr == "parameters"
-        and (name := dotted(n.func.value)) is not None
-    }
-    if not trained:
-        return False
-    bound = ctx.bindings(fn)
-    params = set(parameter_names(fn))
-    for name in trained:
-        binds = bound.get(name, [])
-        if name in params or "." in name or not binds:
-            return False
-        if not all(isinstance(b, ast.Assign) and _class_construction(b.value) for b in binds):
-            return False
-    return True
-
-
-MODULE_MOVES = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "train"})
-
-
-def _class_construction(value: ast.expr) -> bool:
-    """``Net(...)``, also moved or cast (``Net(3, n).to(device)``, ``.cuda()``): a new module of a
-    class (named in CapWords), not one a helper may have wrapped."""
-    while (
-        isinstance(value, ast.Call)
-        and isinstance(value.func, ast.Attribute)
-        and value.func.attr in MODULE_MOVES
-    ):
-        value = value.func.value
-    if not isinstance(value, ast.Call):
-        return False
-    name = value.func.attr if isinstance(value.func, ast.Attribute) else getattr(value.func, "id", "")
-    return name[:1].isupper()
 
 
 def _under_accelerate(ctx: FileContext, loader: ast.Call) -> bool:
