@@ -171,17 +171,36 @@ def returned_reductions(ctx: FileContext, fn: ast.AST) -> tuple[bool, list[ast.C
     all_gather(x)``); else the other calls whose results it returns (directly or through the names
     and items it assigns: ``r[k] = dist_mean(x[k]); return r``), for the caller to resolve."""
     nodes = ctx.local(fn)
-    reduced = combined_in_place(ctx, nodes)
+    reduced: dict[str, int] = {}  # name -> line of the collective that combined it in place
     feeds: dict[str, list[ast.Call]] = {}  # name -> calls whose results it is assigned
+    assigns: list[tuple[ast.Assign | ast.AugAssign | ast.AnnAssign, list[str]]] = []
     for n in nodes:
+        if (
+            isinstance(n, ast.Call)
+            and isinstance(ctx.parents.get(n), ast.Expr)
+            and n.args
+            and isinstance(n.args[0], ast.Name)
+            and combines_ranks(ctx.call_qualname(n) or "", dotted(n.func) or "")
+        ):
+            reduced.setdefault(n.args[0].id, n.lineno)
         if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and n.value is not None:
             targets = n.targets if isinstance(n, ast.Assign) else [n.target]
             calls = [c for c in ast.walk(n.value) if isinstance(c, ast.Call)]
+            names = []
             for t in targets:
                 base = t.value if isinstance(t, ast.Subscript) else t
                 for e in base.elts if isinstance(base, ast.Tuple) else [base]:
                     if isinstance(e, ast.Name):
                         feeds.setdefault(e.id, []).extend(calls)
+                        names.append(e.id)
+            assigns.append((n, names))
+    # read out of a tensor combined in place: ``dist.reduce(t, dst=0); mean = t.item() / world_size;
+    # return mean`` (scBERT's ``get_reduced``) or ``dist.all_reduce(m); loss = m[0].item() / m[2].item()``
+    for n, names in sorted(assigns, key=lambda a: a[0].lineno):
+        assert n.value is not None
+        if any(isinstance(x, ast.Name) and reduced.get(x.id, n.lineno) < n.lineno for x in ast.walk(n.value)):
+            for name in names:
+                reduced.setdefault(name, n.lineno)
     direct = False
     returned: list[ast.Call] = []
     for r in nodes:
@@ -197,37 +216,41 @@ def returned_reductions(ctx: FileContext, fn: ast.AST) -> tuple[bool, list[ast.C
     return direct, returned
 
 
-def combined_in_place(ctx: FileContext, nodes: list[ast.AST]) -> dict[str, int]:
-    """Names of a def's ``nodes`` (``ctx.local``) a collective combines in place (``dist.all_reduce(t)``,
-    ``dist.reduce(loss, dst=0)``), and the names then assigned from them (``loss = loss / world_size``
-    after the reduce: melodyt5's ``process_one_batch``): name -> line where it first holds the
-    combined value."""
-    reduced: dict[str, int] = {}  # name -> line of the collective that combined it in place
-    assigns: list[tuple[ast.Assign | ast.AugAssign | ast.AnnAssign, list[str]]] = []
-    for n in nodes:
-        if (
-            isinstance(n, ast.Call)
+def combined_itself_before(ctx: FileContext, nodes: list[ast.AST], name: str, line: int) -> bool:
+    """A collective combines ``name`` in place (``dist.reduce(loss, dst=0)`` as a statement) before
+    ``line``, and every later binding of ``name`` before ``line`` is computed from ``name`` itself
+    (``loss = loss / world_size``): melodyt5's ``process_one_batch`` returns the loss it reduced.
+    A name only computed from a reduced normaliser (``loss = loss_sum / num_fgs`` after
+    ``all_reduce(num_fgs)``) is not it: its sum is this rank's."""
+    first = min(
+        (
+            n.lineno
+            for n in nodes
+            if isinstance(n, ast.Call)
             and isinstance(ctx.parents.get(n), ast.Expr)
             and n.args
             and isinstance(n.args[0], ast.Name)
+            and n.args[0].id == name
+            and n.lineno < line
             and combines_ranks(ctx.call_qualname(n) or "", dotted(n.func) or "")
+        ),
+        default=None,
+    )
+    if first is None:
+        return False
+    for n in nodes:
+        if not isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)) or not first < n.lineno < line:
+            continue
+        targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets) and not (
+            isinstance(n, ast.AugAssign)
+            or (
+                n.value is not None
+                and any(isinstance(x, ast.Name) and x.id == name for x in ast.walk(n.value))
+            )
         ):
-            reduced.setdefault(n.args[0].id, n.lineno)
-        if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and n.value is not None:
-            targets = n.targets if isinstance(n, ast.Assign) else [n.target]
-            names = []
-            for t in targets:
-                base = t.value if isinstance(t, ast.Subscript) else t
-                names += [e.id for e in (base.elts if isinstance(base, ast.Tuple) else [base]) if isinstance(e, ast.Name)]
-            assigns.append((n, names))
-    # read out of a tensor combined in place: ``dist.reduce(t, dst=0); mean = t.item() / world_size;
-    # return mean`` (scBERT's ``get_reduced``) or ``dist.all_reduce(m); loss = m[0].item() / m[2].item()``
-    for n, names in sorted(assigns, key=lambda a: a[0].lineno):
-        assert n.value is not None
-        if any(isinstance(x, ast.Name) and reduced.get(x.id, n.lineno) < n.lineno for x in ast.walk(n.value)):
-            for name in names:
-                reduced.setdefault(name, n.lineno)
-    return reduced
+            return False  # bound to something else after the collective
+    return True
 
 
 def reduces_own_state(ctx: FileContext, fn: ast.AST) -> bool:
