@@ -117,7 +117,7 @@ def _result_discarded(ctx: FileContext, stmt: ast.stmt) -> bool:
         local = {n.name for n in ctx.tree.body if isinstance(n, ast.ClassDef)}
         if any(not (isinstance(b, ast.Name) and (b.id in local or b.id == "object")) for b in owner.bases):
             return False
-        return project.result_discarded(fn, module, in_class=True)
+        return bool(project.result_discarded(fn, module, in_class=True))
     if not isinstance(owner, ast.Module):
         return False
-    return project.result_discarded(fn, module, in_class=False)
+    return bool(project.result_discarded(fn, module, in_class=False))

@@ -887,7 +887,9 @@ def _rank0_only_printer(
     prints = [
         c
         for c in walk_local(printer.body)
-        if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id not in (printer.name, *tests)
+        if isinstance(c, ast.Call)
+        and isinstance(c.func, ast.Name)
+        and c.func.id not in (printer.name, *tests)
     ]
     printer_parents = {c: p for p in ast.walk(printer) for c in ast.iter_child_nodes(p)}
 

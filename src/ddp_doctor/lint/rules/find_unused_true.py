@@ -249,14 +249,14 @@ class FindUnusedTrue(Rule):
                 and wraps_frozen_model_only(ctx, node)
             ):
                 continue  # an Accelerator that only prepares a frozen (reference) model
-            if value is not None and _wraps_frozen_parameters(ctx, node):
-                continue  # an EMA copy whose parameters are all frozen: no graph to traverse
-            if _in_evaluation_class(ctx, node):
-                continue  # Versatile-Diffusion's ``class eval(exec_container)``: no backward runs there
-            if _evaluated_only(ctx, facts, node):
-                continue  # a test function's own wrap of a model it only evaluates
-            if value is not None and discarded_wrap(ctx, node):
-                continue  # ``model = DDP(model, ...)`` then ``model = model.module``: no forward runs through it
+            # an EMA copy whose parameters are all frozen; a wrap the run throws away (``model =
+            # model.module`` at once, SAM-Adapter): no graph runs through the wrap to traverse
+            if value is not None and (_wraps_frozen_parameters(ctx, node) or discarded_wrap(ctx, node)):
+                continue
+            # Versatile-Diffusion's ``class eval(exec_container)``, a test function's own wrap of a
+            # model it only evaluates: no backward runs there
+            if _in_evaluation_class(ctx, node) or _evaluated_only(ctx, facts, node):
+                continue
             source = _through_name(ctx, value, node)
             default = _config_default(source) if source is not None else None
             gate = f"{default} not set in the configuration (default True)"
