@@ -10,7 +10,10 @@ record ``*``: anything may be passed. ``never_passed`` answers for one parameter
 is recorded: True only when at least one call was seen and none can have passed it. Constructions
 are keyed by the class's qualname: a flag ``__init__`` stores on ``self`` from a parameter with a false
 default (kpgt's ``self.ddp = ddp``) stays false where no construction passes it, no subclass exists
-and nothing sets the attribute from outside (``.ddp=``, recorded too).
+and nothing sets the attribute from outside (``.ddp=``, recorded too). A call whose value is
+used (anything but a bare expression statement) records ``->`` too: ``result_discarded`` answers
+whether every call seen throws the function's result away (pretrain-300M's
+``manager.init_training(model, optimizer)``, whose returned DDP wrap nothing keeps).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any
 from ddp_doctor.lint.context import FileContext, conjuncts, dotted, init_of, param_defaults, positional_params
 
 ANY = "*"
+USED = "->"  # some call keeps the callee's result (not a bare expression statement)
 Passed = dict[str, set[int | str]]
 
 
@@ -45,6 +49,8 @@ def record(ctx: FileContext, target: Callable[[ast.AST], str | None], into: Pass
         passed |= {k.arg for k in call.keywords if k.arg is not None}
         if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
             passed.add(ANY)
+        if not isinstance(ctx.parents.get(call), ast.Expr):
+            passed.add(USED)
         for key in _keys(call.func, target):
             into.setdefault(key, set()).update(passed)
         for value in [*call.args, *(k.value for k in call.keywords)]:
@@ -72,6 +78,19 @@ def never_passed(
     if ANY in given or name in given:
         return False
     return name not in params or params.index(name) not in given
+
+
+def result_discarded(
+    passed: Passed, fn: ast.FunctionDef | ast.AsyncFunctionDef, module: str, in_class: bool
+) -> bool:
+    """Calls of ``fn`` were seen, each a bare expression statement (``obj.setup(model)``), and
+    ``fn`` is never handed on as a value: what it returns reaches no caller."""
+    keys = [f".{fn.name}"] if in_class else [f"{module}.{fn.name}", f".{fn.name}"]
+    seen = [passed[k] for k in keys if k in passed]
+    if not seen:
+        return False
+    given = set().union(*seen)
+    return ANY not in given and USED not in given
 
 
 def never_constructed_with(

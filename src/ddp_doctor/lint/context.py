@@ -645,6 +645,22 @@ class FileContext:
             yield from defs
 
 
+def other_branch(ctx: FileContext, node: ast.AST, other: ast.AST) -> bool:
+    """``node`` and ``other`` sit in different branches of one ``if``: one never runs after the other."""
+    branches: dict[int, bool] = {}
+    child, cur = other, ctx.parents.get(other)
+    while cur is not None:
+        if isinstance(cur, ast.If) and child is not cur.test:
+            branches[id(cur)] = child in cur.body
+        child, cur = cur, ctx.parents.get(cur)
+    child, cur = node, ctx.parents.get(node)
+    while cur is not None:
+        if isinstance(cur, ast.If) and child is not cur.test and id(cur) in branches:
+            return branches[id(cur)] != (child in cur.body)
+        child, cur = cur, ctx.parents.get(cur)
+    return False
+
+
 def _checkpoint_item(value: ast.expr) -> bool:
     """``checkpoint["tb_logger"]``: a string-keyed item of a name that says it holds a checkpoint."""
     return (

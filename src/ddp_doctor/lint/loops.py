@@ -361,7 +361,9 @@ class LoopFacts:
             # a function or class of this file named ``..._scaler`` is not a loss-scaler object
             # (open_clip ``_make_train_step_no_accum_no_scaler(task, ...)``)
             name = (dotted(node.func) or "").split(".")[-1]
-            return None if name in self.ctx.functions or name in self._classes() else found
+            if name in self.ctx.functions or name in self._classes() or self._plain_project_function(node):
+                return None
+            return found
         fn = self.ctx.helper(node)
         held = self._param_backward(fn) if fn is not None else None
         if fn is None and (bound := self._partial_of(node)) is not None:
@@ -379,6 +381,24 @@ class LoopFacts:
             return None
         root = argument(node, held[0], held[1])
         return Backward(node, root, framework=False, scaled=held[2]) if root is not None else None
+
+    def _plain_project_function(self, call: ast.Call) -> bool:
+        """(project) ``call`` is of a project function (not a class or an instance) that runs no
+        backward: a ``..._scaler`` name that scales something else (Revisiting-FSCIL's
+        ``utils.lr_scaler(lr_config, batch_size)`` scales the learning rate by the batch size)."""
+        from ddp_doctor.lint.project_summary import is_class_summary  # (the index imports this module)
+
+        project = self.ctx.project
+        if project is None:
+            return False
+        s = project.summary_for(self.ctx, call.func)
+        return (
+            s is not None
+            and not is_class_summary(s)
+            and "." not in s.qualname[len(s.module) + 1 :]  # a module-level function, not a method
+            and not s.calls_backward
+            and s.backward_param is None
+        )
 
     def _partial_of(self, call: ast.Call) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, int] | None:
         """``name(...)`` where the calling function bound ``name = partial(helper, a, ...)`` once, to a

@@ -9,7 +9,7 @@ import ast
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from ddp_doctor.lint.call_arguments import never_constructed_with, never_passed
+from ddp_doctor.lint.call_arguments import never_constructed_with, never_passed, result_discarded
 from ddp_doctor.lint.context import (
     WRAPPERS,
     FileContext,
@@ -59,6 +59,12 @@ class IndexQueries(IndexCore):
     ) -> bool:
         """Some call of ``fn`` is seen in the project and none passes its parameter ``name``."""
         return never_passed(self.passed_arguments, fn, module, in_class, name)
+
+    def result_discarded(
+        self, fn: ast.FunctionDef | ast.AsyncFunctionDef, module: str, in_class: bool
+    ) -> bool:
+        """Some call of ``fn`` is seen in the project and every one throws its result away."""
+        return result_discarded(self.passed_arguments, fn, module, in_class)
 
     def never_constructed_with(
         self, cls: str, init: ast.FunctionDef | ast.AsyncFunctionDef, name: str, attr: str

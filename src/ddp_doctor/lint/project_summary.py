@@ -134,7 +134,7 @@ FACTS: dict[str, tuple[str, ...]] = {
         "sampler_loader_args",
         "sampler_loader_params",
     ),
-    "call_arguments": ("passed_arguments", "never_passed", "never_constructed_with"),
+    "call_arguments": ("passed_arguments", "never_passed", "never_constructed_with", "result_discarded"),
     "plain_loaders": (
         "plain_loaders",
         "plain_loader_calls",

@@ -34,6 +34,7 @@ from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.overrides import abstract, override_defs
 from ddp_doctor.lint.rank0 import bound_argument
 from ddp_doctor.lint.reductions import (
+    combined_itself_before,
     compute_of,
     computed_from_gathered,
     dicts_replaced_by_reduced,
@@ -1396,10 +1397,16 @@ class LossFlow:
         if fn is None:
             return False
         binds = self.ctx.bindings(fn)
-        returns = [r for r in self.ctx.local(fn) if isinstance(r, ast.Return)]
+        nodes = self.ctx.local(fn)
+        returns = [r for r in nodes if isinstance(r, ast.Return)]
+        # a tensor a collective combined in place first (melodyt5's ``process_one_batch``:
+        # ``dist.reduce(loss, dst=0); loss = loss / world_size; dist.broadcast(loss, src=0); return loss``)
         return bool(returns) and all(
             isinstance(r.value, ast.Name)
-            and reduced_before(binds.get(r.value.id, []), r.lineno)
+            and (
+                reduced_before(binds.get(r.value.id, []), r.lineno)
+                or combined_itself_before(self.ctx, nodes, r.value.id, r.lineno)
+            )
             or (isinstance(r.value, ast.Call) and is_reduce(dotted(r.value.func) or ""))
             for r in returns
         )

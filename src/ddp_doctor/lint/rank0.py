@@ -846,10 +846,18 @@ def _rank0_only_printer(
         scope = parents.get(scope)
     if scope is None:
         return False
+    top: ast.AST = scope
+    while (up := parents.get(top)) is not None:
+        top = up
+    # beside the assignment, or a module-level def the setup function installs (TopDiG's
+    # ``def print_if_rank0(*args): if is_rank_0(): original_print(*args)`` and, in ``main_worker``,
+    # ``builtins.print = print_if_rank0``)
+    homes = [scope.body] + ([top.body] if isinstance(top, ast.Module) and top is not scope else [])
     printer = next(
         (
             f
-            for f in walk_local(scope.body)
+            for body in homes
+            for f in walk_local(body)
             if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == node.value.id
         ),
         None,
@@ -875,10 +883,13 @@ def _rank0_only_printer(
             return any(gate(v) for v in test.values)  # ``is_master or force``: the force flag is opt-in
         return is_rank0_test(test, tests)
 
+    # (a call of a rank-0 predicate is the gate's own test: ``if is_rank_0():``)
     prints = [
         c
         for c in walk_local(printer.body)
-        if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id != printer.name
+        if isinstance(c, ast.Call)
+        and isinstance(c.func, ast.Name)
+        and c.func.id not in (printer.name, *tests)
     ]
     printer_parents = {c: p for p in ast.walk(printer) for c in ast.iter_child_nodes(p)}
 

@@ -216,6 +216,43 @@ def returned_reductions(ctx: FileContext, fn: ast.AST) -> tuple[bool, list[ast.C
     return direct, returned
 
 
+def combined_itself_before(ctx: FileContext, nodes: list[ast.AST], name: str, line: int) -> bool:
+    """A collective combines ``name`` in place (``dist.reduce(loss, dst=0)`` as a statement) before
+    ``line``, and every later binding of ``name`` before ``line`` is computed from ``name`` itself
+    (``loss = loss / world_size``): melodyt5's ``process_one_batch`` returns the loss it reduced.
+    A name only computed from a reduced normaliser (``loss = loss_sum / num_fgs`` after
+    ``all_reduce(num_fgs)``) is not it: its sum is this rank's."""
+    first = min(
+        (
+            n.lineno
+            for n in nodes
+            if isinstance(n, ast.Call)
+            and isinstance(ctx.parents.get(n), ast.Expr)
+            and n.args
+            and isinstance(n.args[0], ast.Name)
+            and n.args[0].id == name
+            and n.lineno < line
+            and combines_ranks(ctx.call_qualname(n) or "", dotted(n.func) or "")
+        ),
+        default=None,
+    )
+    if first is None:
+        return False
+    for n in nodes:
+        if not isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)) or not first < n.lineno < line:
+            continue
+        targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets) and not (
+            isinstance(n, ast.AugAssign)
+            or (
+                n.value is not None
+                and any(isinstance(x, ast.Name) and x.id == name for x in ast.walk(n.value))
+            )
+        ):
+            return False  # bound to something else after the collective
+    return True
+
+
 def reduces_own_state(ctx: FileContext, fn: ast.AST) -> bool:
     """A method whose body combines its instance's state across ranks in place: a collective on
     ``self.x`` (``dist.all_reduce(self.total)``) or a reduce-named method of it

@@ -2274,3 +2274,30 @@ def main(args, loader):
     },
     "train.py",
 )
+
+# Round 28 (SAM-Adapter's train.py): the wrap is thrown away at once (``model = model.module``): the
+# BatchNorm layers train on the bare module, with no DDP for SyncBatchNorm to complement. The near-miss
+# keeps the wrap and names its module apart.
+C["NEG_wrap_rebound_to_its_module_at_once"] = (
+    R,
+    False,
+    {
+        "train.py": HEAD
+        + NET
+        + main("model = Net()", "model = DDP(model, device_ids=[local_rank])\n    model = model.module")
+    },
+    "train.py",
+)
+C["wrap_kept_beside_its_module"] = (
+    R,
+    True,
+    {
+        "train.py": HEAD
+        + NET
+        + main(
+            "model = Net()",
+            "model = DDP(model, device_ids=[local_rank])\n    model_without_ddp = model.module",
+        )
+    },
+    "train.py",
+)

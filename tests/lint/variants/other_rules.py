@@ -1364,3 +1364,84 @@ C["zero_with_no_step_under_the_window_test_before_a_second_backward"] = (
     },
     "train.py:12",
 )
+
+
+# Round 28 (SAM-Adapter's train.py): ``model = DDP(model, ..., find_unused_parameters=True)`` then at
+# once ``model = model.module``: every forward runs on the bare module and the wrap is thrown away, so
+# its flag traverses nothing. The near-misses keep the wrap: ``model_without_ddp = model.module``
+# binds another name, ``model = torch.compile(model)`` compiles the wrap itself.
+FU_WRAP = "    model = DDP(net.cuda(), device_ids=[local_rank], find_unused_parameters=True)\n"
+C["fu_NEG_wrap_rebound_to_its_module_at_once"] = (
+    F,
+    False,
+    main(FU_WRAP + "    model = model.module" + LOOP),
+    "train.py",
+)
+C["fu_wrap_kept_beside_its_module"] = (
+    F,
+    True,
+    main(FU_WRAP + "    model_without_ddp = model.module" + LOOP),
+    "train.py",
+)
+C["fu_wrap_compiled_after"] = (
+    F,
+    True,
+    main(FU_WRAP + "    model = torch.compile(model)" + LOOP),
+    "train.py",
+)
+
+# Round 28 (pretrain-300M's ``DistributedManager.init_training``): a helper wraps the models it is
+# handed and returns them, and its only call is a bare statement (``manager.init_training(model,
+# optimizer)``): the trainer keeps the model it built and the wrap reaches no forward. The near-miss
+# keeps what the helper returns.
+FU_HELPER = """
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Manager:
+    def __init__(self, rank):
+        self.rank = rank
+
+    def init_training(self, models, optimizers):
+        models = models.cuda()
+        if self.rank != -1:
+            if isinstance(models, list):
+                models = [DDP(m, device_ids=[self.rank], find_unused_parameters=True) for m in models]
+            else:
+                models = DDP(models, device_ids=[self.rank], find_unused_parameters=True)
+        return models, optimizers
+"""
+FU_CALLER = """
+import torch
+from dist_utils import Manager
+
+
+def main(args, model, loader):
+    manager = Manager(args.local_rank)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    CALL
+    for x, y in loader:
+        loss = model(x, y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+"""
+C["fu_NEG_helper_wrap_returned_to_a_call_that_discards_it"] = (
+    F,
+    False,
+    {
+        "dist_utils.py": FU_HELPER,
+        "train.py": FU_CALLER.replace("CALL", "manager.init_training(model, optimizer)"),
+    },
+    "dist_utils.py",
+)
+C["fu_helper_wrap_returned_to_a_call_that_keeps_it"] = (
+    F,
+    True,
+    {
+        "dist_utils.py": FU_HELPER,
+        "train.py": FU_CALLER.replace("CALL", "model, optimizer = manager.init_training(model, optimizer)"),
+    },
+    "dist_utils.py",
+)

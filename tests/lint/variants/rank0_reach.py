@@ -373,3 +373,63 @@ C["NEG_class_flag_named_like_no_rank_handed_a_constant"] = (
     },
     "lib/runner.py",
 )
+
+# TopDiG's main_ddp.py: a module-level printer that calls the saved ``print`` only under a rank-0
+# predicate (``if is_rank_0(): original_print(*args)``), installed by the worker (``builtins.print =
+# print_if_rank0``); the helper file's prints of its meters show rank 0's values. The near-miss's
+# printer gates on a verbosity flag, not the rank: every rank prints.
+MODULE_PRINTER = """
+import builtins
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch.nn.parallel import DistributedDataParallel as DDP
+from utils.train_utils import train
+
+original_print = builtins.print
+
+
+def is_rank_0():
+    return dist.get_rank() == 0
+
+
+def print_if_rank0(*args, **kwargs):
+    if GATE:
+        original_print(*args, **kwargs)
+
+
+def main_worker(gpu, ngpus, args, net, loader):
+    dist.init_process_group(backend="nccl", init_method=args.dist_url, world_size=ngpus, rank=gpu)
+    builtins.print = print_if_rank0
+    model = DDP(net.cuda(gpu), device_ids=[gpu])
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(args.epochs):
+        train(loader, model, optimizer, epoch)
+
+
+def main(args, net, loader):
+    ngpus = torch.cuda.device_count()
+    mp.spawn(main_worker, nprocs=ngpus, args=(ngpus, args, net, loader))
+"""
+C["helper_of_a_worker_installing_a_module_level_rank0_printer"] = (
+    R,
+    True,
+    {
+        "utils/__init__.py": "",
+        "utils/meters.py": SIMPLE_METER,
+        "utils/train_utils.py": HELPER_TRAIN,
+        "main.py": MODULE_PRINTER.replace("GATE", "is_rank_0()"),
+    },
+    "utils/train_utils.py",
+)
+C["NEG_helper_of_a_worker_installing_a_module_level_verbose_printer"] = (
+    R,
+    False,
+    {
+        "utils/__init__.py": "",
+        "utils/meters.py": SIMPLE_METER,
+        "utils/train_utils.py": HELPER_TRAIN,
+        "main.py": MODULE_PRINTER.replace("GATE", "kwargs.pop('verbose', True)"),
+    },
+    "utils/train_utils.py",
+)

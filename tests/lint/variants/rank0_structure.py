@@ -2570,3 +2570,116 @@ C["NEG_master_flag_left_at_its_default_by_every_construction"] = (
     {"lib/__init__.py": "", "lib/train.py": MASTER_TRAINER, "run.py": MASTER_RUN.replace("{PASS}", "")},
     "lib/train.py",
 )
+
+
+# Round 28 (melodyt5's ``process_one_batch``): the step helper reduces the loss to rank 0 in place,
+# rescales it and broadcasts it back before returning it; the epoch's mean of what it returns, written
+# under the rank-0 test, is the cross-rank mean. The near-miss returns the loss it never reduced.
+REDUCED_STEP = """
+def process_one_batch(model, batch, world_size):
+    x, y = batch
+    loss = nn.functional.cross_entropy(model(x), y)
+    if world_size > 1:
+        loss = loss.unsqueeze(0)
+        REDUCE
+        loss = loss / world_size
+    return loss
+
+
+def main(args, loader, net):
+    dist.init_process_group("nccl")
+    rank = dist.get_rank()
+    model = DDP(net.cuda())
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    for epoch in range(args.epochs):
+        total = 0.0
+        for batch in loader:
+            loss = process_one_batch(model, batch, dist.get_world_size())
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            total += loss.item()
+        if rank == 0:
+            print("epoch", epoch, "train_loss", total / len(loader))
+"""
+C["NEG_helper_returns_the_loss_it_reduced_in_place_and_rescaled"] = (
+    R,
+    False,
+    {"train.py": HEAD + REDUCED_STEP.replace("REDUCE", "dist.reduce(loss, dst=0)")},
+    "train.py",
+)
+C["helper_returns_the_loss_it_only_rescaled"] = (
+    R,
+    True,
+    {"train.py": HEAD + REDUCED_STEP.replace("REDUCE", "pass")},
+    "train.py",
+)
+
+# Round 28 (Revisiting-FSCIL's ``utils.lr_scaler(self.args, batch_size)``): a project function named
+# ``..._scaler`` that scales the learning-rate settings is no loss scaler, so the configuration it is
+# handed is no backward root and what is read from it is no loss. The near-miss hands the loss to a
+# project ``loss_scaler`` function that runs the backward.
+LR_SCALER = """
+import torch
+
+
+def lr_scaler(cfg, batch_size):
+    cfg.lr = cfg.lr * batch_size / 256
+    return cfg
+
+
+def loss_scaler(loss, optimizer):
+    loss.backward()
+    optimizer.step()
+"""
+LR_SCALER_RUN = """
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+import utils
+
+
+class Learner:
+    def __init__(self, args, net):
+        self.args = args
+        self.model = DDP(net.cuda())
+
+    def before_task(self, loader):
+        CALL
+        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=self.args.lr)
+
+    def train(self, loader):
+        for x, y in loader:
+            loss = self.model(x, y)
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+        stats = {"epochs": self.args.epochs}
+        if dist.get_rank() == 0:
+            print(stats)
+"""
+C["NEG_lr_scaler_of_the_project_is_no_loss_scaler"] = (
+    R,
+    False,
+    {
+        "utils.py": LR_SCALER,
+        "train.py": LR_SCALER_RUN.replace(
+            "CALL", "self.args = utils.lr_scaler(self.args, loader.batch_size)"
+        ),
+    },
+    "train.py",
+)
+C["loss_handed_to_a_project_loss_scaler"] = (
+    R,
+    True,
+    {
+        "utils.py": LR_SCALER,
+        "train.py": LR_SCALER_RUN.replace("CALL", "self.args = utils.lr_scaler(self.args, loader.batch_size)")
+        .replace(
+            "            self.optimizer.zero_grad()\n            loss.backward()\n            self.optimizer.step()\n",
+            "            self.optimizer.zero_grad()\n            utils.loss_scaler(loss, self.optimizer)\n",
+        )
+        .replace("stats = {", 'stats = {"loss": loss.item(), '),
+    },
+    "train.py",
+)

@@ -39,6 +39,7 @@ from collections.abc import Iterator
 
 from ddp_doctor.core.catalog import Text
 from ddp_doctor.lint.context import FileContext, conjuncts, dotted, method
+from ddp_doctor.lint.discarded_wrap import discarded_wrap
 from ddp_doctor.lint.idioms import DDP, SYNC_CONTROL
 from ddp_doctor.lint.launch_scripts import accelerate_shards
 from ddp_doctor.lint.loops import (
@@ -90,13 +91,15 @@ class AccumNoSyncMissing(Rule):
         calls = ctx.of_type(ast.Call)
         # accelerate's prepare() wraps the model in DDP when distributed; its accumulate() skips the
         # sync (loops under it are no accumulation loops here), a hand-written micro-batch loop does not
-        if not facts.prepared and not any(ctx.call_qualname(n) == DDP for n in calls):
+        # a wrap the run throws away (``model = model.module`` right after it) all-reduces nothing
+        wraps = [n for n in calls if ctx.call_qualname(n) == DDP and not discarded_wrap(ctx, n)]
+        if not facts.prepared and not wraps:
             if project is None:
                 return
             wraps_here = any(project.call_wraps_ddp(ctx, n, plain=True) for n in calls)
             if not wraps_here and not (project.wraps_plain_ddp and not _wraps_anything(ctx)):
                 return
-        if facts.prepared and not any(ctx.call_qualname(n) == DDP for n in calls) and accelerate_shards(ctx):
+        if facts.prepared and not wraps and accelerate_shards(ctx):
             return  # accelerate wraps in FSDP / DeepSpeed here (every shipped config): not DDP's all-reduce
         wrapped = _ddp_names(ctx)
         wraps = [

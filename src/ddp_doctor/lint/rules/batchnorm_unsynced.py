@@ -113,6 +113,7 @@ from ddp_doctor.lint.batchnorm_syntax import (
 )
 from ddp_doctor.lint.call_arguments import skipped_by_defaults
 from ddp_doctor.lint.context import FileContext, dotted, init_of, keyword, method, positional_params
+from ddp_doctor.lint.discarded_wrap import discarded_wrap
 from ddp_doctor.lint.flags import UNKNOWN, FlagTest, all_defaults, describe, flag_test
 from ddp_doctor.lint.frozen_wrap import frozen_names
 from ddp_doctor.lint.idioms import BATCHNORM_ARCH, DDP, MODEL_FACTORIES, MODEL_GETTERS, MODEL_REGISTRIES
@@ -234,6 +235,8 @@ class BatchnormUnsynced(Rule):
         # a wrap under a test of parameters every run leaves at their defaults, false with them
         # (kl-nn's ``load_model(..., GPUs=1)``: ``if GPUs > 1: DDP(model)``, no call passes GPUs)
         ddp_calls = [c for c in ddp_calls if not skipped_by_defaults(ctx, c)]
+        # a wrap the run throws away (``model = model.module`` right after it): its BatchNorm trains bare
+        ddp_calls = [c for c in ddp_calls if not discarded_wrap(ctx, c)]
         # an ``eval`` pick counts where a wrap is of what it built (semseg also evals its dataset name)
         bn_nodes += [e for e in evals if any(_wraps_built_from(ctx, c, [e], hop=False) for c in ddp_calls)]
         handed_by = None

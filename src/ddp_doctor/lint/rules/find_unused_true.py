@@ -26,6 +26,9 @@ Round 23: in a function with no backward that puts the wrap in ``eval()``, a use
 Round 26: a comparison of an option with a constant that holds under the option's default
 (Sherpa3D's ``find_unused_parameters=(FLAGS.mode == 'geometry_modeling')``, ``--mode`` defaulting to
 that stage) is True unless the run configures otherwise: config-gated, as ``not grad_ckpt`` is.
+Round 28: a wrap the run throws away (``model = model.module`` right after it, or only returned
+from a def whose every call discards the result; lint/discarded_wrap.py) builds no reducer: not
+reported (SAM-Adapter, pretrain-300M).
 """
 
 from __future__ import annotations
@@ -35,7 +38,8 @@ import re
 from collections.abc import Iterator
 
 from ddp_doctor.core.catalog import Text
-from ddp_doctor.lint.context import FileContext, dotted, keyword, param_defaults
+from ddp_doctor.lint.context import FileContext, dotted, keyword, other_branch, param_defaults
+from ddp_doctor.lint.discarded_wrap import discarded_wrap
 from ddp_doctor.lint.flags import UNKNOWN, all_defaults, bool_typed_options, flag_test
 from ddp_doctor.lint.frozen_wrap import parameters_frozen, wraps_frozen_model_only
 from ddp_doctor.lint.idioms import DDP
@@ -80,7 +84,7 @@ def _keyword(qualname: str) -> str | None:
 
 class FindUnusedTrue(Rule):
     id = "find-unused-true"
-    project_facts = frozenset({"options"})
+    project_facts = frozenset({"options", "call_arguments"})
     flagged = (
         "`find_unused_parameters=True` on DDP, accelerate `DistributedDataParallelKwargs`, Lightning "
         "`DDPStrategy`/`DDPPlugin`, or `ddp_find_unused_parameters=True` on `TrainingArguments`; "
@@ -110,7 +114,9 @@ class FindUnusedTrue(Rule):
         "wrap in a function with no backward that only puts it in `eval()` and runs forwards (a test worker; "
         "also `isinstance(model, DDP)`), or hands it to a same-file helper that evaluates it "
         "(`evaluate(model, loader)` after the training loop); a wrap used only under `torch.no_grad()` "
-        "(a distillation teacher, `model.module.generate` in a scoring loop)"
+        "(a distillation teacher, `model.module.generate` in a scoring loop); a wrap the run throws away "
+        "(`model = DDP(model, ...)` then at once `model = model.module`; (project) a wrap only returned from "
+        "a def every call of which discards the result)"
     )
     autofix = "`True` → `False`"
     # a strategy string is no identifier: the ``strategy=`` keyword that takes it is
@@ -243,12 +249,14 @@ class FindUnusedTrue(Rule):
                 and wraps_frozen_model_only(ctx, node)
             ):
                 continue  # an Accelerator that only prepares a frozen (reference) model
-            if value is not None and _wraps_frozen_parameters(ctx, node):
-                continue  # an EMA copy whose parameters are all frozen: no graph to traverse
-            if _in_evaluation_class(ctx, node):
-                continue  # Versatile-Diffusion's ``class eval(exec_container)``: no backward runs there
-            if _evaluated_only(ctx, facts, node):
-                continue  # a test function's own wrap of a model it only evaluates
+            # an EMA copy whose parameters are all frozen; a wrap the run throws away (``model =
+            # model.module`` at once, SAM-Adapter): no graph runs through the wrap to traverse
+            if value is not None and (_wraps_frozen_parameters(ctx, node) or discarded_wrap(ctx, node)):
+                continue
+            # Versatile-Diffusion's ``class eval(exec_container)``, a test function's own wrap of a
+            # model it only evaluates: no backward runs there
+            if _in_evaluation_class(ctx, node) or _evaluated_only(ctx, facts, node):
+                continue
             source = _through_name(ctx, value, node)
             default = _config_default(source) if source is not None else None
             gate = f"{default} not set in the configuration (default True)"
@@ -595,7 +603,7 @@ def _evaluated_only(ctx: FileContext, facts: LoopFacts, call: ast.Call) -> bool:
         and n.id == name
         and isinstance(n.ctx, ast.Store)
         and n.lineno > after
-        and not _other_branch(ctx, n, call)  # ``else: model = DataParallel(model)`` never follows the wrap
+        and not other_branch(ctx, n, call)  # ``else: model = DataParallel(model)`` never follows the wrap
     ]
     until = min(rebound, default=10**9)
     evaluated = False
@@ -629,22 +637,6 @@ def _evaluated_only(ctx: FileContext, facts: LoopFacts, call: ast.Call) -> bool:
             continue
         return False  # handed on, returned, stored, trained: used beyond evaluation here
     return used and (evaluated or without_grad)
-
-
-def _other_branch(ctx: FileContext, node: ast.AST, other: ast.AST) -> bool:
-    """``node`` and ``other`` sit in different branches of one ``if``: one never runs after the other."""
-    branches: dict[int, bool] = {}
-    child, cur = other, ctx.parents.get(other)
-    while cur is not None:
-        if isinstance(cur, ast.If) and child is not cur.test:
-            branches[id(cur)] = child in cur.body
-        child, cur = cur, ctx.parents.get(cur)
-    child, cur = node, ctx.parents.get(node)
-    while cur is not None:
-        if isinstance(cur, ast.If) and child is not cur.test and id(cur) in branches:
-            return branches[id(cur)] != (child in cur.body)
-        child, cur = cur, ctx.parents.get(cur)
-    return False
 
 
 def _in_loop(ctx: FileContext, node: ast.AST, scope: ast.AST) -> bool:
