@@ -366,7 +366,10 @@ class ProjectIndex(IndexScan, IndexQueries):
             if scaling and built is not None and built.qualname in self.scaler_classes:
                 self.scaler_modules.add(module)  # an instance of a project class holding a GradScaler
                 self.scaled_only_modules.discard(module)
-            if built is not None and built.qualname in self.rank0_sink_classes:
+            if built is not None and (
+                built.qualname in self.rank0_sink_classes
+                or self._attached_on_rank0_only(built.qualname, names, module)
+            ):
                 self.rank0_objects |= {n.split(".")[-1] for n in names}  # a rank-0-only writer's instance
             pending = self.summaries.get(target)
             if pending is not None and is_class_summary(pending) and pending.calls_backward:
@@ -375,6 +378,18 @@ class ProjectIndex(IndexScan, IndexQueries):
                     self.scaler_modules.add(module)  # a loss-scaling object (timm NativeScaler)
                     self.scaled_only_modules.discard(module)
         self._pending = []
+
+    def _attached_on_rank0_only(self, cls: str, names: set[str], module: str) -> bool:
+        """``cls`` holds no writer until a method attaches one (UNITER's ``TB_LOGGER.create(path)``),
+        and every call of that method the project makes, on this instance (imported from ``module``:
+        ``utils.logger.TB_LOGGER.create``) or on any object by that name (``obj.create(...)``), sits
+        under a rank-0 test: the instance writes on rank 0 only."""
+        attach = self.attached_writer_classes.get(cls)
+        if attach is None:
+            return False
+        keys = [f".{attach}", *(f"{module}.{n}.{attach}" for n in names if "." not in n)]
+        sites = [self._guarded_calls[k] for k in keys if k in self._guarded_calls]
+        return bool(sites) and all(sites)
 
     def _finish_rank0_handoff(self) -> None:
         """Classes whose every construction hands a rank-0 test to a parameter (its dependencies on

@@ -18,7 +18,7 @@ from ddp_doctor.lint.project_core import IndexCore
 from ddp_doctor.lint.project_def_facts import is_none
 from ddp_doctor.lint.project_modules import absolute_module, relative_base
 from ddp_doctor.lint.rank0 import is_log_sink
-from ddp_doctor.lint.rank0_sinks import guarded_sink_names, rank0_sink_classes
+from ddp_doctor.lint.rank0_sinks import attached_writer_classes, guarded_sink_names, rank0_sink_classes
 from ddp_doctor.lint.samplers import WHOLE
 
 CONTAINERS = frozenset({"dict", "list", "set", "defaultdict", "OrderedDict", "collections.defaultdict"})
@@ -171,6 +171,8 @@ class IndexBindings(IndexCore):
         if rank0:
             self.rank0_objects |= guarded_sink_names(ctx, predicates)
             self.rank0_sink_classes |= {f"{module}.{c}" for c in rank0_sink_classes(ctx, predicates)}
+            for c, attach in attached_writer_classes(ctx).items():
+                self.attached_writer_classes[f"{module}.{c}"] = attach
 
     def _call_sites(self, ctx: FileContext, imports: dict[str, str], predicates: set[str]) -> None:
         """Record, for every call of project code (or ``obj.name(...)``), whether it sits under a

@@ -122,6 +122,8 @@ class IndexCore:
     backward_objects: set[str] = field(default_factory=set)  # spellings bound to backward-running objects
     rank0_objects: set[str] = field(default_factory=set)  # spellings bound only on rank 0
     rank0_sink_classes: set[str] = field(default_factory=set)  # writer classes that write on rank 0 only
+    # classes whose writer one method attaches (rank0_sinks.attached_writer_classes) -> that method
+    attached_writer_classes: dict[str, str] = field(default_factory=dict)
     rank0_predicates: set[str] = field(default_factory=set)  # functions answering "am I rank 0?"
     distributed_predicates: set[str] = field(default_factory=set)  # "is this run distributed?" (dist_tests)
     silences_other_ranks: bool = False  # some file's logging setup keeps rank 0's records only

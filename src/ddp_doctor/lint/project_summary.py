@@ -63,6 +63,7 @@ FACTS: dict[str, tuple[str, ...]] = {
         "inside_logger_names",
         "rank0_objects",
         "rank0_sink_classes",
+        "attached_writer_classes",
         "builds_rank0_sink",
         "null_writer",
         "null_off_rank0",

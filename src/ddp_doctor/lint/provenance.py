@@ -63,6 +63,29 @@ BULK_UPDATE = re.compile(
 )
 
 
+# Classes whose instances keep a running statistic of what they are called with (UNITER's
+# ``running_loss = RunningMeter('loss')`` then ``running_loss(loss.item())``), by their name's words.
+CALLED_METER = re.compile(r"(Meter|Average|Avg|Running|Smooth|Tracker|Accumulator)", re.IGNORECASE)
+
+
+def _called_meter(ctx: FileContext, scope: ast.AST, call: ast.Call) -> tuple[str, str] | None:
+    """``running_loss(loss.item())`` where every binding of ``running_loss`` in ``scope`` builds a
+    meter class (``RunningMeter('loss')``): the call feeds the meter, as ``meter.update(x)`` does."""
+    if not isinstance(call.func, ast.Name):
+        return None
+    bindings = ctx.bindings(scope).get(call.func.id, [])
+    if not bindings or not all(
+        isinstance(b, ast.Assign)
+        and isinstance(b.value, ast.Call)
+        and (callee := dotted(b.value.func)) is not None
+        and callee.rsplit(".", 1)[-1][:1].isupper()
+        and CALLED_METER.search(callee.rsplit(".", 1)[-1])
+        for b in bindings
+    ):
+        return None
+    return call.func.id, "__call__"
+
+
 def is_update_method(name: str) -> bool:
     """A method that feeds a value into the object it is called on (a meter, a list, a dict)."""
     return name in UPDATE_METHODS or bool(BULK_UPDATE.match(name))
@@ -1177,7 +1200,7 @@ class LossFlow:
                     names |= _scaled_from(ctx, scope, names)  # with amp.scale_loss(loss, opt) as scaled_loss
                     tainted |= names
                     roots |= names
-                m = method(n)
+                m = method(n) or _called_meter(ctx, scope, n)
                 receiver = receiver_name(m[0]) if m else None
                 if m and (receiver is None or "[" in receiver) and isinstance(n.func, ast.Attribute):
                     # ``loss_mts[key].update(loss.item())``: a meter of a container, the container holds

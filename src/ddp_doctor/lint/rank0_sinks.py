@@ -15,12 +15,13 @@ from __future__ import annotations
 import ast
 from collections.abc import Collection
 
-from ddp_doctor.lint.context import FileContext, dotted
+from ddp_doctor.lint.context import FileContext, dotted, init_of
 from ddp_doctor.lint.rank0 import (
     LOG_CALL,
     LOG_SINK,
     class_flags,
     enclosing_rank0_if,
+    is_log_call,
     is_log_sink,
     is_not_rank0_test,
     is_rank0_test,
@@ -177,6 +178,79 @@ def _target_names(node: ast.Assign) -> set[str]:
             if (d := dotted(t)) is not None:
                 out.add(d.split(".")[-1])
     return out
+
+
+def attached_writer_classes(ctx: FileContext) -> dict[str, str]:
+    """Top-level classes that hold no writer until one of their methods attaches it (UNITER's
+    ``TensorboardLogger``: ``self._logger = None`` in ``__init__``, ``def create(self, path):
+    self._logger = SummaryWriter(path)``, every write going through ``self._logger`` or a no-op
+    while it is None): class name -> the attaching method's name. An instance writes only in the
+    processes that call that method, so one the project attaches on rank 0 only (``if rank == 0:
+    TB_LOGGER.create(...)``, checked by the index) is a rank-0 sink."""
+    out: dict[str, str] = {}
+    for cls in ctx.tree.body:
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        init = init_of(cls)
+        if init is None:
+            continue
+        methods = [
+            f for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f is not init
+        ]
+        own = {f"self.{f.name}" for f in methods}
+        for attr in _none_in_init(init):
+            attaching = [f for f in methods if _stores_self(f, attr)]
+            if (
+                len(attaching) == 1
+                and _attaches_sink(attaching[0], attr)
+                and all(_writes_through(f, attr, own) for f in methods if f is not attaching[0])
+            ):
+                out[cls.name] = attaching[0].name
+                break
+    return out
+
+
+def _none_in_init(init: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+    """Attributes ``__init__`` sets to None (``self._logger = None``)."""
+    return [
+        t.attr
+        for s in init.body
+        if isinstance(s, ast.Assign) and isinstance(s.value, ast.Constant) and s.value.value is None
+        for t in s.targets
+        if isinstance(t, ast.Attribute) and dotted(t.value) == "self"
+    ]
+
+
+def _stores_self(fn: ast.AST, attr: str) -> bool:
+    return any(
+        isinstance(n, ast.Attribute)
+        and n.attr == attr
+        and dotted(n.value) == "self"
+        and isinstance(n.ctx, ast.Store)
+        for n in ast.walk(fn)
+    )
+
+
+def _attaches_sink(fn: ast.AST, attr: str) -> bool:
+    """Every store of ``self.<attr>`` in ``fn`` is a new log sink (``SummaryWriter(path)``)."""
+    stores = [
+        n
+        for n in ast.walk(fn)
+        if isinstance(n, ast.Assign) and any(dotted(t) == f"self.{attr}" for t in n.targets)
+    ]
+    return bool(stores) and all(len(s.targets) == 1 and is_log_sink(s.value) for s in stores)
+
+
+def _writes_through(fn: ast.AST, attr: str, own: set[str]) -> bool:
+    """Every log call of ``fn`` writes through ``self.<attr>`` or calls one of the class's own
+    methods (``self.log_scaler_dict(value)`` for a nested dict): without that writer the method
+    writes nothing."""
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Call) and is_log_call(n):
+            name = dotted(n.func) or ""
+            if not name.startswith(f"self.{attr}.") and name not in own:
+                return False
+    return True
 
 
 def is_null_writer(cls: ast.ClassDef) -> bool:
