@@ -2274,3 +2274,79 @@ def main(args, loader):
     },
     "train.py",
 )
+
+# Round 28 (face-vid2vid's vendored Synchronized-BatchNorm-PyTorch): a BatchNorm subclass that syncs
+# only through DataParallel replication (the ``__data_parallel_replicate__`` hook) runs plain
+# ``F.batch_norm`` in a DDP process, which holds no replica: per-rank BatchNorm. A synchronised class
+# that all-reduces across processes (NEG) syncs.
+REPLICA_SYNC_BN = """
+import torch.nn.functional as F
+from torch.nn.modules.batchnorm import _BatchNorm
+
+
+class _SynchronizedBatchNorm(_BatchNorm):
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True):
+        super().__init__(num_features, eps=eps, momentum=momentum, affine=affine)
+        self._is_parallel = False
+
+    def forward(self, input):
+        if not (self._is_parallel and self.training):
+            return F.batch_norm(input, self.running_mean, self.running_var, self.weight, self.bias,
+                                self.training, self.momentum, self.eps)
+        return self._gather_from_replicas(input)
+
+    def __data_parallel_replicate__(self, ctx, copy_id):
+        self._is_parallel = True
+
+
+class SynchronizedBatchNorm2d(_SynchronizedBatchNorm):
+    pass
+"""
+PROCESS_SYNC_BN = """
+import torch.distributed as dist
+from torch.nn.modules.batchnorm import _BatchNorm
+
+
+class SyncBN2d(_BatchNorm):
+    def forward(self, input):
+        mean = input.mean((0, 2, 3))
+        dist.all_reduce(mean)
+        return (input - mean[None, :, None, None]) * self.weight[None, :, None, None]
+"""
+VENDORED_NET = """
+import torch.nn as nn
+from sync_batchnorm.batchnorm import {cls} as BatchNorm2d
+
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 16, 3)
+        self.norm = BatchNorm2d(16)
+
+    def forward(self, x):
+        return self.norm(self.conv(x)).mean((2, 3))
+"""
+
+
+def vendored_sync_project(cls, source):
+    return {
+        "train.py": HEAD + "from encoder import Encoder\n" + main("model = Encoder()"),
+        "encoder.py": VENDORED_NET.format(cls=cls),
+        "sync_batchnorm/__init__.py": "",
+        "sync_batchnorm/batchnorm.py": source,
+    }
+
+
+C["replica_only_synchronized_batchnorm_under_ddp"] = (
+    R,
+    True,
+    vendored_sync_project("SynchronizedBatchNorm2d", REPLICA_SYNC_BN),
+    "train.py",
+)
+C["NEG_process_synchronized_batchnorm_under_ddp"] = (
+    R,
+    False,
+    vendored_sync_project("SyncBN2d", PROCESS_SYNC_BN),
+    "train.py",
+)

@@ -85,6 +85,9 @@ builds BatchNorm unless every project call hands that parameter another literal 
 (``Summary.bn_name_param``); an entry script's ``trainer.setup_multi_gpu(rank)`` that wraps the
 trainer's own model in place, the trainer built there with a project BatchNorm model handed in, is
 left to the trainer's file, which reports the wrap of the handed model (one finding per bug).
+Round 28: a vendored synchronised BatchNorm that syncs only across ``DataParallel`` replicas
+(Synchronized-BatchNorm-PyTorch's ``SynchronizedBatchNorm2d``, face-vid2vid) is per-rank BatchNorm
+under DDP (``batchnorm_syntax.replica_only_sync``).
 Autofix (plain findings only): convert the wrapped model just before wrapping.
 """
 
@@ -165,7 +168,8 @@ class BatchnormUnsynced(Rule):
     project_facts = frozenset({"batchnorm", "options", "call_arguments"})
     flagged = (
         "the file builds BatchNorm layers (also MinkowskiEngine's `MinkowskiBatchNorm`, torchsparse's and "
-        "torch_geometric's `BatchNorm`; or a torchvision model known to contain them, a `conformer`/torchaudio "
+        "torch_geometric's `BatchNorm`, and a vendored `SynchronizedBatchNorm2d` that syncs only across "
+        "DataParallel replicas; or a torchvision model known to contain them, a `conformer`/torchaudio "
         "Conformer, mmcv's `build_norm_layer`/`ConvModule` with a `norm_cfg` of type `BN` (also a constructor "
         "parameter's default `norm_cfg=dict(type='BN')`), timm "
         "`create_model` with a BatchNorm-family name or flag default (also a name the shipped YAML "
