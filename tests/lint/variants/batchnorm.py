@@ -2350,3 +2350,103 @@ C["NEG_process_synchronized_batchnorm_under_ddp"] = (
     vendored_sync_project("SyncBN2d", PROCESS_SYNC_BN),
     "train.py",
 )
+
+# Round 28 (MNCDV3's ViT-Adapter backbone building nn.SyncBatchNorm beside UperNet heads with plain
+# nn.BatchNorm2d; the medicaldiffusion VQGAN handing norm_layer=nn.BatchNorm2d to discriminators whose
+# default is nn.SyncBatchNorm): SyncBatchNorm in one part of a model converts nothing else. A model
+# whose every BatchNorm part builds SyncBatchNorm (NEG) is synced.
+SYNC_PARTS = """
+import torch.nn as nn
+
+
+class Backbone(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 16, 3)
+        self.norm = nn.SyncBatchNorm(16)
+
+    def forward(self, x):
+        return self.norm(self.conv(x))
+
+
+class Head(nn.Module):
+    def __init__(self, norm=nn.BatchNorm2d):
+        super().__init__()
+        self.conv = nn.Conv2d(16, 16, 3)
+        self.norm = norm(16)
+
+    def forward(self, x):
+        return self.norm(self.conv(x)).mean((2, 3))
+
+
+class Discriminator(nn.Module):
+    def __init__(self, norm_layer=nn.SyncBatchNorm):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 16, 3)
+        self.norm = norm_layer(16)
+
+    def forward(self, x):
+        return self.norm(self.conv(x)).mean((2, 3))
+"""
+
+
+def sync_parts_project(model):
+    return {
+        "train.py": HEAD + "from model import Model\n" + main("model = Model()"),
+        "model.py": SYNC_PARTS + model,
+    }
+
+
+C["syncbn_backbone_beside_batchnorm_head"] = (
+    R,
+    True,
+    sync_parts_project(
+        """
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.backbone = Backbone()
+        self.head = Head()
+
+    def forward(self, x):
+        return self.head(self.backbone(x))
+"""
+    ),
+    "train.py",
+)
+C["NEG_syncbn_backbone_beside_syncbn_head"] = (
+    R,
+    False,
+    sync_parts_project(
+        """
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.backbone = Backbone()
+        self.head = Discriminator()
+
+    def forward(self, x):
+        return self.head(self.backbone(x))
+"""
+    ),
+    "train.py",
+)
+C["syncbn_default_replaced_by_batchnorm"] = (
+    R,
+    True,
+    sync_parts_project(
+        """
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.disc = Discriminator(norm_layer=nn.BatchNorm2d)
+
+    def forward(self, x):
+        return self.disc(x)
+"""
+    ),
+    "train.py",
+)
