@@ -79,6 +79,34 @@ INSPECTS = frozenset({"isinstance", "issubclass", "type", "setattr", "getattr", 
 ITERATION = frozenset({"zip", "enumerate", "reversed", "sorted", "list", "tuple", "chain", "product"})
 
 
+def batchnorm_subclass(ctx: FileContext, cls: ast.ClassDef) -> bool:
+    """The class is a BatchNorm layer with each rank's own statistics: a subclass of torch's
+    BatchNorm (CLIP-Driven-Universal-Model's ``ContBatchNorm3d(_BatchNorm)``), not a SyncBatchNorm
+    re-implementation named so, unless that one syncs only across ``DataParallel`` replicas."""
+    if not any(BATCHNORM_BASE.match(ctx.qualname(b) or "") for b in cls.bases):
+        return False
+    return "sync" not in cls.name.lower() or replica_only_sync(cls)
+
+
+def replica_only_sync(cls: ast.ClassDef) -> bool:
+    """A synchronised BatchNorm that gathers statistics only through ``DataParallel`` replication:
+    the vendored Synchronized-BatchNorm-PyTorch package (``_SynchronizedBatchNorm``, used with
+    ``DataParallelWithCallback`` / ``patch_replication_callback`` in SPADE, first-order-model and
+    their descendants) defines the replica hook ``__data_parallel_replicate__`` and, when no replica
+    called it (``if not (self._is_parallel and self.training)``), runs plain ``F.batch_norm``. Under
+    DDP each process holds one module and no replica: per-rank BatchNorm. A class that also talks to
+    ``torch.distributed`` (an ``all_reduce``) syncs across processes."""
+    hooks = any(
+        isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name == "__data_parallel_replicate__"
+        for f in cls.body
+    )
+    collective = any(
+        isinstance(n, ast.Attribute) and n.attr in ("all_reduce", "all_gather", "distributed")
+        for n in ast.walk(cls)
+    )
+    return hooks and not collective
+
+
 def names_syncbn(node: ast.Name | ast.Attribute) -> bool:
     """``nn.SyncBatchNorm``, ``encoder.SparseSyncBatchNorm2d``: a SyncBatchNorm class by its name."""
     return "SyncBatchNorm" in (node.id if isinstance(node, ast.Name) else node.attr)

@@ -38,6 +38,7 @@ Rules import ``ProjectIndex`` (and the few names in ``__all__``) from here.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 from ddp_doctor.lint.batchnorm_syntax import (
@@ -128,7 +129,11 @@ class ProjectIndex(IndexScan, IndexQueries):
         index._finish_set_epoch_gates()
         index._settle_factory_names()
         index._settle_bn_options()
+        # what each def converts and builds by itself, before its callees' flags join
+        own_converts = {q for q, x in index.summaries.items() if x.converts_syncbn}
+        own_builds = {q for q, x in index.summaries.items() if x.builds_batchnorm}
         index._propagate()
+        index._settle_partial_conversions(own_converts, own_builds)
         index.reach.read_text_files(root)
         index.reach.settle()
         return index
@@ -182,6 +187,43 @@ class ProjectIndex(IndexScan, IndexQueries):
             s.picks_batchnorm = True
             return True
         return False
+
+    def _built_callees(self, s: Summary) -> Iterator[Summary]:
+        """The project callees whose BatchNorm ``s`` holds (``_propagate``'s condition): what a class
+        constructs, what a function returns, not a callee built only under an option that is off."""
+        for callee in s.callees:
+            c = self._get(callee)
+            if c is not None and (
+                (is_class_summary(s) or is_class_summary(c) or callee in s.returned_callees)
+                and callee not in s.bn_optional
+            ):
+                yield c
+
+    def _settle_partial_conversions(self, own_converts: set[str], own_builds: set[str]) -> None:
+        """A model whose SyncBatchNorm comes only from some of its parts converts nothing else: a
+        backbone building ``nn.SyncBatchNorm`` itself beside decoder heads with plain
+        ``nn.BatchNorm2d`` (MNCDV3's ViT-Adapter and UperNet heads), or a discriminator class whose
+        ``norm_layer=nn.SyncBatchNorm`` default the model replaces by ``nn.BatchNorm2d`` (the
+        medicaldiffusion VQGAN). ``converts_syncbn`` spread from a callee is taken back where the def
+        builds BatchNorm of its own, or holds another callee whose BatchNorm is not converted; a
+        conversion or SyncBatchNorm choice the def makes itself still covers all it holds."""
+        partial: set[int] = set()
+        for _ in range(ROUNDS):
+            changed = False
+            for qual, s in self.summaries.items():
+                if id(s) in partial or not s.converts_syncbn or qual in own_converts or s.keeps_eval:
+                    continue
+                if qual in own_builds or any(
+                    c.builds_batchnorm and (not c.converts_syncbn or id(c) in partial)
+                    for c in self._built_callees(s)
+                ):
+                    partial.add(id(s))
+                    changed = True
+            if not changed:
+                break
+        for s in self.summaries.values():
+            if id(s) in partial:
+                s.converts_syncbn = False
 
     def _module_namespace(self, module: str) -> list[str]:
         """The modules whose defs ``module``'s namespace holds: itself and, for a package whose

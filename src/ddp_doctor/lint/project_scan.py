@@ -13,9 +13,9 @@ from pathlib import Path
 
 from ddp_doctor.lint.batchnorm_syntax import (
     BATCHNORM,
-    BATCHNORM_BASE,
     TORCHVISION_BN_CLASS,
     batchnorm_reference,
+    batchnorm_subclass,
     batchnorm_tables,
     builds_from_reference,
     call_shape,
@@ -468,9 +468,7 @@ class IndexScan(IndexBindings):
                 s.delegated_syncs = delegated_syncs(node)
             if scan.bn:  # a subclass has what its project bases build
                 s.refs |= {t for b in node.bases if (t := self._project_target(scan.imports, b))}
-                if "sync" not in node.name.lower() and any(
-                    BATCHNORM_BASE.match(ctx.qualname(b) or "") for b in node.bases
-                ):
+                if batchnorm_subclass(ctx, node):
                     s.builds_batchnorm = True  # a BatchNorm subclass is a BatchNorm layer
                 elif any(TORCHVISION_BN_CLASS.match(ctx.qualname(b) or "") for b in node.bases):
                     s.builds_batchnorm = True  # ``super().__init__`` builds the torchvision model's layers

@@ -2301,3 +2301,179 @@ C["wrap_kept_beside_its_module"] = (
     },
     "train.py",
 )
+
+# Round 28 (face-vid2vid's vendored Synchronized-BatchNorm-PyTorch): a BatchNorm subclass that syncs
+# only through DataParallel replication (the ``__data_parallel_replicate__`` hook) runs plain
+# ``F.batch_norm`` in a DDP process, which holds no replica: per-rank BatchNorm. A synchronised class
+# that all-reduces across processes (NEG) syncs.
+REPLICA_SYNC_BN = """
+import torch.nn.functional as F
+from torch.nn.modules.batchnorm import _BatchNorm
+
+
+class _SynchronizedBatchNorm(_BatchNorm):
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True):
+        super().__init__(num_features, eps=eps, momentum=momentum, affine=affine)
+        self._is_parallel = False
+
+    def forward(self, input):
+        if not (self._is_parallel and self.training):
+            return F.batch_norm(input, self.running_mean, self.running_var, self.weight, self.bias,
+                                self.training, self.momentum, self.eps)
+        return self._gather_from_replicas(input)
+
+    def __data_parallel_replicate__(self, ctx, copy_id):
+        self._is_parallel = True
+
+
+class SynchronizedBatchNorm2d(_SynchronizedBatchNorm):
+    pass
+"""
+PROCESS_SYNC_BN = """
+import torch.distributed as dist
+from torch.nn.modules.batchnorm import _BatchNorm
+
+
+class SyncBN2d(_BatchNorm):
+    def forward(self, input):
+        mean = input.mean((0, 2, 3))
+        dist.all_reduce(mean)
+        return (input - mean[None, :, None, None]) * self.weight[None, :, None, None]
+"""
+VENDORED_NET = """
+import torch.nn as nn
+from sync_batchnorm.batchnorm import {cls} as BatchNorm2d
+
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 16, 3)
+        self.norm = BatchNorm2d(16)
+
+    def forward(self, x):
+        return self.norm(self.conv(x)).mean((2, 3))
+"""
+
+
+def vendored_sync_project(cls, source):
+    return {
+        "train.py": HEAD + "from encoder import Encoder\n" + main("model = Encoder()"),
+        "encoder.py": VENDORED_NET.format(cls=cls),
+        "sync_batchnorm/__init__.py": "",
+        "sync_batchnorm/batchnorm.py": source,
+    }
+
+
+C["replica_only_synchronized_batchnorm_under_ddp"] = (
+    R,
+    True,
+    vendored_sync_project("SynchronizedBatchNorm2d", REPLICA_SYNC_BN),
+    "train.py",
+)
+C["NEG_process_synchronized_batchnorm_under_ddp"] = (
+    R,
+    False,
+    vendored_sync_project("SyncBN2d", PROCESS_SYNC_BN),
+    "train.py",
+)
+
+# Round 28 (MNCDV3's ViT-Adapter backbone building nn.SyncBatchNorm beside UperNet heads with plain
+# nn.BatchNorm2d; the medicaldiffusion VQGAN handing norm_layer=nn.BatchNorm2d to discriminators whose
+# default is nn.SyncBatchNorm): SyncBatchNorm in one part of a model converts nothing else. A model
+# whose every BatchNorm part builds SyncBatchNorm (NEG) is synced.
+SYNC_PARTS = """
+import torch.nn as nn
+
+
+class Backbone(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 16, 3)
+        self.norm = nn.SyncBatchNorm(16)
+
+    def forward(self, x):
+        return self.norm(self.conv(x))
+
+
+class Head(nn.Module):
+    def __init__(self, norm=nn.BatchNorm2d):
+        super().__init__()
+        self.conv = nn.Conv2d(16, 16, 3)
+        self.norm = norm(16)
+
+    def forward(self, x):
+        return self.norm(self.conv(x)).mean((2, 3))
+
+
+class Discriminator(nn.Module):
+    def __init__(self, norm_layer=nn.SyncBatchNorm):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 16, 3)
+        self.norm = norm_layer(16)
+
+    def forward(self, x):
+        return self.norm(self.conv(x)).mean((2, 3))
+"""
+
+
+def sync_parts_project(model):
+    return {
+        "train.py": HEAD + "from model import Model\n" + main("model = Model()"),
+        "model.py": SYNC_PARTS + model,
+    }
+
+
+C["syncbn_backbone_beside_batchnorm_head"] = (
+    R,
+    True,
+    sync_parts_project(
+        """
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.backbone = Backbone()
+        self.head = Head()
+
+    def forward(self, x):
+        return self.head(self.backbone(x))
+"""
+    ),
+    "train.py",
+)
+C["NEG_syncbn_backbone_beside_syncbn_head"] = (
+    R,
+    False,
+    sync_parts_project(
+        """
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.backbone = Backbone()
+        self.head = Discriminator()
+
+    def forward(self, x):
+        return self.head(self.backbone(x))
+"""
+    ),
+    "train.py",
+)
+C["syncbn_default_replaced_by_batchnorm"] = (
+    R,
+    True,
+    sync_parts_project(
+        """
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.disc = Discriminator(norm_layer=nn.BatchNorm2d)
+
+    def forward(self, x):
+        return self.disc(x)
+"""
+    ),
+    "train.py",
+)

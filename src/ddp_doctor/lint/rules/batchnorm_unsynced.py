@@ -85,6 +85,12 @@ builds BatchNorm unless every project call hands that parameter another literal 
 (``Summary.bn_name_param``); an entry script's ``trainer.setup_multi_gpu(rank)`` that wraps the
 trainer's own model in place, the trainer built there with a project BatchNorm model handed in, is
 left to the trainer's file, which reports the wrap of the handed model (one finding per bug).
+Round 28: a vendored synchronised BatchNorm that syncs only across ``DataParallel`` replicas
+(Synchronized-BatchNorm-PyTorch's ``SynchronizedBatchNorm2d``, face-vid2vid) is per-rank BatchNorm
+under DDP (``batchnorm_syntax.replica_only_sync``); SyncBatchNorm built in one part of a model (a
+backbone's ``nn.SyncBatchNorm``, a discriminator's ``norm_layer=nn.SyncBatchNorm`` default the model
+replaces by ``nn.BatchNorm2d``) converts nothing else: a model that also holds plain BatchNorm is not
+synced (``ProjectIndex._settle_partial_conversions``; MNCDV3's UperNet heads, medicaldiffusion's VQGAN).
 Autofix (plain findings only): convert the wrapped model just before wrapping.
 """
 
@@ -166,7 +172,8 @@ class BatchnormUnsynced(Rule):
     project_facts = frozenset({"batchnorm", "options", "call_arguments"})
     flagged = (
         "the file builds BatchNorm layers (also MinkowskiEngine's `MinkowskiBatchNorm`, torchsparse's and "
-        "torch_geometric's `BatchNorm`; or a torchvision model known to contain them, a `conformer`/torchaudio "
+        "torch_geometric's `BatchNorm`, and a vendored `SynchronizedBatchNorm2d` that syncs only across "
+        "DataParallel replicas; or a torchvision model known to contain them, a `conformer`/torchaudio "
         "Conformer, mmcv's `build_norm_layer`/`ConvModule` with a `norm_cfg` of type `BN` (also a constructor "
         "parameter's default `norm_cfg=dict(type='BN')`), timm "
         "`create_model` with a BatchNorm-family name or flag default (also a name the shipped YAML "
@@ -180,7 +187,9 @@ class BatchnormUnsynced(Rule):
         "project package by `eval`/`importlib` (also `importlib.import_module(cfg.model).Net`: the project's "
         "defs so named), a model `eval`'d by "
         "name over a star import of BatchNorm models) and wraps in DDP (also apex's, ignite's `idist.auto_model` without `sync_bn=True`, a project subclass of DDP, also star-imported, and a Lightning "
-        "`Trainer` with a DDP strategy and no `sync_batchnorm=True`), with no SyncBatchNorm anywhere; "
+        "`Trainer` with a DDP strategy and no `sync_batchnorm=True`), with no SyncBatchNorm anywhere "
+        "(SyncBatchNorm built in only some parts of a project model, a backbone's `nn.SyncBatchNorm` beside "
+        "heads with `nn.BatchNorm2d`, leaves the others unsynced); "
         "(project) a DDP wrap of a model the function was handed, where a caller built it with "
         "BatchNorm (also `DDP(self.model)` in a class whose constructor keeps its `model` parameter as "
         "`self.model`, a subclass's `super().__init__(cfg, model)` handing it on); a self-converting model built with its conversion flag off; a conversion behind an "
