@@ -216,7 +216,35 @@ def class_epoch_params_of(cls: ast.ClassDef, unread: frozenset[int] = frozenset(
             if id(loop) in nested or name in looped_methods:
                 for d in drawn:
                     out |= {held[d], params.index(held[d])}
+        for d in _iterators_remade_per_pass(m, held, name in looped_methods):
+            out |= {held[d], params.index(held[d])}
     return out
+
+
+def _iterators_remade_per_pass(
+    m: ast.FunctionDef | ast.AsyncFunctionDef, held: dict[str, str], looped: bool
+) -> set[str]:
+    """The kept loaders (``self.train_loader``) whose iterator ``m`` makes again (``iter(self.x)``)
+    inside a loop of its own, or anywhere when another method calls ``m`` from inside a loop: a step
+    loop that restarts the loader when it runs out (MGMatting's ``for step in range(total): try:
+    next(data_iter) except: data_iter = iter(self.train_dataloader)``) draws it pass after pass."""
+    inside = {
+        id(x)
+        for a in walk_local(m)
+        if isinstance(a, (ast.For, ast.AsyncFor, ast.While))
+        for x in walk_local(a)
+        if x is not a
+    }
+    return {
+        d
+        for c in walk_local(m)
+        if isinstance(c, ast.Call)
+        and isinstance(c.func, ast.Name)
+        and c.func.id == "iter"
+        and len(c.args) == 1
+        and (d := dotted(c.args[0])) in held
+        and (looped or id(c) in inside)
+    }
 
 
 def _reorders(fn: ast.AST, loader: str, unread: frozenset[int] = frozenset()) -> bool:

@@ -1778,3 +1778,58 @@ C["NEG_loader_method_of_the_handed_dataset_epoch_set"] = (
     _dataset_builds_its_loader(set_epoch="            train_loader.sampler.set_epoch(epoch)\n"),
     "trainer.py",
 )
+
+
+# Round 28 (MGMatting): the loader over a DistributedSampler is handed to a trainer class of another
+# file whose step loop makes its iterator again each time it runs out
+def _trainer_restarts_the_iterator(restart="                data_iter = iter(self.train_loader)\n"):
+    return {
+        "train.py": HEAD
+        + "from trainer import Trainer\n"
+        + SETUP
+        + """
+    sampler = DistributedSampler(dataset)
+    loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+    trainer = Trainer(model, optimizer, train_loader=loader)
+    trainer.train(args.total_steps)
+""",
+        "trainer.py": HEAD
+        + f"""
+class Trainer:
+    def __init__(self, model, optimizer, train_loader):
+        self.model = model
+        self.optimizer = optimizer
+        self.train_loader = train_loader
+
+    def train(self, total_steps):
+        data_iter = iter(self.train_loader)
+        for step in range(total_steps):
+            try:
+                x, y = next(data_iter)
+            except StopIteration:
+{restart}                x, y = next(data_iter)
+            loss = nn.functional.cross_entropy(self.model(x.cuda()), y.cuda())
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+""",
+    }
+
+
+C["trainer_step_loop_restarts_the_iterator"] = (R, True, _trainer_restarts_the_iterator(), "train.py")
+# near misses: the step loop stops at the end of the data (one pass), or tells the sampler its pass
+C["NEG_trainer_step_loop_never_restarts_the_iterator"] = (
+    R,
+    False,
+    _trainer_restarts_the_iterator(restart="                break\n"),
+    "train.py",
+)
+C["NEG_trainer_step_loop_restarts_after_setting_the_epoch"] = (
+    R,
+    False,
+    _trainer_restarts_the_iterator(
+        restart="                self.train_loader.sampler.set_epoch(step)\n"
+        "                data_iter = iter(self.train_loader)\n"
+    ),
+    "train.py",
+)
