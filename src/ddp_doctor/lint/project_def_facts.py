@@ -90,9 +90,11 @@ def trained_params_of(ctx: FileContext, node: ast.AST) -> set[str | int]:
         return set()
     if not watched:
         return set()
+    # the defs that backprop, of the region or (for a function) of its file: GFNet's step loop calls
+    # the module's ``train_step``, which runs ``backward``
     backward_fns = {
         f.name
-        for f in ast.walk(region)
+        for f in (ast.walk(region) if isinstance(region, ast.ClassDef) else [*ast.walk(region), *ctx.tree.body])
         if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(backward_of(x) for x in ast.walk(f))
     }
     # a local wrapping a watched loader (CycleGAN ``train_t = tqdm(enumerate(train_dataloader))``
@@ -113,12 +115,21 @@ def trained_params_of(ctx: FileContext, node: ast.AST) -> set[str | int]:
                 wraps.setdefault(n.targets[0].id, source)
     out: set[str | int] = set()
     for loop in ast.walk(region):
-        if not isinstance(loop, (ast.For, ast.AsyncFor)):
-            continue
-        source = next((wraps[d] for x in ast.walk(loop.iter) if (d := dotted(x)) in wraps), None)
-        if source is None:
+        if not isinstance(loop, (ast.For, ast.AsyncFor, ast.While)):
             continue
         body = [x for stmt in loop.body for x in ast.walk(stmt)]
+        # ``for b in p``; or a step loop drawing ``next(p)`` from the iterator it was handed (GFNet's
+        # ``train_k_steps_cosine(n, k, iter(DataLoader(...)), ...)``: ``batch = next(dataloader)``)
+        # (the ``next`` draws first: ``for n in tqdm(range(n_0, n_0 + k))`` counts steps, it draws nothing)
+        drawn: list[ast.AST] = [
+            x.args[0]
+            for x in body
+            if isinstance(x, ast.Call) and isinstance(x.func, ast.Name) and x.func.id == "next" and x.args
+        ]
+        drawn += [*ast.walk(loop.iter)] if isinstance(loop, (ast.For, ast.AsyncFor)) else []
+        source = next((wraps[d] for x in drawn if (d := dotted(x)) in wraps), None)
+        if source is None:
+            continue
         if any(backward_of(x) for x in body) or any(
             isinstance(x, ast.Call)
             and isinstance(x.func, (ast.Name, ast.Attribute))

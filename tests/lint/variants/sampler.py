@@ -995,3 +995,57 @@ C["plain_loader_handed_to_a_trainer_called_with_ddp_from_the_options"] = (
     trainer_with_a_ddp_parameter("train_func(args, loader, args.rank, ddp=args.distributed)"),
     "train.py",
 )
+
+
+def k_step_chunks(sampler="torch.utils.data.RandomSampler(dataset, num_samples=8 * k)", step_body=None):
+    """GFNet: each chunk of k steps draws from ``iter(DataLoader(...))`` handed to a function of another
+    file, whose step loop takes ``next(dataloader)`` and calls its file's ``train_step``."""
+    step_body = step_body or (
+        "    loss = nn.functional.cross_entropy(model(x.cuda()), y.cuda())\n"
+        "    optimizer.zero_grad()\n"
+        "    loss.backward()\n"
+        "    optimizer.step()\n"
+    )
+    return {
+        "train.py": HEAD
+        + "from engine import train_k_steps\n"
+        + SETUP
+        + f"""
+    k = 100
+    for n in range(0, args.total_steps, k):
+        sampler = {sampler}
+        chunk = iter(DataLoader(dataset, batch_size=8, sampler=sampler))
+        train_k_steps(n, k, chunk, model, optimizer)
+""",
+        "engine.py": HEAD
+        + f"""
+def train_step(x, y, model, optimizer):
+{step_body}
+
+def train_k_steps(n_0, k, dataloader, model, optimizer):
+    for n in tqdm(range(n_0, n_0 + k)):
+        x, y = next(dataloader)
+        train_step(x, y, model, optimizer)
+""",
+    }
+
+
+C["iterator_over_a_local_sampler_handed_to_a_step_loop_of_another_file"] = (
+    R,
+    True,
+    k_step_chunks(),
+    "train.py",
+)
+# near misses: the chunk draws through a DistributedSampler, or the step function only evaluates
+C["NEG_iterator_over_a_distributed_sampler_handed_to_a_step_loop"] = (
+    R,
+    False,
+    k_step_chunks(sampler="DistributedSampler(dataset)"),
+    "train.py",
+)
+C["NEG_iterator_over_a_local_sampler_handed_to_an_evaluation_loop"] = (
+    R,
+    False,
+    k_step_chunks(step_body="    with torch.no_grad():\n        model(x.cuda())\n"),
+    "train.py",
+)

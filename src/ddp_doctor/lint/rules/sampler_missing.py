@@ -225,7 +225,7 @@ class SamplerMissing(Rule):
                 continue  # (the latter: a builder's ``if name == "mnist":`` branch no call picks)
             if _sampler_unbound_here(ctx, call) or single_process_only(ctx, call):
                 continue  # this branch stops a distributed run before it trains; runs only single-process
-            names = bound_names(ctx, call) - _bound_single_process(ctx, call)
+            names = (bound_names(ctx, call) or _iterator_names(ctx, call)) - _bound_single_process(ctx, call)
             if evaluation_loader(names) or not trains_on(facts, names, call):
                 continue
             if _trained_only_with_the_wrap_turned_off(ctx, facts, names):
@@ -533,6 +533,23 @@ def _bound_to_distributed_sampler(ctx: FileContext, loader: ast.Call, sampler: a
         and _dataset_name(b.value) == dataset
         for b in binds
     )
+
+
+def _iterator_names(ctx: FileContext, loader: ast.Call) -> set[str]:
+    """``it = iter(DataLoader(...))``: the loader has no name of its own, and ``it`` is what the
+    training draws batches from with ``next(it)`` (GFNet's ``mega_dataloader``)."""
+    parent = ctx.parents.get(loader)
+    if not (
+        isinstance(parent, ast.Call)
+        and isinstance(parent.func, ast.Name)
+        and parent.func.id == "iter"
+        and parent.args == [loader]
+    ):
+        return set()
+    assign = ctx.parents.get(parent)
+    if not isinstance(assign, ast.Assign) or assign.value is not parent:
+        return set()
+    return {d for t in assign.targets if (d := dotted(t))}
 
 
 def _trained_only_with_the_wrap_turned_off(ctx: FileContext, facts: LoopFacts, names: set[str]) -> bool:
