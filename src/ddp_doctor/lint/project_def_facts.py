@@ -94,7 +94,9 @@ def trained_params_of(ctx: FileContext, node: ast.AST) -> set[str | int]:
     # the module's ``train_step``, which runs ``backward``
     backward_fns = {
         f.name
-        for f in (ast.walk(region) if isinstance(region, ast.ClassDef) else [*ast.walk(region), *ctx.tree.body])
+        for f in (
+            ast.walk(region) if isinstance(region, ast.ClassDef) else [*ast.walk(region), *ctx.tree.body]
+        )
         if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(backward_of(x) for x in ast.walk(f))
     }
     # a local wrapping a watched loader (CycleGAN ``train_t = tqdm(enumerate(train_dataloader))``

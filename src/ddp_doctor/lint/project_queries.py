@@ -932,7 +932,11 @@ class IndexQueries(IndexCore):
         DistributedSampler at that position (CHORE's trainer calls ``self.train_dataset.get_loader(rank=...,
         world_size=...)`` on the dataset it was handed; ``BaseDataset.get_loader`` builds the sampler)."""
         func = call.func
-        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in ("self", "cls"):
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id in ("self", "cls")
+        ):
             return None
         found = self._same_name_methods(func)
         if not found or len(found) > MAX_SAME_NAME_METHODS:
@@ -941,9 +945,11 @@ class IndexQueries(IndexCore):
         for m in found:
             if m.module == ctx.module or not m.sampler_loaders:
                 return None
-            common = dict(m.sampler_loaders) if common is None else {
-                p: w for p, w in common.items() if p in m.sampler_loaders
-            }
+            common = (
+                dict(m.sampler_loaders)
+                if common is None
+                else {p: w for p, w in common.items() if p in m.sampler_loaders}
+            )
         return common or None
 
     def instance_method(self, ctx: FileContext, call: ast.Call) -> Summary | None:

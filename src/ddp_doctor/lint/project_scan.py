@@ -958,5 +958,8 @@ def _calling_backward_defs(ctx: FileContext, backward_defs: set[int]) -> set[int
         id(f)
         for f in top
         if id(f) not in backward_defs
-        and any(isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in names for c in ast.walk(f))
+        and any(
+            isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in names
+            for c in ast.walk(f)
+        )
     }

@@ -32,7 +32,9 @@ def returned_loader(ctx: FileContext, call: ast.Call) -> dict[int, str] | None:
     if summary is None:
         # a method of a value of unknown type: every project method of that name returns one
         # (CHORE's ``self.train_dataset.get_loader(rank=..., world_size=...)``)
-        return _builder_picked_in_branches(ctx, project, call.func) or project.same_name_sampler_loaders(ctx, call)
+        return _builder_picked_in_branches(ctx, project, call.func) or project.same_name_sampler_loaders(
+            ctx, call
+        )
     if summary.module == ctx.module:
         return None
     return summary.sampler_loaders or None

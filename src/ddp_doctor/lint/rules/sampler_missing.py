@@ -505,12 +505,16 @@ def _samples_dataset(ctx: FileContext, stmt: ast.stmt, dataset: str) -> bool:
             node, (ast.If, ast.IfExp, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
         ):
             continue
-        if isinstance(node, ast.Call) and distributed_sampler_call(ctx, node):
-            if _dataset_name(node) == dataset:
-                return True
-        if isinstance(node, ast.Call) and is_dataloader_call(ctx, node) and _dataset_name(node) == dataset:
-            if _bound_to_distributed_sampler(ctx, node, keyword(node, "sampler"), dataset):
-                return True
+        if (
+            isinstance(node, ast.Call)
+            and _dataset_name(node) == dataset
+            and (
+                distributed_sampler_call(ctx, node)
+                or is_dataloader_call(ctx, node)
+                and _bound_to_distributed_sampler(ctx, node, keyword(node, "sampler"), dataset)
+            )
+        ):
+            return True
         stack.extend(ast.iter_child_nodes(node))
     return False
 
@@ -520,7 +524,9 @@ def _dataset_name(call: ast.Call) -> str | None:
     return dotted(given) if given is not None else None
 
 
-def _bound_to_distributed_sampler(ctx: FileContext, loader: ast.Call, sampler: ast.expr | None, dataset: str) -> bool:
+def _bound_to_distributed_sampler(
+    ctx: FileContext, loader: ast.Call, sampler: ast.expr | None, dataset: str
+) -> bool:
     """``sampler`` is a plain name that every binding in the loader's function (at least one) binds to
     ``DistributedSampler(dataset)``."""
     if not isinstance(sampler, ast.Name):
@@ -560,7 +566,9 @@ def _trained_only_with_the_wrap_turned_off(ctx: FileContext, facts: LoopFacts, n
     ``train_func(..., ddp=True)`` with a sampled loader of its own): in this file that loader trains
     an unwrapped model, a single-process run."""
     loops = [loop for loop in loops_iterating(ctx, names) if facts.has_backward(loop.body)]
-    return bool(loops) and all(_wrap_turned_off_by_callers(ctx, ctx.enclosing_function(loop)) for loop in loops)
+    return bool(loops) and all(
+        _wrap_turned_off_by_callers(ctx, ctx.enclosing_function(loop)) for loop in loops
+    )
 
 
 def _wrap_turned_off_by_callers(ctx: FileContext, fn: ast.AST | None) -> bool:
@@ -573,7 +581,9 @@ def _wrap_turned_off_by_callers(ctx: FileContext, fn: ast.AST | None) -> bool:
         c
         for c in ctx.local(fn)
         if isinstance(c, ast.Call)
-        and (ctx.call_qualname(c) in DATA_PARALLEL or (project is not None and project.call_wraps_ddp(ctx, c)))
+        and (
+            ctx.call_qualname(c) in DATA_PARALLEL or (project is not None and project.call_wraps_ddp(ctx, c))
+        )
     ]
     flags = {_gating_parameter(ctx, fn, w) for w in wraps}
     if not wraps or None in flags:
@@ -582,7 +592,9 @@ def _wrap_turned_off_by_callers(ctx: FileContext, fn: ast.AST | None) -> bool:
     return bool(calls) and all(passes_off(fn, c, flag) for c in calls for flag in flags if flag is not None)
 
 
-def _gating_parameter(ctx: FileContext, fn: ast.FunctionDef | ast.AsyncFunctionDef, node: ast.AST) -> str | None:
+def _gating_parameter(
+    ctx: FileContext, fn: ast.FunctionDef | ast.AsyncFunctionDef, node: ast.AST
+) -> str | None:
     """The parameter ``p`` of ``fn`` when ``node`` sits in the body of an ``if p:`` of ``fn`` whose
     name asks whether the run is distributed (``if ddp:``)."""
     params = set(parameter_names(fn))
