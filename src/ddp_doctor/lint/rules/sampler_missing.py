@@ -133,7 +133,8 @@ class SamplerMissing(Rule):
         "only as its parameters handed to that call; no DataLoader: batch positions drawn by hand from "
         "torch's default generator (`ix = torch.randint(len(data) - block, (bs,))` then `data[i:i + block] "
         "for i in ix`, also `torch.randperm(len(data))`) for a loop that only counts steps and backprops, in "
-        "a file that seeds no process by rank"
+        "a file that seeds no process by rank; a loader drawn only through `it = iter(DataLoader(...))` (the iterator "
+        "handed on and drawn with `next(it)` by a step loop that backprops)"
     )
     not_flagged = (
         "dataset built from rank/world/shard values (per-rank seeds, a random order drawn after "
@@ -163,7 +164,10 @@ class SamplerMissing(Rule):
         "nothing nor syncs gradients by hand, beside the file's functions that wrap (a single-process path), a "
         "loader built in the single-process branch of a test of distribution (the `else` of `if args.ddp:`, "
         "also spelled `if self.config.use_ddp is True:`), or returned by a builder that only such a branch calls "
-        "for the loader it trains on"
+        "for the loader it trains on, a loader in a branch of a chain whose other branch draws the same dataset through a "
+        "name bound only to `DistributedSampler(ds)` earlier (`if device_count() == 1: DataLoader(ds, shuffle=True) elif "
+        "device_count() > 1: DataLoader(ds, sampler=train_sampler)`), a loader trained only in a function that wraps "
+        "its model under `if ddp:` and that every call of the file gives `ddp=False` (a single-process twin of a DDP script)"
     )
     # ``randint``/``randperm``: batches drawn by hand, with no DataLoader (``_index_draws``)
     required = (("DataLoader", "randint", "randperm"), tuple(q.split(".")[-1] for q in DATA_PARALLEL))
