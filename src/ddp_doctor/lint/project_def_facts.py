@@ -90,9 +90,13 @@ def trained_params_of(ctx: FileContext, node: ast.AST) -> set[str | int]:
         return set()
     if not watched:
         return set()
+    # the defs that backprop, of the region or (for a function) of its file: GFNet's step loop calls
+    # the module's ``train_step``, which runs ``backward``
     backward_fns = {
         f.name
-        for f in ast.walk(region)
+        for f in (
+            ast.walk(region) if isinstance(region, ast.ClassDef) else [*ast.walk(region), *ctx.tree.body]
+        )
         if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(backward_of(x) for x in ast.walk(f))
     }
     # a local wrapping a watched loader (CycleGAN ``train_t = tqdm(enumerate(train_dataloader))``
@@ -113,12 +117,21 @@ def trained_params_of(ctx: FileContext, node: ast.AST) -> set[str | int]:
                 wraps.setdefault(n.targets[0].id, source)
     out: set[str | int] = set()
     for loop in ast.walk(region):
-        if not isinstance(loop, (ast.For, ast.AsyncFor)):
-            continue
-        source = next((wraps[d] for x in ast.walk(loop.iter) if (d := dotted(x)) in wraps), None)
-        if source is None:
+        if not isinstance(loop, (ast.For, ast.AsyncFor, ast.While)):
             continue
         body = [x for stmt in loop.body for x in ast.walk(stmt)]
+        # ``for b in p``; or a step loop drawing ``next(p)`` from the iterator it was handed (GFNet's
+        # ``train_k_steps_cosine(n, k, iter(DataLoader(...)), ...)``: ``batch = next(dataloader)``)
+        # (the ``next`` draws first: ``for n in tqdm(range(n_0, n_0 + k))`` counts steps, it draws nothing)
+        drawn: list[ast.AST] = [
+            x.args[0]
+            for x in body
+            if isinstance(x, ast.Call) and isinstance(x.func, ast.Name) and x.func.id == "next" and x.args
+        ]
+        drawn += [*ast.walk(loop.iter)] if isinstance(loop, (ast.For, ast.AsyncFor)) else []
+        source = next((wraps[d] for x in drawn if (d := dotted(x)) in wraps), None)
+        if source is None:
+            continue
         if any(backward_of(x) for x in body) or any(
             isinstance(x, ast.Call)
             and isinstance(x.func, (ast.Name, ast.Attribute))
@@ -216,7 +229,35 @@ def class_epoch_params_of(cls: ast.ClassDef, unread: frozenset[int] = frozenset(
             if id(loop) in nested or name in looped_methods:
                 for d in drawn:
                     out |= {held[d], params.index(held[d])}
+        for d in _iterators_remade_per_pass(m, held, name in looped_methods):
+            out |= {held[d], params.index(held[d])}
     return out
+
+
+def _iterators_remade_per_pass(
+    m: ast.FunctionDef | ast.AsyncFunctionDef, held: dict[str, str], looped: bool
+) -> set[str]:
+    """The kept loaders (``self.train_loader``) whose iterator ``m`` makes again (``iter(self.x)``)
+    inside a loop of its own, or anywhere when another method calls ``m`` from inside a loop: a step
+    loop that restarts the loader when it runs out (MGMatting's ``for step in range(total): try:
+    next(data_iter) except: data_iter = iter(self.train_dataloader)``) draws it pass after pass."""
+    inside = {
+        id(x)
+        for a in walk_local(m)
+        if isinstance(a, (ast.For, ast.AsyncFor, ast.While))
+        for x in walk_local(a)
+        if x is not a
+    }
+    return {
+        d
+        for c in walk_local(m)
+        if isinstance(c, ast.Call)
+        and isinstance(c.func, ast.Name)
+        and c.func.id == "iter"
+        and len(c.args) == 1
+        and (d := dotted(c.args[0])) in held
+        and (looped or id(c) in inside)
+    }
 
 
 def _reorders(fn: ast.AST, loader: str, unread: frozenset[int] = frozenset()) -> bool:

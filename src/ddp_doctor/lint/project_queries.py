@@ -949,6 +949,33 @@ class IndexQueries(IndexCore):
             and not passes_epoch(passed_arguments_shape(call), found.epoch_sampler_param)
         )
 
+    def same_name_sampler_loaders(self, ctx: FileContext, call: ast.Call) -> dict[int, str] | None:
+        """``{position: "file.py:line"}`` for ``obj.name(...)`` with ``obj`` of unknown type (not
+        ``self``: its own class is read by ``summary_for``) when every project method of that name (at
+        most ``MAX_SAME_NAME_METHODS``), each of another module, returns a loader over a shuffling
+        DistributedSampler at that position (CHORE's trainer calls ``self.train_dataset.get_loader(rank=...,
+        world_size=...)`` on the dataset it was handed; ``BaseDataset.get_loader`` builds the sampler)."""
+        func = call.func
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id in ("self", "cls")
+        ):
+            return None
+        found = self._same_name_methods(func)
+        if not found or len(found) > MAX_SAME_NAME_METHODS:
+            return None
+        common: dict[int, str] | None = None
+        for m in found:
+            if m.module == ctx.module or not m.sampler_loaders:
+                return None
+            common = (
+                dict(m.sampler_loaders)
+                if common is None
+                else {p: w for p, w in common.items() if p in m.sampler_loaders}
+            )
+        return common or None
+
     def instance_method(self, ctx: FileContext, call: ast.Call) -> Summary | None:
         """The project method ``obj.m(...)`` runs when ``obj`` is bound in this scope only to what one
         project class or factory builds: ``obj = Cls(...)``, or ``obj = make(...)`` where ``make``

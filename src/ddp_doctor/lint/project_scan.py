@@ -387,6 +387,7 @@ class IndexScan(IndexBindings):
                     if isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                         backward_defs.add(id(cur))
                     cur = ctx.parents.get(cur)
+        backward_defs |= _calling_backward_defs(ctx, backward_defs)
         return _FileScan(
             module=module,
             imports=imports,
@@ -964,3 +965,22 @@ def _settle_switch(s: Summary, switches: set[tuple[str, int]]) -> None:
         s.bn_switch = next(iter(switches))
     elif switches:
         s.builds_batchnorm = True  # under several switches: not modelled, counted as built
+
+
+def _calling_backward_defs(ctx: FileContext, backward_defs: set[int]) -> set[int]:
+    """Ids of the top-level functions that call a top-level function of the file holding a
+    ``.backward`` (GFNet's ``train_k_steps_cosine`` loop calling the module's ``train_step``): they
+    train too, one call deep."""
+    top = [f for f in ctx.tree.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    names = {f.name for f in top if id(f) in backward_defs}
+    if not names:
+        return set()
+    return {
+        id(f)
+        for f in top
+        if id(f) not in backward_defs
+        and any(
+            isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in names
+            for c in ast.walk(f)
+        )
+    }

@@ -894,3 +894,158 @@ C["validated_named_trained"] = (
     ),
     "train.py",
 )
+
+
+def samplers_made_before_the_loader_chain(sampled="dataset"):
+    """rgb_matters: the DistributedSamplers are made in an earlier ``if device_count() > 1:`` block, and
+    the loaders in a chain whose first branch (``== 1``) is the single-GPU path and whose ``elif`` draws
+    through those samplers."""
+    return {
+        "train.py": HEAD
+        + f"""
+def main(args, dataset, eval_dataset, net):
+    if torch.cuda.device_count() > 1:
+        dist.init_process_group("nccl")
+        net = DDP(net.cuda(), device_ids=[int(os.environ["LOCAL_RANK"])])
+        train_sampler = DistributedSampler({sampled}, shuffle=False)
+    criterion = nn.CrossEntropyLoss()
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+    if torch.cuda.device_count() == 1:
+        loader = DataLoader(dataset, batch_size=8, shuffle=True)
+    elif torch.cuda.device_count() > 1:
+        loader = DataLoader({sampled}, batch_size=8, sampler=train_sampler)
+    for epoch in range(args.epochs):
+        for x, y in loader:
+            loss = criterion(net(x.cuda()), y.cuda())
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+"""
+    }
+
+
+C["NEG_plain_loader_beside_a_branch_drawing_through_an_earlier_distributed_sampler"] = (
+    R,
+    False,
+    samplers_made_before_the_loader_chain(),
+    "train.py",
+)
+# near miss: the other branch samples another dataset, so the plain loader's data is never sharded
+C["plain_loader_beside_a_branch_sampling_another_dataset"] = (
+    R,
+    True,
+    samplers_made_before_the_loader_chain(sampled="eval_dataset"),
+    "train.py",
+)
+
+
+def trainer_with_a_ddp_parameter(call="train_func(args, loader, rank=0, ddp=False)"):
+    """NARF: train.py's ``train_func(..., ddp=False)`` wraps only ``if ddp:``; its DDP twin
+    train_ddp.py calls the same function with ``ddp=True`` and a loader over a DistributedSampler."""
+    return {
+        "train.py": HEAD
+        + f"""
+def train_func(args, loader, rank, ddp=False):
+    net = nn.Linear(8, 2).cuda(rank)
+    if ddp:
+        net = DDP(net, device_ids=[rank])
+    criterion = nn.CrossEntropyLoss()
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+    for epoch in range(args.epochs):
+        for x, y in loader:
+            loss = criterion(net(x.cuda()), y.cuda())
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+
+
+def train(args, dataset):
+    loader = DataLoader(dataset, batch_size=8, shuffle=True)
+    {call}
+""",
+        "train_ddp.py": HEAD
+        + """from train import train_func
+
+
+def ddp_train(rank, world_size, args, dataset):
+    dist.init_process_group("nccl", rank=rank, world_size=world_size)
+    sampler = DistributedSampler(dataset)
+    loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+    train_func(args, loader, rank, ddp=True)
+""",
+    }
+
+
+C["NEG_plain_loader_handed_to_a_trainer_called_with_ddp_false"] = (
+    R,
+    False,
+    trainer_with_a_ddp_parameter(),
+    "train.py",
+)
+C["NEG_plain_loader_handed_to_a_trainer_leaving_ddp_at_its_false_default"] = (
+    R,
+    False,
+    trainer_with_a_ddp_parameter("train_func(args, loader, 0)"),
+    "train.py",
+)
+# near miss: the file's own call turns the wrap on (by a run-time flag): the plain loader feeds DDP
+C["plain_loader_handed_to_a_trainer_called_with_ddp_from_the_options"] = (
+    R,
+    True,
+    trainer_with_a_ddp_parameter("train_func(args, loader, args.rank, ddp=args.distributed)"),
+    "train.py",
+)
+
+
+def k_step_chunks(sampler="torch.utils.data.RandomSampler(dataset, num_samples=8 * k)", step_body=None):
+    """GFNet: each chunk of k steps draws from ``iter(DataLoader(...))`` handed to a function of another
+    file, whose step loop takes ``next(dataloader)`` and calls its file's ``train_step``."""
+    step_body = step_body or (
+        "    loss = nn.functional.cross_entropy(model(x.cuda()), y.cuda())\n"
+        "    optimizer.zero_grad()\n"
+        "    loss.backward()\n"
+        "    optimizer.step()\n"
+    )
+    return {
+        "train.py": HEAD
+        + "from engine import train_k_steps\n"
+        + SETUP
+        + f"""
+    k = 100
+    for n in range(0, args.total_steps, k):
+        sampler = {sampler}
+        chunk = iter(DataLoader(dataset, batch_size=8, sampler=sampler))
+        train_k_steps(n, k, chunk, model, optimizer)
+""",
+        "engine.py": HEAD
+        + f"""
+def train_step(x, y, model, optimizer):
+{step_body}
+
+def train_k_steps(n_0, k, dataloader, model, optimizer):
+    for n in tqdm(range(n_0, n_0 + k)):
+        x, y = next(dataloader)
+        train_step(x, y, model, optimizer)
+""",
+    }
+
+
+C["iterator_over_a_local_sampler_handed_to_a_step_loop_of_another_file"] = (
+    R,
+    True,
+    k_step_chunks(),
+    "train.py",
+)
+# near misses: the chunk draws through a DistributedSampler, or the step function only evaluates
+C["NEG_iterator_over_a_distributed_sampler_handed_to_a_step_loop"] = (
+    R,
+    False,
+    k_step_chunks(sampler="DistributedSampler(dataset)"),
+    "train.py",
+)
+C["NEG_iterator_over_a_local_sampler_handed_to_an_evaluation_loop"] = (
+    R,
+    False,
+    k_step_chunks(step_body="    with torch.no_grad():\n        model(x.cuda())\n"),
+    "train.py",
+)

@@ -1703,3 +1703,133 @@ def load_train(dataset, epoch):
     },
     "train.py",
 )
+
+
+# Round 28 (CHORE): the dataset class builds its own loader (``get_loader(rank, world_size)`` over a
+# DistributedSampler of itself); a trainer of another file is handed the dataset and calls that method
+# on it, then walks the epochs
+def _dataset_builds_its_loader(other_class="", set_epoch=""):
+    return {
+        "train.py": HEAD
+        + "from trainer import Trainer\n"
+        + """
+def main(args, dataset, net):
+    dist.init_process_group("nccl")
+    rank = int(os.environ["LOCAL_RANK"])
+    model = DDP(net.cuda(), device_ids=[rank])
+    Trainer(model, dataset, rank, dist.get_world_size()).train_model(args.epochs)
+""",
+        "trainer.py": HEAD
+        + f"""
+class Trainer:
+    def __init__(self, model, train_dataset, rank, world_size):
+        self.model = model
+        self.train_dataset = train_dataset
+        self.rank = rank
+        self.world_size = world_size
+        self.optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+    def train_model(self, epochs):
+        train_loader = self.train_dataset.get_loader(rank=self.rank, world_size=self.world_size)
+        for epoch in range(epochs):
+{set_epoch}            for x, y in train_loader:
+                loss = nn.functional.cross_entropy(self.model(x.cuda()), y.cuda())
+                self.optimizer.zero_grad()
+                loss.backward()
+                self.optimizer.step()
+""",
+        "data.py": HEAD
+        + """
+class BaseDataset(torch.utils.data.Dataset):
+    def get_loader(self, shuffle=True, rank=-1, world_size=-1):
+        if world_size > 0:
+            sampler = DistributedSampler(self, num_replicas=world_size, rank=rank)
+            return DataLoader(self, batch_size=8, sampler=sampler)
+        return DataLoader(self, batch_size=8, shuffle=shuffle)
+"""
+        + other_class,
+    }
+
+
+C["loader_built_by_a_method_of_the_handed_dataset"] = (
+    R,
+    True,
+    _dataset_builds_its_loader(),
+    "trainer.py",
+)
+# near misses: another project class has a get_loader that draws no DistributedSampler (which one
+# runs is unknown), or the trainer sets the sampler's epoch
+C["NEG_loader_method_of_the_same_name_without_a_sampler"] = (
+    R,
+    False,
+    _dataset_builds_its_loader(
+        other_class="""
+
+class ListLoader:
+    def get_loader(self, rank=-1, world_size=-1):
+        return DataLoader(self.items, batch_size=8, shuffle=True)
+"""
+    ),
+    "trainer.py",
+)
+C["NEG_loader_method_of_the_handed_dataset_epoch_set"] = (
+    R,
+    False,
+    _dataset_builds_its_loader(set_epoch="            train_loader.sampler.set_epoch(epoch)\n"),
+    "trainer.py",
+)
+
+
+# Round 28 (MGMatting): the loader over a DistributedSampler is handed to a trainer class of another
+# file whose step loop makes its iterator again each time it runs out
+def _trainer_restarts_the_iterator(restart="                data_iter = iter(self.train_loader)\n"):
+    return {
+        "train.py": HEAD
+        + "from trainer import Trainer\n"
+        + SETUP
+        + """
+    sampler = DistributedSampler(dataset)
+    loader = DataLoader(dataset, batch_size=8, sampler=sampler)
+    trainer = Trainer(model, optimizer, train_loader=loader)
+    trainer.train(args.total_steps)
+""",
+        "trainer.py": HEAD
+        + f"""
+class Trainer:
+    def __init__(self, model, optimizer, train_loader):
+        self.model = model
+        self.optimizer = optimizer
+        self.train_loader = train_loader
+
+    def train(self, total_steps):
+        data_iter = iter(self.train_loader)
+        for step in range(total_steps):
+            try:
+                x, y = next(data_iter)
+            except StopIteration:
+{restart}                x, y = next(data_iter)
+            loss = nn.functional.cross_entropy(self.model(x.cuda()), y.cuda())
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+""",
+    }
+
+
+C["trainer_step_loop_restarts_the_iterator"] = (R, True, _trainer_restarts_the_iterator(), "train.py")
+# near misses: the step loop stops at the end of the data (one pass), or tells the sampler its pass
+C["NEG_trainer_step_loop_never_restarts_the_iterator"] = (
+    R,
+    False,
+    _trainer_restarts_the_iterator(restart="                break\n"),
+    "train.py",
+)
+C["NEG_trainer_step_loop_restarts_after_setting_the_epoch"] = (
+    R,
+    False,
+    _trainer_restarts_the_iterator(
+        restart="                self.train_loader.sampler.set_epoch(step)\n"
+        "                data_iter = iter(self.train_loader)\n"
+    ),
+    "train.py",
+)

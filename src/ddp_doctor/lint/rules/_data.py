@@ -69,7 +69,7 @@ def bound_names(ctx: FileContext, value: ast.AST) -> set[str]:
             flag = _flag_guard(ctx, parent, fn)
             for node in ctx.of_type(ast.Assign):
                 if isinstance(node.value, ast.Call) and ctx.helper(node.value) is fn:
-                    if flag is not None and _passes_off(fn, node.value, flag):
+                    if flag is not None and passes_off(fn, node.value, flag):
                         continue  # this call never reaches that ``return``
                     names |= {d for t in node.targets if (d := dotted(t))}
     return names
@@ -93,7 +93,7 @@ def _flag_guard(ctx: FileContext, ret: ast.Return, fn: ast.FunctionDef | ast.Asy
     return None
 
 
-def _passes_off(fn: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call, param: str) -> bool:
+def passes_off(fn: ast.FunctionDef | ast.AsyncFunctionDef, call: ast.Call, param: str) -> bool:
     """``call`` gives ``fn``'s parameter ``param`` a literal False/None/0, written or by default."""
     value = _passed(fn, call, param)
     return isinstance(value, ast.Constant) and value.value in (False, None, 0)

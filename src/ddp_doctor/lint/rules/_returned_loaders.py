@@ -30,7 +30,11 @@ def returned_loader(ctx: FileContext, call: ast.Call) -> dict[int, str] | None:
     # class or factory built here
     summary = project.summary_for(ctx, call.func) or project.instance_method(ctx, call)
     if summary is None:
-        return _builder_picked_in_branches(ctx, project, call.func)
+        # a method of a value of unknown type: every project method of that name returns one
+        # (CHORE's ``self.train_dataset.get_loader(rank=..., world_size=...)``)
+        return _builder_picked_in_branches(ctx, project, call.func) or project.same_name_sampler_loaders(
+            ctx, call
+        )
     if summary.module == ctx.module:
         return None
     return summary.sampler_loaders or None

@@ -62,7 +62,14 @@ from ddp_doctor.lint.context import FileContext, dotted, holder, keyword, parame
 from ddp_doctor.lint.dist_tests import asks_if_distributed
 from ddp_doctor.lint.loops import LoopFacts
 from ddp_doctor.lint.project import ProjectIndex
-from ddp_doctor.lint.rules._data import bound_names, evaluation_loader, trains_on, unreached_branch
+from ddp_doctor.lint.rules._data import (
+    bound_names,
+    evaluation_loader,
+    loops_iterating,
+    passes_off,
+    trains_on,
+    unreached_branch,
+)
 from ddp_doctor.lint.rules._index_draws import shared_index_draws
 from ddp_doctor.lint.rules.base import Rule, Violation
 from ddp_doctor.lint.samplers import (
@@ -126,7 +133,8 @@ class SamplerMissing(Rule):
         "only as its parameters handed to that call; no DataLoader: batch positions drawn by hand from "
         "torch's default generator (`ix = torch.randint(len(data) - block, (bs,))` then `data[i:i + block] "
         "for i in ix`, also `torch.randperm(len(data))`) for a loop that only counts steps and backprops, in "
-        "a file that seeds no process by rank"
+        "a file that seeds no process by rank; a loader drawn only through `it = iter(DataLoader(...))` (the iterator "
+        "handed on and drawn with `next(it)` by a step loop that backprops)"
     )
     not_flagged = (
         "dataset built from rank/world/shard values (per-rank seeds, a random order drawn after "
@@ -156,7 +164,10 @@ class SamplerMissing(Rule):
         "nothing nor syncs gradients by hand, beside the file's functions that wrap (a single-process path), a "
         "loader built in the single-process branch of a test of distribution (the `else` of `if args.ddp:`, "
         "also spelled `if self.config.use_ddp is True:`), or returned by a builder that only such a branch calls "
-        "for the loader it trains on"
+        "for the loader it trains on, a loader in a branch of a chain whose other branch draws the same dataset through a "
+        "name bound only to `DistributedSampler(ds)` earlier (`if device_count() == 1: DataLoader(ds, shuffle=True) elif "
+        "device_count() > 1: DataLoader(ds, sampler=train_sampler)`), a loader trained only in a function that wraps "
+        "its model under `if ddp:` and that every call of the file gives `ddp=False` (a single-process twin of a DDP script)"
     )
     # ``randint``/``randperm``: batches drawn by hand, with no DataLoader (``_index_draws``)
     required = (("DataLoader", "randint", "randperm"), tuple(q.split(".")[-1] for q in DATA_PARALLEL))
@@ -220,9 +231,11 @@ class SamplerMissing(Rule):
                 continue  # (the latter: a builder's ``if name == "mnist":`` branch no call picks)
             if _sampler_unbound_here(ctx, call) or single_process_only(ctx, call):
                 continue  # this branch stops a distributed run before it trains; runs only single-process
-            names = bound_names(ctx, call) - _bound_single_process(ctx, call)
+            names = (bound_names(ctx, call) or _iterator_names(ctx, call)) - _bound_single_process(ctx, call)
             if evaluation_loader(names) or not trains_on(facts, names, call):
                 continue
+            if _trained_only_with_the_wrap_turned_off(ctx, facts, names):
+                continue  # every call of the training function in this file passes its DDP flag False
             if not distributed_file and not (project is not None and project.hands_to_ddp_code(ctx, names)):
                 continue  # a single-process script of a project where some other file wraps DDP
             head = ctx.segment(call).splitlines()[0]
@@ -486,7 +499,11 @@ def _tested_words(tests: list[ast.expr]) -> set[str]:
 
 
 def _samples_dataset(ctx: FileContext, stmt: ast.stmt, dataset: str) -> bool:
-    """``stmt`` builds ``DistributedSampler(dataset, ...)`` outside any further condition of its own."""
+    """``stmt`` builds ``DistributedSampler(dataset, ...)`` outside any further condition of its own,
+    or a DataLoader over ``dataset`` whose ``sampler=`` is a name that every binding of its function
+    binds to ``DistributedSampler(dataset)`` (rgb_matters: the samplers made in an earlier ``if
+    device_count() > 1:`` block, the loaders in the ``elif device_count() > 1:`` of the chain whose
+    first branch is the single-GPU one)."""
     stack: list[ast.AST] = [stmt]
     while stack:
         node = stack.pop()
@@ -494,12 +511,111 @@ def _samples_dataset(ctx: FileContext, stmt: ast.stmt, dataset: str) -> bool:
             node, (ast.If, ast.IfExp, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
         ):
             continue
-        if isinstance(node, ast.Call) and distributed_sampler_call(ctx, node):
-            given = node.args[0] if node.args else keyword(node, "dataset")
-            if given is not None and dotted(given) == dataset:
-                return True
+        if (
+            isinstance(node, ast.Call)
+            and _dataset_name(node) == dataset
+            and (
+                distributed_sampler_call(ctx, node)
+                or is_dataloader_call(ctx, node)
+                and _bound_to_distributed_sampler(ctx, node, keyword(node, "sampler"), dataset)
+            )
+        ):
+            return True
         stack.extend(ast.iter_child_nodes(node))
     return False
+
+
+def _dataset_name(call: ast.Call) -> str | None:
+    given = call.args[0] if call.args else keyword(call, "dataset")
+    return dotted(given) if given is not None else None
+
+
+def _bound_to_distributed_sampler(
+    ctx: FileContext, loader: ast.Call, sampler: ast.expr | None, dataset: str
+) -> bool:
+    """``sampler`` is a plain name that every binding in the loader's function (at least one) binds to
+    ``DistributedSampler(dataset)``."""
+    if not isinstance(sampler, ast.Name):
+        return False
+    binds = ctx.bindings(ctx.enclosing_function(loader)).get(sampler.id, [])
+    return bool(binds) and all(
+        isinstance(b, ast.Assign)
+        and isinstance(b.value, ast.Call)
+        and distributed_sampler_call(ctx, b.value)
+        and _dataset_name(b.value) == dataset
+        for b in binds
+    )
+
+
+def _iterator_names(ctx: FileContext, loader: ast.Call) -> set[str]:
+    """``it = iter(DataLoader(...))``: the loader has no name of its own, and ``it`` is what the
+    training draws batches from with ``next(it)`` (GFNet's ``mega_dataloader``)."""
+    parent = ctx.parents.get(loader)
+    if not (
+        isinstance(parent, ast.Call)
+        and isinstance(parent.func, ast.Name)
+        and parent.func.id == "iter"
+        and parent.args == [loader]
+    ):
+        return set()
+    assign = ctx.parents.get(parent)
+    if not isinstance(assign, ast.Assign) or assign.value is not parent:
+        return set()
+    return {d for t in assign.targets if (d := dotted(t))}
+
+
+def _trained_only_with_the_wrap_turned_off(ctx: FileContext, facts: LoopFacts, names: set[str]) -> bool:
+    """Every loop of the file that backprops on the loader is in a function that wraps its model only
+    under ``if <parameter>:`` testing distribution, and every call of that function in the file gives
+    the parameter a literal False, written or by default (NARF's train.py: ``train_func(config,
+    dataset, data_loader, rank=0, ddp=False)``, while its DDP twin train_ddp.py calls the same
+    ``train_func(..., ddp=True)`` with a sampled loader of its own): in this file that loader trains
+    an unwrapped model, a single-process run."""
+    loops = [loop for loop in loops_iterating(ctx, names) if facts.has_backward(loop.body)]
+    return bool(loops) and all(
+        _wrap_turned_off_by_callers(ctx, ctx.enclosing_function(loop)) for loop in loops
+    )
+
+
+def _wrap_turned_off_by_callers(ctx: FileContext, fn: ast.AST | None) -> bool:
+    """``fn`` wraps a model only under ``if p:`` (``p`` a parameter of ``fn`` naming distribution), and
+    it has calls in the file, each passing ``p`` a literal False."""
+    if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    project = ctx.project
+    wraps = [
+        c
+        for c in ctx.local(fn)
+        if isinstance(c, ast.Call)
+        and (
+            ctx.call_qualname(c) in DATA_PARALLEL or (project is not None and project.call_wraps_ddp(ctx, c))
+        )
+    ]
+    flags = {_gating_parameter(ctx, fn, w) for w in wraps}
+    if not wraps or None in flags:
+        return False
+    calls = [c for c in ctx.of_type(ast.Call) if ctx.helper(c) is fn]
+    return bool(calls) and all(passes_off(fn, c, flag) for c in calls for flag in flags if flag is not None)
+
+
+def _gating_parameter(
+    ctx: FileContext, fn: ast.FunctionDef | ast.AsyncFunctionDef, node: ast.AST
+) -> str | None:
+    """The parameter ``p`` of ``fn`` when ``node`` sits in the body of an ``if p:`` of ``fn`` whose
+    name asks whether the run is distributed (``if ddp:``)."""
+    params = set(parameter_names(fn))
+    child, cur = node, ctx.parents.get(node)
+    while cur is not None and cur is not fn:
+        if (
+            isinstance(cur, ast.If)
+            and child in cur.body
+            and isinstance(cur.test, ast.Name)
+            and cur.test.id in params
+            and asks_if_distributed(cur.test, cur.test.id)
+        ):
+            return cur.test.id
+        child, cur = cur, ctx.parents.get(cur)
+    return None
 
 
 def _single_process_sibling(ctx: FileContext, loader: ast.Call, wraps: list[ast.Call]) -> bool:
