@@ -144,7 +144,10 @@ class SetEpochMissing(Rule):
         "`set_epoch` passing a literal outside every loop (`sampler.set_epoch(0)` once before the epoch loop) "
         "counts as none; (project) so does one under `if self.ddp:` where `self.ddp` is set once, in "
         "`__init__`, from a parameter defaulting to False that no construction of the class passes (nor a "
-        "subclass, nor `trainer.ddp = ...` from outside)"
+        "subclass, nor `trainer.ddp = ...` from outside); (project) a loader a method of a handed dataset "
+        "returns (`self.train_dataset.get_loader(rank=r, world_size=n)`) where every project method of that "
+        "name returns one over a shuffling DistributedSampler; a trainer class whose step loop remakes "
+        "`iter(self.train_dataloader)` each time it runs out, from a loop over epochs or steps"
     )
     not_flagged = (
         "`shuffle=False`, `loader.sampler.set_epoch(e)`, a loader handed to `accelerator.prepare` (its "
