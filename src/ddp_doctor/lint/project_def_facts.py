@@ -219,19 +219,24 @@ def class_epoch_params_of(cls: ast.ClassDef, unread: frozenset[int] = frozenset(
             if not drawn:
                 continue
             if nested is None:
-                nested = {
-                    id(x)
-                    for a in walk_local(m)
-                    if isinstance(a, (ast.For, ast.AsyncFor, ast.While))
-                    for x in walk_local(a)
-                    if x is not a
-                }
+                nested = _inside_loops(m)
             if id(loop) in nested or name in looped_methods:
                 for d in drawn:
                     out |= {held[d], params.index(held[d])}
         for d in _iterators_remade_per_pass(m, held, name in looped_methods):
             out |= {held[d], params.index(held[d])}
     return out
+
+
+def _inside_loops(m: ast.FunctionDef | ast.AsyncFunctionDef) -> set[int]:
+    """The ids of the nodes inside some ``for``/``while`` loop of ``m`` (its own, not nested defs')."""
+    return {
+        id(x)
+        for a in walk_local(m)
+        if isinstance(a, (ast.For, ast.AsyncFor, ast.While))
+        for x in walk_local(a)
+        if x is not a
+    }
 
 
 def _iterators_remade_per_pass(
@@ -241,13 +246,7 @@ def _iterators_remade_per_pass(
     inside a loop of its own, or anywhere when another method calls ``m`` from inside a loop: a step
     loop that restarts the loader when it runs out (MGMatting's ``for step in range(total): try:
     next(data_iter) except: data_iter = iter(self.train_dataloader)``) draws it pass after pass."""
-    inside = {
-        id(x)
-        for a in walk_local(m)
-        if isinstance(a, (ast.For, ast.AsyncFor, ast.While))
-        for x in walk_local(a)
-        if x is not a
-    }
+    inside = _inside_loops(m)
     return {
         d
         for c in walk_local(m)

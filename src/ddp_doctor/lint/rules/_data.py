@@ -66,7 +66,7 @@ def bound_names(ctx: FileContext, value: ast.AST) -> set[str]:
     elif isinstance(parent, ast.Return):
         fn = ctx.enclosing_function(parent)
         if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            flag = _flag_guard(ctx, parent, fn)
+            flag = guarding_parameter(ctx, fn, parent)
             for node in ctx.of_type(ast.Assign):
                 if isinstance(node.value, ast.Call) and ctx.helper(node.value) is fn:
                     if flag is not None and passes_off(fn, node.value, flag):
@@ -75,18 +75,25 @@ def bound_names(ctx: FileContext, value: ast.AST) -> set[str]:
     return names
 
 
-def _flag_guard(ctx: FileContext, ret: ast.Return, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
-    """The parameter ``p`` of ``fn`` when ``ret`` is inside the body of an ``if p:`` of ``fn``
-    (``def create_loader(ds, val_mode=False): if val_mode: return DataLoader(ds, shuffle=False)``)."""
+def guarding_parameter(
+    ctx: FileContext,
+    fn: ast.FunctionDef | ast.AsyncFunctionDef,
+    node: ast.AST,
+    accept: Callable[[ast.Name], bool] | None = None,
+) -> str | None:
+    """The parameter ``p`` of ``fn`` named by the innermost ``if p:`` of ``fn`` whose body holds
+    ``node`` (and whose test ``accept`` takes, when given): ``val_mode`` for the ``return`` of
+    ``def create_loader(ds, val_mode=False): if val_mode: return DataLoader(ds, shuffle=False)``."""
     params = set(parameter_names(fn))
-    child: ast.AST = ret
-    cur = ctx.parents.get(ret)
+    child: ast.AST = node
+    cur = ctx.parents.get(node)
     while cur is not None and cur is not fn:
         if (
             isinstance(cur, ast.If)
             and child in cur.body
             and isinstance(cur.test, ast.Name)
             and cur.test.id in params
+            and (accept is None or accept(cur.test))
         ):
             return cur.test.id
         child, cur = cur, ctx.parents.get(cur)

@@ -65,6 +65,7 @@ from ddp_doctor.lint.project import ProjectIndex
 from ddp_doctor.lint.rules._data import (
     bound_names,
     evaluation_loader,
+    guarding_parameter,
     loops_iterating,
     passes_off,
     trains_on,
@@ -603,19 +604,7 @@ def _gating_parameter(
 ) -> str | None:
     """The parameter ``p`` of ``fn`` when ``node`` sits in the body of an ``if p:`` of ``fn`` whose
     name asks whether the run is distributed (``if ddp:``)."""
-    params = set(parameter_names(fn))
-    child, cur = node, ctx.parents.get(node)
-    while cur is not None and cur is not fn:
-        if (
-            isinstance(cur, ast.If)
-            and child in cur.body
-            and isinstance(cur.test, ast.Name)
-            and cur.test.id in params
-            and asks_if_distributed(cur.test, cur.test.id)
-        ):
-            return cur.test.id
-        child, cur = cur, ctx.parents.get(cur)
-    return None
+    return guarding_parameter(ctx, fn, node, lambda test: asks_if_distributed(test, test.id))
 
 
 def _single_process_sibling(ctx: FileContext, loader: ast.Call, wraps: list[ast.Call]) -> bool:
