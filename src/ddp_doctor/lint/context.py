@@ -121,6 +121,11 @@ def holder(ctx: FileContext, node: ast.AST) -> tuple[ast.AST, ast.AST | None]:
     return node, parent
 
 
+def names_a_class(qualname: str) -> bool:
+    """The last part of ``qualname`` is named like a class: ``ResNet``, also a private one (``_VGG``)."""
+    return qualname.rsplit(".", 1)[-1].lstrip("_")[:1].isupper()
+
+
 def init_of(cls: ast.ClassDef) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     """The ``__init__`` the class itself defines (not one it inherits)."""
     return next(

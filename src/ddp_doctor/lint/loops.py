@@ -33,6 +33,7 @@ from ddp_doctor.lint.context import (
     dotted,
     keyword,
     method,
+    names_a_class,
     positional_params,
     walk_local,
 )
@@ -386,15 +387,13 @@ class LoopFacts:
         """(project) ``call`` is of a project function (not a class or an instance) that runs no
         backward: a ``..._scaler`` name that scales something else (Revisiting-FSCIL's
         ``utils.lr_scaler(lr_config, batch_size)`` scales the learning rate by the batch size)."""
-        from ddp_doctor.lint.project_summary import is_class_summary  # (the index imports this module)
-
         project = self.ctx.project
         if project is None:
             return False
         s = project.summary_for(self.ctx, call.func)
         return (
             s is not None
-            and not is_class_summary(s)
+            and not names_a_class(s.qualname)
             and "." not in s.qualname[len(s.module) + 1 :]  # a module-level function, not a method
             and not s.calls_backward
             and s.backward_param is None

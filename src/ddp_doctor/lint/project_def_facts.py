@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from ddp_doctor.lint.context import FileContext, dotted, method, walk_local
 from ddp_doctor.lint.flags import value_test
@@ -77,6 +77,35 @@ def kept_parameters(cls: ast.ClassDef) -> tuple[list[str], dict[str, str]]:
     return params, held
 
 
+def _backprop_defs(defs: Iterable[ast.AST]) -> set[str]:
+    """The names of the defs among ``defs`` whose bodies run a backward."""
+    return {
+        f.name
+        for f in defs
+        if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(backward_of(x) for x in ast.walk(f))
+    }
+
+
+def _top_level_backprop_defs(ctx: FileContext) -> set[str]:
+    """The file's top-level defs that run a backward, read once per file (``ctx.memo``): every
+    function of the file asks, so reading them per function was quadratic in the file's defs."""
+    key: tuple[object, ...] = (_top_level_backprop_defs,)
+    if key not in ctx.memo:
+        ctx.memo[key] = _backprop_defs(ctx.tree.body)
+    found: set[str] = ctx.memo[key]
+    return found
+
+
+def _callee_name(node: ast.AST) -> str | None:
+    """The name a call calls: ``f`` of ``f(x)``, ``step`` of ``self.step(x)``."""
+    if isinstance(node, ast.Call):
+        if isinstance(node.func, ast.Name):
+            return node.func.id
+        if isinstance(node.func, ast.Attribute):
+            return node.func.attr
+    return None
+
+
 def trained_params_of(ctx: FileContext, node: ast.AST) -> set[str | int]:
     """Which parameters of a function (or of a class's ``__init__``) feed a training loop."""
     if isinstance(node, ast.ClassDef):
@@ -92,13 +121,8 @@ def trained_params_of(ctx: FileContext, node: ast.AST) -> set[str | int]:
         return set()
     # the defs that backprop, of the region or (for a function) of its file: GFNet's step loop calls
     # the module's ``train_step``, which runs ``backward``
-    backward_fns = {
-        f.name
-        for f in (
-            ast.walk(region) if isinstance(region, ast.ClassDef) else [*ast.walk(region), *ctx.tree.body]
-        )
-        if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(backward_of(x) for x in ast.walk(f))
-    }
+    own_backward_fns = _backprop_defs(ast.walk(region))
+    file_backward_fns = set() if isinstance(region, ast.ClassDef) else _top_level_backprop_defs(ctx)
     # a local wrapping a watched loader (CycleGAN ``train_t = tqdm(enumerate(train_dataloader))``
     # then ``for i, batch in train_t:``) draws from it
     wraps = dict(watched)
@@ -133,9 +157,7 @@ def trained_params_of(ctx: FileContext, node: ast.AST) -> set[str | int]:
         if source is None:
             continue
         if any(backward_of(x) for x in body) or any(
-            isinstance(x, ast.Call)
-            and isinstance(x.func, (ast.Name, ast.Attribute))
-            and (x.func.id if isinstance(x.func, ast.Name) else x.func.attr) in backward_fns
+            (name := _callee_name(x)) is not None and (name in own_backward_fns or name in file_backward_fns)
             for x in body
         ):
             out |= {source, params.index(source)}

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ddp_doctor.lint.batchnorm_syntax import OptionSwitch
+from ddp_doctor.lint.context import names_a_class
 from ddp_doctor.lint.provenance import Shape
 from ddp_doctor.lint.state_logs import StateLog
 
@@ -365,4 +366,4 @@ def propagated_flags(s: Summary) -> tuple[bool, ...]:
 
 def is_class_summary(s: Summary) -> bool:
     """Named like a class: ``ResNet``, also a private one (``_VGG``)."""
-    return s.qualname.rsplit(".", 1)[-1].lstrip("_")[:1].isupper()
+    return names_a_class(s.qualname)
