@@ -126,6 +126,19 @@ def names_a_class(qualname: str) -> bool:
     return qualname.rsplit(".", 1)[-1].lstrip("_")[:1].isupper()
 
 
+def next_in_block(ctx: FileContext, stmt: ast.AST) -> ast.stmt | None:
+    """The statement right after ``stmt`` in the block (``body``/``orelse``/``finalbody``) that
+    holds it; None when ``stmt`` ends its block or is in none."""
+    holder = ctx.parents.get(stmt)
+    for part in ("body", "orelse", "finalbody"):
+        block = getattr(holder, part, None)
+        if isinstance(block, list) and stmt in block:
+            index = block.index(stmt)
+            following = block[index + 1] if index + 1 < len(block) else None
+            return following if isinstance(following, ast.stmt) else None
+    return None
+
+
 def init_of(cls: ast.ClassDef) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     """The ``__init__`` the class itself defines (not one it inherits)."""
     return next(

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import ast
 
-from ddp_doctor.lint.context import FileContext, dotted, other_branch
+from ddp_doctor.lint.context import FileContext, dotted, next_in_block, other_branch
 
 
 def discarded_wrap(ctx: FileContext, call: ast.Call) -> bool:
@@ -58,15 +58,7 @@ def _holder(ctx: FileContext, call: ast.Call) -> ast.AST | None:
 def _rebound_next(ctx: FileContext, stmt: ast.Assign, target: str) -> bool:
     """The statement right after ``stmt`` in its block binds ``target`` again to the wrap's inner
     module (``model = model.module``) or to a value that does not read ``target`` at all."""
-    parent = ctx.parents.get(stmt)
-    for field in ("body", "orelse", "finalbody"):
-        block = getattr(parent, field, None)
-        if isinstance(block, list) and stmt in block:
-            break
-    else:
-        return False
-    at = block.index(stmt)
-    nxt = block[at + 1] if at + 1 < len(block) else None
+    nxt = next_in_block(ctx, stmt)
     if not (isinstance(nxt, ast.Assign) and len(nxt.targets) == 1 and dotted(nxt.targets[0]) == target):
         return False
     value = nxt.value

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ddp_doctor.core.catalog import Text
-from ddp_doctor.lint.context import FileContext, dotted, keyword, method
+from ddp_doctor.lint.context import FileContext, dotted, keyword, method, next_in_block
 from ddp_doctor.lint.loops import (
     Backward,
     LoopFacts,
@@ -155,13 +155,9 @@ def _next_statement(ctx: FileContext, statement: ast.AST | None) -> ast.stmt | N
         holder = ctx.parents.get(cur)
         if holder is None or isinstance(holder, LOOP_OR_DEF):
             return None
-        for field in ("body", "orelse", "finalbody"):
-            block = getattr(holder, field, None)
-            if isinstance(block, list) and cur in block:
-                index = block.index(cur)
-                following = block[index + 1] if index + 1 < len(block) else None
-                if isinstance(following, ast.stmt):
-                    return following
+        following = next_in_block(ctx, cur)
+        if following is not None:
+            return following
         if not isinstance(holder, (ast.If, ast.With, ast.AsyncWith, ast.Try)):
             return None
         cur = holder
